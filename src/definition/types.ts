@@ -1,0 +1,95 @@
+/** Types of agent definitions: what a definition file resolves to, and what can go wrong. */
+
+/** Where a definition came from, highest precedence first. */
+export type DefinitionSource = 'project' | 'user' | 'compat' | 'builtin';
+
+export type PromptMode = 'extend' | 'full';
+export type PermissionMode = 'default' | 'acceptEdits' | 'dontAsk' | 'plan';
+export type OutputFormat = 'default' | 'concise';
+
+/** Exponential backoff with jitter. */
+export interface RetryPolicy {
+  readonly maxRetries: number;
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+}
+
+export interface BashConfig {
+  readonly timeoutSecs: number;
+  readonly outputByteLimit: number;
+  /** Prepended to every command, e.g. `set -euo pipefail;`. */
+  readonly cmdPrefix?: string;
+}
+
+export interface CompletionRequirement {
+  /** The tool that must succeed before the agent may finish, e.g. `complete_task`. */
+  readonly tool: string;
+  /** Text pushed to the model when a turn ends without calling the tool. */
+  readonly reminder: string;
+  readonly recovery: RetryPolicy;
+}
+
+export interface ToolConfig {
+  readonly retry?: RetryPolicy;
+}
+
+/** A fully resolved agent definition: every field has its default filled in. */
+export interface AgentDefinition {
+  /** Lowercase slug, unique among discovered definitions. */
+  readonly name: string;
+  readonly description: string;
+  /** The Markdown body: the system prompt (extend) or its template (full). */
+  readonly body: string;
+  readonly promptMode: PromptMode;
+  /** Canonical tool names the agent may use; `undefined` means every tool. */
+  readonly tools: readonly string[] | undefined;
+  readonly disallowedTools: readonly string[];
+  readonly permissionMode: PermissionMode;
+  readonly skills: readonly string[];
+  readonly agentsMd: boolean;
+  readonly outputFormat: OutputFormat;
+  readonly bash: BashConfig;
+  /** Canonical tool name -> model-facing name. */
+  readonly toolNameOverrides: Readonly<Record<string, string>>;
+  /** Canonical tool name -> (canonical parameter name -> model-facing parameter name). */
+  readonly paramNameOverrides: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  readonly completionRequirement: CompletionRequirement | undefined;
+  readonly toolConfig: Readonly<Record<string, ToolConfig>>;
+  /** Model name or alias as written (`default`, `sonnet`, `inherit`, `gpt-4.1`); resolved later. */
+  readonly model: string;
+  readonly maxSteps: number;
+  readonly enabled: boolean;
+  /** JSON Schema for the `complete_task` result. */
+  readonly outputSchema: Readonly<Record<string, unknown>> | undefined;
+  /** Where the definition was read from. */
+  readonly source: DefinitionSource;
+  /** Absolute file path, or `builtin:<name>`. */
+  readonly path: string;
+  /** Keys that troupe does not know, kept as written (forward compatibility). */
+  readonly extra: Readonly<Record<string, unknown>>;
+  /** 1-based line in the file where the body starts (for template errors). */
+  readonly bodyLine: number;
+}
+
+export type ProblemCode =
+  | 'parse_error'
+  | 'missing_field'
+  | 'invalid_field'
+  | 'unknown_tool_override'
+  | 'unknown_key'
+  | 'lenient_parse'
+  | 'name_slugified'
+  | 'io_error'
+  | 'shadowed';
+
+/** One error or warning about a definition file. Lines and columns are 1-based. */
+export interface DefinitionProblem {
+  readonly severity: 'error' | 'warning';
+  readonly code: ProblemCode;
+  readonly message: string;
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+  /** JSON pointer into the frontmatter, e.g. `/completionRequirement/tool`; `` for the file. */
+  readonly path: string;
+}

@@ -1,0 +1,2 @@
+/** `troupe/testing`: helpers for users' tests. */
+export {};

@@ -1,0 +1,61 @@
+/** The tool contract shared by the registry, the policy, the loop and the supervisor. */
+
+/** JSON Schema object (draft 2020-12 subset as accepted by Ajv). */
+export type JsonSchema = Readonly<Record<string, unknown>>;
+
+/** A change to the projection's keyed state. `text: null` removes the key. */
+export interface StateUpdate {
+  readonly key: string;
+  readonly text: string | null;
+}
+
+/** A request that the next provider turn runs with no tools and hands its text to `onCapture`. */
+export interface CaptureRequest {
+  /** Instruction shown to the model for the capture turn. */
+  readonly prompt: string;
+  /** Receives the captured text; its outcome becomes the tool's final outcome. */
+  readonly onCapture: (text: string) => ToolOutcome | Promise<ToolOutcome>;
+}
+
+/** What a tool call produced. */
+export interface ToolOutcome {
+  /** Text the model sees as the tool result. */
+  readonly text: string;
+  readonly ok: boolean;
+  /** Applied to the projection only when `ok`. */
+  readonly stateUpdates?: readonly StateUpdate[];
+  /** State keys this result displays (it is superseded when those keys update). */
+  readonly displayedStateKeys?: readonly string[];
+  readonly capture?: CaptureRequest;
+  /** A failure that may succeed when tried again (network, lock). Used by `toolConfig.<tool>.retry`. */
+  readonly retryable?: boolean;
+  /** Structured result data (e.g. the `complete_task` result object). */
+  readonly data?: unknown;
+}
+
+/** What a tool can see and do while it runs. */
+export interface ToolContext {
+  readonly signal: AbortSignal;
+  /** Absolute working directory; file tools are confined to it. */
+  readonly cwd: string;
+  readonly agentId: string;
+}
+
+/** A tool the model can call. Names are canonical; overrides map them to model-facing names. */
+export interface Tool<Args = Record<string, unknown>> {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: JsonSchema;
+  /** Safe under `permissionMode: plan`: it changes nothing outside the agent. */
+  readonly readOnly: boolean;
+  /** Long-running or background tool: the base prompt mentions background tasks when present. */
+  readonly background?: boolean;
+  execute(args: Args, ctx: ToolContext): ToolOutcome | Promise<ToolOutcome>;
+}
+
+/** Tool as offered to a provider: model-facing names, parameters schema. */
+export interface ToolSpec {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: JsonSchema;
+}
