@@ -1,6 +1,10 @@
 /** The tool contract shared by the registry, the policy, the loop and the supervisor. */
+import type { BashConfig } from '../definition/types.ts';
 
-/** JSON Schema object (draft 2020-12 subset as accepted by Ajv). */
+/**
+ * JSON Schema object, as accepted by Ajv: draft 2020-12 by default, draft-07 when the schema says
+ * so in `$schema`.
+ */
 export type JsonSchema = Readonly<Record<string, unknown>>;
 
 /** A change to the projection's keyed state. `text: null` removes the key. */
@@ -39,6 +43,8 @@ export interface ToolContext {
   /** Absolute working directory; file tools are confined to it. */
   readonly cwd: string;
   readonly agentId: string;
+  /** The agent's bash settings, for `run_terminal_cmd`; troupe's defaults apply when absent. */
+  readonly bash?: BashConfig;
 }
 
 /** A tool the model can call. Names are canonical; overrides map them to model-facing names. */
@@ -50,6 +56,10 @@ export interface Tool<Args = Record<string, unknown>> {
   readonly readOnly: boolean;
   /** Long-running or background tool: the base prompt mentions background tasks when present. */
   readonly background?: boolean;
+  /**
+   * Runs the tool with arguments already validated against `parameters`. Throwing is allowed: the
+   * toolbox turns an exception into the failed outcome `<tool> failed: <message>`.
+   */
   execute(args: Args, ctx: ToolContext): ToolOutcome | Promise<ToolOutcome>;
 }
 
@@ -58,4 +68,12 @@ export interface ToolSpec {
   readonly name: string;
   readonly description: string;
   readonly parameters: JsonSchema;
+}
+
+/** What prompt templates know about an agent's tools (built by the toolbox). */
+export interface PromptTools {
+  /** Every registered tool's canonical name -> its model-facing name, or `''` when not admitted. */
+  readonly names: Readonly<Record<string, string>>;
+  /** Model-facing names of admitted tools marked `background`. */
+  readonly background: readonly string[];
 }

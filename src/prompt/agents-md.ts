@@ -1,0 +1,71 @@
+/** The AGENTS.md section: project instructions from the git root down to the working directory. */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { AGENTS_MD_BYTE_LIMIT } from '../constants.ts';
+import { projectDirs } from './project-dirs.ts';
+
+export interface AgentsMdOptions {
+  /** Bytes of one AGENTS.md shown before it is cut. @default AGENTS_MD_BYTE_LIMIT */
+  readonly byteLimit?: number;
+}
+
+/** One AGENTS.md as it goes into the prompt. */
+export interface AgentsMdFile {
+  /** Absolute path of the file. */
+  readonly path: string;
+  /** Its content, cut at the byte limit (on a character boundary). */
+  readonly text: string;
+  /** The file's full size in bytes, when `text` was cut. */
+  readonly truncatedFrom?: number;
+}
+
+/** Reads the AGENTS.md files from the git root down to `cwd`, outermost first. */
+export async function collectAgentsMd(cwd: string, options: AgentsMdOptions = {}): Promise<AgentsMdFile[]> {
+  const limit = options.byteLimit ?? AGENTS_MD_BYTE_LIMIT;
+  const files: AgentsMdFile[] = [];
+  for (const dir of await projectDirs(cwd)) {
+    const file = path.join(dir, 'AGENTS.md');
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(file);
+    } catch {
+      continue; // absent (or unreadable, or a directory): nothing to add
+    }
+    if (bytes.length <= limit) {
+      files.push({ path: file, text: bytes.toString('utf8') });
+    } else {
+      files.push({
+        path: file,
+        text: bytes.subarray(0, utf8Boundary(bytes, limit)).toString('utf8'),
+        truncatedFrom: bytes.length,
+      });
+    }
+  }
+  return files;
+}
+
+/** The largest cut at or below `limit` that does not split a UTF-8 character. */
+function utf8Boundary(bytes: Buffer, limit: number): number {
+  let cut = limit;
+  // Continuation bytes are 10xxxxxx: back up to the first byte of the character at the cut.
+  while (cut > 0 && ((bytes[cut] ?? 0) & 0xc0) === 0x80) cut -= 1;
+  return cut;
+}
+
+/** The prompt section for `files`, or `''` when there are none. */
+export function renderAgentsMdSection(files: readonly AgentsMdFile[]): string {
+  if (files.length === 0) return '';
+  const blocks = files.map((file) => {
+    const note =
+      file.truncatedFrom === undefined
+        ? ''
+        : `\n[Truncated: this AGENTS.md has ${file.truncatedFrom} bytes; only the first ${Buffer.byteLength(file.text)} are shown]`;
+    return `<agents_md path="${file.path}">\n${file.text.replace(/\s+$/, '')}${note}\n</agents_md>`;
+  });
+  return [
+    '# Project instructions (AGENTS.md)',
+    'These AGENTS.md files apply to the working directory, outermost first; where they disagree, ' +
+      'the one closer to the working directory wins.',
+    ...blocks,
+  ].join('\n\n');
+}

@@ -1,0 +1,25 @@
+/** The directories of the project walk: from the git root down to the working directory. */
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * Directories from the git root (the nearest ancestor of `cwd` holding `.git`, a directory or a
+ * worktree's file) down to `cwd`, outermost first. Without a git root, only `cwd`.
+ */
+export async function projectDirs(cwd: string): Promise<string[]> {
+  const dirs: string[] = [];
+  for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
+    dirs.unshift(dir);
+    if (await exists(path.join(dir, '.git'))) return dirs;
+    if (path.dirname(dir) === dir) return [path.resolve(cwd)];
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * Skills: `<name>/SKILL.md` folders with `name` and `description` frontmatter. A definition's
+ * `skills` are pre-loaded into the prompt; every other skill is listed by name and description.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { projectDirs } from './project-dirs.ts';
+
+export interface SkillsOptions {
+  /** Home directory for `~/.troupe/skills` and `~/.claude/skills`. @default os.homedir() (honours HOME) */
+  readonly homeDir?: string;
+  /** Also read `.claude/skills` (project walk and home). @default true */
+  readonly compat?: boolean;
+}
+
+export type SkillSource = 'project' | 'user' | 'compat';
+
+/** A discovered skill. */
+export interface Skill {
+  readonly name: string;
+  readonly description: string;
+  /** Absolute path of the SKILL.md. */
+  readonly path: string;
+  /** The instructions: the SKILL.md after its frontmatter. */
+  readonly body: string;
+  readonly source: SkillSource;
+}
+
+/**
+ * Finds the skills visible from `cwd`, highest precedence first: project `.troupe/skills` (from
+ * `cwd` up to the git root; closer wins), `~/.troupe/skills`, then compat `.claude/skills` in the
+ * same order. A name found earlier shadows the same name later.
+ */
+export async function discoverSkills(cwd: string, options: SkillsOptions = {}): Promise<Map<string, Skill>> {
+  const home = options.homeDir ?? os.homedir();
+  const closerFirst = (await projectDirs(cwd)).reverse();
+  const roots: [string, SkillSource][] = [
+    ...closerFirst.map((dir): [string, SkillSource] => [path.join(dir, '.troupe', 'skills'), 'project']),
+    [path.join(home, '.troupe', 'skills'), 'user'],
+  ];
+  if (options.compat ?? true) {
+    roots.push(
+      ...closerFirst.map((dir): [string, SkillSource] => [path.join(dir, '.claude', 'skills'), 'compat']),
+      [path.join(home, '.claude', 'skills'), 'compat'],
+    );
+  }
+  const skills = new Map<string, Skill>();
+  for (const [root, source] of roots) {
+    for (const skill of await readSkillRoot(root, source)) {
+      if (!skills.has(skill.name)) skills.set(skill.name, skill);
+    }
+  }
+  return skills;
+}
+
+async function readSkillRoot(root: string, source: SkillSource): Promise<Skill[]> {
+  let entries: string[];
+  try {
+    entries = (await readdir(root)).sort();
+  } catch {
+    return []; // a missing skills directory is the usual case
+  }
+  const skills: Skill[] = [];
+  for (const entry of entries) {
+    const file = path.join(root, entry, 'SKILL.md');
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch {
+      continue; // not a skill folder
+    }
+    skills.push({ ...parseSkill(text, entry), path: file, source });
+  }
+  return skills;
+}
+
+/**
+ * Splits a SKILL.md into frontmatter fields and body. A skill whose frontmatter is missing or not
+ * valid YAML keeps its folder name and an empty description: one broken skill on disk must not
+ * stop every agent from starting.
+ */
+export function parseSkill(text: string, folderName: string): Pick<Skill, 'name' | 'description' | 'body'> {
+  const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/);
+  const close =
+    lines[0]?.trim() === '---' ? lines.findIndex((line, i) => i > 0 && line.trim() === '---') : -1;
+  if (close === -1) return { name: folderName, description: '', body: lines.join('\n').trim() };
+  const body = lines
+    .slice(close + 1)
+    .join('\n')
+    .trim();
+  let fields: unknown;
+  try {
+    fields = parseYaml(lines.slice(1, close).join('\n'));
+  } catch {
+    fields = undefined;
+  }
+  const record = typeof fields === 'object' && fields !== null ? (fields as Record<string, unknown>) : {};
+  const name = typeof record.name === 'string' && record.name.trim() !== '' ? record.name.trim() : folderName;
+  const description = typeof record.description === 'string' ? record.description.trim() : '';
+  return { name, description, body };
+}
+
+/** The skills section: pre-loaded skills in full, the others listed; `''` when there are none. */
+export function renderSkillsSection(preloaded: readonly Skill[], listed: readonly Skill[]): string {
+  if (preloaded.length === 0 && listed.length === 0) return '';
+  const parts = ['# Skills', 'Skills are instructions for particular kinds of work.'];
+  for (const skill of preloaded) {
+    parts.push(`<skill name="${skill.name}">\n${skill.body}\n</skill>`);
+  }
+  if (listed.length > 0) {
+    const lines = listed.map(
+      (skill) => `- ${skill.name}: ${skill.description || '(no description)'} (${skill.path})`,
+    );
+    parts.push(
+      `${preloaded.length > 0 ? 'Other available skills' : 'Available skills'} (read a skill's file when its description matches your task):\n${lines.join('\n')}`,
+    );
+  }
+  return parts.join('\n\n');
+}

@@ -1,0 +1,99 @@
+/**
+ * troupe's prompt templates: liquid with `${{ expr }}` and `${% tag %}` delimiters, so that the
+ * `{{ }}`, `{% %}` and `${ }` that prompts quote from other languages pass through untouched.
+ */
+import { Liquid, LiquidError, Tag, type TagToken, type TopLevelToken } from 'liquidjs';
+import { UserError } from '../errors.ts';
+
+/** A template and where it came from, for error positions. */
+export interface TemplateSource {
+  readonly text: string;
+  /** File the template was read from (`builtin:...` for troupe's own). */
+  readonly file: string;
+  /** 1-based line in `file` where `text` starts. */
+  readonly firstLine: number;
+}
+
+// Templates come from agent definitions; they must not read files through include/render/layout.
+const FILE_TAGS = ['include', 'render', 'layout'] as const;
+
+function createEngine(): Liquid {
+  const engine = new Liquid({
+    outputDelimiterLeft: '${{',
+    outputDelimiterRight: '}}',
+    tagDelimiterLeft: '${%',
+    tagDelimiterRight: '%}',
+    strictVariables: true,
+    strictFilters: true,
+    jsTruthy: true,
+    ownPropertyOnly: true,
+  });
+  for (const name of FILE_TAGS) {
+    engine.registerTag(
+      name,
+      class extends Tag {
+        constructor(token: TagToken, remaining: TopLevelToken[], liquid: Liquid) {
+          super(token, remaining, liquid);
+          throw new Error(
+            `the \`${name}\` tag is not available in troupe templates (they cannot read files)`,
+          );
+        }
+        render(): void {}
+      },
+    );
+  }
+  return engine;
+}
+
+const engine = createEngine();
+
+/**
+ * Renders a template. Throws UserError `template_error` (fields: `file`, `line`, `column`, 1-based,
+ * as positions in `source.file`) for a syntax error, an unknown variable, filter or tag.
+ */
+export async function renderTemplate(
+  source: TemplateSource,
+  variables: Readonly<Record<string, unknown>>,
+): Promise<string> {
+  try {
+    return await engine.render(engine.parse(source.text), variables);
+  } catch (error) {
+    throw templateError(error, source, variables);
+  }
+}
+
+function templateError(
+  error: unknown,
+  source: TemplateSource,
+  variables: Readonly<Record<string, unknown>>,
+): UserError {
+  let line = source.firstLine;
+  let column = 1;
+  let message = error instanceof Error ? error.message : String(error);
+  if (LiquidError.is(error)) {
+    const [lineInText, columnInText] = error.token.getPosition();
+    line = source.firstLine + (lineInText ?? 1) - 1;
+    column = columnInText ?? 1;
+    message = message.replace(/, line:\d+, col:\d+$/, '');
+    if (error.name === 'UndefinedVariableError') {
+      const name = message.replace(/^undefined variable: /, '');
+      message = `unknown variable \`${name}\` (known: ${knownNames(name, variables)})`;
+    }
+  }
+  return new UserError('template_error', `${source.file}:${line}:${column}: ${message}`, {
+    file: source.file,
+    line,
+    column,
+  });
+}
+
+/** The names a template could have meant: the members of `tools` for `tools.x`, else the top level. */
+function knownNames(name: string, variables: Readonly<Record<string, unknown>>): string {
+  const tools = variables.tools;
+  if (name.startsWith('tools.') && typeof tools === 'object' && tools !== null) {
+    return Object.keys(tools)
+      .map((tool) => `tools.${tool}`)
+      .join(', ');
+  }
+  return Object.keys(variables).join(', ');
+}

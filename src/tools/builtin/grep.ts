@@ -1,0 +1,127 @@
+/** `grep`: search file contents with a JavaScript regular expression. */
+import { readdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import picomatch from 'picomatch';
+import { UserError } from '../../errors.ts';
+import { confinePath } from '../confine.ts';
+import {
+  GREP_LINE_CHAR_LIMIT,
+  GREP_MAX_FILE_BYTES,
+  GREP_RESULT_LIMIT,
+  GREP_SKIPPED_DIRS,
+} from '../constants.ts';
+import type { Tool } from '../types.ts';
+import { isBinary, splitLines } from './text.ts';
+
+type GrepArgs = {
+  readonly pattern: string;
+  readonly path?: string;
+  readonly glob?: string;
+  readonly case_insensitive?: boolean;
+  readonly max_results?: number;
+};
+
+/** Searches files inside the working directory, line by line. */
+export const grepTool: Tool<GrepArgs> = {
+  name: 'grep',
+  description:
+    'Search file contents in the working directory with a JavaScript regular expression, line by ' +
+    'line. Prints `path:line: text` for each match. Skips node_modules, .git, binary files and ' +
+    `symbolic links. Returns at most ${GREP_RESULT_LIMIT} matches.`,
+  parameters: {
+    type: 'object',
+    properties: {
+      pattern: { type: 'string', minLength: 1, description: 'JavaScript regular expression (no slashes).' },
+      path: {
+        type: 'string',
+        description: 'File or directory to search, relative to the working directory. Defaults to it.',
+      },
+      glob: {
+        type: 'string',
+        description:
+          'Only search files matching this glob, e.g. `*.ts` (matched against the file name) or ' +
+          '`src/**/*.ts` (matched against the path below the searched directory).',
+      },
+      case_insensitive: { type: 'boolean', description: 'Ignore case. Defaults to false.' },
+      max_results: {
+        type: 'integer',
+        minimum: 1,
+        maximum: GREP_RESULT_LIMIT,
+        description: `Stop after this many matches. Defaults to ${GREP_RESULT_LIMIT}.`,
+      },
+    },
+    required: ['pattern'],
+    additionalProperties: false,
+  },
+  readOnly: true,
+  async execute(args, ctx) {
+    let regex: RegExp;
+    try {
+      regex = new RegExp(args.pattern, args.case_insensitive ? 'i' : '');
+    } catch (error) {
+      throw new UserError('invalid_pattern', `Invalid regular expression: ${(error as Error).message}`);
+    }
+    const requested = args.path ?? '.';
+    const target = await confinePath(ctx.cwd, requested);
+    if (!target.exists) throw new UserError('not_found', `\`${requested}\` does not exist`);
+    const limit = Math.min(args.max_results ?? GREP_RESULT_LIMIT, GREP_RESULT_LIMIT);
+    // picomatch's `basename` option also applies to patterns with a slash and then never matches.
+    const matchesGlob =
+      args.glob === undefined
+        ? () => true
+        : picomatch(args.glob, { dot: true, basename: !args.glob.includes('/') });
+
+    const isDir = (await stat(target.absolute)).isDirectory();
+    const files = isDir ? walk(target.absolute, ctx.signal) : single(target.absolute);
+    const results: string[] = [];
+    let stopped = false;
+    for await (const file of files) {
+      const below = isDir ? path.relative(target.absolute, file).split(path.sep).join('/') : '';
+      if (isDir && !matchesGlob(below)) continue;
+      const info = await stat(file);
+      if (info.size > GREP_MAX_FILE_BYTES) continue;
+      const bytes = await readFile(file, { signal: ctx.signal });
+      if (isBinary(bytes)) continue;
+      const shown = path.relative(target.root, file).split(path.sep).join('/');
+      const lines = splitLines(bytes.toString('utf8'));
+      for (let i = 0; i < lines.length; i += 1) {
+        const line = lines[i] ?? '';
+        if (!regex.test(line)) continue;
+        if (results.length === limit) {
+          stopped = true;
+          break;
+        }
+        const text = line.length > GREP_LINE_CHAR_LIMIT ? `${line.slice(0, GREP_LINE_CHAR_LIMIT)}...` : line;
+        results.push(`${shown}:${i + 1}: ${text}`);
+      }
+      if (stopped) break;
+    }
+    if (results.length === 0) {
+      return { ok: true, text: `No matches for /${args.pattern}/ in ${target.relative}.` };
+    }
+    const note = stopped
+      ? `\n[Stopped at ${limit} matches; narrow the pattern, path or glob to see the rest]`
+      : '';
+    return { ok: true, text: results.join('\n') + note };
+  },
+};
+
+async function* single(file: string): AsyncGenerator<string> {
+  yield file;
+}
+
+/** Regular files below `dir`, depth first in name order. Symlinks are never followed. */
+async function* walk(dir: string, signal: AbortSignal): AsyncGenerator<string> {
+  signal.throwIfAborted();
+  const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+  );
+  for (const entry of entries) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (!GREP_SKIPPED_DIRS.has(entry.name)) yield* walk(full, signal);
+    } else if (entry.isFile()) {
+      yield full;
+    }
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * `complete_task` and `wait_for_instruction`: declared here (name, schema, description) so the
+ * policy, the prompt and the provider see them like any tool; their behaviour belongs to the loop
+ * and the supervisor, which pass it in as `execute` when they build an agent's registry.
+ */
+import type { JsonSchema, Tool, ToolContext, ToolOutcome } from '../types.ts';
+
+export const COMPLETE_TASK = 'complete_task';
+export const WAIT_FOR_INSTRUCTION = 'wait_for_instruction';
+
+/** Arguments of `complete_task`, after validation. */
+export type CompleteTaskArgs = {
+  readonly result: unknown;
+};
+
+/** Arguments of `wait_for_instruction`, after validation. */
+export type WaitForInstructionArgs = {
+  readonly reason?: string;
+};
+
+/** The behaviour a declaration is bound to. */
+export type ToolExecute<Args> = (args: Args, ctx: ToolContext) => ToolOutcome | Promise<ToolOutcome>;
+
+const unbound = (name: string) => (): ToolOutcome => ({
+  ok: false,
+  text: `${name} is not connected to a supervisor here, so it cannot run.`,
+});
+
+/**
+ * Declares `complete_task`. With `outputSchema`, the result's schema is part of the tool's
+ * parameters: the model sees it and the toolbox validates the result before `execute` runs.
+ * Without `execute` (e.g. to preview a prompt) a call fails with a "not connected" message.
+ */
+export function declareCompleteTask(
+  execute?: ToolExecute<CompleteTaskArgs>,
+  options: { readonly outputSchema?: JsonSchema } = {},
+): Tool<CompleteTaskArgs> {
+  const { $schema: _dialect, ...resultSchema } = options.outputSchema ?? {
+    type: 'object',
+    description: 'The result of the task.',
+  };
+  return {
+    name: COMPLETE_TASK,
+    description:
+      'Deliver the result of your task and end it. Call it exactly once, when the work is done; ' +
+      'the task is not finished until this call succeeds. If it fails, fix the result and call it again.',
+    parameters: {
+      type: 'object',
+      properties: { result: resultSchema },
+      required: ['result'],
+      additionalProperties: false,
+    },
+    readOnly: true,
+    execute: execute ?? unbound(COMPLETE_TASK),
+  };
+}
+
+/**
+ * Declares `wait_for_instruction`: the agent parks until the supervisor sends an instruction,
+ * which becomes the result of the call. Without `execute` a call fails with a "not connected"
+ * message.
+ */
+export function declareWaitForInstruction(
+  execute?: ToolExecute<WaitForInstructionArgs>,
+): Tool<WaitForInstructionArgs> {
+  return {
+    name: WAIT_FOR_INSTRUCTION,
+    description:
+      'Pause until the supervisor sends you an instruction; the instruction is the result of this ' +
+      'call. Use it when you have nothing left to do but expect further work.',
+    parameters: {
+      type: 'object',
+      properties: {
+        reason: { type: 'string', description: 'Why you are waiting, or what you are waiting for.' },
+      },
+      additionalProperties: false,
+    },
+    readOnly: true,
+    execute: execute ?? unbound(WAIT_FOR_INSTRUCTION),
+  };
+}

@@ -1,0 +1,162 @@
+/** `run_terminal_cmd`: one bash command in the working directory, in its own process group. */
+import { spawn } from 'node:child_process';
+import { DEFAULT_BASH_OUTPUT_BYTE_LIMIT, DEFAULT_BASH_TIMEOUT_SECS } from '../../constants.ts';
+import type { BashConfig } from '../../definition/types.ts';
+import type { Tool, ToolOutcome } from '../types.ts';
+
+type RunTerminalCmdArgs = {
+  readonly command: string;
+};
+
+const DEFAULT_BASH: BashConfig = {
+  timeoutSecs: DEFAULT_BASH_TIMEOUT_SECS,
+  outputByteLimit: DEFAULT_BASH_OUTPUT_BYTE_LIMIT,
+};
+
+/**
+ * Runs `bash -c` with the agent's bash settings (`ctx.bash`): `cmdPrefix` is prepended, output
+ * (stdout and stderr interleaved) keeps its head and tail within `outputByteLimit`, and on timeout
+ * or abort the whole process group is killed. Processes the command leaves running in the
+ * background are killed when it exits, so nothing outlives the call.
+ */
+export const runTerminalCmdTool: Tool<RunTerminalCmdArgs> = {
+  name: 'run_terminal_cmd',
+  description:
+    'Run a bash command in the working directory and return its exit code and output (stdout and ' +
+    'stderr together). The command runs non-interactively with a time limit; anything it leaves ' +
+    'running in the background is stopped when it exits.',
+  parameters: {
+    type: 'object',
+    properties: {
+      command: { type: 'string', minLength: 1, description: 'The bash command to run.' },
+    },
+    required: ['command'],
+    additionalProperties: false,
+  },
+  readOnly: false,
+  execute(args, ctx) {
+    const bash = ctx.bash ?? DEFAULT_BASH;
+    const script = bash.cmdPrefix ? `${bash.cmdPrefix} ${args.command}` : args.command;
+    return runInProcessGroup(script, ctx.cwd, bash, ctx.signal);
+  },
+};
+
+function runInProcessGroup(
+  script: string,
+  cwd: string,
+  bash: BashConfig,
+  signal: AbortSignal,
+): Promise<ToolOutcome> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      resolve({ ok: false, text: 'The command was cancelled before it started.' });
+      return;
+    }
+    // detached: bash leads a new process group, so one kill reaches everything it started.
+    const child = spawn('bash', ['-c', script], { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const output = new HeadTailBuffer(bash.outputByteLimit);
+    let ended: 'timeout' | 'cancelled' | undefined;
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+
+    const killGroup = (): void => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // ESRCH: the group is already gone.
+      }
+    };
+    const end = (why: 'timeout' | 'cancelled'): void => {
+      ended ??= why;
+      killGroup();
+    };
+    const onAbort = (): void => end('cancelled');
+    const timer = setTimeout(() => end('timeout'), bash.timeoutSecs * 1000);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const cleanup = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    };
+
+    child.stdout.on('data', (chunk: Buffer) => output.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => output.push(chunk));
+    child.on('error', (error) => {
+      cleanup();
+      reject(error);
+    });
+    child.on('exit', (code, exitSignal) => {
+      exit = { code, signal: exitSignal };
+      // Background children still hold the pipes open; without this 'close' would wait for them.
+      killGroup();
+    });
+    child.on('close', () => {
+      cleanup();
+      const text = output.text() || '(no output)';
+      if (ended === 'timeout') {
+        resolve({
+          ok: false,
+          text: `${text}\n[The command timed out after ${bash.timeoutSecs}s; its process group was killed]`,
+        });
+      } else if (ended === 'cancelled') {
+        resolve({ ok: false, text: `${text}\n[The command was cancelled; its process group was killed]` });
+      } else {
+        const status =
+          exit?.code !== null && exit?.code !== undefined
+            ? `exit code ${exit.code}`
+            : `killed by ${exit?.signal ?? 'a signal'}`;
+        resolve({ ok: exit?.code === 0, text: `${text}\n[${status}]` });
+      }
+    });
+  });
+}
+
+/** Keeps the first and last halves of a byte budget; the middle is replaced by a note. */
+class HeadTailBuffer {
+  readonly #half: number;
+  #head: Buffer[] = [];
+  #headBytes = 0;
+  #tail: Buffer[] = [];
+  #tailBytes = 0;
+  #dropped = 0;
+
+  constructor(limit: number) {
+    this.#half = Math.max(1, Math.floor(limit / 2));
+  }
+
+  push(chunk: Buffer): void {
+    let rest = chunk;
+    if (this.#headBytes < this.#half) {
+      const take = rest.subarray(0, this.#half - this.#headBytes);
+      this.#head.push(take);
+      this.#headBytes += take.length;
+      rest = rest.subarray(take.length);
+    }
+    if (rest.length === 0) return;
+    this.#tail.push(rest);
+    this.#tailBytes += rest.length;
+    while (this.#tailBytes > this.#half) {
+      const first = this.#tail[0];
+      if (first === undefined) break;
+      const excess = this.#tailBytes - this.#half;
+      if (first.length <= excess) {
+        this.#tail.shift();
+        this.#tailBytes -= first.length;
+        this.#dropped += first.length;
+      } else {
+        this.#tail[0] = first.subarray(excess);
+        this.#tailBytes -= excess;
+        this.#dropped += excess;
+      }
+    }
+  }
+
+  text(): string {
+    if (this.#dropped === 0)
+      return Buffer.concat([...this.#head, ...this.#tail])
+        .toString('utf8')
+        .replace(/\n$/, '');
+    const head = Buffer.concat(this.#head).toString('utf8');
+    const tail = Buffer.concat(this.#tail).toString('utf8');
+    return `${head}\n[... ${this.#dropped} bytes of output omitted ...]\n${tail}`.replace(/\n$/, '');
+  }
+}

@@ -1,0 +1,18 @@
+/** Limits of the built-in tools: what keeps one tool result from flooding the context. */
+
+/** Cap on the text one `read_file` call returns; longer reads stop at a line and say where. */
+export const READ_FILE_OUTPUT_BYTE_LIMIT = 100_000;
+/** Files larger than this are not read at all (use `grep` or a shell command to look inside). */
+export const READ_FILE_MAX_FILE_BYTES = 10 * 1024 * 1024;
+/** Entries `list_dir` shows before it stops. */
+export const LIST_DIR_ENTRY_LIMIT = 1000;
+/** Matches `grep` returns at most, whatever `max_results` asks for. */
+export const GREP_RESULT_LIMIT = 200;
+/** Characters of a matching line that `grep` shows. */
+export const GREP_LINE_CHAR_LIMIT = 300;
+/** Files larger than this are skipped by `grep`. */
+export const GREP_MAX_FILE_BYTES = 2 * 1024 * 1024;
+/** Directories `grep` never descends into. */
+export const GREP_SKIPPED_DIRS: ReadonlySet<string> = new Set(['node_modules', '.git']);
+/** Bytes inspected for a NUL byte to decide that a file is binary. */
+export const BINARY_SNIFF_BYTES = 8000;

@@ -1,0 +1,37 @@
+/** Exponential backoff with jitter, for `toolConfig.<tool>.retry`. */
+import type { RetryPolicy } from '../definition/types.ts';
+
+/** Waits `ms`, or rejects with `signal.reason` once `signal` aborts. */
+export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+/**
+ * The delay before retry number `attempt` (0 for the first retry): the exponential step
+ * `baseDelayMs * 2^attempt` capped at `maxDelayMs`, of which the upper half is jittered so that
+ * agents retrying the same resource spread out but never retry immediately.
+ */
+export function backoffDelay(
+  policy: RetryPolicy,
+  attempt: number,
+  random: () => number = Math.random,
+): number {
+  const step = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);
+  return Math.round(step / 2 + (random() * step) / 2);
+}
+
+/** The default {@link Sleep}: a timer that is cleared when the signal aborts. */
+export const sleep: Sleep = (ms, signal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });

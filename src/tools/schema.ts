@@ -1,0 +1,90 @@
+/**
+ * JSON Schema validation for tool arguments (and anything else that needs it, such as the
+ * `complete_task` result): Ajv with ajv-formats, each schema compiled once.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { UserError } from '../errors.ts';
+import type { JsonSchema } from './types.ts';
+
+/** A compiled schema: returns the problems with `value`, empty when it is valid. */
+export type SchemaValidator = (value: unknown) => readonly SchemaProblem[];
+
+/** One validation problem, located by a JSON pointer into the validated value. */
+export interface SchemaProblem {
+  /** JSON pointer to the offending value, `` for the value itself. */
+  readonly path: string;
+  readonly message: string;
+  readonly keyword: string;
+  /** For `required`: the missing property; for `additionalProperties`: the extra one. */
+  readonly property?: string;
+}
+
+// Tool schemas in the wild are written against draft-07 as often as 2020-12. One instance per
+// dialect, chosen by `$schema`; `strict: false` because wild schemas carry unknown keywords.
+let modern: Ajv2020 | undefined;
+let draft07: Ajv | undefined;
+
+function ajvFor(schema: JsonSchema): Ajv | Ajv2020 {
+  const dialect = typeof schema.$schema === 'string' ? schema.$schema : '';
+  if (/draft-0[4-7]/.test(dialect)) {
+    draft07 ??= withFormats(new Ajv({ allErrors: true, strict: false }));
+    return draft07;
+  }
+  modern ??= withFormats(new Ajv2020({ allErrors: true, strict: false }));
+  return modern;
+}
+
+function withFormats<T extends Ajv | Ajv2020>(ajv: T): T {
+  addFormats.default(ajv);
+  return ajv;
+}
+
+/**
+ * Compiles `schema` into a validator. Throws a UserError `invalid_schema` (fields: `schema`, the
+ * given label) when the schema itself is not valid JSON Schema.
+ */
+export function compileSchema(schema: JsonSchema, label: string): SchemaValidator {
+  let validate: ValidateFunction;
+  try {
+    validate = ajvFor(schema).compile(schema);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new UserError('invalid_schema', `The JSON Schema of ${label} is invalid: ${message}`, {
+      schema: label,
+    });
+  }
+  return (value) => (validate(value) ? [] : (validate.errors ?? []).map(toProblem));
+}
+
+function toProblem(error: ErrorObject): SchemaProblem {
+  const params = error.params as { missingProperty?: unknown; additionalProperty?: unknown };
+  const property =
+    typeof params.missingProperty === 'string'
+      ? params.missingProperty
+      : typeof params.additionalProperty === 'string'
+        ? params.additionalProperty
+        : undefined;
+  return {
+    path: error.instancePath,
+    message: error.message ?? `fails \`${error.keyword}\``,
+    keyword: error.keyword,
+    ...(property === undefined ? {} : { property }),
+  };
+}
+
+/** Formats problems for a model: "`/path`: must be string; missing required property `x`". */
+export function describeProblems(problems: readonly SchemaProblem[]): string {
+  return problems
+    .map((problem) => {
+      if (problem.keyword === 'required' && problem.property !== undefined) {
+        return `${problem.path ? `\`${problem.path}\`: ` : ''}missing required property \`${problem.property}\``;
+      }
+      if (problem.keyword === 'additionalProperties' && problem.property !== undefined) {
+        return `${problem.path ? `\`${problem.path}\`: ` : ''}unexpected property \`${problem.property}\``;
+      }
+      return `\`${problem.path || '/'}\` ${problem.message}`;
+    })
+    .join('; ');
+}

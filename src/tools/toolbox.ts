@@ -1,0 +1,227 @@
+/**
+ * An agent's toolbox: the registry seen through its definition's policy and name overrides. It
+ * gives the provider its tool specs and runs the model's calls, re-checking the policy each time.
+ */
+import path from 'node:path';
+import { DEFAULT_TOOL_RETRY } from '../constants.ts';
+import type { AgentDefinition } from '../definition/types.ts';
+import { UserError } from '../errors.ts';
+import { buildParamMapping, type ParamMapping } from './params.ts';
+import { buildToolPolicy } from './policy.ts';
+import type { ToolRegistry } from './registry.ts';
+import { TOOL_NAME_PATTERN } from './registry.ts';
+import { backoffDelay, sleep as defaultSleep, type Sleep } from './retry.ts';
+import { describeProblems } from './schema.ts';
+import type { PromptTools, Tool, ToolContext, ToolOutcome, ToolSpec } from './types.ts';
+
+/** The part of a definition the toolbox reads. */
+export type ToolboxDefinition = Pick<
+  AgentDefinition,
+  | 'tools'
+  | 'disallowedTools'
+  | 'permissionMode'
+  | 'toolNameOverrides'
+  | 'paramNameOverrides'
+  | 'toolConfig'
+  | 'bash'
+>;
+
+export interface ToolboxOptions {
+  /** The agent's working directory; file tools are confined to it. */
+  readonly cwd: string;
+  readonly agentId: string;
+  /** Waits between retries. @default a timer that stops on abort */
+  readonly sleep?: Sleep;
+  /** Jitter source for retry delays. @default Math.random */
+  readonly random?: () => number;
+}
+
+/** The outcome of a model's tool call, with the canonical name it resolved to. */
+export type ToolCallResult = ToolOutcome & {
+  /** `undefined` when the model-facing name matched no admitted tool. */
+  readonly canonicalName: string | undefined;
+  /** How many times `execute` ran: 0 when the call was refused or its arguments were invalid. */
+  readonly attempts: number;
+};
+
+/** An agent's view of the tools: specs for the provider and a policy-checked `call`. */
+export interface Toolbox {
+  /** Admitted tools as the provider should offer them: model-facing tool and parameter names. */
+  readonly specs: readonly ToolSpec[];
+  /** Admitted tools by canonical name. */
+  readonly admitted: ReadonlyMap<string, Tool>;
+  readonly promptTools: PromptTools;
+  /** Names in the definition's `tools`/`disallowedTools` that match no registered tool. */
+  readonly unmatchedToolNames: readonly string[];
+  /** The model-facing name of an admitted tool. */
+  modelName(canonical: string): string | undefined;
+  /** The canonical name behind a model-facing name of an admitted tool. */
+  canonicalName(modelName: string): string | undefined;
+  /**
+   * Runs a model's tool call: maps names back, re-checks the policy, validates the arguments, then
+   * executes with the tool's retry policy. Never throws: every problem is a failed outcome.
+   */
+  call(
+    modelName: string,
+    rawArgs: unknown,
+    options?: { readonly signal?: AbortSignal },
+  ): Promise<ToolCallResult>;
+}
+
+/**
+ * Builds an agent's toolbox. Throws UserError `tool_name_conflict` when two admitted tools would
+ * share a model-facing name, `invalid_tool` for an override providers would reject, and the errors
+ * of {@link buildParamMapping} for bad `paramNameOverrides`.
+ */
+export function buildToolbox(
+  def: ToolboxDefinition,
+  registry: ToolRegistry,
+  options: ToolboxOptions,
+): Toolbox {
+  const policy = buildToolPolicy(def);
+  const cwd = path.resolve(options.cwd);
+  const sleep = options.sleep ?? defaultSleep;
+  const random = options.random ?? Math.random;
+  const overrideOf = (canonical: string): string =>
+    Object.hasOwn(def.toolNameOverrides, canonical)
+      ? (def.toolNameOverrides[canonical] ?? canonical)
+      : canonical;
+
+  const admitted = new Map<string, Tool>();
+  const toCanonical = new Map<string, string>();
+  const modelNameOf = new Map<string, string>();
+  const background: string[] = [];
+  for (const tool of registry.list()) {
+    modelNameOf.set(tool.name, '');
+    if (policy.refusal(tool) !== undefined) continue;
+    const model = overrideOf(tool.name);
+    if (!TOOL_NAME_PATTERN.test(model)) {
+      throw new UserError(
+        'invalid_tool',
+        `toolNameOverrides.${tool.name}: expected 1-64 letters, digits, \`_\` or \`-\`, got ${JSON.stringify(model)}`,
+        { tool: tool.name },
+      );
+    }
+    const clash = toCanonical.get(model);
+    if (clash !== undefined) {
+      throw new UserError(
+        'tool_name_conflict',
+        `Tools \`${clash}\` and \`${tool.name}\` would both be offered to the model as \`${model}\``,
+        { tool: tool.name, modelName: model },
+      );
+    }
+    admitted.set(tool.name, tool);
+    toCanonical.set(model, tool.name);
+    modelNameOf.set(tool.name, model);
+    if (tool.background) background.push(model);
+  }
+
+  // fromEntries defines own properties, so even a tool called `__proto__` stays a plain entry.
+  const names: Readonly<Record<string, string>> = Object.fromEntries(modelNameOf);
+
+  const mappings = new WeakMap<Tool, ParamMapping>();
+  const mappingFor = (tool: Tool): ParamMapping => {
+    let mapping = mappings.get(tool);
+    if (mapping === undefined) {
+      mapping = buildParamMapping(tool.name, tool.parameters, def.paramNameOverrides[tool.name]);
+      mappings.set(tool, mapping);
+    }
+    return mapping;
+  };
+  const specs: ToolSpec[] = [...admitted.values()].map((tool) => ({
+    name: modelNameOf.get(tool.name) ?? tool.name,
+    description: tool.description,
+    parameters: mappingFor(tool).schema,
+  }));
+
+  const modelNames = [...toCanonical.keys()];
+  const unavailable = (modelName: string, canonicalName: string | undefined): ToolCallResult => ({
+    ok: false,
+    text:
+      `Tool \`${modelName}\` is not available. ` +
+      (modelNames.length > 0 ? `Available tools: ${modelNames.join(', ')}.` : 'You have no tools.'),
+    canonicalName,
+    attempts: 0,
+  });
+  const failed = (canonicalName: string, text: string, attempts = 0): ToolCallResult => ({
+    ok: false,
+    text,
+    canonicalName,
+    attempts,
+  });
+
+  return {
+    specs,
+    admitted,
+    promptTools: { names, background },
+    unmatchedToolNames: policy.unmatched(new Set(registry.names())),
+    modelName: (canonical) => (admitted.has(canonical) ? modelNameOf.get(canonical) : undefined),
+    canonicalName: (modelName) => toCanonical.get(modelName),
+
+    async call(modelName, rawArgs, callOptions = {}) {
+      const canonical = toCanonical.get(modelName);
+      // The registry is read again: the policy is checked against the tool that would run now.
+      const tool = canonical === undefined ? undefined : registry.get(canonical);
+      const validate = canonical === undefined ? undefined : registry.validator(canonical);
+      if (canonical === undefined || tool === undefined || validate === undefined) {
+        return unavailable(modelName, canonical);
+      }
+      if (policy.refusal(tool) !== undefined) return unavailable(modelName, canonical);
+
+      const args = rawArgs ?? {};
+      if (typeof args !== 'object' || Array.isArray(args)) {
+        return failed(canonical, `Invalid arguments for \`${modelName}\`: expected a JSON object`);
+      }
+      let mapping: ParamMapping;
+      try {
+        mapping = mappingFor(tool);
+      } catch (error) {
+        return failed(canonical, `${modelName} failed: ${messageOf(error)}`);
+      }
+      const mapped = mapping.toCanonical(args as Record<string, unknown>);
+      if ('error' in mapped) {
+        return failed(canonical, `Invalid arguments for \`${modelName}\`: ${mapped.error}`);
+      }
+      const problems = validate(mapped.args);
+      if (problems.length > 0) {
+        const described = describeProblems(mapping.problemsToModel(problems));
+        return failed(canonical, `Invalid arguments for \`${modelName}\`: ${described}`);
+      }
+
+      const signal = callOptions.signal ?? new AbortController().signal;
+      const ctx: ToolContext = { signal, cwd, agentId: options.agentId, bash: def.bash };
+      const retry = def.toolConfig[canonical]?.retry ?? DEFAULT_TOOL_RETRY;
+      let attempts = 0;
+      for (;;) {
+        if (signal.aborted) return failed(canonical, `${modelName} was cancelled`, attempts);
+        attempts += 1;
+        const outcome = await runOnce(tool, modelName, mapped.args, ctx);
+        if (outcome.ok || outcome.retryable !== true || attempts > retry.maxRetries) {
+          return { ...outcome, canonicalName: canonical, attempts };
+        }
+        try {
+          await sleep(backoffDelay(retry, attempts - 1, random), signal);
+        } catch {
+          return { ...outcome, canonicalName: canonical, attempts };
+        }
+      }
+    },
+  };
+}
+
+async function runOnce(
+  tool: Tool,
+  modelName: string,
+  args: Record<string, unknown>,
+  ctx: ToolContext,
+): Promise<ToolOutcome> {
+  try {
+    return await tool.execute(args, ctx);
+  } catch (error) {
+    return { ok: false, text: `${modelName} failed: ${messageOf(error)}` };
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,94 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { discoverSkills, parseSkill, renderSkillsSection } from '../../src/prompt/skills.ts';
+import { useTempDirs, writeTree } from './temp-dir.ts';
+
+const tempDir = useTempDirs();
+
+const skill = (name: string, description: string, body = `Instructions of ${name}.`) =>
+  `---\nname: ${name}\ndescription: ${description}\n---\n${body}\n`;
+
+describe('skills', () => {
+  it('finds project, user and compat skills with their frontmatter and body', async () => {
+    const repo = await tempDir();
+    const home = await tempDir();
+    await writeTree(repo, {
+      '.git/HEAD': 'x',
+      '.troupe/skills/release/SKILL.md': skill('release', 'Cut a release'),
+      '.claude/skills/lint/SKILL.md': skill('lint', 'Fix lint errors'),
+      '.troupe/skills/not-a-skill/README.md': 'no SKILL.md here',
+    });
+    await writeTree(home, { '.troupe/skills/triage/SKILL.md': skill('triage', 'Sort issues') });
+    const skills = await discoverSkills(repo, { homeDir: home });
+    expect([...skills.keys()].sort()).toEqual(['lint', 'release', 'triage']);
+    expect(skills.get('release')).toEqual({
+      name: 'release',
+      description: 'Cut a release',
+      path: path.join(repo, '.troupe/skills/release/SKILL.md'),
+      body: 'Instructions of release.',
+      source: 'project',
+    });
+    expect(skills.get('triage')?.source).toBe('user');
+    expect(skills.get('lint')?.source).toBe('compat');
+  });
+
+  it('lets a closer project dir beat an outer one, project beat user, and user beat compat', async () => {
+    const repo = await tempDir();
+    const home = await tempDir();
+    await writeTree(repo, {
+      '.git/HEAD': 'x',
+      '.troupe/skills/a/SKILL.md': skill('a', 'outer project'),
+      'pkg/.troupe/skills/a/SKILL.md': skill('a', 'closer project'),
+      '.troupe/skills/b/SKILL.md': skill('b', 'project'),
+      'pkg/.claude/skills/c/SKILL.md': skill('c', 'compat'),
+    });
+    await writeTree(home, {
+      '.troupe/skills/b/SKILL.md': skill('b', 'user'),
+      '.troupe/skills/c/SKILL.md': skill('c', 'user'),
+    });
+    const skills = await discoverSkills(path.join(repo, 'pkg'), { homeDir: home });
+    expect(skills.get('a')?.description).toBe('closer project');
+    expect(skills.get('b')?.description).toBe('project');
+    expect(skills.get('c')?.description).toBe('user');
+  });
+
+  it('ignores .claude/skills when compat is off', async () => {
+    const repo = await tempDir();
+    await writeTree(repo, { '.claude/skills/lint/SKILL.md': skill('lint', 'Fix lint') });
+    expect((await discoverSkills(repo, { homeDir: repo, compat: false })).size).toBe(0);
+    expect((await discoverSkills(repo, { homeDir: repo })).has('lint')).toBe(true);
+  });
+
+  it('keeps a skill with broken or missing frontmatter under its folder name', () => {
+    expect(parseSkill('---\nname: [unclosed\n---\nBody', 'folder')).toEqual({
+      name: 'folder',
+      description: '',
+      body: 'Body',
+    });
+    expect(parseSkill('Just text.', 'plain')).toEqual({ name: 'plain', description: '', body: 'Just text.' });
+    expect(
+      parseSkill('\uFEFF---\r\nname: crlf\r\ndescription: "quoted: yes"\r\n---\r\nBody\r\n', 'x'),
+    ).toEqual({
+      name: 'crlf',
+      description: 'quoted: yes',
+      body: 'Body',
+    });
+  });
+
+  it('pre-loads named skills in full and lists the rest by name and description', async () => {
+    const repo = await tempDir();
+    await writeTree(repo, {
+      '.troupe/skills/release/SKILL.md': skill('release', 'Cut a release', 'Step 1: tag.\nStep 2: push.'),
+      '.troupe/skills/triage/SKILL.md': skill('triage', 'Sort issues'),
+    });
+    const skills = await discoverSkills(repo, { homeDir: repo });
+    const release = skills.get('release');
+    const triage = skills.get('triage');
+    if (release === undefined || triage === undefined) throw new Error('skills not found');
+    const section = renderSkillsSection([release], [triage]);
+    expect(section).toContain('<skill name="release">\nStep 1: tag.\nStep 2: push.\n</skill>');
+    expect(section).toContain(`- triage: Sort issues (${triage.path})`);
+    expect(section).not.toContain('Instructions of triage');
+    expect(renderSkillsSection([], [])).toBe('');
+  });
+});

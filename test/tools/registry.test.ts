@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import { hasErrorCode } from '../../src/errors.ts';
+import { builtinTools, createToolRegistry } from '../../src/tools/builtin/index.ts';
+import { ToolRegistry } from '../../src/tools/registry.ts';
+import type { Tool } from '../../src/tools/types.ts';
+
+const tool = (name: string, parameters: Tool['parameters'] = { type: 'object', properties: {} }): Tool => ({
+  name,
+  description: `The ${name} tool.`,
+  parameters,
+  readOnly: true,
+  execute: () => ({ ok: true, text: name }),
+});
+
+function thrown(action: () => unknown): unknown {
+  try {
+    action();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
+describe('ToolRegistry', () => {
+  it('registers, finds and lists tools by canonical name in registration order', () => {
+    const registry = new ToolRegistry([tool('alpha')]).register(tool('beta'));
+    expect(registry.get('beta')?.name).toBe('beta');
+    expect(registry.get('gamma')).toBeUndefined();
+    expect(registry.has('alpha')).toBe(true);
+    expect(registry.names()).toEqual(['alpha', 'beta']);
+    expect(registry.list().map((entry) => entry.description)).toEqual(['The alpha tool.', 'The beta tool.']);
+  });
+
+  it('refuses a second tool of the same name, but replace swaps it on purpose', () => {
+    const registry = new ToolRegistry([tool('alpha')]);
+    expect(
+      hasErrorCode(
+        thrown(() => registry.register(tool('alpha'))),
+        'duplicate_tool',
+      ),
+    ).toBe(true);
+    const replacement = { ...tool('alpha'), description: 'new' };
+    registry.replace(replacement);
+    expect(registry.get('alpha')?.description).toBe('new');
+  });
+
+  it.each([
+    ['a name providers reject', tool('has space')],
+    ['a name that is too long', tool('x'.repeat(65))],
+    ['parameters that are not an object schema', tool('t', { type: 'string' })],
+    [
+      'a schema that does not compile',
+      tool('t', { type: 'object', properties: { a: { type: 'nonsense' } } }),
+    ],
+  ])('refuses %s with invalid_tool', (_label, bad) => {
+    const error = thrown(() => new ToolRegistry([bad]));
+    expect(hasErrorCode(error, 'invalid_tool')).toBe(true);
+  });
+
+  it('compiles the schema once, at registration, and validates with it', () => {
+    const registry = new ToolRegistry([
+      tool('t', { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] }),
+    ]);
+    const validate = registry.validator('t');
+    expect(validate).toBe(registry.validator('t'));
+    expect(validate?.({ n: 1 })).toEqual([]);
+    expect(validate?.({ n: 'x' })).toEqual([{ path: '/n', message: 'must be integer', keyword: 'type' }]);
+  });
+
+  it('accepts draft-07 schemas as well as 2020-12 ones', () => {
+    const draft07 = tool('old', {
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      type: 'object',
+      properties: { at: { type: 'string', format: 'date-time' } },
+    });
+    const registry = new ToolRegistry([draft07]);
+    expect(registry.validator('old')?.({ at: 'yesterday' })).toHaveLength(1);
+    expect(registry.validator('old')?.({ at: '2024-01-31T10:00:00Z' })).toEqual([]);
+  });
+
+  it('holds the built-in tools, and extra ones after them', () => {
+    expect(builtinTools().map((entry) => entry.name)).toEqual([
+      'read_file',
+      'list_dir',
+      'grep',
+      'search_replace',
+      'run_terminal_cmd',
+      'todo_write',
+    ]);
+    expect(
+      createToolRegistry([tool('extra')])
+        .names()
+        .at(-1),
+    ).toBe('extra');
+    expect(
+      builtinTools()
+        .filter((entry) => !entry.readOnly)
+        .map((entry) => entry.name),
+    ).toEqual(['search_replace', 'run_terminal_cmd']);
+  });
+});

@@ -1,0 +1,97 @@
+import { describe, expect, it, vi } from 'vitest';
+import { backoffDelay, sleep } from '../../src/tools/retry.ts';
+import type { Tool, ToolOutcome } from '../../src/tools/types.ts';
+import { useTempDirs } from '../prompt/temp-dir.ts';
+import { toolboxFor } from './harness.ts';
+
+const tempDir = useTempDirs();
+const policy = { maxRetries: 3, baseDelayMs: 100, maxDelayMs: 300 };
+
+function flakyTool(outcomes: ToolOutcome[]) {
+  const execute = vi.fn(() => outcomes.shift() ?? { ok: true, text: 'finally' });
+  const tool: Tool = {
+    name: 'fetch_page',
+    description: 'Fetches a page.',
+    parameters: { type: 'object', properties: {} },
+    readOnly: true,
+    execute,
+  };
+  return { tool, execute };
+}
+
+const busy: ToolOutcome = { ok: false, text: 'busy', retryable: true };
+
+describe('tool retry', () => {
+  it('grows exponentially up to maxDelayMs, jittering the upper half of each step', () => {
+    expect([0, 1, 2, 3].map((attempt) => backoffDelay(policy, attempt, () => 0))).toEqual([
+      50, 100, 150, 150,
+    ]);
+    expect([0, 1, 2, 3].map((attempt) => backoffDelay(policy, attempt, () => 1))).toEqual([
+      100, 200, 300, 300,
+    ]);
+  });
+
+  it('retries a retryable failure with backoff until it succeeds', async () => {
+    const { tool, execute } = flakyTool([busy, busy]);
+    const delays: number[] = [];
+    const toolbox = toolboxFor(await tempDir(), { toolConfig: { fetch_page: { retry: policy } } }, [tool], {
+      sleep: async (ms) => {
+        delays.push(ms);
+      },
+      random: () => 0.5,
+    });
+    const result = await toolbox.call('fetch_page', {});
+    expect(result).toMatchObject({ ok: true, text: 'finally', attempts: 3 });
+    expect(execute).toHaveBeenCalledTimes(3);
+    expect(delays).toEqual([75, 150]);
+  });
+
+  it('gives up after maxRetries and returns the last failure', async () => {
+    const { tool, execute } = flakyTool([busy, busy, busy, busy, busy]);
+    const toolbox = toolboxFor(await tempDir(), { toolConfig: { fetch_page: { retry: policy } } }, [tool], {
+      sleep: async () => {},
+    });
+    expect(await toolbox.call('fetch_page', {})).toMatchObject({ ok: false, text: 'busy', attempts: 4 });
+    expect(execute).toHaveBeenCalledTimes(4);
+  });
+
+  it('does not retry failures that are not marked retryable, nor tools without a retry policy', async () => {
+    const plain = flakyTool([{ ok: false, text: 'bad input' }]);
+    const configured = toolboxFor(await tempDir(), { toolConfig: { fetch_page: { retry: policy } } }, [
+      plain.tool,
+    ]);
+    expect(await configured.call('fetch_page', {})).toMatchObject({ ok: false, attempts: 1 });
+
+    const flaky = flakyTool([busy]);
+    const unconfigured = toolboxFor(await tempDir(), {}, [flaky.tool]);
+    expect(await unconfigured.call('fetch_page', {})).toMatchObject({ ok: false, text: 'busy', attempts: 1 });
+  });
+
+  it('stops retrying when the signal aborts during the wait', async () => {
+    const { tool, execute } = flakyTool([busy, busy]);
+    const controller = new AbortController();
+    const toolbox = toolboxFor(await tempDir(), { toolConfig: { fetch_page: { retry: policy } } }, [tool], {
+      sleep: (ms, signal) => {
+        controller.abort(new Error('stop'));
+        return sleep(ms, signal);
+      },
+    });
+    const result = await toolbox.call('fetch_page', {}, { signal: controller.signal });
+    expect(result).toMatchObject({ ok: false, text: 'busy', attempts: 1 });
+    expect(execute).toHaveBeenCalledOnce();
+  });
+
+  it('sleep removes its abort listener when the timer fires, and rejects with the reason on abort', async () => {
+    const controller = new AbortController();
+    const added = vi.spyOn(controller.signal, 'addEventListener');
+    const removed = vi.spyOn(controller.signal, 'removeEventListener');
+    await sleep(1, controller.signal);
+    expect(added).toHaveBeenCalledOnce();
+    expect(removed).toHaveBeenCalledWith('abort', added.mock.calls[0]?.[1]);
+
+    const pending = sleep(60_000, controller.signal);
+    controller.abort(new Error('cancelled'));
+    await expect(pending).rejects.toThrow('cancelled');
+    await expect(sleep(0, AbortSignal.abort(new Error('early')))).rejects.toThrow('early');
+  });
+});
