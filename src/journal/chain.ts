@@ -1,0 +1,45 @@
+/**
+ * The hash chain: how an event body becomes a journalled event. Shared by every sink, so a file
+ * journal, an in-memory one and a future Redis stream produce identical events for identical input.
+ */
+import { canonicalJson, sha256Hex } from './canonical-json.ts';
+import { GENESIS_HASH } from './constants.ts';
+import type { AuditEvent, AuditEventInput } from './events.ts';
+import { redactEvent } from './redact.ts';
+
+/** Where a chain stands: the next `seq` and the `hash` the next event must point back to. */
+export interface ChainHead {
+  readonly nextSeq: number;
+  readonly lastHash: string;
+}
+
+/** The head of an empty journal. */
+export const EMPTY_HEAD: ChainHead = { nextSeq: 0, lastHash: GENESIS_HASH };
+
+/** The head after `event`. */
+export function headAfter(event: AuditEvent): ChainHead {
+  return { nextSeq: event.seq + 1, lastHash: event.hash };
+}
+
+/** SHA-256 (hex) of the canonical JSON of `event` without its `hash` member. */
+export function eventHash(event: AuditEvent): string {
+  const { hash: _ignored, ...rest } = event;
+  return sha256Hex(canonicalJson(rest));
+}
+
+/**
+ * Turns a body into the next event of the chain and the exact line (no newline) to store: secrets
+ * are masked, `seq`, `ts`, `prev` and `hash` assigned. The returned event is parsed back from the
+ * line, so it equals what a reader will later see (undefined members gone, plain data only).
+ */
+export function chainEvent(
+  input: AuditEventInput,
+  head: ChainHead,
+  now: () => Date,
+): { readonly event: AuditEvent; readonly line: string } {
+  const body = redactEvent(input);
+  const unhashed = { ...body, seq: head.nextSeq, ts: input.ts ?? now().toISOString(), prev: head.lastHash };
+  const hash = sha256Hex(canonicalJson(unhashed));
+  const line = canonicalJson({ ...unhashed, hash });
+  return { event: JSON.parse(line) as AuditEvent, line };
+}

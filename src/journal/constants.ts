@@ -1,0 +1,23 @@
+/** Defaults and fixed strings of the audit journal. Shared defaults live in ../constants.ts. */
+
+/** `prev` of the first event of a journal: there is no previous event to hash. */
+export const GENESIS_HASH = '0'.repeat(64);
+
+/**
+ * Default fsync policy of a journal file. `always` makes every appended event durable before
+ * `append` returns, which is what resume relies on to never run a finished tool call twice.
+ */
+export const DEFAULT_FSYNC_POLICY = 'always';
+
+/** How often the `interval` policy flushes appended events to disk. */
+export const DEFAULT_FSYNC_INTERVAL_MS = 1000;
+
+/** What a redacted secret is replaced by. It matches none of the secret patterns, so redaction is idempotent. */
+export const REDACTED = '[REDACTED]';
+
+/**
+ * Result text the loop records for a tool call that was started but has no recorded result when an
+ * agent resumes: the process died while it ran, so whether it took effect is unknown.
+ */
+export const INTERRUPTED_TOOL_RESULT =
+  'This tool call was interrupted (the agent was restarted) and it is not known whether it took effect. Check before calling it again.';

@@ -1,0 +1,306 @@
+/**
+ * The audit events an agent leaves behind: one discriminated union on `type`. The loop writes the
+ * bodies ({@link AuditEventInput}); a journal sink adds the chain fields ({@link ChainFields}) that
+ * make the record tamper-evident. Rounds are numbered from 1 (round 1 is the first provider turn).
+ */
+import type { SerializedError } from '../errors.ts';
+import type { AgentLimits, FailureReason } from '../loop/types.ts';
+import type { Receipt, StopReason, ToolChoice, Usage } from '../providers/types.ts';
+import type { StateUpdate, ToolSpec } from '../tools/types.ts';
+import { canonicalJson, sha256Hex } from './canonical-json.ts';
+import { redactStrings } from './redact.ts';
+
+/** Fields every journalled event carries, assigned by the sink. */
+export interface ChainFields {
+  /** 0-based position in the agent's journal. */
+  readonly seq: number;
+  /** ISO 8601 time the event was appended. */
+  readonly ts: string;
+  /** `hash` of the previous event; {@link GENESIS_HASH} (64 zeros) for the first. */
+  readonly prev: string;
+  /** SHA-256 (hex) of this event's canonical JSON without the `hash` member. */
+  readonly hash: string;
+}
+
+/** The agent started: everything a verifier needs to re-render round 1. */
+export interface Started {
+  readonly type: 'Started';
+  readonly agentId: string;
+  readonly parentId?: string;
+  /** The definition as run; `hash` is e.g. `hashValue(definition)`. */
+  readonly definition: { readonly name: string; readonly hash: string; readonly path?: string };
+  readonly provider: string;
+  readonly model: string;
+  readonly contextWindow: number;
+  readonly maxInputTokens: number;
+  /** The projection's fixed context sections, in order. */
+  readonly context: readonly string[];
+  readonly task: string;
+  /** Caller metadata. Values under secret-looking keys are redacted. */
+  readonly metadata: Readonly<Record<string, unknown>>;
+  /** The assembled system prompt, exactly as sent every round. */
+  readonly systemPrompt: string;
+  /** Every tool the agent may be offered (model-facing names); rounds name the subset they offered. */
+  readonly toolSpecs: readonly ToolSpec[];
+  readonly limits?: AgentLimits;
+}
+
+/** A provider turn was submitted. */
+export interface InferenceSubmitted {
+  readonly type: 'InferenceSubmitted';
+  readonly agentId: string;
+  readonly round: number;
+  /** {@link hashInput} of the system prompt, rendered input and tools sent. */
+  readonly inputHash: string;
+  readonly estimatedTokens: number;
+  /** Model-facing names of the tools offered this turn, in the order offered (`[]` for a capture turn). */
+  readonly tools: readonly string[];
+  readonly toolChoice?: ToolChoice;
+  /** The turn is a freeform capture for the tool call `captureFor`. */
+  readonly captureFor?: string;
+}
+
+/** The model called a tool. */
+export interface ToolCall {
+  readonly type: 'ToolCall';
+  readonly agentId: string;
+  readonly round: number;
+  readonly callId: string;
+  /** Canonical tool name. */
+  readonly name: string;
+  /** The name the model used (after toolNameOverrides). */
+  readonly modelName: string;
+  /** Parsed arguments (canonical parameter names); absent when they did not parse. */
+  readonly args?: Readonly<Record<string, unknown>>;
+  /** The raw argument text, recorded when it did not parse. */
+  readonly rawArgs?: string;
+}
+
+/** A tool call finished (or was refused). */
+export interface ToolResult {
+  readonly type: 'ToolResult';
+  readonly agentId: string;
+  readonly round: number;
+  readonly callId: string;
+  readonly name: string;
+  readonly ok: boolean;
+  /** False when the result did not fit the budget and the model got the short failure text instead. */
+  readonly projectionAccepted: boolean;
+  /** The exact result text, whether or not it reached the projection. */
+  readonly text: string;
+  readonly stateUpdates: readonly StateUpdate[];
+  readonly displayedStateKeys: readonly string[];
+  /** The call was answered with a refusal (slice rule, capture pending...) and never executed. */
+  readonly refused?: boolean;
+  /** Structured result data, e.g. the `complete_task` result object. */
+  readonly data?: unknown;
+}
+
+/** Accounting for one provider turn. */
+export interface ProviderReceipt {
+  readonly type: 'ProviderReceipt';
+  readonly agentId: string;
+  readonly round: number;
+  readonly receipt: Receipt;
+  readonly stopReason?: StopReason;
+}
+
+/** What kind of text went into the projection history. */
+export type HistoryKind = 'tool_call' | 'tool_result' | 'reminder' | 'capture' | 'assistant' | 'note';
+
+/** An entry was pushed to the projection history, exactly as the projection holds it. */
+export interface HistoryAppended {
+  readonly type: 'HistoryAppended';
+  readonly agentId: string;
+  readonly round: number;
+  readonly text: string;
+  /** State keys this entry displays. */
+  readonly displayedKeys: readonly string[];
+  readonly kind?: HistoryKind;
+  readonly callId?: string;
+}
+
+/** A keyed state of the projection was replaced (`text`) or removed (`null`). */
+export interface StateChanged {
+  readonly type: 'StateChanged';
+  readonly agentId: string;
+  readonly key: string;
+  readonly text: string | null;
+  readonly round?: number;
+  readonly callId?: string;
+}
+
+/** The agent parked on `wait_for_instruction`, asking for instruction number `index` (0-based). */
+export interface Waiting {
+  readonly type: 'Waiting';
+  readonly agentId: string;
+  readonly callId: string;
+  readonly index: number;
+}
+
+/** The agent received instruction number `index`; a resumed agent asks for the next one. */
+export interface Instructed {
+  readonly type: 'Instructed';
+  readonly agentId: string;
+  readonly index: number;
+  readonly text: string;
+  /** The `wait_for_instruction` call it answered. */
+  readonly callId?: string;
+}
+
+/** The agent was resumed from this journal by a new process or thread. */
+export interface Resumed {
+  readonly type: 'Resumed';
+  readonly agentId: string;
+  readonly nextRound: number;
+  /** Tool calls that had started with no recorded result. */
+  readonly pendingCallIds: readonly string[];
+  /** Bytes of a torn last line cut from the file before resuming. */
+  readonly truncatedBytes: number;
+}
+
+/** The agent finished. Terminal: nothing follows it. */
+export interface Completed {
+  readonly type: 'Completed';
+  readonly agentId: string;
+  /** The final answer text, or the text of the `complete_task` result. */
+  readonly answer: string;
+  /** The `complete_task` result object, when the agent finished through it. */
+  readonly result?: unknown;
+  readonly usage: Usage;
+  readonly costUsd: number;
+  readonly rounds: number;
+}
+
+/** The agent failed. Terminal: nothing follows it. */
+export interface Failed {
+  readonly type: 'Failed';
+  readonly agentId: string;
+  readonly reason: FailureReason;
+  /** The cause; `error.code` is the machine-readable error code. */
+  readonly error: SerializedError;
+  readonly usage: Usage;
+  readonly costUsd: number;
+  readonly rounds: number;
+}
+
+/** An event body as the loop writes it. `ts` may be given (e.g. forwarded events); otherwise the sink sets it. */
+export type AuditEventInput = (
+  | Started
+  | InferenceSubmitted
+  | ToolCall
+  | ToolResult
+  | ProviderReceipt
+  | HistoryAppended
+  | StateChanged
+  | Waiting
+  | Instructed
+  | Resumed
+  | Completed
+  | Failed
+) & { readonly ts?: string };
+
+type Chained<T> = T extends unknown ? Omit<T, 'ts'> & ChainFields : never;
+
+/** A journalled event: a body plus its chain fields. */
+export type AuditEvent = Chained<AuditEventInput>;
+
+export type AuditEventType = AuditEvent['type'];
+
+/** The journalled event of one type: `EventOf<'ToolCall'>`. */
+export type EventOf<T extends AuditEventType> = Extract<AuditEvent, { readonly type: T }>;
+
+/** True for Completed and Failed: the events that end an agent. */
+export function isTerminal(event: AuditEvent): event is EventOf<'Completed'> | EventOf<'Failed'> {
+  return event.type === 'Completed' || event.type === 'Failed';
+}
+
+/**
+ * SHA-256 (hex) of the canonical JSON of one provider turn's input `{system, input, tools}`: what
+ * InferenceSubmitted records and `verifyJournal` recomputes from a re-render.
+ *
+ * Secret-looking substrings are masked first, exactly as the journal masks them: a re-render from
+ * the journal can only ever reproduce the masked text, so hashing it keeps verification possible
+ * while no secret reaches the journal, not even as a hash. When the input holds nothing
+ * secret-looking, this is the hash of the exact input.
+ */
+export function hashInput(system: string, input: string, tools: readonly ToolSpec[]): string {
+  return sha256Hex(canonicalJson(redactStrings({ system, input, tools })));
+}
+
+type Kind = 'string' | 'number' | 'boolean' | 'array' | 'object' | 'string|null';
+
+const REQUIRED: Readonly<Record<AuditEventType, Readonly<Record<string, Kind>>>> = {
+  Started: {
+    definition: 'object',
+    provider: 'string',
+    model: 'string',
+    contextWindow: 'number',
+    maxInputTokens: 'number',
+    context: 'array',
+    task: 'string',
+    metadata: 'object',
+    systemPrompt: 'string',
+    toolSpecs: 'array',
+  },
+  InferenceSubmitted: { round: 'number', inputHash: 'string', estimatedTokens: 'number', tools: 'array' },
+  ToolCall: { round: 'number', callId: 'string', name: 'string', modelName: 'string' },
+  ToolResult: {
+    round: 'number',
+    callId: 'string',
+    name: 'string',
+    ok: 'boolean',
+    projectionAccepted: 'boolean',
+    text: 'string',
+    stateUpdates: 'array',
+    displayedStateKeys: 'array',
+  },
+  ProviderReceipt: { round: 'number', receipt: 'object' },
+  HistoryAppended: { round: 'number', text: 'string', displayedKeys: 'array' },
+  StateChanged: { key: 'string', text: 'string|null' },
+  Waiting: { callId: 'string', index: 'number' },
+  Instructed: { index: 'number', text: 'string' },
+  Resumed: { nextRound: 'number', pendingCallIds: 'array', truncatedBytes: 'number' },
+  Completed: { answer: 'string', usage: 'object', costUsd: 'number', rounds: 'number' },
+  Failed: { reason: 'string', error: 'object', usage: 'object', costUsd: 'number', rounds: 'number' },
+};
+
+const HEX64 = /^[0-9a-f]{64}$/;
+
+/**
+ * Why `value` is not a well-formed audit event, or undefined when it is. Checks the chain fields
+ * and the members each type requires, not every nested value.
+ */
+export function auditEventProblem(value: unknown): string | undefined {
+  if (!isRecord(value)) return 'not a JSON object';
+  const type = value.type;
+  if (typeof type !== 'string' || !(type in REQUIRED)) return `unknown event type ${JSON.stringify(type)}`;
+  if (!Number.isSafeInteger(value.seq) || (value.seq as number) < 0)
+    return '`seq` is not a non-negative integer';
+  if (typeof value.ts !== 'string') return '`ts` is not a string';
+  if (typeof value.agentId !== 'string') return '`agentId` is not a string';
+  if (typeof value.prev !== 'string' || !HEX64.test(value.prev)) return '`prev` is not a SHA-256 hex digest';
+  if (typeof value.hash !== 'string' || !HEX64.test(value.hash)) return '`hash` is not a SHA-256 hex digest';
+  for (const [key, kind] of Object.entries(REQUIRED[type as AuditEventType])) {
+    if (!hasKind(value[key], kind))
+      return `${type} member \`${key}\` is not ${kind === 'array' ? 'an' : 'a'} ${kind}`;
+  }
+  return undefined;
+}
+
+function hasKind(value: unknown, kind: Kind): boolean {
+  switch (kind) {
+    case 'array':
+      return Array.isArray(value);
+    case 'object':
+      return isRecord(value);
+    case 'string|null':
+      return value === null || typeof value === 'string';
+    default:
+      return typeof value === kind;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,127 @@
+/**
+ * Keeps API keys and auth headers out of journals. Two layers:
+ * - by key: in tool arguments, caller metadata and error fields, every string under a key that
+ *   names a secret (`apiKey`, `Authorization`, `x-api-key`, `client_secret`, `token`...) is
+ *   replaced, however deeply nested;
+ * - by shape: in every string of every event, substrings that look like credentials (`sk-...`,
+ *   `Bearer ...`, `"apiKey": "..."`, `OPENAI_API_KEY=...`, GitHub/Slack/AWS/Google key formats).
+ *
+ * Two properties let `hashInput` mask a re-render from the journal and get the same hash the loop
+ * recorded: redaction is idempotent (redacting twice changes nothing more), and no pattern matches
+ * across a line break, so masking each projection section on its way into the journal equals
+ * masking the whole render (sections are joined by blank lines).
+ */
+import { REDACTED } from './constants.ts';
+
+/** Keys whose values are secrets. `token(?!s)` keeps counts such as `maxTokens` readable. */
+export const SECRET_KEY_PATTERN = /api[_-]?key|authorization|x-api-key|secret|passw(?:or)?d|token(?!s)/i;
+
+/** Event members whose object keys are checked against {@link SECRET_KEY_PATTERN}. */
+const KEYED_MEMBERS: ReadonlySet<string> = new Set(['args', 'metadata', 'error']);
+
+const TOKEN_CHARS = '[A-Za-z0-9._~+/-]';
+const NON_DIGIT_TOKEN_CHARS = '[A-Za-z._~+/-]';
+
+/** An auth scheme followed by a credential: it has a digit, or is too long to be a word. */
+const AUTH_SCHEME = new RegExp(
+  `\\b(Bearer|Basic)([ \\t]+)(?:(?=${NON_DIGIT_TOKEN_CHARS}*[0-9])${TOKEN_CHARS}{8,}|${TOKEN_CHARS}{20,})=*`,
+  'g',
+);
+
+/** Credential formats with a recognisable prefix. */
+const KEY_SHAPES: readonly RegExp[] = [
+  // OpenAI (sk-, sk-proj-) and Anthropic (sk-ant-) keys.
+  /(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{10,}/g,
+  /(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{20,}/g,
+  /(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{20,}/g,
+  /(?<![A-Za-z0-9_-])xox[abprs]-[A-Za-z0-9-]{10,}/g,
+  /(?<![A-Za-z0-9])AKIA[0-9A-Z]{16}(?![A-Za-z0-9])/g,
+  /(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])/g,
+];
+
+/** `"key": "value"` or `'key': 'value'` (JSON, Python reprs). */
+const QUOTED_PAIR =
+  /(["'])((?:(?!\1)[^\\\n]|\\.){1,100})\1([ \t]*[:=][ \t]*)(["'])((?:(?!\4)[^\\\n]|\\.)*)\4/g;
+
+/**
+ * `key: value` or `KEY=value` (headers, env files, YAML, query strings), value optionally quoted.
+ * The key and its separator are matched first and the value only after a secret key: scanning a
+ * value for every key would be quadratic on text like `a:a:a:...`, and would swallow pairs inside
+ * a longer value (`url: https://x?api_key=...`).
+ */
+const UNQUOTED_KEY = /(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]{1,100})([ \t]*[:=][ \t]*)/g;
+const UNQUOTED_VALUE = /((?:Bearer|Basic)[ \t]+)?("[^"\n]*"|'[^'\n]*'|[^\s"',;&]+)/y;
+
+/**
+ * Unquoted keys come from free text, so the secret word must end a word part (`access_token`,
+ * `AWS_SECRET_ACCESS_KEY`, `x-api-key`) to spare prose and names like `tokenizer`.
+ */
+const UNQUOTED_SECRET_KEY = /(?:api[_-]?key|authorization|secret|passw(?:or)?d|token)(?![a-z])/i;
+
+/** Masks every credential-looking substring of `text`. */
+export function redactText(text: string): string {
+  let out = text.replace(
+    AUTH_SCHEME,
+    (_match, scheme: string, space: string) => `${scheme}${space}${REDACTED}`,
+  );
+  for (const shape of KEY_SHAPES) out = out.replace(shape, REDACTED);
+  out = out.replace(
+    QUOTED_PAIR,
+    (match, quote: string, key: string, separator: string, valueQuote: string, value: string) =>
+      SECRET_KEY_PATTERN.test(key) && value !== REDACTED
+        ? `${quote}${key}${quote}${separator}${valueQuote}${REDACTED}${valueQuote}`
+        : match,
+  );
+  return redactUnquotedPairs(out);
+}
+
+function redactUnquotedPairs(text: string): string {
+  const keys = new RegExp(UNQUOTED_KEY.source, 'g');
+  const values = new RegExp(UNQUOTED_VALUE.source, 'y');
+  let out = '';
+  let copied = 0;
+  for (let match = keys.exec(text); match !== null; match = keys.exec(text)) {
+    const [head, key = '', separator = ''] = match;
+    if (!UNQUOTED_SECRET_KEY.test(key)) continue;
+    values.lastIndex = match.index + head.length;
+    const valueMatch = values.exec(text);
+    if (valueMatch === null) continue;
+    const [, scheme = '', value = ''] = valueMatch;
+    const quote = value.startsWith('"') || value.startsWith("'") ? value.charAt(0) : '';
+    if ((quote ? value.slice(1, -1) : value) === REDACTED) continue;
+    out += `${text.slice(copied, match.index)}${key}${separator}${scheme}${quote}${REDACTED}${quote}`;
+    copied = values.lastIndex;
+    keys.lastIndex = copied;
+  }
+  return out + text.slice(copied);
+}
+
+/** A copy of `value` with {@link redactText} applied to every string in it (object keys are kept). */
+export function redactStrings<T>(value: T): T {
+  return walk(value, false, false) as T;
+}
+
+/**
+ * A copy of an event body with its secrets masked: by key in `args`, `metadata` and `error`, by
+ * shape in every string.
+ */
+export function redactEvent<T extends object>(event: T): T {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(event)) {
+    out[key] = walk(value, KEYED_MEMBERS.has(key), false);
+  }
+  return out as T;
+}
+
+function walk(value: unknown, byKey: boolean, secret: boolean): unknown {
+  if (typeof value === 'string') return secret ? REDACTED : redactText(value);
+  if (Array.isArray(value)) return value.map((item: unknown) => walk(item, byKey, secret));
+  if (typeof value !== 'object' || value === null) return value;
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function') return walk(toJSON.call(value), byKey, secret);
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    out[key] = walk(item, byKey, secret || (byKey && SECRET_KEY_PATTERN.test(key)));
+  }
+  return out;
+}

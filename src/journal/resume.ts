@@ -1,0 +1,145 @@
+/**
+ * What a loop needs to continue an agent from its journal. The journal is the only state that
+ * survives a crash, so everything here is derived from events alone.
+ *
+ * How the loop resumes (docs/journal.md has the full procedure):
+ * 1. `ended` set: do not run anything; report the recorded outcome.
+ * 2. Open the journal with `JournalWriter.open` (it cuts a torn last line and continues the chain)
+ *    and append `Resumed { nextRound, pendingCallIds, truncatedBytes }`.
+ * 3. Build a fresh projection from `started.context` and `started.task` and replay `projection` in
+ *    order (HistoryAppended = push the entry, StateChanged = apply the update) without journalling.
+ * 4. For each of `pendingCalls`, record a failed ToolResult with {@link INTERRUPTED_TOOL_RESULT}
+ *    (pushed to the projection like any failed result): it may or may not have taken effect, so it
+ *    is neither silently dropped nor run again.
+ * 5. `waiting` set: if its instruction already arrived, answer the call with it; otherwise wait
+ *    again for instruction `waiting.index` (the supervisor's inbox is indexed, so this is idempotent).
+ * 6. Continue at `nextRound` with a fresh render; count `roundsUsed` against maxSteps and `totals`
+ *    against budgets. A call id in `finishedCalls` is answered with its recorded result, never run.
+ */
+import { SystemError } from '../errors.ts';
+import type { AuditEvent, EventOf } from './events.ts';
+import { addReceipt, type UsageTotals, ZERO_USAGE_TOTALS } from './usage.ts';
+
+/** A `wait_for_instruction` call that had not returned when the journal ended. */
+export interface PendingWait {
+  readonly callId: string;
+  /** The instruction number the wait asked for. */
+  readonly index: number;
+  /** The instruction's text when it had already arrived (its Instructed event was written). */
+  readonly instruction: string | undefined;
+}
+
+/** The loop state recorded in a journal. */
+export interface ResumeState {
+  readonly agentId: string;
+  /** The first event: definition, model, context, task, system prompt, tools. */
+  readonly started: EventOf<'Started'>;
+  /** The terminal event when the agent already ended. */
+  readonly ended: EventOf<'Completed'> | EventOf<'Failed'> | undefined;
+  /** The round to run next: one past the highest round recorded (1 for a journal with none). */
+  readonly nextRound: number;
+  /** Distinct rounds that reached the provider (InferenceSubmitted): what counts toward maxSteps. */
+  readonly roundsUsed: number;
+  /** Tool calls with a recorded result, by call id: never execute these again. */
+  readonly finishedCalls: ReadonlyMap<string, EventOf<'ToolResult'>>;
+  /** Tool calls that started but have no result (the wait in `waiting` excepted), oldest first. */
+  readonly pendingCalls: readonly EventOf<'ToolCall'>[];
+  /** Projection changes in order, to replay onto a projection of `started.context` and `started.task`. */
+  readonly projection: readonly (EventOf<'HistoryAppended'> | EventOf<'StateChanged'>)[];
+  /** Usage and cost of every recorded provider turn. */
+  readonly totals: UsageTotals;
+  /** Instructions received so far: the index the next wait asks for. */
+  readonly instructionsReceived: number;
+  readonly waiting: PendingWait | undefined;
+  /** How many times the agent was resumed before (Resumed events). */
+  readonly resumes: number;
+  readonly lastEvent: AuditEvent;
+}
+
+/**
+ * Derives the loop state from an agent's events (as `readJournal` returns them). Throws
+ * `SystemError('journal_not_started')` when the first event is not Started.
+ */
+export function resumeState(events: readonly AuditEvent[]): ResumeState {
+  const started = events[0];
+  if (started?.type !== 'Started') {
+    throw new SystemError(
+      'journal_not_started',
+      `Expected a journal that begins with a Started event, found ${started ? started.type : 'no events'}`,
+      { found: started?.type },
+    );
+  }
+  let ended: EventOf<'Completed'> | EventOf<'Failed'> | undefined;
+  let maxRound = 0;
+  const submittedRounds = new Set<number>();
+  const calls = new Map<string, EventOf<'ToolCall'>>();
+  const finishedCalls = new Map<string, EventOf<'ToolResult'>>();
+  const projection: (EventOf<'HistoryAppended'> | EventOf<'StateChanged'>)[] = [];
+  const waits = new Map<string, EventOf<'Waiting'>>();
+  const instructionsByCall = new Map<string, string>();
+  let instructionsReceived = 0;
+  let totals = ZERO_USAGE_TOTALS;
+  let resumes = 0;
+
+  for (const event of events) {
+    if ('round' in event && typeof event.round === 'number') maxRound = Math.max(maxRound, event.round);
+    switch (event.type) {
+      case 'InferenceSubmitted':
+        submittedRounds.add(event.round);
+        break;
+      case 'ToolCall':
+        calls.set(event.callId, event);
+        break;
+      case 'ToolResult':
+        finishedCalls.set(event.callId, event);
+        break;
+      case 'ProviderReceipt':
+        totals = addReceipt(totals, event.receipt);
+        break;
+      case 'HistoryAppended':
+      case 'StateChanged':
+        projection.push(event);
+        break;
+      case 'Waiting':
+        waits.set(event.callId, event);
+        break;
+      case 'Instructed':
+        instructionsReceived = Math.max(instructionsReceived, event.index + 1);
+        if (event.callId !== undefined) instructionsByCall.set(event.callId, event.text);
+        break;
+      case 'Resumed':
+        resumes += 1;
+        maxRound = Math.max(maxRound, event.nextRound - 1);
+        break;
+      case 'Completed':
+      case 'Failed':
+        ended ??= event;
+        break;
+    }
+  }
+
+  let waiting: PendingWait | undefined;
+  for (const wait of waits.values()) {
+    if (finishedCalls.has(wait.callId)) continue;
+    waiting = { callId: wait.callId, index: wait.index, instruction: instructionsByCall.get(wait.callId) };
+  }
+  const pendingCalls = [...calls.values()].filter(
+    (call) => !finishedCalls.has(call.callId) && call.callId !== waiting?.callId,
+  );
+
+  return {
+    agentId: started.agentId,
+    started,
+    ended,
+    nextRound: maxRound + 1,
+    roundsUsed: submittedRounds.size,
+    finishedCalls,
+    pendingCalls,
+    projection,
+    totals,
+    instructionsReceived,
+    waiting,
+    resumes,
+    lastEvent: events[events.length - 1] ?? started,
+  };
+}

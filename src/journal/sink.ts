@@ -1,0 +1,53 @@
+/** Where the loop sends its audit events, and an in-memory journal. */
+import { canonicalJson } from './canonical-json.ts';
+import { type ChainHead, chainEvent, EMPTY_HEAD, headAfter } from './chain.ts';
+import type { AuditEvent, AuditEventInput } from './events.ts';
+
+/**
+ * Receives an agent's audit events in order. The loop depends only on this: a {@link JournalWriter}
+ * (file), a {@link MemoryJournal}, or a runner's own sink that forwards bodies elsewhere (the
+ * chain fields are then added wherever the events are finally stored).
+ */
+export interface JournalSink {
+  append(event: AuditEventInput): void;
+}
+
+/** Options of {@link MemoryJournal}. */
+export interface MemoryJournalOptions {
+  /** Events to continue from (e.g. a journal read from disk); the chain resumes after the last. */
+  readonly events?: readonly AuditEvent[];
+  /** Clock for `ts`. @default () => new Date() */
+  readonly now?: () => Date;
+}
+
+/** A journal held in memory: the same events a file journal would hold, without the file. */
+export class MemoryJournal implements JournalSink {
+  readonly #events: AuditEvent[];
+  readonly #now: () => Date;
+  #head: ChainHead;
+
+  constructor(options: MemoryJournalOptions = {}) {
+    this.#events = [...(options.events ?? [])];
+    this.#now = options.now ?? (() => new Date());
+    const last = this.#events.at(-1);
+    this.#head = last ? headAfter(last) : EMPTY_HEAD;
+  }
+
+  /** The events so far, oldest first. */
+  get events(): readonly AuditEvent[] {
+    return this.#events;
+  }
+
+  /** Chains, redacts and stores `input`; returns the stored event. */
+  append(input: AuditEventInput): AuditEvent {
+    const { event } = chainEvent(input, this.#head, this.#now);
+    this.#events.push(event);
+    this.#head = headAfter(event);
+    return event;
+  }
+
+  /** The journal as JSONL text, exactly as a {@link JournalWriter} would have written it. */
+  toJsonl(): string {
+    return this.#events.map((event) => `${canonicalJson(event)}\n`).join('');
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * Checks that a journal is what its writer wrote: an unbroken hash chain, and (given a re-render)
+ * that every provider input it claims to have sent is the one its own events reproduce.
+ */
+import type { ToolSpec } from '../tools/types.ts';
+import { eventHash } from './chain.ts';
+import { GENESIS_HASH } from './constants.ts';
+import { type AuditEvent, hashInput, isTerminal } from './events.ts';
+import { type JournalContents, readJournal } from './reader.ts';
+
+/** One provider turn's input, as re-rendered from the journal. */
+export interface RenderedInput {
+  readonly system: string;
+  readonly input: string;
+  readonly tools: readonly ToolSpec[];
+}
+
+/**
+ * Re-renders the provider input of the InferenceSubmitted event at `events[index]` from the events
+ * before it. Called once per InferenceSubmitted, in increasing `index` order, always with the same
+ * array, so an implementation may replay incrementally instead of from the start each time.
+ */
+export type Rerender = (events: readonly AuditEvent[], index: number) => RenderedInput;
+
+/** Options of {@link verifyJournal}. */
+export interface VerifyOptions {
+  /** Without it only the chain is checked, not the InferenceSubmitted hashes. */
+  readonly rerender?: Rerender;
+}
+
+export type VerifyReason =
+  /** The event with this seq is not there (a line was lost or could not be read). */
+  | 'missing_event'
+  /** The line holding this seq is not a well-formed event (see the reader's problems). */
+  | 'damaged_line'
+  /** An event claims a seq that was already seen (duplicated or reordered lines). */
+  | 'bad_seq'
+  /** The event's content does not hash to its `hash`: it was altered. */
+  | 'bad_hash'
+  /** The event's `prev` is not the previous event's hash: the chain was cut or spliced. */
+  | 'broken_link'
+  | 'not_started'
+  | 'agent_mismatch'
+  /** An event follows Completed or Failed. */
+  | 'after_end'
+  /** The re-rendered provider input does not hash to the recorded `inputHash`. */
+  | 'input_mismatch'
+  | 'rerender_failed';
+
+/** The first problem found. `seq` is the position where the journal stops being trustworthy. */
+export interface VerifyFailure {
+  readonly seq: number;
+  readonly reason: VerifyReason;
+  readonly message: string;
+}
+
+export interface VerifyResult {
+  readonly ok: boolean;
+  /** Events checked (all of them when `ok`). */
+  readonly checkedEvents: number;
+  /** InferenceSubmitted hashes compared with a re-render. */
+  readonly checkedInferences: number;
+  readonly firstBad?: VerifyFailure;
+}
+
+/**
+ * Verifies `events` (as `readJournal` returns them) in order and stops at the first bad one. An
+ * event is bad when it is not where its seq says, does not hash to its `hash`, does not point
+ * back to its predecessor, belongs to another agent, follows the end, or (with `rerender`) is an
+ * InferenceSubmitted whose `inputHash` differs from `hashInput` of the re-rendered input.
+ */
+export function verifyJournal(events: readonly AuditEvent[], options: VerifyOptions = {}): VerifyResult {
+  let checkedInferences = 0;
+  const fail = (index: number, reason: VerifyReason, message: string): VerifyResult => ({
+    ok: false,
+    checkedEvents: index,
+    checkedInferences,
+    firstBad: { seq: index, reason, message },
+  });
+  const first = events[0];
+  if (first === undefined)
+    return fail(0, 'missing_event', 'Expected a Started event at seq 0, found no events');
+
+  let prevHash = GENESIS_HASH;
+  let ended = false;
+  for (const [index, event] of events.entries()) {
+    if (event.seq > index)
+      return fail(index, 'missing_event', `Expected seq ${index}, found seq ${event.seq}`);
+    if (event.seq < index) {
+      return fail(index, 'bad_seq', `Expected seq ${index}, found seq ${event.seq} a second time`);
+    }
+    if (eventHash(event) !== event.hash) {
+      return fail(index, 'bad_hash', `Event ${index} (${event.type}) does not hash to its recorded hash`);
+    }
+    if (event.prev !== prevHash) {
+      return fail(
+        index,
+        'broken_link',
+        `Event ${index} (${event.type}) does not point back to event ${index - 1}`,
+      );
+    }
+    if (index === 0 && event.type !== 'Started') {
+      return fail(index, 'not_started', `Expected a Started event at seq 0, found ${event.type}`);
+    }
+    if (index > 0 && event.type === 'Started') {
+      return fail(index, 'not_started', `Expected one Started event at seq 0, found another at seq ${index}`);
+    }
+    if (event.agentId !== first.agentId) {
+      return fail(
+        index,
+        'agent_mismatch',
+        `Expected agent ${first.agentId}, found ${event.agentId} at seq ${index}`,
+      );
+    }
+    if (ended) return fail(index, 'after_end', `Expected nothing after the agent ended, found ${event.type}`);
+    if (event.type === 'InferenceSubmitted' && options.rerender) {
+      let rendered: RenderedInput;
+      try {
+        rendered = options.rerender(events, index);
+      } catch (error) {
+        return fail(index, 'rerender_failed', `Could not re-render round ${event.round}: ${String(error)}`);
+      }
+      checkedInferences += 1;
+      if (hashInput(rendered.system, rendered.input, rendered.tools) !== event.inputHash) {
+        return fail(
+          index,
+          'input_mismatch',
+          `Round ${event.round}: the input re-rendered from the journal does not match the recorded input hash`,
+        );
+      }
+    }
+    prevHash = event.hash;
+    ended = isTerminal(event);
+  }
+  return { ok: true, checkedEvents: events.length, checkedInferences };
+}
+
+/** {@link VerifyResult} of a journal file, plus whether its last append was torn. */
+export interface FileVerifyResult extends VerifyResult {
+  /** The file ended in a torn append, which was ignored (not a failure: a crash can leave one). */
+  readonly tornTail: boolean;
+}
+
+/**
+ * Reads and verifies the journal file at `path` (what `troupe verify` runs). Damaged lines count
+ * as failures: the first bad seq is the earlier of the first damaged line's position and the first
+ * bad event, so damage to the last event is reported even though no later event points back to it.
+ * Throws only when the file cannot be read (`journal_not_found`, `journal_io`).
+ */
+export function verifyJournalFile(path: string, options: VerifyOptions = {}): FileVerifyResult {
+  return verifyJournalContents(readJournal(path), options);
+}
+
+/** {@link verifyJournalFile} for contents already read or parsed (`readJournal`, `parseJournal`). */
+export function verifyJournalContents(
+  contents: JournalContents,
+  options: VerifyOptions = {},
+): FileVerifyResult {
+  const result = verifyJournal(contents.events, options);
+  const problem = contents.problems[0];
+  // Lines before the first damaged one all parsed, so line n (1-based) is where seq n - 1 belongs.
+  const damagedSeq = problem ? problem.line - 1 : Number.POSITIVE_INFINITY;
+  if (!problem || (result.firstBad && result.firstBad.seq < damagedSeq)) {
+    return { ...result, tornTail: contents.tornTail };
+  }
+  return {
+    ok: false,
+    checkedEvents: Math.min(result.checkedEvents, damagedSeq),
+    checkedInferences: result.checkedInferences,
+    firstBad: {
+      seq: damagedSeq,
+      reason: 'damaged_line',
+      message: `Line ${problem.line}: ${problem.message}`,
+    },
+    tornTail: contents.tornTail,
+  };
+}

@@ -1,0 +1,312 @@
+/**
+ * The JSONL journal file: one canonical JSON event per line, appended with O_APPEND.
+ *
+ * Appends are synchronous (`fs.writeSync`, then `fs.fdatasyncSync` under the `always` policy).
+ * That keeps two guarantees simple: events reach the file in call order with no write in flight
+ * behind a returned `append`, so a crash leaves at most one torn last line; and under `always`,
+ * once `append` returns the event is on disk, which is what resume relies on to never run a
+ * finished tool call twice. The price is blocking the calling thread for one small write (plus a
+ * flush) per event: a handful of events per round against a provider turn of seconds, and agents
+ * run in worker threads, so the supervisor's thread never waits on a disk.
+ *
+ * One writer per journal at a time: nothing locks the file.
+ */
+import {
+  closeSync,
+  fdatasyncSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  writeSync,
+} from 'node:fs';
+import { dirname } from 'node:path';
+import { describeValue, SystemError, UserError } from '../errors.ts';
+import { type ChainHead, chainEvent, EMPTY_HEAD, headAfter } from './chain.ts';
+import { DEFAULT_FSYNC_INTERVAL_MS, DEFAULT_FSYNC_POLICY } from './constants.ts';
+import type { AuditEvent, AuditEventInput } from './events.ts';
+import { type JournalContents, parseJournal } from './reader.ts';
+import type { JournalSink } from './sink.ts';
+
+/** When appended events are flushed to disk. */
+export type FsyncPolicy = 'always' | 'interval' | 'never';
+
+/** Options of {@link JournalWriter.open}. */
+export interface JournalWriterOptions {
+  /**
+   * `always`: flush each event before `append` returns (crash-safe: nothing acknowledged is lost).
+   * `interval`: flush every `intervalMs` and on close (a crash may lose the last interval's events).
+   * `never`: leave it to the OS (a machine crash may lose more; a process crash loses nothing).
+   * @default 'always'
+   */
+  readonly fsync?: FsyncPolicy;
+  /** Flush period of the `interval` policy. @default 1000 */
+  readonly intervalMs?: number;
+  /** Clock for `ts`. @default () => new Date() */
+  readonly now?: () => Date;
+}
+
+const POLICIES: readonly FsyncPolicy[] = ['always', 'interval', 'never'];
+
+type PreparedOptions = Required<Omit<JournalWriterOptions, 'now'>> & Pick<JournalWriterOptions, 'now'>;
+
+/** An open journal file. Create with {@link JournalWriter.open}. */
+export class JournalWriter implements JournalSink {
+  /** The journal file. */
+  readonly path: string;
+  /** Events already in the file when it was opened. */
+  readonly existingEvents: number;
+  /** Bytes of a torn last line that were cut away on open (0 when the file ended cleanly). */
+  readonly truncatedBytes: number;
+
+  readonly #policy: FsyncPolicy;
+  readonly #now: () => Date;
+  #fd: number | undefined;
+  #head: ChainHead;
+  #agentId: string | undefined;
+  #dirty = false;
+  #timer: NodeJS.Timeout | undefined;
+  #failure: SystemError | undefined;
+  #unreported: SystemError | undefined;
+
+  private constructor(
+    path: string,
+    fd: number,
+    contents: JournalContents | undefined,
+    options: PreparedOptions,
+  ) {
+    this.path = path;
+    this.#fd = fd;
+    this.#policy = options.fsync;
+    this.#now = options.now ?? (() => new Date());
+    const events = contents?.events ?? [];
+    const last = events.at(-1);
+    this.#head = last ? headAfter(last) : EMPTY_HEAD;
+    this.#agentId = events[0]?.agentId;
+    this.existingEvents = events.length;
+    this.truncatedBytes = contents?.tornTailBytes ?? 0;
+    if (options.fsync === 'interval') {
+      this.#timer = setInterval(() => this.#flushInBackground(), options.intervalMs);
+      // A journal must never keep a finished program alive.
+      this.#timer.unref();
+    }
+  }
+
+  /**
+   * Opens (creating it and its directory if needed) the journal at `path` for appending. An
+   * existing journal's chain continues after its last event; a torn last line is cut away first
+   * (see {@link truncatedBytes}). Throws `SystemError('journal_corrupt')` (with the reader's
+   * `problems` in its fields) when a complete line is damaged: appending would bury the damage. Throws `UserError('invalid_option')` for
+   * bad options and `SystemError('journal_io')` when the file cannot be opened.
+   */
+  static open(path: string, options: JournalWriterOptions = {}): JournalWriter {
+    const prepared = prepareOptions(options);
+    const contents = readExisting(path);
+    if (contents && contents.problems.length > 0) {
+      const first = contents.problems[0];
+      throw new SystemError(
+        'journal_corrupt',
+        `Expected an intact journal at ${path}, found ${contents.problems.length} damaged line(s)` +
+          (first ? ` (first: line ${first.line}: ${first.message})` : ''),
+        { path, problems: contents.problems },
+      );
+    }
+    let fd: number | undefined;
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+      // 'a' = O_WRONLY | O_CREAT | O_APPEND: every write lands at the current end of the file.
+      fd = openSync(path, 'a');
+      if (contents && contents.tornTailBytes > 0) {
+        ftruncateSync(fd, contents.byteLength - contents.tornTailBytes);
+        fdatasyncSync(fd);
+      }
+    } catch (error) {
+      if (fd !== undefined) closeSync(fd);
+      throw ioError(path, 'open', error);
+    }
+    if (!contents) syncDirectory(path);
+    return new JournalWriter(path, fd, contents, prepared);
+  }
+
+  /** `seq` the next event will get. */
+  get nextSeq(): number {
+    return this.#head.nextSeq;
+  }
+
+  /** `hash` of the last event (64 zeros for an empty journal). */
+  get lastHash(): string {
+    return this.#head.lastHash;
+  }
+
+  /** True once {@link close} has run (or a write failed). */
+  get closed(): boolean {
+    return this.#fd === undefined;
+  }
+
+  /**
+   * Masks secrets, chains and appends one event; returns it as stored. Throws
+   * `SystemError('journal_closed')` after close, `journal_agent_mismatch` for an event of another
+   * agent, `journal_io` when the write fails (the writer is then closed: the file may end torn,
+   * which the next open repairs).
+   */
+  append(input: AuditEventInput): AuditEvent {
+    const fd = this.#fd;
+    if (this.#failure) throw this.#reported(this.#failure);
+    if (fd === undefined) {
+      throw new SystemError('journal_closed', `Expected an open journal, but ${this.path} is closed`, {
+        path: this.path,
+      });
+    }
+    if (this.#agentId !== undefined && input.agentId !== this.#agentId) {
+      throw new SystemError(
+        'journal_agent_mismatch',
+        `Expected events of agent ${this.#agentId} in ${this.path}, got one of ${input.agentId}`,
+        { path: this.path, expected: this.#agentId, actual: input.agentId },
+      );
+    }
+    const { event, line } = chainEvent(input, this.#head, this.#now);
+    try {
+      writeAll(fd, Buffer.from(`${line}\n`, 'utf8'));
+      if (this.#policy === 'always') fdatasyncSync(fd);
+      else this.#dirty = true;
+    } catch (error) {
+      const failure = ioError(this.path, 'append to', error);
+      this.#fail(failure);
+      throw failure;
+    }
+    this.#head = headAfter(event);
+    this.#agentId = event.agentId;
+    return event;
+  }
+
+  /** Flushes appended events to disk now, whatever the policy. */
+  flush(): void {
+    if (this.#failure) throw this.#reported(this.#failure);
+    const fd = this.#fd;
+    if (fd === undefined || !this.#dirty) return;
+    try {
+      fdatasyncSync(fd);
+      this.#dirty = false;
+    } catch (error) {
+      const failure = ioError(this.path, 'flush', error);
+      this.#fail(failure);
+      throw failure;
+    }
+  }
+
+  /**
+   * Flushes (unless the policy is `never`) and closes the file. Safe to call twice. Throws
+   * `SystemError('journal_io')` when the final flush fails, or when a background flush of the
+   * `interval` policy failed and no append reported it yet.
+   */
+  close(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    const unreported = this.#unreported;
+    this.#unreported = undefined;
+    const fd = this.#fd;
+    if (fd === undefined) {
+      if (unreported) throw unreported;
+      return;
+    }
+    this.#fd = undefined;
+    let failure: SystemError | undefined;
+    try {
+      if (this.#policy !== 'never' && this.#dirty) fdatasyncSync(fd);
+      this.#dirty = false;
+    } catch (error) {
+      failure = ioError(this.path, 'flush', error);
+    }
+    try {
+      closeSync(fd);
+    } catch (error) {
+      failure ??= ioError(this.path, 'close', error);
+    }
+    if (failure) throw failure;
+  }
+
+  #flushInBackground(): void {
+    try {
+      this.flush();
+    } catch (error) {
+      // No caller to tell now: the next append, flush or close reports it.
+      this.#unreported = error as SystemError;
+    }
+  }
+
+  #reported(error: SystemError): SystemError {
+    this.#unreported = undefined;
+    return error;
+  }
+
+  #fail(error: SystemError): void {
+    this.#failure = error;
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    const fd = this.#fd;
+    this.#fd = undefined;
+    if (fd !== undefined) {
+      try {
+        closeSync(fd);
+      } catch {
+        // The write error is the one worth reporting.
+      }
+    }
+  }
+}
+
+function prepareOptions(options: JournalWriterOptions): PreparedOptions {
+  const fsync = options.fsync ?? DEFAULT_FSYNC_POLICY;
+  if (!POLICIES.includes(fsync)) {
+    throw new UserError(
+      'invalid_option',
+      `Expected \`fsync\` to be one of 'always', 'interval', 'never', got ${describeValue(fsync)}`,
+      { path: '/fsync' },
+    );
+  }
+  const intervalMs = options.intervalMs ?? DEFAULT_FSYNC_INTERVAL_MS;
+  if (typeof intervalMs !== 'number' || !Number.isFinite(intervalMs) || intervalMs <= 0) {
+    throw new UserError(
+      'invalid_option',
+      `Expected \`intervalMs\` to be a positive number, got ${describeValue(intervalMs)}`,
+      { path: '/intervalMs' },
+    );
+  }
+  return { fsync, intervalMs, now: options.now };
+}
+
+function readExisting(path: string): (JournalContents & { readonly byteLength: number }) | undefined {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw ioError(path, 'read', error);
+  }
+  return { ...parseJournal(bytes), byteLength: bytes.length };
+}
+
+function writeAll(fd: number, buffer: Buffer): void {
+  let offset = 0;
+  while (offset < buffer.length) offset += writeSync(fd, buffer, offset, buffer.length - offset);
+}
+
+/** Makes a new file's directory entry durable, so a crash cannot lose the whole journal. */
+function syncDirectory(path: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dirname(path), 'r');
+    fsyncSync(fd);
+  } catch {
+    // Some platforms (Windows) cannot open or fsync a directory; the file itself is still flushed.
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+function ioError(path: string, action: string, error: unknown): SystemError {
+  const errno = (error as NodeJS.ErrnoException).code;
+  const message = `Could not ${action} journal ${path}: ${String(error)}`;
+  return new SystemError('journal_io', message, { path, errno }, { cause: error });
+}

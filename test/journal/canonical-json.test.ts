@@ -1,0 +1,55 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { hasErrorCode } from '../../src/errors.ts';
+import { canonicalJson, hashValue, sha256Hex } from '../../src/journal/canonical-json.ts';
+
+describe('canonicalJson', () => {
+  it('sorts keys by code unit, integer-like keys included, at every depth', () => {
+    expect(canonicalJson({ b: 1, a: { z: true, '10': 'x', '9': 'y' } })).toBe(
+      '{"a":{"10":"x","9":"y","z":true},"b":1}',
+    );
+  });
+
+  it('drops undefined members and writes undefined array items and non-finite numbers as null', () => {
+    expect(
+      canonicalJson({ a: undefined, b: [undefined, Number.NaN, Number.POSITIVE_INFINITY], c: null }),
+    ).toBe('{"b":[null,null,null],"c":null}');
+  });
+
+  it('gives the same text for the same data whatever the insertion order', () => {
+    expect(canonicalJson({ x: 1, y: [1, { q: 2, p: 3 }] })).toBe(
+      canonicalJson({ y: [1, { p: 3, q: 2 }], x: 1 }),
+    );
+  });
+
+  it('is a fixed point of parse then serialize, so a journal line re-hashes to the same digest', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const text = canonicalJson(value);
+        expect(canonicalJson(JSON.parse(text))).toBe(text);
+      }),
+    );
+  });
+
+  it('honours toJSON (dates become ISO strings)', () => {
+    expect(canonicalJson({ at: new Date(Date.UTC(2025, 0, 2)) })).toBe('{"at":"2025-01-02T00:00:00.000Z"}');
+  });
+
+  it('rejects a value that contains itself with journal_unserializable', () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(() => canonicalJson(cyclic)).toThrow(expect.objectContaining({ code: 'journal_unserializable' }));
+    try {
+      canonicalJson(10n);
+    } catch (error) {
+      expect(hasErrorCode(error, 'journal_unserializable')).toBe(true);
+      return;
+    }
+    expect.unreachable('a bigint must be rejected');
+  });
+
+  it('hashes the canonical text with SHA-256', () => {
+    expect(sha256Hex('')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+    expect(hashValue({ b: 1, a: 2 })).toBe(sha256Hex('{"a":2,"b":1}'));
+  });
+});

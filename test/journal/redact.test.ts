@@ -1,0 +1,210 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import { REDACTED } from '../../src/journal/constants.ts';
+import { hashInput } from '../../src/journal/events.ts';
+import { readJournal } from '../../src/journal/reader.ts';
+import { redactEvent, redactText } from '../../src/journal/redact.ts';
+import { MemoryJournal } from '../../src/journal/sink.ts';
+import { verifyJournal } from '../../src/journal/verify.ts';
+import { JournalWriter } from '../../src/journal/writer.ts';
+import { AGENT_ID, FakeAgent, rerender, TOOL_SPECS } from './helpers.ts';
+
+const OPENAI_KEY = 'sk-proj-Zx81kLq0aB3cD4eF5gH6iJ7k';
+const ANTHROPIC_KEY = 'sk-ant-api03-Qw9Er8Ty7Ui6Op5As4Df3Gh2';
+const OPAQUE_SECRET = 'hunter2-correct-horse';
+
+describe('redactText', () => {
+  it.each([
+    ['a bearer header', `Authorization: Bearer ${OPENAI_KEY}`, 'Authorization: Bearer [REDACTED]'],
+    [
+      'a short bearer token after an auth header',
+      'Authorization: Bearer abc',
+      'Authorization: Bearer [REDACTED]',
+    ],
+    ['an x-api-key header', `x-api-key: ${ANTHROPIC_KEY}`, 'x-api-key: [REDACTED]'],
+    ['an env assignment', `OPENAI_API_KEY=${OPENAI_KEY}\nDEBUG=1`, 'OPENAI_API_KEY=[REDACTED]\nDEBUG=1'],
+    ['a JSON member', `{"apiKey":"${OPAQUE_SECRET}","maxTokens":5}`, '{"apiKey":"[REDACTED]","maxTokens":5}'],
+    ['a Python dict member', `{'client_secret': '${OPAQUE_SECRET}'}`, "{'client_secret': '[REDACTED]'}"],
+    [
+      'a query parameter inside a URL',
+      'url: https://x.test/v1?api_key=abc123&q=1',
+      'url: https://x.test/v1?api_key=[REDACTED]&q=1',
+    ],
+    ['a bare key anywhere', `the key is ${ANTHROPIC_KEY}.`, 'the key is [REDACTED].'],
+    ['a GitHub token', 'ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345', REDACTED],
+    ['an AWS access key id', 'AKIAIOSFODNN7EXAMPLE', REDACTED],
+  ])('masks %s', (_name, input, expected) => {
+    expect(redactText(input)).toBe(expected);
+  });
+
+  it.each([
+    'Bearer tokens are issued by the server; Basic authentication is older.',
+    'risk-assessment with sk-learn',
+    'max_tokens: 10, maxTokens=5, tokenizer: o200k',
+    '{"inputTokens": 4000, "name": "x"}',
+  ])('leaves ordinary text alone: %s', (text) => {
+    expect(redactText(text)).toBe(text);
+  });
+
+  const pieces = fc.constantFrom(
+    'Bearer ',
+    'Basic ',
+    'Authorization',
+    'api_key',
+    'token',
+    'secret',
+    '"apiKey"',
+    "'",
+    '"',
+    ':',
+    '=',
+    ' ',
+    '\n',
+    '&',
+    ',',
+    'sk-',
+    'abcdefghij',
+    '0123456789',
+    REDACTED,
+    'x',
+  );
+  const texts = fc.array(fc.oneof(pieces, fc.string()), { maxLength: 30 }).map((parts) => parts.join(''));
+
+  it('is idempotent on arbitrary text, so a re-render from the journal hashes like the original', () => {
+    fc.assert(
+      fc.property(texts, (text) => {
+        const once = redactText(text);
+        expect(redactText(once)).toBe(once);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('masks sections joined by a blank line exactly as it masks each section alone', () => {
+    fc.assert(
+      fc.property(texts, texts, (first, second) => {
+        expect(redactText(`${first}\n\n${second}`)).toBe(`${redactText(first)}\n\n${redactText(second)}`);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe('redactEvent', () => {
+  it('masks every string under a secret-named key in args and metadata, however deep', () => {
+    const body = redactEvent({
+      type: 'ToolCall',
+      args: {
+        headers: { Authorization: 'xyz' },
+        auth: { token: { value: 'abc', nested: ['d'] } },
+        maxTokens: 5,
+      },
+      metadata: { apiKey: OPAQUE_SECRET, owner: 'ana' },
+    });
+    expect(body).toEqual({
+      type: 'ToolCall',
+      args: {
+        headers: { Authorization: REDACTED },
+        auth: { token: { value: REDACTED, nested: [REDACTED] } },
+        maxTokens: 5,
+      },
+      metadata: { apiKey: REDACTED, owner: 'ana' },
+    });
+  });
+
+  it('keeps tool schemas whole: only their strings are checked, not their keys', () => {
+    const body = redactEvent({
+      toolSpecs: [{ name: 'login', parameters: { properties: { apiKey: { type: 'string' } } } }],
+    });
+    expect(body).toEqual({
+      toolSpecs: [{ name: 'login', parameters: { properties: { apiKey: { type: 'string' } } } }],
+    });
+  });
+});
+
+describe('secrets never reach a journal file', () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('metadata apiKey, a Bearer key in tool args, and keys in tool output are absent from the bytes', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'troupe-journal-'));
+    dirs.push(dir);
+    const file = path.join(dir, 'agent.jsonl');
+    const writer = JournalWriter.open(file);
+    const agent = new FakeAgent(writer)
+      .start({ metadata: { apiKey: OPAQUE_SECRET, providerOptions: { 'x-api-key': ANTHROPIC_KEY } } })
+      .submit(1)
+      .call(1, 'c1', 'http_get', {
+        url: 'https://api.test',
+        headers: { Authorization: `Bearer ${OPENAI_KEY}` },
+      })
+      .result(
+        1,
+        'c1',
+        'http_get',
+        `echo: {"headers": {"x-api-key": "${ANTHROPIC_KEY}"}} OPENAI_API_KEY=${OPENAI_KEY}`,
+      )
+      .submit(2);
+    writer.append({
+      type: 'Failed',
+      agentId: AGENT_ID,
+      reason: 'provider_error',
+      error: {
+        name: 'ProviderError',
+        code: 'unauthorized',
+        message: `401 for key ${OPENAI_KEY}`,
+        fields: { apiKey: OPAQUE_SECRET },
+      },
+      usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
+      costUsd: 0,
+      rounds: 2,
+    });
+    writer.close();
+
+    const bytes = readFileSync(file, 'utf8');
+    for (const secret of [OPENAI_KEY, ANTHROPIC_KEY, OPAQUE_SECRET, 'Zx81kLq0', 'Qw9Er8Ty']) {
+      expect(bytes).not.toContain(secret);
+    }
+    expect(bytes).toContain(REDACTED);
+    expect(bytes.trimEnd().split('\n')).toHaveLength(agent.events.length + 1);
+  });
+
+  it('a journal whose inputs held secrets still verifies against a re-render from its redacted events', () => {
+    const journal = new MemoryJournal();
+    new FakeAgent(journal)
+      .start({ task: `Use the key ${OPENAI_KEY} to call the API.` })
+      .submit(1)
+      .call(1, 'c1', 'http_get', {
+        url: 'https://api.test',
+        headers: { Authorization: `Bearer ${OPENAI_KEY}` },
+      })
+      .result(1, 'c1', 'http_get', `Authorization: Bearer ${OPENAI_KEY}`)
+      .submit(2);
+    expect(JSON.stringify(journal.events)).not.toContain(OPENAI_KEY);
+    const result = verifyJournal(journal.events, { rerender });
+    expect(result).toMatchObject({ ok: true, checkedInferences: 2 });
+  });
+
+  it('hashInput masks secrets the way the journal does, and hashes secret-free input unchanged', () => {
+    const secretInput = `token=${OPAQUE_SECRET}`;
+    expect(hashInput('s', secretInput, TOOL_SPECS)).toBe(hashInput('s', redactText(secretInput), TOOL_SPECS));
+    expect(hashInput('s', 'plain', TOOL_SPECS)).not.toBe(hashInput('s', 'plain.', TOOL_SPECS));
+    expect(hashInput('s', 'plain', TOOL_SPECS)).not.toBe(hashInput('s', 'plain', TOOL_SPECS.slice(1)));
+  });
+
+  it('readJournal returns the redacted values', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'troupe-journal-'));
+    dirs.push(dir);
+    const file = path.join(dir, 'agent.jsonl');
+    const writer = JournalWriter.open(file);
+    new FakeAgent(writer).start({ metadata: { apiKey: OPAQUE_SECRET } });
+    writer.close();
+    const [started] = readJournal(file).events;
+    expect(started?.type === 'Started' && started.metadata).toEqual({ apiKey: REDACTED });
+  });
+});
