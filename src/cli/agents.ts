@@ -1,5 +1,263 @@
+/**
+ * `troupe agents list|show|validate`: what agents are visible from here, what one resolves to, and
+ * what is wrong with definition files.
+ */
+import { relative, resolve } from 'node:path';
 import type { Command } from 'commander';
+import { stringify } from 'yaml';
+import type { DiscoveryResult } from '../definition/discovery.ts';
+import { discoverAgents, pickAgent } from '../definition/discovery.ts';
+import { collectDefinitionFiles, isClaudeAgentsFile } from '../definition/files.ts';
+import { type LoadResult, loadDefinitionFile } from '../definition/load.ts';
+import { formatProblem } from '../definition/problems.ts';
+import type { AgentDefinition, DefinitionProblem } from '../definition/types.ts';
+import { UserError } from '../errors.ts';
 import type { CliIO } from './main.ts';
 
-/** Placeholder until the definitions loader lands. */
-export function register(_program: Command, _io: CliIO, _setExit: (code: number) => void): void {}
+interface DiscoveryFlags {
+  readonly cwd?: string;
+  readonly compat: boolean;
+}
+
+/** Registers `troupe agents` and its subcommands on `program`. */
+export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
+  const agents = program.command('agents').description('List, show and validate agent definitions.');
+
+  agents
+    .command('list')
+    .description('List the agents visible from a directory, highest precedence first.')
+    .option('--json', 'print a JSON array')
+    .option('--cwd <dir>', 'directory to discover from (default: the current directory)')
+    .option('--no-compat', 'ignore Claude Code .claude/agents directories')
+    .action(async (flags: DiscoveryFlags & { json?: boolean }) => {
+      const cwd = resolve(flags.cwd ?? process.cwd());
+      const found = await discoverAgents({ cwd, compat: flags.compat });
+      reportDiscoveryErrors(io, found, cwd);
+      if (flags.json) {
+        io.stdout(
+          `${JSON.stringify(
+            found.agents.map(({ definition: d, shadows }) => listEntry(d, shadows)),
+            null,
+            2,
+          )}\n`,
+        );
+        return;
+      }
+      io.stdout(listTable(found, cwd));
+    });
+
+  agents
+    .command('show')
+    .description('Show the resolved definition of an agent, with every default filled in.')
+    .argument('<name>', 'agent name')
+    .option('--json', 'print JSON')
+    .option('--prompt', 'print the assembled system prompt instead')
+    .option('--cwd <dir>', 'directory to discover from (default: the current directory)')
+    .option('--no-compat', 'ignore Claude Code .claude/agents directories')
+    .action(async (name: string, flags: DiscoveryFlags & { json?: boolean; prompt?: boolean }) => {
+      const cwd = resolve(flags.cwd ?? process.cwd());
+      const found = await discoverAgents({ cwd, compat: flags.compat });
+      const { definition, shadows } = pickAgent(found, name);
+      if (flags.prompt) {
+        io.stdout(`${await renderPromptForShow(definition, { cwd })}\n`);
+      } else if (flags.json) {
+        io.stdout(
+          `${JSON.stringify({ ...definition, shadows }, (_key, value: unknown) => value ?? null, 2)}\n`,
+        );
+      } else {
+        io.stdout(showText(definition, shadows));
+      }
+    });
+
+  agents
+    .command('validate')
+    .description(
+      'Check definition files (directories are searched for *.md). Files under a .claude/agents ' +
+        'directory are read leniently. Exits 1 when any file has an error.',
+    )
+    .argument('<paths...>', 'definition files or directories')
+    .option('--json', 'print a JSON array, one entry per file')
+    .option('--lenient', 'read every file as a Claude Code file (lenient YAML, names slugified)')
+    .action(async (paths: string[], flags: { json?: boolean; lenient?: boolean }) => {
+      const { files, unreadable } = await collectDefinitionFiles(paths);
+      const checked: { file: string; result: LoadResult }[] = unreadable.map(({ display, reason }) => ({
+        file: display,
+        result: { errors: [ioProblem(display, reason)], warnings: [] },
+      }));
+      for (const file of files) {
+        const lenient = flags.lenient === true || isClaudeAgentsFile(file.absolute);
+        const result = await loadDefinitionFile(file.absolute, {
+          source: lenient ? 'compat' : 'project',
+          mode: lenient ? 'lenient' : 'strict',
+        });
+        checked.push({ file: file.display, result });
+      }
+      if (checked.length === 0) {
+        io.stderr(`troupe: no .md files found in ${paths.join(', ')}\n`);
+        setExit(1);
+        return;
+      }
+      if (checked.some(({ result }) => result.errors.length > 0)) setExit(1);
+      io.stdout(
+        flags.json ? `${JSON.stringify(checked.map(validateEntry), null, 2)}\n` : validateText(checked),
+      );
+    });
+}
+
+/**
+ * Renders the system prompt `troupe agents show NAME --prompt` prints.
+ *
+ * HOOK for prompt assembly (src/prompt/): until it is wired in, this throws UserError
+ * `not_implemented`.
+ */
+export async function renderPromptForShow(
+  definition: AgentDefinition,
+  _context: { readonly cwd: string },
+): Promise<string> {
+  throw new UserError(
+    'not_implemented',
+    `Expected prompt assembly to render \`${definition.name}\`, but it is not available yet; ` +
+      'use `troupe agents show` without --prompt',
+    { name: definition.name },
+  );
+}
+
+function ioProblem(file: string, reason: string): DefinitionProblem {
+  return {
+    severity: 'error',
+    code: 'io_error',
+    message: `Could not read: ${reason}`,
+    file,
+    line: 1,
+    column: 1,
+    path: '',
+  };
+}
+
+function reportDiscoveryErrors(io: CliIO, found: DiscoveryResult, cwd: string): void {
+  for (const problem of found.problems) {
+    if (problem.severity === 'error')
+      io.stderr(`${formatProblem(problem, displayPath(problem.file, cwd))}\n`);
+  }
+}
+
+/** A path relative to `cwd` when it is inside it; absolute (or `builtin:...`) otherwise. */
+function displayPath(path: string, cwd: string): string {
+  if (path.startsWith('builtin:')) return path;
+  const inside = relative(cwd, path);
+  return inside === '' || inside.startsWith('..') || resolve(cwd, inside) !== path ? path : inside;
+}
+
+function toolsText(tools: readonly string[] | undefined): string {
+  if (tools === undefined) return 'all';
+  return tools.length === 0 ? 'none' : tools.join(', ');
+}
+
+function listEntry(definition: AgentDefinition, shadows: readonly string[]) {
+  return {
+    name: definition.name,
+    source: definition.source,
+    path: definition.path,
+    description: definition.description,
+    tools: definition.tools ?? null,
+    model: definition.model,
+    shadows,
+  };
+}
+
+function listTable(found: DiscoveryResult, cwd: string): string {
+  if (found.agents.length === 0) return 'No agents found.\n';
+  const rows = [
+    ['NAME', 'SOURCE', 'PATH', 'TOOLS', 'MODEL'],
+    ...found.agents.map(({ definition: d }) => [
+      d.name,
+      d.source,
+      displayPath(d.path, cwd),
+      toolsText(d.tools),
+      d.model,
+    ]),
+  ];
+  const widths =
+    rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length))) ?? [];
+  const lines = rows.map((row) =>
+    row
+      .map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
+      .join('  ')
+      .trimEnd(),
+  );
+  for (const shadow of found.shadowed) {
+    lines.push(
+      `(${shadow.name} in ${displayPath(shadow.path, cwd)} is shadowed by ${displayPath(shadow.shadowedBy, cwd)})`,
+    );
+  }
+  for (const { definition } of found.disabled) {
+    lines.push(`(${definition.name} is disabled by ${displayPath(definition.path, cwd)})`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** The resolved definition as a definition file: defaults written out, origin in YAML comments. */
+function showText(definition: AgentDefinition, shadows: readonly string[]): string {
+  const { name, description, body, tools, completionRequirement, outputSchema, extra } = definition;
+  const fields: Record<string, unknown> = {
+    name,
+    description,
+    promptMode: definition.promptMode,
+    tools: tools ?? '*',
+    disallowedTools: definition.disallowedTools,
+    permissionMode: definition.permissionMode,
+    skills: definition.skills,
+    agentsMd: definition.agentsMd,
+    outputFormat: definition.outputFormat,
+    bash: definition.bash,
+    toolNameOverrides: definition.toolNameOverrides,
+    paramNameOverrides: definition.paramNameOverrides,
+    ...(completionRequirement ? { completionRequirement } : {}),
+    toolConfig: definition.toolConfig,
+    model: definition.model,
+    maxSteps: definition.maxSteps,
+    enabled: definition.enabled,
+    ...(outputSchema ? { outputSchema } : {}),
+    ...extra,
+  };
+  const origin = [
+    `# source: ${definition.source} (${definition.path})`,
+    ...shadows.map((path) => `# shadows: ${path}`),
+  ];
+  return `---\n${origin.join('\n')}\n${stringify(fields, { lineWidth: 0 })}---\n${body}\n`;
+}
+
+function problemEntry({ code, message, line, column, path }: DefinitionProblem) {
+  return { code, message, line, column, path };
+}
+
+function validateEntry({ file, result }: { file: string; result: LoadResult }) {
+  return {
+    file,
+    ok: result.errors.length === 0,
+    name: result.definition?.name ?? result.name ?? null,
+    errors: result.errors.map(problemEntry),
+    warnings: result.warnings.map(problemEntry),
+  };
+}
+
+function validateText(checked: readonly { file: string; result: LoadResult }[]): string {
+  const lines: string[] = [];
+  let errors = 0;
+  let warnings = 0;
+  for (const { file, result } of checked) {
+    for (const problem of [...result.errors, ...result.warnings].sort(
+      (a, b) => a.line - b.line || a.column - b.column,
+    )) {
+      lines.push(formatProblem(problem, file));
+    }
+    errors += result.errors.length;
+    warnings += result.warnings.length;
+  }
+  const failed = checked.filter(({ result }) => result.errors.length > 0).length;
+  lines.push(
+    `${checked.length} file(s) checked: ${checked.length - failed} ok, ${failed} with errors ` +
+      `(${errors} error(s), ${warnings} warning(s))`,
+  );
+  return `${lines.join('\n')}\n`;
+}

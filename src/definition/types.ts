@@ -71,16 +71,27 @@ export interface AgentDefinition {
   readonly bodyLine: number;
 }
 
+/**
+ * What a definition problem is about (see docs/definitions.md for when each is an error or a
+ * warning). `unknown_tool` (a `tools` entry the tool registry does not know) is always a warning.
+ */
 export type ProblemCode =
   | 'parse_error'
   | 'missing_field'
   | 'invalid_field'
   | 'unknown_tool_override'
+  | 'unknown_tool'
   | 'unknown_key'
   | 'lenient_parse'
   | 'name_slugified'
   | 'io_error'
   | 'shadowed';
+
+/** 1-based position in the original file (columns count UTF-16 code units, as editors such as VS Code do). */
+export interface SourcePosition {
+  readonly line: number;
+  readonly column: number;
+}
 
 /** One error or warning about a definition file. Lines and columns are 1-based. */
 export interface DefinitionProblem {

@@ -1,0 +1,126 @@
+/**
+ * Loading one definition: text or file -> AgentDefinition plus every error and warning. These
+ * functions never throw; unreadable files, bad YAML and internal surprises all become problems.
+ */
+import { createHash } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { DEFINITION_BYTE_LIMIT } from './constants.ts';
+import { normalizeSource, type ParseMode, splitFrontmatter } from './frontmatter.ts';
+import { FILE_START, ProblemList } from './problems.ts';
+import type { AgentDefinition, DefinitionProblem, DefinitionSource } from './types.ts';
+import { slugify, validateDefinition } from './validate.ts';
+import { readFrontmatter } from './yaml-frontmatter.ts';
+
+/** How to read one definition. */
+export interface LoadOptions {
+  /**
+   * `lenient` falls back to line-based reading when strict YAML fails (compat sources only).
+   * @default 'lenient' when `source` is `compat`, else 'strict'
+   */
+  readonly mode?: ParseMode;
+  /**
+   * Where the definition comes from. `compat` also turns a name with capitals or spaces into a
+   * warning (the name is slugified) instead of an error.
+   * @default 'project'
+   */
+  readonly source?: DefinitionSource;
+  /** Canonical tool names of the tool registry, to check tool references against (see ValidationTarget). */
+  readonly knownTools?: ReadonlySet<string>;
+  /**
+   * The definition's `path` field.
+   * @default the file path (absolute), as given to parseDefinition or loadDefinitionFile
+   */
+  readonly path?: string;
+}
+
+/** The outcome of loading one definition. `definition` is present exactly when `errors` is empty. */
+export interface LoadResult {
+  readonly definition?: AgentDefinition;
+  /** The agent's name when it could be read, even if the definition has errors. */
+  readonly name?: string;
+  readonly errors: DefinitionProblem[];
+  readonly warnings: DefinitionProblem[];
+}
+
+/** Parses definition text. `file` names the source in problems (use an absolute path or `builtin:<name>`). */
+export function parseDefinition(text: string, file: string, options: LoadOptions = {}): LoadResult {
+  const problems = new ProblemList(file);
+  const source = options.source ?? 'project';
+  const mode = options.mode ?? (source === 'compat' ? 'lenient' : 'strict');
+  let name: string | undefined;
+  try {
+    const split = splitFrontmatter(normalizeSource(text), mode, problems);
+    const data = split && readFrontmatter(split, mode, problems);
+    if (split && data) {
+      const rawName = data.values.name;
+      if (typeof rawName === 'string' && rawName.trim() !== '') name = slugify(rawName);
+      const target = { source, path: options.path ?? file, knownTools: options.knownTools };
+      const definition = validateDefinition(data, split, target, problems);
+      if (definition) return { definition, name: definition.name, errors: [], warnings: problems.warnings };
+    }
+  } catch (error) {
+    // A bug here must not take down discovery of every other agent: report it against the file.
+    const reason = error instanceof Error ? error.message : String(error);
+    problems.error('parse_error', `Internal error while reading the definition: ${reason}`, FILE_START);
+  }
+  return { ...(name === undefined ? {} : { name }), errors: problems.errors, warnings: problems.warnings };
+}
+
+/** Reads and parses a definition file. I/O failures become an `io_error` problem. */
+export async function loadDefinitionFile(file: string, options: LoadOptions = {}): Promise<LoadResult> {
+  const absolute = resolve(file);
+  const problems = new ProblemList(absolute);
+  try {
+    const info = await stat(absolute);
+    if (!info.isFile()) {
+      problems.error(
+        'io_error',
+        `Expected a definition file, found ${info.isDirectory() ? 'a directory' : 'no regular file'}`,
+        FILE_START,
+      );
+    } else if (info.size > DEFINITION_BYTE_LIMIT) {
+      problems.error(
+        'io_error',
+        `Expected a definition file of at most ${DEFINITION_BYTE_LIMIT} bytes, found ${info.size} bytes`,
+        FILE_START,
+      );
+    } else {
+      return parseDefinition(await readFile(absolute, 'utf8'), absolute, options);
+    }
+  } catch (error) {
+    problems.error('io_error', `Could not read the file: ${describeIoError(error)}`, FILE_START);
+  }
+  return { errors: problems.errors, warnings: problems.warnings };
+}
+
+function describeIoError(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === undefined ? error.message : `${code} (${error.message})`;
+  }
+  return String(error);
+}
+
+/**
+ * SHA-256 (hex) of a definition's content, for journals: canonical JSON (sorted keys) of every
+ * field except where it was found (`source`, `path`, `bodyLine`), so the same agent hashes the
+ * same wherever its file lives.
+ */
+export function definitionHash(definition: AgentDefinition): string {
+  const { source: _source, path: _path, bodyLine: _bodyLine, ...content } = definition;
+  return createHash('sha256').update(canonicalJson(content)).digest('hex');
+}
+
+/** JSON with object keys sorted at every level; `undefined` members are left out, as JSON does. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const members = Object.keys(value)
+      .sort()
+      .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    return `{${members.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}

@@ -1,0 +1,264 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type CliIO, main } from '../../src/cli/main.ts';
+import { definitionText, repoRoot, TempTree } from '../definition/helpers.ts';
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+async function run(...argv: string[]): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const io: CliIO = {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+  };
+  const code = await main(argv, io);
+  return { code, stdout, stderr };
+}
+
+let tree: TempTree;
+let savedHome: string | undefined;
+let project: string;
+
+beforeEach(() => {
+  tree = new TempTree();
+  savedHome = process.env.HOME;
+  // Keep the developer's own ~/.troupe and ~/.claude agents out of these tests.
+  process.env.HOME = tree.mkdir('home');
+  tree.mkdir('project/.git');
+  project = tree.path('project');
+});
+
+afterEach(() => {
+  process.env.HOME = savedHome;
+  tree.remove();
+});
+
+describe('troupe agents list', () => {
+  it('prints name, source, path, tools and model, closest first', async () => {
+    tree.write(
+      'project/.troupe/agents/reviewer.md',
+      definitionText('reviewer', 'tools: Read, Grep\nmodel: sonnet\n'),
+    );
+    const result = await run('agents', 'list', '--cwd', project);
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trimEnd().split('\n');
+    expect(lines[0]?.split(/\s+/)).toEqual(['NAME', 'SOURCE', 'PATH', 'TOOLS', 'MODEL']);
+    expect(lines[1]?.split(/\s{2,}/)).toEqual([
+      'reviewer',
+      'project',
+      '.troupe/agents/reviewer.md',
+      'Read, Grep',
+      'sonnet',
+    ]);
+    expect(lines.slice(2).map((line) => line.split(/\s+/)[0])).toEqual(['general-purpose', 'worker']);
+  });
+
+  it('--json prints {name, source, path, description, tools, model, shadows}', async () => {
+    const mine = tree.write('project/.troupe/agents/worker.md', definitionText('worker', 'tools: []\n'));
+    const result = await run('agents', 'list', '--json', '--cwd', project);
+    const entries = JSON.parse(result.stdout) as Record<string, unknown>[];
+    expect(entries).toEqual([
+      {
+        name: 'worker',
+        source: 'project',
+        path: mine,
+        description: 'The worker agent.',
+        tools: [],
+        model: 'default',
+        shadows: ['builtin:worker'],
+      },
+      expect.objectContaining({ name: 'general-purpose', source: 'builtin', tools: null, shadows: [] }),
+    ]);
+  });
+
+  it('--no-compat leaves out .claude/agents, which is read by default', async () => {
+    tree.write(
+      'project/.claude/agents/cc.md',
+      '---\nname: cc\ndescription: Use when: asked\ntools: *\n---\nbody\n',
+    );
+    const names = async (...flags: string[]) =>
+      (
+        JSON.parse((await run('agents', 'list', '--json', '--cwd', project, ...flags)).stdout) as {
+          name: string;
+        }[]
+      ).map((entry) => entry.name);
+    expect(await names()).toContain('cc');
+    expect(await names('--no-compat')).not.toContain('cc');
+  });
+
+  it('reports broken definitions on stderr and still lists the rest', async () => {
+    tree.write('project/.troupe/agents/bad.md', '---\nname: bad\ndescription: d\nmaxSteps: 0\n---\nbody\n');
+    const result = await run('agents', 'list', '--cwd', project);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('.troupe/agents/bad.md:4:11: error invalid_field:');
+    expect(result.stdout).toContain('general-purpose');
+  });
+
+  it('notes shadowed and disabled definitions under the table', async () => {
+    tree.write('project/.troupe/agents/gp.md', definitionText('general-purpose', 'enabled: false\n'));
+    tree.write('project/.troupe/agents/w.md', definitionText('worker'));
+    const result = await run('agents', 'list', '--cwd', project);
+    expect(result.stdout).toContain('(worker in builtin:worker is shadowed by .troupe/agents/w.md)');
+    expect(result.stdout).toContain('(general-purpose is disabled by .troupe/agents/gp.md)');
+  });
+});
+
+describe('troupe agents show', () => {
+  it('prints the resolved definition as a definition file with defaults filled in', async () => {
+    const result = await run('agents', 'show', 'worker', '--cwd', project);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('# source: builtin (builtin:worker)');
+    expect(result.stdout).toMatch(/^maxSteps: 32$/m);
+    expect(result.stdout).toMatch(/^tools: "\*"$/m);
+    expect(result.stdout).toContain('  tool: complete_task');
+    const shown = tree.write(
+      'project/.troupe/agents/copy.md',
+      result.stdout.replace('name: worker', 'name: copy'),
+    );
+    const copy = await run('agents', 'validate', shown);
+    expect(copy.code).toBe(0);
+  });
+
+  it('--json prints every field, null for the unset ones', async () => {
+    const result = await run('agents', 'show', 'general-purpose', '--json', '--cwd', project);
+    const shown = JSON.parse(result.stdout) as Record<string, unknown>;
+    expect(shown).toMatchObject({
+      name: 'general-purpose',
+      tools: null,
+      completionRequirement: null,
+      outputSchema: null,
+      maxSteps: 32,
+      promptMode: 'extend',
+      shadows: [],
+    });
+  });
+
+  it('fails with unknown_agent and the available names', async () => {
+    const result = await run('agents', 'show', 'nobody', '--cwd', project);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('troupe: unknown_agent:');
+    expect(result.stderr).toContain('available: general-purpose, worker');
+  });
+
+  it('--prompt is declared but waits for prompt assembly', async () => {
+    const result = await run('agents', 'show', 'worker', '--prompt', '--cwd', project);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('troupe: not_implemented:');
+  });
+});
+
+describe('troupe agents validate', () => {
+  it('prints file:line:column: severity code: message (path) and exits 1 on errors', async () => {
+    const bad = tree.write(
+      'defs/bad.md',
+      '---\nname: bad\ndescription: d\nmaxSteps: 0\nshiny: 1\n---\nbody\n',
+    );
+    tree.write('defs/nested/good.md', definitionText('good'));
+    tree.write('defs/notes.txt', 'ignored');
+    const result = await run('agents', 'validate', tree.path('defs'));
+    expect(result.code).toBe(1);
+    expect(result.stdout.split('\n')).toEqual([
+      `${bad}:4:11: error invalid_field: Expected \`maxSteps\` to be a positive integer, got \`0\` (number) (/maxSteps)`,
+      `${bad}:5:1: warning unknown_key: Unknown key \`shiny\`; kept in \`extra\`, otherwise ignored (/shiny)`,
+      '2 file(s) checked: 1 ok, 1 with errors (1 error(s), 1 warning(s))',
+      '',
+    ]);
+  });
+
+  it('exits 0 when there are only warnings', async () => {
+    const file = tree.write('w.md', definitionText('w', 'memory: project\n'));
+    const result = await run('agents', 'validate', file);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('warning unknown_key');
+  });
+
+  it('--json prints {file, ok, name, errors, warnings} per file', async () => {
+    const file = tree.write('defs/x.md', '---\nname: X Y\ndescription: d\n---\nbody\n');
+    const result = await run('agents', 'validate', '--json', file);
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout)).toEqual([
+      {
+        file,
+        ok: false,
+        name: 'x-y',
+        errors: [
+          {
+            code: 'invalid_field',
+            message: expect.stringContaining('for example `x-y`'),
+            line: 2,
+            column: 7,
+            path: '/name',
+          },
+        ],
+        warnings: [],
+      },
+    ]);
+  });
+
+  it('reads files leniently with --lenient, and under .claude/agents without it', async () => {
+    const text = '---\nname: Loose One\ndescription: Use when: asked\n---\nbody\n';
+    const plain = tree.write('defs/loose.md', text);
+    const claude = tree.write('repo/.claude/agents/loose.md', text);
+    expect((await run('agents', 'validate', plain)).code).toBe(1);
+    const lenient = await run('agents', 'validate', '--lenient', '--json', plain);
+    expect(lenient.code).toBe(0);
+    expect(JSON.parse(lenient.stdout)[0]).toMatchObject({ ok: true, name: 'loose-one' });
+    const auto = await run('agents', 'validate', '--json', claude);
+    expect(auto.code).toBe(0);
+    expect(
+      (JSON.parse(auto.stdout)[0] as { warnings: { code: string }[] }).warnings.map((w) => w.code),
+    ).toEqual(['lenient_parse', 'name_slugified']);
+  });
+
+  it('reports a path that does not exist as io_error', async () => {
+    const result = await run('agents', 'validate', tree.path('nope.md'));
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(`${tree.path('nope.md')}:1:1: error io_error:`);
+  });
+
+  it('fails when a directory holds no .md files', async () => {
+    const result = await run('agents', 'validate', tree.mkdir('empty'));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('no .md files found');
+  });
+});
+
+describe('the real bin', () => {
+  it('validates the corpus leniently from the repo root', () => {
+    const child = spawnSync(
+      process.execPath,
+      [
+        join(repoRoot, 'bin/troupe.mjs'),
+        'agents',
+        'validate',
+        '../shared/corpus/agent-definitions',
+        '--lenient',
+      ],
+      { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 },
+    );
+    // SOURCES.md and the four README-style files have no frontmatter: they are the errors.
+    expect(child.status).toBe(1);
+    const lines = child.stdout.trimEnd().split('\n');
+    expect(lines.at(-1)).toMatch(
+      /^264 file\(s\) checked: 259 ok, 5 with errors \(5 error\(s\), \d+ warning\(s\)\)$/,
+    );
+    const problems = lines.slice(0, -1);
+    expect(problems.length).toBeGreaterThan(5);
+    for (const line of problems) {
+      expect(line).toMatch(
+        /^\.\.\/shared\/corpus\/agent-definitions\/.+\.md:\d+:\d+: (error|warning) [a-z_]+: .+$/,
+      );
+    }
+    expect(problems.filter((line) => line.includes(': error '))).toHaveLength(5);
+  });
+});
