@@ -1,0 +1,125 @@
+/**
+ * The render as a linked list of sections, in render order: context, task, history, then states.
+ * Every section keeps its node for life; a state that a history entry displays stays in the list,
+ * hidden, so it reappears in its place when that entry stops displaying it. The list tells its
+ * ledger about every change, so the token count follows in O(size of the change).
+ */
+import type { TokenLedger } from './ledger.ts';
+import type { PieceSplit } from './piece-ledger.ts';
+import type { UndoLog } from './undo-log.ts';
+
+/** A section text with what the ledger needs to count it, measured once and shareable (markers). */
+export interface SectionText {
+  readonly text: string;
+  /** Unicode code points; filled in by the code-point ledger only. */
+  readonly codePoints: number;
+  /** Seams and interior count; filled in by the piece ledger for texts that have a safe cut. */
+  readonly split: PieceSplit | undefined;
+}
+
+/** One section of the render. */
+export class SectionNode {
+  prev: SectionNode | undefined;
+  next: SectionNode | undefined;
+  linked = false;
+  text: SectionText;
+  /** A state section displayed by a history entry, or a sentinel: not rendered. */
+  hidden: boolean;
+  /** Set on state sections. */
+  readonly key: string | undefined;
+  /** Owned by the piece ledger: tokens of the seam that ends at this section's first safe cut. */
+  glue = 0;
+
+  constructor(text: SectionText, options: { hidden?: boolean; key?: string } = {}) {
+    this.text = text;
+    this.hidden = options.hidden ?? false;
+    this.key = options.key;
+  }
+
+  /** Part of the render: linked, not hidden, not empty. */
+  get visible(): boolean {
+    return this.linked && !this.hidden && this.text.text !== '';
+  }
+}
+
+/** The ordered sections of a render, with undo support for trial changes. */
+export class SectionList {
+  #first: SectionNode | undefined;
+  #last: SectionNode | undefined;
+  readonly #ledger: TokenLedger;
+  readonly #undo: UndoLog;
+
+  constructor(ledger: TokenLedger, undo: UndoLog) {
+    this.#ledger = ledger;
+    this.#undo = undo;
+  }
+
+  get first(): SectionNode | undefined {
+    return this.#first;
+  }
+
+  get last(): SectionNode | undefined {
+    return this.#last;
+  }
+
+  /** Links `node` before `ref`, or at the end when `ref` is undefined. */
+  insertBefore(node: SectionNode, ref: SectionNode | undefined): void {
+    this.#link(node, ref);
+    this.#undo.record(() => this.#unlink(node));
+    this.#ledger.afterChange(this, node, node.next);
+  }
+
+  /** Unlinks `node`. */
+  remove(node: SectionNode): void {
+    this.#ledger.beforeChange(node);
+    const following = node.next;
+    this.#unlink(node);
+    this.#undo.record(() => this.#link(node, following));
+    this.#ledger.afterChange(this, node, following);
+  }
+
+  /** Replaces the text of `node`. */
+  setText(node: SectionNode, text: SectionText): void {
+    if (node.text === text) return;
+    this.#ledger.beforeChange(node);
+    this.#undo.assign(node, 'text', text);
+    this.#ledger.afterChange(this, node, node.next);
+  }
+
+  /** Hides or shows `node`. */
+  setHidden(node: SectionNode, hidden: boolean): void {
+    if (node.hidden === hidden) return;
+    this.#ledger.beforeChange(node);
+    this.#undo.assign(node, 'hidden', hidden);
+    this.#ledger.afterChange(this, node, node.next);
+  }
+
+  /** The visible texts, in render order. */
+  *visibleTexts(): Generator<string> {
+    for (let node = this.#first; node !== undefined; node = node.next) {
+      if (node.visible) yield node.text.text;
+    }
+  }
+
+  #link(node: SectionNode, ref: SectionNode | undefined): void {
+    const prev = ref === undefined ? this.#last : ref.prev;
+    node.prev = prev;
+    node.next = ref;
+    if (prev === undefined) this.#first = node;
+    else prev.next = node;
+    if (ref === undefined) this.#last = node;
+    else ref.prev = node;
+    node.linked = true;
+  }
+
+  #unlink(node: SectionNode): void {
+    const { prev, next } = node;
+    if (prev === undefined) this.#first = next;
+    else prev.next = next;
+    if (next === undefined) this.#last = prev;
+    else next.prev = prev;
+    node.prev = undefined;
+    node.next = undefined;
+    node.linked = false;
+  }
+}
