@@ -18,7 +18,16 @@ const defaultIO: CliIO = {
 type Registrar = (program: Command, io: CliIO, setExit: (code: number) => void) => void;
 
 async function registrars(): Promise<Registrar[]> {
-  const mods = await Promise.all([import('./agents.ts')]);
+  const mods = await Promise.all([
+    import('./agents.ts'),
+    import('./run.ts'),
+    import('./resume.ts'),
+    import('./verify.ts'),
+    import('./fanout.ts'),
+    import('./report.ts'),
+    import('./demo.ts'),
+    import('./worker.ts'),
+  ]);
   return mods.map((m) => m.register);
 }
 
