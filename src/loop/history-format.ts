@@ -1,0 +1,20 @@
+/**
+ * How tool calls and results read in the projection history. The simulated model reads progress
+ * from lines starting with "Tool call" and "Tool result", so these prefixes are part of its contract.
+ */
+
+/** "Tool call: read_file {"path":"a.md"}" */
+export function formatToolCall(modelName: string, args: unknown, rawArgs: string | undefined): string {
+  const shown = args === undefined ? (rawArgs ?? '') : JSON.stringify(args);
+  return `Tool call: ${modelName} ${shown}`;
+}
+
+/** "Tool result (read_file): ..." or "Tool result (read_file, failed): ..." */
+export function formatToolResult(modelName: string, ok: boolean, text: string): string {
+  return `Tool result (${modelName}${ok ? '' : ', failed'}): ${text}`;
+}
+
+/** The model's own text between tool calls or at the end of a turn. */
+export function formatAssistant(text: string): string {
+  return `Assistant: ${text}`;
+}

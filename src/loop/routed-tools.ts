@@ -1,0 +1,103 @@
+/**
+ * `complete_task` and `wait_for_instruction` bound to one agent run: they are declared by the
+ * tools area and implemented here against the run's channels (the supervisor, or in-process
+ * defaults). Declarations are cached so their parameter schemas are compiled once, not per agent.
+ */
+import { canonicalJson } from '../journal/canonical-json.ts';
+import {
+  COMPLETE_TASK,
+  type CompleteTaskArgs,
+  declareCompleteTask,
+  declareWaitForInstruction,
+  WAIT_FOR_INSTRUCTION,
+  type WaitForInstructionArgs,
+} from '../tools/builtin/orchestration.ts';
+import { backoffDelay } from '../tools/retry.ts';
+import type { JsonSchema, Tool } from '../tools/types.ts';
+import type { RunContext } from './context.ts';
+import type { AgentChannels } from './types.ts';
+
+const completeDeclarations = new Map<string, Tool<CompleteTaskArgs>>();
+const waitDeclaration = declareWaitForInstruction();
+
+function completeDeclaration(outputSchema: JsonSchema | undefined): Tool<CompleteTaskArgs> {
+  const key = outputSchema === undefined ? '' : canonicalJson(outputSchema);
+  let declaration = completeDeclarations.get(key);
+  if (!declaration) {
+    declaration = declareCompleteTask(undefined, outputSchema === undefined ? {} : { outputSchema });
+    completeDeclarations.set(key, declaration);
+  }
+  return declaration;
+}
+
+/** The two routed tools, bound to `run`. `run` is read lazily: it exists once the toolbox does. */
+export function routedTools(
+  getRun: () => RunContext,
+  channels: AgentChannels,
+  outputSchema: JsonSchema | undefined,
+): Tool[] {
+  const complete: Tool<CompleteTaskArgs> = {
+    ...completeDeclaration(outputSchema),
+    async execute(args) {
+      const run = getRun();
+      if (run.completion)
+        return { ok: false, text: 'complete_task was already called: the task is complete. Stop now.' };
+      const answer = channels.completeTask ? await channels.completeTask(args.result) : { accepted: true };
+      if (!answer.accepted) return { ok: false, text: answer.message ?? 'The result was refused.' };
+      run.completion = { value: args.result };
+      return { ok: true, text: 'Task complete: your result was delivered.', data: args.result };
+    },
+  };
+  const wait: Tool<WaitForInstructionArgs> = {
+    ...waitDeclaration,
+    async execute(_args, toolCtx) {
+      const run = getRun();
+      if (!channels.waitForInstruction) {
+        return {
+          ok: false,
+          text: 'wait_for_instruction is not connected to a supervisor here: no instruction can arrive.',
+        };
+      }
+      const text = await waitForInstruction(
+        run,
+        channels.waitForInstruction,
+        run.currentCallId,
+        toolCtx.signal,
+      );
+      return text === null
+        ? { ok: true, text: 'No instruction arrived. Continue with what you have, or finish your task.' }
+        : { ok: true, text: `Instruction: ${text}` };
+    },
+  };
+  return [complete as unknown as Tool, wait as unknown as Tool];
+}
+
+/**
+ * Parks for the next instruction, journalling Waiting and Instructed. Honours
+ * `toolConfig.wait_for_instruction.retry`: each attempt waits up to its backoff delay; without a
+ * retry policy the wait has no limit.
+ */
+export async function waitForInstruction(
+  run: RunContext,
+  wait: NonNullable<AgentChannels['waitForInstruction']>,
+  callId: string,
+  signal: AbortSignal,
+): Promise<string | null> {
+  const index = run.instructionsReceived;
+  run.record({ type: 'Waiting', agentId: run.agentId, callId, index });
+  const policy = run.definition.toolConfig[WAIT_FOR_INSTRUCTION]?.retry;
+  const attempts = policy ? policy.maxRetries + 1 : 1;
+  for (let attempt = 1; attempt <= attempts; attempt += 1) {
+    if (signal.aborted) return null;
+    const timeoutMs = policy ? backoffDelay(policy, attempt - 1) : undefined;
+    const text = await wait(index, timeoutMs, signal);
+    if (text !== null) {
+      run.instructionsReceived = index + 1;
+      run.record({ type: 'Instructed', agentId: run.agentId, index, text, callId });
+      return text;
+    }
+  }
+  return null;
+}
+
+export { COMPLETE_TASK, WAIT_FOR_INSTRUCTION };

@@ -1,0 +1,173 @@
+/**
+ * Every message that crosses between the supervisor (main thread) and an actor host (worker thread).
+ *
+ * Three channels per host, each a dedicated MessagePort transferred with the piscina task:
+ * - control (main -> host): request/response calls, wrapped with comlink ({@link HostControlApi});
+ * - callback (host -> main): request/response calls, wrapped with comlink ({@link SupervisorCallbackApi});
+ * - events (host -> main): fire-and-forget {@link HostEventMessage} posts, batched per tick, so the
+ *   high-volume event stream costs one message per batch and no response message.
+ * Comlink needs one port per direction: a port that both exposes and wraps would hand responses to
+ * its own expose handler.
+ */
+import type { AgentDefinition } from '../definition/types.ts';
+import type { SerializedError } from '../errors.ts';
+import type { AgentLimits, AgentOutcome } from '../loop/types.ts';
+import type { ToolOutcome } from '../tools/types.ts';
+
+/** How a host builds a provider. Closures cannot cross threads, so providers are described. */
+export type ProviderConfig =
+  | {
+      readonly kind: 'simulated' | 'openai' | 'anthropic';
+      readonly options?: Readonly<Record<string, unknown>>;
+    }
+  | {
+      readonly kind: 'module';
+      /** Absolute path or file URL of a module the host imports. */
+      readonly module: string;
+      /** Export that is a `(options) => Provider` factory. @default 'default' */
+      readonly export?: string;
+      readonly options?: Readonly<Record<string, unknown>>;
+    };
+
+/** A user tool module: imported inside each thread, `export` must be a Tool or an array of Tools. */
+export interface ToolModuleRef {
+  readonly module: string;
+  readonly export?: string;
+}
+
+/** A tool that runs on the supervisor; the host sees only its declaration. */
+export interface HostToolDeclaration {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: Readonly<Record<string, unknown>>;
+  readonly readOnly: boolean;
+}
+
+/** Sent once with the piscina task that starts a host. */
+export interface HostConfig {
+  readonly hostId: number;
+  readonly providers: Readonly<Record<string, ProviderConfig>>;
+  /** Provider keys that have admission limits: hosts ask for a slot before each request. */
+  readonly admissionKeys: readonly string[];
+  readonly toolModules: readonly ToolModuleRef[];
+  readonly hostTools: readonly HostToolDeclaration[];
+  readonly journalDir: string;
+  readonly fsync: 'always' | 'interval' | 'never';
+  readonly cwd: string;
+}
+
+/** A worker_threads MessagePort (named through the global so only supervisor/ and workers/ import worker_threads). */
+export type Port = InstanceType<typeof MessagePort>;
+
+/** The piscina task payload that turns a worker into a long-lived actor host. */
+export interface HostTask {
+  readonly config: HostConfig;
+  readonly control: Port;
+  readonly callback: Port;
+  readonly events: Port;
+}
+
+/** Everything a host needs to run (or resume) one agent. */
+export interface ActorSpec {
+  readonly agentId: string;
+  readonly parentId: string | undefined;
+  /** Nesting depth: 0 for agents spawned by the program. */
+  readonly depth: number;
+  readonly definition: AgentDefinition;
+  readonly task: string;
+  readonly context: readonly string[];
+  readonly metadata: Readonly<Record<string, unknown>>;
+  readonly provider: string;
+  readonly model: string;
+  readonly limits: AgentLimits;
+  /** Continue from the journal instead of starting afresh. */
+  readonly resume: boolean;
+}
+
+/** Host memory and load, answered to every heartbeat. */
+export interface HostStats {
+  readonly hostId: number;
+  readonly agents: number;
+  readonly heapUsed: number;
+  readonly external: number;
+}
+
+/**
+ * main -> host calls (comlink over the control port). Instructions are not pushed: a waiting agent
+ * pulls instruction number n from its supervisor mailbox, which keeps delivery idempotent across
+ * restarts.
+ */
+export interface HostControlApi {
+  spawn(spec: ActorSpec): void;
+  cancel(agentId: string, reason: string): void;
+  /** A provider key answered 429 somewhere: no request on it may start before `untilEpochMs`. */
+  pauseProvider(providerKey: string, untilEpochMs: number): void;
+  heartbeat(): HostStats;
+  /** Runs a full GC when the thread was started with --expose-gc (benchmarks) and reports stats. */
+  measure(): HostStats;
+  /** Cancels every agent and lets the host task return. */
+  shutdown(reason: string): void;
+}
+
+/** Answer to a provider admission request. */
+export interface SlotGrant {
+  readonly grantId: number;
+}
+
+/** host -> main calls (comlink over the callback port). */
+export interface SupervisorCallbackApi {
+  /** Waits for a provider slot for `providerKey`; agents on later rounds are served first. */
+  acquireSlot(
+    agentId: string,
+    providerKey: string,
+    priority: number,
+    estimatedTokens: number,
+  ): Promise<SlotGrant>;
+  releaseSlot(grantId: number, usedTokens: number): void;
+  /** A provider answered 429: pause that key for every agent. */
+  reportRateLimit(providerKey: string, retryAfterMs: number): void;
+  completeTask(agentId: string, result: unknown): Promise<{ accepted: boolean; message?: string }>;
+  /**
+   * Resolves with instruction number `index` (how many the agent has journaled so far), or null
+   * after `timeoutMs`. Asking by index makes a wait repeated after a crash idempotent.
+   */
+  waitForInstruction(agentId: string, index: number, timeoutMs: number | undefined): Promise<string | null>;
+  /** Abandons a pending wait (the agent was cancelled while parked). */
+  abandonWait(agentId: string): void;
+  callHostTool(agentId: string, name: string, args: Readonly<Record<string, unknown>>): Promise<ToolOutcome>;
+}
+
+/** What the supervisor learns about an agent as it runs (a subset of its audit events). */
+export type AgentSignal =
+  | {
+      readonly type: 'round';
+      readonly agentId: string;
+      readonly round: number;
+      readonly estimatedTokens: number;
+    }
+  | {
+      readonly type: 'tool_call';
+      readonly agentId: string;
+      readonly round: number;
+      readonly name: string;
+      readonly ok: boolean | undefined;
+    }
+  | {
+      readonly type: 'receipt';
+      readonly agentId: string;
+      readonly round: number;
+      readonly inputTokens: number;
+      readonly outputTokens: number;
+      readonly costUsd: number;
+      readonly latencyMs: number;
+    }
+  | { readonly type: 'waiting'; readonly agentId: string }
+  | { readonly type: 'instructed'; readonly agentId: string; readonly text: string }
+  | { readonly type: 'text'; readonly agentId: string; readonly text: string };
+
+/** host -> main posts on the events port. */
+export type HostEventMessage =
+  | { readonly type: 'ready'; readonly hostId: number; readonly threadId: number }
+  | { readonly type: 'signals'; readonly signals: readonly AgentSignal[] }
+  | { readonly type: 'ended'; readonly agentId: string; readonly outcome: AgentOutcome }
+  | { readonly type: 'host_error'; readonly error: SerializedError };

@@ -1,0 +1,73 @@
+/** The caller's handle on one agent. */
+import { EventEmitter } from 'eventemitter3';
+import type { AgentOutcome } from '../loop/types.ts';
+import type {
+  AgentEnded,
+  AgentInstructed,
+  AgentRestarted,
+  AgentRound,
+  AgentStarted,
+  AgentText,
+  AgentToolCall,
+  AgentUsage,
+  AgentWaiting,
+} from './events.ts';
+
+/** Events of one agent, with the same payloads as the supervisor's `agent:*` events. */
+export interface AgentHandleEvents {
+  started: [event: AgentStarted];
+  round: [event: AgentRound];
+  tool: [event: AgentToolCall];
+  usage: [event: AgentUsage];
+  text: [event: AgentText];
+  waiting: [event: AgentWaiting];
+  instructed: [event: AgentInstructed];
+  restarted: [event: AgentRestarted];
+  ended: [event: AgentEnded];
+}
+
+interface HandleControl {
+  send(text: string): void;
+  cancel(reason: string): void;
+}
+
+/** A spawned agent: send it instructions, cancel it, await its outcome. */
+export class AgentHandle extends EventEmitter<AgentHandleEvents> {
+  /** Unique agent id; also the journal file name. */
+  readonly id: string;
+  /** Definition name. */
+  readonly agent: string;
+  readonly parentId: string | undefined;
+  /**
+   * Settles once, with the Completed or Failed outcome; it never rejects, so a fan-out keeps
+   * every partial result when some agents fail.
+   */
+  readonly result: Promise<AgentOutcome>;
+  readonly #control: HandleControl;
+
+  /** @internal */
+  constructor(
+    id: string,
+    agent: string,
+    parentId: string | undefined,
+    result: Promise<AgentOutcome>,
+    control: HandleControl,
+  ) {
+    super();
+    this.id = id;
+    this.agent = agent;
+    this.parentId = parentId;
+    this.result = result;
+    this.#control = control;
+  }
+
+  /** Sends an instruction; it is queued until the agent calls `wait_for_instruction`, never lost. */
+  send(text: string): void {
+    this.#control.send(text);
+  }
+
+  /** Cancels the agent: its provider request and running tool are aborted; it ends Failed(cancelled). */
+  cancel(reason = 'cancelled by caller'): void {
+    this.#control.cancel(reason);
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * Orchestration tools: an agent spawns subagents, instructs them and awaits their results. They run
+ * on the supervisor as host tools. They are opt-in: an agent gets them only when its definition's
+ * `tools` list names them, so ordinary agents cannot fan out by accident.
+ */
+import type { AgentOutcome } from '../loop/types.ts';
+import type { HostToolDeclaration } from '../protocol/messages.ts';
+import type { ToolOutcome } from '../tools/types.ts';
+import type { AgentHandle } from './agent-handle.ts';
+import type { AgentRecord, SpawnOptions } from './supervisor.ts';
+
+export const SPAWN_AGENT = 'spawn_agent';
+export const SEND_INSTRUCTION = 'send_instruction';
+export const AWAIT_AGENTS = 'await_agents';
+
+/** Declarations sent to every host. */
+export const ORCHESTRATION_TOOLS: readonly HostToolDeclaration[] = [
+  {
+    name: SPAWN_AGENT,
+    description:
+      'Start a subagent from an agent definition with a task. Returns its agent id. The subagent runs in parallel; use await_agents to collect its result.',
+    parameters: {
+      type: 'object',
+      properties: {
+        agent: { type: 'string', description: 'Definition name, e.g. "worker".' },
+        task: { type: 'string', description: 'The task for the subagent.' },
+        context: {
+          type: 'array',
+          items: { type: 'string' },
+          description: 'Context sections for the subagent.',
+        },
+      },
+      required: ['agent', 'task'],
+      additionalProperties: false,
+    },
+    readOnly: false,
+  },
+  {
+    name: SEND_INSTRUCTION,
+    description:
+      'Send an instruction to one of your subagents. It receives it from wait_for_instruction; queued until then.',
+    parameters: {
+      type: 'object',
+      properties: { agentId: { type: 'string' }, text: { type: 'string' } },
+      required: ['agentId', 'text'],
+      additionalProperties: false,
+    },
+    readOnly: false,
+  },
+  {
+    name: AWAIT_AGENTS,
+    description:
+      'Wait for subagents to finish and return their results. mode "all" (default) waits for every listed agent; "any" returns as soon as one of them has finished. Omit agentIds for all your subagents.',
+    parameters: {
+      type: 'object',
+      properties: {
+        agentIds: { type: 'array', items: { type: 'string' } },
+        mode: { type: 'string', enum: ['all', 'any'] },
+      },
+      additionalProperties: false,
+    },
+    readOnly: true,
+  },
+];
+
+/** Names of the orchestration tools. */
+export const ORCHESTRATION_TOOL_NAMES: ReadonlySet<string> = new Set(ORCHESTRATION_TOOLS.map((t) => t.name));
+
+interface OrchestrationContext {
+  readonly caller: AgentRecord;
+  readonly agents: ReadonlyMap<string, AgentRecord>;
+  readonly maxDepth: number;
+  readonly maxChildren: number;
+  readonly spawn: (agent: string, options: Omit<SpawnOptions, 'parent'>) => AgentHandle;
+}
+
+function summarize(id: string, agent: string, outcome: AgentOutcome): Record<string, unknown> {
+  return outcome.status === 'completed'
+    ? { agentId: id, agent, status: 'completed', result: outcome.result ?? outcome.answer }
+    : { agentId: id, agent, status: 'failed', reason: outcome.reason, error: outcome.error.message };
+}
+
+/** Runs one orchestration tool for `ctx.caller`. */
+export async function runOrchestrationTool(
+  name: string,
+  args: Readonly<Record<string, unknown>>,
+  ctx: OrchestrationContext,
+): Promise<ToolOutcome> {
+  const { caller } = ctx;
+  switch (name) {
+    case SPAWN_AGENT: {
+      if (caller.spec.depth + 1 > ctx.maxDepth) {
+        return { ok: false, text: `spawn_agent refused: nesting depth limit (${ctx.maxDepth}) reached.` };
+      }
+      if (caller.children.length >= ctx.maxChildren) {
+        return {
+          ok: false,
+          text: `spawn_agent refused: you already have ${ctx.maxChildren} subagents (the limit).`,
+        };
+      }
+      const agent = String(args.agent);
+      const context = Array.isArray(args.context) ? args.context.map(String) : undefined;
+      const handle = ctx.spawn(agent, {
+        task: String(args.task),
+        ...(context ? { context } : {}),
+        provider: caller.spec.provider,
+      });
+      return { ok: true, text: `Spawned subagent ${handle.id} (${agent}).`, data: { agentId: handle.id } };
+    }
+    case SEND_INSTRUCTION: {
+      const agentId = String(args.agentId);
+      const child = ctx.agents.get(agentId);
+      if (!child || child.spec.parentId !== caller.id) {
+        return { ok: false, text: `send_instruction failed: ${agentId} is not one of your subagents.` };
+      }
+      if (child.state === 'ended')
+        return { ok: false, text: `send_instruction failed: ${agentId} has already ended.` };
+      child.handle.send(String(args.text));
+      return { ok: true, text: `Instruction queued for ${agentId}.` };
+    }
+    case AWAIT_AGENTS: {
+      const ids = Array.isArray(args.agentIds) ? args.agentIds.map(String) : [...caller.children];
+      const records: AgentRecord[] = [];
+      for (const id of ids) {
+        const child = ctx.agents.get(id);
+        if (!child || child.spec.parentId !== caller.id) {
+          return { ok: false, text: `await_agents failed: ${id} is not one of your subagents.` };
+        }
+        records.push(child);
+      }
+      if (records.length === 0) return { ok: false, text: 'await_agents failed: you have no subagents.' };
+      const pending = records.map((r) =>
+        r.handle.result.then((outcome) => summarize(r.id, r.handle.agent, outcome)),
+      );
+      const results = args.mode === 'any' ? [await Promise.race(pending)] : await Promise.all(pending);
+      return { ok: true, text: JSON.stringify(results, null, 2), data: results };
+    }
+    default:
+      return { ok: false, text: `Unknown host tool ${name}.` };
+  }
+}

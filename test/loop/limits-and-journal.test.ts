@@ -1,0 +1,194 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryJournal } from '../../src/journal/sink.ts';
+import { verifyJournal } from '../../src/journal/verify.ts';
+import { journalRerender } from '../../src/loop/rerender.ts';
+import { runAgent } from '../../src/loop/run-agent.ts';
+import { budget, stepCount, toolCalled } from '../../src/loop/stop-conditions.ts';
+import { ScriptedProvider } from '../../src/providers/scripted.ts';
+import { createToolRegistry } from '../../src/tools/builtin/index.ts';
+import { makeDefinition } from '../prompt/make-definition.ts';
+import { eventsOf, recordingTool, runScripted, tempDir } from './helpers.ts';
+
+const loopStep = { toolCalls: [{ name: 'echo', arguments: { value: 'again' } }] };
+const echo = () => recordingTool('echo', () => ({ ok: true, text: 'echoed' }));
+
+describe('agent loop: limits', () => {
+  it('maxSteps from the definition fails the agent with round_limit', async () => {
+    const { outcome } = await runScripted([loopStep, { text: '' }, loopStep, { text: '' }], {
+      tools: [echo().tool],
+      definition: { maxSteps: 2 },
+    });
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'round_limit', rounds: 2 });
+  });
+
+  it('the hard cap of 250 rounds applies whatever the definition says', () => {
+    expect(
+      stepCount(250)({
+        roundsUsed: 250,
+        totalTokens: 0,
+        costUsd: 0,
+        elapsedMs: 0,
+        succeededTools: new Set(),
+      }),
+    ).toMatchObject({
+      reason: 'round_limit',
+    });
+  });
+
+  it('a token budget fails the agent with reason budget', async () => {
+    const { outcome } = await runScripted(
+      [
+        { ...loopStep, usage: { inputTokens: 600, outputTokens: 500 } },
+        { text: '', usage: { inputTokens: 10, outputTokens: 10 } },
+      ],
+      { tools: [echo().tool], run: { limits: { maxTotalTokens: 1000 } } },
+    );
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'budget', error: { code: 'token_budget' } });
+    expect(outcome.usage.inputTokens).toBe(610);
+  });
+
+  it('a context that no longer fits the input budget fails before the provider is called', async () => {
+    const { outcome, provider } = await runScripted([], {
+      run: { task: 'y'.repeat(60_000), maxInputTokens: 8_000 },
+    });
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'budget', error: { code: 'context_budget' } });
+    expect(provider.requests).toHaveLength(0);
+  });
+
+  it('a wall-clock budget fails with reason timeout', () => {
+    expect(
+      budget({ wallClockMs: 10 })({
+        roundsUsed: 1,
+        totalTokens: 0,
+        costUsd: 0,
+        elapsedMs: 11,
+        succeededTools: new Set(),
+      }),
+    ).toMatchObject({
+      reason: 'timeout',
+    });
+  });
+
+  it('a toolCalled stop condition completes the agent once the tool has succeeded', async () => {
+    const { outcome } = await runScripted([loopStep, { text: '' }], {
+      tools: [echo().tool],
+      run: { stopWhen: [toolCalled('echo')] },
+    });
+    expect(outcome).toMatchObject({ status: 'completed', answer: 'echo succeeded' });
+  });
+
+  it('a provider error ends the agent with provider_error, journalled as the one terminal event', async () => {
+    const { outcome, events } = await runScripted([
+      { error: { code: 'server_error', message: 'upstream died' } },
+    ]);
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      reason: 'provider_error',
+      error: { code: 'server_error' },
+    });
+    expect(events.filter((e) => e.type === 'Failed')).toHaveLength(1);
+  });
+
+  it('aborting the signal cancels the agent', async () => {
+    const controller = new AbortController();
+    const { outcome } = await runScripted(
+      [
+        () => {
+          controller.abort(new Error('user pressed stop'));
+          return { delayMs: 10_000, text: 'never' };
+        },
+      ],
+      { run: { signal: controller.signal } },
+    );
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'cancelled' });
+  });
+});
+
+describe('agent loop: journal', () => {
+  it('every round records the SHA-256 of its exact input and the journal verifies', async () => {
+    const { events } = await runScripted(
+      [
+        { toolCalls: [{ name: 'echo', arguments: { value: 'a' } }] },
+        { text: '' },
+        { toolCalls: [{ name: 'complete_task', arguments: { result: { ok: 1 } } }] },
+      ],
+      { tools: [echo().tool] },
+    );
+    expect(eventsOf(events, 'InferenceSubmitted')).toHaveLength(2);
+    const result = verifyJournal(events, { rerender: journalRerender() });
+    expect(result).toMatchObject({ ok: true, checkedInferences: 2 });
+  });
+
+  it('verify reports the first altered event', async () => {
+    const { events } = await runScripted(
+      [{ toolCalls: [{ name: 'echo', arguments: {} }] }, { text: 'done' }],
+      {
+        tools: [echo().tool],
+      },
+    );
+    const tampered = events.map((e) =>
+      e.type === 'HistoryAppended' && e.kind === 'tool_result'
+        ? { ...e, text: 'Tool result (echo): forged' }
+        : e,
+    );
+    const result = verifyJournal(tampered, { rerender: journalRerender() });
+    const forged = tampered.find((e) => e.type === 'HistoryAppended' && e.text.includes('forged'));
+    expect(result.ok).toBe(false);
+    expect(result.firstBad?.seq).toBe(forged?.seq);
+  });
+
+  it('resuming from a journal cut mid-round continues without re-running finished tool calls', async () => {
+    const cwd = tempDir();
+    const tool = echo();
+    const first = new MemoryJournal();
+    const provider = new ScriptedProvider([
+      { toolCalls: [{ name: 'echo', arguments: { value: '1' } }] },
+      { toolCalls: [{ name: 'echo', arguments: { value: '2' } }] },
+      { text: '' },
+    ]);
+    const base = {
+      agentId: 'agent-r',
+      definition: makeDefinition(),
+      task: 'Echo twice.',
+      model: 'test-model',
+      registry: createToolRegistry([tool.tool]),
+      cwd,
+      systemPrompt: 'SYSTEM',
+    };
+    await runAgent({ ...base, provider, journal: first, stopWhen: [], limits: { maxSteps: 1 } });
+    // Keep everything up to the second tool result, as if the process died there.
+    const cut = first.events.findIndex((e) => e.type === 'ToolResult' && e.callId.endsWith('1_0'));
+    const survived = first.events.slice(0, cut + 1);
+    expect(tool.calls).toHaveLength(2);
+
+    const resumed = new MemoryJournal({ events: survived });
+    const second = new ScriptedProvider([
+      (request) => {
+        expect(request.input).toContain('Tool result (echo): echoed');
+        return { toolCalls: [{ name: 'complete_task', arguments: { result: { echoed: 2 } } }] };
+      },
+    ]);
+    const outcome = await runAgent({ ...base, provider: second, journal: resumed, resumeFrom: survived });
+    second.assertAllUsed();
+    expect(outcome).toMatchObject({ status: 'completed', result: { echoed: 2 } });
+    expect(tool.calls).toHaveLength(2);
+    expect(resumed.events.some((e) => e.type === 'Resumed')).toBe(true);
+    expect(verifyJournal(resumed.events, { rerender: journalRerender() }).ok).toBe(true);
+  });
+
+  it('resuming a journal that already ended returns its outcome without running anything', async () => {
+    const { events } = await runScripted([{ text: 'finished' }]);
+    const provider = new ScriptedProvider([]);
+    const outcome = await runAgent({
+      agentId: 'agent-1',
+      definition: makeDefinition(),
+      task: 'x',
+      model: 'm',
+      provider,
+      cwd: tempDir(),
+      resumeFrom: events,
+    });
+    expect(outcome).toMatchObject({ status: 'completed', answer: 'finished' });
+    expect(provider.requests).toHaveLength(0);
+  });
+});

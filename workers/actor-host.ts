@@ -1,0 +1,347 @@
+/**
+ * Worker-thread entry: an actor host. One long-lived piscina task per thread runs many agent loops
+ * (actors) and speaks src/protocol over three dedicated ports. The loop itself is the same code
+ * that runs in-process; only its channels, tools and provider admission cross the port.
+ */
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { threadId } from 'node:worker_threads';
+import * as Comlink from 'comlink';
+import type { AgentDefinition } from '../src/definition/types.ts';
+import { serializeError } from '../src/errors.ts';
+import type { AuditEventInput } from '../src/journal/events.ts';
+import { readJournal } from '../src/journal/reader.ts';
+import { JournalWriter } from '../src/journal/writer.ts';
+import { runAgent } from '../src/loop/run-agent.ts';
+import type { AgentChannels, AgentOutcome } from '../src/loop/types.ts';
+import type {
+  ActorSpec,
+  AgentSignal,
+  HostConfig,
+  HostControlApi,
+  HostEventMessage,
+  HostStats,
+  HostTask,
+  Port,
+  ProviderConfig,
+  SupervisorCallbackApi,
+} from '../src/protocol/messages.ts';
+import { createProvider } from '../src/providers/factory.ts';
+import type { Admission, Provider } from '../src/providers/types.ts';
+import { createToolRegistry } from '../src/tools/builtin/index.ts';
+import type { ToolRegistry } from '../src/tools/registry.ts';
+import type { Tool } from '../src/tools/types.ts';
+
+const ORCHESTRATION = new Set(['spawn_agent', 'send_instruction', 'await_agents']);
+
+interface Actor {
+  readonly controller: AbortController;
+  readonly done: Promise<void>;
+}
+
+class ActorHost {
+  readonly #config: HostConfig;
+  readonly #supervisor: Comlink.Remote<SupervisorCallbackApi>;
+  readonly #events: Port;
+  readonly #actors = new Map<string, Actor>();
+  readonly #providers = new Map<string, Promise<Provider>>();
+  readonly #pausedUntil = new Map<string, number>();
+  readonly #promptCache = new Map<string, Promise<string>>();
+  #registry: Promise<ToolRegistry> | undefined;
+  #signals: AgentSignal[] = [];
+  #flushScheduled = false;
+  #shuttingDown = false;
+  #resolveIdle: (() => void) | undefined;
+
+  constructor(config: HostConfig, supervisor: Comlink.Remote<SupervisorCallbackApi>, events: Port) {
+    this.#config = config;
+    this.#supervisor = supervisor;
+    this.#events = events;
+    mkdirSync(config.journalDir, { recursive: true });
+  }
+
+  /** Resolves when shutdown was asked for and every actor has ended. */
+  finished(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#resolveIdle = resolve;
+    });
+  }
+
+  control(): HostControlApi {
+    return {
+      spawn: (spec) => this.#spawn(spec),
+      cancel: (agentId, reason) => this.#actors.get(agentId)?.controller.abort(new Error(reason)),
+      pauseProvider: (key, until) => {
+        if (until > (this.#pausedUntil.get(key) ?? 0)) this.#pausedUntil.set(key, until);
+      },
+      heartbeat: () => this.#stats(),
+      measure: () => {
+        const gc = (globalThis as { gc?: () => void }).gc;
+        gc?.();
+        return this.#stats();
+      },
+      shutdown: (reason) => {
+        this.#shuttingDown = true;
+        for (const actor of this.#actors.values()) actor.controller.abort(new Error(reason));
+        this.#checkIdle();
+      },
+    };
+  }
+
+  #stats(): HostStats {
+    const memory = process.memoryUsage();
+    return {
+      hostId: this.#config.hostId,
+      agents: this.#actors.size,
+      heapUsed: memory.heapUsed,
+      external: memory.external,
+    };
+  }
+
+  #post(message: HostEventMessage): void {
+    this.#events.postMessage(message);
+  }
+
+  #signal(signal: AgentSignal): void {
+    this.#signals.push(signal);
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    // One message per burst of events instead of one per event.
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      const signals = this.#signals;
+      this.#signals = [];
+      if (signals.length > 0) this.#post({ type: 'signals', signals });
+    });
+  }
+
+  #spawn(spec: ActorSpec): void {
+    const controller = new AbortController();
+    const done = this.#run(spec, controller.signal).then(
+      (outcome) => this.#end(spec.agentId, outcome),
+      (error: unknown) =>
+        this.#end(spec.agentId, {
+          status: 'failed',
+          agentId: spec.agentId,
+          reason: 'crashed',
+          error: serializeError(error),
+          usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
+          costUsd: 0,
+          rounds: 0,
+        }),
+    );
+    this.#actors.set(spec.agentId, { controller, done });
+  }
+
+  #end(agentId: string, outcome: AgentOutcome): void {
+    this.#actors.delete(agentId);
+    // Signals first, so the supervisor sees an agent's last round before its end.
+    const signals = this.#signals;
+    this.#signals = [];
+    if (signals.length > 0) this.#post({ type: 'signals', signals });
+    this.#post({ type: 'ended', agentId, outcome });
+    this.#checkIdle();
+  }
+
+  #checkIdle(): void {
+    if (this.#shuttingDown && this.#actors.size === 0) this.#resolveIdle?.();
+  }
+
+  async #run(spec: ActorSpec, signal: AbortSignal): Promise<AgentOutcome> {
+    const journalPath = path.join(this.#config.journalDir, `${spec.agentId}.jsonl`);
+    const journal = JournalWriter.open(journalPath, { fsync: this.#config.fsync });
+    try {
+      const resumeFrom =
+        spec.resume && journal.existingEvents > 0 ? readJournal(journalPath).events : undefined;
+      const provider = await this.#provider(spec.provider);
+      return await runAgent({
+        agentId: spec.agentId,
+        ...(spec.parentId === undefined ? {} : { parentId: spec.parentId }),
+        definition: withOrchestrationOptIn(spec.definition),
+        task: spec.task,
+        context: spec.context,
+        metadata: spec.metadata,
+        provider,
+        model: spec.model,
+        registry: await this.#tools(),
+        cwd: this.#config.cwd,
+        journal,
+        ...(resumeFrom ? { resumeFrom, truncatedBytes: journal.truncatedBytes } : {}),
+        signal,
+        limits: spec.limits,
+        channels: this.#channels(spec.agentId),
+        onEvent: (event) => this.#forward(spec.agentId, event),
+        promptCache: this.#promptCache,
+      });
+    } finally {
+      journal.close();
+    }
+  }
+
+  #forward(agentId: string, event: AuditEventInput): void {
+    switch (event.type) {
+      case 'InferenceSubmitted':
+        this.#signal({ type: 'round', agentId, round: event.round, estimatedTokens: event.estimatedTokens });
+        return;
+      case 'ToolCall':
+        this.#signal({ type: 'tool_call', agentId, round: event.round, name: event.name, ok: undefined });
+        return;
+      case 'ToolResult':
+        this.#signal({ type: 'tool_call', agentId, round: event.round, name: event.name, ok: event.ok });
+        return;
+      case 'ProviderReceipt':
+        this.#signal({
+          type: 'receipt',
+          agentId,
+          round: event.round,
+          inputTokens: event.receipt.usage.inputTokens,
+          outputTokens: event.receipt.usage.outputTokens,
+          costUsd: event.receipt.costUsd ?? 0,
+          latencyMs: event.receipt.latencyMs,
+        });
+        return;
+      case 'HistoryAppended':
+        if (event.kind === 'assistant') this.#signal({ type: 'text', agentId, text: event.text });
+        return;
+      case 'Waiting':
+        this.#signal({ type: 'waiting', agentId });
+        return;
+      case 'Instructed':
+        this.#signal({ type: 'instructed', agentId, text: event.text });
+        return;
+      default:
+        return;
+    }
+  }
+
+  #channels(agentId: string): AgentChannels {
+    return {
+      completeTask: (result) => this.#supervisor.completeTask(agentId, result),
+      waitForInstruction: (index, timeoutMs, signal) =>
+        new Promise<string | null>((resolve, reject) => {
+          if (signal.aborted) {
+            resolve(null);
+            return;
+          }
+          const onAbort = (): void => {
+            void this.#supervisor.abandonWait(agentId);
+            resolve(null);
+          };
+          signal.addEventListener('abort', onAbort, { once: true });
+          this.#supervisor.waitForInstruction(agentId, index, timeoutMs).then(
+            (text) => {
+              signal.removeEventListener('abort', onAbort);
+              resolve(text);
+            },
+            (error: unknown) => {
+              signal.removeEventListener('abort', onAbort);
+              reject(error);
+            },
+          );
+        }),
+    };
+  }
+
+  #provider(name: string): Promise<Provider> {
+    let provider = this.#providers.get(name);
+    if (!provider) {
+      const config = this.#config.providers[name];
+      if (!config) return Promise.reject(new Error(`No provider named ${name}`));
+      provider = this.#createProvider(name, config);
+      this.#providers.set(name, provider);
+    }
+    return provider;
+  }
+
+  async #createProvider(key: string, config: ProviderConfig): Promise<Provider> {
+    const hooks = {
+      admission: this.#admission(key),
+      onRateLimited: (retryAfterMs: number | undefined) => {
+        if (retryAfterMs !== undefined && retryAfterMs > 0)
+          void this.#supervisor.reportRateLimit(key, retryAfterMs);
+      },
+    };
+    const options = { ...(config.options ?? {}), ...hooks };
+    if (config.kind !== 'module') return createProvider(config.kind, options);
+    const mod = (await import(moduleUrl(config.module))) as Record<string, unknown>;
+    const factory = mod[config.export ?? 'default'];
+    if (typeof factory !== 'function') throw new Error(`${config.module} does not export a provider factory`);
+    return (factory as (options: unknown) => Provider)(options);
+  }
+
+  #admission(key: string): Admission {
+    const limited = this.#config.admissionKeys.includes(key);
+    return {
+      acquire: async (ticket, signal) => {
+        const wait = (this.#pausedUntil.get(key) ?? 0) - Date.now();
+        if (wait > 0) await abortableDelay(wait, signal);
+        if (!limited) return () => {};
+        const { grantId } = await this.#supervisor.acquireSlot('', key, 0, ticket.estimatedInputTokens);
+        return (usage) => void this.#supervisor.releaseSlot(grantId, usage?.inputTokens ?? 0);
+      },
+    };
+  }
+
+  #tools(): Promise<ToolRegistry> {
+    this.#registry ??= this.#loadTools();
+    return this.#registry;
+  }
+
+  async #loadTools(): Promise<ToolRegistry> {
+    const extra: Tool[] = [];
+    for (const ref of this.#config.toolModules) {
+      const mod = (await import(moduleUrl(ref.module))) as Record<string, unknown>;
+      const exported = mod[ref.export ?? 'default'];
+      extra.push(...(Array.isArray(exported) ? (exported as Tool[]) : [exported as Tool]));
+    }
+    for (const declaration of this.#config.hostTools) {
+      extra.push({
+        ...declaration,
+        execute: (args, ctx) => this.#supervisor.callHostTool(ctx.agentId, declaration.name, args),
+      });
+    }
+    return createToolRegistry(extra);
+  }
+}
+
+/** Orchestration tools are admitted only when the definition's `tools` names them. */
+function withOrchestrationOptIn(definition: AgentDefinition): AgentDefinition {
+  const named = new Set(definition.tools ?? []);
+  const withheld = [...ORCHESTRATION].filter((name) => !named.has(name));
+  return withheld.length === 0
+    ? definition
+    : { ...definition, disallowedTools: [...definition.disallowedTools, ...withheld] };
+}
+
+function moduleUrl(specifier: string): string {
+  return specifier.startsWith('file:') ? specifier : pathToFileURL(path.resolve(specifier)).href;
+}
+
+function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** The piscina task: host agents until the supervisor shuts this host down. */
+export default async function actorHost(task: HostTask): Promise<void> {
+  const supervisor = Comlink.wrap<SupervisorCallbackApi>(task.callback as unknown as Comlink.Endpoint);
+  const host = new ActorHost(task.config, supervisor, task.events);
+  const finished = host.finished();
+  Comlink.expose(host.control(), task.control as unknown as Comlink.Endpoint);
+  task.events.postMessage({ type: 'ready', hostId: task.config.hostId, threadId } satisfies HostEventMessage);
+  await finished;
+  supervisor[Comlink.releaseProxy]();
+  task.control.close();
+  task.callback.close();
+  task.events.close();
+}
