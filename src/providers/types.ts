@@ -17,35 +17,45 @@ export interface TurnRequest {
   readonly reasoningEffort?: ReasoningEffort;
   readonly maxOutputTokens?: number;
   readonly temperature?: number;
-  /** Per-request timeout in milliseconds. */
+  /**
+   * Timeout in milliseconds for each model request of the turn (one HTTP exchange, its retries
+   * and its whole stream included). Time spent waiting for tool results does not count.
+   */
   readonly timeoutMs?: number;
 }
 
 export interface Usage {
+  /** Every input token, cached ones included. */
   readonly inputTokens: number;
   readonly outputTokens: number;
+  /** Input tokens served from the provider's prompt cache (a subset of `inputTokens`). */
   readonly cachedInputTokens: number;
+  /** Output tokens spent on reasoning (a subset of `outputTokens`; 0 when not reported). */
   readonly reasoningTokens: number;
 }
 
 export type StopReason = 'end_turn' | 'tool_calls' | 'length' | 'content_filter' | 'other';
 
+/** A tool call the model made, as carried by a `tool_call` event. */
+export interface ToolCall {
+  readonly id: string;
+  readonly name: string;
+  /** Parsed JSON arguments, or undefined when they did not parse (see `parseError`). */
+  readonly arguments: Record<string, unknown> | undefined;
+  readonly rawArguments: string;
+  readonly parseError?: string;
+}
+
 /** Events streamed by a turn. Exactly one terminal event (`completed` or `error`) ends a turn. */
 export type TurnEvent =
   | { readonly type: 'text_delta'; readonly text: string }
   | { readonly type: 'reasoning_delta'; readonly text: string }
-  | {
-      readonly type: 'tool_call';
-      readonly id: string;
-      readonly name: string;
-      /** Parsed JSON arguments, or undefined when they did not parse (see `parseError`). */
-      readonly arguments: Record<string, unknown> | undefined;
-      readonly rawArguments: string;
-      readonly parseError?: string;
-    }
+  | ({ readonly type: 'tool_call' } & ToolCall)
+  /** The usage of one model request; a turn with tool rounds has one per request. */
   | { readonly type: 'usage'; readonly usage: Usage }
   | {
       readonly type: 'completed';
+      /** Text of the last model response of the turn. */
       readonly text: string;
       readonly stopReason: StopReason;
       readonly receipt: Receipt;
@@ -56,18 +66,25 @@ export type TurnEvent =
 export interface Receipt {
   readonly provider: string;
   readonly model: string;
+  /** Model requests made (retries not counted). */
   readonly requests: number;
   readonly usage: Usage;
+  /** Time spent in model requests, summed; time waiting for tool results is not included. */
   readonly latencyMs: number;
+  /** Status of the last HTTP response; undefined for providers without HTTP or before any answer. */
   readonly httpStatus: number | undefined;
   readonly retries: number;
-  /** USD, when the model's price is known. */
+  /** USD, when the model's price is known and every request reported its usage. */
   readonly costUsd: number | undefined;
 }
 
 /** A live turn: iterate events; answer tool calls with `respond` before the model continues. */
 export interface Turn extends AsyncIterable<TurnEvent> {
-  /** Supplies the result of a tool call the model made in this turn. */
+  /**
+   * Supplies the result of a tool call the model made in this turn. Calls may be answered in any
+   * order; once every call of a response is answered the provider sends the results back to the
+   * model. Throws a `UserError` (`unknown_tool_call`, `duplicate_tool_result`) on misuse.
+   */
   respond(callId: string, result: string): void;
   /**
    * Ends the turn once the pending tool calls are answered, instead of sending their results back
@@ -82,4 +99,44 @@ export interface Provider {
   /** Name used in receipts and rate-limit keys, e.g. `openai`. */
   readonly name: string;
   turn(request: TurnRequest, signal?: AbortSignal): Turn;
+}
+
+/** What an admission controller learns about a request before it is sent. */
+export interface AdmissionTicket {
+  readonly provider: string;
+  readonly model: string;
+  /** Rough input size, ceil(chars / 4), for token-per-minute budgets. */
+  readonly estimatedInputTokens: number;
+}
+
+/** Gives back an admission slot; `usage` is the request's usage when it reported one. */
+export type AdmissionRelease = (usage: Usage | undefined) => void;
+
+/**
+ * Shares request limits between providers (the supervisor's per-key queue). `acquire` is called
+ * before every HTTP request, retries included, and must reject with `signal.reason` when the signal
+ * aborts; the release function is called once the request's response is fully read or failed.
+ */
+export interface Admission {
+  acquire(ticket: AdmissionTicket, signal: AbortSignal): Promise<AdmissionRelease>;
+}
+
+/** Information passed to {@link ProviderHooks.onRateLimited}. */
+export interface RateLimitInfo {
+  readonly provider: string;
+  readonly model: string;
+  readonly status: number | undefined;
+  /** True when the provider will retry by itself after the wait. */
+  readonly willRetry: boolean;
+}
+
+/** Optional hooks shared by the HTTP providers. */
+export interface ProviderHooks {
+  /** Called before every HTTP request. @default no admission control */
+  readonly admission?: Admission;
+  /**
+   * Called on every `rate_limited` answer (HTTP 429 or an in-stream rate-limit error), with the
+   * server's requested wait when it gave one, so a supervisor can pause every agent on that key.
+   */
+  readonly onRateLimited?: (retryAfterMs: number | undefined, info: RateLimitInfo) => void;
 }
