@@ -70,9 +70,7 @@ describe('agent loop: ending rules', () => {
     const first = eventsOf(events, 'ToolResult')[0];
     expect(first?.ok).toBe(false);
     expect(first?.text).toMatch(/score/);
-    expect(
-      provider.requests[1]?.toolResults[0]?.content ?? JSON.stringify(provider.requests[1]?.toolResults),
-    ).toMatch(/score/);
+    expect(provider.requests[1]?.toolResults[0]?.result).toMatch(/score/);
   });
 
   it('with a completion requirement, a turn without the tool gets the reminder and is re-sampled', async () => {
