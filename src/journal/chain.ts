@@ -39,7 +39,22 @@ export function chainEvent(
 ): { readonly event: AuditEvent; readonly line: string } {
   const body = redactEvent(input);
   const unhashed = { ...body, seq: head.nextSeq, ts: input.ts ?? now().toISOString(), prev: head.lastHash };
-  const hash = sha256Hex(canonicalJson(unhashed));
-  const line = canonicalJson({ ...unhashed, hash });
+  const canonical = canonicalJson(unhashed);
+  const hash = sha256Hex(canonical);
+  const line = withHash(canonical, hash);
   return { event: JSON.parse(line) as AuditEvent, line };
+}
+
+/**
+ * The stored line: the hashed canonical text with `hash` appended last (member order does not
+ * matter to a reader), so each event is serialized once.
+ */
+function withHash(canonical: string, hash: string): string {
+  return `${canonical.slice(0, -1)},"hash":"${hash}"}`;
+}
+
+/** The exact line (no newline) a journal stores for `event`. */
+export function storedLine(event: AuditEvent): string {
+  const { hash, ...rest } = event;
+  return withHash(canonicalJson(rest), hash);
 }

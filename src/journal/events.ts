@@ -228,6 +228,28 @@ export function hashInput(system: string, input: string, tools: readonly ToolSpe
   return sha256Hex(canonicalJson(redactStrings({ system, input, tools })));
 }
 
+/**
+ * {@link hashInput} for many rounds of one agent: the system prompt and tools are masked and
+ * serialized once, and each round only masks and hashes its input. Gives exactly hashInput's hash.
+ */
+export function inputHasher(system: string, tools: readonly ToolSpec[]): (input: string) => string {
+  // Many agents share a system prompt and tools: their masked canonical text is kept, keyed by
+  // the (native, fast) plain JSON of the two.
+  const key = JSON.stringify([system, tools]);
+  let rest = fixedParts.get(key);
+  if (rest === undefined) {
+    // canonicalJson sorts keys: input, system, tools.
+    rest = `,"system":${canonicalJson(redactStrings(system))},"tools":${canonicalJson(redactStrings(tools))}}`;
+    if (fixedParts.size >= FIXED_PARTS_CACHE_SIZE) fixedParts.clear();
+    fixedParts.set(key, rest);
+  }
+  const suffix = rest;
+  return (input) => sha256Hex(`{"input":${canonicalJson(redactStrings(input))}${suffix}`);
+}
+
+const FIXED_PARTS_CACHE_SIZE = 64;
+const fixedParts = new Map<string, string>();
+
 type Kind = 'string' | 'number' | 'boolean' | 'array' | 'object' | 'string|null';
 
 const REQUIRED: Readonly<Record<AuditEventType, Readonly<Record<string, Kind>>>> = {

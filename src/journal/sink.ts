@@ -1,6 +1,5 @@
 /** Where the loop sends its audit events, and an in-memory journal. */
-import { canonicalJson } from './canonical-json.ts';
-import { type ChainHead, chainEvent, EMPTY_HEAD, headAfter } from './chain.ts';
+import { type ChainHead, chainEvent, EMPTY_HEAD, headAfter, storedLine } from './chain.ts';
 import type { AuditEvent, AuditEventInput } from './events.ts';
 
 /**
@@ -48,6 +47,6 @@ export class MemoryJournal implements JournalSink {
 
   /** The journal as JSONL text, exactly as a {@link JournalWriter} would have written it. */
   toJsonl(): string {
-    return this.#events.map((event) => `${canonicalJson(event)}\n`).join('');
+    return this.#events.map((event) => `${storedLine(event)}\n`).join('');
   }
 }

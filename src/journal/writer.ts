@@ -125,7 +125,7 @@ export class JournalWriter implements JournalSink {
       if (fd !== undefined) closeSync(fd);
       throw ioError(path, 'open', error);
     }
-    if (!contents) syncDirectory(path);
+    if (!contents && prepared.fsync !== 'never') syncDirectory(path);
     return new JournalWriter(path, fd, contents, prepared);
   }
 

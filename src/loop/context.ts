@@ -1,6 +1,6 @@
 /** The mutable state of one agent run, shared by the loop's steps. */
 import type { AgentDefinition } from '../definition/types.ts';
-import type { AuditEventInput, HistoryKind } from '../journal/events.ts';
+import { type AuditEventInput, type HistoryKind, inputHasher } from '../journal/events.ts';
 import type { JournalSink } from '../journal/sink.ts';
 import { addReceipt, type UsageTotals, ZERO_USAGE_TOTALS } from '../journal/usage.ts';
 import type { Projection } from '../projection/projection.ts';
@@ -91,6 +91,18 @@ export class RunContext {
 
   get totalTokens(): number {
     return this.totals.usage.inputTokens + this.totals.usage.outputTokens;
+  }
+
+  readonly #hashers = new Map<readonly ToolSpec[], (input: string) => string>();
+
+  /** {@link hashInput} of a round's exact provider input, with the fixed parts prepared once. */
+  hashInput(input: string, tools: readonly ToolSpec[]): string {
+    let hasher = this.#hashers.get(tools);
+    if (!hasher) {
+      hasher = inputHasher(this.system, tools);
+      this.#hashers.set(tools, hasher);
+    }
+    return hasher(input);
   }
 
   /** Tool specs offered in a normal round. */

@@ -4,7 +4,6 @@
  */
 import { SLICE_REFUSAL } from '../constants.ts';
 import type { SerializedError } from '../errors.ts';
-import { hashInput } from '../journal/events.ts';
 import { RESULT_NOT_FITTED_TEXT } from '../projection/constants.ts';
 import type { StopReason, ToolCall, ToolChoice, Turn } from '../providers/types.ts';
 import type { CaptureRequest, ToolOutcome, ToolSpec } from '../tools/types.ts';
@@ -39,6 +38,7 @@ export interface RoundOptions {
   readonly capture?: PendingCapture;
 }
 
+const NO_TOOLS: readonly ToolSpec[] = [];
 const CAPTURE_REFUSAL = 'No tools can be called during a capture: answer with text only.';
 const CAPTURE_PENDING_REFUSAL =
   'A tool is waiting for a freeform answer. End this slice; the next turn asks for that answer.';
@@ -49,14 +49,14 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
   ctx.round += 1;
   ctx.roundsUsed += 1;
   const round = ctx.round;
-  const tools: readonly ToolSpec[] = options.capture ? [] : ctx.specs;
+  const tools: readonly ToolSpec[] = options.capture ? NO_TOOLS : ctx.specs;
   const toolChoice: ToolChoice | undefined = options.capture ? 'none' : options.toolChoice;
   const input = ctx.projection.render();
   ctx.record({
     type: 'InferenceSubmitted',
     agentId: ctx.agentId,
     round,
-    inputHash: hashInput(ctx.system, input, tools),
+    inputHash: ctx.hashInput(input, tools),
     estimatedTokens: ctx.projection.estimatedTokens(),
     tools: tools.map((tool) => tool.name),
     ...(toolChoice === undefined ? {} : { toolChoice }),

@@ -74,6 +74,8 @@ export interface RunAgentOptions {
    * (hosts running many agents keep one), so AGENTS.md and skills are read once.
    */
   readonly promptCache?: Map<string, Promise<string>>;
+  /** The definition's hash for the Started event, when the caller has it. @default computed */
+  readonly definitionHash?: string;
   /** Waits between completion retries. @default a timer that stops on abort */
   readonly sleep?: Sleep;
   readonly random?: () => number;
@@ -159,7 +161,11 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         type: 'Started',
         agentId,
         ...(options.parentId === undefined ? {} : { parentId: options.parentId }),
-        definition: { name: definition.name, hash: hashValue(definition), path: definition.path },
+        definition: {
+          name: definition.name,
+          hash: options.definitionHash ?? definitionHashOf(definition),
+          path: definition.path,
+        },
         provider: options.provider.name,
         model: options.model,
         contextWindow,
@@ -214,6 +220,9 @@ async function loop(
   if (run.completion) return complete(JSON.stringify(run.completion.value), run.completion.value);
 
   for (;;) {
+    // A zero-latency model and synchronous tools would otherwise run every round as one chain of
+    // microtasks, starving the thread's event loop: heartbeats and cancels could not get in.
+    await yieldToEventLoop();
     if (run.signal.aborted) return fail('cancelled', cancelled(run.signal));
     const verdict = firstVerdict(conditions, {
       roundsUsed: run.roundsUsed,
@@ -285,6 +294,17 @@ async function loop(
   }
 }
 
+const definitionHashes = new WeakMap<AgentDefinition, string>();
+
+function definitionHashOf(definition: AgentDefinition): string {
+  let hash = definitionHashes.get(definition);
+  if (hash === undefined) {
+    hash = hashValue(definition);
+    definitionHashes.set(definition, hash);
+  }
+  return hash;
+}
+
 async function systemPromptFor(options: RunAgentOptions, tools: PromptTools): Promise<string> {
   const assemble = (): Promise<string> =>
     assembleSystemPrompt(options.definition, {
@@ -294,7 +314,7 @@ async function systemPromptFor(options: RunAgentOptions, tools: PromptTools): Pr
     });
   const cache = options.promptCache;
   if (!cache) return assemble();
-  const key = hashValue([options.definition, options.cwd, options.promptParameters ?? null]);
+  const key = JSON.stringify([options.definition, options.cwd, options.promptParameters ?? null]);
   let prompt = cache.get(key);
   if (!prompt) {
     prompt = assemble();
@@ -303,6 +323,10 @@ async function systemPromptFor(options: RunAgentOptions, tools: PromptTools): Pr
     prompt.catch(() => cache.delete(key));
   }
   return prompt;
+}
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 function failure(code: string, message: string): SerializedError {

@@ -17,6 +17,9 @@ import type {
   SupervisorCallbackApi,
 } from '../protocol/messages.ts';
 
+/** How long a closed port waits for the task's rejection, which names the real cause of death. */
+const PORT_CLOSE_GRACE_MS = 1000;
+
 const HOST_ENTRY = new URL('../../workers/actor-host.mjs', import.meta.url).href;
 
 /** One actor host: a thread running one long-lived piscina task. */
@@ -126,11 +129,18 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
       }
       this.#options.onMessage(record, message);
     });
-    control.port1.on('close', () =>
-      internals.markDead(
-        new SystemError('thread_exited', `Actor host ${id} closed its port`, { hostId: id }).toJSON(),
-      ),
-    );
+    control.port1.on('close', () => {
+      // The port closes as the thread dies, often before piscina rejects the task with the real
+      // cause (the uncaught error, ERR_WORKER_OUT_OF_MEMORY): give that a moment to arrive.
+      const timer = setTimeout(
+        () =>
+          internals.markDead(
+            new SystemError('thread_exited', `Actor host ${id} closed its port`, { hostId: id }).toJSON(),
+          ),
+        PORT_CLOSE_GRACE_MS,
+      );
+      timer.unref();
+    });
 
     const task: HostTask = {
       config: { ...this.#options.config, hostId: id },

@@ -1,0 +1,26 @@
+import { mkdtempSync, realpathSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { SupervisorOptions } from '../../src/supervisor/options.ts';
+import { Supervisor } from '../../src/supervisor/supervisor.ts';
+
+export const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/supervisor');
+
+export function tempDir(prefix = 'troupe-sup-'): string {
+  return realpathSync(mkdtempSync(path.join(tmpdir(), prefix)));
+}
+
+/** A supervisor whose default provider is the policy test model (falls back to simulated). */
+export function policySupervisor(options: SupervisorOptions = {}): Supervisor {
+  return new Supervisor({
+    threads: 2,
+    providers: {
+      policy: { kind: 'module', module: path.join(fixtures, 'policy-provider.ts') },
+      simulated: { kind: 'simulated' },
+    },
+    heartbeat: { intervalMs: 250, timeoutMs: 6000 },
+    restart: { maxRetries: 3, baseDelayMs: 10, maxDelayMs: 50 },
+    ...options,
+  });
+}
