@@ -1,0 +1,245 @@
+/**
+ * Reassembles an Anthropic Messages response from its stream events (or from a non-streaming
+ * body, replayed as events): text, thinking with its signature, tool_use input arriving as JSON
+ * fragments, stop reason and usage. The content blocks are kept for the continuation request,
+ * thinking blocks included, as the API requires when tools are used with extended thinking.
+ */
+import { asArray, asNumber, asRecord, asString } from './json-shapes.ts';
+import { type ErrorOrigin, errorFromStreamPayload, providerError } from './provider-error.ts';
+import { toolCall } from './tool-arguments.ts';
+import type { ModelResponse, StreamEvent } from './turn-runner.ts';
+import type { StopReason, ToolCall, Usage } from './types.ts';
+
+/** A content block as sent back to the API in the assistant message of a continuation. */
+export type AnthropicContentBlock =
+  | { readonly type: 'text'; readonly text: string }
+  | { readonly type: 'thinking'; readonly thinking: string; readonly signature: string }
+  | { readonly type: 'redacted_thinking'; readonly data: string }
+  | {
+      readonly type: 'tool_use';
+      readonly id: string;
+      readonly name: string;
+      readonly input: Record<string, unknown>;
+    };
+
+type Block =
+  | { kind: 'text'; text: string }
+  | { kind: 'thinking'; thinking: string; signature: string }
+  | { kind: 'redacted_thinking'; data: string }
+  /** `call` is set once the block is closed: an unclosed one was cut off (max_tokens). */
+  | { kind: 'tool_use'; id: string; name: string; json: string; call?: ToolCall }
+  | { kind: 'other' };
+
+const STOP_REASONS: Readonly<Record<string, StopReason>> = {
+  end_turn: 'end_turn',
+  stop_sequence: 'end_turn',
+  tool_use: 'tool_calls',
+  max_tokens: 'length',
+  model_context_window_exceeded: 'length',
+  refusal: 'content_filter',
+};
+
+interface UsageCounts {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+}
+
+/** Accumulates one Messages response. */
+export class MessagesStreamAccumulator {
+  readonly #origin: ErrorOrigin;
+  readonly #blocks = new Map<number, Block>();
+  #stopReason: string | undefined;
+  #stopped = false;
+  #usage: UsageCounts | undefined;
+
+  constructor(origin: ErrorOrigin) {
+    this.#origin = origin;
+  }
+
+  /** True once `message_stop` arrived: nothing after it belongs to this message. */
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** Usage in troupe's terms: input counts cache reads and writes; cached = cache reads. */
+  get usage(): Usage | undefined {
+    const counts = this.#usage;
+    if (counts === undefined) return undefined;
+    return {
+      inputTokens: counts.input + counts.cacheRead + counts.cacheWrite,
+      outputTokens: counts.output,
+      cachedInputTokens: counts.cacheRead,
+      reasoningTokens: 0,
+    };
+  }
+
+  /**
+   * Applies one stream event. The payload's own `type` is used, not the SSE `event:` name, which
+   * some proxies drop. Throws on an `error` event.
+   */
+  push(value: unknown, emit: (event: StreamEvent) => void): void {
+    const event = asRecord(value);
+    if (event === undefined) throw this.#bad(`Expected a JSON object event, got ${JSON.stringify(value)}.`);
+    switch (event.type) {
+      case 'message_start':
+        this.#mergeUsage(asRecord(event.message)?.usage);
+        return;
+      case 'content_block_start':
+        this.#blocks.set(asNumber(event.index) ?? 0, startBlock(asRecord(event.content_block)));
+        return;
+      case 'content_block_delta':
+        this.#applyDelta(asNumber(event.index) ?? 0, asRecord(event.delta), emit);
+        return;
+      case 'content_block_stop': {
+        const block = this.#blocks.get(asNumber(event.index) ?? 0);
+        if (block?.kind === 'tool_use') block.call = toolCall(block.id, block.name, block.json);
+        return;
+      }
+      case 'message_delta':
+        this.#stopReason = asString(asRecord(event.delta)?.stop_reason) ?? this.#stopReason;
+        this.#mergeUsage(event.usage);
+        return;
+      case 'message_stop':
+        this.#stopped = true;
+        return;
+      case 'error':
+        throw errorFromStreamPayload(this.#origin, event);
+      default:
+        // ping and event types added after this was written
+        return;
+    }
+  }
+
+  #applyDelta(
+    index: number,
+    delta: Record<string, unknown> | undefined,
+    emit: (event: StreamEvent) => void,
+  ): void {
+    const block = this.#blocks.get(index);
+    if (block === undefined || delta === undefined) {
+      throw this.#bad(`A content_block_delta arrived for block ${index}, which was never started.`);
+    }
+    switch (delta.type) {
+      case 'text_delta': {
+        const text = asString(delta.text) ?? '';
+        if (block.kind !== 'text' || text === '') return;
+        block.text += text;
+        emit({ type: 'text_delta', text });
+        return;
+      }
+      case 'input_json_delta':
+        if (block.kind === 'tool_use') block.json += asString(delta.partial_json) ?? '';
+        return;
+      case 'thinking_delta': {
+        const text = asString(delta.thinking) ?? '';
+        if (block.kind !== 'thinking' || text === '') return;
+        block.thinking += text;
+        emit({ type: 'reasoning_delta', text });
+        return;
+      }
+      case 'signature_delta':
+        if (block.kind === 'thinking') block.signature += asString(delta.signature) ?? '';
+        return;
+      default:
+        return;
+    }
+  }
+
+  #mergeUsage(value: unknown): void {
+    const usage = asRecord(value);
+    if (usage === undefined) return;
+    const previous = this.#usage ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+    // message_delta repeats counts cumulatively, so later values replace earlier ones.
+    this.#usage = {
+      input: asNumber(usage.input_tokens) ?? previous.input,
+      output: asNumber(usage.output_tokens) ?? previous.output,
+      cacheRead: asNumber(usage.cache_read_input_tokens) ?? previous.cacheRead,
+      cacheWrite: asNumber(usage.cache_creation_input_tokens) ?? previous.cacheWrite,
+    };
+  }
+
+  /** The finished response and the content blocks to send back. Throws if `message_stop` never came. */
+  finish(): { readonly response: ModelResponse; readonly content: AnthropicContentBlock[] } {
+    if (!this.#stopped) throw this.#bad('The stream ended before message_stop.');
+    const blocks = [...this.#blocks.entries()].sort(([a], [b]) => a - b).map(([, block]) => block);
+    let text = '';
+    const toolCalls: ToolCall[] = [];
+    const content: AnthropicContentBlock[] = [];
+    for (const block of blocks) {
+      if (block.kind === 'text') {
+        text += block.text;
+        // The API rejects empty text blocks in requests.
+        if (block.text !== '') content.push({ type: 'text', text: block.text });
+      } else if (block.kind === 'thinking') {
+        content.push({ type: 'thinking', thinking: block.thinking, signature: block.signature });
+      } else if (block.kind === 'redacted_thinking') {
+        content.push({ type: 'redacted_thinking', data: block.data });
+      } else if (block.kind === 'tool_use' && block.call !== undefined) {
+        toolCalls.push(block.call);
+        content.push({ type: 'tool_use', id: block.id, name: block.name, input: block.call.arguments ?? {} });
+      }
+    }
+    const mapped: StopReason =
+      this.#stopReason === undefined ? 'end_turn' : (STOP_REASONS[this.#stopReason] ?? 'other');
+    const stopReason = toolCalls.length > 0 && mapped === 'end_turn' ? 'tool_calls' : mapped;
+    return { response: { text, toolCalls, stopReason }, content };
+  }
+
+  #bad(message: string) {
+    return providerError('bad_response', message, this.#origin);
+  }
+}
+
+function startBlock(block: Record<string, unknown> | undefined): Block {
+  switch (block?.type) {
+    case 'text':
+      return { kind: 'text', text: asString(block.text) ?? '' };
+    case 'thinking':
+      return {
+        kind: 'thinking',
+        thinking: asString(block.thinking) ?? '',
+        signature: asString(block.signature) ?? '',
+      };
+    case 'redacted_thinking':
+      return { kind: 'redacted_thinking', data: asString(block.data) ?? '' };
+    case 'tool_use': {
+      // Non-streamed input (a replayed JSON body) arrives whole in the start block.
+      const input = asRecord(block.input);
+      const json = input !== undefined && Object.keys(input).length > 0 ? JSON.stringify(input) : '';
+      return { kind: 'tool_use', id: asString(block.id) ?? '', name: asString(block.name) ?? '', json };
+    }
+    default:
+      return { kind: 'other' };
+  }
+}
+
+/** Replays a non-streaming Messages body as the stream events that would have produced it. */
+export function messageAsEvents(body: unknown): unknown[] {
+  const message = asRecord(body);
+  if (message === undefined) return [body];
+  if (message.type === 'error') return [message];
+  const events: unknown[] = [{ type: 'message_start', message: { usage: message.usage } }];
+  asArray(message.content).forEach((value, index) => {
+    const block = asRecord(value);
+    if (block?.type === 'text') {
+      events.push({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
+      events.push({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: block.text } });
+    } else if (block?.type === 'thinking') {
+      const start = { type: 'thinking', thinking: '', signature: block.signature };
+      events.push({ type: 'content_block_start', index, content_block: start });
+      events.push({
+        type: 'content_block_delta',
+        index,
+        delta: { type: 'thinking_delta', thinking: block.thinking },
+      });
+    } else {
+      events.push({ type: 'content_block_start', index, content_block: value });
+    }
+    events.push({ type: 'content_block_stop', index });
+  });
+  events.push({ type: 'message_delta', delta: { stop_reason: message.stop_reason } });
+  events.push({ type: 'message_stop' });
+  return events;
+}

@@ -1,0 +1,190 @@
+/** Anthropic Messages provider over SSE, with a JSON fallback for non-streaming answers. */
+import { UserError } from '../errors.ts';
+import {
+  type AnthropicContentBlock,
+  MessagesStreamAccumulator,
+  messageAsEvents,
+} from './anthropic-stream.ts';
+import {
+  ANTHROPIC_THINKING_BUDGETS,
+  ANTHROPIC_VERSION,
+  DEFAULT_ANTHROPIC_BASE_URL,
+  DEFAULT_ANTHROPIC_MAX_TOKENS,
+} from './constants.ts';
+import { estimateTokens } from './estimate.ts';
+import {
+  type HttpClient,
+  type HttpProviderOptions,
+  isJsonResponse,
+  postWithRetries,
+  readJsonBody,
+} from './http.ts';
+import { checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
+import { DEFAULT_PRICES, type PriceTable, priceFor } from './pricing.ts';
+import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
+import { reasoningEffortError } from './reasoning.ts';
+import { parseEventData, readServerSentEvents } from './sse.ts';
+import { createTurn, type ExchangeContext, type ModelResponse } from './turn-runner.ts';
+import type { Provider, ToolChoice, Turn, TurnRequest, Usage } from './types.ts';
+
+/** Options of {@link AnthropicProvider}. */
+export interface AnthropicProviderOptions extends HttpProviderOptions {
+  /** @default `ANTHROPIC_BASE_URL`, else `https://api.anthropic.com` */
+  readonly baseURL?: string;
+  /** Sent as `x-api-key`. @default `ANTHROPIC_API_KEY` */
+  readonly apiKey?: string;
+  /** Name in receipts, errors and rate-limit keys. @default 'anthropic' */
+  readonly name?: string;
+  /** Request an SSE stream; `false` asks for one JSON body. @default true */
+  readonly stream?: boolean;
+  /** Prices for receipts. @default DEFAULT_PRICES */
+  readonly prices?: PriceTable;
+  /** Where `ANTHROPIC_BASE_URL` and `ANTHROPIC_API_KEY` are read. @default process.env */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+type MessageParam =
+  | { readonly role: 'user'; readonly content: string | readonly ToolResultBlock[] }
+  | { readonly role: 'assistant'; readonly content: readonly AnthropicContentBlock[] };
+
+interface ToolResultBlock {
+  readonly type: 'tool_result';
+  readonly tool_use_id: string;
+  readonly content: string;
+}
+
+function toolChoiceParam(choice: ToolChoice): unknown {
+  if (choice === 'required') return { type: 'any' };
+  if (typeof choice === 'string') return { type: choice };
+  return { type: 'tool', name: choice.tool };
+}
+
+/** A provider speaking the Anthropic Messages API. */
+export class AnthropicProvider implements Provider {
+  readonly name: string;
+  readonly #url: string;
+  readonly #headers: Readonly<Record<string, string>>;
+  readonly #client: HttpClient;
+  readonly #stream: boolean;
+  readonly #prices: PriceTable;
+
+  constructor(options: AnthropicProviderOptions = {}) {
+    const name = options.name ?? 'anthropic';
+    for (const key of ['baseURL', 'apiKey', 'name'] as const) checkType(name, options, key, 'string');
+    checkType(name, options, 'stream', 'boolean');
+    const env = options.env ?? process.env;
+    const baseURL = options.baseURL ?? envValue(env, 'ANTHROPIC_BASE_URL') ?? DEFAULT_ANTHROPIC_BASE_URL;
+    const apiKey = options.apiKey ?? envValue(env, 'ANTHROPIC_API_KEY');
+    if (apiKey === undefined && baseURL === DEFAULT_ANTHROPIC_BASE_URL) {
+      throw new UserError(
+        'missing_api_key',
+        'The anthropic provider needs an API key: set ANTHROPIC_API_KEY or pass `apiKey`.',
+        {
+          provider: name,
+          option: 'apiKey',
+        },
+      );
+    }
+    this.name = name;
+    this.#client = prepareHttpClient(name, options);
+    this.#url = joinUrl(baseURL, 'v1/messages');
+    this.#headers = {
+      'content-type': 'application/json',
+      accept: 'text/event-stream, application/json',
+      'anthropic-version': ANTHROPIC_VERSION,
+      ...(apiKey !== undefined && { 'x-api-key': apiKey }),
+      ...options.headers,
+    };
+    this.#stream = options.stream ?? true;
+    this.#prices = options.prices ?? DEFAULT_PRICES;
+  }
+
+  turn(request: TurnRequest, signal?: AbortSignal): Turn {
+    const messages: MessageParam[] = [{ role: 'user', content: request.input }];
+    const params = this.#params(request);
+    return createTurn(
+      {
+        provider: this.name,
+        model: request.model,
+        price: priceFor(request.model, this.#prices),
+        timeoutMs: request.timeoutMs ?? this.#client.timeoutMs,
+        preflightError: reasoningEffortError('anthropic', this.name, request.reasoningEffort),
+        exchange: async (results, ctx) => {
+          if (results.length > 0) {
+            const content = results.map((result) => ({
+              type: 'tool_result' as const,
+              tool_use_id: result.callId,
+              content: result.result,
+            }));
+            messages.push({ role: 'user', content });
+          }
+          const body = JSON.stringify({ ...params, messages });
+          const httpRequest = {
+            url: this.#url,
+            headers: this.#headers,
+            body,
+            model: request.model,
+            estimatedInputTokens: estimateTokens(body.length),
+          };
+          const read = (response: Response, signal: AbortSignal) => this.#read(response, signal, ctx);
+          const { response, content } = await postWithRetries(this.#client, httpRequest, ctx, read);
+          messages.push({ role: 'assistant', content });
+          return response;
+        },
+      },
+      signal,
+    );
+  }
+
+  #params(request: TurnRequest): Record<string, unknown> {
+    const budget =
+      request.reasoningEffort === undefined ? undefined : ANTHROPIC_THINKING_BUDGETS[request.reasoningEffort];
+    const outputTokens = request.maxOutputTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS;
+    // max_tokens must exceed the thinking budget, which counts towards it.
+    const params: Record<string, unknown> = {
+      model: request.model,
+      max_tokens: outputTokens + (budget ?? 0),
+    };
+    if (request.system !== '') params.system = request.system;
+    if (this.#stream) params.stream = true;
+    if (budget !== undefined) params.thinking = { type: 'enabled', budget_tokens: budget };
+    if (request.tools.length > 0) {
+      params.tools = request.tools.map((tool) => ({
+        name: tool.name,
+        description: tool.description,
+        input_schema: tool.parameters,
+      }));
+      if (request.toolChoice !== undefined) params.tool_choice = toolChoiceParam(request.toolChoice);
+    }
+    if (request.temperature !== undefined) params.temperature = request.temperature;
+    return params;
+  }
+
+  async #read(
+    response: Response,
+    signal: AbortSignal,
+    ctx: ExchangeContext,
+  ): Promise<{ response: ModelResponse; content: AnthropicContentBlock[]; usage: Usage | undefined }> {
+    const origin: ErrorOrigin = {
+      provider: this.name,
+      status: response.status,
+      requestId: requestIdOf(response.headers),
+    };
+    const accumulator = new MessagesStreamAccumulator(origin);
+    if (isJsonResponse(response)) {
+      const body = await readJsonBody(response, origin);
+      for (const event of messageAsEvents(body)) accumulator.push(event, ctx.emit);
+    } else {
+      if (response.body === null)
+        throw providerError('bad_response', `${this.name} sent an empty body.`, origin);
+      for await (const event of readServerSentEvents(response.body, this.name, signal)) {
+        accumulator.push(parseEventData(event.data, origin), ctx.emit);
+        if (accumulator.stopped) break;
+      }
+    }
+    const finished = accumulator.finish();
+    const usage = accumulator.usage;
+    if (usage !== undefined) ctx.reportUsage(usage);
+    return { ...finished, usage };
+  }
+}

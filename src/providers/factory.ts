@@ -1,0 +1,57 @@
+/** Builds providers by name, and picks the default one from the environment. */
+import { describeValue, UserError } from '../errors.ts';
+import { AnthropicProvider, type AnthropicProviderOptions } from './anthropic.ts';
+import { OpenAIProvider, type OpenAIProviderOptions } from './openai.ts';
+import { envValue } from './options.ts';
+import { SimulatedProvider, type SimulatedProviderOptions } from './simulated.ts';
+import type { Provider } from './types.ts';
+
+/** Providers {@link createProvider} can build. */
+export type ProviderName = 'openai' | 'anthropic' | 'simulated';
+
+/** Options by provider name. */
+export interface ProviderOptionsByName {
+  readonly openai: OpenAIProviderOptions;
+  readonly anthropic: AnthropicProviderOptions;
+  readonly simulated: SimulatedProviderOptions;
+}
+
+/** The names {@link createProvider} accepts. */
+export const PROVIDER_NAMES: readonly ProviderName[] = ['openai', 'anthropic', 'simulated'];
+
+/**
+ * Builds the provider called `name`. Options are validated here (a UserError `invalid_option`
+ * names the bad one); `openai` and `anthropic` also read their key and base URL from the
+ * environment and fail with `missing_api_key` when the official endpoint has no key.
+ */
+export function createProvider<N extends ProviderName>(name: N, options?: ProviderOptionsByName[N]): Provider;
+export function createProvider(name: string, options?: Readonly<Record<string, unknown>>): Provider;
+export function createProvider(name: string, options: object = {}): Provider {
+  switch (name) {
+    case 'openai':
+      return new OpenAIProvider(options);
+    case 'anthropic':
+      return new AnthropicProvider(options);
+    case 'simulated':
+      return new SimulatedProvider(options);
+    default:
+      throw new UserError(
+        'unknown_provider',
+        `Expected a provider name (${PROVIDER_NAMES.join(', ')}), got ${describeValue(name)}.`,
+        { provider: name },
+      );
+  }
+}
+
+/**
+ * The provider to use when none is named: `openai` when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is
+ * set, else `anthropic` when `ANTHROPIC_API_KEY` is set, else `simulated`.
+ */
+export function defaultProviderName(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): ProviderName {
+  if (envValue(env, 'OPENAI_API_KEY') !== undefined || envValue(env, 'OPENAI_BASE_URL') !== undefined)
+    return 'openai';
+  if (envValue(env, 'ANTHROPIC_API_KEY') !== undefined) return 'anthropic';
+  return 'simulated';
+}

@@ -1,0 +1,161 @@
+/**
+ * Reassembles a Chat Completions response from its stream chunks (or from a non-streaming body,
+ * converted to one chunk): text, reasoning, tool calls whose arguments arrive in pieces, the
+ * finish reason and usage. Only the first choice seen is followed (requests with n > 1).
+ */
+import { asArray, asNumber, asRecord, asString } from './json-shapes.ts';
+import { type ErrorOrigin, errorFromStreamPayload, providerError } from './provider-error.ts';
+import { toolCall } from './tool-arguments.ts';
+import type { ModelResponse, StreamEvent } from './turn-runner.ts';
+import type { StopReason, Usage } from './types.ts';
+
+/** An assistant message in Chat Completions format, as sent back in the continuation. */
+export interface ChatAssistantMessage {
+  readonly role: 'assistant';
+  readonly content: string | null;
+  readonly tool_calls?: readonly {
+    readonly id: string;
+    readonly type: 'function';
+    readonly function: { readonly name: string; readonly arguments: string };
+  }[];
+}
+
+interface PartialCall {
+  id: string;
+  name: string;
+  args: string;
+}
+
+const STOP_REASONS: Readonly<Record<string, StopReason>> = {
+  stop: 'end_turn',
+  tool_calls: 'tool_calls',
+  function_call: 'tool_calls',
+  length: 'length',
+  content_filter: 'content_filter',
+};
+
+/** Reads Chat Completions usage (`prompt_tokens`, details with cached and reasoning tokens). */
+export function readChatUsage(value: unknown): Usage | undefined {
+  const usage = asRecord(value);
+  if (usage === undefined) return undefined;
+  return {
+    inputTokens: asNumber(usage.prompt_tokens) ?? 0,
+    outputTokens: asNumber(usage.completion_tokens) ?? 0,
+    cachedInputTokens: asNumber(asRecord(usage.prompt_tokens_details)?.cached_tokens) ?? 0,
+    reasoningTokens: asNumber(asRecord(usage.completion_tokens_details)?.reasoning_tokens) ?? 0,
+  };
+}
+
+/** Turns a non-streaming `chat.completion` body into the equivalent single stream chunk. */
+export function completionAsChunk(body: unknown): unknown {
+  const completion = asRecord(body);
+  if (completion === undefined) return body;
+  const choices = asArray(completion.choices).map((value) => {
+    const choice = asRecord(value) ?? {};
+    const message = asRecord(choice.message) ?? {};
+    const toolCalls = asArray(message.tool_calls).map((call, index) => ({ ...asRecord(call), index }));
+    return {
+      index: choice.index,
+      delta: { ...message, tool_calls: toolCalls },
+      finish_reason: choice.finish_reason,
+    };
+  });
+  return { ...completion, choices };
+}
+
+/** Accumulates one Chat Completions response. */
+export class ChatStreamAccumulator {
+  readonly #origin: ErrorOrigin;
+  #choice: number | undefined;
+  #text = '';
+  readonly #calls = new Map<number, PartialCall>();
+  #finishReason: string | undefined;
+  #usage: Usage | undefined;
+
+  constructor(origin: ErrorOrigin) {
+    this.#origin = origin;
+  }
+
+  /** The usage chunk's counts, when the server sent one. */
+  get usage(): Usage | undefined {
+    return this.#usage;
+  }
+
+  /** Applies one parsed chunk, emitting text and reasoning deltas. Throws on an error chunk. */
+  push(value: unknown, emit: (event: StreamEvent) => void): void {
+    const chunk = asRecord(value);
+    if (chunk === undefined) throw this.#bad(`Expected a JSON object chunk, got ${JSON.stringify(value)}.`);
+    if (chunk.error !== undefined && chunk.error !== null) throw errorFromStreamPayload(this.#origin, chunk);
+    this.#usage = readChatUsage(chunk.usage) ?? this.#usage;
+    for (const item of asArray(chunk.choices)) {
+      const choice = asRecord(item);
+      if (choice === undefined) continue;
+      const index = asNumber(choice.index) ?? 0;
+      this.#choice ??= index;
+      if (index !== this.#choice) continue;
+      this.#applyDelta(asRecord(choice.delta), emit);
+      this.#finishReason = asString(choice.finish_reason) ?? this.#finishReason;
+    }
+  }
+
+  #applyDelta(delta: Record<string, unknown> | undefined, emit: (event: StreamEvent) => void): void {
+    if (delta === undefined) return;
+    // DeepSeek and vLLM send `reasoning_content`; Ollama and OpenRouter send `reasoning`.
+    const reasoning = asString(delta.reasoning_content) ?? asString(delta.reasoning);
+    if (reasoning) emit({ type: 'reasoning_delta', text: reasoning });
+    for (const text of [asString(delta.content), asString(delta.refusal)]) {
+      if (!text) continue;
+      this.#text += text;
+      emit({ type: 'text_delta', text });
+    }
+    const known = this.#calls.size;
+    asArray(delta.tool_calls).forEach((item, position) => {
+      const call = asRecord(item);
+      if (call === undefined) return;
+      // Compatible servers sometimes omit `index` when they send each call whole.
+      const index = asNumber(call.index) ?? known + position;
+      const fn = asRecord(call.function);
+      const partial = this.#calls.get(index) ?? { id: '', name: '', args: '' };
+      partial.id ||= asString(call.id) ?? '';
+      partial.name ||= asString(fn?.name) ?? '';
+      partial.args += asString(fn?.arguments) ?? '';
+      this.#calls.set(index, partial);
+    });
+  }
+
+  /**
+   * The finished response. `sawDone` tells whether the `[DONE]` sentinel (or a complete JSON body)
+   * ended it; a stream that just stops without it or a finish reason was cut off.
+   */
+  finish(sawDone: boolean): { readonly response: ModelResponse; readonly message: ChatAssistantMessage } {
+    if (!sawDone && this.#finishReason === undefined) {
+      throw this.#bad('The stream ended before the model finished (no finish_reason and no [DONE]).');
+    }
+    const entries = [...this.#calls.entries()].sort(([a], [b]) => a - b);
+    const calls = entries.map(([index, call]) => {
+      if (call.name === '') throw this.#bad(`Tool call at index ${index} has no function name.`);
+      return toolCall(call.id || `call_${index}`, call.name, call.args);
+    });
+    const mapped: StopReason =
+      this.#finishReason === undefined ? 'end_turn' : (STOP_REASONS[this.#finishReason] ?? 'other');
+    // Some compatible servers (Ollama among them) report `stop` for a response with tool calls.
+    const stopReason =
+      calls.length > 0 && (mapped === 'end_turn' || mapped === 'other') ? 'tool_calls' : mapped;
+    const message: ChatAssistantMessage = {
+      role: 'assistant',
+      content: this.#text === '' ? null : this.#text,
+      ...(calls.length > 0 && {
+        tool_calls: calls.map((call) => ({
+          id: call.id,
+          type: 'function' as const,
+          function: { name: call.name, arguments: call.rawArguments || '{}' },
+        })),
+      }),
+    };
+    return { response: { text: this.#text, toolCalls: calls, stopReason }, message };
+  }
+
+  #bad(message: string) {
+    return providerError('bad_response', message, this.#origin);
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * OpenAI Chat Completions provider: api.openai.com and any OpenAI-compatible server (Ollama, vLLM,
+ * llama.cpp server, LM Studio, OpenRouter, Azure). Streams over SSE; falls back to a plain JSON
+ * body when asked to, or when the server answers JSON to a streaming request.
+ */
+import { UserError } from '../errors.ts';
+import { DEFAULT_OPENAI_BASE_URL } from './constants.ts';
+import { estimateTokens } from './estimate.ts';
+import {
+  type HttpClient,
+  type HttpProviderOptions,
+  isJsonResponse,
+  postWithRetries,
+  readJsonBody,
+} from './http.ts';
+import { type ChatAssistantMessage, ChatStreamAccumulator, completionAsChunk } from './openai-chat-stream.ts';
+import { checkOneOf, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
+import { DEFAULT_PRICES, type PriceTable, priceFor } from './pricing.ts';
+import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
+import { reasoningEffortError } from './reasoning.ts';
+import { parseEventData, readServerSentEvents } from './sse.ts';
+import { createTurn, type ExchangeContext, type ModelResponse } from './turn-runner.ts';
+import type { Provider, ToolChoice, Turn, TurnRequest, Usage } from './types.ts';
+
+/** Options of {@link OpenAIProvider}. */
+export interface OpenAIProviderOptions extends HttpProviderOptions {
+  /** @default `OPENAI_BASE_URL`, else `https://api.openai.com/v1` */
+  readonly baseURL?: string;
+  /** Sent as a Bearer token; may be omitted for local servers. @default `OPENAI_API_KEY` */
+  readonly apiKey?: string;
+  /** Name in receipts, errors and rate-limit keys. @default 'openai' */
+  readonly name?: string;
+  /** Request an SSE stream; `false` asks for one JSON body (servers without SSE). @default true */
+  readonly stream?: boolean;
+  /** How the output limit is sent; older compatible servers know only `max_tokens`. @default 'max_completion_tokens' */
+  readonly maxTokensParam?: 'max_completion_tokens' | 'max_tokens';
+  /** Prices for receipts. @default DEFAULT_PRICES */
+  readonly prices?: PriceTable;
+  /** Where `OPENAI_BASE_URL` and `OPENAI_API_KEY` are read. @default process.env */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+type ChatMessage =
+  | { readonly role: 'system' | 'user'; readonly content: string }
+  | ChatAssistantMessage
+  | { readonly role: 'tool'; readonly tool_call_id: string; readonly content: string };
+
+function toolChoiceParam(choice: ToolChoice): unknown {
+  return typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.tool } };
+}
+
+/** A provider speaking the OpenAI Chat Completions API. */
+export class OpenAIProvider implements Provider {
+  readonly name: string;
+  readonly #url: string;
+  readonly #headers: Readonly<Record<string, string>>;
+  readonly #client: HttpClient;
+  readonly #stream: boolean;
+  readonly #maxTokensParam: string;
+  readonly #prices: PriceTable;
+
+  constructor(options: OpenAIProviderOptions = {}) {
+    const name = options.name ?? 'openai';
+    for (const key of ['baseURL', 'apiKey', 'name'] as const) checkType(name, options, key, 'string');
+    checkType(name, options, 'stream', 'boolean');
+    checkOneOf(name, options, 'maxTokensParam', ['max_completion_tokens', 'max_tokens']);
+    const env = options.env ?? process.env;
+    const baseURL = options.baseURL ?? envValue(env, 'OPENAI_BASE_URL') ?? DEFAULT_OPENAI_BASE_URL;
+    const apiKey = options.apiKey ?? envValue(env, 'OPENAI_API_KEY');
+    if (apiKey === undefined && baseURL === DEFAULT_OPENAI_BASE_URL) {
+      throw new UserError(
+        'missing_api_key',
+        'The openai provider needs an API key: set OPENAI_API_KEY or pass `apiKey` (or point `baseURL` / OPENAI_BASE_URL at a compatible server).',
+        { provider: name, option: 'apiKey' },
+      );
+    }
+    this.name = name;
+    this.#client = prepareHttpClient(name, options);
+    this.#url = joinUrl(baseURL, 'chat/completions');
+    this.#headers = {
+      'content-type': 'application/json',
+      accept: 'text/event-stream, application/json',
+      ...(apiKey !== undefined && { authorization: `Bearer ${apiKey}` }),
+      ...options.headers,
+    };
+    this.#stream = options.stream ?? true;
+    this.#maxTokensParam = options.maxTokensParam ?? 'max_completion_tokens';
+    this.#prices = options.prices ?? DEFAULT_PRICES;
+  }
+
+  turn(request: TurnRequest, signal?: AbortSignal): Turn {
+    const messages: ChatMessage[] = [];
+    if (request.system !== '') messages.push({ role: 'system', content: request.system });
+    messages.push({ role: 'user', content: request.input });
+    const params = this.#params(request);
+    return createTurn(
+      {
+        provider: this.name,
+        model: request.model,
+        price: priceFor(request.model, this.#prices),
+        timeoutMs: request.timeoutMs ?? this.#client.timeoutMs,
+        preflightError: reasoningEffortError('openai', this.name, request.reasoningEffort),
+        exchange: async (results, ctx) => {
+          for (const result of results) {
+            messages.push({ role: 'tool', tool_call_id: result.callId, content: result.result });
+          }
+          const body = JSON.stringify({ ...params, messages });
+          const httpRequest = {
+            url: this.#url,
+            headers: this.#headers,
+            body,
+            model: request.model,
+            estimatedInputTokens: estimateTokens(body.length),
+          };
+          const read = (response: Response, signal: AbortSignal) => this.#read(response, signal, ctx);
+          const { response, message } = await postWithRetries(this.#client, httpRequest, ctx, read);
+          messages.push(message);
+          return response;
+        },
+      },
+      signal,
+    );
+  }
+
+  #params(request: TurnRequest): Record<string, unknown> {
+    const params: Record<string, unknown> = { model: request.model };
+    if (this.#stream) {
+      params.stream = true;
+      params.stream_options = { include_usage: true };
+    }
+    if (request.tools.length > 0) {
+      params.tools = request.tools.map((tool) => ({
+        type: 'function',
+        function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+      }));
+      if (request.toolChoice !== undefined) params.tool_choice = toolChoiceParam(request.toolChoice);
+    }
+    if (request.maxOutputTokens !== undefined) params[this.#maxTokensParam] = request.maxOutputTokens;
+    if (request.temperature !== undefined) params.temperature = request.temperature;
+    if (request.reasoningEffort !== undefined) params.reasoning_effort = request.reasoningEffort;
+    return params;
+  }
+
+  async #read(
+    response: Response,
+    signal: AbortSignal,
+    ctx: ExchangeContext,
+  ): Promise<{ response: ModelResponse; message: ChatAssistantMessage; usage: Usage | undefined }> {
+    const origin: ErrorOrigin = {
+      provider: this.name,
+      status: response.status,
+      requestId: requestIdOf(response.headers),
+    };
+    const accumulator = new ChatStreamAccumulator(origin);
+    let complete = false;
+    if (isJsonResponse(response)) {
+      const body = await readJsonBody(response, origin);
+      accumulator.push(completionAsChunk(body), ctx.emit);
+      complete = true;
+    } else {
+      if (response.body === null)
+        throw providerError('bad_response', `${this.name} sent an empty body.`, origin);
+      for await (const event of readServerSentEvents(response.body, this.name, signal)) {
+        if (event.data.trim() === '[DONE]') {
+          complete = true;
+          break;
+        }
+        accumulator.push(parseEventData(event.data, origin), ctx.emit);
+      }
+    }
+    const finished = accumulator.finish(complete);
+    const usage = accumulator.usage;
+    if (usage !== undefined) ctx.reportUsage(usage);
+    return { ...finished, usage };
+  }
+}

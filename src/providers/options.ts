@@ -1,0 +1,106 @@
+/** Validation of provider options at the boundary: wrong values fail early with `invalid_option`. */
+import { describeValue, UserError } from '../errors.ts';
+import { sleep } from './abort.ts';
+import {
+  DEFAULT_MAX_RETRIES,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_RETRY_BASE_DELAY_MS,
+  DEFAULT_RETRY_MAX_DELAY_MS,
+} from './constants.ts';
+import type { HttpClient, HttpProviderOptions } from './http.ts';
+
+function invalid(provider: string, option: string, expected: string, value: unknown): UserError {
+  return new UserError(
+    'invalid_option',
+    `Expected \`${option}\` to be ${expected}, got ${describeValue(value)}.`,
+    {
+      provider,
+      option,
+    },
+  );
+}
+
+/** Checks that `options[name]`, when present, is a number meeting `min` (and an integer if asked). */
+export function checkNumber(
+  provider: string,
+  options: object,
+  name: string,
+  rule: { readonly min: number; readonly integer?: boolean; readonly max?: number },
+): void {
+  const value = (options as Record<string, unknown>)[name];
+  if (value === undefined) return;
+  const ok =
+    typeof value === 'number' &&
+    Number.isFinite(value) &&
+    value >= rule.min &&
+    (rule.max === undefined || value <= rule.max) &&
+    (!rule.integer || Number.isInteger(value));
+  if (!ok) {
+    const range = rule.max === undefined ? `>= ${rule.min}` : `between ${rule.min} and ${rule.max}`;
+    throw invalid(provider, name, `${rule.integer ? 'an integer' : 'a number'} ${range}`, value);
+  }
+}
+
+/** Checks that `options[name]`, when present, has the given `typeof`. */
+export function checkType(
+  provider: string,
+  options: object,
+  name: string,
+  type: 'string' | 'function' | 'boolean' | 'object',
+): void {
+  const value = (options as Record<string, unknown>)[name];
+  if (value === undefined) return;
+  if (typeof value !== type || value === null) throw invalid(provider, name, `a ${type}`, value);
+}
+
+/** Checks that `options[name]`, when present, is one of `allowed`. */
+export function checkOneOf(
+  provider: string,
+  options: object,
+  name: string,
+  allowed: readonly string[],
+): void {
+  const value = (options as Record<string, unknown>)[name];
+  if (value === undefined || allowed.includes(value as string)) return;
+  throw invalid(provider, name, `one of ${allowed.map((item) => `\`${item}\``).join(', ')}`, value);
+}
+
+/** Validates the options shared by HTTP providers and fills their defaults. */
+export function prepareHttpClient(provider: string, options: HttpProviderOptions): HttpClient {
+  checkNumber(provider, options, 'maxRetries', { min: 0, integer: true });
+  checkNumber(provider, options, 'retryBaseDelayMs', { min: 0 });
+  checkNumber(provider, options, 'retryMaxDelayMs', { min: 0 });
+  checkNumber(provider, options, 'timeoutMs', { min: 1 });
+  checkType(provider, options, 'headers', 'object');
+  checkType(provider, options, 'sleep', 'function');
+  checkType(provider, options, 'random', 'function');
+  checkType(provider, options, 'onRateLimited', 'function');
+  checkType(provider, options, 'admission', 'object');
+  return {
+    provider,
+    retry: {
+      maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
+      baseDelayMs: options.retryBaseDelayMs ?? DEFAULT_RETRY_BASE_DELAY_MS,
+      maxDelayMs: options.retryMaxDelayMs ?? DEFAULT_RETRY_MAX_DELAY_MS,
+    },
+    sleep: options.sleep ?? sleep,
+    random: options.random ?? Math.random,
+    admission: options.admission,
+    onRateLimited: options.onRateLimited,
+    timeoutMs: options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+  };
+}
+
+/** An environment variable, treating an empty value as unset. */
+export function envValue(
+  env: Readonly<Record<string, string | undefined>>,
+  name: string,
+): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+/** Joins a base URL and a path without doubling or dropping the slash. */
+export function joinUrl(base: string, path: string): string {
+  return `${base.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`;
+}

@@ -1,0 +1,74 @@
+/** Accumulates a turn's receipt over its model requests. */
+import { costOf, type ModelPrice } from './pricing.ts';
+import type { Receipt, Usage } from './types.ts';
+
+/** Usage with every count at zero. */
+export const ZERO_USAGE: Usage = Object.freeze({
+  inputTokens: 0,
+  outputTokens: 0,
+  cachedInputTokens: 0,
+  reasoningTokens: 0,
+});
+
+/** Sums two usages. */
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
+    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
+  };
+}
+
+/** Mutable receipt under construction; {@link ReceiptBuilder.build} freezes a snapshot. */
+export class ReceiptBuilder {
+  readonly #provider: string;
+  readonly #model: string;
+  readonly #price: ModelPrice | undefined;
+  #requests = 0;
+  #usage: Usage = ZERO_USAGE;
+  #requestsWithUsage = 0;
+  #latencyMs = 0;
+  #httpStatus: number | undefined;
+  #retries = 0;
+
+  constructor(provider: string, model: string, price: ModelPrice | undefined) {
+    this.#provider = provider;
+    this.#model = model;
+    this.#price = price;
+  }
+
+  /** Counts one model request and the time it took. */
+  addRequest(latencyMs: number): void {
+    this.#requests += 1;
+    this.#latencyMs += latencyMs;
+  }
+
+  /** Adds the usage one request reported. */
+  addUsage(usage: Usage): void {
+    this.#usage = addUsage(this.#usage, usage);
+    this.#requestsWithUsage += 1;
+  }
+
+  setHttpStatus(status: number): void {
+    this.#httpStatus = status;
+  }
+
+  addRetry(): void {
+    this.#retries += 1;
+  }
+
+  build(): Receipt {
+    const usageComplete = this.#requests > 0 && this.#requestsWithUsage >= this.#requests;
+    return {
+      provider: this.#provider,
+      model: this.#model,
+      requests: this.#requests,
+      usage: this.#usage,
+      latencyMs: Math.round(this.#latencyMs),
+      httpStatus: this.#httpStatus,
+      retries: this.#retries,
+      costUsd: this.#price !== undefined && usageComplete ? costOf(this.#usage, this.#price) : undefined,
+    };
+  }
+}

@@ -1,0 +1,138 @@
+/** Prices, error classification, retry-after parsing, the SSE reader's end of stream, the factory. */
+import { describe, expect, it } from 'vitest';
+import { AnthropicProvider } from '../../src/providers/anthropic.ts';
+import { createProvider, defaultProviderName } from '../../src/providers/factory.ts';
+import { backoffDelay } from '../../src/providers/http.ts';
+import { OpenAIProvider } from '../../src/providers/openai.ts';
+import { costOf, priceFor } from '../../src/providers/pricing.ts';
+import { codeForErrorType, codeForStatus, parseRetryAfter } from '../../src/providers/provider-error.ts';
+import { SimulatedProvider } from '../../src/providers/simulated.ts';
+import { readServerSentEvents } from '../../src/providers/sse.ts';
+
+function streamOf(...parts: string[]): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  return new ReadableStream({
+    start(controller) {
+      for (const part of parts) controller.enqueue(encoder.encode(part));
+      controller.close();
+    },
+  });
+}
+
+describe('pricing', () => {
+  it('prices dated snapshots at their base model and leaves unknown models unpriced', () => {
+    expect(priceFor('gpt-4o-2024-08-06')).toEqual(priceFor('gpt-4o'));
+    expect(priceFor('gpt-4o-mini-2024-07-18')).toEqual(priceFor('gpt-4o-mini'));
+    expect(priceFor('claude-sonnet-4-5-20250929')).toEqual(priceFor('claude-sonnet-4-5'));
+    expect(priceFor('llama3.1:8b')).toBeUndefined();
+  });
+
+  it('charges cached input at the cached price', () => {
+    const usage = {
+      inputTokens: 1_000_000,
+      outputTokens: 1_000_000,
+      cachedInputTokens: 400_000,
+      reasoningTokens: 0,
+    };
+    expect(costOf(usage, { inputPerMTok: 2, cachedInputPerMTok: 0.5, outputPerMTok: 8 })).toBeCloseTo(
+      0.6 * 2 + 0.4 * 0.5 + 8,
+      10,
+    );
+  });
+});
+
+describe('errors and retries', () => {
+  it('maps statuses and API error types to codes', () => {
+    expect([401, 403, 429, 408, 409, 500, 529, 404, 422].map((status) => codeForStatus(status, ''))).toEqual([
+      'auth_failed',
+      'auth_failed',
+      'rate_limited',
+      'timeout',
+      'server_error',
+      'server_error',
+      'server_error',
+      'bad_request',
+      'bad_request',
+    ]);
+    expect(codeForStatus(400, 'prompt is too long: 210000 tokens > 200000 maximum')).toBe('context_overflow');
+    expect(codeForStatus(413, 'request_too_large')).toBe('context_overflow');
+    expect(codeForErrorType('overloaded_error', 'Overloaded')).toBe('server_error');
+    expect(codeForErrorType('rate_limit_error', '')).toBe('rate_limited');
+    expect(codeForErrorType('invalid_request_error', 'bad tool schema')).toBe('bad_request');
+  });
+
+  it('reads retry-after as seconds, as an HTTP date, and retry-after-ms first', () => {
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    expect(parseRetryAfter(new Headers({ 'retry-after': '1.5' }), now)).toBe(1500);
+    expect(parseRetryAfter(new Headers({ 'retry-after': 'Thu, 01 Jan 2026 00:00:10 GMT' }), now)).toBe(
+      10_000,
+    );
+    expect(parseRetryAfter(new Headers({ 'retry-after': '9', 'retry-after-ms': '20' }), now)).toBe(20);
+    expect(parseRetryAfter(new Headers({ 'retry-after': 'soon' }), now)).toBeUndefined();
+    expect(parseRetryAfter(new Headers(), now)).toBeUndefined();
+  });
+
+  it('backs off exponentially up to the cap, with up to 25% jitter', () => {
+    const policy = { maxRetries: 5, baseDelayMs: 500, maxDelayMs: 3000 };
+    expect([0, 1, 2, 3].map((attempt) => backoffDelay(attempt, undefined, policy, () => 0))).toEqual([
+      500, 1000, 2000, 3000,
+    ]);
+    expect(backoffDelay(1, undefined, policy, () => 0.999)).toBe(750);
+    expect(backoffDelay(3, 4200, policy, () => 0.5)).toBe(4200);
+  });
+});
+
+describe('SSE reader', () => {
+  it('delivers a last event that has no closing blank line, and events split across chunks', async () => {
+    const events = [];
+    const signal = new AbortController().signal;
+    for await (const event of readServerSentEvents(
+      streamOf('data: {"a"', ':1}\n', '\nevent: x\ndata: [DONE]'),
+      'p',
+      signal,
+    )) {
+      events.push(event);
+    }
+    expect(events.map(({ event, data }) => ({ event, data }))).toEqual([
+      { event: undefined, data: '{"a":1}' },
+      { event: 'x', data: '[DONE]' },
+    ]);
+  });
+
+  it('decodes a multi-byte character split between chunks', async () => {
+    const bytes = new TextEncoder().encode('data: 925 ÷ 5\n\n');
+    const split = bytes.indexOf(0xc3) + 1;
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes.slice(0, split));
+        controller.enqueue(bytes.slice(split));
+        controller.close();
+      },
+    });
+    const events = [];
+    for await (const event of readServerSentEvents(stream, 'p', new AbortController().signal))
+      events.push(event.data);
+    expect(events).toEqual(['925 ÷ 5']);
+  });
+});
+
+describe('factory', () => {
+  it('builds each provider by name and refuses unknown names', () => {
+    expect(createProvider('simulated')).toBeInstanceOf(SimulatedProvider);
+    expect(createProvider('openai', { apiKey: 'k' })).toBeInstanceOf(OpenAIProvider);
+    expect(createProvider('anthropic', { apiKey: 'k' })).toBeInstanceOf(AnthropicProvider);
+    expect(() => createProvider('gemini')).toThrow(expect.objectContaining({ code: 'unknown_provider' }));
+    expect(() => createProvider('simulated', { latency: 'fast' })).toThrow(
+      expect.objectContaining({ code: 'invalid_option' }),
+    );
+  });
+
+  it('defaults to simulated unless a key or an OpenAI base URL is configured', () => {
+    expect(defaultProviderName({})).toBe('simulated');
+    expect(defaultProviderName({ OPENAI_API_KEY: '  ' })).toBe('simulated');
+    expect(defaultProviderName({ OPENAI_API_KEY: 'sk-x' })).toBe('openai');
+    expect(defaultProviderName({ OPENAI_BASE_URL: 'http://localhost:11434/v1' })).toBe('openai');
+    expect(defaultProviderName({ ANTHROPIC_API_KEY: 'sk-ant' })).toBe('anthropic');
+    expect(defaultProviderName({ ANTHROPIC_API_KEY: 'sk-ant', OPENAI_API_KEY: 'sk-x' })).toBe('openai');
+  });
+});

@@ -1,0 +1,114 @@
+/** The provider-neutral turn: one terminal event, iteration rules, timeouts, cancellation. */
+import { getEventListeners } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { ScriptedProvider } from '../../src/providers/scripted.ts';
+import { createTurn, type ExchangeContext, type TurnDriver } from '../../src/providers/turn-runner.ts';
+import { collect, terminal, turnRequest } from './helpers.ts';
+
+function driver(exchange: TurnDriver['exchange'], timeoutMs?: number): TurnDriver {
+  return { provider: 'test', model: 'm', price: undefined, timeoutMs, exchange };
+}
+
+/** An exchange that never answers until its signal aborts, recording the signal. */
+function hanging(signals: AbortSignal[]): TurnDriver['exchange'] {
+  return (_results, ctx: ExchangeContext) =>
+    ctx.withTimeout(
+      (signal) =>
+        new Promise((_resolve, reject) => {
+          signals.push(signal);
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+        }),
+    );
+}
+
+describe('turn runner', () => {
+  it('sends nothing until the consumer starts iterating', async () => {
+    const model = new ScriptedProvider([{ text: 'hi' }]);
+    const turn = model.turn(turnRequest());
+    expect(model.requests).toHaveLength(0);
+    await collect(turn);
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it('refuses a second iteration', async () => {
+    const turn = new ScriptedProvider([{ text: 'hi' }]).turn(turnRequest());
+    await collect(turn);
+    expect(() => turn[Symbol.asyncIterator]()).toThrow(
+      expect.objectContaining({ code: 'turn_already_iterated' }),
+    );
+  });
+
+  it('turns an unexpected exception into an error event instead of throwing', async () => {
+    const events = await collect(
+      createTurn(
+        driver(async () => {
+          throw new TypeError('boom');
+        }),
+      ),
+    );
+    expect(terminal(events)).toMatchObject({ type: 'error', error: { code: 'internal', message: 'boom' } });
+  });
+
+  it('ends with timeout when a request outlives timeoutMs', async () => {
+    const signals: AbortSignal[] = [];
+    const end = terminal(await collect(createTurn(driver(hanging(signals), 50))));
+    expect(end).toMatchObject({
+      type: 'error',
+      error: { code: 'timeout', fields: { provider: 'test', timeoutMs: 50 } },
+    });
+    expect(signals[0]?.aborted).toBe(true);
+  });
+
+  it('aborts the request when the consumer stops iterating early', async () => {
+    const signals: AbortSignal[] = [];
+    const turn = createTurn(
+      driver(async (results, ctx) => {
+        ctx.emit({ type: 'text_delta', text: 'partial' });
+        return hanging(signals)(results, ctx);
+      }),
+    );
+    for await (const event of turn) {
+      expect(event.type).toBe('text_delta');
+      break;
+    }
+    expect(signals[0]?.aborted).toBe(true);
+  });
+
+  it('cancels a turn waiting for tool results, without leaking its listener', async () => {
+    const controller = new AbortController();
+    const turn = new ScriptedProvider([{ toolCalls: [{ name: 'slow_tool' }] }]).turn(
+      turnRequest(),
+      controller.signal,
+    );
+    const events = await collect(turn, () => {
+      controller.abort(new Error('agent cancelled'));
+      return undefined;
+    });
+    expect(events.map((event) => event.type)).toEqual(['tool_call', 'error']);
+    expect(terminal(events)).toMatchObject({ error: { code: 'cancelled' } });
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('ignores tool calls of a response cut off by the output limit', async () => {
+    const model = new ScriptedProvider([
+      { text: 'partial', toolCalls: [{ name: 'read_file' }], stopReason: 'length' },
+    ]);
+    const events = await collect(model.turn(turnRequest()));
+    expect(events.map((event) => event.type)).toEqual(['text_delta', 'completed']);
+    expect(terminal(events)).toMatchObject({ text: 'partial', stopReason: 'length' });
+  });
+
+  it('rejects a response that uses one tool call id twice', async () => {
+    const model = new ScriptedProvider([
+      {
+        toolCalls: [
+          { id: 'same', name: 'a' },
+          { id: 'same', name: 'b' },
+        ],
+      },
+    ]);
+    expect(terminal(await collect(model.turn(turnRequest())))).toMatchObject({
+      error: { code: 'bad_response' },
+    });
+  });
+});
