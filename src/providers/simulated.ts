@@ -22,7 +22,7 @@ import {
   requestedWaits,
 } from './simulated-plan.ts';
 import { createTurn, type ExchangeContext, type ModelResponse, type ToolResult } from './turn-runner.ts';
-import type { Provider, ToolCall, Turn, TurnRequest } from './types.ts';
+import type { Admission, Provider, ProviderHooks, ToolCall, Turn, TurnRequest } from './types.ts';
 
 /** Latency of each simulated request: a fixed delay, or uniform in mean ± jitter. */
 export type SimulatedLatency = number | { readonly meanMs: number; readonly jitterMs: number };
@@ -57,6 +57,10 @@ export interface SimulatedProviderOptions {
   };
   /** @default 'simulated' */
   readonly name?: string;
+  /** Shared admission (the supervisor's per-key limits), asked before each simulated request. */
+  readonly admission?: Admission;
+  /** Accepted for symmetry with HTTP providers; the simulated model is never rate limited. */
+  readonly onRateLimited?: ProviderHooks['onRateLimited'];
   /** Used for latency; tests may inject a fake one. @default a timer that honours the signal */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
@@ -122,6 +126,7 @@ export class SimulatedProvider implements Provider {
     readonly completeTask: string;
   };
   readonly #sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  readonly #admission: Admission | undefined;
 
   constructor(options: SimulatedProviderOptions = {}) {
     const name = options.name ?? 'simulated';
@@ -162,6 +167,8 @@ export class SimulatedProvider implements Provider {
       completeTask: options.toolNames?.completeTask ?? 'complete_task',
     };
     this.#sleep = options.sleep ?? defaultSleep;
+    checkType(name, options, 'admission', 'object');
+    this.#admission = options.admission;
   }
 
   turn(request: TurnRequest, signal?: AbortSignal): Turn {
@@ -195,7 +202,21 @@ export class SimulatedProvider implements Provider {
     const { request, task, seen } = state;
     const done = state.earlierResults + seen.length;
     const delay = this.#delay(task, done);
-    if (delay > 0) await ctx.withTimeout((signal) => this.#sleep(delay, signal));
+    // Like an HTTP provider, each simulated request holds an admission slot while it "runs", so
+    // shared concurrency limits and 429 pauses apply to it too.
+    const release = await this.#admission?.acquire(
+      {
+        provider: this.name,
+        model: request.model,
+        estimatedInputTokens: estimateTokens(request.input.length),
+      },
+      ctx.signal,
+    );
+    try {
+      if (delay > 0) await ctx.withTimeout((signal) => this.#sleep(delay, signal));
+    } finally {
+      release?.(undefined);
+    }
     if (this.#failureRate > 0 && seededRandom(this.#seed + 1, task, done) < this.#failureRate) {
       throw new ProviderError('server_error', `Simulated failure (failureRate ${this.#failureRate}).`, {
         provider: this.name,

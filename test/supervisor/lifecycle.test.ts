@@ -1,0 +1,70 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { UserError } from '../../src/errors.ts';
+import { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { fixtures } from './helpers.ts';
+
+describe('Supervisor lifecycle', () => {
+  it('after close() no thread, handle or port is left: the process exits by itself', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(fixtures, 'close-script.ts')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    const report = JSON.parse(stdout) as { first: string; statuses: string[] };
+    expect(report.first).toBe('completed');
+    expect(report.statuses.slice(1)).toEqual(Array(5).fill('failed'));
+  });
+
+  it('options are validated once, with what was expected and what was found', () => {
+    expect(() => new Supervisor({ threads: 0 })).toThrow(UserError);
+    expect(() => new Supervisor({ threads: 0 })).toThrow(
+      'Expected `threads` to be a positive integer, got `0` (number)',
+    );
+    expect(() => new Supervisor({ isolation: 'process' as 'thread' })).toThrow(/isolation/);
+    expect(() => new Supervisor({ providers: { a: { kind: 'simulated' } }, defaultProvider: 'b' })).toThrow(
+      /defaultProvider/,
+    );
+    expect(() => new Supervisor({ heartbeat: { intervalMs: 1000, timeoutMs: 10 } })).toThrow(/heartbeat/);
+  });
+
+  it('a spawn after close() settles Failed(invalid_request) without running', async () => {
+    const supervisor = new Supervisor({ threads: 1 });
+    await supervisor.close();
+    const outcome = await supervisor.spawn('worker', { task: 'x' }).result;
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      reason: 'invalid_request',
+      error: { code: 'supervisor_closed' },
+    });
+  });
+
+  it('isolation thread runs one agent per thread at a time', async () => {
+    const supervisor = new Supervisor({ threads: 2, isolation: 'thread' });
+    let running = 0;
+    let peak = 0;
+    supervisor.on('agent:started', () => {
+      running += 1;
+      peak = Math.max(peak, running);
+    });
+    supervisor.on('agent:completed', () => {
+      running -= 1;
+    });
+    const results = await supervisor
+      .fanOut(Array.from({ length: 6 }, (_, i) => ({ agent: 'worker', task: `t${i}` })))
+      .all();
+    await supervisor.close();
+    expect(results.every((r) => r.outcome.status === 'completed')).toBe(true);
+    expect(peak).toBe(2);
+  });
+});
