@@ -12,6 +12,10 @@ import { type LoadResult, loadDefinitionFile } from '../definition/load.ts';
 import { formatProblem } from '../definition/problems.ts';
 import type { AgentDefinition, DefinitionProblem } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
+import { assembleSystemPrompt } from '../prompt/assemble.ts';
+import { createToolRegistry } from '../tools/builtin/index.ts';
+import { declareCompleteTask, declareWaitForInstruction } from '../tools/builtin/orchestration.ts';
+import { buildToolbox } from '../tools/toolbox.ts';
 import type { CliIO } from './main.ts';
 
 interface DiscoveryFlags {
@@ -105,21 +109,16 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
 }
 
 /**
- * Renders the system prompt `troupe agents show NAME --prompt` prints.
- *
- * HOOK for prompt assembly (src/prompt/): until it is wired in, this throws UserError
- * `not_implemented`.
+ * The system prompt `definition` gets in `cwd`, as the loop assembles it: the agent's admitted
+ * tools (built-ins plus `complete_task` and `wait_for_instruction`), AGENTS.md and skills.
  */
 export async function renderPromptForShow(
   definition: AgentDefinition,
-  _context: { readonly cwd: string },
+  context: { readonly cwd: string },
 ): Promise<string> {
-  throw new UserError(
-    'not_implemented',
-    `Expected prompt assembly to render \`${definition.name}\`, but it is not available yet; ` +
-      'use `troupe agents show` without --prompt',
-    { name: definition.name },
-  );
+  const registry = createToolRegistry([declareCompleteTask(), declareWaitForInstruction()]);
+  const toolbox = buildToolbox(definition, registry, { cwd: context.cwd, agentId: definition.name });
+  return assembleSystemPrompt(definition, { cwd: context.cwd, tools: toolbox.promptTools });
 }
 
 function ioProblem(file: string, reason: string): DefinitionProblem {

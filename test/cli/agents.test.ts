@@ -150,10 +150,13 @@ describe('troupe agents show', () => {
     expect(result.stderr).toContain('available: general-purpose, worker');
   });
 
-  it('--prompt is declared but waits for prompt assembly', async () => {
+  it('--prompt prints the assembled system prompt: base template, body, tool names', async () => {
     const result = await run('agents', 'show', 'worker', '--prompt', '--cwd', project);
-    expect(result.code).toBe(1);
-    expect(result.stderr).toContain('troupe: not_implemented:');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('You are a worker agent in an orchestrated team.');
+    expect(result.stdout).toContain('<user_info>');
+    expect(result.stdout).toContain(`Working directory: ${project}`);
+    expect(result.stdout).toContain('`complete_task`');
   });
 });
 
