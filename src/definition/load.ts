@@ -2,9 +2,9 @@
  * Loading one definition: text or file -> AgentDefinition plus every error and warning. These
  * functions never throw; unreadable files, bad YAML and internal surprises all become problems.
  */
-import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { hashValue } from '../journal/canonical-json.ts';
 import { DEFINITION_BYTE_LIMIT } from './constants.ts';
 import { normalizeSource, type ParseMode, splitFrontmatter } from './frontmatter.ts';
 import { FILE_START, ProblemList } from './problems.ts';
@@ -109,18 +109,5 @@ function describeIoError(error: unknown): string {
  */
 export function definitionHash(definition: AgentDefinition): string {
   const { source: _source, path: _path, bodyLine: _bodyLine, ...content } = definition;
-  return createHash('sha256').update(canonicalJson(content)).digest('hex');
-}
-
-/** JSON with object keys sorted at every level; `undefined` members are left out, as JSON does. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
-    const members = Object.keys(value)
-      .sort()
-      .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
-    return `{${members.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
+  return hashValue(content);
 }

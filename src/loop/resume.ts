@@ -4,11 +4,14 @@
  * with a recorded result are never executed again; calls without one are recorded as interrupted
  * rather than re-run, because whether they took effect is unknown.
  */
+
 import { INTERRUPTED_TOOL_RESULT } from '../journal/constants.ts';
 import type { AuditEvent } from '../journal/events.ts';
 import { resumeState } from '../journal/resume.ts';
+import { RESULT_NOT_FITTED_TEXT } from '../projection/constants.ts';
 import { COMPLETE_TASK } from '../tools/builtin/orchestration.ts';
 import type { RunContext } from './context.ts';
+import { formatToolResult } from './history-format.ts';
 import { recordToolResult } from './round.ts';
 import { waitForInstruction } from './routed-tools.ts';
 import type { AgentChannels } from './types.ts';
@@ -44,6 +47,7 @@ export async function restoreFromJournal(
     ],
     truncatedBytes,
   });
+  completeCutResults(run, events);
   for (const call of state.pendingCalls) {
     recordToolResult(
       run,
@@ -67,5 +71,54 @@ export async function restoreFromJournal(
         ? { ok: true, text: 'No instruction arrived. Continue with what you have, or finish your task.' }
         : { ok: true, text: `Instruction: ${text}` };
     recordToolResult(run, waiting.callId, 'wait_for_instruction', modelName, outcome, false);
+  }
+}
+
+/**
+ * A crash can fall between a ToolResult and the projection changes that follow it (its
+ * StateChanged events, then its history entry). The result is known, so the call is not run again:
+ * the missing changes are made and journalled now, exactly as the loop would have made them.
+ */
+function completeCutResults(run: RunContext, events: readonly AuditEvent[]): void {
+  const shown = new Set<string>();
+  const appliedUpdates = new Map<string, number>();
+  const modelNames = new Map<string, string>();
+  for (const event of events) {
+    if (event.type === 'HistoryAppended' && event.kind === 'tool_result' && event.callId)
+      shown.add(event.callId);
+    if (event.type === 'StateChanged' && event.callId) {
+      appliedUpdates.set(event.callId, (appliedUpdates.get(event.callId) ?? 0) + 1);
+    }
+    if (event.type === 'ToolCall') modelNames.set(event.callId, event.modelName);
+  }
+  for (const event of events) {
+    if (event.type !== 'ToolResult' || shown.has(event.callId)) continue;
+    const modelName = modelNames.get(event.callId) ?? event.name;
+    if (!event.projectionAccepted) {
+      run.pushHistory(
+        formatToolResult(modelName, false, RESULT_NOT_FITTED_TEXT),
+        'tool_result',
+        [],
+        event.callId,
+      );
+      continue;
+    }
+    for (const update of event.stateUpdates.slice(appliedUpdates.get(event.callId) ?? 0)) {
+      run.projection.applyUpdates([update]);
+      run.record({
+        type: 'StateChanged',
+        agentId: run.agentId,
+        key: update.key,
+        text: update.text,
+        round: event.round,
+        callId: event.callId,
+      });
+    }
+    run.pushHistory(
+      formatToolResult(modelName, event.ok, event.text),
+      'tool_result',
+      event.displayedStateKeys,
+      event.callId,
+    );
   }
 }

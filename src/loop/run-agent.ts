@@ -4,6 +4,7 @@
  * code runs in-process and inside an actor host.
  */
 import { DEFAULT_RECOVERY, HARD_MAX_STEPS } from '../constants.ts';
+import { definitionHash } from '../definition/load.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { type SerializedError, serializeError } from '../errors.ts';
 import { hashValue } from '../journal/canonical-json.ts';
@@ -299,7 +300,7 @@ const definitionHashes = new WeakMap<AgentDefinition, string>();
 function definitionHashOf(definition: AgentDefinition): string {
   let hash = definitionHashes.get(definition);
   if (hash === undefined) {
-    hash = hashValue(definition);
+    hash = definitionHash(definition);
     definitionHashes.set(definition, hash);
   }
   return hash;

@@ -1,13 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BUILTIN_DEFINITIONS, loadBuiltins } from '../../src/definition/builtins.ts';
 import { DEFINITION_BYTE_LIMIT, MAX_FRONTMATTER_CHARS } from '../../src/definition/constants.ts';
-import {
-  canonicalJson,
-  definitionHash,
-  loadDefinitionFile,
-  parseDefinition,
-} from '../../src/definition/load.ts';
+import { definitionHash, loadDefinitionFile, parseDefinition } from '../../src/definition/load.ts';
 import { formatProblem, jsonPointer } from '../../src/definition/problems.ts';
+import { canonicalJson } from '../../src/journal/canonical-json.ts';
 import { definitionText, TempTree } from './helpers.ts';
 
 let tree: TempTree;
