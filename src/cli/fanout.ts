@@ -1,5 +1,111 @@
-import type { Command } from 'commander';
+/**
+ * `troupe fanout PLAN.yaml`: runs every agent of a plan with the Supervisor and keeps the results
+ * in a run directory (see docs/cli.md).
+ */
+import { resolve } from 'node:path';
+import { type Command, InvalidArgumentError } from 'commander';
+import { describeValue } from '../errors.ts';
+import { executeSession } from '../run-dir/execute.ts';
+import { loadPlan } from '../run-dir/plan.ts';
+import { formatPlanProblem, planProblemsOf } from '../run-dir/plan-problems.ts';
+import { checkProvider, chooseProvider, defaultModelFor } from '../run-dir/provider-choice.ts';
+import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
+import { resolveRunPlan } from '../run-dir/run-plan.ts';
 import type { CliIO } from './main.ts';
 
-/** Placeholder: registers nothing until the `fanout` subcommand lands. */
-export function register(_program: Command, _io: CliIO, _setExit: (code: number) => void): void {}
+interface FanoutFlags {
+  readonly threads?: number;
+  readonly isolation?: 'shared' | 'thread';
+  readonly concurrency?: number;
+  readonly provider?: string;
+  readonly model?: string;
+  readonly out?: string;
+  readonly json?: boolean;
+}
+
+/** Registers `troupe fanout` on `program`. */
+export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
+  program
+    .command('fanout')
+    .description(
+      'Run every agent of a plan (YAML) in worker threads and keep the results in a run directory. ' +
+        'Uses the simulated model when no API key is set.',
+    )
+    .argument('<plan>', 'plan file (YAML): `runs: [{agent, task}]`, or `agent:` plus a `tasks:` JSONL file')
+    .option('--threads <n>', 'worker threads (default: the plan, else 2)', positiveInt)
+    .option('--isolation <mode>', '`shared` (many agents per thread) or `thread` (one per thread)', isolation)
+    .option('--concurrency <n>', 'agents running at once (default: the plan, else 16)', positiveInt)
+    .option(
+      '--provider <name>',
+      'simulated, openai or anthropic (default: the plan, else from the environment)',
+    )
+    .option(
+      '--model <model>',
+      'model for every agent (default: the plan, else each definition or the provider default)',
+    )
+    .option('--out <dir>', 'run directory (default: .troupe/runs/<timestamp>-<id>)')
+    .option('--json', 'print JSONL events instead of progress')
+    .action(async (planFile: string, flags: FanoutFlags) => {
+      setExit(await fanout(planFile, flags, io));
+    });
+}
+
+/** Runs `troupe fanout` and resolves to its exit code. */
+export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): Promise<number> {
+  const cwd = process.cwd();
+  let loaded: Awaited<ReturnType<typeof loadPlan>>;
+  try {
+    loaded = await loadPlan(planFile, { cwd });
+  } catch (error) {
+    const problems = planProblemsOf(error);
+    if (!problems) throw error;
+    for (const problem of problems) io.stderr(`${formatPlanProblem(problem, cwd)}\n`);
+    io.stderr(`troupe: ${problems.length} problem(s) in the plan; nothing was run\n`);
+    return 1;
+  }
+  const { plan, definitions } = loaded;
+  const provider = chooseProvider({
+    ...(flags.provider === undefined ? {} : { flag: flags.provider }),
+    ...(plan.provider === undefined ? {} : { plan: plan.provider }),
+    ...(plan.providerOptions === undefined ? {} : { options: plan.providerOptions }),
+  });
+  await checkProvider(provider);
+  const runPlan = resolveRunPlan(
+    plan,
+    provider,
+    {
+      ...(flags.threads === undefined ? {} : { threads: flags.threads }),
+      ...(flags.isolation === undefined ? {} : { isolation: flags.isolation }),
+      ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
+      ...(flags.model === undefined ? {} : { model: flags.model }),
+    },
+    defaultModelFor(provider),
+  );
+  const writer = RunDirWriter.create(
+    flags.out === undefined ? defaultRunDir(cwd, runPlan.runId) : resolve(flags.out),
+    runPlan,
+  );
+  const { exitCode } = await executeSession({
+    plan: runPlan,
+    writer,
+    work: runPlan.runs.map((run) => ({ run, agentId: run.agentId, attempt: 1, resume: false })),
+    kind: 'fanout',
+    definitions,
+    json: flags.json === true,
+    io,
+  });
+  return exitCode;
+}
+
+function positiveInt(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1)
+    throw new InvalidArgumentError(`Expected a positive integer, got ${describeValue(value)}.`);
+  return parsed;
+}
+
+function isolation(value: string): 'shared' | 'thread' {
+  if (value !== 'shared' && value !== 'thread')
+    throw new InvalidArgumentError(`Expected \`shared\` or \`thread\`, got ${describeValue(value)}.`);
+  return value;
+}

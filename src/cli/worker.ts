@@ -1,5 +1,89 @@
+/**
+ * `troupe worker --redis URL`: a scale-out worker process. It takes agent jobs from the Redis queue
+ * and runs them until it is stopped; start one (or more) on every machine that should run agents.
+ * SIGINT/SIGTERM stop it gracefully (running agents finish or park); a second signal exits at once,
+ * and other workers resume its agents from their journals.
+ */
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
+import { describeValue, UserError } from '../errors.ts';
+import { DEFAULT_WORKER_CONCURRENCY } from '../scaleout/constants.ts';
+import { WorkerGroup } from '../scaleout/worker-group.ts';
 import type { CliIO } from './main.ts';
 
-/** Placeholder: registers nothing until the `worker` subcommand lands. */
-export function register(_program: Command, _io: CliIO, _setExit: (code: number) => void): void {}
+interface WorkerFlags {
+  readonly redis?: string;
+  readonly threads?: string;
+  readonly concurrency?: string;
+  readonly queue?: string;
+  readonly prefix?: string;
+  readonly cwd?: string;
+  readonly lockDurationMs?: string;
+  readonly stalledIntervalMs?: string;
+  readonly maxStalled?: string;
+}
+
+function integer(flag: string, value: string | undefined, min: number): number | undefined {
+  if (value === undefined) return undefined;
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(parsed) || parsed < min) {
+    throw new UserError(
+      'invalid_option',
+      `Expected ${flag} to be an integer >= ${min}, got ${describeValue(value)}`,
+      {
+        option: flag,
+      },
+    );
+  }
+  return parsed;
+}
+
+/** Registers `troupe worker` on `program`. */
+export function register(program: Command, io: CliIO, _setExit: (code: number) => void): void {
+  program
+    .command('worker')
+    .description('Run agent jobs from a Redis queue (the redis backend); start one or more per machine.')
+    .option('--redis <url>', 'Redis URL (default: TROUPE_REDIS_URL)')
+    .option('--threads <n>', 'worker threads, each taking jobs on its own (default: 1, the main thread)')
+    .option('--concurrency <n>', `agents each thread runs at once (default: ${DEFAULT_WORKER_CONCURRENCY})`)
+    .option('--queue <name>', 'queue name; must match the supervisors (default: troupe-agents)')
+    .option('--prefix <prefix>', 'Redis key prefix; must match the supervisors (default: troupe)')
+    .option('--cwd <dir>', "agents' working directory (default: the supervisor's if it exists here)")
+    .option('--lock-duration-ms <ms>', 'job lock: a worker silent this long is taken over (default: 30000)')
+    .option('--stalled-interval-ms <ms>', 'how often to look for jobs of dead workers (default: 30000)')
+    .option('--max-stalled <n>', 'worker deaths one agent survives before it fails (default: 3)')
+    .action(async (flags: WorkerFlags) => {
+      const group = await WorkerGroup.start({
+        ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }),
+        ...optional('threads', integer('--threads', flags.threads, 1)),
+        ...optional('concurrency', integer('--concurrency', flags.concurrency, 1)),
+        ...(flags.queue === undefined ? {} : { queueName: flags.queue }),
+        ...(flags.prefix === undefined ? {} : { prefix: flags.prefix }),
+        ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
+        ...optional('lockDurationMs', integer('--lock-duration-ms', flags.lockDurationMs, 1)),
+        ...optional('stalledIntervalMs', integer('--stalled-interval-ms', flags.stalledIntervalMs, 1)),
+        ...optional('maxStalledCount', integer('--max-stalled', flags.maxStalled, 0)),
+      });
+      group.on('error', (error) => io.stderr(`troupe worker: ${error.message}\n`));
+      io.stdout(`troupe worker ready: workers ${group.ids.join(', ')} (pid ${process.pid})\n`);
+      await new Promise<void>((done) => {
+        const stop = (signal: NodeJS.Signals): void => {
+          io.stdout(`troupe worker: ${signal}: finishing running agents (send it again to exit now)\n`);
+          process.once('SIGINT', exitNow);
+          process.once('SIGTERM', exitNow);
+          void group.close().then(done);
+        };
+        const exitNow = (): void => {
+          // Running agents are left to expire: other workers resume them from their journals.
+          process.exit(130);
+        };
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+      io.stdout('troupe worker: stopped\n');
+    });
+}
+
+function optional<K extends string>(key: K, value: number | undefined): { [P in K]?: number } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: number };
+}
