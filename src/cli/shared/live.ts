@@ -1,0 +1,128 @@
+/**
+ * Runs a prepared session in front of a user: a header (which provider, which agent, where the
+ * journal is), live progress while the agent runs, then its result. Human output goes to stderr
+ * and only the result to stdout, so `troupe run ... > result.txt` keeps just the answer; `--json`
+ * prints JSON lines to stdout instead.
+ */
+import { isAbsolute, relative } from 'node:path';
+import type { AuditEvent } from '../../journal/events.ts';
+import type { AgentOutcome } from '../../loop/types.ts';
+import type { CliIO } from '../main.ts';
+import { EXIT_FAILED, EXIT_OK } from './constants.ts';
+import { type InterruptSignal, raise, watchInterrupts } from './interrupt.ts';
+import { outcomeSummary, progressLine, resultText } from './progress.ts';
+import type { PreparedSession, SessionInfo } from './session.ts';
+
+/** Options of {@link executeLive}. */
+export interface LiveOptions {
+  /** Print JSON lines (a `Run` header, every audit event as journalled, an `Outcome`) instead of text. */
+  readonly json: boolean;
+  /** Ends the process on a second Ctrl-C. @default re-raising the signal with no listener left */
+  readonly forceExit?: (signal: InterruptSignal) => void;
+}
+
+/** Runs `session` with live output and resolves to the exit code: 0 when the agent completed, 1 when it failed. */
+export async function executeLive(
+  session: PreparedSession,
+  io: CliIO,
+  options: LiveOptions,
+): Promise<number> {
+  const { info } = session;
+  const forceExit = options.forceExit ?? raise;
+  if (options.json) io.stdout(`${JSON.stringify(runLine(info))}\n`);
+  else io.stderr(headerText(info));
+
+  const controller = new AbortController();
+  const stopWatching = watchInterrupts(
+    () => {
+      io.stderr('interrupted: cancelling the agent (press Ctrl-C again to exit at once)\n');
+      controller.abort(new Error('interrupted by the user'));
+    },
+    (signal) => {
+      io.stderr(
+        `interrupted again: exiting now; continue with \`troupe resume ${displayPath(info.journal)}\`\n`,
+      );
+      forceExit(signal);
+    },
+  );
+  let outcome: AgentOutcome;
+  try {
+    outcome = await session.execute({
+      signal: controller.signal,
+      onEvent: (event: AuditEvent) => {
+        if (options.json) {
+          io.stdout(`${JSON.stringify(event)}\n`);
+          return;
+        }
+        const line = progressLine(event);
+        if (line !== undefined) io.stderr(`${line}\n`);
+      },
+    });
+  } finally {
+    stopWatching();
+  }
+
+  if (options.json) {
+    io.stdout(`${JSON.stringify(outcomeLine(info, outcome))}\n`);
+  } else {
+    io.stderr(`${outcomeSummary(outcome)}\n`);
+    if (outcome.status === 'completed') io.stdout(`${resultText(outcome)}\n`);
+  }
+  return outcome.status === 'completed' ? EXIT_OK : EXIT_FAILED;
+}
+
+/** `path` relative to the current directory when it is inside it, otherwise as given. */
+export function displayPath(path: string): string {
+  const inside = relative(process.cwd(), path);
+  return inside === '' || inside.startsWith('..') || isAbsolute(inside) ? path : inside;
+}
+
+function headerText(info: SessionInfo): string {
+  const lines = [info.providerNotice];
+  const where = info.definitionPath === undefined ? '' : ` (${displayPath(info.definitionPath)})`;
+  lines.push(`agent: ${info.agent}${where} · model: ${info.model} · id: ${info.agentId}`);
+  const resume = info.resume;
+  if (resume === undefined) {
+    lines.push(`journal: ${displayPath(info.journal)}`);
+  } else {
+    const torn =
+      resume.truncatedBytes > 0
+        ? `; cut a torn last line of ${resume.truncatedBytes} bytes left by a crash`
+        : '';
+    lines.push(`resuming from ${displayPath(info.journal)}: ${resume.events} events${torn}`);
+    if (resume.ended) lines.push('the agent had already ended: nothing is run again');
+    if (resume.definitionChanged) {
+      lines.push(
+        `warning: the definition of \`${info.agent}\` changed since the run started; continuing with the current one`,
+      );
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function runLine(info: SessionInfo) {
+  return {
+    type: 'Run',
+    command: info.command,
+    agentId: info.agentId,
+    agent: info.agent,
+    definitionPath: info.definitionPath ?? null,
+    provider: info.provider,
+    simulated: info.simulated,
+    notice: info.providerNotice,
+    model: info.model,
+    journal: info.journal,
+    cwd: info.cwd,
+    ...(info.resume ? { resume: info.resume } : {}),
+  };
+}
+
+function outcomeLine(info: SessionInfo, outcome: AgentOutcome) {
+  return {
+    type: 'Outcome',
+    ...outcome,
+    journal: info.journal,
+    provider: info.provider,
+    simulated: info.simulated,
+  };
+}

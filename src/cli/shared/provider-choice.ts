@@ -1,0 +1,110 @@
+/**
+ * Which provider and model a command-line run uses, and the one line that says so. The simulated
+ * model is the default whenever no API key is configured, so every run on it announces itself:
+ * nobody should mistake its answers for a real model's.
+ */
+import { describeValue, UserError } from '../../errors.ts';
+import { DEFAULT_MODELS } from '../../providers/constants.ts';
+import {
+  createProvider,
+  defaultProviderName,
+  PROVIDER_NAMES,
+  type ProviderName,
+} from '../../providers/factory.ts';
+import { envValue } from '../../providers/options.ts';
+import type { Provider } from '../../providers/types.ts';
+
+/** Environment variables, as `process.env` holds them. */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** Where the provider name came from. */
+export type ProviderSource = 'flag' | 'environment' | 'journal';
+
+/** A provider ready to run, with the line that announces it. */
+export interface ProviderChoice {
+  readonly name: ProviderName;
+  readonly provider: Provider;
+  /** True for the simulated model: no model is called and every answer is made up. */
+  readonly simulated: boolean;
+  /** `provider: NAME (why)`, printed first by every command that runs an agent. */
+  readonly notice: string;
+}
+
+/**
+ * The provider named by `--provider`, or else the default for `env` (see `defaultProviderName`).
+ * Throws UserError `unknown_provider` for a name troupe does not know and `missing_api_key` when a
+ * real provider has no key.
+ */
+export function chooseProvider(flag: string | undefined, env: Env = process.env): ProviderChoice {
+  if (flag !== undefined) return providerByName(flag, 'flag', env);
+  return providerByName(defaultProviderName(env), 'environment', env);
+}
+
+/** Builds the provider called `name`; `source` only changes the notice. */
+export function providerByName(name: string, source: ProviderSource, env: Env = process.env): ProviderChoice {
+  const known = PROVIDER_NAMES.find((candidate) => candidate === name);
+  if (known === undefined) {
+    throw new UserError(
+      'unknown_provider',
+      `Expected a provider name (${PROVIDER_NAMES.join(', ')}), got ${describeValue(name)}`,
+      { provider: name },
+    );
+  }
+  const provider = known === 'simulated' ? createProvider('simulated') : createProvider(known, { env });
+  return {
+    name: known,
+    provider,
+    simulated: known === 'simulated',
+    notice: providerNotice(known, source, env),
+  };
+}
+
+/**
+ * The model to ask for: `--model`, else the definition's model unless it defers (`default`,
+ * `inherit`), else the provider's default model. The simulated model ignores the definition's
+ * model: no real model is called, and a name like `sonnet` would only suggest one was.
+ */
+export function resolveModel(
+  provider: ProviderName,
+  flag: string | undefined,
+  definitionModel: string,
+): string {
+  if (flag !== undefined) {
+    if (flag.trim() === '') {
+      throw new UserError(
+        'invalid_option',
+        `Expected \`--model\` to name a model, got ${describeValue(flag)}`,
+        {
+          option: 'model',
+        },
+      );
+    }
+    return flag;
+  }
+  if (provider === 'simulated' || definitionModel === 'default' || definitionModel === 'inherit') {
+    return DEFAULT_MODELS[provider];
+  }
+  return definitionModel;
+}
+
+/** The `provider: NAME (why)` line for a provider chosen from `source`. */
+export function providerNotice(name: string, source: ProviderSource, env: Env = process.env): string {
+  if (name === 'simulated') {
+    const why =
+      source === 'environment'
+        ? 'no API key found; set OPENAI_API_KEY or ANTHROPIC_API_KEY to use a real model'
+        : source === 'flag'
+          ? 'chosen with --provider; no model is called and every answer is simulated'
+          : 'recorded in the journal; no model is called and every answer is simulated';
+    return `provider: simulated (${why})`;
+  }
+  if (source === 'flag') return `provider: ${name}`;
+  if (source === 'journal') return `provider: ${name} (recorded in the journal)`;
+  const variable =
+    name === 'anthropic'
+      ? 'ANTHROPIC_API_KEY'
+      : envValue(env, 'OPENAI_API_KEY') !== undefined
+        ? 'OPENAI_API_KEY'
+        : 'OPENAI_BASE_URL';
+  return `provider: ${name} (${variable} is set)`;
+}

@@ -1,0 +1,322 @@
+/**
+ * One agent run in this process, from a command line: resolve the definition, pick the provider,
+ * open the journal, run the loop. `troupe run` starts a session and `troupe resume` continues one
+ * from its journal; both go through here so the two can never disagree on how an agent is run.
+ */
+import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { getAgent } from '../../definition/discovery.ts';
+import { definitionHash } from '../../definition/load.ts';
+import { describeValue, SystemError, UserError } from '../../errors.ts';
+import type { AuditEvent, AuditEventInput, EventOf } from '../../journal/events.ts';
+import { readJournal } from '../../journal/reader.ts';
+import { resumeState } from '../../journal/resume.ts';
+import type { JournalSink } from '../../journal/sink.ts';
+import { verifyJournalContents } from '../../journal/verify.ts';
+import { JournalWriter } from '../../journal/writer.ts';
+import { journalRerender } from '../../loop/rerender.ts';
+import { runAgent } from '../../loop/run-agent.ts';
+import type { AgentLimits, AgentOutcome } from '../../loop/types.ts';
+import type { ToolRegistry } from '../../tools/registry.ts';
+import { RUNS_DIR } from './constants.ts';
+import {
+  chooseProvider,
+  type Env,
+  type ProviderChoice,
+  providerByName,
+  providerNotice,
+  resolveModel,
+} from './provider-choice.ts';
+
+/** What a session is about to do, for the header a command prints before it starts. */
+export interface SessionInfo {
+  readonly command: 'run' | 'resume';
+  readonly agentId: string;
+  /** The definition's name. */
+  readonly agent: string;
+  /** Where the definition was read from (`builtin:<name>` for built-ins); the recorded path for an ended journal. */
+  readonly definitionPath: string | undefined;
+  readonly provider: string;
+  readonly simulated: boolean;
+  /** `provider: NAME (why)`: the first line of every run's output. */
+  readonly providerNotice: string;
+  readonly model: string;
+  /** Absolute path of the journal file. */
+  readonly journal: string;
+  /** Working directory the agent's file tools are confined to. */
+  readonly cwd: string;
+  readonly task: string;
+  /** Set when resuming. */
+  readonly resume?: {
+    /** Events already in the journal. */
+    readonly events: number;
+    /** Bytes of a torn last line cut away (a crash during an append). */
+    readonly truncatedBytes: number;
+    /** The definition file changed since the run started: the current one is used. */
+    readonly definitionChanged: boolean;
+    /** The agent had already ended: nothing is run, the recorded outcome is reported. */
+    readonly ended: boolean;
+  };
+}
+
+/** Options of {@link PreparedSession.execute}. */
+export interface ExecuteOptions {
+  /** Aborting it cancels the agent: it ends Failed with reason `cancelled`. */
+  readonly signal?: AbortSignal;
+  /** Sees every event as journalled (with `seq` and `hash`), right after it reached the file. */
+  readonly onEvent?: (event: AuditEvent) => void;
+}
+
+/** A session ready to run: the definition is resolved, the provider built, the journal open. */
+export interface PreparedSession {
+  readonly info: SessionInfo;
+  /** Runs the agent to its outcome, then closes the journal. Call at most once. */
+  execute(options?: ExecuteOptions): Promise<AgentOutcome>;
+  /** Closes the journal without running anything. Safe after `execute`. */
+  close(): void;
+}
+
+/** What `troupe run` asks for. */
+export interface RunRequest {
+  /** Agent name, resolved by discovery from `cwd`. */
+  readonly agent: string;
+  readonly task: string;
+  /** Absolute working directory. */
+  readonly cwd: string;
+  /** `--provider`. @default openai or anthropic when a key is configured, else simulated */
+  readonly provider?: string;
+  /** `--model`. @default the definition's model, else the provider's default */
+  readonly model?: string;
+  /** Journal file. @default `<cwd>/.troupe/runs/<timestamp>-<agent>-<id>.jsonl` */
+  readonly journal?: string;
+  /** Rounds allowed. @default the definition's `maxSteps` */
+  readonly maxSteps?: number;
+  /** @default process.env */
+  readonly env?: Env;
+  /** Tools the agent may be given. @default the built-in tools */
+  readonly registry?: ToolRegistry;
+  /** Clock for the default journal name. @default () => new Date() */
+  readonly now?: () => Date;
+}
+
+/** What `troupe resume` asks for. */
+export interface ResumeRequest {
+  /** Journal file of the agent to continue. */
+  readonly journal: string;
+  /** @default the working directory recorded when the run started (Started `metadata.cwd`), else process.cwd() */
+  readonly cwd?: string;
+  /** @default process.env */
+  readonly env?: Env;
+  /** Tools the agent may be given; must offer what the run started with. @default the built-in tools */
+  readonly registry?: ToolRegistry;
+}
+
+/**
+ * Prepares `troupe run`. Everything that can be wrong with the request (unknown agent, missing API
+ * key, a journal file that already holds events) fails here, before a journal is created: UserError
+ * `unknown_agent`, `invalid_definition`, `unknown_provider`, `missing_api_key`, `invalid_option`,
+ * `journal_exists`.
+ */
+export async function prepareRun(request: RunRequest): Promise<PreparedSession> {
+  const env = request.env ?? process.env;
+  if (request.task.trim() === '') {
+    throw new UserError(
+      'invalid_option',
+      `Expected \`--task\` to describe the task, got ${describeValue(request.task)}`,
+      {
+        option: 'task',
+      },
+    );
+  }
+  if (request.maxSteps !== undefined && !(Number.isSafeInteger(request.maxSteps) && request.maxSteps > 0)) {
+    throw new UserError(
+      'invalid_option',
+      `Expected \`--max-steps\` to be a positive integer, got ${describeValue(request.maxSteps)}`,
+      { option: 'maxSteps' },
+    );
+  }
+  const definition = await getAgent(request.agent, { cwd: request.cwd });
+  const choice = chooseProvider(request.provider, env);
+  const model = resolveModel(choice.name, request.model, definition.model);
+  const id = randomBytes(4).toString('hex');
+  const agentId = `${definition.name}-${id}`;
+  const journalPath = resolve(
+    request.journal ??
+      join(request.cwd, RUNS_DIR, `${timestamp((request.now ?? (() => new Date()))())}-${agentId}.jsonl`),
+  );
+  // Checked before opening: opening would already cut a torn tail off someone else's journal.
+  const existing = statSync(journalPath, { throwIfNoEntry: false });
+  if (existing !== undefined && existing.size > 0) {
+    throw new UserError(
+      'journal_exists',
+      `Expected a new journal file, but ${journalPath} already exists; ` +
+        'continue that agent with `troupe resume` or choose another --journal',
+      { path: journalPath },
+    );
+  }
+  const writer = JournalWriter.open(journalPath);
+  const limits: AgentLimits | undefined =
+    request.maxSteps === undefined ? undefined : { maxSteps: request.maxSteps };
+  const info: SessionInfo = {
+    command: 'run',
+    agentId,
+    agent: definition.name,
+    definitionPath: definition.path,
+    provider: choice.name,
+    simulated: choice.simulated,
+    providerNotice: choice.notice,
+    model,
+    journal: journalPath,
+    cwd: request.cwd,
+    task: request.task,
+  };
+  return session(info, writer, (sink, options) =>
+    runAgent({
+      agentId,
+      definition,
+      task: request.task,
+      metadata: { cwd: request.cwd, command: 'troupe run' },
+      provider: choice.provider,
+      model,
+      cwd: request.cwd,
+      journal: sink,
+      ...(request.registry ? { registry: request.registry } : {}),
+      ...(limits ? { limits } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    }),
+  );
+}
+
+/**
+ * Prepares `troupe resume`: reads and verifies the journal, resolves the definition by the name it
+ * recorded and re-creates its provider. A journal that does not verify is refused (SystemError
+ * `journal_corrupt`, with the first bad event): continuing it would chain new events onto damage.
+ * A journal whose agent already ended is reported, not run again.
+ */
+export async function prepareResume(request: ResumeRequest): Promise<PreparedSession> {
+  const env = request.env ?? process.env;
+  const journalPath = resolve(request.journal);
+  const contents = readJournal(journalPath);
+  const verified = verifyJournalContents(contents, { rerender: journalRerender() });
+  if (!verified.ok) {
+    const bad = verified.firstBad;
+    throw new SystemError(
+      'journal_corrupt',
+      `Expected a journal that verifies, but ${journalPath} does not` +
+        (bad ? ` (seq ${bad.seq}: ${bad.reason}: ${bad.message})` : '') +
+        '; see `troupe verify`',
+      { path: journalPath, ...(bad ? { firstBad: bad } : {}) },
+    );
+  }
+  const state = resumeState(contents.events);
+  const { started } = state;
+  const recordedCwd = typeof started.metadata.cwd === 'string' ? started.metadata.cwd : undefined;
+  const cwd = resolve(request.cwd ?? recordedCwd ?? process.cwd());
+  const base = {
+    command: 'resume' as const,
+    agentId: started.agentId,
+    agent: started.definition.name,
+    provider: started.provider,
+    model: started.model,
+    journal: journalPath,
+    cwd,
+    task: started.task,
+  };
+
+  if (state.ended) {
+    const ended = state.ended;
+    const info: SessionInfo = {
+      ...base,
+      definitionPath: started.definition.path,
+      simulated: started.provider === 'simulated',
+      providerNotice: providerNotice(started.provider, 'journal', env),
+      resume: { events: contents.events.length, truncatedBytes: 0, definitionChanged: false, ended: true },
+    };
+    return { info, execute: async () => recordedOutcome(ended), close: () => {} };
+  }
+
+  const definition = await getAgent(started.definition.name, { cwd });
+  const choice: ProviderChoice = providerByName(started.provider, 'journal', env);
+  const writer = JournalWriter.open(journalPath);
+  const info: SessionInfo = {
+    ...base,
+    definitionPath: definition.path,
+    simulated: choice.simulated,
+    providerNotice: choice.notice,
+    resume: {
+      events: contents.events.length,
+      truncatedBytes: writer.truncatedBytes,
+      definitionChanged: definitionHash(definition) !== started.definition.hash,
+      ended: false,
+    },
+  };
+  return session(info, writer, (sink, options) =>
+    runAgent({
+      agentId: started.agentId,
+      ...(started.parentId === undefined ? {} : { parentId: started.parentId }),
+      definition,
+      task: started.task,
+      context: started.context,
+      metadata: started.metadata,
+      provider: choice.provider,
+      model: started.model,
+      cwd,
+      journal: sink,
+      resumeFrom: contents.events,
+      truncatedBytes: writer.truncatedBytes,
+      ...(request.registry ? { registry: request.registry } : {}),
+      ...(started.limits ? { limits: started.limits } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    }),
+  );
+}
+
+type Start = (sink: JournalSink, options: ExecuteOptions) => Promise<AgentOutcome>;
+
+function session(info: SessionInfo, writer: JournalWriter, start: Start): PreparedSession {
+  let used = false;
+  return {
+    info,
+    async execute(options = {}) {
+      if (used)
+        throw new SystemError('session_used', `Expected a fresh session, but ${info.agentId} already ran`);
+      used = true;
+      const onEvent = options.onEvent;
+      const sink: JournalSink = {
+        append(input: AuditEventInput) {
+          const stored = writer.append(input);
+          onEvent?.(stored);
+        },
+      };
+      try {
+        return await start(sink, options);
+      } finally {
+        writer.close();
+      }
+    },
+    close: () => writer.close(),
+  };
+}
+
+function recordedOutcome(ended: EventOf<'Completed'> | EventOf<'Failed'>): AgentOutcome {
+  const totals = { usage: ended.usage, costUsd: ended.costUsd, rounds: ended.rounds };
+  if (ended.type === 'Completed') {
+    return {
+      status: 'completed',
+      agentId: ended.agentId,
+      answer: ended.answer,
+      result: ended.result,
+      ...totals,
+    };
+  }
+  return { status: 'failed', agentId: ended.agentId, reason: ended.reason, error: ended.error, ...totals };
+}
+
+/** `20261130T070029Z`: sorts by time and is safe in file names everywhere. */
+function timestamp(date: Date): string {
+  return date
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
+}
