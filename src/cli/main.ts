@@ -17,18 +17,27 @@ const defaultIO: CliIO = {
 
 type Registrar = (program: Command, io: CliIO, setExit: (code: number) => void) => void;
 
-async function registrars(): Promise<Registrar[]> {
-  const mods = await Promise.all([
-    import('./agents.ts'),
-    import('./run.ts'),
-    import('./resume.ts'),
-    import('./verify.ts'),
-    import('./fanout.ts'),
-    import('./report.ts'),
-    import('./demo.ts'),
-    import('./worker.ts'),
-  ]);
-  return mods.map((m) => m.register);
+type CommandModule = { register: Registrar };
+
+/** Subcommand modules, loaded on demand: each pulls in a different part of troupe. */
+const COMMANDS: Readonly<Record<string, () => Promise<CommandModule>>> = {
+  agents: () => import('./agents.ts'),
+  run: () => import('./run.ts'),
+  resume: () => import('./resume.ts'),
+  verify: () => import('./verify.ts'),
+  fanout: () => import('./fanout.ts'),
+  report: () => import('./report.ts'),
+  demo: () => import('./demo.ts'),
+  worker: () => import('./worker.ts'),
+};
+
+/** Only the named subcommand's module is loaded; help and unknown commands load them all. */
+async function registrars(argv: readonly string[]): Promise<Registrar[]> {
+  const first = argv[0];
+  const load =
+    first !== undefined && Object.hasOwn(COMMANDS, first) ? [COMMANDS[first]] : Object.values(COMMANDS);
+  const mods = await Promise.all(load.map((loader) => (loader ? loader() : Promise.resolve(undefined))));
+  return mods.filter((m) => m !== undefined).map((m) => m.register);
 }
 
 /** Runs the CLI with `argv` (without `node` and the script) and resolves to the exit code. */
@@ -39,7 +48,7 @@ export async function main(argv: readonly string[], io: CliIO = defaultIO): Prom
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
     .showHelpAfterError();
-  for (const register of await registrars()) {
+  for (const register of await registrars(argv)) {
     register(program, io, (code) => {
       exitCode = Math.max(exitCode, code);
     });
