@@ -196,7 +196,11 @@ async function handleToolCall(
     };
   } else {
     ctx.currentCallId = call.id;
-    outcome = await ctx.toolbox.call(call.name, call.arguments, { signal: ctx.signal });
+    outcome = await untilAborted(
+      ctx.toolbox.call(call.name, call.arguments, { signal: ctx.signal }),
+      ctx.signal,
+      call.name,
+    );
   }
   const accepted = recordToolResult(ctx, call.id, canonical, call.name, outcome, refusal !== undefined);
   turn.respond(call.id, accepted ? outcome.text : RESULT_NOT_FITTED_TEXT);
@@ -269,4 +273,29 @@ async function finishCapture(ctx: RunContext, capture: PendingCapture, text: str
   ctx.pushHistory(`Captured answer for ${capture.modelName}: ${text}`, 'capture', [], capture.callId);
   const accepted = recordToolResult(ctx, capture.callId, capture.name, capture.modelName, outcome, false);
   if (accepted && outcome.ok) ctx.succeededTools.add(capture.name);
+}
+
+/**
+ * A tool that ignores its AbortSignal must not hold a cancelled agent: the loop stops waiting for
+ * it (the call is recorded as cancelled) and lets it finish or hang on its own.
+ */
+function untilAborted(work: Promise<ToolOutcome>, signal: AbortSignal, name: string): Promise<ToolOutcome> {
+  if (signal.aborted) return Promise.resolve({ ok: false, text: `${name} was cancelled` });
+  return new Promise((resolve) => {
+    const onAbort = (): void => resolve({ ok: false, text: `${name} was cancelled` });
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (outcome) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(outcome);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve({
+          ok: false,
+          text: `${name} failed: ${error instanceof Error ? error.message : String(error)}`,
+        });
+      },
+    );
+  });
 }

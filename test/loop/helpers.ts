@@ -53,7 +53,7 @@ export async function runScripted(
 /** A tool that records its calls. */
 export function recordingTool(
   name: string,
-  result: (args: Record<string, unknown>) => Awaited<ReturnType<Tool['execute']>>,
+  result: (args: Record<string, unknown>) => ReturnType<Tool['execute']>,
   readOnly = true,
 ) {
   const calls: Record<string, unknown>[] = [];

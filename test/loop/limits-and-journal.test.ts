@@ -192,3 +192,29 @@ describe('agent loop: journal', () => {
     expect(provider.requests).toHaveLength(0);
   });
 });
+
+describe('agent loop: cancellation of a stuck tool', () => {
+  it('a tool that ignores the abort signal does not hold a cancelled agent', async () => {
+    const controller = new AbortController();
+    let started: () => void = () => {};
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const stuck = recordingTool('stuck', () => {
+      started();
+      return new Promise<never>(() => {});
+    });
+    const result = runScripted([{ toolCalls: [{ name: 'stuck', arguments: {} }] }], {
+      tools: [stuck.tool],
+      run: { signal: controller.signal },
+    });
+    await running;
+    controller.abort(new Error('stop'));
+    const { outcome, events } = await result;
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'cancelled' });
+    expect(events.find((e) => e.type === 'ToolResult')).toMatchObject({
+      ok: false,
+      text: 'stuck was cancelled',
+    });
+  });
+});
