@@ -13,6 +13,7 @@ import { serializeError } from '../src/errors.ts';
 import type { AuditEventInput } from '../src/journal/events.ts';
 import { readJournal } from '../src/journal/reader.ts';
 import { JournalWriter } from '../src/journal/writer.ts';
+import { ASSISTANT_PREFIX } from '../src/loop/history-format.ts';
 import { runAgent } from '../src/loop/run-agent.ts';
 import type { AgentChannels, AgentOutcome } from '../src/loop/types.ts';
 import type {
@@ -202,7 +203,9 @@ class ActorHost {
         });
         return;
       case 'HistoryAppended':
-        if (event.kind === 'assistant') this.#signal({ type: 'text', agentId, text: event.text });
+        if (event.kind === 'assistant') {
+          this.#signal({ type: 'text', agentId, text: event.text.slice(ASSISTANT_PREFIX.length) });
+        }
         return;
       case 'Waiting':
         this.#signal({ type: 'waiting', agentId });

@@ -11,7 +11,6 @@ import { collectDefinitionFiles, isClaudeAgentsFile } from '../definition/files.
 import { type LoadResult, loadDefinitionFile } from '../definition/load.ts';
 import { formatProblem } from '../definition/problems.ts';
 import type { AgentDefinition, DefinitionProblem } from '../definition/types.ts';
-import { UserError } from '../errors.ts';
 import { assembleSystemPrompt } from '../prompt/assemble.ts';
 import { createToolRegistry } from '../tools/builtin/index.ts';
 import { declareCompleteTask, declareWaitForInstruction } from '../tools/builtin/orchestration.ts';

@@ -100,11 +100,12 @@ export async function demo(flags: DemoFlags, io: CliIO): Promise<number> {
     kind: 'demo',
     definitions: await loadAgentDefinitions(agentFiles),
     json: flags.json === true,
+    closing: false,
     io,
   });
   if (flags.json !== true) {
     const contents = readRunDir(root);
-    io.stdout(`\n${reportText(contents, buildTimeline(contents), process.stdout.columns ?? 120)}`);
+    io.stdout(`\n${reportText(contents, buildTimeline(contents), process.stdout.columns || 120)}`);
   }
   return exitCode;
 }

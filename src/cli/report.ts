@@ -35,6 +35,6 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
         io.stdout(`${JSON.stringify(runSummaryOf(contents), null, 2)}\n`);
         return;
       }
-      if (flags.html === undefined) io.stdout(reportText(contents, timeline, process.stdout.columns ?? 120));
+      if (flags.html === undefined) io.stdout(reportText(contents, timeline, process.stdout.columns || 120));
     });
 }

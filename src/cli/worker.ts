@@ -53,7 +53,7 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
     .option('--stalled-interval-ms <ms>', 'how often to look for jobs of dead workers (default: 30000)')
     .option('--max-stalled <n>', 'worker deaths one agent survives before it fails (default: 3)')
     .action(async (flags: WorkerFlags) => {
-      const group = await WorkerGroup.start({
+      const options = {
         ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }),
         ...optional('threads', integer('--threads', flags.threads, 1)),
         ...optional('concurrency', integer('--concurrency', flags.concurrency, 1)),
@@ -63,23 +63,41 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
         ...optional('lockDurationMs', integer('--lock-duration-ms', flags.lockDurationMs, 1)),
         ...optional('stalledIntervalMs', integer('--stalled-interval-ms', flags.stalledIntervalMs, 1)),
         ...optional('maxStalledCount', integer('--max-stalled', flags.maxStalled, 0)),
+      };
+      // Handlers go in before anything is printed or started: whoever reads "ready" may signal at
+      // once, and a signal that finds no handler kills the process without a graceful stop.
+      let stopRequested: (signal: NodeJS.Signals) => void = () => {};
+      const stopped = new Promise<NodeJS.Signals>((resolve) => {
+        stopRequested = resolve;
       });
+      const exitNow = (): void => {
+        // Running agents are left to expire: other workers resume them from their journals.
+        process.exit(130);
+      };
+      const stop = (signal: NodeJS.Signals): void => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        process.once('SIGINT', exitNow);
+        process.once('SIGTERM', exitNow);
+        stopRequested(signal);
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+      let group: WorkerGroup;
+      try {
+        group = await WorkerGroup.start(options);
+      } catch (error) {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        throw error;
+      }
       group.on('error', (error) => io.stderr(`troupe worker: ${error.message}\n`));
       io.stdout(`troupe worker ready: workers ${group.ids.join(', ')} (pid ${process.pid})\n`);
-      await new Promise<void>((done) => {
-        const stop = (signal: NodeJS.Signals): void => {
-          io.stdout(`troupe worker: ${signal}: finishing running agents (send it again to exit now)\n`);
-          process.once('SIGINT', exitNow);
-          process.once('SIGTERM', exitNow);
-          void group.close().then(done);
-        };
-        const exitNow = (): void => {
-          // Running agents are left to expire: other workers resume them from their journals.
-          process.exit(130);
-        };
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
-      });
+      const signal = await stopped;
+      io.stdout(`troupe worker: ${signal}: finishing running agents (send it again to exit now)\n`);
+      await group.close();
+      process.off('SIGINT', exitNow);
+      process.off('SIGTERM', exitNow);
       io.stdout('troupe worker: stopped\n');
     });
 }

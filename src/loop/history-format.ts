@@ -14,7 +14,10 @@ export function formatToolResult(modelName: string, ok: boolean, text: string): 
   return `Tool result (${modelName}${ok ? '' : ', failed'}): ${text}`;
 }
 
+/** Prefix of the model's own text in the history. */
+export const ASSISTANT_PREFIX = 'Assistant: ';
+
 /** The model's own text between tool calls or at the end of a turn. */
 export function formatAssistant(text: string): string {
-  return `Assistant: ${text}`;
+  return `${ASSISTANT_PREFIX}${text}`;
 }

@@ -46,6 +46,12 @@ export interface SpawnOptions {
   readonly limits?: AgentLimits;
   /** Agent id. @default a random UUID */
   readonly id?: string;
+  /**
+   * Continue the agent from its journal (`journalDir/<id>.jsonl`) when that journal has events,
+   * e.g. to finish the agents of an interrupted run; finished tool calls are not run again.
+   * @default false
+   */
+  readonly resume?: boolean;
 }
 
 const ZERO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
@@ -180,7 +186,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         provider: options.provider ?? this.#options.defaultProvider,
         model: options.model ?? '',
         limits: options.limits ?? {},
-        resume: false,
+        resume: options.resume ?? false,
       },
       handle,
       settle,

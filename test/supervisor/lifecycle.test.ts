@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../../src/errors.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { fixtures } from './helpers.ts';
+import { fixtures, tempDir } from './helpers.ts';
 
 describe('Supervisor lifecycle', () => {
   it('after close() no thread, handle or port is left: the process exits by itself', async () => {
@@ -66,5 +67,39 @@ describe('Supervisor lifecycle', () => {
     await supervisor.close();
     expect(results.every((r) => r.outcome.status === 'completed')).toBe(true);
     expect(peak).toBe(2);
+  });
+});
+
+describe('spawn with resume', () => {
+  it('continues an interrupted agent from its journal instead of starting it again', async () => {
+    const cwd = tempDir();
+    const journalDir = path.join(cwd, 'journals');
+    writeFileSync(path.join(cwd, 'a.md'), '# A\n');
+    writeFileSync(path.join(cwd, 'b.md'), '# B\n');
+    const first = new Supervisor({ threads: 1, cwd, journalDir });
+    const done = await first.spawn('worker', { id: 'agent-r', task: 'Review a.md and b.md.' }).result;
+    await first.close();
+    expect(done.status).toBe('completed');
+    const file = path.join(journalDir, 'agent-r.jsonl');
+    const lines = readFileSync(file, 'utf8').trim().split('\n');
+    // Cut the journal right after the first tool result, as if the process had died there.
+    const cut = lines.findIndex((line) => JSON.parse(line).type === 'ToolResult');
+    writeFileSync(file, `${lines.slice(0, cut + 1).join('\n')}\n`);
+
+    const second = new Supervisor({ threads: 1, cwd, journalDir });
+    const outcome = await second.spawn('worker', {
+      id: 'agent-r',
+      task: 'Review a.md and b.md.',
+      resume: true,
+    }).result;
+    await second.close();
+    expect(outcome).toMatchObject({ status: 'completed', result: { files: ['a.md', 'b.md'] } });
+    const types = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line).type as string);
+    expect(types.filter((t) => t === 'Started')).toHaveLength(1);
+    expect(types.filter((t) => t === 'Resumed')).toHaveLength(1);
+    expect(types.at(-1)).toBe('Completed');
   });
 });

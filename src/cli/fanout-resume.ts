@@ -1,0 +1,44 @@
+/**
+ * `troupe resume RUN_DIR` for fan-out run directories: finishes the plan entries of an interrupted
+ * run that had not completed, from their journals (see src/run-dir/resume-plan.ts). The `resume`
+ * subcommand calls {@link resumeRunDir} for a directory holding a `plan.json`.
+ */
+import { loadAgentDefinitions } from '../run-dir/agent-files.ts';
+import { executeSession } from '../run-dir/execute.ts';
+import { checkProvider } from '../run-dir/provider-choice.ts';
+import { planResume } from '../run-dir/resume-plan.ts';
+import { RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
+import type { CliIO } from './main.ts';
+
+/** Options of {@link resumeRunDir}. */
+export interface ResumeRunDirOptions {
+  /** Print JSONL events instead of progress. */
+  readonly json?: boolean;
+}
+
+/**
+ * Finishes the run in `dir` and resolves to the exit code (0 every entry completed, 1 some failed,
+ * 130 interrupted). Throws UserError `not_a_run_dir` when `dir` holds no fan-out run, and the
+ * provider's errors (e.g. `missing_api_key`) before anything runs.
+ */
+export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io: CliIO): Promise<number> {
+  const contents = readRunDir(dir);
+  const { plan, paths } = contents;
+  await checkProvider(plan.provider);
+  const definitions = await loadAgentDefinitions(plan.agentFiles);
+  const writer = RunDirWriter.reopen(paths.root);
+  const decision = planResume(plan, paths, contents.results);
+  for (const line of decision.recovered) writer.append(line);
+  const { exitCode } = await executeSession({
+    plan,
+    writer,
+    work: decision.work,
+    kind: 'resume',
+    existing: [...contents.results, ...decision.recovered],
+    previousSessions: contents.summary?.sessions ?? [],
+    definitions,
+    json: options.json === true,
+    io,
+  });
+  return exitCode;
+}

@@ -1,0 +1,61 @@
+/** Defaults of `troupe fanout`, its run directory and its progress output, in one place. */
+
+/** Where run directories go, relative to the working directory, when `--out` is not given. */
+export const DEFAULT_RUNS_DIR = '.troupe/runs';
+
+/**
+ * Agents of a plan running at once when neither the plan nor `--concurrency` says. Bounded so a
+ * data set of thousands of tasks does not open thousands of provider requests at once.
+ */
+export const DEFAULT_FANOUT_CONCURRENCY = 16;
+
+/** Worker threads a run uses when neither the plan nor `--threads` says. */
+export const DEFAULT_THREADS = 2;
+
+/** The TTY progress display redraws at most this often (10 frames per second). */
+export const PROGRESS_FRAME_MS = 100;
+
+/** Running agents whose latest line the TTY progress display shows. */
+export const PROGRESS_BUSIEST_AGENTS = 4;
+
+/** Characters of an agent's text or result shown in one line of progress or a table cell. */
+export const LINE_EXCERPT_CHARS = 100;
+
+/** Agents drawn in the HTML report's timeline; the rest are counted, not drawn. */
+export const REPORT_TIMELINE_MAX_AGENTS = 400;
+
+/** Agents with their own bar in the HTML report's token and cost charts; the rest are summed. */
+export const REPORT_CHART_AGENTS = 40;
+
+/** Version of the run directory format (`plan.json`, `results.jsonl`, `summary.json`). */
+export const RUN_DIR_FORMAT = 1;
+
+/** Exit code of a run that the user interrupted (128 + SIGINT). */
+export const EXIT_INTERRUPTED = 130;
+
+/** Plan keys, in the order the docs list them. */
+export const PLAN_KEYS = [
+  'name',
+  'agent',
+  'runs',
+  'tasks',
+  'provider',
+  'providerOptions',
+  'model',
+  'threads',
+  'isolation',
+  'concurrency',
+  'cwd',
+  'agents',
+  'toolModules',
+  'limits',
+] as const;
+
+/** Keys of one entry of `runs`. */
+export const RUN_KEYS = ['agent', 'task', 'context', 'metadata', 'id'] as const;
+
+/** Keys of one line of a tasks JSONL file. */
+export const TASK_LINE_KEYS = ['task', 'context', 'metadata', 'id'] as const;
+
+/** Keys of `limits`. */
+export const LIMIT_KEYS = ['maxSteps', 'wallClockMs', 'maxTotalTokens', 'maxCostUsd'] as const;

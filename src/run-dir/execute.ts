@@ -1,0 +1,113 @@
+/**
+ * Runs a fan-out session from the command line: progress output (TTY display, plain lines or
+ * JSONL), Ctrl-C handling and the closing summary. The first SIGINT cancels the running agents
+ * (they end Failed(cancelled), finished results stay on disk, the summary is written); a second
+ * one writes the summary and exits at once with code 130.
+ */
+import { EXIT_INTERRUPTED } from './constants.ts';
+import { formatCost, formatDuration, formatTokens } from './format.ts';
+import { SIMULATED_NOTICE } from './provider-choice.ts';
+import { createProgressRenderer } from './render-progress.ts';
+import { FanoutSession, type SessionOptions, type SessionResult } from './session.ts';
+import type { RunSummary } from './summary.ts';
+
+/** Output streams of a command. */
+export interface CommandOutput {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+}
+
+/** Something that emits SIGINT, like `process`. */
+export interface SignalSource {
+  on(event: 'SIGINT', listener: () => void): unknown;
+  off(event: 'SIGINT', listener: () => void): unknown;
+}
+
+/** Options of {@link executeSession}. */
+export interface ExecuteOptions extends Omit<SessionOptions, 'signal' | 'onEvent'> {
+  readonly json: boolean;
+  readonly io: CommandOutput;
+  /** Draw the live display. @default process.stdout.isTTY (never with `json`) */
+  readonly tty?: boolean;
+  /** Terminal width for the live display. @default process.stdout.columns */
+  readonly columns?: () => number;
+  /** Called by the second Ctrl-C. @default process.exit */
+  readonly exit?: (code: number) => void;
+  /** Where SIGINT comes from. @default process */
+  readonly signals?: SignalSource;
+  /** Print the closing summary (not with `json`). @default true */
+  readonly closing?: boolean;
+}
+
+/** What {@link executeSession} ended with. */
+export interface ExecuteResult extends SessionResult {
+  /** 0 every plan entry completed; 1 some failed; 130 interrupted. */
+  readonly exitCode: number;
+}
+
+/** Runs the session with progress output and Ctrl-C handling; prints the closing summary. */
+export async function executeSession(options: ExecuteOptions): Promise<ExecuteResult> {
+  const { io, json } = options;
+  const tty = !json && (options.tty ?? process.stdout.isTTY === true);
+  const renderer = createProgressRenderer(json ? 'json' : tty ? 'tty' : 'plain', {
+    write: io.stdout,
+    columns: options.columns ?? (() => process.stdout.columns || 100),
+  });
+  const controller = new AbortController();
+  const session = new FanoutSession({
+    ...options,
+    signal: controller.signal,
+    onEvent: (e) => renderer.onEvent(e),
+  });
+  const signals = options.signals ?? process;
+  let interrupts = 0;
+  const onSigint = (): void => {
+    interrupts += 1;
+    if (interrupts === 1) {
+      renderer.onEvent({ type: 'interrupt', count: 1 });
+      renderer.note(
+        'troupe: cancelling the running agents; finished results stay in the run directory (Ctrl-C again exits at once)',
+      );
+      controller.abort(new Error('interrupted (Ctrl-C)'));
+      return;
+    }
+    renderer.stop();
+    session.writeSummary(true);
+    io.stderr(`troupe: exiting at once; results so far are in ${options.writer.paths.root}\n`);
+    (options.exit ?? process.exit)(EXIT_INTERRUPTED);
+  };
+  signals.on('SIGINT', onSigint);
+  let result: SessionResult;
+  try {
+    result = await session.run();
+  } finally {
+    signals.off('SIGINT', onSigint);
+    renderer.stop();
+  }
+  if (!json && options.closing !== false) io.stdout(closingText(result.summary, options.writer.paths.root));
+  const { counts } = result.summary;
+  const exitCode = result.interrupted ? EXIT_INTERRUPTED : counts.failed > 0 || counts.notRun > 0 ? 1 : 0;
+  return { ...result, exitCode };
+}
+
+/** The lines printed after a session: outcome counts, usage, cost, where the results are, what next. */
+export function closingText(summary: RunSummary, runDir: string): string {
+  const { counts } = summary;
+  const failures = Object.entries(summary.failures)
+    .map(([reason, count]) => `${reason} ${count}`)
+    .join(', ');
+  const nested =
+    counts.nested.completed + counts.nested.failed > 0
+      ? `; ${counts.nested.completed + counts.nested.failed} spawned by agents (${counts.nested.failed} failed)`
+      : '';
+  const lines = [
+    `${summary.interrupted ? 'interrupted' : 'finished'}: ${counts.completed} of ${counts.planned} completed, ` +
+      `${counts.failed} failed${failures ? ` (${failures})` : ''}${counts.notRun > 0 ? `, ${counts.notRun} not run` : ''}${nested}`,
+    `tokens ${formatTokens(summary.usage.inputTokens)} in / ${formatTokens(summary.usage.outputTokens)} out, ` +
+      `cost ${formatCost(summary.costUsd)}, wall time ${formatDuration(summary.wallTimeMs)}`,
+  ];
+  if (summary.simulated) lines.push(`troupe: ${SIMULATED_NOTICE}`);
+  lines.push(`run dir: ${runDir}`, `  report: troupe report ${runDir} [--html report.html]`);
+  if (!summary.complete) lines.push(`  finish: troupe resume ${runDir}`);
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,53 @@
+/** What a plan file resolves to: agent runs plus the defaults they run with. */
+import type { AgentLimits } from '../loop/types.ts';
+import type { ToolModuleRef } from '../protocol/messages.ts';
+
+/** Where a run was declared: its entry in the plan, or its line in the tasks file. */
+export interface SourceRef {
+  /** Absolute path. */
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+}
+
+/** One agent run of a plan. */
+export interface PlanRun {
+  /** 0-based position in the plan (or line order in the tasks file). */
+  readonly index: number;
+  /** Agent definition name. */
+  readonly agent: string;
+  readonly task: string;
+  readonly context: readonly string[];
+  readonly metadata: Readonly<Record<string, unknown>>;
+  /** The caller's id for this run (`id` in the plan or tasks file), e.g. a data-set item id. */
+  readonly label?: string;
+  readonly source: SourceRef;
+}
+
+/** A provider module: a file exporting a `(options) => Provider` factory. */
+export interface ProviderModuleRef {
+  /** Absolute path. */
+  readonly module: string;
+  /** @default 'default' */
+  readonly export?: string;
+}
+
+/** A validated plan. Paths are absolute. Unset defaults are left undefined for the CLI to fill. */
+export interface Plan {
+  /** Absolute path of the plan file. */
+  readonly file: string;
+  readonly name?: string;
+  /** Working directory of the agents (file tools are confined to it) and where agents are discovered. */
+  readonly cwd: string;
+  readonly provider?: string | ProviderModuleRef;
+  readonly providerOptions?: Readonly<Record<string, unknown>>;
+  readonly model?: string;
+  readonly threads?: number;
+  readonly isolation?: 'shared' | 'thread';
+  readonly concurrency?: number;
+  readonly limits?: AgentLimits;
+  /** Definition files named by `agents` (directories expanded to their `*.md` files). */
+  readonly agentFiles: readonly string[];
+  readonly toolModules: readonly ToolModuleRef[];
+  readonly runs: readonly PlanRun[];
+}

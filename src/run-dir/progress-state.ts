@@ -1,0 +1,159 @@
+/** Live counts of a fan-out session, folded from its run events, for the progress displays. */
+import { LINE_EXCERPT_CHARS } from './constants.ts';
+import { excerpt } from './format.ts';
+import { outcomeText } from './results.ts';
+import type { RunEvent } from './run-events.ts';
+
+/** What the display knows about one agent. */
+export interface AgentProgress {
+  readonly agentId: string;
+  readonly agent: string;
+  state: 'queued' | 'running' | 'ended';
+  /** Events seen from it: how busy it is. */
+  activity: number;
+  latest: string;
+  round: number;
+}
+
+/** Counts and totals of a session so far. */
+export class ProgressState {
+  runId = '';
+  runDir = '';
+  provider = '';
+  simulated = false;
+  notice: string | undefined;
+  /** Agents this session runs, plus the ones agents spawned. */
+  total = 0;
+  completed = 0;
+  failed = 0;
+  running = 0;
+  inputTokens = 0;
+  outputTokens = 0;
+  costUsd = 0;
+  interrupted = false;
+  readonly startedAt: number;
+  readonly agents = new Map<string, AgentProgress>();
+
+  constructor(now: number) {
+    this.startedAt = now;
+  }
+
+  get queued(): number {
+    return Math.max(0, this.total - this.completed - this.failed - this.running);
+  }
+
+  get finished(): number {
+    return this.completed + this.failed;
+  }
+
+  /** Agents finished per second so far. */
+  rate(now: number): number {
+    const seconds = (now - this.startedAt) / 1000;
+    return seconds > 0 ? this.finished / seconds : 0;
+  }
+
+  /** Estimated milliseconds until every agent has finished; undefined before the first one has. */
+  etaMs(now: number): number | undefined {
+    const rate = this.rate(now);
+    if (rate === 0) return undefined;
+    return ((this.total - this.finished) / rate) * 1000;
+  }
+
+  /** Running agents, busiest first. */
+  busiest(count: number): AgentProgress[] {
+    return [...this.agents.values()]
+      .filter((agent) => agent.state === 'running')
+      .sort((a, b) => b.activity - a.activity)
+      .slice(0, count);
+  }
+
+  apply(event: RunEvent): void {
+    switch (event.type) {
+      case 'run':
+        this.runId = event.runId;
+        this.runDir = event.runDir;
+        this.provider = event.provider;
+        this.simulated = event.simulated;
+        this.notice = event.notice;
+        this.total = event.toRun;
+        return;
+      case 'spawned': {
+        if (event.index === null) this.total += 1;
+        this.agents.set(event.agentId, {
+          agentId: event.agentId,
+          agent: event.agent,
+          state: 'queued',
+          activity: 0,
+          latest: 'queued',
+          round: 0,
+        });
+        return;
+      }
+      case 'started': {
+        const agent = this.agents.get(event.agentId);
+        if (agent && agent.state === 'queued') {
+          agent.state = 'running';
+          this.running += 1;
+        }
+        this.#touch(
+          event.agentId,
+          event.resumed ? 'resumed from its journal' : `started on thread ${event.hostId}`,
+        );
+        return;
+      }
+      case 'round': {
+        const agent = this.agents.get(event.agentId);
+        if (agent) agent.round = event.round;
+        this.#touch(event.agentId, `round ${event.round}`);
+        return;
+      }
+      case 'tool':
+        this.#touch(
+          event.agentId,
+          event.ok === undefined ? `${event.tool} ...` : `${event.tool} ${event.ok ? 'ok' : 'failed'}`,
+        );
+        return;
+      case 'usage':
+        this.inputTokens += event.inputTokens;
+        this.outputTokens += event.outputTokens;
+        this.costUsd += event.costUsd;
+        return;
+      case 'text':
+        this.#touch(event.agentId, excerpt(event.text, LINE_EXCERPT_CHARS));
+        return;
+      case 'waiting':
+        this.#touch(event.agentId, 'waiting for an instruction');
+        return;
+      case 'instructed':
+        this.#touch(event.agentId, `instructed: ${excerpt(event.text, LINE_EXCERPT_CHARS)}`);
+        return;
+      case 'restarted':
+        this.#touch(event.agentId, `restarted (${event.restart}) after a thread crash`);
+        return;
+      case 'ended': {
+        const { line } = event;
+        const agent = this.agents.get(line.agentId);
+        if (agent?.state === 'running') this.running -= 1;
+        if (agent) {
+          agent.state = 'ended';
+          agent.latest = excerpt(outcomeText(line), LINE_EXCERPT_CHARS);
+        }
+        if (line.status === 'completed') this.completed += 1;
+        else this.failed += 1;
+        return;
+      }
+      case 'interrupt':
+        this.interrupted = true;
+        return;
+      default:
+        return;
+    }
+  }
+
+  #touch(agentId: string, latest: string): void {
+    const agent = this.agents.get(agentId);
+    if (!agent) return;
+    agent.activity += 1;
+    agent.latest = latest;
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * Which provider a run uses: `--provider`, else the plan's `provider`, else the environment
+ * (`OPENAI_API_KEY`/`OPENAI_BASE_URL` -> openai, `ANTHROPIC_API_KEY` -> anthropic), else the
+ * simulated model. The choice is checked in the main thread before any agent starts, so a missing
+ * key fails the command instead of every agent.
+ */
+import { basename, extname, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describeValue, UserError } from '../errors.ts';
+import type { ProviderConfig } from '../protocol/messages.ts';
+import { DEFAULT_MODELS } from '../providers/constants.ts';
+import { createProvider, defaultProviderName, PROVIDER_NAMES } from '../providers/factory.ts';
+import type { ProviderModuleRef } from './plan-types.ts';
+
+/** The provider a run uses, as recorded in `plan.json`. */
+export interface ProviderChoice {
+  /** Provider key: `simulated`, `openai`, `anthropic`, or a module's file name. */
+  readonly name: string;
+  readonly config: ProviderConfig;
+  /** True when answers come from the simulated model (no real model is called). */
+  readonly simulated: boolean;
+  /** What decided it. */
+  readonly source: 'flag' | 'plan' | 'env' | 'default';
+}
+
+/** Why the simulated model answers, and how to get a real one. */
+export const SIMULATED_REASON =
+  "no API key is set, so answers are canned, not a real model's (set OPENAI_API_KEY, " +
+  'OPENAI_BASE_URL or ANTHROPIC_API_KEY, or pass --provider, for a real model)';
+
+/** What every output says when the simulated model answers. */
+export const SIMULATED_NOTICE = `using the simulated model: ${SIMULATED_REASON}`;
+
+/** Inputs of {@link chooseProvider}. */
+export interface ProviderInputs {
+  /** `--provider`. */
+  readonly flag?: string;
+  readonly plan?: string | ProviderModuleRef;
+  readonly options?: Readonly<Record<string, unknown>>;
+  /** @default process.env */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Picks the provider. Throws UserError `unknown_provider` for a `--provider` value troupe does not know. */
+export function chooseProvider(inputs: ProviderInputs): ProviderChoice {
+  const options = inputs.options === undefined ? {} : { options: inputs.options };
+  if (inputs.flag !== undefined) {
+    if (!(PROVIDER_NAMES as readonly string[]).includes(inputs.flag)) {
+      throw new UserError(
+        'unknown_provider',
+        `Expected --provider to be one of ${PROVIDER_NAMES.join(', ')}, got ${describeValue(inputs.flag)}`,
+        { provider: inputs.flag },
+      );
+    }
+    return named(inputs.flag, 'flag', options);
+  }
+  if (typeof inputs.plan === 'string') return named(inputs.plan, 'plan', options);
+  if (inputs.plan !== undefined) {
+    const module = resolve(inputs.plan.module);
+    return {
+      name: basename(module, extname(module)),
+      config: {
+        kind: 'module',
+        module,
+        ...(inputs.plan.export === undefined ? {} : { export: inputs.plan.export }),
+        ...options,
+      },
+      simulated: false,
+      source: 'plan',
+    };
+  }
+  const fromEnv = defaultProviderName(inputs.env ?? process.env);
+  return named(fromEnv, fromEnv === 'simulated' ? 'default' : 'env', options);
+}
+
+function named(
+  name: string,
+  source: ProviderChoice['source'],
+  options: { options?: Readonly<Record<string, unknown>> },
+): ProviderChoice {
+  const kind = name as 'simulated' | 'openai' | 'anthropic';
+  return { name, config: { kind, ...options }, simulated: kind === 'simulated', source };
+}
+
+/**
+ * Builds the chosen provider once in the main thread (no request is made) so a missing API key or
+ * a bad option fails before anything runs; a module provider is imported and its factory checked.
+ */
+export async function checkProvider(choice: ProviderChoice): Promise<void> {
+  const { config } = choice;
+  if (config.kind !== 'module') {
+    createProvider(config.kind, config.options ?? {});
+    return;
+  }
+  const url = config.module.startsWith('file:') ? config.module : pathToFileURL(config.module).href;
+  const mod = (await import(url)) as Record<string, unknown>;
+  const name = config.export ?? 'default';
+  if (typeof mod[name] !== 'function') {
+    throw new UserError(
+      'invalid_provider_module',
+      `Expected ${config.module} to export a provider factory \`${name}\`, got ${describeValue(mod[name])}`,
+      { module: config.module, export: name },
+    );
+  }
+}
+
+/** The model a provider uses when neither the plan, `--model` nor the definition names one. */
+export function defaultModelFor(choice: ProviderChoice): string | undefined {
+  const kind = choice.config.kind;
+  return kind === 'module' ? undefined : DEFAULT_MODELS[kind];
+}

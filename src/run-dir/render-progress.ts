@@ -1,0 +1,238 @@
+/**
+ * Progress output of a fan-out session, three ways: a live display redrawn with ANSI escapes on a
+ * TTY, one plain line per event otherwise, and JSONL events with `--json`.
+ */
+import { LINE_EXCERPT_CHARS, PROGRESS_BUSIEST_AGENTS, PROGRESS_FRAME_MS } from './constants.ts';
+import { excerpt, formatCost, formatDuration, formatTokens, shortId } from './format.ts';
+import { ProgressState } from './progress-state.ts';
+import { outcomeText, type ResultLine } from './results.ts';
+import type { RunEvent } from './run-events.ts';
+
+/** Where progress goes. */
+export interface ProgressOutput {
+  readonly write: (text: string) => void;
+  /** Terminal width, for the TTY display. @default 100 */
+  readonly columns?: () => number;
+  /** @default Date.now */
+  readonly now?: () => number;
+}
+
+/** Shows the progress of a session. */
+export interface ProgressRenderer {
+  onEvent(event: RunEvent): void;
+  /** A line from the command itself (e.g. "cancelling..."), shown in the same stream. */
+  note(text: string): void;
+  /** Draws the last frame and releases timers. */
+  stop(): void;
+}
+
+/** Picks the renderer: JSONL events, the live TTY display, or plain lines. */
+export function createProgressRenderer(
+  mode: 'json' | 'tty' | 'plain',
+  output: ProgressOutput,
+): ProgressRenderer {
+  if (mode === 'json') return new JsonRenderer(output);
+  return mode === 'tty' ? new TtyRenderer(output) : new PlainRenderer(output);
+}
+
+/** One JSON object per event, with its time. */
+class JsonRenderer implements ProgressRenderer {
+  readonly #output: ProgressOutput;
+
+  constructor(output: ProgressOutput) {
+    this.#output = output;
+  }
+
+  onEvent(event: RunEvent): void {
+    this.#output.write(`${JSON.stringify({ time: new Date(this.#now()).toISOString(), ...event })}\n`);
+  }
+
+  note(text: string): void {
+    this.#output.write(
+      `${JSON.stringify({ time: new Date(this.#now()).toISOString(), type: 'note', text })}\n`,
+    );
+  }
+
+  stop(): void {}
+
+  #now(): number {
+    return (this.#output.now ?? Date.now)();
+  }
+}
+
+/** One line per event that matters to a reader (tool starts, rounds and usage are left to --json). */
+class PlainRenderer implements ProgressRenderer {
+  readonly #output: ProgressOutput;
+  readonly #started: number;
+
+  constructor(output: ProgressOutput) {
+    this.#output = output;
+    this.#started = (output.now ?? Date.now)();
+  }
+
+  onEvent(event: RunEvent): void {
+    const text = plainLine(event);
+    if (text === undefined) return;
+    const elapsed = `+${formatDuration((this.#output.now ?? Date.now)() - this.#started)}`;
+    this.#output.write(event.type === 'run' ? `${text}\n` : `${elapsed.padEnd(8)} ${text}\n`);
+  }
+
+  note(text: string): void {
+    this.#output.write(`${text}\n`);
+  }
+
+  stop(): void {}
+}
+
+function plainLine(event: RunEvent): string | undefined {
+  if ('agentId' in event) event = { ...event, agentId: shortId(event.agentId) };
+  switch (event.type) {
+    case 'run':
+      return runHeader(event).join('\n');
+    case 'started':
+      return `${'started'.padEnd(10)} ${event.agentId} ${event.agent} on thread ${event.hostId}${event.resumed ? ' (resumed from its journal)' : ''}`;
+    case 'tool':
+      return event.ok === undefined
+        ? undefined
+        : `${'tool'.padEnd(10)} ${event.agentId} ${event.tool} ${event.ok ? 'ok' : 'failed'}`;
+    case 'text':
+      return `${'text'.padEnd(10)} ${event.agentId} ${excerpt(event.text, LINE_EXCERPT_CHARS)}`;
+    case 'waiting':
+      return `${'waiting'.padEnd(10)} ${event.agentId} for an instruction`;
+    case 'instructed':
+      return `${'instructed'.padEnd(10)} ${event.agentId} ${excerpt(event.text, LINE_EXCERPT_CHARS)}`;
+    case 'spawned':
+      return event.parentId === null
+        ? undefined
+        : `${'spawned'.padEnd(10)} ${event.agentId} ${event.agent} by ${event.parentId}`;
+    case 'restarted':
+      return `${'restarted'.padEnd(10)} ${event.agentId} (restart ${event.restart}): ${event.cause.message}`;
+    case 'ended':
+      return endedLine(event.line);
+    case 'thread':
+      return event.event === 'started' ? undefined : `${'thread'.padEnd(10)} ${event.hostId} ${event.event}`;
+    case 'backoff':
+      return `${'backoff'.padEnd(10)} ${event.provider} rate limited: waiting ${formatDuration(event.retryAfterMs)}`;
+    case 'interrupt':
+      return undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** The header every output mode starts with (the simulated-model notice included). */
+export function runHeader(event: Extract<RunEvent, { type: 'run' }>): string[] {
+  const what =
+    event.kind === 'resume'
+      ? `resuming run ${event.runId}: ${event.toRun} of ${event.planned} agent(s) to finish`
+      : `run ${event.runId}: ${event.toRun} agent(s)`;
+  const lines = [
+    `troupe ${event.kind}: ${what}, ${event.concurrency} at a time on ${event.threads} thread(s), provider ${event.provider}${event.model ? ` (model ${event.model})` : ''}`,
+  ];
+  if (event.notice) lines.push(`troupe: ${event.notice}`);
+  lines.push(`run dir: ${event.runDir}`);
+  return lines;
+}
+
+function endedLine(line: ResultLine): string {
+  const status = line.status === 'completed' ? 'completed' : 'failed';
+  const cost = `${line.rounds} round(s), ${formatTokens(line.usage.inputTokens + line.usage.outputTokens)} tokens, ${formatCost(line.costUsd)}`;
+  return `${status.padEnd(10)} ${shortId(line.agentId)} ${line.agent}: ${excerpt(outcomeText(line), LINE_EXCERPT_CHARS)} (${cost})`;
+}
+
+const GREEN = '\x1b[32m';
+const RED = '\x1b[31m';
+const DIM = '\x1b[2m';
+const RESET = '\x1b[0m';
+const BAR_WIDTH = 28;
+
+/** The live display: finished agents scroll above a status block redrawn at most 10 times a second. */
+class TtyRenderer implements ProgressRenderer {
+  readonly #output: ProgressOutput;
+  readonly #state: ProgressState;
+  readonly #timer: NodeJS.Timeout;
+  #log: string[] = [];
+  #height = 0;
+  #dirty = true;
+
+  constructor(output: ProgressOutput) {
+    this.#output = output;
+    this.#state = new ProgressState(this.#now());
+    this.#timer = setInterval(() => this.#draw(), PROGRESS_FRAME_MS);
+    this.#timer.unref();
+  }
+
+  onEvent(event: RunEvent): void {
+    this.#state.apply(event);
+    if (event.type === 'run') this.#log.push(...runHeader(event).map((line) => `${DIM}${line}${RESET}`));
+    if (event.type === 'ended') {
+      const { line } = event;
+      const mark = line.status === 'completed' ? `${GREEN}✔${RESET}` : `${RED}✘${RESET}`;
+      this.#log.push(`${mark} ${this.#fit(endedLine(line).replace(/^\S+\s+/, ''), 2)}`);
+    }
+    if (event.type === 'restarted' || (event.type === 'thread' && event.event === 'crashed')) {
+      const text = plainLine(event);
+      if (text) this.#log.push(`${RED}!${RESET} ${this.#fit(text, 2)}`);
+    }
+    this.#dirty = true;
+  }
+
+  note(text: string): void {
+    this.#log.push(text);
+    this.#dirty = true;
+    this.#draw();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#dirty = true;
+    this.#draw();
+  }
+
+  #now(): number {
+    return (this.#output.now ?? Date.now)();
+  }
+
+  #fit(text: string, reserved = 0): string {
+    const width = Math.max(20, (this.#output.columns?.() ?? 100) - 1 - reserved);
+    return text.length > width ? `${text.slice(0, width - 1)}…` : text;
+  }
+
+  #draw(): void {
+    if (!this.#dirty) return;
+    this.#dirty = false;
+    const block = this.#block();
+    // Move to the start of the previous block and clear everything below before redrawing.
+    const up = this.#height > 0 ? `\r\x1b[${this.#height}A\x1b[0J` : '';
+    const log = this.#log.map((line) => `${line}\n`).join('');
+    this.#log = [];
+    this.#output.write(`${up}${log}${block.map((line) => `${line}\n`).join('')}`);
+    this.#height = block.length;
+  }
+
+  #block(): string[] {
+    const state = this.#state;
+    const now = this.#now();
+    const total = Math.max(state.total, 1);
+    const done = Math.round((state.completed / total) * BAR_WIDTH);
+    const failed = Math.min(BAR_WIDTH - done, Math.round((state.failed / total) * BAR_WIDTH));
+    const bar = `${GREEN}${'█'.repeat(done)}${RED}${'█'.repeat(failed)}${RESET}${DIM}${'░'.repeat(BAR_WIDTH - done - failed)}${RESET}`;
+    const counts = this.#fit(
+      `${state.finished}/${state.total}  done ${state.completed}  failed ${state.failed}  running ${state.running}  queued ${state.queued}`,
+      BAR_WIDTH + 1,
+    );
+    const eta = state.etaMs(now);
+    const totals = this.#fit(
+      `${state.simulated ? '[simulated model]  ' : ''}tokens ${formatTokens(state.inputTokens)} in / ${formatTokens(state.outputTokens)} out` +
+        `  cost ${formatCost(state.costUsd)}  ${state.rate(now).toFixed(1)} agents/s` +
+        `  ETA ${eta === undefined ? '-' : formatDuration(eta)}  elapsed ${formatDuration(now - state.startedAt)}`,
+    );
+    const lines = [`${bar} ${counts}`, totals];
+    if (state.interrupted)
+      lines.push(`${RED}${this.#fit('cancelling: press Ctrl-C again to exit at once')}${RESET}`);
+    for (const agent of state.busiest(PROGRESS_BUSIEST_AGENTS)) {
+      lines.push(`${DIM}${this.#fit(`  ${shortId(agent.agentId)} ${agent.agent}: ${agent.latest}`)}${RESET}`);
+    }
+    return lines;
+  }
+}

@@ -1,0 +1,47 @@
+/** `troupe report RUN_DIR` in the terminal: a header, one row per agent, and the totals. */
+import { LINE_EXCERPT_CHARS } from './constants.ts';
+import { closingText } from './execute.ts';
+import { excerpt, formatCost, formatDuration, formatTokens, shortId, table } from './format.ts';
+import { outcomeText } from './results.ts';
+import type { RunDirContents } from './run-dir.ts';
+import { type RunSummary, summarize } from './summary.ts';
+import type { Timeline } from './timeline.ts';
+
+/** The summary of a run directory: the saved one, or one computed from its results when there is none yet. */
+export function runSummaryOf(contents: RunDirContents): RunSummary {
+  return contents.summary ?? summarize(contents.plan, contents.results, []);
+}
+
+/** The terminal report of a run; `closing` adds the totals and what to do next. */
+export function reportText(
+  contents: RunDirContents,
+  timeline: Timeline,
+  columns = 120,
+  closing = true,
+): string {
+  const { plan } = contents;
+  const summary = runSummaryOf(contents);
+  const header = [
+    `run ${plan.runId}${plan.name ? ` (${plan.name})` : ''}: provider ${plan.provider.name}${summary.model ? `, model ${summary.model}` : ''}${plan.provider.simulated ? ' [simulated model]' : ''}`,
+    `created ${plan.createdAt}${plan.planFile ? ` from ${plan.planFile}` : ''}; sessions: ${summary.sessions.map((s) => `${s.kind}${s.interrupted ? ' (interrupted)' : ''}`).join(', ') || 'none recorded'}`,
+    '',
+  ];
+  const rows = [
+    ['#', 'AGENT ID', 'DEFINITION', 'STATUS', 'ROUNDS', 'IN', 'OUT', 'COST', 'TIME', 'RESULT'],
+    ...timeline.agents.map((agent) => [
+      agent.index === null ? '↳' : String(agent.index),
+      shortId(agent.agentId),
+      agent.agent,
+      agent.reason ? `${agent.status} (${agent.reason})` : agent.status,
+      String(agent.rounds),
+      formatTokens(agent.usage.inputTokens),
+      formatTokens(agent.usage.outputTokens),
+      formatCost(agent.costUsd),
+      agent.start !== undefined && agent.end !== undefined ? formatDuration(agent.end - agent.start) : '-',
+      agent.result ? excerpt(outcomeText(agent.result), LINE_EXCERPT_CHARS) : '',
+    ]),
+  ];
+  const width = Math.max(40, columns - 1);
+  const fixed = table(rows).map((line) => (line.length > width ? `${line.slice(0, width - 1)}…` : line));
+  return `${[...header, ...fixed, ''].join('\n')}\n${closing ? closingText(summary, contents.paths.root) : ''}`;
+}

@@ -1,0 +1,105 @@
+/** `results.jsonl`: one line per agent, appended as each one ends. */
+import type { SerializedError } from '../errors.ts';
+import type { AgentOutcome, FailureReason } from '../loop/types.ts';
+import type { Usage } from '../providers/types.ts';
+
+/** One finished agent. */
+export interface ResultLine {
+  /** Position of the run in the plan; null for an agent another agent spawned. */
+  readonly index: number | null;
+  readonly agentId: string;
+  readonly parentId: string | null;
+  /** Definition name. */
+  readonly agent: string;
+  /** 1 for the first run of a plan entry, 2 for its rerun by `troupe resume`, and so on. */
+  readonly attempt: number;
+  readonly status: 'completed' | 'failed';
+  /** The `complete_task` result, when the agent delivered one. */
+  readonly result?: unknown;
+  /** The final answer text (or the JSON of the result). */
+  readonly answer?: string;
+  readonly reason?: FailureReason;
+  readonly error?: SerializedError;
+  readonly usage: Usage;
+  readonly costUsd: number;
+  readonly rounds: number;
+  /** The caller's id for the run (`id` in the plan or tasks file). */
+  readonly label?: string;
+  /** Thread (actor host) the agent last ran on; null when it never started. */
+  readonly hostId: number | null;
+  readonly restarts: number;
+  readonly startedAt: string | null;
+  readonly endedAt: string;
+  /** `journal` when `troupe resume` took the outcome from the agent's journal (the CLI had died first). */
+  readonly recoveredFrom?: 'journal';
+}
+
+/** What a result line is built from besides the outcome. */
+export interface ResultContext {
+  readonly index: number | null;
+  readonly parentId: string | undefined;
+  readonly agent: string;
+  readonly attempt: number;
+  readonly label: string | undefined;
+  readonly hostId: number | undefined;
+  readonly restarts: number;
+  readonly startedAt: string | undefined;
+  readonly endedAt: string;
+}
+
+/** The line for an agent that ended with `outcome`. */
+export function resultLine(outcome: AgentOutcome, context: ResultContext): ResultLine {
+  const common = {
+    index: context.index,
+    agentId: outcome.agentId,
+    parentId: context.parentId ?? null,
+    agent: context.agent,
+    attempt: context.attempt,
+    ...(context.label === undefined ? {} : { label: context.label }),
+  };
+  const tail = {
+    usage: outcome.usage,
+    costUsd: outcome.costUsd,
+    rounds: outcome.rounds,
+    hostId: context.hostId ?? null,
+    restarts: context.restarts,
+    startedAt: context.startedAt ?? null,
+    endedAt: context.endedAt,
+  };
+  return outcome.status === 'completed'
+    ? {
+        ...common,
+        status: 'completed',
+        ...(outcome.result === undefined ? {} : { result: outcome.result }),
+        answer: outcome.answer,
+        ...tail,
+      }
+    : { ...common, status: 'failed', reason: outcome.reason, error: outcome.error, ...tail };
+}
+
+/** The last line of each plan index (later attempts replace earlier ones). */
+export function latestByIndex(lines: readonly ResultLine[]): Map<number, ResultLine> {
+  const latest = new Map<number, ResultLine>();
+  for (const line of lines) if (line.index !== null) latest.set(line.index, line);
+  return latest;
+}
+
+/** True when a plan entry whose last line is `line` still needs running. */
+export function needsRerun(line: ResultLine | undefined): boolean {
+  return line === undefined || (line.status === 'failed' && line.reason === 'cancelled');
+}
+
+/** What an agent delivered (its result's `summary` when it has one), or why it failed, as text. */
+export function outcomeText(line: ResultLine): string {
+  if (line.status === 'failed') return `${line.reason ?? 'failed'}: ${line.error?.message ?? ''}`.trim();
+  const result = line.result;
+  if (typeof result === 'string') return result;
+  if (typeof result === 'object' && result !== null) {
+    for (const key of ['summary', 'answer', 'result', 'text', 'message']) {
+      const value = (result as Record<string, unknown>)[key];
+      if (typeof value === 'string') return value;
+    }
+    return JSON.stringify(result);
+  }
+  return line.answer ?? '';
+}

@@ -1,0 +1,115 @@
+/**
+ * What `troupe resume` does with each plan entry of an interrupted run:
+ * - its last result is final (completed, or failed for a reason other than cancelled): keep it;
+ * - its current attempt has no result line but a journal that ends in Completed or Failed (the
+ *   command died after the agent ended and before the line was written): take the outcome from
+ *   the journal without running anything;
+ * - its current attempt has a journal that does not end: resume the agent from it, same id;
+ * - its last result is Failed(cancelled): run a new attempt (`<id>-r<n>`), whose journal starts afresh;
+ * - it never started: start it.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import type { AuditEvent } from '../journal/events.ts';
+import { readJournal } from '../journal/reader.ts';
+import { needsRerun, type ResultLine } from './results.ts';
+import { journalFile, type RunDirPaths } from './run-dir.ts';
+import { agentIdFor, type RunPlan } from './run-plan.ts';
+import type { WorkItem } from './session.ts';
+
+/** The resume decision for every plan entry. */
+export interface ResumePlan {
+  /** Entries to run (resumed from a journal, or started). */
+  readonly work: WorkItem[];
+  /** Outcomes recovered from journals, to append to `results.jsonl` before running anything. */
+  readonly recovered: ResultLine[];
+  /** Entries whose result is final. */
+  readonly kept: number;
+}
+
+/** Decides what to do with every plan entry of the run in `paths`. */
+export function planResume(plan: RunPlan, paths: RunDirPaths, results: readonly ResultLine[]): ResumePlan {
+  const journals = existsSync(paths.journals) ? readdirSync(paths.journals) : [];
+  const work: WorkItem[] = [];
+  const recovered: ResultLine[] = [];
+  let kept = 0;
+  for (const run of plan.runs) {
+    const lines = results.filter((line) => line.index === run.index);
+    if (!needsRerun(lines.at(-1))) {
+      kept += 1;
+      continue;
+    }
+    const attempt = Math.max(
+      1,
+      ...lines.map((line) => line.attempt),
+      ...journalAttempts(journals, agentIdFor(plan.idPrefix, run.index)),
+    );
+    const agentId = agentIdFor(plan.idPrefix, run.index, attempt);
+    if (lines.some((line) => line.agentId === agentId)) {
+      work.push({
+        run,
+        agentId: agentIdFor(plan.idPrefix, run.index, attempt + 1),
+        attempt: attempt + 1,
+        resume: false,
+      });
+      continue;
+    }
+    const journal = journalFile(paths, agentId);
+    const events = existsSync(journal) ? readJournal(journal).events : [];
+    const line =
+      events.length > 0 ? lineFromJournal(run.index, run.agent, run.label, attempt, events) : undefined;
+    if (line) recovered.push(line);
+    else work.push({ run, agentId, attempt, resume: events.length > 0 });
+  }
+  return { work, recovered, kept };
+}
+
+/** Attempt numbers of the journals of plan entry `baseId`: `<base>.jsonl` is 1, `<base>-r<n>.jsonl` is n. */
+function journalAttempts(files: readonly string[], baseId: string): number[] {
+  const attempts: number[] = [];
+  for (const file of files) {
+    if (file === `${baseId}.jsonl`) attempts.push(1);
+    const match = file.startsWith(`${baseId}-r`) ? /^-r(\d+)\.jsonl$/.exec(file.slice(baseId.length)) : null;
+    if (match?.[1] !== undefined) attempts.push(Number(match[1]));
+  }
+  return attempts;
+}
+
+/** The result line of an agent whose journal ends in Completed or Failed; undefined when it does not end. */
+export function lineFromJournal(
+  index: number | null,
+  agent: string,
+  label: string | undefined,
+  attempt: number,
+  events: readonly AuditEvent[],
+): ResultLine | undefined {
+  const last = events.findLast((event) => event.type === 'Completed' || event.type === 'Failed');
+  if (last === undefined || (last.type !== 'Completed' && last.type !== 'Failed')) return undefined;
+  const first = events[0];
+  const common = {
+    index,
+    agentId: last.agentId,
+    parentId: first?.type === 'Started' ? (first.parentId ?? null) : null,
+    agent,
+    attempt,
+    ...(label === undefined ? {} : { label }),
+  };
+  const tail = {
+    usage: last.usage,
+    costUsd: last.costUsd,
+    rounds: last.rounds,
+    hostId: null,
+    restarts: 0,
+    startedAt: first?.ts ?? null,
+    endedAt: last.ts,
+    recoveredFrom: 'journal' as const,
+  };
+  return last.type === 'Completed'
+    ? {
+        ...common,
+        status: 'completed',
+        ...(last.result === undefined ? {} : { result: last.result }),
+        answer: last.answer,
+        ...tail,
+      }
+    : { ...common, status: 'failed', reason: last.reason, error: last.error, ...tail };
+}

@@ -1,0 +1,207 @@
+/**
+ * The run directory: `plan.json` (written first), `results.jsonl` (one line appended per agent as it
+ * ends), `journals/<agent-id>.jsonl` (written by the agents' threads) and `summary.json` (written
+ * at the end, on interrupt, and again by `troupe resume`).
+ *
+ * Result lines are appended with one synchronous write each, so a killed process leaves at most a
+ * torn last line; readers ignore it and {@link RunDirWriter.reopen} cuts it away before appending.
+ */
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
+import { join, resolve } from 'node:path';
+import { SystemError, UserError } from '../errors.ts';
+import { DEFAULT_RUNS_DIR, RUN_DIR_FORMAT } from './constants.ts';
+import type { ResultLine } from './results.ts';
+import type { RunPlan } from './run-plan.ts';
+import type { RunSummary } from './summary.ts';
+
+/** Files of a run directory. */
+export interface RunDirPaths {
+  readonly root: string;
+  readonly plan: string;
+  readonly results: string;
+  readonly summary: string;
+  readonly journals: string;
+}
+
+/** The files of the run directory `root`. */
+export function runDirPaths(root: string): RunDirPaths {
+  const absolute = resolve(root);
+  return {
+    root: absolute,
+    plan: join(absolute, 'plan.json'),
+    results: join(absolute, 'results.jsonl'),
+    summary: join(absolute, 'summary.json'),
+    journals: join(absolute, 'journals'),
+  };
+}
+
+/** The journal file of `agentId`. */
+export function journalFile(paths: RunDirPaths, agentId: string): string {
+  return join(paths.journals, `${agentId}.jsonl`);
+}
+
+/** Default run directory of `runId`: `.troupe/runs/<runId>` under `cwd`. */
+export function defaultRunDir(cwd: string, runId: string): string {
+  return resolve(cwd, DEFAULT_RUNS_DIR, runId);
+}
+
+/** Appends results to a run directory and writes its summary. */
+export class RunDirWriter {
+  readonly paths: RunDirPaths;
+
+  private constructor(paths: RunDirPaths) {
+    this.paths = paths;
+  }
+
+  /**
+   * Creates the run directory `root` and writes `plan.json`. Throws UserError `run_dir_exists`
+   * when `root` already holds a run (resume it with `troupe resume` instead).
+   */
+  static create(root: string, plan: RunPlan): RunDirWriter {
+    const paths = runDirPaths(root);
+    if (existsSync(paths.plan) || existsSync(paths.results)) {
+      throw new UserError(
+        'run_dir_exists',
+        `Expected a new or empty run directory, but ${paths.root} already holds a run; use \`troupe resume ${paths.root}\` to finish it`,
+        { runDir: paths.root },
+      );
+    }
+    mkdirSync(paths.journals, { recursive: true });
+    writeAtomically(paths.plan, `${JSON.stringify(plan, null, 2)}\n`);
+    writeFileSync(paths.results, '');
+    return new RunDirWriter(paths);
+  }
+
+  /** Opens an existing run directory for appending; a torn last result line is cut away first. */
+  static reopen(root: string): RunDirWriter {
+    const paths = runDirPaths(root);
+    mkdirSync(paths.journals, { recursive: true });
+    if (existsSync(paths.results)) {
+      const bytes = readFileSync(paths.results);
+      const end = bytes.lastIndexOf(0x0a) + 1;
+      if (end < bytes.length) truncateSync(paths.results, end);
+    } else {
+      writeFileSync(paths.results, '');
+    }
+    return new RunDirWriter(paths);
+  }
+
+  /** Appends one result line (one synchronous write). */
+  append(line: ResultLine): void {
+    appendFileSync(this.paths.results, `${JSON.stringify(line)}\n`);
+  }
+
+  /** Replaces `summary.json` (written to a temporary file, then renamed, so it is never half written). */
+  writeSummary(summary: RunSummary): void {
+    writeAtomically(this.paths.summary, `${JSON.stringify(summary, null, 2)}\n`);
+  }
+}
+
+/** A bad line in `results.jsonl` (other than a torn last line). */
+export interface ResultsProblem {
+  readonly line: number;
+  readonly message: string;
+}
+
+/** What a run directory holds. */
+export interface RunDirContents {
+  readonly paths: RunDirPaths;
+  readonly plan: RunPlan;
+  /** Result lines in file order. */
+  readonly results: readonly ResultLine[];
+  /** The last line was cut short (the process died while writing it) and is left out. */
+  readonly tornTail: boolean;
+  readonly problems: readonly ResultsProblem[];
+  readonly summary: RunSummary | undefined;
+}
+
+/**
+ * Reads the run directory `root`. Throws UserError `not_a_run_dir` when it has no readable
+ * `plan.json` of a known format.
+ */
+export function readRunDir(root: string): RunDirContents {
+  const paths = runDirPaths(root);
+  const plan = readJson(paths.plan) as RunPlan | undefined;
+  if (
+    !isDirectory(paths.root) ||
+    plan === undefined ||
+    plan.format !== RUN_DIR_FORMAT ||
+    !Array.isArray(plan.runs)
+  ) {
+    throw new UserError(
+      'not_a_run_dir',
+      `Expected a troupe run directory with a plan.json (format ${RUN_DIR_FORMAT}) at ${paths.root}, found none`,
+      { runDir: paths.root },
+    );
+  }
+  const { results, tornTail, problems } = parseResults(
+    existsSync(paths.results) ? readFileSync(paths.results, 'utf8') : '',
+  );
+  const summary = readJson(paths.summary) as RunSummary | undefined;
+  return { paths, plan, results, tornTail, problems, summary };
+}
+
+/** Parses `results.jsonl` text: a torn last line is ignored, other bad lines become problems. */
+export function parseResults(text: string): {
+  results: ResultLine[];
+  tornTail: boolean;
+  problems: ResultsProblem[];
+} {
+  const results: ResultLine[] = [];
+  const problems: ResultsProblem[] = [];
+  const lines = text.split('\n');
+  const tornTail = lines.at(-1) !== '';
+  lines.pop();
+  lines.forEach((content, offset) => {
+    if (content.trim() === '') return;
+    try {
+      const value = JSON.parse(content) as ResultLine;
+      if (typeof value.agentId !== 'string' || (value.status !== 'completed' && value.status !== 'failed'))
+        problems.push({ line: offset + 1, message: 'not a result line' });
+      else results.push(value);
+    } catch (error) {
+      problems.push({ line: offset + 1, message: error instanceof Error ? error.message : String(error) });
+    }
+  });
+  return { results, tornTail, problems };
+}
+
+function readJson(path: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function writeAtomically(path: string, text: string): void {
+  const temporary = `${path}.tmp-${process.pid}`;
+  try {
+    writeFileSync(temporary, text);
+    renameSync(temporary, path);
+  } catch (error) {
+    throw new SystemError(
+      'run_dir_io',
+      `Could not write ${path}: ${String(error)}`,
+      { path },
+      { cause: error },
+    );
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * The resolved plan a run directory keeps in `plan.json`: every run with its agent id, the
+ * provider and defaults actually used. `troupe resume` reruns from this file alone, so later edits
+ * to the plan or its tasks file do not change an interrupted run.
+ */
+import { randomBytes } from 'node:crypto';
+import type { AgentLimits } from '../loop/types.ts';
+import type { ToolModuleRef } from '../protocol/messages.ts';
+import { DEFAULT_FANOUT_CONCURRENCY, DEFAULT_THREADS, RUN_DIR_FORMAT } from './constants.ts';
+import type { Plan, PlanRun } from './plan-types.ts';
+import type { ProviderChoice } from './provider-choice.ts';
+
+/** One planned agent run with the id its first attempt gets. */
+export interface PlannedRun extends PlanRun {
+  /** Agent id of the first attempt (`<id prefix>-<index>`); a rerun of a cancelled attempt adds `-r<n>`. */
+  readonly agentId: string;
+}
+
+/** `plan.json`. */
+export interface RunPlan {
+  readonly format: typeof RUN_DIR_FORMAT;
+  /** `<UTC timestamp>-<id>`, also the run directory's default name. */
+  readonly runId: string;
+  /** The random part of the run id; agent ids start with it. */
+  readonly idPrefix: string;
+  readonly createdAt: string;
+  readonly name?: string;
+  /** Absolute path of the plan file; null for runs started by a program (the demo). */
+  readonly planFile: string | null;
+  readonly cwd: string;
+  readonly provider: ProviderChoice;
+  /** Model every agent of the plan runs with; undefined = each definition's, else the provider's default. */
+  readonly model?: string;
+  readonly defaultModel?: string;
+  readonly threads: number;
+  readonly isolation: 'shared' | 'thread';
+  readonly concurrency: number;
+  readonly limits?: AgentLimits;
+  readonly agentFiles: readonly string[];
+  readonly toolModules: readonly ToolModuleRef[];
+  readonly runs: readonly PlannedRun[];
+}
+
+/** What the command line adds to or overrides in a plan. */
+export interface RunOverrides {
+  readonly threads?: number;
+  readonly isolation?: 'shared' | 'thread';
+  readonly concurrency?: number;
+  readonly model?: string;
+}
+
+/** Run id for a run started at `now`: `20250607-120102-3fa9c1` (UTC). */
+export function newRunId(now: Date = new Date()): { runId: string; idPrefix: string } {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  const idPrefix = randomBytes(3).toString('hex');
+  return { runId: `${stamp}-${idPrefix}`, idPrefix };
+}
+
+/** Agent id of plan run `index`, attempt `attempt` (1-based). */
+export function agentIdFor(idPrefix: string, index: number, attempt = 1): string {
+  return attempt <= 1 ? `${idPrefix}-${index}` : `${idPrefix}-${index}-r${attempt}`;
+}
+
+/** Builds `plan.json` for a plan, the provider chosen for it and the command-line overrides. */
+export function resolveRunPlan(
+  plan: Plan,
+  provider: ProviderChoice,
+  overrides: RunOverrides,
+  defaultModel: string | undefined,
+  now: Date = new Date(),
+): RunPlan {
+  const { runId, idPrefix } = newRunId(now);
+  const model = overrides.model ?? plan.model;
+  return {
+    format: RUN_DIR_FORMAT,
+    runId,
+    idPrefix,
+    createdAt: now.toISOString(),
+    ...(plan.name === undefined ? {} : { name: plan.name }),
+    planFile: plan.file,
+    cwd: plan.cwd,
+    provider,
+    ...(model === undefined ? {} : { model }),
+    ...(defaultModel === undefined ? {} : { defaultModel }),
+    threads: overrides.threads ?? plan.threads ?? DEFAULT_THREADS,
+    isolation: overrides.isolation ?? plan.isolation ?? 'shared',
+    concurrency: overrides.concurrency ?? plan.concurrency ?? DEFAULT_FANOUT_CONCURRENCY,
+    ...(plan.limits === undefined ? {} : { limits: plan.limits }),
+    agentFiles: plan.agentFiles,
+    toolModules: plan.toolModules,
+    runs: plan.runs.map((run) => ({ ...run, agentId: agentIdFor(idPrefix, run.index) })),
+  };
+}

@@ -1,0 +1,181 @@
+/** `summary.json`: counts, usage and cost by agent and in total, wall time, failures by reason. */
+import type { FailureReason } from '../loop/types.ts';
+import type { Usage } from '../providers/types.ts';
+import { RUN_DIR_FORMAT } from './constants.ts';
+import { latestByIndex, type ResultLine } from './results.ts';
+import type { RunPlan } from './run-plan.ts';
+
+/** One command that worked on the run: the first `fanout` (or demo), then each `resume`. */
+export interface RunSession {
+  readonly kind: 'fanout' | 'resume' | 'demo';
+  readonly startedAt: string;
+  readonly endedAt: string;
+  readonly interrupted: boolean;
+}
+
+/** Usage and cost of a group of agents. */
+export interface GroupTotals {
+  readonly agents: number;
+  readonly completed: number;
+  readonly failed: number;
+  readonly usage: Usage;
+  readonly costUsd: number;
+}
+
+/** One agent in the summary. */
+export interface AgentSummary {
+  readonly agentId: string;
+  readonly index: number | null;
+  readonly parentId: string | null;
+  readonly agent: string;
+  readonly attempt: number;
+  readonly status: 'completed' | 'failed';
+  readonly reason?: FailureReason;
+  readonly usage: Usage;
+  readonly costUsd: number;
+  readonly rounds: number;
+  /** From start to end; null when the agent never started. */
+  readonly wallTimeMs: number | null;
+}
+
+/** `summary.json`. */
+export interface RunSummary {
+  readonly format: typeof RUN_DIR_FORMAT;
+  readonly runId: string;
+  readonly name?: string;
+  readonly planFile: string | null;
+  readonly provider: string;
+  readonly simulated: boolean;
+  readonly model: string | null;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  /** Sum of the sessions' wall times. */
+  readonly wallTimeMs: number;
+  readonly sessions: readonly RunSession[];
+  /** The last session was interrupted (Ctrl-C). */
+  readonly interrupted: boolean;
+  /** Every plan entry has a final outcome (completed, or failed for a reason other than cancelled). */
+  readonly complete: boolean;
+  readonly counts: {
+    /** Plan entries. */
+    readonly planned: number;
+    readonly completed: number;
+    /** Failed plan entries, cancelled ones included. */
+    readonly failed: number;
+    readonly cancelled: number;
+    /** Plan entries with no result yet. */
+    readonly notRun: number;
+    /** Agents spawned by other agents. */
+    readonly nested: { readonly completed: number; readonly failed: number };
+  };
+  /** Every attempt of every agent, cancelled ones included: what the run cost. */
+  readonly usage: Usage;
+  readonly costUsd: number;
+  /** Final failures (the last attempt of each plan entry, and nested agents) by reason. */
+  readonly failures: Readonly<Partial<Record<FailureReason, number>>>;
+  readonly byDefinition: Readonly<Record<string, GroupTotals>>;
+  readonly agents: readonly AgentSummary[];
+}
+
+const ZERO: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
+
+/** Adds two usages. */
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
+    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
+  };
+}
+
+/** Builds the summary of a run from its plan, every result line and its sessions. */
+export function summarize(
+  plan: RunPlan,
+  results: readonly ResultLine[],
+  sessions: readonly RunSession[],
+  now: Date = new Date(),
+): RunSummary {
+  const latest = latestByIndex(results);
+  const nested = results.filter((line) => line.index === null);
+  const finals = [...latest.values(), ...nested];
+  const failures: Partial<Record<FailureReason, number>> = {};
+  for (const line of finals) {
+    if (line.status === 'failed' && line.reason) failures[line.reason] = (failures[line.reason] ?? 0) + 1;
+  }
+  const byDefinition: Record<string, GroupTotals> = {};
+  let usage = ZERO;
+  let costUsd = 0;
+  for (const line of results) {
+    usage = addUsage(usage, line.usage);
+    costUsd += line.costUsd;
+    const group = byDefinition[line.agent] ?? { agents: 0, completed: 0, failed: 0, usage: ZERO, costUsd: 0 };
+    byDefinition[line.agent] = {
+      agents: group.agents + 1,
+      completed: group.completed + (line.status === 'completed' ? 1 : 0),
+      failed: group.failed + (line.status === 'failed' ? 1 : 0),
+      usage: addUsage(group.usage, line.usage),
+      costUsd: group.costUsd + line.costUsd,
+    };
+  }
+  const planLines = [...latest.values()];
+  const completed = planLines.filter((line) => line.status === 'completed').length;
+  const cancelled = planLines.filter(
+    (line) => line.status === 'failed' && line.reason === 'cancelled',
+  ).length;
+  const failed = planLines.length - completed;
+  return {
+    format: RUN_DIR_FORMAT,
+    runId: plan.runId,
+    ...(plan.name === undefined ? {} : { name: plan.name }),
+    planFile: plan.planFile,
+    provider: plan.provider.name,
+    simulated: plan.provider.simulated,
+    model: plan.model ?? plan.defaultModel ?? null,
+    createdAt: plan.createdAt,
+    updatedAt: now.toISOString(),
+    wallTimeMs: sessions.reduce(
+      (sum, s) => sum + Math.max(0, Date.parse(s.endedAt) - Date.parse(s.startedAt)),
+      0,
+    ),
+    sessions,
+    interrupted: sessions.at(-1)?.interrupted ?? false,
+    complete: plan.runs.every((run) => {
+      const line = latest.get(run.index);
+      return line !== undefined && !(line.status === 'failed' && line.reason === 'cancelled');
+    }),
+    counts: {
+      planned: plan.runs.length,
+      completed,
+      failed,
+      cancelled,
+      notRun: plan.runs.length - planLines.length,
+      nested: {
+        completed: nested.filter((line) => line.status === 'completed').length,
+        failed: nested.filter((line) => line.status === 'failed').length,
+      },
+    },
+    usage,
+    costUsd,
+    failures,
+    byDefinition,
+    agents: results.map(agentSummary),
+  };
+}
+
+function agentSummary(line: ResultLine): AgentSummary {
+  return {
+    agentId: line.agentId,
+    index: line.index,
+    parentId: line.parentId,
+    agent: line.agent,
+    attempt: line.attempt,
+    status: line.status,
+    ...(line.reason === undefined ? {} : { reason: line.reason }),
+    usage: line.usage,
+    costUsd: line.costUsd,
+    rounds: line.rounds,
+    wallTimeMs:
+      line.startedAt === null ? null : Math.max(0, Date.parse(line.endedAt) - Date.parse(line.startedAt)),
+  };
+}

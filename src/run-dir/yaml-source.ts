@@ -1,0 +1,74 @@
+/** Positions of values and keys in a parsed YAML document, for plan problems. */
+import { type Document, isMap, isNode, isScalar, LineCounter, parseDocument } from 'yaml';
+import type { FilePosition } from './plan-problems.ts';
+
+/** One step of a path into the document: a key or a list index. */
+export type Segment = string | number;
+
+const START: FilePosition = { line: 1, column: 1 };
+
+/** A parsed YAML file that can say where each of its values is. */
+export class YamlSource {
+  readonly doc: Document;
+  readonly #lines: LineCounter;
+
+  private constructor(doc: Document, lines: LineCounter) {
+    this.doc = doc;
+    this.#lines = lines;
+  }
+
+  /** Parses `text`; syntax errors are in `doc.errors` (see {@link errors}). */
+  static parse(text: string): YamlSource {
+    const lines = new LineCounter();
+    const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+    return new YamlSource(doc, lines);
+  }
+
+  /** YAML syntax errors with their positions. */
+  errors(): { position: FilePosition; message: string }[] {
+    return this.doc.errors.map((error) => ({
+      position: this.#at(error.pos[0]),
+      message: error.message.split('\n', 1)[0] ?? error.message,
+    }));
+  }
+
+  /** The value as plain data (aliases resolved). */
+  value(): unknown {
+    return this.doc.toJS({ maxAliasCount: 100 });
+  }
+
+  /** Where the value at `path` starts; the nearest ancestor that exists when it does not. */
+  valueAt(path: readonly Segment[]): FilePosition {
+    for (let length = path.length; length >= 0; length -= 1) {
+      const node = this.doc.getIn(path.slice(0, length), true);
+      if (isNode(node) && node.range) return this.#at(node.range[0]);
+    }
+    return START;
+  }
+
+  /** Where the key `key` of the map at `path` is written; the map itself when it is not there. */
+  keyAt(path: readonly Segment[], key: string): FilePosition {
+    const node = path.length === 0 ? this.doc.contents : this.doc.getIn(path, true);
+    if (isMap(node)) {
+      for (const pair of node.items) {
+        if (isScalar(pair.key) && pair.key.value === key && pair.key.range)
+          return this.#at(pair.key.range[0]);
+      }
+    }
+    return this.valueAt(path);
+  }
+
+  #at(offset: number): FilePosition {
+    const { line, col } = this.#lines.linePos(offset);
+    return { line, column: col };
+  }
+}
+
+/** `runs[2].task` for `['runs', 2, 'task']`. */
+export function fieldName(path: readonly Segment[]): string {
+  let name = '';
+  for (const segment of path) {
+    name += typeof segment === 'number' ? `[${segment}]` : name === '' ? segment : `.${segment}`;
+  }
+  return name === '' ? '(plan)' : name;
+}

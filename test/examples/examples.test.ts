@@ -1,0 +1,144 @@
+/** Every runnable example, run the way docs/examples.md says, on the simulated model (or a local fake server). */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.ts';
+import {
+  captureIO,
+  readResults,
+  repoRoot,
+  runScript,
+  simulatedEnv,
+  startCli,
+  tempDir,
+} from '../run-dir/helpers.ts';
+
+let dir: string;
+let cleanup: () => void;
+beforeAll(() => {
+  ({ dir, cleanup } = tempDir('troupe-examples-'));
+});
+afterAll(() => cleanup());
+
+describe('examples', () => {
+  it('fanout.ts fans out one worker per file and prints each result', async () => {
+    const { code, stdout, stderr } = await runScript('examples/fanout.ts', { cwd: repoRoot });
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    const lines = stdout.trimEnd().split('\n');
+    expect(lines.map((line) => line.split(' ')[0]).sort()).toEqual([
+      'docs/cli.md',
+      'docs/examples.md',
+      'package.json',
+      'src/index.ts',
+    ]);
+    for (const line of lines) expect(line).toMatch(/: completed \{"summary":"\[simulated\]/);
+  });
+
+  it('orchestrator/run.ts: the orchestrator spawns, instructs and collects its workers', async () => {
+    const { code, stdout, stderr } = await runScript('examples/orchestrator/run.ts', { cwd: repoRoot });
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout.match(/^spawned /gm)).toHaveLength(3);
+    expect(stdout.match(/ got: Focus on /gm)).toHaveLength(3);
+    const result = JSON.parse(stdout.slice(stdout.indexOf('{'))) as {
+      summary: string;
+      reviews: { status: string; result: { instructions: string[] } }[];
+    };
+    expect(result.summary).toContain('3 worker(s) reviewed');
+    expect(result.reviews.map((review) => review.status)).toEqual(['completed', 'completed', 'completed']);
+    for (const review of result.reviews) expect(review.result.instructions[0]).toMatch(/Focus on/);
+  });
+
+  it('custom-tool/run.ts: agents in worker threads call a tool loaded from a module', async () => {
+    const { code, stdout, stderr } = await runScript('examples/custom-tool/run.ts', { cwd: repoRoot });
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout.match(/: word_count ok$/gm)).toHaveLength(2);
+    expect(stdout).toMatch(/^0: \{"summary":"\[simulated\] Task: Count the words/m);
+  });
+
+  it('harness/plan.yaml runs one agent over the JSONL data set, with structured verdicts', async () => {
+    const out = path.join(dir, 'harness');
+    const io = captureIO();
+    expect(
+      await main(['fanout', path.join(repoRoot, 'examples/harness/plan.yaml'), '--out', out, '--json'], io),
+    ).toBe(0);
+    const results = readResults(path.join(out, 'results.jsonl'));
+    expect(results.map((line) => line.label).sort()).toEqual(['budget', 'journal', 'retry', 'threads']);
+    for (const line of results) {
+      expect(line).toMatchObject({ agent: 'grader', status: 'completed' });
+      expect(line.result).toMatchObject({
+        verdict: expect.stringMatching(/^(pass|fail)$/),
+        summary: expect.any(String),
+      });
+    }
+  });
+
+  describe('local-server/plan.yaml against an OpenAI-compatible server on 127.0.0.1', () => {
+    let server: Server;
+    const requests: { model: string; authorization: string | undefined }[] = [];
+    beforeAll(async () => {
+      server = createServer((req: IncomingMessage, res) => {
+        let body = '';
+        req.on('data', (chunk: Buffer) => {
+          body += chunk.toString('utf8');
+        });
+        req.on('end', () => {
+          const request = JSON.parse(body) as { model: string; messages: { role: string }[] };
+          requests.push({ model: request.model, authorization: req.headers.authorization });
+          const answered = request.messages.at(-1)?.role === 'tool';
+          const message = answered
+            ? { role: 'assistant', content: 'Done.' }
+            : {
+                role: 'assistant',
+                content: null,
+                tool_calls: [
+                  {
+                    id: `call_${requests.length}`,
+                    type: 'function',
+                    function: {
+                      name: 'complete_task',
+                      arguments: JSON.stringify({ result: { summary: 'from the local model' } }),
+                    },
+                  },
+                ],
+              };
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(
+            JSON.stringify({
+              id: 'chatcmpl-local',
+              object: 'chat.completion',
+              model: request.model,
+              choices: [{ index: 0, message, finish_reason: answered ? 'stop' : 'tool_calls' }],
+              usage: { prompt_tokens: 120, completion_tokens: 12, total_tokens: 132 },
+            }),
+          );
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    });
+    afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+    it('selects the openai provider from OPENAI_BASE_URL and runs every agent against it', async () => {
+      const { port } = server.address() as AddressInfo;
+      const out = path.join(dir, 'local');
+      const run = startCli(['fanout', 'examples/local-server/plan.yaml', '--out', out], {
+        cwd: repoRoot,
+        env: simulatedEnv({ OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`, OPENAI_API_KEY: 'unused' }),
+      });
+      expect(await run.exited).toBe(0);
+      expect(run.stdout()).not.toContain('simulated model');
+      expect(run.stdout()).toContain('provider openai (model llama3.2)');
+      const results = readResults(path.join(out, 'results.jsonl'));
+      expect(results.map((line) => [line.status, line.result])).toEqual([
+        ['completed', { summary: 'from the local model' }],
+        ['completed', { summary: 'from the local model' }],
+      ]);
+      expect(requests.length).toBeGreaterThanOrEqual(2);
+      for (const request of requests)
+        expect(request).toEqual({ model: 'llama3.2', authorization: 'Bearer unused' });
+    });
+  });
+});

@@ -1,0 +1,222 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadPlan } from '../../src/run-dir/plan.ts';
+import { formatPlanProblem, type PlanProblem, planProblemsOf } from '../../src/run-dir/plan-problems.ts';
+import { tempDir } from './helpers.ts';
+
+let dir: string;
+let cleanup: () => void;
+
+beforeEach(() => {
+  ({ dir, cleanup } = tempDir('troupe-plan-'));
+});
+afterEach(() => cleanup());
+
+function write(name: string, text: string): string {
+  const file = path.join(dir, name);
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, text);
+  return file;
+}
+
+async function problemsOf(file: string): Promise<string[]> {
+  let problems: readonly PlanProblem[] | undefined;
+  try {
+    await loadPlan(file, { cwd: dir });
+  } catch (error) {
+    problems = planProblemsOf(error);
+    if (!problems) throw error;
+  }
+  if (!problems) throw new Error('expected the plan to be refused');
+  return problems.map((problem) => formatPlanProblem(problem, dir));
+}
+
+const AGENT_FILE = `---
+name: grader
+description: Grades one document.
+---
+Grade it.
+`;
+
+describe('loadPlan', () => {
+  it('resolves runs with their defaults, and paths relative to the plan file', async () => {
+    write('plans/agents/grader.md', AGENT_FILE);
+    write('plans/tool.ts', 'export const tool = {};');
+    const file = write(
+      'plans/plan.yaml',
+      [
+        'name: review',
+        'provider: simulated',
+        'providerOptions: { latency: 5 }',
+        'model: small',
+        'threads: 3',
+        'isolation: thread',
+        'concurrency: 2',
+        'cwd: ..',
+        'agents: agents',
+        'toolModules: [{ module: tool.ts, export: tool }]',
+        'limits: { maxSteps: 4, maxCostUsd: 0.5 }',
+        'agent: worker',
+        'runs:',
+        '  - task: Review a.md',
+        '  - agent: grader',
+        '    task: Grade b.md',
+        '    context: [first, second]',
+        '    metadata: { split: test }',
+        '    id: 17',
+      ].join('\n'),
+    );
+    const { plan, definitions } = await loadPlan(file, { cwd: '/elsewhere' });
+    expect(definitions.map((d) => d.name)).toEqual(['grader']);
+    expect(plan).toMatchObject({
+      name: 'review',
+      provider: 'simulated',
+      providerOptions: { latency: 5 },
+      model: 'small',
+      threads: 3,
+      isolation: 'thread',
+      concurrency: 2,
+      cwd: dir,
+      agentFiles: [path.join(dir, 'plans/agents/grader.md')],
+      toolModules: [{ module: path.join(dir, 'plans/tool.ts'), export: 'tool' }],
+      limits: { maxSteps: 4, maxCostUsd: 0.5 },
+    });
+    expect(plan.runs).toEqual([
+      {
+        index: 0,
+        agent: 'worker',
+        task: 'Review a.md',
+        context: [],
+        metadata: {},
+        source: { file, line: 14, column: 5 },
+      },
+      {
+        index: 1,
+        agent: 'grader',
+        task: 'Grade b.md',
+        context: ['first', 'second'],
+        metadata: { split: 'test' },
+        label: '17',
+        source: { file, line: 15, column: 5 },
+      },
+    ]);
+  });
+
+  it('reads one run per line of a tasks JSONL file, skipping blank lines', async () => {
+    write(
+      'data/tasks.jsonl',
+      '{"task": "one", "id": "a"}\n\n{"task": "two", "context": "rubric", "metadata": {"k": 1}}\n',
+    );
+    const file = write('plan.yaml', 'agent: worker\ntasks: data/tasks.jsonl\n');
+    const { plan } = await loadPlan(file, { cwd: dir });
+    expect(plan.cwd).toBe(dir);
+    expect(
+      plan.runs.map(({ index, agent, task, context, metadata, label, source }) => ({
+        index,
+        agent,
+        task,
+        context,
+        metadata,
+        label,
+        line: source.line,
+      })),
+    ).toEqual([
+      { index: 0, agent: 'worker', task: 'one', context: [], metadata: {}, label: 'a', line: 1 },
+      {
+        index: 1,
+        agent: 'worker',
+        task: 'two',
+        context: ['rubric'],
+        metadata: { k: 1 },
+        label: undefined,
+        line: 3,
+      },
+    ]);
+  });
+
+  it('reports every problem at once as file:line:column: field: expected X, got Y', async () => {
+    const file = write(
+      'plan.yaml',
+      [
+        'threads: two',
+        'concurency: 3',
+        'runs:',
+        '  - agent: worker',
+        '    task: 3',
+        '  - task: hi',
+        '    extra: 1',
+      ].join('\n'),
+    );
+    expect(await problemsOf(file)).toEqual([
+      'plan.yaml:1:10: threads: expected a positive integer, got `"two"` (string)',
+      expect.stringMatching(
+        /^plan\.yaml:2:1: concurency: expected one of the plan keys \(.*\), got `"concurency"` \(string\)$/,
+      ),
+      'plan.yaml:5:11: runs[0].task: expected a non-empty string, got `3` (number)',
+      'plan.yaml:6:5: runs[1].agent: expected an agent name (here or as the plan `agent`), got nothing',
+      'plan.yaml:7:5: runs[1].extra: expected one of agent, task, context, metadata, id, got `"extra"` (string)',
+    ]);
+  });
+
+  it('reports unknown agent names where they are written', async () => {
+    const file = write(
+      'plan.yaml',
+      ['runs:', '  - agent: nobody', '    task: a', '  - agent: worker', '    task: b'].join('\n'),
+    );
+    expect(await problemsOf(file)).toEqual([
+      expect.stringMatching(
+        /^plan\.yaml:2:12: runs\[0\]\.agent: expected the name of an available agent \(.*worker.*\), got `"nobody"` \(string\)$/,
+      ),
+    ]);
+  });
+
+  it('reports bad tasks lines with the tasks file and its own line numbers', async () => {
+    write('tasks.jsonl', '{"task": "ok"}\n\n{"task": 3, "x": 1}\nnot json\n[1]\n');
+    const file = write('plan.yaml', 'agent: ghost\ntasks: tasks.jsonl\n');
+    expect(await problemsOf(file)).toEqual([
+      expect.stringMatching(
+        /^plan\.yaml:1:8: agent: expected the name of an available agent .*, got `"ghost"` \(string\)$/,
+      ),
+      'tasks.jsonl:3:2: task: expected a non-empty string, got `3` (number)',
+      'tasks.jsonl:3:13: x: expected one of task, context, metadata, id, got `"x"` (string)',
+      expect.stringMatching(/^tasks\.jsonl:4:1: line 4: expected a JSON object, got invalid JSON \(.*\)$/),
+      'tasks.jsonl:5:1: line 5: expected a JSON object, got `[1]` (array)',
+    ]);
+  });
+
+  it('refuses a plan with both runs and tasks, or with neither', async () => {
+    write('tasks.jsonl', '{"task": "a"}\n');
+    const both = write('both.yaml', 'agent: worker\ntasks: tasks.jsonl\nruns:\n  - task: b\n');
+    expect(await problemsOf(both)).toEqual([
+      'both.yaml:2:8: tasks: expected either `runs` or `tasks`, got both',
+    ]);
+    const neither = write('neither.yaml', 'agent: worker\n');
+    expect(await problemsOf(neither)).toEqual([
+      'neither.yaml:1:1: runs: expected a non-empty list of runs (or `agent` and `tasks`), got nothing',
+    ]);
+  });
+
+  it('reports a YAML syntax error with its position and paths that do not exist', async () => {
+    expect(await problemsOf(write('broken.yaml', 'runs:\n  - task: [unclosed\n'))).toEqual([
+      expect.stringMatching(/^broken\.yaml:\d+:\d+: \(yaml\): /),
+    ]);
+    const missing = write(
+      'missing.yaml',
+      'cwd: nowhere\ntoolModules: [gone.ts]\nagent: worker\ntasks: none.jsonl\n',
+    );
+    expect(await problemsOf(missing)).toEqual([
+      expect.stringMatching(
+        /^missing\.yaml:1:6: cwd: expected an existing directory \(.*\), got `"nowhere"` \(string\)$/,
+      ),
+      'missing.yaml:2:15: toolModules[0]: expected an existing module file, got `"gone.ts"` (string)',
+      expect.stringMatching(
+        /^missing\.yaml:4:8: tasks: expected a readable JSONL file \(.*\), got `"none.jsonl"` \(string\)$/,
+      ),
+    ]);
+  });
+
+  it('fails with plan_not_found for a file that does not exist', async () => {
+    await expect(loadPlan(path.join(dir, 'absent.yaml'))).rejects.toMatchObject({ code: 'plan_not_found' });
+  });
+});

@@ -1,0 +1,240 @@
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { AuditEventInput } from '../../src/journal/events.ts';
+import { JournalWriter } from '../../src/journal/writer.ts';
+import type { AgentOutcome } from '../../src/loop/types.ts';
+import { type ResultLine, resultLine } from '../../src/run-dir/results.ts';
+import { planResume } from '../../src/run-dir/resume-plan.ts';
+import { journalFile, RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
+import type { RunPlan } from '../../src/run-dir/run-plan.ts';
+import { summarize } from '../../src/run-dir/summary.ts';
+import { tempDir } from './helpers.ts';
+
+let dir: string;
+let cleanup: () => void;
+beforeEach(() => {
+  ({ dir, cleanup } = tempDir('troupe-rundir-'));
+});
+afterEach(() => cleanup());
+
+const USAGE = { inputTokens: 100, outputTokens: 10, cachedInputTokens: 0, reasoningTokens: 0 };
+
+function runPlan(count: number): RunPlan {
+  return {
+    format: 1,
+    runId: '20250101-000000-abcdef',
+    idPrefix: 'abcdef',
+    createdAt: '2025-01-01T00:00:00.000Z',
+    planFile: null,
+    cwd: dir,
+    provider: { name: 'simulated', config: { kind: 'simulated' }, simulated: true, source: 'default' },
+    threads: 1,
+    isolation: 'shared',
+    concurrency: 2,
+    agentFiles: [],
+    toolModules: [],
+    runs: Array.from({ length: count }, (_, index) => ({
+      index,
+      agentId: `abcdef-${index}`,
+      agent: 'worker',
+      task: `task ${index}`,
+      context: [],
+      metadata: {},
+      source: { file: 'plan.yaml', line: index + 1, column: 1 },
+    })),
+  };
+}
+
+function line(
+  index: number | null,
+  agentId: string,
+  outcome: Partial<AgentOutcome> & Pick<AgentOutcome, 'status'>,
+  attempt = 1,
+): ResultLine {
+  const full =
+    outcome.status === 'completed'
+      ? ({
+          agentId,
+          answer: 'done',
+          result: { summary: 'done' },
+          usage: USAGE,
+          costUsd: 0.01,
+          rounds: 2,
+          ...outcome,
+        } as AgentOutcome)
+      : ({
+          agentId,
+          reason: 'cancelled',
+          error: { name: 'SystemError', code: 'cancelled', message: 'Cancelled: test', fields: {} },
+          usage: USAGE,
+          costUsd: 0.01,
+          rounds: 1,
+          ...outcome,
+        } as AgentOutcome);
+  return resultLine(full, {
+    index,
+    parentId: index === null ? 'abcdef-0' : undefined,
+    agent: 'worker',
+    attempt,
+    label: undefined,
+    hostId: 0,
+    restarts: 0,
+    startedAt: '2025-01-01T00:00:01.000Z',
+    endedAt: '2025-01-01T00:00:03.000Z',
+  });
+}
+
+function journal(agentId: string, tail: AuditEventInput[]): void {
+  const writer = JournalWriter.open(journalFile(readRunDir(dir).paths, agentId), { fsync: 'never' });
+  writer.append({
+    type: 'Started',
+    agentId,
+    definition: { name: 'worker', hash: 'h' },
+    provider: 'simulated',
+    model: 'simulated',
+    contextWindow: 1000,
+    maxInputTokens: 900,
+    context: [],
+    task: 't',
+    metadata: {},
+    systemPrompt: 's',
+    toolSpecs: [],
+  });
+  for (const event of tail) writer.append(event);
+  writer.close();
+}
+
+describe('run directory', () => {
+  it('appends one result line per agent and reads them back, ignoring a torn last line and cutting it on reopen', () => {
+    const writer = RunDirWriter.create(dir, runPlan(2));
+    writer.append(line(0, 'abcdef-0', { status: 'completed' }));
+    appendFileSync(writer.paths.results, '{"index":1,"agentId":"abc');
+    const torn = readRunDir(dir);
+    expect(torn.results.map((l) => l.agentId)).toEqual(['abcdef-0']);
+    expect(torn.tornTail).toBe(true);
+    expect(torn.problems).toEqual([]);
+
+    const reopened = RunDirWriter.reopen(dir);
+    reopened.append(line(1, 'abcdef-1', { status: 'completed' }));
+    const contents = readRunDir(dir);
+    expect(contents.tornTail).toBe(false);
+    expect(contents.results.map((l) => l.agentId)).toEqual(['abcdef-0', 'abcdef-1']);
+    expect(readFileSync(writer.paths.results, 'utf8').split('\n')).toHaveLength(3);
+  });
+
+  it('refuses to create a run where one exists, and to read a directory that holds none', () => {
+    RunDirWriter.create(dir, runPlan(1));
+    expect(() => RunDirWriter.create(dir, runPlan(1))).toThrow(
+      expect.objectContaining({ code: 'run_dir_exists' }),
+    );
+    expect(() => readRunDir(path.join(dir, 'journals'))).toThrow(
+      expect.objectContaining({ code: 'not_a_run_dir' }),
+    );
+  });
+
+  it('summarises the last attempt of each entry, totals every attempt, and counts failures by reason', () => {
+    const lines = [
+      line(0, 'abcdef-0', { status: 'completed' }),
+      line(1, 'abcdef-1', { status: 'failed' }),
+      line(1, 'abcdef-1-r2', { status: 'completed' }, 2),
+      line(2, 'abcdef-2', { status: 'failed', reason: 'round_limit' }),
+      line(null, 'child-1', { status: 'failed', reason: 'crashed' }),
+    ];
+    const summary = summarize(runPlan(4), lines, [
+      {
+        kind: 'fanout',
+        startedAt: '2025-01-01T00:00:00.000Z',
+        endedAt: '2025-01-01T00:00:10.000Z',
+        interrupted: true,
+      },
+      {
+        kind: 'resume',
+        startedAt: '2025-01-01T01:00:00.000Z',
+        endedAt: '2025-01-01T01:00:05.000Z',
+        interrupted: false,
+      },
+    ]);
+    expect(summary.counts).toEqual({
+      planned: 4,
+      completed: 2,
+      failed: 1,
+      cancelled: 0,
+      notRun: 1,
+      nested: { completed: 0, failed: 1 },
+    });
+    expect(summary.failures).toEqual({ round_limit: 1, crashed: 1 });
+    expect(summary.usage.inputTokens).toBe(500);
+    expect(summary.costUsd).toBeCloseTo(0.05);
+    expect(summary.byDefinition.worker).toMatchObject({ agents: 5, completed: 2, failed: 3 });
+    expect(summary.wallTimeMs).toBe(15_000);
+    expect(summary.interrupted).toBe(false);
+    expect(summary.complete).toBe(false);
+    expect(summary.simulated).toBe(true);
+    expect(summary.agents.map((a) => a.wallTimeMs)).toEqual([2000, 2000, 2000, 2000, 2000]);
+  });
+});
+
+describe('planResume', () => {
+  it('keeps final results, recovers ended journals, resumes unfinished ones and reruns cancelled entries', () => {
+    const writer = RunDirWriter.create(dir, runPlan(6));
+    const results = [
+      line(0, 'abcdef-0', { status: 'completed' }),
+      line(1, 'abcdef-1', { status: 'failed', reason: 'round_limit' }),
+      line(2, 'abcdef-2', { status: 'failed', reason: 'cancelled' }),
+    ];
+    for (const result of results) writer.append(result);
+    journal('abcdef-2', [
+      {
+        type: 'Failed',
+        agentId: 'abcdef-2',
+        reason: 'cancelled',
+        error: { name: 'SystemError', code: 'cancelled', message: 'x', fields: {} },
+        usage: USAGE,
+        costUsd: 0,
+        rounds: 1,
+      },
+    ]);
+    journal('abcdef-3', [
+      {
+        type: 'Completed',
+        agentId: 'abcdef-3',
+        answer: 'from journal',
+        result: { ok: 1 },
+        usage: USAGE,
+        costUsd: 0.5,
+        rounds: 3,
+      },
+    ]);
+    journal('abcdef-4', [{ type: 'Waiting', agentId: 'abcdef-4', callId: 'c1', index: 0 }]);
+    writeFileSync(journalFile(writer.paths, 'abcdef-5-r2'), '');
+
+    const decision = planResume(runPlan(6), writer.paths, results);
+    expect(decision.kept).toBe(2);
+    expect(decision.recovered).toEqual([
+      expect.objectContaining({
+        index: 3,
+        agentId: 'abcdef-3',
+        status: 'completed',
+        answer: 'from journal',
+        result: { ok: 1 },
+        costUsd: 0.5,
+        rounds: 3,
+        attempt: 1,
+        recoveredFrom: 'journal',
+      }),
+    ]);
+    expect(
+      decision.work.map(({ run, agentId, attempt, resume }) => ({
+        index: run.index,
+        agentId,
+        attempt,
+        resume,
+      })),
+    ).toEqual([
+      { index: 2, agentId: 'abcdef-2-r2', attempt: 2, resume: false },
+      { index: 4, agentId: 'abcdef-4', attempt: 1, resume: true },
+      { index: 5, agentId: 'abcdef-5-r2', attempt: 2, resume: false },
+    ]);
+  });
+});
