@@ -8,6 +8,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { threadId } from 'node:worker_threads';
 import * as Comlink from 'comlink';
+import { sleep } from '../src/abort.ts';
 import type { AgentDefinition } from '../src/definition/types.ts';
 import { serializeError } from '../src/errors.ts';
 import type { AuditEventInput } from '../src/journal/events.ts';
@@ -278,7 +279,7 @@ class ActorHost {
     return {
       acquire: async (ticket, signal) => {
         const wait = (this.#pausedUntil.get(key) ?? 0) - Date.now();
-        if (wait > 0) await abortableDelay(wait, signal);
+        if (wait > 0) await sleep(wait, signal);
         if (!limited) return () => {};
         const { grantId } = await this.#supervisor.acquireSlot('', key, 0, ticket.estimatedInputTokens);
         return (usage) => void this.#supervisor.releaseSlot(grantId, usage?.inputTokens ?? 0);
@@ -319,20 +320,6 @@ function withOrchestrationOptIn(definition: AgentDefinition): AgentDefinition {
 
 function moduleUrl(specifier: string): string {
   return specifier.startsWith('file:') ? specifier : pathToFileURL(path.resolve(specifier)).href;
-}
-
-function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** The piscina task: host agents until the supervisor shuts this host down. */

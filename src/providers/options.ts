@@ -1,6 +1,7 @@
 /** Validation of provider options at the boundary: wrong values fail early with `invalid_option`. */
+
+import { sleep } from '../abort.ts';
 import { describeValue, UserError } from '../errors.ts';
-import { sleep } from './abort.ts';
 import {
   DEFAULT_MAX_RETRIES,
   DEFAULT_REQUEST_TIMEOUT_MS,

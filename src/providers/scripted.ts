@@ -3,9 +3,10 @@
  * It records every request (with the tool results it carried), fails a request it has no step
  * for with an `unexpected_call` error, and reports unused steps.
  */
+
+import { sleep as defaultSleep } from '../abort.ts';
 import { ProviderError, UserError } from '../errors.ts';
 import type { ToolSpec } from '../tools/types.ts';
-import { sleep as defaultSleep } from './abort.ts';
 import { DEFAULT_PRICES, type PriceTable, priceFor } from './pricing.ts';
 import { ZERO_USAGE } from './receipt.ts';
 import { toolCall } from './tool-arguments.ts';

@@ -7,9 +7,10 @@
  * It is stateless between turns: progress is read from the input, where the loop renders earlier
  * tool results as history lines starting with `Tool result` (see `resultMarker`).
  */
+
+import { sleep as defaultSleep } from '../abort.ts';
 import { describeValue, ProviderError, UserError } from '../errors.ts';
 import type { ToolSpec } from '../tools/types.ts';
-import { sleep as defaultSleep } from './abort.ts';
 import { DEFAULT_MODELS } from './constants.ts';
 import { estimateTokens } from './estimate.ts';
 import { checkNumber, checkType } from './options.ts';

@@ -3,6 +3,8 @@
  * cancellation, per-request timeouts, the receipt and the one terminal event. Providers supply
  * only {@link TurnDriver.exchange}: one model request in their native protocol.
  */
+
+import { abortable, followSignal } from '../abort.ts';
 import {
   describeValue,
   isTroupeError,
@@ -11,7 +13,6 @@ import {
   serializeError,
   UserError,
 } from '../errors.ts';
-import { abortable, followSignal } from './abort.ts';
 import { EventQueue } from './event-queue.ts';
 import type { ModelPrice } from './pricing.ts';
 import { providerError } from './provider-error.ts';

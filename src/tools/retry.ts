@@ -1,4 +1,5 @@
 /** Exponential backoff with jitter, for `toolConfig.<tool>.retry`. */
+import { sleep as abortableSleep } from '../abort.ts';
 import type { RetryPolicy } from '../definition/types.ts';
 
 /** Waits `ms`, or rejects with `signal.reason` once `signal` aborts. */
@@ -19,19 +20,4 @@ export function backoffDelay(
 }
 
 /** The default {@link Sleep}: a timer that is cleared when the signal aborts. */
-export const sleep: Sleep = (ms, signal) =>
-  new Promise<void>((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+export const sleep: Sleep = abortableSleep;
