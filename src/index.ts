@@ -160,6 +160,12 @@ export type {
   TurnRequest,
   Usage,
 } from './providers/types.ts';
+// Scale-out on Redis (the `redis` backend)
+export { resolveRedisUrl } from './scaleout/connection.ts';
+export type { PreparedRedisSupervisorOptions, RedisSupervisorOptions } from './scaleout/options.ts';
+export { RedisSupervisor } from './scaleout/redis-supervisor.ts';
+export type { RedisWorkerOptions } from './scaleout/worker.ts';
+export { RedisWorker } from './scaleout/worker.ts';
 export type { ProviderLimits } from './supervisor/admission.ts';
 export type { AgentHandleEvents } from './supervisor/agent-handle.ts';
 export { AgentHandle } from './supervisor/agent-handle.ts';
@@ -170,9 +176,11 @@ export type {
   HostTool,
   HostToolContext,
   PreparedSupervisorOptions,
+  RedisBackendOptions,
   SupervisorOptions,
 } from './supervisor/options.ts';
 export { ORCHESTRATION_TOOL_NAMES } from './supervisor/orchestration.ts';
+export { WorkerGroup } from './supervisor/redis-worker-group.ts';
 export type { SpawnOptions } from './supervisor/supervisor.ts';
 export { Supervisor } from './supervisor/supervisor.ts';
 // Tools

@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { serializeError } from '../src/errors.ts';
-import type { WorkerThreadCommand, WorkerThreadReport } from '../src/scaleout/thread-messages.ts';
+import type { WorkerThreadCommand, WorkerThreadReport } from '../src/protocol/scaleout-threads.ts';
 import { RedisWorker, type RedisWorkerOptions } from '../src/scaleout/worker.ts';
 
 function report(message: WorkerThreadReport): void {

@@ -21,6 +21,8 @@ interface FanoutFlags {
   readonly model?: string;
   readonly out?: string;
   readonly json?: boolean;
+  readonly backend?: 'threads' | 'redis';
+  readonly redis?: string;
 }
 
 /** Registers `troupe fanout` on `program`. */
@@ -45,6 +47,12 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     )
     .option('--out <dir>', 'run directory (default: .troupe/runs/<timestamp>-<id>)')
     .option('--json', 'print JSONL events instead of progress')
+    .option(
+      '--backend <backend>',
+      '`threads` (this process) or `redis` (agents run by `troupe worker` processes)',
+      backendName,
+    )
+    .option('--redis <url>', 'Redis URL for --backend redis (default: TROUPE_REDIS_URL)')
     .action(async (planFile: string, flags: FanoutFlags) => {
       setExit(await fanout(planFile, flags, io));
     });
@@ -93,8 +101,16 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     definitions,
     json: flags.json === true,
     io,
+    ...(flags.backend === 'redis'
+      ? { supervisor: { backend: 'redis', ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }) } }
+      : {}),
   });
   return exitCode;
+}
+
+function backendName(value: string): 'threads' | 'redis' {
+  if (value === 'threads' || value === 'redis') return value;
+  throw new InvalidArgumentError("expected 'threads' or 'redis'");
 }
 
 function positiveInt(value: string): number {

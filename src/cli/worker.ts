@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { describeValue, UserError } from '../errors.ts';
 import { DEFAULT_WORKER_CONCURRENCY } from '../scaleout/constants.ts';
-import { WorkerGroup } from '../scaleout/worker-group.ts';
+import { WorkerGroup } from '../supervisor/redis-worker-group.ts';
 import type { CliIO } from './main.ts';
 
 interface WorkerFlags {

@@ -7,7 +7,6 @@ import { DEFAULT_RECOVERY, HARD_MAX_STEPS } from '../constants.ts';
 import { definitionHash } from '../definition/load.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { type SerializedError, serializeError } from '../errors.ts';
-import { hashValue } from '../journal/canonical-json.ts';
 import type { AuditEvent, AuditEventInput } from '../journal/events.ts';
 import type { JournalSink } from '../journal/sink.ts';
 import { Projection } from '../projection/projection.ts';

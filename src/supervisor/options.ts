@@ -27,7 +27,31 @@ export interface HostTool {
   ): ToolOutcome | string | Promise<ToolOutcome | string>;
 }
 
-export interface SupervisorOptions {
+/** Where the redis backend finds Redis and its queue (see docs/scaleout.md). */
+export interface RedisBackendOptions {
+  /** `redis://` or `rediss://` URL. @default `TROUPE_REDIS_URL` */
+  readonly redisUrl?: string;
+  /** BullMQ queue of agent jobs; workers must use the same. @default 'troupe-agents' */
+  readonly queueName?: string;
+  /** Key prefix; workers must use the same. @default 'troupe' */
+  readonly prefix?: string;
+  /** A `wait_for_instruction` longer than this parks its job (lock and worker slot released). @default 5000 */
+  readonly parkAfterMs?: number;
+  /** How often job state of running agents is read, in case a worker's end signal was lost. @default 1000 */
+  readonly reconcileIntervalMs?: number;
+  /** Keep jobs, journals and inboxes this many seconds after an agent ends. @default kept until deleted */
+  readonly retainSeconds?: number;
+  /** How long the first spawn waits for Redis before failing with `redis_unreachable`. @default 10000 */
+  readonly connectTimeoutMs?: number;
+}
+
+export interface SupervisorOptions extends RedisBackendOptions {
+  /**
+   * `threads`: agents run in this process's worker threads. `redis`: agents are BullMQ jobs run by
+   * `troupe worker` processes on any machine (the `RedisBackendOptions` apply; thread options do
+   * not). The API and events are the same. @default 'threads'
+   */
+  readonly backend?: 'threads' | 'redis';
   /** Actor-host threads. @default 2 (or the core count when smaller) */
   readonly threads?: number;
   /** `shared`: many agents per thread; `thread`: one agent per thread at a time. @default 'shared' */

@@ -7,10 +7,12 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { EventEmitter } from 'eventemitter3';
 import type { AgentDefinition } from '../definition/types.ts';
-import { type SerializedError, SystemError, serializeError, UserError } from '../errors.ts';
+import { describeValue, type SerializedError, SystemError, serializeError, UserError } from '../errors.ts';
 import type { AgentLimits, AgentOutcome, FailureReason } from '../loop/types.ts';
 import type { ActorSpec, HostEventMessage, SupervisorCallbackApi } from '../protocol/messages.ts';
 import type { Usage } from '../providers/types.ts';
+import { SUPERVISOR_EVENT_NAMES } from '../scaleout/events.ts';
+import { RedisSupervisor } from '../scaleout/redis-supervisor.ts';
 import { compileSchema, describeProblems, type SchemaValidator } from '../tools/schema.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 import { Admission } from './admission.ts';
@@ -86,6 +88,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly #pausedUntil = new Map<string, number>();
   readonly #schemas = new Map<string, SchemaValidator>();
   #pool: HostPoolType | undefined;
+  readonly #remote: RedisSupervisor | undefined;
   #definitions: Map<string, AgentDefinition> | undefined;
   #starting: Promise<void> | undefined;
   #closed = false;
@@ -93,8 +96,30 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   constructor(options: SupervisorOptions = {}) {
     super();
-    this.#options = prepareSupervisorOptions(options);
-    this.#admission = new Admission(this.#options.limits, (provider, retryAfterMs) =>
+    const backend = options.backend ?? 'threads';
+    if (backend !== 'threads' && backend !== 'redis') {
+      throw new UserError(
+        'invalid_option',
+        `Expected \`backend\` to be 'threads' or 'redis', got ${describeValue(backend)}`,
+        {
+          option: 'backend',
+        },
+      );
+    }
+    if (backend === 'redis') {
+      // Same API, other engine: agents are BullMQ jobs run by `troupe worker` processes.
+      const remote = new RedisSupervisor(options);
+      this.#remote = remote;
+      this.#options = remote.options;
+      for (const name of SUPERVISOR_EVENT_NAMES) {
+        remote.on(name, (...args: unknown[]) =>
+          (this.emit as (event: string, ...rest: unknown[]) => boolean)(name, ...args),
+        );
+      }
+    } else {
+      this.#options = prepareSupervisorOptions(options);
+    }
+    this.#admission = new Admission(this.#remote ? {} : this.#options.limits, (provider, retryAfterMs) =>
       this.emit('provider:backoff', { provider, retryAfterMs }),
     );
   }
@@ -104,13 +129,19 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return this.#options;
   }
 
-  /** Agents known to the supervisor (queued, running or ended, until close()). */
-  get agentCount(): number {
-    return this.#agents.size;
+  /** Which engine runs the agents. */
+  get backend(): 'threads' | 'redis' {
+    return this.#remote ? 'redis' : 'threads';
   }
 
-  /** Loads definitions and starts the threads. Called by the first spawn; call it to start early. */
+  /** Agents known to the supervisor (queued, running or ended, until close()). */
+  get agentCount(): number {
+    return this.#remote ? this.#remote.agentCount : this.#agents.size;
+  }
+
+  /** Loads definitions and starts the threads (or connects to Redis). Called by the first spawn. */
   start(): Promise<void> {
+    if (this.#remote) return this.#remote.start();
     this.#starting ??= this.#start();
     return this.#starting;
   }
@@ -157,6 +188,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
    * supervisor) settles `result` as Failed with reason `invalid_request`.
    */
   spawn(agent: string | AgentDefinition, options: SpawnOptions): AgentHandle {
+    if (this.#remote) return this.#remote.spawn(agent, options);
     const id = options.id ?? randomUUID();
     if (this.#agents.has(id))
       throw new UserError('duplicate_agent_id', `An agent with id ${id} already exists`, { agentId: id });
@@ -238,23 +270,27 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   /** The handle of a known agent. */
   handle(agentId: string): AgentHandle | undefined {
+    if (this.#remote) return this.#remote.handle(agentId);
     return this.#agents.get(agentId)?.handle;
   }
 
   /** Usage of an agent and every agent below it, once they have ended. */
   treeUsage(agentId: string): { usage: Usage; costUsd: number } | undefined {
+    if (this.#remote) return this.#remote.treeUsage(agentId);
     const record = this.#agents.get(agentId);
     return record && { usage: record.treeUsage, costUsd: record.treeCostUsd };
   }
 
   /** Memory of every thread after a GC (when threads run with --expose-gc). */
   async measureThreads(): Promise<{ heapUsed: number; external: number; agents: number }[]> {
+    if (this.#remote) return this.#remote.measureThreads();
     await this.start();
     return this.#pool ? this.#pool.measure() : [];
   }
 
   /** Cancels every agent (they end Failed(cancelled)), then stops the threads. Idempotent. */
   close(): Promise<void> {
+    if (this.#remote) return this.#remote.close();
     this.#closing ??= this.#close();
     return this.#closing;
   }

@@ -1,0 +1,144 @@
+/**
+ * What a worker process builds for the agents it runs: tool registries (built-ins, imported tool
+ * modules, host-tool proxies) and providers wired to the shared admission. Modules are imported
+ * once per process; registries are cached per job shape.
+ *
+ * Every tool that may change something outside the agent (`readOnly: false`) first waits for the
+ * agent's journal to be acknowledged by Redis: its ToolCall event must be durable before it runs,
+ * so that a worker death can never make the resumed agent run it again unknowingly.
+ */
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Redis } from 'ioredis';
+import type { AgentDefinition } from '../definition/types.ts';
+import { UserError } from '../errors.ts';
+import type { HostToolDeclaration, ProviderConfig, ToolModuleRef } from '../protocol/messages.ts';
+import { createProvider } from '../providers/factory.ts';
+import type { Provider, ProviderHooks } from '../providers/types.ts';
+import { ORCHESTRATION_TOOL_NAMES } from '../supervisor/orchestration.ts';
+import { createToolRegistry } from '../tools/builtin/index.ts';
+import type { ToolRegistry } from '../tools/registry.ts';
+import type { Tool } from '../tools/types.ts';
+import type { BlockingPool } from './blocking-pool.ts';
+import { callHostTool } from './host-calls.ts';
+import type { AgentJobData } from './job-data.ts';
+import type { ScaleoutKeys } from './keys.ts';
+
+/** Waits until the agent's journal so far is acknowledged; rejects when it can take no more. */
+export type JournalBarrier = (agentId: string) => Promise<void>;
+
+interface ResourceOptions {
+  readonly redis: Redis;
+  readonly pool: BlockingPool;
+  readonly keys: ScaleoutKeys;
+  readonly barrier: JournalBarrier;
+}
+
+/** A worker's tool and provider factory. */
+export class WorkerResources {
+  readonly #options: ResourceOptions;
+  readonly #modules = new Map<string, Promise<Record<string, unknown>>>();
+  readonly #registries = new Map<string, Promise<ToolRegistry>>();
+
+  constructor(options: ResourceOptions) {
+    this.#options = options;
+  }
+
+  /** The tool registry for a job's tool modules and host tools. */
+  registry(data: AgentJobData): Promise<ToolRegistry> {
+    const key = JSON.stringify([data.toolModules, data.hostTools, data.supervisorId]);
+    let registry = this.#registries.get(key);
+    if (!registry) {
+      registry = this.#buildRegistry(data.toolModules, data.hostTools, data.supervisorId);
+      this.#registries.set(key, registry);
+      registry.catch(() => this.#registries.delete(key));
+    }
+    return registry;
+  }
+
+  async #buildRegistry(
+    toolModules: readonly ToolModuleRef[],
+    hostTools: readonly HostToolDeclaration[],
+    supervisorId: string,
+  ): Promise<ToolRegistry> {
+    const extra: Tool[] = [];
+    for (const ref of toolModules) {
+      const exported = (await this.#import(ref.module))[ref.export ?? 'default'];
+      const tools = Array.isArray(exported) ? (exported as Tool[]) : [exported as Tool];
+      for (const tool of tools) {
+        if (typeof tool !== 'object' || tool === null || typeof tool.execute !== 'function') {
+          throw new UserError(
+            'invalid_tool_module',
+            `Expected ${ref.module} to export a Tool or an array of Tools as \`${ref.export ?? 'default'}\``,
+            { module: ref.module },
+          );
+        }
+        extra.push(tool);
+      }
+    }
+    const { redis, pool, keys } = this.#options;
+    for (const declaration of hostTools) {
+      extra.push({
+        ...declaration,
+        execute: (args, ctx) =>
+          callHostTool(
+            redis,
+            pool,
+            keys,
+            supervisorId,
+            { agentId: ctx.agentId, name: declaration.name, args },
+            ctx.signal,
+          ),
+      });
+    }
+    const registry = createToolRegistry(extra);
+    for (const tool of registry.list()) {
+      if (!tool.readOnly) registry.replace(this.#afterJournal(tool));
+    }
+    return registry;
+  }
+
+  #afterJournal(tool: Tool): Tool {
+    const barrier = this.#options.barrier;
+    return {
+      ...tool,
+      execute: async (args, ctx) => {
+        await barrier(ctx.agentId);
+        return tool.execute(args, ctx);
+      },
+    };
+  }
+
+  /** A provider for one agent run, with the run's admission and rate-limit hooks. */
+  async provider(config: ProviderConfig, hooks: ProviderHooks): Promise<Provider> {
+    const options = { ...(config.options ?? {}), ...hooks };
+    if (config.kind !== 'module') return createProvider(config.kind, options);
+    const factory = (await this.#import(config.module))[config.export ?? 'default'];
+    if (typeof factory !== 'function') {
+      throw new UserError('invalid_provider_module', `${config.module} does not export a provider factory`, {
+        module: config.module,
+      });
+    }
+    return (factory as (options: unknown) => Provider)(options);
+  }
+
+  #import(specifier: string): Promise<Record<string, unknown>> {
+    const url = specifier.startsWith('file:') ? specifier : pathToFileURL(path.resolve(specifier)).href;
+    let mod = this.#modules.get(url);
+    if (!mod) {
+      mod = import(url) as Promise<Record<string, unknown>>;
+      this.#modules.set(url, mod);
+      mod.catch(() => this.#modules.delete(url));
+    }
+    return mod;
+  }
+}
+
+/** Orchestration tools are admitted only when the definition's `tools` names them (as on threads). */
+export function withOrchestrationOptIn(definition: AgentDefinition): AgentDefinition {
+  const named = new Set(definition.tools ?? []);
+  const withheld = [...ORCHESTRATION_TOOL_NAMES].filter((name) => !named.has(name));
+  return withheld.length === 0
+    ? definition
+    : { ...definition, disallowedTools: [...definition.disallowedTools, ...withheld] };
+}
