@@ -159,7 +159,7 @@ describe('Ctrl-C during troupe run', () => {
   });
 
   it.runIf(posix)(
-    'the second exits at once even while a tool ignores the abort, and the journal resumes',
+    'a tool that ignores the abort does not hold the first Ctrl-C; the second exits at once',
     async () => {
       const fifo = makeFifo('b.md');
       const journal = project.path('run.jsonl');
@@ -174,18 +174,18 @@ describe('Ctrl-C during troupe run', () => {
       ]);
       await run.until(readStarted('b.md'));
       run.process.kill('SIGINT');
-      await run.until((child) => child.stderr.includes('interrupted: cancelling the agent'));
+      // The read of b.md blocks on a FIFO with no writer and ignores the abort; the loop stops
+      // waiting for it and the agent ends cancelled, journalled.
+      await run.until((child) => child.stdout.includes('"type":"Failed"'));
+      expect(journalEvents(journal).at(-1)).toMatchObject({ type: 'Failed', reason: 'cancelled' });
+      expect(
+        journalEvents(journal).find((e) => e.type === 'ToolResult' && e.text === 'read_file was cancelled'),
+      ).toBeDefined();
+      // The blocked read still keeps the process alive: the second Ctrl-C exits at once.
       run.process.kill('SIGINT');
       expect(await run.exited).toMatchObject({ signal: 'SIGINT' });
-      expect(run.stderr).toContain(`continue with \`troupe resume`);
-      expect(journalEvents(journal).at(-1)).toMatchObject({ type: 'HistoryAppended', kind: 'tool_call' });
-
       rmSync(fifo);
-      writeFileSync(fifo, 'beta\n');
-      const resumed = await runCli('resume', journal);
-      expect(resumed.code).toBe(0);
-      expect(resumed.stderr).toContain('resumed at round 2 · 1 call cut off');
-      expectEachCallOnce(journalEvents(journal));
+      expect((await runCli('verify', journal)).code).toBe(0);
     },
   );
 });
