@@ -6,6 +6,8 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { threadId } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import { sleep } from '../src/abort.ts';
@@ -35,6 +37,9 @@ import { createToolRegistry } from '../src/tools/builtin/index.ts';
 import type { ToolRegistry } from '../src/tools/registry.ts';
 import type { Tool } from '../src/tools/types.ts';
 
+/** Agents a host starts per event-loop turn (see #pumpStarts). */
+const START_BATCH = 32;
+
 const ORCHESTRATION = new Set(['spawn_agent', 'send_instruction', 'await_agents']);
 
 interface Actor {
@@ -52,6 +57,8 @@ class ActorHost {
   readonly #promptCache = new Map<string, Promise<string>>();
   #registry: Promise<ToolRegistry> | undefined;
   #signals: AgentSignal[] = [];
+  readonly #startQueue: (() => void)[] = [];
+  #pumping = false;
   #flushScheduled = false;
   #shuttingDown = false;
   #resolveIdle: (() => void) | undefined;
@@ -79,8 +86,7 @@ class ActorHost {
       },
       heartbeat: () => this.#stats(),
       measure: () => {
-        const gc = (globalThis as { gc?: () => void }).gc;
-        gc?.();
+        collectGarbage();
         return this.#stats();
       },
       shutdown: (reason) => {
@@ -120,20 +126,42 @@ class ActorHost {
 
   #spawn(spec: ActorSpec): void {
     const controller = new AbortController();
-    const done = this.#run(spec, controller.signal).then(
-      (outcome) => this.#end(spec.agentId, outcome),
-      (error: unknown) =>
-        this.#end(spec.agentId, {
-          status: 'failed',
-          agentId: spec.agentId,
-          reason: 'crashed',
-          error: serializeError(error),
-          usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
-          costUsd: 0,
-          rounds: 0,
-        }),
-    );
+    let begin: () => void = () => {};
+    const admitted = new Promise<void>((resolve) => {
+      begin = resolve;
+    });
+    this.#startQueue.push(begin);
+    this.#pumpStarts();
+    const done = admitted
+      .then(() => this.#run(spec, controller.signal))
+      .then(
+        (outcome) => this.#end(spec.agentId, outcome),
+        (error: unknown) =>
+          this.#end(spec.agentId, {
+            status: 'failed',
+            agentId: spec.agentId,
+            reason: 'crashed',
+            error: serializeError(error),
+            usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
+            costUsd: 0,
+            rounds: 0,
+          }),
+      );
     this.#actors.set(spec.agentId, { controller, done });
+  }
+
+  /**
+   * Starts queued agents a batch per event-loop turn. Thousands of spawns at once would otherwise
+   * run their synchronous start-up back to back and keep heartbeats (and cancels) out for seconds.
+   */
+  #pumpStarts(): void {
+    if (this.#pumping) return;
+    this.#pumping = true;
+    setImmediate(() => {
+      this.#pumping = false;
+      for (const begin of this.#startQueue.splice(0, START_BATCH)) begin();
+      if (this.#startQueue.length > 0) this.#pumpStarts();
+    });
   }
 
   #end(agentId: string, outcome: AgentOutcome): void {
@@ -307,6 +335,19 @@ class ActorHost {
     }
     return createToolRegistry(extra);
   }
+}
+
+/**
+ * A full GC inside this thread. `--expose-gc` cannot be passed to a worker, so the flag is set at
+ * run time and the function taken from a fresh context (Node's documented way to get `gc`).
+ */
+function collectGarbage(): void {
+  let gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) {
+    setFlagsFromString('--expose-gc');
+    gc = runInNewContext('gc') as () => void;
+  }
+  gc();
 }
 
 /** Orchestration tools are admitted only when the definition's `tools` names them. */

@@ -17,6 +17,9 @@ import type {
   SupervisorCallbackApi,
 } from '../protocol/messages.ts';
 
+/** Flags a worker's execArgv refuses (ERR_WORKER_INVALID_EXEC_ARGV) that a parent may run with. */
+const V8_ONLY_FLAGS: ReadonlySet<string> = new Set(['--expose-gc', '--expose_gc']);
+
 /** How long a closed port waits for the task's rejection, which names the real cause of death. */
 const PORT_CLOSE_GRACE_MS = 1000;
 
@@ -49,7 +52,7 @@ export interface HostPoolOptions {
   readonly config: Omit<HostConfig, 'hostId'>;
   readonly callbacks: SupervisorCallbackApi;
   readonly onMessage: (host: HostRecord, message: HostEventMessage) => void;
-  /** Extra execArgv for the threads (benchmarks pass --expose-gc). */
+  /** Extra Node options for the threads (V8-wide flags such as --expose-gc are not allowed). */
   readonly execArgv?: readonly string[];
 }
 
@@ -78,7 +81,12 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
       // 'sync' (the default) blocks idle workers in Atomics.wait, freezing their event loops.
       atomics: 'disabled',
       ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
-      execArgv: [...process.execArgv, ...(options.execArgv ?? [])],
+      // Threads inherit this process's execArgv when given none; flags of our own are added to
+      // it. V8-wide flags such as --expose-gc are refused in a worker's execArgv (measure() gets
+      // a GC function inside the thread instead).
+      ...(options.execArgv && options.execArgv.length > 0
+        ? { execArgv: [...process.execArgv.filter((flag) => !V8_ONLY_FLAGS.has(flag)), ...options.execArgv] }
+        : {}),
     });
     // Without a listener, a worker error event would crash the main thread.
     this.#pool.on('error', () => {});

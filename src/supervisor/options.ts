@@ -80,7 +80,7 @@ export interface SupervisorOptions extends RedisBackendOptions {
   readonly hostTools?: Readonly<Record<string, HostTool>>;
   /** Restarts of agents whose thread died. @default { maxRetries: 3, baseDelayMs: 50, maxDelayMs: 2000 } */
   readonly restart?: Partial<RetryPolicy>;
-  /** @default { intervalMs: 1000, timeoutMs: 10000 } */
+  /** A thread whose event loop does not answer for `timeoutMs` is terminated and its agents restarted. @default { intervalMs: 1000, timeoutMs: 20000 } */
   readonly heartbeat?: { readonly intervalMs?: number; readonly timeoutMs?: number };
   /** Per-thread V8 limits (an agent that exceeds them crashes its thread, which is restarted). */
   readonly resourceLimits?: ResourceLimits;
@@ -94,7 +94,11 @@ export interface SupervisorOptions extends RedisBackendOptions {
   readonly compat?: boolean;
   /** Nesting limits for agents that spawn agents. @default { maxDepth: 3, maxChildren: 64 } */
   readonly orchestration?: { readonly maxDepth?: number; readonly maxChildren?: number };
-  /** Extra execArgv for the threads, e.g. ['--expose-gc'] for measurements. */
+  /**
+   * Extra Node options for the threads, added to this process's own (e.g. `--conditions=...`).
+   * V8-wide flags such as `--expose-gc` are not allowed in threads; `measureThreads()` collects
+   * garbage without it.
+   */
   readonly execArgv?: readonly string[];
 }
 
@@ -209,7 +213,7 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     );
   }
   const heartbeatIntervalMs = positiveInt('heartbeat.intervalMs', options.heartbeat?.intervalMs, 1000);
-  const heartbeatTimeoutMs = positiveInt('heartbeat.timeoutMs', options.heartbeat?.timeoutMs, 10_000);
+  const heartbeatTimeoutMs = positiveInt('heartbeat.timeoutMs', options.heartbeat?.timeoutMs, 20_000);
   if (heartbeatTimeoutMs < heartbeatIntervalMs) {
     throw new UserError(
       'invalid_option',

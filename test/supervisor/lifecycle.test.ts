@@ -8,9 +8,14 @@ import { fixtures, tempDir } from './helpers.ts';
 
 describe('Supervisor lifecycle', () => {
   it('after close() no thread, handle or port is left: the process exits by itself', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(fixtures, 'close-script.ts')], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    // --expose-gc too: a V8-wide flag the parent may run with, which threads must not be given.
+    const child = spawn(
+      process.execPath,
+      ['--expose-gc', '--import', 'tsx', path.join(fixtures, 'close-script.ts')],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => {
@@ -48,6 +53,14 @@ describe('Supervisor lifecycle', () => {
       reason: 'invalid_request',
       error: { code: 'supervisor_closed' },
     });
+  });
+
+  it('measureThreads() collects garbage in every thread and reports its memory', async () => {
+    const supervisor = new Supervisor({ threads: 2 });
+    const stats = await supervisor.measureThreads();
+    await supervisor.close();
+    expect(stats).toHaveLength(2);
+    for (const thread of stats) expect(thread.heapUsed).toBeGreaterThan(0);
   });
 
   it('isolation thread runs one agent per thread at a time', async () => {
