@@ -1,0 +1,204 @@
+/**
+ * `fanout.overhead`: N agents x R rounds of the simulated model with zero latency, run by the
+ * Supervisor on 2 threads, against the same agents run by the same loop in-process on the main
+ * thread (no threads). value = supervisor wall time / in-process wall time; target <= 1.0.
+ *
+ * Both sides run the same definition (`noop` R times, then `complete_task`), the same simulated
+ * model options (`rounds: R`), and journal every agent to its own JSONL file with the same fsync
+ * policy, the supervisor's default (the supervisor cannot run without journals, so the baseline
+ * keeps them too). Threads are
+ * started and both sides warmed up before timing: the figure is steady-state fan-out, not start-up.
+ * Also sweeps N for the makespan plot (bench/makespan.svg on a full run).
+ *
+ * Run: node --import tsx bench/fanout-overhead.ts [--quick]
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SimulatedProvider } from '../src/providers/simulated.ts';
+import { Supervisor } from '../src/supervisor/supervisor.ts';
+import { emitResult, isMain } from './support/child.ts';
+import { type BenchOptions, type BenchOutput, figure, round } from './support/figures.ts';
+import { loadAverage } from './support/machine.ts';
+import { median } from './support/stats.ts';
+import { lineChart } from './support/svg.ts';
+import {
+  assertCompleted,
+  NOOP_TOOL_MODULE,
+  runInProcess,
+  scratchDir,
+  workerDefinition,
+} from './support/workload.ts';
+
+const ROUNDS = 8;
+const THREADS = 2;
+const WARMUP_AGENTS = 20;
+
+interface Params {
+  readonly agents: number;
+  readonly reps: number;
+  readonly sweep: readonly number[];
+}
+
+const FULL: Params = { agents: 1000, reps: 3, sweep: [100, 250, 500, 1000, 2000] };
+const QUICK: Params = { agents: 100, reps: 1, sweep: [50, 100] };
+
+/** One timed run: wall time and CPU time of the whole process (every thread). */
+interface Sample {
+  readonly agents: number;
+  readonly wallMs: number;
+  readonly cpuMs: number;
+}
+
+async function timed(agents: number, work: () => Promise<void>): Promise<Sample> {
+  const cpu = process.cpuUsage();
+  const start = performance.now();
+  await work();
+  const wallMs = performance.now() - start;
+  const used = process.cpuUsage(cpu);
+  return { agents, wallMs: round(wallMs, 1), cpuMs: round((used.user + used.system) / 1000, 1) };
+}
+
+const task = (index: number): string => `Benchmark task ${index}: call noop, then complete.`;
+
+/** Where a full run's plot goes (committed); a quick run's goes to the ignored results folder. */
+export function makespanPlotPath(quick: boolean): string {
+  const file = quick ? 'results/makespan-quick.svg' : 'makespan.svg';
+  return fileURLToPath(new URL(file, import.meta.url));
+}
+
+/** Runs the benchmark; see the module comment. */
+export async function runFanoutOverheadBench(options: BenchOptions): Promise<BenchOutput> {
+  const params = options.quick ? QUICK : FULL;
+  const definition = workerDefinition();
+  const cwd = scratchDir('cwd');
+  const journals = scratchDir('journals');
+  const supervisor = new Supervisor({
+    threads: THREADS,
+    cwd: cwd.dir,
+    compat: false,
+    journalDir: path.join(journals.dir, 'supervisor'),
+    definitions: [definition],
+    toolModules: [NOOP_TOOL_MODULE],
+    providers: { simulated: { kind: 'simulated', options: { rounds: ROUNDS } } },
+  });
+  const provider = new SimulatedProvider({ rounds: ROUNDS });
+  const fsync = supervisor.options.fsync;
+  let run = 0;
+  const viaSupervisor = (agents: number): Promise<Sample> =>
+    timed(agents, async () => {
+      const handles = Array.from({ length: agents }, (_, i) =>
+        supervisor.spawn('bench-worker', { task: task(i) }),
+      );
+      assertCompleted(await Promise.all(handles.map((h) => h.result)), 'supervisor fan-out');
+    });
+  const inProcess = (agents: number, journal = true): Promise<Sample> => {
+    run += 1;
+    const journalDir = journal ? path.join(journals.dir, `in-process-${run}`) : undefined;
+    return timed(agents, async () => {
+      const outcomes = await runInProcess({
+        agents,
+        definition,
+        provider,
+        task,
+        cwd: cwd.dir,
+        journalDir,
+        fsync,
+      });
+      assertCompleted(outcomes, 'in-process fan-out');
+    });
+  };
+
+  try {
+    const startedAt = performance.now();
+    await supervisor.start();
+    const threadStartMs = round(performance.now() - startedAt, 1);
+    await viaSupervisor(WARMUP_AGENTS);
+    await inProcess(WARMUP_AGENTS);
+
+    const supervisorRuns: Sample[] = [];
+    const inProcessRuns: Sample[] = [];
+    for (const agents of params.sweep) {
+      const reps = agents === params.agents ? params.reps : 1;
+      for (let rep = 0; rep < reps; rep += 1) {
+        // Alternate the order so drift in machine load falls on both sides.
+        if (rep % 2 === 0) {
+          inProcessRuns.push(await inProcess(agents));
+          supervisorRuns.push(await viaSupervisor(agents));
+        } else {
+          supervisorRuns.push(await viaSupervisor(agents));
+          inProcessRuns.push(await inProcess(agents));
+        }
+        process.stdout.write(
+          `fanout N=${agents}: in-process ${inProcessRuns.at(-1)?.wallMs} ms, supervisor ${supervisorRuns.at(-1)?.wallMs} ms\n`,
+        );
+      }
+    }
+    const noJournal = options.quick ? undefined : await inProcess(params.agents, false);
+
+    const at = (samples: readonly Sample[], agents: number): Sample[] =>
+      samples.filter((s) => s.agents === agents);
+    const wall = (samples: readonly Sample[]): number => median(samples.map((s) => s.wallMs));
+    const cpu = (samples: readonly Sample[]): number => median(samples.map((s) => s.cpuMs));
+    const best = (samples: readonly Sample[]): number => Math.min(...samples.map((s) => s.wallMs));
+    const supervisorMs = wall(at(supervisorRuns, params.agents));
+    const inProcessMs = wall(at(inProcessRuns, params.agents));
+    const toolRounds = params.agents * ROUNDS;
+    const series = (samples: readonly Sample[]) =>
+      params.sweep.map((agents) => [agents, wall(at(samples, agents))] as const);
+
+    const plot = makespanPlotPath(options.quick);
+    mkdirSync(path.dirname(plot), { recursive: true });
+    writeFileSync(
+      plot,
+      lineChart({
+        title: `Makespan vs N: ${ROUNDS} rounds per agent, simulated model, zero latency`,
+        subtitle: `Supervisor (${THREADS} threads) vs the same loop on the main thread. 1 run per point (N=${params.agents}: median of ${params.reps}), load avg ${loadAverage()}${options.quick ? ', quick run' : ''}`,
+        xLabel: 'agents (N)',
+        yLabel: 'makespan (ms)',
+        series: [
+          { label: `Supervisor, ${THREADS} threads`, color: '#1f77b4', points: series(supervisorRuns) },
+          { label: 'in-process, main thread', color: '#d62728', points: series(inProcessRuns) },
+        ],
+      }),
+    );
+
+    return {
+      figures: {
+        'fanout.overhead': figure(supervisorMs / inProcessMs, 'ratio', '<=', 1.0, 3),
+      },
+      details: {
+        agents: params.agents,
+        rounds: ROUNDS,
+        threads: THREADS,
+        fsync,
+        reps: params.reps,
+        threadStartMs,
+        supervisorMs,
+        inProcessMs,
+        supervisorUsPerToolRound: round((supervisorMs * 1000) / toolRounds, 1),
+        inProcessUsPerToolRound: round((inProcessMs * 1000) / toolRounds, 1),
+        supervisorCpuMs: cpu(at(supervisorRuns, params.agents)),
+        inProcessCpuMs: cpu(at(inProcessRuns, params.agents)),
+        /** CPU time of every thread, supervisor / in-process: the work threading adds, whatever the load. */
+        cpuRatio: round(cpu(at(supervisorRuns, params.agents)) / cpu(at(inProcessRuns, params.agents)), 3),
+        /** Fastest run of each side: other load on the machine only ever adds time. */
+        bestRatio: round(best(at(supervisorRuns, params.agents)) / best(at(inProcessRuns, params.agents)), 3),
+        inProcessNoJournalMs: noJournal?.wallMs ?? null,
+        supervisorRuns,
+        inProcessRuns,
+        plot: path.relative(process.cwd(), plot),
+      },
+    };
+  } finally {
+    await supervisor.close();
+    cwd.remove();
+    journals.remove();
+  }
+}
+
+if (isMain(import.meta.url)) {
+  const result = await runFanoutOverheadBench({ quick: process.argv.includes('--quick') });
+  console.log(JSON.stringify(result, null, 2));
+  emitResult(result);
+}

@@ -1,0 +1,143 @@
+/**
+ * What the benchmarks run: one agent definition per workload, the provider and tool modules the
+ * threads import, and the in-process runner that is the baseline (same definition, same provider
+ * options, same loop, same journals, on the main thread).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseDefinition } from '../../src/definition/load.ts';
+import type { AgentDefinition } from '../../src/definition/types.ts';
+import { JournalWriter } from '../../src/journal/writer.ts';
+import { runAgent } from '../../src/loop/run-agent.ts';
+import type { AgentOutcome } from '../../src/loop/types.ts';
+import type { Provider } from '../../src/providers/types.ts';
+import { createToolRegistry } from '../../src/tools/builtin/index.ts';
+import type { ToolRegistry } from '../../src/tools/registry.ts';
+import { noopTool } from '../fixtures/noop-tool.ts';
+
+const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
+
+/** Tool module with the `noop` tool (`toolModules` entry). */
+export const NOOP_TOOL_MODULE = { module: fixture('noop-tool.ts'), export: 'noopTool' } as const;
+/** Provider module: the counting and routing models. */
+export const BENCH_MODELS_MODULE = fixture('bench-models.ts');
+
+function definition(text: string, name: string): AgentDefinition {
+  const loaded = parseDefinition(text, `bench:${name}`, { source: 'builtin' });
+  if (!loaded.definition) {
+    const problems = loaded.errors.map((problem) => problem.message).join('; ');
+    throw new Error(`The benchmark definition ${name} does not load: ${problems}`);
+  }
+  return loaded.definition;
+}
+
+/**
+ * The fan-out agent: calls `noop` for its rounds, then `complete_task`. AGENTS.md is off so every
+ * run assembles the same prompt wherever it starts.
+ */
+export function workerDefinition(): AgentDefinition {
+  return definition(
+    `---
+name: bench-worker
+description: Benchmark agent that calls noop for its rounds and then complete_task.
+tools: [noop, complete_task]
+agentsMd: false
+---
+You are a benchmark agent. Call the noop tool when asked, then deliver your result with complete_task.
+`,
+    'bench-worker',
+  );
+}
+
+/** The parked agent: waits for instructions, then completes. */
+export function waiterDefinition(): AgentDefinition {
+  return definition(
+    `---
+name: bench-waiter
+description: Benchmark agent that waits for instructions from its supervisor and then completes.
+tools: [wait_for_instruction, complete_task]
+agentsMd: false
+---
+You are a benchmark agent. Wait for instructions from the supervisor, then deliver your result with complete_task.
+`,
+    'bench-waiter',
+  );
+}
+
+/** The peer workload's agent: `noop` rounds, then a text answer (what the peer's agent does). */
+export function peerDefinition(): AgentDefinition {
+  return definition(
+    `---
+name: bench-peer
+description: Benchmark agent that calls noop for its rounds and then answers with text.
+tools: [noop]
+agentsMd: false
+---
+You are a benchmark agent. Call the noop tool when asked, then answer with a short text.
+`,
+    'bench-peer',
+  );
+}
+
+/** A fresh empty directory: agents' cwd (nothing to discover) and journal root. */
+export function scratchDir(prefix: string): { readonly dir: string; readonly remove: () => void } {
+  const dir = mkdtempSync(path.join(tmpdir(), `troupe-bench-${prefix}-`));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Options of {@link runInProcess}. */
+export interface InProcessOptions {
+  readonly agents: number;
+  readonly definition: AgentDefinition;
+  /** One provider for all agents (a provider is stateless between turns). */
+  readonly provider: Provider;
+  readonly task: (index: number) => string;
+  readonly cwd: string;
+  /** Journal each agent to `<journalDir>/<id>.jsonl` like an actor host does; none when undefined. */
+  readonly journalDir: string | undefined;
+  readonly fsync: 'always' | 'interval' | 'never';
+}
+
+/**
+ * Runs every agent with the loop on this thread, all at once, the way one actor host runs its
+ * actors (shared tool registry and prompt cache, one journal per agent).
+ */
+export async function runInProcess(options: InProcessOptions): Promise<AgentOutcome[]> {
+  const registry: ToolRegistry = createToolRegistry([noopTool]);
+  const promptCache = new Map<string, Promise<string>>();
+  return Promise.all(
+    Array.from({ length: options.agents }, async (_, index) => {
+      const agentId = `agent-${index}`;
+      const journal =
+        options.journalDir === undefined
+          ? undefined
+          : JournalWriter.open(path.join(options.journalDir, `${agentId}.jsonl`), { fsync: options.fsync });
+      try {
+        return await runAgent({
+          agentId,
+          definition: options.definition,
+          task: options.task(index),
+          provider: options.provider,
+          model: 'default',
+          registry,
+          cwd: options.cwd,
+          ...(journal ? { journal } : {}),
+          promptCache,
+        });
+      } finally {
+        journal?.close();
+      }
+    }),
+  );
+}
+
+/** Throws unless every outcome completed: a benchmark of failing agents measures nothing. */
+export function assertCompleted(outcomes: readonly AgentOutcome[], what: string): void {
+  const failed = outcomes.filter((outcome) => outcome.status !== 'completed');
+  if (failed.length === 0) return;
+  const first = failed[0];
+  const reason = first?.status === 'failed' ? `${first.reason}: ${first.error.message}` : '';
+  throw new Error(`${what}: ${failed.length} of ${outcomes.length} agents did not complete (${reason})`);
+}
