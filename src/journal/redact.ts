@@ -66,8 +66,33 @@ const MAY_HAVE_SCHEME = /Bearer|Basic/;
 const MAY_HAVE_SHAPE = /sk-|gh[pousr]_|github_pat_|xox[abprs]-|AKIA|AIza/;
 const MAY_HAVE_SECRET_KEY = /api[_-]?key|authorization|secret|passw(?:or)?d|token/i;
 
-/** Masks every credential-looking substring of `text`. */
+/** Lines seen recently, masked: journals repeat text (a result's event and its history entry) and
+ * every round's input hash masks the whole render again, mostly lines it has masked before. */
+const maskedLines = new Map<string, string>();
+const MASKED_LINES_LIMIT = 20_000;
+const CACHED_LINE_CHARS = 4_096;
+
+/**
+ * Masks every credential-looking substring of `text`. No pattern matches across a line break, so
+ * masking line by line gives exactly the same text, and each line's result can be reused.
+ */
 export function redactText(text: string): string {
+  if (!text.includes('\n')) return redactLine(text);
+  return text.split('\n').map(redactLine).join('\n');
+}
+
+function redactLine(line: string): string {
+  if (line.length > CACHED_LINE_CHARS) return redactUncached(line);
+  let masked = maskedLines.get(line);
+  if (masked === undefined) {
+    masked = redactUncached(line);
+    if (maskedLines.size >= MASKED_LINES_LIMIT) maskedLines.clear();
+    maskedLines.set(line, masked);
+  }
+  return masked;
+}
+
+function redactUncached(text: string): string {
   let out = text;
   if (MAY_HAVE_SCHEME.test(out)) {
     out = out.replace(AUTH_SCHEME, (_match, scheme: string, space: string) => `${scheme}${space}${REDACTED}`);
