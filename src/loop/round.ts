@@ -106,6 +106,8 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
                 ? COMPLETED_REFUSAL
                 : undefined;
         const outcome = await handleToolCall(ctx, turn, event, refusal);
+        // Cancelled while the tool ran: nothing more goes back to the model.
+        if (ctx.signal.aborted) turn.stop();
         if (outcome.ok && refusal === undefined) succeeded += 1;
         if (refusal !== undefined) break;
         if (outcome.ok && (outcome.stateUpdates?.length ?? 0) > 0) {

@@ -251,8 +251,9 @@ async function loop(
     const wasCapture = capture !== undefined;
     capture = result.capture;
 
+    if (run.signal.aborted) return fail('cancelled', result.error ?? cancelled(run.signal));
     if (result.error) {
-      if (run.signal.aborted || result.error.code === 'cancelled') return fail('cancelled', result.error);
+      if (result.error.code === 'cancelled') return fail('cancelled', result.error);
       return fail('provider_error', result.error);
     }
     const completion = run.acceptedCompletion();

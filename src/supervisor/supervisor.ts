@@ -603,6 +603,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         const record = this.#agents.get(agentId);
         if (!record || record.state === 'ended')
           return { accepted: false, message: 'The agent is not running.' };
+        if (record.cancelReason !== undefined)
+          return { accepted: false, message: 'The agent was cancelled.' };
         if (record.completion) {
           return {
             accepted: false,
