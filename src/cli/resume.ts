@@ -6,8 +6,8 @@
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
+import { resumeRunDir } from './fanout-resume.ts';
 import type { CliIO } from './main.ts';
-import { EXIT_USAGE } from './shared/constants.ts';
 import { executeLive } from './shared/live.ts';
 import { prepareResume } from './shared/session.ts';
 
@@ -15,9 +15,6 @@ interface ResumeFlags {
   readonly json?: boolean;
   readonly cwd?: string;
 }
-
-/** What the fan-out resume module exports (it lives in ./fanout-resume.ts, written by the fan-out area). */
-type ResumeRunDir = (dir: string, options: { readonly json: boolean }, io: CliIO) => Promise<number> | number;
 
 /** Registers `troupe resume` on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
@@ -34,7 +31,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       const path = resolve(target);
       const json = flags.json === true;
       if (existsSync(path) && statSync(path).isDirectory()) {
-        setExit(await resumeRunDirectory(path, json, io));
+        setExit(await resumeRunDir(path, { json }, io));
         return;
       }
       const session = await prepareResume({
@@ -43,26 +40,4 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       });
       setExit(await executeLive(session, io, { json }));
     });
-}
-
-async function resumeRunDirectory(dir: string, json: boolean, io: CliIO): Promise<number> {
-  // The module may not exist yet: it belongs to the fan-out area. Its absence is a missing feature,
-  // while an error from inside it is that module's to report, so existence is checked first.
-  const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-  const url = new URL(`./fanout-resume${extension}`, import.meta.url);
-  if (!existsSync(url)) {
-    io.stderr(
-      `troupe: ${dir} is a directory: resuming a run directory is not available yet; ` +
-        'pass the journal file of one agent instead\n',
-    );
-    return EXIT_USAGE;
-  }
-  const module = (await import(url.href)) as { readonly resumeRunDir?: ResumeRunDir };
-  if (typeof module.resumeRunDir !== 'function') {
-    io.stderr(
-      `troupe: resuming a run directory is not available yet (${url.pathname} exports no resumeRunDir)\n`,
-    );
-    return EXIT_USAGE;
-  }
-  return module.resumeRunDir(dir, { json }, io);
 }

@@ -1,5 +1,4 @@
 import { existsSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { watchInterrupts } from '../../src/cli/shared/interrupt.ts';
 import { formatCount, progressLine } from '../../src/cli/shared/progress.ts';
@@ -356,18 +355,7 @@ describe('troupe resume', () => {
     expect(readFileSync(journal)).toEqual(before);
   });
 
-  const fanoutResume = existsSync(fileURLToPath(new URL('../../src/cli/fanout-resume.ts', import.meta.url)));
-
-  it.skipIf(fanoutResume)(
-    'a directory is a run directory, which cannot be resumed until the fan-out resume exists (exit 2)',
-    async () => {
-      const result = await runCli('resume', project.root);
-      expect(result.code).toBe(2);
-      expect(result.stderr).toContain('resuming a run directory is not available yet');
-    },
-  );
-
-  it.runIf(fanoutResume)('a directory is handed to the fan-out resume', async () => {
+  it('a directory is handed to the fan-out resume', async () => {
     const result = await runCli('resume', project.root);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('not_a_run_dir');
