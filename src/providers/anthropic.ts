@@ -11,11 +11,11 @@ import {
   DEFAULT_ANTHROPIC_BASE_URL,
   DEFAULT_ANTHROPIC_MAX_TOKENS,
 } from './constants.ts';
-import { estimateTokens } from './estimate.ts';
 import {
   type HttpClient,
   type HttpProviderOptions,
   isJsonResponse,
+  jsonRequest,
   postWithRetries,
   readJsonBody,
 } from './http.ts';
@@ -118,14 +118,7 @@ export class AnthropicProvider implements Provider {
             }));
             messages.push({ role: 'user', content });
           }
-          const body = JSON.stringify({ ...params, messages });
-          const httpRequest = {
-            url: this.#url,
-            headers: this.#headers,
-            body,
-            model: request.model,
-            estimatedInputTokens: estimateTokens(body.length),
-          };
+          const httpRequest = jsonRequest(this.#url, this.#headers, { ...params, messages }, request.model);
           const read = (response: Response, signal: AbortSignal) => this.#read(response, signal, ctx);
           const { response, content } = await postWithRetries(this.#client, httpRequest, ctx, read);
           messages.push({ role: 'assistant', content });

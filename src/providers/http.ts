@@ -5,6 +5,7 @@
 import type { RetryPolicy } from '../definition/types.ts';
 import { isTroupeError } from '../errors.ts';
 import { MAX_HONOURED_RETRY_AFTER_MS, RETRY_JITTER } from './constants.ts';
+import { estimateTokens } from './estimate.ts';
 import {
   type ErrorOrigin,
   errorFromResponse,
@@ -50,6 +51,17 @@ export interface HttpRequest {
   readonly body: string;
   readonly model: string;
   readonly estimatedInputTokens: number;
+}
+
+/** A JSON POST of `payload` to `url`, sized for token-per-minute admission. */
+export function jsonRequest(
+  url: string,
+  headers: Readonly<Record<string, string>>,
+  payload: unknown,
+  model: string,
+): HttpRequest {
+  const body = JSON.stringify(payload);
+  return { url, headers, body, model, estimatedInputTokens: estimateTokens(body.length) };
 }
 
 /**

@@ -5,11 +5,11 @@
  */
 import { UserError } from '../errors.ts';
 import { DEFAULT_OPENAI_BASE_URL } from './constants.ts';
-import { estimateTokens } from './estimate.ts';
 import {
   type HttpClient,
   type HttpProviderOptions,
   isJsonResponse,
+  jsonRequest,
   postWithRetries,
   readJsonBody,
 } from './http.ts';
@@ -104,14 +104,7 @@ export class OpenAIProvider implements Provider {
           for (const result of results) {
             messages.push({ role: 'tool', tool_call_id: result.callId, content: result.result });
           }
-          const body = JSON.stringify({ ...params, messages });
-          const httpRequest = {
-            url: this.#url,
-            headers: this.#headers,
-            body,
-            model: request.model,
-            estimatedInputTokens: estimateTokens(body.length),
-          };
+          const httpRequest = jsonRequest(this.#url, this.#headers, { ...params, messages }, request.model);
           const read = (response: Response, signal: AbortSignal) => this.#read(response, signal, ctx);
           const { response, message } = await postWithRetries(this.#client, httpRequest, ctx, read);
           messages.push(message);
