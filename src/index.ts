@@ -87,6 +87,8 @@ export { verifyJournal, verifyJournalContents, verifyJournalFile } from './journ
 export type { FsyncPolicy, JournalWriterOptions } from './journal/writer.ts';
 export { JournalWriter } from './journal/writer.ts';
 // The agent loop
+export type { ToolResultEffects } from './loop/projection-events.ts';
+export { JOURNAL_FORMAT, ProjectionReplay } from './loop/projection-events.ts';
 export { journalRerender } from './loop/rerender.ts';
 export type { RunAgentOptions } from './loop/run-agent.ts';
 export { runAgent } from './loop/run-agent.ts';

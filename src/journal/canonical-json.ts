@@ -4,15 +4,33 @@
  * order, which puts integer-like keys first and would surprise a verifier written in another
  * language); no whitespace; otherwise exactly `JSON.stringify` (undefined object members dropped,
  * undefined array items and non-finite numbers as `null`, `toJSON` honoured).
+ *
+ * Every journal event passes through here on the agent's thread, so the writer builds the text in
+ * one pass (masking secrets on the way when asked) rather than copying the value first.
  */
 import { createHash } from 'node:crypto';
 import { SystemError } from '../errors.ts';
 
-/** The canonical JSON text of `value`. Throws `SystemError('journal_unserializable')` on a cycle or a bigint. */
-export function canonicalJson(value: unknown): string {
-  const out = write(value, new Set());
-  if (out === undefined) return 'null';
-  return out;
+/** How strings are masked while writing (the journal's redaction). */
+export interface Masking {
+  /** The text stored for a string value; `secret` when it sits under a secret key. */
+  readonly text: (value: string, secret: boolean) => string;
+  /** Whether a member named `key` holds a secret (checked only inside `keyedMembers`). */
+  readonly isSecretKey: (key: string) => boolean;
+  /** Top-level members whose nested keys are checked with `isSecretKey`. */
+  readonly keyedMembers: ReadonlySet<string>;
+  /** Top-level members written unmasked. */
+  readonly plainMembers: ReadonlySet<string>;
+}
+
+/**
+ * The canonical JSON text of `value`, with strings masked by `masking` when given. Throws
+ * `SystemError('journal_unserializable')` on a cycle or a bigint.
+ */
+export function canonicalJson(value: unknown, masking?: Masking): string {
+  const writer = new Writer(masking);
+  const out = masking ? writer.topLevel(value) : writer.write(value, false, false);
+  return out ?? 'null';
 }
 
 /** SHA-256 of a UTF-8 string, lowercase hex. */
@@ -25,41 +43,82 @@ export function hashValue(value: unknown): string {
   return sha256Hex(canonicalJson(value));
 }
 
-function write(value: unknown, seen: Set<object>): string | undefined {
-  if (value === null) return 'null';
-  switch (typeof value) {
-    case 'string':
-      return JSON.stringify(value);
-    case 'number':
-      return Number.isFinite(value) ? JSON.stringify(value) : 'null';
-    case 'boolean':
-      return value ? 'true' : 'false';
-    case 'undefined':
-    case 'function':
-    case 'symbol':
-      return undefined;
-    case 'bigint':
-      throw new SystemError('journal_unserializable', 'Expected JSON data, got a bigint');
+class Writer {
+  readonly #masking: Masking | undefined;
+  /** Objects being written, innermost last: a value met again inside itself is a cycle. */
+  readonly #path: object[] = [];
+
+  constructor(masking: Masking | undefined) {
+    this.#masking = masking;
   }
-  const object = value as object;
-  const toJSON = (object as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === 'function') return write(toJSON.call(object), seen);
-  if (seen.has(object)) {
-    throw new SystemError('journal_unserializable', 'Expected JSON data, got a value that contains itself');
+
+  /** An event body: its members are masked by `keyedMembers` and `plainMembers`. */
+  topLevel(value: unknown): string | undefined {
+    const masking = this.#masking;
+    if (masking === undefined || typeof value !== 'object' || value === null || Array.isArray(value))
+      return this.write(value, false, false);
+    const object = this.#enter(value);
+    try {
+      const record = object as Record<string, unknown>;
+      let out = '';
+      for (const key of Object.keys(record).sort()) {
+        const member = masking.plainMembers.has(key)
+          ? new Writer(undefined).write(record[key], false, false)
+          : this.write(record[key], masking.keyedMembers.has(key), false);
+        if (member !== undefined) out += `${out === '' ? '' : ','}${JSON.stringify(key)}:${member}`;
+      }
+      return `{${out}}`;
+    } finally {
+      this.#path.pop();
+    }
   }
-  seen.add(object);
-  try {
-    if (Array.isArray(object)) {
-      return `[${object.map((item: unknown) => write(item, seen) ?? 'null').join(',')}]`;
+
+  write(value: unknown, byKey: boolean, secret: boolean): string | undefined {
+    if (value === null) return 'null';
+    switch (typeof value) {
+      case 'string':
+        return JSON.stringify(this.#masking ? this.#masking.text(value, secret) : value);
+      case 'number':
+        return Number.isFinite(value) ? JSON.stringify(value) : 'null';
+      case 'boolean':
+        return value ? 'true' : 'false';
+      case 'undefined':
+      case 'function':
+      case 'symbol':
+        return undefined;
+      case 'bigint':
+        throw new SystemError('journal_unserializable', 'Expected JSON data, got a bigint');
     }
-    const record = object as Record<string, unknown>;
-    const members: string[] = [];
-    for (const key of Object.keys(record).sort()) {
-      const member = write(record[key], seen);
-      if (member !== undefined) members.push(`${JSON.stringify(key)}:${member}`);
+    const toJSON = (value as { toJSON?: unknown }).toJSON;
+    if (typeof toJSON === 'function') return this.write(toJSON.call(value), byKey, secret);
+    const object = this.#enter(value as object);
+    try {
+      if (Array.isArray(object)) {
+        let out = '';
+        for (let i = 0; i < object.length; i += 1) {
+          out += `${i === 0 ? '' : ','}${this.write(object[i], byKey, secret) ?? 'null'}`;
+        }
+        return `[${out}]`;
+      }
+      const record = object as Record<string, unknown>;
+      const masking = this.#masking;
+      let out = '';
+      for (const key of Object.keys(record).sort()) {
+        const secretMember = secret || (byKey && masking?.isSecretKey(key) === true);
+        const member = this.write(record[key], byKey, secretMember);
+        if (member !== undefined) out += `${out === '' ? '' : ','}${JSON.stringify(key)}:${member}`;
+      }
+      return `{${out}}`;
+    } finally {
+      this.#path.pop();
     }
-    return `{${members.join(',')}}`;
-  } finally {
-    seen.delete(object);
+  }
+
+  #enter(object: object): object {
+    if (this.#path.includes(object)) {
+      throw new SystemError('journal_unserializable', 'Expected JSON data, got a value that contains itself');
+    }
+    this.#path.push(object);
+    return object;
   }
 }

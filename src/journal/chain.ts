@@ -5,7 +5,7 @@
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 import { GENESIS_HASH } from './constants.ts';
 import type { AuditEvent, AuditEventInput } from './events.ts';
-import { redactEvent } from './redact.ts';
+import { JOURNAL_MASKING } from './redact.ts';
 
 /** Where a chain stands: the next `seq` and the `hash` the next event must point back to. */
 export interface ChainHead {
@@ -28,21 +28,32 @@ export function eventHash(event: AuditEvent): string {
 }
 
 /**
- * Turns a body into the next event of the chain and the exact line (no newline) to store: secrets
- * are masked, `seq`, `ts`, `prev` and `hash` assigned. The returned event is parsed back from the
- * line, so it equals what a reader will later see (undefined members gone, plain data only).
+ * Turns a body into the exact line (no newline) to store as the next event of the chain: secrets
+ * are masked, `seq`, `ts`, `prev` and `hash` assigned. Returns the line and the head after it.
+ * The body is serialized once and never parsed back: this runs for every event an agent writes.
+ */
+export function chainLine(
+  input: AuditEventInput,
+  head: ChainHead,
+  now: () => Date,
+): { readonly line: string; readonly head: ChainHead } {
+  const unhashed = { ...input, seq: head.nextSeq, ts: input.ts ?? now().toISOString(), prev: head.lastHash };
+  const canonical = canonicalJson(unhashed, JOURNAL_MASKING);
+  const hash = sha256Hex(canonical);
+  return { line: withHash(canonical, hash), head: { nextSeq: head.nextSeq + 1, lastHash: hash } };
+}
+
+/**
+ * {@link chainLine}, with the event as stored: parsed back from the line, so it equals what a reader
+ * will later see (secrets masked, undefined members gone, plain data only).
  */
 export function chainEvent(
   input: AuditEventInput,
   head: ChainHead,
   now: () => Date,
-): { readonly event: AuditEvent; readonly line: string } {
-  const body = redactEvent(input);
-  const unhashed = { ...body, seq: head.nextSeq, ts: input.ts ?? now().toISOString(), prev: head.lastHash };
-  const canonical = canonicalJson(unhashed);
-  const hash = sha256Hex(canonical);
-  const line = withHash(canonical, hash);
-  return { event: JSON.parse(line) as AuditEvent, line };
+): { readonly event: AuditEvent; readonly line: string; readonly head: ChainHead } {
+  const chained = chainLine(input, head, now);
+  return { event: JSON.parse(chained.line) as AuditEvent, ...chained };
 }
 
 /**

@@ -43,6 +43,12 @@ export interface Started {
   /** Every tool the agent may be offered (model-facing names); rounds name the subset they offered. */
   readonly toolSpecs: readonly ToolSpec[];
   readonly limits?: AgentLimits;
+  /**
+   * Journal format: 2 since troupe 0.2, where ToolCall and ToolResult events imply their projection
+   * changes. Absent in format 1 journals, which also wrote those changes as HistoryAppended and
+   * StateChanged events.
+   */
+  readonly format?: number;
 }
 
 /** A provider turn was submitted. */

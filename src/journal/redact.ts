@@ -11,6 +11,7 @@
  * across a line break, so masking each projection section on its way into the journal equals
  * masking the whole render (sections are joined by blank lines).
  */
+import type { Masking } from './canonical-json.ts';
 import { REDACTED } from './constants.ts';
 
 /** Keys whose values are secrets. `token(?!s)` keeps counts such as `maxTokens` readable. */
@@ -134,6 +135,21 @@ function redactUnquotedPairs(text: string): string {
 export function redactStrings<T>(value: T): T {
   return walk(value, false, false) as T;
 }
+
+/** Chain fields a sink adds after masking: they are written as they are. */
+const CHAIN_MEMBERS: ReadonlySet<string> = new Set(['seq', 'ts', 'prev']);
+
+/**
+ * The journal's masking, applied while an event is serialized (`canonicalJson(event,
+ * JOURNAL_MASKING)`): the same text as `canonicalJson(redactEvent(body))` plus the chain fields,
+ * without building the masked copy.
+ */
+export const JOURNAL_MASKING: Masking = {
+  text: (value, secret) => (secret ? REDACTED : redactText(value)),
+  isSecretKey: (key) => SECRET_KEY_PATTERN.test(key),
+  keyedMembers: KEYED_MEMBERS,
+  plainMembers: CHAIN_MEMBERS,
+};
 
 /**
  * A copy of an event body with its secrets masked: by key in `args`, `metadata` and `error`, by

@@ -7,7 +7,8 @@
  * 2. Open the journal with `JournalWriter.open` (it cuts a torn last line and continues the chain)
  *    and append `Resumed { nextRound, pendingCallIds, truncatedBytes }`.
  * 3. Build a fresh projection from `started.context` and `started.task` and replay `projection` in
- *    order (HistoryAppended = push the entry, StateChanged = apply the update) without journalling.
+ *    order without journalling (`ProjectionReplay` in src/loop/projection-events.ts: a ToolCall
+ *    pushes its entry, a ToolResult applies its state updates and entry, HistoryAppended pushes).
  * 4. For each of `pendingCalls`, record a failed ToolResult with {@link INTERRUPTED_TOOL_RESULT}
  *    (pushed to the projection like any failed result): it may or may not have taken effect, so it
  *    is neither silently dropped nor run again.
@@ -29,6 +30,13 @@ export interface PendingWait {
   readonly instruction: string | undefined;
 }
 
+/** An event that changes the projection. */
+export type ProjectionEvent =
+  | EventOf<'HistoryAppended'>
+  | EventOf<'StateChanged'>
+  | EventOf<'ToolCall'>
+  | EventOf<'ToolResult'>;
+
 /** The loop state recorded in a journal. */
 export interface ResumeState {
   readonly agentId: string;
@@ -44,8 +52,11 @@ export interface ResumeState {
   readonly finishedCalls: ReadonlyMap<string, EventOf<'ToolResult'>>;
   /** Tool calls that started but have no result (the wait in `waiting` excepted), oldest first. */
   readonly pendingCalls: readonly EventOf<'ToolCall'>[];
-  /** Projection changes in order, to replay onto a projection of `started.context` and `started.task`. */
-  readonly projection: readonly (EventOf<'HistoryAppended'> | EventOf<'StateChanged'>)[];
+  /**
+   * Events that change the projection, in order, to replay onto a projection of `started.context`
+   * and `started.task` (HistoryAppended, StateChanged, ToolCall, ToolResult).
+   */
+  readonly projection: readonly ProjectionEvent[];
   /** Usage and cost of every recorded provider turn. */
   readonly totals: UsageTotals;
   /** Instructions received so far: the index the next wait asks for. */
@@ -74,7 +85,7 @@ export function resumeState(events: readonly AuditEvent[]): ResumeState {
   const submittedRounds = new Set<number>();
   const calls = new Map<string, EventOf<'ToolCall'>>();
   const finishedCalls = new Map<string, EventOf<'ToolResult'>>();
-  const projection: (EventOf<'HistoryAppended'> | EventOf<'StateChanged'>)[] = [];
+  const projection: ProjectionEvent[] = [];
   const waits = new Map<string, EventOf<'Waiting'>>();
   const instructionsByCall = new Map<string, string>();
   let instructionsReceived = 0;
@@ -89,9 +100,11 @@ export function resumeState(events: readonly AuditEvent[]): ResumeState {
         break;
       case 'ToolCall':
         calls.set(event.callId, event);
+        projection.push(event);
         break;
       case 'ToolResult':
         finishedCalls.set(event.callId, event);
+        projection.push(event);
         break;
       case 'ProviderReceipt':
         totals = addReceipt(totals, event.receipt);

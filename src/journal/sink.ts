@@ -39,10 +39,15 @@ export class MemoryJournal implements JournalSink {
 
   /** Chains, redacts and stores `input`; returns the stored event. */
   append(input: AuditEventInput): AuditEvent {
-    const { event } = chainEvent(input, this.#head, this.#now);
+    const { event, head } = chainEvent(input, this.#head, this.#now);
     this.#events.push(event);
-    this.#head = headAfter(event);
+    this.#head = head;
     return event;
+  }
+
+  /** The same as {@link append} (named like `JournalWriter.appendEvent`, for code taking either). */
+  appendEvent(input: AuditEventInput): AuditEvent {
+    return this.append(input);
   }
 
   /** The journal as JSONL text, exactly as a {@link JournalWriter} would have written it. */

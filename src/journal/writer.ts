@@ -23,7 +23,7 @@ import {
 } from 'node:fs';
 import { dirname } from 'node:path';
 import { describeValue, SystemError, UserError } from '../errors.ts';
-import { type ChainHead, chainEvent, EMPTY_HEAD, headAfter } from './chain.ts';
+import { type ChainHead, chainLine, EMPTY_HEAD, headAfter } from './chain.ts';
 import { DEFAULT_FSYNC_INTERVAL_MS, DEFAULT_FSYNC_POLICY } from './constants.ts';
 import type { AuditEvent, AuditEventInput } from './events.ts';
 import { type JournalContents, parseJournal } from './reader.ts';
@@ -102,6 +102,13 @@ export class JournalWriter implements JournalSink {
    */
   static open(path: string, options: JournalWriterOptions = {}): JournalWriter {
     const prepared = prepareOptions(options);
+    // Most journals are new (one per agent): try to create the file first, which is one system
+    // call, and read only when it already exists.
+    const created = createNew(path);
+    if (created !== undefined) {
+      if (prepared.fsync !== 'never') syncDirectory(path);
+      return new JournalWriter(path, created, undefined, prepared);
+    }
     const contents = readExisting(path);
     if (contents && contents.problems.length > 0) {
       const first = contents.problems[0];
@@ -145,12 +152,20 @@ export class JournalWriter implements JournalSink {
   }
 
   /**
-   * Masks secrets, chains and appends one event; returns it as stored. Throws
-   * `SystemError('journal_closed')` after close, `journal_agent_mismatch` for an event of another
-   * agent, `journal_io` when the write fails (the writer is then closed: the file may end torn,
-   * which the next open repairs).
+   * Masks secrets, chains and appends one event. Throws `SystemError('journal_closed')` after
+   * close, `journal_agent_mismatch` for an event of another agent, `journal_io` when the write fails
+   * (the writer is then closed: the file may end torn, which the next open repairs).
    */
-  append(input: AuditEventInput): AuditEvent {
+  append(input: AuditEventInput): void {
+    this.#append(input);
+  }
+
+  /** {@link append}, returning the event as stored (parsed back from its line, as a reader sees it). */
+  appendEvent(input: AuditEventInput): AuditEvent {
+    return JSON.parse(this.#append(input)) as AuditEvent;
+  }
+
+  #append(input: AuditEventInput): string {
     const fd = this.#fd;
     if (this.#failure) throw this.#reported(this.#failure);
     if (fd === undefined) {
@@ -165,7 +180,7 @@ export class JournalWriter implements JournalSink {
         { path: this.path, expected: this.#agentId, actual: input.agentId },
       );
     }
-    const { event, line } = chainEvent(input, this.#head, this.#now);
+    const { line, head } = chainLine(input, this.#head, this.#now);
     try {
       writeAll(fd, Buffer.from(`${line}\n`, 'utf8'));
       if (this.#policy === 'always') fdatasyncSync(fd);
@@ -175,9 +190,9 @@ export class JournalWriter implements JournalSink {
       this.#fail(failure);
       throw failure;
     }
-    this.#head = headAfter(event);
-    this.#agentId = event.agentId;
-    return event;
+    this.#head = head;
+    this.#agentId = input.agentId;
+    return line;
   }
 
   /** Flushes appended events to disk now, whatever the policy. */
@@ -285,6 +300,27 @@ function readExisting(path: string): (JournalContents & { readonly byteLength: n
     throw ioError(path, 'read', error);
   }
   return { ...parseJournal(bytes), byteLength: bytes.length };
+}
+
+/**
+ * Creates `path` (and its directory) for appending; undefined when it already exists. 'ax' =
+ * O_WRONLY | O_CREAT | O_EXCL | O_APPEND.
+ */
+function createNew(path: string): number | undefined {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      return openSync(path, 'ax');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return undefined;
+      if (code !== 'ENOENT' || attempt > 0) throw ioError(path, 'open', error);
+    }
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+    } catch (error) {
+      throw ioError(path, 'open', error);
+    }
+  }
 }
 
 function writeAll(fd: number, buffer: Buffer): void {

@@ -3,9 +3,14 @@
  * from lines starting with "Tool call" and "Tool result", so these prefixes are part of its contract.
  */
 
-/** "Tool call: read_file {"path":"a.md"}" */
+import { canonicalJson } from '../journal/canonical-json.ts';
+
+/**
+ * "Tool call: read_file {"path":"a.md"}". Arguments are shown as canonical JSON (sorted keys): a
+ * replay rebuilds the entry from the journalled arguments, whose key order is canonical.
+ */
 export function formatToolCall(modelName: string, args: unknown, rawArgs: string | undefined): string {
-  const shown = args === undefined ? (rawArgs ?? '') : JSON.stringify(args);
+  const shown = args === undefined ? (rawArgs ?? '') : canonicalJson(args);
   return `Tool call: ${modelName} ${shown}`;
 }
 

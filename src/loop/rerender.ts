@@ -1,10 +1,12 @@
 import type { Rerender } from '../journal/verify.ts';
 import { Projection } from '../projection/projection.ts';
 import type { ToolSpec } from '../tools/types.ts';
+import { ProjectionReplay } from './projection-events.ts';
 
 /** A stateful re-render for one pass of `verifyJournal` over one journal. */
 export function journalRerender(): Rerender {
   let projection: Projection | undefined;
+  let replay: ProjectionReplay | undefined;
   let system = '';
   let specs = new Map<string, ToolSpec>();
   let next = 0;
@@ -14,13 +16,11 @@ export function journalRerender(): Rerender {
       if (!event) continue;
       if (event.type === 'Started') {
         projection = new Projection({ context: event.context, task: event.task });
+        replay = new ProjectionReplay(projection);
         system = event.systemPrompt;
         specs = new Map(event.toolSpecs.map((spec) => [spec.name, spec]));
-      } else if (event.type === 'HistoryAppended') {
-        projection?.pushHistory(event.text, event.displayedKeys);
-      } else if (event.type === 'StateChanged') {
-        projection?.applyUpdates([{ key: event.key, text: event.text }]);
       }
+      replay?.apply(event);
     }
     const submitted = events[index];
     if (!projection || submitted?.type !== 'InferenceSubmitted') {

@@ -5,18 +5,21 @@
  * rather than re-run, because whether they took effect is unknown.
  */
 
+import { SystemError } from '../errors.ts';
 import { INTERRUPTED_TOOL_RESULT } from '../journal/constants.ts';
 import type { AuditEvent } from '../journal/events.ts';
 import { resumeState } from '../journal/resume.ts';
-import { RESULT_NOT_FITTED_TEXT } from '../projection/constants.ts';
 import { COMPLETE_TASK } from '../tools/builtin/orchestration.ts';
 import type { RunContext } from './context.ts';
-import { formatToolResult } from './history-format.ts';
+import { JOURNAL_FORMAT, ProjectionReplay } from './projection-events.ts';
 import { recordToolResult } from './round.ts';
 import { waitForInstruction } from './routed-tools.ts';
 import type { AgentChannels } from './types.ts';
 
-/** Replays `events` into `run` and records the Resumed event. */
+/**
+ * Replays `events` into `run` and records the Resumed event. Throws `SystemError('journal_format')`
+ * for a journal of another format: replaying it would rebuild a different projection.
+ */
 export async function restoreFromJournal(
   run: RunContext,
   events: readonly AuditEvent[],
@@ -24,10 +27,17 @@ export async function restoreFromJournal(
   truncatedBytes: number,
 ): Promise<void> {
   const state = resumeState(events);
-  for (const change of state.projection) {
-    if (change.type === 'HistoryAppended') run.projection.pushHistory(change.text, change.displayedKeys);
-    else run.projection.applyUpdates([{ key: change.key, text: change.text }]);
+  const format = state.started.format ?? 1;
+  if (format !== JOURNAL_FORMAT) {
+    throw new SystemError(
+      'journal_format',
+      `Expected a journal of format ${JOURNAL_FORMAT} to resume, got format ${format} (written by an older troupe; resume it with that version)`,
+      { format, expected: JOURNAL_FORMAT },
+    );
   }
+  const replay = new ProjectionReplay(run.projection);
+  replay.apply(state.started);
+  for (const change of state.projection) replay.apply(change);
   run.round = state.nextRound - 1;
   run.roundsUsed = state.roundsUsed;
   run.totals = state.totals;
@@ -47,7 +57,6 @@ export async function restoreFromJournal(
     ],
     truncatedBytes,
   });
-  completeCutResults(run, events);
   for (const call of state.pendingCalls) {
     recordToolResult(
       run,
@@ -71,54 +80,5 @@ export async function restoreFromJournal(
         ? { ok: true, text: 'No instruction arrived. Continue with what you have, or finish your task.' }
         : { ok: true, text: `Instruction: ${text}` };
     recordToolResult(run, waiting.callId, 'wait_for_instruction', modelName, outcome, false);
-  }
-}
-
-/**
- * A crash can fall between a ToolResult and the projection changes that follow it (its
- * StateChanged events, then its history entry). The result is known, so the call is not run again:
- * the missing changes are made and journalled now, exactly as the loop would have made them.
- */
-function completeCutResults(run: RunContext, events: readonly AuditEvent[]): void {
-  const shown = new Set<string>();
-  const appliedUpdates = new Map<string, number>();
-  const modelNames = new Map<string, string>();
-  for (const event of events) {
-    if (event.type === 'HistoryAppended' && event.kind === 'tool_result' && event.callId)
-      shown.add(event.callId);
-    if (event.type === 'StateChanged' && event.callId) {
-      appliedUpdates.set(event.callId, (appliedUpdates.get(event.callId) ?? 0) + 1);
-    }
-    if (event.type === 'ToolCall') modelNames.set(event.callId, event.modelName);
-  }
-  for (const event of events) {
-    if (event.type !== 'ToolResult' || shown.has(event.callId)) continue;
-    const modelName = modelNames.get(event.callId) ?? event.name;
-    if (!event.projectionAccepted) {
-      run.pushHistory(
-        formatToolResult(modelName, false, RESULT_NOT_FITTED_TEXT),
-        'tool_result',
-        [],
-        event.callId,
-      );
-      continue;
-    }
-    for (const update of event.stateUpdates.slice(appliedUpdates.get(event.callId) ?? 0)) {
-      run.projection.applyUpdates([update]);
-      run.record({
-        type: 'StateChanged',
-        agentId: run.agentId,
-        key: update.key,
-        text: update.text,
-        round: event.round,
-        callId: event.callId,
-      });
-    }
-    run.pushHistory(
-      formatToolResult(modelName, event.ok, event.text),
-      'tool_result',
-      event.displayedStateKeys,
-      event.callId,
-    );
   }
 }

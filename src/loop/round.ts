@@ -8,7 +8,8 @@ import { RESULT_NOT_FITTED_TEXT } from '../projection/constants.ts';
 import type { StopReason, ToolCall, ToolChoice, Turn } from '../providers/types.ts';
 import type { CaptureRequest, ToolOutcome, ToolSpec } from '../tools/types.ts';
 import type { RunContext } from './context.ts';
-import { formatAssistant, formatToolCall, formatToolResult } from './history-format.ts';
+import { formatAssistant, formatToolResult } from './history-format.ts';
+import { applyToolCall, applyToolResult } from './projection-events.ts';
 
 /** A capture requested by a tool call, to run as the next round. */
 export interface PendingCapture {
@@ -186,7 +187,7 @@ async function handleToolCall(
     modelName: call.name,
     ...(call.arguments === undefined ? { rawArgs: call.rawArguments } : { args: call.arguments }),
   });
-  ctx.pushHistory(formatToolCall(call.name, call.arguments, call.rawArguments), 'tool_call', [], call.id);
+  applyToolCall(ctx.projection, call.name, call.arguments, call.rawArguments);
 
   let outcome: ToolOutcome;
   if (refusal !== undefined) {
@@ -229,7 +230,7 @@ export function recordToolResult(
     { text: entry, ok: outcome.ok, stateUpdates, displayedStateKeys },
     ctx.renderBudget,
   );
-  ctx.record({
+  const event = {
     type: 'ToolResult',
     agentId: ctx.agentId,
     round: ctx.round,
@@ -242,24 +243,10 @@ export function recordToolResult(
     displayedStateKeys,
     ...(refused ? { refused: true } : {}),
     ...(outcome.data === undefined ? {} : { data: outcome.data }),
-  });
-  if (!accepted) {
-    ctx.pushHistory(formatToolResult(modelName, false, RESULT_NOT_FITTED_TEXT), 'tool_result', [], callId);
-    return false;
-  }
-  for (const update of stateUpdates) {
-    ctx.projection.applyUpdates([update]);
-    ctx.record({
-      type: 'StateChanged',
-      agentId: ctx.agentId,
-      key: update.key,
-      text: update.text,
-      round: ctx.round,
-      callId,
-    });
-  }
-  ctx.pushHistory(entry, 'tool_result', displayedStateKeys, callId);
-  return true;
+  } as const;
+  ctx.record(event);
+  applyToolResult(ctx.projection, event, modelName);
+  return accepted;
 }
 
 async function finishCapture(ctx: RunContext, capture: PendingCapture, text: string): Promise<void> {

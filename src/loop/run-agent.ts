@@ -21,6 +21,7 @@ import { buildToolbox } from '../tools/toolbox.ts';
 import type { PromptTools } from '../tools/types.ts';
 import { RunContext } from './context.ts';
 import { contextWindowFor, maxInputFor } from './model-limits.ts';
+import { JOURNAL_FORMAT } from './projection-events.ts';
 import { restoreFromJournal } from './resume.ts';
 import { type PendingCapture, runRound } from './round.ts';
 import { routedTools } from './routed-tools.ts';
@@ -176,6 +177,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         systemPrompt: system,
         toolSpecs: toolbox.specs,
         ...(options.limits ? { limits: options.limits } : {}),
+        format: JOURNAL_FORMAT,
       });
     }
     return await loop(run, options, fail);

@@ -6,9 +6,10 @@
  * for the child's own output saying it got there.
  */
 import { spawnSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, openSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { prepareResume } from '../../src/cli/shared/session.ts';
 import { INTERRUPTED_TOOL_RESULT } from '../../src/journal/constants.ts';
@@ -59,9 +60,29 @@ function makeFifo(name: string): string {
   return path;
 }
 
-/** The `--json` line of the history entry journalled just before a read of `path` runs. */
+/** The `--json` line of the ToolCall journalled just before a read of `path` runs. */
 function readStarted(path: string): (child: Child) => boolean {
-  return (child) => child.stdout.includes(`"text":"Tool call: read_file {\\"path\\":\\"${path}\\"}"`);
+  return (child) =>
+    child.stdout
+      .split('\n')
+      .some((line) => line.includes('"type":"ToolCall"') && line.includes(`"args":{"path":"${path}"}`));
+}
+
+/**
+ * Resolves once a reader has the FIFO open (the tool is blocked in it), holding it open for writing
+ * so the reader stays blocked in its read; returns the write end to close afterwards. Opening a
+ * FIFO for writing without blocking fails with ENXIO while nobody reads it.
+ */
+async function untilReaderBlocked(fifo: string): Promise<number> {
+  for (let attempt = 0; attempt < 3000; attempt += 1) {
+    try {
+      return openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENXIO') throw error;
+    }
+    await delay(10);
+  }
+  throw new Error(`nobody opened ${fifo} for reading`);
 }
 
 /** Checks what resume promises about tool calls, from the journal alone. */
@@ -95,7 +116,7 @@ describe('troupe run killed with SIGKILL, then troupe resume in a new process', 
 
       const killed = journalEvents(journal);
       expect(killed.length).toBe(completeLines(journal));
-      expect(killed.at(-1)).toMatchObject({ type: 'HistoryAppended', kind: 'tool_call' });
+      expect(killed.at(-1)).toMatchObject({ type: 'ToolCall', args: { path: 'b.md' } });
       const cutOff = ofType(killed, 'ToolCall').find((call) => call.args?.path === 'b.md');
       expect(cutOff).toBeDefined();
       // A regular file again: a read wrongly repeated by the resume would now finish and show up.
@@ -173,6 +194,8 @@ describe('Ctrl-C during troupe run', () => {
         '--json',
       ]);
       await run.until(readStarted('b.md'));
+      // The ToolCall is journalled just before the tool runs: wait until the read really blocks.
+      const writeEnd = await untilReaderBlocked(fifo);
       run.process.kill('SIGINT');
       // The read of b.md blocks on a FIFO with no writer and ignores the abort; the loop stops
       // waiting for it and the agent ends cancelled, journalled.
@@ -184,6 +207,7 @@ describe('Ctrl-C during troupe run', () => {
       // The blocked read still keeps the process alive: the second Ctrl-C exits at once.
       run.process.kill('SIGINT');
       expect(await run.exited).toMatchObject({ signal: 'SIGINT' });
+      closeSync(writeEnd);
       rmSync(fifo);
       expect((await runCli('verify', journal)).code).toBe(0);
     },
@@ -268,7 +292,7 @@ describe('an agent with a side-effecting tool, SIGKILLed at exact points and res
       const { journal, effects } = await killAt({
         name: 'inside the second read_file',
         hang: ['--hang-in-call', '2'],
-        last: 'HistoryAppended',
+        last: 'ToolCall',
       });
       expect(readEffects(effects).map((effect) => effect.path)).toEqual(['a.md', 'b.md']);
 

@@ -100,7 +100,7 @@ function toolsFor(started: EventOf<'Started'>, names: readonly string[]): ToolSp
 
 /** A sink that returns the stored event: a JournalWriter or a MemoryJournal. */
 export interface ChainingSink {
-  append(input: AuditEventInput): AuditEvent;
+  appendEvent(input: AuditEventInput): AuditEvent;
 }
 
 /** Writes the events a loop would write, computing InferenceSubmitted hashes from its own render. */
@@ -116,7 +116,7 @@ export class FakeAgent {
 
   /** Appends through the sink and keeps the redacted event as the reader would see it. */
   append(input: AuditEventInput): void {
-    const stored = this.#sink.append(input);
+    const stored = this.#sink.appendEvent(input);
     this.#events.push(stored);
     if (stored.type === 'Started') {
       this.#started = stored;

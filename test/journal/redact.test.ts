@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../src/journal/canonical-json.ts';
 import { REDACTED } from '../../src/journal/constants.ts';
 import { hashInput } from '../../src/journal/events.ts';
 import { readJournal } from '../../src/journal/reader.ts';
-import { redactEvent, redactText } from '../../src/journal/redact.ts';
+import { JOURNAL_MASKING, redactEvent, redactText } from '../../src/journal/redact.ts';
 import { MemoryJournal } from '../../src/journal/sink.ts';
 import { verifyJournal } from '../../src/journal/verify.ts';
 import { JournalWriter } from '../../src/journal/writer.ts';
@@ -122,6 +123,52 @@ describe('redactEvent', () => {
     expect(body).toEqual({
       toolSpecs: [{ name: 'login', parameters: { properties: { apiKey: { type: 'string' } } } }],
     });
+  });
+});
+
+describe('JOURNAL_MASKING', () => {
+  const secretish = fc.constantFrom(
+    OPENAI_KEY,
+    `Bearer ${ANTHROPIC_KEY}`,
+    `{"apiKey":"${OPAQUE_SECRET}"}`,
+    'token: abc123',
+    'plain words',
+  );
+  const leaf = fc.oneof(fc.string(), secretish, fc.integer(), fc.double(), fc.boolean(), fc.constant(null));
+  const key = fc.oneof(
+    fc.string({ maxLength: 8 }),
+    fc.constantFrom('apiKey', 'token', 'maxTokens', 'password', '10', '9'),
+  );
+  const tree = fc.letrec((tie) => ({
+    node: fc.oneof(
+      { depthSize: 'small' },
+      leaf,
+      fc.array(tie('node'), { maxLength: 4 }),
+      fc.dictionary(key, tie('node'), { maxKeys: 4 }),
+    ),
+  })).node;
+  const body = fc.record({
+    type: fc.constant('ToolCall'),
+    agentId: fc.string(),
+    args: tree,
+    metadata: tree,
+    error: tree,
+    text: fc.oneof(fc.string(), secretish),
+    toolSpecs: tree,
+  });
+
+  it('serializes exactly the canonical JSON of the redacted copy, in one pass', () => {
+    fc.assert(
+      fc.property(body, (input) => {
+        expect(canonicalJson(input, JOURNAL_MASKING)).toBe(canonicalJson(redactEvent(input)));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('writes the chain fields unmasked', () => {
+    const text = canonicalJson({ type: 'x', ts: `sk-${'a'.repeat(20)}`, prev: 'p', seq: 1 }, JOURNAL_MASKING);
+    expect(text).toBe(`{"prev":"p","seq":1,"ts":"sk-${'a'.repeat(20)}","type":"x"}`);
   });
 });
 

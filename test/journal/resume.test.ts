@@ -66,13 +66,29 @@ describe('resumeState', () => {
   it('lists projection changes in journal order for replay', () => {
     const state = resumeState(interruptedRun().events);
     expect(
-      state.projection.map((event) => (event.type === 'StateChanged' ? `state ${event.key}` : event.text)),
+      state.projection.map((event) => {
+        switch (event.type) {
+          case 'StateChanged':
+            return `state ${event.key}`;
+          case 'ToolCall':
+            return `call ${event.callId}`;
+          case 'ToolResult':
+            return `result ${event.callId}`;
+          default:
+            return event.text;
+        }
+      }),
     ).toEqual([
+      'call c1',
       'Tool call: read_file {"path":"README.md"}',
+      'result c1',
       'Tool result: README v1',
       'state file:README.md',
+      'call c2',
       'Tool call: http_get {"url":"https://example.com"}',
+      'result c2',
       'Tool result: status 200',
+      'call c3',
       'Tool call: read_file {"path":"CHANGELOG.md"}',
     ]);
   });

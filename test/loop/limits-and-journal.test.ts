@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryJournal } from '../../src/journal/sink.ts';
 import { verifyJournal } from '../../src/journal/verify.ts';
+import { JOURNAL_FORMAT } from '../../src/loop/projection-events.ts';
 import { journalRerender } from '../../src/loop/rerender.ts';
 import { runAgent } from '../../src/loop/run-agent.ts';
 import { budget, stepCount, toolCalled } from '../../src/loop/stop-conditions.ts';
@@ -126,13 +127,11 @@ describe('agent loop: journal', () => {
         tools: [echo().tool],
       },
     );
-    const tampered = events.map((e) =>
-      e.type === 'HistoryAppended' && e.kind === 'tool_result'
-        ? { ...e, text: 'Tool result (echo): forged' }
-        : e,
-    );
+    // The result's history entry is derived from the ToolResult event, so forging its text changes
+    // the next round's input.
+    const tampered = events.map((e) => (e.type === 'ToolResult' ? { ...e, text: 'forged' } : e));
     const result = verifyJournal(tampered, { rerender: journalRerender() });
-    const forged = tampered.find((e) => e.type === 'HistoryAppended' && e.text.includes('forged'));
+    const forged = tampered.find((e) => e.type === 'ToolResult');
     expect(result.ok).toBe(false);
     expect(result.firstBad?.seq).toBe(forged?.seq);
   });
@@ -174,6 +173,57 @@ describe('agent loop: journal', () => {
     expect(tool.calls).toHaveLength(2);
     expect(resumed.events.some((e) => e.type === 'Resumed')).toBe(true);
     expect(verifyJournal(resumed.events, { rerender: journalRerender() }).ok).toBe(true);
+  });
+
+  it('each tool call and result is journalled once; replay derives their history entries', async () => {
+    const tool = recordingTool('probe', () => ({
+      ok: true,
+      text: 'probed',
+      stateUpdates: [{ key: 'probe:a', text: 'state a' }],
+      displayedStateKeys: ['probe:a'],
+    }));
+    const { events } = await runScripted(
+      [
+        // Arguments out of canonical key order: the entry must read the same when replayed.
+        { toolCalls: [{ name: 'probe', arguments: { zeta: 1, alpha: { y: 2, x: 1 } } }] },
+        { toolCalls: [{ name: 'probe', arguments: { zeta: 2 } }] },
+        { toolCalls: [{ name: 'complete_task', arguments: { result: { ok: 1 } } }] },
+      ],
+      { tools: [tool.tool] },
+    );
+    expect(events[0]).toMatchObject({ type: 'Started', format: JOURNAL_FORMAT });
+    const kinds = eventsOf(events, 'HistoryAppended').map((event) => event.kind);
+    expect(kinds).not.toContain('tool_call');
+    expect(kinds).not.toContain('tool_result');
+    expect(eventsOf(events, 'StateChanged')).toHaveLength(0);
+    // Every round's input re-renders from the journal to the hash the loop recorded.
+    expect(verifyJournal(events, { rerender: journalRerender() })).toMatchObject({
+      ok: true,
+      checkedInferences: 3,
+    });
+  });
+
+  it('resume refuses a journal of format 1, whose replay would build another projection', async () => {
+    const { events } = await runScripted([{ toolCalls: [{ name: 'echo', arguments: {} }] }, { text: '' }], {
+      tools: [echo().tool],
+      run: { limits: { maxSteps: 1 } },
+    });
+    const cut = events.findIndex((e) => e.type === 'ToolResult');
+    const legacy = events.slice(0, cut + 1).map((event) => {
+      if (event.type !== 'Started') return event;
+      const { format: _format, ...rest } = event;
+      return rest;
+    });
+    const outcome = await runAgent({
+      agentId: events[0]?.agentId ?? '',
+      definition: makeDefinition(),
+      task: 'x',
+      model: 'm',
+      provider: new ScriptedProvider([]),
+      cwd: tempDir(),
+      resumeFrom: legacy,
+    });
+    expect(outcome).toMatchObject({ status: 'failed', error: { code: 'journal_format' } });
   });
 
   it('resuming a journal that already ended returns its outcome without running anything', async () => {

@@ -285,8 +285,8 @@ function session(info: SessionInfo, writer: JournalWriter, start: Start): Prepar
       const onEvent = options.onEvent;
       const sink: JournalSink = {
         append(input: AuditEventInput) {
-          const stored = writer.append(input);
-          onEvent?.(stored);
+          if (onEvent) onEvent(writer.appendEvent(input));
+          else writer.append(input);
         },
       };
       try {
