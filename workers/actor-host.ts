@@ -1,6 +1,6 @@
 /**
  * Worker-thread entry: an actor host. One long-lived piscina task per thread runs many agent loops
- * (actors) and speaks src/protocol over three dedicated ports. The loop itself is the same code
+ * (actors) and speaks src/protocol over four dedicated ports. The loop itself is the same code
  * that runs in-process; only its channels, tools and provider admission cross the port.
  */
 import { mkdirSync } from 'node:fs';
@@ -36,6 +36,7 @@ import type { Admission, Provider } from '../src/providers/types.ts';
 import { createToolRegistry } from '../src/tools/builtin/index.ts';
 import type { ToolRegistry } from '../src/tools/registry.ts';
 import type { Tool } from '../src/tools/types.ts';
+import { AdmissionClient } from './admission-client.ts';
 
 /** Agents a host starts per event-loop turn (see #pumpStarts). */
 const START_BATCH = 32;
@@ -51,6 +52,7 @@ class ActorHost {
   readonly #config: HostConfig;
   readonly #supervisor: Comlink.Remote<SupervisorCallbackApi>;
   readonly #events: Port;
+  readonly #slots: AdmissionClient;
   readonly #actors = new Map<string, Actor>();
   readonly #providers = new Map<string, Promise<Provider>>();
   readonly #pausedUntil = new Map<string, number>();
@@ -63,10 +65,16 @@ class ActorHost {
   #shuttingDown = false;
   #resolveIdle: (() => void) | undefined;
 
-  constructor(config: HostConfig, supervisor: Comlink.Remote<SupervisorCallbackApi>, events: Port) {
+  constructor(
+    config: HostConfig,
+    supervisor: Comlink.Remote<SupervisorCallbackApi>,
+    events: Port,
+    slots: AdmissionClient,
+  ) {
     this.#config = config;
     this.#supervisor = supervisor;
     this.#events = events;
+    this.#slots = slots;
     mkdirSync(config.journalDir, { recursive: true });
   }
 
@@ -303,14 +311,14 @@ class ActorHost {
   }
 
   #admission(key: string): Admission {
-    const limited = this.#config.admissionKeys.includes(key);
+    const limited = this.#slots.limits(key);
     return {
       acquire: async (ticket, signal) => {
         const wait = (this.#pausedUntil.get(key) ?? 0) - Date.now();
         if (wait > 0) await sleep(wait, signal);
         if (!limited) return () => {};
-        const { grantId } = await this.#supervisor.acquireSlot('', key, 0, ticket.estimatedInputTokens);
-        return (usage) => void this.#supervisor.releaseSlot(grantId, usage?.inputTokens ?? 0);
+        const grantId = await this.#slots.acquire(key, 0, ticket.estimatedInputTokens, signal);
+        return () => this.#slots.release(grantId);
       },
     };
   }
@@ -366,7 +374,12 @@ function moduleUrl(specifier: string): string {
 /** The piscina task: host agents until the supervisor shuts this host down. */
 export default async function actorHost(task: HostTask): Promise<void> {
   const supervisor = Comlink.wrap<SupervisorCallbackApi>(task.callback as unknown as Comlink.Endpoint);
-  const host = new ActorHost(task.config, supervisor, task.events);
+  const host = new ActorHost(
+    task.config,
+    supervisor,
+    task.events,
+    new AdmissionClient(task.admission, task.config.admissionKeys),
+  );
   const finished = host.finished();
   Comlink.expose(host.control(), task.control as unknown as Comlink.Endpoint);
   task.events.postMessage({ type: 'ready', hostId: task.config.hostId, threadId } satisfies HostEventMessage);
@@ -375,4 +388,5 @@ export default async function actorHost(task: HostTask): Promise<void> {
   task.control.close();
   task.callback.close();
   task.events.close();
+  task.admission.close();
 }

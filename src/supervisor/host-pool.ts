@@ -39,6 +39,7 @@ export interface HostRecord {
 interface HostInternals {
   readonly record: HostRecord;
   readonly ports: MessagePort[];
+  readonly admission: { close(): void };
   readonly markDead: (cause: SerializedError) => void;
   heartbeatTimer: NodeJS.Timeout | undefined;
   missedSince: number | undefined;
@@ -51,6 +52,11 @@ export interface HostPoolOptions {
   readonly heartbeatTimeoutMs: number;
   readonly config: Omit<HostConfig, 'hostId'>;
   readonly callbacks: SupervisorCallbackApi;
+  /**
+   * Serves a host's admission port. The returned `close` runs when the host is found dead (before
+   * `host:died`) or the pool closes, and must give back every slot the host held or waited for.
+   */
+  readonly serveAdmission: (host: HostRecord, port: MessagePort) => { close(): void };
   readonly onMessage: (host: HostRecord, message: HostEventMessage) => void;
   /** Extra Node options for the threads (V8-wide flags such as --expose-gc are not allowed). */
   readonly execArgv?: readonly string[];
@@ -103,6 +109,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     const control = new MessageChannel();
     const callback = new MessageChannel();
     const events = new MessageChannel();
+    const admission = new MessageChannel();
     let markDead: (cause: SerializedError) => void = () => {};
     const died = new Promise<SerializedError>((resolve) => {
       markDead = resolve;
@@ -117,7 +124,8 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     };
     const internals: HostInternals = {
       record,
-      ports: [control.port1, callback.port1, events.port1],
+      ports: [control.port1, callback.port1, events.port1, admission.port1],
+      admission: this.#options.serveAdmission(record, admission.port1),
       markDead: (cause) => this.#handleDeath(internals, cause, markDead),
       heartbeatTimer: undefined,
       missedSince: undefined,
@@ -155,8 +163,10 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
       control: control.port2,
       callback: callback.port2,
       events: events.port2,
+      admission: admission.port2,
     };
-    this.#pool.run(task, { transferList: [control.port2, callback.port2, events.port2] as never }).then(
+    const transferList = [control.port2, callback.port2, events.port2, admission.port2];
+    this.#pool.run(task, { transferList: transferList as never }).then(
       () =>
         internals.markDead(new SystemError('host_ended', `Actor host ${id} ended`, { hostId: id }).toJSON()),
       (error: unknown) => internals.markDead(crashCause(id, error)),
@@ -286,6 +296,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
   #dispose(internals: HostInternals): void {
     if (internals.heartbeatTimer) clearInterval(internals.heartbeatTimer);
     internals.heartbeatTimer = undefined;
+    internals.admission.close();
     try {
       internals.record.api[Comlink.releaseProxy]();
     } catch {

@@ -16,6 +16,7 @@ import { RedisSupervisor } from '../scaleout/redis-supervisor.ts';
 import { compileSchema, describeProblems, type SchemaValidator } from '../tools/schema.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 import { Admission } from './admission.ts';
+import { AdmissionServer } from './admission-server.ts';
 import { AgentHandle } from './agent-handle.ts';
 import { loadDefinitions } from './definitions.ts';
 import type { SupervisorEvents } from './events.ts';
@@ -157,6 +158,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       })),
       ...ORCHESTRATION_TOOLS,
     ];
+    const admissionKeys = this.#admission.keys;
     const pool = new HostPool({
       threads: this.#options.threads,
       resourceLimits: this.#options.resourceLimits,
@@ -165,7 +167,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       execArgv: this.#options.execArgv,
       config: {
         providers: this.#options.providers,
-        admissionKeys: this.#admission.keys,
+        admissionKeys,
         toolModules: this.#options.toolModules,
         hostTools,
         journalDir: this.#options.journalDir,
@@ -173,6 +175,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         cwd: this.#options.cwd,
       },
       callbacks: this.#callbacks(),
+      serveAdmission: (_host, port) => new AdmissionServer(this.#admission, admissionKeys, port),
       onMessage: (host, message) => this.#onHostMessage(host, message),
     });
     this.#pool = pool;
@@ -585,10 +588,6 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   #callbacks(): SupervisorCallbackApi {
     return {
-      acquireSlot: async (_agentId, key, priority, estimatedTokens) => ({
-        grantId: await this.#admission.acquire(key, priority, estimatedTokens),
-      }),
-      releaseSlot: (grantId) => this.#admission.release(grantId),
       reportRateLimit: (key, retryAfterMs) => {
         const until = Date.now() + retryAfterMs;
         if (until <= (this.#pausedUntil.get(key) ?? 0)) return;
