@@ -41,6 +41,8 @@ interface HostInternals {
   readonly ports: MessagePort[];
   readonly admission: { close(): void };
   readonly markDead: (cause: SerializedError) => void;
+  /** Rejecters of calls in flight: a death fails them (each removes itself when it settles). */
+  readonly pendingCalls: Set<(cause: SerializedError) => void>;
   heartbeatTimer: NodeJS.Timeout | undefined;
   missedSince: number | undefined;
 }
@@ -127,6 +129,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
       ports: [control.port1, callback.port1, events.port1, admission.port1],
       admission: this.#options.serveAdmission(record, admission.port1),
       markDead: (cause) => this.#handleDeath(internals, cause, markDead),
+      pendingCalls: new Set(),
       heartbeatTimer: undefined,
       missedSince: undefined,
     };
@@ -181,16 +184,23 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
 
   /** Calls into a host; rejects if the host dies first instead of hanging. */
   async call<T>(host: HostRecord, fn: (api: Comlink.Remote<HostControlApi>) => Promise<T>): Promise<T> {
-    if (!host.alive) throw deadHostError(host);
-    return Promise.race([
-      fn(host.api),
-      host.died.then((cause) => {
-        throw new SystemError('thread_died', `Actor host ${host.id} died: ${cause.message}`, {
-          hostId: host.id,
-          cause,
-        });
-      }),
-    ]);
+    const internals = this.#hosts.get(host.id);
+    if (!host.alive || internals === undefined) throw deadHostError(host);
+    // A listener per call, removed when it settles: racing every call against `host.died` would
+    // leave one reaction per spawn, cancel and heartbeat on that promise for the host's lifetime.
+    return new Promise<T>((resolve, reject) => {
+      const onDeath = (cause: SerializedError): void =>
+        reject(
+          new SystemError('thread_died', `Actor host ${host.id} died: ${cause.message}`, {
+            hostId: host.id,
+            cause,
+          }),
+        );
+      internals.pendingCalls.add(onDeath);
+      fn(host.api)
+        .then(resolve, reject)
+        .finally(() => internals.pendingCalls.delete(onDeath));
+    });
   }
 
   /** Stats from every live host (after a GC when threads run with --expose-gc). */
@@ -289,6 +299,8 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     if (!host.alive) return;
     host.alive = false;
     settle(cause);
+    for (const fail of internals.pendingCalls) fail(cause);
+    internals.pendingCalls.clear();
     this.#dispose(internals);
     if (!this.#closing) this.emit('host:died', host, cause);
   }
