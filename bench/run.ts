@@ -9,11 +9,12 @@
  *   npm run bench -- --profile         also write a V8 CPU profile of every child to bench/results/profiles
  *   npm run bench -- --out FILE        write the JSON somewhere else
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { RUN_ONE, runInChild } from './support/child.ts';
+import { RUN_ONE, runInChild, SCRATCH_ROOT_ENV } from './support/child.ts';
 import type { BenchOutput, Figure } from './support/figures.ts';
 import { commit, loadAverage, machine } from './support/machine.ts';
 import { BENCHES, type BenchEntry } from './support/registry.ts';
@@ -82,6 +83,8 @@ export function formatTable(results: Readonly<Record<string, Figure>>): string {
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
+type BenchRuns = Record<string, { wallMs: number; error?: string; skipped?: string }>;
+
 /** Runs the selected benchmarks and writes the report. */
 export async function runSuite(options: {
   readonly quick: boolean;
@@ -102,39 +105,15 @@ export async function runSuite(options: {
   const measuredCommit = commit(REPO_ROOT);
   const results: Record<string, Figure> = {};
   const details: Record<string, unknown> = {};
-  const benches: Record<string, { wallMs: number; error?: string; skipped?: string }> = {};
-  const profileDir = path.join(BENCH_DIR, 'results', 'profiles');
-  for (const bench of selected) {
-    const reason = bench.unavailable?.({ quick: options.quick });
-    if (reason !== undefined) {
-      Object.assign(results, placeholder(bench, reason));
-      benches[bench.name] = { wallMs: 0, skipped: reason };
-      process.stderr.write(`- ${bench.name}: skipped (${reason})\n`);
-      continue;
-    }
-    process.stderr.write(`- ${bench.name}: running${options.quick ? ' (quick)' : ''}...\n`);
-    const benchStart = performance.now();
-    try {
-      const output = await runInChild(RUN_ONE, {
-        execArgv: [
-          ...bench.execArgv,
-          ...(options.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(profileDir, bench.name)}`] : []),
-        ],
-        args: [bench.name, ...(options.quick ? ['--quick'] : [])],
-        timeoutMs: bench.timeoutMs({ quick: options.quick }),
-        cwd: REPO_ROOT,
-      });
-      if (!isBenchOutput(output)) throw new Error('the child printed a result of the wrong shape');
-      Object.assign(results, placeholder(bench, 'not reported'), output.figures);
-      details[bench.name] = output.details;
-      benches[bench.name] = { wallMs: Math.round(performance.now() - benchStart) };
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      Object.assign(results, placeholder(bench, `failed: ${message}`));
-      benches[bench.name] = { wallMs: Math.round(performance.now() - benchStart), error: message };
-      process.stderr.write(`- ${bench.name}: FAILED (${message})\n`);
-    }
-    process.stderr.write(`- ${bench.name}: ${((performance.now() - benchStart) / 1000).toFixed(1)} s\n`);
+  const benches: BenchRuns = {};
+  // Every child's scratch directories, removed only once all have run (see SCRATCH_ROOT_ENV).
+  const scratchRoot = mkdtempSync(path.join(tmpdir(), 'troupe-bench-run-'));
+  process.env[SCRATCH_ROOT_ENV] = scratchRoot;
+  try {
+    for (const bench of selected) await runBench(bench, options, { results, details, benches });
+  } finally {
+    delete process.env[SCRATCH_ROOT_ENV];
+    rmSync(scratchRoot, { recursive: true, force: true });
   }
   const report: RunReport = {
     machine: { ...host, loadAverage: { start: host.loadAverage.start, end: loadAverage() } },
@@ -151,6 +130,50 @@ export async function runSuite(options: {
   mkdirSync(path.dirname(options.out), { recursive: true });
   writeFileSync(options.out, `${JSON.stringify(report, null, 2)}\n`);
   return report;
+}
+
+/** Runs one benchmark in its child process and adds what it reports to `into`. */
+async function runBench(
+  bench: BenchEntry,
+  options: { readonly quick: boolean; readonly profile: boolean },
+  into: {
+    readonly results: Record<string, Figure>;
+    readonly details: Record<string, unknown>;
+    readonly benches: BenchRuns;
+  },
+): Promise<void> {
+  const { results, details, benches } = into;
+  const reason = bench.unavailable?.({ quick: options.quick });
+  if (reason !== undefined) {
+    Object.assign(results, placeholder(bench, reason));
+    benches[bench.name] = { wallMs: 0, skipped: reason };
+    process.stderr.write(`- ${bench.name}: skipped (${reason})\n`);
+    return;
+  }
+  process.stderr.write(`- ${bench.name}: running${options.quick ? ' (quick)' : ''}...\n`);
+  const benchStart = performance.now();
+  const profileDir = path.join(BENCH_DIR, 'results', 'profiles');
+  try {
+    const output = await runInChild(RUN_ONE, {
+      execArgv: [
+        ...bench.execArgv,
+        ...(options.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(profileDir, bench.name)}`] : []),
+      ],
+      args: [bench.name, ...(options.quick ? ['--quick'] : [])],
+      timeoutMs: bench.timeoutMs({ quick: options.quick }),
+      cwd: REPO_ROOT,
+    });
+    if (!isBenchOutput(output)) throw new Error('the child printed a result of the wrong shape');
+    Object.assign(results, placeholder(bench, 'not reported'), output.figures);
+    details[bench.name] = output.details;
+    benches[bench.name] = { wallMs: Math.round(performance.now() - benchStart) };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    Object.assign(results, placeholder(bench, `failed: ${message}`));
+    benches[bench.name] = { wallMs: Math.round(performance.now() - benchStart), error: message };
+    process.stderr.write(`- ${bench.name}: FAILED (${message})\n`);
+  }
+  process.stderr.write(`- ${bench.name}: ${((performance.now() - benchStart) / 1000).toFixed(1)} s\n`);
 }
 
 async function main(): Promise<void> {

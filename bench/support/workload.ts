@@ -16,6 +16,7 @@ import type { Provider } from '../../src/providers/types.ts';
 import { createToolRegistry } from '../../src/tools/builtin/index.ts';
 import type { ToolRegistry } from '../../src/tools/registry.ts';
 import { noopTool } from '../fixtures/noop-tool.ts';
+import { SCRATCH_ROOT_ENV } from './child.ts';
 
 const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
 
@@ -83,8 +84,10 @@ You are a benchmark agent. Call the noop tool when asked, then answer with a sho
 
 /** A fresh empty directory: agents' cwd (nothing to discover) and journal root. */
 export function scratchDir(prefix: string): { readonly dir: string; readonly remove: () => void } {
-  const dir = mkdtempSync(path.join(tmpdir(), `troupe-bench-${prefix}-`));
-  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  const root = process.env[SCRATCH_ROOT_ENV];
+  const dir = mkdtempSync(path.join(root ?? tmpdir(), `troupe-bench-${prefix}-`));
+  // Under the runner, the runner removes everything at the end.
+  return { dir, remove: root ? () => {} : () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** Options of {@link runInProcess}. */
