@@ -8,7 +8,7 @@
  * Every journal event passes through here on the agent's thread, so the writer builds the text in
  * one pass (masking secrets on the way when asked) rather than copying the value first.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { SystemError } from '../errors.ts';
 
 /** How strings are masked while writing (the journal's redaction). */
@@ -35,7 +35,7 @@ export function canonicalJson(value: unknown, masking?: Masking): string {
 
 /** SHA-256 of a UTF-8 string, lowercase hex. */
 export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
+  return hash('sha256', text, 'hex');
 }
 
 /** SHA-256 (hex) of the canonical JSON of `value`: e.g. a definition hash for the Started event. */

@@ -29,15 +29,17 @@ export function eventHash(event: AuditEvent): string {
 
 /**
  * Turns a body into the exact line (no newline) to store as the next event of the chain: secrets
- * are masked, `seq`, `ts`, `prev` and `hash` assigned. Returns the line and the head after it.
+ * are masked, `seq`, `ts` (from `now`, or the system clock when undefined), `prev` and `hash`
+ * assigned. Returns the line and the head after it.
  * The body is serialized once and never parsed back: this runs for every event an agent writes.
  */
 export function chainLine(
   input: AuditEventInput,
   head: ChainHead,
-  now: () => Date,
+  now: (() => Date) | undefined,
 ): { readonly line: string; readonly head: ChainHead } {
-  const unhashed = { ...input, seq: head.nextSeq, ts: input.ts ?? now().toISOString(), prev: head.lastHash };
+  const ts = input.ts ?? (now ? now().toISOString() : isoNow());
+  const unhashed = { ...input, seq: head.nextSeq, ts, prev: head.lastHash };
   const canonical = canonicalJson(unhashed, JOURNAL_MASKING);
   const hash = sha256Hex(canonical);
   return { line: withHash(canonical, hash), head: { nextSeq: head.nextSeq + 1, lastHash: hash } };
@@ -50,10 +52,23 @@ export function chainLine(
 export function chainEvent(
   input: AuditEventInput,
   head: ChainHead,
-  now: () => Date,
+  now: (() => Date) | undefined,
 ): { readonly event: AuditEvent; readonly line: string; readonly head: ChainHead } {
   const chained = chainLine(input, head, now);
   return { event: JSON.parse(chained.line) as AuditEvent, ...chained };
+}
+
+let clockMs = Number.NaN;
+let clockIso = '';
+
+/** The current time as ISO 8601, formatted once per millisecond (many events share one). */
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== clockMs) {
+    clockMs = ms;
+    clockIso = new Date(ms).toISOString();
+  }
+  return clockIso;
 }
 
 /**

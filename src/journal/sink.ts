@@ -22,12 +22,12 @@ export interface MemoryJournalOptions {
 /** A journal held in memory: the same events a file journal would hold, without the file. */
 export class MemoryJournal implements JournalSink {
   readonly #events: AuditEvent[];
-  readonly #now: () => Date;
+  readonly #now: (() => Date) | undefined;
   #head: ChainHead;
 
   constructor(options: MemoryJournalOptions = {}) {
     this.#events = [...(options.events ?? [])];
-    this.#now = options.now ?? (() => new Date());
+    this.#now = options.now;
     const last = this.#events.at(-1);
     this.#head = last ? headAfter(last) : EMPTY_HEAD;
   }

@@ -61,7 +61,7 @@ export class JournalWriter implements JournalSink {
   readonly truncatedBytes: number;
 
   readonly #policy: FsyncPolicy;
-  readonly #now: () => Date;
+  readonly #now: (() => Date) | undefined;
   #fd: number | undefined;
   #head: ChainHead;
   #agentId: string | undefined;
@@ -79,7 +79,7 @@ export class JournalWriter implements JournalSink {
     this.path = path;
     this.#fd = fd;
     this.#policy = options.fsync;
-    this.#now = options.now ?? (() => new Date());
+    this.#now = options.now;
     const events = contents?.events ?? [];
     const last = events.at(-1);
     this.#head = last ? headAfter(last) : EMPTY_HEAD;
