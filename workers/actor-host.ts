@@ -1,6 +1,6 @@
 /**
  * Worker-thread entry: an actor host. One long-lived piscina task per thread runs many agent loops
- * (actors) and speaks src/protocol over four dedicated ports. The loop itself is the same code
+ * (actors) and speaks src/protocol over five dedicated ports. The loop itself is the same code
  * that runs in-process; only its channels, tools and provider admission cross the port.
  */
 import { mkdirSync } from 'node:fs';
@@ -37,6 +37,7 @@ import { createToolRegistry } from '../src/tools/builtin/index.ts';
 import type { ToolRegistry } from '../src/tools/registry.ts';
 import type { Tool } from '../src/tools/types.ts';
 import { AdmissionClient } from './admission-client.ts';
+import { InboxClient } from './inbox-client.ts';
 
 /** Agents a host starts per event-loop turn (see #pumpStarts). */
 const START_BATCH = 32;
@@ -53,6 +54,7 @@ class ActorHost {
   readonly #supervisor: Comlink.Remote<SupervisorCallbackApi>;
   readonly #events: Port;
   readonly #slots: AdmissionClient;
+  readonly #inbox: InboxClient;
   readonly #actors = new Map<string, Actor>();
   readonly #providers = new Map<string, Promise<Provider>>();
   readonly #pausedUntil = new Map<string, number>();
@@ -70,11 +72,13 @@ class ActorHost {
     supervisor: Comlink.Remote<SupervisorCallbackApi>,
     events: Port,
     slots: AdmissionClient,
+    inbox: InboxClient,
   ) {
     this.#config = config;
     this.#supervisor = supervisor;
     this.#events = events;
     this.#slots = slots;
+    this.#inbox = inbox;
     mkdirSync(config.journalDir, { recursive: true });
   }
 
@@ -87,7 +91,9 @@ class ActorHost {
 
   control(): HostControlApi {
     return {
-      spawn: (spec) => this.#spawn(spec),
+      spawnMany: (specs) => {
+        for (const spec of specs) this.#spawn(spec);
+      },
       cancel: (agentId, reason) => this.#actors.get(agentId)?.controller.abort(new Error(reason)),
       pauseProvider: (key, until) => {
         if (until > (this.#pausedUntil.get(key) ?? 0)) this.#pausedUntil.set(key, until);
@@ -258,28 +264,7 @@ class ActorHost {
   #channels(agentId: string): AgentChannels {
     return {
       completeTask: (result) => this.#supervisor.completeTask(agentId, result),
-      waitForInstruction: (index, timeoutMs, signal) =>
-        new Promise<string | null>((resolve, reject) => {
-          if (signal.aborted) {
-            resolve(null);
-            return;
-          }
-          const onAbort = (): void => {
-            void this.#supervisor.abandonWait(agentId);
-            resolve(null);
-          };
-          signal.addEventListener('abort', onAbort, { once: true });
-          this.#supervisor.waitForInstruction(agentId, index, timeoutMs).then(
-            (text) => {
-              signal.removeEventListener('abort', onAbort);
-              resolve(text);
-            },
-            (error: unknown) => {
-              signal.removeEventListener('abort', onAbort);
-              reject(error);
-            },
-          );
-        }),
+      waitForInstruction: (index, timeoutMs, signal) => this.#inbox.wait(agentId, index, timeoutMs, signal),
     };
   }
 
@@ -379,6 +364,7 @@ export default async function actorHost(task: HostTask): Promise<void> {
     supervisor,
     task.events,
     new AdmissionClient(task.admission, task.config.admissionKeys),
+    new InboxClient(task.inbox),
   );
   const finished = host.finished();
   Comlink.expose(host.control(), task.control as unknown as Comlink.Endpoint);
@@ -389,4 +375,5 @@ export default async function actorHost(task: HostTask): Promise<void> {
   task.callback.close();
   task.events.close();
   task.admission.close();
+  task.inbox.close();
 }

@@ -1,8 +1,9 @@
 /**
  * Every message that crosses between the supervisor (main thread) and an actor host (worker thread).
  *
- * Four channels per host, each a dedicated MessagePort transferred with the piscina task:
+ * Five channels per host, each a dedicated MessagePort transferred with the piscina task:
  * - control (main -> host): request/response calls, wrapped with comlink ({@link HostControlApi});
+ *   spawns go as one `spawnMany` call per host and scheduling pass;
  * - callback (host -> main): request/response calls, wrapped with comlink ({@link SupervisorCallbackApi});
  * - events (host -> main): fire-and-forget {@link HostEventMessage} posts, batched per tick, so the
  *   high-volume event stream costs one message per batch and no response message;
@@ -10,6 +11,10 @@
  *   {@link AdmissionGrantMessage} down, each batched per event-loop turn. Every provider request
  *   on a limited key crosses it twice, so it avoids comlink's per-call cost (an id, a listener and
  *   a response message per call).
+ * - inbox (both ways, raw): instruction waits, {@link InboxRequestMessage} up (batched per turn)
+ *   and {@link InstructionDeliveryMessage} down, one per delivery, posted the moment `send()` wakes
+ *   a parked wait. Comlink puts one 'message' listener on its port per pending call, so with
+ *   hundreds of parked agents every reply was dispatched to hundreds of listeners.
  * Comlink needs one port per direction: a port that both exposes and wraps would hand responses to
  * its own expose handler.
  */
@@ -70,6 +75,7 @@ export interface HostTask {
   readonly callback: Port;
   readonly events: Port;
   readonly admission: Port;
+  readonly inbox: Port;
 }
 
 /** Everything a host needs to run (or resume) one agent. */
@@ -98,12 +104,13 @@ export interface HostStats {
 }
 
 /**
- * main -> host calls (comlink over the control port). Instructions are not pushed: a waiting agent
- * pulls instruction number n from its supervisor mailbox, which keeps delivery idempotent across
- * restarts.
+ * main -> host calls (comlink over the control port). Instructions are not pushed unasked: a
+ * waiting agent asks for instruction number n from its supervisor mailbox over the inbox port,
+ * which keeps delivery idempotent across restarts.
  */
 export interface HostControlApi {
-  spawn(spec: ActorSpec): void;
+  /** Starts agents, in order: every agent one scheduling pass placed on this host. */
+  spawnMany(specs: readonly ActorSpec[]): void;
   cancel(agentId: string, reason: string): void;
   /** A provider key answered 429 somewhere: no request on it may start before `untilEpochMs`. */
   pauseProvider(providerKey: string, untilEpochMs: number): void;
@@ -119,13 +126,6 @@ export interface SupervisorCallbackApi {
   /** A provider answered 429: pause that key for every agent. */
   reportRateLimit(providerKey: string, retryAfterMs: number): void;
   completeTask(agentId: string, result: unknown): Promise<{ accepted: boolean; message?: string }>;
-  /**
-   * Resolves with instruction number `index` (how many the agent has journaled so far), or null
-   * after `timeoutMs`. Asking by index makes a wait repeated after a crash idempotent.
-   */
-  waitForInstruction(agentId: string, index: number, timeoutMs: number | undefined): Promise<string | null>;
-  /** Abandons a pending wait (the agent was cancelled while parked). */
-  abandonWait(agentId: string): void;
   callHostTool(agentId: string, name: string, args: Readonly<Record<string, unknown>>): Promise<ToolOutcome>;
 }
 
@@ -198,8 +198,43 @@ export type AdmissionGrantMessage = {
   readonly grants: readonly number[];
 };
 
+/** Numbers per wait in {@link InboxRequestMessage.waits}: ticket, instruction index, timeout. */
+export const INBOX_WAIT_STRIDE = 3;
+
+/** {@link InboxRequestMessage.waits} timeout meaning "no limit". */
+export const INBOX_NO_TIMEOUT = -1;
+
 /**
- * The part of a MessagePort that the admission client and server use, so tests can connect them
+ * host -> main on the inbox port: the instruction waits asked and abandoned in one event-loop turn.
+ * Flat arrays, as admission's, because cloning numbers and strings costs a fraction of objects.
+ */
+export type InboxRequestMessage = {
+  readonly type: 'inbox';
+  /**
+   * {@link INBOX_WAIT_STRIDE} numbers per wait: a ticket (unique within the host), the instruction
+   * index asked for (how many the agent has journaled), and the timeout in ms
+   * ({@link INBOX_NO_TIMEOUT} for none).
+   */
+  readonly waits: readonly number[];
+  /** The agent of each wait, in the order of `waits`. */
+  readonly agents: readonly string[];
+  /** Tickets of waits the host gave up (the agent was cancelled while parked). */
+  readonly abandons: readonly number[];
+};
+
+/**
+ * main -> host on the inbox port: the answer to one wait, posted alone and at once (it is the
+ * latency path from `send()` to the agent). `text` is null after the wait's timeout, and when the
+ * supervisor ends the wait (cancel, the agent is not running).
+ */
+export type InstructionDeliveryMessage = {
+  readonly type: 'instruction';
+  readonly ticket: number;
+  readonly text: string | null;
+};
+
+/**
+ * The part of a MessagePort that the admission and inbox clients and servers use, so tests can connect them
  * with a fake pair.
  */
 export interface AdmissionEndpoint<Incoming, Outgoing> {

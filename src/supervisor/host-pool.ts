@@ -9,6 +9,7 @@ import { EventEmitter } from 'eventemitter3';
 import { Piscina } from 'piscina';
 import { type SerializedError, SystemError, serializeError } from '../errors.ts';
 import type {
+  ActorSpec,
   HostConfig,
   HostControlApi,
   HostEventMessage,
@@ -39,7 +40,8 @@ export interface HostRecord {
 interface HostInternals {
   readonly record: HostRecord;
   readonly ports: MessagePort[];
-  readonly admission: { close(): void };
+  /** The admission and inbox servers: closed when the host dies or the pool closes. */
+  readonly servers: readonly { close(): void }[];
   readonly markDead: (cause: SerializedError) => void;
   /** Rejecters of calls in flight: a death fails them (each removes itself when it settles). */
   readonly pendingCalls: Set<(cause: SerializedError) => void>;
@@ -59,6 +61,11 @@ export interface HostPoolOptions {
    * `host:died`) or the pool closes, and must give back every slot the host held or waited for.
    */
   readonly serveAdmission: (host: HostRecord, port: MessagePort) => { close(): void };
+  /**
+   * Serves a host's inbox port (instruction waits). The returned `close` runs with admission's and
+   * must drop every wait the host had parked.
+   */
+  readonly serveInbox: (host: HostRecord, port: MessagePort) => { close(): void };
   readonly onMessage: (host: HostRecord, message: HostEventMessage) => void;
   /** Extra Node options for the threads (V8-wide flags such as --expose-gc are not allowed). */
   readonly execArgv?: readonly string[];
@@ -112,6 +119,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     const callback = new MessageChannel();
     const events = new MessageChannel();
     const admission = new MessageChannel();
+    const inbox = new MessageChannel();
     let markDead: (cause: SerializedError) => void = () => {};
     const died = new Promise<SerializedError>((resolve) => {
       markDead = resolve;
@@ -126,8 +134,11 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     };
     const internals: HostInternals = {
       record,
-      ports: [control.port1, callback.port1, events.port1, admission.port1],
-      admission: this.#options.serveAdmission(record, admission.port1),
+      ports: [control.port1, callback.port1, events.port1, admission.port1, inbox.port1],
+      servers: [
+        this.#options.serveAdmission(record, admission.port1),
+        this.#options.serveInbox(record, inbox.port1),
+      ],
       markDead: (cause) => this.#handleDeath(internals, cause, markDead),
       pendingCalls: new Set(),
       heartbeatTimer: undefined,
@@ -167,8 +178,9 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
       callback: callback.port2,
       events: events.port2,
       admission: admission.port2,
+      inbox: inbox.port2,
     };
-    const transferList = [control.port2, callback.port2, events.port2, admission.port2];
+    const transferList = [control.port2, callback.port2, events.port2, admission.port2, inbox.port2];
     this.#pool.run(task, { transferList: transferList as never }).then(
       () =>
         internals.markDead(new SystemError('host_ended', `Actor host ${id} ended`, { hostId: id }).toJSON()),
@@ -201,6 +213,14 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
         .then(resolve, reject)
         .finally(() => internals.pendingCalls.delete(onDeath));
     });
+  }
+
+  /**
+   * Starts agents on a host with one message. Rejects if the host dies first; its death handler
+   * deals with the agents.
+   */
+  spawnMany(host: HostRecord, specs: readonly ActorSpec[]): Promise<void> {
+    return this.call(host, (api) => api.spawnMany(specs));
   }
 
   /** Stats from every live host (after a GC when threads run with --expose-gc). */
@@ -308,7 +328,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
   #dispose(internals: HostInternals): void {
     if (internals.heartbeatTimer) clearInterval(internals.heartbeatTimer);
     internals.heartbeatTimer = undefined;
-    internals.admission.close();
+    for (const server of internals.servers) server.close();
     try {
       internals.record.api[Comlink.releaseProxy]();
     } catch {

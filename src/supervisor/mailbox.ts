@@ -2,13 +2,16 @@
  * An agent's instruction inbox on the supervisor: an append-only log. The agent asks for
  * instruction number `n` (how many it has already journaled), so a wait repeated after a thread
  * crash gets the same instruction again and none is lost or delivered twice. Instructions sent
- * before the agent waits are simply already in the log. A parked wait costs one pending promise
- * and, when the wait has a limit, one timer.
+ * before the agent waits are simply already in the log. A parked wait costs one callback and, when
+ * the wait has a limit, one timer.
  */
+
+/** Receives the answer to one wait: the instruction, or null (timeout, abandoned). */
+export type Deliver = (text: string | null) => void;
 
 interface PendingWait {
   readonly index: number;
-  readonly resolve: (text: string | null) => void;
+  readonly deliver: Deliver;
   readonly timer: NodeJS.Timeout | undefined;
 }
 
@@ -25,35 +28,53 @@ export class Mailbox {
     return this.#waiting !== undefined;
   }
 
-  /** Appends an instruction and wakes the parked wait that asked for it. */
+  /** Appends an instruction and wakes, synchronously, the parked wait that asked for it. */
   send(text: string): void {
     this.#log.push(text);
     const waiting = this.#waiting;
     if (waiting && waiting.index < this.#log.length) {
       this.#waiting = undefined;
       if (waiting.timer) clearTimeout(waiting.timer);
-      waiting.resolve(this.#log[waiting.index] ?? null);
+      waiting.deliver(this.#log[waiting.index] ?? null);
     }
   }
 
   /**
-   * Resolves with instruction number `index` (0-based), parking until it is sent, or null after
-   * `timeoutMs` (undefined = no limit). A new wait replaces an older parked one.
+   * Calls `deliver` with instruction number `index` (0-based): at once when it was sent already,
+   * else when it is sent, or with null after `timeoutMs` (undefined = no limit). A new wait ends
+   * an older parked one with null.
    */
-  wait(index: number, timeoutMs: number | undefined): Promise<string | null> {
+  park(index: number, timeoutMs: number | undefined, deliver: Deliver): void {
     const ready = this.#log[index];
-    if (ready !== undefined) return Promise.resolve(ready);
+    if (ready !== undefined) {
+      deliver(ready);
+      return;
+    }
     this.abandon();
-    return new Promise((resolve) => {
-      const timer =
-        timeoutMs === undefined
-          ? undefined
-          : setTimeout(() => {
-              if (this.#waiting?.resolve === resolve) this.#waiting = undefined;
-              resolve(null);
-            }, timeoutMs);
-      this.#waiting = { index, resolve, timer };
-    });
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            if (this.#waiting?.deliver === deliver) this.#waiting = undefined;
+            deliver(null);
+          }, timeoutMs);
+    this.#waiting = { index, deliver, timer };
+  }
+
+  /** {@link park} as a promise. */
+  wait(index: number, timeoutMs: number | undefined): Promise<string | null> {
+    return new Promise((resolve) => this.park(index, timeoutMs, resolve));
+  }
+
+  /**
+   * Drops the parked wait if it is the one `deliver` answers, without answering it: its asker gave
+   * up and has its answer already (a host that cancelled its wait, or died).
+   */
+  withdraw(deliver: Deliver): void {
+    const waiting = this.#waiting;
+    if (waiting?.deliver !== deliver) return;
+    this.#waiting = undefined;
+    if (waiting.timer) clearTimeout(waiting.timer);
   }
 
   /** Ends a parked wait with null (cancel, host death, close). */
@@ -62,6 +83,6 @@ export class Mailbox {
     if (!waiting) return;
     this.#waiting = undefined;
     if (waiting.timer) clearTimeout(waiting.timer);
-    waiting.resolve(null);
+    waiting.deliver(null);
   }
 }

@@ -23,6 +23,7 @@ import type { SupervisorEvents } from './events.ts';
 import { FanOut, type FanOutOptions, type SpawnSpec } from './fanout.ts';
 import type { HostRecord } from './host-pool.ts';
 import { HostPool, type HostPool as HostPoolType } from './host-pool.ts';
+import { InboxServer } from './inbox-server.ts';
 import { Mailbox } from './mailbox.ts';
 import {
   type PreparedSupervisorOptions,
@@ -94,6 +95,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   #starting: Promise<void> | undefined;
   #closed = false;
   #closing: Promise<void> | undefined;
+  #scheduleQueued = false;
 
   constructor(options: SupervisorOptions = {}) {
     super();
@@ -176,6 +178,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       },
       callbacks: this.#callbacks(),
       serveAdmission: (_host, port) => new AdmissionServer(this.#admission, admissionKeys, port),
+      serveInbox: (_host, port) => new InboxServer(port, (agentId) => this.#runningMailbox(agentId)),
       onMessage: (host, message) => this.#onHostMessage(host, message),
     });
     this.#pool = pool;
@@ -345,32 +348,57 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       record.spec.model = model === 'default' || model === 'inherit' ? this.#options.defaultModel : model;
     }
     this.#queue.push(record);
-    this.#schedule();
+    this.#scheduleSoon();
+  }
+
+  /**
+   * Runs one scheduling pass after the current microtasks: spawns arrive one microtask each (after
+   * `start()`), and a pass sends each host one message for all the agents it places there.
+   */
+  #scheduleSoon(): void {
+    if (this.#scheduleQueued) return;
+    this.#scheduleQueued = true;
+    queueMicrotask(() => {
+      this.#scheduleQueued = false;
+      this.#schedule();
+    });
   }
 
   #schedule(): void {
     const pool = this.#pool;
     if (!pool || this.#closed) return;
+    const placed: { record: AgentRecord; host: HostRecord; resumed: boolean }[] = [];
+    const batches = new Map<HostRecord, ActorSpec[]>();
+    // Taken once: `pool.hosts` builds a new array, and no host starts or dies during the pass.
+    const hosts = pool.hosts;
     while (this.#queue.length > 0) {
-      const host = this.#pickHost(pool.hosts);
-      if (!host) return;
+      const host = this.#pickHost(hosts);
+      if (!host) break;
       const record = this.#queue.shift();
       if (record?.state !== 'queued') continue;
       record.state = 'running';
       record.host = host;
       host.agents.add(record.id);
       const spec: ActorSpec = { ...record.spec };
-      pool
-        .call(host, (api) => api.spawn(spec))
-        .catch(() => {
-          // The host died: its death handler restarts or fails this agent.
-        });
-      this.emit('agent:started', {
-        ...this.#ref(record),
-        hostId: host.id,
-        resumed: spec.resume,
+      const batch = batches.get(host);
+      if (batch) batch.push(spec);
+      else batches.set(host, [spec]);
+      placed.push({ record, host, resumed: spec.resume });
+    }
+    // Every spawn is posted before any listener of `agent:started` can post a cancel for it.
+    for (const [host, specs] of batches) {
+      pool.spawnMany(host, specs).catch(() => {
+        // The host died: its death handler restarts or fails these agents.
       });
     }
+    for (const { record, host, resumed } of placed) {
+      this.emit('agent:started', { ...this.#ref(record), hostId: host.id, resumed });
+    }
+  }
+
+  #runningMailbox(agentId: string): Mailbox | undefined {
+    const record = this.#agents.get(agentId);
+    return record && record.state !== 'ended' ? record.mailbox : undefined;
   }
 
   #pickHost(hosts: readonly HostRecord[]): HostRecord | undefined {
@@ -616,12 +644,6 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         record.completion = { value: result };
         return { accepted: true };
       },
-      waitForInstruction: async (agentId, index, timeoutMs) => {
-        const record = this.#agents.get(agentId);
-        if (!record || record.state === 'ended') return null;
-        return record.mailbox.wait(index, timeoutMs);
-      },
-      abandonWait: (agentId) => this.#agents.get(agentId)?.mailbox.abandon(),
       callHostTool: async (agentId, name, args) => this.#callHostTool(agentId, name, args),
     };
   }
