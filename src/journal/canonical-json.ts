@@ -43,6 +43,27 @@ export function hashValue(value: unknown): string {
   return sha256Hex(canonicalJson(value));
 }
 
+/** Keys as JSON text: events repeat the same few dozen member names. */
+const quotedKeys = new Map<string, string>();
+const QUOTED_KEYS_LIMIT = 4096;
+
+function quoteKey(key: string): string {
+  let quoted = quotedKeys.get(key);
+  if (quoted === undefined) {
+    quoted = JSON.stringify(key);
+    if (quotedKeys.size < QUOTED_KEYS_LIMIT) quotedKeys.set(key, quoted);
+  }
+  return quoted;
+}
+
+let plainWriter: Writer | undefined;
+
+/** A writer without masking, shared: `write` leaves no state behind. */
+function unmasked(): Writer {
+  plainWriter ??= new Writer(undefined);
+  return plainWriter;
+}
+
 class Writer {
   readonly #masking: Masking | undefined;
   /** Objects being written, innermost last: a value met again inside itself is a cycle. */
@@ -63,9 +84,9 @@ class Writer {
       let out = '';
       for (const key of Object.keys(record).sort()) {
         const member = masking.plainMembers.has(key)
-          ? new Writer(undefined).write(record[key], false, false)
+          ? unmasked().write(record[key], false, false)
           : this.write(record[key], masking.keyedMembers.has(key), false);
-        if (member !== undefined) out += `${out === '' ? '' : ','}${JSON.stringify(key)}:${member}`;
+        if (member !== undefined) out += `${out === '' ? '' : ','}${quoteKey(key)}:${member}`;
       }
       return `{${out}}`;
     } finally {
@@ -106,7 +127,7 @@ class Writer {
       for (const key of Object.keys(record).sort()) {
         const secretMember = secret || (byKey && masking?.isSecretKey(key) === true);
         const member = this.write(record[key], byKey, secretMember);
-        if (member !== undefined) out += `${out === '' ? '' : ','}${JSON.stringify(key)}:${member}`;
+        if (member !== undefined) out += `${out === '' ? '' : ','}${quoteKey(key)}:${member}`;
       }
       return `{${out}}`;
     } finally {
