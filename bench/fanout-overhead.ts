@@ -24,6 +24,7 @@ import { median } from './support/stats.ts';
 import { lineChart } from './support/svg.ts';
 import {
   assertCompleted,
+  journalCreateUs,
   NOOP_TOOL_MODULE,
   runInProcess,
   scratchDir,
@@ -115,6 +116,7 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
     const threadStartMs = round(performance.now() - startedAt, 1);
     await viaSupervisor(WARMUP_AGENTS);
     await inProcess(WARMUP_AGENTS);
+    const createUs = journalCreateUs(journals.dir);
 
     const supervisorRuns: Sample[] = [];
     const inProcessRuns: Sample[] = [];
@@ -174,6 +176,8 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
         fsync,
         reps: params.reps,
         threadStartMs,
+        /** Creating one journal file here, measured before the runs (both sides create one per agent). */
+        journalCreateUs: createUs,
         supervisorMs,
         inProcessMs,
         supervisorUsPerToolRound: round((supervisorMs * 1000) / toolRounds, 1),

@@ -17,7 +17,13 @@ import { Supervisor } from '../src/supervisor/supervisor.ts';
 import { emitResult, isMain } from './support/child.ts';
 import { type BenchOptions, type BenchOutput, figure, round, skipped } from './support/figures.ts';
 import { median } from './support/stats.ts';
-import { assertCompleted, NOOP_TOOL_MODULE, scratchDir, workerDefinition } from './support/workload.ts';
+import {
+  assertCompleted,
+  journalCreateUs,
+  NOOP_TOOL_MODULE,
+  scratchDir,
+  workerDefinition,
+} from './support/workload.ts';
 
 const REQUESTS = 5;
 const LATENCY_MS = 100;
@@ -55,7 +61,10 @@ async function makespan(supervisor: Supervisor, agents: number): Promise<Run> {
   return { makespanMs, cpuMs: round((used.user + used.system) / 1000, 1) };
 }
 
-async function withSupervisor<T>(provider: ProviderConfig, work: (s: Supervisor) => Promise<T>): Promise<T> {
+async function withSupervisor<T>(
+  provider: ProviderConfig,
+  work: (s: Supervisor, journalDir: string) => Promise<T>,
+): Promise<T> {
   const cwd = scratchDir('cwd');
   const journals = scratchDir('journals');
   const supervisor = new Supervisor({
@@ -70,7 +79,7 @@ async function withSupervisor<T>(provider: ProviderConfig, work: (s: Supervisor)
   });
   try {
     await supervisor.start();
-    return await work(supervisor);
+    return await work(supervisor, journals.dir);
   } finally {
     await supervisor.close();
     cwd.remove();
@@ -85,8 +94,10 @@ export async function runLatencyEfficiencyBench(options: BenchOptions): Promise<
     kind: 'simulated',
     options: { rounds: REQUESTS - 1, latency: LATENCY_MS },
   };
-  const runs = await withSupervisor(provider, async (supervisor) => {
+  let createUs = 0;
+  const runs = await withSupervisor(provider, async (supervisor, journalDir) => {
     await makespan(supervisor, 20);
+    createUs = journalCreateUs(journalDir);
     const samples: Run[] = [];
     for (let rep = 0; rep < params.reps; rep += 1) {
       samples.push(await makespan(supervisor, params.agents));
@@ -128,6 +139,8 @@ export async function runLatencyEfficiencyBench(options: BenchOptions): Promise<
       cpuUsPerRequest: round((cpuMs * 1000) / requests, 1),
       /** CPU time spread over every core: no run can beat it, whatever the latency. */
       cpuFloorMs: round(cpuMs / availableParallelism(), 1),
+      /** Creating one journal file here, measured just before the runs (every agent does it once). */
+      journalCreateUs: createUs,
       runs,
       limitApplied,
     },

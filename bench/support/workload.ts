@@ -90,6 +90,21 @@ export function scratchDir(prefix: string): { readonly dir: string; readonly rem
   return { dir, remove: root ? () => {} : () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/**
+ * Microseconds to create (open and close) one new journal file in `dir`, over `files` files: what
+ * every agent pays once, in the kernel, before its first event. Reported next to the figures that
+ * journal thousands of agents, because on some filesystems it swings by an order of magnitude
+ * with what was deleted nearby (see SCRATCH_ROOT_ENV).
+ */
+export function journalCreateUs(dir: string, files = 200): number {
+  const probe = mkdtempSync(path.join(dir, 'create-probe-'));
+  const start = performance.now();
+  for (let i = 0; i < files; i += 1) {
+    JournalWriter.open(path.join(probe, `agent-${i}.jsonl`), { fsync: 'never' }).close();
+  }
+  return Math.round(((performance.now() - start) * 1000) / files);
+}
+
 /** Options of {@link runInProcess}. */
 export interface InProcessOptions {
   readonly agents: number;
