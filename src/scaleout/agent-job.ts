@@ -13,7 +13,7 @@
  * orders the four steps, so at least one side sees the other and promotes the job.
  */
 import { existsSync } from 'node:fs';
-import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
+import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { isTroupeError } from '../errors.ts';
 import type { AuditEventInput } from '../journal/events.ts';
@@ -26,6 +26,8 @@ import { PARK_WITHOUT_LIMIT_MS } from './constants.ts';
 import type { Inbox } from './inbox.ts';
 import { type AgentJobData, parseJobData } from './job-data.ts';
 import type { ScaleoutKeys } from './keys.ts';
+import { bullmq } from './packages.ts';
+import { promote } from './promote.ts';
 import type { SignalSender, WorkerSignal } from './signals.ts';
 import { RedisJournal, readRedisJournal } from './stream-journal.ts';
 import { type WorkerResources, withOrchestrationOptIn } from './worker-resources.ts';
@@ -66,6 +68,7 @@ export async function processAgentJob(
   try {
     data = parseJobData(job.data, job.id);
   } catch (error) {
+    const { UnrecoverableError } = bullmq();
     throw new UnrecoverableError(error instanceof Error ? error.message : String(error));
   }
   const agentId = data.agent.agentId;
@@ -126,13 +129,14 @@ export async function processAgentJob(
     ]);
     if ('park' in first) {
       await parkJob(ctx, job, token, data, journal, first.park);
+      const { DelayedError } = bullmq();
       throw new DelayedError();
     }
     await journal.flushed();
     await finish(ctx, data);
     return first.outcome;
   } catch (error) {
-    if (error instanceof DelayedError || !isTroupeError(error)) throw error;
+    if (error instanceof bullmq().DelayedError || !isTroupeError(error)) throw error;
     // BullMQ keeps only a message: carry the code in it.
     throw new Error(`${error.code}: ${error.message}`);
   } finally {
@@ -253,15 +257,6 @@ async function parkJob(
     ctx.redis.exists(ctx.keys.cancel(agentId)),
   ]);
   if (ready !== undefined || cancelled > 0) await promote(job);
-}
-
-/** Moves a parked job back to the wait list; a job that is no longer delayed is left alone. */
-export async function promote(job: Job): Promise<void> {
-  try {
-    await job.promote();
-  } catch {
-    // Already promoted, or running again: nothing to do.
-  }
 }
 
 async function finish(ctx: JobContext, data: AgentJobData): Promise<void> {

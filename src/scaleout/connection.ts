@@ -1,7 +1,8 @@
 /** Redis connections: URL resolution and the client settings every troupe connection uses. */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { describeValue, SystemError, UserError } from '../errors.ts';
 import { REDIS_URL_ENV } from './constants.ts';
+import { ioredis } from './packages.ts';
 
 /**
  * The Redis URL to use: `option`, else `TROUPE_REDIS_URL`. Throws UserError `missing_redis_url`
@@ -43,7 +44,7 @@ function invalidUrl(value: string): UserError {
  * resumes once the server is back. Auto-pipelining batches the many small appends of many agents.
  */
 export function connectRedis(url: string, name: string): Redis {
-  return new Redis(url, {
+  return new (ioredis().Redis)(url, {
     maxRetriesPerRequest: null,
     enableAutoPipelining: true,
     connectionName: name,

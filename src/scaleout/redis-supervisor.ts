@@ -5,7 +5,7 @@
  * the job's return value, read from job state (worker signals only say when to look).
  */
 import { randomUUID } from 'node:crypto';
-import { Job, Queue } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
 import { EventEmitter } from 'eventemitter3';
 import type { Redis } from 'ioredis';
 import type { AgentDefinition } from '../definition/types.ts';
@@ -19,7 +19,6 @@ import { loadDefinitions } from '../supervisor/definitions.ts';
 import { FanOut, type FanOutOptions, type SpawnSpec } from '../supervisor/fanout.ts';
 import { ORCHESTRATION_TOOLS } from '../supervisor/orchestration.ts';
 import type { SpawnOptions } from '../supervisor/supervisor.ts';
-import { promote } from './agent-job.ts';
 import { bullConnection, closeRedis, connectRedis, waitForRedis } from './connection.ts';
 import { AGENT_JOB_NAME, CANCEL_FLAG_TTL_MS } from './constants.ts';
 import { dispatchSignal, type RedisSupervisorEvents } from './events.ts';
@@ -32,6 +31,8 @@ import {
   prepareRedisSupervisorOptions,
   type RedisSupervisorOptions,
 } from './options.ts';
+import { bullmq } from './packages.ts';
+import { promote } from './promote.ts';
 import {
   abortReason,
   addUsage,
@@ -51,6 +52,8 @@ interface Connections {
   readonly redis: Redis;
   readonly reader: Redis;
   readonly queue: Queue<AgentJobData, AgentOutcome>;
+  /** bullmq's Job class (the module is loaded on connect). */
+  readonly jobs: typeof Job;
   readonly inbox: Inbox;
 }
 
@@ -117,12 +120,13 @@ export class RedisSupervisor extends EventEmitter<RedisSupervisorEvents> {
     }
     const reader = redis.duplicate({ enableAutoPipelining: false });
     reader.on('error', () => {});
+    const { Job: jobs, Queue } = bullmq();
     const queue = new Queue<AgentJobData, AgentOutcome>(this.#keys.queue, {
       connection: bullConnection(url),
       prefix: this.#keys.prefix,
     });
     queue.on('error', () => {});
-    this.#connections = { redis, reader, queue, inbox: new Inbox(redis, this.#keys) };
+    this.#connections = { redis, reader, queue, jobs, inbox: new Inbox(redis, this.#keys) };
     await queue.waitUntilReady();
     this.#reading = readSupervisorStreams({
       reader,
@@ -355,7 +359,8 @@ export class RedisSupervisor extends EventEmitter<RedisSupervisorEvents> {
     if (record.state !== 'running' || record.collecting) return;
     record.collecting = true;
     try {
-      const job = await Job.fromId<AgentJobData, AgentOutcome>(this.#connected().queue, record.id);
+      const { jobs, queue } = this.#connected();
+      const job = await jobs.fromId<AgentJobData, AgentOutcome>(queue, record.id);
       if (!job) {
         const error = new SystemError('job_lost', `The job of agent ${record.id} is gone from Redis`, {
           agentId: record.id,
@@ -426,10 +431,10 @@ export class RedisSupervisor extends EventEmitter<RedisSupervisorEvents> {
 
   async #deliver(agentId: string, text: string): Promise<number> {
     await this.start();
-    const { inbox, queue } = this.#connected();
+    const { inbox, queue, jobs } = this.#connected();
     const sent = await inbox.send(agentId, text);
     if (sent.parked) {
-      const job = await Job.fromId(queue, agentId);
+      const job = await jobs.fromId(queue, agentId);
       if (job) await promote(job);
     }
     return sent.index;
@@ -453,11 +458,11 @@ export class RedisSupervisor extends EventEmitter<RedisSupervisorEvents> {
 
   /** Sets the cancel flag, nudges the worker running the agent and wakes a parked job. */
   async #cancelRemote(agentId: string, reason: string): Promise<void> {
-    const { redis, queue } = this.#connected();
+    const { redis, queue, jobs } = this.#connected();
     await redis.set(this.#keys.cancel(agentId), reason, 'PX', CANCEL_FLAG_TTL_MS);
     await redis.publish(this.#keys.cancelChannel, agentId);
     if ((await redis.exists(this.#keys.parked(agentId))) > 0) {
-      const job = await Job.fromId(queue, agentId);
+      const job = await jobs.fromId(queue, agentId);
       if (job) await promote(job);
     }
   }

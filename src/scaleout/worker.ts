@@ -7,7 +7,7 @@
  * Redis, so one process keeps many busy. A worker that dies leaves its jobs' locks to expire; any
  * other worker then takes them over and resumes each agent from its journal stream.
  */
-import { type Job, Worker } from 'bullmq';
+import type { Job, Worker } from 'bullmq';
 import { EventEmitter } from 'eventemitter3';
 import type { Redis } from 'ioredis';
 import { describeValue, UserError } from '../errors.ts';
@@ -28,6 +28,7 @@ import {
 import { Inbox } from './inbox.ts';
 import type { AgentJobData } from './job-data.ts';
 import { checkName, ScaleoutKeys } from './keys.ts';
+import { bullmq } from './packages.ts';
 import { SignalSender } from './signals.ts';
 import type { RedisJournal } from './stream-journal.ts';
 import { WorkerResources } from './worker-resources.ts';
@@ -190,6 +191,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       );
     });
     await subscriber.subscribe(keys.cancelChannel, keys.pauseChannel);
+    const { Worker } = bullmq();
     const worker = new Worker<AgentJobData, AgentOutcome>(
       keys.queue,
       (job: Job<AgentJobData, AgentOutcome>, token?: string) => processAgentJob(ctx, job, token),
