@@ -7,6 +7,7 @@ import type { AgentDefinition } from '../definition/types.ts';
 import { type SerializedError, SystemError, UserError } from '../errors.ts';
 import type { ActorSpec, HostToolDeclaration, ProviderConfig, ToolModuleRef } from '../protocol/messages.ts';
 import type { ProviderLimits } from '../supervisor/admission.ts';
+import { actorSpec, type RecordSpec } from '../supervisor/record-spec.ts';
 import type { PreparedRedisSupervisorOptions } from './options.ts';
 
 /** Version of the payload layout; a worker refuses a job of a version it does not know. */
@@ -85,7 +86,7 @@ export interface JobDataContext {
  * job data, or the `invalid_request` error of a spawn that cannot run.
  */
 export function prepareJobData(
-  spec: { -readonly [K in keyof ActorSpec]: ActorSpec[K] },
+  spec: RecordSpec,
   name: string | undefined,
   ctx: JobDataContext,
 ): { readonly data: AgentJobData } | { readonly error: SerializedError } {
@@ -99,16 +100,17 @@ export function prepareJobData(
     }
     spec.definition = definition;
   }
+  const resolved = actorSpec(spec);
   const provider = options.providers[spec.provider];
   if (!provider) {
     const message = `No provider named \`${spec.provider}\``;
     return { error: new UserError('unknown_provider', message, { provider: spec.provider }).toJSON() };
   }
-  if (spec.model === '') {
-    const model = spec.definition.model;
+  if (resolved.model === '') {
+    const model = resolved.definition.model;
     spec.model = model === 'default' || model === 'inherit' ? options.defaultModel : model;
   }
-  const { resume: _resume, ...agent } = spec;
+  const { resume: _resume, ...agent } = actorSpec(spec);
   return {
     data: {
       version: JOB_DATA_VERSION,

@@ -170,7 +170,7 @@ export class RedisSupervisor extends EventEmitter<RedisSupervisorEvents> {
         agentId: id,
         parentId: options.parent,
         depth: parent ? parent.spec.depth + 1 : 0,
-        definition: typeof agent === 'string' ? ({ name: agent } as AgentDefinition) : agent,
+        definition: typeof agent === 'string' ? undefined : agent,
         task: options.task,
         context: options.context ?? [],
         metadata: options.metadata ?? {},

@@ -5,11 +5,11 @@
 import type { SerializedError } from '../errors.ts';
 import { SystemError } from '../errors.ts';
 import type { AgentOutcome } from '../loop/types.ts';
-import type { ActorSpec } from '../protocol/messages.ts';
 import type { Usage } from '../providers/types.ts';
 import type { AgentHandle } from '../supervisor/agent-handle.ts';
 import type { PreparedSupervisorOptions } from '../supervisor/options.ts';
 import { runOrchestrationTool } from '../supervisor/orchestration.ts';
+import type { RecordSpec } from '../supervisor/record-spec.ts';
 import type { AgentRecord, SpawnOptions } from '../supervisor/supervisor.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 import type { HostCall } from './host-calls.ts';
@@ -24,7 +24,7 @@ export const ZERO_USAGE: Usage = {
 /** Supervisor-side state of one agent. */
 export interface RemoteAgent {
   readonly id: string;
-  readonly spec: { -readonly [K in keyof ActorSpec]: ActorSpec[K] };
+  readonly spec: RecordSpec;
   readonly handle: AgentHandle;
   readonly settle: (outcome: AgentOutcome) => void;
   readonly children: string[];

@@ -31,6 +31,7 @@ import {
   type SupervisorOptions,
 } from './options.ts';
 import { ORCHESTRATION_TOOLS, runOrchestrationTool } from './orchestration.ts';
+import { actorSpec, type RecordSpec } from './record-spec.ts';
 
 /** Options of one spawn. */
 export interface SpawnOptions {
@@ -63,7 +64,7 @@ const ZERO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 
 /** @internal Supervisor-side state of one agent. */
 export interface AgentRecord {
   readonly id: string;
-  readonly spec: { -readonly [K in keyof ActorSpec]: ActorSpec[K] };
+  readonly spec: RecordSpec;
   readonly handle: AgentHandle;
   readonly settle: (outcome: AgentOutcome) => void;
   readonly mailbox: Mailbox;
@@ -217,7 +218,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         agentId: id,
         parentId: options.parent,
         depth: parent ? parent.spec.depth + 1 : 0,
-        definition: typeof agent === 'string' ? placeholderDefinition(agent) : agent,
+        definition: typeof agent === 'string' ? undefined : agent,
         task: options.task,
         context: options.context ?? [],
         metadata: options.metadata ?? {},
@@ -344,7 +345,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       return;
     }
     if (record.spec.model === '') {
-      const model = record.spec.definition.model;
+      const model = record.spec.definition?.model ?? 'default';
       record.spec.model = model === 'default' || model === 'inherit' ? this.#options.defaultModel : model;
     }
     this.#queue.push(record);
@@ -379,7 +380,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       record.state = 'running';
       record.host = host;
       host.agents.add(record.id);
-      const spec: ActorSpec = { ...record.spec };
+      const spec = actorSpec(record.spec);
       const batch = batches.get(host);
       if (batch) batch.push(spec);
       else batches.set(host, [spec]);
@@ -602,12 +603,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   }
 
   #validateResult(record: AgentRecord, value: unknown): string | undefined {
-    const schema = record.spec.definition.outputSchema;
-    if (!schema) return undefined;
-    const key = record.spec.definition.path + record.spec.definition.name;
+    const definition = record.spec.definition;
+    const schema = definition?.outputSchema;
+    if (!definition || !schema) return undefined;
+    const key = definition.path + definition.name;
     let validate = this.#schemas.get(key);
     if (!validate) {
-      validate = compileSchema(schema, `the outputSchema of ${record.spec.definition.name}`);
+      validate = compileSchema(schema, `the outputSchema of ${definition.name}`);
       this.#schemas.set(key, validate);
     }
     const problems = validate(value);
@@ -704,9 +706,4 @@ function abortReason(signal: AbortSignal | undefined): string {
   const reason: unknown = signal?.reason;
   if (reason instanceof Error) return reason.message;
   return reason === undefined ? 'aborted' : String(reason);
-}
-
-function placeholderDefinition(name: string): AgentDefinition {
-  // Replaced by the discovered definition before the agent is placed on a thread.
-  return { name } as AgentDefinition;
 }

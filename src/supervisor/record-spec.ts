@@ -1,0 +1,28 @@
+/**
+ * An agent's spec as a supervisor holds it before it runs. Both backends (threads and redis) spawn by
+ * name and resolve the definition later, when discovery has run: until then `definition` is unset.
+ */
+import type { AgentDefinition } from '../definition/types.ts';
+import { SystemError } from '../errors.ts';
+import type { ActorSpec } from '../protocol/messages.ts';
+
+/** {@link ActorSpec}, mutable, with `definition` unset until the spawn name is resolved. */
+export type RecordSpec = { -readonly [K in Exclude<keyof ActorSpec, 'definition'>]: ActorSpec[K] } & {
+  definition: AgentDefinition | undefined;
+};
+
+/**
+ * The spec an agent runs with. Throws `SystemError('definition_unresolved')` when its definition
+ * was never resolved: agents are queued only once it is, so that would be a supervisor bug.
+ */
+export function actorSpec(spec: RecordSpec): ActorSpec {
+  const { definition } = spec;
+  if (definition === undefined) {
+    throw new SystemError(
+      'definition_unresolved',
+      `Agent ${spec.agentId} was about to run before its definition was resolved`,
+      { agentId: spec.agentId },
+    );
+  }
+  return { ...spec, definition };
+}
