@@ -139,7 +139,8 @@ describe('admission over a port', () => {
     controller.abort(new Error('gone'));
     await turn();
     expect(wire.up).toHaveLength(1);
-    expect(wire.up[0]?.acquires).toHaveLength(ADMISSION_ACQUIRE_STRIDE);
+    // Only the first request (ticket 1, key 0, priority 0, 1 token) went up.
+    expect(wire.up[0]?.acquires).toEqual([1, 0, 0, 1]);
     expect(aborted.error).toMatchObject({ message: 'gone' });
     await wire.pump();
     await kept;

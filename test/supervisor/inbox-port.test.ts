@@ -1,9 +1,10 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type {
-  AdmissionEndpoint,
-  InboxRequestMessage,
-  InstructionDeliveryMessage,
+import {
+  type AdmissionEndpoint,
+  INBOX_NO_TIMEOUT,
+  type InboxRequestMessage,
+  type InstructionDeliveryMessage,
 } from '../../src/protocol/messages.ts';
 import { InboxServer } from '../../src/supervisor/inbox-server.ts';
 import { Mailbox } from '../../src/supervisor/mailbox.ts';
@@ -171,7 +172,8 @@ describe('instruction inbox over a port', () => {
     await turn();
     expect(wire.up).toHaveLength(1);
     expect(wire.up[0]).toMatchObject({ agents: ['a'], abandons: [] });
-    expect(wire.up[0]?.waits).toHaveLength(3);
+    // Only the second wait (ticket 2, index 0, no timeout) went up.
+    expect(wire.up[0]?.waits).toEqual([2, 0, INBOX_NO_TIMEOUT]);
     expect(aborted.text).toBeNull();
   });
 
