@@ -1,5 +1,6 @@
 /** `summary.json`: counts, usage and cost by agent and in total, wall time, failures by reason. */
 import type { FailureReason } from '../loop/types.ts';
+import { addUsage } from '../providers/receipt.ts';
 import type { Usage } from '../providers/types.ts';
 import { RUN_DIR_FORMAT } from './constants.ts';
 import { latestByIndex, type ResultLine } from './results.ts';
@@ -78,16 +79,6 @@ export interface RunSummary {
 }
 
 const ZERO: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
-
-/** Adds two usages. */
-export function addUsage(a: Usage, b: Usage): Usage {
-  return {
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
-    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
-  };
-}
 
 /** Builds the summary of a run from its plan, every result line and its sessions. */
 export function summarize(

@@ -5,10 +5,10 @@
 import { existsSync } from 'node:fs';
 import type { AuditEvent } from '../journal/events.ts';
 import { readJournal } from '../journal/reader.ts';
+import { addUsage } from '../providers/receipt.ts';
 import type { Usage } from '../providers/types.ts';
 import type { ResultLine } from './results.ts';
 import { journalFile, type RunDirContents } from './run-dir.ts';
-import { addUsage } from './summary.ts';
 
 /** A stretch of an agent's time. */
 export interface Span {

@@ -19,6 +19,7 @@ import { loadDefinitions } from '../supervisor/definitions.ts';
 import { FanOut, type FanOutOptions, type SpawnSpec } from '../supervisor/fanout.ts';
 import { ORCHESTRATION_TOOLS } from '../supervisor/orchestration.ts';
 import type { SpawnOptions } from '../supervisor/supervisor.ts';
+import { rollUpUsage } from '../supervisor/usage-tree.ts';
 import { bullConnection, closeRedis, connectRedis, waitForRedis } from './connection.ts';
 import { AGENT_JOB_NAME, CANCEL_FLAG_TTL_MS } from './constants.ts';
 import { dispatchSignal, type RedisSupervisorEvents } from './events.ts';
@@ -35,7 +36,6 @@ import { bullmq } from './packages.ts';
 import { promote } from './promote.ts';
 import {
   abortReason,
-  addUsage,
   cancelledError,
   hasEnded,
   isOutcome,
@@ -497,23 +497,10 @@ export class RedisSupervisor extends EventEmitter<RedisSupervisorEvents> {
     record.state = 'ended';
     if (record.cancelTimer) clearTimeout(record.cancelTimer);
     record.removeAbortListener();
-    record.treeUsage = addUsage(record.treeUsage, outcome.usage);
-    record.treeCostUsd += outcome.costUsd;
-    this.#rollUp(record.spec.parentId, outcome.usage, outcome.costUsd);
+    rollUpUsage(this.#agents, record, outcome.usage, outcome.costUsd);
     const event = { agentId: record.id, parentId: record.spec.parentId, agent: record.handle.agent, outcome };
     this.emit(outcome.status === 'completed' ? 'agent:completed' : 'agent:failed', event);
     record.handle.emit('ended', event);
     record.settle(outcome);
-  }
-
-  #rollUp(parentId: string | undefined, usage: Usage, costUsd: number): void {
-    let id = parentId;
-    while (id !== undefined) {
-      const parent = this.#agents.get(id);
-      if (!parent) return;
-      parent.treeUsage = addUsage(parent.treeUsage, usage);
-      parent.treeCostUsd += costUsd;
-      id = parent.spec.parentId;
-    }
   }
 }

@@ -86,15 +86,6 @@ export function isOutcome(value: unknown, agentId: string): value is AgentOutcom
   return (outcome.status === 'completed' || outcome.status === 'failed') && outcome.agentId === agentId;
 }
 
-export function addUsage(a: Usage, b: Usage): Usage {
-  return {
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
-    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
-  };
-}
-
 export function cancelledError(reason: string): SerializedError {
   return new SystemError('cancelled', `Cancelled: ${reason}`, { reason }).toJSON();
 }

@@ -32,6 +32,7 @@ import {
 } from './options.ts';
 import { ORCHESTRATION_TOOLS, runOrchestrationTool } from './orchestration.ts';
 import { actorSpec, type RecordSpec } from './record-spec.ts';
+import { rollUpUsage } from './usage-tree.ts';
 
 /** Options of one spawn. */
 export interface SpawnOptions {
@@ -581,25 +582,12 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     if (record.cancelTimer) clearTimeout(record.cancelTimer);
     record.removeAbortListener();
     record.mailbox.abandon();
-    record.treeUsage = addUsage(record.treeUsage, outcome.usage);
-    record.treeCostUsd += outcome.costUsd;
-    this.#rollUp(record.spec.parentId, outcome.usage, outcome.costUsd);
+    rollUpUsage(this.#agents, record, outcome.usage, outcome.costUsd);
     const event = { ...this.#ref(record), outcome };
     this.emit(outcome.status === 'completed' ? 'agent:completed' : 'agent:failed', event);
     record.handle.emit('ended', event);
     record.settle(outcome);
     this.#schedule();
-  }
-
-  #rollUp(parentId: string | undefined, usage: Usage, costUsd: number): void {
-    let id = parentId;
-    while (id !== undefined) {
-      const parent = this.#agents.get(id);
-      if (!parent) return;
-      parent.treeUsage = addUsage(parent.treeUsage, usage);
-      parent.treeCostUsd += costUsd;
-      id = parent.spec.parentId;
-    }
   }
 
   #validateResult(record: AgentRecord, value: unknown): string | undefined {
@@ -675,15 +663,6 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       return { ok: false, text: `${name} failed: ${error instanceof Error ? error.message : String(error)}` };
     }
   }
-}
-
-function addUsage(a: Usage, b: Usage): Usage {
-  return {
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
-    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
-  };
 }
 
 function completedOutcome(record: AgentRecord, value: unknown): AgentOutcome {
