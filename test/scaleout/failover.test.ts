@@ -170,17 +170,36 @@ describe(`the redis backend when a worker or the server fails${skipReason}`, {
     const sup = start(queueName);
     let finishedSteps = 0;
     let restarting: Promise<void> | undefined;
+    let restarted = false;
     sup.on('agent:tool', (event) => {
       if (event.tool !== 'record_step' || event.ok !== true) return;
       finishedSteps += 1;
-      if (finishedSteps === 10) restarting = server.restart();
+      if (finishedSteps === 10) {
+        restarting = server.restart().then(() => {
+          restarted = true;
+        });
+      }
     });
+
+    // This test once hung until its timeout in a full CI run (it takes ~4 s): say where it stands
+    // if it ever comes close again, since the timeout alone tells nothing.
+    const ended = new Set<string>();
+    sup.on('agent:completed', (event) => ended.add(event.agentId));
+    sup.on('agent:failed', (event) => ended.add(event.agentId));
+    const watchdog = setTimeout(() => {
+      process.stderr.write(
+        `[restart test] after 45 s: ${finishedSteps} record_step results, restart ${restarted ? 'done' : 'pending'}, ${ended.size} of 12 agents ended\n` +
+          workers.map((worker) => `[worker ${worker.pid}] ${worker.output().slice(-1500)}\n`).join(''),
+      );
+    }, 45_000);
+    watchdog.unref();
 
     const results = await sup
       .fanOut(Array.from({ length: 12 }, (_, index) => ({ agent: 'stepper', task: `Survivor ${index}.` })))
       .all();
 
     await restarting;
+    clearTimeout(watchdog);
 
     expect(restarting).toBeDefined();
     expect(results.map((result) => result.outcome.status)).toEqual(Array(12).fill('completed'));
