@@ -6,7 +6,7 @@
  * for the child's own output saying it got there.
  */
 import { spawnSync } from 'node:child_process';
-import { closeSync, constants, openSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -69,20 +69,25 @@ function readStarted(path: string): (child: Child) => boolean {
 }
 
 /**
- * Resolves once a reader has the FIFO open (the tool is blocked in it), holding it open for writing
- * so the reader stays blocked in its read; returns the write end to close afterwards. Opening a
- * FIFO for writing without blocking fails with ENXIO while nobody reads it.
+ * Resolves once a thread of process `pid` is blocked opening a FIFO (on Linux its `wchan` reads
+ * `wait_for_partner`): the tool is inside its read, and with no writer it stays there. Watching
+ * the kernel keeps the FIFO writerless; opening a write end to probe it would let the read go on.
+ * Where /proc is missing it resolves at once, as the ToolCall line is already out.
  */
-async function untilReaderBlocked(fifo: string): Promise<number> {
+async function untilBlockedOnFifo(pid: number | undefined): Promise<void> {
+  const tasks = `/proc/${pid}/task`;
+  if (pid === undefined || !existsSync(tasks)) return;
   for (let attempt = 0; attempt < 3000; attempt += 1) {
-    try {
-      return openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENXIO') throw error;
+    for (const tid of readdirSync(tasks)) {
+      try {
+        if (readFileSync(`${tasks}/${tid}/wchan`, 'utf8').trim() === 'wait_for_partner') return;
+      } catch {
+        // The thread ended between the listing and the read.
+      }
     }
     await delay(10);
   }
-  throw new Error(`nobody opened ${fifo} for reading`);
+  throw new Error(`process ${pid} never blocked opening the FIFO`);
 }
 
 /** Checks what resume promises about tool calls, from the journal alone. */
@@ -195,7 +200,7 @@ describe('Ctrl-C during troupe run', () => {
       ]);
       await run.until(readStarted('b.md'));
       // The ToolCall is journalled just before the tool runs: wait until the read really blocks.
-      const writeEnd = await untilReaderBlocked(fifo);
+      await untilBlockedOnFifo(run.process.pid);
       run.process.kill('SIGINT');
       // The read of b.md blocks on a FIFO with no writer and ignores the abort; the loop stops
       // waiting for it and the agent ends cancelled, journalled.
@@ -207,7 +212,6 @@ describe('Ctrl-C during troupe run', () => {
       // The blocked read still keeps the process alive: the second Ctrl-C exits at once.
       run.process.kill('SIGINT');
       expect(await run.exited).toMatchObject({ signal: 'SIGINT' });
-      closeSync(writeEnd);
       rmSync(fifo);
       expect((await runCli('verify', journal)).code).toBe(0);
     },
