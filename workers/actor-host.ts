@@ -16,7 +16,6 @@ import { serializeError } from '../src/errors.ts';
 import type { AuditEventInput } from '../src/journal/events.ts';
 import { readJournal } from '../src/journal/reader.ts';
 import { JournalWriter } from '../src/journal/writer.ts';
-import { ASSISTANT_PREFIX } from '../src/loop/history-format.ts';
 import { runAgent } from '../src/loop/run-agent.ts';
 import type { AgentChannels, AgentOutcome } from '../src/loop/types.ts';
 import type {
@@ -33,6 +32,7 @@ import type {
 } from '../src/protocol/messages.ts';
 import { createProvider } from '../src/providers/factory.ts';
 import type { Admission, Provider } from '../src/providers/types.ts';
+import { agentSignal } from '../src/supervisor/agent-signal.ts';
 import { createToolRegistry } from '../src/tools/builtin/index.ts';
 import type { ToolRegistry } from '../src/tools/registry.ts';
 import type { Tool } from '../src/tools/types.ts';
@@ -224,41 +224,8 @@ class ActorHost {
   }
 
   #forward(agentId: string, event: AuditEventInput): void {
-    switch (event.type) {
-      case 'InferenceSubmitted':
-        this.#signal({ type: 'round', agentId, round: event.round, estimatedTokens: event.estimatedTokens });
-        return;
-      case 'ToolCall':
-        this.#signal({ type: 'tool_call', agentId, round: event.round, name: event.name, ok: undefined });
-        return;
-      case 'ToolResult':
-        this.#signal({ type: 'tool_call', agentId, round: event.round, name: event.name, ok: event.ok });
-        return;
-      case 'ProviderReceipt':
-        this.#signal({
-          type: 'receipt',
-          agentId,
-          round: event.round,
-          inputTokens: event.receipt.usage.inputTokens,
-          outputTokens: event.receipt.usage.outputTokens,
-          costUsd: event.receipt.costUsd ?? 0,
-          latencyMs: event.receipt.latencyMs,
-        });
-        return;
-      case 'HistoryAppended':
-        if (event.kind === 'assistant') {
-          this.#signal({ type: 'text', agentId, text: event.text.slice(ASSISTANT_PREFIX.length) });
-        }
-        return;
-      case 'Waiting':
-        this.#signal({ type: 'waiting', agentId });
-        return;
-      case 'Instructed':
-        this.#signal({ type: 'instructed', agentId, text: event.text });
-        return;
-      default:
-        return;
-    }
+    const signal = agentSignal(agentId, event);
+    if (signal) this.#signal(signal);
   }
 
   #channels(agentId: string): AgentChannels {

@@ -20,6 +20,7 @@ import type { AuditEventInput } from '../journal/events.ts';
 import { runAgent } from '../loop/run-agent.ts';
 import type { AgentChannels, AgentOutcome } from '../loop/types.ts';
 import type { Provider } from '../providers/types.ts';
+import { agentSignal } from '../supervisor/agent-signal.ts';
 import type { RedisAdmission } from './admission.ts';
 import type { BlockingPool } from './blocking-pool.ts';
 import { PARK_WITHOUT_LIMIT_MS } from './constants.ts';
@@ -290,39 +291,8 @@ function parseParked(text: string | null): ParkRequest | undefined {
   return undefined;
 }
 
-/** The supervisor-facing subset of the audit events, as the thread backend's hosts send it. */
+/** Sends the supervisor-facing subset of the audit events (the same signals actor hosts send). */
 function forward(agentId: string, event: AuditEventInput, send: (signal: WorkerSignal) => void): void {
-  switch (event.type) {
-    case 'InferenceSubmitted':
-      send({ type: 'round', agentId, round: event.round, estimatedTokens: event.estimatedTokens });
-      return;
-    case 'ToolCall':
-      send({ type: 'tool_call', agentId, round: event.round, name: event.name, ok: undefined });
-      return;
-    case 'ToolResult':
-      send({ type: 'tool_call', agentId, round: event.round, name: event.name, ok: event.ok });
-      return;
-    case 'ProviderReceipt':
-      send({
-        type: 'receipt',
-        agentId,
-        round: event.round,
-        inputTokens: event.receipt.usage.inputTokens,
-        outputTokens: event.receipt.usage.outputTokens,
-        costUsd: event.receipt.costUsd ?? 0,
-        latencyMs: event.receipt.latencyMs,
-      });
-      return;
-    case 'HistoryAppended':
-      if (event.kind === 'assistant') send({ type: 'text', agentId, text: event.text });
-      return;
-    case 'Waiting':
-      send({ type: 'waiting', agentId });
-      return;
-    case 'Instructed':
-      send({ type: 'instructed', agentId, text: event.text });
-      return;
-    default:
-      return;
-  }
+  const signal = agentSignal(agentId, event);
+  if (signal) send(signal);
 }
