@@ -2,6 +2,8 @@
  * One round: one provider turn on a fresh render. Tool calls are executed and answered in the
  * provider's native protocol; the slice rule, captures and `complete_task` end the turn early.
  */
+
+import { abortable } from '../abort.ts';
 import { SLICE_REFUSAL } from '../constants.ts';
 import type { SerializedError } from '../errors.ts';
 import { RESULT_NOT_FITTED_TEXT } from '../projection/constants.ts';
@@ -269,22 +271,9 @@ async function finishCapture(ctx: RunContext, capture: PendingCapture, text: str
  * it (the call is recorded as cancelled) and lets it finish or hang on its own.
  */
 function untilAborted(work: Promise<ToolOutcome>, signal: AbortSignal, name: string): Promise<ToolOutcome> {
-  if (signal.aborted) return Promise.resolve({ ok: false, text: `${name} was cancelled` });
-  return new Promise((resolve) => {
-    const onAbort = (): void => resolve({ ok: false, text: `${name} was cancelled` });
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (outcome) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(outcome);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve({
-          ok: false,
-          text: `${name} failed: ${error instanceof Error ? error.message : String(error)}`,
-        });
-      },
-    );
-  });
+  return abortable(work, signal).catch((error: unknown) =>
+    signal.aborted
+      ? { ok: false, text: `${name} was cancelled` }
+      : { ok: false, text: `${name} failed: ${error instanceof Error ? error.message : String(error)}` },
+  );
 }

@@ -15,6 +15,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { sleep } from '../abort.ts';
 import type { AdmissionRelease } from '../providers/types.ts';
 import type { ProviderLimits } from '../supervisor/admission.ts';
 import { ADMISSION_POLL_MAX_MS, ADMISSION_POLL_MIN_MS, ADMISSION_SLOT_LEASE_MS } from './constants.ts';
@@ -127,7 +128,7 @@ export class RedisAdmission {
         const wait = (this.#pausedUntil.get(request.providerKey) ?? 0) - Date.now();
         if (wait <= 0) return () => {};
         request.onPaused?.(wait);
-        await delay(wait, signal);
+        await sleep(wait, signal);
       }
     }
     const keys = this.#keys.limit(request.providerKey);
@@ -152,10 +153,10 @@ export class RedisAdmission {
       if (verdict === 0) break;
       if (verdict === 1) {
         request.onPaused?.(ms);
-        await delay(ms, signal);
+        await sleep(ms, signal);
         continue;
       }
-      await delay(ms > 0 ? ms : poll, signal);
+      await sleep(ms > 0 ? ms : poll, signal);
       poll = Math.min(ADMISSION_POLL_MAX_MS, poll * 2);
     }
     if (!limits?.concurrency) return () => {};
@@ -214,22 +215,4 @@ export class RedisAdmission {
     }
     return seeded;
   }
-}
-
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
