@@ -27,6 +27,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<CommandModule>>> = {
   verify: () => import('./verify.ts'),
   fanout: () => import('./fanout.ts'),
   report: () => import('./report.ts'),
+  score: () => import('./score.ts'),
   demo: () => import('./demo.ts'),
   worker: () => import('./worker.ts'),
 };
