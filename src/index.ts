@@ -2,6 +2,25 @@
  * troupe's public API. Everything exported here is documented; anything else is internal.
  */
 
+// Comparing two runs
+export type {
+  ItemComparison,
+  ItemSide,
+  ItemStatus,
+  OutcomeChange,
+  RunComparison,
+  RunTotals,
+  ScoreChange,
+  ScoreDelta,
+  ScorerComparison,
+} from './compare/compare.ts';
+export { compareRunDirs } from './compare/compare.ts';
+export { renderCompareHtml } from './compare/compare-html.ts';
+export type { CompareTextOptions } from './compare/compare-text.ts';
+export { compareText } from './compare/compare-text.ts';
+export type { Gate, GateResult } from './compare/gate.ts';
+export { checkGates, parseGate } from './compare/gate.ts';
+export type { ToolCallCount, ToolCallDiff } from './compare/tool-calls.ts';
 // Defaults
 export {
   DEFAULT_MAX_STEPS,

@@ -28,6 +28,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<CommandModule>>> = {
   fanout: () => import('./fanout.ts'),
   report: () => import('./report.ts'),
   score: () => import('./score.ts'),
+  compare: () => import('./compare.ts'),
   demo: () => import('./demo.ts'),
   worker: () => import('./worker.ts'),
 };
