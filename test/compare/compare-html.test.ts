@@ -76,6 +76,7 @@ describe('compare page', () => {
         expect(await page.title()).toMatch(/^troupe compare \S+ vs \S+$/);
         expect(await page.textContent('h1')).toBe('before vs after');
         expect(await page.textContent('#gates')).toContain('mentions:0: FAILED');
+        // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText is the rendered text, with line breaks between cells.
         const scorerRow = await page.locator('#scorers tbody tr').first().innerText();
         expect(scorerRow.replace(/\s+/g, ' ')).toContain('mentions 3/3 (100.0%) 2/3 (66.7%) -33.3 pp');
         // Unchanged items are hidden until "changed items only" is unchecked.
@@ -88,6 +89,7 @@ describe('compare page', () => {
         // The item that regressed is marked and lists the tool calls that differ.
         const regressed = page.locator('tr.item.regressed');
         expect(await regressed.count()).toBe(1);
+        // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText is the rendered text, with line breaks between cells.
         expect(await regressed.locator('.calls').innerText()).toBe(
           '− read_file {"path":"b.md"}\n+ read_file {"path":"c.md"}',
         );
@@ -95,6 +97,7 @@ describe('compare page', () => {
         expect(await page.locator('main img').count()).toBe(0);
         expect(await page.locator('script').count()).toBe(1);
         await page.locator('tr.item[data-key="id:a"] summary', { hasText: 'task' }).click();
+        // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText is the rendered text, with line breaks between cells.
         expect(await page.locator('tr.item[data-key="id:a"] pre').first().innerText()).toContain(
           '<img src=x onerror=',
         );
