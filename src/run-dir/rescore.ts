@@ -5,7 +5,8 @@
  * entry with the same `id`, else the same position. The latest result line of every plan entry
  * gets fresh scores; `results.jsonl`, `plan.json` (when the scorers changed) and `summary.json` are
  * rewritten, each atomically. Judges run on a Supervisor built from the run's provider, and their
- * journals go to the run's `journals/` with a `-s<n>` suffix so no earlier judge is overwritten.
+ * journals go to the run's `journals/` with a `-s<n>` suffix (n = the sessions before this one)
+ * so no earlier judge's journal is continued.
  */
 import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
@@ -64,7 +65,6 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
       { runDir: contents.paths.root },
     );
   const previous = contents.summary?.sessions ?? [];
-  const pass = previous.filter((session) => session.kind === 'score').length + 1;
   let supervisor: Supervisor | undefined;
   const scoring = await createRunScoring(plan, {
     definitions,
@@ -74,7 +74,8 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
         return supervisor.spawn(agent, spawnOptions);
       },
     },
-    judgeIdSuffix: `-s${pass}`,
+    // One suffix per session of the run (fanout, resume or score): no judge id is reused.
+    judgeIdSuffix: `-s${previous.length}`,
     ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
   if (scoring === undefined) throw new Error('unreachable: scorers were checked above');

@@ -139,9 +139,13 @@ export class FanoutSession {
         return supervisor.spawn(agent, options);
       },
     };
+    // Judge ids get the session number after the first session, so a judge cut off by a kill is
+    // never continued by a later session's judge of the same item.
+    const earlier = this.#options.previousSessions?.length ?? 0;
     this.#scoring = await createRunScoring(plan, {
       definitions: this.#options.definitions ?? [],
       spawner,
+      ...(earlier > 0 ? { judgeIdSuffix: `-s${earlier}` } : {}),
       ...(signal === undefined ? {} : { signal }),
     });
     if (needsSupervisor || (recovered.length > 0 && this.#scoring?.hasJudges === true)) {

@@ -123,6 +123,39 @@ describe('scoring during troupe fanout', () => {
     });
   });
 
+  it('scores the results troupe resume recovers from journals, judging them again under a new id', async () => {
+    const plan = writePlan([
+      'agent: answerer',
+      'agents: agents',
+      `cwd: ${JSON.stringify(dir)}`,
+      'threads: 1',
+      ...SCRIPTED,
+      'runs:',
+      '  - { id: q1, task: "ITEM-1", expected: { answer: 42 } }',
+      '  - { id: q2, task: "ITEM-2", expected: { answer: Paris } }',
+      'scorers:',
+      '  - { name: answer, type: jsonPath, path: $.answer, expectedPath: $.answer }',
+      '  - { name: quality, type: judge, agent: judge }',
+    ]);
+    const out = path.join(dir, 'run');
+    expect(await main(['fanout', plan, '--out', out, '--json'], captureIO())).toBe(0);
+    // As if the command had died after both agents ended but before their lines were written.
+    writeFileSync(path.join(out, 'results.jsonl'), '');
+    expect(await main(['resume', out, '--json'], captureIO())).toBe(0);
+
+    const results = readResults(path.join(out, 'results.jsonl'));
+    expect(results.map((line) => [line.label, line.recoveredFrom, line.scores?.answer?.pass]).sort()).toEqual(
+      [
+        ['q1', 'journal', true],
+        ['q2', 'journal', false],
+      ],
+    );
+    for (const line of results)
+      expect(line.scores?.quality?.judge?.agentId).toBe(`${line.agentId}-judge-quality-s1`);
+    const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as RunSummary;
+    expect(summary.scoring?.scorers.answer).toMatchObject({ passed: 1, notScored: 0 });
+  });
+
   it('prints each scorer in the closing summary', async () => {
     const plan = writePlan([
       'agent: answerer',
