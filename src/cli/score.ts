@@ -5,6 +5,7 @@
  */
 import type { Command } from 'commander';
 import { formatPlanProblem, planProblemsOf } from '../run-dir/plan-problems.ts';
+import { SIMULATED_NOTICE } from '../run-dir/provider-choice.ts';
 import { rescoreRunDir } from '../run-dir/rescore.ts';
 import { scorerLines, scoringTable } from '../run-dir/scoring-text.ts';
 import type { CliIO } from './main.ts';
@@ -56,6 +57,8 @@ async function score(dir: string, flags: ScoreFlags, io: CliIO): Promise<number>
       `scored ${result.scored} of ${result.scoring.items.length} plan entries`,
       ...scorerLines(result.scoring),
     ];
+    const judged = Object.values(result.scoring.scorers).some((totals) => totals.type === 'judge');
+    if (judged && result.summary.simulated) lines.push(`troupe: judges: ${SIMULATED_NOTICE}`);
     io.stdout(terminalText(`${lines.join('\n')}\n`));
     return EXIT_OK;
   } catch (error) {
