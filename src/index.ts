@@ -2,6 +2,25 @@
  * troupe's public API. Everything exported here is documented; anything else is internal.
  */
 
+// Comparing two runs
+export type {
+  ItemComparison,
+  ItemSide,
+  ItemStatus,
+  OutcomeChange,
+  RunComparison,
+  RunTotals,
+  ScoreChange,
+  ScoreDelta,
+  ScorerComparison,
+} from './compare/compare.ts';
+export { compareRunDirs } from './compare/compare.ts';
+export { renderCompareHtml } from './compare/compare-html.ts';
+export type { CompareTextOptions } from './compare/compare-text.ts';
+export { compareText } from './compare/compare-text.ts';
+export type { Gate, GateResult } from './compare/gate.ts';
+export { checkGates, parseGate } from './compare/gate.ts';
+export type { ToolCallCount, ToolCallDiff } from './compare/tool-calls.ts';
 // Defaults
 export {
   DEFAULT_MAX_STEPS,
@@ -53,6 +72,46 @@ export {
   TroupeError,
   UserError,
 } from './errors.ts';
+// Scoring (evaluation of a run's answers)
+export {
+  DEFAULT_JUDGE_MAX_STEPS,
+  DEFAULT_JUDGE_THRESHOLD,
+  JUDGE_TEXT_MAX_CHARS,
+  MAX_PATTERN_CHARS,
+  SCORER_FUNCTION_TIMEOUT_MS,
+} from './eval/constants.ts';
+export type { JsonPathQuery } from './eval/json-path.ts';
+export { compileJsonPath, jsonPathProblem } from './eval/json-path.ts';
+export type { JudgeRunOptions, JudgeSpawner, JudgeSpawnOptions } from './eval/judge.ts';
+export { JUDGE_RESULT_SCHEMA, judgeTask } from './eval/judge.ts';
+export type { SafePattern } from './eval/safe-regex.ts';
+export { compileSafePattern, SAFE_PATTERN_FLAGS, safePatternProblem } from './eval/safe-regex.ts';
+export type { ScoringOptions } from './eval/scoring.ts';
+export { Scoring } from './eval/scoring.ts';
+export type { CheckedScorers, JudgeAgentRef, SpecPathSegment, SpecProblemReporter } from './eval/spec.ts';
+export { checkScorerSpecs, prepareScorers, SCORER_KEYS, SCORER_TYPES } from './eval/spec.ts';
+export type { ScoredItem } from './eval/summary.ts';
+export { summarizeScores } from './eval/summary.ts';
+export type {
+  ContainsScorerSpec,
+  ExactScorerSpec,
+  ItemScoreSummary,
+  ItemScores,
+  JsonPathScorerSpec,
+  JudgeScorerSpec,
+  ModuleScorerSpec,
+  NumericScorerSpec,
+  RegexScorerSpec,
+  SchemaScorerSpec,
+  Score,
+  ScoreInput,
+  ScorerFunction,
+  ScorerSpec,
+  ScorerTotals,
+  ScorerType,
+  ScoreValue,
+  ScoringSummary,
+} from './eval/types.ts';
 // The audit journal
 export { canonicalJson, hashValue } from './journal/canonical-json.ts';
 export { GENESIS_HASH, INTERRUPTED_TOOL_RESULT } from './journal/constants.ts';

@@ -27,6 +27,8 @@ const COMMANDS: Readonly<Record<string, () => Promise<CommandModule>>> = {
   verify: () => import('./verify.ts'),
   fanout: () => import('./fanout.ts'),
   report: () => import('./report.ts'),
+  score: () => import('./score.ts'),
+  compare: () => import('./compare.ts'),
   demo: () => import('./demo.ts'),
   worker: () => import('./worker.ts'),
 };

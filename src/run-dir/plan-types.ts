@@ -1,4 +1,5 @@
 /** What a plan file resolves to: agent runs plus the defaults they run with. */
+import type { ScorerSpec } from '../eval/types.ts';
 import type { AgentLimits } from '../loop/types.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
 
@@ -21,6 +22,8 @@ export interface PlanRun {
   readonly metadata: Readonly<Record<string, unknown>>;
   /** The caller's id for this run (`id` in the plan or tasks file), e.g. a data-set item id. */
   readonly label?: string;
+  /** What the scorers compare the agent's output with (`expected` in the plan or tasks file). */
+  readonly expected?: unknown;
   readonly source: SourceRef;
 }
 
@@ -50,4 +53,6 @@ export interface Plan {
   readonly agentFiles: readonly string[];
   readonly toolModules: readonly ToolModuleRef[];
   readonly runs: readonly PlanRun[];
+  /** Scorers applied to every run as it finishes (`scorers`), in declaration order. */
+  readonly scorers: readonly ScorerSpec[];
 }

@@ -8,6 +8,8 @@ import { dirname, resolve } from 'node:path';
 import { loadDefinitionFile } from '../definition/load.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
+import { checkScorerSpecs } from '../eval/spec.ts';
+import type { ScorerSpec } from '../eval/types.ts';
 import type { AgentLimits } from '../loop/types.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
 import { PROVIDER_NAMES } from '../providers/factory.ts';
@@ -123,6 +125,7 @@ class PlanChecker {
     const agentFiles = this.#paths(value.agents, ['agents']);
     const toolModules = this.#toolModules(value.toolModules);
     const { runs, agentRefs } = this.#runs(value, agent);
+    const { scorers, judgeRefs } = this.#scorers(value.scorers);
     const plan: Plan = {
       file: this.#file,
       ...(name === undefined ? {} : { name }),
@@ -137,8 +140,9 @@ class PlanChecker {
       agentFiles,
       toolModules,
       runs,
+      scorers,
     };
-    return { plan, agentRefs };
+    return { plan, agentRefs: [...agentRefs, ...judgeRefs] };
   }
 
   /** Loads the `agents` files and checks that every run names an agent that exists. */
@@ -223,6 +227,7 @@ class PlanChecker {
         this.#fail([...path, 'context'], expected('a string or a list of strings', entry.context));
       const metadata = this.#optionalRecord(entry, ['metadata'], path);
       const id = entry.id;
+      const expectedValue = entry.expected;
       if (id !== undefined && typeof id !== 'string' && typeof id !== 'number')
         this.#fail([...path, 'id'], expected('a string or a number', id));
       if (runAgent === undefined || typeof task !== 'string' || context === undefined) return;
@@ -234,10 +239,34 @@ class PlanChecker {
         context,
         metadata: metadata ?? {},
         ...(typeof id === 'string' || typeof id === 'number' ? { label: String(id) } : {}),
+        ...(expectedValue === undefined ? {} : { expected: expectedValue }),
         source: { file: this.#file, ...position },
       });
     });
     return { runs: planned, agentRefs: inherits ? [...planAgent, ...agentRefs] : agentRefs };
+  }
+
+  /** `scorers`: every problem at its own position; judges' agent names to check like run agents. */
+  #scorers(value: unknown): { scorers: ScorerSpec[]; judgeRefs: AgentRef[] } {
+    if (value === undefined) return { scorers: [], judgeRefs: [] };
+    const { scorers, judgeAgents } = checkScorerSpecs(
+      value,
+      (path, message, at) => {
+        const full: Segment[] = ['scorers', ...path];
+        const last = full.at(-1);
+        const position =
+          at === 'key' && typeof last === 'string'
+            ? this.#source.keyAt(full.slice(0, -1), last)
+            : this.#source.valueAt(full);
+        this.#problems.add(this.#file, position, fieldName(full), message);
+      },
+      this.#dir,
+    );
+    const judgeRefs = judgeAgents.map((ref) => {
+      const path: Segment[] = ['scorers', ...ref.path];
+      return { name: ref.name, position: this.#source.valueAt(path), field: fieldName(path) };
+    });
+    return { scorers, judgeRefs };
   }
 
   #tasks(tasks: unknown, agent: string | undefined): PlanRun[] {
@@ -407,5 +436,5 @@ function isDirectory(path: string): boolean {
 }
 
 function emptyPlan(file: string, cwd: string): Plan {
-  return { file, cwd, agentFiles: [], toolModules: [], runs: [] };
+  return { file, cwd, agentFiles: [], toolModules: [], runs: [], scorers: [] };
 }

@@ -100,6 +100,19 @@ export class RunDirWriter {
     appendFileSync(this.paths.results, `${JSON.stringify(line)}\n`);
   }
 
+  /**
+   * Replaces `results.jsonl` as a whole (temporary file, then rename): `troupe score` rewrites the
+   * lines with new scores. Only for a run no other command is appending to.
+   */
+  rewriteResults(lines: readonly ResultLine[]): void {
+    writeAtomically(this.paths.results, lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
+  }
+
+  /** Replaces `plan.json` (temporary file, then rename): `troupe score --plan` records the new scorers. */
+  rewritePlan(plan: RunPlan): void {
+    writeAtomically(this.paths.plan, `${JSON.stringify(plan, null, 2)}\n`);
+  }
+
   /** Replaces `summary.json` (written to a temporary file, then renamed, so it is never half written). */
   writeSummary(summary: RunSummary): void {
     writeAtomically(this.paths.summary, `${JSON.stringify(summary, null, 2)}\n`);

@@ -4,6 +4,7 @@
  * to the plan or its tasks file do not change an interrupted run.
  */
 import { randomBytes } from 'node:crypto';
+import type { ScorerSpec } from '../eval/types.ts';
 import type { AgentLimits } from '../loop/types.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
 import { DEFAULT_FANOUT_CONCURRENCY, DEFAULT_THREADS, RUN_DIR_FORMAT } from './constants.ts';
@@ -39,6 +40,11 @@ export interface RunPlan {
   readonly agentFiles: readonly string[];
   readonly toolModules: readonly ToolModuleRef[];
   readonly runs: readonly PlannedRun[];
+  /**
+   * Scorers applied to each run as it finishes (absent when the plan declares none). `troupe score`
+   * replaces them when it re-scores the run with another plan's scorers.
+   */
+  readonly scorers?: readonly ScorerSpec[];
 }
 
 /** What the command line adds to or overrides in a plan. */
@@ -89,5 +95,6 @@ export function resolveRunPlan(
     agentFiles: plan.agentFiles,
     toolModules: plan.toolModules,
     runs: plan.runs.map((run) => ({ ...run, agentId: agentIdFor(idPrefix, run.index) })),
+    ...(plan.scorers.length === 0 ? {} : { scorers: plan.scorers }),
   };
 }

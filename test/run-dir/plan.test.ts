@@ -155,7 +155,7 @@ describe('loadPlan', () => {
       ),
       'plan.yaml:5:11: runs[0].task: expected a non-empty string, got `3` (number)',
       'plan.yaml:6:5: runs[1].agent: expected an agent name (here or as the plan `agent`), got nothing',
-      'plan.yaml:7:5: runs[1].extra: expected one of agent, task, context, metadata, id, got `"extra"` (string)',
+      'plan.yaml:7:5: runs[1].extra: expected one of agent, task, context, metadata, id, expected, got `"extra"` (string)',
     ]);
   });
 
@@ -179,7 +179,7 @@ describe('loadPlan', () => {
         /^plan\.yaml:1:8: agent: expected the name of an available agent .*, got `"ghost"` \(string\)$/,
       ),
       'tasks.jsonl:3:2: task: expected a non-empty string, got `3` (number)',
-      'tasks.jsonl:3:13: x: expected one of task, context, metadata, id, got `"x"` (string)',
+      'tasks.jsonl:3:13: x: expected one of task, context, metadata, id, expected, got `"x"` (string)',
       expect.stringMatching(/^tasks\.jsonl:4:1: line 4: expected a JSON object, got invalid JSON \(.*\)$/),
       'tasks.jsonl:5:1: line 5: expected a JSON object, got `[1]` (array)',
     ]);
