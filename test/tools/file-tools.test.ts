@@ -60,6 +60,18 @@ describe('read_file', () => {
     expect(result.text).toContain(`read on with start_line=${last + 1}`);
     expect(result.text).toContain(`${String(last).padStart(6)}\t${line}\n[Output stopped`);
   });
+
+  it('shows only the start of a line longer than the size cap, cut on a character boundary', async () => {
+    const { toolbox } = await setup({ 'blob.txt': `short\n${'é'.repeat(READ_FILE_OUTPUT_BYTE_LIMIT)}\nend\n` });
+    const first = await toolbox.call('read_file', { path: 'blob.txt' });
+    expect(first.text).toContain('Output stopped at line 1');
+    const result = await toolbox.call('read_file', { path: 'blob.txt', start_line: 2 });
+    expect(result.ok).toBe(true);
+    expect(Buffer.byteLength(result.text)).toBeLessThan(READ_FILE_OUTPUT_BYTE_LIMIT + 400);
+    expect(result.text).not.toContain('\ufffd');
+    expect(result.text).toContain(`[Line 2 has ${2 * READ_FILE_OUTPUT_BYTE_LIMIT + 7} bytes; only its first`);
+    expect(result.text).toContain('read on with start_line=3');
+  });
 });
 
 describe('list_dir', () => {
