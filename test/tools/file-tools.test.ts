@@ -62,7 +62,9 @@ describe('read_file', () => {
   });
 
   it('shows only the start of a line longer than the size cap, cut on a character boundary', async () => {
-    const { toolbox } = await setup({ 'blob.txt': `short\n${'é'.repeat(READ_FILE_OUTPUT_BYTE_LIMIT)}\nend\n` });
+    const { toolbox } = await setup({
+      'blob.txt': `short\n${'é'.repeat(READ_FILE_OUTPUT_BYTE_LIMIT)}\nend\n`,
+    });
     const first = await toolbox.call('read_file', { path: 'blob.txt' });
     expect(first.text).toContain('Output stopped at line 1');
     const result = await toolbox.call('read_file', { path: 'blob.txt', start_line: 2 });
