@@ -139,6 +139,28 @@ describe('grep', () => {
     expect(bad.ok).toBe(false);
     expect(bad.text).toContain('Invalid regular expression');
   });
+
+  it('runs a catastrophic-backtracking pattern in linear time: ^(a+)+$ on a 35-character line', async () => {
+    // A backtracking engine takes minutes here (2^34 ways to split the run of a's).
+    const { toolbox } = await setup({ 'evil.txt': `${'a'.repeat(34)}!\n${'a'.repeat(35)}\n` });
+    expect((await toolbox.call('grep', { pattern: '^(a+)+$' })).text).toBe(`evil.txt:2: ${'a'.repeat(35)}`);
+    expect((await toolbox.call('grep', { pattern: '(x+x+)+y' })).text).toBe(
+      'No matches for /(x+x+)+y/ in ..',
+    );
+  });
+
+  it('accepts the usual JavaScript syntax and refuses what cannot run in linear time, saying why', async () => {
+    const { toolbox } = await setup({ 'a.txt': 'café/\u00e9 x1\nid: 42\nfoo_bar\n' });
+    expect((await toolbox.call('grep', { pattern: 'caf\\u00e9\\/' })).text).toBe('a.txt:1: café/é x1');
+    expect((await toolbox.call('grep', { pattern: '\\u{e9} x\\d' })).text).toBe('a.txt:1: café/é x1');
+    expect((await toolbox.call('grep', { pattern: '(?<key>\\w+): \\d+$' })).text).toBe('a.txt:2: id: 42');
+    expect((await toolbox.call('grep', { pattern: '(?<=foo_)bar' })).text).toBe('a.txt:3: foo_bar');
+    for (const pattern of ['foo(?=_bar)', '(o)\\1']) {
+      const refused = await toolbox.call('grep', { pattern });
+      expect(refused.ok).toBe(false);
+      expect(refused.text).toContain('linear time');
+    }
+  });
 });
 
 describe('search_replace', () => {
