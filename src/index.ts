@@ -67,7 +67,7 @@ export type {
 export { hashInput, isTerminal } from './journal/events.ts';
 export type { JournalContents, JournalProblem } from './journal/reader.ts';
 export { parseJournal, readJournal } from './journal/reader.ts';
-export { redactText } from './journal/redact.ts';
+export { redactText, redactValue } from './journal/redact.ts';
 export type { PendingWait, ResumeState } from './journal/resume.ts';
 export { resumeState } from './journal/resume.ts';
 export type { JournalSink, MemoryJournalOptions } from './journal/sink.ts';

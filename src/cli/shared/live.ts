@@ -7,6 +7,7 @@
 import { isAbsolute, relative } from 'node:path';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
+import { printable } from '../../run-dir/format.ts';
 import type { CliIO } from '../main.ts';
 import { EXIT_FAILED, EXIT_OK } from './constants.ts';
 import { type InterruptSignal, raise, watchInterrupts } from './interrupt.ts';
@@ -55,7 +56,8 @@ export async function executeLive(
           return;
         }
         const line = progressLine(event);
-        if (line !== undefined) io.stderr(`${line}\n`);
+        // Tool names and error messages in events can come from a model.
+        if (line !== undefined) io.stderr(`${printable(line)}\n`);
       },
     });
   } finally {
