@@ -102,6 +102,7 @@ export { RESULT_NOT_FITTED_TEXT } from './projection/constants.ts';
 export { Projection } from './projection/projection.ts';
 export type { CounterName, TokenCounter } from './projection/token-counter.ts';
 export {
+  BpeCounter,
   cl100kCounter,
   countCodePoints,
   counterByName,

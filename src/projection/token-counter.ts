@@ -115,6 +115,13 @@ export class BpeCounter implements TokenCounter {
    * @default maxExactPiece {@link MAX_EXACT_PIECE}
    */
   constructor(name: 'o200k' | 'cl100k', maxExactPiece: number = MAX_EXACT_PIECE) {
+    if (!Number.isSafeInteger(maxExactPiece) || maxExactPiece < 1) {
+      throw new UserError(
+        'invalid_option',
+        `Expected \`maxExactPiece\` to be a positive integer, got ${describeValue(maxExactPiece)}`,
+        { option: 'maxExactPiece' },
+      );
+    }
     this.name = name;
     this.maxExactPiece = maxExactPiece;
   }
@@ -158,9 +165,9 @@ export class BpeCounter implements TokenCounter {
 /** ceil(code points / 4): for models without a public tokenizer; calibration corrects it. */
 export const heuristicCounter: TokenCounter = new HeuristicCounter();
 /** o200k_base: GPT-4o, GPT-4.1, GPT-4.5, GPT-5, o-series, gpt-oss. */
-export const o200kCounter: TokenCounter = new BpeCounter('o200k');
+export const o200kCounter: BpeCounter = new BpeCounter('o200k');
 /** cl100k_base: GPT-4 and GPT-3.5. */
-export const cl100kCounter: TokenCounter = new BpeCounter('cl100k');
+export const cl100kCounter: BpeCounter = new BpeCounter('cl100k');
 
 const BY_NAME: Readonly<Record<CounterName, TokenCounter>> = {
   heuristic: heuristicCounter,

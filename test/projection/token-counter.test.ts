@@ -115,7 +115,7 @@ describe('BPE counting on pathological text', () => {
   ] as const)(
     '%s: a long run is counted close to the exact count and reported as an estimate',
     (_n, counter, exact, split) => {
-      const bpe = counter as BpeCounter;
+      const bpe = counter;
       let estimated = 0;
       for (const [name, make] of Object.entries(PATHOLOGICAL)) {
         // Long enough to be cut three times, short enough for the exact quadratic count.
@@ -142,7 +142,7 @@ describe('BPE counting on pathological text', () => {
     for (const text of realText) {
       expect(o200kCounter.count(text)).toBe(o200kCount(text, PLAIN));
       expect(cl100kCounter.count(text)).toBe(cl100kCount(text, PLAIN));
-      expect((o200kCounter as BpeCounter).isExact(text)).toBe(true);
+      expect(o200kCounter.isExact(text)).toBe(true);
     }
   });
 
