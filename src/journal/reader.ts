@@ -10,6 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { SystemError } from '../errors.ts';
+import { canonicalJson } from './canonical-json.ts';
 import { storedLine } from './chain.ts';
 import { type AuditEvent, auditEventProblem } from './events.ts';
 
@@ -124,14 +125,11 @@ function nonCanonicalReason(text: string, bytes: Uint8Array, event: AuditEvent):
   if (text.charCodeAt(0) === 0xfeff) {
     return 'Expected the line to start with `{`, found a byte order mark (U+FEFF: the file was re-saved as "UTF-8 with BOM")';
   }
-  let stored: string;
   try {
-    stored = storedLine(event);
+    // Writers before 2026-11-30 sorted `hash` among the other members: their lines are canonical too.
+    if (storedLine(event) === text || canonicalJson(event) === text) return undefined;
   } catch {
     return 'Expected an event that serializes to canonical JSON, found one that does not';
   }
-  if (stored !== text) {
-    return 'Expected the canonical JSON of its event (sorted members, no whitespace, `hash` last), found other bytes for the same value';
-  }
-  return undefined;
+  return 'Expected the canonical JSON of its event (sorted members, no whitespace, `hash` last), found other bytes for the same value';
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../src/journal/canonical-json.ts';
 import { eventHash } from '../../src/journal/chain.ts';
 import type { AuditEvent, AuditEventInput } from '../../src/journal/events.ts';
 import { parseJournal } from '../../src/journal/reader.ts';
@@ -140,6 +141,13 @@ describe('verifyJournal', () => {
     });
     expect(spaced.firstBad?.message).toMatch(/^Line 4: .*canonical/);
     expect(events.length).toBeGreaterThan(4);
+  });
+
+  it('accepts lines of the earlier writer, which sorted `hash` among the other members', () => {
+    const { events } = sampleJournal();
+    const older = `${events.map((event) => canonicalJson(event)).join('\n')}\n`;
+    expect(older).not.toBe(sampleJournal().bytes.toString('utf8'));
+    expect(verifyJournalContents(parseJournal(older), { rerender })).toMatchObject({ ok: true });
   });
 
   it('reports a lost line as missing_event at its seq', () => {
