@@ -16,6 +16,21 @@ export function stripControl(text: string): string {
   return text.replace(CONTROL_CHARS, '');
 }
 
+/** Characters JSON.stringify leaves raw that a terminal may act on or display out of order. */
+const RAW_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * `JSON.stringify(value, null, indent)` with DEL, C1 controls and bidi overrides escaped as
+ * `\uXXXX` (JSON.stringify escapes only C0): the same value for a program reading it, nothing a
+ * terminal acts on for a person watching it.
+ */
+export function terminalJson(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(
+    RAW_IN_JSON,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
 /**
  * Model or tool text made safe to print or show: credentials masked (the journal's redaction) and
  * control characters removed. Everything troupe prints that a model wrote goes through here.
