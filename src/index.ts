@@ -126,7 +126,7 @@ export type {
 export { hashInput, isTerminal } from './journal/events.ts';
 export type { JournalContents, JournalProblem } from './journal/reader.ts';
 export { parseJournal, readJournal } from './journal/reader.ts';
-export { redactText } from './journal/redact.ts';
+export { redactText, redactValue } from './journal/redact.ts';
 export type { PendingWait, ResumeState } from './journal/resume.ts';
 export { resumeState } from './journal/resume.ts';
 export type { JournalSink, MemoryJournalOptions } from './journal/sink.ts';
@@ -161,6 +161,7 @@ export { RESULT_NOT_FITTED_TEXT } from './projection/constants.ts';
 export { Projection } from './projection/projection.ts';
 export type { CounterName, TokenCounter } from './projection/token-counter.ts';
 export {
+  BpeCounter,
   cl100kCounter,
   countCodePoints,
   counterByName,

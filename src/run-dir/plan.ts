@@ -54,8 +54,11 @@ export async function loadPlan(file: string, options: LoadPlanOptions = {}): Pro
   }
   const problems = new PlanProblems();
   const source = YamlSource.parse(text);
-  for (const { position, message } of source.errors()) problems.add(path, position, '(yaml)', message);
-  problems.throwIfAny(path);
+  if (!(source instanceof YamlSource)) {
+    for (const { position, message } of source.failures) problems.add(path, position, '(yaml)', message);
+    problems.throwIfAny(path);
+    throw new UserError('invalid_plan', `Expected a YAML plan in ${path}`, { file: path });
+  }
   const checker = new PlanChecker(path, source, problems, resolve(options.cwd ?? process.cwd()));
   const draft = checker.check(source.value());
   const definitions = await checker.checkAgents(draft);

@@ -216,6 +216,26 @@ describe('loadPlan', () => {
     ]);
   });
 
+  it('reports an alias bomb as a plan problem at the first alias, never as an internal error', async () => {
+    const bomb = [
+      'a: &a [x, x, x, x, x, x, x, x, x]',
+      ...'bcdefgh'.split('').map((k, i) => `${k}: &${k} [${`*${'abcdefgh'[i]}, `.repeat(9).slice(0, -2)}]`),
+      'runs:',
+      '  - agent: worker',
+      '    task: t',
+    ].join('\n');
+    expect(await problemsOf(write('bomb.yaml', bomb))).toEqual([
+      expect.stringMatching(/^bomb\.yaml:2:8: \(yaml\): .*expected at most 100 alias expansions/),
+    ]);
+  });
+
+  it('reports flow collections nested absurdly deep as a plan problem', async () => {
+    const deep = `runs: ${'['.repeat(5000)}${']'.repeat(5000)}\n`;
+    expect(await problemsOf(write('deep.yaml', deep))).toEqual([
+      expect.stringMatching(/^deep\.yaml:1:\d+: \(yaml\): .*nested at most 64 levels deep/),
+    ]);
+  });
+
   it('fails with plan_not_found for a file that does not exist', async () => {
     await expect(loadPlan(path.join(dir, 'absent.yaml'))).rejects.toMatchObject({ code: 'plan_not_found' });
   });

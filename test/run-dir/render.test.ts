@@ -62,7 +62,7 @@ function stripAnsi(text: string): string {
   return text.replace(new RegExp(`${ESC}\\[[0-9;]*[A-Za-z]`, 'g'), '');
 }
 
-function render(mode: 'json' | 'tty' | 'plain'): string {
+function render(mode: 'json' | 'tty' | 'plain', from: readonly RunEvent[] = events): string {
   let out = '';
   let now = 1_000;
   const renderer = createProgressRenderer(mode, {
@@ -75,7 +75,7 @@ function render(mode: 'json' | 'tty' | 'plain'): string {
       return now;
     },
   });
-  for (const event of events) renderer.onEvent(event);
+  for (const event of from) renderer.onEvent(event);
   renderer.note('a note');
   renderer.stop();
   return out;
@@ -120,5 +120,22 @@ describe('progress renderers', () => {
     // Lines of the redrawn block must not wrap, or moving back over them would miss some.
     const lastFrame = stripAnsi(out.split(`${ESC}[0J`).at(-1) ?? '');
     for (const line of lastFrame.split('\n').slice(-4)) expect(line.length).toBeLessThanOrEqual(80);
+  });
+
+  it('shows model text without control characters or credentials, in the TTY and plain displays', () => {
+    const hostile = '\u001b[2J\u001b]0;pwned\u0007 key sk-proj-AbCdEf0123456789GhIjKl\u0000 done';
+    const hostileEvents: RunEvent[] = [
+      ...events.slice(0, 5),
+      { type: 'tool', agentId: 'abc-1', index: 1, agent: 'worker', round: 1, tool: `x${hostile}`, ok: true },
+      { type: 'text', agentId: 'abc-1', index: 1, agent: 'worker', text: hostile },
+      { type: 'ended', line: { ...ended, result: { summary: hostile } } },
+    ];
+    for (const mode of ['tty', 'plain'] as const) {
+      const out = render(mode, hostileEvents);
+      expect(out).not.toContain(`${ESC}[2J`);
+      for (const control of ['\u0000', '\u0007', ESC]) expect(stripAnsi(out)).not.toContain(control);
+      expect(out).not.toContain('sk-proj-');
+      expect(stripAnsi(out)).toContain('key [REDACTED] done');
+    }
   });
 });
