@@ -11,9 +11,10 @@ import { renderCompareHtml } from '../compare/compare-html.ts';
 import { compareText } from '../compare/compare-text.ts';
 import { checkGates, type Gate, type GateResult, parseGate } from '../compare/gate.ts';
 import { isTroupeError } from '../errors.ts';
+import { redactValue } from '../journal/redact.ts';
+import { printable, terminalJson } from '../run-dir/format.ts';
 import type { CliIO } from './main.ts';
 import { EXIT_FAILED, EXIT_OK } from './shared/constants.ts';
-import { terminalText } from './shared/terminal-text.ts';
 
 interface CompareFlags {
   readonly html?: string;
@@ -46,7 +47,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       if (flags.html !== undefined) {
         const file = resolve(flags.html);
         writeFileSync(file, renderCompareHtml(comparison, gates));
-        if (!flags.json) io.stdout(terminalText(`troupe: wrote ${file}\n`));
+        if (!flags.json) io.stdout(printable(`troupe: wrote ${file}\n`));
       }
       io.stdout(output(comparison, gates, flags));
       setExit(gates.every((gate) => gate.ok) ? EXIT_OK : EXIT_FAILED);
@@ -54,8 +55,8 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
 }
 
 function output(comparison: RunComparison, gates: readonly GateResult[], flags: CompareFlags): string {
-  if (flags.json) return terminalText(`${JSON.stringify({ ...comparison, gates }, null, 2)}\n`);
-  return terminalText(
+  if (flags.json) return `${terminalJson(redactValue({ ...comparison, gates }), 2)}\n`;
+  return printable(
     compareText(comparison, gates, { columns: process.stdout.columns || 120, all: flags.all === true }),
   );
 }

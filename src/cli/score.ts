@@ -4,13 +4,13 @@
  * item's scores.
  */
 import type { Command } from 'commander';
+import { printable } from '../run-dir/format.ts';
 import { formatPlanProblem, planProblemsOf } from '../run-dir/plan-problems.ts';
 import { SIMULATED_NOTICE } from '../run-dir/provider-choice.ts';
 import { rescoreRunDir } from '../run-dir/rescore.ts';
 import { scorerLines, scoringTable } from '../run-dir/scoring-text.ts';
 import type { CliIO } from './main.ts';
 import { EXIT_FAILED, EXIT_OK } from './shared/constants.ts';
-import { terminalText } from './shared/terminal-text.ts';
 
 interface ScoreFlags {
   readonly plan?: string;
@@ -59,12 +59,12 @@ async function score(dir: string, flags: ScoreFlags, io: CliIO): Promise<number>
     ];
     const judged = Object.values(result.scoring.scorers).some((totals) => totals.type === 'judge');
     if (judged && result.summary.simulated) lines.push(`troupe: judges: ${SIMULATED_NOTICE}`);
-    io.stdout(terminalText(`${lines.join('\n')}\n`));
+    io.stdout(printable(`${lines.join('\n')}\n`));
     return EXIT_OK;
   } catch (error) {
     const problems = planProblemsOf(error);
     if (!problems) throw error;
-    for (const problem of problems) io.stderr(terminalText(`${formatPlanProblem(problem, cwd)}\n`));
+    for (const problem of problems) io.stderr(printable(`${formatPlanProblem(problem, cwd)}\n`));
     io.stderr(`troupe: ${problems.length} problem(s) in the plan; nothing was scored\n`);
     return EXIT_FAILED;
   } finally {

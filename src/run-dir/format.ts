@@ -11,9 +11,18 @@ const CONTROL_CHARS =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
   /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
-/** `text` without terminal control characters (see CONTROL_CHARS); tabs and newlines stay. */
+/**
+ * ESC-introduced sequences (CSI, OSC up to BEL or ST, any other two-character escape) and the
+ * one-byte C1 CSI, removed
+ * with their parameters so no `[31m` residue is left once the ESC itself is gone.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: stripping escape sequences is the point
+const ESCAPE_SEQUENCES =
+  /\u001b(?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|[@-_])?|\u009b[0-?]*[ -/]*[@-~]/g;
+
+/** `text` without escape sequences and terminal control characters (see CONTROL_CHARS); tabs and newlines stay. */
 export function stripControl(text: string): string {
-  return text.replace(CONTROL_CHARS, '');
+  return text.replace(ESCAPE_SEQUENCES, '').replace(CONTROL_CHARS, '');
 }
 
 /** Characters JSON.stringify leaves raw that a terminal may act on or display out of order. */

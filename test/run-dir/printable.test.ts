@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { terminalText } from '../../../src/cli/shared/terminal-text.ts';
+import { printable as terminalText } from '../../src/run-dir/format.ts';
 
-describe('terminalText', () => {
+describe('printable', () => {
   it('removes escape sequences with their parameters and other control characters', () => {
     expect(
       terminalText('a\u001b[31mred\u001b[0m \u001b]0;title\u0007b \u001b]8;;x\u001b\\c\r\u0000\u007f\u009bd'),
-    ).toBe('ared b cd');
+    ).toBe('ared b c'); // U+009B is a one-byte CSI: 'd' is its final byte
   });
 
   it('removes bidirectional overrides that reorder what a terminal shows', () => {
