@@ -108,6 +108,12 @@ function describeIoError(error: unknown): string {
  * same wherever its file lives.
  */
 export function definitionHash(definition: AgentDefinition): string {
-  const { source: _source, path: _path, bodyLine: _bodyLine, ...content } = definition;
+  const {
+    source: _source,
+    path: _path,
+    bodyLine: _bodyLine,
+    sourcePositions: _positions,
+    ...content
+  } = definition;
   return hashValue(content);
 }

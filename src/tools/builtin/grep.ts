@@ -1,17 +1,13 @@
 /** `grep`: search file contents with a JavaScript regular expression. */
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { UserError } from '../../errors.ts';
 import { confinePath } from '../confine.ts';
-import {
-  GREP_LINE_CHAR_LIMIT,
-  GREP_MAX_FILE_BYTES,
-  GREP_RESULT_LIMIT,
-  GREP_SKIPPED_DIRS,
-} from '../constants.ts';
+import { GREP_LINE_CHAR_LIMIT, GREP_MAX_FILE_BYTES, GREP_RESULT_LIMIT } from '../constants.ts';
 import type { Tool } from '../types.ts';
 import { isBinary, splitLines } from './text.ts';
+import { walkFiles } from './walk.ts';
 
 type GrepArgs = {
   readonly pattern: string;
@@ -72,7 +68,7 @@ export const grepTool: Tool<GrepArgs> = {
         : picomatch(args.glob, { dot: true, basename: !args.glob.includes('/') });
 
     const isDir = (await stat(target.absolute)).isDirectory();
-    const files = isDir ? walk(target.absolute, ctx.signal) : single(target.absolute);
+    const files = isDir ? walkFiles(target.absolute, ctx.signal, ctx.guard) : single(target.absolute);
     const results: string[] = [];
     let stopped = false;
     for await (const file of files) {
@@ -108,20 +104,4 @@ export const grepTool: Tool<GrepArgs> = {
 
 async function* single(file: string): AsyncGenerator<string> {
   yield file;
-}
-
-/** Regular files below `dir`, depth first in name order. Symlinks are never followed. */
-async function* walk(dir: string, signal: AbortSignal): AsyncGenerator<string> {
-  signal.throwIfAborted();
-  const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) =>
-    a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
-  );
-  for (const entry of entries) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) {
-      if (!GREP_SKIPPED_DIRS.has(entry.name)) yield* walk(full, signal);
-    } else if (entry.isFile()) {
-      yield full;
-    }
-  }
 }
