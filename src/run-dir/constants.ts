@@ -49,6 +49,8 @@ export const PLAN_KEYS = [
   'agents',
   'toolModules',
   'limits',
+  'modelMap',
+  'mcpServers',
 ] as const;
 
 /** Keys of one entry of `runs`. */

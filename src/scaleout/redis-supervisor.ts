@@ -301,6 +301,7 @@ export class RedisSupervisor extends EventEmitter<RedisSupervisorEvents> {
       options: this.#options,
       hostTools: this.#hostTools,
       supervisorId: this.id,
+      modelOf: (id) => this.#agents.get(id)?.spec.model,
     });
     if ('error' in prepared) {
       this.#fail(record, 'invalid_request', prepared.error);

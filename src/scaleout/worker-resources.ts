@@ -10,12 +10,10 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Redis } from 'ioredis';
-import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
 import type { HostToolDeclaration, ProviderConfig, ToolModuleRef } from '../protocol/messages.ts';
 import { createProvider } from '../providers/factory.ts';
 import type { Provider, ProviderHooks } from '../providers/types.ts';
-import { ORCHESTRATION_TOOL_NAMES } from '../supervisor/orchestration.ts';
 import { createToolRegistry } from '../tools/builtin/index.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Tool } from '../tools/types.ts';
@@ -132,13 +130,4 @@ export class WorkerResources {
     }
     return mod;
   }
-}
-
-/** Orchestration tools are admitted only when the definition's `tools` names them (as on threads). */
-export function withOrchestrationOptIn(definition: AgentDefinition): AgentDefinition {
-  const named = new Set(definition.tools ?? []);
-  const withheld = [...ORCHESTRATION_TOOL_NAMES].filter((name) => !named.has(name));
-  return withheld.length === 0
-    ? definition
-    : { ...definition, disallowedTools: [...definition.disallowedTools, ...withheld] };
 }

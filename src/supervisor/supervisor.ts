@@ -18,7 +18,7 @@ import type { ToolOutcome } from '../tools/types.ts';
 import { Admission } from './admission.ts';
 import { AdmissionServer } from './admission-server.ts';
 import { AgentHandle } from './agent-handle.ts';
-import { loadDefinitions } from './definitions.ts';
+import { loadDefinitions, runMcpServers } from './definitions.ts';
 import type { SupervisorEvents } from './events.ts';
 import { FanOut, type FanOutOptions, type SpawnSpec } from './fanout.ts';
 import type { HostRecord } from './host-pool.ts';
@@ -31,7 +31,7 @@ import {
   type SupervisorOptions,
 } from './options.ts';
 import { ORCHESTRATION_TOOLS, runOrchestrationTool } from './orchestration.ts';
-import { actorSpec, type RecordSpec } from './record-spec.ts';
+import { actorSpec, type RecordSpec, spawnModel } from './record-spec.ts';
 import { rollUpUsage } from './usage-tree.ts';
 
 /** Options of one spawn. */
@@ -177,6 +177,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         journalDir: this.#options.journalDir,
         fsync: this.#options.fsync,
         cwd: this.#options.cwd,
+        mcpServers: await runMcpServers(this.#options),
       },
       callbacks: this.#callbacks(),
       serveAdmission: (_host, port) => new AdmissionServer(this.#admission, admissionKeys, port),
@@ -345,10 +346,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       );
       return;
     }
-    if (record.spec.model === '') {
-      const model = record.spec.definition?.model ?? 'default';
-      record.spec.model = model === 'default' || model === 'inherit' ? this.#options.defaultModel : model;
-    }
+    record.spec.model = spawnModel(record.spec, this.#options, (id) => this.#agents.get(id)?.spec.model);
     this.#queue.push(record);
     this.#scheduleSoon();
   }
@@ -454,6 +452,12 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
               this.emit('agent:waiting', ref);
               record.handle.emit('waiting', ref);
               break;
+            case 'warnings': {
+              const event = { ...ref, warnings: signal.warnings };
+              this.emit('agent:warnings', event);
+              record.handle.emit('warnings', event);
+              break;
+            }
             case 'instructed': {
               const event = { ...ref, text: signal.text };
               this.emit('agent:instructed', event);
