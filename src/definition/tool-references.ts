@@ -149,11 +149,11 @@ function unknownReason(
       ? `matches no tool of MCP server \`${server}\`${closest(rule.tool, names)}`
       : `names MCP server \`${server}\`, which is not configured (in the definition's mcpServers, .mcp.json or the supervisor's mcpServers)`;
   }
-  if (rule.tool.includes('*')) return 'matches no registered tool';
   if (rule.tool.includes('/')) {
     const server = rule.tool.split('/')[0] ?? rule.tool;
     return `matches no tool (\`server/tool\` is VS Code's syntax; an MCP server's tools are written \`mcp__${server}__*\`)`;
   }
+  if (rule.tool.includes('*')) return 'matches no registered tool';
   return `matches no registered tool${closest(rule.tool, names)}; it is ignored`;
 }
 
