@@ -116,6 +116,8 @@ export async function processAgentJob(
       model: data.agent.model,
       registry,
       cwd: ctx.cwd ?? (existsSync(data.cwd) ? data.cwd : process.cwd()),
+      mcpServers: data.mcpServers ?? {},
+      mcp: ctx.resources.mcp(),
       journal,
       ...(resumed ? { resumeFrom: events } : {}),
       signal: controller.signal,

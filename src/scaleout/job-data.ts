@@ -5,6 +5,7 @@
  */
 import type { AgentDefinition } from '../definition/types.ts';
 import { type SerializedError, SystemError, UserError } from '../errors.ts';
+import type { McpServers } from '../mcp/config.ts';
 import type { ActorSpec, HostToolDeclaration, ProviderConfig, ToolModuleRef } from '../protocol/messages.ts';
 import type { ProviderLimits } from '../supervisor/admission.ts';
 import { actorSpec, type RecordSpec, spawnModel } from '../supervisor/record-spec.ts';
@@ -29,6 +30,8 @@ export interface AgentJobData {
   readonly hostTools: readonly HostToolDeclaration[];
   /** The supervisor's working directory; a worker uses it when it exists there, else its own. */
   readonly cwd: string;
+  /** MCP servers of the run (the supervisor's option and `.mcp.json`); started by the worker. */
+  readonly mcpServers?: McpServers;
   /** See DEFAULT_PARK_AFTER_MS. */
   readonly parkAfterMs: number;
   /** Seconds the journal and inbox are kept after the agent ends; undefined = kept. */
@@ -78,6 +81,8 @@ export interface JobDataContext {
   readonly options: PreparedRedisSupervisorOptions;
   readonly hostTools: readonly HostToolDeclaration[];
   readonly supervisorId: string;
+  /** MCP servers every agent may use. */
+  readonly mcpServers?: McpServers;
   /** The resolved model of a known agent (a spawn's parent, for `inherit`). */
   readonly modelOf?: (agentId: string) => string | undefined;
 }
@@ -120,6 +125,7 @@ export function prepareJobData(
       toolModules: options.toolModules,
       hostTools: ctx.hostTools,
       cwd: options.cwd,
+      ...(ctx.mcpServers === undefined ? {} : { mcpServers: ctx.mcpServers }),
       parkAfterMs: options.parkAfterMs,
       retainSeconds: options.retainSeconds,
     },

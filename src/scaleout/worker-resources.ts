@@ -11,6 +11,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Redis } from 'ioredis';
 import { UserError } from '../errors.ts';
+import { McpPool, type McpToolSource } from '../mcp/pool.ts';
 import type { HostToolDeclaration, ProviderConfig, ToolModuleRef } from '../protocol/messages.ts';
 import { createProvider } from '../providers/factory.ts';
 import type { Provider, ProviderHooks } from '../providers/types.ts';
@@ -37,6 +38,8 @@ export class WorkerResources {
   readonly #options: ResourceOptions;
   readonly #modules = new Map<string, Promise<Record<string, unknown>>>();
   readonly #registries = new Map<string, Promise<ToolRegistry>>();
+  /** This worker process's MCP connections, shared by its agents. */
+  readonly #mcp = new McpPool({ cwd: process.cwd() });
 
   constructor(options: ResourceOptions) {
     this.#options = options;
@@ -94,6 +97,24 @@ export class WorkerResources {
       if (!tool.readOnly) registry.replace(this.#afterJournal(tool));
     }
     return registry;
+  }
+
+  /**
+   * MCP tools for this worker's agents: the process's connections, with every tool that may
+   * change something waiting for the journal first, as built-in tools do.
+   */
+  mcp(): McpToolSource {
+    return {
+      toolsFor: async (servers, signal) => {
+        const set = await this.#mcp.toolsFor(servers, signal);
+        return { ...set, tools: set.tools.map((tool) => (tool.readOnly ? tool : this.#afterJournal(tool))) };
+      },
+    };
+  }
+
+  /** Stops this worker's MCP servers. */
+  close(): Promise<void> {
+    return this.#mcp.close();
   }
 
   #afterJournal(tool: Tool): Tool {

@@ -54,6 +54,15 @@ export async function executeLive(
           io.stdout(`${JSON.stringify(event)}\n`);
           return;
         }
+        if (event.type === 'Started') {
+          for (const warning of event.warnings ?? []) {
+            const where =
+              warning.file === undefined
+                ? ''
+                : `${warning.file}:${warning.line ?? 1}:${warning.column ?? 1}: `;
+            io.stderr(`${where}warning ${warning.code}: ${warning.message}\n`);
+          }
+        }
         const line = progressLine(event);
         if (line !== undefined) io.stderr(`${line}\n`);
       },
