@@ -226,7 +226,10 @@ class ActorHost {
   }
 
   #mcpPool(): McpPool {
-    this.#mcp ??= new McpPool({ cwd: this.#config.cwd });
+    this.#mcp ??= new McpPool({
+      cwd: this.#config.cwd,
+      onProcess: (pid, state) => this.#post({ type: 'mcp_process', pid, state }),
+    });
     return this.#mcp;
   }
 

@@ -58,6 +58,11 @@ export interface McpConnectionOptions {
   readonly maxRestarts?: number;
   readonly restartBaseDelayMs?: number;
   readonly restartMaxDelayMs?: number;
+  /**
+   * Told when a stdio server's process starts and ends, so whoever owns the thread can kill the
+   * processes a dead thread leaves behind (a terminated worker thread cannot stop its children).
+   */
+  readonly onProcess?: (pid: number, state: 'started' | 'exited') => void;
 }
 
 interface Session {
@@ -75,7 +80,8 @@ const STDERR_TAIL_CHARS = 2000;
 export class McpConnection {
   readonly name: string;
   readonly config: McpServerConfig;
-  readonly #options: Required<Omit<McpConnectionOptions, 'env'>> & Pick<McpConnectionOptions, 'env'>;
+  readonly #options: Required<Omit<McpConnectionOptions, 'env' | 'onProcess'>> &
+    Pick<McpConnectionOptions, 'env' | 'onProcess'>;
   #session: Session | undefined;
   #connecting: Promise<Session> | undefined;
   #failures = 0;
@@ -90,6 +96,7 @@ export class McpConnection {
     this.#options = {
       cwd: options.cwd,
       env: options.env,
+      onProcess: options.onProcess,
       connectTimeoutMs: options.connectTimeoutMs ?? MCP_CONNECT_TIMEOUT_MS,
       callTimeoutMs: options.callTimeoutMs ?? MCP_CALL_TIMEOUT_MS,
       maxRestarts: options.maxRestarts ?? MCP_MAX_RESTARTS,
@@ -235,6 +242,17 @@ export class McpConnection {
         timeout: this.#options.connectTimeoutMs,
         signal: deadline,
       });
+      // The child is spawned synchronously by connect(): report it before anything can fail.
+      const pid = transport instanceof StdioClientTransport ? transport.pid : null;
+      const onProcess = this.#options.onProcess;
+      if (pid !== null && onProcess) {
+        onProcess(pid, 'started');
+        const previous = transport.onclose;
+        transport.onclose = () => {
+          previous?.();
+          onProcess(pid, 'exited');
+        };
+      }
       await raceDeadline(started, deadline, this.#options.connectTimeoutMs);
       const tools = await this.#listTools(client);
       const ready: Session = { ...session, tools };

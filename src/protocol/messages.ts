@@ -172,7 +172,12 @@ export type HostEventMessage =
   | { readonly type: 'ready'; readonly hostId: number; readonly threadId: number }
   | { readonly type: 'signals'; readonly signals: readonly AgentSignal[] }
   | { readonly type: 'ended'; readonly agentId: string; readonly outcome: AgentOutcome }
-  | { readonly type: 'host_error'; readonly error: SerializedError };
+  | { readonly type: 'host_error'; readonly error: SerializedError }
+  /**
+   * A stdio MCP server this host started or saw end. A terminated thread cannot stop its child
+   * processes, so the supervisor kills the ones a dead host leaves behind.
+   */
+  | { readonly type: 'mcp_process'; readonly pid: number; readonly state: 'started' | 'exited' };
 
 /**
  * Numbers per acquire in {@link AdmissionRequestMessage.acquires}: ticket, key index, priority,

@@ -91,6 +91,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly #admission: Admission;
   readonly #pausedUntil = new Map<string, number>();
   readonly #schemas = new Map<string, SchemaValidator>();
+  /** Stdio MCP server processes of each live host, killed if the host dies. */
+  readonly #mcpProcesses = new Map<HostRecord, Set<number>>();
   #pool: HostPoolType | undefined;
   readonly #remote: RedisSupervisor | undefined;
   #definitions: Map<string, AgentDefinition> | undefined;
@@ -311,6 +313,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     await Promise.all(open.map((r) => r.handle.result));
     if (this.#starting) await this.#starting.catch(() => {});
     await this.#pool?.close(this.#options.graceMs);
+    // Threads that had to be terminated could not stop their MCP servers.
+    for (const pids of this.#mcpProcesses.values()) killOrphans(pids);
+    this.#mcpProcesses.clear();
     this.#admission.close();
     for (const record of this.#agents.values()) {
       record.mailbox.abandon();
@@ -472,6 +477,16 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         if (record && record.host === host) this.#finish(record, message.outcome);
         return;
       }
+      case 'mcp_process': {
+        let pids = this.#mcpProcesses.get(host);
+        if (!pids) {
+          pids = new Set();
+          this.#mcpProcesses.set(host, pids);
+        }
+        if (message.state === 'started') pids.add(message.pid);
+        else pids.delete(message.pid);
+        return;
+      }
       case 'host_error':
       case 'ready':
         return;
@@ -479,6 +494,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   }
 
   #onHostDied(host: HostRecord, cause: SerializedError): void {
+    killOrphans(this.#mcpProcesses.get(host));
+    this.#mcpProcesses.delete(host);
     const victims = [...host.agents].map((id) => this.#agents.get(id)).filter((r) => r !== undefined);
     host.agents.clear();
     this.emit('thread:crashed', { hostId: host.id, cause, agents: victims.map((r) => r.id) });
@@ -665,6 +682,17 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       });
     } catch (error) {
       return { ok: false, text: `${name} failed: ${error instanceof Error ? error.message : String(error)}` };
+    }
+  }
+}
+
+/** Kills MCP server processes a dead thread left behind (it can no longer close their stdin). */
+function killOrphans(pids: ReadonlySet<number> | undefined): void {
+  for (const pid of pids ?? []) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
     }
   }
 }

@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseDefinition } from '../../src/definition/load.ts';
@@ -21,7 +22,11 @@ function definition(frontmatter: string): AgentDefinition {
 }
 
 /** One thread, the scripted model (steps as data), server-everything over stdio. */
-function supervisorWith(steps: readonly ScriptedResponse[], def: AgentDefinition) {
+function supervisorWith(
+  steps: readonly ScriptedResponse[],
+  def: AgentDefinition,
+  extra: Partial<ConstructorParameters<typeof Supervisor>[0]> = {},
+) {
   const { dir, cleanup } = scratch();
   const pidFile = path.join(dir, 'pids');
   const supervisor = new Supervisor({
@@ -38,11 +43,19 @@ function supervisorWith(steps: readonly ScriptedResponse[], def: AgentDefinition
     mcpProjectFile: false,
     journalDir: path.join(dir, 'journals'),
     cwd: dir,
+    ...extra,
   });
   cleanups.push(cleanup, () => supervisor.close());
   const journal = (agentId: string): AuditEvent[] =>
     readJournal(path.join(dir, 'journals', `${agentId}.jsonl`)).events;
   return { supervisor, pidFile, journal };
+}
+
+/** Running: the process exists and is not a zombie (a dead thread's children are never reaped). */
+function running(pid: number): boolean {
+  const stat = `/proc/${pid}/stat`;
+  if (!existsSync(stat)) return false;
+  return !/^\d+ \(.*\) Z/.test(readFileSync(stat, 'utf8'));
 }
 
 const results = (events: readonly AuditEvent[]) =>
@@ -124,5 +137,28 @@ describe('MCP tools in worker threads', () => {
       }),
     ]);
     expect(started.warnings).toEqual(warnings);
+  });
+
+  it.runIf(existsSync('/proc/self/stat'))('kills the MCP servers of a thread that died', async () => {
+    const { supervisor, pidFile } = supervisorWith(
+      [
+        { toolCalls: [{ name: 'mcp__everything__echo', arguments: { message: 'up' } }] },
+        { toolCalls: [{ name: 'crash_spin', arguments: {} }] },
+      ],
+      definition('tools: [mcp__everything__echo, crash_spin]'),
+      {
+        toolModules: [
+          { module: path.join(mcpFixtures, '../supervisor/fault-tools.ts'), export: 'faultTools' },
+        ],
+        restart: { maxRetries: 0 },
+        // A blocked thread is terminated: its children live on unless the supervisor kills them.
+        heartbeat: { intervalMs: 100, timeoutMs: 1500 },
+      },
+    );
+    const handle = supervisor.spawn('mcp-user', { task: 'Echo, then block the thread.' });
+    expect(await handle.result).toMatchObject({ status: 'failed', reason: 'crashed' });
+    const [pid] = pids(pidFile);
+    expect(pid).toBeDefined();
+    expect(running(pid ?? 0)).toBe(false);
   });
 });
