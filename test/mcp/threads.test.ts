@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseDefinition } from '../../src/definition/load.ts';
 import type { AgentDefinition } from '../../src/definition/types.ts';
 import type { AuditEvent, EventOf } from '../../src/journal/events.ts';
@@ -159,6 +159,8 @@ describe('MCP tools in worker threads', () => {
     expect(await handle.result).toMatchObject({ status: 'failed', reason: 'crashed' });
     const [pid] = pids(pidFile);
     expect(pid).toBeDefined();
-    expect(running(pid ?? 0)).toBe(false);
+    // SIGKILL is delivered at once but the process needs the CPU to die: wait for it (bounded).
+    // Without the supervisor's kill it lives until the test's cleanup closes the supervisor.
+    await vi.waitFor(() => expect(running(pid ?? 0)).toBe(false), { timeout: 15_000, interval: 50 });
   });
 });
