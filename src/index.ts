@@ -256,10 +256,15 @@ export {
 } from './tools/builtin/orchestration.ts';
 export { TODOS_STATE_KEY } from './tools/builtin/todo-write.ts';
 export { confinePath } from './tools/confine.ts';
-export { buildToolPolicy, CLAUDE_CODE_TOOL_ALIASES, canonicalToolName } from './tools/policy.ts';
+export type { ClaudeCodeTool, SpecifierKind } from './tools/names.ts';
+export { CLAUDE_CODE_TOOLS, claudeCodeTool } from './tools/names.ts';
+export type { PolicyContext, PolicyDefinition, ToolPolicy } from './tools/policy.ts';
+export { buildToolPolicy } from './tools/policy.ts';
 export { ToolRegistry } from './tools/registry.ts';
 export type { Sleep } from './tools/retry.ts';
 export { backoffDelay } from './tools/retry.ts';
+export type { CallArgs, Rule, RuleContext, RuleEffect, RuleLocation } from './tools/rules.ts';
+export { matchRule, parseRule, ruleNamesTool, tryParseRule } from './tools/rules.ts';
 export type { SchemaProblem, SchemaValidator } from './tools/schema.ts';
 export { compileSchema, describeProblems } from './tools/schema.ts';
 export type { Toolbox, ToolboxDefinition, ToolboxOptions, ToolCallResult } from './tools/toolbox.ts';
@@ -271,6 +276,7 @@ export type {
   StateUpdate,
   Tool,
   ToolContext,
+  ToolGuard,
   ToolOutcome,
   ToolSpec,
 } from './tools/types.ts';

@@ -11,13 +11,13 @@ import { runInNewContext } from 'node:vm';
 import { threadId } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import { sleep } from '../src/abort.ts';
-import type { AgentDefinition } from '../src/definition/types.ts';
 import { serializeError } from '../src/errors.ts';
 import type { AuditEventInput } from '../src/journal/events.ts';
 import { readJournal } from '../src/journal/reader.ts';
 import { JournalWriter } from '../src/journal/writer.ts';
 import { runAgent } from '../src/loop/run-agent.ts';
 import type { AgentChannels, AgentOutcome } from '../src/loop/types.ts';
+import { McpPool } from '../src/mcp/pool.ts';
 import type {
   ActorSpec,
   AgentSignal,
@@ -42,8 +42,6 @@ import { InboxClient } from './inbox-client.ts';
 /** Agents a host starts per event-loop turn (see #pumpStarts). */
 const START_BATCH = 32;
 
-const ORCHESTRATION = new Set(['spawn_agent', 'send_instruction', 'await_agents']);
-
 interface Actor {
   readonly controller: AbortController;
   readonly done: Promise<void>;
@@ -60,6 +58,8 @@ class ActorHost {
   readonly #pausedUntil = new Map<string, number>();
   readonly #promptCache = new Map<string, Promise<string>>();
   #registry: Promise<ToolRegistry> | undefined;
+  /** This thread's MCP connections, shared by its agents (see src/mcp/pool.ts). */
+  #mcp: McpPool | undefined;
   #signals: AgentSignal[] = [];
   readonly #startQueue: (() => void)[] = [];
   #pumping = false;
@@ -202,7 +202,7 @@ class ActorHost {
       return await runAgent({
         agentId: spec.agentId,
         ...(spec.parentId === undefined ? {} : { parentId: spec.parentId }),
-        definition: withOrchestrationOptIn(spec.definition),
+        definition: spec.definition,
         task: spec.task,
         context: spec.context,
         metadata: spec.metadata,
@@ -210,6 +210,8 @@ class ActorHost {
         model: spec.model,
         registry: await this.#tools(),
         cwd: this.#config.cwd,
+        mcpServers: this.#config.mcpServers ?? {},
+        mcp: this.#mcpPool(),
         journal,
         ...(resumeFrom ? { resumeFrom, truncatedBytes: journal.truncatedBytes } : {}),
         signal,
@@ -221,6 +223,19 @@ class ActorHost {
     } finally {
       journal.close();
     }
+  }
+
+  #mcpPool(): McpPool {
+    this.#mcp ??= new McpPool({
+      cwd: this.#config.cwd,
+      onProcess: (pid, state) => this.#post({ type: 'mcp_process', pid, state }),
+    });
+    return this.#mcp;
+  }
+
+  /** Stops this thread's MCP servers. */
+  closeMcp(): Promise<void> {
+    return this.#mcp?.close() ?? Promise.resolve();
   }
 
   #forward(agentId: string, event: AuditEventInput): void {
@@ -310,15 +325,6 @@ function collectGarbage(): void {
   gc();
 }
 
-/** Orchestration tools are admitted only when the definition's `tools` names them. */
-function withOrchestrationOptIn(definition: AgentDefinition): AgentDefinition {
-  const named = new Set(definition.tools ?? []);
-  const withheld = [...ORCHESTRATION].filter((name) => !named.has(name));
-  return withheld.length === 0
-    ? definition
-    : { ...definition, disallowedTools: [...definition.disallowedTools, ...withheld] };
-}
-
 function moduleUrl(specifier: string): string {
   return specifier.startsWith('file:') ? specifier : pathToFileURL(path.resolve(specifier)).href;
 }
@@ -337,6 +343,7 @@ export default async function actorHost(task: HostTask): Promise<void> {
   Comlink.expose(host.control(), task.control as unknown as Comlink.Endpoint);
   task.events.postMessage({ type: 'ready', hostId: task.config.hostId, threadId } satisfies HostEventMessage);
   await finished;
+  await host.closeMcp();
   supervisor[Comlink.releaseProxy]();
   task.control.close();
   task.callback.close();

@@ -20,7 +20,9 @@
  */
 import type { AgentDefinition } from '../definition/types.ts';
 import type { SerializedError } from '../errors.ts';
+import type { StartedWarning } from '../journal/events.ts';
 import type { AgentLimits, AgentOutcome } from '../loop/types.ts';
+import type { McpServers } from '../mcp/config.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 
 /** How a host builds a provider. Closures cannot cross threads, so providers are described. */
@@ -63,6 +65,8 @@ export interface HostConfig {
   readonly journalDir: string;
   readonly fsync: 'always' | 'interval' | 'never';
   readonly cwd: string;
+  /** MCP servers every agent may use (the supervisor's and `.mcp.json`'s); settings, not connections. */
+  readonly mcpServers?: McpServers;
 }
 
 /** A worker_threads MessagePort (named through the global so only supervisor/ and workers/ import worker_threads). */
@@ -154,6 +158,12 @@ export type AgentSignal =
       readonly latencyMs: number;
     }
   | { readonly type: 'waiting'; readonly agentId: string }
+  | {
+      readonly type: 'warnings';
+      readonly agentId: string;
+      /** What the Started event recorded: unknown tool names (with file:line:column), unreachable MCP servers. */
+      readonly warnings: readonly StartedWarning[];
+    }
   | { readonly type: 'instructed'; readonly agentId: string; readonly text: string }
   | { readonly type: 'text'; readonly agentId: string; readonly text: string };
 
@@ -162,7 +172,12 @@ export type HostEventMessage =
   | { readonly type: 'ready'; readonly hostId: number; readonly threadId: number }
   | { readonly type: 'signals'; readonly signals: readonly AgentSignal[] }
   | { readonly type: 'ended'; readonly agentId: string; readonly outcome: AgentOutcome }
-  | { readonly type: 'host_error'; readonly error: SerializedError };
+  | { readonly type: 'host_error'; readonly error: SerializedError }
+  /**
+   * A stdio MCP server this host started or saw end. A terminated thread cannot stop its child
+   * processes, so the supervisor kills the ones a dead host leaves behind.
+   */
+  | { readonly type: 'mcp_process'; readonly pid: number; readonly state: 'started' | 'exited' };
 
 /**
  * Numbers per acquire in {@link AdmissionRequestMessage.acquires}: ticket, key index, priority,

@@ -50,6 +50,8 @@ export const PLAN_KEYS = [
   'toolModules',
   'limits',
   'scorers',
+  'modelMap',
+  'mcpServers',
 ] as const;
 
 /** Keys of one entry of `runs`. */

@@ -13,11 +13,11 @@ const CONTROL_CHARS =
 
 /**
  * ESC-introduced sequences (CSI, OSC up to BEL or ST, any other two-character escape) and the
- * one-byte C1 CSI, removed
- * with their parameters so no `[31m` residue is left once the ESC itself is gone.
+ * one-byte C1 CSI, removed with their parameters so no `[31m` residue is left once the ESC itself
+ * is gone.
  */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: stripping escape sequences is the point
 const ESCAPE_SEQUENCES =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping escape sequences is the point
   /\u001b(?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|[@-_])?|\u009b[0-?]*[ -/]*[@-~]/g;
 
 /** `text` without escape sequences and terminal control characters (see CONTROL_CHARS); tabs and newlines stay. */

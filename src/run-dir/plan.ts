@@ -11,8 +11,10 @@ import { UserError } from '../errors.ts';
 import { checkScorerSpecs } from '../eval/spec.ts';
 import type { ScorerSpec } from '../eval/types.ts';
 import type { AgentLimits } from '../loop/types.ts';
+import { type McpServers, readMcpServerMap } from '../mcp/config.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
 import { PROVIDER_NAMES } from '../providers/factory.ts';
+import type { ModelMap } from '../providers/models.ts';
 import { availableAgentNames, expandAgentPaths } from './agent-files.ts';
 import { LIMIT_KEYS, PLAN_KEYS, RUN_KEYS } from './constants.ts';
 import { expected, type FilePosition, PlanProblems } from './plan-problems.ts';
@@ -119,6 +121,8 @@ class PlanChecker {
     const provider = this.#provider(value.provider);
     const providerOptions = this.#optionalRecord(value, ['providerOptions']);
     const model = this.#optionalString(value, ['model']);
+    const modelMap = this.#modelMap(value);
+    const mcpServers = this.#mcpServers(value);
     const threads = this.#positiveInt(value, ['threads']);
     const concurrency = this.#positiveInt(value, ['concurrency']);
     const isolation = value.isolation;
@@ -136,6 +140,8 @@ class PlanChecker {
       ...(provider === undefined ? {} : { provider }),
       ...(providerOptions === undefined ? {} : { providerOptions }),
       ...(model === undefined ? {} : { model }),
+      ...(modelMap === undefined ? {} : { modelMap }),
+      ...(mcpServers === undefined ? {} : { mcpServers }),
       ...(threads === undefined ? {} : { threads }),
       ...(isolation === 'shared' || isolation === 'thread' ? { isolation } : {}),
       ...(concurrency === undefined ? {} : { concurrency }),
@@ -414,6 +420,26 @@ class PlanChecker {
     if (isRecord(item)) return item;
     this.#fail([...at, ...path], expected('a mapping', item));
     return undefined;
+  }
+
+  /** `modelMap: { sonnet: claude-sonnet-4-5 }`: alias -> model id. */
+  #modelMap(value: Mapping): ModelMap | undefined {
+    const map = this.#optionalRecord(value, ['modelMap']);
+    if (map === undefined) return undefined;
+    const entries: [string, string][] = [];
+    for (const [alias, id] of Object.entries(map)) {
+      if (typeof id === 'string' && id.trim() !== '') entries.push([alias, id.trim()]);
+      else this.#fail(['modelMap', alias], expected('a model id', id));
+    }
+    return Object.fromEntries(entries);
+  }
+
+  /** `mcpServers: { name: { command, args } | { type: http, url } }`, as in `.mcp.json`. */
+  #mcpServers(value: Mapping): McpServers | undefined {
+    if (value.mcpServers === undefined) return undefined;
+    const read = readMcpServerMap(value.mcpServers);
+    for (const problem of read.problems) this.#fail(['mcpServers', ...problem.path], problem.message);
+    return read.servers;
   }
 
   #positiveInt(value: Mapping, path: readonly Segment[]): number | undefined {

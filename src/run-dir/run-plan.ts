@@ -6,7 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import type { ScorerSpec } from '../eval/types.ts';
 import type { AgentLimits } from '../loop/types.ts';
+import type { McpServers } from '../mcp/config.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
+import type { ModelMap } from '../providers/models.ts';
 import { DEFAULT_FANOUT_CONCURRENCY, DEFAULT_THREADS, RUN_DIR_FORMAT } from './constants.ts';
 import type { Plan, PlanRun } from './plan-types.ts';
 import type { ProviderChoice } from './provider-choice.ts';
@@ -33,6 +35,10 @@ export interface RunPlan {
   /** Model every agent of the plan runs with; undefined = each definition's, else the provider's default. */
   readonly model?: string;
   readonly defaultModel?: string;
+  /** Model aliases added or overridden (plan `modelMap`, then `--model-map`). */
+  readonly modelMap?: ModelMap;
+  /** MCP servers of the plan (`.mcp.json` at the project root is read as well). */
+  readonly mcpServers?: McpServers;
   readonly threads: number;
   readonly isolation: 'shared' | 'thread';
   readonly concurrency: number;
@@ -53,6 +59,7 @@ export interface RunOverrides {
   readonly isolation?: 'shared' | 'thread';
   readonly concurrency?: number;
   readonly model?: string;
+  readonly modelMap?: ModelMap;
 }
 
 /** Run id for a run started at `now`: `20250607-120102-3fa9c1` (UTC). */
@@ -77,6 +84,10 @@ export function resolveRunPlan(
 ): RunPlan {
   const { runId, idPrefix } = newRunId(now);
   const model = overrides.model ?? plan.model;
+  const modelMap =
+    plan.modelMap === undefined && overrides.modelMap === undefined
+      ? undefined
+      : { ...(plan.modelMap ?? {}), ...(overrides.modelMap ?? {}) };
   return {
     format: RUN_DIR_FORMAT,
     runId,
@@ -88,6 +99,8 @@ export function resolveRunPlan(
     provider,
     ...(model === undefined ? {} : { model }),
     ...(defaultModel === undefined ? {} : { defaultModel }),
+    ...(modelMap === undefined ? {} : { modelMap }),
+    ...(plan.mcpServers === undefined ? {} : { mcpServers: plan.mcpServers }),
     threads: overrides.threads ?? plan.threads ?? DEFAULT_THREADS,
     isolation: overrides.isolation ?? plan.isolation ?? 'shared',
     concurrency: overrides.concurrency ?? plan.concurrency ?? DEFAULT_FANOUT_CONCURRENCY,

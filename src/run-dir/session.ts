@@ -155,6 +155,8 @@ export class FanoutSession {
         providers: { [plan.provider.name]: plan.provider.config },
         defaultProvider: plan.provider.name,
         ...(plan.defaultModel === undefined ? {} : { defaultModel: plan.defaultModel }),
+        ...(plan.modelMap === undefined ? {} : { modelMap: plan.modelMap }),
+        ...(plan.mcpServers === undefined ? {} : { mcpServers: plan.mcpServers }),
         journalDir: this.#options.writer.paths.journals,
         cwd: plan.cwd,
         definitions: this.#options.definitions ?? [],

@@ -31,7 +31,7 @@ import { bullmq } from './packages.ts';
 import { promote } from './promote.ts';
 import type { SignalSender, WorkerSignal } from './signals.ts';
 import { RedisJournal, readRedisJournal } from './stream-journal.ts';
-import { type WorkerResources, withOrchestrationOptIn } from './worker-resources.ts';
+import type { WorkerResources } from './worker-resources.ts';
 
 /** What a worker lends each job it runs. */
 export interface JobContext {
@@ -108,7 +108,7 @@ export async function processAgentJob(
     const run = runAgent({
       agentId,
       ...(data.agent.parentId === undefined ? {} : { parentId: data.agent.parentId }),
-      definition: withOrchestrationOptIn(data.agent.definition),
+      definition: data.agent.definition,
       task: data.agent.task,
       context: data.agent.context,
       metadata: data.agent.metadata,
@@ -116,6 +116,8 @@ export async function processAgentJob(
       model: data.agent.model,
       registry,
       cwd: ctx.cwd ?? (existsSync(data.cwd) ? data.cwd : process.cwd()),
+      mcpServers: data.mcpServers ?? {},
+      mcp: ctx.resources.mcp(),
       journal,
       ...(resumed ? { resumeFrom: events } : {}),
       signal: controller.signal,

@@ -37,6 +37,7 @@ export const SUPERVISOR_EVENT_NAMES: readonly (keyof SupervisorEvents)[] = [
   'agent:usage',
   'agent:text',
   'agent:waiting',
+  'agent:warnings',
   'agent:instructed',
   'agent:completed',
   'agent:failed',
@@ -117,6 +118,12 @@ export function dispatchSignal(target: SignalTarget, signal: WorkerSignal): void
       target.emit('agent:waiting', ref);
       handle.emit('waiting', ref);
       return;
+    case 'warnings': {
+      const event = { ...ref, warnings: signal.warnings };
+      target.emit('agent:warnings', event);
+      handle.emit('warnings', event);
+      return;
+    }
     case 'instructed': {
       const event = { ...ref, text: signal.text };
       target.emit('agent:instructed', event);

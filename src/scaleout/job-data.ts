@@ -5,9 +5,10 @@
  */
 import type { AgentDefinition } from '../definition/types.ts';
 import { type SerializedError, SystemError, UserError } from '../errors.ts';
+import type { McpServers } from '../mcp/config.ts';
 import type { ActorSpec, HostToolDeclaration, ProviderConfig, ToolModuleRef } from '../protocol/messages.ts';
 import type { ProviderLimits } from '../supervisor/admission.ts';
-import { actorSpec, type RecordSpec } from '../supervisor/record-spec.ts';
+import { actorSpec, type RecordSpec, spawnModel } from '../supervisor/record-spec.ts';
 import type { PreparedRedisSupervisorOptions } from './options.ts';
 
 /** Version of the payload layout; a worker refuses a job of a version it does not know. */
@@ -29,6 +30,8 @@ export interface AgentJobData {
   readonly hostTools: readonly HostToolDeclaration[];
   /** The supervisor's working directory; a worker uses it when it exists there, else its own. */
   readonly cwd: string;
+  /** MCP servers of the run (the supervisor's option and `.mcp.json`); started by the worker. */
+  readonly mcpServers?: McpServers;
   /** See DEFAULT_PARK_AFTER_MS. */
   readonly parkAfterMs: number;
   /** Seconds the journal and inbox are kept after the agent ends; undefined = kept. */
@@ -78,6 +81,10 @@ export interface JobDataContext {
   readonly options: PreparedRedisSupervisorOptions;
   readonly hostTools: readonly HostToolDeclaration[];
   readonly supervisorId: string;
+  /** MCP servers every agent may use. */
+  readonly mcpServers?: McpServers;
+  /** The resolved model of a known agent (a spawn's parent, for `inherit`). */
+  readonly modelOf?: (agentId: string) => string | undefined;
 }
 
 /**
@@ -100,16 +107,13 @@ export function prepareJobData(
     }
     spec.definition = definition;
   }
-  const resolved = actorSpec(spec);
+  actorSpec(spec); // throws when the definition is unresolved, before anything is sent
   const provider = options.providers[spec.provider];
   if (!provider) {
     const message = `No provider named \`${spec.provider}\``;
     return { error: new UserError('unknown_provider', message, { provider: spec.provider }).toJSON() };
   }
-  if (resolved.model === '') {
-    const model = resolved.definition.model;
-    spec.model = model === 'default' || model === 'inherit' ? options.defaultModel : model;
-  }
+  spec.model = spawnModel(spec, options, (id) => ctx.modelOf?.(id));
   const { resume: _resume, ...agent } = actorSpec(spec);
   return {
     data: {
@@ -121,6 +125,7 @@ export function prepareJobData(
       toolModules: options.toolModules,
       hostTools: ctx.hostTools,
       cwd: options.cwd,
+      ...(ctx.mcpServers === undefined ? {} : { mcpServers: ctx.mcpServers }),
       parkAfterMs: options.parkAfterMs,
       retainSeconds: options.retainSeconds,
     },

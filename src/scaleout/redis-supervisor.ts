@@ -12,10 +12,11 @@ import type { AgentDefinition } from '../definition/types.ts';
 import { type SerializedError, SystemError, serializeError, UserError } from '../errors.ts';
 import type { AuditEvent } from '../journal/events.ts';
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
+import type { McpServers } from '../mcp/config.ts';
 import type { HostToolDeclaration } from '../protocol/messages.ts';
 import type { Usage } from '../providers/types.ts';
 import { AgentHandle } from '../supervisor/agent-handle.ts';
-import { loadDefinitions } from '../supervisor/definitions.ts';
+import { loadDefinitions, runMcpServers } from '../supervisor/definitions.ts';
 import { FanOut, type FanOutOptions, type SpawnSpec } from '../supervisor/fanout.ts';
 import { ORCHESTRATION_TOOLS } from '../supervisor/orchestration.ts';
 import type { SpawnOptions } from '../supervisor/supervisor.ts';
@@ -66,6 +67,7 @@ export class RedisSupervisor extends EventEmitter<RedisSupervisorEvents> {
   readonly #agents = new Map<string, RemoteAgent>();
   #connections: Connections | undefined;
   #definitions: Map<string, AgentDefinition> | undefined;
+  #mcpServers: McpServers = {};
   #hostTools: HostToolDeclaration[] = [];
   #starting: Promise<void> | undefined;
   #reading: Promise<void> | undefined;
@@ -99,6 +101,7 @@ export class RedisSupervisor extends EventEmitter<RedisSupervisorEvents> {
 
   async #start(): Promise<void> {
     this.#definitions = await loadDefinitions(this.#options);
+    this.#mcpServers = await runMcpServers(this.#options);
     this.#hostTools = [
       ...Object.entries(this.#options.hostTools).map(([name, tool]) => ({
         name,
@@ -301,6 +304,8 @@ export class RedisSupervisor extends EventEmitter<RedisSupervisorEvents> {
       options: this.#options,
       hostTools: this.#hostTools,
       supervisorId: this.id,
+      modelOf: (id) => this.#agents.get(id)?.spec.model,
+      mcpServers: this.#mcpServers,
     });
     if ('error' in prepared) {
       this.#fail(record, 'invalid_request', prepared.error);

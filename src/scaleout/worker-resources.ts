@@ -10,12 +10,11 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Redis } from 'ioredis';
-import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
+import { McpPool, type McpToolSource } from '../mcp/pool.ts';
 import type { HostToolDeclaration, ProviderConfig, ToolModuleRef } from '../protocol/messages.ts';
 import { createProvider } from '../providers/factory.ts';
 import type { Provider, ProviderHooks } from '../providers/types.ts';
-import { ORCHESTRATION_TOOL_NAMES } from '../supervisor/orchestration.ts';
 import { createToolRegistry } from '../tools/builtin/index.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Tool } from '../tools/types.ts';
@@ -39,6 +38,8 @@ export class WorkerResources {
   readonly #options: ResourceOptions;
   readonly #modules = new Map<string, Promise<Record<string, unknown>>>();
   readonly #registries = new Map<string, Promise<ToolRegistry>>();
+  /** This worker process's MCP connections, shared by its agents. */
+  readonly #mcp = new McpPool({ cwd: process.cwd() });
 
   constructor(options: ResourceOptions) {
     this.#options = options;
@@ -98,6 +99,24 @@ export class WorkerResources {
     return registry;
   }
 
+  /**
+   * MCP tools for this worker's agents: the process's connections, with every tool that may
+   * change something waiting for the journal first, as built-in tools do.
+   */
+  mcp(): McpToolSource {
+    return {
+      toolsFor: async (servers, signal) => {
+        const set = await this.#mcp.toolsFor(servers, signal);
+        return { ...set, tools: set.tools.map((tool) => (tool.readOnly ? tool : this.#afterJournal(tool))) };
+      },
+    };
+  }
+
+  /** Stops this worker's MCP servers. */
+  close(): Promise<void> {
+    return this.#mcp.close();
+  }
+
   #afterJournal(tool: Tool): Tool {
     const barrier = this.#options.barrier;
     return {
@@ -132,13 +151,4 @@ export class WorkerResources {
     }
     return mod;
   }
-}
-
-/** Orchestration tools are admitted only when the definition's `tools` names them (as on threads). */
-export function withOrchestrationOptIn(definition: AgentDefinition): AgentDefinition {
-  const named = new Set(definition.tools ?? []);
-  const withheld = [...ORCHESTRATION_TOOL_NAMES].filter((name) => !named.has(name));
-  return withheld.length === 0
-    ? definition
-    : { ...definition, disallowedTools: [...definition.disallowedTools, ...withheld] };
 }

@@ -114,6 +114,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
   readonly #redis: Redis;
   readonly #subscriber: Redis;
   readonly #pool: BlockingPool;
+  #resources: WorkerResources | undefined;
   readonly #worker: Worker<AgentJobData, AgentOutcome>;
   readonly #running: Map<string, AbortController>;
   #closing: Promise<void> | undefined;
@@ -207,6 +208,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       },
     );
     const instance = new RedisWorker(id, redis, subscriber, pool, worker, running);
+    instance.#resources = resources;
     const ended = (
       job: Job<AgentJobData, AgentOutcome> | undefined,
       status: 'completed' | 'failed',
@@ -241,6 +243,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
 
   async #close(force: boolean): Promise<void> {
     await this.#worker.close(force);
+    await this.#resources?.close();
     this.#pool.close();
     await closeRedis(this.#subscriber);
     await closeRedis(this.#redis);

@@ -1,5 +1,6 @@
 /** Typed supervisor events: one stream for every agent, nested ones included. */
 import type { SerializedError } from '../errors.ts';
+import type { StartedWarning } from '../journal/events.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 
 interface AgentRef {
@@ -39,6 +40,10 @@ export interface AgentText extends AgentRef {
   readonly text: string;
 }
 export interface AgentWaiting extends AgentRef {}
+/** Problems with an agent's tools when it started: unknown tool names, unreachable MCP servers. */
+export interface AgentWarnings extends AgentRef {
+  readonly warnings: readonly StartedWarning[];
+}
 export interface AgentInstructed extends AgentRef {
   readonly text: string;
 }
@@ -70,6 +75,7 @@ export interface SupervisorEvents {
   'agent:usage': [event: AgentUsage];
   'agent:text': [event: AgentText];
   'agent:waiting': [event: AgentWaiting];
+  'agent:warnings': [event: AgentWarnings];
   'agent:instructed': [event: AgentInstructed];
   'agent:completed': [event: AgentEnded];
   'agent:failed': [event: AgentEnded];

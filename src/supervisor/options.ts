@@ -5,7 +5,9 @@ import path from 'node:path';
 import type { ResourceLimits } from 'node:worker_threads';
 import type { AgentDefinition, RetryPolicy } from '../definition/types.ts';
 import { describeValue, UserError } from '../errors.ts';
+import { type McpServers, readMcpServerMap } from '../mcp/config.ts';
 import type { ProviderConfig, ToolModuleRef } from '../protocol/messages.ts';
+import { type ModelMap, parseModelMap } from '../providers/models.ts';
 import type { JsonSchema, ToolOutcome } from '../tools/types.ts';
 import type { ProviderLimits } from './admission.ts';
 
@@ -62,8 +64,23 @@ export interface SupervisorOptions extends RedisBackendOptions {
   readonly providers?: Readonly<Record<string, ProviderConfig>>;
   /** Provider used when a spawn names none. @default the first key of `providers` */
   readonly defaultProvider?: string;
-  /** Model used when neither the spawn nor the definition names one. @default 'default' */
+  /**
+   * Model used when neither the spawn nor the definition names one (`default`, or `inherit` with no
+   * parent). An alias is resolved like any other. @default 'default': the provider's default model
+   */
   readonly defaultModel?: string;
+  /**
+   * Model aliases added or overridden (`{ sonnet: 'claude-sonnet-4-5' }`, or `openai:haiku` for one
+   * provider), over the built-in tables (see providers/models.ts). @default {}
+   */
+  readonly modelMap?: Readonly<Record<string, string>>;
+  /**
+   * MCP servers every agent may use (Claude Code's format, see mcp/config.ts), in addition to
+   * `.mcp.json` at the project root; a server named in both is taken from here. @default {}
+   */
+  readonly mcpServers?: Readonly<Record<string, unknown>>;
+  /** Read `.mcp.json` at the project root (the git root, else `cwd`). @default true */
+  readonly mcpProjectFile?: boolean;
   /** Admission limits per provider key (the provider name). */
   readonly limits?: Readonly<Record<string, ProviderLimits>>;
   /** Where agent journals go. @default a new temp directory, removed by close() */
@@ -110,6 +127,9 @@ export interface PreparedSupervisorOptions {
   readonly providers: Readonly<Record<string, ProviderConfig>>;
   readonly defaultProvider: string;
   readonly defaultModel: string;
+  readonly modelMap: ModelMap;
+  readonly mcpServers: McpServers;
+  readonly mcpProjectFile: boolean;
   readonly limits: Readonly<Record<string, ProviderLimits>>;
   readonly journalDir: string;
   readonly ownsJournalDir: boolean;
@@ -234,6 +254,16 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
       );
     }
   }
+  let mcpServers: McpServers = {};
+  if (options.mcpServers !== undefined) {
+    const read = readMcpServerMap(options.mcpServers);
+    const problem = read.problems[0];
+    if (problem) {
+      const option = ['mcpServers', ...problem.path].join('.');
+      throw new UserError('invalid_option', `\`${option}\`: ${problem.message}`, { option });
+    }
+    mcpServers = read.servers;
+  }
   const ownsJournalDir = options.journalDir === undefined;
   const journalDir = options.journalDir
     ? path.resolve(options.journalDir)
@@ -245,6 +275,9 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     providers,
     defaultProvider,
     defaultModel: options.defaultModel ?? 'default',
+    modelMap: options.modelMap === undefined ? {} : parseModelMap(options.modelMap),
+    mcpServers,
+    mcpProjectFile: options.mcpProjectFile ?? true,
     limits: options.limits ?? {},
     journalDir,
     ownsJournalDir,

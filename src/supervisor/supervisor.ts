@@ -18,7 +18,7 @@ import type { ToolOutcome } from '../tools/types.ts';
 import { Admission } from './admission.ts';
 import { AdmissionServer } from './admission-server.ts';
 import { AgentHandle } from './agent-handle.ts';
-import { loadDefinitions } from './definitions.ts';
+import { loadDefinitions, runMcpServers } from './definitions.ts';
 import type { SupervisorEvents } from './events.ts';
 import { FanOut, type FanOutOptions, type SpawnSpec } from './fanout.ts';
 import type { HostRecord } from './host-pool.ts';
@@ -31,7 +31,7 @@ import {
   type SupervisorOptions,
 } from './options.ts';
 import { ORCHESTRATION_TOOLS, runOrchestrationTool } from './orchestration.ts';
-import { actorSpec, type RecordSpec } from './record-spec.ts';
+import { actorSpec, type RecordSpec, spawnModel } from './record-spec.ts';
 import { rollUpUsage } from './usage-tree.ts';
 
 /** Options of one spawn. */
@@ -91,6 +91,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly #admission: Admission;
   readonly #pausedUntil = new Map<string, number>();
   readonly #schemas = new Map<string, SchemaValidator>();
+  /** Stdio MCP server processes of each live host, killed if the host dies. */
+  readonly #mcpProcesses = new Map<HostRecord, Set<number>>();
   #pool: HostPoolType | undefined;
   readonly #remote: RedisSupervisor | undefined;
   #definitions: Map<string, AgentDefinition> | undefined;
@@ -177,6 +179,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         journalDir: this.#options.journalDir,
         fsync: this.#options.fsync,
         cwd: this.#options.cwd,
+        mcpServers: await runMcpServers(this.#options),
       },
       callbacks: this.#callbacks(),
       serveAdmission: (_host, port) => new AdmissionServer(this.#admission, admissionKeys, port),
@@ -310,6 +313,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     await Promise.all(open.map((r) => r.handle.result));
     if (this.#starting) await this.#starting.catch(() => {});
     await this.#pool?.close(this.#options.graceMs);
+    // Threads that had to be terminated could not stop their MCP servers.
+    for (const pids of this.#mcpProcesses.values()) killOrphans(pids);
+    this.#mcpProcesses.clear();
     this.#admission.close();
     for (const record of this.#agents.values()) {
       record.mailbox.abandon();
@@ -345,10 +351,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       );
       return;
     }
-    if (record.spec.model === '') {
-      const model = record.spec.definition?.model ?? 'default';
-      record.spec.model = model === 'default' || model === 'inherit' ? this.#options.defaultModel : model;
-    }
+    record.spec.model = spawnModel(record.spec, this.#options, (id) => this.#agents.get(id)?.spec.model);
     this.#queue.push(record);
     this.#scheduleSoon();
   }
@@ -454,6 +457,12 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
               this.emit('agent:waiting', ref);
               record.handle.emit('waiting', ref);
               break;
+            case 'warnings': {
+              const event = { ...ref, warnings: signal.warnings };
+              this.emit('agent:warnings', event);
+              record.handle.emit('warnings', event);
+              break;
+            }
             case 'instructed': {
               const event = { ...ref, text: signal.text };
               this.emit('agent:instructed', event);
@@ -468,6 +477,16 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         if (record && record.host === host) this.#finish(record, message.outcome);
         return;
       }
+      case 'mcp_process': {
+        let pids = this.#mcpProcesses.get(host);
+        if (!pids) {
+          pids = new Set();
+          this.#mcpProcesses.set(host, pids);
+        }
+        if (message.state === 'started') pids.add(message.pid);
+        else pids.delete(message.pid);
+        return;
+      }
       case 'host_error':
       case 'ready':
         return;
@@ -475,6 +494,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   }
 
   #onHostDied(host: HostRecord, cause: SerializedError): void {
+    killOrphans(this.#mcpProcesses.get(host));
+    this.#mcpProcesses.delete(host);
     const victims = [...host.agents].map((id) => this.#agents.get(id)).filter((r) => r !== undefined);
     host.agents.clear();
     this.emit('thread:crashed', { hostId: host.id, cause, agents: victims.map((r) => r.id) });
@@ -661,6 +682,17 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       });
     } catch (error) {
       return { ok: false, text: `${name} failed: ${error instanceof Error ? error.message : String(error)}` };
+    }
+  }
+}
+
+/** Kills MCP server processes a dead thread left behind (it can no longer close their stdin). */
+function killOrphans(pids: ReadonlySet<number> | undefined): void {
+  for (const pid of pids ?? []) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
     }
   }
 }

@@ -240,3 +240,39 @@ describe('loadPlan', () => {
     await expect(loadPlan(path.join(dir, 'absent.yaml'))).rejects.toMatchObject({ code: 'plan_not_found' });
   });
 });
+
+describe('model aliases and MCP servers in plans', () => {
+  it('reads modelMap and mcpServers, and reports what is wrong in them with line and column', async () => {
+    const good = write(
+      'good.yaml',
+      [
+        'agent: worker',
+        'runs: [{ task: one }]',
+        'modelMap: { sonnet: claude-sonnet-4-5, "openai:haiku": gpt-5-nano }',
+        'mcpServers:',
+        '  docs: { type: http, url: "https://docs.example.com/mcp" }',
+        '  local: { command: node, args: [server.js] }',
+      ].join('\n'),
+    );
+    const { plan } = await loadPlan(good, { cwd: dir });
+    expect(plan.modelMap).toEqual({ sonnet: 'claude-sonnet-4-5', 'openai:haiku': 'gpt-5-nano' });
+    expect(plan.mcpServers).toEqual({
+      docs: { type: 'http', url: 'https://docs.example.com/mcp', headers: {} },
+      local: { type: 'stdio', command: 'node', args: ['server.js'], env: {} },
+    });
+
+    const bad = write(
+      'bad.yaml',
+      [
+        'runs: [{ agent: worker, task: one }]',
+        'modelMap: { sonnet: 3 }',
+        'mcpServers:',
+        '  broken: { comand: node }',
+      ].join('\n'),
+    );
+    const problems = await problemsOf(bad);
+    expect(problems).toHaveLength(2);
+    expect(problems[0]).toMatch(/^bad\.yaml:2:21: modelMap\.sonnet: expected a model id, got `3`/);
+    expect(problems[1]).toMatch(/^bad\.yaml:4:\d+: mcpServers\.broken\.comand: Unknown key `comand`/);
+  });
+});

@@ -55,6 +55,15 @@ export async function executeLive(
           io.stdout(`${terminalJson(event)}\n`);
           return;
         }
+        if (event.type === 'Started') {
+          for (const warning of event.warnings ?? []) {
+            const where =
+              warning.file === undefined
+                ? ''
+                : `${warning.file}:${warning.line ?? 1}:${warning.column ?? 1}: `;
+            io.stderr(`${where}warning ${warning.code}: ${warning.message}\n`);
+          }
+        }
         const line = progressLine(event);
         // Tool names and error messages in events can come from a model.
         if (line !== undefined) io.stderr(`${printable(line)}\n`);

@@ -5,20 +5,16 @@
  * input whatever the pattern. It reads JavaScript syntax, less what needs backtracking: lookaheads
  * and backreferences are refused with a message that says so (captureless lookbehinds are kept).
  */
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { RE2JS } from 're2js';
 import { UserError } from '../../errors.ts';
 import { confinePath } from '../confine.ts';
-import {
-  GREP_LINE_CHAR_LIMIT,
-  GREP_MAX_FILE_BYTES,
-  GREP_RESULT_LIMIT,
-  GREP_SKIPPED_DIRS,
-} from '../constants.ts';
+import { GREP_LINE_CHAR_LIMIT, GREP_MAX_FILE_BYTES, GREP_RESULT_LIMIT } from '../constants.ts';
 import type { Tool } from '../types.ts';
 import { isBinary, splitLines } from './text.ts';
+import { walkFiles } from './walk.ts';
 
 type GrepArgs = {
   readonly pattern: string;
@@ -80,7 +76,7 @@ export const grepTool: Tool<GrepArgs> = {
         : picomatch(args.glob, { dot: true, basename: !args.glob.includes('/') });
 
     const isDir = (await stat(target.absolute)).isDirectory();
-    const files = isDir ? walk(target.absolute, ctx.signal) : single(target.absolute);
+    const files = isDir ? walkFiles(target.absolute, ctx.signal, ctx.guard) : single(target.absolute);
     const results: string[] = [];
     let stopped = false;
     for await (const file of files) {
@@ -150,20 +146,4 @@ function toRe2Syntax(pattern: string): string {
 
 async function* single(file: string): AsyncGenerator<string> {
   yield file;
-}
-
-/** Regular files below `dir`, depth first in name order. Symlinks are never followed. */
-async function* walk(dir: string, signal: AbortSignal): AsyncGenerator<string> {
-  signal.throwIfAborted();
-  const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) =>
-    a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
-  );
-  for (const entry of entries) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) {
-      if (!GREP_SKIPPED_DIRS.has(entry.name)) yield* walk(full, signal);
-    } else if (entry.isFile()) {
-      yield full;
-    }
-  }
 }
