@@ -49,6 +49,7 @@ export const PLAN_KEYS = [
   'agents',
   'toolModules',
   'limits',
+  'runLimits',
 ] as const;
 
 /** Keys of one entry of `runs`. */
@@ -57,5 +58,14 @@ export const RUN_KEYS = ['agent', 'task', 'context', 'metadata', 'id'] as const;
 /** Keys of one line of a tasks JSONL file. */
 export const TASK_LINE_KEYS = ['task', 'context', 'metadata', 'id'] as const;
 
-/** Keys of `limits`. */
-export const LIMIT_KEYS = ['maxSteps', 'wallClockMs', 'maxTotalTokens', 'maxCostUsd'] as const;
+/** Keys of `limits` (per agent). */
+export const LIMIT_KEYS = [
+  'maxSteps',
+  'wallClockMs',
+  'maxTotalTokens',
+  'maxCostUsd',
+  'truncationRetries',
+] as const;
+
+/** Keys of `runLimits` (the whole run). */
+export const RUN_LIMIT_KEYS = ['maxTotalTokens', 'maxCostUsd'] as const;

@@ -4,6 +4,7 @@
  * to the plan or its tasks file do not change an interrupted run.
  */
 import { randomBytes } from 'node:crypto';
+import { DEFAULT_RUN_MAX_TOTAL_TOKENS } from '../constants.ts';
 import type { AgentLimits } from '../loop/types.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
 import { DEFAULT_FANOUT_CONCURRENCY, DEFAULT_THREADS, RUN_DIR_FORMAT } from './constants.ts';
@@ -36,9 +37,24 @@ export interface RunPlan {
   readonly isolation: 'shared' | 'thread';
   readonly concurrency: number;
   readonly limits?: AgentLimits;
+  /** Budgets of the whole run (all agents, all sessions); absent in older run directories (defaults apply). */
+  readonly runLimits?: RunLimits;
   readonly agentFiles: readonly string[];
   readonly toolModules: readonly ToolModuleRef[];
   readonly runs: readonly PlannedRun[];
+}
+
+/** Budgets of a whole run, over every agent and session. 0 means unlimited. */
+export interface RunLimits {
+  /** Input + output tokens of every agent. @default DEFAULT_RUN_MAX_TOTAL_TOKENS (10,000,000) */
+  readonly maxTotalTokens: number;
+  /** USD over every agent whose model has a known price. @default 0 (unlimited) */
+  readonly maxCostUsd: number;
+}
+
+/** The run budgets of `plan`, with the defaults for what it (or an older plan.json) leaves out. */
+export function runLimitsOf(plan: Pick<RunPlan, 'runLimits'>): RunLimits {
+  return plan.runLimits ?? { maxTotalTokens: DEFAULT_RUN_MAX_TOTAL_TOKENS, maxCostUsd: 0 };
 }
 
 /** What the command line adds to or overrides in a plan. */
@@ -47,6 +63,8 @@ export interface RunOverrides {
   readonly isolation?: 'shared' | 'thread';
   readonly concurrency?: number;
   readonly model?: string;
+  /** `--max-run-tokens`. */
+  readonly maxRunTokens?: number;
 }
 
 /** Run id for a run started at `now`: `20250607-120102-3fa9c1` (UTC). */
@@ -86,6 +104,11 @@ export function resolveRunPlan(
     isolation: overrides.isolation ?? plan.isolation ?? 'shared',
     concurrency: overrides.concurrency ?? plan.concurrency ?? DEFAULT_FANOUT_CONCURRENCY,
     ...(plan.limits === undefined ? {} : { limits: plan.limits }),
+    runLimits: {
+      maxTotalTokens:
+        overrides.maxRunTokens ?? plan.runLimits?.maxTotalTokens ?? DEFAULT_RUN_MAX_TOTAL_TOKENS,
+      maxCostUsd: plan.runLimits?.maxCostUsd ?? 0,
+    },
     agentFiles: plan.agentFiles,
     toolModules: plan.toolModules,
     runs: plan.runs.map((run) => ({ ...run, agentId: agentIdFor(idPrefix, run.index) })),

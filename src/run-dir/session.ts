@@ -4,6 +4,7 @@
  * writes the summary at the end. `troupe fanout`, `troupe resume` and `troupe demo` all run
  * through here; they differ only in which entries they hand over.
  */
+import { followSignal } from '../abort.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 import type { SpawnSpec } from '../supervisor/fanout.ts';
@@ -13,7 +14,7 @@ import { SIMULATED_NOTICE } from './provider-choice.ts';
 import { type ResultLine, resultLine } from './results.ts';
 import type { RunDirWriter } from './run-dir.ts';
 import type { RunEventSink } from './run-events.ts';
-import type { PlannedRun, RunPlan } from './run-plan.ts';
+import { type PlannedRun, type RunPlan, runLimitsOf } from './run-plan.ts';
 import { type RunSession, type RunSummary, summarize } from './summary.ts';
 
 /** One plan entry to run in this session. */
@@ -68,11 +69,21 @@ export class FanoutSession {
   readonly #tracked = new Map<string, Tracked>();
   readonly #lines: ResultLine[];
   readonly #startedAt = new Date();
+  /** Aborts with the caller's signal, or when the run's budget is spent. */
+  readonly #controller = new AbortController();
+  /** Tokens and known cost of every agent of the run so far, earlier sessions included. */
+  #usedTokens = 0;
+  #usedCostUsd = 0;
+  #budgetSpent: string | undefined;
   #finished = false;
 
   constructor(options: SessionOptions) {
     this.#options = options;
     this.#lines = [...(options.existing ?? [])];
+    for (const line of this.#lines) {
+      this.#usedTokens += line.usage.inputTokens + line.usage.outputTokens;
+      this.#usedCostUsd += line.costUsd ?? 0;
+    }
     for (const item of options.work) {
       this.#tracked.set(item.agentId, {
         index: item.run.index,
@@ -92,10 +103,26 @@ export class FanoutSession {
     return this.#lines;
   }
 
-  /** Runs the work to the end (or until the signal aborts and the agents are cancelled). */
+  /**
+   * Runs the work to the end, until the signal aborts, or until the run's budget is spent; then
+   * the running agents are cancelled.
+   */
   async run(): Promise<SessionResult> {
-    const { plan, work, signal } = this.#options;
+    const { plan, work } = this.#options;
+    const unfollow = followSignal(this.#options.signal, this.#controller);
+    try {
+      return await this.#run(plan, work);
+    } finally {
+      unfollow();
+    }
+  }
+
+  async #run(plan: RunPlan, work: readonly WorkItem[]): Promise<SessionResult> {
+    const signal = this.#controller.signal;
     const emit = this.#options.onEvent ?? (() => {});
+    const runLimits = runLimitsOf(plan);
+    // A resumed run whose budget is already spent runs nothing more.
+    this.#checkBudget(runLimits, emit);
     emit({
       type: 'run',
       runId: plan.runId,
@@ -109,8 +136,11 @@ export class FanoutSession {
       toRun: work.length,
       threads: plan.threads,
       concurrency: plan.concurrency,
+      runLimits,
+      usedTokens: this.#usedTokens,
     });
-    if (work.length > 0 && !signal?.aborted) {
+    if (this.#budgetSpent) emit({ type: 'budget', code: 'run_token_budget', message: this.#budgetSpent });
+    if (work.length > 0 && !signal.aborted) {
       const supervisor = new Supervisor({
         threads: plan.threads,
         isolation: plan.isolation,
@@ -123,11 +153,11 @@ export class FanoutSession {
         toolModules: plan.toolModules,
         ...this.#options.supervisor,
       });
-      this.#listen(supervisor);
+      this.#listen(supervisor, runLimits);
       try {
         const fanOut = supervisor.fanOut(
           work.map((item) => this.#spec(item)),
-          { concurrency: plan.concurrency, ...(signal ? { signal } : {}) },
+          { concurrency: plan.concurrency, signal },
         );
         await fanOut.all();
       } finally {
@@ -135,7 +165,7 @@ export class FanoutSession {
         await supervisor.close();
       }
     }
-    const interrupted = signal?.aborted ?? false;
+    const interrupted = this.#options.signal?.aborted ?? false;
     const summary = this.writeSummary(interrupted);
     this.#finished = true;
     emit({ type: 'summary', runDir: this.#options.writer.paths.root, summary });
@@ -153,10 +183,13 @@ export class FanoutSession {
       endedAt: new Date().toISOString(),
       interrupted,
     };
-    const summary = summarize(this.#options.plan, this.#lines, [
-      ...(this.#options.previousSessions ?? []),
-      session,
-    ]);
+    const summary = summarize(
+      this.#options.plan,
+      this.#lines,
+      [...(this.#options.previousSessions ?? []), session],
+      new Date(),
+      this.#budgetSpent,
+    );
     if (!this.#finished) this.#options.writer.writeSummary(summary);
     return summary;
   }
@@ -179,7 +212,26 @@ export class FanoutSession {
     return spec;
   }
 
-  #listen(supervisor: Supervisor): void {
+  /** Stops the run once its token or cost budget is spent (0 = unlimited). */
+  #checkBudget(limits: ReturnType<typeof runLimitsOf>, emit: RunEventSink): void {
+    if (this.#budgetSpent !== undefined) return;
+    let code: 'run_token_budget' | 'run_cost_budget' | undefined;
+    let message = '';
+    if (limits.maxTotalTokens > 0 && this.#usedTokens >= limits.maxTotalTokens) {
+      code = 'run_token_budget';
+      message = `the run used ${this.#usedTokens} tokens; its budget (runLimits.maxTotalTokens, --max-run-tokens) is ${limits.maxTotalTokens}`;
+    } else if (limits.maxCostUsd > 0 && this.#usedCostUsd >= limits.maxCostUsd) {
+      code = 'run_cost_budget';
+      message = `the run spent $${this.#usedCostUsd.toFixed(4)}; its budget (runLimits.maxCostUsd) is $${limits.maxCostUsd}`;
+    }
+    if (code === undefined) return;
+    this.#budgetSpent = message;
+    if (this.#finished) return;
+    emit({ type: 'budget', code, message });
+    this.#controller.abort(new Error(`the run's budget is spent: ${message}`));
+  }
+
+  #listen(supervisor: Supervisor, runLimits: ReturnType<typeof runLimitsOf>): void {
     const emit = this.#options.onEvent ?? (() => {});
     const ref = (agentId: string) => {
       const tracked = this.#tracked.get(agentId);
@@ -219,15 +271,19 @@ export class FanoutSession {
     supervisor.on('agent:tool', (event) =>
       emit({ type: 'tool', ...ref(event.agentId), round: event.round, tool: event.tool, ok: event.ok }),
     );
-    supervisor.on('agent:usage', (event) =>
+    supervisor.on('agent:usage', (event) => {
       emit({
         type: 'usage',
         ...ref(event.agentId),
         inputTokens: event.inputTokens,
         outputTokens: event.outputTokens,
+        estimated: event.estimated,
         costUsd: event.costUsd,
-      }),
-    );
+      });
+      this.#usedTokens += event.inputTokens + event.outputTokens;
+      this.#usedCostUsd += event.costUsd ?? 0;
+      this.#checkBudget(runLimits, emit);
+    });
     supervisor.on('agent:text', (event) => emit({ type: 'text', ...ref(event.agentId), text: event.text }));
     supervisor.on('agent:waiting', (event) => emit({ type: 'waiting', ...ref(event.agentId) }));
     supervisor.on('agent:instructed', (event) =>

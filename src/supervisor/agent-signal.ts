@@ -20,9 +20,11 @@ export function agentSignal(agentId: string, event: AuditEventInput): AgentSigna
         type: 'receipt',
         agentId,
         round: event.round,
+        step: event.step,
         inputTokens: event.receipt.usage.inputTokens,
         outputTokens: event.receipt.usage.outputTokens,
-        costUsd: event.receipt.costUsd ?? 0,
+        estimated: event.receipt.usage.estimated === true,
+        costUsd: event.receipt.costUsd ?? null,
         latencyMs: event.receipt.latencyMs,
       };
     case 'HistoryAppended':

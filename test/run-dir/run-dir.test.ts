@@ -138,7 +138,7 @@ describe('run directory', () => {
       line(0, 'abcdef-0', { status: 'completed' }),
       line(1, 'abcdef-1', { status: 'failed' }),
       line(1, 'abcdef-1-r2', { status: 'completed' }, 2),
-      line(2, 'abcdef-2', { status: 'failed', reason: 'round_limit' }),
+      line(2, 'abcdef-2', { status: 'failed', reason: 'step_limit' }),
       line(null, 'child-1', { status: 'failed', reason: 'crashed' }),
     ];
     const summary = summarize(runPlan(4), lines, [
@@ -163,7 +163,7 @@ describe('run directory', () => {
       notRun: 1,
       nested: { completed: 0, failed: 1 },
     });
-    expect(summary.failures).toEqual({ round_limit: 1, crashed: 1 });
+    expect(summary.failures).toEqual({ step_limit: 1, crashed: 1 });
     expect(summary.usage.inputTokens).toBe(500);
     expect(summary.costUsd).toBeCloseTo(0.05);
     expect(summary.byDefinition.worker).toMatchObject({ agents: 5, completed: 2, failed: 3 });
@@ -180,7 +180,7 @@ describe('planResume', () => {
     const writer = RunDirWriter.create(dir, runPlan(6));
     const results = [
       line(0, 'abcdef-0', { status: 'completed' }),
-      line(1, 'abcdef-1', { status: 'failed', reason: 'round_limit' }),
+      line(1, 'abcdef-1', { status: 'failed', reason: 'step_limit' }),
       line(2, 'abcdef-2', { status: 'failed', reason: 'cancelled' }),
     ];
     for (const result of results) writer.append(result);

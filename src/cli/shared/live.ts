@@ -10,7 +10,7 @@ import type { AgentOutcome } from '../../loop/types.ts';
 import type { CliIO } from '../main.ts';
 import { EXIT_FAILED, EXIT_OK } from './constants.ts';
 import { type InterruptSignal, raise, watchInterrupts } from './interrupt.ts';
-import { outcomeSummary, progressLine, resultText } from './progress.ts';
+import { outcomeSummary, ProgressFormatter, resultText } from './progress.ts';
 import type { PreparedSession, SessionInfo } from './session.ts';
 
 /** Options of {@link executeLive}. */
@@ -45,6 +45,7 @@ export async function executeLive(
       forceExit(signal);
     },
   );
+  const progress = new ProgressFormatter(info.resume?.budget ?? {});
   let outcome: AgentOutcome;
   try {
     outcome = await session.execute({
@@ -54,8 +55,7 @@ export async function executeLive(
           io.stdout(`${JSON.stringify(event)}\n`);
           return;
         }
-        const line = progressLine(event);
-        if (line !== undefined) io.stderr(`${line}\n`);
+        for (const line of progress.lines(event)) io.stderr(`${line}\n`);
       },
     });
   } finally {
