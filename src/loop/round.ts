@@ -195,7 +195,8 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
         };
       case 'error':
         if (event.request) account(event.request, { text: pendingText, reasoning, toolArguments: [] }, event);
-        flushText();
+        // The agent ends with this error: the failed request's partial text (up to maxOutputChars
+        // of whatever the server sent) is counted in its receipt, not pushed into the projection.
         return { text: '', stopReason: undefined, toolCalls, succeeded, error: event.error, capture };
     }
   }
