@@ -134,6 +134,7 @@ export function runHeader(event: Extract<RunEvent, { type: 'run' }>): string[] {
   ];
   if (event.notice) lines.push(`troupe: ${event.notice}`);
   lines.push(`budget: ${runBudgetText(event.runLimits, event.usedTokens)}`);
+  for (const notice of event.notices) lines.push(`warning: ${notice}`);
   lines.push(`run dir: ${event.runDir}`);
   return lines;
 }

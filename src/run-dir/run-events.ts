@@ -33,6 +33,8 @@ export type RunEvent =
       /** The run's budgets (0 = unlimited) and the tokens earlier sessions already used. */
       readonly runLimits: RunLimits;
       readonly usedTokens: number;
+      /** Budgets the run cannot enforce (a cost budget for a model without a known price). */
+      readonly notices: readonly string[];
     }
   | (AgentEventBase & { readonly type: 'spawned'; readonly parentId: string | null; readonly task: string })
   | (AgentEventBase & { readonly type: 'started'; readonly hostId: number; readonly resumed: boolean })

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { DEFAULT_RUN_MAX_TOTAL_TOKENS } from '../constants.ts';
 import type { AgentLimits } from '../loop/types.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
+import { DEFAULT_PRICES, type PriceTable, priceFor } from '../providers/pricing.ts';
 import { DEFAULT_FANOUT_CONCURRENCY, DEFAULT_THREADS, RUN_DIR_FORMAT } from './constants.ts';
 import type { Plan, PlanRun } from './plan-types.ts';
 import type { ProviderChoice } from './provider-choice.ts';
@@ -50,6 +51,27 @@ export interface RunLimits {
   readonly maxTotalTokens: number;
   /** USD over every agent whose model has a known price. @default 0 (unlimited) */
   readonly maxCostUsd: number;
+}
+
+/**
+ * Warnings about budgets the run cannot enforce: a cost budget (the run's or the agents') when no
+ * price is known for the plan's model. A provider module's prices cannot be known here.
+ */
+export function budgetNotices(plan: RunPlan): string[] {
+  const runCost = runLimitsOf(plan).maxCostUsd;
+  const agentCost = plan.limits?.maxCostUsd ?? 0;
+  const model = plan.model ?? plan.defaultModel;
+  if ((runCost <= 0 && agentCost <= 0) || model === undefined) return [];
+  const { config } = plan.provider;
+  if (config.kind === 'simulated') return [];
+  const table = config.options?.prices as PriceTable | undefined;
+  const known = config.kind !== 'module' && priceFor(model, table ?? DEFAULT_PRICES) !== undefined;
+  if (known) return [];
+  const which =
+    runCost > 0 ? `the run's cost budget ($${runCost})` : `the agents' cost budget ($${agentCost})`;
+  return [
+    `${which} cannot be enforced: no price is known for model ${model}, so its cost is unknown; the token budgets still apply`,
+  ];
 }
 
 /** The run budgets of `plan`, with the defaults for what it (or an older plan.json) leaves out. */

@@ -14,7 +14,7 @@ import { SIMULATED_NOTICE } from './provider-choice.ts';
 import { type ResultLine, resultLine } from './results.ts';
 import type { RunDirWriter } from './run-dir.ts';
 import type { RunEventSink } from './run-events.ts';
-import { type PlannedRun, type RunPlan, runLimitsOf } from './run-plan.ts';
+import { budgetNotices, type PlannedRun, type RunPlan, runLimitsOf } from './run-plan.ts';
 import { type RunSession, type RunSummary, summarize } from './summary.ts';
 
 /** One plan entry to run in this session. */
@@ -138,6 +138,7 @@ export class FanoutSession {
       concurrency: plan.concurrency,
       runLimits,
       usedTokens: this.#usedTokens,
+      notices: budgetNotices(plan),
     });
     if (this.#budgetSpent) emit({ type: 'budget', code: 'run_token_budget', message: this.#budgetSpent });
     if (work.length > 0 && !signal.aborted) {

@@ -171,5 +171,42 @@ describe('troupe fanout against a model that always calls a tool', () => {
     const results = readResults(path.join(runDir, 'results.jsonl'));
     expect(results[0]).toMatchObject({ status: 'failed', reason: 'cancelled', usage: { estimated: true } });
     expect(run.stdout()).toContain("stopped: the run's budget is spent");
+
+    // Resuming runs nothing while the budget stays spent; raising it lets the run go on.
+    const stuck = startCli(['resume', runDir], { cwd: project.root, env: project.env() });
+    expect(await stuck.exited).toBe(1);
+    expect(stuck.stdout()).toMatch(/budget +spent: the run used \d+ tokens/);
+    const requestsBefore = server.requests();
+    const raised = startCli(['resume', runDir, '--max-run-tokens', '0', '--json'], {
+      cwd: project.root,
+      env: project.env(),
+    });
+    await raised.exited;
+    expect(server.requests()).toBeGreaterThan(requestsBefore);
+    expect(raised.stdout()).toContain('"runLimits":{"maxTotalTokens":0,"maxCostUsd":0}');
+  });
+
+  it('says at the start that a cost budget cannot be enforced for a model without a price, and reports its cost as unknown', async () => {
+    server = await startToolLoopServer();
+    writePlan([
+      'provider: openai',
+      `providerOptions: { baseURL: "${server.baseURL}", apiKey: k, maxRetries: 0 }`,
+      'model: my-local-llama',
+      'threads: 1',
+      'limits: { maxSteps: 1 }',
+      'runLimits: { maxCostUsd: 1 }',
+      'runs:',
+      '  - { agent: reviewer, task: Review a.txt }',
+    ]);
+    const run = startCli(['fanout', 'plan.yaml'], { cwd: project.root, env: project.env() });
+    expect(await run.exited).toBe(1);
+    expect(run.stdout()).toContain(
+      "warning: the run's cost budget ($1) cannot be enforced: no price is known for model my-local-llama",
+    );
+    const runDir = onlyRunDir();
+    const summary = JSON.parse(readFileSync(path.join(runDir, 'summary.json'), 'utf8')) as RunSummary;
+    expect(summary).toMatchObject({ costUsd: null, unpricedAgents: 1 });
+    expect(readResults(path.join(runDir, 'results.jsonl'))[0]).toMatchObject({ costUsd: null });
+    expect(run.stdout()).toMatch(/cost unknown \(no price for the model of 1 agent\(s\)\)/);
   });
 });

@@ -16,6 +16,7 @@ import { runAgent } from '../../src/loop/run-agent.ts';
 import { o200kCounter } from '../../src/projection/token-counter.ts';
 import { OpenAIProvider } from '../../src/providers/openai.ts';
 import { costOf, DEFAULT_PRICES } from '../../src/providers/pricing.ts';
+import { ScriptedProvider } from '../../src/providers/scripted.ts';
 import { createToolRegistry } from '../../src/tools/builtin/index.ts';
 import { startToolLoopServer, type ToolLoopServer } from '../fixtures/loopback/tool-loop-server.ts';
 import { makeDefinition } from '../prompt/make-definition.ts';
@@ -130,6 +131,42 @@ describe('runAgent against a model that always calls a tool', () => {
       expect(outcome.costUsd).toBeGreaterThan(0);
     },
   );
+
+  it('wallClockMs aborts a running tool through its signal, and the agent fails with timeout', async () => {
+    const aborted = deferred();
+    const stuck = {
+      name: 'wait_forever',
+      description: 'Waits until aborted.',
+      parameters: { type: 'object', properties: {} },
+      readOnly: true,
+      execute: (_args: Record<string, unknown>, ctx: { signal: AbortSignal }) =>
+        new Promise<{ ok: boolean; text: string }>((resolve) => {
+          ctx.signal.addEventListener('abort', () => {
+            aborted.resolve();
+            resolve({ ok: false, text: 'aborted' });
+          });
+        }),
+    };
+    const journal = new MemoryJournal();
+    const outcome = await runAgent({
+      agentId: 'tool-timeout',
+      definition: makeDefinition(),
+      task: 'Wait.',
+      provider: new ScriptedProvider([{ toolCalls: [{ name: 'wait_forever' }] }]),
+      model: 'test-model',
+      registry: createToolRegistry([stuck]),
+      cwd: tempDir(),
+      journal,
+      systemPrompt: 'S',
+      limits: { wallClockMs: 100 },
+    });
+    await aborted.promise;
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'timeout', error: { code: 'wall_clock' } });
+    expect(eventsOf(journal.events, 'ToolResult')[0]).toMatchObject({
+      ok: false,
+      text: 'wait_forever was stopped: the agent ran out of time',
+    });
+  });
 
   it('wallClockMs aborts a request in flight: the server sees the connection close, the agent fails with timeout', async () => {
     const closed = deferred();

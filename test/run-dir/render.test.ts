@@ -39,6 +39,7 @@ const events: RunEvent[] = [
     concurrency: 2,
     runLimits: { maxTotalTokens: 10_000_000, maxCostUsd: 0 },
     usedTokens: 0,
+    notices: [],
   },
   { type: 'spawned', agentId: 'abc-0', index: 0, agent: 'worker', parentId: null, task: 'a' },
   { type: 'spawned', agentId: 'abc-1', index: 1, agent: 'worker', parentId: null, task: 'b' },
