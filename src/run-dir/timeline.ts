@@ -170,7 +170,7 @@ function reportAgent(
     switch (event.type) {
       case 'InferenceSubmitted':
         openRound = { start: at(event), round: event.round, step: event.step };
-        rounds.push(at(event));
+        if ((event.request ?? 1) === 1) rounds.push(at(event));
         break;
       case 'ProviderReceipt':
         if (openRound)

@@ -10,7 +10,10 @@ import type { AgentSignal } from '../protocol/messages.ts';
 export function agentSignal(agentId: string, event: AuditEventInput): AgentSignal | undefined {
   switch (event.type) {
     case 'InferenceSubmitted':
-      return { type: 'round', agentId, round: event.round, estimatedTokens: event.estimatedTokens };
+      // A round starts with its first request; later requests of the round are steps in it.
+      return (event.request ?? 1) === 1
+        ? { type: 'round', agentId, round: event.round, estimatedTokens: event.estimatedTokens }
+        : undefined;
     case 'ToolCall':
       return { type: 'tool_call', agentId, round: event.round, name: event.name, ok: undefined };
     case 'ToolResult':
