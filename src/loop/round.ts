@@ -87,6 +87,7 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
   let stopped = false;
   let expected = 0;
   let answered = 0;
+  let responses = 0;
   let capture: PendingCapture | undefined;
   const stop = (): void => {
     stopped = true;
@@ -122,6 +123,7 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
       case 'usage':
         break;
       case 'response':
+        responses += 1;
         account(
           event.receipt,
           {
@@ -177,6 +179,21 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
         break;
       }
       case 'completed':
+        // A provider not built on createTurn sends no response events: its turn is one receipt.
+        if (responses === 0) {
+          account(
+            event.receipt,
+            { text: event.text, reasoning, toolArguments: [] },
+            {
+              type: 'response',
+              index: 0,
+              text: event.text,
+              toolCalls: [],
+              stopReason: event.stopReason,
+              receipt: event.receipt,
+            },
+          );
+        }
         if (options.capture) {
           await finishCapture(ctx, options.capture, event.text.length > 0 ? event.text : pendingText);
           pendingText = '';
