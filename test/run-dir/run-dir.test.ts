@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AuditEventInput } from '../../src/journal/events.ts';
 import { JournalWriter } from '../../src/journal/writer.ts';
 import type { AgentOutcome } from '../../src/loop/types.ts';
+import { closingText } from '../../src/run-dir/execute.ts';
 import { type ResultLine, resultLine } from '../../src/run-dir/results.ts';
 import { planResume } from '../../src/run-dir/resume-plan.ts';
 import { journalFile, RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
@@ -131,6 +132,23 @@ describe('run directory', () => {
     expect(() => readRunDir(path.join(dir, 'journals'))).toThrow(
       expect.objectContaining({ code: 'not_a_run_dir' }),
     );
+  });
+
+  it('marks estimated usage and an unknown cost in the summary and its closing text, never $0', () => {
+    const estimated = { ...USAGE, estimated: true };
+    const lines = [
+      line(0, 'abcdef-0', { status: 'completed', usage: estimated, costUsd: null }),
+      line(1, 'abcdef-1', { status: 'completed' }),
+    ];
+    const summary = summarize(runPlan(2), lines, []);
+    expect(summary.usage.estimated).toBe(true);
+    expect(summary).toMatchObject({ costUsd: null, unpricedAgents: 1 });
+    expect(summary.byDefinition.worker?.costUsd).toBeNull();
+    expect(summary.runLimits).toEqual({ maxTotalTokens: 10_000_000, maxCostUsd: 0 });
+    const closing = closingText(summary, '/tmp/run');
+    expect(closing).toContain('tokens ~200 in / ~20 out');
+    expect(closing).toContain('(~ estimated where the server reported no usage)');
+    expect(closing).toContain('cost unknown (no price for the model of 1 agent(s))');
   });
 
   it('summarises the last attempt of each entry, totals every attempt, and counts failures by reason', () => {
