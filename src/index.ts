@@ -5,6 +5,9 @@
 // Defaults
 export {
   DEFAULT_MAX_STEPS,
+  DEFAULT_MAX_TOTAL_TOKENS,
+  DEFAULT_RUN_MAX_TOTAL_TOKENS,
+  DEFAULT_TRUNCATION_RETRIES,
   HARD_MAX_STEPS,
   PROTOCOL_TOKEN_RESERVE,
   REMOVED_MARKER,
@@ -64,7 +67,7 @@ export type {
   EventOf,
   HistoryKind,
 } from './journal/events.ts';
-export { hashInput, isTerminal } from './journal/events.ts';
+export { hashContinuation, hashInput, isTerminal } from './journal/events.ts';
 export type { JournalContents, JournalProblem } from './journal/reader.ts';
 export { parseJournal, readJournal } from './journal/reader.ts';
 export { redactText } from './journal/redact.ts';
@@ -73,7 +76,7 @@ export { resumeState } from './journal/resume.ts';
 export type { JournalSink, MemoryJournalOptions } from './journal/sink.ts';
 export { MemoryJournal } from './journal/sink.ts';
 export type { UsageTotals } from './journal/usage.ts';
-export { addReceipt, sumReceipts, ZERO_USAGE_TOTALS } from './journal/usage.ts';
+export { addReceipt, knownCost, sumReceipts, ZERO_USAGE_TOTALS } from './journal/usage.ts';
 export type {
   FileVerifyResult,
   RenderedInput,
@@ -83,7 +86,7 @@ export type {
   VerifyReason,
   VerifyResult,
 } from './journal/verify.ts';
-export { verifyJournal, verifyJournalContents, verifyJournalFile } from './journal/verify.ts';
+export { requestHash, verifyJournal, verifyJournalContents, verifyJournalFile } from './journal/verify.ts';
 export type { FsyncPolicy, JournalWriterOptions } from './journal/writer.ts';
 export { JournalWriter } from './journal/writer.ts';
 // The agent loop
