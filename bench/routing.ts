@@ -20,6 +20,7 @@
  * Run: node --import tsx bench/routing.ts [--quick]
  */
 import path from 'node:path';
+import { HARD_MAX_STEPS } from '../src/constants.ts';
 import { JournalWriter } from '../src/journal/writer.ts';
 import type { AgentOutcome } from '../src/loop/types.ts';
 import { Supervisor } from '../src/supervisor/supervisor.ts';
@@ -32,8 +33,11 @@ import { BENCH_MODELS_MODULE, scratchDir, waiterDefinition } from './support/wor
 const THREADS = 2;
 const LANES = 2;
 const LOADED_LANES = 8;
-/** Instructions per agent: keeps each agent's projection small (it grows by two entries a wait). */
-const WAITS_PER_AGENT = 250;
+/**
+ * Instructions per agent: keeps each agent's projection small (it grows by two entries a wait),
+ * and its model requests (one per wait, plus the last) within HARD_MAX_STEPS.
+ */
+const WAITS_PER_AGENT = 200;
 const PARK_SETTLE_MS = 1;
 const JOURNAL_APPENDS = { full: 2000, quick: 500 } as const;
 
@@ -44,7 +48,7 @@ interface Params {
   readonly loadedAgentsPerLane: number;
 }
 
-const FULL: Params = { agentsPerLane: 40, loadedAgentsPerLane: 5 };
+const FULL: Params = { agentsPerLane: 50, loadedAgentsPerLane: 6 };
 const QUICK: Params = { agentsPerLane: 1, loadedAgentsPerLane: 0 };
 
 interface Stamps {
@@ -54,7 +58,12 @@ interface Stamps {
 
 /** Runs one agent through WAITS_PER_AGENT instructions; resolves its outcome. */
 function runAgent(supervisor: Supervisor, name: string, stamps: Stamps): Promise<AgentOutcome> {
-  const handle = supervisor.spawn('bench-waiter', { task: `Wait for instructions (${name}).` });
+  // Every wait is a model request: the agent needs more than the default 32 steps, and the
+  // benchmark measures routing, not budgets.
+  const handle = supervisor.spawn('bench-waiter', {
+    task: `Wait for instructions (${name}).`,
+    limits: { maxSteps: HARD_MAX_STEPS, maxTotalTokens: 0 },
+  });
   let next = 0;
   handle.on('waiting', () => {
     if (next >= WAITS_PER_AGENT) return;

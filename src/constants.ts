@@ -1,9 +1,28 @@
 /** Defaults that change behaviour, in one place. */
 
-/** Rounds an agent may take per task when its definition does not say. */
+/** Model requests (steps) an agent may make per task when its definition does not say. */
 export const DEFAULT_MAX_STEPS = 32;
-/** Hard cap on rounds, whatever a definition says. */
+/** Hard cap on model requests per agent, whatever a definition or the limits say. */
 export const HARD_MAX_STEPS = 250;
+/**
+ * Input + output tokens an agent may spend when its limits do not say (`maxTotalTokens`; 0 means
+ * unlimited). Enough for a long task, and it stops a runaway agent before it costs much: about
+ * $2 at gpt-4.1 prices.
+ */
+export const DEFAULT_MAX_TOTAL_TOKENS = 1_000_000;
+/**
+ * Input + output tokens a whole `troupe fanout` or `troupe demo` run may spend, over all its
+ * agents, unless the plan or the command line says otherwise (0 means unlimited).
+ */
+export const DEFAULT_RUN_MAX_TOTAL_TOKENS = 10_000_000;
+/**
+ * Times in a row the loop asks the model to continue an answer cut off by its output limit
+ * (`finish_reason: length`, `max_tokens`) before the agent fails with `truncated`.
+ */
+export const DEFAULT_TRUNCATION_RETRIES = 1;
+/** What the model is told after an answer was cut off by its output limit. */
+export const TRUNCATION_NOTICE =
+  'Your last answer was cut off by the output limit. Continue from where it stopped, more briefly; if you were calling a tool, call it again with shorter arguments.';
 /** Tokens kept free for the provider's protocol framing (roles, tool schemas, separators). */
 export const PROTOCOL_TOKEN_RESERVE = 4096;
 /** Default bash tool timeout. */

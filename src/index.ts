@@ -24,6 +24,9 @@ export type { ToolCallCount, ToolCallDiff } from './compare/tool-calls.ts';
 // Defaults
 export {
   DEFAULT_MAX_STEPS,
+  DEFAULT_MAX_TOTAL_TOKENS,
+  DEFAULT_RUN_MAX_TOTAL_TOKENS,
+  DEFAULT_TRUNCATION_RETRIES,
   HARD_MAX_STEPS,
   PROTOCOL_TOKEN_RESERVE,
   REMOVED_MARKER,
@@ -123,7 +126,7 @@ export type {
   EventOf,
   HistoryKind,
 } from './journal/events.ts';
-export { hashInput, isTerminal } from './journal/events.ts';
+export { hashContinuation, hashInput, isTerminal } from './journal/events.ts';
 export type { JournalContents, JournalProblem } from './journal/reader.ts';
 export { parseJournal, readJournal } from './journal/reader.ts';
 export { redactText, redactValue } from './journal/redact.ts';
@@ -132,7 +135,7 @@ export { resumeState } from './journal/resume.ts';
 export type { JournalSink, MemoryJournalOptions } from './journal/sink.ts';
 export { MemoryJournal } from './journal/sink.ts';
 export type { UsageTotals } from './journal/usage.ts';
-export { addReceipt, sumReceipts, ZERO_USAGE_TOTALS } from './journal/usage.ts';
+export { addReceipt, knownCost, sumReceipts, ZERO_USAGE_TOTALS } from './journal/usage.ts';
 export type {
   FileVerifyResult,
   RenderedInput,
@@ -142,7 +145,7 @@ export type {
   VerifyReason,
   VerifyResult,
 } from './journal/verify.ts';
-export { verifyJournal, verifyJournalContents, verifyJournalFile } from './journal/verify.ts';
+export { requestHash, verifyJournal, verifyJournalContents, verifyJournalFile } from './journal/verify.ts';
 export type { FsyncPolicy, JournalWriterOptions } from './journal/writer.ts';
 export { JournalWriter } from './journal/writer.ts';
 // The agent loop

@@ -8,12 +8,15 @@ import { executeSession } from '../run-dir/execute.ts';
 import { checkProvider } from '../run-dir/provider-choice.ts';
 import { planResume } from '../run-dir/resume-plan.ts';
 import { RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
+import { runLimitsOf } from '../run-dir/run-plan.ts';
 import type { CliIO } from './main.ts';
 
 /** Options of {@link resumeRunDir}. */
 export interface ResumeRunDirOptions {
   /** Print JSONL events instead of progress. */
   readonly json?: boolean;
+  /** The run's token budget for this session (`--max-run-tokens`; 0 = unlimited). @default plan.json's */
+  readonly maxRunTokens?: number;
 }
 
 /**
@@ -23,7 +26,14 @@ export interface ResumeRunDirOptions {
  */
 export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io: CliIO): Promise<number> {
   const contents = readRunDir(dir);
-  const { plan, paths } = contents;
+  const { paths } = contents;
+  const plan =
+    options.maxRunTokens === undefined
+      ? contents.plan
+      : {
+          ...contents.plan,
+          runLimits: { ...runLimitsOf(contents.plan), maxTotalTokens: options.maxRunTokens },
+        };
   await checkProvider(plan.provider);
   const definitions = await loadAgentDefinitions(plan.agentFiles);
   const writer = RunDirWriter.reopen(paths.root);

@@ -4,6 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
+import { DEFAULT_RUN_MAX_TOTAL_TOKENS } from '../constants.ts';
 import { describeValue } from '../errors.ts';
 import { parseModelMap } from '../providers/models.ts';
 import { executeSession } from '../run-dir/execute.ts';
@@ -25,6 +26,7 @@ interface FanoutFlags {
   readonly json?: boolean;
   readonly backend?: 'threads' | 'redis';
   readonly redis?: string;
+  readonly maxRunTokens?: number;
 }
 
 /** Registers `troupe fanout` on `program`. */
@@ -59,6 +61,11 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       backendName,
     )
     .option('--redis <url>', 'Redis URL for --backend redis (default: TROUPE_REDIS_URL)')
+    .option(
+      '--max-run-tokens <n>',
+      `token budget of the whole run, all agents (default: the plan's runLimits, else ${DEFAULT_RUN_MAX_TOTAL_TOKENS}; 0 = unlimited)`,
+      nonNegativeInt,
+    )
     .action(async (planFile: string, flags: FanoutFlags) => {
       setExit(await fanout(planFile, flags, io));
     });
@@ -93,6 +100,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
       ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
       ...(flags.model === undefined ? {} : { model: flags.model }),
       ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
+      ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
     },
     defaultModelFor(provider),
   );
@@ -118,6 +126,15 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
 function backendName(value: string): 'threads' | 'redis' {
   if (value === 'threads' || value === 'redis') return value;
   throw new InvalidArgumentError("expected 'threads' or 'redis'");
+}
+
+function nonNegativeInt(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0)
+    throw new InvalidArgumentError(
+      `Expected a non-negative integer (0 = unlimited), got ${describeValue(value)}.`,
+    );
+  return parsed;
 }
 
 function positiveInt(value: string): number {

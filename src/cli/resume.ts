@@ -5,7 +5,7 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import { resumeRunDir } from './fanout-resume.ts';
 import type { CliIO } from './main.ts';
 import { executeLive } from './shared/live.ts';
@@ -14,6 +14,7 @@ import { prepareResume } from './shared/session.ts';
 interface ResumeFlags {
   readonly json?: boolean;
   readonly cwd?: string;
+  readonly maxRunTokens?: number;
 }
 
 /** Registers `troupe resume` on `program`. */
@@ -27,11 +28,17 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .argument('<journal>', 'journal file of the agent, or a run directory')
     .option('--json', 'print JSON lines: a Run header, every new audit event as journalled, an Outcome')
     .option('--cwd <dir>', 'working directory (default: the one recorded when the run started)')
+    .option(
+      '--max-run-tokens <n>',
+      "a run directory's token budget for this session (default: the run's; 0 = unlimited)",
+      nonNegativeInt,
+    )
     .action(async (target: string, flags: ResumeFlags) => {
       const path = resolve(target);
       const json = flags.json === true;
       if (existsSync(path) && statSync(path).isDirectory()) {
-        setExit(await resumeRunDir(path, { json }, io));
+        const budget = flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens };
+        setExit(await resumeRunDir(path, { json, ...budget }, io));
         return;
       }
       const session = await prepareResume({
@@ -40,4 +47,14 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       });
       setExit(await executeLive(session, io, { json }));
     });
+}
+
+function nonNegativeInt(value: string): number {
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed)) {
+    throw new InvalidArgumentError(
+      `Expected a non-negative integer (0 = unlimited), got ${JSON.stringify(value)}.`,
+    );
+  }
+  return parsed;
 }

@@ -4,6 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
+import { DEFAULT_MAX_TOTAL_TOKENS } from '../constants.ts';
 import { parseModelMap } from '../providers/models.ts';
 import type { CliIO } from './main.ts';
 import { executeLive } from './shared/live.ts';
@@ -18,6 +19,9 @@ interface RunFlags {
   readonly cwd?: string;
   readonly json?: boolean;
   readonly maxSteps?: number;
+  readonly maxTokens?: number;
+  readonly maxCost?: number;
+  readonly timeLimit?: number;
 }
 
 /** Registers `troupe run` on `program`. */
@@ -42,7 +46,14 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .option('--journal <file>', 'journal file (default: <cwd>/.troupe/runs/<timestamp>-<agent>-<id>.jsonl)')
     .option('--cwd <dir>', 'working directory: agents are found from it, file tools are confined to it')
     .option('--json', 'print JSON lines: a Run header, every audit event as journalled, an Outcome')
-    .option('--max-steps <n>', "rounds allowed (default: the definition's maxSteps)", positiveInteger)
+    .option('--max-steps <n>', "model requests allowed (default: the definition's maxSteps)", positiveInteger)
+    .option(
+      '--max-tokens <n>',
+      `token budget, input + output (default: ${DEFAULT_MAX_TOTAL_TOKENS}; 0 = unlimited)`,
+      nonNegativeInteger,
+    )
+    .option('--max-cost <usd>', 'cost budget in USD (default: none; needs a priced model)', nonNegativeNumber)
+    .option('--time-limit <ms>', 'wall-clock limit in ms (default: none)', nonNegativeInteger)
     .action(async (agent: string, flags: RunFlags) => {
       const session = await prepareRun({
         agent,
@@ -53,9 +64,32 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
         ...(flags.journal === undefined ? {} : { journal: resolve(flags.journal) }),
         ...(flags.maxSteps === undefined ? {} : { maxSteps: flags.maxSteps }),
+        ...(flags.maxTokens === undefined ? {} : { maxTokens: flags.maxTokens }),
+        ...(flags.maxCost === undefined ? {} : { maxCostUsd: flags.maxCost }),
+        ...(flags.timeLimit === undefined ? {} : { wallClockMs: flags.timeLimit }),
       });
       setExit(await executeLive(session, io, { json: flags.json === true }));
     });
+}
+
+function nonNegativeInteger(value: string): number {
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed)) {
+    throw new InvalidArgumentError(
+      `Expected a non-negative integer (0 = unlimited), got ${JSON.stringify(value)}.`,
+    );
+  }
+  return parsed;
+}
+
+function nonNegativeNumber(value: string): number {
+  const parsed = Number(value);
+  if (value.trim() === '' || !Number.isFinite(parsed) || parsed < 0) {
+    throw new InvalidArgumentError(
+      `Expected a non-negative number (0 = unlimited), got ${JSON.stringify(value)}.`,
+    );
+  }
+  return parsed;
 }
 
 function positiveInteger(value: string): number {

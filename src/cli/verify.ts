@@ -1,7 +1,8 @@
 /**
- * `troupe verify JOURNAL`: checks a journal's hash chain and re-renders every round's provider input
- * from the journal to compare it with the hash recorded when it was sent. Exits 0 when it verifies,
- * 1 at the first bad event.
+ * `troupe verify JOURNAL`: checks a journal's hash chain and re-derives the input of every model
+ * request (each round's render, plus the continuation of a later request in the round) from the
+ * journal to compare it with the hash recorded when it was sent. Exits 0 when it verifies, 1 at the
+ * first bad event.
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
@@ -17,8 +18,8 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
   program
     .command('verify')
     .description(
-      "Check a journal: the hash chain, and every round's input re-rendered from the journal against " +
-        'its recorded SHA-256. Exits 0 when it verifies, 1 at the first bad event.',
+      "Check a journal: the hash chain, and every model request's input re-derived from the journal " +
+        'against its recorded SHA-256. Exits 0 when it verifies, 1 at the first bad event.',
     )
     .argument('<journal>', 'journal file')
     .option('--json', 'print the result as JSON')
@@ -27,13 +28,15 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       const contents = readJournal(path);
       const result = verifyJournalContents(contents, { rerender: journalRerender() });
       const ending = endingOf(contents.events);
+      const rounds = verifiedRounds(contents.events, result.checkedInferences);
       if (flags.json) {
         io.stdout(
           `${JSON.stringify({
             ok: result.ok,
             journal: path,
             events: result.checkedEvents,
-            rounds: result.checkedInferences,
+            requests: result.checkedInferences,
+            rounds,
             tornTail: result.tornTail,
             tornTailBytes: contents.tornTailBytes,
             ending,
@@ -41,7 +44,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
           })}\n`,
         );
       } else {
-        io.stdout(verifyText(result, contents.tornTailBytes, ending));
+        io.stdout(verifyText(result, rounds, contents.tornTailBytes, ending));
       }
       setExit(result.ok ? EXIT_OK : EXIT_FAILED);
     });
@@ -57,7 +60,13 @@ function endingOf(events: readonly AuditEvent[]): Ending {
   return 'not_ended';
 }
 
-function verifyText(result: FileVerifyResult, tornTailBytes: number, ending: Ending): string {
+/** Distinct rounds among the first `requests` model requests of the journal. */
+function verifiedRounds(events: readonly AuditEvent[], requests: number): number {
+  const submitted = events.filter((event) => event.type === 'InferenceSubmitted').slice(0, requests);
+  return new Set(submitted.map((event) => event.round)).size;
+}
+
+function verifyText(result: FileVerifyResult, rounds: number, tornTailBytes: number, ending: Ending): string {
   const bad = result.firstBad;
   if (!result.ok && bad) {
     return (
@@ -65,8 +74,10 @@ function verifyText(result: FileVerifyResult, tornTailBytes: number, ending: End
       `(${result.checkedEvents} event(s) before it verified)\n`
     );
   }
-  const rounds = `${result.checkedInferences} round${result.checkedInferences === 1 ? '' : 's'}`;
-  const lines = [`ok: ${result.checkedEvents} events, ${rounds} verified`];
+  const requests = `${result.checkedInferences} model request${result.checkedInferences === 1 ? '' : 's'}`;
+  const lines = [
+    `ok: ${result.checkedEvents} events, ${requests} in ${rounds} round${rounds === 1 ? '' : 's'} verified`,
+  ];
   if (result.tornTail) {
     lines.push(
       `torn last line ignored: ${tornTailBytes} bytes after the last complete event (a crash during an append; not damage)`,

@@ -56,7 +56,7 @@ export function compareText(
       `B ${b.completed} completed, ${b.failed} failed${b.notRun ? `, ${b.notRun} not run` : ''}; ` +
       `${comparison.regressed} regressed, ${comparison.fixed} fixed`,
     `tokens: ${formatTokens(total(a))} -> ${formatTokens(total(b))} (${signedTokens(total(b) - total(a))}); ` +
-      `cost: ${formatCost(a.costUsd)} -> ${formatCost(b.costUsd)} (${signedCost(b.costUsd - a.costUsd)}); ` +
+      `cost: ${formatCost(a.costUsd)} -> ${formatCost(b.costUsd)} (${a.costUsd === null || b.costUsd === null ? 'unknown' : signedCost(b.costUsd - a.costUsd)}); ` +
       `mean latency: ${latency(a.meanLatencyMs)} -> ${latency(b.meanLatencyMs)}${
         a.meanLatencyMs !== null && b.meanLatencyMs !== null
           ? ` (${signedDuration(b.meanLatencyMs - a.meanLatencyMs)})`

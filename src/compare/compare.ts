@@ -32,7 +32,8 @@ export interface ItemSide {
   readonly scores: Readonly<Record<string, Omit<Score, 'judge'>>>;
   /** Input + output tokens. */
   readonly tokens: number;
-  readonly costUsd: number;
+  /** USD; null when a model's price is unknown. */
+  readonly costUsd: number | null;
   /** From start to end; null when it never started. */
   readonly latencyMs: number | null;
   readonly rounds: number;
@@ -105,7 +106,8 @@ export interface RunTotals {
   readonly failed: number;
   readonly notRun: number;
   readonly usage: Usage;
-  readonly costUsd: number;
+  /** USD; null when a model's price is unknown. */
+  readonly costUsd: number | null;
   readonly wallTimeMs: number;
   /** Mean latency of its plan entries that ran. */
   readonly meanLatencyMs: number | null;
@@ -262,7 +264,12 @@ function compareItem(
     outcome,
     scores,
     ...(both
-      ? { tokensDelta: sideB.tokens - sideA.tokens, costDeltaUsd: sideB.costUsd - sideA.costUsd }
+      ? {
+          tokensDelta: sideB.tokens - sideA.tokens,
+          ...(sideA.costUsd === null || sideB.costUsd === null
+            ? {}
+            : { costDeltaUsd: sideB.costUsd - sideA.costUsd }),
+        }
       : {}),
     ...(both && sideA.latencyMs !== null && sideB.latencyMs !== null
       ? { latencyDeltaMs: sideB.latencyMs - sideA.latencyMs }

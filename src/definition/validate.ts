@@ -442,7 +442,7 @@ function readMaxSteps(ctx: FieldContext, values: PlainObject): number | undefine
   if (steps !== undefined && steps > HARD_MAX_STEPS) {
     ctx.problems.warning(
       'invalid_field',
-      `Expected \`${key}\` to be at most ${HARD_MAX_STEPS}, got ${describeValue(steps)}; runs stop at ${HARD_MAX_STEPS} rounds`,
+      `Expected \`${key}\` to be at most ${HARD_MAX_STEPS}, got ${describeValue(steps)}; runs stop at ${HARD_MAX_STEPS} model requests`,
       ctx.data.valueAt([key]),
       [key],
     );

@@ -34,7 +34,7 @@ export function summarizeScores(
     let notScored = 0;
     let sum = 0;
     let usage: Usage = ZERO_USAGE;
-    let cost = 0;
+    let cost: number | null = 0;
     for (const item of items) {
       const score = item.scores?.[spec.name];
       if (score === undefined) {
@@ -46,7 +46,7 @@ export function summarizeScores(
       sum += score.score;
       if (score.judge) {
         usage = addUsage(usage, score.judge.usage);
-        cost += score.judge.costUsd;
+        cost = cost === null || score.judge.costUsd === null ? null : cost + score.judge.costUsd;
       }
     }
     const count = items.length;

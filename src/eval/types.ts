@@ -164,7 +164,8 @@ export interface Score {
   readonly judge?: {
     readonly agentId: string;
     readonly usage: Usage;
-    readonly costUsd: number;
+    /** USD; null when the judge's model has no known price. */
+    readonly costUsd: number | null;
   };
 }
 
@@ -187,7 +188,8 @@ export interface ScorerTotals {
   readonly meanScore: number;
   /** What the judge agents used and cost (judge scorers only). */
   readonly judgeUsage?: Usage;
-  readonly judgeCostUsd?: number;
+  /** USD spent by judges; null when any judge's cost is unknown. */
+  readonly judgeCostUsd?: number | null;
 }
 
 /** One item's scores in a summary. */

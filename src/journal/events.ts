@@ -1,7 +1,11 @@
 /**
  * The audit events an agent leaves behind: one discriminated union on `type`. The loop writes the
  * bodies ({@link AuditEventInput}); a journal sink adds the chain fields ({@link ChainFields}) that
- * make the record tamper-evident. Rounds are numbered from 1 (round 1 is the first provider turn).
+ * make the record tamper-evident.
+ *
+ * Two units, each named once: a **step** is one model request (what `maxSteps` counts, numbered
+ * from 1 across the agent); a **round** is one render of the projection and the provider turn
+ * sent on it (numbered from 1), which may take several steps while the model calls tools.
  */
 import type { SerializedError } from '../errors.ts';
 import type { AgentLimits, FailureReason } from '../loop/types.ts';
@@ -47,11 +51,15 @@ export interface Started {
    * (`unknown_tool`, with where they are written), MCP servers that could not be reached.
    */
   readonly warnings?: readonly StartedWarning[];
+  /** The limits in force: the caller's, with the defaults filled in (absent in older journals). */
   readonly limits?: AgentLimits;
+  /** Warnings known at the start, e.g. a cost budget that cannot be enforced for an unpriced model. */
+  readonly notices?: readonly string[];
   /**
-   * Journal format: 2 since troupe 0.2, where ToolCall and ToolResult events imply their projection
-   * changes. Absent in format 1 journals, which also wrote those changes as HistoryAppended and
-   * StateChanged events.
+   * Journal format: 3 since troupe 0.3, where every model request (step) has its own
+   * InferenceSubmitted and ProviderReceipt; 2 in troupe 0.2 (one of each per round; ToolCall and
+   * ToolResult imply their projection changes); absent in format 1 journals, which also wrote
+   * those changes as HistoryAppended and StateChanged events.
    */
   readonly format?: number;
 }
@@ -67,12 +75,24 @@ export interface StartedWarning {
   readonly path?: string;
 }
 
-/** A provider turn was submitted. */
+/** A model request (a step) is about to be sent. */
 export interface InferenceSubmitted {
   readonly type: 'InferenceSubmitted';
   readonly agentId: string;
   readonly round: number;
-  /** {@link hashInput} of the system prompt, rendered input and tools sent. */
+  /** The step: 1-based number of this model request across the agent (absent before format 3). */
+  readonly step?: number;
+  /**
+   * 1-based position of the request in its round (absent before format 3, where each round
+   * recorded only its first request). Request 1 sends the round's render; a later one continues
+   * the turn in the provider's protocol with the model's calls and the results sent back.
+   */
+  readonly request?: number;
+  /**
+   * SHA-256 of the exact input: {@link hashInput} of the system prompt, the round's render and
+   * the tools for request 1; {@link hashContinuation}, which adds the history entries the round
+   * has added since, for a later request.
+   */
   readonly inputHash: string;
   readonly estimatedTokens: number;
   /** Model-facing names of the tools offered this turn, in the order offered (`[]` for a capture turn). */
@@ -118,17 +138,33 @@ export interface ToolResult {
   readonly data?: unknown;
 }
 
-/** Accounting for one provider turn. */
+/**
+ * Accounting for one model request (format 3; one per round before). `receipt.usage.estimated`
+ * marks counts troupe estimated because the provider reported none.
+ */
 export interface ProviderReceipt {
   readonly type: 'ProviderReceipt';
   readonly agentId: string;
   readonly round: number;
+  /** The step this receipt accounts for (absent before format 3). */
+  readonly step?: number;
   readonly receipt: Receipt;
+  /** Absent when the request failed. */
   readonly stopReason?: StopReason;
+  /** The error code when the request failed. */
+  readonly errorCode?: string;
 }
 
 /** What kind of text went into the projection history. */
-export type HistoryKind = 'tool_call' | 'tool_result' | 'reminder' | 'capture' | 'assistant' | 'note';
+export type HistoryKind =
+  | 'tool_call'
+  | 'tool_result'
+  | 'reminder'
+  | 'capture'
+  | 'capture_prompt'
+  | 'continuation'
+  | 'assistant'
+  | 'note';
 
 /** An entry was pushed to the projection history, exactly as the projection holds it. */
 export interface HistoryAppended {
@@ -190,8 +226,11 @@ export interface Completed {
   /** The `complete_task` result object, when the agent finished through it. */
   readonly result?: unknown;
   readonly usage: Usage;
-  readonly costUsd: number;
+  /** USD; null when the model's price is unknown. */
+  readonly costUsd: number | null;
   readonly rounds: number;
+  /** Model requests (absent before format 3). */
+  readonly steps?: number;
 }
 
 /** The agent failed. Terminal: nothing follows it. */
@@ -202,8 +241,11 @@ export interface Failed {
   /** The cause; `error.code` is the machine-readable error code. */
   readonly error: SerializedError;
   readonly usage: Usage;
-  readonly costUsd: number;
+  /** USD; null when the model's price is unknown. */
+  readonly costUsd: number | null;
   readonly rounds: number;
+  /** Model requests (absent before format 3). */
+  readonly steps?: number;
 }
 
 /** An event body as the loop writes it. `ts` may be given (e.g. forwarded events); otherwise the sink sets it. */
@@ -251,28 +293,53 @@ export function hashInput(system: string, input: string, tools: readonly ToolSpe
 }
 
 /**
- * {@link hashInput} for many rounds of one agent: the system prompt and tools are masked and
- * serialized once, and each round only masks and hashes its input. Gives exactly hashInput's hash.
+ * SHA-256 of a continuation request's input: the round's `{system, input, tools}` plus
+ * `continuation`, the history entries the round added since its first request (the model's text,
+ * its calls and the results sent back, as the projection shows them), in order. This is what the
+ * provider's native continuation carries; a verifier re-derives it from the journal alone.
  */
-export function inputHasher(system: string, tools: readonly ToolSpec[]): (input: string) => string {
+export function hashContinuation(
+  system: string,
+  input: string,
+  tools: readonly ToolSpec[],
+  continuation: readonly string[],
+): string {
+  return sha256Hex(canonicalJson(redactStrings({ continuation, input, system, tools })));
+}
+
+/**
+ * {@link hashInput} (and {@link hashContinuation}) for many requests of one agent: the system
+ * prompt and tools are masked and serialized once, and each request only masks and hashes its
+ * input (and continuation). Gives exactly their hashes.
+ */
+export function inputHasher(
+  system: string,
+  tools: readonly ToolSpec[],
+): (input: string, continuation?: readonly string[]) => string {
   // Many agents share a system prompt and tools: their masked canonical text is kept, keyed by
   // the (native, fast) plain JSON of the two.
   const key = JSON.stringify([system, tools]);
   let rest = fixedParts.get(key);
   if (rest === undefined) {
-    // canonicalJson sorts keys: input, system, tools.
+    // canonicalJson sorts keys: (continuation,) input, system, tools.
     rest = `,"system":${canonicalJson(redactStrings(system))},"tools":${canonicalJson(redactStrings(tools))}}`;
     if (fixedParts.size >= FIXED_PARTS_CACHE_SIZE) fixedParts.clear();
     fixedParts.set(key, rest);
   }
   const suffix = rest;
-  return (input) => sha256Hex(`{"input":${canonicalJson(redactStrings(input))}${suffix}`);
+  return (input, continuation) => {
+    const head =
+      continuation === undefined || continuation.length === 0
+        ? '{'
+        : `{"continuation":${canonicalJson(redactStrings(continuation))},`;
+    return sha256Hex(`${head}"input":${canonicalJson(redactStrings(input))}${suffix}`);
+  };
 }
 
 const FIXED_PARTS_CACHE_SIZE = 64;
 const fixedParts = new Map<string, string>();
 
-type Kind = 'string' | 'number' | 'boolean' | 'array' | 'object' | 'string|null';
+type Kind = 'string' | 'number' | 'boolean' | 'array' | 'object' | 'string|null' | 'number|null';
 
 const REQUIRED: Readonly<Record<AuditEventType, Readonly<Record<string, Kind>>>> = {
   Started: {
@@ -305,8 +372,8 @@ const REQUIRED: Readonly<Record<AuditEventType, Readonly<Record<string, Kind>>>>
   Waiting: { callId: 'string', index: 'number' },
   Instructed: { index: 'number', text: 'string' },
   Resumed: { nextRound: 'number', pendingCallIds: 'array', truncatedBytes: 'number' },
-  Completed: { answer: 'string', usage: 'object', costUsd: 'number', rounds: 'number' },
-  Failed: { reason: 'string', error: 'object', usage: 'object', costUsd: 'number', rounds: 'number' },
+  Completed: { answer: 'string', usage: 'object', costUsd: 'number|null', rounds: 'number' },
+  Failed: { reason: 'string', error: 'object', usage: 'object', costUsd: 'number|null', rounds: 'number' },
 };
 
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -340,6 +407,8 @@ function hasKind(value: unknown, kind: Kind): boolean {
       return isRecord(value);
     case 'string|null':
       return value === null || typeof value === 'string';
+    case 'number|null':
+      return value === null || typeof value === 'number';
     default:
       return typeof value === kind;
   }

@@ -14,7 +14,7 @@
  *    is neither silently dropped nor run again.
  * 5. `waiting` set: if its instruction already arrived, answer the call with it; otherwise wait
  *    again for instruction `waiting.index` (the supervisor's inbox is indexed, so this is idempotent).
- * 6. Continue at `nextRound` with a fresh render; count `roundsUsed` against maxSteps and `totals`
+ * 6. Continue at `nextRound` with a fresh render; count `stepsUsed` against maxSteps and `totals`
  *    against budgets. A call id in `finishedCalls` is answered with its recorded result, never run.
  */
 import { SystemError } from '../errors.ts';
@@ -46,8 +46,14 @@ export interface ResumeState {
   readonly ended: EventOf<'Completed'> | EventOf<'Failed'> | undefined;
   /** The round to run next: one past the highest round recorded (1 for a journal with none). */
   readonly nextRound: number;
-  /** Distinct rounds that reached the provider (InferenceSubmitted): what counts toward maxSteps. */
+  /** Distinct rounds that reached the provider (InferenceSubmitted). */
   readonly roundsUsed: number;
+  /**
+   * Model requests sent or about to be sent: what counts toward maxSteps. Format 3 counts every
+   * InferenceSubmitted (a request cut off by a crash counts: it may have reached the server);
+   * format 2 counts each round's receipt's `requests`, or 1 for a round that has no receipt.
+   */
+  readonly stepsUsed: number;
   /** Tool calls with a recorded result, by call id: never execute these again. */
   readonly finishedCalls: ReadonlyMap<string, EventOf<'ToolResult'>>;
   /** Tool calls that started but have no result (the wait in `waiting` excepted), oldest first. */
@@ -83,6 +89,10 @@ export function resumeState(events: readonly AuditEvent[]): ResumeState {
   let ended: EventOf<'Completed'> | EventOf<'Failed'> | undefined;
   let maxRound = 0;
   const submittedRounds = new Set<number>();
+  /** Format 3 InferenceSubmitted events (they carry `step`). */
+  let steps = 0;
+  /** Format 2: requests per round, from receipts. */
+  const roundRequests = new Map<number, number>();
   const calls = new Map<string, EventOf<'ToolCall'>>();
   const finishedCalls = new Map<string, EventOf<'ToolResult'>>();
   const projection: ProjectionEvent[] = [];
@@ -97,6 +107,8 @@ export function resumeState(events: readonly AuditEvent[]): ResumeState {
     switch (event.type) {
       case 'InferenceSubmitted':
         submittedRounds.add(event.round);
+        if (event.step !== undefined) steps += 1;
+        else roundRequests.set(event.round, roundRequests.get(event.round) ?? 0);
         break;
       case 'ToolCall':
         calls.set(event.callId, event);
@@ -108,6 +120,9 @@ export function resumeState(events: readonly AuditEvent[]): ResumeState {
         break;
       case 'ProviderReceipt':
         totals = addReceipt(totals, event.receipt);
+        if (event.step === undefined) {
+          roundRequests.set(event.round, (roundRequests.get(event.round) ?? 0) + event.receipt.requests);
+        }
         break;
       case 'HistoryAppended':
       case 'StateChanged':
@@ -146,6 +161,7 @@ export function resumeState(events: readonly AuditEvent[]): ResumeState {
     ended,
     nextRound: maxRound + 1,
     roundsUsed: submittedRounds.size,
+    stepsUsed: steps + [...roundRequests.values()].reduce((sum, count) => sum + Math.max(1, count), 0),
     finishedCalls,
     pendingCalls,
     projection,

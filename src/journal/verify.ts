@@ -5,14 +5,20 @@
 import type { ToolSpec } from '../tools/types.ts';
 import { eventHash } from './chain.ts';
 import { GENESIS_HASH } from './constants.ts';
-import { type AuditEvent, hashInput, isTerminal } from './events.ts';
+import { type AuditEvent, hashContinuation, hashInput, isTerminal } from './events.ts';
 import { type JournalContents, readJournal } from './reader.ts';
 
-/** One provider turn's input, as re-rendered from the journal. */
+/** One model request's input, as re-rendered from the journal. */
 export interface RenderedInput {
   readonly system: string;
+  /** The round's render (what its first request sent). */
   readonly input: string;
   readonly tools: readonly ToolSpec[];
+  /**
+   * For a later request of a round: the history entries the round added since its first request,
+   * in order (see `hashContinuation`). Absent or empty for a round's first request.
+   */
+  readonly continuation?: readonly string[];
 }
 
 /**
@@ -43,7 +49,7 @@ export type VerifyReason =
   | 'agent_mismatch'
   /** An event follows Completed or Failed. */
   | 'after_end'
-  /** The re-rendered provider input does not hash to the recorded `inputHash`. */
+  /** The re-rendered input of a model request does not hash to the recorded `inputHash`. */
   | 'input_mismatch'
   | 'rerender_failed';
 
@@ -58,7 +64,7 @@ export interface VerifyResult {
   readonly ok: boolean;
   /** Events checked (all of them when `ok`). */
   readonly checkedEvents: number;
-  /** InferenceSubmitted hashes compared with a re-render. */
+  /** InferenceSubmitted hashes (one per model request) compared with a re-render. */
   readonly checkedInferences: number;
   readonly firstBad?: VerifyFailure;
 }
@@ -114,18 +120,19 @@ export function verifyJournal(events: readonly AuditEvent[], options: VerifyOpti
     }
     if (ended) return fail(index, 'after_end', `Expected nothing after the agent ended, found ${event.type}`);
     if (event.type === 'InferenceSubmitted' && options.rerender) {
+      const which = `Round ${event.round}${event.request !== undefined && event.request > 1 ? `, request ${event.request}` : ''}`;
       let rendered: RenderedInput;
       try {
         rendered = options.rerender(events, index);
       } catch (error) {
-        return fail(index, 'rerender_failed', `Could not re-render round ${event.round}: ${String(error)}`);
+        return fail(index, 'rerender_failed', `Could not re-render ${which}: ${String(error)}`);
       }
       checkedInferences += 1;
-      if (hashInput(rendered.system, rendered.input, rendered.tools) !== event.inputHash) {
+      if (requestHash(rendered) !== event.inputHash) {
         return fail(
           index,
           'input_mismatch',
-          `Round ${event.round}: the input re-rendered from the journal does not match the recorded input hash`,
+          `${which}: the input re-rendered from the journal does not match the recorded input hash`,
         );
       }
     }
@@ -133,6 +140,14 @@ export function verifyJournal(events: readonly AuditEvent[], options: VerifyOpti
     ended = isTerminal(event);
   }
   return { ok: true, checkedEvents: events.length, checkedInferences };
+}
+
+/** The hash a model request's input is recorded under. */
+export function requestHash(rendered: RenderedInput): string {
+  const { system, input, tools, continuation } = rendered;
+  return continuation !== undefined && continuation.length > 0
+    ? hashContinuation(system, input, tools, continuation)
+    : hashInput(system, input, tools);
 }
 
 /** {@link VerifyResult} of a journal file, plus whether its last append was torn. */

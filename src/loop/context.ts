@@ -4,9 +4,13 @@ import { type AuditEventInput, type HistoryKind, inputHasher } from '../journal/
 import type { JournalSink } from '../journal/sink.ts';
 import { addReceipt, type UsageTotals, ZERO_USAGE_TOTALS } from '../journal/usage.ts';
 import type { Projection } from '../projection/projection.ts';
+import type { TokenCounter } from '../projection/token-counter.ts';
+import type { ModelPrice } from '../providers/pricing.ts';
 import type { Provider, Receipt } from '../providers/types.ts';
 import type { Toolbox } from '../tools/toolbox.ts';
 import type { ToolSpec } from '../tools/types.ts';
+import type { ResolvedLimits } from './limits.ts';
+import type { LoopProgress, StopCondition } from './stop-conditions.ts';
 
 /** Everything a round needs, and what rounds change. */
 export class RunContext {
@@ -17,21 +21,41 @@ export class RunContext {
   readonly system: string;
   readonly toolbox: Toolbox;
   readonly projection: Projection;
+  /** Aborts on cancellation and when `wallClockMs` passes (see {@link RunContext.timedOut}). */
   readonly signal: AbortSignal;
   /** Input budget left for the render once the system prompt and tool schemas are counted. */
   readonly renderBudget: number;
+  readonly limits: ResolvedLimits;
+  /** Limits, then the caller's conditions: checked before every model request. */
+  readonly conditions: readonly StopCondition[];
+  /** Counts input and output when a server reports no usage. */
+  readonly usageCounter: TokenCounter;
+  /** Tokens of the system prompt and tool schemas, counted with {@link usageCounter}. */
+  readonly fixedUsageTokens: number;
+  /** The model's price, when the provider knows it. */
+  readonly price: ModelPrice | undefined;
   readonly #journal: JournalSink | undefined;
   readonly #observer: ((event: AuditEventInput) => void) | undefined;
+  readonly #timedOut: () => boolean;
 
   round = 0;
   roundsUsed = 0;
+  /** Model requests sent (or about to be sent): what `maxSteps` counts. */
+  stepsUsed = 0;
   totals: UsageTotals = ZERO_USAGE_TOTALS;
   instructionsReceived = 0;
+  /** Answers cut off by the output limit in a row. */
+  truncations = 0;
   readonly succeededTools = new Set<string>();
   /** The accepted `complete_task` result, once there is one. */
   completion: { readonly value: unknown } | undefined;
   /** The call id of the tool call being executed (routed tools journal against it). */
   currentCallId = '';
+  /**
+   * History entries pushed since the current round's first request: the continuation a later
+   * request of the round carries (see `hashContinuation`).
+   */
+  roundEntries: string[] = [];
   readonly startedAt = performance.now();
 
   constructor(init: {
@@ -43,7 +67,13 @@ export class RunContext {
     toolbox: Toolbox;
     projection: Projection;
     signal: AbortSignal;
+    timedOut: () => boolean;
     renderBudget: number;
+    limits: ResolvedLimits;
+    conditions: readonly StopCondition[];
+    usageCounter: TokenCounter;
+    fixedUsageTokens: number;
+    price: ModelPrice | undefined;
     journal: JournalSink | undefined;
     observer: ((event: AuditEventInput) => void) | undefined;
   }) {
@@ -55,9 +85,20 @@ export class RunContext {
     this.toolbox = init.toolbox;
     this.projection = init.projection;
     this.signal = init.signal;
+    this.#timedOut = init.timedOut;
     this.renderBudget = init.renderBudget;
+    this.limits = init.limits;
+    this.conditions = init.conditions;
+    this.usageCounter = init.usageCounter;
+    this.fixedUsageTokens = init.fixedUsageTokens;
+    this.price = init.price;
     this.#journal = init.journal;
     this.#observer = init.observer;
+  }
+
+  /** True once `wallClockMs` passed: the signal then aborted because of the time limit. */
+  get timedOut(): boolean {
+    return this.#timedOut();
   }
 
   /** Records an audit event (journal first, then observers). */
@@ -69,6 +110,7 @@ export class RunContext {
   /** Pushes a history entry to the projection and journals it. */
   pushHistory(text: string, kind: HistoryKind, displayedKeys: readonly string[] = [], callId?: string): void {
     this.projection.pushHistory(text, displayedKeys);
+    this.roundEntries.push(text);
     this.record({
       type: 'HistoryAppended',
       agentId: this.agentId,
@@ -93,16 +135,34 @@ export class RunContext {
     return this.totals.usage.inputTokens + this.totals.usage.outputTokens;
   }
 
-  readonly #hashers = new Map<readonly ToolSpec[], (input: string) => string>();
+  /** What the stop conditions see now. */
+  progress(): LoopProgress {
+    return {
+      stepsUsed: this.stepsUsed,
+      roundsUsed: this.roundsUsed,
+      totalTokens: this.totalTokens,
+      costUsd: this.totals.costUsd,
+      elapsedMs: performance.now() - this.startedAt,
+      succeededTools: this.succeededTools,
+    };
+  }
 
-  /** {@link hashInput} of a round's exact provider input, with the fixed parts prepared once. */
-  hashInput(input: string, tools: readonly ToolSpec[]): string {
+  readonly #hashers = new Map<
+    readonly ToolSpec[],
+    (input: string, continuation?: readonly string[]) => string
+  >();
+
+  /**
+   * The SHA-256 a model request is journalled under: `hashInput` of the round's render, or
+   * `hashContinuation` with the entries added since, with the fixed parts prepared once.
+   */
+  hashInput(input: string, tools: readonly ToolSpec[], continuation?: readonly string[]): string {
     let hasher = this.#hashers.get(tools);
     if (!hasher) {
       hasher = inputHasher(this.system, tools);
       this.#hashers.set(tools, hasher);
     }
-    return hasher(input);
+    return hasher(input, continuation);
   }
 
   /** Tool specs offered in a normal round. */

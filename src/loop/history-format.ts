@@ -26,3 +26,11 @@ export const ASSISTANT_PREFIX = 'Assistant: ';
 export function formatAssistant(text: string): string {
   return `${ASSISTANT_PREFIX}${text}`;
 }
+
+/**
+ * What the model is shown before a capture turn: which tool asks for a freeform answer, and the
+ * tool's own prompt (`CaptureRequest.prompt`).
+ */
+export function formatCapturePrompt(modelName: string, prompt: string): string {
+  return `Freeform answer requested by ${modelName} (answer with text only; no tools this turn): ${prompt}`;
+}

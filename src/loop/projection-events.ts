@@ -14,17 +14,26 @@ import type { Projection } from '../projection/projection.ts';
 import type { StateUpdate } from '../tools/types.ts';
 import { formatToolCall, formatToolResult } from './history-format.ts';
 
-/** The journal format this version writes (recorded as `Started.format`). */
-export const JOURNAL_FORMAT = 2;
+/**
+ * The journal format this version writes (recorded as `Started.format`): 3 adds one
+ * InferenceSubmitted and one ProviderReceipt per model request. Format 2 and 3 change the
+ * projection the same way, so both can be resumed and verified.
+ */
+export const JOURNAL_FORMAT = 3;
 
-/** Pushes the history entry of a tool call. */
+/** Formats this version resumes (older ones are refused with `journal_format`). */
+export const RESUMABLE_FORMATS: readonly number[] = [2, 3];
+
+/** Pushes the history entry of a tool call; returns the entry. */
 export function applyToolCall(
   projection: Projection,
   modelName: string,
   args: unknown,
   rawArgs: string | undefined,
-): void {
-  projection.pushHistory(formatToolCall(modelName, args, rawArgs));
+): string {
+  const entry = formatToolCall(modelName, args, rawArgs);
+  projection.pushHistory(entry);
+  return entry;
 }
 
 /** What a recorded tool result changes: the members of a ToolResult event that matter here. */
@@ -38,15 +47,22 @@ export interface ToolResultEffects {
 
 /**
  * Applies a tool result: its state updates, then its entry; or only the not-fitted entry when the
- * result did not fit the budget.
+ * result did not fit the budget. Returns the entry pushed.
  */
-export function applyToolResult(projection: Projection, result: ToolResultEffects, modelName: string): void {
+export function applyToolResult(
+  projection: Projection,
+  result: ToolResultEffects,
+  modelName: string,
+): string {
   if (!result.projectionAccepted) {
-    projection.pushHistory(formatToolResult(modelName, false, RESULT_NOT_FITTED_TEXT));
-    return;
+    const entry = formatToolResult(modelName, false, RESULT_NOT_FITTED_TEXT);
+    projection.pushHistory(entry);
+    return entry;
   }
   for (const update of result.stateUpdates) projection.applyUpdates([update]);
-  projection.pushHistory(formatToolResult(modelName, result.ok, result.text), result.displayedStateKeys);
+  const entry = formatToolResult(modelName, result.ok, result.text);
+  projection.pushHistory(entry, result.displayedStateKeys);
+  return entry;
 }
 
 /** Replays a journal's events, in order, onto a projection. */
@@ -65,27 +81,32 @@ export class ProjectionReplay {
     return this.#format;
   }
 
-  /** Applies one event (events that do not touch the projection are ignored). */
-  apply(event: AuditEvent): void {
+  /**
+   * Applies one event (events that do not touch the projection are ignored). Returns the history
+   * entry the event pushed, if it pushed one.
+   */
+  apply(event: AuditEvent): string | undefined {
     switch (event.type) {
       case 'Started':
         this.#format = event.format ?? 1;
-        return;
+        return undefined;
       case 'HistoryAppended':
         this.#projection.pushHistory(event.text, event.displayedKeys);
-        return;
+        return event.text;
       case 'StateChanged':
         this.#projection.applyUpdates([{ key: event.key, text: event.text }]);
-        return;
+        return undefined;
       case 'ToolCall':
         this.#modelNames.set(event.callId, event.modelName);
-        if (this.#format >= 2) applyToolCall(this.#projection, event.modelName, event.args, event.rawArgs);
-        return;
+        return this.#format >= 2
+          ? applyToolCall(this.#projection, event.modelName, event.args, event.rawArgs)
+          : undefined;
       case 'ToolResult':
-        if (this.#format >= 2) applyToolResult(this.#projection, event, this.#modelName(event));
-        return;
+        return this.#format >= 2
+          ? applyToolResult(this.#projection, event, this.#modelName(event))
+          : undefined;
       default:
-        return;
+        return undefined;
     }
   }
 

@@ -3,13 +3,19 @@ import { Projection } from '../projection/projection.ts';
 import type { ToolSpec } from '../tools/types.ts';
 import { ProjectionReplay } from './projection-events.ts';
 
-/** A stateful re-render for one pass of `verifyJournal` over one journal. */
+/**
+ * A stateful re-render for one pass of `verifyJournal` over one journal. A round's first request
+ * re-renders the projection; a later request of the same round adds the history entries replayed
+ * since then as its continuation, exactly as the loop hashed it.
+ */
 export function journalRerender(): Rerender {
   let projection: Projection | undefined;
   let replay: ProjectionReplay | undefined;
   let system = '';
   let specs = new Map<string, ToolSpec>();
   let next = 0;
+  let roundInput = '';
+  let continuation: string[] = [];
   return (events, index) => {
     for (; next < index; next += 1) {
       const event = events[next];
@@ -20,7 +26,8 @@ export function journalRerender(): Rerender {
         system = event.systemPrompt;
         specs = new Map(event.toolSpecs.map((spec) => [spec.name, spec]));
       }
-      replay?.apply(event);
+      const entry = replay?.apply(event);
+      if (entry !== undefined) continuation.push(entry);
     }
     const submitted = events[index];
     if (!projection || submitted?.type !== 'InferenceSubmitted') {
@@ -31,6 +38,11 @@ export function journalRerender(): Rerender {
       if (!spec) throw new Error(`Round ${submitted.round} offered ${name}, which Started does not declare`);
       return spec;
     });
-    return { system, input: projection.render(), tools };
+    if ((submitted.request ?? 1) <= 1) {
+      roundInput = projection.render();
+      continuation = [];
+      return { system, input: roundInput, tools };
+    }
+    return { system, input: roundInput, tools, continuation: [...continuation] };
   };
 }

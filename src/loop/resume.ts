@@ -11,9 +11,9 @@ import type { AuditEvent } from '../journal/events.ts';
 import { resumeState } from '../journal/resume.ts';
 import { COMPLETE_TASK } from '../tools/builtin/orchestration.ts';
 import type { RunContext } from './context.ts';
-import { JOURNAL_FORMAT, ProjectionReplay } from './projection-events.ts';
-import { recordToolResult } from './round.ts';
+import { JOURNAL_FORMAT, ProjectionReplay, RESUMABLE_FORMATS } from './projection-events.ts';
 import { waitForInstruction } from './routed-tools.ts';
+import { recordToolResult } from './tool-calls.ts';
 import type { AgentChannels } from './types.ts';
 
 /**
@@ -28,11 +28,11 @@ export async function restoreFromJournal(
 ): Promise<void> {
   const state = resumeState(events);
   const format = state.started.format ?? 1;
-  if (format !== JOURNAL_FORMAT) {
+  if (!RESUMABLE_FORMATS.includes(format)) {
     throw new SystemError(
       'journal_format',
-      `Expected a journal of format ${JOURNAL_FORMAT} to resume, got format ${format} (written by an older troupe; resume it with that version)`,
-      { format, expected: JOURNAL_FORMAT },
+      `Expected a journal of format ${RESUMABLE_FORMATS.join(' or ')} to resume, got format ${format} (${format < JOURNAL_FORMAT ? 'written by an older troupe; resume it with that version' : 'written by a newer troupe'})`,
+      { format, expected: RESUMABLE_FORMATS },
     );
   }
   const replay = new ProjectionReplay(run.projection);
@@ -40,6 +40,7 @@ export async function restoreFromJournal(
   for (const change of state.projection) replay.apply(change);
   run.round = state.nextRound - 1;
   run.roundsUsed = state.roundsUsed;
+  run.stepsUsed = state.stepsUsed;
   run.totals = state.totals;
   run.instructionsReceived = state.instructionsReceived;
   for (const result of state.finishedCalls.values()) {

@@ -1,17 +1,19 @@
 /**
- * One round: one provider turn on a fresh render. Tool calls are executed and answered in the
- * provider's native protocol; the slice rule, captures and `complete_task` end the turn early.
+ * One round: one render of the projection and the provider turn sent on it. The turn may take
+ * several model requests (steps): tool calls are executed and answered in the provider's native
+ * protocol, and before the answers go back (starting the next request) the limits are checked
+ * again and the request is journalled with the hash of its exact input. The slice rule, captures
+ * and `complete_task` end the turn early.
  */
-
-import { abortable } from '../abort.ts';
 import { SLICE_REFUSAL } from '../constants.ts';
 import type { SerializedError } from '../errors.ts';
-import { RESULT_NOT_FITTED_TEXT } from '../projection/constants.ts';
-import type { StopReason, ToolCall, ToolChoice, Turn } from '../providers/types.ts';
+import type { StopReason, ToolChoice, TurnEvent } from '../providers/types.ts';
 import type { CaptureRequest, ToolOutcome, ToolSpec } from '../tools/types.ts';
+import { type RequestOutput, requestReceipt } from './accounting.ts';
 import type { RunContext } from './context.ts';
-import { formatAssistant, formatToolResult } from './history-format.ts';
-import { applyToolCall, applyToolResult } from './projection-events.ts';
+import { limitVerdict } from './decide.ts';
+import { formatAssistant, formatCapturePrompt } from './history-format.ts';
+import { handleToolCall, recordToolResult } from './tool-calls.ts';
 
 /** A capture requested by a tool call, to run as the next round. */
 export interface PendingCapture {
@@ -28,7 +30,7 @@ export interface RoundResult {
   readonly stopReason: StopReason | undefined;
   /** Tool calls the model made this round (executed or refused). */
   readonly toolCalls: number;
-  /** Tool calls that succeeded this round. */
+  /** Tool calls that succeeded (and whose results reached the projection) this round. */
   readonly succeeded: number;
   readonly error: SerializedError | undefined;
   /** A tool asked for a capture: the next round runs without tools. */
@@ -51,20 +53,20 @@ const COMPLETED_REFUSAL = 'The task is already complete: complete_task succeeded
 export async function runRound(ctx: RunContext, options: RoundOptions = {}): Promise<RoundResult> {
   ctx.round += 1;
   ctx.roundsUsed += 1;
-  const round = ctx.round;
   const tools: readonly ToolSpec[] = options.capture ? NO_TOOLS : ctx.specs;
   const toolChoice: ToolChoice | undefined = options.capture ? 'none' : options.toolChoice;
+  if (options.capture) {
+    const { modelName, request } = options.capture;
+    ctx.pushHistory(
+      formatCapturePrompt(modelName, request.prompt),
+      'capture_prompt',
+      [],
+      options.capture.callId,
+    );
+  }
   const input = ctx.projection.render();
-  ctx.record({
-    type: 'InferenceSubmitted',
-    agentId: ctx.agentId,
-    round,
-    inputHash: ctx.hashInput(input, tools),
-    estimatedTokens: ctx.projection.estimatedTokens(),
-    tools: tools.map((tool) => tool.name),
-    ...(toolChoice === undefined ? {} : { toolChoice }),
-    ...(options.capture ? { captureFor: options.capture.callId } : {}),
-  });
+  let request = 1;
+  submit(ctx, { input, tools, toolChoice, request, capture: options.capture });
 
   const turn = ctx.provider.turn(
     {
@@ -78,14 +80,36 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
   );
 
   let pendingText = '';
+  let reasoning = '';
   let toolCalls = 0;
   let succeeded = 0;
   let sliceEnded = false;
+  let stopped = false;
+  let expected = 0;
+  let answered = 0;
+  let responses = 0;
   let capture: PendingCapture | undefined;
+  const stop = (): void => {
+    stopped = true;
+    turn.stop();
+  };
   const flushText = (): void => {
     const text = pendingText.trim();
     pendingText = '';
     if (text !== '' && !options.capture) ctx.pushHistory(formatAssistant(text), 'assistant');
+  };
+  const account = (receipt: Parameters<typeof requestReceipt>[1], output: RequestOutput, end?: TurnEvent) => {
+    const journalled = requestReceipt(ctx, receipt, output);
+    ctx.addReceipt(journalled);
+    ctx.record({
+      type: 'ProviderReceipt',
+      agentId: ctx.agentId,
+      round: ctx.round,
+      step: ctx.stepsUsed,
+      receipt: journalled,
+      ...(end?.type === 'response' ? { stopReason: end.stopReason } : {}),
+      ...(end?.type === 'error' ? { errorCode: end.error.code } : {}),
+    });
   };
 
   for await (const event of turn) {
@@ -94,7 +118,24 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
         pendingText += event.text;
         break;
       case 'reasoning_delta':
+        reasoning += event.text;
+        break;
       case 'usage':
+        break;
+      case 'response':
+        responses += 1;
+        account(
+          event.receipt,
+          {
+            text: event.text,
+            reasoning,
+            toolArguments: event.toolCalls.map((call) => call.rawArguments),
+          },
+          event,
+        );
+        reasoning = '';
+        expected = event.toolCalls.length;
+        answered = 0;
         break;
       case 'tool_call': {
         flushText();
@@ -108,32 +149,51 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
               : ctx.completion
                 ? COMPLETED_REFUSAL
                 : undefined;
-        const outcome = await handleToolCall(ctx, turn, event, refusal);
-        // Cancelled while the tool ran: nothing more goes back to the model.
-        if (ctx.signal.aborted) turn.stop();
-        if (outcome.ok && refusal === undefined) succeeded += 1;
-        if (refusal !== undefined) break;
-        if (outcome.ok && (outcome.stateUpdates?.length ?? 0) > 0) {
-          sliceEnded = true;
-          turn.stop();
+        const handled = await handleToolCall(ctx, event, refusal);
+        const outcome: ToolOutcome = handled.outcome;
+        // Cancelled (or out of time) while the tool ran: nothing more goes back to the model.
+        if (ctx.signal.aborted) stop();
+        if (handled.succeeded) succeeded += 1;
+        if (refusal === undefined) {
+          if (outcome.ok && (outcome.stateUpdates?.length ?? 0) > 0) {
+            sliceEnded = true;
+            stop();
+          }
+          if (outcome.capture && outcome.ok) {
+            const canonical = ctx.toolbox.canonicalName(event.name) ?? event.name;
+            capture = { callId: event.id, name: canonical, modelName: event.name, request: outcome.capture };
+            stop();
+          }
+          if (ctx.completion) stop();
         }
-        if (outcome.capture && outcome.ok) {
-          const canonical = ctx.toolbox.canonicalName(event.name) ?? event.name;
-          capture = { callId: event.id, name: canonical, modelName: event.name, request: outcome.capture };
-          turn.stop();
+        answered += 1;
+        // The last answer of a response sends the next request, unless the turn stops here.
+        if (answered === expected && !stopped) {
+          if (limitVerdict(ctx) !== undefined) stop();
+          else {
+            request += 1;
+            submit(ctx, { input, tools, toolChoice, request, capture: options.capture });
+          }
         }
-        if (ctx.completion) turn.stop();
+        turn.respond(event.id, handled.answer);
         break;
       }
       case 'completed':
-        ctx.addReceipt(event.receipt);
-        ctx.record({
-          type: 'ProviderReceipt',
-          agentId: ctx.agentId,
-          round,
-          receipt: event.receipt,
-          stopReason: event.stopReason,
-        });
+        // A provider not built on createTurn sends no response events: its turn is one receipt.
+        if (responses === 0) {
+          account(
+            event.receipt,
+            { text: event.text, reasoning, toolArguments: [] },
+            {
+              type: 'response',
+              index: 0,
+              text: event.text,
+              toolCalls: [],
+              stopReason: event.stopReason,
+              receipt: event.receipt,
+            },
+          );
+        }
         if (options.capture) {
           await finishCapture(ctx, options.capture, event.text.length > 0 ? event.text : pendingText);
           pendingText = '';
@@ -151,9 +211,9 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
           capture,
         };
       case 'error':
-        ctx.addReceipt(event.receipt);
-        ctx.record({ type: 'ProviderReceipt', agentId: ctx.agentId, round, receipt: event.receipt });
-        flushText();
+        if (event.request) account(event.request, { text: pendingText, reasoning, toolArguments: [] }, event);
+        // The agent ends with this error: the failed request's partial text (up to maxOutputChars
+        // of whatever the server sent) is counted in its receipt, not pushed into the projection.
         return { text: '', stopReason: undefined, toolCalls, succeeded, error: event.error, capture };
     }
   }
@@ -173,82 +233,31 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
   };
 }
 
-async function handleToolCall(
+/** Journals a model request about to be sent: one step, with the hash of its exact input. */
+function submit(
   ctx: RunContext,
-  turn: Turn,
-  call: ToolCall,
-  refusal: string | undefined,
-): Promise<ToolOutcome> {
-  const canonical = ctx.toolbox.canonicalName(call.name) ?? call.name;
+  request: {
+    readonly input: string;
+    readonly tools: readonly ToolSpec[];
+    readonly toolChoice: ToolChoice | undefined;
+    readonly request: number;
+    readonly capture: PendingCapture | undefined;
+  },
+): void {
+  if (request.request === 1) ctx.roundEntries = [];
+  ctx.stepsUsed += 1;
   ctx.record({
-    type: 'ToolCall',
+    type: 'InferenceSubmitted',
     agentId: ctx.agentId,
     round: ctx.round,
-    callId: call.id,
-    name: canonical,
-    modelName: call.name,
-    ...(call.arguments === undefined ? { rawArgs: call.rawArguments } : { args: call.arguments }),
+    step: ctx.stepsUsed,
+    request: request.request,
+    inputHash: ctx.hashInput(request.input, request.tools, ctx.roundEntries),
+    estimatedTokens: ctx.projection.estimatedTokens(),
+    tools: request.tools.map((tool) => tool.name),
+    ...(request.toolChoice === undefined ? {} : { toolChoice: request.toolChoice }),
+    ...(request.capture ? { captureFor: request.capture.callId } : {}),
   });
-  applyToolCall(ctx.projection, call.name, call.arguments, call.rawArguments);
-
-  let outcome: ToolOutcome;
-  if (refusal !== undefined) {
-    outcome = { ok: false, text: refusal };
-  } else if (call.arguments === undefined) {
-    outcome = {
-      ok: false,
-      text: `Invalid arguments for \`${call.name}\`: not valid JSON (${call.parseError ?? 'unparseable'}). Call it again with a JSON object.`,
-    };
-  } else {
-    ctx.currentCallId = call.id;
-    outcome = await untilAborted(
-      ctx.toolbox.call(call.name, call.arguments, { signal: ctx.signal }),
-      ctx.signal,
-      call.name,
-    );
-  }
-  const accepted = recordToolResult(ctx, call.id, canonical, call.name, outcome, refusal !== undefined);
-  turn.respond(call.id, accepted ? outcome.text : RESULT_NOT_FITTED_TEXT);
-  if (outcome.ok && refusal === undefined) ctx.succeededTools.add(canonical);
-  return outcome;
-}
-
-/**
- * Adds a tool result to the projection (or the not-fitted text when it would exceed the budget) and
- * journals the exact result. Returns whether the result itself reached the projection.
- */
-export function recordToolResult(
-  ctx: RunContext,
-  callId: string,
-  canonical: string,
-  modelName: string,
-  outcome: ToolOutcome,
-  refused: boolean,
-): boolean {
-  const stateUpdates = outcome.ok ? (outcome.stateUpdates ?? []) : [];
-  const displayedStateKeys = outcome.ok ? (outcome.displayedStateKeys ?? []) : [];
-  const entry = formatToolResult(modelName, outcome.ok, outcome.text);
-  const accepted = ctx.projection.fitsCandidate(
-    { text: entry, ok: outcome.ok, stateUpdates, displayedStateKeys },
-    ctx.renderBudget,
-  );
-  const event = {
-    type: 'ToolResult',
-    agentId: ctx.agentId,
-    round: ctx.round,
-    callId,
-    name: canonical,
-    ok: outcome.ok,
-    projectionAccepted: accepted,
-    text: outcome.text,
-    stateUpdates,
-    displayedStateKeys,
-    ...(refused ? { refused: true } : {}),
-    ...(outcome.data === undefined ? {} : { data: outcome.data }),
-  } as const;
-  ctx.record(event);
-  applyToolResult(ctx.projection, event, modelName);
-  return accepted;
 }
 
 async function finishCapture(ctx: RunContext, capture: PendingCapture, text: string): Promise<void> {
@@ -264,16 +273,4 @@ async function finishCapture(ctx: RunContext, capture: PendingCapture, text: str
   ctx.pushHistory(`Captured answer for ${capture.modelName}: ${text}`, 'capture', [], capture.callId);
   const accepted = recordToolResult(ctx, capture.callId, capture.name, capture.modelName, outcome, false);
   if (accepted && outcome.ok) ctx.succeededTools.add(capture.name);
-}
-
-/**
- * A tool that ignores its AbortSignal must not hold a cancelled agent: the loop stops waiting for
- * it (the call is recorded as cancelled) and lets it finish or hang on its own.
- */
-function untilAborted(work: Promise<ToolOutcome>, signal: AbortSignal, name: string): Promise<ToolOutcome> {
-  return abortable(work, signal).catch((error: unknown) =>
-    signal.aborted
-      ? { ok: false, text: `${name} was cancelled` }
-      : { ok: false, text: `${name} failed: ${error instanceof Error ? error.message : String(error)}` },
-  );
 }

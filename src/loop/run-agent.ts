@@ -1,35 +1,45 @@
 /**
- * The agent loop: runs one agent to exactly one terminal event (Completed or Failed), round by
- * round, each round on a fresh render of the projection. It knows nothing about threads: the same
- * code runs in-process and inside an actor host.
+ * The agent loop's entry: prepares one agent (toolbox, system prompt, projection, limits, journal)
+ * and runs it to exactly one terminal event (Completed or Failed), round by round, each round on a
+ * fresh render of the projection. It knows nothing about threads: the same code runs in-process
+ * and inside an actor host.
  */
-import { DEFAULT_RECOVERY, HARD_MAX_STEPS } from '../constants.ts';
+import { followSignal } from '../abort.ts';
 import { definitionHash } from '../definition/load.ts';
 import { toolReferenceProblems } from '../definition/tool-references.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { type SerializedError, serializeError, UserError } from '../errors.ts';
-import type { AuditEvent, AuditEventInput, StartedWarning } from '../journal/events.ts';
+import type { AuditEvent, AuditEventInput, EventOf, StartedWarning } from '../journal/events.ts';
 import type { JournalSink } from '../journal/sink.ts';
 import type { McpServers } from '../mcp/config.ts';
 import { McpPool, type McpToolSet, type McpToolSource, serversForAgent } from '../mcp/pool.ts';
 import { Projection } from '../projection/projection.ts';
-import { type CounterName, counterForModel, type TokenCounter } from '../projection/token-counter.ts';
+import {
+  type CounterName,
+  counterForModel,
+  heuristicCounter,
+  o200kCounter,
+  type TokenCounter,
+} from '../projection/token-counter.ts';
 import { assembleSystemPrompt } from '../prompt/assemble.ts';
 import { projectDirs } from '../prompt/project-dirs.ts';
 import type { Provider } from '../providers/types.ts';
 import { createToolRegistry } from '../tools/builtin/index.ts';
 import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../tools/builtin/orchestration.ts';
 import { ToolRegistry } from '../tools/registry.ts';
-import { backoffDelay, sleep as defaultSleep, type Sleep } from '../tools/retry.ts';
+import { sleep as defaultSleep, type Sleep } from '../tools/retry.ts';
 import { buildToolbox } from '../tools/toolbox.ts';
 import type { PromptTools } from '../tools/types.ts';
 import { RunContext } from './context.ts';
+import { abortEnding, cancelled } from './decide.ts';
+import { limitConditions, limitNotices, resolveLimits } from './limits.ts';
+import { end, runLoop, terminalEvent } from './loop.ts';
 import { contextWindowFor, maxInputFor } from './model-limits.ts';
 import { JOURNAL_FORMAT } from './projection-events.ts';
 import { restoreFromJournal } from './resume.ts';
-import { type PendingCapture, runRound } from './round.ts';
 import { routedTools } from './routed-tools.ts';
-import { budget, firstVerdict, type StopCondition, stepCount } from './stop-conditions.ts';
+import type { StopCondition } from './stop-conditions.ts';
+import { WallClockExceeded } from './tool-calls.ts';
 import type { AgentChannels, AgentLimits, AgentOutcome, FailureReason } from './types.ts';
 
 /** Everything one agent run needs. */
@@ -69,8 +79,9 @@ export interface RunAgentOptions {
   /** Bytes of a torn journal line cut away before resuming (recorded in the Resumed event). */
   readonly truncatedBytes?: number;
   readonly signal?: AbortSignal;
+  /** Steps, budgets and time; see {@link AgentLimits}. The defaults protect an unattended run. */
   readonly limits?: AgentLimits;
-  /** Extra stop conditions, checked before every round after the built-in limits. */
+  /** Extra stop conditions, checked before every model request after the built-in limits. */
   readonly stopWhen?: readonly StopCondition[];
   /** How `complete_task` and `wait_for_instruction` reach the runner. @default in-process */
   readonly channels?: AgentChannels;
@@ -100,26 +111,27 @@ export interface RunAgentOptions {
 
 /** Runs one agent to its outcome. Never throws for the agent's own failures: they are outcomes. */
 export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> {
-  const signal = options.signal ?? new AbortController().signal;
+  // The run's own signal: the caller's cancellation, and the time limit (wallClockMs).
+  const controller = new AbortController();
+  const unfollow = followSignal(options.signal, controller);
+  let timer: ReturnType<typeof setTimeout> | undefined;
   const { definition, agentId } = options;
   let run: RunContext | undefined;
   const fail = (reason: FailureReason, error: SerializedError): AgentOutcome => {
-    const totals = run?.totals;
+    if (run) return end(run, { kind: 'fail', reason, error });
     const outcome: AgentOutcome = {
       status: 'failed',
       agentId,
       reason,
       error,
-      usage: totals?.usage ?? { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
-      costUsd: totals?.costUsd ?? 0,
-      rounds: run?.roundsUsed ?? 0,
+      usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
+      costUsd: 0,
+      rounds: 0,
+      steps: 0,
     };
-    const event: AuditEventInput = { type: 'Failed', ...withoutStatus(outcome) };
-    if (run) run.record(event);
-    else {
-      options.journal?.append(event);
-      options.onEvent?.(event);
-    }
+    const event = terminalEvent(outcome);
+    options.journal?.append(event);
+    options.onEvent?.(event);
     return outcome;
   };
 
@@ -129,12 +141,10 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     const started = resume?.[0]?.type === 'Started' ? resume[0] : undefined;
     if (resume) {
       const ended = resume.findLast((e) => e.type === 'Completed' || e.type === 'Failed');
-      if (ended?.type === 'Completed') return { status: 'completed', ...pick(ended) };
-      if (ended?.type === 'Failed') {
-        return { status: 'failed', agentId, reason: ended.reason, error: ended.error, ...usageOf(ended) };
-      }
+      if (ended) return recordedOutcome(ended);
     }
 
+    const limits = resolveLimits(options.limits ?? started?.limits, definition.maxSteps);
     const channels = options.channels ?? {};
     const shared = options.registry ?? createToolRegistry();
     const servers = serversForAgent(definition, options.mcpServers ?? {});
@@ -145,7 +155,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         ownPool = new McpPool({ cwd: options.cwd });
         source = ownPool;
       }
-      mcp = await source.toolsFor(servers, signal);
+      mcp = await source.toolsFor(servers, controller.signal);
     }
     const tools = [
       ...shared.list().filter((t) => t.name !== COMPLETE_TASK && t.name !== WAIT_FOR_INSTRUCTION),
@@ -173,10 +183,16 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     const counter = counterForModel(options.model, options.counter);
     const contextWindow = started?.contextWindow ?? options.contextWindow ?? contextWindowFor(options.model);
     const maxInputTokens = started?.maxInputTokens ?? options.maxInputTokens ?? maxInputFor(contextWindow);
-    const fixedTokens = counter.count(system) + counter.count(JSON.stringify(toolbox.specs));
+    const toolsJson = JSON.stringify(toolbox.specs);
+    const fixedTokens = counter.count(system) + counter.count(toolsJson);
+    // Usage a server does not report is counted with a BPE tokenizer; o200k stands in for models
+    // troupe has no tokenizer for (open models' tokenizers are close to it; chars/4 is not).
+    const usageCounter = counter.name === heuristicCounter.name ? o200kCounter : counter;
     const context = started?.context ?? options.context ?? [];
     const task = started?.task ?? options.task;
     const projection = new Projection({ context, task, counter });
+    const price = options.provider.priceOf?.(options.model);
+    let timedOut = false;
     run = new RunContext({
       agentId,
       definition,
@@ -185,8 +201,15 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       system,
       toolbox,
       projection,
-      signal,
+      signal: controller.signal,
+      timedOut: () => timedOut,
       renderBudget: maxInputTokens - fixedTokens,
+      limits,
+      conditions: [...limitConditions(limits), ...(options.stopWhen ?? [])],
+      usageCounter,
+      fixedUsageTokens:
+        usageCounter === counter ? fixedTokens : usageCounter.count(system) + usageCounter.count(toolsJson),
+      price,
       journal: options.journal,
       observer: options.onEvent,
     });
@@ -194,6 +217,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     if (resume && started) {
       await restoreFromJournal(run, resume, channels, options.truncatedBytes ?? 0);
     } else {
+      const notices = limitNotices(limits, options.model, price);
       run.record({
         type: 'Started',
         agentId,
@@ -213,18 +237,31 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         systemPrompt: system,
         toolSpecs: toolbox.specs,
         ...(warnings.length > 0 ? { warnings } : {}),
-        ...(options.limits ? { limits: options.limits } : {}),
+        limits,
+        ...(notices.length > 0 ? { notices } : {}),
         format: JOURNAL_FORMAT,
       });
     }
-    return await loop(run, options, fail);
+    if (limits.wallClockMs > 0) {
+      timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort(new WallClockExceeded(limits.wallClockMs));
+      }, limits.wallClockMs);
+    }
+    return await runLoop(run, {
+      sleep: options.sleep ?? defaultSleep,
+      ...(options.random ? { random: options.random } : {}),
+    });
   } catch (error) {
+    if (run && controller.signal.aborted) return end(run, abortEnding(run));
+    if (controller.signal.aborted) return fail('cancelled', cancelled(controller.signal));
     const serialized = serializeError(error);
-    if (signal.aborted) return fail('cancelled', cancelled(signal));
     const reason: FailureReason =
       serialized.code === 'template_error' || serialized.name === 'UserError' ? 'invalid_request' : 'crashed';
     return fail(reason, serialized);
   } finally {
+    clearTimeout(timer);
+    unfollow();
     await ownPool?.close();
   }
 }
@@ -276,113 +313,6 @@ function needsProjectRoot(definition: AgentDefinition): boolean {
   );
 }
 
-async function loop(
-  run: RunContext,
-  options: RunAgentOptions,
-  fail: (reason: FailureReason, error: SerializedError) => AgentOutcome,
-): Promise<AgentOutcome> {
-  const { definition } = run;
-  const limits = options.limits ?? {};
-  const maxSteps = Math.min(HARD_MAX_STEPS, limits.maxSteps ?? definition.maxSteps);
-  const conditions: StopCondition[] = [stepCount(maxSteps), budget(limits), ...(options.stopWhen ?? [])];
-  const requirement = definition.completionRequirement;
-  const recovery = requirement?.recovery ?? DEFAULT_RECOVERY;
-  const sleep = options.sleep ?? defaultSleep;
-  let misses = 0;
-  let forceTool = false;
-  let capture: PendingCapture | undefined;
-
-  const complete = (answer: string, result: unknown): AgentOutcome => {
-    const outcome: AgentOutcome = {
-      status: 'completed',
-      agentId: run.agentId,
-      answer,
-      result,
-      usage: run.totals.usage,
-      costUsd: run.totals.costUsd,
-      rounds: run.roundsUsed,
-    };
-    run.record({ type: 'Completed', ...withoutStatus(outcome) });
-    return outcome;
-  };
-  if (run.completion) return complete(JSON.stringify(run.completion.value), run.completion.value);
-
-  for (;;) {
-    // A zero-latency model and synchronous tools would otherwise run every round as one chain of
-    // microtasks, starving the thread's event loop: heartbeats and cancels could not get in.
-    await yieldToEventLoop();
-    if (run.signal.aborted) return fail('cancelled', cancelled(run.signal));
-    const verdict = firstVerdict(conditions, {
-      roundsUsed: run.roundsUsed,
-      totalTokens: run.totalTokens,
-      costUsd: run.totals.costUsd,
-      elapsedMs: performance.now() - run.startedAt,
-      succeededTools: run.succeededTools,
-    });
-    if (verdict?.kind === 'fail') return fail(verdict.reason, failure(verdict.code, verdict.message));
-    if (verdict?.kind === 'complete') return complete(verdict.answer, undefined);
-    if (!run.projection.fits(run.renderBudget)) {
-      return fail(
-        'budget',
-        failure(
-          'context_budget',
-          `The input (${run.projection.estimatedTokens()} tokens) no longer fits the budget of ${run.renderBudget}`,
-        ),
-      );
-    }
-
-    const requiredModelName = requirement ? run.toolbox.modelName(requirement.tool) : undefined;
-    const result = await runRound(run, {
-      ...(capture ? { capture } : {}),
-      ...(forceTool && requiredModelName ? { toolChoice: { tool: requiredModelName } } : {}),
-    });
-    const wasCapture = capture !== undefined;
-    capture = result.capture;
-
-    if (run.signal.aborted) return fail('cancelled', result.error ?? cancelled(run.signal));
-    if (result.error) {
-      if (result.error.code === 'cancelled') return fail('cancelled', result.error);
-      return fail('provider_error', result.error);
-    }
-    const completion = run.acceptedCompletion();
-    if (completion) return complete(JSON.stringify(completion.value), completion.value);
-    if (capture || wasCapture) continue;
-    if (result.stopReason === 'tool_calls') continue;
-    if (result.succeeded > 0) misses = 0;
-
-    if (requirement) {
-      if (run.succeededTools.has(requirement.tool)) return complete(result.text, undefined);
-      misses += 1;
-      if (misses > recovery.maxRetries) {
-        return fail(
-          'model_behavior',
-          failure(
-            'completion_required',
-            `The model ended ${misses} turns without calling \`${requiredModelName ?? requirement.tool}\`, which this agent must call to finish`,
-          ),
-        );
-      }
-      run.pushHistory(requirement.reminder, 'reminder');
-      forceTool = misses === recovery.maxRetries;
-      try {
-        await sleep(
-          Math.min(recovery.maxDelayMs, backoffDelay(recovery, misses - 1, options.random)),
-          run.signal,
-        );
-      } catch {
-        return fail('cancelled', cancelled(run.signal));
-      }
-      continue;
-    }
-    if (result.text.trim() !== '') return complete(result.text, undefined);
-    if (result.toolCalls > 0) continue;
-    return fail(
-      'model_behavior',
-      failure('empty_answer', 'The model answered with nothing and called no tool'),
-    );
-  }
-}
-
 const definitionHashes = new WeakMap<AgentDefinition, string>();
 
 function definitionHashOf(definition: AgentDefinition): string {
@@ -414,30 +344,15 @@ async function systemPromptFor(options: RunAgentOptions, tools: PromptTools): Pr
   return prompt;
 }
 
-function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
-function failure(code: string, message: string): SerializedError {
-  return { name: 'ModelBehaviorError', code, message, fields: {} };
-}
-
-function cancelled(signal: AbortSignal): SerializedError {
-  const reason: unknown = signal.reason;
-  const message =
-    reason instanceof Error ? reason.message : reason === undefined ? 'cancelled' : String(reason);
-  return { name: 'SystemError', code: 'cancelled', message: `Cancelled: ${message}`, fields: {} };
-}
-
-function withoutStatus<T extends { status: string }>(outcome: T): Omit<T, 'status'> {
-  const { status: _status, ...rest } = outcome;
-  return rest;
-}
-
-function usageOf(event: { usage: AgentOutcome['usage']; costUsd: number; rounds: number }) {
-  return { usage: event.usage, costUsd: event.costUsd, rounds: event.rounds };
-}
-
-function pick(event: Extract<AuditEvent, { type: 'Completed' }>) {
-  return { agentId: event.agentId, answer: event.answer, result: event.result, ...usageOf(event) };
+/** The outcome a journal recorded for an agent that already ended. */
+function recordedOutcome(ended: EventOf<'Completed'> | EventOf<'Failed'>): AgentOutcome {
+  const totals = {
+    usage: ended.usage,
+    costUsd: ended.costUsd,
+    rounds: ended.rounds,
+    steps: ended.steps ?? ended.rounds,
+  };
+  return ended.type === 'Completed'
+    ? { status: 'completed', agentId: ended.agentId, answer: ended.answer, result: ended.result, ...totals }
+    : { status: 'failed', agentId: ended.agentId, reason: ended.reason, error: ended.error, ...totals };
 }

@@ -1,14 +1,18 @@
 /**
- * Loop termination as a small set of composable conditions, checked before every round, instead of
- * flags spread through the loop.
+ * Loop termination as a small set of composable conditions, checked before every model request
+ * (the first of a round and every continuation inside it), instead of flags spread through the loop.
  */
 import type { FailureReason } from './types.ts';
 
 /** What a stop condition sees: the agent's progress so far. */
 export interface LoopProgress {
+  /** Model requests sent (steps). */
+  readonly stepsUsed: number;
   /** Rounds that reached the provider. */
   readonly roundsUsed: number;
+  /** Input + output tokens, estimated ones included. */
   readonly totalTokens: number;
+  /** USD of the requests whose price is known. */
   readonly costUsd: number;
   readonly elapsedMs: number;
   /** Canonical names of tools that have succeeded at least once. */
@@ -28,15 +32,15 @@ export type StopVerdict =
 /** Returns a verdict to stop, or undefined to go on. */
 export type StopCondition = (progress: LoopProgress) => StopVerdict | undefined;
 
-/** Fails with `round_limit` once `maxRounds` rounds have run. */
-export function stepCount(maxRounds: number): StopCondition {
+/** Fails with `step_limit` once `maxSteps` model requests have been made. */
+export function stepCount(maxSteps: number): StopCondition {
   return (progress) =>
-    progress.roundsUsed >= maxRounds
+    progress.stepsUsed >= maxSteps
       ? {
           kind: 'fail',
-          reason: 'round_limit',
-          code: 'round_limit',
-          message: `The agent used all ${maxRounds} rounds without finishing`,
+          reason: 'step_limit',
+          code: 'step_limit',
+          message: `The agent made all ${maxSteps} model requests (maxSteps) without finishing`,
         }
       : undefined;
 }
@@ -47,35 +51,36 @@ export function toolCalled(tool: string): StopCondition {
     progress.succeededTools.has(tool) ? { kind: 'complete', answer: `${tool} succeeded` } : undefined;
 }
 
-/** Fails when a token, cost or wall-clock budget is spent. */
+/** Fails when a token, cost or wall-clock budget is spent. A budget of 0 (or none) is unlimited. */
 export function budget(limits: {
   readonly maxTotalTokens?: number;
   readonly maxCostUsd?: number;
   readonly wallClockMs?: number;
 }): StopCondition {
+  const set = (value: number | undefined): value is number => value !== undefined && value > 0;
   return (progress) => {
-    if (limits.maxTotalTokens !== undefined && progress.totalTokens >= limits.maxTotalTokens) {
+    if (set(limits.maxTotalTokens) && progress.totalTokens >= limits.maxTotalTokens) {
       return {
         kind: 'fail',
         reason: 'budget',
         code: 'token_budget',
-        message: `The agent used ${progress.totalTokens} tokens, its budget is ${limits.maxTotalTokens}`,
+        message: `The agent used ${progress.totalTokens} tokens, its budget (maxTotalTokens) is ${limits.maxTotalTokens}`,
       };
     }
-    if (limits.maxCostUsd !== undefined && progress.costUsd >= limits.maxCostUsd) {
+    if (set(limits.maxCostUsd) && progress.costUsd >= limits.maxCostUsd) {
       return {
         kind: 'fail',
         reason: 'budget',
         code: 'cost_budget',
-        message: `The agent spent $${progress.costUsd.toFixed(4)}, its budget is $${limits.maxCostUsd}`,
+        message: `The agent spent $${progress.costUsd.toFixed(4)}, its budget (maxCostUsd) is $${limits.maxCostUsd}`,
       };
     }
-    if (limits.wallClockMs !== undefined && progress.elapsedMs >= limits.wallClockMs) {
+    if (set(limits.wallClockMs) && progress.elapsedMs >= limits.wallClockMs) {
       return {
         kind: 'fail',
         reason: 'timeout',
         code: 'wall_clock',
-        message: `The agent ran for ${Math.round(progress.elapsedMs)} ms, its limit is ${limits.wallClockMs} ms`,
+        message: `The agent ran for ${Math.round(progress.elapsedMs)} ms, its limit (wallClockMs) is ${limits.wallClockMs} ms`,
       };
     }
     return undefined;

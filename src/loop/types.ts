@@ -5,14 +5,19 @@ import type { Usage } from '../providers/types.ts';
 
 /** Why an agent failed. Every agent ends with exactly one Completed or Failed event. */
 export type FailureReason =
-  | 'round_limit'
+  /** `maxSteps` model requests were made without finishing. */
+  | 'step_limit'
+  /** A token or cost budget (`maxTotalTokens`, `maxCostUsd`) or the context budget was spent. */
   | 'budget'
   | 'provider_error'
   | 'cancelled'
   | 'crashed'
   | 'model_behavior'
   | 'tool_error'
+  /** `wallClockMs` passed (the request and tool in flight were aborted). */
   | 'timeout'
+  /** The model's answer was cut off by its output limit again after the continuation re-ask(s). */
+  | 'truncated'
   /** The spawn request itself was invalid (unknown agent, bad options); nothing ran. */
   | 'invalid_request';
 
@@ -25,9 +30,14 @@ export type AgentOutcome =
       readonly answer: string;
       /** The `complete_task` result object, when the agent finished through it. */
       readonly result: unknown;
+      /** Summed usage; `usage.estimated` when troupe estimated counts a server did not report. */
       readonly usage: Usage;
-      readonly costUsd: number;
+      /** USD; null when the model's price is unknown. */
+      readonly costUsd: number | null;
+      /** Rounds: renders of the projection (each one provider turn). */
       readonly rounds: number;
+      /** Steps: model requests, what `maxSteps` counts (absent when the agent never ran the loop). */
+      readonly steps?: number;
     }
   | {
       readonly status: 'failed';
@@ -35,20 +45,33 @@ export type AgentOutcome =
       readonly reason: FailureReason;
       readonly error: SerializedError;
       readonly usage: Usage;
-      readonly costUsd: number;
+      readonly costUsd: number | null;
       readonly rounds: number;
+      readonly steps?: number;
     };
 
-/** Per-agent limits beyond the definition's `maxSteps`. */
+/**
+ * Per-agent limits, checked before every model request (inside a round too). For the budgets,
+ * `0` means unlimited. docs/limits.md lists every bound and default.
+ */
 export interface AgentLimits {
-  /** Rounds; defaults to the definition's `maxSteps`, capped at HARD_MAX_STEPS. */
+  /** Model requests (steps). @default the definition's `maxSteps`, capped at HARD_MAX_STEPS (250) */
   readonly maxSteps?: number;
-  /** Wall-clock budget for the whole agent. */
+  /**
+   * Wall-clock budget of one run of the agent, in ms: when it passes, the request and the tool in
+   * flight are aborted and the agent fails with `timeout`. A resumed agent gets its time again.
+   * @default 0 (unlimited)
+   */
   readonly wallClockMs?: number;
-  /** Total input + output tokens. */
+  /** Total input + output tokens, estimated ones included. @default DEFAULT_MAX_TOTAL_TOKENS (1,000,000) */
   readonly maxTotalTokens?: number;
-  /** Total cost in USD (only counted where prices are known). */
+  /** Total cost in USD; needs a known price for the model. @default 0 (unlimited) */
   readonly maxCostUsd?: number;
+  /**
+   * Continuation re-asks after an answer cut off by the output limit, before `truncated`.
+   * @default DEFAULT_TRUNCATION_RETRIES (1)
+   */
+  readonly truncationRetries?: number;
 }
 
 /** What an agent asks of its runner through the two routed tools. */

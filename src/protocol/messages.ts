@@ -149,12 +149,18 @@ export type AgentSignal =
       readonly ok: boolean | undefined;
     }
   | {
+      /** One model request's usage (one per step). */
       readonly type: 'receipt';
       readonly agentId: string;
       readonly round: number;
+      /** The step; absent for journals of troupe 0.2 (one receipt per round). */
+      readonly step: number | undefined;
       readonly inputTokens: number;
       readonly outputTokens: number;
-      readonly costUsd: number;
+      /** The counts were estimated by troupe: the server reported no usage. */
+      readonly estimated: boolean;
+      /** USD; null when the model's price is unknown. */
+      readonly costUsd: number | null;
       readonly latencyMs: number;
     }
   | { readonly type: 'waiting'; readonly agentId: string }

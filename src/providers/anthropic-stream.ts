@@ -7,7 +7,7 @@
 import { asArray, asNumber, asRecord, asString } from './json-shapes.ts';
 import { type ErrorOrigin, errorFromStreamPayload, providerError } from './provider-error.ts';
 import { toolCall } from './tool-arguments.ts';
-import type { ModelResponse, StreamEvent } from './turn-runner.ts';
+import type { ModelResponse, StreamSink } from './turn-runner.ts';
 import type { StopReason, ToolCall, Usage } from './types.ts';
 
 /** A content block as sent back to the API in the assistant message of a continuation. */
@@ -79,7 +79,7 @@ export class MessagesStreamAccumulator {
    * Applies one stream event. The payload's own `type` is used, not the SSE `event:` name, which
    * some proxies drop. Throws on an `error` event.
    */
-  push(value: unknown, emit: (event: StreamEvent) => void): void {
+  push(value: unknown, sink: StreamSink): void {
     const event = asRecord(value);
     if (event === undefined) throw this.#bad(`Expected a JSON object event, got ${JSON.stringify(value)}.`);
     switch (event.type) {
@@ -90,7 +90,7 @@ export class MessagesStreamAccumulator {
         this.#blocks.set(asNumber(event.index) ?? 0, startBlock(asRecord(event.content_block)));
         return;
       case 'content_block_delta':
-        this.#applyDelta(asNumber(event.index) ?? 0, asRecord(event.delta), emit);
+        this.#applyDelta(asNumber(event.index) ?? 0, asRecord(event.delta), sink);
         return;
       case 'content_block_stop': {
         const block = this.#blocks.get(asNumber(event.index) ?? 0);
@@ -112,11 +112,7 @@ export class MessagesStreamAccumulator {
     }
   }
 
-  #applyDelta(
-    index: number,
-    delta: Record<string, unknown> | undefined,
-    emit: (event: StreamEvent) => void,
-  ): void {
+  #applyDelta(index: number, delta: Record<string, unknown> | undefined, sink: StreamSink): void {
     const block = this.#blocks.get(index);
     if (block === undefined || delta === undefined) {
       throw this.#bad(`A content_block_delta arrived for block ${index}, which was never started.`);
@@ -125,23 +121,29 @@ export class MessagesStreamAccumulator {
       case 'text_delta': {
         const text = asString(delta.text) ?? '';
         if (block.kind !== 'text' || text === '') return;
+        sink.emit({ type: 'text_delta', text });
         block.text += text;
-        emit({ type: 'text_delta', text });
         return;
       }
-      case 'input_json_delta':
-        if (block.kind === 'tool_use') block.json += asString(delta.partial_json) ?? '';
+      case 'input_json_delta': {
+        const fragment = asString(delta.partial_json) ?? '';
+        sink.countOutput(fragment.length);
+        if (block.kind === 'tool_use') block.json += fragment;
         return;
+      }
       case 'thinking_delta': {
         const text = asString(delta.thinking) ?? '';
         if (block.kind !== 'thinking' || text === '') return;
+        sink.emit({ type: 'reasoning_delta', text });
         block.thinking += text;
-        emit({ type: 'reasoning_delta', text });
         return;
       }
-      case 'signature_delta':
-        if (block.kind === 'thinking') block.signature += asString(delta.signature) ?? '';
+      case 'signature_delta': {
+        const fragment = asString(delta.signature) ?? '';
+        sink.countOutput(fragment.length);
+        if (block.kind === 'thinking') block.signature += fragment;
         return;
+      }
       default:
         return;
     }
@@ -219,7 +221,9 @@ function startBlock(block: Record<string, unknown> | undefined): Block {
 export function messageAsEvents(body: unknown): unknown[] {
   const message = asRecord(body);
   if (message === undefined) return [body];
-  if (message.type === 'error') return [message];
+  // An error body is replayed as the error event; a body with no content array is no message at
+  // all (it then fails as a stream that never reached message_stop: `bad_response`).
+  if (message.type === 'error' || !Array.isArray(message.content)) return [message];
   const events: unknown[] = [{ type: 'message_start', message: { usage: message.usage } }];
   asArray(message.content).forEach((value, index) => {
     const block = asRecord(value);

@@ -17,10 +17,11 @@ import {
   isJsonResponse,
   jsonRequest,
   postWithRetries,
+  type ResponseReading,
   readJsonBody,
 } from './http.ts';
 import { checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
-import { DEFAULT_PRICES, type PriceTable, priceFor } from './pricing.ts';
+import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
 import { reasoningEffortError } from './reasoning.ts';
 import { parseEventData, readServerSentEvents } from './sse.ts';
@@ -99,6 +100,10 @@ export class AnthropicProvider implements Provider {
     this.#prices = options.prices ?? DEFAULT_PRICES;
   }
 
+  priceOf(model: string): ModelPrice | undefined {
+    return priceFor(model, this.#prices);
+  }
+
   turn(request: TurnRequest, signal?: AbortSignal): Turn {
     const messages: MessageParam[] = [{ role: 'user', content: request.input }];
     const params = this.#params(request);
@@ -106,8 +111,9 @@ export class AnthropicProvider implements Provider {
       {
         provider: this.name,
         model: request.model,
-        price: priceFor(request.model, this.#prices),
+        price: this.priceOf(request.model),
         timeoutMs: request.timeoutMs ?? this.#client.timeoutMs,
+        maxOutputChars: this.#client.maxOutputChars,
         preflightError: reasoningEffortError('anthropic', this.name, request.reasoningEffort),
         exchange: async (results, ctx) => {
           if (results.length > 0) {
@@ -119,7 +125,7 @@ export class AnthropicProvider implements Provider {
             messages.push({ role: 'user', content });
           }
           const httpRequest = jsonRequest(this.#url, this.#headers, { ...params, messages }, request.model);
-          const read = (response: Response, signal: AbortSignal) => this.#read(response, signal, ctx);
+          const read = (response: Response, reading: ResponseReading) => this.#read(response, reading, ctx);
           const { response, content } = await postWithRetries(this.#client, httpRequest, ctx, read);
           messages.push({ role: 'assistant', content });
           return response;
@@ -155,23 +161,24 @@ export class AnthropicProvider implements Provider {
 
   async #read(
     response: Response,
-    signal: AbortSignal,
+    reading: ResponseReading,
     ctx: ExchangeContext,
   ): Promise<{ response: ModelResponse; content: AnthropicContentBlock[]; usage: Usage | undefined }> {
     const origin: ErrorOrigin = {
       provider: this.name,
+      url: this.#url,
       status: response.status,
       requestId: requestIdOf(response.headers),
     };
     const accumulator = new MessagesStreamAccumulator(origin);
     if (isJsonResponse(response)) {
-      const body = await readJsonBody(response, origin);
-      for (const event of messageAsEvents(body)) accumulator.push(event, ctx.emit);
+      const body = await readJsonBody(response, origin, reading);
+      for (const event of messageAsEvents(body)) accumulator.push(event, ctx);
     } else {
       if (response.body === null)
         throw providerError('bad_response', `${this.name} sent an empty body.`, origin);
-      for await (const event of readServerSentEvents(response.body, this.name, signal)) {
-        accumulator.push(parseEventData(event.data, origin), ctx.emit);
+      for await (const event of readServerSentEvents(response.body, origin, reading)) {
+        accumulator.push(parseEventData(event.data, origin), ctx);
         if (accumulator.stopped) break;
       }
     }

@@ -34,8 +34,30 @@ export const MAX_HONOURED_RETRY_AFTER_MS = 60_000;
 export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 409, 429]);
 /** Default timeout of one model request (stream included) when the request gives none. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 600_000;
-/** Characters of an error response body kept in an error message. */
+/** Characters of an error response body (or of the server's error message) kept in an error. */
 export const ERROR_BODY_EXCERPT_CHARS = 500;
+/** Bytes of an error response body read at most; the rest is discarded unread. */
+export const ERROR_BODY_MAX_BYTES = 64 * 1024;
+/**
+ * Longest silence allowed while a request is in flight: from sending it to the response headers,
+ * and between two chunks of the body. A stalled stream then ends with `timeout` instead of holding
+ * the agent and its admission slot for the whole request timeout. Models that think silently for
+ * longer before their first token need a larger value.
+ */
+export const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
+/**
+ * Bytes of one response body read at most (every byte of the stream, framing included). A server
+ * that sends more ends the request with `response_too_large`.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+/**
+ * Characters of model output one request may stream: text, reasoning and tool-call arguments
+ * together. Far above any model's output limit (128k tokens are about 512k characters), low enough
+ * that a server streaming without end is cut off long before it exhausts memory.
+ */
+export const DEFAULT_MAX_OUTPUT_CHARS = 2_000_000;
+/** Bytes one server-sent event (or one non-streamed JSON body) may hold before it is complete. */
+export const MAX_EVENT_BYTES = 8 * 1024 * 1024;
 
 /** Reasoning efforts each provider accepts; anything else is rejected before sending. */
 export const SUPPORTED_REASONING_EFFORTS: Readonly<

@@ -4,7 +4,7 @@
  */
 import type { RetryPolicy } from '../definition/types.ts';
 import { isTroupeError } from '../errors.ts';
-import { MAX_HONOURED_RETRY_AFTER_MS, RETRY_JITTER } from './constants.ts';
+import { MAX_EVENT_BYTES, MAX_HONOURED_RETRY_AFTER_MS, RETRY_JITTER } from './constants.ts';
 import { estimateTokens } from './estimate.ts';
 import {
   type ErrorOrigin,
@@ -24,8 +24,23 @@ export interface HttpProviderOptions extends ProviderHooks {
   readonly retryBaseDelayMs?: number;
   /** @default 8000 */
   readonly retryMaxDelayMs?: number;
-  /** Timeout of one model request when the turn request gives none. @default 600000 */
+  /**
+   * Timeout of one model request (one HTTP attempt, from admission to the last byte) when the turn
+   * request gives none. @default 600000
+   */
   readonly timeoutMs?: number;
+  /**
+   * Longest silence in a request: until the response headers, and between body chunks. A stalled
+   * stream ends with `timeout` (`fields.idleTimeoutMs`). @default 120000
+   */
+  readonly idleTimeoutMs?: number;
+  /** Bytes of one response body read at most; more ends the request with `response_too_large`. @default 32 MiB */
+  readonly maxResponseBytes?: number;
+  /**
+   * Characters of output (text, reasoning, tool-call arguments) one request may stream; more ends
+   * it with `response_too_large`. @default 2000000
+   */
+  readonly maxOutputChars?: number;
   /** Extra HTTP headers sent with every request. @default {} */
   readonly headers?: Readonly<Record<string, string>>;
   /** Sleep used between retries; tests inject a fake one. @default a timer that honours the signal */
@@ -40,6 +55,9 @@ export interface HttpClient extends ProviderHooks {
   readonly retry: RetryPolicy;
   /** Default request timeout when the turn request gives none. */
   readonly timeoutMs: number;
+  readonly idleTimeoutMs: number;
+  readonly maxResponseBytes: number;
+  readonly maxOutputChars: number;
   readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   readonly random: () => number;
 }
@@ -87,7 +105,7 @@ export async function postWithRetries<T extends { readonly usage: Usage | undefi
   client: HttpClient,
   request: HttpRequest,
   ctx: ExchangeContext,
-  read: (response: Response, signal: AbortSignal) => Promise<T>,
+  read: (response: Response, reading: ResponseReading) => Promise<T>,
 ): Promise<T> {
   for (let attempt = 0; ; attempt += 1) {
     const emittedBefore = ctx.emittedCount();
@@ -132,7 +150,7 @@ async function attemptOnce<T extends { readonly usage: Usage | undefined }>(
   client: HttpClient,
   request: HttpRequest,
   ctx: ExchangeContext,
-  read: (response: Response, signal: AbortSignal) => Promise<T>,
+  read: (response: Response, reading: ResponseReading) => Promise<T>,
   onFailure: (error: unknown) => void,
 ): Promise<T> {
   const ticket = {
@@ -144,21 +162,29 @@ async function attemptOnce<T extends { readonly usage: Usage | undefined }>(
   let usage: Usage | undefined;
   try {
     const result = await ctx.withTimeout(async (signal) => {
-      let response: Response;
+      const watch = new ResponseWatch(client, request.url, signal);
       try {
-        response = await fetch(request.url, {
-          method: 'POST',
-          headers: request.headers,
-          body: request.body,
-          signal,
-        });
+        let response: Response;
+        try {
+          response = await fetch(request.url, {
+            method: 'POST',
+            headers: request.headers,
+            body: request.body,
+            signal: watch.signal,
+          });
+        } catch (error) {
+          if (watch.signal.aborted) throw watch.failure() ?? error;
+          throw networkError({ provider: client.provider, url: request.url }, error);
+        }
+        watch.received(0);
+        ctx.reportHttpStatus(response.status);
+        if (!response.ok) throw await errorFromResponse(client.provider, response, request.url);
+        return await read(response, watch);
       } catch (error) {
-        if (signal.aborted) throw error;
-        throw networkError({ provider: client.provider }, error);
+        throw watch.failure() ?? error;
+      } finally {
+        watch.dispose();
       }
-      ctx.reportHttpStatus(response.status);
-      if (!response.ok) throw await errorFromResponse(client.provider, response);
-      return read(response, signal);
     });
     usage = result.usage;
     return result;
@@ -176,10 +202,140 @@ export function isJsonResponse(response: Response): boolean {
   return type.includes('application/json') && !type.includes('text/event-stream');
 }
 
-/** Reads a whole JSON body; one that does not parse is a `bad_response`. */
-export async function readJsonBody(response: Response, origin: ErrorOrigin): Promise<unknown> {
+/** What a response reader reports as the body arrives, and the signal it reads under. */
+export interface ResponseReading {
+  /** Aborts with the request (cancellation, the request timeout, the idle timeout). */
+  readonly signal: AbortSignal;
+  /**
+   * Counts `bytes` just read from the body: restarts the idle timer, and throws
+   * `response_too_large` once the body passes `maxResponseBytes`.
+   */
+  received(bytes: number): void;
+}
+
+/**
+ * Watches one HTTP attempt: an idle timer restarted by every chunk, and the running byte count.
+ * Its signal follows the attempt's and also aborts when the server goes silent.
+ */
+class ResponseWatch implements ResponseReading {
+  readonly #controller = new AbortController();
+  readonly #client: HttpClient;
+  readonly #url: string;
+  readonly #parent: AbortSignal;
+  readonly #onParentAbort = (): void => this.#controller.abort(this.#parent.reason);
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #bytes = 0;
+  #failure: unknown;
+
+  constructor(client: HttpClient, url: string, parent: AbortSignal) {
+    this.#client = client;
+    this.#url = url;
+    this.#parent = parent;
+    if (parent.aborted) this.#controller.abort(parent.reason);
+    else parent.addEventListener('abort', this.#onParentAbort, { once: true });
+    this.#arm();
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  received(bytes: number): void {
+    // A flood arrives faster than any timer fires: the deadline is checked on every chunk too.
+    if (this.#controller.signal.aborted) throw this.failure() ?? this.#controller.signal.reason;
+    this.#bytes += bytes;
+    if (this.#bytes > this.#client.maxResponseBytes) {
+      this.#fail(
+        providerError(
+          'response_too_large',
+          `${this.#client.provider} sent more than ${this.#client.maxResponseBytes} bytes in one response; it was cut off.`,
+          { provider: this.#client.provider, url: this.#url },
+          { maxResponseBytes: this.#client.maxResponseBytes },
+        ),
+      );
+      throw this.#failure;
+    }
+    this.#arm();
+  }
+
+  /** Why the watch ended the attempt (idle timeout, size), if it did. */
+  failure(): unknown {
+    return this.#failure;
+  }
+
+  dispose(): void {
+    clearTimeout(this.#timer);
+    this.#parent.removeEventListener('abort', this.#onParentAbort);
+  }
+
+  #arm(): void {
+    clearTimeout(this.#timer);
+    const idleMs = this.#client.idleTimeoutMs;
+    this.#timer = setTimeout(() => {
+      this.#fail(
+        providerError(
+          'timeout',
+          `${this.#client.provider} sent nothing for ${idleMs} ms; the request was abandoned.`,
+          { provider: this.#client.provider, url: this.#url },
+          { idleTimeoutMs: idleMs },
+        ),
+      );
+    }, idleMs);
+  }
+
+  #fail(error: unknown): void {
+    this.#failure ??= error;
+    clearTimeout(this.#timer);
+    this.#controller.abort(this.#failure);
+  }
+}
+
+/**
+ * Reads a whole JSON body under the attempt's bounds; one that does not parse is a
+ * `bad_response`, one larger than {@link MAX_EVENT_BYTES} or `maxResponseBytes` is
+ * `response_too_large`.
+ */
+export async function readJsonBody(
+  response: Response,
+  origin: ErrorOrigin,
+  reading: ResponseReading,
+): Promise<unknown> {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  if (response.body !== null) {
+    const reader = response.body.getReader();
+    let finished = false;
+    try {
+      for (;;) {
+        let chunk: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          chunk = await reader.read();
+        } catch (error) {
+          if (reading.signal.aborted) throw reading.signal.reason;
+          throw networkError(origin, error);
+        }
+        if (chunk.done) break;
+        reading.received(chunk.value.byteLength);
+        size += chunk.value.byteLength;
+        if (size > MAX_EVENT_BYTES) {
+          throw providerError(
+            'response_too_large',
+            `${origin.provider} sent a JSON body larger than ${MAX_EVENT_BYTES} bytes; it was cut off.`,
+            origin,
+            { maxEventBytes: MAX_EVENT_BYTES },
+          );
+        }
+        parts.push(chunk.value);
+      }
+      finished = true;
+    } finally {
+      if (!finished) await reader.cancel().catch(() => undefined);
+      reader.releaseLock();
+    }
+  }
+  const text = new TextDecoder().decode(Buffer.concat(parts));
   try {
-    return await response.json();
+    return JSON.parse(text);
   } catch (error) {
     throw providerError(
       'bad_response',

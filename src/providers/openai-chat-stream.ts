@@ -6,7 +6,7 @@
 import { asArray, asNumber, asRecord, asString } from './json-shapes.ts';
 import { type ErrorOrigin, errorFromStreamPayload, providerError } from './provider-error.ts';
 import { toolCall } from './tool-arguments.ts';
-import type { ModelResponse, StreamEvent } from './turn-runner.ts';
+import type { ModelResponse, StreamSink } from './turn-runner.ts';
 import type { StopReason, Usage } from './types.ts';
 
 /** An assistant message in Chat Completions format, as sent back in the continuation. */
@@ -71,6 +71,7 @@ export class ChatStreamAccumulator {
   readonly #calls = new Map<number, PartialCall>();
   #finishReason: string | undefined;
   #usage: Usage | undefined;
+  #sawChoices = false;
 
   constructor(origin: ErrorOrigin) {
     this.#origin = origin;
@@ -82,31 +83,32 @@ export class ChatStreamAccumulator {
   }
 
   /** Applies one parsed chunk, emitting text and reasoning deltas. Throws on an error chunk. */
-  push(value: unknown, emit: (event: StreamEvent) => void): void {
+  push(value: unknown, sink: StreamSink): void {
     const chunk = asRecord(value);
     if (chunk === undefined) throw this.#bad(`Expected a JSON object chunk, got ${JSON.stringify(value)}.`);
     if (chunk.error !== undefined && chunk.error !== null) throw errorFromStreamPayload(this.#origin, chunk);
     this.#usage = readChatUsage(chunk.usage) ?? this.#usage;
+    if (Array.isArray(chunk.choices)) this.#sawChoices ||= chunk.choices.length > 0;
     for (const item of asArray(chunk.choices)) {
       const choice = asRecord(item);
       if (choice === undefined) continue;
       const index = asNumber(choice.index) ?? 0;
       this.#choice ??= index;
       if (index !== this.#choice) continue;
-      this.#applyDelta(asRecord(choice.delta), emit);
+      this.#applyDelta(asRecord(choice.delta), sink);
       this.#finishReason = asString(choice.finish_reason) ?? this.#finishReason;
     }
   }
 
-  #applyDelta(delta: Record<string, unknown> | undefined, emit: (event: StreamEvent) => void): void {
+  #applyDelta(delta: Record<string, unknown> | undefined, sink: StreamSink): void {
     if (delta === undefined) return;
     // DeepSeek and vLLM send `reasoning_content`; Ollama and OpenRouter send `reasoning`.
     const reasoning = asString(delta.reasoning_content) ?? asString(delta.reasoning);
-    if (reasoning) emit({ type: 'reasoning_delta', text: reasoning });
+    if (reasoning) sink.emit({ type: 'reasoning_delta', text: reasoning });
     for (const text of [asString(delta.content), asString(delta.refusal)]) {
       if (!text) continue;
+      sink.emit({ type: 'text_delta', text });
       this.#text += text;
-      emit({ type: 'text_delta', text });
     }
     const known = this.#calls.size;
     asArray(delta.tool_calls).forEach((item, position) => {
@@ -118,7 +120,9 @@ export class ChatStreamAccumulator {
       const partial = this.#calls.get(index) ?? { id: '', name: '', args: '' };
       partial.id ||= asString(call.id) ?? '';
       partial.name ||= asString(fn?.name) ?? '';
-      partial.args += asString(fn?.arguments) ?? '';
+      const fragment = asString(fn?.arguments) ?? '';
+      sink.countOutput(fragment.length);
+      partial.args += fragment;
       this.#calls.set(index, partial);
     });
   }
@@ -131,6 +135,8 @@ export class ChatStreamAccumulator {
     if (!sawDone && this.#finishReason === undefined) {
       throw this.#bad('The stream ended before the model finished (no finish_reason and no [DONE]).');
     }
+    // `{}` or `{"choices": []}` is the server's failure to answer, not the model's empty answer.
+    if (!this.#sawChoices) throw this.#bad('The response has no choices: the server sent no answer.');
     const entries = [...this.#calls.entries()].sort(([a], [b]) => a - b);
     const calls = entries.map(([index, call]) => {
       if (call.name === '') throw this.#bad(`Tool call at index ${index} has no function name.`);

@@ -11,11 +11,12 @@ import {
   isJsonResponse,
   jsonRequest,
   postWithRetries,
+  type ResponseReading,
   readJsonBody,
 } from './http.ts';
 import { type ChatAssistantMessage, ChatStreamAccumulator, completionAsChunk } from './openai-chat-stream.ts';
 import { checkOneOf, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
-import { DEFAULT_PRICES, type PriceTable, priceFor } from './pricing.ts';
+import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
 import { reasoningEffortError } from './reasoning.ts';
 import { parseEventData, readServerSentEvents } from './sse.ts';
@@ -88,6 +89,10 @@ export class OpenAIProvider implements Provider {
     this.#prices = options.prices ?? DEFAULT_PRICES;
   }
 
+  priceOf(model: string): ModelPrice | undefined {
+    return priceFor(model, this.#prices);
+  }
+
   turn(request: TurnRequest, signal?: AbortSignal): Turn {
     const messages: ChatMessage[] = [];
     if (request.system !== '') messages.push({ role: 'system', content: request.system });
@@ -97,15 +102,16 @@ export class OpenAIProvider implements Provider {
       {
         provider: this.name,
         model: request.model,
-        price: priceFor(request.model, this.#prices),
+        price: this.priceOf(request.model),
         timeoutMs: request.timeoutMs ?? this.#client.timeoutMs,
+        maxOutputChars: this.#client.maxOutputChars,
         preflightError: reasoningEffortError('openai', this.name, request.reasoningEffort),
         exchange: async (results, ctx) => {
           for (const result of results) {
             messages.push({ role: 'tool', tool_call_id: result.callId, content: result.result });
           }
           const httpRequest = jsonRequest(this.#url, this.#headers, { ...params, messages }, request.model);
-          const read = (response: Response, signal: AbortSignal) => this.#read(response, signal, ctx);
+          const read = (response: Response, reading: ResponseReading) => this.#read(response, reading, ctx);
           const { response, message } = await postWithRetries(this.#client, httpRequest, ctx, read);
           messages.push(message);
           return response;
@@ -136,29 +142,30 @@ export class OpenAIProvider implements Provider {
 
   async #read(
     response: Response,
-    signal: AbortSignal,
+    reading: ResponseReading,
     ctx: ExchangeContext,
   ): Promise<{ response: ModelResponse; message: ChatAssistantMessage; usage: Usage | undefined }> {
     const origin: ErrorOrigin = {
       provider: this.name,
+      url: this.#url,
       status: response.status,
       requestId: requestIdOf(response.headers),
     };
     const accumulator = new ChatStreamAccumulator(origin);
     let complete = false;
     if (isJsonResponse(response)) {
-      const body = await readJsonBody(response, origin);
-      accumulator.push(completionAsChunk(body), ctx.emit);
+      const body = await readJsonBody(response, origin, reading);
+      accumulator.push(completionAsChunk(body), ctx);
       complete = true;
     } else {
       if (response.body === null)
         throw providerError('bad_response', `${this.name} sent an empty body.`, origin);
-      for await (const event of readServerSentEvents(response.body, this.name, signal)) {
+      for await (const event of readServerSentEvents(response.body, origin, reading)) {
         if (event.data.trim() === '[DONE]') {
           complete = true;
           break;
         }
-        accumulator.push(parseEventData(event.data, origin), ctx.emit);
+        accumulator.push(parseEventData(event.data, origin), ctx);
       }
     }
     const finished = accumulator.finish(complete);

@@ -3,6 +3,9 @@
 import { sleep } from '../abort.ts';
 import { describeValue, UserError } from '../errors.ts';
 import {
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_MAX_OUTPUT_CHARS,
+  DEFAULT_MAX_RESPONSE_BYTES,
   DEFAULT_MAX_RETRIES,
   DEFAULT_REQUEST_TIMEOUT_MS,
   DEFAULT_RETRY_BASE_DELAY_MS,
@@ -72,6 +75,9 @@ export function prepareHttpClient(provider: string, options: HttpProviderOptions
   checkNumber(provider, options, 'retryBaseDelayMs', { min: 0 });
   checkNumber(provider, options, 'retryMaxDelayMs', { min: 0 });
   checkNumber(provider, options, 'timeoutMs', { min: 1 });
+  checkNumber(provider, options, 'idleTimeoutMs', { min: 1 });
+  checkNumber(provider, options, 'maxResponseBytes', { min: 1, integer: true });
+  checkNumber(provider, options, 'maxOutputChars', { min: 1, integer: true });
   checkType(provider, options, 'headers', 'object');
   checkType(provider, options, 'sleep', 'function');
   checkType(provider, options, 'random', 'function');
@@ -89,6 +95,9 @@ export function prepareHttpClient(provider: string, options: HttpProviderOptions
     admission: options.admission,
     onRateLimited: options.onRateLimited,
     timeoutMs: options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+    maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+    maxOutputChars: options.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS,
   };
 }
 

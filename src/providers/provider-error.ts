@@ -3,7 +3,7 @@
  * network failure) into a typed {@link ProviderError} with `provider`, `status` and `requestId`.
  */
 import { ProviderError, type TroupeError } from '../errors.ts';
-import { ERROR_BODY_EXCERPT_CHARS, RETRYABLE_STATUSES } from './constants.ts';
+import { ERROR_BODY_EXCERPT_CHARS, ERROR_BODY_MAX_BYTES, RETRYABLE_STATUSES } from './constants.ts';
 
 /** Codes a provider failure can have. */
 export type ProviderErrorCode =
@@ -13,12 +13,16 @@ export type ProviderErrorCode =
   | 'bad_request'
   | 'server_error'
   | 'bad_response'
+  /** The response exceeded a size bound (`maxResponseBytes`, `maxOutputChars`). */
+  | 'response_too_large'
   | 'timeout'
   | 'cancelled';
 
 /** Where an error came from, for its fields. */
 export interface ErrorOrigin {
   readonly provider: string;
+  /** The request URL, kept in messages and fields so a wrong base URL is easy to spot. */
+  readonly url?: string | undefined;
   readonly status?: number | undefined;
   readonly requestId?: string | undefined;
 }
@@ -35,46 +39,59 @@ export function providerError(
   cause?: unknown,
 ): ProviderError {
   const fields: Record<string, unknown> = { provider: origin.provider };
+  if (origin.url !== undefined) fields.url = origin.url;
   if (origin.status !== undefined) fields.status = origin.status;
   if (origin.requestId !== undefined) fields.requestId = origin.requestId;
   for (const [key, value] of Object.entries(extra)) if (value !== undefined) fields[key] = value;
   return new ProviderError(code, message, fields, cause === undefined ? undefined : { cause });
 }
 
-/** Maps an HTTP status to an error code; `message` refines 400s into `context_overflow`. */
-export function codeForStatus(status: number, message: string, apiCode?: string): ProviderErrorCode {
-  if (status === 401 || status === 403) return 'auth_failed';
-  if (status === 429) return 'rate_limited';
-  if (status === 408) return 'timeout';
-  if (status === 413 || apiCode === 'context_length_exceeded' || CONTEXT_OVERFLOW.test(message)) {
-    if (status < 500) return 'context_overflow';
-  }
-  if (status >= 500 || status === 409) return 'server_error';
-  return 'bad_request';
+/** What a failure says about itself: an HTTP error status and/or the API's own error object. */
+export interface ErrorFacts {
+  /** HTTP status of an error response; undefined for an error inside a successful stream. */
+  readonly status?: number | undefined;
+  /** The API's error `type` (OpenAI `error.type`, Anthropic `error.type`). */
+  readonly type?: string | undefined;
+  /** The API's error `code` (OpenAI `error.code`). */
+  readonly code?: string | undefined;
+  readonly message: string;
 }
 
-/** Maps an API error `type` (OpenAI `error.type`/`error.code`, Anthropic `error.type`) to a code. */
-export function codeForErrorType(type: string | undefined, message: string): ProviderErrorCode {
-  switch (type) {
-    case 'authentication_error':
-    case 'permission_error':
-    case 'invalid_api_key':
-      return 'auth_failed';
-    case 'rate_limit_error':
-    case 'rate_limit_exceeded':
-    case 'insufficient_quota':
-    case 'tokens':
-    case 'requests':
-      return 'rate_limited';
-    case 'request_too_large':
-    case 'context_length_exceeded':
-      return 'context_overflow';
-    case 'invalid_request_error':
-    case 'not_found_error':
-      return CONTEXT_OVERFLOW.test(message) ? 'context_overflow' : 'bad_request';
-    default:
-      return 'server_error';
-  }
+const AUTH = new Set([
+  'authentication_error',
+  'permission_error',
+  'invalid_api_key',
+  'invalid_authentication',
+  'unauthorized',
+]);
+const RATE_LIMIT = new Set([
+  'rate_limit_error',
+  'rate_limit_exceeded',
+  'insufficient_quota',
+  'tokens',
+  'requests',
+]);
+const CONTEXT = new Set(['request_too_large', 'context_length_exceeded']);
+const BAD_REQUEST = new Set(['invalid_request_error', 'not_found_error', 'model_not_found', 'not_found']);
+
+/**
+ * The one classification of provider failures, for error responses and for errors inside a
+ * stream alike: the API's own `type` and `code` first (an `invalid_api_key` is `auth_failed`
+ * wherever it appears), then the HTTP status, then the message (context overflow).
+ */
+export function classifyError(facts: ErrorFacts): ProviderErrorCode {
+  const names = [facts.type, facts.code].filter((name): name is string => name !== undefined);
+  const status = facts.status !== undefined && facts.status >= 400 ? facts.status : undefined;
+  if (names.some((name) => AUTH.has(name)) || status === 401 || status === 403) return 'auth_failed';
+  if (names.some((name) => RATE_LIMIT.has(name)) || status === 429) return 'rate_limited';
+  if (status === 408) return 'timeout';
+  const overflow =
+    status === 413 || names.some((name) => CONTEXT.has(name)) || CONTEXT_OVERFLOW.test(facts.message);
+  if (overflow && (status === undefined || status < 500)) return 'context_overflow';
+  if (status !== undefined) return status >= 500 || status === 409 ? 'server_error' : 'bad_request';
+  if (names.some((name) => BAD_REQUEST.has(name))) return 'bad_request';
+  // An error event in a stream that names nothing known (`overloaded_error`, `api_error`, ...).
+  return 'server_error';
 }
 
 /** Seconds or milliseconds the server asked us to wait (`retry-after-ms`, `retry-after`). */
@@ -103,24 +120,59 @@ interface ApiErrorBody {
   readonly code: string | undefined;
 }
 
-/** Reads `{error: {message, type, code}}` (OpenAI) or `{type: 'error', error: {...}}` (Anthropic). */
+/**
+ * Reads the server's own error: `{error: {message, type, code}}` (OpenAI, Anthropic's
+ * `{type: 'error', error}`), a string `error`, or a top-level `message` / `detail` (vLLM, FastAPI
+ * servers). Undefined when the body says nothing readable.
+ */
 export function readApiError(body: unknown): ApiErrorBody | undefined {
   if (typeof body !== 'object' || body === null) return undefined;
-  const error = (body as { error?: unknown }).error;
-  if (typeof error === 'string') return { message: error, type: undefined, code: undefined };
-  if (typeof error !== 'object' || error === null) return undefined;
-  const { message, type, code } = error as { message?: unknown; type?: unknown; code?: unknown };
-  return {
-    message: typeof message === 'string' ? message : JSON.stringify(error),
-    type: typeof type === 'string' ? type : undefined,
-    code: typeof code === 'string' ? code : undefined,
+  const record = body as {
+    error?: unknown;
+    message?: unknown;
+    detail?: unknown;
+    type?: unknown;
+    code?: unknown;
   };
+  const error = record.error;
+  if (typeof error === 'string')
+    return { message: error, type: stringOf(record.type), code: stringOf(record.code) };
+  if (typeof error === 'object' && error !== null) {
+    const { message, type, code } = error as { message?: unknown; type?: unknown; code?: unknown };
+    return {
+      message: typeof message === 'string' ? message : JSON.stringify(error),
+      type: stringOf(type),
+      code: stringOf(code),
+    };
+  }
+  const message = stringOf(record.message) ?? stringOf(record.detail);
+  if (message === undefined) return undefined;
+  const type = stringOf(record.type);
+  return { message, type: type === 'error' ? undefined : type, code: stringOf(record.code) };
 }
 
-/** Builds the error for a non-2xx response; reads (and so releases) the response body. */
-export async function errorFromResponse(provider: string, response: Response): Promise<ProviderError> {
-  const origin = { provider, status: response.status, requestId: requestIdOf(response.headers) };
-  const text = await response.text().catch(() => '');
+function stringOf(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** `text` cut to {@link ERROR_BODY_EXCERPT_CHARS} characters, marked when cut. */
+export function excerpt(text: string): string {
+  return text.length > ERROR_BODY_EXCERPT_CHARS
+    ? `${text.slice(0, ERROR_BODY_EXCERPT_CHARS)}... (cut)`
+    : text;
+}
+
+/**
+ * Builds the error for a non-2xx response. Reads at most {@link ERROR_BODY_MAX_BYTES} of the body
+ * and cancels the rest: an error body is evidence, not a payload.
+ */
+export async function errorFromResponse(
+  provider: string,
+  response: Response,
+  url?: string,
+): Promise<ProviderError> {
+  const origin = { provider, url, status: response.status, requestId: requestIdOf(response.headers) };
+  const text = await readPrefix(response, ERROR_BODY_MAX_BYTES);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -128,21 +180,48 @@ export async function errorFromResponse(provider: string, response: Response): P
     parsed = undefined;
   }
   const api = readApiError(parsed);
-  const detail = api?.message ?? (text.slice(0, ERROR_BODY_EXCERPT_CHARS) || response.statusText);
-  const code = codeForStatus(response.status, detail, api?.code);
+  const detail = excerpt(api?.message ?? (text.trim() || response.statusText));
+  const code = classifyError({ status: response.status, type: api?.type, code: api?.code, message: detail });
   const retryAfterMs = parseRetryAfter(response.headers);
-  return providerError(code, `${provider} answered HTTP ${response.status}: ${detail}`, origin, {
+  const where = url === undefined ? '' : ` (${url})`;
+  return providerError(code, `${provider} answered HTTP ${response.status}${where}: ${detail}`, origin, {
     type: api?.type,
     apiCode: api?.code,
     retryAfterMs: code === 'rate_limited' || retryAfterMs !== undefined ? retryAfterMs : undefined,
   });
 }
 
-/** Builds the error for an error object the provider sent inside a successful (200) stream. */
+/** The first `maxBytes` of a body as text (decoded leniently); the rest is cancelled unread. */
+async function readPrefix(response: Response, maxBytes: number): Promise<string> {
+  const body = response.body;
+  if (body === null) return '';
+  const reader = body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < maxBytes) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      parts.push(chunk.value);
+      size += chunk.value.byteLength;
+    }
+  } catch {
+    // A body that fails half-way still says what it said so far.
+  } finally {
+    await reader.cancel().catch(() => undefined);
+    reader.releaseLock();
+  }
+  const bytes = Buffer.concat(parts);
+  return new TextDecoder().decode(bytes.subarray(0, Math.min(bytes.length, maxBytes)));
+}
+
+/** Builds the error for an error object the provider sent inside a successful (200) stream or body. */
 export function errorFromStreamPayload(origin: ErrorOrigin, body: unknown): ProviderError {
   const api = readApiError(body) ?? { message: JSON.stringify(body), type: undefined, code: undefined };
-  const code = codeForErrorType(api.type ?? api.code, api.message);
-  return providerError(code, `${origin.provider} reported an error in the stream: ${api.message}`, origin, {
+  const message = excerpt(api.message);
+  const code = classifyError({ type: api.type, code: api.code, message });
+  const where = origin.url === undefined ? '' : ` (${origin.url})`;
+  return providerError(code, `${origin.provider} reported an error${where}: ${message}`, origin, {
     type: api.type,
     apiCode: api.code,
   });

@@ -10,13 +10,14 @@ export const ZERO_USAGE: Usage = Object.freeze({
   reasoningTokens: 0,
 });
 
-/** Sums two usages. */
+/** Sums two usages; the sum is `estimated` when either part is. */
 export function addUsage(a: Usage, b: Usage): Usage {
   return {
     inputTokens: a.inputTokens + b.inputTokens,
     outputTokens: a.outputTokens + b.outputTokens,
     cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
     reasoningTokens: a.reasoningTokens + b.reasoningTokens,
+    ...(a.estimated === true || b.estimated === true ? { estimated: true } : {}),
   };
 }
 
@@ -69,6 +70,7 @@ export class ReceiptBuilder {
       httpStatus: this.#httpStatus,
       retries: this.#retries,
       costUsd: this.#price !== undefined && usageComplete ? costOf(this.#usage, this.#price) : undefined,
+      requestsWithoutUsage: Math.max(0, this.#requests - this.#requestsWithUsage),
     };
   }
 }

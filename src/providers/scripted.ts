@@ -7,7 +7,7 @@
 import { sleep as defaultSleep } from '../abort.ts';
 import { ProviderError, UserError } from '../errors.ts';
 import type { ToolSpec } from '../tools/types.ts';
-import { DEFAULT_PRICES, type PriceTable, priceFor } from './pricing.ts';
+import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { ZERO_USAGE } from './receipt.ts';
 import { toolCall } from './tool-arguments.ts';
 import { createTurn, type ExchangeContext, type ModelResponse, type ToolResult } from './turn-runner.ts';
@@ -135,6 +135,10 @@ export class ScriptedProvider implements Provider {
     }
   }
 
+  priceOf(model: string): ModelPrice | undefined {
+    return priceFor(model, this.#prices);
+  }
+
   turn(request: TurnRequest, signal?: AbortSignal): Turn {
     const turnNumber = this.#turns;
     this.#turns += 1;
@@ -142,7 +146,7 @@ export class ScriptedProvider implements Provider {
       {
         provider: this.name,
         model: request.model,
-        price: priceFor(request.model, this.#prices),
+        price: this.priceOf(request.model),
         timeoutMs: request.timeoutMs,
         exchange: (results, ctx) => this.#exchange(this.#record(request, turnNumber, results), ctx),
       },

@@ -14,6 +14,7 @@ import type { ToolSpec } from '../tools/types.ts';
 import { DEFAULT_MODELS } from './constants.ts';
 import { estimateTokens } from './estimate.ts';
 import { checkNumber, checkType } from './options.ts';
+import type { ModelPrice } from './pricing.ts';
 import {
   argumentsFromSchema,
   countLinesStartingWith,
@@ -65,6 +66,8 @@ export interface SimulatedProviderOptions {
   /** Used for latency; tests may inject a fake one. @default a timer that honours the signal */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
+
+const FREE: ModelPrice = { inputPerMTok: 0, outputPerMTok: 0 };
 
 /** Marks every answer of the simulated model. */
 export const SIMULATED_LABEL = '[simulated]';
@@ -172,6 +175,11 @@ export class SimulatedProvider implements Provider {
     this.#admission = options.admission;
   }
 
+  /** The simulated model costs nothing. */
+  priceOf(_model: string): ModelPrice {
+    return FREE;
+  }
+
   turn(request: TurnRequest, signal?: AbortSignal): Turn {
     const task = request.input.slice(0, historyStart(request.input, this.#markers));
     const offered = new Map(request.tools.map((tool) => [tool.name, tool]));
@@ -188,7 +196,7 @@ export class SimulatedProvider implements Provider {
       {
         provider: this.name,
         model: request.model || DEFAULT_MODELS.simulated,
-        price: { inputPerMTok: 0, outputPerMTok: 0 },
+        price: FREE,
         timeoutMs: request.timeoutMs,
         exchange: (results, ctx) => {
           state.seen.push(...results);

@@ -1,20 +1,31 @@
 /** Reads a Server-Sent Events response body with eventsource-parser. */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { MAX_EVENT_BYTES } from './constants.ts';
+import type { ResponseReading } from './http.ts';
 import { type ErrorOrigin, networkError, providerError } from './provider-error.ts';
 
 /**
  * Yields the events of an SSE body as they arrive. A last event without its closing blank line
  * is still delivered at end of stream (some OpenAI-compatible servers end with `data: [DONE]\n`).
- * A connection failure while reading becomes a `server_error` ProviderError (`fields.network`);
- * an abort rethrows the signal's reason. Leaving the loop early cancels the body.
+ * Every chunk is reported to `reading` (idle timer, byte limit); an event that grows past
+ * {@link MAX_EVENT_BYTES} before it completes is `response_too_large`. A connection failure while
+ * reading becomes a `server_error` ProviderError (`fields.network`); an abort rethrows the signal's
+ * reason. Leaving the loop early cancels the body.
  */
 export async function* readServerSentEvents(
   body: ReadableStream<Uint8Array>,
-  provider: string,
-  signal: AbortSignal,
+  origin: ErrorOrigin,
+  reading: ResponseReading,
 ): AsyncGenerator<EventSourceMessage, void, undefined> {
+  const { signal } = reading;
   let batch: EventSourceMessage[] = [];
-  const parser = createParser({ onEvent: (event) => batch.push(event) });
+  let pendingBytes = 0;
+  const parser = createParser({
+    onEvent: (event) => {
+      batch.push(event);
+      pendingBytes = 0;
+    },
+  });
   const decoder = new TextDecoder();
   const reader = body.getReader();
   let finished = false;
@@ -25,10 +36,20 @@ export async function* readServerSentEvents(
         chunk = await reader.read();
       } catch (error) {
         if (signal.aborted) throw signal.reason;
-        throw networkError({ provider }, error);
+        throw networkError(origin, error);
       }
       if (chunk.done) break;
+      reading.received(chunk.value.byteLength);
+      pendingBytes += chunk.value.byteLength;
       parser.feed(decoder.decode(chunk.value, { stream: true }));
+      if (pendingBytes > MAX_EVENT_BYTES) {
+        throw providerError(
+          'response_too_large',
+          `${origin.provider} sent a stream event larger than ${MAX_EVENT_BYTES} bytes; it was cut off.`,
+          origin,
+          { maxEventBytes: MAX_EVENT_BYTES },
+        );
+      }
       if (batch.length > 0) {
         const ready = batch;
         batch = [];

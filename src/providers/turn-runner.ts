@@ -1,7 +1,8 @@
 /**
  * The provider-neutral half of a turn: event queue, tool-call bookkeeping (`respond`, `stop`),
- * cancellation, per-request timeouts, the receipt and the one terminal event. Providers supply
- * only {@link TurnDriver.exchange}: one model request in their native protocol.
+ * cancellation, per-request timeouts, the output bound, a receipt per request and per turn, and the
+ * one terminal event. Providers supply only {@link TurnDriver.exchange}: one model request in their
+ * native protocol.
  */
 
 import { abortable, followSignal } from '../abort.ts';
@@ -13,6 +14,7 @@ import {
   serializeError,
   UserError,
 } from '../errors.ts';
+import { DEFAULT_MAX_OUTPUT_CHARS } from './constants.ts';
 import { EventQueue } from './event-queue.ts';
 import type { ModelPrice } from './pricing.ts';
 import { providerError } from './provider-error.ts';
@@ -48,7 +50,13 @@ export interface ExchangeContext {
    * time spent queueing for a slot or sleeping between retries does not count.
    */
   withTimeout<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T>;
+  /** Emits a text or reasoning delta; its characters count toward the request's output bound. */
   emit(event: StreamEvent): void;
+  /**
+   * Counts output the driver keeps without emitting it (tool-call argument fragments). Throws
+   * `response_too_large` once the request's text, reasoning and arguments pass `maxOutputChars`.
+   */
+  countOutput(chars: number): void;
   /** Emits a `usage` event and adds it to the receipt. */
   reportUsage(usage: Usage): void;
   reportHttpStatus(status: number): void;
@@ -57,6 +65,9 @@ export interface ExchangeContext {
   emittedCount(): number;
 }
 
+/** What a stream accumulator needs of its request: emitting deltas, counting kept output. */
+export type StreamSink = Pick<ExchangeContext, 'emit' | 'countOutput'>;
+
 /** One provider's side of a turn. */
 export interface TurnDriver {
   readonly provider: string;
@@ -64,6 +75,8 @@ export interface TurnDriver {
   readonly price: ModelPrice | undefined;
   /** Applied by {@link ExchangeContext.withTimeout}; undefined = none. */
   readonly timeoutMs: number | undefined;
+  /** Output characters one request may stream. @default DEFAULT_MAX_OUTPUT_CHARS */
+  readonly maxOutputChars?: number;
   /** An error that fails the turn before any request is made (e.g. an unsupported option). */
   readonly preflightError?: ProviderError | undefined;
   /**
@@ -90,6 +103,10 @@ class RunningTurn implements Turn {
   readonly #queue = new EventQueue<TurnEvent>();
   readonly #controller = new AbortController();
   readonly #receipt: ReceiptBuilder;
+  readonly #maxOutputChars: number;
+  /** The receipt of the request in flight. */
+  #request: ReceiptBuilder | undefined;
+  #outputChars = 0;
   #started = false;
   #stopped = false;
   #emitted = 0;
@@ -100,16 +117,25 @@ class RunningTurn implements Turn {
     signal: this.#controller.signal,
     withTimeout: (work) => this.#withTimeout(work),
     emit: (event) => {
+      this.#countOutput(event.text.length);
       this.#emitted += 1;
       this.#queue.push(event);
     },
+    countOutput: (chars) => this.#countOutput(chars),
     reportUsage: (usage) => {
       this.#emitted += 1;
       this.#receipt.addUsage(usage);
+      this.#request?.addUsage(usage);
       this.#queue.push({ type: 'usage', usage });
     },
-    reportHttpStatus: (status) => this.#receipt.setHttpStatus(status),
-    reportRetry: () => this.#receipt.addRetry(),
+    reportHttpStatus: (status) => {
+      this.#receipt.setHttpStatus(status);
+      this.#request?.setHttpStatus(status);
+    },
+    reportRetry: () => {
+      this.#receipt.addRetry();
+      this.#request?.addRetry();
+    },
     emittedCount: () => this.#emitted,
   };
 
@@ -117,6 +143,7 @@ class RunningTurn implements Turn {
     this.#driver = driver;
     this.#signal = signal;
     this.#receipt = new ReceiptBuilder(driver.provider, driver.model, driver.price);
+    this.#maxOutputChars = driver.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
   }
 
   [Symbol.asyncIterator](): AsyncIterator<TurnEvent> {
@@ -167,8 +194,8 @@ class RunningTurn implements Turn {
     try {
       if (this.#driver.preflightError !== undefined) throw this.#driver.preflightError;
       let results: readonly ToolResult[] = [];
-      for (;;) {
-        const response = await this.#exchange(results);
+      for (let index = 0; ; index += 1) {
+        const response = await this.#exchange(results, index);
         const truncated = response.stopReason === 'length' || response.stopReason === 'content_filter';
         if (response.toolCalls.length === 0 || truncated) {
           this.#finish(response.text, response.stopReason);
@@ -181,7 +208,13 @@ class RunningTurn implements Turn {
         }
       }
     } catch (error) {
-      this.#queue.push({ type: 'error', error: this.#failure(error), receipt: this.#receipt.build() });
+      const request = this.#request?.build();
+      this.#queue.push({
+        type: 'error',
+        error: this.#failure(error),
+        receipt: this.#receipt.build(),
+        ...(request === undefined ? {} : { request }),
+      });
     } finally {
       unfollow();
       this.#queue.end();
@@ -192,12 +225,42 @@ class RunningTurn implements Turn {
     this.#queue.push({ type: 'completed', text, stopReason, receipt: this.#receipt.build() });
   }
 
-  async #exchange(results: readonly ToolResult[]): Promise<ModelResponse> {
+  async #exchange(results: readonly ToolResult[], index: number): Promise<ModelResponse> {
+    const request = new ReceiptBuilder(this.#driver.provider, this.#driver.model, this.#driver.price);
+    this.#request = request;
+    this.#outputChars = 0;
     const started = performance.now();
+    let response: ModelResponse;
     try {
-      return await this.#driver.exchange(results, this.#context);
+      response = await this.#driver.exchange(results, this.#context);
     } finally {
-      this.#receipt.addRequest(performance.now() - started);
+      const latencyMs = performance.now() - started;
+      this.#receipt.addRequest(latencyMs);
+      request.addRequest(latencyMs);
+    }
+    const truncated = response.stopReason === 'length' || response.stopReason === 'content_filter';
+    this.#request = undefined;
+    this.#emitted += 1;
+    this.#queue.push({
+      type: 'response',
+      index,
+      text: response.text,
+      toolCalls: truncated ? [] : response.toolCalls,
+      stopReason: response.stopReason,
+      receipt: request.build(),
+    });
+    return response;
+  }
+
+  #countOutput(chars: number): void {
+    this.#outputChars += chars;
+    if (this.#outputChars > this.#maxOutputChars) {
+      throw providerError(
+        'response_too_large',
+        `${this.#driver.provider} streamed more than ${this.#maxOutputChars} characters of output in one response; it was cut off.`,
+        { provider: this.#driver.provider },
+        { maxOutputChars: this.#maxOutputChars },
+      );
     }
   }
 

@@ -1,6 +1,7 @@
 /** The provider-neutral model interface the loop talks to. */
 import type { SerializedError } from '../errors.ts';
 import type { ToolSpec } from '../tools/types.ts';
+import type { ModelPrice } from './pricing.ts';
 
 export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
 
@@ -32,6 +33,12 @@ export interface Usage {
   readonly cachedInputTokens: number;
   /** Output tokens spent on reasoning (a subset of `outputTokens`; 0 when not reported). */
   readonly reasoningTokens: number;
+  /**
+   * True when some of these counts were estimated by troupe (with the model's token counter, from
+   * the exact input and the streamed output) because the provider reported no usage. Absent when
+   * every count was reported.
+   */
+  readonly estimated?: boolean;
 }
 
 export type StopReason = 'end_turn' | 'tool_calls' | 'length' | 'content_filter' | 'other';
@@ -51,8 +58,22 @@ export type TurnEvent =
   | { readonly type: 'text_delta'; readonly text: string }
   | { readonly type: 'reasoning_delta'; readonly text: string }
   | ({ readonly type: 'tool_call' } & ToolCall)
-  /** The usage of one model request; a turn with tool rounds has one per request. */
+  /** The usage of one model request, when the server reported it. */
   | { readonly type: 'usage'; readonly usage: Usage }
+  /**
+   * One model request ended. Comes after its text and usage and before its `tool_call` events:
+   * `toolCalls` are the calls that follow (none when the response was cut off by `length` or
+   * `content_filter`). `receipt` accounts for this request alone.
+   */
+  | {
+      readonly type: 'response';
+      /** 0-based position of the request in the turn. */
+      readonly index: number;
+      readonly text: string;
+      readonly toolCalls: readonly ToolCall[];
+      readonly stopReason: StopReason;
+      readonly receipt: Receipt;
+    }
   | {
       readonly type: 'completed';
       /** Text of the last model response of the turn. */
@@ -60,7 +81,13 @@ export type TurnEvent =
       readonly stopReason: StopReason;
       readonly receipt: Receipt;
     }
-  | { readonly type: 'error'; readonly error: SerializedError; readonly receipt: Receipt };
+  | {
+      readonly type: 'error';
+      readonly error: SerializedError;
+      readonly receipt: Receipt;
+      /** The failed request's own receipt; absent when the turn failed before sending anything. */
+      readonly request?: Receipt;
+    };
 
 /** Accounting for one turn (possibly several HTTP requests). */
 export interface Receipt {
@@ -74,8 +101,13 @@ export interface Receipt {
   /** Status of the last HTTP response; undefined for providers without HTTP or before any answer. */
   readonly httpStatus: number | undefined;
   readonly retries: number;
-  /** USD, when the model's price is known and every request reported its usage. */
+  /** USD, when the model's price is known and every request reported (or was given) its usage. */
   readonly costUsd: number | undefined;
+  /**
+   * Requests whose server reported no usage: their counts are missing from `usage` unless
+   * `usage.estimated` says troupe filled them in. Absent in journals of troupe 0.2 and earlier.
+   */
+  readonly requestsWithoutUsage?: number;
 }
 
 /** A live turn: iterate events; answer tool calls with `respond` before the model continues. */
@@ -99,6 +131,12 @@ export interface Provider {
   /** Name used in receipts and rate-limit keys, e.g. `openai`. */
   readonly name: string;
   turn(request: TurnRequest, signal?: AbortSignal): Turn;
+  /**
+   * The price this provider charges for `model`, or undefined when it is not known. The loop prices
+   * usage it had to estimate with it and warns when a cost budget cannot be enforced. A provider
+   * without this method is treated as pricing nothing.
+   */
+  priceOf?(model: string): ModelPrice | undefined;
 }
 
 /** What an admission controller learns about a request before it is sent. */

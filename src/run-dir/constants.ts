@@ -52,6 +52,7 @@ export const PLAN_KEYS = [
   'scorers',
   'modelMap',
   'mcpServers',
+  'runLimits',
 ] as const;
 
 /** Keys of one entry of `runs`. */
@@ -60,5 +61,14 @@ export const RUN_KEYS = ['agent', 'task', 'context', 'metadata', 'id', 'expected
 /** Keys of one line of a tasks JSONL file. */
 export const TASK_LINE_KEYS = ['task', 'context', 'metadata', 'id', 'expected'] as const;
 
-/** Keys of `limits`. */
-export const LIMIT_KEYS = ['maxSteps', 'wallClockMs', 'maxTotalTokens', 'maxCostUsd'] as const;
+/** Keys of `limits` (per agent). */
+export const LIMIT_KEYS = [
+  'maxSteps',
+  'wallClockMs',
+  'maxTotalTokens',
+  'maxCostUsd',
+  'truncationRetries',
+] as const;
+
+/** Keys of `runLimits` (the whole run). */
+export const RUN_LIMIT_KEYS = ['maxTotalTokens', 'maxCostUsd'] as const;

@@ -5,7 +5,7 @@
  * one writes the summary and exits at once with code 130.
  */
 import { EXIT_INTERRUPTED } from './constants.ts';
-import { formatCost, formatDuration, formatTokens } from './format.ts';
+import { formatCost, formatDuration, formatTokenCount } from './format.ts';
 import { SIMULATED_NOTICE } from './provider-choice.ts';
 import { createProgressRenderer } from './render-progress.ts';
 import { scorerLines } from './scoring-text.ts';
@@ -104,11 +104,13 @@ export function closingText(summary: RunSummary, runDir: string): string {
   const lines = [
     `${summary.interrupted ? 'interrupted' : 'finished'}: ${counts.completed} of ${counts.planned} completed, ` +
       `${counts.failed} failed${failures ? ` (${failures})` : ''}${counts.notRun > 0 ? `, ${counts.notRun} not run` : ''}${nested}`,
-    `tokens ${formatTokens(summary.usage.inputTokens)} in / ${formatTokens(summary.usage.outputTokens)} out, ` +
-      `cost ${formatCost(summary.costUsd)}, wall time ${formatDuration(summary.wallTimeMs)}`,
+    `tokens ${formatTokenCount(summary.usage.inputTokens, summary.usage.estimated)} in / ${formatTokenCount(summary.usage.outputTokens, summary.usage.estimated)} out` +
+      `${summary.usage.estimated ? ' (~ estimated where the server reported no usage)' : ''}, ` +
+      `cost ${formatCost(summary.costUsd)}${summary.unpricedAgents > 0 ? ` (no price for the model of ${summary.unpricedAgents} agent(s))` : ''}, wall time ${formatDuration(summary.wallTimeMs)}`,
   ];
   if (summary.scoring !== undefined)
     lines.push(...scorerLines(summary.scoring).map((line) => `score ${line}`));
+  if (summary.budgetSpent) lines.push(`stopped: the run's budget is spent (${summary.budgetSpent})`);
   if (summary.simulated) lines.push(`troupe: ${SIMULATED_NOTICE}`);
   lines.push(`run dir: ${runDir}`, `  report: troupe report ${runDir} [--html report.html]`);
   if (!summary.complete) lines.push(`  finish: troupe resume ${runDir}`);

@@ -55,9 +55,15 @@ export function formatTokens(count: number): string {
   return `${(count / 1_000_000).toFixed(1)}M`;
 }
 
-/** USD with enough digits to show small amounts: "$0.0123", "$12.34". */
-export function formatCost(usd: number): string {
+/** USD with enough digits to show small amounts: "$0.0123", "$12.34"; `null` (no known price): "unknown". */
+export function formatCost(usd: number | null): string {
+  if (usd === null) return 'unknown';
   return usd >= 1 ? `$${usd.toFixed(2)}` : `$${usd.toFixed(4)}`;
+}
+
+/** {@link formatTokens} with a leading `~` when the count was estimated (the server reported none). */
+export function formatTokenCount(count: number, estimated: boolean | undefined): string {
+  return `${estimated === true ? '~' : ''}${formatTokens(count)}`;
 }
 
 /** 950 -> "950ms", 3200 -> "3.2s", 125000 -> "2m05s", 4000000 -> "1h06m". */

@@ -4,7 +4,7 @@
  * charts, failures, and every agent's result.
  */
 import { REPORT_CHART_AGENTS, REPORT_TIMELINE_MAX_AGENTS } from './constants.ts';
-import { excerpt, formatCost, formatDuration, formatTokens } from './format.ts';
+import { excerpt, formatCost, formatDuration, formatTokenCount, formatTokens } from './format.ts';
 import { barChart, chartRows, esc, timelineSvg, toolLegend } from './html-charts.ts';
 import { SIMULATED_REASON } from './provider-choice.ts';
 import { outcomeText } from './results.ts';
@@ -62,7 +62,7 @@ export function renderHtmlReport(
     ['spawned by agents', String(summary.counts.nested.completed + summary.counts.nested.failed)],
     [
       'tokens in / out',
-      `${formatTokens(summary.usage.inputTokens)} / ${formatTokens(summary.usage.outputTokens)}`,
+      `${formatTokenCount(summary.usage.inputTokens, summary.usage.estimated)} / ${formatTokenCount(summary.usage.outputTokens, summary.usage.estimated)}${summary.usage.estimated ? ' (~ estimated: the server reported no usage)' : ''}`,
     ],
     ['cost', formatCost(summary.costUsd)],
     ['wall time', formatDuration(summary.wallTimeMs || timeline.duration)],
@@ -77,8 +77,8 @@ export function renderHtmlReport(
     (agent) => [agent.usage.inputTokens, agent.usage.outputTokens],
     REPORT_CHART_AGENTS,
   );
-  const costRows = chartRows(agents, (agent) => [agent.costUsd], REPORT_CHART_AGENTS);
-  const hasCost = agents.some((agent) => agent.costUsd > 0);
+  const costRows = chartRows(agents, (agent) => [agent.costUsd ?? 0], REPORT_CHART_AGENTS);
+  const hasCost = agents.some((agent) => (agent.costUsd ?? 0) > 0);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${esc(title)}</title><style>${STYLE}</style></head>
@@ -133,7 +133,7 @@ function agentTable(agents: readonly ReportAgent[]): string {
     const full = agent.result?.result === undefined ? result : JSON.stringify(agent.result.result, null, 2);
     const time =
       agent.start !== undefined && agent.end !== undefined ? formatDuration(agent.end - agent.start) : '';
-    return `<tr class="agent" data-agent="${esc(agent.agentId)}"><td>${agent.index ?? '↳'}</td><td>${esc(agent.agentId)}${agent.parentId ? `<br><span class="sub">by ${esc(agent.parentId)}</span>` : ''}</td><td>${esc(agent.agent)}</td><td class="${cls(agent.status)}">${esc(agent.status)}${agent.reason ? ` (${esc(agent.reason)})` : ''}</td><td class="num">${agent.rounds}</td><td class="num">${formatTokens(agent.usage.inputTokens)}</td><td class="num">${formatTokens(agent.usage.outputTokens)}</td><td class="num">${formatCost(agent.costUsd)}</td><td class="num">${time}</td><td><details><summary>${esc(excerpt(agent.task, 70))}</summary><pre>${esc(agent.task)}</pre></details>${result ? `<details><summary>${esc(excerpt(result, 70))}</summary><pre>${esc(full)}</pre></details>` : ''}</td></tr>`;
+    return `<tr class="agent" data-agent="${esc(agent.agentId)}"><td>${agent.index ?? '↳'}</td><td>${esc(agent.agentId)}${agent.parentId ? `<br><span class="sub">by ${esc(agent.parentId)}</span>` : ''}</td><td>${esc(agent.agent)}</td><td class="${cls(agent.status)}">${esc(agent.status)}${agent.reason ? ` (${esc(agent.reason)})` : ''}</td><td class="num">${agent.rounds}</td><td class="num">${formatTokenCount(agent.usage.inputTokens, agent.usage.estimated)}</td><td class="num">${formatTokenCount(agent.usage.outputTokens, agent.usage.estimated)}</td><td class="num">${formatCost(agent.costUsd)}</td><td class="num">${time}</td><td><details><summary>${esc(excerpt(agent.task, 70))}</summary><pre>${esc(agent.task)}</pre></details>${result ? `<details><summary>${esc(excerpt(result, 70))}</summary><pre>${esc(full)}</pre></details>` : ''}</td></tr>`;
   });
   return `<table><thead><tr><th>#</th><th>agent id</th><th>definition</th><th>status</th><th>rounds</th><th>in</th><th>out</th><th>cost</th><th>time</th><th>task / result</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }

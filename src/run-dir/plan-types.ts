@@ -55,6 +55,8 @@ export interface Plan {
   readonly isolation?: 'shared' | 'thread';
   readonly concurrency?: number;
   readonly limits?: AgentLimits;
+  /** Budgets of the whole run (`runLimits` in the plan); unset ones take the defaults. */
+  readonly runLimits?: { readonly maxTotalTokens?: number; readonly maxCostUsd?: number };
   /** Definition files named by `agents` (directories expanded to their `*.md` files). */
   readonly agentFiles: readonly string[];
   readonly toolModules: readonly ToolModuleRef[];

@@ -16,7 +16,7 @@ import type { ToolModuleRef } from '../protocol/messages.ts';
 import { PROVIDER_NAMES } from '../providers/factory.ts';
 import type { ModelMap } from '../providers/models.ts';
 import { availableAgentNames, expandAgentPaths } from './agent-files.ts';
-import { LIMIT_KEYS, PLAN_KEYS, RUN_KEYS } from './constants.ts';
+import { LIMIT_KEYS, PLAN_KEYS, RUN_KEYS, RUN_LIMIT_KEYS } from './constants.ts';
 import { expected, type FilePosition, PlanProblems } from './plan-problems.ts';
 import { contextOf, parseTasksJsonl } from './plan-tasks.ts';
 import type { Plan, PlanRun, ProviderModuleRef } from './plan-types.ts';
@@ -128,7 +128,8 @@ class PlanChecker {
     const isolation = value.isolation;
     if (isolation !== undefined && isolation !== 'shared' && isolation !== 'thread')
       this.#fail(['isolation'], expected('`shared` or `thread`', isolation));
-    const limits = this.#limits(value.limits);
+    const limits = this.#limits(value.limits, 'limits', LIMIT_KEYS);
+    const runLimits = this.#limits(value.runLimits, 'runLimits', RUN_LIMIT_KEYS);
     const agentFiles = this.#paths(value.agents, ['agents']);
     const toolModules = this.#toolModules(value.toolModules);
     const { runs, agentRefs } = this.#runs(value, agent);
@@ -146,6 +147,7 @@ class PlanChecker {
       ...(isolation === 'shared' || isolation === 'thread' ? { isolation } : {}),
       ...(concurrency === undefined ? {} : { concurrency }),
       ...(limits === undefined ? {} : { limits }),
+      ...(runLimits === undefined ? {} : { runLimits }),
       agentFiles,
       toolModules,
       runs,
@@ -373,26 +375,33 @@ class PlanChecker {
     return refs;
   }
 
-  #limits(value: unknown): AgentLimits | undefined {
+  /**
+   * `limits` or `runLimits`: numbers, integers except costs. `maxSteps` must be positive; the
+   * budgets may be 0 (unlimited), `truncationRetries` 0 (no continuation re-ask).
+   */
+  #limits(value: unknown, name: string, keys: readonly string[]): AgentLimits | undefined {
     if (value === undefined) return undefined;
     if (!isRecord(value)) {
-      this.#fail(['limits'], expected(`a mapping of ${LIMIT_KEYS.join(', ')}`, value));
+      this.#fail([name], expected(`a mapping of ${keys.join(', ')}`, value));
       return undefined;
     }
     const limits: Record<string, number> = {};
     for (const [key, limit] of Object.entries(value)) {
-      if (!(LIMIT_KEYS as readonly string[]).includes(key)) {
+      if (!keys.includes(key)) {
         this.#problems.add(
           this.#file,
-          this.#source.keyAt(['limits'], key),
-          `limits.${key}`,
-          expected(`one of ${LIMIT_KEYS.join(', ')}`, key),
+          this.#source.keyAt([name], key),
+          `${name}.${key}`,
+          expected(`one of ${keys.join(', ')}`, key),
         );
         continue;
       }
       const integer = key !== 'maxCostUsd';
-      if (typeof limit !== 'number' || !(limit > 0) || (integer && !Number.isInteger(limit))) {
-        this.#fail(['limits', key], expected(integer ? 'a positive integer' : 'a positive number', limit));
+      const min = key === 'maxSteps' ? 1 : 0;
+      if (typeof limit !== 'number' || !(limit >= min) || (integer && !Number.isInteger(limit))) {
+        const unlimited = key !== 'maxSteps' && key !== 'truncationRetries' ? ' (0 = unlimited)' : '';
+        const kind = `${min === 1 ? 'a positive' : 'a non-negative'} ${integer ? 'integer' : 'number'}${unlimited}`;
+        this.#fail([name, key], expected(kind, limit));
         continue;
       }
       limits[key] = limit;

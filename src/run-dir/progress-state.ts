@@ -30,6 +30,13 @@ export class ProgressState {
   inputTokens = 0;
   outputTokens = 0;
   costUsd = 0;
+  /** Some usage was estimated (a server reported none). */
+  estimated = false;
+  /** Some agent's model has no known price: the cost shown is a lower bound. */
+  costUnknown = false;
+  /** The run's token budget (0 = unlimited) and the tokens earlier sessions used. */
+  maxRunTokens = 0;
+  priorTokens = 0;
   interrupted = false;
   readonly startedAt: number;
   readonly agents = new Map<string, AgentProgress>();
@@ -76,6 +83,8 @@ export class ProgressState {
         this.simulated = event.simulated;
         this.notice = event.notice;
         this.total = event.toRun;
+        this.maxRunTokens = event.runLimits.maxTotalTokens;
+        this.priorTokens = event.usedTokens;
         return;
       case 'spawned': {
         if (event.index === null) this.total += 1;
@@ -116,7 +125,9 @@ export class ProgressState {
       case 'usage':
         this.inputTokens += event.inputTokens;
         this.outputTokens += event.outputTokens;
-        this.costUsd += event.costUsd;
+        this.costUsd += event.costUsd ?? 0;
+        this.estimated ||= event.estimated;
+        this.costUnknown ||= event.costUsd === null;
         return;
       case 'text':
         this.#touch(event.agentId, excerpt(event.text, LINE_EXCERPT_CHARS));

@@ -7,6 +7,7 @@ import {
   excerpt,
   formatCost,
   formatDuration,
+  formatTokenCount,
   formatTokens,
   printable,
   shortId,
@@ -15,6 +16,7 @@ import {
 import { ProgressState } from './progress-state.ts';
 import { outcomeText, type ResultLine } from './results.ts';
 import type { RunEvent } from './run-events.ts';
+import type { RunLimits } from './run-plan.ts';
 
 /** Where progress goes. */
 export interface ProgressOutput {
@@ -129,6 +131,8 @@ function describeEvent(event: RunEvent): string | undefined {
       return `${'backoff'.padEnd(10)} ${event.provider} rate limited: waiting ${formatDuration(event.retryAfterMs)}`;
     case 'interrupt':
       return undefined;
+    case 'budget':
+      return `${'budget'.padEnd(10)} spent: ${event.message}; cancelling the running agents`;
     default:
       return undefined;
   }
@@ -144,13 +148,27 @@ export function runHeader(event: Extract<RunEvent, { type: 'run' }>): string[] {
     `troupe ${event.kind}: ${what}, ${event.concurrency} at a time on ${event.threads} thread(s), provider ${event.provider}${event.model ? ` (model ${event.model})` : ''}`,
   ];
   if (event.notice) lines.push(`troupe: ${event.notice}`);
+  lines.push(`budget: ${runBudgetText(event.runLimits, event.usedTokens)}`);
+  for (const notice of event.notices) lines.push(`warning: ${notice}`);
   lines.push(`run dir: ${event.runDir}`);
   return lines;
 }
 
+/** `10M tokens (1.2k used) · no cost limit`. */
+function runBudgetText(limits: RunLimits, usedTokens: number): string {
+  const used = usedTokens > 0 ? ` (${formatTokens(usedTokens)} used)` : '';
+  return [
+    limits.maxTotalTokens > 0
+      ? `${formatTokens(limits.maxTotalTokens)} tokens${used}`
+      : `no token limit${used}`,
+    limits.maxCostUsd > 0 ? `${formatCost(limits.maxCostUsd)}` : 'no cost limit',
+  ].join(' · ');
+}
+
 function endedLine(line: ResultLine): string {
   const status = line.status === 'completed' ? 'completed' : 'failed';
-  const cost = `${line.rounds} round(s), ${formatTokens(line.usage.inputTokens + line.usage.outputTokens)} tokens, ${formatCost(line.costUsd)}`;
+  const steps = line.steps === undefined ? '' : `, ${line.steps} step(s)`;
+  const cost = `${line.rounds} round(s)${steps}, ${formatTokenCount(line.usage.inputTokens + line.usage.outputTokens, line.usage.estimated)} tokens, ${formatCost(line.costUsd)}`;
   return `${status.padEnd(10)} ${shortId(line.agentId)} ${line.agent}: ${excerpt(outcomeText(line), LINE_EXCERPT_CHARS)} (${cost})`;
 }
 
@@ -237,8 +255,9 @@ class TtyRenderer implements ProgressRenderer {
     );
     const eta = state.etaMs(now);
     const totals = this.#fit(
-      `${state.simulated ? '[simulated model]  ' : ''}tokens ${formatTokens(state.inputTokens)} in / ${formatTokens(state.outputTokens)} out` +
-        `  cost ${formatCost(state.costUsd)}  ${state.rate(now).toFixed(1)} agents/s` +
+      `${state.simulated ? '[simulated model]  ' : ''}tokens ${formatTokenCount(state.inputTokens, state.estimated)} in / ${formatTokenCount(state.outputTokens, state.estimated)} out` +
+        `${state.maxRunTokens > 0 ? ` (${formatTokens(state.priorTokens + state.inputTokens + state.outputTokens)} of ${formatTokens(state.maxRunTokens)})` : ''}` +
+        `  cost ${state.costUnknown ? `${formatCost(state.costUsd)}+unknown` : formatCost(state.costUsd)}  ${state.rate(now).toFixed(1)} agents/s` +
         `  ETA ${eta === undefined ? '-' : formatDuration(eta)}  elapsed ${formatDuration(now - state.startedAt)}`,
     );
     const lines = [`${bar} ${counts}`, totals];

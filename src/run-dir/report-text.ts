@@ -1,7 +1,7 @@
 /** `troupe report RUN_DIR` in the terminal: a header, one row per agent, and the totals. */
 import { LINE_EXCERPT_CHARS } from './constants.ts';
 import { closingText } from './execute.ts';
-import { excerpt, formatCost, formatDuration, formatTokens, shortId, table } from './format.ts';
+import { excerpt, formatCost, formatDuration, formatTokenCount, shortId, table } from './format.ts';
 import { outcomeText } from './results.ts';
 import type { RunDirContents } from './run-dir.ts';
 import { type RunSummary, summarize } from './summary.ts';
@@ -34,8 +34,8 @@ export function reportText(
       agent.agent,
       agent.reason ? `${agent.status} (${agent.reason})` : agent.status,
       String(agent.rounds),
-      formatTokens(agent.usage.inputTokens),
-      formatTokens(agent.usage.outputTokens),
+      formatTokenCount(agent.usage.inputTokens, agent.usage.estimated),
+      formatTokenCount(agent.usage.outputTokens, agent.usage.estimated),
       formatCost(agent.costUsd),
       agent.start !== undefined && agent.end !== undefined ? formatDuration(agent.end - agent.start) : '-',
       agent.result ? excerpt(outcomeText(agent.result), LINE_EXCERPT_CHARS) : '',

@@ -21,9 +21,13 @@ export interface ResultLine {
   readonly answer?: string;
   readonly reason?: FailureReason;
   readonly error?: SerializedError;
+  /** `usage.estimated` when troupe estimated counts a server did not report. */
   readonly usage: Usage;
-  readonly costUsd: number;
+  /** USD; null when the model's price is unknown. */
+  readonly costUsd: number | null;
   readonly rounds: number;
+  /** Model requests (absent for agents that never ran the loop, and in older run directories). */
+  readonly steps?: number;
   /** The caller's id for the run (`id` in the plan or tasks file). */
   readonly label?: string;
   /** Thread (actor host) the agent last ran on; null when it never started. */
@@ -64,6 +68,7 @@ export function resultLine(outcome: AgentOutcome, context: ResultContext): Resul
     usage: outcome.usage,
     costUsd: outcome.costUsd,
     rounds: outcome.rounds,
+    ...(outcome.steps === undefined ? {} : { steps: outcome.steps }),
     hostId: context.hostId ?? null,
     restarts: context.restarts,
     startedAt: context.startedAt ?? null,

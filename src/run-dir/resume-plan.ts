@@ -97,6 +97,7 @@ export function lineFromJournal(
     usage: last.usage,
     costUsd: last.costUsd,
     rounds: last.rounds,
+    ...(last.steps === undefined ? {} : { steps: last.steps }),
     hostId: null,
     restarts: 0,
     startedAt: first?.ts ?? null,

@@ -1,6 +1,7 @@
 /** What a fan-out session reports as it runs: the input of the progress renderers and `--json`. */
 import type { SerializedError } from '../errors.ts';
 import type { ResultLine } from './results.ts';
+import type { RunLimits } from './run-plan.ts';
 import type { RunSummary } from './summary.ts';
 
 /** Identifies an agent in a run event. */
@@ -29,6 +30,11 @@ export type RunEvent =
       readonly toRun: number;
       readonly threads: number;
       readonly concurrency: number;
+      /** The run's budgets (0 = unlimited) and the tokens earlier sessions already used. */
+      readonly runLimits: RunLimits;
+      readonly usedTokens: number;
+      /** Budgets the run cannot enforce (a cost budget for a model without a known price). */
+      readonly notices: readonly string[];
     }
   | (AgentEventBase & { readonly type: 'spawned'; readonly parentId: string | null; readonly task: string })
   | (AgentEventBase & { readonly type: 'started'; readonly hostId: number; readonly resumed: boolean })
@@ -41,11 +47,21 @@ export type RunEvent =
       readonly ok: boolean | undefined;
     })
   | (AgentEventBase & {
+      /** One model request's usage (per step). */
       readonly type: 'usage';
       readonly inputTokens: number;
       readonly outputTokens: number;
-      readonly costUsd: number;
+      /** Estimated by troupe: the server reported no usage. */
+      readonly estimated: boolean;
+      /** USD; null when the model's price is unknown. */
+      readonly costUsd: number | null;
     })
+  | {
+      /** The run's budget (`runLimits`) is spent: every running agent is being cancelled. */
+      readonly type: 'budget';
+      readonly code: 'run_token_budget' | 'run_cost_budget';
+      readonly message: string;
+    }
   | (AgentEventBase & { readonly type: 'text'; readonly text: string })
   | (AgentEventBase & { readonly type: 'waiting' })
   | (AgentEventBase & { readonly type: 'instructed'; readonly text: string })

@@ -4,11 +4,13 @@
  * to the plan or its tasks file do not change an interrupted run.
  */
 import { randomBytes } from 'node:crypto';
+import { DEFAULT_RUN_MAX_TOTAL_TOKENS } from '../constants.ts';
 import type { ScorerSpec } from '../eval/types.ts';
 import type { AgentLimits } from '../loop/types.ts';
 import type { McpServers } from '../mcp/config.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
 import type { ModelMap } from '../providers/models.ts';
+import { DEFAULT_PRICES, type PriceTable, priceFor } from '../providers/pricing.ts';
 import { DEFAULT_FANOUT_CONCURRENCY, DEFAULT_THREADS, RUN_DIR_FORMAT } from './constants.ts';
 import type { Plan, PlanRun } from './plan-types.ts';
 import type { ProviderChoice } from './provider-choice.ts';
@@ -43,6 +45,8 @@ export interface RunPlan {
   readonly isolation: 'shared' | 'thread';
   readonly concurrency: number;
   readonly limits?: AgentLimits;
+  /** Budgets of the whole run (all agents, all sessions); absent in older run directories (defaults apply). */
+  readonly runLimits?: RunLimits;
   readonly agentFiles: readonly string[];
   readonly toolModules: readonly ToolModuleRef[];
   readonly runs: readonly PlannedRun[];
@@ -53,6 +57,40 @@ export interface RunPlan {
   readonly scorers?: readonly ScorerSpec[];
 }
 
+/** Budgets of a whole run, over every agent and session. 0 means unlimited. */
+export interface RunLimits {
+  /** Input + output tokens of every agent. @default DEFAULT_RUN_MAX_TOTAL_TOKENS (10,000,000) */
+  readonly maxTotalTokens: number;
+  /** USD over every agent whose model has a known price. @default 0 (unlimited) */
+  readonly maxCostUsd: number;
+}
+
+/**
+ * Warnings about budgets the run cannot enforce: a cost budget (the run's or the agents') when no
+ * price is known for the plan's model. A provider module's prices cannot be known here.
+ */
+export function budgetNotices(plan: RunPlan): string[] {
+  const runCost = runLimitsOf(plan).maxCostUsd;
+  const agentCost = plan.limits?.maxCostUsd ?? 0;
+  const model = plan.model ?? plan.defaultModel;
+  if ((runCost <= 0 && agentCost <= 0) || model === undefined) return [];
+  const { config } = plan.provider;
+  if (config.kind === 'simulated') return [];
+  const table = config.options?.prices as PriceTable | undefined;
+  const known = config.kind !== 'module' && priceFor(model, table ?? DEFAULT_PRICES) !== undefined;
+  if (known) return [];
+  const which =
+    runCost > 0 ? `the run's cost budget ($${runCost})` : `the agents' cost budget ($${agentCost})`;
+  return [
+    `${which} cannot be enforced: no price is known for model ${model}, so its cost is unknown; the token budgets still apply`,
+  ];
+}
+
+/** The run budgets of `plan`, with the defaults for what it (or an older plan.json) leaves out. */
+export function runLimitsOf(plan: Pick<RunPlan, 'runLimits'>): RunLimits {
+  return plan.runLimits ?? { maxTotalTokens: DEFAULT_RUN_MAX_TOTAL_TOKENS, maxCostUsd: 0 };
+}
+
 /** What the command line adds to or overrides in a plan. */
 export interface RunOverrides {
   readonly threads?: number;
@@ -60,6 +98,8 @@ export interface RunOverrides {
   readonly concurrency?: number;
   readonly model?: string;
   readonly modelMap?: ModelMap;
+  /** `--max-run-tokens`. */
+  readonly maxRunTokens?: number;
 }
 
 /** Run id for a run started at `now`: `20250607-120102-3fa9c1` (UTC). */
@@ -105,6 +145,11 @@ export function resolveRunPlan(
     isolation: overrides.isolation ?? plan.isolation ?? 'shared',
     concurrency: overrides.concurrency ?? plan.concurrency ?? DEFAULT_FANOUT_CONCURRENCY,
     ...(plan.limits === undefined ? {} : { limits: plan.limits }),
+    runLimits: {
+      maxTotalTokens:
+        overrides.maxRunTokens ?? plan.runLimits?.maxTotalTokens ?? DEFAULT_RUN_MAX_TOTAL_TOKENS,
+      maxCostUsd: plan.runLimits?.maxCostUsd ?? 0,
+    },
     agentFiles: plan.agentFiles,
     toolModules: plan.toolModules,
     runs: plan.runs.map((run) => ({ ...run, agentId: agentIdFor(idPrefix, run.index) })),

@@ -8,7 +8,7 @@ export function scorerLines(scoring: ScoringSummary): string[] {
     const extra = [
       totals.errors > 0 ? `${totals.errors} could not be scored` : '',
       totals.notScored > 0 ? `${totals.notScored} not scored` : '',
-      totals.judgeCostUsd !== undefined && totals.judgeCostUsd > 0
+      totals.judgeCostUsd !== undefined && (totals.judgeCostUsd === null || totals.judgeCostUsd > 0)
         ? `judges cost ${formatCost(totals.judgeCostUsd)}`
         : '',
     ].filter((part) => part !== '');

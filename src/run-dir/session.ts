@@ -9,6 +9,7 @@
  * result line of their own and no progress events, and the Supervisor closes only after every
  * pending score is in.
  */
+import { followSignal } from '../abort.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import type { JudgeSpawner } from '../eval/judge.ts';
 import type { Scoring } from '../eval/scoring.ts';
@@ -20,7 +21,7 @@ import { SIMULATED_NOTICE } from './provider-choice.ts';
 import { type ResultLine, resultLine } from './results.ts';
 import type { RunDirWriter } from './run-dir.ts';
 import type { RunEventSink } from './run-events.ts';
-import type { PlannedRun, RunPlan } from './run-plan.ts';
+import { budgetNotices, type PlannedRun, type RunPlan, runLimitsOf } from './run-plan.ts';
 import { createRunScoring, scoreInputOf } from './run-scoring.ts';
 import { type RunSession, type RunSummary, summarize } from './summary.ts';
 
@@ -86,11 +87,21 @@ export class FanoutSession {
   /** Scores being computed for ended agents; the Supervisor is closed only once they are in. */
   readonly #pending = new Set<Promise<void>>();
   #scoring: Scoring | undefined;
+  /** Aborts with the caller's signal, or when the run's budget is spent. */
+  readonly #controller = new AbortController();
+  /** Tokens and known cost of every agent of the run so far, earlier sessions included. */
+  #usedTokens = 0;
+  #usedCostUsd = 0;
+  #budgetSpent: string | undefined;
   #finished = false;
 
   constructor(options: SessionOptions) {
     this.#options = options;
     this.#lines = [...(options.existing ?? [])];
+    for (const line of this.#lines) {
+      this.#usedTokens += line.usage.inputTokens + line.usage.outputTokens;
+      this.#usedCostUsd += line.costUsd ?? 0;
+    }
     for (const item of options.work) {
       this.#tracked.set(item.agentId, {
         index: item.run.index,
@@ -110,10 +121,26 @@ export class FanoutSession {
     return this.#lines;
   }
 
-  /** Runs the work to the end (or until the signal aborts and the agents are cancelled). */
+  /**
+   * Runs the work to the end, until the signal aborts, or until the run's budget is spent; then
+   * the running agents are cancelled.
+   */
   async run(): Promise<SessionResult> {
-    const { plan, work, signal } = this.#options;
+    const { plan, work } = this.#options;
+    const unfollow = followSignal(this.#options.signal, this.#controller);
+    try {
+      return await this.#run(plan, work);
+    } finally {
+      unfollow();
+    }
+  }
+
+  async #run(plan: RunPlan, work: readonly WorkItem[]): Promise<SessionResult> {
+    const signal = this.#controller.signal;
     const emit = this.#options.onEvent ?? (() => {});
+    const runLimits = runLimitsOf(plan);
+    // A resumed run whose budget is already spent runs nothing more.
+    this.#checkBudget(runLimits, emit);
     emit({
       type: 'run',
       runId: plan.runId,
@@ -127,9 +154,13 @@ export class FanoutSession {
       toRun: work.length,
       threads: plan.threads,
       concurrency: plan.concurrency,
+      runLimits,
+      usedTokens: this.#usedTokens,
+      notices: budgetNotices(plan),
     });
+    if (this.#budgetSpent) emit({ type: 'budget', code: 'run_token_budget', message: this.#budgetSpent });
     const recovered = this.#options.recovered ?? [];
-    const needsSupervisor = work.length > 0 && !signal?.aborted;
+    const needsSupervisor = work.length > 0 && !signal.aborted;
     let supervisor: Supervisor | undefined;
     const spawner: JudgeSpawner = {
       spawn: (agent, options) => {
@@ -146,7 +177,7 @@ export class FanoutSession {
       definitions: this.#options.definitions ?? [],
       spawner,
       ...(earlier > 0 ? { judgeIdSuffix: `-s${earlier}` } : {}),
-      ...(signal === undefined ? {} : { signal }),
+      signal,
     });
     if (needsSupervisor || (recovered.length > 0 && this.#scoring?.hasJudges === true)) {
       supervisor = new Supervisor({
@@ -163,14 +194,14 @@ export class FanoutSession {
         toolModules: plan.toolModules,
         ...this.#options.supervisor,
       });
-      this.#listen(supervisor);
+      this.#listen(supervisor, runLimits);
     }
     try {
       for (const line of recovered) this.#track(this.#finishLine(line));
       if (supervisor !== undefined && needsSupervisor) {
         const fanOut = supervisor.fanOut(
           work.map((item) => this.#spec(item)),
-          { concurrency: plan.concurrency, ...(signal ? { signal } : {}) },
+          { concurrency: plan.concurrency, signal },
         );
         await fanOut.all();
       }
@@ -179,7 +210,7 @@ export class FanoutSession {
       // Cancels agents spawned by agents that outlived their parents, then stops the threads.
       await supervisor?.close();
     }
-    const interrupted = signal?.aborted ?? false;
+    const interrupted = this.#options.signal?.aborted ?? false;
     const summary = this.writeSummary(interrupted);
     this.#finished = true;
     emit({ type: 'summary', runDir: this.#options.writer.paths.root, summary });
@@ -197,10 +228,13 @@ export class FanoutSession {
       endedAt: new Date().toISOString(),
       interrupted,
     };
-    const summary = summarize(this.#options.plan, this.#lines, [
-      ...(this.#options.previousSessions ?? []),
-      session,
-    ]);
+    const summary = summarize(
+      this.#options.plan,
+      this.#lines,
+      [...(this.#options.previousSessions ?? []), session],
+      new Date(),
+      this.#budgetSpent,
+    );
     if (!this.#finished) this.#options.writer.writeSummary(summary);
     return summary;
   }
@@ -223,9 +257,29 @@ export class FanoutSession {
     return spec;
   }
 
-  #listen(supervisor: Supervisor): void {
+  /** Stops the run once its token or cost budget is spent (0 = unlimited). */
+  #checkBudget(limits: ReturnType<typeof runLimitsOf>, emit: RunEventSink): void {
+    if (this.#budgetSpent !== undefined) return;
+    let code: 'run_token_budget' | 'run_cost_budget' | undefined;
+    let message = '';
+    if (limits.maxTotalTokens > 0 && this.#usedTokens >= limits.maxTotalTokens) {
+      code = 'run_token_budget';
+      message = `the run used ${this.#usedTokens} tokens; its budget (runLimits.maxTotalTokens, --max-run-tokens) is ${limits.maxTotalTokens}`;
+    } else if (limits.maxCostUsd > 0 && this.#usedCostUsd >= limits.maxCostUsd) {
+      code = 'run_cost_budget';
+      message = `the run spent $${this.#usedCostUsd.toFixed(4)}; its budget (runLimits.maxCostUsd) is $${limits.maxCostUsd}`;
+    }
+    if (code === undefined) return;
+    this.#budgetSpent = message;
+    if (this.#finished) return;
+    emit({ type: 'budget', code, message });
+    this.#controller.abort(new Error(`the run's budget is spent: ${message}`));
+  }
+
+  #listen(supervisor: Supervisor, runLimits: ReturnType<typeof runLimitsOf>): void {
     const forward = this.#options.onEvent ?? (() => {});
-    // Judge agents are the scorers' business: no progress events, no result lines.
+    // Judge agents are the scorers' business: no progress events, no result lines (their tokens
+    // still count against the run's budget).
     const emit = (event: Parameters<typeof forward>[0]): void => {
       if ('agentId' in event && this.#judges.has(event.agentId)) return;
       forward(event);
@@ -269,15 +323,19 @@ export class FanoutSession {
     supervisor.on('agent:tool', (event) =>
       emit({ type: 'tool', ...ref(event.agentId), round: event.round, tool: event.tool, ok: event.ok }),
     );
-    supervisor.on('agent:usage', (event) =>
+    supervisor.on('agent:usage', (event) => {
       emit({
         type: 'usage',
         ...ref(event.agentId),
         inputTokens: event.inputTokens,
         outputTokens: event.outputTokens,
+        estimated: event.estimated,
         costUsd: event.costUsd,
-      }),
-    );
+      });
+      this.#usedTokens += event.inputTokens + event.outputTokens;
+      this.#usedCostUsd += event.costUsd ?? 0;
+      this.#checkBudget(runLimits, emit);
+    });
     supervisor.on('agent:text', (event) => emit({ type: 'text', ...ref(event.agentId), text: event.text }));
     supervisor.on('agent:waiting', (event) => emit({ type: 'waiting', ...ref(event.agentId) }));
     supervisor.on('agent:instructed', (event) =>

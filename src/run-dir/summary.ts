@@ -5,7 +5,7 @@ import { addUsage } from '../providers/receipt.ts';
 import type { Usage } from '../providers/types.ts';
 import { RUN_DIR_FORMAT } from './constants.ts';
 import { latestByIndex, type ResultLine } from './results.ts';
-import type { RunPlan } from './run-plan.ts';
+import { type RunLimits, type RunPlan, runLimitsOf } from './run-plan.ts';
 import { scoringSummaryOf } from './run-scoring.ts';
 
 /** One command that worked on the run: the first `fanout` (or demo), then each `resume`. */
@@ -21,8 +21,10 @@ export interface GroupTotals {
   readonly agents: number;
   readonly completed: number;
   readonly failed: number;
+  /** `usage.estimated` when some counts were estimated. */
   readonly usage: Usage;
-  readonly costUsd: number;
+  /** USD; null when some agent's cost is unknown (no price for its model). */
+  readonly costUsd: number | null;
 }
 
 /** One agent in the summary. */
@@ -35,8 +37,9 @@ export interface AgentSummary {
   readonly status: 'completed' | 'failed';
   readonly reason?: FailureReason;
   readonly usage: Usage;
-  readonly costUsd: number;
+  readonly costUsd: number | null;
   readonly rounds: number;
+  readonly steps?: number;
   /** From start to end; null when the agent never started. */
   readonly wallTimeMs: number | null;
 }
@@ -71,11 +74,21 @@ export interface RunSummary {
     /** Agents spawned by other agents. */
     readonly nested: { readonly completed: number; readonly failed: number };
   };
-  /** Every attempt of every agent, cancelled ones included: what the run cost. */
+  /**
+   * Every attempt of every agent, cancelled ones included: what the run used. `usage.estimated`
+   * when some counts were estimated because a server reported none.
+   */
   readonly usage: Usage;
-  readonly costUsd: number;
+  /** What the run cost in USD; null when some agent's cost is unknown (see `unpricedAgents`). */
+  readonly costUsd: number | null;
+  /** Agent attempts whose cost is unknown because no price is known for their model. */
+  readonly unpricedAgents: number;
   /** Final failures (the last attempt of each plan entry, and nested agents) by reason. */
   readonly failures: Readonly<Partial<Record<FailureReason, number>>>;
+  /** The run's budgets (0 = unlimited). */
+  readonly runLimits: RunLimits;
+  /** Set when the run's budget was spent and its running agents were cancelled: why. */
+  readonly budgetSpent?: string;
   readonly byDefinition: Readonly<Record<string, GroupTotals>>;
   readonly agents: readonly AgentSummary[];
   /**
@@ -93,6 +106,7 @@ export function summarize(
   results: readonly ResultLine[],
   sessions: readonly RunSession[],
   now: Date = new Date(),
+  budgetSpent?: string,
 ): RunSummary {
   const latest = latestByIndex(results);
   const nested = results.filter((line) => line.index === null);
@@ -103,17 +117,19 @@ export function summarize(
   }
   const byDefinition: Record<string, GroupTotals> = {};
   let usage = ZERO;
-  let costUsd = 0;
+  let costUsd: number | null = 0;
+  let unpricedAgents = 0;
   for (const line of results) {
     usage = addUsage(usage, line.usage);
-    costUsd += line.costUsd;
+    costUsd = addCost(costUsd, line.costUsd);
+    if (line.costUsd === null) unpricedAgents += 1;
     const group = byDefinition[line.agent] ?? { agents: 0, completed: 0, failed: 0, usage: ZERO, costUsd: 0 };
     byDefinition[line.agent] = {
       agents: group.agents + 1,
       completed: group.completed + (line.status === 'completed' ? 1 : 0),
       failed: group.failed + (line.status === 'failed' ? 1 : 0),
       usage: addUsage(group.usage, line.usage),
-      costUsd: group.costUsd + line.costUsd,
+      costUsd: addCost(group.costUsd, line.costUsd),
     };
   }
   const planLines = [...latest.values()];
@@ -155,7 +171,10 @@ export function summarize(
     },
     usage,
     costUsd,
+    unpricedAgents,
     failures,
+    runLimits: runLimitsOf(plan),
+    ...(budgetSpent === undefined ? {} : { budgetSpent }),
     byDefinition,
     agents: results.map(agentSummary),
     ...scoringOf(plan, latest),
@@ -179,7 +198,13 @@ function agentSummary(line: ResultLine): AgentSummary {
     usage: line.usage,
     costUsd: line.costUsd,
     rounds: line.rounds,
+    ...(line.steps === undefined ? {} : { steps: line.steps }),
     wallTimeMs:
       line.startedAt === null ? null : Math.max(0, Date.parse(line.endedAt) - Date.parse(line.startedAt)),
   };
+}
+
+/** A sum of costs that is unknown (null) as soon as one part is. */
+function addCost(a: number | null, b: number | null): number | null {
+  return a === null || b === null ? null : a + b;
 }

@@ -37,7 +37,8 @@ export interface ReportAgent {
   readonly task: string;
   readonly hostId: number | null;
   readonly usage: Usage;
-  readonly costUsd: number;
+  /** USD; null when unknown. */
+  readonly costUsd: number | null;
   readonly rounds: number;
   /** Offsets in ms since the run's first event; undefined without a journal. */
   readonly start?: number;
@@ -159,17 +160,17 @@ function reportAgent(
   const spans: Span[] = [];
   const rounds: number[] = [];
   const openCalls = new Map<string, { start: number; name: string }>();
-  let openRound: { start: number; round: number } | undefined;
+  let openRound: { start: number; round: number; step: number | undefined } | undefined;
   let openWait: number | undefined;
   // Until a terminal event says otherwise (an interrupted agent has none), usage is the receipts' sum.
   let journalUsage: Usage = ZERO;
-  let journalCost = 0;
+  let journalCost: number | null = 0;
   let journalRounds = 0;
   for (const event of events) {
     switch (event.type) {
       case 'InferenceSubmitted':
-        openRound = { start: at(event), round: event.round };
-        rounds.push(at(event));
+        openRound = { start: at(event), round: event.round, step: event.step };
+        if ((event.request ?? 1) === 1) rounds.push(at(event));
         break;
       case 'ProviderReceipt':
         if (openRound)
@@ -177,11 +178,14 @@ function reportAgent(
             kind: 'model',
             start: openRound.start,
             end: at(event),
-            label: `round ${openRound.round}`,
+            label: `round ${openRound.round}${openRound.step === undefined ? '' : `, step ${openRound.step}`}`,
           });
         openRound = undefined;
         journalUsage = addUsage(journalUsage, event.receipt.usage);
-        journalCost += event.receipt.costUsd ?? 0;
+        journalCost =
+          journalCost === null || event.receipt.costUsd === undefined
+            ? null
+            : journalCost + event.receipt.costUsd;
         journalRounds = Math.max(journalRounds, event.round);
         break;
       case 'ToolCall':

@@ -10,7 +10,10 @@ import type { AgentSignal } from '../protocol/messages.ts';
 export function agentSignal(agentId: string, event: AuditEventInput): AgentSignal | undefined {
   switch (event.type) {
     case 'InferenceSubmitted':
-      return { type: 'round', agentId, round: event.round, estimatedTokens: event.estimatedTokens };
+      // A round starts with its first request; later requests of the round are steps in it.
+      return (event.request ?? 1) === 1
+        ? { type: 'round', agentId, round: event.round, estimatedTokens: event.estimatedTokens }
+        : undefined;
     case 'ToolCall':
       return { type: 'tool_call', agentId, round: event.round, name: event.name, ok: undefined };
     case 'ToolResult':
@@ -20,9 +23,11 @@ export function agentSignal(agentId: string, event: AuditEventInput): AgentSigna
         type: 'receipt',
         agentId,
         round: event.round,
+        step: event.step,
         inputTokens: event.receipt.usage.inputTokens,
         outputTokens: event.receipt.usage.outputTokens,
-        costUsd: event.receipt.costUsd ?? 0,
+        estimated: event.receipt.usage.estimated === true,
+        costUsd: event.receipt.costUsd ?? null,
         latencyMs: event.receipt.latencyMs,
       };
     case 'HistoryAppended':

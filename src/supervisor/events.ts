@@ -29,11 +29,17 @@ export interface AgentToolCall extends AgentRef {
   /** undefined when the call starts, true/false when its result is known. */
   readonly ok: boolean | undefined;
 }
+/** One model request's usage: emitted per request (step), as it happens. */
 export interface AgentUsage extends AgentRef {
   readonly round: number;
+  /** The step (model request) this usage belongs to. */
+  readonly step: number | undefined;
   readonly inputTokens: number;
   readonly outputTokens: number;
-  readonly costUsd: number;
+  /** The counts were estimated by troupe because the server reported no usage. */
+  readonly estimated: boolean;
+  /** USD; null when the model's price is unknown. */
+  readonly costUsd: number | null;
   readonly latencyMs: number;
 }
 export interface AgentText extends AgentRef {

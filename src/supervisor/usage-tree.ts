@@ -14,17 +14,18 @@ export interface UsageNode {
 
 /**
  * Adds an ended agent's `usage` and `costUsd` to its own tree totals and to every ancestor's that
- * `agents` still holds (the walk stops at the first unknown one).
+ * `agents` still holds (the walk stops at the first unknown one). An unknown cost (`null`: no price
+ * for the model) adds nothing to the tree's cost; `usage.estimated` carries over.
  */
 export function rollUpUsage<T extends UsageNode>(
   agents: ReadonlyMap<string, T>,
   ended: T,
   usage: Usage,
-  costUsd: number,
+  costUsd: number | null,
 ): void {
   for (let node: T | undefined = ended; node !== undefined; ) {
     node.treeUsage = addUsage(node.treeUsage, usage);
-    node.treeCostUsd += costUsd;
+    node.treeCostUsd += costUsd ?? 0;
     const parentId: string | undefined = node.spec.parentId;
     node = parentId === undefined ? undefined : agents.get(parentId);
   }

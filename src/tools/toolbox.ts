@@ -48,6 +48,13 @@ export type ToolCallResult = ToolOutcome & {
   readonly attempts: number;
 };
 
+/** Options of {@link Toolbox.call}. */
+export interface ToolCallOptions {
+  readonly signal?: AbortSignal;
+  /** Given to the tool as `ctx.fitsState`. @default every update fits */
+  readonly fitsState?: (key: string, text: string | null) => boolean;
+}
+
 /** An agent's view of the tools: specs for the provider and a policy-checked `call`. */
 export interface Toolbox {
   /** Admitted tools as the provider should offer them: model-facing tool and parameter names. */
@@ -64,11 +71,7 @@ export interface Toolbox {
    * checks the call against the definition's rules (`Bash(git diff:*)`), then executes with the
    * tool's retry policy. Never throws: every problem is a failed outcome.
    */
-  call(
-    modelName: string,
-    rawArgs: unknown,
-    options?: { readonly signal?: AbortSignal },
-  ): Promise<ToolCallResult>;
+  call(modelName: string, rawArgs: unknown, options?: ToolCallOptions): Promise<ToolCallResult>;
 }
 
 /**
@@ -207,14 +210,17 @@ export function buildToolbox(
         agentId: options.agentId,
         bash: def.bash,
         ...(guard === undefined ? {} : { guard }),
+        fitsState: callOptions.fitsState ?? fitsAlways,
       };
       const retry = def.toolConfig[canonical]?.retry ?? DEFAULT_TOOL_RETRY;
       let attempts = 0;
       for (;;) {
         if (signal.aborted) return failed(canonical, `${modelName} was cancelled`, attempts);
         attempts += 1;
-        const outcome = await runOnce(tool, modelName, mapped.args, ctx);
-        if (outcome.ok || outcome.retryable !== true || attempts > retry.maxRetries) {
+        const { outcome, threw } = await runOnce(tool, modelName, mapped.args, ctx);
+        // A thrown error is retried like a failure marked retryable, unless it was a cancellation.
+        const retryable = outcome.retryable === true || (threw && !signal.aborted);
+        if (outcome.ok || !retryable || attempts > retry.maxRetries) {
           return { ...outcome, canonicalName: canonical, attempts };
         }
         try {
@@ -227,17 +233,28 @@ export function buildToolbox(
   };
 }
 
+const fitsAlways = (): boolean => true;
+
+/** Runs the tool once; an exception becomes a failed outcome, and `threw` says so. */
 async function runOnce(
   tool: Tool,
   modelName: string,
   args: Record<string, unknown>,
   ctx: ToolContext,
-): Promise<ToolOutcome> {
+): Promise<{ readonly outcome: ToolOutcome; readonly threw: boolean }> {
   try {
-    return await tool.execute(args, ctx);
+    return { outcome: await tool.execute(args, ctx), threw: false };
   } catch (error) {
-    return { ok: false, text: `${modelName} failed: ${messageOf(error)}` };
+    return {
+      outcome: { ok: false, text: `${modelName} failed: ${messageOf(error)}` },
+      threw: !isCancellation(error),
+    };
   }
+}
+
+/** An abort: retrying it would only be aborted again. */
+function isCancellation(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
 }
 
 function messageOf(error: unknown): string {

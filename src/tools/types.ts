@@ -31,7 +31,10 @@ export interface ToolOutcome {
   /** State keys this result displays (it is superseded when those keys update). */
   readonly displayedStateKeys?: readonly string[];
   readonly capture?: CaptureRequest;
-  /** A failure that may succeed when tried again (network, lock). Used by `toolConfig.<tool>.retry`. */
+  /**
+   * A failure that may succeed when tried again (network, lock). `toolConfig.<tool>.retry` retries
+   * these, and every exception a tool throws (except a cancellation).
+   */
   readonly retryable?: boolean;
   /** Structured result data (e.g. the `complete_task` result object). */
   readonly data?: unknown;
@@ -58,6 +61,12 @@ export interface ToolContext {
   readonly bash?: BashConfig;
   /** What the agent's permission rules refuse beyond the call's own arguments. */
   readonly guard?: ToolGuard;
+  /**
+   * Would a state update of `key` to `text` (`null`: a removal) fit the agent's input budget? A
+   * tool can check before it returns a large state, and return a summary instead. Changes
+   * nothing. Always true where no projection is attached (a tool called outside an agent loop).
+   */
+  readonly fitsState: (key: string, text: string | null) => boolean;
 }
 
 /** A tool the model can call. Names are canonical; overrides map them to model-facing names. */

@@ -56,7 +56,8 @@ describe('troupe run', () => {
     expect(lines).toContain('round 1 · read_file a.md');
     expect(lines).toContain('round 1 · read_file notes/b.txt');
     expect(lines).toContain('round 1 · complete_task');
-    expect(lines.at(-1)).toMatch(/^completed in 1 round · [\d.]+k? tokens in · \d+ out$/);
+    expect(lines).toContain('limits: 32 steps · 1.0M tokens · no cost limit · no time limit');
+    expect(lines.at(-1)).toMatch(/^completed in 1 round \(3 steps\) · [\d.]+k? tokens in · \d+ out$/);
     const delivered = JSON.parse(result.stdout) as { summary: string; files: string[] };
     expect(delivered.summary).toContain('[simulated]');
     expect(delivered.files).toEqual(['a.md', 'notes/b.txt']);
@@ -76,9 +77,10 @@ describe('troupe run', () => {
       metadata: { cwd: project.root },
     });
     expect(events.at(-1)?.type).toBe('Completed');
+    // The simulated reader reads two files and completes: three model requests in one round.
     expect(verifyJournalFile(journal, { rerender: journalRerender() })).toMatchObject({
       ok: true,
-      checkedInferences: 1,
+      checkedInferences: 3,
     });
   });
 
@@ -153,7 +155,7 @@ describe('troupe run', () => {
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(
-      /failed after 0 rounds · 0 tokens in · 0 out\nreason: budget · code: context_budget · /,
+      /failed after 0 rounds \(0 steps\) · 0 tokens in · 0 out\nreason: budget · code: context_budget · /,
     );
     const events = journalEvents(onlyJournal());
     expect(events[0]).toMatchObject({ type: 'Started', model: 'gpt-4' });
@@ -201,13 +203,13 @@ describe('troupe verify', () => {
     return journal;
   }
 
-  it('reports the events and rounds it verified and exits 0', async () => {
+  it('reports the events and model requests it verified and exits 0', async () => {
     const journal = await completedJournal();
     const count = journalEvents(journal).length;
     const result = await runCli('verify', journal);
     expect(result).toEqual({
       code: 0,
-      stdout: `ok: ${count} events, 1 round verified\nthe agent completed\n`,
+      stdout: `ok: ${count} events, 3 model requests in 1 round verified\nthe agent completed\n`,
       stderr: '',
     });
   });
@@ -322,7 +324,9 @@ describe('troupe resume', () => {
     ]);
     const verified = await runCli('verify', journal);
     expect(verified.code).toBe(0);
-    expect(verified.stdout).toMatch(/^ok: \d+ events, 2 rounds verified\nthe agent completed\n$/);
+    expect(verified.stdout).toMatch(
+      /^ok: \d+ events, \d+ model requests in 2 rounds verified\nthe agent completed\n$/,
+    );
   });
 
   it('warns when the definition changed since the run started, and continues with the current one', async () => {

@@ -99,7 +99,7 @@ describe('judge scorer', () => {
       judge: {
         agentId: 'run-7-judge-quality',
         usage: expect.objectContaining({ inputTokens: 100, outputTokens: 20 }),
-        costUsd: 0,
+        costUsd: null, // the scripted model has no price: unknown, not $0
       },
     });
     // The judge was told the rubric, the task, the reference and the answer, and was held to the verdict schema.

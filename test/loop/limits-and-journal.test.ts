@@ -14,38 +14,44 @@ const loopStep = { toolCalls: [{ name: 'echo', arguments: { value: 'again' } }] 
 const echo = () => recordingTool('echo', () => ({ ok: true, text: 'echoed' }));
 
 describe('agent loop: limits', () => {
-  it('maxSteps from the definition fails the agent with round_limit', async () => {
-    const { outcome } = await runScripted([loopStep, { text: '' }, loopStep, { text: '' }], {
+  it('maxSteps from the definition counts model requests, inside a round too', async () => {
+    const { outcome, provider } = await runScripted([loopStep, loopStep, loopStep], {
       tools: [echo().tool],
       definition: { maxSteps: 2 },
+      allowUnused: true,
     });
-    expect(outcome).toMatchObject({ status: 'failed', reason: 'round_limit', rounds: 2 });
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'step_limit', rounds: 1, steps: 2 });
+    expect(provider.requests).toHaveLength(2);
   });
 
-  it('the hard cap of 250 rounds applies whatever the definition says', () => {
+  it('the hard cap of 250 steps applies whatever the definition says', () => {
     expect(
       stepCount(250)({
-        roundsUsed: 250,
+        stepsUsed: 250,
+        roundsUsed: 1,
         totalTokens: 0,
         costUsd: 0,
         elapsedMs: 0,
         succeededTools: new Set(),
       }),
     ).toMatchObject({
-      reason: 'round_limit',
+      reason: 'step_limit',
     });
   });
 
-  it('a token budget fails the agent with reason budget', async () => {
-    const { outcome } = await runScripted(
-      [
-        { ...loopStep, usage: { inputTokens: 600, outputTokens: 500 } },
-        { text: '', usage: { inputTokens: 10, outputTokens: 10 } },
-      ],
+  it('a token budget spent inside a round fails the agent before the next request', async () => {
+    const { outcome, provider } = await runScripted(
+      [{ ...loopStep, usage: { inputTokens: 600, outputTokens: 500 } }],
       { tools: [echo().tool], run: { limits: { maxTotalTokens: 1000 } } },
     );
     expect(outcome).toMatchObject({ status: 'failed', reason: 'budget', error: { code: 'token_budget' } });
-    expect(outcome.usage.inputTokens).toBe(610);
+    expect(outcome.usage).toEqual({
+      inputTokens: 600,
+      outputTokens: 500,
+      cachedInputTokens: 0,
+      reasoningTokens: 0,
+    });
+    expect(provider.requests).toHaveLength(1);
   });
 
   it('a context that no longer fits the input budget fails before the provider is called', async () => {
@@ -59,6 +65,7 @@ describe('agent loop: limits', () => {
   it('a wall-clock budget fails with reason timeout', () => {
     expect(
       budget({ wallClockMs: 10 })({
+        stepsUsed: 1,
         roundsUsed: 1,
         totalTokens: 0,
         costUsd: 0,
@@ -71,10 +78,12 @@ describe('agent loop: limits', () => {
   });
 
   it('a toolCalled stop condition completes the agent once the tool has succeeded', async () => {
-    const { outcome } = await runScripted([loopStep, { text: '' }], {
+    const { outcome, provider } = await runScripted([loopStep], {
       tools: [echo().tool],
       run: { stopWhen: [toolCalled('echo')] },
     });
+    // Checked before the continuation request: the tool's answer is never sent back.
+    expect(provider.requests).toHaveLength(1);
     expect(outcome).toMatchObject({ status: 'completed', answer: 'echo succeeded' });
   });
 
@@ -106,7 +115,7 @@ describe('agent loop: limits', () => {
 });
 
 describe('agent loop: journal', () => {
-  it('every round records the SHA-256 of its exact input and the journal verifies', async () => {
+  it('every model request records the SHA-256 of its exact input and the journal verifies', async () => {
     const { events } = await runScripted(
       [
         { toolCalls: [{ name: 'echo', arguments: { value: 'a' } }] },
@@ -115,9 +124,16 @@ describe('agent loop: journal', () => {
       ],
       { tools: [echo().tool] },
     );
-    expect(eventsOf(events, 'InferenceSubmitted')).toHaveLength(2);
+    expect(
+      eventsOf(events, 'InferenceSubmitted').map(({ round, step, request }) => ({ round, step, request })),
+    ).toEqual([
+      { round: 1, step: 1, request: 1 },
+      { round: 1, step: 2, request: 2 },
+      { round: 2, step: 3, request: 1 },
+    ]);
+    expect(eventsOf(events, 'ProviderReceipt').map((event) => event.step)).toEqual([1, 2, 3]);
     const result = verifyJournal(events, { rerender: journalRerender() });
-    expect(result).toMatchObject({ ok: true, checkedInferences: 2 });
+    expect(result).toMatchObject({ ok: true, checkedInferences: 3 });
   });
 
   it('verify reports the first altered event', async () => {
@@ -154,7 +170,7 @@ describe('agent loop: journal', () => {
       cwd,
       systemPrompt: 'SYSTEM',
     };
-    await runAgent({ ...base, provider, journal: first, stopWhen: [], limits: { maxSteps: 1 } });
+    await runAgent({ ...base, provider, journal: first, stopWhen: [], limits: { maxSteps: 2 } });
     // Keep everything up to the second tool result, as if the process died there.
     const cut = first.events.findIndex((e) => e.type === 'ToolResult' && e.callId.endsWith('1_0'));
     const survived = first.events.slice(0, cut + 1);
@@ -167,7 +183,14 @@ describe('agent loop: journal', () => {
         return { toolCalls: [{ name: 'complete_task', arguments: { result: { echoed: 2 } } }] };
       },
     ]);
-    const outcome = await runAgent({ ...base, provider: second, journal: resumed, resumeFrom: survived });
+    // The recorded limits apply on resume (2 steps, both used) unless the caller gives others.
+    const outcome = await runAgent({
+      ...base,
+      provider: second,
+      journal: resumed,
+      resumeFrom: survived,
+      limits: { maxSteps: 3 },
+    });
     second.assertAllUsed();
     expect(outcome).toMatchObject({ status: 'completed', result: { echoed: 2 } });
     expect(tool.calls).toHaveLength(2);
@@ -204,7 +227,7 @@ describe('agent loop: journal', () => {
   });
 
   it('resume refuses a journal of format 1, whose replay would build another projection', async () => {
-    const { events } = await runScripted([{ toolCalls: [{ name: 'echo', arguments: {} }] }, { text: '' }], {
+    const { events } = await runScripted([{ toolCalls: [{ name: 'echo', arguments: {} }] }], {
       tools: [echo().tool],
       run: { limits: { maxSteps: 1 } },
     });

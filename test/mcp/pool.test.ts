@@ -16,7 +16,7 @@ function setup() {
   return { dir, pool, pidFile: path.join(dir, 'pids') };
 }
 
-const ctx = () => ({ signal: new AbortController().signal, cwd: '/', agentId: 'a' });
+const ctx = () => ({ signal: new AbortController().signal, cwd: '/', agentId: 'a', fitsState: () => true });
 const byName = (tools: readonly Tool[], name: string): Tool => {
   const tool = tools.find((candidate) => candidate.name === name);
   if (!tool) throw new Error(`no tool ${name} in ${tools.map((t) => t.name).join(', ')}`);

@@ -345,6 +345,11 @@ describe('openai compatible-server variations', () => {
       res.end(`${chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join('')}data: [DONE]\n\n`);
     });
     const events = await collect(openai.turn(turnRequest()));
-    expect(events.map((event) => event.type)).toEqual(['reasoning_delta', 'text_delta', 'completed']);
+    expect(events.map((event) => event.type)).toEqual([
+      'reasoning_delta',
+      'text_delta',
+      'response',
+      'completed',
+    ]);
   });
 });

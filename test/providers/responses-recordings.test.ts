@@ -15,8 +15,8 @@ async function readEvents(
   const response = await fetch(server.url, { method: 'POST' });
   if (response.body === null) throw new Error('no body');
   const events = [];
-  const signal = new AbortController().signal;
-  for await (const message of readServerSentEvents(response.body, 'openai', signal)) {
+  const reading = { signal: new AbortController().signal, received: () => {} };
+  for await (const message of readServerSentEvents(response.body, { provider: 'openai' }, reading)) {
     events.push({ event: message.event, data: JSON.parse(message.data) as Record<string, unknown> });
   }
   return events;

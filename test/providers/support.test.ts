@@ -5,7 +5,7 @@ import { createProvider, defaultProviderName } from '../../src/providers/factory
 import { backoffDelay } from '../../src/providers/http.ts';
 import { OpenAIProvider } from '../../src/providers/openai.ts';
 import { costOf, priceFor } from '../../src/providers/pricing.ts';
-import { codeForErrorType, codeForStatus, parseRetryAfter } from '../../src/providers/provider-error.ts';
+import { classifyError, parseRetryAfter } from '../../src/providers/provider-error.ts';
 import { SimulatedProvider } from '../../src/providers/simulated.ts';
 import { readServerSentEvents } from '../../src/providers/sse.ts';
 
@@ -42,8 +42,9 @@ describe('pricing', () => {
 });
 
 describe('errors and retries', () => {
-  it('maps statuses and API error types to codes', () => {
-    expect([401, 403, 429, 408, 409, 500, 529, 404, 422].map((status) => codeForStatus(status, ''))).toEqual([
+  it('maps statuses and API error types to codes with one classification', () => {
+    const byStatus = (status: number, message = '') => classifyError({ status, message });
+    expect([401, 403, 429, 408, 409, 500, 529, 404, 422].map((status) => byStatus(status))).toEqual([
       'auth_failed',
       'auth_failed',
       'rate_limited',
@@ -54,11 +55,20 @@ describe('errors and retries', () => {
       'bad_request',
       'bad_request',
     ]);
-    expect(codeForStatus(400, 'prompt is too long: 210000 tokens > 200000 maximum')).toBe('context_overflow');
-    expect(codeForStatus(413, 'request_too_large')).toBe('context_overflow');
-    expect(codeForErrorType('overloaded_error', 'Overloaded')).toBe('server_error');
-    expect(codeForErrorType('rate_limit_error', '')).toBe('rate_limited');
-    expect(codeForErrorType('invalid_request_error', 'bad tool schema')).toBe('bad_request');
+    expect(byStatus(400, 'prompt is too long: 210000 tokens > 200000 maximum')).toBe('context_overflow');
+    expect(byStatus(413, 'request_too_large')).toBe('context_overflow');
+    expect(classifyError({ type: 'overloaded_error', message: 'Overloaded' })).toBe('server_error');
+    expect(classifyError({ type: 'rate_limit_error', message: '' })).toBe('rate_limited');
+    expect(classifyError({ type: 'invalid_request_error', message: 'bad tool schema' })).toBe('bad_request');
+  });
+
+  it('calls an invalid_api_key auth_failed wherever it appears: code, type, status or stream', () => {
+    const message = 'Incorrect API key provided';
+    expect(classifyError({ type: 'invalid_request_error', code: 'invalid_api_key', message })).toBe(
+      'auth_failed',
+    );
+    expect(classifyError({ status: 400, code: 'invalid_api_key', message })).toBe('auth_failed');
+    expect(classifyError({ status: 401, type: 'invalid_request_error', message })).toBe('auth_failed');
   });
 
   it('reads retry-after as seconds, as an HTTP date, and retry-after-ms first', () => {
@@ -88,8 +98,8 @@ describe('SSE reader', () => {
     const signal = new AbortController().signal;
     for await (const event of readServerSentEvents(
       streamOf('data: {"a"', ':1}\n', '\nevent: x\ndata: [DONE]'),
-      'p',
-      signal,
+      { provider: 'p' },
+      { signal, received: () => {} },
     )) {
       events.push(event);
     }
@@ -110,7 +120,8 @@ describe('SSE reader', () => {
       },
     });
     const events = [];
-    for await (const event of readServerSentEvents(stream, 'p', new AbortController().signal))
+    const reading = { signal: new AbortController().signal, received: () => {} };
+    for await (const event of readServerSentEvents(stream, { provider: 'p' }, reading))
       events.push(event.data);
     expect(events).toEqual(['925 ÷ 5']);
   });

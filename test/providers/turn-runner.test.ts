@@ -84,7 +84,7 @@ describe('turn runner', () => {
       controller.abort(new Error('agent cancelled'));
       return undefined;
     });
-    expect(events.map((event) => event.type)).toEqual(['tool_call', 'error']);
+    expect(events.map((event) => event.type)).toEqual(['response', 'tool_call', 'error']);
     expect(terminal(events)).toMatchObject({ error: { code: 'cancelled' } });
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
@@ -94,7 +94,8 @@ describe('turn runner', () => {
       { text: 'partial', toolCalls: [{ name: 'read_file' }], stopReason: 'length' },
     ]);
     const events = await collect(model.turn(turnRequest()));
-    expect(events.map((event) => event.type)).toEqual(['text_delta', 'completed']);
+    expect(events.map((event) => event.type)).toEqual(['text_delta', 'response', 'completed']);
+    expect(events[1]).toMatchObject({ type: 'response', toolCalls: [], stopReason: 'length' });
     expect(terminal(events)).toMatchObject({ text: 'partial', stopReason: 'length' });
   });
 
@@ -110,5 +111,56 @@ describe('turn runner', () => {
     expect(terminal(await collect(model.turn(turnRequest())))).toMatchObject({
       error: { code: 'bad_response' },
     });
+  });
+
+  it('ends every model request with a response event carrying that request’s own receipt', async () => {
+    const model = new ScriptedProvider([
+      { text: 'a', toolCalls: [{ name: 'f' }], usage: { inputTokens: 10, outputTokens: 2 } },
+      { text: 'b' },
+    ]);
+    const events = await collect(model.turn(turnRequest({ model: 'gpt-4o' })), () => 'ok');
+    const responses = events.filter((event) => event.type === 'response');
+    expect(responses).toMatchObject([
+      {
+        index: 0,
+        text: 'a',
+        stopReason: 'tool_calls',
+        toolCalls: [{ name: 'f' }],
+        receipt: { requests: 1, usage: { inputTokens: 10, outputTokens: 2 }, requestsWithoutUsage: 0 },
+      },
+      {
+        index: 1,
+        text: 'b',
+        stopReason: 'end_turn',
+        receipt: { requests: 1, usage: { inputTokens: 0 }, requestsWithoutUsage: 1, costUsd: undefined },
+      },
+    ]);
+    expect(events.map((event) => event.type)).toEqual([
+      'text_delta',
+      'usage',
+      'response',
+      'tool_call',
+      'text_delta',
+      'response',
+      'completed',
+    ]);
+    expect(terminal(events)).toMatchObject({ receipt: { requests: 2, requestsWithoutUsage: 1 } });
+  });
+
+  it('bounds the output of any driver, scripted ones included', async () => {
+    const events = await collect(
+      createTurn({
+        ...driver(async (_results, ctx) => {
+          for (;;) ctx.emit({ type: 'text_delta', text: 'x'.repeat(1000) });
+        }),
+        maxOutputChars: 5000,
+      }),
+    );
+    expect(terminal(events)).toMatchObject({
+      type: 'error',
+      error: { code: 'response_too_large', fields: { maxOutputChars: 5000 } },
+      request: { requests: 1 },
+    });
+    expect(events.filter((event) => event.type === 'text_delta')).toHaveLength(5);
   });
 });

@@ -37,6 +37,9 @@ const events: RunEvent[] = [
     toRun: 3,
     threads: 2,
     concurrency: 2,
+    runLimits: { maxTotalTokens: 10_000_000, maxCostUsd: 0 },
+    usedTokens: 0,
+    notices: [],
   },
   { type: 'spawned', agentId: 'abc-0', index: 0, agent: 'worker', parentId: null, task: 'a' },
   { type: 'spawned', agentId: 'abc-1', index: 1, agent: 'worker', parentId: null, task: 'b' },
@@ -51,6 +54,7 @@ const events: RunEvent[] = [
     agent: 'worker',
     inputTokens: 1200,
     outputTokens: 30,
+    estimated: false,
     costUsd: 0.0123,
   },
   { type: 'ended', line: ended },
@@ -84,12 +88,13 @@ function render(mode: 'json' | 'tty' | 'plain', from: readonly RunEvent[] = even
 describe('progress renderers', () => {
   it('plain output is one line per event that matters, headed by the simulated-model notice', () => {
     const lines = render('plain').trimEnd().split('\n');
-    expect(lines.slice(0, 3)).toEqual([
+    expect(lines.slice(0, 4)).toEqual([
       'troupe fanout: run r1: 3 agent(s), 2 at a time on 2 thread(s), provider simulated (model simulated)',
       'troupe: using the simulated model: canned answers',
+      'budget: 10.0M tokens · no cost limit',
       'run dir: /tmp/runs/r1',
     ]);
-    expect(lines.slice(3).map((line) => line.replace(/^\+\S+\s+/, ''))).toEqual([
+    expect(lines.slice(4).map((line) => line.replace(/^\+\S+\s+/, ''))).toEqual([
       'started    abc-0 worker on thread 0',
       'started    abc-1 worker on thread 1',
       'tool       abc-1 read_file ok',
@@ -111,7 +116,7 @@ describe('progress renderers', () => {
     const out = render('tty');
     const plain = stripAnsi(out);
     expect(plain).toContain('1/3  done 1  failed 0  running 1  queued 1');
-    expect(plain).toContain('[simulated model]  tokens 1.2k in / 30 out  cost $0.0123');
+    expect(plain).toContain('[simulated model]  tokens 1.2k in / 30 out (1.2k of 10.0M)  cost $0.0123');
     expect(plain).toContain('abc-1 worker: read_file ok');
     expect(plain).toContain('✔ abc-0 worker: all good');
     expect(plain).toContain('troupe: using the simulated model: canned answers');

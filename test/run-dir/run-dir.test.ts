@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AuditEventInput } from '../../src/journal/events.ts';
 import { JournalWriter } from '../../src/journal/writer.ts';
 import type { AgentOutcome } from '../../src/loop/types.ts';
+import { closingText } from '../../src/run-dir/execute.ts';
 import { type ResultLine, resultLine } from '../../src/run-dir/results.ts';
 import { planResume } from '../../src/run-dir/resume-plan.ts';
 import { journalFile, RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
@@ -133,12 +134,29 @@ describe('run directory', () => {
     );
   });
 
+  it('marks estimated usage and an unknown cost in the summary and its closing text, never $0', () => {
+    const estimated = { ...USAGE, estimated: true };
+    const lines = [
+      line(0, 'abcdef-0', { status: 'completed', usage: estimated, costUsd: null }),
+      line(1, 'abcdef-1', { status: 'completed' }),
+    ];
+    const summary = summarize(runPlan(2), lines, []);
+    expect(summary.usage.estimated).toBe(true);
+    expect(summary).toMatchObject({ costUsd: null, unpricedAgents: 1 });
+    expect(summary.byDefinition.worker?.costUsd).toBeNull();
+    expect(summary.runLimits).toEqual({ maxTotalTokens: 10_000_000, maxCostUsd: 0 });
+    const closing = closingText(summary, '/tmp/run');
+    expect(closing).toContain('tokens ~200 in / ~20 out');
+    expect(closing).toContain('(~ estimated where the server reported no usage)');
+    expect(closing).toContain('cost unknown (no price for the model of 1 agent(s))');
+  });
+
   it('summarises the last attempt of each entry, totals every attempt, and counts failures by reason', () => {
     const lines = [
       line(0, 'abcdef-0', { status: 'completed' }),
       line(1, 'abcdef-1', { status: 'failed' }),
       line(1, 'abcdef-1-r2', { status: 'completed' }, 2),
-      line(2, 'abcdef-2', { status: 'failed', reason: 'round_limit' }),
+      line(2, 'abcdef-2', { status: 'failed', reason: 'step_limit' }),
       line(null, 'child-1', { status: 'failed', reason: 'crashed' }),
     ];
     const summary = summarize(runPlan(4), lines, [
@@ -163,7 +181,7 @@ describe('run directory', () => {
       notRun: 1,
       nested: { completed: 0, failed: 1 },
     });
-    expect(summary.failures).toEqual({ round_limit: 1, crashed: 1 });
+    expect(summary.failures).toEqual({ step_limit: 1, crashed: 1 });
     expect(summary.usage.inputTokens).toBe(500);
     expect(summary.costUsd).toBeCloseTo(0.05);
     expect(summary.byDefinition.worker).toMatchObject({ agents: 5, completed: 2, failed: 3 });
@@ -180,7 +198,7 @@ describe('planResume', () => {
     const writer = RunDirWriter.create(dir, runPlan(6));
     const results = [
       line(0, 'abcdef-0', { status: 'completed' }),
-      line(1, 'abcdef-1', { status: 'failed', reason: 'round_limit' }),
+      line(1, 'abcdef-1', { status: 'failed', reason: 'step_limit' }),
       line(2, 'abcdef-2', { status: 'failed', reason: 'cancelled' }),
     ];
     for (const result of results) writer.append(result);

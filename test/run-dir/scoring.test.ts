@@ -78,7 +78,11 @@ describe('scoring during troupe fanout', () => {
         score: 0.9,
         pass: true,
         detail: 'Plausible.',
-        judge: { agentId: `${byId.get('q1')?.agentId}-judge-quality`, usage: expect.any(Object), costUsd: 0 },
+        judge: {
+          agentId: `${byId.get('q1')?.agentId}-judge-quality`,
+          usage: expect.any(Object),
+          costUsd: null,
+        },
       },
     });
     expect(byId.get('q2')?.scores?.answer).toEqual({

@@ -81,6 +81,81 @@ describe('tool retry', () => {
     expect(execute).toHaveBeenCalledOnce();
   });
 
+  it('retries a tool that throws, with the configured backoff, until it succeeds', async () => {
+    let calls = 0;
+    const tool: Tool = {
+      name: 'fetch_page',
+      description: 'Fetches a page.',
+      parameters: { type: 'object', properties: {} },
+      readOnly: true,
+      execute: () => {
+        calls += 1;
+        if (calls < 3) throw new Error(`ECONNRESET ${calls}`);
+        return { ok: true, text: 'page' };
+      },
+    };
+    const delays: number[] = [];
+    const toolbox = toolboxFor(await tempDir(), { toolConfig: { fetch_page: { retry: policy } } }, [tool], {
+      sleep: async (ms) => {
+        delays.push(ms);
+      },
+      random: () => 0.5,
+    });
+    expect(await toolbox.call('fetch_page', {})).toMatchObject({ ok: true, text: 'page', attempts: 3 });
+    expect(delays).toEqual([75, 150]);
+  });
+
+  it('gives a tool that keeps throwing its last error after maxRetries', async () => {
+    const execute = vi.fn(() => {
+      throw new Error('disk on fire');
+    });
+    const tool: Tool = {
+      name: 'fetch_page',
+      description: 'Fetches a page.',
+      parameters: { type: 'object', properties: {} },
+      readOnly: true,
+      execute,
+    };
+    const toolbox = toolboxFor(await tempDir(), { toolConfig: { fetch_page: { retry: policy } } }, [tool], {
+      sleep: async () => {},
+    });
+    expect(await toolbox.call('fetch_page', {})).toMatchObject({
+      ok: false,
+      text: 'fetch_page failed: disk on fire',
+      attempts: 4,
+    });
+    expect(execute).toHaveBeenCalledTimes(4);
+  });
+
+  it('does not retry a cancellation: an AbortError, or a throw once the signal aborted', async () => {
+    const abortError = vi.fn(() => {
+      throw new DOMException('The operation was aborted.', 'AbortError');
+    });
+    const tool = (execute: Tool['execute']): Tool => ({
+      name: 'fetch_page',
+      description: 'Fetches a page.',
+      parameters: { type: 'object', properties: {} },
+      readOnly: true,
+      execute,
+    });
+    const config = { toolConfig: { fetch_page: { retry: policy } } };
+    const first = toolboxFor(await tempDir(), config, [tool(abortError)], { sleep: async () => {} });
+    expect(await first.call('fetch_page', {})).toMatchObject({ ok: false, attempts: 1 });
+    expect(abortError).toHaveBeenCalledOnce();
+
+    const controller = new AbortController();
+    const cancelled = vi.fn(() => {
+      controller.abort(new Error('stop'));
+      throw new Error('interrupted');
+    });
+    const second = toolboxFor(await tempDir(), config, [tool(cancelled)], { sleep: async () => {} });
+    expect(await second.call('fetch_page', {}, { signal: controller.signal })).toMatchObject({
+      ok: false,
+      attempts: 1,
+    });
+    expect(cancelled).toHaveBeenCalledOnce();
+  });
+
   it('sleep removes its abort listener when the timer fires, and rejects with the reason on abort', async () => {
     const controller = new AbortController();
     const added = vi.spyOn(controller.signal, 'addEventListener');

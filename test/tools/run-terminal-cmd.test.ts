@@ -110,7 +110,7 @@ describe('run_terminal_cmd', () => {
     const cwd = await tempDir();
     const outcome = await runTerminalCmdTool.execute(
       { command: 'echo default' },
-      { signal: new AbortController().signal, cwd, agentId: 'a' },
+      { signal: new AbortController().signal, cwd, agentId: 'a', fitsState: () => true },
     );
     expect(outcome).toEqual({ ok: true, text: 'default\n[exit code 0]' });
   });

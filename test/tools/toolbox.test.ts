@@ -258,7 +258,7 @@ describe('tool calls', () => {
     await toolbox.call('deploy', { target: 'x' }, { signal: controller.signal });
     expect(execute).toHaveBeenCalledWith(
       { target: 'x' },
-      { signal: controller.signal, cwd, agentId: 'agent-1', bash },
+      { signal: controller.signal, cwd, agentId: 'agent-1', bash, fitsState: expect.any(Function) },
     );
   });
 

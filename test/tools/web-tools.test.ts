@@ -28,6 +28,7 @@ const ctx = (guard?: ToolContext['guard']): ToolContext => ({
   signal: new AbortController().signal,
   cwd: '/',
   agentId: 'a',
+  fitsState: () => true,
   ...(guard ? { guard } : {}),
 });
 

@@ -11,7 +11,7 @@ import { printable, terminalJson } from '../../run-dir/format.ts';
 import type { CliIO } from '../main.ts';
 import { EXIT_FAILED, EXIT_OK } from './constants.ts';
 import { type InterruptSignal, raise, watchInterrupts } from './interrupt.ts';
-import { outcomeSummary, progressLine, resultText } from './progress.ts';
+import { outcomeSummary, ProgressFormatter, resultText } from './progress.ts';
 import type { PreparedSession, SessionInfo } from './session.ts';
 
 /** Options of {@link executeLive}. */
@@ -46,6 +46,7 @@ export async function executeLive(
       forceExit(signal);
     },
   );
+  const progress = new ProgressFormatter(info.resume?.budget ?? {});
   let outcome: AgentOutcome;
   try {
     outcome = await session.execute({
@@ -55,18 +56,8 @@ export async function executeLive(
           io.stdout(`${terminalJson(event)}\n`);
           return;
         }
-        if (event.type === 'Started') {
-          for (const warning of event.warnings ?? []) {
-            const where =
-              warning.file === undefined
-                ? ''
-                : `${warning.file}:${warning.line ?? 1}:${warning.column ?? 1}: `;
-            io.stderr(`${where}warning ${warning.code}: ${warning.message}\n`);
-          }
-        }
-        const line = progressLine(event);
-        // Tool names and error messages in events can come from a model.
-        if (line !== undefined) io.stderr(`${printable(line)}\n`);
+        // Tool names, error messages and warnings in events can come from a model or a file.
+        for (const line of progress.lines(event)) io.stderr(`${printable(line)}\n`);
       },
     });
   } finally {

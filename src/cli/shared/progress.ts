@@ -1,10 +1,12 @@
 /**
- * How a running agent reads on a terminal: one short line per round, tool call and provider
- * receipt ("round 2 · read_file README.md"), and a summary of the outcome.
+ * How a running agent reads on a terminal: its limits, one short line per model request (step),
+ * tool call and receipt ("round 2 · read_file README.md"), with the tokens used against the
+ * budget, and a summary of the outcome. Estimated counts (the server reported no usage) start
+ * with `~`; an unknown cost reads `cost unknown`.
  */
 import { INTERRUPTED_TOOL_RESULT } from '../../journal/constants.ts';
 import type { AuditEvent } from '../../journal/events.ts';
-import type { AgentOutcome } from '../../loop/types.ts';
+import type { AgentLimits, AgentOutcome } from '../../loop/types.ts';
 import type { Usage } from '../../providers/types.ts';
 import { printable } from '../../run-dir/format.ts';
 import { COMPLETE_TASK } from '../../tools/builtin/orchestration.ts';
@@ -21,16 +23,72 @@ export function formatCount(count: number): string {
   return `${(count / 1_000_000).toFixed(1)}M`;
 }
 
-/** A US-dollar amount, with enough digits to tell small runs apart. */
-export function formatCost(usd: number): string {
+/** A US-dollar amount, with enough digits to tell small runs apart; null reads `unknown`. */
+export function formatCost(usd: number | null): string {
+  if (usd === null) return 'unknown';
   return `$${usd >= 1 ? usd.toFixed(2) : usd.toFixed(4)}`;
+}
+
+/** `32 steps · 1.0M tokens · no cost limit · no time limit`. */
+export function limitsText(limits: AgentLimits): string {
+  const parts = [
+    limits.maxSteps === undefined ? 'the definition’s steps' : `${limits.maxSteps} steps`,
+    limits.maxTotalTokens ? `${formatCount(limits.maxTotalTokens)} tokens` : 'no token limit',
+    limits.maxCostUsd ? formatCost(limits.maxCostUsd) : 'no cost limit',
+    limits.wallClockMs ? `${formatCount(limits.wallClockMs)} ms` : 'no time limit',
+  ];
+  return parts.join(' · ');
+}
+
+/** Where a run stands against its token budget, for the receipt lines. */
+export interface BudgetState {
+  limits: AgentLimits | undefined;
+  /** Tokens used so far (input + output). */
+  tokens: number;
+  estimated: boolean;
+}
+
+/**
+ * Formats progress with running totals: each receipt line says how many tokens the agent has used
+ * of its budget. `start` carries the totals of a resumed journal.
+ */
+export class ProgressFormatter {
+  readonly #budget: BudgetState;
+
+  constructor(start: Partial<BudgetState> = {}) {
+    this.#budget = { limits: start.limits, tokens: start.tokens ?? 0, estimated: start.estimated ?? false };
+  }
+
+  /** The lines for a journalled event (none for events that are not shown). */
+  lines(event: AuditEvent): string[] {
+    if (event.type === 'Started') {
+      this.#budget.limits = event.limits;
+      const lines = event.limits ? [`limits: ${limitsText(event.limits)}`] : [];
+      for (const warning of event.warnings ?? []) {
+        const where =
+          warning.file === undefined ? '' : `${warning.file}:${warning.line ?? 1}:${warning.column ?? 1}: `;
+        lines.push(`${where}warning ${warning.code}: ${warning.message}`);
+      }
+      for (const notice of event.notices ?? []) lines.push(`warning: ${notice}`);
+      return lines;
+    }
+    const line = progressLine(event);
+    if (event.type !== 'ProviderReceipt' || line === undefined) return line === undefined ? [] : [line];
+    const { usage } = event.receipt;
+    this.#budget.tokens += usage.inputTokens + usage.outputTokens;
+    this.#budget.estimated ||= usage.estimated === true;
+    const max = this.#budget.limits?.maxTotalTokens;
+    const used = `${this.#budget.estimated ? '~' : ''}${formatCount(this.#budget.tokens)}`;
+    return [`${line} · ${max ? `${used} of ${formatCount(max)} tokens used` : `${used} tokens used`}`];
+  }
 }
 
 /** The progress line for a journalled event, or undefined for events that are not shown. */
 export function progressLine(event: AuditEvent): string | undefined {
   switch (event.type) {
     case 'InferenceSubmitted': {
-      const parts = [`round ${event.round}`, `~${formatCount(event.estimatedTokens)} tokens estimated`];
+      const parts = [`${where(event)}`, `~${formatCount(event.estimatedTokens)} tokens estimated`];
+      if ((event.request ?? 1) > 1) parts.push('continues the turn');
       if (event.captureFor !== undefined) parts.push(`freeform answer for ${event.captureFor}`);
       else if (typeof event.toolChoice === 'object') parts.push(`must call ${event.toolChoice.tool}`);
       return parts.join(' · ');
@@ -49,18 +107,24 @@ export function progressLine(event: AuditEvent): string | undefined {
     }
     case 'ProviderReceipt': {
       const { receipt } = event;
+      const mark = receipt.usage.estimated ? '~' : '';
       const parts = [
-        `round ${event.round}`,
-        `${formatCount(receipt.usage.inputTokens)} tokens in`,
-        `${formatCount(receipt.usage.outputTokens)} out`,
+        where(event),
+        `${mark}${formatCount(receipt.usage.inputTokens)} tokens in`,
+        `${mark}${formatCount(receipt.usage.outputTokens)} out${mark ? ' (estimated: no usage reported)' : ''}`,
         `${Math.round(receipt.latencyMs)} ms`,
       ];
       if (receipt.retries > 0)
         parts.push(`${receipt.retries} ${receipt.retries === 1 ? 'retry' : 'retries'}`);
       if (receipt.costUsd !== undefined && receipt.costUsd > 0) parts.push(formatCost(receipt.costUsd));
+      if (event.stopReason === 'length') parts.push('cut off by the output limit');
+      if (event.errorCode !== undefined) parts.push(`failed: ${event.errorCode}`);
       return parts.join(' · ');
     }
     case 'HistoryAppended':
+      if (event.kind === 'continuation')
+        return `round ${event.round} · asked the model to continue its cut-off answer`;
+      if (event.kind === 'capture_prompt') return `round ${event.round} · ${oneLine(event.text, 100)}`;
       return event.kind === 'reminder'
         ? `round ${event.round} · reminder: ${oneLine(event.text, 80)}`
         : undefined;
@@ -82,11 +146,13 @@ export function progressLine(event: AuditEvent): string | undefined {
 }
 
 /**
- * Sums up an outcome: `completed in 2 rounds · 5.7k tokens in · 51 out`; a failure adds a second
- * line with its reason, error code and message.
+ * Sums up an outcome: `completed in 2 rounds (3 steps) · 5.7k tokens in · 51 out`; a failure adds
+ * a second line with its reason, error code and message.
  */
 export function outcomeSummary(outcome: AgentOutcome): string {
-  const rounds = `${outcome.rounds} round${outcome.rounds === 1 ? '' : 's'}`;
+  const steps =
+    outcome.steps === undefined ? '' : ` (${outcome.steps} step${outcome.steps === 1 ? '' : 's'})`;
+  const rounds = `${outcome.rounds} round${outcome.rounds === 1 ? '' : 's'}${steps}`;
   const usage = usageText(outcome.usage, outcome.costUsd);
   if (outcome.status === 'completed') return `completed in ${rounds} · ${usage}`;
   const { error } = outcome;
@@ -103,10 +169,21 @@ export function resultText(outcome: Extract<AgentOutcome, { status: 'completed' 
   return printable(outcome.result === undefined ? outcome.answer : JSON.stringify(outcome.result, null, 2));
 }
 
-function usageText(usage: Usage, costUsd: number): string {
-  const parts = [`${formatCount(usage.inputTokens)} tokens in`, `${formatCount(usage.outputTokens)} out`];
-  if (costUsd > 0) parts.push(formatCost(costUsd));
+function usageText(usage: Usage, costUsd: number | null): string {
+  const mark = usage.estimated ? '~' : '';
+  const parts = [
+    `${mark}${formatCount(usage.inputTokens)} tokens in`,
+    `${mark}${formatCount(usage.outputTokens)} out`,
+  ];
+  if (usage.estimated) parts.push('(~ estimated: the server reported no usage)');
+  if (costUsd === null) parts.push('cost unknown (no price for this model)');
+  else if (costUsd > 0) parts.push(formatCost(costUsd));
   return parts.join(' · ');
+}
+
+/** `round 2 · step 3`, or `round 2` for journals of troupe 0.2. */
+function where(event: { readonly round: number; readonly step?: number }): string {
+  return event.step === undefined ? `round ${event.round}` : `round ${event.round} · step ${event.step}`;
 }
 
 function argumentSummary(name: string, args: Readonly<Record<string, unknown>>): string {

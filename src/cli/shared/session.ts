@@ -15,6 +15,7 @@ import { resumeState } from '../../journal/resume.ts';
 import type { JournalSink } from '../../journal/sink.ts';
 import { verifyJournalContents } from '../../journal/verify.ts';
 import { JournalWriter } from '../../journal/writer.ts';
+import { resolveLimits } from '../../loop/limits.ts';
 import { journalRerender } from '../../loop/rerender.ts';
 import { runAgent } from '../../loop/run-agent.ts';
 import type { AgentLimits, AgentOutcome } from '../../loop/types.ts';
@@ -58,6 +59,12 @@ export interface SessionInfo {
     readonly definitionChanged: boolean;
     /** The agent had already ended: nothing is run, the recorded outcome is reported. */
     readonly ended: boolean;
+    /** The limits recorded when the run started, and the tokens the journal says were used. */
+    readonly budget: {
+      readonly limits: AgentLimits | undefined;
+      readonly tokens: number;
+      readonly estimated: boolean;
+    };
   };
 }
 
@@ -93,8 +100,14 @@ export interface RunRequest {
   readonly modelMap?: Readonly<Record<string, string>>;
   /** Journal file. @default `<cwd>/.troupe/runs/<timestamp>-<agent>-<id>.jsonl` */
   readonly journal?: string;
-  /** Rounds allowed. @default the definition's `maxSteps` */
+  /** Model requests allowed. @default the definition's `maxSteps` */
   readonly maxSteps?: number;
+  /** Token budget (input + output); 0 = unlimited. @default DEFAULT_MAX_TOTAL_TOKENS */
+  readonly maxTokens?: number;
+  /** Cost budget in USD; 0 = unlimited. @default unlimited */
+  readonly maxCostUsd?: number;
+  /** Wall-clock limit in ms; 0 = unlimited. @default unlimited */
+  readonly wallClockMs?: number;
   /** @default process.env */
   readonly env?: Env;
   /** Tools the agent may be given. @default the built-in tools */
@@ -158,10 +171,16 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
       { path: journalPath },
     );
   }
+  const limits: AgentLimits = {
+    ...(request.maxSteps === undefined ? {} : { maxSteps: request.maxSteps }),
+    ...(request.maxTokens === undefined ? {} : { maxTotalTokens: request.maxTokens }),
+    ...(request.maxCostUsd === undefined ? {} : { maxCostUsd: request.maxCostUsd }),
+    ...(request.wallClockMs === undefined ? {} : { wallClockMs: request.wallClockMs }),
+  };
+  // Checked now, so a bad limit fails before a journal exists.
+  resolveLimits(limits, definition.maxSteps);
   const mcpServers = await runMcpServers({ cwd: request.cwd, mcpServers: {}, mcpProjectFile: true });
   const writer = JournalWriter.open(journalPath);
-  const limits: AgentLimits | undefined =
-    request.maxSteps === undefined ? undefined : { maxSteps: request.maxSteps };
   const info: SessionInfo = {
     command: 'run',
     agentId,
@@ -187,7 +206,7 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
       journal: sink,
       mcpServers,
       ...(request.registry ? { registry: request.registry } : {}),
-      ...(limits ? { limits } : {}),
+      limits,
       ...(options.signal ? { signal: options.signal } : {}),
     }),
   );
@@ -216,6 +235,11 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
   }
   const state = resumeState(contents.events);
   const { started } = state;
+  const budget = {
+    limits: started.limits,
+    tokens: state.totals.usage.inputTokens + state.totals.usage.outputTokens,
+    estimated: state.totals.usage.estimated === true,
+  };
   const recordedCwd = typeof started.metadata.cwd === 'string' ? started.metadata.cwd : undefined;
   const cwd = resolve(request.cwd ?? recordedCwd ?? process.cwd());
   const base = {
@@ -236,7 +260,13 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
       definitionPath: started.definition.path,
       simulated: started.provider === 'simulated',
       providerNotice: providerNotice(started.provider, 'journal', env),
-      resume: { events: contents.events.length, truncatedBytes: 0, definitionChanged: false, ended: true },
+      resume: {
+        events: contents.events.length,
+        truncatedBytes: 0,
+        definitionChanged: false,
+        ended: true,
+        budget,
+      },
     };
     return { info, execute: async () => recordedOutcome(ended), close: () => {} };
   }
@@ -255,6 +285,7 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
       truncatedBytes: writer.truncatedBytes,
       definitionChanged: definitionHash(definition) !== started.definition.hash,
       ended: false,
+      budget,
     },
   };
   return session(info, writer, (sink, options) =>
@@ -307,7 +338,12 @@ function session(info: SessionInfo, writer: JournalWriter, start: Start): Prepar
 }
 
 function recordedOutcome(ended: EventOf<'Completed'> | EventOf<'Failed'>): AgentOutcome {
-  const totals = { usage: ended.usage, costUsd: ended.costUsd, rounds: ended.rounds };
+  const totals = {
+    usage: ended.usage,
+    costUsd: ended.costUsd,
+    rounds: ended.rounds,
+    ...(ended.steps === undefined ? {} : { steps: ended.steps }),
+  };
   if (ended.type === 'Completed') {
     return {
       status: 'completed',

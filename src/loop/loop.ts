@@ -1,0 +1,101 @@
+/**
+ * The loop proper: round after round until exactly one terminal event. Before each round (and, in
+ * the round, before each further request) the limits are checked; after it, {@link decideNext}
+ * says what follows, and this function only carries it out.
+ */
+import { DEFAULT_RECOVERY, TRUNCATION_NOTICE } from '../constants.ts';
+import type { AuditEventInput } from '../journal/events.ts';
+import { knownCost } from '../journal/usage.ts';
+import type { Sleep } from '../tools/retry.ts';
+import type { RunContext } from './context.ts';
+import { abortEnding, decideNext, type Ending, limitVerdict } from './decide.ts';
+import { type PendingCapture, runRound } from './round.ts';
+import type { AgentOutcome } from './types.ts';
+
+/** Runs `run` from where it stands to its outcome, recording the terminal event. */
+export async function runLoop(
+  run: RunContext,
+  options: { readonly sleep: Sleep; readonly random?: () => number },
+): Promise<AgentOutcome> {
+  const requirement = run.definition.completionRequirement;
+  const recovery = requirement?.recovery ?? DEFAULT_RECOVERY;
+  const required = requirement
+    ? { tool: requirement.tool, modelName: run.toolbox.modelName(requirement.tool) ?? requirement.tool }
+    : undefined;
+  let misses = 0;
+  let forceTool = false;
+  let capture: PendingCapture | undefined;
+
+  if (run.completion)
+    return end(run, {
+      kind: 'complete',
+      answer: JSON.stringify(run.completion.value),
+      result: run.completion.value,
+    });
+
+  for (;;) {
+    // A zero-latency model and synchronous tools would otherwise run every round as one chain of
+    // microtasks, starving the thread's event loop: heartbeats and cancels could not get in.
+    await yieldToEventLoop();
+    const stop = limitVerdict(run);
+    if (stop) return end(run, stop);
+
+    const result = await runRound(run, {
+      ...(capture ? { capture } : {}),
+      ...(forceTool && required ? { toolChoice: { tool: required.modelName } } : {}),
+    });
+    const wasCapture = capture !== undefined;
+    capture = undefined;
+    const next = decideNext({
+      run,
+      result,
+      wasCapture,
+      requirement: required,
+      recovery,
+      misses,
+      ...(options.random ? { random: options.random } : {}),
+    });
+    if (next.kind !== 'again') return end(run, next);
+    run.truncations = next.continueTruncated ? run.truncations + 1 : 0;
+    capture = next.capture;
+    if (next.continueTruncated) run.pushHistory(TRUNCATION_NOTICE, 'continuation');
+    if (next.remind && requirement) {
+      misses = next.remind.misses;
+      forceTool = next.remind.forceTool;
+      run.pushHistory(requirement.reminder, 'reminder');
+      try {
+        await options.sleep(next.remind.delayMs, run.signal);
+      } catch {
+        return end(run, abortEnding(run));
+      }
+    }
+  }
+}
+
+/** Records the terminal event of `ending` and returns the outcome. */
+export function end(run: RunContext, ending: Ending): AgentOutcome {
+  const totals = {
+    usage: run.totals.usage,
+    costUsd: knownCost(run.totals),
+    rounds: run.roundsUsed,
+    steps: run.stepsUsed,
+  };
+  const outcome: AgentOutcome =
+    ending.kind === 'complete'
+      ? { status: 'completed', agentId: run.agentId, answer: ending.answer, result: ending.result, ...totals }
+      : { status: 'failed', agentId: run.agentId, reason: ending.reason, error: ending.error, ...totals };
+  run.record(terminalEvent(outcome));
+  return outcome;
+}
+
+/** The Completed or Failed event of an outcome. */
+export function terminalEvent(outcome: AgentOutcome): AuditEventInput {
+  const { status: _status, ...rest } = outcome;
+  return outcome.status === 'completed'
+    ? { type: 'Completed', ...(rest as Omit<Extract<AgentOutcome, { status: 'completed' }>, 'status'>) }
+    : { type: 'Failed', ...(rest as Omit<Extract<AgentOutcome, { status: 'failed' }>, 'status'>) };
+}
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

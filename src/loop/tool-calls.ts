@@ -1,0 +1,131 @@
+/**
+ * One tool call of a round: journal the call, run it (or refuse it), journal the exact result and
+ * put it in the projection, or the short not-fitted text when it would not fit the budget. A
+ * result that did not fit counts as a failed call: it starts no capture, ends no slice and
+ * satisfies no completion requirement.
+ */
+import { abortable } from '../abort.ts';
+import { RESULT_NOT_FITTED_TEXT } from '../projection/constants.ts';
+import type { ToolCall } from '../providers/types.ts';
+import type { ToolOutcome } from '../tools/types.ts';
+import type { RunContext } from './context.ts';
+import { formatToolResult } from './history-format.ts';
+import { applyToolCall, applyToolResult } from './projection-events.ts';
+
+/** What a handled call produced. */
+export interface HandledCall {
+  /** The tool's outcome; `ok` is false when the result was withheld for not fitting. */
+  readonly outcome: ToolOutcome;
+  /** The text sent back to the model. */
+  readonly answer: string;
+  /** Whether the call succeeded and its result reached the projection. */
+  readonly succeeded: boolean;
+}
+
+/** Journals, runs (unless `refusal` says why not) and records one call of the model. */
+export async function handleToolCall(
+  ctx: RunContext,
+  call: ToolCall,
+  refusal: string | undefined,
+): Promise<HandledCall> {
+  const canonical = ctx.toolbox.canonicalName(call.name) ?? call.name;
+  ctx.record({
+    type: 'ToolCall',
+    agentId: ctx.agentId,
+    round: ctx.round,
+    callId: call.id,
+    name: canonical,
+    modelName: call.name,
+    ...(call.arguments === undefined ? { rawArgs: call.rawArguments } : { args: call.arguments }),
+  });
+  ctx.roundEntries.push(applyToolCall(ctx.projection, call.name, call.arguments, call.rawArguments));
+
+  let outcome: ToolOutcome;
+  if (refusal !== undefined) {
+    outcome = { ok: false, text: refusal };
+  } else if (call.arguments === undefined) {
+    outcome = {
+      ok: false,
+      text: `Invalid arguments for \`${call.name}\`: not valid JSON (${call.parseError ?? 'unparseable'}). Call it again with a JSON object.`,
+    };
+  } else {
+    ctx.currentCallId = call.id;
+    outcome = await untilAborted(
+      ctx.toolbox.call(call.name, call.arguments, {
+        signal: ctx.signal,
+        fitsState: (key, text) => ctx.projection.fitsState(key, text, ctx.renderBudget),
+      }),
+      ctx.signal,
+      call.name,
+    );
+  }
+  const accepted = recordToolResult(ctx, call.id, canonical, call.name, outcome, refusal !== undefined);
+  const succeeded = outcome.ok && accepted && refusal === undefined;
+  if (succeeded) ctx.succeededTools.add(canonical);
+  return {
+    outcome: accepted ? outcome : { ok: false, text: RESULT_NOT_FITTED_TEXT },
+    answer: accepted ? outcome.text : RESULT_NOT_FITTED_TEXT,
+    succeeded,
+  };
+}
+
+/**
+ * Adds a tool result to the projection (or the not-fitted text when it would exceed the budget) and
+ * journals the exact result. Returns whether the result itself reached the projection.
+ */
+export function recordToolResult(
+  ctx: RunContext,
+  callId: string,
+  canonical: string,
+  modelName: string,
+  outcome: ToolOutcome,
+  refused: boolean,
+): boolean {
+  const stateUpdates = outcome.ok ? (outcome.stateUpdates ?? []) : [];
+  const displayedStateKeys = outcome.ok ? (outcome.displayedStateKeys ?? []) : [];
+  const entry = formatToolResult(modelName, outcome.ok, outcome.text);
+  const accepted = ctx.projection.fitsCandidate(
+    { text: entry, ok: outcome.ok, stateUpdates, displayedStateKeys },
+    ctx.renderBudget,
+  );
+  const event = {
+    type: 'ToolResult',
+    agentId: ctx.agentId,
+    round: ctx.round,
+    callId,
+    name: canonical,
+    ok: outcome.ok,
+    projectionAccepted: accepted,
+    text: outcome.text,
+    stateUpdates,
+    displayedStateKeys,
+    ...(refused ? { refused: true } : {}),
+    ...(outcome.data === undefined ? {} : { data: outcome.data }),
+  } as const;
+  ctx.record(event);
+  ctx.roundEntries.push(applyToolResult(ctx.projection, event, modelName));
+  return accepted;
+}
+
+/**
+ * A tool that ignores its AbortSignal must not hold a cancelled agent: the loop stops waiting for
+ * it (the call is recorded as cancelled) and lets it finish or hang on its own.
+ */
+function untilAborted(work: Promise<ToolOutcome>, signal: AbortSignal, name: string): Promise<ToolOutcome> {
+  return abortable(work, signal).catch((error: unknown) =>
+    signal.aborted
+      ? {
+          ok: false,
+          text: `${name} was ${signal.reason instanceof WallClockExceeded ? 'stopped: the agent ran out of time' : 'cancelled'}`,
+        }
+      : { ok: false, text: `${name} failed: ${error instanceof Error ? error.message : String(error)}` },
+  );
+}
+
+/** The abort reason of an agent whose `wallClockMs` passed. */
+export class WallClockExceeded extends Error {
+  constructor(readonly limitMs: number) {
+    super(`the agent's time limit of ${limitMs} ms (wallClockMs) passed`);
+    this.name = 'WallClockExceeded';
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * Issue 23 items 1 and 7 at the agent level: a server that streams without end, and one that
+ * stalls, each end that one agent with a typed, journalled failure, and the process keeps a
+ * bounded amount of memory.
+ */
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryJournal } from '../../src/journal/sink.ts';
+import { runAgent } from '../../src/loop/run-agent.ts';
+import { OpenAIProvider } from '../../src/providers/openai.ts';
+import { makeDefinition } from '../prompt/make-definition.ts';
+import { eventsOf, tempDir } from './helpers.ts';
+
+let server: Server | undefined;
+afterEach(async () => {
+  const running = server;
+  server = undefined;
+  if (!running) return;
+  running.closeAllConnections();
+  await new Promise<void>((resolve) => running.close(() => resolve()));
+});
+
+async function listen(handler: (res: ServerResponse) => void): Promise<string> {
+  server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => handler(res));
+  });
+  await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+}
+
+async function agentAgainst(baseURL: string, options: ConstructorParameters<typeof OpenAIProvider>[0] = {}) {
+  const journal = new MemoryJournal();
+  const outcome = await runAgent({
+    agentId: 'victim',
+    definition: makeDefinition(),
+    task: 'hello',
+    provider: new OpenAIProvider({ baseURL, apiKey: 'k', maxRetries: 0, ...options }),
+    model: 'gpt-4.1-mini',
+    cwd: tempDir(),
+    journal,
+    systemPrompt: 'S',
+  });
+  return { outcome, events: journal.events };
+}
+
+describe('an agent against a hostile server', () => {
+  it('a fast endless stream of 256 KiB deltas fails the agent with response_too_large, journalled, memory bounded', async () => {
+    const delta = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'x'.repeat(256 * 1024) } }] })}\n\n`;
+    const url = await listen((res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const write = (): void => {
+        while (!res.destroyed) if (!res.write(delta)) return void res.once('drain', write);
+      };
+      write();
+    });
+    const before = process.memoryUsage().heapUsed;
+    const { outcome, events } = await agentAgainst(url);
+    expect(process.memoryUsage().heapUsed - before).toBeLessThan(256 * 1024 * 1024);
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      reason: 'provider_error',
+      error: { code: 'response_too_large', fields: { maxOutputChars: 2_000_000 } },
+    });
+    // The request's receipt is journalled with the failure, and what it streamed is counted.
+    const receipt = eventsOf(events, 'ProviderReceipt')[0];
+    expect(receipt).toMatchObject({
+      errorCode: 'response_too_large',
+      receipt: { usage: { estimated: true } },
+    });
+    expect(receipt?.receipt.usage.outputTokens).toBeGreaterThan(0);
+    expect(events.at(-1)).toMatchObject({ type: 'Failed', error: { code: 'response_too_large' } });
+  });
+
+  it('a stream that stalls fails the agent with timeout after the idle timeout, not the request timeout', async () => {
+    const url = await listen((res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'Hel' } }] })}\n\n`);
+    });
+    const { outcome, events } = await agentAgainst(url, { idleTimeoutMs: 200 });
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      reason: 'provider_error',
+      error: { code: 'timeout', fields: { idleTimeoutMs: 200 } },
+    });
+    expect(eventsOf(events, 'ProviderReceipt')[0]).toMatchObject({ errorCode: 'timeout' });
+  });
+});

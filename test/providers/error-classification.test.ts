@@ -1,0 +1,108 @@
+/**
+ * One classification of provider failures for streaming and non-streaming answers, with the
+ * server's own message and the request URL kept.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { AnthropicProvider } from '../../src/providers/anthropic.ts';
+import { OpenAIProvider } from '../../src/providers/openai.ts';
+import { collect, type Handler, startServer, type TestServer, terminal, turnRequest } from './helpers.ts';
+
+let server: TestServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function openai(handler: Handler, stream = true) {
+  server = await startServer(handler);
+  return new OpenAIProvider({ baseURL: `${server.url}/v1`, apiKey: 'k', maxRetries: 0, stream });
+}
+
+function json(status: number, body: unknown): Handler {
+  return (_req, res) => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(typeof body === 'string' ? body : JSON.stringify(body));
+  };
+}
+
+function sse(...events: string[]): Handler {
+  return (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(events.map((data) => `data: ${data}\n\n`).join(''));
+  };
+}
+
+async function errorOf(provider: OpenAIProvider | AnthropicProvider) {
+  const end = terminal(await collect(provider.turn(turnRequest())));
+  if (end.type !== 'error') throw new Error(`expected an error, got ${JSON.stringify(end)}`);
+  return end.error;
+}
+
+describe('provider error classification', () => {
+  it.each([
+    ['a non-streaming {}', json(200, {}), false],
+    ['a non-streaming {"choices": []}', json(200, { choices: [] }), false],
+    ['a streamed {} then [DONE]', sse('{}', '[DONE]'), true],
+    ['a streamed {"choices": []} then [DONE]', sse('{"choices":[]}', '[DONE]'), true],
+  ])('calls %s the server’s bad_response, not the model’s empty answer', async (_name, handler, stream) => {
+    const error = await errorOf(await openai(handler, stream));
+    expect(error).toMatchObject({ code: 'bad_response', name: 'ProviderError' });
+    expect(error.message).toContain('no choices');
+  });
+
+  it('keeps the URL and the server’s text for a base URL that misses /v1', async () => {
+    server = await startServer((req, res) => {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end(`404 page not found: ${req.url ?? ''}`);
+    });
+    const provider = new OpenAIProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+    const error = await errorOf(provider);
+    expect(error).toMatchObject({
+      code: 'bad_request',
+      fields: { status: 404, url: `${server.url}/chat/completions` },
+    });
+    expect(error.message).toBe(
+      `openai answered HTTP 404 (${server.url}/chat/completions): 404 page not found: /chat/completions`,
+    );
+  });
+
+  it.each([
+    ['error.message', { error: { message: 'model "x" not found', type: 'invalid_request_error' } }],
+    ['a string error', { error: 'model "x" not found' }],
+    ['a top-level message', { object: 'error', message: 'model "x" not found', code: 404 }],
+    ['a FastAPI detail', { detail: 'model "x" not found' }],
+  ])('keeps the server’s own message from %s', async (_name, body) => {
+    const error = await errorOf(await openai(json(404, body)));
+    expect(error.code).toBe('bad_request');
+    expect(error.message).toContain(': model "x" not found');
+  });
+
+  it('calls an in-stream invalid_api_key auth_failed, as the same error as an HTTP body', async () => {
+    const payload = {
+      error: {
+        message: 'Incorrect API key provided',
+        type: 'invalid_request_error',
+        code: 'invalid_api_key',
+      },
+    };
+    const inStream = await errorOf(await openai(sse(JSON.stringify(payload))));
+    await server?.close();
+    const asBody = await errorOf(await openai(json(400, payload)));
+    expect(inStream).toMatchObject({ code: 'auth_failed', fields: { apiCode: 'invalid_api_key' } });
+    expect(asBody).toMatchObject({
+      code: 'auth_failed',
+      fields: { apiCode: 'invalid_api_key', status: 400 },
+    });
+    expect(inStream.message).toContain('Incorrect API key provided');
+  });
+
+  it('calls an Anthropic body without a message bad_response, streaming or not', async () => {
+    for (const stream of [false, true]) {
+      server = await startServer(stream ? sse(JSON.stringify({ type: 'ping' })) : json(200, { id: 'msg_1' }));
+      const provider = new AnthropicProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0, stream });
+      expect(await errorOf(provider)).toMatchObject({ code: 'bad_response' });
+      await server.close();
+      server = undefined;
+    }
+  });
+});
