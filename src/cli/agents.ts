@@ -15,7 +15,7 @@ import { assembleSystemPrompt } from '../prompt/assemble.ts';
 import { createToolRegistry } from '../tools/builtin/index.ts';
 import { declareCompleteTask, declareWaitForInstruction } from '../tools/builtin/orchestration.ts';
 import { buildToolbox } from '../tools/toolbox.ts';
-import type { CliIO } from './main.ts';
+import type { CliIO } from './shared/io.ts';
 
 interface DiscoveryFlags {
   readonly cwd?: string;

@@ -8,7 +8,7 @@ import { executeSession } from '../run-dir/execute.ts';
 import { checkProvider } from '../run-dir/provider-choice.ts';
 import { planResume } from '../run-dir/resume-plan.ts';
 import { RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
-import type { CliIO } from './main.ts';
+import type { CliIO } from './shared/io.ts';
 
 /** Options of {@link resumeRunDir}. */
 export interface ResumeRunDirOptions {

@@ -11,7 +11,7 @@ import { formatPlanProblem, planProblemsOf } from '../run-dir/plan-problems.ts';
 import { checkProvider, chooseProvider, defaultModelFor } from '../run-dir/provider-choice.ts';
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
 import { resolveRunPlan } from '../run-dir/run-plan.ts';
-import type { CliIO } from './main.ts';
+import type { CliIO } from './shared/io.ts';
 
 interface FanoutFlags {
   readonly threads?: number;

@@ -7,7 +7,7 @@ import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { resumeRunDir } from './fanout-resume.ts';
-import type { CliIO } from './main.ts';
+import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import { prepareResume } from './shared/session.ts';
 

@@ -4,7 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
-import type { CliIO } from './main.ts';
+import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import { prepareRun } from './shared/session.ts';
 

@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { describeValue, UserError } from '../errors.ts';
 import { DEFAULT_WORKER_CONCURRENCY } from '../scaleout/constants.ts';
 import { WorkerGroup } from '../supervisor/redis-worker-group.ts';
-import type { CliIO } from './main.ts';
+import type { CliIO } from './shared/io.ts';
 
 interface WorkerFlags {
   readonly redis?: string;
