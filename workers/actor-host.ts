@@ -5,18 +5,22 @@
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { threadId } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import { sleep } from '../src/abort.ts';
-import type { AgentDefinition } from '../src/definition/types.ts';
+import {
+  hostToolProxies,
+  loadToolModules,
+  ModuleLoader,
+  providerFromConfig,
+} from '../src/engines/actor/resources.ts';
+import { runActor } from '../src/engines/actor/run-actor.ts';
 import { serializeError } from '../src/errors.ts';
-import type { AuditEventInput } from '../src/journal/events.ts';
 import { readJournal } from '../src/journal/reader.ts';
 import { JournalWriter } from '../src/journal/writer.ts';
-import { runAgent } from '../src/loop/run-agent.ts';
+import { failedOutcome } from '../src/loop/outcome.ts';
 import type { AgentChannels, AgentOutcome } from '../src/loop/types.ts';
 import type {
   ActorSpec,
@@ -30,19 +34,14 @@ import type {
   ProviderConfig,
   SupervisorCallbackApi,
 } from '../src/protocol/messages.ts';
-import { createProvider } from '../src/providers/factory.ts';
 import type { Admission, Provider } from '../src/providers/types.ts';
-import { agentSignal } from '../src/supervisor/agent-signal.ts';
 import { createToolRegistry } from '../src/tools/builtin/index.ts';
 import type { ToolRegistry } from '../src/tools/registry.ts';
-import type { Tool } from '../src/tools/types.ts';
 import { AdmissionClient } from './admission-client.ts';
 import { InboxClient } from './inbox-client.ts';
 
 /** Agents a host starts per event-loop turn (see #pumpStarts). */
 const START_BATCH = 32;
-
-const ORCHESTRATION = new Set(['spawn_agent', 'send_instruction', 'await_agents']);
 
 interface Actor {
   readonly controller: AbortController;
@@ -59,6 +58,7 @@ class ActorHost {
   readonly #providers = new Map<string, Promise<Provider>>();
   readonly #pausedUntil = new Map<string, number>();
   readonly #promptCache = new Map<string, Promise<string>>();
+  readonly #modules = new ModuleLoader();
   #registry: Promise<ToolRegistry> | undefined;
   #signals: AgentSignal[] = [];
   readonly #startQueue: (() => void)[] = [];
@@ -151,15 +151,7 @@ class ActorHost {
       .then(
         (outcome) => this.#end(spec.agentId, outcome),
         (error: unknown) =>
-          this.#end(spec.agentId, {
-            status: 'failed',
-            agentId: spec.agentId,
-            reason: 'crashed',
-            error: serializeError(error),
-            usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
-            costUsd: 0,
-            rounds: 0,
-          }),
+          this.#end(spec.agentId, failedOutcome(spec.agentId, 'crashed', serializeError(error))),
       );
     this.#actors.set(spec.agentId, { controller, done });
   }
@@ -198,34 +190,20 @@ class ActorHost {
     try {
       const resumeFrom =
         spec.resume && journal.existingEvents > 0 ? readJournal(journalPath).events : undefined;
-      const provider = await this.#provider(spec.provider);
-      return await runAgent({
-        agentId: spec.agentId,
-        ...(spec.parentId === undefined ? {} : { parentId: spec.parentId }),
-        definition: withOrchestrationOptIn(spec.definition),
-        task: spec.task,
-        context: spec.context,
-        metadata: spec.metadata,
-        provider,
-        model: spec.model,
+      return await runActor(spec, {
+        provider: await this.#provider(spec.provider),
         registry: await this.#tools(),
         cwd: this.#config.cwd,
         journal,
         ...(resumeFrom ? { resumeFrom, truncatedBytes: journal.truncatedBytes } : {}),
         signal,
-        limits: spec.limits,
         channels: this.#channels(spec.agentId),
-        onEvent: (event) => this.#forward(spec.agentId, event),
+        onSignal: (agentSignal) => this.#signal(agentSignal),
         promptCache: this.#promptCache,
       });
     } finally {
       journal.close();
     }
-  }
-
-  #forward(agentId: string, event: AuditEventInput): void {
-    const signal = agentSignal(agentId, event);
-    if (signal) this.#signal(signal);
   }
 
   #channels(agentId: string): AgentChannels {
@@ -246,7 +224,7 @@ class ActorHost {
     return provider;
   }
 
-  async #createProvider(key: string, config: ProviderConfig): Promise<Provider> {
+  #createProvider(key: string, config: ProviderConfig): Promise<Provider> {
     const hooks = {
       admission: this.#admission(key),
       onRateLimited: (retryAfterMs: number | undefined) => {
@@ -254,12 +232,7 @@ class ActorHost {
           void this.#supervisor.reportRateLimit(key, retryAfterMs);
       },
     };
-    const options = { ...(config.options ?? {}), ...hooks };
-    if (config.kind !== 'module') return createProvider(config.kind, options);
-    const mod = (await import(moduleUrl(config.module))) as Record<string, unknown>;
-    const factory = mod[config.export ?? 'default'];
-    if (typeof factory !== 'function') throw new Error(`${config.module} does not export a provider factory`);
-    return (factory as (options: unknown) => Provider)(options);
+    return providerFromConfig(config, hooks, this.#modules);
   }
 
   #admission(key: string): Admission {
@@ -281,19 +254,12 @@ class ActorHost {
   }
 
   async #loadTools(): Promise<ToolRegistry> {
-    const extra: Tool[] = [];
-    for (const ref of this.#config.toolModules) {
-      const mod = (await import(moduleUrl(ref.module))) as Record<string, unknown>;
-      const exported = mod[ref.export ?? 'default'];
-      extra.push(...(Array.isArray(exported) ? (exported as Tool[]) : [exported as Tool]));
-    }
-    for (const declaration of this.#config.hostTools) {
-      extra.push({
-        ...declaration,
-        execute: (args, ctx) => this.#supervisor.callHostTool(ctx.agentId, declaration.name, args),
-      });
-    }
-    return createToolRegistry(extra);
+    return createToolRegistry([
+      ...(await loadToolModules(this.#config.toolModules, this.#modules)),
+      ...hostToolProxies(this.#config.hostTools, (agentId, name, args) =>
+        this.#supervisor.callHostTool(agentId, name, args),
+      ),
+    ]);
   }
 }
 
@@ -308,19 +274,6 @@ function collectGarbage(): void {
     gc = runInNewContext('gc') as () => void;
   }
   gc();
-}
-
-/** Orchestration tools are admitted only when the definition's `tools` names them. */
-function withOrchestrationOptIn(definition: AgentDefinition): AgentDefinition {
-  const named = new Set(definition.tools ?? []);
-  const withheld = [...ORCHESTRATION].filter((name) => !named.has(name));
-  return withheld.length === 0
-    ? definition
-    : { ...definition, disallowedTools: [...definition.disallowedTools, ...withheld] };
-}
-
-function moduleUrl(specifier: string): string {
-  return specifier.startsWith('file:') ? specifier : pathToFileURL(path.resolve(specifier)).href;
 }
 
 /** The piscina task: host agents until the supervisor shuts this host down. */

@@ -1,8 +1,16 @@
 /** Typed supervisor events: one stream for every agent, nested ones included. */
+import type { EngineEvents } from '../engines/events.ts';
 import type { SerializedError } from '../errors.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 
-interface AgentRef {
+export type {
+  ProviderBackoff,
+  ProviderPaused,
+  ThreadCrashed,
+  ThreadEvent,
+} from '../engines/events.ts';
+
+export interface AgentRef {
   readonly agentId: string;
   /** The agent that spawned this one, if any. */
   readonly parentId: string | undefined;
@@ -15,6 +23,7 @@ export interface AgentSpawned extends AgentRef {
   readonly metadata: Readonly<Record<string, unknown>>;
 }
 export interface AgentStarted extends AgentRef {
+  /** The thread (threads engine) or worker number (redis engine) it runs on. */
   readonly hostId: number;
   readonly resumed: boolean;
 }
@@ -49,20 +58,17 @@ export interface AgentRestarted extends AgentRef {
   readonly restart: number;
   readonly cause: SerializedError;
 }
-export interface ThreadEvent {
+/** An agent's job was parked: it waits for instruction `index` without holding a worker slot (redis). */
+export interface AgentParked extends AgentWaiting {
   readonly hostId: number;
-}
-export interface ThreadCrashed extends ThreadEvent {
-  readonly cause: SerializedError;
-  readonly agents: readonly string[];
-}
-export interface ProviderBackoff {
-  readonly provider: string;
-  readonly retryAfterMs: number;
+  readonly index: number;
 }
 
-/** Event names and payloads of {@link Supervisor}. */
-export interface SupervisorEvents {
+/**
+ * Event names and payloads of {@link Supervisor}. `thread:*` come from the threads engine only;
+ * `agent:parked` and `provider:paused` from the redis engine only.
+ */
+export interface SupervisorEvents extends EngineEvents {
   'agent:spawned': [event: AgentSpawned];
   'agent:started': [event: AgentStarted];
   'agent:round': [event: AgentRound];
@@ -74,8 +80,5 @@ export interface SupervisorEvents {
   'agent:completed': [event: AgentEnded];
   'agent:failed': [event: AgentEnded];
   'agent:restarted': [event: AgentRestarted];
-  'thread:started': [event: ThreadEvent];
-  'thread:crashed': [event: ThreadCrashed];
-  'thread:respawned': [event: ThreadEvent];
-  'provider:backoff': [event: ProviderBackoff];
+  'agent:parked': [event: AgentParked];
 }

@@ -1,0 +1,318 @@
+/**
+ * The thread engine: agents run as actors in this process's worker threads (piscina actor hosts,
+ * see host-pool.ts), placed on the least loaded thread. Instructions wait in a mailbox per agent on
+ * the main thread; provider admission is one queue per provider key on the main thread, shared by
+ * every thread over the hosts' admission ports. A thread that dies takes only its actors, which
+ * are restarted from their journals on a live thread.
+ */
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import type { MessagePort } from 'node:worker_threads';
+import { type SerializedError, SystemError } from '../../errors.ts';
+import type { AuditEvent } from '../../journal/events.ts';
+import { readJournal } from '../../journal/reader.ts';
+import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
+import type {
+  ActorSpec,
+  AgentMessage,
+  HostEventMessage,
+  HostStats,
+  SupervisorCallbackApi,
+} from '../../protocol/messages.ts';
+import type { Engine, EngineContext, EngineHost, EngineOptions } from '../engine.ts';
+import { Admission } from './admission.ts';
+import { AdmissionServer } from './admission-server.ts';
+import { HostPool, type HostRecord } from './host-pool.ts';
+import { InboxServer } from './inbox-server.ts';
+import { Mailbox } from './mailbox.ts';
+import type { PreparedThreadOptions } from './options.ts';
+
+/** Options of the thread engine. */
+export type ThreadEngineOptions = EngineOptions & PreparedThreadOptions;
+
+/** The engine's state of one agent it holds. */
+interface ThreadAgent {
+  spec: ActorSpec;
+  readonly mailbox: Mailbox;
+  /** queued: waiting for a place (or for its restart backoff); running: on `host`. */
+  state: 'queued' | 'running';
+  host: HostRecord | undefined;
+  restarts: number;
+}
+
+export class ThreadEngine implements Engine {
+  readonly backend = 'threads';
+  readonly #options: ThreadEngineOptions;
+  readonly #host: EngineHost;
+  readonly #context: EngineContext;
+  readonly #agents = new Map<string, ThreadAgent>();
+  readonly #queue: ThreadAgent[] = [];
+  readonly #admission: Admission;
+  readonly #pausedUntil = new Map<string, number>();
+  #pool: HostPool | undefined;
+  #starting: Promise<void> | undefined;
+  #scheduleQueued = false;
+
+  constructor(options: ThreadEngineOptions, context: EngineContext) {
+    this.#options = options;
+    this.#context = context;
+    this.#host = context.host;
+    this.#admission = new Admission(options.limits, (provider, retryAfterMs) =>
+      this.#host.emit('provider:backoff', { provider, retryAfterMs }),
+    );
+  }
+
+  checkAgentId(): void {
+    // Any id names a journal file; the supervisor checks that it is new.
+  }
+
+  start(): Promise<void> {
+    this.#starting ??= this.#start();
+    return this.#starting;
+  }
+
+  async #start(): Promise<void> {
+    const options = this.#options;
+    const admissionKeys = this.#admission.keys;
+    const pool = new HostPool({
+      threads: options.threads,
+      resourceLimits: options.resourceLimits,
+      heartbeatIntervalMs: options.heartbeatIntervalMs,
+      heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+      execArgv: options.execArgv,
+      config: {
+        providers: options.providers,
+        admissionKeys,
+        toolModules: options.toolModules,
+        hostTools: this.#context.hostTools,
+        journalDir: options.journalDir,
+        fsync: options.fsync,
+        cwd: options.cwd,
+      },
+      callbacks: this.#callbacks(),
+      serveAdmission: (_host, port: MessagePort) => new AdmissionServer(this.#admission, admissionKeys, port),
+      serveInbox: (_host, port: MessagePort) =>
+        new InboxServer(port, (agentId) => this.#runningMailbox(agentId)),
+      onMessage: (host, message) => this.#onHostMessage(host, message),
+    });
+    this.#pool = pool;
+    pool.on('host:started', (host) => this.#host.emit('thread:started', { hostId: host.id }));
+    pool.on('host:died', (host, cause) => this.#onHostDied(host, cause));
+    await Promise.all(Array.from({ length: options.threads }, () => pool.startHost()));
+    this.#schedule();
+  }
+
+  run(spec: ActorSpec): void {
+    const agent: ThreadAgent = {
+      spec,
+      mailbox: new Mailbox(),
+      state: 'queued',
+      host: undefined,
+      restarts: 0,
+    };
+    this.#agents.set(spec.agentId, agent);
+    this.#queue.push(agent);
+    this.#scheduleSoon();
+  }
+
+  async deliver(agentId: string, message: AgentMessage): Promise<number | undefined> {
+    const agent = this.#agents.get(agentId);
+    if (!agent) return undefined;
+    if (message.type === 'instruction') return agent.mailbox.send(message.text);
+    if (agent.state === 'queued' || !agent.host) {
+      this.#release(agent);
+      this.#host.ended(agentId, failedOutcome(agentId, 'cancelled', cancelledError(message.reason)));
+      return undefined;
+    }
+    const host = agent.host;
+    agent.mailbox.abandon();
+    this.#pool?.call(host, (api) => api.cancel(agentId, message.reason)).catch(() => {});
+    return undefined;
+  }
+
+  stop(agentId: string): void {
+    const host = this.#agents.get(agentId)?.host;
+    if (!host?.alive) return;
+    void this.#pool?.terminate(
+      host,
+      new SystemError(
+        'cancel_timeout',
+        `Agent ${agentId} did not stop within ${this.#options.graceMs} ms of cancel`,
+        { agentId, hostId: host.id },
+      ).toJSON(),
+    );
+  }
+
+  async journal(agentId: string): Promise<AuditEvent[]> {
+    try {
+      return readJournal(path.join(this.#options.journalDir, `${agentId}.jsonl`)).events;
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'journal_not_found') return [];
+      throw error;
+    }
+  }
+
+  async measure(): Promise<HostStats[]> {
+    await this.start();
+    return this.#pool ? this.#pool.measure() : [];
+  }
+
+  async close(): Promise<void> {
+    if (this.#starting) await this.#starting.catch(() => {});
+    await this.#pool?.close(this.#options.graceMs);
+    this.#admission.close();
+    for (const agent of this.#agents.values()) agent.mailbox.abandon();
+    if (this.#options.ownsJournalDir) rmSync(this.#options.journalDir, { recursive: true, force: true });
+  }
+
+  /** Forgets an agent: out of the queue, off its host, its parked wait answered. */
+  #release(agent: ThreadAgent): void {
+    this.#agents.delete(agent.spec.agentId);
+    const index = agent.state === 'queued' ? this.#queue.indexOf(agent) : -1;
+    if (index >= 0) this.#queue.splice(index, 1);
+    agent.host?.agents.delete(agent.spec.agentId);
+    agent.host = undefined;
+    agent.mailbox.abandon();
+  }
+
+  /**
+   * Runs one scheduling pass after the current microtasks: spawns arrive one microtask each (after
+   * `start()`), and a pass sends each host one message for all the agents it places there.
+   */
+  #scheduleSoon(): void {
+    if (this.#scheduleQueued) return;
+    this.#scheduleQueued = true;
+    queueMicrotask(() => {
+      this.#scheduleQueued = false;
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    const pool = this.#pool;
+    if (!pool || this.#host.closing()) return;
+    const placed: { agent: ThreadAgent; host: HostRecord }[] = [];
+    const batches = new Map<HostRecord, ActorSpec[]>();
+    // Taken once: `pool.hosts` builds a new array, and no host starts or dies during the pass.
+    const hosts = pool.hosts;
+    while (this.#queue.length > 0) {
+      const host = this.#pickHost(hosts);
+      if (!host) break;
+      const agent = this.#queue.shift();
+      if (agent?.state !== 'queued') continue;
+      agent.state = 'running';
+      agent.host = host;
+      host.agents.add(agent.spec.agentId);
+      const batch = batches.get(host);
+      if (batch) batch.push(agent.spec);
+      else batches.set(host, [agent.spec]);
+      placed.push({ agent, host });
+    }
+    // Every spawn is posted before any listener of `agent:started` can post a cancel for it.
+    for (const [host, specs] of batches) {
+      pool.spawnMany(host, specs).catch(() => {
+        // The host died: its death handler restarts or fails these agents.
+      });
+    }
+    for (const { agent, host } of placed) {
+      const { agentId, resume } = agent.spec;
+      this.#host.report({ type: 'started', agentId, hostId: host.id, resumed: resume });
+    }
+  }
+
+  #pickHost(hosts: readonly HostRecord[]): HostRecord | undefined {
+    const limit = this.#options.isolation === 'thread' ? 1 : this.#options.maxAgentsPerThread;
+    let best: HostRecord | undefined;
+    for (const host of hosts) {
+      if (host.agents.size >= limit) continue;
+      if (!best || host.agents.size < best.agents.size) best = host;
+    }
+    return best;
+  }
+
+  #runningMailbox(agentId: string): Mailbox | undefined {
+    return this.#agents.get(agentId)?.mailbox;
+  }
+
+  #onHostMessage(host: HostRecord, message: HostEventMessage): void {
+    switch (message.type) {
+      case 'signals':
+        for (const signal of message.signals) this.#host.report(signal);
+        return;
+      case 'ended': {
+        const agent = this.#agents.get(message.agentId);
+        if (!agent || agent.host !== host) return;
+        this.#release(agent);
+        this.#host.ended(message.agentId, message.outcome);
+        this.#schedule();
+        return;
+      }
+      case 'host_error':
+      case 'ready':
+        return;
+    }
+  }
+
+  #onHostDied(host: HostRecord, cause: SerializedError): void {
+    const victims = [...host.agents].map((id) => this.#agents.get(id)).filter((a) => a !== undefined);
+    host.agents.clear();
+    this.#host.emit('thread:crashed', { hostId: host.id, cause, agents: victims.map((a) => a.spec.agentId) });
+    for (const agent of victims) this.#restartOrEnd(agent, cause);
+    if (this.#host.closing() || !this.#pool) return;
+    this.#pool.startHost().then(
+      (replacement) => {
+        this.#host.emit('thread:respawned', { hostId: replacement.id });
+        this.#schedule();
+      },
+      () => {
+        // A replacement that dies while starting is reported by its own death event.
+      },
+    );
+  }
+
+  #restartOrEnd(agent: ThreadAgent, cause: SerializedError): void {
+    const { agentId } = agent.spec;
+    this.#release(agent);
+    if (this.#host.lost(agentId, cause) === 'ended') return;
+    const { maxRetries, baseDelayMs, maxDelayMs } = this.#options.restart;
+    if (agent.restarts >= maxRetries) {
+      this.#host.ended(
+        agentId,
+        failedOutcome(agentId, 'crashed', {
+          ...cause,
+          message: `Thread crashed and the restart cap (${maxRetries}) was reached: ${cause.message}`,
+        }),
+      );
+      return;
+    }
+    agent.restarts += 1;
+    agent.spec = { ...agent.spec, resume: true };
+    // Back in the engine's keeping at once: a cancel during the backoff ends it without a thread.
+    this.#agents.set(agentId, agent);
+    agent.state = 'queued';
+    this.#host.report({ type: 'restarted', agentId, restart: agent.restarts, cause });
+    const delay = Math.min(maxDelayMs, baseDelayMs * 2 ** (agent.restarts - 1));
+    setTimeout(() => {
+      if (this.#agents.get(agentId) !== agent || agent.state !== 'queued') return;
+      this.#queue.unshift(agent);
+      this.#schedule();
+    }, delay);
+  }
+
+  #callbacks(): SupervisorCallbackApi {
+    return {
+      reportRateLimit: (key, retryAfterMs) => {
+        const until = Date.now() + retryAfterMs;
+        if (until <= (this.#pausedUntil.get(key) ?? 0)) return;
+        this.#pausedUntil.set(key, until);
+        if (this.#admission.keys.includes(key)) this.#admission.backoff(key, retryAfterMs);
+        else this.#host.emit('provider:backoff', { provider: key, retryAfterMs });
+        for (const host of this.#pool?.hosts ?? []) {
+          this.#pool?.call(host, (api) => api.pauseProvider(key, until)).catch(() => {});
+        }
+      },
+      completeTask: (agentId, result) => this.#host.completeTask(agentId, result),
+      callHostTool: (agentId, name, args) => this.#host.callHostTool(agentId, name, args),
+    };
+  }
+}
