@@ -48,6 +48,8 @@ export type AgentReport =
       readonly agentId: string;
       readonly restart: number;
       readonly cause: SerializedError;
+      /** The death counts against its restart cap (it was blamed for it). */
+      readonly charged: boolean;
     }
   | {
       /** Its job was parked waiting for instruction `index`, holding no worker slot (redis). */

@@ -23,7 +23,7 @@ export function emitAgentReport(
       return;
     }
     case 'restarted': {
-      const event = { ...ref, restart: report.restart, cause: report.cause };
+      const event = { ...ref, restart: report.restart, cause: report.cause, charged: report.charged };
       supervisor.emit('agent:restarted', event);
       handle.emit('restarted', event);
       return;

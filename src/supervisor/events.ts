@@ -55,8 +55,15 @@ export interface AgentEnded extends AgentRef {
   readonly outcome: AgentOutcome;
 }
 export interface AgentRestarted extends AgentRef {
+  /** How many times it has restarted, this one included. */
   readonly restart: number;
   readonly cause: SerializedError;
+  /**
+   * The death counts against its restart cap: threads engine, it was running a tool in the thread
+   * when the thread died (or was alone on it); a bystander restarts without using its cap. Redis
+   * engine: every takeover counts against the worker's `maxStalledCount`.
+   */
+  readonly charged: boolean;
 }
 /** An agent's job was parked: it waits for instruction `index` without holding a worker slot (redis). */
 export interface AgentParked extends AgentWaiting {

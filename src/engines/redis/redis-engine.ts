@@ -263,7 +263,7 @@ export class RedisEngine implements Engine {
           const message =
             "The agent's previous run ended without finishing (its worker died or lost the job); it resumed from its journal";
           const cause = new SystemError('worker_lost', message, { hostId: signal.workerId }).toJSON();
-          this.#host.report({ type: 'restarted', agentId, restart: signal.restart, cause });
+          this.#host.report({ type: 'restarted', agentId, restart: signal.restart, cause, charged: true });
         }
         return;
       case 'parked':

@@ -29,6 +29,8 @@ const HOST_ENTRY = new URL('../../../workers/actor-host.mjs', import.meta.url).h
 /** One actor host: a thread running one long-lived piscina task. */
 export interface HostRecord {
   readonly id: number;
+  /** A quarantine host: one agent at a time, retired when it has none (see ThreadEngine). */
+  readonly dedicated: boolean;
   readonly api: Comlink.Remote<HostControlApi>;
   readonly agents: Set<string>;
   threadId: number | undefined;
@@ -47,10 +49,14 @@ interface HostInternals {
   readonly pendingCalls: Set<(cause: SerializedError) => void>;
   heartbeatTimer: NodeJS.Timeout | undefined;
   missedSince: number | undefined;
+  /** Shut down on purpose: its end is not a death. */
+  retiring: boolean;
 }
 
 export interface HostPoolOptions {
   readonly threads: number;
+  /** Threads beyond `threads` for dedicated hosts, started on demand. @default 0 */
+  readonly dedicatedThreads?: number;
   readonly resourceLimits: ResourceLimits | undefined;
   readonly heartbeatIntervalMs: number;
   readonly heartbeatTimeoutMs: number;
@@ -90,7 +96,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     this.#pool = new Piscina({
       filename: HOST_ENTRY,
       minThreads: options.threads,
-      maxThreads: options.threads,
+      maxThreads: options.threads + (options.dedicatedThreads ?? 0),
       idleTimeout: Number.POSITIVE_INFINITY,
       concurrentTasksPerWorker: 1,
       // 'sync' (the default) blocks idle workers in Atomics.wait, freezing their event loops.
@@ -107,13 +113,13 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     this.#pool.on('error', () => {});
   }
 
-  /** Live hosts. */
+  /** Live hosts (retiring ones left out). */
   get hosts(): HostRecord[] {
-    return [...this.#hosts.values()].map((h) => h.record).filter((h) => h.alive);
+    return [...this.#hosts.values()].filter((h) => h.record.alive && !h.retiring).map((h) => h.record);
   }
 
   /** Starts one host and resolves once it is ready to take agents. */
-  async startHost(): Promise<HostRecord> {
+  async startHost(options: { readonly dedicated?: boolean } = {}): Promise<HostRecord> {
     const id = this.#nextId++;
     const control = new MessageChannel();
     const callback = new MessageChannel();
@@ -127,6 +133,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     const record: HostRecord = {
       id,
       api: Comlink.wrap<HostControlApi>(control.port1 as unknown as Comlink.Endpoint),
+      dedicated: options.dedicated ?? false,
       agents: new Set(),
       threadId: undefined,
       alive: true,
@@ -143,6 +150,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
       pendingCalls: new Set(),
       heartbeatTimer: undefined,
       missedSince: undefined,
+      retiring: false,
     };
     this.#hosts.set(id, internals);
     Comlink.expose(this.#options.callbacks, callback.port1 as unknown as Comlink.Endpoint);
@@ -223,6 +231,19 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     return this.call(host, (api) => api.spawnMany(specs));
   }
 
+  /**
+   * Shuts a host down on purpose (a dedicated host with nothing left to run): its end emits no
+   * `host:died`, and it is out of `hosts` at once. Its thread stays in the pool, idle.
+   */
+  retire(host: HostRecord): void {
+    const internals = this.#hosts.get(host.id);
+    if (!internals || internals.retiring || !host.alive) return;
+    internals.retiring = true;
+    if (internals.heartbeatTimer) clearInterval(internals.heartbeatTimer);
+    internals.heartbeatTimer = undefined;
+    this.call(host, (api) => api.shutdown('retired')).catch(() => {});
+  }
+
   /** Stats from every live host (after a GC when threads run with --expose-gc). */
   async measure(): Promise<HostStats[]> {
     return Promise.all(this.hosts.map((host) => this.call(host, (api) => api.measure())));
@@ -231,8 +252,10 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
   /** Terminates a host's thread (a host that stopped answering). */
   async terminate(host: HostRecord, cause: SerializedError): Promise<void> {
     const internals = this.#hosts.get(host.id);
-    internals?.markDead(cause);
+    // A dead host's thread may already run another host (piscina reuses idle threads).
+    if (!internals || !host.alive) return;
     const worker = this.#workerOf(host);
+    internals.markDead(cause);
     if (worker) await worker.terminate();
   }
 
@@ -322,7 +345,8 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     for (const fail of internals.pendingCalls) fail(cause);
     internals.pendingCalls.clear();
     this.#dispose(internals);
-    if (!this.#closing) this.emit('host:died', host, cause);
+    this.#hosts.delete(host.id);
+    if (!this.#closing && !internals.retiring) this.emit('host:died', host, cause);
   }
 
   #dispose(internals: HostInternals): void {

@@ -27,6 +27,17 @@ export interface ThreadBackendOptions {
   /** Per-thread V8 limits (an agent that exceeds them crashes its thread, which is restarted). */
   readonly resourceLimits?: ResourceLimits;
   /**
+   * Threads, beyond `threads`, for agents blamed for a thread death: each such agent runs alone on
+   * one until it ends, so a repeat offender takes no other agent with it. Blamed agents wait for
+   * one when all are busy. @default 1
+   */
+  readonly quarantineThreads?: number;
+  /**
+   * Restarts an agent gets for thread deaths it is not blamed for (it was not running a tool in
+   * the thread when it died); beyond this, they count against `restart.maxRetries` too. @default 10
+   */
+  readonly maxBystanderRestarts?: number;
+  /**
    * Extra Node options for the threads, added to this process's own (e.g. `--conditions=...`).
    * V8-wide flags such as `--expose-gc` are not allowed in threads; `measureThreads()` collects
    * garbage without it.
@@ -46,6 +57,8 @@ export interface PreparedThreadOptions {
   readonly heartbeatIntervalMs: number;
   readonly heartbeatTimeoutMs: number;
   readonly resourceLimits: ResourceLimits | undefined;
+  readonly quarantineThreads: number;
+  readonly maxBystanderRestarts: number;
   readonly execArgv: readonly string[];
 }
 
@@ -82,6 +95,8 @@ export function prepareThreadOptions(
     heartbeatIntervalMs,
     heartbeatTimeoutMs,
     resourceLimits: options.resourceLimits,
+    quarantineThreads: positiveInt('quarantineThreads', options.quarantineThreads, 1),
+    maxBystanderRestarts: positiveInt('maxBystanderRestarts', options.maxBystanderRestarts, 10, 0),
     execArgv: options.execArgv ?? [],
   };
 }

@@ -2,13 +2,19 @@
  * The thread engine: agents run as actors in this process's worker threads (piscina actor hosts,
  * see host-pool.ts), placed on the least loaded thread. Instructions wait in a mailbox per agent on
  * the main thread; provider admission is one queue per provider key on the main thread, shared by
- * every thread over the hosts' admission ports. A thread that dies takes only its actors, which
- * are restarted from their journals on a live thread.
+ * every thread over the hosts' admission ports.
+ *
+ * A thread that dies takes only its actors, which are restarted from their journals on a live
+ * thread. The death is charged to the agents that caused it (see blame.ts): an agent running a
+ * tool in the thread when it died, or the only agent on it. A charged agent is quarantined: from
+ * then on it runs alone on a quarantine thread, so if it kills that one too no other agent goes
+ * with it, and after `restart.maxRetries` charged deaths it fails with its own cause. Bystanders
+ * restart without using their cap (up to `maxBystanderRestarts` times).
  */
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import type { MessagePort } from 'node:worker_threads';
-import { type SerializedError, SystemError } from '../../errors.ts';
+import { type SerializedError, SystemError, serializeError } from '../../errors.ts';
 import type { AuditEvent } from '../../journal/events.ts';
 import { readJournal } from '../../journal/reader.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
@@ -19,9 +25,11 @@ import type {
   HostStats,
   SupervisorCallbackApi,
 } from '../../protocol/messages.ts';
+import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../../tools/builtin/orchestration.ts';
 import type { Engine, EngineContext, EngineHost, EngineOptions } from '../engine.ts';
 import { Admission } from './admission.ts';
 import { AdmissionServer } from './admission-server.ts';
+import { pendingToolCallsOf } from './blame.ts';
 import { HostPool, type HostRecord } from './host-pool.ts';
 import { InboxServer } from './inbox-server.ts';
 import { Mailbox } from './mailbox.ts';
@@ -34,10 +42,18 @@ export type ThreadEngineOptions = EngineOptions & PreparedThreadOptions;
 interface ThreadAgent {
   spec: ActorSpec;
   readonly mailbox: Mailbox;
-  /** queued: waiting for a place (or for its restart backoff); running: on `host`. */
-  state: 'queued' | 'running';
+  /**
+   * queued: waiting for a place (or for its restart backoff); running: on `host`; restarting: its
+   * thread died and the blame is being read from its journal.
+   */
+  state: 'queued' | 'running' | 'restarting';
   host: HostRecord | undefined;
-  restarts: number;
+  /** Thread deaths charged to it. */
+  charged: number;
+  /** Thread deaths it restarted after as a bystander. */
+  bystander: number;
+  /** Runs alone on a quarantine thread (it was charged with a thread death). */
+  quarantined: boolean;
 }
 
 export class ThreadEngine implements Engine {
@@ -47,16 +63,22 @@ export class ThreadEngine implements Engine {
   readonly #context: EngineContext;
   readonly #agents = new Map<string, ThreadAgent>();
   readonly #queue: ThreadAgent[] = [];
+  /** Quarantined agents waiting for a quarantine thread of their own. */
+  readonly #quarantine: ThreadAgent[] = [];
+  /** Tools whose calls do not run in the thread: a call of one pending is no evidence. */
+  readonly #elsewhere: ReadonlySet<string>;
   readonly #admission: Admission;
   readonly #pausedUntil = new Map<string, number>();
   #pool: HostPool | undefined;
   #starting: Promise<void> | undefined;
   #scheduleQueued = false;
+  #quarantineHostStarting = false;
 
   constructor(options: ThreadEngineOptions, context: EngineContext) {
     this.#options = options;
     this.#context = context;
     this.#host = context.host;
+    this.#elsewhere = new Set([COMPLETE_TASK, WAIT_FOR_INSTRUCTION, ...context.hostTools.map((t) => t.name)]);
     this.#admission = new Admission(options.limits, (provider, retryAfterMs) =>
       this.#host.emit('provider:backoff', { provider, retryAfterMs }),
     );
@@ -76,6 +98,7 @@ export class ThreadEngine implements Engine {
     const admissionKeys = this.#admission.keys;
     const pool = new HostPool({
       threads: options.threads,
+      dedicatedThreads: options.quarantineThreads,
       resourceLimits: options.resourceLimits,
       heartbeatIntervalMs: options.heartbeatIntervalMs,
       heartbeatTimeoutMs: options.heartbeatTimeoutMs,
@@ -108,7 +131,9 @@ export class ThreadEngine implements Engine {
       mailbox: new Mailbox(),
       state: 'queued',
       host: undefined,
-      restarts: 0,
+      charged: 0,
+      bystander: 0,
+      quarantined: false,
     };
     this.#agents.set(spec.agentId, agent);
     this.#queue.push(agent);
@@ -119,7 +144,7 @@ export class ThreadEngine implements Engine {
     const agent = this.#agents.get(agentId);
     if (!agent) return undefined;
     if (message.type === 'instruction') return agent.mailbox.send(message.text);
-    if (agent.state === 'queued' || !agent.host) {
+    if (agent.state !== 'running' || !agent.host) {
       this.#release(agent);
       this.#host.ended(agentId, failedOutcome(agentId, 'cancelled', cancelledError(message.reason)));
       return undefined;
@@ -145,7 +170,7 @@ export class ThreadEngine implements Engine {
 
   async journal(agentId: string): Promise<AuditEvent[]> {
     try {
-      return readJournal(path.join(this.#options.journalDir, `${agentId}.jsonl`)).events;
+      return readJournal(this.#journalFile(agentId)).events;
     } catch (error) {
       if ((error as { code?: unknown }).code === 'journal_not_found') return [];
       throw error;
@@ -165,11 +190,16 @@ export class ThreadEngine implements Engine {
     if (this.#options.ownsJournalDir) rmSync(this.#options.journalDir, { recursive: true, force: true });
   }
 
+  #journalFile(agentId: string): string {
+    return path.join(this.#options.journalDir, `${agentId}.jsonl`);
+  }
+
   /** Forgets an agent: out of the queue, off its host, its parked wait answered. */
   #release(agent: ThreadAgent): void {
     this.#agents.delete(agent.spec.agentId);
-    const index = agent.state === 'queued' ? this.#queue.indexOf(agent) : -1;
-    if (index >= 0) this.#queue.splice(index, 1);
+    const queue = agent.quarantined ? this.#quarantine : this.#queue;
+    const index = agent.state === 'queued' ? queue.indexOf(agent) : -1;
+    if (index >= 0) queue.splice(index, 1);
     agent.host?.agents.delete(agent.spec.agentId);
     agent.host = undefined;
     agent.mailbox.abandon();
@@ -193,13 +223,7 @@ export class ThreadEngine implements Engine {
     if (!pool || this.#host.closing()) return;
     const placed: { agent: ThreadAgent; host: HostRecord }[] = [];
     const batches = new Map<HostRecord, ActorSpec[]>();
-    // Taken once: `pool.hosts` builds a new array, and no host starts or dies during the pass.
-    const hosts = pool.hosts;
-    while (this.#queue.length > 0) {
-      const host = this.#pickHost(hosts);
-      if (!host) break;
-      const agent = this.#queue.shift();
-      if (agent?.state !== 'queued') continue;
+    const place = (agent: ThreadAgent, host: HostRecord): void => {
       agent.state = 'running';
       agent.host = host;
       host.agents.add(agent.spec.agentId);
@@ -207,7 +231,23 @@ export class ThreadEngine implements Engine {
       if (batch) batch.push(agent.spec);
       else batches.set(host, [agent.spec]);
       placed.push({ agent, host });
+    };
+    // Taken once: `pool.hosts` builds a new array, and no host starts or dies during the pass.
+    const hosts = pool.hosts;
+    const shared = hosts.filter((host) => !host.dedicated);
+    while (this.#queue.length > 0) {
+      const host = this.#pickHost(shared);
+      if (!host) break;
+      const agent = this.#queue.shift();
+      if (agent?.state === 'queued') place(agent, host);
     }
+    const idle = hosts.filter((host) => host.dedicated && host.agents.size === 0);
+    while (this.#quarantine.length > 0 && idle.length > 0) {
+      const agent = this.#quarantine.shift();
+      if (agent?.state === 'queued') place(agent, idle.shift() as HostRecord);
+    }
+    if (this.#quarantine.length > 0) this.#startQuarantineHost(hosts);
+    else for (const host of idle) pool.retire(host);
     // Every spawn is posted before any listener of `agent:started` can post a cancel for it.
     for (const [host, specs] of batches) {
       pool.spawnMany(host, specs).catch(() => {
@@ -218,6 +258,29 @@ export class ThreadEngine implements Engine {
       const { agentId, resume } = agent.spec;
       this.#host.report({ type: 'started', agentId, hostId: host.id, resumed: resume });
     }
+  }
+
+  /** Starts a quarantine thread when there are fewer than `quarantineThreads`. */
+  #startQuarantineHost(hosts: readonly HostRecord[]): void {
+    const pool = this.#pool;
+    const running = hosts.filter((host) => host.dedicated).length;
+    if (!pool || this.#quarantineHostStarting || running >= this.#options.quarantineThreads) return;
+    this.#quarantineHostStarting = true;
+    pool.startHost({ dedicated: true }).then(
+      () => {
+        this.#quarantineHostStarting = false;
+        this.#schedule();
+      },
+      (error: unknown) => {
+        this.#quarantineHostStarting = false;
+        // No thread for them: the waiting agents fail rather than wait for ever.
+        for (const agent of this.#quarantine.splice(0)) {
+          this.#release(agent);
+          const { agentId } = agent.spec;
+          this.#host.ended(agentId, failedOutcome(agentId, 'crashed', serializeError(error)));
+        }
+      },
+    );
   }
 
   #pickHost(hosts: readonly HostRecord[]): HostRecord | undefined {
@@ -257,8 +320,18 @@ export class ThreadEngine implements Engine {
     const victims = [...host.agents].map((id) => this.#agents.get(id)).filter((a) => a !== undefined);
     host.agents.clear();
     this.#host.emit('thread:crashed', { hostId: host.id, cause, agents: victims.map((a) => a.spec.agentId) });
-    for (const agent of victims) this.#restartOrEnd(agent, cause);
-    if (this.#host.closing() || !this.#pool) return;
+    const restarting: ThreadAgent[] = [];
+    for (const agent of victims) {
+      this.#release(agent);
+      if (this.#host.lost(agent.spec.agentId, cause) === 'ended') continue;
+      // Back in the engine's keeping at once: a cancel while the blame is read ends it here.
+      agent.state = 'restarting';
+      this.#agents.set(agent.spec.agentId, agent);
+      restarting.push(agent);
+    }
+    if (restarting.length > 0) void this.#restart(restarting, victims.length === 1, cause);
+    // A quarantine thread is started again only when a quarantined agent needs one.
+    if (this.#host.closing() || !this.#pool || host.dedicated) return;
     this.#pool.startHost().then(
       (replacement) => {
         this.#host.emit('thread:respawned', { hostId: replacement.id });
@@ -270,33 +343,66 @@ export class ThreadEngine implements Engine {
     );
   }
 
-  #restartOrEnd(agent: ThreadAgent, cause: SerializedError): void {
-    const { agentId } = agent.spec;
-    this.#release(agent);
-    if (this.#host.lost(agentId, cause) === 'ended') return;
+  /**
+   * Restarts the agents of a dead thread, charging the death to those that caused it: the only
+   * agent on the thread, or the ones whose journal shows a tool call running in it.
+   */
+  async #restart(agents: readonly ThreadAgent[], alone: boolean, cause: SerializedError): Promise<void> {
     const { maxRetries, baseDelayMs, maxDelayMs } = this.#options.restart;
-    if (agent.restarts >= maxRetries) {
-      this.#host.ended(
-        agentId,
-        failedOutcome(agentId, 'crashed', {
-          ...cause,
-          message: `Thread crashed and the restart cap (${maxRetries}) was reached: ${cause.message}`,
-        }),
+    const pending = await pendingToolCallsOf(
+      agents.map((agent) => this.#journalFile(agent.spec.agentId)),
+      this.#elsewhere,
+    );
+    agents.forEach((agent, index) => {
+      const { agentId } = agent.spec;
+      if (this.#agents.get(agentId) !== agent || agent.state !== 'restarting') return;
+      const tools = pending[index] ?? [];
+      const charged = alone || tools.length > 0 || agent.bystander >= this.#options.maxBystanderRestarts;
+      if (charged) agent.charged += 1;
+      else agent.bystander += 1;
+      if (agent.charged > maxRetries) {
+        this.#release(agent);
+        this.#host.ended(
+          agentId,
+          failedOutcome(agentId, 'crashed', this.#ownCause(agent, tools, alone, cause)),
+        );
+        return;
+      }
+      if (charged) agent.quarantined = true;
+      agent.spec = { ...agent.spec, resume: true };
+      agent.state = 'queued';
+      const restart = agent.charged + agent.bystander;
+      this.#host.report({ type: 'restarted', agentId, restart, cause, charged });
+      setTimeout(
+        () => {
+          if (this.#agents.get(agentId) !== agent || agent.state !== 'queued') return;
+          (agent.quarantined ? this.#quarantine : this.#queue).unshift(agent);
+          this.#schedule();
+        },
+        Math.min(maxDelayMs, baseDelayMs * 2 ** (restart - 1)),
       );
-      return;
-    }
-    agent.restarts += 1;
-    agent.spec = { ...agent.spec, resume: true };
-    // Back in the engine's keeping at once: a cancel during the backoff ends it without a thread.
-    this.#agents.set(agentId, agent);
-    agent.state = 'queued';
-    this.#host.report({ type: 'restarted', agentId, restart: agent.restarts, cause });
-    const delay = Math.min(maxDelayMs, baseDelayMs * 2 ** (agent.restarts - 1));
-    setTimeout(() => {
-      if (this.#agents.get(agentId) !== agent || agent.state !== 'queued') return;
-      this.#queue.unshift(agent);
-      this.#schedule();
-    }, delay);
+    });
+  }
+
+  /** The failure of an agent charged with more thread deaths than its restart cap allows. */
+  #ownCause(
+    agent: ThreadAgent,
+    tools: readonly string[],
+    alone: boolean,
+    cause: SerializedError,
+  ): SerializedError {
+    const where =
+      tools.length > 0
+        ? ` while it ran ${tools.map((tool) => `\`${tool}\``).join(', ')}`
+        : alone
+          ? ' while it ran alone on it'
+          : ` (after ${agent.bystander} restarts as a bystander)`;
+    const cap = this.#options.restart.maxRetries;
+    return {
+      ...cause,
+      message: `Its thread crashed ${agent.charged} times${where}; the restart cap (${cap}) was reached: ${cause.message}`,
+      fields: { ...cause.fields, agentId: agent.spec.agentId, crashes: agent.charged, tools: [...tools] },
+    };
   }
 
   #callbacks(): SupervisorCallbackApi {
