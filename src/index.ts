@@ -40,8 +40,8 @@ export type {
   ToolConfig,
 } from './definition/types.ts';
 // Engines: where agents run (see docs/architecture.md)
-export type { Backend } from './engines/engine.ts';
-export { resolveRedisUrl } from './engines/redis/connection.ts';
+export type { Backend, EngineDescription } from './engines/engine.ts';
+export { checkRedis, resolveRedisUrl } from './engines/redis/connection.ts';
 export type { PreparedRedisOptions, RedisBackendOptions } from './engines/redis/options.ts';
 export type { RedisWorkerOptions } from './engines/redis/worker.ts';
 export { RedisWorker } from './engines/redis/worker.ts';

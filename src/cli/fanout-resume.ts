@@ -1,19 +1,26 @@
 /**
  * `troupe resume RUN_DIR` for fan-out run directories: finishes the plan entries of an interrupted
- * run that had not completed, from their journals (see src/run-dir/resume-plan.ts). The `resume`
- * subcommand calls {@link resumeRunDir} for a directory holding a `plan.json`.
+ * run that had not completed, from their journals (see src/run-dir/resume-plan.ts), and with
+ * `--retry-failed` runs failed ones again from theirs. The `resume` subcommand calls
+ * {@link resumeRunDir} for a directory holding a `plan.json`.
  */
+import type { FailureReason } from '../loop/types.ts';
 import { loadAgentDefinitions } from '../run-dir/agent-files.ts';
 import { executeSession } from '../run-dir/execute.ts';
 import { checkProvider } from '../run-dir/provider-choice.ts';
 import { planResume } from '../run-dir/resume-plan.ts';
 import { RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
+import { redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
 
 /** Options of {@link resumeRunDir}. */
 export interface ResumeRunDirOptions {
   /** Print JSONL events instead of progress. */
   readonly json?: boolean;
+  /** Run again, from their journals, the entries that failed for one of these reasons. */
+  readonly retry?: ReadonlySet<FailureReason>;
+  /** Redis URL of a run on the redis engine. @default TROUPE_REDIS_URL */
+  readonly redisUrl?: string;
 }
 
 /**
@@ -25,9 +32,10 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
   const contents = readRunDir(dir);
   const { plan, paths } = contents;
   await checkProvider(plan.provider);
+  const supervisor = plan.backend === 'redis' ? await redisEngine(options.redisUrl) : undefined;
   const definitions = await loadAgentDefinitions(plan.agentFiles);
   const writer = RunDirWriter.reopen(paths.root);
-  const decision = planResume(plan, paths, contents.results);
+  const decision = planResume(plan, paths, contents.results, options.retry ? { retry: options.retry } : {});
   for (const line of decision.recovered) writer.append(line);
   const { exitCode } = await executeSession({
     plan,
@@ -39,6 +47,7 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
     definitions,
     json: options.json === true,
     io,
+    ...(supervisor ? { supervisor } : {}),
   });
   return exitCode;
 }

@@ -11,6 +11,7 @@ import { formatPlanProblem, planProblemsOf } from '../run-dir/plan-problems.ts';
 import { checkProvider, chooseProvider, defaultModelFor } from '../run-dir/provider-choice.ts';
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
 import { resolveRunPlan } from '../run-dir/run-plan.ts';
+import { redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
 
 interface FanoutFlags {
@@ -86,9 +87,12 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
       ...(flags.isolation === undefined ? {} : { isolation: flags.isolation }),
       ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
       ...(flags.model === undefined ? {} : { model: flags.model }),
+      ...(flags.backend === undefined ? {} : { backend: flags.backend }),
     },
     defaultModelFor(provider),
   );
+  // Checked before the run directory exists: a misconfigured engine leaves nothing behind.
+  const supervisor = flags.backend === 'redis' ? await redisEngine(flags.redis) : undefined;
   const writer = RunDirWriter.create(
     flags.out === undefined ? defaultRunDir(cwd, runPlan.runId) : resolve(flags.out),
     runPlan,
@@ -101,9 +105,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     definitions,
     json: flags.json === true,
     io,
-    ...(flags.backend === 'redis'
-      ? { supervisor: { backend: 'redis', ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }) } }
-      : {}),
+    ...(supervisor ? { supervisor } : {}),
   });
   return exitCode;
 }

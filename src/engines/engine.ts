@@ -105,6 +105,19 @@ export interface EngineContext {
   readonly hostTools: readonly HostToolDeclaration[];
 }
 
+/** Where an engine runs agents, for headers and diagnostics. */
+export type EngineDescription =
+  | { readonly backend: 'threads'; readonly threads: number }
+  | {
+      readonly backend: 'redis';
+      /** The Redis URL, its password masked. */
+      readonly url: string;
+      readonly queue: string;
+      readonly prefix: string;
+      /** `troupe worker` processes (or threads) of the queue heard from in the last few seconds. */
+      readonly workers: number;
+    };
+
 /** Runs actors. One per Supervisor; every method but `checkAgentId` and `start` runs after `start()`. */
 export interface Engine {
   readonly backend: Backend;
@@ -124,8 +137,16 @@ export interface Engine {
   stop(agentId: string, reason: string): void;
   /** The agent's journal as the engine stores it (a file or a stream); empty when it has none. */
   journal(agentId: string): Promise<AuditEvent[]>;
+  /**
+   * Starts agent `to`'s journal as a fork of agent `from`'s (src/journal/fork.ts): its events up to
+   * its end, under the new id. Does nothing when `to` has a journal already (an earlier fork), or
+   * `from` has none. All or nothing: a fork cut off half way leaves no journal.
+   */
+  forkJournal(from: string, to: string): Promise<void>;
   /** Memory of every thread this engine runs in this process (none for redis). */
   measure(): Promise<HostStats[]>;
+  /** Where agents run: the thread count, or the queue and how many workers it has now. */
+  describe(): Promise<EngineDescription>;
   /** Releases threads and connections. Called once every agent has ended. */
   close(): Promise<void>;
 }

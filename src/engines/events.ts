@@ -24,6 +24,23 @@ export interface ProviderPaused {
   readonly waitMs: number;
 }
 
+/**
+ * A supervisor's agent jobs have waited `waitedMs` and none was taken: no worker serves the queue,
+ * or every one is busy with other supervisors' jobs (redis engine). Emitted once until an agent
+ * starts again.
+ */
+export interface JobsUnserved {
+  /** Jobs added and not taken. */
+  readonly waiting: number;
+  readonly waitedMs: number;
+  /** Workers of the queue heard from lately. */
+  readonly workers: number;
+  /** The Redis URL, its password masked. */
+  readonly url: string;
+  readonly queue: string;
+  readonly prefix: string;
+}
+
 /** Event names and payloads an engine emits through {@link EngineHost.emit}. */
 export interface EngineEvents {
   'thread:started': [event: ThreadEvent];
@@ -31,4 +48,5 @@ export interface EngineEvents {
   'thread:respawned': [event: ThreadEvent];
   'provider:backoff': [event: ProviderBackoff];
   'provider:paused': [event: ProviderPaused];
+  'jobs:unserved': [event: JobsUnserved];
 }

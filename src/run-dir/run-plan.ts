@@ -34,6 +34,8 @@ export interface RunPlan {
   readonly defaultModel?: string;
   readonly threads: number;
   readonly isolation: 'shared' | 'thread';
+  /** Set when agents run on the redis engine (`--backend redis`); absent: threads. */
+  readonly backend?: 'redis';
   readonly concurrency: number;
   readonly limits?: AgentLimits;
   readonly agentFiles: readonly string[];
@@ -45,6 +47,7 @@ export interface RunPlan {
 export interface RunOverrides {
   readonly threads?: number;
   readonly isolation?: 'shared' | 'thread';
+  readonly backend?: 'threads' | 'redis';
   readonly concurrency?: number;
   readonly model?: string;
 }
@@ -84,6 +87,7 @@ export function resolveRunPlan(
     ...(defaultModel === undefined ? {} : { defaultModel }),
     threads: overrides.threads ?? plan.threads ?? DEFAULT_THREADS,
     isolation: overrides.isolation ?? plan.isolation ?? 'shared',
+    ...(overrides.backend === 'redis' ? { backend: 'redis' as const } : {}),
     concurrency: overrides.concurrency ?? plan.concurrency ?? DEFAULT_FANOUT_CONCURRENCY,
     ...(plan.limits === undefined ? {} : { limits: plan.limits }),
     agentFiles: plan.agentFiles,

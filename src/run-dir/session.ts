@@ -5,6 +5,8 @@
  * through here; they differ only in which entries they hand over.
  */
 import type { AgentDefinition } from '../definition/types.ts';
+import type { EngineDescription } from '../engines/engine.ts';
+import type { JobsUnserved } from '../engines/events.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 import type { SpawnSpec } from '../supervisor/fanout.ts';
 import type { SupervisorOptions } from '../supervisor/options.ts';
@@ -24,6 +26,8 @@ export interface WorkItem {
   readonly attempt: number;
   /** Continue from the agent's journal (it started in an earlier session and did not end). */
   readonly resume: boolean;
+  /** A failed attempt whose journal this attempt continues (`troupe resume --retry-failed`). */
+  readonly retryOf?: string;
 }
 
 /** Options of {@link FanoutSession}. */
@@ -96,6 +100,29 @@ export class FanoutSession {
   async run(): Promise<SessionResult> {
     const { plan, work, signal } = this.#options;
     const emit = this.#options.onEvent ?? (() => {});
+    const supervisor =
+      work.length > 0 && !signal?.aborted
+        ? new Supervisor({
+            threads: plan.threads,
+            isolation: plan.isolation,
+            ...(plan.backend === 'redis' ? { backend: 'redis' } : {}),
+            providers: { [plan.provider.name]: plan.provider.config },
+            defaultProvider: plan.provider.name,
+            ...(plan.defaultModel === undefined ? {} : { defaultModel: plan.defaultModel }),
+            journalDir: this.#options.writer.paths.journals,
+            cwd: plan.cwd,
+            definitions: this.#options.definitions ?? [],
+            toolModules: plan.toolModules,
+            ...this.#options.supervisor,
+          })
+        : undefined;
+    let engine: EngineDescription = { backend: 'threads', threads: plan.threads };
+    try {
+      if (supervisor) engine = await supervisor.describe();
+    } catch (error) {
+      await supervisor?.close();
+      throw error;
+    }
     emit({
       type: 'run',
       runId: plan.runId,
@@ -108,21 +135,10 @@ export class FanoutSession {
       planned: plan.runs.length,
       toRun: work.length,
       threads: plan.threads,
+      engine,
       concurrency: plan.concurrency,
     });
-    if (work.length > 0 && !signal?.aborted) {
-      const supervisor = new Supervisor({
-        threads: plan.threads,
-        isolation: plan.isolation,
-        providers: { [plan.provider.name]: plan.provider.config },
-        defaultProvider: plan.provider.name,
-        ...(plan.defaultModel === undefined ? {} : { defaultModel: plan.defaultModel }),
-        journalDir: this.#options.writer.paths.journals,
-        cwd: plan.cwd,
-        definitions: this.#options.definitions ?? [],
-        toolModules: plan.toolModules,
-        ...this.#options.supervisor,
-      });
+    if (supervisor) {
       this.#listen(supervisor);
       try {
         const fanOut = supervisor.fanOut(
@@ -131,7 +147,7 @@ export class FanoutSession {
         );
         await fanOut.all();
       } finally {
-        // Cancels agents spawned by agents that outlived their parents, then stops the threads.
+        // Cancels agents spawned by agents that outlived their parents, then stops the engine.
         await supervisor.close();
       }
     }
@@ -175,6 +191,7 @@ export class FanoutSession {
       ...(plan.model === undefined ? {} : { model: plan.model }),
       ...(plan.limits === undefined ? {} : { limits: plan.limits }),
       ...(item.resume ? { resume: true } : {}),
+      ...(item.retryOf === undefined ? {} : { retryOf: item.retryOf }),
     };
     return spec;
   }
@@ -253,6 +270,7 @@ export class FanoutSession {
     supervisor.on('provider:backoff', (event) =>
       emit({ type: 'backoff', provider: event.provider, retryAfterMs: event.retryAfterMs }),
     );
+    supervisor.on('jobs:unserved', (event) => emit({ type: 'notice', text: unservedNotice(event) }));
   }
 
   #record(outcome: AgentOutcome): void {
@@ -273,4 +291,18 @@ export class FanoutSession {
     this.#lines.push(line);
     this.#options.onEvent?.({ type: 'ended', line });
   }
+}
+
+/** What to tell the user when no worker takes the run's agents, and how to start one. */
+export function unservedNotice(event: JobsUnserved): string {
+  const flags = [
+    ...(event.queue === 'troupe-agents' ? [] : [`--queue ${event.queue}`]),
+    ...(event.prefix === 'troupe' ? [] : [`--prefix ${event.prefix}`]),
+  ];
+  const workers = `${event.workers} worker${event.workers === 1 ? '' : 's'} connected`;
+  return (
+    `no worker has taken this run's agents for ${Math.round(event.waitedMs / 1000)} s ` +
+    `(${event.waiting} waiting on queue ${event.queue} at ${event.url}; ${workers}). ` +
+    `Start one: TROUPE_REDIS_URL=${event.url} npx troupe worker${flags.map((flag) => ` ${flag}`).join('')}`
+  );
 }

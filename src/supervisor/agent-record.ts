@@ -33,12 +33,15 @@ export interface AgentRecord extends UsageNode {
   treeCostUsd: number;
   /** Instructions sent while pending, in order. */
   readonly held: HeldInstruction[];
+  /** The agent whose journal this one continues (SpawnOptions.retryOf). */
+  readonly retryOf: string | undefined;
   readonly removeAbortListener: () => void;
 }
 
 /** What a new record is made of. */
 export interface NewRecord {
   readonly spec: RecordSpec;
+  readonly retryOf: string | undefined;
   readonly agent: string;
   readonly signal: AbortSignal | undefined;
   readonly send: (text: string) => void;
@@ -46,7 +49,7 @@ export interface NewRecord {
 }
 
 /** A pending record with its handle; `cancel` runs when `signal` aborts. */
-export function createRecord({ spec, agent, signal, send, cancel }: NewRecord): AgentRecord {
+export function createRecord({ spec, retryOf, agent, signal, send, cancel }: NewRecord): AgentRecord {
   let settle: (outcome: AgentOutcome) => void = () => {};
   const result = new Promise<AgentOutcome>((resolve) => {
     settle = resolve;
@@ -67,6 +70,7 @@ export function createRecord({ spec, agent, signal, send, cancel }: NewRecord): 
     treeUsage: ZERO_USAGE,
     treeCostUsd: 0,
     held: [],
+    retryOf,
     removeAbortListener: () => signal?.removeEventListener('abort', onAbort),
   };
 }

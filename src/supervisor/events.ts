@@ -4,6 +4,7 @@ import type { SerializedError } from '../errors.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 
 export type {
+  JobsUnserved,
   ProviderBackoff,
   ProviderPaused,
   ThreadCrashed,
@@ -73,7 +74,7 @@ export interface AgentParked extends AgentWaiting {
 
 /**
  * Event names and payloads of {@link Supervisor}. `thread:*` come from the threads engine only;
- * `agent:parked` and `provider:paused` from the redis engine only.
+ * `agent:parked`, `provider:paused` and `jobs:unserved` from the redis engine only.
  */
 export interface SupervisorEvents extends EngineEvents {
   'agent:spawned': [event: AgentSpawned];

@@ -26,4 +26,11 @@ export interface SpawnOptions {
    * @default false
    */
   readonly resume?: boolean;
+  /**
+   * Id of an agent that failed (or ended) whose journal this one continues: its events up to its
+   * end are copied under this agent's id, and this agent resumes from them, so the tool calls it
+   * finished are not run again. The other agent's journal is left as it was. Used to retry failed
+   * agents (`troupe resume --retry-failed`).
+   */
+  readonly retryOf?: string;
 }

@@ -9,7 +9,7 @@ import { EventEmitter } from 'eventemitter3';
 import { abortReason } from '../abort.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { createEngine } from '../engines/create-engine.ts';
-import type { Backend, Engine, EngineHost } from '../engines/engine.ts';
+import type { Backend, Engine, EngineDescription, EngineHost } from '../engines/engine.ts';
 import { type SerializedError, serializeError, UserError } from '../errors.ts';
 import type { AuditEvent } from '../journal/events.ts';
 import { cancelledError, completedOutcome, failedOutcome } from '../loop/outcome.ts';
@@ -120,6 +120,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         limits: options.limits ?? {},
         resume: options.resume ?? false,
       },
+      retryOf: options.retryOf,
       agent: typeof agent === 'string' ? agent : agent.name,
       signal: options.signal,
       send: (text) => this.#send(id, text),
@@ -181,6 +182,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return this.#engine.journal(agentId);
   }
 
+  /** Where agents run: the engine, and its thread count or its queue and connected workers. */
+  describe(): Promise<EngineDescription> {
+    return this.#engine.describe();
+  }
+
   /** Memory of every thread after a GC (threads engine; the redis engine's threads are the workers'). */
   async measureThreads(): Promise<HostStats[]> {
     await this.start();
@@ -202,7 +208,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     await this.#engine.close();
   }
 
-  /** Resolves a started spawn and hands it to the engine, with the instructions sent so far. */
+  /** Resolves a started spawn and hands it to the engine (after forking the journal it retries). */
   #launch(record: AgentRecord, name: string | undefined): void {
     if (record.state !== 'pending') return;
     const problem = resolveSpawn(record.spec, name, {
@@ -214,6 +220,23 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       this.#fail(record, 'invalid_request', problem);
       return;
     }
+    const { retryOf } = record;
+    if (retryOf === undefined) {
+      this.#run(record);
+      return;
+    }
+    this.#engine.forkJournal(retryOf, record.id).then(
+      () => {
+        record.spec.resume = true;
+        this.#run(record);
+      },
+      (error: unknown) => this.#fail(record, 'crashed', serializeError(error)),
+    );
+  }
+
+  /** Hands a resolved record to the engine, with the instructions sent so far. */
+  #run(record: AgentRecord): void {
+    if (record.state !== 'pending') return;
     record.state = 'running';
     this.#engine.run(actorSpec(record.spec));
     for (const { text, resolve, reject } of record.held.splice(0))

@@ -20,6 +20,7 @@ import {
 const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures');
 export const policyProvider = path.join(fixtures, 'supervisor/policy-provider.ts');
 export const contractTools = path.join(fixtures, 'engines/contract-tools.ts');
+export const flakyProvider = path.join(fixtures, 'cli/flaky-provider.ts');
 
 /** One engine, set up for the suite. */
 export interface EngineHarness {

@@ -2,7 +2,8 @@
  * The engine contract: the same cases, through the same Supervisor API, on every engine. An engine
  * that passes them can run any troupe program.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentDefinition } from '../../src/definition/types.ts';
@@ -10,7 +11,7 @@ import type { AgentOutcome } from '../../src/loop/types.ts';
 import type { SupervisorEvents } from '../../src/supervisor/events.ts';
 import type { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { executions } from '../fixtures/engines/contract-tools.ts';
-import { harnesses, policyProvider } from './contract-harness.ts';
+import { flakyProvider, harnesses, policyProvider } from './contract-harness.ts';
 
 function nextEvent<K extends keyof SupervisorEvents>(
   supervisor: Supervisor,
@@ -187,6 +188,29 @@ for (const harness of harnesses) {
       const journal = await supervisor.journal(handle.id);
       const result = journal.find((event) => event.type === 'ToolResult' && event.name === 'lookup');
       expect(result).toMatchObject({ ok: true, text: `looked up for ${handle.id}` });
+    });
+
+    it('retry: an agent continues a failed one from its journal; the calls it finished do not run again', async () => {
+      const markers = mkdtempSync(path.join(tmpdir(), 'troupe-markers-'));
+      const { supervisor, cwd } = start({
+        providers: { flaky: { kind: 'module', module: flakyProvider, options: { markers } } },
+        defaultProvider: 'flaky',
+      });
+      try {
+        const first = supervisor.spawn('worker', { task: 'Do flaky 0.' });
+        expect(await first.result).toMatchObject({ status: 'failed', reason: 'provider_error' });
+        const retry = supervisor.spawn('worker', { task: 'Do flaky 0.', retryOf: first.id });
+        expect(resultOf(await retry.result)).toEqual({ task: 'flaky 0' });
+        expect(executions(cwd, first.id)).toEqual(['note']);
+        expect(executions(cwd, retry.id)).toEqual([]);
+        const journal = await supervisor.journal(retry.id);
+        expect(journal[0]).toMatchObject({ type: 'Started', agentId: retry.id });
+        expect(journal.filter((event) => event.type === 'Resumed')).toHaveLength(1);
+        expect(journal.at(-1)?.type).toBe('Completed');
+        expect((await supervisor.journal(first.id)).at(-1)).toMatchObject({ type: 'Failed' });
+      } finally {
+        rmSync(markers, { recursive: true, force: true });
+      }
     });
 
     it('close: running agents end Failed(cancelled), later spawns fail, and close is idempotent', async () => {

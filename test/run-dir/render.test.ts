@@ -36,6 +36,7 @@ const events: RunEvent[] = [
     planned: 3,
     toRun: 3,
     threads: 2,
+    engine: { backend: 'threads', threads: 2 },
     concurrency: 2,
   },
   { type: 'spawned', agentId: 'abc-0', index: 0, agent: 'worker', parentId: null, task: 'a' },
@@ -62,7 +63,7 @@ function stripAnsi(text: string): string {
   return text.replace(new RegExp(`${ESC}\\[[0-9;]*[A-Za-z]`, 'g'), '');
 }
 
-function render(mode: 'json' | 'tty' | 'plain'): string {
+function render(mode: 'json' | 'tty' | 'plain', shown: readonly RunEvent[] = events): string {
   let out = '';
   let now = 1_000;
   const renderer = createProgressRenderer(mode, {
@@ -75,7 +76,7 @@ function render(mode: 'json' | 'tty' | 'plain'): string {
       return now;
     },
   });
-  for (const event of events) renderer.onEvent(event);
+  for (const event of shown) renderer.onEvent(event);
   renderer.note('a note');
   renderer.stop();
   return out;
@@ -96,6 +97,26 @@ describe('progress renderers', () => {
       'completed  abc-0 worker: all good (2 round(s), 1.2k tokens, $0.0123)',
       'a note',
     ]);
+  });
+
+  it('on the redis engine the header names the queue, the server and the workers connected, and notices show', () => {
+    const [run] = events;
+    if (run?.type !== 'run') throw new Error('the first event is the header');
+    const redis: RunEvent = {
+      ...run,
+      engine: { backend: 'redis', url: 'redis://:***@host:6379', queue: 'q1', prefix: 'troupe', workers: 0 },
+    };
+    const notice: RunEvent = { type: 'notice', text: "no worker has taken this run's agents for 5 s" };
+    const lines = render('plain', [redis, notice]).trimEnd().split('\n');
+    expect(lines[0]).toBe(
+      'troupe fanout: run r1: 3 agent(s), 2 at a time on redis (queue q1 at redis://:***@host:6379, 0 worker(s) connected), provider simulated (model simulated)',
+    );
+    expect(lines.at(-2)?.replace(/^\+\S+\s+/, '')).toBe(
+      "troupe: no worker has taken this run's agents for 5 s",
+    );
+    expect(stripAnsi(render('tty', [redis, notice]))).toContain(
+      "! troupe: no worker has taken this run's agents",
+    );
   });
 
   it('--json output is one JSON object per event, with its time', () => {

@@ -115,3 +115,43 @@ export function waitForRedis(redis: Redis, url: string, timeoutMs: number): Prom
     redis.on('error', onError);
   });
 }
+
+/**
+ * Connects to `url` once, without retrying, and disconnects: a check that Redis is there before a
+ * command creates anything. Rejects with SystemError `redis_unreachable` at the first connection
+ * error (refused, unknown host, bad password) or after `timeoutMs`.
+ */
+export async function checkRedis(url: string, timeoutMs: number): Promise<void> {
+  const redis = new (ioredis().Redis)(url, {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectionName: 'troupe-check',
+  });
+  // The error event names the cause (ECONNREFUSED, ENOTFOUND, WRONGPASS); connect() only says the
+  // connection closed.
+  let cause: string | undefined;
+  redis.on('error', (error: Error) => {
+    cause ??= error.message;
+  });
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      redis.connect(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+  } catch (error) {
+    const reason = (cause ?? (error instanceof Error ? error.message : String(error))).replace(/\.$/, '');
+    throw new SystemError(
+      'redis_unreachable',
+      `Could not connect to Redis at ${displayUrl(url)}: ${reason}. Is redis-server running there, and is the URL right?`,
+      { url: displayUrl(url), timeoutMs },
+    );
+  } finally {
+    clearTimeout(timer);
+    redis.disconnect();
+  }
+}

@@ -61,3 +61,15 @@ export const ADMISSION_POLL_MAX_MS = 200;
 
 /** Idle blocking connections a worker keeps for inbox reads and host-tool replies. */
 export const BLOCKING_POOL_IDLE = 8;
+
+/** How often a worker says it is alive (see presence.ts). */
+export const WORKER_HEARTBEAT_MS = 2_000;
+
+/** A worker not heard from for this long is not counted as connected. */
+export const WORKER_ALIVE_MS = 3 * WORKER_HEARTBEAT_MS;
+
+/**
+ * Jobs of a supervisor that no worker has taken for this long, while none of its agents started
+ * either, make it say so (the `jobs:unserved` event, with the number of workers connected).
+ */
+export const DEFAULT_UNSERVED_AFTER_MS = 5_000;

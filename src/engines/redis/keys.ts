@@ -98,6 +98,11 @@ export class ScaleoutKeys {
     return `${this.prefix}:${this.queue}:workers`;
   }
 
+  /** Workers seen lately: a sorted set of worker numbers, scored by when (server ms). */
+  get workersAlive(): string {
+    return `${this.prefix}:${this.queue}:workers:alive`;
+  }
+
   /** Signals from workers to one supervisor: a stream. */
   signals(supervisorId: string): string {
     return `${this.prefix}:${this.queue}:supervisor:${supervisorId}:signals`;

@@ -8,6 +8,7 @@ import {
   DEFAULT_PARK_AFTER_MS,
   DEFAULT_QUEUE_NAME,
   DEFAULT_RECONCILE_INTERVAL_MS,
+  DEFAULT_UNSERVED_AFTER_MS,
 } from './constants.ts';
 import { checkName } from './keys.ts';
 
@@ -27,6 +28,11 @@ export interface RedisBackendOptions {
   readonly retainSeconds?: number;
   /** How long the first spawn waits for Redis before failing with `redis_unreachable`. @default 10000 */
   readonly connectTimeoutMs?: number;
+  /**
+   * Jobs no worker has taken for this long, while none of the supervisor's agents started either,
+   * raise `jobs:unserved` (with how many workers are connected). @default 5000
+   */
+  readonly unservedAfterMs?: number;
 }
 
 /** Redis options with every default filled in. */
@@ -38,6 +44,7 @@ export interface PreparedRedisOptions {
   readonly reconcileIntervalMs: number;
   readonly retainSeconds: number | undefined;
   readonly connectTimeoutMs: number;
+  readonly unservedAfterMs: number;
 }
 
 /** Validates redis options once and fills defaults. Throws UserError `invalid_option` / `missing_redis_url`. */
@@ -62,5 +69,6 @@ export function prepareRedisOptions(options: RedisBackendOptions): PreparedRedis
     reconcileIntervalMs,
     retainSeconds,
     connectTimeoutMs: nonNegative('connectTimeoutMs', options.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
+    unservedAfterMs: nonNegative('unservedAfterMs', options.unservedAfterMs, DEFAULT_UNSERVED_AFTER_MS),
   };
 }

@@ -11,12 +11,13 @@ import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { SystemError, serializeError } from '../../errors.ts';
 import type { AuditEvent } from '../../journal/events.ts';
+import { forkedInputs, writeFork } from '../../journal/fork.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import type { ActorSpec, AgentMessage, HostStats } from '../../protocol/messages.ts';
 import type { AgentJobData, HostCall, WorkerSignal } from '../../protocol/redis.ts';
-import type { Engine, EngineContext, EngineHost, EngineOptions } from '../engine.ts';
-import { bullConnection, closeRedis, connectRedis, waitForRedis } from './connection.ts';
+import type { Engine, EngineContext, EngineDescription, EngineHost, EngineOptions } from '../engine.ts';
+import { bullConnection, closeRedis, connectRedis, displayUrl, waitForRedis } from './connection.ts';
 import { AGENT_JOB_NAME, CANCEL_FLAG_TTL_MS } from './constants.ts';
 import { answerHostCall } from './host-calls.ts';
 import { Inbox } from './inbox.ts';
@@ -24,8 +25,9 @@ import { jobData } from './job-data.ts';
 import { checkAgentId, ScaleoutKeys } from './keys.ts';
 import type { PreparedRedisOptions } from './options.ts';
 import { bullmq } from './packages.ts';
+import { connectedWorkers } from './presence.ts';
 import { promote } from './promote.ts';
-import { readRedisJournal } from './stream-journal.ts';
+import { RedisJournal, readRedisJournal } from './stream-journal.ts';
 import { readSupervisorStreams } from './supervisor-streams.ts';
 
 const RECONCILE_BATCH = 500;
@@ -53,6 +55,8 @@ interface RemoteAgent {
   collecting: boolean;
   /** When a worker last said something about the agent (or its job was added). */
   heardAt: number;
+  /** A worker took its job at least once. */
+  started: boolean;
 }
 
 export class RedisEngine implements Engine {
@@ -70,6 +74,10 @@ export class RedisEngine implements Engine {
   #reconcileTimer: NodeJS.Timeout | undefined;
   #reconciling = false;
   #stopped = false;
+  /** When an agent of this supervisor last started on a worker. */
+  #lastStartAt = 0;
+  /** `jobs:unserved` was emitted and no agent has started since. */
+  #unservedReported = false;
 
   constructor(options: RedisEngineOptions, context: EngineContext) {
     this.#options = options;
@@ -116,7 +124,10 @@ export class RedisEngine implements Engine {
       onSignal: (signal) => this.#onSignal(signal),
       onCall: (call) => void this.#answer(call),
     });
-    this.#reconcileTimer = setInterval(() => void this.#reconcile(), reconcileIntervalMs);
+    this.#reconcileTimer = setInterval(() => {
+      void this.#reconcile();
+      void this.#watchUnserved();
+    }, reconcileIntervalMs);
     this.#reconcileTimer.unref();
   }
 
@@ -127,6 +138,7 @@ export class RedisEngine implements Engine {
       sends: Promise.resolve(),
       collecting: false,
       heardAt: 0,
+      started: false,
     };
     this.#agents.set(spec.agentId, agent);
     this.#add(spec, agent).catch((error: unknown) =>
@@ -195,9 +207,35 @@ export class RedisEngine implements Engine {
     return readRedisJournal(this.#connected().redis, this.#keys.journal(agentId));
   }
 
+  async forkJournal(from: string, to: string): Promise<void> {
+    checkAgentId(from);
+    checkAgentId(to);
+    await this.start();
+    const { redis } = this.#connected();
+    const target = this.#keys.journal(to);
+    if ((await redis.exists(target)) > 0) return;
+    const events = await readRedisJournal(redis, this.#keys.journal(from));
+    if (events.length === 0) return;
+    // Written under a draft key, then renamed: a fork cut off half way leaves no journal.
+    const draft = `${target}:fork`;
+    await redis.del(draft);
+    const journal = new RedisJournal({ redis, key: draft });
+    writeFork(journal, forkedInputs(events, to));
+    await journal.flushed();
+    await redis.renamenx(draft, target);
+    await redis.del(draft);
+  }
+
   /** Threads belong to the worker processes: there is nothing to measure here. */
   async measure(): Promise<HostStats[]> {
     return [];
+  }
+
+  async describe(): Promise<EngineDescription> {
+    await this.start();
+    const { redisUrl, queueName, prefix } = this.#options.redis;
+    const workers = await connectedWorkers(this.#connected().redis, this.#keys);
+    return { backend: 'redis', url: displayUrl(redisUrl), queue: queueName, prefix, workers };
   }
 
   async close(): Promise<void> {
@@ -258,6 +296,9 @@ export class RedisEngine implements Engine {
     const { agentId } = signal;
     switch (signal.type) {
       case 'started':
+        agent.started = true;
+        this.#lastStartAt = agent.heardAt;
+        this.#unservedReported = false;
         this.#host.report({ type: 'started', agentId, hostId: signal.workerId, resumed: signal.resumed });
         if (signal.restart > 0) {
           const message =
@@ -280,6 +321,30 @@ export class RedisEngine implements Engine {
       default:
         this.#host.report(signal);
     }
+  }
+
+  /**
+   * Says so once when jobs have waited `unservedAfterMs` untaken and no agent of this supervisor
+   * started meanwhile: no worker serves the queue (or all are busy with other supervisors' jobs).
+   */
+  async #watchUnserved(): Promise<void> {
+    const { unservedAfterMs, redisUrl, queueName, prefix } = this.#options.redis;
+    const now = Date.now();
+    if (this.#unservedReported || this.#stopped || now - this.#lastStartAt < unservedAfterMs) return;
+    const waiting = [...this.#agents.values()].filter(
+      (agent) => agent.state === 'running' && !agent.started && now - agent.heardAt >= unservedAfterMs,
+    );
+    if (waiting.length === 0) return;
+    this.#unservedReported = true;
+    const workers = await connectedWorkers(this.#connected().redis, this.#keys).catch(() => 0);
+    this.#host.emit('jobs:unserved', {
+      waiting: waiting.length,
+      waitedMs: now - Math.min(...waiting.map((agent) => agent.heardAt)),
+      workers,
+      url: displayUrl(redisUrl),
+      queue: queueName,
+      prefix,
+    });
   }
 
   async #answer(call: HostCall): Promise<void> {

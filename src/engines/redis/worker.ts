@@ -29,6 +29,7 @@ import {
 import { Inbox } from './inbox.ts';
 import { checkName, ScaleoutKeys } from './keys.ts';
 import { bullmq } from './packages.ts';
+import { announceWorker } from './presence.ts';
 import { SignalSender } from './signals.ts';
 import type { RedisJournal } from './stream-journal.ts';
 import { WorkerResources } from './worker-resources.ts';
@@ -104,6 +105,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
   readonly #pool: BlockingPool;
   readonly #worker: Worker<AgentJobData, AgentOutcome>;
   readonly #running: Map<string, AbortController>;
+  readonly #presence: { stop(): Promise<void> };
   #closing: Promise<void> | undefined;
 
   private constructor(
@@ -113,6 +115,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
     pool: BlockingPool,
     worker: Worker<AgentJobData, AgentOutcome>,
     running: Map<string, AbortController>,
+    keys: ScaleoutKeys,
   ) {
     super();
     this.id = id;
@@ -121,6 +124,8 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
     this.#pool = pool;
     this.#worker = worker;
     this.#running = running;
+    // Counted as connected from now on, so supervisors can tell their agents have somewhere to run.
+    this.#presence = announceWorker(redis, keys, id);
   }
 
   /** Connects, subscribes to cancels and starts taking jobs. */
@@ -194,7 +199,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
         autorun: false,
       },
     );
-    const instance = new RedisWorker(id, redis, subscriber, pool, worker, running);
+    const instance = new RedisWorker(id, redis, subscriber, pool, worker, running, keys);
     const ended = (
       job: Job<AgentJobData, AgentOutcome> | undefined,
       status: 'completed' | 'failed',
@@ -228,6 +233,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
   }
 
   async #close(force: boolean): Promise<void> {
+    await this.#presence.stop();
     await this.#worker.close(force);
     this.#pool.close();
     await closeRedis(this.#subscriber);

@@ -11,12 +11,14 @@
  * with it, and after `restart.maxRetries` charged deaths it fails with its own cause. Bystanders
  * restart without using their cap (up to `maxBystanderRestarts` times).
  */
-import { rmSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { MessagePort } from 'node:worker_threads';
 import { type SerializedError, SystemError, serializeError } from '../../errors.ts';
 import type { AuditEvent } from '../../journal/events.ts';
+import { forkedInputs, writeFork } from '../../journal/fork.ts';
 import { readJournal } from '../../journal/reader.ts';
+import { JournalWriter } from '../../journal/writer.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
 import type {
   ActorSpec,
@@ -26,7 +28,7 @@ import type {
   SupervisorCallbackApi,
 } from '../../protocol/messages.ts';
 import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../../tools/builtin/orchestration.ts';
-import type { Engine, EngineContext, EngineHost, EngineOptions } from '../engine.ts';
+import type { Engine, EngineContext, EngineDescription, EngineHost, EngineOptions } from '../engine.ts';
 import { Admission } from './admission.ts';
 import { AdmissionServer } from './admission-server.ts';
 import { pendingToolCallsOf } from './blame.ts';
@@ -177,9 +179,31 @@ export class ThreadEngine implements Engine {
     }
   }
 
+  async forkJournal(from: string, to: string): Promise<void> {
+    const target = this.#journalFile(to);
+    if (existsSync(target) && statSync(target).size > 0) return;
+    const events = await this.journal(from);
+    if (events.length === 0) return;
+    const draft = `${target}.fork`;
+    rmSync(draft, { force: true });
+    const journal = JournalWriter.open(draft, {
+      fsync: this.#options.fsync === 'never' ? 'never' : 'always',
+    });
+    try {
+      writeFork(journal, forkedInputs(events, to));
+    } finally {
+      journal.close();
+    }
+    renameSync(draft, target);
+  }
+
   async measure(): Promise<HostStats[]> {
     await this.start();
     return this.#pool ? this.#pool.measure() : [];
+  }
+
+  async describe(): Promise<EngineDescription> {
+    return { backend: 'threads', threads: this.#options.threads };
   }
 
   async close(): Promise<void> {
