@@ -79,3 +79,20 @@ export interface HostCall {
   readonly name: string;
   readonly args: Readonly<Record<string, unknown>>;
 }
+
+/** Published on the pause channel when a provider key answered 429: every process waits it out. */
+export interface PauseAnnouncement {
+  readonly providerKey: string;
+  /** How long the pause lasts from now, in ms. */
+  readonly ms: number;
+}
+
+/**
+ * The park mark of an agent (`<prefix>:<queue>:agent:<id>:parked`, JSON): its job waits for
+ * instruction `index` without a worker; whichever worker resumes it reads the mark.
+ */
+export interface ParkRequest {
+  readonly index: number;
+  /** Epoch ms at which the wait gives up; null = no limit. */
+  readonly deadline: number | null;
+}

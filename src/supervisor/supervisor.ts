@@ -255,13 +255,18 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return { agentId: record.id, parentId: record.spec.parentId, agent: record.handle.agent };
   }
 
+  /** `handle.send`: as `instruct`, without waiting (the latency path: no more than one promise). */
   #send(agentId: string, text: string): void {
     const record = this.#agents.get(agentId);
     if (!record || record.state === 'ended') {
       throw new UserError('agent_not_running', `Agent ${agentId} is not running`, { agentId });
     }
-    this.instruct(agentId, text).catch(() => {
-      // The agent ended first, or Redis closed at close(): nothing waits for this instruction.
+    if (record.state === 'pending') {
+      record.held.push({ text, resolve: () => {}, reject: () => {} });
+      return;
+    }
+    this.#engine.deliver(agentId, { type: 'instruction', text }).catch(() => {
+      // Redis closed at close(): nothing waits for this instruction.
     });
   }
 

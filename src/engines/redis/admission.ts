@@ -17,6 +17,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { sleep } from '../../abort.ts';
 import type { ProviderLimits } from '../../protocol/messages.ts';
+import type { PauseAnnouncement } from '../../protocol/redis.ts';
 import type { AdmissionRelease } from '../../providers/types.ts';
 import { ADMISSION_POLL_MAX_MS, ADMISSION_POLL_MIN_MS, ADMISSION_SLOT_LEASE_MS } from './constants.ts';
 import type { ScaleoutKeys } from './keys.ts';
@@ -179,7 +180,10 @@ export class RedisAdmission {
     this.notePause(providerKey, ms);
     const reply = await PAUSE.run(this.#redis, [this.#keys.limit(providerKey).pause], [ms]);
     if (Number(reply) !== 1) return false;
-    await this.#redis.publish(this.#keys.pauseChannel, JSON.stringify({ providerKey, ms }));
+    await this.#redis.publish(
+      this.#keys.pauseChannel,
+      JSON.stringify({ providerKey, ms } satisfies PauseAnnouncement),
+    );
     return true;
   }
 
@@ -192,7 +196,7 @@ export class RedisAdmission {
   /** Handles a message of the pause channel. */
   onAnnouncement(message: string): void {
     try {
-      const { providerKey, ms } = JSON.parse(message) as { providerKey?: unknown; ms?: unknown };
+      const { providerKey, ms } = JSON.parse(message) as Partial<Record<keyof PauseAnnouncement, unknown>>;
       if (typeof providerKey === 'string' && typeof ms === 'number') this.notePause(providerKey, ms);
     } catch {
       // Not an announcement of ours.

@@ -17,7 +17,7 @@ import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { isTroupeError } from '../../errors.ts';
 import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
-import type { AgentJobData, WorkerSignal } from '../../protocol/redis.ts';
+import type { AgentJobData, ParkRequest, WorkerSignal } from '../../protocol/redis.ts';
 import type { Provider } from '../../providers/types.ts';
 import { runActor } from '../actor/run-actor.ts';
 import type { RedisAdmission } from './admission.ts';
@@ -49,13 +49,6 @@ export interface JobContext {
   readonly running: Map<string, AbortController>;
   /** Journals of the runs in progress, for the tool barrier. */
   readonly journals: Map<string, RedisJournal>;
-}
-
-/** A wait that outlived its blocking read: the job is to be parked until instruction `index`. */
-interface ParkRequest {
-  readonly index: number;
-  /** Epoch ms at which the wait gives up; null = no limit. */
-  readonly deadline: number | null;
 }
 
 /** Runs `job`; resolves with the outcome, or throws DelayedError once the job is parked. */
