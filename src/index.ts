@@ -2,6 +2,25 @@
  * troupe's public API. Everything exported here is documented; anything else is internal.
  */
 
+// Comparing two runs
+export type {
+  ItemComparison,
+  ItemSide,
+  ItemStatus,
+  OutcomeChange,
+  RunComparison,
+  RunTotals,
+  ScoreChange,
+  ScoreDelta,
+  ScorerComparison,
+} from './compare/compare.ts';
+export { compareRunDirs } from './compare/compare.ts';
+export { renderCompareHtml } from './compare/compare-html.ts';
+export type { CompareTextOptions } from './compare/compare-text.ts';
+export { compareText } from './compare/compare-text.ts';
+export type { Gate, GateResult } from './compare/gate.ts';
+export { checkGates, parseGate } from './compare/gate.ts';
+export type { ToolCallCount, ToolCallDiff } from './compare/tool-calls.ts';
 // Defaults
 export {
   DEFAULT_MAX_STEPS,
@@ -62,6 +81,46 @@ export {
   TroupeError,
   UserError,
 } from './errors.ts';
+// Scoring (evaluation of a run's answers)
+export {
+  DEFAULT_JUDGE_MAX_STEPS,
+  DEFAULT_JUDGE_THRESHOLD,
+  JUDGE_TEXT_MAX_CHARS,
+  MAX_PATTERN_CHARS,
+  SCORER_FUNCTION_TIMEOUT_MS,
+} from './eval/constants.ts';
+export type { JsonPathQuery } from './eval/json-path.ts';
+export { compileJsonPath, jsonPathProblem } from './eval/json-path.ts';
+export type { JudgeRunOptions, JudgeSpawner, JudgeSpawnOptions } from './eval/judge.ts';
+export { JUDGE_RESULT_SCHEMA, judgeTask } from './eval/judge.ts';
+export type { SafePattern } from './eval/safe-regex.ts';
+export { compileSafePattern, SAFE_PATTERN_FLAGS, safePatternProblem } from './eval/safe-regex.ts';
+export type { ScoringOptions } from './eval/scoring.ts';
+export { Scoring } from './eval/scoring.ts';
+export type { CheckedScorers, JudgeAgentRef, SpecPathSegment, SpecProblemReporter } from './eval/spec.ts';
+export { checkScorerSpecs, prepareScorers, SCORER_KEYS, SCORER_TYPES } from './eval/spec.ts';
+export type { ScoredItem } from './eval/summary.ts';
+export { summarizeScores } from './eval/summary.ts';
+export type {
+  ContainsScorerSpec,
+  ExactScorerSpec,
+  ItemScoreSummary,
+  ItemScores,
+  JsonPathScorerSpec,
+  JudgeScorerSpec,
+  ModuleScorerSpec,
+  NumericScorerSpec,
+  RegexScorerSpec,
+  SchemaScorerSpec,
+  Score,
+  ScoreInput,
+  ScorerFunction,
+  ScorerSpec,
+  ScorerTotals,
+  ScorerType,
+  ScoreValue,
+  ScoringSummary,
+} from './eval/types.ts';
 // The audit journal
 export { canonicalJson, hashValue } from './journal/canonical-json.ts';
 export { GENESIS_HASH, INTERRUPTED_TOOL_RESULT } from './journal/constants.ts';
@@ -76,7 +135,7 @@ export type {
 export { hashInput, isTerminal } from './journal/events.ts';
 export type { JournalContents, JournalProblem } from './journal/reader.ts';
 export { parseJournal, readJournal } from './journal/reader.ts';
-export { redactText } from './journal/redact.ts';
+export { redactText, redactValue } from './journal/redact.ts';
 export type { PendingWait, ResumeState } from './journal/resume.ts';
 export { resumeState } from './journal/resume.ts';
 export type { JournalSink, MemoryJournalOptions } from './journal/sink.ts';
@@ -111,6 +170,7 @@ export { RESULT_NOT_FITTED_TEXT } from './projection/constants.ts';
 export { Projection } from './projection/projection.ts';
 export type { CounterName, TokenCounter } from './projection/token-counter.ts';
 export {
+  BpeCounter,
   cl100kCounter,
   countCodePoints,
   counterByName,
@@ -199,10 +259,15 @@ export {
 } from './tools/builtin/orchestration.ts';
 export { TODOS_STATE_KEY } from './tools/builtin/todo-write.ts';
 export { confinePath } from './tools/confine.ts';
-export { buildToolPolicy, CLAUDE_CODE_TOOL_ALIASES, canonicalToolName } from './tools/policy.ts';
+export type { ClaudeCodeTool, SpecifierKind } from './tools/names.ts';
+export { CLAUDE_CODE_TOOLS, claudeCodeTool } from './tools/names.ts';
+export type { PolicyContext, PolicyDefinition, ToolPolicy } from './tools/policy.ts';
+export { buildToolPolicy } from './tools/policy.ts';
 export { ToolRegistry } from './tools/registry.ts';
 export type { Sleep } from './tools/retry.ts';
 export { backoffDelay } from './tools/retry.ts';
+export type { CallArgs, Rule, RuleContext, RuleEffect, RuleLocation } from './tools/rules.ts';
+export { matchRule, parseRule, ruleNamesTool, tryParseRule } from './tools/rules.ts';
 export type { SchemaProblem, SchemaValidator } from './tools/schema.ts';
 export { compileSchema, describeProblems } from './tools/schema.ts';
 export type { Toolbox, ToolboxDefinition, ToolboxOptions, ToolCallResult } from './tools/toolbox.ts';
@@ -214,6 +279,7 @@ export type {
   StateUpdate,
   Tool,
   ToolContext,
+  ToolGuard,
   ToolOutcome,
   ToolSpec,
 } from './tools/types.ts';

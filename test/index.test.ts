@@ -14,6 +14,11 @@ describe('public API', () => {
       'JournalWriter',
       'verifyJournal',
       'TroupeError',
+      'Scoring',
+      'prepareScorers',
+      'compileSafePattern',
+      'compareRunDirs',
+      'checkGates',
     ]) {
       expect(troupe).toHaveProperty(name);
     }

@@ -22,6 +22,7 @@ import { readJournal } from '../src/journal/reader.ts';
 import { JournalWriter } from '../src/journal/writer.ts';
 import { failedOutcome } from '../src/loop/outcome.ts';
 import type { AgentChannels, AgentOutcome } from '../src/loop/types.ts';
+import { McpPool } from '../src/mcp/pool.ts';
 import type {
   ActorSpec,
   AgentSignal,
@@ -60,6 +61,8 @@ class ActorHost {
   readonly #promptCache = new Map<string, Promise<string>>();
   readonly #modules = new ModuleLoader();
   #registry: Promise<ToolRegistry> | undefined;
+  /** This thread's MCP connections, shared by its agents (see src/mcp/pool.ts). */
+  #mcp: McpPool | undefined;
   #signals: AgentSignal[] = [];
   readonly #startQueue: (() => void)[] = [];
   #pumping = false;
@@ -194,6 +197,7 @@ class ActorHost {
         provider: await this.#provider(spec.provider),
         registry: await this.#tools(),
         cwd: this.#config.cwd,
+        mcp: this.#mcpPool(),
         journal,
         ...(resumeFrom ? { resumeFrom, truncatedBytes: journal.truncatedBytes } : {}),
         signal,
@@ -204,6 +208,19 @@ class ActorHost {
     } finally {
       journal.close();
     }
+  }
+
+  #mcpPool(): McpPool {
+    this.#mcp ??= new McpPool({
+      cwd: this.#config.cwd,
+      onProcess: (pid, state) => this.#post({ type: 'mcp_process', pid, state }),
+    });
+    return this.#mcp;
+  }
+
+  /** Stops this thread's MCP servers. */
+  closeMcp(): Promise<void> {
+    return this.#mcp?.close() ?? Promise.resolve();
   }
 
   #channels(agentId: string): AgentChannels {
@@ -290,6 +307,7 @@ export default async function actorHost(task: HostTask): Promise<void> {
   Comlink.expose(host.control(), task.control as unknown as Comlink.Endpoint);
   task.events.postMessage({ type: 'ready', hostId: task.config.hostId, threadId } satisfies HostEventMessage);
   await finished;
+  await host.closeMcp();
   supervisor[Comlink.releaseProxy]();
   task.control.close();
   task.callback.close();

@@ -72,6 +72,13 @@ export const BENCHES: readonly BenchEntry[] = [
     },
   },
   {
+    name: 'hostile-inputs',
+    figures: [{ name: 'tokens.repeatedChars200kMs', unit: 'ms', target: '< 100' }],
+    execArgv: [],
+    timeoutMs: ({ quick }) => (quick ? 2 * MINUTE : 5 * MINUTE),
+    run: async (options) => (await import('../hostile-inputs.ts')).runHostileInputsBench(options),
+  },
+  {
     name: 'fanout-overhead',
     figures: [{ name: 'fanout.overhead', unit: 'ratio', target: '<= 1' }],
     execArgv: [],

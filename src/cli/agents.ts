@@ -10,16 +10,53 @@ import { discoverAgents, pickAgent } from '../definition/discovery.ts';
 import { collectDefinitionFiles, isClaudeAgentsFile } from '../definition/files.ts';
 import { type LoadResult, loadDefinitionFile } from '../definition/load.ts';
 import { formatProblem } from '../definition/problems.ts';
+import type { KnownTools } from '../definition/tool-references.ts';
 import type { AgentDefinition, DefinitionProblem } from '../definition/types.ts';
+import { UserError } from '../errors.ts';
 import { assembleSystemPrompt } from '../prompt/assemble.ts';
-import { createToolRegistry } from '../tools/builtin/index.ts';
-import { declareCompleteTask, declareWaitForInstruction } from '../tools/builtin/orchestration.ts';
+import { ORCHESTRATION_TOOL_NAMES } from '../protocol/messages.ts';
+import { defaultProviderName, PROVIDER_NAMES, type ProviderName } from '../providers/factory.ts';
+import { parseModelMap, resolveModel } from '../providers/models.ts';
+import { runMcpServers } from '../supervisor/definitions.ts';
+import { BUILTIN_TOOL_NAMES, createToolRegistry } from '../tools/builtin/index.ts';
+import {
+  COMPLETE_TASK,
+  declareCompleteTask,
+  declareWaitForInstruction,
+  WAIT_FOR_INSTRUCTION,
+} from '../tools/builtin/orchestration.ts';
 import { buildToolbox } from '../tools/toolbox.ts';
 import type { CliIO } from './shared/io.ts';
 
 interface DiscoveryFlags {
   readonly cwd?: string;
   readonly compat: boolean;
+}
+
+interface ShowFlags extends DiscoveryFlags {
+  readonly json?: boolean;
+  readonly prompt?: boolean;
+  readonly provider?: string;
+  readonly modelMap?: string[];
+}
+
+/**
+ * The tools a definition may name from here: the built-ins, `complete_task`,
+ * `wait_for_instruction`, the orchestration tools a supervisor adds, and the tools of the MCP
+ * servers of `.mcp.json` (not started here: any tool name of theirs is accepted).
+ */
+export async function knownTools(cwd: string): Promise<KnownTools> {
+  let servers: string[] = [];
+  try {
+    servers = Object.keys(await runMcpServers({ cwd, mcpServers: {}, mcpProjectFile: true }));
+  } catch {
+    // A broken .mcp.json is reported by `troupe mcp list`; here its servers are simply unknown.
+  }
+  return {
+    names: [...BUILTIN_TOOL_NAMES, COMPLETE_TASK, WAIT_FOR_INSTRUCTION, ...ORCHESTRATION_TOOL_NAMES],
+    unlistedMcpServers: servers,
+    configuredMcpServers: servers,
+  };
 }
 
 /** Registers `troupe agents` and its subcommands on `program`. */
@@ -34,7 +71,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .option('--no-compat', 'ignore Claude Code .claude/agents directories')
     .action(async (flags: DiscoveryFlags & { json?: boolean }) => {
       const cwd = resolve(flags.cwd ?? process.cwd());
-      const found = await discoverAgents({ cwd, compat: flags.compat });
+      const found = await discoverAgents({ cwd, compat: flags.compat, knownTools: await knownTools(cwd) });
       reportDiscoveryErrors(io, found, cwd);
       if (flags.json) {
         io.stdout(
@@ -57,18 +94,33 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .option('--prompt', 'print the assembled system prompt instead')
     .option('--cwd <dir>', 'directory to discover from (default: the current directory)')
     .option('--no-compat', 'ignore Claude Code .claude/agents directories')
-    .action(async (name: string, flags: DiscoveryFlags & { json?: boolean; prompt?: boolean }) => {
+    .option('--provider <name>', 'resolve the model for this provider (default: from the environment)')
+    .option(
+      '--model-map <alias=model...>',
+      'model aliases added or overridden, e.g. sonnet=claude-sonnet-4-5',
+    )
+    .action(async (name: string, flags: ShowFlags) => {
       const cwd = resolve(flags.cwd ?? process.cwd());
-      const found = await discoverAgents({ cwd, compat: flags.compat });
-      const { definition, shadows } = pickAgent(found, name);
+      const found = await discoverAgents({ cwd, compat: flags.compat, knownTools: await knownTools(cwd) });
+      const { definition, shadows, warnings } = pickAgent(found, name);
+      for (const problem of warnings)
+        io.stderr(`${formatProblem(problem, displayPath(problem.file, cwd))}\n`);
+      const provider = providerNameFor(flags.provider);
+      const model = resolveModel({
+        kind: provider,
+        provider,
+        definitionModel: definition.model,
+        ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
+      });
+      const resolved = { provider, id: model.id };
       if (flags.prompt) {
         io.stdout(`${await renderPromptForShow(definition, { cwd })}\n`);
       } else if (flags.json) {
-        io.stdout(
-          `${JSON.stringify({ ...definition, shadows }, (_key, value: unknown) => value ?? null, 2)}\n`,
-        );
+        const { sourcePositions: _positions, ...fields } = definition;
+        const shown = { ...fields, resolvedModel: resolved, shadows, warnings: warnings.map(problemEntry) };
+        io.stdout(`${JSON.stringify(shown, (_key, value: unknown) => value ?? null, 2)}\n`);
       } else {
-        io.stdout(showText(definition, shadows));
+        io.stdout(showText(definition, shadows, resolved));
       }
     });
 
@@ -83,6 +135,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .option('--lenient', 'read every file as a Claude Code file (lenient YAML, names slugified)')
     .action(async (paths: string[], flags: { json?: boolean; lenient?: boolean }) => {
       const { files, unreadable } = await collectDefinitionFiles(paths);
+      const known = await knownTools(process.cwd());
       const checked: { file: string; result: LoadResult }[] = unreadable.map(({ display, reason }) => ({
         file: display,
         result: { errors: [ioProblem(display, reason)], warnings: [] },
@@ -92,6 +145,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         const result = await loadDefinitionFile(file.absolute, {
           source: lenient ? 'compat' : 'project',
           mode: lenient ? 'lenient' : 'strict',
+          knownTools: known,
         });
         checked.push({ file: file.display, result });
       }
@@ -195,7 +249,11 @@ function listTable(found: DiscoveryResult, cwd: string): string {
 }
 
 /** The resolved definition as a definition file: defaults written out, origin in YAML comments. */
-function showText(definition: AgentDefinition, shadows: readonly string[]): string {
+function showText(
+  definition: AgentDefinition,
+  shadows: readonly string[],
+  resolved: { readonly provider: string; readonly id: string },
+): string {
   const { name, description, body, tools, completionRequirement, outputSchema, extra } = definition;
   const fields: Record<string, unknown> = {
     name,
@@ -216,13 +274,35 @@ function showText(definition: AgentDefinition, shadows: readonly string[]): stri
     maxSteps: definition.maxSteps,
     enabled: definition.enabled,
     ...(outputSchema ? { outputSchema } : {}),
+    ...(definition.mcpServers.length > 0 ? { mcpServers: mcpServersField(definition) } : {}),
     ...extra,
   };
   const origin = [
     `# source: ${definition.source} (${definition.path})`,
     ...shadows.map((path) => `# shadows: ${path}`),
+    `# model: ${definition.model} -> ${resolved.id} (provider ${resolved.provider})`,
   ];
   return `---\n${origin.join('\n')}\n${stringify(fields, { lineWidth: 0 })}---\n${body}\n`;
+}
+
+/** The provider `--provider` names (checked, not built: no API key is needed to show a model). */
+function providerNameFor(flag: string | undefined): ProviderName {
+  if (flag === undefined) return defaultProviderName();
+  const known = PROVIDER_NAMES.find((name) => name === flag);
+  if (known === undefined) {
+    throw new UserError(
+      'unknown_provider',
+      `Expected a provider name (${PROVIDER_NAMES.join(', ')}), got ${JSON.stringify(flag)}`,
+      { provider: flag },
+    );
+  }
+  return known;
+}
+
+function mcpServersField(definition: AgentDefinition): unknown[] {
+  return definition.mcpServers.map((server) =>
+    typeof server === 'string' ? server : { [server.name]: server.config },
+  );
 }
 
 function problemEntry({ code, message, line, column, path }: DefinitionProblem) {

@@ -36,13 +36,13 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
   const definitions = await loadAgentDefinitions(plan.agentFiles);
   const writer = RunDirWriter.reopen(paths.root);
   const decision = planResume(plan, paths, contents.results, options.retry ? { retry: options.retry } : {});
-  for (const line of decision.recovered) writer.append(line);
   const { exitCode } = await executeSession({
     plan,
     writer,
     work: decision.work,
     kind: 'resume',
-    existing: [...contents.results, ...decision.recovered],
+    existing: contents.results,
+    recovered: decision.recovered,
     previousSessions: contents.summary?.sessions ?? [],
     definitions,
     json: options.json === true,

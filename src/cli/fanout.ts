@@ -5,6 +5,7 @@
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { describeValue } from '../errors.ts';
+import { parseModelMap } from '../providers/models.ts';
 import { executeSession } from '../run-dir/execute.ts';
 import { loadPlan } from '../run-dir/plan.ts';
 import { formatPlanProblem, planProblemsOf } from '../run-dir/plan-problems.ts';
@@ -20,6 +21,7 @@ interface FanoutFlags {
   readonly concurrency?: number;
   readonly provider?: string;
   readonly model?: string;
+  readonly modelMap?: string[];
   readonly out?: string;
   readonly json?: boolean;
   readonly backend?: 'threads' | 'redis';
@@ -45,6 +47,10 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .option(
       '--model <model>',
       'model for every agent (default: the plan, else each definition or the provider default)',
+    )
+    .option(
+      '--model-map <alias=model...>',
+      'model aliases added or overridden, e.g. sonnet=claude-sonnet-4-5 (over the plan `modelMap`)',
     )
     .option('--out <dir>', 'run directory (default: .troupe/runs/<timestamp>-<id>)')
     .option('--json', 'print JSONL events instead of progress')
@@ -88,6 +94,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
       ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
       ...(flags.model === undefined ? {} : { model: flags.model }),
       ...(flags.backend === undefined ? {} : { backend: flags.backend }),
+      ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
     },
     defaultModelFor(provider),
   );

@@ -3,6 +3,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { isTroupeError } from '../errors.ts';
+import { redactText } from '../journal/redact.ts';
 import type { CliIO } from './shared/io.ts';
 
 const defaultIO: CliIO = {
@@ -17,11 +18,14 @@ type CommandModule = { register: Registrar };
 /** Subcommand modules, loaded on demand: each pulls in a different part of troupe. */
 const COMMANDS: Readonly<Record<string, () => Promise<CommandModule>>> = {
   agents: () => import('./agents.ts'),
+  mcp: () => import('./mcp.ts'),
   run: () => import('./run.ts'),
   resume: () => import('./resume.ts'),
   verify: () => import('./verify.ts'),
   fanout: () => import('./fanout.ts'),
   report: () => import('./report.ts'),
+  score: () => import('./score.ts'),
+  compare: () => import('./compare.ts'),
   demo: () => import('./demo.ts'),
   worker: () => import('./worker.ts'),
 };
@@ -36,7 +40,14 @@ async function registrars(argv: readonly string[]): Promise<Registrar[]> {
 }
 
 /** Runs the CLI with `argv` (without `node` and the script) and resolves to the exit code. */
-export async function main(argv: readonly string[], io: CliIO = defaultIO): Promise<number> {
+export async function main(argv: readonly string[], output: CliIO = defaultIO): Promise<number> {
+  // Everything printed passes the journal's redaction: answers, error messages from providers and
+  // JSON lines alike. (Control characters are stripped where model text is formatted: our own
+  // live display uses escape sequences.)
+  const io: CliIO = {
+    stdout: (text) => output.stdout(redactText(text)),
+    stderr: (text) => output.stderr(redactText(text)),
+  };
   let exitCode = 0;
   const program = new Command('troupe')
     .description('Actor-based multi-agent orchestrator: LLM agents as actors in worker threads.')

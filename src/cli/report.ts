@@ -2,6 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
+import { terminalJson } from '../run-dir/format.ts';
 import { renderHtmlReport } from '../run-dir/html-report.ts';
 import { reportText, runSummaryOf } from '../run-dir/report-text.ts';
 import { readRunDir } from '../run-dir/run-dir.ts';
@@ -32,7 +33,7 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
         if (!flags.json) io.stdout(`troupe: wrote ${file}\n`);
       }
       if (flags.json) {
-        io.stdout(`${JSON.stringify(runSummaryOf(contents), null, 2)}\n`);
+        io.stdout(`${terminalJson(runSummaryOf(contents), 2)}\n`);
         return;
       }
       if (flags.html === undefined) io.stdout(reportText(contents, timeline, process.stdout.columns || 120));

@@ -4,6 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
+import { parseModelMap } from '../providers/models.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import { prepareRun } from './shared/session.ts';
@@ -12,6 +13,7 @@ interface RunFlags {
   readonly task: string;
   readonly provider?: string;
   readonly model?: string;
+  readonly modelMap?: string[];
   readonly journal?: string;
   readonly cwd?: string;
   readonly json?: boolean;
@@ -33,6 +35,10 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       'simulated, openai or anthropic (default: openai or anthropic when its API key is set, else simulated)',
     )
     .option('--model <model>', "model name (default: the definition's model, else the provider's default)")
+    .option(
+      '--model-map <alias=model...>',
+      'model aliases added or overridden, e.g. sonnet=claude-sonnet-4-5 (see docs/definitions.md)',
+    )
     .option('--journal <file>', 'journal file (default: <cwd>/.troupe/runs/<timestamp>-<agent>-<id>.jsonl)')
     .option('--cwd <dir>', 'working directory: agents are found from it, file tools are confined to it')
     .option('--json', 'print JSON lines: a Run header, every audit event as journalled, an Outcome')
@@ -44,6 +50,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         cwd: resolve(flags.cwd ?? process.cwd()),
         ...(flags.provider === undefined ? {} : { provider: flags.provider }),
         ...(flags.model === undefined ? {} : { model: flags.model }),
+        ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
         ...(flags.journal === undefined ? {} : { journal: resolve(flags.journal) }),
         ...(flags.maxSteps === undefined ? {} : { maxSteps: flags.maxSteps }),
       });

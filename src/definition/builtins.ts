@@ -3,7 +3,9 @@
  * Biome formats Markdown and would rewrite their frontmatter; `troupe agents show NAME` prints
  * one as a file a user can copy into `.troupe/agents/`.
  */
+
 import { type LoadResult, parseDefinition } from './load.ts';
+import type { KnownTools } from './tool-references.ts';
 
 const GENERAL_PURPOSE = `---
 name: general-purpose
@@ -61,7 +63,7 @@ export const BUILTIN_DEFINITIONS: Readonly<Record<string, string>> = {
  * Loads every built-in definition (source \`builtin\`, path \`builtin:<name>\`), checked like any
  * other file so a broken built-in shows up in \`troupe agents list\` rather than at run time.
  */
-export function loadBuiltins(knownTools?: ReadonlySet<string>): LoadResult[] {
+export function loadBuiltins(knownTools?: ReadonlySet<string> | KnownTools): LoadResult[] {
   return Object.entries(BUILTIN_DEFINITIONS).map(([name, text]) =>
     parseDefinition(text, `builtin:${name}`, { source: 'builtin', mode: 'strict', knownTools }),
   );

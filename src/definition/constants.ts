@@ -51,6 +51,7 @@ export const KNOWN_KEYS: ReadonlySet<string> = new Set([
   'maxTurns',
   'enabled',
   'outputSchema',
+  'mcpServers',
 ]);
 
 /**

@@ -7,6 +7,7 @@
  * `~/.claude/agents/`, built-ins. A definition with `enabled: false` takes its name's place and
  * hides it, so a project can switch off a user or built-in agent.
  */
+
 import { readdir, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -14,6 +15,7 @@ import { UserError } from '../errors.ts';
 import { loadBuiltins } from './builtins.ts';
 import { type LoadResult, loadDefinitionFile } from './load.ts';
 import { FILE_START } from './problems.ts';
+import type { KnownTools } from './tool-references.ts';
 import type { AgentDefinition, DefinitionProblem, DefinitionSource } from './types.ts';
 
 /** Where to look for definitions. */
@@ -27,7 +29,7 @@ export interface DiscoveryOptions {
   /** Include the built-in agents. @default true */
   readonly builtins?: boolean;
   /** Canonical tool names to check tool references against. */
-  readonly knownTools?: ReadonlySet<string>;
+  readonly knownTools?: ReadonlySet<string> | KnownTools;
 }
 
 /** A searched directory. */

@@ -2,12 +2,14 @@
  * Loading one definition: text or file -> AgentDefinition plus every error and warning. These
  * functions never throw; unreadable files, bad YAML and internal surprises all become problems.
  */
+
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { hashValue } from '../journal/canonical-json.ts';
 import { DEFINITION_BYTE_LIMIT } from './constants.ts';
 import { normalizeSource, type ParseMode, splitFrontmatter } from './frontmatter.ts';
 import { FILE_START, ProblemList } from './problems.ts';
+import type { KnownTools } from './tool-references.ts';
 import type { AgentDefinition, DefinitionProblem, DefinitionSource } from './types.ts';
 import { slugify, validateDefinition } from './validate.ts';
 import { readFrontmatter } from './yaml-frontmatter.ts';
@@ -26,7 +28,7 @@ export interface LoadOptions {
    */
   readonly source?: DefinitionSource;
   /** Canonical tool names of the tool registry, to check tool references against (see ValidationTarget). */
-  readonly knownTools?: ReadonlySet<string>;
+  readonly knownTools?: ReadonlySet<string> | KnownTools;
   /**
    * The definition's `path` field.
    * @default the file path (absolute), as given to parseDefinition or loadDefinitionFile
@@ -108,6 +110,12 @@ function describeIoError(error: unknown): string {
  * same wherever its file lives.
  */
 export function definitionHash(definition: AgentDefinition): string {
-  const { source: _source, path: _path, bodyLine: _bodyLine, ...content } = definition;
+  const {
+    source: _source,
+    path: _path,
+    bodyLine: _bodyLine,
+    sourcePositions: _positions,
+    ...content
+  } = definition;
   return hashValue(content);
 }

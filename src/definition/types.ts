@@ -1,4 +1,5 @@
 /** Types of agent definitions: what a definition file resolves to, and what can go wrong. */
+import type { McpServerRef } from '../mcp/config.ts';
 
 /** Where a definition came from, highest precedence first. */
 export type DefinitionSource = 'project' | 'user' | 'compat' | 'builtin';
@@ -41,8 +42,12 @@ export interface AgentDefinition {
   /** The Markdown body: the system prompt (extend) or its template (full). */
   readonly body: string;
   readonly promptMode: PromptMode;
-  /** Canonical tool names the agent may use; `undefined` means every tool. */
+  /**
+   * Tool entries as written: names (canonical, model-facing or Claude Code's, in any case) and
+   * rules such as `Bash(git diff:*)`; `undefined` means every tool.
+   */
   readonly tools: readonly string[] | undefined;
+  /** Entries that take tools away (names or rules, as in `tools`); they win over `tools`. */
   readonly disallowedTools: readonly string[];
   readonly permissionMode: PermissionMode;
   readonly skills: readonly string[];
@@ -55,8 +60,13 @@ export interface AgentDefinition {
   readonly paramNameOverrides: Readonly<Record<string, Readonly<Record<string, string>>>>;
   readonly completionRequirement: CompletionRequirement | undefined;
   readonly toolConfig: Readonly<Record<string, ToolConfig>>;
-  /** Model name or alias as written (`default`, `sonnet`, `inherit`, `gpt-4.1`); resolved later. */
+  /**
+   * Model name or alias as written (`default`, `sonnet`, `inherit`, `gpt-4.1`); resolved per
+   * provider when the agent is spawned (see `resolveModel` in providers/models.ts).
+   */
   readonly model: string;
+  /** MCP servers of this agent: names of servers configured elsewhere, or servers of its own. */
+  readonly mcpServers: readonly McpServerRef[];
   readonly maxSteps: number;
   readonly enabled: boolean;
   /** JSON Schema for the `complete_task` result. */
@@ -69,6 +79,11 @@ export interface AgentDefinition {
   readonly extra: Readonly<Record<string, unknown>>;
   /** 1-based line in the file where the body starts (for template errors). */
   readonly bodyLine: number;
+  /**
+   * Where tool references were written, by JSON pointer (`/tools/2`, `/toolConfig/grep`), so a
+   * spawn can report problems with them at file:line:column. Not part of the definition's hash.
+   */
+  readonly sourcePositions?: Readonly<Record<string, SourcePosition>>;
 }
 
 /**
@@ -81,6 +96,8 @@ export type ProblemCode =
   | 'invalid_field'
   | 'unknown_tool_override'
   | 'unknown_tool'
+  | 'invalid_tool_rule'
+  | 'unknown_mcp_server'
   | 'unknown_key'
   | 'lenient_parse'
   | 'name_slugified'

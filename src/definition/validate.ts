@@ -11,6 +11,7 @@ import {
   HARD_MAX_STEPS,
 } from '../constants.ts';
 import { describeValue } from '../errors.ts';
+import { isMcpServerName, type McpServerRef, readMcpServerConfig } from '../mcp/config.ts';
 import {
   DEFAULT_MODEL,
   DISPLAY_KEYS,
@@ -22,6 +23,7 @@ import {
 import {
   type FieldContext,
   invalid,
+  isPlainObject,
   isSet,
   label,
   type NameList,
@@ -39,7 +41,8 @@ import {
 import type { FrontmatterSplit } from './frontmatter.ts';
 import type { FrontmatterData } from './frontmatter-data.ts';
 import { outputSchemaProblems } from './output-schema.ts';
-import type { PathSegment, ProblemList } from './problems.ts';
+import { jsonPointer, type PathSegment, type ProblemList } from './problems.ts';
+import { type KnownTools, toolReferenceProblems } from './tool-references.ts';
 import type {
   AgentDefinition,
   BashConfig,
@@ -48,6 +51,7 @@ import type {
   OutputFormat,
   PermissionMode,
   PromptMode,
+  SourcePosition,
   ToolConfig,
 } from './types.ts';
 
@@ -57,11 +61,12 @@ export interface ValidationTarget {
   /** Absolute path or `builtin:<name>`. */
   readonly path: string;
   /**
-   * Canonical tool names of the tool registry. When given, override and config keys must name one
-   * of them (`unknown_tool_override` errors) and `tools`/`disallowedTools` entries that name none
-   * get `unknown_tool` warnings.
+   * The tools that exist (canonical names of the tool registry, or a {@link KnownTools} that also
+   * names MCP servers). When given, override and config keys must name one of them
+   * (`unknown_tool_override` errors) and `tools`/`disallowedTools` entries that name none get
+   * `unknown_tool` warnings (see tool-references.ts).
    */
-  readonly knownTools?: ReadonlySet<string>;
+  readonly knownTools?: ReadonlySet<string> | KnownTools;
 }
 
 const PROMPT_MODES: readonly PromptMode[] = ['extend', 'full'];
@@ -77,6 +82,8 @@ export function validateDefinition(
 ): AgentDefinition | undefined {
   const ctx: FieldContext = { data, problems };
   const values = data.values;
+  const positions = new Map<string, SourcePosition>();
+  const refs: References = { ctx, split, positions };
   // Every reader records an error before it returns undefined, so a fallback below only stands in
   // for a value whose definition is rejected anyway.
   const read = <T>(key: string, reader: (value: unknown) => T | undefined, fallback: T): T =>
@@ -93,18 +100,18 @@ export function validateDefinition(
       { line: split.bodyLine - 1, column: 1 },
     );
   }
-  const tools = read('tools', (value) => readTools(ctx, target, value), ALL_TOOLS);
+  const tools = read('tools', (value) => readTools(refs, value), ALL_TOOLS);
   const definition: Omit<AgentDefinition, 'name' | 'description'> = {
     body: split.body,
     promptMode: read('promptMode', (value) => readEnum(ctx, ['promptMode'], value, PROMPT_MODES), 'extend'),
     tools: tools.kind === 'all' ? undefined : tools.names,
-    disallowedTools: read('disallowedTools', (value) => readNames(ctx, target, 'disallowedTools', value), []),
+    disallowedTools: read('disallowedTools', (value) => readNames(ctx, 'disallowedTools', value, refs), []),
     permissionMode: read(
       'permissionMode',
       (value) => readEnum(ctx, ['permissionMode'], value, PERMISSION_MODES),
       'default',
     ),
-    skills: read('skills', (value) => readNames(ctx, undefined, 'skills', value), []),
+    skills: read('skills', (value) => readNames(ctx, 'skills', value), []),
     agentsMd: read('agentsMd', (value) => readBoolean(ctx, ['agentsMd'], value), true),
     outputFormat: read(
       'outputFormat',
@@ -112,15 +119,16 @@ export function validateDefinition(
       'default',
     ),
     bash: read('bash', (value) => readBash(ctx, value), DEFAULT_BASH),
-    toolNameOverrides: read('toolNameOverrides', (value) => readToolNameOverrides(ctx, target, value), {}),
-    paramNameOverrides: read('paramNameOverrides', (value) => readParamNameOverrides(ctx, target, value), {}),
+    toolNameOverrides: read('toolNameOverrides', (value) => readToolNameOverrides(refs, value), {}),
+    paramNameOverrides: read('paramNameOverrides', (value) => readParamNameOverrides(refs, value), {}),
     completionRequirement: read(
       'completionRequirement',
       (value) => readCompletionRequirement(ctx, value),
       undefined,
     ),
-    toolConfig: read('toolConfig', (value) => readToolConfig(ctx, target, value), {}),
+    toolConfig: read('toolConfig', (value) => readToolConfig(refs, value), {}),
     model: read('model', (value) => readString(ctx, ['model'], value), DEFAULT_MODEL),
+    mcpServers: read('mcpServers', (value) => readMcpServers(refs, value), []),
     maxSteps: readMaxSteps(ctx, values) ?? DEFAULT_MAX_STEPS,
     enabled: read('enabled', (value) => readBoolean(ctx, ['enabled'], value), true),
     outputSchema: read('outputSchema', (value) => readOutputSchema(ctx, value), undefined),
@@ -129,8 +137,54 @@ export function validateDefinition(
     extra: readExtra(ctx, values),
     bodyLine: split.bodyLine,
   };
+  if (isSet(values.model)) positions.set('/model', data.valueAt(['model']));
+  const sourcePositions = Object.fromEntries(positions);
+  if (target.knownTools !== undefined) {
+    const known: KnownTools =
+      target.knownTools instanceof Set ? { names: target.knownTools } : (target.knownTools as KnownTools);
+    problems.addAll(toolReferenceProblems({ ...definition, sourcePositions }, known));
+  }
   if (problems.hasErrors || name === undefined || description === undefined) return undefined;
-  return { name, description, ...definition };
+  return positions.size === 0
+    ? { name, description, ...definition }
+    : { name, description, ...definition, sourcePositions };
+}
+
+/** Where tool references were written: what the reference readers record into. */
+interface References {
+  readonly ctx: FieldContext;
+  readonly split: FrontmatterSplit;
+  readonly positions: Map<string, SourcePosition>;
+}
+
+/**
+ * Records where each name of a name list was written: list items where they are, and items of a
+ * comma-separated string (`tools: Read, Grep`) at their column within the string when it is on one
+ * line (else at the string's start).
+ */
+function recordNamePositions(refs: References, key: string, value: unknown, names: readonly string[]): void {
+  const { ctx, split, positions } = refs;
+  if (Array.isArray(value)) {
+    names.forEach((name, index) => {
+      const at = value.findIndex((item) => typeof item === 'string' && item.trim() === name);
+      positions.set(jsonPointer([key, index]), ctx.data.valueAt(at === -1 ? [key] : [key, at]));
+    });
+    return;
+  }
+  const start = ctx.data.valueAt([key]);
+  const lineIndex = start.line - split.yamlLine;
+  const line = split.yaml.split('\n')[lineIndex] ?? '';
+  const shift = split.columnShifts[lineIndex] ?? 0;
+  let cursor = Math.max(0, start.column - 1 - shift);
+  names.forEach((name, index) => {
+    const found = line.indexOf(name, cursor);
+    if (found === -1) {
+      positions.set(jsonPointer([key, index]), start);
+      return;
+    }
+    positions.set(jsonPointer([key, index]), { line: start.line, column: found + 1 + shift });
+    cursor = found + name.length;
+  });
 }
 
 const ALL_TOOLS: NameList = { kind: 'all' };
@@ -186,67 +240,30 @@ function readName(ctx: FieldContext, value: unknown, source: DefinitionSource): 
   return undefined;
 }
 
-function readTools(ctx: FieldContext, target: ValidationTarget, value: unknown): NameList | undefined {
-  const list = readNameList(ctx, ['tools'], value);
-  if (list?.kind === 'names') warnUnknownTools(ctx, target, 'tools', value, list.names);
+function readTools(refs: References, value: unknown): NameList | undefined {
+  const list = readNameList(refs.ctx, ['tools'], value);
+  if (list?.kind === 'names') recordNamePositions(refs, 'tools', value, list.names);
   return list;
 }
 
 function readNames(
   ctx: FieldContext,
-  target: ValidationTarget | undefined,
   key: 'disallowedTools' | 'skills',
   value: unknown,
+  refs?: References,
 ): readonly string[] | undefined {
   const list = readNameList(ctx, [key], value);
   if (list?.kind === 'all') {
     invalid(ctx, [key], 'a list of names (`*` is only meaningful in `tools`)', value);
     return undefined;
   }
-  if (list && target) warnUnknownTools(ctx, target, key, value, list.names);
+  if (list && refs) recordNamePositions(refs, key, value, list.names);
   return list?.names;
 }
 
-function warnUnknownTools(
-  ctx: FieldContext,
-  target: ValidationTarget,
-  key: string,
-  value: unknown,
-  names: readonly string[],
-): void {
-  const known = target.knownTools;
-  if (!known) return;
-  for (const name of names) {
-    if (known.has(name)) continue;
-    const index = Array.isArray(value)
-      ? value.findIndex((item) => typeof item === 'string' && item.trim() === name)
-      : -1;
-    const path = index === -1 ? [key] : [key, index];
-    ctx.problems.warning(
-      'unknown_tool',
-      `Expected a registered tool name in \`${key}\`, found \`${name}\`${suggestion(name, known)}`,
-      ctx.data.valueAt(path),
-      path,
-    );
-  }
-}
-
-/** Records `unknown_tool_override` for a key that names no registered tool; true when it is known. */
-function checkToolKey(
-  ctx: FieldContext,
-  target: ValidationTarget,
-  path: readonly PathSegment[],
-  tool: string,
-): boolean {
-  const known = target.knownTools;
-  if (!known || known.has(tool)) return true;
-  ctx.problems.error(
-    'unknown_tool_override',
-    `Expected \`${label(path.slice(0, -1))}\` to name registered tools, found \`${tool}\`${suggestion(tool, known)}`,
-    ctx.data.keyAt(path),
-    path,
-  );
-  return false;
+/** Records where a key naming a tool (`toolConfig.grep`) was written. */
+function recordToolKey(refs: References, path: readonly PathSegment[]): void {
+  refs.positions.set(jsonPointer(path), refs.ctx.data.keyAt(path));
 }
 
 function readModelFacingName(
@@ -259,18 +276,15 @@ function readModelFacingName(
   return undefined;
 }
 
-function readToolNameOverrides(
-  ctx: FieldContext,
-  target: ValidationTarget,
-  value: unknown,
-): Record<string, string> | undefined {
+function readToolNameOverrides(refs: References, value: unknown): Record<string, string> | undefined {
+  const { ctx } = refs;
   const object = readObject(ctx, ['toolNameOverrides'], value);
   if (!object) return undefined;
   const entries: [string, string][] = [];
   const byFacingName = new Map<string, string>();
   for (const [tool, facing] of Object.entries(object)) {
     const path = ['toolNameOverrides', tool];
-    checkToolKey(ctx, target, path, tool);
+    recordToolKey(refs, path);
     const name = readModelFacingName(ctx, path, facing);
     if (name === undefined) continue;
     const clash = byFacingName.get(name);
@@ -285,16 +299,16 @@ function readToolNameOverrides(
 }
 
 function readParamNameOverrides(
-  ctx: FieldContext,
-  target: ValidationTarget,
+  refs: References,
   value: unknown,
 ): Record<string, Record<string, string>> | undefined {
+  const { ctx } = refs;
   const object = readObject(ctx, ['paramNameOverrides'], value);
   if (!object) return undefined;
   const entries: [string, Record<string, string>][] = [];
   for (const [tool, params] of Object.entries(object)) {
     const path = ['paramNameOverrides', tool];
-    checkToolKey(ctx, target, path, tool);
+    recordToolKey(refs, path);
     const map = readObject(ctx, path, params);
     if (!map) continue;
     const renamed: [string, string][] = [];
@@ -346,17 +360,14 @@ function readCompletionRequirement(ctx: FieldContext, value: unknown): Completio
   return { tool, reminder: reminder ?? defaultCompletionReminder(tool), recovery };
 }
 
-function readToolConfig(
-  ctx: FieldContext,
-  target: ValidationTarget,
-  value: unknown,
-): Record<string, ToolConfig> | undefined {
+function readToolConfig(refs: References, value: unknown): Record<string, ToolConfig> | undefined {
+  const { ctx } = refs;
   const object = readObject(ctx, ['toolConfig'], value);
   if (!object) return undefined;
   const entries: [string, ToolConfig][] = [];
   for (const [tool, config] of Object.entries(object)) {
     const path = ['toolConfig', tool];
-    checkToolKey(ctx, target, path, tool);
+    recordToolKey(refs, path);
     const settings = readObject(ctx, path, config);
     if (!settings) continue;
     warnUnknownKeys(ctx, path, settings, ['retry']);
@@ -364,6 +375,55 @@ function readToolConfig(
     if (retry) entries.push([tool, { retry }]);
   }
   return Object.fromEntries(entries);
+}
+
+/**
+ * Claude Code's `mcpServers`: a list whose items are the name of a configured server or a
+ * one-key map `{ name: settings }`; a `{ name: settings }` map (as in `.mcp.json`) is read too.
+ */
+function readMcpServers(refs: References, value: unknown): McpServerRef[] | undefined {
+  const { ctx } = refs;
+  const entries: [name: unknown, settings: unknown, path: PathSegment[]][] = [];
+  if (Array.isArray(value)) {
+    value.forEach((item: unknown, index) => {
+      if (typeof item === 'string') entries.push([item.trim(), undefined, ['mcpServers', index]]);
+      else if (isPlainObject(item) && Object.keys(item).length === 1) {
+        const [name, settings] = Object.entries(item)[0] ?? [];
+        entries.push([name, settings, ['mcpServers', index, name ?? '']]);
+      } else {
+        invalid(ctx, ['mcpServers', index], 'a server name or `{ name: { command | url ... } }`', item);
+      }
+    });
+  } else if (isPlainObject(value)) {
+    for (const [name, settings] of Object.entries(value))
+      entries.push([name, settings, ['mcpServers', name]]);
+  } else {
+    invalid(ctx, ['mcpServers'], 'a list of server names or server settings', value);
+    return undefined;
+  }
+  const servers: McpServerRef[] = [];
+  let failed = false;
+  for (const [name, settings, path] of entries) {
+    if (typeof name !== 'string' || !isMcpServerName(name)) {
+      invalid(ctx, path, 'an MCP server name of letters, digits, `_` or `-`', name);
+      failed = true;
+      continue;
+    }
+    refs.positions.set(jsonPointer(['mcpServers', servers.length]), ctx.data.keyAt(path));
+    if (settings === undefined) {
+      servers.push(name);
+      continue;
+    }
+    const read = readMcpServerConfig(settings);
+    if ('problem' in read) {
+      const at = [...path, ...read.problem.path];
+      ctx.problems.error('invalid_field', read.problem.message, ctx.data.valueAt(at), at);
+      failed = true;
+      continue;
+    }
+    servers.push({ name, config: read.config });
+  }
+  return failed ? undefined : servers;
 }
 
 /** `maxSteps`, or Claude Code's `maxTurns` when `maxSteps` is not set. */

@@ -1,5 +1,5 @@
 /** The one place YAML text is parsed: never throws, never warns on the console. */
-import { type Document, LineCounter, parseDocument } from 'yaml';
+import { type Document, isAlias, LineCounter, parseDocument, visit } from 'yaml';
 import { MAX_FLOW_NESTING, MAX_YAML_ALIAS_COUNT } from './constants.ts';
 
 /** Why YAML text was refused without being parsed, or why parsing threw. */
@@ -22,14 +22,15 @@ export type YamlRead =
 
 /**
  * Parses YAML without ever throwing: syntax errors, alias bombs and stack overflows become
- * `ok: false`, and absurdly deep flow nesting is refused before the parser sees it.
+ * `ok: false`, and absurdly deep flow nesting is refused before the parser sees it. `subject`
+ * names the text in messages (`Invalid YAML in frontmatter: ...`).
  */
-export function readYaml(text: string): YamlRead {
+export function readYaml(text: string, subject = 'frontmatter'): YamlRead {
   const lineCounter = new LineCounter();
   const tooDeep = flowNestingOverflow(text);
   if (tooDeep !== undefined) {
     countLines(text, lineCounter);
-    const message = `Invalid YAML in frontmatter: expected \`[ ]\`/\`{ }\` nested at most ${MAX_FLOW_NESTING} levels deep, found deeper nesting`;
+    const message = `Invalid YAML in ${subject}: expected \`[ ]\`/\`{ }\` nested at most ${MAX_FLOW_NESTING} levels deep, found deeper nesting`;
     return { ok: false, doc: undefined, lineCounter, refusal: { message, offset: tooDeep } };
   }
   let doc: Document | undefined;
@@ -40,13 +41,28 @@ export function readYaml(text: string): YamlRead {
   } catch (thrown) {
     const reason = thrown instanceof Error ? thrown.message : String(thrown);
     if (lineCounter.lineStarts.length === 0) countLines(text, lineCounter);
-    return {
-      ok: false,
-      doc,
-      lineCounter,
-      refusal: { message: `Invalid YAML in frontmatter: ${reason}`, offset: 0 },
-    };
+    const alias = doc !== undefined && /alias/i.test(reason) ? firstAliasOffset(doc) : undefined;
+    const refusal =
+      alias === undefined
+        ? { message: `Invalid YAML in ${subject}: ${reason}`, offset: 0 }
+        : {
+            message: `Invalid YAML in ${subject}: expected at most ${MAX_YAML_ALIAS_COUNT} alias expansions, found more (aliases of aliases multiply: a "billion laughs" document)`,
+            offset: alias,
+          };
+    return { ok: false, doc, lineCounter, refusal };
   }
+}
+
+/** Where the first alias (`*name`) of `doc` is written. */
+function firstAliasOffset(doc: Document): number | undefined {
+  let offset: number | undefined;
+  visit(doc, {
+    Alias(_key, node) {
+      if (isAlias(node) && node.range) offset = node.range[0];
+      return visit.BREAK;
+    },
+  });
+  return offset;
 }
 
 /**

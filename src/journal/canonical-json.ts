@@ -10,6 +10,7 @@
  */
 import { hash } from 'node:crypto';
 import { SystemError } from '../errors.ts';
+import { MAX_JSON_DEPTH } from './constants.ts';
 
 /** How strings are masked while writing (the journal's redaction). */
 export interface Masking {
@@ -66,8 +67,9 @@ function unmasked(): Writer {
 
 class Writer {
   readonly #masking: Masking | undefined;
-  /** Objects being written, innermost last: a value met again inside itself is a cycle. */
-  readonly #path: object[] = [];
+  /** Objects being written: a value met again inside itself is a cycle. A set, so that checking
+   * costs O(1) at any depth (an array scan made deep values quadratic). */
+  readonly #path = new Set<object>();
 
   constructor(masking: Masking | undefined) {
     this.#masking = masking;
@@ -90,7 +92,7 @@ class Writer {
       }
       return `{${out}}`;
     } finally {
-      this.#path.pop();
+      this.#path.delete(object);
     }
   }
 
@@ -131,15 +133,23 @@ class Writer {
       }
       return `{${out}}`;
     } finally {
-      this.#path.pop();
+      this.#path.delete(object);
     }
   }
 
   #enter(object: object): object {
-    if (this.#path.includes(object)) {
+    if (this.#path.has(object)) {
       throw new SystemError('journal_unserializable', 'Expected JSON data, got a value that contains itself');
     }
-    this.#path.push(object);
+    if (this.#path.size >= MAX_JSON_DEPTH) {
+      this.#path.clear();
+      throw new SystemError(
+        'journal_unserializable',
+        `Expected JSON data nested at most ${MAX_JSON_DEPTH} levels deep, got deeper nesting`,
+        { maxDepth: MAX_JSON_DEPTH },
+      );
+    }
+    this.#path.add(object);
     return object;
   }
 }

@@ -21,3 +21,10 @@ export const REDACTED = '[REDACTED]';
  */
 export const INTERRUPTED_TOOL_RESULT =
   'This tool call was interrupted (the agent was restarted) and it is not known whether it took effect. Check before calling it again.';
+
+/**
+ * Deepest nesting of arrays and objects a journal event may hold. The canonical writer recurses, and
+ * a tool result nested thousands of levels deep (JSON.parse accepts it) overflowed the stack; it is
+ * now a typed `journal_unserializable` failure of that one agent. Real data nests a few levels.
+ */
+export const MAX_JSON_DEPTH = 512;

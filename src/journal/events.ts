@@ -42,6 +42,11 @@ export interface Started {
   readonly systemPrompt: string;
   /** Every tool the agent may be offered (model-facing names); rounds name the subset they offered. */
   readonly toolSpecs: readonly ToolSpec[];
+  /**
+   * What was wrong with the agent's tools when it started: `tools` entries that match no tool
+   * (`unknown_tool`, with where they are written), MCP servers that could not be reached.
+   */
+  readonly warnings?: readonly StartedWarning[];
   readonly limits?: AgentLimits;
   /**
    * Journal format: 2 since troupe 0.2, where ToolCall and ToolResult events imply their projection
@@ -49,6 +54,17 @@ export interface Started {
    * StateChanged events.
    */
   readonly format?: number;
+}
+
+/** One problem an agent started with; `file`/`line`/`column` say where it is written, when known. */
+export interface StartedWarning {
+  readonly code: string;
+  readonly message: string;
+  readonly file?: string;
+  readonly line?: number;
+  readonly column?: number;
+  /** JSON pointer into the definition's frontmatter. */
+  readonly path?: string;
 }
 
 /** A provider turn was submitted. */

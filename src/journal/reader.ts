@@ -10,6 +10,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { SystemError } from '../errors.ts';
+import { canonicalJson } from './canonical-json.ts';
+import { storedLine } from './chain.ts';
 import { type AuditEvent, auditEventProblem } from './events.ts';
 
 /** A line that is not a well-formed event (other than a torn last line). */
@@ -18,7 +20,12 @@ export interface JournalProblem {
   readonly line: number;
   /** Byte offset of the line's start. */
   readonly offset: number;
-  readonly reason: 'unparseable' | 'not_an_event' | 'blank_line';
+  /**
+   * `non_canonical`: the line holds a well-formed event but not in the exact bytes the writer
+   * stores (CRLF, a byte order mark, re-formatted JSON). Its hash may still match, since hashes
+   * cover the parsed value; a verified journal is also byte-exact.
+   */
+  readonly reason: 'unparseable' | 'not_an_event' | 'blank_line' | 'non_canonical';
   readonly message: string;
 }
 
@@ -35,7 +42,9 @@ export interface JournalContents {
 }
 
 const NEWLINE = 0x0a;
-const decoder = new TextDecoder('utf-8');
+const CARRIAGE_RETURN = 0x0d;
+/** `ignoreBOM`: keep a byte order mark in the text, so that it is seen and reported. */
+const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /**
  * Reads and parses the journal at `path`. Throws `SystemError` only when the file cannot be read
@@ -88,9 +97,11 @@ type LineResult =
 
 function parseLine(bytes: Uint8Array): LineResult {
   if (bytes.length === 0) return { reason: 'blank_line', message: 'Expected an event, found an empty line' };
+  const text = decoder.decode(bytes);
   let value: unknown;
   try {
-    value = JSON.parse(decoder.decode(bytes));
+    // JSON.parse would skip a trailing CR as whitespace; the canonical check below reports it.
+    value = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch (error) {
     return {
       reason: 'unparseable',
@@ -100,5 +111,25 @@ function parseLine(bytes: Uint8Array): LineResult {
   const problem = auditEventProblem(value);
   if (problem !== undefined)
     return { reason: 'not_an_event', message: `Expected an audit event: ${problem}` };
-  return { event: value as AuditEvent };
+  const event = value as AuditEvent;
+  const nonCanonical = nonCanonicalReason(text, bytes, event);
+  if (nonCanonical !== undefined) return { reason: 'non_canonical', message: nonCanonical };
+  return { event };
+}
+
+/** Why `text` is not the exact line the writer stores for `event`, or undefined when it is. */
+function nonCanonicalReason(text: string, bytes: Uint8Array, event: AuditEvent): string | undefined {
+  if (bytes[bytes.length - 1] === CARRIAGE_RETURN) {
+    return 'Expected a line ending in LF only, found a carriage return before it (CRLF line endings: the file was converted)';
+  }
+  if (text.charCodeAt(0) === 0xfeff) {
+    return 'Expected the line to start with `{`, found a byte order mark (U+FEFF: the file was re-saved as "UTF-8 with BOM")';
+  }
+  try {
+    // Writers before 2026-11-30 sorted `hash` among the other members: their lines are canonical too.
+    if (storedLine(event) === text || canonicalJson(event) === text) return undefined;
+  } catch {
+    return 'Expected an event that serializes to canonical JSON, found one that does not';
+  }
+  return 'Expected the canonical JSON of its event (sorted members, no whitespace, `hash` last), found other bytes for the same value';
 }

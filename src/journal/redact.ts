@@ -1,10 +1,12 @@
 /**
  * Keeps API keys and auth headers out of journals. Two layers:
- * - by key: in tool arguments, caller metadata and error fields, every string under a key that
+ * - by key: in tool arguments, caller metadata, error fields, tool result data and completion
+ *   results, every string under a key that
  *   names a secret (`apiKey`, `Authorization`, `x-api-key`, `client_secret`, `token`...) is
  *   replaced, however deeply nested;
  * - by shape: in every string of every event, substrings that look like credentials (`sk-...`,
- *   `Bearer ...`, `"apiKey": "..."`, `OPENAI_API_KEY=...`, GitHub/Slack/AWS/Google key formats).
+ *   `Bearer ...`, `"apiKey": "..."`, `OPENAI_API_KEY=...`, GitHub/GitLab/Slack/AWS/Google/Stripe/
+ *   Hugging Face/npm key formats, JWTs, passwords in URLs, PEM private-key bodies).
  *
  * Two properties let `hashInput` mask a re-render from the journal and get the same hash the loop
  * recorded: redaction is idempotent (redacting twice changes nothing more), and no pattern matches
@@ -18,7 +20,7 @@ import { REDACTED } from './constants.ts';
 export const SECRET_KEY_PATTERN = /api[_-]?key|authorization|x-api-key|secret|passw(?:or)?d|token(?!s)/i;
 
 /** Event members whose object keys are checked against {@link SECRET_KEY_PATTERN}. */
-const KEYED_MEMBERS: ReadonlySet<string> = new Set(['args', 'metadata', 'error']);
+const KEYED_MEMBERS: ReadonlySet<string> = new Set(['args', 'metadata', 'error', 'data', 'result']);
 
 const TOKEN_CHARS = '[A-Za-z0-9._~+/-]';
 const NON_DIGIT_TOKEN_CHARS = '[A-Za-z._~+/-]';
@@ -31,14 +33,37 @@ const AUTH_SCHEME = new RegExp(
 
 /** Credential formats with a recognisable prefix. */
 const KEY_SHAPES: readonly RegExp[] = [
-  // OpenAI (sk-, sk-proj-) and Anthropic (sk-ant-) keys.
+  // OpenAI (sk-, sk-proj-, sk-svcacct-) and Anthropic (sk-ant-) keys.
   /(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{10,}/g,
   /(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{20,}/g,
   /(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{20,}/g,
+  /(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}/g,
   /(?<![A-Za-z0-9_-])xox[abprs]-[A-Za-z0-9-]{10,}/g,
-  /(?<![A-Za-z0-9])AKIA[0-9A-Z]{16}(?![A-Za-z0-9])/g,
+  /(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])/g,
   /(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])/g,
+  // Stripe secret and restricted keys, Hugging Face and npm tokens.
+  /(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g,
+  /(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}/g,
+  /(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])/g,
+  // JSON Web Tokens: header.payload.signature, the first two base64url JSON objects.
+  /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g,
 ];
+
+/**
+ * A password in a URL's user info: `postgres://app:PASS@host`, `redis://:PASS@host`. The user name
+ * stays readable; a URL without a password (`ssh://git@host`) is left alone.
+ */
+const URL_PASSWORD = /\b([A-Za-z][A-Za-z0-9+.-]{0,30}:\/\/[^\s:/?#@"'<>]*):([^\s/?#@"'<>]+)@/g;
+
+/**
+ * A PEM private key: the BEGIN line stays, the base64 body (and encryption headers) becomes one
+ * REDACTED line, the END line stays when present (a cut-off block is masked to its end). Bodies
+ * are on their own lines, or joined by literal `\n` escapes when the key sits in a JSON string.
+ * The body never holds an empty line, so masking sections joined by blank lines one by one gives
+ * the same text as masking the whole.
+ */
+const PEM_PRIVATE_KEY =
+  /(-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY)-----)((?:(?:\r?\n|\\r\\n|\\n)(?:[A-Za-z-]+: [^\r\n\\]*|[A-Za-z0-9+/=]+)(?=[\r\n"\\]|$))*)((?:\r?\n|\\r\\n|\\n)-----END \2-----)?/g;
 
 /** `"key": "value"` or `'key': 'value'` (JSON, Python reprs). */
 const QUOTED_PAIR =
@@ -64,7 +89,10 @@ const UNQUOTED_SECRET_KEY = /(?:api[_-]?key|authorization|secret|passw(?:or)?d|t
  * (and every round's whole input, for its hash), and almost none holds a secret.
  */
 const MAY_HAVE_SCHEME = /Bearer|Basic/;
-const MAY_HAVE_SHAPE = /sk-|gh[pousr]_|github_pat_|xox[abprs]-|AKIA|AIza/;
+const MAY_HAVE_SHAPE =
+  /sk-|gh[pousr]_|github_pat_|glpat-|xox[abprs]-|AKIA|ASIA|AIza|_live_|_test_|hf_|npm_|eyJ/;
+const MAY_HAVE_URL_PASSWORD = /:\/\/[^\s]*@/;
+const MAY_HAVE_PEM = 'PRIVATE KEY-----';
 const MAY_HAVE_SECRET_KEY = /api[_-]?key|authorization|secret|passw(?:or)?d|token/i;
 
 /** Lines seen recently, masked: journals repeat text (a result's event and its history entry) and
@@ -78,8 +106,28 @@ const CACHED_LINE_CHARS = 4_096;
  * masking line by line gives exactly the same text, and each line's result can be reused.
  */
 export function redactText(text: string): string {
-  if (!text.includes('\n')) return redactLine(text);
-  return text.split('\n').map(redactLine).join('\n');
+  const unpem = text.includes(MAY_HAVE_PEM) ? text.replace(PEM_PRIVATE_KEY, maskPem) : text;
+  if (!unpem.includes('\n')) return redactLine(unpem);
+  return unpem.split('\n').map(redactLine).join('\n');
+}
+
+function maskPem(
+  match: string,
+  begin: string,
+  _label: string,
+  body: string,
+  end: string | undefined,
+): string {
+  // Idempotent: an already masked block has no body left (its `[REDACTED]` line is not base64).
+  if (body === '') return match;
+  const newline = /^\r?\n/.test(body)
+    ? body.startsWith('\r')
+      ? '\r\n'
+      : '\n'
+    : body.startsWith('\\r')
+      ? '\\r\\n'
+      : '\\n';
+  return `${begin}${newline}${REDACTED}${end ?? ''}`;
 }
 
 function redactLine(line: string): string {
@@ -99,6 +147,7 @@ function redactUncached(text: string): string {
     out = out.replace(AUTH_SCHEME, (_match, scheme: string, space: string) => `${scheme}${space}${REDACTED}`);
   }
   if (MAY_HAVE_SHAPE.test(out)) for (const shape of KEY_SHAPES) out = out.replace(shape, REDACTED);
+  if (MAY_HAVE_URL_PASSWORD.test(out)) out = out.replace(URL_PASSWORD, `$1:${REDACTED}@`);
   if (!MAY_HAVE_SECRET_KEY.test(out)) return out;
   out = out.replace(
     QUOTED_PAIR,
@@ -134,6 +183,16 @@ function redactUnquotedPairs(text: string): string {
 /** A copy of `value` with {@link redactText} applied to every string in it (object keys are kept). */
 export function redactStrings<T>(value: T): T {
   return walk(value, false, false) as T;
+}
+
+/**
+ * The one redaction for data that leaves troupe: run-directory files (`plan.json`,
+ * `results.jsonl`, `summary.json`), reports, and attributes of traces. A copy of `value` in which
+ * every string under a secret-looking key (`apiKey`, `password`, `token`...) at any depth is
+ * replaced, and every other string is masked by shape ({@link redactText}).
+ */
+export function redactValue<T>(value: T): T {
+  return walk(value, true, false) as T;
 }
 
 /** Chain fields a sink adds after masking: they are written as they are. */

@@ -5,13 +5,17 @@
  */
 import { DEFAULT_RECOVERY, HARD_MAX_STEPS } from '../constants.ts';
 import { definitionHash } from '../definition/load.ts';
+import { toolReferenceProblems } from '../definition/tool-references.ts';
 import type { AgentDefinition } from '../definition/types.ts';
-import { type SerializedError, serializeError } from '../errors.ts';
-import type { AuditEvent, AuditEventInput } from '../journal/events.ts';
+import { type SerializedError, serializeError, UserError } from '../errors.ts';
+import type { AuditEvent, AuditEventInput, StartedWarning } from '../journal/events.ts';
 import type { JournalSink } from '../journal/sink.ts';
+import type { McpServers } from '../mcp/config.ts';
+import { McpPool, type McpToolSet, type McpToolSource, serversForAgent } from '../mcp/pool.ts';
 import { Projection } from '../projection/projection.ts';
 import { type CounterName, counterForModel, type TokenCounter } from '../projection/token-counter.ts';
 import { assembleSystemPrompt } from '../prompt/assemble.ts';
+import { projectDirs } from '../prompt/project-dirs.ts';
 import type { Provider } from '../providers/types.ts';
 import { createToolRegistry } from '../tools/builtin/index.ts';
 import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../tools/builtin/orchestration.ts';
@@ -47,6 +51,18 @@ export interface RunAgentOptions {
   readonly registry?: ToolRegistry;
   /** Working directory: file tools are confined to it; AGENTS.md and skills are found from it. */
   readonly cwd: string;
+  /** Where `/path` tool rules start. @default the git root above `cwd`, else `cwd` */
+  readonly projectRoot?: string;
+  /**
+   * MCP servers of the run (`.mcp.json`, supervisor, plan); the definition's own are added. Only
+   * the servers whose tools the definition could be admitted to are started. @default {}
+   */
+  readonly mcpServers?: McpServers;
+  /**
+   * Where MCP connections come from: an actor host passes its thread's pool, shared by its agents.
+   * @default a pool of this run's own, closed when the run ends
+   */
+  readonly mcp?: McpToolSource;
   readonly journal?: JournalSink;
   /** Events of an earlier run of this agent: the loop continues from them instead of starting. */
   readonly resumeFrom?: readonly AuditEvent[];
@@ -107,6 +123,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     return outcome;
   };
 
+  let ownPool: McpPool | undefined;
   try {
     const resume = options.resumeFrom;
     const started = resume?.[0]?.type === 'Started' ? resume[0] : undefined;
@@ -120,8 +137,19 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
 
     const channels = options.channels ?? {};
     const shared = options.registry ?? createToolRegistry();
+    const servers = serversForAgent(definition, options.mcpServers ?? {});
+    let mcp: McpToolSet = { tools: [], problems: [] };
+    if (Object.keys(servers).length > 0) {
+      let source = options.mcp;
+      if (!source) {
+        ownPool = new McpPool({ cwd: options.cwd });
+        source = ownPool;
+      }
+      mcp = await source.toolsFor(servers, signal);
+    }
     const tools = [
       ...shared.list().filter((t) => t.name !== COMPLETE_TASK && t.name !== WAIT_FOR_INSTRUCTION),
+      ...mcp.tools.filter((t) => !shared.has(t.name)),
       ...routedTools(
         () => {
           if (!run) throw new Error('the run is not ready');
@@ -131,7 +159,15 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         definition.outputSchema,
       ),
     ];
-    const toolbox = buildToolbox(definition, new ToolRegistry(tools), { cwd: options.cwd, agentId });
+    const registry = new ToolRegistry(tools);
+    const warnings = checkToolReferences(definition, registry.names(), mcp);
+    const projectRoot =
+      options.projectRoot ?? (needsProjectRoot(definition) ? (await projectDirs(options.cwd))[0] : undefined);
+    const toolbox = buildToolbox(definition, registry, {
+      cwd: options.cwd,
+      agentId,
+      ...(projectRoot === undefined ? {} : { projectRoot }),
+    });
     const system =
       started?.systemPrompt ?? options.systemPrompt ?? (await systemPromptFor(options, toolbox.promptTools));
     const counter = counterForModel(options.model, options.counter);
@@ -176,6 +212,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         metadata: options.metadata ?? {},
         systemPrompt: system,
         toolSpecs: toolbox.specs,
+        ...(warnings.length > 0 ? { warnings } : {}),
         ...(options.limits ? { limits: options.limits } : {}),
         format: JOURNAL_FORMAT,
       });
@@ -187,7 +224,56 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     const reason: FailureReason =
       serialized.code === 'template_error' || serialized.name === 'UserError' ? 'invalid_request' : 'crashed';
     return fail(reason, serialized);
+  } finally {
+    await ownPool?.close();
   }
+}
+
+/**
+ * The definition's tool references checked against the tools this run really has (MCP tools of
+ * the servers it reached included). An override naming no tool throws UserError
+ * `unknown_tool_override` (the agent fails with `invalid_request`); the rest are warnings for the
+ * Started event, with MCP servers that could not be reached.
+ */
+function checkToolReferences(
+  definition: AgentDefinition,
+  names: readonly string[],
+  mcp: McpToolSet,
+): StartedWarning[] {
+  const unreached = mcp.problems.map((problem) => problem.server);
+  const problems = toolReferenceProblems(definition, { names, unlistedMcpServers: unreached });
+  const errors = problems.filter((problem) => problem.severity === 'error');
+  if (errors.length > 0) {
+    const lines = errors.map((p) => `${p.file}:${p.line}:${p.column}: ${p.message}`);
+    throw new UserError('unknown_tool_override', lines.join('\n'), {
+      problems: errors.map(({ code, message, file, line, column, path }) => ({
+        code,
+        message,
+        file,
+        line,
+        column,
+        path,
+      })),
+    });
+  }
+  return [
+    ...problems.map(({ code, message, file, line, column, path }) => ({
+      code,
+      message,
+      file,
+      line,
+      column,
+      path,
+    })),
+    ...mcp.problems.map((problem) => ({ code: 'mcp_unavailable', message: problem.message })),
+  ];
+}
+
+/** Whether a rule of the definition is written from the project root (`Read(/src/**)`). */
+function needsProjectRoot(definition: AgentDefinition): boolean {
+  return [...(definition.tools ?? []), ...definition.disallowedTools].some((entry) =>
+    /\(\/(?!\/)/.test(entry),
+  );
 }
 
 async function loop(

@@ -29,3 +29,9 @@ export const PROJECTION_SNAPSHOT_VERSION = 1;
 
 /** How many recently measured texts a BPE ledger remembers (a fit check is followed by the real add). */
 export const MEASURE_CACHE_SIZE = 8;
+
+/**
+ * Code points of one character class (letters, punctuation, whitespace) a BPE piece may hold before
+ * the counter cuts it: the merge is quadratic in a piece's length. Real text stays far below it.
+ */
+export const MAX_EXACT_PIECE = 512;

@@ -5,7 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import { describeValue, UserError } from '../errors.ts';
-import { HEURISTIC_CHARS_PER_TOKEN } from './constants.ts';
+import { HEURISTIC_CHARS_PER_TOKEN, MAX_EXACT_PIECE } from './constants.ts';
 
 /** Counts the tokens of a text for one model family. */
 export interface TokenCounter {
@@ -44,47 +44,130 @@ export class HeuristicCounter implements TokenCounter {
   }
 }
 
-interface EncodingModule {
-  countTokens(text: string, options: { disallowedSpecial: ReadonlySet<string> }): number;
+/** The part of gpt-tokenizer's `BytePairEncodingCore` a counter uses. */
+interface EncodingCore {
+  countNative(text: string): number;
+}
+
+interface EncodingParams {
+  readonly tokenSplitRegex: RegExp;
+  readonly bytePairRankDecoder: readonly (string | readonly number[])[];
+  readonly specialTokensEncoder: Map<string, number>;
 }
 
 const requireModule = createRequire(import.meta.url);
 
 /**
- * No special token is recognised: providers encode user text with special tokens disallowed-as-text,
- * so `<|endoftext|>` inside a tool result costs its plain-text tokens, and gpt-tokenizer's default
- * (throw on a special token) would crash the loop on such a result.
+ * gpt-tokenizer's split regex with every unbounded quantifier (`*`, `+`) capped at `bound` code
+ * points. Where no run of a quantified class is longer than `bound`, it splits exactly like the
+ * original (a greedy `{0,n}` tries the same lengths in the same order as `*` when at most n fit);
+ * a longer run (`AAAA…`, 300 spaces, a base64 blob without digits) becomes pieces of at most about
+ * 2 x `bound`, so the BPE merge, quadratic in a piece's length, costs O(bound) per character.
  */
-const PLAIN_TEXT = { disallowedSpecial: new Set<string>() };
+export function boundSplitRegex(regex: RegExp, bound: number): RegExp {
+  const source = regex.source.replace(
+    /(\]|\\s|\\p\{\w+\})([*+])/g,
+    (_match, atom: string, quantifier: string) => `${atom}{${quantifier === '*' ? 0 : 1},${bound}}`,
+  );
+  return new RegExp(source, regex.flags);
+}
+
+const ENCODING_PARAMS = {
+  o200k: () =>
+    (
+      requireModule('gpt-tokenizer/encodingParams/o200k_base') as {
+        O200KBase: (r: unknown) => EncodingParams;
+      }
+    ).O200KBase(requireModule('gpt-tokenizer/bpeRanks/o200k_base').default),
+  cl100k: () =>
+    (
+      requireModule('gpt-tokenizer/encodingParams/cl100k_base') as {
+        Cl100KBase: (r: unknown) => EncodingParams;
+      }
+    ).Cl100KBase(requireModule('gpt-tokenizer/bpeRanks/cl100k_base').default),
+} as const;
 
 /**
  * A gpt-tokenizer BPE encoding. Its pre-tokenizer splits text into pieces that are encoded
  * independently; the projection ledger relies on that (see safe-cuts.ts) to count a render exactly
  * from per-section counts.
+ *
+ * Counting takes time linear in the text, whatever it holds. The BPE merge of one piece is quadratic
+ * in the piece's length (gpt-tokenizer, like tiktoken before 0.13), and a run of one character class
+ * is one piece: 100,000 repeated `A`s took seconds and blocked the agent's thread. So pieces are cut
+ * at {@link MAX_EXACT_PIECE} code points per character class before merging: the count is exactly
+ * gpt-tokenizer's for every text without such a run (all prose and code we know of), and an
+ * estimate within about two tokens per cut otherwise; {@link BpeCounter.isExact} tells which.
+ * No special token is recognised: providers encode user text with special tokens as plain text, so
+ * `<|endoftext|>` inside a tool result costs its plain-text tokens.
  */
 export class BpeCounter implements TokenCounter {
   readonly name: 'o200k' | 'cl100k';
-  readonly #modulePath: string;
-  #encoding: EncodingModule | undefined;
+  /** Code points per character class in one piece before it is cut. */
+  readonly maxExactPiece: number;
+  #core: EncodingCore | undefined;
+  #splits: { readonly exact: RegExp; readonly bounded: RegExp } | undefined;
 
-  constructor(name: 'o200k' | 'cl100k') {
+  /**
+   * @param name the encoding.
+   * @param maxExactPiece code points of one character class a piece may hold before it is cut;
+   *   tests lower it to exercise the cut.
+   * @default maxExactPiece {@link MAX_EXACT_PIECE}
+   */
+  constructor(name: 'o200k' | 'cl100k', maxExactPiece: number = MAX_EXACT_PIECE) {
+    if (!Number.isSafeInteger(maxExactPiece) || maxExactPiece < 1) {
+      throw new UserError(
+        'invalid_option',
+        `Expected \`maxExactPiece\` to be a positive integer, got ${describeValue(maxExactPiece)}`,
+        { option: 'maxExactPiece' },
+      );
+    }
     this.name = name;
-    this.#modulePath = `gpt-tokenizer/encoding/${name}_base`;
+    this.maxExactPiece = maxExactPiece;
   }
 
   count(text: string): number {
     if (text === '') return 0;
-    this.#encoding ??= requireModule(this.#modulePath) as EncodingModule;
-    return this.#encoding.countTokens(text, PLAIN_TEXT);
+    return this.#load().countNative(text);
+  }
+
+  /**
+   * Whether {@link count} is gpt-tokenizer's exact count for `text`: true unless the text has a
+   * run longer than {@link maxExactPiece} of one character class. Costs two regex passes.
+   */
+  isExact(text: string): boolean {
+    this.#load();
+    const splits = this.#splits;
+    if (splits === undefined || text.length <= this.maxExactPiece) return true;
+    const exact = new RegExp(splits.exact);
+    const bounded = new RegExp(splits.bounded);
+    for (;;) {
+      const a = exact.exec(text);
+      const b = bounded.exec(text);
+      if (a === null || b === null) return a === b;
+      if (a.index !== b.index || a[0].length !== b[0].length) return false;
+    }
+  }
+
+  #load(): EncodingCore {
+    if (this.#core !== undefined) return this.#core;
+    const params = ENCODING_PARAMS[this.name]();
+    const bounded = boundSplitRegex(params.tokenSplitRegex, this.maxExactPiece);
+    const { BytePairEncodingCore } = requireModule('gpt-tokenizer/BytePairEncodingCore') as {
+      BytePairEncodingCore: new (config: EncodingParams) => EncodingCore;
+    };
+    this.#core = new BytePairEncodingCore({ ...params, tokenSplitRegex: bounded });
+    this.#splits = { exact: params.tokenSplitRegex, bounded };
+    return this.#core;
   }
 }
 
 /** ceil(code points / 4): for models without a public tokenizer; calibration corrects it. */
 export const heuristicCounter: TokenCounter = new HeuristicCounter();
 /** o200k_base: GPT-4o, GPT-4.1, GPT-4.5, GPT-5, o-series, gpt-oss. */
-export const o200kCounter: TokenCounter = new BpeCounter('o200k');
+export const o200kCounter: BpeCounter = new BpeCounter('o200k');
 /** cl100k_base: GPT-4 and GPT-3.5. */
-export const cl100kCounter: TokenCounter = new BpeCounter('cl100k');
+export const cl100kCounter: BpeCounter = new BpeCounter('cl100k');
 
 const BY_NAME: Readonly<Record<CounterName, TokenCounter>> = {
   heuristic: heuristicCounter,

@@ -5,7 +5,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { readYaml } from '../definition/yaml-read.ts';
 import { projectDirs } from './project-dirs.ts';
 
 export interface SkillsOptions {
@@ -90,12 +90,9 @@ export function parseSkill(text: string, folderName: string): Pick<Skill, 'name'
     .slice(close + 1)
     .join('\n')
     .trim();
-  let fields: unknown;
-  try {
-    fields = parseYaml(lines.slice(1, close).join('\n'));
-  } catch {
-    fields = undefined;
-  }
+  // readYaml never throws, prints nothing and refuses alias bombs and absurd nesting.
+  const read = readYaml(lines.slice(1, close).join('\n'), 'skill');
+  const fields: unknown = read.ok ? read.value : undefined;
   const record = typeof fields === 'object' && fields !== null ? (fields as Record<string, unknown>) : {};
   const name = typeof record.name === 'string' && record.name.trim() !== '' ? record.name.trim() : folderName;
   const description = typeof record.description === 'string' ? record.description.trim() : '';

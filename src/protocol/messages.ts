@@ -22,7 +22,9 @@
  */
 import type { AgentDefinition } from '../definition/types.ts';
 import type { SerializedError } from '../errors.ts';
+import type { StartedWarning } from '../journal/events.ts';
 import type { AgentLimits, AgentOutcome } from '../loop/types.ts';
+import type { McpServers } from '../mcp/config.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 
 /** How a host builds a provider. Closures cannot cross threads, so providers are described. */
@@ -123,6 +125,8 @@ export interface ActorSpec {
   readonly limits: AgentLimits;
   /** Continue from the journal instead of starting afresh. */
   readonly resume: boolean;
+  /** MCP servers the agent may use (settings, not connections: the runner connects). */
+  readonly mcpServers: McpServers;
 }
 
 /** Host memory and load, answered to every heartbeat. */
@@ -192,6 +196,12 @@ export type AgentSignal =
       readonly latencyMs: number;
     }
   | { readonly type: 'waiting'; readonly agentId: string }
+  | {
+      readonly type: 'warnings';
+      readonly agentId: string;
+      /** What the Started event recorded: unknown tool names (with file:line:column), unreachable MCP servers. */
+      readonly warnings: readonly StartedWarning[];
+    }
   | { readonly type: 'instructed'; readonly agentId: string; readonly text: string }
   | { readonly type: 'text'; readonly agentId: string; readonly text: string };
 
@@ -200,7 +210,12 @@ export type HostEventMessage =
   | { readonly type: 'ready'; readonly hostId: number; readonly threadId: number }
   | { readonly type: 'signals'; readonly signals: readonly AgentSignal[] }
   | { readonly type: 'ended'; readonly agentId: string; readonly outcome: AgentOutcome }
-  | { readonly type: 'host_error'; readonly error: SerializedError };
+  | { readonly type: 'host_error'; readonly error: SerializedError }
+  /**
+   * A stdio MCP server this host started or saw end. A terminated thread cannot stop its child
+   * processes, so the supervisor kills the ones a dead host leaves behind.
+   */
+  | { readonly type: 'mcp_process'; readonly pid: number; readonly state: 'started' | 'exited' };
 
 /**
  * Numbers per acquire in {@link AdmissionRequestMessage.acquires}: ticket, key index, priority,

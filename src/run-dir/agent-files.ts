@@ -69,3 +69,15 @@ export async function availableAgentNames(
     ...definitions.map((definition) => definition.name),
   ]);
 }
+
+/** The definition `name` resolves to for a supervisor in `cwd` with `definitions`; undefined when none. */
+export async function findAgentDefinition(
+  cwd: string,
+  definitions: readonly AgentDefinition[],
+  name: string,
+): Promise<AgentDefinition | undefined> {
+  const explicit = definitions.find((definition) => definition.name === name);
+  if (explicit !== undefined) return explicit;
+  const found = await discoverAgents({ cwd });
+  return found.agents.find((agent) => agent.definition.name === name)?.definition;
+}

@@ -49,13 +49,16 @@ export const PLAN_KEYS = [
   'agents',
   'toolModules',
   'limits',
+  'scorers',
+  'modelMap',
+  'mcpServers',
 ] as const;
 
 /** Keys of one entry of `runs`. */
-export const RUN_KEYS = ['agent', 'task', 'context', 'metadata', 'id'] as const;
+export const RUN_KEYS = ['agent', 'task', 'context', 'metadata', 'id', 'expected'] as const;
 
 /** Keys of one line of a tasks JSONL file. */
-export const TASK_LINE_KEYS = ['task', 'context', 'metadata', 'id'] as const;
+export const TASK_LINE_KEYS = ['task', 'context', 'metadata', 'id', 'expected'] as const;
 
 /** Keys of `limits`. */
 export const LIMIT_KEYS = ['maxSteps', 'wallClockMs', 'maxTotalTokens', 'maxCostUsd'] as const;

@@ -8,6 +8,7 @@ import { EXIT_INTERRUPTED } from './constants.ts';
 import { formatCost, formatDuration, formatTokens } from './format.ts';
 import { SIMULATED_NOTICE } from './provider-choice.ts';
 import { createProgressRenderer } from './render-progress.ts';
+import { scorerLines } from './scoring-text.ts';
 import { FanoutSession, type SessionOptions, type SessionResult } from './session.ts';
 import type { RunSummary } from './summary.ts';
 
@@ -106,6 +107,8 @@ export function closingText(summary: RunSummary, runDir: string): string {
     `tokens ${formatTokens(summary.usage.inputTokens)} in / ${formatTokens(summary.usage.outputTokens)} out, ` +
       `cost ${formatCost(summary.costUsd)}, wall time ${formatDuration(summary.wallTimeMs)}`,
   ];
+  if (summary.scoring !== undefined)
+    lines.push(...scorerLines(summary.scoring).map((line) => `score ${line}`));
   if (summary.simulated) lines.push(`troupe: ${SIMULATED_NOTICE}`);
   lines.push(`run dir: ${runDir}`, `  report: troupe report ${runDir} [--html report.html]`);
   if (!summary.complete) lines.push(`  finish: troupe resume ${runDir}`);

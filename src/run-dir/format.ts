@@ -1,4 +1,52 @@
 /** Number, time and text formatting shared by progress output, tables and the HTML report. */
+import { redactText } from '../journal/redact.ts';
+
+/**
+ * Characters a terminal acts on instead of showing: C0 controls but tab and newline (ESC starts
+ * escape sequences that move the cursor, retitle the window or clear the screen; BEL rings; NUL
+ * and CR hide what came before), DEL, C1 controls (U+009B is a one-byte CSI), and the Unicode
+ * bidirectional overrides and isolates, which make text display in another order than it reads.
+ */
+const CONTROL_CHARS =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * ESC-introduced sequences (CSI, OSC up to BEL or ST, any other two-character escape) and the
+ * one-byte C1 CSI, removed with their parameters so no `[31m` residue is left once the ESC itself
+ * is gone.
+ */
+const ESCAPE_SEQUENCES =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping escape sequences is the point
+  /\u001b(?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|[@-_])?|\u009b[0-?]*[ -/]*[@-~]/g;
+
+/** `text` without escape sequences and terminal control characters (see CONTROL_CHARS); tabs and newlines stay. */
+export function stripControl(text: string): string {
+  return text.replace(ESCAPE_SEQUENCES, '').replace(CONTROL_CHARS, '');
+}
+
+/** Characters JSON.stringify leaves raw that a terminal may act on or display out of order. */
+const RAW_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * `JSON.stringify(value, null, indent)` with DEL, C1 controls and bidi overrides escaped as
+ * `\uXXXX` (JSON.stringify escapes only C0): the same value for a program reading it, nothing a
+ * terminal acts on for a person watching it.
+ */
+export function terminalJson(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(
+    RAW_IN_JSON,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/**
+ * Model or tool text made safe to print or show: credentials masked (the journal's redaction) and
+ * control characters removed. Everything troupe prints that a model wrote goes through here.
+ */
+export function printable(text: string): string {
+  return stripControl(redactText(text));
+}
 
 /** 1234 -> "1.2k", 5_600_000 -> "5.6M". */
 export function formatTokens(count: number): string {
@@ -23,9 +71,12 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(whole / 3600)}h${String(Math.floor((whole % 3600) / 60)).padStart(2, '0')}m`;
 }
 
-/** The first line of `text`, whitespace collapsed, cut to `max` characters with an ellipsis. */
+/**
+ * The first line of `text`, whitespace collapsed, cut to `max` characters with an ellipsis;
+ * {@link printable} (masked, no control characters).
+ */
 export function excerpt(text: string, max: number): string {
-  const line = text.replace(/\s+/g, ' ').trim();
+  const line = printable(text).replace(/\s+/g, ' ').trim();
   return line.length > max ? `${line.slice(0, Math.max(0, max - 1))}…` : line;
 }
 

@@ -1,10 +1,13 @@
 /** The SVG pieces of the HTML report: the timeline of agents across threads, and bar charts. */
-import { formatDuration, shortId } from './format.ts';
+import { formatDuration, printable, shortId } from './format.ts';
 import type { ReportAgent, Timeline } from './timeline.ts';
 
-/** Escapes text for HTML and breaks `://` so no URL in agent output reads as a link or a fetch. */
+/**
+ * Escapes text for HTML and breaks `://` so no URL in agent output reads as a link or a fetch;
+ * credentials are masked and control characters dropped first ({@link printable}).
+ */
 export function esc(text: string): string {
-  return text
+  return printable(text)
     .replace(/&/g, '&amp;')
     .replace(/</g, '&lt;')
     .replace(/>/g, '&gt;')

@@ -1,5 +1,5 @@
 /**
- * The tasks file of a benchmark-harness plan: JSONL, one `{task, context?, metadata?, id?}` object
+ * The tasks file of a benchmark-harness plan: JSONL, one `{task, context?, metadata?, id?, expected?}` object
  * per line, blank lines skipped. Problems carry the tasks file's own line numbers.
  */
 import { TASK_LINE_KEYS } from './constants.ts';
@@ -38,7 +38,7 @@ export function parseTasksJsonl(text: string, file: string, problems: PlanProble
         ok = false;
       }
     }
-    const { task, context, metadata, id } = entry;
+    const { task, context, metadata, id, expected: expectedValue } = entry;
     if (typeof task !== 'string' || task.trim() === '') {
       problems.add(file, at('task'), 'task', expected('a non-empty string', task));
       ok = false;
@@ -65,6 +65,7 @@ export function parseTasksJsonl(text: string, file: string, problems: PlanProble
       context: sections,
       metadata: (metadata as Record<string, unknown> | undefined) ?? {},
       ...(id === undefined ? {} : { label: String(id) }),
+      ...(expectedValue === undefined ? {} : { expected: expectedValue }),
       source: { file, line, column: 1 },
     });
   });

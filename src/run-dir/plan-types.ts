@@ -1,6 +1,9 @@
 /** What a plan file resolves to: agent runs plus the defaults they run with. */
+import type { ScorerSpec } from '../eval/types.ts';
 import type { AgentLimits } from '../loop/types.ts';
+import type { McpServers } from '../mcp/config.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
+import type { ModelMap } from '../providers/models.ts';
 
 /** Where a run was declared: its entry in the plan, or its line in the tasks file. */
 export interface SourceRef {
@@ -21,6 +24,8 @@ export interface PlanRun {
   readonly metadata: Readonly<Record<string, unknown>>;
   /** The caller's id for this run (`id` in the plan or tasks file), e.g. a data-set item id. */
   readonly label?: string;
+  /** What the scorers compare the agent's output with (`expected` in the plan or tasks file). */
+  readonly expected?: unknown;
   readonly source: SourceRef;
 }
 
@@ -42,6 +47,10 @@ export interface Plan {
   readonly provider?: string | ProviderModuleRef;
   readonly providerOptions?: Readonly<Record<string, unknown>>;
   readonly model?: string;
+  /** Model aliases added or overridden (`sonnet: claude-sonnet-4-5`). */
+  readonly modelMap?: ModelMap;
+  /** MCP servers every agent of the plan may use (Claude Code's format). */
+  readonly mcpServers?: McpServers;
   readonly threads?: number;
   readonly isolation?: 'shared' | 'thread';
   readonly concurrency?: number;
@@ -50,4 +59,6 @@ export interface Plan {
   readonly agentFiles: readonly string[];
   readonly toolModules: readonly ToolModuleRef[];
   readonly runs: readonly PlanRun[];
+  /** Scorers applied to every run as it finishes (`scorers`), in declaration order. */
+  readonly scorers: readonly ScorerSpec[];
 }

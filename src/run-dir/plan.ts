@@ -8,9 +8,13 @@ import { dirname, resolve } from 'node:path';
 import { loadDefinitionFile } from '../definition/load.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
+import { checkScorerSpecs } from '../eval/spec.ts';
+import type { ScorerSpec } from '../eval/types.ts';
 import type { AgentLimits } from '../loop/types.ts';
+import { type McpServers, readMcpServerMap } from '../mcp/config.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
 import { PROVIDER_NAMES } from '../providers/factory.ts';
+import type { ModelMap } from '../providers/models.ts';
 import { availableAgentNames, expandAgentPaths } from './agent-files.ts';
 import { LIMIT_KEYS, PLAN_KEYS, RUN_KEYS } from './constants.ts';
 import { expected, type FilePosition, PlanProblems } from './plan-problems.ts';
@@ -52,8 +56,11 @@ export async function loadPlan(file: string, options: LoadPlanOptions = {}): Pro
   }
   const problems = new PlanProblems();
   const source = YamlSource.parse(text);
-  for (const { position, message } of source.errors()) problems.add(path, position, '(yaml)', message);
-  problems.throwIfAny(path);
+  if (!(source instanceof YamlSource)) {
+    for (const { position, message } of source.failures) problems.add(path, position, '(yaml)', message);
+    problems.throwIfAny(path);
+    throw new UserError('invalid_plan', `Expected a YAML plan in ${path}`, { file: path });
+  }
   const checker = new PlanChecker(path, source, problems, resolve(options.cwd ?? process.cwd()));
   const draft = checker.check(source.value());
   const definitions = await checker.checkAgents(draft);
@@ -114,6 +121,8 @@ class PlanChecker {
     const provider = this.#provider(value.provider);
     const providerOptions = this.#optionalRecord(value, ['providerOptions']);
     const model = this.#optionalString(value, ['model']);
+    const modelMap = this.#modelMap(value);
+    const mcpServers = this.#mcpServers(value);
     const threads = this.#positiveInt(value, ['threads']);
     const concurrency = this.#positiveInt(value, ['concurrency']);
     const isolation = value.isolation;
@@ -123,6 +132,7 @@ class PlanChecker {
     const agentFiles = this.#paths(value.agents, ['agents']);
     const toolModules = this.#toolModules(value.toolModules);
     const { runs, agentRefs } = this.#runs(value, agent);
+    const { scorers, judgeRefs } = this.#scorers(value.scorers);
     const plan: Plan = {
       file: this.#file,
       ...(name === undefined ? {} : { name }),
@@ -130,6 +140,8 @@ class PlanChecker {
       ...(provider === undefined ? {} : { provider }),
       ...(providerOptions === undefined ? {} : { providerOptions }),
       ...(model === undefined ? {} : { model }),
+      ...(modelMap === undefined ? {} : { modelMap }),
+      ...(mcpServers === undefined ? {} : { mcpServers }),
       ...(threads === undefined ? {} : { threads }),
       ...(isolation === 'shared' || isolation === 'thread' ? { isolation } : {}),
       ...(concurrency === undefined ? {} : { concurrency }),
@@ -137,8 +149,9 @@ class PlanChecker {
       agentFiles,
       toolModules,
       runs,
+      scorers,
     };
-    return { plan, agentRefs };
+    return { plan, agentRefs: [...agentRefs, ...judgeRefs] };
   }
 
   /** Loads the `agents` files and checks that every run names an agent that exists. */
@@ -223,6 +236,7 @@ class PlanChecker {
         this.#fail([...path, 'context'], expected('a string or a list of strings', entry.context));
       const metadata = this.#optionalRecord(entry, ['metadata'], path);
       const id = entry.id;
+      const expectedValue = entry.expected;
       if (id !== undefined && typeof id !== 'string' && typeof id !== 'number')
         this.#fail([...path, 'id'], expected('a string or a number', id));
       if (runAgent === undefined || typeof task !== 'string' || context === undefined) return;
@@ -234,10 +248,34 @@ class PlanChecker {
         context,
         metadata: metadata ?? {},
         ...(typeof id === 'string' || typeof id === 'number' ? { label: String(id) } : {}),
+        ...(expectedValue === undefined ? {} : { expected: expectedValue }),
         source: { file: this.#file, ...position },
       });
     });
     return { runs: planned, agentRefs: inherits ? [...planAgent, ...agentRefs] : agentRefs };
+  }
+
+  /** `scorers`: every problem at its own position; judges' agent names to check like run agents. */
+  #scorers(value: unknown): { scorers: ScorerSpec[]; judgeRefs: AgentRef[] } {
+    if (value === undefined) return { scorers: [], judgeRefs: [] };
+    const { scorers, judgeAgents } = checkScorerSpecs(
+      value,
+      (path, message, at) => {
+        const full: Segment[] = ['scorers', ...path];
+        const last = full.at(-1);
+        const position =
+          at === 'key' && typeof last === 'string'
+            ? this.#source.keyAt(full.slice(0, -1), last)
+            : this.#source.valueAt(full);
+        this.#problems.add(this.#file, position, fieldName(full), message);
+      },
+      this.#dir,
+    );
+    const judgeRefs = judgeAgents.map((ref) => {
+      const path: Segment[] = ['scorers', ...ref.path];
+      return { name: ref.name, position: this.#source.valueAt(path), field: fieldName(path) };
+    });
+    return { scorers, judgeRefs };
   }
 
   #tasks(tasks: unknown, agent: string | undefined): PlanRun[] {
@@ -384,6 +422,26 @@ class PlanChecker {
     return undefined;
   }
 
+  /** `modelMap: { sonnet: claude-sonnet-4-5 }`: alias -> model id. */
+  #modelMap(value: Mapping): ModelMap | undefined {
+    const map = this.#optionalRecord(value, ['modelMap']);
+    if (map === undefined) return undefined;
+    const entries: [string, string][] = [];
+    for (const [alias, id] of Object.entries(map)) {
+      if (typeof id === 'string' && id.trim() !== '') entries.push([alias, id.trim()]);
+      else this.#fail(['modelMap', alias], expected('a model id', id));
+    }
+    return Object.fromEntries(entries);
+  }
+
+  /** `mcpServers: { name: { command, args } | { type: http, url } }`, as in `.mcp.json`. */
+  #mcpServers(value: Mapping): McpServers | undefined {
+    if (value.mcpServers === undefined) return undefined;
+    const read = readMcpServerMap(value.mcpServers);
+    for (const problem of read.problems) this.#fail(['mcpServers', ...problem.path], problem.message);
+    return read.servers;
+  }
+
   #positiveInt(value: Mapping, path: readonly Segment[]): number | undefined {
     const key = path[0];
     const item = typeof key === 'string' ? value[key] : undefined;
@@ -407,5 +465,5 @@ function isDirectory(path: string): boolean {
 }
 
 function emptyPlan(file: string, cwd: string): Plan {
-  return { file, cwd, agentFiles: [], toolModules: [], runs: [] };
+  return { file, cwd, agentFiles: [], toolModules: [], runs: [], scorers: [] };
 }

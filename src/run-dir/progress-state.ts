@@ -1,6 +1,6 @@
 /** Live counts of a fan-out session, folded from its run events, for the progress displays. */
 import { LINE_EXCERPT_CHARS } from './constants.ts';
-import { excerpt } from './format.ts';
+import { excerpt, printable } from './format.ts';
 import { outcomeText } from './results.ts';
 import type { RunEvent } from './run-events.ts';
 
@@ -154,6 +154,6 @@ export class ProgressState {
     const agent = this.agents.get(agentId);
     if (!agent) return;
     agent.activity += 1;
-    agent.latest = latest;
+    agent.latest = printable(latest);
   }
 }

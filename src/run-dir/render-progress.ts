@@ -3,7 +3,15 @@
  * TTY, one plain line per event otherwise, and JSONL events with `--json`.
  */
 import { LINE_EXCERPT_CHARS, PROGRESS_BUSIEST_AGENTS, PROGRESS_FRAME_MS } from './constants.ts';
-import { excerpt, formatCost, formatDuration, formatTokens, shortId } from './format.ts';
+import {
+  excerpt,
+  formatCost,
+  formatDuration,
+  formatTokens,
+  printable,
+  shortId,
+  terminalJson,
+} from './format.ts';
 import { ProgressState } from './progress-state.ts';
 import { outcomeText, type ResultLine } from './results.ts';
 import type { RunEvent } from './run-events.ts';
@@ -44,12 +52,12 @@ class JsonRenderer implements ProgressRenderer {
   }
 
   onEvent(event: RunEvent): void {
-    this.#output.write(`${JSON.stringify({ time: new Date(this.#now()).toISOString(), ...event })}\n`);
+    this.#output.write(`${terminalJson({ time: new Date(this.#now()).toISOString(), ...event })}\n`);
   }
 
   note(text: string): void {
     this.#output.write(
-      `${JSON.stringify({ time: new Date(this.#now()).toISOString(), type: 'note', text })}\n`,
+      `${terminalJson({ time: new Date(this.#now()).toISOString(), type: 'note', text })}\n`,
     );
   }
 
@@ -84,7 +92,13 @@ class PlainRenderer implements ProgressRenderer {
   stop(): void {}
 }
 
+/** One line for `event`, {@link printable}: tool names and crash messages can come from a model. */
 function plainLine(event: RunEvent): string | undefined {
+  const line = describeEvent(event);
+  return line === undefined ? undefined : printable(line);
+}
+
+function describeEvent(event: RunEvent): string | undefined {
   if ('agentId' in event) event = { ...event, agentId: shortId(event.agentId) };
   switch (event.type) {
     case 'run':

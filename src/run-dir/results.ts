@@ -1,5 +1,6 @@
 /** `results.jsonl`: one line per agent, appended as each one ends. */
 import type { SerializedError } from '../errors.ts';
+import type { ItemScores } from '../eval/types.ts';
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
 import type { Usage } from '../providers/types.ts';
 
@@ -32,6 +33,8 @@ export interface ResultLine {
   readonly endedAt: string;
   /** `journal` when `troupe resume` took the outcome from the agent's journal (the CLI had died first). */
   readonly recoveredFrom?: 'journal';
+  /** Each scorer's verdict on this result, by scorer name (plan entries of a plan with `scorers`). */
+  readonly scores?: ItemScores;
 }
 
 /** What a result line is built from besides the outcome. */

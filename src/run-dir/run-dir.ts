@@ -5,6 +5,9 @@
  *
  * Result lines are appended with one synchronous write each, so a killed process leaves at most a
  * torn last line; readers ignore it and {@link RunDirWriter.reopen} cuts it away before appending.
+ *
+ * Every file is written through `redactValue`, like journals: a credential in a task, an answer or
+ * an error message, and any value under a secret-named key (`metadata.apiKey`), never reach disk.
  */
 import {
   appendFileSync,
@@ -18,6 +21,7 @@ import {
 } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { SystemError, UserError } from '../errors.ts';
+import { redactValue } from '../journal/redact.ts';
 import { DEFAULT_RUNS_DIR, RUN_DIR_FORMAT } from './constants.ts';
 import type { ResultLine } from './results.ts';
 import type { RunPlan } from './run-plan.ts';
@@ -76,7 +80,7 @@ export class RunDirWriter {
       );
     }
     mkdirSync(paths.journals, { recursive: true });
-    writeAtomically(paths.plan, `${JSON.stringify(plan, null, 2)}\n`);
+    writeAtomically(paths.plan, `${JSON.stringify(redactValue(plan), null, 2)}\n`);
     writeFileSync(paths.results, '');
     return new RunDirWriter(paths);
   }
@@ -97,12 +101,25 @@ export class RunDirWriter {
 
   /** Appends one result line (one synchronous write). */
   append(line: ResultLine): void {
-    appendFileSync(this.paths.results, `${JSON.stringify(line)}\n`);
+    appendFileSync(this.paths.results, `${JSON.stringify(redactValue(line))}\n`);
+  }
+
+  /**
+   * Replaces `results.jsonl` as a whole (temporary file, then rename): `troupe score` rewrites the
+   * lines with new scores. Only for a run no other command is appending to.
+   */
+  rewriteResults(lines: readonly ResultLine[]): void {
+    writeAtomically(this.paths.results, lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
+  }
+
+  /** Replaces `plan.json` (temporary file, then rename): `troupe score --plan` records the new scorers. */
+  rewritePlan(plan: RunPlan): void {
+    writeAtomically(this.paths.plan, `${JSON.stringify(plan, null, 2)}\n`);
   }
 
   /** Replaces `summary.json` (written to a temporary file, then renamed, so it is never half written). */
   writeSummary(summary: RunSummary): void {
-    writeAtomically(this.paths.summary, `${JSON.stringify(summary, null, 2)}\n`);
+    writeAtomically(this.paths.summary, `${JSON.stringify(redactValue(summary), null, 2)}\n`);
   }
 }
 

@@ -4,8 +4,11 @@
  * to the plan or its tasks file do not change an interrupted run.
  */
 import { randomBytes } from 'node:crypto';
+import type { ScorerSpec } from '../eval/types.ts';
 import type { AgentLimits } from '../loop/types.ts';
+import type { McpServers } from '../mcp/config.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
+import type { ModelMap } from '../providers/models.ts';
 import { DEFAULT_FANOUT_CONCURRENCY, DEFAULT_THREADS, RUN_DIR_FORMAT } from './constants.ts';
 import type { Plan, PlanRun } from './plan-types.ts';
 import type { ProviderChoice } from './provider-choice.ts';
@@ -32,6 +35,10 @@ export interface RunPlan {
   /** Model every agent of the plan runs with; undefined = each definition's, else the provider's default. */
   readonly model?: string;
   readonly defaultModel?: string;
+  /** Model aliases added or overridden (plan `modelMap`, then `--model-map`). */
+  readonly modelMap?: ModelMap;
+  /** MCP servers of the plan (`.mcp.json` at the project root is read as well). */
+  readonly mcpServers?: McpServers;
   readonly threads: number;
   readonly isolation: 'shared' | 'thread';
   /** Set when agents run on the redis engine (`--backend redis`); absent: threads. */
@@ -41,6 +48,11 @@ export interface RunPlan {
   readonly agentFiles: readonly string[];
   readonly toolModules: readonly ToolModuleRef[];
   readonly runs: readonly PlannedRun[];
+  /**
+   * Scorers applied to each run as it finishes (absent when the plan declares none). `troupe score`
+   * replaces them when it re-scores the run with another plan's scorers.
+   */
+  readonly scorers?: readonly ScorerSpec[];
 }
 
 /** What the command line adds to or overrides in a plan. */
@@ -50,6 +62,7 @@ export interface RunOverrides {
   readonly backend?: 'threads' | 'redis';
   readonly concurrency?: number;
   readonly model?: string;
+  readonly modelMap?: ModelMap;
 }
 
 /** Run id for a run started at `now`: `20250607-120102-3fa9c1` (UTC). */
@@ -74,6 +87,10 @@ export function resolveRunPlan(
 ): RunPlan {
   const { runId, idPrefix } = newRunId(now);
   const model = overrides.model ?? plan.model;
+  const modelMap =
+    plan.modelMap === undefined && overrides.modelMap === undefined
+      ? undefined
+      : { ...(plan.modelMap ?? {}), ...(overrides.modelMap ?? {}) };
   return {
     format: RUN_DIR_FORMAT,
     runId,
@@ -85,6 +102,8 @@ export function resolveRunPlan(
     provider,
     ...(model === undefined ? {} : { model }),
     ...(defaultModel === undefined ? {} : { defaultModel }),
+    ...(modelMap === undefined ? {} : { modelMap }),
+    ...(plan.mcpServers === undefined ? {} : { mcpServers: plan.mcpServers }),
     threads: overrides.threads ?? plan.threads ?? DEFAULT_THREADS,
     isolation: overrides.isolation ?? plan.isolation ?? 'shared',
     ...(overrides.backend === 'redis' ? { backend: 'redis' as const } : {}),
@@ -93,5 +112,6 @@ export function resolveRunPlan(
     agentFiles: plan.agentFiles,
     toolModules: plan.toolModules,
     runs: plan.runs.map((run) => ({ ...run, agentId: agentIdFor(idPrefix, run.index) })),
+    ...(plan.scorers.length === 0 ? {} : { scorers: plan.scorers }),
   };
 }

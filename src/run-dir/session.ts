@@ -3,10 +3,17 @@
  * directory, appends a result line as each agent ends (agents spawned by agents included), and
  * writes the summary at the end. `troupe fanout`, `troupe resume` and `troupe demo` all run
  * through here; they differ only in which entries they hand over.
+ *
+ * When the plan declares scorers, each plan entry is scored as it ends, before its result line is
+ * written (so the line carries its scores). Judge agents run on the same Supervisor; they get no
+ * result line of their own and no progress events, and the Supervisor closes only after every
+ * pending score is in.
  */
 import type { AgentDefinition } from '../definition/types.ts';
 import type { EngineDescription } from '../engines/engine.ts';
 import type { JobsUnserved } from '../engines/events.ts';
+import type { JudgeSpawner } from '../eval/judge.ts';
+import type { Scoring } from '../eval/scoring.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 import type { SpawnSpec } from '../supervisor/fanout.ts';
 import type { SupervisorOptions } from '../supervisor/options.ts';
@@ -16,6 +23,7 @@ import { type ResultLine, resultLine } from './results.ts';
 import type { RunDirWriter } from './run-dir.ts';
 import type { RunEventSink } from './run-events.ts';
 import type { PlannedRun, RunPlan } from './run-plan.ts';
+import { createRunScoring, scoreInputOf } from './run-scoring.ts';
 import { type RunSession, type RunSummary, summarize } from './summary.ts';
 
 /** One plan entry to run in this session. */
@@ -35,9 +43,14 @@ export interface SessionOptions {
   readonly plan: RunPlan;
   readonly writer: RunDirWriter;
   readonly work: readonly WorkItem[];
-  readonly kind: RunSession['kind'];
+  readonly kind: Exclude<RunSession['kind'], 'score'>;
   /** Result lines already in the run directory. */
   readonly existing?: readonly ResultLine[];
+  /**
+   * Result lines recovered from journals (`troupe resume`), not yet in the run directory: scored
+   * (when the plan has scorers) and appended before anything runs.
+   */
+  readonly recovered?: readonly ResultLine[];
   /** Sessions recorded by earlier commands. */
   readonly previousSessions?: readonly RunSession[];
   /** Definitions in addition to the ones discovered from the plan's cwd. */
@@ -72,6 +85,11 @@ export class FanoutSession {
   readonly #tracked = new Map<string, Tracked>();
   readonly #lines: ResultLine[];
   readonly #startedAt = new Date();
+  /** Agent ids of judge agents (scorers), which are not plan entries nor nested agents. */
+  readonly #judges = new Set<string>();
+  /** Scores being computed for ended agents; the Supervisor is closed only once they are in. */
+  readonly #pending = new Set<Promise<void>>();
+  #scoring: Scoring | undefined;
   #finished = false;
 
   constructor(options: SessionOptions) {
@@ -100,22 +118,43 @@ export class FanoutSession {
   async run(): Promise<SessionResult> {
     const { plan, work, signal } = this.#options;
     const emit = this.#options.onEvent ?? (() => {});
-    const supervisor =
-      work.length > 0 && !signal?.aborted
-        ? new Supervisor({
-            threads: plan.threads,
-            isolation: plan.isolation,
-            ...(plan.backend === 'redis' ? { backend: 'redis' } : {}),
-            providers: { [plan.provider.name]: plan.provider.config },
-            defaultProvider: plan.provider.name,
-            ...(plan.defaultModel === undefined ? {} : { defaultModel: plan.defaultModel }),
-            journalDir: this.#options.writer.paths.journals,
-            cwd: plan.cwd,
-            definitions: this.#options.definitions ?? [],
-            toolModules: plan.toolModules,
-            ...this.#options.supervisor,
-          })
-        : undefined;
+    const recovered = this.#options.recovered ?? [];
+    const needsSupervisor = work.length > 0 && !signal?.aborted;
+    let supervisor: Supervisor | undefined;
+    const spawner: JudgeSpawner = {
+      spawn: (agent, options) => {
+        if (supervisor === undefined)
+          throw new Error('no Supervisor is running to judge with (the run was cancelled before it started)');
+        this.#judges.add(options.id);
+        return supervisor.spawn(agent, options);
+      },
+    };
+    // Judge ids get the session number after the first session, so a judge cut off by a kill is
+    // never continued by a later session's judge of the same item.
+    const earlier = this.#options.previousSessions?.length ?? 0;
+    this.#scoring = await createRunScoring(plan, {
+      definitions: this.#options.definitions ?? [],
+      spawner,
+      ...(earlier > 0 ? { judgeIdSuffix: `-s${earlier}` } : {}),
+      ...(signal === undefined ? {} : { signal }),
+    });
+    if (needsSupervisor || (recovered.length > 0 && this.#scoring?.hasJudges === true)) {
+      supervisor = new Supervisor({
+        threads: plan.threads,
+        isolation: plan.isolation,
+        ...(plan.backend === 'redis' ? { backend: 'redis' } : {}),
+        providers: { [plan.provider.name]: plan.provider.config },
+        defaultProvider: plan.provider.name,
+        ...(plan.defaultModel === undefined ? {} : { defaultModel: plan.defaultModel }),
+        ...(plan.modelMap === undefined ? {} : { modelMap: plan.modelMap }),
+        ...(plan.mcpServers === undefined ? {} : { mcpServers: plan.mcpServers }),
+        journalDir: this.#options.writer.paths.journals,
+        cwd: plan.cwd,
+        definitions: this.#options.definitions ?? [],
+        toolModules: plan.toolModules,
+        ...this.#options.supervisor,
+      });
+    }
     let engine: EngineDescription = { backend: 'threads', threads: plan.threads };
     try {
       if (supervisor) engine = await supervisor.describe();
@@ -138,18 +177,20 @@ export class FanoutSession {
       engine,
       concurrency: plan.concurrency,
     });
-    if (supervisor) {
-      this.#listen(supervisor);
-      try {
+    if (supervisor) this.#listen(supervisor);
+    try {
+      for (const line of recovered) this.#track(this.#finishLine(line));
+      if (supervisor !== undefined && needsSupervisor) {
         const fanOut = supervisor.fanOut(
           work.map((item) => this.#spec(item)),
           { concurrency: plan.concurrency, ...(signal ? { signal } : {}) },
         );
         await fanOut.all();
-      } finally {
-        // Cancels agents spawned by agents that outlived their parents, then stops the engine.
-        await supervisor.close();
       }
+      while (this.#pending.size > 0) await Promise.all([...this.#pending]);
+    } finally {
+      // Cancels agents spawned by agents that outlived their parents, then stops the engine.
+      await supervisor?.close();
     }
     const interrupted = signal?.aborted ?? false;
     const summary = this.writeSummary(interrupted);
@@ -197,12 +238,18 @@ export class FanoutSession {
   }
 
   #listen(supervisor: Supervisor): void {
-    const emit = this.#options.onEvent ?? (() => {});
+    const forward = this.#options.onEvent ?? (() => {});
+    // Judge agents are the scorers' business: no progress events, no result lines.
+    const emit = (event: Parameters<typeof forward>[0]): void => {
+      if ('agentId' in event && this.#judges.has(event.agentId)) return;
+      forward(event);
+    };
     const ref = (agentId: string) => {
       const tracked = this.#tracked.get(agentId);
       return { agentId, index: tracked?.index ?? null, agent: tracked?.agent ?? 'unknown' };
     };
     supervisor.on('agent:spawned', (event) => {
+      if (this.#judges.has(event.agentId)) return;
       if (!this.#tracked.has(event.agentId)) {
         this.#tracked.set(event.agentId, {
           index: null,
@@ -275,7 +322,7 @@ export class FanoutSession {
 
   #record(outcome: AgentOutcome): void {
     const tracked = this.#tracked.get(outcome.agentId);
-    if (!tracked) return;
+    if (!tracked || this.#judges.has(outcome.agentId)) return;
     const line = resultLine(outcome, {
       index: tracked.index,
       parentId: tracked.parentId,
@@ -287,9 +334,29 @@ export class FanoutSession {
       startedAt: tracked.startedAt,
       endedAt: new Date().toISOString(),
     });
-    this.#options.writer.append(line);
-    this.#lines.push(line);
-    this.#options.onEvent?.({ type: 'ended', line });
+    this.#track(this.#finishLine(line));
+  }
+
+  #track(task: Promise<void>): void {
+    this.#pending.add(task);
+    // Failures surface where the pending tasks are awaited in run(); this only forgets the task.
+    const forget = (): void => {
+      this.#pending.delete(task);
+    };
+    task.then(forget, forget);
+  }
+
+  /** Scores a plan entry's line (when the plan has scorers), then writes it. */
+  async #finishLine(line: ResultLine): Promise<void> {
+    const run = line.index === null ? undefined : this.#options.plan.runs[line.index];
+    const scoring = this.#scoring;
+    const scored =
+      scoring !== undefined && run !== undefined && run.index === line.index
+        ? { ...line, scores: await scoring.score(scoreInputOf(run, line)) }
+        : line;
+    this.#options.writer.append(scored);
+    this.#lines.push(scored);
+    this.#options.onEvent?.({ type: 'ended', line: scored });
   }
 }
 

@@ -1,14 +1,16 @@
 /** `summary.json`: counts, usage and cost by agent and in total, wall time, failures by reason. */
+import type { ScoringSummary } from '../eval/types.ts';
 import type { FailureReason } from '../loop/types.ts';
 import { addUsage } from '../providers/receipt.ts';
 import type { Usage } from '../providers/types.ts';
 import { RUN_DIR_FORMAT } from './constants.ts';
 import { latestByIndex, type ResultLine } from './results.ts';
 import type { RunPlan } from './run-plan.ts';
+import { scoringSummaryOf } from './run-scoring.ts';
 
 /** One command that worked on the run: the first `fanout` (or demo), then each `resume`. */
 export interface RunSession {
-  readonly kind: 'fanout' | 'resume' | 'demo';
+  readonly kind: 'fanout' | 'resume' | 'demo' | 'score';
   readonly startedAt: string;
   readonly endedAt: string;
   readonly interrupted: boolean;
@@ -76,6 +78,11 @@ export interface RunSummary {
   readonly failures: Readonly<Partial<Record<FailureReason, number>>>;
   readonly byDefinition: Readonly<Record<string, GroupTotals>>;
   readonly agents: readonly AgentSummary[];
+  /**
+   * Per scorer: pass rate and mean score over every plan entry; per entry: its scores. Present
+   * when the plan declares `scorers`.
+   */
+  readonly scoring?: ScoringSummary;
 }
 
 const ZERO: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
@@ -151,7 +158,13 @@ export function summarize(
     failures,
     byDefinition,
     agents: results.map(agentSummary),
+    ...scoringOf(plan, latest),
   };
+}
+
+function scoringOf(plan: RunPlan, latest: ReadonlyMap<number, ResultLine>): { scoring?: ScoringSummary } {
+  const scoring = scoringSummaryOf(plan, latest);
+  return scoring === undefined ? {} : { scoring };
 }
 
 function agentSummary(line: ResultLine): AgentSummary {

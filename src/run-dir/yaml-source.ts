@@ -1,5 +1,6 @@
 /** Positions of values and keys in a parsed YAML document, for plan problems. */
-import { type Document, isMap, isNode, isScalar, LineCounter, parseDocument } from 'yaml';
+import { type Document, isMap, isNode, isScalar, type LineCounter } from 'yaml';
+import { readYaml } from '../definition/yaml-read.ts';
 import type { FilePosition } from './plan-problems.ts';
 
 /** One step of a path into the document: a key or a list index. */
@@ -7,34 +8,51 @@ export type Segment = string | number;
 
 const START: FilePosition = { line: 1, column: 1 };
 
+/** A problem that stops a YAML file from being read. */
+export interface YamlFailure {
+  readonly position: FilePosition;
+  readonly message: string;
+}
+
 /** A parsed YAML file that can say where each of its values is. */
 export class YamlSource {
   readonly doc: Document;
   readonly #lines: LineCounter;
+  readonly #value: unknown;
 
-  private constructor(doc: Document, lines: LineCounter) {
+  private constructor(doc: Document, lines: LineCounter, value: unknown) {
     this.doc = doc;
     this.#lines = lines;
+    this.#value = value;
   }
 
-  /** Parses `text`; syntax errors are in `doc.errors` (see {@link errors}). */
-  static parse(text: string): YamlSource {
-    const lines = new LineCounter();
-    const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
-    return new YamlSource(doc, lines);
-  }
-
-  /** YAML syntax errors with their positions. */
-  errors(): { position: FilePosition; message: string }[] {
-    return this.doc.errors.map((error) => ({
-      position: this.#at(error.pos[0]),
-      message: error.message.split('\n', 1)[0] ?? error.message,
-    }));
+  /**
+   * Parses `text`, or says why it cannot be read: syntax errors, an alias bomb (more than
+   * MAX_YAML_ALIAS_COUNT expansions), nesting too deep. Never throws.
+   */
+  static parse(text: string): YamlSource | { readonly failures: readonly YamlFailure[] } {
+    const read = readYaml(text, 'plan');
+    const at = (offset: number): FilePosition => {
+      const { line, col } = read.lineCounter.linePos(offset);
+      return { line, column: col };
+    };
+    if (read.ok) return new YamlSource(read.doc, read.lineCounter, read.value);
+    const errors = read.doc?.errors ?? [];
+    if (errors.length > 0) {
+      return {
+        failures: errors.map((error) => ({
+          position: at(error.pos[0]),
+          message: error.message.split('\n', 1)[0] ?? error.message,
+        })),
+      };
+    }
+    const refusal = read.refusal ?? { message: 'Invalid YAML in plan', offset: 0 };
+    return { failures: [{ position: at(refusal.offset), message: refusal.message }] };
   }
 
   /** The value as plain data (aliases resolved). */
   value(): unknown {
-    return this.doc.toJS({ maxAliasCount: 100 });
+    return this.#value;
   }
 
   /** Where the value at `path` starts; the nearest ancestor that exists when it does not. */

@@ -60,6 +60,12 @@ export function emitAgentReport(
       supervisor.emit('agent:waiting', ref);
       handle.emit('waiting', ref);
       return;
+    case 'warnings': {
+      const event = { ...ref, warnings: report.warnings };
+      supervisor.emit('agent:warnings', event);
+      handle.emit('warnings', event);
+      return;
+    }
     case 'instructed': {
       const event = { ...ref, text: report.text };
       supervisor.emit('agent:instructed', event);

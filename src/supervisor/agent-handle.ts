@@ -11,6 +11,7 @@ import type {
   AgentToolCall,
   AgentUsage,
   AgentWaiting,
+  AgentWarnings,
 } from './events.ts';
 
 /** Events of one agent, with the same payloads as the supervisor's `agent:*` events. */
@@ -21,6 +22,7 @@ export interface AgentHandleEvents {
   usage: [event: AgentUsage];
   text: [event: AgentText];
   waiting: [event: AgentWaiting];
+  warnings: [event: AgentWarnings];
   instructed: [event: AgentInstructed];
   restarted: [event: AgentRestarted];
   ended: [event: AgentEnded];

@@ -1,6 +1,9 @@
 /** The definitions a supervisor spawns by name: explicit ones first, then discovery from its cwd. */
 import { discoverAgents } from '../definition/discovery.ts';
 import type { AgentDefinition } from '../definition/types.ts';
+import { UserError } from '../errors.ts';
+import { loadProjectMcpFile, type McpServers } from '../mcp/config.ts';
+import { projectDirs } from '../prompt/project-dirs.ts';
 import type { PreparedSupervisorOptions } from './options.ts';
 
 /** Definitions by name. Explicit `definitions` shadow discovered ones of the same name. */
@@ -12,4 +15,25 @@ export async function loadDefinitions(
   for (const agent of found.agents) byName.set(agent.definition.name, agent.definition);
   for (const definition of options.definitions) byName.set(definition.name, definition);
   return byName;
+}
+
+/**
+ * The MCP servers agents of this supervisor may use: `.mcp.json` at the project root (unless
+ * `mcpProjectFile: false`), then the `mcpServers` option, which wins for a name in both. A broken
+ * `.mcp.json` is a UserError `invalid_mcp_config` before anything runs.
+ */
+export async function runMcpServers(
+  options: Pick<PreparedSupervisorOptions, 'cwd' | 'mcpServers' | 'mcpProjectFile'>,
+): Promise<McpServers> {
+  if (!options.mcpProjectFile) return options.mcpServers;
+  const root = (await projectDirs(options.cwd))[0] ?? options.cwd;
+  const project = await loadProjectMcpFile(root);
+  const problem = project.problems[0];
+  if (problem) {
+    const where = problem.path.length > 0 ? ` (${problem.path.join('.')})` : '';
+    throw new UserError('invalid_mcp_config', `${project.file ?? root}: ${problem.message}${where}`, {
+      file: project.file,
+    });
+  }
+  return { ...project.servers, ...options.mcpServers };
 }

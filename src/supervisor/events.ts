@@ -1,6 +1,7 @@
 /** Typed supervisor events: one stream for every agent, nested ones included. */
 import type { EngineEvents } from '../engines/events.ts';
 import type { SerializedError } from '../errors.ts';
+import type { StartedWarning } from '../journal/events.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 
 export type {
@@ -49,6 +50,10 @@ export interface AgentText extends AgentRef {
   readonly text: string;
 }
 export interface AgentWaiting extends AgentRef {}
+/** Problems with an agent's tools when it started: unknown tool names, unreachable MCP servers. */
+export interface AgentWarnings extends AgentRef {
+  readonly warnings: readonly StartedWarning[];
+}
 export interface AgentInstructed extends AgentRef {
   readonly text: string;
 }
@@ -84,6 +89,7 @@ export interface SupervisorEvents extends EngineEvents {
   'agent:usage': [event: AgentUsage];
   'agent:text': [event: AgentText];
   'agent:waiting': [event: AgentWaiting];
+  'agent:warnings': [event: AgentWarnings];
   'agent:instructed': [event: AgentInstructed];
   'agent:completed': [event: AgentEnded];
   'agent:failed': [event: AgentEnded];

@@ -18,8 +18,10 @@ import {
   type ThreadBackendOptions,
 } from '../engines/threads/options.ts';
 import { describeValue, UserError } from '../errors.ts';
+import { type McpServers, readMcpServerMap } from '../mcp/config.ts';
 import { nonNegative, oneOf, positiveInt } from '../option-checks.ts';
 import type { ProviderConfig, ProviderLimits, ToolModuleRef } from '../protocol/messages.ts';
+import { type ModelMap, parseModelMap } from '../providers/models.ts';
 import type { JsonSchema, ToolOutcome } from '../tools/types.ts';
 
 /** Context a host tool runs with, on the supervisor (main thread). */
@@ -54,8 +56,23 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
   readonly providers?: Readonly<Record<string, ProviderConfig>>;
   /** Provider used when a spawn names none. @default the first key of `providers` */
   readonly defaultProvider?: string;
-  /** Model used when neither the spawn nor the definition names one. @default 'default' */
+  /**
+   * Model used when neither the spawn nor the definition names one (`default`, or `inherit` with no
+   * parent). An alias is resolved like any other. @default 'default': the provider's default model
+   */
   readonly defaultModel?: string;
+  /**
+   * Model aliases added or overridden (`{ sonnet: 'claude-sonnet-4-5' }`, or `openai:haiku` for one
+   * provider), over the built-in tables (see providers/models.ts). @default {}
+   */
+  readonly modelMap?: Readonly<Record<string, string>>;
+  /**
+   * MCP servers every agent may use (Claude Code's format, see mcp/config.ts), in addition to
+   * `.mcp.json` at the project root; a server named in both is taken from here. @default {}
+   */
+  readonly mcpServers?: Readonly<Record<string, unknown>>;
+  /** Read `.mcp.json` at the project root (the git root, else `cwd`). @default true */
+  readonly mcpProjectFile?: boolean;
   /** Admission limits per provider key (the provider name). */
   readonly limits?: Readonly<Record<string, ProviderLimits>>;
   /** User tool modules, imported where the agents run (each thread, each worker). */
@@ -84,6 +101,9 @@ export interface PreparedSupervisorOptions extends EngineOptions, PreparedThread
   readonly backend: Backend;
   readonly defaultProvider: string;
   readonly defaultModel: string;
+  readonly modelMap: ModelMap;
+  readonly mcpServers: McpServers;
+  readonly mcpProjectFile: boolean;
   readonly hostTools: Readonly<Record<string, HostTool>>;
   readonly definitions: readonly AgentDefinition[];
   readonly compat: boolean;
@@ -128,6 +148,17 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
       );
     }
   }
+  let mcpServers: McpServers = {};
+  if (options.mcpServers !== undefined) {
+    const read = readMcpServerMap(options.mcpServers);
+    const problem = read.problems[0];
+    if (problem) {
+      const option = ['mcpServers', ...problem.path].join('.');
+      throw new UserError('invalid_option', `\`${option}\`: ${problem.message}`, { option });
+    }
+    mcpServers = read.servers;
+  }
+  const modelMap = options.modelMap === undefined ? {} : parseModelMap(options.modelMap);
   const redis = backend === 'redis' ? prepareRedisOptions(options) : undefined;
   const restart = {
     maxRetries: nonNegative('restart.maxRetries', options.restart?.maxRetries, 3),
@@ -145,6 +176,9 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     providers,
     defaultProvider,
     defaultModel: options.defaultModel ?? 'default',
+    modelMap,
+    mcpServers,
+    mcpProjectFile: options.mcpProjectFile ?? true,
     limits: options.limits ?? {},
     toolModules: options.toolModules ?? [],
     hostTools: options.hostTools ?? {},

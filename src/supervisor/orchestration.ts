@@ -24,7 +24,10 @@ export const ORCHESTRATION_TOOLS: readonly HostToolDeclaration[] = [
     parameters: {
       type: 'object',
       properties: {
-        agent: { type: 'string', description: 'Definition name, e.g. "worker".' },
+        agent: {
+          type: 'string',
+          description: 'Definition name, e.g. "worker" (what Claude Code\'s Task tool calls subagent_type).',
+        },
         task: { type: 'string', description: 'The task for the subagent.' },
         context: {
           type: 'array',

@@ -5,6 +5,8 @@
 import type { AgentDefinition } from '../definition/types.ts';
 import { SystemError } from '../errors.ts';
 import type { ActorSpec } from '../protocol/messages.ts';
+import { resolveModel } from '../providers/models.ts';
+import type { PreparedSupervisorOptions } from './options.ts';
 
 /** {@link ActorSpec}, mutable, with `definition` unset until the spawn name is resolved. */
 export type RecordSpec = { -readonly [K in Exclude<keyof ActorSpec, 'definition'>]: ActorSpec[K] } & {
@@ -25,4 +27,27 @@ export function actorSpec(spec: RecordSpec): ActorSpec {
     );
   }
   return { ...spec, definition };
+}
+
+/**
+ * The model id a spawn runs with (both engines): the spawn's own model, else the definition's,
+ * with `inherit` taking the parent's resolved model and aliases resolved for the spawn's provider.
+ * `spec.model` is `''` when the spawn named none.
+ */
+export function spawnModel(
+  spec: RecordSpec,
+  options: Pick<PreparedSupervisorOptions, 'providers' | 'defaultModel' | 'modelMap'>,
+  modelOf: (agentId: string) => string | undefined,
+): string {
+  const kind = options.providers[spec.provider]?.kind ?? 'module';
+  const parentModel = spec.parentId === undefined ? undefined : modelOf(spec.parentId);
+  return resolveModel({
+    kind,
+    provider: spec.provider,
+    ...(spec.model === '' ? {} : { requested: spec.model }),
+    definitionModel: spec.definition?.model ?? 'default',
+    ...(parentModel === undefined || parentModel === '' ? {} : { parentModel }),
+    defaultModel: options.defaultModel,
+    modelMap: options.modelMap,
+  }).id;
 }

@@ -1,17 +1,18 @@
 /**
  * Resolving a spawn before it runs, the same for every engine: the named definition, the provider,
- * and the model (the spawn's, else the definition's, else the supervisor's default).
+ * and the model (see spawnModel: aliases, `inherit`, the supervisor's default).
  */
 import type { AgentDefinition } from '../definition/types.ts';
 import { type SerializedError, UserError } from '../errors.ts';
-import type { ProviderConfig } from '../protocol/messages.ts';
-import type { RecordSpec } from './record-spec.ts';
+import type { PreparedSupervisorOptions } from './options.ts';
+import { type RecordSpec, spawnModel } from './record-spec.ts';
 
 /** What resolution reads of the supervisor. */
 export interface SpawnDefaults {
   readonly definitions: ReadonlyMap<string, AgentDefinition>;
-  readonly providers: Readonly<Record<string, ProviderConfig>>;
-  readonly defaultModel: string;
+  readonly options: Pick<PreparedSupervisorOptions, 'providers' | 'defaultModel' | 'modelMap'>;
+  /** The resolved model of a known agent (a spawn's parent, for `inherit`). */
+  readonly modelOf: (agentId: string) => string | undefined;
 }
 
 /**
@@ -32,13 +33,10 @@ export function resolveSpawn(
     }
     spec.definition = definition;
   }
-  if (!(spec.provider in defaults.providers)) {
+  if (!(spec.provider in defaults.options.providers)) {
     const message = `No provider named \`${spec.provider}\``;
     return new UserError('unknown_provider', message, { provider: spec.provider }).toJSON();
   }
-  if (spec.model === '') {
-    const model = spec.definition?.model ?? 'default';
-    spec.model = model === 'default' || model === 'inherit' ? defaults.defaultModel : model;
-  }
+  spec.model = spawnModel(spec, defaults.options, defaults.modelOf);
   return undefined;
 }

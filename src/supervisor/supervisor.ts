@@ -14,12 +14,13 @@ import { type SerializedError, serializeError, UserError } from '../errors.ts';
 import type { AuditEvent } from '../journal/events.ts';
 import { cancelledError, completedOutcome, failedOutcome } from '../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
+import type { McpServers } from '../mcp/config.ts';
 import type { HostStats } from '../protocol/messages.ts';
 import type { Usage } from '../providers/types.ts';
 import { emitAgentReport } from './agent-events.ts';
 import type { AgentHandle } from './agent-handle.ts';
 import { type AgentRecord, createRecord, hasEnded } from './agent-record.ts';
-import { loadDefinitions } from './definitions.ts';
+import { loadDefinitions, runMcpServers } from './definitions.ts';
 import type { SupervisorEvents } from './events.ts';
 import { FanOut, type FanOutOptions, type SpawnSpec } from './fanout.ts';
 import { runHostTool } from './host-tools.ts';
@@ -51,6 +52,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly #agents = new Map<string, AgentRecord>();
   readonly #results = new ResultCheck();
   #definitions: Map<string, AgentDefinition> = new Map();
+  /** MCP servers every agent may use (the option and `.mcp.json`), known once started. */
+  #mcpServers: McpServers = {};
   #starting: Promise<void> | undefined;
   #closed = false;
   #closing: Promise<void> | undefined;
@@ -87,11 +90,14 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   /** Loads definitions and starts the engine (threads, or the Redis connection). Called by the first spawn. */
   start(): Promise<void> {
-    this.#starting ??= Promise.all([loadDefinitions(this.#options), this.#engine.start()]).then(
-      ([definitions]) => {
-        this.#definitions = definitions;
-      },
-    );
+    this.#starting ??= Promise.all([
+      loadDefinitions(this.#options),
+      runMcpServers(this.#options),
+      this.#engine.start(),
+    ]).then(([definitions, mcpServers]) => {
+      this.#definitions = definitions;
+      this.#mcpServers = mcpServers;
+    });
     return this.#starting;
   }
 
@@ -119,6 +125,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         model: options.model ?? '',
         limits: options.limits ?? {},
         resume: options.resume ?? false,
+        mcpServers: {},
       },
       retryOf: options.retryOf,
       agent: typeof agent === 'string' ? agent : agent.name,
@@ -213,13 +220,14 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     if (record.state !== 'pending') return;
     const problem = resolveSpawn(record.spec, name, {
       definitions: this.#definitions,
-      providers: this.#options.providers,
-      defaultModel: this.#options.defaultModel,
+      options: this.#options,
+      modelOf: (agentId) => this.#agents.get(agentId)?.spec.model,
     });
     if (problem) {
       this.#fail(record, 'invalid_request', problem);
       return;
     }
+    record.spec.mcpServers = this.#mcpServers;
     const { retryOf } = record;
     if (retryOf === undefined) {
       this.#run(record);

@@ -16,3 +16,7 @@ export const GREP_MAX_FILE_BYTES = 2 * 1024 * 1024;
 export const GREP_SKIPPED_DIRS: ReadonlySet<string> = new Set(['node_modules', '.git']);
 /** Bytes inspected for a NUL byte to decide that a file is binary. */
 export const BINARY_SNIFF_BYTES = 8000;
+/** Paths `glob` returns at most. */
+export const GLOB_RESULT_LIMIT = 500;
+/** Files `glob` looks at before it stops (a pattern over a huge tree must end). */
+export const GLOB_MAX_VISITED = 200_000;

@@ -29,6 +29,10 @@ export type ToolboxDefinition = Pick<
 export interface ToolboxOptions {
   /** The agent's working directory; file tools are confined to it. */
   readonly cwd: string;
+  /** Where `/path` rules (`Read(/src/**)`) start. @default cwd */
+  readonly projectRoot?: string;
+  /** Where `~/path` rules start. @default os.homedir() */
+  readonly home?: string;
   readonly agentId: string;
   /** Waits between retries. @default a timer that stops on abort */
   readonly sleep?: Sleep;
@@ -51,15 +55,14 @@ export interface Toolbox {
   /** Admitted tools by canonical name. */
   readonly admitted: ReadonlyMap<string, Tool>;
   readonly promptTools: PromptTools;
-  /** Names in the definition's `tools`/`disallowedTools` that match no registered tool. */
-  readonly unmatchedToolNames: readonly string[];
   /** The model-facing name of an admitted tool. */
   modelName(canonical: string): string | undefined;
   /** The canonical name behind a model-facing name of an admitted tool. */
   canonicalName(modelName: string): string | undefined;
   /**
-   * Runs a model's tool call: maps names back, re-checks the policy, validates the arguments, then
-   * executes with the tool's retry policy. Never throws: every problem is a failed outcome.
+   * Runs a model's tool call: maps names back, re-checks the policy, validates the arguments,
+   * checks the call against the definition's rules (`Bash(git diff:*)`), then executes with the
+   * tool's retry policy. Never throws: every problem is a failed outcome.
    */
   call(
     modelName: string,
@@ -78,8 +81,12 @@ export function buildToolbox(
   registry: ToolRegistry,
   options: ToolboxOptions,
 ): Toolbox {
-  const policy = buildToolPolicy(def);
   const cwd = path.resolve(options.cwd);
+  const policy = buildToolPolicy(def, {
+    cwd,
+    ...(options.projectRoot === undefined ? {} : { projectRoot: options.projectRoot }),
+    ...(options.home === undefined ? {} : { home: options.home }),
+  });
   const sleep = options.sleep ?? defaultSleep;
   const random = options.random ?? Math.random;
   const overrideOf = (canonical: string): string =>
@@ -154,7 +161,6 @@ export function buildToolbox(
     specs,
     admitted,
     promptTools: { names, background },
-    unmatchedToolNames: policy.unmatched(new Set(registry.names())),
     modelName: (canonical) => (admitted.has(canonical) ? modelNameOf.get(canonical) : undefined),
     canonicalName: (modelName) => toCanonical.get(modelName),
 
@@ -188,8 +194,20 @@ export function buildToolbox(
         return failed(canonical, `Invalid arguments for \`${modelName}\`: ${described}`);
       }
 
+      const refused = await policy.callRefusal(tool, mapped.args);
+      if (refused !== undefined) {
+        return failed(canonical, `\`${modelName}\` refused this call: ${refused}. Do not retry it as is.`);
+      }
+
       const signal = callOptions.signal ?? new AbortController().signal;
-      const ctx: ToolContext = { signal, cwd, agentId: options.agentId, bash: def.bash };
+      const guard = policy.guard(tool);
+      const ctx: ToolContext = {
+        signal,
+        cwd,
+        agentId: options.agentId,
+        bash: def.bash,
+        ...(guard === undefined ? {} : { guard }),
+      };
       const retry = def.toolConfig[canonical]?.retry ?? DEFAULT_TOOL_RETRY;
       let attempts = 0;
       for (;;) {

@@ -37,6 +37,17 @@ export interface ToolOutcome {
   readonly data?: unknown;
 }
 
+/**
+ * Checks a tool makes for what a call reaches beyond its arguments, from the agent's permission
+ * rules: each returns why the access is refused, or undefined when it is allowed.
+ */
+export interface ToolGuard {
+  /** A file or directory a walk found (`grep`, `glob`, `list_dir`), as an absolute real path. */
+  readonly path?: (absolute: string) => string | undefined;
+  /** A host an HTTP request goes to, redirects included (`web_fetch`). */
+  readonly host?: (host: string) => string | undefined;
+}
+
 /** What a tool can see and do while it runs. */
 export interface ToolContext {
   readonly signal: AbortSignal;
@@ -45,6 +56,8 @@ export interface ToolContext {
   readonly agentId: string;
   /** The agent's bash settings, for `run_terminal_cmd`; troupe's defaults apply when absent. */
   readonly bash?: BashConfig;
+  /** What the agent's permission rules refuse beyond the call's own arguments. */
+  readonly guard?: ToolGuard;
 }
 
 /** A tool the model can call. Names are canonical; overrides map them to model-facing names. */

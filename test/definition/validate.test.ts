@@ -48,6 +48,7 @@ describe('defaults', () => {
       source: 'project',
       path: FILE,
       extra: {},
+      mcpServers: [],
       bodyLine: 5,
     });
   });
@@ -304,15 +305,20 @@ describe('tool references', () => {
     ]);
   });
 
-  it('warns about unknown names in tools and disallowedTools', () => {
-    const result = parse('name: a\ndescription: d\ntools: [read_file, Read]\ndisallowedTools: Bash', {
-      knownTools,
-    });
+  it('warns about unknown names in tools and disallowedTools, at the name inside a string', () => {
+    const result = parse(
+      'name: a\ndescription: d\ntools: [read_file, Read, Glob, reed]\ndisallowedTools: Bash, BASSH',
+      {
+        knownTools,
+      },
+    );
     expect(result.errors).toEqual([]);
     expect(result.warnings.map(({ code, path, line, column }) => [code, path, line, column])).toEqual([
-      ['unknown_tool', '/tools/1', 4, 20],
-      ['unknown_tool', '/disallowedTools', 5, 18],
+      ['unknown_tool', '/tools/2', 4, 26],
+      ['unknown_tool', '/tools/3', 4, 32],
+      ['unknown_tool', '/disallowedTools/1', 5, 24],
     ]);
+    expect(result.warnings[0]?.message).toContain('admits `glob`, which is not registered here');
   });
 
   it('does not check tool names when no registry is given', () => {

@@ -1,9 +1,12 @@
 /** Every runnable example, run the way docs/examples.md says, on the simulated model (or a local fake server). */
+
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
+import type { RunSummary } from '../../src/run-dir/summary.ts';
 import {
   captureIO,
   readResults,
@@ -59,7 +62,7 @@ describe('examples', () => {
     expect(stdout).toMatch(/^0: \{"summary":"\[simulated\] Task: Count the words/m);
   });
 
-  it('harness/plan.yaml runs one agent over the JSONL data set, with structured verdicts', async () => {
+  it('harness/plan.yaml runs one agent over the JSONL data set, with structured verdicts and scores', async () => {
     const out = path.join(dir, 'harness');
     const io = captureIO();
     expect(
@@ -73,7 +76,46 @@ describe('examples', () => {
         verdict: expect.stringMatching(/^(pass|fail)$/),
         summary: expect.any(String),
       });
+      expect(Object.keys(line.scores ?? {})).toEqual(['verdict', 'shape', 'review']);
     }
+    // The simulated grader passes every document; the data set expects `threads` to fail.
+    const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as RunSummary;
+    expect(summary.scoring?.scorers).toMatchObject({
+      verdict: { passed: 3, items: 4 },
+      shape: { passed: 4 },
+      review: { type: 'judge', passed: 4, errors: 0 },
+    });
+  });
+
+  it('harness: data set -> run -> score -> change the prompt -> compare, as docs/examples.md shows', async () => {
+    const v1 = path.join(dir, 'harness-v1');
+    const v2 = path.join(dir, 'harness-v2');
+    for (const [plan, out] of [
+      ['plan.yaml', v1],
+      ['plan-v2.yaml', v2],
+    ] as const) {
+      expect(
+        await main(
+          ['fanout', path.join(repoRoot, 'examples/harness', plan), '--out', out, '--json'],
+          captureIO(),
+        ),
+      ).toBe(0);
+    }
+    const score = captureIO();
+    expect(await main(['score', v1], score)).toBe(0);
+    expect(score.out()).toContain('verdict (jsonPath): 3/4 passed (75.0%), mean 0.75');
+
+    // The strict grader fails every document: 1 of 4 verdicts right. The gate stops it.
+    const html = path.join(dir, 'harness-compare.html');
+    const compare = captureIO();
+    expect(await main(['compare', v1, v2, '--gate', 'verdict', '--html', html], compare)).toBe(1);
+    expect(compare.out()).toMatch(/^verdict\s+3\/4 75\.0%\s+1\/4 25\.0%\s+-50\.0 pp/m);
+    expect(compare.out()).toContain(
+      'gate verdict:0: FAILED (pass rate 75.0% -> 25.0%, -50.0 pp, below +0.0 pp)',
+    );
+    expect(readFileSync(html, 'utf8')).toContain('<section id="scorers">');
+    // Compared the other way round, the change is an improvement and the gate passes.
+    expect(await main(['compare', v2, v1, '--gate', 'verdict'], captureIO())).toBe(0);
   });
 
   describe('local-server/plan.yaml against an OpenAI-compatible server on 127.0.0.1', () => {

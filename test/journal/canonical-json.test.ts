@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { hasErrorCode } from '../../src/errors.ts';
+import { hasErrorCode, isTroupeError } from '../../src/errors.ts';
 import { canonicalJson, hashValue, sha256Hex } from '../../src/journal/canonical-json.ts';
+import { MAX_JSON_DEPTH } from '../../src/journal/constants.ts';
 
 describe('canonicalJson', () => {
   it('sorts keys by code unit, integer-like keys included, at every depth', () => {
@@ -51,5 +52,26 @@ describe('canonicalJson', () => {
   it('hashes the canonical text with SHA-256', () => {
     expect(sha256Hex('')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
     expect(hashValue({ b: 1, a: 2 })).toBe(sha256Hex('{"a":2,"b":1}'));
+  });
+});
+
+describe('canonicalJson on hostile values', () => {
+  it('refuses nesting deeper than MAX_JSON_DEPTH with a typed error, not a stack overflow', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 50_000; i++) deep = [deep];
+    let error: unknown;
+    try {
+      canonicalJson({ data: deep });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(isTroupeError(error) && error.code).toBe('journal_unserializable');
+    expect((error as Error).message).toContain(`at most ${MAX_JSON_DEPTH} levels`);
+  });
+
+  it('writes values nested exactly MAX_JSON_DEPTH levels deep', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < MAX_JSON_DEPTH; i++) deep = { a: deep };
+    expect(canonicalJson(deep)).toBe(JSON.stringify(deep));
   });
 });

@@ -37,6 +37,40 @@ describe('redactText', () => {
     ['a bare key anywhere', `the key is ${ANTHROPIC_KEY}.`, 'the key is [REDACTED].'],
     ['a GitHub token', 'ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345', REDACTED],
     ['an AWS access key id', 'AKIAIOSFODNN7EXAMPLE', REDACTED],
+    ['a GitLab token', 'glpat-AbCdEfGhIjKlMnOpQrSt', REDACTED],
+    ['a Stripe key', 'sk_live_4eC39HqLyjWDarjtT1zdp7dc', REDACTED],
+    ['a Hugging Face token', 'hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456', REDACTED],
+    ['an npm token', 'npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789', REDACTED],
+    [
+      'a JWT',
+      'auth eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N',
+      `auth ${REDACTED}`,
+    ],
+    [
+      'a password in a database URL',
+      'DATABASE_URL is postgres://app:S3cr3t-pw@db.internal:5432/app',
+      'DATABASE_URL is postgres://app:[REDACTED]@db.internal:5432/app',
+    ],
+    [
+      'a password with no user name',
+      'connect to redis://:hunter2@cache:6379/0',
+      'connect to redis://:[REDACTED]@cache:6379/0',
+    ],
+    [
+      'a PEM private key, body and headers',
+      '-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nMIIEowIBAAKCAQEA7bq0\nZm9vYmFy==\n-----END RSA PRIVATE KEY-----\nafter',
+      '-----BEGIN RSA PRIVATE KEY-----\n[REDACTED]\n-----END RSA PRIVATE KEY-----\nafter',
+    ],
+    [
+      'a PEM private key cut off before its END line',
+      'key:\n-----BEGIN PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq0\nZm9v',
+      'key:\n-----BEGIN PRIVATE KEY-----\n[REDACTED]',
+    ],
+    [
+      'a PEM private key inside a JSON string',
+      '{"pem":"-----BEGIN EC PRIVATE KEY-----\\nMHcCAQEEIBYr\\nAwEHoUQDQgAE\\n-----END EC PRIVATE KEY-----\\n"}',
+      '{"pem":"-----BEGIN EC PRIVATE KEY-----\\n[REDACTED]\\n-----END EC PRIVATE KEY-----\\n"}',
+    ],
   ])('masks %s', (_name, input, expected) => {
     expect(redactText(input)).toBe(expected);
   });
@@ -46,6 +80,8 @@ describe('redactText', () => {
     'risk-assessment with sk-learn',
     'max_tokens: 10, maxTokens=5, tokenizer: o200k',
     '{"inputTokens": 4000, "name": "x"}',
+    'clone ssh://git@github.com/x/y and https://example.com:8443/path?q=1',
+    '-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkq\n-----END PUBLIC KEY-----',
   ])('leaves ordinary text alone: %s', (text) => {
     expect(redactText(text)).toBe(text);
   });
@@ -71,6 +107,13 @@ describe('redactText', () => {
     '0123456789',
     REDACTED,
     'x',
+    '://',
+    '@',
+    'u:p@',
+    '-----BEGIN RSA PRIVATE KEY-----',
+    '-----END RSA PRIVATE KEY-----',
+    'MIIEow==',
+    '\\n',
   );
   const texts = fc.array(fc.oneof(pieces, fc.string()), { maxLength: 30 }).map((parts) => parts.join(''));
 

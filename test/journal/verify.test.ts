@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../src/journal/canonical-json.ts';
+import { eventHash } from '../../src/journal/chain.ts';
 import type { AuditEvent, AuditEventInput } from '../../src/journal/events.ts';
 import { parseJournal } from '../../src/journal/reader.ts';
 import { MemoryJournal } from '../../src/journal/sink.ts';
@@ -105,6 +107,47 @@ describe('verifyJournal', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('rejects a journal converted to CRLF line endings, naming the first line and the reason', () => {
+    const { bytes } = sampleJournal();
+    const crlf = Buffer.from(bytes.toString('utf8').replaceAll('\n', '\r\n'), 'utf8');
+    const result = verifyJournalContents(parseJournal(crlf), { rerender });
+    expect(result).toMatchObject({
+      ok: false,
+      checkedEvents: 0,
+      firstBad: { seq: 0, reason: 'damaged_line' },
+    });
+    expect(result.firstBad?.message).toMatch(/^Line 1: .*carriage return/);
+  });
+
+  it('rejects a journal with a byte order mark, and one whose JSON was re-formatted', () => {
+    const { bytes, events } = sampleJournal();
+    const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytes]);
+    const withBom = verifyJournalContents(parseJournal(bom), { rerender });
+    expect(withBom).toMatchObject({ ok: false, firstBad: { seq: 0, reason: 'damaged_line' } });
+    expect(withBom.firstBad?.message).toMatch(/^Line 1: .*byte order mark/);
+
+    const lines = bytes.toString('utf8').split('\n');
+    lines[3] = JSON.stringify(JSON.parse(lines[3] ?? ''), null, 1).replaceAll('\n', '');
+    const spaced = verifyJournalContents(parseJournal(lines.join('\n')), { rerender });
+    // Same value, so the same hash: only the bytes tell.
+    const reformatted = JSON.parse(lines[3] ?? '') as AuditEvent;
+    expect(eventHash(reformatted)).toBe(reformatted.hash);
+    expect(spaced).toMatchObject({
+      ok: false,
+      checkedEvents: 3,
+      firstBad: { seq: 3, reason: 'damaged_line' },
+    });
+    expect(spaced.firstBad?.message).toMatch(/^Line 4: .*canonical/);
+    expect(events.length).toBeGreaterThan(4);
+  });
+
+  it('accepts lines of the earlier writer, which sorted `hash` among the other members', () => {
+    const { events } = sampleJournal();
+    const older = `${events.map((event) => canonicalJson(event)).join('\n')}\n`;
+    expect(older).not.toBe(sampleJournal().bytes.toString('utf8'));
+    expect(verifyJournalContents(parseJournal(older), { rerender })).toMatchObject({ ok: true });
   });
 
   it('reports a lost line as missing_event at its seq', () => {

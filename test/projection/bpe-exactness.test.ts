@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Projection } from '../../src/projection/projection.ts';
 import { findCutRange, isSafeCut } from '../../src/projection/safe-cuts.ts';
-import { cl100kCounter, o200kCounter } from '../../src/projection/token-counter.ts';
+import { BpeCounter, cl100kCounter, o200kCounter } from '../../src/projection/token-counter.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const corpusDir = path.resolve(repoRoot, '../shared/corpus');
@@ -43,6 +43,22 @@ const anyText = fc.oneof(
 );
 
 const counters = [o200kCounter, cl100kCounter];
+
+/** Counters that cut runs longer than 5 code points, with text full of such runs: the ledger must
+ * stay exact when long pieces are counted in chunks. */
+const cuttingCounters = [new BpeCounter('o200k', 5), new BpeCounter('cl100k', 5)];
+const RUNS = [
+  'AAAAAAAAAAAA',
+  'aaaaaaaaaaaaa',
+  '            ',
+  '\n\n\n\n\n\n\n',
+  '------------',
+  '中中中中中中中中中中中中',
+  '////\n\n\n\n',
+];
+const withRuns = fc
+  .array(fc.constantFrom(...TRICKY, ...RUNS, ...RUNS), { maxLength: 30 })
+  .map((parts) => parts.join(''));
 
 describe('safe cuts', () => {
   it('finds cuts only where the rule says', () => {
@@ -79,6 +95,22 @@ describe('safe cuts', () => {
     },
   );
 
+  it.each(cuttingCounters.map((c) => [c.name, c] as const))(
+    '%s with long pieces cut: count(x) = count(x[..i]) + count(x[i..]) at every safe cut',
+    (_name, counter) => {
+      fc.assert(
+        fc.property(withRuns, (text) => {
+          const whole = counter.count(text);
+          for (let i = 1; i < text.length; i++) {
+            if (isSafeCut(text, i))
+              expect(counter.count(text.slice(0, i)) + counter.count(text.slice(i))).toBe(whole);
+          }
+        }),
+        { numRuns: 500 },
+      );
+    },
+  );
+
   it('holds at every safe cut of real text', () => {
     for (const text of corpus.slice(0, 12)) {
       const sample = text.slice(0, 3000);
@@ -112,6 +144,24 @@ describe('exact BPE ledger', () => {
         fc.property(
           fc.array(anyText, { maxLength: 12 }),
           fc.array(anyText, { maxLength: 12 }),
+          (context, entries) => {
+            const p = new Projection({ context, counter, reserveTokens: 0 });
+            for (const entry of entries) p.pushHistory(entry);
+            expect(p.renderTokens()).toBe(counter.count(p.render()));
+          },
+        ),
+        { numRuns: 150 },
+      );
+    },
+  );
+
+  it.each(cuttingCounters.map((c) => [c.name, c] as const))(
+    '%s with long pieces cut: a projection counts exactly like its render',
+    (_name, counter) => {
+      fc.assert(
+        fc.property(
+          fc.array(withRuns, { maxLength: 8 }),
+          fc.array(withRuns, { maxLength: 8 }),
           (context, entries) => {
             const p = new Projection({ context, counter, reserveTokens: 0 });
             for (const entry of entries) p.pushHistory(entry);

@@ -30,6 +30,7 @@ export function makeDefinition(fields: Partial<AgentDefinition> = {}): AgentDefi
     source: 'project',
     path: '/project/.troupe/agents/tester.md',
     extra: {},
+    mcpServers: [],
     bodyLine: 5,
     ...fields,
   };

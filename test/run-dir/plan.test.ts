@@ -155,7 +155,7 @@ describe('loadPlan', () => {
       ),
       'plan.yaml:5:11: runs[0].task: expected a non-empty string, got `3` (number)',
       'plan.yaml:6:5: runs[1].agent: expected an agent name (here or as the plan `agent`), got nothing',
-      'plan.yaml:7:5: runs[1].extra: expected one of agent, task, context, metadata, id, got `"extra"` (string)',
+      'plan.yaml:7:5: runs[1].extra: expected one of agent, task, context, metadata, id, expected, got `"extra"` (string)',
     ]);
   });
 
@@ -179,7 +179,7 @@ describe('loadPlan', () => {
         /^plan\.yaml:1:8: agent: expected the name of an available agent .*, got `"ghost"` \(string\)$/,
       ),
       'tasks.jsonl:3:2: task: expected a non-empty string, got `3` (number)',
-      'tasks.jsonl:3:13: x: expected one of task, context, metadata, id, got `"x"` (string)',
+      'tasks.jsonl:3:13: x: expected one of task, context, metadata, id, expected, got `"x"` (string)',
       expect.stringMatching(/^tasks\.jsonl:4:1: line 4: expected a JSON object, got invalid JSON \(.*\)$/),
       'tasks.jsonl:5:1: line 5: expected a JSON object, got `[1]` (array)',
     ]);
@@ -216,7 +216,63 @@ describe('loadPlan', () => {
     ]);
   });
 
+  it('reports an alias bomb as a plan problem at the first alias, never as an internal error', async () => {
+    const bomb = [
+      'a: &a [x, x, x, x, x, x, x, x, x]',
+      ...'bcdefgh'.split('').map((k, i) => `${k}: &${k} [${`*${'abcdefgh'[i]}, `.repeat(9).slice(0, -2)}]`),
+      'runs:',
+      '  - agent: worker',
+      '    task: t',
+    ].join('\n');
+    expect(await problemsOf(write('bomb.yaml', bomb))).toEqual([
+      expect.stringMatching(/^bomb\.yaml:2:8: \(yaml\): .*expected at most 100 alias expansions/),
+    ]);
+  });
+
+  it('reports flow collections nested absurdly deep as a plan problem', async () => {
+    const deep = `runs: ${'['.repeat(5000)}${']'.repeat(5000)}\n`;
+    expect(await problemsOf(write('deep.yaml', deep))).toEqual([
+      expect.stringMatching(/^deep\.yaml:1:\d+: \(yaml\): .*nested at most 64 levels deep/),
+    ]);
+  });
+
   it('fails with plan_not_found for a file that does not exist', async () => {
     await expect(loadPlan(path.join(dir, 'absent.yaml'))).rejects.toMatchObject({ code: 'plan_not_found' });
+  });
+});
+
+describe('model aliases and MCP servers in plans', () => {
+  it('reads modelMap and mcpServers, and reports what is wrong in them with line and column', async () => {
+    const good = write(
+      'good.yaml',
+      [
+        'agent: worker',
+        'runs: [{ task: one }]',
+        'modelMap: { sonnet: claude-sonnet-4-5, "openai:haiku": gpt-5-nano }',
+        'mcpServers:',
+        '  docs: { type: http, url: "https://docs.example.com/mcp" }',
+        '  local: { command: node, args: [server.js] }',
+      ].join('\n'),
+    );
+    const { plan } = await loadPlan(good, { cwd: dir });
+    expect(plan.modelMap).toEqual({ sonnet: 'claude-sonnet-4-5', 'openai:haiku': 'gpt-5-nano' });
+    expect(plan.mcpServers).toEqual({
+      docs: { type: 'http', url: 'https://docs.example.com/mcp', headers: {} },
+      local: { type: 'stdio', command: 'node', args: ['server.js'], env: {} },
+    });
+
+    const bad = write(
+      'bad.yaml',
+      [
+        'runs: [{ agent: worker, task: one }]',
+        'modelMap: { sonnet: 3 }',
+        'mcpServers:',
+        '  broken: { comand: node }',
+      ].join('\n'),
+    );
+    const problems = await problemsOf(bad);
+    expect(problems).toHaveLength(2);
+    expect(problems[0]).toMatch(/^bad\.yaml:2:21: modelMap\.sonnet: expected a model id, got `3`/);
+    expect(problems[1]).toMatch(/^bad\.yaml:4:\d+: mcpServers\.broken\.comand: Unknown key `comand`/);
   });
 });

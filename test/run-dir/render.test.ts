@@ -63,7 +63,7 @@ function stripAnsi(text: string): string {
   return text.replace(new RegExp(`${ESC}\\[[0-9;]*[A-Za-z]`, 'g'), '');
 }
 
-function render(mode: 'json' | 'tty' | 'plain', shown: readonly RunEvent[] = events): string {
+function render(mode: 'json' | 'tty' | 'plain', from: readonly RunEvent[] = events): string {
   let out = '';
   let now = 1_000;
   const renderer = createProgressRenderer(mode, {
@@ -76,7 +76,7 @@ function render(mode: 'json' | 'tty' | 'plain', shown: readonly RunEvent[] = eve
       return now;
     },
   });
-  for (const event of shown) renderer.onEvent(event);
+  for (const event of from) renderer.onEvent(event);
   renderer.note('a note');
   renderer.stop();
   return out;
@@ -104,12 +104,12 @@ describe('progress renderers', () => {
     if (run?.type !== 'run') throw new Error('the first event is the header');
     const redis: RunEvent = {
       ...run,
-      engine: { backend: 'redis', url: 'redis://:***@host:6379', queue: 'q1', prefix: 'troupe', workers: 0 },
+      engine: { backend: 'redis', url: 'redis://host:6379', queue: 'q1', prefix: 'troupe', workers: 0 },
     };
     const notice: RunEvent = { type: 'notice', text: "no worker has taken this run's agents for 5 s" };
     const lines = render('plain', [redis, notice]).trimEnd().split('\n');
     expect(lines[0]).toBe(
-      'troupe fanout: run r1: 3 agent(s), 2 at a time on redis (queue q1 at redis://:***@host:6379, 0 worker(s) connected), provider simulated (model simulated)',
+      'troupe fanout: run r1: 3 agent(s), 2 at a time on redis (queue q1 at redis://host:6379, 0 worker(s) connected), provider simulated (model simulated)',
     );
     expect(lines.at(-2)?.replace(/^\+\S+\s+/, '')).toBe(
       "troupe: no worker has taken this run's agents for 5 s",
@@ -141,5 +141,22 @@ describe('progress renderers', () => {
     // Lines of the redrawn block must not wrap, or moving back over them would miss some.
     const lastFrame = stripAnsi(out.split(`${ESC}[0J`).at(-1) ?? '');
     for (const line of lastFrame.split('\n').slice(-4)) expect(line.length).toBeLessThanOrEqual(80);
+  });
+
+  it('shows model text without control characters or credentials, in the TTY and plain displays', () => {
+    const hostile = '\u001b[2J\u001b]0;pwned\u0007 key sk-proj-AbCdEf0123456789GhIjKl\u0000 done';
+    const hostileEvents: RunEvent[] = [
+      ...events.slice(0, 5),
+      { type: 'tool', agentId: 'abc-1', index: 1, agent: 'worker', round: 1, tool: `x${hostile}`, ok: true },
+      { type: 'text', agentId: 'abc-1', index: 1, agent: 'worker', text: hostile },
+      { type: 'ended', line: { ...ended, result: { summary: hostile } } },
+    ];
+    for (const mode of ['tty', 'plain'] as const) {
+      const out = render(mode, hostileEvents);
+      expect(out).not.toContain(`${ESC}[2J`);
+      for (const control of ['\u0000', '\u0007', ESC]) expect(stripAnsi(out)).not.toContain(control);
+      expect(out).not.toContain('sk-proj-');
+      expect(stripAnsi(out)).toContain('key [REDACTED] done');
+    }
   });
 });

@@ -60,6 +60,20 @@ describe('read_file', () => {
     expect(result.text).toContain(`read on with start_line=${last + 1}`);
     expect(result.text).toContain(`${String(last).padStart(6)}\t${line}\n[Output stopped`);
   });
+
+  it('shows only the start of a line longer than the size cap, cut on a character boundary', async () => {
+    const { toolbox } = await setup({
+      'blob.txt': `short\n${'é'.repeat(READ_FILE_OUTPUT_BYTE_LIMIT)}\nend\n`,
+    });
+    const first = await toolbox.call('read_file', { path: 'blob.txt' });
+    expect(first.text).toContain('Output stopped at line 1');
+    const result = await toolbox.call('read_file', { path: 'blob.txt', start_line: 2 });
+    expect(result.ok).toBe(true);
+    expect(Buffer.byteLength(result.text)).toBeLessThan(READ_FILE_OUTPUT_BYTE_LIMIT + 400);
+    expect(result.text).not.toContain('\ufffd');
+    expect(result.text).toContain(`[Line 2 has ${2 * READ_FILE_OUTPUT_BYTE_LIMIT + 7} bytes; only its first`);
+    expect(result.text).toContain('read on with start_line=3');
+  });
 });
 
 describe('list_dir', () => {
@@ -124,6 +138,28 @@ describe('grep', () => {
     const bad = await toolbox.call('grep', { pattern: '(unclosed' });
     expect(bad.ok).toBe(false);
     expect(bad.text).toContain('Invalid regular expression');
+  });
+
+  it('runs a catastrophic-backtracking pattern in linear time: ^(a+)+$ on a 35-character line', async () => {
+    // A backtracking engine takes minutes here (2^34 ways to split the run of a's).
+    const { toolbox } = await setup({ 'evil.txt': `${'a'.repeat(34)}!\n${'a'.repeat(35)}\n` });
+    expect((await toolbox.call('grep', { pattern: '^(a+)+$' })).text).toBe(`evil.txt:2: ${'a'.repeat(35)}`);
+    expect((await toolbox.call('grep', { pattern: '(x+x+)+y' })).text).toBe(
+      'No matches for /(x+x+)+y/ in ..',
+    );
+  });
+
+  it('accepts the usual JavaScript syntax and refuses what cannot run in linear time, saying why', async () => {
+    const { toolbox } = await setup({ 'a.txt': 'café/\u00e9 x1\nid: 42\nfoo_bar\n' });
+    expect((await toolbox.call('grep', { pattern: 'caf\\u00e9\\/' })).text).toBe('a.txt:1: café/é x1');
+    expect((await toolbox.call('grep', { pattern: '\\u{e9} x\\d' })).text).toBe('a.txt:1: café/é x1');
+    expect((await toolbox.call('grep', { pattern: '(?<key>\\w+): \\d+$' })).text).toBe('a.txt:2: id: 42');
+    expect((await toolbox.call('grep', { pattern: '(?<=foo_)bar' })).text).toBe('a.txt:3: foo_bar');
+    for (const pattern of ['foo(?=_bar)', '(o)\\1']) {
+      const refused = await toolbox.call('grep', { pattern });
+      expect(refused.ok).toBe(false);
+      expect(refused.text).toContain('linear time');
+    }
   });
 });
 

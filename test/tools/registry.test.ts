@@ -82,10 +82,14 @@ describe('ToolRegistry', () => {
     expect(builtinTools().map((entry) => entry.name)).toEqual([
       'read_file',
       'list_dir',
+      'glob',
       'grep',
       'search_replace',
+      'write_file',
       'run_terminal_cmd',
       'todo_write',
+      'web_fetch',
+      'web_search',
     ]);
     expect(
       createToolRegistry([tool('extra')])
@@ -96,6 +100,13 @@ describe('ToolRegistry', () => {
       builtinTools()
         .filter((entry) => !entry.readOnly)
         .map((entry) => entry.name),
-    ).toEqual(['search_replace', 'run_terminal_cmd']);
+    ).toEqual(['search_replace', 'write_file', 'run_terminal_cmd']);
+  });
+
+  it('lets an extra tool replace a built-in of its name, but not another extra one', () => {
+    const search = { ...tool('web_search'), description: 'with a backend' };
+    expect(createToolRegistry([search]).get('web_search')?.description).toBe('with a backend');
+    expect(createToolRegistry([search]).names().indexOf('web_search')).toBe(builtinTools().length - 1);
+    expect(() => createToolRegistry([search, search])).toThrow(/already registered/);
   });
 });

@@ -36,10 +36,14 @@ describe('tool policy', () => {
     expect(names(toolboxFor(cwd))).toEqual([
       'read_file',
       'list_dir',
+      'glob',
       'grep',
       'search_replace',
+      'write_file',
       'run_terminal_cmd',
       'todo_write',
+      'web_fetch',
+      'web_search',
     ]);
     const none = toolboxFor(cwd, { tools: [] });
     expect(none.specs).toEqual([]);
@@ -55,10 +59,11 @@ describe('tool policy', () => {
       'grep',
       'todo_write',
     ]);
-    expect(names(toolboxFor(cwd, { tools: ['*'] }))).toHaveLength(6);
-    expect(toolboxFor(cwd, { tools: ['Read', 'WebSearch', 'Bash(git diff:*)'] }).unmatchedToolNames).toEqual([
-      'WebSearch',
-      'Bash(git diff:*)',
+    expect(names(toolboxFor(cwd, { tools: ['*'] }))).toHaveLength(10);
+    expect(names(toolboxFor(cwd, { tools: ['read', 'WEBSEARCH', 'Bash(git diff:*)'] }))).toEqual([
+      'read_file',
+      'run_terminal_cmd',
+      'web_search',
     ]);
   });
 
@@ -112,7 +117,7 @@ describe('tool policy', () => {
 
     const refused = await toolbox.call('deploy', { target: 'prod' });
     expect(refused.text).toContain(
-      'Available tools: read_file, list_dir, grep, search_replace, run_terminal_cmd, todo_write, Ship.',
+      'Available tools: read_file, list_dir, glob, grep, search_replace, write_file, run_terminal_cmd, todo_write, web_fetch, web_search, Ship.',
     );
     expect(execute).not.toHaveBeenCalled();
 
@@ -127,7 +132,16 @@ describe('tool policy', () => {
     const { tool, execute } = spyTool('deploy', false);
     const { tool: lookup } = spyTool('lookup', true);
     const toolbox = toolboxFor(cwd, { permissionMode: 'plan' }, [tool, lookup]);
-    expect(names(toolbox)).toEqual(['read_file', 'list_dir', 'grep', 'todo_write', 'lookup']);
+    expect(names(toolbox)).toEqual([
+      'read_file',
+      'list_dir',
+      'glob',
+      'grep',
+      'todo_write',
+      'web_fetch',
+      'web_search',
+      'lookup',
+    ]);
 
     expect((await toolbox.call('deploy', { target: 'prod' })).ok).toBe(false);
     expect(execute).not.toHaveBeenCalled();
@@ -187,10 +201,14 @@ describe('tool policy', () => {
       names: {
         read_file: 'Read',
         list_dir: 'list_dir',
+        glob: 'glob',
         grep: 'grep',
         search_replace: '',
+        write_file: '',
         run_terminal_cmd: '',
         todo_write: 'todo_write',
+        web_fetch: 'web_fetch',
+        web_search: 'web_search',
       },
       background: [],
     });

@@ -7,6 +7,7 @@
 import { isAbsolute, relative } from 'node:path';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
+import { printable, terminalJson } from '../../run-dir/format.ts';
 import { EXIT_FAILED, EXIT_OK } from './constants.ts';
 import { type InterruptSignal, raise, watchInterrupts } from './interrupt.ts';
 import type { CliIO } from './io.ts';
@@ -29,7 +30,7 @@ export async function executeLive(
 ): Promise<number> {
   const { info } = session;
   const forceExit = options.forceExit ?? raise;
-  if (options.json) io.stdout(`${JSON.stringify(runLine(info))}\n`);
+  if (options.json) io.stdout(`${terminalJson(runLine(info))}\n`);
   else io.stderr(headerText(info));
 
   const controller = new AbortController();
@@ -51,11 +52,21 @@ export async function executeLive(
       signal: controller.signal,
       onEvent: (event: AuditEvent) => {
         if (options.json) {
-          io.stdout(`${JSON.stringify(event)}\n`);
+          io.stdout(`${terminalJson(event)}\n`);
           return;
         }
+        if (event.type === 'Started') {
+          for (const warning of event.warnings ?? []) {
+            const where =
+              warning.file === undefined
+                ? ''
+                : `${warning.file}:${warning.line ?? 1}:${warning.column ?? 1}: `;
+            io.stderr(`${where}warning ${warning.code}: ${warning.message}\n`);
+          }
+        }
         const line = progressLine(event);
-        if (line !== undefined) io.stderr(`${line}\n`);
+        // Tool names and error messages in events can come from a model.
+        if (line !== undefined) io.stderr(`${printable(line)}\n`);
       },
     });
   } finally {
@@ -63,7 +74,7 @@ export async function executeLive(
   }
 
   if (options.json) {
-    io.stdout(`${JSON.stringify(outcomeLine(info, outcome))}\n`);
+    io.stdout(`${terminalJson(outcomeLine(info, outcome))}\n`);
   } else {
     io.stderr(`${outcomeSummary(outcome)}\n`);
     if (outcome.status === 'completed') io.stdout(`${resultText(outcome)}\n`);

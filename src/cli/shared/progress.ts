@@ -6,6 +6,7 @@ import { INTERRUPTED_TOOL_RESULT } from '../../journal/constants.ts';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import type { Usage } from '../../providers/types.ts';
+import { printable } from '../../run-dir/format.ts';
 import { COMPLETE_TASK } from '../../tools/builtin/orchestration.ts';
 import { PROGRESS_ARG_CHARS } from './constants.ts';
 
@@ -89,12 +90,17 @@ export function outcomeSummary(outcome: AgentOutcome): string {
   const usage = usageText(outcome.usage, outcome.costUsd);
   if (outcome.status === 'completed') return `completed in ${rounds} · ${usage}`;
   const { error } = outcome;
-  return `failed after ${rounds} · ${usage}\nreason: ${outcome.reason} · code: ${error.code} · ${error.message}`;
+  return printable(
+    `failed after ${rounds} · ${usage}\nreason: ${outcome.reason} · code: ${error.code} · ${error.message}`,
+  );
 }
 
-/** What a completed agent delivered: the `complete_task` result as JSON, or the answer text. */
+/**
+ * What a completed agent delivered: the `complete_task` result as JSON, or the answer text,
+ * {@link printable} (credentials masked, no terminal control characters).
+ */
 export function resultText(outcome: Extract<AgentOutcome, { status: 'completed' }>): string {
-  return outcome.result === undefined ? outcome.answer : JSON.stringify(outcome.result, null, 2);
+  return printable(outcome.result === undefined ? outcome.answer : JSON.stringify(outcome.result, null, 2));
 }
 
 function usageText(usage: Usage, costUsd: number): string {
@@ -111,6 +117,6 @@ function argumentSummary(name: string, args: Readonly<Record<string, unknown>>):
 }
 
 function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  const flat = printable(text).replace(/\s+/g, ' ').trim();
   return flat.length > max ? `${flat.slice(0, max - 3)}...` : flat;
 }

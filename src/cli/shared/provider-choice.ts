@@ -4,13 +4,13 @@
  * nobody should mistake its answers for a real model's.
  */
 import { describeValue, UserError } from '../../errors.ts';
-import { DEFAULT_MODELS } from '../../providers/constants.ts';
 import {
   createProvider,
   defaultProviderName,
   PROVIDER_NAMES,
   type ProviderName,
 } from '../../providers/factory.ts';
+import { type ModelMap, resolveModel as resolveModelId } from '../../providers/models.ts';
 import { envValue } from '../../providers/options.ts';
 import type { Provider } from '../../providers/types.ts';
 
@@ -60,14 +60,17 @@ export function providerByName(name: string, source: ProviderSource, env: Env = 
 }
 
 /**
- * The model to ask for: `--model`, else the definition's model unless it defers (`default`,
- * `inherit`), else the provider's default model. The simulated model ignores the definition's
- * model: no real model is called, and a name like `sonnet` would only suggest one was.
+ * The model id to ask for (see `resolveModel` in providers/models.ts): `--model`, else the
+ * definition's model (`inherit` and `default` mean the provider's default model here, where no
+ * agent spawned this one), with aliases such as `sonnet` resolved for the provider and `modelMap`.
+ * The simulated model ignores the definition's model: no real model is called, and a name like
+ * `sonnet` would only suggest one was.
  */
 export function resolveModel(
   provider: ProviderName,
   flag: string | undefined,
   definitionModel: string,
+  modelMap: ModelMap = {},
 ): string {
   if (flag !== undefined) {
     if (flag.trim() === '') {
@@ -79,12 +82,14 @@ export function resolveModel(
         },
       );
     }
-    return flag;
   }
-  if (provider === 'simulated' || definitionModel === 'default' || definitionModel === 'inherit') {
-    return DEFAULT_MODELS[provider];
-  }
-  return definitionModel;
+  return resolveModelId({
+    kind: provider,
+    provider,
+    ...(flag === undefined ? {} : { requested: flag }),
+    definitionModel,
+    modelMap,
+  }).id;
 }
 
 /** The `provider: NAME (why)` line for a provider chosen from `source`. */

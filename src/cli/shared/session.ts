@@ -18,6 +18,7 @@ import { JournalWriter } from '../../journal/writer.ts';
 import { journalRerender } from '../../loop/rerender.ts';
 import { runAgent } from '../../loop/run-agent.ts';
 import type { AgentLimits, AgentOutcome } from '../../loop/types.ts';
+import { runMcpServers } from '../../supervisor/definitions.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
 import { RUNS_DIR } from './constants.ts';
 import {
@@ -88,6 +89,8 @@ export interface RunRequest {
   readonly provider?: string;
   /** `--model`. @default the definition's model, else the provider's default */
   readonly model?: string;
+  /** `--model-map`: aliases added or overridden. @default {} */
+  readonly modelMap?: Readonly<Record<string, string>>;
   /** Journal file. @default `<cwd>/.troupe/runs/<timestamp>-<agent>-<id>.jsonl` */
   readonly journal?: string;
   /** Rounds allowed. @default the definition's `maxSteps` */
@@ -138,7 +141,7 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
   }
   const definition = await getAgent(request.agent, { cwd: request.cwd });
   const choice = chooseProvider(request.provider, env);
-  const model = resolveModel(choice.name, request.model, definition.model);
+  const model = resolveModel(choice.name, request.model, definition.model, request.modelMap);
   const id = randomBytes(4).toString('hex');
   const agentId = `${definition.name}-${id}`;
   const journalPath = resolve(
@@ -155,6 +158,7 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
       { path: journalPath },
     );
   }
+  const mcpServers = await runMcpServers({ cwd: request.cwd, mcpServers: {}, mcpProjectFile: true });
   const writer = JournalWriter.open(journalPath);
   const limits: AgentLimits | undefined =
     request.maxSteps === undefined ? undefined : { maxSteps: request.maxSteps };
@@ -181,6 +185,7 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
       model,
       cwd: request.cwd,
       journal: sink,
+      mcpServers,
       ...(request.registry ? { registry: request.registry } : {}),
       ...(limits ? { limits } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
@@ -238,6 +243,7 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
 
   const definition = await getAgent(started.definition.name, { cwd });
   const choice: ProviderChoice = providerByName(started.provider, 'journal', env);
+  const mcpServers = await runMcpServers({ cwd, mcpServers: {}, mcpProjectFile: true });
   const writer = JournalWriter.open(journalPath);
   const info: SessionInfo = {
     ...base,
@@ -263,6 +269,7 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
       model: started.model,
       cwd,
       journal: sink,
+      mcpServers,
       resumeFrom: contents.events,
       truncatedBytes: writer.truncatedBytes,
       ...(request.registry ? { registry: request.registry } : {}),

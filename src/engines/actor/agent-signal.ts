@@ -30,6 +30,10 @@ export function agentSignal(agentId: string, event: AuditEventInput): AgentSigna
       return event.kind === 'assistant'
         ? { type: 'text', agentId, text: event.text.slice(ASSISTANT_PREFIX.length) }
         : undefined;
+    case 'Started':
+      return event.warnings && event.warnings.length > 0
+        ? { type: 'warnings', agentId, warnings: event.warnings }
+        : undefined;
     case 'Waiting':
       return { type: 'waiting', agentId };
     case 'Instructed':

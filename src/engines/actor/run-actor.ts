@@ -3,12 +3,12 @@
  * loop options. Actor hosts and redis workers both call it, so a field added to the spec (trace
  * context, model settings) is read here once and reaches the agent on either engine.
  */
-import type { AgentDefinition } from '../../definition/types.ts';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { JournalSink } from '../../journal/sink.ts';
 import { runAgent } from '../../loop/run-agent.ts';
 import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
-import { type ActorSpec, type AgentSignal, ORCHESTRATION_TOOL_NAMES } from '../../protocol/messages.ts';
+import type { McpToolSource } from '../../mcp/pool.ts';
+import type { ActorSpec, AgentSignal } from '../../protocol/messages.ts';
 import type { Provider } from '../../providers/types.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
 import { agentSignal } from './agent-signal.ts';
@@ -18,6 +18,8 @@ export interface ActorRun {
   readonly provider: Provider;
   readonly registry: ToolRegistry;
   readonly cwd: string;
+  /** The runner's MCP connections, shared by its agents (which servers: `spec.mcpServers`). */
+  readonly mcp: McpToolSource;
   readonly journal: JournalSink;
   /** The journal's events when the agent continues from them. */
   readonly resumeFrom?: readonly AuditEvent[];
@@ -36,7 +38,7 @@ export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promis
   return runAgent({
     agentId,
     ...(spec.parentId === undefined ? {} : { parentId: spec.parentId }),
-    definition: withOrchestrationOptIn(spec.definition),
+    definition: spec.definition,
     task: spec.task,
     context: spec.context,
     metadata: spec.metadata,
@@ -44,6 +46,8 @@ export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promis
     model: spec.model,
     registry: run.registry,
     cwd: run.cwd,
+    mcpServers: spec.mcpServers,
+    mcp: run.mcp,
     journal: run.journal,
     ...(run.resumeFrom
       ? {
@@ -60,13 +64,4 @@ export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promis
     },
     promptCache: run.promptCache,
   });
-}
-
-/** Orchestration tools are admitted only when the definition's `tools` names them. */
-export function withOrchestrationOptIn(definition: AgentDefinition): AgentDefinition {
-  const named = new Set(definition.tools ?? []);
-  const withheld = [...ORCHESTRATION_TOOL_NAMES].filter((name) => !named.has(name));
-  return withheld.length === 0
-    ? definition
-    : { ...definition, disallowedTools: [...definition.disallowedTools, ...withheld] };
 }

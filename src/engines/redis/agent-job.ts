@@ -101,6 +101,7 @@ export async function processAgentJob(
       provider,
       registry,
       cwd: ctx.cwd ?? (existsSync(data.cwd) ? data.cwd : process.cwd()),
+      mcp: ctx.resources.mcp(),
       journal,
       ...(resumed ? { resumeFrom: events } : {}),
       signal: controller.signal,

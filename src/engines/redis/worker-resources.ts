@@ -8,6 +8,7 @@
  * so that a worker death can never make the resumed agent run it again unknowingly.
  */
 import type { Redis } from 'ioredis';
+import { McpPool, type McpToolSource } from '../../mcp/pool.ts';
 import type { ProviderConfig } from '../../protocol/messages.ts';
 import type { AgentJobData } from '../../protocol/redis.ts';
 import type { Provider, ProviderHooks } from '../../providers/types.ts';
@@ -34,6 +35,8 @@ export class WorkerResources {
   readonly #options: ResourceOptions;
   readonly #modules = new ModuleLoader();
   readonly #registries = new Map<string, Promise<ToolRegistry>>();
+  /** This worker process's MCP connections, shared by its agents. */
+  readonly #mcp = new McpPool({ cwd: process.cwd() });
 
   constructor(options: ResourceOptions) {
     this.#options = options;
@@ -63,6 +66,24 @@ export class WorkerResources {
       if (!tool.readOnly) registry.replace(this.#afterJournal(tool));
     }
     return registry;
+  }
+
+  /**
+   * MCP tools for this worker's agents: the process's connections, with every tool that may
+   * change something waiting for the journal first, as built-in tools do.
+   */
+  mcp(): McpToolSource {
+    return {
+      toolsFor: async (servers, signal) => {
+        const set = await this.#mcp.toolsFor(servers, signal);
+        return { ...set, tools: set.tools.map((tool) => (tool.readOnly ? tool : this.#afterJournal(tool))) };
+      },
+    };
+  }
+
+  /** Stops this worker's MCP servers. */
+  close(): Promise<void> {
+    return this.#mcp.close();
   }
 
   #afterJournal(tool: Tool): Tool {

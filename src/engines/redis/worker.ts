@@ -103,6 +103,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
   readonly #redis: Redis;
   readonly #subscriber: Redis;
   readonly #pool: BlockingPool;
+  #resources: WorkerResources | undefined;
   readonly #worker: Worker<AgentJobData, AgentOutcome>;
   readonly #running: Map<string, AbortController>;
   readonly #presence: { stop(): Promise<void> };
@@ -200,6 +201,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       },
     );
     const instance = new RedisWorker(id, redis, subscriber, pool, worker, running, keys);
+    instance.#resources = resources;
     const ended = (
       job: Job<AgentJobData, AgentOutcome> | undefined,
       status: 'completed' | 'failed',
@@ -235,6 +237,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
   async #close(force: boolean): Promise<void> {
     await this.#presence.stop();
     await this.#worker.close(force);
+    await this.#resources?.close();
     this.#pool.close();
     await closeRedis(this.#subscriber);
     await closeRedis(this.#redis);

@@ -71,6 +71,8 @@ export class ThreadEngine implements Engine {
   readonly #elsewhere: ReadonlySet<string>;
   readonly #admission: Admission;
   readonly #pausedUntil = new Map<string, number>();
+  /** Stdio MCP server processes of each live host, killed if the host dies. */
+  readonly #mcpProcesses = new Map<HostRecord, Set<number>>();
   #pool: HostPool | undefined;
   #starting: Promise<void> | undefined;
   #scheduleQueued = false;
@@ -209,6 +211,9 @@ export class ThreadEngine implements Engine {
   async close(): Promise<void> {
     if (this.#starting) await this.#starting.catch(() => {});
     await this.#pool?.close(this.#options.graceMs);
+    // Threads that had to be terminated could not stop their MCP servers.
+    for (const pids of this.#mcpProcesses.values()) killOrphans(pids);
+    this.#mcpProcesses.clear();
     this.#admission.close();
     for (const agent of this.#agents.values()) agent.mailbox.abandon();
     if (this.#options.ownsJournalDir) rmSync(this.#options.journalDir, { recursive: true, force: true });
@@ -334,6 +339,16 @@ export class ThreadEngine implements Engine {
         this.#schedule();
         return;
       }
+      case 'mcp_process': {
+        let pids = this.#mcpProcesses.get(host);
+        if (!pids) {
+          pids = new Set();
+          this.#mcpProcesses.set(host, pids);
+        }
+        if (message.state === 'started') pids.add(message.pid);
+        else pids.delete(message.pid);
+        return;
+      }
       case 'host_error':
       case 'ready':
         return;
@@ -341,6 +356,8 @@ export class ThreadEngine implements Engine {
   }
 
   #onHostDied(host: HostRecord, cause: SerializedError): void {
+    killOrphans(this.#mcpProcesses.get(host));
+    this.#mcpProcesses.delete(host);
     const victims = [...host.agents].map((id) => this.#agents.get(id)).filter((a) => a !== undefined);
     host.agents.clear();
     this.#host.emit('thread:crashed', { hostId: host.id, cause, agents: victims.map((a) => a.spec.agentId) });
@@ -444,5 +461,16 @@ export class ThreadEngine implements Engine {
       completeTask: (agentId, result) => this.#host.completeTask(agentId, result),
       callHostTool: (agentId, name, args) => this.#host.callHostTool(agentId, name, args),
     };
+  }
+}
+
+/** Kills MCP server processes a dead thread left behind (it can no longer close their stdin). */
+function killOrphans(pids: ReadonlySet<number> | undefined): void {
+  for (const pid of pids ?? []) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
   }
 }

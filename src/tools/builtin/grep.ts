@@ -1,17 +1,20 @@
-/** `grep`: search file contents with a JavaScript regular expression. */
-import { readdir, readFile, stat } from 'node:fs/promises';
+/**
+ * `grep`: search file contents with a regular expression the model wrote. A backtracking engine
+ * (V8's) runs `^(a+)+$` on 35 characters for minutes, blocking the agent's thread and every agent on
+ * it, so patterns run on re2js, a pure-JavaScript port of RE2 whose matching time is linear in the
+ * input whatever the pattern. It reads JavaScript syntax, less what needs backtracking: lookaheads
+ * and backreferences are refused with a message that says so (captureless lookbehinds are kept).
+ */
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import picomatch from 'picomatch';
+import { RE2JS } from 're2js';
 import { UserError } from '../../errors.ts';
 import { confinePath } from '../confine.ts';
-import {
-  GREP_LINE_CHAR_LIMIT,
-  GREP_MAX_FILE_BYTES,
-  GREP_RESULT_LIMIT,
-  GREP_SKIPPED_DIRS,
-} from '../constants.ts';
+import { GREP_LINE_CHAR_LIMIT, GREP_MAX_FILE_BYTES, GREP_RESULT_LIMIT } from '../constants.ts';
 import type { Tool } from '../types.ts';
 import { isBinary, splitLines } from './text.ts';
+import { walkFiles } from './walk.ts';
 
 type GrepArgs = {
   readonly pattern: string;
@@ -25,13 +28,19 @@ type GrepArgs = {
 export const grepTool: Tool<GrepArgs> = {
   name: 'grep',
   description:
-    'Search file contents in the working directory with a JavaScript regular expression, line by ' +
-    'line. Prints `path:line: text` for each match. Skips node_modules, .git, binary files and ' +
+    'Search file contents in the working directory with a regular expression, line by line. ' +
+    'JavaScript syntax without lookaheads or backreferences (matching runs in linear time). ' +
+    'Prints `path:line: text` for each match. Skips node_modules, .git, binary files and ' +
     `symbolic links. Returns at most ${GREP_RESULT_LIMIT} matches.`,
   parameters: {
     type: 'object',
     properties: {
-      pattern: { type: 'string', minLength: 1, description: 'JavaScript regular expression (no slashes).' },
+      pattern: {
+        type: 'string',
+        minLength: 1,
+        description:
+          'Regular expression (no slashes), JavaScript syntax without lookaheads or backreferences.',
+      },
       path: {
         type: 'string',
         description: 'File or directory to search, relative to the working directory. Defaults to it.',
@@ -55,12 +64,7 @@ export const grepTool: Tool<GrepArgs> = {
   },
   readOnly: true,
   async execute(args, ctx) {
-    let regex: RegExp;
-    try {
-      regex = new RegExp(args.pattern, args.case_insensitive ? 'i' : '');
-    } catch (error) {
-      throw new UserError('invalid_pattern', `Invalid regular expression: ${(error as Error).message}`);
-    }
+    const regex = compileLinear(args.pattern, args.case_insensitive === true);
     const requested = args.path ?? '.';
     const target = await confinePath(ctx.cwd, requested);
     if (!target.exists) throw new UserError('not_found', `\`${requested}\` does not exist`);
@@ -72,7 +76,7 @@ export const grepTool: Tool<GrepArgs> = {
         : picomatch(args.glob, { dot: true, basename: !args.glob.includes('/') });
 
     const isDir = (await stat(target.absolute)).isDirectory();
-    const files = isDir ? walk(target.absolute, ctx.signal) : single(target.absolute);
+    const files = isDir ? walkFiles(target.absolute, ctx.signal, ctx.guard) : single(target.absolute);
     const results: string[] = [];
     let stopped = false;
     for await (const file of files) {
@@ -106,22 +110,40 @@ export const grepTool: Tool<GrepArgs> = {
   },
 };
 
-async function* single(file: string): AsyncGenerator<string> {
-  yield file;
+/**
+ * Compiles a JavaScript-syntax pattern for re2js. Throws `UserError` `invalid_pattern` for a pattern
+ * JavaScript rejects too, and `unsupported_pattern` for one only a backtracking engine can run
+ * (lookaheads, backreferences).
+ */
+export function compileLinear(pattern: string, caseInsensitive: boolean): { test(line: string): boolean } {
+  const flags = RE2JS.LOOKBEHINDS | (caseInsensitive ? RE2JS.CASE_INSENSITIVE : 0);
+  try {
+    return RE2JS.compile(toRe2Syntax(pattern), flags);
+  } catch (re2Error) {
+    try {
+      new RegExp(pattern);
+    } catch (error) {
+      throw new UserError('invalid_pattern', (error as Error).message, {
+        pattern,
+      });
+    }
+    throw new UserError(
+      'unsupported_pattern',
+      `grep matches in linear time and cannot run /${pattern}/ (${(re2Error as Error).message}); ` +
+        'lookaheads and backreferences need a backtracking engine: rewrite the pattern without them',
+      { pattern },
+    );
+  }
 }
 
-/** Regular files below `dir`, depth first in name order. Symlinks are never followed. */
-async function* walk(dir: string, signal: AbortSignal): AsyncGenerator<string> {
-  signal.throwIfAborted();
-  const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) =>
-    a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
-  );
-  for (const entry of entries) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) {
-      if (!GREP_SKIPPED_DIRS.has(entry.name)) yield* walk(full, signal);
-    } else if (entry.isFile()) {
-      yield full;
-    }
-  }
+/** JavaScript's `\uXXXX` and `\u{X}` escapes as RE2's `\x{X}`; everything else as written. */
+function toRe2Syntax(pattern: string): string {
+  return pattern.replace(/\\(?:u\{([0-9A-Fa-f]+)\}|u([0-9A-Fa-f]{4})|([\s\S]))/g, (match, braced, four) => {
+    const hex = (braced ?? four) as string | undefined;
+    return hex === undefined ? match : `\\x{${hex}}`;
+  });
+}
+
+async function* single(file: string): AsyncGenerator<string> {
+  yield file;
 }

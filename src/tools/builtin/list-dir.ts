@@ -1,5 +1,6 @@
 /** `list_dir`: the entries of one directory. */
 import { readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
 import { UserError } from '../../errors.ts';
 import { confinePath } from '../confine.ts';
 import { LIST_DIR_ENTRY_LIMIT } from '../constants.ts';
@@ -34,6 +35,8 @@ export const listDirTool: Tool<ListDirArgs> = {
       throw new UserError('not_a_directory', `\`${requested}\` is a file; use read_file to read it`);
     }
     const entries = (await readdir(dir.absolute, { withFileTypes: true }))
+      // Entries the agent's rules refuse (`Read(./secrets/**)` in disallowedTools) are not shown.
+      .filter((entry) => ctx.guard?.path?.(path.join(dir.absolute, entry.name)) === undefined)
       .map((entry) => entry.name + (entry.isDirectory() ? '/' : entry.isSymbolicLink() ? '@' : ''))
       .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     if (entries.length === 0) return { ok: true, text: `${dir.relative} is empty.` };

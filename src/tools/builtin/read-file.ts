@@ -61,18 +61,37 @@ export const readFileTool: Tool<ReadFileArgs> = {
     const out: string[] = [];
     let bytesOut = 0;
     let last = start - 1;
+    let cutLine = '';
     for (let n = start; n <= end; n += 1) {
       const numbered = `${String(n).padStart(6)}\t${lines[n - 1] ?? ''}`;
       bytesOut += Buffer.byteLength(numbered) + 1;
       if (bytesOut > READ_FILE_OUTPUT_BYTE_LIMIT && out.length > 0) break;
+      if (bytesOut > READ_FILE_OUTPUT_BYTE_LIMIT) {
+        // One line longer than the whole limit (minified code, a data blob): show its start only.
+        out.push(cutToBytes(numbered, READ_FILE_OUTPUT_BYTE_LIMIT));
+        cutLine = `\n[Line ${n} has ${Buffer.byteLength(numbered)} bytes; only its first ${READ_FILE_OUTPUT_BYTE_LIMIT} are shown. Search it with grep instead]`;
+        last = n;
+        break;
+      }
       out.push(numbered);
       last = n;
     }
     const header = `${file.relative}: lines ${start}-${last} of ${lines.length}`;
     const footer =
-      last < end
+      cutLine +
+      (last < end
         ? `\n[Output stopped at line ${last} to stay under ${READ_FILE_OUTPUT_BYTE_LIMIT} bytes; read on with start_line=${last + 1}]`
-        : '';
+        : '');
     return { ok: true, text: `${header}\n${out.join('\n')}${footer}` };
   },
 };
+
+/** The longest prefix of `text` of at most `limit` UTF-8 bytes that does not split a character. */
+function cutToBytes(text: string, limit: number): string {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= limit) return text;
+  let end = limit;
+  // Back off continuation bytes (10xxxxxx) so the cut lands on a character boundary.
+  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end -= 1;
+  return bytes.subarray(0, end).toString('utf8');
+}

@@ -1,0 +1,70 @@
+/**
+ * `troupe compare RUN_A RUN_B [--html FILE] [--gate scorer[:minDelta]]... [--json] [--all]`:
+ * item by item and in total, what changed from run A (the baseline) to run B. Exits 1 when a
+ * gate fails (a scorer's pass rate dropped by more than allowed), so it can stop a CI job.
+ */
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { type Command, InvalidArgumentError } from 'commander';
+import { compareRunDirs, type RunComparison } from '../compare/compare.ts';
+import { renderCompareHtml } from '../compare/compare-html.ts';
+import { compareText } from '../compare/compare-text.ts';
+import { checkGates, type Gate, type GateResult, parseGate } from '../compare/gate.ts';
+import { isTroupeError } from '../errors.ts';
+import { redactValue } from '../journal/redact.ts';
+import { printable, terminalJson } from '../run-dir/format.ts';
+import { EXIT_FAILED, EXIT_OK } from './shared/constants.ts';
+import type { CliIO } from './shared/io.ts';
+
+interface CompareFlags {
+  readonly html?: string;
+  readonly gate?: readonly Gate[];
+  readonly json?: boolean;
+  readonly all?: boolean;
+}
+
+/** Registers `troupe compare` on `program`. */
+export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
+  program
+    .command('compare')
+    .description(
+      'Compare two fan-out runs item by item: outcomes, scores, tokens, cost, latency and tool calls. ' +
+        'With --gate, exits 1 when a scorer’s pass rate drops (a CI gate).',
+    )
+    .argument('<run-a>', 'the baseline run directory')
+    .argument('<run-b>', 'the run to compare with it')
+    .option('--html <file>', 'also write a self-contained HTML page')
+    .option(
+      '--gate <scorer[:minDelta]>',
+      'fail (exit 1) when the pass rate of `scorer` changes by less than minDelta (default 0: any drop); repeatable',
+      collectGate,
+    )
+    .option('--json', 'print the comparison (and gate results) as JSON')
+    .option('--all', 'list every item, not only the changed ones')
+    .action((dirA: string, dirB: string, flags: CompareFlags) => {
+      const comparison = compareRunDirs(dirA, dirB);
+      const gates = checkGates(comparison, flags.gate ?? []);
+      if (flags.html !== undefined) {
+        const file = resolve(flags.html);
+        writeFileSync(file, renderCompareHtml(comparison, gates));
+        if (!flags.json) io.stdout(printable(`troupe: wrote ${file}\n`));
+      }
+      io.stdout(output(comparison, gates, flags));
+      setExit(gates.every((gate) => gate.ok) ? EXIT_OK : EXIT_FAILED);
+    });
+}
+
+function output(comparison: RunComparison, gates: readonly GateResult[], flags: CompareFlags): string {
+  if (flags.json) return `${terminalJson(redactValue({ ...comparison, gates }), 2)}\n`;
+  return printable(
+    compareText(comparison, gates, { columns: process.stdout.columns || 120, all: flags.all === true }),
+  );
+}
+
+function collectGate(value: string, previous: readonly Gate[] | undefined): Gate[] {
+  try {
+    return [...(previous ?? []), parseGate(value)];
+  } catch (error) {
+    throw new InvalidArgumentError(isTroupeError(error) ? error.message : String(error));
+  }
+}

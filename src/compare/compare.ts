@@ -1,0 +1,363 @@
+/**
+ * Comparing two run directories item by item: outcome, scores, tokens, cost, latency and tool
+ * calls of every plan entry, and per-scorer pass rates.
+ *
+ * Matching rule: a plan entry with an `id` (in the plan or the tasks file) is matched with the
+ * entry of the other run that has the same `id` (the n-th repeat of an id with the n-th repeat);
+ * an entry without one is matched with the entry at the same position that has none either.
+ * Entries left unmatched are listed as only in one run. Scorer pass rates are compared over the
+ * matched entries only, so adding or dropping items does not move them.
+ */
+import type { Score } from '../eval/types.ts';
+import type { FailureReason } from '../loop/types.ts';
+import type { Usage } from '../providers/types.ts';
+import { runSummaryOf } from '../run-dir/report-text.ts';
+import { latestByIndex, outcomeText, type ResultLine } from '../run-dir/results.ts';
+import { journalFile, type RunDirContents, readRunDir } from '../run-dir/run-dir.ts';
+import type { PlannedRun } from '../run-dir/run-plan.ts';
+import { diffToolCalls, type ToolCallDiff, toolCallsOf } from './tool-calls.ts';
+
+/** How an item ended in one run. */
+export type ItemStatus = 'completed' | 'failed' | 'not_run';
+
+/** One run's side of an item. */
+export interface ItemSide {
+  /** Plan position in this run. */
+  readonly index: number;
+  readonly agentId: string | null;
+  readonly status: ItemStatus;
+  readonly reason?: FailureReason;
+  /** The result, or why it failed, as text. */
+  readonly output: string;
+  readonly scores: Readonly<Record<string, Omit<Score, 'judge'>>>;
+  /** Input + output tokens. */
+  readonly tokens: number;
+  readonly costUsd: number;
+  /** From start to end; null when it never started. */
+  readonly latencyMs: number | null;
+  readonly rounds: number;
+}
+
+/** How a score moved between the runs. */
+export type ScoreChange = 'same' | 'improved' | 'regressed' | 'only_a' | 'only_b';
+
+/** One scorer on one item in both runs. */
+export interface ScoreDelta {
+  readonly a?: Omit<Score, 'judge'>;
+  readonly b?: Omit<Score, 'judge'>;
+  /** b.score - a.score when both exist. */
+  readonly delta?: number;
+  readonly change: ScoreChange;
+}
+
+/** How the outcome moved: `regressed` completed -> not completed, `fixed` the reverse. */
+export type OutcomeChange = 'same' | 'fixed' | 'regressed' | 'changed' | 'only_a' | 'only_b';
+
+/** One item compared. */
+export interface ItemComparison {
+  /** The matching key: `id:<id>` (repeats `id:<id>#2`...), or `#<position>`. */
+  readonly key: string;
+  readonly id?: string;
+  readonly task: string;
+  readonly a?: ItemSide;
+  readonly b?: ItemSide;
+  readonly outcome: OutcomeChange;
+  readonly scores: Readonly<Record<string, ScoreDelta>>;
+  /** B minus A, when the item is in both runs and has the figure in both. */
+  readonly tokensDelta?: number;
+  readonly costDeltaUsd?: number;
+  readonly latencyDeltaMs?: number;
+  /** Undefined when a journal is missing on either side (or the item is only in one run). */
+  readonly toolCalls?: ToolCallDiff;
+  /** Anything about this item differs: outcome, a score, the tool calls, or the output text. */
+  readonly changed: boolean;
+}
+
+/** One scorer over the matched items. */
+export interface ScorerComparison {
+  readonly name: string;
+  /** `a`, `b` or both runs declare it. */
+  readonly declaredIn: 'a' | 'b' | 'both';
+  /** Matched items. */
+  readonly items: number;
+  readonly passedA: number;
+  readonly passedB: number;
+  readonly passRateA: number;
+  readonly passRateB: number;
+  /** passRateB - passRateA. */
+  readonly delta: number;
+  readonly meanA: number;
+  readonly meanB: number;
+  readonly improved: number;
+  readonly regressed: number;
+}
+
+/** What one run did in total (every agent of the run, nested ones included). */
+export interface RunTotals {
+  readonly runId: string;
+  readonly name?: string;
+  readonly dir: string;
+  readonly provider: string;
+  readonly model: string | null;
+  readonly simulated: boolean;
+  readonly items: number;
+  readonly completed: number;
+  readonly failed: number;
+  readonly notRun: number;
+  readonly usage: Usage;
+  readonly costUsd: number;
+  readonly wallTimeMs: number;
+  /** Mean latency of its plan entries that ran. */
+  readonly meanLatencyMs: number | null;
+}
+
+/** `troupe compare`'s result. */
+export interface RunComparison {
+  readonly a: RunTotals;
+  readonly b: RunTotals;
+  /** Items in both runs, then only in A, then only in B (A's order, then B's). */
+  readonly items: readonly ItemComparison[];
+  readonly matched: number;
+  readonly onlyA: number;
+  readonly onlyB: number;
+  readonly fixed: number;
+  readonly regressed: number;
+  /** By scorer name: every scorer either run declares. */
+  readonly scorers: Readonly<Record<string, ScorerComparison>>;
+}
+
+/**
+ * Compares the run directory `dirA` (the baseline) with `dirB`. Throws UserError `not_a_run_dir`
+ * when either is not a fan-out run directory.
+ *
+ * @example
+ * ```ts
+ * const comparison = compareRunDirs('.troupe/runs/before', '.troupe/runs/after');
+ * const [gate] = checkGates(comparison, [parseGate('verdict')]);
+ * if (!gate?.ok) process.exitCode = 1;
+ * ```
+ */
+export function compareRunDirs(dirA: string, dirB: string): RunComparison {
+  return compareRuns(readRunDir(dirA), readRunDir(dirB));
+}
+
+/** Compares run `a` (the baseline) with run `b`, as read by `readRunDir`. */
+export function compareRuns(a: RunDirContents, b: RunDirContents): RunComparison {
+  const sidesA = sides(a);
+  const sidesB = sides(b);
+  const items: ItemComparison[] = [];
+  for (const [key, left] of sidesA) {
+    const right = sidesB.get(key);
+    items.push(compareItem(key, left, right, a, b));
+  }
+  for (const [key, right] of sidesB)
+    if (!sidesA.has(key)) items.push(compareItem(key, undefined, right, a, b));
+  const names = [
+    ...new Set([...(a.plan.scorers ?? []).map((s) => s.name), ...(b.plan.scorers ?? []).map((s) => s.name)]),
+  ];
+  const inA = new Set((a.plan.scorers ?? []).map((s) => s.name));
+  const inB = new Set((b.plan.scorers ?? []).map((s) => s.name));
+  const matchedItems = items.filter((item) => item.a !== undefined && item.b !== undefined);
+  const scorers: Record<string, ScorerComparison> = {};
+  for (const name of names) scorers[name] = compareScorer(name, inA.has(name), inB.has(name), matchedItems);
+  return {
+    a: totals(a),
+    b: totals(b),
+    items,
+    matched: matchedItems.length,
+    onlyA: items.filter((item) => item.outcome === 'only_a').length,
+    onlyB: items.filter((item) => item.outcome === 'only_b').length,
+    fixed: items.filter((item) => item.outcome === 'fixed').length,
+    regressed: items.filter((item) => item.outcome === 'regressed').length,
+    scorers,
+  };
+}
+
+interface Side {
+  readonly run: PlannedRun;
+  readonly line: ResultLine | undefined;
+}
+
+/** Plan entries by matching key, in plan order. */
+function sides(contents: RunDirContents): Map<string, Side> {
+  const latest = latestByIndex(contents.results);
+  const seen = new Map<string, number>();
+  const result = new Map<string, Side>();
+  for (const run of contents.plan.runs) {
+    let key = `#${run.index}`;
+    if (run.label !== undefined) {
+      const count = (seen.get(run.label) ?? 0) + 1;
+      seen.set(run.label, count);
+      key = count === 1 ? `id:${run.label}` : `id:${run.label}#${count}`;
+    }
+    result.set(key, { run, line: latest.get(run.index) });
+  }
+  return result;
+}
+
+function itemSide(side: Side): ItemSide {
+  const { run, line } = side;
+  if (line === undefined)
+    return {
+      index: run.index,
+      agentId: null,
+      status: 'not_run',
+      output: '',
+      scores: {},
+      tokens: 0,
+      costUsd: 0,
+      latencyMs: null,
+      rounds: 0,
+    };
+  const scores: Record<string, Omit<Score, 'judge'>> = {};
+  for (const [name, { judge: _judge, ...score }] of Object.entries(line.scores ?? {})) scores[name] = score;
+  return {
+    index: run.index,
+    agentId: line.agentId,
+    status: line.status,
+    ...(line.reason === undefined ? {} : { reason: line.reason }),
+    output: outcomeText(line),
+    scores,
+    tokens: line.usage.inputTokens + line.usage.outputTokens,
+    costUsd: line.costUsd,
+    latencyMs:
+      line.startedAt === null ? null : Math.max(0, Date.parse(line.endedAt) - Date.parse(line.startedAt)),
+    rounds: line.rounds,
+  };
+}
+
+function compareItem(
+  key: string,
+  left: Side | undefined,
+  right: Side | undefined,
+  a: RunDirContents,
+  b: RunDirContents,
+): ItemComparison {
+  const sideA = left === undefined ? undefined : itemSide(left);
+  const sideB = right === undefined ? undefined : itemSide(right);
+  const run = (left ?? right)?.run;
+  const outcome = outcomeChange(sideA, sideB);
+  const names = new Set([...Object.keys(sideA?.scores ?? {}), ...Object.keys(sideB?.scores ?? {})]);
+  const scores: Record<string, ScoreDelta> = {};
+  for (const name of names) scores[name] = scoreDelta(sideA?.scores[name], sideB?.scores[name]);
+  let toolCalls: ToolCallDiff | undefined;
+  if (sideA?.agentId && sideB?.agentId) {
+    const callsA = toolCallsOf(journalFile(a.paths, sideA.agentId));
+    const callsB = toolCallsOf(journalFile(b.paths, sideB.agentId));
+    if (callsA !== undefined && callsB !== undefined) toolCalls = diffToolCalls(callsA, callsB);
+  }
+  const both =
+    sideA !== undefined && sideB !== undefined && sideA.status !== 'not_run' && sideB.status !== 'not_run';
+  const changed =
+    outcome !== 'same' ||
+    Object.values(scores).some((delta) => delta.change !== 'same') ||
+    (toolCalls !== undefined && (toolCalls.onlyA.length > 0 || toolCalls.onlyB.length > 0)) ||
+    (both && sideA.output !== sideB.output);
+  return {
+    key,
+    ...(run?.label === undefined ? {} : { id: run.label }),
+    task: run?.task ?? '',
+    ...(sideA === undefined ? {} : { a: sideA }),
+    ...(sideB === undefined ? {} : { b: sideB }),
+    outcome,
+    scores,
+    ...(both
+      ? { tokensDelta: sideB.tokens - sideA.tokens, costDeltaUsd: sideB.costUsd - sideA.costUsd }
+      : {}),
+    ...(both && sideA.latencyMs !== null && sideB.latencyMs !== null
+      ? { latencyDeltaMs: sideB.latencyMs - sideA.latencyMs }
+      : {}),
+    ...(toolCalls === undefined ? {} : { toolCalls }),
+    changed,
+  };
+}
+
+function outcomeChange(a: ItemSide | undefined, b: ItemSide | undefined): OutcomeChange {
+  if (a === undefined) return 'only_b';
+  if (b === undefined) return 'only_a';
+  if (a.status === b.status) return a.status === 'failed' && a.reason !== b.reason ? 'changed' : 'same';
+  if (a.status === 'completed') return 'regressed';
+  if (b.status === 'completed') return 'fixed';
+  return 'changed';
+}
+
+function scoreDelta(a: Omit<Score, 'judge'> | undefined, b: Omit<Score, 'judge'> | undefined): ScoreDelta {
+  if (a === undefined && b !== undefined) return { b, change: 'only_b' };
+  if (b === undefined && a !== undefined) return { a, change: 'only_a' };
+  if (a === undefined || b === undefined) return { change: 'same' };
+  const delta = b.score - a.score;
+  const change: ScoreChange =
+    a.pass !== b.pass
+      ? b.pass
+        ? 'improved'
+        : 'regressed'
+      : delta > 0
+        ? 'improved'
+        : delta < 0
+          ? 'regressed'
+          : 'same';
+  return { a, b, delta, change };
+}
+
+function compareScorer(
+  name: string,
+  inA: boolean,
+  inB: boolean,
+  items: readonly ItemComparison[],
+): ScorerComparison {
+  let passedA = 0;
+  let passedB = 0;
+  let sumA = 0;
+  let sumB = 0;
+  let improved = 0;
+  let regressed = 0;
+  for (const item of items) {
+    const delta = item.scores[name];
+    if (delta?.a?.pass) passedA += 1;
+    if (delta?.b?.pass) passedB += 1;
+    sumA += delta?.a?.score ?? 0;
+    sumB += delta?.b?.score ?? 0;
+    if (delta?.change === 'improved') improved += 1;
+    if (delta?.change === 'regressed') regressed += 1;
+  }
+  const count = items.length;
+  const rate = (value: number): number => (count === 0 ? 0 : value / count);
+  return {
+    name,
+    declaredIn: inA && inB ? 'both' : inA ? 'a' : 'b',
+    items: count,
+    passedA,
+    passedB,
+    passRateA: rate(passedA),
+    passRateB: rate(passedB),
+    delta: rate(passedB) - rate(passedA),
+    meanA: rate(sumA),
+    meanB: rate(sumB),
+    improved,
+    regressed,
+  };
+}
+
+function totals(contents: RunDirContents): RunTotals {
+  const summary = runSummaryOf(contents);
+  const latest = latestByIndex(contents.results);
+  const latencies = [...latest.values()]
+    .filter((line) => line.startedAt !== null)
+    .map((line) => Math.max(0, Date.parse(line.endedAt) - Date.parse(line.startedAt ?? line.endedAt)));
+  return {
+    runId: contents.plan.runId,
+    ...(contents.plan.name === undefined ? {} : { name: contents.plan.name }),
+    dir: contents.paths.root,
+    provider: contents.plan.provider.name,
+    model: summary.model,
+    simulated: contents.plan.provider.simulated,
+    items: summary.counts.planned,
+    completed: summary.counts.completed,
+    failed: summary.counts.failed,
+    notRun: summary.counts.notRun,
+    usage: summary.usage,
+    costUsd: summary.costUsd,
+    wallTimeMs: summary.wallTimeMs,
+    meanLatencyMs: latencies.length === 0 ? null : latencies.reduce((x, y) => x + y, 0) / latencies.length,
+  };
+}

@@ -1,0 +1,186 @@
+/**
+ * Checks a definition's tool references against the tools that exist: every `tools` /
+ * `disallowedTools` entry must name a tool (or it is an `unknown_tool` warning that names it), and
+ * every key of `toolNameOverrides`, `paramNameOverrides` and `toolConfig` must name a registered
+ * tool (`unknown_tool_override`, an error). `agents validate`, `agents show` and every spawn run
+ * the same check; only the set of known tools differs (a spawn knows the MCP tools it connected to).
+ */
+import { claudeCodeTool, MCP_PREFIX, mcpServerOf } from '../tools/names.ts';
+import { type Rule, ruleNamesTool, specifierProblem, tryParseRule } from '../tools/rules.ts';
+import { FILE_START, jsonPointer, type PathSegment } from './problems.ts';
+import type { AgentDefinition, DefinitionProblem, ProblemCode, SourcePosition } from './types.ts';
+
+/** What a definition's tool references are checked against. */
+export interface KnownTools {
+  /** Canonical names of the registered tools. */
+  readonly names: Iterable<string>;
+  /**
+   * MCP servers whose tools were not listed (declared but not connected, as in `agents validate`):
+   * any `mcp__<server>__...` name of theirs is accepted.
+   */
+  readonly unlistedMcpServers?: Iterable<string>;
+  /** Servers `mcpServers: [name]` entries may refer to; when given, other names are warned about. */
+  readonly configuredMcpServers?: Iterable<string>;
+}
+
+type Reference = Pick<
+  AgentDefinition,
+  | 'tools'
+  | 'disallowedTools'
+  | 'toolNameOverrides'
+  | 'paramNameOverrides'
+  | 'toolConfig'
+  | 'path'
+  | 'sourcePositions'
+  | 'mcpServers'
+>;
+
+/** Every problem with the tool references of `def` (see the module comment). */
+export function toolReferenceProblems(def: Reference, known: KnownTools): DefinitionProblem[] {
+  const names = [...new Set(known.names)];
+  const unlisted = new Set([...(known.unlistedMcpServers ?? []), ...inlineServers(def)].map(lower));
+  const problems: DefinitionProblem[] = [];
+  const add = (
+    severity: DefinitionProblem['severity'],
+    code: ProblemCode,
+    message: string,
+    path: readonly PathSegment[],
+  ): void => {
+    const at = positionOf(def, path);
+    problems.push({ severity, code, message, file: def.path, ...at, path: jsonPointer(path) });
+  };
+
+  const entries: [key: 'tools' | 'disallowedTools', list: readonly string[]][] = [
+    ['tools', def.tools ?? []],
+    ['disallowedTools', def.disallowedTools],
+  ];
+  for (const [key, list] of entries) {
+    const effect = key === 'tools' ? 'allow' : 'deny';
+    list.forEach((entry, index) => {
+      if (entry.trim() === '*') return;
+      const path = [key, index];
+      const parsed = tryParseRule(entry);
+      if ('error' in parsed) {
+        const consequence =
+          effect === 'allow' ? 'it admits nothing' : 'the tool it names is removed entirely';
+        add(
+          'warning',
+          'invalid_tool_rule',
+          `${parsed.error.message.replace(/^Cannot/, 'Could not')}; ${consequence}`,
+          path,
+        );
+        return;
+      }
+      const rule = parsed.rule;
+      const modelNames = def.toolNameOverrides;
+      const named = names.filter((name) => ruleNamesTool(rule, name, effect, { cwd: '/', modelNames }));
+      if (named.length > 0) {
+        const unusable = named.filter((name) => specifierProblem(rule, name) !== undefined);
+        if (unusable.length === named.length && rule.specifier !== undefined) {
+          const why = specifierProblem(rule, unusable[0] ?? '') ?? '';
+          const consequence =
+            effect === 'allow' ? 'it admits nothing' : `\`${unusable.join('`, `')}\` is removed entirely`;
+          add('warning', 'invalid_tool_rule', `Cannot apply \`${rule.raw}\`: ${why}; ${consequence}`, path);
+        }
+        return;
+      }
+      const why = unknownReason(rule, names, unlisted);
+      if (why !== undefined) add('warning', 'unknown_tool', `\`${rule.raw}\` in \`${key}\` ${why}`, path);
+    });
+  }
+
+  const overrideKeys: [key: string, value: Readonly<Record<string, unknown>>][] = [
+    ['toolNameOverrides', def.toolNameOverrides],
+    ['paramNameOverrides', def.paramNameOverrides],
+    ['toolConfig', def.toolConfig],
+  ];
+  const registered = new Set(names);
+  for (const [key, object] of overrideKeys) {
+    for (const tool of Object.keys(object)) {
+      if (registered.has(tool)) continue;
+      const server = mcpServerOf(tool);
+      if (server !== undefined && unlisted.has(server.toLowerCase())) continue;
+      add(
+        'error',
+        'unknown_tool_override',
+        `Expected \`${key}\` to name registered tools, found \`${tool}\`${closest(tool, names)}`,
+        [key, tool],
+      );
+    }
+  }
+
+  if (known.configuredMcpServers !== undefined) {
+    const configured = new Set([...known.configuredMcpServers].map(lower));
+    def.mcpServers.forEach((server, index) => {
+      if (typeof server !== 'string' || configured.has(server.toLowerCase())) return;
+      add(
+        'warning',
+        'unknown_mcp_server',
+        `\`mcpServers\` names \`${server}\`, but no MCP server of that name is configured ` +
+          "(in .mcp.json or the supervisor's mcpServers); its tools are not available",
+        ['mcpServers', index],
+      );
+    });
+  }
+  return problems;
+}
+
+/** Why a rule that names no known tool is unknown, or undefined when nothing can be said against it. */
+function unknownReason(
+  rule: Rule,
+  names: readonly string[],
+  unlisted: ReadonlySet<string>,
+): string | undefined {
+  const claude = claudeCodeTool(rule.tool);
+  if (claude && 'unsupported' in claude) {
+    return `is a Claude Code tool troupe does not offer (${claude.unsupported}); it is ignored`;
+  }
+  if (claude && 'admits' in claude) {
+    return `admits \`${claude.admits.join('`, `')}\`, which ${claude.admits.length > 1 ? 'are' : 'is'} not registered here`;
+  }
+  if (rule.tool.toLowerCase().startsWith(MCP_PREFIX)) {
+    const server = mcpServerOf(rule.tool);
+    if (server === undefined) return rule.tool.includes('*') ? undefined : 'names no MCP server';
+    if (unlisted.has(server.toLowerCase())) return undefined;
+    const connected = names.some((name) =>
+      name.toLowerCase().startsWith(`${MCP_PREFIX}${server.toLowerCase()}__`),
+    );
+    return connected
+      ? `matches no tool of MCP server \`${server}\`${closest(rule.tool, names)}`
+      : `names MCP server \`${server}\`, which is not configured (in the definition's mcpServers, .mcp.json or the supervisor's mcpServers)`;
+  }
+  if (rule.tool.includes('/')) {
+    const server = rule.tool.split('/')[0] ?? rule.tool;
+    return `matches no tool (\`server/tool\` is VS Code's syntax; an MCP server's tools are written \`mcp__${server}__*\`)`;
+  }
+  if (rule.tool.includes('*')) return 'matches no registered tool';
+  return `matches no registered tool${closest(rule.tool, names)}; it is ignored`;
+}
+
+/** ` (did you mean \`x\`?)` for a name equal to a known one but for case and separators. */
+function closest(name: string, names: readonly string[]): string {
+  const normalize = (text: string) => text.toLowerCase().replaceAll(/[-_\s]/g, '');
+  const hit = names.find((candidate) => normalize(candidate) === normalize(name));
+  return hit === undefined ? '' : ` (did you mean \`${hit}\`?)`;
+}
+
+function inlineServers(def: Reference): string[] {
+  return def.mcpServers.flatMap((server) => (typeof server === 'string' ? [] : [server.name]));
+}
+
+/** Where the value at `path` was written, falling back to its parents, then the file start. */
+export function positionOf(
+  def: Pick<AgentDefinition, 'sourcePositions'>,
+  path: readonly PathSegment[],
+): SourcePosition {
+  const positions = def.sourcePositions ?? {};
+  for (let depth = path.length; depth > 0; depth -= 1) {
+    const found = positions[jsonPointer(path.slice(0, depth))];
+    if (found) return found;
+  }
+  return FILE_START;
+}
+
+function lower(text: string): string {
+  return text.toLowerCase();
+}

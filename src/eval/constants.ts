@@ -1,0 +1,31 @@
+/** Defaults and bounds of scoring, in one place. */
+
+/** A judge score at or above this passes when the judge does not say `pass` itself. */
+export const DEFAULT_JUDGE_THRESHOLD = 0.5;
+
+/** Rounds a judge agent may take when its scorer does not say. */
+export const DEFAULT_JUDGE_MAX_STEPS = 8;
+
+/** Wall-clock budget of one judge agent (it ends Failed(timeout) after it). 5 minutes. */
+export const DEFAULT_JUDGE_WALL_CLOCK_MS = 300_000;
+
+/**
+ * Characters of the agent's output, the expected value and the task shown to a judge; longer
+ * text is cut and the judge is told so. Keeps one huge answer from blowing the judge's budget.
+ */
+export const JUDGE_TEXT_MAX_CHARS = 20_000;
+
+/** Judge agents running at once when the caller does not say. */
+export const DEFAULT_JUDGE_CONCURRENCY = 8;
+
+/** Time a scorer function from a module gets per item before it counts as an error. 60 s. */
+export const SCORER_FUNCTION_TIMEOUT_MS = 60_000;
+
+/** Longest regular expression accepted from a plan or a data set (characters). */
+export const MAX_PATTERN_CHARS = 2_000;
+
+/** Longest JSONPath expression accepted (characters). */
+export const MAX_JSON_PATH_CHARS = 1_000;
+
+/** Characters of a score's `detail` kept (what differed, what the judge said). */
+export const SCORE_DETAIL_MAX_CHARS = 300;

@@ -1,0 +1,98 @@
+/**
+ * Scorers written as functions: `{ type: module, module: ./scorers.ts, export: name }`. The
+ * module is imported once, on the thread that scores (the main thread), before anything runs.
+ */
+import { pathToFileURL } from 'node:url';
+import { UserError } from '../errors.ts';
+import { clip } from './builtin-scorers.ts';
+import { DEFAULT_JUDGE_THRESHOLD, SCORER_FUNCTION_TIMEOUT_MS } from './constants.ts';
+import type { ModuleScorerSpec, Score, ScoreInput, ScorerFunction, ScoreValue } from './types.ts';
+
+/**
+ * Imports the scorer function of `spec`. Throws UserError `scorer_module` (fields `module`,
+ * `export`) when the module cannot be imported or the export is not a function.
+ */
+export async function loadScorerFunction(spec: ModuleScorerSpec): Promise<ScorerFunction> {
+  const name = spec.export ?? 'default';
+  let module: Record<string, unknown>;
+  try {
+    module = (await import(pathToFileURL(spec.module).href)) as Record<string, unknown>;
+  } catch (cause) {
+    throw new UserError(
+      'scorer_module',
+      `Could not import the scorer module ${spec.module} (scorer ${spec.name}): ${String(cause)}`,
+      { module: spec.module, export: name },
+      { cause },
+    );
+  }
+  const fn = module[name];
+  if (typeof fn !== 'function')
+    throw new UserError(
+      'scorer_module',
+      `Expected the export \`${name}\` of ${spec.module} to be a scorer function, got ${typeof fn}`,
+      { module: spec.module, export: name },
+    );
+  return fn as ScorerFunction;
+}
+
+/**
+ * Calls a scorer function, bounded by `timeoutMs`. Never throws: a throw, a timeout or a value
+ * that is not a score becomes a score with an `error`. A number passes at or above the scorer's
+ * `threshold` (0.5); `true`/`false` score 1/0.
+ */
+export async function callScorerFunction(
+  fn: ScorerFunction,
+  spec: ModuleScorerSpec,
+  input: ScoreInput,
+  timeoutMs: number = SCORER_FUNCTION_TIMEOUT_MS,
+): Promise<Score> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    const value = await Promise.race([Promise.resolve().then(() => fn(input)), timeout]);
+    return toScore(value, spec.threshold ?? DEFAULT_JUDGE_THRESHOLD);
+  } catch (cause) {
+    return {
+      score: 0,
+      pass: false,
+      error: clip(`the scorer function failed: ${cause instanceof Error ? cause.message : String(cause)}`),
+    };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function toScore(value: ScoreValue, threshold: number): Score {
+  if (typeof value === 'boolean') return { score: value ? 1 : 0, pass: value };
+  if (typeof value === 'number') {
+    if (!(value >= 0 && value <= 1)) return invalid(value);
+    return { score: value, pass: value >= threshold };
+  }
+  if (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof value.score === 'number' &&
+    value.score >= 0 &&
+    value.score <= 1
+  ) {
+    if (value.pass !== undefined && typeof value.pass !== 'boolean') return invalid(value);
+    return {
+      score: value.score,
+      pass: value.pass ?? value.score >= threshold,
+      ...(typeof value.detail === 'string' && value.detail !== '' ? { detail: clip(value.detail) } : {}),
+    };
+  }
+  return invalid(value);
+}
+
+function invalid(value: unknown): Score {
+  return {
+    score: 0,
+    pass: false,
+    error: clip(
+      `expected the scorer function to return a number from 0 to 1, a boolean or { score, pass?, detail? }, got ${JSON.stringify(value) ?? String(value)}`,
+    ),
+  };
+}

@@ -1,0 +1,247 @@
+/**
+ * MCP server declarations in Claude Code's format, wherever they are written: a definition's
+ * `mcpServers`, `.mcp.json` at the project root, the Supervisor's `mcpServers` option, a plan file.
+ *
+ * ```json
+ * { "mcpServers": {
+ *     "everything": { "command": "npx", "args": ["@modelcontextprotocol/server-everything"], "env": {} },
+ *     "docs": { "type": "http", "url": "https://example.com/mcp", "headers": { "Authorization": "Bearer ${TOKEN}" } } } }
+ * ```
+ *
+ * `${VAR}` and `${VAR:-default}` in `command`, `args`, `env`, `url` and `headers` are expanded from
+ * the environment of the process that starts the connection, when it starts it: secrets stay out
+ * of definitions, plans and journals.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describeValue } from '../errors.ts';
+import { MCP_SERVER_NAME_PATTERN } from './constants.ts';
+
+/** A server started as a child process that speaks MCP over its stdin and stdout. */
+export interface McpStdioServer {
+  readonly type: 'stdio';
+  readonly command: string;
+  readonly args: readonly string[];
+  /** Added to the inherited environment. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Working directory of the process. @default the agent's working directory */
+  readonly cwd?: string;
+}
+
+/** A server reached over HTTP: Streamable HTTP (`http`), or the older HTTP+SSE transport (`sse`). */
+export interface McpHttpServer {
+  readonly type: 'http' | 'sse';
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** One MCP server's connection settings. */
+export type McpServerConfig = McpStdioServer | McpHttpServer;
+
+/** MCP servers by name. */
+export type McpServers = Readonly<Record<string, McpServerConfig>>;
+
+/**
+ * An entry of a definition's `mcpServers`: the name of a server configured elsewhere (`.mcp.json`,
+ * the supervisor), or a server of its own.
+ */
+export type McpServerRef = string | { readonly name: string; readonly config: McpServerConfig };
+
+/** A problem found in a declaration: what is wrong and where (a path below the declaration). */
+export interface McpConfigProblem {
+  readonly message: string;
+  readonly path: readonly (string | number)[];
+}
+
+const STDIO_KEYS = ['type', 'command', 'args', 'env', 'cwd'];
+const HTTP_KEYS = ['type', 'url', 'headers'];
+
+/** Reads one server's settings. Unknown keys are problems too: a misspelt `args` must not be lost. */
+export function readMcpServerConfig(
+  value: unknown,
+): { readonly config: McpServerConfig } | { readonly problem: McpConfigProblem } {
+  const fail = (message: string, at: (string | number)[] = []) => ({ problem: { message, path: at } });
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return fail(`Expected an MCP server's settings (\`command\` or \`url\`), got ${describeValue(value)}`);
+  }
+  const object = value as Record<string, unknown>;
+  const type = object.type ?? (object.url === undefined ? 'stdio' : 'http');
+  if (type !== 'stdio' && type !== 'http' && type !== 'sse' && type !== 'streamable-http') {
+    return fail(`Expected \`type\` to be \`stdio\`, \`http\` or \`sse\`, got ${describeValue(type)}`, [
+      'type',
+    ]);
+  }
+  const allowed = type === 'stdio' ? STDIO_KEYS : HTTP_KEYS;
+  const unknown = Object.keys(object).find((key) => !allowed.includes(key));
+  if (unknown !== undefined) {
+    return fail(`Unknown key \`${unknown}\` for a ${type} MCP server (expected ${allowed.join(', ')})`, [
+      unknown,
+    ]);
+  }
+  if (type === 'stdio') {
+    if (typeof object.command !== 'string' || object.command.trim() === '') {
+      return fail(`Expected \`command\` to be the program to start, got ${describeValue(object.command)}`, [
+        'command',
+      ]);
+    }
+    const args = object.args ?? [];
+    if (!Array.isArray(args) || args.some((arg) => typeof arg !== 'string')) {
+      return fail(`Expected \`args\` to be a list of strings, got ${describeValue(args)}`, ['args']);
+    }
+    const env = readStringMap(object.env, 'env');
+    if ('problem' in env) return env;
+    if (object.cwd !== undefined && typeof object.cwd !== 'string') {
+      return fail(`Expected \`cwd\` to be a directory, got ${describeValue(object.cwd)}`, ['cwd']);
+    }
+    return {
+      config: {
+        type: 'stdio',
+        command: object.command,
+        args: args as string[],
+        env: env.map,
+        ...(typeof object.cwd === 'string' ? { cwd: object.cwd } : {}),
+      },
+    };
+  }
+  if (typeof object.url !== 'string' || !/^(?:https?:\/\/|\$\{)/.test(object.url)) {
+    return fail(`Expected \`url\` to be an http(s) URL, got ${describeValue(object.url)}`, ['url']);
+  }
+  const headers = readStringMap(object.headers, 'headers');
+  if ('problem' in headers) return headers;
+  return { config: { type: type === 'sse' ? 'sse' : 'http', url: object.url, headers: headers.map } };
+}
+
+function readStringMap(
+  value: unknown,
+  key: string,
+): { readonly map: Record<string, string> } | { readonly problem: McpConfigProblem } {
+  if (value === undefined || value === null) return { map: {} };
+  const ok =
+    typeof value === 'object' &&
+    !Array.isArray(value) &&
+    Object.values(value as object).every((item) => typeof item === 'string');
+  if (!ok) {
+    return {
+      problem: {
+        message: `Expected \`${key}\` to map names to strings, got ${describeValue(value)}`,
+        path: [key],
+      },
+    };
+  }
+  return { map: { ...(value as Record<string, string>) } };
+}
+
+/** Whether `name` can be an MCP server name (it becomes part of tool names: `mcp__<name>__<tool>`). */
+export function isMcpServerName(name: string): boolean {
+  return MCP_SERVER_NAME_PATTERN.test(name);
+}
+
+/**
+ * Reads a `{ name: settings }` map (`.mcp.json`'s `mcpServers`, the supervisor option). Servers
+ * with problems are left out and reported.
+ */
+export function readMcpServerMap(value: unknown): {
+  readonly servers: McpServers;
+  readonly problems: readonly McpConfigProblem[];
+} {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return {
+      servers: {},
+      problems: [
+        { message: `Expected a map of server names to settings, got ${describeValue(value)}`, path: [] },
+      ],
+    };
+  }
+  const servers: Record<string, McpServerConfig> = {};
+  const problems: McpConfigProblem[] = [];
+  for (const [name, settings] of Object.entries(value)) {
+    if (!isMcpServerName(name)) {
+      problems.push({
+        message: `Expected a server name of letters, digits, \`_\` or \`-\`, got ${JSON.stringify(name)}`,
+        path: [name],
+      });
+      continue;
+    }
+    const read = readMcpServerConfig(settings);
+    if ('problem' in read) problems.push({ ...read.problem, path: [name, ...read.problem.path] });
+    else servers[name] = read.config;
+  }
+  return { servers, problems };
+}
+
+/** What {@link loadProjectMcpFile} found. */
+export interface ProjectMcpFile {
+  /** The file read, or undefined when there is none. */
+  readonly file: string | undefined;
+  readonly servers: McpServers;
+  readonly problems: readonly McpConfigProblem[];
+}
+
+/** Reads `.mcp.json` in `projectRoot`; a missing file is no servers and no problem. */
+export async function loadProjectMcpFile(projectRoot: string): Promise<ProjectMcpFile> {
+  const file = path.join(projectRoot, '.mcp.json');
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { file: undefined, servers: {}, problems: [] };
+    return {
+      file,
+      servers: {},
+      problems: [{ message: `Could not read ${file}: ${String(error)}`, path: [] }],
+    };
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    return {
+      file,
+      servers: {},
+      problems: [{ message: `${file} is not valid JSON: ${(error as Error).message}`, path: [] }],
+    };
+  }
+  const map = (json as { mcpServers?: unknown } | null)?.mcpServers;
+  if (map === undefined) return { file, servers: {}, problems: [] };
+  const read = readMcpServerMap(map);
+  return {
+    file,
+    servers: read.servers,
+    problems: read.problems.map((p) => ({ ...p, path: ['mcpServers', ...p.path] })),
+  };
+}
+
+const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+/**
+ * Expands `${VAR}` and `${VAR:-default}` in every string of a server's settings. Unset variables
+ * without a default are listed in `missing` (and expand to nothing).
+ */
+export function expandMcpServerConfig(
+  config: McpServerConfig,
+  env: Readonly<Record<string, string | undefined>>,
+): { readonly config: McpServerConfig; readonly missing: readonly string[] } {
+  const missing = new Set<string>();
+  const expand = (text: string): string =>
+    text.replaceAll(VARIABLE, (_whole, name: string, fallback: string | undefined) => {
+      const value = env[name];
+      if (value !== undefined && value !== '') return value;
+      if (fallback !== undefined) return fallback;
+      missing.add(name);
+      return '';
+    });
+  const map = (record: Readonly<Record<string, string>>) =>
+    Object.fromEntries(Object.entries(record).map(([key, value]) => [key, expand(value)]));
+  const expanded: McpServerConfig =
+    config.type === 'stdio'
+      ? {
+          ...config,
+          command: expand(config.command),
+          args: config.args.map(expand),
+          env: map(config.env),
+          ...(config.cwd === undefined ? {} : { cwd: expand(config.cwd) }),
+        }
+      : { ...config, url: expand(config.url), headers: map(config.headers) };
+  return { config: expanded, missing: [...missing] };
+}

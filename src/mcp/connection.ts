@@ -1,0 +1,384 @@
+/**
+ * One connection to one MCP server, through the official SDK (`@modelcontextprotocol/sdk`): stdio
+ * (a child process) or Streamable HTTP (or the older HTTP+SSE).
+ *
+ * A connection starts on first use and lists the server's tools. When the server dies (the child
+ * exits, the HTTP session is gone), calls in flight fail at once with a tool error that says so
+ * (the call may or may not have taken effect: it is never re-sent), and the next call restarts the
+ * server after a backoff (500 ms doubling to 30 s). After {@link MCP_MAX_RESTARTS} failed starts or
+ * deaths in a row, calls fail at once until {@link McpConnection.reset}. Every wait is bounded:
+ * connecting, listing, calling, restarting and closing.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { sleep } from '../abort.ts';
+import { SystemError } from '../errors.ts';
+import { expandMcpServerConfig, type McpServerConfig } from './config.ts';
+import {
+  MCP_CALL_TIMEOUT_MS,
+  MCP_CONNECT_TIMEOUT_MS,
+  MCP_LIST_TIMEOUT_MS,
+  MCP_MAX_LIST_PAGES,
+  MCP_MAX_RESTARTS,
+  MCP_MAX_TOOLS_PER_SERVER,
+  MCP_RESTART_BASE_DELAY_MS,
+  MCP_RESTART_MAX_DELAY_MS,
+} from './constants.ts';
+
+/** A tool as the server lists it. */
+export interface McpToolInfo {
+  readonly name: string;
+  readonly description?: string;
+  readonly inputSchema: Readonly<Record<string, unknown>>;
+  readonly readOnlyHint?: boolean;
+}
+
+/** What a call returned (the MCP `CallToolResult`, loosely typed: servers vary). */
+export interface McpCallResult {
+  readonly content?: readonly Readonly<Record<string, unknown>>[];
+  readonly structuredContent?: unknown;
+  readonly isError?: boolean;
+}
+
+/** Where a connection stands. */
+export type McpServerStatus = 'idle' | 'connecting' | 'ready' | 'restarting' | 'failed' | 'closed';
+
+/** Bounds of a connection; every field has a default in constants.ts. */
+export interface McpConnectionOptions {
+  /** Working directory of a stdio server when its settings give none. */
+  readonly cwd: string;
+  /** Environment `${VAR}` expands from. @default process.env */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly connectTimeoutMs?: number;
+  readonly callTimeoutMs?: number;
+  readonly maxRestarts?: number;
+  readonly restartBaseDelayMs?: number;
+  readonly restartMaxDelayMs?: number;
+  /**
+   * Told when a stdio server's process starts and ends, so whoever owns the thread can kill the
+   * processes a dead thread leaves behind (a terminated worker thread cannot stop its children).
+   */
+  readonly onProcess?: (pid: number, state: 'started' | 'exited') => void;
+}
+
+interface Session {
+  readonly client: Client;
+  readonly transport: Transport;
+  readonly tools: readonly McpToolInfo[];
+  alive: boolean;
+  /** Why the session ended, once it has. */
+  ended: string | undefined;
+}
+
+const STDERR_TAIL_CHARS = 2000;
+
+/** A lazily started, self-restarting connection to one MCP server. */
+export class McpConnection {
+  readonly name: string;
+  readonly config: McpServerConfig;
+  readonly #options: Required<Omit<McpConnectionOptions, 'env' | 'onProcess'>> &
+    Pick<McpConnectionOptions, 'env' | 'onProcess'>;
+  #session: Session | undefined;
+  #connecting: Promise<Session> | undefined;
+  #failures = 0;
+  #nextAttemptAt = 0;
+  #lastError: string | undefined;
+  #closed = false;
+  #stderr = '';
+
+  constructor(name: string, config: McpServerConfig, options: McpConnectionOptions) {
+    this.name = name;
+    this.config = config;
+    this.#options = {
+      cwd: options.cwd,
+      env: options.env,
+      onProcess: options.onProcess,
+      connectTimeoutMs: options.connectTimeoutMs ?? MCP_CONNECT_TIMEOUT_MS,
+      callTimeoutMs: options.callTimeoutMs ?? MCP_CALL_TIMEOUT_MS,
+      maxRestarts: options.maxRestarts ?? MCP_MAX_RESTARTS,
+      restartBaseDelayMs: options.restartBaseDelayMs ?? MCP_RESTART_BASE_DELAY_MS,
+      restartMaxDelayMs: options.restartMaxDelayMs ?? MCP_RESTART_MAX_DELAY_MS,
+    };
+  }
+
+  /** Where the connection stands now. */
+  get status(): McpServerStatus {
+    if (this.#closed) return 'closed';
+    if (this.#session?.alive) return 'ready';
+    if (this.#connecting) return this.#failures > 0 ? 'restarting' : 'connecting';
+    if (this.#failures >= this.#options.maxRestarts) return 'failed';
+    return this.#failures > 0 ? 'restarting' : 'idle';
+  }
+
+  /** Why the last start failed or the server last died. */
+  get lastError(): string | undefined {
+    return this.#lastError;
+  }
+
+  /** Failed starts and deaths since the last successful call. */
+  get failures(): number {
+    return this.#failures;
+  }
+
+  /** The process id of a running stdio server. */
+  get pid(): number | undefined {
+    const transport = this.#session?.alive ? this.#session.transport : undefined;
+    return transport instanceof StdioClientTransport ? (transport.pid ?? undefined) : undefined;
+  }
+
+  /** The server's tools, connecting (or restarting) first when needed. */
+  async tools(signal?: AbortSignal): Promise<readonly McpToolInfo[]> {
+    return (await this.#ready(signal)).tools;
+  }
+
+  /**
+   * Calls a tool. Throws SystemError `mcp_unavailable` when the server cannot be reached,
+   * `mcp_server_died` when it died during the call, `mcp_timeout` when it did not answer in time,
+   * and `mcp_call_failed` for a protocol error the server returned.
+   */
+  async call(
+    tool: string,
+    args: Readonly<Record<string, unknown>>,
+    signal: AbortSignal,
+  ): Promise<McpCallResult> {
+    const session = await this.#ready(signal);
+    try {
+      const result = (await session.client.callTool({ name: tool, arguments: { ...args } }, undefined, {
+        signal,
+        timeout: this.#options.callTimeoutMs,
+        maxTotalTimeout: this.#options.callTimeoutMs,
+      })) as McpCallResult;
+      this.#failures = 0;
+      return result;
+    } catch (error) {
+      if (signal.aborted) throw error;
+      const message = errorMessage(error);
+      if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+        throw new SystemError(
+          'mcp_timeout',
+          `MCP server \`${this.name}\` did not answer \`${tool}\` within ${this.#options.callTimeoutMs} ms`,
+          { server: this.name, tool },
+        );
+      }
+      // A JSON-RPC error is the server answering; anything else (the connection closed, the HTTP
+      // session or server gone, a network error) means the server cannot be reached any more.
+      const answered = error instanceof McpError && error.code !== ErrorCode.ConnectionClosed;
+      if (!session.alive || !answered) {
+        this.#ended(session, session.ended ?? message);
+        throw new SystemError(
+          'mcp_server_died',
+          `MCP server \`${this.name}\` stopped during the call to \`${tool}\` (${session.ended ?? message}); ` +
+            'the call may or may not have taken effect. The server is restarted for the next call.',
+          { server: this.name, tool },
+        );
+      }
+      throw new SystemError(
+        'mcp_call_failed',
+        `MCP server \`${this.name}\` refused \`${tool}\`: ${message}`,
+        {
+          server: this.name,
+          tool,
+        },
+      );
+    }
+  }
+
+  /** Forgets past failures, so a server that gave up is tried again. */
+  reset(): void {
+    this.#failures = 0;
+    this.#nextAttemptAt = 0;
+  }
+
+  /** Closes the connection (a stdio server gets its stdin closed, then SIGTERM, then SIGKILL). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const session = this.#session ?? (await this.#connecting?.catch(() => undefined));
+    this.#session = undefined;
+    if (session) {
+      session.alive = false;
+      await session.client.close().catch(() => {});
+    }
+  }
+
+  async #ready(signal: AbortSignal | undefined): Promise<Session> {
+    if (this.#closed) throw this.#unavailable('the connection is closed');
+    if (this.#session?.alive) return this.#session;
+    if (!this.#connecting) {
+      if (this.#failures >= this.#options.maxRestarts) {
+        throw this.#unavailable(
+          `it failed ${this.#failures} times in a row (last: ${this.#lastError ?? 'unknown'})`,
+        );
+      }
+      this.#connecting = this.#connect().finally(() => {
+        this.#connecting = undefined;
+      });
+    }
+    const connecting = this.#connecting;
+    if (!signal) return connecting;
+    signal.throwIfAborted();
+    // The start goes on for other callers; this caller stops waiting when its signal aborts.
+    return new Promise<Session>((resolve, reject) => {
+      const onAbort = (): void => reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      connecting.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    });
+  }
+
+  async #connect(): Promise<Session> {
+    const wait = this.#nextAttemptAt - Date.now();
+    if (wait > 0) await sleep(Math.min(wait, this.#options.restartMaxDelayMs));
+    const deadline = AbortSignal.timeout(this.#options.connectTimeoutMs);
+    let transport: Transport | undefined;
+    let client: Client | undefined;
+    try {
+      transport = this.#transport();
+      client = new Client({ name: 'troupe', version: '0.1.0' }, { capabilities: {} });
+      const session: Session = { client, transport, tools: [], alive: true, ended: undefined };
+      const started = client.connect(transport, {
+        timeout: this.#options.connectTimeoutMs,
+        signal: deadline,
+      });
+      // The child is spawned synchronously by connect(): report it before anything can fail.
+      const pid = transport instanceof StdioClientTransport ? transport.pid : null;
+      const onProcess = this.#options.onProcess;
+      if (pid !== null && onProcess) {
+        onProcess(pid, 'started');
+        const previous = transport.onclose;
+        transport.onclose = () => {
+          previous?.();
+          onProcess(pid, 'exited');
+        };
+      }
+      await raceDeadline(started, deadline, this.#options.connectTimeoutMs);
+      const tools = await this.#listTools(client);
+      const ready: Session = { ...session, tools };
+      // The SDK calls onclose when the child exits or the HTTP session ends.
+      const previous = transport.onclose;
+      transport.onclose = () => {
+        previous?.();
+        this.#ended(ready, this.#exitReason());
+      };
+      if (this.#closed) {
+        await client.close().catch(() => {});
+        throw this.#unavailable('the connection was closed while it started');
+      }
+      this.#session = ready;
+      return ready;
+    } catch (error) {
+      await client?.close().catch(() => {});
+      await transport?.close().catch(() => {});
+      if (error instanceof SystemError && error.code === 'mcp_unavailable') throw error;
+      const why = `${errorMessage(error)}${this.#stderrTail()}`;
+      this.#failed(why);
+      throw this.#unavailable(`it could not be started: ${why}`);
+    }
+  }
+
+  async #listTools(client: Client): Promise<McpToolInfo[]> {
+    if (!client.getServerCapabilities()?.tools) return [];
+    const tools: McpToolInfo[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MCP_MAX_LIST_PAGES; page += 1) {
+      const listed = await client.listTools(cursor === undefined ? {} : { cursor }, {
+        timeout: MCP_LIST_TIMEOUT_MS,
+      });
+      for (const tool of listed.tools) {
+        if (tools.length >= MCP_MAX_TOOLS_PER_SERVER) return tools;
+        tools.push({
+          name: tool.name,
+          ...(tool.description === undefined ? {} : { description: tool.description }),
+          inputSchema: tool.inputSchema as Record<string, unknown>,
+          ...(tool.annotations?.readOnlyHint === undefined
+            ? {}
+            : { readOnlyHint: tool.annotations.readOnlyHint }),
+        });
+      }
+      cursor = listed.nextCursor;
+      if (cursor === undefined) break;
+    }
+    return tools;
+  }
+
+  #transport(): Transport {
+    const env = this.#options.env ?? process.env;
+    const { config, missing } = expandMcpServerConfig(this.config, env);
+    if (missing.length > 0) {
+      throw new SystemError(
+        'mcp_config',
+        `unset environment variable(s) ${missing.map((v) => `\`${v}\``).join(', ')}`,
+      );
+    }
+    if (config.type === 'stdio') {
+      this.#stderr = '';
+      const transport = new StdioClientTransport({
+        command: config.command,
+        args: [...config.args],
+        // Servers get the SDK's safe default variables plus their own: API keys of the run stay out.
+        env: { ...getDefaultEnvironment(), ...config.env },
+        cwd: config.cwd ?? this.#options.cwd,
+        stderr: 'pipe',
+      });
+      transport.stderr?.on('data', (chunk: Buffer) => {
+        this.#stderr = (this.#stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_CHARS);
+      });
+      return transport;
+    }
+    const url = new URL(config.url);
+    const requestInit = { headers: { ...config.headers } };
+    return config.type === 'sse'
+      ? new SSEClientTransport(url, { requestInit })
+      : new StreamableHTTPClientTransport(url, { requestInit });
+  }
+
+  #ended(session: Session, why: string): void {
+    if (!session.alive) return;
+    session.alive = false;
+    session.ended = why;
+    if (this.#session === session) this.#session = undefined;
+    if (this.#closed) return;
+    this.#failed(`the server stopped: ${why}`);
+    void session.client.close().catch(() => {});
+  }
+
+  #failed(why: string): void {
+    this.#failures += 1;
+    this.#lastError = why;
+    const delay = Math.min(
+      this.#options.restartMaxDelayMs,
+      this.#options.restartBaseDelayMs * 2 ** (this.#failures - 1),
+    );
+    this.#nextAttemptAt = Date.now() + delay;
+  }
+
+  #exitReason(): string {
+    return `it exited${this.#stderrTail()}`;
+  }
+
+  #stderrTail(): string {
+    const tail = this.#stderr.trim();
+    return tail === '' ? '' : ` (stderr: ${tail.slice(-500)})`;
+  }
+
+  #unavailable(why: string): SystemError {
+    return new SystemError('mcp_unavailable', `MCP server \`${this.name}\` is not available: ${why}`, {
+      server: this.name,
+    });
+  }
+}
+
+function raceDeadline<T>(promise: Promise<T>, deadline: AbortSignal, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new Error(`no answer within ${ms} ms`));
+    if (deadline.aborted) onAbort();
+    deadline.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => deadline.removeEventListener('abort', onAbort));
+  });
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

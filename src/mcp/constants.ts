@@ -1,0 +1,37 @@
+/** Bounds and defaults of MCP connections, in one place (docs/prompt-and-tools.md lists them). */
+
+/** Server names: they become part of tool names (`mcp__<server>__<tool>`). */
+export const MCP_SERVER_NAME_PATTERN = /^[A-Za-z0-9_-]{1,48}$/;
+
+/** Time to start a server (spawn or HTTP handshake) and finish MCP initialization. */
+export const MCP_CONNECT_TIMEOUT_MS = 30_000;
+
+/** Time for one `tools/list` page. */
+export const MCP_LIST_TIMEOUT_MS = 30_000;
+
+/** Pages of `tools/list` read at most (a server that pages forever is cut off). */
+export const MCP_MAX_LIST_PAGES = 20;
+
+/** Tools taken from one server at most. */
+export const MCP_MAX_TOOLS_PER_SERVER = 500;
+
+/**
+ * Time one tool call may take. Progress notifications from the server do not extend it: a call
+ * that never answers must end.
+ */
+export const MCP_CALL_TIMEOUT_MS = 600_000;
+
+/** Characters of a tool result kept; the rest is cut with a note saying how much was left out. */
+export const MCP_RESULT_CHAR_LIMIT = 100_000;
+
+/** Restarts after a server died before calls fail at once ("gave up"). Reset by a call that succeeds. */
+export const MCP_MAX_RESTARTS = 5;
+
+/** First wait before restarting a dead server; doubles per restart. */
+export const MCP_RESTART_BASE_DELAY_MS = 500;
+
+/** Cap on the wait before a restart. */
+export const MCP_RESTART_MAX_DELAY_MS = 30_000;
+
+/** Time a stdio server gets to exit after its stdin is closed before it is killed. */
+export const MCP_CLOSE_GRACE_MS = 2_000;

@@ -1,0 +1,116 @@
+/**
+ * MCP tools as troupe tools: named `mcp__<server>__<tool>` as Claude Code names them, with the
+ * server's input schema, run through the connection, their content turned into the text the model
+ * sees. Policy, argument validation, journalling and retries are the toolbox's, as for any tool.
+ */
+import { createHash } from 'node:crypto';
+import { compileSchema } from '../tools/schema.ts';
+import type { JsonSchema, Tool, ToolOutcome } from '../tools/types.ts';
+import type { McpCallResult, McpConnection, McpToolInfo } from './connection.ts';
+import { MCP_RESULT_CHAR_LIMIT } from './constants.ts';
+
+const INVALID_NAME_CHARS = /[^A-Za-z0-9_-]/g;
+const MAX_TOOL_NAME = 64;
+
+/**
+ * The troupe name of a server's tool: `mcp__<server>__<tool>`, characters providers reject
+ * replaced by `_`, and names over 64 characters cut with a hash suffix so they stay distinct.
+ */
+export function mcpToolName(server: string, tool: string): string {
+  const name = `mcp__${server}__${tool}`.replaceAll(INVALID_NAME_CHARS, '_');
+  if (name.length <= MAX_TOOL_NAME) return name;
+  const hash = createHash('sha256').update(name).digest('hex').slice(0, 8);
+  return `${name.slice(0, MAX_TOOL_NAME - 9)}_${hash}`;
+}
+
+/** The troupe tools of one connected server. */
+export function mcpTools(connection: McpConnection, listed: readonly McpToolInfo[]): Tool[] {
+  const seen = new Set<string>();
+  const tools: Tool[] = [];
+  for (const info of listed) {
+    const name = mcpToolName(connection.name, info.name);
+    if (seen.has(name)) continue;
+    seen.add(name);
+    tools.push({
+      name,
+      description: info.description ?? `Tool \`${info.name}\` of MCP server \`${connection.name}\`.`,
+      parameters: usableSchema(info.inputSchema),
+      // Only a server's explicit read-only hint counts: plan agents get nothing that might write.
+      readOnly: info.readOnlyHint === true,
+      async execute(args, ctx) {
+        try {
+          return toOutcome(await connection.call(info.name, args, ctx.signal));
+        } catch (error) {
+          if (ctx.signal.aborted) throw error;
+          const code = (error as { code?: unknown }).code;
+          return {
+            ok: false,
+            text: error instanceof Error ? error.message : String(error),
+            // Nothing was sent when the server could not be reached: trying again is safe.
+            retryable: code === 'mcp_unavailable',
+          };
+        }
+      },
+    });
+  }
+  return tools;
+}
+
+/** The server's input schema, or an open object schema when it is not one troupe can compile. */
+function usableSchema(schema: Readonly<Record<string, unknown>>): JsonSchema {
+  const candidate = { ...schema, type: 'object' };
+  try {
+    compileSchema(candidate, 'an MCP tool');
+    return candidate;
+  } catch {
+    return { type: 'object', additionalProperties: true };
+  }
+}
+
+/** The text the model sees for a call result: text items as they are, other content described. */
+export function toOutcome(result: McpCallResult): ToolOutcome {
+  const parts: string[] = [];
+  for (const item of result.content ?? []) {
+    switch (item.type) {
+      case 'text':
+        parts.push(String(item.text ?? ''));
+        break;
+      case 'image':
+      case 'audio':
+        parts.push(
+          `[${item.type}: ${String(item.mimeType ?? 'unknown type')}, ${base64Bytes(item.data)} bytes]`,
+        );
+        break;
+      case 'resource_link':
+        parts.push(`[resource: ${String(item.name ?? '')} ${String(item.uri ?? '')}]`.replace('  ', ' '));
+        break;
+      case 'resource': {
+        const resource = (item.resource ?? {}) as Record<string, unknown>;
+        parts.push(
+          typeof resource.text === 'string'
+            ? `[resource ${String(resource.uri ?? '')}]\n${resource.text}`
+            : `[resource ${String(resource.uri ?? '')}: ${String(resource.mimeType ?? 'binary')}]`,
+        );
+        break;
+      }
+      default:
+        parts.push(JSON.stringify(item));
+    }
+  }
+  if (parts.length === 0 && result.structuredContent !== undefined) {
+    parts.push(JSON.stringify(result.structuredContent, null, 2));
+  }
+  let text = parts.join('\n');
+  if (text.length > MCP_RESULT_CHAR_LIMIT) {
+    text = `${text.slice(0, MCP_RESULT_CHAR_LIMIT)}\n[${text.length - MCP_RESULT_CHAR_LIMIT} more characters of the result were cut]`;
+  }
+  return {
+    ok: result.isError !== true,
+    text: text === '' ? '(the tool returned no content)' : text,
+    ...(result.structuredContent === undefined ? {} : { data: result.structuredContent }),
+  };
+}
+
+function base64Bytes(data: unknown): number {
+  return typeof data === 'string' ? Math.floor((data.replace(/=+$/, '').length * 3) / 4) : 0;
+}

@@ -1,0 +1,156 @@
+/**
+ * `troupe score RUN_DIR [--plan FILE]`: scores a finished (or partly finished) run again, after
+ * the fact. The scorers are the run's own (`plan.json`), or those of another plan file, whose
+ * items' `expected` values then replace the run's: an item of that plan is matched to the run's
+ * entry with the same `id`, else the same position. The latest result line of every plan entry
+ * gets fresh scores; `results.jsonl`, `plan.json` (when the scorers changed) and `summary.json` are
+ * rewritten, each atomically. Judges run on a Supervisor built from the run's provider, and their
+ * journals go to the run's `journals/` with a `-s<n>` suffix (n = the sessions before this one)
+ * so no earlier judge's journal is continued.
+ */
+import type { AgentDefinition } from '../definition/types.ts';
+import { UserError } from '../errors.ts';
+import type { ScoringSummary } from '../eval/types.ts';
+import type { SupervisorOptions } from '../supervisor/options.ts';
+import { Supervisor } from '../supervisor/supervisor.ts';
+import { loadAgentDefinitions } from './agent-files.ts';
+import { loadPlan } from './plan.ts';
+import type { PlanRun } from './plan-types.ts';
+import { checkProvider } from './provider-choice.ts';
+import { latestByIndex, type ResultLine } from './results.ts';
+import { RunDirWriter, readRunDir } from './run-dir.ts';
+import type { PlannedRun, RunPlan } from './run-plan.ts';
+import { createRunScoring, scoreInputOf } from './run-scoring.ts';
+import { type RunSummary, summarize } from './summary.ts';
+
+/** Options of {@link rescoreRunDir}. */
+export interface RescoreOptions {
+  /** A plan file whose `scorers` (and items' `expected` values) replace the run's. */
+  readonly planFile?: string;
+  /** Working directory for resolving the plan file's agents. @default process.cwd() */
+  readonly cwd?: string;
+  /** Aborting it cancels running judges. */
+  readonly signal?: AbortSignal;
+  /** Supervisor options for the judges beyond the run's (tests). */
+  readonly supervisor?: Partial<SupervisorOptions>;
+}
+
+/** What a re-scoring produced. */
+export interface RescoreResult {
+  readonly summary: RunSummary;
+  readonly scoring: ScoringSummary;
+  /** Plan entries that had a result to score. */
+  readonly scored: number;
+}
+
+/**
+ * Scores the run in `dir` again. Throws UserError `not_a_run_dir`, `invalid_plan` (a bad
+ * `--plan`), `no_scorers` (neither the run nor the plan declares any), and the provider's errors
+ * when a judge needs it.
+ */
+export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): Promise<RescoreResult> {
+  const startedAt = new Date();
+  const contents = readRunDir(dir);
+  let plan = contents.plan;
+  const definitions = await loadAgentDefinitions(plan.agentFiles);
+  if (options.planFile !== undefined) {
+    const loaded = await loadPlan(options.planFile, { cwd: options.cwd ?? process.cwd() });
+    plan = withScorersOf(plan, loaded.plan.runs, loaded.plan.scorers);
+    definitions.push(...loaded.definitions);
+  }
+  if (plan.scorers === undefined || plan.scorers.length === 0)
+    throw new UserError(
+      'no_scorers',
+      `Expected scorers to score ${contents.paths.root} with: its plan declares none${options.planFile === undefined ? '; give a plan with `scorers` (--plan FILE)' : ` and neither does ${options.planFile}`}`,
+      { runDir: contents.paths.root },
+    );
+  const previous = contents.summary?.sessions ?? [];
+  let supervisor: Supervisor | undefined;
+  const scoring = await createRunScoring(plan, {
+    definitions,
+    spawner: {
+      spawn: (agent, spawnOptions) => {
+        supervisor ??= judgeSupervisor(plan, contents.paths.journals, definitions, options.supervisor);
+        return supervisor.spawn(agent, spawnOptions);
+      },
+    },
+    // One suffix per session of the run (fanout, resume or score): no judge id is reused.
+    judgeIdSuffix: `-s${previous.length}`,
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
+  if (scoring === undefined) throw new Error('unreachable: scorers were checked above');
+  if (scoring.hasJudges) await checkProvider(plan.provider);
+  const latest = latestByIndex(contents.results);
+  const rescored = new Map<ResultLine, ResultLine>();
+  try {
+    await Promise.all(
+      plan.runs.map(async (run) => {
+        const line = latest.get(run.index);
+        if (line === undefined) return;
+        rescored.set(line, { ...line, scores: await scoring.score(scoreInputOf(run, line)) });
+      }),
+    );
+  } finally {
+    await supervisor?.close();
+  }
+  const lines = contents.results.map((line) => rescored.get(line) ?? line);
+  const writer = RunDirWriter.reopen(contents.paths.root);
+  if (plan !== contents.plan) writer.rewritePlan(plan);
+  writer.rewriteResults(lines);
+  const summary = summarize(plan, lines, [
+    ...previous,
+    {
+      kind: 'score',
+      startedAt: startedAt.toISOString(),
+      endedAt: new Date().toISOString(),
+      interrupted: options.signal?.aborted ?? false,
+    },
+  ]);
+  writer.writeSummary(summary);
+  if (summary.scoring === undefined)
+    throw new Error('unreachable: a plan with scorers has a scoring summary');
+  return { summary, scoring: summary.scoring, scored: rescored.size };
+}
+
+/**
+ * The run's plan with `scorers` and the `expected` values of `items` (matched by `id`, else by
+ * position: an entry with an `id` takes the item with the same `id`, and otherwise the item at
+ * its position when that item has no `id`). Entries with no matching item lose their `expected`.
+ */
+export function withScorersOf(
+  plan: RunPlan,
+  items: readonly PlanRun[],
+  scorers: RunPlan['scorers'],
+): RunPlan {
+  const byId = new Map<string, PlanRun>();
+  for (const item of items) if (item.label !== undefined && !byId.has(item.label)) byId.set(item.label, item);
+  const runs = plan.runs.map((run): PlannedRun => {
+    const atPosition = items[run.index];
+    const match =
+      (run.label === undefined ? undefined : byId.get(run.label)) ??
+      (atPosition?.label === undefined ? atPosition : undefined);
+    const { expected: _dropped, ...rest } = run;
+    return match?.expected === undefined ? rest : { ...rest, expected: match.expected };
+  });
+  return { ...plan, runs, ...(scorers === undefined || scorers.length === 0 ? {} : { scorers }) };
+}
+
+function judgeSupervisor(
+  plan: RunPlan,
+  journalDir: string,
+  definitions: readonly AgentDefinition[],
+  extra: Partial<SupervisorOptions> | undefined,
+): Supervisor {
+  return new Supervisor({
+    threads: plan.threads,
+    isolation: plan.isolation,
+    providers: { [plan.provider.name]: plan.provider.config },
+    defaultProvider: plan.provider.name,
+    ...(plan.defaultModel === undefined ? {} : { defaultModel: plan.defaultModel }),
+    journalDir,
+    cwd: plan.cwd,
+    definitions,
+    toolModules: plan.toolModules,
+    ...extra,
+  });
+}

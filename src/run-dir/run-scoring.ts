@@ -1,0 +1,77 @@
+/**
+ * Scoring inside a run directory: the scorers of `plan.json` applied to result lines, the input a
+ * scorer sees for a plan entry, and the scoring part of `summary.json`.
+ */
+import type { AgentDefinition } from '../definition/types.ts';
+import type { JudgeSpawner } from '../eval/judge.ts';
+import { Scoring } from '../eval/scoring.ts';
+import { summarizeScores } from '../eval/summary.ts';
+import type { ScoreInput, ScoringSummary } from '../eval/types.ts';
+import { findAgentDefinition } from './agent-files.ts';
+import type { ResultLine } from './results.ts';
+import type { PlannedRun, RunPlan } from './run-plan.ts';
+
+/** What a scorer sees of plan entry `run` whose result is `line`. */
+export function scoreInputOf(run: PlannedRun, line: ResultLine): ScoreInput {
+  const completed = line.status === 'completed';
+  return {
+    index: run.index,
+    ...(run.label === undefined ? {} : { id: run.label }),
+    task: run.task,
+    context: run.context,
+    ...(run.expected === undefined ? {} : { expected: run.expected }),
+    status: line.status,
+    output: completed ? (line.result !== undefined ? line.result : (line.answer ?? '')) : undefined,
+    ...(line.answer === undefined ? {} : { answer: line.answer }),
+    ...(completed ? {} : { failure: `${line.reason ?? 'failed'}: ${line.error?.message ?? ''}`.trim() }),
+    agentId: line.agentId,
+  };
+}
+
+/** Options of {@link createRunScoring}. */
+export interface RunScoringOptions {
+  /** Definitions besides the discovered ones (the plan's `agents`). */
+  readonly definitions: readonly AgentDefinition[];
+  /** Runs the judges: the run's Supervisor. */
+  readonly spawner?: JudgeSpawner;
+  readonly judgeIdSuffix?: string;
+  readonly signal?: AbortSignal;
+}
+
+/** The plan's scorers, ready to score; undefined when the plan declares none. */
+export async function createRunScoring(
+  plan: RunPlan,
+  options: RunScoringOptions,
+): Promise<Scoring | undefined> {
+  if (plan.scorers === undefined || plan.scorers.length === 0) return undefined;
+  return Scoring.create({
+    scorers: plan.scorers,
+    ...(options.spawner === undefined ? {} : { spawner: options.spawner }),
+    resolveAgent: (name) => findAgentDefinition(plan.cwd, options.definitions, name),
+    provider: plan.provider.name,
+    ...(plan.model === undefined ? {} : { model: plan.model }),
+    judgeConcurrency: plan.concurrency,
+    ...(options.judgeIdSuffix === undefined ? {} : { judgeIdSuffix: options.judgeIdSuffix }),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
+}
+
+/** The scoring part of a summary: every plan entry with the scores of its latest result. */
+export function scoringSummaryOf(
+  plan: RunPlan,
+  latest: ReadonlyMap<number, ResultLine>,
+): ScoringSummary | undefined {
+  if (plan.scorers === undefined || plan.scorers.length === 0) return undefined;
+  return summarizeScores(
+    plan.scorers,
+    plan.runs.map((run) => {
+      const line = latest.get(run.index);
+      return {
+        index: run.index,
+        ...(run.label === undefined ? {} : { id: run.label }),
+        agentId: line?.agentId ?? null,
+        scores: line?.scores,
+      };
+    }),
+  );
+}

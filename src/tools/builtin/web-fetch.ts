@@ -1,0 +1,292 @@
+/**
+ * `web_fetch`: a URL as readable text. HTML becomes Markdown (turndown); text, JSON and XML are
+ * returned as they are. Every request is bounded (bytes, time, redirects) and every host is
+ * checked, redirects included: the allow/deny lists of the tool, the agent's `WebFetch(domain:...)`
+ * rules, and, after DNS resolution, the address itself: loopback, private and other non-public
+ * addresses are refused unless the host is allowed explicitly. The connection goes to the address
+ * that was checked, so a second DNS answer cannot point it elsewhere.
+ */
+import type { LookupAddress } from 'node:dns';
+import { lookup } from 'node:dns/promises';
+import http from 'node:http';
+import https from 'node:https';
+import { isIP } from 'node:net';
+import TurndownService from 'turndown';
+import { UserError } from '../../errors.ts';
+import { isNonPublicAddress } from '../net-address.ts';
+import type { Tool, ToolContext, ToolOutcome } from '../types.ts';
+
+/** Bounds and host lists of a `web_fetch` tool. */
+export interface WebFetchOptions {
+  /**
+   * Hosts that may be fetched (`example.com`, `*.example.com`, or an IP literal). When given, every
+   * other host is refused. A host listed here may resolve to a non-public address.
+   * @default every public host
+   */
+  readonly allowHosts?: readonly string[];
+  /** Hosts that are always refused (same syntax); they win over `allowHosts`. @default [] */
+  readonly denyHosts?: readonly string[];
+  /** Allow loopback and private addresses for every host. @default false */
+  readonly allowPrivateAddresses?: boolean;
+  /** Bytes of a response body read at most; the rest is cut (and the result says so). @default 2 MiB */
+  readonly maxBytes?: number;
+  /** Characters of text returned at most. @default 100,000 */
+  readonly maxChars?: number;
+  /** Time for the whole fetch, redirects included. @default 30,000 ms */
+  readonly timeoutMs?: number;
+  /** Redirects followed at most. @default 5 */
+  readonly maxRedirects?: number;
+}
+
+/** Defaults of {@link WebFetchOptions}. */
+export const WEB_FETCH_DEFAULTS = {
+  maxBytes: 2 * 1024 * 1024,
+  maxChars: 100_000,
+  timeoutMs: 30_000,
+  maxRedirects: 5,
+} as const;
+
+type WebFetchArgs = {
+  readonly url: string;
+  readonly max_chars?: number;
+};
+
+/** Builds a `web_fetch` tool with its own host lists and bounds. */
+export function createWebFetchTool(options: WebFetchOptions = {}): Tool<WebFetchArgs> {
+  const settings = {
+    allowHosts: options.allowHosts,
+    denyHosts: options.denyHosts ?? [],
+    allowPrivateAddresses: options.allowPrivateAddresses ?? false,
+    maxBytes: options.maxBytes ?? WEB_FETCH_DEFAULTS.maxBytes,
+    maxChars: options.maxChars ?? WEB_FETCH_DEFAULTS.maxChars,
+    timeoutMs: options.timeoutMs ?? WEB_FETCH_DEFAULTS.timeoutMs,
+    maxRedirects: options.maxRedirects ?? WEB_FETCH_DEFAULTS.maxRedirects,
+  };
+  return {
+    name: 'web_fetch',
+    description:
+      'Fetch a web page or document by URL and return it as text (HTML is converted to Markdown). ' +
+      `Only http(s); at most ${settings.maxChars} characters are returned.`,
+    parameters: {
+      type: 'object',
+      properties: {
+        url: { type: 'string', minLength: 1, description: 'Absolute http:// or https:// URL.' },
+        max_chars: {
+          type: 'integer',
+          minimum: 1,
+          maximum: settings.maxChars,
+          description: `Return at most this many characters. Defaults to ${settings.maxChars}.`,
+        },
+      },
+      required: ['url'],
+      additionalProperties: false,
+    },
+    readOnly: true,
+    async execute(args, ctx) {
+      const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(settings.timeoutMs)]);
+      let url = parseUrl(args.url);
+      for (let redirects = 0; ; redirects += 1) {
+        const address = await checkHost(url, settings, ctx);
+        const response = await request(url, address, settings.maxBytes, signal).catch((error: unknown) => {
+          if (ctx.signal.aborted) throw error;
+          if (signal.aborted) {
+            throw new UserError('timeout', `Fetching ${url.href} took longer than ${settings.timeoutMs} ms`);
+          }
+          throw new UserError('fetch_failed', `Could not fetch ${url.href}: ${(error as Error).message}`);
+        });
+        const location = response.headers.location;
+        if (response.status >= 300 && response.status < 400 && location !== undefined) {
+          if (redirects >= settings.maxRedirects) {
+            throw new UserError(
+              'too_many_redirects',
+              `${args.url} redirected more than ${settings.maxRedirects} times`,
+            );
+          }
+          url = parseUrl(new URL(location, url).href);
+          continue;
+        }
+        return render(url, response, Math.min(args.max_chars ?? settings.maxChars, settings.maxChars));
+      }
+    },
+  };
+}
+
+/** The built-in `web_fetch`: public hosts only, default bounds. */
+export const webFetchTool = createWebFetchTool();
+
+function parseUrl(text: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UserError('invalid_url', `Expected an absolute http(s) URL, got ${JSON.stringify(text)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new UserError('invalid_url', `Only http and https URLs can be fetched, got ${url.protocol}`);
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw new UserError('invalid_url', 'URLs with credentials cannot be fetched');
+  }
+  return url;
+}
+
+function hostListed(list: readonly string[], host: string): boolean {
+  return list.some((entry) => {
+    const pattern = entry.toLowerCase().replace(/^\[|\]$/g, '');
+    return pattern.startsWith('*.') ? host.endsWith(pattern.slice(1)) : host === pattern;
+  });
+}
+
+/** Checks a URL's host against every list and rule, resolves it, and returns the address to use. */
+async function checkHost(
+  url: URL,
+  settings: {
+    allowHosts: readonly string[] | undefined;
+    denyHosts: readonly string[];
+    allowPrivateAddresses: boolean;
+  },
+  ctx: ToolContext,
+): Promise<LookupAddress> {
+  const host = url.hostname
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '');
+  const refuse = (why: string): never => {
+    throw new UserError('host_refused', `Fetching ${url.href} is refused: ${why}`, { host });
+  };
+  if (hostListed(settings.denyHosts, host)) refuse(`\`${host}\` is on web_fetch's deny list`);
+  const listed = settings.allowHosts !== undefined && hostListed(settings.allowHosts, host);
+  if (settings.allowHosts !== undefined && !listed) refuse(`\`${host}\` is not on web_fetch's allow list`);
+  const ruled = ctx.guard?.host?.(host);
+  if (ruled !== undefined) refuse(`this agent's rules refuse \`${host}\` (${ruled})`);
+  const family = isIP(host);
+  const addresses: LookupAddress[] =
+    family === 0
+      ? await lookup(host, { all: true, verbatim: true }).catch((error: unknown) =>
+          refuse(`its name does not resolve (${(error as NodeJS.ErrnoException).code ?? String(error)})`),
+        )
+      : [{ address: host, family }];
+  const first = addresses[0];
+  if (first === undefined) return refuse('its name resolves to no address');
+  if (!listed && !settings.allowPrivateAddresses) {
+    const internal = addresses.find((candidate) => isNonPublicAddress(candidate.address));
+    if (internal) {
+      refuse(
+        `\`${host}\` resolves to ${internal.address}, a loopback, private or otherwise non-public address ` +
+          '(allow the host explicitly to fetch it)',
+      );
+    }
+  }
+  return first;
+}
+
+interface RawResponse {
+  readonly status: number;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly body: Buffer;
+  readonly truncated: boolean;
+}
+
+function request(
+  url: URL,
+  address: LookupAddress,
+  maxBytes: number,
+  signal: AbortSignal,
+): Promise<RawResponse> {
+  const client = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const req = client.request(
+      url,
+      {
+        method: 'GET',
+        signal,
+        headers: {
+          'user-agent': 'troupe-web-fetch',
+          accept: 'text/html,text/*;q=0.9,application/json;q=0.8,*/*;q=0.5',
+        },
+        // Connect to the address that was checked, whatever DNS says now.
+        lookup: (_host, options, callback) => {
+          if ((options as { all?: boolean }).all) callback(null, [address]);
+          else callback(null, address.address, address.family);
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        let truncated = false;
+        res.on('data', (chunk: Buffer) => {
+          if (truncated) return;
+          const room = maxBytes - size;
+          if (chunk.length > room) {
+            chunks.push(chunk.subarray(0, room));
+            size = maxBytes;
+            truncated = true;
+            res.destroy();
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              body: Buffer.concat(chunks),
+              truncated,
+            });
+            return;
+          }
+          chunks.push(chunk);
+          size += chunk.length;
+        });
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks),
+            truncated,
+          }),
+        );
+        res.on('error', (error) => {
+          if (!truncated) reject(error);
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const TEXTUAL =
+  /^(?:text\/|application\/(?:json|xml|xhtml\+xml|javascript|ld\+json|rss\+xml|atom\+xml)|[^;]*\+(?:json|xml))/i;
+
+function render(url: URL, response: RawResponse, maxChars: number): ToolOutcome {
+  const contentType = String(response.headers['content-type'] ?? 'application/octet-stream');
+  const mediaType = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
+  if (!TEXTUAL.test(mediaType)) {
+    return {
+      ok: false,
+      text: `${url.href} returned ${mediaType || 'an unknown type'} (${response.body.length} bytes), which web_fetch cannot show as text.`,
+    };
+  }
+  const charset = /charset=["']?([\w-]+)/i.exec(contentType)?.[1] ?? 'utf-8';
+  let text: string;
+  try {
+    text = new TextDecoder(charset).decode(response.body);
+  } catch {
+    text = new TextDecoder('utf-8').decode(response.body);
+  }
+  if (mediaType === 'text/html' || mediaType === 'application/xhtml+xml') text = htmlToMarkdown(text);
+  const notes: string[] = [];
+  if (response.truncated) notes.push(`[The response was cut after ${response.body.length} bytes]`);
+  if (text.length > maxChars) {
+    notes.push(`[${text.length - maxChars} more characters not shown; ask for max_chars or a narrower URL]`);
+    text = text.slice(0, maxChars);
+  }
+  const header = `URL: ${url.href}\nStatus: ${response.status}\nContent-Type: ${mediaType}\n`;
+  return { ok: response.status < 400, text: [header, text, ...notes].join('\n') };
+}
+
+let turndown: TurndownService | undefined;
+
+function htmlToMarkdown(html: string): string {
+  if (!turndown) {
+    turndown = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
+    turndown.remove(['script', 'style', 'noscript', 'template', 'iframe', 'head']);
+  }
+  return turndown.turndown(html).trim();
+}

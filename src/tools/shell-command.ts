@@ -1,0 +1,316 @@
+/**
+ * Just enough shell syntax to check a command line against permission rules: where one simple
+ * command ends and the next begins (`;`, `&&`, `||`, `|`, `&`, newlines, parentheses), which parts
+ * are quoted, and which constructs run text the rules cannot see (`$(...)`, backticks, `<(...)`).
+ *
+ * It is deliberately not a shell parser (quoting is tracked, nothing is expanded): allow rules only
+ * accept what this reader fully understands, and deny rules are checked against every piece it
+ * finds, including the insides of substitutions and the command behind wrappers such as `timeout`.
+ * Text handed to another interpreter (`bash -c "..."`, `eval`, a script file) is out of its reach;
+ * docs/prompt-and-tools.md says so.
+ */
+
+/** A command line cut into simple commands. */
+export interface ShellCommandLine {
+  /** Each simple command, whitespace outside quotes collapsed to one space. */
+  readonly commands: readonly string[];
+  /** The text inside `$(...)`, backticks, `<(...)` and `>(...)`, each cut into simple commands too. */
+  readonly substituted: readonly string[];
+  /** Output redirections other than to `/dev/null` or between descriptors, as written (`> out.txt`). */
+  readonly fileRedirections: readonly string[];
+  /** Quotes or a substitution left open: the line cannot be read reliably. */
+  readonly unterminated: boolean;
+}
+
+/** Reads `line` (see the module comment for what is and is not understood). */
+export function readCommandLine(line: string): ShellCommandLine {
+  const commands: string[] = [];
+  const substituted: string[] = [];
+  const redirections: string[] = [];
+  let current = '';
+  let pendingSpace = false;
+  let unterminated = false;
+  const push = (): void => {
+    const command = stripGrouping(current.trim());
+    if (command !== '') commands.push(command);
+    current = '';
+    pendingSpace = false;
+  };
+  const append = (text: string): void => {
+    if (pendingSpace && current !== '') current += ' ';
+    pendingSpace = false;
+    current += text;
+  };
+  const substitution = (body: string | undefined): void => {
+    if (body === undefined) {
+      unterminated = true;
+      return;
+    }
+    const inner = readCommandLine(body);
+    substituted.push(...inner.commands, ...inner.substituted);
+    redirections.push(...inner.fileRedirections);
+    if (inner.unterminated) unterminated = true;
+  };
+
+  let i = 0;
+  while (i < line.length) {
+    const char = line[i] ?? '';
+    const next = line[i + 1] ?? '';
+    if (char === '\\') {
+      append(line.slice(i, i + 2));
+      i += 2;
+      continue;
+    }
+    if (char === "'") {
+      const end = line.indexOf("'", i + 1);
+      if (end === -1) {
+        unterminated = true;
+        append(line.slice(i));
+        break;
+      }
+      append(line.slice(i, end + 1));
+      i = end + 1;
+      continue;
+    }
+    if (char === '"') {
+      const end = closingDoubleQuote(line, i + 1, substitution);
+      if (end === -1) {
+        unterminated = true;
+        append(line.slice(i));
+        break;
+      }
+      append(line.slice(i, end + 1));
+      i = end + 1;
+      continue;
+    }
+    if (char === '`') {
+      const end = line.indexOf('`', i + 1);
+      substitution(end === -1 ? undefined : line.slice(i + 1, end));
+      append(end === -1 ? line.slice(i) : line.slice(i, end + 1));
+      if (end === -1) break;
+      i = end + 1;
+      continue;
+    }
+    if ((char === '$' || char === '<' || char === '>') && next === '(') {
+      const end = closingParen(line, i + 2);
+      substitution(end === -1 ? undefined : line.slice(i + 2, end));
+      append(end === -1 ? line.slice(i) : line.slice(i, end + 1));
+      if (end === -1) break;
+      i = end + 1;
+      continue;
+    }
+    if (char === ' ' || char === '\t') {
+      pendingSpace = true;
+      i += 1;
+      continue;
+    }
+    if (char === '\n' || char === ';' || char === '(' || char === ')') {
+      push();
+      i += 1;
+      continue;
+    }
+    if (char === '&' && next === '&') {
+      push();
+      i += 2;
+      continue;
+    }
+    if (char === '|') {
+      push();
+      i += next === '|' || next === '&' ? 2 : 1;
+      continue;
+    }
+    if (char === '>' || char === '<' || (char === '&' && next === '>')) {
+      const redirection = readRedirection(line, i);
+      if (redirection.kind === 'harmless') {
+        // `2>&1`, `>/dev/null`: left out of the matched text, with the descriptor number before it.
+        current = current.replace(/(^|\s)\d+$/, '$1');
+      } else {
+        if (redirection.kind === 'write') redirections.push(redirection.text.trim());
+        append(redirection.text.trim());
+      }
+      i = redirection.end;
+      continue;
+    }
+    if (char === '&') {
+      push();
+      i += 1;
+      continue;
+    }
+    append(char);
+    i += 1;
+  }
+  push();
+  return { commands, substituted, fileRedirections: redirections, unterminated };
+}
+
+/** Drops `{` and `}` grouping words around a command (`{ rm x` -> `rm x`). */
+function stripGrouping(command: string): string {
+  return command.replace(/^\{\s+/, '').replace(/(?:^|\s+)\}$/, '');
+}
+
+/** Index of the `"` closing a double-quoted string opened before `from`, or -1. */
+function closingDoubleQuote(
+  line: string,
+  from: number,
+  substitution: (body: string | undefined) => void,
+): number {
+  let i = from;
+  while (i < line.length) {
+    const char = line[i];
+    if (char === '\\') {
+      i += 2;
+      continue;
+    }
+    if (char === '"') return i;
+    if (char === '`') {
+      const end = line.indexOf('`', i + 1);
+      substitution(end === -1 ? undefined : line.slice(i + 1, end));
+      if (end === -1) return -1;
+      i = end + 1;
+      continue;
+    }
+    if (char === '$' && line[i + 1] === '(') {
+      const end = closingParen(line, i + 2);
+      substitution(end === -1 ? undefined : line.slice(i + 2, end));
+      if (end === -1) return -1;
+      i = end + 1;
+      continue;
+    }
+    i += 1;
+  }
+  return -1;
+}
+
+/** Index of the `)` closing a parenthesis opened before `from` (quotes respected), or -1. */
+function closingParen(line: string, from: number): number {
+  let depth = 1;
+  let i = from;
+  while (i < line.length) {
+    const char = line[i];
+    if (char === '\\') {
+      i += 2;
+      continue;
+    }
+    if (char === "'") {
+      const end = line.indexOf("'", i + 1);
+      if (end === -1) return -1;
+      i = end + 1;
+      continue;
+    }
+    if (char === '"') {
+      const end = closingDoubleQuote(line, i + 1, () => {});
+      if (end === -1) return -1;
+      i = end + 1;
+      continue;
+    }
+    if (char === '(') depth += 1;
+    if (char === ')') {
+      depth -= 1;
+      if (depth === 0) return i;
+    }
+    i += 1;
+  }
+  return -1;
+}
+
+const HARMLESS_TARGET = /^(?:&\d*-?|\/dev\/null)$/;
+
+/**
+ * A redirection starting at `start` (`>`, `>>`, `<`, `&>`, `>&2`, with its target word).
+ * Redirections to `/dev/null` and between descriptors (`2>&1`) change no file (`harmless`); input
+ * redirections only read (`read`); the rest write a file (`write`).
+ */
+function readRedirection(
+  line: string,
+  start: number,
+): { text: string; end: number; kind: 'harmless' | 'read' | 'write' } {
+  let i = start;
+  while (i < line.length && '<>&|'.includes(line[i] ?? '')) {
+    if (line[i] === '&' && i > start && !/\d|-/.test(line[i + 1] ?? '')) break;
+    i += 1;
+  }
+  const operator = line.slice(start, i);
+  while (line[i] === ' ' || line[i] === '\t') i += 1;
+  const targetStart = i;
+  while (i < line.length && !' \t\n;&|()<>'.includes(line[i] ?? '')) i += 1;
+  if (operator.endsWith('&') && /^\d*-?$/.test(line.slice(targetStart, i))) {
+    return { text: line.slice(start, i), end: i, kind: 'harmless' };
+  }
+  const target = (operator.endsWith('&') ? '&' : '') + line.slice(targetStart, i);
+  const kind = operator.startsWith('<') ? 'read' : HARMLESS_TARGET.test(target) ? 'harmless' : 'write';
+  return { text: ` ${operator} ${line.slice(targetStart, i)} `, end: i, kind };
+}
+
+/**
+ * Whether a simple command matches a Claude Code Bash pattern: `git diff` (exactly), `git diff:*`
+ * or `git diff *` (the command or the command followed by arguments: a word boundary), `npm*` (any
+ * text after `npm`), and `*` anywhere for any text (`git * main`).
+ */
+export function commandMatchesPattern(command: string, pattern: string): boolean {
+  return compilePattern(pattern).test(command);
+}
+
+const compiled = new Map<string, RegExp>();
+
+function compilePattern(pattern: string): RegExp {
+  let regex = compiled.get(pattern);
+  if (regex) return regex;
+  let text = pattern.trim().replaceAll(/\s+/g, ' ');
+  let boundaryTail = false;
+  if (text.endsWith(':*')) {
+    text = text.slice(0, -2).trimEnd();
+    boundaryTail = true;
+  } else if (text.endsWith(' *')) {
+    text = text.slice(0, -2);
+    boundaryTail = true;
+  }
+  const body = text
+    .split('*')
+    .map((part) => part.replaceAll(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*');
+  regex = new RegExp(`^${body}${boundaryTail ? '(?: .*)?' : ''}$`, 's');
+  if (compiled.size > 1000) compiled.clear();
+  compiled.set(pattern, regex);
+  return regex;
+}
+
+/** Commands that run the rest of their arguments as a command; deny rules look behind them. */
+const WRAPPERS = new Set([
+  'timeout',
+  'nice',
+  'nohup',
+  'time',
+  'command',
+  'exec',
+  'env',
+  'stdbuf',
+  'sudo',
+  'xargs',
+]);
+
+/**
+ * The forms of a simple command a deny rule should see: the command itself, without leading
+ * `NAME=value` assignments, and the command behind wrappers (`timeout 5 rm x` -> `rm x`).
+ */
+export function denyForms(command: string): string[] {
+  const forms = new Set([command]);
+  let words = command.split(' ');
+  for (let guard = 0; guard < 16 && words.length > 0; guard += 1) {
+    const first = words[0] ?? '';
+    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(first)) {
+      words = words.slice(1);
+    } else if (WRAPPERS.has(first)) {
+      words = words.slice(1);
+      // Options and durations of the wrapper (`-n 10`, `5s`, `-k`), up to the wrapped command.
+      while (words.length > 0 && /^(?:-|\d)/.test(words[0] ?? '')) {
+        const option = words[0] ?? '';
+        words = words.slice(1);
+        if (/^-[a-zA-Z]$/.test(option) && /^\d/.test(words[0] ?? '')) words = words.slice(1);
+      }
+    } else {
+      break;
+    }
+    if (words.length > 0) forms.add(words.join(' '));
+  }
+  return [...forms];
+}

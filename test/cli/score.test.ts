@@ -1,0 +1,88 @@
+/** `troupe score RUN_DIR [--plan FILE]`: scoring a finished run after the fact. */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.ts';
+import type { RunPlan } from '../../src/run-dir/run-plan.ts';
+import type { RunSummary } from '../../src/run-dir/summary.ts';
+import { captureIO, readResults, tempDir } from '../run-dir/helpers.ts';
+
+let dir: string;
+let cleanup: () => void;
+let runDir: string;
+beforeEach(async () => {
+  ({ dir, cleanup } = tempDir('troupe-score-'));
+  writeFileSync(path.join(dir, 'a.md'), '# A\nAlpha.\n');
+  writeFileSync(path.join(dir, 'b.md'), '# B\nBeta.\n');
+  writeFileSync(
+    path.join(dir, 'plan.yaml'),
+    [
+      'agent: worker',
+      `cwd: ${JSON.stringify(dir)}`,
+      'threads: 1',
+      'runs:',
+      '  - { id: a, task: Review a.md }',
+      '  - { id: b, task: Review b.md }',
+      '',
+    ].join('\n'),
+  );
+  runDir = path.join(dir, 'run');
+  expect(await main(['fanout', path.join(dir, 'plan.yaml'), '--out', runDir, '--json'], captureIO())).toBe(0);
+});
+afterEach(() => cleanup());
+
+describe('troupe score', () => {
+  it("scores a run that had no scorers with another plan's scorers and expected values, matched by id", async () => {
+    // The scoring plan lists the items in another order: they are matched by id.
+    writeFileSync(
+      path.join(dir, 'score.yaml'),
+      [
+        'agent: worker',
+        `cwd: ${JSON.stringify(dir)}`,
+        'runs:',
+        '  - { id: b, task: x, expected: b.md }',
+        '  - { id: a, task: x, expected: nowhere.md }',
+        'scorers:',
+        '  - { name: mentions, type: contains, path: $.summary }',
+        '  - { name: simulated, type: regex, pattern: "^\\\\[simulated\\\\]", path: $.summary }',
+        '',
+      ].join('\n'),
+    );
+    const io = captureIO();
+    expect(await main(['score', runDir, '--plan', path.join(dir, 'score.yaml')], io)).toBe(0);
+    const out = io.out();
+    expect(out).toMatch(/^#\s+ID\s+MENTIONS\s+SIMULATED\s+WHY$/m);
+    expect(out).toMatch(/^0\s+a\s+FAIL 0\.00\s+pass 1\.00\s+mentions: missing "nowhere\.md"$/m);
+    expect(out).toMatch(/^1\s+b\s+pass 1\.00\s+pass 1\.00$/m);
+    expect(out).toContain('scored 2 of 2 plan entries');
+    expect(out).toContain('mentions (contains): 1/2 passed (50.0%), mean 0.50');
+
+    const lines = readResults(path.join(runDir, 'results.jsonl'));
+    expect(Object.fromEntries(lines.map((line) => [line.label, line.scores?.mentions?.pass]))).toEqual({
+      a: false,
+      b: true,
+    });
+    const plan = JSON.parse(readFileSync(path.join(runDir, 'plan.json'), 'utf8')) as RunPlan;
+    expect(plan.scorers?.map((scorer) => scorer.name)).toEqual(['mentions', 'simulated']);
+    expect(plan.runs.map((run) => [run.label, run.expected])).toEqual([
+      ['a', 'nowhere.md'],
+      ['b', 'b.md'],
+    ]);
+    const summary = JSON.parse(readFileSync(path.join(runDir, 'summary.json'), 'utf8')) as RunSummary;
+    expect(summary.sessions.map((session) => session.kind)).toEqual(['fanout', 'score']);
+    expect(summary.scoring?.scorers.simulated).toMatchObject({ passed: 2, passRate: 1 });
+
+    // Scoring again uses the scorers now recorded in the run directory.
+    const again = captureIO();
+    expect(await main(['score', runDir, '--json'], again)).toBe(0);
+    expect(JSON.parse(again.out())).toMatchObject({ scorers: { mentions: { passed: 1 } } });
+  });
+
+  it('fails with a clear message when neither the run nor a plan declares scorers', async () => {
+    const io = captureIO();
+    expect(await main(['score', runDir], io)).toBe(1);
+    expect(io.err()).toMatch(
+      /troupe: no_scorers: Expected scorers to score .* its plan declares none; give a plan with `scorers` \(--plan FILE\)/,
+    );
+  });
+});

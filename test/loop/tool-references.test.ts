@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { parseDefinition } from '../../src/definition/load.ts';
+import type { EventOf } from '../../src/journal/events.ts';
+import { runScripted } from './helpers.ts';
+
+function fromFile(frontmatter: string) {
+  const loaded = parseDefinition(`---\nname: a\ndescription: d\n${frontmatter}\n---\nbody\n`, '/agents/a.md');
+  if (!loaded.definition) throw new Error(JSON.stringify(loaded.errors));
+  return loaded.definition;
+}
+
+describe('tool references at spawn', () => {
+  it('fails the agent before any round when an override names no tool, saying where', async () => {
+    const { outcome, events, provider } = await runScripted([], {
+      definition: fromFile('toolConfig:\n  reed_file:\n    retry: { maxRetries: 2 }'),
+    });
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'invalid_request' });
+    expect(outcome.status === 'failed' && outcome.error.code).toBe('unknown_tool_override');
+    expect(outcome.status === 'failed' && outcome.error.message).toBe(
+      '/agents/a.md:5:3: Expected `toolConfig` to name registered tools, found `reed_file`',
+    );
+    expect(provider.requests).toHaveLength(0);
+    expect(events.map((event) => event.type)).toEqual(['Failed']);
+  });
+
+  it('records unknown tool names in the Started event with their position, and runs', async () => {
+    const { outcome, events } = await runScripted([{ text: 'done' }], {
+      definition: fromFile('tools: [Read, Reed, NotebookEdit]'),
+    });
+    expect(outcome.status).toBe('completed');
+    const started = events[0] as EventOf<'Started'>;
+    expect(started.toolSpecs.map((spec) => spec.name)).toEqual(['read_file']);
+    expect(started.warnings?.map(({ code, line, column, path }) => [code, line, column, path])).toEqual([
+      ['unknown_tool', 4, 15, '/tools/1'],
+      ['unknown_tool', 4, 21, '/tools/2'],
+    ]);
+  });
+});

@@ -1,0 +1,99 @@
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { McpPool } from '../../src/mcp/pool.ts';
+import type { Tool } from '../../src/tools/types.ts';
+import { type HttpEverything, httpEverything, pids, scratch, stdioEverything } from './helpers.ts';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function setup() {
+  const { dir, cleanup } = scratch();
+  const pool = new McpPool({ cwd: dir, restartBaseDelayMs: 20 });
+  cleanups.push(cleanup, () => pool.close());
+  return { dir, pool, pidFile: path.join(dir, 'pids') };
+}
+
+const ctx = () => ({ signal: new AbortController().signal, cwd: '/', agentId: 'a' });
+const byName = (tools: readonly Tool[], name: string): Tool => {
+  const tool = tools.find((candidate) => candidate.name === name);
+  if (!tool) throw new Error(`no tool ${name} in ${tools.map((t) => t.name).join(', ')}`);
+  return tool;
+};
+
+describe('MCP pool against @modelcontextprotocol/server-everything', () => {
+  it('lists and calls tools over stdio, named mcp__<server>__<tool>', async () => {
+    const { pool, pidFile } = setup();
+    const { tools, problems } = await pool.toolsFor({ everything: stdioEverything(pidFile) });
+    expect(problems).toEqual([]);
+    const names = tools.map((tool) => tool.name);
+    expect(names).toContain('mcp__everything__echo');
+    expect(names).toContain('mcp__everything__get-sum');
+    expect(byName(tools, 'mcp__everything__get-sum').parameters).toMatchObject({ required: ['a', 'b'] });
+    expect(await byName(tools, 'mcp__everything__echo').execute({ message: 'hi' }, ctx())).toEqual({
+      ok: true,
+      text: 'Echo: hi',
+    });
+    expect((await pool.states())[0]).toMatchObject({ name: 'everything', type: 'stdio', status: 'ready' });
+  });
+
+  it('lists and calls tools over Streamable HTTP on 127.0.0.1', async () => {
+    const { pool } = setup();
+    const server = await httpEverything();
+    cleanups.push(() => server.stop());
+    const { tools, problems } = await pool.toolsFor({ web: { type: 'http', url: server.url, headers: {} } });
+    expect(problems).toEqual([]);
+    const sum = await byName(tools, 'mcp__web__get-sum').execute({ a: 2, b: 3 }, ctx());
+    expect(sum).toMatchObject({ ok: true, text: 'The sum of 2 and 3 is 5.' });
+  });
+
+  it('fails a call cut by a server death with a clear error, then restarts the server for the next', async () => {
+    const { pool, pidFile } = setup();
+    const { tools } = await pool.toolsFor({ everything: stdioEverything(pidFile) });
+    const first = pids(pidFile);
+    expect(first).toHaveLength(1);
+    const long = byName(tools, 'mcp__everything__trigger-long-running-operation').execute(
+      { duration: 120, steps: 2 },
+      ctx(),
+    );
+    process.kill(first[0] ?? 0, 'SIGKILL');
+    const cut = await long;
+    expect(cut.ok).toBe(false);
+    expect(cut.text).toMatch(
+      /^MCP server `everything` stopped during the call to `trigger-long-running-operation`/,
+    );
+    expect(cut.text).toContain('may or may not have taken effect');
+
+    const again = await byName(tools, 'mcp__everything__echo').execute({ message: 'back' }, ctx());
+    expect(again).toEqual({ ok: true, text: 'Echo: back' });
+    expect(pids(pidFile)).toHaveLength(2);
+  });
+
+  it('restarts an HTTP server connection after the server came back on its port', async () => {
+    const { pool } = setup();
+    let server: HttpEverything = await httpEverything();
+    cleanups.push(() => server.stop());
+    const config = { type: 'http' as const, url: server.url, headers: {} };
+    const { tools } = await pool.toolsFor({ web: config });
+    const echo = byName(tools, 'mcp__web__echo');
+    expect((await echo.execute({ message: 'one' }, ctx())).ok).toBe(true);
+    await server.stop();
+    const down = await echo.execute({ message: 'two' }, ctx());
+    expect(down.ok).toBe(false);
+    expect(down.text).toMatch(/MCP server `web`/);
+    server = await httpEverything(server.port);
+    expect(await echo.execute({ message: 'three' }, ctx())).toEqual({ ok: true, text: 'Echo: three' });
+  });
+
+  it('reports a server that cannot start as a problem, not as tools or a throw', async () => {
+    const { pool, dir } = setup();
+    const { tools, problems } = await pool.toolsFor({
+      broken: { type: 'stdio', command: path.join(dir, 'no-such-program'), args: [], env: {} },
+    });
+    expect(tools).toEqual([]);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]?.message).toMatch(/^MCP server `broken` is not available: it could not be started/);
+  });
+});

@@ -1,0 +1,211 @@
+/** Scoring inside `troupe fanout`: scorers from the plan, scores in results.jsonl and summary.json, judges on the same Supervisor. */
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.ts';
+import type { RunSummary } from '../../src/run-dir/summary.ts';
+import { captureIO, readResults, tempDir } from './helpers.ts';
+
+const provider = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '../fixtures/eval/routed-scripted-provider.ts',
+);
+
+let dir: string;
+let cleanup: () => void;
+beforeEach(() => {
+  ({ dir, cleanup } = tempDir('troupe-scoring-'));
+  mkdirSync(path.join(dir, 'agents'));
+  writeFileSync(
+    path.join(dir, 'agents', 'answerer.md'),
+    '---\nname: answerer\ndescription: Answers questions.\ntools: [complete_task]\n---\nAnswer the question.\n',
+  );
+  writeFileSync(
+    path.join(dir, 'agents', 'judge.md'),
+    '---\nname: judge\ndescription: Grades answers.\ntools: [complete_task]\n---\nJUDGE-MARK: grade the answer.\n',
+  );
+});
+afterEach(() => cleanup());
+
+function writePlan(lines: readonly string[]): string {
+  const file = path.join(dir, 'plan.yaml');
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
+}
+
+const SCRIPTED = [
+  `provider: { module: ${JSON.stringify(provider)} }`,
+  'providerOptions:',
+  '  scripts:',
+  '    - { match: JUDGE-MARK, result: { score: 0.9, pass: true, reason: Plausible. } }',
+  '    - { match: ITEM-1, result: { answer: 42 } }',
+  '    - { match: ITEM-2, result: { answer: Lyon } }',
+];
+
+describe('scoring during troupe fanout', () => {
+  it('scores each item as it ends and writes the scores into results.jsonl and summary.json', async () => {
+    const plan = writePlan([
+      'name: scored',
+      'agent: answerer',
+      'agents: agents',
+      `cwd: ${JSON.stringify(dir)}`,
+      'threads: 1',
+      ...SCRIPTED,
+      'runs:',
+      '  - { id: q1, task: "ITEM-1: What is 6 x 7?", expected: { answer: 42 } }',
+      '  - { id: q2, task: "ITEM-2: Capital of France?", expected: { answer: Paris } }',
+      'scorers:',
+      '  - { name: answer, type: jsonPath, path: $.answer, expectedPath: $.answer }',
+      '  - { name: quality, type: judge, agent: judge, rubric: Be fair. }',
+    ]);
+    const out = path.join(dir, 'run');
+    const io = captureIO();
+    expect(await main(['fanout', plan, '--out', out, '--json'], io)).toBe(0);
+
+    const results = readResults(path.join(out, 'results.jsonl'));
+    expect(results.map((line) => [line.label, line.index, line.parentId])).toEqual(
+      expect.arrayContaining([
+        ['q1', 0, null],
+        ['q2', 1, null],
+      ]),
+    );
+    expect(results).toHaveLength(2);
+    const byId = new Map(results.map((line) => [line.label, line]));
+    expect(byId.get('q1')?.scores).toEqual({
+      answer: { score: 1, pass: true },
+      quality: {
+        score: 0.9,
+        pass: true,
+        detail: 'Plausible.',
+        judge: { agentId: `${byId.get('q1')?.agentId}-judge-quality`, usage: expect.any(Object), costUsd: 0 },
+      },
+    });
+    expect(byId.get('q2')?.scores?.answer).toEqual({
+      score: 0,
+      pass: false,
+      detail: 'expected "Paris", got "Lyon"',
+    });
+
+    const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as RunSummary;
+    expect(summary.counts).toMatchObject({ planned: 2, completed: 2, nested: { completed: 0, failed: 0 } });
+    expect(summary.scoring?.scorers).toEqual({
+      answer: {
+        type: 'jsonPath',
+        items: 2,
+        passed: 1,
+        errors: 0,
+        notScored: 0,
+        passRate: 0.5,
+        meanScore: 0.5,
+      },
+      quality: expect.objectContaining({ type: 'judge', items: 2, passed: 2, passRate: 1, meanScore: 0.9 }),
+    });
+    expect(summary.scoring?.items.map((item) => [item.id, item.scores.answer?.pass])).toEqual([
+      ['q1', true],
+      ['q2', false],
+    ]);
+    // Judges leave journals next to the items' but no result lines and no progress events.
+    expect(
+      readdirSync(path.join(out, 'journals'))
+        .filter((file) => file.includes('-judge-'))
+        .sort(),
+    ).toEqual(results.map((line) => `${line.agentId}-judge-quality.jsonl`).sort());
+    const events = io
+      .out()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; agentId?: string });
+    expect(events.filter((event) => event.agentId?.includes('-judge-'))).toEqual([]);
+    expect(events.at(-1)).toMatchObject({
+      type: 'summary',
+      summary: { scoring: { scorers: { answer: { passed: 1 } } } },
+    });
+  });
+
+  it('scores the results troupe resume recovers from journals, judging them again under a new id', async () => {
+    const plan = writePlan([
+      'agent: answerer',
+      'agents: agents',
+      `cwd: ${JSON.stringify(dir)}`,
+      'threads: 1',
+      ...SCRIPTED,
+      'runs:',
+      '  - { id: q1, task: "ITEM-1", expected: { answer: 42 } }',
+      '  - { id: q2, task: "ITEM-2", expected: { answer: Paris } }',
+      'scorers:',
+      '  - { name: answer, type: jsonPath, path: $.answer, expectedPath: $.answer }',
+      '  - { name: quality, type: judge, agent: judge }',
+    ]);
+    const out = path.join(dir, 'run');
+    expect(await main(['fanout', plan, '--out', out, '--json'], captureIO())).toBe(0);
+    // As if the command had died after both agents ended but before their lines were written.
+    writeFileSync(path.join(out, 'results.jsonl'), '');
+    expect(await main(['resume', out, '--json'], captureIO())).toBe(0);
+
+    const results = readResults(path.join(out, 'results.jsonl'));
+    expect(results.map((line) => [line.label, line.recoveredFrom, line.scores?.answer?.pass]).sort()).toEqual(
+      [
+        ['q1', 'journal', true],
+        ['q2', 'journal', false],
+      ],
+    );
+    for (const line of results)
+      expect(line.scores?.quality?.judge?.agentId).toBe(`${line.agentId}-judge-quality-s1`);
+    const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as RunSummary;
+    expect(summary.scoring?.scorers.answer).toMatchObject({ passed: 1, notScored: 0 });
+  });
+
+  it('prints each scorer in the closing summary', async () => {
+    const plan = writePlan([
+      'agent: answerer',
+      'agents: agents',
+      `cwd: ${JSON.stringify(dir)}`,
+      'threads: 1',
+      ...SCRIPTED,
+      'runs:',
+      '  - { task: "ITEM-1", expected: 42 }',
+      'scorers:',
+      '  - { type: numeric, path: $.answer }',
+    ]);
+    const io = captureIO();
+    expect(await main(['fanout', plan, '--out', path.join(dir, 'run')], io)).toBe(0);
+    expect(io.out()).toContain('score numeric (numeric): 1/1 passed (100.0%), mean 1.00');
+  });
+
+  it('reports bad scorers at their line and column before anything runs', async () => {
+    const plan = writePlan([
+      'agent: answerer',
+      'agents: agents',
+      'runs:',
+      '  - task: hi',
+      'scorers:',
+      '  - type: regex',
+      '    pattern: "(?=x)"',
+      '  - type: judge',
+      '    agent: nobody',
+      '  - type: exact',
+      '    bogus: 1',
+      '  - type: jsonPath',
+      '    path: verdict',
+    ]);
+    const io = captureIO();
+    expect(await main(['fanout', plan, '--out', path.join(dir, 'run')], io)).toBe(1);
+    const lines = io.err().trim().split('\n');
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /\/plan\.yaml:7:14: scorers\[0\]\.pattern: expected a regular expression in RE2 syntax/,
+      ),
+      expect.stringMatching(
+        /\/plan\.yaml:9:12: scorers\[1\]\.agent: expected the name of an available agent \(.*answerer.*\), got `"nobody"`/,
+      ),
+      expect.stringMatching(
+        /\/plan\.yaml:11:5: scorers\[2\]\.bogus: expected one of the keys of a `exact` scorer \(name, type, path, expectedPath, value, ignoreCase, trim\)/,
+      ),
+      expect.stringMatching(
+        /\/plan\.yaml:13:11: scorers\[3\]\.path: expected a JSONPath \(RFC 9535\) such as `\$\.verdict`, got `"verdict"`/,
+      ),
+      'troupe: 4 problem(s) in the plan; nothing was run',
+    ]);
+  });
+});

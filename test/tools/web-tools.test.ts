@@ -1,0 +1,135 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWebFetchTool, webFetchTool } from '../../src/tools/builtin/web-fetch.ts';
+import { createWebSearchTool } from '../../src/tools/builtin/web-search.ts';
+import type { ToolContext } from '../../src/tools/types.ts';
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
+});
+
+/** A page server on 127.0.0.1, port 0. */
+async function pages(
+  routes: Record<string, (res: import('node:http').ServerResponse) => void>,
+): Promise<string> {
+  const server = createServer((req, res) => {
+    const route = routes[req.url ?? ''];
+    if (route) route(res);
+    else res.writeHead(404).end('missing');
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const ctx = (guard?: ToolContext['guard']): ToolContext => ({
+  signal: new AbortController().signal,
+  cwd: '/',
+  agentId: 'a',
+  ...(guard ? { guard } : {}),
+});
+
+describe('web_fetch', () => {
+  it('returns a loopback HTML page as Markdown when the host is allowed explicitly', async () => {
+    const base = await pages({
+      '/page': (res) =>
+        res
+          .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+          .end(
+            '<html><head><title>t</title><script>alert(1)</script></head><body><h1>Hello</h1><p>A <a href="/x">link</a>.</p><ul><li>one</li></ul></body></html>',
+          ),
+    });
+    const tool = createWebFetchTool({ allowHosts: ['127.0.0.1'] });
+    const result = await tool.execute({ url: `${base}/page` }, ctx());
+    expect(result.ok).toBe(true);
+    expect(result.text).toContain('Status: 200');
+    expect(result.text).toContain('# Hello');
+    expect(result.text).toContain('A [link](/x).');
+    expect(result.text).toContain('-   one');
+    expect(result.text).not.toContain('alert(1)');
+  });
+
+  it('refuses loopback and private addresses unless allowed, redirects included', async () => {
+    const base = await pages({
+      '/page': (res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('hi'),
+    });
+    await expect(webFetchTool.execute({ url: `${base}/page` }, ctx())).rejects.toThrow(
+      /resolves to 127\.0\.0\.1, a loopback, private or otherwise non-public address/,
+    );
+    for (const url of [
+      'http://10.0.0.1/',
+      'http://[::1]/',
+      'http://169.254.169.254/latest/meta-data',
+      'http://localhost/',
+    ]) {
+      await expect(webFetchTool.execute({ url }, ctx()), url).rejects.toThrow(/non-public address/);
+    }
+    const redirector = await pages({
+      '/go': (res) => res.writeHead(302, { location: 'http://127.0.0.2/private' }).end(),
+    });
+    const tool = createWebFetchTool({ allowHosts: ['127.0.0.1'] });
+    await expect(tool.execute({ url: `${redirector}/go` }, ctx())).rejects.toThrow(
+      /not on web_fetch's allow list/,
+    );
+  });
+
+  it('cuts large bodies and long texts and says so', async () => {
+    const base = await pages({
+      '/big': (res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('x'.repeat(50_000)),
+    });
+    const tool = createWebFetchTool({ allowHosts: ['127.0.0.1'], maxBytes: 1000 });
+    const result = await tool.execute({ url: `${base}/big`, max_chars: 100 }, ctx());
+    expect(result.text).toContain('[The response was cut after 1000 bytes]');
+    expect(result.text).toContain('[900 more characters not shown');
+  });
+
+  it("follows the agent's domain rules through the guard", async () => {
+    const base = await pages({
+      '/page': (res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('hi'),
+    });
+    const tool = createWebFetchTool({ allowPrivateAddresses: true });
+    const guard = {
+      host: (host: string) =>
+        host === '127.0.0.1' ? '`WebFetch(domain:127.0.0.1)` in disallowedTools' : undefined,
+    };
+    await expect(tool.execute({ url: `${base}/page` }, ctx(guard))).rejects.toThrow(
+      /this agent's rules refuse/,
+    );
+  });
+
+  it('refuses other schemes and binary content', async () => {
+    await expect(webFetchTool.execute({ url: 'file:///etc/passwd' }, ctx())).rejects.toThrow(
+      /Only http and https/,
+    );
+    const base = await pages({
+      '/bin': (res) => res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.from([0, 1, 2])),
+    });
+    const result = await createWebFetchTool({ allowHosts: ['127.0.0.1'] }).execute(
+      { url: `${base}/bin` },
+      ctx(),
+    );
+    expect(result).toMatchObject({ ok: false });
+    expect(result.text).toContain('image/png');
+  });
+});
+
+describe('web_search', () => {
+  it('answers that no backend is configured when none is', async () => {
+    const result = await createWebSearchTool().execute({ query: 'troupe' }, ctx());
+    expect(result.ok).toBe(false);
+    expect(result.text).toContain('no search backend is configured');
+  });
+
+  it('lists the hits of a backend', async () => {
+    const tool = createWebSearchTool({
+      name: 'fake',
+      search: async ({ query, maxResults }) => [
+        { title: `About ${query}`, url: 'https://e.com', snippet: `${maxResults}` },
+      ],
+    });
+    const result = await tool.execute({ query: 'troupe', max_results: 3 }, ctx());
+    expect(result.text).toBe('Results for "troupe" (fake):\n1. About troupe\n   https://e.com\n   3');
+  });
+});
