@@ -10,6 +10,7 @@
 import type { SerializedError } from '../errors.ts';
 import type { AgentLimits, FailureReason } from '../loop/types.ts';
 import type { Receipt, StopReason, ToolChoice, Usage } from '../providers/types.ts';
+import type { ReplayDisposition, ReplayRef } from '../replay/types.ts';
 import type { StateUpdate, ToolSpec } from '../tools/types.ts';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 import { redactStrings } from './redact.ts';
@@ -62,6 +63,11 @@ export interface Started {
    * those changes as HistoryAppended and StateChanged events.
    */
   readonly format?: number;
+  /**
+   * The agent replays a recorded one (`troupe replay`, `Supervisor.replay`): its tool calls were
+   * answered from that recording (see src/replay/replay-calls.ts), and a resume needs it again.
+   */
+  readonly replay?: ReplayRef;
 }
 
 /** One problem an agent started with; `file`/`line`/`column` say where it is written, when known. */
@@ -136,6 +142,12 @@ export interface ToolResult {
   readonly refused?: boolean;
   /** Structured result data, e.g. the `complete_task` result object. */
   readonly data?: unknown;
+  /**
+   * In a replay, how the call was answered: from its recording (`recorded`, nothing ran), by
+   * running a read-only tool (`live`), or not at all (`refused`). Absent outside replays and for
+   * the tools a replay passes through (`complete_task`, `wait_for_instruction`, orchestration).
+   */
+  readonly replay?: ReplayDisposition;
 }
 
 /**

@@ -7,6 +7,7 @@ import type { Projection } from '../projection/projection.ts';
 import type { TokenCounter } from '../projection/token-counter.ts';
 import type { ModelPrice } from '../providers/pricing.ts';
 import type { Provider, Receipt } from '../providers/types.ts';
+import type { ReplayCalls } from '../replay/replay-calls.ts';
 import type { Toolbox } from '../tools/toolbox.ts';
 import type { ToolSpec } from '../tools/types.ts';
 import type { ResolvedLimits } from './limits.ts';
@@ -34,6 +35,8 @@ export class RunContext {
   readonly fixedUsageTokens: number;
   /** The model's price, when the provider knows it. */
   readonly price: ModelPrice | undefined;
+  /** Set when the agent replays a recording: decides its tool calls (src/replay/replay-calls.ts). */
+  readonly replay: ReplayCalls | undefined;
   readonly #journal: JournalSink | undefined;
   readonly #observer: ((event: AuditEventInput) => void) | undefined;
   readonly #timedOut: () => boolean;
@@ -74,6 +77,7 @@ export class RunContext {
     usageCounter: TokenCounter;
     fixedUsageTokens: number;
     price: ModelPrice | undefined;
+    replay?: ReplayCalls | undefined;
     journal: JournalSink | undefined;
     observer: ((event: AuditEventInput) => void) | undefined;
   }) {
@@ -92,6 +96,7 @@ export class RunContext {
     this.usageCounter = init.usageCounter;
     this.fixedUsageTokens = init.fixedUsageTokens;
     this.price = init.price;
+    this.replay = init.replay;
     this.#journal = init.journal;
     this.#observer = init.observer;
   }

@@ -24,6 +24,8 @@ import {
 import { assembleSystemPrompt } from '../prompt/assemble.ts';
 import { projectDirs } from '../prompt/project-dirs.ts';
 import type { Provider } from '../providers/types.ts';
+import { ReplayCalls } from '../replay/replay-calls.ts';
+import type { ReplayRecording } from '../replay/types.ts';
 import { createToolRegistry } from '../tools/builtin/index.ts';
 import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../tools/builtin/orchestration.ts';
 import { ToolRegistry } from '../tools/registry.ts';
@@ -104,6 +106,12 @@ export interface RunAgentOptions {
   readonly promptCache?: Map<string, Promise<string>>;
   /** The definition's hash for the Started event, when the caller has it. @default computed */
   readonly definitionHash?: string;
+  /**
+   * Replay a recorded agent: its tool calls are answered from this recording by the rule of
+   * src/replay/replay-calls.ts (recorded result, a read-only tool run live, or refused), and the
+   * Started event records `recording.ref`. Required to resume a replay's journal.
+   */
+  readonly replay?: ReplayRecording;
   /** Waits between completion retries. @default a timer that stops on abort */
   readonly sleep?: Sleep;
   readonly random?: () => number;
@@ -144,6 +152,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       if (ended) return recordedOutcome(ended);
     }
 
+    const replay = replayCalls(options.replay, started, resume);
     const limits = resolveLimits(options.limits ?? started?.limits, definition.maxSteps);
     const channels = options.channels ?? {};
     const shared = options.registry ?? createToolRegistry();
@@ -210,6 +219,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       fixedUsageTokens:
         usageCounter === counter ? fixedTokens : usageCounter.count(system) + usageCounter.count(toolsJson),
       price,
+      replay,
       journal: options.journal,
       observer: options.onEvent,
     });
@@ -240,6 +250,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         limits,
         ...(notices.length > 0 ? { notices } : {}),
         format: JOURNAL_FORMAT,
+        ...(replay ? { replay: replay.ref } : {}),
       });
     }
     if (limits.wallClockMs > 0) {
@@ -304,6 +315,34 @@ function checkToolReferences(
     })),
     ...mcp.problems.map((problem) => ({ code: 'mcp_unavailable', message: problem.message })),
   ];
+}
+
+/**
+ * The replay state of a run: undefined outside replays. A journal that started as a replay resumes
+ * only with its recording (UserError `replay_recording_missing`: running its calls live would not be
+ * a replay), and a recording cannot be applied to a journal that did not start as one
+ * (`replay_mismatch`).
+ */
+function replayCalls(
+  recording: ReplayRecording | undefined,
+  started: EventOf<'Started'> | undefined,
+  resume: readonly AuditEvent[] | undefined,
+): ReplayCalls | undefined {
+  if (started?.replay !== undefined && recording === undefined) {
+    throw new UserError(
+      'replay_recording_missing',
+      `Agent ${started.agentId} replays ${started.replay.of}; resume it with that recording (troupe resume of its run directory, or the replay option)`,
+      { agentId: started.agentId, of: started.replay.of },
+    );
+  }
+  if (started !== undefined && started.replay === undefined && recording !== undefined) {
+    throw new UserError(
+      'replay_mismatch',
+      `Agent ${started.agentId} did not start as a replay, so it cannot be resumed as one`,
+      { agentId: started.agentId },
+    );
+  }
+  return recording === undefined ? undefined : new ReplayCalls(recording, resume ?? []);
 }
 
 /** Whether a rule of the definition is written from the project root (`Read(/src/**)`). */

@@ -7,6 +7,7 @@
 import { abortable } from '../abort.ts';
 import { RESULT_NOT_FITTED_TEXT } from '../projection/constants.ts';
 import type { ToolCall } from '../providers/types.ts';
+import type { ReplayDisposition } from '../replay/types.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 import type { RunContext } from './context.ts';
 import { formatToolResult } from './history-format.ts';
@@ -41,6 +42,7 @@ export async function handleToolCall(
   ctx.roundEntries.push(applyToolCall(ctx.projection, call.name, call.arguments, call.rawArguments));
 
   let outcome: ToolOutcome;
+  let disposition: ReplayDisposition | undefined;
   if (refusal !== undefined) {
     outcome = { ok: false, text: refusal };
   } else if (call.arguments === undefined) {
@@ -50,16 +52,35 @@ export async function handleToolCall(
     };
   } else {
     ctx.currentCallId = call.id;
+    const args = call.arguments;
+    const replay = ctx.replay;
     outcome = await untilAborted(
-      ctx.toolbox.call(call.name, call.arguments, {
+      ctx.toolbox.call(call.name, args, {
         signal: ctx.signal,
         fitsState: (key, text) => ctx.projection.fitsState(key, text, ctx.renderBudget),
+        ...(replay
+          ? {
+              answer: (tool) => {
+                const decision = replay.decide(canonical, call.name, args, tool.readOnly);
+                disposition = decision?.disposition;
+                return decision?.outcome;
+              },
+            }
+          : {}),
       }),
       ctx.signal,
       call.name,
     );
   }
-  const accepted = recordToolResult(ctx, call.id, canonical, call.name, outcome, refusal !== undefined);
+  const accepted = recordToolResult(
+    ctx,
+    call.id,
+    canonical,
+    call.name,
+    outcome,
+    refusal !== undefined,
+    disposition,
+  );
   const succeeded = outcome.ok && accepted && refusal === undefined;
   if (succeeded) ctx.succeededTools.add(canonical);
   return {
@@ -71,7 +92,8 @@ export async function handleToolCall(
 
 /**
  * Adds a tool result to the projection (or the not-fitted text when it would exceed the budget) and
- * journals the exact result. Returns whether the result itself reached the projection.
+ * journals the exact result, with how a replay answered it (`replay`). Returns whether the result
+ * itself reached the projection.
  */
 export function recordToolResult(
   ctx: RunContext,
@@ -80,6 +102,7 @@ export function recordToolResult(
   modelName: string,
   outcome: ToolOutcome,
   refused: boolean,
+  replay?: ReplayDisposition,
 ): boolean {
   const stateUpdates = outcome.ok ? (outcome.stateUpdates ?? []) : [];
   const displayedStateKeys = outcome.ok ? (outcome.displayedStateKeys ?? []) : [];
@@ -101,6 +124,7 @@ export function recordToolResult(
     displayedStateKeys,
     ...(refused ? { refused: true } : {}),
     ...(outcome.data === undefined ? {} : { data: outcome.data }),
+    ...(replay === undefined ? {} : { replay }),
   } as const;
   ctx.record(event);
   ctx.roundEntries.push(applyToolResult(ctx.projection, event, modelName));

@@ -62,15 +62,12 @@ export interface ProviderLimits {
  * The orchestration host tools (spawn a subagent, instruct it, await it). Every supervisor offers
  * them; an agent gets them only when its definition's `tools` names them.
  */
-export const SPAWN_AGENT = 'spawn_agent';
-export const SEND_INSTRUCTION = 'send_instruction';
-export const AWAIT_AGENTS = 'await_agents';
-/** Names of the orchestration tools. */
-export const ORCHESTRATION_TOOL_NAMES: ReadonlySet<string> = new Set([
-  SPAWN_AGENT,
-  SEND_INSTRUCTION,
+export {
   AWAIT_AGENTS,
-]);
+  ORCHESTRATION_TOOL_NAMES,
+  SEND_INSTRUCTION,
+  SPAWN_AGENT,
+} from '../tools/builtin/orchestration.ts';
 
 /** A tool that runs on the supervisor; the host sees only its declaration. */
 export interface HostToolDeclaration {

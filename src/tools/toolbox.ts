@@ -53,6 +53,13 @@ export interface ToolCallOptions {
   readonly signal?: AbortSignal;
   /** Given to the tool as `ctx.fitsState`. @default every update fits */
   readonly fitsState?: (key: string, text: string | null) => boolean;
+  /**
+   * Answers the call instead of running it: asked once every check has passed (policy, arguments,
+   * rules), just before the tool would run, with the tool and its canonical arguments. An outcome
+   * is the call's outcome (`attempts` 0); undefined lets the tool run. A replay answers recorded
+   * calls here (src/replay/replay-calls.ts).
+   */
+  readonly answer?: (tool: Tool, args: Readonly<Record<string, unknown>>) => ToolOutcome | undefined;
 }
 
 /** An agent's view of the tools: specs for the provider and a policy-checked `call`. */
@@ -201,6 +208,9 @@ export function buildToolbox(
       if (refused !== undefined) {
         return failed(canonical, `\`${modelName}\` refused this call: ${refused}. Do not retry it as is.`);
       }
+
+      const answered = callOptions.answer?.(tool, mapped.args);
+      if (answered !== undefined) return { ...answered, canonicalName: canonical, attempts: 0 };
 
       const signal = callOptions.signal ?? new AbortController().signal;
       const guard = policy.guard(tool);
