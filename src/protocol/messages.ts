@@ -25,6 +25,7 @@ import type { SerializedError } from '../errors.ts';
 import type { StartedWarning } from '../journal/events.ts';
 import type { AgentLimits, AgentOutcome } from '../loop/types.ts';
 import type { McpServers } from '../mcp/config.ts';
+import type { ReplayRecording } from '../replay/types.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 
 /** How a host builds a provider. Closures cannot cross threads, so providers are described. */
@@ -124,6 +125,8 @@ export interface ActorSpec {
   readonly resume: boolean;
   /** MCP servers the agent may use (settings, not connections: the runner connects). */
   readonly mcpServers: McpServers;
+  /** Set for a replayed agent: the recording its tool calls are answered from (src/replay/). */
+  readonly replay?: ReplayRecording;
 }
 
 /** Host memory and load, answered to every heartbeat. */
@@ -165,7 +168,16 @@ export interface SupervisorCallbackApi {
  * `wait_for_instruction`, queued until then) or a cancel (aborts its provider request and tool).
  */
 export type AgentMessage =
-  | { readonly type: 'instruction'; readonly text: string }
+  | {
+      readonly type: 'instruction';
+      readonly text: string;
+      /**
+       * Deliver it as instruction number `index`: nothing is added when the inbox already holds
+       * that many (re-delivering what an agent received before a restart, or a recording's
+       * instructions to a resumed replay, is idempotent). @default the next index
+       */
+      readonly index?: number;
+    }
   | { readonly type: 'cancel'; readonly reason: string };
 
 /** What the supervisor learns about an agent as it runs (a subset of its audit events). */

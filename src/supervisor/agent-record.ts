@@ -5,11 +5,14 @@ import { ZERO_USAGE } from '../providers/receipt.ts';
 import type { Usage } from '../providers/types.ts';
 import { AgentHandle } from './agent-handle.ts';
 import type { RecordSpec } from './record-spec.ts';
+import type { ReplaySource, ReplayState } from './replay.ts';
 import type { UsageNode } from './usage-tree.ts';
 
 /** An instruction sent before the engine had the agent, delivered once it has. */
 export interface HeldInstruction {
   readonly text: string;
+  /** Its index when it must have one (an idempotent re-delivery); else the next. */
+  readonly index?: number;
   readonly resolve: (index: number) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -35,6 +38,10 @@ export interface AgentRecord extends UsageNode {
   readonly held: HeldInstruction[];
   /** The agent whose journal this one continues (SpawnOptions.retryOf). */
   readonly retryOf: string | undefined;
+  /** Where its recording comes from, when it replays one (loaded before it runs). */
+  readonly replaySource: ReplaySource | undefined;
+  /** Its loaded recording: what its subagents replay. */
+  replay: ReplayState | undefined;
   readonly removeAbortListener: () => void;
 }
 
@@ -42,6 +49,7 @@ export interface AgentRecord extends UsageNode {
 export interface NewRecord {
   readonly spec: RecordSpec;
   readonly retryOf: string | undefined;
+  readonly replaySource?: ReplaySource | undefined;
   readonly agent: string;
   readonly signal: AbortSignal | undefined;
   readonly send: (text: string) => void;
@@ -49,7 +57,15 @@ export interface NewRecord {
 }
 
 /** A pending record with its handle; `cancel` runs when `signal` aborts. */
-export function createRecord({ spec, retryOf, agent, signal, send, cancel }: NewRecord): AgentRecord {
+export function createRecord({
+  spec,
+  retryOf,
+  replaySource,
+  agent,
+  signal,
+  send,
+  cancel,
+}: NewRecord): AgentRecord {
   let settle: (outcome: AgentOutcome) => void = () => {};
   const result = new Promise<AgentOutcome>((resolve) => {
     settle = resolve;
@@ -71,6 +87,8 @@ export function createRecord({ spec, retryOf, agent, signal, send, cancel }: New
     treeCostUsd: 0,
     held: [],
     retryOf,
+    replaySource,
+    replay: undefined,
     removeAbortListener: () => signal?.removeEventListener('abort', onAbort),
   };
 }

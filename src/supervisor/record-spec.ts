@@ -9,7 +9,7 @@ import { resolveModel } from '../providers/models.ts';
 import type { PreparedSupervisorOptions } from './options.ts';
 
 /** {@link ActorSpec}, mutable, with `definition` unset until the spawn name is resolved. */
-export type RecordSpec = { -readonly [K in Exclude<keyof ActorSpec, 'definition'>]: ActorSpec[K] } & {
+export type RecordSpec = { -readonly [K in keyof ActorSpec as Exclude<K, 'definition'>]: ActorSpec[K] } & {
   definition: AgentDefinition | undefined;
 };
 

@@ -1,5 +1,6 @@
 /** What a spawn says about the agent to run. */
 import type { AgentLimits } from '../loop/types.ts';
+import type { ReplaySource } from './replay.ts';
 
 /** Options of one spawn. */
 export interface SpawnOptions {
@@ -33,4 +34,11 @@ export interface SpawnOptions {
    * agents (`troupe resume --retry-failed`).
    */
   readonly retryOf?: string;
+  /**
+   * Run the agent as a replay of a recorded one: its tool calls are answered from that recording
+   * (src/replay/replay-calls.ts), and the recorded instructions are sent again. A replayed
+   * orchestrator's subagents are replayed from their own recordings without being asked.
+   * `Supervisor.replay` fills this and the task from a journal.
+   */
+  readonly replay?: ReplaySource;
 }

@@ -5,6 +5,7 @@
  * (`backend: 'threads'`) or `troupe worker` processes through Redis (`backend: 'redis'`).
  */
 import { randomUUID } from 'node:crypto';
+import { resolve } from 'node:path';
 import { EventEmitter } from 'eventemitter3';
 import { abortReason } from '../abort.ts';
 import type { AgentDefinition } from '../definition/types.ts';
@@ -12,11 +13,13 @@ import { createEngine } from '../engines/create-engine.ts';
 import type { Backend, Engine, EngineDescription, EngineHost } from '../engines/engine.ts';
 import { type SerializedError, serializeError, UserError } from '../errors.ts';
 import type { AuditEvent } from '../journal/events.ts';
+import { readJournal } from '../journal/reader.ts';
 import { cancelledError, completedOutcome, failedOutcome } from '../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
 import type { McpServers } from '../mcp/config.ts';
 import type { HostStats } from '../protocol/messages.ts';
 import type { Usage } from '../providers/types.ts';
+import { startedOf } from '../replay/recording.ts';
 import { emitAgentReport } from './agent-events.ts';
 import type { AgentHandle } from './agent-handle.ts';
 import { type AgentRecord, createRecord, hasEnded } from './agent-record.ts';
@@ -31,6 +34,8 @@ import {
 } from './options.ts';
 import { ORCHESTRATION_TOOLS } from './orchestration.ts';
 import { actorSpec } from './record-spec.ts';
+import { childReplaySource, loadReplay, type RecordedJournal, siblingJournals } from './replay.ts';
+import type { ReplayOptions } from './replay-options.ts';
 import { ResultCheck } from './result-check.ts';
 import type { SpawnOptions } from './spawn-options.ts';
 import { resolveSpawn } from './spawn-resolution.ts';
@@ -112,6 +117,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     if (this.#agents.has(id))
       throw new UserError('duplicate_agent_id', `An agent with id ${id} already exists`, { agentId: id });
     const parent = options.parent === undefined ? undefined : this.#agents.get(options.parent);
+    const name = typeof agent === 'string' ? agent : agent.name;
+    const replaySource =
+      options.replay ?? (parent?.replay ? childReplaySource(parent.replay, name, options) : undefined);
     const record = createRecord({
       spec: {
         agentId: id,
@@ -128,7 +136,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         mcpServers: {},
       },
       retryOf: options.retryOf,
-      agent: typeof agent === 'string' ? agent : agent.name,
+      replaySource,
+      agent: name,
       signal: options.signal,
       send: (text) => this.#send(id, text),
       cancel: (reason) => this.#cancel(id, reason),
@@ -148,6 +157,49 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       );
     }
     return record.handle;
+  }
+
+  /**
+   * Replays a recorded agent on the current version of its definition (or `options.agent`): it
+   * gets the recorded task, context and metadata, and its tool calls are answered from its journal
+   * by the rule of src/replay/replay-calls.ts (a recorded call gets its recorded result and nothing
+   * runs; a call the recording lacks runs only when its tool is read-only, else it is refused). The
+   * instructions it received are sent again; a replayed orchestrator's subagents are replayed from
+   * their own journals (beside a journal file, or `options.journals`). Returns its handle, like
+   * {@link spawn}; it is journalled like any agent, its Started event naming what it replays.
+   *
+   * A journal given as a path is read here, synchronously. Throws what reading it throws
+   * (SystemError `journal_not_found`, `journal_not_started`).
+   *
+   * @example
+   * const handle = supervisor.replay('.troupe/runs/x/journals/3fa9c1-0.jsonl', { agent: 'grader-v2' });
+   * const outcome = await handle.result;
+   */
+  replay(journal: RecordedJournal, options: ReplayOptions = {}): AgentHandle {
+    const events = typeof journal === 'string' ? readJournal(resolve(journal)).events : journal;
+    const started = startedOf(events);
+    const provider =
+      options.provider ?? (started.provider in this.#options.providers ? started.provider : undefined);
+    return this.spawn(options.agent ?? started.definition.name, {
+      task: started.task,
+      context: started.context,
+      metadata: options.metadata ?? started.metadata,
+      model: options.model ?? started.model,
+      ...(provider === undefined ? {} : { provider }),
+      limits: options.limits ?? started.limits ?? {},
+      ...(options.id === undefined ? {} : { id: options.id }),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      ...(options.resume === undefined ? {} : { resume: options.resume }),
+      replay: {
+        journal: events,
+        of: options.of ?? (typeof journal === 'string' ? resolve(journal) : 'events'),
+        ...(options.journals
+          ? { journals: options.journals }
+          : typeof journal === 'string'
+            ? { journals: siblingJournals(journal) }
+            : {}),
+      },
+    });
   }
 
   /** Runs many agents; iterate it for results as they finish, or await `all()` for them in order. */
@@ -218,6 +270,21 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   /** Resolves a started spawn and hands it to the engine (after forking the journal it retries). */
   #launch(record: AgentRecord, name: string | undefined): void {
     if (record.state !== 'pending') return;
+    if (record.replaySource !== undefined && record.replay === undefined) {
+      loadReplay(record.replaySource).then(
+        ({ state, instructions }) => {
+          record.replay = state;
+          record.spec.replay = state.recording;
+          // The recorded instructions go first, in their recorded order, before any sent since.
+          record.held.unshift(
+            ...instructions.map((text, index) => ({ text, index, resolve: () => {}, reject: () => {} })),
+          );
+          this.#launch(record, name);
+        },
+        (error: unknown) => this.#fail(record, 'invalid_request', serializeError(error)),
+      );
+      return;
+    }
     const problem = resolveSpawn(record.spec, name, {
       definitions: this.#definitions,
       options: this.#options,
@@ -247,12 +314,16 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     if (record.state !== 'pending') return;
     record.state = 'running';
     this.#engine.run(actorSpec(record.spec));
-    for (const { text, resolve, reject } of record.held.splice(0))
-      this.#deliver(record, text).then(resolve, reject);
+    for (const { text, index, resolve, reject } of record.held.splice(0))
+      this.#deliver(record, text, index).then(resolve, reject);
   }
 
-  async #deliver(record: AgentRecord, text: string): Promise<number> {
-    const index = await this.#engine.deliver(record.id, { type: 'instruction', text });
+  async #deliver(record: AgentRecord, text: string, at?: number): Promise<number> {
+    const index = await this.#engine.deliver(record.id, {
+      type: 'instruction',
+      text,
+      ...(at === undefined ? {} : { index: at }),
+    });
     if (index === undefined) {
       throw new UserError('agent_not_running', `Agent ${record.id} is not running`, { agentId: record.id });
     }

@@ -57,6 +57,7 @@ export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promis
       : {}),
     signal: run.signal,
     limits: spec.limits,
+    ...(spec.replay ? { replay: spec.replay } : {}),
     channels: run.channels,
     onEvent: (event) => {
       const signal = agentSignal(agentId, event);

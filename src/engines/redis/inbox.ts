@@ -10,9 +10,13 @@ import type { BlockingPool } from './blocking-pool.ts';
 import type { ScaleoutKeys } from './keys.ts';
 import { LuaScript } from './script.ts';
 
+// ARGV[2]: the index the instruction must have, or -1 for the next one. An inbox that already
+// holds that many adds nothing (an idempotent re-delivery).
 const SEND = new LuaScript(
   `
 local n = redis.call('XLEN', KEYS[1])
+local at = tonumber(ARGV[2])
+if at >= 0 and at < n then return {at, redis.call('GET', KEYS[2]) or ''} end
 redis.call('XADD', KEYS[1], (n + 1) .. '-0', 't', ARGV[1])
 return {n, redis.call('GET', KEYS[2]) or ''}
 `,
@@ -36,12 +40,15 @@ export class Inbox {
     this.#keys = keys;
   }
 
-  /** Appends an instruction (atomically numbered) and reports whether the agent is parked. */
-  async send(agentId: string, text: string): Promise<SentInstruction> {
+  /**
+   * Appends an instruction (atomically numbered) and reports whether the agent is parked. With
+   * `at`, it is instruction number `at`: nothing is added when the inbox already holds that many.
+   */
+  async send(agentId: string, text: string, at?: number): Promise<SentInstruction> {
     const reply = (await SEND.run(
       this.#redis,
       [this.#keys.inbox(agentId), this.#keys.parked(agentId)],
-      [text],
+      [text, String(at ?? -1)],
     )) as [number, string];
     return { index: Number(reply[0]), parked: reply[1] !== '' };
   }

@@ -30,9 +30,11 @@ export class Mailbox {
 
   /**
    * Appends an instruction and wakes, synchronously, the parked wait that asked for it. Returns the
-   * instruction's index.
+   * instruction's index. With `at`, the instruction is number `at`: when the log already holds
+   * that many, nothing is added (an idempotent re-delivery) and `at` is returned.
    */
-  send(text: string): number {
+  send(text: string, at?: number): number {
+    if (at !== undefined && at < this.#log.length) return at;
     const index = this.#log.push(text) - 1;
     const waiting = this.#waiting;
     if (waiting && waiting.index < this.#log.length) {

@@ -147,7 +147,7 @@ export class ThreadEngine implements Engine {
   async deliver(agentId: string, message: AgentMessage): Promise<number | undefined> {
     const agent = this.#agents.get(agentId);
     if (!agent) return undefined;
-    if (message.type === 'instruction') return agent.mailbox.send(message.text);
+    if (message.type === 'instruction') return agent.mailbox.send(message.text, message.index);
     if (agent.state !== 'running' || !agent.host) {
       this.#release(agent);
       this.#host.ended(agentId, failedOutcome(agentId, 'cancelled', cancelledError(message.reason)));
