@@ -26,6 +26,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<CommandModule>>> = {
   report: () => import('./report.ts'),
   score: () => import('./score.ts'),
   compare: () => import('./compare.ts'),
+  replay: () => import('./replay.ts'),
   demo: () => import('./demo.ts'),
   worker: () => import('./worker.ts'),
 };

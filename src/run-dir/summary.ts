@@ -10,7 +10,7 @@ import { scoringSummaryOf } from './run-scoring.ts';
 
 /** One command that worked on the run: the first `fanout` (or demo), then each `resume`. */
 export interface RunSession {
-  readonly kind: 'fanout' | 'resume' | 'demo' | 'score';
+  readonly kind: 'fanout' | 'resume' | 'demo' | 'score' | 'replay';
   readonly startedAt: string;
   readonly endedAt: string;
   readonly interrupted: boolean;
