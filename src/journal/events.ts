@@ -10,7 +10,7 @@
 import type { SerializedError } from '../errors.ts';
 import type { AgentLimits, FailureReason } from '../loop/types.ts';
 import type { Receipt, StopReason, ToolChoice, Usage } from '../providers/types.ts';
-import type { ReplayDisposition, ReplayRef } from '../replay/types.ts';
+import type { ReplayCounts, ReplayDisposition, ReplayRef } from '../replay/types.ts';
 import type { StateUpdate, ToolSpec } from '../tools/types.ts';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 import { redactStrings } from './redact.ts';
@@ -243,6 +243,8 @@ export interface Completed {
   readonly rounds: number;
   /** Model requests (absent before format 3). */
   readonly steps?: number;
+  /** A replay: how its tool calls were answered. */
+  readonly replay?: ReplayCounts;
 }
 
 /** The agent failed. Terminal: nothing follows it. */
@@ -258,6 +260,7 @@ export interface Failed {
   readonly rounds: number;
   /** Model requests (absent before format 3). */
   readonly steps?: number;
+  readonly replay?: ReplayCounts;
 }
 
 /** An event body as the loop writes it. `ts` may be given (e.g. forwarded events); otherwise the sink sets it. */

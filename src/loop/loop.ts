@@ -79,6 +79,7 @@ export function end(run: RunContext, ending: Ending): AgentOutcome {
     costUsd: knownCost(run.totals),
     rounds: run.roundsUsed,
     steps: run.stepsUsed,
+    ...(run.replay ? { replay: run.replay.counts } : {}),
   };
   const outcome: AgentOutcome =
     ending.kind === 'complete'

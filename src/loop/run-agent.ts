@@ -5,7 +5,6 @@
  * and inside an actor host.
  */
 import { followSignal } from '../abort.ts';
-import { definitionHash } from '../definition/load.ts';
 import { toolReferenceProblems } from '../definition/tool-references.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { type SerializedError, serializeError, UserError } from '../errors.ts';
@@ -43,6 +42,7 @@ import { routedTools } from './routed-tools.ts';
 import type { StopCondition } from './stop-conditions.ts';
 import { WallClockExceeded } from './tool-calls.ts';
 import type { AgentChannels, AgentLimits, AgentOutcome, FailureReason } from './types.ts';
+import { cachedDefinitionHash, deliverUsage, type UsageSink, usageRecord } from './usage-record.ts';
 
 /** Everything one agent run needs. */
 export interface RunAgentOptions {
@@ -89,6 +89,11 @@ export interface RunAgentOptions {
   readonly channels?: AgentChannels;
   /** Sees every audit event after it is journalled. */
   readonly onEvent?: (event: AuditEventInput) => void;
+  /**
+   * Receives one record per model request (agent, definition name and hash, model, usage, cost,
+   * replay tag, times); see {@link UsageRecord}. What it throws is ignored.
+   */
+  readonly usageSink?: UsageSink;
   /** @default from the model name */
   readonly contextWindow?: number;
   /** @default the context window less the answer allowance */
@@ -153,6 +158,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     }
 
     const replay = replayCalls(options.replay, started, resume);
+    const definitionHashValue =
+      started?.definition.hash ?? options.definitionHash ?? cachedDefinitionHash(definition);
     const limits = resolveLimits(options.limits ?? started?.limits, definition.maxSteps);
     const channels = options.channels ?? {};
     const shared = options.registry ?? createToolRegistry();
@@ -221,7 +228,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       price,
       replay,
       journal: options.journal,
-      observer: options.onEvent,
+      observer: observerOf(options, definitionHashValue, replay),
     });
 
     if (resume && started) {
@@ -234,7 +241,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         ...(options.parentId === undefined ? {} : { parentId: options.parentId }),
         definition: {
           name: definition.name,
-          hash: options.definitionHash ?? definitionHashOf(definition),
+          hash: definitionHashValue,
           path: definition.path,
         },
         provider: options.provider.name,
@@ -317,6 +324,38 @@ function checkToolReferences(
   ];
 }
 
+/** What sees the run's events: the caller's `onEvent`, and the usage sink on every receipt. */
+function observerOf(
+  options: RunAgentOptions,
+  hash: string,
+  replay: ReplayCalls | undefined,
+): ((event: AuditEventInput) => void) | undefined {
+  const { onEvent, usageSink } = options;
+  if (!usageSink) return onEvent;
+  const identity = {
+    agentId: options.agentId,
+    parentId: options.parentId,
+    definition: { name: options.definition.name, hash },
+    provider: options.provider.name,
+    model: options.model,
+    replay: replay?.ref,
+  };
+  return (event) => {
+    onEvent?.(event);
+    if (event.type !== 'ProviderReceipt') return;
+    const record = usageRecord(identity, {
+      round: event.round,
+      step: event.step,
+      usage: event.receipt.usage,
+      costUsd: event.receipt.costUsd ?? null,
+      latencyMs: event.receipt.latencyMs,
+      endedAt: Date.now(),
+      ...(event.errorCode === undefined ? {} : { errorCode: event.errorCode }),
+    });
+    deliverUsage(usageSink, record);
+  };
+}
+
 /**
  * The replay state of a run: undefined outside replays. A journal that started as a replay resumes
  * only with its recording (UserError `replay_recording_missing`: running its calls live would not be
@@ -352,17 +391,6 @@ function needsProjectRoot(definition: AgentDefinition): boolean {
   );
 }
 
-const definitionHashes = new WeakMap<AgentDefinition, string>();
-
-function definitionHashOf(definition: AgentDefinition): string {
-  let hash = definitionHashes.get(definition);
-  if (hash === undefined) {
-    hash = definitionHash(definition);
-    definitionHashes.set(definition, hash);
-  }
-  return hash;
-}
-
 async function systemPromptFor(options: RunAgentOptions, tools: PromptTools): Promise<string> {
   const assemble = (): Promise<string> =>
     assembleSystemPrompt(options.definition, {
@@ -390,6 +418,7 @@ function recordedOutcome(ended: EventOf<'Completed'> | EventOf<'Failed'>): Agent
     costUsd: ended.costUsd,
     rounds: ended.rounds,
     steps: ended.steps ?? ended.rounds,
+    ...(ended.replay === undefined ? {} : { replay: ended.replay }),
   };
   return ended.type === 'Completed'
     ? { status: 'completed', agentId: ended.agentId, answer: ended.answer, result: ended.result, ...totals }

@@ -25,7 +25,8 @@ import type { SerializedError } from '../errors.ts';
 import type { StartedWarning } from '../journal/events.ts';
 import type { AgentLimits, AgentOutcome } from '../loop/types.ts';
 import type { McpServers } from '../mcp/config.ts';
-import type { ReplayRecording } from '../replay/types.ts';
+import type { Usage } from '../providers/types.ts';
+import type { ReplayDisposition, ReplayRecording } from '../replay/types.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 
 /** How a host builds a provider. Closures cannot cross threads, so providers are described. */
@@ -192,8 +193,23 @@ export type AgentSignal =
       readonly type: 'tool_call';
       readonly agentId: string;
       readonly round: number;
+      /** Canonical tool name. */
       readonly name: string;
+      readonly callId: string;
+      /** `started` when the model made the call; `completed` when its result is known. */
+      readonly phase: 'started' | 'completed';
+      /** undefined when the call starts. */
       readonly ok: boolean | undefined;
+      /** started: the arguments as the model gave them, secret-looking values masked. */
+      readonly args?: unknown;
+      /** completed: the start of the result text, masked (at most TOOL_OUTPUT_PREVIEW_CHARS). */
+      readonly output?: string;
+      /** completed: milliseconds from the call to its result. */
+      readonly durationMs?: number;
+      /** completed: the call was refused by the loop and never ran. */
+      readonly refused?: boolean;
+      /** completed, in a replay: how the call was answered. */
+      readonly replay?: ReplayDisposition;
     }
   | {
       /** One model request's usage (one per step). */
@@ -209,6 +225,12 @@ export type AgentSignal =
       /** USD; null when the model's price is unknown. */
       readonly costUsd: number | null;
       readonly latencyMs: number;
+      /** Every count of the request (cached and reasoning tokens included). */
+      readonly usage: Usage;
+      /** Epoch ms when the request ended. */
+      readonly endedAt: number;
+      /** Set when the request failed. */
+      readonly errorCode?: string;
     }
   | { readonly type: 'waiting'; readonly agentId: string }
   | {

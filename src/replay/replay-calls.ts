@@ -34,7 +34,7 @@ import {
 } from '../tools/builtin/orchestration.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 import { callKey } from './recording.ts';
-import type { RecordedCall, ReplayDisposition, ReplayRecording, ReplayRef } from './types.ts';
+import type { RecordedCall, ReplayCounts, ReplayDisposition, ReplayRecording, ReplayRef } from './types.ts';
 
 /** Tools a replay never decides: they run as in any run. */
 export const REPLAY_PASS_THROUGH: ReadonlySet<string> = new Set([
@@ -59,13 +59,6 @@ export interface ReplayDecision {
   readonly outcome?: ToolOutcome;
   /** The recorded call a `recorded` call was matched to. */
   readonly recorded?: RecordedCall;
-}
-
-/** Calls decided so far, by disposition. */
-export interface ReplayCounts {
-  readonly recorded: number;
-  readonly live: number;
-  readonly refused: number;
 }
 
 /** A replayed agent's recording and how far the replay has used it. */

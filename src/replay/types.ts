@@ -50,3 +50,10 @@ export interface ReplayRecording {
  * - `refused`: no recorded call matched and the tool is not read-only, so it did not run.
  */
 export type ReplayDisposition = 'recorded' | 'live' | 'refused';
+
+/** A replayed agent's calls by how they were answered. */
+export interface ReplayCounts {
+  readonly recorded: number;
+  readonly live: number;
+  readonly refused: number;
+}

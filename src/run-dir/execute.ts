@@ -5,7 +5,7 @@
  * one writes the summary and exits at once with code 130.
  */
 import { EXIT_INTERRUPTED } from './constants.ts';
-import { formatCost, formatDuration, formatTokenCount } from './format.ts';
+import { formatCost, formatDuration, formatTokenCount, printable } from './format.ts';
 import { SIMULATED_NOTICE } from './provider-choice.ts';
 import { createProgressRenderer } from './render-progress.ts';
 import { scorerLines } from './scoring-text.ts';
@@ -110,6 +110,13 @@ export function closingText(summary: RunSummary, runDir: string): string {
   ];
   if (summary.scoring !== undefined)
     lines.push(...scorerLines(summary.scoring).map((line) => `score ${line}`));
+  if (summary.replay !== undefined) {
+    const { recorded, live, refused } = summary.replay.calls;
+    lines.push(
+      `replay of ${printable(summary.replay.of)}: ${recorded} tool call(s) answered from the recording, ` +
+        `${live} run live (read-only), ${refused} refused`,
+    );
+  }
   if (summary.budgetSpent) lines.push(`stopped: the run's budget is spent (${summary.budgetSpent})`);
   if (summary.simulated) lines.push(`troupe: ${SIMULATED_NOTICE}`);
   lines.push(`run dir: ${runDir}`, `  report: troupe report ${runDir} [--html report.html]`);

@@ -38,7 +38,8 @@ export function emitAgentReport(
       return;
     }
     case 'tool_call': {
-      const event = { ...ref, round: report.round, tool: report.name, ok: report.ok };
+      const { type: _type, agentId: _agentId, name, ...rest } = report;
+      const event = { ...ref, ...rest, tool: name };
       supervisor.emit('agent:tool', event);
       handle.emit('tool', event);
       return;

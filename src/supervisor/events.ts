@@ -3,6 +3,8 @@ import type { EngineEvents } from '../engines/events.ts';
 import type { SerializedError } from '../errors.ts';
 import type { StartedWarning } from '../journal/events.ts';
 import type { AgentOutcome } from '../loop/types.ts';
+import type { Usage } from '../providers/types.ts';
+import type { ReplayDisposition } from '../replay/types.ts';
 
 export type {
   JobsUnserved,
@@ -33,11 +35,29 @@ export interface AgentRound extends AgentRef {
   readonly round: number;
   readonly estimatedTokens: number;
 }
+/**
+ * A tool call: emitted twice per call, when the model makes it (`phase: 'started'`, with its
+ * arguments) and when its result is known (`phase: 'completed'`, with ok/error, the start of its
+ * output and its duration). Arguments and output are masked as journals are (`redactValue`).
+ */
 export interface AgentToolCall extends AgentRef {
   readonly round: number;
+  /** Canonical tool name. */
   readonly tool: string;
+  readonly callId: string;
+  readonly phase: 'started' | 'completed';
   /** undefined when the call starts, true/false when its result is known. */
   readonly ok: boolean | undefined;
+  /** started: the arguments as the model gave them. */
+  readonly args?: unknown;
+  /** completed: the start of the result text (at most TOOL_OUTPUT_PREVIEW_CHARS, 400). */
+  readonly output?: string;
+  /** completed: milliseconds from the call to its result (measured where the agent runs). */
+  readonly durationMs?: number;
+  /** completed: the loop refused the call (it never ran). */
+  readonly refused?: boolean;
+  /** completed, in a replay: answered from the recording, run live, or refused. */
+  readonly replay?: ReplayDisposition;
 }
 /** One model request's usage: emitted per request (step), as it happens. */
 export interface AgentUsage extends AgentRef {
@@ -51,6 +71,12 @@ export interface AgentUsage extends AgentRef {
   /** USD; null when the model's price is unknown. */
   readonly costUsd: number | null;
   readonly latencyMs: number;
+  /** Every count of the request, cached and reasoning tokens included. */
+  readonly usage: Usage;
+  /** Epoch ms when the request ended. */
+  readonly endedAt: number;
+  /** Set when the request failed. */
+  readonly errorCode?: string;
 }
 export interface AgentText extends AgentRef {
   readonly text: string;

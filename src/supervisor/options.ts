@@ -18,6 +18,7 @@ import {
   type ThreadBackendOptions,
 } from '../engines/threads/options.ts';
 import { describeValue, UserError } from '../errors.ts';
+import type { UsageRecord, UsageSink } from '../loop/usage-record.ts';
 import { type McpServers, readMcpServerMap } from '../mcp/config.ts';
 import { nonNegative, oneOf, positiveInt } from '../option-checks.ts';
 import type { ProviderConfig, ProviderLimits, ToolModuleRef } from '../protocol/messages.ts';
@@ -94,6 +95,13 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
   readonly compat?: boolean;
   /** Nesting limits for agents that spawn agents. @default { maxDepth: 3, maxChildren: 64 } */
   readonly orchestration?: { readonly maxDepth?: number; readonly maxChildren?: number };
+  /**
+   * Receives one record per model request of every agent, as it ends: agent id, definition name
+   * and content hash, block versions, model, usage, cost (null when unknown), the estimated flag,
+   * the replay tag, times (see {@link UsageRecord}). Called on the supervisor's thread; what it
+   * throws or rejects with is ignored. @default none
+   */
+  readonly usageSink?: UsageSink;
 }
 
 /** Options with every default filled in. */
@@ -111,6 +119,7 @@ export interface PreparedSupervisorOptions extends EngineOptions, PreparedThread
   readonly maxChildren: number;
   /** Set with `backend: 'redis'`. */
   readonly redis: PreparedRedisOptions | undefined;
+  readonly usageSink: UsageSink | undefined;
 }
 
 const PROVIDER_KINDS = ['simulated', 'openai', 'anthropic', 'module'] as const;
@@ -190,5 +199,6 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     maxDepth,
     maxChildren,
     redis,
+    usageSink: options.usageSink,
   };
 }

@@ -10,12 +10,13 @@ import { EventEmitter } from 'eventemitter3';
 import { abortReason } from '../abort.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { createEngine } from '../engines/create-engine.ts';
-import type { Backend, Engine, EngineDescription, EngineHost } from '../engines/engine.ts';
+import type { AgentReport, Backend, Engine, EngineDescription, EngineHost } from '../engines/engine.ts';
 import { type SerializedError, serializeError, UserError } from '../errors.ts';
 import type { AuditEvent } from '../journal/events.ts';
 import { readJournal } from '../journal/reader.ts';
 import { cancelledError, completedOutcome, failedOutcome } from '../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
+import { cachedDefinitionHash, deliverUsage, type UsageRecord, usageRecord } from '../loop/usage-record.ts';
 import type { McpServers } from '../mcp/config.ts';
 import type { HostStats } from '../protocol/messages.ts';
 import type { Usage } from '../providers/types.ts';
@@ -388,6 +389,33 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     record.settle(outcome);
   }
 
+  /** The usage sink's record of one model request an engine reported. */
+  #usageRecord(record: AgentRecord, report: Extract<AgentReport, { type: 'receipt' }>): UsageRecord {
+    const { spec } = record;
+    return usageRecord(
+      {
+        agentId: record.id,
+        parentId: spec.parentId,
+        definition: {
+          name: spec.definition?.name ?? record.handle.agent,
+          hash: spec.definition ? cachedDefinitionHash(spec.definition) : '',
+        },
+        provider: spec.provider,
+        model: spec.model,
+        replay: spec.replay?.ref,
+      },
+      {
+        round: report.round,
+        step: report.step,
+        usage: report.usage,
+        costUsd: report.costUsd,
+        latencyMs: report.latencyMs,
+        endedAt: report.endedAt,
+        ...(report.errorCode === undefined ? {} : { errorCode: report.errorCode }),
+      },
+    );
+  }
+
   /** What the engine may ask and tell: its agents' reports and ends, host tools, complete_task. */
   #engineHost(): EngineHost {
     const running = (agentId: string): AgentRecord | undefined => {
@@ -398,7 +426,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       closing: () => this.#closed,
       report: (report) => {
         const record = running(report.agentId);
-        if (record) emitAgentReport(this, record.handle, this.#ref(record), report);
+        if (!record) return;
+        emitAgentReport(this, record.handle, this.#ref(record), report);
+        const sink = this.#options.usageSink;
+        if (sink && report.type === 'receipt') deliverUsage(sink, this.#usageRecord(record, report));
       },
       ended: (agentId, outcome) => {
         const record = running(agentId);

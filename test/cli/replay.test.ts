@@ -14,6 +14,7 @@ import { INTERRUPTED_TOOL_RESULT } from '../../src/journal/constants.ts';
 import type { AuditEvent, EventOf } from '../../src/journal/events.ts';
 import { readJournal } from '../../src/journal/reader.ts';
 import type { RunPlan } from '../../src/run-dir/run-plan.ts';
+import type { RunSummary } from '../../src/run-dir/summary.ts';
 import { PROVIDER_ENV, Project } from '../fixtures/cli/cli-helpers.ts';
 import { effects } from '../fixtures/replay/effect-tools.ts';
 import { captureIO, readResults, startCli, tempDir, waitUntil } from '../run-dir/helpers.ts';
@@ -96,6 +97,11 @@ describe('troupe replay RUN_DIR', () => {
     const { code, out: text } = await cli(['replay', recorded, '--out', out]);
     expect(code).toBe(0);
     expect(text).toContain(`replaying ${recorded}, 2 agent(s)`);
+    expect(text).toContain(
+      `replay of ${recorded}: 4 tool call(s) answered from the recording, 0 run live (read-only), 0 refused`,
+    );
+    const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as RunSummary;
+    expect(summary.replay).toEqual({ of: recorded, calls: { recorded: 4, live: 0, refused: 0 } });
     expect(effects(dir)).toHaveLength(4);
     const byLabel = (runDir: string) =>
       Object.fromEntries(
@@ -137,6 +143,8 @@ describe('troupe replay RUN_DIR', () => {
     ]);
     const plan = JSON.parse(readFileSync(path.join(out, 'plan.json'), 'utf8')) as RunPlan;
     expect(plan.replay?.agent).toBe(path.join(dir, 'agents-v2/writer.md'));
+    const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as RunSummary;
+    expect(summary.replay?.calls).toEqual({ recorded: 4, live: 2, refused: 0 });
   });
 
   it.runIf(posix)(

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditEvent } from '../../src/journal/events.ts';
 import { MemoryJournal } from '../../src/journal/sink.ts';
+import type { UsageRecord } from '../../src/loop/usage-record.ts';
 import type { ScriptedStep } from '../../src/providers/scripted.ts';
 import { recordingOf } from '../../src/replay/recording.ts';
 import { replayRefusal } from '../../src/replay/replay-calls.ts';
@@ -193,5 +194,42 @@ describe('replaying a recorded agent in the loop', () => {
       },
     });
     expect(mismatch.outcome).toMatchObject({ status: 'failed', error: { code: 'replay_mismatch' } });
+  });
+
+  it('gives the usage sink one record per model request, tagged with what the agent replays', async () => {
+    const { recording } = await record();
+    const fixture = fixtureTools();
+    const records: UsageRecord[] = [];
+    const replay = await runScripted(recordedSteps, {
+      tools: fixture.tools,
+      run: { replay: recording, usageSink: (usage) => void records.push(usage) },
+    });
+    const receipts = eventsOf(replay.events, 'ProviderReceipt');
+    const started = eventsOf(replay.events, 'Started')[0];
+    expect(records).toHaveLength(receipts.length);
+    expect(records.map((usage) => usage.step)).toEqual(receipts.map((receipt) => receipt.step));
+    for (const usage of records) {
+      expect(usage).toMatchObject({
+        agentId: 'agent-1',
+        parentId: undefined,
+        definition: { name: 'tester', hash: started?.definition.hash },
+        blocks: [],
+        provider: 'scripted',
+        model: 'test-model',
+        replay: { of: 'recorded.jsonl', agentId: 'agent-1' },
+      });
+      expect(Date.parse(usage.startedAt)).toBeLessThanOrEqual(Date.parse(usage.endedAt));
+    }
+    // Outside a replay the tag is null, and a sink that throws stops nothing.
+    const plain = await runScripted(recordedSteps, {
+      tools: fixtureTools().tools,
+      run: {
+        usageSink: (usage) => {
+          expect(usage.replay).toBeNull();
+          throw new Error('sink failure');
+        },
+      },
+    });
+    expect(plain.outcome.status).toBe('completed');
   });
 });

@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDefinition } from '../../src/definition/types.ts';
 import type { AuditEvent, EventOf } from '../../src/journal/events.ts';
 import { readJournal } from '../../src/journal/reader.ts';
+import type { UsageRecord } from '../../src/loop/usage-record.ts';
+import type { AgentToolCall } from '../../src/supervisor/events.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { effects } from '../fixtures/replay/effect-tools.ts';
 import { makeDefinition } from '../prompt/make-definition.ts';
@@ -35,6 +37,7 @@ const boss = makeDefinition({
 
 const cwd = tempDir('troupe-replay-');
 let sup: Supervisor;
+const usage: UsageRecord[] = [];
 
 beforeAll(() => {
   sup = new Supervisor({
@@ -45,6 +48,7 @@ beforeAll(() => {
     cwd,
     definitions: [writer(), boss],
     compat: false,
+    usageSink: (record) => void usage.push(record),
   });
 });
 
@@ -171,5 +175,41 @@ describe('Supervisor.replay', () => {
       reason: 'invalid_request',
       error: { code: 'journal_not_found' },
     });
+  });
+
+  it("tags the usage sink's records of a replay, one per model request, and reports tool calls in two phases", async () => {
+    await sup.spawn('writer', { id: 'e-rec', task: plan('write_note {"value":"e"}') }).result;
+    const tools: AgentToolCall[] = [];
+    sup.on('agent:tool', (event) => {
+      if (event.agentId === 'e-rep') tools.push(event);
+    });
+    await sup.replay(journal('e-rec'), { id: 'e-rep' }).result;
+    for (const [agentId, tag] of [
+      ['e-rec', null],
+      ['e-rep', { of: journal('e-rec'), agentId: 'e-rec' }],
+    ] as const) {
+      const events = journalOf(agentId);
+      const records = usage.filter((record) => record.agentId === agentId);
+      expect(records.map((record) => record.step)).toEqual(
+        ofType(events, 'ProviderReceipt').map((receipt) => receipt.step),
+      );
+      for (const record of records) {
+        expect(record).toMatchObject({
+          definition: { name: 'writer', hash: ofType(events, 'Started')[0]?.definition.hash },
+          blocks: [],
+          provider: 'plan',
+          replay: tag,
+        });
+      }
+    }
+    expect(tools.map((event) => [event.tool, event.phase, event.ok, event.replay])).toEqual([
+      ['write_note', 'started', undefined, undefined],
+      ['write_note', 'completed', true, 'recorded'],
+      ['complete_task', 'started', undefined, undefined],
+      ['complete_task', 'completed', true, undefined],
+    ]);
+    expect(tools[0]?.args).toEqual({ value: 'e' });
+    expect(tools[1]?.output).toMatch(/^wrote e \(write #\d+\)$/);
+    expect(tools[1]?.durationMs).toBeGreaterThanOrEqual(0);
   });
 });

@@ -11,7 +11,7 @@ import type { McpToolSource } from '../../mcp/pool.ts';
 import type { ActorSpec, AgentSignal } from '../../protocol/messages.ts';
 import type { Provider } from '../../providers/types.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
-import { agentSignal } from './agent-signal.ts';
+import { agentSignals } from './agent-signal.ts';
 
 /** What the engine lends one run of an actor. */
 export interface ActorRun {
@@ -35,6 +35,7 @@ export interface ActorRun {
 /** Runs (or resumes) the agent `spec` describes to its outcome. */
 export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promise<AgentOutcome> {
   const { agentId } = spec;
+  const toSignal = agentSignals(agentId);
   return runAgent({
     agentId,
     ...(spec.parentId === undefined ? {} : { parentId: spec.parentId }),
@@ -60,7 +61,7 @@ export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promis
     ...(spec.replay ? { replay: spec.replay } : {}),
     channels: run.channels,
     onEvent: (event) => {
-      const signal = agentSignal(agentId, event);
+      const signal = toSignal(event);
       if (signal) run.onSignal(signal);
     },
     promptCache: run.promptCache,
