@@ -68,6 +68,11 @@ export interface Started {
    * answered from that recording (see src/replay/replay-calls.ts), and a resume needs it again.
    */
   readonly replay?: ReplayRef;
+  /**
+   * The agent is a session (`Supervisor.session`, `troupe chat`): each instruction is a user
+   * message, answered by one turn (TurnAnswered), and the agent then waits for the next.
+   */
+  readonly session?: boolean;
 }
 
 /** One problem an agent started with; `file`/`line`/`column` say where it is written, when known. */
@@ -176,6 +181,7 @@ export type HistoryKind =
   | 'capture_prompt'
   | 'continuation'
   | 'assistant'
+  | 'user'
   | 'note';
 
 /** An entry was pushed to the projection history, exactly as the projection holds it. */
@@ -216,6 +222,20 @@ export interface Instructed {
   readonly text: string;
   /** The `wait_for_instruction` call it answered. */
   readonly callId?: string;
+}
+
+/**
+ * A session answered user message `turn` (0-based: the instruction it received): with the model's
+ * text, or a `complete_task` result. The session then waits for message `turn + 1`.
+ */
+export interface TurnAnswered {
+  readonly type: 'TurnAnswered';
+  readonly agentId: string;
+  readonly turn: number;
+  /** The answer text (the JSON of the result when it came through complete_task). */
+  readonly answer: string;
+  /** The `complete_task` result, when the turn ended with one. */
+  readonly result?: unknown;
 }
 
 /** The agent was resumed from this journal by a new process or thread. */
@@ -274,6 +294,7 @@ export type AuditEventInput = (
   | StateChanged
   | Waiting
   | Instructed
+  | TurnAnswered
   | Resumed
   | Completed
   | Failed
@@ -386,6 +407,7 @@ const REQUIRED: Readonly<Record<AuditEventType, Readonly<Record<string, Kind>>>>
   StateChanged: { key: 'string', text: 'string|null' },
   Waiting: { callId: 'string', index: 'number' },
   Instructed: { index: 'number', text: 'string' },
+  TurnAnswered: { turn: 'number', answer: 'string' },
   Resumed: { nextRound: 'number', pendingCallIds: 'array', truncatedBytes: 'number' },
   Completed: { answer: 'string', usage: 'object', costUsd: 'number|null', rounds: 'number' },
   Failed: { reason: 'string', error: 'object', usage: 'object', costUsd: 'number|null', rounds: 'number' },

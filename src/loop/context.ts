@@ -11,6 +11,7 @@ import type { ReplayCalls } from '../replay/replay-calls.ts';
 import type { Toolbox } from '../tools/toolbox.ts';
 import type { ToolSpec } from '../tools/types.ts';
 import type { ResolvedLimits } from './limits.ts';
+import type { SessionState } from './session.ts';
 import type { LoopProgress, StopCondition } from './stop-conditions.ts';
 
 /** Everything a round needs, and what rounds change. */
@@ -37,6 +38,8 @@ export class RunContext {
   readonly price: ModelPrice | undefined;
   /** Set when the agent replays a recording: decides its tool calls (src/replay/replay-calls.ts). */
   readonly replay: ReplayCalls | undefined;
+  /** Set when the agent is a session: where it stands (src/loop/session.ts). */
+  readonly session: SessionState | undefined;
   readonly #journal: JournalSink | undefined;
   readonly #observer: ((event: AuditEventInput) => void) | undefined;
   readonly #timedOut: () => boolean;
@@ -78,6 +81,7 @@ export class RunContext {
     fixedUsageTokens: number;
     price: ModelPrice | undefined;
     replay?: ReplayCalls | undefined;
+    session?: SessionState | undefined;
     journal: JournalSink | undefined;
     observer: ((event: AuditEventInput) => void) | undefined;
   }) {
@@ -97,6 +101,7 @@ export class RunContext {
     this.fixedUsageTokens = init.fixedUsageTokens;
     this.price = init.price;
     this.replay = init.replay;
+    this.session = init.session;
     this.#journal = init.journal;
     this.#observer = init.observer;
   }
@@ -104,6 +109,14 @@ export class RunContext {
   /** True once `wallClockMs` passed: the signal then aborted because of the time limit. */
   get timedOut(): boolean {
     return this.#timedOut();
+  }
+
+  /**
+   * Tells the observers about an event without journalling it: a resumed session repeats an
+   * answer its journal already holds.
+   */
+  announce(event: AuditEventInput): void {
+    this.#observer?.(event);
   }
 
   /** Records an audit event (journal first, then observers). */

@@ -39,6 +39,7 @@ import { contextWindowFor, maxInputFor } from './model-limits.ts';
 import { JOURNAL_FORMAT } from './projection-events.ts';
 import { restoreFromJournal } from './resume.ts';
 import { routedTools } from './routed-tools.ts';
+import { newSession, restoreSession, runSession } from './session.ts';
 import type { StopCondition } from './stop-conditions.ts';
 import { WallClockExceeded } from './tool-calls.ts';
 import type { AgentChannels, AgentLimits, AgentOutcome, FailureReason } from './types.ts';
@@ -117,6 +118,13 @@ export interface RunAgentOptions {
    * Started event records `recording.ref`. Required to resume a replay's journal.
    */
   readonly replay?: ReplayRecording;
+  /**
+   * Run as a session (src/loop/session.ts): each instruction `channels.waitForInstruction`
+   * delivers is a user message, answered by one turn (TurnAnswered event, `onEvent`), and the
+   * agent then waits for the next one; `task` is the session's standing instructions. A journal
+   * that started as a session resumes as one. @default false
+   */
+  readonly session?: boolean;
   /** Waits between completion retries. @default a timer that stops on abort */
   readonly sleep?: Sleep;
   readonly random?: () => number;
@@ -158,6 +166,15 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     }
 
     const replay = replayCalls(options.replay, started, resume);
+    const session = options.session === true || started?.session === true ? newSession() : undefined;
+    const waitForMessage = options.channels?.waitForInstruction;
+    if (session && !waitForMessage) {
+      throw new UserError(
+        'session_without_channel',
+        'A session needs channels.waitForInstruction: its user messages arrive there',
+        { agentId },
+      );
+    }
     const definitionHashValue =
       started?.definition.hash ?? options.definitionHash ?? cachedDefinitionHash(definition);
     const limits = resolveLimits(options.limits ?? started?.limits, definition.maxSteps);
@@ -227,12 +244,14 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         usageCounter === counter ? fixedTokens : usageCounter.count(system) + usageCounter.count(toolsJson),
       price,
       replay,
+      session,
       journal: options.journal,
       observer: observerOf(options, definitionHashValue, replay),
     });
 
     if (resume && started) {
       await restoreFromJournal(run, resume, channels, options.truncatedBytes ?? 0);
+      if (session) restoreSession(run, session, resume);
     } else {
       const notices = limitNotices(limits, options.model, price);
       run.record({
@@ -258,6 +277,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         ...(notices.length > 0 ? { notices } : {}),
         format: JOURNAL_FORMAT,
         ...(replay ? { replay: replay.ref } : {}),
+        ...(session ? { session: true } : {}),
       });
     }
     if (limits.wallClockMs > 0) {
@@ -266,10 +286,13 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         controller.abort(new WallClockExceeded(limits.wallClockMs));
       }, limits.wallClockMs);
     }
-    return await runLoop(run, {
+    const loopOptions = {
       sleep: options.sleep ?? defaultSleep,
       ...(options.random ? { random: options.random } : {}),
-    });
+    };
+    return session && waitForMessage
+      ? await runSession(run, session, loopOptions, waitForMessage)
+      : await runLoop(run, loopOptions);
   } catch (error) {
     if (run && controller.signal.aborted) return end(run, abortEnding(run));
     if (controller.signal.aborted) return fail('cancelled', cancelled(controller.signal));
