@@ -8,6 +8,7 @@ import * as Comlink from 'comlink';
 import { EventEmitter } from 'eventemitter3';
 import { Piscina } from 'piscina';
 import { type SerializedError, SystemError, serializeError } from '../errors.ts';
+import { workerEntry } from '../package-files.ts';
 import type {
   ActorSpec,
   HostConfig,
@@ -24,7 +25,7 @@ const V8_ONLY_FLAGS: ReadonlySet<string> = new Set(['--expose-gc', '--expose_gc'
 /** How long a closed port waits for the task's rejection, which names the real cause of death. */
 const PORT_CLOSE_GRACE_MS = 1000;
 
-const HOST_ENTRY = new URL('../../workers/actor-host.mjs', import.meta.url).href;
+const HOST_ENTRY = workerEntry('actor-host').href;
 
 /** One actor host: a thread running one long-lived piscina task. */
 export interface HostRecord {
