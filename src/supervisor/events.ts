@@ -60,6 +60,15 @@ export interface ProviderBackoff {
   readonly provider: string;
   readonly retryAfterMs: number;
 }
+/**
+ * No `providers` were given and the environment names no API key, so the simulated model answers
+ * (emitted once per supervisor, at its first spawn).
+ */
+export interface ProviderSimulated {
+  readonly provider: 'simulated';
+  /** What the warning says: why, and how to get a real model. */
+  readonly message: string;
+}
 
 /** Event names and payloads of {@link Supervisor}. */
 export interface SupervisorEvents {
@@ -78,4 +87,5 @@ export interface SupervisorEvents {
   'thread:crashed': [event: ThreadCrashed];
   'thread:respawned': [event: ThreadEvent];
   'provider:backoff': [event: ProviderBackoff];
+  'provider:simulated': [event: ProviderSimulated];
 }

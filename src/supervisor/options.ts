@@ -6,6 +6,8 @@ import type { ResourceLimits } from 'node:worker_threads';
 import type { AgentDefinition, RetryPolicy } from '../definition/types.ts';
 import { describeValue, UserError } from '../errors.ts';
 import type { ProviderConfig, ToolModuleRef } from '../protocol/messages.ts';
+import { DEFAULT_MODELS } from '../providers/constants.ts';
+import { providerFromEnvironment } from '../providers/environment.ts';
 import type { JsonSchema, ToolOutcome } from '../tools/types.ts';
 import type { ProviderLimits } from './admission.ts';
 
@@ -58,11 +60,20 @@ export interface SupervisorOptions extends RedisBackendOptions {
   readonly isolation?: 'shared' | 'thread';
   /** Agents one thread hosts at once under `shared`. @default 10000 */
   readonly maxAgentsPerThread?: number;
-  /** Providers by name. @default { simulated: { kind: 'simulated' } } */
+  /**
+   * Providers by name. When omitted, the environment picks one the way the CLI does:
+   * `OPENAI_API_KEY` or `OPENAI_BASE_URL` -> `{ openai: { kind: 'openai' } }`, else
+   * `ANTHROPIC_API_KEY` -> `{ anthropic: { kind: 'anthropic' } }`, else the simulated model, which
+   * the supervisor then announces once (a `provider:simulated` event and a process warning).
+   * @default chosen from the environment
+   */
   readonly providers?: Readonly<Record<string, ProviderConfig>>;
   /** Provider used when a spawn names none. @default the first key of `providers` */
   readonly defaultProvider?: string;
-  /** Model used when neither the spawn nor the definition names one. @default 'default' */
+  /**
+   * Model used when neither the spawn nor the definition names one.
+   * @default the default provider's default model (`DEFAULT_MODELS`), 'default' for a module provider
+   */
   readonly defaultModel?: string;
   /** Admission limits per provider key (the provider name). */
   readonly limits?: Readonly<Record<string, ProviderLimits>>;
@@ -110,6 +121,8 @@ export interface PreparedSupervisorOptions {
   readonly providers: Readonly<Record<string, ProviderConfig>>;
   readonly defaultProvider: string;
   readonly defaultModel: string;
+  /** True when no `providers` were given and the environment named none: the simulated model answers. */
+  readonly simulatedFallback: boolean;
   readonly limits: Readonly<Record<string, ProviderLimits>>;
   readonly journalDir: string;
   readonly ownsJournalDir: boolean;
@@ -170,7 +183,10 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
       },
     );
   }
-  const providers = options.providers ?? { simulated: { kind: 'simulated' } };
+  const fromEnvironment = options.providers === undefined ? providerFromEnvironment() : undefined;
+  const providers = options.providers ?? {
+    [fromEnvironment?.name ?? 'simulated']: { kind: fromEnvironment?.name ?? 'simulated' },
+  };
   const providerNames = Object.keys(providers);
   const defaultProvider = options.defaultProvider ?? providerNames[0];
   if (defaultProvider === undefined || !(defaultProvider in providers)) {
@@ -244,7 +260,8 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     maxAgentsPerThread: positiveInt('maxAgentsPerThread', options.maxAgentsPerThread, 10_000),
     providers,
     defaultProvider,
-    defaultModel: options.defaultModel ?? 'default',
+    defaultModel: options.defaultModel ?? defaultModelOf(providers[defaultProvider]),
+    simulatedFallback: fromEnvironment?.name === 'simulated',
     limits: options.limits ?? {},
     journalDir,
     ownsJournalDir,
@@ -267,4 +284,10 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     maxChildren: positiveInt('orchestration.maxChildren', options.orchestration?.maxChildren, 64),
     execArgv: options.execArgv ?? [],
   };
+}
+
+/** The model a provider answers with when nothing names one. */
+function defaultModelOf(config: ProviderConfig | undefined): string {
+  const kind = config?.kind;
+  return kind === 'openai' || kind === 'anthropic' || kind === 'simulated' ? DEFAULT_MODELS[kind] : 'default';
 }

@@ -10,6 +10,7 @@ import type { AgentDefinition } from '../definition/types.ts';
 import { describeValue, type SerializedError, SystemError, serializeError, UserError } from '../errors.ts';
 import type { AgentLimits, AgentOutcome, FailureReason } from '../loop/types.ts';
 import type { ActorSpec, HostEventMessage, SupervisorCallbackApi } from '../protocol/messages.ts';
+import { SIMULATED_FALLBACK_WARNING, warnSimulatedFallback } from '../providers/environment.ts';
 import type { Usage } from '../providers/types.ts';
 import { SUPERVISOR_EVENT_NAMES } from '../scaleout/events.ts';
 import { RedisSupervisor } from '../scaleout/redis-supervisor.ts';
@@ -96,6 +97,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   #definitions: Map<string, AgentDefinition> | undefined;
   #starting: Promise<void> | undefined;
   #closed = false;
+  #announced = false;
   #closing: Promise<void> | undefined;
   #scheduleQueued = false;
 
@@ -146,13 +148,23 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   /** Loads definitions and starts the threads (or connects to Redis). Called by the first spawn. */
   start(): Promise<void> {
+    this.#announceSimulated();
     if (this.#remote) return this.#remote.start();
     this.#starting ??= this.#start();
     return this.#starting;
   }
 
+  /** Says that the simulated model answers: once per supervisor as an event, once per process as a warning. */
+  #announceSimulated(): void {
+    if (this.#announced || !this.#options.simulatedFallback) return;
+    this.#announced = true;
+    this.emit('provider:simulated', { provider: 'simulated', message: SIMULATED_FALLBACK_WARNING });
+    warnSimulatedFallback();
+  }
+
   async #start(): Promise<void> {
     this.#definitions = await loadDefinitions(this.#options);
+    if (this.#closed) return;
     const hostTools = [
       ...Object.entries(this.#options.hostTools).map(([name, tool]) => ({
         name,
@@ -196,6 +208,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
    * supervisor) settles `result` as Failed with reason `invalid_request`.
    */
   spawn(agent: string | AgentDefinition, options: SpawnOptions): AgentHandle {
+    this.#announceSimulated();
     if (this.#remote) return this.#remote.spawn(agent, options);
     const id = options.id ?? randomUUID();
     if (this.#agents.has(id))
