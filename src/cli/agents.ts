@@ -15,6 +15,7 @@ import { assembleSystemPrompt } from '../prompt/assemble.ts';
 import { createToolRegistry } from '../tools/builtin/index.ts';
 import { declareCompleteTask, declareWaitForInstruction } from '../tools/builtin/orchestration.ts';
 import { buildToolbox } from '../tools/toolbox.ts';
+import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './main.ts';
 
 interface DiscoveryFlags {
@@ -24,7 +25,7 @@ interface DiscoveryFlags {
 
 /** Registers `troupe agents` and its subcommands on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
-  const agents = program.command('agents').description('List, show and validate agent definitions.');
+  const agents = program.command('agents').description(COMMAND_HELP.agents.description);
 
   agents
     .command('list')

@@ -9,6 +9,7 @@ import type { AuditEvent } from '../journal/events.ts';
 import { readJournal } from '../journal/reader.ts';
 import { type FileVerifyResult, verifyJournalContents } from '../journal/verify.ts';
 import { journalRerender } from '../loop/rerender.ts';
+import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './main.ts';
 import { EXIT_FAILED, EXIT_OK } from './shared/constants.ts';
 
@@ -16,10 +17,7 @@ import { EXIT_FAILED, EXIT_OK } from './shared/constants.ts';
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
   program
     .command('verify')
-    .description(
-      "Check a journal: the hash chain, and every round's input re-rendered from the journal against " +
-        'its recorded SHA-256. Exits 0 when it verifies, 1 at the first bad event.',
-    )
+    .description(COMMAND_HELP.verify.description)
     .argument('<journal>', 'journal file')
     .option('--json', 'print the result as JSON')
     .action((file: string, flags: { json?: boolean }) => {
