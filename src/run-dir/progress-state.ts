@@ -31,6 +31,12 @@ export class ProgressState {
   outputTokens = 0;
   costUsd = 0;
   interrupted = false;
+  backend: 'threads' | 'redis' = 'threads';
+  /** Worker threads the run starts, and how many of them are ready. */
+  threads = 0;
+  threadsReady = 0;
+  /** True once any agent has started: the start-up phase is over. */
+  agentStarted = false;
   readonly startedAt: number;
   readonly agents = new Map<string, AgentProgress>();
 
@@ -59,6 +65,18 @@ export class ProgressState {
     return ((this.total - this.finished) / rate) * 1000;
   }
 
+  /**
+   * What the run is doing before its first agent starts (threads starting, or waiting for Redis
+   * workers), or undefined once agents run: the display says it instead of showing a still 0/N.
+   */
+  get startup(): string | undefined {
+    if (this.agentStarted || this.total === 0) return undefined;
+    if (this.backend === 'redis') return 'waiting for a troupe worker to take the first agent';
+    if (this.threadsReady < this.threads)
+      return `starting ${this.threads} worker thread(s): ${this.threadsReady} ready`;
+    return 'starting the first agents';
+  }
+
   /** Running agents, busiest first. */
   busiest(count: number): AgentProgress[] {
     return [...this.agents.values()]
@@ -76,6 +94,8 @@ export class ProgressState {
         this.simulated = event.simulated;
         this.notice = event.notice;
         this.total = event.toRun;
+        this.backend = event.backend;
+        this.threads = event.threads;
         return;
       case 'spawned': {
         if (event.index === null) this.total += 1;
@@ -90,6 +110,7 @@ export class ProgressState {
         return;
       }
       case 'started': {
+        this.agentStarted = true;
         const agent = this.agents.get(event.agentId);
         if (agent && agent.state === 'queued') {
           agent.state = 'running';
@@ -144,6 +165,9 @@ export class ProgressState {
       }
       case 'interrupt':
         this.interrupted = true;
+        return;
+      case 'thread':
+        if (event.event === 'started') this.threadsReady += 1;
         return;
       default:
         return;

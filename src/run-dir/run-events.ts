@@ -29,6 +29,8 @@ export type RunEvent =
       readonly toRun: number;
       readonly threads: number;
       readonly concurrency: number;
+      /** Where the agents run: this process's threads, or `troupe worker` processes through Redis. */
+      readonly backend: 'threads' | 'redis';
     }
   | (AgentEventBase & { readonly type: 'spawned'; readonly parentId: string | null; readonly task: string })
   | (AgentEventBase & { readonly type: 'started'; readonly hostId: number; readonly resumed: boolean })

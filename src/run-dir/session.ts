@@ -109,6 +109,7 @@ export class FanoutSession {
       toRun: work.length,
       threads: plan.threads,
       concurrency: plan.concurrency,
+      backend: this.#options.supervisor?.backend ?? 'threads',
     });
     if (work.length > 0 && !signal?.aborted) {
       const supervisor = new Supervisor({

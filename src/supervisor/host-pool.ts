@@ -48,6 +48,8 @@ interface HostInternals {
   readonly pendingCalls: Set<(cause: SerializedError) => void>;
   heartbeatTimer: NodeJS.Timeout | undefined;
   missedSince: number | undefined;
+  /** False until the thread has loaded and said it is ready. */
+  ready: boolean;
 }
 
 export interface HostPoolOptions {
@@ -84,6 +86,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
   readonly #hosts = new Map<number, HostInternals>();
   #nextId = 0;
   #closing = false;
+  #closed: Promise<void> | undefined;
 
   constructor(options: HostPoolOptions) {
     super();
@@ -144,6 +147,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
       pendingCalls: new Set(),
       heartbeatTimer: undefined,
       missedSince: undefined,
+      ready: false,
     };
     this.#hosts.set(id, internals);
     Comlink.expose(this.#options.callbacks, callback.port1 as unknown as Comlink.Endpoint);
@@ -155,6 +159,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     events.port1.on('message', (message: HostEventMessage) => {
       if (message.type === 'ready') {
         record.threadId = message.threadId;
+        internals.ready = true;
         ready();
         return;
       }
@@ -238,12 +243,27 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
   }
 
   /** Asks every host to shut down, waits up to `graceMs`, then terminates what is left. */
-  async close(graceMs: number): Promise<void> {
+  close(graceMs: number): Promise<void> {
+    this.#closed ??= this.#close(graceMs);
+    return this.#closed;
+  }
+
+  async #close(graceMs: number): Promise<void> {
     this.#closing = true;
     const live = this.hosts;
     await Promise.all(
       live.map(async (host) => {
         const internals = this.#hosts.get(host.id);
+        if (internals !== undefined && !internals.ready) {
+          // Still loading, so it hosts no agent: a shutdown request would wait for the load to end
+          // (seconds on a busy machine, and a Ctrl-C must act at once). Destroying the pool ends it.
+          internals.markDead(
+            new SystemError('thread_start_cancelled', `Actor host ${host.id} was closed while starting`, {
+              hostId: host.id,
+            }).toJSON(),
+          );
+          return;
+        }
         if (internals?.heartbeatTimer) clearInterval(internals.heartbeatTimer);
         let timer: NodeJS.Timeout | undefined;
         const grace = new Promise<'timeout'>((resolve) => {

@@ -321,6 +321,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const open = [...this.#agents.values()].filter((r) => r.state !== 'ended');
     for (const record of open) this.#cancel(record.id, 'supervisor closed');
     await Promise.all(open.map((r) => r.handle.result));
+    // Threads still starting are stopped, not waited for: closing during start-up (a Ctrl-C right
+    // after `troupe fanout`) must not wait seconds for threads that will never run an agent.
+    await this.#pool?.close(this.#options.graceMs);
     if (this.#starting) await this.#starting.catch(() => {});
     await this.#pool?.close(this.#options.graceMs);
     this.#admission.close();

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createProgressRenderer } from '../../src/run-dir/render-progress.ts';
 import type { ResultLine } from '../../src/run-dir/results.ts';
 import type { RunEvent } from '../../src/run-dir/run-events.ts';
@@ -37,6 +37,7 @@ const events: RunEvent[] = [
     toRun: 3,
     threads: 2,
     concurrency: 2,
+    backend: 'threads',
   },
   { type: 'spawned', agentId: 'abc-0', index: 0, agent: 'worker', parentId: null, task: 'a' },
   { type: 'spawned', agentId: 'abc-1', index: 1, agent: 'worker', parentId: null, task: 'b' },
@@ -120,5 +121,42 @@ describe('progress renderers', () => {
     // Lines of the redrawn block must not wrap, or moving back over them would miss some.
     const lastFrame = stripAnsi(out.split(`${ESC}[0J`).at(-1) ?? '');
     for (const line of lastFrame.split('\n').slice(-4)) expect(line.length).toBeLessThanOrEqual(80);
+  });
+
+  it('the TTY clock moves every frame while nothing happens, and start-up says what it waits for', () => {
+    vi.useFakeTimers();
+    try {
+      let out = '';
+      const renderer = createProgressRenderer('tty', {
+        write: (text) => {
+          out += text;
+        },
+        columns: () => 100,
+        now: () => Date.now(),
+      });
+      const frames = (): string[] => stripAnsi(out).split('\r').slice(1);
+      const run = events[0];
+      if (run?.type !== 'run') throw new Error('the first event is the run');
+      renderer.onEvent(run);
+      vi.advanceTimersByTime(1000);
+      // One frame per PROGRESS_FRAME_MS (100 ms): the elapsed clock differs in every frame.
+      const clocks = frames().map((frame) => /elapsed (\S+)/.exec(frame)?.[1]);
+      expect(clocks.length).toBeGreaterThanOrEqual(4);
+      expect(new Set(clocks).size).toBe(clocks.length);
+      expect(frames().at(-1)).toContain('starting 2 worker thread(s): 0 ready ...');
+
+      renderer.onEvent({ type: 'thread', event: 'started', hostId: 0 });
+      vi.advanceTimersByTime(100);
+      expect(frames().at(-1)).toContain('starting 2 worker thread(s): 1 ready ...');
+      renderer.onEvent({ type: 'thread', event: 'started', hostId: 1 });
+      vi.advanceTimersByTime(100);
+      expect(frames().at(-1)).toContain('starting the first agents ...');
+      for (const event of events.slice(1, 4)) renderer.onEvent(event);
+      vi.advanceTimersByTime(100);
+      expect(frames().at(-1)).not.toContain('starting');
+      renderer.stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
