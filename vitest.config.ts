@@ -10,5 +10,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two test files at a time even on two cores (vitest's default there is one): most files wait
+    // on child processes, worker threads, Redis or the packed-package install rather than compute.
+    maxWorkers: 2,
   },
 });
