@@ -251,19 +251,24 @@ for (const harness of harnesses) {
           ok: true,
           text: `Echo: on ${harness.name}`,
         });
-        expect(warnings).toEqual([
-          expect.objectContaining({
-            agentId: handle.id,
-            warnings: [
-              expect.objectContaining({ code: 'unknown_tool', file: '/agents/mcp-user.md', line: 5 }),
-            ],
-          }),
-        ]);
+        // On redis a worker that misses its lock renewal (a loaded machine) has its job taken over,
+        // and a takeover before the Started event was acknowledged runs the agent from its start
+        // again: signals are at least once there, so each is checked for what it says.
+        expect(warnings.length).toBeGreaterThan(0);
+        for (const event of warnings) {
+          expect(event).toEqual(
+            expect.objectContaining({
+              agentId: handle.id,
+              warnings: [
+                expect.objectContaining({ code: 'unknown_tool', file: '/agents/mcp-user.md', line: 5 }),
+              ],
+            }),
+          );
+        }
         await expect(handleWarnings).resolves.toEqual(warnings[0]);
-        expect(usage.map((event) => [event.agentId, event.step])).toEqual([
-          [handle.id, 1],
-          [handle.id, 2],
-        ]);
+        // Usage comes per model request (step).
+        expect(new Set(usage.map((event) => event.agentId))).toEqual(new Set([handle.id]));
+        expect([...new Set(usage.map((event) => event.step))].sort()).toEqual([1, 2]);
       } finally {
         await supervisor.close();
         // A redis worker keeps its MCP servers until it exits; this test's server goes now.
