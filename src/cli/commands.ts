@@ -62,6 +62,14 @@ export const COMMAND_HELP = {
       'Compare two fan-out runs item by item: outcomes, scores, tokens, cost, latency and tool calls. ' +
       'With --gate, exits 1 when a scorer’s pass rate drops (a CI gate).',
   },
+  replay: {
+    term: 'replay [options] <source>',
+    description:
+      'Run a recorded run (a run directory, or one agent journal) again on the current or a changed ' +
+      'version of its agents: a tool call matching a recorded one gets the recorded result and runs ' +
+      'nothing; another runs only if its tool is read-only, else it is refused. Writes a new run ' +
+      'directory to compare with the recorded one.',
+  },
   demo: {
     term: 'demo [options]',
     description:

@@ -11,6 +11,7 @@ import { executeSession } from '../run-dir/execute.ts';
 import { checkProvider } from '../run-dir/provider-choice.ts';
 import { planReplay } from '../run-dir/replay-plan.ts';
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
+import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
 
 interface ReplayFlags {
@@ -26,12 +27,7 @@ interface ReplayFlags {
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
   program
     .command('replay')
-    .description(
-      'Run a recorded run (a run directory, or one agent journal) again on the current or a changed ' +
-        'version of its agents: a tool call matching a recorded one gets the recorded result and runs ' +
-        'nothing; another runs only if its tool is read-only, else it is refused. Writes a new run ' +
-        'directory to compare with the recorded one.',
-    )
+    .description(COMMAND_HELP.replay.description)
     .argument('<source>', 'a run directory (troupe fanout) or an agent journal file (troupe run)')
     .option('--agent <file|name>', 'the agent version to replay on: a definition file, or an agent name')
     .option('--model <model>', "model to replay on (default: the recorded run's)")

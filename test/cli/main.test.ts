@@ -37,6 +37,7 @@ const loaders: Record<CommandName, () => Promise<{ register: (...args: never[]) 
   report: () => import('../../src/cli/report.ts'),
   score: () => import('../../src/cli/score.ts'),
   compare: () => import('../../src/cli/compare.ts'),
+  replay: () => import('../../src/cli/replay.ts'),
   demo: () => import('../../src/cli/demo.ts'),
   worker: () => import('../../src/cli/worker.ts'),
 };
