@@ -128,6 +128,11 @@ export interface ActorSpec {
   readonly mcpServers: McpServers;
   /** Set for a replayed agent: the recording its tool calls are answered from (src/replay/). */
   readonly replay?: ReplayRecording;
+  /**
+   * Run as a session (src/loop/session.ts): each instruction is a user message answered by one
+   * turn, reported as a `turn` signal. @default false
+   */
+  readonly session?: boolean;
 }
 
 /** Host memory and load, answered to every heartbeat. */
@@ -240,6 +245,15 @@ export type AgentSignal =
       readonly warnings: readonly StartedWarning[];
     }
   | { readonly type: 'instructed'; readonly agentId: string; readonly text: string }
+  | {
+      /** A session answered user message `turn` (TurnAnswered). */
+      readonly type: 'turn';
+      readonly agentId: string;
+      readonly turn: number;
+      readonly answer: string;
+      /** The `complete_task` result, when the turn ended with one. */
+      readonly result?: unknown;
+    }
   | { readonly type: 'text'; readonly agentId: string; readonly text: string };
 
 /** host -> main posts on the events port. */

@@ -73,5 +73,12 @@ export function emitAgentReport(
       handle.emit('instructed', event);
       return;
     }
+    case 'turn': {
+      const { type: _type, agentId: _agentId, ...rest } = report;
+      const event = { ...ref, ...rest };
+      supervisor.emit('agent:turn', event);
+      handle.emit('turn', event);
+      return;
+    }
   }
 }

@@ -9,6 +9,7 @@ import type {
   AgentStarted,
   AgentText,
   AgentToolCall,
+  AgentTurn,
   AgentUsage,
   AgentWaiting,
   AgentWarnings,
@@ -24,6 +25,7 @@ export interface AgentHandleEvents {
   waiting: [event: AgentWaiting];
   warnings: [event: AgentWarnings];
   instructed: [event: AgentInstructed];
+  turn: [event: AgentTurn];
   restarted: [event: AgentRestarted];
   ended: [event: AgentEnded];
 }

@@ -89,6 +89,17 @@ export interface AgentWarnings extends AgentRef {
 export interface AgentInstructed extends AgentRef {
   readonly text: string;
 }
+/**
+ * A session (`Supervisor.session`) answered user message `turn` (0-based). After a thread restart
+ * the last answer may be reported again, with the same `turn`.
+ */
+export interface AgentTurn extends AgentRef {
+  readonly turn: number;
+  /** The answer text (the JSON of the result when the turn ended with complete_task). */
+  readonly answer: string;
+  /** The `complete_task` result, when the turn ended with one. */
+  readonly result?: unknown;
+}
 export interface AgentEnded extends AgentRef {
   readonly outcome: AgentOutcome;
 }
@@ -132,6 +143,7 @@ export interface SupervisorEvents extends EngineEvents {
   'agent:waiting': [event: AgentWaiting];
   'agent:warnings': [event: AgentWarnings];
   'agent:instructed': [event: AgentInstructed];
+  'agent:turn': [event: AgentTurn];
   'agent:completed': [event: AgentEnded];
   'agent:failed': [event: AgentEnded];
   'agent:restarted': [event: AgentRestarted];

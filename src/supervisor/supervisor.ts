@@ -39,6 +39,7 @@ import { actorSpec } from './record-spec.ts';
 import { childReplaySource, loadReplay, type RecordedJournal, siblingJournals } from './replay.ts';
 import type { ReplayOptions } from './replay-options.ts';
 import { ResultCheck } from './result-check.ts';
+import { AgentSession, DEFAULT_SESSION_TASK, type SessionOptions } from './session.ts';
 import type { SpawnOptions } from './spawn-options.ts';
 import { resolveSpawn } from './spawn-resolution.ts';
 import { rollUpUsage } from './usage-tree.ts';
@@ -124,6 +125,51 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
    * supervisor) settles `result` as Failed with reason `invalid_request`.
    */
   spawn(agent: string | AgentDefinition, options: SpawnOptions): AgentHandle {
+    return this.#spawn(agent, options, false);
+  }
+
+  /**
+   * Starts a session with an agent (by definition name, or a definition object): a conversation in
+   * which each `send(text)` is a user message answered by one turn of the same projection, as
+   * seed 003's session loop does (history, keyed state and budget carry over). It runs on the
+   * engine like any agent, is journalled (Started `session: true`, one TurnAnswered per answer),
+   * survives a thread restart, and with `resume: true` and the id of an earlier session continues
+   * that one from its journal. See {@link AgentSession}.
+   *
+   * @example
+   * const chat = supervisor.session('assistant');
+   * console.log((await chat.send('Summarise README.md.')).answer);
+   * console.log((await chat.send('Shorter, please.')).answer);
+   * await chat.close();
+   */
+  session(agent: string | AgentDefinition, options: SessionOptions = {}): AgentSession {
+    const handle = this.#spawn(agent, { ...options, task: options.task ?? DEFAULT_SESSION_TASK }, true);
+    // A session continued from its journal in a new supervisor gets the messages it had received
+    // again, at their indices (idempotent), so the next message is the next index.
+    let received: Promise<void> | undefined;
+    return new AgentSession(handle, async (text) => {
+      if (options.resume === true) {
+        received ??= this.#redeliver(handle.id);
+        await received;
+      }
+      return this.instruct(handle.id, text);
+    });
+  }
+
+  /** Delivers again, at their indices, the instructions an agent's journal says it received. */
+  async #redeliver(agentId: string): Promise<void> {
+    const events = await this.journal(agentId);
+    const record = this.#agents.get(agentId);
+    for (const event of events) {
+      if (event.type !== 'Instructed' || !record || record.state === 'ended') continue;
+      const { text, index } = event;
+      if (record.state === 'pending')
+        await new Promise<number>((resolve, reject) => record.held.push({ text, index, resolve, reject }));
+      else await this.#deliver(record, text, index);
+    }
+  }
+
+  #spawn(agent: string | AgentDefinition, options: SpawnOptions, session: boolean): AgentHandle {
     this.#announceSimulated();
     const id = options.id ?? randomUUID();
     this.#engine.checkAgentId(id);
@@ -147,6 +193,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         limits: options.limits ?? {},
         resume: options.resume ?? false,
         mcpServers: {},
+        ...(session ? { session: true } : {}),
       },
       retryOf: options.retryOf,
       replaySource,

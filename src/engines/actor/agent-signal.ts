@@ -81,6 +81,14 @@ export function agentSignals(agentId: string, now: () => number = () => performa
         return { type: 'waiting', agentId };
       case 'Instructed':
         return { type: 'instructed', agentId, text: event.text };
+      case 'TurnAnswered':
+        return {
+          type: 'turn',
+          agentId,
+          turn: event.turn,
+          answer: event.answer,
+          ...(event.result === undefined ? {} : { result: event.result }),
+        };
       default:
         return undefined;
     }

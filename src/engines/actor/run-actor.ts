@@ -59,6 +59,7 @@ export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promis
     signal: run.signal,
     limits: spec.limits,
     ...(spec.replay ? { replay: spec.replay } : {}),
+    ...(spec.session ? { session: true } : {}),
     channels: run.channels,
     onEvent: (event) => {
       const signal = toSignal(event);
