@@ -27,6 +27,12 @@ export const COMMAND_HELP = {
       'Run one agent in this process with live progress and print its result. ' +
       'Exits 0 when the agent completes, 1 when it fails. Ctrl-C cancels it; a second Ctrl-C exits at once.',
   },
+  chat: {
+    term: 'chat [options] [agent]',
+    description:
+      'Chat with one agent in this process: each line you type is a message it answers with one turn, ' +
+      'keeping its history, state and budget across turns. Journalled; --resume continues a chat.',
+  },
   resume: {
     term: 'resume [options] <journal>',
     description:

@@ -19,6 +19,7 @@ const LOADERS: Readonly<Record<CommandName, () => Promise<CommandModule>>> = {
   agents: () => import('./agents.ts'),
   mcp: () => import('./mcp.ts'),
   run: () => import('./run.ts'),
+  chat: () => import('./chat.ts'),
   resume: () => import('./resume.ts'),
   verify: () => import('./verify.ts'),
   fanout: () => import('./fanout.ts'),

@@ -31,6 +31,7 @@ const loaders: Record<CommandName, () => Promise<{ register: (...args: never[]) 
   agents: () => import('../../src/cli/agents.ts'),
   mcp: () => import('../../src/cli/mcp.ts'),
   run: () => import('../../src/cli/run.ts'),
+  chat: () => import('../../src/cli/chat.ts'),
   resume: () => import('../../src/cli/resume.ts'),
   verify: () => import('../../src/cli/verify.ts'),
   fanout: () => import('../../src/cli/fanout.ts'),

@@ -17,8 +17,8 @@ import { verifyJournalContents } from '../../journal/verify.ts';
 import { JournalWriter } from '../../journal/writer.ts';
 import { resolveLimits } from '../../loop/limits.ts';
 import { journalRerender } from '../../loop/rerender.ts';
-import { runAgent } from '../../loop/run-agent.ts';
-import type { AgentLimits, AgentOutcome } from '../../loop/types.ts';
+import { type RunAgentOptions, runAgent } from '../../loop/run-agent.ts';
+import type { AgentChannels, AgentLimits, AgentOutcome } from '../../loop/types.ts';
 import { runMcpServers } from '../../supervisor/definitions.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
 import { RUNS_DIR } from './constants.ts';
@@ -74,6 +74,13 @@ export interface ExecuteOptions {
   readonly signal?: AbortSignal;
   /** Sees every event as journalled (with `seq` and `hash`), right after it reached the file. */
   readonly onEvent?: (event: AuditEvent) => void;
+  /**
+   * Sees every event the agent records (before its `seq` and `hash`) or only announces: a resumed
+   * session repeats its last answer to the caller without journalling it again (src/loop/session.ts).
+   */
+  readonly onAgentEvent?: (event: AuditEventInput) => void;
+  /** Where the agent's instructions come from: a session's user messages (`troupe chat`). */
+  readonly channels?: AgentChannels;
 }
 
 /** A session ready to run: the definition is resolved, the provider built, the journal open. */
@@ -114,6 +121,11 @@ export interface RunRequest {
   readonly registry?: ToolRegistry;
   /** Clock for the default journal name. @default () => new Date() */
   readonly now?: () => Date;
+  /**
+   * Run as a session (`troupe chat`): each instruction from `ExecuteOptions.channels` is a user
+   * message answered by one turn. @default false
+   */
+  readonly session?: boolean;
 }
 
 /** What `troupe resume` asks for. */
@@ -199,7 +211,7 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
       agentId,
       definition,
       task: request.task,
-      metadata: { cwd: request.cwd, command: 'troupe run' },
+      metadata: { cwd: request.cwd, command: request.session ? 'troupe chat' : 'troupe run' },
       provider: choice.provider,
       model,
       cwd: request.cwd,
@@ -207,7 +219,8 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
       mcpServers,
       ...(request.registry ? { registry: request.registry } : {}),
       limits,
-      ...(options.signal ? { signal: options.signal } : {}),
+      ...(request.session ? { session: true } : {}),
+      ...executeExtras(options),
     }),
   );
 }
@@ -305,12 +318,21 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
       truncatedBytes: writer.truncatedBytes,
       ...(request.registry ? { registry: request.registry } : {}),
       ...(started.limits ? { limits: started.limits } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
+      ...executeExtras(options),
     }),
   );
 }
 
 type Start = (sink: JournalSink, options: ExecuteOptions) => Promise<AgentOutcome>;
+
+/** The run options `execute` was given: its signal, a session's channels, the agent's events. */
+function executeExtras(options: ExecuteOptions): Pick<RunAgentOptions, 'signal' | 'channels' | 'onEvent'> {
+  return {
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.channels ? { channels: options.channels } : {}),
+    ...(options.onAgentEvent ? { onEvent: options.onAgentEvent } : {}),
+  };
+}
 
 function session(info: SessionInfo, writer: JournalWriter, start: Start): PreparedSession {
   let used = false;
