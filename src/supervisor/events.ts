@@ -100,6 +100,11 @@ export interface AgentTurn extends AgentRef {
   /** The `complete_task` result, when the turn ended with one. */
   readonly result?: unknown;
 }
+/** `handle.send()` could not deliver an instruction (`instruction_queue_full`); `instruct()` rejects instead. */
+export interface AgentDropped extends AgentRef {
+  readonly text: string;
+  readonly error: SerializedError;
+}
 export interface AgentEnded extends AgentRef {
   readonly outcome: AgentOutcome;
 }
@@ -144,6 +149,7 @@ export interface SupervisorEvents extends EngineEvents {
   'agent:warnings': [event: AgentWarnings];
   'agent:instructed': [event: AgentInstructed];
   'agent:turn': [event: AgentTurn];
+  'agent:dropped': [event: AgentDropped];
   'agent:completed': [event: AgentEnded];
   'agent:failed': [event: AgentEnded];
   'agent:restarted': [event: AgentRestarted];
