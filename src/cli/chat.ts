@@ -124,7 +124,11 @@ async function prepare(agent: string | undefined, flags: ChatFlags): Promise<Pre
         { path: journal },
       );
     }
-    return prepareResume({ journal, ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }) });
+    return prepareResume({
+      journal,
+      session: true,
+      ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
+    });
   }
   if (agent === undefined)
     throw new UserError('invalid_option', 'Expected an agent to chat with (or --resume JOURNAL)', {});

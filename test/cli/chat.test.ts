@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AuditEvent, EventOf } from '../../src/journal/events.ts';
 import { readJournal } from '../../src/journal/reader.ts';
 import { verifyJournalContents } from '../../src/journal/verify.ts';
-import { Project, troupeBin } from '../fixtures/cli/cli-helpers.ts';
+import { Project, runCli, troupeBin } from '../fixtures/cli/cli-helpers.ts';
 
 const hasScript = process.platform === 'linux' && spawnSync('script', ['--version']).status === 0;
 
@@ -125,6 +125,12 @@ describe.skipIf(!hasScript)('troupe chat in a terminal', () => {
     const lines = text.split('\n');
     const last = lines.findLastIndex((line) => line.includes('"type":"TurnAnswered"'));
     writeFileSync(journal, `${lines.slice(0, last + 1).join('\n')}\n`);
+
+    // `troupe resume` leaves a chat alone: it has no one to talk to.
+    const { code, stderr } = await runCli('resume', journal);
+    expect(code).toBe(1);
+    expect(stderr).toContain('session_journal');
+    expect(readFileSync(journal, 'utf8')).toBe(`${lines.slice(0, last + 1).join('\n')}\n`);
 
     const again = open(['chat', '--resume', journal]);
     // It shows its last answer again, then waits for the next message.

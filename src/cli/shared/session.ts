@@ -138,6 +138,12 @@ export interface ResumeRequest {
   readonly env?: Env;
   /** Tools the agent may be given; must offer what the run started with. @default the built-in tools */
   readonly registry?: ToolRegistry;
+  /**
+   * The caller feeds a session's messages (`troupe chat --resume`). A session's journal is refused
+   * without it (UserError `session_journal`): resumed with no one to talk to, it would end at once.
+   * @default false
+   */
+  readonly session?: boolean;
 }
 
 /**
@@ -248,6 +254,13 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
   }
   const state = resumeState(contents.events);
   const { started } = state;
+  if (started.session === true && request.session !== true && !state.ended) {
+    throw new UserError(
+      'session_journal',
+      `Expected the journal of a task run, but ${journalPath} holds a chat; continue it with \`troupe chat --resume\``,
+      { path: journalPath },
+    );
+  }
   const budget = {
     limits: started.limits,
     tokens: state.totals.usage.inputTokens + state.totals.usage.outputTokens,
