@@ -7,7 +7,7 @@ import { renderHtmlReport } from '../run-dir/html-report.ts';
 import { reportText, runSummaryOf } from '../run-dir/report-text.ts';
 import { readRunDir } from '../run-dir/run-dir.ts';
 import { buildTimeline } from '../run-dir/timeline.ts';
-import type { CliIO } from './main.ts';
+import type { CliIO } from './shared/io.ts';
 
 interface ReportFlags {
   readonly html?: string;
