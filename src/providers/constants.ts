@@ -1,5 +1,5 @@
 /** Provider defaults that change behaviour, in one place. */
-import type { ReasoningEffort } from './types.ts';
+import type { ReasoningEffort } from './model-settings.ts';
 
 /** Default base URL of the OpenAI API (`OPENAI_BASE_URL` overrides it). */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';

@@ -5,7 +5,9 @@
  */
 import { describeValue, UserError } from '../errors.ts';
 import { MAX_STOP_SEQUENCE_CHARS, MAX_STOP_SEQUENCES } from './constants.ts';
-import type { ReasoningEffort } from './types.ts';
+
+/** How hard a reasoning model thinks; which values a provider accepts is the provider's call. */
+export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
 
 /**
  * Sampling and output settings of a model request. Every key is optional: an unset key is not

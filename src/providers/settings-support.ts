@@ -4,9 +4,8 @@
  */
 import type { ProviderError } from '../errors.ts';
 import { SUPPORTED_REASONING_EFFORTS } from './constants.ts';
-import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
+import type { ModelSettingIssue, ModelSettings, ReasoningEffort } from './model-settings.ts';
 import { providerError } from './provider-error.ts';
-import type { ReasoningEffort } from './types.ts';
 
 /** An `unsupported` issue when `effort` is set and `kind` has no mapping for it. */
 export function reasoningEffortIssue(

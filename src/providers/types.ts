@@ -4,7 +4,7 @@ import type { ToolSpec } from '../tools/types.ts';
 import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import type { ModelPrice } from './pricing.ts';
 
-export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+export type { ReasoningEffort } from './model-settings.ts';
 
 export type ToolChoice = 'auto' | 'none' | 'required' | { readonly tool: string };
 
