@@ -18,6 +18,7 @@ type CommandModule = { register: Registrar };
 /** Subcommand modules, loaded on demand: each pulls in a different part of troupe. */
 const COMMANDS: Readonly<Record<string, () => Promise<CommandModule>>> = {
   agents: () => import('./agents.ts'),
+  blocks: () => import('./blocks.ts'),
   mcp: () => import('./mcp.ts'),
   run: () => import('./run.ts'),
   resume: () => import('./resume.ts'),

@@ -8,9 +8,14 @@ import { DEFAULT_MAX_TOTAL_TOKENS } from '../constants.ts';
 import { parseModelMap } from '../providers/models.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
+import {
+  addModelSettingsOptions,
+  type ModelSettingsFlags,
+  modelSettingsFromFlags,
+} from './shared/model-flags.ts';
 import { prepareRun } from './shared/session.ts';
 
-interface RunFlags {
+interface RunFlags extends ModelSettingsFlags {
   readonly task: string;
   readonly provider?: string;
   readonly model?: string;
@@ -26,7 +31,7 @@ interface RunFlags {
 
 /** Registers `troupe run` on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
-  program
+  const command = program
     .command('run')
     .description(
       'Run one agent in this process with live progress and print its result. ' +
@@ -53,8 +58,9 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       nonNegativeInteger,
     )
     .option('--max-cost <usd>', 'cost budget in USD (default: none; needs a priced model)', nonNegativeNumber)
-    .option('--time-limit <ms>', 'wall-clock limit in ms (default: none)', nonNegativeInteger)
-    .action(async (agent: string, flags: RunFlags) => {
+    .option('--time-limit <ms>', 'wall-clock limit in ms (default: none)', nonNegativeInteger);
+  addModelSettingsOptions(command, "over the definition's modelSettings").action(
+    async (agent: string, flags: RunFlags) => {
       const session = await prepareRun({
         agent,
         task: flags.task,
@@ -67,9 +73,11 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         ...(flags.maxTokens === undefined ? {} : { maxTokens: flags.maxTokens }),
         ...(flags.maxCost === undefined ? {} : { maxCostUsd: flags.maxCost }),
         ...(flags.timeLimit === undefined ? {} : { wallClockMs: flags.timeLimit }),
+        modelSettings: modelSettingsFromFlags(flags),
       });
       setExit(await executeLive(session, io, { json: flags.json === true }));
-    });
+    },
+  );
 }
 
 function nonNegativeInteger(value: string): number {
