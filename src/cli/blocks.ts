@@ -13,6 +13,7 @@ import { formatProblem } from '../definition/problems.ts';
 import type { DefinitionProblem } from '../definition/types.ts';
 import { describeValue, hasErrorCode, isTroupeError, UserError } from '../errors.ts';
 import { printable } from '../run-dir/format.ts';
+import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
 
 interface ListFlags {
@@ -32,11 +33,7 @@ const KINDS: Readonly<Record<string, BlockKind>> = {
 
 /** Registers `troupe blocks` and its subcommands on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
-  const blocks = program
-    .command('blocks')
-    .description(
-      'List and show the versioned prompt, settings and model-settings blocks definitions refer to.',
-    );
+  const blocks = program.command('blocks').description(COMMAND_HELP.blocks.description);
 
   blocks
     .command('list')
