@@ -137,10 +137,15 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .argument('<paths...>', 'definition files or directories')
     .option('--json', 'print a JSON array, one entry per file')
     .option('--lenient', 'read every file as a Claude Code file (lenient YAML, names slugified)')
-    .action(async (paths: string[], flags: { json?: boolean; lenient?: boolean }) => {
+    .option(
+      '--cwd <dir>',
+      'directory the agents run in: MCP tools and blocks are looked up from there (default: the current directory)',
+    )
+    .action(async (paths: string[], flags: { json?: boolean; lenient?: boolean; cwd?: string }) => {
       const { files, unreadable } = await collectDefinitionFiles(paths);
-      const known = await knownTools(process.cwd());
-      const blocks = fileBlockStore({ cwd: process.cwd() });
+      const cwd = resolve(flags.cwd ?? process.cwd());
+      const known = await knownTools(cwd);
+      const blocks = fileBlockStore({ cwd });
       const checked: Checked[] = unreadable.map(({ display, reason }) => ({
         file: display,
         result: { errors: [ioProblem(display, reason)], warnings: [] },

@@ -98,18 +98,17 @@ describe('troupe agents validate resolves block references', () => {
         'version: ~1.0, parameters: { colour: red } }\nsettings',
       ).replace('{ id: acme.weights, version: ^1 }', '{ id: acme.weights, version: ^4 }'),
     );
-    const previous = process.cwd();
-    process.chdir(project.root);
-    try {
-      const result = await runCli('agents', 'validate', file);
-      expect(result.code).toBe(1);
-      expect(result.stdout.split('\n').slice(0, 2)).toEqual([
-        `${file}:5:67: error unknown_parameter: Expected parameters that prompt block \`acme.intake\` 1.0.0 declares (queue), found \`colour\` (/instructions/parameters/colour)`,
-        `${file}:6:41: error block_unresolvable: Expected a version of settings block \`acme.weights\` that satisfies \`^4\`, found only 1.2.0 (/settings/0/version)`,
-      ]);
-    } finally {
-      process.chdir(previous);
-    }
+    const result = await runCli('agents', 'validate', file, '--cwd', project.root);
+    expect(result.code).toBe(1);
+    expect(result.stdout.split('\n').slice(0, 2)).toEqual([
+      `${file}:5:67: error unknown_parameter: Expected parameters that prompt block \`acme.intake\` 1.0.0 declares (queue), found \`colour\` (/instructions/parameters/colour)`,
+      `${file}:6:41: error block_unresolvable: Expected a version of settings block \`acme.weights\` that satisfies \`^4\`, found only 1.2.0 (/settings/0/version)`,
+    ]);
+    // Without --cwd the blocks are looked up from the current directory, which has none of them.
+    const elsewhere = await runCli('agents', 'validate', file);
+    expect(elsewhere.stdout).toContain(
+      'error block_unresolvable: Expected prompt block `acme.intake` in the block store, found none',
+    );
   });
 });
 
