@@ -17,6 +17,11 @@ export const COMMAND_HELP = {
     term: 'agents',
     description: 'List, show and validate agent definitions.',
   },
+  blocks: {
+    term: 'blocks',
+    description:
+      'List and show the versioned prompt, settings and model-settings blocks definitions refer to.',
+  },
   mcp: {
     term: 'mcp',
     description: 'MCP servers: what agents get from here.',

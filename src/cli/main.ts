@@ -17,6 +17,7 @@ type CommandModule = { register: Registrar };
 /** The module that registers each subcommand, loaded only when that command runs. */
 const LOADERS: Readonly<Record<CommandName, () => Promise<CommandModule>>> = {
   agents: () => import('./agents.ts'),
+  blocks: () => import('./blocks.ts'),
   mcp: () => import('./mcp.ts'),
   run: () => import('./run.ts'),
   chat: () => import('./chat.ts'),

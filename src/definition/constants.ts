@@ -52,6 +52,9 @@ export const KNOWN_KEYS: ReadonlySet<string> = new Set([
   'enabled',
   'outputSchema',
   'mcpServers',
+  'instructions',
+  'settings',
+  'modelSettings',
 ]);
 
 /**

@@ -12,6 +12,7 @@ import {
 } from '../constants.ts';
 import { describeValue } from '../errors.ts';
 import { isMcpServerName, type McpServerRef, readMcpServerConfig } from '../mcp/config.ts';
+import { blockRefContext, readInstructions, readModelSettingsField, readSettingsRefs } from './block-refs.ts';
 import {
   DEFAULT_MODEL,
   DISPLAY_KEYS,
@@ -93,7 +94,22 @@ export function validateDefinition(
   const description = isSet(values.description)
     ? readString(ctx, ['description'], values.description)
     : missing(ctx, ['description'], 'a one-line summary of when to use the agent');
-  if (split.body === '') {
+  const blocks = blockRefContext(ctx, positions);
+  const instructions = read('instructions', (value) => readInstructions(blocks, value), undefined);
+  if (isSet(values.instructions) && split.body !== '') {
+    problems.error(
+      'invalid_field',
+      'Expected either `instructions` (a prompt block) or a Markdown body, found both; move the body into the block or remove `instructions`',
+      data.keyAt(['instructions']),
+      ['instructions'],
+    );
+  }
+  const settingsRefs = read('settings', (value) => readSettingsRefs(blocks, value), []);
+  const modelSettings = read('modelSettings', (value) => readModelSettingsField(blocks, value), {
+    settings: {},
+    block: undefined,
+  });
+  if (split.body === '' && !isSet(values.instructions)) {
     problems.warning(
       'missing_field',
       'Expected a Markdown body (the system prompt) after the closing fence, found nothing',
@@ -132,6 +148,10 @@ export function validateDefinition(
     maxSteps: readMaxSteps(ctx, values) ?? DEFAULT_MAX_STEPS,
     enabled: read('enabled', (value) => readBoolean(ctx, ['enabled'], value), true),
     outputSchema: read('outputSchema', (value) => readOutputSchema(ctx, value), undefined),
+    instructions,
+    settings: settingsRefs,
+    modelSettings: modelSettings.settings,
+    modelSettingsBlock: modelSettings.block,
     source: target.source,
     path: target.path,
     extra: readExtra(ctx, values),

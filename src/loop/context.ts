@@ -5,6 +5,7 @@ import type { JournalSink } from '../journal/sink.ts';
 import { addReceipt, type UsageTotals, ZERO_USAGE_TOTALS } from '../journal/usage.ts';
 import type { Projection } from '../projection/projection.ts';
 import type { TokenCounter } from '../projection/token-counter.ts';
+import type { ModelSettings } from '../providers/model-settings.ts';
 import type { ModelPrice } from '../providers/pricing.ts';
 import type { Provider, Receipt } from '../providers/types.ts';
 import type { ReplayCalls } from '../replay/replay-calls.ts';
@@ -20,6 +21,8 @@ export class RunContext {
   readonly definition: AgentDefinition;
   readonly provider: Provider;
   readonly model: string;
+  /** Sent with every model request of the agent (resolved once, pinned for its life). */
+  readonly modelSettings: ModelSettings;
   readonly system: string;
   readonly toolbox: Toolbox;
   readonly projection: Projection;
@@ -69,6 +72,7 @@ export class RunContext {
     definition: AgentDefinition;
     provider: Provider;
     model: string;
+    modelSettings: ModelSettings;
     system: string;
     toolbox: Toolbox;
     projection: Projection;
@@ -89,6 +93,7 @@ export class RunContext {
     this.definition = init.definition;
     this.provider = init.provider;
     this.model = init.model;
+    this.modelSettings = init.modelSettings;
     this.system = init.system;
     this.toolbox = init.toolbox;
     this.projection = init.projection;
@@ -177,7 +182,7 @@ export class RunContext {
   hashInput(input: string, tools: readonly ToolSpec[], continuation?: readonly string[]): string {
     let hasher = this.#hashers.get(tools);
     if (!hasher) {
-      hasher = inputHasher(this.system, tools);
+      hasher = inputHasher(this.system, tools, this.modelSettings);
       this.#hashers.set(tools, hasher);
     }
     return hasher(input, continuation);

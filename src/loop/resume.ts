@@ -25,6 +25,10 @@ export async function restoreFromJournal(
   events: readonly AuditEvent[],
   channels: AgentChannels,
   truncatedBytes: number,
+  noticed: {
+    readonly definitionChanged?: { readonly hash: string; readonly path?: string };
+    readonly notices?: readonly string[];
+  } = {},
 ): Promise<void> {
   const state = resumeState(events);
   const format = state.started.format ?? 1;
@@ -57,6 +61,8 @@ export async function restoreFromJournal(
       ...(state.waiting ? [state.waiting.callId] : []),
     ],
     truncatedBytes,
+    ...(noticed.definitionChanged ? { definitionChanged: noticed.definitionChanged } : {}),
+    ...(noticed.notices !== undefined && noticed.notices.length > 0 ? { notices: noticed.notices } : {}),
   });
   for (const call of state.pendingCalls) {
     recordToolResult(

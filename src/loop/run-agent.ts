@@ -5,6 +5,7 @@
  * and inside an actor host.
  */
 import { followSignal } from '../abort.ts';
+import type { BlockStore, ResolvedBlocks } from '../blocks/types.ts';
 import { toolReferenceProblems } from '../definition/tool-references.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { type SerializedError, serializeError, UserError } from '../errors.ts';
@@ -22,6 +23,7 @@ import {
 } from '../projection/token-counter.ts';
 import { assembleSystemPrompt } from '../prompt/assemble.ts';
 import { projectDirs } from '../prompt/project-dirs.ts';
+import { type ModelSettings, prepareModelSettings } from '../providers/model-settings.ts';
 import type { Provider } from '../providers/types.ts';
 import { ReplayCalls } from '../replay/replay-calls.ts';
 import type { ReplayRecording } from '../replay/types.ts';
@@ -36,6 +38,13 @@ import { abortEnding, cancelled } from './decide.ts';
 import { limitConditions, limitNotices, resolveLimits } from './limits.ts';
 import { end, runLoop, terminalEvent } from './loop.ts';
 import { contextWindowFor, maxInputFor } from './model-limits.ts';
+import {
+  definitionHashOf,
+  pinnedDefinition,
+  recordedBlocks,
+  resolveStartSettings,
+  startedDefinition,
+} from './pinning.ts';
 import { JOURNAL_FORMAT } from './projection-events.ts';
 import { restoreFromJournal } from './resume.ts';
 import { routedTools } from './routed-tools.ts';
@@ -43,7 +52,7 @@ import { newSession, restoreSession, runSession } from './session.ts';
 import type { StopCondition } from './stop-conditions.ts';
 import { WallClockExceeded } from './tool-calls.ts';
 import type { AgentChannels, AgentLimits, AgentOutcome, FailureReason } from './types.ts';
-import { cachedDefinitionHash, deliverUsage, type UsageSink, usageRecord } from './usage-record.ts';
+import { type BlockVersion, deliverUsage, type UsageSink, usageRecord } from './usage-record.ts';
 
 /** Everything one agent run needs. */
 export interface RunAgentOptions {
@@ -56,6 +65,21 @@ export interface RunAgentOptions {
   readonly metadata?: Readonly<Record<string, unknown>>;
   readonly provider: Provider;
   readonly model: string;
+  /**
+   * Model settings of this spawn (and plan): over the definition's, key by key. A resumed agent
+   * ignores it and sends what its Started event recorded. @default {}
+   */
+  readonly modelSettings?: ModelSettings;
+  /** Model settings under the definition's: the supervisor's (or the app's) defaults. @default {} */
+  readonly defaultModelSettings?: ModelSettings;
+  /**
+   * Where the definition's blocks (`instructions`, `settings`, `modelSettings: { id, version }`)
+   * are resolved when the agent starts. A resumed agent never asks it: it runs the versions its
+   * Started event recorded. @default fileBlockStore({ cwd })
+   */
+  readonly blocks?: BlockStore;
+  /** The definition's blocks, already resolved by whoever spawned the agent; `blocks` is then not asked. */
+  readonly resolvedBlocks?: ResolvedBlocks;
   /**
    * Tools the agent may be given (subject to its definition's policy). `complete_task` and
    * `wait_for_instruction` are bound by the loop and replace any registered ones.
@@ -136,7 +160,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   const controller = new AbortController();
   const unfollow = followSignal(options.signal, controller);
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const { definition, agentId } = options;
+  const { agentId } = options;
+  let definition = options.definition;
   let run: RunContext | undefined;
   const fail = (reason: FailureReason, error: SerializedError): AgentOutcome => {
     if (run) return end(run, { kind: 'fail', reason, error });
@@ -164,6 +189,25 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       const ended = resume.findLast((e) => e.type === 'Completed' || e.type === 'Failed');
       if (ended) return recordedOutcome(ended);
     }
+    // A resumed agent runs what it started with: the recorded definition, blocks and settings.
+    const pinned = started ? pinnedDefinition(started, options.definition) : undefined;
+    if (pinned) definition = pinned.definition;
+    const modelSettingsOptions = {
+      overrides: prepareModelSettings(options.modelSettings, 'modelSettings'),
+      defaults: prepareModelSettings(options.defaultModelSettings, 'defaultModelSettings'),
+    };
+    const start = started
+      ? { blocks: recordedBlocks(started), modelSettings: started.modelSettings ?? {}, dropped: [] }
+      : await resolveStartSettings({
+          definition,
+          cwd: options.cwd,
+          provider: options.provider,
+          model: options.model,
+          ...(options.blocks ? { blocks: options.blocks } : {}),
+          ...(options.resolvedBlocks ? { resolvedBlocks: options.resolvedBlocks } : {}),
+          ...modelSettingsOptions,
+        });
+    const { blocks, modelSettings } = start;
 
     const replay = replayCalls(options.replay, started, resume);
     const session = options.session === true || started?.session === true ? newSession() : undefined;
@@ -176,7 +220,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       );
     }
     const definitionHashValue =
-      started?.definition.hash ?? options.definitionHash ?? cachedDefinitionHash(definition);
+      started?.definition.hash ?? options.definitionHash ?? definitionHashOf(definition);
     const limits = resolveLimits(options.limits ?? started?.limits, definition.maxSteps);
     const channels = options.channels ?? {};
     const shared = options.registry ?? createToolRegistry();
@@ -209,10 +253,13 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     const toolbox = buildToolbox(definition, registry, {
       cwd: options.cwd,
       agentId,
+      settings: blocks.settings,
       ...(projectRoot === undefined ? {} : { projectRoot }),
     });
     const system =
-      started?.systemPrompt ?? options.systemPrompt ?? (await systemPromptFor(options, toolbox.promptTools));
+      started?.systemPrompt ??
+      options.systemPrompt ??
+      (await systemPromptFor(options, definition, blocks, toolbox.promptTools));
     const counter = counterForModel(options.model, options.counter);
     const contextWindow = started?.contextWindow ?? options.contextWindow ?? contextWindowFor(options.model);
     const maxInputTokens = started?.maxInputTokens ?? options.maxInputTokens ?? maxInputFor(contextWindow);
@@ -231,6 +278,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       definition,
       provider: options.provider,
       model: options.model,
+      modelSettings,
       system,
       toolbox,
       projection,
@@ -246,23 +294,26 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       replay,
       session,
       journal: options.journal,
-      observer: observerOf(options, definitionHashValue, replay),
+      observer: observerOf(options, definitionHashValue, replay, blocks.pinned),
     });
 
     if (resume && started) {
       await restoreFromJournal(run, resume, channels, options.truncatedBytes ?? 0);
       if (session) restoreSession(run, session, resume);
+      await restoreFromJournal(run, resume, channels, options.truncatedBytes ?? 0, {
+        ...(pinned?.changed ? { definitionChanged: pinned.changed } : {}),
+        notices: pinned?.notices ?? [],
+      });
     } else {
-      const notices = limitNotices(limits, options.model, price);
+      const notices = [...limitNotices(limits, options.model, price), ...start.dropped];
       run.record({
         type: 'Started',
         agentId,
         ...(options.parentId === undefined ? {} : { parentId: options.parentId }),
-        definition: {
-          name: definition.name,
-          hash: definitionHashValue,
-          path: definition.path,
-        },
+        definition: startedDefinition(definition, definitionHashValue),
+        ...(blocks.pinned.length > 0 ? { blocks: blocks.pinned } : {}),
+        ...(Object.keys(blocks.settings).length > 0 ? { settings: blocks.settings } : {}),
+        ...(Object.keys(modelSettings).length > 0 ? { modelSettings } : {}),
         provider: options.provider.name,
         model: options.model,
         contextWindow,
@@ -352,6 +403,7 @@ function observerOf(
   options: RunAgentOptions,
   hash: string,
   replay: ReplayCalls | undefined,
+  blocks: readonly BlockVersion[],
 ): ((event: AuditEventInput) => void) | undefined {
   const { onEvent, usageSink } = options;
   if (!usageSink) return onEvent;
@@ -362,6 +414,7 @@ function observerOf(
     provider: options.provider.name,
     model: options.model,
     replay: replay?.ref,
+    blocks,
   };
   return (event) => {
     onEvent?.(event);
@@ -414,16 +467,39 @@ function needsProjectRoot(definition: AgentDefinition): boolean {
   );
 }
 
-async function systemPromptFor(options: RunAgentOptions, tools: PromptTools): Promise<string> {
+async function systemPromptFor(
+  options: RunAgentOptions,
+  definition: AgentDefinition,
+  blocks: ResolvedBlocks,
+  tools: PromptTools,
+): Promise<string> {
+  const { prompt: block, settings } = blocks;
   const assemble = (): Promise<string> =>
-    assembleSystemPrompt(options.definition, {
+    assembleSystemPrompt(definition, {
       cwd: options.cwd,
       tools,
+      settings,
+      ...(block
+        ? {
+            instructions: {
+              text: block.text,
+              file: block.source,
+              firstLine: block.textLine,
+              parameters: block.parameters,
+            },
+          }
+        : {}),
       ...(options.promptParameters ? { parameters: options.promptParameters } : {}),
     });
   const cache = options.promptCache;
   if (!cache) return assemble();
-  const key = JSON.stringify([options.definition, options.cwd, options.promptParameters ?? null]);
+  const key = JSON.stringify([
+    definition,
+    options.cwd,
+    options.promptParameters ?? null,
+    block ?? null,
+    settings,
+  ]);
   let prompt = cache.get(key);
   if (!prompt) {
     prompt = assemble();

@@ -8,10 +8,7 @@ import type { AgentDefinition } from '../definition/types.ts';
 import type { Usage } from '../providers/types.ts';
 import type { ReplayRef } from '../replay/types.ts';
 
-/**
- * A versioned block an agent runs with (a prompt or settings block, issue 18). Definitions have
- * none yet: records carry an empty list until they do.
- */
+/** A versioned block an agent runs with (a prompt or settings block: src/blocks/), as pinned when it started. */
 export interface BlockVersion {
   readonly id: string;
   readonly version: string;
@@ -23,7 +20,7 @@ export interface UsageRecord {
   readonly parentId: string | undefined;
   /** The definition run: its name and content hash (as the Started event records it). */
   readonly definition: { readonly name: string; readonly hash: string };
-  /** Versions of the blocks the definition uses; empty until definitions have blocks. */
+  /** Versions of the blocks the agent runs with (its Started event's `blocks`); empty when none. */
   readonly blocks: readonly BlockVersion[];
   /** The provider: the Supervisor's name for it (`runAgent`: the provider's `name`). */
   readonly provider: string;
@@ -59,6 +56,8 @@ export interface UsageIdentity {
   readonly provider: string;
   readonly model: string;
   readonly replay: ReplayRef | undefined;
+  /** The blocks it runs with. @default [] */
+  readonly blocks?: readonly BlockVersion[];
 }
 
 /** What a record says about the request. */
@@ -91,7 +90,7 @@ export function usageRecord(identity: UsageIdentity, request: UsageRequest): Usa
     agentId: identity.agentId,
     parentId: identity.parentId,
     definition: identity.definition,
-    blocks: [],
+    blocks: (identity.blocks ?? []).map((block) => ({ id: block.id, version: block.version })),
     provider: identity.provider,
     model: identity.model,
     round: request.round,

@@ -20,11 +20,13 @@
  * Comlink needs one port per direction: a port that both exposes and wraps would hand responses to
  * its own expose handler.
  */
+import type { ResolvedBlocks } from '../blocks/types.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import type { SerializedError } from '../errors.ts';
 import type { StartedWarning } from '../journal/events.ts';
 import type { AgentLimits, AgentOutcome } from '../loop/types.ts';
 import type { McpServers } from '../mcp/config.ts';
+import type { ModelSettings } from '../providers/model-settings.ts';
 import type { Usage } from '../providers/types.ts';
 import type { ReplayDisposition, ReplayRecording } from '../replay/types.ts';
 import type { ToolOutcome } from '../tools/types.ts';
@@ -133,6 +135,15 @@ export interface ActorSpec {
    * turn, reported as a `turn` signal. @default false
    */
   readonly session?: boolean;
+  /** Model settings of the spawn (the plan's under it): over the definition's, key by key. */
+  readonly modelSettings: ModelSettings;
+  /** The supervisor's model settings: under the definition's. */
+  readonly defaultModelSettings: ModelSettings;
+  /**
+   * The definition's blocks, resolved by the supervisor when the agent was spawned (absent when
+   * it refers to none, or a resumed agent's could not be resolved: it runs its journal's).
+   */
+  readonly blocks?: ResolvedBlocks;
 }
 
 /** Host memory and load, answered to every heartbeat. */

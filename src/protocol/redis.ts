@@ -13,7 +13,7 @@ import type {
 } from './messages.ts';
 
 /** Version of the job payload layout; a worker refuses a job of a version it does not know. */
-export const JOB_DATA_VERSION = 1;
+export const JOB_DATA_VERSION = 2;
 
 /**
  * An agent job's data: everything a worker on any machine needs to run (or resume) the agent.

@@ -9,6 +9,7 @@ import type { ScorerSpec } from '../eval/types.ts';
 import type { AgentLimits } from '../loop/types.ts';
 import type { McpServers } from '../mcp/config.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
+import { type ModelSettings, mergeModelSettings } from '../providers/model-settings.ts';
 import type { ModelMap } from '../providers/models.ts';
 import { DEFAULT_PRICES, type PriceTable, priceFor } from '../providers/pricing.ts';
 import { DEFAULT_FANOUT_CONCURRENCY, DEFAULT_THREADS, RUN_DIR_FORMAT } from './constants.ts';
@@ -39,6 +40,11 @@ export interface RunPlan {
   readonly defaultModel?: string;
   /** Model aliases added or overridden (plan `modelMap`, then `--model-map`). */
   readonly modelMap?: ModelMap;
+  /**
+   * Model settings of every run: the plan's `modelSettings` with `--temperature`... over them. A
+   * run's own `modelSettings` win over these.
+   */
+  readonly modelSettings?: ModelSettings;
   /** MCP servers of the plan (`.mcp.json` at the project root is read as well). */
   readonly mcpServers?: McpServers;
   readonly threads: number;
@@ -113,6 +119,8 @@ export interface RunOverrides {
   readonly concurrency?: number;
   readonly model?: string;
   readonly modelMap?: ModelMap;
+  /** `--temperature`, `--reasoning-effort`...: over the plan's `modelSettings`, key by key. */
+  readonly modelSettings?: ModelSettings;
   /** `--max-run-tokens`. */
   readonly maxRunTokens?: number;
 }
@@ -143,6 +151,7 @@ export function resolveRunPlan(
     plan.modelMap === undefined && overrides.modelMap === undefined
       ? undefined
       : { ...(plan.modelMap ?? {}), ...(overrides.modelMap ?? {}) };
+  const modelSettings = mergeModelSettings(plan.modelSettings, overrides.modelSettings);
   return {
     format: RUN_DIR_FORMAT,
     runId,
@@ -155,6 +164,7 @@ export function resolveRunPlan(
     ...(model === undefined ? {} : { model }),
     ...(defaultModel === undefined ? {} : { defaultModel }),
     ...(modelMap === undefined ? {} : { modelMap }),
+    ...(Object.keys(modelSettings).length === 0 ? {} : { modelSettings }),
     ...(plan.mcpServers === undefined ? {} : { mcpServers: plan.mcpServers }),
     threads: overrides.threads ?? plan.threads ?? DEFAULT_THREADS,
     isolation: overrides.isolation ?? plan.isolation ?? 'shared',

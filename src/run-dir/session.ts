@@ -9,6 +9,7 @@
  * result line of their own and no progress events, and the Supervisor closes only after every
  * pending score is in.
  */
+
 import { followSignal } from '../abort.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import type { EngineDescription } from '../engines/engine.ts';
@@ -16,6 +17,7 @@ import type { JobsUnserved } from '../engines/events.ts';
 import type { JudgeSpawner } from '../eval/judge.ts';
 import type { Scoring } from '../eval/scoring.ts';
 import type { AgentOutcome } from '../loop/types.ts';
+import { mergeModelSettings } from '../providers/model-settings.ts';
 import type { SpawnSpec } from '../supervisor/fanout.ts';
 import type { SupervisorOptions } from '../supervisor/options.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
@@ -257,6 +259,9 @@ export class FanoutSession {
   #spec(item: WorkItem): SpawnSpec {
     const { plan } = this.#options;
     const { run } = item;
+    // The plan's settings (with the command line's over them), then the run's own: the spawn
+    // layer, over the definition's.
+    const modelSettings = mergeModelSettings(plan.modelSettings, run.modelSettings);
     // `resume` is passed through to Supervisor.spawn, which continues the agent from its journal.
     const spec: SpawnSpec & { readonly resume?: boolean } = {
       agent: run.agent,
@@ -267,6 +272,7 @@ export class FanoutSession {
       provider: plan.provider.name,
       ...(plan.model === undefined ? {} : { model: plan.model }),
       ...(plan.limits === undefined ? {} : { limits: plan.limits }),
+      ...(Object.keys(modelSettings).length === 0 ? {} : { modelSettings }),
       ...(item.resume ? { resume: true } : {}),
       ...(item.retryOf === undefined ? {} : { retryOf: item.retryOf }),
       ...(plan.replay === undefined ? {} : { replay: replaySourceOf(plan.replay, run.index) }),

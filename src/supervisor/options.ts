@@ -5,6 +5,8 @@
  */
 
 import path from 'node:path';
+import { fileBlockStore } from '../blocks/file-store.ts';
+import type { BlockStore } from '../blocks/types.ts';
 import type { AgentDefinition, RetryPolicy } from '../definition/types.ts';
 import { DEFAULT_MAX_PENDING_INSTRUCTIONS } from '../engines/actor/limits.ts';
 import type { Backend, EngineOptions } from '../engines/engine.ts';
@@ -24,6 +26,7 @@ import { type McpServers, readMcpServerMap } from '../mcp/config.ts';
 import { nonNegative, oneOf, positiveInt } from '../option-checks.ts';
 import type { ProviderConfig, ProviderLimits, ToolModuleRef } from '../protocol/messages.ts';
 import { providerFromEnvironment } from '../providers/environment.ts';
+import { type ModelSettings, prepareModelSettings } from '../providers/model-settings.ts';
 import { type ModelMap, parseModelMap } from '../providers/models.ts';
 import type { JsonSchema, ToolOutcome } from '../tools/types.ts';
 
@@ -76,6 +79,18 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
    */
   readonly modelMap?: Readonly<Record<string, string>>;
   /**
+   * Model settings every agent starts from (temperature, maxOutputTokens, reasoningEffort...): the
+   * lowest layer, under the definition's, the plan's and the spawn's, key by key. @default {}
+   */
+  readonly modelSettings?: ModelSettings;
+  /**
+   * Where the blocks definitions refer to (`instructions`, `settings`, `modelSettings: { id,
+   * version }`) are found. They are resolved here, on the supervisor, when an agent is spawned, so
+   * any store works with either engine (a `functionBlockStore` over a database included).
+   * @default fileBlockStore({ cwd }): `.troupe/blocks` from `cwd` up to the git root, then `~/.troupe/blocks`
+   */
+  readonly blocks?: BlockStore;
+  /**
    * MCP servers every agent may use (Claude Code's format, see mcp/config.ts), in addition to
    * `.mcp.json` at the project root; a server named in both is taken from here. @default {}
    */
@@ -125,6 +140,8 @@ export interface PreparedSupervisorOptions extends EngineOptions, PreparedThread
   readonly defaultProvider: string;
   readonly defaultModel: string;
   readonly modelMap: ModelMap;
+  readonly modelSettings: ModelSettings;
+  readonly blocks: BlockStore;
   readonly mcpServers: McpServers;
   readonly mcpProjectFile: boolean;
   /** True when no `providers` were given and the environment named none: the simulated model answers. */
@@ -188,6 +205,15 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     mcpServers = read.servers;
   }
   const modelMap = options.modelMap === undefined ? {} : parseModelMap(options.modelMap);
+  const modelSettings = prepareModelSettings(options.modelSettings, 'modelSettings');
+  const blocks = options.blocks ?? fileBlockStore({ cwd: path.resolve(options.cwd ?? process.cwd()) });
+  if (typeof blocks.versions !== 'function' || typeof blocks.read !== 'function') {
+    throw new UserError(
+      'invalid_option',
+      'Expected `blocks` to be a block store (`fileBlockStore`, `memoryBlockStore`, `functionBlockStore`, or an object with `versions` and `read`)',
+      { option: 'blocks' },
+    );
+  }
   const redis = backend === 'redis' ? prepareRedisOptions(options) : undefined;
   const restart = {
     maxRetries: nonNegative('restart.maxRetries', options.restart?.maxRetries, 3),
@@ -206,6 +232,8 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     defaultProvider,
     defaultModel: options.defaultModel ?? 'default',
     modelMap,
+    modelSettings,
+    blocks,
     mcpServers,
     mcpProjectFile: options.mcpProjectFile ?? true,
     simulatedFallback: fromEnvironment?.name === 'simulated',

@@ -1,5 +1,6 @@
 /** What a spawn says about the agent to run. */
 import type { AgentLimits } from '../loop/types.ts';
+import type { ModelSettings } from '../providers/model-settings.ts';
 import type { ReplaySource } from './replay.ts';
 
 /** Options of one spawn. */
@@ -18,6 +19,11 @@ export interface SpawnOptions {
   /** Model. @default the definition's model, else the supervisor's defaultModel */
   readonly model?: string;
   readonly limits?: AgentLimits;
+  /**
+   * Model settings of this agent: over its definition's (and the supervisor's), key by key. A
+   * resumed agent sends what its journal recorded instead. @default {}
+   */
+  readonly modelSettings?: ModelSettings;
   /** Agent id. @default a random UUID */
   readonly id?: string;
   /**

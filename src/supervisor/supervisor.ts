@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { EventEmitter } from 'eventemitter3';
 import { abortReason } from '../abort.ts';
+import { hasBlockReferences, resolveAgentBlocks } from '../blocks/resolve.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { createEngine } from '../engines/create-engine.ts';
 import type { AgentReport, Backend, Engine, EngineDescription, EngineHost } from '../engines/engine.ts';
@@ -20,6 +21,7 @@ import { cachedDefinitionHash, deliverUsage, type UsageRecord, usageRecord } fro
 import type { McpServers } from '../mcp/config.ts';
 import type { HostStats } from '../protocol/messages.ts';
 import { SIMULATED_FALLBACK_WARNING, warnSimulatedFallback } from '../providers/environment.ts';
+import { prepareModelSettings } from '../providers/model-settings.ts';
 import type { Usage } from '../providers/types.ts';
 import { startedOf } from '../replay/recording.ts';
 import { emitAgentReport } from './agent-events.ts';
@@ -194,6 +196,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         resume: options.resume ?? false,
         mcpServers: {},
         ...(session ? { session: true } : {}),
+        modelSettings: prepareModelSettings(options.modelSettings, 'modelSettings'),
+        defaultModelSettings: this.#options.modelSettings,
+        blocks: undefined,
       },
       retryOf: options.retryOf,
       replaySource,
@@ -358,6 +363,30 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       return;
     }
     record.spec.mcpServers = this.#mcpServers;
+    const definition = record.spec.definition;
+    if (definition === undefined || !hasBlockReferences(definition)) {
+      this.#continue(record);
+      return;
+    }
+    // Blocks are resolved here, where the spawn happens, so any store works with either engine;
+    // the agent's Started event pins what they resolved to.
+    resolveAgentBlocks(definition, this.#options.blocks).then(
+      (blocks) => {
+        record.spec.blocks = blocks;
+        this.#continue(record);
+      },
+      (error: unknown) => {
+        // A resumed agent runs the blocks its journal recorded: a store that changed since
+        // (a block removed) must not stop it.
+        if (record.spec.resume || record.retryOf !== undefined) this.#continue(record);
+        else this.#fail(record, 'invalid_request', serializeError(error));
+      },
+    );
+  }
+
+  /** Forks the journal a retry continues, then runs the record. */
+  #continue(record: AgentRecord): void {
+    if (record.state !== 'pending') return;
     const { retryOf } = record;
     if (retryOf === undefined) {
       this.#run(record);
@@ -470,6 +499,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         provider: spec.provider,
         model: spec.model,
         replay: spec.replay?.ref,
+        // Resolved at spawn; a resumed agent whose blocks could not be resolved again runs its
+        // journal's, which the supervisor does not read here.
+        blocks: spec.blocks?.pinned ?? [],
       },
       {
         round: report.round,

@@ -26,6 +26,8 @@ export type ToolboxDefinition = Pick<
   | 'bash'
 >;
 
+const NO_SETTINGS: Readonly<Record<string, Readonly<Record<string, unknown>>>> = Object.freeze({});
+
 export interface ToolboxOptions {
   /** The agent's working directory; file tools are confined to it. */
   readonly cwd: string;
@@ -34,6 +36,8 @@ export interface ToolboxOptions {
   /** Where `~/path` rules start. @default os.homedir() */
   readonly home?: string;
   readonly agentId: string;
+  /** Values of the agent's settings blocks, by block id: given to every tool as `ctx.settings`. @default {} */
+  readonly settings?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
   /** Waits between retries. @default a timer that stops on abort */
   readonly sleep?: Sleep;
   /** Jitter source for retry delays. @default Math.random */
@@ -92,6 +96,7 @@ export function buildToolbox(
   options: ToolboxOptions,
 ): Toolbox {
   const cwd = path.resolve(options.cwd);
+  const settings = options.settings ?? NO_SETTINGS;
   const policy = buildToolPolicy(def, {
     cwd,
     ...(options.projectRoot === undefined ? {} : { projectRoot: options.projectRoot }),
@@ -219,6 +224,7 @@ export function buildToolbox(
         cwd,
         agentId: options.agentId,
         bash: def.bash,
+        settings,
         ...(guard === undefined ? {} : { guard }),
         fitsState: callOptions.fitsState ?? fitsAlways,
       };

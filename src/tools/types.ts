@@ -62,6 +62,12 @@ export interface ToolContext {
   /** What the agent's permission rules refuse beyond the call's own arguments. */
   readonly guard?: ToolGuard;
   /**
+   * Values of the agent's settings blocks, by block id (`ctx.settings['acme.weights']?.urgency`):
+   * the versions the agent started with, for its whole life. Empty when it has none; absent
+   * where no agent runs the tool.
+   */
+  readonly settings?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  /**
    * Would a state update of `key` to `text` (`null`: a removal) fit the agent's input budget? A
    * tool can check before it returns a large state, and return a summary instead. Changes
    * nothing. Always true where no projection is attached (a tool called outside an agent loop).

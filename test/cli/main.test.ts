@@ -29,6 +29,7 @@ async function run(...argv: string[]): Promise<{ code: number; stdout: string; s
 
 const loaders: Record<CommandName, () => Promise<{ register: (...args: never[]) => void }>> = {
   agents: () => import('../../src/cli/agents.ts'),
+  blocks: () => import('../../src/cli/blocks.ts'),
   mcp: () => import('../../src/cli/mcp.ts'),
   run: () => import('../../src/cli/run.ts'),
   chat: () => import('../../src/cli/chat.ts'),

@@ -45,11 +45,16 @@ describe('defaults', () => {
       maxSteps: DEFAULT_MAX_STEPS,
       enabled: true,
       outputSchema: undefined,
+      instructions: undefined,
+      settings: [],
+      modelSettings: {},
+      modelSettingsBlock: undefined,
       source: 'project',
       path: FILE,
       extra: {},
       mcpServers: [],
       bodyLine: 5,
+      text: expect.stringContaining('name: reviewer'),
     });
   });
 

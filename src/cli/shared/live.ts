@@ -89,6 +89,17 @@ function headerText(info: SessionInfo): string {
   const lines = [info.providerNotice];
   const where = info.definitionPath === undefined ? '' : ` (${displayPath(info.definitionPath)})`;
   lines.push(`agent: ${info.agent}${where} · model: ${info.model} · id: ${info.agentId}`);
+  const settings = Object.entries(info.modelSettings ?? {});
+  if (settings.length > 0) {
+    lines.push(
+      `model settings: ${settings.map(([key, value]) => `${key}=${JSON.stringify(value)}`).join(', ')}`,
+    );
+  }
+  if (info.blocks !== undefined && info.blocks.length > 0) {
+    lines.push(
+      `blocks: ${info.blocks.map((block) => `${block.id}@${block.version} (${block.range})`).join(', ')}`,
+    );
+  }
   const resume = info.resume;
   if (resume === undefined) {
     lines.push(`journal: ${displayPath(info.journal)}`);
@@ -101,7 +112,7 @@ function headerText(info: SessionInfo): string {
     if (resume.ended) lines.push('the agent had already ended: nothing is run again');
     if (resume.definitionChanged) {
       lines.push(
-        `warning: the definition of \`${info.agent}\` changed since the run started; continuing with the current one`,
+        `note: the definition of \`${info.agent}\`${info.definitionPath === undefined ? '' : ` (${displayPath(info.definitionPath)})`} changed since the run started; the agent continues with the definition recorded in its journal, not the file`,
       );
     }
   }
@@ -121,6 +132,8 @@ function runLine(info: SessionInfo) {
     model: info.model,
     journal: info.journal,
     cwd: info.cwd,
+    modelSettings: info.modelSettings ?? {},
+    blocks: info.blocks ?? [],
     ...(info.resume ? { resume: info.resume } : {}),
   };
 }
