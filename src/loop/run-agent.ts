@@ -298,12 +298,11 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     });
 
     if (resume && started) {
-      await restoreFromJournal(run, resume, channels, options.truncatedBytes ?? 0);
-      if (session) restoreSession(run, session, resume);
       await restoreFromJournal(run, resume, channels, options.truncatedBytes ?? 0, {
         ...(pinned?.changed ? { definitionChanged: pinned.changed } : {}),
         notices: pinned?.notices ?? [],
       });
+      if (session) restoreSession(run, session, resume);
     } else {
       const notices = [...limitNotices(limits, options.model, price), ...start.dropped];
       run.record({
