@@ -72,6 +72,7 @@ describe('spawnModel (both Supervisor engines)', () => {
       limits: {},
       resume: false,
       mcpServers: {},
+      permissions: {},
     });
     expect(spawnModel(spec('claude', 'haiku'), options, () => undefined)).toBe('claude-haiku-4-5');
     expect(spawnModel(spec('gpt', 'haiku'), options, () => undefined)).toBe('gpt-5-mini');
