@@ -30,7 +30,7 @@ export function approvalHook(
   earlier?: EventOf<'ApprovalRequested'>,
 ): (ask: ApprovalAsk) => Promise<ApprovalDecision> {
   return async (ask) => {
-    const request = earlier ? requestOf(earlier) : newRequest(ctx, callId, ask);
+    const request = earlier ? { ...requestOf(earlier), toolArgs: ask.args } : newRequest(ctx, callId, ask);
     if (!earlier) {
       ctx.approvalsRequested += 1;
       ctx.record({
@@ -84,8 +84,11 @@ export function recordDecision(
   });
 }
 
-/** The request an ApprovalRequested event records. */
-export function requestOf(event: EventOf<'ApprovalRequested'>): ApprovalRequest {
+/** The request an ApprovalRequested event records (`toolArgs`: the call's canonical arguments). */
+export function requestOf(
+  event: EventOf<'ApprovalRequested'>,
+  toolArgs: Readonly<Record<string, unknown>> = event.args,
+): ApprovalRequest {
   return {
     requestId: event.requestId,
     agentId: event.agentId,
@@ -93,6 +96,7 @@ export function requestOf(event: EventOf<'ApprovalRequested'>): ApprovalRequest 
     tool: event.name,
     modelName: event.modelName,
     args: event.args,
+    toolArgs,
     argsHash: event.argsHash,
     rule: event.rule,
     reason: event.reason,
@@ -112,6 +116,7 @@ function newRequest(ctx: RunContext, callId: string, ask: ApprovalAsk): Approval
     tool: ask.tool,
     modelName: ask.modelName,
     args: ask.modelArgs,
+    toolArgs: ask.args,
     argsHash: sha256Hex(canonicalJson(ask.modelArgs)),
     rule: ask.rule,
     reason: ask.reason,

@@ -17,6 +17,8 @@ export interface ApprovalRequest {
   readonly modelName: string;
   /** The arguments as the model gave them (model-facing parameter names). */
   readonly args: Readonly<Record<string, unknown>>;
+  /** The arguments the tool receives (canonical parameter names): what permission rules match. */
+  readonly toolArgs: Readonly<Record<string, unknown>>;
   /** SHA-256 (hex) of the canonical JSON of `args`: what a decision is about. */
   readonly argsHash: string;
   /**

@@ -22,12 +22,16 @@ export interface ApproveOptions {
   readonly remember?: 'call' | 'session';
   /** Who approved, recorded in the journal. @default 'program' */
   readonly decider?: string;
+  /** `rule` when a rule answered for a person (a CLI `--approve` rule). @default 'person' */
+  readonly by?: 'person' | 'rule';
 }
 
 /** Options of {@link ApprovalBook.deny}. */
 export interface DenyOptions {
   /** Who denied, recorded in the journal. @default 'program' */
   readonly decider?: string;
+  /** `rule` when no person was asked (a run without a terminal). @default 'person' */
+  readonly by?: 'person' | 'rule';
 }
 
 /** What the book needs from the supervisor. */
@@ -122,7 +126,7 @@ export class ApprovalBook {
     const decision: ApprovalDecision = {
       approved: true,
       remember,
-      by: 'person',
+      by: options.by ?? 'person',
       decider: options.decider ?? 'program',
     };
     const delivered = this.#host.deliver(entry.ref.agentId, requestId, decision);
@@ -135,7 +139,7 @@ export class ApprovalBook {
     const entry = this.#take(requestId);
     await this.#host.deliver(entry.ref.agentId, requestId, {
       approved: false,
-      by: 'person',
+      by: options.by ?? 'person',
       decider: options.decider ?? 'program',
       ...(reason === undefined || reason.trim() === '' ? {} : { reason }),
     });

@@ -434,3 +434,31 @@ export function denialText(
           : `was denied${why ? `: ${why}` : ''}`;
   return `\`${modelName}\` ${what}. It did not run. Do not retry it as is.`;
 }
+
+/**
+ * The first of `rules` that allows a call of `tool` with `args` (canonical names), with `allow`
+ * semantics (every part of a command must match); undefined when none does. For rules that answer
+ * requests for a person (`--approve`).
+ */
+export async function allowingRule(
+  rules: readonly string[],
+  tool: string,
+  args: CallArgs,
+  context: RuleContext,
+): Promise<string | undefined> {
+  if (rules.length === 0) return undefined;
+  const gate = buildPermissionGate({
+    mode: 'dontAsk',
+    sources: [{ label: '--approve', rules: { allow: rules } }],
+    context,
+  });
+  const stand: Tool = {
+    name: tool,
+    description: '',
+    parameters: {},
+    readOnly: false,
+    execute: () => ({ ok: false, text: '' }),
+  };
+  const verdict = await gate.check(stand, args, '');
+  return verdict.kind === 'allow' ? verdict.rule : undefined;
+}

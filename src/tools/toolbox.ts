@@ -58,6 +58,8 @@ export interface ApprovalAsk {
   readonly modelName: string;
   /** The arguments as the model gave them (model-facing parameter names). */
   readonly modelArgs: Readonly<Record<string, unknown>>;
+  /** The validated arguments the tool would receive (canonical parameter names). */
+  readonly args: Readonly<Record<string, unknown>>;
   /** The rule that asked (see PermissionVerdict). */
   readonly rule: string;
   readonly reason: string;
@@ -265,6 +267,7 @@ export function buildToolbox(
           tool: canonical,
           modelName,
           modelArgs: args as Record<string, unknown>,
+          args: mapped.args,
           rule: verdict.rule,
           reason: verdict.reason,
         });

@@ -314,6 +314,7 @@ describe('the toolbox with permissions', () => {
         tool: 'write_file',
         modelName: 'write_file',
         modelArgs: { file: 'a.txt', content: 'x' },
+        args: { path: 'a.txt', content: 'x' },
         rule: 'write_file',
         reason: 'permissionMode default asks before file edits',
       },
