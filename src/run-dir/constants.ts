@@ -53,6 +53,8 @@ export const PLAN_KEYS = [
   'modelMap',
   'mcpServers',
   'runLimits',
+  'permissions',
+  'approvals',
 ] as const;
 
 /** Keys of one entry of `runs`. */
