@@ -13,10 +13,12 @@ import { formatPlanProblem, planProblemsOf } from '../run-dir/plan-problems.ts';
 import { checkProvider, chooseProvider, defaultModelFor } from '../run-dir/provider-choice.ts';
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
 import { resolveRunPlan } from '../run-dir/run-plan.ts';
+import { sessionApprover } from './shared/approvers.ts';
 import { redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
+import { commandPermissions, type PermissionFlags, permissionOptions } from './shared/permission-flags.ts';
 
-interface FanoutFlags {
+interface FanoutFlags extends PermissionFlags {
   readonly threads?: number;
   readonly isolation?: 'shared' | 'thread';
   readonly concurrency?: number;
@@ -32,7 +34,7 @@ interface FanoutFlags {
 
 /** Registers `troupe fanout` on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
-  program
+  const command = program
     .command('fanout')
     .description(
       'Run every agent of a plan (YAML) in worker threads and keep the results in a run directory. ' +
@@ -66,10 +68,10 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       '--max-run-tokens <n>',
       `token budget of the whole run, all agents (default: the plan's runLimits, else ${DEFAULT_RUN_MAX_TOTAL_TOKENS}; 0 = unlimited)`,
       nonNegativeInt,
-    )
-    .action(async (planFile: string, flags: FanoutFlags) => {
-      setExit(await fanout(planFile, flags, io));
-    });
+    );
+  permissionOptions(command).action(async (planFile: string, flags: FanoutFlags) => {
+    setExit(await fanout(planFile, flags, io));
+  });
 }
 
 /** Runs `troupe fanout` and resolves to its exit code. */
@@ -86,6 +88,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     return 1;
   }
   const { plan, definitions } = loaded;
+  const asked = commandPermissions(flags);
   const provider = chooseProvider({
     ...(flags.provider === undefined ? {} : { flag: flags.provider }),
     ...(plan.provider === undefined ? {} : { plan: plan.provider }),
@@ -103,6 +106,8 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
       ...(flags.backend === undefined ? {} : { backend: flags.backend }),
       ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
       ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
+      ...(asked.permissions === undefined ? {} : { permissions: asked.permissions }),
+      ...(asked.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: asked.approvalTimeoutMs }),
     },
     defaultModelFor(provider),
   );
@@ -121,6 +126,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     json: flags.json === true,
     io,
     ...(supervisor ? { supervisor } : {}),
+    approver: sessionApprover(asked.approve, runPlan.cwd, flags.json === true),
   });
   return exitCode;
 }

@@ -28,6 +28,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<CommandModule>>> = {
   compare: () => import('./compare.ts'),
   demo: () => import('./demo.ts'),
   worker: () => import('./worker.ts'),
+  approve: () => import('./approve.ts'),
 };
 
 /** Only the named subcommand's module is loaded; help and unknown commands load them all. */

@@ -8,9 +8,10 @@ import { DEFAULT_MAX_TOTAL_TOKENS } from '../constants.ts';
 import { parseModelMap } from '../providers/models.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
+import { commandPermissions, type PermissionFlags, permissionOptions } from './shared/permission-flags.ts';
 import { prepareRun } from './shared/session.ts';
 
-interface RunFlags {
+interface RunFlags extends PermissionFlags {
   readonly task: string;
   readonly provider?: string;
   readonly model?: string;
@@ -26,7 +27,7 @@ interface RunFlags {
 
 /** Registers `troupe run` on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
-  program
+  const command = program
     .command('run')
     .description(
       'Run one agent in this process with live progress and print its result. ' +
@@ -53,23 +54,29 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       nonNegativeInteger,
     )
     .option('--max-cost <usd>', 'cost budget in USD (default: none; needs a priced model)', nonNegativeNumber)
-    .option('--time-limit <ms>', 'wall-clock limit in ms (default: none)', nonNegativeInteger)
-    .action(async (agent: string, flags: RunFlags) => {
-      const session = await prepareRun({
-        agent,
-        task: flags.task,
-        cwd: resolve(flags.cwd ?? process.cwd()),
-        ...(flags.provider === undefined ? {} : { provider: flags.provider }),
-        ...(flags.model === undefined ? {} : { model: flags.model }),
-        ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
-        ...(flags.journal === undefined ? {} : { journal: resolve(flags.journal) }),
-        ...(flags.maxSteps === undefined ? {} : { maxSteps: flags.maxSteps }),
-        ...(flags.maxTokens === undefined ? {} : { maxTokens: flags.maxTokens }),
-        ...(flags.maxCost === undefined ? {} : { maxCostUsd: flags.maxCost }),
-        ...(flags.timeLimit === undefined ? {} : { wallClockMs: flags.timeLimit }),
-      });
-      setExit(await executeLive(session, io, { json: flags.json === true }));
+    .option('--time-limit <ms>', 'wall-clock limit in ms (default: none)', nonNegativeInteger);
+  permissionOptions(command).action(async (agent: string, flags: RunFlags) => {
+    const asked = commandPermissions(flags);
+    const permissions = {
+      ...(asked.permissions ?? {}),
+      ...(asked.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: asked.approvalTimeoutMs }),
+    };
+    const session = await prepareRun({
+      agent,
+      task: flags.task,
+      cwd: resolve(flags.cwd ?? process.cwd()),
+      ...(flags.provider === undefined ? {} : { provider: flags.provider }),
+      ...(flags.model === undefined ? {} : { model: flags.model }),
+      ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
+      ...(flags.journal === undefined ? {} : { journal: resolve(flags.journal) }),
+      ...(flags.maxSteps === undefined ? {} : { maxSteps: flags.maxSteps }),
+      ...(flags.maxTokens === undefined ? {} : { maxTokens: flags.maxTokens }),
+      ...(flags.maxCost === undefined ? {} : { maxCostUsd: flags.maxCost }),
+      ...(flags.timeLimit === undefined ? {} : { wallClockMs: flags.timeLimit }),
+      permissions,
     });
+    setExit(await executeLive(session, io, { json: flags.json === true, approve: asked.approve }));
+  });
 }
 
 function nonNegativeInteger(value: string): number {
