@@ -9,6 +9,7 @@ import { RemoteApprovals } from '../engines/redis/remote-approvals.ts';
 import type { ApprovalDecision } from '../protocol/approvals.ts';
 import { describeRequest } from '../run-dir/approvals.ts';
 import { printable, terminalJson } from '../run-dir/format.ts';
+import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
 
 interface ApproveFlags {
@@ -24,9 +25,7 @@ interface ApproveFlags {
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
   program
     .command('approve')
-    .description(
-      'List the tool calls that agents on a Redis queue wait to have approved, or approve (or --deny) one by its request id.',
-    )
+    .description(COMMAND_HELP.approve.description)
     .argument('[request-id]', 'the request to decide (a unique prefix is enough); omitted: list them')
     .option('--deny [reason]', 'deny it instead; the model sees the reason')
     .option('--remember <scope>', "`session`: approve the rule's later requests too (default: `call`)")

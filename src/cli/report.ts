@@ -7,6 +7,7 @@ import { renderHtmlReport } from '../run-dir/html-report.ts';
 import { reportText, runSummaryOf } from '../run-dir/report-text.ts';
 import { readRunDir } from '../run-dir/run-dir.ts';
 import { buildTimeline } from '../run-dir/timeline.ts';
+import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
 
 interface ReportFlags {
@@ -18,9 +19,7 @@ interface ReportFlags {
 export function register(program: Command, io: CliIO, _setExit: (code: number) => void): void {
   program
     .command('report')
-    .description(
-      'Summarise a fan-out run directory: a table in the terminal, or one self-contained HTML file.',
-    )
+    .description(COMMAND_HELP.report.description)
     .argument('<run-dir>', 'run directory (.troupe/runs/<id>)')
     .option('--html <file>', 'write a self-contained HTML report (timeline, token and cost charts, failures)')
     .option('--json', 'print the summary as JSON')

@@ -83,6 +83,15 @@ export interface AgentParked extends AgentWaiting {
   readonly hostId: number;
   readonly index: number;
 }
+/**
+ * No `providers` were given and the environment names no API key, so the simulated model answers
+ * (emitted once per supervisor, at its first spawn).
+ */
+export interface ProviderSimulated {
+  readonly provider: 'simulated';
+  /** What the warning says: why, and how to get a real model. */
+  readonly message: string;
+}
 
 /** `agent:approval`: a tool call of the agent waits for a decision. */
 export interface AgentApproval extends AgentRef {
@@ -120,4 +129,5 @@ export interface SupervisorEvents extends EngineEvents {
   'agent:parked': [event: AgentParked];
   'agent:approval': [event: AgentApproval];
   'agent:decision': [event: AgentDecision];
+  'provider:simulated': [event: ProviderSimulated];
 }

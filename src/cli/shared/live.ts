@@ -58,6 +58,11 @@ export async function executeLive(
     },
   );
   const progress = new ProgressFormatter(info.resume?.budget ?? {});
+  // Nobody reads stdout any more: cancel the agent quietly; the journal keeps every event.
+  const closed = io.stdoutClosed;
+  const onClosed = (): void => controller.abort(new Error('stdout was closed'));
+  if (closed?.aborted) onClosed();
+  else closed?.addEventListener('abort', onClosed, { once: true });
   const terminal = !options.json && process.stdin.isTTY === true && process.stderr.isTTY === true;
   const input = options.input ?? (terminal ? process.stdin : undefined);
   const approver = commandApprover({
@@ -86,6 +91,7 @@ export async function executeLive(
   } finally {
     approver.close();
     stopWatching();
+    closed?.removeEventListener('abort', onClosed);
   }
 
   if (options.json) {
