@@ -1,0 +1,176 @@
+/**
+ * Approvals on the command line: off a terminal, requests are denied unless an `--approve` rule
+ * allows them, and the closing summary, the run directory and `troupe report` list every decision;
+ * on a terminal (a real pseudo-terminal, through util-linux `script`), a person answers `y` and `n`.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { repoRoot, simulatedEnv, startCli, tempDir, troupeBin } from '../run-dir/helpers.ts';
+
+const fixtures = path.join(repoRoot, 'test/fixtures/approvals');
+const hasScript = spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0;
+
+let dir: string;
+let cleanup: () => void;
+const children: ChildProcess[] = [];
+beforeEach(() => {
+  ({ dir, cleanup } = tempDir('troupe-cli-approvals-'));
+  mkdirSync(path.join(dir, '.claude', 'agents'), { recursive: true });
+  writeFileSync(
+    path.join(dir, '.claude', 'agents', 'asker.md'),
+    '---\nname: asker\ndescription: Follows the plan in its task.\n---\nFollow the plan.\n',
+  );
+});
+afterEach(async () => {
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) {
+      const closed = new Promise((resolve) => child.once('close', resolve));
+      child.kill('SIGKILL');
+      await closed;
+    }
+  }
+  cleanup();
+});
+
+/** A plan of one agent per entry of `plans`, each following its list of tool calls. */
+function writePlan(plans: readonly (readonly { name: string; args: Record<string, unknown> }[])[]): void {
+  writeFileSync(
+    path.join(dir, 'plan.yaml'),
+    [
+      'threads: 1',
+      'provider:',
+      `  module: ${path.join(fixtures, 'plan-provider.ts')}`,
+      'toolModules:',
+      `  - ${path.join(fixtures, 'tools.ts')}`,
+      'runs:',
+      ...plans.map(
+        (steps) => `  - { agent: asker, task: ${JSON.stringify(`Go. PLAN:${JSON.stringify(steps)}`)} }`,
+      ),
+    ].join('\n'),
+  );
+}
+
+function actions(): string[][] {
+  const file = path.join(dir, 'actions.log');
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => line.split('\t').slice(1));
+}
+
+function approvalRecords(runDir: string): Record<string, unknown>[] {
+  return readFileSync(path.join(runDir, 'approvals.jsonl'), 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+describe('approvals in troupe fanout', () => {
+  it('off a terminal: --approve rules approve, every other request is denied and the summary lists it', async () => {
+    writePlan([
+      [
+        { name: 'record_action', args: { note: 'one' } },
+        { name: 'deploy', args: { target: 'prod' } },
+      ],
+    ]);
+    const runDir = path.join(dir, 'run');
+    const run = startCli(
+      ['fanout', 'plan.yaml', '--out', runDir, '--ask', 'record_action', '--approve', 'record_action'],
+      { cwd: dir },
+    );
+    expect(await run.exited, run.stderr()).toBe(0);
+
+    // record_action asked (--ask) and an --approve rule approved it; deploy asked (needsApproval
+    // for prod) and nobody could be asked: denied, never run.
+    expect(actions()).toEqual([['record_action', 'one']]);
+    const stdout = run.stdout();
+    expect(stdout).toMatch(
+      /approvals: 1 approved, 1 denied:\n +\S+-0 asker: deploy \{"target":"prod"\} denied/,
+    );
+    expect(approvalRecords(runDir)).toMatchObject([
+      { tool: 'record_action', approved: true, by: 'rule', decider: '--approve record_action' },
+      { tool: 'deploy', approved: false, by: 'rule', decider: 'no terminal', args: { target: 'prod' } },
+    ]);
+    for (const record of approvalRecords(runDir)) {
+      expect(record.requestedAt).toEqual(expect.any(String));
+      expect(record.decidedAt).toEqual(expect.any(String));
+    }
+
+    const report = startCli(['report', runDir], { cwd: dir });
+    expect(await report.exited, report.stderr()).toBe(0);
+    expect(report.stdout()).toMatch(/asker.*record_action.*approved/);
+    expect(report.stdout()).toMatch(/asker.*deploy.*denied/);
+  });
+
+  it('off a terminal without --approve: an asking call is denied with the reason the model sees', async () => {
+    writePlan([[{ name: 'record_action', args: { note: 'one' } }]]);
+    const runDir = path.join(dir, 'run');
+    const run = startCli(['fanout', 'plan.yaml', '--out', runDir, '--ask', 'record_action'], { cwd: dir });
+    expect(await run.exited, run.stderr()).toBe(0);
+    expect(actions()).toEqual([]);
+    expect(run.stdout()).toContain('approvals: 0 approved, 1 denied:');
+    expect(run.stdout()).toContain('last result: `record_action` was denied');
+  });
+
+  it.skipIf(!hasScript)(
+    'on a terminal: a person answers y, then n; the approved call runs once, the denied one never',
+    async () => {
+      writePlan([
+        [
+          { name: 'record_action', args: { note: 'first' } },
+          { name: 'record_action', args: { note: 'second' } },
+        ],
+      ]);
+      const runDir = path.join(dir, 'run');
+      const command = [
+        process.execPath,
+        troupeBin,
+        'fanout',
+        'plan.yaml',
+        '--out',
+        runDir,
+        '--ask',
+        'record_action',
+      ]
+        .map((word) => `'${word}'`)
+        .join(' ');
+      // `script` runs the command on a new pseudo-terminal and passes our writes to it as keys.
+      const child = spawn('script', ['-qfec', command, '/dev/null'], {
+        cwd: dir,
+        env: { ...simulatedEnv(), TERM: 'xterm' },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      children.push(child);
+      let output = '';
+      let answered = 0;
+      child.stdout?.on('data', (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+        // Each request shows its arguments and the key prompt; answer each once, in turn.
+        if (answered === 0 && /\{"note":"first"\}.*\[y\] approve/s.test(output)) {
+          answered = 1;
+          child.stdin?.write('y');
+        } else if (answered === 1 && /\{"note":"second"\}.*\[y\] approve/s.test(output)) {
+          answered = 2;
+          child.stdin?.write('n');
+        }
+      });
+      child.stderr?.on('data', (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+      });
+      const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+      child.stdin?.destroy();
+
+      expect(code, output).toBe(0);
+      expect(answered).toBe(2);
+      expect(actions()).toEqual([['record_action', 'first']]);
+      expect(output).toContain('approvals: 1 approved, 1 denied:');
+      expect(approvalRecords(runDir)).toMatchObject([
+        { tool: 'record_action', args: { note: 'first' }, approved: true, by: 'person', decider: 'tty' },
+        { tool: 'record_action', args: { note: 'second' }, approved: false, by: 'person', decider: 'tty' },
+      ]);
+    },
+  );
+});
