@@ -1,5 +1,5 @@
 /**
- * Approvals on the command line: off a terminal, requests are denied unless an `--approve` rule
+ * Approvals on the command line (`troupe fanout`, `troupe run`): off a terminal, requests are denied unless an `--approve` rule
  * allows them, and the closing summary, the run directory and `troupe report` list every decision;
  * on a terminal (a real pseudo-terminal, through util-linux `script`), a person answers `y` and `n`.
  */
@@ -59,6 +59,44 @@ function actions(): string[][] {
     .split('\n')
     .filter((line) => line !== '')
     .map((line) => line.split('\t').slice(1));
+}
+
+/** Runs `troupe ...args` in `dir` on a new pseudo-terminal (util-linux `script`); `onOutput` may type keys. */
+function onTerminal(
+  args: readonly string[],
+  onOutput: (output: string, type: (keys: string) => void) => void,
+): Promise<{ code: number | null; output: string }> {
+  const command = [process.execPath, troupeBin, ...args].map((word) => `'${word}'`).join(' ');
+  const child = spawn('script', ['-qfec', command, '/dev/null'], {
+    cwd: dir,
+    env: { ...simulatedEnv(), TERM: 'xterm' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  const type = (keys: string): void => {
+    child.stdin?.write(keys);
+  };
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+    onOutput(output, type);
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
+  return new Promise((resolve) =>
+    child.once('close', (code) => {
+      child.stdin?.destroy();
+      resolve({ code, output });
+    }),
+  );
+}
+
+function journalEvents(file: string): Record<string, unknown>[] {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 function approvalRecords(runDir: string): Record<string, unknown>[] {
@@ -125,43 +163,20 @@ describe('approvals in troupe fanout', () => {
         ],
       ]);
       const runDir = path.join(dir, 'run');
-      const command = [
-        process.execPath,
-        troupeBin,
-        'fanout',
-        'plan.yaml',
-        '--out',
-        runDir,
-        '--ask',
-        'record_action',
-      ]
-        .map((word) => `'${word}'`)
-        .join(' ');
-      // `script` runs the command on a new pseudo-terminal and passes our writes to it as keys.
-      const child = spawn('script', ['-qfec', command, '/dev/null'], {
-        cwd: dir,
-        env: { ...simulatedEnv(), TERM: 'xterm' },
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
-      children.push(child);
-      let output = '';
       let answered = 0;
-      child.stdout?.on('data', (chunk: Buffer) => {
-        output += chunk.toString('utf8');
-        // Each request shows its arguments and the key prompt; answer each once, in turn.
-        if (answered === 0 && /\{"note":"first"\}.*\[y\] approve/s.test(output)) {
-          answered = 1;
-          child.stdin?.write('y');
-        } else if (answered === 1 && /\{"note":"second"\}.*\[y\] approve/s.test(output)) {
-          answered = 2;
-          child.stdin?.write('n');
-        }
-      });
-      child.stderr?.on('data', (chunk: Buffer) => {
-        output += chunk.toString('utf8');
-      });
-      const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-      child.stdin?.destroy();
+      const { code, output } = await onTerminal(
+        ['fanout', 'plan.yaml', '--out', runDir, '--ask', 'record_action'],
+        (text, type) => {
+          // Each request shows its arguments and the key prompt; answer each once, in turn.
+          if (answered === 0 && /\{"note":"first"\}.*\[y\] approve/s.test(text)) {
+            answered = 1;
+            type('y');
+          } else if (answered === 1 && /\{"note":"second"\}.*\[y\] approve/s.test(text)) {
+            answered = 2;
+            type('n');
+          }
+        },
+      );
 
       expect(code, output).toBe(0);
       expect(answered).toBe(2);
@@ -173,4 +188,56 @@ describe('approvals in troupe fanout', () => {
       ]);
     },
   );
+});
+
+describe('approvals in troupe run', () => {
+  beforeEach(() => {
+    writeFileSync(path.join(dir, 'a.md'), '# A\nAlpha.\n');
+    writeFileSync(path.join(dir, 'b.md'), '# B\nBeta.\n');
+  });
+
+  it('off a terminal: an --approve rule approves the read of a.md, the read of b.md is denied', async () => {
+    const journal = path.join(dir, 'run.jsonl');
+    const args = ['run', 'worker', '--task', 'Review a.md and b.md', '--journal', journal];
+    const run = startCli([...args, '--ask', 'read_file', '--approve', 'Read(a.md)'], { cwd: dir });
+    expect(await run.exited, run.stderr()).toBe(0);
+    expect(run.stderr()).toContain('approved: read_file by rule (--approve Read(a.md))');
+    expect(run.stderr()).toContain('denied: read_file by rule (no terminal)');
+    const decided = journalEvents(journal).filter((event) => event.type === 'ApprovalDecided');
+    expect(decided).toMatchObject([
+      { approved: true, by: 'rule', decider: '--approve Read(a.md)' },
+      { approved: false, by: 'rule', decider: 'no terminal' },
+    ]);
+    const results = journalEvents(journal).filter((event) => event.type === 'ToolResult');
+    expect(results.map((event) => event.ok)).toEqual([true, false, true]);
+  });
+
+  it.skipIf(!hasScript)('on a terminal: y approves the first read, n denies the second', async () => {
+    const journal = path.join(dir, 'run.jsonl');
+    let prompts = 0;
+    const { code, output } = await onTerminal(
+      ['run', 'worker', '--task', 'Review a.md and b.md', '--journal', journal, '--ask', 'read_file'],
+      (text, type) => {
+        // One prompt per request, printed when it becomes the one the keys answer.
+        const shown = text.split('[y] approve').length - 1;
+        if (shown > prompts) {
+          prompts = shown;
+          type(prompts === 1 ? 'y' : 'n');
+        }
+      },
+    );
+    expect(code, output).toBe(0);
+    expect(prompts).toBe(2);
+    expect(output).toContain('approved: read_file by a person (tty)');
+    expect(output).toContain('denied: read_file by a person (tty): denied at the terminal');
+    const events = journalEvents(journal);
+    expect(events.filter((event) => event.type === 'ApprovalRequested')).toMatchObject([
+      { name: 'read_file' },
+      { name: 'read_file' },
+    ]);
+    expect(events.filter((event) => event.type === 'ApprovalDecided')).toMatchObject([
+      { approved: true, by: 'person', decider: 'tty' },
+      { approved: false, by: 'person', decider: 'tty' },
+    ]);
+  });
 });
