@@ -141,6 +141,12 @@ describe('approvals in troupe fanout', () => {
     expect(await report.exited, report.stderr()).toBe(0);
     expect(report.stdout()).toMatch(/asker.*record_action.*approved/);
     expect(report.stdout()).toMatch(/asker.*deploy.*denied/);
+    const html = path.join(dir, 'report.html');
+    const htmlReport = startCli(['report', runDir, '--html', html], { cwd: dir });
+    expect(await htmlReport.exited, htmlReport.stderr()).toBe(0);
+    const page = readFileSync(html, 'utf8');
+    expect(page).toContain('Approvals (1 approved, 1 denied)');
+    expect(page).toMatch(/<td>deploy<\/td><td class="failed">denied<\/td>/);
   });
 
   it('off a terminal without --approve: an asking call is denied with the reason the model sees', async () => {

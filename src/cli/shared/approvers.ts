@@ -91,10 +91,23 @@ export class TerminalApprover implements SessionApprover {
           decider: 'tty',
           remember: lower === 'a' ? 'session' : 'call',
         });
-      // `a` approves the rule's other waiting requests too (the supervisor answers them itself).
+      // `a` approves the rule's other waiting requests too. A supervisor has approved them already
+      // (remember: 'session'), so its answer to these is a no-op; `troupe run`'s channel needs it.
       if (lower === 'a') {
-        for (let i = this.#queue.length - 1; i >= 0; i -= 1) {
-          if (this.#queue[i]?.request.rule === head.request.rule) this.#queue.splice(i, 1);
+        const rule = head.request.rule;
+        const same = this.#queue.filter((entry) => entry.request.rule === rule);
+        this.#queue.splice(
+          0,
+          this.#queue.length,
+          ...this.#queue.filter((entry) => entry.request.rule !== rule),
+        );
+        for (const entry of same) {
+          entry.answer({
+            approved: true,
+            by: 'rule',
+            decider: `remembered for the session: ${rule}`,
+            remember: 'session',
+          });
         }
       }
       const next = this.#queue[0];
