@@ -4,7 +4,7 @@
  * on a terminal (a real pseudo-terminal, through util-linux `script`), a person answers `y` and `n`.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { repoRoot, simulatedEnv, startCli, tempDir, troupeBin } from '../run-dir/helpers.ts';
@@ -64,7 +64,7 @@ function actions(): string[][] {
 /** Runs `troupe ...args` in `dir` on a new pseudo-terminal (util-linux `script`); `onOutput` may type keys. */
 function onTerminal(
   args: readonly string[],
-  onOutput: (output: string, type: (keys: string) => void) => void,
+  onOutput: (output: string, type: (keys: string) => void, kill: () => void) => void,
 ): Promise<{ code: number | null; output: string }> {
   const command = [process.execPath, troupeBin, ...args].map((word) => `'${word}'`).join(' ');
   const child = spawn('script', ['-qfec', command, '/dev/null'], {
@@ -77,9 +77,19 @@ function onTerminal(
   const type = (keys: string): void => {
     child.stdin?.write(keys);
   };
+  // SIGKILLs troupe (and whatever runs between `script` and it): a crash, not a shutdown.
+  const kill = (): void => {
+    for (const pid of descendants(child.pid ?? -1)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Gone already.
+      }
+    }
+  };
   child.stdout?.on('data', (chunk: Buffer) => {
     output += chunk.toString('utf8');
-    onOutput(output, type);
+    onOutput(output, type, kill);
   });
   child.stderr?.on('data', (chunk: Buffer) => {
     output += chunk.toString('utf8');
@@ -90,6 +100,16 @@ function onTerminal(
       resolve({ code, output });
     }),
   );
+}
+
+/** Every process below `pid`. */
+function descendants(pid: number): number[] {
+  const listed = spawnSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).stdout ?? '';
+  const children = listed
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map(Number);
+  return children.flatMap((child) => [child, ...descendants(child)]);
 }
 
 function journalEvents(file: string): Record<string, unknown>[] {
@@ -192,6 +212,44 @@ describe('approvals in troupe fanout', () => {
         { tool: 'record_action', args: { note: 'first' }, approved: true, by: 'person', decider: 'tty' },
         { tool: 'record_action', args: { note: 'second' }, approved: false, by: 'person', decider: 'tty' },
       ]);
+    },
+  );
+});
+
+describe('approvals across a crash of troupe fanout', () => {
+  it.skipIf(!hasScript)(
+    'killed while a call waits: troupe resume RUN_DIR waits again under the same request id, and --approve runs it once',
+    async () => {
+      writePlan([[{ name: 'record_action', args: { note: 'gated' } }]]);
+      const runDir = path.join(dir, 'run');
+      let killed = false;
+      const first = await onTerminal(
+        ['fanout', 'plan.yaml', '--out', runDir, '--ask', 'record_action'],
+        (text, _type, kill) => {
+          if (!killed && /\{"note":"gated"\}.*\[y\] approve/s.test(text)) {
+            killed = true;
+            kill();
+          }
+        },
+      );
+      expect(killed, first.output).toBe(true);
+      expect(actions()).toEqual([]);
+      const [journalFile] = readdirSync(path.join(runDir, 'journals'));
+      const journal = path.join(runDir, 'journals', journalFile ?? '');
+      const asked = journalEvents(journal).filter((event) => event.type === 'ApprovalRequested');
+      expect(asked).toHaveLength(1);
+      const requestId = asked[0]?.requestId;
+
+      const resumed = startCli(['resume', runDir, '--approve', 'record_action'], { cwd: dir });
+      expect(await resumed.exited, resumed.stderr()).toBe(0);
+      expect(resumed.stdout()).toContain(`[${String(requestId)}]`);
+      expect(actions()).toEqual([['record_action', 'gated']]);
+      const events = journalEvents(journal);
+      expect(events.filter((event) => event.type === 'ApprovalRequested')).toHaveLength(1);
+      expect(events.filter((event) => event.type === 'ApprovalDecided')).toMatchObject([
+        { requestId, approved: true, by: 'rule', decider: '--approve record_action' },
+      ]);
+      expect(approvalRecords(runDir)).toMatchObject([{ requestId, approved: true }]);
     },
   );
 });
