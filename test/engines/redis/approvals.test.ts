@@ -14,6 +14,7 @@ import type { AuditEvent, EventOf } from '../../../src/journal/events.ts';
 import type { AgentApproval } from '../../../src/supervisor/events.ts';
 import { RedisSupervisor } from '../../../src/supervisor/redis-supervisor.ts';
 import { planTask } from '../../fixtures/approvals/plan-provider.ts';
+import { startCli } from '../../run-dir/helpers.ts';
 import {
   chainProblem,
   definition,
@@ -184,7 +185,7 @@ describe(`approvals on the redis backend${skipReason}`, { skip: redisServerPath 
     expect(ofType(journal, 'ToolResult')).toMatchObject([{ ok: false, text: INTERRUPTED_TOOL_RESULT }]);
   });
 
-  it('a call denied through Redis is never run, even when its worker is SIGKILLed after the denial', async () => {
+  it('a call denied with troupe approve from another process is never run, even when its worker is SIGKILLed after the denial', async () => {
     const queueName = uniqueName('deny');
     const startSurvivor = await workerPair(queueName);
     const { supervisor: sup, actions } = start(queueName, 'record_action');
@@ -204,13 +205,20 @@ describe(`approvals on the redis backend${skipReason}`, { skip: redisServerPath 
     });
     const { request } = await asked;
     const waiting = new Promise<void>((resolve) => sup.on('agent:waiting', () => resolve()));
-    remote = await RemoteApprovals.connect({ redisUrl: server.url, queueName, prefix: PREFIX });
-    await remote.decide(request.requestId, {
-      approved: false,
-      by: 'person',
-      decider: 'test client',
-      reason: 'not on a Friday',
-    });
+    // `troupe approve` from another process lists the request and denies it.
+    const where = ['--redis', server.url, '--queue', queueName, '--prefix', PREFIX];
+    const listed = startCli(['approve', ...where], { cwd: root });
+    expect(await listed.exited, listed.stderr()).toBe(0);
+    expect(listed.stdout()).toContain(`${request.requestId}  `);
+    expect(listed.stdout()).toContain('record_action {"note":"denied"}');
+    const denied = startCli(
+      ['approve', request.requestId.slice(0, 10), '--deny', 'not on a Friday', ...where],
+      {
+        cwd: root,
+      },
+    );
+    expect(await denied.exited, denied.stderr()).toBe(0);
+    expect(denied.stdout()).toContain(`denied ${request.requestId}`);
     await waiting;
     startSurvivor.doomed.kill('SIGKILL');
     await startSurvivor.doomed.exited;
@@ -228,5 +236,11 @@ describe(`approvals on the redis backend${skipReason}`, { skip: redisServerPath 
     expect(results[0]).toMatchObject({ ok: false, refused: true });
     expect(results[0]?.text).toContain('not on a Friday');
     expect(ofType(journal, 'ApprovalRequested')).toHaveLength(1);
+    expect(ofType(journal, 'ApprovalDecided')).toMatchObject([
+      { approved: false, by: 'person', decider: expect.stringMatching(/^troupe approve \(/) },
+    ]);
+    const after = startCli(['approve', ...where], { cwd: root });
+    expect(await after.exited).toBe(0);
+    expect(after.stdout()).toBe('no tool call is waiting for approval\n');
   });
 });
