@@ -122,7 +122,7 @@ export class RedisEngine implements Engine {
       reader,
       queue,
       jobs,
-      inbox: new Inbox(redis, this.#keys),
+      inbox: new Inbox(redis, this.#keys, this.#options.maxPendingInstructions),
       approvals: new RedisApprovals(redis, this.#keys),
     };
     await queue.waitUntilReady();

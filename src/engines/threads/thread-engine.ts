@@ -148,7 +148,7 @@ export class ThreadEngine implements Engine {
   run(spec: ActorSpec): void {
     const agent: ThreadAgent = {
       spec,
-      mailbox: new Mailbox(),
+      mailbox: new Mailbox(this.#options.maxPendingInstructions, spec.agentId),
       state: 'queued',
       host: undefined,
       charged: 0,
