@@ -28,6 +28,7 @@ const LOADERS: Readonly<Record<CommandName, () => Promise<CommandModule>>> = {
   compare: () => import('./compare.ts'),
   demo: () => import('./demo.ts'),
   worker: () => import('./worker.ts'),
+  approve: () => import('./approve.ts'),
 };
 
 /** The subcommand `argv` runs (`troupe help NAME` included), if it names one. */

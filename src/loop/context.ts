@@ -10,8 +10,10 @@ import type { ModelPrice } from '../providers/pricing.ts';
 import type { Provider, Receipt } from '../providers/types.ts';
 import type { Toolbox } from '../tools/toolbox.ts';
 import type { ToolSpec } from '../tools/types.ts';
+import type { ApprovalSettings } from './approvals.ts';
 import type { ResolvedLimits } from './limits.ts';
 import type { LoopProgress, StopCondition } from './stop-conditions.ts';
+import type { AgentChannels } from './types.ts';
 
 /** Everything a round needs, and what rounds change. */
 export class RunContext {
@@ -37,6 +39,9 @@ export class RunContext {
   readonly fixedUsageTokens: number;
   /** The model's price, when the provider knows it. */
   readonly price: ModelPrice | undefined;
+  /** Where calls that ask wait for a decision (undefined: asks are denied). */
+  readonly approvalChannel: AgentChannels['requestApproval'];
+  readonly approvalSettings: ApprovalSettings;
   readonly #journal: JournalSink | undefined;
   readonly #observer: ((event: AuditEventInput) => void) | undefined;
   readonly #timedOut: () => boolean;
@@ -47,6 +52,8 @@ export class RunContext {
   stepsUsed = 0;
   totals: UsageTotals = ZERO_USAGE_TOTALS;
   instructionsReceived = 0;
+  /** ApprovalRequested events so far (request ids are numbered by it). */
+  approvalsRequested = 0;
   /** Answers cut off by the output limit in a row. */
   truncations = 0;
   readonly succeededTools = new Set<string>();
@@ -78,6 +85,8 @@ export class RunContext {
     usageCounter: TokenCounter;
     fixedUsageTokens: number;
     price: ModelPrice | undefined;
+    approvalChannel?: AgentChannels['requestApproval'];
+    approvalSettings: ApprovalSettings;
     journal: JournalSink | undefined;
     observer: ((event: AuditEventInput) => void) | undefined;
   }) {
@@ -97,6 +106,8 @@ export class RunContext {
     this.usageCounter = init.usageCounter;
     this.fixedUsageTokens = init.fixedUsageTokens;
     this.price = init.price;
+    this.approvalChannel = init.approvalChannel;
+    this.approvalSettings = init.approvalSettings;
     this.#journal = init.journal;
     this.#observer = init.observer;
   }
@@ -110,6 +121,11 @@ export class RunContext {
   record(event: AuditEventInput): void {
     this.#journal?.append(event);
     this.#observer?.(event);
+  }
+
+  /** Resolves once every event recorded so far is stored (at once for synchronous journals). */
+  async journalFlushed(): Promise<void> {
+    await this.#journal?.flushed?.();
   }
 
   /** Pushes a history entry to the projection and journals it. */

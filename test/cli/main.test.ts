@@ -39,6 +39,7 @@ const loaders: Record<CommandName, () => Promise<{ register: (...args: never[]) 
   score: () => import('../../src/cli/score.ts'),
   compare: () => import('../../src/cli/compare.ts'),
   demo: () => import('../../src/cli/demo.ts'),
+  approve: () => import('../../src/cli/approve.ts'),
   worker: () => import('../../src/cli/worker.ts'),
 };
 

@@ -20,9 +20,10 @@ import { resolveLimits } from '../../loop/limits.ts';
 import { resolveStartSettings } from '../../loop/pinning.ts';
 import { journalRerender } from '../../loop/rerender.ts';
 import { runAgent } from '../../loop/run-agent.ts';
-import type { AgentLimits, AgentOutcome } from '../../loop/types.ts';
+import type { AgentChannels, AgentLimits, AgentOutcome } from '../../loop/types.ts';
 import { type ModelSettings, prepareModelSettings } from '../../providers/model-settings.ts';
 import { runMcpServers } from '../../supervisor/definitions.ts';
+import type { AgentPermissions } from '../../tools/permissions.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
 import { RUNS_DIR } from './constants.ts';
 import {
@@ -84,6 +85,8 @@ export interface ExecuteOptions {
   readonly signal?: AbortSignal;
   /** Sees every event as journalled (with `seq` and `hash`), right after it reached the file. */
   readonly onEvent?: (event: AuditEvent) => void;
+  /** Where calls that ask for approval wait. @default none: they are denied */
+  readonly requestApproval?: AgentChannels['requestApproval'];
 }
 
 /** A session ready to run: the definition is resolved, the provider built, the journal open. */
@@ -126,6 +129,8 @@ export interface RunRequest {
   readonly registry?: ToolRegistry;
   /** Clock for the default journal name. @default () => new Date() */
   readonly now?: () => Date;
+  /** Rules, mode, bypass consent and approval timeout besides the definition's. @default none */
+  readonly permissions?: AgentPermissions;
 }
 
 /** What `troupe resume` asks for. */
@@ -233,6 +238,8 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
       mcpServers,
       ...(request.registry ? { registry: request.registry } : {}),
       limits,
+      ...(request.permissions ? { permissions: request.permissions } : {}),
+      ...(options.requestApproval ? { channels: { requestApproval: options.requestApproval } } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     }),
   );
@@ -333,6 +340,7 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
       truncatedBytes: writer.truncatedBytes,
       ...(request.registry ? { registry: request.registry } : {}),
       ...(started.limits ? { limits: started.limits } : {}),
+      ...(options.requestApproval ? { channels: { requestApproval: options.requestApproval } } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     }),
   );

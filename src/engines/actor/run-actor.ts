@@ -60,6 +60,8 @@ export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promis
       : {}),
     signal: run.signal,
     limits: spec.limits,
+    // Jobs added by an older supervisor carry none.
+    permissions: spec.permissions ?? {},
     channels: run.channels,
     onEvent: (event) => {
       const signal = agentSignal(agentId, event);
