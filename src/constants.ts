@@ -53,3 +53,8 @@ export const SLICE_REFUSAL =
 export const MAX_REPLAY_JOURNAL_BYTES = 64 * 1024 * 1024;
 /** Characters of a tool's output an `agent:tool` completed event previews. */
 export const TOOL_OUTPUT_PREVIEW_CHARS = 400;
+/**
+ * How long a tool call waits for a person's approval before its request times out (and is denied,
+ * unless `onTimeout: 'allow'`). 0 means no limit.
+ */
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 600_000;

@@ -86,6 +86,11 @@ export const COMMAND_HELP = {
     description:
       'Fan-out demo on the simulated model (no API key): an orchestrator and 8 workers on 2 threads review files of examples/.',
   },
+  approve: {
+    term: 'approve [options] [request-id]',
+    description:
+      'List the tool calls that agents on a Redis queue wait to have approved, or approve (or --deny) one by its request id.',
+  },
   worker: {
     term: 'worker [options]',
     description: 'Run agent jobs from a Redis queue (the redis backend); start one or more per machine.',

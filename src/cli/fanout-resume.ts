@@ -13,6 +13,7 @@ import { checkProvider } from '../run-dir/provider-choice.ts';
 import { planResume } from '../run-dir/resume-plan.ts';
 import { RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
 import { runLimitsOf } from '../run-dir/run-plan.ts';
+import { sessionApprover } from './shared/approvers.ts';
 import { redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
 
@@ -26,6 +27,8 @@ export interface ResumeRunDirOptions {
   readonly retry?: ReadonlySet<FailureReason>;
   /** Redis URL of a run on the redis engine. @default TROUPE_REDIS_URL */
   readonly redisUrl?: string;
+  /** `--approve` rules: requests they allow are approved without asking. @default none */
+  readonly approve?: readonly string[];
 }
 
 /**
@@ -66,6 +69,7 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
     json: options.json === true,
     io,
     ...(supervisor ? { supervisor } : {}),
+    approver: sessionApprover(options.approve ?? [], plan.cwd, options.json === true),
   });
   return exitCode;
 }

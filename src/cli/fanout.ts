@@ -14,6 +14,7 @@ import { checkProvider, chooseProvider, defaultModelFor } from '../run-dir/provi
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
 import { resolveRunPlan } from '../run-dir/run-plan.ts';
 import { COMMAND_HELP } from './commands.ts';
+import { sessionApprover } from './shared/approvers.ts';
 import { redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
 import {
@@ -21,8 +22,9 @@ import {
   type ModelSettingsFlags,
   modelSettingsFromFlags,
 } from './shared/model-flags.ts';
+import { commandPermissions, type PermissionFlags, permissionOptions } from './shared/permission-flags.ts';
 
-interface FanoutFlags extends ModelSettingsFlags {
+interface FanoutFlags extends ModelSettingsFlags, PermissionFlags {
   readonly threads?: number;
   readonly isolation?: 'shared' | 'thread';
   readonly concurrency?: number;
@@ -71,7 +73,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       nonNegativeInt,
     );
   addModelSettingsOptions(
-    command,
+    permissionOptions(command),
     "every agent: over the plan's and the definitions' modelSettings, under a run's own",
   ).action(async (planFile: string, flags: FanoutFlags) => {
     setExit(await fanout(planFile, flags, io));
@@ -92,6 +94,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     return 1;
   }
   const { plan, definitions } = loaded;
+  const asked = commandPermissions(flags);
   const provider = chooseProvider({
     ...(flags.provider === undefined ? {} : { flag: flags.provider }),
     ...(plan.provider === undefined ? {} : { plan: plan.provider }),
@@ -110,6 +113,8 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
       ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
       ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
       modelSettings: modelSettingsFromFlags(flags),
+      ...(asked.permissions === undefined ? {} : { permissions: asked.permissions }),
+      ...(asked.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: asked.approvalTimeoutMs }),
     },
     defaultModelFor(provider),
   );
@@ -128,6 +133,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     json: flags.json === true,
     io,
     ...(supervisor ? { supervisor } : {}),
+    approver: sessionApprover(asked.approve, runPlan.cwd, flags.json === true),
   });
   return exitCode;
 }

@@ -30,6 +30,7 @@ const LOADERS: Readonly<Record<CommandName, () => Promise<CommandModule>>> = {
   replay: () => import('./replay.ts'),
   demo: () => import('./demo.ts'),
   worker: () => import('./worker.ts'),
+  approve: () => import('./approve.ts'),
 };
 
 /** The subcommand `argv` runs (`troupe help NAME` included), if it names one. */

@@ -14,9 +14,10 @@ import {
   type ModelSettingsFlags,
   modelSettingsFromFlags,
 } from './shared/model-flags.ts';
+import { commandPermissions, type PermissionFlags, permissionOptions } from './shared/permission-flags.ts';
 import { prepareRun } from './shared/session.ts';
 
-interface RunFlags extends ModelSettingsFlags {
+interface RunFlags extends ModelSettingsFlags, PermissionFlags {
   readonly task: string;
   readonly provider?: string;
   readonly model?: string;
@@ -57,8 +58,13 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     )
     .option('--max-cost <usd>', 'cost budget in USD (default: none; needs a priced model)', nonNegativeNumber)
     .option('--time-limit <ms>', 'wall-clock limit in ms (default: none)', nonNegativeInteger);
-  addModelSettingsOptions(command, "over the definition's modelSettings").action(
+  addModelSettingsOptions(permissionOptions(command), "over the definition's modelSettings").action(
     async (agent: string, flags: RunFlags) => {
+      const asked = commandPermissions(flags);
+      const permissions = {
+        ...(asked.permissions ?? {}),
+        ...(asked.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: asked.approvalTimeoutMs }),
+      };
       const session = await prepareRun({
         agent,
         task: flags.task,
@@ -72,8 +78,9 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         ...(flags.maxCost === undefined ? {} : { maxCostUsd: flags.maxCost }),
         ...(flags.timeLimit === undefined ? {} : { wallClockMs: flags.timeLimit }),
         modelSettings: modelSettingsFromFlags(flags),
+        permissions,
       });
-      setExit(await executeLive(session, io, { json: flags.json === true }));
+      setExit(await executeLive(session, io, { json: flags.json === true, approve: asked.approve }));
     },
   );
 }

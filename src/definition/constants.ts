@@ -38,6 +38,7 @@ export const KNOWN_KEYS: ReadonlySet<string> = new Set([
   'tools',
   'disallowedTools',
   'permissionMode',
+  'permissions',
   'skills',
   'agentsMd',
   'outputFormat',

@@ -7,7 +7,24 @@ import type { ModelSettings } from '../providers/model-settings.ts';
 export type DefinitionSource = 'project' | 'user' | 'compat' | 'builtin';
 
 export type PromptMode = 'extend' | 'full';
-export type PermissionMode = 'default' | 'acceptEdits' | 'dontAsk' | 'plan';
+/**
+ * How calls that no permission rule decides are treated (docs/permissions.md): `default` asks before
+ * edits, shell commands, web requests and MCP tools; `acceptEdits` also lets edits inside the
+ * working directory run; `dontAsk` denies whatever would ask; `plan` admits read-only tools only;
+ * `bypassPermissions` lets everything but `deny` rules run, and only where the supervisor opts in.
+ */
+export type PermissionMode = 'default' | 'acceptEdits' | 'dontAsk' | 'plan' | 'bypassPermissions';
+
+/**
+ * Permission rules in Claude Code's syntax (`Bash(npm test:*)`, `Edit(src/**)`, `mcp__github__*`):
+ * calls matching `deny` never run, calls matching `ask` wait for a person's decision, calls matching
+ * `allow` run without asking. Precedence: deny, then ask, then allow.
+ */
+export interface PermissionRules {
+  readonly allow: readonly string[];
+  readonly ask: readonly string[];
+  readonly deny: readonly string[];
+}
 export type OutputFormat = 'default' | 'concise';
 
 /** Exponential backoff with jitter. */
@@ -52,6 +69,8 @@ export interface AgentDefinition {
   /** Entries that take tools away (names or rules, as in `tools`); they win over `tools`. */
   readonly disallowedTools: readonly string[];
   readonly permissionMode: PermissionMode;
+  /** Approval rules of this agent; merged with the supervisor's, the plan's and the command line's. */
+  readonly permissions: PermissionRules;
   readonly skills: readonly string[];
   readonly agentsMd: boolean;
   readonly outputFormat: OutputFormat;

@@ -12,6 +12,7 @@ import {
 } from '../constants.ts';
 import { describeValue } from '../errors.ts';
 import { isMcpServerName, type McpServerRef, readMcpServerConfig } from '../mcp/config.ts';
+import { tryParseRule } from '../tools/rules.ts';
 import { blockRefContext, readInstructions, readModelSettingsField, readSettingsRefs } from './block-refs.ts';
 import {
   DEFAULT_MODEL,
@@ -51,6 +52,7 @@ import type {
   DefinitionSource,
   OutputFormat,
   PermissionMode,
+  PermissionRules,
   PromptMode,
   SourcePosition,
   ToolConfig,
@@ -71,7 +73,13 @@ export interface ValidationTarget {
 }
 
 const PROMPT_MODES: readonly PromptMode[] = ['extend', 'full'];
-const PERMISSION_MODES: readonly PermissionMode[] = ['default', 'acceptEdits', 'dontAsk', 'plan'];
+const PERMISSION_MODES: readonly PermissionMode[] = [
+  'default',
+  'acceptEdits',
+  'dontAsk',
+  'plan',
+  'bypassPermissions',
+];
 const OUTPUT_FORMATS: readonly OutputFormat[] = ['default', 'concise'];
 
 /** Validates `data` and returns the resolved definition, or undefined when any error was recorded. */
@@ -127,6 +135,7 @@ export function validateDefinition(
       (value) => readEnum(ctx, ['permissionMode'], value, PERMISSION_MODES),
       'default',
     ),
+    permissions: read('permissions', (value) => readPermissions(ctx, value), NO_PERMISSION_RULES),
     skills: read('skills', (value) => readNames(ctx, 'skills', value), []),
     agentsMd: read('agentsMd', (value) => readBoolean(ctx, ['agentsMd'], value), true),
     outputFormat: read(
@@ -208,6 +217,52 @@ function recordNamePositions(refs: References, key: string, value: unknown, name
 }
 
 const ALL_TOOLS: NameList = { kind: 'all' };
+const NO_PERMISSION_RULES: PermissionRules = { allow: [], ask: [], deny: [] };
+const PERMISSION_LISTS = ['allow', 'ask', 'deny'] as const;
+
+/**
+ * `permissions: { allow, ask, deny }`: lists of rules in Claude Code's syntax. A rule that cannot be
+ * read is an error at its own line and column (a deny or ask rule read wrongly would fail open).
+ */
+function readPermissions(ctx: FieldContext, value: unknown): PermissionRules | undefined {
+  const object = readObject(ctx, ['permissions'], value);
+  if (!object) return undefined;
+  warnUnknownKeys(ctx, ['permissions'], object, [...PERMISSION_LISTS]);
+  const lists: Record<(typeof PERMISSION_LISTS)[number], string[]> = { allow: [], ask: [], deny: [] };
+  let failed = false;
+  for (const key of PERMISSION_LISTS) {
+    const items = object[key];
+    if (!isSet(items)) continue;
+    const path = ['permissions', key];
+    // A list of rules, or one comma-separated string (as `tools` may be written).
+    const entries: [text: unknown, at: PathSegment[]][] = Array.isArray(items)
+      ? items.map((item: unknown, index) => [item, [...path, index]])
+      : typeof items === 'string'
+        ? items.split(',').map((item) => [item, path])
+        : [];
+    if (!Array.isArray(items) && typeof items !== 'string') {
+      invalid(ctx, path, 'a list of rules such as `Bash(npm test:*)`', items);
+      failed = true;
+      continue;
+    }
+    for (const [text, at] of entries) {
+      if (typeof text !== 'string' || text.trim() === '') {
+        if (typeof text === 'string' && !Array.isArray(items)) continue;
+        invalid(ctx, at, 'a rule such as `Bash(npm test:*)`', text);
+        failed = true;
+        continue;
+      }
+      const parsed = tryParseRule(text);
+      if ('rule' in parsed) {
+        if (!lists[key].includes(parsed.rule.raw)) lists[key].push(parsed.rule.raw);
+        continue;
+      }
+      ctx.problems.error('invalid_tool_rule', parsed.error.message, ctx.data.valueAt(at), at);
+      failed = true;
+    }
+  }
+  return failed ? undefined : lists;
+}
 const DEFAULT_BASH: BashConfig = {
   timeoutSecs: DEFAULT_BASH_TIMEOUT_SECS,
   outputByteLimit: DEFAULT_BASH_OUTPUT_BYTE_LIMIT,

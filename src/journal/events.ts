@@ -268,6 +268,55 @@ export interface TurnAnswered {
   readonly result?: unknown;
 }
 
+/**
+ * A tool call waits for a person's decision (see docs/permissions.md). The call's ToolCall comes
+ * first; its ApprovalDecided (and then its ToolResult) follow. A resumed agent waits again for the
+ * same `requestId`, never asking anew.
+ */
+export interface ApprovalRequested {
+  readonly type: 'ApprovalRequested';
+  readonly agentId: string;
+  readonly round: number;
+  readonly callId: string;
+  readonly requestId: string;
+  /** Canonical tool name. */
+  readonly name: string;
+  readonly modelName: string;
+  /** The arguments as the model gave them (model-facing parameter names). */
+  readonly args: Readonly<Record<string, unknown>>;
+  /** SHA-256 of the canonical JSON of `args` (before any masking). */
+  readonly argsHash: string;
+  /** The rule that asked (an `ask` rule as written, or the tool's name for a mode or `needsApproval` ask). */
+  readonly rule: string;
+  readonly reason: string;
+  /** Epoch ms at which the request times out; null = no limit. */
+  readonly deadline: number | null;
+}
+
+/**
+ * The decision on a tool call, journalled before the tool runs. Written for every decided
+ * ApprovalRequested, and for calls a permission rule or mode denied without asking (no
+ * `requestId`). An approved call without a ToolResult was cut off by a crash and is recorded as
+ * interrupted, never run again; a denied one is answered with its denial, never run.
+ */
+export interface ApprovalDecided {
+  readonly type: 'ApprovalDecided';
+  readonly agentId: string;
+  readonly round: number;
+  readonly callId: string;
+  /** Absent for a denial without a request (a `deny` rule, `dontAsk`). */
+  readonly requestId?: string;
+  readonly name: string;
+  readonly approved: boolean;
+  /** `person`, `rule`, `timeout`, `unattended` or `policy` (see ApprovalDecider). */
+  readonly by: string;
+  readonly decider?: string;
+  readonly reason?: string;
+  readonly remember?: 'call' | 'session';
+  /** The rule that asked, or the rule or mode that denied. */
+  readonly rule: string;
+}
+
 /** The agent was resumed from this journal by a new process or thread. */
 export interface Resumed {
   readonly type: 'Resumed';
@@ -332,6 +381,8 @@ export type AuditEventInput = (
   | Waiting
   | Instructed
   | TurnAnswered
+  | ApprovalRequested
+  | ApprovalDecided
   | Resumed
   | Completed
   | Failed
@@ -465,6 +516,26 @@ const REQUIRED: Readonly<Record<AuditEventType, Readonly<Record<string, Kind>>>>
   Waiting: { callId: 'string', index: 'number' },
   Instructed: { index: 'number', text: 'string' },
   TurnAnswered: { turn: 'number', answer: 'string' },
+  ApprovalRequested: {
+    round: 'number',
+    callId: 'string',
+    requestId: 'string',
+    name: 'string',
+    modelName: 'string',
+    args: 'object',
+    argsHash: 'string',
+    rule: 'string',
+    reason: 'string',
+    deadline: 'number|null',
+  },
+  ApprovalDecided: {
+    round: 'number',
+    callId: 'string',
+    name: 'string',
+    approved: 'boolean',
+    by: 'string',
+    rule: 'string',
+  },
   Resumed: { nextRound: 'number', pendingCallIds: 'array', truncatedBytes: 'number' },
   Completed: { answer: 'string', usage: 'object', costUsd: 'number|null', rounds: 'number' },
   Failed: { reason: 'string', error: 'object', usage: 'object', costUsd: 'number|null', rounds: 'number' },

@@ -11,9 +11,11 @@ import type { Provider, Receipt } from '../providers/types.ts';
 import type { ReplayCalls } from '../replay/replay-calls.ts';
 import type { Toolbox } from '../tools/toolbox.ts';
 import type { ToolSpec } from '../tools/types.ts';
+import type { ApprovalSettings } from './approvals.ts';
 import type { ResolvedLimits } from './limits.ts';
 import type { SessionState } from './session.ts';
 import type { LoopProgress, StopCondition } from './stop-conditions.ts';
+import type { AgentChannels } from './types.ts';
 
 /** Everything a round needs, and what rounds change. */
 export class RunContext {
@@ -43,6 +45,9 @@ export class RunContext {
   readonly replay: ReplayCalls | undefined;
   /** Set when the agent is a session: where it stands (src/loop/session.ts). */
   readonly session: SessionState | undefined;
+  /** Where calls that ask wait for a decision (undefined: asks are denied). */
+  readonly approvalChannel: AgentChannels['requestApproval'];
+  readonly approvalSettings: ApprovalSettings;
   readonly #journal: JournalSink | undefined;
   readonly #observer: ((event: AuditEventInput) => void) | undefined;
   readonly #timedOut: () => boolean;
@@ -53,6 +58,8 @@ export class RunContext {
   stepsUsed = 0;
   totals: UsageTotals = ZERO_USAGE_TOTALS;
   instructionsReceived = 0;
+  /** ApprovalRequested events so far (request ids are numbered by it). */
+  approvalsRequested = 0;
   /** Answers cut off by the output limit in a row. */
   truncations = 0;
   readonly succeededTools = new Set<string>();
@@ -86,6 +93,8 @@ export class RunContext {
     price: ModelPrice | undefined;
     replay?: ReplayCalls | undefined;
     session?: SessionState | undefined;
+    approvalChannel?: AgentChannels['requestApproval'];
+    approvalSettings: ApprovalSettings;
     journal: JournalSink | undefined;
     observer: ((event: AuditEventInput) => void) | undefined;
   }) {
@@ -107,6 +116,8 @@ export class RunContext {
     this.price = init.price;
     this.replay = init.replay;
     this.session = init.session;
+    this.approvalChannel = init.approvalChannel;
+    this.approvalSettings = init.approvalSettings;
     this.#journal = init.journal;
     this.#observer = init.observer;
   }
@@ -128,6 +139,11 @@ export class RunContext {
   record(event: AuditEventInput): void {
     this.#journal?.append(event);
     this.#observer?.(event);
+  }
+
+  /** Resolves once every event recorded so far is stored (at once for synchronous journals). */
+  async journalFlushed(): Promise<void> {
+    await this.#journal?.flushed?.();
   }
 
   /** Pushes a history entry to the projection and journals it. */

@@ -6,6 +6,7 @@
  */
 import { followSignal } from '../abort.ts';
 import type { BlockStore, ResolvedBlocks } from '../blocks/types.ts';
+import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../constants.ts';
 import { toolReferenceProblems } from '../definition/tool-references.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { type SerializedError, serializeError, UserError } from '../errors.ts';
@@ -29,6 +30,7 @@ import { ReplayCalls } from '../replay/replay-calls.ts';
 import type { ReplayRecording } from '../replay/types.ts';
 import { createToolRegistry } from '../tools/builtin/index.ts';
 import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../tools/builtin/orchestration.ts';
+import { type AgentPermissions, effectiveMode } from '../tools/permissions.ts';
 import { ToolRegistry } from '../tools/registry.ts';
 import { sleep as defaultSleep, type Sleep } from '../tools/retry.ts';
 import { buildToolbox } from '../tools/toolbox.ts';
@@ -110,8 +112,16 @@ export interface RunAgentOptions {
   readonly limits?: AgentLimits;
   /** Extra stop conditions, checked before every model request after the built-in limits. */
   readonly stopWhen?: readonly StopCondition[];
-  /** How `complete_task` and `wait_for_instruction` reach the runner. @default in-process */
+  /**
+   * How `complete_task`, `wait_for_instruction` and approvals reach the runner. @default in-process;
+   * without `requestApproval`, calls that ask are denied
+   */
   readonly channels?: AgentChannels;
+  /**
+   * Permissions besides the definition's: rules, a mode for definitions in `default`, whether
+   * `bypassPermissions` may run, and how long approvals wait (docs/permissions.md). @default none
+   */
+  readonly permissions?: AgentPermissions;
   /** Sees every audit event after it is journalled. */
   readonly onEvent?: (event: AuditEventInput) => void;
   /**
@@ -222,6 +232,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     const definitionHashValue =
       started?.definition.hash ?? options.definitionHash ?? definitionHashOf(definition);
     const limits = resolveLimits(options.limits ?? started?.limits, definition.maxSteps);
+    const permissions = options.permissions ?? {};
+    checkBypass(definition, permissions);
     const channels = options.channels ?? {};
     const shared = options.registry ?? createToolRegistry();
     const servers = serversForAgent(definition, options.mcpServers ?? {});
@@ -249,11 +261,13 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     const registry = new ToolRegistry(tools);
     const warnings = checkToolReferences(definition, registry.names(), mcp);
     const projectRoot =
-      options.projectRoot ?? (needsProjectRoot(definition) ? (await projectDirs(options.cwd))[0] : undefined);
+      options.projectRoot ??
+      (needsProjectRoot(definition, permissions) ? (await projectDirs(options.cwd))[0] : undefined);
     const toolbox = buildToolbox(definition, registry, {
       cwd: options.cwd,
       agentId,
       settings: blocks.settings,
+      permissions,
       ...(projectRoot === undefined ? {} : { projectRoot }),
     });
     const system =
@@ -293,6 +307,11 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       price,
       replay,
       session,
+      ...(channels.requestApproval ? { approvalChannel: channels.requestApproval } : {}),
+      approvalSettings: {
+        timeoutMs: permissions.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
+        onTimeout: permissions.onTimeout ?? 'deny',
+      },
       journal: options.journal,
       observer: observerOf(options, definitionHashValue, replay, blocks.pinned),
     });
@@ -459,10 +478,33 @@ function replayCalls(
   return recording === undefined ? undefined : new ReplayCalls(recording, resume ?? []);
 }
 
-/** Whether a rule of the definition is written from the project root (`Read(/src/**)`). */
-function needsProjectRoot(definition: AgentDefinition): boolean {
-  return [...(definition.tools ?? []), ...definition.disallowedTools].some((entry) =>
-    /\(\/(?!\/)/.test(entry),
+/** Whether a rule of the agent is written from the project root (`Read(/src/**)`). */
+function needsProjectRoot(definition: AgentDefinition, extra: AgentPermissions): boolean {
+  const own = definition.permissions;
+  return [
+    ...(definition.tools ?? []),
+    ...definition.disallowedTools,
+    ...own.allow,
+    ...own.ask,
+    ...own.deny,
+    ...(extra.allow ?? []),
+    ...(extra.ask ?? []),
+    ...(extra.deny ?? []),
+  ].some((entry) => /\(\/(?!\/)/.test(entry));
+}
+
+/**
+ * Throws UserError `bypass_not_allowed` (the agent fails with `invalid_request`) when the agent
+ * would run in `bypassPermissions` without the runner's consent.
+ */
+function checkBypass(definition: AgentDefinition, permissions: AgentPermissions): void {
+  if (effectiveMode(definition.permissionMode, permissions.mode) !== 'bypassPermissions') return;
+  if (permissions.allowBypass === true) return;
+  throw new UserError(
+    'bypass_not_allowed',
+    `${definition.path}: agent \`${definition.name}\` asks for permissionMode bypassPermissions, which runs every call without asking; ` +
+      'it runs only where the supervisor allows it (permissions.allowBypass, or --allow-bypass-permissions)',
+    { agent: definition.name, file: definition.path },
   );
 }
 

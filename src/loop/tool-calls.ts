@@ -6,9 +6,12 @@
  */
 import { abortable } from '../abort.ts';
 import { RESULT_NOT_FITTED_TEXT } from '../projection/constants.ts';
+import type { ApprovalDecision } from '../protocol/approvals.ts';
 import type { ToolCall } from '../providers/types.ts';
 import type { ReplayDisposition } from '../replay/types.ts';
-import type { ToolOutcome } from '../tools/types.ts';
+import type { ApprovalAsk, ToolCallResult } from '../tools/toolbox.ts';
+import type { Tool, ToolOutcome } from '../tools/types.ts';
+import { approvalHook, recordDecision } from './approvals.ts';
 import type { RunContext } from './context.ts';
 import { formatToolResult } from './history-format.ts';
 import { applyToolCall, applyToolResult } from './projection-events.ts';
@@ -43,6 +46,7 @@ export async function handleToolCall(
 
   let outcome: ToolOutcome;
   let disposition: ReplayDisposition | undefined;
+  let denied = false;
   if (refusal !== undefined) {
     outcome = { ok: false, text: refusal };
   } else if (call.arguments === undefined) {
@@ -51,43 +55,63 @@ export async function handleToolCall(
       text: `Invalid arguments for \`${call.name}\`: not valid JSON (${call.parseError ?? 'unparseable'}). Call it again with a JSON object.`,
     };
   } else {
-    ctx.currentCallId = call.id;
-    const args = call.arguments;
     const replay = ctx.replay;
-    outcome = await untilAborted(
-      ctx.toolbox.call(call.name, args, {
-        signal: ctx.signal,
-        fitsState: (key, text) => ctx.projection.fitsState(key, text, ctx.renderBudget),
-        ...(replay
-          ? {
-              answer: (tool) => {
-                const decision = replay.decide(canonical, call.name, args, tool.readOnly);
-                disposition = decision?.disposition;
-                return decision?.outcome;
-              },
-            }
-          : {}),
-      }),
-      ctx.signal,
-      call.name,
-    );
+    const args = call.arguments;
+    const answer = replay
+      ? (tool: Tool) => {
+          const decision = replay.decide(canonical, call.name, args, tool.readOnly);
+          disposition = decision?.disposition;
+          return decision?.outcome;
+        }
+      : undefined;
+    const result = await runToolCall(ctx, call.id, call.name, args, approvalHook(ctx, call.id), answer);
+    outcome = result;
+    denied = result.denied !== undefined;
   }
-  const accepted = recordToolResult(
-    ctx,
-    call.id,
-    canonical,
-    call.name,
-    outcome,
-    refusal !== undefined,
-    disposition,
-  );
-  const succeeded = outcome.ok && accepted && refusal === undefined;
+  const refused = refusal !== undefined || denied;
+  const accepted = recordToolResult(ctx, call.id, canonical, call.name, outcome, refused, disposition);
+  const succeeded = outcome.ok && accepted && !refused;
   if (succeeded) ctx.succeededTools.add(canonical);
   return {
     outcome: accepted ? outcome : { ok: false, text: RESULT_NOT_FITTED_TEXT },
     answer: accepted ? outcome.text : RESULT_NOT_FITTED_TEXT,
     succeeded,
   };
+}
+
+/**
+ * Runs one call through the toolbox with `approve` deciding the calls that ask, and journals a
+ * denial that asked no one (a `deny` rule, `dontAsk`). A cancel while it runs answers at once.
+ */
+export async function runToolCall(
+  ctx: RunContext,
+  callId: string,
+  modelName: string,
+  args: unknown,
+  approve: (ask: ApprovalAsk) => Promise<ApprovalDecision>,
+  answer?: (tool: Tool, args: Readonly<Record<string, unknown>>) => ToolOutcome | undefined,
+): Promise<ToolOutcome & Pick<ToolCallResult, 'denied'>> {
+  ctx.currentCallId = callId;
+  const result: ToolOutcome & Pick<ToolCallResult, 'denied'> = await untilAborted(
+    ctx.toolbox.call(modelName, args, {
+      signal: ctx.signal,
+      fitsState: (key, text) => ctx.projection.fitsState(key, text, ctx.renderBudget),
+      approve,
+      ...(answer ? { answer } : {}),
+    }),
+    ctx.signal,
+    modelName,
+  );
+  const denial = result.denied;
+  if (denial && !denial.asked && !ctx.signal.aborted) {
+    const canonical = ctx.toolbox.canonicalName(modelName) ?? modelName;
+    recordDecision(ctx, callId, canonical, denial.rule, {
+      approved: false,
+      by: 'policy',
+      reason: denial.reason,
+    });
+  }
+  return result;
 }
 
 /**

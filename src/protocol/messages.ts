@@ -15,7 +15,8 @@
  *   a response message per call).
  * - inbox (both ways, raw): instruction waits, {@link InboxRequestMessage} up (batched per turn)
  *   and {@link InstructionDeliveryMessage} down, one per delivery, posted the moment `send()` wakes
- *   a parked wait. Comlink puts one 'message' listener on its port per pending call, so with
+ *   a parked wait; approval waits likewise ({@link ApprovalWaitMessage} up, one per request, and
+ *   {@link DecisionDeliveryMessage} down). Comlink puts one 'message' listener on its port per pending call, so with
  *   hundreds of parked agents every reply was dispatched to hundreds of listeners.
  * Comlink needs one port per direction: a port that both exposes and wraps would hand responses to
  * its own expose handler.
@@ -29,7 +30,9 @@ import type { McpServers } from '../mcp/config.ts';
 import type { ModelSettings } from '../providers/model-settings.ts';
 import type { Usage } from '../providers/types.ts';
 import type { ReplayDisposition, ReplayRecording } from '../replay/types.ts';
+import type { AgentPermissions } from '../tools/permissions.ts';
 import type { ToolOutcome } from '../tools/types.ts';
+import type { ApprovalDecision, ApprovalRequest } from './approvals.ts';
 
 /** How a host builds a provider. Closures cannot cross threads, so providers are described. */
 export type ProviderConfig =
@@ -79,6 +82,8 @@ export interface HostToolDeclaration {
   readonly description: string;
   readonly parameters: Readonly<Record<string, unknown>>;
   readonly readOnly: boolean;
+  /** Every call waits for a person's approval (functions cannot cross threads). @default false */
+  readonly needsApproval?: boolean;
 }
 
 /** Sent once with the piscina task that starts a host. */
@@ -144,6 +149,8 @@ export interface ActorSpec {
    * it refers to none, or a resumed agent's could not be resolved: it runs its journal's).
    */
   readonly blocks?: ResolvedBlocks;
+  /** Permissions besides the definition's (rules, mode, bypass consent, approval timeout). */
+  readonly permissions: AgentPermissions;
 }
 
 /** Host memory and load, answered to every heartbeat. */
@@ -195,7 +202,9 @@ export type AgentMessage =
        */
       readonly index?: number;
     }
-  | { readonly type: 'cancel'; readonly reason: string };
+  | { readonly type: 'cancel'; readonly reason: string }
+  /** The decision on the agent's approval request `requestId`; the first one delivered wins. */
+  | { readonly type: 'approval'; readonly requestId: string; readonly decision: ApprovalDecision };
 
 /** What the supervisor learns about an agent as it runs (a subset of its audit events). */
 export type AgentSignal =
@@ -265,7 +274,20 @@ export type AgentSignal =
       /** The `complete_task` result, when the turn ended with one. */
       readonly result?: unknown;
     }
-  | { readonly type: 'text'; readonly agentId: string; readonly text: string };
+  | { readonly type: 'text'; readonly agentId: string; readonly text: string }
+  /** A tool call waits for a decision (sent by the runner each time the agent waits on it: dedupe by id). */
+  | { readonly type: 'approval'; readonly agentId: string; readonly request: ApprovalRequest }
+  /** A decision was journalled (ApprovalDecided), whoever made it. */
+  | {
+      readonly type: 'decided';
+      readonly agentId: string;
+      /** Absent for a call denied without asking (a `deny` rule, `dontAsk`). */
+      readonly requestId: string | undefined;
+      readonly callId: string;
+      readonly tool: string;
+      readonly rule: string;
+      readonly decision: ApprovalDecision;
+    };
 
 /** host -> main posts on the events port. */
 export type HostEventMessage =
@@ -347,6 +369,28 @@ export type InstructionDeliveryMessage = {
   readonly ticket: number;
   readonly text: string | null;
 };
+
+/** host -> main on the inbox port: a wait for the decision on one approval request, or its end. */
+export type ApprovalWaitMessage =
+  | { readonly type: 'approval'; readonly ticket: number; readonly request: ApprovalRequest }
+  /** The agent gave the wait up (cancelled, timed out). */
+  | { readonly type: 'approval_abandon'; readonly ticket: number };
+
+/**
+ * main -> host on the inbox port: the decision for one approval wait; null when the supervisor
+ * ends the wait (the agent is not running, or waits on another request).
+ */
+export type DecisionDeliveryMessage = {
+  readonly type: 'decision';
+  readonly ticket: number;
+  readonly decision: ApprovalDecision | null;
+};
+
+/** Everything a host posts on its inbox port. */
+export type InboxUpMessage = InboxRequestMessage | ApprovalWaitMessage;
+
+/** Everything the supervisor posts on a host's inbox port. */
+export type InboxDownMessage = InstructionDeliveryMessage | DecisionDeliveryMessage;
 
 /**
  * The part of a MessagePort that the admission and inbox clients and servers use, so tests can connect them

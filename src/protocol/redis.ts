@@ -89,10 +89,14 @@ export interface PauseAnnouncement {
 
 /**
  * The park mark of an agent (`<prefix>:<queue>:agent:<id>:parked`, JSON): its job waits for
- * instruction `index` without a worker; whichever worker resumes it reads the mark.
+ * instruction `index`, or the decision on approval `requestId`, without a worker; whichever worker
+ * resumes it reads the mark.
  */
 export interface ParkRequest {
+  /** The instruction waited for; -1 while the job waits for a decision on `requestId`. */
   readonly index: number;
+  /** Set when the job waits for the decision on this approval request. */
+  readonly requestId?: string;
   /** Epoch ms at which the wait gives up; null = no limit. */
   readonly deadline: number | null;
 }

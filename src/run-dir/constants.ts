@@ -54,6 +54,8 @@ export const PLAN_KEYS = [
   'mcpServers',
   'runLimits',
   'modelSettings',
+  'permissions',
+  'approvals',
 ] as const;
 
 /** Keys of one entry of `runs`. */

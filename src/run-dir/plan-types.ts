@@ -5,6 +5,7 @@ import type { McpServers } from '../mcp/config.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
 import type { ModelSettings } from '../providers/model-settings.ts';
 import type { ModelMap } from '../providers/models.ts';
+import type { RunApprovals, RunPermissions } from './plan-permissions.ts';
 
 /** Where a run was declared: its entry in the plan, or its line in the tasks file. */
 export interface SourceRef {
@@ -68,4 +69,8 @@ export interface Plan {
   readonly runs: readonly PlanRun[];
   /** Scorers applied to every run as it finishes (`scorers`), in declaration order. */
   readonly scorers: readonly ScorerSpec[];
+  /** Permissions of every agent (`permissions`), besides each definition's. */
+  readonly permissions?: RunPermissions;
+  /** How calls wait for decisions (`approvals`). */
+  readonly approvals?: RunApprovals;
 }

@@ -18,6 +18,7 @@ import { type ModelSettings, readModelSettings } from '../providers/model-settin
 import type { ModelMap } from '../providers/models.ts';
 import { availableAgentNames, expandAgentPaths } from './agent-files.ts';
 import { LIMIT_KEYS, PLAN_KEYS, RUN_KEYS, RUN_LIMIT_KEYS } from './constants.ts';
+import { readRunApprovals, readRunPermissions } from './plan-permissions.ts';
 import { expected, type FilePosition, PlanProblems } from './plan-problems.ts';
 import { contextOf, parseTasksJsonl } from './plan-tasks.ts';
 import type { Plan, PlanRun, ProviderModuleRef } from './plan-types.ts';
@@ -136,6 +137,14 @@ class PlanChecker {
     const toolModules = this.#toolModules(value.toolModules);
     const { runs, agentRefs } = this.#runs(value, agent);
     const { scorers, judgeRefs } = this.#scorers(value.scorers);
+    const fail = (at: readonly Segment[], message: string, where?: 'key'): void => {
+      const key = at.at(-1);
+      if (where === 'key' && typeof key === 'string') {
+        this.#problems.add(this.#file, this.#source.keyAt(at.slice(0, -1), key), fieldName(at), message);
+      } else this.#fail(at, message);
+    };
+    const permissions = readRunPermissions(value.permissions, ['permissions'], fail);
+    const approvals = readRunApprovals(value.approvals, ['approvals'], fail);
     const plan: Plan = {
       file: this.#file,
       ...(name === undefined ? {} : { name }),
@@ -155,6 +164,8 @@ class PlanChecker {
       toolModules,
       runs,
       scorers,
+      ...(permissions === undefined ? {} : { permissions }),
+      ...(approvals === undefined ? {} : { approvals }),
     };
     return { plan, agentRefs: [...agentRefs, ...judgeRefs] };
   }

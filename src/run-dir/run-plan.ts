@@ -13,6 +13,7 @@ import { type ModelSettings, mergeModelSettings } from '../providers/model-setti
 import type { ModelMap } from '../providers/models.ts';
 import { DEFAULT_PRICES, type PriceTable, priceFor } from '../providers/pricing.ts';
 import { DEFAULT_FANOUT_CONCURRENCY, DEFAULT_THREADS, RUN_DIR_FORMAT } from './constants.ts';
+import { mergeRunPermissions, type RunApprovals, type RunPermissions } from './plan-permissions.ts';
 import type { Plan, PlanRun } from './plan-types.ts';
 import type { ProviderChoice } from './provider-choice.ts';
 
@@ -65,6 +66,10 @@ export interface RunPlan {
   readonly scorers?: readonly ScorerSpec[];
   /** Set for a replay (`troupe replay`): what each entry replays. */
   readonly replay?: RunReplay;
+  /** Permissions of every agent: the plan's, then the command line's (`--allow`, `--ask`, `--deny`, `--permissions`). */
+  readonly permissions?: RunPermissions;
+  /** How calls wait for decisions (the plan's `approvals`, `--approval-timeout`). */
+  readonly approvals?: RunApprovals;
 }
 
 /** `plan.json` `replay`: what a replay run re-runs (src/run-dir/replay-plan.ts). */
@@ -123,6 +128,10 @@ export interface RunOverrides {
   readonly modelSettings?: ModelSettings;
   /** `--max-run-tokens`. */
   readonly maxRunTokens?: number;
+  /** Rules, mode and bypass consent from the command line, added to the plan's. */
+  readonly permissions?: RunPermissions;
+  /** `--approval-timeout` (ms). */
+  readonly approvalTimeoutMs?: number;
 }
 
 /** Run id for a run started at `now`: `20250607-120102-3fa9c1` (UTC). */
@@ -180,5 +189,21 @@ export function resolveRunPlan(
     toolModules: plan.toolModules,
     runs: plan.runs.map((run) => ({ ...run, agentId: agentIdFor(idPrefix, run.index) })),
     ...(plan.scorers.length === 0 ? {} : { scorers: plan.scorers }),
+    ...permissionsOf(plan, overrides),
+  };
+}
+
+function permissionsOf(
+  plan: Plan,
+  overrides: RunOverrides,
+): { permissions?: RunPermissions; approvals?: RunApprovals } {
+  const permissions = mergeRunPermissions(plan.permissions, overrides.permissions);
+  const approvals =
+    overrides.approvalTimeoutMs === undefined
+      ? plan.approvals
+      : { ...(plan.approvals ?? {}), timeoutMs: overrides.approvalTimeoutMs };
+  return {
+    ...(permissions === undefined ? {} : { permissions }),
+    ...(approvals === undefined ? {} : { approvals }),
   };
 }

@@ -28,6 +28,7 @@ import type { RunDirWriter } from './run-dir.ts';
 import type { RunEventSink } from './run-events.ts';
 import { budgetNotices, type PlannedRun, type RunPlan, runLimitsOf } from './run-plan.ts';
 import { createRunScoring, scoreInputOf } from './run-scoring.ts';
+import { DENY_UNATTENDED, listenForApprovals, type SessionApprover } from './session-approvals.ts';
 import { type RunSession, type RunSummary, summarize } from './summary.ts';
 
 /** One plan entry to run in this session. */
@@ -64,6 +65,11 @@ export interface SessionOptions {
   readonly onEvent?: RunEventSink;
   /** Supervisor options beyond the ones the plan sets (tests: heartbeats, grace period). */
   readonly supervisor?: Partial<SupervisorOptions>;
+  /**
+   * Decides the agents' approval requests (a terminal prompt, `--approve` rules).
+   * @default every request is denied: there is nobody to ask
+   */
+  readonly approver?: SessionApprover;
 }
 
 /** What a session ended with. */
@@ -182,6 +188,8 @@ export class FanoutSession {
         cwd: plan.cwd,
         definitions: this.#options.definitions ?? [],
         toolModules: plan.toolModules,
+        ...(plan.permissions === undefined ? {} : { permissions: plan.permissions }),
+        ...(plan.approvals === undefined ? {} : { approvals: plan.approvals }),
         ...this.#options.supervisor,
       });
     }
@@ -212,7 +220,19 @@ export class FanoutSession {
       notices: budgetNotices(plan),
     });
     if (this.#budgetSpent) emit({ type: 'budget', code: 'run_token_budget', message: this.#budgetSpent });
-    if (supervisor) this.#listen(supervisor, runLimits);
+    if (supervisor) {
+      this.#listen(supervisor, runLimits);
+      listenForApprovals(supervisor, {
+        approver: this.#options.approver ?? DENY_UNATTENDED,
+        root: this.#options.writer.paths.root,
+        ref: (agentId) => {
+          const tracked = this.#tracked.get(agentId);
+          return { agentId, index: tracked?.index ?? null, agent: tracked?.agent ?? 'unknown' };
+        },
+        emit,
+        skip: (agentId) => this.#judges.has(agentId),
+      });
+    }
     try {
       for (const line of recovered) this.#track(this.#finishLine(line));
       if (supervisor !== undefined && needsSupervisor) {
@@ -226,6 +246,7 @@ export class FanoutSession {
     } finally {
       // Cancels agents spawned by agents that outlived their parents, then stops the engine.
       await supervisor?.close();
+      this.#options.approver?.close();
     }
     const interrupted = this.#options.signal?.aborted ?? false;
     const summary = this.writeSummary(interrupted);

@@ -1,6 +1,7 @@
 /** What a spawn says about the agent to run. */
 import type { AgentLimits } from '../loop/types.ts';
 import type { ModelSettings } from '../providers/model-settings.ts';
+import type { AgentPermissions } from '../tools/permissions.ts';
 import type { ReplaySource } from './replay.ts';
 
 /** Options of one spawn. */
@@ -47,4 +48,9 @@ export interface SpawnOptions {
    * `Supervisor.replay` fills this and the task from a journal.
    */
   readonly replay?: ReplaySource;
+  /**
+   * Rules added to the supervisor's for this agent, and a mode for its definition if that says
+   * `default` (timeouts and `allowBypass` stay the supervisor's). @default none
+   */
+  readonly permissions?: Pick<AgentPermissions, 'mode' | 'allow' | 'ask' | 'deny'>;
 }

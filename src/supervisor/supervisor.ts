@@ -19,6 +19,7 @@ import { cancelledError, completedOutcome, failedOutcome } from '../loop/outcome
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
 import { cachedDefinitionHash, deliverUsage, type UsageRecord, usageRecord } from '../loop/usage-record.ts';
 import type { McpServers } from '../mcp/config.ts';
+import type { ApprovalRequest } from '../protocol/approvals.ts';
 import type { HostStats } from '../protocol/messages.ts';
 import { SIMULATED_FALLBACK_WARNING, warnSimulatedFallback } from '../providers/environment.ts';
 import { prepareModelSettings } from '../providers/model-settings.ts';
@@ -27,6 +28,7 @@ import { startedOf } from '../replay/recording.ts';
 import { emitAgentReport } from './agent-events.ts';
 import type { AgentHandle } from './agent-handle.ts';
 import { type AgentRecord, createRecord, hasEnded } from './agent-record.ts';
+import { ApprovalBook, type ApproveOptions, type DenyOptions } from './approvals.ts';
 import { loadDefinitions, runMcpServers } from './definitions.ts';
 import type { SupervisorEvents } from './events.ts';
 import { FanOut, type FanOutOptions, type SpawnSpec } from './fanout.ts';
@@ -35,6 +37,7 @@ import {
   type PreparedSupervisorOptions,
   prepareSupervisorOptions,
   type SupervisorOptions,
+  spawnPermissions,
 } from './options.ts';
 import { ORCHESTRATION_TOOLS } from './orchestration.ts';
 import { actorSpec } from './record-spec.ts';
@@ -61,6 +64,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly #engine: Engine;
   readonly #agents = new Map<string, AgentRecord>();
   readonly #results = new ResultCheck();
+  readonly #approvals: ApprovalBook;
   #definitions: Map<string, AgentDefinition> = new Map();
   /** MCP servers every agent may use (the option and `.mcp.json`), known once started. */
   #mcpServers: McpServers = {};
@@ -77,10 +81,28 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       description: tool.description,
       parameters: tool.parameters,
       readOnly: tool.readOnly ?? false,
+      ...(tool.needsApproval === true ? { needsApproval: true } : {}),
     }));
     this.#engine = createEngine(this.#options, {
       host: this.#engineHost(),
       hostTools: [...userTools, ...ORCHESTRATION_TOOLS],
+    });
+    this.#approvals = new ApprovalBook({
+      deliver: async (agentId, requestId, decision) => {
+        await this.#engine.deliver(agentId, { type: 'approval', requestId, decision });
+      },
+      listening: (agentId) =>
+        this.listenerCount('agent:approval') > 0 ||
+        (this.#agents.get(agentId)?.handle.listenerCount('approval') ?? 0) > 0,
+      unattended: this.#options.unattended,
+      emitApproval: (event) => {
+        this.emit('agent:approval', event);
+        this.#agents.get(event.agentId)?.handle.emit('approval', event);
+      },
+      emitDecision: (event) => {
+        this.emit('agent:decision', event);
+        this.#agents.get(event.agentId)?.handle.emit('decision', event);
+      },
     });
   }
 
@@ -199,6 +221,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         modelSettings: prepareModelSettings(options.modelSettings, 'modelSettings'),
         defaultModelSettings: this.#options.modelSettings,
         blocks: undefined,
+        permissions: spawnPermissions(this.#options.permissions, options.permissions),
       },
       retryOf: options.retryOf,
       replaySource,
@@ -206,6 +229,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       signal: options.signal,
       send: (text) => this.#send(id, text),
       cancel: (reason) => this.#cancel(id, reason),
+      approve: async (requestId, approveOptions) =>
+        this.#ownApproval(id, requestId).approve(requestId, approveOptions),
+      deny: async (requestId, reason, denyOptions) =>
+        this.#ownApproval(id, requestId).deny(requestId, reason, denyOptions),
     });
     this.#agents.set(id, record);
     parent?.children.push(id);
@@ -298,6 +325,25 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       return new Promise((resolve, reject) => record.held.push({ text, resolve, reject }));
     }
     return this.#deliver(record, text);
+  }
+
+  /**
+   * Approves the call waiting on `requestId` (from `agent:approval`): it runs. `remember: 'session'`
+   * approves later requests of the same rule without asking. Rejects with UserError
+   * `approval_not_pending` when no such request waits (decided, timed out, or its agent ended).
+   */
+  approve(requestId: string, options?: ApproveOptions): Promise<void> {
+    return this.#approvals.approve(requestId, options);
+  }
+
+  /** Denies the call waiting on `requestId`; the model sees the denial with `reason`. Rejects like {@link approve}. */
+  deny(requestId: string, reason?: string, options?: DenyOptions): Promise<void> {
+    return this.#approvals.deny(requestId, reason, options);
+  }
+
+  /** Requests waiting for a decision, oldest first (of one agent when `agentId` is given). */
+  pendingApprovals(agentId?: string): ApprovalRequest[] {
+    return this.#approvals.pending(agentId);
   }
 
   /** The agent's journal as its engine stores it (a JSONL file, or a Redis Stream); empty when it has none. */
@@ -465,6 +511,18 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     record.cancelTimer.unref();
   }
 
+  /** The approval book, once `requestId` is known to be a request of `agentId`. */
+  #ownApproval(agentId: string, requestId: string): ApprovalBook {
+    if (!this.#approvals.pending(agentId).some((request) => request.requestId === requestId)) {
+      throw new UserError(
+        'approval_not_pending',
+        `Agent ${agentId} has no approval request ${requestId} waiting: it was decided, timed out, or the agent ended`,
+        { agentId, requestId },
+      );
+    }
+    return this.#approvals;
+  }
+
   #fail(record: AgentRecord, reason: FailureReason, error: SerializedError): void {
     this.#finish(record, failedOutcome(record.id, reason, error));
   }
@@ -479,6 +537,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     });
     for (const held of record.held.splice(0)) held.reject(notRunning);
     rollUpUsage(this.#agents, record, outcome.usage, outcome.costUsd);
+    this.#approvals.ended(record.id);
     const event = { ...this.#ref(record), outcome };
     this.emit(outcome.status === 'completed' ? 'agent:completed' : 'agent:failed', event);
     record.handle.emit('ended', event);
@@ -526,7 +585,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       report: (report) => {
         const record = running(report.agentId);
         if (!record) return;
-        emitAgentReport(this, record.handle, this.#ref(record), report);
+        if (report.type === 'approval') this.#approvals.requested(this.#ref(record), report.request);
+        else if (report.type === 'decided') {
+          const { type: _type, agentId: _agentId, ...decided } = report;
+          this.#approvals.decided({ ...this.#ref(record), ...decided });
+        } else emitAgentReport(this, record.handle, this.#ref(record), report);
         const sink = this.#options.usageSink;
         if (sink && report.type === 'receipt') deliverUsage(sink, this.#usageRecord(record, report));
       },

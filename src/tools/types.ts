@@ -75,6 +75,21 @@ export interface ToolContext {
   readonly fitsState: (key: string, text: string | null) => boolean;
 }
 
+/** What a tool's `needsApproval` function can see. */
+export interface ApprovalContext {
+  readonly agentId: string;
+  /** Absolute working directory. */
+  readonly cwd: string;
+}
+
+/**
+ * A tool's approval check. Declared through a method so that, like `execute`, a `Tool<OwnArgs>` is
+ * still a `Tool` (method parameters are compared bivariantly).
+ */
+export type NeedsApproval<Args> = {
+  check(args: Args, ctx: ApprovalContext): boolean | Promise<boolean>;
+}['check'];
+
 /** A tool the model can call. Names are canonical; overrides map them to model-facing names. */
 export interface Tool<Args = Record<string, unknown>> {
   readonly name: string;
@@ -84,6 +99,12 @@ export interface Tool<Args = Record<string, unknown>> {
   readonly readOnly: boolean;
   /** Long-running or background tool: the base prompt mentions background tasks when present. */
   readonly background?: boolean;
+  /**
+   * Whether a call waits for a person's approval before it runs (docs/permissions.md): `true`
+   * for every call, or a function of the validated arguments. A function that throws counts as
+   * `true`. `deny` rules still win, and `bypassPermissions` skips it. @default false
+   */
+  readonly needsApproval?: boolean | NeedsApproval<Args>;
   /**
    * Runs the tool with arguments already validated against `parameters`. Throwing is allowed: the
    * toolbox turns an exception into the failed outcome `<tool> failed: <message>`.

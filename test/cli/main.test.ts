@@ -41,6 +41,7 @@ const loaders: Record<CommandName, () => Promise<{ register: (...args: never[]) 
   compare: () => import('../../src/cli/compare.ts'),
   replay: () => import('../../src/cli/replay.ts'),
   demo: () => import('../../src/cli/demo.ts'),
+  approve: () => import('../../src/cli/approve.ts'),
   worker: () => import('../../src/cli/worker.ts'),
 };
 

@@ -33,6 +33,7 @@ describe('defaults', () => {
       tools: undefined,
       disallowedTools: [],
       permissionMode: 'default',
+      permissions: { allow: [], ask: [], deny: [] },
       skills: [],
       agentsMd: true,
       outputFormat: 'default',

@@ -15,6 +15,7 @@ export function makeDefinition(fields: Partial<AgentDefinition> = {}): AgentDefi
     tools: undefined,
     disallowedTools: [],
     permissionMode: 'default',
+    permissions: { allow: [], ask: [], deny: [] },
     skills: [],
     agentsMd: true,
     outputFormat: 'default',

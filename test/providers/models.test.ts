@@ -81,6 +81,7 @@ describe('spawnModel (both Supervisor engines)', () => {
       modelSettings: {},
       defaultModelSettings: {},
       blocks: undefined,
+      permissions: {},
     });
     expect(spawnModel(spec('claude', 'haiku'), options, () => undefined)).toBe('claude-haiku-4-5');
     expect(spawnModel(spec('gpt', 'haiku'), options, () => undefined)).toBe('gpt-5-mini');

@@ -23,6 +23,7 @@ import { type RunAgentOptions, runAgent } from '../../loop/run-agent.ts';
 import type { AgentChannels, AgentLimits, AgentOutcome } from '../../loop/types.ts';
 import { type ModelSettings, prepareModelSettings } from '../../providers/model-settings.ts';
 import { runMcpServers } from '../../supervisor/definitions.ts';
+import type { AgentPermissions } from '../../tools/permissions.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
 import { RUNS_DIR } from './constants.ts';
 import {
@@ -91,6 +92,8 @@ export interface ExecuteOptions {
   readonly onAgentEvent?: (event: AuditEventInput) => void;
   /** Where the agent's instructions come from: a session's user messages (`troupe chat`). */
   readonly channels?: AgentChannels;
+  /** Where calls that ask for approval wait. @default none: they are denied */
+  readonly requestApproval?: AgentChannels['requestApproval'];
 }
 
 /** A session ready to run: the definition is resolved, the provider built, the journal open. */
@@ -138,6 +141,8 @@ export interface RunRequest {
    * message answered by one turn. @default false
    */
   readonly session?: boolean;
+  /** Rules, mode, bypass consent and approval timeout besides the definition's. @default none */
+  readonly permissions?: AgentPermissions;
 }
 
 /** What `troupe resume` asks for. */
@@ -252,6 +257,7 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
       ...(request.registry ? { registry: request.registry } : {}),
       limits,
       ...(request.session ? { session: true } : {}),
+      ...(request.permissions ? { permissions: request.permissions } : {}),
       ...executeExtras(options),
     }),
   );
@@ -370,7 +376,14 @@ type Start = (sink: JournalSink, options: ExecuteOptions) => Promise<AgentOutcom
 function executeExtras(options: ExecuteOptions): Pick<RunAgentOptions, 'signal' | 'channels' | 'onEvent'> {
   return {
     ...(options.signal ? { signal: options.signal } : {}),
-    ...(options.channels ? { channels: options.channels } : {}),
+    ...(options.channels || options.requestApproval
+      ? {
+          channels: {
+            ...options.channels,
+            ...(options.requestApproval ? { requestApproval: options.requestApproval } : {}),
+          },
+        }
+      : {}),
     ...(options.onAgentEvent ? { onEvent: options.onAgentEvent } : {}),
   };
 }

@@ -6,6 +6,7 @@ import { TOOL_OUTPUT_PREVIEW_CHARS } from '../../constants.ts';
 import type { AuditEventInput } from '../../journal/events.ts';
 import { redactText, redactValue } from '../../journal/redact.ts';
 import { ASSISTANT_PREFIX } from '../../loop/history-format.ts';
+import type { ApprovalDecider } from '../../protocol/approvals.ts';
 import type { AgentSignal } from '../../protocol/messages.ts';
 
 /** Maps one agent's audit events to signals; undefined for events the supervisor is not told about. */
@@ -81,6 +82,22 @@ export function agentSignals(agentId: string, now: () => number = () => performa
         return { type: 'waiting', agentId };
       case 'Instructed':
         return { type: 'instructed', agentId, text: event.text };
+      case 'ApprovalDecided':
+        return {
+          type: 'decided',
+          agentId,
+          requestId: event.requestId,
+          callId: event.callId,
+          tool: event.name,
+          rule: event.rule,
+          decision: {
+            approved: event.approved,
+            by: event.by as ApprovalDecider,
+            ...(event.decider === undefined ? {} : { decider: event.decider }),
+            ...(event.reason === undefined ? {} : { reason: event.reason }),
+            ...(event.remember === undefined ? {} : { remember: event.remember }),
+          },
+        };
       case 'TurnAnswered':
         return {
           type: 'turn',

@@ -63,6 +63,8 @@ export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promis
     limits: spec.limits,
     ...(spec.replay ? { replay: spec.replay } : {}),
     ...(spec.session ? { session: true } : {}),
+    // Jobs added by an older supervisor carry none.
+    permissions: spec.permissions ?? {},
     channels: run.channels,
     onEvent: (event) => {
       const signal = toSignal(event);
