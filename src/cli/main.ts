@@ -29,6 +29,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<CommandModule>>> = {
   verify: () => import('./verify.ts'),
   fanout: () => import('./fanout.ts'),
   report: () => import('./report.ts'),
+  show: () => import('./show.ts'),
   score: () => import('./score.ts'),
   compare: () => import('./compare.ts'),
   demo: () => import('./demo.ts'),

@@ -111,7 +111,9 @@ describe('retries', () => {
     );
     const events = await collect(provider.turn(turnRequest()));
     expect(completedOf(events).receipt).toMatchObject({ requests: 1, retries: 2, httpStatus: 200 });
-    expect(completedOf(events).receipt.retryLog?.map((retry) => [retry.code, retry.status, retry.delayMs])).toEqual([
+    expect(
+      completedOf(events).receipt.retryLog?.map((retry) => [retry.code, retry.status, retry.delayMs]),
+    ).toEqual([
       ['server_error', 500, 100],
       ['server_error', 500, 200],
     ]);
