@@ -16,7 +16,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { RedisSupervisor } from '../src/scaleout/redis-supervisor.ts';
+import { RedisSupervisor } from '../src/supervisor/redis-supervisor.ts';
 import { Supervisor } from '../src/supervisor/supervisor.ts';
 import {
   killWorkers,

@@ -53,3 +53,10 @@ export function followSignal(parent: AbortSignal | undefined, controller: AbortC
   parent.addEventListener('abort', onAbort, { once: true });
   return () => parent.removeEventListener('abort', onAbort);
 }
+
+/** Why `signal` aborted, as text: the reason's message, the reason itself, or 'aborted'. */
+export function abortReason(signal: AbortSignal | undefined): string {
+  const reason: unknown = signal?.reason;
+  if (reason instanceof Error) return reason.message;
+  return reason === undefined ? 'aborted' : String(reason);
+}

@@ -61,6 +61,15 @@ export type {
   SourcePosition,
   ToolConfig,
 } from './definition/types.ts';
+// Engines: where agents run (see docs/architecture.md)
+export type { Backend, EngineDescription } from './engines/engine.ts';
+export { checkRedis, resolveRedisUrl } from './engines/redis/connection.ts';
+export type { PreparedRedisOptions, RedisBackendOptions } from './engines/redis/options.ts';
+export type { RedisWorkerOptions } from './engines/redis/worker.ts';
+export { RedisWorker } from './engines/redis/worker.ts';
+export type { WorkerGroupOptions } from './engines/redis/worker-group.ts';
+export { WorkerGroup } from './engines/redis/worker-group.ts';
+export type { PreparedThreadOptions, ThreadBackendOptions } from './engines/threads/options.ts';
 export type { ErrorFields, SerializedError } from './errors.ts';
 // Errors
 export {
@@ -193,7 +202,8 @@ export type { Skill, SkillsOptions } from './prompt/skills.ts';
 export { discoverSkills } from './prompt/skills.ts';
 export { renderTemplate } from './prompt/template.ts';
 // The supervisor
-export type { ProviderConfig, ToolModuleRef } from './protocol/messages.ts';
+export type { ProviderConfig, ProviderLimits, ToolModuleRef } from './protocol/messages.ts';
+export { ORCHESTRATION_TOOL_NAMES } from './protocol/messages.ts';
 export type { AnthropicProviderOptions } from './providers/anthropic.ts';
 // Providers
 export { AnthropicProvider } from './providers/anthropic.ts';
@@ -225,13 +235,7 @@ export type {
   TurnRequest,
   Usage,
 } from './providers/types.ts';
-// Scale-out on Redis (the `redis` backend)
-export { resolveRedisUrl } from './scaleout/connection.ts';
-export type { PreparedRedisSupervisorOptions, RedisSupervisorOptions } from './scaleout/options.ts';
-export { RedisSupervisor } from './scaleout/redis-supervisor.ts';
-export type { RedisWorkerOptions } from './scaleout/worker.ts';
-export { RedisWorker } from './scaleout/worker.ts';
-export type { ProviderLimits } from './supervisor/admission.ts';
+// Supervisor
 export type { AgentHandleEvents } from './supervisor/agent-handle.ts';
 export { AgentHandle } from './supervisor/agent-handle.ts';
 export type * from './supervisor/events.ts';
@@ -241,12 +245,11 @@ export type {
   HostTool,
   HostToolContext,
   PreparedSupervisorOptions,
-  RedisBackendOptions,
   SupervisorOptions,
 } from './supervisor/options.ts';
-export { ORCHESTRATION_TOOL_NAMES } from './supervisor/orchestration.ts';
-export { WorkerGroup } from './supervisor/redis-worker-group.ts';
-export type { SpawnOptions } from './supervisor/supervisor.ts';
+export type { RedisSupervisorOptions } from './supervisor/redis-supervisor.ts';
+export { RedisSupervisor } from './supervisor/redis-supervisor.ts';
+export type { SpawnOptions } from './supervisor/spawn-options.ts';
 export { Supervisor } from './supervisor/supervisor.ts';
 // Tools
 export { builtinTools, createToolRegistry } from './tools/builtin/index.ts';

@@ -5,17 +5,22 @@
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { threadId } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import { sleep } from '../src/abort.ts';
+import {
+  hostToolProxies,
+  loadToolModules,
+  ModuleLoader,
+  providerFromConfig,
+} from '../src/engines/actor/resources.ts';
+import { runActor } from '../src/engines/actor/run-actor.ts';
 import { serializeError } from '../src/errors.ts';
-import type { AuditEventInput } from '../src/journal/events.ts';
 import { readJournal } from '../src/journal/reader.ts';
 import { JournalWriter } from '../src/journal/writer.ts';
-import { runAgent } from '../src/loop/run-agent.ts';
+import { failedOutcome } from '../src/loop/outcome.ts';
 import type { AgentChannels, AgentOutcome } from '../src/loop/types.ts';
 import { McpPool } from '../src/mcp/pool.ts';
 import type {
@@ -30,12 +35,9 @@ import type {
   ProviderConfig,
   SupervisorCallbackApi,
 } from '../src/protocol/messages.ts';
-import { createProvider } from '../src/providers/factory.ts';
 import type { Admission, Provider } from '../src/providers/types.ts';
-import { agentSignal } from '../src/supervisor/agent-signal.ts';
 import { createToolRegistry } from '../src/tools/builtin/index.ts';
 import type { ToolRegistry } from '../src/tools/registry.ts';
-import type { Tool } from '../src/tools/types.ts';
 import { AdmissionClient } from './admission-client.ts';
 import { InboxClient } from './inbox-client.ts';
 
@@ -57,6 +59,7 @@ class ActorHost {
   readonly #providers = new Map<string, Promise<Provider>>();
   readonly #pausedUntil = new Map<string, number>();
   readonly #promptCache = new Map<string, Promise<string>>();
+  readonly #modules = new ModuleLoader();
   #registry: Promise<ToolRegistry> | undefined;
   /** This thread's MCP connections, shared by its agents (see src/mcp/pool.ts). */
   #mcp: McpPool | undefined;
@@ -151,15 +154,7 @@ class ActorHost {
       .then(
         (outcome) => this.#end(spec.agentId, outcome),
         (error: unknown) =>
-          this.#end(spec.agentId, {
-            status: 'failed',
-            agentId: spec.agentId,
-            reason: 'crashed',
-            error: serializeError(error),
-            usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
-            costUsd: 0,
-            rounds: 0,
-          }),
+          this.#end(spec.agentId, failedOutcome(spec.agentId, 'crashed', serializeError(error))),
       );
     this.#actors.set(spec.agentId, { controller, done });
   }
@@ -198,26 +193,16 @@ class ActorHost {
     try {
       const resumeFrom =
         spec.resume && journal.existingEvents > 0 ? readJournal(journalPath).events : undefined;
-      const provider = await this.#provider(spec.provider);
-      return await runAgent({
-        agentId: spec.agentId,
-        ...(spec.parentId === undefined ? {} : { parentId: spec.parentId }),
-        definition: spec.definition,
-        task: spec.task,
-        context: spec.context,
-        metadata: spec.metadata,
-        provider,
-        model: spec.model,
+      return await runActor(spec, {
+        provider: await this.#provider(spec.provider),
         registry: await this.#tools(),
         cwd: this.#config.cwd,
-        mcpServers: this.#config.mcpServers ?? {},
         mcp: this.#mcpPool(),
         journal,
         ...(resumeFrom ? { resumeFrom, truncatedBytes: journal.truncatedBytes } : {}),
         signal,
-        limits: spec.limits,
         channels: this.#channels(spec.agentId),
-        onEvent: (event) => this.#forward(spec.agentId, event),
+        onSignal: (agentSignal) => this.#signal(agentSignal),
         promptCache: this.#promptCache,
       });
     } finally {
@@ -238,11 +223,6 @@ class ActorHost {
     return this.#mcp?.close() ?? Promise.resolve();
   }
 
-  #forward(agentId: string, event: AuditEventInput): void {
-    const signal = agentSignal(agentId, event);
-    if (signal) this.#signal(signal);
-  }
-
   #channels(agentId: string): AgentChannels {
     return {
       completeTask: (result) => this.#supervisor.completeTask(agentId, result),
@@ -261,7 +241,7 @@ class ActorHost {
     return provider;
   }
 
-  async #createProvider(key: string, config: ProviderConfig): Promise<Provider> {
+  #createProvider(key: string, config: ProviderConfig): Promise<Provider> {
     const hooks = {
       admission: this.#admission(key),
       onRateLimited: (retryAfterMs: number | undefined) => {
@@ -269,12 +249,7 @@ class ActorHost {
           void this.#supervisor.reportRateLimit(key, retryAfterMs);
       },
     };
-    const options = { ...(config.options ?? {}), ...hooks };
-    if (config.kind !== 'module') return createProvider(config.kind, options);
-    const mod = (await import(moduleUrl(config.module))) as Record<string, unknown>;
-    const factory = mod[config.export ?? 'default'];
-    if (typeof factory !== 'function') throw new Error(`${config.module} does not export a provider factory`);
-    return (factory as (options: unknown) => Provider)(options);
+    return providerFromConfig(config, hooks, this.#modules);
   }
 
   #admission(key: string): Admission {
@@ -296,19 +271,12 @@ class ActorHost {
   }
 
   async #loadTools(): Promise<ToolRegistry> {
-    const extra: Tool[] = [];
-    for (const ref of this.#config.toolModules) {
-      const mod = (await import(moduleUrl(ref.module))) as Record<string, unknown>;
-      const exported = mod[ref.export ?? 'default'];
-      extra.push(...(Array.isArray(exported) ? (exported as Tool[]) : [exported as Tool]));
-    }
-    for (const declaration of this.#config.hostTools) {
-      extra.push({
-        ...declaration,
-        execute: (args, ctx) => this.#supervisor.callHostTool(ctx.agentId, declaration.name, args),
-      });
-    }
-    return createToolRegistry(extra);
+    return createToolRegistry([
+      ...(await loadToolModules(this.#config.toolModules, this.#modules)),
+      ...hostToolProxies(this.#config.hostTools, (agentId, name, args) =>
+        this.#supervisor.callHostTool(agentId, name, args),
+      ),
+    ]);
   }
 }
 
@@ -323,10 +291,6 @@ function collectGarbage(): void {
     gc = runInNewContext('gc') as () => void;
   }
   gc();
-}
-
-function moduleUrl(specifier: string): string {
-  return specifier.startsWith('file:') ? specifier : pathToFileURL(path.resolve(specifier)).href;
 }
 
 /** The piscina task: host agents until the supervisor shuts this host down. */

@@ -1,12 +1,12 @@
 /**
  * Worker-thread entry of `troupe worker --threads N`: one RedisWorker per thread, taking agent jobs
  * from the queue like a worker process does. It reports over its parent port (see
- * src/scaleout/thread-messages.ts) and closes when told to.
+ * src/protocol/scaleout-threads.ts) and closes when told to.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { RedisWorker, type RedisWorkerOptions } from '../src/engines/redis/worker.ts';
 import { serializeError } from '../src/errors.ts';
 import type { WorkerThreadCommand, WorkerThreadReport } from '../src/protocol/scaleout-threads.ts';
-import { RedisWorker, type RedisWorkerOptions } from '../src/scaleout/worker.ts';
 
 function report(message: WorkerThreadReport): void {
   parentPort?.postMessage(message);

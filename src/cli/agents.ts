@@ -14,10 +14,10 @@ import type { KnownTools } from '../definition/tool-references.ts';
 import type { AgentDefinition, DefinitionProblem } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
 import { assembleSystemPrompt } from '../prompt/assemble.ts';
+import { ORCHESTRATION_TOOL_NAMES } from '../protocol/messages.ts';
 import { defaultProviderName, PROVIDER_NAMES, type ProviderName } from '../providers/factory.ts';
 import { parseModelMap, resolveModel } from '../providers/models.ts';
 import { runMcpServers } from '../supervisor/definitions.ts';
-import { ORCHESTRATION_TOOL_NAMES } from '../supervisor/orchestration.ts';
 import { BUILTIN_TOOL_NAMES, createToolRegistry } from '../tools/builtin/index.ts';
 import {
   COMPLETE_TASK,
@@ -26,7 +26,7 @@ import {
   WAIT_FOR_INSTRUCTION,
 } from '../tools/builtin/orchestration.ts';
 import { buildToolbox } from '../tools/toolbox.ts';
-import type { CliIO } from './main.ts';
+import type { CliIO } from './shared/io.ts';
 
 interface DiscoveryFlags {
   readonly cwd?: string;

@@ -13,8 +13,8 @@ import { checkGates, type Gate, type GateResult, parseGate } from '../compare/ga
 import { isTroupeError } from '../errors.ts';
 import { redactValue } from '../journal/redact.ts';
 import { printable, terminalJson } from '../run-dir/format.ts';
-import type { CliIO } from './main.ts';
 import { EXIT_FAILED, EXIT_OK } from './shared/constants.ts';
+import type { CliIO } from './shared/io.ts';
 
 interface CompareFlags {
   readonly html?: string;

@@ -16,7 +16,7 @@ import { reportText } from '../run-dir/report-text.ts';
 import { defaultRunDir, RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
 import { agentIdFor, newRunId, type RunPlan } from '../run-dir/run-plan.ts';
 import { buildTimeline } from '../run-dir/timeline.ts';
-import type { CliIO } from './main.ts';
+import type { CliIO } from './shared/io.ts';
 
 const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const EXAMPLES = join(REPO_ROOT, 'examples');

@@ -1,15 +1,18 @@
 /**
  * `troupe resume RUN_DIR` for fan-out run directories: finishes the plan entries of an interrupted
- * run that had not completed, from their journals (see src/run-dir/resume-plan.ts). The `resume`
- * subcommand calls {@link resumeRunDir} for a directory holding a `plan.json`.
+ * run that had not completed, from their journals (see src/run-dir/resume-plan.ts), and with
+ * `--retry-failed` runs failed ones again from theirs. The `resume` subcommand calls
+ * {@link resumeRunDir} for a directory holding a `plan.json`.
  */
+import type { FailureReason } from '../loop/types.ts';
 import { loadAgentDefinitions } from '../run-dir/agent-files.ts';
 import { executeSession } from '../run-dir/execute.ts';
 import { checkProvider } from '../run-dir/provider-choice.ts';
 import { planResume } from '../run-dir/resume-plan.ts';
 import { RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
 import { runLimitsOf } from '../run-dir/run-plan.ts';
-import type { CliIO } from './main.ts';
+import { redisEngine } from './shared/engine.ts';
+import type { CliIO } from './shared/io.ts';
 
 /** Options of {@link resumeRunDir}. */
 export interface ResumeRunDirOptions {
@@ -17,6 +20,10 @@ export interface ResumeRunDirOptions {
   readonly json?: boolean;
   /** The run's token budget for this session (`--max-run-tokens`; 0 = unlimited). @default plan.json's */
   readonly maxRunTokens?: number;
+  /** Run again, from their journals, the entries that failed for one of these reasons. */
+  readonly retry?: ReadonlySet<FailureReason>;
+  /** Redis URL of a run on the redis engine. @default TROUPE_REDIS_URL */
+  readonly redisUrl?: string;
 }
 
 /**
@@ -35,9 +42,10 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
           runLimits: { ...runLimitsOf(contents.plan), maxTotalTokens: options.maxRunTokens },
         };
   await checkProvider(plan.provider);
+  const supervisor = plan.backend === 'redis' ? await redisEngine(options.redisUrl) : undefined;
   const definitions = await loadAgentDefinitions(plan.agentFiles);
   const writer = RunDirWriter.reopen(paths.root);
-  const decision = planResume(plan, paths, contents.results);
+  const decision = planResume(plan, paths, contents.results, options.retry ? { retry: options.retry } : {});
   const { exitCode } = await executeSession({
     plan,
     writer,
@@ -49,6 +57,7 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
     definitions,
     json: options.json === true,
     io,
+    ...(supervisor ? { supervisor } : {}),
   });
   return exitCode;
 }

@@ -13,7 +13,8 @@ import { formatPlanProblem, planProblemsOf } from '../run-dir/plan-problems.ts';
 import { checkProvider, chooseProvider, defaultModelFor } from '../run-dir/provider-choice.ts';
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
 import { resolveRunPlan } from '../run-dir/run-plan.ts';
-import type { CliIO } from './main.ts';
+import { redisEngine } from './shared/engine.ts';
+import type { CliIO } from './shared/io.ts';
 
 interface FanoutFlags {
   readonly threads?: number;
@@ -99,11 +100,14 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
       ...(flags.isolation === undefined ? {} : { isolation: flags.isolation }),
       ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
       ...(flags.model === undefined ? {} : { model: flags.model }),
+      ...(flags.backend === undefined ? {} : { backend: flags.backend }),
       ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
       ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
     },
     defaultModelFor(provider),
   );
+  // Checked before the run directory exists: a misconfigured engine leaves nothing behind.
+  const supervisor = flags.backend === 'redis' ? await redisEngine(flags.redis) : undefined;
   const writer = RunDirWriter.create(
     flags.out === undefined ? defaultRunDir(cwd, runPlan.runId) : resolve(flags.out),
     runPlan,
@@ -116,9 +120,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     definitions,
     json: flags.json === true,
     io,
-    ...(flags.backend === 'redis'
-      ? { supervisor: { backend: 'redis', ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }) } }
-      : {}),
+    ...(supervisor ? { supervisor } : {}),
   });
   return exitCode;
 }

@@ -4,12 +4,7 @@
 import { Command, CommanderError } from 'commander';
 import { isTroupeError } from '../errors.ts';
 import { redactText } from '../journal/redact.ts';
-
-/** Output sinks, replaceable in tests. */
-export interface CliIO {
-  readonly stdout: (text: string) => void;
-  readonly stderr: (text: string) => void;
-}
+import type { CliIO } from './shared/io.ts';
 
 const defaultIO: CliIO = {
   stdout: (text) => process.stdout.write(text),

@@ -9,7 +9,7 @@ import type { McpServerConfig } from '../mcp/config.ts';
 import { McpPool } from '../mcp/pool.ts';
 import { mcpToolName } from '../mcp/tools.ts';
 import { runMcpServers } from '../supervisor/definitions.ts';
-import type { CliIO } from './main.ts';
+import type { CliIO } from './shared/io.ts';
 
 interface ListFlags {
   readonly json?: boolean;

@@ -10,7 +10,7 @@ import { journalPage, renderHtmlReport, runPage } from '../run-dir/html-report.t
 import { journalReportText, reportText, runSummaryOf } from '../run-dir/report-text.ts';
 import { readRunDir } from '../run-dir/run-dir.ts';
 import { buildTimeline } from '../run-dir/timeline.ts';
-import type { CliIO } from './main.ts';
+import type { CliIO } from './shared/io.ts';
 import { agentSummaryJson, isJournalFile, readJournalTimeline } from './shared/report-source.ts';
 
 interface ReportFlags {

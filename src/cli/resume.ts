@@ -6,8 +6,10 @@
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
+import { describeValue, UserError } from '../errors.ts';
+import { FAILURE_REASONS, type FailureReason } from '../loop/types.ts';
 import { resumeRunDir } from './fanout-resume.ts';
-import type { CliIO } from './main.ts';
+import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import { prepareResume } from './shared/session.ts';
 
@@ -15,6 +17,26 @@ interface ResumeFlags {
   readonly json?: boolean;
   readonly cwd?: string;
   readonly maxRunTokens?: number;
+  readonly retryFailed?: boolean;
+  readonly reason?: readonly FailureReason[];
+  readonly redis?: string;
+}
+
+/** Failure reasons `--retry-failed` retries when `--reason` names none: every one but these. */
+const NOT_RETRIED: ReadonlySet<FailureReason> = new Set(['cancelled', 'invalid_request']);
+
+function reasons(value: string): FailureReason[] {
+  const list = value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+  const unknown = list.filter((item) => !(FAILURE_REASONS as readonly string[]).includes(item));
+  if (list.length === 0 || unknown.length > 0) {
+    throw new InvalidArgumentError(
+      `Expected failure reasons from ${FAILURE_REASONS.join(', ')}, got ${describeValue(value)}.`,
+    );
+  }
+  return list as FailureReason[];
 }
 
 /** Registers `troupe resume` on `program`. */
@@ -33,13 +55,41 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       "a run directory's token budget for this session (default: the run's; 0 = unlimited)",
       nonNegativeInt,
     )
+    .option(
+      '--retry-failed',
+      'run directory: run failed agents again from their journals (finished tool calls are not run again)',
+    )
+    .option(
+      '--reason <reasons>',
+      'with --retry-failed: only agents failed for these reasons, comma-separated (default: all but cancelled and invalid_request)',
+      reasons,
+    )
+    .option('--redis <url>', 'Redis URL of a run made with --backend redis (default: TROUPE_REDIS_URL)')
     .action(async (target: string, flags: ResumeFlags) => {
       const path = resolve(target);
       const json = flags.json === true;
+      if (flags.reason !== undefined && flags.retryFailed !== true) {
+        throw new UserError('invalid_option', '--reason goes with --retry-failed', { option: '--reason' });
+      }
       if (existsSync(path) && statSync(path).isDirectory()) {
-        const budget = flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens };
-        setExit(await resumeRunDir(path, { json, ...budget }, io));
+        const retry = flags.retryFailed
+          ? new Set(flags.reason ?? FAILURE_REASONS.filter((reason) => !NOT_RETRIED.has(reason)))
+          : undefined;
+        const options = {
+          json,
+          ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
+          ...(retry ? { retry } : {}),
+          ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }),
+        };
+        setExit(await resumeRunDir(path, options, io));
         return;
+      }
+      if (flags.retryFailed) {
+        throw new UserError(
+          'invalid_option',
+          '--retry-failed needs a run directory; a single journal is resumed as it is',
+          { option: '--retry-failed' },
+        );
       }
       const session = await prepareResume({
         journal: path,

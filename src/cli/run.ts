@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { DEFAULT_MAX_TOTAL_TOKENS } from '../constants.ts';
 import { parseModelMap } from '../providers/models.ts';
-import type { CliIO } from './main.ts';
+import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import { prepareRun } from './shared/session.ts';
 

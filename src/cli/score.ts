@@ -9,8 +9,8 @@ import { formatPlanProblem, planProblemsOf } from '../run-dir/plan-problems.ts';
 import { SIMULATED_NOTICE } from '../run-dir/provider-choice.ts';
 import { rescoreRunDir } from '../run-dir/rescore.ts';
 import { scorerLines, scoringTable } from '../run-dir/scoring-text.ts';
-import type { CliIO } from './main.ts';
 import { EXIT_FAILED, EXIT_OK } from './shared/constants.ts';
+import type { CliIO } from './shared/io.ts';
 
 interface ScoreFlags {
   readonly plan?: string;

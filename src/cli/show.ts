@@ -11,7 +11,7 @@ import { shortId, terminalJson } from '../run-dir/format.ts';
 import { readRunDir } from '../run-dir/run-dir.ts';
 import { buildTimeline, type ReportAgent } from '../run-dir/timeline.ts';
 import { findAgent, transcriptText } from '../run-dir/transcript-text.ts';
-import type { CliIO } from './main.ts';
+import type { CliIO } from './shared/io.ts';
 import { isJournalFile, readJournalTimeline } from './shared/report-source.ts';
 
 interface ShowFlags {

@@ -10,8 +10,8 @@ import type { AuditEvent } from '../journal/events.ts';
 import { readJournal } from '../journal/reader.ts';
 import { type FileVerifyResult, verifyJournalContents } from '../journal/verify.ts';
 import { journalRerender } from '../loop/rerender.ts';
-import type { CliIO } from './main.ts';
 import { EXIT_FAILED, EXIT_OK } from './shared/constants.ts';
+import type { CliIO } from './shared/io.ts';
 
 /** Registers `troupe verify` on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {

@@ -6,10 +6,10 @@
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
+import { DEFAULT_WORKER_CONCURRENCY } from '../engines/redis/constants.ts';
+import { WorkerGroup } from '../engines/redis/worker-group.ts';
 import { describeValue, UserError } from '../errors.ts';
-import { DEFAULT_WORKER_CONCURRENCY } from '../scaleout/constants.ts';
-import { WorkerGroup } from '../supervisor/redis-worker-group.ts';
-import type { CliIO } from './main.ts';
+import type { CliIO } from './shared/io.ts';
 
 interface WorkerFlags {
   readonly redis?: string;

@@ -131,7 +131,7 @@ export interface ScoreInput {
   readonly status: 'completed' | 'failed';
   /** The `complete_task` result, or the answer text when there is none (undefined when it failed). */
   readonly output: unknown;
-  /** Why the agent failed (`round_limit: ...`) when `status` is `failed`. */
+  /** Why the agent failed (`step_limit: ...`) when `status` is `failed`. */
   readonly failure?: string;
   /** The answer text (the JSON of the result when it finished through `complete_task`). */
   readonly answer?: string;

@@ -3,23 +3,29 @@ import type { AgentDefinition } from '../definition/types.ts';
 import type { SerializedError } from '../errors.ts';
 import type { Usage } from '../providers/types.ts';
 
-/** Why an agent failed. Every agent ends with exactly one Completed or Failed event. */
-export type FailureReason =
-  /** `maxSteps` model requests were made without finishing. */
-  | 'step_limit'
-  /** A token or cost budget (`maxTotalTokens`, `maxCostUsd`) or the context budget was spent. */
-  | 'budget'
-  | 'provider_error'
-  | 'cancelled'
-  | 'crashed'
-  | 'model_behavior'
-  | 'tool_error'
-  /** `wallClockMs` passed (the request and tool in flight were aborted). */
-  | 'timeout'
-  /** The model's answer was cut off by its output limit again after the continuation re-ask(s). */
-  | 'truncated'
-  /** The spawn request itself was invalid (unknown agent, bad options); nothing ran. */
-  | 'invalid_request';
+/**
+ * Every reason an agent can fail, in one list (the CLI's `--reason` and plan checks read it):
+ * - `step_limit`: `maxSteps` model requests were made without finishing.
+ * - `budget`: a token or cost budget (`maxTotalTokens`, `maxCostUsd`) or the context budget was spent.
+ * - `timeout`: `wallClockMs` passed (the request and tool in flight were aborted).
+ * - `truncated`: the answer was cut off by its output limit again after the continuation re-ask(s).
+ * - `invalid_request`: the spawn request itself was invalid (unknown agent, bad options); nothing ran.
+ */
+export const FAILURE_REASONS = [
+  'step_limit',
+  'budget',
+  'provider_error',
+  'cancelled',
+  'crashed',
+  'model_behavior',
+  'tool_error',
+  'timeout',
+  'truncated',
+  'invalid_request',
+] as const;
+
+/** Why an agent failed (see {@link FAILURE_REASONS}). Every agent ends with exactly one Completed or Failed event. */
+export type FailureReason = (typeof FAILURE_REASONS)[number];
 
 /** An agent's final outcome. */
 export type AgentOutcome =

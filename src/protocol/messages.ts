@@ -1,5 +1,7 @@
 /**
- * Every message that crosses between the supervisor (main thread) and an actor host (worker thread).
+ * Every message that crosses between the supervisor (main thread) and an actor host (worker thread),
+ * and what both engines carry to an agent wherever it runs (ActorSpec, AgentMessage, AgentSignal).
+ * The redis engine's own wire types are in ./redis.ts.
  *
  * Five channels per host, each a dedicated MessagePort transferred with the piscina task:
  * - control (main -> host): request/response calls, wrapped with comlink ({@link HostControlApi});
@@ -46,6 +48,30 @@ export interface ToolModuleRef {
   readonly export?: string;
 }
 
+/** Limits for one provider key, shared by every agent of a supervisor. Omitted fields are unlimited. */
+export interface ProviderLimits {
+  /** Requests in flight at once. */
+  readonly concurrency?: number;
+  /** At most `count` requests start in any rolling `intervalMs` window. */
+  readonly requestsPerInterval?: { readonly count: number; readonly intervalMs: number };
+  /** Estimated input tokens admitted per rolling minute. */
+  readonly tokensPerMinute?: number;
+}
+
+/**
+ * The orchestration host tools (spawn a subagent, instruct it, await it). Every supervisor offers
+ * them; an agent gets them only when its definition's `tools` names them.
+ */
+export const SPAWN_AGENT = 'spawn_agent';
+export const SEND_INSTRUCTION = 'send_instruction';
+export const AWAIT_AGENTS = 'await_agents';
+/** Names of the orchestration tools. */
+export const ORCHESTRATION_TOOL_NAMES: ReadonlySet<string> = new Set([
+  SPAWN_AGENT,
+  SEND_INSTRUCTION,
+  AWAIT_AGENTS,
+]);
+
 /** A tool that runs on the supervisor; the host sees only its declaration. */
 export interface HostToolDeclaration {
   readonly name: string;
@@ -65,11 +91,9 @@ export interface HostConfig {
   readonly journalDir: string;
   readonly fsync: 'always' | 'interval' | 'never';
   readonly cwd: string;
-  /** MCP servers every agent may use (the supervisor's and `.mcp.json`'s); settings, not connections. */
-  readonly mcpServers?: McpServers;
 }
 
-/** A worker_threads MessagePort (named through the global so only supervisor/ and workers/ import worker_threads). */
+/** A worker_threads MessagePort (named through the global so only engines/ and workers/ import worker_threads). */
 export type Port = InstanceType<typeof MessagePort>;
 
 /** The piscina task payload that turns a worker into a long-lived actor host. */
@@ -82,7 +106,11 @@ export interface HostTask {
   readonly inbox: Port;
 }
 
-/** Everything a host needs to run (or resume) one agent. */
+/**
+ * Everything an engine needs to run (or resume) one agent, wherever it runs. Both engines carry it
+ * whole (structured clone to a thread, JSON in a job) to the one function that starts the loop
+ * (src/engines/actor/run-actor.ts), so a field added here reaches the agent on either engine.
+ */
 export interface ActorSpec {
   readonly agentId: string;
   readonly parentId: string | undefined;
@@ -97,6 +125,8 @@ export interface ActorSpec {
   readonly limits: AgentLimits;
   /** Continue from the journal instead of starting afresh. */
   readonly resume: boolean;
+  /** MCP servers the agent may use (settings, not connections: the runner connects). */
+  readonly mcpServers: McpServers;
 }
 
 /** Host memory and load, answered to every heartbeat. */
@@ -132,6 +162,14 @@ export interface SupervisorCallbackApi {
   completeTask(agentId: string, result: unknown): Promise<{ accepted: boolean; message?: string }>;
   callHostTool(agentId: string, name: string, args: Readonly<Record<string, unknown>>): Promise<ToolOutcome>;
 }
+
+/**
+ * A message to a running agent, delivered by its engine: an instruction (answered to the agent's
+ * `wait_for_instruction`, queued until then) or a cancel (aborts its provider request and tool).
+ */
+export type AgentMessage =
+  | { readonly type: 'instruction'; readonly text: string }
+  | { readonly type: 'cancel'; readonly reason: string };
 
 /** What the supervisor learns about an agent as it runs (a subset of its audit events). */
 export type AgentSignal =

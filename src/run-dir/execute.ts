@@ -114,5 +114,6 @@ export function closingText(summary: RunSummary, runDir: string): string {
   if (summary.simulated) lines.push(`troupe: ${SIMULATED_NOTICE}`);
   lines.push(`run dir: ${runDir}`, `  report: troupe report ${runDir} [--html report.html]`);
   if (!summary.complete) lines.push(`  finish: troupe resume ${runDir}`);
+  else if (counts.failed > 0) lines.push(`  retry the failed: troupe resume ${runDir} --retry-failed`);
   return `${lines.join('\n')}\n`;
 }

@@ -133,6 +133,8 @@ function describeEvent(event: RunEvent): string | undefined {
       return undefined;
     case 'budget':
       return `${'budget'.padEnd(10)} spent: ${event.message}; cancelling the running agents`;
+    case 'notice':
+      return `troupe: ${event.text}`;
     default:
       return undefined;
   }
@@ -144,8 +146,13 @@ export function runHeader(event: Extract<RunEvent, { type: 'run' }>): string[] {
     event.kind === 'resume'
       ? `resuming run ${event.runId}: ${event.toRun} of ${event.planned} agent(s) to finish`
       : `run ${event.runId}: ${event.toRun} agent(s)`;
+  const { engine } = event;
+  const where =
+    engine.backend === 'threads'
+      ? `${engine.threads} thread(s)`
+      : `redis (queue ${engine.queue} at ${engine.url}, ${engine.workers} worker(s) connected)`;
   const lines = [
-    `troupe ${event.kind}: ${what}, ${event.concurrency} at a time on ${event.threads} thread(s), provider ${event.provider}${event.model ? ` (model ${event.model})` : ''}`,
+    `troupe ${event.kind}: ${what}, ${event.concurrency} at a time on ${where}, provider ${event.provider}${event.model ? ` (model ${event.model})` : ''}`,
   ];
   if (event.notice) lines.push(`troupe: ${event.notice}`);
   lines.push(`budget: ${runBudgetText(event.runLimits, event.usedTokens)}`);
@@ -202,6 +209,7 @@ class TtyRenderer implements ProgressRenderer {
       const mark = line.status === 'completed' ? `${GREEN}✔${RESET}` : `${RED}✘${RESET}`;
       this.#log.push(`${mark} ${this.#fit(endedLine(line).replace(/^\S+\s+/, ''), 2)}`);
     }
+    if (event.type === 'notice') this.#log.push(`${RED}!${RESET} ${plainLine(event) ?? ''}`);
     if (event.type === 'restarted' || (event.type === 'thread' && event.event === 'crashed')) {
       const text = plainLine(event);
       if (text) this.#log.push(`${RED}!${RESET} ${this.#fit(text, 2)}`);

@@ -6,11 +6,15 @@
  *   the journal without running anything;
  * - its current attempt has a journal that does not end: resume the agent from it, same id;
  * - its last result is Failed(cancelled): run a new attempt (`<id>-r<n>`), whose journal starts afresh;
+ * - with `retry` (`--retry-failed`), its last result is Failed for a reason `retry` names: run a new
+ *   attempt whose journal is a fork of the failed one's (src/journal/fork.ts): it continues where the
+ *   failed attempt stopped, and the tool calls that attempt finished are not run again;
  * - it never started: start it.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import type { AuditEvent } from '../journal/events.ts';
 import { readJournal } from '../journal/reader.ts';
+import type { FailureReason } from '../loop/types.ts';
 import { needsRerun, type ResultLine } from './results.ts';
 import { journalFile, type RunDirPaths } from './run-dir.ts';
 import { agentIdFor, type RunPlan } from './run-plan.ts';
@@ -24,20 +28,40 @@ export interface ResumePlan {
   readonly recovered: ResultLine[];
   /** Entries whose result is final. */
   readonly kept: number;
+  /** Failed entries run again from their journals (`retry`). */
+  readonly retried: number;
+}
+
+/** Options of {@link planResume}. */
+export interface ResumeOptions {
+  /** Failed entries to run again from their journals: those failed for one of these reasons. */
+  readonly retry?: ReadonlySet<FailureReason>;
 }
 
 /** Decides what to do with every plan entry of the run in `paths`. */
-export function planResume(plan: RunPlan, paths: RunDirPaths, results: readonly ResultLine[]): ResumePlan {
+export function planResume(
+  plan: RunPlan,
+  paths: RunDirPaths,
+  results: readonly ResultLine[],
+  options: ResumeOptions = {},
+): ResumePlan {
   const journals = existsSync(paths.journals) ? readdirSync(paths.journals) : [];
   const work: WorkItem[] = [];
   const recovered: ResultLine[] = [];
   let kept = 0;
+  let retried = 0;
   for (const run of plan.runs) {
     const lines = results.filter((line) => line.index === run.index);
-    if (!needsRerun(lines.at(-1))) {
+    const last = lines.at(-1);
+    const retryOf =
+      last?.status === 'failed' && last.reason !== undefined && options.retry?.has(last.reason)
+        ? last.agentId
+        : undefined;
+    if (!needsRerun(last) && retryOf === undefined) {
       kept += 1;
       continue;
     }
+    if (retryOf !== undefined) retried += 1;
     const attempt = Math.max(
       1,
       ...lines.map((line) => line.attempt),
@@ -50,6 +74,7 @@ export function planResume(plan: RunPlan, paths: RunDirPaths, results: readonly 
         agentId: agentIdFor(plan.idPrefix, run.index, attempt + 1),
         attempt: attempt + 1,
         resume: false,
+        ...(retryOf === undefined ? {} : { retryOf }),
       });
       continue;
     }
@@ -58,9 +83,17 @@ export function planResume(plan: RunPlan, paths: RunDirPaths, results: readonly 
     const line =
       events.length > 0 ? lineFromJournal(run.index, run.agent, run.label, attempt, events) : undefined;
     if (line) recovered.push(line);
-    else work.push({ run, agentId, attempt, resume: events.length > 0 });
+    // A retry cut off earlier continues its own journal, or forks it if it was cut off before that.
+    else
+      work.push({
+        run,
+        agentId,
+        attempt,
+        resume: events.length > 0,
+        ...(retryOf === undefined ? {} : { retryOf }),
+      });
   }
-  return { work, recovered, kept };
+  return { work, recovered, kept, retried };
 }
 
 /** Attempt numbers of the journals of plan entry `baseId`: `<base>.jsonl` is 1, `<base>-r<n>.jsonl` is n. */

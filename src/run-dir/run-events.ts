@@ -1,4 +1,5 @@
 /** What a fan-out session reports as it runs: the input of the progress renderers and `--json`. */
+import type { EngineDescription } from '../engines/engine.ts';
 import type { SerializedError } from '../errors.ts';
 import type { ResultLine } from './results.ts';
 import type { RunLimits } from './run-plan.ts';
@@ -29,6 +30,8 @@ export type RunEvent =
       /** Plan entries this session runs (the rest were finished earlier). */
       readonly toRun: number;
       readonly threads: number;
+      /** Where the agents run: the threads engine, or the redis engine's queue and its workers. */
+      readonly engine: EngineDescription;
       readonly concurrency: number;
       /** The run's budgets (0 = unlimited) and the tokens earlier sessions already used. */
       readonly runLimits: RunLimits;
@@ -74,6 +77,8 @@ export type RunEvent =
   | { readonly type: 'thread'; readonly event: 'started' | 'crashed' | 'respawned'; readonly hostId: number }
   | { readonly type: 'backoff'; readonly provider: string; readonly retryAfterMs: number }
   | { readonly type: 'interrupt'; readonly count: number }
+  /** Something the user should act on (e.g. no worker takes the agents' jobs). */
+  | { readonly type: 'notice'; readonly text: string }
   | { readonly type: 'summary'; readonly runDir: string; readonly summary: RunSummary };
 
 /** Receives run events. */

@@ -43,6 +43,8 @@ export interface RunPlan {
   readonly mcpServers?: McpServers;
   readonly threads: number;
   readonly isolation: 'shared' | 'thread';
+  /** Set when agents run on the redis engine (`--backend redis`); absent: threads. */
+  readonly backend?: 'redis';
   readonly concurrency: number;
   readonly limits?: AgentLimits;
   /** Budgets of the whole run (all agents, all sessions); absent in older run directories (defaults apply). */
@@ -95,6 +97,7 @@ export function runLimitsOf(plan: Pick<RunPlan, 'runLimits'>): RunLimits {
 export interface RunOverrides {
   readonly threads?: number;
   readonly isolation?: 'shared' | 'thread';
+  readonly backend?: 'threads' | 'redis';
   readonly concurrency?: number;
   readonly model?: string;
   readonly modelMap?: ModelMap;
@@ -143,6 +146,7 @@ export function resolveRunPlan(
     ...(plan.mcpServers === undefined ? {} : { mcpServers: plan.mcpServers }),
     threads: overrides.threads ?? plan.threads ?? DEFAULT_THREADS,
     isolation: overrides.isolation ?? plan.isolation ?? 'shared',
+    ...(overrides.backend === 'redis' ? { backend: 'redis' as const } : {}),
     concurrency: overrides.concurrency ?? plan.concurrency ?? DEFAULT_FANOUT_CONCURRENCY,
     ...(plan.limits === undefined ? {} : { limits: plan.limits }),
     runLimits: {

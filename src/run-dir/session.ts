@@ -11,6 +11,8 @@
  */
 import { followSignal } from '../abort.ts';
 import type { AgentDefinition } from '../definition/types.ts';
+import type { EngineDescription } from '../engines/engine.ts';
+import type { JobsUnserved } from '../engines/events.ts';
 import type { SerializedError } from '../errors.ts';
 import type { JudgeSpawner } from '../eval/judge.ts';
 import type { Scoring } from '../eval/scoring.ts';
@@ -42,6 +44,8 @@ export interface WorkItem {
   readonly attempt: number;
   /** Continue from the agent's journal (it started in an earlier session and did not end). */
   readonly resume: boolean;
+  /** A failed attempt whose journal this attempt continues (`troupe resume --retry-failed`). */
+  readonly retryOf?: string;
 }
 
 /** Options of {@link FanoutSession}. */
@@ -148,26 +152,8 @@ export class FanoutSession {
     const signal = this.#controller.signal;
     const emit = this.#options.onEvent ?? (() => {});
     const runLimits = runLimitsOf(plan);
-    // A resumed run whose budget is already spent runs nothing more.
-    this.#checkBudget(runLimits, emit);
-    emit({
-      type: 'run',
-      runId: plan.runId,
-      runDir: this.#options.writer.paths.root,
-      kind: this.#options.kind,
-      provider: plan.provider.name,
-      model: plan.model ?? plan.defaultModel ?? null,
-      simulated: plan.provider.simulated,
-      ...(plan.provider.simulated ? { notice: SIMULATED_NOTICE } : {}),
-      planned: plan.runs.length,
-      toRun: work.length,
-      threads: plan.threads,
-      concurrency: plan.concurrency,
-      runLimits,
-      usedTokens: this.#usedTokens,
-      notices: budgetNotices(plan),
-    });
-    if (this.#budgetSpent) emit({ type: 'budget', code: 'run_token_budget', message: this.#budgetSpent });
+    // A resumed run whose budget is already spent runs nothing more (said after the header).
+    this.#checkBudget(runLimits, () => {});
     const log = (event: RunLogEventBody): void =>
       this.#options.writer.log({ ts: new Date().toISOString(), ...event } as RunLogEvent);
     log({ type: 'session', event: 'started', kind: this.#options.kind });
@@ -195,6 +181,7 @@ export class FanoutSession {
       supervisor = new Supervisor({
         threads: plan.threads,
         isolation: plan.isolation,
+        ...(plan.backend === 'redis' ? { backend: 'redis' } : {}),
         providers: { [plan.provider.name]: plan.provider.config },
         defaultProvider: plan.provider.name,
         ...(plan.defaultModel === undefined ? {} : { defaultModel: plan.defaultModel }),
@@ -206,8 +193,34 @@ export class FanoutSession {
         toolModules: plan.toolModules,
         ...this.#options.supervisor,
       });
-      this.#listen(supervisor, runLimits, log);
     }
+    let engine: EngineDescription = { backend: 'threads', threads: plan.threads };
+    try {
+      if (supervisor) engine = await supervisor.describe();
+    } catch (error) {
+      await supervisor?.close();
+      throw error;
+    }
+    emit({
+      type: 'run',
+      runId: plan.runId,
+      runDir: this.#options.writer.paths.root,
+      kind: this.#options.kind,
+      provider: plan.provider.name,
+      model: plan.model ?? plan.defaultModel ?? null,
+      simulated: plan.provider.simulated,
+      ...(plan.provider.simulated ? { notice: SIMULATED_NOTICE } : {}),
+      planned: plan.runs.length,
+      toRun: work.length,
+      threads: plan.threads,
+      engine,
+      concurrency: plan.concurrency,
+      runLimits,
+      usedTokens: this.#usedTokens,
+      notices: budgetNotices(plan),
+    });
+    if (this.#budgetSpent) emit({ type: 'budget', code: 'run_token_budget', message: this.#budgetSpent });
+    if (supervisor) this.#listen(supervisor, runLimits, log);
     try {
       for (const line of recovered) this.#track(this.#finishLine(line));
       if (supervisor !== undefined && needsSupervisor) {
@@ -219,7 +232,7 @@ export class FanoutSession {
       }
       while (this.#pending.size > 0) await Promise.all([...this.#pending]);
     } finally {
-      // Cancels agents spawned by agents that outlived their parents, then stops the threads.
+      // Cancels agents spawned by agents that outlived their parents, then stops the engine.
       await supervisor?.close();
     }
     const interrupted = this.#options.signal?.aborted ?? false;
@@ -266,6 +279,7 @@ export class FanoutSession {
       ...(plan.model === undefined ? {} : { model: plan.model }),
       ...(plan.limits === undefined ? {} : { limits: plan.limits }),
       ...(item.resume ? { resume: true } : {}),
+      ...(item.retryOf === undefined ? {} : { retryOf: item.retryOf }),
     };
     return spec;
   }
@@ -397,6 +411,7 @@ export class FanoutSession {
       log({ type: 'backoff', provider: event.provider, retryAfterMs: event.retryAfterMs });
       emit({ type: 'backoff', provider: event.provider, retryAfterMs: event.retryAfterMs });
     });
+    supervisor.on('jobs:unserved', (event) => emit({ type: 'notice', text: unservedNotice(event) }));
   }
 
   #record(outcome: AgentOutcome): void {
@@ -437,4 +452,18 @@ export class FanoutSession {
     this.#lines.push(scored);
     this.#options.onEvent?.({ type: 'ended', line: scored });
   }
+}
+
+/** What to tell the user when no worker takes the run's agents, and how to start one. */
+export function unservedNotice(event: JobsUnserved): string {
+  const flags = [
+    ...(event.queue === 'troupe-agents' ? [] : [`--queue ${event.queue}`]),
+    ...(event.prefix === 'troupe' ? [] : [`--prefix ${event.prefix}`]),
+  ];
+  const workers = `${event.workers} worker${event.workers === 1 ? '' : 's'} connected`;
+  return (
+    `no worker has taken this run's agents for ${Math.round(event.waitedMs / 1000)} s ` +
+    `(${event.waiting} waiting on queue ${event.queue} at ${event.url}; ${workers}). ` +
+    `Start one: TROUPE_REDIS_URL=${event.url} npx troupe worker${flags.map((flag) => ` ${flag}`).join('')}`
+  );
 }

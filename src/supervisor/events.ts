@@ -1,9 +1,18 @@
 /** Typed supervisor events: one stream for every agent, nested ones included. */
+import type { EngineEvents } from '../engines/events.ts';
 import type { SerializedError } from '../errors.ts';
 import type { StartedWarning } from '../journal/events.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 
-interface AgentRef {
+export type {
+  JobsUnserved,
+  ProviderBackoff,
+  ProviderPaused,
+  ThreadCrashed,
+  ThreadEvent,
+} from '../engines/events.ts';
+
+export interface AgentRef {
   readonly agentId: string;
   /** The agent that spawned this one, if any. */
   readonly parentId: string | undefined;
@@ -16,6 +25,7 @@ export interface AgentSpawned extends AgentRef {
   readonly metadata: Readonly<Record<string, unknown>>;
 }
 export interface AgentStarted extends AgentRef {
+  /** The thread (threads engine) or worker number (redis engine) it runs on. */
   readonly hostId: number;
   readonly resumed: boolean;
 }
@@ -57,23 +67,27 @@ export interface AgentEnded extends AgentRef {
   readonly outcome: AgentOutcome;
 }
 export interface AgentRestarted extends AgentRef {
+  /** How many times it has restarted, this one included. */
   readonly restart: number;
   readonly cause: SerializedError;
+  /**
+   * The death counts against its restart cap: threads engine, it was running a tool in the thread
+   * when the thread died (or was alone on it); a bystander restarts without using its cap. Redis
+   * engine: every takeover counts against the worker's `maxStalledCount`.
+   */
+  readonly charged: boolean;
 }
-export interface ThreadEvent {
+/** An agent's job was parked: it waits for instruction `index` without holding a worker slot (redis). */
+export interface AgentParked extends AgentWaiting {
   readonly hostId: number;
-}
-export interface ThreadCrashed extends ThreadEvent {
-  readonly cause: SerializedError;
-  readonly agents: readonly string[];
-}
-export interface ProviderBackoff {
-  readonly provider: string;
-  readonly retryAfterMs: number;
+  readonly index: number;
 }
 
-/** Event names and payloads of {@link Supervisor}. */
-export interface SupervisorEvents {
+/**
+ * Event names and payloads of {@link Supervisor}. `thread:*` come from the threads engine only;
+ * `agent:parked`, `provider:paused` and `jobs:unserved` from the redis engine only.
+ */
+export interface SupervisorEvents extends EngineEvents {
   'agent:spawned': [event: AgentSpawned];
   'agent:started': [event: AgentStarted];
   'agent:round': [event: AgentRound];
@@ -86,8 +100,5 @@ export interface SupervisorEvents {
   'agent:completed': [event: AgentEnded];
   'agent:failed': [event: AgentEnded];
   'agent:restarted': [event: AgentRestarted];
-  'thread:started': [event: ThreadEvent];
-  'thread:crashed': [event: ThreadCrashed];
-  'thread:respawned': [event: ThreadEvent];
-  'provider:backoff': [event: ProviderBackoff];
+  'agent:parked': [event: AgentParked];
 }

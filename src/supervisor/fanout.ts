@@ -2,7 +2,7 @@
 import type { AgentDefinition } from '../definition/types.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 import type { AgentHandle } from './agent-handle.ts';
-import type { SpawnOptions } from './supervisor.ts';
+import type { SpawnOptions } from './spawn-options.ts';
 
 /** One agent run of a fan-out. */
 export interface SpawnSpec extends Omit<SpawnOptions, 'signal' | 'parent'> {

@@ -4,14 +4,16 @@
  * `tools` list names them, so ordinary agents cannot fan out by accident.
  */
 import type { AgentOutcome } from '../loop/types.ts';
-import type { HostToolDeclaration } from '../protocol/messages.ts';
+import {
+  AWAIT_AGENTS,
+  type HostToolDeclaration,
+  SEND_INSTRUCTION,
+  SPAWN_AGENT,
+} from '../protocol/messages.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 import type { AgentHandle } from './agent-handle.ts';
-import type { AgentRecord, SpawnOptions } from './supervisor.ts';
-
-export const SPAWN_AGENT = 'spawn_agent';
-export const SEND_INSTRUCTION = 'send_instruction';
-export const AWAIT_AGENTS = 'await_agents';
+import type { AgentRecord } from './agent-record.ts';
+import type { SpawnOptions } from './spawn-options.ts';
 
 /** Declarations sent to every host. */
 export const ORCHESTRATION_TOOLS: readonly HostToolDeclaration[] = [
@@ -65,9 +67,6 @@ export const ORCHESTRATION_TOOLS: readonly HostToolDeclaration[] = [
     readOnly: true,
   },
 ];
-
-/** Names of the orchestration tools. */
-export const ORCHESTRATION_TOOL_NAMES: ReadonlySet<string> = new Set(ORCHESTRATION_TOOLS.map((t) => t.name));
 
 interface OrchestrationContext {
   readonly caller: AgentRecord;

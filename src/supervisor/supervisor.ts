@@ -1,134 +1,76 @@
 /**
- * The Supervisor: runs agents as actors in worker threads, routes `complete_task` and
- * `wait_for_instruction`, shares provider limits across threads and restarts the agents of a
- * thread that died from their journals.
+ * The Supervisor: spawns agents and owns what is the same whatever runs them (records, handles,
+ * the event stream, fan-out, orchestration, result validation, usage roll-up, instructions,
+ * cancellation and close). An engine (src/engines/) runs them: worker threads of this process
+ * (`backend: 'threads'`) or `troupe worker` processes through Redis (`backend: 'redis'`).
  */
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { EventEmitter } from 'eventemitter3';
+import { abortReason } from '../abort.ts';
 import type { AgentDefinition } from '../definition/types.ts';
-import { describeValue, type SerializedError, SystemError, serializeError, UserError } from '../errors.ts';
-import type { AgentLimits, AgentOutcome, FailureReason } from '../loop/types.ts';
-import type { ActorSpec, HostEventMessage, SupervisorCallbackApi } from '../protocol/messages.ts';
+import { createEngine } from '../engines/create-engine.ts';
+import type { Backend, Engine, EngineDescription, EngineHost } from '../engines/engine.ts';
+import { type SerializedError, serializeError, UserError } from '../errors.ts';
+import type { AuditEvent } from '../journal/events.ts';
+import { cancelledError, completedOutcome, failedOutcome } from '../loop/outcome.ts';
+import type { AgentOutcome, FailureReason } from '../loop/types.ts';
+import type { McpServers } from '../mcp/config.ts';
+import type { HostStats } from '../protocol/messages.ts';
 import type { Usage } from '../providers/types.ts';
-import { SUPERVISOR_EVENT_NAMES } from '../scaleout/events.ts';
-import { RedisSupervisor } from '../scaleout/redis-supervisor.ts';
-import { compileSchema, describeProblems, type SchemaValidator } from '../tools/schema.ts';
-import type { ToolOutcome } from '../tools/types.ts';
-import { Admission } from './admission.ts';
-import { AdmissionServer } from './admission-server.ts';
-import { AgentHandle } from './agent-handle.ts';
+import { emitAgentReport } from './agent-events.ts';
+import type { AgentHandle } from './agent-handle.ts';
+import { type AgentRecord, createRecord, hasEnded } from './agent-record.ts';
 import { loadDefinitions, runMcpServers } from './definitions.ts';
 import type { SupervisorEvents } from './events.ts';
 import { FanOut, type FanOutOptions, type SpawnSpec } from './fanout.ts';
-import type { HostRecord } from './host-pool.ts';
-import { HostPool, type HostPool as HostPoolType } from './host-pool.ts';
-import { InboxServer } from './inbox-server.ts';
-import { Mailbox } from './mailbox.ts';
+import { runHostTool } from './host-tools.ts';
 import {
   type PreparedSupervisorOptions,
   prepareSupervisorOptions,
   type SupervisorOptions,
 } from './options.ts';
-import { ORCHESTRATION_TOOLS, runOrchestrationTool } from './orchestration.ts';
-import { actorSpec, type RecordSpec, spawnModel } from './record-spec.ts';
+import { ORCHESTRATION_TOOLS } from './orchestration.ts';
+import { actorSpec } from './record-spec.ts';
+import { ResultCheck } from './result-check.ts';
+import type { SpawnOptions } from './spawn-options.ts';
+import { resolveSpawn } from './spawn-resolution.ts';
 import { rollUpUsage } from './usage-tree.ts';
 
-/** Options of one spawn. */
-export interface SpawnOptions {
-  readonly task: string;
-  /** Context sections placed before the task, in order. */
-  readonly context?: readonly string[];
-  /** Id of the agent that spawned this one (set by orchestration tools). */
-  readonly parent?: string;
-  /** Caller data carried into events, journals and results. */
-  readonly metadata?: Readonly<Record<string, unknown>>;
-  /** Aborting it cancels the agent. */
-  readonly signal?: AbortSignal;
-  /** Provider name. @default the supervisor's defaultProvider */
-  readonly provider?: string;
-  /** Model. @default the definition's model, else the supervisor's defaultModel */
-  readonly model?: string;
-  readonly limits?: AgentLimits;
-  /** Agent id. @default a random UUID */
-  readonly id?: string;
-  /**
-   * Continue the agent from its journal (`journalDir/<id>.jsonl`) when that journal has events,
-   * e.g. to finish the agents of an interrupted run; finished tool calls are not run again.
-   * @default false
-   */
-  readonly resume?: boolean;
-}
-
-const ZERO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
-
-/** @internal Supervisor-side state of one agent. */
-export interface AgentRecord {
-  readonly id: string;
-  readonly spec: RecordSpec;
-  readonly handle: AgentHandle;
-  readonly settle: (outcome: AgentOutcome) => void;
-  readonly mailbox: Mailbox;
-  readonly children: string[];
-  state: 'queued' | 'running' | 'ended';
-  host: HostRecord | undefined;
-  restarts: number;
-  /** The accepted `complete_task` result, once there is one. */
-  completion: { value: unknown } | undefined;
-  cancelReason: string | undefined;
-  cancelTimer: NodeJS.Timeout | undefined;
-  outcome: AgentOutcome | undefined;
-  treeUsage: Usage;
-  treeCostUsd: number;
-  readonly removeAbortListener: () => void;
-}
-
-/** Runs agents as actors in worker threads. */
+/**
+ * Runs agents as actors: spawn them one by one or fan out many, send them instructions, cancel
+ * them, and read one typed event stream for all of them.
+ *
+ * @example
+ * const supervisor = new Supervisor({ threads: 2 });
+ * const handle = supervisor.spawn('worker', { task: 'Review src/a.ts.' });
+ * const outcome = await handle.result;
+ * await supervisor.close();
+ */
 export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly #options: PreparedSupervisorOptions;
+  readonly #engine: Engine;
   readonly #agents = new Map<string, AgentRecord>();
-  readonly #queue: AgentRecord[] = [];
-  readonly #admission: Admission;
-  readonly #pausedUntil = new Map<string, number>();
-  readonly #schemas = new Map<string, SchemaValidator>();
-  /** Stdio MCP server processes of each live host, killed if the host dies. */
-  readonly #mcpProcesses = new Map<HostRecord, Set<number>>();
-  #pool: HostPoolType | undefined;
-  readonly #remote: RedisSupervisor | undefined;
-  #definitions: Map<string, AgentDefinition> | undefined;
+  readonly #results = new ResultCheck();
+  #definitions: Map<string, AgentDefinition> = new Map();
+  /** MCP servers every agent may use (the option and `.mcp.json`), known once started. */
+  #mcpServers: McpServers = {};
   #starting: Promise<void> | undefined;
   #closed = false;
   #closing: Promise<void> | undefined;
-  #scheduleQueued = false;
 
   constructor(options: SupervisorOptions = {}) {
     super();
-    const backend = options.backend ?? 'threads';
-    if (backend !== 'threads' && backend !== 'redis') {
-      throw new UserError(
-        'invalid_option',
-        `Expected \`backend\` to be 'threads' or 'redis', got ${describeValue(backend)}`,
-        {
-          option: 'backend',
-        },
-      );
-    }
-    if (backend === 'redis') {
-      // Same API, other engine: agents are BullMQ jobs run by `troupe worker` processes.
-      const remote = new RedisSupervisor(options);
-      this.#remote = remote;
-      this.#options = remote.options;
-      for (const name of SUPERVISOR_EVENT_NAMES) {
-        remote.on(name, (...args: unknown[]) =>
-          (this.emit as (event: string, ...rest: unknown[]) => boolean)(name, ...args),
-        );
-      }
-    } else {
-      this.#options = prepareSupervisorOptions(options);
-    }
-    this.#admission = new Admission(this.#remote ? {} : this.#options.limits, (provider, retryAfterMs) =>
-      this.emit('provider:backoff', { provider, retryAfterMs }),
-    );
+    this.#options = prepareSupervisorOptions(options);
+    const userTools = Object.entries(this.#options.hostTools).map(([name, tool]) => ({
+      name,
+      description: tool.description,
+      parameters: tool.parameters,
+      readOnly: tool.readOnly ?? false,
+    }));
+    this.#engine = createEngine(this.#options, {
+      host: this.#engineHost(),
+      hostTools: [...userTools, ...ORCHESTRATION_TOOLS],
+    });
   }
 
   /** The validated options. */
@@ -137,87 +79,40 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   }
 
   /** Which engine runs the agents. */
-  get backend(): 'threads' | 'redis' {
-    return this.#remote ? 'redis' : 'threads';
+  get backend(): Backend {
+    return this.#engine.backend;
   }
 
-  /** Agents known to the supervisor (queued, running or ended, until close()). */
+  /** Agents known to the supervisor (pending, running or ended, until close()). */
   get agentCount(): number {
-    return this.#remote ? this.#remote.agentCount : this.#agents.size;
+    return this.#agents.size;
   }
 
-  /** Loads definitions and starts the threads (or connects to Redis). Called by the first spawn. */
+  /** Loads definitions and starts the engine (threads, or the Redis connection). Called by the first spawn. */
   start(): Promise<void> {
-    if (this.#remote) return this.#remote.start();
-    this.#starting ??= this.#start();
-    return this.#starting;
-  }
-
-  async #start(): Promise<void> {
-    this.#definitions = await loadDefinitions(this.#options);
-    const hostTools = [
-      ...Object.entries(this.#options.hostTools).map(([name, tool]) => ({
-        name,
-        description: tool.description,
-        parameters: tool.parameters,
-        readOnly: tool.readOnly ?? false,
-      })),
-      ...ORCHESTRATION_TOOLS,
-    ];
-    const admissionKeys = this.#admission.keys;
-    const pool = new HostPool({
-      threads: this.#options.threads,
-      resourceLimits: this.#options.resourceLimits,
-      heartbeatIntervalMs: this.#options.heartbeatIntervalMs,
-      heartbeatTimeoutMs: this.#options.heartbeatTimeoutMs,
-      execArgv: this.#options.execArgv,
-      config: {
-        providers: this.#options.providers,
-        admissionKeys,
-        toolModules: this.#options.toolModules,
-        hostTools,
-        journalDir: this.#options.journalDir,
-        fsync: this.#options.fsync,
-        cwd: this.#options.cwd,
-        mcpServers: await runMcpServers(this.#options),
-      },
-      callbacks: this.#callbacks(),
-      serveAdmission: (_host, port) => new AdmissionServer(this.#admission, admissionKeys, port),
-      serveInbox: (_host, port) => new InboxServer(port, (agentId) => this.#runningMailbox(agentId)),
-      onMessage: (host, message) => this.#onHostMessage(host, message),
+    this.#starting ??= Promise.all([
+      loadDefinitions(this.#options),
+      runMcpServers(this.#options),
+      this.#engine.start(),
+    ]).then(([definitions, mcpServers]) => {
+      this.#definitions = definitions;
+      this.#mcpServers = mcpServers;
     });
-    this.#pool = pool;
-    pool.on('host:started', (host) => this.emit('thread:started', { hostId: host.id }));
-    pool.on('host:died', (host, cause) => this.#onHostDied(host, cause));
-    await Promise.all(Array.from({ length: this.#options.threads }, () => pool.startHost()));
-    this.#schedule();
+    return this.#starting;
   }
 
   /**
    * Spawns an agent by definition name (or a definition object) and returns its handle at once.
-   * The agent is queued until a thread has room. A spawn that cannot run (unknown agent, closed
+   * The agent waits until its engine has room. A spawn that cannot run (unknown agent, closed
    * supervisor) settles `result` as Failed with reason `invalid_request`.
    */
   spawn(agent: string | AgentDefinition, options: SpawnOptions): AgentHandle {
-    if (this.#remote) return this.#remote.spawn(agent, options);
     const id = options.id ?? randomUUID();
+    this.#engine.checkAgentId(id);
     if (this.#agents.has(id))
       throw new UserError('duplicate_agent_id', `An agent with id ${id} already exists`, { agentId: id });
-    const name = typeof agent === 'string' ? agent : agent.name;
-    let settle: (outcome: AgentOutcome) => void = () => {};
-    const result = new Promise<AgentOutcome>((resolve) => {
-      settle = resolve;
-    });
-    const handle = new AgentHandle(id, name, options.parent, result, {
-      send: (text) => this.#send(id, text),
-      cancel: (reason) => this.#cancel(id, reason),
-    });
     const parent = options.parent === undefined ? undefined : this.#agents.get(options.parent);
-    const signal = options.signal;
-    const onAbort = (): void => this.#cancel(id, abortReason(signal));
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const record: AgentRecord = {
-      id,
+    const record = createRecord({
       spec: {
         agentId: id,
         parentId: options.parent,
@@ -230,48 +125,29 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         model: options.model ?? '',
         limits: options.limits ?? {},
         resume: options.resume ?? false,
+        mcpServers: {},
       },
-      handle,
-      settle,
-      mailbox: new Mailbox(),
-      children: [],
-      state: 'queued',
-      host: undefined,
-      restarts: 0,
-      completion: undefined,
-      cancelReason: undefined,
-      cancelTimer: undefined,
-      outcome: undefined,
-      treeUsage: ZERO_USAGE,
-      treeCostUsd: 0,
-      removeAbortListener: () => signal?.removeEventListener('abort', onAbort),
-    };
+      retryOf: options.retryOf,
+      agent: typeof agent === 'string' ? agent : agent.name,
+      signal: options.signal,
+      send: (text) => this.#send(id, text),
+      cancel: (reason) => this.#cancel(id, reason),
+    });
     this.#agents.set(id, record);
     parent?.children.push(id);
-    this.emit('agent:spawned', {
-      agentId: id,
-      parentId: options.parent,
-      agent: name,
-      task: options.task,
-      metadata: record.spec.metadata,
-    });
+    this.emit('agent:spawned', { ...this.#ref(record), task: options.task, metadata: record.spec.metadata });
     if (this.#closed) {
-      this.#fail(
-        record,
-        'invalid_request',
-        new UserError('supervisor_closed', 'The supervisor is closed').toJSON(),
+      const error = new UserError('supervisor_closed', 'The supervisor is closed').toJSON();
+      this.#fail(record, 'invalid_request', error);
+    } else if (options.signal?.aborted) {
+      this.#cancel(id, abortReason(options.signal));
+    } else {
+      this.start().then(
+        () => this.#launch(record, typeof agent === 'string' ? agent : undefined),
+        (error: unknown) => this.#fail(record, 'crashed', serializeError(error)),
       );
-      return handle;
     }
-    if (signal?.aborted) {
-      this.#fail(record, 'cancelled', cancelledError(abortReason(signal)));
-      return handle;
-    }
-    this.start().then(
-      () => this.#enqueue(record, typeof agent === 'string' ? agent : undefined),
-      (error: unknown) => this.#fail(record, 'crashed', serializeError(error)),
-    );
-    return handle;
+    return record.handle;
   }
 
   /** Runs many agents; iterate it for results as they finish, or await `all()` for them in order. */
@@ -281,27 +157,51 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   /** The handle of a known agent. */
   handle(agentId: string): AgentHandle | undefined {
-    if (this.#remote) return this.#remote.handle(agentId);
     return this.#agents.get(agentId)?.handle;
   }
 
   /** Usage of an agent and every agent below it, once they have ended. */
   treeUsage(agentId: string): { usage: Usage; costUsd: number } | undefined {
-    if (this.#remote) return this.#remote.treeUsage(agentId);
     const record = this.#agents.get(agentId);
     return record && { usage: record.treeUsage, costUsd: record.treeCostUsd };
   }
 
-  /** Memory of every thread after a GC (when threads run with --expose-gc). */
-  async measureThreads(): Promise<{ heapUsed: number; external: number; agents: number }[]> {
-    if (this.#remote) return this.#remote.measureThreads();
-    await this.start();
-    return this.#pool ? this.#pool.measure() : [];
+  /**
+   * Sends an instruction and resolves with its index (0 for the agent's first) once the engine has
+   * it (`handle.send` does the same without waiting). Rejects with UserError `agent_not_running`.
+   */
+  instruct(agentId: string, text: string): Promise<number> {
+    const record = this.#agents.get(agentId);
+    if (!record || record.state === 'ended') {
+      return Promise.reject(
+        new UserError('agent_not_running', `Agent ${agentId} is not running`, { agentId }),
+      );
+    }
+    if (record.state === 'pending') {
+      return new Promise((resolve, reject) => record.held.push({ text, resolve, reject }));
+    }
+    return this.#deliver(record, text);
   }
 
-  /** Cancels every agent (they end Failed(cancelled)), then stops the threads. Idempotent. */
+  /** The agent's journal as its engine stores it (a JSONL file, or a Redis Stream); empty when it has none. */
+  async journal(agentId: string): Promise<AuditEvent[]> {
+    await this.start();
+    return this.#engine.journal(agentId);
+  }
+
+  /** Where agents run: the engine, and its thread count or its queue and connected workers. */
+  describe(): Promise<EngineDescription> {
+    return this.#engine.describe();
+  }
+
+  /** Memory of every thread after a GC (threads engine; the redis engine's threads are the workers'). */
+  async measureThreads(): Promise<HostStats[]> {
+    await this.start();
+    return this.#engine.measure();
+  }
+
+  /** Cancels every agent (they end Failed(cancelled)), then stops the engine. Idempotent. */
   close(): Promise<void> {
-    if (this.#remote) return this.#remote.close();
     this.#closing ??= this.#close();
     return this.#closing;
   }
@@ -312,240 +212,70 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     for (const record of open) this.#cancel(record.id, 'supervisor closed');
     await Promise.all(open.map((r) => r.handle.result));
     if (this.#starting) await this.#starting.catch(() => {});
-    await this.#pool?.close(this.#options.graceMs);
-    // Threads that had to be terminated could not stop their MCP servers.
-    for (const pids of this.#mcpProcesses.values()) killOrphans(pids);
-    this.#mcpProcesses.clear();
-    this.#admission.close();
-    for (const record of this.#agents.values()) {
-      record.mailbox.abandon();
-      if (record.cancelTimer) clearTimeout(record.cancelTimer);
-    }
-    if (this.#options.ownsJournalDir) rmSync(this.#options.journalDir, { recursive: true, force: true });
+    await this.#engine.close();
   }
 
-  #enqueue(record: AgentRecord, name: string | undefined): void {
-    if (record.state !== 'queued') return;
-    if (name !== undefined) {
-      const definition = this.#definitions?.get(name);
-      if (!definition) {
-        const known = [...(this.#definitions?.keys() ?? [])].sort().join(', ');
-        this.#fail(
-          record,
-          'invalid_request',
-          new UserError('unknown_agent', `No agent definition named \`${name}\`. Known: ${known}`, {
-            agent: name,
-          }).toJSON(),
-        );
-        return;
-      }
-      record.spec.definition = definition;
-    }
-    if (!(record.spec.provider in this.#options.providers)) {
-      this.#fail(
-        record,
-        'invalid_request',
-        new UserError('unknown_provider', `No provider named \`${record.spec.provider}\``, {
-          provider: record.spec.provider,
-        }).toJSON(),
-      );
+  /** Resolves a started spawn and hands it to the engine (after forking the journal it retries). */
+  #launch(record: AgentRecord, name: string | undefined): void {
+    if (record.state !== 'pending') return;
+    const problem = resolveSpawn(record.spec, name, {
+      definitions: this.#definitions,
+      options: this.#options,
+      modelOf: (agentId) => this.#agents.get(agentId)?.spec.model,
+    });
+    if (problem) {
+      this.#fail(record, 'invalid_request', problem);
       return;
     }
-    record.spec.model = spawnModel(record.spec, this.#options, (id) => this.#agents.get(id)?.spec.model);
-    this.#queue.push(record);
-    this.#scheduleSoon();
+    record.spec.mcpServers = this.#mcpServers;
+    const { retryOf } = record;
+    if (retryOf === undefined) {
+      this.#run(record);
+      return;
+    }
+    this.#engine.forkJournal(retryOf, record.id).then(
+      () => {
+        record.spec.resume = true;
+        this.#run(record);
+      },
+      (error: unknown) => this.#fail(record, 'crashed', serializeError(error)),
+    );
   }
 
-  /**
-   * Runs one scheduling pass after the current microtasks: spawns arrive one microtask each (after
-   * `start()`), and a pass sends each host one message for all the agents it places there.
-   */
-  #scheduleSoon(): void {
-    if (this.#scheduleQueued) return;
-    this.#scheduleQueued = true;
-    queueMicrotask(() => {
-      this.#scheduleQueued = false;
-      this.#schedule();
-    });
+  /** Hands a resolved record to the engine, with the instructions sent so far. */
+  #run(record: AgentRecord): void {
+    if (record.state !== 'pending') return;
+    record.state = 'running';
+    this.#engine.run(actorSpec(record.spec));
+    for (const { text, resolve, reject } of record.held.splice(0))
+      this.#deliver(record, text).then(resolve, reject);
   }
 
-  #schedule(): void {
-    const pool = this.#pool;
-    if (!pool || this.#closed) return;
-    const placed: { record: AgentRecord; host: HostRecord; resumed: boolean }[] = [];
-    const batches = new Map<HostRecord, ActorSpec[]>();
-    // Taken once: `pool.hosts` builds a new array, and no host starts or dies during the pass.
-    const hosts = pool.hosts;
-    while (this.#queue.length > 0) {
-      const host = this.#pickHost(hosts);
-      if (!host) break;
-      const record = this.#queue.shift();
-      if (record?.state !== 'queued') continue;
-      record.state = 'running';
-      record.host = host;
-      host.agents.add(record.id);
-      const spec = actorSpec(record.spec);
-      const batch = batches.get(host);
-      if (batch) batch.push(spec);
-      else batches.set(host, [spec]);
-      placed.push({ record, host, resumed: spec.resume });
+  async #deliver(record: AgentRecord, text: string): Promise<number> {
+    const index = await this.#engine.deliver(record.id, { type: 'instruction', text });
+    if (index === undefined) {
+      throw new UserError('agent_not_running', `Agent ${record.id} is not running`, { agentId: record.id });
     }
-    // Every spawn is posted before any listener of `agent:started` can post a cancel for it.
-    for (const [host, specs] of batches) {
-      pool.spawnMany(host, specs).catch(() => {
-        // The host died: its death handler restarts or fails these agents.
-      });
-    }
-    for (const { record, host, resumed } of placed) {
-      this.emit('agent:started', { ...this.#ref(record), hostId: host.id, resumed });
-    }
-  }
-
-  #runningMailbox(agentId: string): Mailbox | undefined {
-    const record = this.#agents.get(agentId);
-    return record && record.state !== 'ended' ? record.mailbox : undefined;
-  }
-
-  #pickHost(hosts: readonly HostRecord[]): HostRecord | undefined {
-    const limit = this.#options.isolation === 'thread' ? 1 : this.#options.maxAgentsPerThread;
-    let best: HostRecord | undefined;
-    for (const host of hosts) {
-      if (host.agents.size >= limit) continue;
-      if (!best || host.agents.size < best.agents.size) best = host;
-    }
-    return best;
+    return index;
   }
 
   #ref(record: AgentRecord): { agentId: string; parentId: string | undefined; agent: string } {
     return { agentId: record.id, parentId: record.spec.parentId, agent: record.handle.agent };
   }
 
-  #onHostMessage(host: HostRecord, message: HostEventMessage): void {
-    switch (message.type) {
-      case 'signals':
-        for (const signal of message.signals) {
-          const record = this.#agents.get(signal.agentId);
-          if (!record) continue;
-          const ref = this.#ref(record);
-          switch (signal.type) {
-            case 'round': {
-              const event = { ...ref, round: signal.round, estimatedTokens: signal.estimatedTokens };
-              this.emit('agent:round', event);
-              record.handle.emit('round', event);
-              break;
-            }
-            case 'tool_call': {
-              const event = { ...ref, round: signal.round, tool: signal.name, ok: signal.ok };
-              this.emit('agent:tool', event);
-              record.handle.emit('tool', event);
-              break;
-            }
-            case 'receipt': {
-              const { type: _type, agentId: _agentId, ...rest } = signal;
-              const event = { ...ref, ...rest };
-              this.emit('agent:usage', event);
-              record.handle.emit('usage', event);
-              break;
-            }
-            case 'text': {
-              const event = { ...ref, text: signal.text };
-              this.emit('agent:text', event);
-              record.handle.emit('text', event);
-              break;
-            }
-            case 'waiting':
-              this.emit('agent:waiting', ref);
-              record.handle.emit('waiting', ref);
-              break;
-            case 'warnings': {
-              const event = { ...ref, warnings: signal.warnings };
-              this.emit('agent:warnings', event);
-              record.handle.emit('warnings', event);
-              break;
-            }
-            case 'instructed': {
-              const event = { ...ref, text: signal.text };
-              this.emit('agent:instructed', event);
-              record.handle.emit('instructed', event);
-              break;
-            }
-          }
-        }
-        return;
-      case 'ended': {
-        const record = this.#agents.get(message.agentId);
-        if (record && record.host === host) this.#finish(record, message.outcome);
-        return;
-      }
-      case 'mcp_process': {
-        let pids = this.#mcpProcesses.get(host);
-        if (!pids) {
-          pids = new Set();
-          this.#mcpProcesses.set(host, pids);
-        }
-        if (message.state === 'started') pids.add(message.pid);
-        else pids.delete(message.pid);
-        return;
-      }
-      case 'host_error':
-      case 'ready':
-        return;
-    }
-  }
-
-  #onHostDied(host: HostRecord, cause: SerializedError): void {
-    killOrphans(this.#mcpProcesses.get(host));
-    this.#mcpProcesses.delete(host);
-    const victims = [...host.agents].map((id) => this.#agents.get(id)).filter((r) => r !== undefined);
-    host.agents.clear();
-    this.emit('thread:crashed', { hostId: host.id, cause, agents: victims.map((r) => r.id) });
-    for (const record of victims) {
-      if (record.state === 'ended') continue;
-      record.mailbox.abandon();
-      record.host = undefined;
-      if (record.completion) {
-        this.#finish(record, completedOutcome(record, record.completion.value));
-      } else if (record.cancelReason !== undefined) {
-        this.#fail(record, 'cancelled', cancelledError(record.cancelReason));
-      } else if (record.restarts >= this.#options.restart.maxRetries || this.#closed) {
-        this.#fail(record, 'crashed', {
-          ...cause,
-          message: `Thread crashed and the restart cap (${this.#options.restart.maxRetries}) was reached: ${cause.message}`,
-        });
-      } else {
-        record.restarts += 1;
-        record.state = 'queued';
-        record.spec.resume = true;
-        const event = { ...this.#ref(record), restart: record.restarts, cause };
-        this.emit('agent:restarted', event);
-        record.handle.emit('restarted', event);
-        const { baseDelayMs, maxDelayMs } = this.#options.restart;
-        const delay = Math.min(maxDelayMs, baseDelayMs * 2 ** (record.restarts - 1));
-        setTimeout(() => {
-          if (record.state !== 'queued') return;
-          this.#queue.unshift(record);
-          this.#schedule();
-        }, delay);
-      }
-    }
-    if (this.#closed || !this.#pool) return;
-    this.#pool.startHost().then(
-      (replacement) => {
-        this.emit('thread:respawned', { hostId: replacement.id });
-        this.#schedule();
-      },
-      () => {
-        // A replacement that dies while starting is reported by its own death event.
-      },
-    );
-  }
-
+  /** `handle.send`: as `instruct`, without waiting (the latency path: no more than one promise). */
   #send(agentId: string, text: string): void {
     const record = this.#agents.get(agentId);
     if (!record || record.state === 'ended') {
       throw new UserError('agent_not_running', `Agent ${agentId} is not running`, { agentId });
     }
-    record.mailbox.send(text);
+    if (record.state === 'pending') {
+      record.held.push({ text, resolve: () => {}, reject: () => {} });
+      return;
+    }
+    this.#engine.deliver(agentId, { type: 'instruction', text }).catch(() => {
+      // Redis closed at close(): nothing waits for this instruction.
+    });
   }
 
   #cancel(agentId: string, reason: string): void {
@@ -553,94 +283,68 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     if (!record || record.state === 'ended' || record.cancelReason !== undefined) return;
     record.cancelReason = reason;
     for (const child of record.children) this.#cancel(child, `parent cancelled: ${reason}`);
-    if (record.state === 'queued' || !record.host) {
+    if (record.state === 'pending') {
       this.#fail(record, 'cancelled', cancelledError(reason));
       return;
     }
-    const host = record.host;
-    record.mailbox.abandon();
-    this.#pool?.call(host, (api) => api.cancel(agentId, reason)).catch(() => {});
+    this.#engine.deliver(agentId, { type: 'cancel', reason }).catch(() => {
+      // The engine cannot reach the agent: the grace timer stops it.
+    });
+    if (hasEnded(record)) return;
     record.cancelTimer = setTimeout(() => {
-      if (record.state === 'ended' || !host.alive) return;
-      void this.#pool?.terminate(
-        host,
-        new SystemError(
-          'cancel_timeout',
-          `Agent ${agentId} did not stop within ${this.#options.graceMs} ms of cancel`,
-          {
-            agentId,
-            hostId: host.id,
-          },
-        ).toJSON(),
-      );
+      if (!hasEnded(record)) this.#engine.stop(agentId, reason);
     }, this.#options.graceMs);
     record.cancelTimer.unref();
   }
 
   #fail(record: AgentRecord, reason: FailureReason, error: SerializedError): void {
-    this.#finish(record, {
-      status: 'failed',
-      agentId: record.id,
-      reason,
-      error,
-      usage: ZERO_USAGE,
-      costUsd: 0,
-      rounds: 0,
-    });
+    this.#finish(record, failedOutcome(record.id, reason, error));
   }
 
   #finish(record: AgentRecord, outcome: AgentOutcome): void {
     if (record.state === 'ended') return;
-    const wasQueued = record.state === 'queued';
     record.state = 'ended';
-    record.outcome = outcome;
-    if (wasQueued) {
-      const index = this.#queue.indexOf(record);
-      if (index >= 0) this.#queue.splice(index, 1);
-    }
-    record.host?.agents.delete(record.id);
-    record.host = undefined;
     if (record.cancelTimer) clearTimeout(record.cancelTimer);
     record.removeAbortListener();
-    record.mailbox.abandon();
+    const notRunning = new UserError('agent_not_running', `Agent ${record.id} is not running`, {
+      agentId: record.id,
+    });
+    for (const held of record.held.splice(0)) held.reject(notRunning);
     rollUpUsage(this.#agents, record, outcome.usage, outcome.costUsd);
     const event = { ...this.#ref(record), outcome };
     this.emit(outcome.status === 'completed' ? 'agent:completed' : 'agent:failed', event);
     record.handle.emit('ended', event);
     record.settle(outcome);
-    this.#schedule();
   }
 
-  #validateResult(record: AgentRecord, value: unknown): string | undefined {
-    const definition = record.spec.definition;
-    const schema = definition?.outputSchema;
-    if (!definition || !schema) return undefined;
-    const key = definition.path + definition.name;
-    let validate = this.#schemas.get(key);
-    if (!validate) {
-      validate = compileSchema(schema, `the outputSchema of ${definition.name}`);
-      this.#schemas.set(key, validate);
-    }
-    const problems = validate(value);
-    return problems.length === 0 ? undefined : describeProblems(problems);
-  }
-
-  #callbacks(): SupervisorCallbackApi {
+  /** What the engine may ask and tell: its agents' reports and ends, host tools, complete_task. */
+  #engineHost(): EngineHost {
+    const running = (agentId: string): AgentRecord | undefined => {
+      const record = this.#agents.get(agentId);
+      return record?.state === 'running' ? record : undefined;
+    };
     return {
-      reportRateLimit: (key, retryAfterMs) => {
-        const until = Date.now() + retryAfterMs;
-        if (until <= (this.#pausedUntil.get(key) ?? 0)) return;
-        this.#pausedUntil.set(key, until);
-        if (this.#admission.keys.includes(key)) this.#admission.backoff(key, retryAfterMs);
-        else this.emit('provider:backoff', { provider: key, retryAfterMs });
-        for (const host of this.#pool?.hosts ?? []) {
-          this.#pool?.call(host, (api) => api.pauseProvider(key, until)).catch(() => {});
-        }
+      closing: () => this.#closed,
+      report: (report) => {
+        const record = running(report.agentId);
+        if (record) emitAgentReport(this, record.handle, this.#ref(record), report);
+      },
+      ended: (agentId, outcome) => {
+        const record = running(agentId);
+        if (record) this.#finish(record, outcome);
+      },
+      lost: (agentId, cause) => {
+        const record = running(agentId);
+        if (!record) return 'ended';
+        if (record.completion) this.#finish(record, completedOutcome(agentId, record.completion.value));
+        else if (record.cancelReason !== undefined)
+          this.#fail(record, 'cancelled', cancelledError(record.cancelReason));
+        else if (this.#closed) this.#fail(record, 'crashed', cause);
+        return hasEnded(record) ? 'ended' : 'restart';
       },
       completeTask: async (agentId, result) => {
-        const record = this.#agents.get(agentId);
-        if (!record || record.state === 'ended')
-          return { accepted: false, message: 'The agent is not running.' };
+        const record = running(agentId);
+        if (!record) return { accepted: false, message: 'The agent is not running.' };
         if (record.cancelReason !== undefined)
           return { accepted: false, message: 'The agent was cancelled.' };
         if (record.completion) {
@@ -649,72 +353,28 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
             message: 'complete_task was already called: the task is complete. Stop now.',
           };
         }
-        const problems = this.#validateResult(record, result);
+        const problems = this.#results.problems(record.spec.definition, result);
         if (problems)
           return { accepted: false, message: `The result does not match the output schema: ${problems}` };
         record.completion = { value: result };
         return { accepted: true };
       },
-      callHostTool: async (agentId, name, args) => this.#callHostTool(agentId, name, args),
+      callHostTool: (agentId, name, args) =>
+        runHostTool(
+          {
+            hostTools: this.#options.hostTools,
+            agents: this.#agents,
+            maxDepth: this.#options.maxDepth,
+            maxChildren: this.#options.maxChildren,
+            spawn: (agent, options) => this.spawn(agent, options),
+          },
+          agentId,
+          name,
+          args,
+        ),
+      emit: (name, ...args) => {
+        (this.emit as (name: string, ...rest: unknown[]) => boolean)(name, ...args);
+      },
     };
   }
-
-  async #callHostTool(
-    agentId: string,
-    name: string,
-    args: Readonly<Record<string, unknown>>,
-  ): Promise<ToolOutcome> {
-    const record = this.#agents.get(agentId);
-    if (!record) return { ok: false, text: `${name} failed: unknown agent ${agentId}` };
-    const controller = new AbortController();
-    try {
-      const userTool = this.#options.hostTools[name];
-      if (userTool) {
-        const outcome = await userTool.execute({ ...args }, { agentId, signal: controller.signal });
-        return typeof outcome === 'string' ? { ok: true, text: outcome } : outcome;
-      }
-      return await runOrchestrationTool(name, args, {
-        caller: record,
-        agents: this.#agents,
-        maxDepth: this.#options.maxDepth,
-        maxChildren: this.#options.maxChildren,
-        spawn: (agent, options) => this.spawn(agent, { ...options, parent: agentId }),
-      });
-    } catch (error) {
-      return { ok: false, text: `${name} failed: ${error instanceof Error ? error.message : String(error)}` };
-    }
-  }
-}
-
-/** Kills MCP server processes a dead thread left behind (it can no longer close their stdin). */
-function killOrphans(pids: ReadonlySet<number> | undefined): void {
-  for (const pid of pids ?? []) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-}
-
-function completedOutcome(record: AgentRecord, value: unknown): AgentOutcome {
-  return {
-    status: 'completed',
-    agentId: record.id,
-    answer: JSON.stringify(value),
-    result: value,
-    usage: ZERO_USAGE,
-    costUsd: 0,
-    rounds: 0,
-  };
-}
-
-function cancelledError(reason: string): SerializedError {
-  return new SystemError('cancelled', `Cancelled: ${reason}`, { reason }).toJSON();
-}
-
-function abortReason(signal: AbortSignal | undefined): string {
-  const reason: unknown = signal?.reason;
-  if (reason instanceof Error) return reason.message;
-  return reason === undefined ? 'aborted' : String(reason);
 }

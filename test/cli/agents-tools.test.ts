@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type CliIO, main } from '../../src/cli/main.ts';
+import { main } from '../../src/cli/main.ts';
+import type { CliIO } from '../../src/cli/shared/io.ts';
 import { definitionText, TempTree } from '../definition/helpers.ts';
 import { stdioEverything } from '../mcp/helpers.ts';
 

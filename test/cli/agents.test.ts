@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type CliIO, main } from '../../src/cli/main.ts';
+import { main } from '../../src/cli/main.ts';
+import type { CliIO } from '../../src/cli/shared/io.ts';
 import { definitionText, repoRoot, TempTree } from '../definition/helpers.ts';
 
 interface Run {

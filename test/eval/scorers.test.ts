@@ -54,9 +54,9 @@ describe('exact', () => {
   it('fails an item whose agent failed, saying why', async () => {
     const score = await scoreOne({ type: 'exact' }, undefined, 'x', {
       status: 'failed',
-      failure: 'round_limit: 8 rounds',
+      failure: 'step_limit: 8 steps',
     });
-    expect(score).toEqual({ score: 0, pass: false, detail: 'the agent failed (round_limit: 8 rounds)' });
+    expect(score).toEqual({ score: 0, pass: false, detail: 'the agent failed (step_limit: 8 steps)' });
   });
 });
 

@@ -71,6 +71,7 @@ describe('spawnModel (both Supervisor engines)', () => {
       model: '',
       limits: {},
       resume: false,
+      mcpServers: {},
     });
     expect(spawnModel(spec('claude', 'haiku'), options, () => undefined)).toBe('claude-haiku-4-5');
     expect(spawnModel(spec('gpt', 'haiku'), options, () => undefined)).toBe('gpt-5-mini');

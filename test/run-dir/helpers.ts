@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CliIO } from '../../src/cli/main.ts';
+import type { CliIO } from '../../src/cli/shared/io.ts';
 import type { ResultLine } from '../../src/run-dir/results.ts';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');

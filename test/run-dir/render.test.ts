@@ -36,6 +36,7 @@ const events: RunEvent[] = [
     planned: 3,
     toRun: 3,
     threads: 2,
+    engine: { backend: 'threads', threads: 2 },
     concurrency: 2,
     runLimits: { maxTotalTokens: 10_000_000, maxCostUsd: 0 },
     usedTokens: 0,
@@ -101,6 +102,26 @@ describe('progress renderers', () => {
       'completed  abc-0 worker: all good (2 round(s), 1.2k tokens, $0.0123)',
       'a note',
     ]);
+  });
+
+  it('on the redis engine the header names the queue, the server and the workers connected, and notices show', () => {
+    const [run] = events;
+    if (run?.type !== 'run') throw new Error('the first event is the header');
+    const redis: RunEvent = {
+      ...run,
+      engine: { backend: 'redis', url: 'redis://host:6379', queue: 'q1', prefix: 'troupe', workers: 0 },
+    };
+    const notice: RunEvent = { type: 'notice', text: "no worker has taken this run's agents for 5 s" };
+    const lines = render('plain', [redis, notice]).trimEnd().split('\n');
+    expect(lines[0]).toBe(
+      'troupe fanout: run r1: 3 agent(s), 2 at a time on redis (queue q1 at redis://host:6379, 0 worker(s) connected), provider simulated (model simulated)',
+    );
+    expect(lines.at(-2)?.replace(/^\+\S+\s+/, '')).toBe(
+      "troupe: no worker has taken this run's agents for 5 s",
+    );
+    expect(stripAnsi(render('tty', [redis, notice]))).toContain(
+      "! troupe: no worker has taken this run's agents",
+    );
   });
 
   it('--json output is one JSON object per event, with its time', () => {

@@ -8,9 +8,9 @@ import { isAbsolute, relative } from 'node:path';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import { printable, terminalJson } from '../../run-dir/format.ts';
-import type { CliIO } from '../main.ts';
 import { EXIT_FAILED, EXIT_OK } from './constants.ts';
 import { type InterruptSignal, raise, watchInterrupts } from './interrupt.ts';
+import type { CliIO } from './io.ts';
 import { outcomeSummary, ProgressFormatter, resultText } from './progress.ts';
 import type { PreparedSession, SessionInfo } from './session.ts';
 

@@ -1,0 +1,89 @@
+/**
+ * What an agent's runner builds where the agent runs, the same in an actor host (a worker thread)
+ * and in a redis worker: tool modules imported by path and checked, host tools as proxies that call
+ * the supervisor, and providers built from their description. Closures cannot cross a thread or a
+ * process, so the supervisor describes all three and this module makes them real.
+ */
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { UserError } from '../../errors.ts';
+import type { HostToolDeclaration, ProviderConfig, ToolModuleRef } from '../../protocol/messages.ts';
+import { createProvider } from '../../providers/factory.ts';
+import type { Provider, ProviderHooks } from '../../providers/types.ts';
+import type { Tool, ToolOutcome } from '../../tools/types.ts';
+
+/** Imports modules by path or file URL, once each per loader. */
+export class ModuleLoader {
+  readonly #modules = new Map<string, Promise<Record<string, unknown>>>();
+
+  /** The module's namespace; a failed import is forgotten, so a later call tries again. */
+  load(specifier: string): Promise<Record<string, unknown>> {
+    const url = specifier.startsWith('file:') ? specifier : pathToFileURL(path.resolve(specifier)).href;
+    let mod = this.#modules.get(url);
+    if (!mod) {
+      mod = import(url) as Promise<Record<string, unknown>>;
+      this.#modules.set(url, mod);
+      mod.catch(() => this.#modules.delete(url));
+    }
+    return mod;
+  }
+}
+
+/**
+ * The tools of every module in `refs`. Throws UserError `invalid_tool_module` when an export is
+ * not a Tool or an array of Tools.
+ */
+export async function loadToolModules(refs: readonly ToolModuleRef[], loader: ModuleLoader): Promise<Tool[]> {
+  const tools: Tool[] = [];
+  for (const ref of refs) {
+    const name = ref.export ?? 'default';
+    const exported = (await loader.load(ref.module))[name];
+    for (const tool of Array.isArray(exported) ? exported : [exported]) {
+      if (typeof tool !== 'object' || tool === null || typeof (tool as Tool).execute !== 'function') {
+        throw new UserError(
+          'invalid_tool_module',
+          `Expected ${ref.module} to export a Tool or an array of Tools as \`${name}\``,
+          { module: ref.module },
+        );
+      }
+      tools.push(tool as Tool);
+    }
+  }
+  return tools;
+}
+
+/** Calls a host tool on the supervisor for `agentId`; resolves with its outcome. */
+export type HostToolCall = (
+  agentId: string,
+  name: string,
+  args: Readonly<Record<string, unknown>>,
+  signal: AbortSignal,
+) => Promise<ToolOutcome>;
+
+/** Tools that forward each call of a declared host tool to the supervisor. */
+export function hostToolProxies(declarations: readonly HostToolDeclaration[], call: HostToolCall): Tool[] {
+  return declarations.map((declaration) => ({
+    ...declaration,
+    execute: (args, ctx) => call(ctx.agentId, declaration.name, args, ctx.signal),
+  }));
+}
+
+/**
+ * The provider `config` describes, with `hooks` (admission, rate-limit reports) added to its
+ * options. Throws UserError `invalid_provider_module` when a module exports no factory.
+ */
+export async function providerFromConfig(
+  config: ProviderConfig,
+  hooks: ProviderHooks,
+  loader: ModuleLoader,
+): Promise<Provider> {
+  const options = { ...(config.options ?? {}), ...hooks };
+  if (config.kind !== 'module') return createProvider(config.kind, options);
+  const factory = (await loader.load(config.module))[config.export ?? 'default'];
+  if (typeof factory !== 'function') {
+    throw new UserError('invalid_provider_module', `${config.module} does not export a provider factory`, {
+      module: config.module,
+    });
+  }
+  return (factory as (options: unknown) => Provider)(options);
+}

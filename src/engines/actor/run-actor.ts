@@ -1,0 +1,67 @@
+/**
+ * Starts the loop for one actor, from its spec: the one place where an {@link ActorSpec} becomes
+ * loop options. Actor hosts and redis workers both call it, so a field added to the spec (trace
+ * context, model settings) is read here once and reaches the agent on either engine.
+ */
+import type { AuditEvent } from '../../journal/events.ts';
+import type { JournalSink } from '../../journal/sink.ts';
+import { runAgent } from '../../loop/run-agent.ts';
+import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
+import type { McpToolSource } from '../../mcp/pool.ts';
+import type { ActorSpec, AgentSignal } from '../../protocol/messages.ts';
+import type { Provider } from '../../providers/types.ts';
+import type { ToolRegistry } from '../../tools/registry.ts';
+import { agentSignal } from './agent-signal.ts';
+
+/** What the engine lends one run of an actor. */
+export interface ActorRun {
+  readonly provider: Provider;
+  readonly registry: ToolRegistry;
+  readonly cwd: string;
+  /** The runner's MCP connections, shared by its agents (which servers: `spec.mcpServers`). */
+  readonly mcp: McpToolSource;
+  readonly journal: JournalSink;
+  /** The journal's events when the agent continues from them. */
+  readonly resumeFrom?: readonly AuditEvent[];
+  /** Bytes of a torn last journal line cut away before resuming. */
+  readonly truncatedBytes?: number;
+  readonly signal: AbortSignal;
+  readonly channels: AgentChannels;
+  /** Receives what the supervisor is told about the agent. */
+  readonly onSignal: (signal: AgentSignal) => void;
+  readonly promptCache: Map<string, Promise<string>>;
+}
+
+/** Runs (or resumes) the agent `spec` describes to its outcome. */
+export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promise<AgentOutcome> {
+  const { agentId } = spec;
+  return runAgent({
+    agentId,
+    ...(spec.parentId === undefined ? {} : { parentId: spec.parentId }),
+    definition: spec.definition,
+    task: spec.task,
+    context: spec.context,
+    metadata: spec.metadata,
+    provider: run.provider,
+    model: spec.model,
+    registry: run.registry,
+    cwd: run.cwd,
+    mcpServers: spec.mcpServers,
+    mcp: run.mcp,
+    journal: run.journal,
+    ...(run.resumeFrom
+      ? {
+          resumeFrom: run.resumeFrom,
+          ...(run.truncatedBytes === undefined ? {} : { truncatedBytes: run.truncatedBytes }),
+        }
+      : {}),
+    signal: run.signal,
+    limits: spec.limits,
+    channels: run.channels,
+    onEvent: (event) => {
+      const signal = agentSignal(agentId, event);
+      if (signal) run.onSignal(signal);
+    },
+    promptCache: run.promptCache,
+  });
+}

@@ -1,0 +1,152 @@
+/**
+ * The engine interface: what differs between running agents in this process's worker threads
+ * (src/engines/threads/) and running them as BullMQ jobs on `troupe worker` processes
+ * (src/engines/redis/). An engine places and starts actors, delivers messages to them, reports
+ * what they do, detects a lost one and restarts it from its journal, shares provider admission,
+ * measures and closes.
+ *
+ * Everything that is the same whatever runs the agents (records, handles, events, fan-out,
+ * orchestration, result validation, usage roll-up, cancellation semantics) is the Supervisor's
+ * (src/supervisor/), which talks to an engine only through this file. Imports go one way: the
+ * supervisor imports engines, an engine never imports the supervisor; what an engine needs of it
+ * is {@link EngineHost}.
+ */
+import type { RetryPolicy } from '../definition/types.ts';
+import type { SerializedError } from '../errors.ts';
+import type { AuditEvent } from '../journal/events.ts';
+import type { AgentOutcome } from '../loop/types.ts';
+import type {
+  ActorSpec,
+  AgentMessage,
+  AgentSignal,
+  HostStats,
+  HostToolDeclaration,
+  ProviderConfig,
+  ProviderLimits,
+  ToolModuleRef,
+} from '../protocol/messages.ts';
+import type { ToolOutcome } from '../tools/types.ts';
+import type { EngineEvents } from './events.ts';
+
+/** Which engine runs the agents. */
+export type Backend = 'threads' | 'redis';
+
+/** What an engine reports about one agent while it runs (its end goes to {@link EngineHost.ended}). */
+export type AgentReport =
+  | AgentSignal
+  | {
+      readonly type: 'started';
+      readonly agentId: string;
+      /** The thread (threads) or worker number (redis) it runs on. */
+      readonly hostId: number;
+      /** Continued from its journal. */
+      readonly resumed: boolean;
+    }
+  | {
+      /** Its runner was lost (thread or worker died); it continues from its journal. */
+      readonly type: 'restarted';
+      readonly agentId: string;
+      readonly restart: number;
+      readonly cause: SerializedError;
+      /** The death counts against its restart cap (it was blamed for it). */
+      readonly charged: boolean;
+    }
+  | {
+      /** Its job was parked waiting for instruction `index`, holding no worker slot (redis). */
+      readonly type: 'parked';
+      readonly agentId: string;
+      readonly hostId: number;
+      readonly index: number;
+    };
+
+/** The supervisor's answer to `complete_task`. */
+export interface CompleteTaskAnswer {
+  readonly accepted: boolean;
+  readonly message?: string;
+}
+
+/** What an engine may ask and tell the supervisor. */
+export interface EngineHost {
+  /** True once the supervisor is closing: lost agents are not restarted, dead threads not replaced. */
+  closing(): boolean;
+  report(report: AgentReport): void;
+  /** The agent ended; the engine holds nothing of it any more. Called at most once per agent run. */
+  ended(agentId: string, outcome: AgentOutcome): void;
+  /**
+   * The agent's runner is gone and the engine holds nothing of it. `'ended'`: the supervisor settled
+   * it (it had delivered its result, it was being cancelled, the supervisor is closing); `'restart'`:
+   * the engine restarts it from its journal, or ends it if it may not restart.
+   */
+  lost(agentId: string, cause: SerializedError): 'restart' | 'ended';
+  /** The agent called `complete_task` (engines whose agents ask the supervisor). */
+  completeTask(agentId: string, result: unknown): Promise<CompleteTaskAnswer>;
+  /** The agent called a host tool: a user host tool or an orchestration tool. */
+  callHostTool(agentId: string, name: string, args: Readonly<Record<string, unknown>>): Promise<ToolOutcome>;
+  emit<K extends keyof EngineEvents>(name: K, ...args: EngineEvents[K]): void;
+}
+
+/** Options every engine gets, validated and filled in by the supervisor. */
+export interface EngineOptions {
+  readonly providers: Readonly<Record<string, ProviderConfig>>;
+  /** Admission limits per provider key (the provider name). */
+  readonly limits: Readonly<Record<string, ProviderLimits>>;
+  readonly toolModules: readonly ToolModuleRef[];
+  /** Restarts of an agent whose runner was lost. */
+  readonly restart: RetryPolicy;
+  /** Time an agent gets to end after a cancel, and a thread to shut down, before it is stopped by force. */
+  readonly graceMs: number;
+  readonly cwd: string;
+}
+
+/** What an engine is built with besides its options. */
+export interface EngineContext {
+  readonly host: EngineHost;
+  /** Host tools the agents may call: the user's and the orchestration tools. */
+  readonly hostTools: readonly HostToolDeclaration[];
+}
+
+/** Where an engine runs agents, for headers and diagnostics. */
+export type EngineDescription =
+  | { readonly backend: 'threads'; readonly threads: number }
+  | {
+      readonly backend: 'redis';
+      /** The Redis URL, its password masked. */
+      readonly url: string;
+      readonly queue: string;
+      readonly prefix: string;
+      /** `troupe worker` processes (or threads) of the queue heard from in the last few seconds. */
+      readonly workers: number;
+    };
+
+/** Runs actors. One per Supervisor; every method but `checkAgentId` and `start` runs after `start()`. */
+export interface Engine {
+  readonly backend: Backend;
+  /** Throws UserError `invalid_agent_id` when `id` cannot name an agent on this engine. */
+  checkAgentId(id: string): void;
+  /** Starts threads or connects. Idempotent. */
+  start(): Promise<void>;
+  /** Places and starts (or resumes) an agent; it reports `started` once it runs. */
+  run(spec: ActorSpec): void;
+  /**
+   * Delivers a message to an agent it runs. An instruction resolves with its index (instructions
+   * are numbered from 0 per agent); a cancel with undefined. A cancel of an agent that has not
+   * started yet ends it at once (through {@link EngineHost.ended}).
+   */
+  deliver(agentId: string, message: AgentMessage): Promise<number | undefined>;
+  /** The agent did not end within the grace period after its cancel: end it by force. */
+  stop(agentId: string, reason: string): void;
+  /** The agent's journal as the engine stores it (a file or a stream); empty when it has none. */
+  journal(agentId: string): Promise<AuditEvent[]>;
+  /**
+   * Starts agent `to`'s journal as a fork of agent `from`'s (src/journal/fork.ts): its events up to
+   * its end, under the new id. Does nothing when `to` has a journal already (an earlier fork), or
+   * `from` has none. All or nothing: a fork cut off half way leaves no journal.
+   */
+  forkJournal(from: string, to: string): Promise<void>;
+  /** Memory of every thread this engine runs in this process (none for redis). */
+  measure(): Promise<HostStats[]>;
+  /** Where agents run: the thread count, or the queue and how many workers it has now. */
+  describe(): Promise<EngineDescription>;
+  /** Releases threads and connections. Called once every agent has ended. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,277 @@
+/**
+ * One agent job on a worker: read the journal stream, run (or resume) the loop with a Redis journal,
+ * the Redis inbox and shared admission, and hand the outcome to BullMQ as the job's return value.
+ *
+ * A long `wait_for_instruction` parks the job instead of holding a worker slot: the loop's wait is
+ * left pending and dropped (its state is all in the journal), the job moves to BullMQ's delayed
+ * set (lock released) and the processor returns. An instruction, a cancel or the wait's limit
+ * brings the job back, on any worker, which resumes it from the journal; the resumed wait finds
+ * the instruction by its index.
+ *
+ * Parking never loses an instruction: the worker marks the agent parked, moves the job, then looks
+ * for the instruction once more; a sender appends the instruction, then looks for the mark. Redis
+ * orders the four steps, so at least one side sees the other and promotes the job.
+ */
+import { existsSync } from 'node:fs';
+import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { isTroupeError } from '../../errors.ts';
+import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
+import type { AgentJobData, ParkRequest, WorkerSignal } from '../../protocol/redis.ts';
+import type { Provider } from '../../providers/types.ts';
+import { runActor } from '../actor/run-actor.ts';
+import type { RedisAdmission } from './admission.ts';
+import type { BlockingPool } from './blocking-pool.ts';
+import { PARK_WITHOUT_LIMIT_MS } from './constants.ts';
+import type { Inbox } from './inbox.ts';
+import { parseJobData } from './job-data.ts';
+import type { ScaleoutKeys } from './keys.ts';
+import { bullmq } from './packages.ts';
+import { promote } from './promote.ts';
+import type { SignalSender } from './signals.ts';
+import { RedisJournal, readRedisJournal } from './stream-journal.ts';
+import type { WorkerResources } from './worker-resources.ts';
+
+/** What a worker lends each job it runs. */
+export interface JobContext {
+  readonly redis: Redis;
+  readonly pool: BlockingPool;
+  readonly keys: ScaleoutKeys;
+  readonly inbox: Inbox;
+  readonly admission: RedisAdmission;
+  readonly signals: SignalSender;
+  readonly resources: WorkerResources;
+  readonly workerId: number;
+  /** The worker's fixed working directory, if it was given one. */
+  readonly cwd: string | undefined;
+  readonly promptCache: Map<string, Promise<string>>;
+  /** Runs in progress on this worker, for cancels arriving by pub/sub. */
+  readonly running: Map<string, AbortController>;
+  /** Journals of the runs in progress, for the tool barrier. */
+  readonly journals: Map<string, RedisJournal>;
+}
+
+/** Runs `job`; resolves with the outcome, or throws DelayedError once the job is parked. */
+export async function processAgentJob(
+  ctx: JobContext,
+  job: Job,
+  token: string | undefined,
+): Promise<AgentOutcome> {
+  let data: AgentJobData;
+  try {
+    data = parseJobData(job.data, job.id);
+  } catch (error) {
+    const { UnrecoverableError } = bullmq();
+    throw new UnrecoverableError(error instanceof Error ? error.message : String(error));
+  }
+  const agentId = data.agent.agentId;
+  const { redis, keys } = ctx;
+  const controller = new AbortController();
+  const signal = (s: WorkerSignal): void => ctx.signals.send(data.supervisorId, s);
+  const [cancelReason, parkedText, events] = await Promise.all([
+    redis.get(keys.cancel(agentId)),
+    redis.get(keys.parked(agentId)),
+    readRedisJournal(redis, keys.journal(agentId)),
+  ]);
+  if (cancelReason !== null) controller.abort(new Error(cancelReason));
+  const resumed = events.length > 0;
+  // A non-empty journal without a park mark means the last worker died (or the run failed).
+  const restart = resumed && parkedText === null ? await redis.hincrby(keys.meta(agentId), 'restarts', 1) : 0;
+  signal({ type: 'started', agentId, workerId: ctx.workerId, resumed, restart });
+
+  const journal = new RedisJournal({
+    redis,
+    key: keys.journal(agentId),
+    events,
+    ...(token === undefined ? {} : { fence: { key: keys.jobLock(agentId), token } }),
+    onFailure: (error) => controller.abort(error),
+  });
+  ctx.running.set(agentId, controller);
+  ctx.journals.set(agentId, journal);
+  let park: (request: ParkRequest) => void = () => {};
+  const parked = new Promise<ParkRequest>((resolve) => {
+    park = resolve;
+  });
+  try {
+    const [provider, registry] = await Promise.all([
+      providerFor(ctx, data, controller),
+      ctx.resources.registry(data),
+    ]);
+    const run = runActor(data.agent, {
+      provider,
+      registry,
+      cwd: ctx.cwd ?? (existsSync(data.cwd) ? data.cwd : process.cwd()),
+      mcp: ctx.resources.mcp(),
+      journal,
+      ...(resumed ? { resumeFrom: events } : {}),
+      signal: controller.signal,
+      channels: channels(ctx, data, park),
+      onSignal: signal,
+      promptCache: ctx.promptCache,
+    });
+    const first = await Promise.race([
+      run.then((outcome) => ({ outcome })),
+      parked.then((request) => ({ park: request })),
+    ]);
+    if ('park' in first) {
+      await parkJob(ctx, job, token, data, journal, first.park);
+      const { DelayedError } = bullmq();
+      throw new DelayedError();
+    }
+    await journal.flushed();
+    await finish(ctx, data);
+    return first.outcome;
+  } catch (error) {
+    if (error instanceof bullmq().DelayedError || !isTroupeError(error)) throw error;
+    // BullMQ keeps only a message: carry the code in it.
+    throw new Error(`${error.code}: ${error.message}`);
+  } finally {
+    if (ctx.running.get(agentId) === controller) ctx.running.delete(agentId);
+    if (ctx.journals.get(agentId) === journal) ctx.journals.delete(agentId);
+  }
+}
+
+async function providerFor(
+  ctx: JobContext,
+  data: AgentJobData,
+  controller: AbortController,
+): Promise<Provider> {
+  const key = data.agent.provider;
+  const agentId = data.agent.agentId;
+  const send = (s: WorkerSignal): void => ctx.signals.send(data.supervisorId, s);
+  const provider = await ctx.resources.provider(data.provider, {
+    admission: {
+      acquire: (ticket, signal) =>
+        ctx.admission.acquire(
+          {
+            providerKey: key,
+            limits: data.limits,
+            estimatedTokens: ticket.estimatedInputTokens,
+            onPaused: (waitMs) =>
+              send({ type: 'paused', agentId, workerId: ctx.workerId, provider: key, waitMs }),
+          },
+          signal,
+        ),
+    },
+    onRateLimited: (retryAfterMs) => {
+      if (retryAfterMs === undefined || retryAfterMs <= 0) return;
+      ctx.admission.pause(key, retryAfterMs).then(
+        (extended) => {
+          if (extended) send({ type: 'backoff', agentId, provider: key, retryAfterMs });
+        },
+        () => {
+          // The provider still backs off by itself; only the shared pause is lost.
+        },
+      );
+    },
+  });
+  const cancelKey = ctx.keys.cancel(agentId);
+  // The cancel flag is checked at every round: pub/sub nudges are lost while a connection is down.
+  return {
+    name: provider.name,
+    turn: (request, signal) => {
+      ctx.redis.get(cancelKey).then(
+        (reason) => {
+          if (reason !== null) controller.abort(new Error(reason));
+        },
+        () => {},
+      );
+      return provider.turn(request, signal);
+    },
+  };
+}
+
+function channels(ctx: JobContext, data: AgentJobData, park: (request: ParkRequest) => void): AgentChannels {
+  const agentId = data.agent.agentId;
+  const parkedKey = ctx.keys.parked(agentId);
+  return {
+    // The loop already checked the result against the output schema; it travels in the outcome.
+    completeTask: async () => ({ accepted: true }),
+    waitForInstruction: async (index, timeoutMs, signal) => {
+      if (signal.aborted) return null;
+      const [mark, ready] = await Promise.all([ctx.redis.get(parkedKey), ctx.inbox.get(agentId, index)]);
+      const done = async <T>(value: T): Promise<T> => {
+        if (mark !== null) await ctx.redis.del(parkedKey);
+        return value;
+      };
+      if (ready !== undefined) return done(ready);
+      const earlier = parseParked(mark);
+      // A wait resumed after a timed park keeps the deadline it had.
+      const deadline =
+        earlier?.index === index && earlier.deadline !== null
+          ? earlier.deadline
+          : timeoutMs === undefined
+            ? null
+            : Date.now() + timeoutMs;
+      const remaining = (): number => (deadline === null ? Number.POSITIVE_INFINITY : deadline - Date.now());
+      if (remaining() <= 0) return done(null);
+      const blockMs = Math.min(remaining(), data.parkAfterMs);
+      if (blockMs > 0) {
+        const text = await ctx.inbox.wait(ctx.pool, agentId, index, blockMs, signal);
+        if (text !== null) return done(text);
+        if (signal.aborted) return null;
+        if (remaining() <= 0) return done(null);
+      }
+      park({ index, deadline });
+      // Never settles: the job is parked and this run is dropped; a later run resumes the wait.
+      return new Promise<string | null>(() => {});
+    },
+  };
+}
+
+async function parkJob(
+  ctx: JobContext,
+  job: Job,
+  token: string | undefined,
+  data: AgentJobData,
+  journal: RedisJournal,
+  request: ParkRequest,
+): Promise<void> {
+  const agentId = data.agent.agentId;
+  // The Waiting event must be in the journal before the job leaves this worker.
+  await journal.flushed();
+  await ctx.redis.set(ctx.keys.parked(agentId), JSON.stringify(request));
+  await job.moveToDelayed(request.deadline ?? Date.now() + PARK_WITHOUT_LIMIT_MS, token);
+  ctx.signals.send(data.supervisorId, {
+    type: 'parked',
+    agentId,
+    workerId: ctx.workerId,
+    index: request.index,
+  });
+  const [ready, cancelled] = await Promise.all([
+    ctx.inbox.get(agentId, request.index),
+    ctx.redis.exists(ctx.keys.cancel(agentId)),
+  ]);
+  if (ready !== undefined || cancelled > 0) await promote(job);
+}
+
+async function finish(ctx: JobContext, data: AgentJobData): Promise<void> {
+  const agentId = data.agent.agentId;
+  const { keys } = ctx;
+  const pipeline = ctx.redis.pipeline().del(keys.parked(agentId));
+  if (data.retainSeconds !== undefined) {
+    const ms = data.retainSeconds * 1000;
+    for (const key of [
+      keys.journal(agentId),
+      keys.inbox(agentId),
+      keys.cancel(agentId),
+      keys.meta(agentId),
+    ]) {
+      pipeline.pexpire(key, ms);
+    }
+  }
+  await pipeline.exec();
+}
+
+function parseParked(text: string | null): ParkRequest | undefined {
+  if (text === null) return undefined;
+  try {
+    const value = JSON.parse(text) as Partial<ParkRequest>;
+    if (typeof value.index === 'number' && (value.deadline === null || typeof value.deadline === 'number')) {
+      return { index: value.index, deadline: value.deadline };
+    }
+  } catch {
+    // A mark this worker cannot read is treated as absent.
+  }
+  return undefined;
+}

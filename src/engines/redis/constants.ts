@@ -1,0 +1,75 @@
+/** Defaults of the Redis scale-out backend that change behaviour, in one place. */
+
+/** Environment variable read when no Redis URL is given. */
+export const REDIS_URL_ENV = 'TROUPE_REDIS_URL';
+
+/** BullMQ queue that carries agent jobs. Supervisors and workers must agree on it. */
+export const DEFAULT_QUEUE_NAME = 'troupe-agents';
+
+/** Prefix of every Redis key troupe and BullMQ write for the queue. */
+export const DEFAULT_KEY_PREFIX = 'troupe';
+
+/** BullMQ job name of an agent run (the job id is the agent id). */
+export const AGENT_JOB_NAME = 'agent';
+
+/** How long a supervisor or worker waits for Redis when it starts before giving up. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+/** Agent jobs one worker process runs at once (agents are I/O-bound: they wait on providers). */
+export const DEFAULT_WORKER_CONCURRENCY = 64;
+
+/**
+ * How long a `wait_for_instruction` blocks on the inbox stream (XREAD BLOCK) before the job is
+ * parked: moved to BullMQ's delayed set, its lock and worker slot released. Waits shorter than this
+ * never park.
+ */
+export const DEFAULT_PARK_AFTER_MS = 5_000;
+
+/** A wait without a limit parks for this long; it parks again if it wakes with nothing to read. */
+export const PARK_WITHOUT_LIMIT_MS = 365 * 24 * 3_600_000;
+
+/** BullMQ job lock: a worker that misses renewing it this long is considered dead. BullMQ's default. */
+export const DEFAULT_LOCK_DURATION_MS = 30_000;
+
+/** How often workers look for jobs whose lock expired (stalled jobs). BullMQ's default. */
+export const DEFAULT_STALLED_INTERVAL_MS = 30_000;
+
+/** Stalls (worker deaths) one agent job survives before it fails. Matches the threads engine's restart cap. */
+export const DEFAULT_MAX_STALLED_COUNT = 3;
+
+/** How often a supervisor reads job state of its running agents, in case a result signal was lost. */
+export const DEFAULT_RECONCILE_INTERVAL_MS = 1_000;
+
+/** Approximate cap on entries of a supervisor's signal stream (signals are best effort). */
+export const SIGNAL_STREAM_MAX_LENGTH = 100_000;
+
+/** Signal and request streams expire this long after their last write (a supervisor that vanished). */
+export const STREAM_IDLE_TTL_MS = 24 * 3_600_000;
+
+/** A cancel flag outlives the cancel by this long, so a job picked up late still sees it. */
+export const CANCEL_FLAG_TTL_MS = 7 * 24 * 3_600_000;
+
+/** Replies to host-tool calls expire if the worker that asked is gone. */
+export const REPLY_TTL_MS = 3_600_000;
+
+/** A concurrency slot whose holder died is reclaimed after this lease. */
+export const ADMISSION_SLOT_LEASE_MS = 10 * 60_000;
+
+/** Bounds of the re-poll delay while an admission limit (not a 429 pause) is full. */
+export const ADMISSION_POLL_MIN_MS = 5;
+export const ADMISSION_POLL_MAX_MS = 200;
+
+/** Idle blocking connections a worker keeps for inbox reads and host-tool replies. */
+export const BLOCKING_POOL_IDLE = 8;
+
+/** How often a worker says it is alive (see presence.ts). */
+export const WORKER_HEARTBEAT_MS = 2_000;
+
+/** A worker not heard from for this long is not counted as connected. */
+export const WORKER_ALIVE_MS = 3 * WORKER_HEARTBEAT_MS;
+
+/**
+ * Jobs of a supervisor that no worker has taken for this long, while none of its agents started
+ * either, make it say so (the `jobs:unserved` event, with the number of workers connected).
+ */
+export const DEFAULT_UNSERVED_AFTER_MS = 5_000;

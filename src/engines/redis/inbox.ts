@@ -1,0 +1,88 @@
+/**
+ * An agent's instruction inbox on a Redis Stream: an append-only log like the threads engine's
+ * mailbox (src/engines/threads/mailbox.ts). Instruction number `n` (0-based) is entry `<n + 1>-0`, so
+ * an agent asks for instruction `n` (how many it has journaled) and a wait repeated after a restart
+ * or a park gets the same instruction again: none is lost or delivered twice. Instructions sent
+ * before the agent waits are simply already in the log.
+ */
+import type { Redis } from 'ioredis';
+import type { BlockingPool } from './blocking-pool.ts';
+import type { ScaleoutKeys } from './keys.ts';
+import { LuaScript } from './script.ts';
+
+const SEND = new LuaScript(
+  `
+local n = redis.call('XLEN', KEYS[1])
+redis.call('XADD', KEYS[1], (n + 1) .. '-0', 't', ARGV[1])
+return {n, redis.call('GET', KEYS[2]) or ''}
+`,
+  2,
+);
+
+/** What a send learned: the instruction's index, and whether the agent's job is parked. */
+export interface SentInstruction {
+  readonly index: number;
+  /** The agent's job was parked when the instruction landed: whoever sent it should promote the job. */
+  readonly parked: boolean;
+}
+
+/** Reads and writes agents' inboxes. */
+export class Inbox {
+  readonly #redis: Redis;
+  readonly #keys: ScaleoutKeys;
+
+  constructor(redis: Redis, keys: ScaleoutKeys) {
+    this.#redis = redis;
+    this.#keys = keys;
+  }
+
+  /** Appends an instruction (atomically numbered) and reports whether the agent is parked. */
+  async send(agentId: string, text: string): Promise<SentInstruction> {
+    const reply = (await SEND.run(
+      this.#redis,
+      [this.#keys.inbox(agentId), this.#keys.parked(agentId)],
+      [text],
+    )) as [number, string];
+    return { index: Number(reply[0]), parked: reply[1] !== '' };
+  }
+
+  /** Instruction number `index`, if it was sent. */
+  async get(agentId: string, index: number): Promise<string | undefined> {
+    const id = `${index + 1}-0`;
+    const entries = await this.#redis.xrange(this.#keys.inbox(agentId), id, id);
+    return entries[0]?.[1][1];
+  }
+
+  /**
+   * Blocks up to `timeoutMs` (at least 1 ms) on a pooled connection for instruction number
+   * `index`; null when the time passed or `signal` aborted.
+   */
+  wait(
+    pool: BlockingPool,
+    agentId: string,
+    index: number,
+    timeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<string | null> {
+    const key = this.#keys.inbox(agentId);
+    const wanted = `${index + 1}-0`;
+    return pool.run(
+      async (redis) => {
+        // XREAD answers entries after the given id: the one after `<index>-0` is instruction `index`.
+        const reply = await redis.xread(
+          'COUNT',
+          1,
+          'BLOCK',
+          Math.max(1, Math.ceil(timeoutMs)),
+          'STREAMS',
+          key,
+          `${index}-0`,
+        );
+        const entry = reply?.[0]?.[1][0];
+        return entry !== undefined && entry[0] === wanted ? (entry[1][1] ?? null) : null;
+      },
+      signal,
+      null,
+    );
+  }
+}

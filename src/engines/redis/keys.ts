@@ -1,0 +1,136 @@
+/**
+ * Redis key layout of one queue. BullMQ owns `<prefix>:<queue>:<jobId>` and the keys below it;
+ * troupe's per-agent keys live under `<prefix>:<queue>:agent:<agentId>:*`, which cannot collide
+ * with BullMQ's because agent ids contain no colon. Provider limits are shared by every queue on
+ * the server: `<prefix>:limit:<providerKey>:*`.
+ */
+import { describeValue, UserError } from '../../errors.ts';
+
+/** Agent ids: BullMQ job ids and key segments, so no colon and no whitespace. */
+export const AGENT_ID_PATTERN = /^[A-Za-z0-9_.@-]{1,200}$/;
+
+/** Throws UserError `invalid_agent_id` unless `id` can be a job id and a key segment. */
+export function checkAgentId(id: string): void {
+  if (!AGENT_ID_PATTERN.test(id)) {
+    throw new UserError(
+      'invalid_agent_id',
+      `Expected an agent id of 1-200 letters, digits, '_', '.', '@' or '-', got ${describeValue(id)}`,
+      { agentId: id },
+    );
+  }
+}
+
+const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,100}$/;
+
+/** Throws UserError `invalid_option` unless `value` is a usable queue name or key prefix. */
+export function checkName(option: string, value: string): string {
+  if (!NAME_PATTERN.test(value)) {
+    throw new UserError(
+      'invalid_option',
+      `Expected \`${option}\` to be 1-100 letters, digits, '_', '.' or '-', got ${describeValue(value)}`,
+      { option },
+    );
+  }
+  return value;
+}
+
+/** Key names for one prefix and queue. */
+export class ScaleoutKeys {
+  readonly prefix: string;
+  readonly queue: string;
+
+  constructor(prefix: string, queue: string) {
+    this.prefix = prefix;
+    this.queue = queue;
+  }
+
+  #agent(agentId: string, kind: string): string {
+    return `${this.prefix}:${this.queue}:agent:${agentId}:${kind}`;
+  }
+
+  /** The agent's audit journal: a stream, entry id `<seq + 1>-0`. */
+  journal(agentId: string): string {
+    return this.#agent(agentId, 'journal');
+  }
+
+  /** The agent's instruction inbox: a stream, entry id `<index + 1>-0`. */
+  inbox(agentId: string): string {
+    return this.#agent(agentId, 'inbox');
+  }
+
+  /** Present while the agent's job is parked waiting for instruction `index` (JSON). */
+  parked(agentId: string): string {
+    return this.#agent(agentId, 'parked');
+  }
+
+  /** Present once the agent was cancelled; holds the reason. */
+  cancel(agentId: string): string {
+    return this.#agent(agentId, 'cancel');
+  }
+
+  /** Counters of the agent's job: restarts. */
+  meta(agentId: string): string {
+    return this.#agent(agentId, 'meta');
+  }
+
+  /** BullMQ's job hash (job id = agent id). */
+  job(agentId: string): string {
+    return `${this.prefix}:${this.queue}:${agentId}`;
+  }
+
+  /** BullMQ's lock of an active job: holds the token of the worker that runs it. */
+  jobLock(agentId: string): string {
+    return `${this.job(agentId)}:lock`;
+  }
+
+  /** Pub/sub channel on which cancels are announced (message: the agent id). */
+  get cancelChannel(): string {
+    return `${this.prefix}:${this.queue}:cancel`;
+  }
+
+  /** Pub/sub channel on which 429 pauses are announced (shared by every queue, like the limits). */
+  get pauseChannel(): string {
+    return `${this.prefix}:limit-pauses`;
+  }
+
+  /** Counter that numbers worker processes. */
+  get workerSequence(): string {
+    return `${this.prefix}:${this.queue}:workers`;
+  }
+
+  /** Workers seen lately: a sorted set of worker numbers, scored by when (server ms). */
+  get workersAlive(): string {
+    return `${this.prefix}:${this.queue}:workers:alive`;
+  }
+
+  /** Signals from workers to one supervisor: a stream. */
+  signals(supervisorId: string): string {
+    return `${this.prefix}:${this.queue}:supervisor:${supervisorId}:signals`;
+  }
+
+  /** Host-tool calls from workers to one supervisor: a stream. */
+  requests(supervisorId: string): string {
+    return `${this.prefix}:${this.queue}:supervisor:${supervisorId}:requests`;
+  }
+
+  /** The answer to one host-tool call: a list the caller pops. */
+  reply(requestId: string): string {
+    return `${this.prefix}:${this.queue}:reply:${requestId}`;
+  }
+
+  /** Provider admission keys, shared by every queue on the server. */
+  limit(providerKey: string): {
+    readonly pause: string;
+    readonly slots: string;
+    readonly requests: string;
+    readonly tokens: string;
+  } {
+    const base = `${this.prefix}:limit:${providerKey}`;
+    return {
+      pause: `${base}:pause`,
+      slots: `${base}:slots`,
+      requests: `${base}:requests`,
+      tokens: `${base}:tokens`,
+    };
+  }
+}

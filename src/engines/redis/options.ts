@@ -1,0 +1,74 @@
+/** Options of the redis engine: where Redis is and how its queue behaves, validated once. */
+import { UserError } from '../../errors.ts';
+import { nonNegative } from '../../option-checks.ts';
+import { resolveRedisUrl } from './connection.ts';
+import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_KEY_PREFIX,
+  DEFAULT_PARK_AFTER_MS,
+  DEFAULT_QUEUE_NAME,
+  DEFAULT_RECONCILE_INTERVAL_MS,
+  DEFAULT_UNSERVED_AFTER_MS,
+} from './constants.ts';
+import { checkName } from './keys.ts';
+
+/** Where the redis backend finds Redis and its queue (see docs/scaleout.md). */
+export interface RedisBackendOptions {
+  /** `redis://` or `rediss://` URL. @default `TROUPE_REDIS_URL` */
+  readonly redisUrl?: string;
+  /** BullMQ queue of agent jobs; workers must use the same. @default 'troupe-agents' */
+  readonly queueName?: string;
+  /** Key prefix; workers must use the same. @default 'troupe' */
+  readonly prefix?: string;
+  /** A `wait_for_instruction` longer than this parks its job (lock and worker slot released). @default 5000 */
+  readonly parkAfterMs?: number;
+  /** How often job state of running agents is read, in case a worker's end signal was lost. @default 1000 */
+  readonly reconcileIntervalMs?: number;
+  /** Keep jobs, journals and inboxes this many seconds after an agent ends. @default kept until deleted */
+  readonly retainSeconds?: number;
+  /** How long the first spawn waits for Redis before failing with `redis_unreachable`. @default 10000 */
+  readonly connectTimeoutMs?: number;
+  /**
+   * Jobs no worker has taken for this long, while none of the supervisor's agents started either,
+   * raise `jobs:unserved` (with how many workers are connected). @default 5000
+   */
+  readonly unservedAfterMs?: number;
+}
+
+/** Redis options with every default filled in. */
+export interface PreparedRedisOptions {
+  readonly redisUrl: string;
+  readonly queueName: string;
+  readonly prefix: string;
+  readonly parkAfterMs: number;
+  readonly reconcileIntervalMs: number;
+  readonly retainSeconds: number | undefined;
+  readonly connectTimeoutMs: number;
+  readonly unservedAfterMs: number;
+}
+
+/** Validates redis options once and fills defaults. Throws UserError `invalid_option` / `missing_redis_url`. */
+export function prepareRedisOptions(options: RedisBackendOptions): PreparedRedisOptions {
+  const reconcileIntervalMs = nonNegative(
+    'reconcileIntervalMs',
+    options.reconcileIntervalMs,
+    DEFAULT_RECONCILE_INTERVAL_MS,
+  );
+  if (reconcileIntervalMs < 1) {
+    throw new UserError('invalid_option', 'Expected `reconcileIntervalMs` to be at least 1', {
+      option: 'reconcileIntervalMs',
+    });
+  }
+  const retainSeconds =
+    options.retainSeconds === undefined ? undefined : nonNegative('retainSeconds', options.retainSeconds, 0);
+  return {
+    redisUrl: resolveRedisUrl(options.redisUrl),
+    queueName: checkName('queueName', options.queueName ?? DEFAULT_QUEUE_NAME),
+    prefix: checkName('prefix', options.prefix ?? DEFAULT_KEY_PREFIX),
+    parkAfterMs: nonNegative('parkAfterMs', options.parkAfterMs, DEFAULT_PARK_AFTER_MS),
+    reconcileIntervalMs,
+    retainSeconds,
+    connectTimeoutMs: nonNegative('connectTimeoutMs', options.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
+    unservedAfterMs: nonNegative('unservedAfterMs', options.unservedAfterMs, DEFAULT_UNSERVED_AFTER_MS),
+  };
+}

@@ -1,0 +1,425 @@
+/**
+ * The redis engine: agents run as BullMQ jobs taken by worker processes on any machine
+ * (`troupe worker`). Each agent is one job whose id is the agent id; its journal and instruction
+ * inbox are Redis Streams; its outcome is the job's return value, read from job state (worker
+ * signals only say when to look). A worker that dies loses its job locks and another worker
+ * resumes its agents from their journals: restarts happen on the workers, and the engine reports
+ * them when the resumed run starts.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Job, Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { SystemError, serializeError } from '../../errors.ts';
+import type { AuditEvent } from '../../journal/events.ts';
+import { forkedInputs, writeFork } from '../../journal/fork.ts';
+import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
+import type { AgentOutcome } from '../../loop/types.ts';
+import type { ActorSpec, AgentMessage, HostStats } from '../../protocol/messages.ts';
+import type { AgentJobData, HostCall, WorkerSignal } from '../../protocol/redis.ts';
+import type { Engine, EngineContext, EngineDescription, EngineHost, EngineOptions } from '../engine.ts';
+import { bullConnection, closeRedis, connectRedis, displayUrl, waitForRedis } from './connection.ts';
+import { AGENT_JOB_NAME, CANCEL_FLAG_TTL_MS } from './constants.ts';
+import { answerHostCall } from './host-calls.ts';
+import { Inbox } from './inbox.ts';
+import { jobData } from './job-data.ts';
+import { checkAgentId, ScaleoutKeys } from './keys.ts';
+import type { PreparedRedisOptions } from './options.ts';
+import { bullmq } from './packages.ts';
+import { connectedWorkers } from './presence.ts';
+import { promote } from './promote.ts';
+import { RedisJournal, readRedisJournal } from './stream-journal.ts';
+import { readSupervisorStreams } from './supervisor-streams.ts';
+
+const RECONCILE_BATCH = 500;
+
+/** Options of the redis engine. */
+export type RedisEngineOptions = EngineOptions & { readonly redis: PreparedRedisOptions };
+
+interface Connections {
+  readonly redis: Redis;
+  readonly reader: Redis;
+  readonly queue: Queue<AgentJobData, AgentOutcome>;
+  /** bullmq's Job class (the module is loaded on connect). */
+  readonly jobs: typeof Job;
+  readonly inbox: Inbox;
+}
+
+/** The engine's state of one agent it holds. */
+interface RemoteAgent {
+  /** adding: its job is being added; running: a job exists. */
+  state: 'adding' | 'running';
+  /** Set when it was cancelled while its job was being added. */
+  cancelled: string | undefined;
+  /** Instructions go out one after another, in the order they were sent. */
+  sends: Promise<unknown>;
+  collecting: boolean;
+  /** When a worker last said something about the agent (or its job was added). */
+  heardAt: number;
+  /** A worker took its job at least once. */
+  started: boolean;
+}
+
+export class RedisEngine implements Engine {
+  readonly backend = 'redis';
+  /** Identifies this supervisor's signal and request streams. */
+  readonly id = randomUUID();
+  readonly #options: RedisEngineOptions;
+  readonly #context: EngineContext;
+  readonly #host: EngineHost;
+  readonly #keys: ScaleoutKeys;
+  readonly #agents = new Map<string, RemoteAgent>();
+  #connections: Connections | undefined;
+  #starting: Promise<void> | undefined;
+  #reading: Promise<void> | undefined;
+  #reconcileTimer: NodeJS.Timeout | undefined;
+  #reconciling = false;
+  #stopped = false;
+  /** When an agent of this supervisor last started on a worker. */
+  #lastStartAt = 0;
+  /** `jobs:unserved` was emitted and no agent has started since. */
+  #unservedReported = false;
+
+  constructor(options: RedisEngineOptions, context: EngineContext) {
+    this.#options = options;
+    this.#context = context;
+    this.#host = context.host;
+    this.#keys = new ScaleoutKeys(options.redis.prefix, options.redis.queueName);
+  }
+
+  checkAgentId(id: string): void {
+    checkAgentId(id);
+  }
+
+  start(): Promise<void> {
+    this.#starting ??= this.#start();
+    return this.#starting;
+  }
+
+  async #start(): Promise<void> {
+    const { redisUrl: url, connectTimeoutMs, reconcileIntervalMs } = this.#options.redis;
+    const redis = connectRedis(url, 'troupe-supervisor');
+    // Without a listener, a connection error event would crash the process; the client reconnects.
+    redis.on('error', () => {});
+    try {
+      await waitForRedis(redis, url, connectTimeoutMs);
+    } catch (error) {
+      redis.disconnect();
+      throw error;
+    }
+    const reader = redis.duplicate({ enableAutoPipelining: false });
+    reader.on('error', () => {});
+    const { Job: jobs, Queue } = bullmq();
+    const queue = new Queue<AgentJobData, AgentOutcome>(this.#keys.queue, {
+      connection: bullConnection(url),
+      prefix: this.#keys.prefix,
+    });
+    queue.on('error', () => {});
+    this.#connections = { redis, reader, queue, jobs, inbox: new Inbox(redis, this.#keys) };
+    await queue.waitUntilReady();
+    this.#reading = readSupervisorStreams({
+      reader,
+      signals: this.#keys.signals(this.id),
+      requests: this.#keys.requests(this.id),
+      stopped: () => this.#stopped,
+      onSignal: (signal) => this.#onSignal(signal),
+      onCall: (call) => void this.#answer(call),
+    });
+    this.#reconcileTimer = setInterval(() => {
+      void this.#reconcile();
+      void this.#watchUnserved();
+    }, reconcileIntervalMs);
+    this.#reconcileTimer.unref();
+  }
+
+  run(spec: ActorSpec): void {
+    const agent: RemoteAgent = {
+      state: 'adding',
+      cancelled: undefined,
+      sends: Promise.resolve(),
+      collecting: false,
+      heardAt: 0,
+      started: false,
+    };
+    this.#agents.set(spec.agentId, agent);
+    this.#add(spec, agent).catch((error: unknown) =>
+      this.#end(spec.agentId, failedOutcome(spec.agentId, 'crashed', serializeError(error))),
+    );
+  }
+
+  async #add(spec: ActorSpec, agent: RemoteAgent): Promise<void> {
+    const data = jobData(spec, {
+      options: this.#options,
+      hostTools: this.#context.hostTools,
+      supervisorId: this.id,
+    });
+    const retain = this.#options.redis.retainSeconds;
+    await this.#connected().queue.add(AGENT_JOB_NAME, data, {
+      jobId: spec.agentId,
+      // Retries cover failures of the run itself (lost journal writes), not the agent's own failures.
+      attempts: this.#options.restart.maxRetries + 1,
+      backoff: { type: 'exponential', delay: this.#options.restart.baseDelayMs },
+      removeOnComplete: retain === undefined ? false : { age: retain },
+      removeOnFail: retain === undefined ? false : { age: retain },
+    });
+    if (agent.cancelled !== undefined) {
+      // Cancelled (and settled) while the job was being added: make sure the job ends too.
+      await this.#cancelRemote(spec.agentId, agent.cancelled);
+      return;
+    }
+    agent.heardAt = Date.now();
+    agent.state = 'running';
+  }
+
+  deliver(agentId: string, message: AgentMessage): Promise<number | undefined> {
+    const agent = this.#agents.get(agentId);
+    if (message.type === 'instruction') {
+      const delivered = (agent?.sends ?? Promise.resolve()).then(() => this.#instruct(agentId, message.text));
+      if (agent) agent.sends = delivered.catch(() => {});
+      return delivered;
+    }
+    if (!agent) return Promise.resolve(undefined);
+    if (agent.state === 'adding') {
+      agent.cancelled = message.reason;
+      this.#end(agentId, failedOutcome(agentId, 'cancelled', cancelledError(message.reason)));
+      return Promise.resolve(undefined);
+    }
+    // Redis is unreachable when this fails: the supervisor's grace timer stops the agent.
+    return this.#cancelRemote(agentId, message.reason).then(() => undefined);
+  }
+
+  /**
+   * No worker ended the cancelled agent in time (no worker is running, or the agent's worker is
+   * unresponsive): remove its job if no worker holds it, and settle the agent. The cancel flag
+   * stays, so a worker that takes the job later ends it at once.
+   */
+  stop(agentId: string, reason: string): void {
+    if (!this.#agents.has(agentId)) return;
+    void this.#connected()
+      .queue.remove(agentId)
+      .catch(() => 0)
+      .then(() => this.#end(agentId, failedOutcome(agentId, 'cancelled', cancelledError(reason))));
+  }
+
+  /** The agent's journal as stored in Redis (any agent of this queue, not only this supervisor's). */
+  async journal(agentId: string): Promise<AuditEvent[]> {
+    checkAgentId(agentId);
+    await this.start();
+    return readRedisJournal(this.#connected().redis, this.#keys.journal(agentId));
+  }
+
+  async forkJournal(from: string, to: string): Promise<void> {
+    checkAgentId(from);
+    checkAgentId(to);
+    await this.start();
+    const { redis } = this.#connected();
+    const target = this.#keys.journal(to);
+    if ((await redis.exists(target)) > 0) return;
+    const events = await readRedisJournal(redis, this.#keys.journal(from));
+    if (events.length === 0) return;
+    // Written under a draft key, then renamed: a fork cut off half way leaves no journal.
+    const draft = `${target}:fork`;
+    await redis.del(draft);
+    const journal = new RedisJournal({ redis, key: draft });
+    writeFork(journal, forkedInputs(events, to));
+    await journal.flushed();
+    await redis.renamenx(draft, target);
+    await redis.del(draft);
+  }
+
+  /** Threads belong to the worker processes: there is nothing to measure here. */
+  async measure(): Promise<HostStats[]> {
+    return [];
+  }
+
+  async describe(): Promise<EngineDescription> {
+    await this.start();
+    const { redisUrl, queueName, prefix } = this.#options.redis;
+    const workers = await connectedWorkers(this.#connected().redis, this.#keys);
+    return { backend: 'redis', url: displayUrl(redisUrl), queue: queueName, prefix, workers };
+  }
+
+  async close(): Promise<void> {
+    if (!this.#starting) return;
+    await this.#starting.catch(() => {});
+    const connections = this.#connections;
+    if (!connections) return;
+    this.#stopped = true;
+    if (this.#reconcileTimer) clearInterval(this.#reconcileTimer);
+    connections.reader.disconnect();
+    await this.#reading;
+    await Promise.all([...this.#agents.values()].map((agent) => agent.sends));
+    await connections.redis.del(this.#keys.signals(this.id), this.#keys.requests(this.id)).catch(() => 0);
+    await connections.queue.close();
+    await closeRedis(connections.redis);
+  }
+
+  #connected(): Connections {
+    const connections = this.#connections;
+    if (!connections) throw new SystemError('not_started', 'The supervisor is not connected to Redis yet');
+    return connections;
+  }
+
+  #end(agentId: string, outcome: AgentOutcome): void {
+    if (this.#agents.delete(agentId)) this.#host.ended(agentId, outcome);
+  }
+
+  async #instruct(agentId: string, text: string): Promise<number> {
+    await this.start();
+    const { inbox, queue, jobs } = this.#connected();
+    const sent = await inbox.send(agentId, text);
+    if (sent.parked) {
+      const job = await jobs.fromId(queue, agentId);
+      if (job) await promote(job);
+    }
+    return sent.index;
+  }
+
+  /** Sets the cancel flag, nudges the worker running the agent and wakes a parked job. */
+  async #cancelRemote(agentId: string, reason: string): Promise<void> {
+    const { redis, queue, jobs } = this.#connected();
+    await redis.set(this.#keys.cancel(agentId), reason, 'PX', CANCEL_FLAG_TTL_MS);
+    await redis.publish(this.#keys.cancelChannel, agentId);
+    if ((await redis.exists(this.#keys.parked(agentId))) > 0) {
+      const job = await jobs.fromId(queue, agentId);
+      if (job) await promote(job);
+    }
+  }
+
+  #onSignal(signal: WorkerSignal): void {
+    const agent = this.#agents.get(signal.agentId);
+    if (!agent) return;
+    if (signal.type === 'ended') {
+      void this.#collect(signal.agentId, agent);
+      return;
+    }
+    agent.heardAt = Date.now();
+    const { agentId } = signal;
+    switch (signal.type) {
+      case 'started':
+        agent.started = true;
+        this.#lastStartAt = agent.heardAt;
+        this.#unservedReported = false;
+        this.#host.report({ type: 'started', agentId, hostId: signal.workerId, resumed: signal.resumed });
+        if (signal.restart > 0) {
+          const message =
+            "The agent's previous run ended without finishing (its worker died or lost the job); it resumed from its journal";
+          const cause = new SystemError('worker_lost', message, { hostId: signal.workerId }).toJSON();
+          this.#host.report({ type: 'restarted', agentId, restart: signal.restart, cause, charged: true });
+        }
+        return;
+      case 'parked':
+        this.#host.report({ type: 'parked', agentId, hostId: signal.workerId, index: signal.index });
+        return;
+      case 'backoff':
+        this.#host.emit('provider:backoff', { provider: signal.provider, retryAfterMs: signal.retryAfterMs });
+        return;
+      case 'paused': {
+        const { provider, waitMs } = signal;
+        this.#host.emit('provider:paused', { agentId, provider, hostId: signal.workerId, waitMs });
+        return;
+      }
+      default:
+        this.#host.report(signal);
+    }
+  }
+
+  /**
+   * Says so once when jobs have waited `unservedAfterMs` untaken and no agent of this supervisor
+   * started meanwhile: no worker serves the queue (or all are busy with other supervisors' jobs).
+   */
+  async #watchUnserved(): Promise<void> {
+    const { unservedAfterMs, redisUrl, queueName, prefix } = this.#options.redis;
+    const now = Date.now();
+    if (this.#unservedReported || this.#stopped || now - this.#lastStartAt < unservedAfterMs) return;
+    const waiting = [...this.#agents.values()].filter(
+      (agent) => agent.state === 'running' && !agent.started && now - agent.heardAt >= unservedAfterMs,
+    );
+    if (waiting.length === 0) return;
+    this.#unservedReported = true;
+    const workers = await connectedWorkers(this.#connected().redis, this.#keys).catch(() => 0);
+    this.#host.emit('jobs:unserved', {
+      waiting: waiting.length,
+      waitedMs: now - Math.min(...waiting.map((agent) => agent.heardAt)),
+      workers,
+      url: displayUrl(redisUrl),
+      queue: queueName,
+      prefix,
+    });
+  }
+
+  async #answer(call: HostCall): Promise<void> {
+    const outcome = await this.#host.callHostTool(call.agentId, call.name, call.args);
+    await answerHostCall(this.#connected().redis, this.#keys, call.requestId, outcome).catch(() => {
+      // The worker waiting for it is gone or Redis is: the resumed agent records the call as interrupted.
+    });
+  }
+
+  /** Reads the agent's job and settles the agent if the job has finished. */
+  async #collect(agentId: string, agent: RemoteAgent): Promise<void> {
+    if (agent.state !== 'running' || agent.collecting) return;
+    agent.collecting = true;
+    try {
+      const { jobs, queue } = this.#connected();
+      const job = await jobs.fromId<AgentJobData, AgentOutcome>(queue, agentId);
+      if (!job) {
+        const error = new SystemError('job_lost', `The job of agent ${agentId} is gone from Redis`, {
+          agentId,
+        });
+        this.#end(agentId, failedOutcome(agentId, 'crashed', error.toJSON()));
+        return;
+      }
+      if (!job.finishedOn) return;
+      const value: unknown = job.returnvalue;
+      if (isOutcome(value, agentId)) {
+        this.#end(agentId, value);
+      } else {
+        const error = new SystemError(
+          'job_failed',
+          `The job of agent ${agentId} failed: ${job.failedReason}`,
+          {
+            agentId,
+            attempts: job.attemptsMade,
+          },
+        );
+        this.#end(agentId, failedOutcome(agentId, 'crashed', error.toJSON()));
+      }
+    } catch {
+      // Redis is unreachable: the next reconcile tries again.
+    } finally {
+      agent.collecting = false;
+    }
+  }
+
+  /**
+   * Looks at the job state of running agents no worker has mentioned for a while, in case an end
+   * signal was lost (signals are best effort; job state is not).
+   */
+  async #reconcile(): Promise<void> {
+    if (this.#reconciling || this.#stopped) return;
+    this.#reconciling = true;
+    try {
+      const quietSince = Date.now() - this.#options.redis.reconcileIntervalMs;
+      const running = [...this.#agents].filter(([, a]) => a.state === 'running' && a.heardAt <= quietSince);
+      for (let start = 0; start < running.length; start += RECONCILE_BATCH) {
+        const batch = running.slice(start, start + RECONCILE_BATCH);
+        const pipeline = this.#connected().redis.pipeline();
+        for (const [agentId] of batch) pipeline.hmget(this.#keys.job(agentId), 'finishedOn', 'timestamp');
+        const replies = (await pipeline.exec()) ?? [];
+        batch.forEach(([agentId, agent], index) => {
+          const fields = replies[index]?.[1] as (string | null)[] | undefined;
+          if (fields && (fields[0] !== null || fields[1] === null)) void this.#collect(agentId, agent);
+        });
+      }
+    } catch {
+      // Redis is unreachable: try again at the next tick.
+    } finally {
+      this.#reconciling = false;
+    }
+  }
+}
+
+function isOutcome(value: unknown, agentId: string): value is AgentOutcome {
+  if (typeof value !== 'object' || value === null) return false;
+  const outcome = value as Partial<AgentOutcome>;
+  return (outcome.status === 'completed' || outcome.status === 'failed') && outcome.agentId === agentId;
+}

@@ -1,0 +1,213 @@
+/**
+ * The audit journal on a Redis Stream, one per agent: the same events, chained exactly as a file or
+ * memory journal chains them (src/journal/chain.ts), one stream entry per event with entry id
+ * `<seq + 1>-0`.
+ *
+ * `append` is synchronous for the loop (it computes the event and queues the write); the write is
+ * an atomic compare-and-append script that refuses a gap, a different event at the same position,
+ * and, when a BullMQ lock is given, any append by a worker that no longer holds the agent's job
+ * lock. That fence is what keeps a worker that lost its job (a long pause, a partition) from
+ * writing into the journal of the worker that took the job over. A resend of an append that
+ * already landed (the client resends unanswered commands after a reconnect) is accepted as a no-op.
+ *
+ * Durability is Redis's: with `appendonly yes` and `appendfsync always` an acknowledged append
+ * survives a server crash; {@link RedisJournal.flushed} resolves once every append so far is
+ * acknowledged, which the worker awaits before running a tool with side effects.
+ */
+import type { Redis } from 'ioredis';
+import { SystemError } from '../../errors.ts';
+import { type ChainHead, chainEvent, EMPTY_HEAD, headAfter } from '../../journal/chain.ts';
+import { type AuditEvent, type AuditEventInput, auditEventProblem } from '../../journal/events.ts';
+import type { JournalSink } from '../../journal/sink.ts';
+import { LuaScript } from './script.ts';
+
+// ARGV: fence token ('' = none), the id the stream must end at, then (entry id, line) pairs.
+const APPEND = new LuaScript(
+  `
+local first = redis.call('XRANGE', KEYS[1], ARGV[3], ARGV[3])
+if first[1] then
+  if first[1][2][2] == ARGV[4] then return 0 end
+  return redis.error_reply('TROUPE_JOURNAL_CONFLICT another event is already at ' .. ARGV[3])
+end
+local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local topId = '0-0'
+if top[1] then topId = top[1][1] end
+if topId ~= ARGV[2] then
+  return redis.error_reply('TROUPE_JOURNAL_GAP expected the journal to end at ' .. ARGV[2] .. ', it ends at ' .. topId)
+end
+if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then
+  return redis.error_reply('TROUPE_JOURNAL_FENCED this worker no longer holds the job lock')
+end
+for i = 3, #ARGV, 2 do
+  redis.call('XADD', KEYS[1], ARGV[i], 'e', ARGV[i + 1])
+end
+return (#ARGV - 2) / 2
+`,
+  2,
+);
+
+/** Events appended by one script call at most. */
+const MAX_BATCH = 100;
+
+/** Stream entry id of the event with sequence number `seq`. */
+export function entryId(seq: number): string {
+  return `${seq + 1}-0`;
+}
+
+/** Options of {@link RedisJournal}. */
+export interface RedisJournalOptions {
+  readonly redis: Redis;
+  /** The agent's journal stream. */
+  readonly key: string;
+  /** Events already in the stream (read with {@link readRedisJournal}); the chain continues after the last. */
+  readonly events?: readonly AuditEvent[];
+  /** Append only while `key` holds `token` (BullMQ's job lock). */
+  readonly fence?: { readonly key: string; readonly token: string };
+  /** Called once, with the first failed append. Later appends are dropped. */
+  readonly onFailure?: (error: SystemError) => void;
+  /** Clock for `ts`. @default () => new Date() */
+  readonly now?: () => Date;
+}
+
+/** A journal sink that appends to a Redis Stream. */
+export class RedisJournal implements JournalSink {
+  readonly #redis: Redis;
+  readonly #key: string;
+  readonly #fence: { readonly key: string; readonly token: string } | undefined;
+  readonly #onFailure: ((error: SystemError) => void) | undefined;
+  readonly #now: () => Date;
+  #head: ChainHead;
+  #agentId: string | undefined;
+  readonly #pending: { readonly id: string; readonly line: string; readonly previous: string }[] = [];
+  #writing: Promise<void> | undefined;
+  #failure: SystemError | undefined;
+
+  constructor(options: RedisJournalOptions) {
+    this.#redis = options.redis;
+    this.#key = options.key;
+    this.#fence = options.fence;
+    this.#onFailure = options.onFailure;
+    this.#now = options.now ?? (() => new Date());
+    const last = options.events?.at(-1);
+    this.#head = last ? headAfter(last) : EMPTY_HEAD;
+    this.#agentId = options.events?.[0]?.agentId;
+  }
+
+  /** `seq` the next event will get. */
+  get nextSeq(): number {
+    return this.#head.nextSeq;
+  }
+
+  /** The first failed append, if any: the journal accepts nothing after it. */
+  get failure(): SystemError | undefined {
+    return this.#failure;
+  }
+
+  /**
+   * Chains `input` and queues its append; returns the event as it will be stored. After a failed
+   * append, events are dropped (the run is being stopped through `onFailure`).
+   */
+  append(input: AuditEventInput): AuditEvent {
+    const { event, line } = chainEvent(input, this.#head, this.#now);
+    if (this.#failure) return event;
+    if (this.#agentId !== undefined && input.agentId !== this.#agentId) {
+      throw new SystemError(
+        'journal_agent_mismatch',
+        `Expected events of agent ${this.#agentId} in ${this.#key}, got one of ${input.agentId}`,
+        { key: this.#key, expected: this.#agentId, actual: input.agentId },
+      );
+    }
+    this.#agentId = event.agentId;
+    this.#head = headAfter(event);
+    this.#pending.push({
+      id: entryId(event.seq),
+      line,
+      previous: event.seq === 0 ? '0-0' : entryId(event.seq - 1),
+    });
+    this.#writing ??= this.#write();
+    return event;
+  }
+
+  /** Resolves once every append so far is acknowledged; rejects with the failure if one failed. */
+  async flushed(): Promise<void> {
+    while (this.#writing) await this.#writing;
+    if (this.#failure) throw this.#failure;
+  }
+
+  /**
+   * Sends what is pending, one script call at a time, each with every event queued meanwhile:
+   * a call issued before the previous one is answered could overtake it (after a server restart,
+   * EVALSHA fails over to EVAL), and one call per event would cost a round trip each.
+   */
+  async #write(): Promise<void> {
+    try {
+      while (this.#pending.length > 0 && !this.#failure) {
+        const batch = this.#pending.splice(0, MAX_BATCH);
+        const first = batch[0];
+        if (first === undefined) break;
+        try {
+          await APPEND.run(
+            this.#redis,
+            [this.#key, this.#fence?.key ?? this.#key],
+            [this.#fence?.token ?? '', first.previous, ...batch.flatMap((entry) => [entry.id, entry.line])],
+          );
+        } catch (error) {
+          this.#fail(error);
+        }
+      }
+      if (this.#failure) this.#pending.length = 0;
+    } finally {
+      this.#writing = undefined;
+    }
+  }
+
+  #fail(error: unknown): void {
+    if (this.#failure) return;
+    const message = error instanceof Error ? error.message : String(error);
+    const code = message.startsWith('TROUPE_JOURNAL_FENCED')
+      ? 'journal_fenced'
+      : message.startsWith('TROUPE_JOURNAL_')
+        ? 'journal_conflict'
+        : 'journal_io';
+    this.#failure = new SystemError(code, `Could not append to journal ${this.#key}: ${message}`, {
+      key: this.#key,
+    });
+    this.#onFailure?.(this.#failure);
+  }
+}
+
+const PAGE = 1_000;
+
+/**
+ * Every event of the journal stream at `key`, oldest first ([] when there is none). Throws
+ * SystemError `journal_corrupt` when an entry is not a well-formed event at its position.
+ */
+export async function readRedisJournal(redis: Redis, key: string): Promise<AuditEvent[]> {
+  const events: AuditEvent[] = [];
+  let start = '-';
+  for (;;) {
+    const page = await redis.xrange(key, start, '+', 'COUNT', PAGE);
+    for (const [id, fields] of page) {
+      const line = fields[1];
+      let value: unknown;
+      try {
+        value = line === undefined ? undefined : JSON.parse(line);
+      } catch {
+        value = undefined;
+      }
+      const problem = auditEventProblem(value);
+      const event = value as AuditEvent;
+      if (problem !== undefined || entryId(event.seq) !== id || event.seq !== events.length) {
+        throw new SystemError(
+          'journal_corrupt',
+          `Expected event ${events.length} at entry ${id} of ${key}, found ${problem ?? 'an event out of sequence'}`,
+          { key, entry: id },
+        );
+      }
+      events.push(event);
+    }
+    const last = page.at(-1);
+    if (page.length < PAGE || last === undefined) return events;
+    start = `(${last[0]}`;
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * What a worker process builds for the agents it runs: tool registries (built-ins, imported tool
+ * modules, host-tool proxies over Redis) and providers wired to the shared admission. Modules are
+ * imported once per process; registries are cached per job shape.
+ *
+ * Every tool that may change something outside the agent (`readOnly: false`) first waits for the
+ * agent's journal to be acknowledged by Redis: its ToolCall event must be durable before it runs,
+ * so that a worker death can never make the resumed agent run it again unknowingly.
+ */
+import type { Redis } from 'ioredis';
+import { McpPool, type McpToolSource } from '../../mcp/pool.ts';
+import type { ProviderConfig } from '../../protocol/messages.ts';
+import type { AgentJobData } from '../../protocol/redis.ts';
+import type { Provider, ProviderHooks } from '../../providers/types.ts';
+import { createToolRegistry } from '../../tools/builtin/index.ts';
+import type { ToolRegistry } from '../../tools/registry.ts';
+import type { Tool } from '../../tools/types.ts';
+import { hostToolProxies, loadToolModules, ModuleLoader, providerFromConfig } from '../actor/resources.ts';
+import type { BlockingPool } from './blocking-pool.ts';
+import { callHostTool } from './host-calls.ts';
+import type { ScaleoutKeys } from './keys.ts';
+
+/** Waits until the agent's journal so far is acknowledged; rejects when it can take no more. */
+export type JournalBarrier = (agentId: string) => Promise<void>;
+
+interface ResourceOptions {
+  readonly redis: Redis;
+  readonly pool: BlockingPool;
+  readonly keys: ScaleoutKeys;
+  readonly barrier: JournalBarrier;
+}
+
+/** A worker's tool and provider factory. */
+export class WorkerResources {
+  readonly #options: ResourceOptions;
+  readonly #modules = new ModuleLoader();
+  readonly #registries = new Map<string, Promise<ToolRegistry>>();
+  /** This worker process's MCP connections, shared by its agents. */
+  readonly #mcp = new McpPool({ cwd: process.cwd() });
+
+  constructor(options: ResourceOptions) {
+    this.#options = options;
+  }
+
+  /** The tool registry for a job's tool modules and host tools. */
+  registry(data: AgentJobData): Promise<ToolRegistry> {
+    const key = JSON.stringify([data.toolModules, data.hostTools, data.supervisorId]);
+    let registry = this.#registries.get(key);
+    if (!registry) {
+      registry = this.#buildRegistry(data);
+      this.#registries.set(key, registry);
+      registry.catch(() => this.#registries.delete(key));
+    }
+    return registry;
+  }
+
+  async #buildRegistry(data: AgentJobData): Promise<ToolRegistry> {
+    const { redis, pool, keys } = this.#options;
+    const registry = createToolRegistry([
+      ...(await loadToolModules(data.toolModules, this.#modules)),
+      ...hostToolProxies(data.hostTools, (agentId, name, args, signal) =>
+        callHostTool(redis, pool, keys, data.supervisorId, { agentId, name, args }, signal),
+      ),
+    ]);
+    for (const tool of registry.list()) {
+      if (!tool.readOnly) registry.replace(this.#afterJournal(tool));
+    }
+    return registry;
+  }
+
+  /**
+   * MCP tools for this worker's agents: the process's connections, with every tool that may
+   * change something waiting for the journal first, as built-in tools do.
+   */
+  mcp(): McpToolSource {
+    return {
+      toolsFor: async (servers, signal) => {
+        const set = await this.#mcp.toolsFor(servers, signal);
+        return { ...set, tools: set.tools.map((tool) => (tool.readOnly ? tool : this.#afterJournal(tool))) };
+      },
+    };
+  }
+
+  /** Stops this worker's MCP servers. */
+  close(): Promise<void> {
+    return this.#mcp.close();
+  }
+
+  #afterJournal(tool: Tool): Tool {
+    const barrier = this.#options.barrier;
+    return {
+      ...tool,
+      execute: async (args, ctx) => {
+        await barrier(ctx.agentId);
+        return tool.execute(args, ctx);
+      },
+    };
+  }
+
+  /** A provider for one agent run, with the run's admission and rate-limit hooks. */
+  provider(config: ProviderConfig, hooks: ProviderHooks): Promise<Provider> {
+    return providerFromConfig(config, hooks, this.#modules);
+  }
+}

@@ -1,0 +1,245 @@
+/**
+ * A scale-out worker: takes agent jobs from the BullMQ queue and runs them in this process, up to
+ * `concurrency` at once, on the same loop the thread engine runs in its actor hosts. Start as
+ * many as you like, on any machine that reaches the Redis server (`troupe worker --redis URL`).
+ *
+ * Agents run on this process's event loop: they spend their time waiting on providers, tools and
+ * Redis, so one process keeps many busy. A worker that dies leaves its jobs' locks to expire; any
+ * other worker then takes them over and resumes each agent from its journal stream.
+ */
+import type { Job, Worker } from 'bullmq';
+import { EventEmitter } from 'eventemitter3';
+import type { Redis } from 'ioredis';
+import type { AgentOutcome } from '../../loop/types.ts';
+import { positiveInt } from '../../option-checks.ts';
+import type { AgentJobData } from '../../protocol/redis.ts';
+import { RedisAdmission } from './admission.ts';
+import { processAgentJob } from './agent-job.ts';
+import { BlockingPool } from './blocking-pool.ts';
+import { bullConnection, closeRedis, connectRedis, resolveRedisUrl, waitForRedis } from './connection.ts';
+import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_KEY_PREFIX,
+  DEFAULT_LOCK_DURATION_MS,
+  DEFAULT_MAX_STALLED_COUNT,
+  DEFAULT_QUEUE_NAME,
+  DEFAULT_STALLED_INTERVAL_MS,
+  DEFAULT_WORKER_CONCURRENCY,
+} from './constants.ts';
+import { Inbox } from './inbox.ts';
+import { checkName, ScaleoutKeys } from './keys.ts';
+import { bullmq } from './packages.ts';
+import { announceWorker } from './presence.ts';
+import { SignalSender } from './signals.ts';
+import type { RedisJournal } from './stream-journal.ts';
+import { WorkerResources } from './worker-resources.ts';
+
+/** Options of {@link RedisWorker.start}. */
+export interface RedisWorkerOptions {
+  /** @default `TROUPE_REDIS_URL` */
+  readonly redisUrl?: string;
+  /** Agent jobs run at once in this process. @default 64 */
+  readonly concurrency?: number;
+  /** Must match the supervisors'. @default 'troupe-agents' */
+  readonly queueName?: string;
+  /** Must match the supervisors'. @default 'troupe' */
+  readonly prefix?: string;
+  /**
+   * Working directory of every agent this worker runs. @default the supervisor's, when that path
+   * exists on this machine, else this process's cwd
+   */
+  readonly cwd?: string;
+  /** A job whose worker stops renewing its lock this long is taken over. @default 30000 */
+  readonly lockDurationMs?: number;
+  /** How often this worker looks for jobs whose worker died. @default 30000 */
+  readonly stalledIntervalMs?: number;
+  /** Worker deaths one agent survives before its job fails. @default 3 */
+  readonly maxStalledCount?: number;
+  /** How long to wait for Redis at start before failing with `redis_unreachable`. @default 10000 */
+  readonly connectTimeoutMs?: number;
+}
+
+/** Events of a {@link RedisWorker}. */
+export interface RedisWorkerEvents {
+  'job:ended': [event: { readonly agentId: string; readonly status: 'completed' | 'failed' }];
+  error: [error: Error];
+}
+
+interface Prepared {
+  readonly url: string;
+  readonly concurrency: number;
+  readonly keys: ScaleoutKeys;
+  readonly cwd: string | undefined;
+  readonly lockDurationMs: number;
+  readonly stalledIntervalMs: number;
+  readonly maxStalledCount: number;
+  readonly connectTimeoutMs: number;
+}
+
+function prepare(options: RedisWorkerOptions): Prepared {
+  return {
+    url: resolveRedisUrl(options.redisUrl),
+    concurrency: positiveInt('concurrency', options.concurrency, DEFAULT_WORKER_CONCURRENCY),
+    keys: new ScaleoutKeys(
+      checkName('prefix', options.prefix ?? DEFAULT_KEY_PREFIX),
+      checkName('queueName', options.queueName ?? DEFAULT_QUEUE_NAME),
+    ),
+    cwd: options.cwd,
+    lockDurationMs: positiveInt('lockDurationMs', options.lockDurationMs, DEFAULT_LOCK_DURATION_MS),
+    stalledIntervalMs: positiveInt(
+      'stalledIntervalMs',
+      options.stalledIntervalMs,
+      DEFAULT_STALLED_INTERVAL_MS,
+    ),
+    maxStalledCount: positiveInt('maxStalledCount', options.maxStalledCount, DEFAULT_MAX_STALLED_COUNT, 0),
+    connectTimeoutMs: positiveInt('connectTimeoutMs', options.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
+  };
+}
+
+/** A worker process's job runner. Create with {@link RedisWorker.start}. */
+export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
+  /** Number of this worker among all workers of the queue (reported as `hostId` in agent events). */
+  readonly id: number;
+  readonly #redis: Redis;
+  readonly #subscriber: Redis;
+  readonly #pool: BlockingPool;
+  #resources: WorkerResources | undefined;
+  readonly #worker: Worker<AgentJobData, AgentOutcome>;
+  readonly #running: Map<string, AbortController>;
+  readonly #presence: { stop(): Promise<void> };
+  #closing: Promise<void> | undefined;
+
+  private constructor(
+    id: number,
+    redis: Redis,
+    subscriber: Redis,
+    pool: BlockingPool,
+    worker: Worker<AgentJobData, AgentOutcome>,
+    running: Map<string, AbortController>,
+    keys: ScaleoutKeys,
+  ) {
+    super();
+    this.id = id;
+    this.#redis = redis;
+    this.#subscriber = subscriber;
+    this.#pool = pool;
+    this.#worker = worker;
+    this.#running = running;
+    // Counted as connected from now on, so supervisors can tell their agents have somewhere to run.
+    this.#presence = announceWorker(redis, keys, id);
+  }
+
+  /** Connects, subscribes to cancels and starts taking jobs. */
+  static async start(options: RedisWorkerOptions = {}): Promise<RedisWorker> {
+    const prepared = prepare(options);
+    const { keys } = prepared;
+    const redis = connectRedis(prepared.url, 'troupe-worker');
+    // Without listeners, connection error events would crash the process; the clients reconnect.
+    redis.on('error', () => {});
+    try {
+      await waitForRedis(redis, prepared.url, prepared.connectTimeoutMs);
+    } catch (error) {
+      redis.disconnect();
+      throw error;
+    }
+    const subscriber = redis.duplicate({ enableAutoPipelining: false });
+    subscriber.on('error', () => {});
+    const id = await redis.incr(keys.workerSequence);
+    const pool = new BlockingPool(redis);
+    const running = new Map<string, AbortController>();
+    const journals = new Map<string, RedisJournal>();
+    const signals = new SignalSender(redis, keys);
+    const resources = new WorkerResources({
+      redis,
+      pool,
+      keys,
+      barrier: async (agentId) => {
+        await journals.get(agentId)?.flushed();
+      },
+    });
+    const admission = new RedisAdmission(redis, keys);
+    const ctx = {
+      redis,
+      pool,
+      keys,
+      inbox: new Inbox(redis, keys),
+      admission,
+      signals,
+      resources,
+      workerId: id,
+      cwd: prepared.cwd,
+      promptCache: new Map<string, Promise<string>>(),
+      running,
+      journals,
+    };
+    subscriber.on('message', (channel: string, message: string) => {
+      if (channel === keys.pauseChannel) {
+        admission.onAnnouncement(message);
+        return;
+      }
+      const controller = running.get(message);
+      if (!controller) return;
+      redis.get(keys.cancel(message)).then(
+        (reason) => controller.abort(new Error(reason ?? 'cancelled')),
+        () => controller.abort(new Error('cancelled')),
+      );
+    });
+    await subscriber.subscribe(keys.cancelChannel, keys.pauseChannel);
+    const { Worker } = bullmq();
+    const worker = new Worker<AgentJobData, AgentOutcome>(
+      keys.queue,
+      (job: Job<AgentJobData, AgentOutcome>, token?: string) => processAgentJob(ctx, job, token),
+      {
+        connection: bullConnection(prepared.url),
+        prefix: keys.prefix,
+        concurrency: prepared.concurrency,
+        lockDuration: prepared.lockDurationMs,
+        stalledInterval: prepared.stalledIntervalMs,
+        maxStalledCount: prepared.maxStalledCount,
+        name: `troupe-worker-${id}`,
+        autorun: false,
+      },
+    );
+    const instance = new RedisWorker(id, redis, subscriber, pool, worker, running, keys);
+    instance.#resources = resources;
+    const ended = (
+      job: Job<AgentJobData, AgentOutcome> | undefined,
+      status: 'completed' | 'failed',
+    ): void => {
+      if (!job?.id) return;
+      const supervisorId = (job.data as Partial<AgentJobData> | undefined)?.supervisorId;
+      if (typeof supervisorId === 'string') signals.send(supervisorId, { type: 'ended', agentId: job.id });
+      instance.emit('job:ended', { agentId: job.id, status });
+    };
+    worker.on('completed', (job) => ended(job, 'completed'));
+    worker.on('failed', (job) => ended(job, 'failed'));
+    worker.on('error', (error) => instance.emit('error', error));
+    void worker.run().catch((error: unknown) => instance.emit('error', error as Error));
+    await worker.waitUntilReady();
+    return instance;
+  }
+
+  /** Agents running in this process right now. */
+  get runningAgents(): number {
+    return this.#running.size;
+  }
+
+  /**
+   * Stops taking jobs and lets the running ones finish (or park), then disconnects. With
+   * `force`, running agents are left as they are: their locks expire and other workers resume
+   * them from their journals. Idempotent.
+   */
+  close(force = false): Promise<void> {
+    this.#closing ??= this.#close(force);
+    return this.#closing;
+  }
+
+  async #close(force: boolean): Promise<void> {
+    await this.#presence.stop();
+    await this.#worker.close(force);
+    await this.#resources?.close();
+    this.#pool.close();
+    await closeRedis(this.#subscriber);
+    await closeRedis(this.#redis);
+  }
+}

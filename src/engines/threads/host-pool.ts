@@ -1,0 +1,376 @@
+/**
+ * The actor-host threads: long-lived piscina tasks, one per thread, each with its own ports.
+ * Detects a dead host three ways (task rejection, port close, missed heartbeats), rejects what was
+ * pending on it, and starts a replacement.
+ */
+import { MessageChannel, type MessagePort, type ResourceLimits, type Worker } from 'node:worker_threads';
+import * as Comlink from 'comlink';
+import { EventEmitter } from 'eventemitter3';
+import { Piscina } from 'piscina';
+import { type SerializedError, SystemError, serializeError } from '../../errors.ts';
+import type {
+  ActorSpec,
+  HostConfig,
+  HostControlApi,
+  HostEventMessage,
+  HostStats,
+  HostTask,
+  SupervisorCallbackApi,
+} from '../../protocol/messages.ts';
+
+/** Flags a worker's execArgv refuses (ERR_WORKER_INVALID_EXEC_ARGV) that a parent may run with. */
+const V8_ONLY_FLAGS: ReadonlySet<string> = new Set(['--expose-gc', '--expose_gc']);
+
+/** How long a closed port waits for the task's rejection, which names the real cause of death. */
+const PORT_CLOSE_GRACE_MS = 1000;
+
+const HOST_ENTRY = new URL('../../../workers/actor-host.mjs', import.meta.url).href;
+
+/** One actor host: a thread running one long-lived piscina task. */
+export interface HostRecord {
+  readonly id: number;
+  /** A quarantine host: one agent at a time, retired when it has none (see ThreadEngine). */
+  readonly dedicated: boolean;
+  readonly api: Comlink.Remote<HostControlApi>;
+  readonly agents: Set<string>;
+  threadId: number | undefined;
+  alive: boolean;
+  /** Settles (never rejects) when the host is found dead. */
+  readonly died: Promise<SerializedError>;
+}
+
+interface HostInternals {
+  readonly record: HostRecord;
+  readonly ports: MessagePort[];
+  /** The admission and inbox servers: closed when the host dies or the pool closes. */
+  readonly servers: readonly { close(): void }[];
+  readonly markDead: (cause: SerializedError) => void;
+  /** Rejecters of calls in flight: a death fails them (each removes itself when it settles). */
+  readonly pendingCalls: Set<(cause: SerializedError) => void>;
+  heartbeatTimer: NodeJS.Timeout | undefined;
+  missedSince: number | undefined;
+  /** Shut down on purpose: its end is not a death. */
+  retiring: boolean;
+}
+
+export interface HostPoolOptions {
+  readonly threads: number;
+  /** Threads beyond `threads` for dedicated hosts, started on demand. @default 0 */
+  readonly dedicatedThreads?: number;
+  readonly resourceLimits: ResourceLimits | undefined;
+  readonly heartbeatIntervalMs: number;
+  readonly heartbeatTimeoutMs: number;
+  readonly config: Omit<HostConfig, 'hostId'>;
+  readonly callbacks: SupervisorCallbackApi;
+  /**
+   * Serves a host's admission port. The returned `close` runs when the host is found dead (before
+   * `host:died`) or the pool closes, and must give back every slot the host held or waited for.
+   */
+  readonly serveAdmission: (host: HostRecord, port: MessagePort) => { close(): void };
+  /**
+   * Serves a host's inbox port (instruction waits). The returned `close` runs with admission's and
+   * must drop every wait the host had parked.
+   */
+  readonly serveInbox: (host: HostRecord, port: MessagePort) => { close(): void };
+  readonly onMessage: (host: HostRecord, message: HostEventMessage) => void;
+  /** Extra Node options for the threads (V8-wide flags such as --expose-gc are not allowed). */
+  readonly execArgv?: readonly string[];
+}
+
+export interface HostPoolEvents {
+  'host:started': [host: HostRecord];
+  'host:died': [host: HostRecord, cause: SerializedError];
+}
+
+/** Starts, watches and replaces actor hosts. */
+export class HostPool extends EventEmitter<HostPoolEvents> {
+  readonly #options: HostPoolOptions;
+  readonly #pool: Piscina<HostTask, void>;
+  readonly #hosts = new Map<number, HostInternals>();
+  #nextId = 0;
+  #closing = false;
+
+  constructor(options: HostPoolOptions) {
+    super();
+    this.#options = options;
+    this.#pool = new Piscina({
+      filename: HOST_ENTRY,
+      minThreads: options.threads,
+      maxThreads: options.threads + (options.dedicatedThreads ?? 0),
+      idleTimeout: Number.POSITIVE_INFINITY,
+      concurrentTasksPerWorker: 1,
+      // 'sync' (the default) blocks idle workers in Atomics.wait, freezing their event loops.
+      atomics: 'disabled',
+      ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
+      // Threads inherit this process's execArgv when given none; flags of our own are added to
+      // it. V8-wide flags such as --expose-gc are refused in a worker's execArgv (measure() gets
+      // a GC function inside the thread instead).
+      ...(options.execArgv && options.execArgv.length > 0
+        ? { execArgv: [...process.execArgv.filter((flag) => !V8_ONLY_FLAGS.has(flag)), ...options.execArgv] }
+        : {}),
+    });
+    // Without a listener, a worker error event would crash the main thread.
+    this.#pool.on('error', () => {});
+  }
+
+  /** Live hosts (retiring ones left out). */
+  get hosts(): HostRecord[] {
+    return [...this.#hosts.values()].filter((h) => h.record.alive && !h.retiring).map((h) => h.record);
+  }
+
+  /** Starts one host and resolves once it is ready to take agents. */
+  async startHost(options: { readonly dedicated?: boolean } = {}): Promise<HostRecord> {
+    const id = this.#nextId++;
+    const control = new MessageChannel();
+    const callback = new MessageChannel();
+    const events = new MessageChannel();
+    const admission = new MessageChannel();
+    const inbox = new MessageChannel();
+    let markDead: (cause: SerializedError) => void = () => {};
+    const died = new Promise<SerializedError>((resolve) => {
+      markDead = resolve;
+    });
+    const record: HostRecord = {
+      id,
+      api: Comlink.wrap<HostControlApi>(control.port1 as unknown as Comlink.Endpoint),
+      dedicated: options.dedicated ?? false,
+      agents: new Set(),
+      threadId: undefined,
+      alive: true,
+      died,
+    };
+    const internals: HostInternals = {
+      record,
+      ports: [control.port1, callback.port1, events.port1, admission.port1, inbox.port1],
+      servers: [
+        this.#options.serveAdmission(record, admission.port1),
+        this.#options.serveInbox(record, inbox.port1),
+      ],
+      markDead: (cause) => this.#handleDeath(internals, cause, markDead),
+      pendingCalls: new Set(),
+      heartbeatTimer: undefined,
+      missedSince: undefined,
+      retiring: false,
+    };
+    this.#hosts.set(id, internals);
+    Comlink.expose(this.#options.callbacks, callback.port1 as unknown as Comlink.Endpoint);
+
+    let ready: () => void = () => {};
+    const isReady = new Promise<void>((resolve) => {
+      ready = resolve;
+    });
+    events.port1.on('message', (message: HostEventMessage) => {
+      if (message.type === 'ready') {
+        record.threadId = message.threadId;
+        ready();
+        return;
+      }
+      this.#options.onMessage(record, message);
+    });
+    control.port1.on('close', () => {
+      // The port closes as the thread dies, often before piscina rejects the task with the real
+      // cause (the uncaught error, ERR_WORKER_OUT_OF_MEMORY): give that a moment to arrive.
+      const timer = setTimeout(
+        () =>
+          internals.markDead(
+            new SystemError('thread_exited', `Actor host ${id} closed its port`, { hostId: id }).toJSON(),
+          ),
+        PORT_CLOSE_GRACE_MS,
+      );
+      timer.unref();
+    });
+
+    const task: HostTask = {
+      config: { ...this.#options.config, hostId: id },
+      control: control.port2,
+      callback: callback.port2,
+      events: events.port2,
+      admission: admission.port2,
+      inbox: inbox.port2,
+    };
+    const transferList = [control.port2, callback.port2, events.port2, admission.port2, inbox.port2];
+    this.#pool.run(task, { transferList: transferList as never }).then(
+      () =>
+        internals.markDead(new SystemError('host_ended', `Actor host ${id} ended`, { hostId: id }).toJSON()),
+      (error: unknown) => internals.markDead(crashCause(id, error)),
+    );
+    await Promise.race([isReady, died]);
+    if (!record.alive)
+      throw new SystemError('thread_start_failed', `Actor host ${id} died while starting`, { hostId: id });
+    this.#startHeartbeat(internals);
+    this.emit('host:started', record);
+    return record;
+  }
+
+  /** Calls into a host; rejects if the host dies first instead of hanging. */
+  async call<T>(host: HostRecord, fn: (api: Comlink.Remote<HostControlApi>) => Promise<T>): Promise<T> {
+    const internals = this.#hosts.get(host.id);
+    if (!host.alive || internals === undefined) throw deadHostError(host);
+    // A listener per call, removed when it settles: racing every call against `host.died` would
+    // leave one reaction per spawn, cancel and heartbeat on that promise for the host's lifetime.
+    return new Promise<T>((resolve, reject) => {
+      const onDeath = (cause: SerializedError): void =>
+        reject(
+          new SystemError('thread_died', `Actor host ${host.id} died: ${cause.message}`, {
+            hostId: host.id,
+            cause,
+          }),
+        );
+      internals.pendingCalls.add(onDeath);
+      fn(host.api)
+        .then(resolve, reject)
+        .finally(() => internals.pendingCalls.delete(onDeath));
+    });
+  }
+
+  /**
+   * Starts agents on a host with one message. Rejects if the host dies first; its death handler
+   * deals with the agents.
+   */
+  spawnMany(host: HostRecord, specs: readonly ActorSpec[]): Promise<void> {
+    return this.call(host, (api) => api.spawnMany(specs));
+  }
+
+  /**
+   * Shuts a host down on purpose (a dedicated host with nothing left to run): its end emits no
+   * `host:died`, and it is out of `hosts` at once. Its thread stays in the pool, idle.
+   */
+  retire(host: HostRecord): void {
+    const internals = this.#hosts.get(host.id);
+    if (!internals || internals.retiring || !host.alive) return;
+    internals.retiring = true;
+    if (internals.heartbeatTimer) clearInterval(internals.heartbeatTimer);
+    internals.heartbeatTimer = undefined;
+    this.call(host, (api) => api.shutdown('retired')).catch(() => {});
+  }
+
+  /** Stats from every live host (after a GC when threads run with --expose-gc). */
+  async measure(): Promise<HostStats[]> {
+    return Promise.all(this.hosts.map((host) => this.call(host, (api) => api.measure())));
+  }
+
+  /** Terminates a host's thread (a host that stopped answering). */
+  async terminate(host: HostRecord, cause: SerializedError): Promise<void> {
+    const internals = this.#hosts.get(host.id);
+    // A dead host's thread may already run another host (piscina reuses idle threads).
+    if (!internals || !host.alive) return;
+    const worker = this.#workerOf(host);
+    internals.markDead(cause);
+    if (worker) await worker.terminate();
+  }
+
+  /** Asks every host to shut down, waits up to `graceMs`, then terminates what is left. */
+  async close(graceMs: number): Promise<void> {
+    this.#closing = true;
+    const live = this.hosts;
+    await Promise.all(
+      live.map(async (host) => {
+        const internals = this.#hosts.get(host.id);
+        if (internals?.heartbeatTimer) clearInterval(internals.heartbeatTimer);
+        let timer: NodeJS.Timeout | undefined;
+        const grace = new Promise<'timeout'>((resolve) => {
+          timer = setTimeout(() => resolve('timeout'), graceMs);
+        });
+        const outcome = await Promise.race([
+          this.call(host, (api) => api.shutdown('supervisor closed')).then(
+            () => host.died,
+            () => host.died,
+          ),
+          grace,
+        ]);
+        clearTimeout(timer);
+        if (outcome === 'timeout') {
+          await this.terminate(
+            host,
+            new SystemError('shutdown_timeout', 'Host did not shut down in time').toJSON(),
+          );
+        }
+      }),
+    );
+    for (const internals of this.#hosts.values()) this.#dispose(internals);
+    await this.#pool.destroy();
+  }
+
+  #workerOf(host: HostRecord): Worker | undefined {
+    return this.#pool.threads.find((worker) => worker.threadId === host.threadId);
+  }
+
+  #startHeartbeat(internals: HostInternals): void {
+    const { heartbeatIntervalMs, heartbeatTimeoutMs } = this.#options;
+    let inFlight = false;
+    internals.heartbeatTimer = setInterval(() => {
+      const host = internals.record;
+      if (!host.alive) return;
+      const now = Date.now();
+      if (inFlight) {
+        internals.missedSince ??= now;
+        if (now - internals.missedSince >= heartbeatTimeoutMs) {
+          void this.terminate(
+            host,
+            new SystemError(
+              'heartbeat_timeout',
+              `Actor host ${host.id} missed heartbeats for ${now - internals.missedSince} ms`,
+              {
+                hostId: host.id,
+              },
+            ).toJSON(),
+          );
+        }
+        return;
+      }
+      inFlight = true;
+      this.call(host, (api) => api.heartbeat()).then(
+        () => {
+          inFlight = false;
+          internals.missedSince = undefined;
+        },
+        () => {
+          inFlight = false;
+        },
+      );
+    }, heartbeatIntervalMs);
+    // Heartbeats must not keep the process alive on their own.
+    internals.heartbeatTimer.unref();
+  }
+
+  #handleDeath(
+    internals: HostInternals,
+    cause: SerializedError,
+    settle: (cause: SerializedError) => void,
+  ): void {
+    const host = internals.record;
+    if (!host.alive) return;
+    host.alive = false;
+    settle(cause);
+    for (const fail of internals.pendingCalls) fail(cause);
+    internals.pendingCalls.clear();
+    this.#dispose(internals);
+    this.#hosts.delete(host.id);
+    if (!this.#closing && !internals.retiring) this.emit('host:died', host, cause);
+  }
+
+  #dispose(internals: HostInternals): void {
+    if (internals.heartbeatTimer) clearInterval(internals.heartbeatTimer);
+    internals.heartbeatTimer = undefined;
+    for (const server of internals.servers) server.close();
+    try {
+      internals.record.api[Comlink.releaseProxy]();
+    } catch {
+      // The port may already be closed by the dead thread; there is nothing left to release.
+    }
+    for (const port of internals.ports) port.close();
+  }
+}
+
+function deadHostError(host: HostRecord): SystemError {
+  return new SystemError('thread_died', `Actor host ${host.id} is not running`, { hostId: host.id });
+}
+
+function crashCause(hostId: number, error: unknown): SerializedError {
+  const base = serializeError(error);
+  const nodeCode = (error as { code?: unknown } | undefined)?.code;
+  if (nodeCode === 'ERR_WORKER_OUT_OF_MEMORY') {
+    return new SystemError('thread_out_of_memory', base.message, { hostId }).toJSON();
+  }
+  return new SystemError('thread_crashed', base.message, { hostId, nodeCode }).toJSON();
+}

@@ -1,0 +1,102 @@
+/** Options of the thread engine: documented defaults, validated once into a readonly filled object. */
+import { mkdtempSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import path from 'node:path';
+import type { ResourceLimits } from 'node:worker_threads';
+import { UserError } from '../../errors.ts';
+import { oneOf, positiveInt } from '../../option-checks.ts';
+
+/** How agents run in this process's worker threads (`backend: 'threads'`). */
+export interface ThreadBackendOptions {
+  /** Actor-host threads. @default 2 (or the core count when smaller) */
+  readonly threads?: number;
+  /** `shared`: many agents per thread; `thread`: one agent per thread at a time. @default 'shared' */
+  readonly isolation?: 'shared' | 'thread';
+  /** Agents one thread hosts at once under `shared`. @default 10000 */
+  readonly maxAgentsPerThread?: number;
+  /** Where agent journals go. @default a new temp directory, removed by close() */
+  readonly journalDir?: string;
+  /**
+   * Journal fsync policy. Every event is written with a synchronous write before the loop goes
+   * on, so a crashed thread or process loses nothing under any policy; fsync only adds safety
+   * against the machine itself going down, at a large cost per agent. @default 'never'
+   */
+  readonly fsync?: 'always' | 'interval' | 'never';
+  /** A thread whose event loop does not answer for `timeoutMs` is terminated and its agents restarted. @default { intervalMs: 1000, timeoutMs: 20000 } */
+  readonly heartbeat?: { readonly intervalMs?: number; readonly timeoutMs?: number };
+  /** Per-thread V8 limits (an agent that exceeds them crashes its thread, which is restarted). */
+  readonly resourceLimits?: ResourceLimits;
+  /**
+   * Threads, beyond `threads`, for agents blamed for a thread death: each such agent runs alone on
+   * one until it ends, so a repeat offender takes no other agent with it. Blamed agents wait for
+   * one when all are busy. @default 1
+   */
+  readonly quarantineThreads?: number;
+  /**
+   * Restarts an agent gets for thread deaths it is not blamed for (it was not running a tool in
+   * the thread when it died); beyond this, they count against `restart.maxRetries` too. @default 10
+   */
+  readonly maxBystanderRestarts?: number;
+  /**
+   * Extra Node options for the threads, added to this process's own (e.g. `--conditions=...`).
+   * V8-wide flags such as `--expose-gc` are not allowed in threads; `measureThreads()` collects
+   * garbage without it.
+   */
+  readonly execArgv?: readonly string[];
+}
+
+/** Thread options with every default filled in. */
+export interface PreparedThreadOptions {
+  readonly threads: number;
+  readonly isolation: 'shared' | 'thread';
+  readonly maxAgentsPerThread: number;
+  readonly journalDir: string;
+  /** The journal directory was created for this supervisor and is removed by close(). */
+  readonly ownsJournalDir: boolean;
+  readonly fsync: 'always' | 'interval' | 'never';
+  readonly heartbeatIntervalMs: number;
+  readonly heartbeatTimeoutMs: number;
+  readonly resourceLimits: ResourceLimits | undefined;
+  readonly quarantineThreads: number;
+  readonly maxBystanderRestarts: number;
+  readonly execArgv: readonly string[];
+}
+
+/**
+ * Validates thread options once and fills defaults. Throws UserError `invalid_option`. A temporary
+ * journal directory is created only when `createJournalDir` (the redis engine writes no files).
+ */
+export function prepareThreadOptions(
+  options: ThreadBackendOptions,
+  createJournalDir: boolean,
+): PreparedThreadOptions {
+  const heartbeatIntervalMs = positiveInt('heartbeat.intervalMs', options.heartbeat?.intervalMs, 1000);
+  const heartbeatTimeoutMs = positiveInt('heartbeat.timeoutMs', options.heartbeat?.timeoutMs, 20_000);
+  if (heartbeatTimeoutMs < heartbeatIntervalMs) {
+    throw new UserError(
+      'invalid_option',
+      'Expected `heartbeat.timeoutMs` to be at least `heartbeat.intervalMs`',
+      { option: 'heartbeat.timeoutMs' },
+    );
+  }
+  const ownsJournalDir = options.journalDir === undefined && createJournalDir;
+  const journalDir = options.journalDir
+    ? path.resolve(options.journalDir)
+    : createJournalDir
+      ? mkdtempSync(path.join(tmpdir(), 'troupe-journals-'))
+      : tmpdir();
+  return {
+    threads: positiveInt('threads', options.threads, Math.max(1, Math.min(2, availableParallelism()))),
+    isolation: oneOf('isolation', options.isolation, ['shared', 'thread'], 'shared'),
+    maxAgentsPerThread: positiveInt('maxAgentsPerThread', options.maxAgentsPerThread, 10_000),
+    journalDir,
+    ownsJournalDir,
+    fsync: oneOf('fsync', options.fsync, ['always', 'interval', 'never'], 'never'),
+    heartbeatIntervalMs,
+    heartbeatTimeoutMs,
+    resourceLimits: options.resourceLimits,
+    quarantineThreads: positiveInt('quarantineThreads', options.quarantineThreads, 1),
+    maxBystanderRestarts: positiveInt('maxBystanderRestarts', options.maxBystanderRestarts, 10, 0),
+    execArgv: options.execArgv ?? [],
+  };
+}

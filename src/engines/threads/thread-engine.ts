@@ -1,0 +1,476 @@
+/**
+ * The thread engine: agents run as actors in this process's worker threads (piscina actor hosts,
+ * see host-pool.ts), placed on the least loaded thread. Instructions wait in a mailbox per agent on
+ * the main thread; provider admission is one queue per provider key on the main thread, shared by
+ * every thread over the hosts' admission ports.
+ *
+ * A thread that dies takes only its actors, which are restarted from their journals on a live
+ * thread. The death is charged to the agents that caused it (see blame.ts): an agent running a
+ * tool in the thread when it died, or the only agent on it. A charged agent is quarantined: from
+ * then on it runs alone on a quarantine thread, so if it kills that one too no other agent goes
+ * with it, and after `restart.maxRetries` charged deaths it fails with its own cause. Bystanders
+ * restart without using their cap (up to `maxBystanderRestarts` times).
+ */
+import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import path from 'node:path';
+import type { MessagePort } from 'node:worker_threads';
+import { type SerializedError, SystemError, serializeError } from '../../errors.ts';
+import type { AuditEvent } from '../../journal/events.ts';
+import { forkedInputs, writeFork } from '../../journal/fork.ts';
+import { readJournal } from '../../journal/reader.ts';
+import { JournalWriter } from '../../journal/writer.ts';
+import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
+import type {
+  ActorSpec,
+  AgentMessage,
+  HostEventMessage,
+  HostStats,
+  SupervisorCallbackApi,
+} from '../../protocol/messages.ts';
+import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../../tools/builtin/orchestration.ts';
+import type { Engine, EngineContext, EngineDescription, EngineHost, EngineOptions } from '../engine.ts';
+import { Admission } from './admission.ts';
+import { AdmissionServer } from './admission-server.ts';
+import { pendingToolCallsOf } from './blame.ts';
+import { HostPool, type HostRecord } from './host-pool.ts';
+import { InboxServer } from './inbox-server.ts';
+import { Mailbox } from './mailbox.ts';
+import type { PreparedThreadOptions } from './options.ts';
+
+/** Options of the thread engine. */
+export type ThreadEngineOptions = EngineOptions & PreparedThreadOptions;
+
+/** The engine's state of one agent it holds. */
+interface ThreadAgent {
+  spec: ActorSpec;
+  readonly mailbox: Mailbox;
+  /**
+   * queued: waiting for a place (or for its restart backoff); running: on `host`; restarting: its
+   * thread died and the blame is being read from its journal.
+   */
+  state: 'queued' | 'running' | 'restarting';
+  host: HostRecord | undefined;
+  /** Thread deaths charged to it. */
+  charged: number;
+  /** Thread deaths it restarted after as a bystander. */
+  bystander: number;
+  /** Runs alone on a quarantine thread (it was charged with a thread death). */
+  quarantined: boolean;
+}
+
+export class ThreadEngine implements Engine {
+  readonly backend = 'threads';
+  readonly #options: ThreadEngineOptions;
+  readonly #host: EngineHost;
+  readonly #context: EngineContext;
+  readonly #agents = new Map<string, ThreadAgent>();
+  readonly #queue: ThreadAgent[] = [];
+  /** Quarantined agents waiting for a quarantine thread of their own. */
+  readonly #quarantine: ThreadAgent[] = [];
+  /** Tools whose calls do not run in the thread: a call of one pending is no evidence. */
+  readonly #elsewhere: ReadonlySet<string>;
+  readonly #admission: Admission;
+  readonly #pausedUntil = new Map<string, number>();
+  /** Stdio MCP server processes of each live host, killed if the host dies. */
+  readonly #mcpProcesses = new Map<HostRecord, Set<number>>();
+  #pool: HostPool | undefined;
+  #starting: Promise<void> | undefined;
+  #scheduleQueued = false;
+  #quarantineHostStarting = false;
+
+  constructor(options: ThreadEngineOptions, context: EngineContext) {
+    this.#options = options;
+    this.#context = context;
+    this.#host = context.host;
+    this.#elsewhere = new Set([COMPLETE_TASK, WAIT_FOR_INSTRUCTION, ...context.hostTools.map((t) => t.name)]);
+    this.#admission = new Admission(options.limits, (provider, retryAfterMs) =>
+      this.#host.emit('provider:backoff', { provider, retryAfterMs }),
+    );
+  }
+
+  checkAgentId(): void {
+    // Any id names a journal file; the supervisor checks that it is new.
+  }
+
+  start(): Promise<void> {
+    this.#starting ??= this.#start();
+    return this.#starting;
+  }
+
+  async #start(): Promise<void> {
+    const options = this.#options;
+    const admissionKeys = this.#admission.keys;
+    const pool = new HostPool({
+      threads: options.threads,
+      dedicatedThreads: options.quarantineThreads,
+      resourceLimits: options.resourceLimits,
+      heartbeatIntervalMs: options.heartbeatIntervalMs,
+      heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+      execArgv: options.execArgv,
+      config: {
+        providers: options.providers,
+        admissionKeys,
+        toolModules: options.toolModules,
+        hostTools: this.#context.hostTools,
+        journalDir: options.journalDir,
+        fsync: options.fsync,
+        cwd: options.cwd,
+      },
+      callbacks: this.#callbacks(),
+      serveAdmission: (_host, port: MessagePort) => new AdmissionServer(this.#admission, admissionKeys, port),
+      serveInbox: (_host, port: MessagePort) =>
+        new InboxServer(port, (agentId) => this.#runningMailbox(agentId)),
+      onMessage: (host, message) => this.#onHostMessage(host, message),
+    });
+    this.#pool = pool;
+    pool.on('host:started', (host) => this.#host.emit('thread:started', { hostId: host.id }));
+    pool.on('host:died', (host, cause) => this.#onHostDied(host, cause));
+    await Promise.all(Array.from({ length: options.threads }, () => pool.startHost()));
+    this.#schedule();
+  }
+
+  run(spec: ActorSpec): void {
+    const agent: ThreadAgent = {
+      spec,
+      mailbox: new Mailbox(),
+      state: 'queued',
+      host: undefined,
+      charged: 0,
+      bystander: 0,
+      quarantined: false,
+    };
+    this.#agents.set(spec.agentId, agent);
+    this.#queue.push(agent);
+    this.#scheduleSoon();
+  }
+
+  async deliver(agentId: string, message: AgentMessage): Promise<number | undefined> {
+    const agent = this.#agents.get(agentId);
+    if (!agent) return undefined;
+    if (message.type === 'instruction') return agent.mailbox.send(message.text);
+    if (agent.state !== 'running' || !agent.host) {
+      this.#release(agent);
+      this.#host.ended(agentId, failedOutcome(agentId, 'cancelled', cancelledError(message.reason)));
+      return undefined;
+    }
+    const host = agent.host;
+    agent.mailbox.abandon();
+    this.#pool?.call(host, (api) => api.cancel(agentId, message.reason)).catch(() => {});
+    return undefined;
+  }
+
+  stop(agentId: string): void {
+    const host = this.#agents.get(agentId)?.host;
+    if (!host?.alive) return;
+    void this.#pool?.terminate(
+      host,
+      new SystemError(
+        'cancel_timeout',
+        `Agent ${agentId} did not stop within ${this.#options.graceMs} ms of cancel`,
+        { agentId, hostId: host.id },
+      ).toJSON(),
+    );
+  }
+
+  async journal(agentId: string): Promise<AuditEvent[]> {
+    try {
+      return readJournal(this.#journalFile(agentId)).events;
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'journal_not_found') return [];
+      throw error;
+    }
+  }
+
+  async forkJournal(from: string, to: string): Promise<void> {
+    const target = this.#journalFile(to);
+    if (existsSync(target) && statSync(target).size > 0) return;
+    const events = await this.journal(from);
+    if (events.length === 0) return;
+    const draft = `${target}.fork`;
+    rmSync(draft, { force: true });
+    const journal = JournalWriter.open(draft, {
+      fsync: this.#options.fsync === 'never' ? 'never' : 'always',
+    });
+    try {
+      writeFork(journal, forkedInputs(events, to));
+    } finally {
+      journal.close();
+    }
+    renameSync(draft, target);
+  }
+
+  async measure(): Promise<HostStats[]> {
+    await this.start();
+    return this.#pool ? this.#pool.measure() : [];
+  }
+
+  async describe(): Promise<EngineDescription> {
+    return { backend: 'threads', threads: this.#options.threads };
+  }
+
+  async close(): Promise<void> {
+    if (this.#starting) await this.#starting.catch(() => {});
+    await this.#pool?.close(this.#options.graceMs);
+    // Threads that had to be terminated could not stop their MCP servers.
+    for (const pids of this.#mcpProcesses.values()) killOrphans(pids);
+    this.#mcpProcesses.clear();
+    this.#admission.close();
+    for (const agent of this.#agents.values()) agent.mailbox.abandon();
+    if (this.#options.ownsJournalDir) rmSync(this.#options.journalDir, { recursive: true, force: true });
+  }
+
+  #journalFile(agentId: string): string {
+    return path.join(this.#options.journalDir, `${agentId}.jsonl`);
+  }
+
+  /** Forgets an agent: out of the queue, off its host, its parked wait answered. */
+  #release(agent: ThreadAgent): void {
+    this.#agents.delete(agent.spec.agentId);
+    const queue = agent.quarantined ? this.#quarantine : this.#queue;
+    const index = agent.state === 'queued' ? queue.indexOf(agent) : -1;
+    if (index >= 0) queue.splice(index, 1);
+    agent.host?.agents.delete(agent.spec.agentId);
+    agent.host = undefined;
+    agent.mailbox.abandon();
+  }
+
+  /**
+   * Runs one scheduling pass after the current microtasks: spawns arrive one microtask each (after
+   * `start()`), and a pass sends each host one message for all the agents it places there.
+   */
+  #scheduleSoon(): void {
+    if (this.#scheduleQueued) return;
+    this.#scheduleQueued = true;
+    queueMicrotask(() => {
+      this.#scheduleQueued = false;
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    const pool = this.#pool;
+    if (!pool || this.#host.closing()) return;
+    const placed: { agent: ThreadAgent; host: HostRecord }[] = [];
+    const batches = new Map<HostRecord, ActorSpec[]>();
+    const place = (agent: ThreadAgent, host: HostRecord): void => {
+      agent.state = 'running';
+      agent.host = host;
+      host.agents.add(agent.spec.agentId);
+      const batch = batches.get(host);
+      if (batch) batch.push(agent.spec);
+      else batches.set(host, [agent.spec]);
+      placed.push({ agent, host });
+    };
+    // Taken once: `pool.hosts` builds a new array, and no host starts or dies during the pass.
+    const hosts = pool.hosts;
+    const shared = hosts.filter((host) => !host.dedicated);
+    while (this.#queue.length > 0) {
+      const host = this.#pickHost(shared);
+      if (!host) break;
+      const agent = this.#queue.shift();
+      if (agent?.state === 'queued') place(agent, host);
+    }
+    const idle = hosts.filter((host) => host.dedicated && host.agents.size === 0);
+    while (this.#quarantine.length > 0 && idle.length > 0) {
+      const agent = this.#quarantine.shift();
+      if (agent?.state === 'queued') place(agent, idle.shift() as HostRecord);
+    }
+    if (this.#quarantine.length > 0) this.#startQuarantineHost(hosts);
+    else for (const host of idle) pool.retire(host);
+    // Every spawn is posted before any listener of `agent:started` can post a cancel for it.
+    for (const [host, specs] of batches) {
+      pool.spawnMany(host, specs).catch(() => {
+        // The host died: its death handler restarts or fails these agents.
+      });
+    }
+    for (const { agent, host } of placed) {
+      const { agentId, resume } = agent.spec;
+      this.#host.report({ type: 'started', agentId, hostId: host.id, resumed: resume });
+    }
+  }
+
+  /** Starts a quarantine thread when there are fewer than `quarantineThreads`. */
+  #startQuarantineHost(hosts: readonly HostRecord[]): void {
+    const pool = this.#pool;
+    const running = hosts.filter((host) => host.dedicated).length;
+    if (!pool || this.#quarantineHostStarting || running >= this.#options.quarantineThreads) return;
+    this.#quarantineHostStarting = true;
+    pool.startHost({ dedicated: true }).then(
+      () => {
+        this.#quarantineHostStarting = false;
+        this.#schedule();
+      },
+      (error: unknown) => {
+        this.#quarantineHostStarting = false;
+        // No thread for them: the waiting agents fail rather than wait for ever.
+        for (const agent of this.#quarantine.splice(0)) {
+          this.#release(agent);
+          const { agentId } = agent.spec;
+          this.#host.ended(agentId, failedOutcome(agentId, 'crashed', serializeError(error)));
+        }
+      },
+    );
+  }
+
+  #pickHost(hosts: readonly HostRecord[]): HostRecord | undefined {
+    const limit = this.#options.isolation === 'thread' ? 1 : this.#options.maxAgentsPerThread;
+    let best: HostRecord | undefined;
+    for (const host of hosts) {
+      if (host.agents.size >= limit) continue;
+      if (!best || host.agents.size < best.agents.size) best = host;
+    }
+    return best;
+  }
+
+  #runningMailbox(agentId: string): Mailbox | undefined {
+    return this.#agents.get(agentId)?.mailbox;
+  }
+
+  #onHostMessage(host: HostRecord, message: HostEventMessage): void {
+    switch (message.type) {
+      case 'signals':
+        for (const signal of message.signals) this.#host.report(signal);
+        return;
+      case 'ended': {
+        const agent = this.#agents.get(message.agentId);
+        if (!agent || agent.host !== host) return;
+        this.#release(agent);
+        this.#host.ended(message.agentId, message.outcome);
+        this.#schedule();
+        return;
+      }
+      case 'mcp_process': {
+        let pids = this.#mcpProcesses.get(host);
+        if (!pids) {
+          pids = new Set();
+          this.#mcpProcesses.set(host, pids);
+        }
+        if (message.state === 'started') pids.add(message.pid);
+        else pids.delete(message.pid);
+        return;
+      }
+      case 'host_error':
+      case 'ready':
+        return;
+    }
+  }
+
+  #onHostDied(host: HostRecord, cause: SerializedError): void {
+    killOrphans(this.#mcpProcesses.get(host));
+    this.#mcpProcesses.delete(host);
+    const victims = [...host.agents].map((id) => this.#agents.get(id)).filter((a) => a !== undefined);
+    host.agents.clear();
+    this.#host.emit('thread:crashed', { hostId: host.id, cause, agents: victims.map((a) => a.spec.agentId) });
+    const restarting: ThreadAgent[] = [];
+    for (const agent of victims) {
+      this.#release(agent);
+      if (this.#host.lost(agent.spec.agentId, cause) === 'ended') continue;
+      // Back in the engine's keeping at once: a cancel while the blame is read ends it here.
+      agent.state = 'restarting';
+      this.#agents.set(agent.spec.agentId, agent);
+      restarting.push(agent);
+    }
+    if (restarting.length > 0) void this.#restart(restarting, victims.length === 1, cause);
+    // A quarantine thread is started again only when a quarantined agent needs one.
+    if (this.#host.closing() || !this.#pool || host.dedicated) return;
+    this.#pool.startHost().then(
+      (replacement) => {
+        this.#host.emit('thread:respawned', { hostId: replacement.id });
+        this.#schedule();
+      },
+      () => {
+        // A replacement that dies while starting is reported by its own death event.
+      },
+    );
+  }
+
+  /**
+   * Restarts the agents of a dead thread, charging the death to those that caused it: the only
+   * agent on the thread, or the ones whose journal shows a tool call running in it.
+   */
+  async #restart(agents: readonly ThreadAgent[], alone: boolean, cause: SerializedError): Promise<void> {
+    const { maxRetries, baseDelayMs, maxDelayMs } = this.#options.restart;
+    const pending = await pendingToolCallsOf(
+      agents.map((agent) => this.#journalFile(agent.spec.agentId)),
+      this.#elsewhere,
+    );
+    agents.forEach((agent, index) => {
+      const { agentId } = agent.spec;
+      if (this.#agents.get(agentId) !== agent || agent.state !== 'restarting') return;
+      const tools = pending[index] ?? [];
+      const charged = alone || tools.length > 0 || agent.bystander >= this.#options.maxBystanderRestarts;
+      if (charged) agent.charged += 1;
+      else agent.bystander += 1;
+      if (agent.charged > maxRetries) {
+        this.#release(agent);
+        this.#host.ended(
+          agentId,
+          failedOutcome(agentId, 'crashed', this.#ownCause(agent, tools, alone, cause)),
+        );
+        return;
+      }
+      if (charged) agent.quarantined = true;
+      agent.spec = { ...agent.spec, resume: true };
+      agent.state = 'queued';
+      const restart = agent.charged + agent.bystander;
+      this.#host.report({ type: 'restarted', agentId, restart, cause, charged });
+      setTimeout(
+        () => {
+          if (this.#agents.get(agentId) !== agent || agent.state !== 'queued') return;
+          (agent.quarantined ? this.#quarantine : this.#queue).unshift(agent);
+          this.#schedule();
+        },
+        Math.min(maxDelayMs, baseDelayMs * 2 ** (restart - 1)),
+      );
+    });
+  }
+
+  /** The failure of an agent charged with more thread deaths than its restart cap allows. */
+  #ownCause(
+    agent: ThreadAgent,
+    tools: readonly string[],
+    alone: boolean,
+    cause: SerializedError,
+  ): SerializedError {
+    const where =
+      tools.length > 0
+        ? ` while it ran ${tools.map((tool) => `\`${tool}\``).join(', ')}`
+        : alone
+          ? ' while it ran alone on it'
+          : ` (after ${agent.bystander} restarts as a bystander)`;
+    const cap = this.#options.restart.maxRetries;
+    return {
+      ...cause,
+      message: `Its thread crashed ${agent.charged} times${where}; the restart cap (${cap}) was reached: ${cause.message}`,
+      fields: { ...cause.fields, agentId: agent.spec.agentId, crashes: agent.charged, tools: [...tools] },
+    };
+  }
+
+  #callbacks(): SupervisorCallbackApi {
+    return {
+      reportRateLimit: (key, retryAfterMs) => {
+        const until = Date.now() + retryAfterMs;
+        if (until <= (this.#pausedUntil.get(key) ?? 0)) return;
+        this.#pausedUntil.set(key, until);
+        if (this.#admission.keys.includes(key)) this.#admission.backoff(key, retryAfterMs);
+        else this.#host.emit('provider:backoff', { provider: key, retryAfterMs });
+        for (const host of this.#pool?.hosts ?? []) {
+          this.#pool?.call(host, (api) => api.pauseProvider(key, until)).catch(() => {});
+        }
+      },
+      completeTask: (agentId, result) => this.#host.completeTask(agentId, result),
+      callHostTool: (agentId, name, args) => this.#host.callHostTool(agentId, name, args),
+    };
+  }
+}
+
+/** Kills MCP server processes a dead thread left behind (it can no longer close their stdin). */
+function killOrphans(pids: ReadonlySet<number> | undefined): void {
+  for (const pid of pids ?? []) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+}

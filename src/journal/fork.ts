@@ -1,0 +1,24 @@
+/**
+ * Forking a journal: a new agent that continues a failed one. The new journal holds the failed
+ * agent's events up to its end (its Completed or Failed event and anything after it left out),
+ * with the new agent's id, each at its original time, chained afresh; the agent then resumes from
+ * it, so finished tool calls are answered from the record and never run again. The failed agent's
+ * own journal is not touched: each journal still ends in exactly one terminal event.
+ */
+import type { AuditEvent, AuditEventInput } from './events.ts';
+import type { JournalSink } from './sink.ts';
+
+/** The events of `events` to carry into a fork, as inputs of agent `agentId` (with their `ts`). */
+export function forkedInputs(events: readonly AuditEvent[], agentId: string): AuditEventInput[] {
+  const end = events.findIndex((event) => event.type === 'Completed' || event.type === 'Failed');
+  const kept = end < 0 ? events : events.slice(0, end);
+  return kept.map((event) => {
+    const { seq: _seq, prev: _prev, hash: _hash, ...body } = event;
+    return { ...body, agentId } as AuditEventInput;
+  });
+}
+
+/** Appends `inputs` to `sink`; each keeps its `ts`. */
+export function writeFork(sink: JournalSink, inputs: readonly AuditEventInput[]): void {
+  for (const input of inputs) sink.append(input);
+}

@@ -1,0 +1,31 @@
+/**
+ * Outcomes built outside the loop: by the supervisor and the engines for agents that ended without
+ * their loop saying so (never started, cancelled while queued, lost with their thread). The usage
+ * of such an outcome is zero: what the agent spent is in its journal.
+ */
+import { type SerializedError, SystemError } from '../errors.ts';
+import { ZERO_USAGE } from '../providers/receipt.ts';
+import type { AgentOutcome, FailureReason } from './types.ts';
+
+/** A Failed outcome with `reason` and `error`. */
+export function failedOutcome(agentId: string, reason: FailureReason, error: SerializedError): AgentOutcome {
+  return { status: 'failed', agentId, reason, error, usage: ZERO_USAGE, costUsd: 0, rounds: 0 };
+}
+
+/** A Completed outcome for the accepted `complete_task` result `value`. */
+export function completedOutcome(agentId: string, value: unknown): AgentOutcome {
+  return {
+    status: 'completed',
+    agentId,
+    answer: JSON.stringify(value),
+    result: value,
+    usage: ZERO_USAGE,
+    costUsd: 0,
+    rounds: 0,
+  };
+}
+
+/** The error of an agent cancelled for `reason` (code `cancelled`). */
+export function cancelledError(reason: string): SerializedError {
+  return new SystemError('cancelled', `Cancelled: ${reason}`, { reason }).toJSON();
+}

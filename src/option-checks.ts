@@ -1,0 +1,51 @@
+/**
+ * Checks shared by every options module (supervisor, engines, workers): each throws UserError
+ * `invalid_option` saying what was expected and what was found, and returns the value or the default.
+ */
+import { describeValue, UserError } from './errors.ts';
+
+/** An integer >= `min` (1 unless given), or `fallback` when undefined. */
+export function positiveInt(name: string, value: unknown, fallback: number, min = 1): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+    const expected = min === 1 ? 'a positive integer' : `an integer >= ${min}`;
+    throw new UserError(
+      'invalid_option',
+      `Expected \`${name}\` to be ${expected}, got ${describeValue(value)}`,
+      {
+        option: name,
+      },
+    );
+  }
+  return value;
+}
+
+/** A finite number >= 0, or `fallback` when undefined. */
+export function nonNegative(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new UserError(
+      'invalid_option',
+      `Expected \`${name}\` to be a non-negative number, got ${describeValue(value)}`,
+      { option: name },
+    );
+  }
+  return value;
+}
+
+/** One of `allowed`, or `fallback` when undefined. */
+export function oneOf<T extends string>(name: string, value: unknown, allowed: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
+    const list = allowed.map((a) => `'${a}'`);
+    const expected = list.length === 2 ? `${list[0]} or ${list[1]}` : `one of ${list.join(', ')}`;
+    throw new UserError(
+      'invalid_option',
+      `Expected \`${name}\` to be ${expected}, got ${describeValue(value)}`,
+      {
+        option: name,
+      },
+    );
+  }
+  return value as T;
+}

@@ -1,0 +1,98 @@
+/**
+ * What the redis engine carries through Redis: the agent job's payload, the signals workers send
+ * the supervisor that spawned an agent, and host-tool calls. Agent signals are the ones actor hosts
+ * send over their events port (./messages.ts `AgentSignal`), plus the scale-out ones.
+ */
+import type {
+  ActorSpec,
+  AgentSignal,
+  HostToolDeclaration,
+  ProviderConfig,
+  ProviderLimits,
+  ToolModuleRef,
+} from './messages.ts';
+
+/** Version of the job payload layout; a worker refuses a job of a version it does not know. */
+export const JOB_DATA_VERSION = 1;
+
+/**
+ * An agent job's data: everything a worker on any machine needs to run (or resume) the agent.
+ * Closures cannot travel, so providers, tool modules and host tools are described, exactly as the
+ * thread engine describes them to its hosts. The job's return value is the agent's AgentOutcome.
+ */
+export interface AgentJobData {
+  readonly version: typeof JOB_DATA_VERSION;
+  /** Where the worker sends signals and host-tool calls. */
+  readonly supervisorId: string;
+  readonly agent: Omit<ActorSpec, 'resume'>;
+  /** The agent's provider. API keys are best left out: HTTP providers read them from the worker's environment. */
+  readonly provider: ProviderConfig;
+  /** Admission limits of the provider key (the provider name), shared by every worker. */
+  readonly limits: ProviderLimits | undefined;
+  /** Imported by the worker: paths must exist on the worker's machine. */
+  readonly toolModules: readonly ToolModuleRef[];
+  /** Tools that run on the supervisor, called over Redis. */
+  readonly hostTools: readonly HostToolDeclaration[];
+  /** The supervisor's working directory; a worker uses it when it exists there, else its own. */
+  readonly cwd: string;
+  /** See DEFAULT_PARK_AFTER_MS. */
+  readonly parkAfterMs: number;
+  /** Seconds the journal and inbox are kept after the agent ends; undefined = kept. */
+  readonly retainSeconds: number | undefined;
+}
+
+/**
+ * Everything a worker reports about an agent, over a Redis Stream per supervisor. Signals are best
+ * effort (trimmed, lost with a dead supervisor): outcomes are read from BullMQ job state.
+ */
+export type WorkerSignal =
+  | AgentSignal
+  | {
+      readonly type: 'started';
+      readonly agentId: string;
+      readonly workerId: number;
+      /** Continued from its journal (after a park, a restart or a retry). */
+      readonly resumed: boolean;
+      /** Restart number when the job was taken over after its worker died (0 otherwise). */
+      readonly restart: number;
+    }
+  | { readonly type: 'parked'; readonly agentId: string; readonly workerId: number; readonly index: number }
+  | { readonly type: 'ended'; readonly agentId: string }
+  | {
+      readonly type: 'backoff';
+      readonly agentId: string;
+      readonly provider: string;
+      readonly retryAfterMs: number;
+    }
+  | {
+      readonly type: 'paused';
+      readonly agentId: string;
+      readonly workerId: number;
+      readonly provider: string;
+      readonly waitMs: number;
+    };
+
+/** One host-tool call as it travels from a worker to the supervisor's request stream. */
+export interface HostCall {
+  readonly requestId: string;
+  readonly agentId: string;
+  readonly name: string;
+  readonly args: Readonly<Record<string, unknown>>;
+}
+
+/** Published on the pause channel when a provider key answered 429: every process waits it out. */
+export interface PauseAnnouncement {
+  readonly providerKey: string;
+  /** How long the pause lasts from now, in ms. */
+  readonly ms: number;
+}
+
+/**
+ * The park mark of an agent (`<prefix>:<queue>:agent:<id>:parked`, JSON): its job waits for
+ * instruction `index` without a worker; whichever worker resumes it reads the mark.
+ */
+export interface ParkRequest {
+  readonly index: number;
+  /** Epoch ms at which the wait gives up; null = no limit. */
+  readonly deadline: number | null;
+}

@@ -1,0 +1,76 @@
+/**
+ * What an engine reports about an agent, as events: each report is emitted on the supervisor
+ * (`agent:*`) and, for most, on the agent's handle, with the same payload. One mapping for every
+ * engine.
+ */
+import type { EventEmitter } from 'eventemitter3';
+import type { AgentReport } from '../engines/engine.ts';
+import type { AgentHandle } from './agent-handle.ts';
+import type { AgentRef, SupervisorEvents } from './events.ts';
+
+/** Emits the events of `report` about the agent `ref` names. */
+export function emitAgentReport(
+  supervisor: EventEmitter<SupervisorEvents>,
+  handle: AgentHandle,
+  ref: AgentRef,
+  report: AgentReport,
+): void {
+  switch (report.type) {
+    case 'started': {
+      const event = { ...ref, hostId: report.hostId, resumed: report.resumed };
+      supervisor.emit('agent:started', event);
+      handle.emit('started', event);
+      return;
+    }
+    case 'restarted': {
+      const event = { ...ref, restart: report.restart, cause: report.cause, charged: report.charged };
+      supervisor.emit('agent:restarted', event);
+      handle.emit('restarted', event);
+      return;
+    }
+    case 'parked':
+      supervisor.emit('agent:parked', { ...ref, hostId: report.hostId, index: report.index });
+      return;
+    case 'round': {
+      const event = { ...ref, round: report.round, estimatedTokens: report.estimatedTokens };
+      supervisor.emit('agent:round', event);
+      handle.emit('round', event);
+      return;
+    }
+    case 'tool_call': {
+      const event = { ...ref, round: report.round, tool: report.name, ok: report.ok };
+      supervisor.emit('agent:tool', event);
+      handle.emit('tool', event);
+      return;
+    }
+    case 'receipt': {
+      const { type: _type, agentId: _agentId, ...rest } = report;
+      const event = { ...ref, ...rest };
+      supervisor.emit('agent:usage', event);
+      handle.emit('usage', event);
+      return;
+    }
+    case 'text': {
+      const event = { ...ref, text: report.text };
+      supervisor.emit('agent:text', event);
+      handle.emit('text', event);
+      return;
+    }
+    case 'waiting':
+      supervisor.emit('agent:waiting', ref);
+      handle.emit('waiting', ref);
+      return;
+    case 'warnings': {
+      const event = { ...ref, warnings: report.warnings };
+      supervisor.emit('agent:warnings', event);
+      handle.emit('warnings', event);
+      return;
+    }
+    case 'instructed': {
+      const event = { ...ref, text: report.text };
+      supervisor.emit('agent:instructed', event);
+      handle.emit('instructed', event);
+      return;
+    }
+  }
+}

@@ -1,0 +1,36 @@
+/** What a spawn says about the agent to run. */
+import type { AgentLimits } from '../loop/types.ts';
+
+/** Options of one spawn. */
+export interface SpawnOptions {
+  readonly task: string;
+  /** Context sections placed before the task, in order. */
+  readonly context?: readonly string[];
+  /** Id of the agent that spawned this one (set by orchestration tools). */
+  readonly parent?: string;
+  /** Caller data carried into events, journals and results. */
+  readonly metadata?: Readonly<Record<string, unknown>>;
+  /** Aborting it cancels the agent. */
+  readonly signal?: AbortSignal;
+  /** Provider name. @default the supervisor's defaultProvider */
+  readonly provider?: string;
+  /** Model. @default the definition's model, else the supervisor's defaultModel */
+  readonly model?: string;
+  readonly limits?: AgentLimits;
+  /** Agent id. @default a random UUID */
+  readonly id?: string;
+  /**
+   * Continue the agent from its journal when that journal has events, e.g. to finish the agents of
+   * an interrupted run; finished tool calls are not run again. (The redis engine always continues
+   * an agent whose journal stream has events.)
+   * @default false
+   */
+  readonly resume?: boolean;
+  /**
+   * Id of an agent that failed (or ended) whose journal this one continues: its events up to its
+   * end are copied under this agent's id, and this agent resumes from them, so the tool calls it
+   * finished are not run again. The other agent's journal is left as it was. Used to retry failed
+   * agents (`troupe resume --retry-failed`).
+   */
+  readonly retryOf?: string;
+}

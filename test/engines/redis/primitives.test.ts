@@ -1,0 +1,364 @@
+import { type Job, Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisAdmission } from '../../../src/engines/redis/admission.ts';
+import { BlockingPool } from '../../../src/engines/redis/blocking-pool.ts';
+import { resolveRedisUrl } from '../../../src/engines/redis/connection.ts';
+import { Inbox } from '../../../src/engines/redis/inbox.ts';
+import { checkAgentId, ScaleoutKeys } from '../../../src/engines/redis/keys.ts';
+import { prepareRedisOptions } from '../../../src/engines/redis/options.ts';
+import { RedisJournal, readRedisJournal } from '../../../src/engines/redis/stream-journal.ts';
+import type { AuditEventInput } from '../../../src/journal/events.ts';
+import { MemoryJournal } from '../../../src/journal/sink.ts';
+import { chainProblem, redisServerPath, skipReason, TestRedis, uniqueName } from './helpers.ts';
+
+const fixedClock = (): Date => new Date('2025-01-02T03:04:05.000Z');
+
+function sampleEvents(agentId: string): AuditEventInput[] {
+  return [
+    {
+      type: 'Started',
+      agentId,
+      definition: { name: 'tester', hash: 'h' },
+      provider: 'simulated',
+      model: 'm',
+      contextWindow: 1000,
+      maxInputTokens: 900,
+      context: [],
+      task: 'Do it. api_key=sk-abcdefghijklmnopqrstuvwxyz0123456789',
+      metadata: {},
+      systemPrompt: 'SYSTEM',
+      toolSpecs: [],
+    },
+    { type: 'InferenceSubmitted', agentId, round: 1, inputHash: 'x', estimatedTokens: 10, tools: [] },
+    {
+      type: 'ToolCall',
+      agentId,
+      round: 1,
+      callId: 'c1',
+      name: 'record_step',
+      modelName: 'record_step',
+      args: {},
+    },
+    {
+      type: 'ToolResult',
+      agentId,
+      round: 1,
+      callId: 'c1',
+      name: 'record_step',
+      ok: true,
+      projectionAccepted: true,
+      text: 'done',
+      stateUpdates: [],
+      displayedStateKeys: [],
+    },
+  ];
+}
+
+describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServerPath === undefined }, () => {
+  let server: TestRedis;
+  let redis: Redis;
+  let keys: ScaleoutKeys;
+
+  beforeAll(async () => {
+    server = await TestRedis.start();
+    redis = new Redis(server.url, { maxRetriesPerRequest: null });
+    keys = new ScaleoutKeys('test', uniqueName('primitives'));
+  });
+
+  afterAll(async () => {
+    await redis?.quit();
+    await server?.destroy();
+  });
+
+  describe('the journal stream', () => {
+    it('holds exactly the events a memory journal holds for the same input, and reads back in order', async () => {
+      const memory = new MemoryJournal({ now: fixedClock });
+      const stream = new RedisJournal({ redis, key: keys.journal('a1'), now: fixedClock });
+      for (const input of sampleEvents('a1')) expect(stream.append(input)).toEqual(memory.append(input));
+      await stream.flushed();
+      const read = await readRedisJournal(redis, keys.journal('a1'));
+      expect(read).toEqual(memory.events);
+      expect(chainProblem(read)).toBeUndefined();
+      expect(JSON.stringify(read)).not.toContain('sk-abcdefghijklmnopqrstuvwxyz');
+    });
+
+    it('continues the chain of the events it was opened with', async () => {
+      const [first, ...rest] = sampleEvents('a2');
+      const opening = new RedisJournal({ redis, key: keys.journal('a2'), now: fixedClock });
+      if (first) opening.append(first);
+      await opening.flushed();
+      const resumed = new RedisJournal({
+        redis,
+        key: keys.journal('a2'),
+        events: await readRedisJournal(redis, keys.journal('a2')),
+        now: fixedClock,
+      });
+      for (const input of rest) resumed.append(input);
+      await resumed.flushed();
+      const read = await readRedisJournal(redis, keys.journal('a2'));
+      expect(read.map((event) => event.type)).toEqual([
+        'Started',
+        'InferenceSubmitted',
+        'ToolCall',
+        'ToolResult',
+      ]);
+      expect(chainProblem(read)).toBeUndefined();
+    });
+
+    it('accepts a resent append that already landed, and refuses a different event at that position', async () => {
+      const inputs = sampleEvents('a3');
+      const one = new RedisJournal({ redis, key: keys.journal('a3'), now: fixedClock });
+      const again = new RedisJournal({ redis, key: keys.journal('a3'), now: fixedClock });
+      for (const input of inputs) one.append(input);
+      await one.flushed();
+      for (const input of inputs) again.append(input);
+      await expect(again.flushed()).resolves.toBeUndefined();
+
+      const failures: string[] = [];
+      const other = new RedisJournal({
+        redis,
+        key: keys.journal('a3'),
+        now: () => new Date('2030-01-01T00:00:00.000Z'),
+        onFailure: (error) => failures.push(error.code),
+      });
+      for (const input of inputs) other.append(input);
+      await expect(other.flushed()).rejects.toMatchObject({ code: 'journal_conflict' });
+      expect(failures).toEqual(['journal_conflict']);
+      expect(await readRedisJournal(redis, keys.journal('a3'))).toHaveLength(inputs.length);
+    });
+
+    it('refuses an append that would leave a gap', async () => {
+      const inputs = sampleEvents('a4');
+      const writer = new RedisJournal({ redis, key: keys.journal('a4'), now: fixedClock });
+      const [first, second] = inputs;
+      if (first) writer.append(first);
+      await writer.flushed();
+      const memory = new MemoryJournal({ now: fixedClock });
+      for (const input of inputs.slice(0, 3)) memory.append(input);
+      // A writer that believes two events are stored where only one is.
+      const ahead = new RedisJournal({
+        redis,
+        key: keys.journal('a4'),
+        events: memory.events.slice(0, 2),
+        now: fixedClock,
+      });
+      if (second) ahead.append(second);
+      await expect(ahead.flushed()).rejects.toMatchObject({ code: 'journal_conflict' });
+    });
+
+    it('fences off a writer that does not hold the lock, and drops its later appends', async () => {
+      await redis.set(keys.jobLock('a5'), 'token-of-the-new-owner');
+      const failures: string[] = [];
+      const zombie = new RedisJournal({
+        redis,
+        key: keys.journal('a5'),
+        fence: { key: keys.jobLock('a5'), token: 'token-of-the-old-owner' },
+        onFailure: (error) => failures.push(error.code),
+      });
+      for (const input of sampleEvents('a5')) zombie.append(input);
+      await expect(zombie.flushed()).rejects.toMatchObject({ code: 'journal_fenced' });
+      expect(failures).toEqual(['journal_fenced']);
+      expect(await readRedisJournal(redis, keys.journal('a5'))).toEqual([]);
+
+      const owner = new RedisJournal({
+        redis,
+        key: keys.journal('a5'),
+        fence: { key: keys.jobLock('a5'), token: 'token-of-the-new-owner' },
+      });
+      for (const input of sampleEvents('a5')) owner.append(input);
+      await owner.flushed();
+      expect(await readRedisJournal(redis, keys.journal('a5'))).toHaveLength(4);
+    });
+
+    it('fails to read a stream whose entries are not events in sequence', async () => {
+      await redis.xadd(keys.journal('a6'), '1-0', 'e', '{"not":"an event"}');
+      await expect(readRedisJournal(redis, keys.journal('a6'))).rejects.toMatchObject({
+        code: 'journal_corrupt',
+      });
+    });
+  });
+
+  describe('the inbox stream', () => {
+    it('numbers instructions in order and answers a repeated ask for the same index with the same text', async () => {
+      const inbox = new Inbox(redis, keys);
+      expect(await inbox.send('i1', 'first')).toEqual({ index: 0, parked: false });
+      expect(await inbox.send('i1', 'second')).toEqual({ index: 1, parked: false });
+      expect(await inbox.get('i1', 0)).toBe('first');
+      expect(await inbox.get('i1', 1)).toBe('second');
+      expect(await inbox.get('i1', 1)).toBe('second');
+      expect(await inbox.get('i1', 2)).toBeUndefined();
+    });
+
+    it('wakes a blocking wait when its instruction arrives, and tells the sender when the agent is parked', async () => {
+      const inbox = new Inbox(redis, keys);
+      const pool = new BlockingPool(redis);
+      await inbox.send('i2', 'zero');
+      const waiting = inbox.wait(pool, 'i2', 1, 30_000, new AbortController().signal);
+      await redis.set(keys.parked('i2'), JSON.stringify({ index: 1, deadline: null }));
+      expect(await inbox.send('i2', 'one')).toEqual({ index: 1, parked: true });
+      expect(await waiting).toBe('one');
+      pool.close();
+    });
+
+    it('ends a blocking wait with null when it is aborted or its time is up', async () => {
+      const inbox = new Inbox(redis, keys);
+      const pool = new BlockingPool(redis);
+      const controller = new AbortController();
+      const aborted = inbox.wait(pool, 'i3', 0, 30_000, controller.signal);
+      controller.abort(new Error('stop'));
+      expect(await aborted).toBeNull();
+      expect(await inbox.wait(pool, 'i3', 0, 1, new AbortController().signal)).toBeNull();
+      pool.close();
+    });
+  });
+
+  describe('shared admission', () => {
+    it('never lets more requests run than the concurrency limit across two clients', async () => {
+      const other = new Redis(server.url, { maxRetriesPerRequest: null });
+      const admissions = [new RedisAdmission(redis, keys), new RedisAdmission(other, keys)];
+      const limits = { concurrency: 2 };
+      let inFlight = 0;
+      let peak = 0;
+      let done = 0;
+      const request = async (admission: RedisAdmission): Promise<void> => {
+        const release = await admission.acquire(
+          { providerKey: 'limited', limits, estimatedTokens: 10 },
+          new AbortController().signal,
+        );
+        inFlight += 1;
+        peak = Math.max(peak, inFlight);
+        await new Promise((resolve) => setImmediate(resolve));
+        inFlight -= 1;
+        done += 1;
+        release(undefined);
+      };
+      await Promise.all(Array.from({ length: 8 }, (_, i) => request(admissions[i % 2] as RedisAdmission)));
+      await other.quit();
+      expect(done).toBe(8);
+      expect(peak).toBeLessThanOrEqual(2);
+    });
+
+    it('makes every acquire on a paused key wait, reports the wait, and keeps the longer of two pauses', async () => {
+      const admission = new RedisAdmission(redis, keys);
+      expect(await admission.pause('paused-key', 300)).toBe(true);
+      expect(await admission.pause('paused-key', 10)).toBe(false);
+      const waits: number[] = [];
+      const release = await admission.acquire(
+        {
+          providerKey: 'paused-key',
+          limits: undefined,
+          estimatedTokens: 1,
+          onPaused: (ms) => waits.push(ms),
+        },
+        new AbortController().signal,
+      );
+      release(undefined);
+      expect(waits.length).toBeGreaterThan(0);
+      expect(waits[0]).toBeGreaterThan(0);
+    });
+
+    it("makes another process's unlimited acquire wait once it hears the pause announced", async () => {
+      const subscriber = new Redis(server.url, { maxRetriesPerRequest: null });
+      const local = new RedisAdmission(redis, keys);
+      const remote = new RedisAdmission(redis, keys);
+      const signal = new AbortController().signal;
+      // The remote process has used the key before the pause: only the announcement can tell it.
+      (await remote.acquire({ providerKey: 'announced', limits: undefined, estimatedTokens: 1 }, signal))(
+        undefined,
+      );
+      const heard = new Promise<void>((resolve) => {
+        subscriber.on('message', (_channel: string, message: string) => {
+          remote.onAnnouncement(message);
+          resolve();
+        });
+      });
+      await subscriber.subscribe(keys.pauseChannel);
+      expect(await local.pause('announced', 200)).toBe(true);
+      await heard;
+      const waits: number[] = [];
+      const release = await remote.acquire(
+        { providerKey: 'announced', limits: undefined, estimatedTokens: 1, onPaused: (ms) => waits.push(ms) },
+        signal,
+      );
+      release(undefined);
+      await subscriber.quit();
+      expect(waits.length).toBeGreaterThan(0);
+    });
+
+    it('rejects a waiting acquire with the signal reason when it is aborted', async () => {
+      const admission = new RedisAdmission(redis, keys);
+      await admission.pause('abort-key', 60_000);
+      const controller = new AbortController();
+      const acquiring = admission.acquire(
+        {
+          providerKey: 'abort-key',
+          limits: undefined,
+          estimatedTokens: 1,
+          onPaused: () => controller.abort('stop'),
+        },
+        controller.signal,
+      );
+      await expect(acquiring).rejects.toBe('stop');
+    });
+  });
+
+  it("fences with BullMQ's own lock: a running job's lock key holds its worker's token", async () => {
+    const queueName = uniqueName('lock');
+    const lockKeys = new ScaleoutKeys('test', queueName);
+    const connection = { url: server.url, maxRetriesPerRequest: null };
+    const queue = new Queue(queueName, { connection, prefix: 'test' });
+    let seen: { lock: string | null; token: string | undefined } | undefined;
+    const worker = new Worker(
+      queueName,
+      async (job: Job, token?: string) => {
+        seen = { lock: await redis.get(lockKeys.jobLock(job.id ?? '')), token };
+        return 'ok';
+      },
+      { connection, prefix: 'test' },
+    );
+    const finished = new Promise<void>((resolve) => worker.once('completed', () => resolve()));
+    await queue.add('agent', {}, { jobId: 'lock-agent' });
+    await finished;
+    await worker.close();
+    await queue.close();
+    expect(seen?.token).toBeTypeOf('string');
+    expect(seen?.lock).toBe(seen?.token);
+  });
+});
+
+describe('scale-out options', () => {
+  it('takes the Redis URL from the option, else TROUPE_REDIS_URL, and says what is missing', () => {
+    expect(resolveRedisUrl('redis://h:1', {})).toBe('redis://h:1');
+    expect(resolveRedisUrl(undefined, { TROUPE_REDIS_URL: 'rediss://h:2' })).toBe('rediss://h:2');
+    expect(() => resolveRedisUrl(undefined, {})).toThrow(
+      expect.objectContaining({ code: 'missing_redis_url' }),
+    );
+    expect(() => resolveRedisUrl('http://h', {})).toThrow(
+      expect.objectContaining({ code: 'invalid_option' }),
+    );
+  });
+
+  it('validates supervisor options once and fills the defaults', () => {
+    const prepared = prepareRedisOptions({ redisUrl: 'redis://127.0.0.1:1' });
+    expect(prepared).toMatchObject({
+      queueName: 'troupe-agents',
+      prefix: 'troupe',
+      parkAfterMs: 5000,
+      reconcileIntervalMs: 1000,
+      retainSeconds: undefined,
+    });
+    expect(() => prepareRedisOptions({ redisUrl: 'redis://h', queueName: 'a:b' })).toThrow(
+      expect.objectContaining({ code: 'invalid_option' }),
+    );
+    expect(() => prepareRedisOptions({ redisUrl: 'redis://h', parkAfterMs: -1 })).toThrow(
+      expect.objectContaining({ code: 'invalid_option' }),
+    );
+  });
+
+  it('refuses agent ids that cannot be job ids and key segments', () => {
+    expect(() => checkAgentId('0f8c-agent_1.x')).not.toThrow();
+    expect(() => checkAgentId('a:b')).toThrow(expect.objectContaining({ code: 'invalid_agent_id' }));
+    expect(() => checkAgentId('')).toThrow(expect.objectContaining({ code: 'invalid_agent_id' }));
+  });
+});

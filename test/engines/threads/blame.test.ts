@@ -1,0 +1,107 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { pendingToolCalls } from '../../../src/engines/threads/blame.ts';
+import type { AgentHandle } from '../../../src/supervisor/agent-handle.ts';
+import type { AgentRestarted, ThreadCrashed } from '../../../src/supervisor/events.ts';
+import type { Supervisor } from '../../../src/supervisor/supervisor.ts';
+import { fixtures, policySupervisor, tempDir } from '../../supervisor/helpers.ts';
+
+let supervisor: Supervisor | undefined;
+afterEach(async () => {
+  await supervisor?.close();
+  supervisor = undefined;
+});
+
+const line = (event: Record<string, unknown>): string => `${JSON.stringify(event)}\n`;
+
+describe('reading the blame for a thread death from a journal', () => {
+  it('names the tool calls that started and did not finish, leaving out calls that wait elsewhere', async () => {
+    const file = path.join(tempDir(), 'agent.jsonl');
+    writeFileSync(
+      file,
+      line({ type: 'Started', seq: 0 }) +
+        line({ type: 'ToolCall', seq: 1, callId: 'c1', name: 'read_file' }) +
+        line({ type: 'ToolResult', seq: 2, callId: 'c1', name: 'read_file' }) +
+        line({ type: 'ToolCall', seq: 3, callId: 'c2', name: 'wait_for_instruction' }) +
+        line({ type: 'ToolCall', seq: 4, callId: 'c3', name: 'bash' }) +
+        '{"type":"ToolResult","seq":5,"callId":"c3"', // torn by the death
+    );
+    expect(await pendingToolCalls(file, new Set(['wait_for_instruction']))).toEqual(['bash']);
+    expect(await pendingToolCalls(path.join(tempDir(), 'missing.jsonl'), new Set())).toEqual([]);
+  });
+
+  it('reads only the tail of a long journal', async () => {
+    const file = path.join(tempDir(), 'long.jsonl');
+    const filler = line({ type: 'HistoryAppended', text: 'x'.repeat(1 << 20) });
+    writeFileSync(file, filler + filler + line({ type: 'ToolCall', callId: 'late', name: 'grep' }));
+    expect(await pendingToolCalls(file, new Set())).toEqual(['grep']);
+  });
+});
+
+describe('a thread death is charged to the agent that caused it', () => {
+  it('a tool that kills its shared thread on every call fails its own agent; 10 bystanders on that thread complete', async () => {
+    const cwd = tempDir();
+    supervisor = policySupervisor({
+      cwd,
+      threads: 1,
+      toolModules: [{ module: path.join(fixtures, 'fault-tools.ts'), export: 'faultTools' }],
+      restart: { maxRetries: 3, baseDelayMs: 10, maxDelayMs: 50 },
+    });
+    const sup = supervisor;
+    const crashes: ThreadCrashed[] = [];
+    const restarts: AgentRestarted[] = [];
+    sup.on('thread:crashed', (event) => crashes.push(event));
+    sup.on('agent:restarted', (event) => restarts.push(event));
+    const waiting = new Set<string>();
+    let allWaiting: () => void = () => {};
+    const tenWaiting = new Promise<void>((resolve) => {
+      allWaiting = resolve;
+    });
+    sup.on('agent:waiting', (event) => {
+      waiting.add(event.agentId);
+      if (waiting.size === 10) allWaiting();
+    });
+    const bystanders: AgentHandle[] = Array.from({ length: 10 }, (_, i) =>
+      sup.spawn('worker', {
+        task: `Bystander ${i}: wait for 1 instruction, then report.`,
+        provider: 'simulated',
+      }),
+    );
+    await tenWaiting;
+
+    const poisoned = sup.spawn('worker', { task: 'keep calling poison' });
+    const outcome = await poisoned.result;
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      reason: 'crashed',
+      error: { code: 'thread_crashed', fields: { crashes: 4, tools: ['poison'] } },
+    });
+    expect(outcome.status === 'failed' ? outcome.error.message : '').toContain('`poison`');
+
+    for (const [i, handle] of bystanders.entries()) handle.send(`go ${i}`);
+    const results = await Promise.all(bystanders.map((handle) => handle.result));
+    expect(results.map((result) => result.status)).toEqual(Array(10).fill('completed'));
+
+    // The first death (on the shared thread) took the bystanders; the poisoned agent then ran
+    // alone, on a quarantine thread, for the three that followed.
+    const ids = new Set(bystanders.map((handle) => handle.id));
+    expect(crashes.map((crash) => crash.agents.some((id) => ids.has(id)))).toEqual([
+      true,
+      false,
+      false,
+      false,
+    ]);
+    expect(crashes.every((crash) => crash.agents.includes(poisoned.id))).toBe(true);
+    const bystanderRestarts = restarts.filter((event) => ids.has(event.agentId));
+    expect(bystanderRestarts).toHaveLength(10);
+    expect(bystanderRestarts.every((event) => !event.charged)).toBe(true);
+    expect(restarts.filter((event) => event.agentId === poisoned.id).map((event) => event.charged)).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    const log = readFileSync(path.join(cwd, '.faults', 'executions.log'), 'utf8');
+    expect(log.split('\n').filter((entry) => entry === `${poisoned.id} poison`)).toHaveLength(4);
+  });
+});
