@@ -53,6 +53,7 @@ export async function handleToolCall(
     outcome = await untilAborted(
       ctx.toolbox.call(call.name, call.arguments, {
         signal: ctx.signal,
+        callId: call.id,
         fitsState: (key, text) => ctx.projection.fitsState(key, text, ctx.renderBudget),
       }),
       ctx.signal,

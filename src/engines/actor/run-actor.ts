@@ -10,6 +10,7 @@ import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
 import type { McpToolSource } from '../../mcp/pool.ts';
 import type { ActorSpec, AgentSignal } from '../../protocol/messages.ts';
 import type { Provider } from '../../providers/types.ts';
+import { traceSignal } from '../../telemetry/trace-events.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
 import { agentSignal } from './agent-signal.ts';
 
@@ -34,7 +35,7 @@ export interface ActorRun {
 
 /** Runs (or resumes) the agent `spec` describes to its outcome. */
 export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promise<AgentOutcome> {
-  const { agentId } = spec;
+  const { agentId, trace } = spec;
   return runAgent({
     agentId,
     ...(spec.parentId === undefined ? {} : { parentId: spec.parentId }),
@@ -61,6 +62,9 @@ export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promis
     onEvent: (event) => {
       const signal = agentSignal(agentId, event);
       if (signal) run.onSignal(signal);
+      if (trace === undefined) return;
+      const traced = traceSignal(agentId, event, trace.captureContent);
+      if (traced) run.onSignal(traced);
     },
     promptCache: run.promptCache,
   });
