@@ -1,7 +1,8 @@
 /**
  * Programmatic fan-out: one worker agent per file, results printed as they finish.
- * Run: node --import tsx examples/fanout.ts (the simulated model answers; no key needed).
- * For a real model: new Supervisor({ providers: { openai: { kind: 'openai' } } }) with OPENAI_API_KEY set.
+ * Run: node --import tsx examples/fanout.ts. With OPENAI_API_KEY, OPENAI_BASE_URL or ANTHROPIC_API_KEY
+ * set, that provider answers; with none, the simulated model does (no key, no network) and troupe
+ * warns once that it fell back to it.
  */
 import { Supervisor } from '../src/index.ts';
 

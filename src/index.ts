@@ -208,6 +208,11 @@ export type { AnthropicProviderOptions } from './providers/anthropic.ts';
 // Providers
 export { AnthropicProvider } from './providers/anthropic.ts';
 export { DEFAULT_MODELS } from './providers/constants.ts';
+export type { Env, EnvironmentProvider } from './providers/environment.ts';
+export {
+  providerFromEnvironment,
+  SIMULATED_FALLBACK_WARNING_CODE,
+} from './providers/environment.ts';
 export type { ProviderName, ProviderOptionsByName } from './providers/factory.ts';
 export { createProvider, defaultProviderName, PROVIDER_NAMES } from './providers/factory.ts';
 export type { OpenAIProviderOptions } from './providers/openai.ts';

@@ -58,6 +58,13 @@ class ActorHost {
   readonly #actors = new Map<string, Actor>();
   readonly #providers = new Map<string, Promise<Provider>>();
   readonly #pausedUntil = new Map<string, number>();
+  /**
+   * Rate-limit reports on their way to the supervisor, by provider key. The report goes over the
+   * callback port and a slot's release over the admission port, which may be read first: a slot is
+   * given back only once the report has arrived, or the freed slot could start another agent's
+   * request before the key is paused.
+   */
+  readonly #reports = new Map<string, Promise<void>>();
   readonly #promptCache = new Map<string, Promise<string>>();
   readonly #modules = new ModuleLoader();
   #registry: Promise<ToolRegistry> | undefined;
@@ -245,8 +252,15 @@ class ActorHost {
     const hooks = {
       admission: this.#admission(key),
       onRateLimited: (retryAfterMs: number | undefined) => {
-        if (retryAfterMs !== undefined && retryAfterMs > 0)
-          void this.#supervisor.reportRateLimit(key, retryAfterMs);
+        if (retryAfterMs === undefined || retryAfterMs <= 0) return;
+        const report = this.#supervisor.reportRateLimit(key, retryAfterMs).then(
+          () => {},
+          () => {},
+        );
+        this.#reports.set(key, report);
+        void report.then(() => {
+          if (this.#reports.get(key) === report) this.#reports.delete(key);
+        });
       },
     };
     return providerFromConfig(config, hooks, this.#modules);
@@ -260,7 +274,11 @@ class ActorHost {
         if (wait > 0) await sleep(wait, signal);
         if (!limited) return () => {};
         const grantId = await this.#slots.acquire(key, 0, ticket.estimatedInputTokens, signal);
-        return () => this.#slots.release(grantId);
+        return () => {
+          const report = this.#reports.get(key);
+          if (report === undefined) this.#slots.release(grantId);
+          else void report.then(() => this.#slots.release(grantId));
+        };
       },
     };
   }

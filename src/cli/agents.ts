@@ -26,6 +26,7 @@ import {
   WAIT_FOR_INSTRUCTION,
 } from '../tools/builtin/orchestration.ts';
 import { buildToolbox } from '../tools/toolbox.ts';
+import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
 
 interface DiscoveryFlags {
@@ -61,7 +62,7 @@ export async function knownTools(cwd: string): Promise<KnownTools> {
 
 /** Registers `troupe agents` and its subcommands on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
-  const agents = program.command('agents').description('List, show and validate agent definitions.');
+  const agents = program.command('agents').description(COMMAND_HELP.agents.description);
 
   agents
     .command('list')

@@ -13,6 +13,7 @@ import { checkGates, type Gate, type GateResult, parseGate } from '../compare/ga
 import { isTroupeError } from '../errors.ts';
 import { redactValue } from '../journal/redact.ts';
 import { printable, terminalJson } from '../run-dir/format.ts';
+import { COMMAND_HELP } from './commands.ts';
 import { EXIT_FAILED, EXIT_OK } from './shared/constants.ts';
 import type { CliIO } from './shared/io.ts';
 
@@ -27,10 +28,7 @@ interface CompareFlags {
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
   program
     .command('compare')
-    .description(
-      'Compare two fan-out runs item by item: outcomes, scores, tokens, cost, latency and tool calls. ' +
-        'With --gate, exits 1 when a scorer’s pass rate drops (a CI gate).',
-    )
+    .description(COMMAND_HELP.compare.description)
     .argument('<run-a>', 'the baseline run directory')
     .argument('<run-b>', 'the run to compare with it')
     .option('--html <file>', 'also write a self-contained HTML page')

@@ -7,8 +7,8 @@
  */
 import { readdirSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
+import { PACKAGE_ROOT, sourceModulePath } from '../package-files.ts';
 import { loadAgentDefinitions } from '../run-dir/agent-files.ts';
 import { executeSession } from '../run-dir/execute.ts';
 import type { ProviderChoice } from '../run-dir/provider-choice.ts';
@@ -16,9 +16,11 @@ import { reportText } from '../run-dir/report-text.ts';
 import { defaultRunDir, RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
 import { agentIdFor, newRunId, type RunPlan } from '../run-dir/run-plan.ts';
 import { buildTimeline } from '../run-dir/timeline.ts';
+import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
 
-const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+/** troupe's own folder: a clone, or `node_modules/troupe` (the package ships `examples/`). */
+const REPO_ROOT = PACKAGE_ROOT;
 const EXAMPLES = join(REPO_ROOT, 'examples');
 const ORCHESTRATOR = join(EXAMPLES, 'orchestrator');
 /** Workers the demo runs: one per file. */
@@ -34,9 +36,7 @@ interface DemoFlags {
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
   program
     .command('demo')
-    .description(
-      'Fan-out demo on the simulated model (no API key): an orchestrator and 8 workers on 2 threads review files of examples/.',
-    )
+    .description(COMMAND_HELP.demo.description)
     .option('--out <dir>', 'run directory (default: .troupe/runs/<timestamp>-<id>)')
     .option('--json', 'print JSONL events instead of progress')
     .action(async (flags: DemoFlags) => {
@@ -52,7 +52,8 @@ export async function demo(flags: DemoFlags, io: CliIO): Promise<number> {
     name: 'simulated',
     config: {
       kind: 'module',
-      module: join(ORCHESTRATOR, 'orchestrating-model.ts'),
+      // Compiled to dist/ with the rest of troupe: threads of an installed package cannot load .ts.
+      module: sourceModulePath('examples/orchestrator/orchestrating-model.ts'),
       export: 'createOrchestratingModel',
       options: { maxWorkers: DEMO_WORKERS, latency: { meanMs: 150, jitterMs: 100 } },
     },

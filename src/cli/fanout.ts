@@ -13,6 +13,7 @@ import { formatPlanProblem, planProblemsOf } from '../run-dir/plan-problems.ts';
 import { checkProvider, chooseProvider, defaultModelFor } from '../run-dir/provider-choice.ts';
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
 import { resolveRunPlan } from '../run-dir/run-plan.ts';
+import { COMMAND_HELP } from './commands.ts';
 import { redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
 
@@ -34,10 +35,7 @@ interface FanoutFlags {
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
   program
     .command('fanout')
-    .description(
-      'Run every agent of a plan (YAML) in worker threads and keep the results in a run directory. ' +
-        'Uses the simulated model when no API key is set.',
-    )
+    .description(COMMAND_HELP.fanout.description)
     .argument('<plan>', 'plan file (YAML): `runs: [{agent, task}]`, or `agent:` plus a `tasks:` JSONL file')
     .option('--threads <n>', 'worker threads (default: the plan, else 2)', positiveInt)
     .option('--isolation <mode>', '`shared` (many agents per thread) or `thread` (one per thread)', isolation)

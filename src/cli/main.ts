@@ -1,22 +1,21 @@
 /**
  * The `troupe` command. Each subcommand lives in its own file and registers itself on the program.
+ * Only the module of the command being run is loaded: `troupe --help` and `--version` load none,
+ * so they start in the time Node itself takes.
  */
 import { Command, CommanderError } from 'commander';
 import { isTroupeError } from '../errors.ts';
 import { redactText } from '../journal/redact.ts';
+import { packageVersion } from '../package-files.ts';
+import { COMMAND_HELP, type CommandName } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
-
-const defaultIO: CliIO = {
-  stdout: (text) => process.stdout.write(text),
-  stderr: (text) => process.stderr.write(text),
-};
 
 type Registrar = (program: Command, io: CliIO, setExit: (code: number) => void) => void;
 
 type CommandModule = { register: Registrar };
 
-/** Subcommand modules, loaded on demand: each pulls in a different part of troupe. */
-const COMMANDS: Readonly<Record<string, () => Promise<CommandModule>>> = {
+/** The module that registers each subcommand, loaded only when that command runs. */
+const LOADERS: Readonly<Record<CommandName, () => Promise<CommandModule>>> = {
   agents: () => import('./agents.ts'),
   mcp: () => import('./mcp.ts'),
   run: () => import('./run.ts'),
@@ -31,40 +30,71 @@ const COMMANDS: Readonly<Record<string, () => Promise<CommandModule>>> = {
   worker: () => import('./worker.ts'),
 };
 
-/** Only the named subcommand's module is loaded; help and unknown commands load them all. */
-async function registrars(argv: readonly string[]): Promise<Registrar[]> {
-  const first = argv[0];
-  const load =
-    first !== undefined && Object.hasOwn(COMMANDS, first) ? [COMMANDS[first]] : Object.values(COMMANDS);
-  const mods = await Promise.all(load.map((loader) => (loader ? loader() : Promise.resolve(undefined))));
-  return mods.filter((m) => m !== undefined).map((m) => m.register);
+/** The subcommand `argv` runs (`troupe help NAME` included), if it names one. */
+function commandOf(argv: readonly string[]): CommandName | undefined {
+  const name = argv[0] === 'help' ? argv[1] : argv[0];
+  return name !== undefined && Object.hasOwn(COMMAND_HELP, name) ? (name as CommandName) : undefined;
+}
+
+/** Output to this process's stdout and stderr; see {@link CliIO.stdoutClosed} for a closed stdout. */
+function processIO(): CliIO {
+  const closed = new AbortController();
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    closed.abort(new Error('stdout was closed'));
+  });
+  // A closed stderr only loses messages; it must not end a run.
+  process.stderr.on('error', () => {});
+  return {
+    stdout: (text) => {
+      if (!closed.signal.aborted) process.stdout.write(text);
+    },
+    stderr: (text) => {
+      if (!process.stderr.destroyed) process.stderr.write(text);
+    },
+    stdoutClosed: closed.signal,
+  };
 }
 
 /** Runs the CLI with `argv` (without `node` and the script) and resolves to the exit code. */
-export async function main(argv: readonly string[], output: CliIO = defaultIO): Promise<number> {
+export async function main(argv: readonly string[], output: CliIO = processIO()): Promise<number> {
   // Everything printed passes the journal's redaction: answers, error messages from providers and
   // JSON lines alike. (Control characters are stripped where model text is formatted: our own
   // live display uses escape sequences.)
   const io: CliIO = {
     stdout: (text) => output.stdout(redactText(text)),
     stderr: (text) => output.stderr(redactText(text)),
+    ...(output.stdoutClosed === undefined ? {} : { stdoutClosed: output.stdoutClosed }),
   };
   let exitCode = 0;
   const program = new Command('troupe')
     .description('Actor-based multi-agent orchestrator: LLM agents as actors in worker threads.')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
     .showHelpAfterError();
-  for (const register of await registrars(argv)) {
-    register(program, io, (code) => {
-      exitCode = Math.max(exitCode, code);
-    });
+  const setExit = (code: number): void => {
+    exitCode = Math.max(exitCode, code);
+  };
+  const command = commandOf(argv);
+  if (command !== undefined) {
+    (await LOADERS[command]()).register(program, io, setExit);
+  } else {
+    // Help, --version or an unknown command: list the subcommands without loading any.
+    const terms = new Map<Command, string>();
+    for (const [name, entry] of Object.entries(COMMAND_HELP)) {
+      terms.set(program.command(name).description(entry.description), entry.term);
+    }
+    const help = program.createHelp();
+    program.configureHelp({ subcommandTerm: (cmd) => terms.get(cmd) ?? help.subcommandTerm(cmd) });
   }
   try {
     await program.parseAsync([...argv], { from: 'user' });
   } catch (error) {
     if (error instanceof CommanderError) {
-      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version'
+      return error.code === 'commander.helpDisplayed' ||
+        error.code === 'commander.version' ||
+        error.code === 'commander.help'
         ? 0
         : error.exitCode || 2;
     }
@@ -77,5 +107,7 @@ export async function main(argv: readonly string[], output: CliIO = defaultIO): 
     );
     return 70;
   }
+  // Whoever read the output has gone: the command stopped early on purpose, and quietly.
+  if (io.stdoutClosed?.aborted) return 0;
   return exitCode;
 }

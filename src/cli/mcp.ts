@@ -9,6 +9,7 @@ import type { McpServerConfig } from '../mcp/config.ts';
 import { McpPool } from '../mcp/pool.ts';
 import { mcpToolName } from '../mcp/tools.ts';
 import { runMcpServers } from '../supervisor/definitions.ts';
+import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
 
 interface ListFlags {
@@ -30,7 +31,7 @@ export interface McpListEntry {
 
 /** Registers `troupe mcp` on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
-  const mcp = program.command('mcp').description('MCP servers: what agents get from here.');
+  const mcp = program.command('mcp').description(COMMAND_HELP.mcp.description);
   mcp
     .command('list')
     .description(

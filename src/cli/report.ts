@@ -10,6 +10,7 @@ import { journalPage, renderHtmlReport, runPage } from '../run-dir/html-report.t
 import { journalReportText, reportText, runSummaryOf } from '../run-dir/report-text.ts';
 import { readRunDir } from '../run-dir/run-dir.ts';
 import { buildTimeline } from '../run-dir/timeline.ts';
+import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
 import { agentSummaryJson, isJournalFile, readJournalTimeline } from './shared/report-source.ts';
 
@@ -22,9 +23,7 @@ interface ReportFlags {
 export function register(program: Command, io: CliIO, _setExit: (code: number) => void): void {
   program
     .command('report')
-    .description(
-      "Summarise a fan-out run directory (or one agent's journal): a table in the terminal, or one self-contained HTML file with a timeline and every agent's transcript.",
-    )
+    .description(COMMAND_HELP.report.description)
     .argument('<run-dir|journal>', 'run directory (.troupe/runs/<id>) or one agent journal (.jsonl)')
     .option(
       '--html <file>',

@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { describeValue, UserError } from '../errors.ts';
 import { FAILURE_REASONS, type FailureReason } from '../loop/types.ts';
+import { COMMAND_HELP } from './commands.ts';
 import { resumeRunDir } from './fanout-resume.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
@@ -43,10 +44,7 @@ function reasons(value: string): FailureReason[] {
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
   program
     .command('resume')
-    .description(
-      'Continue an agent from its journal (or a fan-out run from its run directory). ' +
-        'Tool calls with a recorded result are not run again. Exits 0 when the agent completes, 1 when it fails.',
-    )
+    .description(COMMAND_HELP.resume.description)
     .argument('<journal>', 'journal file of the agent, or a run directory')
     .option('--json', 'print JSON lines: a Run header, every new audit event as journalled, an Outcome')
     .option('--cwd <dir>', 'working directory (default: the one recorded when the run started)')

@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { DEFAULT_MAX_TOTAL_TOKENS } from '../constants.ts';
 import { parseModelMap } from '../providers/models.ts';
+import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import { prepareRun } from './shared/session.ts';
@@ -28,10 +29,7 @@ interface RunFlags {
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
   program
     .command('run')
-    .description(
-      'Run one agent in this process with live progress and print its result. ' +
-        'Exits 0 when the agent completes, 1 when it fails. Ctrl-C cancels it; a second Ctrl-C exits at once.',
-    )
+    .description(COMMAND_HELP.run.description)
     .argument('<agent>', 'agent name (see `troupe agents list`)')
     .requiredOption('--task <text>', 'the task to give the agent')
     .option(

@@ -9,6 +9,7 @@ import { formatPlanProblem, planProblemsOf } from '../run-dir/plan-problems.ts';
 import { SIMULATED_NOTICE } from '../run-dir/provider-choice.ts';
 import { rescoreRunDir } from '../run-dir/rescore.ts';
 import { scorerLines, scoringTable } from '../run-dir/scoring-text.ts';
+import { COMMAND_HELP } from './commands.ts';
 import { EXIT_FAILED, EXIT_OK } from './shared/constants.ts';
 import type { CliIO } from './shared/io.ts';
 
@@ -21,10 +22,7 @@ interface ScoreFlags {
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
   program
     .command('score')
-    .description(
-      "Score a fan-out run directory again, with its plan's scorers or another plan's (--plan); " +
-        'rewrites the scores in results.jsonl and summary.json.',
-    )
+    .description(COMMAND_HELP.score.description)
     .argument('<run-dir>', 'run directory (.troupe/runs/<id>)')
     .option('--plan <file>', "take the scorers and the items' `expected` values from this plan")
     .option('--json', 'print the scoring summary as JSON')

@@ -11,6 +11,7 @@ import { shortId, terminalJson } from '../run-dir/format.ts';
 import { readRunDir } from '../run-dir/run-dir.ts';
 import { buildTimeline, type ReportAgent } from '../run-dir/timeline.ts';
 import { findAgent, transcriptText } from '../run-dir/transcript-text.ts';
+import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
 import { isJournalFile, readJournalTimeline } from './shared/report-source.ts';
 
@@ -24,9 +25,7 @@ interface ShowFlags {
 export function register(program: Command, io: CliIO, _setExit: (code: number) => void): void {
   program
     .command('show')
-    .description(
-      "Print one agent's transcript: requests, tool calls with arguments and results, waits, restarts, outcome.",
-    )
+    .description(COMMAND_HELP.show.description)
     .argument('<run-dir|journal>', 'run directory (.troupe/runs/<id>) or one agent journal (.jsonl)')
     .argument('[agent]', 'agent id, a unique prefix of one, a plan index or a plan id (with a run directory)')
     .option('--full', 'print every text whole instead of its first lines')

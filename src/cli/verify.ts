@@ -10,6 +10,7 @@ import type { AuditEvent } from '../journal/events.ts';
 import { readJournal } from '../journal/reader.ts';
 import { type FileVerifyResult, verifyJournalContents } from '../journal/verify.ts';
 import { journalRerender } from '../loop/rerender.ts';
+import { COMMAND_HELP } from './commands.ts';
 import { EXIT_FAILED, EXIT_OK } from './shared/constants.ts';
 import type { CliIO } from './shared/io.ts';
 
@@ -17,10 +18,7 @@ import type { CliIO } from './shared/io.ts';
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
   program
     .command('verify')
-    .description(
-      "Check a journal: the hash chain, and every model request's input re-derived from the journal " +
-        'against its recorded SHA-256. Exits 0 when it verifies, 1 at the first bad event.',
-    )
+    .description(COMMAND_HELP.verify.description)
     .argument('<journal>', 'journal file')
     .option('--json', 'print the result as JSON')
     .action((file: string, flags: { json?: boolean }) => {

@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { DEFAULT_WORKER_CONCURRENCY } from '../engines/redis/constants.ts';
 import { WorkerGroup } from '../engines/redis/worker-group.ts';
 import { describeValue, UserError } from '../errors.ts';
+import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
 
 interface WorkerFlags {
@@ -42,7 +43,7 @@ function integer(flag: string, value: string | undefined, min: number): number |
 export function register(program: Command, io: CliIO, _setExit: (code: number) => void): void {
   program
     .command('worker')
-    .description('Run agent jobs from a Redis queue (the redis backend); start one or more per machine.')
+    .description(COMMAND_HELP.worker.description)
     .option('--redis <url>', 'Redis URL (default: TROUPE_REDIS_URL)')
     .option('--threads <n>', 'worker threads, each taking jobs on its own (default: 1, the main thread)')
     .option('--concurrency <n>', `agents each thread runs at once (default: ${DEFAULT_WORKER_CONCURRENCY})`)

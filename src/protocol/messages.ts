@@ -316,7 +316,7 @@ export type HostEventMessage =
   | { readonly type: 'host_error'; readonly error: SerializedError }
   /**
    * A stdio MCP server this host started or saw end. A terminated thread cannot stop its child
-   * processes, so the supervisor kills the ones a dead host leaves behind.
+   * processes, so the thread engine kills the ones a dead host leaves behind.
    */
   | { readonly type: 'mcp_process'; readonly pid: number; readonly state: 'started' | 'exited' };
 

@@ -1,8 +1,8 @@
 /** Builds providers by name, and picks the default one from the environment. */
 import { describeValue, UserError } from '../errors.ts';
 import { AnthropicProvider, type AnthropicProviderOptions } from './anthropic.ts';
+import { providerFromEnvironment } from './environment.ts';
 import { OpenAIProvider, type OpenAIProviderOptions } from './openai.ts';
-import { envValue } from './options.ts';
 import { SimulatedProvider, type SimulatedProviderOptions } from './simulated.ts';
 import type { Provider } from './types.ts';
 
@@ -45,13 +45,11 @@ export function createProvider(name: string, options: object = {}): Provider {
 
 /**
  * The provider to use when none is named: `openai` when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is
- * set, else `anthropic` when `ANTHROPIC_API_KEY` is set, else `simulated`.
+ * set, else `anthropic` when `ANTHROPIC_API_KEY` is set, else `simulated` (see
+ * {@link providerFromEnvironment}, which also says which variable decided).
  */
 export function defaultProviderName(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): ProviderName {
-  if (envValue(env, 'OPENAI_API_KEY') !== undefined || envValue(env, 'OPENAI_BASE_URL') !== undefined)
-    return 'openai';
-  if (envValue(env, 'ANTHROPIC_API_KEY') !== undefined) return 'anthropic';
-  return 'simulated';
+  return providerFromEnvironment(env).name;
 }

@@ -16,6 +16,8 @@ import type { RunSummary } from './summary.ts';
 export interface CommandOutput {
   readonly stdout: (text: string) => void;
   readonly stderr: (text: string) => void;
+  /** Aborted when stdout's reader has gone: the run is cancelled as by a first Ctrl-C, quietly. */
+  readonly stdoutClosed?: AbortSignal;
 }
 
 /** Something that emits SIGINT, like `process`. */
@@ -78,11 +80,18 @@ export async function executeSession(options: ExecuteOptions): Promise<ExecuteRe
     (options.exit ?? process.exit)(EXIT_INTERRUPTED);
   };
   signals.on('SIGINT', onSigint);
+  // Nobody reads the output any more (`troupe fanout --json | head`): stop the agents, keep what
+  // finished, write the summary. Nothing is printed: there is nowhere to print it.
+  const closed = io.stdoutClosed;
+  const onClosed = (): void => controller.abort(new Error('stdout was closed'));
+  if (closed?.aborted) onClosed();
+  else closed?.addEventListener('abort', onClosed, { once: true });
   let result: SessionResult;
   try {
     result = await session.run();
   } finally {
     signals.off('SIGINT', onSigint);
+    closed?.removeEventListener('abort', onClosed);
     renderer.stop();
   }
   if (!json && options.closing !== false) io.stdout(closingText(result.summary, options.writer.paths.root));

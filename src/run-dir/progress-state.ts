@@ -38,6 +38,12 @@ export class ProgressState {
   maxRunTokens = 0;
   priorTokens = 0;
   interrupted = false;
+  backend: 'threads' | 'redis' = 'threads';
+  /** Worker threads the run starts, and how many of them are ready. */
+  threads = 0;
+  threadsReady = 0;
+  /** True once any agent has started: the start-up phase is over. */
+  agentStarted = false;
   readonly startedAt: number;
   readonly agents = new Map<string, AgentProgress>();
 
@@ -66,6 +72,18 @@ export class ProgressState {
     return ((this.total - this.finished) / rate) * 1000;
   }
 
+  /**
+   * What the run is doing before its first agent starts (threads starting, or waiting for Redis
+   * workers), or undefined once agents run: the display says it instead of showing a still 0/N.
+   */
+  get startup(): string | undefined {
+    if (this.agentStarted || this.total === 0) return undefined;
+    if (this.backend === 'redis') return 'waiting for a troupe worker to take the first agent';
+    if (this.threadsReady < this.threads)
+      return `starting ${this.threads} worker thread(s): ${this.threadsReady} ready`;
+    return 'starting the first agents';
+  }
+
   /** Running agents, busiest first. */
   busiest(count: number): AgentProgress[] {
     return [...this.agents.values()]
@@ -85,6 +103,8 @@ export class ProgressState {
         this.total = event.toRun;
         this.maxRunTokens = event.runLimits.maxTotalTokens;
         this.priorTokens = event.usedTokens;
+        this.backend = event.engine.backend;
+        this.threads = event.engine.backend === 'threads' ? event.engine.threads : 0;
         return;
       case 'spawned': {
         if (event.index === null) this.total += 1;
@@ -99,6 +119,7 @@ export class ProgressState {
         return;
       }
       case 'started': {
+        this.agentStarted = true;
         const agent = this.agents.get(event.agentId);
         if (agent && agent.state === 'queued') {
           agent.state = 'running';
@@ -155,6 +176,9 @@ export class ProgressState {
       }
       case 'interrupt':
         this.interrupted = true;
+        return;
+      case 'thread':
+        if (event.event === 'started') this.threadsReady += 1;
         return;
       default:
         return;

@@ -9,7 +9,12 @@ import { pathToFileURL } from 'node:url';
 import { describeValue, UserError } from '../errors.ts';
 import type { ProviderConfig } from '../protocol/messages.ts';
 import { DEFAULT_MODELS } from '../providers/constants.ts';
-import { createProvider, defaultProviderName, PROVIDER_NAMES } from '../providers/factory.ts';
+import {
+  providerFromEnvironment,
+  REAL_PROVIDER_HINT,
+  SIMULATED_FALLBACK_REASON,
+} from '../providers/environment.ts';
+import { createProvider, PROVIDER_NAMES } from '../providers/factory.ts';
 import type { ProviderModuleRef } from './plan-types.ts';
 
 /** The provider a run uses, as recorded in `plan.json`. */
@@ -24,9 +29,7 @@ export interface ProviderChoice {
 }
 
 /** Why the simulated model answers, and how to get a real one. */
-export const SIMULATED_REASON =
-  "no API key is set, so answers are canned, not a real model's (set OPENAI_API_KEY, " +
-  'OPENAI_BASE_URL or ANTHROPIC_API_KEY, or pass --provider, for a real model)';
+export const SIMULATED_REASON = `${SIMULATED_FALLBACK_REASON} (${REAL_PROVIDER_HINT}, or pass --provider, for a real model)`;
 
 /** What every output says when the simulated model answers. */
 export const SIMULATED_NOTICE = `using the simulated model: ${SIMULATED_REASON}`;
@@ -69,7 +72,7 @@ export function chooseProvider(inputs: ProviderInputs): ProviderChoice {
       source: 'plan',
     };
   }
-  const fromEnv = defaultProviderName(inputs.env ?? process.env);
+  const fromEnv = providerFromEnvironment(inputs.env ?? process.env).name;
   return named(fromEnv, fromEnv === 'simulated' ? 'default' : 'env', options);
 }
 

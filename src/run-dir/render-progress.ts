@@ -185,14 +185,16 @@ const DIM = '\x1b[2m';
 const RESET = '\x1b[0m';
 const BAR_WIDTH = 28;
 
-/** The live display: finished agents scroll above a status block redrawn at most 10 times a second. */
+/**
+ * The live display: finished agents scroll above a status block redrawn every frame (10 a second),
+ * so its clock moves even while nothing else does.
+ */
 class TtyRenderer implements ProgressRenderer {
   readonly #output: ProgressOutput;
   readonly #state: ProgressState;
   readonly #timer: NodeJS.Timeout;
   #log: string[] = [];
   #height = 0;
-  #dirty = true;
 
   constructor(output: ProgressOutput) {
     this.#output = output;
@@ -214,18 +216,15 @@ class TtyRenderer implements ProgressRenderer {
       const text = plainLine(event);
       if (text) this.#log.push(`${RED}!${RESET} ${this.#fit(text, 2)}`);
     }
-    this.#dirty = true;
   }
 
   note(text: string): void {
     this.#log.push(text);
-    this.#dirty = true;
     this.#draw();
   }
 
   stop(): void {
     clearInterval(this.#timer);
-    this.#dirty = true;
     this.#draw();
   }
 
@@ -239,8 +238,6 @@ class TtyRenderer implements ProgressRenderer {
   }
 
   #draw(): void {
-    if (!this.#dirty) return;
-    this.#dirty = false;
     const block = this.#block();
     // Move to the start of the previous block and clear everything below before redrawing.
     const up = this.#height > 0 ? `\r\x1b[${this.#height}A\x1b[0J` : '';
@@ -269,6 +266,9 @@ class TtyRenderer implements ProgressRenderer {
         `  ETA ${eta === undefined ? '-' : formatDuration(eta)}  elapsed ${formatDuration(now - state.startedAt)}`,
     );
     const lines = [`${bar} ${counts}`, totals];
+    const startup = state.startup;
+    if (startup !== undefined && !state.interrupted)
+      lines.push(`${DIM}${this.#fit(`${startup} ...`)}${RESET}`);
     if (state.interrupted)
       lines.push(`${RED}${this.#fit('cancelling: press Ctrl-C again to exit at once')}${RESET}`);
     for (const agent of state.busiest(PROGRESS_BUSIEST_AGENTS)) {

@@ -82,6 +82,15 @@ export interface AgentParked extends AgentWaiting {
   readonly hostId: number;
   readonly index: number;
 }
+/**
+ * No `providers` were given and the environment names no API key, so the simulated model answers
+ * (emitted once per supervisor, at its first spawn).
+ */
+export interface ProviderSimulated {
+  readonly provider: 'simulated';
+  /** What the warning says: why, and how to get a real model. */
+  readonly message: string;
+}
 
 /**
  * Event names and payloads of {@link Supervisor}. `thread:*` come from the threads engine only;
@@ -101,4 +110,5 @@ export interface SupervisorEvents extends EngineEvents {
   'agent:failed': [event: AgentEnded];
   'agent:restarted': [event: AgentRestarted];
   'agent:parked': [event: AgentParked];
+  'provider:simulated': [event: ProviderSimulated];
 }

@@ -21,6 +21,7 @@ import { describeValue, UserError } from '../errors.ts';
 import { type McpServers, readMcpServerMap } from '../mcp/config.ts';
 import { nonNegative, oneOf, positiveInt } from '../option-checks.ts';
 import type { ProviderConfig, ProviderLimits, ToolModuleRef } from '../protocol/messages.ts';
+import { providerFromEnvironment } from '../providers/environment.ts';
 import { type ModelMap, parseModelMap } from '../providers/models.ts';
 import type { JsonSchema, ToolOutcome } from '../tools/types.ts';
 
@@ -52,7 +53,13 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
    * @default 'threads'
    */
   readonly backend?: Backend;
-  /** Providers by name. @default { simulated: { kind: 'simulated' } } */
+  /**
+   * Providers by name. When omitted, the environment picks one the way the CLI does:
+   * `OPENAI_API_KEY` or `OPENAI_BASE_URL` -> `{ openai: { kind: 'openai' } }`, else
+   * `ANTHROPIC_API_KEY` -> `{ anthropic: { kind: 'anthropic' } }`, else the simulated model, which
+   * the supervisor then announces once (a `provider:simulated` event and a process warning).
+   * @default chosen from the environment
+   */
   readonly providers?: Readonly<Record<string, ProviderConfig>>;
   /** Provider used when a spawn names none. @default the first key of `providers` */
   readonly defaultProvider?: string;
@@ -104,6 +111,8 @@ export interface PreparedSupervisorOptions extends EngineOptions, PreparedThread
   readonly modelMap: ModelMap;
   readonly mcpServers: McpServers;
   readonly mcpProjectFile: boolean;
+  /** True when no `providers` were given and the environment named none: the simulated model answers. */
+  readonly simulatedFallback: boolean;
   readonly hostTools: Readonly<Record<string, HostTool>>;
   readonly definitions: readonly AgentDefinition[];
   readonly compat: boolean;
@@ -118,7 +127,10 @@ const PROVIDER_KINDS = ['simulated', 'openai', 'anthropic', 'module'] as const;
 /** Validates options once and fills defaults. Throws UserError `invalid_option` (or `missing_redis_url`). */
 export function prepareSupervisorOptions(options: SupervisorOptions = {}): PreparedSupervisorOptions {
   const backend = oneOf('backend', options.backend, ['threads', 'redis'], 'threads');
-  const providers = options.providers ?? { simulated: { kind: 'simulated' } };
+  const fromEnvironment = options.providers === undefined ? providerFromEnvironment() : undefined;
+  const providers = options.providers ?? {
+    [fromEnvironment?.name ?? 'simulated']: { kind: fromEnvironment?.name ?? 'simulated' },
+  };
   const providerNames = Object.keys(providers);
   const defaultProvider = options.defaultProvider ?? providerNames[0];
   if (defaultProvider === undefined || !(defaultProvider in providers)) {
@@ -179,6 +191,7 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     modelMap,
     mcpServers,
     mcpProjectFile: options.mcpProjectFile ?? true,
+    simulatedFallback: fromEnvironment?.name === 'simulated',
     limits: options.limits ?? {},
     toolModules: options.toolModules ?? [],
     hostTools: options.hostTools ?? {},

@@ -16,6 +16,7 @@ import { cancelledError, completedOutcome, failedOutcome } from '../loop/outcome
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
 import type { McpServers } from '../mcp/config.ts';
 import type { HostStats } from '../protocol/messages.ts';
+import { SIMULATED_FALLBACK_WARNING, warnSimulatedFallback } from '../providers/environment.ts';
 import type { Usage } from '../providers/types.ts';
 import { emitAgentReport } from './agent-events.ts';
 import type { AgentHandle } from './agent-handle.ts';
@@ -56,6 +57,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   #mcpServers: McpServers = {};
   #starting: Promise<void> | undefined;
   #closed = false;
+  #announced = false;
   #closing: Promise<void> | undefined;
 
   constructor(options: SupervisorOptions = {}) {
@@ -90,6 +92,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   /** Loads definitions and starts the engine (threads, or the Redis connection). Called by the first spawn. */
   start(): Promise<void> {
+    this.#announceSimulated();
     this.#starting ??= Promise.all([
       loadDefinitions(this.#options),
       runMcpServers(this.#options),
@@ -101,12 +104,21 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return this.#starting;
   }
 
+  /** Says that the simulated model answers: once per supervisor as an event, once per process as a warning. */
+  #announceSimulated(): void {
+    if (this.#announced || !this.#options.simulatedFallback) return;
+    this.#announced = true;
+    this.emit('provider:simulated', { provider: 'simulated', message: SIMULATED_FALLBACK_WARNING });
+    warnSimulatedFallback();
+  }
+
   /**
    * Spawns an agent by definition name (or a definition object) and returns its handle at once.
    * The agent waits until its engine has room. A spawn that cannot run (unknown agent, closed
    * supervisor) settles `result` as Failed with reason `invalid_request`.
    */
   spawn(agent: string | AgentDefinition, options: SpawnOptions): AgentHandle {
+    this.#announceSimulated();
     const id = options.id ?? randomUUID();
     this.#engine.checkAgentId(id);
     if (this.#agents.has(id))
@@ -211,8 +223,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const open = [...this.#agents.values()].filter((r) => r.state !== 'ended');
     for (const record of open) this.#cancel(record.id, 'supervisor closed');
     await Promise.all(open.map((r) => r.handle.result));
-    if (this.#starting) await this.#starting.catch(() => {});
+    // The engine closes before start-up is waited for: threads still starting are stopped, not
+    // waited for (a Ctrl-C right after `troupe fanout` must not wait seconds for threads that will
+    // never run an agent); the engine settles its own start-up.
     await this.#engine.close();
+    if (this.#starting) await this.#starting.catch(() => {});
   }
 
   /** Resolves a started spawn and hands it to the engine (after forking the journal it retries). */

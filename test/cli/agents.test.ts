@@ -245,7 +245,7 @@ describe('the real bin', () => {
         join(repoRoot, 'bin/troupe.mjs'),
         'agents',
         'validate',
-        '../shared/corpus/agent-definitions',
+        'test/fixtures/corpus/agent-definitions',
         '--lenient',
       ],
       { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 },
@@ -260,7 +260,7 @@ describe('the real bin', () => {
     expect(problems.length).toBeGreaterThan(5);
     for (const line of problems) {
       expect(line).toMatch(
-        /^\.\.\/shared\/corpus\/agent-definitions\/.+\.md:\d+:\d+: (error|warning) [a-z_]+: .+$/,
+        /^test\/fixtures\/corpus\/agent-definitions\/.+\.md:\d+:\d+: (error|warning) [a-z_]+: .+$/,
       );
     }
     expect(problems.filter((line) => line.includes(': error '))).toHaveLength(5);

@@ -1,4 +1,5 @@
 import { existsSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { watchInterrupts } from '../../src/cli/shared/interrupt.ts';
 import { formatCount, progressLine } from '../../src/cli/shared/progress.ts';
@@ -7,6 +8,7 @@ import { readJournal } from '../../src/journal/reader.ts';
 import { verifyJournalFile } from '../../src/journal/verify.ts';
 import { journalRerender } from '../../src/loop/rerender.ts';
 import { journalEvents, PROVIDER_ENV, Project, READER, runCli } from '../fixtures/cli/cli-helpers.ts';
+import { repoRoot, runScript } from '../run-dir/helpers.ts';
 
 const SIMULATED_NOTICE =
   'provider: simulated (no API key found; set OPENAI_API_KEY or ANTHROPIC_API_KEY to use a real model)';
@@ -48,8 +50,14 @@ describe('troupe run', () => {
     const before = listeners();
     const result = await runCli('run', 'reader', '--task', TASK, '--cwd', project.root);
     expect(result.code).toBe(0);
-    // The Ctrl-C handlers live only as long as the run.
-    expect(listeners()).toEqual(before);
+    // The run's Ctrl-C handlers live only as long as the run; one listener per signal stays for
+    // good (see keepListening in src/cli/shared/interrupt.ts), and runs do not add up.
+    const after = listeners();
+    expect(after.map((count, i) => count - (before[i] ?? 0))).toSatisfy((added: number[]) =>
+      added.every((n) => n === 0 || n === 1),
+    );
+    await runCli('run', 'reader', '--task', TASK, '--cwd', project.root);
+    expect(listeners()).toEqual(after);
     const lines = result.stderr.trimEnd().split('\n');
     expect(lines[0]).toBe(SIMULATED_NOTICE);
     expect(lines[1]).toMatch(/^agent: reader \(.*reader\.md\) · model: simulated · id: reader-[0-9a-f]{8}$/);
@@ -409,6 +417,15 @@ describe('live output', () => {
     expect(progressLine({ ...result, ok: false, text: 'grep failed: bad\npattern' })).toBe(
       'round 2 · grep failed: grep failed: bad pattern',
     );
+  });
+
+  it('a Ctrl-C caught as the watch stops still ends the process instead of being dropped', async () => {
+    const { code, stdout } = await runScript(
+      fileURLToPath(new URL('../fixtures/cli/signal-as-run-ends.ts', import.meta.url)),
+      { cwd: repoRoot, env: project.env() },
+    );
+    expect(stdout).toBe('');
+    expect(code).toBe('SIGINT');
   });
 
   it('a first interrupt calls the cancel handler and a second the exit handler, with the signal', () => {

@@ -1,5 +1,5 @@
 /**
- * The real-world corpus (../shared/corpus/agent-definitions): 263 Claude Code definition files as
+ * The real-world corpus (test/fixtures/corpus/agent-definitions): 263 Claude Code definition files as
  * found in public repositories, with the edge cases listed in its SOURCES.md.
  */
 import { readdirSync, readFileSync } from 'node:fs';

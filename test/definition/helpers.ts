@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-export const corpusDir = join(repoRoot, '../shared/corpus/agent-definitions');
+export const corpusDir = join(repoRoot, 'test/fixtures/corpus/agent-definitions');
 
 /** A minimal valid definition file. */
 export function definitionText(name: string, extra = '', body = `You are ${name}.`): string {

@@ -21,6 +21,7 @@ const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../
 export const policyProvider = path.join(fixtures, 'supervisor/policy-provider.ts');
 export const contractTools = path.join(fixtures, 'engines/contract-tools.ts');
 export const flakyProvider = path.join(fixtures, 'cli/flaky-provider.ts');
+export const scriptedProvider = path.join(fixtures, 'mcp/scripted-provider.ts');
 
 /** One engine, set up for the suite. */
 export interface EngineHarness {

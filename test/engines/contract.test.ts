@@ -6,12 +6,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { parseDefinition } from '../../src/definition/load.ts';
 import type { AgentDefinition } from '../../src/definition/types.ts';
 import type { AgentOutcome } from '../../src/loop/types.ts';
-import type { SupervisorEvents } from '../../src/supervisor/events.ts';
+import type { AgentUsage, AgentWarnings, SupervisorEvents } from '../../src/supervisor/events.ts';
 import type { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { executions } from '../fixtures/engines/contract-tools.ts';
-import { flakyProvider, harnesses, policyProvider } from './contract-harness.ts';
+import { pids, stdioEverything } from '../mcp/helpers.ts';
+import { flakyProvider, harnesses, policyProvider, scriptedProvider } from './contract-harness.ts';
 
 function nextEvent<K extends keyof SupervisorEvents>(
   supervisor: Supervisor,
@@ -210,6 +212,74 @@ for (const harness of harnesses) {
         expect((await supervisor.journal(first.id)).at(-1)).toMatchObject({ type: 'Failed' });
       } finally {
         rmSync(markers, { recursive: true, force: true });
+      }
+    });
+
+    it("the run's MCP servers and model aliases reach the agent; its warnings and every request's usage come back", async () => {
+      const scratch = mkdtempSync(path.join(tmpdir(), 'troupe-contract-mcp-'));
+      const pidFile = path.join(scratch, 'pids');
+      const loaded = parseDefinition(
+        '---\nname: mcp-user\ndescription: Uses MCP tools.\nmodel: sonnet\ntools: [mcp__everything__echo, no_such_tool]\n---\nUse the tools.\n',
+        '/agents/mcp-user.md',
+      );
+      if (!loaded.definition) throw new Error(JSON.stringify(loaded.errors));
+      const steps = [
+        { toolCalls: [{ name: 'mcp__everything__echo', arguments: { message: `on ${harness.name}` } }] },
+        { text: 'done' },
+      ];
+      const { supervisor } = start({
+        providers: { scripted: { kind: 'module', module: scriptedProvider, options: { steps } } },
+        defaultProvider: 'scripted',
+        definitions: [loaded.definition],
+        modelMap: { sonnet: 'contract-sonnet' },
+        mcpServers: { everything: stdioEverything(pidFile) },
+        mcpProjectFile: false,
+      });
+      try {
+        const warnings: AgentWarnings[] = [];
+        const usage: AgentUsage[] = [];
+        supervisor.on('agent:warnings', (event) => warnings.push(event));
+        supervisor.on('agent:usage', (event) => usage.push(event));
+        const handle = supervisor.spawn('mcp-user', { task: 'Echo something.' });
+        const handleWarnings = new Promise((resolve) => handle.once('warnings', resolve));
+        expect(await handle.result).toMatchObject({ status: 'completed', answer: 'done' });
+        const journal = await supervisor.journal(handle.id);
+        expect(journal[0]).toMatchObject({ type: 'Started', model: 'contract-sonnet' });
+        const echo = journal.find((event) => event.type === 'ToolResult');
+        expect(echo).toMatchObject({
+          name: 'mcp__everything__echo',
+          ok: true,
+          text: `Echo: on ${harness.name}`,
+        });
+        // On redis a worker that misses its lock renewal (a loaded machine) has its job taken over,
+        // and a takeover before the Started event was acknowledged runs the agent from its start
+        // again: signals are at least once there, so each is checked for what it says.
+        expect(warnings.length).toBeGreaterThan(0);
+        for (const event of warnings) {
+          expect(event).toEqual(
+            expect.objectContaining({
+              agentId: handle.id,
+              warnings: [
+                expect.objectContaining({ code: 'unknown_tool', file: '/agents/mcp-user.md', line: 5 }),
+              ],
+            }),
+          );
+        }
+        await expect(handleWarnings).resolves.toEqual(warnings[0]);
+        // Usage comes per model request (step).
+        expect(new Set(usage.map((event) => event.agentId))).toEqual(new Set([handle.id]));
+        expect([...new Set(usage.map((event) => event.step))].sort()).toEqual([1, 2]);
+      } finally {
+        await supervisor.close();
+        // A redis worker keeps its MCP servers until it exits; this test's server goes now.
+        for (const pid of pids(pidFile)) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // Already gone (the threads engine closed it with its thread).
+          }
+        }
+        rmSync(scratch, { recursive: true, force: true });
       }
     });
 

@@ -27,7 +27,11 @@ afterAll(() => cleanup());
 describe('examples', () => {
   it('fanout.ts fans out one worker per file and prints each result', async () => {
     const { code, stdout, stderr } = await runScript('examples/fanout.ts', { cwd: repoRoot });
-    expect(stderr).toBe('');
+    // No key in the environment: the Supervisor falls back to the simulated model and says so once.
+    expect(
+      stderr.match(/\[TROUPE_SIMULATED_MODEL\] TroupeWarning: troupe is using the simulated model/g),
+    ).toHaveLength(1);
+    expect(stderr.replace(/^\(node:\d+\) \[TROUPE_SIMULATED_MODEL\].*\n(\(Use .*\n)?/m, '')).toBe('');
     expect(code).toBe(0);
     const lines = stdout.trimEnd().split('\n');
     expect(lines.map((line) => line.split(' ')[0]).sort()).toEqual([

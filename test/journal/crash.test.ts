@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -6,13 +5,14 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readJournal } from '../../src/journal/reader.ts';
 import { verifyJournalFile } from '../../src/journal/verify.ts';
+import { spawnChild } from '../fixtures/children.ts';
 
 const fixture = fileURLToPath(new URL('./fixtures/append-until-killed.ts', import.meta.url));
 
 /** Runs the appender until it reports `killAfterSeq`, SIGKILLs it, and returns the last seq it reported. */
 function appendThenKill(file: string, policy: string, killAfterSeq: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', fixture, file, policy], {
+    const child = spawnChild(process.execPath, ['--import', 'tsx', fixture, file, policy], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let lastSeq = -1;

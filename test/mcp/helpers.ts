@@ -1,9 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { McpServerConfig } from '../../src/mcp/config.ts';
+import { spawnChild } from '../fixtures/children.ts';
 
 export const mcpFixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/mcp');
 const everything = path.join(mcpFixtures, 'everything.mjs');
@@ -43,7 +44,7 @@ export interface HttpEverything {
 
 /** Starts server-everything in streamableHttp mode on 127.0.0.1 (`port` 0: a free one). */
 export function httpEverything(port = 0): Promise<HttpEverything> {
-  const child = spawn(process.execPath, [everything, 'streamableHttp'], {
+  const child = spawnChild(process.execPath, [everything, 'streamableHttp'], {
     env: { ...process.env, TROUPE_TEST_PORT: String(port) },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

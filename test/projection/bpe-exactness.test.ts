@@ -12,7 +12,7 @@ import { findCutRange, isSafeCut } from '../../src/projection/safe-cuts.ts';
 import { BpeCounter, cl100kCounter, o200kCounter } from '../../src/projection/token-counter.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const corpusDir = path.resolve(repoRoot, '../shared/corpus');
+const corpusDir = path.resolve(repoRoot, 'test/fixtures/corpus');
 
 function corpusFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true, recursive: true })

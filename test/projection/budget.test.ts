@@ -17,7 +17,7 @@ import type { ProjectionChange } from '../../src/projection/types.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const corpusText = readFileSync(
-  path.resolve(repoRoot, '../shared/corpus/agents-md/openai__openai-agents-js/AGENTS.md'),
+  path.resolve(repoRoot, 'test/fixtures/corpus/agents-md/openai__openai-agents-js/AGENTS.md'),
   'utf8',
 );
 

@@ -7,7 +7,7 @@ import { collectAgentsMd, renderAgentsMdSection } from '../../src/prompt/agents-
 import { useTempDirs, writeTree } from './temp-dir.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const corpus = path.resolve(repoRoot, '../shared/corpus/agents-md');
+const corpus = path.resolve(repoRoot, 'test/fixtures/corpus/agents-md');
 const tempDir = useTempDirs();
 
 /** Copies corpus files into a temp tree: `{ 'relative/in/tree': 'relative/in/corpus' }`. */

@@ -12,7 +12,7 @@ import { buildToolbox } from '../../src/tools/toolbox.ts';
 import { useTempDirs, writeTree } from './temp-dir.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const corpus = path.resolve(repoRoot, '../shared/corpus/agent-definitions');
+const corpus = path.resolve(repoRoot, 'test/fixtures/corpus/agent-definitions');
 const tempDir = useTempDirs();
 const environment = { osName: 'TestOS 1.0', shellPath: '/bin/bash' };
 

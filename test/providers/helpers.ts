@@ -8,8 +8,8 @@ import type { Turn, TurnEvent, TurnRequest } from '../../src/providers/types.ts'
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** The recorded provider streams, read in place. */
-export const CORPUS_DIR = path.resolve(repoRoot, '../shared/corpus/provider-streams');
+/** The recorded provider streams (test/fixtures/corpus/provider-streams, see its SOURCES.md). */
+export const CORPUS_DIR = path.resolve(repoRoot, 'test/fixtures/corpus/provider-streams');
 
 /** Bytes of a corpus recording. */
 export function corpusFile(name: string): Buffer {

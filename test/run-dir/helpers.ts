@@ -1,11 +1,12 @@
 /** Test helpers for fan-out runs: temp dirs, the CLI as a child process, bounded polling. */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CliIO } from '../../src/cli/shared/io.ts';
 import type { ResultLine } from '../../src/run-dir/results.ts';
+import { spawnChild } from '../fixtures/children.ts';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const troupeBin = path.join(repoRoot, 'bin', 'troupe.mjs');
@@ -36,7 +37,7 @@ export interface CliRun {
 
 /** Starts `node bin/troupe.mjs ...args` in `cwd`. */
 export function startCli(args: readonly string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): CliRun {
-  const child = spawn(process.execPath, [troupeBin, ...args], {
+  const child = spawnChild(process.execPath, [troupeBin, ...args], {
     cwd: options.cwd,
     env: options.env ?? simulatedEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -60,7 +61,7 @@ export async function runScript(
   script: string,
   options: { cwd: string; env?: NodeJS.ProcessEnv },
 ): Promise<{ code: number | string; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+  const child = spawnChild(process.execPath, ['--import', 'tsx', script], {
     cwd: options.cwd,
     env: options.env ?? simulatedEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createProgressRenderer } from '../../src/run-dir/render-progress.ts';
 import type { ResultLine } from '../../src/run-dir/results.ts';
 import type { RunEvent } from '../../src/run-dir/run-events.ts';
@@ -162,6 +162,43 @@ describe('progress renderers', () => {
       for (const control of ['\u0000', '\u0007', ESC]) expect(stripAnsi(out)).not.toContain(control);
       expect(out).not.toContain('sk-proj-');
       expect(stripAnsi(out)).toContain('key [REDACTED] done');
+    }
+  });
+
+  it('the TTY clock moves every frame while nothing happens, and start-up says what it waits for', () => {
+    vi.useFakeTimers();
+    try {
+      let out = '';
+      const renderer = createProgressRenderer('tty', {
+        write: (text) => {
+          out += text;
+        },
+        columns: () => 100,
+        now: () => Date.now(),
+      });
+      const frames = (): string[] => stripAnsi(out).split('\r').slice(1);
+      const run = events[0];
+      if (run?.type !== 'run') throw new Error('the first event is the run');
+      renderer.onEvent(run);
+      vi.advanceTimersByTime(1000);
+      // One frame per PROGRESS_FRAME_MS (100 ms): the elapsed clock differs in every frame.
+      const clocks = frames().map((frame) => /elapsed (\S+)/.exec(frame)?.[1]);
+      expect(clocks.length).toBeGreaterThanOrEqual(4);
+      expect(new Set(clocks).size).toBe(clocks.length);
+      expect(frames().at(-1)).toContain('starting 2 worker thread(s): 0 ready ...');
+
+      renderer.onEvent({ type: 'thread', event: 'started', hostId: 0 });
+      vi.advanceTimersByTime(100);
+      expect(frames().at(-1)).toContain('starting 2 worker thread(s): 1 ready ...');
+      renderer.onEvent({ type: 'thread', event: 'started', hostId: 1 });
+      vi.advanceTimersByTime(100);
+      expect(frames().at(-1)).toContain('starting the first agents ...');
+      for (const event of events.slice(1, 4)) renderer.onEvent(event);
+      vi.advanceTimersByTime(100);
+      expect(frames().at(-1)).not.toContain('starting');
+      renderer.stop();
+    } finally {
+      vi.useRealTimers();
     }
   });
 });

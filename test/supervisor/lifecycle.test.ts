@@ -1,15 +1,16 @@
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../../src/errors.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { spawnChild } from '../fixtures/children.ts';
 import { fixtures, tempDir } from './helpers.ts';
 
 describe('Supervisor lifecycle', () => {
   it('after close() no thread, handle or port is left: the process exits by itself', async () => {
     // --expose-gc too: a V8-wide flag the parent may run with, which threads must not be given.
-    const child = spawn(
+    const child = spawnChild(
       process.execPath,
       ['--expose-gc', '--import', 'tsx', path.join(fixtures, 'close-script.ts')],
       {
@@ -30,6 +31,26 @@ describe('Supervisor lifecycle', () => {
     const report = JSON.parse(stdout) as { first: string; statuses: string[] };
     expect(report.first).toBe('completed');
     expect(report.statuses.slice(1)).toEqual(Array(5).fill('failed'));
+  });
+
+  it('close() while a thread is still starting stops the thread instead of waiting for it', async () => {
+    const stalled = new Promise<void>((resolve) => {
+      const channel = new BroadcastChannel('troupe-test-stalled-thread');
+      channel.onmessage = () => {
+        channel.close();
+        resolve();
+      };
+    });
+    const supervisor = new Supervisor({
+      threads: 1,
+      providers: { simulated: { kind: 'simulated' } },
+      execArgv: ['--import', pathToFileURL(path.join(fixtures, 'stalled-thread.mjs')).href],
+    });
+    const handle = supervisor.spawn('worker', { task: 'Never started.' });
+    await stalled;
+    // Without the fix, close() waited for the thread to finish starting: forever here.
+    await supervisor.close();
+    expect(await handle.result).toMatchObject({ status: 'failed', reason: 'cancelled' });
   });
 
   it('options are validated once, with what was expected and what was found', () => {

@@ -19,12 +19,16 @@ export interface SignalSource {
 /**
  * Calls `first` on the first SIGINT or SIGTERM; on the next one, stops listening and calls
  * `second` with it. The returned function stops listening (safe to call twice).
+ *
+ * On `process` a listener of troupe's stays installed after the watch stops (see
+ * {@link keepListening}): a Ctrl-C that arrives just as a run ends must still end the process.
  */
 export function watchInterrupts(
   first: () => void,
   second: (signal: InterruptSignal) => void,
   source: SignalSource = process,
 ): () => void {
+  if (source === process) keepListening();
   let seen = 0;
   const stop = (): void => {
     for (const signal of SIGNALS) source.off(signal, listener);
@@ -49,5 +53,31 @@ export function watchInterrupts(
  * action ends the process at once, and the shell sees it was interrupted.
  */
 export function raise(signal: InterruptSignal): void {
+  if (lingering) {
+    for (const name of SIGNALS) process.off(name, linger);
+    lingering = false;
+  }
   process.kill(process.pid, signal);
+}
+
+let lingering = false;
+
+/**
+ * Keeps one SIGINT and one SIGTERM listener on the process for good, installed before the first
+ * watch. Removing a signal's last listener closes Node's signal handle, and libuv then drops a
+ * signal it has caught but not yet handed to JavaScript: a second Ctrl-C sent as the agent ended
+ * was lost, and the process lived on behind a tool blocked in the thread pool. With this listener
+ * the handle stays open; alone, it does what the default action would (re-raise the signal with
+ * no listener left), and it leaves the signal to any other listener (a running watch, or the
+ * embedding program's own).
+ */
+function keepListening(): void {
+  if (lingering) return;
+  lingering = true;
+  for (const name of SIGNALS) process.on(name, linger);
+}
+
+function linger(signal: InterruptSignal): void {
+  if (process.listenerCount(signal) > 1) return;
+  raise(signal);
 }

@@ -47,6 +47,11 @@ export async function executeLive(
     },
   );
   const progress = new ProgressFormatter(info.resume?.budget ?? {});
+  // Nobody reads stdout any more: cancel the agent quietly; the journal keeps every event.
+  const closed = io.stdoutClosed;
+  const onClosed = (): void => controller.abort(new Error('stdout was closed'));
+  if (closed?.aborted) onClosed();
+  else closed?.addEventListener('abort', onClosed, { once: true });
   let outcome: AgentOutcome;
   try {
     outcome = await session.execute({
@@ -62,6 +67,7 @@ export async function executeLive(
     });
   } finally {
     stopWatching();
+    closed?.removeEventListener('abort', onClosed);
   }
 
   if (options.json) {

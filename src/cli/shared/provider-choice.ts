@@ -4,18 +4,12 @@
  * nobody should mistake its answers for a real model's.
  */
 import { describeValue, UserError } from '../../errors.ts';
-import {
-  createProvider,
-  defaultProviderName,
-  PROVIDER_NAMES,
-  type ProviderName,
-} from '../../providers/factory.ts';
+import { type Env, providerFromEnvironment } from '../../providers/environment.ts';
+import { createProvider, PROVIDER_NAMES, type ProviderName } from '../../providers/factory.ts';
 import { type ModelMap, resolveModel as resolveModelId } from '../../providers/models.ts';
-import { envValue } from '../../providers/options.ts';
 import type { Provider } from '../../providers/types.ts';
 
-/** Environment variables, as `process.env` holds them. */
-export type Env = Readonly<Record<string, string | undefined>>;
+export type { Env };
 
 /** Where the provider name came from. */
 export type ProviderSource = 'flag' | 'environment' | 'journal';
@@ -31,13 +25,14 @@ export interface ProviderChoice {
 }
 
 /**
- * The provider named by `--provider`, or else the default for `env` (see `defaultProviderName`).
+ * The provider named by `--provider`, or else the one `env` selects (see `providerFromEnvironment`,
+ * the rule the library follows too).
  * Throws UserError `unknown_provider` for a name troupe does not know and `missing_api_key` when a
  * real provider has no key.
  */
 export function chooseProvider(flag: string | undefined, env: Env = process.env): ProviderChoice {
   if (flag !== undefined) return providerByName(flag, 'flag', env);
-  return providerByName(defaultProviderName(env), 'environment', env);
+  return providerByName(providerFromEnvironment(env).name, 'environment', env);
 }
 
 /** Builds the provider called `name`; `source` only changes the notice. */
@@ -106,10 +101,6 @@ export function providerNotice(name: string, source: ProviderSource, env: Env = 
   if (source === 'flag') return `provider: ${name}`;
   if (source === 'journal') return `provider: ${name} (recorded in the journal)`;
   const variable =
-    name === 'anthropic'
-      ? 'ANTHROPIC_API_KEY'
-      : envValue(env, 'OPENAI_API_KEY') !== undefined
-        ? 'OPENAI_API_KEY'
-        : 'OPENAI_BASE_URL';
+    providerFromEnvironment(env).variable ?? (name === 'anthropic' ? 'ANTHROPIC_API_KEY' : 'OPENAI_API_KEY');
   return `provider: ${name} (${variable} is set)`;
 }

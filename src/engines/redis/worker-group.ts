@@ -6,10 +6,11 @@
 import { Worker as Thread } from 'node:worker_threads';
 import { EventEmitter } from 'eventemitter3';
 import { describeValue, deserializeError, UserError } from '../../errors.ts';
+import { workerEntry } from '../../package-files.ts';
 import type { WorkerThreadCommand, WorkerThreadReport } from '../../protocol/scaleout-threads.ts';
 import { RedisWorker, type RedisWorkerOptions } from './worker.ts';
 
-const THREAD_ENTRY = new URL('../../../workers/redis-worker.mjs', import.meta.url);
+const THREAD_ENTRY = workerEntry('redis-worker');
 
 /** Options of {@link WorkerGroup.start}. */
 export interface WorkerGroupOptions extends RedisWorkerOptions {

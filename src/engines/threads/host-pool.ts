@@ -8,6 +8,7 @@ import * as Comlink from 'comlink';
 import { EventEmitter } from 'eventemitter3';
 import { Piscina } from 'piscina';
 import { type SerializedError, SystemError, serializeError } from '../../errors.ts';
+import { workerEntry } from '../../package-files.ts';
 import type {
   ActorSpec,
   HostConfig,
@@ -24,7 +25,7 @@ const V8_ONLY_FLAGS: ReadonlySet<string> = new Set(['--expose-gc', '--expose_gc'
 /** How long a closed port waits for the task's rejection, which names the real cause of death. */
 const PORT_CLOSE_GRACE_MS = 1000;
 
-const HOST_ENTRY = new URL('../../../workers/actor-host.mjs', import.meta.url).href;
+const HOST_ENTRY = workerEntry('actor-host').href;
 
 /** One actor host: a thread running one long-lived piscina task. */
 export interface HostRecord {
@@ -51,6 +52,8 @@ interface HostInternals {
   missedSince: number | undefined;
   /** Shut down on purpose: its end is not a death. */
   retiring: boolean;
+  /** False until the thread has loaded and said it is ready. */
+  ready: boolean;
 }
 
 export interface HostPoolOptions {
@@ -89,6 +92,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
   readonly #hosts = new Map<number, HostInternals>();
   #nextId = 0;
   #closing = false;
+  #closed: Promise<void> | undefined;
 
   constructor(options: HostPoolOptions) {
     super();
@@ -151,6 +155,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
       heartbeatTimer: undefined,
       missedSince: undefined,
       retiring: false,
+      ready: false,
     };
     this.#hosts.set(id, internals);
     Comlink.expose(this.#options.callbacks, callback.port1 as unknown as Comlink.Endpoint);
@@ -162,6 +167,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     events.port1.on('message', (message: HostEventMessage) => {
       if (message.type === 'ready') {
         record.threadId = message.threadId;
+        internals.ready = true;
         ready();
         return;
       }
@@ -260,12 +266,27 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
   }
 
   /** Asks every host to shut down, waits up to `graceMs`, then terminates what is left. */
-  async close(graceMs: number): Promise<void> {
+  close(graceMs: number): Promise<void> {
+    this.#closed ??= this.#close(graceMs);
+    return this.#closed;
+  }
+
+  async #close(graceMs: number): Promise<void> {
     this.#closing = true;
     const live = this.hosts;
     await Promise.all(
       live.map(async (host) => {
         const internals = this.#hosts.get(host.id);
+        if (internals !== undefined && !internals.ready) {
+          // Still loading, so it hosts no agent: a shutdown request would wait for the load to end
+          // (seconds on a busy machine, and a Ctrl-C must act at once). Destroying the pool ends it.
+          internals.markDead(
+            new SystemError('thread_start_cancelled', `Actor host ${host.id} was closed while starting`, {
+              hostId: host.id,
+            }).toJSON(),
+          );
+          return;
+        }
         if (internals?.heartbeatTimer) clearInterval(internals.heartbeatTimer);
         let timer: NodeJS.Timeout | undefined;
         const grace = new Promise<'timeout'>((resolve) => {

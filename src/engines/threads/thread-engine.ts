@@ -209,8 +209,11 @@ export class ThreadEngine implements Engine {
   }
 
   async close(): Promise<void> {
-    if (this.#starting) await this.#starting.catch(() => {});
+    // The pool closes before start-up is waited for: a thread still loading is stopped, not waited
+    // for (seconds on a busy machine), so a Ctrl-C during start-up acts at once. The pool exists as
+    // soon as start() was called, and its close is idempotent.
     await this.#pool?.close(this.#options.graceMs);
+    if (this.#starting) await this.#starting.catch(() => {});
     // Threads that had to be terminated could not stop their MCP servers.
     for (const pids of this.#mcpProcesses.values()) killOrphans(pids);
     this.#mcpProcesses.clear();

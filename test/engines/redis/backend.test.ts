@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Supervisor } from '../../../src/supervisor/supervisor.ts';
+import { spawnChild } from '../../fixtures/children.ts';
 import {
   killWorkers,
   redisServerPath,
@@ -50,7 +50,7 @@ describe(`Supervisor({ backend: 'redis' }) and \`troupe fanout --backend redis\`
     const plan = path.join(dir, 'plan.yaml');
     writeFileSync(plan, 'agent: worker\nruns:\n  - task: First.\n  - task: Second.\n  - task: Third.\n');
     const out = path.join(dir, 'run');
-    const child = spawn(
+    const child = spawnChild(
       process.execPath,
       [
         path.join(repoRoot, 'bin/troupe.mjs'),

@@ -1,0 +1,80 @@
+/** The `troupe` program itself: help without loading subcommands, --version, unknown commands. */
+import { readFileSync } from 'node:fs';
+import { Command, Help } from 'commander';
+import { describe, expect, it } from 'vitest';
+import { COMMAND_HELP, type CommandName } from '../../src/cli/commands.ts';
+import { main } from '../../src/cli/main.ts';
+import type { CliIO } from '../../src/cli/shared/io.ts';
+
+const version = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  }
+).version;
+
+async function run(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const io: CliIO = {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+  };
+  const code = await main(argv, io);
+  return { code, stdout, stderr };
+}
+
+const loaders: Record<CommandName, () => Promise<{ register: (...args: never[]) => void }>> = {
+  agents: () => import('../../src/cli/agents.ts'),
+  mcp: () => import('../../src/cli/mcp.ts'),
+  run: () => import('../../src/cli/run.ts'),
+  resume: () => import('../../src/cli/resume.ts'),
+  verify: () => import('../../src/cli/verify.ts'),
+  fanout: () => import('../../src/cli/fanout.ts'),
+  report: () => import('../../src/cli/report.ts'),
+  show: () => import('../../src/cli/show.ts'),
+  score: () => import('../../src/cli/score.ts'),
+  compare: () => import('../../src/cli/compare.ts'),
+  demo: () => import('../../src/cli/demo.ts'),
+  worker: () => import('../../src/cli/worker.ts'),
+};
+
+describe('troupe', () => {
+  it('--version and -V print the package version', async () => {
+    expect(await run('--version')).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+    expect((await run('-V')).stdout).toBe(`${version}\n`);
+  });
+
+  it('--help lists every subcommand exactly as the subcommand registers itself', async () => {
+    const { code, stdout } = await run('--help');
+    expect(code).toBe(0);
+    const help = new Help();
+    for (const name of Object.keys(COMMAND_HELP) as CommandName[]) {
+      const program = new Command('troupe');
+      const { register } = (await loaders[name]()) as {
+        register: (program: Command, io: CliIO, setExit: (code: number) => void) => void;
+      };
+      register(program, { stdout: () => {}, stderr: () => {} }, () => {});
+      const registered = program.commands.find((command) => command.name() === name);
+      expect(registered, name).toBeDefined();
+      if (registered === undefined) continue;
+      expect(help.subcommandTerm(registered)).toBe(COMMAND_HELP[name].term);
+      expect(registered.description()).toBe(COMMAND_HELP[name].description);
+      expect(stdout).toContain(`  ${COMMAND_HELP[name].term}  `);
+    }
+  });
+
+  it('`help NAME` and `NAME --help` show that command; an unknown command fails with the list', async () => {
+    const viaHelp = await run('help', 'verify');
+    expect(viaHelp.code).toBe(0);
+    expect(viaHelp.stdout).toMatch(/^Usage: troupe verify \[options\] <journal>/);
+    expect((await run('verify', '--help')).stdout).toBe(viaHelp.stdout);
+    const unknown = await run('deploy');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("error: unknown command 'deploy'");
+    expect(unknown.stderr).toContain(COMMAND_HELP.fanout.term);
+  });
+});
