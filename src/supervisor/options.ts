@@ -23,6 +23,7 @@ import { nonNegative, oneOf, positiveInt } from '../option-checks.ts';
 import type { ProviderConfig, ProviderLimits, ToolModuleRef } from '../protocol/messages.ts';
 import { providerFromEnvironment } from '../providers/environment.ts';
 import { type ModelMap, parseModelMap } from '../providers/models.ts';
+import type { TracingOptions } from '../telemetry/agent-tracing.ts';
 import type { JsonSchema, ToolOutcome } from '../tools/types.ts';
 
 /** Context a host tool runs with, on the supervisor (main thread). */
@@ -101,6 +102,14 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
   readonly compat?: boolean;
   /** Nesting limits for agents that spawn agents. @default { maxDepth: 3, maxChildren: 64 } */
   readonly orchestration?: { readonly maxDepth?: number; readonly maxChildren?: number };
+  /**
+   * OpenTelemetry traces (GenAI conventions, see docs/observability.md): spans go to `tracer`, by
+   * default the tracer of the globally registered SDK, so an application that registers one gets
+   * troupe's spans without setting anything; without an SDK nothing is recorded or forwarded.
+   * `false` turns tracing off. Content (prompts, tool arguments and results) only with
+   * `captureContent: true`. @default {}
+   */
+  readonly tracing?: TracingOptions | false;
 }
 
 /** Options with every default filled in. */
@@ -118,6 +127,7 @@ export interface PreparedSupervisorOptions extends EngineOptions, PreparedThread
   readonly compat: boolean;
   readonly maxDepth: number;
   readonly maxChildren: number;
+  readonly tracing: TracingOptions | false;
   /** Set with `backend: 'redis'`. */
   readonly redis: PreparedRedisOptions | undefined;
 }
@@ -191,6 +201,7 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     modelMap,
     mcpServers,
     mcpProjectFile: options.mcpProjectFile ?? true,
+    tracing: options.tracing ?? {},
     simulatedFallback: fromEnvironment?.name === 'simulated',
     limits: options.limits ?? {},
     toolModules: options.toolModules ?? [],
