@@ -13,6 +13,7 @@ import { RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
 import { runLimitsOf } from '../run-dir/run-plan.ts';
 import { redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
+import { type OtlpFlags, withTelemetry } from './shared/telemetry.ts';
 
 /** Options of {@link resumeRunDir}. */
 export interface ResumeRunDirOptions {
@@ -24,6 +25,8 @@ export interface ResumeRunDirOptions {
   readonly retry?: ReadonlySet<FailureReason>;
   /** Redis URL of a run on the redis engine. @default TROUPE_REDIS_URL */
   readonly redisUrl?: string;
+  /** Export traces (`--otlp`, `--otlp-content`; else the OTEL_* variables). */
+  readonly otlp?: OtlpFlags;
 }
 
 /**
@@ -46,18 +49,20 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
   const definitions = await loadAgentDefinitions(plan.agentFiles);
   const writer = RunDirWriter.reopen(paths.root);
   const decision = planResume(plan, paths, contents.results, options.retry ? { retry: options.retry } : {});
-  const { exitCode } = await executeSession({
-    plan,
-    writer,
-    work: decision.work,
-    kind: 'resume',
-    existing: contents.results,
-    recovered: decision.recovered,
-    previousSessions: contents.summary?.sessions ?? [],
-    definitions,
-    json: options.json === true,
-    io,
-    ...(supervisor ? { supervisor } : {}),
-  });
+  const { exitCode } = await withTelemetry(options.otlp ?? {}, io, plan.name ?? 'resume', (tracing) =>
+    executeSession({
+      plan,
+      writer,
+      work: decision.work,
+      kind: 'resume',
+      existing: contents.results,
+      recovered: decision.recovered,
+      previousSessions: contents.summary?.sessions ?? [],
+      definitions,
+      json: options.json === true,
+      io,
+      supervisor: { ...supervisor, ...tracing },
+    }),
+  );
   return exitCode;
 }

@@ -16,8 +16,9 @@ import { resolveRunPlan } from '../run-dir/run-plan.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
+import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
-interface FanoutFlags {
+interface FanoutFlags extends OtlpFlags {
   readonly threads?: number;
   readonly isolation?: 'shared' | 'thread';
   readonly concurrency?: number;
@@ -33,7 +34,7 @@ interface FanoutFlags {
 
 /** Registers `troupe fanout` on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
-  program
+  const command = program
     .command('fanout')
     .description(COMMAND_HELP.fanout.description)
     .argument('<plan>', 'plan file (YAML): `runs: [{agent, task}]`, or `agent:` plus a `tasks:` JSONL file')
@@ -64,10 +65,10 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       '--max-run-tokens <n>',
       `token budget of the whole run, all agents (default: the plan's runLimits, else ${DEFAULT_RUN_MAX_TOTAL_TOKENS}; 0 = unlimited)`,
       nonNegativeInt,
-    )
-    .action(async (planFile: string, flags: FanoutFlags) => {
-      setExit(await fanout(planFile, flags, io));
-    });
+    );
+  otlpOptions(command).action(async (planFile: string, flags: FanoutFlags) => {
+    setExit(await fanout(planFile, flags, io));
+  });
 }
 
 /** Runs `troupe fanout` and resolves to its exit code. */
@@ -110,16 +111,18 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     flags.out === undefined ? defaultRunDir(cwd, runPlan.runId) : resolve(flags.out),
     runPlan,
   );
-  const { exitCode } = await executeSession({
-    plan: runPlan,
-    writer,
-    work: runPlan.runs.map((run) => ({ run, agentId: run.agentId, attempt: 1, resume: false })),
-    kind: 'fanout',
-    definitions,
-    json: flags.json === true,
-    io,
-    ...(supervisor ? { supervisor } : {}),
-  });
+  const { exitCode } = await withTelemetry(flags, io, runPlan.name ?? 'fanout', (tracing) =>
+    executeSession({
+      plan: runPlan,
+      writer,
+      work: runPlan.runs.map((run) => ({ run, agentId: run.agentId, attempt: 1, resume: false })),
+      kind: 'fanout',
+      definitions,
+      json: flags.json === true,
+      io,
+      supervisor: { ...supervisor, ...tracing },
+    }),
+  );
   return exitCode;
 }
 

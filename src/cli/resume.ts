@@ -13,8 +13,9 @@ import { resumeRunDir } from './fanout-resume.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import { prepareResume } from './shared/session.ts';
+import { type OtlpFlags, otlpOptions } from './shared/telemetry.ts';
 
-interface ResumeFlags {
+interface ResumeFlags extends OtlpFlags {
   readonly json?: boolean;
   readonly cwd?: string;
   readonly maxRunTokens?: number;
@@ -42,7 +43,7 @@ function reasons(value: string): FailureReason[] {
 
 /** Registers `troupe resume` on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
-  program
+  const command = program
     .command('resume')
     .description(COMMAND_HELP.resume.description)
     .argument('<journal>', 'journal file of the agent, or a run directory')
@@ -62,39 +63,40 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       'with --retry-failed: only agents failed for these reasons, comma-separated (default: all but cancelled and invalid_request)',
       reasons,
     )
-    .option('--redis <url>', 'Redis URL of a run made with --backend redis (default: TROUPE_REDIS_URL)')
-    .action(async (target: string, flags: ResumeFlags) => {
-      const path = resolve(target);
-      const json = flags.json === true;
-      if (flags.reason !== undefined && flags.retryFailed !== true) {
-        throw new UserError('invalid_option', '--reason goes with --retry-failed', { option: '--reason' });
-      }
-      if (existsSync(path) && statSync(path).isDirectory()) {
-        const retry = flags.retryFailed
-          ? new Set(flags.reason ?? FAILURE_REASONS.filter((reason) => !NOT_RETRIED.has(reason)))
-          : undefined;
-        const options = {
-          json,
-          ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
-          ...(retry ? { retry } : {}),
-          ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }),
-        };
-        setExit(await resumeRunDir(path, options, io));
-        return;
-      }
-      if (flags.retryFailed) {
-        throw new UserError(
-          'invalid_option',
-          '--retry-failed needs a run directory; a single journal is resumed as it is',
-          { option: '--retry-failed' },
-        );
-      }
-      const session = await prepareResume({
-        journal: path,
-        ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
-      });
-      setExit(await executeLive(session, io, { json }));
+    .option('--redis <url>', 'Redis URL of a run made with --backend redis (default: TROUPE_REDIS_URL)');
+  otlpOptions(command).action(async (target: string, flags: ResumeFlags) => {
+    const path = resolve(target);
+    const json = flags.json === true;
+    if (flags.reason !== undefined && flags.retryFailed !== true) {
+      throw new UserError('invalid_option', '--reason goes with --retry-failed', { option: '--reason' });
+    }
+    if (existsSync(path) && statSync(path).isDirectory()) {
+      const retry = flags.retryFailed
+        ? new Set(flags.reason ?? FAILURE_REASONS.filter((reason) => !NOT_RETRIED.has(reason)))
+        : undefined;
+      const options = {
+        json,
+        ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
+        ...(retry ? { retry } : {}),
+        ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }),
+        otlp: flags,
+      };
+      setExit(await resumeRunDir(path, options, io));
+      return;
+    }
+    if (flags.retryFailed) {
+      throw new UserError(
+        'invalid_option',
+        '--retry-failed needs a run directory; a single journal is resumed as it is',
+        { option: '--retry-failed' },
+      );
+    }
+    const session = await prepareResume({
+      journal: path,
+      ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
     });
+    setExit(await executeLive(session, io, { json }));
+  });
 }
 
 function nonNegativeInt(value: string): number {

@@ -92,10 +92,12 @@ export class AgentTracing {
   }
 
   /**
-   * Starts a fan-out's `invoke_workflow` span under the active context; the context it returns
-   * parents the fan-out's agents. Undefined when the span does not record.
+   * Starts a fan-out's `invoke_workflow` span; the context it returns parents the fan-out's agents.
+   * Undefined when the span does not record, or when a recording span is active already (the CLI's
+   * run span, an application's span): the agents are that span's children.
    */
   workflow(agents: number): { context: Context; end: () => void } | undefined {
+    if (trace.getActiveSpan()?.isRecording() === true) return undefined;
     const span = this.#tracer.startSpan(`${OPERATION.invokeWorkflow} fanout`, {
       kind: SpanKind.INTERNAL,
       attributes: { [GEN_AI.operationName]: OPERATION.invokeWorkflow, [TROUPE.agents]: agents },
