@@ -13,7 +13,7 @@ import { resumeRunDir } from './fanout-resume.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import { prepareResume } from './shared/session.ts';
-import { type OtlpFlags, otlpOptions } from './shared/telemetry.ts';
+import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
 interface ResumeFlags extends OtlpFlags {
   readonly json?: boolean;
@@ -95,7 +95,11 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       journal: path,
       ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
     });
-    setExit(await executeLive(session, io, { json }));
+    setExit(
+      await withTelemetry(flags, io, 'resume', ({ tracing }) =>
+        executeLive(session, io, { json, ...(tracing ? { tracing } : {}) }),
+      ),
+    );
   });
 }
 

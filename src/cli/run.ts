@@ -10,8 +10,9 @@ import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import { prepareRun } from './shared/session.ts';
+import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
-interface RunFlags {
+interface RunFlags extends OtlpFlags {
   readonly task: string;
   readonly provider?: string;
   readonly model?: string;
@@ -27,7 +28,7 @@ interface RunFlags {
 
 /** Registers `troupe run` on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
-  program
+  const command = program
     .command('run')
     .description(COMMAND_HELP.run.description)
     .argument('<agent>', 'agent name (see `troupe agents list`)')
@@ -51,23 +52,28 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       nonNegativeInteger,
     )
     .option('--max-cost <usd>', 'cost budget in USD (default: none; needs a priced model)', nonNegativeNumber)
-    .option('--time-limit <ms>', 'wall-clock limit in ms (default: none)', nonNegativeInteger)
-    .action(async (agent: string, flags: RunFlags) => {
-      const session = await prepareRun({
-        agent,
-        task: flags.task,
-        cwd: resolve(flags.cwd ?? process.cwd()),
-        ...(flags.provider === undefined ? {} : { provider: flags.provider }),
-        ...(flags.model === undefined ? {} : { model: flags.model }),
-        ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
-        ...(flags.journal === undefined ? {} : { journal: resolve(flags.journal) }),
-        ...(flags.maxSteps === undefined ? {} : { maxSteps: flags.maxSteps }),
-        ...(flags.maxTokens === undefined ? {} : { maxTokens: flags.maxTokens }),
-        ...(flags.maxCost === undefined ? {} : { maxCostUsd: flags.maxCost }),
-        ...(flags.timeLimit === undefined ? {} : { wallClockMs: flags.timeLimit }),
-      });
-      setExit(await executeLive(session, io, { json: flags.json === true }));
+    .option('--time-limit <ms>', 'wall-clock limit in ms (default: none)', nonNegativeInteger);
+  otlpOptions(command).action(async (agent: string, flags: RunFlags) => {
+    const session = await prepareRun({
+      agent,
+      task: flags.task,
+      cwd: resolve(flags.cwd ?? process.cwd()),
+      ...(flags.provider === undefined ? {} : { provider: flags.provider }),
+      ...(flags.model === undefined ? {} : { model: flags.model }),
+      ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
+      ...(flags.journal === undefined ? {} : { journal: resolve(flags.journal) }),
+      ...(flags.maxSteps === undefined ? {} : { maxSteps: flags.maxSteps }),
+      ...(flags.maxTokens === undefined ? {} : { maxTokens: flags.maxTokens }),
+      ...(flags.maxCost === undefined ? {} : { maxCostUsd: flags.maxCost }),
+      ...(flags.timeLimit === undefined ? {} : { wallClockMs: flags.timeLimit }),
     });
+    const json = flags.json === true;
+    setExit(
+      await withTelemetry(flags, io, `run ${agent}`, ({ tracing }) =>
+        executeLive(session, io, { json, ...(tracing ? { tracing } : {}) }),
+      ),
+    );
+  });
 }
 
 function nonNegativeInteger(value: string): number {

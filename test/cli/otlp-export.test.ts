@@ -124,6 +124,43 @@ describe('troupe fanout --otlp', () => {
   });
 });
 
+describe('troupe run --otlp --otlp-content', () => {
+  it('exports the one agent under the run span, with its task and tool arguments', async () => {
+    writeFileSync(path.join(dir, 'a.md'), '# A\nAlpha.\n');
+    const { port } = server.address() as AddressInfo;
+    const run = startCli(
+      [
+        'run',
+        'worker',
+        '--task',
+        'Review a.md',
+        '--otlp',
+        `http://127.0.0.1:${port}/v1/traces`,
+        '--otlp-content',
+      ],
+      { cwd: dir },
+    );
+    expect(await run.exited, run.stderr()).toBe(0);
+    const spans = requests.flatMap((r) =>
+      r.body.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((s) => s.spans)),
+    );
+    expect(new Set(spans.map((s) => s.traceId)).size).toBe(1);
+    const root = spans.filter((s) => !s.parentSpanId);
+    expect(root.map((s) => s.name)).toEqual(['invoke_workflow run worker']);
+    const agent = spans.find((s) => attr(s, 'gen_ai.operation.name') === 'invoke_agent');
+    expect(agent?.parentSpanId).toBe(root[0]?.spanId);
+    expect(attr(agent as OtlpSpan, 'troupe.agent.task')).toBe('Review a.md');
+    const tools = spans.filter(
+      (s) => s.parentSpanId === agent?.spanId && attr(s, 'gen_ai.operation.name') === 'execute_tool',
+    );
+    expect(tools.length).toBeGreaterThan(0);
+    for (const tool of tools) expect(attr(tool, 'gen_ai.tool.call.arguments')).toEqual(expect.any(String));
+    expect(
+      spans.some((s) => s.parentSpanId === agent?.spanId && attr(s, 'gen_ai.operation.name') === 'chat'),
+    ).toBe(true);
+  });
+});
+
 describe('otlpChoice', () => {
   it('--otlp and OTEL_EXPORTER_OTLP_ENDPOINT are base URLs; the traces variable is used as given', () => {
     expect(otlpChoice(undefined, undefined, {})).toBeUndefined();

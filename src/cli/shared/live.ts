@@ -8,6 +8,8 @@ import { isAbsolute, relative } from 'node:path';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import { printable, terminalJson } from '../../run-dir/format.ts';
+import { AgentTracing, type TracingOptions } from '../../telemetry/agent-tracing.ts';
+import { traceEventOf } from '../../telemetry/trace-events.ts';
 import { EXIT_FAILED, EXIT_OK } from './constants.ts';
 import { type InterruptSignal, raise, watchInterrupts } from './interrupt.ts';
 import type { CliIO } from './io.ts';
@@ -20,6 +22,8 @@ export interface LiveOptions {
   readonly json: boolean;
   /** Ends the process on a second Ctrl-C. @default re-raising the signal with no listener left */
   readonly forceExit?: (signal: InterruptSignal) => void;
+  /** Trace the agent to the registered OpenTelemetry SDK (`--otlp`). @default not traced */
+  readonly tracing?: TracingOptions;
 }
 
 /** Runs `session` with live output and resolves to the exit code: 0 when the agent completed, 1 when it failed. */
@@ -52,11 +56,23 @@ export async function executeLive(
   const onClosed = (): void => controller.abort(new Error('stdout was closed'));
   if (closed?.aborted) onClosed();
   else closed?.addEventListener('abort', onClosed, { once: true });
+  const tracing = options.tracing === undefined ? undefined : new AgentTracing(options.tracing);
+  const capture = options.tracing?.captureContent === true;
+  tracing?.spawned({
+    agentId: info.agentId,
+    parentId: undefined,
+    depth: 0,
+    agent: info.agent,
+    model: info.model,
+    provider: info.provider,
+  });
   let outcome: AgentOutcome;
   try {
     outcome = await session.execute({
       signal: controller.signal,
       onEvent: (event: AuditEvent) => {
+        const traced = tracing && traceEventOf(event, capture);
+        if (traced) tracing?.event(info.agentId, Date.parse(event.ts), traced);
         if (options.json) {
           io.stdout(`${terminalJson(event)}\n`);
           return;
@@ -69,6 +85,7 @@ export async function executeLive(
     stopWatching();
     closed?.removeEventListener('abort', onClosed);
   }
+  tracing?.ended(info.agentId, outcome);
 
   if (options.json) {
     io.stdout(`${terminalJson(outcomeLine(info, outcome))}\n`);
