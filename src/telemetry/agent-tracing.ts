@@ -77,6 +77,18 @@ interface AgentSpans {
   restarts: number;
 }
 
+/**
+ * Characters of one content attribute (a tool result, arguments, a prompt, the model's text); the
+ * rest is cut with a marker saying how much was left out. The journal keeps the whole text.
+ */
+export const MAX_CONTENT_CHARS = 16_384;
+
+/** `text` cut to {@link MAX_CONTENT_CHARS}. */
+export function clipContent(text: string): string {
+  if (text.length <= MAX_CONTENT_CHARS) return text;
+  return `${text.slice(0, MAX_CONTENT_CHARS)}… [${text.length - MAX_CONTENT_CHARS} more characters in the journal]`;
+}
+
 /** Bound on the open tool spans one agent holds (calls whose result never came); the oldest ends. */
 export const MAX_OPEN_TOOL_SPANS = 256;
 
@@ -233,7 +245,7 @@ export class AgentTracing {
       case 'Text':
         agent.span.addEvent(
           EVENT.assistantText,
-          { [TROUPE.round]: event.round, [GEN_AI.outputMessages]: event.text },
+          { [TROUPE.round]: event.round, [GEN_AI.outputMessages]: clipContent(event.text) },
           at,
         );
         return;
@@ -243,7 +255,7 @@ export class AgentTracing {
           this.#startTool(agent, event.name, event.modelName, event.callId, at);
         span.setAttribute(TROUPE.round, event.round);
         if (event.modelName !== event.name) span.setAttribute(TROUPE.modelName, event.modelName);
-        if (event.args !== undefined) span.setAttribute(GEN_AI.toolCallArguments, JSON.stringify(event.args));
+        if (event.args !== undefined) span.setAttribute(GEN_AI.toolCallArguments, clipContent(JSON.stringify(event.args)));
         return;
       }
       case 'ToolResult': {
@@ -254,7 +266,7 @@ export class AgentTracing {
           [TROUPE.refused]: event.refused,
           [TROUPE.notFitted]: !event.projectionAccepted,
           ...(event.child === undefined ? {} : { [TROUPE.childAgentId]: event.child }),
-          ...(event.text === undefined ? {} : { [GEN_AI.toolCallResult]: event.text }),
+          ...(event.text === undefined ? {} : { [GEN_AI.toolCallResult]: clipContent(event.text) }),
         });
         if (!event.ok) {
           span.setAttribute(GEN_AI.errorType, event.refused ? 'refused' : 'tool_error');
@@ -279,7 +291,7 @@ export class AgentTracing {
           {
             [TROUPE.instructionIndex]: event.index,
             ...(event.callId === undefined ? {} : { [GEN_AI.toolCallId]: event.callId }),
-            ...(event.text === undefined ? {} : { [TROUPE.instruction]: event.text }),
+            ...(event.text === undefined ? {} : { [TROUPE.instruction]: clipContent(event.text) }),
           },
           at,
         );
@@ -330,8 +342,8 @@ export class AgentTracing {
     });
     if (event.content) {
       agent.span.setAttributes({
-        [TROUPE.task]: event.content.task,
-        [GEN_AI.systemInstructions]: event.content.systemPrompt,
+        [TROUPE.task]: clipContent(event.content.task),
+        [GEN_AI.systemInstructions]: clipContent(event.content.systemPrompt),
       });
     }
   }
