@@ -255,7 +255,8 @@ export class AgentTracing {
           this.#startTool(agent, event.name, event.modelName, event.callId, at);
         span.setAttribute(TROUPE.round, event.round);
         if (event.modelName !== event.name) span.setAttribute(TROUPE.modelName, event.modelName);
-        if (event.args !== undefined) span.setAttribute(GEN_AI.toolCallArguments, clipContent(JSON.stringify(event.args)));
+        if (event.args !== undefined)
+          span.setAttribute(GEN_AI.toolCallArguments, clipContent(JSON.stringify(event.args)));
         return;
       }
       case 'ToolResult': {
