@@ -35,6 +35,9 @@ export function traceEngineEvent(
   if (name === 'thread:crashed') {
     const [event] = args as EngineEvents['thread:crashed'];
     tracing.threadCrashed(event.hostId, event.agents, event.cause);
+  } else if (name === 'provider:backoff') {
+    const [event] = args as EngineEvents['provider:backoff'];
+    tracing.backoff(event.provider, event.retryAfterMs);
   } else if (name === 'provider:paused') {
     const [event] = args as EngineEvents['provider:paused'];
     tracing.paused(event.agentId, event.provider, event.waitMs);

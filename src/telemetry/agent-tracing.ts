@@ -212,6 +212,21 @@ export class AgentTracing {
     }
   }
 
+  /**
+   * A provider answered 429 and every agent using it pauses (threads engine: one pause per provider
+   * key, the provider's name): an event on the span of each traced agent of that provider.
+   */
+  backoff(provider: string, retryAfterMs: number, at: number = Date.now()): void {
+    for (const agent of this.#agents.values()) {
+      if (agent.info.provider !== provider) continue;
+      agent.span.addEvent(
+        EVENT.providerPaused,
+        { [TROUPE.provider]: provider, [TROUPE.retryAfterMs]: retryAfterMs },
+        at,
+      );
+    }
+  }
+
   /** The agent's request waited out a 429 pause (redis engine). */
   paused(agentId: string, provider: string, waitMs: number): void {
     this.#agents

@@ -156,4 +156,30 @@ describe('AgentTracing', () => {
     expect(ended.map((s) => s.attributes['gen_ai.tool.call.id'])).toEqual(['c0']);
     expect(ended[0]?.status.message).toBe('no result recorded');
   });
+
+  it("a provider's 429 pause is an event on every traced agent of that provider, not on others", () => {
+    const { tracing, span } = setup();
+    tracing.spawned({
+      agentId: 'b',
+      parentId: undefined,
+      depth: 0,
+      agent: 'other',
+      model: 'm',
+      provider: 'q',
+    });
+    tracing.backoff('p', 2_000, T0);
+    const outcome = {
+      status: 'completed',
+      usage: { inputTokens: 0, outputTokens: 0 },
+      costUsd: null,
+      rounds: 0,
+    } as const;
+    tracing.ended('a', outcome);
+    tracing.ended('b', outcome);
+    const paused = span('invoke_agent worker').events;
+    expect(paused.map((e) => [e.name, e.attributes?.['troupe.retry_after_ms']])).toEqual([
+      ['troupe.provider.paused', 2_000],
+    ]);
+    expect(span('invoke_agent other').events).toEqual([]);
+  });
 });
