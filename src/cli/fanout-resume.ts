@@ -6,11 +6,14 @@
  */
 import type { FailureReason } from '../loop/types.ts';
 import { loadAgentDefinitions } from '../run-dir/agent-files.ts';
+import { changedDefinitions } from '../run-dir/definition-changes.ts';
 import { executeSession } from '../run-dir/execute.ts';
+import { printable } from '../run-dir/format.ts';
 import { checkProvider } from '../run-dir/provider-choice.ts';
 import { planResume } from '../run-dir/resume-plan.ts';
 import { RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
 import { runLimitsOf } from '../run-dir/run-plan.ts';
+import { sessionApprover } from './shared/approvers.ts';
 import { redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
 import { type OtlpFlags, withTelemetry } from './shared/telemetry.ts';
@@ -27,6 +30,8 @@ export interface ResumeRunDirOptions {
   readonly redisUrl?: string;
   /** Export traces (`--otlp`, `--otlp-content`; else the OTEL_* variables). */
   readonly otlp?: OtlpFlags;
+  /** `--approve` rules: requests they allow are approved without asking. @default none */
+  readonly approve?: readonly string[];
 }
 
 /**
@@ -49,6 +54,12 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
   const definitions = await loadAgentDefinitions(plan.agentFiles);
   const writer = RunDirWriter.reopen(paths.root);
   const decision = planResume(plan, paths, contents.results, options.retry ? { retry: options.retry } : {});
+  for (const change of await changedDefinitions(decision.work, paths, plan.cwd, definitions)) {
+    io.stderr(
+      `${printable(`note: the definition of \`${change.agent}\` (${change.path}) changed since the run started; ${change.agentIds.length} resumed agent(s) continue with the definition recorded in their journals, not the file`)}
+`,
+    );
+  }
   const { exitCode } = await withTelemetry(options.otlp ?? {}, io, plan.name ?? 'resume', (tracing) =>
     executeSession({
       plan,
@@ -62,6 +73,7 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
       json: options.json === true,
       io,
       supervisor: { ...supervisor, ...tracing },
+      approver: sessionApprover(options.approve ?? [], plan.cwd, options.json === true),
     }),
   );
   return exitCode;

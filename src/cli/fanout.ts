@@ -14,11 +14,18 @@ import { checkProvider, chooseProvider, defaultModelFor } from '../run-dir/provi
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
 import { resolveRunPlan } from '../run-dir/run-plan.ts';
 import { COMMAND_HELP } from './commands.ts';
+import { sessionApprover } from './shared/approvers.ts';
 import { redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
+import {
+  addModelSettingsOptions,
+  type ModelSettingsFlags,
+  modelSettingsFromFlags,
+} from './shared/model-flags.ts';
+import { commandPermissions, type PermissionFlags, permissionOptions } from './shared/permission-flags.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
-interface FanoutFlags extends OtlpFlags {
+interface FanoutFlags extends ModelSettingsFlags, PermissionFlags, OtlpFlags {
   readonly threads?: number;
   readonly isolation?: 'shared' | 'thread';
   readonly concurrency?: number;
@@ -66,7 +73,10 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       `token budget of the whole run, all agents (default: the plan's runLimits, else ${DEFAULT_RUN_MAX_TOTAL_TOKENS}; 0 = unlimited)`,
       nonNegativeInt,
     );
-  otlpOptions(command).action(async (planFile: string, flags: FanoutFlags) => {
+  addModelSettingsOptions(
+    permissionOptions(otlpOptions(command)),
+    "every agent: over the plan's and the definitions' modelSettings, under a run's own",
+  ).action(async (planFile: string, flags: FanoutFlags) => {
     setExit(await fanout(planFile, flags, io));
   });
 }
@@ -85,6 +95,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     return 1;
   }
   const { plan, definitions } = loaded;
+  const asked = commandPermissions(flags);
   const provider = chooseProvider({
     ...(flags.provider === undefined ? {} : { flag: flags.provider }),
     ...(plan.provider === undefined ? {} : { plan: plan.provider }),
@@ -102,6 +113,9 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
       ...(flags.backend === undefined ? {} : { backend: flags.backend }),
       ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
       ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
+      modelSettings: modelSettingsFromFlags(flags),
+      ...(asked.permissions === undefined ? {} : { permissions: asked.permissions }),
+      ...(asked.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: asked.approvalTimeoutMs }),
     },
     defaultModelFor(provider),
   );
@@ -121,6 +135,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
       json: flags.json === true,
       io,
       supervisor: { ...supervisor, ...tracing },
+      approver: sessionApprover(asked.approve, runPlan.cwd, flags.json === true),
     }),
   );
   return exitCode;

@@ -9,10 +9,16 @@ import { parseModelMap } from '../providers/models.ts';
 import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
+import {
+  addModelSettingsOptions,
+  type ModelSettingsFlags,
+  modelSettingsFromFlags,
+} from './shared/model-flags.ts';
+import { commandPermissions, type PermissionFlags, permissionOptions } from './shared/permission-flags.ts';
 import { prepareRun } from './shared/session.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
-interface RunFlags extends OtlpFlags {
+interface RunFlags extends ModelSettingsFlags, PermissionFlags, OtlpFlags {
   readonly task: string;
   readonly provider?: string;
   readonly model?: string;
@@ -53,7 +59,15 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     )
     .option('--max-cost <usd>', 'cost budget in USD (default: none; needs a priced model)', nonNegativeNumber)
     .option('--time-limit <ms>', 'wall-clock limit in ms (default: none)', nonNegativeInteger);
-  otlpOptions(command).action(async (agent: string, flags: RunFlags) => {
+  addModelSettingsOptions(
+    permissionOptions(otlpOptions(command)),
+    "over the definition's modelSettings",
+  ).action(async (agent: string, flags: RunFlags) => {
+    const asked = commandPermissions(flags);
+    const permissions = {
+      ...(asked.permissions ?? {}),
+      ...(asked.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: asked.approvalTimeoutMs }),
+    };
     const session = await prepareRun({
       agent,
       task: flags.task,
@@ -66,11 +80,13 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       ...(flags.maxTokens === undefined ? {} : { maxTokens: flags.maxTokens }),
       ...(flags.maxCost === undefined ? {} : { maxCostUsd: flags.maxCost }),
       ...(flags.timeLimit === undefined ? {} : { wallClockMs: flags.timeLimit }),
+      modelSettings: modelSettingsFromFlags(flags),
+      permissions,
     });
     const json = flags.json === true;
     setExit(
       await withTelemetry(flags, io, `run ${agent}`, ({ tracing }) =>
-        executeLive(session, io, { json, ...(tracing ? { tracing } : {}) }),
+        executeLive(session, io, { json, approve: asked.approve, ...(tracing ? { tracing } : {}) }),
       ),
     );
   });

@@ -4,12 +4,14 @@
  * from the run's first event, token and cost charts, failures, and every agent's transcript to
  * drill into.
  */
+import { type ApprovalRecord, readApprovals } from './approvals.ts';
 import {
   REPORT_CHART_AGENTS,
   REPORT_TIMELINE_MAX_AGENTS,
   REPORT_TRANSCRIPT_MAX_AGENTS,
 } from './constants.ts';
 import { excerpt, formatCost, formatDuration, formatTokenCount, formatTokens, shortId } from './format.ts';
+import { approvalsSection } from './html-approvals.ts';
 import { barChart, chartRows, esc, timelineSvg, toolLegend } from './html-charts.ts';
 import { REPORT_SCRIPT, REPORT_STYLE } from './html-page.ts';
 import { SIMULATED_REASON } from './provider-choice.ts';
@@ -30,6 +32,8 @@ export interface ReportPage {
   readonly interrupted: boolean;
   /** Wall time of the sessions; undefined: the timeline's span. */
   readonly wallTimeMs: number | undefined;
+  /** The run's approval decisions (a run directory's `approvals.jsonl`); none for a journal. */
+  readonly approvals?: readonly ApprovalRecord[];
 }
 
 /** The page facts of a run directory. */
@@ -37,6 +41,7 @@ export function runPage(contents: RunDirContents): ReportPage {
   const { plan, summary } = contents;
   const model = summary?.model ?? plan.model ?? plan.defaultModel;
   return {
+    approvals: readApprovals(contents.paths.root),
     heading: plan.name ?? `troupe run ${plan.runId}`,
     title: `troupe run ${plan.runId}`,
     facts: [
@@ -125,6 +130,7 @@ ${
 <section><h2>Failures (${failed.length})</h2>
 ${failed.length === 0 ? '<p class="sub">None.</p>' : failureTable(failed, anchors)}
 </section>
+${page.approvals === undefined ? '' : approvalsSection(page.approvals)}
 <section><h2>Agents (${agents.length})</h2>
 <input type="search" id="filter" placeholder="Filter agents">
 ${agentTable(agents, anchors)}

@@ -1,4 +1,5 @@
 /** `troupe report RUN_DIR` in the terminal: a header, one row per agent, and the totals. */
+import { approvalsReportText, readApprovals } from './approvals.ts';
 import { LINE_EXCERPT_CHARS } from './constants.ts';
 import { closingText } from './execute.ts';
 import { excerpt, formatCost, formatDuration, formatTokenCount, shortId, table } from './format.ts';
@@ -27,7 +28,9 @@ export function reportText(
     '',
   ];
   const width = Math.max(40, columns - 1);
-  return `${[...header, ...agentTable(timeline, width), ''].join('\n')}\n${closing ? closingText(summary, contents.paths.root) : ''}`;
+  const approvals = readApprovals(contents.paths.root);
+  const decisions = approvalsReportText(approvals, width);
+  return `${[...header, ...agentTable(timeline, width), '', ...decisions].join('\n')}\n${closing ? closingText(summary, contents.paths.root, approvals) : ''}`;
 }
 
 /** `troupe report JOURNAL`: the agent's row, then where to read more. */
