@@ -18,6 +18,15 @@ export function traceReport(tracing: AgentTracing, report: AgentReport): void {
     case 'restarted':
       tracing.restarted(report.agentId, report.restart, report.cause, report.charged);
       return;
+    case 'decided':
+      tracing.approvalDecided(report.agentId, {
+        callId: report.callId,
+        tool: report.tool,
+        rule: report.rule,
+        approved: report.decision.approved,
+        by: report.decision.by,
+      });
+      return;
     case 'parked':
       tracing.parked(report.agentId, report.hostId, report.index);
       return;

@@ -227,6 +227,31 @@ export class AgentTracing {
     }
   }
 
+  /**
+   * A tool call's approval was decided (journalled as ApprovalDecided): an event on the call's span
+   * when it is open, else on the agent's. The wait for it is inside the call's span.
+   */
+  approvalDecided(
+    agentId: string,
+    decided: {
+      readonly callId: string;
+      readonly tool: string;
+      readonly rule: string;
+      readonly approved: boolean;
+      readonly by: string;
+    },
+  ): void {
+    const agent = this.#agents.get(agentId);
+    if (!agent) return;
+    (agent.tools.get(decided.callId) ?? agent.span).addEvent(EVENT.approvalDecided, {
+      [GEN_AI.toolCallId]: decided.callId,
+      [GEN_AI.toolName]: decided.tool,
+      'troupe.approval.approved': decided.approved,
+      'troupe.approval.by': decided.by,
+      'troupe.approval.rule': decided.rule,
+    });
+  }
+
   /** The agent's request waited out a 429 pause (redis engine). */
   paused(agentId: string, provider: string, waitMs: number): void {
     this.#agents

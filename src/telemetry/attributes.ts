@@ -97,4 +97,5 @@ export const EVENT = {
   waiting: 'troupe.instruction.waiting',
   instructed: 'troupe.instruction.received',
   assistantText: 'gen_ai.choice',
+  approvalDecided: 'troupe.approval.decided',
 } as const;

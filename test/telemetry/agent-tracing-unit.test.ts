@@ -182,4 +182,39 @@ describe('AgentTracing', () => {
     ]);
     expect(span('invoke_agent other').events).toEqual([]);
   });
+
+  it('an approval decision is an event on the tool call it decided', () => {
+    const { tracing, span } = setup();
+    tracing.event('a', T0, {
+      type: 'ToolCall',
+      round: 1,
+      callId: 'c9',
+      name: 'write_file',
+      modelName: 'Write',
+    });
+    tracing.approvalDecided('a', {
+      callId: 'c9',
+      tool: 'write_file',
+      rule: 'Write',
+      approved: false,
+      by: 'person',
+    });
+    tracing.event('a', T0 + 5, {
+      type: 'ToolResult',
+      callId: 'c9',
+      name: 'write_file',
+      ok: false,
+      refused: true,
+      projectionAccepted: true,
+    });
+    const call = span('execute_tool write_file');
+    expect(
+      call.events.map((e) => [
+        e.name,
+        e.attributes?.['troupe.approval.approved'],
+        e.attributes?.['troupe.approval.by'],
+      ]),
+    ).toEqual([['troupe.approval.decided', false, 'person']]);
+    expect(call.status.code).toBe(2);
+  });
 });
