@@ -298,6 +298,8 @@ export type { SessionAnswer, SessionOptions } from './supervisor/session.ts';
 export { AgentSession, DEFAULT_SESSION_TASK } from './supervisor/session.ts';
 export type { SpawnOptions } from './supervisor/spawn-options.ts';
 export { Supervisor } from './supervisor/supervisor.ts';
+// Telemetry
+export type { TracingOptions } from './telemetry/agent-tracing.ts';
 // Tools
 export { builtinTools, createToolRegistry } from './tools/builtin/index.ts';
 export type { CompleteTaskArgs, ToolExecute, WaitForInstructionArgs } from './tools/builtin/orchestration.ts';
