@@ -44,6 +44,15 @@ export const REMOVED_MARKER = '[Tool output was displayed here, but is no longer
 /** Refusal for tool calls after a state update within the same slice. */
 export const SLICE_REFUSAL =
   'A state update is waiting to be re-rendered. End this slice before calling another tool.';
+
+/**
+ * Largest recorded journal a replay reads (`troupe replay`, `Supervisor.replay`): its recording
+ * travels with the replayed agent to its thread or worker. A bigger one fails that agent with
+ * `invalid_request` (code `replay_journal_too_large`).
+ */
+export const MAX_REPLAY_JOURNAL_BYTES = 64 * 1024 * 1024;
+/** Characters of a tool's output an `agent:tool` completed event previews. */
+export const TOOL_OUTPUT_PREVIEW_CHARS = 400;
 /**
  * How long a tool call waits for a person's approval before its request times out (and is denied,
  * unless `onTimeout: 'allow'`). 0 means no limit.

@@ -32,6 +32,12 @@ export const COMMAND_HELP = {
       'Run one agent in this process with live progress and print its result. ' +
       'Exits 0 when the agent completes, 1 when it fails. Ctrl-C cancels it; a second Ctrl-C exits at once.',
   },
+  chat: {
+    term: 'chat [options] [agent]',
+    description:
+      'Chat with one agent in this process: each line you type is a message it answers with one turn, ' +
+      'keeping its history, state and budget across turns. Journalled; --resume continues a chat.',
+  },
   resume: {
     term: 'resume [options] <journal>',
     description:
@@ -72,6 +78,14 @@ export const COMMAND_HELP = {
     description:
       'Compare two fan-out runs item by item: outcomes, scores, tokens, cost, latency and tool calls. ' +
       'With --gate, exits 1 when a scorer’s pass rate drops (a CI gate).',
+  },
+  replay: {
+    term: 'replay [options] <source>',
+    description:
+      'Run a recorded run (a run directory, or one agent journal) again on the current or a changed ' +
+      'version of its agents: a tool call matching a recorded one gets the recorded result and runs ' +
+      'nothing; another runs only if its tool is read-only, else it is refused. Writes a new run ' +
+      'directory to compare with the recorded one.',
   },
   demo: {
     term: 'demo [options]',

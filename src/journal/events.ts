@@ -13,6 +13,7 @@ import type { SerializedError } from '../errors.ts';
 import type { AgentLimits, FailureReason } from '../loop/types.ts';
 import type { ModelSettings } from '../providers/model-settings.ts';
 import type { Receipt, StopReason, ToolChoice, Usage } from '../providers/types.ts';
+import type { ReplayCounts, ReplayDisposition, ReplayRef } from '../replay/types.ts';
 import type { StateUpdate, ToolSpec } from '../tools/types.ts';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 import { redactStrings } from './redact.ts';
@@ -78,6 +79,16 @@ export interface Started {
    * those changes as HistoryAppended and StateChanged events.
    */
   readonly format?: number;
+  /**
+   * The agent replays a recorded one (`troupe replay`, `Supervisor.replay`): its tool calls were
+   * answered from that recording (see src/replay/replay-calls.ts), and a resume needs it again.
+   */
+  readonly replay?: ReplayRef;
+  /**
+   * The agent is a session (`Supervisor.session`, `troupe chat`): each instruction is a user
+   * message, answered by one turn (TurnAnswered), and the agent then waits for the next.
+   */
+  readonly session?: boolean;
 }
 
 /** The definition a Started event records. */
@@ -171,6 +182,12 @@ export interface ToolResult {
   readonly refused?: boolean;
   /** Structured result data, e.g. the `complete_task` result object. */
   readonly data?: unknown;
+  /**
+   * In a replay, how the call was answered: from its recording (`recorded`, nothing ran), by
+   * running a read-only tool (`live`), or not at all (`refused`). Absent outside replays and for
+   * the tools a replay passes through (`complete_task`, `wait_for_instruction`, orchestration).
+   */
+  readonly replay?: ReplayDisposition;
 }
 
 /**
@@ -199,6 +216,7 @@ export type HistoryKind =
   | 'capture_prompt'
   | 'continuation'
   | 'assistant'
+  | 'user'
   | 'note';
 
 /** An entry was pushed to the projection history, exactly as the projection holds it. */
@@ -239,6 +257,20 @@ export interface Instructed {
   readonly text: string;
   /** The `wait_for_instruction` call it answered. */
   readonly callId?: string;
+}
+
+/**
+ * A session answered user message `turn` (0-based: the instruction it received): with the model's
+ * text, or a `complete_task` result. The session then waits for message `turn + 1`.
+ */
+export interface TurnAnswered {
+  readonly type: 'TurnAnswered';
+  readonly agentId: string;
+  readonly turn: number;
+  /** The answer text (the JSON of the result when it came through complete_task). */
+  readonly answer: string;
+  /** The `complete_task` result, when the turn ended with one. */
+  readonly result?: unknown;
 }
 
 /**
@@ -322,6 +354,8 @@ export interface Completed {
   readonly rounds: number;
   /** Model requests (absent before format 3). */
   readonly steps?: number;
+  /** A replay: how its tool calls were answered. */
+  readonly replay?: ReplayCounts;
 }
 
 /** The agent failed. Terminal: nothing follows it. */
@@ -337,6 +371,7 @@ export interface Failed {
   readonly rounds: number;
   /** Model requests (absent before format 3). */
   readonly steps?: number;
+  readonly replay?: ReplayCounts;
 }
 
 /** An event body as the loop writes it. `ts` may be given (e.g. forwarded events); otherwise the sink sets it. */
@@ -350,6 +385,7 @@ export type AuditEventInput = (
   | StateChanged
   | Waiting
   | Instructed
+  | TurnAnswered
   | ApprovalRequested
   | ApprovalDecided
   | Resumed
@@ -484,6 +520,7 @@ const REQUIRED: Readonly<Record<AuditEventType, Readonly<Record<string, Kind>>>>
   StateChanged: { key: 'string', text: 'string|null' },
   Waiting: { callId: 'string', index: 'number' },
   Instructed: { index: 'number', text: 'string' },
+  TurnAnswered: { turn: 'number', answer: 'string' },
   ApprovalRequested: {
     round: 'number',
     callId: 'string',

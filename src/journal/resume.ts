@@ -180,7 +180,8 @@ export function resumeState(events: readonly AuditEvent[]): ResumeState {
 
   let waiting: PendingWait | undefined;
   for (const wait of waits.values()) {
-    if (finishedCalls.has(wait.callId)) continue;
+    // A session's wait for the next user message has no tool call: it is not a pending call.
+    if (finishedCalls.has(wait.callId) || !calls.has(wait.callId)) continue;
     waiting = { callId: wait.callId, index: wait.index, instruction: instructionsByCall.get(wait.callId) };
   }
   const unfinished = [...calls.values()].filter(

@@ -8,10 +8,12 @@ import type { TokenCounter } from '../projection/token-counter.ts';
 import type { ModelSettings } from '../providers/model-settings.ts';
 import type { ModelPrice } from '../providers/pricing.ts';
 import type { Provider, Receipt } from '../providers/types.ts';
+import type { ReplayCalls } from '../replay/replay-calls.ts';
 import type { Toolbox } from '../tools/toolbox.ts';
 import type { ToolSpec } from '../tools/types.ts';
 import type { ApprovalSettings } from './approvals.ts';
 import type { ResolvedLimits } from './limits.ts';
+import type { SessionState } from './session.ts';
 import type { LoopProgress, StopCondition } from './stop-conditions.ts';
 import type { AgentChannels } from './types.ts';
 
@@ -39,6 +41,10 @@ export class RunContext {
   readonly fixedUsageTokens: number;
   /** The model's price, when the provider knows it. */
   readonly price: ModelPrice | undefined;
+  /** Set when the agent replays a recording: decides its tool calls (src/replay/replay-calls.ts). */
+  readonly replay: ReplayCalls | undefined;
+  /** Set when the agent is a session: where it stands (src/loop/session.ts). */
+  readonly session: SessionState | undefined;
   /** Where calls that ask wait for a decision (undefined: asks are denied). */
   readonly approvalChannel: AgentChannels['requestApproval'];
   readonly approvalSettings: ApprovalSettings;
@@ -85,6 +91,8 @@ export class RunContext {
     usageCounter: TokenCounter;
     fixedUsageTokens: number;
     price: ModelPrice | undefined;
+    replay?: ReplayCalls | undefined;
+    session?: SessionState | undefined;
     approvalChannel?: AgentChannels['requestApproval'];
     approvalSettings: ApprovalSettings;
     journal: JournalSink | undefined;
@@ -106,6 +114,8 @@ export class RunContext {
     this.usageCounter = init.usageCounter;
     this.fixedUsageTokens = init.fixedUsageTokens;
     this.price = init.price;
+    this.replay = init.replay;
+    this.session = init.session;
     this.approvalChannel = init.approvalChannel;
     this.approvalSettings = init.approvalSettings;
     this.#journal = init.journal;
@@ -115,6 +125,14 @@ export class RunContext {
   /** True once `wallClockMs` passed: the signal then aborted because of the time limit. */
   get timedOut(): boolean {
     return this.#timedOut();
+  }
+
+  /**
+   * Tells the observers about an event without journalling it: a resumed session repeats an
+   * answer its journal already holds.
+   */
+  announce(event: AuditEventInput): void {
+    this.#observer?.(event);
   }
 
   /** Records an audit event (journal first, then observers). */

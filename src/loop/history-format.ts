@@ -19,6 +19,14 @@ export function formatToolResult(modelName: string, ok: boolean, text: string): 
   return `Tool result (${modelName}${ok ? '' : ', failed'}): ${text}`;
 }
 
+/** Prefix of a session's user message in the history. */
+export const USER_PREFIX = 'User: ';
+
+/** "User: <message>": a session's user message as the history holds it. */
+export function formatUser(text: string): string {
+  return `${USER_PREFIX}${text}`;
+}
+
 /** Prefix of the model's own text in the history. */
 export const ASSISTANT_PREFIX = 'Assistant: ';
 

@@ -12,11 +12,22 @@ import { abortEnding, decideNext, type Ending, limitVerdict } from './decide.ts'
 import { type PendingCapture, runRound } from './round.ts';
 import type { AgentOutcome } from './types.ts';
 
+/** What the loop is given besides the run. */
+export interface LoopOptions {
+  readonly sleep: Sleep;
+  readonly random?: () => number;
+}
+
 /** Runs `run` from where it stands to its outcome, recording the terminal event. */
-export async function runLoop(
-  run: RunContext,
-  options: { readonly sleep: Sleep; readonly random?: () => number },
-): Promise<AgentOutcome> {
+export async function runLoop(run: RunContext, options: LoopOptions): Promise<AgentOutcome> {
+  return end(run, await runTurn(run, options));
+}
+
+/**
+ * Rounds until the task ends: with an accepted `complete_task` result, a final answer, or a
+ * failure. A session runs one turn per user message (src/loop/session.ts).
+ */
+export async function runTurn(run: RunContext, options: LoopOptions): Promise<Ending> {
   const requirement = run.definition.completionRequirement;
   const recovery = requirement?.recovery ?? DEFAULT_RECOVERY;
   const required = requirement
@@ -27,18 +38,14 @@ export async function runLoop(
   let capture: PendingCapture | undefined;
 
   if (run.completion)
-    return end(run, {
-      kind: 'complete',
-      answer: JSON.stringify(run.completion.value),
-      result: run.completion.value,
-    });
+    return { kind: 'complete', answer: JSON.stringify(run.completion.value), result: run.completion.value };
 
   for (;;) {
     // A zero-latency model and synchronous tools would otherwise run every round as one chain of
     // microtasks, starving the thread's event loop: heartbeats and cancels could not get in.
     await yieldToEventLoop();
     const stop = limitVerdict(run);
-    if (stop) return end(run, stop);
+    if (stop) return stop;
 
     const result = await runRound(run, {
       ...(capture ? { capture } : {}),
@@ -55,7 +62,7 @@ export async function runLoop(
       misses,
       ...(options.random ? { random: options.random } : {}),
     });
-    if (next.kind !== 'again') return end(run, next);
+    if (next.kind !== 'again') return next;
     run.truncations = next.continueTruncated ? run.truncations + 1 : 0;
     capture = next.capture;
     if (next.continueTruncated) run.pushHistory(TRUNCATION_NOTICE, 'continuation');
@@ -66,7 +73,7 @@ export async function runLoop(
       try {
         await options.sleep(next.remind.delayMs, run.signal);
       } catch {
-        return end(run, abortEnding(run));
+        return abortEnding(run);
       }
     }
   }
@@ -79,6 +86,7 @@ export function end(run: RunContext, ending: Ending): AgentOutcome {
     costUsd: knownCost(run.totals),
     rounds: run.roundsUsed,
     steps: run.stepsUsed,
+    ...(run.replay ? { replay: run.replay.counts } : {}),
   };
   const outcome: AgentOutcome =
     ending.kind === 'complete'

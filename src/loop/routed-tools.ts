@@ -18,6 +18,8 @@ import type { RunContext } from './context.ts';
 import type { AgentChannels } from './types.ts';
 
 const completeDeclarations = new Map<string, Tool<CompleteTaskArgs>>();
+const SESSION_WAIT_REFUSAL =
+  "In a session your next instruction is the user's next message: answer this one and end your turn.";
 const waitDeclaration = declareWaitForInstruction();
 
 function completeDeclaration(outputSchema: JsonSchema | undefined): Tool<CompleteTaskArgs> {
@@ -42,7 +44,10 @@ export function routedTools(
       const run = getRun();
       if (run.completion)
         return { ok: false, text: 'complete_task was already called: the task is complete. Stop now.' };
-      const answer = channels.completeTask ? await channels.completeTask(args.result) : { accepted: true };
+      // A session's turns end locally: each one may deliver a result (the supervisor's
+      // complete_task ends the agent).
+      const answer =
+        channels.completeTask && !run.session ? await channels.completeTask(args.result) : { accepted: true };
       if (!answer.accepted) return { ok: false, text: answer.message ?? 'The result was refused.' };
       run.completion = { value: args.result };
       return { ok: true, text: 'Task complete: your result was delivered.', data: args.result };
@@ -52,6 +57,7 @@ export function routedTools(
     ...waitDeclaration,
     async execute(_args, toolCtx) {
       const run = getRun();
+      if (run.session) return { ok: false, text: SESSION_WAIT_REFUSAL };
       if (!channels.waitForInstruction) {
         return {
           ok: false,

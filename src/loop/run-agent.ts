@@ -26,6 +26,8 @@ import { assembleSystemPrompt } from '../prompt/assemble.ts';
 import { projectDirs } from '../prompt/project-dirs.ts';
 import { type ModelSettings, prepareModelSettings } from '../providers/model-settings.ts';
 import type { Provider } from '../providers/types.ts';
+import { ReplayCalls } from '../replay/replay-calls.ts';
+import type { ReplayRecording } from '../replay/types.ts';
 import { createToolRegistry } from '../tools/builtin/index.ts';
 import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../tools/builtin/orchestration.ts';
 import { type AgentPermissions, effectiveMode } from '../tools/permissions.ts';
@@ -48,9 +50,11 @@ import {
 import { JOURNAL_FORMAT } from './projection-events.ts';
 import { restoreFromJournal } from './resume.ts';
 import { routedTools } from './routed-tools.ts';
+import { newSession, restoreSession, runSession } from './session.ts';
 import type { StopCondition } from './stop-conditions.ts';
 import { WallClockExceeded } from './tool-calls.ts';
 import type { AgentChannels, AgentLimits, AgentOutcome, FailureReason } from './types.ts';
+import { type BlockVersion, deliverUsage, type UsageSink, usageRecord } from './usage-record.ts';
 
 /** Everything one agent run needs. */
 export interface RunAgentOptions {
@@ -120,6 +124,11 @@ export interface RunAgentOptions {
   readonly permissions?: AgentPermissions;
   /** Sees every audit event after it is journalled. */
   readonly onEvent?: (event: AuditEventInput) => void;
+  /**
+   * Receives one record per model request (agent, definition name and hash, model, usage, cost,
+   * replay tag, times); see {@link UsageRecord}. What it throws is ignored.
+   */
+  readonly usageSink?: UsageSink;
   /** @default from the model name */
   readonly contextWindow?: number;
   /** @default the context window less the answer allowance */
@@ -137,6 +146,19 @@ export interface RunAgentOptions {
   readonly promptCache?: Map<string, Promise<string>>;
   /** The definition's hash for the Started event, when the caller has it. @default computed */
   readonly definitionHash?: string;
+  /**
+   * Replay a recorded agent: its tool calls are answered from this recording by the rule of
+   * src/replay/replay-calls.ts (recorded result, a read-only tool run live, or refused), and the
+   * Started event records `recording.ref`. Required to resume a replay's journal.
+   */
+  readonly replay?: ReplayRecording;
+  /**
+   * Run as a session (src/loop/session.ts): each instruction `channels.waitForInstruction`
+   * delivers is a user message, answered by one turn (TurnAnswered event, `onEvent`), and the
+   * agent then waits for the next one; `task` is the session's standing instructions. A journal
+   * that started as a session resumes as one. @default false
+   */
+  readonly session?: boolean;
   /** Waits between completion retries. @default a timer that stops on abort */
   readonly sleep?: Sleep;
   readonly random?: () => number;
@@ -197,6 +219,18 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         });
     const { blocks, modelSettings } = start;
 
+    const replay = replayCalls(options.replay, started, resume);
+    const session = options.session === true || started?.session === true ? newSession() : undefined;
+    const waitForMessage = options.channels?.waitForInstruction;
+    if (session && !waitForMessage) {
+      throw new UserError(
+        'session_without_channel',
+        'A session needs channels.waitForInstruction: its user messages arrive there',
+        { agentId },
+      );
+    }
+    const definitionHashValue =
+      started?.definition.hash ?? options.definitionHash ?? definitionHashOf(definition);
     const limits = resolveLimits(options.limits ?? started?.limits, definition.maxSteps);
     const permissions = options.permissions ?? {};
     checkBypass(definition, permissions);
@@ -271,13 +305,15 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       fixedUsageTokens:
         usageCounter === counter ? fixedTokens : usageCounter.count(system) + usageCounter.count(toolsJson),
       price,
+      replay,
+      session,
       ...(channels.requestApproval ? { approvalChannel: channels.requestApproval } : {}),
       approvalSettings: {
         timeoutMs: permissions.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
         onTimeout: permissions.onTimeout ?? 'deny',
       },
       journal: options.journal,
-      observer: options.onEvent,
+      observer: observerOf(options, definitionHashValue, replay, blocks.pinned),
     });
 
     if (resume && started) {
@@ -285,13 +321,14 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         ...(pinned?.changed ? { definitionChanged: pinned.changed } : {}),
         notices: pinned?.notices ?? [],
       });
+      if (session) restoreSession(run, session, resume);
     } else {
       const notices = [...limitNotices(limits, options.model, price), ...start.dropped];
       run.record({
         type: 'Started',
         agentId,
         ...(options.parentId === undefined ? {} : { parentId: options.parentId }),
-        definition: startedDefinition(definition, options.definitionHash ?? definitionHashOf(definition)),
+        definition: startedDefinition(definition, definitionHashValue),
         ...(blocks.pinned.length > 0 ? { blocks: blocks.pinned } : {}),
         ...(Object.keys(blocks.settings).length > 0 ? { settings: blocks.settings } : {}),
         ...(Object.keys(modelSettings).length > 0 ? { modelSettings } : {}),
@@ -308,6 +345,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         limits,
         ...(notices.length > 0 ? { notices } : {}),
         format: JOURNAL_FORMAT,
+        ...(replay ? { replay: replay.ref } : {}),
+        ...(session ? { session: true } : {}),
       });
     }
     if (limits.wallClockMs > 0) {
@@ -316,10 +355,13 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         controller.abort(new WallClockExceeded(limits.wallClockMs));
       }, limits.wallClockMs);
     }
-    return await runLoop(run, {
+    const loopOptions = {
       sleep: options.sleep ?? defaultSleep,
       ...(options.random ? { random: options.random } : {}),
-    });
+    };
+    return session && waitForMessage
+      ? await runSession(run, session, loopOptions, waitForMessage)
+      : await runLoop(run, loopOptions);
   } catch (error) {
     if (run && controller.signal.aborted) return end(run, abortEnding(run));
     if (controller.signal.aborted) return fail('cancelled', cancelled(controller.signal));
@@ -372,6 +414,68 @@ function checkToolReferences(
     })),
     ...mcp.problems.map((problem) => ({ code: 'mcp_unavailable', message: problem.message })),
   ];
+}
+
+/** What sees the run's events: the caller's `onEvent`, and the usage sink on every receipt. */
+function observerOf(
+  options: RunAgentOptions,
+  hash: string,
+  replay: ReplayCalls | undefined,
+  blocks: readonly BlockVersion[],
+): ((event: AuditEventInput) => void) | undefined {
+  const { onEvent, usageSink } = options;
+  if (!usageSink) return onEvent;
+  const identity = {
+    agentId: options.agentId,
+    parentId: options.parentId,
+    definition: { name: options.definition.name, hash },
+    provider: options.provider.name,
+    model: options.model,
+    replay: replay?.ref,
+    blocks,
+  };
+  return (event) => {
+    onEvent?.(event);
+    if (event.type !== 'ProviderReceipt') return;
+    const record = usageRecord(identity, {
+      round: event.round,
+      step: event.step,
+      usage: event.receipt.usage,
+      costUsd: event.receipt.costUsd ?? null,
+      latencyMs: event.receipt.latencyMs,
+      endedAt: Date.now(),
+      ...(event.errorCode === undefined ? {} : { errorCode: event.errorCode }),
+    });
+    deliverUsage(usageSink, record);
+  };
+}
+
+/**
+ * The replay state of a run: undefined outside replays. A journal that started as a replay resumes
+ * only with its recording (UserError `replay_recording_missing`: running its calls live would not be
+ * a replay), and a recording cannot be applied to a journal that did not start as one
+ * (`replay_mismatch`).
+ */
+function replayCalls(
+  recording: ReplayRecording | undefined,
+  started: EventOf<'Started'> | undefined,
+  resume: readonly AuditEvent[] | undefined,
+): ReplayCalls | undefined {
+  if (started?.replay !== undefined && recording === undefined) {
+    throw new UserError(
+      'replay_recording_missing',
+      `Agent ${started.agentId} replays ${started.replay.of}; resume it with that recording (troupe resume of its run directory, or the replay option)`,
+      { agentId: started.agentId, of: started.replay.of },
+    );
+  }
+  if (started !== undefined && started.replay === undefined && recording !== undefined) {
+    throw new UserError(
+      'replay_mismatch',
+      `Agent ${started.agentId} did not start as a replay, so it cannot be resumed as one`,
+      { agentId: started.agentId },
+    );
+  }
+  return recording === undefined ? undefined : new ReplayCalls(recording, resume ?? []);
 }
 
 /** Whether a rule of the agent is written from the project root (`Read(/src/**)`). */
@@ -454,6 +558,7 @@ function recordedOutcome(ended: EventOf<'Completed'> | EventOf<'Failed'>): Agent
     costUsd: ended.costUsd,
     rounds: ended.rounds,
     steps: ended.steps ?? ended.rounds,
+    ...(ended.replay === undefined ? {} : { replay: ended.replay }),
   };
   return ended.type === 'Completed'
     ? { status: 'completed', agentId: ended.agentId, answer: ended.answer, result: ended.result, ...totals }

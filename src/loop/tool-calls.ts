@@ -8,8 +8,9 @@ import { abortable } from '../abort.ts';
 import { RESULT_NOT_FITTED_TEXT } from '../projection/constants.ts';
 import type { ApprovalDecision } from '../protocol/approvals.ts';
 import type { ToolCall } from '../providers/types.ts';
+import type { ReplayDisposition } from '../replay/types.ts';
 import type { ApprovalAsk, ToolCallResult } from '../tools/toolbox.ts';
-import type { ToolOutcome } from '../tools/types.ts';
+import type { Tool, ToolOutcome } from '../tools/types.ts';
 import { approvalHook, recordDecision } from './approvals.ts';
 import type { RunContext } from './context.ts';
 import { formatToolResult } from './history-format.ts';
@@ -44,6 +45,7 @@ export async function handleToolCall(
   ctx.roundEntries.push(applyToolCall(ctx.projection, call.name, call.arguments, call.rawArguments));
 
   let outcome: ToolOutcome;
+  let disposition: ReplayDisposition | undefined;
   let denied = false;
   if (refusal !== undefined) {
     outcome = { ok: false, text: refusal };
@@ -53,12 +55,21 @@ export async function handleToolCall(
       text: `Invalid arguments for \`${call.name}\`: not valid JSON (${call.parseError ?? 'unparseable'}). Call it again with a JSON object.`,
     };
   } else {
-    const result = await runToolCall(ctx, call.id, call.name, call.arguments, approvalHook(ctx, call.id));
+    const replay = ctx.replay;
+    const args = call.arguments;
+    const answer = replay
+      ? (tool: Tool) => {
+          const decision = replay.decide(canonical, call.name, args, tool.readOnly);
+          disposition = decision?.disposition;
+          return decision?.outcome;
+        }
+      : undefined;
+    const result = await runToolCall(ctx, call.id, call.name, args, approvalHook(ctx, call.id), answer);
     outcome = result;
     denied = result.denied !== undefined;
   }
   const refused = refusal !== undefined || denied;
-  const accepted = recordToolResult(ctx, call.id, canonical, call.name, outcome, refused);
+  const accepted = recordToolResult(ctx, call.id, canonical, call.name, outcome, refused, disposition);
   const succeeded = outcome.ok && accepted && !refused;
   if (succeeded) ctx.succeededTools.add(canonical);
   return {
@@ -78,6 +89,7 @@ export async function runToolCall(
   modelName: string,
   args: unknown,
   approve: (ask: ApprovalAsk) => Promise<ApprovalDecision>,
+  answer?: (tool: Tool, args: Readonly<Record<string, unknown>>) => ToolOutcome | undefined,
 ): Promise<ToolOutcome & Pick<ToolCallResult, 'denied'>> {
   ctx.currentCallId = callId;
   const result: ToolOutcome & Pick<ToolCallResult, 'denied'> = await untilAborted(
@@ -86,6 +98,7 @@ export async function runToolCall(
       callId,
       fitsState: (key, text) => ctx.projection.fitsState(key, text, ctx.renderBudget),
       approve,
+      ...(answer ? { answer } : {}),
     }),
     ctx.signal,
     modelName,
@@ -104,7 +117,8 @@ export async function runToolCall(
 
 /**
  * Adds a tool result to the projection (or the not-fitted text when it would exceed the budget) and
- * journals the exact result. Returns whether the result itself reached the projection.
+ * journals the exact result, with how a replay answered it (`replay`). Returns whether the result
+ * itself reached the projection.
  */
 export function recordToolResult(
   ctx: RunContext,
@@ -113,6 +127,7 @@ export function recordToolResult(
   modelName: string,
   outcome: ToolOutcome,
   refused: boolean,
+  replay?: ReplayDisposition,
 ): boolean {
   const stateUpdates = outcome.ok ? (outcome.stateUpdates ?? []) : [];
   const displayedStateKeys = outcome.ok ? (outcome.displayedStateKeys ?? []) : [];
@@ -134,6 +149,7 @@ export function recordToolResult(
     displayedStateKeys,
     ...(refused ? { refused: true } : {}),
     ...(outcome.data === undefined ? {} : { data: outcome.data }),
+    ...(replay === undefined ? {} : { replay }),
   } as const;
   ctx.record(event);
   ctx.roundEntries.push(applyToolResult(ctx.projection, event, modelName));

@@ -3,6 +3,7 @@ import type { AgentDefinition } from '../definition/types.ts';
 import type { SerializedError } from '../errors.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
 import type { Usage } from '../providers/types.ts';
+import type { ReplayCounts } from '../replay/types.ts';
 
 /**
  * Every reason an agent can fail, in one list (the CLI's `--reason` and plan checks read it):
@@ -45,6 +46,8 @@ export type AgentOutcome =
       readonly rounds: number;
       /** Steps: model requests, what `maxSteps` counts (absent when the agent never ran the loop). */
       readonly steps?: number;
+      /** A replayed agent: how its tool calls were answered (recorded, live, refused). */
+      readonly replay?: ReplayCounts;
     }
   | {
       readonly status: 'failed';
@@ -55,6 +58,7 @@ export type AgentOutcome =
       readonly costUsd: number | null;
       readonly rounds: number;
       readonly steps?: number;
+      readonly replay?: ReplayCounts;
     };
 
 /**

@@ -28,7 +28,8 @@ import type { StartedWarning } from '../journal/events.ts';
 import type { AgentLimits, AgentOutcome } from '../loop/types.ts';
 import type { McpServers } from '../mcp/config.ts';
 import type { ModelSettings } from '../providers/model-settings.ts';
-import type { Receipt, StopReason, ToolChoice } from '../providers/types.ts';
+import type { Receipt, StopReason, ToolChoice, Usage } from '../providers/types.ts';
+import type { ReplayDisposition, ReplayRecording } from '../replay/types.ts';
 import type { AgentPermissions } from '../tools/permissions.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 import type { ApprovalDecision, ApprovalRequest } from './approvals.ts';
@@ -68,15 +69,12 @@ export interface ProviderLimits {
  * The orchestration host tools (spawn a subagent, instruct it, await it). Every supervisor offers
  * them; an agent gets them only when its definition's `tools` names them.
  */
-export const SPAWN_AGENT = 'spawn_agent';
-export const SEND_INSTRUCTION = 'send_instruction';
-export const AWAIT_AGENTS = 'await_agents';
-/** Names of the orchestration tools. */
-export const ORCHESTRATION_TOOL_NAMES: ReadonlySet<string> = new Set([
-  SPAWN_AGENT,
-  SEND_INSTRUCTION,
+export {
   AWAIT_AGENTS,
-]);
+  ORCHESTRATION_TOOL_NAMES,
+  SEND_INSTRUCTION,
+  SPAWN_AGENT,
+} from '../tools/builtin/orchestration.ts';
 
 /** A tool that runs on the supervisor; the host sees only its declaration. */
 export interface HostToolDeclaration {
@@ -135,6 +133,13 @@ export interface ActorSpec {
   readonly resume: boolean;
   /** MCP servers the agent may use (settings, not connections: the runner connects). */
   readonly mcpServers: McpServers;
+  /** Set for a replayed agent: the recording its tool calls are answered from (src/replay/). */
+  readonly replay?: ReplayRecording;
+  /**
+   * Run as a session (src/loop/session.ts): each instruction is a user message answered by one
+   * turn, reported as a `turn` signal. @default false
+   */
+  readonly session?: boolean;
   /** Model settings of the spawn (the plan's under it): over the definition's, key by key. */
   readonly modelSettings: ModelSettings;
   /** The supervisor's model settings: under the definition's. */
@@ -282,7 +287,16 @@ export interface SupervisorCallbackApi {
  * `wait_for_instruction`, queued until then) or a cancel (aborts its provider request and tool).
  */
 export type AgentMessage =
-  | { readonly type: 'instruction'; readonly text: string }
+  | {
+      readonly type: 'instruction';
+      readonly text: string;
+      /**
+       * Deliver it as instruction number `index`: nothing is added when the inbox already holds
+       * that many (re-delivering what an agent received before a restart, or a recording's
+       * instructions to a resumed replay, is idempotent). @default the next index
+       */
+      readonly index?: number;
+    }
   | { readonly type: 'cancel'; readonly reason: string }
   /** The decision on the agent's approval request `requestId`; the first one delivered wins. */
   | { readonly type: 'approval'; readonly requestId: string; readonly decision: ApprovalDecision };
@@ -299,8 +313,23 @@ export type AgentSignal =
       readonly type: 'tool_call';
       readonly agentId: string;
       readonly round: number;
+      /** Canonical tool name. */
       readonly name: string;
+      readonly callId: string;
+      /** `started` when the model made the call; `completed` when its result is known. */
+      readonly phase: 'started' | 'completed';
+      /** undefined when the call starts. */
       readonly ok: boolean | undefined;
+      /** started: the arguments as the model gave them, secret-looking values masked. */
+      readonly args?: unknown;
+      /** completed: the start of the result text, masked (at most TOOL_OUTPUT_PREVIEW_CHARS). */
+      readonly output?: string;
+      /** completed: milliseconds from the call to its result. */
+      readonly durationMs?: number;
+      /** completed: the call was refused by the loop and never ran. */
+      readonly refused?: boolean;
+      /** completed, in a replay: how the call was answered. */
+      readonly replay?: ReplayDisposition;
     }
   | {
       /** One model request's usage (one per step). */
@@ -316,6 +345,12 @@ export type AgentSignal =
       /** USD; null when the model's price is unknown. */
       readonly costUsd: number | null;
       readonly latencyMs: number;
+      /** Every count of the request (cached and reasoning tokens included). */
+      readonly usage: Usage;
+      /** Epoch ms when the request ended. */
+      readonly endedAt: number;
+      /** Set when the request failed. */
+      readonly errorCode?: string;
     }
   | { readonly type: 'waiting'; readonly agentId: string }
   | {
@@ -325,6 +360,15 @@ export type AgentSignal =
       readonly warnings: readonly StartedWarning[];
     }
   | { readonly type: 'instructed'; readonly agentId: string; readonly text: string }
+  | {
+      /** A session answered user message `turn` (TurnAnswered). */
+      readonly type: 'turn';
+      readonly agentId: string;
+      readonly turn: number;
+      readonly answer: string;
+      /** The `complete_task` result, when the turn ended with one. */
+      readonly result?: unknown;
+    }
   | { readonly type: 'text'; readonly agentId: string; readonly text: string }
   /** A tool call waits for a decision (sent by the runner each time the agent waits on it: dedupe by id). */
   | { readonly type: 'approval'; readonly agentId: string; readonly request: ApprovalRequest }

@@ -6,7 +6,7 @@
  */
 import { type ApprovalRecord, approvalCounts, deniedLines, readApprovals } from './approvals.ts';
 import { EXIT_INTERRUPTED } from './constants.ts';
-import { formatCost, formatDuration, formatTokenCount } from './format.ts';
+import { formatCost, formatDuration, formatTokenCount, printable } from './format.ts';
 import { SIMULATED_NOTICE } from './provider-choice.ts';
 import { createProgressRenderer } from './render-progress.ts';
 import { scorerLines } from './scoring-text.ts';
@@ -130,6 +130,13 @@ export function closingText(
   ];
   if (summary.scoring !== undefined)
     lines.push(...scorerLines(summary.scoring).map((line) => `score ${line}`));
+  if (summary.replay !== undefined) {
+    const { recorded, live, refused } = summary.replay.calls;
+    lines.push(
+      `replay of ${printable(summary.replay.of)}: ${recorded} tool call(s) answered from the recording, ` +
+        `${live} run live (read-only), ${refused} refused`,
+    );
+  }
   if (approvals.length > 0) {
     const { approved, denied } = approvalCounts(approvals);
     lines.push(

@@ -146,10 +146,11 @@ function describeEvent(event: RunEvent): string | undefined {
 
 /** The header every output mode starts with (the simulated-model notice included). */
 export function runHeader(event: Extract<RunEvent, { type: 'run' }>): string[] {
+  const replaying = event.replayOf === undefined ? '' : `replaying ${printable(event.replayOf)}, `;
   const what =
     event.kind === 'resume'
-      ? `resuming run ${event.runId}: ${event.toRun} of ${event.planned} agent(s) to finish`
-      : `run ${event.runId}: ${event.toRun} agent(s)`;
+      ? `resuming run ${event.runId}: ${replaying}${event.toRun} of ${event.planned} agent(s) to finish`
+      : `run ${event.runId}: ${replaying}${event.toRun} agent(s)`;
   const { engine } = event;
   const where =
     engine.backend === 'threads'

@@ -3,6 +3,7 @@ import type { SerializedError } from '../errors.ts';
 import type { ItemScores } from '../eval/types.ts';
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
 import type { Usage } from '../providers/types.ts';
+import type { ReplayCounts } from '../replay/types.ts';
 
 /** One finished agent. */
 export interface ResultLine {
@@ -39,6 +40,8 @@ export interface ResultLine {
   readonly recoveredFrom?: 'journal';
   /** Each scorer's verdict on this result, by scorer name (plan entries of a plan with `scorers`). */
   readonly scores?: ItemScores;
+  /** A replay's agent: how its tool calls were answered. */
+  readonly replay?: ReplayCounts;
 }
 
 /** What a result line is built from besides the outcome. */
@@ -73,6 +76,7 @@ export function resultLine(outcome: AgentOutcome, context: ResultContext): Resul
     restarts: context.restarts,
     startedAt: context.startedAt ?? null,
     endedAt: context.endedAt,
+    ...(outcome.replay === undefined ? {} : { replay: outcome.replay }),
   };
   return outcome.status === 'completed'
     ? {

@@ -136,6 +136,7 @@ export function lineFromJournal(
     startedAt: first?.ts ?? null,
     endedAt: last.ts,
     recoveredFrom: 'journal' as const,
+    ...(last.replay === undefined ? {} : { replay: last.replay }),
   };
   return last.type === 'Completed'
     ? {

@@ -20,7 +20,9 @@ export type RunEvent =
       readonly type: 'run';
       readonly runId: string;
       readonly runDir: string;
-      readonly kind: 'fanout' | 'resume' | 'demo';
+      readonly kind: 'fanout' | 'resume' | 'demo' | 'replay';
+      /** A replay (or the resume of one): the recorded run it replays. */
+      readonly replayOf?: string;
       readonly provider: string;
       readonly model: string | null;
       readonly simulated: boolean;

@@ -22,7 +22,7 @@ export type RunLogEvent =
       readonly ts: string;
       readonly type: 'session';
       readonly event: 'started' | 'ended';
-      readonly kind: 'fanout' | 'resume' | 'demo';
+      readonly kind: 'fanout' | 'resume' | 'demo' | 'replay';
       readonly interrupted?: boolean;
     }
   | {

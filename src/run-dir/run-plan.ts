@@ -64,10 +64,22 @@ export interface RunPlan {
    * replaces them when it re-scores the run with another plan's scorers.
    */
   readonly scorers?: readonly ScorerSpec[];
+  /** Set for a replay (`troupe replay`): what each entry replays. */
+  readonly replay?: RunReplay;
   /** Permissions of every agent: the plan's, then the command line's (`--allow`, `--ask`, `--deny`, `--permissions`). */
   readonly permissions?: RunPermissions;
   /** How calls wait for decisions (the plan's `approvals`, `--approval-timeout`). */
   readonly approvals?: RunApprovals;
+}
+
+/** `plan.json` `replay`: what a replay run re-runs (src/run-dir/replay-plan.ts). */
+export interface RunReplay {
+  /** The recorded run directory or journal file (absolute). */
+  readonly of: string;
+  /** By plan index: the recorded journal the entry replays; null for an entry that never ran. */
+  readonly journals: readonly (string | null)[];
+  /** `--agent`: the definition file or name the entries run on instead of the recorded one. */
+  readonly agent?: string;
 }
 
 /** Budgets of a whole run, over every agent and session. 0 means unlimited. */

@@ -23,6 +23,7 @@ import type { SpawnSpec } from '../supervisor/fanout.ts';
 import type { SupervisorOptions } from '../supervisor/options.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
 import { SIMULATED_NOTICE } from './provider-choice.ts';
+import { replaySourceOf } from './replay-plan.ts';
 import { type ResultLine, resultLine } from './results.ts';
 import type { RunDirWriter } from './run-dir.ts';
 import type { RunEventSink } from './run-events.ts';
@@ -216,6 +217,7 @@ export class FanoutSession {
       runId: plan.runId,
       runDir: this.#options.writer.paths.root,
       kind: this.#options.kind,
+      ...(plan.replay === undefined ? {} : { replayOf: plan.replay.of }),
       provider: plan.provider.name,
       model: plan.model ?? plan.defaultModel ?? null,
       simulated: plan.provider.simulated,
@@ -307,6 +309,7 @@ export class FanoutSession {
       ...(Object.keys(modelSettings).length === 0 ? {} : { modelSettings }),
       ...(item.resume ? { resume: true } : {}),
       ...(item.retryOf === undefined ? {} : { retryOf: item.retryOf }),
+      ...(plan.replay === undefined ? {} : { replay: replaySourceOf(plan.replay, run.index) }),
     };
     return spec;
   }

@@ -3,6 +3,7 @@ import type { ScoringSummary } from '../eval/types.ts';
 import type { FailureReason } from '../loop/types.ts';
 import { addUsage } from '../providers/receipt.ts';
 import type { Usage } from '../providers/types.ts';
+import type { ReplayCounts } from '../replay/types.ts';
 import { RUN_DIR_FORMAT } from './constants.ts';
 import { latestByIndex, type ResultLine } from './results.ts';
 import { type RunLimits, type RunPlan, runLimitsOf } from './run-plan.ts';
@@ -10,7 +11,7 @@ import { scoringSummaryOf } from './run-scoring.ts';
 
 /** One command that worked on the run: the first `fanout` (or demo), then each `resume`. */
 export interface RunSession {
-  readonly kind: 'fanout' | 'resume' | 'demo' | 'score';
+  readonly kind: 'fanout' | 'resume' | 'demo' | 'score' | 'replay';
   readonly startedAt: string;
   readonly endedAt: string;
   readonly interrupted: boolean;
@@ -96,6 +97,11 @@ export interface RunSummary {
    * when the plan declares `scorers`.
    */
   readonly scoring?: ScoringSummary;
+  /**
+   * A replay: what it replays, and how the tool calls of its agents (every attempt, nested ones
+   * included) were answered: from the recording, live (read-only), or refused.
+   */
+  readonly replay?: { readonly of: string; readonly calls: ReplayCounts };
 }
 
 const ZERO: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
@@ -178,7 +184,20 @@ export function summarize(
     byDefinition,
     agents: results.map(agentSummary),
     ...scoringOf(plan, latest),
+    ...(plan.replay === undefined ? {} : { replay: { of: plan.replay.of, calls: replayCalls(results) } }),
   };
+}
+
+function replayCalls(results: readonly ResultLine[]): ReplayCounts {
+  let recorded = 0;
+  let live = 0;
+  let refused = 0;
+  for (const line of results) {
+    recorded += line.replay?.recorded ?? 0;
+    live += line.replay?.live ?? 0;
+    refused += line.replay?.refused ?? 0;
+  }
+  return { recorded, live, refused };
 }
 
 function scoringOf(plan: RunPlan, latest: ReadonlyMap<number, ResultLine>): { scoring?: ScoringSummary } {

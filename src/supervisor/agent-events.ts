@@ -38,7 +38,8 @@ export function emitAgentReport(
       return;
     }
     case 'tool_call': {
-      const event = { ...ref, round: report.round, tool: report.name, ok: report.ok };
+      const { type: _type, agentId: _agentId, name, ...rest } = report;
+      const event = { ...ref, ...rest, tool: name };
       supervisor.emit('agent:tool', event);
       handle.emit('tool', event);
       return;
@@ -70,6 +71,13 @@ export function emitAgentReport(
       const event = { ...ref, text: report.text };
       supervisor.emit('agent:instructed', event);
       handle.emit('instructed', event);
+      return;
+    }
+    case 'turn': {
+      const { type: _type, agentId: _agentId, ...rest } = report;
+      const event = { ...ref, ...rest };
+      supervisor.emit('agent:turn', event);
+      handle.emit('turn', event);
       return;
     }
   }

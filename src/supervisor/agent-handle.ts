@@ -12,6 +12,7 @@ import type {
   AgentStarted,
   AgentText,
   AgentToolCall,
+  AgentTurn,
   AgentUsage,
   AgentWaiting,
   AgentWarnings,
@@ -27,6 +28,7 @@ export interface AgentHandleEvents {
   waiting: [event: AgentWaiting];
   warnings: [event: AgentWarnings];
   instructed: [event: AgentInstructed];
+  turn: [event: AgentTurn];
   restarted: [event: AgentRestarted];
   /** A tool call of this agent waits for a decision: answer with {@link AgentHandle.approve} or `deny`. */
   approval: [event: AgentApproval];

@@ -6,11 +6,14 @@ import type { Usage } from '../providers/types.ts';
 import { AgentHandle } from './agent-handle.ts';
 import type { ApproveOptions, DenyOptions } from './approvals.ts';
 import type { RecordSpec } from './record-spec.ts';
+import type { ReplaySource, ReplayState } from './replay.ts';
 import type { UsageNode } from './usage-tree.ts';
 
 /** An instruction sent before the engine had the agent, delivered once it has. */
 export interface HeldInstruction {
   readonly text: string;
+  /** Its index when it must have one (an idempotent re-delivery); else the next. */
+  readonly index?: number;
   readonly resolve: (index: number) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -36,6 +39,10 @@ export interface AgentRecord extends UsageNode {
   readonly held: HeldInstruction[];
   /** The agent whose journal this one continues (SpawnOptions.retryOf). */
   readonly retryOf: string | undefined;
+  /** Where its recording comes from, when it replays one (loaded before it runs). */
+  readonly replaySource: ReplaySource | undefined;
+  /** Its loaded recording: what its subagents replay. */
+  replay: ReplayState | undefined;
   readonly removeAbortListener: () => void;
 }
 
@@ -43,6 +50,7 @@ export interface AgentRecord extends UsageNode {
 export interface NewRecord {
   readonly spec: RecordSpec;
   readonly retryOf: string | undefined;
+  readonly replaySource?: ReplaySource | undefined;
   readonly agent: string;
   readonly signal: AbortSignal | undefined;
   readonly send: (text: string) => void;
@@ -55,6 +63,7 @@ export interface NewRecord {
 export function createRecord({
   spec,
   retryOf,
+  replaySource,
   agent,
   signal,
   send,
@@ -83,6 +92,8 @@ export function createRecord({
     treeCostUsd: 0,
     held: [],
     retryOf,
+    replaySource,
+    replay: undefined,
     removeAbortListener: () => signal?.removeEventListener('abort', onAbort),
   };
 }

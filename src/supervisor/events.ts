@@ -4,6 +4,8 @@ import type { SerializedError } from '../errors.ts';
 import type { StartedWarning } from '../journal/events.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
+import type { Usage } from '../providers/types.ts';
+import type { ReplayDisposition } from '../replay/types.ts';
 
 export type {
   JobsUnserved,
@@ -34,11 +36,29 @@ export interface AgentRound extends AgentRef {
   readonly round: number;
   readonly estimatedTokens: number;
 }
+/**
+ * A tool call: emitted twice per call, when the model makes it (`phase: 'started'`, with its
+ * arguments) and when its result is known (`phase: 'completed'`, with ok/error, the start of its
+ * output and its duration). Arguments and output are masked as journals are (`redactValue`).
+ */
 export interface AgentToolCall extends AgentRef {
   readonly round: number;
+  /** Canonical tool name. */
   readonly tool: string;
+  readonly callId: string;
+  readonly phase: 'started' | 'completed';
   /** undefined when the call starts, true/false when its result is known. */
   readonly ok: boolean | undefined;
+  /** started: the arguments as the model gave them. */
+  readonly args?: unknown;
+  /** completed: the start of the result text (at most TOOL_OUTPUT_PREVIEW_CHARS, 400). */
+  readonly output?: string;
+  /** completed: milliseconds from the call to its result (measured where the agent runs). */
+  readonly durationMs?: number;
+  /** completed: the loop refused the call (it never ran). */
+  readonly refused?: boolean;
+  /** completed, in a replay: answered from the recording, run live, or refused. */
+  readonly replay?: ReplayDisposition;
 }
 /** One model request's usage: emitted per request (step), as it happens. */
 export interface AgentUsage extends AgentRef {
@@ -52,6 +72,12 @@ export interface AgentUsage extends AgentRef {
   /** USD; null when the model's price is unknown. */
   readonly costUsd: number | null;
   readonly latencyMs: number;
+  /** Every count of the request, cached and reasoning tokens included. */
+  readonly usage: Usage;
+  /** Epoch ms when the request ended. */
+  readonly endedAt: number;
+  /** Set when the request failed. */
+  readonly errorCode?: string;
 }
 export interface AgentText extends AgentRef {
   readonly text: string;
@@ -63,6 +89,17 @@ export interface AgentWarnings extends AgentRef {
 }
 export interface AgentInstructed extends AgentRef {
   readonly text: string;
+}
+/**
+ * A session (`Supervisor.session`) answered user message `turn` (0-based). After a thread restart
+ * the last answer may be reported again, with the same `turn`.
+ */
+export interface AgentTurn extends AgentRef {
+  readonly turn: number;
+  /** The answer text (the JSON of the result when the turn ended with complete_task). */
+  readonly answer: string;
+  /** The `complete_task` result, when the turn ended with one. */
+  readonly result?: unknown;
 }
 /** `handle.send()` could not deliver an instruction (`instruction_queue_full`); `instruct()` rejects instead. */
 export interface AgentDropped extends AgentRef {
@@ -128,6 +165,7 @@ export interface SupervisorEvents extends EngineEvents {
   'agent:waiting': [event: AgentWaiting];
   'agent:warnings': [event: AgentWarnings];
   'agent:instructed': [event: AgentInstructed];
+  'agent:turn': [event: AgentTurn];
   'agent:dropped': [event: AgentDropped];
   'agent:completed': [event: AgentEnded];
   'agent:failed': [event: AgentEnded];

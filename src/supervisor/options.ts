@@ -22,6 +22,7 @@ import {
   type ThreadBackendOptions,
 } from '../engines/threads/options.ts';
 import { describeValue, UserError } from '../errors.ts';
+import type { UsageRecord, UsageSink } from '../loop/usage-record.ts';
 import { type McpServers, readMcpServerMap } from '../mcp/config.ts';
 import { nonNegative, oneOf, positiveInt } from '../option-checks.ts';
 import type { ProviderConfig, ProviderLimits, ToolModuleRef } from '../protocol/messages.ts';
@@ -134,6 +135,13 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
   /** Nesting limits for agents that spawn agents. @default { maxDepth: 3, maxChildren: 64 } */
   readonly orchestration?: { readonly maxDepth?: number; readonly maxChildren?: number };
   /**
+   * Receives one record per model request of every agent, as it ends: agent id, definition name
+   * and content hash, block versions, model, usage, cost (null when unknown), the estimated flag,
+   * the replay tag, times (see {@link UsageRecord}). Called on the supervisor's thread; what it
+   * throws or rejects with is ignored. @default none
+   */
+  readonly usageSink?: UsageSink;
+  /**
    * OpenTelemetry traces (GenAI conventions, see docs/observability.md): spans go to `tracer`, by
    * default the tracer of the globally registered SDK, so an application that registers one gets
    * troupe's spans without setting anything; without an SDK nothing is recorded or forwarded.
@@ -196,6 +204,7 @@ export interface PreparedSupervisorOptions extends EngineOptions, PreparedThread
   readonly tracing: TracingOptions | false;
   /** Set with `backend: 'redis'`. */
   readonly redis: PreparedRedisOptions | undefined;
+  readonly usageSink: UsageSink | undefined;
   /** What every agent gets besides its definition's permissions, timeouts included. */
   readonly permissions: AgentPermissions;
   readonly unattended: 'deny' | 'wait';
@@ -306,6 +315,7 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     maxDepth,
     maxChildren,
     redis,
+    usageSink: options.usageSink,
     permissions,
     unattended,
   };

@@ -10,7 +10,7 @@ import type { PreparedSupervisorOptions } from './options.ts';
 
 /** {@link ActorSpec}, mutable, with `definition` unset until the spawn name is resolved. */
 export type RecordSpec = {
-  -readonly [K in Exclude<keyof ActorSpec, 'definition' | 'trace'>]: ActorSpec[K];
+  -readonly [K in keyof ActorSpec as Exclude<K, 'definition' | 'trace'>]: ActorSpec[K];
 } & {
   definition: AgentDefinition | undefined;
 };

@@ -2,6 +2,7 @@
 import type { AgentLimits } from '../loop/types.ts';
 import type { ModelSettings } from '../providers/model-settings.ts';
 import type { AgentPermissions } from '../tools/permissions.ts';
+import type { ReplaySource } from './replay.ts';
 
 /** Options of one spawn. */
 export interface SpawnOptions {
@@ -40,6 +41,13 @@ export interface SpawnOptions {
    * agents (`troupe resume --retry-failed`).
    */
   readonly retryOf?: string;
+  /**
+   * Run the agent as a replay of a recorded one: its tool calls are answered from that recording
+   * (src/replay/replay-calls.ts), and the recorded instructions are sent again. A replayed
+   * orchestrator's subagents are replayed from their own recordings without being asked.
+   * `Supervisor.replay` fills this and the task from a journal.
+   */
+  readonly replay?: ReplaySource;
   /**
    * Rules added to the supervisor's for this agent, and a mode for its definition if that says
    * `default` (timeouts and `allowBypass` stay the supervisor's). @default none

@@ -5,23 +5,27 @@
  * (`backend: 'threads'`) or `troupe worker` processes through Redis (`backend: 'redis'`).
  */
 import { randomUUID } from 'node:crypto';
+import { resolve } from 'node:path';
 import type { Context } from '@opentelemetry/api';
 import { EventEmitter } from 'eventemitter3';
 import { abortReason } from '../abort.ts';
 import { hasBlockReferences, resolveAgentBlocks } from '../blocks/resolve.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { createEngine } from '../engines/create-engine.ts';
-import type { Backend, Engine, EngineDescription, EngineHost } from '../engines/engine.ts';
+import type { AgentReport, Backend, Engine, EngineDescription, EngineHost } from '../engines/engine.ts';
 import { type SerializedError, serializeError, UserError } from '../errors.ts';
 import type { AuditEvent } from '../journal/events.ts';
+import { readJournal } from '../journal/reader.ts';
 import { cancelledError, completedOutcome, failedOutcome } from '../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
+import { cachedDefinitionHash, deliverUsage, type UsageRecord, usageRecord } from '../loop/usage-record.ts';
 import type { McpServers } from '../mcp/config.ts';
 import type { ApprovalRequest } from '../protocol/approvals.ts';
 import type { HostStats } from '../protocol/messages.ts';
 import { SIMULATED_FALLBACK_WARNING, warnSimulatedFallback } from '../providers/environment.ts';
 import { prepareModelSettings } from '../providers/model-settings.ts';
 import type { Usage } from '../providers/types.ts';
+import { startedOf } from '../replay/recording.ts';
 import { AgentTracing } from '../telemetry/agent-tracing.ts';
 import { emitAgentReport } from './agent-events.ts';
 import type { AgentHandle } from './agent-handle.ts';
@@ -39,7 +43,10 @@ import {
 } from './options.ts';
 import { ORCHESTRATION_TOOLS } from './orchestration.ts';
 import { actorSpec } from './record-spec.ts';
+import { childReplaySource, loadReplay, type RecordedJournal, siblingJournals } from './replay.ts';
+import type { ReplayOptions } from './replay-options.ts';
 import { ResultCheck } from './result-check.ts';
+import { AgentSession, DEFAULT_SESSION_TASK, type SessionOptions } from './session.ts';
 import type { SpawnOptions } from './spawn-options.ts';
 import { resolveSpawn } from './spawn-resolution.ts';
 import { traceEngineEvent, traceReport } from './trace-reports.ts';
@@ -151,11 +158,58 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return this.#spawn(agent, options, undefined);
   }
 
+  /**
+   * Starts a session with an agent (by definition name, or a definition object): a conversation in
+   * which each `send(text)` is a user message answered by one turn of the same projection, as
+   * seed 003's session loop does (history, keyed state and budget carry over). It runs on the
+   * engine like any agent, is journalled (Started `session: true`, one TurnAnswered per answer),
+   * survives a thread restart, and with `resume: true` and the id of an earlier session continues
+   * that one from its journal. See {@link AgentSession}.
+   *
+   * @example
+   * const chat = supervisor.session('assistant');
+   * console.log((await chat.send('Summarise README.md.')).answer);
+   * console.log((await chat.send('Shorter, please.')).answer);
+   * await chat.close();
+   */
+  session(agent: string | AgentDefinition, options: SessionOptions = {}): AgentSession {
+    const handle = this.#spawn(
+      agent,
+      { ...options, task: options.task ?? DEFAULT_SESSION_TASK },
+      undefined,
+      true,
+    );
+    // A session continued from its journal in a new supervisor gets the messages it had received
+    // again, at their indices (idempotent), so the next message is the next index.
+    let received: Promise<void> | undefined;
+    return new AgentSession(handle, async (text) => {
+      if (options.resume === true) {
+        received ??= this.#redeliver(handle.id);
+        await received;
+      }
+      return this.instruct(handle.id, text);
+    });
+  }
+
+  /** Delivers again, at their indices, the instructions an agent's journal says it received. */
+  async #redeliver(agentId: string): Promise<void> {
+    const events = await this.journal(agentId);
+    const record = this.#agents.get(agentId);
+    for (const event of events) {
+      if (event.type !== 'Instructed' || !record || record.state === 'ended') continue;
+      const { text, index } = event;
+      if (record.state === 'pending')
+        await new Promise<number>((resolve, reject) => record.held.push({ text, index, resolve, reject }));
+      else await this.#deliver(record, text, index);
+    }
+  }
+
   /** {@link spawn}, its span under `trace.context` (a fan-out's) or under the parent's call `trace.callId`. */
   #spawn(
     agent: string | AgentDefinition,
     options: SpawnOptions,
     trace: { readonly context?: Context; readonly callId?: string } | undefined,
+    session = false,
   ): AgentHandle {
     this.#announceSimulated();
     const id = options.id ?? randomUUID();
@@ -163,6 +217,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     if (this.#agents.has(id))
       throw new UserError('duplicate_agent_id', `An agent with id ${id} already exists`, { agentId: id });
     const parent = options.parent === undefined ? undefined : this.#agents.get(options.parent);
+    const name = typeof agent === 'string' ? agent : agent.name;
+    const replaySource =
+      options.replay ?? (parent?.replay ? childReplaySource(parent.replay, name, options) : undefined);
     const record = createRecord({
       spec: {
         agentId: id,
@@ -177,13 +234,15 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         limits: options.limits ?? {},
         resume: options.resume ?? false,
         mcpServers: {},
+        ...(session ? { session: true } : {}),
         modelSettings: prepareModelSettings(options.modelSettings, 'modelSettings'),
         defaultModelSettings: this.#options.modelSettings,
         blocks: undefined,
         permissions: spawnPermissions(this.#options.permissions, options.permissions),
       },
       retryOf: options.retryOf,
-      agent: typeof agent === 'string' ? agent : agent.name,
+      replaySource,
+      agent: name,
       signal: options.signal,
       send: (text) => this.#send(id, text),
       cancel: (reason) => this.#cancel(id, reason),
@@ -219,6 +278,49 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       );
     }
     return record.handle;
+  }
+
+  /**
+   * Replays a recorded agent on the current version of its definition (or `options.agent`): it
+   * gets the recorded task, context and metadata, and its tool calls are answered from its journal
+   * by the rule of src/replay/replay-calls.ts (a recorded call gets its recorded result and nothing
+   * runs; a call the recording lacks runs only when its tool is read-only, else it is refused). The
+   * instructions it received are sent again; a replayed orchestrator's subagents are replayed from
+   * their own journals (beside a journal file, or `options.journals`). Returns its handle, like
+   * {@link spawn}; it is journalled like any agent, its Started event naming what it replays.
+   *
+   * A journal given as a path is read here, synchronously. Throws what reading it throws
+   * (SystemError `journal_not_found`, `journal_not_started`).
+   *
+   * @example
+   * const handle = supervisor.replay('.troupe/runs/x/journals/3fa9c1-0.jsonl', { agent: 'grader-v2' });
+   * const outcome = await handle.result;
+   */
+  replay(journal: RecordedJournal, options: ReplayOptions = {}): AgentHandle {
+    const events = typeof journal === 'string' ? readJournal(resolve(journal)).events : journal;
+    const started = startedOf(events);
+    const provider =
+      options.provider ?? (started.provider in this.#options.providers ? started.provider : undefined);
+    return this.spawn(options.agent ?? started.definition.name, {
+      task: started.task,
+      context: started.context,
+      metadata: options.metadata ?? started.metadata,
+      model: options.model ?? started.model,
+      ...(provider === undefined ? {} : { provider }),
+      limits: options.limits ?? started.limits ?? {},
+      ...(options.id === undefined ? {} : { id: options.id }),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      ...(options.resume === undefined ? {} : { resume: options.resume }),
+      replay: {
+        journal: events,
+        of: options.of ?? (typeof journal === 'string' ? resolve(journal) : 'events'),
+        ...(options.journals
+          ? { journals: options.journals }
+          : typeof journal === 'string'
+            ? { journals: siblingJournals(journal) }
+            : {}),
+      },
+    });
   }
 
   /** Runs many agents; iterate it for results as they finish, or await `all()` for them in order. */
@@ -320,6 +422,21 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   /** Resolves a started spawn and hands it to the engine (after forking the journal it retries). */
   #launch(record: AgentRecord, name: string | undefined): void {
     if (record.state !== 'pending') return;
+    if (record.replaySource !== undefined && record.replay === undefined) {
+      loadReplay(record.replaySource).then(
+        ({ state, instructions }) => {
+          record.replay = state;
+          record.spec.replay = state.recording;
+          // The recorded instructions go first, in their recorded order, before any sent since.
+          record.held.unshift(
+            ...instructions.map((text, index) => ({ text, index, resolve: () => {}, reject: () => {} })),
+          );
+          this.#launch(record, name);
+        },
+        (error: unknown) => this.#fail(record, 'invalid_request', serializeError(error)),
+      );
+      return;
+    }
     const problem = resolveSpawn(record.spec, name, {
       definitions: this.#definitions,
       options: this.#options,
@@ -373,12 +490,16 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     if (record.state !== 'pending') return;
     record.state = 'running';
     this.#engine.run(actorSpec(record.spec, this.#tracing?.actorContext(record.id)));
-    for (const { text, resolve, reject } of record.held.splice(0))
-      this.#deliver(record, text).then(resolve, reject);
+    for (const { text, index, resolve, reject } of record.held.splice(0))
+      this.#deliver(record, text, index).then(resolve, reject);
   }
 
-  async #deliver(record: AgentRecord, text: string): Promise<number> {
-    const index = await this.#engine.deliver(record.id, { type: 'instruction', text });
+  async #deliver(record: AgentRecord, text: string, at?: number): Promise<number> {
+    const index = await this.#engine.deliver(record.id, {
+      type: 'instruction',
+      text,
+      ...(at === undefined ? {} : { index: at }),
+    });
     if (index === undefined) {
       throw new UserError('agent_not_running', `Agent ${record.id} is not running`, { agentId: record.id });
     }
@@ -462,6 +583,36 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     record.settle(outcome);
   }
 
+  /** The usage sink's record of one model request an engine reported. */
+  #usageRecord(record: AgentRecord, report: Extract<AgentReport, { type: 'receipt' }>): UsageRecord {
+    const { spec } = record;
+    return usageRecord(
+      {
+        agentId: record.id,
+        parentId: spec.parentId,
+        definition: {
+          name: spec.definition?.name ?? record.handle.agent,
+          hash: spec.definition ? cachedDefinitionHash(spec.definition) : '',
+        },
+        provider: spec.provider,
+        model: spec.model,
+        replay: spec.replay?.ref,
+        // Resolved at spawn; a resumed agent whose blocks could not be resolved again runs its
+        // journal's, which the supervisor does not read here.
+        blocks: spec.blocks?.pinned ?? [],
+      },
+      {
+        round: report.round,
+        step: report.step,
+        usage: report.usage,
+        costUsd: report.costUsd,
+        latencyMs: report.latencyMs,
+        endedAt: report.endedAt,
+        ...(report.errorCode === undefined ? {} : { errorCode: report.errorCode }),
+      },
+    );
+  }
+
   /** What the engine may ask and tell: its agents' reports and ends, host tools, complete_task. */
   #engineHost(): EngineHost {
     const running = (agentId: string): AgentRecord | undefined => {
@@ -479,6 +630,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
           const { type: _type, agentId: _agentId, ...decided } = report;
           this.#approvals.decided({ ...this.#ref(record), ...decided });
         } else emitAgentReport(this, record.handle, this.#ref(record), report);
+        const sink = this.#options.usageSink;
+        if (sink && report.type === 'receipt') deliverUsage(sink, this.#usageRecord(record, report));
       },
       ended: (agentId, outcome) => {
         const record = running(agentId);

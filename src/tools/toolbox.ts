@@ -90,6 +90,13 @@ export interface ToolCallOptions {
   /** Given to the tool as `ctx.fitsState`. @default every update fits */
   readonly fitsState?: (key: string, text: string | null) => boolean;
   /**
+   * Answers the call instead of running it: asked once every check has passed (policy, arguments,
+   * rules), just before the tool would run, with the tool and its canonical arguments. An outcome
+   * is the call's outcome (`attempts` 0); undefined lets the tool run. A replay answers recorded
+   * calls here (src/replay/replay-calls.ts).
+   */
+  readonly answer?: (tool: Tool, args: Readonly<Record<string, unknown>>) => ToolOutcome | undefined;
+  /**
    * Decides a call the permission gate asks about; the agent loop journals the request, waits for a
    * person and journals the decision. Without it an asked call runs: the caller of `call` is then
    * the one deciding (`deny` rules and `dontAsk` apply regardless).
@@ -262,6 +269,8 @@ export function buildToolbox(
         return failed(canonical, `\`${modelName}\` refused this call: ${refused}. Do not retry it as is.`);
       }
 
+      const answered = callOptions.answer?.(tool, mapped.args);
+      if (answered !== undefined) return { ...answered, canonicalName: canonical, attempts: 0 };
       const verdict = await permissions.check(tool, mapped.args, options.agentId);
       if (verdict.kind === 'deny') {
         return {

@@ -149,7 +149,7 @@ describe('examples', () => {
     expect(verifyJournalFile(journal, { rerender: journalRerender() })).toMatchObject({ ok: true });
   });
 
-  it('harness: data set -> run -> score -> change the prompt -> compare, as docs/examples.md shows', async () => {
+  it('harness: data set -> run -> score -> change the prompt -> compare and replay, as docs/examples.md shows', async () => {
     const v1 = path.join(dir, 'harness-v1');
     const v2 = path.join(dir, 'harness-v2');
     for (const [plan, out] of [
@@ -178,6 +178,20 @@ describe('examples', () => {
     expect(readFileSync(html, 'utf8')).toContain('<section id="scorers">');
     // Compared the other way round, the change is an improvement and the gate passes.
     expect(await main(['compare', v2, v1, '--gate', 'verdict'], captureIO())).toBe(0);
+
+    // Replay: v1's recorded runs on the strict grader, every read answered from the recording.
+    const replayed = path.join(dir, 'harness-v2-replay');
+    const replay = captureIO();
+    const strict = path.join(repoRoot, 'examples/harness/agents-v2/grader.md');
+    expect(await main(['replay', v1, '--agent', strict, '--out', replayed], replay)).toBe(0);
+    // One read per item, answered from v1's journals; nothing ran.
+    expect(replay.out()).toContain(
+      ': 4 tool call(s) answered from the recording, 0 run live (read-only), 0 refused',
+    );
+    expect(replay.out()).toContain('verdict (jsonPath): 1/4 passed (25.0%), mean 0.25');
+    const gated = captureIO();
+    expect(await main(['compare', v1, replayed, '--gate', 'verdict'], gated)).toBe(1);
+    expect(gated.out()).toContain('gate verdict:0: FAILED (pass rate 75.0% -> 25.0%');
   });
 
   describe('local-server/plan.yaml against an OpenAI-compatible server on 127.0.0.1', () => {

@@ -19,7 +19,7 @@ import { JournalWriter } from '../../journal/writer.ts';
 import { resolveLimits } from '../../loop/limits.ts';
 import { resolveStartSettings } from '../../loop/pinning.ts';
 import { journalRerender } from '../../loop/rerender.ts';
-import { runAgent } from '../../loop/run-agent.ts';
+import { type RunAgentOptions, runAgent } from '../../loop/run-agent.ts';
 import type { AgentChannels, AgentLimits, AgentOutcome } from '../../loop/types.ts';
 import { type ModelSettings, prepareModelSettings } from '../../providers/model-settings.ts';
 import { runMcpServers } from '../../supervisor/definitions.ts';
@@ -85,6 +85,13 @@ export interface ExecuteOptions {
   readonly signal?: AbortSignal;
   /** Sees every event as journalled (with `seq` and `hash`), right after it reached the file. */
   readonly onEvent?: (event: AuditEvent) => void;
+  /**
+   * Sees every event the agent records (before its `seq` and `hash`) or only announces: a resumed
+   * session repeats its last answer to the caller without journalling it again (src/loop/session.ts).
+   */
+  readonly onAgentEvent?: (event: AuditEventInput) => void;
+  /** Where the agent's instructions come from: a session's user messages (`troupe chat`). */
+  readonly channels?: AgentChannels;
   /** Where calls that ask for approval wait. @default none: they are denied */
   readonly requestApproval?: AgentChannels['requestApproval'];
 }
@@ -129,6 +136,11 @@ export interface RunRequest {
   readonly registry?: ToolRegistry;
   /** Clock for the default journal name. @default () => new Date() */
   readonly now?: () => Date;
+  /**
+   * Run as a session (`troupe chat`): each instruction from `ExecuteOptions.channels` is a user
+   * message answered by one turn. @default false
+   */
+  readonly session?: boolean;
   /** Rules, mode, bypass consent and approval timeout besides the definition's. @default none */
   readonly permissions?: AgentPermissions;
 }
@@ -143,6 +155,12 @@ export interface ResumeRequest {
   readonly env?: Env;
   /** Tools the agent may be given; must offer what the run started with. @default the built-in tools */
   readonly registry?: ToolRegistry;
+  /**
+   * The caller feeds a session's messages (`troupe chat --resume`). A session's journal is refused
+   * without it (UserError `session_journal`): resumed with no one to talk to, it would end at once.
+   * @default false
+   */
+  readonly session?: boolean;
 }
 
 /**
@@ -228,7 +246,7 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
       agentId,
       definition,
       task: request.task,
-      metadata: { cwd: request.cwd, command: 'troupe run' },
+      metadata: { cwd: request.cwd, command: request.session ? 'troupe chat' : 'troupe run' },
       provider: choice.provider,
       model,
       modelSettings,
@@ -238,9 +256,9 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
       mcpServers,
       ...(request.registry ? { registry: request.registry } : {}),
       limits,
+      ...(request.session ? { session: true } : {}),
       ...(request.permissions ? { permissions: request.permissions } : {}),
-      ...(options.requestApproval ? { channels: { requestApproval: options.requestApproval } } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
+      ...executeExtras(options),
     }),
   );
 }
@@ -268,6 +286,13 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
   }
   const state = resumeState(contents.events);
   const { started } = state;
+  if (started.session === true && request.session !== true && !state.ended) {
+    throw new UserError(
+      'session_journal',
+      `Expected the journal of a task run, but ${journalPath} holds a chat; continue it with \`troupe chat --resume\``,
+      { path: journalPath },
+    );
+  }
   const budget = {
     limits: started.limits,
     tokens: state.totals.usage.inputTokens + state.totals.usage.outputTokens,
@@ -340,13 +365,28 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
       truncatedBytes: writer.truncatedBytes,
       ...(request.registry ? { registry: request.registry } : {}),
       ...(started.limits ? { limits: started.limits } : {}),
-      ...(options.requestApproval ? { channels: { requestApproval: options.requestApproval } } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
+      ...executeExtras(options),
     }),
   );
 }
 
 type Start = (sink: JournalSink, options: ExecuteOptions) => Promise<AgentOutcome>;
+
+/** The run options `execute` was given: its signal, a session's channels, the agent's events. */
+function executeExtras(options: ExecuteOptions): Pick<RunAgentOptions, 'signal' | 'channels' | 'onEvent'> {
+  return {
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.channels || options.requestApproval
+      ? {
+          channels: {
+            ...options.channels,
+            ...(options.requestApproval ? { requestApproval: options.requestApproval } : {}),
+          },
+        }
+      : {}),
+    ...(options.onAgentEvent ? { onEvent: options.onAgentEvent } : {}),
+  };
+}
 
 function session(info: SessionInfo, writer: JournalWriter, start: Start): PreparedSession {
   let used = false;

@@ -2,65 +2,123 @@
  * What the supervisor learns of an agent's audit events. Both engines forward it (actor hosts over
  * their events port, redis workers over a stream), so both build it here.
  */
+import { TOOL_OUTPUT_PREVIEW_CHARS } from '../../constants.ts';
 import type { AuditEventInput } from '../../journal/events.ts';
+import { redactText, redactValue } from '../../journal/redact.ts';
 import { ASSISTANT_PREFIX } from '../../loop/history-format.ts';
 import type { ApprovalDecider } from '../../protocol/approvals.ts';
 import type { AgentSignal } from '../../protocol/messages.ts';
 
-/** The signal for `event`, or undefined for events the supervisor is not told about. */
-export function agentSignal(agentId: string, event: AuditEventInput): AgentSignal | undefined {
-  switch (event.type) {
-    case 'InferenceSubmitted':
-      // A round starts with its first request; later requests of the round are steps in it.
-      return (event.request ?? 1) === 1
-        ? { type: 'round', agentId, round: event.round, estimatedTokens: event.estimatedTokens }
-        : undefined;
-    case 'ToolCall':
-      return { type: 'tool_call', agentId, round: event.round, name: event.name, ok: undefined };
-    case 'ToolResult':
-      return { type: 'tool_call', agentId, round: event.round, name: event.name, ok: event.ok };
-    case 'ProviderReceipt':
-      return {
-        type: 'receipt',
-        agentId,
-        round: event.round,
-        step: event.step,
-        inputTokens: event.receipt.usage.inputTokens,
-        outputTokens: event.receipt.usage.outputTokens,
-        estimated: event.receipt.usage.estimated === true,
-        costUsd: event.receipt.costUsd ?? null,
-        latencyMs: event.receipt.latencyMs,
-      };
-    case 'HistoryAppended':
-      // The model's own text, without the history's "Assistant: " prefix.
-      return event.kind === 'assistant'
-        ? { type: 'text', agentId, text: event.text.slice(ASSISTANT_PREFIX.length) }
-        : undefined;
-    case 'Started':
-      return event.warnings && event.warnings.length > 0
-        ? { type: 'warnings', agentId, warnings: event.warnings }
-        : undefined;
-    case 'Waiting':
-      return { type: 'waiting', agentId };
-    case 'Instructed':
-      return { type: 'instructed', agentId, text: event.text };
-    case 'ApprovalDecided':
-      return {
-        type: 'decided',
-        agentId,
-        requestId: event.requestId,
-        callId: event.callId,
-        tool: event.name,
-        rule: event.rule,
-        decision: {
-          approved: event.approved,
-          by: event.by as ApprovalDecider,
-          ...(event.decider === undefined ? {} : { decider: event.decider }),
-          ...(event.reason === undefined ? {} : { reason: event.reason }),
-          ...(event.remember === undefined ? {} : { remember: event.remember }),
-        },
-      };
-    default:
-      return undefined;
-  }
+/** Maps one agent's audit events to signals; undefined for events the supervisor is not told about. */
+export type AgentSignals = (event: AuditEventInput) => AgentSignal | undefined;
+
+/**
+ * The signal mapper of one run of agent `agentId`. It remembers when each tool call started, to
+ * report its duration with its result (a call's entry is dropped when its result comes).
+ */
+export function agentSignals(agentId: string, now: () => number = () => performance.now()): AgentSignals {
+  const started = new Map<string, number>();
+  return (event) => {
+    switch (event.type) {
+      case 'InferenceSubmitted':
+        // A round starts with its first request; later requests of the round are steps in it.
+        return (event.request ?? 1) === 1
+          ? { type: 'round', agentId, round: event.round, estimatedTokens: event.estimatedTokens }
+          : undefined;
+      case 'ToolCall':
+        started.set(event.callId, now());
+        return {
+          type: 'tool_call',
+          agentId,
+          round: event.round,
+          name: event.name,
+          callId: event.callId,
+          phase: 'started',
+          ok: undefined,
+          args: redactValue(event.args ?? event.rawArgs ?? {}),
+        };
+      case 'ToolResult': {
+        const start = started.get(event.callId);
+        started.delete(event.callId);
+        return {
+          type: 'tool_call',
+          agentId,
+          round: event.round,
+          name: event.name,
+          callId: event.callId,
+          phase: 'completed',
+          ok: event.ok,
+          output: preview(event.text),
+          ...(start === undefined ? {} : { durationMs: Math.max(0, now() - start) }),
+          ...(event.refused ? { refused: true } : {}),
+          ...(event.replay === undefined ? {} : { replay: event.replay }),
+        };
+      }
+      case 'ProviderReceipt':
+        return {
+          type: 'receipt',
+          agentId,
+          round: event.round,
+          step: event.step,
+          inputTokens: event.receipt.usage.inputTokens,
+          outputTokens: event.receipt.usage.outputTokens,
+          estimated: event.receipt.usage.estimated === true,
+          costUsd: event.receipt.costUsd ?? null,
+          latencyMs: event.receipt.latencyMs,
+          usage: event.receipt.usage,
+          endedAt: Date.now(),
+          ...(event.errorCode === undefined ? {} : { errorCode: event.errorCode }),
+        };
+      case 'HistoryAppended':
+        // The model's own text, without the history's "Assistant: " prefix.
+        return event.kind === 'assistant'
+          ? { type: 'text', agentId, text: event.text.slice(ASSISTANT_PREFIX.length) }
+          : undefined;
+      case 'Started':
+        return event.warnings && event.warnings.length > 0
+          ? { type: 'warnings', agentId, warnings: event.warnings }
+          : undefined;
+      case 'Waiting':
+        return { type: 'waiting', agentId };
+      case 'Instructed':
+        return { type: 'instructed', agentId, text: event.text };
+      case 'ApprovalDecided':
+        return {
+          type: 'decided',
+          agentId,
+          requestId: event.requestId,
+          callId: event.callId,
+          tool: event.name,
+          rule: event.rule,
+          decision: {
+            approved: event.approved,
+            by: event.by as ApprovalDecider,
+            ...(event.decider === undefined ? {} : { decider: event.decider }),
+            ...(event.reason === undefined ? {} : { reason: event.reason }),
+            ...(event.remember === undefined ? {} : { remember: event.remember }),
+          },
+        };
+      case 'TurnAnswered':
+        return {
+          type: 'turn',
+          agentId,
+          turn: event.turn,
+          answer: event.answer,
+          ...(event.result === undefined ? {} : { result: event.result }),
+        };
+      default:
+        return undefined;
+    }
+  };
+}
+
+/**
+ * The start of a tool's output for an event: masked first (so a secret cut in half by the limit
+ * cannot slip past the masking), then cut to TOOL_OUTPUT_PREVIEW_CHARS with an ellipsis.
+ */
+export function preview(text: string): string {
+  const masked = redactText(text);
+  return masked.length <= TOOL_OUTPUT_PREVIEW_CHARS
+    ? masked
+    : `${masked.slice(0, TOOL_OUTPUT_PREVIEW_CHARS - 1)}…`;
 }

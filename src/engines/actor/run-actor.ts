@@ -14,7 +14,7 @@ import type { Provider } from '../../providers/types.ts';
 import { contextFromTraceparent } from '../../telemetry/trace-context.ts';
 import { traceSignal } from '../../telemetry/trace-events.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
-import { agentSignal } from './agent-signal.ts';
+import { agentSignals } from './agent-signal.ts';
 
 /** What the engine lends one run of an actor. */
 export interface ActorRun {
@@ -38,6 +38,7 @@ export interface ActorRun {
 /** Runs (or resumes) the agent `spec` describes to its outcome. */
 export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promise<AgentOutcome> {
   const { agentId, trace } = spec;
+  const toSignal = agentSignals(agentId);
   // Inside the agent's span context: spans user tools or instrumented libraries make here (with an
   // SDK registered in this thread or worker) join the agent's trace.
   const traced = trace === undefined ? context.active() : contextFromTraceparent(trace.traceparent);
@@ -67,11 +68,13 @@ export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promis
         : {}),
       signal: run.signal,
       limits: spec.limits,
+      ...(spec.replay ? { replay: spec.replay } : {}),
+      ...(spec.session ? { session: true } : {}),
       // Jobs added by an older supervisor carry none.
       permissions: spec.permissions ?? {},
       channels: run.channels,
       onEvent: (event) => {
-        const signal = agentSignal(agentId, event);
+        const signal = toSignal(event);
         if (signal) run.onSignal(signal);
         if (trace === undefined) return;
         const forwarded = traceSignal(agentId, event, trace.captureContent);

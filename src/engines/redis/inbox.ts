@@ -12,12 +12,17 @@ import type { BlockingPool } from './blocking-pool.ts';
 import type { ScaleoutKeys } from './keys.ts';
 import { LuaScript } from './script.ts';
 
-// Refused (-1, and how many are pending) when the agent has ARGV[2] instructions it has not asked for.
+// ARGV[3]: the index the instruction must have, or -1 for the next one. An inbox that already
+// holds that many adds nothing (an idempotent re-delivery, exempt from the bound). A new
+// instruction is refused (-1, and how many are pending) when the agent has ARGV[2] instructions
+// it has not asked for.
 const SEND = new LuaScript(
   `
 local n = redis.call('XLEN', KEYS[1])
+local at = tonumber(ARGV[3])
+if at >= 0 and at < n then return {at, redis.call('GET', KEYS[2]) or ''} end
 local pending = math.max(0, n - tonumber(redis.call('GET', KEYS[3]) or '0'))
-if pending >= tonumber(ARGV[2]) then return {-1, pending} end
+if at < 0 and pending >= tonumber(ARGV[2]) then return {-1, pending} end
 redis.call('XADD', KEYS[1], (n + 1) .. '-0', 't', ARGV[1])
 return {n, redis.call('GET', KEYS[2]) or ''}
 `,
@@ -57,15 +62,16 @@ export class Inbox {
   }
 
   /**
-   * Appends an instruction (atomically numbered) and reports whether the agent is parked. Throws
-   * UserError `instruction_queue_full` when the agent has `maxPending` instructions it has not
-   * asked for.
+   * Appends an instruction (atomically numbered) and reports whether the agent is parked. With
+   * `at`, it is instruction number `at`: nothing is added when the inbox already holds that many.
+   * Throws UserError `instruction_queue_full` when the agent has `maxPending` instructions it has
+   * not asked for (a re-delivery with `at` is exempt).
    */
-  async send(agentId: string, text: string): Promise<SentInstruction> {
+  async send(agentId: string, text: string, at?: number): Promise<SentInstruction> {
     const reply = (await SEND.run(
       this.#redis,
       [this.#keys.inbox(agentId), this.#keys.parked(agentId), this.#keys.inboxAsked(agentId)],
-      [text, String(this.#maxPending)],
+      [text, String(this.#maxPending), String(at ?? -1)],
     )) as [number, string | number];
     if (Number(reply[0]) === -1) {
       const pending = Number(reply[1]);

@@ -183,7 +183,9 @@ export class RedisEngine implements Engine {
   deliver(agentId: string, message: AgentMessage): Promise<number | undefined> {
     const agent = this.#agents.get(agentId);
     if (message.type === 'instruction') {
-      const delivered = (agent?.sends ?? Promise.resolve()).then(() => this.#instruct(agentId, message.text));
+      const delivered = (agent?.sends ?? Promise.resolve()).then(() =>
+        this.#instruct(agentId, message.text, message.index),
+      );
       if (agent) agent.sends = delivered.catch(() => {});
       return delivered;
     }
@@ -276,10 +278,10 @@ export class RedisEngine implements Engine {
     if (this.#agents.delete(agentId)) this.#host.ended(agentId, outcome);
   }
 
-  async #instruct(agentId: string, text: string): Promise<number> {
+  async #instruct(agentId: string, text: string, index: number | undefined): Promise<number> {
     await this.start();
     const { inbox, queue, jobs } = this.#connected();
-    const sent = await inbox.send(agentId, text);
+    const sent = await inbox.send(agentId, text, index);
     if (sent.parked) {
       const job = await jobs.fromId(queue, agentId);
       if (job) await promote(job);

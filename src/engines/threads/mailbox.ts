@@ -63,11 +63,16 @@ export class Mailbox {
 
   /**
    * Appends an instruction and wakes, synchronously, the parked wait that asked for it. Returns the
-   * instruction's index.
+   * instruction's index. With `at`, the instruction is number `at`: when the log already holds
+   * that many, nothing is added (an idempotent re-delivery) and `at` is returned. Throws UserError
+   * `instruction_queue_full` when `maxPending` instructions are unread (re-deliveries with `at`
+   * re-send what an agent's journal or recording holds, so they are exempt).
    */
-  send(text: string): number {
+  send(text: string, at?: number): number {
+    // A re-delivery of what the log already holds; it is not a new instruction, so not bounded.
+    if (at !== undefined && at < this.size) return at;
     const pending = Math.max(0, this.size - this.#asked);
-    if (pending >= this.#maxPending) {
+    if (at === undefined && pending >= this.#maxPending) {
       throw new UserError(
         'instruction_queue_full',
         `The agent has ${pending} instructions it has not asked for yet (limit ${this.#maxPending}); this one was not sent`,

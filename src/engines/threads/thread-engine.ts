@@ -163,7 +163,7 @@ export class ThreadEngine implements Engine {
   async deliver(agentId: string, message: AgentMessage): Promise<number | undefined> {
     const agent = this.#agents.get(agentId);
     if (!agent) return undefined;
-    if (message.type === 'instruction') return agent.mailbox.send(message.text);
+    if (message.type === 'instruction') return agent.mailbox.send(message.text, message.index);
     if (message.type === 'approval') {
       agent.mailbox.decide(message.requestId, message.decision);
       return undefined;

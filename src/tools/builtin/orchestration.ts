@@ -8,6 +8,20 @@ import type { JsonSchema, Tool, ToolContext, ToolOutcome } from '../types.ts';
 export const COMPLETE_TASK = 'complete_task';
 export const WAIT_FOR_INSTRUCTION = 'wait_for_instruction';
 
+/**
+ * The orchestration host tools (spawn a subagent, instruct it, await it), run on the supervisor.
+ * Named here, below the loop and the protocol, so both can tell them apart (src/protocol re-exports them).
+ */
+export const SPAWN_AGENT = 'spawn_agent';
+export const SEND_INSTRUCTION = 'send_instruction';
+export const AWAIT_AGENTS = 'await_agents';
+/** Names of the orchestration tools. */
+export const ORCHESTRATION_TOOL_NAMES: ReadonlySet<string> = new Set([
+  SPAWN_AGENT,
+  SEND_INSTRUCTION,
+  AWAIT_AGENTS,
+]);
+
 /** Arguments of `complete_task`, after validation. */
 export type CompleteTaskArgs = {
   readonly result: unknown;

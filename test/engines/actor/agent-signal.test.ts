@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { agentSignal } from '../../../src/engines/actor/agent-signal.ts';
+import { TOOL_OUTPUT_PREVIEW_CHARS } from '../../../src/constants.ts';
+import { agentSignals } from '../../../src/engines/actor/agent-signal.ts';
 import { formatAssistant } from '../../../src/loop/history-format.ts';
 
-describe('agentSignal (what both backends tell the supervisor)', () => {
+describe('agentSignals (what both backends tell the supervisor)', () => {
   it("carries the model's text without the history prefix", () => {
-    const signal = agentSignal('a1', {
+    const signal = agentSignals('a1')({
       type: 'HistoryAppended',
       agentId: 'a1',
       round: 1,
@@ -15,19 +16,30 @@ describe('agentSignal (what both backends tell the supervisor)', () => {
     expect(signal).toEqual({ type: 'text', agentId: 'a1', text: 'Done.' });
   });
 
-  it('maps a call and its result to tool signals, and leaves other history entries out', () => {
+  it('reports a call when it starts, with its arguments masked, and leaves other history entries out', () => {
+    const signals = agentSignals('a1');
     expect(
-      agentSignal('a1', {
+      signals({
         type: 'ToolCall',
         agentId: 'a1',
         round: 2,
         callId: 'c',
         name: 'noop',
         modelName: 'noop',
+        args: { path: 'a.md', apiKey: 'sk-live-123456789012345678901234' },
       }),
-    ).toEqual({ type: 'tool_call', agentId: 'a1', round: 2, name: 'noop', ok: undefined });
+    ).toEqual({
+      type: 'tool_call',
+      agentId: 'a1',
+      round: 2,
+      name: 'noop',
+      callId: 'c',
+      phase: 'started',
+      ok: undefined,
+      args: { path: 'a.md', apiKey: '[REDACTED]' },
+    });
     expect(
-      agentSignal('a1', {
+      signals({
         type: 'HistoryAppended',
         agentId: 'a1',
         round: 2,
@@ -38,9 +50,45 @@ describe('agentSignal (what both backends tell the supervisor)', () => {
     ).toBeUndefined();
   });
 
+  it('reports its completion with ok, a masked and cut preview of the output, the duration and the replay disposition', () => {
+    let clock = 1000;
+    const signals = agentSignals('a1', () => clock);
+    signals({ type: 'ToolCall', agentId: 'a1', round: 1, callId: 'c', name: 'read_file', modelName: 'Read' });
+    clock = 1042;
+    const secret = 'Bearer abcdefghijklmnopqrstuvwxyz0123456789';
+    const long = `${secret} ${'x'.repeat(2 * TOOL_OUTPUT_PREVIEW_CHARS)}`;
+    const completed = signals({
+      type: 'ToolResult',
+      agentId: 'a1',
+      round: 1,
+      callId: 'c',
+      name: 'read_file',
+      ok: false,
+      projectionAccepted: true,
+      text: long,
+      stateUpdates: [],
+      displayedStateKeys: [],
+      replay: 'refused',
+    });
+    expect(completed).toMatchObject({
+      type: 'tool_call',
+      phase: 'completed',
+      callId: 'c',
+      ok: false,
+      durationMs: 42,
+      replay: 'refused',
+    });
+    const output = completed?.type === 'tool_call' ? (completed.output ?? '') : '';
+    expect(output).toHaveLength(TOOL_OUTPUT_PREVIEW_CHARS);
+    expect(output.endsWith('…')).toBe(true);
+    expect(output).not.toContain('abcdefghij');
+    expect(output).toContain('[REDACTED]');
+  });
+
   it('starts a round with its first request only, and reports the usage of every request', () => {
+    const signals = agentSignals('a1');
     const submitted = (request: number) =>
-      agentSignal('a1', {
+      signals({
         type: 'InferenceSubmitted',
         agentId: 'a1',
         round: 3,
@@ -52,28 +100,35 @@ describe('agentSignal (what both backends tell the supervisor)', () => {
       });
     expect(submitted(1)).toEqual({ type: 'round', agentId: 'a1', round: 3, estimatedTokens: 10 });
     expect(submitted(2)).toBeUndefined();
+    const usage = {
+      inputTokens: 7,
+      outputTokens: 2,
+      cachedInputTokens: 1,
+      reasoningTokens: 0,
+      estimated: true,
+    };
     const receipt = {
       provider: 'p',
       model: 'm',
       requests: 1,
-      usage: { inputTokens: 7, outputTokens: 2, cachedInputTokens: 0, reasoningTokens: 0, estimated: true },
+      usage,
       latencyMs: 5,
       httpStatus: 200,
       retries: 0,
       costUsd: undefined,
     };
-    expect(agentSignal('a1', { type: 'ProviderReceipt', agentId: 'a1', round: 3, step: 6, receipt })).toEqual(
-      {
-        type: 'receipt',
-        agentId: 'a1',
-        round: 3,
-        step: 6,
-        inputTokens: 7,
-        outputTokens: 2,
-        estimated: true,
-        costUsd: null,
-        latencyMs: 5,
-      },
-    );
+    expect(signals({ type: 'ProviderReceipt', agentId: 'a1', round: 3, step: 6, receipt })).toEqual({
+      type: 'receipt',
+      agentId: 'a1',
+      round: 3,
+      step: 6,
+      inputTokens: 7,
+      outputTokens: 2,
+      estimated: true,
+      costUsd: null,
+      latencyMs: 5,
+      usage,
+      endedAt: expect.any(Number),
+    });
   });
 });

@@ -16,6 +16,7 @@ import {
   recordedSteps,
   recordToolModule,
   redisServerPath,
+  repoRoot,
   skipReason,
   startWorker,
   stepperProvider,
@@ -74,6 +75,7 @@ describe(`the redis backend with two worker processes${skipReason}`, {
   let recordFile: string;
   let queue: Queue;
   const supervisors: RedisSupervisor[] = [];
+  const sessionProviderModule = path.join(repoRoot, 'test/fixtures/supervisor/session-provider.ts');
 
   beforeAll(async () => {
     server = await TestRedis.start();
@@ -221,6 +223,32 @@ describe(`the redis backend with two worker processes${skipReason}`, {
       (event) => event.type === 'ToolResult' && event.name === 'wait_for_instruction',
     );
     expect(waitResult?.type === 'ToolResult' && waitResult.text).toContain('No instruction arrived');
+  });
+
+  it('runs a session: it parks between messages, wakes for the next, and keeps its history', async () => {
+    const sup = supervisor({
+      providers: { session: { kind: 'module', module: sessionProviderModule } },
+      defaultProvider: 'session',
+      definitions: [definition('chatter', { tools: ['complete_task'] })],
+      parkAfterMs: 100,
+    });
+    const chat = sup.session('chatter');
+    const parked = nextEvent(sup, 'agent:parked', (event) => event.agentId === chat.id);
+    expect(await chat.send('hello')).toEqual({ turn: 0, answer: 'turn 1: hello (earlier: )' });
+    await parked;
+    // The job left its worker while it waited: the next message wakes it, resumed from its journal.
+    expect(await chat.send('again')).toEqual({ turn: 1, answer: 'turn 2: again (earlier: hello)' });
+    expect(await chat.close()).toMatchObject({
+      status: 'completed',
+      answer: 'turn 2: again (earlier: hello)',
+    });
+    const journal = await sup.journal(chat.id);
+    expect(journal.filter((event) => event.type === 'TurnAnswered')).toHaveLength(2);
+    expect(
+      journal
+        .filter((event) => event.type === 'Instructed')
+        .map((event) => event.type === 'Instructed' && event.text),
+    ).toEqual(['hello', 'again']);
   });
 
   it('cancels a parked agent from the supervisor: the job wakes and the agent ends Failed(cancelled)', async () => {

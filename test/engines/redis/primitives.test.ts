@@ -201,6 +201,17 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       pool.close();
     });
 
+    it('re-delivers at an index idempotently, exempt from the unread limit', async () => {
+      const inbox = new Inbox(redis, keys, 1);
+      expect(await inbox.send('i5', 'zero', 0)).toEqual({ index: 0, parked: false });
+      expect(await inbox.send('i5', 'zero again', 0)).toEqual({ index: 0, parked: false });
+      await expect(inbox.send('i5', 'new')).rejects.toMatchObject({ code: 'instruction_queue_full' });
+      expect(await inbox.send('i5', 'one', 1)).toEqual({ index: 1, parked: false });
+      expect(await inbox.get('i5', 0)).toBe('zero');
+      expect(await inbox.get('i5', 1)).toBe('one');
+      expect(await inbox.get('i5', 2)).toBeUndefined();
+    });
+
     it('refuses a send past the unread limit, and takes sends again once the agent has asked for more', async () => {
       const inbox = new Inbox(redis, keys, 2);
       await inbox.send('i4', 'a');

@@ -33,4 +33,18 @@ describe('Mailbox bounds', () => {
       expect.objectContaining({ code: 'instruction_queue_full' }),
     );
   });
+
+  it('re-delivers at an index idempotently, and a re-delivery is not refused by the bound', () => {
+    const mailbox = new Mailbox(2, 'a3');
+    expect(mailbox.send('zero', 0)).toBe(0);
+    expect(mailbox.send('zero again', 0)).toBe(0);
+    expect(mailbox.send('one', 1)).toBe(1);
+    // Two unread: a new instruction is refused, the recorded ones are re-sent without adding any.
+    expect(() => mailbox.send('new')).toThrow(expect.objectContaining({ code: 'instruction_queue_full' }));
+    expect(mailbox.send('one again', 1)).toBe(1);
+    expect(mailbox.size).toBe(2);
+    // A journal's third message, re-delivered before the agent asked for any, is added.
+    expect(mailbox.send('two', 2)).toBe(2);
+    expect(mailbox.size).toBe(3);
+  });
 });

@@ -1,0 +1,203 @@
+/**
+ * `troupe chat AGENT`: an interactive session with one agent in this process. Each line typed is a
+ * user message; the agent answers it with one turn of the same projection (history, keyed state
+ * and budget carry over: src/loop/session.ts), and the whole conversation is journalled, so
+ * `troupe chat --resume JOURNAL` continues it. Ctrl-D, Ctrl-C or `/exit` ends the chat.
+ */
+import { resolve } from 'node:path';
+import { createInterface, type Interface } from 'node:readline';
+import type { Command } from 'commander';
+import { UserError } from '../errors.ts';
+import type { AuditEventInput } from '../journal/events.ts';
+import { readJournal } from '../journal/reader.ts';
+import type { AgentChannels } from '../loop/types.ts';
+import { parseModelMap } from '../providers/models.ts';
+import { stripControl } from '../run-dir/format.ts';
+import { DEFAULT_SESSION_TASK } from '../supervisor/session.ts';
+import { COMMAND_HELP } from './commands.ts';
+import type { CliIO } from './shared/io.ts';
+import { type PreparedSession, prepareResume, prepareRun } from './shared/session.ts';
+
+interface ChatFlags {
+  readonly task?: string;
+  readonly provider?: string;
+  readonly model?: string;
+  readonly modelMap?: string[];
+  readonly journal?: string;
+  readonly cwd?: string;
+  readonly resume?: string;
+}
+
+/** What the user types to end the chat (besides Ctrl-D and Ctrl-C). */
+export const CHAT_EXIT = '/exit';
+
+/** The prompt shown when the agent waits for the next message. */
+export const CHAT_PROMPT = 'you> ';
+
+/** Registers `troupe chat` on `program`. */
+export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
+  program
+    .command('chat')
+    .description(COMMAND_HELP.chat.description)
+    .argument('[agent]', 'agent name (see `troupe agents list`); not with --resume')
+    .option('--task <text>', 'standing instructions for the whole chat (default: answer each message)')
+    .option(
+      '--provider <name>',
+      'simulated, openai or anthropic (default: openai or anthropic when its API key is set, else simulated)',
+    )
+    .option('--model <model>', "model name (default: the definition's model, else the provider's default)")
+    .option(
+      '--model-map <alias=model...>',
+      'model aliases added or overridden, e.g. sonnet=claude-sonnet-4-5',
+    )
+    .option('--journal <file>', 'journal file (default: <cwd>/.troupe/runs/<timestamp>-<agent>-<id>.jsonl)')
+    .option('--cwd <dir>', 'working directory: agents are found from it, file tools are confined to it')
+    .option('--resume <journal>', 'continue the chat that journal holds')
+    .action(async (agent: string | undefined, flags: ChatFlags) => {
+      setExit(await chat(agent, flags, io, { input: process.stdin, output: process.stdout }));
+    });
+}
+
+/** The terminal a chat reads from and writes its prompt to. */
+export interface ChatTerminal {
+  readonly input: NodeJS.ReadableStream;
+  readonly output: NodeJS.WritableStream;
+}
+
+/** Runs `troupe chat` and resolves to its exit code: 0 when the chat ended normally, 1 when the agent failed. */
+export async function chat(
+  agent: string | undefined,
+  flags: ChatFlags,
+  io: CliIO,
+  terminal: ChatTerminal,
+): Promise<number> {
+  const prepared = await prepare(agent, flags);
+  const { info } = prepared;
+  if (info.resume?.ended) {
+    prepared.close();
+    io.stderr(
+      `troupe: this chat has ended (${info.journal}); start a new one with \`troupe chat ${info.agent}\`\n`,
+    );
+    return 1;
+  }
+  io.stdout(`${info.providerNotice}\n`);
+  io.stdout(
+    `chat with ${info.agent} (model ${info.model}); journal: ${info.journal}\n` +
+      `Type a message and press Enter. Ctrl-D or ${CHAT_EXIT} ends the chat.\n`,
+  );
+
+  const isTTY = (terminal.input as { isTTY?: boolean }).isTTY === true;
+  const lines = createInterface({
+    input: terminal.input,
+    output: terminal.output,
+    terminal: isTTY,
+    prompt: CHAT_PROMPT,
+  });
+  const controller = new AbortController();
+  const inbox = new Inbox(lines, controller);
+  const outcome = await prepared.execute({
+    signal: controller.signal,
+    channels: inbox.channels,
+    onAgentEvent: (event) => show(event, io, info.agent),
+  });
+  lines.close();
+  // The prompt the chat was waiting at is left on its line.
+  if (isTTY) io.stdout('\n');
+  if (outcome.status === 'failed') {
+    io.stderr(`troupe: the chat ended: ${outcome.reason}: ${outcome.error.message}\n`);
+    return 1;
+  }
+  io.stdout(`chat ended; continue it with: troupe chat --resume ${info.journal}\n`);
+  return 0;
+}
+
+async function prepare(agent: string | undefined, flags: ChatFlags): Promise<PreparedSession> {
+  if (flags.resume !== undefined) {
+    if (agent !== undefined)
+      throw new UserError('invalid_option', 'Expected an agent or --resume JOURNAL, not both', { agent });
+    const journal = resolve(flags.resume);
+    const started = readJournal(journal).events.find((event) => event.type === 'Started');
+    if (started?.type === 'Started' && started.session !== true) {
+      throw new UserError(
+        'invalid_option',
+        `Expected the journal of a chat, but ${journal} holds a task run; continue it with \`troupe resume\``,
+        { path: journal },
+      );
+    }
+    return prepareResume({
+      journal,
+      session: true,
+      ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
+    });
+  }
+  if (agent === undefined)
+    throw new UserError('invalid_option', 'Expected an agent to chat with (or --resume JOURNAL)', {});
+  return prepareRun({
+    agent,
+    task: flags.task ?? DEFAULT_SESSION_TASK,
+    cwd: resolve(flags.cwd ?? process.cwd()),
+    session: true,
+    ...(flags.provider === undefined ? {} : { provider: flags.provider }),
+    ...(flags.model === undefined ? {} : { model: flags.model }),
+    ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
+    ...(flags.journal === undefined ? {} : { journal: resolve(flags.journal) }),
+  });
+}
+
+/** What the user sees of the agent's work: each tool it calls, and its answer to each message. */
+function show(event: AuditEventInput, io: CliIO, agent: string): void {
+  if (event.type === 'ToolCall') io.stdout(`  · ${event.name}\n`);
+  else if (event.type === 'TurnAnswered') io.stdout(`${agent}> ${stripControl(event.answer)}\n`);
+}
+
+/**
+ * The typed lines, as the session's user messages: message n is the n-th non-empty line. The
+ * prompt is shown when the agent waits for a message it does not have yet; the end of input
+ * (Ctrl-D), Ctrl-C and `/exit` end the chat.
+ */
+class Inbox {
+  /** Lines typed and not yet asked for (a resumed chat asks from the index it had reached). */
+  readonly #typed: string[] = [];
+  #waiter: ((text: string | null) => void) | undefined;
+  #closed = false;
+
+  constructor(
+    readonly lines: Interface,
+    readonly controller: AbortController,
+  ) {
+    lines.on('line', (line) => {
+      const text = line.trim();
+      if (text === CHAT_EXIT) {
+        lines.close();
+        return;
+      }
+      if (text === '') {
+        if (this.#waiter) lines.prompt();
+        return;
+      }
+      const waiter = this.#waiter;
+      this.#waiter = undefined;
+      if (waiter) waiter(text);
+      else this.#typed.push(text);
+    });
+    lines.on('SIGINT', () => lines.close());
+    lines.on('close', () => {
+      this.#closed = true;
+      controller.abort(new Error('chat ended'));
+      this.#waiter?.(null);
+      this.#waiter = undefined;
+    });
+  }
+
+  readonly channels: AgentChannels = {
+    waitForInstruction: (_index, _timeoutMs, signal) => {
+      const ready = this.#typed.shift();
+      if (ready !== undefined) return Promise.resolve(ready);
+      if (this.#closed || signal.aborted) return Promise.resolve(null);
+      this.lines.prompt();
+      return new Promise((resolveText) => {
+        this.#waiter = resolveText;
+      });
+    },
+  };
+}

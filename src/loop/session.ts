@@ -1,0 +1,145 @@
+/**
+ * Sessions: one agent, one projection, many user turns (seed 003's session loop). A session is an
+ * agent whose instructions are user messages:
+ *
+ * 1. it waits for user message n, the way `wait_for_instruction` parks (journalled Waiting and
+ *    Instructed, index n, on the same inbox: no provider call, no tokens while it waits);
+ * 2. the message is appended to the history as `User: <text>`;
+ * 3. the agent runs rounds until the turn ends as a task would: with a text answer, or with
+ *    `complete_task` (the definition's completion requirement applies to each turn);
+ * 4. the answer is journalled as TurnAnswered n and reported to the caller; per-turn state (the
+ *    accepted result, the tools that succeeded) is cleared, while the history, keyed states,
+ *    steps and budgets carry over; then it waits for message n + 1.
+ *
+ * A failure (a limit, a provider error) ends the session. Cancelled while it waits between turns
+ * (`session.close()`, the supervisor closing), it ends Completed with its last answer; cancelled
+ * in the middle of a turn, it ends Failed(cancelled). Resumed from its journal, it takes up the
+ * turn it was in, or waits again for the next message (repeating its last answer to the caller,
+ * in case the answer was lost with a thread).
+ */
+import type { AuditEvent } from '../journal/events.ts';
+import { COMPLETE_TASK } from '../tools/builtin/orchestration.ts';
+import type { RunContext } from './context.ts';
+import type { Ending } from './decide.ts';
+import { formatUser } from './history-format.ts';
+import { end, type LoopOptions, runTurn } from './loop.ts';
+import type { AgentChannels, AgentOutcome } from './types.ts';
+
+/** Call id of a session's wait for user message n: no tool call has it. */
+export const SESSION_WAIT_PREFIX = 'session-turn-';
+
+/** Where a session stands. */
+export interface SessionState {
+  /** Turns answered: the index of the user message the session waits for when idle. */
+  turns: number;
+  /** The last answer: the session's outcome when it ends. */
+  last: { readonly answer: string; readonly result: unknown } | undefined;
+  /** No turn is running: the session waits for user message `turns`. */
+  idle: boolean;
+}
+
+/** A new session's state. */
+export function newSession(): SessionState {
+  return { turns: 0, last: undefined, idle: true };
+}
+
+/** Runs a session from where it stands to its end. */
+export async function runSession(
+  run: RunContext,
+  session: SessionState,
+  options: LoopOptions,
+  wait: NonNullable<AgentChannels['waitForInstruction']>,
+): Promise<AgentOutcome> {
+  for (;;) {
+    if (session.idle) {
+      const text = await nextMessage(run, session, wait);
+      if (text === null) return end(run, closed(session));
+      session.idle = false;
+    }
+    const ending = await runTurn(run, options);
+    if (ending.kind === 'fail') return end(run, ending);
+    answer(run, session, ending);
+  }
+}
+
+/** Parks for user message `session.turns`; null when the session is cancelled or closed meanwhile. */
+async function nextMessage(
+  run: RunContext,
+  session: SessionState,
+  wait: NonNullable<AgentChannels['waitForInstruction']>,
+): Promise<string | null> {
+  const index = session.turns;
+  const callId = `${SESSION_WAIT_PREFIX}${index}`;
+  run.record({ type: 'Waiting', agentId: run.agentId, callId, index });
+  let text: string | null;
+  try {
+    text = await wait(index, undefined, run.signal);
+  } catch {
+    text = null;
+  }
+  if (text === null || run.signal.aborted) return null;
+  run.instructionsReceived = index + 1;
+  run.record({ type: 'Instructed', agentId: run.agentId, index, text, callId });
+  run.pushHistory(formatUser(text), 'user');
+  return text;
+}
+
+function answer(run: RunContext, session: SessionState, ending: Extract<Ending, { kind: 'complete' }>): void {
+  run.record({
+    type: 'TurnAnswered',
+    agentId: run.agentId,
+    turn: session.turns,
+    answer: ending.answer,
+    ...(ending.result === undefined ? {} : { result: ending.result }),
+  });
+  session.last = { answer: ending.answer, result: ending.result };
+  session.turns += 1;
+  session.idle = true;
+  run.completion = undefined;
+  run.succeededTools.clear();
+  run.truncations = 0;
+}
+
+function closed(session: SessionState): Ending {
+  return { kind: 'complete', answer: session.last?.answer ?? '', result: session.last?.result };
+}
+
+/**
+ * Rebuilds a resumed session's state from its journal (after the projection was restored): a user
+ * message received but not yet in the history is added, only the current turn's tool results
+ * count toward finishing it, and an idle session repeats its last answer to the caller (not to
+ * the journal), since the answer may have been lost with the thread that sent it.
+ */
+export function restoreSession(run: RunContext, session: SessionState, events: readonly AuditEvent[]): void {
+  const messages = new Map<number, string>();
+  let users = 0;
+  let turnStart = 0;
+  let last: AuditEvent | undefined;
+  events.forEach((event, position) => {
+    if (event.type === 'Instructed') {
+      messages.set(event.index, event.text);
+      turnStart = position + 1;
+    }
+    if (event.type === 'HistoryAppended' && event.kind === 'user') users += 1;
+    if (event.type === 'TurnAnswered') {
+      session.turns = Math.max(session.turns, event.turn + 1);
+      session.last = { answer: event.answer, result: event.result };
+      last = event;
+    }
+  });
+  for (let index = users; index < run.instructionsReceived; index += 1)
+    run.pushHistory(formatUser(messages.get(index) ?? ''), 'user');
+  session.idle = session.turns >= run.instructionsReceived;
+  run.completion = undefined;
+  run.succeededTools.clear();
+  if (!session.idle) {
+    for (const event of events.slice(turnStart)) {
+      if (event.type !== 'ToolResult' || !event.ok || event.refused) continue;
+      run.succeededTools.add(event.name);
+      if (event.name === COMPLETE_TASK) run.completion = { value: event.data };
+    }
+  } else if (last?.type === 'TurnAnswered') {
+    const { seq: _seq, ts: _ts, prev: _prev, hash: _hash, ...body } = last;
+    run.announce(body);
+  }
+}

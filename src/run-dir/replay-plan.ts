@@ -1,0 +1,206 @@
+/**
+ * `troupe replay`: the run a replay makes of a recorded run directory or journal. Its `plan.json`
+ * is the recorded plan (same entries, ids, expected values and scorers, so `troupe compare` and
+ * `troupe score` treat it as any run) plus `replay`: what each entry replays. Each entry runs again
+ * on the current (or the `--agent`) version of its definition, its tool calls answered from its
+ * recorded journal (src/replay/replay-calls.ts). `troupe resume` continues a replay from this file
+ * alone.
+ */
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
+import { DEFAULT_RUN_MAX_TOTAL_TOKENS } from '../constants.ts';
+import type { AgentDefinition } from '../definition/types.ts';
+import { describeValue, UserError } from '../errors.ts';
+import { readJournal } from '../journal/reader.ts';
+import { startedOf } from '../replay/recording.ts';
+import type { ReplaySource } from '../supervisor/replay.ts';
+import { siblingJournals } from '../supervisor/replay.ts';
+import { findAgentDefinition, loadAgentDefinitions } from './agent-files.ts';
+import { RUN_DIR_FORMAT } from './constants.ts';
+import { chooseProvider, type ProviderChoice } from './provider-choice.ts';
+import type { ResultLine } from './results.ts';
+import { journalFile, readRunDir } from './run-dir.ts';
+import { agentIdFor, newRunId, type PlannedRun, type RunPlan, type RunReplay } from './run-plan.ts';
+
+/** What `troupe replay` asks for. */
+export interface ReplayRequest {
+  /** A run directory (with `plan.json`) or an agent's journal file. */
+  readonly source: string;
+  /** `--agent`: a definition file, or the name of an agent discovered from `cwd`. */
+  readonly agent?: string;
+  /** `--model`. @default the recorded run's */
+  readonly model?: string;
+  /** Where a journal's replay runs when the journal does not say (`troupe run` records its cwd). */
+  readonly cwd: string;
+  readonly threads?: number;
+  readonly concurrency?: number;
+  /** @default process.env (a journal's replay picks its provider as `troupe run` does) */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** The replay's plan and the definitions it runs with (the plan's files, `--agent` last). */
+export interface ReplayPlan {
+  readonly plan: RunPlan;
+  readonly definitions: AgentDefinition[];
+}
+
+/**
+ * Plans the replay of a recorded run directory or journal. Throws UserError `not_a_replay_source`
+ * (neither a run directory nor a journal), `replay_no_journals` (a run directory none of whose
+ * entries left a journal here, e.g. a redis-backend run), `replay_agent_ambiguous`, and the
+ * definition loader's and journal reader's errors.
+ */
+export async function planReplay(request: ReplayRequest): Promise<ReplayPlan> {
+  const source = resolve(request.source);
+  const isDir = statSync(source, { throwIfNoEntry: false })?.isDirectory() === true;
+  const recorded = isDir ? fromRunDir(source) : fromJournal(source, request);
+  const agentFile =
+    request.agent !== undefined && looksLikeFile(request.agent) ? resolve(request.agent) : undefined;
+  const agentFiles = [...recorded.agentFiles, ...(agentFile ? [agentFile] : [])];
+  const definitions = await loadAgentDefinitions(agentFiles);
+  let runs = recorded.runs;
+  if (request.agent !== undefined) {
+    const name = agentFile
+      ? (definitions.at(-1)?.name ?? '')
+      : ((await findAgentDefinition(recorded.cwd, definitions, request.agent))?.name ?? request.agent);
+    if (!agentFile && !(await findAgentDefinition(recorded.cwd, definitions, name))) {
+      throw new UserError('unknown_agent', `No agent definition named \`${name}\` (--agent)`, {
+        agent: name,
+      });
+    }
+    runs = replaceAgent(runs, name);
+  }
+  const { runId, idPrefix } = newRunId();
+  const plan: RunPlan = {
+    ...recorded,
+    format: RUN_DIR_FORMAT,
+    runId,
+    idPrefix,
+    createdAt: new Date().toISOString(),
+    ...(request.model === undefined ? {} : { model: request.model }),
+    ...(request.threads === undefined ? {} : { threads: request.threads }),
+    ...(request.concurrency === undefined ? {} : { concurrency: request.concurrency }),
+    agentFiles,
+    runs: runs.map((run) => ({ ...run, agentId: agentIdFor(idPrefix, run.index) })),
+    replay: {
+      of: source,
+      journals: recorded.journals,
+      ...(request.agent === undefined ? {} : { agent: agentFile ?? request.agent }),
+    },
+  };
+  // A redis run keeps its journals in Redis; the replay runs here, on threads.
+  const { backend: _backend, ...onThreads } = plan;
+  return { plan: onThreads, definitions };
+}
+
+/** What a plan entry of a replay run replays (`SpawnOptions.replay`). */
+export function replaySourceOf(replay: RunReplay, index: number): ReplaySource {
+  const journal = replay.journals[index] ?? null;
+  return {
+    journal,
+    of: replay.of,
+    ...(journal === null ? {} : { journals: siblingJournals(journal) }),
+  };
+}
+
+type Recorded = Omit<RunPlan, 'format' | 'runId' | 'idPrefix' | 'createdAt' | 'runs' | 'replay'> & {
+  readonly runs: readonly PlannedRun[];
+  readonly journals: readonly (string | null)[];
+};
+
+function fromRunDir(root: string): Recorded {
+  const { plan, results, paths } = readRunDir(root);
+  const files = existsSync(paths.journals) ? new Set(readdirSync(paths.journals)) : new Set<string>();
+  const journals = plan.runs.map((run) => {
+    const agentId = recordedAgentId(plan, results, run.index, files);
+    return agentId === undefined ? null : journalFile(paths, agentId);
+  });
+  if (journals.every((journal) => journal === null)) {
+    throw new UserError(
+      'replay_no_journals',
+      `Expected journals to replay in ${paths.journals}, found none (a run on the redis backend keeps them in Redis)`,
+      { runDir: root },
+    );
+  }
+  const { format: _f, runId: _r, idPrefix: _i, createdAt: _c, replay: _p, ...rest } = plan;
+  return { ...rest, journals };
+}
+
+/**
+ * The agent whose journal stands for plan entry `index`: its last attempt with a result line, else
+ * its latest attempt that left a journal.
+ */
+function recordedAgentId(
+  plan: RunPlan,
+  results: readonly ResultLine[],
+  index: number,
+  files: ReadonlySet<string>,
+): string | undefined {
+  const last = results.filter((line) => line.index === index).at(-1);
+  if (last !== undefined && files.has(`${last.agentId}.jsonl`)) return last.agentId;
+  for (let attempt = 32; attempt >= 1; attempt -= 1) {
+    const id = agentIdFor(plan.idPrefix, index, attempt);
+    if (files.has(`${id}.jsonl`)) return id;
+  }
+  return undefined;
+}
+
+function fromJournal(path: string, request: ReplayRequest): Recorded {
+  if (statSync(path, { throwIfNoEntry: false }) === undefined) {
+    throw new UserError(
+      'not_a_replay_source',
+      `Expected a run directory or a journal file to replay, found nothing at ${path}`,
+      { path },
+    );
+  }
+  const started = startedOf(readJournal(path).events);
+  // Where `troupe run` ran it, as `troupe resume` does.
+  const cwd = typeof started.metadata.cwd === 'string' ? started.metadata.cwd : request.cwd;
+  const provider: ProviderChoice = chooseProvider({ ...(request.env ? { env: request.env } : {}) });
+  const model = provider.name === started.provider ? started.model : undefined;
+  return {
+    name: `replay of ${basename(path)}`,
+    planFile: null,
+    cwd,
+    provider,
+    ...(model === undefined ? {} : { model }),
+    threads: 1,
+    isolation: 'shared',
+    concurrency: 1,
+    ...(started.limits === undefined ? {} : { limits: started.limits }),
+    runLimits: { maxTotalTokens: DEFAULT_RUN_MAX_TOTAL_TOKENS, maxCostUsd: 0 },
+    agentFiles: [],
+    toolModules: [],
+    runs: [
+      {
+        index: 0,
+        agent: started.definition.name,
+        task: started.task,
+        context: started.context,
+        metadata: started.metadata,
+        source: { file: path, line: 1, column: 1 },
+        agentId: started.agentId,
+      },
+    ],
+    journals: [path],
+  };
+}
+
+/**
+ * Runs on `name` instead: the entries of the agent of that name, or every entry when the recorded
+ * run has one agent only.
+ */
+function replaceAgent(runs: readonly PlannedRun[], name: string): PlannedRun[] {
+  const names = new Set(runs.map((run) => run.agent));
+  if (names.has(name)) return [...runs];
+  if (names.size === 1) return runs.map((run) => ({ ...run, agent: name }));
+  throw new UserError(
+    'replay_agent_ambiguous',
+    `Expected --agent to name one of the recorded agents (${[...names].sort().join(', ')}) or a file defining one, got ${describeValue(name)}; with several agents in a run, --agent replaces the one of the same name`,
+    { agent: name, recorded: [...names].sort() },
+  );
+}
+
+function looksLikeFile(value: string): boolean {
+  return value.endsWith('.md') || value.includes('/') || existsSync(resolve(value));
+}
