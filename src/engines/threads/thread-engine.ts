@@ -331,14 +331,15 @@ export class ThreadEngine implements Engine {
 
   #onHostMessage(host: HostRecord, message: HostEventMessage): void {
     switch (message.type) {
-      case 'signals':
+      case 'batch': {
         for (const signal of message.signals) this.#host.report(signal);
-        return;
-      case 'ended': {
-        const agent = this.#agents.get(message.agentId);
-        if (!agent || agent.host !== host) return;
-        this.#release(agent);
-        this.#host.ended(message.agentId, message.outcome);
+        if (message.ended.length === 0) return;
+        for (const { agentId, outcome } of message.ended) {
+          const agent = this.#agents.get(agentId);
+          if (!agent || agent.host !== host) continue;
+          this.#release(agent);
+          this.#host.ended(agentId, outcome);
+        }
         this.#schedule();
         return;
       }
