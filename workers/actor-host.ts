@@ -32,6 +32,7 @@ import type {
   HostEventMessage,
   HostStats,
   HostTask,
+  OptionalSignal,
   Port,
   ProviderConfig,
 } from '../src/protocol/messages.ts';
@@ -41,6 +42,18 @@ import type { ToolRegistry } from '../src/tools/registry.ts';
 import { AdmissionClient } from './admission-client.ts';
 import { CallbackClient } from './callback-client.ts';
 import { InboxClient } from './inbox-client.ts';
+
+/**
+ * Signals sent only when the supervisor listens for them. Without listeners they were most of the
+ * events port's traffic and ~60 % of the main thread's time in a fan-out profile (cloning them,
+ * building events nobody received, and the garbage of both).
+ */
+const OPTIONAL_SIGNALS: ReadonlySet<string> = new Set<OptionalSignal>([
+  'round',
+  'tool_call',
+  'receipt',
+  'text',
+]);
 
 /** Agents a host starts per event-loop turn (see #pumpStarts). */
 const START_BATCH = 32;
@@ -72,6 +85,8 @@ class ActorHost {
   /** This thread's MCP connections, shared by its agents (see src/mcp/pool.ts). */
   #mcp: McpPool | undefined;
   #signals: AgentSignal[] = [];
+  /** Optional signals the supervisor listens for; the others are not sent. */
+  #wanted: ReadonlySet<string>;
   #ended: AgentEnded[] = [];
   readonly #startQueue: (() => void)[] = [];
   #pumping = false;
@@ -91,6 +106,7 @@ class ActorHost {
     this.#events = events;
     this.#slots = slots;
     this.#inbox = inbox;
+    this.#wanted = new Set<string>(config.wantedSignals);
     mkdirSync(config.journalDir, { recursive: true });
   }
 
@@ -115,6 +131,9 @@ class ActorHost {
         collectGarbage();
         return this.#stats();
       },
+      wantSignals: (kinds) => {
+        this.#wanted = new Set<string>(kinds);
+      },
       shutdown: (reason) => {
         this.#shuttingDown = true;
         for (const actor of this.#actors.values()) actor.controller.abort(new Error(reason));
@@ -138,6 +157,7 @@ class ActorHost {
   }
 
   #signal(signal: AgentSignal): void {
+    if (OPTIONAL_SIGNALS.has(signal.type) && !this.#wanted.has(signal.type)) return;
     this.#signals.push(signal);
     this.#scheduleFlush();
   }

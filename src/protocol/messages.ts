@@ -85,6 +85,13 @@ export interface HostToolDeclaration {
   readonly readOnly: boolean;
 }
 
+/**
+ * The signals an agent's runner sends only while the supervisor has a listener for them (the
+ * high-volume ones: one or more per model request). The others (waiting, instructed, warnings)
+ * always go.
+ */
+export type OptionalSignal = 'round' | 'tool_call' | 'receipt' | 'text';
+
 /** Sent once with the piscina task that starts a host. */
 export interface HostConfig {
   readonly hostId: number;
@@ -96,6 +103,8 @@ export interface HostConfig {
   readonly journalDir: string;
   readonly fsync: 'always' | 'interval' | 'never';
   readonly cwd: string;
+  /** The {@link OptionalSignal}s the supervisor has listeners for when the host starts. */
+  readonly wantedSignals: readonly OptionalSignal[];
 }
 
 /** A worker_threads MessagePort (named through the global so only engines/ and workers/ import worker_threads). */
@@ -158,6 +167,8 @@ export interface HostControlApi {
   measure(): HostStats;
   /** Cancels every agent and lets the host task return. */
   shutdown(reason: string): void;
+  /** The supervisor now has listeners for these {@link OptionalSignal}s (the set only grows). */
+  wantSignals(kinds: readonly OptionalSignal[]): void;
 }
 
 /** host -> main calls, answered by the supervisor ({@link HostCallMessage} over the callback port). */

@@ -31,6 +31,8 @@ export interface AgentHandleEvents {
 interface HandleControl {
   send(text: string): void;
   cancel(reason: string): void;
+  /** A listener of `event` was added (the supervisor asks its engine for the signals it needs). */
+  listen(event: string | symbol): void;
 }
 
 /** A spawned agent: send it instructions, cancel it, await its outcome. */
@@ -61,6 +63,33 @@ export class AgentHandle extends EventEmitter<AgentHandleEvents> {
     this.parentId = parentId;
     this.result = result;
     this.#control = control;
+  }
+
+  override on<T extends EventEmitter.EventNames<AgentHandleEvents>>(
+    event: T,
+    fn: EventEmitter.EventListener<AgentHandleEvents, T>,
+    context?: unknown,
+  ): this {
+    this.#control.listen(event);
+    return super.on(event, fn, context);
+  }
+
+  override addListener<T extends EventEmitter.EventNames<AgentHandleEvents>>(
+    event: T,
+    fn: EventEmitter.EventListener<AgentHandleEvents, T>,
+    context?: unknown,
+  ): this {
+    this.#control.listen(event);
+    return super.addListener(event, fn, context);
+  }
+
+  override once<T extends EventEmitter.EventNames<AgentHandleEvents>>(
+    event: T,
+    fn: EventEmitter.EventListener<AgentHandleEvents, T>,
+    context?: unknown,
+  ): this {
+    this.#control.listen(event);
+    return super.once(event, fn, context);
   }
 
   /** Sends an instruction; it is queued until the agent calls `wait_for_instruction`, never lost. */

@@ -46,15 +46,17 @@ export interface NewRecord {
   readonly signal: AbortSignal | undefined;
   readonly send: (text: string) => void;
   readonly cancel: (reason: string) => void;
+  /** A listener was added to the handle. */
+  readonly listen: (event: string | symbol) => void;
 }
 
 /** A pending record with its handle; `cancel` runs when `signal` aborts. */
-export function createRecord({ spec, retryOf, agent, signal, send, cancel }: NewRecord): AgentRecord {
+export function createRecord({ spec, retryOf, agent, signal, send, cancel, listen }: NewRecord): AgentRecord {
   let settle: (outcome: AgentOutcome) => void = () => {};
   const result = new Promise<AgentOutcome>((resolve) => {
     settle = resolve;
   });
-  const handle = new AgentHandle(spec.agentId, agent, spec.parentId, result, { send, cancel });
+  const handle = new AgentHandle(spec.agentId, agent, spec.parentId, result, { send, cancel, listen });
   const onAbort = (): void => cancel(abortReason(signal));
   signal?.addEventListener('abort', onAbort, { once: true });
   return {

@@ -15,10 +15,10 @@ import type { AuditEvent } from '../journal/events.ts';
 import { cancelledError, completedOutcome, failedOutcome } from '../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
 import type { McpServers } from '../mcp/config.ts';
-import type { HostStats } from '../protocol/messages.ts';
+import type { HostStats, OptionalSignal } from '../protocol/messages.ts';
 import { SIMULATED_FALLBACK_WARNING, warnSimulatedFallback } from '../providers/environment.ts';
 import type { Usage } from '../providers/types.ts';
-import { emitAgentReport } from './agent-events.ts';
+import { emitAgentReport, signalOfEvent } from './agent-events.ts';
 import type { AgentHandle } from './agent-handle.ts';
 import { type AgentRecord, createRecord, hasEnded } from './agent-record.ts';
 import { loadDefinitions, runMcpServers } from './definitions.ts';
@@ -59,6 +59,15 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   #closed = false;
   #announced = false;
   #closing: Promise<void> | undefined;
+  /** The optional signals someone listens for (see {@link signalOfEvent}); the set only grows. */
+  readonly #wantedSignals = new Set<OptionalSignal>();
+  /** Asks the engine for the signals a new listener of `event` needs. */
+  readonly #listen = (event: string | symbol): void => {
+    const signal = signalOfEvent(event);
+    if (signal === undefined || this.#wantedSignals.has(signal)) return;
+    this.#wantedSignals.add(signal);
+    this.#engine.wantSignals?.([...this.#wantedSignals]);
+  };
 
   constructor(options: SupervisorOptions = {}) {
     super();
@@ -73,6 +82,33 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       host: this.#engineHost(),
       hostTools: [...userTools, ...ORCHESTRATION_TOOLS],
     });
+  }
+
+  override on<T extends EventEmitter.EventNames<SupervisorEvents>>(
+    event: T,
+    fn: EventEmitter.EventListener<SupervisorEvents, T>,
+    context?: unknown,
+  ): this {
+    this.#listen(event);
+    return super.on(event, fn, context);
+  }
+
+  override addListener<T extends EventEmitter.EventNames<SupervisorEvents>>(
+    event: T,
+    fn: EventEmitter.EventListener<SupervisorEvents, T>,
+    context?: unknown,
+  ): this {
+    this.#listen(event);
+    return super.addListener(event, fn, context);
+  }
+
+  override once<T extends EventEmitter.EventNames<SupervisorEvents>>(
+    event: T,
+    fn: EventEmitter.EventListener<SupervisorEvents, T>,
+    context?: unknown,
+  ): this {
+    this.#listen(event);
+    return super.once(event, fn, context);
   }
 
   /** The validated options. */
@@ -144,6 +180,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       signal: options.signal,
       send: (text) => this.#send(id, text),
       cancel: (reason) => this.#cancel(id, reason),
+      listen: this.#listen,
     });
     this.#agents.set(id, record);
     parent?.children.push(id);

@@ -25,6 +25,7 @@ import type {
   AgentMessage,
   HostEventMessage,
   HostStats,
+  OptionalSignal,
   SupervisorCallbackApi,
 } from '../../protocol/messages.ts';
 import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../../tools/builtin/orchestration.ts';
@@ -77,6 +78,11 @@ export class ThreadEngine implements Engine {
   #starting: Promise<void> | undefined;
   #scheduleQueued = false;
   #quarantineHostStarting = false;
+  /**
+   * The optional signals the supervisor listens for. Hosts get it in their config: the pool clones
+   * this array's contents when it starts a host, so a host started later gets the current set.
+   */
+  readonly #wantedSignals: OptionalSignal[] = [];
 
   constructor(options: ThreadEngineOptions, context: EngineContext) {
     this.#options = options;
@@ -115,6 +121,7 @@ export class ThreadEngine implements Engine {
         journalDir: options.journalDir,
         fsync: options.fsync,
         cwd: options.cwd,
+        wantedSignals: this.#wantedSignals,
       },
       callbacks: this.#callbacks(),
       serveAdmission: (_host, port: MessagePort) => new AdmissionServer(this.#admission, admissionKeys, port),
@@ -197,6 +204,14 @@ export class ThreadEngine implements Engine {
       journal.close();
     }
     renameSync(draft, target);
+  }
+
+  wantSignals(kinds: readonly OptionalSignal[]): void {
+    this.#wantedSignals.splice(0, this.#wantedSignals.length, ...kinds);
+    // On the control port, so it reaches each host before any spawn posted after it.
+    for (const host of this.#pool?.hosts ?? []) {
+      this.#pool?.call(host, (api) => api.wantSignals(kinds)).catch(() => {});
+    }
   }
 
   async measure(): Promise<HostStats[]> {
