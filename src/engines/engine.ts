@@ -96,6 +96,8 @@ export interface EngineOptions {
   readonly restart: RetryPolicy;
   /** Time an agent gets to end after a cancel, and a thread to shut down, before it is stopped by force. */
   readonly graceMs: number;
+  /** Instructions an agent may have unread before a send is refused (`instruction_queue_full`). */
+  readonly maxPendingInstructions: number;
   readonly cwd: string;
 }
 

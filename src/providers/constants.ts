@@ -13,7 +13,8 @@ export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;
 /** Model used when a caller asks a provider for its default model. */
 export const DEFAULT_MODELS = {
   openai: 'gpt-4.1-mini',
-  anthropic: 'claude-sonnet-4-5',
+  /** The same model as the `sonnet` alias (`ANTHROPIC_MODEL_ALIASES`), so `default` and `sonnet` agree. */
+  anthropic: 'claude-sonnet-4-6',
   simulated: 'simulated',
 } as const;
 

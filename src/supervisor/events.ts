@@ -63,6 +63,11 @@ export interface AgentWarnings extends AgentRef {
 export interface AgentInstructed extends AgentRef {
   readonly text: string;
 }
+/** `handle.send()` could not deliver an instruction (`instruction_queue_full`); `instruct()` rejects instead. */
+export interface AgentDropped extends AgentRef {
+  readonly text: string;
+  readonly error: SerializedError;
+}
 export interface AgentEnded extends AgentRef {
   readonly outcome: AgentOutcome;
 }
@@ -106,6 +111,7 @@ export interface SupervisorEvents extends EngineEvents {
   'agent:waiting': [event: AgentWaiting];
   'agent:warnings': [event: AgentWarnings];
   'agent:instructed': [event: AgentInstructed];
+  'agent:dropped': [event: AgentDropped];
   'agent:completed': [event: AgentEnded];
   'agent:failed': [event: AgentEnded];
   'agent:restarted': [event: AgentRestarted];

@@ -6,6 +6,7 @@
 
 import path from 'node:path';
 import type { AgentDefinition, RetryPolicy } from '../definition/types.ts';
+import { DEFAULT_MAX_PENDING_INSTRUCTIONS } from '../engines/actor/limits.ts';
 import type { Backend, EngineOptions } from '../engines/engine.ts';
 import {
   type PreparedRedisOptions,
@@ -93,6 +94,13 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
   readonly restart?: Partial<RetryPolicy>;
   /** Time an agent gets to end after a cancel (and a thread to shut down) before it is stopped by force. @default 5000 */
   readonly graceMs?: number;
+  /**
+   * Instructions an agent may have sent to it and not yet asked for (`wait_for_instruction`). A send
+   * past it is refused: `instruct()` rejects with UserError `instruction_queue_full`, `handle.send()`
+   * emits `agent:dropped`. Bounds the memory (or Redis stream) of an agent that never waits.
+   * @default 10000
+   */
+  readonly maxPendingInstructions?: number;
   /** Working directory for agents and definition discovery. @default process.cwd() */
   readonly cwd?: string;
   /** Definitions to use in addition to (and ahead of) discovered ones. */
@@ -197,6 +205,11 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     hostTools: options.hostTools ?? {},
     restart,
     graceMs,
+    maxPendingInstructions: positiveInt(
+      'maxPendingInstructions',
+      options.maxPendingInstructions,
+      DEFAULT_MAX_PENDING_INSTRUCTIONS,
+    ),
     cwd: path.resolve(options.cwd ?? process.cwd()),
     definitions: options.definitions ?? [],
     compat: options.compat ?? true,

@@ -321,13 +321,18 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     if (!record || record.state === 'ended') {
       throw new UserError('agent_not_running', `Agent ${agentId} is not running`, { agentId });
     }
+    // Redis closed at close(): nothing waits for this instruction. A full queue is the sender's to
+    // know about: `send` has no promise, so it hears of it as an event.
+    const dropped = (error: unknown): void => {
+      if (error instanceof UserError && error.code === 'instruction_queue_full') {
+        this.emit('agent:dropped', { ...this.#ref(record), text, error: serializeError(error) });
+      }
+    };
     if (record.state === 'pending') {
-      record.held.push({ text, resolve: () => {}, reject: () => {} });
+      record.held.push({ text, resolve: () => {}, reject: dropped });
       return;
     }
-    this.#engine.deliver(agentId, { type: 'instruction', text }).catch(() => {
-      // Redis closed at close(): nothing waits for this instruction.
-    });
+    this.#engine.deliver(agentId, { type: 'instruction', text }).catch(dropped);
   }
 
   #cancel(agentId: string, reason: string): void {

@@ -94,6 +94,7 @@ describe('the packed package, installed into an empty project', () => {
     const files = packed.files.map((file) => file.path);
     for (const expected of [
       'package.json',
+      'LICENSE',
       'bin/troupe.mjs',
       'dist/src/index.js',
       'dist/src/index.d.ts',

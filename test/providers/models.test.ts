@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { hasErrorCode } from '../../src/errors.ts';
 import { parseModelMap, resolveModel } from '../../src/providers/models.ts';
+import { priceFor } from '../../src/providers/pricing.ts';
 import { spawnModel } from '../../src/supervisor/record-spec.ts';
 import { makeDefinition } from '../prompt/make-definition.ts';
 
@@ -44,7 +45,12 @@ describe('resolveModel', () => {
     expect(resolveModel({ kind: 'openai', definitionModel: 'inherit', defaultModel: 'opus' }).id).toBe(
       'gpt-5',
     );
-    expect(resolveModel({ kind: 'anthropic', definitionModel: 'default' }).id).toBe('claude-sonnet-4-5');
+    expect(resolveModel({ kind: 'anthropic', definitionModel: 'default' }).id).toBe('claude-sonnet-4-6');
+    // `default` and the `sonnet` alias name the same model, and that model has a price.
+    expect(resolveModel({ kind: 'anthropic', definitionModel: 'default' }).id).toBe(
+      resolveModel({ kind: 'anthropic', definitionModel: 'sonnet' }).id,
+    );
+    expect(priceFor(resolveModel({ kind: 'anthropic', definitionModel: 'default' }).id)).toBeDefined();
   });
 
   it('runs the simulated model whatever the definition says', () => {

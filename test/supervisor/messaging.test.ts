@@ -24,6 +24,31 @@ describe('wait_for_instruction and complete_task across threads', () => {
     });
   });
 
+  it('instructions past maxPendingInstructions are refused: send emits agent:dropped, instruct rejects', async () => {
+    supervisor = policySupervisor({ cwd: tempDir(), maxPendingInstructions: 1 });
+    const dropped: string[] = [];
+    supervisor.on('agent:dropped', (event) => {
+      expect(event.error).toMatchObject({ code: 'instruction_queue_full', fields: { limit: 1 } });
+      dropped.push(event.text);
+    });
+    const handle = supervisor.spawn('worker', { task: 'Wait for 2 instructions, then report.' });
+    // Once the agent has taken the first, the next one fits again.
+    handle.once('instructed', () => handle.send('later'));
+    // The agent has not started, so it has asked for nothing: one instruction fits, the next does not.
+    handle.send('first');
+    handle.send('second');
+    await expect(supervisor.instruct(handle.id, 'third')).rejects.toMatchObject({
+      code: 'instruction_queue_full',
+      fields: { agentId: handle.id, pending: 1, limit: 1 },
+    });
+    expect(dropped).toEqual(['second']);
+    const outcome = await handle.result;
+    expect(outcome).toMatchObject({
+      status: 'completed',
+      result: { instructions: ['Instruction: first', 'Instruction: later'] },
+    });
+  });
+
   it('a wait with a retry policy runs out and the tool says no instruction arrived', async () => {
     const cwd = tempDir();
     const journalDir = path.join(cwd, 'journals');

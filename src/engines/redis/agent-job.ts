@@ -189,7 +189,7 @@ function channels(ctx: JobContext, data: AgentJobData, park: (request: ParkReque
     completeTask: async () => ({ accepted: true }),
     waitForInstruction: async (index, timeoutMs, signal) => {
       if (signal.aborted) return null;
-      const [mark, ready] = await Promise.all([ctx.redis.get(parkedKey), ctx.inbox.get(agentId, index)]);
+      const [mark, ready] = await Promise.all([ctx.redis.get(parkedKey), ctx.inbox.ask(agentId, index)]);
       const done = async <T>(value: T): Promise<T> => {
         if (mark !== null) await ctx.redis.del(parkedKey);
         return value;
@@ -254,6 +254,7 @@ async function finish(ctx: JobContext, data: AgentJobData): Promise<void> {
     for (const key of [
       keys.journal(agentId),
       keys.inbox(agentId),
+      keys.inboxAsked(agentId),
       keys.cancel(agentId),
       keys.meta(agentId),
     ]) {

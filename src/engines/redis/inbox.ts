@@ -6,15 +6,33 @@
  * before the agent waits are simply already in the log.
  */
 import type { Redis } from 'ioredis';
+import { UserError } from '../../errors.ts';
+import { DEFAULT_MAX_PENDING_INSTRUCTIONS } from '../actor/limits.ts';
 import type { BlockingPool } from './blocking-pool.ts';
 import type { ScaleoutKeys } from './keys.ts';
 import { LuaScript } from './script.ts';
 
+// Refused (-1, and how many are pending) when the agent has ARGV[2] instructions it has not asked for.
 const SEND = new LuaScript(
   `
 local n = redis.call('XLEN', KEYS[1])
+local pending = math.max(0, n - tonumber(redis.call('GET', KEYS[3]) or '0'))
+if pending >= tonumber(ARGV[2]) then return {-1, pending} end
 redis.call('XADD', KEYS[1], (n + 1) .. '-0', 't', ARGV[1])
 return {n, redis.call('GET', KEYS[2]) or ''}
+`,
+  3,
+);
+
+// Records that instruction ARGV[1] was asked for (KEYS[2] holds how many have been: one more than
+// the highest number asked for), then answers it if it was sent (entry id ARGV[2]).
+const ASK = new LuaScript(
+  `
+local asked = tonumber(ARGV[1]) + 1
+if asked > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], asked) end
+local entry = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])[1]
+if entry then return entry[2][2] end
+return false
 `,
   2,
 );
@@ -30,20 +48,45 @@ export interface SentInstruction {
 export class Inbox {
   readonly #redis: Redis;
   readonly #keys: ScaleoutKeys;
+  readonly #maxPending: number;
 
-  constructor(redis: Redis, keys: ScaleoutKeys) {
+  constructor(redis: Redis, keys: ScaleoutKeys, maxPending = DEFAULT_MAX_PENDING_INSTRUCTIONS) {
     this.#redis = redis;
     this.#keys = keys;
+    this.#maxPending = maxPending;
   }
 
-  /** Appends an instruction (atomically numbered) and reports whether the agent is parked. */
+  /**
+   * Appends an instruction (atomically numbered) and reports whether the agent is parked. Throws
+   * UserError `instruction_queue_full` when the agent has `maxPending` instructions it has not
+   * asked for.
+   */
   async send(agentId: string, text: string): Promise<SentInstruction> {
     const reply = (await SEND.run(
       this.#redis,
-      [this.#keys.inbox(agentId), this.#keys.parked(agentId)],
-      [text],
-    )) as [number, string];
+      [this.#keys.inbox(agentId), this.#keys.parked(agentId), this.#keys.inboxAsked(agentId)],
+      [text, String(this.#maxPending)],
+    )) as [number, string | number];
+    if (Number(reply[0]) === -1) {
+      const pending = Number(reply[1]);
+      throw new UserError(
+        'instruction_queue_full',
+        `The agent has ${pending} instructions it has not asked for yet (limit ${this.#maxPending}); this one was not sent`,
+        { agentId, pending, limit: this.#maxPending },
+      );
+    }
     return { index: Number(reply[0]), parked: reply[1] !== '' };
+  }
+
+  /** Instruction number `index` if it was sent, recording that the agent has asked for it. */
+  async ask(agentId: string, index: number): Promise<string | undefined> {
+    const id = `${index + 1}-0`;
+    const reply = (await ASK.run(
+      this.#redis,
+      [this.#keys.inbox(agentId), this.#keys.inboxAsked(agentId)],
+      [String(index), id],
+    )) as string | null;
+    return reply ?? undefined;
   }
 
   /** Instruction number `index`, if it was sent. */

@@ -58,6 +58,11 @@ export class ScaleoutKeys {
     return this.#agent(agentId, 'inbox');
   }
 
+  /** How many instructions the agent has asked for: one more than the highest number a wait asked for. */
+  inboxAsked(agentId: string): string {
+    return this.#agent(agentId, 'asked');
+  }
+
   /** Present while the agent's job is parked waiting for instruction `index` (JSON). */
   parked(agentId: string): string {
     return this.#agent(agentId, 'parked');

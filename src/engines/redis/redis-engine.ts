@@ -114,7 +114,13 @@ export class RedisEngine implements Engine {
       prefix: this.#keys.prefix,
     });
     queue.on('error', () => {});
-    this.#connections = { redis, reader, queue, jobs, inbox: new Inbox(redis, this.#keys) };
+    this.#connections = {
+      redis,
+      reader,
+      queue,
+      jobs,
+      inbox: new Inbox(redis, this.#keys, this.#options.maxPendingInstructions),
+    };
     await queue.waitUntilReady();
     this.#reading = readSupervisorStreams({
       reader,

@@ -4,7 +4,13 @@
  * crash gets the same instruction again and none is lost or delivered twice. Instructions sent
  * before the agent waits are simply already in the log. A parked wait costs one callback and, when
  * the wait has a limit, one timer.
+ *
+ * Bounded: instructions the agent has not yet asked for are at most `maxPending` (a send past it
+ * throws UserError `instruction_queue_full`), and instructions it has asked for are dropped (its
+ * journal holds them; a wait after a crash asks for the next one, never an earlier one).
  */
+import { UserError } from '../../errors.ts';
+import { DEFAULT_MAX_PENDING_INSTRUCTIONS } from '../actor/limits.ts';
 
 /** Receives the answer to one wait: the instruction, or null (timeout, abandoned). */
 export type Deliver = (text: string | null) => void;
@@ -16,11 +22,27 @@ interface PendingWait {
 }
 
 export class Mailbox {
-  readonly #log: string[] = [];
+  /** Instructions from number `#first` on; the ones before it were asked for and are dropped. */
+  #log: string[] = [];
+  #first = 0;
+  /** Instructions asked for: one more than the highest number a wait asked for. */
+  #asked = 0;
   #waiting: PendingWait | undefined;
+  readonly #maxPending: number;
+  readonly #agentId: string | undefined;
+
+  constructor(maxPending = DEFAULT_MAX_PENDING_INSTRUCTIONS, agentId?: string) {
+    this.#maxPending = maxPending;
+    this.#agentId = agentId;
+  }
 
   /** Instructions sent so far. */
   get size(): number {
+    return this.#first + this.#log.length;
+  }
+
+  /** Instructions kept in memory (sent and not yet asked for, plus a few already asked for). */
+  get kept(): number {
     return this.#log.length;
   }
 
@@ -33,14 +55,41 @@ export class Mailbox {
    * instruction's index.
    */
   send(text: string): number {
-    const index = this.#log.push(text) - 1;
+    const pending = Math.max(0, this.size - this.#asked);
+    if (pending >= this.#maxPending) {
+      throw new UserError(
+        'instruction_queue_full',
+        `The agent has ${pending} instructions it has not asked for yet (limit ${this.#maxPending}); this one was not sent`,
+        { agentId: this.#agentId, pending, limit: this.#maxPending },
+      );
+    }
+    const index = this.#first + this.#log.push(text) - 1;
     const waiting = this.#waiting;
-    if (waiting && waiting.index < this.#log.length) {
+    if (waiting && waiting.index < this.size) {
       this.#waiting = undefined;
       if (waiting.timer) clearTimeout(waiting.timer);
-      waiting.deliver(this.#log[waiting.index] ?? null);
+      waiting.deliver(this.#at(waiting.index) ?? null);
     }
     return index;
+  }
+
+  #at(index: number): string | undefined {
+    return this.#log[index - this.#first];
+  }
+
+  /**
+   * Instruction `index` was asked for: the agent has journaled every one before it, and `index`
+   * itself no longer counts as unread. The ones before it are dropped once they are many
+   * (amortised: one copy per half); `index` is kept for a wait repeated after a crash.
+   */
+  #release(index: number): void {
+    if (index + 1 <= this.#asked) return;
+    this.#asked = index + 1;
+    const done = index - this.#first;
+    if (done >= 64 && done * 2 >= this.#log.length) {
+      this.#log = this.#log.slice(done);
+      this.#first = index;
+    }
   }
 
   /**
@@ -49,7 +98,8 @@ export class Mailbox {
    * an older parked one with null.
    */
   park(index: number, timeoutMs: number | undefined, deliver: Deliver): void {
-    const ready = this.#log[index];
+    this.#release(index);
+    const ready = this.#at(index);
     if (ready !== undefined) {
       deliver(ready);
       return;

@@ -14,7 +14,7 @@
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { MessagePort } from 'node:worker_threads';
-import { type SerializedError, SystemError, serializeError } from '../../errors.ts';
+import { describeValue, type SerializedError, SystemError, serializeError, UserError } from '../../errors.ts';
 import type { AuditEvent } from '../../journal/events.ts';
 import { forkedInputs, writeFork } from '../../journal/fork.ts';
 import { readJournal } from '../../journal/reader.ts';
@@ -37,6 +37,10 @@ import { HostPool, type HostRecord } from './host-pool.ts';
 import { InboxServer } from './inbox-server.ts';
 import { Mailbox } from './mailbox.ts';
 import type { PreparedThreadOptions } from './options.ts';
+
+/** Thread agent ids: one file name (`<id>.jsonl`), so no path separator and no control character. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it rejects
+const THREAD_AGENT_ID = /^[^/\\\u0000-\u001f\u007f]{1,200}$/;
 
 /** Options of the thread engine. */
 export type ThreadEngineOptions = EngineOptions & PreparedThreadOptions;
@@ -94,8 +98,16 @@ export class ThreadEngine implements Engine {
     );
   }
 
-  checkAgentId(): void {
-    // Any id names a journal file; the supervisor checks that it is new.
+  checkAgentId(id: string): void {
+    // An id names its journal file `<journalDir>/<id>.jsonl`: it must stay one file name in that
+    // folder (no separator, so `../x` cannot write elsewhere). The supervisor checks that it is new.
+    if (!THREAD_AGENT_ID.test(id)) {
+      throw new UserError(
+        'invalid_agent_id',
+        `Expected an agent id of 1-200 characters with no '/', '\\' or control characters, got ${describeValue(id)}`,
+        { agentId: id },
+      );
+    }
   }
 
   start(): Promise<void> {
@@ -139,7 +151,7 @@ export class ThreadEngine implements Engine {
   run(spec: ActorSpec): void {
     const agent: ThreadAgent = {
       spec,
-      mailbox: new Mailbox(),
+      mailbox: new Mailbox(this.#options.maxPendingInstructions, spec.agentId),
       state: 'queued',
       host: undefined,
       charged: 0,

@@ -201,6 +201,29 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       pool.close();
     });
 
+    it('refuses a send past the unread limit, and takes sends again once the agent has asked for more', async () => {
+      const inbox = new Inbox(redis, keys, 2);
+      await inbox.send('i4', 'a');
+      await inbox.send('i4', 'b');
+      await expect(inbox.send('i4', 'c')).rejects.toMatchObject({
+        code: 'instruction_queue_full',
+        fields: { agentId: 'i4', pending: 2, limit: 2 },
+      });
+      // Asking for instruction 0 takes it: one is unread, so one more fits.
+      expect(await inbox.ask('i4', 0)).toBe('a');
+      expect(await inbox.send('i4', 'c')).toEqual({ index: 2, parked: false });
+      await expect(inbox.send('i4', 'd')).rejects.toMatchObject({
+        code: 'instruction_queue_full',
+        fields: { pending: 2 },
+      });
+      expect(await inbox.ask('i4', 2)).toBe('c');
+      expect(await inbox.send('i4', 'd')).toEqual({ index: 3, parked: false });
+      // An older ask (a wait repeated after a restart) does not move the mark back.
+      expect(await inbox.ask('i4', 1)).toBe('b');
+      expect(await inbox.send('i4', 'e')).toEqual({ index: 4, parked: false });
+      await expect(inbox.send('i4', 'f')).rejects.toMatchObject({ code: 'instruction_queue_full' });
+    });
+
     it('ends a blocking wait with null when it is aborted or its time is up', async () => {
       const inbox = new Inbox(redis, keys);
       const pool = new BlockingPool(redis);
