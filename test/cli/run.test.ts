@@ -393,7 +393,7 @@ describe('provider and model choice', () => {
   it('uses --model, else the definition model, else the provider default; the simulated model ignores aliases', () => {
     expect(resolveModel('openai', 'gpt-4.1', 'sonnet')).toBe('gpt-4.1');
     expect(resolveModel('openai', undefined, 'gpt-5')).toBe('gpt-5');
-    expect(resolveModel('anthropic', undefined, 'default')).toBe('claude-sonnet-4-5');
+    expect(resolveModel('anthropic', undefined, 'default')).toBe('claude-sonnet-4-6');
     expect(resolveModel('openai', undefined, 'inherit')).toBe('gpt-4.1-mini');
     expect(resolveModel('simulated', undefined, 'sonnet')).toBe('simulated');
   });
