@@ -44,3 +44,8 @@ export const REMOVED_MARKER = '[Tool output was displayed here, but is no longer
 /** Refusal for tool calls after a state update within the same slice. */
 export const SLICE_REFUSAL =
   'A state update is waiting to be re-rendered. End this slice before calling another tool.';
+/**
+ * How long a tool call waits for a person's approval before its request times out (and is denied,
+ * unless `onTimeout: 'allow'`). 0 means no limit.
+ */
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 600_000;

@@ -2,6 +2,34 @@
  * troupe's public API. Everything exported here is documented; anything else is internal.
  */
 
+// Blocks: versioned prompt, settings and model-settings blocks definitions refer to
+export type {
+  BlockDir,
+  BlockDirsOptions,
+  BlockDiscovery,
+  DiscoveredBlock,
+} from './blocks/file-store.ts';
+export { blockDirs, discoverBlocks, fileBlockStore } from './blocks/file-store.ts';
+export { BLOCK_ID_PATTERN, highestSatisfying, isBlockId, isVersionRange } from './blocks/ids.ts';
+export type { BlockLookup } from './blocks/memory-store.ts';
+export { functionBlockStore, memoryBlockStore } from './blocks/memory-store.ts';
+export { blockHash } from './blocks/parse.ts';
+export type { BlockResolution } from './blocks/resolve.ts';
+export { resolveAgentBlocks, resolveBlocks } from './blocks/resolve.ts';
+export type {
+  Block,
+  BlockInput,
+  BlockKind,
+  BlockRef,
+  BlockStore,
+  ModelSettingsBlock,
+  PinnedBlock,
+  PromptBlock,
+  PromptParameter,
+  PromptRef,
+  ResolvedBlocks,
+  SettingsBlock,
+} from './blocks/types.ts';
 // Comparing two runs
 export type {
   ItemComparison,
@@ -215,6 +243,18 @@ export {
 } from './providers/environment.ts';
 export type { ProviderName, ProviderOptionsByName } from './providers/factory.ts';
 export { createProvider, defaultProviderName, PROVIDER_NAMES } from './providers/factory.ts';
+export type {
+  ModelSettingIssue,
+  ModelSettings,
+  ModelSettingsProblem,
+  ModelSettingsReading,
+} from './providers/model-settings.ts';
+export {
+  MODEL_SETTING_KEYS,
+  mergeModelSettings,
+  REASONING_EFFORTS,
+  readModelSettings,
+} from './providers/model-settings.ts';
 export type { OpenAIProviderOptions } from './providers/openai.ts';
 export { OpenAIProvider } from './providers/openai.ts';
 export type { ModelPrice, PriceTable } from './providers/pricing.ts';

@@ -19,6 +19,11 @@ describe('public API', () => {
       'compileSafePattern',
       'compareRunDirs',
       'checkGates',
+      'fileBlockStore',
+      'memoryBlockStore',
+      'functionBlockStore',
+      'readModelSettings',
+      'mergeModelSettings',
     ]) {
       expect(troupe).toHaveProperty(name);
     }

@@ -268,6 +268,7 @@ class ActorHost {
     return {
       completeTask: (result) => this.#supervisor.completeTask(agentId, result),
       waitForInstruction: (index, timeoutMs, signal) => this.#inbox.wait(agentId, index, timeoutMs, signal),
+      requestApproval: (request, signal) => this.#inbox.decision(request, signal),
     };
   }
 

@@ -1,26 +1,37 @@
 /**
  * The host's end of its inbox port: an agent's `wait_for_instruction` asks the supervisor for
  * instruction number n here. Waits asked in one event-loop turn go up as one message; each answer
- * comes down as its own message, as soon as the supervisor has it.
+ * comes down as its own message, as soon as the supervisor has it. An agent's tool call waiting for
+ * approval asks for the decision on its request here too, one message each (they are rare).
  */
+import type { ApprovalDecision, ApprovalRequest } from '../src/protocol/approvals.ts';
 import {
   type AdmissionEndpoint,
   INBOX_NO_TIMEOUT,
   INBOX_WAIT_STRIDE,
-  type InboxRequestMessage,
-  type InstructionDeliveryMessage,
+  type InboxDownMessage,
+  type InboxUpMessage,
 } from '../src/protocol/messages.ts';
 import { TicketedRequests, withoutWithdrawn } from './ticketed-requests.ts';
 
 /** Asks the supervisor for instructions over a raw port. */
+interface DecisionWait {
+  readonly resolve: (decision: ApprovalDecision | null) => void;
+  readonly signal: AbortSignal;
+  readonly onAbort: () => void;
+}
+
 export class InboxClient {
-  readonly #port: AdmissionEndpoint<InstructionDeliveryMessage, InboxRequestMessage>;
+  readonly #port: AdmissionEndpoint<InboxDownMessage, InboxUpMessage>;
   readonly #requests: TicketedRequests<string | null>;
+  /** Approval waits by ticket (their own numbering: the supervisor keeps them apart from instruction waits). */
+  readonly #decisions = new Map<number, DecisionWait>();
+  #nextDecisionTicket = 1;
   #waits: number[] = [];
   #agents: string[] = [];
   #abandons: number[] = [];
 
-  constructor(port: AdmissionEndpoint<InstructionDeliveryMessage, InboxRequestMessage>) {
+  constructor(port: AdmissionEndpoint<InboxDownMessage, InboxUpMessage>) {
     this.#port = port;
     // Parking is not the latency path (the delivery is): waits asked in one turn share a message.
     this.#requests = new TicketedRequests<string | null>({
@@ -29,13 +40,44 @@ export class InboxClient {
       cancelSent: (ticket) => this.#abandons.push(ticket),
       settleAborted: (settle) => settle.resolve(null),
     });
-    // Not answered: the wait was abandoned while its answer was on the way.
-    port.on('message', (message) => void this.#requests.answer(message.ticket, message.text));
+    port.on('message', (message) => {
+      // Not answered: the wait was abandoned while its answer was on the way.
+      if (message.type === 'instruction') void this.#requests.answer(message.ticket, message.text);
+      else this.#decided(message.ticket, message.decision);
+    });
   }
 
-  /** Waits not answered yet (for tests and diagnostics). */
+  /** Waits not answered yet, instruction and approval waits (for tests and diagnostics). */
   get waiting(): number {
-    return this.#requests.waiting;
+    return this.#requests.waiting + this.#decisions.size;
+  }
+
+  /**
+   * Resolves with the decision on `request` (the supervisor hears of the request and decides), or
+   * null when `signal` aborts (the supervisor is told to drop the wait) or the supervisor ends the
+   * wait. Never rejects.
+   */
+  decision(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision | null> {
+    if (signal.aborted) return Promise.resolve(null);
+    const ticket = this.#nextDecisionTicket++;
+    return new Promise((resolve) => {
+      const onAbort = (): void => {
+        if (!this.#decisions.delete(ticket)) return;
+        this.#port.postMessage({ type: 'approval_abandon', ticket });
+        resolve(null);
+      };
+      this.#decisions.set(ticket, { resolve, signal, onAbort });
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#port.postMessage({ type: 'approval', ticket, request });
+    });
+  }
+
+  #decided(ticket: number, decision: ApprovalDecision | null): void {
+    const wait = this.#decisions.get(ticket);
+    if (wait === undefined) return;
+    this.#decisions.delete(ticket);
+    wait.signal.removeEventListener('abort', wait.onAbort);
+    wait.resolve(decision);
   }
 
   /**

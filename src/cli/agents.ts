@@ -5,6 +5,9 @@
 import { relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
+import { fileBlockStore } from '../blocks/file-store.ts';
+import { hasBlockReferences, resolveAgentBlocks, resolveBlocks } from '../blocks/resolve.ts';
+import type { BlockStore } from '../blocks/types.ts';
 import type { DiscoveryResult } from '../definition/discovery.ts';
 import { discoverAgents, pickAgent } from '../definition/discovery.ts';
 import { collectDefinitionFiles, isClaudeAgentsFile } from '../definition/files.ts';
@@ -117,7 +120,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       if (flags.prompt) {
         io.stdout(`${await renderPromptForShow(definition, { cwd })}\n`);
       } else if (flags.json) {
-        const { sourcePositions: _positions, ...fields } = definition;
+        const { sourcePositions: _positions, text: _text, ...fields } = definition;
         const shown = { ...fields, resolvedModel: resolved, shadows, warnings: warnings.map(problemEntry) };
         io.stdout(`${JSON.stringify(shown, (_key, value: unknown) => value ?? null, 2)}\n`);
       } else {
@@ -134,21 +137,31 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .argument('<paths...>', 'definition files or directories')
     .option('--json', 'print a JSON array, one entry per file')
     .option('--lenient', 'read every file as a Claude Code file (lenient YAML, names slugified)')
-    .action(async (paths: string[], flags: { json?: boolean; lenient?: boolean }) => {
+    .option(
+      '--cwd <dir>',
+      'directory the agents run in: MCP tools and blocks are looked up from there (default: the current directory)',
+    )
+    .action(async (paths: string[], flags: { json?: boolean; lenient?: boolean; cwd?: string }) => {
       const { files, unreadable } = await collectDefinitionFiles(paths);
-      const known = await knownTools(process.cwd());
-      const checked: { file: string; result: LoadResult }[] = unreadable.map(({ display, reason }) => ({
+      const cwd = resolve(flags.cwd ?? process.cwd());
+      const known = await knownTools(cwd);
+      const blocks = fileBlockStore({ cwd });
+      const checked: Checked[] = unreadable.map(({ display, reason }) => ({
         file: display,
         result: { errors: [ioProblem(display, reason)], warnings: [] },
       }));
       for (const file of files) {
         const lenient = flags.lenient === true || isClaudeAgentsFile(file.absolute);
-        const result = await loadDefinitionFile(file.absolute, {
+        const loaded = await loadDefinitionFile(file.absolute, {
           source: lenient ? 'compat' : 'project',
           mode: lenient ? 'lenient' : 'strict',
           knownTools: known,
         });
-        checked.push({ file: file.display, result });
+        checked.push({
+          file: file.display,
+          absolute: file.absolute,
+          result: await withBlockProblems(loaded, blocks),
+        });
       }
       if (checked.length === 0) {
         io.stderr(`troupe: no .md files found in ${paths.join(', ')}\n`);
@@ -171,8 +184,28 @@ export async function renderPromptForShow(
   context: { readonly cwd: string },
 ): Promise<string> {
   const registry = createToolRegistry([declareCompleteTask(), declareWaitForInstruction()]);
-  const toolbox = buildToolbox(definition, registry, { cwd: context.cwd, agentId: definition.name });
-  return assembleSystemPrompt(definition, { cwd: context.cwd, tools: toolbox.promptTools });
+  const blocks = await resolveAgentBlocks(definition, fileBlockStore({ cwd: context.cwd }));
+  const toolbox = buildToolbox(definition, registry, {
+    cwd: context.cwd,
+    agentId: definition.name,
+    settings: blocks.settings,
+  });
+  const { prompt } = blocks;
+  return assembleSystemPrompt(definition, {
+    cwd: context.cwd,
+    tools: toolbox.promptTools,
+    settings: blocks.settings,
+    ...(prompt
+      ? {
+          instructions: {
+            text: prompt.text,
+            file: prompt.source,
+            firstLine: prompt.textLine,
+            parameters: prompt.parameters,
+          },
+        }
+      : {}),
+  });
 }
 
 function ioProblem(file: string, reason: string): DefinitionProblem {
@@ -276,6 +309,7 @@ function showText(
     enabled: definition.enabled,
     ...(outputSchema ? { outputSchema } : {}),
     ...(definition.mcpServers.length > 0 ? { mcpServers: mcpServersField(definition) } : {}),
+    ...blockFields(definition),
     ...extra,
   };
   const origin = [
@@ -284,6 +318,27 @@ function showText(
     `# model: ${definition.model} -> ${resolved.id} (provider ${resolved.provider})`,
   ];
   return `---\n${origin.join('\n')}\n${stringify(fields, { lineWidth: 0 })}---\n${body}\n`;
+}
+
+/** `instructions`, `settings` and `modelSettings` as a definition file writes them (only when set). */
+function blockFields(definition: AgentDefinition): Record<string, unknown> {
+  const { instructions, settings, modelSettings, modelSettingsBlock } = definition;
+  const inline = Object.keys(modelSettings).length > 0;
+  return {
+    ...(instructions
+      ? {
+          instructions: {
+            prompt: instructions.id,
+            version: instructions.version,
+            ...(Object.keys(instructions.parameters).length > 0
+              ? { parameters: instructions.parameters }
+              : {}),
+          },
+        }
+      : {}),
+    ...(settings.length > 0 ? { settings } : {}),
+    ...(modelSettingsBlock || inline ? { modelSettings: { ...modelSettingsBlock, ...modelSettings } } : {}),
+  };
 }
 
 /** The provider `--provider` names (checked, not built: no API key is needed to show a model). */
@@ -310,25 +365,59 @@ function problemEntry({ code, message, line, column, path }: DefinitionProblem) 
   return { code, message, line, column, path };
 }
 
-function validateEntry({ file, result }: { file: string; result: LoadResult }) {
+/**
+ * `result` with the problems of resolving its blocks against `store` added: a block that does not
+ * exist or has no version in range, parameters the prompt block does not declare, a block file
+ * that does not read (located in that file).
+ */
+async function withBlockProblems(result: LoadResult, store: BlockStore): Promise<LoadResult> {
+  const { definition } = result;
+  if (definition === undefined || !hasBlockReferences(definition)) return result;
+  const { problems } = await resolveBlocks(definition, store);
+  if (problems.length === 0) return result;
+  const errors = problems.filter((problem) => problem.severity === 'error');
+  return {
+    ...(errors.length > 0 ? {} : { definition }),
+    name: definition.name,
+    errors: [...result.errors, ...errors],
+    warnings: [...result.warnings, ...problems.filter((problem) => problem.severity === 'warning')],
+  };
+}
+
+/** One checked file: the path as shown, the absolute path when it was read, what reading it found. */
+interface Checked {
+  readonly file: string;
+  readonly absolute?: string;
+  readonly result: LoadResult;
+}
+
+function validateEntry({ file, absolute, result }: Checked) {
+  // Problems located in a block file say which file.
+  const entry = (problem: DefinitionProblem) =>
+    absolute === undefined || problem.file === absolute
+      ? problemEntry(problem)
+      : { ...problemEntry(problem), file: problem.file };
   return {
     file,
     ok: result.errors.length === 0,
     name: result.definition?.name ?? result.name ?? null,
-    errors: result.errors.map(problemEntry),
-    warnings: result.warnings.map(problemEntry),
+    errors: result.errors.map(entry),
+    warnings: result.warnings.map(entry),
   };
 }
 
-function validateText(checked: readonly { file: string; result: LoadResult }[]): string {
+function validateText(checked: readonly Checked[]): string {
   const lines: string[] = [];
   let errors = 0;
   let warnings = 0;
-  for (const { file, result } of checked) {
+  for (const { file, absolute, result } of checked) {
     for (const problem of [...result.errors, ...result.warnings].sort(
       (a, b) => a.line - b.line || a.column - b.column,
     )) {
-      lines.push(formatProblem(problem, file));
+      // A problem inside a block file names that file; the definition's own, the path as given.
+      lines.push(
+        formatProblem(problem, absolute === undefined || problem.file === absolute ? file : problem.file),
+      );
     }
     errors += result.errors.length;
     warnings += result.warnings.length;

@@ -17,6 +17,11 @@ export const COMMAND_HELP = {
     term: 'agents',
     description: 'List, show and validate agent definitions.',
   },
+  blocks: {
+    term: 'blocks',
+    description:
+      'List and show the versioned prompt, settings and model-settings blocks definitions refer to.',
+  },
   mcp: {
     term: 'mcp',
     description: 'MCP servers: what agents get from here.',
@@ -66,6 +71,11 @@ export const COMMAND_HELP = {
     term: 'demo [options]',
     description:
       'Fan-out demo on the simulated model (no API key): an orchestrator and 8 workers on 2 threads review files of examples/.',
+  },
+  approve: {
+    term: 'approve [options] [request-id]',
+    description:
+      'List the tool calls that agents on a Redis queue wait to have approved, or approve (or --deny) one by its request id.',
   },
   worker: {
     term: 'worker [options]',

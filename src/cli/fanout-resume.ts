@@ -6,11 +6,14 @@
  */
 import type { FailureReason } from '../loop/types.ts';
 import { loadAgentDefinitions } from '../run-dir/agent-files.ts';
+import { changedDefinitions } from '../run-dir/definition-changes.ts';
 import { executeSession } from '../run-dir/execute.ts';
+import { printable } from '../run-dir/format.ts';
 import { checkProvider } from '../run-dir/provider-choice.ts';
 import { planResume } from '../run-dir/resume-plan.ts';
 import { RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
 import { runLimitsOf } from '../run-dir/run-plan.ts';
+import { sessionApprover } from './shared/approvers.ts';
 import { redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
 
@@ -24,6 +27,8 @@ export interface ResumeRunDirOptions {
   readonly retry?: ReadonlySet<FailureReason>;
   /** Redis URL of a run on the redis engine. @default TROUPE_REDIS_URL */
   readonly redisUrl?: string;
+  /** `--approve` rules: requests they allow are approved without asking. @default none */
+  readonly approve?: readonly string[];
 }
 
 /**
@@ -46,6 +51,12 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
   const definitions = await loadAgentDefinitions(plan.agentFiles);
   const writer = RunDirWriter.reopen(paths.root);
   const decision = planResume(plan, paths, contents.results, options.retry ? { retry: options.retry } : {});
+  for (const change of await changedDefinitions(decision.work, paths, plan.cwd, definitions)) {
+    io.stderr(
+      `${printable(`note: the definition of \`${change.agent}\` (${change.path}) changed since the run started; ${change.agentIds.length} resumed agent(s) continue with the definition recorded in their journals, not the file`)}
+`,
+    );
+  }
   const { exitCode } = await executeSession({
     plan,
     writer,
@@ -58,6 +69,7 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
     json: options.json === true,
     io,
     ...(supervisor ? { supervisor } : {}),
+    approver: sessionApprover(options.approve ?? [], plan.cwd, options.json === true),
   });
   return exitCode;
 }

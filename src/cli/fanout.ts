@@ -14,10 +14,17 @@ import { checkProvider, chooseProvider, defaultModelFor } from '../run-dir/provi
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
 import { resolveRunPlan } from '../run-dir/run-plan.ts';
 import { COMMAND_HELP } from './commands.ts';
+import { sessionApprover } from './shared/approvers.ts';
 import { redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
+import {
+  addModelSettingsOptions,
+  type ModelSettingsFlags,
+  modelSettingsFromFlags,
+} from './shared/model-flags.ts';
+import { commandPermissions, type PermissionFlags, permissionOptions } from './shared/permission-flags.ts';
 
-interface FanoutFlags {
+interface FanoutFlags extends ModelSettingsFlags, PermissionFlags {
   readonly threads?: number;
   readonly isolation?: 'shared' | 'thread';
   readonly concurrency?: number;
@@ -33,7 +40,7 @@ interface FanoutFlags {
 
 /** Registers `troupe fanout` on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
-  program
+  const command = program
     .command('fanout')
     .description(COMMAND_HELP.fanout.description)
     .argument('<plan>', 'plan file (YAML): `runs: [{agent, task}]`, or `agent:` plus a `tasks:` JSONL file')
@@ -64,10 +71,13 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       '--max-run-tokens <n>',
       `token budget of the whole run, all agents (default: the plan's runLimits, else ${DEFAULT_RUN_MAX_TOTAL_TOKENS}; 0 = unlimited)`,
       nonNegativeInt,
-    )
-    .action(async (planFile: string, flags: FanoutFlags) => {
-      setExit(await fanout(planFile, flags, io));
-    });
+    );
+  addModelSettingsOptions(
+    permissionOptions(command),
+    "every agent: over the plan's and the definitions' modelSettings, under a run's own",
+  ).action(async (planFile: string, flags: FanoutFlags) => {
+    setExit(await fanout(planFile, flags, io));
+  });
 }
 
 /** Runs `troupe fanout` and resolves to its exit code. */
@@ -84,6 +94,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     return 1;
   }
   const { plan, definitions } = loaded;
+  const asked = commandPermissions(flags);
   const provider = chooseProvider({
     ...(flags.provider === undefined ? {} : { flag: flags.provider }),
     ...(plan.provider === undefined ? {} : { plan: plan.provider }),
@@ -101,6 +112,9 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
       ...(flags.backend === undefined ? {} : { backend: flags.backend }),
       ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
       ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
+      modelSettings: modelSettingsFromFlags(flags),
+      ...(asked.permissions === undefined ? {} : { permissions: asked.permissions }),
+      ...(asked.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: asked.approvalTimeoutMs }),
     },
     defaultModelFor(provider),
   );
@@ -119,6 +133,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     json: flags.json === true,
     io,
     ...(supervisor ? { supervisor } : {}),
+    approver: sessionApprover(asked.approve, runPlan.cwd, flags.json === true),
   });
   return exitCode;
 }

@@ -17,6 +17,7 @@ type CommandModule = { register: Registrar };
 /** The module that registers each subcommand, loaded only when that command runs. */
 const LOADERS: Readonly<Record<CommandName, () => Promise<CommandModule>>> = {
   agents: () => import('./agents.ts'),
+  blocks: () => import('./blocks.ts'),
   mcp: () => import('./mcp.ts'),
   run: () => import('./run.ts'),
   resume: () => import('./resume.ts'),
@@ -27,6 +28,7 @@ const LOADERS: Readonly<Record<CommandName, () => Promise<CommandModule>>> = {
   compare: () => import('./compare.ts'),
   demo: () => import('./demo.ts'),
   worker: () => import('./worker.ts'),
+  approve: () => import('./approve.ts'),
 };
 
 /** The subcommand `argv` runs (`troupe help NAME` included), if it names one. */

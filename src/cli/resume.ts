@@ -21,6 +21,7 @@ interface ResumeFlags {
   readonly retryFailed?: boolean;
   readonly reason?: readonly FailureReason[];
   readonly redis?: string;
+  readonly approve?: string[];
 }
 
 /** Failure reasons `--retry-failed` retries when `--reason` names none: every one but these. */
@@ -63,6 +64,11 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       reasons,
     )
     .option('--redis <url>', 'Redis URL of a run made with --backend redis (default: TROUPE_REDIS_URL)')
+    .option(
+      '--approve <rule>',
+      'approve requests matching this rule without asking (repeatable); off a terminal every other request is denied',
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
     .action(async (target: string, flags: ResumeFlags) => {
       const path = resolve(target);
       const json = flags.json === true;
@@ -78,6 +84,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
           ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
           ...(retry ? { retry } : {}),
           ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }),
+          ...(flags.approve === undefined ? {} : { approve: flags.approve }),
         };
         setExit(await resumeRunDir(path, options, io));
         return;
@@ -93,7 +100,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         journal: path,
         ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
       });
-      setExit(await executeLive(session, io, { json }));
+      setExit(await executeLive(session, io, { json, approve: flags.approve ?? [] }));
     });
 }
 

@@ -9,9 +9,15 @@ import { parseModelMap } from '../providers/models.ts';
 import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
+import {
+  addModelSettingsOptions,
+  type ModelSettingsFlags,
+  modelSettingsFromFlags,
+} from './shared/model-flags.ts';
+import { commandPermissions, type PermissionFlags, permissionOptions } from './shared/permission-flags.ts';
 import { prepareRun } from './shared/session.ts';
 
-interface RunFlags {
+interface RunFlags extends ModelSettingsFlags, PermissionFlags {
   readonly task: string;
   readonly provider?: string;
   readonly model?: string;
@@ -27,7 +33,7 @@ interface RunFlags {
 
 /** Registers `troupe run` on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
-  program
+  const command = program
     .command('run')
     .description(COMMAND_HELP.run.description)
     .argument('<agent>', 'agent name (see `troupe agents list`)')
@@ -51,8 +57,14 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       nonNegativeInteger,
     )
     .option('--max-cost <usd>', 'cost budget in USD (default: none; needs a priced model)', nonNegativeNumber)
-    .option('--time-limit <ms>', 'wall-clock limit in ms (default: none)', nonNegativeInteger)
-    .action(async (agent: string, flags: RunFlags) => {
+    .option('--time-limit <ms>', 'wall-clock limit in ms (default: none)', nonNegativeInteger);
+  addModelSettingsOptions(permissionOptions(command), "over the definition's modelSettings").action(
+    async (agent: string, flags: RunFlags) => {
+      const asked = commandPermissions(flags);
+      const permissions = {
+        ...(asked.permissions ?? {}),
+        ...(asked.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: asked.approvalTimeoutMs }),
+      };
       const session = await prepareRun({
         agent,
         task: flags.task,
@@ -65,9 +77,12 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         ...(flags.maxTokens === undefined ? {} : { maxTokens: flags.maxTokens }),
         ...(flags.maxCost === undefined ? {} : { maxCostUsd: flags.maxCost }),
         ...(flags.timeLimit === undefined ? {} : { wallClockMs: flags.timeLimit }),
+        modelSettings: modelSettingsFromFlags(flags),
+        permissions,
       });
-      setExit(await executeLive(session, io, { json: flags.json === true }));
-    });
+      setExit(await executeLive(session, io, { json: flags.json === true, approve: asked.approve }));
+    },
+  );
 }
 
 function nonNegativeInteger(value: string): number {

@@ -38,6 +38,7 @@ export const KNOWN_KEYS: ReadonlySet<string> = new Set([
   'tools',
   'disallowedTools',
   'permissionMode',
+  'permissions',
   'skills',
   'agentsMd',
   'outputFormat',
@@ -52,6 +53,9 @@ export const KNOWN_KEYS: ReadonlySet<string> = new Set([
   'enabled',
   'outputSchema',
   'mcpServers',
+  'instructions',
+  'settings',
+  'modelSettings',
 ]);
 
 /**

@@ -58,8 +58,11 @@ export function parseDefinition(text: string, file: string, options: LoadOptions
       const rawName = data.values.name;
       if (typeof rawName === 'string' && rawName.trim() !== '') name = slugify(rawName);
       const target = { source, path: options.path ?? file, knownTools: options.knownTools };
-      const definition = validateDefinition(data, split, target, problems);
-      if (definition) return { definition, name: definition.name, errors: [], warnings: problems.warnings };
+      const validated = validateDefinition(data, split, target, problems);
+      if (validated) {
+        const definition = { ...validated, text };
+        return { definition, name: definition.name, errors: [], warnings: problems.warnings };
+      }
     }
   } catch (error) {
     // A bug here must not take down discovery of every other agent: report it against the file.
@@ -106,16 +109,22 @@ function describeIoError(error: unknown): string {
 
 /**
  * SHA-256 (hex) of a definition's content, for journals: canonical JSON (sorted keys) of every
- * field except where it was found (`source`, `path`, `bodyLine`), so the same agent hashes the
- * same wherever its file lives.
+ * field except where it was found (`source`, `path`, `bodyLine`, `sourcePositions`) and its raw
+ * `text`, so the same agent hashes the same wherever its file lives and however it is laid out.
  */
 export function definitionHash(definition: AgentDefinition): string {
+  return hashValue(definitionContent(definition));
+}
+
+/** The fields {@link definitionHash} hashes: the definition without its location and raw text. */
+export function definitionContent(definition: AgentDefinition): Record<string, unknown> {
   const {
     source: _source,
     path: _path,
     bodyLine: _bodyLine,
     sourcePositions: _positions,
+    text: _text,
     ...content
   } = definition;
-  return hashValue(content);
+  return content;
 }

@@ -1,11 +1,30 @@
 /** Types of agent definitions: what a definition file resolves to, and what can go wrong. */
+import type { BlockRef, PromptRef } from '../blocks/types.ts';
 import type { McpServerRef } from '../mcp/config.ts';
+import type { ModelSettings } from '../providers/model-settings.ts';
 
 /** Where a definition came from, highest precedence first. */
 export type DefinitionSource = 'project' | 'user' | 'compat' | 'builtin';
 
 export type PromptMode = 'extend' | 'full';
-export type PermissionMode = 'default' | 'acceptEdits' | 'dontAsk' | 'plan';
+/**
+ * How calls that no permission rule decides are treated (docs/permissions.md): `default` asks before
+ * edits, shell commands, web requests and MCP tools; `acceptEdits` also lets edits inside the
+ * working directory run; `dontAsk` denies whatever would ask; `plan` admits read-only tools only;
+ * `bypassPermissions` lets everything but `deny` rules run, and only where the supervisor opts in.
+ */
+export type PermissionMode = 'default' | 'acceptEdits' | 'dontAsk' | 'plan' | 'bypassPermissions';
+
+/**
+ * Permission rules in Claude Code's syntax (`Bash(npm test:*)`, `Edit(src/**)`, `mcp__github__*`):
+ * calls matching `deny` never run, calls matching `ask` wait for a person's decision, calls matching
+ * `allow` run without asking. Precedence: deny, then ask, then allow.
+ */
+export interface PermissionRules {
+  readonly allow: readonly string[];
+  readonly ask: readonly string[];
+  readonly deny: readonly string[];
+}
 export type OutputFormat = 'default' | 'concise';
 
 /** Exponential backoff with jitter. */
@@ -50,6 +69,8 @@ export interface AgentDefinition {
   /** Entries that take tools away (names or rules, as in `tools`); they win over `tools`. */
   readonly disallowedTools: readonly string[];
   readonly permissionMode: PermissionMode;
+  /** Approval rules of this agent; merged with the supervisor's, the plan's and the command line's. */
+  readonly permissions: PermissionRules;
   readonly skills: readonly string[];
   readonly agentsMd: boolean;
   readonly outputFormat: OutputFormat;
@@ -71,6 +92,17 @@ export interface AgentDefinition {
   readonly enabled: boolean;
   /** JSON Schema for the `complete_task` result. */
   readonly outputSchema: Readonly<Record<string, unknown>> | undefined;
+  /**
+   * A prompt block that holds the agent's instructions in place of a body
+   * (`instructions: { prompt: acme.intake, version: ^1, parameters: {...} }`).
+   */
+  readonly instructions: PromptRef | undefined;
+  /** Settings blocks the agent's prompt and tools read (`settings: [{ id, version }]`). */
+  readonly settings: readonly BlockRef[];
+  /** Model settings written in the definition; applied over those of {@link modelSettingsBlock}. */
+  readonly modelSettings: ModelSettings;
+  /** A model-settings block (`modelSettings: { id, version }`). */
+  readonly modelSettingsBlock: BlockRef | undefined;
   /** Where the definition was read from. */
   readonly source: DefinitionSource;
   /** Absolute file path, or `builtin:<name>`. */
@@ -84,6 +116,11 @@ export interface AgentDefinition {
    * spawn can report problems with them at file:line:column. Not part of the definition's hash.
    */
   readonly sourcePositions?: Readonly<Record<string, SourcePosition>>;
+  /**
+   * The definition file's text, as read, when the definition was parsed from text. An agent's
+   * Started event records it so a resumed agent runs exactly this definition. Not hashed.
+   */
+  readonly text?: string;
 }
 
 /**
@@ -102,7 +139,21 @@ export type ProblemCode =
   | 'lenient_parse'
   | 'name_slugified'
   | 'io_error'
-  | 'shadowed';
+  | 'shadowed'
+  /** A block id that is not lowercase slugs joined by dots (`acme.intake`). */
+  | 'invalid_block_id'
+  /** A block `version` that is not a semver range. */
+  | 'invalid_version_range'
+  /** The same block referenced twice. */
+  | 'duplicate_block'
+  /** No version of a referenced block satisfies its range, or there is no such block. */
+  | 'block_unresolvable'
+  /** A block that exists but cannot be read (bad YAML, a bad model setting). */
+  | 'invalid_block'
+  /** `instructions.parameters` names a parameter the prompt block does not declare. */
+  | 'unknown_parameter'
+  /** A parameter the prompt block declares without a default is not given. */
+  | 'missing_parameter';
 
 /** 1-based position in the original file (columns count UTF-16 code units, as editors such as VS Code do). */
 export interface SourcePosition {

@@ -12,6 +12,8 @@ import {
 } from '../constants.ts';
 import { describeValue } from '../errors.ts';
 import { isMcpServerName, type McpServerRef, readMcpServerConfig } from '../mcp/config.ts';
+import { tryParseRule } from '../tools/rules.ts';
+import { blockRefContext, readInstructions, readModelSettingsField, readSettingsRefs } from './block-refs.ts';
 import {
   DEFAULT_MODEL,
   DISPLAY_KEYS,
@@ -50,6 +52,7 @@ import type {
   DefinitionSource,
   OutputFormat,
   PermissionMode,
+  PermissionRules,
   PromptMode,
   SourcePosition,
   ToolConfig,
@@ -70,7 +73,13 @@ export interface ValidationTarget {
 }
 
 const PROMPT_MODES: readonly PromptMode[] = ['extend', 'full'];
-const PERMISSION_MODES: readonly PermissionMode[] = ['default', 'acceptEdits', 'dontAsk', 'plan'];
+const PERMISSION_MODES: readonly PermissionMode[] = [
+  'default',
+  'acceptEdits',
+  'dontAsk',
+  'plan',
+  'bypassPermissions',
+];
 const OUTPUT_FORMATS: readonly OutputFormat[] = ['default', 'concise'];
 
 /** Validates `data` and returns the resolved definition, or undefined when any error was recorded. */
@@ -93,7 +102,22 @@ export function validateDefinition(
   const description = isSet(values.description)
     ? readString(ctx, ['description'], values.description)
     : missing(ctx, ['description'], 'a one-line summary of when to use the agent');
-  if (split.body === '') {
+  const blocks = blockRefContext(ctx, positions);
+  const instructions = read('instructions', (value) => readInstructions(blocks, value), undefined);
+  if (isSet(values.instructions) && split.body !== '') {
+    problems.error(
+      'invalid_field',
+      'Expected either `instructions` (a prompt block) or a Markdown body, found both; move the body into the block or remove `instructions`',
+      data.keyAt(['instructions']),
+      ['instructions'],
+    );
+  }
+  const settingsRefs = read('settings', (value) => readSettingsRefs(blocks, value), []);
+  const modelSettings = read('modelSettings', (value) => readModelSettingsField(blocks, value), {
+    settings: {},
+    block: undefined,
+  });
+  if (split.body === '' && !isSet(values.instructions)) {
     problems.warning(
       'missing_field',
       'Expected a Markdown body (the system prompt) after the closing fence, found nothing',
@@ -111,6 +135,7 @@ export function validateDefinition(
       (value) => readEnum(ctx, ['permissionMode'], value, PERMISSION_MODES),
       'default',
     ),
+    permissions: read('permissions', (value) => readPermissions(ctx, value), NO_PERMISSION_RULES),
     skills: read('skills', (value) => readNames(ctx, 'skills', value), []),
     agentsMd: read('agentsMd', (value) => readBoolean(ctx, ['agentsMd'], value), true),
     outputFormat: read(
@@ -132,6 +157,10 @@ export function validateDefinition(
     maxSteps: readMaxSteps(ctx, values) ?? DEFAULT_MAX_STEPS,
     enabled: read('enabled', (value) => readBoolean(ctx, ['enabled'], value), true),
     outputSchema: read('outputSchema', (value) => readOutputSchema(ctx, value), undefined),
+    instructions,
+    settings: settingsRefs,
+    modelSettings: modelSettings.settings,
+    modelSettingsBlock: modelSettings.block,
     source: target.source,
     path: target.path,
     extra: readExtra(ctx, values),
@@ -188,6 +217,52 @@ function recordNamePositions(refs: References, key: string, value: unknown, name
 }
 
 const ALL_TOOLS: NameList = { kind: 'all' };
+const NO_PERMISSION_RULES: PermissionRules = { allow: [], ask: [], deny: [] };
+const PERMISSION_LISTS = ['allow', 'ask', 'deny'] as const;
+
+/**
+ * `permissions: { allow, ask, deny }`: lists of rules in Claude Code's syntax. A rule that cannot be
+ * read is an error at its own line and column (a deny or ask rule read wrongly would fail open).
+ */
+function readPermissions(ctx: FieldContext, value: unknown): PermissionRules | undefined {
+  const object = readObject(ctx, ['permissions'], value);
+  if (!object) return undefined;
+  warnUnknownKeys(ctx, ['permissions'], object, [...PERMISSION_LISTS]);
+  const lists: Record<(typeof PERMISSION_LISTS)[number], string[]> = { allow: [], ask: [], deny: [] };
+  let failed = false;
+  for (const key of PERMISSION_LISTS) {
+    const items = object[key];
+    if (!isSet(items)) continue;
+    const path = ['permissions', key];
+    // A list of rules, or one comma-separated string (as `tools` may be written).
+    const entries: [text: unknown, at: PathSegment[]][] = Array.isArray(items)
+      ? items.map((item: unknown, index) => [item, [...path, index]])
+      : typeof items === 'string'
+        ? items.split(',').map((item) => [item, path])
+        : [];
+    if (!Array.isArray(items) && typeof items !== 'string') {
+      invalid(ctx, path, 'a list of rules such as `Bash(npm test:*)`', items);
+      failed = true;
+      continue;
+    }
+    for (const [text, at] of entries) {
+      if (typeof text !== 'string' || text.trim() === '') {
+        if (typeof text === 'string' && !Array.isArray(items)) continue;
+        invalid(ctx, at, 'a rule such as `Bash(npm test:*)`', text);
+        failed = true;
+        continue;
+      }
+      const parsed = tryParseRule(text);
+      if ('rule' in parsed) {
+        if (!lists[key].includes(parsed.rule.raw)) lists[key].push(parsed.rule.raw);
+        continue;
+      }
+      ctx.problems.error('invalid_tool_rule', parsed.error.message, ctx.data.valueAt(at), at);
+      failed = true;
+    }
+  }
+  return failed ? undefined : lists;
+}
 const DEFAULT_BASH: BashConfig = {
   timeoutSecs: DEFAULT_BASH_TIMEOUT_SECS,
   outputByteLimit: DEFAULT_BASH_OUTPUT_BYTE_LIMIT,

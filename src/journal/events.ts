@@ -7,8 +7,11 @@
  * from 1 across the agent); a **round** is one render of the projection and the provider turn
  * sent on it (numbered from 1), which may take several steps while the model calls tools.
  */
+import type { PinnedBlock } from '../blocks/types.ts';
+import type { DefinitionSource } from '../definition/types.ts';
 import type { SerializedError } from '../errors.ts';
 import type { AgentLimits, FailureReason } from '../loop/types.ts';
+import type { ModelSettings } from '../providers/model-settings.ts';
 import type { Receipt, StopReason, ToolChoice, Usage } from '../providers/types.ts';
 import type { StateUpdate, ToolSpec } from '../tools/types.ts';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
@@ -31,8 +34,21 @@ export interface Started {
   readonly type: 'Started';
   readonly agentId: string;
   readonly parentId?: string;
-  /** The definition as run; `hash` is e.g. `hashValue(definition)`. */
-  readonly definition: { readonly name: string; readonly hash: string; readonly path?: string };
+  /**
+   * The definition as run, pinned: a resumed or restarted agent runs this text (or content), never
+   * the file as it is by then. `hash` is `definitionHash` of the definition.
+   */
+  readonly definition: StartedDefinition;
+  /** Every block the agent runs with, each range resolved to one version (absent when none). */
+  readonly blocks?: readonly PinnedBlock[];
+  /** Values of the settings blocks, by block id: what prompts and tools read (absent when none). */
+  readonly settings?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  /**
+   * The model settings sent with every request, resolved from the supervisor's defaults, the
+   * definition (and its model-settings block), the plan and the spawn (absent when none are set).
+   * Every InferenceSubmitted `inputHash` covers them.
+   */
+  readonly modelSettings?: ModelSettings;
   readonly provider: string;
   readonly model: string;
   readonly contextWindow: number;
@@ -62,6 +78,20 @@ export interface Started {
    * those changes as HistoryAppended and StateChanged events.
    */
   readonly format?: number;
+}
+
+/** The definition a Started event records. */
+export interface StartedDefinition {
+  readonly name: string;
+  /** SHA-256 (hex) of the definition's content (`definitionHash`). */
+  readonly hash: string;
+  readonly path?: string;
+  /** Where the definition was found; its text is read again the same way (strict or lenient). */
+  readonly source?: DefinitionSource;
+  /** The definition file's full text, as read (absent in journals before troupe 0.4). */
+  readonly text?: string;
+  /** For a definition built in code (no text): its content, exactly what `hash` hashes. */
+  readonly content?: Readonly<Record<string, unknown>>;
 }
 
 /** One problem an agent started with; `file`/`line`/`column` say where it is written, when known. */
@@ -206,6 +236,55 @@ export interface Instructed {
   readonly callId?: string;
 }
 
+/**
+ * A tool call waits for a person's decision (see docs/permissions.md). The call's ToolCall comes
+ * first; its ApprovalDecided (and then its ToolResult) follow. A resumed agent waits again for the
+ * same `requestId`, never asking anew.
+ */
+export interface ApprovalRequested {
+  readonly type: 'ApprovalRequested';
+  readonly agentId: string;
+  readonly round: number;
+  readonly callId: string;
+  readonly requestId: string;
+  /** Canonical tool name. */
+  readonly name: string;
+  readonly modelName: string;
+  /** The arguments as the model gave them (model-facing parameter names). */
+  readonly args: Readonly<Record<string, unknown>>;
+  /** SHA-256 of the canonical JSON of `args` (before any masking). */
+  readonly argsHash: string;
+  /** The rule that asked (an `ask` rule as written, or the tool's name for a mode or `needsApproval` ask). */
+  readonly rule: string;
+  readonly reason: string;
+  /** Epoch ms at which the request times out; null = no limit. */
+  readonly deadline: number | null;
+}
+
+/**
+ * The decision on a tool call, journalled before the tool runs. Written for every decided
+ * ApprovalRequested, and for calls a permission rule or mode denied without asking (no
+ * `requestId`). An approved call without a ToolResult was cut off by a crash and is recorded as
+ * interrupted, never run again; a denied one is answered with its denial, never run.
+ */
+export interface ApprovalDecided {
+  readonly type: 'ApprovalDecided';
+  readonly agentId: string;
+  readonly round: number;
+  readonly callId: string;
+  /** Absent for a denial without a request (a `deny` rule, `dontAsk`). */
+  readonly requestId?: string;
+  readonly name: string;
+  readonly approved: boolean;
+  /** `person`, `rule`, `timeout`, `unattended` or `policy` (see ApprovalDecider). */
+  readonly by: string;
+  readonly decider?: string;
+  readonly reason?: string;
+  readonly remember?: 'call' | 'session';
+  /** The rule that asked, or the rule or mode that denied. */
+  readonly rule: string;
+}
+
 /** The agent was resumed from this journal by a new process or thread. */
 export interface Resumed {
   readonly type: 'Resumed';
@@ -215,6 +294,13 @@ export interface Resumed {
   readonly pendingCallIds: readonly string[];
   /** Bytes of a torn last line cut from the file before resuming. */
   readonly truncatedBytes: number;
+  /**
+   * The definition the resume was given differs from the one the agent started with (its file was
+   * edited since): the recorded one runs; this is the hash of the one that was not used.
+   */
+  readonly definitionChanged?: { readonly hash: string; readonly path?: string };
+  /** What else the resume noticed (a recorded definition that reads differently today...). */
+  readonly notices?: readonly string[];
 }
 
 /** The agent finished. Terminal: nothing follows it. */
@@ -259,6 +345,8 @@ export type AuditEventInput = (
   | StateChanged
   | Waiting
   | Instructed
+  | ApprovalRequested
+  | ApprovalDecided
   | Resumed
   | Completed
   | Failed
@@ -288,8 +376,21 @@ export function isTerminal(event: AuditEvent): event is EventOf<'Completed'> | E
  * while no secret reaches the journal, not even as a hash. When the input holds nothing
  * secret-looking, this is the hash of the exact input.
  */
-export function hashInput(system: string, input: string, tools: readonly ToolSpec[]): string {
-  return sha256Hex(canonicalJson(redactStrings({ system, input, tools })));
+export function hashInput(
+  system: string,
+  input: string,
+  tools: readonly ToolSpec[],
+  modelSettings?: ModelSettings,
+): string {
+  return sha256Hex(canonicalJson(redactStrings({ system, input, tools, ...settingsMember(modelSettings) })));
+}
+
+/**
+ * `{ modelSettings }` when any setting is set, else nothing: a request without settings hashes as
+ * it did before settings existed, so older journals still verify.
+ */
+function settingsMember(modelSettings: ModelSettings | undefined): { modelSettings?: ModelSettings } {
+  return modelSettings === undefined || Object.keys(modelSettings).length === 0 ? {} : { modelSettings };
 }
 
 /**
@@ -303,8 +404,11 @@ export function hashContinuation(
   input: string,
   tools: readonly ToolSpec[],
   continuation: readonly string[],
+  modelSettings?: ModelSettings,
 ): string {
-  return sha256Hex(canonicalJson(redactStrings({ continuation, input, system, tools })));
+  return sha256Hex(
+    canonicalJson(redactStrings({ continuation, input, system, tools, ...settingsMember(modelSettings) })),
+  );
 }
 
 /**
@@ -315,14 +419,18 @@ export function hashContinuation(
 export function inputHasher(
   system: string,
   tools: readonly ToolSpec[],
+  modelSettings?: ModelSettings,
 ): (input: string, continuation?: readonly string[]) => string {
-  // Many agents share a system prompt and tools: their masked canonical text is kept, keyed by
-  // the (native, fast) plain JSON of the two.
-  const key = JSON.stringify([system, tools]);
+  // Many agents share a system prompt, tools and settings: their masked canonical text is kept,
+  // keyed by the (native, fast) plain JSON of the three.
+  const { modelSettings: settings } = settingsMember(modelSettings);
+  const key = JSON.stringify([system, tools, settings ?? null]);
   let rest = fixedParts.get(key);
   if (rest === undefined) {
-    // canonicalJson sorts keys: (continuation,) input, system, tools.
-    rest = `,"system":${canonicalJson(redactStrings(system))},"tools":${canonicalJson(redactStrings(tools))}}`;
+    // canonicalJson sorts keys: (continuation,) input, (modelSettings,) system, tools.
+    const settingsPart =
+      settings === undefined ? '' : `,"modelSettings":${canonicalJson(redactStrings(settings))}`;
+    rest = `${settingsPart},"system":${canonicalJson(redactStrings(system))},"tools":${canonicalJson(redactStrings(tools))}}`;
     if (fixedParts.size >= FIXED_PARTS_CACHE_SIZE) fixedParts.clear();
     fixedParts.set(key, rest);
   }
@@ -371,6 +479,26 @@ const REQUIRED: Readonly<Record<AuditEventType, Readonly<Record<string, Kind>>>>
   StateChanged: { key: 'string', text: 'string|null' },
   Waiting: { callId: 'string', index: 'number' },
   Instructed: { index: 'number', text: 'string' },
+  ApprovalRequested: {
+    round: 'number',
+    callId: 'string',
+    requestId: 'string',
+    name: 'string',
+    modelName: 'string',
+    args: 'object',
+    argsHash: 'string',
+    rule: 'string',
+    reason: 'string',
+    deadline: 'number|null',
+  },
+  ApprovalDecided: {
+    round: 'number',
+    callId: 'string',
+    name: 'string',
+    approved: 'boolean',
+    by: 'string',
+    rule: 'string',
+  },
   Resumed: { nextRound: 'number', pendingCallIds: 'array', truncatedBytes: 'number' },
   Completed: { answer: 'string', usage: 'object', costUsd: 'number|null', rounds: 'number' },
   Failed: { reason: 'string', error: 'object', usage: 'object', costUsd: 'number|null', rounds: 'number' },

@@ -12,6 +12,8 @@
  * 4. For each of `pendingCalls`, record a failed ToolResult with {@link INTERRUPTED_TOOL_RESULT}
  *    (pushed to the projection like any failed result): it may or may not have taken effect, so it
  *    is neither silently dropped nor run again.
+ * 4b. For each of `deniedCalls`, record its denial as the failed result (it never ran); for
+ *    `pendingApproval`, wait again for the decision on the same request, then run or deny the call.
  * 5. `waiting` set: if its instruction already arrived, answer the call with it; otherwise wait
  *    again for instruction `waiting.index` (the supervisor's inbox is indexed, so this is idempotent).
  * 6. Continue at `nextRound` with a fresh render; count `stepsUsed` against maxSteps and `totals`
@@ -28,6 +30,18 @@ export interface PendingWait {
   readonly index: number;
   /** The instruction's text when it had already arrived (its Instructed event was written). */
   readonly instruction: string | undefined;
+}
+
+/** A tool call whose approval was asked for and not decided when the journal ended. */
+export interface PendingApproval {
+  readonly call: EventOf<'ToolCall'>;
+  readonly request: EventOf<'ApprovalRequested'>;
+}
+
+/** A tool call that was denied and has no result yet: it is answered with its denial, never run. */
+export interface DeniedCall {
+  readonly call: EventOf<'ToolCall'>;
+  readonly decision: EventOf<'ApprovalDecided'>;
 }
 
 /** An event that changes the projection. */
@@ -56,8 +70,18 @@ export interface ResumeState {
   readonly stepsUsed: number;
   /** Tool calls with a recorded result, by call id: never execute these again. */
   readonly finishedCalls: ReadonlyMap<string, EventOf<'ToolResult'>>;
-  /** Tool calls that started but have no result (the wait in `waiting` excepted), oldest first. */
+  /**
+   * Tool calls that started but have no result, oldest first: the wait in `waiting`, the call in
+   * `pendingApproval` and the `deniedCalls` excepted. An approved call is among them: it may have
+   * started running.
+   */
   readonly pendingCalls: readonly EventOf<'ToolCall'>[];
+  /** A call waiting for its approval: the resumed agent waits again under the same request id. */
+  readonly pendingApproval: PendingApproval | undefined;
+  /** Denied calls without a result: answered with their denial, never run. */
+  readonly deniedCalls: readonly DeniedCall[];
+  /** ApprovalRequested events so far. */
+  readonly approvalsRequested: number;
   /**
    * Events that change the projection, in order, to replay onto a projection of `started.context`
    * and `started.task` (HistoryAppended, StateChanged, ToolCall, ToolResult).
@@ -99,6 +123,8 @@ export function resumeState(events: readonly AuditEvent[]): ResumeState {
   const waits = new Map<string, EventOf<'Waiting'>>();
   const instructionsByCall = new Map<string, string>();
   let instructionsReceived = 0;
+  const requests = new Map<string, EventOf<'ApprovalRequested'>>();
+  const decisions = new Map<string, EventOf<'ApprovalDecided'>>();
   let totals = ZERO_USAGE_TOTALS;
   let resumes = 0;
 
@@ -135,6 +161,12 @@ export function resumeState(events: readonly AuditEvent[]): ResumeState {
         instructionsReceived = Math.max(instructionsReceived, event.index + 1);
         if (event.callId !== undefined) instructionsByCall.set(event.callId, event.text);
         break;
+      case 'ApprovalRequested':
+        requests.set(event.callId, event);
+        break;
+      case 'ApprovalDecided':
+        decisions.set(event.callId, event);
+        break;
       case 'Resumed':
         resumes += 1;
         maxRound = Math.max(maxRound, event.nextRound - 1);
@@ -151,9 +183,19 @@ export function resumeState(events: readonly AuditEvent[]): ResumeState {
     if (finishedCalls.has(wait.callId)) continue;
     waiting = { callId: wait.callId, index: wait.index, instruction: instructionsByCall.get(wait.callId) };
   }
-  const pendingCalls = [...calls.values()].filter(
+  const unfinished = [...calls.values()].filter(
     (call) => !finishedCalls.has(call.callId) && call.callId !== waiting?.callId,
   );
+  let pendingApproval: PendingApproval | undefined;
+  const deniedCalls: DeniedCall[] = [];
+  const pendingCalls: EventOf<'ToolCall'>[] = [];
+  for (const call of unfinished) {
+    const decision = decisions.get(call.callId);
+    const request = requests.get(call.callId);
+    if (decision && !decision.approved) deniedCalls.push({ call, decision });
+    else if (!decision && request) pendingApproval = { call, request };
+    else pendingCalls.push(call);
+  }
 
   return {
     agentId: started.agentId,
@@ -164,6 +206,9 @@ export function resumeState(events: readonly AuditEvent[]): ResumeState {
     stepsUsed: steps + [...roundRequests.values()].reduce((sum, count) => sum + Math.max(1, count), 0),
     finishedCalls,
     pendingCalls,
+    pendingApproval,
+    deniedCalls,
+    approvalsRequested: requests.size,
     projection,
     totals,
     instructionsReceived,

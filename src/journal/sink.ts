@@ -9,6 +9,11 @@ import type { AuditEvent, AuditEventInput } from './events.ts';
  */
 export interface JournalSink {
   append(event: AuditEventInput): void;
+  /**
+   * Resolves once every event appended so far is stored (a sink that stores asynchronously, such as
+   * a Redis stream); absent for sinks that store synchronously. Awaited before an approved tool runs.
+   */
+  flushed?(): Promise<void>;
 }
 
 /** Options of {@link MemoryJournal}. */

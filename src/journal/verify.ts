@@ -2,6 +2,7 @@
  * Checks that a journal is what its writer wrote: an unbroken hash chain, and (given a re-render)
  * that every provider input it claims to have sent is the one its own events reproduce.
  */
+import type { ModelSettings } from '../providers/model-settings.ts';
 import type { ToolSpec } from '../tools/types.ts';
 import { eventHash } from './chain.ts';
 import { GENESIS_HASH } from './constants.ts';
@@ -19,6 +20,8 @@ export interface RenderedInput {
    * in order (see `hashContinuation`). Absent or empty for a round's first request.
    */
   readonly continuation?: readonly string[];
+  /** The model settings the request was sent with (the Started event's `modelSettings`). */
+  readonly modelSettings?: ModelSettings;
 }
 
 /**
@@ -144,10 +147,10 @@ export function verifyJournal(events: readonly AuditEvent[], options: VerifyOpti
 
 /** The hash a model request's input is recorded under. */
 export function requestHash(rendered: RenderedInput): string {
-  const { system, input, tools, continuation } = rendered;
+  const { system, input, tools, continuation, modelSettings } = rendered;
   return continuation !== undefined && continuation.length > 0
-    ? hashContinuation(system, input, tools, continuation)
-    : hashInput(system, input, tools);
+    ? hashContinuation(system, input, tools, continuation, modelSettings)
+    : hashInput(system, input, tools, modelSettings);
 }
 
 /** {@link VerifyResult} of a journal file, plus whether its last append was torn. */

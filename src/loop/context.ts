@@ -5,12 +5,15 @@ import type { JournalSink } from '../journal/sink.ts';
 import { addReceipt, type UsageTotals, ZERO_USAGE_TOTALS } from '../journal/usage.ts';
 import type { Projection } from '../projection/projection.ts';
 import type { TokenCounter } from '../projection/token-counter.ts';
+import type { ModelSettings } from '../providers/model-settings.ts';
 import type { ModelPrice } from '../providers/pricing.ts';
 import type { Provider, Receipt } from '../providers/types.ts';
 import type { Toolbox } from '../tools/toolbox.ts';
 import type { ToolSpec } from '../tools/types.ts';
+import type { ApprovalSettings } from './approvals.ts';
 import type { ResolvedLimits } from './limits.ts';
 import type { LoopProgress, StopCondition } from './stop-conditions.ts';
+import type { AgentChannels } from './types.ts';
 
 /** Everything a round needs, and what rounds change. */
 export class RunContext {
@@ -18,6 +21,8 @@ export class RunContext {
   readonly definition: AgentDefinition;
   readonly provider: Provider;
   readonly model: string;
+  /** Sent with every model request of the agent (resolved once, pinned for its life). */
+  readonly modelSettings: ModelSettings;
   readonly system: string;
   readonly toolbox: Toolbox;
   readonly projection: Projection;
@@ -34,6 +39,9 @@ export class RunContext {
   readonly fixedUsageTokens: number;
   /** The model's price, when the provider knows it. */
   readonly price: ModelPrice | undefined;
+  /** Where calls that ask wait for a decision (undefined: asks are denied). */
+  readonly approvalChannel: AgentChannels['requestApproval'];
+  readonly approvalSettings: ApprovalSettings;
   readonly #journal: JournalSink | undefined;
   readonly #observer: ((event: AuditEventInput) => void) | undefined;
   readonly #timedOut: () => boolean;
@@ -44,6 +52,8 @@ export class RunContext {
   stepsUsed = 0;
   totals: UsageTotals = ZERO_USAGE_TOTALS;
   instructionsReceived = 0;
+  /** ApprovalRequested events so far (request ids are numbered by it). */
+  approvalsRequested = 0;
   /** Answers cut off by the output limit in a row. */
   truncations = 0;
   readonly succeededTools = new Set<string>();
@@ -63,6 +73,7 @@ export class RunContext {
     definition: AgentDefinition;
     provider: Provider;
     model: string;
+    modelSettings: ModelSettings;
     system: string;
     toolbox: Toolbox;
     projection: Projection;
@@ -74,6 +85,8 @@ export class RunContext {
     usageCounter: TokenCounter;
     fixedUsageTokens: number;
     price: ModelPrice | undefined;
+    approvalChannel?: AgentChannels['requestApproval'];
+    approvalSettings: ApprovalSettings;
     journal: JournalSink | undefined;
     observer: ((event: AuditEventInput) => void) | undefined;
   }) {
@@ -81,6 +94,7 @@ export class RunContext {
     this.definition = init.definition;
     this.provider = init.provider;
     this.model = init.model;
+    this.modelSettings = init.modelSettings;
     this.system = init.system;
     this.toolbox = init.toolbox;
     this.projection = init.projection;
@@ -92,6 +106,8 @@ export class RunContext {
     this.usageCounter = init.usageCounter;
     this.fixedUsageTokens = init.fixedUsageTokens;
     this.price = init.price;
+    this.approvalChannel = init.approvalChannel;
+    this.approvalSettings = init.approvalSettings;
     this.#journal = init.journal;
     this.#observer = init.observer;
   }
@@ -105,6 +121,11 @@ export class RunContext {
   record(event: AuditEventInput): void {
     this.#journal?.append(event);
     this.#observer?.(event);
+  }
+
+  /** Resolves once every event recorded so far is stored (at once for synchronous journals). */
+  async journalFlushed(): Promise<void> {
+    await this.#journal?.flushed?.();
   }
 
   /** Pushes a history entry to the projection and journals it. */
@@ -159,7 +180,7 @@ export class RunContext {
   hashInput(input: string, tools: readonly ToolSpec[], continuation?: readonly string[]): string {
     let hasher = this.#hashers.get(tools);
     if (!hasher) {
-      hasher = inputHasher(this.system, tools);
+      hasher = inputHasher(this.system, tools, this.modelSettings);
       this.#hashers.set(tools, hasher);
     }
     return hasher(input, continuation);

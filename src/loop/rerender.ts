@@ -1,5 +1,6 @@
 import type { Rerender } from '../journal/verify.ts';
 import { Projection } from '../projection/projection.ts';
+import type { ModelSettings } from '../providers/model-settings.ts';
 import type { ToolSpec } from '../tools/types.ts';
 import { ProjectionReplay } from './projection-events.ts';
 
@@ -12,6 +13,7 @@ export function journalRerender(): Rerender {
   let projection: Projection | undefined;
   let replay: ProjectionReplay | undefined;
   let system = '';
+  let modelSettings: ModelSettings | undefined;
   let specs = new Map<string, ToolSpec>();
   let next = 0;
   let roundInput = '';
@@ -24,6 +26,7 @@ export function journalRerender(): Rerender {
         projection = new Projection({ context: event.context, task: event.task });
         replay = new ProjectionReplay(projection);
         system = event.systemPrompt;
+        modelSettings = event.modelSettings;
         specs = new Map(event.toolSpecs.map((spec) => [spec.name, spec]));
       }
       const entry = replay?.apply(event);
@@ -41,8 +44,14 @@ export function journalRerender(): Rerender {
     if ((submitted.request ?? 1) <= 1) {
       roundInput = projection.render();
       continuation = [];
-      return { system, input: roundInput, tools };
+      return { system, input: roundInput, tools, ...(modelSettings ? { modelSettings } : {}) };
     }
-    return { system, input: roundInput, tools, continuation: [...continuation] };
+    return {
+      system,
+      input: roundInput,
+      tools,
+      continuation: [...continuation],
+      ...(modelSettings ? { modelSettings } : {}),
+    };
   };
 }

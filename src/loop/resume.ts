@@ -8,12 +8,14 @@
 import { SystemError } from '../errors.ts';
 import { INTERRUPTED_TOOL_RESULT } from '../journal/constants.ts';
 import type { AuditEvent } from '../journal/events.ts';
-import { resumeState } from '../journal/resume.ts';
+import { type PendingApproval, resumeState } from '../journal/resume.ts';
 import { COMPLETE_TASK } from '../tools/builtin/orchestration.ts';
+import { denialText } from '../tools/permissions.ts';
+import { approvalHook, recordDecision } from './approvals.ts';
 import type { RunContext } from './context.ts';
 import { JOURNAL_FORMAT, ProjectionReplay, RESUMABLE_FORMATS } from './projection-events.ts';
 import { waitForInstruction } from './routed-tools.ts';
-import { recordToolResult } from './tool-calls.ts';
+import { recordToolResult, runToolCall } from './tool-calls.ts';
 import type { AgentChannels } from './types.ts';
 
 /**
@@ -25,6 +27,10 @@ export async function restoreFromJournal(
   events: readonly AuditEvent[],
   channels: AgentChannels,
   truncatedBytes: number,
+  noticed: {
+    readonly definitionChanged?: { readonly hash: string; readonly path?: string };
+    readonly notices?: readonly string[];
+  } = {},
 ): Promise<void> {
   const state = resumeState(events);
   const format = state.started.format ?? 1;
@@ -43,6 +49,7 @@ export async function restoreFromJournal(
   run.stepsUsed = state.stepsUsed;
   run.totals = state.totals;
   run.instructionsReceived = state.instructionsReceived;
+  run.approvalsRequested = state.approvalsRequested;
   for (const result of state.finishedCalls.values()) {
     if (!result.ok || result.refused) continue;
     run.succeededTools.add(result.name);
@@ -54,9 +61,13 @@ export async function restoreFromJournal(
     nextRound: state.nextRound,
     pendingCallIds: [
       ...state.pendingCalls.map((c) => c.callId),
+      ...state.deniedCalls.map((d) => d.call.callId),
+      ...(state.pendingApproval ? [state.pendingApproval.call.callId] : []),
       ...(state.waiting ? [state.waiting.callId] : []),
     ],
     truncatedBytes,
+    ...(noticed.definitionChanged ? { definitionChanged: noticed.definitionChanged } : {}),
+    ...(noticed.notices !== undefined && noticed.notices.length > 0 ? { notices: noticed.notices } : {}),
   });
   for (const call of state.pendingCalls) {
     recordToolResult(
@@ -68,6 +79,11 @@ export async function restoreFromJournal(
       false,
     );
   }
+  for (const { call, decision } of state.deniedCalls) {
+    const text = denialText(call.modelName, { by: decision.by, reason: decision.reason });
+    recordToolResult(run, call.callId, call.name, call.modelName, { ok: false, text }, true);
+  }
+  if (state.pendingApproval) await finishPendingApproval(run, state.pendingApproval);
   const waiting = state.waiting;
   if (waiting) {
     const call = events.find((e) => e.type === 'ToolCall' && e.callId === waiting.callId);
@@ -82,4 +98,32 @@ export async function restoreFromJournal(
         : { ok: true, text: `Instruction: ${text}` };
     recordToolResult(run, waiting.callId, 'wait_for_instruction', modelName, outcome, false);
   }
+}
+
+/**
+ * Waits again for the decision on a call that was asking when its agent stopped (same request id:
+ * whoever decides is not asked twice), then runs or denies it and records its result. If the call no
+ * longer asks (the agent's permissions changed), the request is closed with a `policy` decision.
+ */
+async function finishPendingApproval(run: RunContext, pending: PendingApproval): Promise<void> {
+  const { call, request } = pending;
+  let asked = false;
+  const hook = approvalHook(run, call.callId, request);
+  const result = await runToolCall(run, call.callId, call.modelName, request.args, (ask) => {
+    asked = true;
+    return hook(ask);
+  });
+  if (!asked && !run.signal.aborted && result.denied === undefined) {
+    recordDecision(
+      run,
+      call.callId,
+      call.name,
+      request.rule,
+      { approved: true, by: 'policy', reason: 'the call no longer asks for approval' },
+      request.requestId,
+    );
+  }
+  const refused = result.denied !== undefined;
+  recordToolResult(run, call.callId, call.name, call.modelName, result, refused);
+  if (result.ok && !refused) run.succeededTools.add(call.name);
 }

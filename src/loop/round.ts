@@ -70,6 +70,7 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
 
   const turn = ctx.provider.turn(
     {
+      ...ctx.modelSettings,
       model: ctx.model,
       system: ctx.system,
       input,

@@ -5,7 +5,8 @@
  * and inside an actor host.
  */
 import { followSignal } from '../abort.ts';
-import { definitionHash } from '../definition/load.ts';
+import type { BlockStore, ResolvedBlocks } from '../blocks/types.ts';
+import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../constants.ts';
 import { toolReferenceProblems } from '../definition/tool-references.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { type SerializedError, serializeError, UserError } from '../errors.ts';
@@ -23,9 +24,11 @@ import {
 } from '../projection/token-counter.ts';
 import { assembleSystemPrompt } from '../prompt/assemble.ts';
 import { projectDirs } from '../prompt/project-dirs.ts';
+import { type ModelSettings, prepareModelSettings } from '../providers/model-settings.ts';
 import type { Provider } from '../providers/types.ts';
 import { createToolRegistry } from '../tools/builtin/index.ts';
 import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../tools/builtin/orchestration.ts';
+import { type AgentPermissions, effectiveMode } from '../tools/permissions.ts';
 import { ToolRegistry } from '../tools/registry.ts';
 import { sleep as defaultSleep, type Sleep } from '../tools/retry.ts';
 import { buildToolbox } from '../tools/toolbox.ts';
@@ -36,6 +39,13 @@ import { countFixed } from './fixed-tokens.ts';
 import { limitConditions, limitNotices, resolveLimits } from './limits.ts';
 import { end, runLoop, terminalEvent } from './loop.ts';
 import { contextWindowFor, maxInputFor } from './model-limits.ts';
+import {
+  definitionHashOf,
+  pinnedDefinition,
+  recordedBlocks,
+  resolveStartSettings,
+  startedDefinition,
+} from './pinning.ts';
 import { JOURNAL_FORMAT } from './projection-events.ts';
 import { restoreFromJournal } from './resume.ts';
 import { routedTools } from './routed-tools.ts';
@@ -54,6 +64,21 @@ export interface RunAgentOptions {
   readonly metadata?: Readonly<Record<string, unknown>>;
   readonly provider: Provider;
   readonly model: string;
+  /**
+   * Model settings of this spawn (and plan): over the definition's, key by key. A resumed agent
+   * ignores it and sends what its Started event recorded. @default {}
+   */
+  readonly modelSettings?: ModelSettings;
+  /** Model settings under the definition's: the supervisor's (or the app's) defaults. @default {} */
+  readonly defaultModelSettings?: ModelSettings;
+  /**
+   * Where the definition's blocks (`instructions`, `settings`, `modelSettings: { id, version }`)
+   * are resolved when the agent starts. A resumed agent never asks it: it runs the versions its
+   * Started event recorded. @default fileBlockStore({ cwd })
+   */
+  readonly blocks?: BlockStore;
+  /** The definition's blocks, already resolved by whoever spawned the agent; `blocks` is then not asked. */
+  readonly resolvedBlocks?: ResolvedBlocks;
   /**
    * Tools the agent may be given (subject to its definition's policy). `complete_task` and
    * `wait_for_instruction` are bound by the loop and replace any registered ones.
@@ -84,8 +109,16 @@ export interface RunAgentOptions {
   readonly limits?: AgentLimits;
   /** Extra stop conditions, checked before every model request after the built-in limits. */
   readonly stopWhen?: readonly StopCondition[];
-  /** How `complete_task` and `wait_for_instruction` reach the runner. @default in-process */
+  /**
+   * How `complete_task`, `wait_for_instruction` and approvals reach the runner. @default in-process;
+   * without `requestApproval`, calls that ask are denied
+   */
   readonly channels?: AgentChannels;
+  /**
+   * Permissions besides the definition's: rules, a mode for definitions in `default`, whether
+   * `bypassPermissions` may run, and how long approvals wait (docs/permissions.md). @default none
+   */
+  readonly permissions?: AgentPermissions;
   /** Sees every audit event after it is journalled. */
   readonly onEvent?: (event: AuditEventInput) => void;
   /** @default from the model name */
@@ -116,7 +149,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   const controller = new AbortController();
   const unfollow = followSignal(options.signal, controller);
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const { definition, agentId } = options;
+  const { agentId } = options;
+  let definition = options.definition;
   let run: RunContext | undefined;
   const fail = (reason: FailureReason, error: SerializedError): AgentOutcome => {
     if (run) return end(run, { kind: 'fail', reason, error });
@@ -144,8 +178,29 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       const ended = resume.findLast((e) => e.type === 'Completed' || e.type === 'Failed');
       if (ended) return recordedOutcome(ended);
     }
+    // A resumed agent runs what it started with: the recorded definition, blocks and settings.
+    const pinned = started ? pinnedDefinition(started, options.definition) : undefined;
+    if (pinned) definition = pinned.definition;
+    const modelSettingsOptions = {
+      overrides: prepareModelSettings(options.modelSettings, 'modelSettings'),
+      defaults: prepareModelSettings(options.defaultModelSettings, 'defaultModelSettings'),
+    };
+    const start = started
+      ? { blocks: recordedBlocks(started), modelSettings: started.modelSettings ?? {}, dropped: [] }
+      : await resolveStartSettings({
+          definition,
+          cwd: options.cwd,
+          provider: options.provider,
+          model: options.model,
+          ...(options.blocks ? { blocks: options.blocks } : {}),
+          ...(options.resolvedBlocks ? { resolvedBlocks: options.resolvedBlocks } : {}),
+          ...modelSettingsOptions,
+        });
+    const { blocks, modelSettings } = start;
 
     const limits = resolveLimits(options.limits ?? started?.limits, definition.maxSteps);
+    const permissions = options.permissions ?? {};
+    checkBypass(definition, permissions);
     const channels = options.channels ?? {};
     const shared = options.registry ?? createToolRegistry();
     const servers = serversForAgent(definition, options.mcpServers ?? {});
@@ -173,14 +228,19 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     const registry = new ToolRegistry(tools);
     const warnings = checkToolReferences(definition, registry.names(), mcp);
     const projectRoot =
-      options.projectRoot ?? (needsProjectRoot(definition) ? (await projectDirs(options.cwd))[0] : undefined);
+      options.projectRoot ??
+      (needsProjectRoot(definition, permissions) ? (await projectDirs(options.cwd))[0] : undefined);
     const toolbox = buildToolbox(definition, registry, {
       cwd: options.cwd,
       agentId,
+      settings: blocks.settings,
+      permissions,
       ...(projectRoot === undefined ? {} : { projectRoot }),
     });
     const system =
-      started?.systemPrompt ?? options.systemPrompt ?? (await systemPromptFor(options, toolbox.promptTools));
+      started?.systemPrompt ??
+      options.systemPrompt ??
+      (await systemPromptFor(options, definition, blocks, toolbox.promptTools));
     const counter = counterForModel(options.model, options.counter);
     const contextWindow = started?.contextWindow ?? options.contextWindow ?? contextWindowFor(options.model);
     const maxInputTokens = started?.maxInputTokens ?? options.maxInputTokens ?? maxInputFor(contextWindow);
@@ -199,6 +259,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       definition,
       provider: options.provider,
       model: options.model,
+      modelSettings,
       system,
       toolbox,
       projection,
@@ -213,23 +274,30 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
           ? fixedTokens
           : countFixed(usageCounter, system) + countFixed(usageCounter, toolsJson),
       price,
+      ...(channels.requestApproval ? { approvalChannel: channels.requestApproval } : {}),
+      approvalSettings: {
+        timeoutMs: permissions.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
+        onTimeout: permissions.onTimeout ?? 'deny',
+      },
       journal: options.journal,
       observer: options.onEvent,
     });
 
     if (resume && started) {
-      await restoreFromJournal(run, resume, channels, options.truncatedBytes ?? 0);
+      await restoreFromJournal(run, resume, channels, options.truncatedBytes ?? 0, {
+        ...(pinned?.changed ? { definitionChanged: pinned.changed } : {}),
+        notices: pinned?.notices ?? [],
+      });
     } else {
-      const notices = limitNotices(limits, options.model, price);
+      const notices = [...limitNotices(limits, options.model, price), ...start.dropped];
       run.record({
         type: 'Started',
         agentId,
         ...(options.parentId === undefined ? {} : { parentId: options.parentId }),
-        definition: {
-          name: definition.name,
-          hash: options.definitionHash ?? definitionHashOf(definition),
-          path: definition.path,
-        },
+        definition: startedDefinition(definition, options.definitionHash ?? definitionHashOf(definition)),
+        ...(blocks.pinned.length > 0 ? { blocks: blocks.pinned } : {}),
+        ...(Object.keys(blocks.settings).length > 0 ? { settings: blocks.settings } : {}),
+        ...(Object.keys(modelSettings).length > 0 ? { modelSettings } : {}),
         provider: options.provider.name,
         model: options.model,
         contextWindow,
@@ -309,34 +377,69 @@ function checkToolReferences(
   ];
 }
 
-/** Whether a rule of the definition is written from the project root (`Read(/src/**)`). */
-function needsProjectRoot(definition: AgentDefinition): boolean {
-  return [...(definition.tools ?? []), ...definition.disallowedTools].some((entry) =>
-    /\(\/(?!\/)/.test(entry),
+/** Whether a rule of the agent is written from the project root (`Read(/src/**)`). */
+function needsProjectRoot(definition: AgentDefinition, extra: AgentPermissions): boolean {
+  const own = definition.permissions;
+  return [
+    ...(definition.tools ?? []),
+    ...definition.disallowedTools,
+    ...own.allow,
+    ...own.ask,
+    ...own.deny,
+    ...(extra.allow ?? []),
+    ...(extra.ask ?? []),
+    ...(extra.deny ?? []),
+  ].some((entry) => /\(\/(?!\/)/.test(entry));
+}
+
+/**
+ * Throws UserError `bypass_not_allowed` (the agent fails with `invalid_request`) when the agent
+ * would run in `bypassPermissions` without the runner's consent.
+ */
+function checkBypass(definition: AgentDefinition, permissions: AgentPermissions): void {
+  if (effectiveMode(definition.permissionMode, permissions.mode) !== 'bypassPermissions') return;
+  if (permissions.allowBypass === true) return;
+  throw new UserError(
+    'bypass_not_allowed',
+    `${definition.path}: agent \`${definition.name}\` asks for permissionMode bypassPermissions, which runs every call without asking; ` +
+      'it runs only where the supervisor allows it (permissions.allowBypass, or --allow-bypass-permissions)',
+    { agent: definition.name, file: definition.path },
   );
 }
 
-const definitionHashes = new WeakMap<AgentDefinition, string>();
-
-function definitionHashOf(definition: AgentDefinition): string {
-  let hash = definitionHashes.get(definition);
-  if (hash === undefined) {
-    hash = definitionHash(definition);
-    definitionHashes.set(definition, hash);
-  }
-  return hash;
-}
-
-async function systemPromptFor(options: RunAgentOptions, tools: PromptTools): Promise<string> {
+async function systemPromptFor(
+  options: RunAgentOptions,
+  definition: AgentDefinition,
+  blocks: ResolvedBlocks,
+  tools: PromptTools,
+): Promise<string> {
+  const { prompt: block, settings } = blocks;
   const assemble = (): Promise<string> =>
-    assembleSystemPrompt(options.definition, {
+    assembleSystemPrompt(definition, {
       cwd: options.cwd,
       tools,
+      settings,
+      ...(block
+        ? {
+            instructions: {
+              text: block.text,
+              file: block.source,
+              firstLine: block.textLine,
+              parameters: block.parameters,
+            },
+          }
+        : {}),
       ...(options.promptParameters ? { parameters: options.promptParameters } : {}),
     });
   const cache = options.promptCache;
   if (!cache) return assemble();
-  const key = JSON.stringify([options.definition, options.cwd, options.promptParameters ?? null]);
+  const key = JSON.stringify([
+    definition,
+    options.cwd,
+    options.promptParameters ?? null,
+    block ?? null,
+    settings,
+  ]);
   let prompt = cache.get(key);
   if (!prompt) {
     prompt = assemble();

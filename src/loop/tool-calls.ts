@@ -6,8 +6,11 @@
  */
 import { abortable } from '../abort.ts';
 import { RESULT_NOT_FITTED_TEXT } from '../projection/constants.ts';
+import type { ApprovalDecision } from '../protocol/approvals.ts';
 import type { ToolCall } from '../providers/types.ts';
+import type { ApprovalAsk, ToolCallResult } from '../tools/toolbox.ts';
 import type { ToolOutcome } from '../tools/types.ts';
+import { approvalHook, recordDecision } from './approvals.ts';
 import type { RunContext } from './context.ts';
 import { formatToolResult } from './history-format.ts';
 import { applyToolCall, applyToolResult } from './projection-events.ts';
@@ -41,6 +44,7 @@ export async function handleToolCall(
   ctx.roundEntries.push(applyToolCall(ctx.projection, call.name, call.arguments, call.rawArguments));
 
   let outcome: ToolOutcome;
+  let denied = false;
   if (refusal !== undefined) {
     outcome = { ok: false, text: refusal };
   } else if (call.arguments === undefined) {
@@ -49,24 +53,52 @@ export async function handleToolCall(
       text: `Invalid arguments for \`${call.name}\`: not valid JSON (${call.parseError ?? 'unparseable'}). Call it again with a JSON object.`,
     };
   } else {
-    ctx.currentCallId = call.id;
-    outcome = await untilAborted(
-      ctx.toolbox.call(call.name, call.arguments, {
-        signal: ctx.signal,
-        fitsState: (key, text) => ctx.projection.fitsState(key, text, ctx.renderBudget),
-      }),
-      ctx.signal,
-      call.name,
-    );
+    const result = await runToolCall(ctx, call.id, call.name, call.arguments, approvalHook(ctx, call.id));
+    outcome = result;
+    denied = result.denied !== undefined;
   }
-  const accepted = recordToolResult(ctx, call.id, canonical, call.name, outcome, refusal !== undefined);
-  const succeeded = outcome.ok && accepted && refusal === undefined;
+  const refused = refusal !== undefined || denied;
+  const accepted = recordToolResult(ctx, call.id, canonical, call.name, outcome, refused);
+  const succeeded = outcome.ok && accepted && !refused;
   if (succeeded) ctx.succeededTools.add(canonical);
   return {
     outcome: accepted ? outcome : { ok: false, text: RESULT_NOT_FITTED_TEXT },
     answer: accepted ? outcome.text : RESULT_NOT_FITTED_TEXT,
     succeeded,
   };
+}
+
+/**
+ * Runs one call through the toolbox with `approve` deciding the calls that ask, and journals a
+ * denial that asked no one (a `deny` rule, `dontAsk`). A cancel while it runs answers at once.
+ */
+export async function runToolCall(
+  ctx: RunContext,
+  callId: string,
+  modelName: string,
+  args: unknown,
+  approve: (ask: ApprovalAsk) => Promise<ApprovalDecision>,
+): Promise<ToolOutcome & Pick<ToolCallResult, 'denied'>> {
+  ctx.currentCallId = callId;
+  const result: ToolOutcome & Pick<ToolCallResult, 'denied'> = await untilAborted(
+    ctx.toolbox.call(modelName, args, {
+      signal: ctx.signal,
+      fitsState: (key, text) => ctx.projection.fitsState(key, text, ctx.renderBudget),
+      approve,
+    }),
+    ctx.signal,
+    modelName,
+  );
+  const denial = result.denied;
+  if (denial && !denial.asked && !ctx.signal.aborted) {
+    const canonical = ctx.toolbox.canonicalName(modelName) ?? modelName;
+    recordDecision(ctx, callId, canonical, denial.rule, {
+      approved: false,
+      by: 'policy',
+      reason: denial.reason,
+    });
+  }
+  return result;
 }
 
 /**

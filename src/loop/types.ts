@@ -1,6 +1,7 @@
 /** The loop's contract with whatever runs it: in-process (`troupe run`, tests) or an actor host. */
 import type { AgentDefinition } from '../definition/types.ts';
 import type { SerializedError } from '../errors.ts';
+import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
 import type { Usage } from '../providers/types.ts';
 
 /**
@@ -97,6 +98,14 @@ export interface AgentChannels {
     timeoutMs: number | undefined,
     signal: AbortSignal,
   ): Promise<string | null>;
+  /**
+   * Parks until a decision on `request` arrives; resolves null when `signal` aborts (the deadline
+   * passed, or the agent was cancelled). The runner makes the request known to whoever decides (the
+   * supervisor's `agent:approval` event) once per `requestId`: a resumed agent asks again under the
+   * same id, and a decision that arrived meanwhile is answered at once. Without this channel, calls
+   * that ask are denied.
+   */
+  requestApproval?(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision | null>;
 }
 
 /** Identity of a run for journals and events. */

@@ -5,7 +5,7 @@ import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
 import type { PromptTools } from '../tools/types.ts';
 import { type AgentsMdOptions, collectAgentsMd, renderAgentsMdSection } from './agents-md.ts';
-import { BASE_TEMPLATE, BASE_TEMPLATE_FILE, BASE_TEMPLATE_TOOLS } from './base-template.ts';
+import { BASE_TEMPLATE, BASE_TEMPLATE_FILE, TEMPLATE_TOOL_NAMES } from './base-template.ts';
 import { detectEnvironment, localDate, type PromptEnvironment } from './environment.ts';
 import { discoverSkills, renderSkillsSection, type SkillsOptions } from './skills.ts';
 import { renderTemplate } from './template.ts';
@@ -25,15 +25,36 @@ export interface AssembleOptions {
   readonly environment?: PromptEnvironment;
   /** Extra template variables for `full` bodies. Names must not clash with troupe's own. */
   readonly parameters?: Readonly<Record<string, unknown>>;
+  /**
+   * The agent's instructions from a prompt block, in place of the definition's body: rendered as
+   * a template (in either prompt mode) with its parameter values as variables.
+   */
+  readonly instructions?: PromptInstructions;
+  /**
+   * Values of the agent's settings blocks, by block id: templates read them as
+   * `settings.<block id>.<key>` (`${{ settings.acme.weights.urgency }}`). @default {}
+   */
+  readonly settings?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
   readonly agentsMd?: AgentsMdOptions;
   readonly skills?: SkillsOptions;
   /** The clock for `current_date`. @default new Date() */
   readonly now?: Date;
 }
 
+/** A prompt block's template and the values of its parameters. */
+export interface PromptInstructions {
+  readonly text: string;
+  /** Where the block was read from (a file, or `memory:<id>@<version>`), for template errors. */
+  readonly file: string;
+  /** 1-based line of `file` where `text` starts. */
+  readonly firstLine: number;
+  readonly parameters: Readonly<Record<string, unknown>>;
+}
+
 /** Template variable names troupe sets itself. */
 export const PROMPT_VARIABLES = [
   'tools',
+  'settings',
   'os_name',
   'shell_path',
   'working_directory',
@@ -52,8 +73,9 @@ export const PROMPT_VARIABLES = [
  */
 export async function assembleSystemPrompt(def: PromptDefinition, options: AssembleOptions): Promise<string> {
   const parameters = options.parameters ?? {};
+  const blockParameters = options.instructions?.parameters ?? {};
   for (const name of PROMPT_VARIABLES) {
-    if (Object.hasOwn(parameters, name)) {
+    if (Object.hasOwn(parameters, name) || Object.hasOwn(blockParameters, name)) {
       throw new UserError(
         'reserved_parameter',
         `The prompt parameter \`${name}\` clashes with troupe's template variable of that name`,
@@ -62,9 +84,14 @@ export async function assembleSystemPrompt(def: PromptDefinition, options: Assem
     }
   }
   const environment = options.environment ?? detectEnvironment();
+  const tools = {
+    ...Object.fromEntries(TEMPLATE_TOOL_NAMES.map((name) => [name, ''])),
+    ...options.tools.names,
+  };
   const variables: Record<string, unknown> = {
     ...parameters,
-    tools: options.tools.names,
+    tools,
+    settings: settingsVariable(options.settings ?? {}),
     os_name: environment.osName,
     shell_path: environment.shellPath,
     working_directory: path.resolve(options.cwd),
@@ -76,13 +103,21 @@ export async function assembleSystemPrompt(def: PromptDefinition, options: Assem
     ? renderAgentsMdSection(await collectAgentsMd(options.cwd, options.agentsMd))
     : '';
 
+  const instructions = options.instructions;
+  const body = instructions
+    ? await renderTemplate(
+        { text: instructions.text, file: instructions.file, firstLine: instructions.firstLine },
+        { ...variables, ...blockParameters },
+      )
+    : undefined;
   let head: string[];
   if (def.promptMode === 'full') {
-    head = [await renderTemplate({ text: def.body, file: def.path, firstLine: def.bodyLine }, variables)];
+    head = [
+      body ?? (await renderTemplate({ text: def.body, file: def.path, firstLine: def.bodyLine }, variables)),
+    ];
   } else {
     const baseVariables = {
       ...variables,
-      tools: { ...Object.fromEntries(BASE_TEMPLATE_TOOLS.map((name) => [name, ''])), ...options.tools.names },
       output_format: def.outputFormat,
       background_tools: options.tools.background.map((name) => `\`${name}\``).join(', '),
     };
@@ -90,12 +125,54 @@ export async function assembleSystemPrompt(def: PromptDefinition, options: Assem
       { text: BASE_TEMPLATE, file: BASE_TEMPLATE_FILE, firstLine: 1 },
       baseVariables,
     );
-    head = [base, def.body];
+    head = [base, body ?? def.body];
   }
   return [...head, agentsMdSection, skillsSection]
     .map((section) => section.replace(/^(?:[ \t]*\r?\n)+/, '').trimEnd())
     .filter((section) => section !== '')
     .join('\n\n');
+}
+
+/**
+ * The `settings` template variable: each block's values under its id, split at the dots, so
+ * `settings.acme.weights.urgency` reads key `urgency` of block `acme.weights`. Throws UserError
+ * `settings_conflict` when one id continues another (`acme.a` and `acme.a.b`): `settings.acme.a.b`
+ * would then mean two things.
+ */
+export function settingsVariable(
+  settings: Readonly<Record<string, Readonly<Record<string, unknown>>>>,
+): Record<string, unknown> {
+  const root: Record<string, unknown> = {};
+  const namespaces = new Set<object>([root]);
+  for (const id of Object.keys(settings)) {
+    const segments = id.split('.');
+    let node: Record<string, unknown> = root;
+    for (const [index, segment] of segments.entries()) {
+      const existing = node[segment];
+      const last = index === segments.length - 1;
+      if (existing !== undefined && (last || !namespaces.has(existing as object))) {
+        const other = Object.keys(settings).find(
+          (candidate) =>
+            candidate !== id && (candidate.startsWith(`${id}.`) || id.startsWith(`${candidate}.`)),
+        );
+        throw new UserError(
+          'settings_conflict',
+          `Settings blocks \`${id}\` and \`${other ?? id}\` cannot both be shown under \`settings.\`: one id continues the other`,
+          { id, other },
+        );
+      }
+      if (last) node[segment] = { ...(settings[id] ?? {}) };
+      else {
+        const next: Record<string, unknown> = (existing as Record<string, unknown> | undefined) ?? {};
+        if (existing === undefined) {
+          node[segment] = next;
+          namespaces.add(next);
+        }
+        node = next;
+      }
+    }
+  }
+  return root;
 }
 
 async function skillsFor(def: PromptDefinition, options: AssembleOptions): Promise<string> {

@@ -19,6 +19,23 @@ export const BASE_TEMPLATE_TOOLS = [
   'wait_for_instruction',
 ] as const;
 
+/**
+ * Tool names every template may test, in `full` bodies and prompt blocks as in the base template:
+ * each is defined, as `''` when the agent is not admitted to it (or troupe has no such tool), so
+ * `${%- if tools.kill_task %}` drops its block instead of failing as an unknown variable. The
+ * base template's tools, the orchestration tools, and names prompts written for other agent
+ * runtimes test (`skill`, `get_task_output`, `kill_task`).
+ */
+export const TEMPLATE_TOOL_NAMES = [
+  ...BASE_TEMPLATE_TOOLS,
+  'spawn_agent',
+  'send_instruction',
+  'await_agents',
+  'skill',
+  'get_task_output',
+  'kill_task',
+] as const;
+
 /** Where template errors in the base template point. */
 export const BASE_TEMPLATE_FILE = 'builtin:base-template';
 

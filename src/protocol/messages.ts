@@ -20,17 +20,22 @@
  *   a response message per call).
  * - inbox (both ways, raw): instruction waits, {@link InboxRequestMessage} up (batched per turn)
  *   and {@link InstructionDeliveryMessage} down, one per delivery, posted the moment `send()` wakes
- *   a parked wait. Comlink puts one 'message' listener on its port per pending call, so with
+ *   a parked wait; approval waits likewise ({@link ApprovalWaitMessage} up, one per request, and
+ *   {@link DecisionDeliveryMessage} down). Comlink puts one 'message' listener on its port per pending call, so with
  *   hundreds of parked agents every reply was dispatched to hundreds of listeners.
  * Comlink needs one port per direction: a port that both exposes and wraps would hand responses to
  * its own expose handler.
  */
+import type { ResolvedBlocks } from '../blocks/types.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import type { SerializedError } from '../errors.ts';
 import type { StartedWarning } from '../journal/events.ts';
 import type { AgentLimits, AgentOutcome } from '../loop/types.ts';
 import type { McpServers } from '../mcp/config.ts';
+import type { ModelSettings } from '../providers/model-settings.ts';
+import type { AgentPermissions } from '../tools/permissions.ts';
 import type { ToolOutcome } from '../tools/types.ts';
+import type { ApprovalDecision, ApprovalRequest } from './approvals.ts';
 
 /** How a host builds a provider. Closures cannot cross threads, so providers are described. */
 export type ProviderConfig =
@@ -83,6 +88,8 @@ export interface HostToolDeclaration {
   readonly description: string;
   readonly parameters: Readonly<Record<string, unknown>>;
   readonly readOnly: boolean;
+  /** Every call waits for a person's approval (functions cannot cross threads). @default false */
+  readonly needsApproval?: boolean;
 }
 
 /**
@@ -141,6 +148,17 @@ export interface ActorSpec {
   readonly resume: boolean;
   /** MCP servers the agent may use (settings, not connections: the runner connects). */
   readonly mcpServers: McpServers;
+  /** Model settings of the spawn (the plan's under it): over the definition's, key by key. */
+  readonly modelSettings: ModelSettings;
+  /** The supervisor's model settings: under the definition's. */
+  readonly defaultModelSettings: ModelSettings;
+  /**
+   * The definition's blocks, resolved by the supervisor when the agent was spawned (absent when
+   * it refers to none, or a resumed agent's could not be resolved: it runs its journal's).
+   */
+  readonly blocks?: ResolvedBlocks;
+  /** Permissions besides the definition's (rules, mode, bypass consent, approval timeout). */
+  readonly permissions: AgentPermissions;
 }
 
 /** Host memory and load, answered to every heartbeat. */
@@ -218,7 +236,9 @@ export type HostCallReplyMessage = { readonly type: 'replies'; readonly replies:
  */
 export type AgentMessage =
   | { readonly type: 'instruction'; readonly text: string }
-  | { readonly type: 'cancel'; readonly reason: string };
+  | { readonly type: 'cancel'; readonly reason: string }
+  /** The decision on the agent's approval request `requestId`; the first one delivered wins. */
+  | { readonly type: 'approval'; readonly requestId: string; readonly decision: ApprovalDecision };
 
 /** What the supervisor learns about an agent as it runs (a subset of its audit events). */
 export type AgentSignal =
@@ -258,7 +278,20 @@ export type AgentSignal =
       readonly warnings: readonly StartedWarning[];
     }
   | { readonly type: 'instructed'; readonly agentId: string; readonly text: string }
-  | { readonly type: 'text'; readonly agentId: string; readonly text: string };
+  | { readonly type: 'text'; readonly agentId: string; readonly text: string }
+  /** A tool call waits for a decision (sent by the runner each time the agent waits on it: dedupe by id). */
+  | { readonly type: 'approval'; readonly agentId: string; readonly request: ApprovalRequest }
+  /** A decision was journalled (ApprovalDecided), whoever made it. */
+  | {
+      readonly type: 'decided';
+      readonly agentId: string;
+      /** Absent for a call denied without asking (a `deny` rule, `dontAsk`). */
+      readonly requestId: string | undefined;
+      readonly callId: string;
+      readonly tool: string;
+      readonly rule: string;
+      readonly decision: ApprovalDecision;
+    };
 
 /** An agent's run on a host ended: its outcome. */
 export interface AgentEnded {
@@ -354,6 +387,28 @@ export type InstructionDeliveryMessage = {
   readonly ticket: number;
   readonly text: string | null;
 };
+
+/** host -> main on the inbox port: a wait for the decision on one approval request, or its end. */
+export type ApprovalWaitMessage =
+  | { readonly type: 'approval'; readonly ticket: number; readonly request: ApprovalRequest }
+  /** The agent gave the wait up (cancelled, timed out). */
+  | { readonly type: 'approval_abandon'; readonly ticket: number };
+
+/**
+ * main -> host on the inbox port: the decision for one approval wait; null when the supervisor
+ * ends the wait (the agent is not running, or waits on another request).
+ */
+export type DecisionDeliveryMessage = {
+  readonly type: 'decision';
+  readonly ticket: number;
+  readonly decision: ApprovalDecision | null;
+};
+
+/** Everything a host posts on its inbox port. */
+export type InboxUpMessage = InboxRequestMessage | ApprovalWaitMessage;
+
+/** Everything the supervisor posts on a host's inbox port. */
+export type InboxDownMessage = InstructionDeliveryMessage | DecisionDeliveryMessage;
 
 /**
  * The part of a MessagePort that the admission and inbox clients and servers use, so tests can connect them

@@ -13,7 +13,7 @@ import type {
 } from './messages.ts';
 
 /** Version of the job payload layout; a worker refuses a job of a version it does not know. */
-export const JOB_DATA_VERSION = 1;
+export const JOB_DATA_VERSION = 2;
 
 /**
  * An agent job's data: everything a worker on any machine needs to run (or resume) the agent.
@@ -89,10 +89,14 @@ export interface PauseAnnouncement {
 
 /**
  * The park mark of an agent (`<prefix>:<queue>:agent:<id>:parked`, JSON): its job waits for
- * instruction `index` without a worker; whichever worker resumes it reads the mark.
+ * instruction `index`, or the decision on approval `requestId`, without a worker; whichever worker
+ * resumes it reads the mark.
  */
 export interface ParkRequest {
+  /** The instruction waited for; -1 while the job waits for a decision on `requestId`. */
   readonly index: number;
+  /** Set when the job waits for the decision on this approval request. */
+  readonly requestId?: string;
   /** Epoch ms at which the wait gives up; null = no limit. */
   readonly deadline: number | null;
 }

@@ -6,7 +6,9 @@ import {
   messageAsEvents,
 } from './anthropic-stream.ts';
 import {
+  ANTHROPIC_MAX_TEMPERATURE,
   ANTHROPIC_THINKING_BUDGETS,
+  ANTHROPIC_THINKING_MIN_TOP_P,
   ANTHROPIC_VERSION,
   DEFAULT_ANTHROPIC_BASE_URL,
   DEFAULT_ANTHROPIC_MAX_TOKENS,
@@ -20,10 +22,11 @@ import {
   type ResponseReading,
   readJsonBody,
 } from './http.ts';
+import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import { checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
-import { reasoningEffortError } from './reasoning.ts';
+import { reasoningEffortIssue, settingsPreflightError } from './settings-support.ts';
 import { parseEventData, readServerSentEvents } from './sse.ts';
 import { createTurn, type ExchangeContext, type ModelResponse } from './turn-runner.ts';
 import type { Provider, ToolChoice, Turn, TurnRequest, Usage } from './types.ts';
@@ -104,6 +107,48 @@ export class AnthropicProvider implements Provider {
     return priceFor(model, this.#prices);
   }
 
+  /**
+   * The Messages API has no seed (dropped) and no presence or frequency penalties; its temperature
+   * ends at 1; with extended thinking on (a `reasoningEffort` other than `none`) it refuses any
+   * `temperature` but 1, a `topP` below 0.95 and any `topK`.
+   */
+  checkModelSettings(settings: ModelSettings): readonly ModelSettingIssue[] {
+    const issues: ModelSettingIssue[] = [];
+    const unsupported = (setting: keyof ModelSettings, message: string) =>
+      issues.push({ setting, kind: 'unsupported', message: `${this.name}: ${message}` });
+    const effort = reasoningEffortIssue('anthropic', this.name, settings.reasoningEffort);
+    if (effort) issues.push(effort);
+    if (settings.temperature !== undefined && settings.temperature > ANTHROPIC_MAX_TEMPERATURE) {
+      unsupported(
+        'temperature',
+        `Expected \`temperature\` from 0 to ${ANTHROPIC_MAX_TEMPERATURE}, got ${settings.temperature}.`,
+      );
+    }
+    for (const setting of ['presencePenalty', 'frequencyPenalty'] as const) {
+      if (settings[setting] !== undefined)
+        unsupported(setting, `the Messages API has no \`${setting}\`; leave it out.`);
+    }
+    const thinking =
+      settings.reasoningEffort !== undefined &&
+      ANTHROPIC_THINKING_BUDGETS[settings.reasoningEffort] !== undefined;
+    if (thinking) {
+      const why = `with extended thinking on (reasoningEffort ${settings.reasoningEffort})`;
+      if (settings.temperature !== undefined && settings.temperature !== 1)
+        unsupported('temperature', `\`temperature\` must be 1 or unset ${why}.`);
+      if (settings.topP !== undefined && settings.topP < ANTHROPIC_THINKING_MIN_TOP_P)
+        unsupported('topP', `\`topP\` must be from ${ANTHROPIC_THINKING_MIN_TOP_P} to 1 ${why}.`);
+      if (settings.topK !== undefined) unsupported('topK', `\`topK\` cannot be set ${why}.`);
+    }
+    if (settings.seed !== undefined) {
+      issues.push({
+        setting: 'seed',
+        kind: 'dropped',
+        message: `${this.name}: the Messages API has no seed; \`seed\` is not sent.`,
+      });
+    }
+    return issues;
+  }
+
   turn(request: TurnRequest, signal?: AbortSignal): Turn {
     const messages: MessageParam[] = [{ role: 'user', content: request.input }];
     const params = this.#params(request);
@@ -114,7 +159,12 @@ export class AnthropicProvider implements Provider {
         price: this.priceOf(request.model),
         timeoutMs: request.timeoutMs ?? this.#client.timeoutMs,
         maxOutputChars: this.#client.maxOutputChars,
-        preflightError: reasoningEffortError('anthropic', this.name, request.reasoningEffort),
+        preflightError: settingsPreflightError(
+          'anthropic',
+          this.name,
+          request,
+          this.checkModelSettings(request),
+        ),
         exchange: async (results, ctx) => {
           if (results.length > 0) {
             const content = results.map((result) => ({
@@ -136,8 +186,13 @@ export class AnthropicProvider implements Provider {
   }
 
   #params(request: TurnRequest): Record<string, unknown> {
+    // The API refuses thinking with a forced tool choice (the completion requirement's last try):
+    // that request goes without thinking, so the forcing still holds.
+    const forced = request.toolChoice === 'required' || typeof request.toolChoice === 'object';
     const budget =
-      request.reasoningEffort === undefined ? undefined : ANTHROPIC_THINKING_BUDGETS[request.reasoningEffort];
+      request.reasoningEffort === undefined || forced
+        ? undefined
+        : ANTHROPIC_THINKING_BUDGETS[request.reasoningEffort];
     const outputTokens = request.maxOutputTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS;
     // max_tokens must exceed the thinking budget, which counts towards it.
     const params: Record<string, unknown> = {
@@ -156,6 +211,9 @@ export class AnthropicProvider implements Provider {
       if (request.toolChoice !== undefined) params.tool_choice = toolChoiceParam(request.toolChoice);
     }
     if (request.temperature !== undefined) params.temperature = request.temperature;
+    if (request.topP !== undefined) params.top_p = request.topP;
+    if (request.topK !== undefined) params.top_k = request.topK;
+    if (request.stop !== undefined) params.stop_sequences = request.stop;
     return params;
   }
 

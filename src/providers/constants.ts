@@ -1,5 +1,5 @@
 /** Provider defaults that change behaviour, in one place. */
-import type { ReasoningEffort } from './types.ts';
+import type { ReasoningEffort } from './model-settings.ts';
 
 /** Default base URL of the OpenAI API (`OPENAI_BASE_URL` overrides it). */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -59,6 +59,20 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_MAX_OUTPUT_CHARS = 2_000_000;
 /** Bytes one server-sent event (or one non-streamed JSON body) may hold before it is complete. */
 export const MAX_EVENT_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Stop sequences one request may carry (`modelSettings.stop`). OpenAI accepts 4; the bound keeps
+ * a generated or mistaken list from bloating every request of an agent.
+ */
+export const MAX_STOP_SEQUENCES = 16;
+/** Characters of one stop sequence. */
+export const MAX_STOP_SEQUENCE_CHARS = 1000;
+/** Stop sequences the OpenAI Chat Completions API accepts in one request. */
+export const OPENAI_MAX_STOP_SEQUENCES = 4;
+/** Anthropic's `temperature` range ends here (OpenAI's at 2). */
+export const ANTHROPIC_MAX_TEMPERATURE = 1;
+/** With extended thinking on, Anthropic accepts `top_p` only from here to 1. */
+export const ANTHROPIC_THINKING_MIN_TOP_P = 0.95;
 
 /** Reasoning efforts each provider accepts; anything else is rejected before sending. */
 export const SUPPORTED_REASONING_EFFORTS: Readonly<

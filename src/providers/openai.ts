@@ -4,7 +4,7 @@
  * body when asked to, or when the server answers JSON to a streaming request.
  */
 import { UserError } from '../errors.ts';
-import { DEFAULT_OPENAI_BASE_URL } from './constants.ts';
+import { DEFAULT_OPENAI_BASE_URL, OPENAI_MAX_STOP_SEQUENCES } from './constants.ts';
 import {
   type HttpClient,
   type HttpProviderOptions,
@@ -14,11 +14,12 @@ import {
   type ResponseReading,
   readJsonBody,
 } from './http.ts';
+import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import { type ChatAssistantMessage, ChatStreamAccumulator, completionAsChunk } from './openai-chat-stream.ts';
 import { checkOneOf, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
-import { reasoningEffortError } from './reasoning.ts';
+import { reasoningEffortIssue, settingsPreflightError } from './settings-support.ts';
 import { parseEventData, readServerSentEvents } from './sse.ts';
 import { createTurn, type ExchangeContext, type ModelResponse } from './turn-runner.ts';
 import type { Provider, ToolChoice, Turn, TurnRequest, Usage } from './types.ts';
@@ -93,6 +94,32 @@ export class OpenAIProvider implements Provider {
     return priceFor(model, this.#prices);
   }
 
+  /**
+   * Chat Completions has no `top_k`, and takes at most four stop sequences; every other setting
+   * is sent as is (a model that rejects one, e.g. `temperature` on some reasoning models, answers
+   * `bad_request`).
+   */
+  checkModelSettings(settings: ModelSettings): readonly ModelSettingIssue[] {
+    const issues: ModelSettingIssue[] = [];
+    const effort = reasoningEffortIssue('openai', this.name, settings.reasoningEffort);
+    if (effort) issues.push(effort);
+    if (settings.topK !== undefined) {
+      issues.push({
+        setting: 'topK',
+        kind: 'unsupported',
+        message: `${this.name} (OpenAI Chat Completions) has no \`top_k\`; leave \`topK\` out or use \`topP\`.`,
+      });
+    }
+    if (settings.stop !== undefined && settings.stop.length > OPENAI_MAX_STOP_SEQUENCES) {
+      issues.push({
+        setting: 'stop',
+        kind: 'unsupported',
+        message: `Expected at most ${OPENAI_MAX_STOP_SEQUENCES} stop sequences for ${this.name}, got ${settings.stop.length}.`,
+      });
+    }
+    return issues;
+  }
+
   turn(request: TurnRequest, signal?: AbortSignal): Turn {
     const messages: ChatMessage[] = [];
     if (request.system !== '') messages.push({ role: 'system', content: request.system });
@@ -105,7 +132,12 @@ export class OpenAIProvider implements Provider {
         price: this.priceOf(request.model),
         timeoutMs: request.timeoutMs ?? this.#client.timeoutMs,
         maxOutputChars: this.#client.maxOutputChars,
-        preflightError: reasoningEffortError('openai', this.name, request.reasoningEffort),
+        preflightError: settingsPreflightError(
+          'openai',
+          this.name,
+          request,
+          this.checkModelSettings(request),
+        ),
         exchange: async (results, ctx) => {
           for (const result of results) {
             messages.push({ role: 'tool', tool_call_id: result.callId, content: result.result });
@@ -136,7 +168,12 @@ export class OpenAIProvider implements Provider {
     }
     if (request.maxOutputTokens !== undefined) params[this.#maxTokensParam] = request.maxOutputTokens;
     if (request.temperature !== undefined) params.temperature = request.temperature;
+    if (request.topP !== undefined) params.top_p = request.topP;
     if (request.reasoningEffort !== undefined) params.reasoning_effort = request.reasoningEffort;
+    if (request.stop !== undefined) params.stop = request.stop;
+    if (request.seed !== undefined) params.seed = request.seed;
+    if (request.presencePenalty !== undefined) params.presence_penalty = request.presencePenalty;
+    if (request.frequencyPenalty !== undefined) params.frequency_penalty = request.frequencyPenalty;
     return params;
   }
 

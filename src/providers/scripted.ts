@@ -7,6 +7,7 @@
 import { sleep as defaultSleep } from '../abort.ts';
 import { ProviderError, UserError } from '../errors.ts';
 import type { ToolSpec } from '../tools/types.ts';
+import { MODEL_SETTING_KEYS, type ModelSettings, mergeModelSettings } from './model-settings.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { ZERO_USAGE } from './receipt.ts';
 import { toolCall } from './tool-arguments.ts';
@@ -58,6 +59,8 @@ export interface ScriptedRequest {
   readonly reasoningEffort: ReasoningEffort | undefined;
   readonly maxOutputTokens: number | undefined;
   readonly temperature: number | undefined;
+  /** Every model setting the request carried (the three above included). */
+  readonly settings: ModelSettings;
   /** The tool results this request carries back (empty on the first request of a turn). */
   readonly toolResults: readonly ToolResult[];
 }
@@ -166,6 +169,9 @@ export class ScriptedProvider implements Provider {
       reasoningEffort: request.reasoningEffort,
       maxOutputTokens: request.maxOutputTokens,
       temperature: request.temperature,
+      settings: mergeModelSettings(
+        Object.fromEntries(MODEL_SETTING_KEYS.map((key) => [key, request[key]])) as ModelSettings,
+      ),
       toolResults,
     };
     this.#requests.push(recorded);

@@ -1,23 +1,24 @@
 /** The provider-neutral model interface the loop talks to. */
 import type { SerializedError } from '../errors.ts';
 import type { ToolSpec } from '../tools/types.ts';
+import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import type { ModelPrice } from './pricing.ts';
 
-export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+export type { ReasoningEffort } from './model-settings.ts';
 
 export type ToolChoice = 'auto' | 'none' | 'required' | { readonly tool: string };
 
-/** One provider turn's input. */
-export interface TurnRequest {
+/**
+ * One provider turn's input. The model settings (`temperature`, `maxOutputTokens`,
+ * `reasoningEffort`...) are sent with every request of the turn; unset ones are not sent.
+ */
+export interface TurnRequest extends ModelSettings {
   readonly model: string;
   readonly system: string;
   /** The rendered projection: the whole user-side input of this round. */
   readonly input: string;
   readonly tools: readonly ToolSpec[];
   readonly toolChoice?: ToolChoice;
-  readonly reasoningEffort?: ReasoningEffort;
-  readonly maxOutputTokens?: number;
-  readonly temperature?: number;
   /**
    * Timeout in milliseconds for each model request of the turn (one HTTP exchange, its retries
    * and its whole stream included). Time spent waiting for tool results does not count.
@@ -137,6 +138,14 @@ export interface Provider {
    * without this method is treated as pricing nothing.
    */
   priceOf?(model: string): ModelPrice | undefined;
+  /**
+   * How this provider would send `settings`: the settings it cannot send as asked (`unsupported`:
+   * a turn with them fails with `bad_request` before anything is sent) and the ones it leaves out
+   * (`dropped`). The loop asks before an agent's first request, fails the agent on an unsupported
+   * setting and notes dropped ones in the Started event. A provider without this method is sent
+   * every setting as given.
+   */
+  checkModelSettings?(settings: ModelSettings, model: string): readonly ModelSettingIssue[];
 }
 
 /** What an admission controller learns about a request before it is sent. */

@@ -53,13 +53,16 @@ export const PLAN_KEYS = [
   'modelMap',
   'mcpServers',
   'runLimits',
+  'modelSettings',
+  'permissions',
+  'approvals',
 ] as const;
 
 /** Keys of one entry of `runs`. */
-export const RUN_KEYS = ['agent', 'task', 'context', 'metadata', 'id', 'expected'] as const;
+export const RUN_KEYS = ['agent', 'task', 'context', 'metadata', 'id', 'expected', 'modelSettings'] as const;
 
 /** Keys of one line of a tasks JSONL file. */
-export const TASK_LINE_KEYS = ['task', 'context', 'metadata', 'id', 'expected'] as const;
+export const TASK_LINE_KEYS = ['task', 'context', 'metadata', 'id', 'expected', 'modelSettings'] as const;
 
 /** Keys of `limits` (per agent). */
 export const LIMIT_KEYS = [

@@ -4,6 +4,7 @@
  * (they end Failed(cancelled), finished results stay on disk, the summary is written); a second
  * one writes the summary and exits at once with code 130.
  */
+import { type ApprovalRecord, approvalCounts, deniedLines, readApprovals } from './approvals.ts';
 import { EXIT_INTERRUPTED } from './constants.ts';
 import { formatCost, formatDuration, formatTokenCount } from './format.ts';
 import { SIMULATED_NOTICE } from './provider-choice.ts';
@@ -94,14 +95,24 @@ export async function executeSession(options: ExecuteOptions): Promise<ExecuteRe
     closed?.removeEventListener('abort', onClosed);
     renderer.stop();
   }
-  if (!json && options.closing !== false) io.stdout(closingText(result.summary, options.writer.paths.root));
+  if (!json && options.closing !== false) {
+    const root = options.writer.paths.root;
+    io.stdout(closingText(result.summary, root, readApprovals(root)));
+  }
   const { counts } = result.summary;
   const exitCode = result.interrupted ? EXIT_INTERRUPTED : counts.failed > 0 || counts.notRun > 0 ? 1 : 0;
   return { ...result, exitCode };
 }
 
-/** The lines printed after a session: outcome counts, usage, cost, where the results are, what next. */
-export function closingText(summary: RunSummary, runDir: string): string {
+/**
+ * The lines printed after a session: outcome counts, usage, cost, approvals (every denied call
+ * listed), where the results are, what next.
+ */
+export function closingText(
+  summary: RunSummary,
+  runDir: string,
+  approvals: readonly ApprovalRecord[] = [],
+): string {
   const { counts } = summary;
   const failures = Object.entries(summary.failures)
     .map(([reason, count]) => `${reason} ${count}`)
@@ -119,6 +130,13 @@ export function closingText(summary: RunSummary, runDir: string): string {
   ];
   if (summary.scoring !== undefined)
     lines.push(...scorerLines(summary.scoring).map((line) => `score ${line}`));
+  if (approvals.length > 0) {
+    const { approved, denied } = approvalCounts(approvals);
+    lines.push(
+      `approvals: ${approved} approved, ${denied} denied${denied > 0 ? ':' : ''}`,
+      ...deniedLines(approvals),
+    );
+  }
   if (summary.budgetSpent) lines.push(`stopped: the run's budget is spent (${summary.budgetSpent})`);
   if (summary.simulated) lines.push(`troupe: ${SIMULATED_NOTICE}`);
   lines.push(`run dir: ${runDir}`, `  report: troupe report ${runDir} [--html report.html]`);

@@ -3,8 +3,10 @@
  * nothing is fetched) with the run's totals, a timeline of agents across threads, token and cost
  * charts, failures, and every agent's result.
  */
+import { readApprovals } from './approvals.ts';
 import { REPORT_CHART_AGENTS, REPORT_TIMELINE_MAX_AGENTS } from './constants.ts';
 import { excerpt, formatCost, formatDuration, formatTokenCount, formatTokens } from './format.ts';
+import { approvalsSection } from './html-approvals.ts';
 import { barChart, chartRows, esc, timelineSvg, toolLegend } from './html-charts.ts';
 import { SIMULATED_REASON } from './provider-choice.ts';
 import { outcomeText } from './results.ts';
@@ -110,6 +112,7 @@ ${hasCost ? barChart(costRows, [{ name: 'cost', className: 'cost' }], formatCost
 <section><h2>Failures (${failed.length})</h2>
 ${failed.length === 0 ? '<p class="sub">None.</p>' : failureTable(failed)}
 </section>
+${approvalsSection(readApprovals(contents.paths.root))}
 <section><h2>Agents (${agents.length})</h2>
 <input type="search" id="filter" placeholder="Filter agents">
 ${agentTable(agents)}

@@ -1,7 +1,8 @@
 /**
- * The tasks file of a benchmark-harness plan: JSONL, one `{task, context?, metadata?, id?, expected?}` object
+ * The tasks file of a benchmark-harness plan: JSONL, one `{task, context?, metadata?, id?, expected?, modelSettings?}` object
  * per line, blank lines skipped. Problems carry the tasks file's own line numbers.
  */
+import { readModelSettings } from '../providers/model-settings.ts';
 import { TASK_LINE_KEYS } from './constants.ts';
 import { expected, type PlanProblems } from './plan-problems.ts';
 import type { PlanRun } from './plan-types.ts';
@@ -39,6 +40,11 @@ export function parseTasksJsonl(text: string, file: string, problems: PlanProble
       }
     }
     const { task, context, metadata, id, expected: expectedValue } = entry;
+    const settings = entry.modelSettings === undefined ? undefined : readModelSettings(entry.modelSettings);
+    for (const problem of settings?.problems ?? []) {
+      problems.add(file, at('modelSettings'), ['modelSettings', ...problem.path].join('.'), problem.message);
+      ok = false;
+    }
     if (typeof task !== 'string' || task.trim() === '') {
       problems.add(file, at('task'), 'task', expected('a non-empty string', task));
       ok = false;
@@ -66,6 +72,7 @@ export function parseTasksJsonl(text: string, file: string, problems: PlanProble
       metadata: (metadata as Record<string, unknown> | undefined) ?? {},
       ...(id === undefined ? {} : { label: String(id) }),
       ...(expectedValue === undefined ? {} : { expected: expectedValue }),
+      ...(settings === undefined ? {} : { modelSettings: settings.settings }),
       source: { file, line, column: 1 },
     });
   });

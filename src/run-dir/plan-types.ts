@@ -3,7 +3,9 @@ import type { ScorerSpec } from '../eval/types.ts';
 import type { AgentLimits } from '../loop/types.ts';
 import type { McpServers } from '../mcp/config.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
+import type { ModelSettings } from '../providers/model-settings.ts';
 import type { ModelMap } from '../providers/models.ts';
+import type { RunApprovals, RunPermissions } from './plan-permissions.ts';
 
 /** Where a run was declared: its entry in the plan, or its line in the tasks file. */
 export interface SourceRef {
@@ -26,6 +28,8 @@ export interface PlanRun {
   readonly label?: string;
   /** What the scorers compare the agent's output with (`expected` in the plan or tasks file). */
   readonly expected?: unknown;
+  /** This run's model settings (`modelSettings` of the entry or task line): over the plan's. */
+  readonly modelSettings?: ModelSettings;
   readonly source: SourceRef;
 }
 
@@ -49,6 +53,8 @@ export interface Plan {
   readonly model?: string;
   /** Model aliases added or overridden (`sonnet: claude-sonnet-4-5`). */
   readonly modelMap?: ModelMap;
+  /** Model settings of every run (`modelSettings`): over each definition's, under a run's own. */
+  readonly modelSettings?: ModelSettings;
   /** MCP servers every agent of the plan may use (Claude Code's format). */
   readonly mcpServers?: McpServers;
   readonly threads?: number;
@@ -63,4 +69,8 @@ export interface Plan {
   readonly runs: readonly PlanRun[];
   /** Scorers applied to every run as it finishes (`scorers`), in declaration order. */
   readonly scorers: readonly ScorerSpec[];
+  /** Permissions of every agent (`permissions`), besides each definition's. */
+  readonly permissions?: RunPermissions;
+  /** How calls wait for decisions (`approvals`). */
+  readonly approvals?: RunApprovals;
 }

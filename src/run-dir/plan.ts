@@ -14,9 +14,11 @@ import type { AgentLimits } from '../loop/types.ts';
 import { type McpServers, readMcpServerMap } from '../mcp/config.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
 import { PROVIDER_NAMES } from '../providers/factory.ts';
+import { type ModelSettings, readModelSettings } from '../providers/model-settings.ts';
 import type { ModelMap } from '../providers/models.ts';
 import { availableAgentNames, expandAgentPaths } from './agent-files.ts';
 import { LIMIT_KEYS, PLAN_KEYS, RUN_KEYS, RUN_LIMIT_KEYS } from './constants.ts';
+import { readRunApprovals, readRunPermissions } from './plan-permissions.ts';
 import { expected, type FilePosition, PlanProblems } from './plan-problems.ts';
 import { contextOf, parseTasksJsonl } from './plan-tasks.ts';
 import type { Plan, PlanRun, ProviderModuleRef } from './plan-types.ts';
@@ -122,6 +124,7 @@ class PlanChecker {
     const providerOptions = this.#optionalRecord(value, ['providerOptions']);
     const model = this.#optionalString(value, ['model']);
     const modelMap = this.#modelMap(value);
+    const modelSettings = this.#modelSettings(value.modelSettings, []);
     const mcpServers = this.#mcpServers(value);
     const threads = this.#positiveInt(value, ['threads']);
     const concurrency = this.#positiveInt(value, ['concurrency']);
@@ -134,6 +137,14 @@ class PlanChecker {
     const toolModules = this.#toolModules(value.toolModules);
     const { runs, agentRefs } = this.#runs(value, agent);
     const { scorers, judgeRefs } = this.#scorers(value.scorers);
+    const fail = (at: readonly Segment[], message: string, where?: 'key'): void => {
+      const key = at.at(-1);
+      if (where === 'key' && typeof key === 'string') {
+        this.#problems.add(this.#file, this.#source.keyAt(at.slice(0, -1), key), fieldName(at), message);
+      } else this.#fail(at, message);
+    };
+    const permissions = readRunPermissions(value.permissions, ['permissions'], fail);
+    const approvals = readRunApprovals(value.approvals, ['approvals'], fail);
     const plan: Plan = {
       file: this.#file,
       ...(name === undefined ? {} : { name }),
@@ -142,6 +153,7 @@ class PlanChecker {
       ...(providerOptions === undefined ? {} : { providerOptions }),
       ...(model === undefined ? {} : { model }),
       ...(modelMap === undefined ? {} : { modelMap }),
+      ...(modelSettings === undefined ? {} : { modelSettings }),
       ...(mcpServers === undefined ? {} : { mcpServers }),
       ...(threads === undefined ? {} : { threads }),
       ...(isolation === 'shared' || isolation === 'thread' ? { isolation } : {}),
@@ -152,6 +164,8 @@ class PlanChecker {
       toolModules,
       runs,
       scorers,
+      ...(permissions === undefined ? {} : { permissions }),
+      ...(approvals === undefined ? {} : { approvals }),
     };
     return { plan, agentRefs: [...agentRefs, ...judgeRefs] };
   }
@@ -237,6 +251,7 @@ class PlanChecker {
       if (context === undefined)
         this.#fail([...path, 'context'], expected('a string or a list of strings', entry.context));
       const metadata = this.#optionalRecord(entry, ['metadata'], path);
+      const modelSettings = this.#modelSettings(entry.modelSettings, path);
       const id = entry.id;
       const expectedValue = entry.expected;
       if (id !== undefined && typeof id !== 'string' && typeof id !== 'number')
@@ -251,6 +266,7 @@ class PlanChecker {
         metadata: metadata ?? {},
         ...(typeof id === 'string' || typeof id === 'number' ? { label: String(id) } : {}),
         ...(expectedValue === undefined ? {} : { expected: expectedValue }),
+        ...(modelSettings === undefined ? {} : { modelSettings }),
         source: { file: this.#file, ...position },
       });
     });
@@ -441,6 +457,25 @@ class PlanChecker {
       else this.#fail(['modelMap', alias], expected('a model id', id));
     }
     return Object.fromEntries(entries);
+  }
+
+  /**
+   * `modelSettings` of the plan or of one run (at `at`): every problem, unknown keys included (a
+   * plan has no forward-compatible keys), at its own position.
+   */
+  #modelSettings(value: unknown, at: readonly Segment[]): ModelSettings | undefined {
+    if (value === undefined) return undefined;
+    const { settings, problems } = readModelSettings(value);
+    for (const problem of problems) {
+      const path: Segment[] = [...at, 'modelSettings', ...problem.path];
+      const last = path.at(-1);
+      const position =
+        problem.kind === 'unknown' && typeof last === 'string'
+          ? this.#source.keyAt(path.slice(0, -1), last)
+          : this.#source.valueAt(path);
+      this.#problems.add(this.#file, position, fieldName(path), problem.message);
+    }
+    return problems.length > 0 ? undefined : settings;
   }
 
   /** `mcpServers: { name: { command, args } | { type: http, url } }`, as in `.mcp.json`. */

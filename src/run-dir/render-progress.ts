@@ -14,6 +14,7 @@ import {
   terminalJson,
 } from './format.ts';
 import { ProgressState } from './progress-state.ts';
+import { ApprovalPanel, approvalLine } from './render-approvals.ts';
 import { outcomeText, type ResultLine } from './results.ts';
 import type { RunEvent } from './run-events.ts';
 import type { RunLimits } from './run-plan.ts';
@@ -135,6 +136,9 @@ function describeEvent(event: RunEvent): string | undefined {
       return `${'budget'.padEnd(10)} spent: ${event.message}; cancelling the running agents`;
     case 'notice':
       return `troupe: ${event.text}`;
+    case 'approval':
+    case 'decision':
+      return approvalLine(event);
     default:
       return undefined;
   }
@@ -192,6 +196,7 @@ const BAR_WIDTH = 28;
 class TtyRenderer implements ProgressRenderer {
   readonly #output: ProgressOutput;
   readonly #state: ProgressState;
+  readonly #approvals = new ApprovalPanel();
   readonly #timer: NodeJS.Timeout;
   #log: string[] = [];
   #height = 0;
@@ -205,6 +210,7 @@ class TtyRenderer implements ProgressRenderer {
 
   onEvent(event: RunEvent): void {
     this.#state.apply(event);
+    this.#approvalEvent(event);
     if (event.type === 'run') this.#log.push(...runHeader(event).map((line) => `${DIM}${line}${RESET}`));
     if (event.type === 'ended') {
       const { line } = event;
@@ -221,6 +227,18 @@ class TtyRenderer implements ProgressRenderer {
   note(text: string): void {
     this.#log.push(text);
     this.#draw();
+  }
+
+  /** Approvals: the waiting ones in the status block, each decision in the log; drawn at once. */
+  #approvalEvent(event: RunEvent): void {
+    this.#approvals.apply(event);
+    if (event.type === 'decision') {
+      const mark = event.decision.approved ? `${GREEN}✔${RESET}` : `${RED}✘${RESET}`;
+      this.#log.push(`${mark} ${this.#fit(printable(approvalLine(event) ?? ''), 2)}`);
+    }
+    if (event.type === 'approval' || event.type === 'decision') {
+      this.#draw();
+    }
   }
 
   stop(): void {
@@ -274,6 +292,7 @@ class TtyRenderer implements ProgressRenderer {
     for (const agent of state.busiest(PROGRESS_BUSIEST_AGENTS)) {
       lines.push(`${DIM}${this.#fit(`  ${shortId(agent.agentId)} ${agent.agent}: ${agent.latest}`)}${RESET}`);
     }
+    lines.push(...this.#approvals.lines((text) => this.#fit(printable(text))));
     return lines;
   }
 }

@@ -1,4 +1,5 @@
 /** `troupe report RUN_DIR` in the terminal: a header, one row per agent, and the totals. */
+import { approvalsReportText, readApprovals } from './approvals.ts';
 import { LINE_EXCERPT_CHARS } from './constants.ts';
 import { closingText } from './execute.ts';
 import { excerpt, formatCost, formatDuration, formatTokenCount, shortId, table } from './format.ts';
@@ -43,5 +44,7 @@ export function reportText(
   ];
   const width = Math.max(40, columns - 1);
   const fixed = table(rows).map((line) => (line.length > width ? `${line.slice(0, width - 1)}…` : line));
-  return `${[...header, ...fixed, ''].join('\n')}\n${closing ? closingText(summary, contents.paths.root) : ''}`;
+  const approvals = readApprovals(contents.paths.root);
+  const decisions = approvalsReportText(approvals, width);
+  return `${[...header, ...fixed, '', ...decisions].join('\n')}\n${closing ? closingText(summary, contents.paths.root, approvals) : ''}`;
 }

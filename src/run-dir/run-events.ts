@@ -1,6 +1,7 @@
 /** What a fan-out session reports as it runs: the input of the progress renderers and `--json`. */
 import type { EngineDescription } from '../engines/engine.ts';
 import type { SerializedError } from '../errors.ts';
+import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
 import type { ResultLine } from './results.ts';
 import type { RunLimits } from './run-plan.ts';
 import type { RunSummary } from './summary.ts';
@@ -72,6 +73,16 @@ export type RunEvent =
       readonly type: 'restarted';
       readonly restart: number;
       readonly cause: SerializedError;
+    })
+  /** A tool call of the agent waits for a decision. */
+  | (AgentEventBase & { readonly type: 'approval'; readonly request: ApprovalRequest })
+  /** A decision on one of the agent's calls (asked, or denied without asking: `requestId` null). */
+  | (AgentEventBase & {
+      readonly type: 'decision';
+      readonly requestId: string | null;
+      readonly tool: string;
+      readonly rule: string;
+      readonly decision: ApprovalDecision;
     })
   | { readonly type: 'ended'; readonly line: ResultLine }
   | { readonly type: 'thread'; readonly event: 'started' | 'crashed' | 'respawned'; readonly hostId: number }

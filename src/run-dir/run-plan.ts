@@ -9,9 +9,11 @@ import type { ScorerSpec } from '../eval/types.ts';
 import type { AgentLimits } from '../loop/types.ts';
 import type { McpServers } from '../mcp/config.ts';
 import type { ToolModuleRef } from '../protocol/messages.ts';
+import { type ModelSettings, mergeModelSettings } from '../providers/model-settings.ts';
 import type { ModelMap } from '../providers/models.ts';
 import { DEFAULT_PRICES, type PriceTable, priceFor } from '../providers/pricing.ts';
 import { DEFAULT_FANOUT_CONCURRENCY, DEFAULT_THREADS, RUN_DIR_FORMAT } from './constants.ts';
+import { mergeRunPermissions, type RunApprovals, type RunPermissions } from './plan-permissions.ts';
 import type { Plan, PlanRun } from './plan-types.ts';
 import type { ProviderChoice } from './provider-choice.ts';
 
@@ -39,6 +41,11 @@ export interface RunPlan {
   readonly defaultModel?: string;
   /** Model aliases added or overridden (plan `modelMap`, then `--model-map`). */
   readonly modelMap?: ModelMap;
+  /**
+   * Model settings of every run: the plan's `modelSettings` with `--temperature`... over them. A
+   * run's own `modelSettings` win over these.
+   */
+  readonly modelSettings?: ModelSettings;
   /** MCP servers of the plan (`.mcp.json` at the project root is read as well). */
   readonly mcpServers?: McpServers;
   readonly threads: number;
@@ -57,6 +64,10 @@ export interface RunPlan {
    * replaces them when it re-scores the run with another plan's scorers.
    */
   readonly scorers?: readonly ScorerSpec[];
+  /** Permissions of every agent: the plan's, then the command line's (`--allow`, `--ask`, `--deny`, `--permissions`). */
+  readonly permissions?: RunPermissions;
+  /** How calls wait for decisions (the plan's `approvals`, `--approval-timeout`). */
+  readonly approvals?: RunApprovals;
 }
 
 /** Budgets of a whole run, over every agent and session. 0 means unlimited. */
@@ -101,8 +112,14 @@ export interface RunOverrides {
   readonly concurrency?: number;
   readonly model?: string;
   readonly modelMap?: ModelMap;
+  /** `--temperature`, `--reasoning-effort`...: over the plan's `modelSettings`, key by key. */
+  readonly modelSettings?: ModelSettings;
   /** `--max-run-tokens`. */
   readonly maxRunTokens?: number;
+  /** Rules, mode and bypass consent from the command line, added to the plan's. */
+  readonly permissions?: RunPermissions;
+  /** `--approval-timeout` (ms). */
+  readonly approvalTimeoutMs?: number;
 }
 
 /** Run id for a run started at `now`: `20250607-120102-3fa9c1` (UTC). */
@@ -131,6 +148,7 @@ export function resolveRunPlan(
     plan.modelMap === undefined && overrides.modelMap === undefined
       ? undefined
       : { ...(plan.modelMap ?? {}), ...(overrides.modelMap ?? {}) };
+  const modelSettings = mergeModelSettings(plan.modelSettings, overrides.modelSettings);
   return {
     format: RUN_DIR_FORMAT,
     runId,
@@ -143,6 +161,7 @@ export function resolveRunPlan(
     ...(model === undefined ? {} : { model }),
     ...(defaultModel === undefined ? {} : { defaultModel }),
     ...(modelMap === undefined ? {} : { modelMap }),
+    ...(Object.keys(modelSettings).length === 0 ? {} : { modelSettings }),
     ...(plan.mcpServers === undefined ? {} : { mcpServers: plan.mcpServers }),
     threads: overrides.threads ?? plan.threads ?? DEFAULT_THREADS,
     isolation: overrides.isolation ?? plan.isolation ?? 'shared',
@@ -158,5 +177,21 @@ export function resolveRunPlan(
     toolModules: plan.toolModules,
     runs: plan.runs.map((run) => ({ ...run, agentId: agentIdFor(idPrefix, run.index) })),
     ...(plan.scorers.length === 0 ? {} : { scorers: plan.scorers }),
+    ...permissionsOf(plan, overrides),
+  };
+}
+
+function permissionsOf(
+  plan: Plan,
+  overrides: RunOverrides,
+): { permissions?: RunPermissions; approvals?: RunApprovals } {
+  const permissions = mergeRunPermissions(plan.permissions, overrides.permissions);
+  const approvals =
+    overrides.approvalTimeoutMs === undefined
+      ? plan.approvals
+      : { ...(plan.approvals ?? {}), timeoutMs: overrides.approvalTimeoutMs };
+  return {
+    ...(permissions === undefined ? {} : { permissions }),
+    ...(approvals === undefined ? {} : { approvals }),
   };
 }

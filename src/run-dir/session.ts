@@ -9,6 +9,7 @@
  * result line of their own and no progress events, and the Supervisor closes only after every
  * pending score is in.
  */
+
 import { followSignal } from '../abort.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import type { EngineDescription } from '../engines/engine.ts';
@@ -16,6 +17,7 @@ import type { JobsUnserved } from '../engines/events.ts';
 import type { JudgeSpawner } from '../eval/judge.ts';
 import type { Scoring } from '../eval/scoring.ts';
 import type { AgentOutcome } from '../loop/types.ts';
+import { mergeModelSettings } from '../providers/model-settings.ts';
 import type { SpawnSpec } from '../supervisor/fanout.ts';
 import type { SupervisorOptions } from '../supervisor/options.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
@@ -25,6 +27,7 @@ import type { RunDirWriter } from './run-dir.ts';
 import type { RunEventSink } from './run-events.ts';
 import { budgetNotices, type PlannedRun, type RunPlan, runLimitsOf } from './run-plan.ts';
 import { createRunScoring, scoreInputOf } from './run-scoring.ts';
+import { DENY_UNATTENDED, listenForApprovals, type SessionApprover } from './session-approvals.ts';
 import { type RunSession, type RunSummary, summarize } from './summary.ts';
 
 /** One plan entry to run in this session. */
@@ -61,6 +64,11 @@ export interface SessionOptions {
   readonly onEvent?: RunEventSink;
   /** Supervisor options beyond the ones the plan sets (tests: heartbeats, grace period). */
   readonly supervisor?: Partial<SupervisorOptions>;
+  /**
+   * Decides the agents' approval requests (a terminal prompt, `--approve` rules).
+   * @default every request is denied: there is nobody to ask
+   */
+  readonly approver?: SessionApprover;
 }
 
 /** What a session ended with. */
@@ -179,6 +187,8 @@ export class FanoutSession {
         cwd: plan.cwd,
         definitions: this.#options.definitions ?? [],
         toolModules: plan.toolModules,
+        ...(plan.permissions === undefined ? {} : { permissions: plan.permissions }),
+        ...(plan.approvals === undefined ? {} : { approvals: plan.approvals }),
         ...this.#options.supervisor,
       });
     }
@@ -208,7 +218,19 @@ export class FanoutSession {
       notices: budgetNotices(plan),
     });
     if (this.#budgetSpent) emit({ type: 'budget', code: 'run_token_budget', message: this.#budgetSpent });
-    if (supervisor) this.#listen(supervisor, runLimits);
+    if (supervisor) {
+      this.#listen(supervisor, runLimits);
+      listenForApprovals(supervisor, {
+        approver: this.#options.approver ?? DENY_UNATTENDED,
+        root: this.#options.writer.paths.root,
+        ref: (agentId) => {
+          const tracked = this.#tracked.get(agentId);
+          return { agentId, index: tracked?.index ?? null, agent: tracked?.agent ?? 'unknown' };
+        },
+        emit,
+        skip: (agentId) => this.#judges.has(agentId),
+      });
+    }
     try {
       for (const line of recovered) this.#track(this.#finishLine(line));
       if (supervisor !== undefined && needsSupervisor) {
@@ -222,6 +244,7 @@ export class FanoutSession {
     } finally {
       // Cancels agents spawned by agents that outlived their parents, then stops the engine.
       await supervisor?.close();
+      this.#options.approver?.close();
     }
     const interrupted = this.#options.signal?.aborted ?? false;
     const summary = this.writeSummary(interrupted);
@@ -255,6 +278,9 @@ export class FanoutSession {
   #spec(item: WorkItem): SpawnSpec {
     const { plan } = this.#options;
     const { run } = item;
+    // The plan's settings (with the command line's over them), then the run's own: the spawn
+    // layer, over the definition's.
+    const modelSettings = mergeModelSettings(plan.modelSettings, run.modelSettings);
     // `resume` is passed through to Supervisor.spawn, which continues the agent from its journal.
     const spec: SpawnSpec & { readonly resume?: boolean } = {
       agent: run.agent,
@@ -265,6 +291,7 @@ export class FanoutSession {
       provider: plan.provider.name,
       ...(plan.model === undefined ? {} : { model: plan.model }),
       ...(plan.limits === undefined ? {} : { limits: plan.limits }),
+      ...(Object.keys(modelSettings).length === 0 ? {} : { modelSettings }),
       ...(item.resume ? { resume: true } : {}),
       ...(item.retryOf === undefined ? {} : { retryOf: item.retryOf }),
     };

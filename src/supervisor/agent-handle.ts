@@ -1,7 +1,10 @@
 /** The caller's handle on one agent. */
 import { EventEmitter } from 'eventemitter3';
 import type { AgentOutcome } from '../loop/types.ts';
+import type { ApproveOptions, DenyOptions } from './approvals.ts';
 import type {
+  AgentApproval,
+  AgentDecision,
   AgentEnded,
   AgentInstructed,
   AgentRestarted,
@@ -25,6 +28,9 @@ export interface AgentHandleEvents {
   warnings: [event: AgentWarnings];
   instructed: [event: AgentInstructed];
   restarted: [event: AgentRestarted];
+  /** A tool call of this agent waits for a decision: answer with {@link AgentHandle.approve} or `deny`. */
+  approval: [event: AgentApproval];
+  decision: [event: AgentDecision];
   ended: [event: AgentEnded];
 }
 
@@ -33,6 +39,8 @@ interface HandleControl {
   cancel(reason: string): void;
   /** A listener of `event` was added (the supervisor asks its engine for the signals it needs). */
   listen(event: string | symbol): void;
+  approve(requestId: string, options?: ApproveOptions): Promise<void>;
+  deny(requestId: string, reason?: string, options?: DenyOptions): Promise<void>;
 }
 
 /** A spawned agent: send it instructions, cancel it, await its outcome. */
@@ -100,5 +108,25 @@ export class AgentHandle extends EventEmitter<AgentHandleEvents> {
   /** Cancels the agent: its provider request and running tool are aborted; it ends Failed(cancelled). */
   cancel(reason = 'cancelled by caller'): void {
     this.#control.cancel(reason);
+  }
+
+  /**
+   * Approves this agent's call waiting on `requestId` (from the `approval` event): the tool runs.
+   * `remember: 'session'` approves later requests of the same rule without asking. Throws UserError
+   * `approval_not_pending` when no such request of this agent waits.
+   *
+   * @example
+   * handle.on('approval', ({ request }) => {
+   *   if (request.tool === 'run_terminal_cmd') void handle.approve(request.requestId);
+   *   else void handle.deny(request.requestId, 'only shell commands are allowed today');
+   * });
+   */
+  approve(requestId: string, options?: ApproveOptions): Promise<void> {
+    return this.#control.approve(requestId, options);
+  }
+
+  /** Denies this agent's call waiting on `requestId`; the model sees the denial with `reason`. Throws like {@link approve}. */
+  deny(requestId: string, reason?: string, options?: DenyOptions): Promise<void> {
+    return this.#control.deny(requestId, reason, options);
   }
 }

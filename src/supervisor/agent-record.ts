@@ -4,6 +4,7 @@ import type { AgentOutcome } from '../loop/types.ts';
 import { ZERO_USAGE } from '../providers/receipt.ts';
 import type { Usage } from '../providers/types.ts';
 import { AgentHandle } from './agent-handle.ts';
+import type { ApproveOptions, DenyOptions } from './approvals.ts';
 import type { RecordSpec } from './record-spec.ts';
 import type { UsageNode } from './usage-tree.ts';
 
@@ -48,15 +49,33 @@ export interface NewRecord {
   readonly cancel: (reason: string) => void;
   /** A listener was added to the handle. */
   readonly listen: (event: string | symbol) => void;
+  readonly approve: (requestId: string, options?: ApproveOptions) => Promise<void>;
+  readonly deny: (requestId: string, reason?: string, options?: DenyOptions) => Promise<void>;
 }
 
 /** A pending record with its handle; `cancel` runs when `signal` aborts. */
-export function createRecord({ spec, retryOf, agent, signal, send, cancel, listen }: NewRecord): AgentRecord {
+export function createRecord({
+  spec,
+  retryOf,
+  agent,
+  signal,
+  send,
+  cancel,
+  listen,
+  approve,
+  deny,
+}: NewRecord): AgentRecord {
   let settle: (outcome: AgentOutcome) => void = () => {};
   const result = new Promise<AgentOutcome>((resolve) => {
     settle = resolve;
   });
-  const handle = new AgentHandle(spec.agentId, agent, spec.parentId, result, { send, cancel, listen });
+  const handle = new AgentHandle(spec.agentId, agent, spec.parentId, result, {
+    send,
+    cancel,
+    listen,
+    approve,
+    deny,
+  });
   const onAbort = (): void => cancel(abortReason(signal));
   signal?.addEventListener('abort', onAbort, { once: true });
   return {

@@ -3,6 +3,7 @@ import type { EngineEvents } from '../engines/events.ts';
 import type { SerializedError } from '../errors.ts';
 import type { StartedWarning } from '../journal/events.ts';
 import type { AgentOutcome } from '../loop/types.ts';
+import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
 
 export type {
   JobsUnserved,
@@ -97,6 +98,22 @@ export interface ProviderSimulated {
   readonly message: string;
 }
 
+/** `agent:approval`: a tool call of the agent waits for a decision. */
+export interface AgentApproval extends AgentRef {
+  readonly request: ApprovalRequest;
+}
+
+/** `agent:decision`: a decision on one of the agent's calls was journalled, whoever made it. */
+export interface AgentDecision extends AgentRef {
+  /** Absent for a call denied without asking (a `deny` rule, `dontAsk`). */
+  readonly requestId: string | undefined;
+  readonly callId: string;
+  readonly tool: string;
+  /** The rule that asked, or that denied. */
+  readonly rule: string;
+  readonly decision: ApprovalDecision;
+}
+
 /**
  * Event names and payloads of {@link Supervisor}. `thread:*` come from the threads engine only;
  * `agent:parked`, `provider:paused` and `jobs:unserved` from the redis engine only.
@@ -116,5 +133,7 @@ export interface SupervisorEvents extends EngineEvents {
   'agent:failed': [event: AgentEnded];
   'agent:restarted': [event: AgentRestarted];
   'agent:parked': [event: AgentParked];
+  'agent:approval': [event: AgentApproval];
+  'agent:decision': [event: AgentDecision];
   'provider:simulated': [event: ProviderSimulated];
 }

@@ -5,7 +5,10 @@
  */
 
 import path from 'node:path';
-import type { AgentDefinition, RetryPolicy } from '../definition/types.ts';
+import { fileBlockStore } from '../blocks/file-store.ts';
+import type { BlockStore } from '../blocks/types.ts';
+import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../constants.ts';
+import type { AgentDefinition, PermissionMode, RetryPolicy } from '../definition/types.ts';
 import { DEFAULT_MAX_PENDING_INSTRUCTIONS } from '../engines/actor/limits.ts';
 import type { Backend, EngineOptions } from '../engines/engine.ts';
 import {
@@ -23,7 +26,10 @@ import { type McpServers, readMcpServerMap } from '../mcp/config.ts';
 import { nonNegative, oneOf, positiveInt } from '../option-checks.ts';
 import type { ProviderConfig, ProviderLimits, ToolModuleRef } from '../protocol/messages.ts';
 import { providerFromEnvironment } from '../providers/environment.ts';
+import { type ModelSettings, prepareModelSettings } from '../providers/model-settings.ts';
 import { type ModelMap, parseModelMap } from '../providers/models.ts';
+import { type AgentPermissions, PERMISSION_MODES } from '../tools/permissions.ts';
+import { tryParseRule } from '../tools/rules.ts';
 import type { JsonSchema, ToolOutcome } from '../tools/types.ts';
 
 /** Context a host tool runs with, on the supervisor (main thread). */
@@ -38,6 +44,11 @@ export interface HostTool {
   readonly parameters: JsonSchema;
   /** @default false */
   readonly readOnly?: boolean;
+  /**
+   * Every call waits for a person's approval (docs/permissions.md); a function cannot be given here,
+   * since the check runs where the agent runs. @default false
+   */
+  readonly needsApproval?: boolean;
   execute(
     args: Record<string, unknown>,
     ctx: HostToolContext,
@@ -75,6 +86,18 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
    */
   readonly modelMap?: Readonly<Record<string, string>>;
   /**
+   * Model settings every agent starts from (temperature, maxOutputTokens, reasoningEffort...): the
+   * lowest layer, under the definition's, the plan's and the spawn's, key by key. @default {}
+   */
+  readonly modelSettings?: ModelSettings;
+  /**
+   * Where the blocks definitions refer to (`instructions`, `settings`, `modelSettings: { id,
+   * version }`) are found. They are resolved here, on the supervisor, when an agent is spawned, so
+   * any store works with either engine (a `functionBlockStore` over a database included).
+   * @default fileBlockStore({ cwd }): `.troupe/blocks` from `cwd` up to the git root, then `~/.troupe/blocks`
+   */
+  readonly blocks?: BlockStore;
+  /**
    * MCP servers every agent may use (Claude Code's format, see mcp/config.ts), in addition to
    * `.mcp.json` at the project root; a server named in both is taken from here. @default {}
    */
@@ -109,6 +132,39 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
   readonly compat?: boolean;
   /** Nesting limits for agents that spawn agents. @default { maxDepth: 3, maxChildren: 64 } */
   readonly orchestration?: { readonly maxDepth?: number; readonly maxChildren?: number };
+  /**
+   * Permissions of every agent, besides each definition's own (docs/permissions.md): rules in Claude
+   * Code's syntax (deny wins over ask, ask over allow), a mode for definitions whose
+   * `permissionMode` is `default`, and whether `bypassPermissions` may run at all. @default none
+   */
+  readonly permissions?: SupervisorPermissions;
+  /** How calls that ask wait for decisions. */
+  readonly approvals?: ApprovalOptions;
+}
+
+/** {@link SupervisorOptions.permissions}. */
+export interface SupervisorPermissions {
+  /** Mode of definitions whose `permissionMode` is `default`. @default 'default' */
+  readonly mode?: PermissionMode;
+  readonly allow?: readonly string[];
+  readonly ask?: readonly string[];
+  readonly deny?: readonly string[];
+  /** Lets agents run in `bypassPermissions`; without it they fail with `bypass_not_allowed`. @default false */
+  readonly allowBypass?: boolean;
+}
+
+/** {@link SupervisorOptions.approvals}. */
+export interface ApprovalOptions {
+  /** How long a call waits for a decision; 0 = no limit. @default DEFAULT_APPROVAL_TIMEOUT_MS (10 minutes) */
+  readonly timeoutMs?: number;
+  /** What a timeout decides. @default 'deny' */
+  readonly onTimeout?: 'deny' | 'allow';
+  /**
+   * A request nobody listens for (no `agent:approval` listener on the supervisor, no `approval`
+   * listener on the agent's handle) is denied at once (`deny`), or waits for its timeout (`wait`:
+   * for deciders elsewhere, such as `troupe approve` on the redis backend). @default 'deny'
+   */
+  readonly unattended?: 'deny' | 'wait';
 }
 
 /** Options with every default filled in. */
@@ -117,6 +173,8 @@ export interface PreparedSupervisorOptions extends EngineOptions, PreparedThread
   readonly defaultProvider: string;
   readonly defaultModel: string;
   readonly modelMap: ModelMap;
+  readonly modelSettings: ModelSettings;
+  readonly blocks: BlockStore;
   readonly mcpServers: McpServers;
   readonly mcpProjectFile: boolean;
   /** True when no `providers` were given and the environment named none: the simulated model answers. */
@@ -128,6 +186,9 @@ export interface PreparedSupervisorOptions extends EngineOptions, PreparedThread
   readonly maxChildren: number;
   /** Set with `backend: 'redis'`. */
   readonly redis: PreparedRedisOptions | undefined;
+  /** What every agent gets besides its definition's permissions, timeouts included. */
+  readonly permissions: AgentPermissions;
+  readonly unattended: 'deny' | 'wait';
 }
 
 const PROVIDER_KINDS = ['simulated', 'openai', 'anthropic', 'module'] as const;
@@ -179,6 +240,15 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     mcpServers = read.servers;
   }
   const modelMap = options.modelMap === undefined ? {} : parseModelMap(options.modelMap);
+  const modelSettings = prepareModelSettings(options.modelSettings, 'modelSettings');
+  const blocks = options.blocks ?? fileBlockStore({ cwd: path.resolve(options.cwd ?? process.cwd()) });
+  if (typeof blocks.versions !== 'function' || typeof blocks.read !== 'function') {
+    throw new UserError(
+      'invalid_option',
+      'Expected `blocks` to be a block store (`fileBlockStore`, `memoryBlockStore`, `functionBlockStore`, or an object with `versions` and `read`)',
+      { option: 'blocks' },
+    );
+  }
   const redis = backend === 'redis' ? prepareRedisOptions(options) : undefined;
   const restart = {
     maxRetries: nonNegative('restart.maxRetries', options.restart?.maxRetries, 3),
@@ -188,6 +258,13 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
   const graceMs = nonNegative('graceMs', options.graceMs, 5000);
   const maxDepth = positiveInt('orchestration.maxDepth', options.orchestration?.maxDepth, 3);
   const maxChildren = positiveInt('orchestration.maxChildren', options.orchestration?.maxChildren, 64);
+  const permissions = preparePermissions(options.permissions, options.approvals);
+  const unattended = oneOf<'deny' | 'wait'>(
+    'approvals.unattended',
+    options.approvals?.unattended,
+    ['deny', 'wait'],
+    'deny',
+  );
   // Last: it creates the temporary journal directory, which an invalid option must not leave behind.
   const threads = prepareThreadOptions(options, backend === 'threads');
   return {
@@ -197,6 +274,8 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     defaultProvider,
     defaultModel: options.defaultModel ?? 'default',
     modelMap,
+    modelSettings,
+    blocks,
     mcpServers,
     mcpProjectFile: options.mcpProjectFile ?? true,
     simulatedFallback: fromEnvironment?.name === 'simulated',
@@ -216,5 +295,85 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     maxDepth,
     maxChildren,
     redis,
+    permissions,
+    unattended,
+  };
+}
+
+/** Checks permission and approval options; every rule must be readable. */
+export function preparePermissions(
+  permissions: SupervisorPermissions = {},
+  approvals: ApprovalOptions = {},
+  option = 'permissions',
+): AgentPermissions {
+  const mode =
+    permissions.mode === undefined
+      ? undefined
+      : oneOf(`${option}.mode`, permissions.mode, PERMISSION_MODES, 'default');
+  const rules = (list: 'allow' | 'ask' | 'deny'): readonly string[] | undefined => {
+    const entries = permissions[list];
+    if (entries === undefined) return undefined;
+    if (!Array.isArray(entries)) {
+      throw new UserError(
+        'invalid_option',
+        `Expected \`${option}.${list}\` to be a list of rules, got ${describeValue(entries)}`,
+        { option: `${option}.${list}` },
+      );
+    }
+    return entries.map((entry: unknown, index) => {
+      const name = `${option}.${list}[${index}]`;
+      if (typeof entry !== 'string') {
+        throw new UserError(
+          'invalid_option',
+          `Expected \`${name}\` to be a rule, got ${describeValue(entry)}`,
+          {
+            option: name,
+          },
+        );
+      }
+      const parsed = tryParseRule(entry);
+      if ('error' in parsed) {
+        throw new UserError('invalid_option', `\`${name}\`: ${parsed.error.message}`, { option: name });
+      }
+      return parsed.rule.raw;
+    });
+  };
+  const allow = rules('allow');
+  const ask = rules('ask');
+  const deny = rules('deny');
+  if (permissions.allowBypass !== undefined && typeof permissions.allowBypass !== 'boolean') {
+    throw new UserError(
+      'invalid_option',
+      `Expected \`${option}.allowBypass\` to be true or false, got ${describeValue(permissions.allowBypass)}`,
+      { option: `${option}.allowBypass` },
+    );
+  }
+  return {
+    ...(mode === undefined ? {} : { mode }),
+    ...(allow === undefined ? {} : { allow }),
+    ...(ask === undefined ? {} : { ask }),
+    ...(deny === undefined ? {} : { deny }),
+    allowBypass: permissions.allowBypass === true,
+    approvalTimeoutMs: nonNegative('approvals.timeoutMs', approvals.timeoutMs, DEFAULT_APPROVAL_TIMEOUT_MS),
+    onTimeout: oneOf<'deny' | 'allow'>('approvals.onTimeout', approvals.onTimeout, ['deny', 'allow'], 'deny'),
+  };
+}
+
+/** The permissions of one spawn: the supervisor's, with the spawn's rules added and its mode first. */
+export function spawnPermissions(
+  base: AgentPermissions,
+  extra: AgentPermissions | undefined,
+): AgentPermissions {
+  if (extra === undefined) return base;
+  const join = (list: 'allow' | 'ask' | 'deny'): readonly string[] => [
+    ...(base[list] ?? []),
+    ...(extra[list] ?? []),
+  ];
+  return {
+    ...base,
+    ...(extra.mode === undefined ? {} : { mode: extra.mode }),
+    allow: join('allow'),
+    ask: join('ask'),
+    deny: join('deny'),
   };
 }

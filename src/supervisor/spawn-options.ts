@@ -1,5 +1,7 @@
 /** What a spawn says about the agent to run. */
 import type { AgentLimits } from '../loop/types.ts';
+import type { ModelSettings } from '../providers/model-settings.ts';
+import type { AgentPermissions } from '../tools/permissions.ts';
 
 /** Options of one spawn. */
 export interface SpawnOptions {
@@ -17,6 +19,11 @@ export interface SpawnOptions {
   /** Model. @default the definition's model, else the supervisor's defaultModel */
   readonly model?: string;
   readonly limits?: AgentLimits;
+  /**
+   * Model settings of this agent: over its definition's (and the supervisor's), key by key. A
+   * resumed agent sends what its journal recorded instead. @default {}
+   */
+  readonly modelSettings?: ModelSettings;
   /** Agent id. @default a random UUID */
   readonly id?: string;
   /**
@@ -33,4 +40,9 @@ export interface SpawnOptions {
    * agents (`troupe resume --retry-failed`).
    */
   readonly retryOf?: string;
+  /**
+   * Rules added to the supervisor's for this agent, and a mode for its definition if that says
+   * `default` (timeouts and `allowBypass` stay the supervisor's). @default none
+   */
+  readonly permissions?: Pick<AgentPermissions, 'mode' | 'allow' | 'ask' | 'deny'>;
 }

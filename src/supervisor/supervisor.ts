@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'eventemitter3';
 import { abortReason } from '../abort.ts';
+import { hasBlockReferences, resolveAgentBlocks } from '../blocks/resolve.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { createEngine } from '../engines/create-engine.ts';
 import type { Backend, Engine, EngineDescription, EngineHost } from '../engines/engine.ts';
@@ -15,12 +16,15 @@ import type { AuditEvent } from '../journal/events.ts';
 import { cancelledError, completedOutcome, failedOutcome } from '../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
 import type { McpServers } from '../mcp/config.ts';
+import type { ApprovalRequest } from '../protocol/approvals.ts';
 import type { HostStats, OptionalSignal } from '../protocol/messages.ts';
 import { SIMULATED_FALLBACK_WARNING, warnSimulatedFallback } from '../providers/environment.ts';
+import { prepareModelSettings } from '../providers/model-settings.ts';
 import type { Usage } from '../providers/types.ts';
 import { emitAgentReport, signalOfEvent } from './agent-events.ts';
 import type { AgentHandle } from './agent-handle.ts';
 import { type AgentRecord, createRecord, hasEnded } from './agent-record.ts';
+import { ApprovalBook, type ApproveOptions, type DenyOptions } from './approvals.ts';
 import { loadDefinitions, runMcpServers } from './definitions.ts';
 import type { SupervisorEvents } from './events.ts';
 import { FanOut, type FanOutOptions, type SpawnSpec } from './fanout.ts';
@@ -29,6 +33,7 @@ import {
   type PreparedSupervisorOptions,
   prepareSupervisorOptions,
   type SupervisorOptions,
+  spawnPermissions,
 } from './options.ts';
 import { ORCHESTRATION_TOOLS } from './orchestration.ts';
 import { actorSpec } from './record-spec.ts';
@@ -52,6 +57,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly #engine: Engine;
   readonly #agents = new Map<string, AgentRecord>();
   readonly #results = new ResultCheck();
+  readonly #approvals: ApprovalBook;
   #definitions: Map<string, AgentDefinition> = new Map();
   /** MCP servers every agent may use (the option and `.mcp.json`), known once started. */
   #mcpServers: McpServers = {};
@@ -77,10 +83,28 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       description: tool.description,
       parameters: tool.parameters,
       readOnly: tool.readOnly ?? false,
+      ...(tool.needsApproval === true ? { needsApproval: true } : {}),
     }));
     this.#engine = createEngine(this.#options, {
       host: this.#engineHost(),
       hostTools: [...userTools, ...ORCHESTRATION_TOOLS],
+    });
+    this.#approvals = new ApprovalBook({
+      deliver: async (agentId, requestId, decision) => {
+        await this.#engine.deliver(agentId, { type: 'approval', requestId, decision });
+      },
+      listening: (agentId) =>
+        this.listenerCount('agent:approval') > 0 ||
+        (this.#agents.get(agentId)?.handle.listenerCount('approval') ?? 0) > 0,
+      unattended: this.#options.unattended,
+      emitApproval: (event) => {
+        this.emit('agent:approval', event);
+        this.#agents.get(event.agentId)?.handle.emit('approval', event);
+      },
+      emitDecision: (event) => {
+        this.emit('agent:decision', event);
+        this.#agents.get(event.agentId)?.handle.emit('decision', event);
+      },
     });
   }
 
@@ -174,6 +198,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         limits: options.limits ?? {},
         resume: options.resume ?? false,
         mcpServers: {},
+        modelSettings: prepareModelSettings(options.modelSettings, 'modelSettings'),
+        defaultModelSettings: this.#options.modelSettings,
+        blocks: undefined,
+        permissions: spawnPermissions(this.#options.permissions, options.permissions),
       },
       retryOf: options.retryOf,
       agent: typeof agent === 'string' ? agent : agent.name,
@@ -181,6 +209,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       send: (text) => this.#send(id, text),
       cancel: (reason) => this.#cancel(id, reason),
       listen: this.#listen,
+      approve: async (requestId, approveOptions) =>
+        this.#ownApproval(id, requestId).approve(requestId, approveOptions),
+      deny: async (requestId, reason, denyOptions) =>
+        this.#ownApproval(id, requestId).deny(requestId, reason, denyOptions),
     });
     this.#agents.set(id, record);
     parent?.children.push(id);
@@ -232,6 +264,25 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return this.#deliver(record, text);
   }
 
+  /**
+   * Approves the call waiting on `requestId` (from `agent:approval`): it runs. `remember: 'session'`
+   * approves later requests of the same rule without asking. Rejects with UserError
+   * `approval_not_pending` when no such request waits (decided, timed out, or its agent ended).
+   */
+  approve(requestId: string, options?: ApproveOptions): Promise<void> {
+    return this.#approvals.approve(requestId, options);
+  }
+
+  /** Denies the call waiting on `requestId`; the model sees the denial with `reason`. Rejects like {@link approve}. */
+  deny(requestId: string, reason?: string, options?: DenyOptions): Promise<void> {
+    return this.#approvals.deny(requestId, reason, options);
+  }
+
+  /** Requests waiting for a decision, oldest first (of one agent when `agentId` is given). */
+  pendingApprovals(agentId?: string): ApprovalRequest[] {
+    return this.#approvals.pending(agentId);
+  }
+
   /** The agent's journal as its engine stores it (a JSONL file, or a Redis Stream); empty when it has none. */
   async journal(agentId: string): Promise<AuditEvent[]> {
     await this.start();
@@ -280,6 +331,30 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       return;
     }
     record.spec.mcpServers = this.#mcpServers;
+    const definition = record.spec.definition;
+    if (definition === undefined || !hasBlockReferences(definition)) {
+      this.#continue(record);
+      return;
+    }
+    // Blocks are resolved here, where the spawn happens, so any store works with either engine;
+    // the agent's Started event pins what they resolved to.
+    resolveAgentBlocks(definition, this.#options.blocks).then(
+      (blocks) => {
+        record.spec.blocks = blocks;
+        this.#continue(record);
+      },
+      (error: unknown) => {
+        // A resumed agent runs the blocks its journal recorded: a store that changed since
+        // (a block removed) must not stop it.
+        if (record.spec.resume || record.retryOf !== undefined) this.#continue(record);
+        else this.#fail(record, 'invalid_request', serializeError(error));
+      },
+    );
+  }
+
+  /** Forks the journal a retry continues, then runs the record. */
+  #continue(record: AgentRecord): void {
+    if (record.state !== 'pending') return;
     const { retryOf } = record;
     if (retryOf === undefined) {
       this.#run(record);
@@ -354,6 +429,18 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     record.cancelTimer.unref();
   }
 
+  /** The approval book, once `requestId` is known to be a request of `agentId`. */
+  #ownApproval(agentId: string, requestId: string): ApprovalBook {
+    if (!this.#approvals.pending(agentId).some((request) => request.requestId === requestId)) {
+      throw new UserError(
+        'approval_not_pending',
+        `Agent ${agentId} has no approval request ${requestId} waiting: it was decided, timed out, or the agent ended`,
+        { agentId, requestId },
+      );
+    }
+    return this.#approvals;
+  }
+
   #fail(record: AgentRecord, reason: FailureReason, error: SerializedError): void {
     this.#finish(record, failedOutcome(record.id, reason, error));
   }
@@ -372,6 +459,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       for (const held of record.held.splice(0)) held.reject(notRunning);
     }
     rollUpUsage(this.#agents, record, outcome.usage, outcome.costUsd);
+    this.#approvals.ended(record.id);
     const event = { ...this.#ref(record), outcome };
     this.emit(outcome.status === 'completed' ? 'agent:completed' : 'agent:failed', event);
     record.handle.emit('ended', event);
@@ -388,7 +476,12 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       closing: () => this.#closed,
       report: (report) => {
         const record = running(report.agentId);
-        if (record) emitAgentReport(this, record.handle, this.#ref(record), report);
+        if (!record) return;
+        if (report.type === 'approval') this.#approvals.requested(this.#ref(record), report.request);
+        else if (report.type === 'decided') {
+          const { type: _type, agentId: _agentId, ...decided } = report;
+          this.#approvals.decided({ ...this.#ref(record), ...decided });
+        } else emitAgentReport(this, record.handle, this.#ref(record), report);
       },
       ended: (agentId, outcome) => {
         const record = running(agentId);

@@ -6,7 +6,15 @@ import path from 'node:path';
 import { DEFAULT_TOOL_RETRY } from '../constants.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
+import type { ApprovalDecision } from '../protocol/approvals.ts';
 import { buildParamMapping, type ParamMapping } from './params.ts';
+import {
+  type AgentPermissions,
+  buildPermissionGate,
+  denialText,
+  effectiveMode,
+  type PermissionGate,
+} from './permissions.ts';
 import { buildToolPolicy } from './policy.ts';
 import type { ToolRegistry } from './registry.ts';
 import { TOOL_NAME_PATTERN } from './registry.ts';
@@ -24,7 +32,10 @@ export type ToolboxDefinition = Pick<
   | 'paramNameOverrides'
   | 'toolConfig'
   | 'bash'
->;
+> &
+  Partial<Pick<AgentDefinition, 'permissions'>>;
+
+const NO_SETTINGS: Readonly<Record<string, Readonly<Record<string, unknown>>>> = Object.freeze({});
 
 export interface ToolboxOptions {
   /** The agent's working directory; file tools are confined to it. */
@@ -34,10 +45,28 @@ export interface ToolboxOptions {
   /** Where `~/path` rules start. @default os.homedir() */
   readonly home?: string;
   readonly agentId: string;
+  /** Values of the agent's settings blocks, by block id: given to every tool as `ctx.settings`. @default {} */
+  readonly settings?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
   /** Waits between retries. @default a timer that stops on abort */
   readonly sleep?: Sleep;
   /** Jitter source for retry delays. @default Math.random */
   readonly random?: () => number;
+  /** Permissions besides the definition's (supervisor, plan, command line). @default none */
+  readonly permissions?: AgentPermissions;
+}
+
+/** A call the permission gate asks a person about (see {@link ToolCallOptions.approve}). */
+export interface ApprovalAsk {
+  /** Canonical tool name. */
+  readonly tool: string;
+  readonly modelName: string;
+  /** The arguments as the model gave them (model-facing parameter names). */
+  readonly modelArgs: Readonly<Record<string, unknown>>;
+  /** The validated arguments the tool would receive (canonical parameter names). */
+  readonly args: Readonly<Record<string, unknown>>;
+  /** The rule that asked (see PermissionVerdict). */
+  readonly rule: string;
+  readonly reason: string;
 }
 
 /** The outcome of a model's tool call, with the canonical name it resolved to. */
@@ -46,6 +75,11 @@ export type ToolCallResult = ToolOutcome & {
   readonly canonicalName: string | undefined;
   /** How many times `execute` ran: 0 when the call was refused or its arguments were invalid. */
   readonly attempts: number;
+  /**
+   * Set when permissions kept the call from running: a `deny` rule or the mode (`asked: false`),
+   * or a decision on its approval (`asked: true`).
+   */
+  readonly denied?: { readonly rule: string; readonly reason: string; readonly asked: boolean };
 };
 
 /** Options of {@link Toolbox.call}. */
@@ -53,6 +87,12 @@ export interface ToolCallOptions {
   readonly signal?: AbortSignal;
   /** Given to the tool as `ctx.fitsState`. @default every update fits */
   readonly fitsState?: (key: string, text: string | null) => boolean;
+  /**
+   * Decides a call the permission gate asks about; the agent loop journals the request, waits for a
+   * person and journals the decision. Without it an asked call runs: the caller of `call` is then
+   * the one deciding (`deny` rules and `dontAsk` apply regardless).
+   */
+  readonly approve?: (ask: ApprovalAsk) => Promise<ApprovalDecision>;
 }
 
 /** An agent's view of the tools: specs for the provider and a policy-checked `call`. */
@@ -66,6 +106,8 @@ export interface Toolbox {
   modelName(canonical: string): string | undefined;
   /** The canonical name behind a model-facing name of an admitted tool. */
   canonicalName(modelName: string): string | undefined;
+  /** Decides calls by the agent's permission rules and mode. */
+  readonly permissions: PermissionGate;
   /**
    * Runs a model's tool call: maps names back, re-checks the policy, validates the arguments,
    * checks the call against the definition's rules (`Bash(git diff:*)`), then executes with the
@@ -85,10 +127,25 @@ export function buildToolbox(
   options: ToolboxOptions,
 ): Toolbox {
   const cwd = path.resolve(options.cwd);
+  const settings = options.settings ?? NO_SETTINGS;
   const policy = buildToolPolicy(def, {
     cwd,
     ...(options.projectRoot === undefined ? {} : { projectRoot: options.projectRoot }),
     ...(options.home === undefined ? {} : { home: options.home }),
+  });
+  const extra = options.permissions ?? {};
+  const permissions = buildPermissionGate({
+    mode: effectiveMode(def.permissionMode, extra.mode),
+    sources: [
+      { label: 'permissions', rules: def.permissions ?? {} },
+      { label: "the supervisor's permissions", rules: extra },
+    ],
+    context: {
+      cwd,
+      ...(options.projectRoot === undefined ? {} : { projectRoot: options.projectRoot }),
+      ...(options.home === undefined ? {} : { home: options.home }),
+      modelNames: def.toolNameOverrides,
+    },
   });
   const sleep = options.sleep ?? defaultSleep;
   const random = options.random ?? Math.random;
@@ -166,6 +223,7 @@ export function buildToolbox(
     promptTools: { names, background },
     modelName: (canonical) => (admitted.has(canonical) ? modelNameOf.get(canonical) : undefined),
     canonicalName: (modelName) => toCanonical.get(modelName),
+    permissions,
 
     async call(modelName, rawArgs, callOptions = {}) {
       const canonical = toCanonical.get(modelName);
@@ -202,6 +260,30 @@ export function buildToolbox(
         return failed(canonical, `\`${modelName}\` refused this call: ${refused}. Do not retry it as is.`);
       }
 
+      const verdict = await permissions.check(tool, mapped.args, options.agentId);
+      if (verdict.kind === 'deny') {
+        return {
+          ...failed(canonical, denialText(modelName, { by: 'policy', reason: verdict.reason })),
+          denied: { rule: verdict.rule, reason: verdict.reason, asked: false },
+        };
+      }
+      if (verdict.kind === 'ask' && callOptions.approve) {
+        const decision = await callOptions.approve({
+          tool: canonical,
+          modelName,
+          modelArgs: args as Record<string, unknown>,
+          args: mapped.args,
+          rule: verdict.rule,
+          reason: verdict.reason,
+        });
+        if (!decision.approved) {
+          return {
+            ...failed(canonical, denialText(modelName, decision)),
+            denied: { rule: verdict.rule, reason: decision.reason ?? verdict.reason, asked: true },
+          };
+        }
+      }
+
       const signal = callOptions.signal ?? new AbortController().signal;
       const guard = policy.guard(tool);
       const ctx: ToolContext = {
@@ -209,6 +291,7 @@ export function buildToolbox(
         cwd,
         agentId: options.agentId,
         bash: def.bash,
+        settings,
         ...(guard === undefined ? {} : { guard }),
         fitsState: callOptions.fitsState ?? fitsAlways,
       };

@@ -62,12 +62,33 @@ export interface ToolContext {
   /** What the agent's permission rules refuse beyond the call's own arguments. */
   readonly guard?: ToolGuard;
   /**
+   * Values of the agent's settings blocks, by block id (`ctx.settings['acme.weights']?.urgency`):
+   * the versions the agent started with, for its whole life. Empty when it has none; absent
+   * where no agent runs the tool.
+   */
+  readonly settings?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  /**
    * Would a state update of `key` to `text` (`null`: a removal) fit the agent's input budget? A
    * tool can check before it returns a large state, and return a summary instead. Changes
    * nothing. Always true where no projection is attached (a tool called outside an agent loop).
    */
   readonly fitsState: (key: string, text: string | null) => boolean;
 }
+
+/** What a tool's `needsApproval` function can see. */
+export interface ApprovalContext {
+  readonly agentId: string;
+  /** Absolute working directory. */
+  readonly cwd: string;
+}
+
+/**
+ * A tool's approval check. Declared through a method so that, like `execute`, a `Tool<OwnArgs>` is
+ * still a `Tool` (method parameters are compared bivariantly).
+ */
+export type NeedsApproval<Args> = {
+  check(args: Args, ctx: ApprovalContext): boolean | Promise<boolean>;
+}['check'];
 
 /** A tool the model can call. Names are canonical; overrides map them to model-facing names. */
 export interface Tool<Args = Record<string, unknown>> {
@@ -78,6 +99,12 @@ export interface Tool<Args = Record<string, unknown>> {
   readonly readOnly: boolean;
   /** Long-running or background tool: the base prompt mentions background tasks when present. */
   readonly background?: boolean;
+  /**
+   * Whether a call waits for a person's approval before it runs (docs/permissions.md): `true`
+   * for every call, or a function of the validated arguments. A function that throws counts as
+   * `true`. `deny` rules still win, and `bypassPermissions` skips it. @default false
+   */
+  readonly needsApproval?: boolean | NeedsApproval<Args>;
   /**
    * Runs the tool with arguments already validated against `parameters`. Throwing is allowed: the
    * toolbox turns an exception into the failed outcome `<tool> failed: <message>`.

@@ -29,6 +29,7 @@ async function run(...argv: string[]): Promise<{ code: number; stdout: string; s
 
 const loaders: Record<CommandName, () => Promise<{ register: (...args: never[]) => void }>> = {
   agents: () => import('../../src/cli/agents.ts'),
+  blocks: () => import('../../src/cli/blocks.ts'),
   mcp: () => import('../../src/cli/mcp.ts'),
   run: () => import('../../src/cli/run.ts'),
   resume: () => import('../../src/cli/resume.ts'),
@@ -38,6 +39,7 @@ const loaders: Record<CommandName, () => Promise<{ register: (...args: never[]) 
   score: () => import('../../src/cli/score.ts'),
   compare: () => import('../../src/cli/compare.ts'),
   demo: () => import('../../src/cli/demo.ts'),
+  approve: () => import('../../src/cli/approve.ts'),
   worker: () => import('../../src/cli/worker.ts'),
 };
 

@@ -337,7 +337,7 @@ describe('troupe resume', () => {
     );
   });
 
-  it('warns when the definition changed since the run started, and continues with the current one', async () => {
+  it('says the definition changed since the run started, and continues with the recorded one', async () => {
     const journal = project.path('run.jsonl');
     await runCli('run', 'reader', '--task', TASK, '--cwd', project.root, '--journal', journal);
     const lines = readFileSync(journal, 'utf8').split('\n');
@@ -346,7 +346,7 @@ describe('troupe resume', () => {
     const result = await runCli('resume', journal);
     expect(result.code).toBe(0);
     expect(result.stderr).toContain(
-      'warning: the definition of `reader` changed since the run started; continuing with the current one',
+      'changed since the run started; the agent continues with the definition recorded in its journal, not the file',
     );
     // The system prompt is the recorded one, so every round still verifies.
     expect((await runCli('verify', journal)).code).toBe(0);

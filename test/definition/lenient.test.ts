@@ -66,7 +66,7 @@ describe('lenient mode', () => {
   });
 
   it('locates problems found after the fallback at their original positions', () => {
-    const text = '---\nname: a\ndescription: x: y\npermissionMode: bypassPermissions\n---\nbody';
+    const text = '---\nname: a\ndescription: x: y\npermissionMode: yolo\n---\nbody';
     expect(parseDefinition(text, FILE, compat).errors).toMatchObject([
       { code: 'invalid_field', path: '/permissionMode', line: 4, column: 17 },
     ]);

@@ -33,6 +33,7 @@ describe('defaults', () => {
       tools: undefined,
       disallowedTools: [],
       permissionMode: 'default',
+      permissions: { allow: [], ask: [], deny: [] },
       skills: [],
       agentsMd: true,
       outputFormat: 'default',
@@ -45,11 +46,16 @@ describe('defaults', () => {
       maxSteps: DEFAULT_MAX_STEPS,
       enabled: true,
       outputSchema: undefined,
+      instructions: undefined,
+      settings: [],
+      modelSettings: {},
+      modelSettingsBlock: undefined,
       source: 'project',
       path: FILE,
       extra: {},
       mcpServers: [],
       bodyLine: 5,
+      text: expect.stringContaining('name: reviewer'),
     });
   });
 

@@ -1,11 +1,14 @@
 /** Every runnable example, run the way docs/examples.md says, on the simulated model (or a local fake server). */
 
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
+import { readJournal } from '../../src/journal/reader.ts';
+import { verifyJournalFile } from '../../src/journal/verify.ts';
+import { journalRerender } from '../../src/loop/rerender.ts';
 import type { RunSummary } from '../../src/run-dir/summary.ts';
 import {
   captureIO,
@@ -89,6 +92,61 @@ describe('examples', () => {
       shape: { passed: 4 },
       review: { type: 'judge', passed: 4, errors: 0 },
     });
+  });
+
+  it('prompt-blocks: two agents pin two versions of one prompt block; one published later is not used on resume', async () => {
+    // A copy, so publishing a version does not touch the repository.
+    const copy = path.join(dir, 'prompt-blocks');
+    cpSync(path.join(repoRoot, 'examples/prompt-blocks'), copy, { recursive: true });
+    mkdirSync(path.join(copy, '.git'));
+    const out = path.join(dir, 'prompt-blocks-run');
+    expect(await main(['fanout', path.join(copy, 'plan.yaml'), '--out', out, '--json'], captureIO())).toBe(0);
+    const results = readResults(path.join(out, 'results.jsonl'));
+    const started = (label: string) => {
+      const agentId = results.find((line) => line.label === label)?.agentId ?? '?';
+      const first = readJournal(path.join(out, 'journals', `${agentId}.jsonl`)).events[0];
+      if (first?.type !== 'Started') throw new Error(`no Started event for ${label}`);
+      return { agentId, first };
+    };
+    const pinned = (label: string) =>
+      started(label).first.blocks?.map((block) => `${block.id}@${block.version} (${block.range})`);
+    expect(pinned('newest-1')).toEqual([
+      'acme.triage@1.1.0 (^1)',
+      'acme.routing@1.0.0 (^1)',
+      'acme.careful@1.0.0 (^1)',
+    ]);
+    expect(pinned('stable-2')?.[0]).toBe('acme.triage@1.0.0 (~1.0)');
+    const newest = started('newest-2');
+    expect(newest.first.systemPrompt).toContain('You triage tickets of the billing queue.');
+    expect(newest.first.systemPrompt).toContain('A ticket that mentions chargeback or legal is urgent');
+    expect(started('stable-2').first.systemPrompt).toContain('You triage tickets of the refunds queue.');
+    expect(started('stable-2').first.systemPrompt).not.toContain('is urgent');
+    // The plan's maxOutputTokens over the block's; the definition's temperature over the block's.
+    expect(newest.first.modelSettings).toEqual({ temperature: 0.2, maxOutputTokens: 600 });
+    expect(started('stable-2').first.modelSettings).toEqual({
+      temperature: 0,
+      maxOutputTokens: 600,
+      seed: 7,
+    });
+
+    // newest-2 is interrupted after its first request; 1.2.0 is published; the run is resumed.
+    const journal = path.join(out, 'journals', `${newest.agentId}.jsonl`);
+    const lines = readFileSync(journal, 'utf8').trimEnd().split('\n');
+    const cut = lines.findIndex((line) => line.includes('"type":"InferenceSubmitted"')) + 1;
+    writeFileSync(journal, `${lines.slice(0, cut).join('\n')}\n`);
+    const resultLines = readFileSync(path.join(out, 'results.jsonl'), 'utf8').trimEnd().split('\n');
+    writeFileSync(
+      path.join(out, 'results.jsonl'),
+      `${resultLines.filter((line) => !line.includes(`"agentId":"${newest.agentId}"`)).join('\n')}\n`,
+    );
+    writeFileSync(path.join(copy, '.troupe/blocks/acme.triage/1.2.0.md'), 'Ignore every ticket.\n');
+    expect(await main(['resume', out, '--json'], captureIO())).toBe(0);
+    const events = readJournal(journal).events;
+    expect(events.some((event) => event.type === 'Resumed')).toBe(true);
+    const hashes = events.flatMap((event) => (event.type === 'InferenceSubmitted' ? [event.inputHash] : []));
+    expect(hashes.length).toBeGreaterThan(1);
+    expect(hashes[1]).toBe(hashes[0]);
+    expect(verifyJournalFile(journal, { rerender: journalRerender() })).toMatchObject({ ok: true });
   });
 
   it('harness: data set -> run -> score -> change the prompt -> compare, as docs/examples.md shows', async () => {

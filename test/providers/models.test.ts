@@ -78,6 +78,10 @@ describe('spawnModel (both Supervisor engines)', () => {
       limits: {},
       resume: false,
       mcpServers: {},
+      modelSettings: {},
+      defaultModelSettings: {},
+      blocks: undefined,
+      permissions: {},
     });
     expect(spawnModel(spec('claude', 'haiku'), options, () => undefined)).toBe('claude-haiku-4-5');
     expect(spawnModel(spec('gpt', 'haiku'), options, () => undefined)).toBe('gpt-5-mini');

@@ -155,7 +155,7 @@ describe('loadPlan', () => {
       ),
       'plan.yaml:5:11: runs[0].task: expected a non-empty string, got `3` (number)',
       'plan.yaml:6:5: runs[1].agent: expected an agent name (here or as the plan `agent`), got nothing',
-      'plan.yaml:7:5: runs[1].extra: expected one of agent, task, context, metadata, id, expected, got `"extra"` (string)',
+      'plan.yaml:7:5: runs[1].extra: expected one of agent, task, context, metadata, id, expected, modelSettings, got `"extra"` (string)',
     ]);
   });
 
@@ -179,7 +179,7 @@ describe('loadPlan', () => {
         /^plan\.yaml:1:8: agent: expected the name of an available agent .*, got `"ghost"` \(string\)$/,
       ),
       'tasks.jsonl:3:2: task: expected a non-empty string, got `3` (number)',
-      'tasks.jsonl:3:13: x: expected one of task, context, metadata, id, expected, got `"x"` (string)',
+      'tasks.jsonl:3:13: x: expected one of task, context, metadata, id, expected, modelSettings, got `"x"` (string)',
       expect.stringMatching(/^tasks\.jsonl:4:1: line 4: expected a JSON object, got invalid JSON \(.*\)$/),
       'tasks.jsonl:5:1: line 5: expected a JSON object, got `[1]` (array)',
     ]);
@@ -274,5 +274,49 @@ describe('model aliases and MCP servers in plans', () => {
     expect(problems).toHaveLength(2);
     expect(problems[0]).toMatch(/^bad\.yaml:2:21: modelMap\.sonnet: expected a model id, got `3`/);
     expect(problems[1]).toMatch(/^bad\.yaml:4:\d+: mcpServers\.broken\.comand: Unknown key `comand`/);
+  });
+
+  it('reads modelSettings of the plan, of a run and of a task line, and locates what is wrong in them', async () => {
+    write(
+      'tasks.jsonl',
+      '{"task": "one", "modelSettings": {"seed": 7}}\n{"task": "two", "modelSettings": {"topP": 0}}\n',
+    );
+    const good = write(
+      'good.yaml',
+      [
+        'agent: worker',
+        'modelSettings: { temperature: 0.3, reasoningEffort: low }',
+        'runs: [{ task: one, modelSettings: { maxOutputTokens: 64 } }]',
+      ].join('\n'),
+    );
+    const { plan } = await loadPlan(good, { cwd: dir });
+    expect(plan.modelSettings).toEqual({ temperature: 0.3, reasoningEffort: 'low' });
+    expect(plan.runs[0]?.modelSettings).toEqual({ maxOutputTokens: 64 });
+
+    const bad = write(
+      'bad.yaml',
+      [
+        'agent: worker',
+        'modelSettings: { top_p: 0.3, reasoningEffort: huge }',
+        'runs: [{ task: one, modelSettings: { maxOutputTokens: -1 } }]',
+      ].join('\n'),
+    );
+    const problems = await problemsOf(bad);
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /^bad\.yaml:2:18: modelSettings\.top_p: Unknown model setting `top_p` \(did you mean `topP`\?\)/,
+      ),
+      expect.stringMatching(
+        /^bad\.yaml:2:47: modelSettings\.reasoningEffort: Expected `reasoningEffort` to be /,
+      ),
+      expect.stringMatching(
+        /^bad\.yaml:3:55: runs\[0\]\.modelSettings\.maxOutputTokens: Expected `maxOutputTokens` to be /,
+      ),
+    ]);
+
+    const tasks = write('tasks.yaml', 'agent: worker\ntasks: tasks.jsonl\n');
+    expect(await problemsOf(tasks)).toEqual([
+      expect.stringMatching(/^tasks\.jsonl:2:\d+: modelSettings\.topP: Expected `topP` to be /),
+    ]);
   });
 });

@@ -8,6 +8,13 @@ import { isAbsolute, relative } from 'node:path';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import { printable, terminalJson } from '../../run-dir/format.ts';
+import {
+  approvalChannel,
+  approvalEventLine,
+  approvalPrompt,
+  commandApprover,
+  type KeyInput,
+} from './approvers.ts';
 import { EXIT_FAILED, EXIT_OK } from './constants.ts';
 import { type InterruptSignal, raise, watchInterrupts } from './interrupt.ts';
 import type { CliIO } from './io.ts';
@@ -20,6 +27,10 @@ export interface LiveOptions {
   readonly json: boolean;
   /** Ends the process on a second Ctrl-C. @default re-raising the signal with no listener left */
   readonly forceExit?: (signal: InterruptSignal) => void;
+  /** `--approve` rules: requests they allow are approved without asking. @default none */
+  readonly approve?: readonly string[];
+  /** Where a person answers requests. @default process.stdin when it and stderr are terminals (not with `json`) */
+  readonly input?: KeyInput;
 }
 
 /** Runs `session` with live output and resolves to the exit code: 0 when the agent completed, 1 when it failed. */
@@ -52,10 +63,20 @@ export async function executeLive(
   const onClosed = (): void => controller.abort(new Error('stdout was closed'));
   if (closed?.aborted) onClosed();
   else closed?.addEventListener('abort', onClosed, { once: true });
+  const terminal = !options.json && process.stdin.isTTY === true && process.stderr.isTTY === true;
+  const input = options.input ?? (terminal ? process.stdin : undefined);
+  const approver = commandApprover({
+    approve: options.approve ?? [],
+    cwd: info.cwd,
+    input,
+    interrupt: () => process.kill(process.pid, 'SIGINT'),
+    announce: (request) => io.stderr(`${printable(approvalPrompt(request))}\n`),
+  });
   let outcome: AgentOutcome;
   try {
     outcome = await session.execute({
       signal: controller.signal,
+      requestApproval: approvalChannel(approver),
       onEvent: (event: AuditEvent) => {
         if (options.json) {
           io.stdout(`${terminalJson(event)}\n`);
@@ -63,9 +84,12 @@ export async function executeLive(
         }
         // Tool names, error messages and warnings in events can come from a model or a file.
         for (const line of progress.lines(event)) io.stderr(`${printable(line)}\n`);
+        const decided = approvalEventLine(event);
+        if (decided !== undefined) io.stderr(`${printable(decided)}\n`);
       },
     });
   } finally {
+    approver.close();
     stopWatching();
     closed?.removeEventListener('abort', onClosed);
   }
@@ -89,6 +113,17 @@ function headerText(info: SessionInfo): string {
   const lines = [info.providerNotice];
   const where = info.definitionPath === undefined ? '' : ` (${displayPath(info.definitionPath)})`;
   lines.push(`agent: ${info.agent}${where} · model: ${info.model} · id: ${info.agentId}`);
+  const settings = Object.entries(info.modelSettings ?? {});
+  if (settings.length > 0) {
+    lines.push(
+      `model settings: ${settings.map(([key, value]) => `${key}=${JSON.stringify(value)}`).join(', ')}`,
+    );
+  }
+  if (info.blocks !== undefined && info.blocks.length > 0) {
+    lines.push(
+      `blocks: ${info.blocks.map((block) => `${block.id}@${block.version} (${block.range})`).join(', ')}`,
+    );
+  }
   const resume = info.resume;
   if (resume === undefined) {
     lines.push(`journal: ${displayPath(info.journal)}`);
@@ -101,7 +136,7 @@ function headerText(info: SessionInfo): string {
     if (resume.ended) lines.push('the agent had already ended: nothing is run again');
     if (resume.definitionChanged) {
       lines.push(
-        `warning: the definition of \`${info.agent}\` changed since the run started; continuing with the current one`,
+        `note: the definition of \`${info.agent}\`${info.definitionPath === undefined ? '' : ` (${displayPath(info.definitionPath)})`} changed since the run started; the agent continues with the definition recorded in its journal, not the file`,
       );
     }
   }
@@ -121,6 +156,8 @@ function runLine(info: SessionInfo) {
     model: info.model,
     journal: info.journal,
     cwd: info.cwd,
+    modelSettings: info.modelSettings ?? {},
+    blocks: info.blocks ?? [],
     ...(info.resume ? { resume: info.resume } : {}),
   };
 }

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { PinnedBlock } from '../../blocks/types.ts';
 import { getAgent } from '../../definition/discovery.ts';
 import { definitionHash } from '../../definition/load.ts';
 import { describeValue, SystemError, UserError } from '../../errors.ts';
@@ -16,10 +17,13 @@ import type { JournalSink } from '../../journal/sink.ts';
 import { verifyJournalContents } from '../../journal/verify.ts';
 import { JournalWriter } from '../../journal/writer.ts';
 import { resolveLimits } from '../../loop/limits.ts';
+import { resolveStartSettings } from '../../loop/pinning.ts';
 import { journalRerender } from '../../loop/rerender.ts';
 import { runAgent } from '../../loop/run-agent.ts';
-import type { AgentLimits, AgentOutcome } from '../../loop/types.ts';
+import type { AgentChannels, AgentLimits, AgentOutcome } from '../../loop/types.ts';
+import { type ModelSettings, prepareModelSettings } from '../../providers/model-settings.ts';
 import { runMcpServers } from '../../supervisor/definitions.ts';
+import type { AgentPermissions } from '../../tools/permissions.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
 import { RUNS_DIR } from './constants.ts';
 import {
@@ -49,13 +53,20 @@ export interface SessionInfo {
   /** Working directory the agent's file tools are confined to. */
   readonly cwd: string;
   readonly task: string;
+  /** The model settings every request is sent with (the journal's, when resuming). */
+  readonly modelSettings?: ModelSettings;
+  /** The blocks the agent runs with, each pinned to a version (the journal's, when resuming). */
+  readonly blocks?: readonly PinnedBlock[];
   /** Set when resuming. */
   readonly resume?: {
     /** Events already in the journal. */
     readonly events: number;
     /** Bytes of a torn last line cut away (a crash during an append). */
     readonly truncatedBytes: number;
-    /** The definition file changed since the run started: the current one is used. */
+    /**
+     * The definition file changed since the run started: the definition recorded in the journal
+     * runs, the file is not used.
+     */
     readonly definitionChanged: boolean;
     /** The agent had already ended: nothing is run, the recorded outcome is reported. */
     readonly ended: boolean;
@@ -74,6 +85,8 @@ export interface ExecuteOptions {
   readonly signal?: AbortSignal;
   /** Sees every event as journalled (with `seq` and `hash`), right after it reached the file. */
   readonly onEvent?: (event: AuditEvent) => void;
+  /** Where calls that ask for approval wait. @default none: they are denied */
+  readonly requestApproval?: AgentChannels['requestApproval'];
 }
 
 /** A session ready to run: the definition is resolved, the provider built, the journal open. */
@@ -108,12 +121,16 @@ export interface RunRequest {
   readonly maxCostUsd?: number;
   /** Wall-clock limit in ms; 0 = unlimited. @default unlimited */
   readonly wallClockMs?: number;
+  /** `--temperature`, `--reasoning-effort`...: over the definition's model settings, key by key. @default {} */
+  readonly modelSettings?: ModelSettings;
   /** @default process.env */
   readonly env?: Env;
   /** Tools the agent may be given. @default the built-in tools */
   readonly registry?: ToolRegistry;
   /** Clock for the default journal name. @default () => new Date() */
   readonly now?: () => Date;
+  /** Rules, mode, bypass consent and approval timeout besides the definition's. @default none */
+  readonly permissions?: AgentPermissions;
 }
 
 /** What `troupe resume` asks for. */
@@ -179,6 +196,16 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
   };
   // Checked now, so a bad limit fails before a journal exists.
   resolveLimits(limits, definition.maxSteps);
+  // Blocks and model settings too: an unresolvable block or a setting the provider cannot send
+  // is the request's fault, reported before anything is journalled.
+  const modelSettings = prepareModelSettings(request.modelSettings, 'modelSettings');
+  const start = await resolveStartSettings({
+    definition,
+    cwd: request.cwd,
+    provider: choice.provider,
+    model,
+    overrides: modelSettings,
+  });
   const mcpServers = await runMcpServers({ cwd: request.cwd, mcpServers: {}, mcpProjectFile: true });
   const writer = JournalWriter.open(journalPath);
   const info: SessionInfo = {
@@ -193,6 +220,8 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
     journal: journalPath,
     cwd: request.cwd,
     task: request.task,
+    modelSettings: start.modelSettings,
+    blocks: start.blocks.pinned,
   };
   return session(info, writer, (sink, options) =>
     runAgent({
@@ -202,11 +231,15 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
       metadata: { cwd: request.cwd, command: 'troupe run' },
       provider: choice.provider,
       model,
+      modelSettings,
+      resolvedBlocks: start.blocks,
       cwd: request.cwd,
       journal: sink,
       mcpServers,
       ...(request.registry ? { registry: request.registry } : {}),
       limits,
+      ...(request.permissions ? { permissions: request.permissions } : {}),
+      ...(options.requestApproval ? { channels: { requestApproval: options.requestApproval } } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     }),
   );
@@ -251,6 +284,8 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
     journal: journalPath,
     cwd,
     task: started.task,
+    ...(started.modelSettings ? { modelSettings: started.modelSettings } : {}),
+    ...(started.blocks ? { blocks: started.blocks } : {}),
   };
 
   if (state.ended) {
@@ -305,6 +340,7 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
       truncatedBytes: writer.truncatedBytes,
       ...(request.registry ? { registry: request.registry } : {}),
       ...(started.limits ? { limits: started.limits } : {}),
+      ...(options.requestApproval ? { channels: { requestApproval: options.requestApproval } } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     }),
   );

@@ -4,6 +4,7 @@
  */
 import type { AuditEventInput } from '../../journal/events.ts';
 import { ASSISTANT_PREFIX } from '../../loop/history-format.ts';
+import type { ApprovalDecider } from '../../protocol/approvals.ts';
 import type { AgentSignal } from '../../protocol/messages.ts';
 
 /** The signal for `event`, or undefined for events the supervisor is not told about. */
@@ -43,6 +44,22 @@ export function agentSignal(agentId: string, event: AuditEventInput): AgentSigna
       return { type: 'waiting', agentId };
     case 'Instructed':
       return { type: 'instructed', agentId, text: event.text };
+    case 'ApprovalDecided':
+      return {
+        type: 'decided',
+        agentId,
+        requestId: event.requestId,
+        callId: event.callId,
+        tool: event.name,
+        rule: event.rule,
+        decision: {
+          approved: event.approved,
+          by: event.by as ApprovalDecider,
+          ...(event.decider === undefined ? {} : { decider: event.decider }),
+          ...(event.reason === undefined ? {} : { reason: event.reason }),
+          ...(event.remember === undefined ? {} : { remember: event.remember }),
+        },
+      };
     default:
       return undefined;
   }

@@ -44,6 +44,9 @@ export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promis
     metadata: spec.metadata,
     provider: run.provider,
     model: spec.model,
+    modelSettings: spec.modelSettings,
+    defaultModelSettings: spec.defaultModelSettings,
+    ...(spec.blocks ? { resolvedBlocks: spec.blocks } : {}),
     registry: run.registry,
     cwd: run.cwd,
     mcpServers: spec.mcpServers,
@@ -57,6 +60,8 @@ export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promis
       : {}),
     signal: run.signal,
     limits: spec.limits,
+    // Jobs added by an older supervisor carry none.
+    permissions: spec.permissions ?? {},
     channels: run.channels,
     onEvent: (event) => {
       const signal = agentSignal(agentId, event);

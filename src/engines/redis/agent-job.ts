@@ -21,6 +21,7 @@ import type { AgentJobData, ParkRequest, WorkerSignal } from '../../protocol/red
 import type { Provider } from '../../providers/types.ts';
 import { runActor } from '../actor/run-actor.ts';
 import type { RedisAdmission } from './admission.ts';
+import type { RedisApprovals } from './approvals.ts';
 import type { BlockingPool } from './blocking-pool.ts';
 import { PARK_WITHOUT_LIMIT_MS } from './constants.ts';
 import type { Inbox } from './inbox.ts';
@@ -38,6 +39,7 @@ export interface JobContext {
   readonly pool: BlockingPool;
   readonly keys: ScaleoutKeys;
   readonly inbox: Inbox;
+  readonly approvals: RedisApprovals;
   readonly admission: RedisAdmission;
   readonly signals: SignalSender;
   readonly resources: WorkerResources;
@@ -216,6 +218,36 @@ function channels(ctx: JobContext, data: AgentJobData, park: (request: ParkReque
       // Never settles: the job is parked and this run is dropped; a later run resumes the wait.
       return new Promise<string | null>(() => {});
     },
+    // The loop enforces the request's deadline (it aborts `signal`); a parked job wakes at it.
+    requestApproval: async (request, signal) => {
+      if (signal.aborted) return null;
+      const { requestId } = request;
+      const mark = await ctx.redis.get(parkedKey);
+      const done = async <T>(value: T): Promise<T> => {
+        if (mark !== null) await ctx.redis.del(parkedKey);
+        return value;
+      };
+      const earlier = await ctx.approvals.decision(agentId, requestId);
+      if (earlier !== undefined) return done(earlier);
+      // Known to every decider (`troupe approve`), and to the supervisor that spawned the agent.
+      await ctx.approvals.request(request);
+      ctx.signals.send(data.supervisorId, { type: 'approval', agentId, request });
+      const remaining = (): number =>
+        request.deadline === null ? Number.POSITIVE_INFINITY : request.deadline - Date.now();
+      const blockMs = Math.min(remaining(), data.parkAfterMs);
+      if (blockMs > 0) {
+        const decision = await ctx.approvals.wait(ctx.pool, agentId, requestId, blockMs, signal);
+        if (decision !== undefined) return done(decision);
+        if (signal.aborted) return null;
+      }
+      if (remaining() <= 0) {
+        await done(null);
+        return null;
+      }
+      park({ index: -1, requestId, deadline: request.deadline });
+      // Never settles: the job is parked; the resumed run waits again under the same request id.
+      return new Promise<null>(() => {});
+    },
   };
 }
 
@@ -239,7 +271,9 @@ async function parkJob(
     index: request.index,
   });
   const [ready, cancelled] = await Promise.all([
-    ctx.inbox.get(agentId, request.index),
+    request.requestId === undefined
+      ? ctx.inbox.get(agentId, request.index)
+      : ctx.approvals.decision(agentId, request.requestId),
     ctx.redis.exists(ctx.keys.cancel(agentId)),
   ]);
   if (ready !== undefined || cancelled > 0) await promote(job);
@@ -257,10 +291,14 @@ async function finish(ctx: JobContext, data: AgentJobData): Promise<void> {
       keys.inboxAsked(agentId),
       keys.cancel(agentId),
       keys.meta(agentId),
+      keys.decisions(agentId),
+      keys.decisionWakeups(agentId),
     ]) {
       pipeline.pexpire(key, ms);
     }
   }
+  // Requests it left undecided (it was cancelled, or timed out) are no longer anyone's to decide.
+  pipeline.del(keys.approvalRequests(agentId)).srem(keys.approvalAgents, agentId);
   await pipeline.exec();
 }
 
@@ -269,7 +307,11 @@ function parseParked(text: string | null): ParkRequest | undefined {
   try {
     const value = JSON.parse(text) as Partial<ParkRequest>;
     if (typeof value.index === 'number' && (value.deadline === null || typeof value.deadline === 'number')) {
-      return { index: value.index, deadline: value.deadline };
+      return {
+        index: value.index,
+        deadline: value.deadline,
+        ...(typeof value.requestId === 'string' ? { requestId: value.requestId } : {}),
+      };
     }
   } catch {
     // A mark this worker cannot read is treated as absent.

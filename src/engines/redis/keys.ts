@@ -68,6 +68,26 @@ export class ScaleoutKeys {
     return this.#agent(agentId, 'parked');
   }
 
+  /** Decisions on the agent's approval requests: a hash, request id -> decision (JSON); the first wins. */
+  decisions(agentId: string): string {
+    return this.#agent(agentId, 'decisions');
+  }
+
+  /** Wake-ups of an agent waiting for a decision: a stream, one entry per decision (field `r`: request id). */
+  decisionWakeups(agentId: string): string {
+    return this.#agent(agentId, 'decided');
+  }
+
+  /** The agent's undecided approval requests: a hash, request id -> request (JSON). */
+  approvalRequests(agentId: string): string {
+    return this.#agent(agentId, 'approvals');
+  }
+
+  /** Agents of the queue with undecided approval requests: a set (what `troupe approve` lists). */
+  get approvalAgents(): string {
+    return `${this.prefix}:${this.queue}:approval-agents`;
+  }
+
   /** Present once the agent was cancelled; holds the reason. */
   cancel(agentId: string): string {
     return this.#agent(agentId, 'cancel');

@@ -14,9 +14,11 @@ import type { AuditEvent } from '../../journal/events.ts';
 import { forkedInputs, writeFork } from '../../journal/fork.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
+import type { ApprovalDecision } from '../../protocol/approvals.ts';
 import type { ActorSpec, AgentMessage, HostStats } from '../../protocol/messages.ts';
 import type { AgentJobData, HostCall, WorkerSignal } from '../../protocol/redis.ts';
 import type { Engine, EngineContext, EngineDescription, EngineHost, EngineOptions } from '../engine.ts';
+import { RedisApprovals } from './approvals.ts';
 import { bullConnection, closeRedis, connectRedis, displayUrl, waitForRedis } from './connection.ts';
 import { AGENT_JOB_NAME, CANCEL_FLAG_TTL_MS } from './constants.ts';
 import { answerHostCall } from './host-calls.ts';
@@ -42,6 +44,7 @@ interface Connections {
   /** bullmq's Job class (the module is loaded on connect). */
   readonly jobs: typeof Job;
   readonly inbox: Inbox;
+  readonly approvals: RedisApprovals;
 }
 
 /** The engine's state of one agent it holds. */
@@ -120,6 +123,7 @@ export class RedisEngine implements Engine {
       queue,
       jobs,
       inbox: new Inbox(redis, this.#keys, this.#options.maxPendingInstructions),
+      approvals: new RedisApprovals(redis, this.#keys),
     };
     await queue.waitUntilReady();
     this.#reading = readSupervisorStreams({
@@ -182,6 +186,9 @@ export class RedisEngine implements Engine {
       const delivered = (agent?.sends ?? Promise.resolve()).then(() => this.#instruct(agentId, message.text));
       if (agent) agent.sends = delivered.catch(() => {});
       return delivered;
+    }
+    if (message.type === 'approval') {
+      return this.#decide(agentId, message.requestId, message.decision).then(() => undefined);
     }
     if (!agent) return Promise.resolve(undefined);
     if (agent.state === 'adding') {
@@ -278,6 +285,16 @@ export class RedisEngine implements Engine {
       if (job) await promote(job);
     }
     return sent.index;
+  }
+
+  /** Records a decision (the first one wins) and wakes the agent's job if it is parked on it. */
+  async #decide(agentId: string, requestId: string, decision: ApprovalDecision): Promise<void> {
+    await this.start();
+    const { approvals, queue, jobs } = this.#connected();
+    const result = await approvals.decide(agentId, requestId, decision);
+    if (!result.parked) return;
+    const job = await jobs.fromId(queue, agentId);
+    if (job) await promote(job);
   }
 
   /** Sets the cancel flag, nudges the worker running the agent and wakes a parked job. */

@@ -15,6 +15,7 @@ import { positiveInt } from '../../option-checks.ts';
 import type { AgentJobData } from '../../protocol/redis.ts';
 import { RedisAdmission } from './admission.ts';
 import { processAgentJob } from './agent-job.ts';
+import { RedisApprovals } from './approvals.ts';
 import { BlockingPool } from './blocking-pool.ts';
 import { bullConnection, closeRedis, connectRedis, resolveRedisUrl, waitForRedis } from './connection.ts';
 import {
@@ -163,6 +164,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       pool,
       keys,
       inbox: new Inbox(redis, keys),
+      approvals: new RedisApprovals(redis, keys),
       admission,
       signals,
       resources,

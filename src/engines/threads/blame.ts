@@ -3,7 +3,7 @@
  * before its tool runs, so an agent whose journal ends with a tool call that runs in the thread,
  * started and not finished, was running it when the thread died. Calls that wait elsewhere do not
  * count: `wait_for_instruction` (parked on the main thread), `complete_task` and host tools (run on
- * the supervisor).
+ * the supervisor), and a call waiting for its approval (ApprovalRequested, not yet decided).
  */
 import { open } from 'node:fs/promises';
 
@@ -36,8 +36,9 @@ export async function pendingToolCalls(file: string, elsewhere: ReadonlySet<stri
     return [];
   }
   const started = new Map<string, string>();
+  const awaitingApproval = new Set<string>();
   for (const line of text.split('\n')) {
-    if (!line.includes('"type":"Tool')) continue;
+    if (!line.includes('"type":"Tool') && !line.includes('"type":"Approval')) continue;
     let event: { type?: unknown; callId?: unknown; name?: unknown };
     try {
       event = JSON.parse(line) as typeof event;
@@ -47,8 +48,12 @@ export async function pendingToolCalls(file: string, elsewhere: ReadonlySet<stri
     if (typeof event.callId !== 'string') continue;
     if (event.type === 'ToolCall' && typeof event.name === 'string') started.set(event.callId, event.name);
     else if (event.type === 'ToolResult') started.delete(event.callId);
+    else if (event.type === 'ApprovalRequested') awaitingApproval.add(event.callId);
+    else if (event.type === 'ApprovalDecided') awaitingApproval.delete(event.callId);
   }
-  return [...started.values()].filter((name) => !elsewhere.has(name));
+  return [...started]
+    .filter(([callId, name]) => !elsewhere.has(name) && !awaitingApproval.has(callId))
+    .map(([, name]) => name);
 }
 
 /** {@link pendingToolCalls} of many journals, a bounded number at a time. */

@@ -1,47 +1,66 @@
 /**
  * The supervisor's end of one host's inbox port: parks the host's instruction waits on the agents'
  * mailboxes and posts each answer back the moment it exists, one message per delivery (a delivery
- * is the latency path from `send()` to the agent, so it is never held for a batch). Remembers every
- * wait of its host, so a host that dies leaves no wait parked.
+ * is the latency path from `send()` to the agent, so it is never held for a batch). Approval waits
+ * go the same way: each asks for the decision on one request, which is reported to the supervisor
+ * and answered when the decision is delivered. Remembers every wait of its host, so a host that
+ * dies leaves no wait parked.
  */
+import type { ApprovalRequest } from '../../protocol/approvals.ts';
 import {
   type AdmissionEndpoint,
+  type ApprovalWaitMessage,
   INBOX_NO_TIMEOUT,
   INBOX_WAIT_STRIDE,
+  type InboxDownMessage,
   type InboxRequestMessage,
-  type InstructionDeliveryMessage,
+  type InboxUpMessage,
 } from '../../protocol/messages.ts';
-import type { Deliver, Mailbox } from './mailbox.ts';
+import type { Deliver, DeliverDecision, Mailbox } from './mailbox.ts';
 
 interface ParkedWait {
   readonly mailbox: Mailbox;
   readonly deliver: Deliver;
 }
 
+interface ParkedDecision {
+  readonly mailbox: Mailbox;
+  readonly deliver: DeliverDecision;
+}
+
 /** Serves one host's inbox port. */
 export class InboxServer {
-  readonly #port: AdmissionEndpoint<InboxRequestMessage, InstructionDeliveryMessage>;
+  readonly #port: AdmissionEndpoint<InboxUpMessage, InboxDownMessage>;
   readonly #mailboxOf: (agentId: string) => Mailbox | undefined;
+  readonly #onApproval: (request: ApprovalRequest) => void;
   /** Waits of this host parked on a mailbox, by ticket. */
   readonly #parked = new Map<number, ParkedWait>();
+  /** Approval waits of this host parked on a mailbox, by ticket. */
+  readonly #deciding = new Map<number, ParkedDecision>();
   #closed = false;
 
   /**
    * `mailboxOf` gives the mailbox of a running agent, undefined for an agent that is not running
-   * (its waits are answered null at once).
+   * (its waits are answered null at once). `onApproval` hears every approval wait of a running
+   * agent, before it parks.
    */
   constructor(
-    port: AdmissionEndpoint<InboxRequestMessage, InstructionDeliveryMessage>,
+    port: AdmissionEndpoint<InboxUpMessage, InboxDownMessage>,
     mailboxOf: (agentId: string) => Mailbox | undefined,
+    onApproval: (request: ApprovalRequest) => void = () => {},
   ) {
     this.#port = port;
     this.#mailboxOf = mailboxOf;
-    port.on('message', (message) => this.handle(message));
+    this.#onApproval = onApproval;
+    port.on('message', (message) => {
+      if (message.type === 'inbox') this.handle(message);
+      else this.#handleApproval(message);
+    });
   }
 
-  /** Waits of the host parked now (for tests and diagnostics). */
+  /** Waits of the host parked now, instruction and approval waits (for tests and diagnostics). */
   get parked(): number {
-    return this.#parked.size;
+    return this.#parked.size + this.#deciding.size;
   }
 
   /**
@@ -70,6 +89,34 @@ export class InboxServer {
     this.#closed = true;
     for (const { mailbox, deliver } of this.#parked.values()) mailbox.withdraw(deliver);
     this.#parked.clear();
+    for (const { mailbox, deliver } of this.#deciding.values()) mailbox.withdrawDecision(deliver);
+    this.#deciding.clear();
+  }
+
+  #handleApproval(message: ApprovalWaitMessage): void {
+    if (this.#closed) return;
+    const { ticket } = message;
+    if (message.type === 'approval_abandon') {
+      const parked = this.#deciding.get(ticket);
+      if (parked === undefined) return;
+      this.#deciding.delete(ticket);
+      parked.mailbox.withdrawDecision(parked.deliver);
+      return;
+    }
+    const { request } = message;
+    const mailbox = this.#mailboxOf(request.agentId);
+    if (mailbox === undefined) {
+      this.#port.postMessage({ type: 'decision', ticket, decision: null });
+      return;
+    }
+    const deliver: DeliverDecision = (decision) => {
+      this.#deciding.delete(ticket);
+      if (!this.#closed) this.#port.postMessage({ type: 'decision', ticket, decision });
+    };
+    this.#deciding.set(ticket, { mailbox, deliver });
+    // Reported unless already decided: a decision can only have come from a report seen earlier.
+    if (!mailbox.decided(request.requestId)) this.#onApproval(request);
+    mailbox.awaitDecision(request.requestId, deliver);
   }
 
   #wait(ticket: number, agentId: string, index: number, timeoutMs: number | undefined): void {

@@ -10,10 +10,14 @@
  * journal holds them; a wait after a crash asks for the next one, never an earlier one).
  */
 import { UserError } from '../../errors.ts';
+import type { ApprovalDecision } from '../../protocol/approvals.ts';
 import { DEFAULT_MAX_PENDING_INSTRUCTIONS } from '../actor/limits.ts';
 
 /** Receives the answer to one wait: the instruction, or null (timeout, abandoned). */
 export type Deliver = (text: string | null) => void;
+
+/** Receives the decision on one approval request, or null (the wait was abandoned). */
+export type DeliverDecision = (decision: ApprovalDecision | null) => void;
 
 interface PendingWait {
   readonly index: number;
@@ -28,6 +32,13 @@ export class Mailbox {
   /** Instructions asked for: one more than the highest number a wait asked for. */
   #asked = 0;
   #waiting: PendingWait | undefined;
+  /**
+   * Decisions on the agent's approval requests, by request id: kept until the agent ends, so a
+   * wait repeated after a thread crash gets the decision that arrived meanwhile. At most one per
+   * request the agent made (each needs a tool call, itself bounded by maxSteps).
+   */
+  readonly #decisions = new Map<string, ApprovalDecision>();
+  #deciding: { readonly requestId: string; readonly deliver: DeliverDecision } | undefined;
   readonly #maxPending: number;
   readonly #agentId: string | undefined;
 
@@ -131,12 +142,55 @@ export class Mailbox {
     if (waiting.timer) clearTimeout(waiting.timer);
   }
 
-  /** Ends a parked wait with null (cancel, host death, close). */
+  /** Ends a parked wait (an instruction's or a decision's) with null (cancel, host death, close). */
   abandon(): void {
+    const deciding = this.#deciding;
+    this.#deciding = undefined;
+    deciding?.deliver(null);
     const waiting = this.#waiting;
     if (!waiting) return;
     this.#waiting = undefined;
     if (waiting.timer) clearTimeout(waiting.timer);
     waiting.deliver(null);
+  }
+
+  /**
+   * Records the decision on `requestId` and wakes the wait parked for it. The first decision wins:
+   * false when the request was decided already.
+   */
+  decide(requestId: string, decision: ApprovalDecision): boolean {
+    if (this.#decisions.has(requestId)) return false;
+    this.#decisions.set(requestId, decision);
+    const deciding = this.#deciding;
+    if (deciding?.requestId === requestId) {
+      this.#deciding = undefined;
+      deciding.deliver(decision);
+    }
+    return true;
+  }
+
+  /** Whether `requestId` was decided. */
+  decided(requestId: string): boolean {
+    return this.#decisions.has(requestId);
+  }
+
+  /**
+   * Calls `deliver` with the decision on `requestId`: at once when it was decided already, else
+   * when it is. A new decision wait ends an older parked one with null (an agent asks one at a time).
+   */
+  awaitDecision(requestId: string, deliver: DeliverDecision): void {
+    const ready = this.#decisions.get(requestId);
+    if (ready !== undefined) {
+      deliver(ready);
+      return;
+    }
+    const older = this.#deciding;
+    this.#deciding = { requestId, deliver };
+    older?.deliver(null);
+  }
+
+  /** Drops the parked decision wait `deliver` answers, without answering it (its asker gave up). */
+  withdrawDecision(deliver: DeliverDecision): void {
+    if (this.#deciding?.deliver === deliver) this.#deciding = undefined;
   }
 }

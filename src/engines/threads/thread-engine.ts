@@ -138,7 +138,11 @@ export class ThreadEngine implements Engine {
       callbacks: this.#callbacks(),
       serveAdmission: (_host, port: MessagePort) => new AdmissionServer(this.#admission, admissionKeys, port),
       serveInbox: (_host, port: MessagePort) =>
-        new InboxServer(port, (agentId) => this.#runningMailbox(agentId)),
+        new InboxServer(
+          port,
+          (agentId) => this.#runningMailbox(agentId),
+          (request) => this.#host.report({ type: 'approval', agentId: request.agentId, request }),
+        ),
       onMessage: (host, message) => this.#onHostMessage(host, message),
     });
     this.#pool = pool;
@@ -167,6 +171,10 @@ export class ThreadEngine implements Engine {
     const agent = this.#agents.get(agentId);
     if (!agent) return undefined;
     if (message.type === 'instruction') return agent.mailbox.send(message.text);
+    if (message.type === 'approval') {
+      agent.mailbox.decide(message.requestId, message.decision);
+      return undefined;
+    }
     if (agent.state !== 'running' || !agent.host) {
       this.#release(agent);
       this.#host.ended(agentId, failedOutcome(agentId, 'cancelled', cancelledError(message.reason)));

@@ -1,0 +1,249 @@
+/**
+ * Who answers approval requests on the command line: `--approve` rules first, then, on a terminal,
+ * a person pressing `y` (approve), `n` (deny) or `a` (approve, and every later request of the same
+ * rule this session); off a terminal, nobody: the request is denied (the closing summary lists it).
+ *
+ * The terminal is read only while a request waits, in raw mode so one key answers without Enter;
+ * other agents keep running meanwhile. Raw mode swallows Ctrl-C, so it is passed on as SIGINT.
+ */
+import type { AuditEvent } from '../../journal/events.ts';
+import type { ApprovalDecision, ApprovalRequest } from '../../protocol/approvals.ts';
+import { LINE_EXCERPT_CHARS } from '../../run-dir/constants.ts';
+import { excerpt } from '../../run-dir/format.ts';
+import type { ApprovalAnswer, SessionApprover } from '../../run-dir/session-approvals.ts';
+import { DENY_UNATTENDED } from '../../run-dir/session-approvals.ts';
+import { allowingRule } from '../../tools/permissions.ts';
+
+/** The part of `process.stdin` the terminal approver uses. */
+export interface KeyInput {
+  readonly isTTY?: boolean;
+  setRawMode?(mode: boolean): unknown;
+  on(event: 'data', listener: (chunk: Buffer | string) => void): unknown;
+  off(event: 'data', listener: (chunk: Buffer | string) => void): unknown;
+  resume(): unknown;
+  pause(): unknown;
+}
+
+/** What the denial of a key press says to the model. */
+const DENIED_AT_TERMINAL = 'denied at the terminal';
+
+/** Asks a person at the terminal, one request at a time, oldest first. */
+export class TerminalApprover implements SessionApprover {
+  readonly #input: KeyInput;
+  readonly #interrupt: () => void;
+  readonly #announce: ((request: ApprovalRequest) => void) | undefined;
+  readonly #queue: {
+    readonly request: ApprovalRequest;
+    readonly answer: (answer: ApprovalAnswer) => void;
+  }[] = [];
+  readonly #onData = (chunk: Buffer | string): void => this.#keys(String(chunk));
+  #listening = false;
+
+  /**
+   * `interrupt` runs on Ctrl-C while the terminal is read; `announce` (when given) shows each
+   * request as it becomes the one the keys answer (the live display shows them itself).
+   */
+  constructor(
+    input: KeyInput,
+    options: { interrupt: () => void; announce?: (request: ApprovalRequest) => void },
+  ) {
+    this.#input = input;
+    this.#interrupt = options.interrupt;
+    this.#announce = options.announce;
+  }
+
+  ask(request: ApprovalRequest, answer: (answer: ApprovalAnswer) => void): void {
+    this.#queue.push({ request, answer });
+    if (this.#queue.length === 1) this.#announce?.(request);
+    this.#listen();
+  }
+
+  forget(requestId: string): void {
+    const index = this.#queue.findIndex((entry) => entry.request.requestId === requestId);
+    if (index === -1) return;
+    this.#queue.splice(index, 1);
+    if (index === 0 && this.#queue[0]) this.#announce?.(this.#queue[0].request);
+    if (this.#queue.length === 0) this.#stop();
+  }
+
+  close(): void {
+    this.#queue.length = 0;
+    this.#stop();
+  }
+
+  #keys(text: string): void {
+    for (const key of text) {
+      if (key === '\u0003') {
+        this.#interrupt();
+        continue;
+      }
+      const head = this.#queue[0];
+      if (head === undefined) return;
+      const lower = key.toLowerCase();
+      if (lower !== 'y' && lower !== 'n' && lower !== 'a') continue;
+      this.#queue.shift();
+      if (lower === 'n')
+        head.answer({ approved: false, by: 'person', decider: 'tty', reason: DENIED_AT_TERMINAL });
+      else
+        head.answer({
+          approved: true,
+          by: 'person',
+          decider: 'tty',
+          remember: lower === 'a' ? 'session' : 'call',
+        });
+      // `a` approves the rule's other waiting requests too. A supervisor has approved them already
+      // (remember: 'session'), so its answer to these is a no-op; `troupe run`'s channel needs it.
+      if (lower === 'a') {
+        const rule = head.request.rule;
+        const same = this.#queue.filter((entry) => entry.request.rule === rule);
+        this.#queue.splice(
+          0,
+          this.#queue.length,
+          ...this.#queue.filter((entry) => entry.request.rule !== rule),
+        );
+        for (const entry of same) {
+          entry.answer({
+            approved: true,
+            by: 'rule',
+            decider: `remembered for the session: ${rule}`,
+            remember: 'session',
+          });
+        }
+      }
+      const next = this.#queue[0];
+      if (next) this.#announce?.(next.request);
+      else this.#stop();
+    }
+  }
+
+  #listen(): void {
+    if (this.#listening) return;
+    this.#listening = true;
+    this.#input.setRawMode?.(true);
+    this.#input.on('data', this.#onData);
+    this.#input.resume();
+  }
+
+  #stop(): void {
+    if (!this.#listening) return;
+    this.#listening = false;
+    this.#input.off('data', this.#onData);
+    this.#input.setRawMode?.(false);
+    this.#input.pause();
+  }
+}
+
+/** Answers requests a rule of `rules` allows (`--approve`), and passes the rest to `fallback`. */
+export class RuleApprover implements SessionApprover {
+  readonly #rules: readonly string[];
+  readonly #cwd: string;
+  readonly #fallback: SessionApprover;
+
+  constructor(rules: readonly string[], cwd: string, fallback: SessionApprover) {
+    this.#rules = rules;
+    this.#cwd = cwd;
+    this.#fallback = fallback;
+  }
+
+  ask(request: ApprovalRequest, answer: (answer: ApprovalAnswer) => void): void {
+    allowingRule(this.#rules, request.tool, request.toolArgs, { cwd: this.#cwd }).then(
+      (rule) => {
+        if (rule === undefined) this.#fallback.ask(request, answer);
+        else answer({ approved: true, by: 'rule', decider: `--approve ${rule}` });
+      },
+      () => this.#fallback.ask(request, answer),
+    );
+  }
+
+  forget(requestId: string): void {
+    this.#fallback.forget(requestId);
+  }
+
+  close(): void {
+    this.#fallback.close();
+  }
+}
+
+/** The approver of a command: `--approve` rules, then the terminal when there is one, else a denial. */
+export function commandApprover(options: {
+  readonly approve: readonly string[];
+  readonly cwd: string;
+  /** Read keys from it when it is a terminal. */
+  readonly input: KeyInput | undefined;
+  readonly interrupt: () => void;
+  readonly announce?: (request: ApprovalRequest) => void;
+}): SessionApprover {
+  const { input } = options;
+  const fallback =
+    input?.isTTY === true && typeof input.setRawMode === 'function'
+      ? new TerminalApprover(input, {
+          interrupt: options.interrupt,
+          ...(options.announce ? { announce: options.announce } : {}),
+        })
+      : DENY_UNATTENDED;
+  return options.approve.length > 0 ? new RuleApprover(options.approve, options.cwd, fallback) : fallback;
+}
+
+/**
+ * The approval channel of an agent run in this process (`troupe run`): requests go to `approver`;
+ * a rule approved with `a` is approved without asking for the rest of the run.
+ */
+export function approvalChannel(
+  approver: SessionApprover,
+): (request: ApprovalRequest, signal: AbortSignal) => Promise<ApprovalDecision | null> {
+  const remembered = new Set<string>();
+  return (request, signal) => {
+    if (remembered.has(request.rule)) {
+      return Promise.resolve({
+        approved: true,
+        remember: 'session',
+        by: 'rule',
+        decider: `remembered for the session: ${request.rule}`,
+      });
+    }
+    if (signal.aborted) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      const onAbort = (): void => {
+        approver.forget(request.requestId);
+        resolve(null);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      approver.ask(request, (answer) => {
+        signal.removeEventListener('abort', onAbort);
+        if (answer.approved && answer.remember === 'session') remembered.add(request.rule);
+        const { approved, by, decider } = answer;
+        resolve(
+          answer.approved
+            ? { approved, by, decider, ...(answer.remember ? { remember: answer.remember } : {}) }
+            : { approved, by, decider, ...(answer.reason ? { reason: answer.reason } : {}) },
+        );
+      });
+    });
+  };
+}
+
+/**
+ * Who answers the agents' approval requests: `--approve` rules, then a person at the terminal (the
+ * live display shows what waits), else nobody (denied; the closing summary lists them).
+ */
+export function sessionApprover(approve: readonly string[], cwd: string, json: boolean): SessionApprover {
+  const terminal = !json && process.stdout.isTTY === true && process.stdin.isTTY === true;
+  return commandApprover({
+    approve,
+    cwd,
+    input: terminal ? process.stdin : undefined,
+    interrupt: () => process.kill(process.pid, 'SIGINT'),
+  });
+}
+
+/** What `troupe run` prints when a request becomes the one the keys answer. */
+export function approvalPrompt(request: ApprovalRequest): string {
+  return `approval needed: ${request.tool} ${excerpt(JSON.stringify(request.args), LINE_EXCERPT_CHARS)} (${request.reason})\n  [y] approve  [n] deny  [a] always allow \`${request.rule}\` this run`;
+}
+
+/** `troupe run`'s line for a decision in its journal; undefined for other events. */
+export function approvalEventLine(event: AuditEvent): string | undefined {
+  if (event.type !== 'ApprovalDecided') return undefined;
+  const who = event.by === 'person' ? 'a person' : event.by;
+  return `${event.approved ? 'approved' : 'denied'}: ${event.name} by ${who}${event.decider ? ` (${event.decider})` : ''}${event.reason ? `: ${event.reason}` : ''}`;
+}

@@ -1,0 +1,173 @@
+/**
+ * A tool call waiting for a person: the loop's side of approvals (docs/permissions.md). The request
+ * is journalled (ApprovalRequested), the agent parks on its runner's approval channel until a
+ * decision or the deadline, and the decision is journalled (ApprovalDecided) and made durable
+ * before the tool runs. Parking costs no provider calls and no tokens; what it holds while it waits
+ * is the runner's business (a promise in an actor host; a parked job on Redis).
+ */
+import { followSignal } from '../abort.ts';
+import { canonicalJson, sha256Hex } from '../journal/canonical-json.ts';
+import type { EventOf } from '../journal/events.ts';
+import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
+import type { ApprovalAsk } from '../tools/toolbox.ts';
+import type { RunContext } from './context.ts';
+
+/** How a run waits for decisions. */
+export interface ApprovalSettings {
+  /** How long a request waits; 0 = no limit. */
+  readonly timeoutMs: number;
+  /** What the deadline decides. */
+  readonly onTimeout: 'deny' | 'allow';
+}
+
+/**
+ * The `approve` hook of one call: asks (or, for a resumed agent, asks again under the journalled
+ * request), waits, journals the decision. `earlier` is the call's ApprovalRequested from the journal.
+ */
+export function approvalHook(
+  ctx: RunContext,
+  callId: string,
+  earlier?: EventOf<'ApprovalRequested'>,
+): (ask: ApprovalAsk) => Promise<ApprovalDecision> {
+  return async (ask) => {
+    const request = earlier ? { ...requestOf(earlier), toolArgs: ask.args } : newRequest(ctx, callId, ask);
+    if (!earlier) {
+      ctx.approvalsRequested += 1;
+      ctx.record({
+        type: 'ApprovalRequested',
+        agentId: ctx.agentId,
+        round: ctx.round,
+        callId,
+        requestId: request.requestId,
+        name: request.tool,
+        modelName: request.modelName,
+        args: request.args,
+        argsHash: request.argsHash,
+        rule: request.rule,
+        reason: request.reason,
+        deadline: request.deadline,
+      });
+    }
+    const decision = await awaitDecision(ctx, request);
+    // Cancelled while waiting: nothing was decided; the agent is ending (a retry asks again).
+    if (ctx.signal.aborted) return { approved: false, by: 'policy', reason: 'the agent was cancelled' };
+    recordDecision(ctx, callId, request.tool, request.rule, decision, request.requestId);
+    // The decision must be durable before the tool runs: a restarted agent never asks again for a
+    // decided call, and never runs a denied one.
+    await ctx.journalFlushed();
+    return decision;
+  };
+}
+
+/** Journals a decision (ApprovalDecided). Without `requestId`: a denial no one was asked about. */
+export function recordDecision(
+  ctx: RunContext,
+  callId: string,
+  tool: string,
+  rule: string,
+  decision: ApprovalDecision,
+  requestId?: string,
+): void {
+  ctx.record({
+    type: 'ApprovalDecided',
+    agentId: ctx.agentId,
+    round: ctx.round,
+    callId,
+    ...(requestId === undefined ? {} : { requestId }),
+    name: tool,
+    approved: decision.approved,
+    by: decision.by,
+    ...(decision.decider === undefined ? {} : { decider: decision.decider }),
+    ...(decision.reason === undefined ? {} : { reason: decision.reason }),
+    ...(decision.remember === undefined ? {} : { remember: decision.remember }),
+    rule,
+  });
+}
+
+/** The request an ApprovalRequested event records (`toolArgs`: the call's canonical arguments). */
+export function requestOf(
+  event: EventOf<'ApprovalRequested'>,
+  toolArgs: Readonly<Record<string, unknown>> = event.args,
+): ApprovalRequest {
+  return {
+    requestId: event.requestId,
+    agentId: event.agentId,
+    callId: event.callId,
+    tool: event.name,
+    modelName: event.modelName,
+    args: event.args,
+    toolArgs,
+    argsHash: event.argsHash,
+    rule: event.rule,
+    reason: event.reason,
+    deadline: event.deadline,
+    requestedAt: event.ts,
+  };
+}
+
+function newRequest(ctx: RunContext, callId: string, ask: ApprovalAsk): ApprovalRequest {
+  const { timeoutMs } = ctx.approvalSettings;
+  // Unique per agent and request, and the same whichever runner reads it back from the journal.
+  const requestId = `apr_${sha256Hex(`${ctx.agentId}\n${ctx.approvalsRequested}\n${callId}`).slice(0, 24)}`;
+  return {
+    requestId,
+    agentId: ctx.agentId,
+    callId,
+    tool: ask.tool,
+    modelName: ask.modelName,
+    args: ask.modelArgs,
+    toolArgs: ask.args,
+    argsHash: sha256Hex(canonicalJson(ask.modelArgs)),
+    rule: ask.rule,
+    reason: ask.reason,
+    deadline: timeoutMs > 0 ? Date.now() + timeoutMs : null,
+    requestedAt: new Date().toISOString(),
+  };
+}
+
+/** Parks until a decision arrives, the deadline passes (decided by `onTimeout`) or the agent is cancelled. */
+async function awaitDecision(ctx: RunContext, request: ApprovalRequest): Promise<ApprovalDecision> {
+  const channel = ctx.approvalChannel;
+  if (!channel) {
+    return {
+      approved: false,
+      by: 'unattended',
+      reason:
+        'this agent runs without a supervisor or a person to ask; allow the call with a permissions rule',
+    };
+  }
+  const controller = new AbortController();
+  const unfollow = followSignal(ctx.signal, controller);
+  let timedOut = false;
+  const remaining = request.deadline === null ? undefined : request.deadline - Date.now();
+  const timer =
+    remaining === undefined
+      ? undefined
+      : setTimeout(
+          () => {
+            timedOut = true;
+            controller.abort(new Error('approval timeout'));
+          },
+          Math.max(0, remaining),
+        );
+  try {
+    const decision = await channel(request, controller.signal);
+    if (decision !== null && !timedOut) return decision;
+  } finally {
+    clearTimeout(timer);
+    unfollow();
+  }
+  const { timeoutMs, onTimeout } = ctx.approvalSettings;
+  const waited = timeoutMs > 0 ? `within ${formatWait(timeoutMs)}` : 'before its deadline';
+  return {
+    approved: onTimeout === 'allow',
+    by: 'timeout',
+    reason: `no decision ${waited}${onTimeout === 'allow' ? '; approvals.onTimeout allows it' : ''}`,
+  };
+}
+
+function formatWait(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
+  if (ms % 1000 === 0) return `${ms / 1000} s`;
+  return `${ms} ms`;
+}

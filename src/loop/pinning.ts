@@ -1,0 +1,152 @@
+/**
+ * What an agent runs with, fixed when it starts and recorded in its Started event: the definition
+ * (its text, or its content when it was built in code), the blocks (each range resolved to one
+ * version), the settings values and the model settings. A resumed or restarted agent takes all of
+ * them from the journal: a definition file edited or a block published since changes nothing.
+ */
+import { fileBlockStore } from '../blocks/file-store.ts';
+import { NO_BLOCKS, resolveAgentBlocks } from '../blocks/resolve.ts';
+import type { BlockStore, ResolvedBlocks } from '../blocks/types.ts';
+import { definitionContent, definitionHash, parseDefinition } from '../definition/load.ts';
+import type { AgentDefinition } from '../definition/types.ts';
+import { SystemError, UserError } from '../errors.ts';
+import type { EventOf, StartedDefinition } from '../journal/events.ts';
+import { type ModelSettings, mergeModelSettings } from '../providers/model-settings.ts';
+import type { Provider } from '../providers/types.ts';
+
+const definitionHashes = new WeakMap<AgentDefinition, string>();
+
+/** {@link definitionHash}, computed once per definition object (many agents share one). */
+export function definitionHashOf(definition: AgentDefinition): string {
+  let hash = definitionHashes.get(definition);
+  if (hash === undefined) {
+    hash = definitionHash(definition);
+    definitionHashes.set(definition, hash);
+  }
+  return hash;
+}
+
+/** The definition as the Started event records it: its text when it has one, else its content. */
+export function startedDefinition(definition: AgentDefinition, hash: string): StartedDefinition {
+  return {
+    name: definition.name,
+    hash,
+    path: definition.path,
+    source: definition.source,
+    ...(definition.text === undefined
+      ? { content: definitionContent(definition) }
+      : { text: definition.text }),
+  };
+}
+
+/** The definition a resumed agent runs, and what the resume should say about it. */
+export interface PinnedDefinition {
+  readonly definition: AgentDefinition;
+  /** Set when the definition the resume was given is not the recorded one (its hash and path). */
+  readonly changed?: { readonly hash: string; readonly path?: string };
+  readonly notices: readonly string[];
+}
+
+/**
+ * The definition recorded in `started`, read back: the recorded text parsed the way it was
+ * parsed then, or the recorded content. `given` (the definition as it is now) runs only for a
+ * journal written before troupe recorded definitions. Throws SystemError
+ * `pinned_definition_invalid` when the recorded text no longer parses.
+ */
+export function pinnedDefinition(started: EventOf<'Started'>, given: AgentDefinition): PinnedDefinition {
+  const recorded = started.definition;
+  const givenHash = definitionHashOf(given);
+  const changed = givenHash === recorded.hash ? undefined : { hash: givenHash, path: given.path };
+  const path = recorded.path ?? given.path;
+  const source = recorded.source ?? given.source;
+  if (recorded.text !== undefined) {
+    const parsed = parseDefinition(recorded.text, path, { source, path });
+    if (!parsed.definition) {
+      const first = parsed.errors[0];
+      throw new SystemError(
+        'pinned_definition_invalid',
+        `The definition recorded when agent ${started.agentId} started no longer reads as a definition` +
+          (first ? ` (${first.line}:${first.column}: ${first.message})` : '') +
+          '; resume it with the troupe version that started it',
+        { agentId: started.agentId, path, errors: parsed.errors },
+      );
+    }
+    const hash = definitionHash(parsed.definition);
+    const notices =
+      hash === recorded.hash
+        ? []
+        : [
+            `The recorded definition reads differently with this troupe version (hash ${hash.slice(0, 12)}, recorded ${recorded.hash.slice(0, 12)}); it runs as read now`,
+          ];
+    return { definition: parsed.definition, ...(changed ? { changed } : {}), notices };
+  }
+  if (recorded.content !== undefined) {
+    const definition = { ...recorded.content, source, path, bodyLine: given.bodyLine } as AgentDefinition;
+    return { definition, ...(changed ? { changed } : {}), notices: [] };
+  }
+  return {
+    definition: given,
+    notices: changed
+      ? [
+          'The journal does not record the definition (it was written before troupe pinned definitions): the current definition runs, and it differs from the one the agent started with',
+        ]
+      : [],
+  };
+}
+
+/** The blocks a resumed agent runs with: the settings values recorded in its Started event. */
+export function recordedBlocks(started: EventOf<'Started'>): ResolvedBlocks {
+  return {
+    pinned: started.blocks ?? [],
+    settings: started.settings ?? {},
+    modelSettings: {},
+  };
+}
+
+/** What an agent starting afresh resolves before its Started event. */
+export interface StartSettings {
+  readonly blocks: ResolvedBlocks;
+  readonly modelSettings: ModelSettings;
+  /** Settings the provider does not send (for the Started event's `notices`). */
+  readonly dropped: readonly string[];
+}
+
+/**
+ * Resolves an agent's blocks (unless a supervisor already did) and its model settings, lowest
+ * precedence first: `defaults` (the supervisor's), the definition's model-settings block, the
+ * definition's own keys, then `overrides` (the plan's and the spawn's). Throws the UserError of
+ * `resolveAgentBlocks` for a block that cannot be resolved, and `unsupported_setting` (fields
+ * `provider`, `setting`, `issues`) when the provider cannot send a setting as asked.
+ */
+export async function resolveStartSettings(options: {
+  readonly definition: AgentDefinition;
+  readonly cwd: string;
+  readonly provider: Provider;
+  readonly model: string;
+  readonly blocks?: BlockStore;
+  readonly resolvedBlocks?: ResolvedBlocks;
+  readonly defaults?: ModelSettings;
+  readonly overrides?: ModelSettings;
+}): Promise<StartSettings> {
+  const { definition } = options;
+  const blocks =
+    options.resolvedBlocks ??
+    (await resolveAgentBlocks(definition, options.blocks ?? fileBlockStore({ cwd: options.cwd })));
+  const modelSettings = mergeModelSettings(
+    options.defaults,
+    blocks === NO_BLOCKS ? undefined : blocks.modelSettings,
+    definition.modelSettings,
+    options.overrides,
+  );
+  const issues = options.provider.checkModelSettings?.(modelSettings, options.model) ?? [];
+  const unsupported = issues.filter((issue) => issue.kind === 'unsupported');
+  if (unsupported.length > 0) {
+    throw new UserError('unsupported_setting', unsupported.map((issue) => issue.message).join('\n'), {
+      provider: options.provider.name,
+      setting: unsupported[0]?.setting,
+      issues: unsupported,
+    });
+  }
+  const dropped = issues.filter((issue) => issue.kind === 'dropped').map((issue) => issue.message);
+  return { blocks, modelSettings, dropped };
+}

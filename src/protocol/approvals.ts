@@ -1,0 +1,61 @@
+/**
+ * Approvals as they travel: an agent's request for a person's decision on one tool call, and the
+ * decision. Both cross threads (an actor host's inbox port), processes and machines (Redis), so
+ * they are plain data. See docs/permissions.md.
+ */
+
+/** A tool call waiting for a decision. */
+export interface ApprovalRequest {
+  /** Names the request everywhere (events, `approve`, `deny`, `troupe approve`); derived from agent and call. */
+  readonly requestId: string;
+  readonly agentId: string;
+  /** The provider's id of the tool call. */
+  readonly callId: string;
+  /** Canonical tool name. */
+  readonly tool: string;
+  /** The name the model called it by (after toolNameOverrides). */
+  readonly modelName: string;
+  /** The arguments as the model gave them (model-facing parameter names). */
+  readonly args: Readonly<Record<string, unknown>>;
+  /** The arguments the tool receives (canonical parameter names): what permission rules match. */
+  readonly toolArgs: Readonly<Record<string, unknown>>;
+  /** SHA-256 (hex) of the canonical JSON of `args`: what a decision is about. */
+  readonly argsHash: string;
+  /**
+   * The rule that asked: an `ask` rule as written (`Bash(git push:*)`), or the tool's canonical
+   * name when its permission mode or its own `needsApproval` asked. Remembering a decision for the
+   * session (`remember: 'session'`) approves later asks of the same rule.
+   */
+  readonly rule: string;
+  /** Why it asks, for people: "permissionMode default asks before shell commands". */
+  readonly reason: string;
+  /** Epoch ms at which the request times out; null = no limit. */
+  readonly deadline: number | null;
+  /** ISO 8601 time it was asked. */
+  readonly requestedAt: string;
+}
+
+/** Who or what decided a request. */
+export type ApprovalDecider =
+  /** A person: `handle.approve` / `handle.deny`, a CLI prompt, `troupe approve`. */
+  | 'person'
+  /** A rule answered for a person: a rule remembered for the session, a CLI `--approve` rule. */
+  | 'rule'
+  /** Nobody decided before the request's deadline. */
+  | 'timeout'
+  /** Nobody listens for approvals (no `agent:approval` listener): asks are denied at once. */
+  | 'unattended'
+  /** The agent's permissions changed since it asked (a resumed agent whose call no longer asks). */
+  | 'policy';
+
+/** The decision on one request. */
+export interface ApprovalDecision {
+  readonly approved: boolean;
+  /** Why; a denial's reason is part of the tool result the model sees. */
+  readonly reason?: string;
+  /** `session`: approve later asks of the same rule without asking (every agent of the supervisor). */
+  readonly remember?: 'call' | 'session';
+  readonly by: ApprovalDecider;
+  /** Who exactly: `tty`, `program`, `troupe approve (host:pid)`, the `--approve` rule that answered. */
+  readonly decider?: string;
+}

@@ -1,0 +1,202 @@
+/**
+ * Permissions written in a plan (`permissions:` and `approvals:`) or in a rules file given to the
+ * command line (`--permissions FILE`: the same `permissions` mapping as a YAML or JSON file). Every
+ * rule is parsed where it is written, so a typo is reported at its file:line:column before
+ * anything runs.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { PermissionMode } from '../definition/types.ts';
+import { UserError } from '../errors.ts';
+import { PERMISSION_MODES } from '../tools/permissions.ts';
+import { tryParseRule } from '../tools/rules.ts';
+import { expected, PlanProblems } from './plan-problems.ts';
+import { fieldName, type Segment, YamlSource } from './yaml-source.ts';
+
+/** Permissions of every agent of a run, besides each definition's (docs/permissions.md). */
+export interface RunPermissions {
+  /** Mode of definitions whose `permissionMode` is `default`. */
+  readonly mode?: PermissionMode;
+  readonly allow?: readonly string[];
+  readonly ask?: readonly string[];
+  readonly deny?: readonly string[];
+  /** Lets agents run in `bypassPermissions`. */
+  readonly allowBypass?: boolean;
+}
+
+/** How a run's calls wait for decisions. */
+export interface RunApprovals {
+  /** 0 = no limit. */
+  readonly timeoutMs?: number;
+  readonly onTimeout?: 'deny' | 'allow';
+}
+
+const PERMISSION_KEYS = ['mode', 'allow', 'ask', 'deny', 'allowBypass'] as const;
+const APPROVAL_KEYS = ['timeoutMs', 'onTimeout'] as const;
+
+/** Reports a problem at a path of the document. */
+export type Fail = (path: readonly Segment[], message: string, at?: 'key') => void;
+
+/** Reads `permissions` at `path`; undefined when absent or wrong (each problem reported). */
+export function readRunPermissions(
+  value: unknown,
+  path: readonly Segment[],
+  fail: Fail,
+): RunPermissions | undefined {
+  if (value === undefined) return undefined;
+  if (!isRecord(value)) {
+    fail(path, expected(`a mapping of ${PERMISSION_KEYS.join(', ')}`, value));
+    return undefined;
+  }
+  let ok = true;
+  const result: { -readonly [K in keyof RunPermissions]: RunPermissions[K] } = {};
+  for (const [key, item] of Object.entries(value)) {
+    const at = [...path, key];
+    if (!(PERMISSION_KEYS as readonly string[]).includes(key)) {
+      fail(at, expected(`one of ${PERMISSION_KEYS.join(', ')}`, key), 'key');
+      ok = false;
+    } else if (key === 'mode') {
+      if (typeof item === 'string' && (PERMISSION_MODES as readonly string[]).includes(item)) {
+        result.mode = item as PermissionMode;
+      } else {
+        fail(at, expected(`one of ${PERMISSION_MODES.join(', ')}`, item));
+        ok = false;
+      }
+    } else if (key === 'allowBypass') {
+      if (typeof item === 'boolean') result.allowBypass = item;
+      else {
+        fail(at, expected('true or false', item));
+        ok = false;
+      }
+    } else {
+      const rules = readRules(item, at, fail);
+      if (rules === undefined) ok = false;
+      else result[key as 'allow' | 'ask' | 'deny'] = rules;
+    }
+  }
+  return ok ? result : undefined;
+}
+
+/** Reads `approvals` at `path`. */
+export function readRunApprovals(
+  value: unknown,
+  path: readonly Segment[],
+  fail: Fail,
+): RunApprovals | undefined {
+  if (value === undefined) return undefined;
+  if (!isRecord(value)) {
+    fail(path, expected(`a mapping of ${APPROVAL_KEYS.join(', ')}`, value));
+    return undefined;
+  }
+  let ok = true;
+  const result: { -readonly [K in keyof RunApprovals]: RunApprovals[K] } = {};
+  for (const [key, item] of Object.entries(value)) {
+    const at = [...path, key];
+    if (key === 'timeoutMs' && typeof item === 'number' && Number.isInteger(item) && item >= 0) {
+      result.timeoutMs = item;
+    } else if (key === 'onTimeout' && (item === 'deny' || item === 'allow')) {
+      result.onTimeout = item;
+    } else {
+      ok = false;
+      if (!(APPROVAL_KEYS as readonly string[]).includes(key))
+        fail(at, expected(`one of ${APPROVAL_KEYS.join(', ')}`, key), 'key');
+      else
+        fail(
+          at,
+          expected(key === 'timeoutMs' ? 'a non-negative integer (0 = no limit)' : '`deny` or `allow`', item),
+        );
+    }
+  }
+  return ok ? result : undefined;
+}
+
+function readRules(value: unknown, path: readonly Segment[], fail: Fail): string[] | undefined {
+  if (!Array.isArray(value)) {
+    fail(path, expected('a list of rules such as `Bash(npm test:*)`', value));
+    return undefined;
+  }
+  const rules: string[] = [];
+  let ok = true;
+  value.forEach((item: unknown, index) => {
+    const at = [...path, index];
+    if (typeof item !== 'string') {
+      fail(at, expected('a rule such as `Bash(npm test:*)`', item));
+      ok = false;
+      return;
+    }
+    const parsed = tryParseRule(item);
+    if ('error' in parsed) {
+      fail(at, parsed.error.message);
+      ok = false;
+      return;
+    }
+    rules.push(parsed.rule.raw);
+  });
+  return ok ? rules : undefined;
+}
+
+/**
+ * Reads a rules file (`--permissions FILE`): YAML or JSON holding a `permissions` mapping, or
+ * the mapping itself. Throws UserError `invalid_plan` (every problem, with file:line:column) or
+ * `plan_not_found` when it cannot be read.
+ */
+export function loadPermissionsFile(file: string): RunPermissions {
+  const path = resolve(file);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new UserError(
+      'plan_not_found',
+      `Expected a permissions file at ${path}, could not read it: ${String(error)}`,
+      {
+        file: path,
+      },
+    );
+  }
+  const problems = new PlanProblems();
+  const source = YamlSource.parse(text);
+  if (!(source instanceof YamlSource)) {
+    for (const { position, message } of source.failures) problems.add(path, position, '(yaml)', message);
+    problems.throwIfAny(path);
+    throw new UserError('invalid_plan', `Expected YAML or JSON in ${path}`, { file: path });
+  }
+  const value = source.value();
+  const nested = isRecord(value) && 'permissions' in value;
+  const fail: Fail = (at, message, where) => {
+    const key = at.at(-1);
+    const position =
+      where === 'key' && typeof key === 'string' ? source.keyAt(at.slice(0, -1), key) : source.valueAt(at);
+    problems.add(path, position, fieldName(at), message);
+  };
+  const permissions = readRunPermissions(
+    nested ? value.permissions : value,
+    nested ? ['permissions'] : [],
+    fail,
+  );
+  problems.throwIfAny(path);
+  return permissions ?? {};
+}
+
+/** `extra`'s rules added to `base`'s; its mode and bypass consent win. */
+export function mergeRunPermissions(
+  base: RunPermissions | undefined,
+  extra: RunPermissions | undefined,
+): RunPermissions | undefined {
+  if (extra === undefined) return base;
+  if (base === undefined) return extra;
+  const join = (list: 'allow' | 'ask' | 'deny') => [...(base[list] ?? []), ...(extra[list] ?? [])];
+  const mode = extra.mode ?? base.mode;
+  const allowBypass = extra.allowBypass ?? base.allowBypass;
+  return {
+    ...(mode === undefined ? {} : { mode }),
+    allow: join('allow'),
+    ask: join('ask'),
+    deny: join('deny'),
+    ...(allowBypass === undefined ? {} : { allowBypass }),
+  };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,188 @@
+import { describe, expect, it } from 'vitest';
+import { approvalChannel, commandApprover, type KeyInput } from '../../../src/cli/shared/approvers.ts';
+import type { ApprovalRequest } from '../../../src/protocol/approvals.ts';
+import type { ApprovalAnswer } from '../../../src/run-dir/session-approvals.ts';
+
+/** A terminal that records raw mode and lets the test type keys. */
+class FakeTerminal implements KeyInput {
+  readonly isTTY = true;
+  raw = false;
+  reading = false;
+  readonly #listeners = new Set<(chunk: Buffer | string) => void>();
+
+  setRawMode(mode: boolean): void {
+    this.raw = mode;
+  }
+  on(_event: 'data', listener: (chunk: Buffer | string) => void): void {
+    this.#listeners.add(listener);
+  }
+  off(_event: 'data', listener: (chunk: Buffer | string) => void): void {
+    this.#listeners.delete(listener);
+  }
+  resume(): void {
+    this.reading = true;
+  }
+  pause(): void {
+    this.reading = false;
+  }
+  type(keys: string): void {
+    for (const listener of [...this.#listeners]) listener(keys);
+  }
+  get listening(): boolean {
+    return this.#listeners.size > 0;
+  }
+}
+
+function request(requestId: string, rule: string, toolArgs: Record<string, unknown> = {}): ApprovalRequest {
+  return {
+    requestId,
+    agentId: 'agent-1',
+    callId: `call-${requestId}`,
+    tool: 'run_terminal_cmd',
+    modelName: 'run_terminal_cmd',
+    args: toolArgs,
+    toolArgs,
+    argsHash: 'hash',
+    rule,
+    reason: 'why',
+    deadline: null,
+    requestedAt: new Date(0).toISOString(),
+  };
+}
+
+function answers() {
+  const got: [string, ApprovalAnswer][] = [];
+  return { got, to: (id: string) => (answer: ApprovalAnswer) => got.push([id, answer]) };
+}
+
+describe('the terminal approver', () => {
+  it('answers the oldest request per key, reads the terminal in raw mode only while requests wait', () => {
+    const terminal = new FakeTerminal();
+    const announced: string[] = [];
+    const approver = commandApprover({
+      approve: [],
+      cwd: '/tmp',
+      input: terminal,
+      interrupt: () => {},
+      announce: (r) => announced.push(r.requestId),
+    });
+    const { got, to } = answers();
+    expect(terminal.raw).toBe(false);
+    approver.ask(request('r1', 'Bash(git push:*)'), to('r1'));
+    approver.ask(request('r2', 'Bash(rm:*)'), to('r2'));
+    expect(terminal.raw).toBe(true);
+    expect(terminal.reading).toBe(true);
+    expect(announced).toEqual(['r1']);
+
+    terminal.type('x'); // not an answer
+    expect(got).toEqual([]);
+    terminal.type('y');
+    expect(got).toEqual([['r1', { approved: true, by: 'person', decider: 'tty', remember: 'call' }]]);
+    expect(announced).toEqual(['r1', 'r2']);
+    terminal.type('N');
+    expect(got[1]).toEqual([
+      'r2',
+      { approved: false, by: 'person', decider: 'tty', reason: 'denied at the terminal' },
+    ]);
+    expect(terminal.raw).toBe(false);
+    expect(terminal.listening).toBe(false);
+    expect(terminal.reading).toBe(false);
+  });
+
+  it("`a` approves for the session and drops the rule's other waiting requests; Ctrl-C interrupts", () => {
+    const terminal = new FakeTerminal();
+    let interrupts = 0;
+    const approver = commandApprover({
+      approve: [],
+      cwd: '/tmp',
+      input: terminal,
+      interrupt: () => {
+        interrupts += 1;
+      },
+    });
+    const { got, to } = answers();
+    approver.ask(request('r1', 'Bash(git push:*)'), to('r1'));
+    approver.ask(request('r2', 'Bash(git push:*)'), to('r2'));
+    approver.ask(request('r3', 'Bash(rm:*)'), to('r3'));
+    terminal.type('\u0003');
+    expect(interrupts).toBe(1);
+    terminal.type('a');
+    // r2 has the same rule: approved with it, not asked about.
+    expect(got).toEqual([
+      ['r1', { approved: true, by: 'person', decider: 'tty', remember: 'session' }],
+      [
+        'r2',
+        {
+          approved: true,
+          by: 'rule',
+          decider: 'remembered for the session: Bash(git push:*)',
+          remember: 'session',
+        },
+      ],
+    ]);
+    terminal.type('n');
+    expect(got.map(([id, answer]) => [id, answer.approved])).toEqual([
+      ['r1', true],
+      ['r2', true],
+      ['r3', false],
+    ]);
+    expect(terminal.raw).toBe(false);
+  });
+
+  it('a forgotten request (decided elsewhere, timed out) is not answered by the next key', () => {
+    const terminal = new FakeTerminal();
+    const approver = commandApprover({ approve: [], cwd: '/tmp', input: terminal, interrupt: () => {} });
+    const { got, to } = answers();
+    approver.ask(request('r1', 'Bash'), to('r1'));
+    approver.ask(request('r2', 'Bash'), to('r2'));
+    approver.forget('r1');
+    terminal.type('y');
+    expect(got.map(([id]) => id)).toEqual(['r2']);
+    approver.close();
+    expect(terminal.raw).toBe(false);
+  });
+
+  it('off a terminal every request is denied; --approve rules approve what they allow', async () => {
+    const approver = commandApprover({
+      approve: ['Bash(npm test:*)'],
+      cwd: '/tmp',
+      input: undefined,
+      interrupt: () => {},
+    });
+    const decide = (r: ApprovalRequest): Promise<ApprovalAnswer> =>
+      new Promise((resolve) => approver.ask(r, resolve));
+    expect(await decide(request('r1', 'Bash', { command: 'npm test -- --run' }))).toEqual({
+      approved: true,
+      by: 'rule',
+      decider: '--approve Bash(npm test:*)',
+    });
+    // allow semantics: every part of the command must be allowed.
+    expect(await decide(request('r2', 'Bash', { command: 'npm test && git push' }))).toMatchObject({
+      approved: false,
+      by: 'rule',
+      decider: 'no terminal',
+    });
+  });
+
+  it("troupe run's channel remembers a rule approved with `a` for the rest of the run", async () => {
+    const terminal = new FakeTerminal();
+    const approver = commandApprover({ approve: [], cwd: '/tmp', input: terminal, interrupt: () => {} });
+    const channel = approvalChannel(approver);
+    const signal = new AbortController().signal;
+    const first = channel(request('r1', 'Bash(git push:*)'), signal);
+    terminal.type('a');
+    expect(await first).toMatchObject({ approved: true, remember: 'session', by: 'person' });
+    expect(await channel(request('r2', 'Bash(git push:*)'), signal)).toMatchObject({
+      approved: true,
+      by: 'rule',
+    });
+    expect(terminal.listening).toBe(false);
+    // An aborted wait (the run was cancelled) resolves with no decision and stops reading keys.
+    const controller = new AbortController();
+    const third = channel(request('r3', 'Bash(rm:*)'), controller.signal);
+    expect(terminal.listening).toBe(true);
+    controller.abort();
+    expect(await third).toBeNull();
+    expect(terminal.listening).toBe(false);
+  });
+});
