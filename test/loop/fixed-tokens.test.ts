@@ -5,7 +5,14 @@ import type { TokenCounter } from '../../src/projection/token-counter.ts';
 /** A counter that counts characters and remembers what it was asked. */
 function countingCounter(name: string): TokenCounter & { readonly asked: string[] } {
   const asked: string[] = [];
-  return { name, asked, count: (text) => (asked.push(text), text.length) };
+  return {
+    name,
+    asked,
+    count: (text) => {
+      asked.push(text);
+      return text.length;
+    },
+  };
 }
 
 describe('fixed token counts', () => {
