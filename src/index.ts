@@ -296,6 +296,8 @@ export type { RedisSupervisorOptions } from './supervisor/redis-supervisor.ts';
 export { RedisSupervisor } from './supervisor/redis-supervisor.ts';
 export type { SpawnOptions } from './supervisor/spawn-options.ts';
 export { Supervisor } from './supervisor/supervisor.ts';
+// Telemetry
+export type { TracingOptions } from './telemetry/agent-tracing.ts';
 // Tools
 export { builtinTools, createToolRegistry } from './tools/builtin/index.ts';
 export type { CompleteTaskArgs, ToolExecute, WaitForInstructionArgs } from './tools/builtin/orchestration.ts';

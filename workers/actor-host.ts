@@ -326,8 +326,8 @@ class ActorHost {
   async #loadTools(): Promise<ToolRegistry> {
     return createToolRegistry([
       ...(await loadToolModules(this.#config.toolModules, this.#modules)),
-      ...hostToolProxies(this.#config.hostTools, (agentId, name, args) =>
-        this.#supervisor.callHostTool(agentId, name, args),
+      ...hostToolProxies(this.#config.hostTools, (agentId, name, args, _signal, callId) =>
+        this.#supervisor.callHostTool(agentId, name, args, callId),
       ),
     ]);
   }

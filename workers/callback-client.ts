@@ -58,8 +58,13 @@ export class CallbackClient implements SupervisorCallbackApi {
     }>;
   }
 
-  callHostTool(agentId: string, name: string, args: Readonly<Record<string, unknown>>): Promise<ToolOutcome> {
-    return this.#call({ method: 'callHostTool', agentId, name, args }) as Promise<ToolOutcome>;
+  callHostTool(
+    agentId: string,
+    name: string,
+    args: Readonly<Record<string, unknown>>,
+    callId?: string,
+  ): Promise<ToolOutcome> {
+    return this.#call({ method: 'callHostTool', agentId, name, args, callId }) as Promise<ToolOutcome>;
   }
 
   #call(call: Unnumbered<HostCall>): Promise<unknown> {

@@ -51,9 +51,15 @@ export const COMMAND_HELP = {
       'Uses the simulated model when no API key is set.',
   },
   report: {
-    term: 'report [options] <run-dir>',
+    term: 'report [options] <run-dir|journal>',
     description:
-      'Summarise a fan-out run directory: a table in the terminal, or one self-contained HTML file.',
+      "Summarise a fan-out run directory (or one agent's journal): a table in the terminal, or one " +
+      "self-contained HTML file with a timeline and every agent's transcript.",
+  },
+  show: {
+    term: 'show [options] <run-dir|journal> [agent]',
+    description:
+      "Print one agent's transcript: requests, tool calls with arguments and results, waits, restarts, outcome.",
   },
   score: {
     term: 'score [options] <run-dir>',

@@ -18,6 +18,7 @@ import { agentIdFor, newRunId, type RunPlan } from '../run-dir/run-plan.ts';
 import { buildTimeline } from '../run-dir/timeline.ts';
 import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
+import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
 /** troupe's own folder: a clone, or `node_modules/troupe` (the package ships `examples/`). */
 const REPO_ROOT = PACKAGE_ROOT;
@@ -27,21 +28,21 @@ const ORCHESTRATOR = join(EXAMPLES, 'orchestrator');
 export const DEMO_WORKERS = 8;
 const REVIEWABLE = /\.(ts|md|yaml|jsonl)$/;
 
-interface DemoFlags {
+interface DemoFlags extends OtlpFlags {
   readonly out?: string;
   readonly json?: boolean;
 }
 
 /** Registers `troupe demo` on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
-  program
+  const command = program
     .command('demo')
     .description(COMMAND_HELP.demo.description)
     .option('--out <dir>', 'run directory (default: .troupe/runs/<timestamp>-<id>)')
-    .option('--json', 'print JSONL events instead of progress')
-    .action(async (flags: DemoFlags) => {
-      setExit(await demo(flags, io));
-    });
+    .option('--json', 'print JSONL events instead of progress');
+  otlpOptions(command).action(async (flags: DemoFlags) => {
+    setExit(await demo(flags, io));
+  });
 }
 
 /** Runs the demo and resolves to its exit code. */
@@ -94,16 +95,20 @@ export async function demo(flags: DemoFlags, io: CliIO): Promise<number> {
   const root = flags.out === undefined ? defaultRunDir(process.cwd(), runId) : resolve(flags.out);
   const writer = RunDirWriter.create(root, plan);
   const first = plan.runs[0];
-  const { exitCode } = await executeSession({
-    plan,
-    writer,
-    work: first ? [{ run: first, agentId: first.agentId, attempt: 1, resume: false }] : [],
-    kind: 'demo',
-    definitions: await loadAgentDefinitions(agentFiles),
-    json: flags.json === true,
-    closing: false,
-    io,
-  });
+  const definitions = await loadAgentDefinitions(agentFiles);
+  const { exitCode } = await withTelemetry(flags, io, 'demo', (supervisor) =>
+    executeSession({
+      plan,
+      writer,
+      work: first ? [{ run: first, agentId: first.agentId, attempt: 1, resume: false }] : [],
+      kind: 'demo',
+      definitions,
+      json: flags.json === true,
+      closing: false,
+      io,
+      supervisor,
+    }),
+  );
   if (flags.json !== true) {
     const contents = readRunDir(root);
     io.stdout(`\n${reportText(contents, buildTimeline(contents), process.stdout.columns || 120)}`);

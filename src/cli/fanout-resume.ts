@@ -16,6 +16,7 @@ import { runLimitsOf } from '../run-dir/run-plan.ts';
 import { sessionApprover } from './shared/approvers.ts';
 import { redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
+import { type OtlpFlags, withTelemetry } from './shared/telemetry.ts';
 
 /** Options of {@link resumeRunDir}. */
 export interface ResumeRunDirOptions {
@@ -27,6 +28,8 @@ export interface ResumeRunDirOptions {
   readonly retry?: ReadonlySet<FailureReason>;
   /** Redis URL of a run on the redis engine. @default TROUPE_REDIS_URL */
   readonly redisUrl?: string;
+  /** Export traces (`--otlp`, `--otlp-content`; else the OTEL_* variables). */
+  readonly otlp?: OtlpFlags;
   /** `--approve` rules: requests they allow are approved without asking. @default none */
   readonly approve?: readonly string[];
 }
@@ -57,19 +60,21 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
 `,
     );
   }
-  const { exitCode } = await executeSession({
-    plan,
-    writer,
-    work: decision.work,
-    kind: 'resume',
-    existing: contents.results,
-    recovered: decision.recovered,
-    previousSessions: contents.summary?.sessions ?? [],
-    definitions,
-    json: options.json === true,
-    io,
-    ...(supervisor ? { supervisor } : {}),
-    approver: sessionApprover(options.approve ?? [], plan.cwd, options.json === true),
-  });
+  const { exitCode } = await withTelemetry(options.otlp ?? {}, io, plan.name ?? 'resume', (tracing) =>
+    executeSession({
+      plan,
+      writer,
+      work: decision.work,
+      kind: 'resume',
+      existing: contents.results,
+      recovered: decision.recovered,
+      previousSessions: contents.summary?.sessions ?? [],
+      definitions,
+      json: options.json === true,
+      io,
+      supervisor: { ...supervisor, ...tracing },
+      approver: sessionApprover(options.approve ?? [], plan.cwd, options.json === true),
+    }),
+  );
   return exitCode;
 }

@@ -23,8 +23,9 @@ import {
   modelSettingsFromFlags,
 } from './shared/model-flags.ts';
 import { commandPermissions, type PermissionFlags, permissionOptions } from './shared/permission-flags.ts';
+import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
-interface FanoutFlags extends ModelSettingsFlags, PermissionFlags {
+interface FanoutFlags extends ModelSettingsFlags, PermissionFlags, OtlpFlags {
   readonly threads?: number;
   readonly isolation?: 'shared' | 'thread';
   readonly concurrency?: number;
@@ -73,7 +74,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       nonNegativeInt,
     );
   addModelSettingsOptions(
-    permissionOptions(command),
+    permissionOptions(otlpOptions(command)),
     "every agent: over the plan's and the definitions' modelSettings, under a run's own",
   ).action(async (planFile: string, flags: FanoutFlags) => {
     setExit(await fanout(planFile, flags, io));
@@ -124,17 +125,19 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     flags.out === undefined ? defaultRunDir(cwd, runPlan.runId) : resolve(flags.out),
     runPlan,
   );
-  const { exitCode } = await executeSession({
-    plan: runPlan,
-    writer,
-    work: runPlan.runs.map((run) => ({ run, agentId: run.agentId, attempt: 1, resume: false })),
-    kind: 'fanout',
-    definitions,
-    json: flags.json === true,
-    io,
-    ...(supervisor ? { supervisor } : {}),
-    approver: sessionApprover(asked.approve, runPlan.cwd, flags.json === true),
-  });
+  const { exitCode } = await withTelemetry(flags, io, runPlan.name ?? 'fanout', (tracing) =>
+    executeSession({
+      plan: runPlan,
+      writer,
+      work: runPlan.runs.map((run) => ({ run, agentId: run.agentId, attempt: 1, resume: false })),
+      kind: 'fanout',
+      definitions,
+      json: flags.json === true,
+      io,
+      supervisor: { ...supervisor, ...tracing },
+      approver: sessionApprover(asked.approve, runPlan.cwd, flags.json === true),
+    }),
+  );
   return exitCode;
 }
 

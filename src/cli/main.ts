@@ -24,6 +24,7 @@ const LOADERS: Readonly<Record<CommandName, () => Promise<CommandModule>>> = {
   verify: () => import('./verify.ts'),
   fanout: () => import('./fanout.ts'),
   report: () => import('./report.ts'),
+  show: () => import('./show.ts'),
   score: () => import('./score.ts'),
   compare: () => import('./compare.ts'),
   demo: () => import('./demo.ts'),

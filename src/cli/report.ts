@@ -1,14 +1,18 @@
-/** `troupe report RUN_DIR [--html FILE] [--json]`: what a fan-out run did, in the terminal or as one HTML file. */
+/**
+ * `troupe report RUN_DIR|JOURNAL [--html FILE] [--json]`: what a fan-out run (or one agent's
+ * journal) did, in the terminal or as one self-contained HTML file with every agent's transcript.
+ */
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { terminalJson } from '../run-dir/format.ts';
-import { renderHtmlReport } from '../run-dir/html-report.ts';
-import { reportText, runSummaryOf } from '../run-dir/report-text.ts';
+import { journalPage, renderHtmlReport, runPage } from '../run-dir/html-report.ts';
+import { journalReportText, reportText, runSummaryOf } from '../run-dir/report-text.ts';
 import { readRunDir } from '../run-dir/run-dir.ts';
 import { buildTimeline } from '../run-dir/timeline.ts';
 import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
+import { agentSummaryJson, isJournalFile, readJournalTimeline } from './shared/report-source.ts';
 
 interface ReportFlags {
   readonly html?: string;
@@ -20,21 +24,36 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
   program
     .command('report')
     .description(COMMAND_HELP.report.description)
-    .argument('<run-dir>', 'run directory (.troupe/runs/<id>)')
-    .option('--html <file>', 'write a self-contained HTML report (timeline, token and cost charts, failures)')
+    .argument('<run-dir|journal>', 'run directory (.troupe/runs/<id>) or one agent journal (.jsonl)')
+    .option(
+      '--html <file>',
+      "write a self-contained HTML report (timeline, charts, failures, every agent's transcript)",
+    )
     .option('--json', 'print the summary as JSON')
-    .action((dir: string, flags: ReportFlags) => {
-      const contents = readRunDir(dir);
-      const timeline = buildTimeline(contents);
-      if (flags.html !== undefined) {
-        const file = resolve(flags.html);
-        writeFileSync(file, renderHtmlReport(contents, timeline));
-        if (!flags.json) io.stdout(`troupe: wrote ${file}\n`);
+    .action((target: string, flags: ReportFlags) => {
+      const html = flags.html === undefined ? undefined : resolve(flags.html);
+      if (isJournalFile(target)) {
+        const file = resolve(target);
+        const timeline = readJournalTimeline(file, { inputs: html !== undefined });
+        if (html !== undefined) {
+          writeFileSync(html, renderHtmlReport(journalPage(file, timeline), timeline));
+          if (!flags.json) io.stdout(`troupe: wrote ${html}\n`);
+        }
+        if (flags.json) io.stdout(`${terminalJson(agentSummaryJson(timeline), 2)}\n`);
+        else if (html === undefined)
+          io.stdout(journalReportText(file, timeline, process.stdout.columns || 120));
+        return;
+      }
+      const contents = readRunDir(target);
+      const timeline = buildTimeline(contents, { inputs: html !== undefined });
+      if (html !== undefined) {
+        writeFileSync(html, renderHtmlReport(runPage(contents), timeline));
+        if (!flags.json) io.stdout(`troupe: wrote ${html}\n`);
       }
       if (flags.json) {
         io.stdout(`${terminalJson(runSummaryOf(contents), 2)}\n`);
         return;
       }
-      if (flags.html === undefined) io.stdout(reportText(contents, timeline, process.stdout.columns || 120));
+      if (html === undefined) io.stdout(reportText(contents, timeline, process.stdout.columns || 120));
     });
 }

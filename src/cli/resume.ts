@@ -13,8 +13,9 @@ import { resumeRunDir } from './fanout-resume.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import { prepareResume } from './shared/session.ts';
+import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
-interface ResumeFlags {
+interface ResumeFlags extends OtlpFlags {
   readonly json?: boolean;
   readonly cwd?: string;
   readonly maxRunTokens?: number;
@@ -43,7 +44,7 @@ function reasons(value: string): FailureReason[] {
 
 /** Registers `troupe resume` on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
-  program
+  const command = program
     .command('resume')
     .description(COMMAND_HELP.resume.description)
     .argument('<journal>', 'journal file of the agent, or a run directory')
@@ -63,7 +64,8 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       'with --retry-failed: only agents failed for these reasons, comma-separated (default: all but cancelled and invalid_request)',
       reasons,
     )
-    .option('--redis <url>', 'Redis URL of a run made with --backend redis (default: TROUPE_REDIS_URL)')
+    .option('--redis <url>', 'Redis URL of a run made with --backend redis (default: TROUPE_REDIS_URL)');
+  otlpOptions(command)
     .option(
       '--approve <rule>',
       'approve requests matching this rule without asking (repeatable); off a terminal every other request is denied',
@@ -85,6 +87,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
           ...(retry ? { retry } : {}),
           ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }),
           ...(flags.approve === undefined ? {} : { approve: flags.approve }),
+          otlp: flags,
         };
         setExit(await resumeRunDir(path, options, io));
         return;
@@ -100,7 +103,11 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         journal: path,
         ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
       });
-      setExit(await executeLive(session, io, { json, approve: flags.approve ?? [] }));
+      setExit(
+        await withTelemetry(flags, io, 'resume', ({ tracing }) =>
+          executeLive(session, io, { json, approve: flags.approve ?? [], ...(tracing ? { tracing } : {}) }),
+        ),
+      );
     });
 }
 

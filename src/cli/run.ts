@@ -16,8 +16,9 @@ import {
 } from './shared/model-flags.ts';
 import { commandPermissions, type PermissionFlags, permissionOptions } from './shared/permission-flags.ts';
 import { prepareRun } from './shared/session.ts';
+import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
-interface RunFlags extends ModelSettingsFlags, PermissionFlags {
+interface RunFlags extends ModelSettingsFlags, PermissionFlags, OtlpFlags {
   readonly task: string;
   readonly provider?: string;
   readonly model?: string;
@@ -58,31 +59,37 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     )
     .option('--max-cost <usd>', 'cost budget in USD (default: none; needs a priced model)', nonNegativeNumber)
     .option('--time-limit <ms>', 'wall-clock limit in ms (default: none)', nonNegativeInteger);
-  addModelSettingsOptions(permissionOptions(command), "over the definition's modelSettings").action(
-    async (agent: string, flags: RunFlags) => {
-      const asked = commandPermissions(flags);
-      const permissions = {
-        ...(asked.permissions ?? {}),
-        ...(asked.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: asked.approvalTimeoutMs }),
-      };
-      const session = await prepareRun({
-        agent,
-        task: flags.task,
-        cwd: resolve(flags.cwd ?? process.cwd()),
-        ...(flags.provider === undefined ? {} : { provider: flags.provider }),
-        ...(flags.model === undefined ? {} : { model: flags.model }),
-        ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
-        ...(flags.journal === undefined ? {} : { journal: resolve(flags.journal) }),
-        ...(flags.maxSteps === undefined ? {} : { maxSteps: flags.maxSteps }),
-        ...(flags.maxTokens === undefined ? {} : { maxTokens: flags.maxTokens }),
-        ...(flags.maxCost === undefined ? {} : { maxCostUsd: flags.maxCost }),
-        ...(flags.timeLimit === undefined ? {} : { wallClockMs: flags.timeLimit }),
-        modelSettings: modelSettingsFromFlags(flags),
-        permissions,
-      });
-      setExit(await executeLive(session, io, { json: flags.json === true, approve: asked.approve }));
-    },
-  );
+  addModelSettingsOptions(
+    permissionOptions(otlpOptions(command)),
+    "over the definition's modelSettings",
+  ).action(async (agent: string, flags: RunFlags) => {
+    const asked = commandPermissions(flags);
+    const permissions = {
+      ...(asked.permissions ?? {}),
+      ...(asked.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: asked.approvalTimeoutMs }),
+    };
+    const session = await prepareRun({
+      agent,
+      task: flags.task,
+      cwd: resolve(flags.cwd ?? process.cwd()),
+      ...(flags.provider === undefined ? {} : { provider: flags.provider }),
+      ...(flags.model === undefined ? {} : { model: flags.model }),
+      ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
+      ...(flags.journal === undefined ? {} : { journal: resolve(flags.journal) }),
+      ...(flags.maxSteps === undefined ? {} : { maxSteps: flags.maxSteps }),
+      ...(flags.maxTokens === undefined ? {} : { maxTokens: flags.maxTokens }),
+      ...(flags.maxCost === undefined ? {} : { maxCostUsd: flags.maxCost }),
+      ...(flags.timeLimit === undefined ? {} : { wallClockMs: flags.timeLimit }),
+      modelSettings: modelSettingsFromFlags(flags),
+      permissions,
+    });
+    const json = flags.json === true;
+    setExit(
+      await withTelemetry(flags, io, `run ${agent}`, ({ tracing }) =>
+        executeLive(session, io, { json, approve: asked.approve, ...(tracing ? { tracing } : {}) }),
+      ),
+    );
+  });
 }
 
 function nonNegativeInteger(value: string): number {

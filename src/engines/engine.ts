@@ -81,8 +81,16 @@ export interface EngineHost {
   lost(agentId: string, cause: SerializedError): 'restart' | 'ended';
   /** The agent called `complete_task` (engines whose agents ask the supervisor). */
   completeTask(agentId: string, result: unknown): Promise<CompleteTaskAnswer>;
-  /** The agent called a host tool: a user host tool or an orchestration tool. */
-  callHostTool(agentId: string, name: string, args: Readonly<Record<string, unknown>>): Promise<ToolOutcome>;
+  /**
+   * The agent called a host tool: a user host tool or an orchestration tool. `callId` is the
+   * model's id of the call (for tracing); absent from redis workers of troupe 0.3.
+   */
+  callHostTool(
+    agentId: string,
+    name: string,
+    args: Readonly<Record<string, unknown>>,
+    callId?: string,
+  ): Promise<ToolOutcome>;
   emit<K extends keyof EngineEvents>(name: K, ...args: EngineEvents[K]): void;
 }
 

@@ -83,6 +83,7 @@ export async function runToolCall(
   const result: ToolOutcome & Pick<ToolCallResult, 'denied'> = await untilAborted(
     ctx.toolbox.call(modelName, args, {
       signal: ctx.signal,
+      callId,
       fitsState: (key, text) => ctx.projection.fitsState(key, text, ctx.renderBudget),
       approve,
     }),

@@ -33,6 +33,7 @@ import type { StartedWarning } from '../journal/events.ts';
 import type { AgentLimits, AgentOutcome } from '../loop/types.ts';
 import type { McpServers } from '../mcp/config.ts';
 import type { ModelSettings } from '../providers/model-settings.ts';
+import type { Receipt, StopReason, ToolChoice } from '../providers/types.ts';
 import type { AgentPermissions } from '../tools/permissions.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 import type { ApprovalDecision, ApprovalRequest } from './approvals.ts';
@@ -159,7 +160,95 @@ export interface ActorSpec {
   readonly blocks?: ResolvedBlocks;
   /** Permissions besides the definition's (rules, mode, bypass consent, approval timeout). */
   readonly permissions: AgentPermissions;
+  /**
+   * Set when the supervisor traces the agent: the runner forwards {@link TraceEvent}s and runs the
+   * agent inside this context, so spans its tools make join the agent's trace.
+   */
+  readonly trace?: ActorTraceContext;
 }
+
+/**
+ * The trace context of an agent's `invoke_agent` span, carried in its spec to the thread or (in
+ * the job data) to the redis worker that runs it.
+ */
+export interface ActorTraceContext {
+  /** W3C `traceparent` of the agent's span: `00-<trace id>-<span id>-<flags>`. */
+  readonly traceparent: string;
+  /**
+   * Forward content with the trace events (the task, system prompt, tool arguments and results,
+   * the model's text, instructions), masked with `redactValue`. Off unless asked for.
+   */
+  readonly captureContent: boolean;
+}
+
+/**
+ * What the supervisor's tracing learns of one audit event: its timing and figures, and content
+ * only when the agent's {@link ActorTraceContext.captureContent} is set. Built where the agent runs
+ * (src/telemetry/trace-events.ts); spans are made from them on the supervisor.
+ */
+export type TraceEvent =
+  | {
+      readonly type: 'Started';
+      readonly provider: string;
+      readonly model: string;
+      readonly definition: string;
+      readonly content?: {
+        readonly task: string;
+        readonly systemPrompt: string;
+        readonly context: readonly string[];
+      };
+    }
+  | {
+      readonly type: 'InferenceSubmitted';
+      readonly round: number;
+      readonly step: number | undefined;
+      readonly request: number;
+      readonly estimatedTokens: number;
+      /** Tools offered. */
+      readonly tools: number;
+      readonly toolChoice?: ToolChoice;
+      readonly captureFor?: string;
+    }
+  | {
+      readonly type: 'ProviderReceipt';
+      readonly round: number;
+      readonly step: number | undefined;
+      readonly receipt: Receipt;
+      readonly stopReason?: StopReason;
+      readonly errorCode?: string;
+    }
+  /** The model's own text (content only). */
+  | { readonly type: 'Text'; readonly round: number; readonly text: string }
+  | {
+      readonly type: 'ToolCall';
+      readonly round: number;
+      readonly callId: string;
+      readonly name: string;
+      readonly modelName: string;
+      /** Arguments (content only). */
+      readonly args?: unknown;
+    }
+  | {
+      readonly type: 'ToolResult';
+      readonly callId: string;
+      readonly name: string;
+      readonly ok: boolean;
+      readonly refused: boolean;
+      readonly projectionAccepted: boolean;
+      /** The agent a `spawn_agent` call started. */
+      readonly child?: string;
+      /** The result text (content only). */
+      readonly text?: string;
+    }
+  | { readonly type: 'Waiting'; readonly callId: string; readonly index: number }
+  | {
+      readonly type: 'Instructed';
+      readonly callId: string | undefined;
+      readonly index: number;
+      /** The instruction (content only). */
+      readonly text?: string;
+    }
+  | { readonly type: 'Resumed'; readonly nextRound: number; readonly pendingCallIds: readonly string[] };
 
 /** Host memory and load, answered to every heartbeat. */
 export interface HostStats {
@@ -194,7 +283,13 @@ export interface SupervisorCallbackApi {
   /** A provider answered 429: pause that key for every agent. */
   reportRateLimit(providerKey: string, retryAfterMs: number): void;
   completeTask(agentId: string, result: unknown): Promise<{ accepted: boolean; message?: string }>;
-  callHostTool(agentId: string, name: string, args: Readonly<Record<string, unknown>>): Promise<ToolOutcome>;
+  /** `callId`: the model's id of the call, for tracing. */
+  callHostTool(
+    agentId: string,
+    name: string,
+    args: Readonly<Record<string, unknown>>,
+    callId?: string,
+  ): Promise<ToolOutcome>;
 }
 
 /** One call of {@link SupervisorCallbackApi}, numbered by the host that makes it. */
@@ -211,6 +306,8 @@ export type HostCall =
       readonly agentId: string;
       readonly name: string;
       readonly args: Readonly<Record<string, unknown>>;
+      /** The model's id of the call, for tracing. */
+      readonly callId: string | undefined;
     }
   | {
       readonly id: number;
@@ -291,7 +388,9 @@ export type AgentSignal =
       readonly tool: string;
       readonly rule: string;
       readonly decision: ApprovalDecision;
-    };
+    }
+  /** Only for agents whose spec has `trace`: one per audit event the tracing uses. */
+  | { readonly type: 'trace'; readonly agentId: string; readonly at: number; readonly event: TraceEvent };
 
 /** An agent's run on a host ended: its outcome. */
 export interface AgentEnded {

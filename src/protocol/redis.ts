@@ -78,6 +78,8 @@ export interface HostCall {
   readonly agentId: string;
   readonly name: string;
   readonly args: Readonly<Record<string, unknown>>;
+  /** The model's id of the call (for tracing); absent from workers of troupe 0.3. */
+  readonly callId?: string;
 }
 
 /** Published on the pause channel when a provider key answered 429: every process waits it out. */

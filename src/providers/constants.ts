@@ -31,6 +31,8 @@ export const RETRY_JITTER = 0.25;
  * `rate_limited` and its `retryAfterMs`, so a supervisor can pause the whole key instead.
  */
 export const MAX_HONOURED_RETRY_AFTER_MS = 60_000;
+/** Retried attempts a receipt describes one by one (`retryLog`); later ones are only counted. */
+export const RETRY_LOG_MAX = 32;
 /** HTTP statuses retried besides 5xx. */
 export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 409, 429]);
 /** Default timeout of one model request (stream included) when the request gives none. */

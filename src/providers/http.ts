@@ -140,8 +140,14 @@ export async function postWithRetries<T extends { readonly usage: Usage | undefi
       if (!decision) throw error;
       const { retryAfterMs, willRetry } = decision;
       if (!willRetry) throw error;
-      ctx.reportRetry();
-      await client.sleep(backoffDelay(attempt, retryAfterMs, client.retry, client.random), ctx.signal);
+      const delayMs = backoffDelay(attempt, retryAfterMs, client.retry, client.random);
+      const status = isTroupeError(error) ? error.fields.status : undefined;
+      ctx.reportRetry({
+        code: isTroupeError(error) ? error.code : 'unknown',
+        ...(typeof status === 'number' ? { status } : {}),
+        delayMs,
+      });
+      await client.sleep(delayMs, ctx.signal);
     }
   }
 }
@@ -158,7 +164,9 @@ async function attemptOnce<T extends { readonly usage: Usage | undefined }>(
     model: request.model,
     estimatedInputTokens: request.estimatedInputTokens,
   };
+  const queuedFrom = performance.now();
   const release = await client.admission?.acquire(ticket, ctx.signal);
+  if (release !== undefined) ctx.reportQueued(performance.now() - queuedFrom);
   let usage: Usage | undefined;
   try {
     const result = await ctx.withTimeout(async (signal) => {

@@ -1,6 +1,7 @@
 /** Accumulates a turn's receipt over its model requests. */
+import { RETRY_LOG_MAX } from './constants.ts';
 import { costOf, type ModelPrice } from './pricing.ts';
-import type { Receipt, Usage } from './types.ts';
+import type { Receipt, RetryRecord, Usage } from './types.ts';
 
 /** Usage with every count at zero. */
 export const ZERO_USAGE: Usage = Object.freeze({
@@ -32,11 +33,22 @@ export class ReceiptBuilder {
   #latencyMs = 0;
   #httpStatus: number | undefined;
   #retries = 0;
+  readonly #retryLog: RetryRecord[] = [];
+  #queuedMs = 0;
+  readonly #startedAt: number;
+  readonly #now: () => number;
 
-  constructor(provider: string, model: string, price: ModelPrice | undefined) {
+  constructor(
+    provider: string,
+    model: string,
+    price: ModelPrice | undefined,
+    now: () => number = () => performance.now(),
+  ) {
     this.#provider = provider;
     this.#model = model;
     this.#price = price;
+    this.#now = now;
+    this.#startedAt = now();
   }
 
   /** Counts one model request and the time it took. */
@@ -55,8 +67,16 @@ export class ReceiptBuilder {
     this.#httpStatus = status;
   }
 
-  addRetry(): void {
+  /** Counts a retried attempt; with `detail`, describes it in `retryLog` (the first RETRY_LOG_MAX). */
+  addRetry(detail?: Omit<RetryRecord, 'atMs'>): void {
     this.#retries += 1;
+    if (detail !== undefined && this.#retryLog.length < RETRY_LOG_MAX)
+      this.#retryLog.push({ atMs: Math.round(this.#now() - this.#startedAt), ...detail });
+  }
+
+  /** Adds time spent waiting for a provider slot. */
+  addQueued(ms: number): void {
+    if (Number.isFinite(ms) && ms > 0) this.#queuedMs += ms;
   }
 
   build(): Receipt {
@@ -71,6 +91,8 @@ export class ReceiptBuilder {
       retries: this.#retries,
       costUsd: this.#price !== undefined && usageComplete ? costOf(this.#usage, this.#price) : undefined,
       requestsWithoutUsage: Math.max(0, this.#requests - this.#requestsWithUsage),
+      ...(this.#retryLog.length > 0 ? { retryLog: [...this.#retryLog] } : {}),
+      ...(this.#queuedMs >= 1 ? { queuedMs: Math.round(this.#queuedMs) } : {}),
     };
   }
 }

@@ -19,7 +19,7 @@ import { EventQueue } from './event-queue.ts';
 import type { ModelPrice } from './pricing.ts';
 import { providerError } from './provider-error.ts';
 import { ReceiptBuilder } from './receipt.ts';
-import type { StopReason, ToolCall, Turn, TurnEvent, Usage } from './types.ts';
+import type { RetryRecord, StopReason, ToolCall, Turn, TurnEvent, Usage } from './types.ts';
 
 /** What one model request produced, once its response has ended. */
 export interface ModelResponse {
@@ -60,7 +60,10 @@ export interface ExchangeContext {
   /** Emits a `usage` event and adds it to the receipt. */
   reportUsage(usage: Usage): void;
   reportHttpStatus(status: number): void;
-  reportRetry(): void;
+  /** Counts a retried attempt; `detail` says why it failed and how long the backoff is. */
+  reportRetry(detail?: Omit<RetryRecord, 'atMs'>): void;
+  /** Adds time spent waiting for a provider slot (admission) to the receipts. */
+  reportQueued(ms: number): void;
   /** Events emitted to the consumer so far: a retry is safe only while this has not changed. */
   emittedCount(): number;
 }
@@ -132,9 +135,13 @@ class RunningTurn implements Turn {
       this.#receipt.setHttpStatus(status);
       this.#request?.setHttpStatus(status);
     },
-    reportRetry: () => {
-      this.#receipt.addRetry();
-      this.#request?.addRetry();
+    reportRetry: (detail) => {
+      this.#receipt.addRetry(detail);
+      this.#request?.addRetry(detail);
+    },
+    reportQueued: (ms) => {
+      this.#receipt.addQueued(ms);
+      this.#request?.addQueued(ms);
     },
     emittedCount: () => this.#emitted,
   };

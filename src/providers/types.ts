@@ -109,6 +109,28 @@ export interface Receipt {
    * `usage.estimated` says troupe filled them in. Absent in journals of troupe 0.2 and earlier.
    */
   readonly requestsWithoutUsage?: number;
+  /**
+   * The failed attempts that were retried, in order (at most {@link RETRY_LOG_MAX}); absent when
+   * there were none, and in journals of troupe 0.3 and earlier.
+   */
+  readonly retryLog?: readonly RetryRecord[];
+  /**
+   * Milliseconds spent waiting for a provider slot (admission: concurrency, rate limits, a 429
+   * pause shared by every agent), over all attempts; absent when nothing waited.
+   */
+  readonly queuedMs?: number;
+}
+
+/** One failed attempt of a model request that was retried. */
+export interface RetryRecord {
+  /** Milliseconds from the start of the request (or turn) to the failure. */
+  readonly atMs: number;
+  /** Error code of the failed attempt (`rate_limited`, `server_error`, `network`, `timeout`...). */
+  readonly code: string;
+  /** HTTP status of the failed attempt, when it got one. */
+  readonly status?: number;
+  /** Backoff slept before the next attempt (the server's retry-after when it sent one). */
+  readonly delayMs: number;
 }
 
 /** A live turn: iterate events; answer tool calls with `respond` before the model continues. */

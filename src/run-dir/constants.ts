@@ -24,6 +24,22 @@ export const LINE_EXCERPT_CHARS = 100;
 /** Agents drawn in the HTML report's timeline; the rest are counted, not drawn. */
 export const REPORT_TIMELINE_MAX_AGENTS = 400;
 
+/**
+ * Agents whose transcript the HTML report holds (failed and interrupted ones first); the others
+ * get a line saying `troupe show RUN_DIR AGENT` prints theirs. Bounds the page for data sets of
+ * thousands of agents.
+ */
+export const REPORT_TRANSCRIPT_MAX_AGENTS = 500;
+
+/** Characters of a text (tool result, argument, input section) the HTML report shows before "show all". */
+export const REPORT_TEXT_PREVIEW_CHARS = 1200;
+
+/** Characters of one text the HTML report holds at most; `troupe show` prints the rest. */
+export const REPORT_TEXT_MAX_CHARS = 100_000;
+
+/** Lines of a text (tool result, answer, input section) `troupe show` prints before `--full`. */
+export const SHOW_TEXT_LINES = 12;
+
 /** Agents with their own bar in the HTML report's token and cost charts; the rest are summed. */
 export const REPORT_CHART_AGENTS = 40;
 

@@ -1,6 +1,6 @@
 /** The SVG pieces of the HTML report: the timeline of agents across threads, and bar charts. */
 import { formatDuration, printable, shortId } from './format.ts';
-import type { ReportAgent, Timeline } from './timeline.ts';
+import type { ReportAgent, RunMark, Span, Timeline } from './timeline.ts';
 
 /**
  * Escapes text for HTML and breaks `://` so no URL in agent output reads as a link or a fetch;
@@ -16,30 +16,52 @@ export function esc(text: string): string {
     .replace(/:\/\//g, ':&#47;&#47;');
 }
 
-const LABEL_WIDTH = 190;
+const LABEL_WIDTH = 210;
 const PLOT_WIDTH = 860;
 const ROW = 20;
 const GROUP_HEADER = 24;
 const AXIS = 26;
-const TOOL_COLORS = [
-  '#2563eb',
-  '#db2777',
-  '#65a30d',
-  '#7c3aed',
-  '#0891b2',
-  '#c2410c',
-  '#0d9488',
-  '#be123c',
-  '#4f46e5',
-  '#a16207',
-];
+const RUN_LANE = 22;
 
-/** A colour per tool name used in `agents`, stable for a given set of tools (sorted by name). */
-export function toolColors(agents: readonly ReportAgent[]): Map<string, string> {
-  const tools = [
+/** Colours of troupe's own tools: the same in every report. */
+const BUILTIN_TOOL_COLORS: Readonly<Record<string, string>> = {
+  read_file: '#16a34a',
+  list_dir: '#65a30d',
+  glob: '#84cc16',
+  grep: '#0d9488',
+  search_replace: '#ea580c',
+  write_file: '#c2410c',
+  run_terminal_cmd: '#7c3aed',
+  todo_write: '#a16207',
+  web_fetch: '#0891b2',
+  web_search: '#0284c7',
+  complete_task: '#db2777',
+  wait_for_instruction: '#b45309',
+  spawn_agent: '#2563eb',
+  send_instruction: '#4f46e5',
+  await_agents: '#1d4ed8',
+};
+
+/**
+ * The colour of a tool, by its name alone: fixed for troupe's tools, and for any other name a hue
+ * from a hash of the name, so a tool keeps its colour from one report to the next.
+ */
+export function toolColor(name: string): string {
+  const fixed = BUILTIN_TOOL_COLORS[name];
+  if (fixed !== undefined) return fixed;
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < name.length; i += 1) {
+    hash ^= name.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return `hsl(${hash % 360},62%,42%)`;
+}
+
+/** The tool names used by `agents`, sorted. */
+export function toolNames(agents: readonly ReportAgent[]): string[] {
+  return [
     ...new Set(agents.flatMap((agent) => agent.spans.filter((s) => s.kind === 'tool').map((s) => s.label))),
   ].sort();
-  return new Map(tools.map((tool, index) => [tool, TOOL_COLORS[index % TOOL_COLORS.length] ?? '#2563eb']));
 }
 
 function niceStep(duration: number): number {
@@ -49,35 +71,45 @@ function niceStep(duration: number): number {
   return power * 10;
 }
 
-/** Agents by thread, each thread's agents by start time; agents that never started come last. */
+/**
+ * Agents by the thread they started on (so a thread crash shows among the agents it took), each
+ * thread's agents by start time; agents that never started come last.
+ */
 function byThread(agents: readonly ReportAgent[]): [string, ReportAgent[]][] {
   const groups = new Map<string, ReportAgent[]>();
   for (const agent of agents) {
-    const key =
-      agent.start === undefined
-        ? 'not started'
-        : agent.hostId === null
-          ? 'thread ?'
-          : `thread ${agent.hostId}`;
+    const host = agent.hostIds[0] ?? agent.hostId;
+    const key = agent.start === undefined ? 'not started' : host === null ? 'thread ?' : `thread ${host}`;
     const group = groups.get(key) ?? [];
     group.push(agent);
     groups.set(key, group);
   }
   for (const group of groups.values()) group.sort((a, b) => (a.start ?? 0) - (b.start ?? 0));
   return [...groups.entries()].sort(([a], [b]) =>
-    a === 'not started' ? 1 : b === 'not started' ? -1 : a.localeCompare(b),
+    a === 'not started' ? 1 : b === 'not started' ? -1 : a.localeCompare(b, 'en', { numeric: true }),
   );
 }
 
-/** The timeline: one row per agent, grouped by thread, with model turns, tool calls and waits. */
-export function timelineSvg(timeline: Timeline, agents: readonly ReportAgent[]): string {
-  const colors = toolColors(agents);
-  const duration = Math.max(timeline.duration, 1);
-  const x = (ms: number): number => LABEL_WIDTH + (Math.max(0, ms) / duration) * PLOT_WIDTH;
-  const groups = byThread(agents);
+/**
+ * The timeline: a lane for the run (sessions, provider pauses), then one row per agent grouped by
+ * thread, with model requests, queueing, retry backoffs, tool calls, waits, time down after a
+ * crash, and the thread crashes themselves. `anchors` maps an agent id to its transcript's anchor.
+ */
+export function timelineSvg(
+  timeline: Timeline,
+  agents: readonly ReportAgent[],
+  anchors: ReadonlyMap<string, string>,
+  window: { readonly from: number; readonly to: number } = { from: 0, to: timeline.duration },
+): string {
+  const duration = Math.max(window.to - window.from, 1);
+  const x = (ms: number): number =>
+    LABEL_WIDTH + (Math.min(duration, Math.max(0, ms - window.from)) / duration) * PLOT_WIDTH;
   const parts: string[] = [];
   let y = AXIS;
-  for (const [name, members] of groups) {
+  parts.push(runLane(timeline.marks, y, x));
+  y += RUN_LANE;
+  for (const [name, members] of byThread(agents)) {
+    const top = y;
     parts.push(
       `<text class="group" x="4" y="${y + 16}">${esc(name)} (${members.length} agent${members.length === 1 ? '' : 's'})</text>`,
     );
@@ -86,57 +118,133 @@ export function timelineSvg(timeline: Timeline, agents: readonly ReportAgent[]):
     );
     y += GROUP_HEADER;
     for (const agent of members) {
-      parts.push(agentRow(agent, y, x, colors));
+      parts.push(agentRow(agent, y, x, anchors.get(agent.agentId)));
       y += ROW;
+    }
+    const hostId = name.startsWith('thread ') ? Number(name.slice('thread '.length)) : Number.NaN;
+    for (const mark of timeline.marks) {
+      if ((mark.kind !== 'crash' && mark.kind !== 'respawn') || mark.hostId !== hostId) continue;
+      const cx = x(mark.at);
+      parts.push(
+        `<g class="${mark.kind}"><line x1="${cx}" x2="${cx}" y1="${top + 4}" y2="${y}"/><text x="${cx + 3}" y="${top + 16}">${mark.kind === 'crash' ? '✕ crashed' : '↻ respawned'}</text><title>${esc(mark.label)}</title></g>`,
+      );
     }
   }
   const step = niceStep(duration);
   const ticks: string[] = [];
-  for (let t = 0; t <= duration + 1; t += step) {
+  for (let t = Math.ceil(window.from / step) * step; t <= window.to + 1; t += step) {
     ticks.push(
       `<line class="tick" x1="${x(t)}" x2="${x(t)}" y1="${AXIS - 6}" y2="${y}"/><text class="tick-label" x="${x(t)}" y="${AXIS - 10}">${formatDuration(t)}</text>`,
     );
   }
-  const height = y + 8;
-  return `<svg class="timeline" viewBox="0 0 ${LABEL_WIDTH + PLOT_WIDTH + 30} ${height}" width="100%" role="img" aria-label="Timeline of agents across threads">${ticks.join('')}${parts.join('')}</svg>`;
+  return `<svg class="timeline" viewBox="0 0 ${LABEL_WIDTH + PLOT_WIDTH + 30} ${y + 8}" width="100%" role="img" aria-label="Timeline of the run: agents across threads from the run's first event">${ticks.join('')}${parts.join('')}</svg>`;
+}
+
+function runLane(marks: readonly RunMark[], y: number, x: (ms: number) => number): string {
+  const out = [`<g class="run-lane"><text class="group" x="4" y="${y + 14}">run</text>`];
+  for (const mark of marks) {
+    if (mark.kind === 'session') {
+      const end = mark.end ?? Number.POSITIVE_INFINITY;
+      out.push(
+        `<rect class="session" x="${x(mark.start)}" y="${y + 4}" width="${Math.max(2, x(end) - x(mark.start))}" height="10" rx="2"><title>${esc(`session: ${mark.label}`)}</title></rect>`,
+      );
+    } else if (mark.kind === 'backoff') {
+      out.push(
+        `<rect class="provider-pause" x="${x(mark.start)}" y="${y + 4}" width="${Math.max(2, x(mark.end) - x(mark.start))}" height="10"><title>${esc(mark.label)}</title></rect>`,
+      );
+    } else {
+      out.push(
+        `<text class="${mark.kind === 'crash' ? 'crash-mark' : 'respawn-mark'}" x="${x(mark.at) - 4}" y="${y + 14}">${mark.kind === 'crash' ? '✕' : '↻'}<title>${esc(mark.label)}</title></text>`,
+      );
+    }
+  }
+  out.push('</g>');
+  return out.join('');
+}
+
+function spanTip(span: Span): string {
+  const time = formatDuration(span.end - span.start);
+  switch (span.kind) {
+    case 'model':
+      return `model request ${span.label}: ${time}${span.detail ? `, ${span.detail}` : ''}`;
+    case 'queued':
+      return `${span.label}: ${span.detail ?? 'waiting for a provider slot'}`;
+    case 'backoff':
+      return `${span.detail ?? 'backoff'} after ${span.label}: ${time}`;
+    case 'wait':
+      return `waiting for an instruction: ${time}; got: ${span.label}`;
+    case 'down':
+      return `${span.label}: ${time}`;
+    default:
+      return `${span.label}${span.ok === false ? ' (failed)' : span.ok === undefined ? ' (no result)' : ''}: ${time}${span.detail ? `, ${span.detail}` : ''}`;
+  }
 }
 
 function agentRow(
   agent: ReportAgent,
   y: number,
   x: (ms: number) => number,
-  colors: Map<string, string>,
+  anchor: string | undefined,
 ): string {
-  const label = `${agent.parentId ? '↳ ' : ''}${shortId(agent.agentId)} ${agent.agent}`;
+  const moved = agent.hostIds.length > 1 ? `→t${agent.hostIds.slice(1).join('→t')}` : '';
+  const head = [
+    agent.parentId ? '↳' : '',
+    shortId(agent.agentId),
+    agent.label ? `[${agent.label}]` : '',
+    agent.agent,
+  ]
+    .filter((part) => part !== '')
+    .join(' ');
+  const room = 34 - moved.length;
+  const label = `${head.length > room ? `${head.slice(0, room - 1)}…` : head}${moved ? ` ${moved}` : ''}`;
   const out = [
-    `<g class="row status-${agent.status.replace(' ', '-')}" data-agent="${esc(agent.agentId)}">`,
-    `<text class="label" x="4" y="${y + 14}">${esc(label.length > 30 ? `${label.slice(0, 29)}…` : label)}</text>`,
+    `<g class="row status-${agent.status.replace(' ', '-')}" data-agent="${esc(agent.agentId)}"${anchor ? ` data-t="${anchor}"` : ''}>`,
+    `<text class="label" x="4" y="${y + 14}">${esc(label)}<title>${esc(`${agent.agentId} (${agent.agent}${agent.model ? `, ${agent.model}` : ''})`)}</title></text>`,
   ];
   if (agent.start !== undefined && agent.end !== undefined) {
     const width = Math.max(2, x(agent.end) - x(agent.start));
-    const title = `${agent.agentId} (${agent.agent}) ${agent.status}${agent.reason ? ` (${agent.reason})` : ''}: ${formatDuration(agent.end - agent.start)}, ${agent.rounds} round(s)`;
+    const title = `${agent.agentId} (${agent.agent}${agent.model ? `, ${agent.model}` : ''}) ${agent.status}${agent.reason ? ` (${agent.reason})` : ''}: ${formatDuration(agent.end - agent.start)}, ${agent.rounds} round(s), ${agent.steps} request(s); click for its transcript`;
     out.push(
       `<rect class="bar" x="${x(agent.start)}" y="${y + 2}" width="${width}" height="${ROW - 4}" rx="3"><title>${esc(title)}</title></rect>`,
     );
     for (const span of agent.spans) {
       const sx = x(span.start);
       const sw = Math.max(1.5, x(span.end) - sx);
-      const tip = `${span.label}${span.ok === false ? ' (failed)' : ''}: ${formatDuration(span.end - span.start)}`;
-      if (span.kind === 'model')
-        out.push(
-          `<rect class="model" x="${sx}" y="${y + 3}" width="${sw}" height="4"><title>${esc(`model ${tip}`)}</title></rect>`,
-        );
-      else if (span.kind === 'wait')
-        out.push(
-          `<rect class="wait" x="${sx}" y="${y + 8}" width="${sw}" height="8"><title>${esc(`waiting for an instruction; got: ${tip}`)}</title></rect>`,
-        );
-      else
-        out.push(
-          `<rect class="tool${span.ok === false ? ' tool-failed' : ''}" x="${sx}" y="${y + 8}" width="${sw}" height="8" fill="${colors.get(span.label) ?? '#2563eb'}"><title>${esc(tip)}</title></rect>`,
-        );
+      const tip = `<title>${esc(spanTip(span))}</title>`;
+      switch (span.kind) {
+        case 'model':
+          out.push(`<rect class="model" x="${sx}" y="${y + 3}" width="${sw}" height="4">${tip}</rect>`);
+          break;
+        case 'queued':
+          out.push(`<rect class="queued" x="${sx}" y="${y + 3}" width="${sw}" height="4">${tip}</rect>`);
+          break;
+        case 'backoff':
+          out.push(`<rect class="backoff" x="${sx}" y="${y + 3}" width="${sw}" height="4">${tip}</rect>`);
+          break;
+        case 'wait':
+          out.push(`<rect class="wait" x="${sx}" y="${y + 8}" width="${sw}" height="8">${tip}</rect>`);
+          break;
+        case 'down':
+          out.push(
+            `<rect class="down" x="${sx}" y="${y + 2}" width="${sw}" height="${ROW - 4}">${tip}</rect>`,
+          );
+          break;
+        default:
+          out.push(
+            `<rect class="tool${span.ok === false ? ' tool-failed' : span.ok === undefined ? ' tool-open' : ''}" x="${sx}" y="${y + 8}" width="${sw}" height="8" fill="${toolColor(span.label)}">${tip}</rect>`,
+          );
+      }
     }
     for (const start of agent.roundStarts)
       out.push(`<line class="round" x1="${x(start)}" x2="${x(start)}" y1="${y + 2}" y2="${y + ROW - 2}"/>`);
+    for (const marker of agent.markers) {
+      const mx = x(marker.at);
+      out.push(
+        marker.kind === 'retry'
+          ? `<path class="retry" d="M${mx - 3},${y + 1} L${mx + 3},${y + 1} L${mx},${y + 6} Z"><title>${esc(`retry: ${marker.label}`)}</title></path>`
+          : `<path class="restart" d="M${mx - 4},${y + ROW - 1} L${mx + 4},${y + ROW - 1} L${mx},${y + ROW - 8} Z"><title>${esc(`restart: ${marker.label}`)}</title></path>`,
+      );
+    }
   } else {
     out.push(`<text class="muted" x="${LABEL_WIDTH + 4}" y="${y + 14}">${esc(agent.status)}</text>`);
   }
@@ -146,8 +254,8 @@ function agentRow(
 
 /** The tools used in the timeline with their colours. */
 export function toolLegend(agents: readonly ReportAgent[]): string {
-  return [...toolColors(agents)]
-    .map(([tool, color]) => `<span class="key"><i style="background:${color}"></i>${esc(tool)}</span>`)
+  return toolNames(agents)
+    .map((tool) => `<span class="key"><i style="background:${toolColor(tool)}"></i>${esc(tool)}</span>`)
     .join('');
 }
 
@@ -169,7 +277,7 @@ export function barChart(
       return rect;
     });
     const total = row.values.reduce((a, b) => a + b, 0);
-    const label = row.label.length > 30 ? `${row.label.slice(0, 29)}…` : row.label;
+    const label = row.label.length > 34 ? `${row.label.slice(0, 33)}…` : row.label;
     return `<text class="label" x="4" y="${y + 14}">${esc(label)}</text>${segments.join('')}<text class="value" x="${offset + 6}" y="${y + 14}">${esc(format(total))}</text>`;
   });
   return `<svg class="chart" viewBox="0 0 ${LABEL_WIDTH + PLOT_WIDTH + 30} ${height}" width="100%" role="img">${bars.join('')}</svg>`;
@@ -186,7 +294,7 @@ export function chartRows(
   );
   const rows = sorted
     .slice(0, limit)
-    .map((agent) => ({ label: `${agent.agentId} ${agent.agent}`, values: [...value(agent)] }));
+    .map((agent) => ({ label: `${shortId(agent.agentId)} ${agent.agent}`, values: [...value(agent)] }));
   const rest = sorted.slice(limit);
   if (rest.length > 0) {
     const sums = value(rest[0] as ReportAgent).map((_, part) =>

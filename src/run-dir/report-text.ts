@@ -27,6 +27,30 @@ export function reportText(
     `created ${plan.createdAt}${plan.planFile ? ` from ${plan.planFile}` : ''}; sessions: ${summary.sessions.map((s) => `${s.kind}${s.interrupted ? ' (interrupted)' : ''}`).join(', ') || 'none recorded'}`,
     '',
   ];
+  const width = Math.max(40, columns - 1);
+  const approvals = readApprovals(contents.paths.root);
+  const decisions = approvalsReportText(approvals, width);
+  return `${[...header, ...agentTable(timeline, width), '', ...decisions].join('\n')}\n${closing ? closingText(summary, contents.paths.root, approvals) : ''}`;
+}
+
+/** `troupe report JOURNAL`: the agent's row, then where to read more. */
+export function journalReportText(file: string, timeline: Timeline, columns = 120): string {
+  const agent = timeline.agents[0];
+  const transcript = agent?.transcript;
+  const header = [
+    `journal ${file}${transcript ? `: ${transcript.definition.name}, provider ${transcript.provider}, model ${transcript.model}` : ''}`,
+    '',
+  ];
+  const hint = [
+    '',
+    `transcript: troupe show ${file} [--full] [--inputs]`,
+    `HTML: troupe report ${file} --html report.html`,
+    '',
+  ];
+  return `${[...header, ...agentTable(timeline, Math.max(40, columns - 1)), ...hint].join('\n')}`;
+}
+
+function agentTable(timeline: Timeline, width: number): string[] {
   const rows = [
     ['#', 'AGENT ID', 'DEFINITION', 'STATUS', 'ROUNDS', 'IN', 'OUT', 'COST', 'TIME', 'RESULT'],
     ...timeline.agents.map((agent) => [
@@ -39,12 +63,17 @@ export function reportText(
       formatTokenCount(agent.usage.outputTokens, agent.usage.estimated),
       formatCost(agent.costUsd),
       agent.start !== undefined && agent.end !== undefined ? formatDuration(agent.end - agent.start) : '-',
-      agent.result ? excerpt(outcomeText(agent.result), LINE_EXCERPT_CHARS) : '',
+      agent.result
+        ? excerpt(outcomeText(agent.result), LINE_EXCERPT_CHARS)
+        : agent.transcript?.outcome
+          ? excerpt(
+              agent.transcript.outcome.status === 'completed'
+                ? (agent.transcript.outcome.answer ?? '')
+                : `${agent.transcript.outcome.reason ?? 'failed'}: ${agent.transcript.outcome.error?.message ?? ''}`,
+              LINE_EXCERPT_CHARS,
+            )
+          : '',
     ]),
   ];
-  const width = Math.max(40, columns - 1);
-  const fixed = table(rows).map((line) => (line.length > width ? `${line.slice(0, width - 1)}…` : line));
-  const approvals = readApprovals(contents.paths.root);
-  const decisions = approvalsReportText(approvals, width);
-  return `${[...header, ...fixed, '', ...decisions].join('\n')}\n${closing ? closingText(summary, contents.paths.root, approvals) : ''}`;
+  return table(rows).map((line) => (line.length > width ? `${line.slice(0, width - 1)}…` : line));
 }

@@ -1,7 +1,8 @@
 /**
  * The run directory: `plan.json` (written first), `results.jsonl` (one line appended per agent as it
- * ends), `journals/<agent-id>.jsonl` (written by the agents' threads) and `summary.json` (written
- * at the end, on interrupt, and again by `troupe resume`).
+ * ends), `journals/<agent-id>.jsonl` (written by the agents' threads), `events.jsonl` (sessions,
+ * threads, restarts and provider pauses as they happen; see run-log.ts) and `summary.json`
+ * (written at the end, on interrupt, and again by `troupe resume`).
  *
  * Result lines are appended with one synchronous write each, so a killed process leaves at most a
  * torn last line; readers ignore it and {@link RunDirWriter.reopen} cuts it away before appending.
@@ -24,6 +25,7 @@ import { SystemError, UserError } from '../errors.ts';
 import { redactValue } from '../journal/redact.ts';
 import { DEFAULT_RUNS_DIR, RUN_DIR_FORMAT } from './constants.ts';
 import type { ResultLine } from './results.ts';
+import { appendRunLog, type RunLogEvent, readRunLog } from './run-log.ts';
 import type { RunPlan } from './run-plan.ts';
 import type { RunSummary } from './summary.ts';
 
@@ -34,6 +36,8 @@ export interface RunDirPaths {
   readonly results: string;
   readonly summary: string;
   readonly journals: string;
+  /** `events.jsonl`: the run's own events (see run-log.ts). */
+  readonly events: string;
 }
 
 /** The files of the run directory `root`. */
@@ -45,6 +49,7 @@ export function runDirPaths(root: string): RunDirPaths {
     results: join(absolute, 'results.jsonl'),
     summary: join(absolute, 'summary.json'),
     journals: join(absolute, 'journals'),
+    events: join(absolute, 'events.jsonl'),
   };
 }
 
@@ -99,6 +104,11 @@ export class RunDirWriter {
     return new RunDirWriter(paths);
   }
 
+  /** Appends one line to `events.jsonl` (one synchronous write). */
+  log(event: RunLogEvent): void {
+    appendRunLog(this.paths.events, event);
+  }
+
   /** Appends one result line (one synchronous write). */
   append(line: ResultLine): void {
     appendFileSync(this.paths.results, `${JSON.stringify(redactValue(line))}\n`);
@@ -139,6 +149,8 @@ export interface RunDirContents {
   readonly tornTail: boolean;
   readonly problems: readonly ResultsProblem[];
   readonly summary: RunSummary | undefined;
+  /** `events.jsonl` (empty for run directories written before it existed). */
+  readonly events: readonly RunLogEvent[];
 }
 
 /**
@@ -164,7 +176,7 @@ export function readRunDir(root: string): RunDirContents {
     existsSync(paths.results) ? readFileSync(paths.results, 'utf8') : '',
   );
   const summary = readJson(paths.summary) as RunSummary | undefined;
-  return { paths, plan, results, tornTail, problems, summary };
+  return { paths, plan, results, tornTail, problems, summary, events: readRunLog(paths.events) };
 }
 
 /** Parses `results.jsonl` text: a torn last line is ignored, other bad lines become problems. */

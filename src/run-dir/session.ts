@@ -14,6 +14,7 @@ import { followSignal } from '../abort.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import type { EngineDescription } from '../engines/engine.ts';
 import type { JobsUnserved } from '../engines/events.ts';
+import type { SerializedError } from '../errors.ts';
 import type { JudgeSpawner } from '../eval/judge.ts';
 import type { Scoring } from '../eval/scoring.ts';
 import type { AgentOutcome } from '../loop/types.ts';
@@ -25,10 +26,18 @@ import { SIMULATED_NOTICE } from './provider-choice.ts';
 import { type ResultLine, resultLine } from './results.ts';
 import type { RunDirWriter } from './run-dir.ts';
 import type { RunEventSink } from './run-events.ts';
+import type { LoggedCause, RunLogEvent } from './run-log.ts';
 import { budgetNotices, type PlannedRun, type RunPlan, runLimitsOf } from './run-plan.ts';
 import { createRunScoring, scoreInputOf } from './run-scoring.ts';
 import { DENY_UNATTENDED, listenForApprovals, type SessionApprover } from './session-approvals.ts';
 import { type RunSession, type RunSummary, summarize } from './summary.ts';
+
+/** A run log event before its time is set. */
+type RunLogEventBody = RunLogEvent extends infer E ? (E extends unknown ? Omit<E, 'ts'> : never) : never;
+
+function causeOf(cause: SerializedError): LoggedCause {
+  return { code: cause.code, message: cause.message };
+}
 
 /** One plan entry to run in this session. */
 export interface WorkItem {
@@ -153,6 +162,9 @@ export class FanoutSession {
     const runLimits = runLimitsOf(plan);
     // A resumed run whose budget is already spent runs nothing more (said after the header).
     this.#checkBudget(runLimits, () => {});
+    const log = (event: RunLogEventBody): void =>
+      this.#options.writer.log({ ts: new Date().toISOString(), ...event } as RunLogEvent);
+    log({ type: 'session', event: 'started', kind: this.#options.kind });
     const recovered = this.#options.recovered ?? [];
     const needsSupervisor = work.length > 0 && !signal.aborted;
     let supervisor: Supervisor | undefined;
@@ -219,7 +231,7 @@ export class FanoutSession {
     });
     if (this.#budgetSpent) emit({ type: 'budget', code: 'run_token_budget', message: this.#budgetSpent });
     if (supervisor) {
-      this.#listen(supervisor, runLimits);
+      this.#listen(supervisor, runLimits, log);
       listenForApprovals(supervisor, {
         approver: this.#options.approver ?? DENY_UNATTENDED,
         root: this.#options.writer.paths.root,
@@ -247,6 +259,7 @@ export class FanoutSession {
       this.#options.approver?.close();
     }
     const interrupted = this.#options.signal?.aborted ?? false;
+    log({ type: 'session', event: 'ended', kind: this.#options.kind, interrupted });
     const summary = this.writeSummary(interrupted);
     this.#finished = true;
     emit({ type: 'summary', runDir: this.#options.writer.paths.root, summary });
@@ -317,7 +330,11 @@ export class FanoutSession {
     this.#controller.abort(new Error(`the run's budget is spent: ${message}`));
   }
 
-  #listen(supervisor: Supervisor, runLimits: ReturnType<typeof runLimitsOf>): void {
+  #listen(
+    supervisor: Supervisor,
+    runLimits: ReturnType<typeof runLimitsOf>,
+    log: (event: RunLogEventBody) => void,
+  ): void {
     const forward = this.#options.onEvent ?? (() => {});
     // Judge agents are the scorers' business: no progress events, no result lines (their tokens
     // still count against the run's budget).
@@ -351,6 +368,8 @@ export class FanoutSession {
         tracked.hostId = event.hostId;
         tracked.startedAt ??= new Date().toISOString();
       }
+      if (!this.#judges.has(event.agentId))
+        log({ type: 'agent', agentId: event.agentId, hostId: event.hostId, resumed: event.resumed });
       emit({ type: 'started', ...ref(event.agentId), hostId: event.hostId, resumed: event.resumed });
     });
     supervisor.on('agent:round', (event) =>
@@ -385,23 +404,40 @@ export class FanoutSession {
     supervisor.on('agent:restarted', (event) => {
       const tracked = this.#tracked.get(event.agentId);
       if (tracked) tracked.restarts = event.restart;
+      if (!this.#judges.has(event.agentId))
+        log({
+          type: 'restarted',
+          agentId: event.agentId,
+          restart: event.restart,
+          cause: causeOf(event.cause),
+        });
       emit({ type: 'restarted', ...ref(event.agentId), restart: event.restart, cause: event.cause });
     });
     const ended = (event: { agentId: string; outcome: AgentOutcome }) => this.#record(event.outcome);
     supervisor.on('agent:completed', ended);
     supervisor.on('agent:failed', ended);
-    supervisor.on('thread:started', (event) =>
-      emit({ type: 'thread', event: 'started', hostId: event.hostId }),
-    );
-    supervisor.on('thread:crashed', (event) =>
-      emit({ type: 'thread', event: 'crashed', hostId: event.hostId }),
-    );
-    supervisor.on('thread:respawned', (event) =>
-      emit({ type: 'thread', event: 'respawned', hostId: event.hostId }),
-    );
-    supervisor.on('provider:backoff', (event) =>
-      emit({ type: 'backoff', provider: event.provider, retryAfterMs: event.retryAfterMs }),
-    );
+    supervisor.on('thread:started', (event) => {
+      log({ type: 'thread', event: 'started', hostId: event.hostId });
+      emit({ type: 'thread', event: 'started', hostId: event.hostId });
+    });
+    supervisor.on('thread:crashed', (event) => {
+      log({
+        type: 'thread',
+        event: 'crashed',
+        hostId: event.hostId,
+        cause: causeOf(event.cause),
+        agents: event.agents.filter((agentId) => !this.#judges.has(agentId)),
+      });
+      emit({ type: 'thread', event: 'crashed', hostId: event.hostId });
+    });
+    supervisor.on('thread:respawned', (event) => {
+      log({ type: 'thread', event: 'respawned', hostId: event.hostId });
+      emit({ type: 'thread', event: 'respawned', hostId: event.hostId });
+    });
+    supervisor.on('provider:backoff', (event) => {
+      log({ type: 'backoff', provider: event.provider, retryAfterMs: event.retryAfterMs });
+      emit({ type: 'backoff', provider: event.provider, retryAfterMs: event.retryAfterMs });
+    });
     supervisor.on('jobs:unserved', (event) => emit({ type: 'notice', text: unservedNotice(event) }));
   }
 

@@ -1,25 +1,42 @@
 /**
- * The report's view of a run: every agent (finished, interrupted or never run) with the spans of
- * its journal on a common clock: model turns, tool calls and waits for instructions.
+ * The report's view of a run: every agent (finished, interrupted or never run) with its transcript
+ * and the spans of its time on a common clock (model requests with their queueing and retry
+ * backoffs, tool calls, waits for instructions, time down after a thread crash), and the run's own
+ * events (sessions, thread crashes, provider pauses). Offset 0 is the run's first event, so the
+ * start-up before the first agent shows.
  */
 import { existsSync } from 'node:fs';
 import type { AuditEvent } from '../journal/events.ts';
 import { readJournal } from '../journal/reader.ts';
-import { addUsage } from '../providers/receipt.ts';
 import type { Usage } from '../providers/types.ts';
 import type { ResultLine } from './results.ts';
 import { journalFile, type RunDirContents } from './run-dir.ts';
+import type { RunLogEvent } from './run-log.ts';
+import { buildTranscript, type Transcript, transcriptEntries } from './transcript.ts';
 
-/** A stretch of an agent's time. */
+/** A stretch of an agent's time, in ms since the run's first event. */
 export interface Span {
-  readonly kind: 'model' | 'tool' | 'wait';
-  /** Milliseconds since the run's first event. */
+  /**
+   * `model`: a model request (step), from its InferenceSubmitted to its receipt; `queued`: waiting
+   * for a provider slot inside it; `backoff`: sleeping before a retry; `tool`: a tool call; `wait`:
+   * parked in `wait_for_instruction`; `down`: not running between a thread crash and the restart.
+   */
+  readonly kind: 'model' | 'queued' | 'backoff' | 'tool' | 'wait' | 'down';
   readonly start: number;
   readonly end: number;
-  /** Round number, tool name, or the instruction received. */
+  /** Tool name, `round R, step S`, the instruction received, the retried error... */
   readonly label: string;
-  /** For tools: whether the call succeeded. */
+  /** For tools: whether the call succeeded (undefined: no result, e.g. interrupted). */
   readonly ok?: boolean;
+  /** Extra text for the tooltip. */
+  readonly detail?: string;
+}
+
+/** A point in an agent's time: a retried request, a restart. */
+export interface Marker {
+  readonly kind: 'retry' | 'restart';
+  readonly at: number;
+  readonly label: string;
 }
 
 /** One agent of the report. */
@@ -28,6 +45,8 @@ export interface ReportAgent {
   readonly index: number | null;
   readonly parentId: string | null;
   readonly agent: string;
+  /** The plan's `id` for this run (data-set item id), when it has one. */
+  readonly label: string | undefined;
   readonly attempt: number;
   /** `interrupted`: started, never ended (the run was killed); `not run`: never started. */
   readonly status: 'completed' | 'failed' | 'interrupted' | 'not run';
@@ -35,35 +54,74 @@ export interface ReportAgent {
   readonly error?: string;
   readonly result?: ResultLine;
   readonly task: string;
+  /** The model it ran with (from its journal); undefined when it never started. */
+  readonly model: string | undefined;
+  /** The thread it last ran on; null when unknown. */
   readonly hostId: number | null;
+  /** Every thread it ran on, in order (from `events.jsonl`; empty when the run has no log). */
+  readonly hostIds: readonly number[];
+  readonly restarts: number;
   readonly usage: Usage;
   /** USD; null when unknown. */
   readonly costUsd: number | null;
   readonly rounds: number;
+  readonly steps: number;
+  readonly toolCalls: number;
+  readonly retries: number;
   /** Offsets in ms since the run's first event; undefined without a journal. */
   readonly start?: number;
   readonly end?: number;
   readonly spans: readonly Span[];
+  readonly markers: readonly Marker[];
   /** Round starts (ms offsets). */
   readonly roundStarts: readonly number[];
+  /** Its journal as a transcript; undefined when it has no journal. */
+  readonly transcript: Transcript | undefined;
 }
+
+/** A run-level event on the timeline (ms offsets). */
+export type RunMark =
+  | {
+      readonly kind: 'session';
+      readonly start: number;
+      readonly end: number | undefined;
+      readonly label: string;
+    }
+  | { readonly kind: 'backoff'; readonly start: number; readonly end: number; readonly label: string }
+  | { readonly kind: 'crash'; readonly at: number; readonly hostId: number; readonly label: string }
+  | { readonly kind: 'respawn'; readonly at: number; readonly hostId: number; readonly label: string };
 
 /** Every agent of a run and the run's time range. */
 export interface Timeline {
-  /** Epoch ms of offset 0. */
+  /** Epoch ms of offset 0: the run's first event. */
   readonly origin: number;
   /** Milliseconds from the first to the last event. */
   readonly duration: number;
   readonly agents: readonly ReportAgent[];
+  readonly marks: readonly RunMark[];
 }
 
-const ZERO: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
+/** Options of {@link buildTimeline}. */
+export interface TimelineOptions {
+  /** Rebuild every round's input (the HTML report shows them). @default false */
+  readonly inputs?: boolean;
+}
 
-/** Builds the timeline of a run directory from its results and journals. */
-export function buildTimeline(contents: RunDirContents): Timeline {
+interface Entry {
+  readonly agentId: string;
+  readonly line?: ResultLine;
+  readonly index: number | null;
+  readonly agent: string;
+  readonly attempt: number;
+  readonly task: string;
+  readonly label: string | undefined;
+}
+
+/** Builds the timeline of a run directory from its results, journals and `events.jsonl`. */
+export function buildTimeline(contents: RunDirContents, options: TimelineOptions = {}): Timeline {
   const { plan, paths, results } = contents;
-  const journals = new Map<string, AuditEvent[]>();
-  const load = (agentId: string): AuditEvent[] => {
+  const journals = new Map<string, readonly AuditEvent[]>();
+  const load = (agentId: string): readonly AuditEvent[] => {
     let events = journals.get(agentId);
     if (events === undefined) {
       const file = journalFile(paths, agentId);
@@ -72,45 +130,118 @@ export function buildTimeline(contents: RunDirContents): Timeline {
     }
     return events;
   };
-  const entries: {
-    agentId: string;
-    line?: ResultLine;
-    index: number | null;
-    agent: string;
-    attempt: number;
-    task: string;
-  }[] = [];
+  const entries: Entry[] = [];
   const seen = new Set<string>();
-  const tasks = new Map(plan.runs.map((run) => [run.index, run.task]));
+  const runs = new Map(plan.runs.map((run) => [run.index, run]));
   for (const line of results) {
     if (seen.has(line.agentId)) continue;
     seen.add(line.agentId);
+    const run = line.index === null ? undefined : runs.get(line.index);
     entries.push({
       agentId: line.agentId,
       line,
       index: line.index,
       agent: line.agent,
       attempt: line.attempt,
-      task: (line.index === null ? undefined : tasks.get(line.index)) ?? startedTask(load(line.agentId)),
+      task: run?.task ?? startedTask(load(line.agentId)),
+      label: line.label ?? run?.label,
     });
   }
   for (const run of plan.runs) {
     if (results.some((line) => line.index === run.index)) continue;
-    entries.push({ agentId: run.agentId, index: run.index, agent: run.agent, attempt: 1, task: run.task });
+    entries.push({
+      agentId: run.agentId,
+      index: run.index,
+      agent: run.agent,
+      attempt: 1,
+      task: run.task,
+      label: run.label,
+    });
   }
-  let origin = Number.POSITIVE_INFINITY;
-  let last = Number.NEGATIVE_INFINITY;
+  // Agents spawned by agents whose parents were cut off before they ended have journals but no
+  // result line: found through their parents' spawn results below.
+  const transcripts = new Map<string, Transcript | undefined>();
+  const transcriptOf = (agentId: string): Transcript | undefined => {
+    if (!transcripts.has(agentId)) transcripts.set(agentId, buildTranscript(load(agentId), options));
+    return transcripts.get(agentId);
+  };
+  for (let i = 0; i < entries.length; i += 1) {
+    const entry = entries[i] as Entry;
+    for (const child of transcriptOf(entry.agentId)?.children ?? []) {
+      if (seen.has(child) || entries.some((other) => other.agentId === child)) continue;
+      const transcript = transcriptOf(child);
+      if (transcript === undefined) continue;
+      seen.add(child);
+      entries.push({
+        agentId: child,
+        index: null,
+        agent: transcript.definition.name,
+        attempt: 1,
+        task: transcript.task,
+        label: undefined,
+      });
+    }
+  }
+  const starts = [
+    Date.parse(plan.createdAt),
+    ...contents.events.map((event) => Date.parse(event.ts)),
+    ...(contents.summary?.sessions ?? []).map((session) => Date.parse(session.startedAt)),
+  ];
+  const ends = [
+    ...contents.events.map((event) => Date.parse(event.ts)),
+    ...(contents.summary?.sessions ?? []).map((session) => Date.parse(session.endedAt)),
+  ];
   for (const { agentId } of entries) {
-    const events = load(agentId);
-    const first = events[0];
-    const final = events.at(-1);
-    if (first) origin = Math.min(origin, Date.parse(first.ts));
-    if (final) last = Math.max(last, Date.parse(final.ts));
+    const transcript = transcriptOf(agentId);
+    if (transcript?.startedAt !== undefined) starts.push(transcript.startedAt);
+    if (transcript?.lastAt !== undefined) ends.push(transcript.lastAt);
   }
-  if (!Number.isFinite(origin)) origin = Date.parse(plan.createdAt);
-  if (!Number.isFinite(last)) last = origin;
-  const agents = ordered(entries.map((entry) => reportAgent(entry, load(entry.agentId), origin)));
-  return { origin, duration: Math.max(0, last - origin), agents };
+  const origin = finiteMin(starts) ?? Date.now();
+  const last = Math.max(origin, finiteMax(ends) ?? origin);
+  const hosts = new Map<string, number[]>();
+  for (const event of contents.events) {
+    if (event.type !== 'agent') continue;
+    const list = hosts.get(event.agentId) ?? [];
+    list.push(event.hostId);
+    hosts.set(event.agentId, list);
+  }
+  const agents = ordered(
+    entries.map((entry) =>
+      reportAgent(entry, transcriptOf(entry.agentId), origin, hosts.get(entry.agentId) ?? []),
+    ),
+  );
+  return { origin, duration: last - origin, agents, marks: runMarks(contents.events, origin) };
+}
+
+/** The timeline of one agent's journal (`troupe report JOURNAL`). */
+export function journalTimeline(events: readonly AuditEvent[], options: TimelineOptions = {}): Timeline {
+  const transcript = buildTranscript(events, options);
+  const origin = transcript?.startedAt ?? Date.now();
+  const entry: Entry = {
+    agentId: transcript?.agentId ?? events[0]?.agentId ?? 'unknown',
+    index: null,
+    agent: transcript?.definition.name ?? 'unknown',
+    attempt: 1,
+    task: transcript?.task ?? '',
+    label: undefined,
+  };
+  const agent = reportAgent(entry, transcript, origin, []);
+  return {
+    origin,
+    duration: Math.max(0, (transcript?.lastAt ?? origin) - origin),
+    agents: [agent],
+    marks: [],
+  };
+}
+
+function finiteMin(values: readonly number[]): number | undefined {
+  const finite = values.filter(Number.isFinite);
+  return finite.length === 0 ? undefined : Math.min(...finite);
+}
+
+function finiteMax(values: readonly number[]): number | undefined {
+  const finite = values.filter(Number.isFinite);
+  return finite.length === 0 ? undefined : Math.max(...finite);
 }
 
 /** Plan entries by index (attempts in order), each followed by the agents it spawned. */
@@ -144,107 +275,196 @@ function startedTask(events: readonly AuditEvent[]): string {
 }
 
 function reportAgent(
-  entry: {
-    agentId: string;
-    line?: ResultLine;
-    index: number | null;
-    agent: string;
-    attempt: number;
-    task: string;
-  },
-  events: readonly AuditEvent[],
+  entry: Entry,
+  transcript: Transcript | undefined,
   origin: number,
+  hostIds: readonly number[],
 ): ReportAgent {
   const { line } = entry;
-  const at = (event: AuditEvent): number => Date.parse(event.ts) - origin;
   const spans: Span[] = [];
-  const rounds: number[] = [];
-  const openCalls = new Map<string, { start: number; name: string }>();
-  let openRound: { start: number; round: number; step: number | undefined } | undefined;
-  let openWait: number | undefined;
-  // Until a terminal event says otherwise (an interrupted agent has none), usage is the receipts' sum.
-  let journalUsage: Usage = ZERO;
-  let journalCost: number | null = 0;
-  let journalRounds = 0;
-  for (const event of events) {
-    switch (event.type) {
-      case 'InferenceSubmitted':
-        openRound = { start: at(event), round: event.round, step: event.step };
-        if ((event.request ?? 1) === 1) rounds.push(at(event));
-        break;
-      case 'ProviderReceipt':
-        if (openRound)
+  const markers: Marker[] = [];
+  const roundStarts = (transcript?.rounds ?? []).map((round) => round.at - origin);
+  const start = transcript?.startedAt === undefined ? undefined : transcript.startedAt - origin;
+  const end = transcript?.lastAt === undefined ? undefined : transcript.lastAt - origin;
+  if (transcript !== undefined && end !== undefined) {
+    let lastAt = transcript.startedAt ?? origin;
+    for (const item of transcriptEntries(transcript)) {
+      const at = item.at - origin;
+      switch (item.kind) {
+        case 'request': {
+          const stop = (item.end ?? transcript.lastAt ?? item.at) - origin;
+          const receipt = item.receipt;
+          const label = `round ${item.round}${item.step === undefined ? '' : `, step ${item.step}`}`;
+          const usage = receipt
+            ? `${receipt.usage.inputTokens} in / ${receipt.usage.outputTokens} out${receipt.usage.estimated ? ' (estimated)' : ''}`
+            : 'no receipt: cut off';
           spans.push({
             kind: 'model',
-            start: openRound.start,
-            end: at(event),
-            label: `round ${openRound.round}${openRound.step === undefined ? '' : `, step ${openRound.step}`}`,
+            start: at,
+            end: stop,
+            label,
+            detail: `${usage}${receipt && receipt.retries > 0 ? `, ${receipt.retries} retr${receipt.retries === 1 ? 'y' : 'ies'}` : ''}${item.errorCode ? `, failed: ${item.errorCode}` : ''}`,
           });
-        openRound = undefined;
-        journalUsage = addUsage(journalUsage, event.receipt.usage);
-        journalCost =
-          journalCost === null || event.receipt.costUsd === undefined
-            ? null
-            : journalCost + event.receipt.costUsd;
-        journalRounds = Math.max(journalRounds, event.round);
+          if (receipt?.queuedMs !== undefined)
+            spans.push({
+              kind: 'queued',
+              start: at,
+              end: Math.min(stop, at + receipt.queuedMs),
+              label,
+              detail: `waited ${receipt.queuedMs} ms in all for a provider slot`,
+            });
+          for (const retry of receipt?.retryLog ?? []) {
+            const failedAt = at + retry.atMs;
+            markers.push({
+              kind: 'retry',
+              at: failedAt,
+              label: `${label}: ${retry.code}${retry.status === undefined ? '' : ` (${retry.status})`}, retried after ${retry.delayMs} ms`,
+            });
+            spans.push({
+              kind: 'backoff',
+              start: failedAt,
+              end: Math.min(stop, failedAt + retry.delayMs),
+              label: `${retry.code}${retry.status === undefined ? '' : ` ${retry.status}`}`,
+              detail: `backoff before retrying ${label}`,
+            });
+          }
+          break;
+        }
+        case 'tool': {
+          const stop = (item.end ?? transcript.lastAt ?? item.at) - origin;
+          spans.push({
+            kind: 'tool',
+            start: at,
+            end: stop,
+            label: item.name,
+            ...(item.result === undefined ? {} : { ok: item.result.ok }),
+            ...(item.interrupted ? { detail: 'interrupted: its thread died' } : {}),
+          });
+          if (item.wait !== undefined)
+            spans.push({
+              kind: 'wait',
+              start: item.wait.at - origin,
+              end: (item.wait.instructedAt ?? item.end ?? transcript.lastAt ?? item.wait.at) - origin,
+              label: item.wait.instruction ?? '(no instruction)',
+            });
+          break;
+        }
+        case 'resumed':
+          spans.push({
+            kind: 'down',
+            start: lastAt - origin,
+            end: at,
+            label: 'not running: restarted from its journal',
+          });
+          markers.push({ kind: 'restart', at, label: `resumed at round ${item.nextRound}` });
+          break;
+        default:
+          break;
+      }
+      lastAt = Math.max(lastAt, 'end' in item && item.end !== undefined ? item.end : item.at);
+    }
+  }
+  const status: ReportAgent['status'] = line
+    ? line.status
+    : transcript?.outcome
+      ? transcript.outcome.status
+      : transcript !== undefined
+        ? 'interrupted'
+        : 'not run';
+  const outcome = transcript?.outcome;
+  const reason = line?.reason ?? outcome?.reason;
+  const error = line?.error?.message ?? outcome?.error?.message;
+  return {
+    agentId: entry.agentId,
+    index: entry.index,
+    parentId: line?.parentId ?? transcript?.parentId ?? null,
+    agent: entry.agent,
+    label: entry.label,
+    attempt: entry.attempt,
+    status,
+    ...(reason === undefined ? {} : { reason }),
+    ...(error === undefined ? {} : { error }),
+    ...(line === undefined ? {} : { result: line }),
+    task: entry.task,
+    model: transcript?.model,
+    hostId: line?.hostId ?? hostIds.at(-1) ?? null,
+    hostIds,
+    restarts: line?.restarts ?? resumes(transcript),
+    usage: line?.usage ?? transcript?.usage ?? ZERO,
+    costUsd: line ? line.costUsd : (transcript?.costUsd ?? 0),
+    rounds: line?.rounds ?? outcome?.rounds ?? transcript?.rounds.length ?? 0,
+    steps: line?.steps ?? transcript?.steps ?? 0,
+    toolCalls: transcript?.toolCalls ?? 0,
+    retries: transcript?.retries ?? 0,
+    ...(start === undefined ? {} : { start }),
+    ...(end === undefined ? {} : { end }),
+    spans,
+    markers,
+    roundStarts,
+    transcript,
+  };
+}
+
+const ZERO: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
+
+/** Restarts of an agent without a result line: its Resumed events. */
+function resumes(transcript: Transcript | undefined): number {
+  return transcript === undefined
+    ? 0
+    : transcriptEntries(transcript).filter((e) => e.kind === 'resumed').length;
+}
+
+/** The run's own events as marks on the timeline. */
+function runMarks(events: readonly RunLogEvent[], origin: number): RunMark[] {
+  const marks: RunMark[] = [];
+  let session: { start: number; label: string } | undefined;
+  for (const event of events) {
+    const at = Date.parse(event.ts) - origin;
+    if (!Number.isFinite(at)) continue;
+    switch (event.type) {
+      case 'session':
+        if (event.event === 'started') {
+          if (session)
+            marks.push({ kind: 'session', start: session.start, end: undefined, label: session.label });
+          session = { start: at, label: event.kind };
+        } else {
+          marks.push({
+            kind: 'session',
+            start: session?.start ?? at,
+            end: at,
+            label: `${event.kind}${event.interrupted ? ' (interrupted)' : ''}`,
+          });
+          session = undefined;
+        }
         break;
-      case 'ToolCall':
-        openCalls.set(event.callId, { start: at(event), name: event.name });
-        break;
-      case 'ToolResult': {
-        const call = openCalls.get(event.callId);
-        openCalls.delete(event.callId);
-        spans.push({
-          kind: 'tool',
-          start: call?.start ?? at(event),
-          end: at(event),
-          label: event.name,
-          ok: event.ok,
+      case 'backoff':
+        marks.push({
+          kind: 'backoff',
+          start: at,
+          end: at + event.retryAfterMs,
+          label: `${event.provider} rate limited (429): every request to it waits ${event.retryAfterMs} ms`,
         });
         break;
-      }
-      case 'Waiting':
-        openWait = at(event);
-        break;
-      case 'Instructed':
-        if (openWait !== undefined)
-          spans.push({ kind: 'wait', start: openWait, end: at(event), label: event.text });
-        openWait = undefined;
-        break;
-      case 'Completed':
-      case 'Failed':
-        journalUsage = event.usage;
-        journalCost = event.costUsd;
-        journalRounds = event.rounds;
+      case 'thread':
+        if (event.event === 'crashed')
+          marks.push({
+            kind: 'crash',
+            at,
+            hostId: event.hostId,
+            label: `thread ${event.hostId} crashed${event.cause ? `: ${event.cause.message}` : ''}${event.agents && event.agents.length > 0 ? ` (took ${event.agents.length} agent${event.agents.length === 1 ? '' : 's'})` : ''}`,
+          });
+        else if (event.event === 'respawned')
+          marks.push({
+            kind: 'respawn',
+            at,
+            hostId: event.hostId,
+            label: `thread ${event.hostId} respawned`,
+          });
         break;
       default:
         break;
     }
   }
-  const first = events[0];
-  const final = events.at(-1);
-  const end = final ? at(final) : undefined;
-  if (openWait !== undefined && end !== undefined)
-    spans.push({ kind: 'wait', start: openWait, end, label: '(no instruction)' });
-  const status: ReportAgent['status'] = line ? line.status : events.length > 0 ? 'interrupted' : 'not run';
-  return {
-    agentId: entry.agentId,
-    index: entry.index,
-    parentId: line?.parentId ?? (first?.type === 'Started' ? (first.parentId ?? null) : null),
-    agent: entry.agent,
-    attempt: entry.attempt,
-    status,
-    ...(line?.reason === undefined ? {} : { reason: line.reason }),
-    ...(line?.error === undefined ? {} : { error: line.error.message }),
-    ...(line === undefined ? {} : { result: line }),
-    task: entry.task,
-    hostId: line?.hostId ?? null,
-    usage: line?.usage ?? journalUsage,
-    costUsd: line?.costUsd ?? journalCost,
-    rounds: line?.rounds ?? journalRounds,
-    ...(first === undefined ? {} : { start: at(first) }),
-    ...(end === undefined ? {} : { end }),
-    spans,
-    roundStarts: rounds,
-  };
+  if (session) marks.push({ kind: 'session', start: session.start, end: undefined, label: session.label });
+  return marks;
 }

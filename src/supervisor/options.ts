@@ -28,6 +28,7 @@ import type { ProviderConfig, ProviderLimits, ToolModuleRef } from '../protocol/
 import { providerFromEnvironment } from '../providers/environment.ts';
 import { type ModelSettings, prepareModelSettings } from '../providers/model-settings.ts';
 import { type ModelMap, parseModelMap } from '../providers/models.ts';
+import type { TracingOptions } from '../telemetry/agent-tracing.ts';
 import { type AgentPermissions, PERMISSION_MODES } from '../tools/permissions.ts';
 import { tryParseRule } from '../tools/rules.ts';
 import type { JsonSchema, ToolOutcome } from '../tools/types.ts';
@@ -133,6 +134,14 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
   /** Nesting limits for agents that spawn agents. @default { maxDepth: 3, maxChildren: 64 } */
   readonly orchestration?: { readonly maxDepth?: number; readonly maxChildren?: number };
   /**
+   * OpenTelemetry traces (GenAI conventions, see docs/observability.md): spans go to `tracer`, by
+   * default the tracer of the globally registered SDK, so an application that registers one gets
+   * troupe's spans without setting anything; without an SDK nothing is recorded or forwarded.
+   * `false` turns tracing off. Content (prompts, tool arguments and results) only with
+   * `captureContent: true`. @default {}
+   */
+  readonly tracing?: TracingOptions | false;
+  /**
    * Permissions of every agent, besides each definition's own (docs/permissions.md): rules in Claude
    * Code's syntax (deny wins over ask, ask over allow), a mode for definitions whose
    * `permissionMode` is `default`, and whether `bypassPermissions` may run at all. @default none
@@ -184,6 +193,7 @@ export interface PreparedSupervisorOptions extends EngineOptions, PreparedThread
   readonly compat: boolean;
   readonly maxDepth: number;
   readonly maxChildren: number;
+  readonly tracing: TracingOptions | false;
   /** Set with `backend: 'redis'`. */
   readonly redis: PreparedRedisOptions | undefined;
   /** What every agent gets besides its definition's permissions, timeouts included. */
@@ -278,6 +288,7 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     blocks,
     mcpServers,
     mcpProjectFile: options.mcpProjectFile ?? true,
+    tracing: options.tracing ?? {},
     simulatedFallback: fromEnvironment?.name === 'simulated',
     limits: options.limits ?? {},
     toolModules: options.toolModules ?? [],

@@ -4,20 +4,22 @@
  */
 import type { AgentDefinition } from '../definition/types.ts';
 import { SystemError } from '../errors.ts';
-import type { ActorSpec } from '../protocol/messages.ts';
+import type { ActorSpec, ActorTraceContext } from '../protocol/messages.ts';
 import { resolveModel } from '../providers/models.ts';
 import type { PreparedSupervisorOptions } from './options.ts';
 
 /** {@link ActorSpec}, mutable, with `definition` unset until the spawn name is resolved. */
-export type RecordSpec = { -readonly [K in Exclude<keyof ActorSpec, 'definition'>]: ActorSpec[K] } & {
+export type RecordSpec = {
+  -readonly [K in Exclude<keyof ActorSpec, 'definition' | 'trace'>]: ActorSpec[K];
+} & {
   definition: AgentDefinition | undefined;
 };
 
 /**
- * The spec an agent runs with. Throws `SystemError('definition_unresolved')` when its definition
+ * The spec an agent runs with (with `trace` when its span is recorded). Throws `SystemError('definition_unresolved')` when its definition
  * was never resolved: agents are queued only once it is, so that would be a supervisor bug.
  */
-export function actorSpec(spec: RecordSpec): ActorSpec {
+export function actorSpec(spec: RecordSpec, trace?: ActorTraceContext): ActorSpec {
   const { definition } = spec;
   if (definition === undefined) {
     throw new SystemError(
@@ -26,7 +28,7 @@ export function actorSpec(spec: RecordSpec): ActorSpec {
       { agentId: spec.agentId },
     );
   }
-  return { ...spec, definition };
+  return { ...spec, definition, ...(trace === undefined ? {} : { trace }) };
 }
 
 /**

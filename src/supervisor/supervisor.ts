@@ -5,6 +5,7 @@
  * (`backend: 'threads'`) or `troupe worker` processes through Redis (`backend: 'redis'`).
  */
 import { randomUUID } from 'node:crypto';
+import type { Context } from '@opentelemetry/api';
 import { EventEmitter } from 'eventemitter3';
 import { abortReason } from '../abort.ts';
 import { hasBlockReferences, resolveAgentBlocks } from '../blocks/resolve.ts';
@@ -21,6 +22,7 @@ import type { HostStats, OptionalSignal } from '../protocol/messages.ts';
 import { SIMULATED_FALLBACK_WARNING, warnSimulatedFallback } from '../providers/environment.ts';
 import { prepareModelSettings } from '../providers/model-settings.ts';
 import type { Usage } from '../providers/types.ts';
+import { AgentTracing } from '../telemetry/agent-tracing.ts';
 import { emitAgentReport, signalOfEvent } from './agent-events.ts';
 import type { AgentHandle } from './agent-handle.ts';
 import { type AgentRecord, createRecord, hasEnded } from './agent-record.ts';
@@ -40,6 +42,7 @@ import { actorSpec } from './record-spec.ts';
 import { ResultCheck } from './result-check.ts';
 import type { SpawnOptions } from './spawn-options.ts';
 import { resolveSpawn } from './spawn-resolution.ts';
+import { traceEngineEvent, traceReport } from './trace-reports.ts';
 import { rollUpUsage } from './usage-tree.ts';
 
 /**
@@ -57,6 +60,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly #engine: Engine;
   readonly #agents = new Map<string, AgentRecord>();
   readonly #results = new ResultCheck();
+  /** Undefined when `tracing: false`. */
+  readonly #tracing: AgentTracing | undefined;
   readonly #approvals: ApprovalBook;
   #definitions: Map<string, AgentDefinition> = new Map();
   /** MCP servers every agent may use (the option and `.mcp.json`), known once started. */
@@ -78,6 +83,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   constructor(options: SupervisorOptions = {}) {
     super();
     this.#options = prepareSupervisorOptions(options);
+    this.#tracing = this.#options.tracing === false ? undefined : new AgentTracing(this.#options.tracing);
     const userTools = Object.entries(this.#options.hostTools).map(([name, tool]) => ({
       name,
       description: tool.description,
@@ -178,6 +184,15 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
    * supervisor) settles `result` as Failed with reason `invalid_request`.
    */
   spawn(agent: string | AgentDefinition, options: SpawnOptions): AgentHandle {
+    return this.#spawn(agent, options, undefined);
+  }
+
+  /** {@link spawn}, its span under `trace.context` (a fan-out's) or under the parent's call `trace.callId`. */
+  #spawn(
+    agent: string | AgentDefinition,
+    options: SpawnOptions,
+    trace: { readonly context?: Context; readonly callId?: string } | undefined,
+  ): AgentHandle {
     this.#announceSimulated();
     const id = options.id ?? randomUUID();
     this.#engine.checkAgentId(id);
@@ -216,6 +231,18 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     });
     this.#agents.set(id, record);
     parent?.children.push(id);
+    this.#tracing?.spawned(
+      {
+        agentId: id,
+        parentId: options.parent,
+        depth: record.spec.depth,
+        agent: record.handle.agent,
+        model: record.spec.model,
+        provider: record.spec.provider,
+      },
+      trace?.context,
+      trace?.callId,
+    );
     this.emit('agent:spawned', { ...this.#ref(record), task: options.task, metadata: record.spec.metadata });
     if (this.#closed) {
       const error = new UserError('supervisor_closed', 'The supervisor is closed').toJSON();
@@ -233,7 +260,16 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   /** Runs many agents; iterate it for results as they finish, or await `all()` for them in order. */
   fanOut(specs: Iterable<SpawnSpec>, options: FanOutOptions = {}): FanOut {
-    return new FanOut(this, [...specs], options);
+    const all = [...specs];
+    const workflow = this.#tracing?.workflow(all.length);
+    if (!workflow) return new FanOut(this, all, options);
+    const fanOut = new FanOut(
+      { spawn: (agent, spawnOptions) => this.#spawn(agent, spawnOptions, { context: workflow.context }) },
+      all,
+      options,
+    );
+    void fanOut.all().then(workflow.end);
+    return fanOut;
   }
 
   /** The handle of a known agent. */
@@ -373,7 +409,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   #run(record: AgentRecord): void {
     if (record.state !== 'pending') return;
     record.state = 'running';
-    this.#engine.run(actorSpec(record.spec));
+    this.#engine.run(actorSpec(record.spec, this.#tracing?.actorContext(record.id)));
     for (const { text, resolve, reject } of record.held.splice(0))
       this.#deliver(record, text).then(resolve, reject);
   }
@@ -459,6 +495,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       for (const held of record.held.splice(0)) held.reject(notRunning);
     }
     rollUpUsage(this.#agents, record, outcome.usage, outcome.costUsd);
+    this.#tracing?.ended(record.id, outcome);
     this.#approvals.ended(record.id);
     const event = { ...this.#ref(record), outcome };
     this.emit(outcome.status === 'completed' ? 'agent:completed' : 'agent:failed', event);
@@ -477,6 +514,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       report: (report) => {
         const record = running(report.agentId);
         if (!record) return;
+        if (this.#tracing) traceReport(this.#tracing, report);
         if (report.type === 'approval') this.#approvals.requested(this.#ref(record), report.request);
         else if (report.type === 'decided') {
           const { type: _type, agentId: _agentId, ...decided } = report;
@@ -513,20 +551,24 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         record.completion = { value: result };
         return { accepted: true };
       },
-      callHostTool: (agentId, name, args) =>
-        runHostTool(
+      callHostTool: (agentId, name, args, callId) => {
+        if (callId !== undefined) this.#tracing?.hostToolCall(agentId, name, callId);
+        return runHostTool(
           {
             hostTools: this.#options.hostTools,
             agents: this.#agents,
             maxDepth: this.#options.maxDepth,
             maxChildren: this.#options.maxChildren,
-            spawn: (agent, options) => this.spawn(agent, options),
+            spawn: (agent, options) =>
+              this.#spawn(agent, options, callId === undefined ? undefined : { callId }),
           },
           agentId,
           name,
           args,
-        ),
+        );
+      },
       emit: (name, ...args) => {
+        if (this.#tracing) traceEngineEvent(this.#tracing, name, args);
         (this.emit as (name: string, ...rest: unknown[]) => boolean)(name, ...args);
       },
     };

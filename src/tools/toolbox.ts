@@ -85,6 +85,8 @@ export type ToolCallResult = ToolOutcome & {
 /** Options of {@link Toolbox.call}. */
 export interface ToolCallOptions {
   readonly signal?: AbortSignal;
+  /** The model's id of the call, given to the tool as `ctx.callId`. */
+  readonly callId?: string;
   /** Given to the tool as `ctx.fitsState`. @default every update fits */
   readonly fitsState?: (key: string, text: string | null) => boolean;
   /**
@@ -290,6 +292,7 @@ export function buildToolbox(
         signal,
         cwd,
         agentId: options.agentId,
+        ...(callOptions.callId === undefined ? {} : { callId: callOptions.callId }),
         bash: def.bash,
         settings,
         ...(guard === undefined ? {} : { guard }),

@@ -57,6 +57,8 @@ export interface ToolContext {
   /** Absolute working directory; file tools are confined to it. */
   readonly cwd: string;
   readonly agentId: string;
+  /** The model's id of this call (absent when a tool is called outside an agent loop). */
+  readonly callId?: string;
   /** The agent's bash settings, for `run_terminal_cmd`; troupe's defaults apply when absent. */
   readonly bash?: BashConfig;
   /** What the agent's permission rules refuse beyond the call's own arguments. */

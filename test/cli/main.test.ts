@@ -36,6 +36,7 @@ const loaders: Record<CommandName, () => Promise<{ register: (...args: never[]) 
   verify: () => import('../../src/cli/verify.ts'),
   fanout: () => import('../../src/cli/fanout.ts'),
   report: () => import('../../src/cli/report.ts'),
+  show: () => import('../../src/cli/show.ts'),
   score: () => import('../../src/cli/score.ts'),
   compare: () => import('../../src/cli/compare.ts'),
   demo: () => import('../../src/cli/demo.ts'),

@@ -112,8 +112,9 @@ describe('troupe report', () => {
     expect(html.startsWith('<!doctype html>')).toBe(true);
     checkWellFormed(html);
     for (const line of results) {
-      expect(html).toContain(`<g class="row status-${line.status}" data-agent="${line.agentId}">`);
-      expect(html).toContain(`<tr class="agent" data-agent="${line.agentId}">`);
+      expect(html).toContain(`<g class="row status-${line.status}" data-agent="${line.agentId}" data-t="a-`);
+      expect(html).toContain(`<tr class="agent" data-agent="${line.agentId}" data-t="a-`);
+      expect(html).toContain(`<details class="transcript" id="a-`);
     }
     expect(html).toContain('<svg class="timeline"');
     expect(html).toContain('class="wait"');

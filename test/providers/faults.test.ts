@@ -76,6 +76,9 @@ describe('retries', () => {
     expect(delays).toEqual([2000]);
     expect(limited).toEqual([[2000, { provider: 'openai', model: 'gpt-4o', status: 429, willRetry: true }]]);
     expect(end.receipt).toMatchObject({ requests: 1, retries: 1, httpStatus: 200 });
+    expect(end.receipt.retryLog).toEqual([
+      { atMs: expect.any(Number), code: 'rate_limited', status: 429, delayMs: 2000 },
+    ]);
     expect(server.received).toHaveLength(2);
   });
 
@@ -108,6 +111,12 @@ describe('retries', () => {
     );
     const events = await collect(provider.turn(turnRequest()));
     expect(completedOf(events).receipt).toMatchObject({ requests: 1, retries: 2, httpStatus: 200 });
+    expect(
+      completedOf(events).receipt.retryLog?.map((retry) => [retry.code, retry.status, retry.delayMs]),
+    ).toEqual([
+      ['server_error', 500, 100],
+      ['server_error', 500, 200],
+    ]);
     expect(delays).toEqual([100, 200]);
     expect(server.received.map((request) => request.body)).toEqual(Array(3).fill(server.received[0]?.body));
     // One set of events: failed attempts emitted nothing.

@@ -8,6 +8,8 @@ import { isAbsolute, relative } from 'node:path';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import { printable, terminalJson } from '../../run-dir/format.ts';
+import { AgentTracing, type TracingOptions } from '../../telemetry/agent-tracing.ts';
+import { traceEventOf } from '../../telemetry/trace-events.ts';
 import {
   approvalChannel,
   approvalEventLine,
@@ -31,6 +33,8 @@ export interface LiveOptions {
   readonly approve?: readonly string[];
   /** Where a person answers requests. @default process.stdin when it and stderr are terminals (not with `json`) */
   readonly input?: KeyInput;
+  /** Trace the agent to the registered OpenTelemetry SDK (`--otlp`). @default not traced */
+  readonly tracing?: TracingOptions;
 }
 
 /** Runs `session` with live output and resolves to the exit code: 0 when the agent completed, 1 when it failed. */
@@ -72,12 +76,24 @@ export async function executeLive(
     interrupt: () => process.kill(process.pid, 'SIGINT'),
     announce: (request) => io.stderr(`${printable(approvalPrompt(request))}\n`),
   });
+  const tracing = options.tracing === undefined ? undefined : new AgentTracing(options.tracing);
+  const capture = options.tracing?.captureContent === true;
+  tracing?.spawned({
+    agentId: info.agentId,
+    parentId: undefined,
+    depth: 0,
+    agent: info.agent,
+    model: info.model,
+    provider: info.provider,
+  });
   let outcome: AgentOutcome;
   try {
     outcome = await session.execute({
       signal: controller.signal,
       requestApproval: approvalChannel(approver),
       onEvent: (event: AuditEvent) => {
+        const traced = tracing && traceEventOf(event, capture);
+        if (traced) tracing?.event(info.agentId, Date.parse(event.ts), traced);
         if (options.json) {
           io.stdout(`${terminalJson(event)}\n`);
           return;
@@ -93,6 +109,7 @@ export async function executeLive(
     stopWatching();
     closed?.removeEventListener('abort', onClosed);
   }
+  tracing?.ended(info.agentId, outcome);
 
   if (options.json) {
     io.stdout(`${terminalJson(outcomeLine(info, outcome))}\n`);

@@ -58,13 +58,14 @@ export type HostToolCall = (
   name: string,
   args: Readonly<Record<string, unknown>>,
   signal: AbortSignal,
+  callId: string | undefined,
 ) => Promise<ToolOutcome>;
 
 /** Tools that forward each call of a declared host tool to the supervisor. */
 export function hostToolProxies(declarations: readonly HostToolDeclaration[], call: HostToolCall): Tool[] {
   return declarations.map((declaration) => ({
     ...declaration,
-    execute: (args, ctx) => call(ctx.agentId, declaration.name, args, ctx.signal),
+    execute: (args, ctx) => call(ctx.agentId, declaration.name, args, ctx.signal, ctx.callId),
   }));
 }
 

@@ -3,6 +3,7 @@
  * loop options. Actor hosts and redis workers both call it, so a field added to the spec (trace
  * context, model settings) is read here once and reaches the agent on either engine.
  */
+import { context } from '@opentelemetry/api';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { JournalSink } from '../../journal/sink.ts';
 import { runAgent } from '../../loop/run-agent.ts';
@@ -10,6 +11,8 @@ import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
 import type { McpToolSource } from '../../mcp/pool.ts';
 import type { ActorSpec, AgentSignal } from '../../protocol/messages.ts';
 import type { Provider } from '../../providers/types.ts';
+import { contextFromTraceparent } from '../../telemetry/trace-context.ts';
+import { traceSignal } from '../../telemetry/trace-events.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
 import { agentSignal } from './agent-signal.ts';
 
@@ -34,39 +37,47 @@ export interface ActorRun {
 
 /** Runs (or resumes) the agent `spec` describes to its outcome. */
 export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promise<AgentOutcome> {
-  const { agentId } = spec;
-  return runAgent({
-    agentId,
-    ...(spec.parentId === undefined ? {} : { parentId: spec.parentId }),
-    definition: spec.definition,
-    task: spec.task,
-    context: spec.context,
-    metadata: spec.metadata,
-    provider: run.provider,
-    model: spec.model,
-    modelSettings: spec.modelSettings,
-    defaultModelSettings: spec.defaultModelSettings,
-    ...(spec.blocks ? { resolvedBlocks: spec.blocks } : {}),
-    registry: run.registry,
-    cwd: run.cwd,
-    mcpServers: spec.mcpServers,
-    mcp: run.mcp,
-    journal: run.journal,
-    ...(run.resumeFrom
-      ? {
-          resumeFrom: run.resumeFrom,
-          ...(run.truncatedBytes === undefined ? {} : { truncatedBytes: run.truncatedBytes }),
-        }
-      : {}),
-    signal: run.signal,
-    limits: spec.limits,
-    // Jobs added by an older supervisor carry none.
-    permissions: spec.permissions ?? {},
-    channels: run.channels,
-    onEvent: (event) => {
-      const signal = agentSignal(agentId, event);
-      if (signal) run.onSignal(signal);
-    },
-    promptCache: run.promptCache,
-  });
+  const { agentId, trace } = spec;
+  // Inside the agent's span context: spans user tools or instrumented libraries make here (with an
+  // SDK registered in this thread or worker) join the agent's trace.
+  const traced = trace === undefined ? context.active() : contextFromTraceparent(trace.traceparent);
+  return context.with(traced, () =>
+    runAgent({
+      agentId,
+      ...(spec.parentId === undefined ? {} : { parentId: spec.parentId }),
+      definition: spec.definition,
+      task: spec.task,
+      context: spec.context,
+      metadata: spec.metadata,
+      provider: run.provider,
+      model: spec.model,
+      modelSettings: spec.modelSettings,
+      defaultModelSettings: spec.defaultModelSettings,
+      ...(spec.blocks ? { resolvedBlocks: spec.blocks } : {}),
+      registry: run.registry,
+      cwd: run.cwd,
+      mcpServers: spec.mcpServers,
+      mcp: run.mcp,
+      journal: run.journal,
+      ...(run.resumeFrom
+        ? {
+            resumeFrom: run.resumeFrom,
+            ...(run.truncatedBytes === undefined ? {} : { truncatedBytes: run.truncatedBytes }),
+          }
+        : {}),
+      signal: run.signal,
+      limits: spec.limits,
+      // Jobs added by an older supervisor carry none.
+      permissions: spec.permissions ?? {},
+      channels: run.channels,
+      onEvent: (event) => {
+        const signal = agentSignal(agentId, event);
+        if (signal) run.onSignal(signal);
+        if (trace === undefined) return;
+        const forwarded = traceSignal(agentId, event, trace.captureContent);
+        if (forwarded) run.onSignal(forwarded);
+      },
+      promptCache: run.promptCache,
+    }),
+  );
 }

@@ -58,8 +58,15 @@ export class WorkerResources {
     const { redis, pool, keys } = this.#options;
     const registry = createToolRegistry([
       ...(await loadToolModules(data.toolModules, this.#modules)),
-      ...hostToolProxies(data.hostTools, (agentId, name, args, signal) =>
-        callHostTool(redis, pool, keys, data.supervisorId, { agentId, name, args }, signal),
+      ...hostToolProxies(data.hostTools, (agentId, name, args, signal, callId) =>
+        callHostTool(
+          redis,
+          pool,
+          keys,
+          data.supervisorId,
+          { agentId, name, args, ...(callId === undefined ? {} : { callId }) },
+          signal,
+        ),
       ),
     ]);
     for (const tool of registry.list()) {

@@ -498,7 +498,7 @@ export class ThreadEngine implements Engine {
         }
       },
       completeTask: (agentId, result) => this.#host.completeTask(agentId, result),
-      callHostTool: (agentId, name, args) => this.#host.callHostTool(agentId, name, args),
+      callHostTool: (agentId, name, args, callId) => this.#host.callHostTool(agentId, name, args, callId),
     };
   }
 }

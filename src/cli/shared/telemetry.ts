@@ -1,0 +1,150 @@
+/**
+ * OpenTelemetry export for CLI runs: `--otlp URL`, or the standard `OTEL_EXPORTER_OTLP_ENDPOINT` /
+ * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` variables, sends the run's spans over OTLP/HTTP (JSON) to a
+ * collector, Jaeger, Langfuse or any OTLP receiver; `OTEL_SERVICE_NAME` names the service
+ * (default `troupe`). The SDK is loaded only when export is asked for: runs without it load none.
+ */
+import type { Command } from 'commander';
+import type { SupervisorOptions } from '../../supervisor/options.ts';
+import type { CliIO } from './io.ts';
+
+/** Where and how a CLI run exports its spans. */
+export interface OtlpChoice {
+  /** Full URL spans are POSTed to (`.../v1/traces`). */
+  readonly url: string;
+  readonly serviceName: string;
+  /** Prompts, tool arguments and results on spans (masked): `--otlp-content` or the GenAI variable. */
+  readonly captureContent: boolean;
+}
+
+/** The variable OpenTelemetry's GenAI instrumentations read to record message content. */
+export const CAPTURE_CONTENT_ENV = 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT';
+
+/** The export `flag` and the environment ask for; undefined when neither does. */
+export function otlpChoice(
+  flag: string | undefined,
+  content: boolean | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): OtlpChoice | undefined {
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  const base = flag ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  // The signal-specific variable is used as given; a base URL gets the traces path (OTLP spec).
+  const url =
+    flag === undefined && traces !== undefined && traces !== ''
+      ? traces
+      : base === undefined || base === ''
+        ? undefined
+        : /\/v1\/traces\/?$/.test(base)
+          ? base
+          : `${base.replace(/\/+$/, '')}/v1/traces`;
+  if (url === undefined) return undefined;
+  return {
+    url,
+    serviceName: env.OTEL_SERVICE_NAME || 'troupe',
+    captureContent: content === true || env[CAPTURE_CONTENT_ENV]?.toLowerCase() === 'true',
+  };
+}
+
+/** An exporting tracer provider, registered globally for the run. */
+export interface CliTelemetry {
+  readonly captureContent: boolean;
+  /** Runs `work` inside a root `invoke_workflow NAME` span, so the run is one trace. */
+  within<T>(name: string, work: () => Promise<T>): Promise<T>;
+  /** Sends the spans still buffered and stops exporting; failures are reported on stderr, never thrown. */
+  shutdown(): Promise<void>;
+}
+
+/** Registers an OTLP/HTTP exporting tracer provider for `choice`. */
+export async function startTelemetry(choice: OtlpChoice, io: CliIO): Promise<CliTelemetry> {
+  const [
+    { context, trace, SpanStatusCode },
+    { NodeTracerProvider, BatchSpanProcessor },
+    { OTLPTraceExporter },
+    resources,
+  ] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/sdk-trace-node'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/resources'),
+  ]);
+  const { packageVersion } = await import('../../package-files.ts');
+  const provider = new NodeTracerProvider({
+    resource: resources.resourceFromAttributes({
+      'service.name': choice.serviceName,
+      'service.version': packageVersion(),
+    }),
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: choice.url }))],
+  });
+  provider.register();
+  return {
+    captureContent: choice.captureContent,
+    within: async (name, work) => {
+      const tracer = trace.getTracer('troupe');
+      const span = tracer.startSpan(`invoke_workflow ${name}`, {
+        attributes: { 'gen_ai.operation.name': 'invoke_workflow' },
+      });
+      try {
+        return await context.with(trace.setSpan(context.active(), span), work);
+      } catch (error) {
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: error instanceof Error ? error.message : String(error),
+        });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+    shutdown: async () => {
+      try {
+        await provider.forceFlush();
+        await provider.shutdown();
+      } catch (error) {
+        io.stderr(
+          `troupe: could not export traces to ${choice.url}: ${error instanceof Error ? error.message : String(error)}\n`,
+        );
+      }
+      trace.disable();
+      context.disable();
+    },
+  };
+}
+
+/** The flags of commands that can export spans. */
+export interface OtlpFlags {
+  readonly otlp?: string;
+  readonly otlpContent?: boolean;
+}
+
+/** Adds `--otlp URL` and `--otlp-content` to `command`. */
+export function otlpOptions(command: Command): Command {
+  return command
+    .option(
+      '--otlp <url>',
+      'send OpenTelemetry traces over OTLP/HTTP to this collector, e.g. http://localhost:4318 (default: OTEL_EXPORTER_OTLP_ENDPOINT)',
+    )
+    .option(
+      '--otlp-content',
+      `with --otlp: put prompts, tool arguments and results on the spans, secrets masked (or ${CAPTURE_CONTENT_ENV}=true)`,
+    );
+}
+
+/**
+ * Runs `work` with traces exported when `flags` or the environment ask for it, inside one root span
+ * `invoke_workflow NAME`; `work` gets the supervisor options that say whether to record content.
+ */
+export async function withTelemetry<T>(
+  flags: OtlpFlags,
+  io: CliIO,
+  name: string,
+  work: (supervisor: Partial<SupervisorOptions>) => Promise<T>,
+): Promise<T> {
+  const choice = otlpChoice(flags.otlp, flags.otlpContent);
+  if (choice === undefined) return work({});
+  const telemetry = await startTelemetry(choice, io);
+  try {
+    return await telemetry.within(name, () => work({ tracing: { captureContent: choice.captureContent } }));
+  } finally {
+    await telemetry.shutdown();
+  }
+}

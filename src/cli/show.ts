@@ -1,0 +1,72 @@
+/**
+ * `troupe show RUN_DIR AGENT [--full] [--inputs] [--json]` (or `troupe show JOURNAL`): one agent's
+ * transcript in the terminal: every model request, tool call with arguments and result, state
+ * change, wait, restart and the outcome.
+ */
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { UserError } from '../errors.ts';
+import { redactValue } from '../journal/redact.ts';
+import { shortId, terminalJson } from '../run-dir/format.ts';
+import { readRunDir } from '../run-dir/run-dir.ts';
+import { buildTimeline, type ReportAgent } from '../run-dir/timeline.ts';
+import { findAgent, transcriptText } from '../run-dir/transcript-text.ts';
+import { COMMAND_HELP } from './commands.ts';
+import type { CliIO } from './shared/io.ts';
+import { isJournalFile, readJournalTimeline } from './shared/report-source.ts';
+
+interface ShowFlags {
+  readonly full?: boolean;
+  readonly inputs?: boolean;
+  readonly json?: boolean;
+}
+
+/** Registers `troupe show` on `program`. */
+export function register(program: Command, io: CliIO, _setExit: (code: number) => void): void {
+  program
+    .command('show')
+    .description(COMMAND_HELP.show.description)
+    .argument('<run-dir|journal>', 'run directory (.troupe/runs/<id>) or one agent journal (.jsonl)')
+    .argument('[agent]', 'agent id, a unique prefix of one, a plan index or a plan id (with a run directory)')
+    .option('--full', 'print every text whole instead of its first lines')
+    .option('--inputs', "print each round's input as the model got it")
+    .option('--json', 'print the transcript as JSON')
+    .action((target: string, query: string | undefined, flags: ShowFlags) => {
+      const inputs = flags.inputs === true || flags.json === true;
+      let agent: ReportAgent | undefined;
+      if (isJournalFile(target)) {
+        agent = readJournalTimeline(resolve(target), { inputs }).agents[0];
+      } else {
+        const contents = readRunDir(target);
+        const agents = buildTimeline(contents, { inputs }).agents;
+        if (query === undefined) {
+          throw new UserError(
+            'missing_agent',
+            `Expected an agent to show after the run directory, found none; it has ${agents.length}: ${agents
+              .slice(0, 8)
+              .map((a) => shortId(a.agentId))
+              .join(', ')}${agents.length > 8 ? ', ...' : ''}`,
+            { runDir: contents.paths.root },
+          );
+        }
+        const found = findAgent(agents, query);
+        if (Array.isArray(found)) {
+          throw new UserError(
+            found.length === 0 ? 'unknown_agent' : 'ambiguous_agent',
+            found.length === 0
+              ? `Expected an agent id, a unique prefix of one, a plan index or a plan id, got \`${query}\`, which names none of the ${agents.length} agents of ${contents.paths.root}`
+              : `Expected \`${query}\` to name one agent, found ${found.length}: ${found.map((a) => a.agentId).join(', ')}`,
+            { runDir: contents.paths.root, agent: query },
+          );
+        }
+        agent = found;
+      }
+      if (agent === undefined) throw new UserError('unknown_agent', `No agent in ${target}`, { target });
+      if (flags.json) {
+        const { transcript, ...rest } = agent;
+        io.stdout(`${terminalJson(redactValue({ ...rest, transcript }), 2)}\n`);
+        return;
+      }
+      io.stdout(transcriptText(agent, { full: flags.full === true, inputs: flags.inputs === true }));
+    });
+}

@@ -1,0 +1,81 @@
+/**
+ * `events.jsonl`: what happened to a run besides its agents' own journals, one line per event as it
+ * happens: sessions starting and ending, agents placed on threads, threads crashing and coming
+ * back, agents restarted, provider pauses (429), the run's budget spent. The report draws these on
+ * its timeline; journals alone cannot say when a thread died or a provider paused everyone.
+ *
+ * Lines are appended with one synchronous write each and written through `redactValue`, like
+ * `results.jsonl`. A torn last line (the process died while writing it) is ignored by the reader.
+ */
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { redactValue } from '../journal/redact.ts';
+
+/** A cause as the log keeps it: the error code and message. */
+export interface LoggedCause {
+  readonly code: string | undefined;
+  readonly message: string;
+}
+
+/** One line of `events.jsonl`. `ts` is an ISO 8601 time. */
+export type RunLogEvent =
+  | {
+      readonly ts: string;
+      readonly type: 'session';
+      readonly event: 'started' | 'ended';
+      readonly kind: 'fanout' | 'resume' | 'demo';
+      readonly interrupted?: boolean;
+    }
+  | {
+      /** An agent was placed on thread `hostId` (again, after a restart, when `resumed`). */
+      readonly ts: string;
+      readonly type: 'agent';
+      readonly agentId: string;
+      readonly hostId: number;
+      readonly resumed: boolean;
+    }
+  | {
+      readonly ts: string;
+      readonly type: 'thread';
+      readonly event: 'started' | 'crashed' | 'respawned';
+      readonly hostId: number;
+      readonly cause?: LoggedCause;
+      /** Agents the crashed thread took with it. */
+      readonly agents?: readonly string[];
+    }
+  | {
+      readonly ts: string;
+      readonly type: 'restarted';
+      readonly agentId: string;
+      readonly restart: number;
+      readonly cause: LoggedCause;
+    }
+  | {
+      /** A provider answered 429: every request to it waits `retryAfterMs`. */
+      readonly ts: string;
+      readonly type: 'backoff';
+      readonly provider: string;
+      readonly retryAfterMs: number;
+    }
+  | { readonly ts: string; readonly type: 'budget'; readonly code: string; readonly message: string };
+
+/** Appends one event to the log at `path`. */
+export function appendRunLog(path: string, event: RunLogEvent): void {
+  appendFileSync(path, `${JSON.stringify(redactValue(event))}\n`);
+}
+
+/** The events of the log at `path` (none when there is no log: run directories before it had one). */
+export function readRunLog(path: string): RunLogEvent[] {
+  if (!existsSync(path)) return [];
+  const events: RunLogEvent[] = [];
+  const lines = readFileSync(path, 'utf8').split('\n');
+  lines.pop();
+  for (const line of lines) {
+    try {
+      const value = JSON.parse(line) as RunLogEvent;
+      if (typeof value?.ts === 'string' && typeof value.type === 'string') events.push(value);
+    } catch {
+      // A damaged line describes nothing the report can draw; the rest still can be.
+    }
+  }
+  return events;
+}
