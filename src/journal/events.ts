@@ -130,6 +130,11 @@ export interface InferenceSubmitted {
   readonly toolChoice?: ToolChoice;
   /** The turn is a freeform capture for the tool call `captureFor`. */
   readonly captureFor?: string;
+  /**
+   * The model settings sent with this request (absent when none are set): the same for every
+   * request of an agent, pinned in Started, and covered by `inputHash`.
+   */
+  readonly modelSettings?: ModelSettings;
 }
 
 /** The model called a tool. */

@@ -258,6 +258,7 @@ function submit(
     tools: request.tools.map((tool) => tool.name),
     ...(request.toolChoice === undefined ? {} : { toolChoice: request.toolChoice }),
     ...(request.capture ? { captureFor: request.capture.callId } : {}),
+    ...(Object.keys(ctx.modelSettings).length === 0 ? {} : { modelSettings: ctx.modelSettings }),
   });
 }
 

@@ -208,6 +208,7 @@ export type TraceEvent =
       readonly tools: number;
       readonly toolChoice?: ToolChoice;
       readonly captureFor?: string;
+      readonly modelSettings?: ModelSettings;
     }
   | {
       readonly type: 'ProviderReceipt';

@@ -22,6 +22,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { ActorTraceContext, TraceEvent } from '../protocol/messages.ts';
+import type { ModelSettings } from '../providers/model-settings.ts';
 import { EVENT, GEN_AI, OPERATION, TRACER_NAME, TROUPE } from './attributes.ts';
 import { formatTraceparent } from './trace-context.ts';
 
@@ -418,6 +419,7 @@ export class AgentTracing {
                   typeof event.toolChoice === 'string' ? event.toolChoice : event.toolChoice.tool,
               }),
           ...(event.captureFor === undefined ? {} : { [TROUPE.captureFor]: event.captureFor }),
+          ...requestAttributes(event.modelSettings),
         },
       },
       agent.context,
@@ -508,4 +510,22 @@ export class AgentTracing {
     }
     agent.tools.clear();
   }
+}
+
+/** The GenAI request attributes of the model settings a request was sent with. */
+function requestAttributes(settings: ModelSettings | undefined): Attributes {
+  if (settings === undefined) return {};
+  const attributes: Attributes = {};
+  const set = (key: string, value: number | readonly string[] | undefined): void => {
+    if (value !== undefined) attributes[key] = typeof value === 'number' ? value : [...value];
+  };
+  set(GEN_AI.requestTemperature, settings.temperature);
+  set(GEN_AI.requestTopP, settings.topP);
+  set(GEN_AI.requestTopK, settings.topK);
+  set(GEN_AI.requestMaxTokens, settings.maxOutputTokens);
+  set(GEN_AI.requestSeed, settings.seed);
+  set(GEN_AI.requestStopSequences, settings.stop);
+  set(GEN_AI.requestPresencePenalty, settings.presencePenalty);
+  set(GEN_AI.requestFrequencyPenalty, settings.frequencyPenalty);
+  return attributes;
 }

@@ -38,6 +38,7 @@ export function traceEventOf(event: AuditEventInput, captureContent: boolean): T
         tools: event.tools.length,
         ...(event.toolChoice === undefined ? {} : { toolChoice: event.toolChoice }),
         ...(event.captureFor === undefined ? {} : { captureFor: event.captureFor }),
+        ...(event.modelSettings === undefined ? {} : { modelSettings: event.modelSettings }),
       };
     case 'ProviderReceipt':
       return {

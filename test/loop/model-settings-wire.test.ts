@@ -102,6 +102,10 @@ describe('model settings on the wire', () => {
       ],
     });
     expect(eventsOf(events, 'Started')[0]?.modelSettings).toEqual(EXPECTED_SETTINGS);
+    // ...and every request's InferenceSubmitted carries the settings it was sent with.
+    const submitted = eventsOf(events, 'InferenceSubmitted');
+    expect(submitted.length).toBeGreaterThan(0);
+    for (const event of submitted) expect(event.modelSettings).toEqual(EXPECTED_SETTINGS);
     expect(eventsOf(events, 'Started')[0]?.blocks?.[0]).toMatchObject({
       id: 'acme.careful',
       version: '1.0.0',

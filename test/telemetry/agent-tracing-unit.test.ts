@@ -122,6 +122,30 @@ describe('AgentTracing', () => {
     expect(agent.attributes['troupe.agent.restarts']).toBe(1);
   });
 
+  it("a chat span carries the request's model settings as GenAI request attributes", () => {
+    const { tracing, span } = setup();
+    tracing.event('a', 1_000, {
+      type: 'InferenceSubmitted',
+      round: 1,
+      step: 1,
+      request: 1,
+      estimatedTokens: 1,
+      tools: 0,
+      modelSettings: { temperature: 0.2, maxOutputTokens: 512, stop: ['END'], reasoningEffort: 'low' },
+    });
+    tracing.ended('a', {
+      status: 'completed',
+      usage: { inputTokens: 1, outputTokens: 1 },
+      costUsd: null,
+      rounds: 1,
+    });
+    expect(span('chat m').attributes).toMatchObject({
+      'gen_ai.request.temperature': 0.2,
+      'gen_ai.request.max_tokens': 512,
+      'gen_ai.request.stop_sequences': ['END'],
+    });
+  });
+
   it('content is cut to MAX_CONTENT_CHARS on spans', () => {
     const { tracing, span } = setup(true);
     const long = 'x'.repeat(MAX_CONTENT_CHARS + 10);
