@@ -168,6 +168,8 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
     return {
       figures: {
         'fanout.overhead': figure(supervisorMs / inProcessMs, 'ratio', '<=', 1.0, 3),
+        /** Tool rounds of all agents per second of Supervisor wall time (N agents x 8 rounds). */
+        'fanout.agentRoundsPerSec': figure(toolRounds / (supervisorMs / 1000), 'rounds/s', '>=', 10_000, 0),
       },
       details: {
         agents: params.agents,

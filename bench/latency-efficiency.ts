@@ -15,8 +15,16 @@ import { availableParallelism } from 'node:os';
 import type { ProviderConfig } from '../src/protocol/messages.ts';
 import { Supervisor } from '../src/supervisor/supervisor.ts';
 import { emitResult, isMain } from './support/child.ts';
-import { type BenchOptions, type BenchOutput, figure, round, skipped } from './support/figures.ts';
+import {
+  type BenchOptions,
+  type BenchOutput,
+  figure,
+  round,
+  skipped,
+  untargeted,
+} from './support/figures.ts';
 import { median } from './support/stats.ts';
+import { cpuSince, type ThreadCpu, threadCpu } from './support/thread-cpu.ts';
 import {
   assertCompleted,
   journalCreateUs,
@@ -47,10 +55,13 @@ interface Run {
   readonly makespanMs: number;
   /** CPU time of the whole process (main thread and both hosts) during the run. */
   readonly cpuMs: number;
+  /** The same CPU time by thread (Linux). */
+  readonly threads: ThreadCpu | undefined;
 }
 
 async function makespan(supervisor: Supervisor, agents: number): Promise<Run> {
   const cpu = process.cpuUsage();
+  const threadsBefore = threadCpu();
   const start = performance.now();
   const handles = Array.from({ length: agents }, (_, i) =>
     supervisor.spawn('bench-worker', { task: `Benchmark task ${i}: call noop, then complete.` }),
@@ -58,7 +69,9 @@ async function makespan(supervisor: Supervisor, agents: number): Promise<Run> {
   assertCompleted(await Promise.all(handles.map((h) => h.result)), 'latency fan-out');
   const makespanMs = round(performance.now() - start, 1);
   const used = process.cpuUsage(cpu);
-  return { makespanMs, cpuMs: round((used.user + used.system) / 1000, 1) };
+  const threadsAfter = threadCpu();
+  const threads = threadsBefore && threadsAfter ? cpuSince(threadsBefore, threadsAfter) : undefined;
+  return { makespanMs, cpuMs: round((used.user + used.system) / 1000, 1), threads };
 }
 
 async function withSupervisor<T>(
@@ -112,6 +125,11 @@ export async function runLatencyEfficiencyBench(options: BenchOptions): Promise<
   const measured = median(runs.map((r) => r.makespanMs));
   const cpuMs = median(runs.map((r) => r.cpuMs));
   const requests = params.agents * REQUESTS;
+  const perRequestUs = (ms: number): number => round((ms * 1000) / requests, 1);
+  const split = (pick: (cpu: ThreadCpu) => number): number | null => {
+    const values = runs.flatMap((r) => (r.threads ? [pick(r.threads)] : []));
+    return values.length === 0 ? null : perRequestUs(median(values));
+  };
   // Below the ideal is impossible under the limit: more than CONCURRENCY requests ran at once.
   const limitApplied = measured >= ideal * 0.98;
   return {
@@ -123,6 +141,7 @@ export async function runLatencyEfficiencyBench(options: BenchOptions): Promise<
             '<= 1.1',
             `makespan ${measured} ms is below the ideal ${ideal} ms: the provider concurrency limit was not applied`,
           ),
+      cpuPerRequestUs: untargeted((cpuMs * 1000) / requests, 'µs', 1),
     },
     details: {
       agents: params.agents,
@@ -136,7 +155,18 @@ export async function runLatencyEfficiencyBench(options: BenchOptions): Promise<
       bestRatio: round(Math.min(...runs.map((r) => r.makespanMs)) / ideal, 3),
       overheadMsPerRequestWave: round((measured - ideal) / (ideal / LATENCY_MS), 1),
       cpuMs,
-      cpuUsPerRequest: round((cpuMs * 1000) / requests, 1),
+      cpuUsPerRequest: perRequestUs(cpuMs),
+      /**
+       * `cpuPerRequestUs` by thread (median run, /proc clock ticks of 10 ms, Linux only): the main
+       * thread (Supervisor, admission, events) and every other thread (actor hosts, V8 helpers,
+       * libuv), user and system (kernel: journal writes and file creation, thread wake-ups).
+       */
+      cpuPerRequestBreakdownUs: {
+        mainUser: split((c) => c.mainUserMs),
+        mainSystem: split((c) => c.mainSystemMs),
+        otherThreadsUser: split((c) => c.otherUserMs),
+        otherThreadsSystem: split((c) => c.otherSystemMs),
+      },
       /** CPU time spread over every core: no run can beat it, whatever the latency. */
       cpuFloorMs: round(cpuMs / availableParallelism(), 1),
       /** Creating one journal file here, measured just before the runs (every agent does it once). */

@@ -80,14 +80,20 @@ export const BENCHES: readonly BenchEntry[] = [
   },
   {
     name: 'fanout-overhead',
-    figures: [{ name: 'fanout.overhead', unit: 'ratio', target: '<= 1' }],
+    figures: [
+      { name: 'fanout.overhead', unit: 'ratio', target: '<= 1' },
+      { name: 'fanout.agentRoundsPerSec', unit: 'rounds/s', target: '>= 10000' },
+    ],
     execArgv: [],
     timeoutMs: ({ quick }) => (quick ? 2 * MINUTE : 15 * MINUTE),
     run: async (options) => (await import('../fanout-overhead.ts')).runFanoutOverheadBench(options),
   },
   {
     name: 'latency-efficiency',
-    figures: [{ name: 'fanout.latencyEfficiency', unit: 'ratio', target: '<= 1.1' }],
+    figures: [
+      { name: 'fanout.latencyEfficiency', unit: 'ratio', target: '<= 1.1' },
+      { name: 'cpuPerRequestUs', unit: 'µs', target: null },
+    ],
     execArgv: [],
     timeoutMs: ({ quick }) => (quick ? 2 * MINUTE : 10 * MINUTE),
     run: async (options) => (await import('../latency-efficiency.ts')).runLatencyEfficiencyBench(options),

@@ -21,6 +21,7 @@ import type {
   AgentSignal,
   HostStats,
   HostToolDeclaration,
+  OptionalSignal,
   ProviderConfig,
   ProviderLimits,
   ToolModuleRef,
@@ -159,4 +160,10 @@ export interface Engine {
   describe(): Promise<EngineDescription>;
   /** Releases threads and connections. Called once every agent has ended. */
   close(): Promise<void>;
+  /**
+   * The supervisor has listeners for these optional signals now (the set only grows; before the
+   * first call, none). An engine that implements it may leave the others unsent; one that does not
+   * sends them all.
+   */
+  wantSignals?(kinds: readonly OptionalSignal[]): void;
 }

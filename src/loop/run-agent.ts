@@ -37,6 +37,7 @@ import { buildToolbox } from '../tools/toolbox.ts';
 import type { PromptTools } from '../tools/types.ts';
 import { RunContext } from './context.ts';
 import { abortEnding, cancelled } from './decide.ts';
+import { countFixed } from './fixed-tokens.ts';
 import { limitConditions, limitNotices, resolveLimits } from './limits.ts';
 import { end, runLoop, terminalEvent } from './loop.ts';
 import { contextWindowFor, maxInputFor } from './model-limits.ts';
@@ -278,7 +279,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     const contextWindow = started?.contextWindow ?? options.contextWindow ?? contextWindowFor(options.model);
     const maxInputTokens = started?.maxInputTokens ?? options.maxInputTokens ?? maxInputFor(contextWindow);
     const toolsJson = JSON.stringify(toolbox.specs);
-    const fixedTokens = counter.count(system) + counter.count(toolsJson);
+    const fixedTokens = countFixed(counter, system) + countFixed(counter, toolsJson);
     // Usage a server does not report is counted with a BPE tokenizer; o200k stands in for models
     // troupe has no tokenizer for (open models' tokenizers are close to it; chars/4 is not).
     const usageCounter = counter.name === heuristicCounter.name ? o200kCounter : counter;
@@ -303,7 +304,9 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       conditions: [...limitConditions(limits), ...(options.stopWhen ?? [])],
       usageCounter,
       fixedUsageTokens:
-        usageCounter === counter ? fixedTokens : usageCounter.count(system) + usageCounter.count(toolsJson),
+        usageCounter === counter
+          ? fixedTokens
+          : countFixed(usageCounter, system) + countFixed(usageCounter, toolsJson),
       price,
       replay,
       session,

@@ -6,9 +6,14 @@
  * Five channels per host, each a dedicated MessagePort transferred with the piscina task:
  * - control (main -> host): request/response calls, wrapped with comlink ({@link HostControlApi});
  *   spawns go as one `spawnMany` call per host and scheduling pass;
- * - callback (host -> main): request/response calls, wrapped with comlink ({@link SupervisorCallbackApi});
- * - events (host -> main): fire-and-forget {@link HostEventMessage} posts, batched per tick, so the
- *   high-volume event stream costs one message per batch and no response message;
+ * - callback (both ways, raw): the host's calls to the supervisor ({@link SupervisorCallbackApi}:
+ *   `complete_task`, host tools, rate-limit reports), {@link HostCallMessage} up and
+ *   {@link HostCallReplyMessage} down, each batched per event-loop turn. Every agent calls
+ *   `complete_task` once, so comlink's per-call cost here was paid thousands of times per fan-out
+ *   (profiled: its `postMessage` alone was ~6 % of a host's time at 1,000 agents x 8 rounds);
+ * - events (host -> main): fire-and-forget {@link HostEventMessage} posts; signals and agent ends
+ *   go as one batch per event-loop turn, so the high-volume event stream costs one message per
+ *   turn and no response message;
  * - admission (both ways, raw): provider slots, {@link AdmissionRequestMessage} up and
  *   {@link AdmissionGrantMessage} down, each batched per event-loop turn. Every provider request
  *   on a limited key crosses it twice, so it avoids comlink's per-call cost (an id, a listener and
@@ -86,6 +91,13 @@ export interface HostToolDeclaration {
   readonly needsApproval?: boolean;
 }
 
+/**
+ * The signals an agent's runner sends only while the supervisor has a listener for them (the
+ * high-volume ones: one or more per model request). The others (waiting, instructed, warnings)
+ * always go.
+ */
+export type OptionalSignal = 'round' | 'tool_call' | 'receipt' | 'text';
+
 /** Sent once with the piscina task that starts a host. */
 export interface HostConfig {
   readonly hostId: number;
@@ -97,6 +109,8 @@ export interface HostConfig {
   readonly journalDir: string;
   readonly fsync: 'always' | 'interval' | 'never';
   readonly cwd: string;
+  /** The {@link OptionalSignal}s the supervisor has listeners for when the host starts. */
+  readonly wantedSignals: readonly OptionalSignal[];
 }
 
 /** A worker_threads MessagePort (named through the global so only engines/ and workers/ import worker_threads). */
@@ -266,9 +280,11 @@ export interface HostControlApi {
   measure(): HostStats;
   /** Cancels every agent and lets the host task return. */
   shutdown(reason: string): void;
+  /** The supervisor now has listeners for these {@link OptionalSignal}s (the set only grows). */
+  wantSignals(kinds: readonly OptionalSignal[]): void;
 }
 
-/** host -> main calls (comlink over the callback port). */
+/** host -> main calls, answered by the supervisor ({@link HostCallMessage} over the callback port). */
 export interface SupervisorCallbackApi {
   /** A provider answered 429: pause that key for every agent. */
   reportRateLimit(providerKey: string, retryAfterMs: number): void;
@@ -281,6 +297,41 @@ export interface SupervisorCallbackApi {
     callId?: string,
   ): Promise<ToolOutcome>;
 }
+
+/** One call of {@link SupervisorCallbackApi}, numbered by the host that makes it. */
+export type HostCall =
+  | {
+      readonly id: number;
+      readonly method: 'completeTask';
+      readonly agentId: string;
+      readonly result: unknown;
+    }
+  | {
+      readonly id: number;
+      readonly method: 'callHostTool';
+      readonly agentId: string;
+      readonly name: string;
+      readonly args: Readonly<Record<string, unknown>>;
+      /** The model's id of the call, for tracing. */
+      readonly callId: string | undefined;
+    }
+  | {
+      readonly id: number;
+      readonly method: 'reportRateLimit';
+      readonly providerKey: string;
+      readonly retryAfterMs: number;
+    };
+
+/** host -> main on the callback port: the calls a host made in one event-loop turn, in order. */
+export type HostCallMessage = { readonly type: 'calls'; readonly calls: readonly HostCall[] };
+
+/** The answer to one {@link HostCall}: its value, or the error it threw. */
+export type HostCallReply =
+  | { readonly id: number; readonly value: unknown }
+  | { readonly id: number; readonly error: SerializedError };
+
+/** main -> host on the callback port: the answers ready in one event-loop turn. */
+export type HostCallReplyMessage = { readonly type: 'replies'; readonly replies: readonly HostCallReply[] };
 
 /**
  * A message to a running agent, delivered by its engine: an instruction (answered to the agent's
@@ -386,11 +437,25 @@ export type AgentSignal =
   /** Only for agents whose spec has `trace`: one per audit event the tracing uses. */
   | { readonly type: 'trace'; readonly agentId: string; readonly at: number; readonly event: TraceEvent };
 
+/** An agent's run on a host ended: its outcome. */
+export interface AgentEnded {
+  readonly agentId: string;
+  readonly outcome: AgentOutcome;
+}
+
 /** host -> main posts on the events port. */
 export type HostEventMessage =
   | { readonly type: 'ready'; readonly hostId: number; readonly threadId: number }
-  | { readonly type: 'signals'; readonly signals: readonly AgentSignal[] }
-  | { readonly type: 'ended'; readonly agentId: string; readonly outcome: AgentOutcome }
+  /**
+   * What a host's agents did in one event-loop turn: their signals, then the agents that ended
+   * (an agent's last signals always come before its end). One message per turn, not one per
+   * signal and one per end.
+   */
+  | {
+      readonly type: 'batch';
+      readonly signals: readonly AgentSignal[];
+      readonly ended: readonly AgentEnded[];
+    }
   | { readonly type: 'host_error'; readonly error: SerializedError }
   /**
    * A stdio MCP server this host started or saw end. A terminated thread cannot stop its child

@@ -5,8 +5,29 @@
  */
 import type { EventEmitter } from 'eventemitter3';
 import type { AgentReport } from '../engines/engine.ts';
+import type { OptionalSignal } from '../protocol/messages.ts';
 import type { AgentHandle } from './agent-handle.ts';
 import type { AgentRef, SupervisorEvents } from './events.ts';
+
+/**
+ * The optional signal behind an event of the supervisor (`agent:tool`) or of a handle (`tool`):
+ * engines send it only once someone listens for one of its events.
+ */
+const SIGNAL_OF_EVENT: ReadonlyMap<string | symbol, OptionalSignal> = new Map<string, OptionalSignal>([
+  ['agent:round', 'round'],
+  ['round', 'round'],
+  ['agent:tool', 'tool_call'],
+  ['tool', 'tool_call'],
+  ['agent:usage', 'receipt'],
+  ['usage', 'receipt'],
+  ['agent:text', 'text'],
+  ['text', 'text'],
+]);
+
+/** The optional signal a listener of `event` needs, if any. */
+export function signalOfEvent(event: string | symbol): OptionalSignal | undefined {
+  return SIGNAL_OF_EVENT.get(event);
+}
 
 /** Emits the events of `report` about the agent `ref` names. */
 export function emitAgentReport(

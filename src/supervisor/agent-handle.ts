@@ -39,6 +39,8 @@ export interface AgentHandleEvents {
 interface HandleControl {
   send(text: string): void;
   cancel(reason: string): void;
+  /** A listener of `event` was added (the supervisor asks its engine for the signals it needs). */
+  listen(event: string | symbol): void;
   approve(requestId: string, options?: ApproveOptions): Promise<void>;
   deny(requestId: string, reason?: string, options?: DenyOptions): Promise<void>;
 }
@@ -71,6 +73,33 @@ export class AgentHandle extends EventEmitter<AgentHandleEvents> {
     this.parentId = parentId;
     this.result = result;
     this.#control = control;
+  }
+
+  override on<T extends EventEmitter.EventNames<AgentHandleEvents>>(
+    event: T,
+    fn: EventEmitter.EventListener<AgentHandleEvents, T>,
+    context?: unknown,
+  ): this {
+    this.#control.listen(event);
+    return super.on(event, fn, context);
+  }
+
+  override addListener<T extends EventEmitter.EventNames<AgentHandleEvents>>(
+    event: T,
+    fn: EventEmitter.EventListener<AgentHandleEvents, T>,
+    context?: unknown,
+  ): this {
+    this.#control.listen(event);
+    return super.addListener(event, fn, context);
+  }
+
+  override once<T extends EventEmitter.EventNames<AgentHandleEvents>>(
+    event: T,
+    fn: EventEmitter.EventListener<AgentHandleEvents, T>,
+    context?: unknown,
+  ): this {
+    this.#control.listen(event);
+    return super.once(event, fn, context);
   }
 
   /** Sends an instruction; it is queued until the agent calls `wait_for_instruction`, never lost. */

@@ -55,6 +55,8 @@ export interface NewRecord {
   readonly signal: AbortSignal | undefined;
   readonly send: (text: string) => void;
   readonly cancel: (reason: string) => void;
+  /** A listener was added to the handle. */
+  readonly listen: (event: string | symbol) => void;
   readonly approve: (requestId: string, options?: ApproveOptions) => Promise<void>;
   readonly deny: (requestId: string, reason?: string, options?: DenyOptions) => Promise<void>;
 }
@@ -68,6 +70,7 @@ export function createRecord({
   signal,
   send,
   cancel,
+  listen,
   approve,
   deny,
 }: NewRecord): AgentRecord {
@@ -75,7 +78,13 @@ export function createRecord({
   const result = new Promise<AgentOutcome>((resolve) => {
     settle = resolve;
   });
-  const handle = new AgentHandle(spec.agentId, agent, spec.parentId, result, { send, cancel, approve, deny });
+  const handle = new AgentHandle(spec.agentId, agent, spec.parentId, result, {
+    send,
+    cancel,
+    listen,
+    approve,
+    deny,
+  });
   const onAbort = (): void => cancel(abortReason(signal));
   signal?.addEventListener('abort', onAbort, { once: true });
   return {

@@ -234,6 +234,8 @@ for (const harness of harnesses) {
         modelMap: { sonnet: 'contract-sonnet' },
         mcpServers: { everything: stdioEverything(pidFile) },
         mcpProjectFile: false,
+        // MCP tools ask in the default mode (docs/permissions.md); nobody is here to answer.
+        permissions: { allow: ['mcp__everything__echo'] },
       });
       try {
         const warnings: AgentWarnings[] = [];

@@ -258,7 +258,14 @@ describe('tool calls', () => {
     await toolbox.call('deploy', { target: 'x' }, { signal: controller.signal });
     expect(execute).toHaveBeenCalledWith(
       { target: 'x' },
-      { signal: controller.signal, cwd, agentId: 'agent-1', bash, fitsState: expect.any(Function) },
+      {
+        signal: controller.signal,
+        cwd,
+        agentId: 'agent-1',
+        bash,
+        fitsState: expect.any(Function),
+        settings: {},
+      },
     );
   });
 

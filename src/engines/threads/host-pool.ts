@@ -18,6 +18,7 @@ import type {
   HostTask,
   SupervisorCallbackApi,
 } from '../../protocol/messages.ts';
+import { CallbackServer } from './callback-server.ts';
 
 /** Flags a worker's execArgv refuses (ERR_WORKER_INVALID_EXEC_ARGV) that a parent may run with. */
 const V8_ONLY_FLAGS: ReadonlySet<string> = new Set(['--expose-gc', '--expose_gc']);
@@ -43,7 +44,7 @@ export interface HostRecord {
 interface HostInternals {
   readonly record: HostRecord;
   readonly ports: MessagePort[];
-  /** The admission and inbox servers: closed when the host dies or the pool closes. */
+  /** The callback, admission and inbox servers: closed when the host dies or the pool closes. */
   readonly servers: readonly { close(): void }[];
   readonly markDead: (cause: SerializedError) => void;
   /** Rejecters of calls in flight: a death fails them (each removes itself when it settles). */
@@ -147,6 +148,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
       record,
       ports: [control.port1, callback.port1, events.port1, admission.port1, inbox.port1],
       servers: [
+        new CallbackServer(callback.port1, this.#options.callbacks),
         this.#options.serveAdmission(record, admission.port1),
         this.#options.serveInbox(record, inbox.port1),
       ],
@@ -158,7 +160,6 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
       ready: false,
     };
     this.#hosts.set(id, internals);
-    Comlink.expose(this.#options.callbacks, callback.port1 as unknown as Comlink.Endpoint);
 
     let ready: () => void = () => {};
     const isReady = new Promise<void>((resolve) => {

@@ -25,6 +25,7 @@ import type {
   AgentMessage,
   HostEventMessage,
   HostStats,
+  OptionalSignal,
   SupervisorCallbackApi,
 } from '../../protocol/messages.ts';
 import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../../tools/builtin/orchestration.ts';
@@ -81,6 +82,11 @@ export class ThreadEngine implements Engine {
   #starting: Promise<void> | undefined;
   #scheduleQueued = false;
   #quarantineHostStarting = false;
+  /**
+   * The optional signals the supervisor listens for. Hosts get it in their config: the pool clones
+   * this array's contents when it starts a host, so a host started later gets the current set.
+   */
+  readonly #wantedSignals: OptionalSignal[] = [];
 
   constructor(options: ThreadEngineOptions, context: EngineContext) {
     this.#options = options;
@@ -127,6 +133,7 @@ export class ThreadEngine implements Engine {
         journalDir: options.journalDir,
         fsync: options.fsync,
         cwd: options.cwd,
+        wantedSignals: this.#wantedSignals,
       },
       callbacks: this.#callbacks(),
       serveAdmission: (_host, port: MessagePort) => new AdmissionServer(this.#admission, admissionKeys, port),
@@ -217,6 +224,14 @@ export class ThreadEngine implements Engine {
       journal.close();
     }
     renameSync(draft, target);
+  }
+
+  wantSignals(kinds: readonly OptionalSignal[]): void {
+    this.#wantedSignals.splice(0, this.#wantedSignals.length, ...kinds);
+    // On the control port, so it reaches each host before any spawn posted after it.
+    for (const host of this.#pool?.hosts ?? []) {
+      this.#pool?.call(host, (api) => api.wantSignals(kinds)).catch(() => {});
+    }
   }
 
   async measure(): Promise<HostStats[]> {
@@ -351,14 +366,15 @@ export class ThreadEngine implements Engine {
 
   #onHostMessage(host: HostRecord, message: HostEventMessage): void {
     switch (message.type) {
-      case 'signals':
+      case 'batch': {
         for (const signal of message.signals) this.#host.report(signal);
-        return;
-      case 'ended': {
-        const agent = this.#agents.get(message.agentId);
-        if (!agent || agent.host !== host) return;
-        this.#release(agent);
-        this.#host.ended(message.agentId, message.outcome);
+        if (message.ended.length === 0) return;
+        for (const { agentId, outcome } of message.ended) {
+          const agent = this.#agents.get(agentId);
+          if (!agent || agent.host !== host) continue;
+          this.#release(agent);
+          this.#host.ended(agentId, outcome);
+        }
         this.#schedule();
         return;
       }
