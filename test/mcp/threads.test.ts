@@ -41,6 +41,8 @@ function supervisorWith(
     definitions: [def],
     mcpServers: { everything: stdioEverything(pidFile) },
     mcpProjectFile: false,
+    // MCP tools ask in the default permission mode (docs/permissions.md); nobody is here to answer.
+    permissions: { allow: ['mcp__everything'] },
     journalDir: path.join(dir, 'journals'),
     cwd: dir,
     ...extra,
