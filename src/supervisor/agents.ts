@@ -1,0 +1,541 @@
+/**
+ * The agents of one Supervisor and their lifecycle, written once for both engines: records and
+ * handles, spawn, launch (replay sources, definitions, blocks, retries), instructions, cancel,
+ * approvals, ends and usage roll-up, and the {@link EngineHost} an engine reports to. The
+ * Supervisor (supervisor.ts) is the public face over it.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Context } from '@opentelemetry/api';
+import type { EventEmitter } from 'eventemitter3';
+import { abortReason } from '../abort.ts';
+import { hasBlockReferences, resolveAgentBlocks } from '../blocks/resolve.ts';
+import type { AgentDefinition } from '../definition/types.ts';
+import { createEngine } from '../engines/create-engine.ts';
+import type { AgentReport, Engine, EngineHost } from '../engines/engine.ts';
+import { type SerializedError, serializeError, UserError } from '../errors.ts';
+import { cancelledError, completedOutcome, failedOutcome } from '../loop/outcome.ts';
+import type { AgentOutcome, FailureReason } from '../loop/types.ts';
+import { cachedDefinitionHash, deliverUsage, type UsageRecord, usageRecord } from '../loop/usage-record.ts';
+import type { McpServers } from '../mcp/config.ts';
+import type { OptionalSignal } from '../protocol/messages.ts';
+import { SIMULATED_FALLBACK_WARNING, warnSimulatedFallback } from '../providers/environment.ts';
+import { prepareModelSettings } from '../providers/model-settings.ts';
+import type { AgentTracing } from '../telemetry/agent-tracing.ts';
+import { emitAgentReport, signalOfEvent } from './agent-events.ts';
+import type { AgentHandle } from './agent-handle.ts';
+import { type AgentRecord, createRecord, hasEnded } from './agent-record.ts';
+import { ApprovalBook } from './approvals.ts';
+import { loadDefinitions, runMcpServers } from './definitions.ts';
+import type { SupervisorEvents } from './events.ts';
+import { runHostTool } from './host-tools.ts';
+import { type PreparedSupervisorOptions, spawnPermissions } from './options.ts';
+import { ORCHESTRATION_TOOLS } from './orchestration.ts';
+import { actorSpec } from './record-spec.ts';
+import { childReplaySource, loadReplay } from './replay.ts';
+import { ResultCheck } from './result-check.ts';
+import type { SpawnOptions } from './spawn-options.ts';
+import { resolveSpawn } from './spawn-resolution.ts';
+import { traceEngineEvent, traceReport } from './trace-reports.ts';
+import { rollUpUsage } from './usage-tree.ts';
+
+/** Where a spawn's span goes: under a fan-out's context, or under the parent's tool call. */
+export interface SpawnTrace {
+  readonly context?: Context;
+  readonly callId?: string;
+}
+
+/** The agents of one Supervisor: see the file comment. */
+export class Agents {
+  /** Every agent known, by id (pending, running or ended, until close()). */
+  readonly records = new Map<string, AgentRecord>();
+  readonly engine: Engine;
+  readonly approvals: ApprovalBook;
+  readonly #options: PreparedSupervisorOptions;
+  readonly #emitter: EventEmitter<SupervisorEvents>;
+  /** Undefined when `tracing: false`. */
+  readonly #tracing: AgentTracing | undefined;
+  readonly #results = new ResultCheck();
+  #definitions: Map<string, AgentDefinition> = new Map();
+  /** MCP servers every agent may use (the option and `.mcp.json`), known once started. */
+  #mcpServers: McpServers = {};
+  #starting: Promise<void> | undefined;
+  #closed = false;
+  #announced = false;
+  #closing: Promise<void> | undefined;
+  /** The optional signals someone listens for (see {@link signalOfEvent}); the set only grows. */
+  readonly #wantedSignals = new Set<OptionalSignal>();
+  /** Asks the engine for the signals a new listener of `event` needs. */
+  readonly listen = (event: string | symbol): void => {
+    const signal = signalOfEvent(event);
+    if (signal === undefined || this.#wantedSignals.has(signal)) return;
+    this.#wantedSignals.add(signal);
+    this.engine.wantSignals?.([...this.#wantedSignals]);
+  };
+
+  constructor(
+    options: PreparedSupervisorOptions,
+    emitter: EventEmitter<SupervisorEvents>,
+    tracing: AgentTracing | undefined,
+  ) {
+    this.#options = options;
+    this.#emitter = emitter;
+    this.#tracing = tracing;
+    const userTools = Object.entries(options.hostTools).map(([name, tool]) => ({
+      name,
+      description: tool.description,
+      parameters: tool.parameters,
+      readOnly: tool.readOnly ?? false,
+      ...(tool.needsApproval === true ? { needsApproval: true } : {}),
+    }));
+    this.engine = createEngine(options, {
+      host: this.#engineHost(),
+      hostTools: [...userTools, ...ORCHESTRATION_TOOLS],
+    });
+    // The usage sink is fed from the per-request receipts: they must be sent without a listener.
+    if (options.usageSink) this.listen('agent:usage');
+    this.approvals = new ApprovalBook({
+      deliver: async (agentId, requestId, decision) => {
+        await this.engine.deliver(agentId, { type: 'approval', requestId, decision });
+      },
+      listening: (agentId) =>
+        emitter.listenerCount('agent:approval') > 0 ||
+        (this.records.get(agentId)?.handle.listenerCount('approval') ?? 0) > 0,
+      unattended: options.unattended,
+      emitApproval: (event) => {
+        emitter.emit('agent:approval', event);
+        this.records.get(event.agentId)?.handle.emit('approval', event);
+      },
+      emitDecision: (event) => {
+        emitter.emit('agent:decision', event);
+        this.records.get(event.agentId)?.handle.emit('decision', event);
+      },
+    });
+  }
+
+  /** Loads definitions and starts the engine (threads, or the Redis connection). Called by the first spawn. */
+  start(): Promise<void> {
+    this.#announceSimulated();
+    this.#starting ??= Promise.all([
+      loadDefinitions(this.#options),
+      runMcpServers(this.#options),
+      this.engine.start(),
+    ]).then(([definitions, mcpServers]) => {
+      this.#definitions = definitions;
+      this.#mcpServers = mcpServers;
+    });
+    return this.#starting;
+  }
+
+  /** Says that the simulated model answers: once per supervisor as an event, once per process as a warning. */
+  #announceSimulated(): void {
+    if (this.#announced || !this.#options.simulatedFallback) return;
+    this.#announced = true;
+    this.#emitter.emit('provider:simulated', { provider: 'simulated', message: SIMULATED_FALLBACK_WARNING });
+    warnSimulatedFallback();
+  }
+
+  /** Delivers again, at their indices, the instructions an agent's journal says it received. */
+  async redeliver(agentId: string): Promise<void> {
+    await this.start();
+    const events = await this.engine.journal(agentId);
+    const record = this.records.get(agentId);
+    for (const event of events) {
+      if (event.type !== 'Instructed' || !record || record.state === 'ended') continue;
+      const { text, index } = event;
+      if (record.state === 'pending')
+        await new Promise<number>((resolve, reject) => record.held.push({ text, index, resolve, reject }));
+      else await this.#deliver(record, text, index);
+    }
+  }
+
+  /**
+   * Spawns an agent (see `Supervisor.spawn`), its span under `trace.context` (a fan-out's) or under
+   * the parent's call `trace.callId`; `session` makes it a session (see `Supervisor.session`).
+   */
+  spawn(
+    agent: string | AgentDefinition,
+    options: SpawnOptions,
+    trace: SpawnTrace | undefined,
+    session = false,
+  ): AgentHandle {
+    this.#announceSimulated();
+    const id = options.id ?? randomUUID();
+    this.engine.checkAgentId(id);
+    if (this.records.has(id))
+      throw new UserError('duplicate_agent_id', `An agent with id ${id} already exists`, { agentId: id });
+    const parent = options.parent === undefined ? undefined : this.records.get(options.parent);
+    const name = typeof agent === 'string' ? agent : agent.name;
+    const replaySource =
+      options.replay ?? (parent?.replay ? childReplaySource(parent.replay, name, options) : undefined);
+    const record = createRecord({
+      spec: {
+        agentId: id,
+        parentId: options.parent,
+        depth: parent ? parent.spec.depth + 1 : 0,
+        definition: typeof agent === 'string' ? undefined : agent,
+        task: options.task,
+        context: options.context ?? [],
+        metadata: options.metadata ?? {},
+        provider: options.provider ?? this.#options.defaultProvider,
+        model: options.model ?? '',
+        limits: options.limits ?? {},
+        resume: options.resume ?? false,
+        mcpServers: {},
+        ...(session ? { session: true } : {}),
+        modelSettings: prepareModelSettings(options.modelSettings, 'modelSettings'),
+        defaultModelSettings: this.#options.modelSettings,
+        blocks: undefined,
+        permissions: spawnPermissions(this.#options.permissions, options.permissions),
+      },
+      retryOf: options.retryOf,
+      replaySource,
+      agent: name,
+      signal: options.signal,
+      send: (text) => this.#send(id, text),
+      cancel: (reason) => this.#cancel(id, reason),
+      listen: this.listen,
+      approve: async (requestId, approveOptions) =>
+        this.#ownApproval(id, requestId).approve(requestId, approveOptions),
+      deny: async (requestId, reason, denyOptions) =>
+        this.#ownApproval(id, requestId).deny(requestId, reason, denyOptions),
+    });
+    this.records.set(id, record);
+    parent?.children.push(id);
+    this.#tracing?.spawned(
+      {
+        agentId: id,
+        parentId: options.parent,
+        depth: record.spec.depth,
+        agent: record.handle.agent,
+        model: record.spec.model,
+        provider: record.spec.provider,
+      },
+      trace?.context,
+      trace?.callId,
+    );
+    this.#emitter.emit('agent:spawned', {
+      ...this.#ref(record),
+      task: options.task,
+      metadata: record.spec.metadata,
+    });
+    if (this.#closed) {
+      const error = new UserError('supervisor_closed', 'The supervisor is closed').toJSON();
+      this.#fail(record, 'invalid_request', error);
+    } else if (options.signal?.aborted) {
+      this.#cancel(id, abortReason(options.signal));
+    } else {
+      this.start().then(
+        () => this.#launch(record, typeof agent === 'string' ? agent : undefined),
+        (error: unknown) => this.#fail(record, 'crashed', serializeError(error)),
+      );
+    }
+    return record.handle;
+  }
+
+  /** `Supervisor.instruct`: resolves with the instruction's index once the engine has it. */
+  instruct(agentId: string, text: string): Promise<number> {
+    const record = this.records.get(agentId);
+    if (!record || record.state === 'ended') {
+      return Promise.reject(
+        new UserError('agent_not_running', `Agent ${agentId} is not running`, { agentId }),
+      );
+    }
+    if (record.state === 'pending') {
+      return new Promise((resolve, reject) => record.held.push({ text, resolve, reject }));
+    }
+    return this.#deliver(record, text);
+  }
+
+  /** Cancels every agent (they end Failed(cancelled)), then stops the engine. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    this.#closed = true;
+    const open = [...this.records.values()].filter((r) => r.state !== 'ended');
+    for (const record of open) this.#cancel(record.id, 'supervisor closed');
+    await Promise.all(open.map((r) => r.handle.result));
+    // The engine closes before start-up is waited for: threads still starting are stopped, not
+    // waited for (a Ctrl-C right after `troupe fanout` must not wait seconds for threads that will
+    // never run an agent); the engine settles its own start-up.
+    await this.engine.close();
+    if (this.#starting) await this.#starting.catch(() => {});
+  }
+
+  /** Resolves a started spawn and hands it to the engine (after forking the journal it retries). */
+  #launch(record: AgentRecord, name: string | undefined): void {
+    if (record.state !== 'pending') return;
+    if (record.replaySource !== undefined && record.replay === undefined) {
+      loadReplay(record.replaySource).then(
+        ({ state, instructions }) => {
+          record.replay = state;
+          record.spec.replay = state.recording;
+          // The recorded instructions go first, in their recorded order, before any sent since.
+          record.held.unshift(
+            ...instructions.map((text, index) => ({ text, index, resolve: () => {}, reject: () => {} })),
+          );
+          this.#launch(record, name);
+        },
+        (error: unknown) => this.#fail(record, 'invalid_request', serializeError(error)),
+      );
+      return;
+    }
+    const problem = resolveSpawn(record.spec, name, {
+      definitions: this.#definitions,
+      options: this.#options,
+      modelOf: (agentId) => this.records.get(agentId)?.spec.model,
+    });
+    if (problem) {
+      this.#fail(record, 'invalid_request', problem);
+      return;
+    }
+    record.spec.mcpServers = this.#mcpServers;
+    const definition = record.spec.definition;
+    if (definition === undefined || !hasBlockReferences(definition)) {
+      this.#continue(record);
+      return;
+    }
+    // Blocks are resolved here, where the spawn happens, so any store works with either engine;
+    // the agent's Started event pins what they resolved to.
+    resolveAgentBlocks(definition, this.#options.blocks).then(
+      (blocks) => {
+        record.spec.blocks = blocks;
+        this.#continue(record);
+      },
+      (error: unknown) => {
+        // A resumed agent runs the blocks its journal recorded: a store that changed since
+        // (a block removed) must not stop it.
+        if (record.spec.resume || record.retryOf !== undefined) this.#continue(record);
+        else this.#fail(record, 'invalid_request', serializeError(error));
+      },
+    );
+  }
+
+  /** Forks the journal a retry continues, then runs the record. */
+  #continue(record: AgentRecord): void {
+    if (record.state !== 'pending') return;
+    const { retryOf } = record;
+    if (retryOf === undefined) {
+      this.#run(record);
+      return;
+    }
+    this.engine.forkJournal(retryOf, record.id).then(
+      () => {
+        record.spec.resume = true;
+        this.#run(record);
+      },
+      (error: unknown) => this.#fail(record, 'crashed', serializeError(error)),
+    );
+  }
+
+  /** Hands a resolved record to the engine, with the instructions sent so far. */
+  #run(record: AgentRecord): void {
+    if (record.state !== 'pending') return;
+    record.state = 'running';
+    this.engine.run(actorSpec(record.spec, this.#tracing?.actorContext(record.id)));
+    for (const { text, index, resolve, reject } of record.held.splice(0))
+      this.#deliver(record, text, index).then(resolve, reject);
+  }
+
+  async #deliver(record: AgentRecord, text: string, at?: number): Promise<number> {
+    const index = await this.engine.deliver(record.id, {
+      type: 'instruction',
+      text,
+      ...(at === undefined ? {} : { index: at }),
+    });
+    if (index === undefined) {
+      throw new UserError('agent_not_running', `Agent ${record.id} is not running`, { agentId: record.id });
+    }
+    return index;
+  }
+
+  #ref(record: AgentRecord): { agentId: string; parentId: string | undefined; agent: string } {
+    return { agentId: record.id, parentId: record.spec.parentId, agent: record.handle.agent };
+  }
+
+  /** `handle.send`: as `instruct`, without waiting (the latency path: no more than one promise). */
+  #send(agentId: string, text: string): void {
+    const record = this.records.get(agentId);
+    if (!record || record.state === 'ended') {
+      throw new UserError('agent_not_running', `Agent ${agentId} is not running`, { agentId });
+    }
+    // Redis closed at close(): nothing waits for this instruction. A full queue is the sender's to
+    // know about: `send` has no promise, so it hears of it as an event.
+    const dropped = (error: unknown): void => {
+      if (error instanceof UserError && error.code === 'instruction_queue_full') {
+        this.#emitter.emit('agent:dropped', { ...this.#ref(record), text, error: serializeError(error) });
+      }
+    };
+    if (record.state === 'pending') {
+      record.held.push({ text, resolve: () => {}, reject: dropped });
+      return;
+    }
+    this.engine.deliver(agentId, { type: 'instruction', text }).catch(dropped);
+  }
+
+  #cancel(agentId: string, reason: string): void {
+    const record = this.records.get(agentId);
+    if (!record || record.state === 'ended' || record.cancelReason !== undefined) return;
+    record.cancelReason = reason;
+    for (const child of record.children) this.#cancel(child, `parent cancelled: ${reason}`);
+    if (record.state === 'pending') {
+      this.#fail(record, 'cancelled', cancelledError(reason));
+      return;
+    }
+    this.engine.deliver(agentId, { type: 'cancel', reason }).catch(() => {
+      // The engine cannot reach the agent: the grace timer stops it.
+    });
+    if (hasEnded(record)) return;
+    record.cancelTimer = setTimeout(() => {
+      if (!hasEnded(record)) this.engine.stop(agentId, reason);
+    }, this.#options.graceMs);
+    record.cancelTimer.unref();
+  }
+
+  /** The approval book, once `requestId` is known to be a request of `agentId`. */
+  #ownApproval(agentId: string, requestId: string): ApprovalBook {
+    if (!this.approvals.pending(agentId).some((request) => request.requestId === requestId)) {
+      throw new UserError(
+        'approval_not_pending',
+        `Agent ${agentId} has no approval request ${requestId} waiting: it was decided, timed out, or the agent ended`,
+        { agentId, requestId },
+      );
+    }
+    return this.approvals;
+  }
+
+  #fail(record: AgentRecord, reason: FailureReason, error: SerializedError): void {
+    this.#finish(record, failedOutcome(record.id, reason, error));
+  }
+
+  #finish(record: AgentRecord, outcome: AgentOutcome): void {
+    if (record.state === 'ended') return;
+    record.state = 'ended';
+    if (record.cancelTimer) clearTimeout(record.cancelTimer);
+    record.removeAbortListener();
+    if (record.held.length > 0) {
+      // Only when something waits for it: an error's stack trace was ~7 % of the main thread's
+      // time in a fan-out profile, built for every agent and thrown away.
+      const notRunning = new UserError('agent_not_running', `Agent ${record.id} is not running`, {
+        agentId: record.id,
+      });
+      for (const held of record.held.splice(0)) held.reject(notRunning);
+    }
+    rollUpUsage(this.records, record, outcome.usage, outcome.costUsd);
+    this.#tracing?.ended(record.id, outcome);
+    this.approvals.ended(record.id);
+    const event = { ...this.#ref(record), outcome };
+    this.#emitter.emit(outcome.status === 'completed' ? 'agent:completed' : 'agent:failed', event);
+    record.handle.emit('ended', event);
+    record.settle(outcome);
+  }
+
+  /** The usage sink's record of one model request an engine reported. */
+  #usageRecord(record: AgentRecord, report: Extract<AgentReport, { type: 'receipt' }>): UsageRecord {
+    const { spec } = record;
+    return usageRecord(
+      {
+        agentId: record.id,
+        parentId: spec.parentId,
+        definition: {
+          name: spec.definition?.name ?? record.handle.agent,
+          hash: spec.definition ? cachedDefinitionHash(spec.definition) : '',
+        },
+        provider: spec.provider,
+        model: spec.model,
+        replay: spec.replay?.ref,
+        // Resolved at spawn; a resumed agent whose blocks could not be resolved again runs its
+        // journal's, which the supervisor does not read here.
+        blocks: spec.blocks?.pinned ?? [],
+      },
+      {
+        round: report.round,
+        step: report.step,
+        usage: report.usage,
+        costUsd: report.costUsd,
+        latencyMs: report.latencyMs,
+        endedAt: report.endedAt,
+        ...(report.errorCode === undefined ? {} : { errorCode: report.errorCode }),
+      },
+    );
+  }
+
+  /** What the engine may ask and tell: its agents' reports and ends, host tools, complete_task. */
+  #engineHost(): EngineHost {
+    const running = (agentId: string): AgentRecord | undefined => {
+      const record = this.records.get(agentId);
+      return record?.state === 'running' ? record : undefined;
+    };
+    return {
+      closing: () => this.#closed,
+      report: (report) => {
+        const record = running(report.agentId);
+        if (!record) return;
+        if (this.#tracing) traceReport(this.#tracing, report);
+        if (report.type === 'approval') this.approvals.requested(this.#ref(record), report.request);
+        else if (report.type === 'decided') {
+          const { type: _type, agentId: _agentId, ...decided } = report;
+          this.approvals.decided({ ...this.#ref(record), ...decided });
+        } else emitAgentReport(this.#emitter, record.handle, this.#ref(record), report);
+        const sink = this.#options.usageSink;
+        if (sink && report.type === 'receipt') deliverUsage(sink, this.#usageRecord(record, report));
+      },
+      ended: (agentId, outcome) => {
+        const record = running(agentId);
+        if (record) this.#finish(record, outcome);
+      },
+      lost: (agentId, cause) => {
+        const record = running(agentId);
+        if (!record) return 'ended';
+        if (record.completion) this.#finish(record, completedOutcome(agentId, record.completion.value));
+        else if (record.cancelReason !== undefined)
+          this.#fail(record, 'cancelled', cancelledError(record.cancelReason));
+        else if (this.#closed) this.#fail(record, 'crashed', cause);
+        return hasEnded(record) ? 'ended' : 'restart';
+      },
+      completeTask: async (agentId, result) => {
+        const record = running(agentId);
+        if (!record) return { accepted: false, message: 'The agent is not running.' };
+        if (record.cancelReason !== undefined)
+          return { accepted: false, message: 'The agent was cancelled.' };
+        if (record.completion) {
+          return {
+            accepted: false,
+            message: 'complete_task was already called: the task is complete. Stop now.',
+          };
+        }
+        const problems = this.#results.problems(record.spec.definition, result);
+        if (problems)
+          return { accepted: false, message: `The result does not match the output schema: ${problems}` };
+        record.completion = { value: result };
+        return { accepted: true };
+      },
+      callHostTool: (agentId, name, args, callId) => {
+        if (callId !== undefined) this.#tracing?.hostToolCall(agentId, name, callId);
+        return runHostTool(
+          {
+            hostTools: this.#options.hostTools,
+            agents: this.records,
+            maxDepth: this.#options.maxDepth,
+            maxChildren: this.#options.maxChildren,
+            spawn: (agent, options) =>
+              this.spawn(agent, options, callId === undefined ? undefined : { callId }),
+          },
+          agentId,
+          name,
+          args,
+        );
+      },
+      emit: (name, ...args) => {
+        if (this.#tracing) traceEngineEvent(this.#tracing, name, args);
+        (this.#emitter.emit as (name: string, ...rest: unknown[]) => boolean).call(
+          this.#emitter,
+          name,
+          ...args,
+        );
+      },
+    };
+  }
+}
