@@ -1,17 +1,8 @@
-/**
- * Permissions written in a plan (`permissions:` and `approvals:`) or in a rules file given to the
- * command line (`--permissions FILE`: the same `permissions` mapping as a YAML or JSON file). Every
- * rule is parsed where it is written, so a typo is reported at its file:line:column before
- * anything runs.
- */
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import type { PermissionMode } from '../definition/types.ts';
-import { UserError } from '../errors.ts';
 import { PERMISSION_MODES } from '../tools/permissions.ts';
 import { tryParseRule } from '../tools/rules.ts';
-import { expected, PlanProblems } from './plan-problems.ts';
-import { fieldName, type Segment, YamlSource } from './yaml-source.ts';
+import { expected } from './plan-problems.ts';
+import { fieldName, readYamlFile, type Segment } from './yaml-source.ts';
 
 /** Permissions of every agent of a run, besides each definition's (docs/permissions.md). */
 export interface RunPermissions {
@@ -141,26 +132,7 @@ function readRules(value: unknown, path: readonly Segment[], fail: Fail): string
  * `plan_not_found` when it cannot be read.
  */
 export function loadPermissionsFile(file: string): RunPermissions {
-  const path = resolve(file);
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    throw new UserError(
-      'plan_not_found',
-      `Expected a permissions file at ${path}, could not read it: ${String(error)}`,
-      {
-        file: path,
-      },
-    );
-  }
-  const problems = new PlanProblems();
-  const source = YamlSource.parse(text);
-  if (!(source instanceof YamlSource)) {
-    for (const { position, message } of source.failures) problems.add(path, position, '(yaml)', message);
-    problems.throwIfAny(path);
-    throw new UserError('invalid_plan', `Expected YAML or JSON in ${path}`, { file: path });
-  }
+  const { path, source, problems } = readYamlFile(file, 'a permissions file');
   const value = source.value();
   const nested = isRecord(value) && 'permissions' in value;
   const fail: Fail = (at, message, where) => {

@@ -7,7 +7,6 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { loadDefinitionFile } from '../definition/load.ts';
 import type { AgentDefinition } from '../definition/types.ts';
-import { UserError } from '../errors.ts';
 import { checkScorerSpecs } from '../eval/spec.ts';
 import type { ScorerSpec } from '../eval/types.ts';
 import type { AgentLimits } from '../loop/types.ts';
@@ -19,10 +18,10 @@ import type { ModelMap } from '../providers/models.ts';
 import { availableAgentNames, expandAgentPaths } from './agent-files.ts';
 import { LIMIT_KEYS, PLAN_KEYS, RUN_KEYS, RUN_LIMIT_KEYS } from './constants.ts';
 import { readRunApprovals, readRunPermissions } from './plan-permissions.ts';
-import { expected, type FilePosition, PlanProblems } from './plan-problems.ts';
+import { expected, type FilePosition, type PlanProblems } from './plan-problems.ts';
 import { contextOf, parseTasksJsonl } from './plan-tasks.ts';
 import type { Plan, PlanRun, ProviderModuleRef } from './plan-types.ts';
-import { fieldName, type Segment, YamlSource } from './yaml-source.ts';
+import { fieldName, readYamlFile, type Segment, type YamlSource } from './yaml-source.ts';
 
 /** A validated plan and the definitions its `agents` key loaded. */
 export interface LoadedPlan {
@@ -43,26 +42,7 @@ type Mapping = Record<string, unknown>;
  * and `invalid_plan` (every problem in `fields.problems`, see {@link PlanProblems}) when it is wrong.
  */
 export async function loadPlan(file: string, options: LoadPlanOptions = {}): Promise<LoadedPlan> {
-  const path = resolve(file);
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    throw new UserError(
-      'plan_not_found',
-      `Expected a plan file at ${path}, could not read it: ${String(error)}`,
-      {
-        file: path,
-      },
-    );
-  }
-  const problems = new PlanProblems();
-  const source = YamlSource.parse(text);
-  if (!(source instanceof YamlSource)) {
-    for (const { position, message } of source.failures) problems.add(path, position, '(yaml)', message);
-    problems.throwIfAny(path);
-    throw new UserError('invalid_plan', `Expected a YAML plan in ${path}`, { file: path });
-  }
+  const { path, source, problems } = readYamlFile(file, 'a plan file');
   const checker = new PlanChecker(path, source, problems, resolve(options.cwd ?? process.cwd()));
   const draft = checker.check(source.value());
   const definitions = await checker.checkAgents(draft);

@@ -1,7 +1,11 @@
 /** Positions of values and keys in a parsed YAML document, for plan problems. */
+
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { type Document, isMap, isNode, isScalar, type LineCounter } from 'yaml';
 import { readYaml } from '../definition/yaml-read.ts';
-import type { FilePosition } from './plan-problems.ts';
+import { UserError } from '../errors.ts';
+import { type FilePosition, PlanProblems } from './plan-problems.ts';
 
 /** One step of a path into the document: a key or a list index. */
 export type Segment = string | number;
@@ -89,4 +93,40 @@ export function fieldName(path: readonly Segment[]): string {
     name += typeof segment === 'number' ? `[${segment}]` : name === '' ? segment : `.${segment}`;
   }
   return name === '' ? '(plan)' : name;
+}
+
+/** A YAML file read by {@link readYamlFile}: its absolute path, its document, and where to add problems. */
+export interface ReadYamlFile {
+  readonly path: string;
+  readonly source: YamlSource;
+  readonly problems: PlanProblems;
+}
+
+/**
+ * Reads and parses the YAML file at `file` (`what` names it in errors: `a plan file`). Throws
+ * UserError `plan_not_found` when it cannot be read and `invalid_plan` (with file:line:column)
+ * when it does not parse.
+ */
+export function readYamlFile(file: string, what: string): ReadYamlFile {
+  const path = resolve(file);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new UserError(
+      'plan_not_found',
+      `Expected ${what} at ${path}, could not read it: ${String(error)}`,
+      {
+        file: path,
+      },
+    );
+  }
+  const problems = new PlanProblems();
+  const source = YamlSource.parse(text);
+  if (!(source instanceof YamlSource)) {
+    for (const { position, message } of source.failures) problems.add(path, position, '(yaml)', message);
+    problems.throwIfAny(path);
+    throw new UserError('invalid_plan', `Expected YAML in ${what} at ${path}`, { file: path });
+  }
+  return { path, source, problems };
 }
