@@ -42,7 +42,7 @@ ol.entries{list-style:none;padding:0;margin:6px 0}ol.entries>li{border:1px solid
 li.e-request{background:#f8fafc}li.e-text{border-left:3px solid #6366f1}li.e-tool{border-left:3px solid #94a3b8}li.e-state{background:#fefce8}
 li.e-resumed{background:#f5f3ff;border-color:#c4b5fd}li.e-note{background:#fff7ed}li.e-approval{background:#ecfeff}
 .head{font-size:13px}.chip{display:inline-block;color:#fff;padding:0 7px;border-radius:9px;font-size:12px;font-weight:600}
-ul.retries{margin:4px 0 0 0;padding-left:18px;color:var(--bad);font-size:12px}p.e-wait{margin:6px 0 0;color:#b45309}
+ul.retries{margin:4px 0 0 0;padding-left:18px;color:var(--bad);font-size:12px}p.e-wait{margin:6px 0 0;color:#b45309}p.e-approval{margin:6px 0 0;color:#1d4ed8}p.e-approval.failed{color:var(--bad)}
 .outcome{margin-top:12px;padding:8px 12px;border-radius:8px}.outcome.completed{background:#f0fdf4;color:inherit}.outcome.failed{background:#fef2f2;color:inherit}.outcome.interrupted{background:#fffbeb;color:inherit}
 .view-agents{display:none}#zoom-agents:checked~.view-agents{display:block}#zoom-agents:checked~.view-run{display:none}
 input[name=zoom]{margin:0 4px 8px 0}label[for^=zoom]{margin-right:14px;font-size:13px;color:#334155}

@@ -17,6 +17,7 @@ import { formatCost, formatDuration, formatTokenCount, printable } from './forma
 import { esc, toolColor } from './html-charts.ts';
 import type { ReportAgent } from './timeline.ts';
 import type { RequestEntry, ToolEntry, Transcript, TranscriptEntry } from './transcript.ts';
+import { approvalText } from './transcript-text.ts';
 
 /** How the page refers to agents: the anchor id of each agent id. */
 export type AnchorOf = (agentId: string) => string | undefined;
@@ -215,7 +216,10 @@ function toolHtml(entry: ToolEntry, origin: number, anchorOf: AnchorOf): string 
   const resultHtml = result
     ? `<div class="result"><p class="sub">result${result.projectionAccepted ? '' : ' (did not fit the budget: the model was told so instead)'}:</p>${clip(result.text)}${showData(entry) ? `<p class="sub">data:</p>${json(result.data)}` : ''}</div>`
     : '';
-  return `<li class="e-tool" data-tool="${esc(entry.name)}" data-call="${esc(entry.callId)}"><div class="head">${head.join(' · ')}</div>${args ? `<div class="args">${args}</div>` : ''}${wait}${resultHtml}</li>`;
+  const approval = entry.approval
+    ? `<p class="e-approval ${entry.approval.approved === false ? 'failed' : ''}">${esc(approvalText(entry.approval))}</p>`
+    : '';
+  return `<li class="e-tool" data-tool="${esc(entry.name)}" data-call="${esc(entry.callId)}"><div class="head">${head.join(' · ')}</div>${args ? `<div class="args">${args}</div>` : ''}${approval}${wait}${resultHtml}</li>`;
 }
 
 /** A result's data when it says more than its text and the call's arguments already do. */

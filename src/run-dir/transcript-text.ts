@@ -8,7 +8,7 @@ import { redactValue } from '../journal/redact.ts';
 import { SHOW_TEXT_LINES } from './constants.ts';
 import { formatCost, formatDuration, formatTokenCount, printable } from './format.ts';
 import type { ReportAgent } from './timeline.ts';
-import type { RequestEntry, ToolEntry, TranscriptEntry } from './transcript.ts';
+import type { ApprovalInfo, RequestEntry, ToolEntry, TranscriptEntry } from './transcript.ts';
 
 /** Options of {@link transcriptText}. */
 export interface TranscriptTextOptions {
@@ -155,6 +155,7 @@ function toolText(
   if (entry.args !== undefined) lines.push('    args:', text(jsonText(entry.args), '      '));
   else if (entry.rawArgs !== undefined)
     lines.push('    args (did not parse):', text(entry.rawArgs, '      '));
+  if (entry.approval) lines.push(`    ${approvalText(entry.approval)}`);
   if (entry.wait)
     lines.push(
       `    waited ${entry.wait.instructedAt === undefined ? '(no instruction arrived)' : formatDuration(entry.wait.instructedAt - entry.wait.at)} for instruction #${entry.wait.index}${entry.wait.instruction === undefined ? '' : `: ${entry.wait.instruction}`}`,
@@ -166,6 +167,20 @@ function toolText(
     );
   }
   return lines.join('\n');
+}
+
+/** One line for a permission decision: who decided what, after how long, by which rule. */
+export function approvalText(approval: ApprovalInfo): string {
+  const decision =
+    approval.approved === undefined
+      ? 'waiting for approval (no decision recorded)'
+      : `${approval.approved ? 'approved' : 'denied'} by ${approval.by ?? 'unknown'}${approval.decider ? ` (${approval.decider})` : ''}`;
+  const waited =
+    approval.requestedAt !== undefined && approval.decidedAt !== undefined
+      ? ` after ${formatDuration(approval.decidedAt - approval.requestedAt)}`
+      : '';
+  const why = approval.decisionReason ?? approval.reason;
+  return `${decision}${waited} · rule ${approval.rule}${why ? ` · ${why}` : ''}`;
 }
 
 function jsonText(value: unknown): string {

@@ -70,6 +70,24 @@ export interface WaitInfo {
   readonly instruction: string | undefined;
 }
 
+/** A permission decision on a tool call: asked of a person (with its request), or a rule's. */
+export interface ApprovalInfo {
+  /** When the call started waiting; undefined when nobody was asked (a deny rule, `dontAsk`). */
+  readonly requestedAt: Millis | undefined;
+  readonly requestId: string | undefined;
+  /** The rule that asked, or the rule or mode that decided. */
+  readonly rule: string;
+  /** Why it asked. */
+  readonly reason: string | undefined;
+  /** When it was decided; undefined while it waited (a crash or kill cut it off). */
+  readonly decidedAt: Millis | undefined;
+  readonly approved: boolean | undefined;
+  /** `person`, `rule`, `timeout`, `unattended` or `policy`. */
+  readonly by: string | undefined;
+  readonly decider: string | undefined;
+  readonly decisionReason: string | undefined;
+}
+
 /** One tool call and its result. */
 export interface ToolEntry {
   readonly kind: 'tool';
@@ -102,6 +120,8 @@ export interface ToolEntry {
   /** The agent this call spawned (`spawn_agent`). */
   readonly childAgentId: string | undefined;
   readonly wait: WaitInfo | undefined;
+  /** The call's permission decision, when it needed one. */
+  readonly approval: ApprovalInfo | undefined;
 }
 
 /** A keyed state was replaced or removed, superseding the history entries that showed it. */

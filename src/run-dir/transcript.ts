@@ -190,6 +190,7 @@ class TranscriptBuilder {
           interrupted: false,
           childAgentId: undefined,
           wait: undefined,
+          approval: undefined,
         };
         this.#tools.set(event.callId, entry);
         this.#push(entry);
@@ -232,6 +233,40 @@ class TranscriptBuilder {
           (event.callId === undefined ? undefined : this.#tools.get(event.callId)) ??
           [...this.#tools.values()].reverse().find((call) => call.wait?.index === event.index);
         if (tool?.wait) tool.wait = { ...tool.wait, instructedAt: at, instruction: event.text };
+        return;
+      }
+      case 'ApprovalRequested': {
+        const tool = this.#tools.get(event.callId);
+        if (tool) {
+          tool.approval = {
+            requestedAt: at,
+            requestId: event.requestId,
+            rule: event.rule,
+            reason: event.reason,
+            decidedAt: undefined,
+            approved: undefined,
+            by: undefined,
+            decider: undefined,
+            decisionReason: undefined,
+          };
+        }
+        return;
+      }
+      case 'ApprovalDecided': {
+        const tool = this.#tools.get(event.callId);
+        if (tool) {
+          tool.approval = {
+            requestedAt: tool.approval?.requestedAt,
+            requestId: event.requestId ?? tool.approval?.requestId,
+            rule: event.rule,
+            reason: tool.approval?.reason,
+            decidedAt: at,
+            approved: event.approved,
+            by: event.by,
+            decider: event.decider,
+            decisionReason: event.reason,
+          };
+        }
         return;
       }
       case 'Resumed':

@@ -5,6 +5,7 @@ import { MemoryJournal } from '../../src/journal/sink.ts';
 import { toolColor } from '../../src/run-dir/html-charts.ts';
 import { journalTimeline } from '../../src/run-dir/timeline.ts';
 import { buildTranscript, type ToolEntry, transcriptEntries } from '../../src/run-dir/transcript.ts';
+import { transcriptHtml } from '../../src/run-dir/transcript-html.ts';
 import { transcriptText } from '../../src/run-dir/transcript-text.ts';
 import { receipt, steppingClock, TOOL_SPECS } from '../journal/helpers.ts';
 
@@ -233,6 +234,92 @@ describe('buildTranscript', () => {
     const kinds = new Set(agent?.spans.map((span) => span.kind));
     expect([...kinds].sort()).toEqual(['backoff', 'down', 'model', 'queued', 'tool', 'wait']);
     expect(agent?.markers.map((marker) => marker.kind)).toEqual(['retry', 'restart']);
+  });
+});
+
+describe('approvals in the transcript', () => {
+  const events = journal([
+    started,
+    submitted(1, 1, 1),
+    { type: 'ProviderReceipt', round: 1, step: 1, receipt: receipt(100, 10), stopReason: 'tool_calls' },
+    {
+      type: 'ToolCall',
+      round: 1,
+      callId: 'w1',
+      name: 'write_file',
+      modelName: 'Write',
+      args: { path: 'a.md' },
+    },
+    {
+      type: 'ApprovalRequested',
+      round: 1,
+      callId: 'w1',
+      requestId: 'req-1',
+      name: 'write_file',
+      modelName: 'Write',
+      args: { path: 'a.md' },
+      argsHash: 'h',
+      rule: 'Write',
+      reason: 'file edits ask in the default mode',
+      deadline: null,
+    },
+    {
+      type: 'ApprovalDecided',
+      round: 1,
+      callId: 'w1',
+      requestId: 'req-1',
+      name: 'write_file',
+      approved: false,
+      by: 'person',
+      decider: 'tty',
+      reason: 'not that file',
+      rule: 'Write',
+    },
+    {
+      type: 'ToolCall',
+      round: 1,
+      callId: 'b1',
+      name: 'run_terminal_cmd',
+      modelName: 'Bash',
+      args: { command: 'rm -rf /' },
+    },
+    {
+      type: 'ApprovalDecided',
+      round: 1,
+      callId: 'b1',
+      name: 'run_terminal_cmd',
+      approved: false,
+      by: 'rule',
+      rule: 'Bash(rm:*)',
+    },
+  ]);
+
+  it('attaches each decision to its call: asked of a person with the wait, or decided by a rule', () => {
+    const entries = transcriptEntries(buildTranscript(events) ?? ({} as never));
+    const tools = entries.filter((entry): entry is ToolEntry => entry.kind === 'tool');
+    expect(tools[0]?.approval).toMatchObject({
+      requestId: 'req-1',
+      approved: false,
+      by: 'person',
+      decider: 'tty',
+      decisionReason: 'not that file',
+      rule: 'Write',
+    });
+    expect(tools[0]?.approval?.decidedAt).toBeGreaterThan(tools[0]?.approval?.requestedAt ?? Infinity);
+    expect(tools[1]?.approval).toMatchObject({
+      requestedAt: undefined,
+      approved: false,
+      by: 'rule',
+      rule: 'Bash(rm:*)',
+    });
+    const text = transcriptText(journalTimeline(events).agents[0] ?? ({} as never));
+    expect(text).toContain('denied by person (tty) after 1.0s · rule Write · not that file');
+    expect(text).toContain('denied by rule · rule Bash(rm:*)');
+    const agent = journalTimeline(events).agents[0] ?? ({} as never);
+    const html = transcriptHtml(agent, 'a0', () => undefined, 0, 0);
+    expect(html).toContain(
+      '<p class="e-approval failed">denied by person (tty) after 1.0s · rule Write · not that file</p>',
+    );
   });
 });
 
