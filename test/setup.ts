@@ -1,7 +1,8 @@
 /**
- * Runs in every test process before its test file. Tests are hermetic: no provider key from the
- * developer's environment reaches them (a Supervisor without `providers` picks its provider from
- * the environment, like the CLI), and no child process outlives the test that started it.
+ * Runs before each test file, in the worker process the files share. Tests are hermetic: no
+ * provider key from the developer's environment reaches them (a Supervisor without `providers`
+ * picks its provider from the environment, like the CLI), and no child process outlives the test
+ * that started it.
  */
 import { afterAll, afterEach, beforeEach } from 'vitest';
 import { killChildren, markTest } from './fixtures/children.ts';
@@ -20,4 +21,10 @@ afterEach(() => {
 afterAll(() => {
   killChildren();
 });
-process.once('exit', () => killChildren());
+// Test files share their process (vitest.config.ts: isolate false) and this file runs again before
+// each of them: one exit hook per process, killing through the latest file's children registry
+// (earlier files' children were killed by their own afterAll).
+const shared = globalThis as { troupeKillChildrenOnExit?: () => void };
+if (shared.troupeKillChildrenOnExit === undefined)
+  process.once('exit', () => shared.troupeKillChildrenOnExit?.());
+shared.troupeKillChildrenOnExit = () => killChildren();

@@ -61,9 +61,9 @@ const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../
 /** Real prose and code: this repository's docs and sources. */
 const realText = [
   readFileSync(path.join(repoRoot, 'README.md'), 'utf8'),
-  ...readdirSync(path.join(repoRoot, 'docs')).map((f) =>
-    readFileSync(path.join(repoRoot, 'docs', f), 'utf8'),
-  ),
+  ...readdirSync(path.join(repoRoot, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => readFileSync(path.join(repoRoot, 'docs', f), 'utf8')),
   ...readdirSync(path.join(repoRoot, 'src/projection')).map((f) =>
     readFileSync(path.join(repoRoot, 'src/projection', f), 'utf8'),
   ),
