@@ -12,6 +12,7 @@ import type { ReplayCalls } from '../replay/replay-calls.ts';
 import type { Toolbox } from '../tools/toolbox.ts';
 import type { ToolSpec } from '../tools/types.ts';
 import type { ApprovalSettings } from './approvals.ts';
+import { countFixed } from './fixed-tokens.ts';
 import type { ResolvedLimits } from './limits.ts';
 import type { SessionState } from './session.ts';
 import type { LoopProgress, StopCondition } from './stop-conditions.ts';
@@ -37,8 +38,8 @@ export class RunContext {
   readonly conditions: readonly StopCondition[];
   /** Counts input and output when a server reports no usage. */
   readonly usageCounter: TokenCounter;
-  /** Tokens of the system prompt and tool schemas, counted with {@link usageCounter}. */
-  readonly fixedUsageTokens: number;
+  /** {@link fixedUsageTokens}, once known. */
+  #fixedUsageTokens: number | undefined;
   /** The model's price, when the provider knows it. */
   readonly price: ModelPrice | undefined;
   /** Set when the agent replays a recording: decides its tool calls (src/replay/replay-calls.ts). */
@@ -89,7 +90,8 @@ export class RunContext {
     limits: ResolvedLimits;
     conditions: readonly StopCondition[];
     usageCounter: TokenCounter;
-    fixedUsageTokens: number;
+    /** @default counted with `usageCounter` when first needed */
+    fixedUsageTokens?: number;
     price: ModelPrice | undefined;
     replay?: ReplayCalls | undefined;
     session?: SessionState | undefined;
@@ -112,7 +114,7 @@ export class RunContext {
     this.limits = init.limits;
     this.conditions = init.conditions;
     this.usageCounter = init.usageCounter;
-    this.fixedUsageTokens = init.fixedUsageTokens;
+    this.#fixedUsageTokens = init.fixedUsageTokens;
     this.price = init.price;
     this.replay = init.replay;
     this.session = init.session;
@@ -120,6 +122,18 @@ export class RunContext {
     this.approvalSettings = init.approvalSettings;
     this.#journal = init.journal;
     this.#observer = init.observer;
+  }
+
+  /**
+   * Tokens of the system prompt and tool schemas, counted with {@link usageCounter}. Counted when
+   * first needed (a request whose usage the server did not report): when every server reports
+   * usage, a thread never loads a BPE tokenizer (its tables are megabytes) for it.
+   */
+  get fixedUsageTokens(): number {
+    this.#fixedUsageTokens ??=
+      countFixed(this.usageCounter, this.system) +
+      countFixed(this.usageCounter, JSON.stringify(this.toolbox.specs));
+    return this.#fixedUsageTokens;
   }
 
   /** True once `wallClockMs` passed: the signal then aborted because of the time limit. */
