@@ -138,9 +138,12 @@ export interface RunAgentOptions {
 
 /** Runs one agent to its outcome. Never throws for the agent's own failures: they are outcomes. */
 export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> {
-  // The run's own signal: the caller's cancellation, and the time limit (wallClockMs).
-  const controller = new AbortController();
-  const unfollow = followSignal(options.signal, controller);
+  // The run's signal: the caller's cancellation, and the time limit (wallClockMs). Without a time
+  // limit the caller's signal is the run's: a second signal and its listener on the first would
+  // cost every parked agent ~1 KB for nothing.
+  const own = options.signal === undefined || mayLimitTime(options) ? new AbortController() : undefined;
+  const signal = own?.signal ?? (options.signal as AbortSignal);
+  const unfollow = own === undefined ? () => {} : followSignal(options.signal, own);
   let timer: ReturnType<typeof setTimeout> | undefined;
   let timedOut = false;
   const { agentId } = options;
@@ -165,13 +168,13 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   };
 
   try {
-    const started = await startRun(options, controller.signal, () => timedOut, handles);
+    const started = await startRun(options, signal, () => timedOut, handles);
     if (started.kind === 'ended') return started.outcome;
     const { run, session, waitForMessage, wallClockMs } = started;
-    if (wallClockMs > 0) {
+    if (wallClockMs > 0 && own !== undefined) {
       timer = setTimeout(() => {
         timedOut = true;
-        controller.abort(new WallClockExceeded(wallClockMs));
+        own.abort(new WallClockExceeded(wallClockMs));
       }, wallClockMs);
     }
     const loopOptions = {
@@ -182,8 +185,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       ? await runSession(run, session, loopOptions, waitForMessage)
       : await runLoop(run, loopOptions);
   } catch (error) {
-    if (handles.run && controller.signal.aborted) return end(handles.run, abortEnding(handles.run));
-    if (controller.signal.aborted) return fail('cancelled', cancelled(controller.signal));
+    if (handles.run && signal.aborted) return end(handles.run, abortEnding(handles.run));
+    if (signal.aborted) return fail('cancelled', cancelled(signal));
     const serialized = serializeError(error);
     const reason: FailureReason =
       serialized.code === 'template_error' || serialized.name === 'UserError' ? 'invalid_request' : 'crashed';
@@ -193,4 +196,15 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     unfollow();
     await handles.ownPool?.close();
   }
+}
+
+/**
+ * Whether the run may have a wall-clock limit: given in `limits`, or recorded by the journal it
+ * resumes. Invalid values count as a limit (startRun rejects them).
+ */
+function mayLimitTime(options: RunAgentOptions): boolean {
+  const first = options.resumeFrom?.[0];
+  const recorded = first?.type === 'Started' ? first.limits : undefined;
+  const wallClockMs: unknown = options.limits?.wallClockMs ?? recorded?.wallClockMs;
+  return wallClockMs !== undefined && wallClockMs !== 0;
 }

@@ -9,6 +9,8 @@ import { ASSISTANT_PREFIX } from '../../loop/history-format.ts';
 import type { ApprovalDecider } from '../../protocol/approvals.ts';
 import type { AgentSignal } from '../../protocol/messages.ts';
 
+const monotonicNow = (): number => performance.now();
+
 /** Maps one agent's audit events to signals; undefined for events the supervisor is not told about. */
 export type AgentSignals = (event: AuditEventInput) => AgentSignal | undefined;
 
@@ -16,7 +18,7 @@ export type AgentSignals = (event: AuditEventInput) => AgentSignal | undefined;
  * The signal mapper of one run of agent `agentId`. It remembers when each tool call started, to
  * report its duration with its result (a call's entry is dropped when its result comes).
  */
-export function agentSignals(agentId: string, now: () => number = () => performance.now()): AgentSignals {
+export function agentSignals(agentId: string, now: () => number = monotonicNow): AgentSignals {
   const started = new Map<string, number>();
   return (event) => {
     switch (event.type) {
