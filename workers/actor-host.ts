@@ -228,27 +228,36 @@ class ActorHost {
     this.#resolveIdle?.();
   }
 
-  async #run(spec: ActorSpec, signal: AbortSignal): Promise<AgentOutcome> {
+  #run(spec: ActorSpec, signal: AbortSignal): Promise<AgentOutcome> {
     const journalPath = path.join(this.#config.journalDir, `${spec.agentId}.jsonl`);
     const journal = JournalWriter.open(journalPath, { fsync: this.#config.fsync });
-    try {
-      const resumeFrom =
-        spec.resume && journal.existingEvents > 0 ? readJournal(journalPath).events : undefined;
-      return await runActor(spec, {
-        provider: await this.#provider(spec.provider),
-        registry: await this.#tools(),
-        cwd: this.#config.cwd,
-        mcp: this.#mcpPool(),
-        journal,
-        ...(resumeFrom ? { resumeFrom, truncatedBytes: journal.truncatedBytes } : {}),
-        signal,
-        channels: this.#channels(spec.agentId),
-        onSignal: (agentSignal) => this.#signal(agentSignal),
-        promptCache: this.#promptCache,
-      });
-    } finally {
-      journal.close();
-    }
+    return this.#start(spec, signal, journal, journalPath).finally(() => journal.close());
+  }
+
+  /**
+   * Starts the agent's loop and returns its promise without awaiting it: this frame ends at once
+   * instead of staying suspended (with everything it holds) for as long as the agent runs.
+   */
+  async #start(
+    spec: ActorSpec,
+    signal: AbortSignal,
+    journal: JournalWriter,
+    journalPath: string,
+  ): Promise<AgentOutcome> {
+    const resumeFrom =
+      spec.resume && journal.existingEvents > 0 ? readJournal(journalPath).events : undefined;
+    return runActor(spec, {
+      provider: await this.#provider(spec.provider),
+      registry: await this.#tools(),
+      cwd: this.#config.cwd,
+      mcp: this.#mcpPool(),
+      journal,
+      ...(resumeFrom ? { resumeFrom, truncatedBytes: journal.truncatedBytes } : {}),
+      signal,
+      channels: this.#channels(spec.agentId),
+      onSignal: (agentSignal) => this.#signal(agentSignal),
+      promptCache: this.#promptCache,
+    });
   }
 
   #mcpPool(): McpPool {

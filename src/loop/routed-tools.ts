@@ -13,7 +13,7 @@ import {
   type WaitForInstructionArgs,
 } from '../tools/builtin/orchestration.ts';
 import { backoffDelay } from '../tools/retry.ts';
-import type { JsonSchema, Tool } from '../tools/types.ts';
+import type { JsonSchema, Tool, ToolOutcome } from '../tools/types.ts';
 import type { RunContext } from './context.ts';
 import type { AgentChannels } from './types.ts';
 
@@ -55,7 +55,8 @@ export function routedTools(
   };
   const wait: Tool<WaitForInstructionArgs> = {
     ...waitDeclaration,
-    async execute(_args, toolCtx) {
+    // Not async: a parked agent waits here, and a suspended frame would cost it for nothing.
+    execute(_args, toolCtx) {
       const run = getRun();
       if (run.session) return { ok: false, text: SESSION_WAIT_REFUSAL };
       if (!channels.waitForInstruction) {
@@ -64,18 +65,18 @@ export function routedTools(
           text: 'wait_for_instruction is not connected to a supervisor here: no instruction can arrive.',
         };
       }
-      const text = await waitForInstruction(
-        run,
-        channels.waitForInstruction,
-        run.currentCallId,
-        toolCtx.signal,
+      return waitForInstruction(run, channels.waitForInstruction, run.currentCallId, toolCtx.signal).then(
+        instructionOutcome,
       );
-      return text === null
-        ? { ok: true, text: 'No instruction arrived. Continue with what you have, or finish your task.' }
-        : { ok: true, text: `Instruction: ${text}` };
     },
   };
   return [complete as unknown as Tool, wait as unknown as Tool];
+}
+
+function instructionOutcome(text: string | null): ToolOutcome {
+  return text === null
+    ? { ok: true, text: 'No instruction arrived. Continue with what you have, or finish your task.' }
+    : { ok: true, text: `Instruction: ${text}` };
 }
 
 /**

@@ -83,7 +83,7 @@ export async function handleToolCall(
  * Runs one call through the toolbox with `approve` deciding the calls that ask, and journals a
  * denial that asked no one (a `deny` rule, `dontAsk`). A cancel while it runs answers at once.
  */
-export async function runToolCall(
+export function runToolCall(
   ctx: RunContext,
   callId: string,
   modelName: string,
@@ -92,7 +92,8 @@ export async function runToolCall(
   answer?: (tool: Tool, args: Readonly<Record<string, unknown>>) => ToolOutcome | undefined,
 ): Promise<ToolOutcome & Pick<ToolCallResult, 'denied'>> {
   ctx.currentCallId = callId;
-  const result: ToolOutcome & Pick<ToolCallResult, 'denied'> = await untilAborted(
+  // Not an async function: a parked agent's wait_for_instruction call runs here.
+  const running: Promise<ToolOutcome & Pick<ToolCallResult, 'denied'>> = untilAborted(
     ctx.toolbox.call(modelName, args, {
       signal: ctx.signal,
       callId,
@@ -103,16 +104,18 @@ export async function runToolCall(
     ctx.signal,
     modelName,
   );
-  const denial = result.denied;
-  if (denial && !denial.asked && !ctx.signal.aborted) {
-    const canonical = ctx.toolbox.canonicalName(modelName) ?? modelName;
-    recordDecision(ctx, callId, canonical, denial.rule, {
-      approved: false,
-      by: 'policy',
-      reason: denial.reason,
-    });
-  }
-  return result;
+  return running.then((result) => {
+    const denial = result.denied;
+    if (denial && !denial.asked && !ctx.signal.aborted) {
+      const canonical = ctx.toolbox.canonicalName(modelName) ?? modelName;
+      recordDecision(ctx, callId, canonical, denial.rule, {
+        approved: false,
+        by: 'policy',
+        reason: denial.reason,
+      });
+    }
+    return result;
+  });
 }
 
 /**

@@ -327,7 +327,8 @@ class RunningTurn implements Turn {
     }
   }
 
-  async #collect(calls: readonly ToolCall[]): Promise<ToolResult[]> {
+  /** Not an async function: a parked agent's turn waits here, and a suspended frame costs it. */
+  #collect(calls: readonly ToolCall[]): Promise<ToolResult[]> {
     const pending = new Map<string, PendingCall>();
     for (const call of calls) {
       if (pending.has(call.id)) {
@@ -341,21 +342,22 @@ class RunningTurn implements Turn {
       this.#onAllAnswered = resolve;
     });
     this.#pending = pending;
-    try {
-      for (const call of calls) {
-        this.#context.emitted += 1;
-        this.#queue.push({ type: 'tool_call', ...call });
-      }
-      await abortable(answered, this.#controller.signal);
-    } finally {
-      this.#pending = undefined;
-      this.#onAllAnswered = undefined;
+    for (const call of calls) {
+      this.#context.emitted += 1;
+      this.#queue.push({ type: 'tool_call', ...call });
     }
-    return calls.map((call) => ({
-      callId: call.id,
-      name: call.name,
-      result: pending.get(call.id)?.result ?? '',
-    }));
+    return abortable(answered, this.#controller.signal)
+      .finally(() => {
+        this.#pending = undefined;
+        this.#onAllAnswered = undefined;
+      })
+      .then(() =>
+        calls.map((call) => ({
+          callId: call.id,
+          name: call.name,
+          result: pending.get(call.id)?.result ?? '',
+        })),
+      );
   }
 
   #timeoutError(timeoutMs: number): ProviderError {

@@ -402,21 +402,27 @@ function failed(canonicalName: string, text: string, attempts = 0): ToolCallResu
 
 const fitsAlways = (): boolean => true;
 
-/** Runs the tool once; an exception becomes a failed outcome, and `threw` says so. */
-async function runOnce(
+/**
+ * Runs the tool once; an exception becomes a failed outcome, and `threw` says so. Not an async
+ * function: a parked agent's `wait_for_instruction` runs here, and a suspended frame costs it.
+ */
+function runOnce(
   tool: Tool,
   modelName: string,
   args: Record<string, unknown>,
   ctx: ToolContext,
 ): Promise<{ readonly outcome: ToolOutcome; readonly threw: boolean }> {
+  const thrown = (error: unknown): { readonly outcome: ToolOutcome; readonly threw: boolean } => ({
+    outcome: { ok: false, text: `${modelName} failed: ${messageOf(error)}` },
+    threw: !isCancellation(error),
+  });
+  let pending: Promise<ToolOutcome>;
   try {
-    return { outcome: await tool.execute(args, ctx), threw: false };
+    pending = Promise.resolve(tool.execute(args, ctx));
   } catch (error) {
-    return {
-      outcome: { ok: false, text: `${modelName} failed: ${messageOf(error)}` },
-      threw: !isCancellation(error),
-    };
+    return Promise.resolve(thrown(error));
   }
+  return pending.then((outcome) => ({ outcome, threw: false }), thrown);
 }
 
 /** An abort: retrying it would only be aborted again. */
