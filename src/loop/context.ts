@@ -51,8 +51,9 @@ export class RunContext {
   readonly approvalSettings: ApprovalSettings;
   readonly #journal: JournalSink | undefined;
   readonly #observer: ((event: AuditEventInput) => void) | undefined;
-  readonly #timedOut: () => boolean;
 
+  /** True once `wallClockMs` passed: the signal then aborted because of the time limit. */
+  timedOut = false;
   round = 0;
   roundsUsed = 0;
   /** Model requests sent (or about to be sent): what `maxSteps` counts. */
@@ -85,7 +86,6 @@ export class RunContext {
     toolbox: Toolbox;
     projection: Projection;
     signal: AbortSignal;
-    timedOut: () => boolean;
     renderBudget: number;
     limits: ResolvedLimits;
     conditions: readonly StopCondition[];
@@ -109,7 +109,6 @@ export class RunContext {
     this.toolbox = init.toolbox;
     this.projection = init.projection;
     this.signal = init.signal;
-    this.#timedOut = init.timedOut;
     this.renderBudget = init.renderBudget;
     this.limits = init.limits;
     this.conditions = init.conditions;
@@ -134,11 +133,6 @@ export class RunContext {
       countFixed(this.usageCounter, this.system) +
       countFixed(this.usageCounter, JSON.stringify(this.toolbox.specs));
     return this.#fixedUsageTokens;
-  }
-
-  /** True once `wallClockMs` passed: the signal then aborted because of the time limit. */
-  get timedOut(): boolean {
-    return this.#timedOut();
   }
 
   /**

@@ -32,16 +32,19 @@ function completeDeclaration(outputSchema: JsonSchema | undefined): Tool<Complet
   return declaration;
 }
 
-/** The two routed tools, bound to `run`. `run` is read lazily: it exists once the toolbox does. */
+/**
+ * The two routed tools, bound to the run `holder` will hold: it is read lazily, as it exists only
+ * once the toolbox does.
+ */
 export function routedTools(
-  getRun: () => RunContext,
+  holder: { readonly run?: RunContext | undefined },
   channels: AgentChannels,
   outputSchema: JsonSchema | undefined,
 ): Tool[] {
   const complete: Tool<CompleteTaskArgs> = {
     ...completeDeclaration(outputSchema),
     async execute(args) {
-      const run = getRun();
+      const run = runOf(holder);
       if (run.completion)
         return { ok: false, text: 'complete_task was already called: the task is complete. Stop now.' };
       // A session's turns end locally: each one may deliver a result (the supervisor's
@@ -57,7 +60,7 @@ export function routedTools(
     ...waitDeclaration,
     // Not async: a parked agent waits here, and a suspended frame would cost it for nothing.
     execute(_args, toolCtx) {
-      const run = getRun();
+      const run = runOf(holder);
       if (run.session) return { ok: false, text: SESSION_WAIT_REFUSAL };
       if (!channels.waitForInstruction) {
         return {
@@ -71,6 +74,11 @@ export function routedTools(
     },
   };
   return [complete as unknown as Tool, wait as unknown as Tool];
+}
+
+function runOf(holder: { readonly run?: RunContext | undefined }): RunContext {
+  if (!holder.run) throw new Error('the run is not ready');
+  return holder.run;
 }
 
 function instructionOutcome(text: string | null): ToolOutcome {

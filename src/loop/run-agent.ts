@@ -145,7 +145,6 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   const signal = own?.signal ?? (options.signal as AbortSignal);
   const unfollow = own === undefined ? () => {} : followSignal(options.signal, own);
   let timer: ReturnType<typeof setTimeout> | undefined;
-  let timedOut = false;
   const { agentId } = options;
   // The run and its own MCP pool, as soon as each exists (a failure after that ends the run).
   const handles: RunHandles = {};
@@ -168,12 +167,12 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   };
 
   try {
-    const started = await startRun(options, signal, () => timedOut, handles);
+    const started = await startRun(options, signal, handles);
     if (started.kind === 'ended') return started.outcome;
     const { run, session, waitForMessage, wallClockMs } = started;
     if (wallClockMs > 0 && own !== undefined) {
       timer = setTimeout(() => {
-        timedOut = true;
+        run.timedOut = true;
         own.abort(new WallClockExceeded(wallClockMs));
       }, wallClockMs);
     }

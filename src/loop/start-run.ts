@@ -57,13 +57,12 @@ export type StartedRun =
     };
 
 /**
- * Starts (or resumes) the run `options` describe under `signal`; `timedOut` tells the loop whether
- * the wall-clock limit ended it. Throws what makes the agent fail before its first round.
+ * Starts (or resumes) the run `options` describe under `signal`. Throws what makes the agent fail
+ * before its first round.
  */
 export async function startRun(
   options: RunAgentOptions,
   signal: AbortSignal,
-  timedOut: () => boolean,
   handles: RunHandles,
 ): Promise<StartedRun> {
   const { agentId } = options;
@@ -126,14 +125,7 @@ export async function startRun(
   const registry = shared.extend(
     [
       ...mcp.tools.filter((t) => !shared.has(t.name)),
-      ...routedTools(
-        () => {
-          if (!handles.run) throw new Error('the run is not ready');
-          return handles.run;
-        },
-        channels,
-        definition.outputSchema,
-      ),
+      ...routedTools(handles, channels, definition.outputSchema),
     ],
     ROUTED_TOOL_NAMES,
   );
@@ -174,7 +166,6 @@ export async function startRun(
     toolbox,
     projection,
     signal,
-    timedOut,
     renderBudget: maxInputTokens - fixedTokens,
     limits,
     conditions: [...limitConditions(limits), ...(options.stopWhen ?? [])],

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { DEFAULT_TOOL_RETRY } from '../constants.ts';
-import type { AgentDefinition } from '../definition/types.ts';
+import type { AgentDefinition, RetryPolicy } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
 import type { ApprovalDecision } from '../protocol/approvals.ts';
 import { buildParamMapping, type ParamMapping } from './params.ts';
@@ -374,21 +374,42 @@ class AgentToolbox implements Toolbox {
       ...(guard === undefined ? {} : { guard }),
       fitsState: callOptions.fitsState ?? fitsAlways,
     };
+    // Returned, not awaited: the checks' locals need not live while the tool runs (a parked
+    // agent's wait_for_instruction runs for as long as it is parked).
     const retry = def.toolConfig[canonical]?.retry ?? DEFAULT_TOOL_RETRY;
-    const sleep = this.#options.sleep ?? defaultSleep;
-    const random = this.#options.random ?? Math.random;
+    if (retry.maxRetries === 0) {
+      if (signal.aborted) return failed(canonical, `${modelName} was cancelled`);
+      return runOnce(tool, modelName, mapped.args, ctx).then(({ outcome }) => ({
+        ...outcome,
+        canonicalName: canonical,
+        attempts: 1,
+      }));
+    }
+    return this.#execute(tool, canonical, modelName, mapped.args, ctx, retry);
+  }
+
+  /** Runs an admitted call with the tool's retry policy. */
+  async #execute(
+    tool: Tool,
+    canonical: string,
+    modelName: string,
+    args: Record<string, unknown>,
+    ctx: ToolContext,
+    retry: RetryPolicy,
+  ): Promise<ToolCallResult> {
     let attempts = 0;
     for (;;) {
-      if (signal.aborted) return failed(canonical, `${modelName} was cancelled`, attempts);
+      if (ctx.signal.aborted) return failed(canonical, `${modelName} was cancelled`, attempts);
       attempts += 1;
-      const { outcome, threw } = await runOnce(tool, modelName, mapped.args, ctx);
+      const { outcome, threw } = await runOnce(tool, modelName, args, ctx);
       // A thrown error is retried like a failure marked retryable, unless it was a cancellation.
-      const retryable = outcome.retryable === true || (threw && !signal.aborted);
+      const retryable = outcome.retryable === true || (threw && !ctx.signal.aborted);
       if (outcome.ok || !retryable || attempts > retry.maxRetries) {
         return { ...outcome, canonicalName: canonical, attempts };
       }
       try {
-        await sleep(backoffDelay(retry, attempts - 1, random), signal);
+        const sleep = this.#options.sleep ?? defaultSleep;
+        await sleep(backoffDelay(retry, attempts - 1, this.#options.random ?? Math.random), ctx.signal);
       } catch {
         return { ...outcome, canonicalName: canonical, attempts };
       }
