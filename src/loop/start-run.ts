@@ -168,7 +168,10 @@ export async function startRun(
     signal,
     renderBudget: maxInputTokens - fixedTokens,
     limits,
-    conditions: [...limitConditions(limits), ...(options.stopWhen ?? [])],
+    conditions:
+      options.stopWhen === undefined || options.stopWhen.length === 0
+        ? limitConditions(limits)
+        : [...limitConditions(limits), ...options.stopWhen],
     usageCounter,
     ...(usageCounter === counter ? { fixedUsageTokens: fixedTokens } : {}),
     price,
