@@ -60,7 +60,6 @@ const START_BATCH = 32;
 
 interface Actor {
   readonly controller: AbortController;
-  readonly done: Promise<void>;
 }
 
 class ActorHost {
@@ -88,7 +87,10 @@ class ActorHost {
   /** Optional signals the supervisor listens for; the others are not sent. */
   #wanted: ReadonlySet<string>;
   #ended: AgentEnded[] = [];
-  readonly #startQueue: (() => void)[] = [];
+  /** Agents waiting for their start (see #pumpStarts). */
+  readonly #startQueue: ActorSpec[] = [];
+  /** One for every agent of the host (a closure each would stay alive as long as the agent). */
+  readonly #onSignal = (agentSignal: AgentSignal): void => this.#signal(agentSignal);
   #pumping = false;
   #flushScheduled = false;
   #shuttingDown = false;
@@ -182,21 +184,25 @@ class ActorHost {
   }
 
   #spawn(spec: ActorSpec): void {
-    const controller = new AbortController();
-    let begin: () => void = () => {};
-    const admitted = new Promise<void>((resolve) => {
-      begin = resolve;
-    });
-    this.#startQueue.push(begin);
+    this.#actors.set(spec.agentId, { controller: new AbortController() });
+    this.#startQueue.push(spec);
     this.#pumpStarts();
-    const done = admitted
-      .then(() => this.#run(spec, controller.signal))
-      .then(
-        (outcome) => this.#end(spec.agentId, outcome),
-        (error: unknown) =>
-          this.#end(spec.agentId, failedOutcome(spec.agentId, 'crashed', serializeError(error))),
-      );
-    this.#actors.set(spec.agentId, { controller, done });
+  }
+
+  #launch(spec: ActorSpec): void {
+    const actor = this.#actors.get(spec.agentId);
+    if (actor === undefined) return;
+    let running: Promise<AgentOutcome>;
+    try {
+      running = this.#run(spec, actor.controller.signal);
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    running.then(
+      (outcome) => this.#end(spec.agentId, outcome),
+      (error: unknown) =>
+        this.#end(spec.agentId, failedOutcome(spec.agentId, 'crashed', serializeError(error))),
+    );
   }
 
   /**
@@ -208,7 +214,7 @@ class ActorHost {
     this.#pumping = true;
     setImmediate(() => {
       this.#pumping = false;
-      for (const begin of this.#startQueue.splice(0, START_BATCH)) begin();
+      for (const spec of this.#startQueue.splice(0, START_BATCH)) this.#launch(spec);
       if (this.#startQueue.length > 0) this.#pumpStarts();
     });
   }
@@ -255,7 +261,7 @@ class ActorHost {
       ...(resumeFrom ? { resumeFrom, truncatedBytes: journal.truncatedBytes } : {}),
       signal,
       channels: this.#channels(spec.agentId),
-      onSignal: (agentSignal) => this.#signal(agentSignal),
+      onSignal: this.#onSignal,
       promptCache: this.#promptCache,
     });
   }
