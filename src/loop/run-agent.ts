@@ -143,28 +143,10 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   // cost every parked agent ~1 KB for nothing.
   const own = options.signal === undefined || mayLimitTime(options) ? new AbortController() : undefined;
   const signal = own?.signal ?? (options.signal as AbortSignal);
-  const unfollow = own === undefined ? () => {} : followSignal(options.signal, own);
+  const unfollow = own === undefined ? noop : followSignal(options.signal, own);
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const { agentId } = options;
   // The run and its own MCP pool, as soon as each exists (a failure after that ends the run).
   const handles: RunHandles = {};
-  const fail = (reason: FailureReason, error: SerializedError): AgentOutcome => {
-    if (handles.run) return end(handles.run, { kind: 'fail', reason, error });
-    const outcome: AgentOutcome = {
-      status: 'failed',
-      agentId,
-      reason,
-      error,
-      usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
-      costUsd: 0,
-      rounds: 0,
-      steps: 0,
-    };
-    const event = terminalEvent(outcome);
-    options.journal?.append(event);
-    options.onEvent?.(event);
-    return outcome;
-  };
 
   try {
     const started = await startRun(options, signal, handles);
@@ -185,16 +167,42 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       : await runLoop(run, loopOptions);
   } catch (error) {
     if (handles.run && signal.aborted) return end(handles.run, abortEnding(handles.run));
-    if (signal.aborted) return fail('cancelled', cancelled(signal));
+    if (signal.aborted) return fail(options, handles, 'cancelled', cancelled(signal));
     const serialized = serializeError(error);
     const reason: FailureReason =
       serialized.code === 'template_error' || serialized.name === 'UserError' ? 'invalid_request' : 'crashed';
-    return fail(reason, serialized);
+    return fail(options, handles, reason, serialized);
   } finally {
     clearTimeout(timer);
     unfollow();
     await handles.ownPool?.close();
   }
+}
+
+const noop = (): void => {};
+
+/** Ends a run that failed: its terminal event, journalled and observed, even before it started. */
+function fail(
+  options: RunAgentOptions,
+  handles: RunHandles,
+  reason: FailureReason,
+  error: SerializedError,
+): AgentOutcome {
+  if (handles.run) return end(handles.run, { kind: 'fail', reason, error });
+  const outcome: AgentOutcome = {
+    status: 'failed',
+    agentId: options.agentId,
+    reason,
+    error,
+    usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
+    costUsd: 0,
+    rounds: 0,
+    steps: 0,
+  };
+  const event = terminalEvent(outcome);
+  options.journal?.append(event);
+  options.onEvent?.(event);
+  return outcome;
 }
 
 /**
