@@ -198,10 +198,11 @@ class ActorHost {
     } catch (error) {
       running = Promise.reject(error);
     }
+    // The handlers close over the id only: the spec would otherwise live as long as the agent.
+    const { agentId } = spec;
     running.then(
-      (outcome) => this.#end(spec.agentId, outcome),
-      (error: unknown) =>
-        this.#end(spec.agentId, failedOutcome(spec.agentId, 'crashed', serializeError(error))),
+      (outcome) => this.#end(agentId, outcome),
+      (error: unknown) => this.#end(agentId, failedOutcome(agentId, 'crashed', serializeError(error))),
     );
   }
 

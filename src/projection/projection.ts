@@ -87,8 +87,9 @@ export class Projection {
   readonly #states = new Map<string, SectionNode>();
   /** Hidden sentinel between history and states: entries are inserted before it. */
   readonly #statesStart: SectionNode;
-  readonly #supersededMarker: SectionText;
-  readonly #removedMarker: SectionText;
+  /** Measured when first needed (most agents never supersede anything), then shared. */
+  #supersededMarker: SectionText | undefined;
+  #removedMarker: SectionText | undefined;
 
   constructor(init: ProjectionInit = {}) {
     const reserve = init.reserveTokens ?? PROTOCOL_TOKEN_RESERVE;
@@ -116,9 +117,6 @@ export class Projection {
     }
     this.#statesStart = new SectionNode(this.#ledger.measure(''), { hidden: true });
     this.#list.insertBefore(this.#statesStart, undefined);
-    // Measured once: superseding an entry then counts no text (with a BPE counter, only its seams).
-    this.#supersededMarker = this.#ledger.measure(SUPERSEDED_MARKER);
-    this.#removedMarker = this.#ledger.measure(REMOVED_MARKER);
   }
 
   /**
@@ -283,10 +281,21 @@ export class Projection {
     if (change.text !== undefined) this.#push(change.text, ok ? (change.displayedStateKeys ?? []) : []);
   }
 
+  // Measured once: superseding an entry then counts no text (with a BPE counter, only its seams).
+  #superseded(): SectionText {
+    this.#supersededMarker ??= this.#ledger.measure(SUPERSEDED_MARKER);
+    return this.#supersededMarker;
+  }
+
+  #removed(): SectionText {
+    this.#removedMarker ??= this.#ledger.measure(REMOVED_MARKER);
+    return this.#removedMarker;
+  }
+
   #applyUpdate({ key, text }: StateUpdate): void {
     const entries = this.#displayedBy.get(key);
     if (entries !== undefined) {
-      const marker = text === null ? this.#removedMarker : this.#supersededMarker;
+      const marker = text === null ? this.#removed() : this.#superseded();
       for (const entry of [...entries]) this.#supersede(entry, marker);
     }
     const previous = this.#states.get(key);
