@@ -18,6 +18,8 @@ import type { SessionState } from './session.ts';
 import type { LoopProgress, StopCondition } from './stop-conditions.ts';
 import type { AgentChannels } from './types.ts';
 
+type InputHash = (input: string, continuation?: readonly string[]) => string;
+
 /** Everything a round needs, and what rounds change. */
 export class RunContext {
   readonly agentId: string;
@@ -194,16 +196,20 @@ export class RunContext {
     };
   }
 
-  readonly #hashers = new Map<
-    readonly ToolSpec[],
-    (input: string, continuation?: readonly string[]) => string
-  >();
+  /** Hashers by offered tools: usually the run's specs only, so the first is kept apart. */
+  #hasher: { readonly tools: readonly ToolSpec[]; readonly hash: InputHash } | undefined;
+  #hashers: Map<readonly ToolSpec[], InputHash> | undefined;
 
   /**
    * The SHA-256 a model request is journalled under: `hashInput` of the round's render, or
    * `hashContinuation` with the entries added since, with the fixed parts prepared once.
    */
   hashInput(input: string, tools: readonly ToolSpec[], continuation?: readonly string[]): string {
+    if (this.#hasher === undefined) {
+      this.#hasher = { tools, hash: inputHasher(this.system, tools, this.modelSettings) };
+    }
+    if (this.#hasher.tools === tools) return this.#hasher.hash(input, continuation);
+    this.#hashers ??= new Map();
     let hasher = this.#hashers.get(tools);
     if (!hasher) {
       hasher = inputHasher(this.system, tools, this.modelSettings);

@@ -20,7 +20,7 @@ import type { AgentPermissions } from '../tools/permissions.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import { sleep as defaultSleep, type Sleep } from '../tools/retry.ts';
 import { abortEnding, cancelled } from './decide.ts';
-import { end, runLoop, terminalEvent } from './loop.ts';
+import { end, type LoopOptions, runLoop, terminalEvent } from './loop.ts';
 import { runSession } from './session.ts';
 import { type RunHandles, startRun } from './start-run.ts';
 import type { StopCondition } from './stop-conditions.ts';
@@ -158,10 +158,10 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         own.abort(new WallClockExceeded(wallClockMs));
       }, wallClockMs);
     }
-    const loopOptions = {
-      sleep: options.sleep ?? defaultSleep,
-      ...(options.random ? { random: options.random } : {}),
-    };
+    const loopOptions =
+      options.sleep === undefined && options.random === undefined
+        ? DEFAULT_LOOP_OPTIONS
+        : { sleep: options.sleep ?? defaultSleep, ...(options.random ? { random: options.random } : {}) };
     return session && waitForMessage
       ? await runSession(run, session, loopOptions, waitForMessage)
       : await runLoop(run, loopOptions);
@@ -180,6 +180,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
 }
 
 const noop = (): void => {};
+const DEFAULT_LOOP_OPTIONS: LoopOptions = { sleep: defaultSleep };
 
 /** Ends a run that failed: its terminal event, journalled and observed, even before it started. */
 function fail(
