@@ -91,6 +91,8 @@ class ActorHost {
   readonly #startQueue: ActorSpec[] = [];
   /** One for every agent of the host (a closure each would stay alive as long as the agent). */
   readonly #onSignal = (agentSignal: AgentSignal): void => this.#signal(agentSignal);
+  readonly #requestApproval: NonNullable<AgentChannels['requestApproval']> = (request, signal) =>
+    this.#inbox.decision(request, signal);
   #pumping = false;
   #flushScheduled = false;
   #shuttingDown = false;
@@ -284,7 +286,7 @@ class ActorHost {
     return {
       completeTask: (result) => this.#supervisor.completeTask(agentId, result),
       waitForInstruction: (index, timeoutMs, signal) => this.#inbox.wait(agentId, index, timeoutMs, signal),
-      requestApproval: (request, signal) => this.#inbox.decision(request, signal),
+      requestApproval: this.#requestApproval,
     };
   }
 

@@ -22,7 +22,7 @@ import { sleep as defaultSleep, type Sleep } from '../tools/retry.ts';
 import { abortEnding, cancelled } from './decide.ts';
 import { end, type LoopOptions, runLoop, terminalEvent } from './loop.ts';
 import { runSession } from './session.ts';
-import { type RunHandles, startRun } from './start-run.ts';
+import { type RunHandles, type StartedRun, startRun } from './start-run.ts';
 import type { StopCondition } from './stop-conditions.ts';
 import { WallClockExceeded } from './tool-calls.ts';
 import type { AgentChannels, AgentLimits, AgentOutcome, FailureReason } from './types.ts';
@@ -149,9 +149,11 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   const handles: RunHandles = {};
 
   try {
-    const started = await startRun(options, signal, handles);
+    let started: StartedRun | undefined = await startRun(options, signal, handles);
     if (started.kind === 'ended') return started.outcome;
     const { run, session, waitForMessage, wallClockMs } = started;
+    // This frame stays suspended for the whole run: what it no longer needs is let go.
+    started = undefined;
     if (wallClockMs > 0 && own !== undefined) {
       timer = setTimeout(() => {
         run.timedOut = true;
