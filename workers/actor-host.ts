@@ -178,6 +178,8 @@ class ActorHost {
     if (signals.length === 0 && ended.length === 0) return;
     this.#signals = [];
     this.#ended = [];
+    // The supervisor hears of an event only once it is in the agent's journal.
+    JournalWriter.commitAll();
     this.#post({ type: 'batch', signals, ended });
   }
 
@@ -230,7 +232,8 @@ class ActorHost {
 
   async #run(spec: ActorSpec, signal: AbortSignal): Promise<AgentOutcome> {
     const journalPath = path.join(this.#config.journalDir, `${spec.agentId}.jsonl`);
-    const journal = JournalWriter.open(journalPath, { fsync: this.#config.fsync });
+    // Batched: the loop commits before each side effect, the host before each report (src/journal/writer.ts).
+    const journal = JournalWriter.open(journalPath, { fsync: this.#config.fsync, batch: true });
     try {
       const resumeFrom =
         spec.resume && journal.existingEvents > 0 ? readJournal(journalPath).events : undefined;

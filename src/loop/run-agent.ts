@@ -188,6 +188,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     };
     const event = terminalEvent(outcome);
     options.journal?.append(event);
+    options.journal?.commit?.();
     options.onEvent?.(event);
     return outcome;
   };
