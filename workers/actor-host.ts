@@ -247,6 +247,7 @@ class ActorHost {
         signal,
         channels: this.#channels(spec.agentId),
         onSignal: (agentSignal) => this.#signal(agentSignal),
+        wantsSignal: (kind) => this.#wanted.has(kind),
         promptCache: this.#promptCache,
       });
     } finally {

@@ -7,7 +7,19 @@ import type { AuditEventInput } from '../../journal/events.ts';
 import { redactText, redactValue } from '../../journal/redact.ts';
 import { ASSISTANT_PREFIX } from '../../loop/history-format.ts';
 import type { ApprovalDecider } from '../../protocol/approvals.ts';
-import type { AgentSignal } from '../../protocol/messages.ts';
+import type { AgentSignal, OptionalSignal } from '../../protocol/messages.ts';
+
+/**
+ * The optional signal (sent only to a listening supervisor) each audit event type becomes, for the
+ * types that become one: a runner that knows nobody listens skips building it.
+ */
+export const OPTIONAL_SIGNAL_OF: Readonly<Partial<Record<AuditEventInput['type'], OptionalSignal>>> = {
+  InferenceSubmitted: 'round',
+  ToolCall: 'tool_call',
+  ToolResult: 'tool_call',
+  ProviderReceipt: 'receipt',
+  HistoryAppended: 'text',
+};
 
 /** Maps one agent's audit events to signals; undefined for events the supervisor is not told about. */
 export type AgentSignals = (event: AuditEventInput) => AgentSignal | undefined;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { TOOL_OUTPUT_PREVIEW_CHARS } from '../../../src/constants.ts';
-import { agentSignals } from '../../../src/engines/actor/agent-signal.ts';
+import { agentSignals, OPTIONAL_SIGNAL_OF } from '../../../src/engines/actor/agent-signal.ts';
+import type { AuditEventInput } from '../../../src/journal/events.ts';
 import { formatAssistant } from '../../../src/loop/history-format.ts';
 
 describe('agentSignals (what both backends tell the supervisor)', () => {
@@ -130,5 +131,69 @@ describe('agentSignals (what both backends tell the supervisor)', () => {
       usage,
       endedAt: expect.any(Number),
     });
+  });
+
+  it('names, for every event type that becomes an optional signal, the signal it becomes (runners skip unwanted ones)', () => {
+    const receipt = {
+      provider: 'p',
+      model: 'm',
+      usage: { inputTokens: 1, outputTokens: 1, cachedInputTokens: 0, reasoningTokens: 0 },
+      costUsd: 0,
+      latencyMs: 1,
+      retries: 0,
+      requests: 1,
+      requestsWithoutUsage: 0,
+      httpStatus: 200,
+    };
+    const events: AuditEventInput[] = [
+      {
+        type: 'InferenceSubmitted',
+        agentId: 'a1',
+        round: 1,
+        step: 1,
+        request: 1,
+        inputHash: 'h',
+        estimatedTokens: 1,
+        tools: [],
+      },
+      { type: 'ToolCall', agentId: 'a1', round: 1, callId: 'c', name: 'noop', modelName: 'noop', args: {} },
+      {
+        type: 'ToolResult',
+        agentId: 'a1',
+        round: 1,
+        callId: 'c',
+        name: 'noop',
+        ok: true,
+        projectionAccepted: true,
+        text: 'ok',
+        stateUpdates: [],
+        displayedStateKeys: [],
+      },
+      { type: 'ProviderReceipt', agentId: 'a1', round: 1, step: 1, receipt },
+      {
+        type: 'HistoryAppended',
+        agentId: 'a1',
+        round: 1,
+        text: formatAssistant('Hi'),
+        displayedKeys: [],
+        kind: 'assistant',
+      },
+      { type: 'Waiting', agentId: 'a1', callId: 'w', index: 0 },
+      { type: 'Instructed', agentId: 'a1', callId: 'w', index: 0, text: 'go' },
+    ];
+    const signals = agentSignals('a1');
+    for (const event of events) {
+      const kind = signals(event)?.type;
+      const optional = OPTIONAL_SIGNAL_OF[event.type];
+      if (optional === undefined) expect(['round', 'tool_call', 'receipt', 'text']).not.toContain(kind);
+      else expect([event.type, kind]).toEqual([event.type, optional]);
+    }
+    expect(Object.keys(OPTIONAL_SIGNAL_OF).sort()).toEqual([
+      'HistoryAppended',
+      'InferenceSubmitted',
+      'ProviderReceipt',
+      'ToolCall',
+      'ToolResult',
+    ]);
   });
 });
