@@ -55,6 +55,9 @@ const OPTIONAL_SIGNALS: ReadonlySet<string> = new Set<OptionalSignal>([
   'text',
 ]);
 
+/** Distinct definitions a host keeps one object of (see #definition); more start over. */
+const DEFINITIONS_KEPT = 64;
+
 /** Agents a host starts per event-loop turn (see #pumpStarts). */
 const START_BATCH = 32;
 
@@ -80,6 +83,11 @@ class ActorHost {
    */
   readonly #reports = new Map<string, Promise<void>>();
   readonly #promptCache = new Map<string, Promise<string>>();
+  /**
+   * One object per distinct definition: every spawn brings its own copy, and per-definition work
+   * cached by object (its hash, its prompt's cache key) is then done once, not once per agent.
+   */
+  readonly #definitions = new Map<string, ActorSpec['definition']>();
   readonly #modules = new ModuleLoader();
   #registry: Promise<ToolRegistry> | undefined;
   /** This thread's MCP connections, shared by its agents (see src/mcp/pool.ts). */
@@ -237,7 +245,7 @@ class ActorHost {
     try {
       const resumeFrom =
         spec.resume && journal.existingEvents > 0 ? readJournal(journalPath).events : undefined;
-      return await runActor(spec, {
+      return await runActor({ ...spec, definition: this.#definition(spec.definition) }, {
         provider: await this.#provider(spec.provider),
         registry: await this.#tools(),
         cwd: this.#config.cwd,
@@ -253,6 +261,15 @@ class ActorHost {
     } finally {
       journal.close();
     }
+  }
+
+  #definition(definition: ActorSpec['definition']): ActorSpec['definition'] {
+    const key = JSON.stringify(definition);
+    const known = this.#definitions.get(key);
+    if (known) return known;
+    if (this.#definitions.size >= DEFINITIONS_KEPT) this.#definitions.clear();
+    this.#definitions.set(key, definition);
+    return definition;
   }
 
   #mcpPool(): McpPool {

@@ -126,7 +126,8 @@ class Writer {
   /** Ready for another value (after an error too: the path may hold what was being written). */
   reset(masking: Masking | undefined): void {
     this.#masking = masking;
-    this.#path.clear();
+    // Empty after every complete write; clearing an empty set would still reallocate its table.
+    if (this.#path.size > 0) this.#path.clear();
   }
 
   /**
