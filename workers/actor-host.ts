@@ -245,7 +245,8 @@ class ActorHost {
     try {
       const resumeFrom =
         spec.resume && journal.existingEvents > 0 ? readJournal(journalPath).events : undefined;
-      return await runActor({ ...spec, definition: this.#definition(spec.definition) }, {
+      const shared = { ...spec, definition: this.#definition(spec.definition) };
+      return await runActor(shared, {
         provider: await this.#provider(spec.provider),
         registry: await this.#tools(),
         cwd: this.#config.cwd,
