@@ -82,12 +82,31 @@ function processCpuMs(pid: number | undefined): number | undefined {
   }
 }
 
+/** `INFO <section>` of the server on `port`, or undefined (no redis-cli). */
+function redisInfoText(port: number, section: string): string | undefined {
+  try {
+    return execFileSync('redis-cli', ['-p', String(port), 'INFO', section], { encoding: 'utf8' });
+  } catch {
+    return undefined;
+  }
+}
+
+/** Calls of every command the server on `port` has run (`INFO commandstats`). */
+function redisCommandCalls(port: number): Map<string, number> {
+  const calls = new Map<string, number>();
+  for (const match of (redisInfoText(port, 'commandstats') ?? '').matchAll(
+    /^cmdstat_([^:]+):calls=(\d+)/gm,
+  )) {
+    if (match[1] !== undefined) calls.set(match[1], Number(match[2]));
+  }
+  return calls;
+}
+
 /** One field of `INFO persistence` of the server on `port`, or undefined. */
 function redisInfo(port: number, field: string): number | undefined {
   try {
-    const text = execFileSync('redis-cli', ['-p', String(port), 'INFO', 'persistence'], {
-      encoding: 'utf8',
-    });
+    const text = redisInfoText(port, 'persistence');
+    if (text === undefined) return undefined;
     const match = new RegExp(`^${field}:(\\d+)`, 'm').exec(text);
     return match?.[1] === undefined ? undefined : Number(match[1]);
   } catch {
@@ -189,6 +208,7 @@ export async function runScaleoutBench({ quick }: { readonly quick: boolean }): 
       `scaleout N=${agents} (warm-up): threads ${warmThreads.wallMs} ms, redis ${warmRedis.wallMs} ms\n`,
     );
     const delayedFsyncBefore = redisInfo(redis.port, 'aof_delayed_fsync');
+    const callsBefore = redisCommandCalls(redis.port);
     const threadsRuns: Run[] = [];
     const redisRuns: Run[] = [];
     for (let rep = 0; rep < reps; rep += 1) {
@@ -207,6 +227,17 @@ export async function runScaleoutBench({ quick }: { readonly quick: boolean }): 
       );
     }
     const delayedFsyncAfter = redisInfo(redis.port, 'aof_delayed_fsync');
+    const callsAfter = redisCommandCalls(redis.port);
+    // Commands per agent on the redis side (the threads side sends none), Lua's inner calls included.
+    const commandsPerAgent = Object.fromEntries(
+      [...callsAfter]
+        .map(
+          ([name, calls]) =>
+            [name, round((calls - (callsBefore.get(name) ?? 0)) / (agents * reps), 2)] as const,
+        )
+        .filter(([name, perAgent]) => perAgent > 0 && name !== 'info')
+        .sort((a, b) => b[1] - a[1]),
+    );
     const wall = (runs: readonly Run[]): number => median(runs.map((r) => r.wallMs));
     const cpu = (runs: readonly Run[], pick: (r: Run) => number | null = (r) => r.cpuMs): number | null => {
       const values = runs.flatMap((r) => {
@@ -255,6 +286,15 @@ export async function runScaleoutBench({ quick }: { readonly quick: boolean }): 
           redisWorkers: perRequestUs(cpu(redisRuns, (r) => r.workersCpuMs)),
           redisServer: perRequestUs(cpu(redisRuns, (r) => r.redisCpuMs)),
         },
+        /**
+         * Redis commands per agent in the timed runs, by command (`INFO commandstats`: the
+         * commands Lua scripts run count too, besides the EVALSHA itself).
+         */
+        redisCommandsPerAgent: commandsPerAgent,
+        redisCommandsPerRequest: round(
+          Object.values(commandsPerAgent).reduce((sum, n) => sum + n, 0) / (ROUNDS + 1),
+          1,
+        ),
         /** Writes Redis delayed during the timed runs because an fsync was still running. */
         aofDelayedFsync:
           delayedFsyncBefore === undefined || delayedFsyncAfter === undefined
