@@ -23,15 +23,11 @@
  *
  * Run: node --import tsx bench/peer.ts [--quick]
  */
-import { ToolMessage } from '@langchain/core/messages';
-import { tool as langchainTool } from '@langchain/core/tools';
-import { END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
-import { ToolNode, toolsCondition } from '@langchain/langgraph/prebuilt';
 import { Agent, Runner, tool } from '@openai/agents-core';
 import { z } from 'zod';
 import { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createCountingModel } from './fixtures/bench-models.ts';
-import { CountingLangGraphModel } from './fixtures/langgraph-model.ts';
+import { langgraphAgents, unfinishedLangGraphRuns } from './fixtures/langgraph-model.ts';
 import { CountingPeerModel } from './fixtures/peer-model.ts';
 import { emitResult, isMain } from './support/child.ts';
 import { type BenchOptions, type BenchOutput, round } from './support/figures.ts';
@@ -78,6 +74,8 @@ async function timed(work: () => Promise<void>): Promise<Sample> {
 
 const task = (index: number): string => `Benchmark task ${index}: call noop ${ROUNDS} times, then answer.`;
 
+const EXPECTED_ANSWER = `done after ${ROUNDS} tool results`;
+
 function peerSide(): (agents: number) => Promise<Sample> {
   const noop = tool({
     name: 'noop',
@@ -102,42 +100,11 @@ function peerSide(): (agents: number) => Promise<Sample> {
     });
 }
 
-const EXPECTED_ANSWER = `done after ${ROUNDS} tool results`;
-
-/** LangGraph.js's ReAct graph: model node, `ToolNode`, `toolsCondition` between them. */
 function langgraphSide(): (agents: number) => Promise<Sample> {
-  // LangSmith tracing would send every run over the network: off, whatever the environment says.
-  for (const name of ['LANGSMITH_TRACING', 'LANGCHAIN_TRACING_V2', 'LANGCHAIN_TRACING'])
-    delete process.env[name];
-  const noop = langchainTool(async () => 'ok', {
-    name: 'noop',
-    description: 'Does nothing and answers `ok`.',
-    schema: z.object({}),
-  });
-  const model = new CountingLangGraphModel(ROUNDS);
-  const graph = new StateGraph(MessagesAnnotation)
-    .addNode('agent', async (state: typeof MessagesAnnotation.State) => ({
-      messages: [await model.invoke(state.messages)],
-    }))
-    .addNode('tools', new ToolNode([noop]))
-    .addEdge(START, 'agent')
-    .addConditionalEdges('agent', toolsCondition, ['tools', END])
-    .addEdge('tools', 'agent')
-    .compile();
+  const run = langgraphAgents(ROUNDS);
   return (agents) =>
     timed(async () => {
-      const results = await Promise.all(
-        Array.from({ length: agents }, (_, i) =>
-          graph.invoke(
-            { messages: [{ role: 'user', content: task(i) }] },
-            { recursionLimit: 2 * ROUNDS + 5 },
-          ),
-        ),
-      );
-      const wrong = results.filter(({ messages }) => {
-        const toolResults = messages.filter((m) => ToolMessage.isInstance(m) && m.content === 'ok').length;
-        return toolResults !== ROUNDS || messages.at(-1)?.content !== EXPECTED_ANSWER;
-      }).length;
+      const wrong = unfinishedLangGraphRuns(await run(agents), ROUNDS);
       if (wrong > 0) throw new Error(`langgraph: ${wrong} of ${agents} runs did not finish the script`);
     });
 }
