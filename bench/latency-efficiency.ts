@@ -3,6 +3,9 @@
  * provider concurrency 500 (the supervisor's admission queue). value = measured makespan / ideal
  * makespan, ideal = ceil(N / 500) x 5 x 100 ms; target <= 1.25.
  *
+ * Steady state: after a 20-agent warm-up, one untimed run of the full N (its JIT compilation on
+ * every thread would otherwise fall on the first timed run), then `reps` timed runs, median.
+ *
  * Each agent makes 5 requests: 4 `noop` calls and the `complete_task` call. The simulated model
  * holds one admission slot per request, like an HTTP provider. A makespan below the ideal means
  * the limit was not applied (the simulated provider ignored admission before it learned to take
@@ -187,8 +190,15 @@ export async function runLatencyEfficiencyBench(options: BenchOptions): Promise<
     options: { rounds: REQUESTS - 1, latency: LATENCY_MS },
   };
   let createUs = 0;
+  let warmup: Run | undefined;
   const runs = await withSupervisor(provider, async (supervisor, journalDir) => {
     await makespan(supervisor, 20);
+    // One untimed run of the full N: the first one pays for V8's compilation on every thread (the
+    // "other" threads' CPU fell 1,890 -> 1,190 -> 520 ms over three runs without it).
+    warmup = await makespan(supervisor, params.agents);
+    process.stdout.write(
+      `latency N=${params.agents} (warm-up): makespan ${warmup.makespanMs} ms, CPU ${warmup.cpuMs} ms${warmup.threads ? ` (${describeCpu(warmup.threads)})` : ''}\n`,
+    );
     createUs = journalCreateUs(journalDir);
     const samples: Run[] = [];
     for (let rep = 0; rep < params.reps; rep += 1) {
@@ -245,6 +255,8 @@ export async function runLatencyEfficiencyBench(options: BenchOptions): Promise<
       cpuFloorMs: round(cpuMs / availableParallelism(), 1),
       /** Creating one journal file here, measured just before the runs (every agent does it once). */
       journalCreateUs: createUs,
+      /** The untimed full-size run before the timed ones (cold JIT): what start-up costs. */
+      warmup,
       runs,
       limitApplied,
     },
