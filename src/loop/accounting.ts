@@ -4,7 +4,8 @@
  * the model's price (unknown price = unknown cost, never $0).
  */
 
-import type { TokenCounter } from '../projection/token-counter.ts';
+import { findCutRange, isSafeCut } from '../projection/safe-cuts.ts';
+import { BpeCounter, type TokenCounter } from '../projection/token-counter.ts';
 import { costOf } from '../providers/pricing.ts';
 import type { Receipt, Usage } from '../providers/types.ts';
 import type { RunContext } from './context.ts';
@@ -93,34 +94,76 @@ function countPieces(text: string, count: (piece: string, index: number) => numb
   return counted === text.length ? tokens : Math.ceil((tokens * text.length) / counted);
 }
 
+/** One piece of the previous text, its count, and its last safe cut (see below). */
+interface CountedPiece {
+  readonly text: string;
+  readonly tokens: number;
+  /** The piece's last safe cut (safe-cuts.ts), or -1: a BPE count splits exactly there. */
+  readonly cut: number;
+  /** Tokens before `cut`. */
+  readonly before: number;
+}
+
 /**
- * {@link boundedCount} of successive texts, re-counting only the pieces that changed since the
- * previous text: a piece equal to the piece at the same place of the previous text has its count
- * (pieces are cut at fixed offsets, so a text that grew at its end re-counts its last piece).
- * Gives exactly boundedCount's result. Keeps the previous text's pieces and their counts.
+ * {@link boundedCount} of successive texts, re-counting only what changed since the previous
+ * text. A piece equal to the piece at the same place of the previous text has its count (pieces
+ * are cut at fixed offsets, so a text that grew at its end changes its last piece only). With a
+ * BPE counter, a changed piece that still starts with the previous one up to that one's last safe
+ * cut is counted as the tokens before the cut (known) plus a count of the rest: what a growing
+ * render appended. Gives exactly boundedCount's result. Keeps the previous text's pieces, their
+ * counts and their last cuts.
  */
 export class PieceCounts {
-  /** The previous text's pieces and their counts. */
-  #pieces: readonly string[] = [];
-  #counts: readonly number[] = [];
+  #pieces: readonly CountedPiece[] = [];
   #counter: TokenCounter | undefined;
 
   count(counter: TokenCounter, text: string): number {
-    const same = counter === this.#counter;
-    const pieces: string[] = [];
-    const counts: number[] = [];
+    const known = counter === this.#counter ? this.#pieces : [];
+    const bpe = counter instanceof BpeCounter;
+    const pieces: CountedPiece[] = [];
     const tokens = countPieces(text, (piece, index) => {
-      const known = same && this.#pieces[index] === piece ? this.#counts[index] : undefined;
-      const pieceTokens = known ?? counter.count(piece);
-      pieces.push(piece);
-      counts.push(pieceTokens);
-      return pieceTokens;
+      const previous = known[index];
+      const counted =
+        previous?.text === piece
+          ? previous
+          : bpe
+            ? countAtCuts(counter, piece, previous)
+            : { text: piece, tokens: counter.count(piece), cut: -1, before: 0 };
+      pieces.push(counted);
+      return counted.tokens;
     });
     this.#pieces = pieces;
-    this.#counts = counts;
     this.#counter = counter;
     return tokens;
   }
+}
+
+/**
+ * Counts `piece` split at its last safe cut (exact for a BPE counter), reusing the count of
+ * `previous` up to its last cut when `piece` starts the same way and the cut is still safe.
+ */
+function countAtCuts(counter: TokenCounter, piece: string, previous: CountedPiece | undefined): CountedPiece {
+  let from = 0;
+  let before = 0;
+  if (
+    previous !== undefined &&
+    previous.cut > 0 &&
+    piece.length > previous.cut &&
+    isSafeCut(piece, previous.cut) &&
+    piece.startsWith(previous.text.slice(0, previous.cut))
+  ) {
+    from = previous.cut;
+    before = previous.before;
+  }
+  const rest = from === 0 ? piece : piece.slice(from);
+  const range = findCutRange(rest);
+  if (range === undefined) {
+    const tokens = before + counter.count(rest);
+    return { text: piece, tokens, cut: from > 0 ? from : -1, before };
+  }
+  const head = counter.count(rest.slice(0, range.last));
+  const tail = counter.count(rest.slice(range.last));
+  return { text: piece, tokens: before + head + tail, cut: from + range.last, before: before + head };
 }
 
 function priced(run: RunContext, usage: Usage): number | undefined {

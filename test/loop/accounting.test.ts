@@ -1,20 +1,24 @@
 import { describe, expect, it } from 'vitest';
 import { boundedCount, ESTIMATE_COUNTED_CHARS, PieceCounts } from '../../src/loop/accounting.ts';
-import { o200kCounter, type TokenCounter } from '../../src/projection/token-counter.ts';
+import { BpeCounter, o200kCounter, type TokenCounter } from '../../src/projection/token-counter.ts';
 
 /** o200k, counting how many characters it was asked to count. */
+class TalliedO200k extends BpeCounter {
+  counted = 0;
+
+  constructor() {
+    super('o200k');
+  }
+
+  override count(text: string): number {
+    this.counted += text.length;
+    return super.count(text);
+  }
+}
+
 function tallied(): { counter: TokenCounter; chars: () => number } {
-  let chars = 0;
-  return {
-    counter: {
-      name: 'o200k',
-      count: (text) => {
-        chars += text.length;
-        return o200kCounter.count(text);
-      },
-    },
-    chars: () => chars,
-  };
+  const counter = new TalliedO200k();
+  return { counter, chars: () => counter.counted };
 }
 
 const entry = (i: number): string =>
@@ -25,7 +29,7 @@ describe('PieceCounts', () => {
     const memo = new PieceCounts();
     let text = 'Task: wait for instructions.\n\n';
     const texts: string[] = [];
-    for (let i = 0; i < 400; i += 1) {
+    for (let i = 0; i < 250; i += 1) {
       text += entry(i);
       texts.push(text);
     }
@@ -41,16 +45,53 @@ describe('PieceCounts', () => {
     const memo = tallied();
     const pieces = new PieceCounts();
     let text = '';
-    for (let i = 0; i < 600; i += 1) {
+    for (let i = 0; i < 400; i += 1) {
       text += entry(i);
       boundedCount(whole.counter, text);
       pieces.count(memo.counter, text);
     }
     // Without the memo every request counts the whole text again (quadratic); with it, each
     // counts at most its last piece (8,192 characters) plus whatever became a new piece.
-    expect(text.length).toBeGreaterThan(30_000);
-    expect(memo.chars()).toBeLessThan(600 * 8192);
-    expect(memo.chars() * 3).toBeLessThan(whole.chars());
+    // counts what was appended (from the last safe cut before it), about the text's length in all.
+    expect(text.length).toBeGreaterThan(25_000);
+    expect(memo.chars()).toBeLessThan(3 * text.length);
+    expect(memo.chars() * 100).toBeLessThan(whole.chars());
+  });
+
+  it('gives boundedCount for text grown from random letters, digits, spaces, newlines, punctuation, CJK and emoji', () => {
+    const alphabet = [
+      'a',
+      'B',
+      'z',
+      '7',
+      '42',
+      ' ',
+      '  ',
+      '\n',
+      '\n\n',
+      '.',
+      ',',
+      "'s",
+      '-',
+      '/',
+      '日本',
+      '語',
+      '😀',
+      'é',
+      '\t',
+    ];
+    let seed = 7;
+    const random = (n: number): number => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed % n;
+    };
+    const memo = new PieceCounts();
+    let text = '';
+    for (let step = 0; step < 200; step += 1) {
+      const length = 1 + random(80);
+      for (let i = 0; i < length; i += 1) text += alphabet[random(alphabet.length)];
+      expect(memo.count(o200kCounter, text)).toBe(boundedCount(o200kCounter, text));
+    }
   });
 
   it('starts over when the counter changes', () => {
