@@ -6,7 +6,8 @@
  * The end point is stamped without any hook in src/: the agent's model is a provider module
  * (bench/fixtures/bench-models.ts, routing model) that stamps each instruction when the loop hands
  * the `wait_for_instruction` result back to it, i.e. once the host got the instruction, the tool
- * returned, the loop journalled Instructed and ToolResult and added the result to the projection.
+ * returned, the loop journalled Instructed and ToolResult, added the result to the projection and
+ * journalled the next request (InferenceSubmitted, with the hash of its input).
  * Both ends read `process.hrtime` (the monotonic clock every thread of a process shares), and the
  * stamps come back in the agent's `complete_task` result.
  *
