@@ -17,7 +17,7 @@ import type { ProviderConfig } from '../../src/protocol/messages.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { routingSupervisor, runLanes, type Stamps, WAITS_PER_AGENT } from '../routing.ts';
 import { median } from './stats.ts';
-import { cpuSince, threadCpu } from './thread-cpu.ts';
+import { cpuSince, threadCpu, totalCpu } from './thread-cpu.ts';
 import { assertCompleted, NOOP_TOOL_MODULE, scratchDir, workerDefinition } from './workload.ts';
 
 type Mode = 'fanout' | 'latency' | 'routing';
@@ -86,9 +86,12 @@ try {
     const wall = (performance.now() - start).toFixed(0);
     const byThread = threads && cpuSince(threads, threadCpu() ?? threads);
     const per = (ms: number): string => ((ms * 1000) / units).toFixed(1);
-    const split = byThread
-      ? `, per ${mode === 'routing' ? 'instruction' : 'agent'}: main ${per(byThread.mainUserMs + byThread.mainSystemMs)} µs, other threads ${per(byThread.otherUserMs + byThread.otherSystemMs)} µs`
-      : '';
+    const main = byThread && byThread.main.userMs + byThread.main.systemMs;
+    const all = byThread && totalCpu(byThread);
+    const split =
+      main !== undefined && all !== undefined
+        ? `, per ${mode === 'routing' ? 'instruction' : 'agent'}: main ${per(main)} µs, other threads ${per(all.userMs + all.systemMs - main)} µs`
+        : '';
     const p50 = latencies.length > 0 ? `, p50 ${(median(latencies) / 1000).toFixed(1)} µs` : '';
     console.log(
       `${line}: wall ${wall} ms, CPU ${((used.user + used.system) / 1000).toFixed(0)} ms${split}${p50}`,
