@@ -121,7 +121,12 @@ describe('ToolRegistry', () => {
 
   it('checks a complete_task result schema of the caller at registration, like any tool schema', () => {
     const broken = declareCompleteTask(undefined, { outputSchema: { type: 'nonsense' } });
-    expect(hasErrorCode(thrown(() => new ToolRegistry([broken])), 'invalid_tool')).toBe(true);
+    expect(
+      hasErrorCode(
+        thrown(() => new ToolRegistry([broken])),
+        'invalid_tool',
+      ),
+    ).toBe(true);
   });
 
   it('lets an extra tool replace a built-in of its name, but not another extra one', () => {
