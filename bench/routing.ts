@@ -1,7 +1,7 @@
 /**
  * `routing.instructionP50Us` / `routing.instructionP99Us`: from the supervisor's `send()` to the
  * parked agent's `wait_for_instruction` result being in its loop, over 20,000 instructions.
- * Target p50 <= 200 us.
+ * Target p50 <= 150 us.
  *
  * The end point is stamped without any hook in src/: the agent's model is a provider module
  * (bench/fixtures/bench-models.ts, routing model) that stamps each instruction when the loop hands
@@ -26,8 +26,9 @@ import type { AgentOutcome } from '../src/loop/types.ts';
 import { Supervisor } from '../src/supervisor/supervisor.ts';
 import { monotonicNs, type RoutingResult } from './fixtures/bench-models.ts';
 import { emitResult, isMain } from './support/child.ts';
-import { type BenchOptions, type BenchOutput, figure, round, untargeted } from './support/figures.ts';
+import { type BenchOptions, type BenchOutput, round, untargeted } from './support/figures.ts';
 import { mean, median, quantile } from './support/stats.ts';
+import { checked } from './support/targets.ts';
 import { BENCH_MODELS_MODULE, scratchDir, waiterDefinition } from './support/workload.ts';
 
 const THREADS = 2;
@@ -227,7 +228,7 @@ export async function runRoutingBench(options: BenchOptions): Promise<BenchOutpu
         : undefined;
     return {
       figures: {
-        'routing.instructionP50Us': figure(main.p50Us, 'us', '<=', 200, 1),
+        'routing.instructionP50Us': checked('routing.instructionP50Us', main.p50Us, 'us', 1),
         'routing.instructionP99Us': untargeted(main.p99Us, 'us', 1),
       },
       details: {
