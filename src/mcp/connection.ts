@@ -273,11 +273,12 @@ export class McpConnection {
   async #connect(): Promise<Session> {
     const wait = this.#nextAttemptAt - Date.now();
     if (wait > 0) await sleep(Math.min(wait, this.#options.restartMaxDelayMs));
-    const deadline = AbortSignal.timeout(this.#options.connectTimeoutMs);
     let transport: Transport | undefined;
     let client: Client | undefined;
     try {
-      const sdk = await raceDeadline(loadSdk(), deadline, this.#options.connectTimeoutMs);
+      // Loading the SDK (local modules, on a thread's first connection) is not the server's time.
+      const sdk = await loadSdk();
+      const deadline = AbortSignal.timeout(this.#options.connectTimeoutMs);
       transport = this.#transport(sdk);
       client = new sdk.Client({ name: 'troupe', version: '0.1.0' }, { capabilities: {} });
       const session: Session = { sdk, client, transport, tools: [], alive: true, ended: undefined };
