@@ -93,8 +93,9 @@ class ActorHost {
   /** This thread's MCP connections, shared by its agents (see src/mcp/pool.ts). */
   #mcp: McpPool | undefined;
   #signals: AgentSignal[] = [];
-  /** Optional signals the supervisor listens for; the others are not sent. */
+  /** Optional signals the supervisor listens for; the others are not built or sent. */
   #wanted: ReadonlySet<string>;
+  readonly #wants = (kind: OptionalSignal): boolean => this.#wanted.has(kind);
   #ended: AgentEnded[] = [];
   readonly #startQueue: (() => void)[] = [];
   #pumping = false;
@@ -256,7 +257,7 @@ class ActorHost {
         signal,
         channels: this.#channels(spec.agentId),
         onSignal: (agentSignal) => this.#signal(agentSignal),
-        wantsSignal: (kind) => this.#wanted.has(kind),
+        wantsSignal: this.#wants,
         promptCache: this.#promptCache,
       });
     } finally {

@@ -37,8 +37,16 @@ export class RunContext {
   readonly conditions: readonly StopCondition[];
   /** Counts input and output when a server reports no usage. */
   readonly usageCounter: TokenCounter;
-  /** Tokens of the system prompt and tool schemas, counted with {@link usageCounter}. */
-  readonly fixedUsageTokens: number;
+  /**
+   * Tokens of the system prompt and tool schemas, counted with {@link usageCounter} on first use:
+   * only a server that reports no usage needs them, and counting them at every start loaded a BPE
+   * table (o200k: ~2.4 MB of source, 100-170 ms) into every thread even when usage is reported.
+   */
+  get fixedUsageTokens(): number {
+    if (typeof this.#fixedUsageTokens === 'function') this.#fixedUsageTokens = this.#fixedUsageTokens();
+    return this.#fixedUsageTokens;
+  }
+  #fixedUsageTokens: number | (() => number);
   /** The model's price, when the provider knows it. */
   readonly price: ModelPrice | undefined;
   /** Set when the agent replays a recording: decides its tool calls (src/replay/replay-calls.ts). */
@@ -89,7 +97,8 @@ export class RunContext {
     limits: ResolvedLimits;
     conditions: readonly StopCondition[];
     usageCounter: TokenCounter;
-    fixedUsageTokens: number;
+    /** The count, or how to count it when first needed. */
+    fixedUsageTokens: number | (() => number);
     price: ModelPrice | undefined;
     replay?: ReplayCalls | undefined;
     session?: SessionState | undefined;
@@ -112,7 +121,7 @@ export class RunContext {
     this.limits = init.limits;
     this.conditions = init.conditions;
     this.usageCounter = init.usageCounter;
-    this.fixedUsageTokens = init.fixedUsageTokens;
+    this.#fixedUsageTokens = init.fixedUsageTokens;
     this.price = init.price;
     this.replay = init.replay;
     this.session = init.session;

@@ -307,7 +307,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       fixedUsageTokens:
         usageCounter === counter
           ? fixedTokens
-          : countFixed(usageCounter, system) + countFixed(usageCounter, toolsJson),
+          : () => countFixed(usageCounter, system) + countFixed(usageCounter, JSON.stringify(toolbox.specs)),
       price,
       replay,
       session,

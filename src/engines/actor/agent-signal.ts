@@ -9,35 +9,36 @@ import { ASSISTANT_PREFIX } from '../../loop/history-format.ts';
 import type { ApprovalDecider } from '../../protocol/approvals.ts';
 import type { AgentSignal, OptionalSignal } from '../../protocol/messages.ts';
 
-/**
- * The optional signal (sent only to a listening supervisor) each audit event type becomes, for the
- * types that become one: a runner that knows nobody listens skips building it.
- */
-export const OPTIONAL_SIGNAL_OF: Readonly<Partial<Record<AuditEventInput['type'], OptionalSignal>>> = {
-  InferenceSubmitted: 'round',
-  ToolCall: 'tool_call',
-  ToolResult: 'tool_call',
-  ProviderReceipt: 'receipt',
-  HistoryAppended: 'text',
-};
-
 /** Maps one agent's audit events to signals; undefined for events the supervisor is not told about. */
 export type AgentSignals = (event: AuditEventInput) => AgentSignal | undefined;
 
+/** Whether anyone listens for an optional signal; the others are not built (masking, previews). */
+export type WantsSignal = (kind: OptionalSignal) => boolean;
+
+const WANTS_ALL: WantsSignal = () => true;
+
 /**
  * The signal mapper of one run of agent `agentId`. It remembers when each tool call started, to
- * report its duration with its result (a call's entry is dropped when its result comes).
+ * report its duration with its result (a call's entry is dropped when its result comes). Optional
+ * signals `wants` refuses map to undefined: they were built (arguments masked, a preview of every
+ * tool output masked and cut) and then dropped by the host when nobody listened, on the path of
+ * every tool result.
  */
-export function agentSignals(agentId: string, now: () => number = () => performance.now()): AgentSignals {
+export function agentSignals(
+  agentId: string,
+  now: () => number = () => performance.now(),
+  wants: WantsSignal = WANTS_ALL,
+): AgentSignals {
   const started = new Map<string, number>();
   return (event) => {
     switch (event.type) {
       case 'InferenceSubmitted':
         // A round starts with its first request; later requests of the round are steps in it.
-        return (event.request ?? 1) === 1
+        return (event.request ?? 1) === 1 && wants('round')
           ? { type: 'round', agentId, round: event.round, estimatedTokens: event.estimatedTokens }
           : undefined;
       case 'ToolCall':
+        if (!wants('tool_call')) return undefined;
         started.set(event.callId, now());
         return {
           type: 'tool_call',
@@ -52,6 +53,7 @@ export function agentSignals(agentId: string, now: () => number = () => performa
       case 'ToolResult': {
         const start = started.get(event.callId);
         started.delete(event.callId);
+        if (!wants('tool_call')) return undefined;
         return {
           type: 'tool_call',
           agentId,
@@ -67,6 +69,7 @@ export function agentSignals(agentId: string, now: () => number = () => performa
         };
       }
       case 'ProviderReceipt':
+        if (!wants('receipt')) return undefined;
         return {
           type: 'receipt',
           agentId,
@@ -83,7 +86,7 @@ export function agentSignals(agentId: string, now: () => number = () => performa
         };
       case 'HistoryAppended':
         // The model's own text, without the history's "Assistant: " prefix.
-        return event.kind === 'assistant'
+        return event.kind === 'assistant' && wants('text')
           ? { type: 'text', agentId, text: event.text.slice(ASSISTANT_PREFIX.length) }
           : undefined;
       case 'Started':

@@ -9,12 +9,12 @@ import type { JournalSink } from '../../journal/sink.ts';
 import { runAgent } from '../../loop/run-agent.ts';
 import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
 import type { McpToolSource } from '../../mcp/pool.ts';
-import type { ActorSpec, AgentSignal, OptionalSignal } from '../../protocol/messages.ts';
+import type { ActorSpec, AgentSignal } from '../../protocol/messages.ts';
 import type { Provider } from '../../providers/types.ts';
 import { contextFromTraceparent } from '../../telemetry/trace-context.ts';
 import { traceSignal } from '../../telemetry/trace-events.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
-import { agentSignals, OPTIONAL_SIGNAL_OF } from './agent-signal.ts';
+import { agentSignals, type WantsSignal } from './agent-signal.ts';
 
 /** What the engine lends one run of an actor. */
 export interface ActorRun {
@@ -32,18 +32,15 @@ export interface ActorRun {
   readonly channels: AgentChannels;
   /** Receives what the supervisor is told about the agent. */
   readonly onSignal: (signal: AgentSignal) => void;
-  /**
-   * Whether the supervisor listens for an optional signal now; one it does not is never built (a
-   * tool call's masked arguments, a result's preview). @default every signal is wanted
-   */
-  readonly wantsSignal?: (kind: OptionalSignal) => boolean;
+  /** Whether the supervisor listens for an optional signal (read at each event). @default all */
+  readonly wantsSignal?: WantsSignal;
   readonly promptCache: Map<string, Promise<string>>;
 }
 
 /** Runs (or resumes) the agent `spec` describes to its outcome. */
 export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promise<AgentOutcome> {
   const { agentId, trace } = spec;
-  const toSignal = agentSignals(agentId);
+  const toSignal = agentSignals(agentId, undefined, run.wantsSignal);
   // Inside the agent's span context: spans user tools or instrumented libraries make here (with an
   // SDK registered in this thread or worker) join the agent's trace.
   const traced = trace === undefined ? context.active() : contextFromTraceparent(trace.traceparent);
@@ -79,11 +76,8 @@ export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promis
       permissions: spec.permissions ?? {},
       channels: run.channels,
       onEvent: (event) => {
-        const optional = OPTIONAL_SIGNAL_OF[event.type];
-        if (optional === undefined || run.wantsSignal?.(optional) !== false) {
-          const signal = toSignal(event);
-          if (signal) run.onSignal(signal);
-        }
+        const signal = toSignal(event);
+        if (signal) run.onSignal(signal);
         if (trace === undefined) return;
         const forwarded = traceSignal(agentId, event, trace.captureContent);
         if (forwarded) run.onSignal(forwarded);

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TOOL_OUTPUT_PREVIEW_CHARS } from '../../../src/constants.ts';
-import { agentSignals, OPTIONAL_SIGNAL_OF } from '../../../src/engines/actor/agent-signal.ts';
-import type { AuditEventInput } from '../../../src/journal/events.ts';
+import { agentSignals } from '../../../src/engines/actor/agent-signal.ts';
 import { formatAssistant } from '../../../src/loop/history-format.ts';
 
 describe('agentSignals (what both backends tell the supervisor)', () => {
@@ -133,20 +132,38 @@ describe('agentSignals (what both backends tell the supervisor)', () => {
     });
   });
 
-  it('names, for every event type that becomes an optional signal, the signal it becomes (runners skip unwanted ones)', () => {
-    const receipt = {
-      provider: 'p',
-      model: 'm',
-      usage: { inputTokens: 1, outputTokens: 1, cachedInputTokens: 0, reasoningTokens: 0 },
-      costUsd: 0,
-      latencyMs: 1,
-      retries: 0,
-      requests: 1,
-      requestsWithoutUsage: 0,
-      httpStatus: 200,
-    };
-    const events: AuditEventInput[] = [
-      {
+  it('builds no optional signal nobody wants, and still reports waits, instructions and wanted kinds', () => {
+    const wanted = new Set<string>(['receipt']);
+    const signals = agentSignals(
+      'a1',
+      () => 0,
+      (kind) => wanted.has(kind),
+    );
+    const call = {
+      type: 'ToolCall',
+      agentId: 'a1',
+      round: 1,
+      callId: 'c',
+      name: 'noop',
+      modelName: 'noop',
+      args: {},
+    } as const;
+    const result = {
+      type: 'ToolResult',
+      agentId: 'a1',
+      round: 1,
+      callId: 'c',
+      name: 'noop',
+      ok: true,
+      projectionAccepted: true,
+      text: 'out',
+      stateUpdates: [],
+      displayedStateKeys: [],
+    } as const;
+    expect(signals(call)).toBeUndefined();
+    expect(signals(result)).toBeUndefined();
+    expect(
+      signals({
         type: 'InferenceSubmitted',
         agentId: 'a1',
         round: 1,
@@ -155,45 +172,38 @@ describe('agentSignals (what both backends tell the supervisor)', () => {
         inputHash: 'h',
         estimatedTokens: 1,
         tools: [],
-      },
-      { type: 'ToolCall', agentId: 'a1', round: 1, callId: 'c', name: 'noop', modelName: 'noop', args: {} },
-      {
-        type: 'ToolResult',
-        agentId: 'a1',
-        round: 1,
-        callId: 'c',
-        name: 'noop',
-        ok: true,
-        projectionAccepted: true,
-        text: 'ok',
-        stateUpdates: [],
-        displayedStateKeys: [],
-      },
-      { type: 'ProviderReceipt', agentId: 'a1', round: 1, step: 1, receipt },
-      {
+      }),
+    ).toBeUndefined();
+    expect(
+      signals({
         type: 'HistoryAppended',
         agentId: 'a1',
         round: 1,
-        text: formatAssistant('Hi'),
+        text: formatAssistant('Hi.'),
         displayedKeys: [],
         kind: 'assistant',
-      },
-      { type: 'Waiting', agentId: 'a1', callId: 'w', index: 0 },
-      { type: 'Instructed', agentId: 'a1', callId: 'w', index: 0, text: 'go' },
-    ];
-    const signals = agentSignals('a1');
-    for (const event of events) {
-      const kind = signals(event)?.type;
-      const optional = OPTIONAL_SIGNAL_OF[event.type];
-      if (optional === undefined) expect(['round', 'tool_call', 'receipt', 'text']).not.toContain(kind);
-      else expect([event.type, kind]).toEqual([event.type, optional]);
-    }
-    expect(Object.keys(OPTIONAL_SIGNAL_OF).sort()).toEqual([
-      'HistoryAppended',
-      'InferenceSubmitted',
-      'ProviderReceipt',
-      'ToolCall',
-      'ToolResult',
-    ]);
+      }),
+    ).toBeUndefined();
+    expect(signals({ type: 'Waiting', agentId: 'a1', callId: 'w', index: 0 })).toEqual({
+      type: 'waiting',
+      agentId: 'a1',
+    });
+    expect(signals({ type: 'Instructed', agentId: 'a1', callId: 'w', index: 0, text: 'go' })).toEqual({
+      type: 'instructed',
+      agentId: 'a1',
+      text: 'go',
+    });
+    // A listener added later: the next call is reported again.
+    wanted.add('tool_call');
+    expect(signals({ ...call, callId: 'd' })).toMatchObject({
+      type: 'tool_call',
+      phase: 'started',
+      callId: 'd',
+    });
+    expect(signals({ ...result, callId: 'd' })).toMatchObject({
+      type: 'tool_call',
+      phase: 'completed',
+      durationMs: 0,
+    });
   });
 });
