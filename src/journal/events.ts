@@ -16,7 +16,7 @@ import type { Receipt, StopReason, ToolChoice, Usage } from '../providers/types.
 import type { ReplayCounts, ReplayDisposition, ReplayRef } from '../replay/types.ts';
 import type { StateUpdate, ToolSpec } from '../tools/types.ts';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
-import { redactStrings } from './redact.ts';
+import { redactStrings, redactText } from './redact.ts';
 
 /** Fields every journalled event carries, assigned by the sink. */
 export interface ChainFields {
@@ -455,7 +455,9 @@ export function hashContinuation(
 /**
  * {@link hashInput} (and {@link hashContinuation}) for many requests of one agent: the system
  * prompt and tools are masked and serialized once, and each request only masks and hashes its
- * input (and continuation). Gives exactly their hashes.
+ * input (and continuation). Gives exactly their hashes. A continuation passed again as the same
+ * array must only have grown since (the loop's round entries are append-only): its earlier items'
+ * masked text is reused.
  */
 export function inputHasher(
   system: string,
@@ -476,12 +478,33 @@ export function inputHasher(
     fixedParts.set(key, rest);
   }
   const suffix = rest;
+  // A round sends one render and a growing continuation: the render's masked JSON is kept, and the
+  // continuation's masked items are serialized once each, as they are appended (else each request
+  // re-masked every earlier entry of its round: quadratic in the round's length).
+  let lastInput: string | undefined;
+  let lastInputJson = '';
+  let entries: readonly string[] | undefined;
+  let entriesSeen = 0;
+  let entriesJson = '';
   return (input, continuation) => {
-    const head =
-      continuation === undefined || continuation.length === 0
-        ? '{'
-        : `{"continuation":${canonicalJson(redactStrings(continuation))},`;
-    return sha256Hex(`${head}"input":${canonicalJson(redactStrings(input))}${suffix}`);
+    if (input !== lastInput) {
+      lastInput = input;
+      lastInputJson = JSON.stringify(redactText(input));
+    }
+    let head = '{';
+    if (continuation !== undefined && continuation.length > 0) {
+      if (continuation !== entries || continuation.length < entriesSeen) {
+        entries = continuation;
+        entriesSeen = 0;
+        entriesJson = '';
+      }
+      for (; entriesSeen < continuation.length; entriesSeen += 1) {
+        const item = JSON.stringify(redactText(continuation[entriesSeen] ?? ''));
+        entriesJson = entriesSeen === 0 ? item : `${entriesJson},${item}`;
+      }
+      head = `{"continuation":[${entriesJson}],`;
+    }
+    return sha256Hex(`${head}"input":${lastInputJson}${suffix}`);
   };
 }
 

@@ -91,6 +91,9 @@ export async function runToolCall(
   answer?: (tool: Tool, args: Readonly<Record<string, unknown>>) => ToolOutcome | undefined,
 ): Promise<ToolOutcome & Pick<ToolCallResult, 'denied'>> {
   ctx.currentCallId = callId;
+  // The call (and everything before it) is stored before the tool can act: a restarted agent then
+  // knows it started, and never runs it again unasked.
+  ctx.commitJournal();
   const result: ToolOutcome & Pick<ToolCallResult, 'denied'> = await untilAborted(
     ctx.toolbox.call(modelName, args, {
       signal: ctx.signal,
