@@ -7,6 +7,7 @@
  * from 1 across the agent); a **round** is one render of the projection and the provider turn
  * sent on it (numbered from 1), which may take several steps while the model calls tools.
  */
+import { createHash, type Hash } from 'node:crypto';
 import type { PinnedBlock } from '../blocks/types.ts';
 import type { DefinitionSource } from '../definition/types.ts';
 import type { SerializedError } from '../errors.ts';
@@ -479,32 +480,33 @@ export function inputHasher(
   }
   const suffix = rest;
   // A round sends one render and a growing continuation: the render's masked JSON is kept, and the
-  // continuation's masked items are serialized once each, as they are appended (else each request
-  // re-masked every earlier entry of its round: quadratic in the round's length).
+  // continuation's masked items are fed once each, as they are appended, into a running SHA-256 of
+  // the canonical text's prefix, copied for each request (else each request re-masked and re-hashed
+  // every earlier entry of its round: quadratic in the round's length, and a growing string kept
+  // per agent).
   let lastInput: string | undefined;
   let lastInputJson = '';
   let entries: readonly string[] | undefined;
   let entriesSeen = 0;
-  let entriesJson = '';
+  let running: Hash | undefined;
   return (input, continuation) => {
     if (input !== lastInput) {
       lastInput = input;
       lastInputJson = JSON.stringify(redactText(input));
     }
-    let head = '{';
-    if (continuation !== undefined && continuation.length > 0) {
-      if (continuation !== entries || continuation.length < entriesSeen) {
-        entries = continuation;
-        entriesSeen = 0;
-        entriesJson = '';
-      }
-      for (; entriesSeen < continuation.length; entriesSeen += 1) {
-        const item = JSON.stringify(redactText(continuation[entriesSeen] ?? ''));
-        entriesJson = entriesSeen === 0 ? item : `${entriesJson},${item}`;
-      }
-      head = `{"continuation":[${entriesJson}],`;
+    if (continuation === undefined || continuation.length === 0) {
+      return sha256Hex(`{"input":${lastInputJson}${suffix}`);
     }
-    return sha256Hex(`${head}"input":${lastInputJson}${suffix}`);
+    if (continuation !== entries || continuation.length < entriesSeen || running === undefined) {
+      entries = continuation;
+      entriesSeen = 0;
+      running = createHash('sha256').update('{"continuation":[');
+    }
+    for (; entriesSeen < continuation.length; entriesSeen += 1) {
+      const item = JSON.stringify(redactText(continuation[entriesSeen] ?? ''));
+      running.update(entriesSeen === 0 ? item : `,${item}`);
+    }
+    return running.copy().update(`],"input":${lastInputJson}${suffix}`).digest('hex');
   };
 }
 
