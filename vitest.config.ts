@@ -5,8 +5,12 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Provider keys cleared, child processes killed with their process group after each test.
     setupFiles: ['test/setup.ts'],
-    // Worker threads started by tests load .ts entry files through tsx.
-    execArgv: ['--import', 'tsx'],
+    // No `--import tsx` for the test processes: vitest compiles the tests and src/ itself, the
+    // actor-host and redis-worker threads register tsx in the thread (workers/*.mjs), and child
+    // processes are started with it or through bin/troupe.mjs. Inherited by every worker thread,
+    // the flag registered tsx's CommonJS hooks there too, which recompiled the .mjs bootstrap with
+    // esbuild (and failed, on its top-level await) at every thread start and routed every CommonJS
+    // dependency through tsx: ~13 % of the CPU of the supervisor test files.
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -1,17 +1,25 @@
 /**
- * `peer.openaiAgentsRatio`: the same workload, N agents x R tool rounds against a scripted model
- * with zero latency, run by troupe and by the OpenAI Agents SDK's Runner (`@openai/agents-core`,
- * a scripted Model implementing its Model interface), in the same process. value = troupe wall
- * time / peer wall time; target < 1.0.
+ * `peer.openaiAgentsRatio` and `peer.langgraphRatio`: the same workload, N agents x R tool rounds
+ * against a scripted model with zero latency, run by troupe, by the OpenAI Agents SDK's Runner
+ * (`@openai/agents-core`, a scripted Model implementing its Model interface) and by LangGraph.js
+ * (`@langchain/langgraph`: the ReAct graph of its documentation, a model node and a prebuilt
+ * `ToolNode` joined by `toolsCondition`, over a scripted `@langchain/core` `BaseChatModel`), in the
+ * same process. value = troupe wall time / peer wall time; target <= 0.2 for the OpenAI Agents
+ * SDK, none for LangGraph.js.
  *
- * Workload, both sides: R calls to a `noop` tool (answers `ok`), then a text answer; all N agents
+ * Workload, every side: R calls to a `noop` tool (answers `ok`), then a text answer; all N agents
  * started at once and awaited together. The models do nothing but count the tool results they see
- * (bench/fixtures/peer-model.ts and the counting model in bench/fixtures/bench-models.ts).
+ * (bench/fixtures/peer-model.ts, bench/fixtures/langgraph-model.ts and the counting model in
+ * bench/fixtures/bench-models.ts). Every side's answers are checked: a peer run counts only if
+ * every agent answered `done after R tool results` (and, for LangGraph.js, its message list holds
+ * exactly R tool results).
  *
  * troupe runs twice: the headline is the Supervisor (2 worker threads, threads started before
  * timing, every agent journalled to disk with the default fsync policy, since that is what users
  * run); the detail `inProcessRatio` is the same loop on the main thread with no journal, like the
- * peer, which keeps its run state in memory. The peer runs with tracing disabled (no exporter).
+ * peers, which keep their run state in memory. The OpenAI Agents SDK runs with tracing disabled (no
+ * exporter); LangGraph.js with no checkpointer and no callbacks (LangSmith tracing is off unless
+ * its environment variables turn it on, and the benchmark clears them).
  *
  * Run: node --import tsx bench/peer.ts [--quick]
  */
@@ -19,10 +27,12 @@ import { Agent, Runner, tool } from '@openai/agents-core';
 import { z } from 'zod';
 import { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createCountingModel } from './fixtures/bench-models.ts';
+import { langgraphAgents, unfinishedLangGraphRuns } from './fixtures/langgraph-model.ts';
 import { CountingPeerModel } from './fixtures/peer-model.ts';
 import { emitResult, isMain } from './support/child.ts';
-import { type BenchOptions, type BenchOutput, figure, round } from './support/figures.ts';
+import { type BenchOptions, type BenchOutput, round } from './support/figures.ts';
 import { median } from './support/stats.ts';
+import { checked } from './support/targets.ts';
 import {
   assertCompleted,
   BENCH_MODELS_MODULE,
@@ -37,6 +47,8 @@ const THREADS = 2;
 const WARMUP_AGENTS = 20;
 /** The package and version measured (a pinned devDependency). */
 export const PEER = '@openai/agents-core@0.20.0';
+/** The LangGraph.js packages and versions measured (pinned devDependencies). */
+export const LANGGRAPH = '@langchain/langgraph@1.7.3 with @langchain/core@1.4.0';
 
 interface Params {
   readonly agents: number;
@@ -62,6 +74,8 @@ async function timed(work: () => Promise<void>): Promise<Sample> {
 
 const task = (index: number): string => `Benchmark task ${index}: call noop ${ROUNDS} times, then answer.`;
 
+const EXPECTED_ANSWER = `done after ${ROUNDS} tool results`;
+
 function peerSide(): (agents: number) => Promise<Sample> {
   const noop = tool({
     name: 'noop',
@@ -76,14 +90,22 @@ function peerSide(): (agents: number) => Promise<Sample> {
     tools: [noop],
   });
   const runner = new Runner({ tracingDisabled: true });
-  const expected = `done after ${ROUNDS} tool results`;
   return (agents) =>
     timed(async () => {
       const results = await Promise.all(
         Array.from({ length: agents }, (_, i) => runner.run(agent, task(i), { maxTurns: ROUNDS + 2 })),
       );
-      const wrong = results.filter((r) => r.finalOutput !== expected).length;
+      const wrong = results.filter((r) => r.finalOutput !== EXPECTED_ANSWER).length;
       if (wrong > 0) throw new Error(`peer: ${wrong} of ${agents} runs did not finish the script`);
+    });
+}
+
+function langgraphSide(): (agents: number) => Promise<Sample> {
+  const run = langgraphAgents(ROUNDS);
+  return (agents) =>
+    timed(async () => {
+      const wrong = unfinishedLangGraphRuns(await run(agents), ROUNDS);
+      if (wrong > 0) throw new Error(`langgraph: ${wrong} of ${agents} runs did not finish the script`);
     });
 }
 
@@ -110,6 +132,7 @@ export async function runPeerBench(options: BenchOptions): Promise<BenchOutput> 
     },
   });
   const peer = peerSide();
+  const langgraph = langgraphSide();
   const viaSupervisor = (agents: number): Promise<Sample> =>
     timed(async () => {
       const handles = Array.from({ length: agents }, (_, i) =>
@@ -135,33 +158,44 @@ export async function runPeerBench(options: BenchOptions): Promise<BenchOutput> 
   try {
     await supervisor.start();
     await peer(WARMUP_AGENTS);
+    await langgraph(WARMUP_AGENTS);
     await viaSupervisor(WARMUP_AGENTS);
     await inProcess(WARMUP_AGENTS);
     const peerRuns: Sample[] = [];
+    const langgraphRuns: Sample[] = [];
     const supervisorRuns: Sample[] = [];
     const inProcessRuns: Sample[] = [];
     for (let rep = 0; rep < params.reps; rep += 1) {
       const order = [
         () => peer(params.agents).then((s) => peerRuns.push(s)),
+        () => langgraph(params.agents).then((s) => langgraphRuns.push(s)),
         () => viaSupervisor(params.agents).then((s) => supervisorRuns.push(s)),
         () => inProcess(params.agents).then((s) => inProcessRuns.push(s)),
       ];
       // Rotate the order each repetition so drift in machine load falls on every side.
       for (let i = 0; i < order.length; i += 1) await order[(i + rep) % order.length]?.();
       process.stdout.write(
-        `peer N=${params.agents}: peer ${peerRuns.at(-1)?.wallMs} ms, supervisor ${supervisorRuns.at(-1)?.wallMs} ms, in-process ${inProcessRuns.at(-1)?.wallMs} ms\n`,
+        `peer N=${params.agents}: openai-agents ${peerRuns.at(-1)?.wallMs} ms, langgraph ${langgraphRuns.at(-1)?.wallMs} ms, supervisor ${supervisorRuns.at(-1)?.wallMs} ms, in-process ${inProcessRuns.at(-1)?.wallMs} ms\n`,
       );
     }
     const wall = (samples: readonly Sample[]): number => median(samples.map((s) => s.wallMs));
     const cpu = (samples: readonly Sample[]): number => median(samples.map((s) => s.cpuMs));
     const best = (samples: readonly Sample[]): number => Math.min(...samples.map((s) => s.wallMs));
     const peerMs = wall(peerRuns);
+    const langgraphMs = wall(langgraphRuns);
     return {
       figures: {
-        'peer.openaiAgentsRatio': figure(wall(supervisorRuns) / peerMs, 'ratio', '<', 1.0, 3),
+        'peer.openaiAgentsRatio': checked(
+          'peer.openaiAgentsRatio',
+          wall(supervisorRuns) / peerMs,
+          'ratio',
+          3,
+        ),
+        'peer.langgraphRatio': checked('peer.langgraphRatio', wall(supervisorRuns) / langgraphMs, 'ratio', 3),
       },
       details: {
         peer: PEER,
+        langgraph: LANGGRAPH,
         agents: params.agents,
         rounds: ROUNDS,
         threads: THREADS,
@@ -169,7 +203,12 @@ export async function runPeerBench(options: BenchOptions): Promise<BenchOutput> 
         peerMs,
         supervisorMs: wall(supervisorRuns),
         inProcessMs: wall(inProcessRuns),
+        langgraphMs,
         inProcessRatio: round(wall(inProcessRuns) / peerMs, 3),
+        inProcessLanggraphRatio: round(wall(inProcessRuns) / langgraphMs, 3),
+        langgraphCpuMs: cpu(langgraphRuns),
+        langgraphCpuRatio: round(cpu(supervisorRuns) / cpu(langgraphRuns), 3),
+        langgraphBestRatio: round(best(supervisorRuns) / best(langgraphRuns), 3),
         peerCpuMs: cpu(peerRuns),
         supervisorCpuMs: cpu(supervisorRuns),
         inProcessCpuMs: cpu(inProcessRuns),
@@ -178,6 +217,7 @@ export async function runPeerBench(options: BenchOptions): Promise<BenchOutput> 
         bestRatio: round(best(supervisorRuns) / best(peerRuns), 3),
         inProcessCpuRatio: round(cpu(inProcessRuns) / cpu(peerRuns), 3),
         peerRuns,
+        langgraphRuns,
         supervisorRuns,
         inProcessRuns,
       },

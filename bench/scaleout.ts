@@ -4,16 +4,28 @@
  * of the same agents on the thread backend (a Supervisor with 2 threads). N = 1,000 (200 with
  * --quick). Both sides run the same definition (`noop` five times, then `complete_task`), the same
  * provider options and the same tool module, all N agents at once (each worker takes N/2 jobs at a
- * time, as each thread hosts N/2 agents); both are warmed up before timing.
+ * time, as each thread hosts N/2 agents). Target <= 1.5.
+ *
+ * Steady state, not start-up: the worker processes, the Redis server and both supervisors are
+ * started, and each side runs 20 agents and then one full fan-out of N agents, before any timing.
+ * (A cold first fan-out of N took 1.5-2x the later ones on both sides, and with three samples it
+ * decided the median.) Then REPS fan-outs per side, alternating which side goes first; the
+ * figure is the ratio of the medians. Besides wall time the benchmark reads the CPU time every
+ * process involved spent in each run (this process, and on the redis side the worker processes
+ * and redis-server too, from /proc on Linux): CPU time is what the redis path costs, and other
+ * load on the machine changes it far less than wall time.
  *
  * What the ratio prices: per agent, a BullMQ job (add, fetch, lock, complete), its journal on a
  * Redis Stream instead of a local file, and its signals and result over Redis instead of a
  * MessagePort. Redis runs locally with `appendonly yes` and `appendfsync everysec` (Redis's own
- * default for AOF); `always` is the setting for journals that must survive a server crash.
+ * default for AOF); `always` is the setting for journals that must survive a server crash. The
+ * benchmark reports Redis's `aof_delayed_fsync` counter: writes Redis held back because the
+ * previous fsync had not finished (a busy disk), which stalls the redis side alone.
  *
  * Run: node --import tsx bench/scaleout.ts [--quick]
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RedisSupervisor } from '../src/supervisor/redis-supervisor.ts';
@@ -26,38 +38,23 @@ import {
   type TestWorker,
 } from '../test/fixtures/scaleout/processes.ts';
 import { emitResult, isMain } from './support/child.ts';
+import { type BenchOutput, round } from './support/figures.ts';
+import { loadAverage } from './support/machine.ts';
 import { median } from './support/stats.ts';
+import { checked } from './support/targets.ts';
 import { assertCompleted, NOOP_TOOL_MODULE, scratchDir, workerDefinition } from './support/workload.ts';
 
 const ROUNDS = 5;
 const LATENCY_MS = 10;
 const WARMUP_AGENTS = 20;
-/**
- * Ceiling of the ratio. The redis side does strictly more work on the same cores (a Redis server,
- * two worker processes and the supervisor instead of one process): every journal batch, signal,
- * job fetch and result is a Redis round trip instead of a MessagePort post.
- */
-const TARGET = 3;
 
-/** What {@link runScaleoutBench} reports. */
-export interface ScaleoutBenchResult {
-  /** Redis makespan / threads makespan. */
-  readonly value: number;
-  readonly unit: 'ratio';
-  readonly target: number;
-  readonly meets: boolean;
-  readonly note: string;
-  readonly redisVersion: string;
+interface Params {
   readonly agents: number;
-  readonly rounds: number;
-  readonly latencyMs: number;
-  readonly redisMs: number;
-  readonly threadsMs: number;
-  readonly redisRuns: readonly number[];
-  readonly threadsRuns: readonly number[];
-  /** Lower bound of either makespan: every agent's requests back to back. */
-  readonly idealMs: number;
+  readonly reps: number;
 }
+
+const FULL: Params = { agents: 1000, reps: 5 };
+const QUICK: Params = { agents: 200, reps: 2 };
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const task = (index: number): string => `Benchmark task ${index}: call noop, then complete.`;
@@ -70,22 +67,102 @@ function redisServerVersion(server: string): string {
   return /v=(\S+)/.exec(text)?.[1] ?? text.trim();
 }
 
-async function makespan(run: (agents: number) => Promise<void>, agents: number): Promise<number> {
+/** `/proc` counts in clock ticks of 10 ms (USER_HZ is 100 on every Linux Node supports). */
+const MS_PER_TICK = 10;
+
+/** CPU ms (user + system, every thread) of another process, or undefined without /proc. */
+function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * MS_PER_TICK;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `INFO <section>` of the server on `port`, or undefined (no redis-cli). */
+function redisInfoText(port: number, section: string): string | undefined {
+  try {
+    return execFileSync('redis-cli', ['-p', String(port), 'INFO', section], { encoding: 'utf8' });
+  } catch {
+    return undefined;
+  }
+}
+
+/** Calls of every command the server on `port` has run (`INFO commandstats`). */
+function redisCommandCalls(port: number): Map<string, number> {
+  const calls = new Map<string, number>();
+  for (const match of (redisInfoText(port, 'commandstats') ?? '').matchAll(
+    /^cmdstat_([^:]+):calls=(\d+)/gm,
+  )) {
+    if (match[1] !== undefined) calls.set(match[1], Number(match[2]));
+  }
+  return calls;
+}
+
+/** One field of `INFO persistence` of the server on `port`, or undefined. */
+function redisInfo(port: number, field: string): number | undefined {
+  try {
+    const text = redisInfoText(port, 'persistence');
+    if (text === undefined) return undefined;
+    const match = new RegExp(`^${field}:(\\d+)`, 'm').exec(text);
+    return match?.[1] === undefined ? undefined : Number(match[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** One timed fan-out. */
+interface Run {
+  readonly wallMs: number;
+  /** CPU ms of this process (the supervisor; on the threads side, its hosts too). */
+  readonly supervisorCpuMs: number;
+  /** CPU ms of the worker processes (redis side; null on the threads side or without /proc). */
+  readonly workersCpuMs: number | null;
+  /** CPU ms of redis-server (redis side; null on the threads side or without /proc). */
+  readonly redisCpuMs: number | null;
+  /** Sum of the three. */
+  readonly cpuMs: number;
+  readonly load: number;
+}
+
+async function timed(run: () => Promise<void>, others: () => readonly (number | undefined)[]): Promise<Run> {
+  const before = others();
+  const cpu = process.cpuUsage();
   const start = performance.now();
-  await run(agents);
-  return Math.round(performance.now() - start);
+  await run();
+  const wallMs = round(performance.now() - start, 1);
+  const used = process.cpuUsage(cpu);
+  const after = others();
+  const supervisorCpuMs = round((used.user + used.system) / 1000, 1);
+  const delta = (i: number): number | null => {
+    const a = after[i];
+    const b = before[i];
+    return a === undefined || b === undefined ? null : a - b;
+  };
+  const workersCpuMs = before.length === 0 ? null : delta(0);
+  const redisCpuMs = before.length === 0 ? null : delta(1);
+  return {
+    wallMs,
+    supervisorCpuMs,
+    workersCpuMs,
+    redisCpuMs,
+    cpuMs: round(supervisorCpuMs + (workersCpuMs ?? 0) + (redisCpuMs ?? 0), 1),
+    load: loadAverage(),
+  };
 }
 
 /** Runs the benchmark; see the module comment. Throws when redis-server is not installed. */
-export async function runScaleoutBench({ quick }: { readonly quick: boolean }): Promise<ScaleoutBenchResult> {
+export async function runScaleoutBench({ quick }: { readonly quick: boolean }): Promise<BenchOutput> {
   const server = redisServerPath;
   if (server === undefined) {
     throw new Error(
       'scaleout.redisVsThreads needs redis-server (apt install redis-server); it is not installed',
     );
   }
-  const agents = quick ? 200 : 1000;
-  const reps = quick ? 1 : 3;
+  const { agents, reps } = quick ? QUICK : FULL;
   const definition = workerDefinition();
   const cwd = scratchDir('scaleout');
   const redis = await TestRedis.start({ appendfsync: 'everysec' });
@@ -100,7 +177,7 @@ export async function runScaleoutBench({ quick }: { readonly quick: boolean }): 
   const threads = new Supervisor({ ...shared, threads: 2, journalDir: path.join(cwd.dir, 'journals') });
   const remote = new RedisSupervisor({ ...shared, redisUrl: redis.url, queueName });
   let workers: TestWorker[] = [];
-  const fanOut = (supervisor: Supervisor | RedisSupervisor) => async (count: number) => {
+  const fanOut = (supervisor: Supervisor | RedisSupervisor, count: number) => async () => {
     const results = await supervisor
       .fanOut(Array.from({ length: count }, (_, index) => ({ agent: definition.name, task: task(index) })))
       .all();
@@ -109,45 +186,126 @@ export async function runScaleoutBench({ quick }: { readonly quick: boolean }): 
       'scale-out fan-out',
     );
   };
+  const remoteCpu = (): (number | undefined)[] => {
+    const perWorker = workers.map((worker) => processCpuMs(worker.pid));
+    const total = perWorker.some((ms) => ms === undefined)
+      ? undefined
+      : perWorker.reduce<number>((sum, ms) => sum + (ms ?? 0), 0);
+    return [total, processCpuMs(redis.pid)];
+  };
+  const threadsRun = (): Promise<Run> => timed(fanOut(threads, agents), () => []);
+  const redisRun = (): Promise<Run> => timed(fanOut(remote, agents), remoteCpu);
   try {
     const args = ['--queue', queueName, '--concurrency', String(agents / 2)];
     workers = await Promise.all([startWorker(redis.url, args), startWorker(redis.url, args)]);
     await Promise.all([threads.start(), remote.start()]);
-    await fanOut(threads)(WARMUP_AGENTS);
-    await fanOut(remote)(WARMUP_AGENTS);
-    const threadsRuns: number[] = [];
-    const redisRuns: number[] = [];
+    await fanOut(threads, WARMUP_AGENTS)();
+    await fanOut(remote, WARMUP_AGENTS)();
+    // One untimed full-size fan-out per side: JIT, heaps, connection pools, Redis memory.
+    const warmThreads = await threadsRun();
+    const warmRedis = await redisRun();
+    process.stdout.write(
+      `scaleout N=${agents} (warm-up): threads ${warmThreads.wallMs} ms, redis ${warmRedis.wallMs} ms\n`,
+    );
+    const delayedFsyncBefore = redisInfo(redis.port, 'aof_delayed_fsync');
+    const callsBefore = redisCommandCalls(redis.port);
+    const threadsRuns: Run[] = [];
+    const redisRuns: Run[] = [];
     for (let rep = 0; rep < reps; rep += 1) {
       // Alternate the order so drift in machine load falls on both sides.
       if (rep % 2 === 0) {
-        threadsRuns.push(await makespan(fanOut(threads), agents));
-        redisRuns.push(await makespan(fanOut(remote), agents));
+        threadsRuns.push(await threadsRun());
+        redisRuns.push(await redisRun());
       } else {
-        redisRuns.push(await makespan(fanOut(remote), agents));
-        threadsRuns.push(await makespan(fanOut(threads), agents));
+        redisRuns.push(await redisRun());
+        threadsRuns.push(await threadsRun());
       }
+      const t = threadsRuns.at(-1);
+      const r = redisRuns.at(-1);
       process.stdout.write(
-        `scaleout N=${agents}: threads ${threadsRuns.at(-1)} ms, redis ${redisRuns.at(-1)} ms\n`,
+        `scaleout N=${agents}: threads ${t?.wallMs} ms (CPU ${t?.cpuMs} ms), redis ${r?.wallMs} ms (CPU ${r?.cpuMs} ms: supervisor ${r?.supervisorCpuMs}, workers ${r?.workersCpuMs}, redis-server ${r?.redisCpuMs}), load ${r?.load}\n`,
       );
     }
-    const threadsMs = median(threadsRuns);
-    const redisMs = median(redisRuns);
-    const value = Math.round((redisMs / threadsMs) * 1000) / 1000;
+    const delayedFsyncAfter = redisInfo(redis.port, 'aof_delayed_fsync');
+    const callsAfter = redisCommandCalls(redis.port);
+    // Commands per agent on the redis side (the threads side sends none), Lua's inner calls included.
+    const commandsPerAgent = Object.fromEntries(
+      [...callsAfter]
+        .map(
+          ([name, calls]) =>
+            [name, round((calls - (callsBefore.get(name) ?? 0)) / (agents * reps), 2)] as const,
+        )
+        .filter(([name, perAgent]) => perAgent > 0 && name !== 'info')
+        .sort((a, b) => b[1] - a[1]),
+    );
+    const wall = (runs: readonly Run[]): number => median(runs.map((r) => r.wallMs));
+    const cpu = (runs: readonly Run[], pick: (r: Run) => number | null = (r) => r.cpuMs): number | null => {
+      const values = runs.flatMap((r) => {
+        const value = pick(r);
+        return value === null ? [] : [value];
+      });
+      return values.length === 0 ? null : median(values);
+    };
+    const threadsMs = wall(threadsRuns);
+    const redisMs = wall(redisRuns);
+    const ratios = threadsRuns.map((t, i) => round((redisRuns[i]?.wallMs ?? Number.NaN) / t.wallMs, 3));
+    const requests = agents * (ROUNDS + 1);
+    const perRequestUs = (ms: number | null): number | null =>
+      ms === null ? null : round((ms * 1000) / requests, 1);
+    const threadsCpu = cpu(threadsRuns);
+    const redisCpu = cpu(redisRuns);
     return {
-      value,
-      unit: 'ratio',
-      target: TARGET,
-      meets: value <= TARGET,
-      note: `${agents} agents x ${ROUNDS} rounds, simulated ${LATENCY_MS} ms; redis: 2 local worker processes x ${agents / 2} jobs, appendfsync everysec; threads: Supervisor with 2 threads`,
-      redisVersion: redisServerVersion(server),
-      agents,
-      rounds: ROUNDS,
-      latencyMs: LATENCY_MS,
-      redisMs,
-      threadsMs,
-      redisRuns,
-      threadsRuns,
-      idealMs: (ROUNDS + 1) * LATENCY_MS,
+      figures: {
+        'scaleout.redisVsThreads': checked('scaleout.redisVsThreads', redisMs / threadsMs, 'ratio', 3),
+      },
+      details: {
+        note: `${agents} agents x ${ROUNDS} rounds, simulated ${LATENCY_MS} ms; redis: 2 local worker processes x ${agents / 2} jobs, appendfsync everysec; threads: Supervisor with 2 threads; median of ${reps} runs per side after a full-size warm-up`,
+        redisVersion: redisServerVersion(server),
+        agents,
+        rounds: ROUNDS,
+        latencyMs: LATENCY_MS,
+        reps,
+        redisMs,
+        threadsMs,
+        /** Each alternated pair's ratio: the spread of the figure within this run. */
+        pairRatios: ratios,
+        /** Fastest run of each side: other load on the machine only ever adds time. */
+        bestRatio: round(
+          Math.min(...redisRuns.map((r) => r.wallMs)) / Math.min(...threadsRuns.map((r) => r.wallMs)),
+          3,
+        ),
+        /** CPU ms of every process involved, median run: the work each side does. */
+        threadsCpuMs: threadsCpu,
+        redisCpuMs: redisCpu,
+        cpuRatio: threadsCpu !== null && redisCpu !== null ? round(redisCpu / threadsCpu, 3) : null,
+        /** µs of CPU per model request (N x 6), all processes, and the redis side by process. */
+        cpuPerRequestUs: {
+          threads: perRequestUs(threadsCpu),
+          redis: perRequestUs(redisCpu),
+          redisSupervisor: perRequestUs(cpu(redisRuns, (r) => r.supervisorCpuMs)),
+          redisWorkers: perRequestUs(cpu(redisRuns, (r) => r.workersCpuMs)),
+          redisServer: perRequestUs(cpu(redisRuns, (r) => r.redisCpuMs)),
+        },
+        /**
+         * Redis commands per agent in the timed runs, by command (`INFO commandstats`: the
+         * commands Lua scripts run count too, besides the EVALSHA itself).
+         */
+        redisCommandsPerAgent: commandsPerAgent,
+        redisCommandsPerRequest: round(
+          Object.values(commandsPerAgent).reduce((sum, n) => sum + n, 0) / (ROUNDS + 1),
+          1,
+        ),
+        /** Writes Redis delayed during the timed runs because an fsync was still running. */
+        aofDelayedFsync:
+          delayedFsyncBefore === undefined || delayedFsyncAfter === undefined
+            ? null
+            : delayedFsyncAfter - delayedFsyncBefore,
+        warmup: { threads: warmThreads, redis: warmRedis },
+        threadsRuns,
+        redisRuns,
+        /** Lower bound of either makespan: every agent's requests back to back. */
+        idealMs: (ROUNDS + 1) * LATENCY_MS,
+      },
     };
   } finally {
     await Promise.allSettled([threads.close(), remote.close()]);

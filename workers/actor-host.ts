@@ -55,6 +55,9 @@ const OPTIONAL_SIGNALS: ReadonlySet<string> = new Set<OptionalSignal>([
   'text',
 ]);
 
+/** Distinct definitions a host keeps one object of (see #definition); more start over. */
+const DEFINITIONS_KEPT = 64;
+
 /** Agents a host starts per event-loop turn (see #pumpStarts). */
 const START_BATCH = 32;
 
@@ -79,13 +82,19 @@ class ActorHost {
    */
   readonly #reports = new Map<string, Promise<void>>();
   readonly #promptCache = new Map<string, Promise<string>>();
+  /**
+   * One object per distinct definition: every spawn brings its own copy, and per-definition work
+   * cached by object (its hash, its prompt's cache key) is then done once, not once per agent.
+   */
+  readonly #definitions = new Map<string, ActorSpec['definition']>();
   readonly #modules = new ModuleLoader();
   #registry: Promise<ToolRegistry> | undefined;
   /** This thread's MCP connections, shared by its agents (see src/mcp/pool.ts). */
   #mcp: McpPool | undefined;
   #signals: AgentSignal[] = [];
-  /** Optional signals the supervisor listens for; the others are not sent. */
+  /** Optional signals the supervisor listens for; the others are not built or sent. */
   #wanted: ReadonlySet<string>;
+  readonly #wants = (kind: OptionalSignal): boolean => this.#wanted.has(kind);
   #ended: AgentEnded[] = [];
   /** Agents waiting for their start (see #pumpStarts). */
   readonly #startQueue: ActorSpec[] = [];
@@ -182,6 +191,8 @@ class ActorHost {
     if (signals.length === 0 && ended.length === 0) return;
     this.#signals = [];
     this.#ended = [];
+    // The supervisor hears of an event only once it is in the agent's journal.
+    JournalWriter.commitAll();
     this.#post({ type: 'batch', signals, ended });
   }
 
@@ -239,7 +250,8 @@ class ActorHost {
 
   #run(spec: ActorSpec, signal: AbortSignal): Promise<AgentOutcome> {
     const journalPath = path.join(this.#config.journalDir, `${spec.agentId}.jsonl`);
-    const journal = JournalWriter.open(journalPath, { fsync: this.#config.fsync });
+    // Batched: the loop commits before each side effect, the host before each report (src/journal/writer.ts).
+    const journal = JournalWriter.open(journalPath, { fsync: this.#config.fsync, batch: true });
     return this.#start(spec, signal, journal, journalPath).finally(() => journal.close());
   }
 
@@ -255,7 +267,8 @@ class ActorHost {
   ): Promise<AgentOutcome> {
     const resumeFrom =
       spec.resume && journal.existingEvents > 0 ? readJournal(journalPath).events : undefined;
-    return runActor(spec, {
+    const shared = { ...spec, definition: this.#definition(spec.definition) };
+    return runActor(shared, {
       provider: await this.#provider(spec.provider),
       registry: await this.#tools(),
       cwd: this.#config.cwd,
@@ -265,8 +278,18 @@ class ActorHost {
       signal,
       channels: this.#channels(spec.agentId),
       onSignal: this.#onSignal,
+      wantsSignal: this.#wants,
       promptCache: this.#promptCache,
     });
+  }
+
+  #definition(definition: ActorSpec['definition']): ActorSpec['definition'] {
+    const key = JSON.stringify(definition);
+    const known = this.#definitions.get(key);
+    if (known) return known;
+    if (this.#definitions.size >= DEFINITIONS_KEPT) this.#definitions.clear();
+    this.#definitions.set(key, definition);
+    return definition;
   }
 
   #mcpPool(): McpPool {

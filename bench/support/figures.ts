@@ -25,7 +25,8 @@ export interface BenchOptions {
   readonly quick: boolean;
 }
 
-type Comparison = '<=' | '<' | '>=' | '>';
+/** How a figure is compared with its bound. */
+export type Comparison = '<=' | '<' | '>=' | '>';
 
 /** A figure compared against `op bound`. */
 export function figure(value: number, unit: string, op: Comparison, bound: number, digits = 2): Figure {

@@ -49,13 +49,18 @@ function groups(file: string): Map<string, Group> {
     const size = snap.nodes[i + sizeAt] as number;
     const edges = snap.nodes[i + edgeCountAt] as number;
     const props: string[] = [];
-    let script = '';
+    const script = '';
     for (let e = 0; e < edges; e += 1) {
       const at = edge + e * ef;
       const kind = edgeTypes[snap.edges[at + edgeTypeAt] as number];
       const to = snap.edges[at + edgeToAt] as number;
-      if (kind === 'property' && props.length < 6) props.push(snap.strings[snap.edges[at + edgeNameAt] as number] as string);
-      if (type === 'closure' && kind === 'internal' && snap.strings[snap.edges[at + edgeNameAt] as number] === 'shared') {
+      if (kind === 'property' && props.length < 6)
+        props.push(snap.strings[snap.edges[at + edgeNameAt] as number] as string);
+      if (
+        type === 'closure' &&
+        kind === 'internal' &&
+        snap.strings[snap.edges[at + edgeNameAt] as number] === 'shared'
+      ) {
         void to;
       }
     }
@@ -64,8 +69,10 @@ function groups(file: string): Map<string, Group> {
       name = name.length > 50 ? `${name.slice(0, 50)}…` : name;
       name = `"${name}"`;
     }
-    if (type === 'object' && (name === 'Object' || name === 'Array') && props.length > 0) name = `${name}{${props.join(',')}}`;
-    if (type === 'number' || type === 'hidden' || type === 'code' || type === 'array') name = name.slice(0, 60);
+    if (type === 'object' && (name === 'Object' || name === 'Array') && props.length > 0)
+      name = `${name}{${props.join(',')}}`;
+    if (type === 'number' || type === 'hidden' || type === 'code' || type === 'array')
+      name = name.slice(0, 60);
     const key = `${type} ${name}${script}`;
     const group = out.get(key) ?? { count: 0, bytes: 0 };
     group.count += 1;
@@ -88,7 +95,8 @@ for (const [key, group] of b) {
   const before = a.get(key) ?? { count: 0, bytes: 0 };
   rows.push({ key, count: (group.count - before.count) / per, bytes: (group.bytes - before.bytes) / per });
 }
-for (const [key, group] of a) if (!b.has(key)) rows.push({ key, count: -group.count / per, bytes: -group.bytes / per });
+for (const [key, group] of a)
+  if (!b.has(key)) rows.push({ key, count: -group.count / per, bytes: -group.bytes / per });
 rows.sort((x, y) => y.bytes - x.bytes);
 const total = rows.reduce((sum, row) => sum + row.bytes, 0);
 console.log(`total ${total.toFixed(0)} bytes${per === 1 ? '' : ` per 1/${per}`}`);
@@ -97,5 +105,11 @@ for (const row of rows) {
   const type = row.key.split(' ')[0] as string;
   byType.set(type, (byType.get(type) ?? 0) + row.bytes);
 }
-console.log([...byType].sort((x, y) => y[1] - x[1]).map(([t, v]) => `${t} ${v.toFixed(0)}`).join(' | '));
-for (const row of rows.slice(0, top)) console.log(`${row.bytes.toFixed(0).padStart(8)} ${row.count.toFixed(2).padStart(7)}  ${row.key}`);
+console.log(
+  [...byType]
+    .sort((x, y) => y[1] - x[1])
+    .map(([t, v]) => `${t} ${v.toFixed(0)}`)
+    .join(' | '),
+);
+for (const row of rows.slice(0, top))
+  console.log(`${row.bytes.toFixed(0).padStart(8)} ${row.count.toFixed(2).padStart(7)}  ${row.key}`);

@@ -14,7 +14,10 @@ import { assertCompleted, scratchDir, waiterDefinition } from './workload.ts';
 const prefix = process.argv[2] ?? '/tmp/troupe-heap';
 const agents = Number(process.argv[3] ?? 1000);
 const warm = Number(process.argv[4] ?? 200);
-const PROBE = { module: new URL('../fixtures/heap-probe-tool.ts', import.meta.url).pathname, export: 'heapProbeTool' };
+const PROBE = {
+  module: new URL('../fixtures/heap-probe-tool.ts', import.meta.url).pathname,
+  export: 'heapProbeTool',
+};
 
 const cwd = scratchDir('cwd');
 const journals = scratchDir('journals');

@@ -131,7 +131,10 @@ export async function runInProcess(options: InProcessOptions): Promise<AgentOutc
       const journal =
         options.journalDir === undefined
           ? undefined
-          : JournalWriter.open(path.join(options.journalDir, `${agentId}.jsonl`), { fsync: options.fsync });
+          : JournalWriter.open(path.join(options.journalDir, `${agentId}.jsonl`), {
+              fsync: options.fsync,
+              batch: true,
+            });
       try {
         return await runAgent({
           agentId,

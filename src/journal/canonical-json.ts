@@ -29,9 +29,31 @@ export interface Masking {
  * `SystemError('journal_unserializable')` on a cycle or a bigint.
  */
 export function canonicalJson(value: unknown, masking?: Masking): string {
-  const writer = new Writer(masking);
-  const out = masking ? writer.topLevel(value) : writer.write(value, false, false);
-  return out ?? 'null';
+  const writer = takeWriter(masking);
+  try {
+    return (masking ? writer.topLevel(value, []) : writer.write(value, false, false)) ?? 'null';
+  } finally {
+    giveBack(writer);
+  }
+}
+
+/**
+ * {@link canonicalJson} of an event body (an object) masked by `masking`, with `members` (sorted by
+ * key, values already JSON text) written in their place among the body's members and replacing the
+ * body's members of the same name: the body plus its chain fields, without copying the body into
+ * a new object first (this runs for every event an agent writes).
+ */
+export function canonicalEventJson(
+  body: object,
+  masking: Masking,
+  members: readonly (readonly [key: string, json: string])[],
+): string {
+  const writer = takeWriter(masking);
+  try {
+    return writer.topLevel(body, members) ?? 'null';
+  } finally {
+    giveBack(writer);
+  }
 }
 
 /** SHA-256 of a UTF-8 string, lowercase hex. */
@@ -57,16 +79,42 @@ function quoteKey(key: string): string {
   return quoted;
 }
 
-let plainWriter: Writer | undefined;
+/**
+ * The keys of `record` in code-unit order. Event members are a handful of keys: sorting them in
+ * place by insertion allocates nothing, where `Array.prototype.sort` copied every array it sorted
+ * (the largest allocation of a journal append).
+ */
+function sortedKeys(record: object): string[] {
+  const keys = Object.keys(record);
+  if (keys.length > SMALL_SORT) return keys.sort();
+  for (let i = 1; i < keys.length; i += 1) {
+    const key = keys[i] as string;
+    let j = i - 1;
+    for (; j >= 0 && (keys[j] as string) > key; j -= 1) keys[j + 1] = keys[j] as string;
+    keys[j + 1] = key;
+  }
+  return keys;
+}
+const SMALL_SORT = 24;
 
-/** A writer without masking, shared: `write` leaves no state behind. */
-function unmasked(): Writer {
-  plainWriter ??= new Writer(undefined);
-  return plainWriter;
+/** One writer kept between calls (calls do not nest, but a `toJSON` may serialize again). */
+let spareWriter: Writer | undefined;
+
+function takeWriter(masking: Masking | undefined): Writer {
+  const writer = spareWriter;
+  if (writer === undefined) return new Writer(masking);
+  spareWriter = undefined;
+  writer.reset(masking);
+  return writer;
+}
+
+function giveBack(writer: Writer): void {
+  writer.reset(undefined);
+  spareWriter = writer;
 }
 
 class Writer {
-  readonly #masking: Masking | undefined;
+  #masking: Masking | undefined;
   /** Objects being written: a value met again inside itself is a cycle. A set, so that checking
    * costs O(1) at any depth (an array scan made deep values quadratic). */
   readonly #path = new Set<object>();
@@ -75,8 +123,19 @@ class Writer {
     this.#masking = masking;
   }
 
-  /** An event body: its members are masked by `keyedMembers` and `plainMembers`. */
-  topLevel(value: unknown): string | undefined {
+  /** Ready for another value (after an error too: the path may hold what was being written). */
+  reset(masking: Masking | undefined): void {
+    this.#masking = masking;
+    // Empty after every complete write; clearing an empty set would still reallocate its table.
+    if (this.#path.size > 0) this.#path.clear();
+  }
+
+  /**
+   * An event body: its members are masked by `keyedMembers` (and written unmasked for
+   * `plainMembers`); `extra` members (sorted, JSON text) are merged in and replace the body's
+   * members of the same name.
+   */
+  topLevel(value: unknown, extra: readonly (readonly [string, string])[]): string | undefined {
     const masking = this.#masking;
     if (masking === undefined || typeof value !== 'object' || value === null || Array.isArray(value))
       return this.write(value, false, false);
@@ -84,11 +143,21 @@ class Writer {
     try {
       const record = object as Record<string, unknown>;
       let out = '';
-      for (const key of Object.keys(record).sort()) {
+      let next = 0;
+      for (const key of sortedKeys(record)) {
+        for (let added = extra[next]; added !== undefined && added[0] <= key; added = extra[next]) {
+          out += `${out === '' ? '' : ','}${quoteKey(added[0])}:${added[1]}`;
+          next += 1;
+        }
+        if (next > 0 && extra[next - 1]?.[0] === key) continue;
         const member = masking.plainMembers.has(key)
-          ? unmasked().write(record[key], false, false)
+          ? this.#writeUnmasked(record[key])
           : this.write(record[key], masking.keyedMembers.has(key), false);
         if (member !== undefined) out += `${out === '' ? '' : ','}${quoteKey(key)}:${member}`;
+      }
+      for (; next < extra.length; next += 1) {
+        const added = extra[next];
+        if (added !== undefined) out += `${out === '' ? '' : ','}${quoteKey(added[0])}:${added[1]}`;
       }
       return `{${out}}`;
     } finally {
@@ -96,6 +165,17 @@ class Writer {
     }
   }
 
+  #writeUnmasked(value: unknown): string | undefined {
+    const masking = this.#masking;
+    this.#masking = undefined;
+    try {
+      return this.write(value, false, false);
+    } finally {
+      this.#masking = masking;
+    }
+  }
+
+  /** The JSON text of `value`; undefined for what JSON leaves out. */
   write(value: unknown, byKey: boolean, secret: boolean): string | undefined {
     if (value === null) return 'null';
     switch (typeof value) {
@@ -126,7 +206,7 @@ class Writer {
       const record = object as Record<string, unknown>;
       const masking = this.#masking;
       let out = '';
-      for (const key of Object.keys(record).sort()) {
+      for (const key of sortedKeys(record)) {
         const secretMember = secret || (byKey && masking?.isSecretKey(key) === true);
         const member = this.write(record[key], byKey, secretMember);
         if (member !== undefined) out += `${out === '' ? '' : ','}${quoteKey(key)}:${member}`;

@@ -2,7 +2,7 @@
  * The hash chain: how an event body becomes a journalled event. Shared by every sink, so a file
  * journal, an in-memory one and a future Redis stream produce identical events for identical input.
  */
-import { canonicalJson, sha256Hex } from './canonical-json.ts';
+import { canonicalEventJson, canonicalJson, sha256Hex } from './canonical-json.ts';
 import { GENESIS_HASH } from './constants.ts';
 import type { AuditEvent, AuditEventInput } from './events.ts';
 import { JOURNAL_MASKING } from './redact.ts';
@@ -39,8 +39,12 @@ export function chainLine(
   now: (() => Date) | undefined,
 ): { readonly line: string; readonly head: ChainHead } {
   const ts = input.ts ?? (now ? now().toISOString() : isoNow());
-  const unhashed = { ...input, seq: head.nextSeq, ts, prev: head.lastHash };
-  const canonical = canonicalJson(unhashed, JOURNAL_MASKING);
+  // Sorted by key, as canonical JSON writes them.
+  const canonical = canonicalEventJson(input, JOURNAL_MASKING, [
+    ['prev', JSON.stringify(head.lastHash)],
+    ['seq', String(head.nextSeq)],
+    ['ts', JSON.stringify(ts)],
+  ]);
   const hash = sha256Hex(canonical);
   return { line: withHash(canonical, hash), head: { nextSeq: head.nextSeq + 1, lastHash: hash } };
 }

@@ -9,6 +9,13 @@ export const GENESIS_HASH = '0'.repeat(64);
  */
 export const DEFAULT_FSYNC_POLICY = 'always';
 
+/**
+ * Most characters a batching journal writer holds before writing them, whatever barrier comes
+ * next: a turn that appends a lot (a resume recording many interrupted calls, a long tool result)
+ * still writes in bounded pieces.
+ */
+export const JOURNAL_BATCH_MAX_CHARS = 256 * 1024;
+
 /** How often the `interval` policy flushes appended events to disk. */
 export const DEFAULT_FSYNC_INTERVAL_MS = 1000;
 

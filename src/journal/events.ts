@@ -7,6 +7,7 @@
  * from 1 across the agent); a **round** is one render of the projection and the provider turn
  * sent on it (numbered from 1), which may take several steps while the model calls tools.
  */
+import { createHash, type Hash } from 'node:crypto';
 import type { PinnedBlock } from '../blocks/types.ts';
 import type { DefinitionSource } from '../definition/types.ts';
 import type { SerializedError } from '../errors.ts';
@@ -16,7 +17,7 @@ import type { Receipt, StopReason, ToolChoice, Usage } from '../providers/types.
 import type { ReplayCounts, ReplayDisposition, ReplayRef } from '../replay/types.ts';
 import type { StateUpdate, ToolSpec } from '../tools/types.ts';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
-import { redactStrings } from './redact.ts';
+import { redactStrings, redactText } from './redact.ts';
 
 /** Fields every journalled event carries, assigned by the sink. */
 export interface ChainFields {
@@ -455,7 +456,9 @@ export function hashContinuation(
 /**
  * {@link hashInput} (and {@link hashContinuation}) for many requests of one agent: the system
  * prompt and tools are masked and serialized once, and each request only masks and hashes its
- * input (and continuation). Gives exactly their hashes.
+ * input (and continuation). Gives exactly their hashes. A continuation passed again as the same
+ * array must only have grown since (the loop's round entries are append-only): its earlier items'
+ * masked text is reused.
  */
 export function inputHasher(
   system: string,
@@ -476,12 +479,34 @@ export function inputHasher(
     fixedParts.set(key, rest);
   }
   const suffix = rest;
+  // A round sends one render and a growing continuation: the render's masked JSON is kept, and the
+  // continuation's masked items are fed once each, as they are appended, into a running SHA-256 of
+  // the canonical text's prefix, copied for each request (else each request re-masked and re-hashed
+  // every earlier entry of its round: quadratic in the round's length, and a growing string kept
+  // per agent).
+  let lastInput: string | undefined;
+  let lastInputJson = '';
+  let entries: readonly string[] | undefined;
+  let entriesSeen = 0;
+  let running: Hash | undefined;
   return (input, continuation) => {
-    const head =
-      continuation === undefined || continuation.length === 0
-        ? '{'
-        : `{"continuation":${canonicalJson(redactStrings(continuation))},`;
-    return sha256Hex(`${head}"input":${canonicalJson(redactStrings(input))}${suffix}`);
+    if (input !== lastInput) {
+      lastInput = input;
+      lastInputJson = JSON.stringify(redactText(input));
+    }
+    if (continuation === undefined || continuation.length === 0) {
+      return sha256Hex(`{"input":${lastInputJson}${suffix}`);
+    }
+    if (continuation !== entries || continuation.length < entriesSeen || running === undefined) {
+      entries = continuation;
+      entriesSeen = 0;
+      running = createHash('sha256').update('{"continuation":[');
+    }
+    for (; entriesSeen < continuation.length; entriesSeen += 1) {
+      const item = JSON.stringify(redactText(continuation[entriesSeen] ?? ''));
+      running.update(entriesSeen === 0 ? item : `,${item}`);
+    }
+    return running.copy().update(`],"input":${lastInputJson}${suffix}`).digest('hex');
   };
 }
 

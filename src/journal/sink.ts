@@ -10,6 +10,13 @@ import type { AuditEvent, AuditEventInput } from './events.ts';
 export interface JournalSink {
   append(event: AuditEventInput): void;
   /**
+   * Stores the events appended so far before the caller goes on, for a sink that holds them in
+   * memory between calls (a batching {@link JournalWriter}); absent or a no-op for one that stores
+   * each at once. The loop calls it before every side effect: a model request, a tool's start, a
+   * wait for an instruction, a person or a user, and its end.
+   */
+  commit?(): void;
+  /**
    * Resolves once every event appended so far is stored (a sink that stores asynchronously, such as
    * a Redis stream); absent for sinks that store synchronously. Awaited before an approved tool runs.
    */

@@ -1,13 +1,17 @@
 /**
  * The JSONL journal file: one canonical JSON event per line, appended with O_APPEND.
  *
- * Appends are synchronous (`fs.writeSync`, then `fs.fdatasyncSync` under the `always` policy).
- * That keeps two guarantees simple: events reach the file in call order with no write in flight
- * behind a returned `append`, so a crash leaves at most one torn last line; and under `always`,
- * once `append` returns the event is on disk, which is what resume relies on to never run a
- * finished tool call twice. The price is blocking the calling thread for one small write (plus a
- * flush) per event: a handful of events per round against a provider turn of seconds, and agents
- * run in worker threads, so the supervisor's thread never waits on a disk.
+ * Writes are synchronous (`fs.writeSync`, then `fs.fdatasyncSync` under the `always` policy), so
+ * events reach the file in call order with no write in flight behind a returned call, and a crash
+ * leaves at most one torn last line. By default each `append` writes its event. A batching writer
+ * (`batch: true`, what actor hosts use) keeps the events of one event-loop turn in memory and
+ * writes them with one system call at the first of: {@link JournalWriter.commit} (the loop calls
+ * it before every side effect: a model request, a tool's start, a message to a supervisor or a
+ * person), {@link JournalWriter.commitAll} (an actor host calls it before it reports anything to
+ * the supervisor), the end of the turn, {@link JournalWriter.flush} or {@link JournalWriter.close}.
+ * What a crash can then lose is only events whose effects had not begun: resume sees the journal
+ * as it stood before them, which is what a crash a moment earlier would have left, and still
+ * never runs a finished tool call twice (see docs/journal.md).
  *
  * One writer per journal at a time: nothing locks the file.
  */
@@ -24,7 +28,7 @@ import {
 import { dirname } from 'node:path';
 import { describeValue, SystemError, UserError } from '../errors.ts';
 import { type ChainHead, chainLine, EMPTY_HEAD, headAfter } from './chain.ts';
-import { DEFAULT_FSYNC_INTERVAL_MS, DEFAULT_FSYNC_POLICY } from './constants.ts';
+import { DEFAULT_FSYNC_INTERVAL_MS, DEFAULT_FSYNC_POLICY, JOURNAL_BATCH_MAX_CHARS } from './constants.ts';
 import type { AuditEvent, AuditEventInput } from './events.ts';
 import { type JournalContents, parseJournal } from './reader.ts';
 import type { JournalSink } from './sink.ts';
@@ -43,6 +47,17 @@ export interface JournalWriterOptions {
   readonly fsync?: FsyncPolicy;
   /** Flush period of the `interval` policy. @default 1000 */
   readonly intervalMs?: number;
+  /**
+   * Hold appended events until the next {@link JournalWriter.commit} (or {@link JournalWriter.commitAll},
+   * the end of the event-loop turn, {@link JournalWriter.flush}, {@link JournalWriter.close}, or
+   * `JOURNAL_BATCH_MAX_CHARS` of pending text) and write them with one system call. The fsync
+   * policies then apply per write: under `always`, an event is on disk once `commit` returns,
+   * not once `append` returns. Whoever appends must commit before every side effect that depends
+   * on the events (the loop does). A write that fails while no one is calling is reported by the
+   * next `append`, `commit`, `flush` or `close`.
+   * @default false
+   */
+  readonly batch?: boolean;
   /** Clock for `ts`. @default () => new Date() */
   readonly now?: () => Date;
 }
@@ -50,6 +65,17 @@ export interface JournalWriterOptions {
 const POLICIES: readonly FsyncPolicy[] = ['always', 'interval', 'never'];
 
 type PreparedOptions = Required<Omit<JournalWriterOptions, 'now'>> & Pick<JournalWriterOptions, 'now'>;
+
+/** Batching writers holding uncommitted events on this thread. */
+const uncommitted = new Set<JournalWriter>();
+let turnCommitScheduled = false;
+
+/** The end-of-turn commit: events wait in memory for one event-loop turn at most. */
+function scheduleTurnCommit(): void {
+  if (turnCommitScheduled) return;
+  turnCommitScheduled = true;
+  setImmediate(() => JournalWriter.commitAll());
+}
 
 /** An open journal file. Create with {@link JournalWriter.open}. */
 export class JournalWriter implements JournalSink {
@@ -61,7 +87,11 @@ export class JournalWriter implements JournalSink {
   readonly truncatedBytes: number;
 
   readonly #policy: FsyncPolicy;
+  readonly #batch: boolean;
   readonly #now: (() => Date) | undefined;
+  /** Lines appended and not yet written (batching writers only), each ending in a newline. */
+  #pending: string[] = [];
+  #pendingChars = 0;
   #fd: number | undefined;
   #head: ChainHead;
   #agentId: string | undefined;
@@ -79,6 +109,7 @@ export class JournalWriter implements JournalSink {
     this.path = path;
     this.#fd = fd;
     this.#policy = options.fsync;
+    this.#batch = options.batch;
     this.#now = options.now;
     const events = contents?.events ?? [];
     const last = events.at(-1);
@@ -181,8 +212,62 @@ export class JournalWriter implements JournalSink {
       );
     }
     const { line, head } = chainLine(input, this.#head, this.#now);
+    if (this.#batch) {
+      if (this.#pending.length === 0) {
+        uncommitted.add(this);
+        scheduleTurnCommit();
+      }
+      this.#pending.push(`${line}\n`);
+      this.#pendingChars += line.length + 1;
+      this.#head = head;
+      this.#agentId = input.agentId;
+      if (this.#pendingChars >= JOURNAL_BATCH_MAX_CHARS) this.commit();
+      return line;
+    }
+    this.#write(fd, `${line}\n`);
+    this.#head = head;
+    this.#agentId = input.agentId;
+    return line;
+  }
+
+  /**
+   * Writes the events appended so far (a batching writer holds them until now; for another writer
+   * this does nothing), flushed to disk under the `always` policy. Throws `journal_io` when the
+   * write fails (the writer is then closed), or an earlier failure not yet reported.
+   */
+  commit(): void {
+    if (this.#failure) throw this.#reported(this.#failure);
+    const fd = this.#fd;
+    if (fd === undefined || this.#pending.length === 0) return;
+    const text = this.#pending.length === 1 ? (this.#pending[0] ?? '') : this.#pending.join('');
+    this.#pending = [];
+    this.#pendingChars = 0;
+    uncommitted.delete(this);
+    this.#write(fd, text);
+  }
+
+  /**
+   * Writes the held events of every batching writer of this thread (see
+   * {@link JournalWriterOptions.batch}); an actor host calls it before it reports anything to the
+   * supervisor. Never throws: a writer whose write fails reports it to its own next caller.
+   */
+  static commitAll(): void {
+    turnCommitScheduled = false;
+    for (const writer of uncommitted) writer.#commitQuietly();
+  }
+
+  /** {@link commit}, with a failure kept for this writer's next caller. */
+  #commitQuietly(): void {
     try {
-      writeAll(fd, Buffer.from(`${line}\n`, 'utf8'));
+      this.commit();
+    } catch (error) {
+      this.#unreported = error as SystemError;
+    }
+  }
+
+  #write(fd: number, text: string): void {
+    try {
+      writeAll(fd, text);
       if (this.#policy === 'always') fdatasyncSync(fd);
       else this.#dirty = true;
     } catch (error) {
@@ -190,14 +275,11 @@ export class JournalWriter implements JournalSink {
       this.#fail(failure);
       throw failure;
     }
-    this.#head = head;
-    this.#agentId = input.agentId;
-    return line;
   }
 
   /** Flushes appended events to disk now, whatever the policy. */
   flush(): void {
-    if (this.#failure) throw this.#reported(this.#failure);
+    this.commit();
     const fd = this.#fd;
     if (fd === undefined || !this.#dirty) return;
     try {
@@ -218,6 +300,7 @@ export class JournalWriter implements JournalSink {
   close(): void {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
+    if (this.#fd !== undefined && this.#pending.length > 0) this.#commitQuietly();
     const unreported = this.#unreported;
     this.#unreported = undefined;
     const fd = this.#fd;
@@ -257,6 +340,9 @@ export class JournalWriter implements JournalSink {
 
   #fail(error: SystemError): void {
     this.#failure = error;
+    this.#pending = [];
+    this.#pendingChars = 0;
+    uncommitted.delete(this);
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
     const fd = this.#fd;
@@ -288,7 +374,13 @@ function prepareOptions(options: JournalWriterOptions): PreparedOptions {
       { path: '/intervalMs' },
     );
   }
-  return { fsync, intervalMs, now: options.now };
+  const batch = options.batch ?? false;
+  if (typeof batch !== 'boolean') {
+    throw new UserError('invalid_option', `Expected \`batch\` to be a boolean, got ${describeValue(batch)}`, {
+      path: '/batch',
+    });
+  }
+  return { fsync, intervalMs, batch, now: options.now };
 }
 
 function readExisting(path: string): (JournalContents & { readonly byteLength: number }) | undefined {
@@ -323,9 +415,14 @@ function createNew(path: string): number | undefined {
   }
 }
 
-function writeAll(fd: number, buffer: Buffer): void {
-  let offset = 0;
-  while (offset < buffer.length) offset += writeSync(fd, buffer, offset, buffer.length - offset);
+/** Writes all of `text`: one system call, unless the kernel takes only part of it. */
+function writeAll(fd: number, text: string): void {
+  const written = writeSync(fd, text);
+  const length = Buffer.byteLength(text);
+  if (written >= length) return;
+  const buffer = Buffer.from(text, 'utf8');
+  let offset = written;
+  while (offset < length) offset += writeSync(fd, buffer, offset, length - offset);
 }
 
 /** Makes a new file's directory entry durable, so a crash cannot lose the whole journal. */

@@ -127,6 +127,8 @@ function newRequest(ctx: RunContext, callId: string, ask: ApprovalAsk): Approval
 
 /** Parks until a decision arrives, the deadline passes (decided by `onTimeout`) or the agent is cancelled. */
 async function awaitDecision(ctx: RunContext, request: ApprovalRequest): Promise<ApprovalDecision> {
+  // The request is stored before anyone is asked: a decision always answers a journalled request.
+  ctx.commitJournal();
   const channel = ctx.approvalChannel;
   if (!channel) {
     return {

@@ -151,8 +151,17 @@ export class RunContext {
     this.#observer?.(event);
   }
 
+  /**
+   * Makes every event recorded so far reach the journal's store before a side effect: a batching
+   * journal writes what it holds (see `JournalSink.commit`).
+   */
+  commitJournal(): void {
+    this.#journal?.commit?.();
+  }
+
   /** Resolves once every event recorded so far is stored (at once for synchronous journals). */
   async journalFlushed(): Promise<void> {
+    this.#journal?.commit?.();
     await this.#journal?.flushed?.();
   }
 

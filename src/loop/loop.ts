@@ -94,6 +94,8 @@ export function end(run: RunContext, ending: Ending): AgentOutcome {
       ? { status: 'completed', agentId: run.agentId, answer: ending.answer, result: ending.result, ...totals }
       : { status: 'failed', agentId: run.agentId, reason: ending.reason, error: ending.error, ...totals };
   run.record(terminalEvent(outcome));
+  // The caller learns the outcome (a supervisor, a person) only once it is stored.
+  run.commitJournal();
   return outcome;
 }
 

@@ -260,6 +260,8 @@ function submit(
     ...(request.capture ? { captureFor: request.capture.callId } : {}),
     ...(Object.keys(ctx.modelSettings).length === 0 ? {} : { modelSettings: ctx.modelSettings }),
   });
+  // Every request is in the journal before it is sent (and everything recorded before it).
+  ctx.commitJournal();
 }
 
 async function finishCapture(ctx: RunContext, capture: PendingCapture, text: string): Promise<void> {

@@ -100,6 +100,7 @@ export async function waitForInstruction(
 ): Promise<string | null> {
   const index = run.instructionsReceived;
   run.record({ type: 'Waiting', agentId: run.agentId, callId, index });
+  run.commitJournal();
   const policy = run.definition.toolConfig[WAIT_FOR_INSTRUCTION]?.retry;
   const attempts = policy ? policy.maxRetries + 1 : 1;
   for (let attempt = 1; attempt <= attempts; attempt += 1) {

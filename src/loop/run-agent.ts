@@ -204,6 +204,7 @@ function fail(
   };
   const event = terminalEvent(outcome);
   options.journal?.append(event);
+  options.journal?.commit?.();
   options.onEvent?.(event);
   return outcome;
 }

@@ -71,6 +71,7 @@ async function nextMessage(
   const index = session.turns;
   const callId = `${SESSION_WAIT_PREFIX}${index}`;
   run.record({ type: 'Waiting', agentId: run.agentId, callId, index });
+  run.commitJournal();
   let text: string | null;
   try {
     text = await wait(index, undefined, run.signal);

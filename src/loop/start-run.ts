@@ -355,6 +355,17 @@ function checkBypass(definition: AgentDefinition, permissions: AgentPermissions)
   );
 }
 
+const definitionJsons = new WeakMap<AgentDefinition, string>();
+
+function definitionJson(definition: AgentDefinition): string {
+  let json = definitionJsons.get(definition);
+  if (json === undefined) {
+    json = JSON.stringify(definition);
+    definitionJsons.set(definition, json);
+  }
+  return json;
+}
+
 async function systemPromptFor(
   options: RunAgentOptions,
   definition: AgentDefinition,
@@ -381,13 +392,10 @@ async function systemPromptFor(
     });
   const cache = options.promptCache;
   if (!cache) return assemble();
-  const key = JSON.stringify([
-    definition,
-    options.cwd,
-    options.promptParameters ?? null,
-    block ?? null,
-    settings,
-  ]);
+  // The same text as JSON.stringify([definition, cwd, ...]), with the definition's part kept per
+  // definition object: agents of one definition (one object in a host) share it.
+  const rest = JSON.stringify([options.cwd, options.promptParameters ?? null, block ?? null, settings]);
+  const key = `[${definitionJson(definition)},${rest.slice(1)}`;
   let prompt = cache.get(key);
   if (!prompt) {
     prompt = assemble();

@@ -9,12 +9,8 @@
  * deaths in a row, calls fail at once until {@link McpConnection.reset}. Every wait is bounded:
  * connecting, listing, calling, restarting and closing.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { sleep } from '../abort.ts';
 import { SystemError } from '../errors.ts';
 import { expandMcpServerConfig, type McpServerConfig } from './config.ts';
@@ -28,6 +24,49 @@ import {
   MCP_RESTART_BASE_DELAY_MS,
   MCP_RESTART_MAX_DELAY_MS,
 } from './constants.ts';
+
+/** The SDK's classes a connection uses. */
+interface McpSdk {
+  readonly Client: typeof import('@modelcontextprotocol/sdk/client/index.js').Client;
+  readonly SSEClientTransport: typeof import('@modelcontextprotocol/sdk/client/sse.js').SSEClientTransport;
+  readonly StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport;
+  readonly getDefaultEnvironment: typeof import('@modelcontextprotocol/sdk/client/stdio.js').getDefaultEnvironment;
+  readonly StreamableHTTPClientTransport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport;
+  readonly ErrorCode: typeof import('@modelcontextprotocol/sdk/types.js').ErrorCode;
+  readonly McpError: typeof import('@modelcontextprotocol/sdk/types.js').McpError;
+}
+
+let sdkLoading: Promise<McpSdk> | undefined;
+
+/**
+ * The SDK, imported on the first connection rather than with this module: it is ~155 modules (zod
+ * and zod-to-json-schema included), the largest part of an actor-host thread's start, and a thread
+ * whose agents have no MCP servers never needs it.
+ */
+function loadSdk(): Promise<McpSdk> {
+  sdkLoading ??= Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/sse.js'),
+    import('@modelcontextprotocol/sdk/client/stdio.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]).then(
+    ([client, sse, stdio, http, types]) => ({
+      Client: client.Client,
+      SSEClientTransport: sse.SSEClientTransport,
+      StdioClientTransport: stdio.StdioClientTransport,
+      getDefaultEnvironment: stdio.getDefaultEnvironment,
+      StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+      ErrorCode: types.ErrorCode,
+      McpError: types.McpError,
+    }),
+    (error: unknown) => {
+      sdkLoading = undefined;
+      throw error;
+    },
+  );
+  return sdkLoading;
+}
 
 /** A tool as the server lists it. */
 export interface McpToolInfo {
@@ -66,6 +105,7 @@ export interface McpConnectionOptions {
 }
 
 interface Session {
+  readonly sdk: McpSdk;
   readonly client: Client;
   readonly transport: Transport;
   readonly tools: readonly McpToolInfo[];
@@ -126,8 +166,9 @@ export class McpConnection {
 
   /** The process id of a running stdio server. */
   get pid(): number | undefined {
-    const transport = this.#session?.alive ? this.#session.transport : undefined;
-    return transport instanceof StdioClientTransport ? (transport.pid ?? undefined) : undefined;
+    const session = this.#session;
+    if (!session?.alive || !(session.transport instanceof session.sdk.StdioClientTransport)) return undefined;
+    return session.transport.pid ?? undefined;
   }
 
   /** The server's tools, connecting (or restarting) first when needed. */
@@ -157,6 +198,7 @@ export class McpConnection {
     } catch (error) {
       if (signal.aborted) throw error;
       const message = errorMessage(error);
+      const { ErrorCode, McpError } = session.sdk;
       if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
         throw new SystemError(
           'mcp_timeout',
@@ -231,19 +273,21 @@ export class McpConnection {
   async #connect(): Promise<Session> {
     const wait = this.#nextAttemptAt - Date.now();
     if (wait > 0) await sleep(Math.min(wait, this.#options.restartMaxDelayMs));
-    const deadline = AbortSignal.timeout(this.#options.connectTimeoutMs);
     let transport: Transport | undefined;
     let client: Client | undefined;
     try {
-      transport = this.#transport();
-      client = new Client({ name: 'troupe', version: '0.1.0' }, { capabilities: {} });
-      const session: Session = { client, transport, tools: [], alive: true, ended: undefined };
+      // Loading the SDK (local modules, on a thread's first connection) is not the server's time.
+      const sdk = await loadSdk();
+      const deadline = AbortSignal.timeout(this.#options.connectTimeoutMs);
+      transport = this.#transport(sdk);
+      client = new sdk.Client({ name: 'troupe', version: '0.1.0' }, { capabilities: {} });
+      const session: Session = { sdk, client, transport, tools: [], alive: true, ended: undefined };
       const started = client.connect(transport, {
         timeout: this.#options.connectTimeoutMs,
         signal: deadline,
       });
       // The child is spawned synchronously by connect(): report it before anything can fail.
-      const pid = transport instanceof StdioClientTransport ? transport.pid : null;
+      const pid = transport instanceof sdk.StdioClientTransport ? transport.pid : null;
       const onProcess = this.#options.onProcess;
       if (pid !== null && onProcess) {
         onProcess(pid, 'started');
@@ -303,7 +347,7 @@ export class McpConnection {
     return tools;
   }
 
-  #transport(): Transport {
+  #transport(sdk: McpSdk): Transport {
     const env = this.#options.env ?? process.env;
     const { config, missing } = expandMcpServerConfig(this.config, env);
     if (missing.length > 0) {
@@ -314,11 +358,11 @@ export class McpConnection {
     }
     if (config.type === 'stdio') {
       this.#stderr = '';
-      const transport = new StdioClientTransport({
+      const transport = new sdk.StdioClientTransport({
         command: config.command,
         args: [...config.args],
         // Servers get the SDK's safe default variables plus their own: API keys of the run stay out.
-        env: { ...getDefaultEnvironment(), ...config.env },
+        env: { ...sdk.getDefaultEnvironment(), ...config.env },
         cwd: config.cwd ?? this.#options.cwd,
         stderr: 'pipe',
       });
@@ -330,8 +374,8 @@ export class McpConnection {
     const url = new URL(config.url);
     const requestInit = { headers: { ...config.headers } };
     return config.type === 'sse'
-      ? new SSEClientTransport(url, { requestInit })
-      : new StreamableHTTPClientTransport(url, { requestInit });
+      ? new sdk.SSEClientTransport(url, { requestInit })
+      : new sdk.StreamableHTTPClientTransport(url, { requestInit });
   }
 
   #ended(session: Session, why: string): void {

@@ -7,6 +7,7 @@ import type {
   ActorSpec,
   AgentSignal,
   HostToolDeclaration,
+  OptionalSignal,
   ProviderConfig,
   ProviderLimits,
   ToolModuleRef,
@@ -39,6 +40,12 @@ export interface AgentJobData {
   readonly parkAfterMs: number;
   /** Seconds the journal and inbox are kept after the agent ends; undefined = kept. */
   readonly retainSeconds: number | undefined;
+  /**
+   * The {@link OptionalSignal}s the supervisor had listeners for when it ran the agent: the worker
+   * sends only these of them (every other signal always). Absent (a job from a supervisor that
+   * predates the field): all of them.
+   */
+  readonly wantedSignals?: readonly OptionalSignal[];
 }
 
 /**

@@ -1,6 +1,6 @@
 /** The tool registry: every tool an agent could be given, by canonical name. */
 import { UserError } from '../errors.ts';
-import { compileSchema, type SchemaValidator } from './schema.ts';
+import { compileOwnSchema, compileSchema, type SchemaValidator } from './schema.ts';
 import type { JsonSchema, Tool } from './types.ts';
 
 /** Provider-safe tool and parameter names (OpenAI and Anthropic both accept this set). */
@@ -8,7 +8,22 @@ export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 interface Entry {
   readonly tool: Tool;
-  readonly validate: SchemaValidator;
+  /** Undefined for a built-in tool until its first validation. */
+  validate: SchemaValidator | undefined;
+}
+
+/** Parameter schemas of troupe's own tools (see {@link markBuiltinTools}). */
+const BUILTIN_SCHEMAS = new WeakSet<object>();
+
+/**
+ * Marks troupe's built-in tools (by their parameter schema, which copies of a tool share): their
+ * schemas are compiled on their first call instead of at registration, without the meta-schema
+ * check (test/tools/registry.test.ts makes it for every one). An actor-host thread registers all
+ * of them at its start and an agent calls few: compiling them all, and the meta-schema first, was
+ * 100-400 ms of every thread's start.
+ */
+export function markBuiltinTools(tools: Iterable<Pick<Tool, 'parameters'>>): void {
+  for (const tool of tools) BUILTIN_SCHEMAS.add(tool.parameters);
 }
 
 /**
@@ -22,7 +37,8 @@ const NONE_HIDDEN: ReadonlySet<string> = new Set();
 
 /**
  * Tools by canonical name. Each tool's parameter schema is compiled once, when it is first
- * registered, so a broken schema fails there rather than at the model's first call.
+ * registered, so a broken schema fails there rather than at the model's first call (built-in
+ * tools: on first use, see {@link markBuiltinTools}).
  */
 export class ToolRegistry {
   readonly #entries = new Map<string, Entry>();
@@ -106,7 +122,18 @@ export class ToolRegistry {
 
   /** The compiled argument validator of a registered tool. */
   validator(name: string): SchemaValidator | undefined {
-    return this.#entry(name)?.validate;
+    const entry = this.#entry(name);
+    if (entry === undefined) return undefined;
+    if (entry.validate === undefined) {
+      const { parameters } = entry.tool;
+      let validate = validators.get(parameters);
+      if (validate === undefined) {
+        validate = compileOwnSchema(parameters, `tool \`${entry.tool.name}\``);
+        validators.set(parameters, validate);
+      }
+      entry.validate = validate;
+    }
+    return entry.validate;
   }
 
   #list(): Entry[] {
@@ -142,6 +169,7 @@ function check(tool: Tool): Entry {
       { tool: tool.name },
     );
   }
+  if (BUILTIN_SCHEMAS.has(tool.parameters)) return { tool, validate: validators.get(tool.parameters) };
   try {
     let validate = validators.get(tool.parameters);
     if (validate === undefined) {

@@ -46,9 +46,26 @@ function withFormats<T extends Ajv | Ajv2020>(ajv: T): T {
  * given label) when the schema itself is not valid JSON Schema.
  */
 export function compileSchema(schema: JsonSchema, label: string): SchemaValidator {
+  return compileWith(ajvFor(schema), schema, label);
+}
+
+let own: Ajv2020 | undefined;
+
+/**
+ * Compiles a schema troupe ships (a built-in tool's), without first checking it against the JSON
+ * Schema meta-schema: compiling the meta-schema was most of the cost of an actor-host thread's
+ * first tool (~100 ms of ~120). test/tools/registry.test.ts checks every built-in schema with
+ * {@link compileSchema}.
+ */
+export function compileOwnSchema(schema: JsonSchema, label: string): SchemaValidator {
+  own ??= withFormats(new Ajv2020({ allErrors: true, strict: false, validateSchema: false }));
+  return compileWith(own, schema, label);
+}
+
+function compileWith(ajv: Ajv | Ajv2020, schema: JsonSchema, label: string): SchemaValidator {
   let validate: ValidateFunction;
   try {
-    validate = ajvFor(schema).compile(schema);
+    validate = ajv.compile(schema);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     throw new UserError('invalid_schema', `The JSON Schema of ${label} is invalid: ${message}`, {

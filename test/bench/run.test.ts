@@ -11,8 +11,10 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatTable } from '../../bench/run.ts';
 import { figure, skipped, untargeted } from '../../bench/support/figures.ts';
+import { BENCHES } from '../../bench/support/registry.ts';
 import { quantile } from '../../bench/support/stats.ts';
 import { lineChart } from '../../bench/support/svg.ts';
+import { checked } from '../../bench/support/targets.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const run = promisify(execFile);
@@ -45,7 +47,7 @@ describe('bench runner', () => {
     expect(report.machine.cores).toBeGreaterThan(0);
     expect(typeof report.commit).toBe('string');
     const p50 = report.results['routing.instructionP50Us'];
-    expect(p50).toMatchObject({ unit: 'us', target: '<= 200' });
+    expect(p50).toMatchObject({ unit: 'us', target: '<= 150' });
     expect(typeof p50?.value).toBe('number');
     expect(typeof p50?.meets).toBe('boolean');
     expect(report.results['routing.instructionP99Us']).toMatchObject({
@@ -75,6 +77,29 @@ describe('bench figures', () => {
       meets: null,
       skipped: 'no redis',
     });
+  });
+
+  it("the registry names issue 22's targets, and the figures the benchmarks compute check the same", () => {
+    const targets = Object.fromEntries(
+      BENCHES.flatMap((bench) => bench.figures.map((spec) => [spec.name, spec.target])),
+    );
+    expect(targets).toMatchObject({
+      'fanout.overhead': '<= 0.67',
+      'fanout.agentRoundsPerSec': '>= 10000',
+      'fanout.latencyEfficiency': '<= 1.25',
+      cpuPerRequestUs: null,
+      'cpuPerRequestUs.main': null,
+      'routing.instructionP50Us': '<= 150',
+      'memory.waitingAgentBytes': '<= 32768',
+      'peer.openaiAgentsRatio': '<= 0.2',
+      'peer.langgraphRatio': null,
+      'scaleout.redisVsThreads': '<= 1.5',
+    });
+    for (const [name, target] of Object.entries(targets)) expect(checked(name, 1, 'x').target).toBe(target);
+    expect(checked('fanout.overhead', 0.7, 'ratio').meets).toBe(false);
+    expect(checked('fanout.overhead', 0.67, 'ratio').meets).toBe(true);
+    expect(checked('memory.waitingAgentBytes', 40_000, 'bytes').meets).toBe(false);
+    expect(checked('cpuPerRequestUs', 300, 'µs')).toMatchObject({ target: null, meets: null });
   });
 
   it('quantiles interpolate between the closest ranks', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hashInput, inputHasher } from '../../src/journal/events.ts';
+import { hashContinuation, hashInput, inputHasher } from '../../src/journal/events.ts';
 
 describe('inputHasher', () => {
   it('gives exactly the hash hashInput gives, secrets masked, for every input', () => {
@@ -21,5 +21,29 @@ describe('inputHasher', () => {
       expect(hasher(input)).toBe(hashInput(system, input, tools));
     }
     expect(hasher('a')).not.toBe(hasher('b'));
+  });
+
+  it('gives exactly hashContinuation while the entries of a round grow, and after a new round starts', () => {
+    const tools = [{ name: 't', description: 'd', parameters: { type: 'object' } }];
+    const system = 'You are x.';
+    const hasher = inputHasher(system, tools);
+    const round: string[] = [];
+    const input = 'Task: password=hunter2';
+    for (const entry of [
+      'Assistant: hi',
+      'Tool call: t {"apiKey":"sk-abcdefghijklmnop"}',
+      'Tool result (t): ok\nline 2',
+    ]) {
+      round.push(entry);
+      expect(hasher(input, round)).toBe(hashContinuation(system, input, tools, round));
+    }
+    // A new round: a new array with other entries, and another render.
+    const next = ['Tool call: t {}'];
+    expect(hasher('other render', next)).toBe(hashContinuation(system, 'other render', tools, next));
+    expect(hasher(input)).toBe(hashInput(system, input, tools));
+    // The same array cut shorter (the loop never does this): recomputed, still the exact hash.
+    round.length = 0;
+    round.push('Assistant: again');
+    expect(hasher(input, round)).toBe(hashContinuation(system, input, tools, round));
   });
 });

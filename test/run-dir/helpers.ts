@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { CliIO } from '../../src/cli/shared/io.ts';
 import type { ResultLine } from '../../src/run-dir/results.ts';
 import { spawnChild } from '../fixtures/children.ts';
@@ -56,12 +56,13 @@ export function startCli(args: readonly string[], options: { cwd: string; env?: 
   return { child, stdout: () => stdout, stderr: () => stderr, exited };
 }
 
-/** Runs a node script (TypeScript through tsx) to its end. */
+/** Runs a node script (TypeScript through tsx, then `imports` preloaded with --import) to its end. */
 export async function runScript(
   script: string,
-  options: { cwd: string; env?: NodeJS.ProcessEnv },
+  options: { cwd: string; env?: NodeJS.ProcessEnv; imports?: readonly string[] },
 ): Promise<{ code: number | string; stdout: string; stderr: string }> {
-  const child = spawnChild(process.execPath, ['--import', 'tsx', script], {
+  const preloads = (options.imports ?? []).flatMap((module) => ['--import', pathToFileURL(module).href]);
+  const child = spawnChild(process.execPath, ['--import', 'tsx', ...preloads, script], {
     cwd: options.cwd,
     env: options.env ?? simulatedEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { hasErrorCode } from '../../src/errors.ts';
 import { builtinTools, createToolRegistry } from '../../src/tools/builtin/index.ts';
+import { declareCompleteTask, declareWaitForInstruction } from '../../src/tools/builtin/orchestration.ts';
 import { ToolRegistry } from '../../src/tools/registry.ts';
+import { compileSchema } from '../../src/tools/schema.ts';
 import type { Tool } from '../../src/tools/types.ts';
 
 const tool = (name: string, parameters: Tool['parameters'] = { type: 'object', properties: {} }): Tool => ({
@@ -101,6 +103,30 @@ describe('ToolRegistry', () => {
         .filter((entry) => !entry.readOnly)
         .map((entry) => entry.name),
     ).toEqual(['search_replace', 'write_file', 'run_terminal_cmd']);
+  });
+
+  it("troupe's own tool schemas are valid JSON Schema (registries compile them on first use, unchecked)", () => {
+    const own = [...builtinTools(), declareCompleteTask(), declareWaitForInstruction()];
+    for (const entry of own) {
+      expect(() => compileSchema(entry.parameters, entry.name), entry.name).not.toThrow();
+    }
+    const registry = createToolRegistry();
+    const validate = registry.validator('read_file');
+    expect(validate).toBe(registry.validator('read_file'));
+    expect(validate?.({})).toEqual([
+      { path: '', message: "must have required property 'path'", keyword: 'required', property: 'path' },
+    ]);
+    expect(validate?.({ path: 'a.md' })).toEqual([]);
+  });
+
+  it('checks a complete_task result schema of the caller at registration, like any tool schema', () => {
+    const broken = declareCompleteTask(undefined, { outputSchema: { type: 'nonsense' } });
+    expect(
+      hasErrorCode(
+        thrown(() => new ToolRegistry([broken])),
+        'invalid_tool',
+      ),
+    ).toBe(true);
   });
 
   it('lets an extra tool replace a built-in of its name, but not another extra one', () => {

@@ -7,27 +7,40 @@ import type { AuditEventInput } from '../../journal/events.ts';
 import { redactText, redactValue } from '../../journal/redact.ts';
 import { ASSISTANT_PREFIX } from '../../loop/history-format.ts';
 import type { ApprovalDecider } from '../../protocol/approvals.ts';
-import type { AgentSignal } from '../../protocol/messages.ts';
+import type { AgentSignal, OptionalSignal } from '../../protocol/messages.ts';
 
 const monotonicNow = (): number => performance.now();
 
 /** Maps one agent's audit events to signals; undefined for events the supervisor is not told about. */
 export type AgentSignals = (event: AuditEventInput) => AgentSignal | undefined;
 
+/** Whether anyone listens for an optional signal; the others are not built (masking, previews). */
+export type WantsSignal = (kind: OptionalSignal) => boolean;
+
+const WANTS_ALL: WantsSignal = () => true;
+
 /**
  * The signal mapper of one run of agent `agentId`. It remembers when each tool call started, to
- * report its duration with its result (a call's entry is dropped when its result comes).
+ * report its duration with its result (a call's entry is dropped when its result comes). Optional
+ * signals `wants` refuses map to undefined: they were built (arguments masked, a preview of every
+ * tool output masked and cut) and then dropped by the host when nobody listened, on the path of
+ * every tool result.
  */
-export function agentSignals(agentId: string, now: () => number = monotonicNow): AgentSignals {
+export function agentSignals(
+  agentId: string,
+  now: () => number = monotonicNow,
+  wants: WantsSignal = WANTS_ALL,
+): AgentSignals {
   const started = new Map<string, number>();
   return (event) => {
     switch (event.type) {
       case 'InferenceSubmitted':
         // A round starts with its first request; later requests of the round are steps in it.
-        return (event.request ?? 1) === 1
+        return (event.request ?? 1) === 1 && wants('round')
           ? { type: 'round', agentId, round: event.round, estimatedTokens: event.estimatedTokens }
           : undefined;
       case 'ToolCall':
+        if (!wants('tool_call')) return undefined;
         started.set(event.callId, now());
         return {
           type: 'tool_call',
@@ -42,6 +55,7 @@ export function agentSignals(agentId: string, now: () => number = monotonicNow):
       case 'ToolResult': {
         const start = started.get(event.callId);
         started.delete(event.callId);
+        if (!wants('tool_call')) return undefined;
         return {
           type: 'tool_call',
           agentId,
@@ -57,6 +71,7 @@ export function agentSignals(agentId: string, now: () => number = monotonicNow):
         };
       }
       case 'ProviderReceipt':
+        if (!wants('receipt')) return undefined;
         return {
           type: 'receipt',
           agentId,
@@ -73,7 +88,7 @@ export function agentSignals(agentId: string, now: () => number = monotonicNow):
         };
       case 'HistoryAppended':
         // The model's own text, without the history's "Assistant: " prefix.
-        return event.kind === 'assistant'
+        return event.kind === 'assistant' && wants('text')
           ? { type: 'text', agentId, text: event.text.slice(ASSISTANT_PREFIX.length) }
           : undefined;
       case 'Started':

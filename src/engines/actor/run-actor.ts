@@ -14,7 +14,7 @@ import type { Provider } from '../../providers/types.ts';
 import { contextFromTraceparent } from '../../telemetry/trace-context.ts';
 import { traceSignal } from '../../telemetry/trace-events.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
-import { agentSignals } from './agent-signal.ts';
+import { agentSignals, type WantsSignal } from './agent-signal.ts';
 
 /** What the engine lends one run of an actor. */
 export interface ActorRun {
@@ -32,13 +32,15 @@ export interface ActorRun {
   readonly channels: AgentChannels;
   /** Receives what the supervisor is told about the agent. */
   readonly onSignal: (signal: AgentSignal) => void;
+  /** Whether the supervisor listens for an optional signal (read at each event). @default all */
+  readonly wantsSignal?: WantsSignal;
   readonly promptCache: Map<string, Promise<string>>;
 }
 
 /** Runs (or resumes) the agent `spec` describes to its outcome. */
 export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promise<AgentOutcome> {
   const { agentId, trace } = spec;
-  const onEvent = forwarder(agentId, trace, run.onSignal);
+  const onEvent = forwarder(agentId, trace, run.onSignal, run.wantsSignal);
   // Inside the agent's span context: spans user tools or instrumented libraries make here (with an
   // SDK registered in this thread or worker) join the agent's trace.
   const traced = trace === undefined ? context.active() : contextFromTraceparent(trace.traceparent);
@@ -87,8 +89,9 @@ function forwarder(
   agentId: string,
   trace: ActorSpec['trace'],
   onSignal: (signal: AgentSignal) => void,
+  wantsSignal: WantsSignal | undefined,
 ): (event: AuditEventInput) => void {
-  const toSignal = agentSignals(agentId);
+  const toSignal = agentSignals(agentId, undefined, wantsSignal);
   return (event) => {
     const signal = toSignal(event);
     if (signal) onSignal(signal);

@@ -3,7 +3,7 @@
  * resolved actor spec, checked by the worker that takes the job.
  */
 import { SystemError } from '../../errors.ts';
-import type { ActorSpec, HostToolDeclaration } from '../../protocol/messages.ts';
+import type { ActorSpec, HostToolDeclaration, OptionalSignal } from '../../protocol/messages.ts';
 import { type AgentJobData, JOB_DATA_VERSION } from '../../protocol/redis.ts';
 import type { EngineOptions } from '../engine.ts';
 import type { PreparedRedisOptions } from './options.ts';
@@ -47,6 +47,8 @@ export interface JobDataContext {
   readonly options: EngineOptions & { readonly redis: PreparedRedisOptions };
   readonly hostTools: readonly HostToolDeclaration[];
   readonly supervisorId: string;
+  /** See `AgentJobData.wantedSignals`. */
+  readonly wantedSignals: readonly OptionalSignal[];
 }
 
 /**
@@ -73,5 +75,6 @@ export function jobData(spec: ActorSpec, ctx: JobDataContext): AgentJobData {
     cwd: options.cwd,
     parkAfterMs: options.redis.parkAfterMs,
     retainSeconds: options.redis.retainSeconds,
+    wantedSignals: ctx.wantedSignals,
   };
 }

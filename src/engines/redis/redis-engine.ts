@@ -15,7 +15,7 @@ import { forkedInputs, writeFork } from '../../journal/fork.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import type { ApprovalDecision } from '../../protocol/approvals.ts';
-import type { ActorSpec, AgentMessage, HostStats } from '../../protocol/messages.ts';
+import type { ActorSpec, AgentMessage, HostStats, OptionalSignal } from '../../protocol/messages.ts';
 import type { AgentJobData, HostCall, WorkerSignal } from '../../protocol/redis.ts';
 import type { Engine, EngineContext, EngineDescription, EngineHost, EngineOptions } from '../engine.ts';
 import { RedisApprovals } from './approvals.ts';
@@ -69,6 +69,7 @@ export class RedisEngine implements Engine {
   readonly #options: RedisEngineOptions;
   readonly #context: EngineContext;
   readonly #host: EngineHost;
+  #wantedSignals: readonly OptionalSignal[] = [];
   readonly #keys: ScaleoutKeys;
   readonly #agents = new Map<string, RemoteAgent>();
   #connections: Connections | undefined;
@@ -161,6 +162,7 @@ export class RedisEngine implements Engine {
       options: this.#options,
       hostTools: this.#context.hostTools,
       supervisorId: this.id,
+      wantedSignals: this.#wantedSignals,
     });
     const retain = this.#options.redis.retainSeconds;
     await this.#connected().queue.add(AGENT_JOB_NAME, data, {
@@ -308,6 +310,16 @@ export class RedisEngine implements Engine {
       const job = await jobs.fromId(queue, agentId);
       if (job) await promote(job);
     }
+  }
+
+  /**
+   * The per-request signals the supervisor now listens for. Workers cannot be told mid-run (the
+   * only way to them is the job), so each agent's job carries the set as it is when the agent is
+   * run: listeners added in the same turn as `spawn()` count, a listener added later gets these
+   * signals from agents run after it.
+   */
+  wantSignals(kinds: readonly OptionalSignal[]): void {
+    this.#wantedSignals = [...kinds];
   }
 
   #onSignal(signal: WorkerSignal): void {

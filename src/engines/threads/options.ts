@@ -17,9 +17,11 @@ export interface ThreadBackendOptions {
   /** Where agent journals go. @default a new temp directory, removed by close() */
   readonly journalDir?: string;
   /**
-   * Journal fsync policy. Every event is written with a synchronous write before the loop goes
-   * on, so a crashed thread or process loses nothing under any policy; fsync only adds safety
-   * against the machine itself going down, at a large cost per agent. @default 'never'
+   * Journal fsync policy. Events are written with synchronous writes, batched per event-loop
+   * turn and always before the side effect that follows them (a model request, a tool's start, a
+   * report to the supervisor: docs/journal.md), so a crashed thread or process loses no event
+   * whose effect began, under any policy; fsync only adds safety against the machine itself going
+   * down, at a large cost per agent. @default 'never'
    */
   readonly fsync?: 'always' | 'interval' | 'never';
   /** A thread whose event loop does not answer for `timeoutMs` is terminated and its agents restarted. @default { intervalMs: 1000, timeoutMs: 20000 } */

@@ -1,5 +1,5 @@
 /** troupe's built-in tools. */
-import { ToolRegistry } from '../registry.ts';
+import { markBuiltinTools, ToolRegistry } from '../registry.ts';
 import type { Tool } from '../types.ts';
 import { globTool } from './glob.ts';
 import { grepTool } from './grep.ts';
@@ -12,20 +12,23 @@ import { webFetchTool } from './web-fetch.ts';
 import { webSearchTool } from './web-search.ts';
 import { writeFileTool } from './write-file.ts';
 
+const BUILTIN_TOOLS: readonly Tool[] = [
+  readFileTool,
+  listDirTool,
+  globTool,
+  grepTool,
+  searchReplaceTool,
+  writeFileTool,
+  runTerminalCmdTool,
+  todoWriteTool,
+  webFetchTool,
+  webSearchTool,
+];
+markBuiltinTools(BUILTIN_TOOLS);
+
 /** The file, shell, todo and web tools, in the order they are offered to the model. */
 export function builtinTools(): Tool[] {
-  return [
-    readFileTool,
-    listDirTool,
-    globTool,
-    grepTool,
-    searchReplaceTool,
-    writeFileTool,
-    runTerminalCmdTool,
-    todoWriteTool,
-    webFetchTool,
-    webSearchTool,
-  ];
+  return [...BUILTIN_TOOLS];
 }
 
 /** Canonical names of the built-in tools. */

@@ -3,6 +3,7 @@
  * policy, the prompt and the provider see them like any tool; their behaviour belongs to the loop
  * and the supervisor, which pass it in as `execute` when they build an agent's registry.
  */
+import { markBuiltinTools } from '../registry.ts';
 import type { JsonSchema, Tool, ToolContext, ToolOutcome } from '../types.ts';
 
 export const COMPLETE_TASK = 'complete_task';
@@ -53,7 +54,7 @@ export function declareCompleteTask(
     type: 'object',
     description: 'The result of the task.',
   };
-  return {
+  const declaration: Tool<CompleteTaskArgs> = {
     name: COMPLETE_TASK,
     description:
       'Deliver the result of your task and end it. Call it exactly once, when the work is done; ' +
@@ -67,6 +68,9 @@ export function declareCompleteTask(
     readOnly: true,
     execute: execute ?? unbound(COMPLETE_TASK),
   };
+  // A result schema of the caller's is compiled and checked at registration like any other.
+  if (options.outputSchema === undefined) markBuiltinTools([declaration]);
+  return declaration;
 }
 
 /**
@@ -77,7 +81,7 @@ export function declareCompleteTask(
 export function declareWaitForInstruction(
   execute?: ToolExecute<WaitForInstructionArgs>,
 ): Tool<WaitForInstructionArgs> {
-  return {
+  const declaration: Tool<WaitForInstructionArgs> = {
     name: WAIT_FOR_INSTRUCTION,
     description:
       'Pause until the supervisor sends you an instruction; the instruction is the result of this ' +
@@ -92,4 +96,6 @@ export function declareWaitForInstruction(
     readOnly: true,
     execute: execute ?? unbound(WAIT_FOR_INSTRUCTION),
   };
+  markBuiltinTools([declaration]);
+  return declaration;
 }

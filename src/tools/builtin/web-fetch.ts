@@ -11,7 +11,7 @@ import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
-import TurndownService from 'turndown';
+import type TurndownService from 'turndown';
 import { UserError } from '../../errors.ts';
 import { isNonPublicAddress } from '../net-address.ts';
 import type { Tool, ToolContext, ToolOutcome } from '../types.ts';
@@ -254,7 +254,7 @@ function request(
 const TEXTUAL =
   /^(?:text\/|application\/(?:json|xml|xhtml\+xml|javascript|ld\+json|rss\+xml|atom\+xml)|[^;]*\+(?:json|xml))/i;
 
-function render(url: URL, response: RawResponse, maxChars: number): ToolOutcome {
+async function render(url: URL, response: RawResponse, maxChars: number): Promise<ToolOutcome> {
   const contentType = String(response.headers['content-type'] ?? 'application/octet-stream');
   const mediaType = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
   if (!TEXTUAL.test(mediaType)) {
@@ -270,7 +270,7 @@ function render(url: URL, response: RawResponse, maxChars: number): ToolOutcome 
   } catch {
     text = new TextDecoder('utf-8').decode(response.body);
   }
-  if (mediaType === 'text/html' || mediaType === 'application/xhtml+xml') text = htmlToMarkdown(text);
+  if (mediaType === 'text/html' || mediaType === 'application/xhtml+xml') text = await htmlToMarkdown(text);
   const notes: string[] = [];
   if (response.truncated) notes.push(`[The response was cut after ${response.body.length} bytes]`);
   if (text.length > maxChars) {
@@ -283,8 +283,10 @@ function render(url: URL, response: RawResponse, maxChars: number): ToolOutcome 
 
 let turndown: TurndownService | undefined;
 
-function htmlToMarkdown(html: string): string {
+/** HTML as Markdown; turndown is imported on the first page, not with the thread's tools. */
+async function htmlToMarkdown(html: string): Promise<string> {
   if (!turndown) {
+    const { default: TurndownService } = await import('turndown');
     turndown = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
     turndown.remove(['script', 'style', 'noscript', 'template', 'iframe', 'head']);
   }

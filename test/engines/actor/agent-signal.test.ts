@@ -131,4 +131,79 @@ describe('agentSignals (what both backends tell the supervisor)', () => {
       endedAt: expect.any(Number),
     });
   });
+
+  it('builds no optional signal nobody wants, and still reports waits, instructions and wanted kinds', () => {
+    const wanted = new Set<string>(['receipt']);
+    const signals = agentSignals(
+      'a1',
+      () => 0,
+      (kind) => wanted.has(kind),
+    );
+    const call = {
+      type: 'ToolCall',
+      agentId: 'a1',
+      round: 1,
+      callId: 'c',
+      name: 'noop',
+      modelName: 'noop',
+      args: {},
+    } as const;
+    const result = {
+      type: 'ToolResult',
+      agentId: 'a1',
+      round: 1,
+      callId: 'c',
+      name: 'noop',
+      ok: true,
+      projectionAccepted: true,
+      text: 'out',
+      stateUpdates: [],
+      displayedStateKeys: [],
+    } as const;
+    expect(signals(call)).toBeUndefined();
+    expect(signals(result)).toBeUndefined();
+    expect(
+      signals({
+        type: 'InferenceSubmitted',
+        agentId: 'a1',
+        round: 1,
+        step: 1,
+        request: 1,
+        inputHash: 'h',
+        estimatedTokens: 1,
+        tools: [],
+      }),
+    ).toBeUndefined();
+    expect(
+      signals({
+        type: 'HistoryAppended',
+        agentId: 'a1',
+        round: 1,
+        text: formatAssistant('Hi.'),
+        displayedKeys: [],
+        kind: 'assistant',
+      }),
+    ).toBeUndefined();
+    expect(signals({ type: 'Waiting', agentId: 'a1', callId: 'w', index: 0 })).toEqual({
+      type: 'waiting',
+      agentId: 'a1',
+    });
+    expect(signals({ type: 'Instructed', agentId: 'a1', callId: 'w', index: 0, text: 'go' })).toEqual({
+      type: 'instructed',
+      agentId: 'a1',
+      text: 'go',
+    });
+    // A listener added later: the next call is reported again.
+    wanted.add('tool_call');
+    expect(signals({ ...call, callId: 'd' })).toMatchObject({
+      type: 'tool_call',
+      phase: 'started',
+      callId: 'd',
+    });
+    expect(signals({ ...result, callId: 'd' })).toMatchObject({
+      type: 'tool_call',
+      phase: 'completed',
+      durationMs: 0,
+    });
+  });
 });

@@ -38,12 +38,16 @@ describe(`Supervisor({ backend: 'redis' }) and \`troupe fanout --backend redis\`
     expect(supervisor.backend).toBe('redis');
     const completed: string[] = [];
     supervisor.on('agent:completed', (event) => completed.push(event.agentId));
+    // A per-request event: workers send it only because this listener exists when the agents run.
+    const rounds = new Set<string>();
+    supervisor.on('agent:round', (event) => rounds.add(event.agentId));
     const results = await supervisor
       .fanOut(Array.from({ length: 6 }, (_, i) => ({ agent: 'worker', task: `Item ${i}: report.` })))
       .all();
     await supervisor.close();
     expect(results.map((r) => r.outcome.status)).toEqual(Array(6).fill('completed'));
     expect(completed.sort()).toEqual(results.map((r) => r.agentId).sort());
+    expect([...rounds].sort()).toEqual(results.map((r) => r.agentId).sort());
   });
 
   it('troupe fanout --backend redis writes every result to the run directory', async () => {
