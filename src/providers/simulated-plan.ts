@@ -126,6 +126,8 @@ function valueFor(schema: Record<string, unknown>, name: string, facts: Facts, d
 function objectFor(schema: Record<string, unknown>, facts: Facts, depth: number): Record<string, unknown> {
   const properties = asRecord(schema.properties);
   if (properties === undefined || Object.keys(properties).length === 0) {
+    // A closed object with no properties (a tool that takes no arguments) accepts only `{}`.
+    if (schema.additionalProperties === false) return {};
     return {
       summary: facts.summary,
       files: [...facts.files],

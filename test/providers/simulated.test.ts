@@ -165,6 +165,23 @@ describe('simulated provider', () => {
     ]);
   });
 
+  it('calls a tool that takes no arguments (a closed empty object) with {}', async () => {
+    const noop: ToolSpec = {
+      name: 'noop',
+      description: 'Does nothing.',
+      parameters: { type: 'object', properties: {}, additionalProperties: false },
+    };
+    const events = await collect(
+      new SimulatedProvider({ rounds: 2 }).turn(request('Call noop.', [noop, COMPLETE])),
+      () => 'ok',
+    );
+    expect(calls(events)).toEqual([
+      ['noop', {}],
+      ['noop', {}],
+      ['complete_task', expect.objectContaining({})],
+    ]);
+  });
+
   it('picks up where it left off from the tool results rendered in its input', async () => {
     const model = new SimulatedProvider();
     const task = 'Review a.md and b.md.';
