@@ -19,11 +19,44 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * Listeners are objects with `handleEvent` rather than closures: a parked agent keeps several
+ * (its turn, its tool call), and an object of two fields is about a third of a closure and its
+ * context.
+ */
+class RejectOnAbort {
+  readonly #signal: AbortSignal;
+  readonly #reject: (reason: unknown) => void;
+
+  constructor(signal: AbortSignal, reject: (reason: unknown) => void) {
+    this.#signal = signal;
+    this.#reject = reject;
+  }
+
+  handleEvent(): void {
+    this.#reject(this.#signal.reason);
+  }
+}
+
+class AbortWithParent {
+  readonly #parent: AbortSignal;
+  readonly #controller: AbortController;
+
+  constructor(parent: AbortSignal, controller: AbortController) {
+    this.#parent = parent;
+    this.#controller = controller;
+  }
+
+  handleEvent(): void {
+    this.#controller.abort(this.#parent.reason);
+  }
+}
+
 /** Resolves like `promise`, or rejects with `signal.reason` as soon as the signal aborts. */
 export function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
+    const onAbort = new RejectOnAbort(signal, reject);
     signal.addEventListener('abort', onAbort, { once: true });
     promise.then(
       (value) => {
@@ -49,9 +82,9 @@ export function followSignal(parent: AbortSignal | undefined, controller: AbortC
     controller.abort(parent.reason);
     return () => {};
   }
-  const onAbort = (): void => controller.abort(parent.reason);
-  parent.addEventListener('abort', onAbort, { once: true });
-  return () => parent.removeEventListener('abort', onAbort);
+  const link = new AbortWithParent(parent, controller);
+  parent.addEventListener('abort', link, { once: true });
+  return () => parent.removeEventListener('abort', link);
 }
 
 /** Why `signal` aborted, as text: the reason's message, the reason itself, or 'aborted'. */

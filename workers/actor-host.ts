@@ -63,7 +63,6 @@ const START_BATCH = 32;
 
 interface Actor {
   readonly controller: AbortController;
-  readonly done: Promise<void>;
 }
 
 class ActorHost {
@@ -97,7 +96,12 @@ class ActorHost {
   #wanted: ReadonlySet<string>;
   readonly #wants = (kind: OptionalSignal): boolean => this.#wanted.has(kind);
   #ended: AgentEnded[] = [];
-  readonly #startQueue: (() => void)[] = [];
+  /** Agents waiting for their start (see #pumpStarts). */
+  readonly #startQueue: ActorSpec[] = [];
+  /** One for every agent of the host (a closure each would stay alive as long as the agent). */
+  readonly #onSignal = (agentSignal: AgentSignal): void => this.#signal(agentSignal);
+  readonly #requestApproval: NonNullable<AgentChannels['requestApproval']> = (request, signal) =>
+    this.#inbox.decision(request, signal);
   #pumping = false;
   #flushScheduled = false;
   #shuttingDown = false;
@@ -193,21 +197,26 @@ class ActorHost {
   }
 
   #spawn(spec: ActorSpec): void {
-    const controller = new AbortController();
-    let begin: () => void = () => {};
-    const admitted = new Promise<void>((resolve) => {
-      begin = resolve;
-    });
-    this.#startQueue.push(begin);
+    this.#actors.set(spec.agentId, { controller: new AbortController() });
+    this.#startQueue.push(spec);
     this.#pumpStarts();
-    const done = admitted
-      .then(() => this.#run(spec, controller.signal))
-      .then(
-        (outcome) => this.#end(spec.agentId, outcome),
-        (error: unknown) =>
-          this.#end(spec.agentId, failedOutcome(spec.agentId, 'crashed', serializeError(error))),
-      );
-    this.#actors.set(spec.agentId, { controller, done });
+  }
+
+  #launch(spec: ActorSpec): void {
+    const actor = this.#actors.get(spec.agentId);
+    if (actor === undefined) return;
+    let running: Promise<AgentOutcome>;
+    try {
+      running = this.#run(spec, actor.controller.signal);
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    // The handlers close over the id only: the spec would otherwise live as long as the agent.
+    const { agentId } = spec;
+    running.then(
+      (outcome) => this.#end(agentId, outcome),
+      (error: unknown) => this.#end(agentId, failedOutcome(agentId, 'crashed', serializeError(error))),
+    );
   }
 
   /**
@@ -219,7 +228,7 @@ class ActorHost {
     this.#pumping = true;
     setImmediate(() => {
       this.#pumping = false;
-      for (const begin of this.#startQueue.splice(0, START_BATCH)) begin();
+      for (const spec of this.#startQueue.splice(0, START_BATCH)) this.#launch(spec);
       if (this.#startQueue.length > 0) this.#pumpStarts();
     });
   }
@@ -239,30 +248,39 @@ class ActorHost {
     this.#resolveIdle?.();
   }
 
-  async #run(spec: ActorSpec, signal: AbortSignal): Promise<AgentOutcome> {
+  #run(spec: ActorSpec, signal: AbortSignal): Promise<AgentOutcome> {
     const journalPath = path.join(this.#config.journalDir, `${spec.agentId}.jsonl`);
     // Batched: the loop commits before each side effect, the host before each report (src/journal/writer.ts).
     const journal = JournalWriter.open(journalPath, { fsync: this.#config.fsync, batch: true });
-    try {
-      const resumeFrom =
-        spec.resume && journal.existingEvents > 0 ? readJournal(journalPath).events : undefined;
-      const shared = { ...spec, definition: this.#definition(spec.definition) };
-      return await runActor(shared, {
-        provider: await this.#provider(spec.provider),
-        registry: await this.#tools(),
-        cwd: this.#config.cwd,
-        mcp: this.#mcpPool(),
-        journal,
-        ...(resumeFrom ? { resumeFrom, truncatedBytes: journal.truncatedBytes } : {}),
-        signal,
-        channels: this.#channels(spec.agentId),
-        onSignal: (agentSignal) => this.#signal(agentSignal),
-        wantsSignal: this.#wants,
-        promptCache: this.#promptCache,
-      });
-    } finally {
-      journal.close();
-    }
+    return this.#start(spec, signal, journal, journalPath).finally(() => journal.close());
+  }
+
+  /**
+   * Starts the agent's loop and returns its promise without awaiting it: this frame ends at once
+   * instead of staying suspended (with everything it holds) for as long as the agent runs.
+   */
+  async #start(
+    spec: ActorSpec,
+    signal: AbortSignal,
+    journal: JournalWriter,
+    journalPath: string,
+  ): Promise<AgentOutcome> {
+    const resumeFrom =
+      spec.resume && journal.existingEvents > 0 ? readJournal(journalPath).events : undefined;
+    const shared = { ...spec, definition: this.#definition(spec.definition) };
+    return runActor(shared, {
+      provider: await this.#provider(spec.provider),
+      registry: await this.#tools(),
+      cwd: this.#config.cwd,
+      mcp: this.#mcpPool(),
+      journal,
+      ...(resumeFrom ? { resumeFrom, truncatedBytes: journal.truncatedBytes } : {}),
+      signal,
+      channels: this.#channels(spec.agentId),
+      onSignal: this.#onSignal,
+      wantsSignal: this.#wants,
+      promptCache: this.#promptCache,
+    });
   }
 
   #definition(definition: ActorSpec['definition']): ActorSpec['definition'] {
@@ -291,7 +309,7 @@ class ActorHost {
     return {
       completeTask: (result) => this.#supervisor.completeTask(agentId, result),
       waitForInstruction: (index, timeoutMs, signal) => this.#inbox.wait(agentId, index, timeoutMs, signal),
-      requestApproval: (request, signal) => this.#inbox.decision(request, signal),
+      requestApproval: this.#requestApproval,
     };
   }
 

@@ -12,10 +12,13 @@ import type { ReplayCalls } from '../replay/replay-calls.ts';
 import type { Toolbox } from '../tools/toolbox.ts';
 import type { ToolSpec } from '../tools/types.ts';
 import type { ApprovalSettings } from './approvals.ts';
+import { countFixed } from './fixed-tokens.ts';
 import type { ResolvedLimits } from './limits.ts';
 import type { SessionState } from './session.ts';
 import type { LoopProgress, StopCondition } from './stop-conditions.ts';
 import type { AgentChannels } from './types.ts';
+
+type InputHash = (input: string, continuation?: readonly string[]) => string;
 
 /** Everything a round needs, and what rounds change. */
 export class RunContext {
@@ -37,16 +40,8 @@ export class RunContext {
   readonly conditions: readonly StopCondition[];
   /** Counts input and output when a server reports no usage. */
   readonly usageCounter: TokenCounter;
-  /**
-   * Tokens of the system prompt and tool schemas, counted with {@link usageCounter} on first use:
-   * only a server that reports no usage needs them, and counting them at every start loaded a BPE
-   * table (o200k: ~2.4 MB of source, 100-170 ms) into every thread even when usage is reported.
-   */
-  get fixedUsageTokens(): number {
-    if (typeof this.#fixedUsageTokens === 'function') this.#fixedUsageTokens = this.#fixedUsageTokens();
-    return this.#fixedUsageTokens;
-  }
-  #fixedUsageTokens: number | (() => number);
+  /** {@link fixedUsageTokens}, once known. */
+  #fixedUsageTokens: number | undefined;
   /** The model's price, when the provider knows it. */
   readonly price: ModelPrice | undefined;
   /** Set when the agent replays a recording: decides its tool calls (src/replay/replay-calls.ts). */
@@ -58,8 +53,9 @@ export class RunContext {
   readonly approvalSettings: ApprovalSettings;
   readonly #journal: JournalSink | undefined;
   readonly #observer: ((event: AuditEventInput) => void) | undefined;
-  readonly #timedOut: () => boolean;
 
+  /** True once `wallClockMs` passed: the signal then aborted because of the time limit. */
+  timedOut = false;
   round = 0;
   roundsUsed = 0;
   /** Model requests sent (or about to be sent): what `maxSteps` counts. */
@@ -92,13 +88,12 @@ export class RunContext {
     toolbox: Toolbox;
     projection: Projection;
     signal: AbortSignal;
-    timedOut: () => boolean;
     renderBudget: number;
     limits: ResolvedLimits;
     conditions: readonly StopCondition[];
     usageCounter: TokenCounter;
-    /** The count, or how to count it when first needed. */
-    fixedUsageTokens: number | (() => number);
+    /** @default counted with `usageCounter` when first needed */
+    fixedUsageTokens?: number;
     price: ModelPrice | undefined;
     replay?: ReplayCalls | undefined;
     session?: SessionState | undefined;
@@ -116,7 +111,6 @@ export class RunContext {
     this.toolbox = init.toolbox;
     this.projection = init.projection;
     this.signal = init.signal;
-    this.#timedOut = init.timedOut;
     this.renderBudget = init.renderBudget;
     this.limits = init.limits;
     this.conditions = init.conditions;
@@ -131,9 +125,16 @@ export class RunContext {
     this.#observer = init.observer;
   }
 
-  /** True once `wallClockMs` passed: the signal then aborted because of the time limit. */
-  get timedOut(): boolean {
-    return this.#timedOut();
+  /**
+   * Tokens of the system prompt and tool schemas, counted with {@link usageCounter}. Counted when
+   * first needed (a request whose usage the server did not report): when every server reports
+   * usage, a thread never loads a BPE tokenizer (its tables are megabytes) for it.
+   */
+  get fixedUsageTokens(): number {
+    this.#fixedUsageTokens ??=
+      countFixed(this.usageCounter, this.system) +
+      countFixed(this.usageCounter, JSON.stringify(this.toolbox.specs));
+    return this.#fixedUsageTokens;
   }
 
   /**
@@ -204,16 +205,20 @@ export class RunContext {
     };
   }
 
-  readonly #hashers = new Map<
-    readonly ToolSpec[],
-    (input: string, continuation?: readonly string[]) => string
-  >();
+  /** Hashers by offered tools: usually the run's specs only, so the first is kept apart. */
+  #hasher: { readonly tools: readonly ToolSpec[]; readonly hash: InputHash } | undefined;
+  #hashers: Map<readonly ToolSpec[], InputHash> | undefined;
 
   /**
    * The SHA-256 a model request is journalled under: `hashInput` of the round's render, or
    * `hashContinuation` with the entries added since, with the fixed parts prepared once.
    */
   hashInput(input: string, tools: readonly ToolSpec[], continuation?: readonly string[]): string {
+    if (this.#hasher === undefined) {
+      this.#hasher = { tools, hash: inputHasher(this.system, tools, this.modelSettings) };
+    }
+    if (this.#hasher.tools === tools) return this.#hasher.hash(input, continuation);
+    this.#hashers ??= new Map();
     let hasher = this.#hashers.get(tools);
     if (!hasher) {
       hasher = inputHasher(this.system, tools, this.modelSettings);

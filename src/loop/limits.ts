@@ -59,9 +59,21 @@ export function resolveLimits(limits: AgentLimits | undefined, definitionMaxStep
 }
 
 /** The built-in stop conditions of `limits`: steps, then tokens, cost and wall clock. */
-export function limitConditions(limits: ResolvedLimits): StopCondition[] {
-  return [stepCount(limits.maxSteps), budget(limits)];
+export function limitConditions(limits: ResolvedLimits): readonly StopCondition[] {
+  // Conditions are pure functions of the limits: agents with the same limits share them.
+  const key = `${limits.maxSteps}/${limits.maxTotalTokens}/${limits.maxCostUsd}/${limits.wallClockMs}`;
+  let conditions = sharedConditions.get(key);
+  if (conditions === undefined) {
+    conditions = Object.freeze([stepCount(limits.maxSteps), budget({ ...limits })]);
+    if (sharedConditions.size >= SHARED_CONDITIONS) sharedConditions.clear();
+    sharedConditions.set(key, conditions);
+  }
+  return conditions;
 }
+
+/** Limit conditions by limits (see limitConditions); cleared when full. */
+const sharedConditions = new Map<string, readonly StopCondition[]>();
+const SHARED_CONDITIONS = 64;
 
 /** Warnings about limits that cannot work as asked, for Started.notices. */
 export function limitNotices(limits: ResolvedLimits, model: string, price: ModelPrice | undefined): string[] {

@@ -19,8 +19,9 @@ export interface LoopOptions {
 }
 
 /** Runs `run` from where it stands to its outcome, recording the terminal event. */
-export async function runLoop(run: RunContext, options: LoopOptions): Promise<AgentOutcome> {
-  return end(run, await runTurn(run, options));
+export function runLoop(run: RunContext, options: LoopOptions): Promise<AgentOutcome> {
+  // Not an async function: its frame would stay suspended as long as the agent runs (and parks).
+  return runTurn(run, options).then((ending) => end(run, ending));
 }
 
 /**

@@ -13,7 +13,7 @@ import {
   type WaitForInstructionArgs,
 } from '../tools/builtin/orchestration.ts';
 import { backoffDelay } from '../tools/retry.ts';
-import type { JsonSchema, Tool } from '../tools/types.ts';
+import type { JsonSchema, Tool, ToolOutcome } from '../tools/types.ts';
 import type { RunContext } from './context.ts';
 import type { AgentChannels } from './types.ts';
 
@@ -32,16 +32,19 @@ function completeDeclaration(outputSchema: JsonSchema | undefined): Tool<Complet
   return declaration;
 }
 
-/** The two routed tools, bound to `run`. `run` is read lazily: it exists once the toolbox does. */
+/**
+ * The two routed tools, bound to the run `holder` will hold: it is read lazily, as it exists only
+ * once the toolbox does.
+ */
 export function routedTools(
-  getRun: () => RunContext,
+  holder: { readonly run?: RunContext | undefined },
   channels: AgentChannels,
   outputSchema: JsonSchema | undefined,
 ): Tool[] {
   const complete: Tool<CompleteTaskArgs> = {
     ...completeDeclaration(outputSchema),
     async execute(args) {
-      const run = getRun();
+      const run = runOf(holder);
       if (run.completion)
         return { ok: false, text: 'complete_task was already called: the task is complete. Stop now.' };
       // A session's turns end locally: each one may deliver a result (the supervisor's
@@ -55,8 +58,9 @@ export function routedTools(
   };
   const wait: Tool<WaitForInstructionArgs> = {
     ...waitDeclaration,
-    async execute(_args, toolCtx) {
-      const run = getRun();
+    // Not async: a parked agent waits here, and a suspended frame would cost it for nothing.
+    execute(_args, toolCtx) {
+      const run = runOf(holder);
       if (run.session) return { ok: false, text: SESSION_WAIT_REFUSAL };
       if (!channels.waitForInstruction) {
         return {
@@ -64,18 +68,23 @@ export function routedTools(
           text: 'wait_for_instruction is not connected to a supervisor here: no instruction can arrive.',
         };
       }
-      const text = await waitForInstruction(
-        run,
-        channels.waitForInstruction,
-        run.currentCallId,
-        toolCtx.signal,
+      return waitForInstruction(run, channels.waitForInstruction, run.currentCallId, toolCtx.signal).then(
+        instructionOutcome,
       );
-      return text === null
-        ? { ok: true, text: 'No instruction arrived. Continue with what you have, or finish your task.' }
-        : { ok: true, text: `Instruction: ${text}` };
     },
   };
   return [complete as unknown as Tool, wait as unknown as Tool];
+}
+
+function runOf(holder: { readonly run?: RunContext | undefined }): RunContext {
+  if (!holder.run) throw new Error('the run is not ready');
+  return holder.run;
+}
+
+function instructionOutcome(text: string | null): ToolOutcome {
+  return text === null
+    ? { ok: true, text: 'No instruction arrived. Continue with what you have, or finish your task.' }
+    : { ok: true, text: `Instruction: ${text}` };
 }
 
 /**

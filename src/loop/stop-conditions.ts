@@ -57,9 +57,8 @@ export function budget(limits: {
   readonly maxCostUsd?: number;
   readonly wallClockMs?: number;
 }): StopCondition {
-  const set = (value: number | undefined): value is number => value !== undefined && value > 0;
   return (progress) => {
-    if (set(limits.maxTotalTokens) && progress.totalTokens >= limits.maxTotalTokens) {
+    if (isSet(limits.maxTotalTokens) && progress.totalTokens >= limits.maxTotalTokens) {
       return {
         kind: 'fail',
         reason: 'budget',
@@ -67,7 +66,7 @@ export function budget(limits: {
         message: `The agent used ${progress.totalTokens} tokens, its budget (maxTotalTokens) is ${limits.maxTotalTokens}`,
       };
     }
-    if (set(limits.maxCostUsd) && progress.costUsd >= limits.maxCostUsd) {
+    if (isSet(limits.maxCostUsd) && progress.costUsd >= limits.maxCostUsd) {
       return {
         kind: 'fail',
         reason: 'budget',
@@ -75,7 +74,7 @@ export function budget(limits: {
         message: `The agent spent $${progress.costUsd.toFixed(4)}, its budget (maxCostUsd) is $${limits.maxCostUsd}`,
       };
     }
-    if (set(limits.wallClockMs) && progress.elapsedMs >= limits.wallClockMs) {
+    if (isSet(limits.wallClockMs) && progress.elapsedMs >= limits.wallClockMs) {
       return {
         kind: 'fail',
         reason: 'timeout',
@@ -85,6 +84,10 @@ export function budget(limits: {
     }
     return undefined;
   };
+}
+
+function isSet(value: number | undefined): value is number {
+  return value !== undefined && value > 0;
 }
 
 /** The first verdict of `conditions`, in order. */

@@ -82,7 +82,7 @@ export async function handleToolCall(
  * Runs one call through the toolbox with `approve` deciding the calls that ask, and journals a
  * denial that asked no one (a `deny` rule, `dontAsk`). A cancel while it runs answers at once.
  */
-export async function runToolCall(
+export function runToolCall(
   ctx: RunContext,
   callId: string,
   modelName: string,
@@ -94,7 +94,8 @@ export async function runToolCall(
   // The call (and everything before it) is stored before the tool can act: a restarted agent then
   // knows it started, and never runs it again unasked.
   ctx.commitJournal();
-  const result: ToolOutcome & Pick<ToolCallResult, 'denied'> = await untilAborted(
+  // Not an async function: a parked agent's wait_for_instruction call runs here.
+  const running: Promise<ToolOutcome & Pick<ToolCallResult, 'denied'>> = untilAborted(
     ctx.toolbox.call(modelName, args, {
       signal: ctx.signal,
       callId,
@@ -105,16 +106,18 @@ export async function runToolCall(
     ctx.signal,
     modelName,
   );
-  const denial = result.denied;
-  if (denial && !denial.asked && !ctx.signal.aborted) {
-    const canonical = ctx.toolbox.canonicalName(modelName) ?? modelName;
-    recordDecision(ctx, callId, canonical, denial.rule, {
-      approved: false,
-      by: 'policy',
-      reason: denial.reason,
-    });
-  }
-  return result;
+  return running.then((result) => {
+    const denial = result.denied;
+    if (denial && !denial.asked && !ctx.signal.aborted) {
+      const canonical = ctx.toolbox.canonicalName(modelName) ?? modelName;
+      recordDecision(ctx, callId, canonical, denial.rule, {
+        approved: false,
+        by: 'policy',
+        reason: denial.reason,
+      });
+    }
+    return result;
+  });
 }
 
 /**

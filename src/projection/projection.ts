@@ -83,12 +83,14 @@ export class Projection {
   readonly #context: readonly string[];
   readonly #task: string;
   readonly #history: HistoryEntry[] = [];
-  readonly #displayedBy = new Map<string, Set<HistoryEntry>>();
-  readonly #states = new Map<string, SectionNode>();
+  // Created on first use: many agents never display or update a state.
+  #displayedBy: Map<string, Set<HistoryEntry>> | undefined;
+  #states: Map<string, SectionNode> | undefined;
   /** Hidden sentinel between history and states: entries are inserted before it. */
   readonly #statesStart: SectionNode;
-  readonly #supersededMarker: SectionText;
-  readonly #removedMarker: SectionText;
+  /** Measured when first needed (most agents never supersede anything), then shared. */
+  #supersededMarker: SectionText | undefined;
+  #removedMarker: SectionText | undefined;
 
   constructor(init: ProjectionInit = {}) {
     const reserve = init.reserveTokens ?? PROTOCOL_TOKEN_RESERVE;
@@ -116,9 +118,6 @@ export class Projection {
     }
     this.#statesStart = new SectionNode(this.#ledger.measure(''), { hidden: true });
     this.#list.insertBefore(this.#statesStart, undefined);
-    // Measured once: superseding an entry then counts no text (with a BPE counter, only its seams).
-    this.#supersededMarker = this.#ledger.measure(SUPERSEDED_MARKER);
-    this.#removedMarker = this.#ledger.measure(REMOVED_MARKER);
   }
 
   /**
@@ -156,7 +155,7 @@ export class Projection {
 
   /** The current text of state `key`, or undefined when there is no such state. */
   state(key: string): string | undefined {
-    return this.#states.get(key)?.text.text;
+    return this.#states?.get(key)?.text.text;
   }
 
   /** Current state keys in state order (the most recently updated last). */
@@ -283,22 +282,43 @@ export class Projection {
     if (change.text !== undefined) this.#push(change.text, ok ? (change.displayedStateKeys ?? []) : []);
   }
 
+  #stateMap(): Map<string, SectionNode> {
+    this.#states ??= new Map();
+    return this.#states;
+  }
+
+  #displayMap(): Map<string, Set<HistoryEntry>> {
+    this.#displayedBy ??= new Map();
+    return this.#displayedBy;
+  }
+
+  // Measured once: superseding an entry then counts no text (with a BPE counter, only its seams).
+  #superseded(): SectionText {
+    this.#supersededMarker ??= this.#ledger.measure(SUPERSEDED_MARKER);
+    return this.#supersededMarker;
+  }
+
+  #removed(): SectionText {
+    this.#removedMarker ??= this.#ledger.measure(REMOVED_MARKER);
+    return this.#removedMarker;
+  }
+
   #applyUpdate({ key, text }: StateUpdate): void {
-    const entries = this.#displayedBy.get(key);
+    const entries = this.#displayedBy?.get(key);
     if (entries !== undefined) {
-      const marker = text === null ? this.#removedMarker : this.#supersededMarker;
+      const marker = text === null ? this.#removed() : this.#superseded();
       for (const entry of [...entries]) this.#supersede(entry, marker);
     }
-    const previous = this.#states.get(key);
+    const previous = this.#states?.get(key);
     if (previous !== undefined) {
       this.#list.remove(previous);
-      this.#undo.mapDelete(this.#states, key);
+      this.#undo.mapDelete(this.#stateMap(), key);
     }
     if (text === null) return;
     // Nothing displays `key` any more (its displays were just superseded): the node is visible.
     const node = new SectionNode(this.#ledger.measure(text), { key });
     this.#list.insertBefore(node, undefined);
-    this.#undo.mapSet(this.#states, key, node);
+    this.#undo.mapSet(this.#stateMap(), key, node);
   }
 
   /**
@@ -311,12 +331,12 @@ export class Projection {
     const keys = entry.displays;
     this.#undo.assign(entry, 'displays', NO_KEYS);
     for (const key of keys) {
-      const entries = this.#displayedBy.get(key);
+      const entries = this.#displayedBy?.get(key);
       if (entries === undefined) continue;
       this.#undo.setDelete(entries, entry);
       if (entries.size > 0) continue;
-      this.#undo.mapDelete(this.#displayedBy, key);
-      const state = this.#states.get(key);
+      this.#undo.mapDelete(this.#displayMap(), key);
+      const state = this.#states?.get(key);
       if (state !== undefined) this.#list.setHidden(state, false);
     }
   }
@@ -324,16 +344,19 @@ export class Projection {
   #push(text: string, displayedStateKeys: readonly string[]): void {
     const node = new SectionNode(this.#ledger.measure(text));
     this.#list.insertBefore(node, this.#statesStart);
-    const entry: HistoryEntry = { node, displays: new Set(displayedStateKeys) };
+    const entry: HistoryEntry = {
+      node,
+      displays: displayedStateKeys.length === 0 ? NO_KEYS : new Set(displayedStateKeys),
+    };
     this.#undo.push(this.#history, entry);
     for (const key of entry.displays) {
-      let entries = this.#displayedBy.get(key);
+      let entries = this.#displayedBy?.get(key);
       if (entries === undefined) {
         entries = new Set();
-        this.#undo.mapSet(this.#displayedBy, key, entries);
+        this.#undo.mapSet(this.#displayMap(), key, entries);
       }
       this.#undo.setAdd(entries, entry);
-      const state = this.#states.get(key);
+      const state = this.#states?.get(key);
       if (state !== undefined) this.#list.setHidden(state, true);
     }
   }
@@ -342,7 +365,7 @@ export class Projection {
     for (const { key, text } of snapshot.states) {
       const node = new SectionNode(this.#ledger.measure(text), { key });
       this.#list.insertBefore(node, undefined);
-      this.#states.set(key, node);
+      this.#stateMap().set(key, node);
     }
     for (const entry of snapshot.history) this.#push(entry.text, entry.displayedStateKeys);
   }

@@ -100,6 +100,69 @@ export function createTurn(driver: TurnDriver, signal?: AbortSignal): Turn {
   return new RunningTurn(driver, signal);
 }
 
+/**
+ * The per-request state of a turn and the {@link ExchangeContext} its driver sees. A class, not an
+ * object of closures: a turn lives as long as its tool calls, so a parked agent keeps one.
+ */
+class TurnExchange implements ExchangeContext {
+  readonly signal: AbortSignal;
+  readonly #turn: RunningTurn;
+  readonly #queue: EventQueue<TurnEvent>;
+  readonly #receipt: ReceiptBuilder;
+  /** The receipt of the request in flight. */
+  request: ReceiptBuilder | undefined;
+  outputChars = 0;
+  emitted = 0;
+
+  constructor(turn: RunningTurn, signal: AbortSignal, queue: EventQueue<TurnEvent>, receipt: ReceiptBuilder) {
+    this.#turn = turn;
+    this.signal = signal;
+    this.#queue = queue;
+    this.#receipt = receipt;
+  }
+
+  withTimeout<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    return this.#turn.withTimeout(work);
+  }
+
+  emit(event: StreamEvent): void {
+    this.countOutput(event.text.length);
+    this.emitted += 1;
+    this.#queue.push(event);
+  }
+
+  countOutput(chars: number): void {
+    this.outputChars += chars;
+    this.#turn.checkOutput(this.outputChars);
+  }
+
+  reportUsage(usage: Usage): void {
+    this.emitted += 1;
+    this.#receipt.addUsage(usage);
+    this.request?.addUsage(usage);
+    this.#queue.push({ type: 'usage', usage });
+  }
+
+  reportHttpStatus(status: number): void {
+    this.#receipt.setHttpStatus(status);
+    this.request?.setHttpStatus(status);
+  }
+
+  reportRetry(detail?: Omit<RetryRecord, 'atMs'>): void {
+    this.#receipt.addRetry(detail);
+    this.request?.addRetry(detail);
+  }
+
+  reportQueued(ms: number): void {
+    this.#receipt.addQueued(ms);
+    this.request?.addQueued(ms);
+  }
+
+  emittedCount(): number {
+    return this.emitted;
+  }
+}
+
 class RunningTurn implements Turn {
   readonly #driver: TurnDriver;
   readonly #signal: AbortSignal | undefined;
@@ -107,50 +170,19 @@ class RunningTurn implements Turn {
   readonly #controller = new AbortController();
   readonly #receipt: ReceiptBuilder;
   readonly #maxOutputChars: number;
-  /** The receipt of the request in flight. */
-  #request: ReceiptBuilder | undefined;
-  #outputChars = 0;
   #started = false;
   #stopped = false;
-  #emitted = 0;
   #pending: Map<string, PendingCall> | undefined;
   #onAllAnswered: (() => void) | undefined;
   /** Shared by every request of the turn; its signal is the turn's cancellation signal. */
-  readonly #context: ExchangeContext = {
-    signal: this.#controller.signal,
-    withTimeout: (work) => this.#withTimeout(work),
-    emit: (event) => {
-      this.#countOutput(event.text.length);
-      this.#emitted += 1;
-      this.#queue.push(event);
-    },
-    countOutput: (chars) => this.#countOutput(chars),
-    reportUsage: (usage) => {
-      this.#emitted += 1;
-      this.#receipt.addUsage(usage);
-      this.#request?.addUsage(usage);
-      this.#queue.push({ type: 'usage', usage });
-    },
-    reportHttpStatus: (status) => {
-      this.#receipt.setHttpStatus(status);
-      this.#request?.setHttpStatus(status);
-    },
-    reportRetry: (detail) => {
-      this.#receipt.addRetry(detail);
-      this.#request?.addRetry(detail);
-    },
-    reportQueued: (ms) => {
-      this.#receipt.addQueued(ms);
-      this.#request?.addQueued(ms);
-    },
-    emittedCount: () => this.#emitted,
-  };
+  readonly #context: TurnExchange;
 
   constructor(driver: TurnDriver, signal: AbortSignal | undefined) {
     this.#driver = driver;
     this.#signal = signal;
     this.#receipt = new ReceiptBuilder(driver.provider, driver.model, driver.price);
     this.#maxOutputChars = driver.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
+    this.#context = new TurnExchange(this, this.#controller.signal, this.#queue, this.#receipt);
   }
 
   [Symbol.asyncIterator](): AsyncIterator<TurnEvent> {
@@ -161,14 +193,17 @@ class RunningTurn implements Turn {
     }
     this.#started = true;
     void this.#run();
-    return {
-      next: () => this.#queue.next(),
-      return: async () => {
-        this.#controller.abort(new Error('the consumer stopped iterating'));
-        this.#queue.close();
-        return { done: true, value: undefined };
-      },
-    };
+    return this;
+  }
+
+  next(): Promise<IteratorResult<TurnEvent>> {
+    return this.#queue.next();
+  }
+
+  async return(): Promise<IteratorResult<TurnEvent>> {
+    this.#controller.abort(new Error('the consumer stopped iterating'));
+    this.#queue.close();
+    return { done: true, value: undefined };
   }
 
   respond(callId: string, result: string): void {
@@ -215,7 +250,7 @@ class RunningTurn implements Turn {
         }
       }
     } catch (error) {
-      const request = this.#request?.build();
+      const request = this.#context.request?.build();
       this.#queue.push({
         type: 'error',
         error: this.#failure(error),
@@ -234,8 +269,8 @@ class RunningTurn implements Turn {
 
   async #exchange(results: readonly ToolResult[], index: number): Promise<ModelResponse> {
     const request = new ReceiptBuilder(this.#driver.provider, this.#driver.model, this.#driver.price);
-    this.#request = request;
-    this.#outputChars = 0;
+    this.#context.request = request;
+    this.#context.outputChars = 0;
     const started = performance.now();
     let response: ModelResponse;
     try {
@@ -246,8 +281,8 @@ class RunningTurn implements Turn {
       request.addRequest(latencyMs);
     }
     const truncated = response.stopReason === 'length' || response.stopReason === 'content_filter';
-    this.#request = undefined;
-    this.#emitted += 1;
+    this.#context.request = undefined;
+    this.#context.emitted += 1;
     this.#queue.push({
       type: 'response',
       index,
@@ -259,9 +294,9 @@ class RunningTurn implements Turn {
     return response;
   }
 
-  #countOutput(chars: number): void {
-    this.#outputChars += chars;
-    if (this.#outputChars > this.#maxOutputChars) {
+  /** Throws `response_too_large` once a request's output passes the bound. */
+  checkOutput(outputChars: number): void {
+    if (outputChars > this.#maxOutputChars) {
       throw providerError(
         'response_too_large',
         `${this.#driver.provider} streamed more than ${this.#maxOutputChars} characters of output in one response; it was cut off.`,
@@ -271,7 +306,7 @@ class RunningTurn implements Turn {
     }
   }
 
-  async #withTimeout<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  async withTimeout<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const { timeoutMs } = this.#driver;
     const turnSignal = this.#controller.signal;
     if (timeoutMs === undefined) return work(turnSignal);
@@ -292,7 +327,8 @@ class RunningTurn implements Turn {
     }
   }
 
-  async #collect(calls: readonly ToolCall[]): Promise<ToolResult[]> {
+  /** Not an async function: a parked agent's turn waits here, and a suspended frame costs it. */
+  #collect(calls: readonly ToolCall[]): Promise<ToolResult[]> {
     const pending = new Map<string, PendingCall>();
     for (const call of calls) {
       if (pending.has(call.id)) {
@@ -306,21 +342,22 @@ class RunningTurn implements Turn {
       this.#onAllAnswered = resolve;
     });
     this.#pending = pending;
-    try {
-      for (const call of calls) {
-        this.#emitted += 1;
-        this.#queue.push({ type: 'tool_call', ...call });
-      }
-      await abortable(answered, this.#controller.signal);
-    } finally {
-      this.#pending = undefined;
-      this.#onAllAnswered = undefined;
+    for (const call of calls) {
+      this.#context.emitted += 1;
+      this.#queue.push({ type: 'tool_call', ...call });
     }
-    return calls.map((call) => ({
-      callId: call.id,
-      name: call.name,
-      result: pending.get(call.id)?.result ?? '',
-    }));
+    return abortable(answered, this.#controller.signal)
+      .finally(() => {
+        this.#pending = undefined;
+        this.#onAllAnswered = undefined;
+      })
+      .then(() =>
+        calls.map((call) => ({
+          callId: call.id,
+          name: call.name,
+          result: pending.get(call.id)?.result ?? '',
+        })),
+      );
   }
 
   #timeoutError(timeoutMs: number): ProviderError {

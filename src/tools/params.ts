@@ -26,9 +26,7 @@ export function buildParamMapping(
   overrides: Readonly<Record<string, string>> | undefined,
 ): ParamMapping {
   const renames = Object.entries(overrides ?? {}).filter(([canonical, model]) => canonical !== model);
-  if (renames.length === 0) {
-    return { schema, toCanonical: (args) => ({ args: { ...args } }), problemsToModel: (p) => [...p] };
-  }
+  if (renames.length === 0) return identityMapping(schema);
   const properties = isRecord(schema.properties) ? schema.properties : {};
   const toModel = new Map<string, string>();
   for (const [canonical, model] of renames) {
@@ -94,6 +92,22 @@ export function buildParamMapping(
       });
     },
   };
+}
+
+/** Mappings without renames, by schema: one per tool schema, not one per agent and tool. */
+const identities = new WeakMap<JsonSchema, ParamMapping>();
+const copyArgs = (args: Readonly<Record<string, unknown>>): { args: Record<string, unknown> } => ({
+  args: { ...args },
+});
+const copyProblems = (problems: readonly SchemaProblem[]): SchemaProblem[] => [...problems];
+
+function identityMapping(schema: JsonSchema): ParamMapping {
+  let mapping = identities.get(schema);
+  if (mapping === undefined) {
+    mapping = { schema, toCanonical: copyArgs, problemsToModel: copyProblems };
+    identities.set(schema, mapping);
+  }
+  return mapping;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

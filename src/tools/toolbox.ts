@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { DEFAULT_TOOL_RETRY } from '../constants.ts';
-import type { AgentDefinition } from '../definition/types.ts';
+import type { AgentDefinition, RetryPolicy } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
 import type { ApprovalDecision } from '../protocol/approvals.ts';
 import { buildParamMapping, type ParamMapping } from './params.ts';
@@ -15,7 +15,7 @@ import {
   effectiveMode,
   type PermissionGate,
 } from './permissions.ts';
-import { buildToolPolicy } from './policy.ts';
+import { buildToolPolicy, type ToolPolicy } from './policy.ts';
 import type { ToolRegistry } from './registry.ts';
 import { TOOL_NAME_PATTERN } from './registry.ts';
 import { backoffDelay, sleep as defaultSleep, type Sleep } from './retry.ts';
@@ -135,216 +135,315 @@ export function buildToolbox(
   registry: ToolRegistry,
   options: ToolboxOptions,
 ): Toolbox {
-  const cwd = path.resolve(options.cwd);
-  const settings = options.settings ?? NO_SETTINGS;
-  const policy = buildToolPolicy(def, {
+  return new AgentToolbox(def, registry, options);
+}
+
+/** A definition's compiled rules for one place (cwd, roots, extra permissions). */
+interface CompiledRules {
+  readonly policy: ToolPolicy;
+  readonly permissions: PermissionGate;
+}
+
+/**
+ * Compiled rules by definition object, then by where they apply. Neither the policy nor the gate
+ * holds anything of one agent (the agent id is an argument of `check`), so the agents of one
+ * definition share them instead of each compiling (and keeping) its own. Bounded per definition;
+ * a definition that is dropped takes its entries with it.
+ */
+const compiledRules = new WeakMap<ToolboxDefinition, Map<string, CompiledRules>>();
+const RULES_PER_DEFINITION = 16;
+
+function rulesFor(def: ToolboxDefinition, cwd: string, options: ToolboxOptions): CompiledRules {
+  const extra = options.permissions ?? {};
+  const key = JSON.stringify([cwd, options.projectRoot ?? null, options.home ?? null, extra]);
+  let byPlace = compiledRules.get(def);
+  const cached = byPlace?.get(key);
+  if (cached !== undefined) return cached;
+  const roots = {
     cwd,
     ...(options.projectRoot === undefined ? {} : { projectRoot: options.projectRoot }),
     ...(options.home === undefined ? {} : { home: options.home }),
-  });
-  const extra = options.permissions ?? {};
-  const permissions = buildPermissionGate({
-    mode: effectiveMode(def.permissionMode, extra.mode),
-    sources: [
-      { label: 'permissions', rules: def.permissions ?? {} },
-      { label: "the supervisor's permissions", rules: extra },
-    ],
-    context: {
-      cwd,
-      ...(options.projectRoot === undefined ? {} : { projectRoot: options.projectRoot }),
-      ...(options.home === undefined ? {} : { home: options.home }),
-      modelNames: def.toolNameOverrides,
-    },
-  });
-  const sleep = options.sleep ?? defaultSleep;
-  const random = options.random ?? Math.random;
-  const overrideOf = (canonical: string): string =>
-    Object.hasOwn(def.toolNameOverrides, canonical)
-      ? (def.toolNameOverrides[canonical] ?? canonical)
-      : canonical;
+  };
+  const rules: CompiledRules = {
+    policy: buildToolPolicy(def, roots),
+    permissions: buildPermissionGate({
+      mode: effectiveMode(def.permissionMode, extra.mode),
+      sources: [
+        { label: 'permissions', rules: def.permissions ?? {} },
+        { label: "the supervisor's permissions", rules: extra },
+      ],
+      context: { ...roots, modelNames: def.toolNameOverrides },
+    }),
+  };
+  if (byPlace === undefined) {
+    byPlace = new Map();
+    compiledRules.set(def, byPlace);
+  }
+  if (byPlace.size >= RULES_PER_DEFINITION) {
+    const oldest = byPlace.keys().next();
+    if (oldest.done !== true) byPlace.delete(oldest.value);
+  }
+  byPlace.set(key, rules);
+  return rules;
+}
 
-  const admitted = new Map<string, Tool>();
-  const toCanonical = new Map<string, string>();
-  const modelNameOf = new Map<string, string>();
-  const background: string[] = [];
-  for (const tool of registry.list()) {
-    modelNameOf.set(tool.name, '');
-    if (policy.refusal(tool) !== undefined) continue;
-    const model = overrideOf(tool.name);
-    if (!TOOL_NAME_PATTERN.test(model)) {
-      throw new UserError(
-        'invalid_tool',
-        `toolNameOverrides.${tool.name}: expected 1-64 letters, digits, \`_\` or \`-\`, got ${JSON.stringify(model)}`,
-        { tool: tool.name },
-      );
+/**
+ * The toolbox of one agent. A class rather than an object of closures: every parked agent keeps
+ * its toolbox, and methods on a prototype cost it nothing.
+ */
+class AgentToolbox implements Toolbox {
+  readonly specs: readonly ToolSpec[];
+  readonly admitted: ReadonlyMap<string, Tool>;
+  readonly promptTools: PromptTools;
+  readonly permissions: PermissionGate;
+  readonly #def: ToolboxDefinition;
+  readonly #registry: ToolRegistry;
+  readonly #policy: ToolPolicy;
+  readonly #options: ToolboxOptions;
+  readonly #cwd: string;
+  readonly #settings: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  /** Model-facing name -> canonical name, of admitted tools. */
+  readonly #toCanonical = new Map<string, string>();
+  /** Param mappings of tools with `paramNameOverrides` (the others share one per schema). */
+  #renamed: Map<Tool, ParamMapping> | undefined;
+
+  constructor(def: ToolboxDefinition, registry: ToolRegistry, options: ToolboxOptions) {
+    const cwd = path.resolve(options.cwd);
+    const { policy, permissions } = rulesFor(def, cwd, options);
+    this.#def = def;
+    this.#registry = registry;
+    this.#policy = policy;
+    this.#options = options;
+    this.#cwd = cwd;
+    this.#settings = options.settings ?? NO_SETTINGS;
+    this.permissions = permissions;
+    const overrideOf = (canonical: string): string =>
+      Object.hasOwn(def.toolNameOverrides, canonical)
+        ? (def.toolNameOverrides[canonical] ?? canonical)
+        : canonical;
+
+    const admitted = new Map<string, Tool>();
+    const toCanonical = this.#toCanonical;
+    // Every registered tool's model-facing name, empty when it is not admitted (prompt variables).
+    // fromEntries defines own properties, so even a tool called `__proto__` stays a plain entry.
+    const modelNameOf = new Map<string, string>();
+    const background: string[] = [];
+    for (const tool of registry.list()) {
+      modelNameOf.set(tool.name, '');
+      if (policy.refusal(tool) !== undefined) continue;
+      const model = overrideOf(tool.name);
+      if (!TOOL_NAME_PATTERN.test(model)) {
+        throw new UserError(
+          'invalid_tool',
+          `toolNameOverrides.${tool.name}: expected 1-64 letters, digits, \`_\` or \`-\`, got ${JSON.stringify(model)}`,
+          { tool: tool.name },
+        );
+      }
+      const clash = toCanonical.get(model);
+      if (clash !== undefined) {
+        throw new UserError(
+          'tool_name_conflict',
+          `Tools \`${clash}\` and \`${tool.name}\` would both be offered to the model as \`${model}\``,
+          { tool: tool.name, modelName: model },
+        );
+      }
+      admitted.set(tool.name, tool);
+      toCanonical.set(model, tool.name);
+      modelNameOf.set(tool.name, model);
+      if (tool.background) background.push(model);
     }
-    const clash = toCanonical.get(model);
-    if (clash !== undefined) {
-      throw new UserError(
-        'tool_name_conflict',
-        `Tools \`${clash}\` and \`${tool.name}\` would both be offered to the model as \`${model}\``,
-        { tool: tool.name, modelName: model },
-      );
-    }
-    admitted.set(tool.name, tool);
-    toCanonical.set(model, tool.name);
-    modelNameOf.set(tool.name, model);
-    if (tool.background) background.push(model);
+    const names: Readonly<Record<string, string>> = Object.fromEntries(modelNameOf);
+    this.admitted = admitted;
+    this.promptTools = { names, background };
+    this.specs = [...admitted.values()].map((tool) => ({
+      name: names[tool.name] ?? tool.name,
+      description: tool.description,
+      parameters: this.#mappingFor(tool).schema,
+    }));
   }
 
-  // fromEntries defines own properties, so even a tool called `__proto__` stays a plain entry.
-  const names: Readonly<Record<string, string>> = Object.fromEntries(modelNameOf);
+  modelName(canonical: string): string | undefined {
+    return this.admitted.has(canonical) ? this.promptTools.names[canonical] : undefined;
+  }
 
-  const mappings = new WeakMap<Tool, ParamMapping>();
-  const mappingFor = (tool: Tool): ParamMapping => {
-    let mapping = mappings.get(tool);
+  canonicalName(modelName: string): string | undefined {
+    return this.#toCanonical.get(modelName);
+  }
+
+  #mappingFor(tool: Tool): ParamMapping {
+    const overrides = this.#def.paramNameOverrides[tool.name];
+    if (overrides === undefined) return buildParamMapping(tool.name, tool.parameters, undefined);
+    this.#renamed ??= new Map();
+    let mapping = this.#renamed.get(tool);
     if (mapping === undefined) {
-      mapping = buildParamMapping(tool.name, tool.parameters, def.paramNameOverrides[tool.name]);
-      mappings.set(tool, mapping);
+      mapping = buildParamMapping(tool.name, tool.parameters, overrides);
+      this.#renamed.set(tool, mapping);
     }
     return mapping;
-  };
-  const specs: ToolSpec[] = [...admitted.values()].map((tool) => ({
-    name: modelNameOf.get(tool.name) ?? tool.name,
-    description: tool.description,
-    parameters: mappingFor(tool).schema,
-  }));
+  }
 
-  const modelNames = [...toCanonical.keys()];
-  const unavailable = (modelName: string, canonicalName: string | undefined): ToolCallResult => ({
-    ok: false,
-    text:
-      `Tool \`${modelName}\` is not available. ` +
-      (modelNames.length > 0 ? `Available tools: ${modelNames.join(', ')}.` : 'You have no tools.'),
-    canonicalName,
-    attempts: 0,
-  });
-  const failed = (canonicalName: string, text: string, attempts = 0): ToolCallResult => ({
-    ok: false,
-    text,
-    canonicalName,
-    attempts,
-  });
+  #unavailable(modelName: string, canonicalName: string | undefined): ToolCallResult {
+    const modelNames = [...this.#toCanonical.keys()];
+    return {
+      ok: false,
+      text:
+        `Tool \`${modelName}\` is not available. ` +
+        (modelNames.length > 0 ? `Available tools: ${modelNames.join(', ')}.` : 'You have no tools.'),
+      canonicalName,
+      attempts: 0,
+    };
+  }
 
-  return {
-    specs,
-    admitted,
-    promptTools: { names, background },
-    modelName: (canonical) => (admitted.has(canonical) ? modelNameOf.get(canonical) : undefined),
-    canonicalName: (modelName) => toCanonical.get(modelName),
-    permissions,
+  async call(
+    modelName: string,
+    rawArgs: unknown,
+    callOptions: ToolCallOptions = {},
+  ): Promise<ToolCallResult> {
+    const registry = this.#registry;
+    const policy = this.#policy;
+    const def = this.#def;
+    const canonical = this.#toCanonical.get(modelName);
+    // The registry is read again: the policy is checked against the tool that would run now.
+    const tool = canonical === undefined ? undefined : registry.get(canonical);
+    const validate = canonical === undefined ? undefined : registry.validator(canonical);
+    if (canonical === undefined || tool === undefined || validate === undefined) {
+      return this.#unavailable(modelName, canonical);
+    }
+    if (policy.refusal(tool) !== undefined) return this.#unavailable(modelName, canonical);
 
-    async call(modelName, rawArgs, callOptions = {}) {
-      const canonical = toCanonical.get(modelName);
-      // The registry is read again: the policy is checked against the tool that would run now.
-      const tool = canonical === undefined ? undefined : registry.get(canonical);
-      const validate = canonical === undefined ? undefined : registry.validator(canonical);
-      if (canonical === undefined || tool === undefined || validate === undefined) {
-        return unavailable(modelName, canonical);
-      }
-      if (policy.refusal(tool) !== undefined) return unavailable(modelName, canonical);
+    const args = rawArgs ?? {};
+    if (typeof args !== 'object' || Array.isArray(args)) {
+      return failed(canonical, `Invalid arguments for \`${modelName}\`: expected a JSON object`);
+    }
+    let mapping: ParamMapping;
+    try {
+      mapping = this.#mappingFor(tool);
+    } catch (error) {
+      return failed(canonical, `${modelName} failed: ${messageOf(error)}`);
+    }
+    const mapped = mapping.toCanonical(args as Record<string, unknown>);
+    if ('error' in mapped) {
+      return failed(canonical, `Invalid arguments for \`${modelName}\`: ${mapped.error}`);
+    }
+    const problems = validate(mapped.args);
+    if (problems.length > 0) {
+      const described = describeProblems(mapping.problemsToModel(problems));
+      return failed(canonical, `Invalid arguments for \`${modelName}\`: ${described}`);
+    }
 
-      const args = rawArgs ?? {};
-      if (typeof args !== 'object' || Array.isArray(args)) {
-        return failed(canonical, `Invalid arguments for \`${modelName}\`: expected a JSON object`);
-      }
-      let mapping: ParamMapping;
-      try {
-        mapping = mappingFor(tool);
-      } catch (error) {
-        return failed(canonical, `${modelName} failed: ${messageOf(error)}`);
-      }
-      const mapped = mapping.toCanonical(args as Record<string, unknown>);
-      if ('error' in mapped) {
-        return failed(canonical, `Invalid arguments for \`${modelName}\`: ${mapped.error}`);
-      }
-      const problems = validate(mapped.args);
-      if (problems.length > 0) {
-        const described = describeProblems(mapping.problemsToModel(problems));
-        return failed(canonical, `Invalid arguments for \`${modelName}\`: ${described}`);
-      }
+    const refused = await policy.callRefusal(tool, mapped.args);
+    if (refused !== undefined) {
+      return failed(canonical, `\`${modelName}\` refused this call: ${refused}. Do not retry it as is.`);
+    }
 
-      const refused = await policy.callRefusal(tool, mapped.args);
-      if (refused !== undefined) {
-        return failed(canonical, `\`${modelName}\` refused this call: ${refused}. Do not retry it as is.`);
-      }
-
-      const answered = callOptions.answer?.(tool, mapped.args);
-      if (answered !== undefined) return { ...answered, canonicalName: canonical, attempts: 0 };
-      const verdict = await permissions.check(tool, mapped.args, options.agentId);
-      if (verdict.kind === 'deny') {
+    const answered = callOptions.answer?.(tool, mapped.args);
+    if (answered !== undefined) return { ...answered, canonicalName: canonical, attempts: 0 };
+    const verdict = await this.permissions.check(tool, mapped.args, this.#options.agentId);
+    if (verdict.kind === 'deny') {
+      return {
+        ...failed(canonical, denialText(modelName, { by: 'policy', reason: verdict.reason })),
+        denied: { rule: verdict.rule, reason: verdict.reason, asked: false },
+      };
+    }
+    if (verdict.kind === 'ask' && callOptions.approve) {
+      const decision = await callOptions.approve({
+        tool: canonical,
+        modelName,
+        modelArgs: args as Record<string, unknown>,
+        args: mapped.args,
+        rule: verdict.rule,
+        reason: verdict.reason,
+      });
+      if (!decision.approved) {
         return {
-          ...failed(canonical, denialText(modelName, { by: 'policy', reason: verdict.reason })),
-          denied: { rule: verdict.rule, reason: verdict.reason, asked: false },
+          ...failed(canonical, denialText(modelName, decision)),
+          denied: { rule: verdict.rule, reason: decision.reason ?? verdict.reason, asked: true },
         };
       }
-      if (verdict.kind === 'ask' && callOptions.approve) {
-        const decision = await callOptions.approve({
-          tool: canonical,
-          modelName,
-          modelArgs: args as Record<string, unknown>,
-          args: mapped.args,
-          rule: verdict.rule,
-          reason: verdict.reason,
-        });
-        if (!decision.approved) {
-          return {
-            ...failed(canonical, denialText(modelName, decision)),
-            denied: { rule: verdict.rule, reason: decision.reason ?? verdict.reason, asked: true },
-          };
-        }
-      }
+    }
 
-      const signal = callOptions.signal ?? new AbortController().signal;
-      const guard = policy.guard(tool);
-      const ctx: ToolContext = {
-        signal,
-        cwd,
-        agentId: options.agentId,
-        ...(callOptions.callId === undefined ? {} : { callId: callOptions.callId }),
-        bash: def.bash,
-        settings,
-        ...(guard === undefined ? {} : { guard }),
-        fitsState: callOptions.fitsState ?? fitsAlways,
-      };
-      const retry = def.toolConfig[canonical]?.retry ?? DEFAULT_TOOL_RETRY;
-      let attempts = 0;
-      for (;;) {
-        if (signal.aborted) return failed(canonical, `${modelName} was cancelled`, attempts);
-        attempts += 1;
-        const { outcome, threw } = await runOnce(tool, modelName, mapped.args, ctx);
-        // A thrown error is retried like a failure marked retryable, unless it was a cancellation.
-        const retryable = outcome.retryable === true || (threw && !signal.aborted);
-        if (outcome.ok || !retryable || attempts > retry.maxRetries) {
-          return { ...outcome, canonicalName: canonical, attempts };
-        }
-        try {
-          await sleep(backoffDelay(retry, attempts - 1, random), signal);
-        } catch {
-          return { ...outcome, canonicalName: canonical, attempts };
-        }
+    const signal = callOptions.signal ?? new AbortController().signal;
+    const guard = policy.guard(tool);
+    const ctx: ToolContext = {
+      signal,
+      cwd: this.#cwd,
+      agentId: this.#options.agentId,
+      ...(callOptions.callId === undefined ? {} : { callId: callOptions.callId }),
+      bash: def.bash,
+      settings: this.#settings,
+      ...(guard === undefined ? {} : { guard }),
+      fitsState: callOptions.fitsState ?? fitsAlways,
+    };
+    // Returned, not awaited: the checks' locals need not live while the tool runs (a parked
+    // agent's wait_for_instruction runs for as long as it is parked).
+    const retry = def.toolConfig[canonical]?.retry ?? DEFAULT_TOOL_RETRY;
+    if (retry.maxRetries === 0) {
+      if (signal.aborted) return failed(canonical, `${modelName} was cancelled`);
+      return runOnce(tool, modelName, mapped.args, ctx).then(({ outcome }) => ({
+        ...outcome,
+        canonicalName: canonical,
+        attempts: 1,
+      }));
+    }
+    return this.#execute(tool, canonical, modelName, mapped.args, ctx, retry);
+  }
+
+  /** Runs an admitted call with the tool's retry policy. */
+  async #execute(
+    tool: Tool,
+    canonical: string,
+    modelName: string,
+    args: Record<string, unknown>,
+    ctx: ToolContext,
+    retry: RetryPolicy,
+  ): Promise<ToolCallResult> {
+    let attempts = 0;
+    for (;;) {
+      if (ctx.signal.aborted) return failed(canonical, `${modelName} was cancelled`, attempts);
+      attempts += 1;
+      const { outcome, threw } = await runOnce(tool, modelName, args, ctx);
+      // A thrown error is retried like a failure marked retryable, unless it was a cancellation.
+      const retryable = outcome.retryable === true || (threw && !ctx.signal.aborted);
+      if (outcome.ok || !retryable || attempts > retry.maxRetries) {
+        return { ...outcome, canonicalName: canonical, attempts };
       }
-    },
-  };
+      try {
+        const sleep = this.#options.sleep ?? defaultSleep;
+        await sleep(backoffDelay(retry, attempts - 1, this.#options.random ?? Math.random), ctx.signal);
+      } catch {
+        return { ...outcome, canonicalName: canonical, attempts };
+      }
+    }
+  }
+}
+
+function failed(canonicalName: string, text: string, attempts = 0): ToolCallResult {
+  return { ok: false, text, canonicalName, attempts };
 }
 
 const fitsAlways = (): boolean => true;
 
-/** Runs the tool once; an exception becomes a failed outcome, and `threw` says so. */
-async function runOnce(
+/**
+ * Runs the tool once; an exception becomes a failed outcome, and `threw` says so. Not an async
+ * function: a parked agent's `wait_for_instruction` runs here, and a suspended frame costs it.
+ */
+function runOnce(
   tool: Tool,
   modelName: string,
   args: Record<string, unknown>,
   ctx: ToolContext,
 ): Promise<{ readonly outcome: ToolOutcome; readonly threw: boolean }> {
+  const thrown = (error: unknown): { readonly outcome: ToolOutcome; readonly threw: boolean } => ({
+    outcome: { ok: false, text: `${modelName} failed: ${messageOf(error)}` },
+    threw: !isCancellation(error),
+  });
+  let pending: Promise<ToolOutcome>;
   try {
-    return { outcome: await tool.execute(args, ctx), threw: false };
+    pending = Promise.resolve(tool.execute(args, ctx));
   } catch (error) {
-    return {
-      outcome: { ok: false, text: `${modelName} failed: ${messageOf(error)}` },
-      threw: !isCancellation(error),
-    };
+    return Promise.resolve(thrown(error));
   }
+  return pending.then((outcome) => ({ outcome, threw: false }), thrown);
 }
 
 /** An abort: retrying it would only be aborted again. */

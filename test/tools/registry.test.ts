@@ -136,3 +136,41 @@ describe('ToolRegistry', () => {
     expect(() => createToolRegistry([search, search])).toThrow(/already registered/);
   });
 });
+
+describe('ToolRegistry.extend', () => {
+  const counted = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } as const;
+
+  it('reads the base through: its tools less the hidden names, then its own, in order', () => {
+    const base = new ToolRegistry([tool('alpha'), tool('complete_task'), tool('beta')]);
+    const agent = base.extend([tool('complete_task'), tool('gamma')], new Set(['complete_task']));
+    expect(agent.names()).toEqual(['alpha', 'beta', 'complete_task', 'gamma']);
+    expect(agent.get('alpha')).toBe(base.get('alpha'));
+    expect(agent.get('complete_task')).not.toBe(base.get('complete_task'));
+    expect(agent.has('beta')).toBe(true);
+    // The base is not changed by its extensions.
+    expect(base.names()).toEqual(['alpha', 'complete_task', 'beta']);
+    // A tool added to the base later is seen through.
+    base.register(tool('delta'));
+    expect(agent.names()).toEqual(['alpha', 'beta', 'delta', 'complete_task', 'gamma']);
+  });
+
+  it('refuses a tool whose name the base still shows', () => {
+    const base = new ToolRegistry([tool('alpha')]);
+    expect(
+      hasErrorCode(
+        thrown(() => base.extend([tool('alpha')])),
+        'duplicate_tool',
+      ),
+    ).toBe(true);
+  });
+
+  it('validates with the base validator, and compiles a schema once for every tool sharing it', () => {
+    const base = new ToolRegistry([tool('count', counted)]);
+    const agent = base.extend([tool('recount', counted)]);
+    expect(agent.validator('count')).toBe(base.validator('count'));
+    // Same schema object: one compiled validator.
+    expect(agent.validator('recount')).toBe(base.validator('count'));
+    expect(agent.validator('count')?.({ n: 'x' }).length).toBeGreaterThan(0);
+    expect(agent.validator('recount')?.({ n: 1 })).toEqual([]);
+  });
+});

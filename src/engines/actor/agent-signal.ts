@@ -9,6 +9,8 @@ import { ASSISTANT_PREFIX } from '../../loop/history-format.ts';
 import type { ApprovalDecider } from '../../protocol/approvals.ts';
 import type { AgentSignal, OptionalSignal } from '../../protocol/messages.ts';
 
+const monotonicNow = (): number => performance.now();
+
 /** Maps one agent's audit events to signals; undefined for events the supervisor is not told about. */
 export type AgentSignals = (event: AuditEventInput) => AgentSignal | undefined;
 
@@ -26,7 +28,7 @@ const WANTS_ALL: WantsSignal = () => true;
  */
 export function agentSignals(
   agentId: string,
-  now: () => number = () => performance.now(),
+  now: () => number = monotonicNow,
   wants: WantsSignal = WANTS_ALL,
 ): AgentSignals {
   const started = new Map<string, number>();

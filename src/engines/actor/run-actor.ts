@@ -4,7 +4,7 @@
  * context, model settings) is read here once and reaches the agent on either engine.
  */
 import { context } from '@opentelemetry/api';
-import type { AuditEvent } from '../../journal/events.ts';
+import type { AuditEvent, AuditEventInput } from '../../journal/events.ts';
 import type { JournalSink } from '../../journal/sink.ts';
 import { runAgent } from '../../loop/run-agent.ts';
 import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
@@ -40,7 +40,7 @@ export interface ActorRun {
 /** Runs (or resumes) the agent `spec` describes to its outcome. */
 export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promise<AgentOutcome> {
   const { agentId, trace } = spec;
-  const toSignal = agentSignals(agentId, undefined, run.wantsSignal);
+  const onEvent = forwarder(agentId, trace, run.onSignal, run.wantsSignal);
   // Inside the agent's span context: spans user tools or instrumented libraries make here (with an
   // SDK registered in this thread or worker) join the agent's trace.
   const traced = trace === undefined ? context.active() : contextFromTraceparent(trace.traceparent);
@@ -75,14 +75,28 @@ export function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promis
       // Jobs added by an older supervisor carry none.
       permissions: spec.permissions ?? {},
       channels: run.channels,
-      onEvent: (event) => {
-        const signal = toSignal(event);
-        if (signal) run.onSignal(signal);
-        if (trace === undefined) return;
-        const forwarded = traceSignal(agentId, event, trace.captureContent);
-        if (forwarded) run.onSignal(forwarded);
-      },
+      onEvent,
       promptCache: run.promptCache,
     }),
   );
+}
+
+/**
+ * What the runner is told of the agent's events. Built apart from runActor so that the closure,
+ * which lives as long as the agent, holds only what it uses (not the spec and the run's options).
+ */
+function forwarder(
+  agentId: string,
+  trace: ActorSpec['trace'],
+  onSignal: (signal: AgentSignal) => void,
+  wantsSignal: WantsSignal | undefined,
+): (event: AuditEventInput) => void {
+  const toSignal = agentSignals(agentId, undefined, wantsSignal);
+  return (event) => {
+    const signal = toSignal(event);
+    if (signal) onSignal(signal);
+    if (trace === undefined) return;
+    const forwarded = traceSignal(agentId, event, trace.captureContent);
+    if (forwarded) onSignal(forwarded);
+  };
 }
