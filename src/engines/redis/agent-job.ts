@@ -139,7 +139,11 @@ export async function processAgentJob(
       ...(resumed ? { resumeFrom: events } : {}),
       signal: controller.signal,
       channels: channels(ctx, data, park),
-      onSignal: signal,
+      // The events a signal reports are on the connection before it (the journal batches per turn).
+      onSignal: (s) => {
+        journal.commit();
+        signal(s);
+      },
       // Not built at all when the supervisor does not listen (signalSender would drop them).
       ...(data.wantedSignals === undefined ? {} : { wantsSignal: wantedIn(data.wantedSignals) }),
       promptCache: ctx.promptCache,

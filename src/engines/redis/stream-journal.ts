@@ -10,6 +10,14 @@
  * writing into the journal of the worker that took the job over. A resend of an append that
  * already landed (the client resends unanswered commands after a reconnect) is accepted as a no-op.
  *
+ * Appends are batched per event-loop turn, as a batching file journal's are (docs/journal.md,
+ * "Batched appends"): events wait in memory until {@link RedisJournal.commit}, which the loop
+ * calls before every side effect (a model request, a tool's start, a wait, its end) and the
+ * worker before every signal it sends, or until the end of the turn at the latest. A commit
+ * issues the script call at once (queued behind one still unanswered), so the write is on the
+ * connection before the side effect, as it was when every append issued its own; a turn's
+ * events leave in one call instead of two or more.
+ *
  * Durability is Redis's: with `appendonly yes` and `appendfsync always` an acknowledged append
  * survives a server crash; {@link RedisJournal.flushed} resolves once every append so far is
  * acknowledged, which the worker awaits before running a tool with side effects.
@@ -22,17 +30,20 @@ import type { JournalSink } from '../../journal/sink.ts';
 import { LuaScript } from './script.ts';
 
 // ARGV: fence token ('' = none), the id the stream must end at, then (entry id, line) pairs.
+// An append that follows on (the stream ends where the batch starts) reads only the stream's top:
+// ids only grow, so nothing can be at the batch's first id. Only otherwise does it look there, to
+// tell a resend of a batch that already landed (a no-op) from a conflict or a gap.
 const APPEND = new LuaScript(
   `
-local first = redis.call('XRANGE', KEYS[1], ARGV[3], ARGV[3])
-if first[1] then
-  if first[1][2][2] == ARGV[4] then return 0 end
-  return redis.error_reply('TROUPE_JOURNAL_CONFLICT another event is already at ' .. ARGV[3])
-end
 local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local topId = '0-0'
 if top[1] then topId = top[1][1] end
 if topId ~= ARGV[2] then
+  local first = redis.call('XRANGE', KEYS[1], ARGV[3], ARGV[3])
+  if first[1] then
+    if first[1][2][2] == ARGV[4] then return 0 end
+    return redis.error_reply('TROUPE_JOURNAL_CONFLICT another event is already at ' .. ARGV[3])
+  end
   return redis.error_reply('TROUPE_JOURNAL_GAP expected the journal to end at ' .. ARGV[2] .. ', it ends at ' .. topId)
 end
 if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then
@@ -48,6 +59,15 @@ return (#ARGV - 2) / 2
 
 /** Events appended by one script call at most. */
 const MAX_BATCH = 100;
+
+/** Journals holding events not yet committed, all committed at the end of the turn. */
+const uncommitted = new Set<RedisJournal>();
+let turnCommitScheduled = false;
+
+function commitTurn(): void {
+  turnCommitScheduled = false;
+  for (const journal of uncommitted) journal.commit();
+}
 
 /** Stream entry id of the event with sequence number `seq`. */
 export function entryId(seq: number): string {
@@ -104,8 +124,9 @@ export class RedisJournal implements JournalSink {
   }
 
   /**
-   * Chains `input` and queues its append; returns the event as it will be stored. After a failed
-   * append, events are dropped (the run is being stopped through `onFailure`).
+   * Chains `input` and holds it for the next {@link commit} (at the end of this event-loop turn at
+   * the latest); returns the event as it will be stored. After a failed append, events are
+   * dropped (the run is being stopped through `onFailure`).
    */
   append(input: AuditEventInput): AuditEvent {
     const { event, line } = chainEvent(input, this.#head, this.#now);
@@ -124,12 +145,30 @@ export class RedisJournal implements JournalSink {
       line,
       previous: event.seq === 0 ? '0-0' : entryId(event.seq - 1),
     });
-    this.#writing ??= this.#write();
+    if (this.#pending.length >= MAX_BATCH) this.commit();
+    else if (this.#writing === undefined) {
+      uncommitted.add(this);
+      if (!turnCommitScheduled) {
+        turnCommitScheduled = true;
+        setImmediate(commitTurn);
+      }
+    }
     return event;
+  }
+
+  /**
+   * Sends the events appended so far: the script call is issued now, or, while an earlier one is
+   * unanswered, as soon as it is answered (calls never overlap, see the write loop). Never throws;
+   * a failed append is reported through `onFailure` and {@link flushed}.
+   */
+  commit(): void {
+    uncommitted.delete(this);
+    if (this.#pending.length > 0) this.#writing ??= this.#write();
   }
 
   /** Resolves once every append so far is acknowledged; rejects with the failure if one failed. */
   async flushed(): Promise<void> {
+    this.commit();
     while (this.#writing) await this.#writing;
     if (this.#failure) throw this.#failure;
   }

@@ -1,6 +1,6 @@
 import { type Job, Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RedisAdmission } from '../../../src/engines/redis/admission.ts';
 import { BlockingPool } from '../../../src/engines/redis/blocking-pool.ts';
 import { resolveRedisUrl } from '../../../src/engines/redis/connection.ts';
@@ -169,6 +169,53 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       for (const input of sampleEvents('a5')) owner.append(input);
       await owner.flushed();
       expect(await readRedisJournal(redis, keys.journal('a5'))).toHaveLength(4);
+    });
+
+    it("sends a turn's events in one script call, issued when the loop commits", async () => {
+      const evalsha = vi.spyOn(redis, 'evalsha');
+      try {
+        const stream = new RedisJournal({ redis, key: keys.journal('a7'), now: fixedClock });
+        for (const input of sampleEvents('a7')) stream.append(input);
+        expect(evalsha).not.toHaveBeenCalled();
+        stream.commit();
+        expect(evalsha).toHaveBeenCalledTimes(1);
+        await stream.flushed();
+        expect(evalsha).toHaveBeenCalledTimes(1);
+        expect(await readRedisJournal(redis, keys.journal('a7'))).toHaveLength(4);
+      } finally {
+        evalsha.mockRestore();
+      }
+    });
+
+    it('sends events nobody committed at the end of the event-loop turn', async () => {
+      const evalsha = vi.spyOn(redis, 'evalsha');
+      try {
+        const stream = new RedisJournal({ redis, key: keys.journal('a8'), now: fixedClock });
+        for (const input of sampleEvents('a8')) stream.append(input);
+        // Runs after the journal's end-of-turn commit, which was scheduled first.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        expect(evalsha).toHaveBeenCalledTimes(1);
+        await stream.flushed();
+        expect(await readRedisJournal(redis, keys.journal('a8'))).toHaveLength(4);
+      } finally {
+        evalsha.mockRestore();
+      }
+    });
+
+    it('reads only the top of the stream for an append that follows on', async () => {
+      const [first, ...rest] = sampleEvents('a9');
+      const stream = new RedisJournal({ redis, key: keys.journal('a9'), now: fixedClock });
+      if (first) stream.append(first);
+      await stream.flushed();
+      const xrangeCalls = async (): Promise<number> => {
+        const stats = await redis.info('commandstats');
+        return Number(/cmdstat_xrange:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+      };
+      const before = await xrangeCalls();
+      for (const input of rest) stream.append(input);
+      await stream.flushed();
+      expect(await xrangeCalls()).toBe(before);
+      expect(chainProblem(await readRedisJournal(redis, keys.journal('a9')))).toBeUndefined();
     });
 
     it('fails to read a stream whose entries are not events in sequence', async () => {
