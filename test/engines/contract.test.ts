@@ -207,7 +207,12 @@ for (const harness of harnesses) {
         expect(executions(cwd, retry.id)).toEqual([]);
         const journal = await supervisor.journal(retry.id);
         expect(journal[0]).toMatchObject({ type: 'Started', agentId: retry.id });
-        expect(journal.filter((event) => event.type === 'Resumed')).toHaveLength(1);
+        // Resumed once from the copied journal; on redis a worker that misses its lock renewal (a
+        // loaded machine) has the job taken over, which resumes it once more: the calls the first
+        // agent finished still ran once (above), and the run ends completed.
+        const resumed = journal.filter((event) => event.type === 'Resumed');
+        if (harness.name === 'threads') expect(resumed).toHaveLength(1);
+        else expect(resumed.length).toBeGreaterThanOrEqual(1);
         expect(journal.at(-1)?.type).toBe('Completed');
         expect((await supervisor.journal(first.id)).at(-1)).toMatchObject({ type: 'Failed' });
       } finally {
