@@ -1,7 +1,7 @@
 import type { ResolvedBlocks } from '../blocks/types.ts';
 import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../constants.ts';
 import { toolReferenceProblems } from '../definition/tool-references.ts';
-import type { AgentDefinition } from '../definition/types.ts';
+import type { AgentDefinition, DefinitionProblem } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
 import type { AuditEvent, AuditEventInput, EventOf, StartedWarning } from '../journal/events.ts';
 import { McpPool, type McpToolSet, serversForAgent } from '../mcp/pool.ts';
@@ -239,26 +239,10 @@ function checkToolReferences(
   const errors = problems.filter((problem) => problem.severity === 'error');
   if (errors.length > 0) {
     const lines = errors.map((p) => `${p.file}:${p.line}:${p.column}: ${p.message}`);
-    throw new UserError('unknown_tool_override', lines.join('\n'), {
-      problems: errors.map(({ code, message, file, line, column, path }) => ({
-        code,
-        message,
-        file,
-        line,
-        column,
-        path,
-      })),
-    });
+    throw new UserError('unknown_tool_override', lines.join('\n'), { problems: errors.map(located) });
   }
   return [
-    ...problems.map(({ code, message, file, line, column, path }) => ({
-      code,
-      message,
-      file,
-      line,
-      column,
-      path,
-    })),
+    ...problems.map(located),
     ...mcp.problems.map((problem) => ({ code: 'mcp_unavailable', message: problem.message })),
   ];
 }
@@ -418,4 +402,9 @@ function recordedOutcome(ended: EventOf<'Completed'> | EventOf<'Failed'>): Agent
   return ended.type === 'Completed'
     ? { status: 'completed', agentId: ended.agentId, answer: ended.answer, result: ended.result, ...totals }
     : { status: 'failed', agentId: ended.agentId, reason: ended.reason, error: ended.error, ...totals };
+}
+
+/** A definition problem as journalled and thrown: where it is and what it says, no severity. */
+function located({ code, message, file, line, column, path }: DefinitionProblem) {
+  return { code, message, file, line, column, path };
 }
