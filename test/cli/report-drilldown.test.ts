@@ -60,7 +60,7 @@ beforeAll(async () => {
   const io = captureIO();
   expect(await main(['report', runDir, '--html', htmlFile], io), io.err()).toBe(0);
   html = readFileSync(htmlFile, 'utf8');
-}, 120_000);
+});
 afterAll(async () => {
   await server?.close();
   rmSync(work, { recursive: true, force: true });

@@ -88,7 +88,7 @@ describe('secrets and control characters from a model', () => {
       team: 'blue',
     });
     expect(report.out()).toMatch(/provider_error/);
-  }, 60_000);
+  });
 
   it('are absent from what troupe run prints and journals, for an answer and for an error body', async () => {
     const server = await startMockServer({
@@ -149,5 +149,5 @@ describe('secrets and control characters from a model', () => {
     } finally {
       await server.close();
     }
-  }, 60_000);
+  });
 });

@@ -91,7 +91,7 @@ describe('Supervisor.session', () => {
     ]);
     expect(turns.map((event) => event.turn)).toEqual([0, 1, 2]);
     // A thread is started twice (the second after the crash): slow on a loaded machine.
-  }, 120_000);
+  });
 
   it('continues a session whose process died, from its journal, with resume: true', async () => {
     const before = tempDir('troupe-session-');
