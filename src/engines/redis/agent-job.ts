@@ -101,47 +101,49 @@ export async function processAgentJob(
   const { redis, keys } = ctx;
   const controller = new AbortController();
   const signal = signalSender(ctx, data);
-  const [cancelReason, parkedText, events] = await Promise.all([
-    redis.get(keys.cancel(agentId)),
-    redis.get(keys.parked(agentId)),
-    readRedisJournal(redis, keys.journal(agentId)),
-  ]);
-  if (cancelReason !== null) controller.abort(new Error(cancelReason));
-  const resumed = events.length > 0;
-  // A non-empty journal without a park mark means the last worker died (or the run failed).
-  const restart = resumed && parkedText === null ? await redis.hincrby(keys.meta(agentId), 'restarts', 1) : 0;
-  signal({ type: 'started', agentId, workerId: ctx.workerId, resumed, restart });
-
-  const journal = new RedisJournal({
-    redis,
-    key: keys.journal(agentId),
-    events,
-    ...(token === undefined ? {} : { fence: { key: keys.jobLock(agentId), token } }),
-    onFailure: (error) => controller.abort(error),
-  });
+  // Registered before the cancel flag is read: a cancel announced from now on aborts the run
+  // (worker.ts), and one announced earlier set its flag first, so the read below sees it.
   ctx.running.set(agentId, controller);
-  ctx.journals.set(agentId, journal);
-  let park: (request: ParkRequest) => void = () => {};
-  const parked = new Promise<ParkRequest>((resolve) => {
-    park = resolve;
-  });
+  let journal: RedisJournal | undefined;
   try {
-    const [provider, registry] = await Promise.all([
-      providerFor(ctx, data, controller),
-      ctx.resources.registry(data),
+    const [cancelReason, parkedText, events] = await Promise.all([
+      redis.get(keys.cancel(agentId)),
+      redis.get(keys.parked(agentId)),
+      readRedisJournal(redis, keys.journal(agentId)),
     ]);
+    if (cancelReason !== null) controller.abort(new Error(cancelReason));
+    const resumed = events.length > 0;
+    // A non-empty journal without a park mark means the last worker died (or the run failed).
+    const restart =
+      resumed && parkedText === null ? await redis.hincrby(keys.meta(agentId), 'restarts', 1) : 0;
+    signal({ type: 'started', agentId, workerId: ctx.workerId, resumed, restart });
+
+    const runJournal = new RedisJournal({
+      redis,
+      key: keys.journal(agentId),
+      events,
+      ...(token === undefined ? {} : { fence: { key: keys.jobLock(agentId), token } }),
+      onFailure: (error) => controller.abort(error),
+    });
+    journal = runJournal;
+    ctx.journals.set(agentId, runJournal);
+    let park: (request: ParkRequest) => void = () => {};
+    const parked = new Promise<ParkRequest>((resolve) => {
+      park = resolve;
+    });
+    const [provider, registry] = await Promise.all([providerFor(ctx, data), ctx.resources.registry(data)]);
     const run = runActor(data.agent, {
       provider,
       registry,
       cwd: ctx.cwd ?? (existsSync(data.cwd) ? data.cwd : process.cwd()),
       mcp: ctx.resources.mcp(),
-      journal,
+      journal: runJournal,
       ...(resumed ? { resumeFrom: events } : {}),
       signal: controller.signal,
       channels: channels(ctx, data, park),
       // The events a signal reports are on the connection before it (the journal batches per turn).
       onSignal: (s) => {
-        journal.commit();
+        runJournal.commit();
         signal(s);
       },
       // Not built at all when the supervisor does not listen (signalSender would drop them).
@@ -153,11 +155,11 @@ export async function processAgentJob(
       parked.then((request) => ({ park: request })),
     ]);
     if ('park' in first) {
-      await parkJob(ctx, job, token, data, journal, first.park);
+      await parkJob(ctx, job, token, data, runJournal, first.park);
       const { DelayedError } = bullmq();
       throw new DelayedError();
     }
-    await journal.flushed();
+    await runJournal.flushed();
     await finish(ctx, data);
     return first.outcome;
   } catch (error) {
@@ -166,15 +168,11 @@ export async function processAgentJob(
     throw new Error(`${error.code}: ${error.message}`);
   } finally {
     if (ctx.running.get(agentId) === controller) ctx.running.delete(agentId);
-    if (ctx.journals.get(agentId) === journal) ctx.journals.delete(agentId);
+    if (journal !== undefined && ctx.journals.get(agentId) === journal) ctx.journals.delete(agentId);
   }
 }
 
-async function providerFor(
-  ctx: JobContext,
-  data: AgentJobData,
-  controller: AbortController,
-): Promise<Provider> {
+async function providerFor(ctx: JobContext, data: AgentJobData): Promise<Provider> {
   const key = data.agent.provider;
   const agentId = data.agent.agentId;
   const send = (s: WorkerSignal): void => ctx.signals.send(data.supervisorId, s);
@@ -204,20 +202,10 @@ async function providerFor(
       );
     },
   });
-  const cancelKey = ctx.keys.cancel(agentId);
-  // The cancel flag is checked at every round: pub/sub nudges are lost while a connection is down.
-  return {
-    name: provider.name,
-    turn: (request, signal) => {
-      ctx.redis.get(cancelKey).then(
-        (reason) => {
-          if (reason !== null) controller.abort(new Error(reason));
-        },
-        () => {},
-      );
-      return provider.turn(request, signal);
-    },
-  };
+  // No cancel check per provider turn: the worker aborts the run on the cancel announcement, and
+  // reads every running agent's flag again whenever its subscription comes back (worker.ts), which
+  // also reaches a run in the middle of a turn.
+  return provider;
 }
 
 function channels(ctx: JobContext, data: AgentJobData, park: (request: ParkRequest) => void): AgentChannels {

@@ -97,6 +97,20 @@ function prepare(options: RedisWorkerOptions): Prepared {
   };
 }
 
+/** Aborts every run in `running` whose agent's cancel flag is set. */
+async function recheckCancels(
+  redis: Redis,
+  keys: ScaleoutKeys,
+  running: ReadonlyMap<string, AbortController>,
+): Promise<void> {
+  await Promise.all(
+    [...running].map(async ([agentId, controller]) => {
+      const reason = await redis.get(keys.cancel(agentId)).catch(() => null);
+      if (reason !== null) controller.abort(new Error(reason));
+    }),
+  );
+}
+
 /** A worker process's job runner. Create with {@link RedisWorker.start}. */
 export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
   /** Number of this worker among all workers of the queue (reported as `hostId` in agent events). */
@@ -187,6 +201,16 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       );
     });
     await subscriber.subscribe(keys.cancelChannel, keys.pauseChannel);
+    // Announcements made while the subscriber was disconnected are lost: once it is subscribed
+    // again, every running agent's cancel flag is read (a cancel sets its flag before announcing).
+    subscriber.on('ready', () => {
+      subscriber.subscribe(keys.cancelChannel, keys.pauseChannel).then(
+        () => recheckCancels(redis, keys, running),
+        () => {
+          // Disconnected again: the next 'ready' checks.
+        },
+      );
+    });
     const { Worker } = bullmq();
     const worker = new Worker<AgentJobData, AgentOutcome>(
       keys.queue,

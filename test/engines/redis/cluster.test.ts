@@ -3,6 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Job, Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentOutcome } from '../../../src/loop/types.ts';
 import type { AgentStarted } from '../../../src/supervisor/events.ts';
@@ -266,6 +267,37 @@ describe(`the redis backend with two worker processes${skipReason}`, {
     const journal = await sup.journal(handle.id);
     expect(journal.at(-1)).toMatchObject({ type: 'Failed', reason: 'cancelled' });
     expect(await jobState(handle.id)).toBe('completed');
+  });
+
+  it("cancels a running agent whose cancel was announced while its worker's subscription was down", async () => {
+    const sup = supervisor({
+      // One model request that would take ten minutes: only the cancel can end the agent.
+      providers: { simulated: { kind: 'simulated', options: { rounds: 1, latency: 600_000 } } },
+      definitions: [definition('sleeper', { tools: ['record_step', 'complete_task'] })],
+      // Only the worker may end it, not the supervisor's grace timer.
+      graceMs: 600_000,
+    });
+    const handle = sup.spawn('sleeper', { task: 'Take your time.' });
+    await nextEvent(sup, 'agent:started', (event) => event.agentId === handle.id);
+    // Drop the workers' pub/sub connections: the announcement below reaches no worker; they
+    // reconnect on their own a few ms later.
+    const admin = new Redis(server.url);
+    try {
+      const clients = String(await admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub'));
+      for (const line of clients.split('\n')) {
+        if (!line.includes('name=troupe-worker')) continue;
+        const id = /(?:^|\s)id=(\d+)/.exec(line)?.[1];
+        if (id !== undefined) await admin.call('CLIENT', 'KILL', 'ID', id);
+      }
+    } finally {
+      admin.disconnect();
+    }
+    handle.cancel('no longer needed');
+    const outcome = await handle.result;
+
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'cancelled' });
+    const journal = await sup.journal(handle.id);
+    expect(journal.at(-1)).toMatchObject({ type: 'Failed', reason: 'cancelled' });
   });
 
   it('runs host tools on the supervisor for agents on the workers', async () => {

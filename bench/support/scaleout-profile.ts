@@ -1,0 +1,156 @@
+/**
+ * The redis side of `scaleout.redisVsThreads` alone, for profiling the worker processes: a local
+ * redis-server, two `troupe worker` processes (started with `--cpu-prof` when `--prof DIR` is
+ * given, and stopped with SIGTERM so they write their profiles), 20 agents and one full fan-out to
+ * warm up, then `--runs` timed fan-outs of `--agents` agents. Prints, per timed run, wall time and
+ * the CPU µs per model request of the workers, redis-server and this process, the Redis commands
+ * per request (`INFO commandstats`) and the monotonic-clock window of the timed runs for
+ * `profile-summary.ts --between`.
+ *
+ *   node --import tsx bench/support/scaleout-profile.ts [--agents 1000] [--runs 3] [--prof DIR]
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { RedisSupervisor } from '../../src/supervisor/redis-supervisor.ts';
+import { TestRedis } from '../../test/fixtures/scaleout/processes.ts';
+import { assertCompleted, NOOP_TOOL_MODULE, scratchDir, workerDefinition } from './workload.ts';
+
+const { values } = parseArgs({
+  options: {
+    agents: { type: 'string', default: '1000' },
+    runs: { type: 'string', default: '3' },
+    prof: { type: 'string' },
+    /** Extra node flags for the worker processes, space-separated. */
+    'worker-flags': { type: 'string', default: '' },
+  },
+});
+const agents = Number(values.agents);
+const runs = Number(values.runs);
+const ROUNDS = 5;
+const requests = agents * (ROUNDS + 1);
+
+function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** Read and write system calls of a process so far (`/proc/<pid>/io`: syscr, syscw). */
+function syscalls(pid: number | undefined): [number, number] {
+  if (pid === undefined) return [Number.NaN, Number.NaN];
+  const text = readFileSync(`/proc/${pid}/io`, 'utf8');
+  const field = (name: string): number => Number(new RegExp(`^${name}: (\\d+)`, 'm').exec(text)?.[1]);
+  return [field('syscr'), field('syscw')];
+}
+
+function commandCalls(port: number): Map<string, number> {
+  const text = execFileSync('redis-cli', ['-p', String(port), 'INFO', 'commandstats'], { encoding: 'utf8' });
+  const calls = new Map<string, number>();
+  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (match[1] !== undefined) calls.set(match[1], Number(match[2]));
+  }
+  return calls;
+}
+
+const definition = workerDefinition();
+const cwd = scratchDir('scaleout-profile');
+const redis = await TestRedis.start({ appendfsync: 'everysec' });
+const queueName = `profile-${process.pid}`;
+const supervisor = new RedisSupervisor({
+  cwd: cwd.dir,
+  compat: false,
+  definitions: [definition],
+  toolModules: [NOOP_TOOL_MODULE],
+  providers: { simulated: { kind: 'simulated' as const, options: { rounds: ROUNDS, latency: 10 } } },
+  redisUrl: redis.url,
+  queueName,
+});
+interface Worker {
+  readonly pid: number | undefined;
+  readonly exited: Promise<void>;
+  kill(signal: NodeJS.Signals): void;
+}
+// Not test/fixtures' startWorker: --cpu-prof is not allowed in NODE_OPTIONS.
+function startWorker(args: readonly string[]): Promise<Worker> {
+  const flags = [
+    ...(values.prof === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${values.prof}`]),
+    ...(values['worker-flags'] ?? '').split(' ').filter((flag) => flag !== ''),
+  ];
+  const child = spawn(
+    process.execPath,
+    [...flags, 'bin/troupe.mjs', 'worker', '--redis', redis.url, ...args],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  return new Promise((resolve, reject) => {
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('troupe worker ready')) {
+        resolve({ pid: child.pid, exited, kill: (signal) => child.kill(signal) });
+      }
+    });
+    void exited.then(() => reject(new Error(`worker exited: ${output}`)));
+  });
+}
+let workers: Worker[] = [];
+const fanOut = async (count: number): Promise<void> => {
+  const results = await supervisor
+    .fanOut(Array.from({ length: count }, (_, index) => ({ agent: definition.name, task: `Task ${index}` })))
+    .all();
+  assertCompleted(
+    results.map((r) => r.outcome),
+    'scaleout-profile',
+  );
+};
+try {
+  const args = ['--queue', queueName, '--concurrency', String(agents / 2)];
+  workers = await Promise.all([startWorker(args), startWorker(args)]);
+  await supervisor.start();
+  await fanOut(20);
+  await fanOut(agents);
+  const from = process.hrtime.bigint() / 1000n;
+  const callsBefore = commandCalls(redis.port);
+  for (let run = 0; run < runs; run += 1) {
+    const w0 = workers.map((w) => cpuMs(w.pid));
+    const r0 = cpuMs(redis.pid);
+    const io0 = workers.map((w) => syscalls(w.pid));
+    const s0 = process.cpuUsage();
+    const start = performance.now();
+    await fanOut(agents);
+    const wall = performance.now() - start;
+    const s = process.cpuUsage(s0);
+    const w = workers.map((worker, i) => cpuMs(worker.pid) - (w0[i] ?? 0));
+    const r = cpuMs(redis.pid) - r0;
+    const io = workers.map((worker, i) => {
+      const [reads, writes] = syscalls(worker.pid);
+      return [reads - (io0[i]?.[0] ?? 0), writes - (io0[i]?.[1] ?? 0)] as const;
+    });
+    const sum = (k: 0 | 1): number => io.reduce((total, pair) => total + pair[k], 0) / requests;
+    const us = (ms: number): string => ((ms * 1000) / requests).toFixed(1);
+    process.stdout.write(
+      `run ${run}: wall ${wall.toFixed(0)} ms; CPU µs/request: workers ${us(w.reduce((a, b) => a + b, 0))} (${w.map(us).join(' + ')}), redis-server ${us(r)}, supervisor ${us((s.user + s.system) / 1000)}; worker syscalls/request: read ${sum(0).toFixed(2)}, write ${sum(1).toFixed(2)}; load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]}\n`,
+    );
+  }
+  const to = process.hrtime.bigint() / 1000n;
+  const callsAfter = commandCalls(redis.port);
+  const perRequest = [...callsAfter]
+    .map(([name, calls]) => [name, (calls - (callsBefore.get(name) ?? 0)) / (requests * runs)] as const)
+    .filter(([name, n]) => n > 0.001 && name !== 'info')
+    .sort((a, b) => b[1] - a[1]);
+  const total = perRequest.reduce((sum, [, n]) => sum + n, 0);
+  process.stdout.write(
+    `commands/request ${total.toFixed(2)}: ${perRequest.map(([name, n]) => `${name} ${n.toFixed(2)}`).join(', ')}\n`,
+  );
+  process.stdout.write(`--between ${from},${to}\n`);
+} finally {
+  await supervisor.close();
+  for (const worker of workers) worker.kill('SIGTERM');
+  await Promise.all(workers.map((w) => w.exited));
+  await redis.destroy();
+  cwd.remove();
+}
