@@ -87,6 +87,12 @@ class ActorHost {
    * cached by object (its hash, its prompt's cache key) is then done once, not once per agent.
    */
   readonly #definitions = new Map<string, ActorSpec['definition']>();
+  /**
+   * The kept object for each definition object received: the specs of one `spawnMany` share one
+   * definition object (a message's clone keeps shared references), so its JSON text, ~10 µs per
+   * agent, is built once per message rather than once per agent.
+   */
+  readonly #definitionOf = new WeakMap<object, ActorSpec['definition']>();
   readonly #modules = new ModuleLoader();
   #registry: Promise<ToolRegistry> | undefined;
   /** This thread's MCP connections, shared by its agents (see src/mcp/pool.ts). */
@@ -284,12 +290,17 @@ class ActorHost {
   }
 
   #definition(definition: ActorSpec['definition']): ActorSpec['definition'] {
+    const seen = this.#definitionOf.get(definition);
+    if (seen) return seen;
     const key = JSON.stringify(definition);
-    const known = this.#definitions.get(key);
-    if (known) return known;
-    if (this.#definitions.size >= DEFINITIONS_KEPT) this.#definitions.clear();
-    this.#definitions.set(key, definition);
-    return definition;
+    let known = this.#definitions.get(key);
+    if (!known) {
+      if (this.#definitions.size >= DEFINITIONS_KEPT) this.#definitions.clear();
+      this.#definitions.set(key, definition);
+      known = definition;
+    }
+    this.#definitionOf.set(definition, known);
+    return known;
   }
 
   #mcpPool(): McpPool {

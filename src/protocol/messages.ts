@@ -5,7 +5,7 @@
  *
  * Five channels per host, each a dedicated MessagePort transferred with the piscina task:
  * - control (main -> host): request/response calls, wrapped with comlink ({@link HostControlApi});
- *   spawns go as one `spawnMany` call per host and scheduling pass;
+ *   spawns go as one `spawnMany` call per host and scheduling pass (a pass every 128 agents queued);
  * - callback (both ways, raw): the host's calls to the supervisor ({@link SupervisorCallbackApi}:
  *   `complete_task`, host tools, rate-limit reports), {@link HostCallMessage} up and
  *   {@link HostCallReplyMessage} down, each batched per event-loop turn. Every agent calls

@@ -28,6 +28,18 @@ describe('spawns sent to threads in batches', () => {
     expect(started.filter((id) => id === hosts[0])).toHaveLength(5);
   });
 
+  it('a large fan-out reaches the threads every 128 launches, not only after the last', async () => {
+    const spawnMany = vi.spyOn(HostPool.prototype, 'spawnMany');
+    supervisor = policySupervisor({ cwd: tempDir() });
+    const handles = Array.from({ length: 300 }, (_, i) =>
+      supervisor?.spawn('worker', { task: `Report ${i}.` }),
+    );
+    const outcomes = await Promise.all(handles.map((handle) => handle?.result));
+    expect(outcomes.every((outcome) => outcome?.status === 'completed')).toBe(true);
+    // Two passes of 128 (64 per thread) while the launches run, then the last 44.
+    expect(spawnMany.mock.calls.map(([, specs]) => specs.length)).toEqual([64, 64, 64, 64, 22, 22]);
+  });
+
   it('an agent cancelled as it starts is stopped by its thread, not by terminating the thread', async () => {
     supervisor = policySupervisor({ cwd: tempDir() });
     const crashes: number[] = [];
