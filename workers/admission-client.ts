@@ -78,21 +78,29 @@ export class AdmissionClient {
     if (signal.aborted) return Promise.reject(signal.reason);
     const ticket = this.#requests.nextTicket();
     this.#acquires.push(ticket, keyIndex, priority, estimatedTokens);
-    return this.#requests.wait(ticket, signal);
+    const granted = this.#requests.wait(ticket, signal);
+    if (this.#releases.length > 0 && this.#held()) this.#requests.flushNow();
+    return granted;
   }
 
   /**
-   * Gives a slot back: sent at the end of the turn, or at once when an earlier release of this turn
-   * has waited {@link ADMISSION_RELEASE_HOLD_MS} (with everything else queued).
+   * Gives a slot back: sent at the end of the turn, or at once (with everything else queued) when
+   * an earlier release of this turn has waited {@link ADMISSION_RELEASE_HOLD_MS} by the time of
+   * this release or of an acquire.
    */
   release(grantId: number): void {
     this.#releases.push(grantId);
     if (this.#releases.length === 1) this.#heldSince = this.#now();
-    else if (this.#now() - this.#heldSince >= ADMISSION_RELEASE_HOLD_MS) {
+    else if (this.#held()) {
       this.#requests.flushNow();
       return;
     }
     this.#requests.schedule();
+  }
+
+  /** Whether the oldest release not sent yet has waited its longest. */
+  #held(): boolean {
+    return this.#now() - this.#heldSince >= ADMISSION_RELEASE_HOLD_MS;
   }
 
   #onGrants(message: AdmissionGrantMessage): void {

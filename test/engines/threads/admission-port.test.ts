@@ -155,6 +155,23 @@ describe('admission over a port', () => {
     expect(wire.server.held).toBe(1);
   });
 
+  it('an acquire made once a release has been held its longest sends both at once', async () => {
+    let clock = 0;
+    const wire = link(new Admission({ k: { concurrency: 1 } }, () => {}), ['k'], () => clock);
+    await wire.pump();
+    const first = wire.client.acquire('k', 0, 1, fresh());
+    await wire.pump();
+    wire.client.release(await first);
+    clock += ADMISSION_RELEASE_HOLD_MS;
+    const next = wire.client.acquire('k', 0, 1, fresh());
+    expect(wire.up).toHaveLength(1);
+    expect(wire.up[0]?.releases).toHaveLength(1);
+    expect(wire.up[0]?.acquires).toHaveLength(ADMISSION_ACQUIRE_STRIDE);
+    await wire.pump();
+    await next;
+    expect(wire.server.held).toBe(1);
+  });
+
   it('a request aborted before it was sent is never sent and rejects with the reason', async () => {
     const wire = link(new Admission({ k: { concurrency: 1 } }, () => {}));
     const controller = new AbortController();
