@@ -49,10 +49,10 @@ export class SectionList {
   readonly #ledger: TokenLedger;
   readonly #undo: UndoLog;
   /**
-   * Texts that became visible at the end of the render since the last {@link takeAppended}, in
-   * order; undefined once anything else changed the render (or a change was rolled back).
+   * Sections that became visible at the end of the render since the last {@link takeAppended}, in
+   * order; undefined once anything else changed the render.
    */
-  #appended: string[] | undefined;
+  #appended: SectionNode[] | undefined;
   readonly #forgetAppended = (): void => {
     this.#appended = undefined;
   };
@@ -75,12 +75,14 @@ export class SectionList {
     this.#link(node, ref);
     this.#undo.record(() => {
       this.#unlink(node);
-      this.#appended = undefined;
+      // A trial's append (every tool result's fit check makes one) is taken back, newest first.
+      if (this.#appended?.at(-1) === node) this.#appended.pop();
+      else this.#appended = undefined;
     });
     this.#ledger.afterChange(this, node, node.next);
     if (this.#appended !== undefined && node.visible) {
       if (visibleAfter(node)) this.#appended = undefined;
-      else this.#appended.push(node.text.text);
+      else this.#appended.push(node);
     }
   }
 
@@ -129,7 +131,7 @@ export class SectionList {
   takeAppended(): string[] | undefined {
     const appended = this.#appended;
     this.#appended = [];
-    return appended;
+    return appended?.map((node) => node.text.text);
   }
 
   /** A change other than an append at the end: the render must be rebuilt. */

@@ -50,6 +50,7 @@ describe('Projection render', () => {
     expect(p.render()).toBe('a\n\nb');
     expect(p.withCandidate({ text: 'tried' })).toBeGreaterThan(0);
     p.pushHistory('c');
+    expect(p.withCandidate({ text: 'tried too' })).toBeGreaterThan(0);
     expect(p.render()).toBe('a\n\nb\n\nc');
     p.applyUpdates([{ key: 'k', text: 'K' }]);
     p.pushHistory('d');
