@@ -18,6 +18,7 @@ import { createToolRegistry } from '../../src/tools/builtin/index.ts';
 import { createRoutingModel, monotonicNs, type RoutingResult } from '../fixtures/bench-models.ts';
 import { WAITS_PER_AGENT } from '../routing.ts';
 import { median, quantile } from './stats.ts';
+import { cpuSince, threadCpu } from './thread-cpu.ts';
 import { scratchDir, waiterDefinition } from './workload.ts';
 
 const agents = Number(process.argv[2] ?? 20);
@@ -77,6 +78,7 @@ try {
   await one(-1);
   await one(-2);
   const cpu = process.cpuUsage();
+  const thread = threadCpu();
   const start = performance.now();
   const latencies: number[] = [];
   for (let i = 0; i < agents; i += 1) {
@@ -87,9 +89,15 @@ try {
   }
   const used = process.cpuUsage(cpu);
   const per = ((used.user + used.system) / latencies.length).toFixed(1);
+  const after = threadCpu();
+  const main = thread && after ? cpuSince(thread, after).main : undefined;
+  const mainPer =
+    main === undefined
+      ? ''
+      : `, this thread ${(((main.userMs + main.systemMs) * 1000) / latencies.length).toFixed(1)} µs`;
   const q = (at: number): string => quantile(latencies, at).toFixed(1);
   console.log(
-    `path ${latencies.length} instructions: arrival -> request p10 ${q(0.1)} p50 ${median(latencies).toFixed(1)} p90 ${q(0.9)} µs; cycle CPU ${per} µs/instruction, wall ${(performance.now() - start).toFixed(0)} ms`,
+    `path ${latencies.length} instructions: arrival -> request p10 ${q(0.1)} p50 ${median(latencies).toFixed(1)} p90 ${q(0.9)} µs; cycle CPU ${per} µs/instruction${mainPer}, wall ${(performance.now() - start).toFixed(0)} ms`,
   );
 } finally {
   port1.close();
