@@ -6,6 +6,7 @@
 import { SystemError } from '../src/errors.ts';
 import {
   ADMISSION_ACQUIRE_STRIDE,
+  ADMISSION_RELEASE_HOLD_MS,
   type AdmissionEndpoint,
   type AdmissionGrantMessage,
   type AdmissionRequestMessage,
@@ -20,13 +21,21 @@ export class AdmissionClient {
   #acquires: number[] = [];
   #releases: number[] = [];
   #cancels: number[] = [];
+  /** When the oldest release not sent yet was made (see ADMISSION_RELEASE_HOLD_MS). */
+  #heldSince = 0;
+  readonly #now: () => number;
 
-  /** `keys` are the limited provider keys, in the supervisor's order (HostConfig.admissionKeys). */
+  /**
+   * `keys` are the limited provider keys, in the supervisor's order (HostConfig.admissionKeys).
+   * `now` is the clock of the release hold (tests pass their own). @default performance.now
+   */
   constructor(
     port: AdmissionEndpoint<AdmissionGrantMessage, AdmissionRequestMessage>,
     keys: readonly string[],
+    now: () => number = () => performance.now(),
   ) {
     this.#port = port;
+    this.#now = now;
     this.#keyIndex = new Map(keys.map((key, index) => [key, index]));
     this.#requests = new TicketedRequests<number>({
       flush: (withdrawn) => this.#flush(withdrawn),
@@ -69,13 +78,29 @@ export class AdmissionClient {
     if (signal.aborted) return Promise.reject(signal.reason);
     const ticket = this.#requests.nextTicket();
     this.#acquires.push(ticket, keyIndex, priority, estimatedTokens);
-    return this.#requests.wait(ticket, signal);
+    const granted = this.#requests.wait(ticket, signal);
+    if (this.#releases.length > 0 && this.#held()) this.#requests.flushNow();
+    return granted;
   }
 
-  /** Gives a slot back. */
+  /**
+   * Gives a slot back: sent at the end of the turn, or at once (with everything else queued) when
+   * an earlier release of this turn has waited {@link ADMISSION_RELEASE_HOLD_MS} by the time of
+   * this release or of an acquire.
+   */
   release(grantId: number): void {
     this.#releases.push(grantId);
+    if (this.#releases.length === 1) this.#heldSince = this.#now();
+    else if (this.#held()) {
+      this.#requests.flushNow();
+      return;
+    }
     this.#requests.schedule();
+  }
+
+  /** Whether the oldest release not sent yet has waited its longest. */
+  #held(): boolean {
+    return this.#now() - this.#heldSince >= ADMISSION_RELEASE_HOLD_MS;
   }
 
   #onGrants(message: AdmissionGrantMessage): void {

@@ -103,9 +103,14 @@ export class TicketedRequests<T> {
     this.#flushScheduled = true;
     setImmediate(() => {
       this.#flushScheduled = false;
-      this.#hooks.flush(this.#withdrawn);
-      this.#withdrawn.clear();
+      this.flushNow();
     });
+  }
+
+  /** Sends what is queued now, without waiting for the end of the turn. */
+  flushNow(): void {
+    this.#hooks.flush(this.#withdrawn);
+    this.#withdrawn.clear();
   }
 
   #abort(waiter: Waiter<T>): void {

@@ -88,7 +88,7 @@ export class RecountLedger implements TokenLedger {
   total(list: SectionList): number {
     let total = this.#cache.total;
     if (total === undefined) {
-      total = this.counter.count([...list.visibleTexts()].join(SECTION_SEPARATOR));
+      total = this.counter.count(list.visibleTexts().join(SECTION_SEPARATOR));
       // Recorded so that a count taken inside a trial does not outlive the trial.
       this.#undo.assign(this.#cache, 'total', total);
     }

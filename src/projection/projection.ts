@@ -90,6 +90,8 @@ export class Projection {
   readonly #statesStart: SectionNode;
   /** Measured when first needed (most agents never supersede anything), then shared. */
   #supersededMarker: SectionText | undefined;
+  /** The last render (see {@link render}). */
+  #rendered: string | undefined;
   #removedMarker: SectionText | undefined;
 
   constructor(init: ProjectionInit = {}) {
@@ -167,9 +169,26 @@ export class Projection {
     return keys;
   }
 
-  /** The provider input: non-empty sections joined by one blank line. O(size of the render). */
+  /**
+   * The provider input: non-empty sections joined by one blank line. O(size of the render), or
+   * O(what was added) when sections were only added at its end since the previous render: every
+   * request of a round renders again (its usage estimate counts the render), and a round mostly
+   * appends history.
+   */
   render(): string {
-    return [...this.#list.visibleTexts()].join(SECTION_SEPARATOR);
+    const appended = this.#list.takeAppended();
+    const previous = this.#rendered;
+    let text: string;
+    if (previous === undefined || appended === undefined) {
+      text = this.#list.visibleTexts().join(SECTION_SEPARATOR);
+    } else if (appended.length === 0) {
+      text = previous;
+    } else {
+      const added = appended.join(SECTION_SEPARATOR);
+      text = previous === '' ? added : `${previous}${SECTION_SEPARATOR}${added}`;
+    }
+    this.#rendered = text;
+    return text;
   }
 
   /** Adds a history entry that displays `displayedStateKeys`. */

@@ -48,6 +48,14 @@ export class SectionList {
   #last: SectionNode | undefined;
   readonly #ledger: TokenLedger;
   readonly #undo: UndoLog;
+  /**
+   * Sections that became visible at the end of the render since the last {@link takeAppended}, in
+   * order; undefined once anything else changed the render.
+   */
+  #appended: SectionNode[] | undefined;
+  readonly #forgetAppended = (): void => {
+    this.#appended = undefined;
+  };
 
   constructor(ledger: TokenLedger, undo: UndoLog) {
     this.#ledger = ledger;
@@ -65,12 +73,22 @@ export class SectionList {
   /** Links `node` before `ref`, or at the end when `ref` is undefined. */
   insertBefore(node: SectionNode, ref: SectionNode | undefined): void {
     this.#link(node, ref);
-    this.#undo.record(() => this.#unlink(node));
+    this.#undo.record(() => {
+      this.#unlink(node);
+      // A trial's append (every tool result's fit check makes one) is taken back, newest first.
+      if (this.#appended?.at(-1) === node) this.#appended.pop();
+      else this.#appended = undefined;
+    });
     this.#ledger.afterChange(this, node, node.next);
+    if (this.#appended !== undefined && node.visible) {
+      if (visibleAfter(node)) this.#appended = undefined;
+      else this.#appended.push(node);
+    }
   }
 
   /** Unlinks `node`. */
   remove(node: SectionNode): void {
+    this.#changed();
     this.#ledger.beforeChange(node);
     const following = node.next;
     this.#unlink(node);
@@ -81,6 +99,7 @@ export class SectionList {
   /** Replaces the text of `node`. */
   setText(node: SectionNode, text: SectionText): void {
     if (node.text === text) return;
+    this.#changed();
     this.#ledger.beforeChange(node);
     this.#undo.assign(node, 'text', text);
     this.#ledger.afterChange(this, node, node.next);
@@ -89,16 +108,37 @@ export class SectionList {
   /** Hides or shows `node`. */
   setHidden(node: SectionNode, hidden: boolean): void {
     if (node.hidden === hidden) return;
+    this.#changed();
     this.#ledger.beforeChange(node);
     this.#undo.assign(node, 'hidden', hidden);
     this.#ledger.afterChange(this, node, node.next);
   }
 
   /** The visible texts, in render order. */
-  *visibleTexts(): Generator<string> {
+  visibleTexts(): string[] {
+    const texts: string[] = [];
     for (let node = this.#first; node !== undefined; node = node.next) {
-      if (node.visible) yield node.text.text;
+      if (node.visible) texts.push(node.text.text);
     }
+    return texts;
+  }
+
+  /**
+   * The texts that became visible at the end of the render since the previous call, in order, or
+   * undefined when the render changed in another way meanwhile (or this is the first call): the
+   * render is then the previous one followed by these texts.
+   */
+  takeAppended(): string[] | undefined {
+    const appended = this.#appended;
+    this.#appended = [];
+    return appended?.map((node) => node.text.text);
+  }
+
+  /** A change other than an append at the end: the render must be rebuilt. */
+  #changed(): void {
+    this.#appended = undefined;
+    // Rolling the change back is not an append either.
+    this.#undo.record(this.#forgetAppended);
   }
 
   #link(node: SectionNode, ref: SectionNode | undefined): void {
@@ -122,4 +162,10 @@ export class SectionList {
     node.next = undefined;
     node.linked = false;
   }
+}
+
+/** Whether a visible section follows `node`. */
+function visibleAfter(node: SectionNode): boolean {
+  for (let next = node.next; next !== undefined; next = next.next) if (next.visible) return true;
+  return false;
 }

@@ -497,6 +497,14 @@ export type AdmissionGrantMessage = {
   readonly grants: readonly number[];
 };
 
+/**
+ * Longest a host holds a released slot before it sends the release, in ms. Releases and acquires go
+ * up once per event-loop turn, but a turn in which hundreds of timers expire (a wave of simulated
+ * or rate-paced requests ending together) runs every agent's next step before it ends: without a
+ * bound, the first slot freed in it waited for the whole wave's work, idle.
+ */
+export const ADMISSION_RELEASE_HOLD_MS = 1;
+
 /** Numbers per wait in {@link InboxRequestMessage.waits}: ticket, instruction index, timeout. */
 export const INBOX_WAIT_STRIDE = 3;
 

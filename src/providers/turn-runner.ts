@@ -5,7 +5,7 @@
  * native protocol.
  */
 
-import { abortable, followSignal } from '../abort.ts';
+import { followSignal } from '../abort.ts';
 import {
   describeValue,
   isTroupeError,
@@ -163,6 +163,55 @@ class TurnExchange implements ExchangeContext {
   }
 }
 
+/**
+ * The answers to one response's tool calls, settled by the last `respond` or by the turn's
+ * cancellation. One promise and an object listener: every model request after a tool call goes
+ * through here, and `abortable(...).finally(...).then(...)` cost three more promise hops.
+ */
+class AnswersWait {
+  readonly #turn: RunningTurn;
+  readonly #signal: AbortSignal;
+  readonly #calls: readonly ToolCall[];
+  readonly #pending: Map<string, PendingCall>;
+  readonly #resolve: (results: ToolResult[]) => void;
+  readonly #reject: (reason: unknown) => void;
+
+  constructor(
+    turn: RunningTurn,
+    signal: AbortSignal,
+    calls: readonly ToolCall[],
+    pending: Map<string, PendingCall>,
+    resolve: (results: ToolResult[]) => void,
+    reject: (reason: unknown) => void,
+  ) {
+    this.#turn = turn;
+    this.#signal = signal;
+    this.#calls = calls;
+    this.#pending = pending;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  answered(): void {
+    this.#signal.removeEventListener('abort', this);
+    const pending = this.#pending;
+    this.#resolve(
+      this.#calls.map((call) => ({
+        callId: call.id,
+        name: call.name,
+        result: pending.get(call.id)?.result ?? '',
+      })),
+    );
+  }
+
+  /** The turn's cancellation. */
+  handleEvent(): void {
+    this.#signal.removeEventListener('abort', this);
+    this.#turn.clearPending();
+    this.#reject(this.#signal.reason);
+  }
+}
+
 class RunningTurn implements Turn {
   readonly #driver: TurnDriver;
   readonly #signal: AbortSignal | undefined;
@@ -173,7 +222,8 @@ class RunningTurn implements Turn {
   #started = false;
   #stopped = false;
   #pending: Map<string, PendingCall> | undefined;
-  #onAllAnswered: (() => void) | undefined;
+  /** Settled by the last answer to the pending calls. */
+  #answers: AnswersWait | undefined;
   /** Shared by every request of the turn; its signal is the turn's cancellation signal. */
   readonly #context: TurnExchange;
 
@@ -224,7 +274,7 @@ class RunningTurn implements Turn {
     }
     call.result = result;
     for (const other of this.#pending.values()) if (other.result === undefined) return;
-    this.#onAllAnswered?.();
+    this.#answers?.answered();
   }
 
   stop(): void {
@@ -244,6 +294,8 @@ class RunningTurn implements Turn {
           return;
         }
         results = await this.#collect(response.toolCalls);
+        // Cleared only now: an answer repeated until then is a duplicate, not an unknown call.
+        this.clearPending();
         if (this.#stopped) {
           this.#finish(response.text, 'tool_calls');
           return;
@@ -338,26 +390,27 @@ class RunningTurn implements Turn {
       }
       pending.set(call.id, { name: call.name, result: undefined });
     }
-    const answered = new Promise<void>((resolve) => {
-      this.#onAllAnswered = resolve;
-    });
     this.#pending = pending;
     for (const call of calls) {
       this.#context.emitted += 1;
       this.#queue.push({ type: 'tool_call', ...call });
     }
-    return abortable(answered, this.#controller.signal)
-      .finally(() => {
-        this.#pending = undefined;
-        this.#onAllAnswered = undefined;
-      })
-      .then(() =>
-        calls.map((call) => ({
-          callId: call.id,
-          name: call.name,
-          result: pending.get(call.id)?.result ?? '',
-        })),
-      );
+    const signal = this.#controller.signal;
+    if (signal.aborted) {
+      this.clearPending();
+      return Promise.reject(signal.reason);
+    }
+    return new Promise<ToolResult[]>((resolve, reject) => {
+      const wait = new AnswersWait(this, signal, calls, pending, resolve, reject);
+      this.#answers = wait;
+      signal.addEventListener('abort', wait);
+    });
+  }
+
+  /** The answers are in, or the turn was cancelled: no call is pending any more. */
+  clearPending(): void {
+    this.#pending = undefined;
+    this.#answers = undefined;
   }
 
   #timeoutError(timeoutMs: number): ProviderError {

@@ -41,6 +41,30 @@ describe('Projection render', () => {
     expect(p.render()).toBe('t\n\nread k: K v1');
   });
 
+  it('renders what changed between renders, however it changed (appends, trials, updates, empty sections)', () => {
+    const p = new Projection({ task: '' });
+    expect(p.render()).toBe('');
+    p.pushHistory('a');
+    p.pushHistory('');
+    p.pushHistory('b');
+    expect(p.render()).toBe('a\n\nb');
+    expect(p.withCandidate({ text: 'tried' })).toBeGreaterThan(0);
+    p.pushHistory('c');
+    expect(p.withCandidate({ text: 'tried too' })).toBeGreaterThan(0);
+    expect(p.render()).toBe('a\n\nb\n\nc');
+    p.applyUpdates([{ key: 'k', text: 'K' }]);
+    p.pushHistory('d');
+    expect(p.render()).toBe('a\n\nb\n\nc\n\nd\n\nK');
+    p.pushHistory('e');
+    expect(p.render()).toBe('a\n\nb\n\nc\n\nd\n\ne\n\nK');
+    p.applyUpdates([{ key: 'k', text: null }]);
+    p.pushHistory('shows k', ['k']);
+    expect(p.withCandidate({ text: 'x', stateUpdates: [{ key: 'k', text: 'K2' }] })).toBeGreaterThan(0);
+    expect(p.render()).toBe('a\n\nb\n\nc\n\nd\n\ne\n\nshows k');
+    p.pushHistory('f');
+    expect(p.render()).toBe('a\n\nb\n\nc\n\nd\n\ne\n\nshows k\n\nf');
+  });
+
   it('keeps context and task immutable copies', () => {
     const context = ['a'];
     const p = new Projection({ context, task: 't' });

@@ -5,6 +5,7 @@ import { AdmissionServer } from '../../../src/engines/threads/admission-server.t
 import { hasErrorCode } from '../../../src/errors.ts';
 import {
   ADMISSION_ACQUIRE_STRIDE,
+  ADMISSION_RELEASE_HOLD_MS,
   type AdmissionEndpoint,
   type AdmissionGrantMessage,
   type AdmissionRequestMessage,
@@ -30,7 +31,7 @@ const fresh = (): AbortSignal => new AbortController().signal;
  * A host's admission port pair whose messages wait until the test delivers them, cloned as a
  * MessagePort would clone them, so every interleaving is chosen by the test.
  */
-function link(admission: Admission, keys: readonly string[] = ['k']) {
+function link(admission: Admission, keys: readonly string[] = ['k'], now?: () => number) {
   const up: AdmissionRequestMessage[] = [];
   const down: AdmissionGrantMessage[] = [];
   let toServer: (message: AdmissionRequestMessage) => void = () => {};
@@ -47,7 +48,7 @@ function link(admission: Admission, keys: readonly string[] = ['k']) {
       toServer = listener;
     },
   };
-  const client = new AdmissionClient(hostEnd, keys);
+  const client = new AdmissionClient(hostEnd, keys, now);
   const server = new AdmissionServer(admission, keys, mainEnd);
   let sentUp = 0;
   let sentDown = 0;
@@ -129,6 +130,46 @@ describe('admission over a port', () => {
     await wire.pump();
     await Promise.all(next);
     expect(wire.server.held).toBe(2);
+  });
+
+  it(`a release held ${ADMISSION_RELEASE_HOLD_MS} ms in a long turn goes up at once, with what was queued`, async () => {
+    let clock = 0;
+    const wire = link(new Admission({ k: { concurrency: 3 } }, () => {}), ['k'], () => clock);
+    const first = Array.from({ length: 3 }, () => wire.client.acquire('k', 0, 1, fresh()));
+    await wire.pump();
+    const [a, b, c] = await Promise.all(first);
+    wire.client.release(a ?? 0);
+    const next = wire.client.acquire('k', 0, 1, fresh());
+    clock += ADMISSION_RELEASE_HOLD_MS / 2;
+    wire.client.release(b ?? 0);
+    expect(wire.up).toHaveLength(0);
+    clock += ADMISSION_RELEASE_HOLD_MS / 2;
+    wire.client.release(c ?? 0);
+    expect(wire.up).toHaveLength(1);
+    expect(wire.up[0]?.releases).toHaveLength(3);
+    expect(wire.up[0]?.acquires).toHaveLength(ADMISSION_ACQUIRE_STRIDE);
+    await turn();
+    expect(wire.up).toHaveLength(1);
+    await wire.pump();
+    await next;
+    expect(wire.server.held).toBe(1);
+  });
+
+  it('an acquire made once a release has been held its longest sends both at once', async () => {
+    let clock = 0;
+    const wire = link(new Admission({ k: { concurrency: 1 } }, () => {}), ['k'], () => clock);
+    await wire.pump();
+    const first = wire.client.acquire('k', 0, 1, fresh());
+    await wire.pump();
+    wire.client.release(await first);
+    clock += ADMISSION_RELEASE_HOLD_MS;
+    const next = wire.client.acquire('k', 0, 1, fresh());
+    expect(wire.up).toHaveLength(1);
+    expect(wire.up[0]?.releases).toHaveLength(1);
+    expect(wire.up[0]?.acquires).toHaveLength(ADMISSION_ACQUIRE_STRIDE);
+    await wire.pump();
+    await next;
+    expect(wire.server.held).toBe(1);
   });
 
   it('a request aborted before it was sent is never sent and rejects with the reason', async () => {

@@ -1,0 +1,106 @@
+/**
+ * The host's half of the routing path, on one thread: a waiter agent runs in-process with the
+ * routing model, and each instruction is handed to its `wait_for_instruction` from a fresh
+ * macrotask (as a port message would be), stamped just before. The time from that stamp to the
+ * model's stamp is what an actor host spends between an instruction's arrival and the next
+ * request (journal, tool result, projection, request hash, commit), without the thread hop or
+ * any other thread. Also reports CPU per instruction of the whole cycle (park included).
+ *
+ * node --import tsx bench/support/path-cpu.ts [agents=20] [journalDir]
+ */
+
+import path from 'node:path';
+import { MessageChannel } from 'node:worker_threads';
+import { HARD_MAX_STEPS } from '../../src/constants.ts';
+import { JournalWriter } from '../../src/journal/writer.ts';
+import { runAgent } from '../../src/loop/run-agent.ts';
+import { createToolRegistry } from '../../src/tools/builtin/index.ts';
+import { createRoutingModel, monotonicNs, type RoutingResult } from '../fixtures/bench-models.ts';
+import { WAITS_PER_AGENT } from '../routing.ts';
+import { median, quantile } from './stats.ts';
+import { cpuSince, threadCpu } from './thread-cpu.ts';
+import { scratchDir, waiterDefinition } from './workload.ts';
+
+const agents = Number(process.argv[2] ?? 20);
+const journals = scratchDir('path-journals');
+const cwd = scratchDir('path-cwd');
+const provider = createRoutingModel({ waits: WAITS_PER_AGENT });
+const registry = createToolRegistry([]);
+const promptCache = new Map<string, Promise<string>>();
+const definition = waiterDefinition();
+// A port message is what wakes a host: the instruction is answered from one here too.
+const { port1, port2 } = new MessageChannel();
+let pending: ((text: string) => void) | undefined;
+const sent = new Map<string, number>();
+port2.on('message', (text: string) => {
+  const resolve = pending;
+  pending = undefined;
+  sent.set(text, monotonicNs());
+  resolve?.(text);
+});
+
+async function one(index: number): Promise<[string, number][]> {
+  const agentId = `path-${index}`;
+  const journal = JournalWriter.open(path.join(journals.dir, `${agentId}.jsonl`), {
+    fsync: 'never',
+    batch: true,
+  });
+  let n = 0;
+  try {
+    const outcome = await runAgent({
+      agentId,
+      definition,
+      task: `Wait for instructions (${agentId}).`,
+      provider,
+      model: 'default',
+      registry,
+      cwd: cwd.dir,
+      journal,
+      promptCache,
+      limits: { maxSteps: HARD_MAX_STEPS, maxTotalTokens: 0 },
+      channels: {
+        waitForInstruction: () =>
+          new Promise<string | null>((resolve) => {
+            pending = resolve;
+            // After the park's own turn, like the supervisor's answer.
+            setImmediate(() => port1.postMessage(`${index}/${n++}`));
+          }),
+      },
+    });
+    if (outcome.status !== 'completed') throw new Error(`agent ${agentId}: ${outcome.status}`);
+    return (outcome.result as RoutingResult).arrivals.map(([t, at]) => [t, at]);
+  } finally {
+    journal.close();
+  }
+}
+
+try {
+  await one(-1);
+  await one(-2);
+  const cpu = process.cpuUsage();
+  const thread = threadCpu();
+  const start = performance.now();
+  const latencies: number[] = [];
+  for (let i = 0; i < agents; i += 1) {
+    for (const [text, at] of await one(i)) {
+      const from = sent.get(text);
+      if (from !== undefined) latencies.push((at - from) / 1000);
+    }
+  }
+  const used = process.cpuUsage(cpu);
+  const per = ((used.user + used.system) / latencies.length).toFixed(1);
+  const after = threadCpu();
+  const main = thread && after ? cpuSince(thread, after).main : undefined;
+  const mainPer =
+    main === undefined
+      ? ''
+      : `, this thread ${(((main.userMs + main.systemMs) * 1000) / latencies.length).toFixed(1)} µs`;
+  const q = (at: number): string => quantile(latencies, at).toFixed(1);
+  console.log(
+    `path ${latencies.length} instructions: arrival -> request p10 ${q(0.1)} p50 ${median(latencies).toFixed(1)} p90 ${q(0.9)} µs; cycle CPU ${per} µs/instruction${mainPer}, wall ${(performance.now() - start).toFixed(0)} ms`,
+  );
+} finally {
+  port1.close();
+  journals.remove();
+  cwd.remove();
+}
