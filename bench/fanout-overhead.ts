@@ -9,11 +9,6 @@
  * policy, the supervisor's default (the supervisor cannot run without journals, so the baseline
  * keeps them too). Threads are
  * started and both sides warmed up before timing: the figure is steady-state fan-out, not start-up.
- * Warm-up, as in bench/latency-efficiency.ts: a 20-agent fan-out per side, then (full run) one
- * untimed run of the full N per side. Without the second, the timed runs still paid for V8's
- * compilation, which the threads path pays once per isolate (3 isolates against 1: ovh22 counted
- * 89 compile jobs against 53 in one N=1,000 run) and CPU per run kept falling for six runs; the
- * untimed runs are kept in `details.warmup` (what a cold start costs).
  * Also sweeps N for the makespan plot (bench/makespan.svg on a full run).
  *
  * Run: node --import tsx bench/fanout-overhead.ts [--quick]
@@ -48,7 +43,7 @@ interface Params {
   readonly sweep: readonly number[];
 }
 
-const FULL: Params = { agents: 1000, reps: 5, sweep: [100, 250, 500, 1000, 2000] };
+const FULL: Params = { agents: 1000, reps: 3, sweep: [100, 250, 500, 1000, 2000] };
 const QUICK: Params = { agents: 100, reps: 1, sweep: [50, 100] };
 
 /** One timed run: wall time and CPU time of the whole process (every thread). */
@@ -124,15 +119,6 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
     await viaSupervisor(WARMUP_AGENTS);
     await inProcess(WARMUP_AGENTS);
     const createUs = journalCreateUs(journals.dir);
-    // One untimed run of the full N per side (full runs only): see the module comment.
-    const warmup = options.quick
-      ? undefined
-      : { supervisor: await viaSupervisor(params.agents), inProcess: await inProcess(params.agents) };
-    if (warmup) {
-      process.stdout.write(
-        `fanout N=${params.agents} (warm-up): in-process ${warmup.inProcess.wallMs} ms, supervisor ${warmup.supervisor.wallMs} ms\n`,
-      );
-    }
 
     const supervisorRuns: Sample[] = [];
     const inProcessRuns: Sample[] = [];
@@ -212,8 +198,6 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
         /** Fastest run of each side: other load on the machine only ever adds time. */
         bestRatio: round(best(at(supervisorRuns, params.agents)) / best(at(inProcessRuns, params.agents)), 3),
         inProcessNoJournalMs: noJournal?.wallMs ?? null,
-        /** The untimed full-size run of each side before the timed ones (cold JIT), or null (quick). */
-        warmup: warmup ?? null,
         supervisorRuns,
         inProcessRuns,
         plot: path.relative(process.cwd(), plot),
