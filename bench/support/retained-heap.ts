@@ -5,7 +5,9 @@
  * writes a heap snapshot after the first and the last fan-out (compare them with
  * bench/support/heap-diff.ts `--per` the agents between them). Needs `--expose-gc`.
  *
- * Run: node --expose-gc --import tsx bench/support/retained-heap.ts [--agents 1000] [--rounds 5] [--snapshot PREFIX]
+ * `--retain N` sets `retainEndedAgents` (`Infinity` for every one).
+ *
+ * Run: node --expose-gc --import tsx bench/support/retained-heap.ts [--agents 1000] [--rounds 5] [--retain N] [--snapshot PREFIX]
  */
 import path from 'node:path';
 import { writeHeapSnapshot } from 'node:v8';
@@ -19,6 +21,7 @@ function flag(name: string): string | undefined {
 const agents = Number(flag('agents') ?? 1000);
 const rounds = Number(flag('rounds') ?? 5);
 const snapshot = flag('snapshot');
+const retain = flag('retain');
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with --expose-gc');
 
@@ -37,6 +40,7 @@ const supervisor = new Supervisor({
   definitions: [workerDefinition()],
   toolModules: [NOOP_TOOL_MODULE],
   providers: { simulated: { kind: 'simulated', options: { rounds: 8 } } },
+  ...(retain === undefined ? {} : { retainEndedAgents: Number(retain) }),
 });
 try {
   await supervisor.start();
@@ -54,7 +58,7 @@ try {
     figures.push(heapMb());
     if (snapshot && (r === 0 || r === rounds - 1)) writeHeapSnapshot(`${snapshot}-${r}.heapsnapshot`);
   }
-  const perAgentKb = ((figures.at(-1) ?? 0) - (figures[1] ?? 0)) * 1024 / (agents * (rounds - 1));
+  const perAgentKb = (((figures.at(-1) ?? 0) - (figures[1] ?? 0)) * 1024) / (agents * (rounds - 1));
   console.log(
     JSON.stringify({
       heapMb: figures,
