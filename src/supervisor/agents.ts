@@ -505,6 +505,7 @@ export class Agents {
   }
 
   #queueIfUnneeded(record: EndedRecord): void {
+    if (this.#options.retainEndedAgents === Number.POSITIVE_INFINITY) return;
     if (this.#unneeded(record)) this.#evictable.add(record.id);
   }
 
