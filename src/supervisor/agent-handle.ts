@@ -36,16 +36,25 @@ export interface AgentHandleEvents {
   ended: [event: AgentEnded];
 }
 
-interface HandleControl {
-  send(text: string): void;
-  cancel(reason: string): void;
+/**
+ * What a handle asks of its supervisor: one object for all its handles, so that a handle holds no
+ * closure of its own (nor anything of the agent's record, which a handle outlives).
+ */
+export interface HandleControl {
+  send(agentId: string, text: string): void;
+  cancel(agentId: string, reason: string): void;
   /** A listener of `event` was added (the supervisor asks its engine for the signals it needs). */
   listen(event: string | symbol): void;
-  approve(requestId: string, options?: ApproveOptions): Promise<void>;
-  deny(requestId: string, reason?: string, options?: DenyOptions): Promise<void>;
+  approve(agentId: string, requestId: string, options?: ApproveOptions): Promise<void>;
+  deny(agentId: string, requestId: string, reason?: string, options?: DenyOptions): Promise<void>;
 }
 
-/** A spawned agent: send it instructions, cancel it, await its outcome. */
+/**
+ * A spawned agent: send it instructions, cancel it, await its outcome. It keeps working after the
+ * agent ended, even once its supervisor has evicted it (`retainEndedAgents`): `result` stays
+ * settled, `send` throws UserError `agent_not_running`, `cancel` does nothing. After `ended` it
+ * emits nothing more and drops its listeners.
+ */
 export class AgentHandle extends EventEmitter<AgentHandleEvents> {
   /** Unique agent id; also the journal file name. */
   readonly id: string;
@@ -104,12 +113,12 @@ export class AgentHandle extends EventEmitter<AgentHandleEvents> {
 
   /** Sends an instruction; it is queued until the agent calls `wait_for_instruction`, never lost. */
   send(text: string): void {
-    this.#control.send(text);
+    this.#control.send(this.id, text);
   }
 
   /** Cancels the agent: its provider request and running tool are aborted; it ends Failed(cancelled). */
   cancel(reason = 'cancelled by caller'): void {
-    this.#control.cancel(reason);
+    this.#control.cancel(this.id, reason);
   }
 
   /**
@@ -124,11 +133,11 @@ export class AgentHandle extends EventEmitter<AgentHandleEvents> {
    * });
    */
   approve(requestId: string, options?: ApproveOptions): Promise<void> {
-    return this.#control.approve(requestId, options);
+    return this.#control.approve(this.id, requestId, options);
   }
 
   /** Denies this agent's call waiting on `requestId`; the model sees the denial with `reason`. Throws like {@link approve}. */
   deny(requestId: string, reason?: string, options?: DenyOptions): Promise<void> {
-    return this.#control.deny(requestId, reason, options);
+    return this.#control.deny(this.id, requestId, reason, options);
   }
 }

@@ -3,8 +3,7 @@ import { abortReason } from '../abort.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 import { ZERO_USAGE } from '../providers/receipt.ts';
 import type { Usage } from '../providers/types.ts';
-import { AgentHandle } from './agent-handle.ts';
-import type { ApproveOptions, DenyOptions } from './approvals.ts';
+import { AgentHandle, type HandleControl } from './agent-handle.ts';
 import type { RecordSpec } from './record-spec.ts';
 import type { ReplaySource, ReplayState } from './replay.ts';
 import type { UsageNode } from './usage-tree.ts';
@@ -18,15 +17,39 @@ export interface HeldInstruction {
   readonly reject: (error: unknown) => void;
 }
 
-export interface AgentRecord extends UsageNode {
+/** What the supervisor knows of any agent it holds, live or ended. */
+export interface KnownAgent extends UsageNode {
   readonly id: string;
-  readonly spec: RecordSpec;
+  readonly spec: { readonly parentId: string | undefined; readonly depth: number; readonly model: string };
   readonly handle: AgentHandle;
+  /** Spawned with an id the caller chose (kept once evicted, so it cannot be spawned again). */
+  readonly named: boolean;
+  /**
+   * Its descendants that have not ended. While any has not, it is kept whatever the retention
+   * limit: their usage rolls up through it.
+   */
+  liveDescendants: number;
+}
+
+/**
+ * What the supervisor keeps of an ended agent, until the retention limit evicts it
+ * (`SupervisorOptions.retainEndedAgents`): enough for `handle()`, `treeUsage()`, its parent's
+ * `await_agents` and the usage roll-up. Its spec, task, definition, instructions, replay state,
+ * children and closures are dropped when it ends.
+ */
+export interface EndedRecord extends KnownAgent {
+  readonly state: 'ended';
+}
+
+/** A pending or running agent (an object whose `state` became 'ended' is replaced by an {@link EndedRecord}). */
+export interface AgentRecord extends KnownAgent {
+  readonly spec: RecordSpec;
   readonly settle: (outcome: AgentOutcome) => void;
   readonly children: string[];
   /**
    * pending: spawned, waiting for the supervisor to start and resolve it; running: its engine
-   * holds it (queued, running, restarting or parked there); ended: settled.
+   * holds it (queued, running, restarting or parked there); ended: settled (the supervisor then
+   * holds an {@link EndedRecord} instead).
    */
   state: 'pending' | 'running' | 'ended';
   /** The accepted `complete_task` result, once there is one. */
@@ -46,51 +69,50 @@ export interface AgentRecord extends UsageNode {
   readonly removeAbortListener: () => void;
 }
 
+/** An agent the supervisor holds. */
+export type KnownRecord = AgentRecord | EndedRecord;
+
 /** What a new record is made of. */
 export interface NewRecord {
   readonly spec: RecordSpec;
+  readonly named: boolean;
   readonly retryOf: string | undefined;
   readonly replaySource?: ReplaySource | undefined;
   readonly agent: string;
   readonly signal: AbortSignal | undefined;
-  readonly send: (text: string) => void;
-  readonly cancel: (reason: string) => void;
-  /** A listener was added to the handle. */
-  readonly listen: (event: string | symbol) => void;
-  readonly approve: (requestId: string, options?: ApproveOptions) => Promise<void>;
-  readonly deny: (requestId: string, reason?: string, options?: DenyOptions) => Promise<void>;
+  /** What the handle calls: it must not hold the record, which the handle outlives. */
+  readonly control: HandleControl;
 }
+
+const noAbortListener = (): void => {};
 
 /** A pending record with its handle; `cancel` runs when `signal` aborts. */
 export function createRecord({
   spec,
+  named,
   retryOf,
   replaySource,
   agent,
   signal,
-  send,
-  cancel,
-  listen,
-  approve,
-  deny,
+  control,
 }: NewRecord): AgentRecord {
   let settle: (outcome: AgentOutcome) => void = () => {};
   const result = new Promise<AgentOutcome>((resolve) => {
     settle = resolve;
   });
-  const handle = new AgentHandle(spec.agentId, agent, spec.parentId, result, {
-    send,
-    cancel,
-    listen,
-    approve,
-    deny,
-  });
-  const onAbort = (): void => cancel(abortReason(signal));
-  signal?.addEventListener('abort', onAbort, { once: true });
+  const handle = new AgentHandle(spec.agentId, agent, spec.parentId, result, control);
+  let removeAbortListener = noAbortListener;
+  if (signal) {
+    const onAbort = (): void => control.cancel(spec.agentId, abortReason(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    removeAbortListener = () => signal.removeEventListener('abort', onAbort);
+  }
   return {
     id: spec.agentId,
     spec,
     handle,
+    named,
+    liveDescendants: 0,
     settle,
     children: [],
     state: 'pending',
@@ -103,8 +125,31 @@ export function createRecord({
     retryOf,
     replaySource,
     replay: undefined,
-    removeAbortListener: () => signal?.removeEventListener('abort', onAbort),
+    removeAbortListener,
   };
+}
+
+/** What is kept of `record` once it has ended (its tree usage as rolled up so far). */
+export function endedRecord(record: AgentRecord): EndedRecord {
+  const { spec } = record;
+  return {
+    state: 'ended',
+    id: record.id,
+    spec: { parentId: spec.parentId, depth: spec.depth, model: spec.model },
+    handle: record.handle,
+    named: record.named,
+    liveDescendants: record.liveDescendants,
+    treeUsage: record.treeUsage,
+    treeCostUsd: record.treeCostUsd,
+  };
+}
+
+/**
+ * Whether an entry the supervisor holds is an ended agent's. Only through this guard: a record
+ * whose state became 'ended' is replaced in the map by its {@link EndedRecord} in the same call.
+ */
+export function isEnded(record: KnownRecord): record is EndedRecord {
+  return record.state === 'ended';
 }
 
 /** Read through a call: TypeScript keeps an earlier narrowing of `state` across calls that change it. */

@@ -22,8 +22,16 @@ import { SIMULATED_FALLBACK_WARNING, warnSimulatedFallback } from '../providers/
 import { prepareModelSettings } from '../providers/model-settings.ts';
 import type { AgentTracing } from '../telemetry/agent-tracing.ts';
 import { emitAgentReport, signalOfEvent } from './agent-events.ts';
-import type { AgentHandle } from './agent-handle.ts';
-import { type AgentRecord, createRecord, hasEnded } from './agent-record.ts';
+import type { AgentHandle, HandleControl } from './agent-handle.ts';
+import {
+  type AgentRecord,
+  createRecord,
+  type EndedRecord,
+  endedRecord,
+  hasEnded,
+  isEnded,
+  type KnownRecord,
+} from './agent-record.ts';
 import { ApprovalBook } from './approvals.ts';
 import { loadDefinitions, runMcpServers } from './definitions.ts';
 import type { SupervisorEvents } from './events.ts';
@@ -46,8 +54,19 @@ export interface SpawnTrace {
 
 /** The agents of one Supervisor: see the file comment. */
 export class Agents {
-  /** Every agent known, by id (pending, running or ended, until close()). */
-  readonly records = new Map<string, AgentRecord>();
+  /**
+   * Every agent held, by id: pending, running, and ended ones until evicted (see {@link #evict}).
+   * An entry whose state is 'ended' is an {@link EndedRecord}.
+   */
+  readonly records = new Map<string, KnownRecord>();
+  /**
+   * Ended agents nothing needs any more (no live parent, no live descendant), oldest end first:
+   * the ones past `retainEndedAgents` are evicted. An entry may have been needed again since (a
+   * spawn under it); eviction checks.
+   */
+  readonly #evictable = new Set<string>();
+  /** Ids the caller chose of evicted agents: `duplicate_agent_id` still holds for them. */
+  readonly #evictedIds = new Set<string>();
   readonly engine: Engine;
   readonly approvals: ApprovalBook;
   readonly #options: PreparedSupervisorOptions;
@@ -70,6 +89,19 @@ export class Agents {
     if (signal === undefined || this.#wantedSignals.has(signal)) return;
     this.#wantedSignals.add(signal);
     this.engine.wantSignals?.([...this.#wantedSignals]);
+  };
+  /**
+   * What every handle calls, one object for all: a closure per handle made in `spawn` would keep
+   * the record (its spec, task and definition) alive as long as the handle.
+   */
+  readonly #handleControl: HandleControl = {
+    send: (agentId, text) => this.#send(agentId, text),
+    cancel: (agentId, reason) => this.#cancel(agentId, reason),
+    listen: this.listen,
+    approve: async (agentId, requestId, options) =>
+      this.#ownApproval(agentId, requestId).approve(requestId, options),
+    deny: async (agentId, requestId, reason, options) =>
+      this.#ownApproval(agentId, requestId).deny(requestId, reason, options),
   };
 
   constructor(
@@ -138,9 +170,9 @@ export class Agents {
   async redeliver(agentId: string): Promise<void> {
     await this.start();
     const events = await this.engine.journal(agentId);
-    const record = this.records.get(agentId);
+    const record = this.#live(agentId);
     for (const event of events) {
-      if (event.type !== 'Instructed' || !record || record.state === 'ended') continue;
+      if (event.type !== 'Instructed' || !record || hasEnded(record)) continue;
       const { text, index } = event;
       if (record.state === 'pending')
         await new Promise<number>((resolve, reject) => record.held.push({ text, index, resolve, reject }));
@@ -161,13 +193,16 @@ export class Agents {
     this.#announceSimulated();
     const id = options.id ?? randomUUID();
     this.engine.checkAgentId(id);
-    if (this.records.has(id))
+    if (this.records.has(id) || this.#evictedIds.has(id))
       throw new UserError('duplicate_agent_id', `An agent with id ${id} already exists`, { agentId: id });
     const parent = options.parent === undefined ? undefined : this.records.get(options.parent);
+    const liveParent = parent === undefined || isEnded(parent) ? undefined : parent;
     const name = typeof agent === 'string' ? agent : agent.name;
     const replaySource =
-      options.replay ?? (parent?.replay ? childReplaySource(parent.replay, name, options) : undefined);
+      options.replay ??
+      (liveParent?.replay ? childReplaySource(liveParent.replay, name, options) : undefined);
     const record = createRecord({
+      named: options.id !== undefined,
       spec: {
         agentId: id,
         parentId: options.parent,
@@ -191,16 +226,11 @@ export class Agents {
       replaySource,
       agent: name,
       signal: options.signal,
-      send: (text) => this.#send(id, text),
-      cancel: (reason) => this.#cancel(id, reason),
-      listen: this.listen,
-      approve: async (requestId, approveOptions) =>
-        this.#ownApproval(id, requestId).approve(requestId, approveOptions),
-      deny: async (requestId, reason, denyOptions) =>
-        this.#ownApproval(id, requestId).deny(requestId, reason, denyOptions),
+      control: this.#handleControl,
     });
     this.records.set(id, record);
-    parent?.children.push(id);
+    liveParent?.children.push(id);
+    for (let above = parent; above !== undefined; above = this.#parentOf(above)) above.liveDescendants += 1;
     this.#tracing?.spawned(
       {
         agentId: id,
@@ -232,6 +262,17 @@ export class Agents {
     return record.handle;
   }
 
+  /** The record of a pending or running agent. */
+  #live(agentId: string): AgentRecord | undefined {
+    const record = this.records.get(agentId);
+    return record === undefined || isEnded(record) ? undefined : record;
+  }
+
+  #parentOf(record: KnownRecord): KnownRecord | undefined {
+    const { parentId } = record.spec;
+    return parentId === undefined ? undefined : this.records.get(parentId);
+  }
+
   /** `Supervisor.instruct`: resolves with the instruction's index once the engine has it. */
   instruct(agentId: string, text: string): Promise<number> {
     const record = this.records.get(agentId);
@@ -254,7 +295,7 @@ export class Agents {
 
   async #close(): Promise<void> {
     this.#closed = true;
-    const open = [...this.records.values()].filter((r) => r.state !== 'ended');
+    const open = [...this.records.values()].filter((r): r is AgentRecord => !isEnded(r));
     for (const record of open) this.#cancel(record.id, 'supervisor closed');
     await Promise.all(open.map((r) => r.handle.result));
     // The engine closes before start-up is waited for: threads still starting are stopped, not
@@ -357,7 +398,7 @@ export class Agents {
 
   /** `handle.send`: as `instruct`, without waiting (the latency path: no more than one promise). */
   #send(agentId: string, text: string): void {
-    const record = this.records.get(agentId);
+    const record = this.#live(agentId);
     if (!record || record.state === 'ended') {
       throw new UserError('agent_not_running', `Agent ${agentId} is not running`, { agentId });
     }
@@ -376,8 +417,8 @@ export class Agents {
   }
 
   #cancel(agentId: string, reason: string): void {
-    const record = this.records.get(agentId);
-    if (!record || record.state === 'ended' || record.cancelReason !== undefined) return;
+    const record = this.#live(agentId);
+    if (!record || record.cancelReason !== undefined) return;
     record.cancelReason = reason;
     for (const child of record.children) this.#cancel(child, `parent cancelled: ${reason}`);
     if (record.state === 'pending') {
@@ -424,12 +465,61 @@ export class Agents {
       for (const held of record.held.splice(0)) held.reject(notRunning);
     }
     rollUpUsage(this.records, record, outcome.usage, outcome.costUsd);
+    this.#retire(record);
     this.#tracing?.ended(record.id, outcome);
     this.approvals.ended(record.id);
     const event = { ...this.#ref(record), outcome };
     this.#emitter.emit(outcome.status === 'completed' ? 'agent:completed' : 'agent:failed', event);
     record.handle.emit('ended', event);
+    // Nothing is emitted for it any more: its listeners' closures need not live as long as the handle.
+    record.handle.removeAllListeners();
     record.settle(outcome);
+    this.#evict();
+  }
+
+  /**
+   * Holds `record` as an {@link EndedRecord} from now on, and queues for eviction what its end
+   * leaves unneeded: itself, its ancestors it was the last live descendant of, its ended children.
+   */
+  #retire(record: AgentRecord): void {
+    const ended = endedRecord(record);
+    this.records.set(record.id, ended);
+    this.#queueIfUnneeded(ended);
+    for (let above = this.#parentOf(ended); above !== undefined; above = this.#parentOf(above)) {
+      above.liveDescendants -= 1;
+      if (isEnded(above)) this.#queueIfUnneeded(above);
+    }
+    for (const childId of record.children) {
+      const child = this.records.get(childId);
+      if (child !== undefined && isEnded(child)) this.#queueIfUnneeded(child);
+    }
+  }
+
+  /**
+   * Nothing needs an ended agent once no live parent may await it (`await_agents`) and no live
+   * descendant's usage rolls up through it.
+   */
+  #unneeded(record: EndedRecord): boolean {
+    const parent = this.#parentOf(record);
+    return record.liveDescendants === 0 && (parent === undefined || isEnded(parent));
+  }
+
+  #queueIfUnneeded(record: EndedRecord): void {
+    if (this.#options.retainEndedAgents === Number.POSITIVE_INFINITY) return;
+    if (this.#unneeded(record)) this.#evictable.add(record.id);
+  }
+
+  /** Forgets the oldest unneeded ended agents past `retainEndedAgents`. */
+  #evict(): void {
+    const keep = this.#options.retainEndedAgents;
+    for (const id of this.#evictable) {
+      if (this.#evictable.size <= keep) return;
+      this.#evictable.delete(id);
+      const record = this.records.get(id);
+      if (record === undefined || !isEnded(record) || !this.#unneeded(record)) continue;
+      this.records.delete(id);
+      if (record.named) this.#evictedIds.add(id);
+    }
   }
 
   /** The usage sink's record of one model request an engine reported. */
@@ -465,7 +555,7 @@ export class Agents {
   /** What the engine may ask and tell: its agents' reports and ends, host tools, complete_task. */
   #engineHost(): EngineHost {
     const running = (agentId: string): AgentRecord | undefined => {
-      const record = this.records.get(agentId);
+      const record = this.#live(agentId);
       return record?.state === 'running' ? record : undefined;
     };
     return {

@@ -4,7 +4,7 @@
  */
 import type { ToolOutcome } from '../tools/types.ts';
 import type { AgentHandle } from './agent-handle.ts';
-import type { AgentRecord } from './agent-record.ts';
+import { isEnded, type KnownRecord } from './agent-record.ts';
 import type { HostTool } from './options.ts';
 import { runOrchestrationTool } from './orchestration.ts';
 import type { SpawnOptions } from './spawn-options.ts';
@@ -12,7 +12,7 @@ import type { SpawnOptions } from './spawn-options.ts';
 /** What a host tool call needs from the supervisor. */
 export interface HostToolContext {
   readonly hostTools: Readonly<Record<string, HostTool>>;
-  readonly agents: ReadonlyMap<string, AgentRecord>;
+  readonly agents: ReadonlyMap<string, KnownRecord>;
   readonly maxDepth: number;
   readonly maxChildren: number;
   readonly spawn: (agent: string, options: SpawnOptions) => AgentHandle;
@@ -34,6 +34,7 @@ export async function runHostTool(
       const outcome = await userTool.execute({ ...args }, { agentId, signal: controller.signal });
       return typeof outcome === 'string' ? { ok: true, text: outcome } : outcome;
     }
+    if (isEnded(caller)) return { ok: false, text: `${name} failed: agent ${agentId} has ended` };
     return await runOrchestrationTool(name, args, {
       caller,
       agents: ctx.agents,

@@ -126,6 +126,18 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
    * @default 10000
    */
   readonly maxPendingInstructions?: number;
+  /**
+   * Ended agents the supervisor keeps for lookups (`handle(id)`, `treeUsage(id)`), the most recently
+   * ended ones; older ones are evicted. An evicted agent is unknown to the supervisor: `handle()` and
+   * `treeUsage()` return undefined, `instruct()` rejects with UserError `agent_not_running`; its
+   * handle, if you hold it, still works (`result` is settled). Its journal stays, and its id, when
+   * you chose it, still cannot be spawned again (`duplicate_agent_id`). Kept whatever this says:
+   * the ended children of an agent still running (its `await_agents` reads them) and the ended
+   * ancestors of one (its usage rolls up through them). `Infinity` keeps every ended agent until
+   * `close()`. Bounds the supervisor's memory under many thousands of agents (about 0.5 KB per
+   * ended agent kept, plus its outcome). @default 1000
+   */
+  readonly retainEndedAgents?: number;
   /** Working directory for agents and definition discovery. @default process.cwd() */
   readonly cwd?: string;
   /** Definitions to use in addition to (and ahead of) discovered ones. */
@@ -201,6 +213,7 @@ export interface PreparedSupervisorOptions extends EngineOptions, PreparedThread
   readonly compat: boolean;
   readonly maxDepth: number;
   readonly maxChildren: number;
+  readonly retainEndedAgents: number;
   readonly tracing: TracingOptions | false;
   /** Set with `backend: 'redis'`. */
   readonly redis: PreparedRedisOptions | undefined;
@@ -209,6 +222,9 @@ export interface PreparedSupervisorOptions extends EngineOptions, PreparedThread
   readonly permissions: AgentPermissions;
   readonly unattended: 'deny' | 'wait';
 }
+
+/** {@link SupervisorOptions.retainEndedAgents}. */
+export const DEFAULT_RETAIN_ENDED_AGENTS = 1000;
 
 const PROVIDER_KINDS = ['simulated', 'openai', 'anthropic', 'module'] as const;
 
@@ -309,6 +325,10 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
       options.maxPendingInstructions,
       DEFAULT_MAX_PENDING_INSTRUCTIONS,
     ),
+    retainEndedAgents:
+      options.retainEndedAgents === Number.POSITIVE_INFINITY
+        ? Number.POSITIVE_INFINITY
+        : positiveInt('retainEndedAgents', options.retainEndedAgents, DEFAULT_RETAIN_ENDED_AGENTS, 0),
     cwd: path.resolve(options.cwd ?? process.cwd()),
     definitions: options.definitions ?? [],
     compat: options.compat ?? true,

@@ -12,7 +12,7 @@ import {
 } from '../protocol/messages.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 import type { AgentHandle } from './agent-handle.ts';
-import type { AgentRecord } from './agent-record.ts';
+import type { AgentRecord, KnownRecord } from './agent-record.ts';
 import type { SpawnOptions } from './spawn-options.ts';
 
 /** Declarations sent to every host. */
@@ -70,7 +70,8 @@ export const ORCHESTRATION_TOOLS: readonly HostToolDeclaration[] = [
 
 interface OrchestrationContext {
   readonly caller: AgentRecord;
-  readonly agents: ReadonlyMap<string, AgentRecord>;
+  /** Every agent the supervisor holds: a running caller's children are all there, ended or not. */
+  readonly agents: ReadonlyMap<string, KnownRecord>;
   readonly maxDepth: number;
   readonly maxChildren: number;
   readonly spawn: (agent: string, options: Omit<SpawnOptions, 'parent'>) => AgentHandle;
@@ -122,7 +123,7 @@ export async function runOrchestrationTool(
     }
     case AWAIT_AGENTS: {
       const ids = Array.isArray(args.agentIds) ? args.agentIds.map(String) : [...caller.children];
-      const records: AgentRecord[] = [];
+      const records: KnownRecord[] = [];
       for (const id of ids) {
         const child = ctx.agents.get(id);
         if (!child || child.spec.parentId !== caller.id) {

@@ -91,7 +91,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return this.#agents.engine.backend;
   }
 
-  /** Agents known to the supervisor (pending, running or ended, until close()). */
+  /**
+   * Agents the supervisor holds: pending, running, and ended ones it still keeps (the last
+   * `retainEndedAgents` to end, plus ended subagents and ancestors of agents still running).
+   */
   get agentCount(): number {
     return this.#agents.records.size;
   }
@@ -203,12 +206,18 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return fanOut;
   }
 
-  /** The handle of a known agent. */
+  /**
+   * The handle of an agent the supervisor holds (see {@link agentCount}); undefined for an id it
+   * never had or has evicted (`retainEndedAgents`). A handle you hold keeps working after that.
+   */
   handle(agentId: string): AgentHandle | undefined {
     return this.#agents.records.get(agentId)?.handle;
   }
 
-  /** Usage of an agent and every agent below it, once they have ended. */
+  /**
+   * Usage of an agent and every agent below it, once they have ended; undefined for an id the
+   * supervisor does not hold (never had, or evicted: see `retainEndedAgents`).
+   */
   treeUsage(agentId: string): { usage: Usage; costUsd: number } | undefined {
     const record = this.#agents.records.get(agentId);
     return record && { usage: record.treeUsage, costUsd: record.treeCostUsd };
