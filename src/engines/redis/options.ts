@@ -22,7 +22,11 @@ export interface RedisBackendOptions {
   readonly prefix?: string;
   /** A `wait_for_instruction` longer than this parks its job (lock and worker slot released). @default 5000 */
   readonly parkAfterMs?: number;
-  /** How often job state of running agents is read, in case a worker's end signal was lost. @default 1000 */
+  /**
+   * How long after a worker last said something about a running agent its job state is read, in
+   * case the end signal was lost; then after twice as long each time, up to 10 intervals apart.
+   * @default 1000
+   */
   readonly reconcileIntervalMs?: number;
   /** Keep jobs, journals and inboxes this many seconds after an agent ends. @default kept until deleted */
   readonly retainSeconds?: number;

@@ -33,6 +33,11 @@ import { RedisJournal, readRedisJournal } from './stream-journal.ts';
 import { readSupervisorStreams } from './supervisor-streams.ts';
 
 const RECONCILE_BATCH = 500;
+/**
+ * A quiet agent's job state is read `reconcileIntervalMs` after a worker last said something about
+ * it, then after twice as long each time it is still running, up to this many intervals apart.
+ */
+const RECONCILE_MAX_INTERVALS = 10;
 
 /** Options of the redis engine. */
 export type RedisEngineOptions = EngineOptions & { readonly redis: PreparedRedisOptions };
@@ -58,6 +63,10 @@ interface RemoteAgent {
   collecting: boolean;
   /** When a worker last said something about the agent (or its job was added). */
   heardAt: number;
+  /** When the reconcile reads its job state next, unless a worker says something first. */
+  checkAt: number;
+  /** Quiet time before the read after `checkAt`: doubles while the job runs (see RECONCILE_MAX_INTERVALS). */
+  backoffMs: number;
   /** A worker took its job at least once. */
   started: boolean;
 }
@@ -149,6 +158,8 @@ export class RedisEngine implements Engine {
       sends: Promise.resolve(),
       collecting: false,
       heardAt: 0,
+      checkAt: Number.POSITIVE_INFINITY,
+      backoffMs: 0,
       started: false,
     };
     this.#agents.set(spec.agentId, agent);
@@ -178,7 +189,7 @@ export class RedisEngine implements Engine {
       await this.#cancelRemote(spec.agentId, agent.cancelled);
       return;
     }
-    agent.heardAt = Date.now();
+    this.#heard(agent);
     agent.state = 'running';
   }
 
@@ -329,7 +340,7 @@ export class RedisEngine implements Engine {
       void this.#collect(signal.agentId, agent);
       return;
     }
-    agent.heardAt = Date.now();
+    this.#heard(agent);
     const { agentId } = signal;
     switch (signal.type) {
       case 'started':
@@ -391,31 +402,43 @@ export class RedisEngine implements Engine {
     });
   }
 
-  /** Reads the agent's job and settles the agent if the job has finished. */
+  /**
+   * Reads the agent's job state and settles the agent if the job has finished. Only the fields
+   * the outcome needs: the whole job (its data is the agent's spec) would be sent and parsed for
+   * every agent.
+   */
   async #collect(agentId: string, agent: RemoteAgent): Promise<void> {
     if (agent.state !== 'running' || agent.collecting) return;
     agent.collecting = true;
     try {
-      const { jobs, queue } = this.#connected();
-      const job = await jobs.fromId<AgentJobData, AgentOutcome>(queue, agentId);
-      if (!job) {
+      const [timestamp, finishedOn, returnvalue, failedReason, attempts] =
+        await this.#connected().redis.hmget(
+          this.#keys.job(agentId),
+          'timestamp',
+          'finishedOn',
+          'returnvalue',
+          'failedReason',
+          'atm',
+        );
+      // Every BullMQ job hash has a timestamp: without one, the job is gone.
+      if (timestamp === null || timestamp === undefined) {
         const error = new SystemError('job_lost', `The job of agent ${agentId} is gone from Redis`, {
           agentId,
         });
         this.#end(agentId, failedOutcome(agentId, 'crashed', error.toJSON()));
         return;
       }
-      if (!job.finishedOn) return;
-      const value: unknown = job.returnvalue;
+      if (!finishedOn) return;
+      const value = parseReturnValue(returnvalue);
       if (isOutcome(value, agentId)) {
         this.#end(agentId, value);
       } else {
         const error = new SystemError(
           'job_failed',
-          `The job of agent ${agentId} failed: ${job.failedReason}`,
+          `The job of agent ${agentId} failed: ${failedReason ?? undefined}`,
           {
             agentId,
-            attempts: job.attemptsMade,
+            attempts: Number(attempts ?? 0),
           },
         );
         this.#end(agentId, failedOutcome(agentId, 'crashed', error.toJSON()));
@@ -427,16 +450,27 @@ export class RedisEngine implements Engine {
     }
   }
 
+  /** A worker said something about `agent` (or its job was just added): its next read is an interval away. */
+  #heard(agent: RemoteAgent): void {
+    const interval = this.#options.redis.reconcileIntervalMs;
+    agent.heardAt = Date.now();
+    agent.backoffMs = interval;
+    agent.checkAt = agent.heardAt + interval;
+  }
+
   /**
    * Looks at the job state of running agents no worker has mentioned for a while, in case an end
-   * signal was lost (signals are best effort; job state is not).
+   * signal was lost (signals are best effort; job state is not). An agent still running is looked
+   * at again after twice the time, up to RECONCILE_MAX_INTERVALS intervals: a lost end signal is
+   * found within that bound, and a long-running agent costs a read per that bound, not per interval.
    */
   async #reconcile(): Promise<void> {
     if (this.#reconciling || this.#stopped) return;
     this.#reconciling = true;
     try {
-      const quietSince = Date.now() - this.#options.redis.reconcileIntervalMs;
-      const running = [...this.#agents].filter(([, a]) => a.state === 'running' && a.heardAt <= quietSince);
+      const now = Date.now();
+      const maxBackoffMs = this.#options.redis.reconcileIntervalMs * RECONCILE_MAX_INTERVALS;
+      const running = [...this.#agents].filter(([, a]) => a.state === 'running' && a.checkAt <= now);
       for (let start = 0; start < running.length; start += RECONCILE_BATCH) {
         const batch = running.slice(start, start + RECONCILE_BATCH);
         const pipeline = this.#connected().redis.pipeline();
@@ -444,7 +478,15 @@ export class RedisEngine implements Engine {
         const replies = (await pipeline.exec()) ?? [];
         batch.forEach(([agentId, agent], index) => {
           const fields = replies[index]?.[1] as (string | null)[] | undefined;
-          if (fields && (fields[0] !== null || fields[1] === null)) void this.#collect(agentId, agent);
+          // No reply (the read failed): the next tick tries again.
+          if (!fields) return;
+          if (fields[0] !== null || fields[1] === null) {
+            void this.#collect(agentId, agent);
+          } else if (agent.checkAt <= now) {
+            // Still running (and no worker spoke meanwhile): wait longer before the next read.
+            agent.backoffMs = Math.min(agent.backoffMs * 2, maxBackoffMs);
+            agent.checkAt = now + agent.backoffMs;
+          }
         });
       }
     } catch {
@@ -452,6 +494,16 @@ export class RedisEngine implements Engine {
     } finally {
       this.#reconciling = false;
     }
+  }
+}
+
+/** A job's stored return value (JSON), or undefined when there is none or it does not parse. */
+function parseReturnValue(text: string | null | undefined): unknown {
+  if (typeof text !== 'string') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
   }
 }
 
