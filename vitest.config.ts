@@ -5,6 +5,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Provider keys cleared, child processes killed with their process group after each test.
     setupFiles: ['test/setup.ts'],
+    // Brings the cached bundle worker threads and CLI processes start from up to date, once.
+    globalSetup: ['test/global-setup.ts'],
     // No `--import tsx` for the test processes: vitest compiles the tests and src/ itself, the
     // actor-host and redis-worker threads register tsx in the thread (workers/*.mjs), and child
     // processes are started with it or through bin/troupe.mjs. Inherited by every worker thread,
