@@ -5,14 +5,16 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Provider keys cleared, child processes killed with their process group after each test.
     setupFiles: ['test/setup.ts'],
+    // Brings the cached bundle worker threads and CLI processes start from up to date, once.
+    globalSetup: ['test/global-setup.ts'],
     // No `--import tsx` for the test processes: vitest compiles the tests and src/ itself, the
-    // actor-host and redis-worker threads register tsx in the thread (workers/*.mjs), and child
-    // processes are started with it or through bin/troupe.mjs. Inherited by every worker thread,
+    // actor-host and redis-worker threads start from the cached bundle (workers/*.mjs), and child
+    // processes are started with tsx or through bin/troupe.mjs (the bundle). Inherited by every worker thread,
     // the flag registered tsx's CommonJS hooks there too, which recompiled the .mjs bootstrap with
     // esbuild (and failed, on its top-level await) at every thread start and routed every CommonJS
     // dependency through tsx: ~13 % of the CPU of the supervisor test files.
     // A hang guard, not a speed check: no test asserts timing. Tests that start, crash and restart
-    // worker threads (each start loads src/ through tsx in the thread) take 10-20 s on an idle
+    // worker threads take 10-20 s on an idle
     // 2-core machine and up to ~65 s with the cores loaded 6-8x over (issue 15's load check: two
     // busy loops plus other work beside the suite), so the guard is three minutes for every test and
     // hook; files that need more say so themselves.

@@ -1,6 +1,15 @@
-// Bootstrap of a `troupe worker --threads N` thread. tsx does not reach into worker threads on
-// Node 20 by itself, so it is registered here before the TypeScript entry is imported.
-import { register } from 'tsx/esm/api';
+// Bootstrap of a `troupe worker --threads N` thread in a source checkout (installed, the thread
+// runs dist/workers/redis-worker.js). Like workers/actor-host.mjs: a cached esbuild bundle of the
+// TypeScript entry, tsx registered only if a TypeScript tool or provider module is imported.
+// TROUPE_DEV_BUNDLE=0: through tsx.
+import { devBundle, registerTypeScriptOnDemand } from './dev-bundle.mjs';
 
-register();
-await import('./redis-worker.ts');
+const bundle = await devBundle('redis-worker');
+if (bundle !== undefined) {
+  registerTypeScriptOnDemand();
+  await import(bundle.href);
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import('./redis-worker.ts');
+}

@@ -14,7 +14,6 @@ import type { DefinitionProblem } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
 import { projectDirs } from '../prompt/project-dirs.ts';
 import { isBlockId, isExactVersion, sortVersionsDescending } from './ids.ts';
-import { blockExtension, parseBlockText } from './parse.ts';
 import type { Block, BlockKind, BlockStore } from './types.ts';
 
 /** Where to look for block files. */
@@ -133,7 +132,15 @@ export function fileBlockStore(options: BlockDirsOptions = {}): BlockStore {
   };
 }
 
-/** Reads and parses one block file; throws UserError `invalid_block` with its problems. */
+/** The file extension of each kind in a file store. */
+export function blockExtension(kind: BlockKind): '.md' | '.yaml' {
+  return kind === 'prompt' ? '.md' : '.yaml';
+}
+
+/**
+ * Reads and parses one block file; throws UserError `invalid_block` with its problems. The block
+ * parser (with the YAML parser) is imported on the first block read, not when a thread starts.
+ */
 export async function readBlockFile(
   file: string,
   kind: BlockKind,
@@ -165,6 +172,7 @@ export async function readBlockFile(
       problems: [problem],
     });
   }
+  const { parseBlockText } = await import('./parse.ts');
   const parsed = parseBlockText(text, { kind, id, version, file });
   if (parsed.block) return parsed.block;
   const first = parsed.errors[0];

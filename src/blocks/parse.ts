@@ -12,11 +12,12 @@ import { FILE_START, ProblemList } from '../definition/problems.ts';
 import type { DefinitionProblem } from '../definition/types.ts';
 import { readFrontmatter } from '../definition/yaml-frontmatter.ts';
 import { describeValue, UserError } from '../errors.ts';
-import { hashValue } from '../journal/canonical-json.ts';
 import { PROMPT_VARIABLES } from '../prompt/assemble.ts';
 import { readModelSettings } from '../providers/model-settings.ts';
 import { isBlockId, isExactVersion } from './ids.ts';
 import type { Block, BlockInput, BlockKind, PromptBlock, PromptParameter } from './types.ts';
+
+export { blockHash } from './hash.ts';
 
 /**
  * Template variables troupe sets itself (and the base template's own two): a prompt block cannot
@@ -30,11 +31,6 @@ export const RESERVED_PARAMETER_NAMES: ReadonlySet<string> = new Set([
 
 /** A parameter name a template can read: letters, digits and `_`, not starting with a digit. */
 const PARAMETER_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/** The file extension of each kind in a file store. */
-export function blockExtension(kind: BlockKind): '.md' | '.yaml' {
-  return kind === 'prompt' ? '.md' : '.yaml';
-}
 
 /** A block read from text, or every problem that stops it from being read. */
 export interface BlockParse {
@@ -249,20 +245,5 @@ export function blockFromInput(input: BlockInput): Block {
       if (first !== undefined) fail(`Block ${input.id}@${input.version}: ${first.message}`);
       return { kind: 'modelSettings', ...base, settings };
     }
-  }
-}
-
-/**
- * SHA-256 (hex) of a block's content: what an agent ran with, wherever the block was stored. The
- * id, version and location are recorded beside it, not hashed.
- */
-export function blockHash(block: Block): string {
-  switch (block.kind) {
-    case 'prompt':
-      return hashValue({ kind: block.kind, text: block.text, parameters: block.parameters });
-    case 'settings':
-      return hashValue({ kind: block.kind, values: block.values });
-    case 'modelSettings':
-      return hashValue({ kind: block.kind, settings: block.settings });
   }
 }

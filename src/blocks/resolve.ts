@@ -7,8 +7,8 @@
 import { jsonPointer, type PathSegment } from '../definition/problems.ts';
 import type { AgentDefinition, DefinitionProblem, ProblemCode, SourcePosition } from '../definition/types.ts';
 import { hasErrorCode, isTroupeError, UserError } from '../errors.ts';
+import { blockHash } from './hash.ts';
 import { highestSatisfying } from './ids.ts';
-import { blockHash } from './parse.ts';
 import type { Block, BlockKind, BlockRef, BlockStore, PinnedBlock, ResolvedBlocks } from './types.ts';
 
 /** The parts of a definition that refer to blocks. */

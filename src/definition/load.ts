@@ -5,8 +5,10 @@
 
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { hashValue } from '../journal/canonical-json.ts';
 import { DEFINITION_BYTE_LIMIT } from './constants.ts';
+
+export { definitionContent, definitionHash } from './hash.ts';
+
 import { normalizeSource, type ParseMode, splitFrontmatter } from './frontmatter.ts';
 import { FILE_START, ProblemList } from './problems.ts';
 import type { KnownTools } from './tool-references.ts';
@@ -105,26 +107,4 @@ function describeIoError(error: unknown): string {
     return code === undefined ? error.message : `${code} (${error.message})`;
   }
   return String(error);
-}
-
-/**
- * SHA-256 (hex) of a definition's content, for journals: canonical JSON (sorted keys) of every
- * field except where it was found (`source`, `path`, `bodyLine`, `sourcePositions`) and its raw
- * `text`, so the same agent hashes the same wherever its file lives and however it is laid out.
- */
-export function definitionHash(definition: AgentDefinition): string {
-  return hashValue(definitionContent(definition));
-}
-
-/** The fields {@link definitionHash} hashes: the definition without its location and raw text. */
-export function definitionContent(definition: AgentDefinition): Record<string, unknown> {
-  const {
-    source: _source,
-    path: _path,
-    bodyLine: _bodyLine,
-    sourcePositions: _positions,
-    text: _text,
-    ...content
-  } = definition;
-  return content;
 }

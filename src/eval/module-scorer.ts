@@ -4,6 +4,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { UserError } from '../errors.ts';
+import { importModule } from '../module-import.ts';
 import { clip } from './builtin-scorers.ts';
 import { DEFAULT_JUDGE_THRESHOLD, SCORER_FUNCTION_TIMEOUT_MS } from './constants.ts';
 import type { ModuleScorerSpec, Score, ScoreInput, ScorerFunction, ScoreValue } from './types.ts';
@@ -16,7 +17,7 @@ export async function loadScorerFunction(spec: ModuleScorerSpec): Promise<Scorer
   const name = spec.export ?? 'default';
   let module: Record<string, unknown>;
   try {
-    module = (await import(pathToFileURL(spec.module).href)) as Record<string, unknown>;
+    module = await importModule(pathToFileURL(spec.module).href);
   } catch (cause) {
     throw new UserError(
       'scorer_module',

@@ -7,7 +7,7 @@
 import { fileBlockStore } from '../blocks/file-store.ts';
 import { NO_BLOCKS, resolveAgentBlocks } from '../blocks/resolve.ts';
 import type { BlockStore, ResolvedBlocks } from '../blocks/types.ts';
-import { definitionContent, definitionHash, parseDefinition } from '../definition/load.ts';
+import { definitionContent, definitionHash } from '../definition/hash.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { SystemError, UserError } from '../errors.ts';
 import type { EventOf, StartedDefinition } from '../journal/events.ts';
@@ -51,15 +51,20 @@ export interface PinnedDefinition {
  * The definition recorded in `started`, read back: the recorded text parsed the way it was
  * parsed then, or the recorded content. `given` (the definition as it is now) runs only for a
  * journal written before troupe recorded definitions. Throws SystemError
- * `pinned_definition_invalid` when the recorded text no longer parses.
+ * `pinned_definition_invalid` when the recorded text no longer parses. The definition parser (and
+ * its YAML parser) is imported here, when a resumed agent needs it, not when a thread starts.
  */
-export function pinnedDefinition(started: EventOf<'Started'>, given: AgentDefinition): PinnedDefinition {
+export async function pinnedDefinition(
+  started: EventOf<'Started'>,
+  given: AgentDefinition,
+): Promise<PinnedDefinition> {
   const recorded = started.definition;
   const givenHash = definitionHashOf(given);
   const changed = givenHash === recorded.hash ? undefined : { hash: givenHash, path: given.path };
   const path = recorded.path ?? given.path;
   const source = recorded.source ?? given.source;
   if (recorded.text !== undefined) {
+    const { parseDefinition } = await import('../definition/load.ts');
     const parsed = parseDefinition(recorded.text, path, { source, path });
     if (!parsed.definition) {
       const first = parsed.errors[0];

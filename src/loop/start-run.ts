@@ -74,7 +74,7 @@ export async function startRun(
     if (ended) return { kind: 'ended', outcome: recordedOutcome(ended) };
   }
   // A resumed agent runs what it started with: the recorded definition, blocks and settings.
-  const pinned = started ? pinnedDefinition(started, options.definition) : undefined;
+  const pinned = started ? await pinnedDefinition(started, options.definition) : undefined;
   if (pinned) definition = pinned.definition;
   const modelSettingsOptions = {
     overrides: prepareModelSettings(options.modelSettings, 'modelSettings'),

@@ -3,7 +3,7 @@
  * definition and version, the model) and what it cost. `runAgent` and the Supervisor both build
  * records here, from a ProviderReceipt (in-process) or the receipt an engine reports.
  */
-import { definitionHash } from '../definition/load.ts';
+import { definitionHash } from '../definition/hash.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import type { Usage } from '../providers/types.ts';
 import type { ReplayRef } from '../replay/types.ts';

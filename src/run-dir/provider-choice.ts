@@ -7,6 +7,7 @@
 import { basename, extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describeValue, UserError } from '../errors.ts';
+import { importModule } from '../module-import.ts';
 import type { ProviderConfig } from '../protocol/messages.ts';
 import { DEFAULT_MODELS } from '../providers/constants.ts';
 import {
@@ -96,7 +97,7 @@ export async function checkProvider(choice: ProviderChoice): Promise<void> {
     return;
   }
   const url = config.module.startsWith('file:') ? config.module : pathToFileURL(config.module).href;
-  const mod = (await import(url)) as Record<string, unknown>;
+  const mod = await importModule(url);
   const name = config.export ?? 'default';
   if (typeof mod[name] !== 'function') {
     throw new UserError(

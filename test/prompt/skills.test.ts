@@ -59,15 +59,15 @@ describe('skills', () => {
     expect((await discoverSkills(repo, { homeDir: repo })).has('lint')).toBe(true);
   });
 
-  it('keeps a skill with broken or missing frontmatter under its folder name', () => {
-    expect(parseSkill('---\nname: [unclosed\n---\nBody', 'folder')).toEqual({
+  it('keeps a skill with broken or missing frontmatter under its folder name', async () => {
+    expect(await parseSkill('---\nname: [unclosed\n---\nBody', 'folder')).toEqual({
       name: 'folder',
       description: '',
       body: 'Body',
     });
-    expect(parseSkill('Just text.', 'plain')).toEqual({ name: 'plain', description: '', body: 'Just text.' });
+    expect(await parseSkill('Just text.', 'plain')).toEqual({ name: 'plain', description: '', body: 'Just text.' });
     expect(
-      parseSkill('\uFEFF---\r\nname: crlf\r\ndescription: "quoted: yes"\r\n---\r\nBody\r\n', 'x'),
+      await parseSkill('\uFEFF---\r\nname: crlf\r\ndescription: "quoted: yes"\r\n---\r\nBody\r\n', 'x'),
     ).toEqual({
       name: 'crlf',
       description: 'quoted: yes',

@@ -7,6 +7,7 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { UserError } from '../../errors.ts';
+import { importModule } from '../../module-import.ts';
 import type { HostToolDeclaration, ProviderConfig, ToolModuleRef } from '../../protocol/messages.ts';
 import { createProvider } from '../../providers/factory.ts';
 import type { Provider, ProviderHooks } from '../../providers/types.ts';
@@ -21,7 +22,7 @@ export class ModuleLoader {
     const url = specifier.startsWith('file:') ? specifier : pathToFileURL(path.resolve(specifier)).href;
     let mod = this.#modules.get(url);
     if (!mod) {
-      mod = import(url) as Promise<Record<string, unknown>>;
+      mod = importModule(url);
       this.#modules.set(url, mod);
       mod.catch(() => this.#modules.delete(url));
     }

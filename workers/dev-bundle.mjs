@@ -1,0 +1,163 @@
+// Development only: a source checkout. The installed package runs dist/ and never loads this file.
+//
+// Through tsx's loader hooks, every module of troupe's TypeScript sources costs a round trip to the
+// hooks: starting an actor-host thread took ~1.5 s of CPU on a 2-core machine (~0.55 s as
+// JavaScript), and `troupe --version` ~0.7 s (~0.2 s). The test suite starts hundreds of both.
+// So the entries a new thread or process starts from (the CLI, the actor host, the redis worker)
+// are bundled together by esbuild (which tsx already brings) into JavaScript under
+// node_modules/.cache/troupe-dev/, split into chunks so that lazy imports stay lazy, and reused
+// while no bundled file changed: each start compares the size and mtime of every input with the
+// manifest, and builds again on any difference. Packages stay outside the bundle. tsx is registered
+// only when the bundle imports a TypeScript module of the user's (a tool, provider or scorer
+// module): src/module-import.ts calls the hook `registerTypeScriptOnDemand` installs.
+//
+// The bundle carries inline source maps, which Node applies to stack traces only when asked
+// (`NODE_OPTIONS=--enable-source-maps`): reading them costs ~9 % of a thread's start.
+// TROUPE_DEV_BUNDLE=0 runs the entries through tsx as before.
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+// One cache per checkout: worktrees may share a node_modules through a link.
+const CACHE = path.join(
+  ROOT,
+  'node_modules',
+  '.cache',
+  'troupe-dev',
+  createHash('sha256').update(ROOT).digest('hex').slice(0, 12),
+);
+const MANIFEST = path.join(CACHE, 'manifest.json');
+const VERSION = 1;
+
+/** The bundle's entries: output name -> source path from the package root. */
+const ENTRIES = {
+  cli: 'src/cli/bin.ts',
+  'actor-host': 'workers/actor-host.ts',
+  'redis-worker': 'workers/redis-worker.ts',
+};
+
+/** Builds kept beside the current one (a running process may still load chunks from them). */
+const KEEP_BUILDS = 3;
+const KEEP_BUILD_MS = 60 * 60 * 1000;
+
+/** The manifest's build folder when every input still has the size and mtime it was built from. */
+function freshBuild() {
+  let manifest;
+  try {
+    manifest = JSON.parse(readFileSync(MANIFEST, 'utf8'));
+  } catch {
+    return undefined;
+  }
+  if (manifest?.version !== VERSION) return undefined;
+  for (const [file, size, mtimeMs] of manifest.inputs) {
+    let stats;
+    try {
+      stats = statSync(path.join(ROOT, file));
+    } catch {
+      return undefined;
+    }
+    if (stats.size !== size || stats.mtimeMs !== mtimeMs) return undefined;
+  }
+  return path.join(CACHE, manifest.build);
+}
+
+/**
+ * Each source file's `import.meta.url` stays its own file's URL inside the bundle: src/ finds the
+ * package root and resolves packages from it (src/package-files.ts, createRequire).
+ */
+const keepImportMetaUrl = {
+  name: 'keep-import-meta-url',
+  setup(build) {
+    build.onLoad({ filter: /\.ts$/ }, (args) => ({
+      contents: readFileSync(args.path, 'utf8').replaceAll(
+        'import.meta.url',
+        JSON.stringify(pathToFileURL(args.path).href),
+      ),
+      loader: 'ts',
+    }));
+  },
+};
+
+/** Builds into a new folder and points the manifest at it; returns the folder. */
+async function build() {
+  const esbuild = await import('esbuild');
+  const started = Date.now();
+  const name = `build-${started}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const folder = path.join(CACHE, name);
+  const result = await esbuild.build({
+    entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([out, src]) => [out, path.join(ROOT, src)])),
+    outdir: folder,
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    splitting: true,
+    packages: 'external',
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    sourcemap: 'inline',
+    metafile: true,
+    logLevel: 'silent',
+    plugins: [keepImportMetaUrl],
+  });
+  const inputs = Object.keys(result.metafile.inputs).map((file) => {
+    const stats = statSync(path.join(ROOT, file));
+    return [file, stats.size, stats.mtimeMs];
+  });
+  // A file edited while esbuild ran may be in the build in its old form: the manifest is left as
+  // it was then, so the next start builds again; this start still uses what it built.
+  if (inputs.every(([, , mtimeMs]) => mtimeMs < started - 1)) {
+    // Written under a unique name, then renamed: a process starting meanwhile never reads half.
+    writeFileSync(`${MANIFEST}.${name}`, JSON.stringify({ version: VERSION, build: name, inputs }));
+    renameSync(`${MANIFEST}.${name}`, MANIFEST);
+  }
+  removeOldBuilds(name);
+  return folder;
+}
+
+/** Removes builds older than an hour, except the newest few and `current`. */
+function removeOldBuilds(current) {
+  const builds = readdirSync(CACHE)
+    .filter((entry) => entry.startsWith('build-') && entry !== current)
+    .map((entry) => ({ entry, mtimeMs: statSync(path.join(CACHE, entry)).mtimeMs }))
+    .sort((a, b) => b.mtimeMs - a.mtimeMs);
+  for (const { entry, mtimeMs } of builds.slice(KEEP_BUILDS)) {
+    if (Date.now() - mtimeMs > KEEP_BUILD_MS) rmSync(path.join(CACHE, entry), { recursive: true, force: true });
+  }
+}
+
+/**
+ * URL of the bundled `entry` (`cli`, `actor-host` or `redis-worker`), built first when there is no
+ * bundle or a source file changed since; undefined when bundling is switched off
+ * (TROUPE_DEV_BUNDLE=0) or esbuild is not installed.
+ */
+export async function devBundle(entry) {
+  if (process.env.TROUPE_DEV_BUNDLE === '0') return undefined;
+  let folder = freshBuild();
+  if (folder === undefined) {
+    try {
+      mkdirSync(CACHE, { recursive: true });
+      folder = await build();
+    } catch (error) {
+      if (error?.code === 'ERR_MODULE_NOT_FOUND') return undefined;
+      throw error;
+    }
+  }
+  return pathToFileURL(path.join(folder, `${entry}.mjs`));
+}
+
+let registered;
+
+/**
+ * Lets the bundle import TypeScript modules: the first time src/ imports a `.ts` file
+ * (src/module-import.ts), tsx is registered in this thread.
+ */
+export function registerTypeScriptOnDemand() {
+  globalThis[Symbol.for('troupe.registerTypeScript')] = () => {
+    registered ??= import('tsx/esm/api').then((api) => {
+      api.register();
+    });
+    return registered;
+  };
+}
