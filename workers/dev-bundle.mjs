@@ -123,7 +123,8 @@ function removeOldBuilds(current) {
     .map((entry) => ({ entry, mtimeMs: statSync(path.join(CACHE, entry)).mtimeMs }))
     .sort((a, b) => b.mtimeMs - a.mtimeMs);
   for (const { entry, mtimeMs } of builds.slice(KEEP_BUILDS)) {
-    if (Date.now() - mtimeMs > KEEP_BUILD_MS) rmSync(path.join(CACHE, entry), { recursive: true, force: true });
+    if (Date.now() - mtimeMs > KEEP_BUILD_MS)
+      rmSync(path.join(CACHE, entry), { recursive: true, force: true });
   }
 }
 

@@ -65,7 +65,11 @@ describe('skills', () => {
       description: '',
       body: 'Body',
     });
-    expect(await parseSkill('Just text.', 'plain')).toEqual({ name: 'plain', description: '', body: 'Just text.' });
+    expect(await parseSkill('Just text.', 'plain')).toEqual({
+      name: 'plain',
+      description: '',
+      body: 'Just text.',
+    });
     expect(
       await parseSkill('\uFEFF---\r\nname: crlf\r\ndescription: "quoted: yes"\r\n---\r\nBody\r\n', 'x'),
     ).toEqual({

@@ -21,7 +21,9 @@ it('an actor host and an agent that reads a file and completes load no MCP SDK, 
   const loaded = [...stderr.matchAll(/^LOADED (\S+)$/gm)].map((match) => match[1] ?? '');
   // The recording works: the host (through tsx, or its cached bundle: workers/dev-bundle.mjs) and
   // the loop were loaded through it.
-  expect(loaded.some((url) => /\/workers\/actor-host\.ts$|\/troupe-dev\/.+\/actor-host\.mjs$/.test(url))).toBe(true);
+  expect(
+    loaded.some((url) => /\/workers\/actor-host\.ts$|\/troupe-dev\/.+\/actor-host\.mjs$/.test(url)),
+  ).toBe(true);
   expect(loaded.some((url) => url.endsWith('/src/loop/run-agent.ts'))).toBe(true);
   const packages = new Set(
     loaded.flatMap((url) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1] ?? []),
