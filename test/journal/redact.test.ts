@@ -117,6 +117,18 @@ describe('redactText', () => {
   );
   const texts = fc.array(fc.oneof(pieces, fc.string()), { maxLength: 30 }).map((parts) => parts.join(''));
 
+  it('masks a short text (screened before the line cache) exactly as within a long one', () => {
+    // A first line past the screened length sends the whole text through every pattern; no pattern
+    // crosses a line break, so its second line must come out as the short text does alone.
+    const long = `${'.'.repeat(300)}\n`;
+    fc.assert(
+      fc.property(texts, (text) => {
+        expect(`${long}${redactText(text)}`).toBe(redactText(`${long}${text}`));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('is idempotent on arbitrary text, so a re-render from the journal hashes like the original', () => {
     fc.assert(
       fc.property(texts, (text) => {
