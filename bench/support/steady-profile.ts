@@ -88,8 +88,7 @@ try {
     const per = (ms: number): string => ((ms * 1000) / units).toFixed(1);
     const main = byThread && byThread.main.userMs + byThread.main.systemMs;
     const all = byThread && totalCpu(byThread);
-    const hosts =
-      byThread && Object.values(byThread.hosts).map((c) => per(c.userMs + c.systemMs));
+    const hosts = byThread && Object.values(byThread.hosts).map((c) => per(c.userMs + c.systemMs));
     const rest = byThread && byThread.other.userMs + byThread.other.systemMs;
     const split =
       main !== undefined && all !== undefined

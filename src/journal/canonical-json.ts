@@ -220,7 +220,10 @@ class Writer {
       const cyclic = path.includes(object);
       path.length = 0;
       if (cyclic) {
-        throw new SystemError('journal_unserializable', 'Expected JSON data, got a value that contains itself');
+        throw new SystemError(
+          'journal_unserializable',
+          'Expected JSON data, got a value that contains itself',
+        );
       }
       throw new SystemError(
         'journal_unserializable',
