@@ -14,7 +14,10 @@ import { MAX_JSON_DEPTH } from './constants.ts';
 
 /** How strings are masked while writing (the journal's redaction). */
 export interface Masking {
-  /** The text stored for a string value; `secret` when it sits under a secret key. */
+  /**
+   * The text stored for a string value; `secret` when it sits under a secret key. A function of
+   * its arguments only: long texts' results are reused (see {@link quotedLongText}).
+   */
   readonly text: (value: string, secret: boolean) => string;
   /** Whether a member named `key` holds a secret (checked only inside `keyedMembers`). */
   readonly isSecretKey: (key: string) => boolean;
@@ -64,6 +67,30 @@ export function sha256Hex(text: string): string {
 /** SHA-256 (hex) of the canonical JSON of `value`: e.g. a definition hash for the Started event. */
 export function hashValue(value: unknown): string {
   return sha256Hex(canonicalJson(value));
+}
+
+/**
+ * Long texts (at least LONG_TEXT_CHARS), masked and quoted, by masking: every agent's Started
+ * event repeats its definition's text and its system prompt (the same string objects, so a lookup
+ * is a pointer comparison), and masking and quoting them again was ~60 % of that event's cost.
+ */
+const longTexts = new WeakMap<Masking, Map<string, string>>();
+const LONG_TEXT_CHARS = 256;
+const LONG_TEXTS_LIMIT = 512;
+
+function quotedLongText(masking: Masking, text: string): string {
+  let known = longTexts.get(masking);
+  if (known === undefined) {
+    known = new Map();
+    longTexts.set(masking, known);
+  }
+  let quoted = known.get(text);
+  if (quoted === undefined) {
+    quoted = JSON.stringify(masking.text(text, false));
+    if (known.size >= LONG_TEXTS_LIMIT) known.clear();
+    known.set(text, quoted);
+  }
+  return quoted;
 }
 
 /** Keys as JSON text: events repeat the same few dozen member names. */
@@ -177,8 +204,12 @@ class Writer {
   write(value: unknown, byKey: boolean, secret: boolean): string | undefined {
     if (value === null) return 'null';
     switch (typeof value) {
-      case 'string':
-        return JSON.stringify(this.#masking ? this.#masking.text(value, secret) : value);
+      case 'string': {
+        const masking = this.#masking;
+        if (masking === undefined) return JSON.stringify(value);
+        if (value.length >= LONG_TEXT_CHARS && !secret) return quotedLongText(masking, value);
+        return JSON.stringify(masking.text(value, secret));
+      }
       case 'number':
         return Number.isFinite(value) ? JSON.stringify(value) : 'null';
       case 'boolean':

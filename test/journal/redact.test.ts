@@ -221,6 +221,21 @@ describe('JOURNAL_MASKING', () => {
     );
   });
 
+  it('masks long texts every time they are written, under a secret key or not', () => {
+    // Long texts' masked JSON is reused between events (every Started repeats the system prompt).
+    const prompt = `${'Be brief. '.repeat(40)}\nThe key is ${OPENAI_KEY}.`;
+    const event = { type: 'x', systemPrompt: prompt, args: { password: prompt } };
+    const expected = `{"args":{"password":"${REDACTED}"},"systemPrompt":${JSON.stringify(redactText(prompt))},"type":"x"}`;
+    expect(expected).not.toContain(OPENAI_KEY);
+    expect(canonicalJson(event, JOURNAL_MASKING)).toBe(expected);
+    expect(canonicalJson(event, JOURNAL_MASKING)).toBe(expected);
+    expect(canonicalJson({ ...event, args: { note: prompt } }, JOURNAL_MASKING)).toBe(
+      expected.replace(`"password":"${REDACTED}"`, `"note":${JSON.stringify(redactText(prompt))}`),
+    );
+    // Without masking the text is written as it is.
+    expect(canonicalJson({ systemPrompt: prompt })).toBe(`{"systemPrompt":${JSON.stringify(prompt)}}`);
+  });
+
   it('writes the chain fields unmasked', () => {
     const text = canonicalJson({ type: 'x', ts: `sk-${'a'.repeat(20)}`, prev: 'p', seq: 1 }, JOURNAL_MASKING);
     expect(text).toBe(`{"prev":"p","seq":1,"ts":"sk-${'a'.repeat(20)}","type":"x"}`);
