@@ -88,9 +88,14 @@ try {
     const per = (ms: number): string => ((ms * 1000) / units).toFixed(1);
     const main = byThread && byThread.main.userMs + byThread.main.systemMs;
     const all = byThread && totalCpu(byThread);
+    const hosts = byThread && Object.values(byThread.hosts).map((c) => per(c.userMs + c.systemMs));
+    const rest = byThread && byThread.other.userMs + byThread.other.systemMs;
     const split =
       main !== undefined && all !== undefined
-        ? `, per ${mode === 'routing' ? 'instruction' : 'agent'}: main ${per(main)} µs, other threads ${per(all.userMs + all.systemMs - main)} µs`
+        ? `, per ${mode === 'routing' ? 'instruction' : 'agent'}: main ${per(main)} µs, other threads ${per(all.userMs + all.systemMs - main)} µs` +
+          (hosts && hosts.length > 0 && rest !== undefined
+            ? ` (hosts ${hosts.join(' / ')}, rest ${per(rest)})`
+            : '')
         : '';
     const p50 = latencies.length > 0 ? `, p50 ${(median(latencies) / 1000).toFixed(1)} µs` : '';
     console.log(

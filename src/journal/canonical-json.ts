@@ -14,7 +14,10 @@ import { MAX_JSON_DEPTH } from './constants.ts';
 
 /** How strings are masked while writing (the journal's redaction). */
 export interface Masking {
-  /** The text stored for a string value; `secret` when it sits under a secret key. */
+  /**
+   * The text stored for a string value; `secret` when it sits under a secret key. A function of
+   * its arguments only: long texts' results are reused (see {@link quotedLongText}).
+   */
   readonly text: (value: string, secret: boolean) => string;
   /** Whether a member named `key` holds a secret (checked only inside `keyedMembers`). */
   readonly isSecretKey: (key: string) => boolean;
@@ -66,6 +69,30 @@ export function hashValue(value: unknown): string {
   return sha256Hex(canonicalJson(value));
 }
 
+/**
+ * Long texts (at least LONG_TEXT_CHARS), masked and quoted, by masking: every agent's Started
+ * event repeats its definition's text and its system prompt (the same string objects, so a lookup
+ * is a pointer comparison), and masking and quoting them again was ~60 % of that event's cost.
+ */
+const longTexts = new WeakMap<Masking, Map<string, string>>();
+const LONG_TEXT_CHARS = 256;
+const LONG_TEXTS_LIMIT = 512;
+
+function quotedLongText(masking: Masking, text: string): string {
+  let known = longTexts.get(masking);
+  if (known === undefined) {
+    known = new Map();
+    longTexts.set(masking, known);
+  }
+  let quoted = known.get(text);
+  if (quoted === undefined) {
+    quoted = JSON.stringify(masking.text(text, false));
+    if (known.size >= LONG_TEXTS_LIMIT) known.clear();
+    known.set(text, quoted);
+  }
+  return quoted;
+}
+
 /** Keys as JSON text: events repeat the same few dozen member names. */
 const quotedKeys = new Map<string, string>();
 const QUOTED_KEYS_LIMIT = 4096;
@@ -115,9 +142,12 @@ function giveBack(writer: Writer): void {
 
 class Writer {
   #masking: Masking | undefined;
-  /** Objects being written: a value met again inside itself is a cycle. A set, so that checking
-   * costs O(1) at any depth (an array scan made deep values quadratic). */
-  readonly #path = new Set<object>();
+  /**
+   * Objects being written, outermost first. A cycle is only looked for once this reaches
+   * MAX_JSON_DEPTH (a value that contains itself nests without end): a push and a pop per object,
+   * where a set's add, has and delete per object were ~1 % of an actor host's CPU.
+   */
+  readonly #path: object[] = [];
 
   constructor(masking: Masking | undefined) {
     this.#masking = masking;
@@ -126,8 +156,7 @@ class Writer {
   /** Ready for another value (after an error too: the path may hold what was being written). */
   reset(masking: Masking | undefined): void {
     this.#masking = masking;
-    // Empty after every complete write; clearing an empty set would still reallocate its table.
-    if (this.#path.size > 0) this.#path.clear();
+    this.#path.length = 0;
   }
 
   /**
@@ -139,30 +168,26 @@ class Writer {
     const masking = this.#masking;
     if (masking === undefined || typeof value !== 'object' || value === null || Array.isArray(value))
       return this.write(value, false, false);
-    const object = this.#enter(value);
-    try {
-      const record = object as Record<string, unknown>;
-      let out = '';
-      let next = 0;
-      for (const key of sortedKeys(record)) {
-        for (let added = extra[next]; added !== undefined && added[0] <= key; added = extra[next]) {
-          out += `${out === '' ? '' : ','}${quoteKey(added[0])}:${added[1]}`;
-          next += 1;
-        }
-        if (next > 0 && extra[next - 1]?.[0] === key) continue;
-        const member = masking.plainMembers.has(key)
-          ? this.#writeUnmasked(record[key])
-          : this.write(record[key], masking.keyedMembers.has(key), false);
-        if (member !== undefined) out += `${out === '' ? '' : ','}${quoteKey(key)}:${member}`;
+    const record = this.#enter(value) as Record<string, unknown>;
+    let out = '{';
+    let next = 0;
+    for (const key of sortedKeys(record)) {
+      for (let added = extra[next]; added !== undefined && added[0] <= key; added = extra[next]) {
+        out += (out.length === 1 ? '' : ',') + quoteKey(added[0]) + ':' + added[1];
+        next += 1;
       }
-      for (; next < extra.length; next += 1) {
-        const added = extra[next];
-        if (added !== undefined) out += `${out === '' ? '' : ','}${quoteKey(added[0])}:${added[1]}`;
-      }
-      return `{${out}}`;
-    } finally {
-      this.#path.delete(object);
+      if (next > 0 && extra[next - 1]?.[0] === key) continue;
+      const member = masking.plainMembers.has(key)
+        ? this.#writeUnmasked(record[key])
+        : this.write(record[key], masking.keyedMembers.has(key), false);
+      if (member !== undefined) out += (out.length === 1 ? '' : ',') + quoteKey(key) + ':' + member;
     }
+    for (; next < extra.length; next += 1) {
+      const added = extra[next];
+      if (added !== undefined) out += (out.length === 1 ? '' : ',') + quoteKey(added[0]) + ':' + added[1];
+    }
+    this.#path.pop();
+    return out + '}';
   }
 
   #writeUnmasked(value: unknown): string | undefined {
@@ -179,8 +204,12 @@ class Writer {
   write(value: unknown, byKey: boolean, secret: boolean): string | undefined {
     if (value === null) return 'null';
     switch (typeof value) {
-      case 'string':
-        return JSON.stringify(this.#masking ? this.#masking.text(value, secret) : value);
+      case 'string': {
+        const masking = this.#masking;
+        if (masking === undefined) return JSON.stringify(value);
+        if (value.length >= LONG_TEXT_CHARS && !secret) return quotedLongText(masking, value);
+        return JSON.stringify(masking.text(value, secret));
+      }
       case 'number':
         return Number.isFinite(value) ? JSON.stringify(value) : 'null';
       case 'boolean':
@@ -195,41 +224,45 @@ class Writer {
     const toJSON = (value as { toJSON?: unknown }).toJSON;
     if (typeof toJSON === 'function') return this.write(toJSON.call(value), byKey, secret);
     const object = this.#enter(value as object);
-    try {
-      if (Array.isArray(object)) {
-        let out = '';
-        for (let i = 0; i < object.length; i += 1) {
-          out += `${i === 0 ? '' : ','}${this.write(object[i], byKey, secret) ?? 'null'}`;
-        }
-        return `[${out}]`;
+    // No try/finally: an error leaves the path as it was, and `reset` empties it.
+    if (Array.isArray(object)) {
+      let out = '[';
+      for (let i = 0; i < object.length; i += 1) {
+        out += (i === 0 ? '' : ',') + (this.write(object[i], byKey, secret) ?? 'null');
       }
-      const record = object as Record<string, unknown>;
-      const masking = this.#masking;
-      let out = '';
-      for (const key of sortedKeys(record)) {
-        const secretMember = secret || (byKey && masking?.isSecretKey(key) === true);
-        const member = this.write(record[key], byKey, secretMember);
-        if (member !== undefined) out += `${out === '' ? '' : ','}${quoteKey(key)}:${member}`;
-      }
-      return `{${out}}`;
-    } finally {
-      this.#path.delete(object);
+      this.#path.pop();
+      return out + ']';
     }
+    const record = object as Record<string, unknown>;
+    const masking = this.#masking;
+    let out = '{';
+    for (const key of sortedKeys(record)) {
+      const secretMember = secret || (byKey && masking?.isSecretKey(key) === true);
+      const member = this.write(record[key], byKey, secretMember);
+      if (member !== undefined) out += (out.length === 1 ? '' : ',') + quoteKey(key) + ':' + member;
+    }
+    this.#path.pop();
+    return out + '}';
   }
 
   #enter(object: object): object {
-    if (this.#path.has(object)) {
-      throw new SystemError('journal_unserializable', 'Expected JSON data, got a value that contains itself');
-    }
-    if (this.#path.size >= MAX_JSON_DEPTH) {
-      this.#path.clear();
+    const path = this.#path;
+    if (path.length >= MAX_JSON_DEPTH) {
+      const cyclic = path.includes(object);
+      path.length = 0;
+      if (cyclic) {
+        throw new SystemError(
+          'journal_unserializable',
+          'Expected JSON data, got a value that contains itself',
+        );
+      }
       throw new SystemError(
         'journal_unserializable',
         `Expected JSON data nested at most ${MAX_JSON_DEPTH} levels deep, got deeper nesting`,
         { maxDepth: MAX_JSON_DEPTH },
       );
     }
-    this.#path.add(object);
+    path.push(object);
     return object;
   }
 }

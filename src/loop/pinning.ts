@@ -152,6 +152,9 @@ export async function resolveStartSettings(options: {
       issues: unsupported,
     });
   }
-  const dropped = issues.filter((issue) => issue.kind === 'dropped').map((issue) => issue.message);
+  // Pushed to one literal: filter().map() results changed elements kind once this was optimized,
+  // which changed this object's map under startRun's optimized code (a deopt and a recompile).
+  const dropped: string[] = [];
+  for (const issue of issues) if (issue.kind === 'dropped') dropped.push(issue.message);
   return { blocks, modelSettings, dropped };
 }

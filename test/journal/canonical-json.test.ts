@@ -49,6 +49,19 @@ describe('canonicalJson', () => {
     expect.unreachable('a bigint must be rejected');
   });
 
+  it('rejects a value that contains itself further down, and writes a value shared by two members', () => {
+    const inner: Record<string, unknown> = { name: 'x' };
+    const cyclic = { a: [1, { b: inner }] };
+    inner.back = cyclic;
+    expect(() => canonicalJson(cyclic)).toThrow(
+      expect.objectContaining({ code: 'journal_unserializable', message: expect.stringContaining('itself') }),
+    );
+    const shared = { z: 1 };
+    expect(canonicalJson({ p: shared, q: [shared, shared] })).toBe('{"p":{"z":1},"q":[{"z":1},{"z":1}]}');
+    // The writer is reused: an error leaves nothing behind for the next value.
+    expect(canonicalJson({ ok: [true] })).toBe('{"ok":[true]}');
+  });
+
   it('hashes the canonical text with SHA-256', () => {
     expect(sha256Hex('')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
     expect(hashValue({ b: 1, a: 2 })).toBe(sha256Hex('{"a":2,"b":1}'));

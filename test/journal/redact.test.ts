@@ -117,6 +117,18 @@ describe('redactText', () => {
   );
   const texts = fc.array(fc.oneof(pieces, fc.string()), { maxLength: 30 }).map((parts) => parts.join(''));
 
+  it('masks a short text (screened before the line cache) exactly as within a long one', () => {
+    // A first line past the screened length sends the whole text through every pattern; no pattern
+    // crosses a line break, so its second line must come out as the short text does alone.
+    const long = `${'.'.repeat(300)}\n`;
+    fc.assert(
+      fc.property(texts, (text) => {
+        expect(`${long}${redactText(text)}`).toBe(redactText(`${long}${text}`));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('is idempotent on arbitrary text, so a re-render from the journal hashes like the original', () => {
     fc.assert(
       fc.property(texts, (text) => {
@@ -207,6 +219,21 @@ describe('JOURNAL_MASKING', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('masks long texts every time they are written, under a secret key or not', () => {
+    // Long texts' masked JSON is reused between events (every Started repeats the system prompt).
+    const prompt = `${'Be brief. '.repeat(40)}\nThe key is ${OPENAI_KEY}.`;
+    const event = { type: 'x', systemPrompt: prompt, args: { password: prompt } };
+    const expected = `{"args":{"password":"${REDACTED}"},"systemPrompt":${JSON.stringify(redactText(prompt))},"type":"x"}`;
+    expect(expected).not.toContain(OPENAI_KEY);
+    expect(canonicalJson(event, JOURNAL_MASKING)).toBe(expected);
+    expect(canonicalJson(event, JOURNAL_MASKING)).toBe(expected);
+    expect(canonicalJson({ ...event, args: { note: prompt } }, JOURNAL_MASKING)).toBe(
+      expected.replace(`"password":"${REDACTED}"`, `"note":${JSON.stringify(redactText(prompt))}`),
+    );
+    // Without masking the text is written as it is.
+    expect(canonicalJson({ systemPrompt: prompt })).toBe(`{"systemPrompt":${JSON.stringify(prompt)}}`);
   });
 
   it('writes the chain fields unmasked', () => {
