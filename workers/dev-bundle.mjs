@@ -19,16 +19,19 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, wri
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
-// One cache per checkout: worktrees may share a node_modules through a link.
-const CACHE = path.join(
-  ROOT,
-  'node_modules',
-  '.cache',
-  'troupe-dev',
-  createHash('sha256').update(ROOT).digest('hex').slice(0, 12),
-);
-const MANIFEST = path.join(CACHE, 'manifest.json');
+const CHECKOUT = fileURLToPath(new URL('../', import.meta.url));
+
+/** Where a checkout's bundle lives: one cache per checkout (worktrees may share a node_modules). */
+function cacheOf(root) {
+  const cache = path.join(
+    root,
+    'node_modules',
+    '.cache',
+    'troupe-dev',
+    createHash('sha256').update(root).digest('hex').slice(0, 12),
+  );
+  return { root, cache, manifest: path.join(cache, 'manifest.json') };
+}
 const VERSION = 1;
 
 /** The bundle's entries: output name -> source path from the package root. */
@@ -43,10 +46,10 @@ const KEEP_BUILDS = 3;
 const KEEP_BUILD_MS = 60 * 60 * 1000;
 
 /** The manifest's build folder when every input still has the size and mtime it was built from. */
-function freshBuild() {
+function freshBuild({ root, cache, manifest: manifestFile }) {
   let manifest;
   try {
-    manifest = JSON.parse(readFileSync(MANIFEST, 'utf8'));
+    manifest = JSON.parse(readFileSync(manifestFile, 'utf8'));
   } catch {
     return undefined;
   }
@@ -54,13 +57,13 @@ function freshBuild() {
   for (const [file, size, mtimeMs] of manifest.inputs) {
     let stats;
     try {
-      stats = statSync(path.join(ROOT, file));
+      stats = statSync(path.join(root, file));
     } catch {
       return undefined;
     }
     if (stats.size !== size || stats.mtimeMs !== mtimeMs) return undefined;
   }
-  return path.join(CACHE, manifest.build);
+  return path.join(cache, manifest.build);
 }
 
 /**
@@ -81,13 +84,13 @@ const keepImportMetaUrl = {
 };
 
 /** Builds into a new folder and points the manifest at it; returns the folder. */
-async function build() {
+async function build({ root, cache, manifest }) {
   const esbuild = await import('esbuild');
   const started = Date.now();
   const name = `build-${started}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  const folder = path.join(CACHE, name);
+  const folder = path.join(cache, name);
   const result = await esbuild.build({
-    entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([out, src]) => [out, path.join(ROOT, src)])),
+    entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([out, src]) => [out, path.join(root, src)])),
     outdir: folder,
     outExtension: { '.js': '.mjs' },
     bundle: true,
@@ -102,47 +105,50 @@ async function build() {
     plugins: [keepImportMetaUrl],
   });
   const inputs = Object.keys(result.metafile.inputs).map((file) => {
-    const stats = statSync(path.join(ROOT, file));
+    const stats = statSync(path.join(root, file));
     return [file, stats.size, stats.mtimeMs];
   });
   // A file edited while esbuild ran may be in the build in its old form: the manifest is left as
   // it was then, so the next start builds again; this start still uses what it built.
   if (inputs.every(([, , mtimeMs]) => mtimeMs < started - 1)) {
     // Written under a unique name, then renamed: a process starting meanwhile never reads half.
-    writeFileSync(`${MANIFEST}.${name}`, JSON.stringify({ version: VERSION, build: name, inputs }));
-    renameSync(`${MANIFEST}.${name}`, MANIFEST);
+    writeFileSync(`${manifest}.${name}`, JSON.stringify({ version: VERSION, build: name, inputs }));
+    renameSync(`${manifest}.${name}`, manifest);
   }
-  removeOldBuilds(name);
+  removeOldBuilds(cache, name);
   return folder;
 }
 
 /** Removes builds older than an hour, except the newest few and `current`. */
-function removeOldBuilds(current) {
-  const builds = readdirSync(CACHE)
+function removeOldBuilds(cache, current) {
+  const builds = readdirSync(cache)
     .filter((entry) => entry.startsWith('build-') && entry !== current)
-    .map((entry) => ({ entry, mtimeMs: statSync(path.join(CACHE, entry)).mtimeMs }))
+    .map((entry) => ({ entry, mtimeMs: statSync(path.join(cache, entry)).mtimeMs }))
     .sort((a, b) => b.mtimeMs - a.mtimeMs);
   for (const { entry, mtimeMs } of builds.slice(KEEP_BUILDS)) {
     if (Date.now() - mtimeMs > KEEP_BUILD_MS)
-      rmSync(path.join(CACHE, entry), { recursive: true, force: true });
+      rmSync(path.join(cache, entry), { recursive: true, force: true });
   }
 }
 
 /**
- * URL of the bundled `entry` (`cli`, `actor-host` or `redis-worker`), built first when there is no
+ * URL of the bundled `entry` (`cli`, `actor-host` or `redis-worker`) of the checkout at `root`
+ * (this one unless a test says otherwise), built first when there is no
  * bundle or a source file changed since; undefined when bundling is switched off
- * (TROUPE_DEV_BUNDLE=0) or esbuild is not installed.
+ * (TROUPE_DEV_BUNDLE=0) or cannot be done here (no esbuild, no writable cache, a build error).
  */
-export async function devBundle(entry) {
+export async function devBundle(entry, root = CHECKOUT) {
   if (process.env.TROUPE_DEV_BUNDLE === '0') return undefined;
-  let folder = freshBuild();
+  const where = cacheOf(root);
+  let folder = freshBuild(where);
   if (folder === undefined) {
     try {
-      mkdirSync(CACHE, { recursive: true });
-      folder = await build();
-    } catch (error) {
-      if (error?.code === 'ERR_MODULE_NOT_FOUND') return undefined;
-      throw error;
+      mkdirSync(where.cache, { recursive: true });
+      folder = await build(where);
+    } catch {
+      // No esbuild, a cache folder that cannot be written, or a source esbuild cannot read: the
+      // caller runs the sources through tsx, which reports a source's error as it always did.
+      return undefined;
     }
   }
   return pathToFileURL(path.join(folder, `${entry}.mjs`));

@@ -1,0 +1,68 @@
+/**
+ * workers/dev-bundle.mjs: a checkout's threads and CLI start from a cached bundle of the sources,
+ * which must be rebuilt when (and only when) a bundled file changes, keep each file's own
+ * `import.meta.url`, and leave a fallback to tsx when it cannot build.
+ */
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, expect, it } from 'vitest';
+// @ts-expect-error: a plain ESM module of the checkout, without declarations
+import { devBundle } from '../../workers/dev-bundle.mjs';
+
+const root = mkdtempSync(path.join(tmpdir(), 'troupe-dev-bundle-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function write(relative: string, text: string): void {
+  const file = path.join(root, relative);
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, text);
+}
+
+/** A checkout in miniature: the three entries, one shared module, and a writable node_modules. */
+write('src/shared.ts', "export const word: string = 'first';\nexport const where = import.meta.url;\n");
+write(
+  'src/cli/bin.ts',
+  "import { where, word } from '../shared.ts';\nexport const cli = { word, where, self: import.meta.url };\n",
+);
+write('workers/actor-host.ts', 'export default async function host(): Promise<void> {}\n');
+write('workers/redis-worker.ts', 'export {};\n');
+mkdirSync(path.join(root, 'node_modules'));
+
+type Cli = { word: string; where: string; self: string };
+const load = async (url: URL): Promise<Cli> => ((await import(url.href)) as { cli: Cli }).cli;
+
+it('builds once, reuses the build while nothing changed, and rebuilds after an edit', async () => {
+  const first: URL = await devBundle('cli', root);
+  expect(first.pathname).toContain(path.join(root, 'node_modules', '.cache', 'troupe-dev'));
+  const cli = await load(first);
+  expect(cli.word).toBe('first');
+  // Each source keeps its own import.meta.url inside the bundle.
+  expect(cli.where).toBe(pathToFileURL(path.join(root, 'src/shared.ts')).href);
+  expect(cli.self).toBe(pathToFileURL(path.join(root, 'src/cli/bin.ts')).href);
+
+  expect((await devBundle('cli', root)).href).toBe(first.href);
+
+  // Same size, new content and mtime: the manifest's mtime check sees it.
+  write('src/shared.ts', "export const word: string = 'again';\nexport const where = import.meta.url;\n");
+  const later = new Date(Date.now() + 5_000);
+  utimesSync(path.join(root, 'src/shared.ts'), later, later);
+  const second: URL = await devBundle('cli', root);
+  expect(second.href).not.toBe(first.href);
+  expect((await load(second)).word).toBe('again');
+});
+
+it('gives no bundle (the caller falls back to tsx) when switched off or when the build fails', async () => {
+  const saved = process.env.TROUPE_DEV_BUNDLE;
+  process.env.TROUPE_DEV_BUNDLE = '0';
+  try {
+    expect(await devBundle('cli', root)).toBeUndefined();
+  } finally {
+    if (saved === undefined) delete process.env.TROUPE_DEV_BUNDLE;
+    else process.env.TROUPE_DEV_BUNDLE = saved;
+  }
+  write('src/shared.ts', 'export const word: string = ;\n');
+  utimesSync(path.join(root, 'src/shared.ts'), new Date(Date.now() + 10_000), new Date(Date.now() + 10_000));
+  expect(await devBundle('cli', root)).toBeUndefined();
+});
