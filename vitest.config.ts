@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import SlowestFirstSequencer from './test/sequencer.ts';
 
 export default defineConfig({
   test: {
@@ -7,6 +8,8 @@ export default defineConfig({
     setupFiles: ['test/setup.ts'],
     // Brings the cached bundle worker threads and CLI processes start from up to date, once.
     globalSetup: ['test/global-setup.ts'],
+    // The slowest files start first even without timings from an earlier run (a fresh clone).
+    sequence: { sequencer: SlowestFirstSequencer },
     // No `--import tsx` for the test processes: vitest compiles the tests and src/ itself, the
     // actor-host and redis-worker threads start from the cached bundle (workers/*.mjs), and child
     // processes are started with tsx or through bin/troupe.mjs (the bundle). Inherited by every worker thread,

@@ -92,6 +92,9 @@ async function build({ root, cache, manifest }) {
   const result = await esbuild.build({
     entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([out, src]) => [out, path.join(root, src)])),
     outdir: folder,
+    // The metafile's input paths are relative to this, and the manifest's to the checkout: the
+    // process that builds may run anywhere (a CLI in a user's project, a test's temp dir).
+    absWorkingDir: root,
     outExtension: { '.js': '.mjs' },
     bundle: true,
     splitting: true,
