@@ -14,10 +14,17 @@ import { devBundle } from '../../workers/dev-bundle.mjs';
 const root = mkdtempSync(path.join(tmpdir(), 'troupe-dev-bundle-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-function write(relative: string, text: string): void {
+/**
+ * Writes a file of the miniature checkout, dated `ageMs` in the past: a file dated after its build
+ * started is not trusted (it may have been edited while esbuild read it), and the test must not
+ * depend on how fast it runs.
+ */
+function write(relative: string, text: string, ageMs = 60_000): void {
   const file = path.join(root, relative);
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, text);
+  const date = new Date(Date.now() - ageMs);
+  utimesSync(file, date, date);
 }
 
 /** A checkout in miniature: the three entries, one shared module, and a writable node_modules. */
@@ -45,9 +52,11 @@ it('builds once, reuses the build while nothing changed, and rebuilds after an e
   expect((await devBundle('cli', root)).href).toBe(first.href);
 
   // Same size, new content and mtime: the manifest's mtime check sees it.
-  write('src/shared.ts', "export const word: string = 'again';\nexport const where = import.meta.url;\n");
-  const later = new Date(Date.now() + 5_000);
-  utimesSync(path.join(root, 'src/shared.ts'), later, later);
+  write(
+    'src/shared.ts',
+    "export const word: string = 'again';\nexport const where = import.meta.url;\n",
+    30_000,
+  );
   const second: URL = await devBundle('cli', root);
   expect(second.href).not.toBe(first.href);
   expect((await load(second)).word).toBe('again');
@@ -62,7 +71,6 @@ it('gives no bundle (the caller falls back to tsx) when switched off or when the
     if (saved === undefined) delete process.env.TROUPE_DEV_BUNDLE;
     else process.env.TROUPE_DEV_BUNDLE = saved;
   }
-  write('src/shared.ts', 'export const word: string = ;\n');
-  utimesSync(path.join(root, 'src/shared.ts'), new Date(Date.now() + 10_000), new Date(Date.now() + 10_000));
+  write('src/shared.ts', 'export const word: string = ;\n', 10_000);
   expect(await devBundle('cli', root)).toBeUndefined();
 });
