@@ -30,8 +30,10 @@ export default defineConfig({
     // the process as they found it: env, timers, cwd and mocks are restored by the file that
     // changes them, and test/setup.ts runs before each file.
     isolate: false,
-    // Two test files at a time even on two cores (vitest's default there is one): most files wait
+    // Three test files at a time even on two cores (vitest's default there is one): most files wait
     // on child processes, worker threads, Redis or the packed-package install rather than compute.
-    maxWorkers: 2,
+    // With two, a fresh clone's run kept the cores 1.8 of 2 busy and took 257 s; with three, 240 s
+    // (bench/RESULTS.md, fast15).
+    maxWorkers: 3,
   },
 });
