@@ -28,10 +28,10 @@ function write(relative: string, text: string, ageMs = 60_000): void {
 }
 
 /** A checkout in miniature: the three entries, one shared module, and a writable node_modules. */
-write('src/shared.ts', "export const word: string = 'first';\nexport const where = import.meta.url;\n");
+write('src/common.ts', "export const word: string = 'first';\nexport const where = import.meta.url;\n");
 write(
   'src/cli/bin.ts',
-  "import { where, word } from '../shared.ts';\nexport const cli = { word, where, self: import.meta.url };\n",
+  "import { where, word } from '../common.ts';\nexport const cli = { word, where, self: import.meta.url };\n",
 );
 write('workers/actor-host.ts', 'export default async function host(): Promise<void> {}\n');
 write('workers/redis-worker.ts', 'export {};\n');
@@ -46,14 +46,14 @@ it('builds once, reuses the build while nothing changed, and rebuilds after an e
   const cli = await load(first);
   expect(cli.word).toBe('first');
   // Each source keeps its own import.meta.url inside the bundle.
-  expect(cli.where).toBe(pathToFileURL(path.join(root, 'src/shared.ts')).href);
+  expect(cli.where).toBe(pathToFileURL(path.join(root, 'src/common.ts')).href);
   expect(cli.self).toBe(pathToFileURL(path.join(root, 'src/cli/bin.ts')).href);
 
   expect((await devBundle('cli', root)).href).toBe(first.href);
 
   // Same size, new content and mtime: the manifest's mtime check sees it.
   write(
-    'src/shared.ts',
+    'src/common.ts',
     "export const word: string = 'again';\nexport const where = import.meta.url;\n",
     30_000,
   );
@@ -71,6 +71,6 @@ it('gives no bundle (the caller falls back to tsx) when switched off or when the
     if (saved === undefined) delete process.env.TROUPE_DEV_BUNDLE;
     else process.env.TROUPE_DEV_BUNDLE = saved;
   }
-  write('src/shared.ts', 'export const word: string = ;\n', 10_000);
+  write('src/common.ts', 'export const word: string = ;\n', 10_000);
   expect(await devBundle('cli', root)).toBeUndefined();
 });
