@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AgentOutcome } from '../../src/loop/types.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { policySupervisor, tempDir } from './helpers.ts';
+import { orchestratorDefinition, policySupervisor, tempDir } from './helpers.ts';
 
 let supervisor: Supervisor | undefined;
 afterEach(async () => {
@@ -103,13 +103,3 @@ describe('orchestration over wait_for_instruction and complete_task', () => {
     expect(instructed).toHaveLength(10);
   });
 });
-
-async function orchestratorDefinition() {
-  const { getAgent } = await import('../../src/definition/discovery.ts');
-  const worker = await getAgent('worker', { cwd: tempDir() });
-  return {
-    ...worker,
-    name: 'orchestrator',
-    tools: ['spawn_agent', 'send_instruction', 'await_agents', 'complete_task'],
-  };
-}

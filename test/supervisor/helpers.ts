@@ -24,3 +24,14 @@ export function policySupervisor(options: SupervisorOptions = {}): Supervisor {
     ...options,
   });
 }
+
+/** The built-in `worker` definition as an orchestrator: it may spawn, instruct and await agents. */
+export async function orchestratorDefinition() {
+  const { getAgent } = await import('../../src/definition/discovery.ts');
+  const worker = await getAgent('worker', { cwd: tempDir() });
+  return {
+    ...worker,
+    name: 'orchestrator',
+    tools: ['spawn_agent', 'send_instruction', 'await_agents', 'complete_task'],
+  };
+}

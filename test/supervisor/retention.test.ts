@@ -7,7 +7,7 @@ import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { prepareSupervisorOptions } from '../../src/supervisor/options.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { policySupervisor, tempDir } from './helpers.ts';
+import { orchestratorDefinition, policySupervisor, tempDir } from './helpers.ts';
 
 const SIMULATED = { simulated: { kind: 'simulated' } } as const;
 
@@ -16,16 +16,6 @@ afterEach(async () => {
   await supervisor?.close();
   supervisor = undefined;
 });
-
-async function orchestratorDefinition() {
-  const { getAgent } = await import('../../src/definition/discovery.ts');
-  const worker = await getAgent('worker', { cwd: tempDir() });
-  return {
-    ...worker,
-    name: 'orchestrator',
-    tools: ['spawn_agent', 'send_instruction', 'await_agents', 'complete_task'],
-  };
-}
 
 describe('retainEndedAgents', () => {
   it('keeps the most recently ended agents up to the limit; an evicted one is unknown, its handle still works', async () => {

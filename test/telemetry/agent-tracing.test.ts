@@ -7,7 +7,7 @@ import {
 } from '@opentelemetry/sdk-trace-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { fixtures, policySupervisor, tempDir } from '../supervisor/helpers.ts';
+import { fixtures, orchestratorDefinition, policySupervisor, tempDir } from '../supervisor/helpers.ts';
 
 let supervisor: Supervisor | undefined;
 afterEach(async () => {
@@ -22,16 +22,6 @@ function memoryTracer(): {
   const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
   return { exporter, tracer: provider.getTracer('troupe') };
-}
-
-async function orchestratorDefinition() {
-  const { getAgent } = await import('../../src/definition/discovery.ts');
-  const worker = await getAgent('worker', { cwd: tempDir() });
-  return {
-    ...worker,
-    name: 'orchestrator',
-    tools: ['spawn_agent', 'send_instruction', 'await_agents', 'complete_task'],
-  };
 }
 
 const parentOf = (span: ReadableSpan): string | undefined => span.parentSpanContext?.spanId;
