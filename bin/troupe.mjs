@@ -9,33 +9,15 @@ import { existsSync } from 'node:fs';
 const source = new URL('../src/cli/bin.ts', import.meta.url);
 const compiled = new URL('../dist/src/cli/bin.js', import.meta.url);
 
-async function tsx() {
-  try {
-    return await import('tsx/esm/api');
-  } catch (error) {
-    if (error?.code === 'ERR_MODULE_NOT_FOUND') return undefined;
-    throw error;
-  }
+/** The checkout's CLI, bundled or through tsx (workers/dev-bundle.mjs); false when it cannot run. */
+async function ranFromSources() {
+  if (!existsSync(source)) return false;
+  const { importSources } = await import('../workers/dev-bundle.mjs');
+  return (await importSources('cli')) !== undefined;
 }
 
-/** The source checkout's CLI: bundled (cached), else through tsx; false when neither is installed. */
-async function runSources() {
-  const dev = await import('../workers/dev-bundle.mjs');
-  const bundle = await dev.devBundle('cli');
-  if (bundle !== undefined) {
-    dev.registerTypeScriptOnDemand();
-    await import(bundle.href);
-    return true;
-  }
-  const api = await tsx();
-  if (api === undefined) return false;
-  api.register();
-  await import(source.href);
-  return true;
-}
-
-if (existsSync(source) && (await runSources())) {
-  // ran from the sources
+if (await ranFromSources()) {
+  // the CLI ran from the sources
 } else if (existsSync(compiled)) {
   await import(compiled.href);
 } else {

@@ -171,3 +171,25 @@ export function registerTypeScriptOnDemand() {
     return registered;
   };
 }
+
+/**
+ * Imports `entry` of this checkout the way a thread or process of a checkout starts it: its bundle
+ * (tsx registered only when a TypeScript module of the user's is imported), else its TypeScript
+ * source through tsx. Resolves with the module's namespace; undefined when tsx is missing too.
+ */
+export async function importSources(entry) {
+  const bundle = await devBundle(entry);
+  if (bundle !== undefined) {
+    registerTypeScriptOnDemand();
+    return import(bundle.href);
+  }
+  let api;
+  try {
+    api = await import('tsx/esm/api');
+  } catch (error) {
+    if (error?.code === 'ERR_MODULE_NOT_FOUND') return undefined;
+    throw error;
+  }
+  api.register();
+  return import(new URL(`../${ENTRIES[entry]}`, import.meta.url).href);
+}

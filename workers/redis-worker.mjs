@@ -2,14 +2,6 @@
 // runs dist/workers/redis-worker.js). Like workers/actor-host.mjs: a cached esbuild bundle of the
 // TypeScript entry, tsx registered only if a TypeScript tool or provider module is imported.
 // TROUPE_DEV_BUNDLE=0: through tsx.
-import { devBundle, registerTypeScriptOnDemand } from './dev-bundle.mjs';
+import { importSources } from './dev-bundle.mjs';
 
-const bundle = await devBundle('redis-worker');
-if (bundle !== undefined) {
-  registerTypeScriptOnDemand();
-  await import(bundle.href);
-} else {
-  const { register } = await import('tsx/esm/api');
-  register();
-  await import('./redis-worker.ts');
-}
+await importSources('redis-worker');
