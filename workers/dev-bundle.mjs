@@ -7,9 +7,15 @@
 // are bundled together by esbuild (which tsx already brings) into JavaScript under
 // node_modules/.cache/troupe-dev/, split into chunks so that lazy imports stay lazy, and reused
 // while no bundled file changed: each start compares the size and mtime of every input with the
-// manifest, and builds again on any difference. Packages stay outside the bundle. tsx is registered
-// only when the bundle imports a TypeScript module of the user's (a tool, provider or scorer
-// module): src/module-import.ts calls the hook `registerTypeScriptOnDemand` installs.
+// manifest, and builds again on any difference. Packages stay outside the bundle.
+//
+// A TypeScript module of the user's that the bundle imports (a tool, provider or scorer module:
+// src/module-import.ts calls the hook `importTypeScriptOnDemand` installs) is bundled the same way
+// when it lies inside the checkout (the test fixtures, examples/), into one JavaScript file with
+// the sources it imports: registering tsx in a thread starts a loader-hooks thread, and every
+// module it loads costs a round trip to it (~2 s of CPU for a thread that imports one fixture
+// importing a few files of src/). A module elsewhere, or one esbuild cannot build, goes through
+// tsx, registered in that thread then.
 //
 // The bundle carries inline source maps, which Node applies to stack traces only when asked
 // (`NODE_OPTIONS=--enable-source-maps`): reading them costs ~9 % of a thread's start.
@@ -23,14 +29,18 @@ const CHECKOUT = fileURLToPath(new URL('../', import.meta.url));
 
 /** Where a checkout's bundle lives: one cache per checkout (worktrees may share a node_modules). */
 function cacheOf(root) {
-  const cache = path.join(
-    root,
-    'node_modules',
-    '.cache',
-    'troupe-dev',
-    createHash('sha256').update(root).digest('hex').slice(0, 12),
-  );
+  const cache = path.join(root, 'node_modules', '.cache', 'troupe-dev', hashOf(root));
   return { root, cache, manifest: path.join(cache, 'manifest.json') };
+}
+
+/** Where the bundle of a user's module `file` inside the checkout `root` lives. */
+function moduleCacheOf(root, file) {
+  const cache = path.join(cacheOf(root).cache, 'modules', hashOf(file));
+  return { root, cache, manifest: path.join(cache, 'manifest.json') };
+}
+
+function hashOf(text) {
+  return createHash('sha256').update(text).digest('hex').slice(0, 12);
 }
 const VERSION = 1;
 
@@ -67,37 +77,41 @@ function freshBuild({ root, cache, manifest: manifestFile }) {
 }
 
 /**
- * Each source file's `import.meta.url` stays its own file's URL inside the bundle: src/ finds the
- * package root and resolves packages from it (src/package-files.ts, createRequire).
+ * Each source file's `import.meta.url` (and `filename`, `dirname`) stays its own file's inside the
+ * bundle: src/ finds the package root and resolves packages from it (src/package-files.ts,
+ * createRequire), and a user's module finds the files beside it.
  */
 const keepImportMetaUrl = {
   name: 'keep-import-meta-url',
   setup(build) {
-    build.onLoad({ filter: /\.ts$/ }, (args) => ({
-      contents: readFileSync(args.path, 'utf8').replaceAll(
-        'import.meta.url',
-        JSON.stringify(pathToFileURL(args.path).href),
-      ),
+    build.onLoad({ filter: /\.m?ts$/ }, (args) => ({
+      contents: readFileSync(args.path, 'utf8')
+        .replaceAll('import.meta.url', JSON.stringify(pathToFileURL(args.path).href))
+        .replaceAll('import.meta.filename', JSON.stringify(args.path))
+        .replaceAll('import.meta.dirname', JSON.stringify(path.dirname(args.path))),
       loader: 'ts',
     }));
   },
 };
 
-/** Builds into a new folder and points the manifest at it; returns the folder. */
-async function build({ root, cache, manifest }) {
+/**
+ * Builds `entryPoints` (output name -> absolute source path) into a new folder and points the
+ * manifest at it; returns the folder.
+ */
+async function build({ root, cache, manifest }, entryPoints) {
   const esbuild = await import('esbuild');
   const started = Date.now();
   const name = `build-${started}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   const folder = path.join(cache, name);
   const result = await esbuild.build({
-    entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([out, src]) => [out, path.join(root, src)])),
+    entryPoints,
     outdir: folder,
     // The metafile's input paths are relative to this, and the manifest's to the checkout: the
     // process that builds may run anywhere (a CLI in a user's project, a test's temp dir).
     absWorkingDir: root,
     outExtension: { '.js': '.mjs' },
     bundle: true,
-    splitting: true,
+    splitting: Object.keys(entryPoints).length > 1,
     packages: 'external',
     platform: 'node',
     format: 'esm',
@@ -142,45 +156,73 @@ function removeOldBuilds(cache, current) {
  */
 export async function devBundle(entry, root = CHECKOUT) {
   if (process.env.TROUPE_DEV_BUNDLE === '0') return undefined;
-  const where = cacheOf(root);
-  let folder = freshBuild(where);
-  if (folder === undefined) {
-    try {
-      mkdirSync(where.cache, { recursive: true });
-      folder = await build(where);
-    } catch {
-      // No esbuild, a cache folder that cannot be written, or a source esbuild cannot read: the
-      // caller runs the sources through tsx, which reports a source's error as it always did.
-      return undefined;
-    }
+  const entryPoints = Object.fromEntries(
+    Object.entries(ENTRIES).map(([out, src]) => [out, path.join(root, src)]),
+  );
+  const folder = await freshOrBuilt(cacheOf(root), entryPoints);
+  return folder === undefined ? undefined : pathToFileURL(path.join(folder, `${entry}.mjs`));
+}
+
+/**
+ * URL of the bundle of a user's TypeScript module `file` (an absolute path inside the checkout at
+ * `root`): the module and every source file it imports, packages left outside. Undefined when
+ * bundling is switched off, the file is not a `.ts` or `.mts` file inside the checkout, or it
+ * cannot be bundled (the caller imports it through tsx, which reports its errors).
+ */
+export async function bundleModule(file, root = CHECKOUT) {
+  if (process.env.TROUPE_DEV_BUNDLE === '0') return undefined;
+  const relative = path.relative(root, file);
+  if (relative.startsWith('..') || path.isAbsolute(relative) || !/\.m?ts$/.test(file)) return undefined;
+  const folder = await freshOrBuilt(moduleCacheOf(root, file), { module: file });
+  return folder === undefined ? undefined : pathToFileURL(path.join(folder, 'module.mjs'));
+}
+
+/** The build folder of `where`, built first when missing or stale; undefined when it cannot be. */
+async function freshOrBuilt(where, entryPoints) {
+  const folder = freshBuild(where);
+  if (folder !== undefined) return folder;
+  try {
+    mkdirSync(where.cache, { recursive: true });
+    return await build(where, entryPoints);
+  } catch {
+    // No esbuild, a cache folder that cannot be written, or a source esbuild cannot read: the
+    // caller runs the sources through tsx, which reports a source's error as it always did.
+    return undefined;
   }
-  return pathToFileURL(path.join(folder, `${entry}.mjs`));
 }
 
 let registered;
 
+/** Registers tsx in this thread, once. */
+function registerTypeScript() {
+  registered ??= import('tsx/esm/api').then((api) => {
+    api.register();
+  });
+  return registered;
+}
+
 /**
- * Lets the bundle import TypeScript modules: the first time src/ imports a `.ts` file
- * (src/module-import.ts), tsx is registered in this thread.
+ * Lets the bundle import TypeScript modules (src/module-import.ts): a module inside the checkout
+ * is imported from its bundle, any other after tsx was registered in this thread.
  */
-export function registerTypeScriptOnDemand() {
-  globalThis[Symbol.for('troupe.registerTypeScript')] = () => {
-    registered ??= import('tsx/esm/api').then((api) => {
-      api.register();
-    });
-    return registered;
+export function importTypeScriptOnDemand() {
+  globalThis[Symbol.for('troupe.importTypeScript')] = async (url) => {
+    const bundled = await bundleModule(fileURLToPath(url));
+    if (bundled !== undefined) return bundled.href;
+    await registerTypeScript();
+    return url;
   };
 }
 
 /**
  * Imports `entry` of this checkout the way a thread or process of a checkout starts it: its bundle
- * (tsx registered only when a TypeScript module of the user's is imported), else its TypeScript
+ * (a TypeScript module of the user's bundled too, or imported through tsx), else its TypeScript
  * source through tsx. Resolves with the module's namespace; undefined when tsx is missing too.
  */
 export async function importSources(entry) {
   const bundle = await devBundle(entry);
   if (bundle !== undefined) {
-    registerTypeScriptOnDemand();
+    importTypeScriptOnDemand();
     return import(bundle.href);
   }
   let api;

@@ -1,7 +1,8 @@
 /**
  * workers/dev-bundle.mjs: a checkout's threads and CLI start from a cached bundle of the sources,
  * which must be rebuilt when (and only when) a bundled file changes, keep each file's own
- * `import.meta.url`, and leave a fallback to tsx when it cannot build.
+ * `import.meta.url`, and leave a fallback to tsx when it cannot build. A user's TypeScript module
+ * inside the checkout (a test fixture, an example's tool) is bundled the same way.
  */
 import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +10,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
 // @ts-expect-error: a plain ESM module of the checkout, without declarations
-import { devBundle } from '../../workers/dev-bundle.mjs';
+import { bundleModule, devBundle } from '../../workers/dev-bundle.mjs';
 
 const root = mkdtempSync(path.join(tmpdir(), 'troupe-dev-bundle-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -73,4 +74,54 @@ it('gives no bundle (the caller falls back to tsx) when switched off or when the
   }
   write('src/common.ts', 'export const word: string = ;\n', 10_000);
   expect(await devBundle('cli', root)).toBeUndefined();
+});
+
+it("bundles a user's module inside the checkout with the files it imports, each keeping its own import.meta", async () => {
+  write('src/common.ts', "export const word: string = 'shared';\nexport const where = import.meta.url;\n");
+  write(
+    'test/fixtures/tools.ts',
+    [
+      "import { where, word } from '../../src/common.ts';",
+      'export const tool = { word, where, self: import.meta.url, dir: import.meta.dirname, file: import.meta.filename };',
+      '',
+    ].join('\n'),
+  );
+  const file = path.join(root, 'test/fixtures/tools.ts');
+  const url: URL = await bundleModule(file, root);
+  expect(url.pathname).toContain(path.join(root, 'node_modules', '.cache', 'troupe-dev'));
+  const { tool } = (await import(url.href)) as {
+    tool: { word: string; where: string; self: string; dir: string; file: string };
+  };
+  expect(tool).toEqual({
+    word: 'shared',
+    where: pathToFileURL(path.join(root, 'src/common.ts')).href,
+    self: pathToFileURL(file).href,
+    dir: path.dirname(file),
+    file,
+  });
+  expect((await bundleModule(file, root)).href).toBe(url.href);
+
+  // An import of the module changed: built again.
+  write(
+    'src/common.ts',
+    "export const word: string = 'edited';\nexport const where = import.meta.url;\n",
+    30_000,
+  );
+  const edited: URL = await bundleModule(file, root);
+  expect(edited.href).not.toBe(url.href);
+  expect(((await import(edited.href)) as { tool: { word: string } }).tool.word).toBe('edited');
+});
+
+it('leaves a module outside the checkout, a non-.ts file, or one that does not build to tsx', async () => {
+  const outside = mkdtempSync(path.join(tmpdir(), 'troupe-dev-bundle-outside-'));
+  try {
+    writeFileSync(path.join(outside, 'tools.ts'), 'export const x = 1;\n');
+    expect(await bundleModule(path.join(outside, 'tools.ts'), root)).toBeUndefined();
+  } finally {
+    rmSync(outside, { recursive: true, force: true });
+  }
+  write('test/fixtures/tools.cts', 'module.exports = {};\n');
+  expect(await bundleModule(path.join(root, 'test/fixtures/tools.cts'), root)).toBeUndefined();
+  write('test/fixtures/broken.ts', 'export const x: number = ;\n');
+  expect(await bundleModule(path.join(root, 'test/fixtures/broken.ts'), root)).toBeUndefined();
 });
