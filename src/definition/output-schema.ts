@@ -1,6 +1,13 @@
 /** Checks a definition's `outputSchema` is a JSON Schema Ajv can compile, before any agent runs. */
-import { Ajv } from 'ajv';
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import type * as AjvModule from 'ajv';
+import type * as Ajv2020Module from 'ajv/dist/2020.js';
+import { requirePackage } from '../require-package.ts';
+
+// CommonJS: required, not imported (src/require-package.ts says why).
+const { Ajv } = requirePackage('ajv') as typeof AjvModule;
+type Ajv = AjvModule.Ajv;
+const { Ajv2020 } = requirePackage('ajv/dist/2020.js') as typeof Ajv2020Module;
+type Ajv2020 = Ajv2020Module.Ajv2020;
 
 // Same dialect choice as the tool layer: draft-07 when `$schema` says so, 2020-12 otherwise.
 // `strict: false` because schemas written for other tools carry keywords Ajv does not know.

@@ -2,8 +2,14 @@
  * troupe's prompt templates: liquid with `${{ expr }}` and `${% tag %}` delimiters, so that the
  * `{{ }}`, `{% %}` and `${ }` that prompts quote from other languages pass through untouched.
  */
-import { Liquid, LiquidError, Tag, type TagToken, type TopLevelToken } from 'liquidjs';
+import type * as LiquidJs from 'liquidjs';
+import type { TagToken, TopLevelToken } from 'liquidjs';
 import { UserError } from '../errors.ts';
+import { requirePackage } from '../require-package.ts';
+
+// CommonJS: required, not imported (src/require-package.ts says why).
+const { Liquid, LiquidError, Tag } = requirePackage('liquidjs') as typeof LiquidJs;
+type Liquid = LiquidJs.Liquid;
 
 /** A template and where it came from, for error positions. */
 export interface TemplateSource {

@@ -2,10 +2,20 @@
  * JSON Schema validation for tool arguments (and anything else that needs it, such as the
  * `complete_task` result): Ajv with ajv-formats, each schema compiled once.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
+import type * as AjvModule from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import type * as Ajv2020Module from 'ajv/dist/2020.js';
+import type * as AjvFormats from 'ajv-formats';
 import { UserError } from '../errors.ts';
+import { requirePackage } from '../require-package.ts';
+
+// CommonJS: required, not imported (src/require-package.ts says why).
+const { Ajv } = requirePackage('ajv') as typeof AjvModule;
+type Ajv = AjvModule.Ajv;
+const { Ajv2020 } = requirePackage('ajv/dist/2020.js') as typeof Ajv2020Module;
+type Ajv2020 = Ajv2020Module.Ajv2020;
+const addFormats = (requirePackage('ajv-formats') as typeof AjvFormats).default;
+
 import type { JsonSchema } from './types.ts';
 
 /** A compiled schema: returns the problems with `value`, empty when it is valid. */
