@@ -9,8 +9,9 @@
  * Any code that runs an untrusted pattern (a `grep` tool, a scorer) should go through
  * {@link compileSafePattern}.
  */
-import { RE2JS } from 're2js';
+import type * as Re2js from 're2js';
 import { describeValue, UserError } from '../errors.ts';
+import { lazyPackage } from '../require-package.ts';
 import { MAX_PATTERN_CHARS } from './constants.ts';
 
 /** A compiled pattern. */
@@ -23,14 +24,14 @@ export interface SafePattern {
   exec(text: string): readonly (string | null)[] | null;
 }
 
-const FLAG_BITS: Readonly<Record<string, number>> = {
-  i: RE2JS.CASE_INSENSITIVE,
-  m: RE2JS.MULTILINE,
-  s: RE2JS.DOTALL,
-};
+// Loaded by the first pattern compiled (src/require-package.ts).
+const re2 = lazyPackage<typeof Re2js>('re2js');
+
+/** Each flag's name in RE2JS. */
+const FLAG_NAMES = { i: 'CASE_INSENSITIVE', m: 'MULTILINE', s: 'DOTALL' } as const;
 
 /** The flags {@link compileSafePattern} accepts. */
-export const SAFE_PATTERN_FLAGS = Object.keys(FLAG_BITS).join('');
+export const SAFE_PATTERN_FLAGS = Object.keys(FLAG_NAMES).join('');
 
 /**
  * Why `pattern` (with `flags`) cannot be compiled, or undefined when it can. For validators that
@@ -41,10 +42,10 @@ export function safePatternProblem(pattern: unknown, flags: unknown = ''): strin
     return `expected a non-empty regular expression, got ${describeValue(pattern)}`;
   if (pattern.length > MAX_PATTERN_CHARS)
     return `expected a regular expression of at most ${MAX_PATTERN_CHARS} characters, got ${pattern.length}`;
-  if (typeof flags !== 'string' || [...flags].some((flag) => !(flag in FLAG_BITS)))
+  if (typeof flags !== 'string' || [...flags].some((flag) => !Object.hasOwn(FLAG_NAMES, flag)))
     return `expected flags made of ${[...SAFE_PATTERN_FLAGS].map((f) => `\`${f}\``).join(', ')}, got ${describeValue(flags)}`;
   try {
-    RE2JS.compile(pattern, bits(flags));
+    re2().RE2JS.compile(pattern, bits(flags));
     return undefined;
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
@@ -60,7 +61,7 @@ export function compileSafePattern(pattern: string, flags = ''): SafePattern {
   const problem = safePatternProblem(pattern, flags);
   if (problem !== undefined)
     throw new UserError('invalid_pattern', `Invalid pattern: ${problem}`, { pattern, flags });
-  const compiled = RE2JS.compile(pattern, bits(flags));
+  const compiled = re2().RE2JS.compile(pattern, bits(flags));
   return {
     source: pattern,
     flags,
@@ -77,6 +78,9 @@ export function compileSafePattern(pattern: string, flags = ''): SafePattern {
 
 function bits(flags: string): number {
   let value = 0;
-  for (const flag of flags) value |= FLAG_BITS[flag] ?? 0;
+  const { RE2JS } = re2();
+  for (const flag of flags) {
+    if (Object.hasOwn(FLAG_NAMES, flag)) value |= RE2JS[FLAG_NAMES[flag as keyof typeof FLAG_NAMES]];
+  }
   return value;
 }

@@ -19,10 +19,14 @@
  */
 import os from 'node:os';
 import path from 'node:path';
-import picomatch from 'picomatch';
+import type picomatchFunction from 'picomatch';
 import { UserError } from '../errors.ts';
+import { lazyPackage } from '../require-package.ts';
 import { claudeCodeTool, MCP_PREFIX, type SpecifierKind, specifierKind } from './names.ts';
 import { commandMatchesPattern, denyForms, readCommandLine } from './shell-command.ts';
+
+// Loaded by the first path rule checked (src/require-package.ts).
+const picomatch = lazyPackage<typeof picomatchFunction>('picomatch');
 
 /** Where a rule was written, for messages. */
 export interface RuleLocation {
@@ -224,13 +228,13 @@ export function pathMatches(pattern: string, target: string, ctx: RuleContext): 
   const anyDepth = !rest.includes('/');
   const options = { dot: true, basename: anyDepth };
   const trimmed = rest.replace(/\/+$/, '');
-  if (picomatch(trimmed, options)(subject)) return true;
+  if (picomatch()(trimmed, options)(subject)) return true;
   // A directory pattern covers what is inside it; `docs/**` already does.
   if (subject === '') return false;
   const parts = subject.split('/');
   for (let i = 1; i < parts.length; i += 1) {
     const ancestor = parts.slice(0, i).join('/');
-    if (picomatch(trimmed, options)(ancestor)) return true;
+    if (picomatch()(trimmed, options)(ancestor)) return true;
   }
   return false;
 }

@@ -1,12 +1,16 @@
 /** `glob`: find files by name pattern (`src/**\/*.ts`), newest first. */
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import picomatch from 'picomatch';
+import type picomatchFunction from 'picomatch';
 import { UserError } from '../../errors.ts';
+import { lazyPackage } from '../../require-package.ts';
 import { confinePath } from '../confine.ts';
 import { GLOB_MAX_VISITED, GLOB_RESULT_LIMIT } from '../constants.ts';
 import type { Tool } from '../types.ts';
 import { walkFiles } from './walk.ts';
+
+// Loaded by the first glob (src/require-package.ts).
+const picomatch = lazyPackage<typeof picomatchFunction>('picomatch');
 
 type GlobArgs = {
   readonly pattern: string;
@@ -42,7 +46,7 @@ export const globTool: Tool<GlobArgs> = {
       throw new UserError('not_a_directory', `\`${requested}\` is a file, not a directory to search`);
     }
     const pattern = args.pattern.replace(/^\.\//, '');
-    const matches = picomatch(pattern, { dot: true, basename: !pattern.includes('/') });
+    const matches = picomatch()(pattern, { dot: true, basename: !pattern.includes('/') });
     const found: { file: string; mtimeMs: number }[] = [];
     let visited = 0;
     let cut = false;

@@ -7,14 +7,19 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import picomatch from 'picomatch';
-import { RE2JS } from 're2js';
+import type picomatchFunction from 'picomatch';
+import type * as Re2js from 're2js';
 import { UserError } from '../../errors.ts';
+import { lazyPackage } from '../../require-package.ts';
 import { confinePath } from '../confine.ts';
 import { GREP_LINE_CHAR_LIMIT, GREP_MAX_FILE_BYTES, GREP_RESULT_LIMIT } from '../constants.ts';
 import type { Tool } from '../types.ts';
 import { isBinary, splitLines } from './text.ts';
 import { walkFiles } from './walk.ts';
+
+// Loaded by the first grep (src/require-package.ts).
+const picomatch = lazyPackage<typeof picomatchFunction>('picomatch');
+const re2 = lazyPackage<typeof Re2js>('re2js');
 
 type GrepArgs = {
   readonly pattern: string;
@@ -73,7 +78,7 @@ export const grepTool: Tool<GrepArgs> = {
     const matchesGlob =
       args.glob === undefined
         ? () => true
-        : picomatch(args.glob, { dot: true, basename: !args.glob.includes('/') });
+        : picomatch()(args.glob, { dot: true, basename: !args.glob.includes('/') });
 
     const isDir = (await stat(target.absolute)).isDirectory();
     const files = isDir ? walkFiles(target.absolute, ctx.signal, ctx.guard) : single(target.absolute);
@@ -116,6 +121,7 @@ export const grepTool: Tool<GrepArgs> = {
  * (lookaheads, backreferences).
  */
 export function compileLinear(pattern: string, caseInsensitive: boolean): { test(line: string): boolean } {
+  const { RE2JS } = re2();
   const flags = RE2JS.LOOKBEHINDS | (caseInsensitive ? RE2JS.CASE_INSENSITIVE : 0);
   try {
     return RE2JS.compile(toRe2Syntax(pattern), flags);
