@@ -1,7 +1,9 @@
 /**
  * The two engines as the contract suite runs them: the same Supervisor options, plus what each
- * engine needs (threads: fast heartbeats; redis: a real redis-server on 127.0.0.1 and two
- * `troupe worker` processes with short job locks, replaced when a test kills one).
+ * engine needs. Threads: the default heartbeat, as no case needs a stuck thread found (a 6 s one
+ * restarted agents on a loaded machine: a second Resumed in the crash case at load 9-12). Redis: a
+ * real redis-server on 127.0.0.1 and two `troupe worker` processes with short job locks, replaced
+ * when a test kills one.
  */
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -75,7 +77,6 @@ export const threadsHarness: EngineHarness = {
       ...common(cwd),
       threads: 2,
       journalDir: path.join(cwd, 'journals'),
-      heartbeat: { intervalMs: 250, timeoutMs: 6000 },
       ...options,
     });
     return { supervisor, cwd };

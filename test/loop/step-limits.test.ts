@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MemoryJournal } from '../../src/journal/sink.ts';
 import { verifyJournal } from '../../src/journal/verify.ts';
 import { journalRerender } from '../../src/loop/rerender.ts';
@@ -169,25 +169,23 @@ describe('runAgent against a model that always calls a tool', () => {
   });
 
   it('wallClockMs aborts a request in flight: the server sees the connection close, the agent fails with timeout', async () => {
+    // The time limit passes only once the request is at the server (fake setTimeout, advanced
+    // then): with a real 100 ms limit a loaded machine could end the run before the request left,
+    // and the server would wait for a connection that never came.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const arrived = deferred();
     const closed = deferred();
-    let answered = false;
     const slow = createServer((req, res) => {
       req.resume();
-      // The response would come after 2 s; the agent must give up long before.
-      const timer = setTimeout(() => {
-        answered = true;
-        res.end('{}');
-      }, 2000);
-      res.on('close', () => {
-        clearTimeout(timer);
-        closed.resolve();
-      });
+      // Never answers: the agent must give up first.
+      res.on('close', () => closed.resolve());
+      arrived.resolve();
     });
     await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
     const { port } = slow.address() as AddressInfo;
     try {
       const journal = new MemoryJournal();
-      const outcome = await runAgent({
+      const run = runAgent({
         agentId: 'slow',
         definition: makeDefinition(),
         task: 'Say hello.',
@@ -198,8 +196,10 @@ describe('runAgent against a model that always calls a tool', () => {
         systemPrompt: 'S',
         limits: { wallClockMs: 100 },
       });
+      await arrived.promise;
+      vi.advanceTimersByTime(100);
+      const outcome = await run;
       await closed.promise;
-      expect(answered).toBe(false);
       expect(outcome).toMatchObject({
         status: 'failed',
         reason: 'timeout',
@@ -208,6 +208,7 @@ describe('runAgent against a model that always calls a tool', () => {
       });
       expect(journal.events.at(-1)).toMatchObject({ type: 'Failed', reason: 'timeout' });
     } finally {
+      vi.useRealTimers();
       slow.closeAllConnections();
       await new Promise<void>((resolve) => slow.close(() => resolve()));
     }

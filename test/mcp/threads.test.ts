@@ -154,7 +154,9 @@ describe('MCP tools in worker threads', () => {
         ],
         restart: { maxRetries: 0 },
         // A blocked thread is terminated: its children live on unless the supervisor kills them.
-        heartbeat: { intervalMs: 100, timeoutMs: 1500 },
+        // Not shorter: on a loaded machine a thread still starting the MCP server missed a 1.5 s
+        // heartbeat and died before the server wrote its pid.
+        heartbeat: { intervalMs: 100, timeoutMs: 8000 },
       },
     );
     const handle = supervisor.spawn('mcp-user', { task: 'Echo, then block the thread.' });

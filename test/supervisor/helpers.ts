@@ -11,7 +11,12 @@ export function tempDir(prefix = 'troupe-sup-'): string {
   return realpathSync(mkdtempSync(path.join(tmpdir(), prefix)));
 }
 
-/** A supervisor whose default provider is the policy test model (falls back to simulated). */
+/**
+ * A supervisor whose default provider is the policy test model (falls back to simulated). Its
+ * threads keep the default heartbeat (a 20 s timeout): on a loaded machine a healthy thread can go
+ * several seconds without answering, and a shorter timeout restarted agents the test did not crash.
+ * A test that needs a stuck thread found sets its own.
+ */
 export function policySupervisor(options: SupervisorOptions = {}): Supervisor {
   return new Supervisor({
     threads: 2,
@@ -19,7 +24,6 @@ export function policySupervisor(options: SupervisorOptions = {}): Supervisor {
       policy: { kind: 'module', module: path.join(fixtures, 'policy-provider.ts') },
       simulated: { kind: 'simulated' },
     },
-    heartbeat: { intervalMs: 250, timeoutMs: 6000 },
     restart: { maxRetries: 3, baseDelayMs: 10, maxDelayMs: 50 },
     ...options,
   });
