@@ -6,6 +6,7 @@
  */
 import { afterAll, afterEach, beforeEach } from 'vitest';
 import { killChildren, markTest } from './fixtures/children.ts';
+import { removeTempDirs } from './fixtures/temp-dirs.ts';
 
 for (const name of ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL']) {
   delete process.env[name];
@@ -20,6 +21,7 @@ afterEach(() => {
 });
 afterAll(() => {
   killChildren();
+  removeTempDirs();
 });
 // Test files share their process (vitest.config.ts: isolate false) and this file runs again before
 // each of them: one exit hook per process, killing through the latest file's children registry

@@ -1,6 +1,3 @@
-import { mkdtempSync, realpathSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { AgentDefinition } from '../../src/definition/types.ts';
 import type { AuditEvent } from '../../src/journal/events.ts';
 import { MemoryJournal } from '../../src/journal/sink.ts';
@@ -9,10 +6,12 @@ import type { AgentOutcome } from '../../src/loop/types.ts';
 import { ScriptedProvider, type ScriptedStep } from '../../src/providers/scripted.ts';
 import { createToolRegistry } from '../../src/tools/builtin/index.ts';
 import type { Tool } from '../../src/tools/types.ts';
+import { tempDir as makeTempDir } from '../fixtures/temp-dirs.ts';
 import { makeDefinition } from '../prompt/make-definition.ts';
 
+/** A new temp folder, removed after the test file (test/fixtures/temp-dirs.ts). */
 export function tempDir(prefix = 'troupe-loop-'): string {
-  return realpathSync(mkdtempSync(path.join(tmpdir(), prefix)));
+  return makeTempDir(prefix);
 }
 
 export interface Harness {

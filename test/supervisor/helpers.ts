@@ -1,14 +1,14 @@
-import { mkdtempSync, realpathSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SupervisorOptions } from '../../src/supervisor/options.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { tempDir as makeTempDir } from '../fixtures/temp-dirs.ts';
 
 export const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/supervisor');
 
+/** A new temp folder, removed after the test file (test/fixtures/temp-dirs.ts). */
 export function tempDir(prefix = 'troupe-sup-'): string {
-  return realpathSync(mkdtempSync(path.join(tmpdir(), prefix)));
+  return makeTempDir(prefix);
 }
 
 /**
