@@ -20,9 +20,9 @@ export type WorkerEntryName = 'actor-host' | 'redis-worker';
 
 /**
  * URL of the file a worker thread running `name` starts from: the compiled entry
- * (`dist/workers/<name>.js`) when installed, else the entry's `.mjs` bootstrap, which registers tsx
- * inside the thread before it imports the TypeScript entry (tsx does not reach into worker threads
- * on Node 20 by itself).
+ * (`dist/workers/<name>.js`) when installed, else the entry's `.mjs` bootstrap, which starts the
+ * thread from a cached bundle of the TypeScript entry, or through tsx registered inside the thread
+ * (tsx does not reach into worker threads on Node 20 by itself): workers/dev-bundle.mjs.
  */
 export function workerEntry(name: WorkerEntryName): URL {
   return new URL(`../workers/${name}.${RUNNING_COMPILED ? 'js' : 'mjs'}`, import.meta.url);

@@ -1,6 +1,6 @@
 // Bootstrap of a `troupe worker --threads N` thread in a source checkout (installed, the thread
 // runs dist/workers/redis-worker.js). Like workers/actor-host.mjs: a cached esbuild bundle of the
-// TypeScript entry, tsx registered only if a TypeScript tool or provider module is imported.
+// TypeScript entry, and TypeScript tool or provider modules bundled or imported through tsx.
 // TROUPE_DEV_BUNDLE=0: through tsx.
 import { importSources } from './dev-bundle.mjs';
 
