@@ -227,14 +227,14 @@ export function pathMatches(pattern: string, target: string, ctx: RuleContext): 
   if (rest === '' || rest === '**') return true;
   const anyDepth = !rest.includes('/');
   const options = { dot: true, basename: anyDepth };
-  const trimmed = rest.replace(/\/+$/, '');
-  if (picomatch()(trimmed, options)(subject)) return true;
+  // Compiled once for the path and each of its ancestors (it was compiled for each).
+  const matches = picomatch()(rest.replace(/\/+$/, ''), options);
+  if (matches(subject)) return true;
   // A directory pattern covers what is inside it; `docs/**` already does.
   if (subject === '') return false;
   const parts = subject.split('/');
   for (let i = 1; i < parts.length; i += 1) {
-    const ancestor = parts.slice(0, i).join('/');
-    if (picomatch()(trimmed, options)(ancestor)) return true;
+    if (matches(parts.slice(0, i).join('/'))) return true;
   }
   return false;
 }
