@@ -379,15 +379,16 @@ export class RedisEngine implements Engine {
     const { unservedAfterMs, redisUrl, queueName, prefix } = this.#options.redis;
     const now = Date.now();
     if (this.#unservedReported || this.#stopped || now - this.#lastStartAt < unservedAfterMs) return;
-    const waiting = [...this.#agents.values()].filter(
-      (agent) => agent.state === 'running' && !agent.started && now - agent.heardAt >= unservedAfterMs,
-    );
-    if (waiting.length === 0) return;
+    const untaken = [...this.#agents.values()].filter((agent) => agent.state === 'running' && !agent.started);
+    const overdue = untaken.filter((agent) => now - agent.heardAt >= unservedAfterMs);
+    if (overdue.length === 0) return;
     this.#unservedReported = true;
     const workers = await connectedWorkers(this.#connected().redis, this.#keys).catch(() => 0);
     this.#host.emit('jobs:unserved', {
-      waiting: waiting.length,
-      waitedMs: now - Math.min(...waiting.map((agent) => agent.heardAt)),
+      // Every job added and not taken, not only those past the threshold: jobs added a few
+      // milliseconds after the first were left out of the count when the check fell between them.
+      waiting: untaken.length,
+      waitedMs: now - Math.min(...overdue.map((agent) => agent.heardAt)),
       workers,
       url: displayUrl(redisUrl),
       queue: queueName,
