@@ -64,6 +64,8 @@ export interface HostPoolOptions {
   readonly resourceLimits: ResourceLimits | undefined;
   readonly heartbeatIntervalMs: number;
   readonly heartbeatTimeoutMs: number;
+  /** A host not ready this long after its start is terminated (`thread_start_timeout`). */
+  readonly startTimeoutMs: number;
   readonly config: Omit<HostConfig, 'hostId'>;
   readonly callbacks: SupervisorCallbackApi;
   /**
@@ -196,14 +198,39 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
       inbox: inbox.port2,
     };
     const transferList = [control.port2, callback.port2, events.port2, admission.port2, inbox.port2];
-    this.#pool.run(task, { transferList: transferList as never }).then(
+    // Aborting the task ends it wherever it is: piscina drops it from its queue, or terminates the
+    // thread that runs it. Used only when the host does not get ready in time.
+    const startAbort = new AbortController();
+    this.#pool.run(task, { transferList: transferList as never, signal: startAbort.signal }).then(
       () =>
         internals.markDead(new SystemError('host_ended', `Actor host ${id} ended`, { hostId: id }).toJSON()),
       (error: unknown) => internals.markDead(crashCause(id, error)),
     );
-    await Promise.race([isReady, died]);
-    if (!record.alive)
-      throw new SystemError('thread_start_failed', `Actor host ${id} died while starting`, { hostId: id });
+    const { startTimeoutMs } = this.#options;
+    let startTimer: NodeJS.Timeout | undefined;
+    const tooLate = new Promise<void>((resolve) => {
+      startTimer = setTimeout(resolve, startTimeoutMs);
+    });
+    await Promise.race([isReady, died, tooLate]);
+    clearTimeout(startTimer);
+    if (record.alive && !internals.ready) {
+      // A thread stuck loading (a module that never finishes, a starved machine) or a task piscina
+      // never ran: the death comes first, so its cause is the timeout and not the abort.
+      internals.markDead(
+        new SystemError('thread_start_timeout', `Actor host ${id} was not ready after ${startTimeoutMs} ms`, {
+          hostId: id,
+          timeoutMs: startTimeoutMs,
+        }).toJSON(),
+      );
+      startAbort.abort();
+    }
+    if (!record.alive) {
+      const cause = await died;
+      throw new SystemError('thread_start_failed', `Actor host ${id} died while starting: ${cause.message}`, {
+        hostId: id,
+        cause: cause.code,
+      });
+    }
     this.#startHeartbeat(internals);
     this.emit('host:started', record);
     return record;

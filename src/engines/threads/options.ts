@@ -27,6 +27,13 @@ export interface ThreadBackendOptions {
   /** A thread whose event loop does not answer for `timeoutMs` is terminated and its agents restarted. @default { intervalMs: 1000, timeoutMs: 20000 } */
   readonly heartbeat?: { readonly intervalMs?: number; readonly timeoutMs?: number };
   /**
+   * How long a thread may take from its start to being ready for agents (its modules loaded).
+   * One that takes longer is terminated: at start-up the Supervisor fails with
+   * `thread_start_failed` (cause `thread_start_timeout`); a replacement for a crashed thread is
+   * reported as a thread death, and another is started. @default 60000
+   */
+  readonly threadStartTimeoutMs?: number;
+  /**
    * Per-thread V8 limits (an agent that exceeds them crashes its thread, which is restarted).
    * @default { maxYoungGenerationSizeMb: 96 } ({@link DEFAULT_HOST_YOUNG_GENERATION_MB}) when
    * neither generation is set here; what is set here is used as given.
@@ -83,6 +90,7 @@ export interface PreparedThreadOptions {
   readonly fsync: 'always' | 'interval' | 'never';
   readonly heartbeatIntervalMs: number;
   readonly heartbeatTimeoutMs: number;
+  readonly threadStartTimeoutMs: number;
   readonly resourceLimits: ResourceLimits;
   readonly quarantineThreads: number;
   readonly maxBystanderRestarts: number;
@@ -121,6 +129,7 @@ export function prepareThreadOptions(
     fsync: oneOf('fsync', options.fsync, ['always', 'interval', 'never'], 'never'),
     heartbeatIntervalMs,
     heartbeatTimeoutMs,
+    threadStartTimeoutMs: positiveInt('threadStartTimeoutMs', options.threadStartTimeoutMs, 60_000),
     resourceLimits: hostResourceLimits(options.resourceLimits),
     quarantineThreads: positiveInt('quarantineThreads', options.quarantineThreads, 1),
     maxBystanderRestarts: positiveInt('maxBystanderRestarts', options.maxBystanderRestarts, 10, 0),

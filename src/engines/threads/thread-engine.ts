@@ -131,6 +131,7 @@ export class ThreadEngine implements Engine {
       resourceLimits: options.resourceLimits,
       heartbeatIntervalMs: options.heartbeatIntervalMs,
       heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+      startTimeoutMs: options.threadStartTimeoutMs,
       execArgv: options.execArgv,
       config: {
         providers: options.providers,
