@@ -85,6 +85,7 @@ export interface HostPoolOptions {
 
 export interface HostPoolEvents {
   'host:started': [host: HostRecord];
+  /** A host died; one that dies while starting also rejects its startHost() (but agents may be on it already). */
   'host:died': [host: HostRecord, cause: SerializedError];
 }
 

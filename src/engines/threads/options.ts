@@ -29,8 +29,9 @@ export interface ThreadBackendOptions {
   /**
    * How long a thread may take from its start to being ready for agents (its modules loaded).
    * One that takes longer is terminated: at start-up the Supervisor fails with
-   * `thread_start_failed` (cause `thread_start_timeout`); a replacement for a crashed thread is
-   * reported as a thread death, and another is started. @default 60000
+   * `thread_start_failed` (cause `thread_start_timeout`). A crashed thread's replacement that fails
+   * to start is tried three times; with no thread left after that, agents waiting for one fail
+   * (`crashed`, with that cause) instead of waiting for ever. @default 60000
    */
   readonly threadStartTimeoutMs?: number;
   /**

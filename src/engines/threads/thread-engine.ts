@@ -52,6 +52,9 @@ const SCHEDULE_BATCH = 128;
 /** Options of the thread engine. */
 export type ThreadEngineOptions = EngineOptions & PreparedThreadOptions;
 
+/** Starts tried for the replacement of a dead thread before the engine does without it. */
+const REPLACEMENT_ATTEMPTS = 3;
+
 /** The engine's state of one agent it holds. */
 interface ThreadAgent {
   spec: ActorSpec;
@@ -89,6 +92,12 @@ export class ThreadEngine implements Engine {
   #starting: Promise<void> | undefined;
   #scheduleQueued = false;
   #quarantineHostStarting = false;
+  /** Hosts that got ready (agents can be placed on a host still starting). */
+  readonly #readyHosts = new WeakSet<HostRecord>();
+  /** Replacement threads starting. */
+  #replacing = 0;
+  /** Why the last replacement thread could not start, after all its attempts. */
+  #startFailure: SerializedError | undefined;
   /**
    * The optional signals the supervisor listens for. Hosts get it in their config: the pool clones
    * this array's contents when it starts a host, so a host started later gets the current set.
@@ -154,7 +163,10 @@ export class ThreadEngine implements Engine {
       onMessage: (host, message) => this.#onHostMessage(host, message),
     });
     this.#pool = pool;
-    pool.on('host:started', (host) => this.#host.emit('thread:started', { hostId: host.id }));
+    pool.on('host:started', (host) => {
+      this.#readyHosts.add(host);
+      this.#host.emit('thread:started', { hostId: host.id });
+    });
     pool.on('host:died', (host, cause) => this.#onHostDied(host, cause));
     await Promise.all(Array.from({ length: options.threads }, () => pool.startHost()));
     this.#schedule();
@@ -317,6 +329,16 @@ export class ThreadEngine implements Engine {
       const agent = this.#queue.shift();
       if (agent?.state === 'queued') place(agent, host);
     }
+    const startFailure = this.#startFailure;
+    if (shared.length === 0 && this.#replacing === 0 && startFailure !== undefined) {
+      // No thread left and none coming: waiting would be for ever.
+      for (const agent of this.#queue.splice(0)) {
+        if (agent.state !== 'queued') continue;
+        this.#release(agent);
+        const { agentId } = agent.spec;
+        this.#host.ended(agentId, failedOutcome(agentId, 'crashed', startFailure));
+      }
+    }
     const idle = hosts.filter((host) => host.dedicated && host.agents.size === 0);
     while (this.#quarantine.length > 0 && idle.length > 0) {
       const agent = this.#quarantine.shift();
@@ -420,14 +442,37 @@ export class ThreadEngine implements Engine {
     }
     if (restarting.length > 0) void this.#restart(restarting, victims.length === 1, cause);
     // A quarantine thread is started again only when a quarantined agent needs one.
-    if (this.#host.closing() || !this.#pool || host.dedicated) return;
-    this.#pool.startHost().then(
+    // One that died while starting is replaced (or not) by whoever started it.
+    if (this.#host.closing() || !this.#pool || host.dedicated || !this.#readyHosts.has(host)) return;
+    this.#replaceHost(1);
+  }
+
+  /**
+   * Starts a replacement for a dead thread. One that fails to start is tried again after the
+   * restart backoff, up to REPLACEMENT_ATTEMPTS times; after that the engine runs on the threads it
+   * has, and when it has none, what waits for one fails with the start's cause.
+   */
+  #replaceHost(attempt: number): void {
+    const pool = this.#pool;
+    if (!pool || this.#host.closing()) return;
+    this.#replacing += 1;
+    pool.startHost().then(
       (replacement) => {
+        this.#replacing -= 1;
+        this.#startFailure = undefined;
         this.#host.emit('thread:respawned', { hostId: replacement.id });
         this.#schedule();
       },
-      () => {
-        // A replacement that dies while starting is reported by its own death event.
+      (error: unknown) => {
+        this.#replacing -= 1;
+        if (this.#host.closing()) return;
+        if (attempt < REPLACEMENT_ATTEMPTS) {
+          const { baseDelayMs, maxDelayMs } = this.#options.restart;
+          setTimeout(() => this.#replaceHost(attempt + 1), Math.min(maxDelayMs, baseDelayMs * 2 ** attempt));
+          return;
+        }
+        this.#startFailure = serializeError(error);
+        this.#schedule();
       },
     );
   }

@@ -1,13 +1,14 @@
 /**
  * A thread that never gets ready (stuck loading its modules) is bounded by `threadStartTimeoutMs`:
  * the Supervisor's start fails with a typed error naming the timeout instead of waiting for ever,
- * and close() still ends at once.
+ * a crashed thread's replacement is tried a bounded number of times, and close() still ends.
  */
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isTroupeError } from '../../../src/errors.ts';
 import type { Supervisor } from '../../../src/supervisor/supervisor.ts';
-import { policySupervisor, tempDir } from '../../supervisor/helpers.ts';
+import { fixtures, policySupervisor, tempDir } from '../../supervisor/helpers.ts';
 
 const neverReady = path.join(import.meta.dirname, '../../fixtures/threads/never-ready.cjs');
 
@@ -15,6 +16,7 @@ let supervisor: Supervisor | undefined;
 afterEach(async () => {
   await supervisor?.close();
   supervisor = undefined;
+  delete process.env.TROUPE_TEST_NEVER_READY_AFTER;
 });
 
 describe('threadStartTimeoutMs', () => {
@@ -47,6 +49,44 @@ describe('threadStartTimeoutMs', () => {
     const outcome = await supervisor.spawn('worker', { task: 'Say hello.', provider: 'simulated' }).result;
     expect(outcome.status).toBe('failed');
   });
+
+  it('a crashed thread whose replacements never get ready: its bystanders fail after three tries, not wait for ever', async () => {
+    const cwd = tempDir();
+    const blockFile = path.join(cwd, 'block-new-threads');
+    // Read by each new thread's copy of the environment: threads started after the file exists block.
+    process.env.TROUPE_TEST_NEVER_READY_AFTER = blockFile;
+    supervisor = policySupervisor({
+      threads: 1,
+      cwd,
+      defaultProvider: 'policy',
+      execArgv: ['--require', neverReady],
+      // Long enough for the first thread's normal start on a loaded machine: only the blocked
+      // replacements may reach it (three tries, while the quarantine thread's start fails too).
+      threadStartTimeoutMs: 5000,
+      toolModules: [{ module: path.join(fixtures, 'fault-tools.ts'), export: 'faultTools' }],
+    });
+    // Parked on its instruction wait when the thread dies: not blamed, so it waits for a shared
+    // thread (the faulty agent waits for a quarantine thread, which never starts either).
+    await supervisor.start();
+    const bystander = supervisor.spawn('worker', { task: 'Wait for one instruction, then report.' });
+    await Promise.race([
+      new Promise<void>((resolve) => bystander.once('waiting', () => resolve())),
+      bystander.result,
+    ]);
+    writeFileSync(blockFile, '');
+    let respawned = 0;
+    supervisor.on('thread:respawned', () => {
+      respawned += 1;
+    });
+    const faulty = supervisor.spawn('worker', { task: 'call crash_exit' });
+    expect(await faulty.result).toMatchObject({ status: 'failed', reason: 'crashed' });
+    expect(await bystander.result).toMatchObject({
+      status: 'failed',
+      reason: 'crashed',
+      error: { code: 'thread_start_failed', fields: { cause: 'thread_start_timeout' } },
+    });
+    expect(respawned).toBe(0);
+  }, 60_000);
 
   it('refuses a timeout that is not a positive integer', () => {
     expect(() => policySupervisor({ cwd: tempDir(), threadStartTimeoutMs: 0 })).toThrow(
