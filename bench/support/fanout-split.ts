@@ -6,10 +6,11 @@
  * is how `threads: 1`, `threads: 2` and the in-process baseline are compared on the same N, and
  * where the threads' extra CPU goes (bench/RESULTS.md, path25).
  *
- *   node --import tsx bench/support/fanout-split.ts [threads=2] [agents=1000] [reps=3] [--bench-warmup]
+ *   node --import tsx bench/support/fanout-split.ts [threads=2] [agents=1000] [reps=3] [--warmup=20,1000]
  *
- * Warm-up: 20 agents, then one run of N, unless `--bench-warmup`: 20, 100, 250 and 500 agents,
- * which is what bench/fanout-overhead.ts runs before its first timed run of 1,000. Journals go to
+ * Warm-up: untimed runs of 20 agents, then N (the default), or of the sizes `--warmup` lists:
+ * `--warmup=20,100,250,500` is the sweep that precedes bench/fanout-overhead.ts's first timed run of
+ * 1,000, `--warmup=20,1000,100,250,500` adds an untimed run of N before it. Journals go to
  * a fresh scratch directory; set TROUPE_BENCH_SCRATCH to a directory of your own to keep them away
  * from recent deletions (see SCRATCH_ROOT_ENV in child.ts), which otherwise dominate the creates.
  * With `--cpu-prof`, the window of the timed runs is printed for `profile-summary --between`.
@@ -25,7 +26,8 @@ const positional = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
 const threads = Number(positional[0] ?? 2);
 const agents = Number(positional[1] ?? 1000);
 const reps = Number(positional[2] ?? 3);
-const benchWarmup = process.argv.includes('--bench-warmup');
+const warmupArg = process.argv.find((arg) => arg.startsWith('--warmup='));
+const warmup = warmupArg ? warmupArg.slice('--warmup='.length).split(',').map(Number) : [20, agents];
 
 const cwd = scratchDir('split-cwd');
 const journals = scratchDir('split-journals');
@@ -70,8 +72,8 @@ const ms = (cpu: CpuMs): string => `${cpu.userMs}+${cpu.systemMs}`;
 
 try {
   await supervisor?.start();
-  await fan(20);
-  for (const n of benchWarmup ? [100, 250, 500] : [agents]) await fan(n);
+  for (const n of warmup) await fan(n);
+  console.log(`warm-up done: ${warmup.join(', ')} agents`);
   const from = process.hrtime.bigint() / 1000n;
   for (let rep = 0; rep < reps; rep += 1) {
     const before = threadCpu();
