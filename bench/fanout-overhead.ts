@@ -9,6 +9,10 @@
  * policy, the supervisor's default (the supervisor cannot run without journals, so the baseline
  * keeps them too). Threads are
  * started and both sides warmed up before timing: the figure is steady-state fan-out, not start-up.
+ * Warm-up: 20 agents, then one untimed run of the full N on each side. Every isolate compiles the
+ * hot code for itself, so the supervisor (its main thread and two hosts, each seeing half the
+ * agents) needs more agents than the in-process loop to stop compiling: without that run its V8
+ * compiler threads were still busy through the timed runs (bench/RESULTS.md, path25).
  * Also sweeps N for the makespan plot (bench/makespan.svg on a full run).
  *
  * Run: node --import tsx bench/fanout-overhead.ts [--quick]
@@ -150,6 +154,14 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
     await viaSupervisor(WARMUP_AGENTS);
     await inProcess(WARMUP_AGENTS);
     const createUs = journalCreateUs(journals.dir);
+    // One untimed run of the full N per side, as latency-efficiency does: see the module comment.
+    const warmup = {
+      supervisor: await viaSupervisor(params.agents),
+      inProcess: await inProcess(params.agents),
+    };
+    process.stdout.write(
+      `fanout N=${params.agents} (warm-up): in-process ${warmup.inProcess.wallMs} ms, supervisor ${warmup.supervisor.wallMs} ms\n`,
+    );
 
     const supervisorRuns: Sample[] = [];
     const inProcessRuns: Sample[] = [];
@@ -238,6 +250,8 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
         /** Fastest run of each side: other load on the machine only ever adds time. */
         bestRatio: round(best(at(supervisorRuns, params.agents)) / best(at(inProcessRuns, params.agents)), 3),
         inProcessNoJournalMs: noJournal?.wallMs ?? null,
+        /** The untimed full-size run of each side before the sweep (cold JIT): what start-up costs. */
+        warmup,
         supervisorRuns,
         inProcessRuns,
         plot: path.relative(process.cwd(), plot),
