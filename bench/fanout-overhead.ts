@@ -9,6 +9,10 @@
  * policy, the supervisor's default (the supervisor cannot run without journals, so the baseline
  * keeps them too). Threads are
  * started and both sides warmed up before timing: the figure is steady-state fan-out, not start-up.
+ * Warm-up: 20 agents, then one untimed run of the full N on each side. Every isolate compiles the
+ * hot code for itself, so the supervisor (its main thread and two hosts, each seeing half the
+ * agents) needs more agents than the in-process loop to stop compiling: without that run its V8
+ * compiler threads were still busy through the timed runs (bench/RESULTS.md, path25).
  * Also sweeps N for the makespan plot (bench/makespan.svg on a full run).
  *
  * Run: node --import tsx bench/fanout-overhead.ts [--quick]
@@ -24,6 +28,7 @@ import { loadAverage } from './support/machine.ts';
 import { median } from './support/stats.ts';
 import { lineChart } from './support/svg.ts';
 import { checked } from './support/targets.ts';
+import { type CpuMs, cpuSince, threadCpu } from './support/thread-cpu.ts';
 import {
   assertCompleted,
   journalCreateUs,
@@ -46,20 +51,50 @@ interface Params {
 const FULL: Params = { agents: 1000, reps: 3, sweep: [100, 250, 500, 1000, 2000] };
 const QUICK: Params = { agents: 100, reps: 1, sweep: [50, 100] };
 
+/**
+ * CPU milliseconds (user + system) of one run by thread (Linux): the main thread, each actor host,
+ * and every other thread (V8's compiler and GC helpers, libuv's pool). On the in-process side the
+ * hosts are the supervisor's, idle. What the thread path adds over the in-process loop shows here
+ * (bench/RESULTS.md, path25).
+ */
+interface ByThreadMs {
+  readonly main: number;
+  readonly hosts: readonly number[];
+  readonly other: number;
+}
+
 /** One timed run: wall time and CPU time of the whole process (every thread). */
 interface Sample {
   readonly agents: number;
   readonly wallMs: number;
   readonly cpuMs: number;
+  /** Absent where /proc/self/task is not readable. */
+  readonly byThreadMs?: ByThreadMs;
 }
 
 async function timed(agents: number, work: () => Promise<void>): Promise<Sample> {
+  // Read outside the process-wide reading, which stays what it always was.
+  const threadsBefore = threadCpu();
   const cpu = process.cpuUsage();
   const start = performance.now();
   await work();
   const wallMs = performance.now() - start;
   const used = process.cpuUsage(cpu);
-  return { agents, wallMs: round(wallMs, 1), cpuMs: round((used.user + used.system) / 1000, 1) };
+  const threadsAfter = threadCpu();
+  const sample = { agents, wallMs: round(wallMs, 1), cpuMs: round((used.user + used.system) / 1000, 1) };
+  if (!threadsBefore || !threadsAfter) return sample;
+  const byThread = cpuSince(threadsBefore, threadsAfter);
+  const ms = (c: CpuMs): number => c.userMs + c.systemMs;
+  const hosts = Object.entries(byThread.hosts)
+    .sort(([a], [b]) => Number(a) - Number(b))
+    .map(([, c]) => ms(c));
+  return { ...sample, byThreadMs: { main: ms(byThread.main), hosts, other: ms(byThread.other) } };
+}
+
+/** The run whose wall time is the median of `samples` (the lower middle one of an even count). */
+function medianRun(samples: readonly Sample[]): Sample | undefined {
+  const sorted = [...samples].sort((a, b) => a.wallMs - b.wallMs);
+  return sorted[Math.floor((sorted.length - 1) / 2)];
 }
 
 const task = (index: number): string => `Benchmark task ${index}: call noop, then complete.`;
@@ -119,6 +154,14 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
     await viaSupervisor(WARMUP_AGENTS);
     await inProcess(WARMUP_AGENTS);
     const createUs = journalCreateUs(journals.dir);
+    // One untimed run of the full N per side, as latency-efficiency does: see the module comment.
+    const warmup = {
+      supervisor: await viaSupervisor(params.agents),
+      inProcess: await inProcess(params.agents),
+    };
+    process.stdout.write(
+      `fanout N=${params.agents} (warm-up): in-process ${warmup.inProcess.wallMs} ms, supervisor ${warmup.supervisor.wallMs} ms\n`,
+    );
 
     const supervisorRuns: Sample[] = [];
     const inProcessRuns: Sample[] = [];
@@ -195,9 +238,20 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
         inProcessCpuMs: cpu(at(inProcessRuns, params.agents)),
         /** CPU time of every thread, supervisor / in-process: the work threading adds, whatever the load. */
         cpuRatio: round(cpu(at(supervisorRuns, params.agents)) / cpu(at(inProcessRuns, params.agents)), 3),
+        /**
+         * CPU by thread of each side's median run at N (ms, user + system; /proc's 10 ms ticks):
+         * the supervisor's main thread, each host and the other threads, against the in-process
+         * main thread and its other threads. Every run's is in `supervisorRuns` / `inProcessRuns`.
+         */
+        cpuByThreadMs: {
+          supervisor: medianRun(at(supervisorRuns, params.agents))?.byThreadMs ?? null,
+          inProcess: medianRun(at(inProcessRuns, params.agents))?.byThreadMs ?? null,
+        },
         /** Fastest run of each side: other load on the machine only ever adds time. */
         bestRatio: round(best(at(supervisorRuns, params.agents)) / best(at(inProcessRuns, params.agents)), 3),
         inProcessNoJournalMs: noJournal?.wallMs ?? null,
+        /** The untimed full-size run of each side before the sweep (cold JIT): what start-up costs. */
+        warmup,
         supervisorRuns,
         inProcessRuns,
         plot: path.relative(process.cwd(), plot),
