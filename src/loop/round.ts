@@ -247,6 +247,10 @@ function submit(
 ): void {
   if (request.request === 1) ctx.roundEntries = [];
   ctx.stepsUsed += 1;
+  // Pushed, not map()ped: an optimized map() returns a holey array where the interpreter's is
+  // packed, and the journal's serializer, optimized on the first ones, deopted on it.
+  const tools: string[] = [];
+  for (const tool of request.tools) tools.push(tool.name);
   ctx.record({
     type: 'InferenceSubmitted',
     agentId: ctx.agentId,
@@ -255,7 +259,7 @@ function submit(
     request: request.request,
     inputHash: ctx.hashInput(request.input, request.tools, ctx.roundEntries),
     estimatedTokens: ctx.projection.estimatedTokens(),
-    tools: request.tools.map((tool) => tool.name),
+    tools,
     ...(request.toolChoice === undefined ? {} : { toolChoice: request.toolChoice }),
     ...(request.capture ? { captureFor: request.capture.callId } : {}),
     ...(Object.keys(ctx.modelSettings).length === 0 ? {} : { modelSettings: ctx.modelSettings }),
