@@ -123,21 +123,17 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
         break;
       case 'usage':
         break;
-      case 'response':
+      case 'response': {
         responses += 1;
-        account(
-          event.receipt,
-          {
-            text: event.text,
-            reasoning,
-            toolArguments: event.toolCalls.map((call) => call.rawArguments),
-          },
-          event,
-        );
+        // Pushed, not map()ped: see submit (the accounting's optimized loop deopted on it).
+        const toolArguments: string[] = [];
+        for (const call of event.toolCalls) toolArguments.push(call.rawArguments);
+        account(event.receipt, { text: event.text, reasoning, toolArguments }, event);
         reasoning = '';
         expected = event.toolCalls.length;
         answered = 0;
         break;
+      }
       case 'tool_call': {
         flushText();
         toolCalls += 1;
