@@ -97,11 +97,11 @@ class ActorHost {
   #registry: Promise<ToolRegistry> | undefined;
   /** This thread's MCP connections, shared by its agents (see src/mcp/pool.ts). */
   #mcp: McpPool | undefined;
-  #signals: AgentSignal[] = [];
+  readonly #signals: AgentSignal[] = [];
   /** Optional signals the supervisor listens for; the others are not built or sent. */
   #wanted: ReadonlySet<string>;
   readonly #wants = (kind: OptionalSignal): boolean => this.#wanted.has(kind);
-  #ended: AgentEnded[] = [];
+  readonly #ended: AgentEnded[] = [];
   /** Agents waiting for their start (see #pumpStarts). */
   readonly #startQueue: ActorSpec[] = [];
   /** One for every agent of the host (a closure each would stay alive as long as the agent). */
@@ -195,11 +195,16 @@ class ActorHost {
     const signals = this.#signals;
     const ended = this.#ended;
     if (signals.length === 0 && ended.length === 0) return;
-    this.#signals = [];
-    this.#ended = [];
-    // The supervisor hears of an event only once it is in the agent's journal.
-    JournalWriter.commitAll();
-    this.#post({ type: 'batch', signals, ended });
+    // The same two arrays every time (postMessage copies them at once): a fresh `[]` starts out
+    // holding small integers only, and #end's optimized push deopted on the first outcome.
+    try {
+      // The supervisor hears of an event only once it is in the agent's journal.
+      JournalWriter.commitAll();
+      this.#post({ type: 'batch', signals, ended });
+    } finally {
+      signals.length = 0;
+      ended.length = 0;
+    }
   }
 
   #spawn(spec: ActorSpec): void {

@@ -38,7 +38,11 @@ type Reference = Pick<
 /** Every problem with the tool references of `def` (see the module comment). */
 export function toolReferenceProblems(def: Reference, known: KnownTools): DefinitionProblem[] {
   const names = [...new Set(known.names)];
-  const unlisted = new Set([...(known.unlistedMcpServers ?? []), ...inlineServers(def)].map(lower));
+  // Added one by one, not map()ped: an optimized map() returns a holey array where the
+  // interpreter's is packed, and this code (run for every agent a host starts) deopted on it.
+  const unlisted = new Set<string>();
+  for (const server of known.unlistedMcpServers ?? []) unlisted.add(lower(server));
+  for (const server of def.mcpServers) if (typeof server !== 'string') unlisted.add(lower(server.name));
   const problems: DefinitionProblem[] = [];
   const add = (
     severity: DefinitionProblem['severity'],
@@ -162,10 +166,6 @@ function closest(name: string, names: readonly string[]): string {
   const normalize = (text: string) => text.toLowerCase().replaceAll(/[-_\s]/g, '');
   const hit = names.find((candidate) => normalize(candidate) === normalize(name));
   return hit === undefined ? '' : ` (did you mean \`${hit}\`?)`;
-}
-
-function inlineServers(def: Reference): string[] {
-  return def.mcpServers.flatMap((server) => (typeof server === 'string' ? [] : [server.name]));
 }
 
 /** Where the value at `path` was written, falling back to its parents, then the file start. */

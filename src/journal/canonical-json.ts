@@ -172,7 +172,10 @@ class Writer {
     let out = '{';
     let next = 0;
     for (const key of sortedKeys(record)) {
-      for (let added = extra[next]; added !== undefined && added[0] <= key; added = extra[next]) {
+      // Bounded by the length, not by reading past the end: an out-of-bounds read deopted this.
+      while (next < extra.length) {
+        const added = extra[next];
+        if (added === undefined || added[0] > key) break;
         out += (out.length === 1 ? '' : ',') + quoteKey(added[0]) + ':' + added[1];
         next += 1;
       }

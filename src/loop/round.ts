@@ -123,21 +123,17 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
         break;
       case 'usage':
         break;
-      case 'response':
+      case 'response': {
         responses += 1;
-        account(
-          event.receipt,
-          {
-            text: event.text,
-            reasoning,
-            toolArguments: event.toolCalls.map((call) => call.rawArguments),
-          },
-          event,
-        );
+        // Pushed, not map()ped: see submit (the accounting's optimized loop deopted on it).
+        const toolArguments: string[] = [];
+        for (const call of event.toolCalls) toolArguments.push(call.rawArguments);
+        account(event.receipt, { text: event.text, reasoning, toolArguments }, event);
         reasoning = '';
         expected = event.toolCalls.length;
         answered = 0;
         break;
+      }
       case 'tool_call': {
         flushText();
         toolCalls += 1;
@@ -247,6 +243,10 @@ function submit(
 ): void {
   if (request.request === 1) ctx.roundEntries = [];
   ctx.stepsUsed += 1;
+  // Pushed, not map()ped: an optimized map() returns a holey array where the interpreter's is
+  // packed, and the journal's serializer, optimized on the first ones, deopted on it.
+  const tools: string[] = [];
+  for (const tool of request.tools) tools.push(tool.name);
   ctx.record({
     type: 'InferenceSubmitted',
     agentId: ctx.agentId,
@@ -255,7 +255,7 @@ function submit(
     request: request.request,
     inputHash: ctx.hashInput(request.input, request.tools, ctx.roundEntries),
     estimatedTokens: ctx.projection.estimatedTokens(),
-    tools: request.tools.map((tool) => tool.name),
+    tools,
     ...(request.toolChoice === undefined ? {} : { toolChoice: request.toolChoice }),
     ...(request.capture ? { captureFor: request.capture.callId } : {}),
     ...(Object.keys(ctx.modelSettings).length === 0 ? {} : { modelSettings: ctx.modelSettings }),

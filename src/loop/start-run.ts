@@ -240,7 +240,9 @@ function checkToolReferences(
   names: readonly string[],
   mcp: McpToolSet,
 ): StartedWarning[] {
-  const unreached = mcp.problems.map((problem) => problem.server);
+  // Pushed, not map()ped: see below (toolReferenceProblems' optimized loop deopted on it).
+  const unreached: string[] = [];
+  for (const problem of mcp.problems) unreached.push(problem.server);
   const problems = toolReferenceProblems(definition, { names, unlistedMcpServers: unreached });
   const errors = problems.filter((problem) => problem.severity === 'error');
   if (errors.length > 0) {

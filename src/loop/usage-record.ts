@@ -90,7 +90,7 @@ export function usageRecord(identity: UsageIdentity, request: UsageRequest): Usa
     agentId: identity.agentId,
     parentId: identity.parentId,
     definition: identity.definition,
-    blocks: (identity.blocks ?? []).map((block) => ({ id: block.id, version: block.version })),
+    blocks: blockRefs(identity.blocks),
     provider: identity.provider,
     model: identity.model,
     round: request.round,
@@ -114,4 +114,11 @@ export function deliverUsage(sink: UsageSink, record: UsageRecord): void {
   } catch {
     // Ignored, as documented on UsageSink.
   }
+}
+
+/** The blocks' ids and versions, pushed: an optimized map() returns a holey array, see round.ts. */
+function blockRefs(blocks: UsageIdentity['blocks']): BlockVersion[] {
+  const refs: BlockVersion[] = [];
+  for (const block of blocks ?? []) refs.push({ id: block.id, version: block.version });
+  return refs;
 }

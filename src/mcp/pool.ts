@@ -124,10 +124,14 @@ export function serversForAgent(definition: McpDefinitionPart, configured: McpSe
     if (typeof ref !== 'string') all[ref.name] = ref.config;
   }
   const lower = (text: string) => text.toLowerCase().trim();
-  const names = (definition.tools ?? []).map(lower);
+  // Pushed, not map()ped: an optimized map() returns a holey array where the interpreter's is
+  // packed, and this code (run for every agent a host starts) deopted on it.
+  const names: string[] = [];
+  for (const tool of definition.tools ?? []) names.push(lower(tool));
   const everything = definition.tools === undefined || names.includes('*') || names.includes('mcp__*');
   const denied = new Set<string>();
-  for (const entry of definition.disallowedTools.map(lower)) {
+  for (const rule of definition.disallowedTools) {
+    const entry = lower(rule);
     const server = /^mcp__(.+?)(?:__\*)?$/.exec(entry)?.[1];
     if (server !== undefined && !server.includes('__') && !server.includes('(')) denied.add(server);
   }

@@ -131,7 +131,12 @@ export class SectionList {
   takeAppended(): string[] | undefined {
     const appended = this.#appended;
     this.#appended = [];
-    return appended?.map((node) => node.text.text);
+    if (appended === undefined) return undefined;
+    // Pushed, not map()ped: an optimized map() returns a holey array where the interpreter's is
+    // packed, and its consumers' optimized code deopted on it.
+    const texts: string[] = [];
+    for (const node of appended) texts.push(node.text.text);
+    return texts;
   }
 
   /** A change other than an append at the end: the render must be rebuilt. */

@@ -182,7 +182,8 @@ export class SimulatedProvider implements Provider {
 
   turn(request: TurnRequest, signal?: AbortSignal): Turn {
     const task = request.input.slice(0, historyStart(request.input, this.#markers));
-    const offered = new Map(request.tools.map((tool) => [tool.name, tool]));
+    const offered = new Map<string, ToolSpec>();
+    for (const tool of request.tools) offered.set(tool.name, tool);
     const state: TurnState = {
       request,
       task,
@@ -279,9 +280,12 @@ export class SimulatedProvider implements Provider {
   }
 
   #facts(state: TurnState, done: number): Facts {
-    const instructions = state.seen
-      .filter((result) => result.name === this.#tools.waitForInstruction)
-      .map((result) => result.result);
+    // Pushed, not filter().map()ped: an optimized map() returns a holey array where the
+    // interpreter's is packed, so this code deopted once it was optimized (and #plan below).
+    const instructions: string[] = [];
+    for (const result of state.seen) {
+      if (result.name === this.#tools.waitForInstruction) instructions.push(result.result);
+    }
     const summary = this.#summary(state.task, state.files, done, instructions);
     return { summary, files: state.files, file: undefined, instructions };
   }
@@ -295,7 +299,11 @@ export class SimulatedProvider implements Provider {
     const readFile = offered.get(this.#tools.readFile);
     const read = (file: string): Action | undefined =>
       readFile && { name: readFile.name, args: argumentsFromSchema(readFile.parameters, { ...facts, file }) };
-    const reads = files.map(read).filter((action): action is Action => action !== undefined);
+    const reads: Action[] = [];
+    for (const file of files) {
+      const action = read(file);
+      if (action !== undefined) reads.push(action);
+    }
     const wait = offered.get(this.#tools.waitForInstruction);
     const waitCount = wait === undefined ? 0 : (this.#waits ?? requestedWaits(task));
     const waits: Action[] = Array.from({ length: waitCount }, () => ({

@@ -195,13 +195,13 @@ class AnswersWait {
   answered(): void {
     this.#signal.removeEventListener('abort', this);
     const pending = this.#pending;
-    this.#resolve(
-      this.#calls.map((call) => ({
-        callId: call.id,
-        name: call.name,
-        result: pending.get(call.id)?.result ?? '',
-      })),
-    );
+    // Pushed, not map()ped: an optimized map() returns a holey array where the interpreter's is
+    // packed, and the providers' code optimized on the first results deopted on it.
+    const results: ToolResult[] = [];
+    for (const call of this.#calls) {
+      results.push({ callId: call.id, name: call.name, result: pending.get(call.id)?.result ?? '' });
+    }
+    this.#resolve(results);
   }
 
   /** The turn's cancellation. */

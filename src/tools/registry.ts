@@ -112,12 +112,18 @@ export class ToolRegistry {
 
   /** Every tool, in registration order (a base's tools first, see {@link extend}). */
   list(): Tool[] {
-    return this.#list().map((entry) => entry.tool);
+    // Pushed, not map()ped: map() builds a holey array once its caller is optimized and a packed
+    // one before, so code optimized on the earlier arrays (AgentToolbox) deopted and recompiled.
+    const tools: Tool[] = [];
+    for (const entry of this.#list()) tools.push(entry.tool);
+    return tools;
   }
 
   /** Canonical names, in registration order. */
   names(): string[] {
-    return this.#list().map((entry) => entry.tool.name);
+    const names: string[] = [];
+    for (const entry of this.#list()) names.push(entry.tool.name);
+    return names;
   }
 
   /** The compiled argument validator of a registered tool. */

@@ -255,11 +255,17 @@ class AgentToolbox implements Toolbox {
     const names: Readonly<Record<string, string>> = Object.fromEntries(modelNameOf);
     this.admitted = admitted;
     this.promptTools = { names, background };
-    this.specs = [...admitted.values()].map((tool) => ({
-      name: names[tool.name] ?? tool.name,
-      description: tool.description,
-      parameters: this.#mappingFor(tool).schema,
-    }));
+    // Pushed, not map()ped: an optimized map() returns a holey array where the interpreter's is
+    // packed, and the loop's code optimized on the first specs (submit, the model) deopted on it.
+    const specs: ToolSpec[] = [];
+    for (const tool of admitted.values()) {
+      specs.push({
+        name: names[tool.name] ?? tool.name,
+        description: tool.description,
+        parameters: this.#mappingFor(tool).schema,
+      });
+    }
+    this.specs = specs;
   }
 
   modelName(canonical: string): string | undefined {

@@ -123,7 +123,11 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
 
   /** Live hosts (retiring ones left out). */
   get hosts(): HostRecord[] {
-    return [...this.#hosts.values()].filter((h) => h.record.alive && !h.retiring).map((h) => h.record);
+    // Pushed, not map()ped: an optimized map() returns a holey array where the interpreter's is
+    // packed, and the engine's #schedule, optimized on the first ones, deopted on it.
+    const hosts: HostRecord[] = [];
+    for (const host of this.#hosts.values()) if (host.record.alive && !host.retiring) hosts.push(host.record);
+    return hosts;
   }
 
   /** Starts one host and resolves once it is ready to take agents. */
