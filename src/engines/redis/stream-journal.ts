@@ -1,10 +1,18 @@
 /**
  * The audit journal on a Redis Stream, one per agent: the same events, chained exactly as a file or
- * memory journal chains them (src/journal/chain.ts), one stream entry per event with entry id
- * `<seq + 1>-0`.
+ * memory journal chains them (src/journal/chain.ts). One stream entry per commit: its field `e`
+ * holds the committed events' canonical JSON lines joined by `\n` (JSONL, as a file journal stores
+ * them), and its id is `<seq + 1>-0` of its last event, so ids grow with the chain and the stream's
+ * top id tells where the chain ends. A stream written one entry per event (by earlier versions)
+ * reads the same way: each of its entries is a commit of one line. Earlier versions read only
+ * such streams: a worker of an earlier version cannot resume an agent a newer one journaled.
+ *
+ * Why one entry per commit: an entry per event cost Redis one `XADD` (and one AOF record) per
+ * event, ~3.3 µs of server CPU each, 4-5 per model request; the journal's script was the largest
+ * share of the server's time on the scaleout workload (bench/RESULTS.md, redis25).
  *
  * `append` is synchronous for the loop (it computes the event and queues the write); the write is
- * an atomic compare-and-append script that refuses a gap, a different event at the same position,
+ * an atomic compare-and-append script that refuses a gap, a different entry at the same position,
  * and, when a BullMQ lock is given, any append by a worker that no longer holds the agent's job
  * lock. That fence is what keeps a worker that lost its job (a long pause, a partition) from
  * writing into the journal of the worker that took the job over. A resend of an append that
@@ -16,7 +24,7 @@
  * worker before every signal it sends, or until the end of the turn at the latest. A commit
  * issues the script call at once (queued behind one still unanswered), so the write is on the
  * connection before the side effect, as it was when every append issued its own; a turn's
- * events leave in one call instead of two or more.
+ * events leave in one call and one entry instead of two or more.
  *
  * Durability is Redis's: with `appendonly yes` and `appendfsync always` an acknowledged append
  * survives a server crash; {@link RedisJournal.flushed} resolves once every append so far is
@@ -29,35 +37,33 @@ import { type AuditEvent, type AuditEventInput, auditEventProblem } from '../../
 import type { JournalSink } from '../../journal/sink.ts';
 import { LuaScript } from './script.ts';
 
-// ARGV: fence token ('' = none), the id the stream must end at, then (entry id, line) pairs.
-// An append that follows on (the stream ends where the batch starts) reads only the stream's top:
-// ids only grow, so nothing can be at the batch's first id. Only otherwise does it look there, to
-// tell a resend of a batch that already landed (a no-op) from a conflict or a gap.
+// ARGV: fence token ('' = none), the id the stream must end at, the new entry's id, its text.
+// An append that follows on (the stream ends where the entry starts) reads only the stream's top:
+// ids only grow, so nothing can be at the new entry's id. Only otherwise does it look there, to
+// tell a resend of an entry that already landed (a no-op) from a conflict or a gap.
 const APPEND = new LuaScript(
   `
 local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local topId = '0-0'
 if top[1] then topId = top[1][1] end
 if topId ~= ARGV[2] then
-  local first = redis.call('XRANGE', KEYS[1], ARGV[3], ARGV[3])
-  if first[1] then
-    if first[1][2][2] == ARGV[4] then return 0 end
-    return redis.error_reply('TROUPE_JOURNAL_CONFLICT another event is already at ' .. ARGV[3])
+  local same = redis.call('XRANGE', KEYS[1], ARGV[3], ARGV[3])
+  if same[1] then
+    if same[1][2][2] == ARGV[4] then return 0 end
+    return redis.error_reply('TROUPE_JOURNAL_CONFLICT another entry is already at ' .. ARGV[3])
   end
   return redis.error_reply('TROUPE_JOURNAL_GAP expected the journal to end at ' .. ARGV[2] .. ', it ends at ' .. topId)
 end
 if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then
   return redis.error_reply('TROUPE_JOURNAL_FENCED this worker no longer holds the job lock')
 end
-for i = 3, #ARGV, 2 do
-  redis.call('XADD', KEYS[1], ARGV[i], 'e', ARGV[i + 1])
-end
-return (#ARGV - 2) / 2
+redis.call('XADD', KEYS[1], ARGV[3], 'e', ARGV[4])
+return 1
 `,
   2,
 );
 
-/** Events appended by one script call at most. */
+/** Events in one stream entry (one script call) at most. */
 const MAX_BATCH = 100;
 
 /** Journals holding events not yet committed, all committed at the end of the turn. */
@@ -69,7 +75,7 @@ function commitTurn(): void {
   for (const journal of uncommitted) journal.commit();
 }
 
-/** Stream entry id of the event with sequence number `seq`. */
+/** Id of the stream entry whose last event has sequence number `seq`. */
 export function entryId(seq: number): string {
   return `${seq + 1}-0`;
 }
@@ -98,7 +104,9 @@ export class RedisJournal implements JournalSink {
   readonly #now: () => Date;
   #head: ChainHead;
   #agentId: string | undefined;
-  readonly #pending: { readonly id: string; readonly line: string; readonly previous: string }[] = [];
+  /** Canonical JSON lines of the events not yet sent, and the `seq` of the first. */
+  readonly #pending: string[] = [];
+  #pendingSeq = 0;
   #writing: Promise<void> | undefined;
   #failure: SystemError | undefined;
 
@@ -140,11 +148,8 @@ export class RedisJournal implements JournalSink {
     }
     this.#agentId = event.agentId;
     this.#head = headAfter(event);
-    this.#pending.push({
-      id: entryId(event.seq),
-      line,
-      previous: event.seq === 0 ? '0-0' : entryId(event.seq - 1),
-    });
+    if (this.#pending.length === 0) this.#pendingSeq = event.seq;
+    this.#pending.push(line);
     if (this.#pending.length >= MAX_BATCH) this.commit();
     else if (this.#writing === undefined) {
       uncommitted.add(this);
@@ -181,14 +186,19 @@ export class RedisJournal implements JournalSink {
   async #write(): Promise<void> {
     try {
       while (this.#pending.length > 0 && !this.#failure) {
+        const firstSeq = this.#pendingSeq;
         const batch = this.#pending.splice(0, MAX_BATCH);
-        const first = batch[0];
-        if (first === undefined) break;
+        this.#pendingSeq = firstSeq + batch.length;
         try {
           await APPEND.run(
             this.#redis,
             [this.#key, this.#fence?.key ?? this.#key],
-            [this.#fence?.token ?? '', first.previous, ...batch.flatMap((entry) => [entry.id, entry.line])],
+            [
+              this.#fence?.token ?? '',
+              firstSeq === 0 ? '0-0' : entryId(firstSeq - 1),
+              entryId(firstSeq + batch.length - 1),
+              batch.length === 1 ? (batch[0] as string) : batch.join('\n'),
+            ],
           );
         } catch (error) {
           this.#fail(error);
@@ -219,7 +229,8 @@ const PAGE = 1_000;
 
 /**
  * Every event of the journal stream at `key`, oldest first ([] when there is none). Throws
- * SystemError `journal_corrupt` when an entry is not a well-formed event at its position.
+ * SystemError `journal_corrupt` when an entry does not hold well-formed events that continue the
+ * chain's sequence and end at the entry's id.
  */
 export async function readRedisJournal(redis: Redis, key: string): Promise<AuditEvent[]> {
   const events: AuditEvent[] = [];
@@ -227,26 +238,36 @@ export async function readRedisJournal(redis: Redis, key: string): Promise<Audit
   for (;;) {
     const page = await redis.xrange(key, start, '+', 'COUNT', PAGE);
     for (const [id, fields] of page) {
-      const line = fields[1];
-      let value: unknown;
-      try {
-        value = line === undefined ? undefined : JSON.parse(line);
-      } catch {
-        value = undefined;
+      const text = fields[1];
+      const lines = text === undefined ? [undefined] : text.split('\n');
+      for (const line of lines) {
+        let value: unknown;
+        try {
+          value = line === undefined ? undefined : JSON.parse(line);
+        } catch {
+          value = undefined;
+        }
+        const problem = auditEventProblem(value);
+        const event = value as AuditEvent;
+        if (problem !== undefined || event.seq !== events.length) {
+          throw corrupt(key, id, events.length, problem ?? 'an event out of sequence');
+        }
+        events.push(event);
       }
-      const problem = auditEventProblem(value);
-      const event = value as AuditEvent;
-      if (problem !== undefined || entryId(event.seq) !== id || event.seq !== events.length) {
-        throw new SystemError(
-          'journal_corrupt',
-          `Expected event ${events.length} at entry ${id} of ${key}, found ${problem ?? 'an event out of sequence'}`,
-          { key, entry: id },
-        );
+      if (entryId(events.length - 1) !== id) {
+        throw corrupt(key, id, events.length - 1, `an entry whose last event is ${events.length - 1}`);
       }
-      events.push(event);
     }
     const last = page.at(-1);
     if (page.length < PAGE || last === undefined) return events;
     start = `(${last[0]}`;
   }
+}
+
+function corrupt(key: string, entry: string, expected: number, found: string): SystemError {
+  return new SystemError(
+    'journal_corrupt',
+    `Expected event ${expected} at entry ${entry} of ${key}, found ${found}`,
+    { key, entry },
+  );
 }

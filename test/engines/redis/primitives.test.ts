@@ -224,6 +224,53 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
         code: 'journal_corrupt',
       });
     });
+
+    it('stores one entry per commit, with the id of its last event, as JSONL', async () => {
+      const [first, ...rest] = sampleEvents('a10');
+      const memory = new MemoryJournal({ now: fixedClock });
+      const stream = new RedisJournal({ redis, key: keys.journal('a10'), now: fixedClock });
+      if (first) {
+        stream.append(first);
+        memory.append(first);
+      }
+      stream.commit();
+      for (const input of rest) {
+        stream.append(input);
+        memory.append(input);
+      }
+      await stream.flushed();
+      const entries = await redis.xrange(keys.journal('a10'), '-', '+');
+      expect(entries.map(([id]) => id)).toEqual(['1-0', '4-0']);
+      expect(entries[1]?.[1][1]?.split('\n')).toHaveLength(3);
+      expect(await readRedisJournal(redis, keys.journal('a10'))).toEqual(memory.events);
+    });
+
+    it('reads and continues a stream written one entry per event', async () => {
+      const inputs = sampleEvents('a11');
+      const memory = new MemoryJournal({ now: fixedClock });
+      for (const input of inputs) memory.append(input);
+      // The layout of earlier versions: entry `<seq + 1>-0` holds event `seq` alone.
+      for (const event of memory.events.slice(0, 2)) {
+        await redis.xadd(keys.journal('a11'), `${event.seq + 1}-0`, 'e', JSON.stringify(event));
+      }
+      const read = await readRedisJournal(redis, keys.journal('a11'));
+      expect(read).toEqual(memory.events.slice(0, 2));
+      const resumed = new RedisJournal({ redis, key: keys.journal('a11'), events: read, now: fixedClock });
+      for (const input of inputs.slice(2)) resumed.append(input);
+      await resumed.flushed();
+      expect(await readRedisJournal(redis, keys.journal('a11'))).toEqual(memory.events);
+      expect(await redis.xlen(keys.journal('a11'))).toBe(3);
+    });
+
+    it('fails to read an entry whose id is not that of its last event', async () => {
+      const memory = new MemoryJournal({ now: fixedClock });
+      for (const input of sampleEvents('a12')) memory.append(input);
+      const lines = memory.events.slice(0, 2).map((event) => JSON.stringify(event));
+      await redis.xadd(keys.journal('a12'), '1-0', 'e', lines.join('\n'));
+      await expect(readRedisJournal(redis, keys.journal('a12'))).rejects.toMatchObject({
+        code: 'journal_corrupt',
+      });
+    });
   });
 
   describe('the inbox stream', () => {
