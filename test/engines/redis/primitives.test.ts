@@ -171,20 +171,47 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       expect(await readRedisJournal(redis, keys.journal('a5'))).toHaveLength(4);
     });
 
-    it("sends a turn's events in one script call, issued when the loop commits", async () => {
+    it("sends a turn's commits of every journal on the connection in one script call", async () => {
       const evalsha = vi.spyOn(redis, 'evalsha');
       try {
-        const stream = new RedisJournal({ redis, key: keys.journal('a7'), now: fixedClock });
-        for (const input of sampleEvents('a7')) stream.append(input);
+        const streams = ['a7', 'a7b', 'a7c'].map(
+          (id) => new RedisJournal({ redis, key: keys.journal(id), now: fixedClock }),
+        );
+        for (const [index, stream] of streams.entries()) {
+          for (const input of sampleEvents(`a7-${index}`)) stream.append(input);
+          stream.commit();
+        }
+        // Queued for the end of the turn, as ioredis's auto-pipelining queues a command.
         expect(evalsha).not.toHaveBeenCalled();
-        stream.commit();
+        await Promise.all(streams.map((stream) => stream.flushed()));
         expect(evalsha).toHaveBeenCalledTimes(1);
-        await stream.flushed();
-        expect(evalsha).toHaveBeenCalledTimes(1);
-        expect(await readRedisJournal(redis, keys.journal('a7'))).toHaveLength(4);
+        for (const id of ['a7', 'a7b', 'a7c']) {
+          expect(await readRedisJournal(redis, keys.journal(id))).toHaveLength(4);
+        }
       } finally {
         evalsha.mockRestore();
       }
+    });
+
+    it('fails only the journal whose append is refused when journals share a call', async () => {
+      await redis.set(keys.jobLock('a13'), 'token-of-the-new-owner');
+      const failures: string[] = [];
+      const zombie = new RedisJournal({
+        redis,
+        key: keys.journal('a13'),
+        fence: { key: keys.jobLock('a13'), token: 'token-of-the-old-owner' },
+        onFailure: (error) => failures.push(error.code),
+      });
+      const healthy = new RedisJournal({ redis, key: keys.journal('a14'), now: fixedClock });
+      for (const input of sampleEvents('a13')) zombie.append(input);
+      for (const input of sampleEvents('a14')) healthy.append(input);
+      zombie.commit();
+      healthy.commit();
+      await expect(zombie.flushed()).rejects.toMatchObject({ code: 'journal_fenced' });
+      await expect(healthy.flushed()).resolves.toBeUndefined();
+      expect(failures).toEqual(['journal_fenced']);
+      expect(await readRedisJournal(redis, keys.journal('a13'))).toEqual([]);
+      expect(await readRedisJournal(redis, keys.journal('a14'))).toHaveLength(4);
     });
 
     it('sends events nobody committed at the end of the event-loop turn', async () => {
