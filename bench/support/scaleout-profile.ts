@@ -10,7 +10,7 @@
  *   node --import tsx bench/support/scaleout-profile.ts [--agents 1000] [--runs 3] [--prof DIR] [--slowlog]
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { RedisSupervisor } from '../../src/supervisor/redis-supervisor.ts';
 import { TestRedis } from '../../test/fixtures/scaleout/processes.ts';
@@ -27,7 +27,9 @@ const { values } = parseArgs({
      * together as `evalsha`. Adds the log's own cost to the server's CPU.
      */
     slowlog: { type: 'boolean', default: false },
-    /** Extra node flags for the worker processes, space-separated. */
+    /** Write each worker's stdout (e.g. `--trace-gc` output) to `<prefix>.<pid>.log`. */
+    'worker-log': { type: 'string' },
+    /** Extra node flags for the worker processes, space-separated (`--worker-flags=--trace-gc`). */
     'worker-flags': { type: 'string', default: '' },
   },
 });
@@ -92,6 +94,11 @@ function startWorker(args: readonly string[]): Promise<Worker> {
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
+  const log =
+    values['worker-log'] === undefined
+      ? undefined
+      : createWriteStream(`${values['worker-log']}.${child.pid}.log`);
+  if (log) child.stdout.pipe(log);
   const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   return new Promise((resolve, reject) => {
     let output = '';
