@@ -7,7 +7,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { DEFAULT_WORKER_CONCURRENCY } from '../engines/redis/constants.ts';
-import { WorkerGroup } from '../engines/redis/worker-group.ts';
+import { WORKER_YOUNG_GENERATION_MB, WorkerGroup } from '../engines/redis/worker-group.ts';
 import { describeValue, UserError } from '../errors.ts';
 import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
@@ -45,7 +45,7 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
     .command('worker')
     .description(COMMAND_HELP.worker.description)
     .option('--redis <url>', 'Redis URL (default: TROUPE_REDIS_URL)')
-    .option('--threads <n>', 'worker threads, each taking jobs on its own (default: 1, the main thread)')
+    .option('--threads <n>', 'worker threads, each taking jobs on its own (default: 1)')
     .option('--concurrency <n>', `agents each thread runs at once (default: ${DEFAULT_WORKER_CONCURRENCY})`)
     .option('--queue <name>', 'queue name; must match the supervisors (default: troupe-agents)')
     .option('--prefix <prefix>', 'Redis key prefix; must match the supervisors (default: troupe)')
@@ -64,6 +64,9 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
         ...optional('lockDurationMs', integer('--lock-duration-ms', flags.lockDurationMs, 1)),
         ...optional('stalledIntervalMs', integer('--stalled-interval-ms', flags.stalledIntervalMs, 1)),
         ...optional('maxStalledCount', integer('--max-stalled', flags.maxStalled, 0)),
+        // This process is ours: its workers get the actor hosts' young generation, in a thread
+        // (the main thread's is fixed by node flags at start, which a CLI cannot set for itself).
+        youngGenerationMb: WORKER_YOUNG_GENERATION_MB,
       };
       // Handlers go in before anything is printed or started: whoever reads "ready" may signal at
       // once, and a signal that finds no handler kills the process without a graceful stop.
