@@ -40,7 +40,7 @@ function integer(flag: string, value: string | undefined, min: number): number |
 }
 
 /** Registers `troupe worker` on `program`. */
-export function register(program: Command, io: CliIO, _setExit: (code: number) => void): void {
+export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
   program
     .command('worker')
     .description(COMMAND_HELP.worker.description)
@@ -70,8 +70,8 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
       };
       // Handlers go in before anything is printed or started: whoever reads "ready" may signal at
       // once, and a signal that finds no handler kills the process without a graceful stop.
-      let stopRequested: (signal: NodeJS.Signals) => void = () => {};
-      const stopped = new Promise<NodeJS.Signals>((resolve) => {
+      let stopRequested: (signal: NodeJS.Signals | 'crashed') => void = () => {};
+      const stopped = new Promise<NodeJS.Signals | 'crashed'>((resolve) => {
         stopRequested = resolve;
       });
       const exitNow = (): void => {
@@ -96,8 +96,22 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
         throw error;
       }
       group.on('error', (error) => io.stderr(`troupe worker: ${error.message}\n`));
+      // A worker thread that dies would leave this process idle: it ends, as it would have with
+      // the worker on its main thread, so whatever restarts it does.
+      group.on('exit', ({ workerId, code }) => {
+        io.stderr(`troupe worker: worker ${workerId} ended unexpectedly (exit code ${code}); stopping\n`);
+        stopRequested('crashed');
+      });
       io.stdout(`troupe worker ready: workers ${group.ids.join(', ')} (pid ${process.pid})\n`);
       const signal = await stopped;
+      if (signal === 'crashed') {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        // Its agents' locks expire and other workers resume them; the others here stop too.
+        await group.close(true);
+        setExit(1);
+        return;
+      }
       io.stdout(`troupe worker: ${signal}: finishing running agents (send it again to exit now)\n`);
       await group.close();
       process.off('SIGINT', exitNow);

@@ -11,7 +11,20 @@ import { workerEntry } from '../../package-files.ts';
 import type { WorkerThreadCommand, WorkerThreadReport } from '../../protocol/scaleout-threads.ts';
 import { RedisWorker, type RedisWorkerOptions } from './worker.ts';
 
-const THREAD_ENTRY = workerEntry('redis-worker');
+let threadEntry = workerEntry('redis-worker');
+
+/**
+ * Starts worker threads from `entry` instead of workers/redis-worker until the returned function is
+ * called. For tests only (a thread that crashes on cue); not exported from the package.
+ * @internal
+ */
+export function useWorkerThreadEntry(entry: URL): () => void {
+  const previous = threadEntry;
+  threadEntry = entry;
+  return () => {
+    threadEntry = previous;
+  };
+}
 
 /** Options of {@link WorkerGroup.start}. */
 export interface WorkerGroupOptions extends RedisWorkerOptions {
@@ -40,6 +53,12 @@ export const WORKER_YOUNG_GENERATION_MB = 96;
 /** Events of a {@link WorkerGroup}. */
 export interface WorkerGroupEvents {
   error: [error: Error];
+  /**
+   * A worker thread ended without being closed (an uncaught error, out of memory): its agents'
+   * locks expire and other workers resume them. On the main thread the same error would have ended
+   * the process; `troupe worker` exits with code 1.
+   */
+  exit: [event: { readonly workerId: number; readonly code: number }];
 }
 
 interface Member {
@@ -113,7 +132,7 @@ export class WorkerGroup extends EventEmitter<WorkerGroupEvents> {
   }
 
   #inThread(options: RedisWorkerOptions, youngGenerationMb: number | undefined): Promise<Member> {
-    const thread = new Thread(THREAD_ENTRY, {
+    const thread = new Thread(threadEntry, {
       workerData: options,
       ...(youngGenerationMb === undefined
         ? {}
@@ -123,7 +142,11 @@ export class WorkerGroup extends EventEmitter<WorkerGroupEvents> {
     const whenClosed = new Promise<void>((resolve) => {
       closed = resolve;
     });
-    thread.on('exit', () => closed());
+    let workerId: number | undefined;
+    thread.on('exit', (code) => {
+      closed();
+      if (workerId !== undefined && this.#closing === undefined) this.emit('exit', { workerId, code });
+    });
     return new Promise((resolve, reject) => {
       thread.on('error', (error) => {
         reject(error);
@@ -132,6 +155,7 @@ export class WorkerGroup extends EventEmitter<WorkerGroupEvents> {
       thread.on('message', (report: WorkerThreadReport) => {
         switch (report.type) {
           case 'ready':
+            workerId = report.workerId;
             resolve({
               id: report.workerId,
               youngGenerationMb: report.youngGenerationMb,
