@@ -161,6 +161,19 @@ export async function runPeerBench(options: BenchOptions): Promise<BenchOutput> 
     await langgraph(WARMUP_AGENTS);
     await viaSupervisor(WARMUP_AGENTS);
     await inProcess(WARMUP_AGENTS);
+    // One untimed run of the full N per side, as fanout-overhead and latency-efficiency do: every
+    // isolate compiles the hot code for itself, and the Supervisor's main thread and two hosts
+    // (each seeing half the agents) were still compiling in the first timed run (bench/RESULTS.md,
+    // path25). Each side gets the same warm-up; its runs are in the details.
+    const warmup = {
+      peer: await peer(params.agents),
+      langgraph: await langgraph(params.agents),
+      supervisor: await viaSupervisor(params.agents),
+      inProcess: await inProcess(params.agents),
+    };
+    process.stdout.write(
+      `peer N=${params.agents} (warm-up): openai-agents ${warmup.peer.wallMs} ms, langgraph ${warmup.langgraph.wallMs} ms, supervisor ${warmup.supervisor.wallMs} ms, in-process ${warmup.inProcess.wallMs} ms\n`,
+    );
     const peerRuns: Sample[] = [];
     const langgraphRuns: Sample[] = [];
     const supervisorRuns: Sample[] = [];
@@ -216,6 +229,8 @@ export async function runPeerBench(options: BenchOptions): Promise<BenchOutput> 
         /** Fastest run of each side: other load on the machine only ever adds time. */
         bestRatio: round(best(supervisorRuns) / best(peerRuns), 3),
         inProcessCpuRatio: round(cpu(inProcessRuns) / cpu(peerRuns), 3),
+        /** The untimed full-size run of each side before timing (cold JIT): what start-up costs. */
+        warmup,
         peerRuns,
         langgraphRuns,
         supervisorRuns,
