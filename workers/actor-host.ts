@@ -17,6 +17,7 @@ import {
   providerFromConfig,
 } from '../src/engines/actor/resources.ts';
 import { runActor } from '../src/engines/actor/run-actor.ts';
+import { SharedDefinitions } from '../src/engines/actor/shared-definitions.ts';
 import { serializeError } from '../src/errors.ts';
 import { readJournal } from '../src/journal/reader.ts';
 import { JournalWriter } from '../src/journal/writer.ts';
@@ -55,9 +56,6 @@ const OPTIONAL_SIGNALS: ReadonlySet<string> = new Set<OptionalSignal>([
   'text',
 ]);
 
-/** Distinct definitions a host keeps one object of (see #definition); more start over. */
-const DEFINITIONS_KEPT = 64;
-
 /** Agents a host starts per event-loop turn (see #pumpStarts). */
 const START_BATCH = 32;
 
@@ -82,17 +80,8 @@ class ActorHost {
    */
   readonly #reports = new Map<string, Promise<void>>();
   readonly #promptCache = new Map<string, Promise<string>>();
-  /**
-   * One object per distinct definition: every spawn brings its own copy, and per-definition work
-   * cached by object (its hash, its prompt's cache key) is then done once, not once per agent.
-   */
-  readonly #definitions = new Map<string, ActorSpec['definition']>();
-  /**
-   * The kept object for each definition object received: the specs of one `spawnMany` share one
-   * definition object (a message's clone keeps shared references), so its JSON text, ~10 µs per
-   * agent, is built once per message rather than once per agent.
-   */
-  readonly #definitionOf = new WeakMap<object, ActorSpec['definition']>();
+  /** One object per distinct definition, so per-definition work is done once, not per agent. */
+  readonly #definitions = new SharedDefinitions();
   readonly #modules = new ModuleLoader();
   #registry: Promise<ToolRegistry> | undefined;
   /** This thread's MCP connections, shared by its agents (see src/mcp/pool.ts). */
@@ -278,7 +267,7 @@ class ActorHost {
   ): Promise<AgentOutcome> {
     const resumeFrom =
       spec.resume && journal.existingEvents > 0 ? readJournal(journalPath).events : undefined;
-    const shared = { ...spec, definition: this.#definition(spec.definition) };
+    const shared = { ...spec, definition: this.#definitions.of(spec.definition) };
     return runActor(shared, {
       provider: await this.#provider(spec.provider),
       registry: await this.#tools(),
@@ -292,20 +281,6 @@ class ActorHost {
       wantsSignal: this.#wants,
       promptCache: this.#promptCache,
     });
-  }
-
-  #definition(definition: ActorSpec['definition']): ActorSpec['definition'] {
-    const seen = this.#definitionOf.get(definition);
-    if (seen) return seen;
-    const key = JSON.stringify(definition);
-    let known = this.#definitions.get(key);
-    if (!known) {
-      if (this.#definitions.size >= DEFINITIONS_KEPT) this.#definitions.clear();
-      this.#definitions.set(key, definition);
-      known = definition;
-    }
-    this.#definitionOf.set(definition, known);
-    return known;
   }
 
   #mcpPool(): McpPool {

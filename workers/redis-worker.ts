@@ -3,7 +3,7 @@
  * from the queue like a worker process does. It reports over its parent port (see
  * src/protocol/scaleout-threads.ts) and closes when told to.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, resourceLimits, workerData } from 'node:worker_threads';
 import { RedisWorker, type RedisWorkerOptions } from '../src/engines/redis/worker.ts';
 import { serializeError } from '../src/errors.ts';
 import type { WorkerThreadCommand, WorkerThreadReport } from '../src/protocol/scaleout-threads.ts';
@@ -22,7 +22,7 @@ async function main(): Promise<void> {
       parentPort?.close();
     });
   });
-  report({ type: 'ready', workerId: worker.id });
+  report({ type: 'ready', workerId: worker.id, youngGenerationMb: resourceLimits.maxYoungGenerationSizeMb });
 }
 
 // A .ts module loaded in a thread cannot use top-level await (see redis-worker.mjs).

@@ -7,10 +7,10 @@
  * per request (`INFO commandstats`) and the monotonic-clock window of the timed runs for
  * `profile-summary.ts --between`.
  *
- *   node --import tsx bench/support/scaleout-profile.ts [--agents 1000] [--runs 3] [--prof DIR]
+ *   node --import tsx bench/support/scaleout-profile.ts [--agents 1000] [--runs 3] [--prof DIR] [--slowlog]
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { RedisSupervisor } from '../../src/supervisor/redis-supervisor.ts';
 import { TestRedis } from '../../test/fixtures/scaleout/processes.ts';
@@ -21,7 +21,15 @@ const { values } = parseArgs({
     agents: { type: 'string', default: '1000' },
     runs: { type: 'string', default: '3' },
     prof: { type: 'string' },
-    /** Extra node flags for the worker processes, space-separated. */
+    /**
+     * Log every command of the timed runs in Redis's slow log and print the server µs per request
+     * of each script (by its first key's last segment) and command: what `INFO commandstats` lumps
+     * together as `evalsha`. Adds the log's own cost to the server's CPU.
+     */
+    slowlog: { type: 'boolean', default: false },
+    /** Write each worker's stdout (e.g. `--trace-gc` output) to `<prefix>.<pid>.log`. */
+    'worker-log': { type: 'string' },
+    /** Extra node flags for the worker processes, space-separated (`--worker-flags=--trace-gc`). */
     'worker-flags': { type: 'string', default: '' },
   },
 });
@@ -45,11 +53,12 @@ function syscalls(pid: number | undefined): [number, number] {
   return [field('syscr'), field('syscw')];
 }
 
-function commandCalls(port: number): Map<string, number> {
+/** Calls and server-side µs (`usec`, inner commands of scripts included in the script's) per command. */
+function commandCalls(port: number): Map<string, { calls: number; usec: number }> {
   const text = execFileSync('redis-cli', ['-p', String(port), 'INFO', 'commandstats'], { encoding: 'utf8' });
-  const calls = new Map<string, number>();
-  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    if (match[1] !== undefined) calls.set(match[1], Number(match[2]));
+  const calls = new Map<string, { calls: number; usec: number }>();
+  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    if (match[1] !== undefined) calls.set(match[1], { calls: Number(match[2]), usec: Number(match[3]) });
   }
   return calls;
 }
@@ -85,6 +94,11 @@ function startWorker(args: readonly string[]): Promise<Worker> {
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
+  const log =
+    values['worker-log'] === undefined
+      ? undefined
+      : createWriteStream(`${values['worker-log']}.${child.pid}.log`);
+  if (log) child.stdout.pipe(log);
   const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   return new Promise((resolve, reject) => {
     let output = '';
@@ -114,6 +128,13 @@ try {
   await fanOut(20);
   await fanOut(agents);
   const from = process.hrtime.bigint() / 1000n;
+  const cli = (...args: string[]): string =>
+    execFileSync('redis-cli', ['-p', String(redis.port), ...args], { encoding: 'utf8' });
+  if (values.slowlog) {
+    cli('CONFIG', 'SET', 'slowlog-max-len', String(requests * runs * 20));
+    cli('SLOWLOG', 'RESET');
+    cli('CONFIG', 'SET', 'slowlog-log-slower-than', '0');
+  }
   const callsBefore = commandCalls(redis.port);
   for (let run = 0; run < runs; run += 1) {
     const w0 = workers.map((w) => cpuMs(w.pid));
@@ -139,13 +160,59 @@ try {
   const to = process.hrtime.bigint() / 1000n;
   const callsAfter = commandCalls(redis.port);
   const perRequest = [...callsAfter]
-    .map(([name, calls]) => [name, (calls - (callsBefore.get(name) ?? 0)) / (requests * runs)] as const)
+    .map(([name, after]) => {
+      const before = callsBefore.get(name);
+      const per = (n: number): number => n / (requests * runs);
+      return [name, per(after.calls - (before?.calls ?? 0)), per(after.usec - (before?.usec ?? 0))] as const;
+    })
     .filter(([name, n]) => n > 0.001 && name !== 'info')
     .sort((a, b) => b[1] - a[1]);
   const total = perRequest.reduce((sum, [, n]) => sum + n, 0);
   process.stdout.write(
     `commands/request ${total.toFixed(2)}: ${perRequest.map(([name, n]) => `${name} ${n.toFixed(2)}`).join(', ')}\n`,
   );
+  // A script's inner commands are counted in their own rows and again in the script's usec.
+  process.stdout.write(
+    `server µs/request by command: ${[...perRequest]
+      .sort((a, b) => b[2] - a[2])
+      .filter(([, , us]) => us >= 0.05)
+      .map(([name, , us]) => `${name} ${us.toFixed(1)}`)
+      .join(', ')}\n`,
+  );
+  if (values.slowlog) {
+    cli('CONFIG', 'SET', 'slowlog-log-slower-than', '-1');
+    // Entries: id, time, µs, args (command, ...), client, name; blank-line separated in --no-raw.
+    const reply = JSON.parse(
+      execFileSync('redis-cli', ['-p', String(redis.port), '--json', 'SLOWLOG', 'GET', '-1'], {
+        encoding: 'utf8',
+        maxBuffer: 1 << 30,
+      }),
+    ) as [number, number, number, string[], string, string][];
+    const byName = new Map<string, { calls: number; us: number }>();
+    for (const [, , us, args, , client] of reply) {
+      const command = (args[0] ?? '').toLowerCase();
+      if (command === 'slowlog' || command === 'config' || command === 'info') continue;
+      const name =
+        command === 'evalsha' || command === 'eval'
+          ? `script ${(args[3] ?? '').split(':').slice(-1)[0]}, ${args[2]} keys (${client})`
+          : `${command} (${client})`;
+      const entry = byName.get(name) ?? { calls: 0, us: 0 };
+      entry.calls += 1;
+      entry.us += us;
+      byName.set(name, entry);
+    }
+    const n = requests * runs;
+    process.stdout.write(
+      `slowlog (server µs/request, calls/request), ${reply.length} entries:\n${[...byName]
+        .sort((a, b) => b[1].us - a[1].us)
+        .slice(0, 20)
+        .map(
+          ([name, e]) =>
+            `  ${(e.us / n).toFixed(1).padStart(6)} ${(e.calls / n).toFixed(2).padStart(6)}  ${name}`,
+        )
+        .join('\n')}\n`,
+    );
+  }
   process.stdout.write(`--between ${from},${to}\n`);
 } finally {
   await supervisor.close();

@@ -7,7 +7,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { DEFAULT_WORKER_CONCURRENCY } from '../engines/redis/constants.ts';
-import { WorkerGroup } from '../engines/redis/worker-group.ts';
+import { WORKER_YOUNG_GENERATION_MB, WorkerGroup } from '../engines/redis/worker-group.ts';
 import { describeValue, UserError } from '../errors.ts';
 import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
@@ -40,12 +40,12 @@ function integer(flag: string, value: string | undefined, min: number): number |
 }
 
 /** Registers `troupe worker` on `program`. */
-export function register(program: Command, io: CliIO, _setExit: (code: number) => void): void {
+export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
   program
     .command('worker')
     .description(COMMAND_HELP.worker.description)
     .option('--redis <url>', 'Redis URL (default: TROUPE_REDIS_URL)')
-    .option('--threads <n>', 'worker threads, each taking jobs on its own (default: 1, the main thread)')
+    .option('--threads <n>', 'worker threads, each taking jobs on its own (default: 1)')
     .option('--concurrency <n>', `agents each thread runs at once (default: ${DEFAULT_WORKER_CONCURRENCY})`)
     .option('--queue <name>', 'queue name; must match the supervisors (default: troupe-agents)')
     .option('--prefix <prefix>', 'Redis key prefix; must match the supervisors (default: troupe)')
@@ -64,11 +64,14 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
         ...optional('lockDurationMs', integer('--lock-duration-ms', flags.lockDurationMs, 1)),
         ...optional('stalledIntervalMs', integer('--stalled-interval-ms', flags.stalledIntervalMs, 1)),
         ...optional('maxStalledCount', integer('--max-stalled', flags.maxStalled, 0)),
+        // This process is ours: its workers get the actor hosts' young generation, in a thread
+        // (the main thread's is fixed by node flags at start, which a CLI cannot set for itself).
+        youngGenerationMb: WORKER_YOUNG_GENERATION_MB,
       };
       // Handlers go in before anything is printed or started: whoever reads "ready" may signal at
       // once, and a signal that finds no handler kills the process without a graceful stop.
-      let stopRequested: (signal: NodeJS.Signals) => void = () => {};
-      const stopped = new Promise<NodeJS.Signals>((resolve) => {
+      let stopRequested: (signal: NodeJS.Signals | 'crashed') => void = () => {};
+      const stopped = new Promise<NodeJS.Signals | 'crashed'>((resolve) => {
         stopRequested = resolve;
       });
       const exitNow = (): void => {
@@ -93,8 +96,22 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
         throw error;
       }
       group.on('error', (error) => io.stderr(`troupe worker: ${error.message}\n`));
+      // A worker thread that dies would leave this process idle: it ends, as it would have with
+      // the worker on its main thread, so whatever restarts it does.
+      group.on('exit', ({ workerId, code }) => {
+        io.stderr(`troupe worker: worker ${workerId} ended unexpectedly (exit code ${code}); stopping\n`);
+        stopRequested('crashed');
+      });
       io.stdout(`troupe worker ready: workers ${group.ids.join(', ')} (pid ${process.pid})\n`);
       const signal = await stopped;
+      if (signal === 'crashed') {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        // Its agents' locks expire and other workers resume them; the others here stop too.
+        await group.close(true);
+        setExit(1);
+        return;
+      }
       io.stdout(`troupe worker: ${signal}: finishing running agents (send it again to exit now)\n`);
       await group.close();
       process.off('SIGINT', exitNow);

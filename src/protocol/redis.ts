@@ -30,9 +30,12 @@ export interface AgentJobData {
   readonly provider: ProviderConfig;
   /** Admission limits of the provider key (the provider name), shared by every worker. */
   readonly limits: ProviderLimits | undefined;
-  /** Imported by the worker: paths must exist on the worker's machine. */
+  /**
+   * Imported by the worker: paths must exist on the worker's machine. The same in every job of
+   * one `supervisorId` (a worker builds one tool registry per supervisor).
+   */
   readonly toolModules: readonly ToolModuleRef[];
-  /** Tools that run on the supervisor, called over Redis. */
+  /** Tools that run on the supervisor, called over Redis. The same in every job of one `supervisorId`. */
   readonly hostTools: readonly HostToolDeclaration[];
   /** The supervisor's working directory; a worker uses it when it exists there, else its own. */
   readonly cwd: string;

@@ -9,7 +9,12 @@ export type WorkerThreadCommand = { readonly type: 'close'; readonly force: bool
 
 /** thread -> process */
 export type WorkerThreadReport =
-  | { readonly type: 'ready'; readonly workerId: number }
+  | {
+      readonly type: 'ready';
+      readonly workerId: number;
+      /** The thread's young generation in MiB, as Node sized it (`resourceLimits`). */
+      readonly youngGenerationMb: number | undefined;
+    }
   | { readonly type: 'error'; readonly error: SerializedError }
   | { readonly type: 'start_failed'; readonly error: SerializedError }
   | { readonly type: 'closed' };

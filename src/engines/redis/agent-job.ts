@@ -21,6 +21,7 @@ import type { OptionalSignal } from '../../protocol/messages.ts';
 import type { AgentJobData, ParkRequest, WorkerSignal } from '../../protocol/redis.ts';
 import type { Provider } from '../../providers/types.ts';
 import { runActor } from '../actor/run-actor.ts';
+import type { SharedDefinitions } from '../actor/shared-definitions.ts';
 import type { RedisAdmission } from './admission.ts';
 import type { RedisApprovals } from './approvals.ts';
 import type { BlockingPool } from './blocking-pool.ts';
@@ -78,6 +79,11 @@ export interface JobContext {
   /** The worker's fixed working directory, if it was given one. */
   readonly cwd: string | undefined;
   readonly promptCache: Map<string, Promise<string>>;
+  /**
+   * One object per distinct definition: each job's data is parsed into new objects, and the
+   * loop's per-definition caches (hash, JSON text, compiled rules) are keyed by object.
+   */
+  readonly definitions: SharedDefinitions;
   /** Runs in progress on this worker, for cancels arriving by pub/sub. */
   readonly running: Map<string, AbortController>;
   /** Journals of the runs in progress, for the tool barrier. */
@@ -132,24 +138,27 @@ export async function processAgentJob(
       park = resolve;
     });
     const [provider, registry] = await Promise.all([providerFor(ctx, data), ctx.resources.registry(data)]);
-    const run = runActor(data.agent, {
-      provider,
-      registry,
-      cwd: ctx.cwd ?? (existsSync(data.cwd) ? data.cwd : process.cwd()),
-      mcp: ctx.resources.mcp(),
-      journal: runJournal,
-      ...(resumed ? { resumeFrom: events } : {}),
-      signal: controller.signal,
-      channels: channels(ctx, data, park),
-      // The events a signal reports are on the connection before it (the journal batches per turn).
-      onSignal: (s) => {
-        runJournal.commit();
-        signal(s);
+    const run = runActor(
+      { ...data.agent, definition: ctx.definitions.of(data.agent.definition) },
+      {
+        provider,
+        registry,
+        cwd: ctx.cwd ?? (existsSync(data.cwd) ? data.cwd : process.cwd()),
+        mcp: ctx.resources.mcp(),
+        journal: runJournal,
+        ...(resumed ? { resumeFrom: events } : {}),
+        signal: controller.signal,
+        channels: channels(ctx, data, park),
+        // The events a signal reports are on the connection before it (the journal batches per turn).
+        onSignal: (s) => {
+          runJournal.commit();
+          signal(s);
+        },
+        // Not built at all when the supervisor does not listen (signalSender would drop them).
+        ...(data.wantedSignals === undefined ? {} : { wantsSignal: wantedIn(data.wantedSignals) }),
+        promptCache: ctx.promptCache,
       },
-      // Not built at all when the supervisor does not listen (signalSender would drop them).
-      ...(data.wantedSignals === undefined ? {} : { wantsSignal: wantedIn(data.wantedSignals) }),
-      promptCache: ctx.promptCache,
-    });
+    );
     const first = await Promise.race([
       run.then((outcome) => ({ outcome })),
       parked.then((request) => ({ park: request })),

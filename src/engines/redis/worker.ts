@@ -13,6 +13,7 @@ import type { Redis } from 'ioredis';
 import type { AgentOutcome } from '../../loop/types.ts';
 import { positiveInt } from '../../option-checks.ts';
 import type { AgentJobData } from '../../protocol/redis.ts';
+import { SharedDefinitions } from '../actor/shared-definitions.ts';
 import { RedisAdmission } from './admission.ts';
 import { processAgentJob } from './agent-job.ts';
 import { RedisApprovals } from './approvals.ts';
@@ -185,6 +186,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       workerId: id,
       cwd: prepared.cwd,
       promptCache: new Map<string, Promise<string>>(),
+      definitions: new SharedDefinitions(),
       running,
       journals,
     };

@@ -171,20 +171,47 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       expect(await readRedisJournal(redis, keys.journal('a5'))).toHaveLength(4);
     });
 
-    it("sends a turn's events in one script call, issued when the loop commits", async () => {
+    it("sends a turn's commits of every journal on the connection in one script call", async () => {
       const evalsha = vi.spyOn(redis, 'evalsha');
       try {
-        const stream = new RedisJournal({ redis, key: keys.journal('a7'), now: fixedClock });
-        for (const input of sampleEvents('a7')) stream.append(input);
+        const streams = ['a7', 'a7b', 'a7c'].map(
+          (id) => new RedisJournal({ redis, key: keys.journal(id), now: fixedClock }),
+        );
+        for (const [index, stream] of streams.entries()) {
+          for (const input of sampleEvents(`a7-${index}`)) stream.append(input);
+          stream.commit();
+        }
+        // Queued for the end of the turn, as ioredis's auto-pipelining queues a command.
         expect(evalsha).not.toHaveBeenCalled();
-        stream.commit();
+        await Promise.all(streams.map((stream) => stream.flushed()));
         expect(evalsha).toHaveBeenCalledTimes(1);
-        await stream.flushed();
-        expect(evalsha).toHaveBeenCalledTimes(1);
-        expect(await readRedisJournal(redis, keys.journal('a7'))).toHaveLength(4);
+        for (const id of ['a7', 'a7b', 'a7c']) {
+          expect(await readRedisJournal(redis, keys.journal(id))).toHaveLength(4);
+        }
       } finally {
         evalsha.mockRestore();
       }
+    });
+
+    it('fails only the journal whose append is refused when journals share a call', async () => {
+      await redis.set(keys.jobLock('a13'), 'token-of-the-new-owner');
+      const failures: string[] = [];
+      const zombie = new RedisJournal({
+        redis,
+        key: keys.journal('a13'),
+        fence: { key: keys.jobLock('a13'), token: 'token-of-the-old-owner' },
+        onFailure: (error) => failures.push(error.code),
+      });
+      const healthy = new RedisJournal({ redis, key: keys.journal('a14'), now: fixedClock });
+      for (const input of sampleEvents('a13')) zombie.append(input);
+      for (const input of sampleEvents('a14')) healthy.append(input);
+      zombie.commit();
+      healthy.commit();
+      await expect(zombie.flushed()).rejects.toMatchObject({ code: 'journal_fenced' });
+      await expect(healthy.flushed()).resolves.toBeUndefined();
+      expect(failures).toEqual(['journal_fenced']);
+      expect(await readRedisJournal(redis, keys.journal('a13'))).toEqual([]);
+      expect(await readRedisJournal(redis, keys.journal('a14'))).toHaveLength(4);
     });
 
     it('sends events nobody committed at the end of the event-loop turn', async () => {
@@ -221,6 +248,53 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
     it('fails to read a stream whose entries are not events in sequence', async () => {
       await redis.xadd(keys.journal('a6'), '1-0', 'e', '{"not":"an event"}');
       await expect(readRedisJournal(redis, keys.journal('a6'))).rejects.toMatchObject({
+        code: 'journal_corrupt',
+      });
+    });
+
+    it('stores one entry per commit, with the id of its last event, as JSONL', async () => {
+      const [first, ...rest] = sampleEvents('a10');
+      const memory = new MemoryJournal({ now: fixedClock });
+      const stream = new RedisJournal({ redis, key: keys.journal('a10'), now: fixedClock });
+      if (first) {
+        stream.append(first);
+        memory.append(first);
+      }
+      stream.commit();
+      for (const input of rest) {
+        stream.append(input);
+        memory.append(input);
+      }
+      await stream.flushed();
+      const entries = await redis.xrange(keys.journal('a10'), '-', '+');
+      expect(entries.map(([id]) => id)).toEqual(['1-0', '4-0']);
+      expect(entries[1]?.[1][1]?.split('\n')).toHaveLength(3);
+      expect(await readRedisJournal(redis, keys.journal('a10'))).toEqual(memory.events);
+    });
+
+    it('reads and continues a stream written one entry per event', async () => {
+      const inputs = sampleEvents('a11');
+      const memory = new MemoryJournal({ now: fixedClock });
+      for (const input of inputs) memory.append(input);
+      // The layout of earlier versions: entry `<seq + 1>-0` holds event `seq` alone.
+      for (const event of memory.events.slice(0, 2)) {
+        await redis.xadd(keys.journal('a11'), `${event.seq + 1}-0`, 'e', JSON.stringify(event));
+      }
+      const read = await readRedisJournal(redis, keys.journal('a11'));
+      expect(read).toEqual(memory.events.slice(0, 2));
+      const resumed = new RedisJournal({ redis, key: keys.journal('a11'), events: read, now: fixedClock });
+      for (const input of inputs.slice(2)) resumed.append(input);
+      await resumed.flushed();
+      expect(await readRedisJournal(redis, keys.journal('a11'))).toEqual(memory.events);
+      expect(await redis.xlen(keys.journal('a11'))).toBe(3);
+    });
+
+    it('fails to read an entry whose id is not that of its last event', async () => {
+      const memory = new MemoryJournal({ now: fixedClock });
+      for (const input of sampleEvents('a12')) memory.append(input);
+      const lines = memory.events.slice(0, 2).map((event) => JSON.stringify(event));
+      await redis.xadd(keys.journal('a12'), '1-0', 'e', lines.join('\n'));
+      await expect(readRedisJournal(redis, keys.journal('a12'))).rejects.toMatchObject({
         code: 'journal_corrupt',
       });
     });

@@ -56,6 +56,29 @@ describe('troupe worker', () => {
   });
 
   it.skipIf(redisServerPath === undefined)(
+    `runs a worker in a thread with the young generation it is given, else on the calling thread${skipReason}`,
+    async () => {
+      const server = await TestRedis.start();
+      const { WorkerGroup } = await import('../../../src/engines/redis/worker-group.ts');
+      try {
+        const sized = await WorkerGroup.start({ redisUrl: server.url, youngGenerationMb: 64 });
+        expect(sized.youngGenerationsMb).toEqual([64]);
+        await sized.close();
+        const plain = await WorkerGroup.start({ redisUrl: server.url });
+        expect(plain.youngGenerationsMb).toEqual([undefined]);
+        await plain.close();
+        await expect(WorkerGroup.start({ redisUrl: server.url, youngGenerationMb: 0 })).rejects.toMatchObject(
+          {
+            code: 'invalid_option',
+          },
+        );
+      } finally {
+        await server.destroy();
+      }
+    },
+  );
+
+  it.skipIf(redisServerPath === undefined)(
     `runs one worker per thread with --threads and stops on SIGTERM${skipReason}`,
     async () => {
       const server = await TestRedis.start();
