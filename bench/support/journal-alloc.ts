@@ -33,7 +33,8 @@ const dir = mkdtempSync(path.join(process.env.TROUPE_BENCH_SCRATCH ?? '/var/tmp'
 let counter = 0;
 
 function oneAgent(): void {
-  const agentId = `agent-${(counter += 1)}`;
+  counter += 1;
+  const agentId = `agent-${counter}`;
   const writer = JournalWriter.open(path.join(dir, `${agentId}.jsonl`), { fsync: 'never', batch: true });
   for (const input of inputs) {
     writer.append({ ...input, agentId } as AuditEventInput);

@@ -93,17 +93,23 @@ function quotedLongText(masking: Masking, text: string): string {
   return quoted;
 }
 
-/** Keys as JSON text: events repeat the same few dozen member names. */
-const quotedKeys = new Map<string, string>();
-const QUOTED_KEYS_LIMIT = 4096;
+/**
+ * Member prefixes as JSON text, `"key":` for the first member of an object and `,"key":` for the
+ * others: events repeat the same few dozen member names, and building the prefix from its pieces
+ * allocated two or three strings per member.
+ */
+const firstPrefixes = new Map<string, string>();
+const nextPrefixes = new Map<string, string>();
+const PREFIXES_LIMIT = 4096;
 
-function quoteKey(key: string): string {
-  let quoted = quotedKeys.get(key);
-  if (quoted === undefined) {
-    quoted = JSON.stringify(key);
-    if (quotedKeys.size < QUOTED_KEYS_LIMIT) quotedKeys.set(key, quoted);
+function memberPrefix(key: string, first: boolean): string {
+  const known = first ? firstPrefixes : nextPrefixes;
+  let prefix = known.get(key);
+  if (prefix === undefined) {
+    prefix = `${first ? '' : ','}${JSON.stringify(key)}:`;
+    if (known.size < PREFIXES_LIMIT) known.set(key, prefix);
   }
-  return quoted;
+  return prefix;
 }
 
 /**
@@ -176,18 +182,18 @@ class Writer {
       while (next < extra.length) {
         const added = extra[next];
         if (added === undefined || added[0] > key) break;
-        out += (out.length === 1 ? '' : ',') + quoteKey(added[0]) + ':' + added[1];
+        out += memberPrefix(added[0], out.length === 1) + added[1];
         next += 1;
       }
       if (next > 0 && extra[next - 1]?.[0] === key) continue;
       const member = masking.plainMembers.has(key)
         ? this.#writeUnmasked(record[key])
         : this.write(record[key], masking.keyedMembers.has(key), false);
-      if (member !== undefined) out += (out.length === 1 ? '' : ',') + quoteKey(key) + ':' + member;
+      if (member !== undefined) out += memberPrefix(key, out.length === 1) + member;
     }
     for (; next < extra.length; next += 1) {
       const added = extra[next];
-      if (added !== undefined) out += (out.length === 1 ? '' : ',') + quoteKey(added[0]) + ':' + added[1];
+      if (added !== undefined) out += memberPrefix(added[0], out.length === 1) + added[1];
     }
     this.#path.pop();
     return out + '}';
@@ -242,7 +248,7 @@ class Writer {
     for (const key of sortedKeys(record)) {
       const secretMember = secret || (byKey && masking?.isSecretKey(key) === true);
       const member = this.write(record[key], byKey, secretMember);
-      if (member !== undefined) out += (out.length === 1 ? '' : ',') + quoteKey(key) + ':' + member;
+      if (member !== undefined) out += memberPrefix(key, out.length === 1) + member;
     }
     this.#path.pop();
     return out + '}';
