@@ -59,14 +59,34 @@ export function chainCanonical(
       : now
         ? JSON.stringify(now().toISOString())
         : isoNowJson();
-  // Sorted by key, as canonical JSON writes them. One array reused: serializing never re-enters here.
-  const members = CHAIN_FIELDS;
-  (members[0] as [string, string])[1] = JSON.stringify(head.lastHash);
-  (members[1] as [string, string])[1] = String(head.nextSeq);
-  (members[2] as [string, string])[1] = tsJson;
-  const canonical = canonicalEventJson(input, JOURNAL_MASKING, members);
+  // Sorted by key, as canonical JSON writes them. One array reused, unless a body's `toJSON`
+  // chains another event while this one is being written.
+  const prev = JSON.stringify(head.lastHash);
+  const seq = String(head.nextSeq);
+  let canonical: string;
+  if (chaining) {
+    canonical = canonicalEventJson(input, JOURNAL_MASKING, [
+      ['prev', prev],
+      ['seq', seq],
+      ['ts', tsJson],
+    ]);
+  } else {
+    const members = CHAIN_FIELDS;
+    (members[0] as [string, string])[1] = prev;
+    (members[1] as [string, string])[1] = seq;
+    (members[2] as [string, string])[1] = tsJson;
+    chaining = true;
+    try {
+      canonical = canonicalEventJson(input, JOURNAL_MASKING, members);
+    } finally {
+      chaining = false;
+    }
+  }
   return { canonical, head: { nextSeq: head.nextSeq + 1, lastHash: sha256Hex(canonical) } };
 }
+
+/** True while an event is being serialized with {@link CHAIN_FIELDS}. */
+let chaining = false;
 
 /** The chain fields' JSON text, filled in for each event (prev, seq, ts: sorted by key). */
 const CHAIN_FIELDS: readonly (readonly [string, string])[] = [

@@ -113,6 +113,37 @@ describe('journal bytes on disk', () => {
     writer.close();
     expect(digestOf(file)).toEqual(SAMPLE);
   });
+
+  it("keeps an event's chain fields when a toJSON in its body chains another event meanwhile", () => {
+    const other = new MemoryJournal({ now: steppingClock() });
+    const body = (nested: boolean) =>
+      ({
+        agentId: 'agent-a',
+        type: 'ToolResult',
+        callId: 'c-1',
+        name: 'noop',
+        ok: true,
+        round: 1,
+        text: 'ok',
+        data: {
+          toJSON: () => {
+            if (nested) other.append({ ...(body(false) as object), agentId: 'agent-b' } as AuditEventInput);
+            return { x: 1 };
+          },
+        },
+        stateUpdates: [],
+        displayedStateKeys: [],
+        projectionAccepted: true,
+      }) as unknown as AuditEventInput;
+    const plain = new MemoryJournal({ now: steppingClock() });
+    const chained = new MemoryJournal({ now: steppingClock() });
+    for (let i = 0; i < 3; i += 1) {
+      other.append({ ...(body(false) as object), agentId: 'agent-b' } as AuditEventInput);
+      plain.append(body(false));
+      chained.append(body(true));
+    }
+    expect(chained.toJsonl()).toBe(plain.toJsonl());
+  });
 });
 
 const EXPECTED = { bytes: 20877, sha256: '25ce82f489c1953d027757a9e03ceb47743ce739567604a38d655299f9ab9885' };
