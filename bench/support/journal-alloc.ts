@@ -4,7 +4,7 @@
  * (`fsync: 'never'`, as actor hosts use) for N agents, one file per agent, committing after every
  * event as the loop does before each side effect (`--turn` commits once per agent instead).
  *
- * node --import tsx bench/support/journal-alloc.ts JOURNAL.jsonl [agents=2000] [--turn] [--sample]
+ * node --import tsx bench/support/journal-alloc.ts JOURNAL.jsonl [agents=2000] [--turn] [--sample] [--dev-null]
  *
  * Prints CPU per agent and, with `--trace-gc`, count the scavenges in the output. `--sample` runs
  * V8's sampling heap profiler including objects scavenged since, and prints bytes allocated per
@@ -21,6 +21,8 @@ if (file === undefined) throw new Error('usage: journal-alloc.ts JOURNAL.jsonl [
 const agents = Number(process.argv[3] ?? 2000);
 const perTurn = process.argv.includes('--turn');
 const sample = process.argv.includes('--sample');
+/** Every agent's journal is /dev/null: no file creation, so the CPU is the JavaScript path's. */
+const devNull = process.argv.includes('--dev-null');
 
 const inputs: AuditEventInput[] = readFileSync(file, 'utf8')
   .split('\n')
@@ -35,7 +37,10 @@ let counter = 0;
 function oneAgent(): void {
   counter += 1;
   const agentId = `agent-${counter}`;
-  const writer = JournalWriter.open(path.join(dir, `${agentId}.jsonl`), { fsync: 'never', batch: true });
+  const writer = JournalWriter.open(devNull ? '/dev/null' : path.join(dir, `${agentId}.jsonl`), {
+    fsync: 'never',
+    batch: true,
+  });
   for (const input of inputs) {
     writer.append({ ...input, agentId } as AuditEventInput);
     if (!perTurn) writer.commit();
