@@ -93,17 +93,23 @@ function quotedLongText(masking: Masking, text: string): string {
   return quoted;
 }
 
-/** Keys as JSON text: events repeat the same few dozen member names. */
-const quotedKeys = new Map<string, string>();
-const QUOTED_KEYS_LIMIT = 4096;
+/**
+ * Member prefixes as JSON text, `"key":` for the first member of an object and `,"key":` for the
+ * others: events repeat the same few dozen member names, and building the prefix from its pieces
+ * allocated two or three strings per member.
+ */
+const firstPrefixes = new Map<string, string>();
+const nextPrefixes = new Map<string, string>();
+const PREFIXES_LIMIT = 4096;
 
-function quoteKey(key: string): string {
-  let quoted = quotedKeys.get(key);
-  if (quoted === undefined) {
-    quoted = JSON.stringify(key);
-    if (quotedKeys.size < QUOTED_KEYS_LIMIT) quotedKeys.set(key, quoted);
+function memberPrefix(key: string, first: boolean): string {
+  const known = first ? firstPrefixes : nextPrefixes;
+  let prefix = known.get(key);
+  if (prefix === undefined) {
+    prefix = `${first ? '' : ','}${JSON.stringify(key)}:`;
+    if (known.size < PREFIXES_LIMIT) known.set(key, prefix);
   }
-  return quoted;
+  return prefix;
 }
 
 /**
@@ -123,6 +129,25 @@ function sortedKeys(record: object): string[] {
   return keys;
 }
 const SMALL_SORT = 24;
+
+/**
+ * What JSON.stringify escapes in a string: quotes, backslashes, control characters and lone
+ * surrogates (any surrogate here: a text with a pair takes the slow path, as exact).
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: JSON.stringify escapes exactly these.
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * Adds `text` as a JSON string: the text itself between quotes when nothing in it needs escaping
+ * (the join copies it once), which is what JSON.stringify would write, without its copy.
+ */
+function putQuoted(parts: string[], text: string): void {
+  if (NEEDS_ESCAPE.test(text)) parts.push(JSON.stringify(text));
+  else parts.push('"', text, '"');
+}
+
+/** Pieces kept between values: more are let go (a huge value's array is not kept). */
+const MAX_KEPT_PARTS = 65_536;
 
 /** One writer kept between calls (calls do not nest, but a `toJSON` may serialize again). */
 let spareWriter: Writer | undefined;
@@ -148,6 +173,12 @@ class Writer {
    * where a set's add, has and delete per object were ~1 % of an actor host's CPU.
    */
   readonly #path: object[] = [];
+  /**
+   * The text being written, in pieces joined once at the end: concatenating them one by one made
+   * a rope node per piece (two or three per member) and hashing then flattened the rope into one
+   * more copy; a join builds the flat text directly.
+   */
+  #parts: string[] = [];
 
   constructor(masking: Masking | undefined) {
     this.#masking = masking;
@@ -157,6 +188,8 @@ class Writer {
   reset(masking: Masking | undefined): void {
     this.#masking = masking;
     this.#path.length = 0;
+    if (this.#parts.length > MAX_KEPT_PARTS) this.#parts = [];
+    else this.#parts.length = 0;
   }
 
   /**
@@ -168,84 +201,123 @@ class Writer {
     const masking = this.#masking;
     if (masking === undefined || typeof value !== 'object' || value === null || Array.isArray(value))
       return this.write(value, false, false);
+    const parts = this.#parts;
     const record = this.#enter(value) as Record<string, unknown>;
-    let out = '{';
+    parts.push('{');
+    let first = true;
     let next = 0;
     for (const key of sortedKeys(record)) {
       // Bounded by the length, not by reading past the end: an out-of-bounds read deopted this.
       while (next < extra.length) {
         const added = extra[next];
         if (added === undefined || added[0] > key) break;
-        out += (out.length === 1 ? '' : ',') + quoteKey(added[0]) + ':' + added[1];
+        parts.push(memberPrefix(added[0], first), added[1]);
+        first = false;
         next += 1;
       }
       if (next > 0 && extra[next - 1]?.[0] === key) continue;
-      const member = masking.plainMembers.has(key)
-        ? this.#writeUnmasked(record[key])
-        : this.write(record[key], masking.keyedMembers.has(key), false);
-      if (member !== undefined) out += (out.length === 1 ? '' : ',') + quoteKey(key) + ':' + member;
+      const mark = parts.length;
+      parts.push(memberPrefix(key, first));
+      const wrote = masking.plainMembers.has(key)
+        ? this.#putUnmasked(record[key])
+        : this.#put(record[key], masking.keyedMembers.has(key), false);
+      if (wrote) first = false;
+      else parts.length = mark;
     }
     for (; next < extra.length; next += 1) {
       const added = extra[next];
-      if (added !== undefined) out += (out.length === 1 ? '' : ',') + quoteKey(added[0]) + ':' + added[1];
+      if (added === undefined) continue;
+      parts.push(memberPrefix(added[0], first), added[1]);
+      first = false;
     }
+    parts.push('}');
     this.#path.pop();
-    return out + '}';
+    return this.#take();
   }
 
-  #writeUnmasked(value: unknown): string | undefined {
+  /** The JSON text of `value`; undefined for what JSON leaves out. */
+  write(value: unknown, byKey: boolean, secret: boolean): string | undefined {
+    if (!this.#put(value, byKey, secret)) {
+      this.#parts.length = 0;
+      return undefined;
+    }
+    return this.#take();
+  }
+
+  /** The pieces written so far as one text; empties them. */
+  #take(): string {
+    const parts = this.#parts;
+    const text = parts.length === 1 ? (parts[0] as string) : parts.join('');
+    parts.length = 0;
+    return text;
+  }
+
+  #putUnmasked(value: unknown): boolean {
     const masking = this.#masking;
     this.#masking = undefined;
     try {
-      return this.write(value, false, false);
+      return this.#put(value, false, false);
     } finally {
       this.#masking = masking;
     }
   }
 
-  /** The JSON text of `value`; undefined for what JSON leaves out. */
-  write(value: unknown, byKey: boolean, secret: boolean): string | undefined {
-    if (value === null) return 'null';
+  /** Adds the JSON text of `value` to the pieces; false (adding nothing) for what JSON leaves out. */
+  #put(value: unknown, byKey: boolean, secret: boolean): boolean {
+    const parts = this.#parts;
+    if (value === null) {
+      parts.push('null');
+      return true;
+    }
     switch (typeof value) {
       case 'string': {
         const masking = this.#masking;
-        if (masking === undefined) return JSON.stringify(value);
-        if (value.length >= LONG_TEXT_CHARS && !secret) return quotedLongText(masking, value);
-        return JSON.stringify(masking.text(value, secret));
+        if (masking === undefined) putQuoted(parts, value);
+        else if (value.length >= LONG_TEXT_CHARS && !secret) parts.push(quotedLongText(masking, value));
+        else putQuoted(parts, masking.text(value, secret));
+        return true;
       }
       case 'number':
-        return Number.isFinite(value) ? JSON.stringify(value) : 'null';
+        parts.push(Number.isFinite(value) ? JSON.stringify(value) : 'null');
+        return true;
       case 'boolean':
-        return value ? 'true' : 'false';
+        parts.push(value ? 'true' : 'false');
+        return true;
       case 'undefined':
       case 'function':
       case 'symbol':
-        return undefined;
+        return false;
       case 'bigint':
         throw new SystemError('journal_unserializable', 'Expected JSON data, got a bigint');
     }
     const toJSON = (value as { toJSON?: unknown }).toJSON;
-    if (typeof toJSON === 'function') return this.write(toJSON.call(value), byKey, secret);
+    if (typeof toJSON === 'function') return this.#put(toJSON.call(value), byKey, secret);
     const object = this.#enter(value as object);
     // No try/finally: an error leaves the path as it was, and `reset` empties it.
     if (Array.isArray(object)) {
-      let out = '[';
+      parts.push('[');
       for (let i = 0; i < object.length; i += 1) {
-        out += (i === 0 ? '' : ',') + (this.write(object[i], byKey, secret) ?? 'null');
+        if (i > 0) parts.push(',');
+        if (!this.#put(object[i], byKey, secret)) parts.push('null');
       }
+      parts.push(']');
       this.#path.pop();
-      return out + ']';
+      return true;
     }
     const record = object as Record<string, unknown>;
     const masking = this.#masking;
-    let out = '{';
+    parts.push('{');
+    let first = true;
     for (const key of sortedKeys(record)) {
       const secretMember = secret || (byKey && masking?.isSecretKey(key) === true);
-      const member = this.write(record[key], byKey, secretMember);
-      if (member !== undefined) out += (out.length === 1 ? '' : ',') + quoteKey(key) + ':' + member;
+      const mark = parts.length;
+      parts.push(memberPrefix(key, first));
+      if (this.#put(record[key], byKey, secretMember)) first = false;
+      else parts.length = mark;
     }
+    parts.push('}');
     this.#path.pop();
-    return out + '}';
+    return true;
   }
 
   #enter(object: object): object {

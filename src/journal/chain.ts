@@ -38,16 +38,62 @@ export function chainLine(
   head: ChainHead,
   now: (() => Date) | undefined,
 ): { readonly line: string; readonly head: ChainHead } {
-  const ts = input.ts ?? (now ? now().toISOString() : isoNow());
-  // Sorted by key, as canonical JSON writes them.
-  const canonical = canonicalEventJson(input, JOURNAL_MASKING, [
-    ['prev', JSON.stringify(head.lastHash)],
-    ['seq', String(head.nextSeq)],
-    ['ts', JSON.stringify(ts)],
-  ]);
-  const hash = sha256Hex(canonical);
-  return { line: withHash(canonical, hash), head: { nextSeq: head.nextSeq + 1, lastHash: hash } };
+  const { canonical, head: after } = chainCanonical(input, head, now);
+  return { line: withHash(canonical, after.lastHash), head: after };
 }
+
+/**
+ * {@link chainLine} in parts, for a writer that encodes the line itself: the hashed canonical text
+ * (flat: hashing flattened it) and the head after it, whose `lastHash` is the event's `hash`. The
+ * stored line is `canonical` without its closing brace, then `,"hash":"<hash>"}`.
+ */
+export function chainCanonical(
+  input: AuditEventInput,
+  head: ChainHead,
+  now: (() => Date) | undefined,
+): { readonly canonical: string; readonly head: ChainHead } {
+  const given = input.ts;
+  const tsJson =
+    given !== undefined && given !== null
+      ? JSON.stringify(given)
+      : now
+        ? JSON.stringify(now().toISOString())
+        : isoNowJson();
+  // Sorted by key, as canonical JSON writes them. One array reused, unless a body's `toJSON`
+  // chains another event while this one is being written.
+  const prev = JSON.stringify(head.lastHash);
+  const seq = String(head.nextSeq);
+  let canonical: string;
+  if (chaining) {
+    canonical = canonicalEventJson(input, JOURNAL_MASKING, [
+      ['prev', prev],
+      ['seq', seq],
+      ['ts', tsJson],
+    ]);
+  } else {
+    const members = CHAIN_FIELDS;
+    (members[0] as [string, string])[1] = prev;
+    (members[1] as [string, string])[1] = seq;
+    (members[2] as [string, string])[1] = tsJson;
+    chaining = true;
+    try {
+      canonical = canonicalEventJson(input, JOURNAL_MASKING, members);
+    } finally {
+      chaining = false;
+    }
+  }
+  return { canonical, head: { nextSeq: head.nextSeq + 1, lastHash: sha256Hex(canonical) } };
+}
+
+/** True while an event is being serialized with {@link CHAIN_FIELDS}. */
+let chaining = false;
+
+/** The chain fields' JSON text, filled in for each event (prev, seq, ts: sorted by key). */
+const CHAIN_FIELDS: readonly (readonly [string, string])[] = [
+  ['prev', ''],
+  ['seq', ''],
+  ['ts', ''],
+];
 
 /**
  * {@link chainLine}, with the event as stored: parsed back from the line, so it equals what a reader
@@ -63,16 +109,16 @@ export function chainEvent(
 }
 
 let clockMs = Number.NaN;
-let clockIso = '';
+let clockJson = '';
 
-/** The current time as ISO 8601, formatted once per millisecond (many events share one). */
-function isoNow(): string {
+/** The current time as quoted ISO 8601, formatted once per millisecond (many events share one). */
+function isoNowJson(): string {
   const ms = Date.now();
   if (ms !== clockMs) {
     clockMs = ms;
-    clockIso = new Date(ms).toISOString();
+    clockJson = `"${new Date(ms).toISOString()}"`;
   }
-  return clockIso;
+  return clockJson;
 }
 
 /**

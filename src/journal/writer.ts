@@ -27,7 +27,7 @@ import {
 } from 'node:fs';
 import { dirname } from 'node:path';
 import { describeValue, SystemError, UserError } from '../errors.ts';
-import { type ChainHead, chainLine, EMPTY_HEAD, headAfter } from './chain.ts';
+import { type ChainHead, chainCanonical, EMPTY_HEAD, headAfter } from './chain.ts';
 import { DEFAULT_FSYNC_INTERVAL_MS, DEFAULT_FSYNC_POLICY, JOURNAL_BATCH_MAX_CHARS } from './constants.ts';
 import type { AuditEvent, AuditEventInput } from './events.ts';
 import { type JournalContents, parseJournal } from './reader.ts';
@@ -66,8 +66,11 @@ const POLICIES: readonly FsyncPolicy[] = ['always', 'interval', 'never'];
 
 type PreparedOptions = Required<Omit<JournalWriterOptions, 'now'>> & Pick<JournalWriterOptions, 'now'>;
 
-/** Batching writers holding uncommitted events on this thread. */
-const uncommitted = new Set<JournalWriter>();
+/**
+ * Batching writers that appended during this turn, each once (its `#queued` flag): an array
+ * emptied by `commitAll`, where a set's add and delete per commit reallocated its table.
+ */
+const uncommitted: JournalWriter[] = [];
 let turnCommitScheduled = false;
 
 /** The end-of-turn commit: events wait in memory for one event-loop turn at most. */
@@ -89,9 +92,14 @@ export class JournalWriter implements JournalSink {
   readonly #policy: FsyncPolicy;
   readonly #batch: boolean;
   readonly #now: (() => Date) | undefined;
-  /** Lines appended and not yet written (batching writers only), each ending in a newline. */
-  #pending: string[] = [];
+  /**
+   * Lines appended and not yet written (batching writers only), two entries each: the hashed
+   * canonical text and its hash (see {@link encodeLines}).
+   */
+  readonly #pending: string[] = [];
   #pendingChars = 0;
+  /** In `uncommitted` until the next `commitAll`. */
+  #queued = false;
   #fd: number | undefined;
   #head: ChainHead;
   #agentId: string | undefined;
@@ -193,9 +201,11 @@ export class JournalWriter implements JournalSink {
 
   /** {@link append}, returning the event as stored (parsed back from its line, as a reader sees it). */
   appendEvent(input: AuditEventInput): AuditEvent {
-    return JSON.parse(this.#append(input)) as AuditEvent;
+    const canonical = this.#append(input);
+    return JSON.parse(`${canonical.slice(0, -1)}${HASH_OPEN}${this.#head.lastHash}"}`) as AuditEvent;
   }
 
+  /** Returns the event's hashed canonical text. */
   #append(input: AuditEventInput): string {
     const fd = this.#fd;
     if (this.#failure) throw this.#reported(this.#failure);
@@ -211,23 +221,31 @@ export class JournalWriter implements JournalSink {
         { path: this.path, expected: this.#agentId, actual: input.agentId },
       );
     }
-    const { line, head } = chainLine(input, this.#head, this.#now);
+    const { canonical, head } = chainCanonical(input, this.#head, this.#now);
     if (this.#batch) {
-      if (this.#pending.length === 0) {
-        uncommitted.add(this);
+      if (!this.#queued) {
+        this.#queued = true;
+        uncommitted.push(this);
         scheduleTurnCommit();
       }
-      this.#pending.push(`${line}\n`);
-      this.#pendingChars += line.length + 1;
+      this.#pending.push(canonical, head.lastHash);
+      this.#pendingChars += canonical.length + LINE_EXTRA_CHARS;
       this.#head = head;
       this.#agentId = input.agentId;
       if (this.#pendingChars >= JOURNAL_BATCH_MAX_CHARS) this.commit();
-      return line;
+      return canonical;
     }
-    this.#write(fd, `${line}\n`);
+    const single = SINGLE_LINE;
+    single[0] = canonical;
+    single[1] = head.lastHash;
+    try {
+      this.#write(fd, single, canonical.length + LINE_EXTRA_CHARS);
+    } finally {
+      single.length = 0;
+    }
     this.#head = head;
     this.#agentId = input.agentId;
-    return line;
+    return canonical;
   }
 
   /**
@@ -238,12 +256,15 @@ export class JournalWriter implements JournalSink {
   commit(): void {
     if (this.#failure) throw this.#reported(this.#failure);
     const fd = this.#fd;
-    if (fd === undefined || this.#pending.length === 0) return;
-    const text = this.#pending.length === 1 ? (this.#pending[0] ?? '') : this.#pending.join('');
-    this.#pending = [];
-    this.#pendingChars = 0;
-    uncommitted.delete(this);
-    this.#write(fd, text);
+    const pending = this.#pending;
+    if (fd === undefined || pending.length === 0) return;
+    const chars = this.#pendingChars;
+    try {
+      this.#write(fd, pending, chars);
+    } finally {
+      pending.length = 0;
+      this.#pendingChars = 0;
+    }
   }
 
   /**
@@ -253,7 +274,13 @@ export class JournalWriter implements JournalSink {
    */
   static commitAll(): void {
     turnCommitScheduled = false;
-    for (const writer of uncommitted) writer.#commitQuietly();
+    // A commit never appends, so the list does not grow while this runs.
+    for (let i = 0; i < uncommitted.length; i += 1) {
+      const writer = uncommitted[i] as JournalWriter;
+      writer.#queued = false;
+      if (writer.#pending.length > 0) writer.#commitQuietly();
+    }
+    uncommitted.length = 0;
   }
 
   /** {@link commit}, with a failure kept for this writer's next caller. */
@@ -265,9 +292,10 @@ export class JournalWriter implements JournalSink {
     }
   }
 
-  #write(fd: number, text: string): void {
+  /** Writes `lines` (pairs of canonical text and hash, `chars` UTF-16 units as stored lines). */
+  #write(fd: number, lines: readonly string[], chars: number): void {
     try {
-      writeAll(fd, text);
+      writeLines(fd, lines, chars);
       if (this.#policy === 'always') fdatasyncSync(fd);
       else this.#dirty = true;
     } catch (error) {
@@ -340,9 +368,8 @@ export class JournalWriter implements JournalSink {
 
   #fail(error: SystemError): void {
     this.#failure = error;
-    this.#pending = [];
+    this.#pending.length = 0;
     this.#pendingChars = 0;
-    uncommitted.delete(this);
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
     const fd = this.#fd;
@@ -415,14 +442,60 @@ function createNew(path: string): number | undefined {
   }
 }
 
-/** Writes all of `text`: one system call, unless the kernel takes only part of it. */
-function writeAll(fd: number, text: string): void {
-  const written = writeSync(fd, text);
-  const length = Buffer.byteLength(text);
-  if (written >= length) return;
-  const buffer = Buffer.from(text, 'utf8');
-  let offset = written;
-  while (offset < length) offset += writeSync(fd, buffer, offset, length - offset);
+/** What a stored line holds beyond its canonical text: `,"hash":"` (less the `}` it replaces), the hash, `"}` and the newline. */
+const HASH_OPEN = ',"hash":"';
+const LINE_EXTRA_CHARS = HASH_OPEN.length - 1 + 64 + 2 + 1;
+/** One unbatched line, as `#write` takes it. */
+const SINGLE_LINE: string[] = [];
+
+/**
+ * Where lines are encoded for their write, kept between writes: encoding each piece of a line
+ * into it allocates nothing on the heap, where writing the line as a string built it and then
+ * flattened it into one more copy (a journal's lines were ~10 % of an agent's allocation).
+ * Writes larger than SCRATCH_MAX_BYTES are built as a string as before, so this stays small.
+ */
+let scratch = Buffer.allocUnsafeSlow(64 * 1024);
+const SCRATCH_MAX_BYTES = 1024 * 1024;
+
+/**
+ * Writes `lines` (pairs: canonical text ending in `}`, hash) as stored lines
+ * (`canonical` without its `}`, then `,"hash":"<hash>"}` and a newline), in one system call
+ * unless the kernel takes only part. `chars` is their length in UTF-16 units.
+ */
+function writeLines(fd: number, lines: readonly string[], chars: number): void {
+  // UTF-8 takes at most 3 bytes per UTF-16 unit (a surrogate pair: 4 bytes for 2 units).
+  const bound = chars * 3;
+  if (bound > SCRATCH_MAX_BYTES) {
+    writeAll(fd, Buffer.from(linesText(lines), 'utf8'));
+    return;
+  }
+  if (bound > scratch.length)
+    scratch = Buffer.allocUnsafeSlow(Math.min(SCRATCH_MAX_BYTES, 2 ** Math.ceil(Math.log2(bound))));
+  const buffer = scratch;
+  let at = 0;
+  for (let i = 0; i + 1 < lines.length; i += 2) {
+    // Drop the canonical text's closing brace: the hash member goes last.
+    at += buffer.write(lines[i] as string, at, 'utf8') - 1;
+    at += buffer.write(HASH_OPEN, at, 'latin1');
+    at += buffer.write(lines[i + 1] as string, at, 'latin1');
+    at += buffer.write('"}\n', at, 'latin1');
+  }
+  writeAll(fd, buffer.subarray(0, at));
+}
+
+/** The stored lines of `lines` (see {@link writeLines}) as one string. */
+function linesText(lines: readonly string[]): string {
+  let text = '';
+  for (let i = 0; i + 1 < lines.length; i += 2) {
+    text += `${(lines[i] as string).slice(0, -1)}${HASH_OPEN}${lines[i + 1] as string}"}\n`;
+  }
+  return text;
+}
+
+/** Writes all of `bytes`: one system call, unless the kernel takes only part of it. */
+function writeAll(fd: number, bytes: Buffer): void {
+  let offset = 0;
+  while (offset < bytes.length) offset += writeSync(fd, bytes, offset, bytes.length - offset);
 }
 
 /** Makes a new file's directory entry durable, so a crash cannot lose the whole journal. */

@@ -88,3 +88,25 @@ describe('canonicalJson on hostile values', () => {
     expect(canonicalJson(deep)).toBe(JSON.stringify(deep));
   });
 });
+
+describe('canonicalJson strings', () => {
+  it('writes every string exactly as JSON.stringify does, masked or not', async () => {
+    const { JOURNAL_MASKING } = await import('../../src/journal/redact.ts');
+    const samples = [
+      '',
+      'plain',
+      'quote " and backslash \\',
+      'controls \u0000\u0001\b\f\n\r\t\u001f end',
+      'del \u007f, nbsp \u00a0, line sep \u2028 \u2029',
+      'pair \u{1F600}, lone high \ud800, lone low \udfff, reversed \udc00\ud800',
+      'caf\u00e9 \u4e2d\u6587',
+      'x'.repeat(300),
+      `${'y'.repeat(300)}"`,
+    ];
+    for (const text of samples) {
+      expect(canonicalJson(text)).toBe(JSON.stringify(text));
+      expect(canonicalJson({ text }, JOURNAL_MASKING)).toBe(`{"text":${JSON.stringify(text)}}`);
+      expect(canonicalJson([text, { a: text }])).toBe(JSON.stringify([text, { a: text }]));
+    }
+  });
+});
