@@ -60,9 +60,11 @@ describe('threadStartTimeoutMs', () => {
       cwd,
       defaultProvider: 'policy',
       execArgv: ['--require', neverReady],
-      // Long enough for the first thread's normal start on a loaded machine: only the blocked
-      // replacements may reach it (three tries, while the quarantine thread's start fails too).
-      threadStartTimeoutMs: 5000,
+      // Long enough for the first thread's normal start on a loaded machine (~0.3 s of CPU): only
+      // the blocked replacements may reach it (three tries, while the quarantine thread's start
+      // fails too). A replacement that throws while loading is no quicker here: after the crash,
+      // piscina was seen to keep its task queued, and only this timeout ended the wait.
+      threadStartTimeoutMs: 6000,
       toolModules: [{ module: path.join(fixtures, 'fault-tools.ts'), export: 'faultTools' }],
     });
     // Parked on its instruction wait when the thread dies: not blamed, so it waits for a shared
