@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnChild } from '../fixtures/children.ts';
+import { killWorkers, redisServerPath, startWorker, TestRedis } from '../fixtures/scaleout/processes.ts';
 import { repoRoot, simulatedEnv } from '../run-dir/helpers.ts';
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'troupe-package-'));
@@ -212,6 +213,42 @@ new Supervisor({ threads: 'two' });
     const runs = path.join(consumer, '.troupe', 'runs');
     expect(existsSync(runs) && readdirSync(runs)).toHaveLength(1);
   });
+
+  it.skipIf(redisServerPath === undefined)(
+    "the installed package's `troupe worker` runs a RedisSupervisor's agents (in its worker thread)",
+    async () => {
+      const redis = await TestRedis.start();
+      const worker = await startWorker(
+        redis.url,
+        ['--queue', 'package-test'],
+        cleanEnv() as Record<string, string>,
+        {
+          bin: path.join(consumer, 'node_modules/troupe/bin/troupe.mjs'),
+          cwd: consumer,
+        },
+      );
+      try {
+        write(
+          'scaleout.mjs',
+          `import { RedisSupervisor } from 'troupe';
+
+const supervisor = new RedisSupervisor({ redisUrl: process.argv[2], queueName: 'package-test' });
+const results = await supervisor
+  .fanOut([1, 2, 3].map((i) => ({ agent: 'worker', task: \`Review file \${i}.\` })))
+  .all();
+await supervisor.close();
+console.log(JSON.stringify(results.map((r) => r.outcome.status)));
+`,
+        );
+        const app = await run(process.execPath, ['scaleout.mjs', redis.url], consumer);
+        expect(app.code, `${app.stderr}\n${worker.output()}`).toBe(0);
+        expect(JSON.parse(app.stdout)).toEqual(['completed', 'completed', 'completed']);
+      } finally {
+        await killWorkers([worker]);
+        await redis.destroy();
+      }
+    },
+  );
 
   it('every compiled module loads with only the runtime dependencies installed', async () => {
     // A module that imports a dev dependency (or a package missing from `dependencies`) fails here,
