@@ -121,12 +121,17 @@ function isoNowJson(): string {
   return clockJson;
 }
 
+/** What replaces the canonical text's closing brace in a stored line, before the hash. */
+export const HASH_MEMBER_OPEN = ',"hash":"';
+/** What follows the hash in a stored line. */
+export const HASH_MEMBER_CLOSE = '"}';
+
 /**
  * The stored line: the hashed canonical text with `hash` appended last (member order does not
  * matter to a reader), so each event is serialized once.
  */
-function withHash(canonical: string, hash: string): string {
-  return `${canonical.slice(0, -1)},"hash":"${hash}"}`;
+export function withHash(canonical: string, hash: string): string {
+  return `${canonical.slice(0, -1)}${HASH_MEMBER_OPEN}${hash}${HASH_MEMBER_CLOSE}`;
 }
 
 /** The exact line (no newline) a journal stores for `event`. */

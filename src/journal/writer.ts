@@ -27,7 +27,15 @@ import {
 } from 'node:fs';
 import { dirname } from 'node:path';
 import { describeValue, SystemError, UserError } from '../errors.ts';
-import { type ChainHead, chainCanonical, EMPTY_HEAD, headAfter } from './chain.ts';
+import {
+  type ChainHead,
+  chainCanonical,
+  EMPTY_HEAD,
+  HASH_MEMBER_CLOSE,
+  HASH_MEMBER_OPEN,
+  headAfter,
+  withHash,
+} from './chain.ts';
 import { DEFAULT_FSYNC_INTERVAL_MS, DEFAULT_FSYNC_POLICY, JOURNAL_BATCH_MAX_CHARS } from './constants.ts';
 import type { AuditEvent, AuditEventInput } from './events.ts';
 import { type JournalContents, parseJournal } from './reader.ts';
@@ -202,7 +210,7 @@ export class JournalWriter implements JournalSink {
   /** {@link append}, returning the event as stored (parsed back from its line, as a reader sees it). */
   appendEvent(input: AuditEventInput): AuditEvent {
     const canonical = this.#append(input);
-    return JSON.parse(`${canonical.slice(0, -1)}${HASH_OPEN}${this.#head.lastHash}"}`) as AuditEvent;
+    return JSON.parse(withHash(canonical, this.#head.lastHash)) as AuditEvent;
   }
 
   /** Returns the event's hashed canonical text. */
@@ -442,9 +450,9 @@ function createNew(path: string): number | undefined {
   }
 }
 
-/** What a stored line holds beyond its canonical text: `,"hash":"` (less the `}` it replaces), the hash, `"}` and the newline. */
-const HASH_OPEN = ',"hash":"';
-const LINE_EXTRA_CHARS = HASH_OPEN.length - 1 + 64 + 2 + 1;
+/** What a stored line holds beyond its canonical text (see `withHash`): the hash member, less the `}` it replaces, and the newline. */
+const LINE_EXTRA_CHARS = HASH_MEMBER_OPEN.length - 1 + 64 + HASH_MEMBER_CLOSE.length + 1;
+const LINE_END = `${HASH_MEMBER_CLOSE}\n`;
 /** One unbatched line, as `#write` takes it. */
 const SINGLE_LINE: string[] = [];
 
@@ -458,8 +466,8 @@ let scratch = Buffer.allocUnsafeSlow(64 * 1024);
 const SCRATCH_MAX_BYTES = 1024 * 1024;
 
 /**
- * Writes `lines` (pairs: canonical text ending in `}`, hash) as stored lines
- * (`canonical` without its `}`, then `,"hash":"<hash>"}` and a newline), in one system call
+ * Writes `lines` (pairs: canonical text ending in `}`, hash) as stored lines (`withHash` of each
+ * pair, and a newline), in one system call
  * unless the kernel takes only part. `chars` is their length in UTF-16 units.
  */
 function writeLines(fd: number, lines: readonly string[], chars: number): void {
@@ -476,9 +484,9 @@ function writeLines(fd: number, lines: readonly string[], chars: number): void {
   for (let i = 0; i + 1 < lines.length; i += 2) {
     // Drop the canonical text's closing brace: the hash member goes last.
     at += buffer.write(lines[i] as string, at, 'utf8') - 1;
-    at += buffer.write(HASH_OPEN, at, 'latin1');
+    at += buffer.write(HASH_MEMBER_OPEN, at, 'latin1');
     at += buffer.write(lines[i + 1] as string, at, 'latin1');
-    at += buffer.write('"}\n', at, 'latin1');
+    at += buffer.write(LINE_END, at, 'latin1');
   }
   writeAll(fd, buffer.subarray(0, at));
 }
@@ -487,7 +495,7 @@ function writeLines(fd: number, lines: readonly string[], chars: number): void {
 function linesText(lines: readonly string[]): string {
   let text = '';
   for (let i = 0; i + 1 < lines.length; i += 2) {
-    text += `${(lines[i] as string).slice(0, -1)}${HASH_OPEN}${lines[i + 1] as string}"}\n`;
+    text += `${withHash(lines[i] as string, lines[i + 1] as string)}\n`;
   }
   return text;
 }
