@@ -36,6 +36,8 @@ export interface HostRecord {
   readonly api: Comlink.Remote<HostControlApi>;
   readonly agents: Set<string>;
   threadId: number | undefined;
+  /** False until the thread has loaded and said it is ready (agents may be placed on it before). */
+  ready: boolean;
   alive: boolean;
   /** Settles (never rejects) when the host is found dead. */
   readonly died: Promise<SerializedError>;
@@ -53,8 +55,6 @@ interface HostInternals {
   missedSince: number | undefined;
   /** Shut down on purpose: its end is not a death. */
   retiring: boolean;
-  /** False until the thread has loaded and said it is ready. */
-  ready: boolean;
 }
 
 export interface HostPoolOptions {
@@ -148,6 +148,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
       dedicated: options.dedicated ?? false,
       agents: new Set(),
       threadId: undefined,
+      ready: false,
       alive: true,
       died,
     };
@@ -164,7 +165,6 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
       heartbeatTimer: undefined,
       missedSince: undefined,
       retiring: false,
-      ready: false,
     };
     this.#hosts.set(id, internals);
 
@@ -175,7 +175,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     events.port1.on('message', (message: HostEventMessage) => {
       if (message.type === 'ready') {
         record.threadId = message.threadId;
-        internals.ready = true;
+        record.ready = true;
         ready();
         return;
       }
@@ -218,7 +218,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     });
     await Promise.race([isReady, died, tooLate]);
     clearTimeout(startTimer);
-    if (record.alive && !internals.ready) {
+    if (record.alive && !record.ready) {
       // A thread stuck loading (a module that never finishes, a starved machine) or a task piscina
       // never ran: the death comes first, so its cause is the timeout and not the abort.
       internals.markDead(
@@ -310,7 +310,7 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     await Promise.all(
       live.map(async (host) => {
         const internals = this.#hosts.get(host.id);
-        if (internals !== undefined && !internals.ready) {
+        if (internals !== undefined && !host.ready) {
           // Still loading, so it hosts no agent: a shutdown request would wait for the load to end
           // (seconds on a busy machine, and a Ctrl-C must act at once). Destroying the pool ends it.
           internals.markDead(

@@ -92,8 +92,6 @@ export class ThreadEngine implements Engine {
   #starting: Promise<void> | undefined;
   #scheduleQueued = false;
   #quarantineHostStarting = false;
-  /** Hosts that got ready (agents can be placed on a host still starting). */
-  readonly #readyHosts = new WeakSet<HostRecord>();
   /** Replacement threads starting. */
   #replacing = 0;
   /** Why the last replacement thread could not start, after all its attempts. */
@@ -163,10 +161,7 @@ export class ThreadEngine implements Engine {
       onMessage: (host, message) => this.#onHostMessage(host, message),
     });
     this.#pool = pool;
-    pool.on('host:started', (host) => {
-      this.#readyHosts.add(host);
-      this.#host.emit('thread:started', { hostId: host.id });
-    });
+    pool.on('host:started', (host) => this.#host.emit('thread:started', { hostId: host.id }));
     pool.on('host:died', (host, cause) => this.#onHostDied(host, cause));
     await Promise.all(Array.from({ length: options.threads }, () => pool.startHost()));
     this.#schedule();
@@ -443,7 +438,7 @@ export class ThreadEngine implements Engine {
     if (restarting.length > 0) void this.#restart(restarting, victims.length === 1, cause);
     // A quarantine thread is started again only when a quarantined agent needs one.
     // One that died while starting is replaced (or not) by whoever started it.
-    if (this.#host.closing() || !this.#pool || host.dedicated || !this.#readyHosts.has(host)) return;
+    if (this.#host.closing() || !this.#pool || host.dedicated || !host.ready) return;
     this.#replaceHost(1);
   }
 
