@@ -9,6 +9,7 @@ import { EventEmitter } from 'eventemitter3';
 import { describeValue, deserializeError, UserError } from '../../errors.ts';
 import { workerEntry } from '../../package-files.ts';
 import type { WorkerThreadCommand, WorkerThreadReport } from '../../protocol/scaleout-threads.ts';
+import { DEFAULT_HOST_YOUNG_GENERATION_MB } from '../threads/options.ts';
 import { RedisWorker, type RedisWorkerOptions } from './worker.ts';
 
 let threadEntry = workerEntry('redis-worker');
@@ -48,7 +49,7 @@ export interface WorkerGroupOptions extends RedisWorkerOptions {
  * 2,500 agents; with 96 (32 MiB semi-spaces) ~64 times, for 2-7 % less worker CPU
  * (bench/RESULTS.md, redis25).
  */
-export const WORKER_YOUNG_GENERATION_MB = 96;
+export const WORKER_YOUNG_GENERATION_MB = DEFAULT_HOST_YOUNG_GENERATION_MB;
 
 /** Events of a {@link WorkerGroup}. */
 export interface WorkerGroupEvents {
