@@ -21,7 +21,6 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SimulatedProvider } from '../src/providers/simulated.ts';
-import { Supervisor } from '../src/supervisor/supervisor.ts';
 import { emitResult, isMain } from './support/child.ts';
 import { type BenchOptions, type BenchOutput, round } from './support/figures.ts';
 import { loadAverage } from './support/machine.ts';
@@ -31,8 +30,8 @@ import { checked } from './support/targets.ts';
 import { type CpuMs, cpuSince, threadCpu } from './support/thread-cpu.ts';
 import {
   assertCompleted,
+  fanoutSupervisor,
   journalCreateUs,
-  NOOP_TOOL_MODULE,
   runInProcess,
   scratchDir,
   workerDefinition,
@@ -111,14 +110,12 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
   const definition = workerDefinition();
   const cwd = scratchDir('cwd');
   const journals = scratchDir('journals');
-  const supervisor = new Supervisor({
+  const supervisor = fanoutSupervisor({
     threads: THREADS,
     cwd: cwd.dir,
-    compat: false,
     journalDir: path.join(journals.dir, 'supervisor'),
-    definitions: [definition],
-    toolModules: [NOOP_TOOL_MODULE],
-    providers: { simulated: { kind: 'simulated', options: { rounds: ROUNDS } } },
+    definition,
+    rounds: ROUNDS,
   });
   const provider = new SimulatedProvider({ rounds: ROUNDS });
   const fsync = supervisor.options.fsync;

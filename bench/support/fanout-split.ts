@@ -17,9 +17,8 @@
  */
 import path from 'node:path';
 import { SimulatedProvider } from '../../src/providers/simulated.ts';
-import { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { type CpuMs, cpuSince, threadCpu, totalCpu } from './thread-cpu.ts';
-import { assertCompleted, NOOP_TOOL_MODULE, runInProcess, scratchDir, workerDefinition } from './workload.ts';
+import { assertCompleted, fanoutSupervisor, runInProcess, scratchDir, workerDefinition } from './workload.ts';
 
 const ROUNDS = 8;
 const positional = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
@@ -36,14 +35,12 @@ const task = (index: number): string => `Benchmark task ${index}: call noop, the
 
 const supervisor =
   threads > 0
-    ? new Supervisor({
+    ? fanoutSupervisor({
         threads,
         cwd: cwd.dir,
-        compat: false,
         journalDir: path.join(journals.dir, 'supervisor'),
-        definitions: [definition],
-        toolModules: [NOOP_TOOL_MODULE],
-        providers: { simulated: { kind: 'simulated', options: { rounds: ROUNDS } } },
+        definition,
+        rounds: ROUNDS,
       })
     : undefined;
 const provider = new SimulatedProvider({ rounds: ROUNDS });

@@ -13,6 +13,7 @@ import { JournalWriter } from '../../src/journal/writer.ts';
 import { runAgent } from '../../src/loop/run-agent.ts';
 import type { AgentOutcome } from '../../src/loop/types.ts';
 import type { Provider } from '../../src/providers/types.ts';
+import { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { createToolRegistry } from '../../src/tools/builtin/index.ts';
 import type { ToolRegistry } from '../../src/tools/registry.ts';
 import { noopTool } from '../fixtures/noop-tool.ts';
@@ -161,4 +162,26 @@ export function assertCompleted(outcomes: readonly AgentOutcome[], what: string)
   const first = failed[0];
   const reason = first?.status === 'failed' ? `${first.reason}: ${first.error.message}` : '';
   throw new Error(`${what}: ${failed.length} of ${outcomes.length} agents did not complete (${reason})`);
+}
+
+/**
+ * The fan-out workload's Supervisor (fanout-overhead, fanout-split): `definition` on `threads`
+ * threads with the simulated model's `rounds`, the noop tool module, journals under `journalDir`.
+ */
+export function fanoutSupervisor(options: {
+  readonly threads: number;
+  readonly cwd: string;
+  readonly journalDir: string;
+  readonly definition: AgentDefinition;
+  readonly rounds: number;
+}): Supervisor {
+  return new Supervisor({
+    threads: options.threads,
+    cwd: options.cwd,
+    compat: false,
+    journalDir: options.journalDir,
+    definitions: [options.definition],
+    toolModules: [NOOP_TOOL_MODULE],
+    providers: { simulated: { kind: 'simulated', options: { rounds: options.rounds } } },
+  });
 }
