@@ -19,14 +19,18 @@ afterEach(async () => {
   delete process.env.TROUPE_TEST_NEVER_READY_AFTER;
 });
 
+/** One thread that never gets ready, given 300 ms. */
+const neverReadySupervisor = (): Supervisor =>
+  policySupervisor({
+    threads: 1,
+    cwd: tempDir(),
+    execArgv: ['--require', neverReady],
+    threadStartTimeoutMs: 300,
+  });
+
 describe('threadStartTimeoutMs', () => {
   it('fails the start with thread_start_failed, cause thread_start_timeout, when a thread never gets ready', async () => {
-    supervisor = policySupervisor({
-      threads: 1,
-      cwd: tempDir(),
-      execArgv: ['--require', neverReady],
-      threadStartTimeoutMs: 300,
-    });
+    supervisor = neverReadySupervisor();
     const error = await supervisor.start().then(
       () => undefined,
       (caught: unknown) => caught,
@@ -40,12 +44,7 @@ describe('threadStartTimeoutMs', () => {
   });
 
   it('an agent spawned meanwhile fails instead of waiting for a thread', async () => {
-    supervisor = policySupervisor({
-      threads: 1,
-      cwd: tempDir(),
-      execArgv: ['--require', neverReady],
-      threadStartTimeoutMs: 300,
-    });
+    supervisor = neverReadySupervisor();
     const outcome = await supervisor.spawn('worker', { task: 'Say hello.', provider: 'simulated' }).result;
     expect(outcome.status).toBe('failed');
   });
