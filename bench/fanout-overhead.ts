@@ -9,10 +9,14 @@
  * policy, the supervisor's default (the supervisor cannot run without journals, so the baseline
  * keeps them too). Threads are
  * started and both sides warmed up before timing: the figure is steady-state fan-out, not start-up.
- * Warm-up: 20 agents, then one untimed run of the full N on each side. Every isolate compiles the
- * hot code for itself, so the supervisor (its main thread and two hosts, each seeing half the
- * agents) needs more agents than the in-process loop to stop compiling: without that run its V8
- * compiler threads were still busy through the timed runs (bench/RESULTS.md, path25).
+ * Warm-up: 20 agents, then untimed runs of the full N on each side until that side stops getting
+ * faster: a run whose CPU time is no more than {@link STEADY_TOLERANCE} below the run before it
+ * (at least {@link Params.warmup} `min` runs, at most `max`). Every isolate compiles the hot code
+ * for itself, so the supervisor (its main thread and two hosts, each seeing half the agents) needs
+ * more agents than the in-process loop to stop compiling: after one full-size run its V8 helper
+ * threads were still compiling through the timed runs, which got 25-35 % faster from the first to
+ * the third (bench/RESULTS.md, lead session 4). The same rule ends both sides' warm-up; the first
+ * full-size run of each side is reported as `fanout.firstRunOverhead` (what a fresh process pays).
  * Also sweeps N for the makespan plot (bench/makespan.svg on a full run).
  *
  * Run: node --import tsx bench/fanout-overhead.ts [--quick]
@@ -45,10 +49,41 @@ interface Params {
   readonly agents: number;
   readonly reps: number;
   readonly sweep: readonly number[];
+  /** Untimed full-size runs per side before the timed ones: see the module comment. */
+  readonly warmup: { readonly min: number; readonly max: number };
 }
 
-const FULL: Params = { agents: 1000, reps: 3, sweep: [100, 250, 500, 1000, 2000] };
-const QUICK: Params = { agents: 100, reps: 1, sweep: [50, 100] };
+const FULL: Params = {
+  agents: 1000,
+  reps: 3,
+  sweep: [100, 250, 500, 1000, 2000],
+  warmup: { min: 2, max: 8 },
+};
+const QUICK: Params = { agents: 100, reps: 1, sweep: [50, 100], warmup: { min: 1, max: 1 } };
+
+/**
+ * A side is warm once a full-size run's CPU time is no more than this fraction below the previous
+ * run's. CPU time, not wall time: other load on the machine moves it far less.
+ */
+const STEADY_TOLERANCE = 0.05;
+
+/** Runs `run` until the side stops getting faster (see {@link STEADY_TOLERANCE}); every run. */
+async function warmUp(run: () => Promise<Sample>, { min, max }: Params['warmup']): Promise<Sample[]> {
+  const runs: Sample[] = [];
+  while (runs.length < max) {
+    const sample = await run();
+    const previous = runs.at(-1);
+    runs.push(sample);
+    if (
+      runs.length >= min &&
+      previous !== undefined &&
+      sample.cpuMs >= previous.cpuMs * (1 - STEADY_TOLERANCE)
+    ) {
+      break;
+    }
+  }
+  return runs;
+}
 
 /**
  * CPU milliseconds (user + system) of one run by thread (Linux): the main thread, each actor host,
@@ -151,14 +186,16 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
     await viaSupervisor(WARMUP_AGENTS);
     await inProcess(WARMUP_AGENTS);
     const createUs = journalCreateUs(journals.dir);
-    // One untimed run of the full N per side, as latency-efficiency does: see the module comment.
+    // Untimed runs of the full N per side until it stops getting faster: see the module comment.
     const warmup = {
-      supervisor: await viaSupervisor(params.agents),
-      inProcess: await inProcess(params.agents),
+      supervisor: await warmUp(() => viaSupervisor(params.agents), params.warmup),
+      inProcess: await warmUp(() => inProcess(params.agents), params.warmup),
     };
+    const walls = (samples: readonly Sample[]): string => samples.map((s) => s.wallMs).join(', ');
     process.stdout.write(
-      `fanout N=${params.agents} (warm-up): in-process ${warmup.inProcess.wallMs} ms, supervisor ${warmup.supervisor.wallMs} ms\n`,
+      `fanout N=${params.agents} (warm-up): in-process ${walls(warmup.inProcess)} ms, supervisor ${walls(warmup.supervisor)} ms\n`,
     );
+    const firstRun = { supervisor: warmup.supervisor[0], inProcess: warmup.inProcess[0] };
 
     const supervisorRuns: Sample[] = [];
     const inProcessRuns: Sample[] = [];
@@ -217,6 +254,13 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
           'rounds/s',
           0,
         ),
+        /** The first full-size run of each side (cold JIT in every isolate): what a fresh process pays. */
+        'fanout.firstRunOverhead': checked(
+          'fanout.firstRunOverhead',
+          (firstRun.supervisor?.wallMs ?? Number.NaN) / (firstRun.inProcess?.wallMs ?? Number.NaN),
+          'ratio',
+          3,
+        ),
       },
       details: {
         agents: params.agents,
@@ -247,8 +291,13 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
         /** Fastest run of each side: other load on the machine only ever adds time. */
         bestRatio: round(best(at(supervisorRuns, params.agents)) / best(at(inProcessRuns, params.agents)), 3),
         inProcessNoJournalMs: noJournal?.wallMs ?? null,
-        /** The untimed full-size run of each side before the sweep (cold JIT): what start-up costs. */
+        /**
+         * The untimed full-size runs of each side before the sweep, in order (the first one with
+         * cold JIT: what start-up costs), ending with the first run that was not
+         * {@link STEADY_TOLERANCE} faster than the one before.
+         */
         warmup,
+        steadyTolerance: STEADY_TOLERANCE,
         supervisorRuns,
         inProcessRuns,
         plot: path.relative(process.cwd(), plot),

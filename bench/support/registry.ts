@@ -72,7 +72,11 @@ export const BENCHES: readonly BenchEntry[] = [
   },
   {
     name: 'fanout-overhead',
-    figures: [spec('fanout.overhead', 'ratio'), spec('fanout.agentRoundsPerSec', 'rounds/s')],
+    figures: [
+      spec('fanout.overhead', 'ratio'),
+      spec('fanout.agentRoundsPerSec', 'rounds/s'),
+      spec('fanout.firstRunOverhead', 'ratio'),
+    ],
     execArgv: [],
     timeoutMs: ({ quick }) => (quick ? 2 * MINUTE : 15 * MINUTE),
     run: async (options) => (await import('../fanout-overhead.ts')).runFanoutOverheadBench(options),
