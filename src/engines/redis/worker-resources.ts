@@ -20,6 +20,13 @@ import type { BlockingPool } from './blocking-pool.ts';
 import { callHostTool } from './host-calls.ts';
 import type { ScaleoutKeys } from './keys.ts';
 
+/**
+ * Tool registries a worker keeps for later jobs, the least recently used dropped first. A
+ * long-running worker serves supervisors that come and go; a dropped registry is only rebuilt
+ * (its modules stay imported), and the jobs running with it keep it.
+ */
+export const MAX_CACHED_REGISTRIES = 64;
+
 /** Waits until the agent's journal so far is acknowledged; rejects when it can take no more. */
 export type JournalBarrier = (agentId: string) => Promise<void>;
 
@@ -54,11 +61,21 @@ export class WorkerResources {
       .map((tool) => `${tool.name}:${tool.readOnly ? 'r' : 'w'}${tool.needsApproval === true ? 'a' : ''}`)
       .join(',');
     const key = `${data.supervisorId}\n${tools}\n${modules}`;
-    let registry = this.#registries.get(key);
-    if (!registry) {
-      registry = this.#buildRegistry(data);
-      this.#registries.set(key, registry);
-      registry.catch(() => this.#registries.delete(key));
+    const cached = this.#registries.get(key);
+    if (cached) {
+      // Most recently used last: a Map iterates in insertion order.
+      this.#registries.delete(key);
+      this.#registries.set(key, cached);
+      return cached;
+    }
+    const registry = this.#buildRegistry(data);
+    this.#registries.set(key, registry);
+    registry.catch(() => {
+      if (this.#registries.get(key) === registry) this.#registries.delete(key);
+    });
+    if (this.#registries.size > MAX_CACHED_REGISTRIES) {
+      const oldest = this.#registries.keys().next();
+      if (!oldest.done) this.#registries.delete(oldest.value);
     }
     return registry;
   }

@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import type { BlockingPool } from '../../../src/engines/redis/blocking-pool.ts';
 import { ScaleoutKeys } from '../../../src/engines/redis/keys.ts';
-import { WorkerResources } from '../../../src/engines/redis/worker-resources.ts';
+import { MAX_CACHED_REGISTRIES, WorkerResources } from '../../../src/engines/redis/worker-resources.ts';
 import type { AgentJobData } from '../../../src/protocol/redis.ts';
 
 const hostTool = {
@@ -34,6 +34,24 @@ describe('worker resources', () => {
     const other = resources.registry(job('sup-2'));
     expect(other).not.toBe(first);
     expect((await first).get('lookup')).toBeDefined();
+  });
+
+  it('keeps at most MAX_CACHED_REGISTRIES registries, dropping the least recently used', () => {
+    const own = new WorkerResources({
+      redis: {} as Redis,
+      pool: {} as BlockingPool,
+      keys: new ScaleoutKeys('test', 'q'),
+      barrier: async () => {},
+    });
+    const kept = own.registry(job('kept'));
+    const dropped = own.registry(job('dropped'));
+    for (let i = 0; i < MAX_CACHED_REGISTRIES - 1; i += 1) {
+      own.registry(job(`other-${i}`));
+      // Used again all along: never the least recently used one.
+      expect(own.registry(job('kept'))).toBe(kept);
+    }
+    expect(own.registry(job('dropped'))).not.toBe(dropped);
+    expect(own.registry(job('kept'))).toBe(kept);
   });
 
   it('builds another registry for another set of host tools', () => {
