@@ -10,8 +10,8 @@
  * keeps them too). Threads are
  * started and both sides warmed up before timing: the figure is steady-state fan-out, not start-up.
  * Warm-up: 20 agents, then untimed runs of the full N on each side until that side stops getting
- * faster: a run whose CPU time is no more than {@link STEADY_TOLERANCE} below the run before it
- * (at least {@link Params.warmup} `min` runs, at most `max`). Every isolate compiles the hot code
+ * faster (support/warmup.ts: a run whose CPU time is no more than 5 % below the run before it,
+ * at least {@link Params.warmup} `min` runs, at most `max`). Every isolate compiles the hot code
  * for itself, so the supervisor (its main thread and two hosts, each seeing half the agents) needs
  * more agents than the in-process loop to stop compiling: after one full-size run its V8 helper
  * threads were still compiling through the timed runs, which got 25-35 % faster from the first to
@@ -32,6 +32,7 @@ import { median } from './support/stats.ts';
 import { lineChart } from './support/svg.ts';
 import { checked } from './support/targets.ts';
 import { type CpuMs, cpuSince, threadCpu } from './support/thread-cpu.ts';
+import { STEADY_TOLERANCE, type WarmupRuns, warmUntilSteady } from './support/warmup.ts';
 import {
   assertCompleted,
   fanoutSupervisor,
@@ -50,7 +51,7 @@ interface Params {
   readonly reps: number;
   readonly sweep: readonly number[];
   /** Untimed full-size runs per side before the timed ones: see the module comment. */
-  readonly warmup: { readonly min: number; readonly max: number };
+  readonly warmup: WarmupRuns;
 }
 
 const FULL: Params = {
@@ -60,30 +61,6 @@ const FULL: Params = {
   warmup: { min: 2, max: 8 },
 };
 const QUICK: Params = { agents: 100, reps: 1, sweep: [50, 100], warmup: { min: 1, max: 1 } };
-
-/**
- * A side is warm once a full-size run's CPU time is no more than this fraction below the previous
- * run's. CPU time, not wall time: other load on the machine moves it far less.
- */
-const STEADY_TOLERANCE = 0.05;
-
-/** Runs `run` until the side stops getting faster (see {@link STEADY_TOLERANCE}); every run. */
-async function warmUp(run: () => Promise<Sample>, { min, max }: Params['warmup']): Promise<Sample[]> {
-  const runs: Sample[] = [];
-  while (runs.length < max) {
-    const sample = await run();
-    const previous = runs.at(-1);
-    runs.push(sample);
-    if (
-      runs.length >= min &&
-      previous !== undefined &&
-      sample.cpuMs >= previous.cpuMs * (1 - STEADY_TOLERANCE)
-    ) {
-      break;
-    }
-  }
-  return runs;
-}
 
 /**
  * CPU milliseconds (user + system) of one run by thread (Linux): the main thread, each actor host,
@@ -188,8 +165,8 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
     const createUs = journalCreateUs(journals.dir);
     // Untimed runs of the full N per side until it stops getting faster: see the module comment.
     const warmup = {
-      supervisor: await warmUp(() => viaSupervisor(params.agents), params.warmup),
-      inProcess: await warmUp(() => inProcess(params.agents), params.warmup),
+      supervisor: await warmUntilSteady(() => viaSupervisor(params.agents), params.warmup),
+      inProcess: await warmUntilSteady(() => inProcess(params.agents), params.warmup),
     };
     const walls = (samples: readonly Sample[]): string => samples.map((s) => s.wallMs).join(', ');
     process.stdout.write(
@@ -294,7 +271,7 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
         /**
          * The untimed full-size runs of each side before the sweep, in order (the first one with
          * cold JIT: what start-up costs), ending with the first run that was not
-         * {@link STEADY_TOLERANCE} faster than the one before.
+         * 5 % faster than the one before.
          */
         warmup,
         steadyTolerance: STEADY_TOLERANCE,

@@ -7,9 +7,10 @@
  * time, as each thread hosts N/2 agents). Target <= 1.5.
  *
  * Steady state, not start-up: the worker processes, the Redis server and both supervisors are
- * started, and each side runs 20 agents and then one full fan-out of N agents, before any timing.
- * (A cold first fan-out of N took 1.5-2x the later ones on both sides, and with three samples it
- * decided the median.) Then REPS fan-outs per side, alternating which side goes first; the
+ * started, and each side runs 20 agents and then full fan-outs of N agents until it stops getting
+ * faster (support/warmup.ts: 2-8 runs, the same rule for both sides), before any timing. (A cold
+ * first fan-out of N took 1.5-2x the later ones on both sides, and with three samples it decided
+ * the median; after one, the workers' CPU per request still fell from run to run.) Then REPS fan-outs per side, alternating which side goes first; the
  * figure is the ratio of the medians. Besides wall time the benchmark reads the CPU time every
  * process involved spent in each run (this process, and on the redis side the worker processes
  * and redis-server too, from /proc on Linux): CPU time is what the redis path costs, and other
@@ -42,6 +43,7 @@ import { type BenchOutput, round } from './support/figures.ts';
 import { loadAverage } from './support/machine.ts';
 import { median } from './support/stats.ts';
 import { checked } from './support/targets.ts';
+import { STEADY_TOLERANCE, type WarmupRuns, warmUntilSteady } from './support/warmup.ts';
 import { assertCompleted, NOOP_TOOL_MODULE, scratchDir, workerDefinition } from './support/workload.ts';
 
 const ROUNDS = 5;
@@ -51,10 +53,12 @@ const WARMUP_AGENTS = 20;
 interface Params {
   readonly agents: number;
   readonly reps: number;
+  /** Untimed full-size fan-outs per side before the timed ones (support/warmup.ts). */
+  readonly warmup: WarmupRuns;
 }
 
-const FULL: Params = { agents: 1000, reps: 5 };
-const QUICK: Params = { agents: 200, reps: 2 };
+const FULL: Params = { agents: 1000, reps: 5, warmup: { min: 2, max: 8 } };
+const QUICK: Params = { agents: 200, reps: 2, warmup: { min: 1, max: 1 } };
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const task = (index: number): string => `Benchmark task ${index}: call noop, then complete.`;
@@ -162,7 +166,7 @@ export async function runScaleoutBench({ quick }: { readonly quick: boolean }): 
       'scaleout.redisVsThreads needs redis-server (apt install redis-server); it is not installed',
     );
   }
-  const { agents, reps } = quick ? QUICK : FULL;
+  const { agents, reps, warmup: warmupRuns } = quick ? QUICK : FULL;
   const definition = workerDefinition();
   const cwd = scratchDir('scaleout');
   const redis = await TestRedis.start({ appendfsync: 'everysec' });
@@ -201,11 +205,13 @@ export async function runScaleoutBench({ quick }: { readonly quick: boolean }): 
     await Promise.all([threads.start(), remote.start()]);
     await fanOut(threads, WARMUP_AGENTS)();
     await fanOut(remote, WARMUP_AGENTS)();
-    // One untimed full-size fan-out per side: JIT, heaps, connection pools, Redis memory.
-    const warmThreads = await threadsRun();
-    const warmRedis = await redisRun();
+    // Untimed full-size fan-outs per side until it stops getting faster: JIT in every isolate,
+    // heaps, connection pools, Redis memory (support/warmup.ts).
+    const warmThreads = await warmUntilSteady(threadsRun, warmupRuns);
+    const warmRedis = await warmUntilSteady(redisRun, warmupRuns);
+    const walls = (runs: readonly Run[]): string => runs.map((r) => r.wallMs).join(', ');
     process.stdout.write(
-      `scaleout N=${agents} (warm-up): threads ${warmThreads.wallMs} ms, redis ${warmRedis.wallMs} ms\n`,
+      `scaleout N=${agents} (warm-up): threads ${walls(warmThreads)} ms, redis ${walls(warmRedis)} ms\n`,
     );
     const delayedFsyncBefore = redisInfo(redis.port, 'aof_delayed_fsync');
     const callsBefore = redisCommandCalls(redis.port);
@@ -259,7 +265,7 @@ export async function runScaleoutBench({ quick }: { readonly quick: boolean }): 
         'scaleout.redisVsThreads': checked('scaleout.redisVsThreads', redisMs / threadsMs, 'ratio', 3),
       },
       details: {
-        note: `${agents} agents x ${ROUNDS} rounds, simulated ${LATENCY_MS} ms; redis: 2 local worker processes x ${agents / 2} jobs, appendfsync everysec; threads: Supervisor with 2 threads; median of ${reps} runs per side after a full-size warm-up`,
+        note: `${agents} agents x ${ROUNDS} rounds, simulated ${LATENCY_MS} ms; redis: 2 local worker processes x ${agents / 2} jobs, appendfsync everysec; threads: Supervisor with 2 threads; median of ${reps} runs per side after warm-up runs until each side stopped getting faster`,
         redisVersion: redisServerVersion(server),
         agents,
         rounds: ROUNDS,
@@ -300,7 +306,8 @@ export async function runScaleoutBench({ quick }: { readonly quick: boolean }): 
           delayedFsyncBefore === undefined || delayedFsyncAfter === undefined
             ? null
             : delayedFsyncAfter - delayedFsyncBefore,
-        warmup: { threads: warmThreads, redis: warmRedis },
+        /** The untimed full-size fan-outs of each side, in order (support/warmup.ts). */
+        warmup: { threads: warmThreads, redis: warmRedis, steadyTolerance: STEADY_TOLERANCE },
         threadsRuns,
         redisRuns,
         /** Lower bound of either makespan: every agent's requests back to back. */
