@@ -3,8 +3,10 @@
  * provider concurrency 500 (the supervisor's admission queue). value = measured makespan / ideal
  * makespan, ideal = ceil(N / 500) x 5 x 100 ms; target <= 1.25.
  *
- * Steady state: after a 20-agent warm-up, one untimed run of the full N (its JIT compilation on
- * every thread would otherwise fall on the first timed run), then `reps` timed runs, median.
+ * Steady state: after a 20-agent warm-up, untimed runs of the full N until the process's CPU time
+ * per run stops falling (support/warmup.ts, the rule every benchmark's warm-up follows: JIT
+ * compilation on every thread would otherwise fall on the timed runs), then `reps` timed runs,
+ * median.
  *
  * Each agent makes 5 requests: 4 `noop` calls and the `complete_task` call. The simulated model
  * holds one admission slot per request, like an HTTP provider. A makespan below the ideal means
@@ -29,6 +31,7 @@ import {
 import { median } from './support/stats.ts';
 import { checked, targetText } from './support/targets.ts';
 import { type CpuMs, cpuSince, type ThreadCpu, threadCpu } from './support/thread-cpu.ts';
+import { type WarmupRuns, warmUntilSteady } from './support/warmup.ts';
 import {
   assertCompleted,
   journalCreateUs,
@@ -45,10 +48,12 @@ const THREADS = 2;
 interface Params {
   readonly agents: number;
   readonly reps: number;
+  /** Untimed full-size runs before the timed ones (support/warmup.ts). */
+  readonly warmup: WarmupRuns;
 }
 
-const FULL: Params = { agents: 2000, reps: 3 };
-const QUICK: Params = { agents: 250, reps: 1 };
+const FULL: Params = { agents: 2000, reps: 3, warmup: { min: 2, max: 8 } };
+const QUICK: Params = { agents: 250, reps: 1, warmup: { min: 1, max: 1 } };
 
 /** Ideal makespan: full waves of `CONCURRENCY` requests, each wave one latency long. */
 export function idealMakespanMs(agents: number): number {
@@ -190,15 +195,18 @@ export async function runLatencyEfficiencyBench(options: BenchOptions): Promise<
     options: { rounds: REQUESTS - 1, latency: LATENCY_MS },
   };
   let createUs = 0;
-  let warmup: Run | undefined;
+  let warmup: Run[] = [];
   const runs = await withSupervisor(provider, async (supervisor, journalDir) => {
     await makespan(supervisor, 20);
-    // One untimed run of the full N: the first one pays for V8's compilation on every thread (the
-    // "other" threads' CPU fell 1,890 -> 1,190 -> 520 ms over three runs without it).
-    warmup = await makespan(supervisor, params.agents);
-    process.stdout.write(
-      `latency N=${params.agents} (warm-up): makespan ${warmup.makespanMs} ms, CPU ${warmup.cpuMs} ms${warmup.threads ? ` (${describeCpu(warmup.threads)})` : ''}\n`,
-    );
+    // Untimed runs of the full N until the CPU time per run stops falling: the first ones pay for
+    // V8's compilation on every thread (the "other" threads' CPU fell 1,890 -> 1,190 -> 520 ms
+    // over three runs without them).
+    warmup = await warmUntilSteady(() => makespan(supervisor, params.agents), params.warmup);
+    for (const run of warmup) {
+      process.stdout.write(
+        `latency N=${params.agents} (warm-up): makespan ${run.makespanMs} ms, CPU ${run.cpuMs} ms${run.threads ? ` (${describeCpu(run.threads)})` : ''}\n`,
+      );
+    }
     createUs = journalCreateUs(journalDir);
     const samples: Run[] = [];
     for (let rep = 0; rep < params.reps; rep += 1) {
@@ -255,7 +263,7 @@ export async function runLatencyEfficiencyBench(options: BenchOptions): Promise<
       cpuFloorMs: round(cpuMs / availableParallelism(), 1),
       /** Creating one journal file here, measured just before the runs (every agent does it once). */
       journalCreateUs: createUs,
-      /** The untimed full-size run before the timed ones (cold JIT): what start-up costs. */
+      /** The untimed full-size runs before the timed ones, in order (the first with cold JIT). */
       warmup,
       runs,
       limitApplied,

@@ -33,6 +33,7 @@ import { emitResult, isMain } from './support/child.ts';
 import { type BenchOptions, type BenchOutput, round } from './support/figures.ts';
 import { median } from './support/stats.ts';
 import { checked } from './support/targets.ts';
+import { type WarmupRuns, warmUntilSteady } from './support/warmup.ts';
 import {
   assertCompleted,
   BENCH_MODELS_MODULE,
@@ -53,10 +54,12 @@ export const LANGGRAPH = '@langchain/langgraph@1.7.3 with @langchain/core@1.4.0'
 interface Params {
   readonly agents: number;
   readonly reps: number;
+  /** Untimed full-size runs per side before the timed ones (support/warmup.ts). */
+  readonly warmup: WarmupRuns;
 }
 
-const FULL: Params = { agents: 1000, reps: 3 };
-const QUICK: Params = { agents: 100, reps: 1 };
+const FULL: Params = { agents: 1000, reps: 3, warmup: { min: 2, max: 8 } };
+const QUICK: Params = { agents: 100, reps: 1, warmup: { min: 1, max: 1 } };
 
 interface Sample {
   readonly wallMs: number;
@@ -161,18 +164,20 @@ export async function runPeerBench(options: BenchOptions): Promise<BenchOutput> 
     await langgraph(WARMUP_AGENTS);
     await viaSupervisor(WARMUP_AGENTS);
     await inProcess(WARMUP_AGENTS);
-    // One untimed run of the full N per side, as fanout-overhead and latency-efficiency do: every
-    // isolate compiles the hot code for itself, and the Supervisor's main thread and two hosts
-    // (each seeing half the agents) were still compiling in the first timed run (bench/RESULTS.md,
-    // path25). Each side gets the same warm-up; its runs are in the details.
+    // Untimed runs of the full N per side until it stops getting faster, as fanout-overhead and
+    // scaleout do (support/warmup.ts): every isolate compiles the hot code for itself, and the
+    // Supervisor's main thread and two hosts (each seeing half the agents) were still compiling
+    // in the first timed runs (bench/RESULTS.md). Every side gets the same rule; its runs are in
+    // the details.
     const warmup = {
-      peer: await peer(params.agents),
-      langgraph: await langgraph(params.agents),
-      supervisor: await viaSupervisor(params.agents),
-      inProcess: await inProcess(params.agents),
+      peer: await warmUntilSteady(() => peer(params.agents), params.warmup),
+      langgraph: await warmUntilSteady(() => langgraph(params.agents), params.warmup),
+      supervisor: await warmUntilSteady(() => viaSupervisor(params.agents), params.warmup),
+      inProcess: await warmUntilSteady(() => inProcess(params.agents), params.warmup),
     };
+    const walls = (samples: readonly Sample[]): string => samples.map((s) => s.wallMs).join(', ');
     process.stdout.write(
-      `peer N=${params.agents} (warm-up): openai-agents ${warmup.peer.wallMs} ms, langgraph ${warmup.langgraph.wallMs} ms, supervisor ${warmup.supervisor.wallMs} ms, in-process ${warmup.inProcess.wallMs} ms\n`,
+      `peer N=${params.agents} (warm-up): openai-agents ${walls(warmup.peer)} ms, langgraph ${walls(warmup.langgraph)} ms, supervisor ${walls(warmup.supervisor)} ms, in-process ${walls(warmup.inProcess)} ms\n`,
     );
     const peerRuns: Sample[] = [];
     const langgraphRuns: Sample[] = [];
@@ -229,7 +234,7 @@ export async function runPeerBench(options: BenchOptions): Promise<BenchOutput> 
         /** Fastest run of each side: other load on the machine only ever adds time. */
         bestRatio: round(best(supervisorRuns) / best(peerRuns), 3),
         inProcessCpuRatio: round(cpu(inProcessRuns) / cpu(peerRuns), 3),
-        /** The untimed full-size run of each side before timing (cold JIT): what start-up costs. */
+        /** The untimed full-size runs of each side before timing, in order (support/warmup.ts). */
         warmup,
         peerRuns,
         langgraphRuns,
