@@ -1,7 +1,8 @@
 /**
  * A steady-state run of the fan-out, latency or routing workload through the Supervisor, for CPU
- * profiles: starts 2 threads, warms up (fan-out and latency: 20 then 200 agents; routing: one
- * agent per lane), runs N agents `reps` times and prints the window to cut with
+ * profiles: starts 2 threads, warms up (fan-out and latency: 20 agents, then runs of N until the
+ * CPU time per run stops falling, as the benchmarks do (warmup.ts); routing: one agent per lane),
+ * runs N agents `reps` times and prints the window to cut with
  * `profile-summary --between` (the monotonic clock in µs, as V8 stamps profiles), with the CPU
  * time of the main thread and of the other threads (/proc) per agent or, for routing, per
  * instruction.
@@ -18,6 +19,7 @@ import { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { routingSupervisor, runLanes, type Stamps, WAITS_PER_AGENT } from '../routing.ts';
 import { median } from './stats.ts';
 import { cpuSince, threadCpu, totalCpu } from './thread-cpu.ts';
+import { warmUntilSteady } from './warmup.ts';
 import { assertCompleted, NOOP_TOOL_MODULE, scratchDir, workerDefinition } from './workload.ts';
 
 type Mode = 'fanout' | 'latency' | 'routing';
@@ -26,6 +28,7 @@ const mode: Mode =
 const agents = Number(process.argv[3] ?? (mode === 'fanout' ? 1000 : mode === 'latency' ? 2000 : 10));
 const reps = Number(process.argv[4] ?? (mode === 'routing' ? 1 : 2));
 const ROUTING_LANES = 2;
+const WARMUP_RUNS = { min: 2, max: 8 };
 // The two benchmarks' workloads: 8 zero-latency rounds, or 5 requests of 100 ms under a limit of 500.
 const provider: ProviderConfig =
   mode === 'fanout'
@@ -73,7 +76,13 @@ try {
   if (mode === 'routing') await runLanes(supervisor, ROUTING_LANES, 1);
   else {
     await fanOut(20);
-    await fanOut(200);
+    // The benchmarks' rule: full-size runs until the CPU time per run stops falling.
+    await warmUntilSteady(async () => {
+      const cpu = process.cpuUsage();
+      await fanOut(agents);
+      const used = process.cpuUsage(cpu);
+      return { cpuMs: (used.user + used.system) / 1000 };
+    }, WARMUP_RUNS);
   }
   const from = process.hrtime.bigint() / 1000n;
   for (let r = 0; r < reps; r += 1) {
