@@ -229,20 +229,99 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       }
     });
 
-    it('reads only the top of the stream for an append that follows on', async () => {
-      const [first, ...rest] = sampleEvents('a9');
+    it("reads neither the stream's top nor an entry for an append that follows on, new or resumed", async () => {
+      const [first, second, ...rest] = sampleEvents('a9');
       const stream = new RedisJournal({ redis, key: keys.journal('a9'), now: fixedClock });
       if (first) stream.append(first);
       await stream.flushed();
-      const xrangeCalls = async (): Promise<number> => {
+      const reads = async (): Promise<number> => {
         const stats = await redis.info('commandstats');
-        return Number(/cmdstat_xrange:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+        const calls = (name: string): number =>
+          Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+        return calls('xrange') + calls('xrevrange');
       };
-      const before = await xrangeCalls();
-      for (const input of rest) stream.append(input);
+      const before = await reads();
+      if (second) stream.append(second);
       await stream.flushed();
-      expect(await xrangeCalls()).toBe(before);
+      expect(await reads()).toBe(before);
+      // A journal opened with what readRedisJournal read knows the stream's length too.
+      const events = await readRedisJournal(redis, keys.journal('a9'));
+      const afterRead = await reads();
+      const resumed = new RedisJournal({ redis, key: keys.journal('a9'), events, now: fixedClock });
+      for (const input of rest) {
+        resumed.append(input);
+        resumed.commit();
+      }
+      await resumed.flushed();
+      expect(await reads()).toBe(afterRead);
       expect(chainProblem(await readRedisJournal(redis, keys.journal('a9')))).toBeUndefined();
+    });
+
+    it('refuses an append after the stream lost entries its writer knows of', async () => {
+      const [first, second, third] = sampleEvents('a15');
+      const writer = new RedisJournal({ redis, key: keys.journal('a15'), now: fixedClock });
+      if (first) writer.append(first);
+      writer.commit();
+      if (second) writer.append(second);
+      await writer.flushed();
+      // Lost with a server that restarted from an older file, or a failover: one entry is gone.
+      const top = await redis.xrevrange(keys.journal('a15'), '+', '-', 'COUNT', 1);
+      await redis.xdel(keys.journal('a15'), top[0]?.[0] ?? '');
+      if (third) writer.append(third);
+      await expect(writer.flushed()).rejects.toMatchObject({
+        code: 'journal_conflict',
+        message: expect.stringContaining('TROUPE_JOURNAL_GAP'),
+      });
+      expect(await readRedisJournal(redis, keys.journal('a15'))).toHaveLength(1);
+
+      // The whole stream gone (expired, deleted): the same.
+      const events = await readRedisJournal(redis, keys.journal('a15'));
+      const resumed = new RedisJournal({ redis, key: keys.journal('a15'), events, now: fixedClock });
+      await redis.del(keys.journal('a15'));
+      if (second) resumed.append(second);
+      await expect(resumed.flushed()).rejects.toMatchObject({ code: 'journal_conflict' });
+      expect(await redis.exists(keys.journal('a15'))).toBe(0);
+    });
+
+    it('refuses an append when another writer added an entry, and accepts its own resend', async () => {
+      const [first, second] = sampleEvents('a16');
+      const one = new RedisJournal({ redis, key: keys.journal('a16'), now: fixedClock });
+      if (first) one.append(first);
+      await one.flushed();
+      const events = await readRedisJournal(redis, keys.journal('a16'));
+      // Both believe the stream holds one entry; the first to append wins, the other conflicts.
+      const winner = new RedisJournal({ redis, key: keys.journal('a16'), events, now: fixedClock });
+      const loser = new RedisJournal({
+        redis,
+        key: keys.journal('a16'),
+        events,
+        now: () => new Date('2030-01-01T00:00:00.000Z'),
+      });
+      if (second) winner.append(second);
+      await winner.flushed();
+      if (second) loser.append(second);
+      await expect(loser.flushed()).rejects.toMatchObject({ code: 'journal_conflict' });
+      // The same entry again from a writer that knows only the first (a resend): accepted, no change.
+      const resend = new RedisJournal({ redis, key: keys.journal('a16'), events, now: fixedClock });
+      if (second) resend.append(second);
+      await expect(resend.flushed()).resolves.toBeUndefined();
+      expect(await readRedisJournal(redis, keys.journal('a16'))).toHaveLength(2);
+    });
+
+    it('refuses an append whose id the stream refuses, though its length is what the writer knows', async () => {
+      const [first, second, third] = sampleEvents('a17');
+      const writer = new RedisJournal({ redis, key: keys.journal('a17'), now: fixedClock });
+      if (first) writer.append(first);
+      writer.commit();
+      if (second) writer.append(second);
+      await writer.flushed();
+      // Journals are never edited so (docs/scaleout.md): the top replaced by an entry above the next id.
+      const top = await redis.xrevrange(keys.journal('a17'), '+', '-', 'COUNT', 1);
+      await redis.xdel(keys.journal('a17'), top[0]?.[0] ?? '');
+      await redis.xadd(keys.journal('a17'), '9-0', 'e', 'not ours');
+      if (third) writer.append(third);
+      await expect(writer.flushed()).rejects.toMatchObject({ code: 'journal_conflict' });
+      expect(await redis.xlen(keys.journal('a17'))).toBe(2);
     });
 
     it('fails to read a stream whose entries are not events in sequence', async () => {
