@@ -2,6 +2,8 @@ import { type Job, Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RedisAdmission } from '../../../src/engines/redis/admission.ts';
+import { clearFinishedAgent, readAgentStart } from '../../../src/engines/redis/agent-state.ts';
+import { RedisApprovals } from '../../../src/engines/redis/approvals.ts';
 import { BlockingPool } from '../../../src/engines/redis/blocking-pool.ts';
 import { resolveRedisUrl } from '../../../src/engines/redis/connection.ts';
 import { Inbox } from '../../../src/engines/redis/inbox.ts';
@@ -444,6 +446,86 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       expect(await aborted).toBeNull();
       expect(await inbox.wait(pool, 'i3', 0, 1, new AbortController().signal)).toBeNull();
       pool.close();
+    });
+  });
+
+  describe("an agent's keys at the start and the end of its job", () => {
+    const commandCalls = async (): Promise<number> => {
+      const stats = await redis.info('commandstats');
+      let total = 0;
+      for (const match of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+        if (match[1] !== 'info') total += Number(match[2]);
+      }
+      return total;
+    };
+
+    it('reads the cancel flag, the park mark and the journal', async () => {
+      const journal = new RedisJournal({ redis, key: keys.journal('s1'), now: fixedClock });
+      for (const input of sampleEvents('s1')) journal.append(input);
+      await journal.flushed();
+      expect(await readAgentStart(redis, keys, 's1')).toMatchObject({
+        cancelReason: null,
+        parkedText: null,
+        events: [{ seq: 0 }, { seq: 1 }, { seq: 2 }, { seq: 3 }],
+      });
+      await redis.set(keys.cancel('s1'), 'enough');
+      await redis.set(keys.parked('s1'), '{"index":0,"deadline":null}');
+      expect(await readAgentStart(redis, keys, 's1')).toMatchObject({
+        cancelReason: 'enough',
+        parkedText: '{"index":0,"deadline":null}',
+      });
+      expect(await readAgentStart(redis, keys, 'never-ran')).toEqual({
+        cancelReason: null,
+        parkedText: null,
+        events: [],
+      });
+    });
+
+    it('clears the park mark and undecided approval requests of a finished agent', async () => {
+      const approvals = new RedisApprovals(redis, keys);
+      const request = {
+        requestId: 'r-s2',
+        agentId: 's2',
+        callId: 'c1',
+        tool: 'Bash',
+        modelName: 'Bash',
+        args: {},
+        toolArgs: {},
+        argsHash: 'h',
+        rule: 'Bash',
+        reason: 'asks',
+        deadline: null,
+        requestedAt: '2025-01-02T03:04:05.000Z',
+      };
+      expect(await approvals.request(request)).toBe(true);
+      await approvals.request({ ...request, agentId: 's3', requestId: 'r-s3' });
+      await redis.set(keys.parked('s2'), '{"index":0,"deadline":null}');
+      expect((await approvals.pending()).map((pending) => pending.agentId).sort()).toEqual(['s2', 's3']);
+      await clearFinishedAgent(redis, keys, approvals, 's2', {
+        parkMarkSeen: true,
+        retainSeconds: undefined,
+      });
+      expect((await approvals.pending()).map((pending) => pending.agentId)).toEqual(['s3']);
+      expect(await redis.sismember(keys.approvalAgents, 's2')).toBe(0);
+      expect(await redis.exists(keys.parked('s2'))).toBe(0);
+
+      // With retention, the agent's keys expire instead of staying.
+      await clearFinishedAgent(redis, keys, approvals, 's3', { parkMarkSeen: false, retainSeconds: 60 });
+      expect(await approvals.pending()).toEqual([]);
+      expect(await redis.pttl(keys.journal('s1'))).toBe(-1);
+      await redis.xadd(keys.journal('s3'), '1-0', 'e', 'x');
+      await clearFinishedAgent(redis, keys, approvals, 's3', { parkMarkSeen: false, retainSeconds: 60 });
+      expect(await redis.pttl(keys.journal('s3'))).toBeGreaterThan(0);
+    });
+
+    it('costs one command to end an agent that neither parked nor asked for approval', async () => {
+      const approvals = new RedisApprovals(redis, keys);
+      const before = await commandCalls();
+      await clearFinishedAgent(redis, keys, approvals, 's4', {
+        parkMarkSeen: false,
+        retainSeconds: undefined,
+      });
+      expect((await commandCalls()) - before).toBe(1);
     });
   });
 
