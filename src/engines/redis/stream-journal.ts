@@ -55,10 +55,13 @@ import { LuaScript } from './script.ts';
 // into Lua on every append: a third of the script's server time (bench/RESULTS.md, cmds26). Any
 // other length (a resend, another writer, a lost or deleted stream, a writer that does not know)
 // or a refused XADD takes the slow path, which compares the top and the entry at the new id as
-// before: gap, conflict and resend are told apart exactly as they always were.
+// before: gap, conflict and resend are told apart exactly as they always were. Each fence key is
+// read once per call (nothing else runs while the script does, and it writes no lock).
 const APPEND = new LuaScript(
   `
 local out = {}
+-- Fence keys read so far in this call: agents whose jobs share a lock (a batch) read it once.
+local locks = {}
 local function check(key, previous, id, text)
   local top = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
   local topId = '0-0'
@@ -77,7 +80,9 @@ for a = 1, #KEYS / 2 do
   local status = nil
   if not known then status = check(key, previous, id, text) end
   if status == nil then
-    if token ~= '' and redis.call('GET', KEYS[2 * a]) ~= token then
+    local fence = KEYS[2 * a]
+    if token ~= '' and locks[fence] == nil then locks[fence] = redis.call('GET', fence) end
+    if token ~= '' and locks[fence] ~= token then
       status = 'TROUPE_JOURNAL_FENCED this worker no longer holds the job lock'
     elseif type(redis.pcall('XADD', key, id, 'e', text)) == 'table' then
       -- Refused: the id is not above the stream's last. Told apart by the slow path, unless it ran.

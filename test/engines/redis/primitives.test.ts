@@ -216,6 +216,34 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       expect(await readRedisJournal(redis, keys.journal('a14'))).toHaveLength(4);
     });
 
+    it('reads a lock that journals in one call share once, and still fences each journal by its token', async () => {
+      await redis.set(keys.jobLock('batch'), 'token-of-the-batch');
+      const gets = async (): Promise<number> =>
+        Number(/cmdstat_get:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+      const fence = (token: string) => ({ key: keys.jobLock('batch'), token });
+      const members = ['a18', 'a19'].map(
+        (id) =>
+          new RedisJournal({
+            redis,
+            key: keys.journal(id),
+            fence: fence('token-of-the-batch'),
+            now: fixedClock,
+          }),
+      );
+      const zombie = new RedisJournal({ redis, key: keys.journal('a20'), fence: fence('an-old-token') });
+      const before = await gets();
+      for (const [index, journal] of [...members, zombie].entries()) {
+        for (const input of sampleEvents(['a18', 'a19', 'a20'][index] ?? '')) journal.append(input);
+        journal.commit();
+      }
+      await Promise.all(members.map((journal) => journal.flushed()));
+      await expect(zombie.flushed()).rejects.toMatchObject({ code: 'journal_fenced' });
+      expect((await gets()) - before).toBe(1);
+      expect(await readRedisJournal(redis, keys.journal('a18'))).toHaveLength(4);
+      expect(await readRedisJournal(redis, keys.journal('a19'))).toHaveLength(4);
+      expect(await readRedisJournal(redis, keys.journal('a20'))).toEqual([]);
+    });
+
     it('sends events nobody committed at the end of the event-loop turn', async () => {
       const evalsha = vi.spyOn(redis, 'evalsha');
       try {
