@@ -7,7 +7,7 @@
  * per request (`INFO commandstats`) and the monotonic-clock window of the timed runs for
  * `profile-summary.ts --between`.
  *
- *   node --import tsx bench/support/scaleout-profile.ts [--agents 1000] [--runs 3] [--prof DIR] [--slowlog]
+ *   node --import tsx bench/support/scaleout-profile.ts [--agents 1000] [--runs 3] [--prof DIR] [--slowlog [--by-key]]
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
