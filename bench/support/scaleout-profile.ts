@@ -7,7 +7,7 @@
  * per request (`INFO commandstats`) and the monotonic-clock window of the timed runs for
  * `profile-summary.ts --between`.
  *
- *   node --import tsx bench/support/scaleout-profile.ts [--agents 1000] [--runs 3] [--prof DIR] [--slowlog]
+ *   node --import tsx bench/support/scaleout-profile.ts [--agents 1000] [--runs 3] [--prof DIR] [--slowlog [--by-key]]
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
@@ -27,6 +27,8 @@ const { values } = parseArgs({
      * together as `evalsha`. Adds the log's own cost to the server's CPU.
      */
     slowlog: { type: 'boolean', default: false },
+    /** With --slowlog: name each plain command by the kind of its first key too. */
+    'by-key': { type: 'boolean', default: false },
     /** Write each worker's stdout (e.g. `--trace-gc` output) to `<prefix>.<pid>.log`. */
     'worker-log': { type: 'string' },
     /** Extra node flags for the worker processes, space-separated (`--worker-flags=--trace-gc`). */
@@ -192,10 +194,21 @@ try {
     for (const [, , us, args, , client] of reply) {
       const command = (args[0] ?? '').toLowerCase();
       if (command === 'slowlog' || command === 'config' || command === 'info') continue;
+      // --by-key: a plain command named by its first key's kind too (the key's last segment, or
+      // `agent:<kind>` for troupe's per-agent keys), to tell which code issued it.
+      const kind = (key: string | undefined): string => {
+        const parts = (key ?? '').split(':');
+        const agent = parts.indexOf('agent');
+        return agent >= 0
+          ? `agent:${parts[agent + 2] ?? ''}`
+          : (parts.at(-1) ?? '').replace(/^[0-9a-f-]{36}$/, '<uuid>');
+      };
       const name =
         command === 'evalsha' || command === 'eval'
-          ? `script ${(args[3] ?? '').split(':').slice(-1)[0]}, ${args[2]} keys (${client})`
-          : `${command} (${client})`;
+          ? `script ${(args[3] ?? '').split(':').slice(-1)[0]}${values['by-key'] ? '' : `, ${args[2]} keys`} (${client})`
+          : values['by-key']
+            ? `${command} ${kind(args[1])} (${client})`
+            : `${command} (${client})`;
       const entry = byName.get(name) ?? { calls: 0, us: 0 };
       entry.calls += 1;
       entry.us += us;
@@ -204,8 +217,8 @@ try {
     const n = requests * runs;
     process.stdout.write(
       `slowlog (server µs/request, calls/request), ${reply.length} entries:\n${[...byName]
-        .sort((a, b) => b[1].us - a[1].us)
-        .slice(0, 20)
+        .sort((a, b) => (values['by-key'] ? b[1].calls - a[1].calls : b[1].us - a[1].us))
+        .slice(0, values['by-key'] ? 60 : 20)
         .map(
           ([name, e]) =>
             `  ${(e.us / n).toFixed(1).padStart(6)} ${(e.calls / n).toFixed(2).padStart(6)}  ${name}`,

@@ -23,6 +23,7 @@ import type { Provider } from '../../providers/types.ts';
 import { runActor } from '../actor/run-actor.ts';
 import type { SharedDefinitions } from '../actor/shared-definitions.ts';
 import type { RedisAdmission } from './admission.ts';
+import { clearFinishedAgent, readAgentStart } from './agent-state.ts';
 import type { RedisApprovals } from './approvals.ts';
 import type { BlockingPool } from './blocking-pool.ts';
 import { PARK_WITHOUT_LIMIT_MS } from './constants.ts';
@@ -32,7 +33,7 @@ import type { ScaleoutKeys } from './keys.ts';
 import { bullmq } from './packages.ts';
 import { promote } from './promote.ts';
 import type { SignalSender } from './signals.ts';
-import { RedisJournal, readRedisJournal } from './stream-journal.ts';
+import { RedisJournal } from './stream-journal.ts';
 import type { WorkerResources } from './worker-resources.ts';
 
 /** The per-request signals, sent only when the job's `wantedSignals` names them. */
@@ -112,11 +113,7 @@ export async function processAgentJob(
   ctx.running.set(agentId, controller);
   let journal: RedisJournal | undefined;
   try {
-    const [cancelReason, parkedText, events] = await Promise.all([
-      redis.get(keys.cancel(agentId)),
-      redis.get(keys.parked(agentId)),
-      readRedisJournal(redis, keys.journal(agentId)),
-    ]);
+    const { cancelReason, parkedText, events } = await readAgentStart(redis, keys, agentId);
     if (cancelReason !== null) controller.abort(new Error(cancelReason));
     const resumed = events.length > 0;
     // A non-empty journal without a park mark means the last worker died (or the run failed).
@@ -169,7 +166,10 @@ export async function processAgentJob(
       throw new DelayedError();
     }
     await runJournal.flushed();
-    await finish(ctx, data);
+    await clearFinishedAgent(redis, keys, ctx.approvals, agentId, {
+      parkMarkSeen: parkedText !== null,
+      retainSeconds: data.retainSeconds,
+    });
     return first.outcome;
   } catch (error) {
     if (error instanceof bullmq().DelayedError || !isTroupeError(error)) throw error;
@@ -311,29 +311,6 @@ async function parkJob(
     ctx.redis.exists(ctx.keys.cancel(agentId)),
   ]);
   if (ready !== undefined || cancelled > 0) await promote(job);
-}
-
-async function finish(ctx: JobContext, data: AgentJobData): Promise<void> {
-  const agentId = data.agent.agentId;
-  const { keys } = ctx;
-  const pipeline = ctx.redis.pipeline().del(keys.parked(agentId));
-  if (data.retainSeconds !== undefined) {
-    const ms = data.retainSeconds * 1000;
-    for (const key of [
-      keys.journal(agentId),
-      keys.inbox(agentId),
-      keys.inboxAsked(agentId),
-      keys.cancel(agentId),
-      keys.meta(agentId),
-      keys.decisions(agentId),
-      keys.decisionWakeups(agentId),
-    ]) {
-      pipeline.pexpire(key, ms);
-    }
-  }
-  // Requests it left undecided (it was cancelled, or timed out) are no longer anyone's to decide.
-  pipeline.del(keys.approvalRequests(agentId)).srem(keys.approvalAgents, agentId);
-  await pipeline.exec();
 }
 
 function parseParked(text: string | null): ParkRequest | undefined {

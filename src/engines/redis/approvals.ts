@@ -159,13 +159,15 @@ export class RedisApprovals {
     return requests.sort((a, b) => a.requestedAt.localeCompare(b.requestedAt));
   }
 
-  /** Forgets the agent's undecided requests (it ended). */
+  /**
+   * Forgets the agent's undecided requests (it ended). The agent is in the queue's set only while
+   * it has some (REQUEST and DECIDE keep the two together), so an agent without any, the usual
+   * case, costs one DEL.
+   */
   async forget(agentId: string): Promise<void> {
-    await this.#redis
-      .pipeline()
-      .del(this.#keys.approvalRequests(agentId))
-      .srem(this.#keys.approvalAgents, agentId)
-      .exec();
+    if ((await this.#redis.del(this.#keys.approvalRequests(agentId))) > 0) {
+      await this.#redis.srem(this.#keys.approvalAgents, agentId);
+    }
   }
 }
 

@@ -2,6 +2,8 @@ import { type Job, Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RedisAdmission } from '../../../src/engines/redis/admission.ts';
+import { clearFinishedAgent, readAgentStart } from '../../../src/engines/redis/agent-state.ts';
+import { RedisApprovals } from '../../../src/engines/redis/approvals.ts';
 import { BlockingPool } from '../../../src/engines/redis/blocking-pool.ts';
 import { resolveRedisUrl } from '../../../src/engines/redis/connection.ts';
 import { Inbox } from '../../../src/engines/redis/inbox.ts';
@@ -214,6 +216,34 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       expect(await readRedisJournal(redis, keys.journal('a14'))).toHaveLength(4);
     });
 
+    it('reads a lock that journals in one call share once, and still fences each journal by its token', async () => {
+      await redis.set(keys.jobLock('batch'), 'token-of-the-batch');
+      const gets = async (): Promise<number> =>
+        Number(/cmdstat_get:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+      const fence = (token: string) => ({ key: keys.jobLock('batch'), token });
+      const members = ['a18', 'a19'].map(
+        (id) =>
+          new RedisJournal({
+            redis,
+            key: keys.journal(id),
+            fence: fence('token-of-the-batch'),
+            now: fixedClock,
+          }),
+      );
+      const zombie = new RedisJournal({ redis, key: keys.journal('a20'), fence: fence('an-old-token') });
+      const before = await gets();
+      for (const [index, journal] of [...members, zombie].entries()) {
+        for (const input of sampleEvents(['a18', 'a19', 'a20'][index] ?? '')) journal.append(input);
+        journal.commit();
+      }
+      await Promise.all(members.map((journal) => journal.flushed()));
+      await expect(zombie.flushed()).rejects.toMatchObject({ code: 'journal_fenced' });
+      expect((await gets()) - before).toBe(1);
+      expect(await readRedisJournal(redis, keys.journal('a18'))).toHaveLength(4);
+      expect(await readRedisJournal(redis, keys.journal('a19'))).toHaveLength(4);
+      expect(await readRedisJournal(redis, keys.journal('a20'))).toEqual([]);
+    });
+
     it('sends events nobody committed at the end of the event-loop turn', async () => {
       const evalsha = vi.spyOn(redis, 'evalsha');
       try {
@@ -229,20 +259,99 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       }
     });
 
-    it('reads only the top of the stream for an append that follows on', async () => {
-      const [first, ...rest] = sampleEvents('a9');
+    it("reads neither the stream's top nor an entry for an append that follows on, new or resumed", async () => {
+      const [first, second, ...rest] = sampleEvents('a9');
       const stream = new RedisJournal({ redis, key: keys.journal('a9'), now: fixedClock });
       if (first) stream.append(first);
       await stream.flushed();
-      const xrangeCalls = async (): Promise<number> => {
+      const reads = async (): Promise<number> => {
         const stats = await redis.info('commandstats');
-        return Number(/cmdstat_xrange:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+        const calls = (name: string): number =>
+          Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+        return calls('xrange') + calls('xrevrange');
       };
-      const before = await xrangeCalls();
-      for (const input of rest) stream.append(input);
+      const before = await reads();
+      if (second) stream.append(second);
       await stream.flushed();
-      expect(await xrangeCalls()).toBe(before);
+      expect(await reads()).toBe(before);
+      // A journal opened with what readRedisJournal read knows the stream's length too.
+      const events = await readRedisJournal(redis, keys.journal('a9'));
+      const afterRead = await reads();
+      const resumed = new RedisJournal({ redis, key: keys.journal('a9'), events, now: fixedClock });
+      for (const input of rest) {
+        resumed.append(input);
+        resumed.commit();
+      }
+      await resumed.flushed();
+      expect(await reads()).toBe(afterRead);
       expect(chainProblem(await readRedisJournal(redis, keys.journal('a9')))).toBeUndefined();
+    });
+
+    it('refuses an append after the stream lost entries its writer knows of', async () => {
+      const [first, second, third] = sampleEvents('a15');
+      const writer = new RedisJournal({ redis, key: keys.journal('a15'), now: fixedClock });
+      if (first) writer.append(first);
+      writer.commit();
+      if (second) writer.append(second);
+      await writer.flushed();
+      // Lost with a server that restarted from an older file, or a failover: one entry is gone.
+      const top = await redis.xrevrange(keys.journal('a15'), '+', '-', 'COUNT', 1);
+      await redis.xdel(keys.journal('a15'), top[0]?.[0] ?? '');
+      if (third) writer.append(third);
+      await expect(writer.flushed()).rejects.toMatchObject({
+        code: 'journal_conflict',
+        message: expect.stringContaining('TROUPE_JOURNAL_GAP'),
+      });
+      expect(await readRedisJournal(redis, keys.journal('a15'))).toHaveLength(1);
+
+      // The whole stream gone (expired, deleted): the same.
+      const events = await readRedisJournal(redis, keys.journal('a15'));
+      const resumed = new RedisJournal({ redis, key: keys.journal('a15'), events, now: fixedClock });
+      await redis.del(keys.journal('a15'));
+      if (second) resumed.append(second);
+      await expect(resumed.flushed()).rejects.toMatchObject({ code: 'journal_conflict' });
+      expect(await redis.exists(keys.journal('a15'))).toBe(0);
+    });
+
+    it('refuses an append when another writer added an entry, and accepts its own resend', async () => {
+      const [first, second] = sampleEvents('a16');
+      const one = new RedisJournal({ redis, key: keys.journal('a16'), now: fixedClock });
+      if (first) one.append(first);
+      await one.flushed();
+      const events = await readRedisJournal(redis, keys.journal('a16'));
+      // Both believe the stream holds one entry; the first to append wins, the other conflicts.
+      const winner = new RedisJournal({ redis, key: keys.journal('a16'), events, now: fixedClock });
+      const loser = new RedisJournal({
+        redis,
+        key: keys.journal('a16'),
+        events,
+        now: () => new Date('2030-01-01T00:00:00.000Z'),
+      });
+      if (second) winner.append(second);
+      await winner.flushed();
+      if (second) loser.append(second);
+      await expect(loser.flushed()).rejects.toMatchObject({ code: 'journal_conflict' });
+      // The same entry again from a writer that knows only the first (a resend): accepted, no change.
+      const resend = new RedisJournal({ redis, key: keys.journal('a16'), events, now: fixedClock });
+      if (second) resend.append(second);
+      await expect(resend.flushed()).resolves.toBeUndefined();
+      expect(await readRedisJournal(redis, keys.journal('a16'))).toHaveLength(2);
+    });
+
+    it('refuses an append whose id the stream refuses, though its length is what the writer knows', async () => {
+      const [first, second, third] = sampleEvents('a17');
+      const writer = new RedisJournal({ redis, key: keys.journal('a17'), now: fixedClock });
+      if (first) writer.append(first);
+      writer.commit();
+      if (second) writer.append(second);
+      await writer.flushed();
+      // Journals are never edited so (docs/scaleout.md): the top replaced by an entry above the next id.
+      const top = await redis.xrevrange(keys.journal('a17'), '+', '-', 'COUNT', 1);
+      await redis.xdel(keys.journal('a17'), top[0]?.[0] ?? '');
+      await redis.xadd(keys.journal('a17'), '9-0', 'e', 'not ours');
+      if (third) writer.append(third);
+      await expect(writer.flushed()).rejects.toMatchObject({ code: 'journal_conflict' });
+      expect(await redis.xlen(keys.journal('a17'))).toBe(2);
     });
 
     it('fails to read a stream whose entries are not events in sequence', async () => {
@@ -365,6 +474,86 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       expect(await aborted).toBeNull();
       expect(await inbox.wait(pool, 'i3', 0, 1, new AbortController().signal)).toBeNull();
       pool.close();
+    });
+  });
+
+  describe("an agent's keys at the start and the end of its job", () => {
+    const commandCalls = async (): Promise<number> => {
+      const stats = await redis.info('commandstats');
+      let total = 0;
+      for (const match of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+        if (match[1] !== 'info') total += Number(match[2]);
+      }
+      return total;
+    };
+
+    it('reads the cancel flag, the park mark and the journal', async () => {
+      const journal = new RedisJournal({ redis, key: keys.journal('s1'), now: fixedClock });
+      for (const input of sampleEvents('s1')) journal.append(input);
+      await journal.flushed();
+      expect(await readAgentStart(redis, keys, 's1')).toMatchObject({
+        cancelReason: null,
+        parkedText: null,
+        events: [{ seq: 0 }, { seq: 1 }, { seq: 2 }, { seq: 3 }],
+      });
+      await redis.set(keys.cancel('s1'), 'enough');
+      await redis.set(keys.parked('s1'), '{"index":0,"deadline":null}');
+      expect(await readAgentStart(redis, keys, 's1')).toMatchObject({
+        cancelReason: 'enough',
+        parkedText: '{"index":0,"deadline":null}',
+      });
+      expect(await readAgentStart(redis, keys, 'never-ran')).toEqual({
+        cancelReason: null,
+        parkedText: null,
+        events: [],
+      });
+    });
+
+    it('clears the park mark and undecided approval requests of a finished agent', async () => {
+      const approvals = new RedisApprovals(redis, keys);
+      const request = {
+        requestId: 'r-s2',
+        agentId: 's2',
+        callId: 'c1',
+        tool: 'Bash',
+        modelName: 'Bash',
+        args: {},
+        toolArgs: {},
+        argsHash: 'h',
+        rule: 'Bash',
+        reason: 'asks',
+        deadline: null,
+        requestedAt: '2025-01-02T03:04:05.000Z',
+      };
+      expect(await approvals.request(request)).toBe(true);
+      await approvals.request({ ...request, agentId: 's3', requestId: 'r-s3' });
+      await redis.set(keys.parked('s2'), '{"index":0,"deadline":null}');
+      expect((await approvals.pending()).map((pending) => pending.agentId).sort()).toEqual(['s2', 's3']);
+      await clearFinishedAgent(redis, keys, approvals, 's2', {
+        parkMarkSeen: true,
+        retainSeconds: undefined,
+      });
+      expect((await approvals.pending()).map((pending) => pending.agentId)).toEqual(['s3']);
+      expect(await redis.sismember(keys.approvalAgents, 's2')).toBe(0);
+      expect(await redis.exists(keys.parked('s2'))).toBe(0);
+
+      // With retention, the agent's keys expire instead of staying.
+      await clearFinishedAgent(redis, keys, approvals, 's3', { parkMarkSeen: false, retainSeconds: 60 });
+      expect(await approvals.pending()).toEqual([]);
+      expect(await redis.pttl(keys.journal('s1'))).toBe(-1);
+      await redis.xadd(keys.journal('s3'), '1-0', 'e', 'x');
+      await clearFinishedAgent(redis, keys, approvals, 's3', { parkMarkSeen: false, retainSeconds: 60 });
+      expect(await redis.pttl(keys.journal('s3'))).toBeGreaterThan(0);
+    });
+
+    it('costs one command to end an agent that neither parked nor asked for approval', async () => {
+      const approvals = new RedisApprovals(redis, keys);
+      const before = await commandCalls();
+      await clearFinishedAgent(redis, keys, approvals, 's4', {
+        parkMarkSeen: false,
+        retainSeconds: undefined,
+      });
+      expect((await commandCalls()) - before).toBe(1);
     });
   });
 

@@ -1,0 +1,74 @@
+/**
+ * What a worker reads of an agent's keys when it takes the agent's job, and what it clears when the
+ * job finishes, with as few Redis commands as the guarantees allow: every command costs the worker
+ * an encode, a reply parse and a promise, and the server a call (bench/RESULTS.md, cmds26).
+ */
+import type { Redis } from 'ioredis';
+import type { AuditEvent } from '../../journal/events.ts';
+import type { RedisApprovals } from './approvals.ts';
+import type { ScaleoutKeys } from './keys.ts';
+import { readRedisJournal } from './stream-journal.ts';
+
+/** An agent's state as a worker finds it when it takes the job. */
+export interface AgentStart {
+  /** The cancel flag's reason, when the agent was cancelled. */
+  readonly cancelReason: string | null;
+  /** The park mark (JSON), when the agent's job was parked. */
+  readonly parkedText: string | null;
+  /** The journal's events ([] for a new agent). */
+  readonly events: AuditEvent[];
+}
+
+/** Reads the cancel flag and the park mark (one MGET) and the journal, on one round trip. */
+export async function readAgentStart(redis: Redis, keys: ScaleoutKeys, agentId: string): Promise<AgentStart> {
+  const [[cancelReason = null, parkedText = null], events] = await Promise.all([
+    redis.mget(keys.cancel(agentId), keys.parked(agentId)),
+    readRedisJournal(redis, keys.journal(agentId)),
+  ]);
+  return { cancelReason, parkedText, events };
+}
+
+/** What {@link clearFinishedAgent} needs to know of the run. */
+export interface FinishedRun {
+  /**
+   * The park mark was there when the run started. Only a parking run sets it, and a run that parks
+   * does not finish, so without one at the start there is none to delete.
+   */
+  readonly parkMarkSeen: boolean;
+  /** Keep the agent's keys this long, then let them expire; undefined = keep them. */
+  readonly retainSeconds: number | undefined;
+}
+
+/**
+ * Clears a finished agent's park mark and undecided approval requests (and, with `retainSeconds`,
+ * sets its keys to expire). Without a mark or retention, as for most agents, that is one command.
+ */
+export async function clearFinishedAgent(
+  redis: Redis,
+  keys: ScaleoutKeys,
+  approvals: RedisApprovals,
+  agentId: string,
+  run: FinishedRun,
+): Promise<void> {
+  const work: Promise<unknown>[] = [approvals.forget(agentId)];
+  if (run.parkMarkSeen || run.retainSeconds !== undefined) {
+    const pipeline = redis.pipeline();
+    if (run.parkMarkSeen) pipeline.del(keys.parked(agentId));
+    if (run.retainSeconds !== undefined) {
+      const ms = run.retainSeconds * 1000;
+      for (const key of [
+        keys.journal(agentId),
+        keys.inbox(agentId),
+        keys.inboxAsked(agentId),
+        keys.cancel(agentId),
+        keys.meta(agentId),
+        keys.decisions(agentId),
+        keys.decisionWakeups(agentId),
+      ]) {
+        pipeline.pexpire(key, ms);
+      }
+    }
+    work.push(pipeline.exec());
+  }
+  await Promise.all(work);
+}
