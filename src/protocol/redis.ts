@@ -52,6 +52,30 @@ export interface AgentJobData {
 }
 
 /**
+ * A batch job's data: the agents one supervisor ran in one event-loop turn, run by one worker at
+ * once under the batch job's lock (one BullMQ job instead of one per agent). The fields every agent
+ * of the batch shares are carried once; {@link AgentJobData} of agent `i` is `common` plus
+ * `agents[i]` and its provider's entry of `providers`. An agent that parks, or whose run fails, is
+ * handed off to a job of its own (job id = agent id). What became of each agent is in the batch's
+ * hash (`<prefix>:<queue>:batch:<batch job id>`), one field per agent that ended or left: `h`
+ * (handed off to a job of its own, whose return value is then its outcome), or JSON, `{ "outcome":
+ * AgentOutcome }` once it ended or `{ "failed": reason }` when its run failed with no retry left.
+ */
+export interface BatchJobData {
+  readonly version: typeof JOB_DATA_VERSION;
+  /** Always 'batch': a worker of an earlier version refuses the job (it has no `agent`). */
+  readonly kind: 'batch';
+  readonly common: Omit<AgentJobData, 'version' | 'agent' | 'provider' | 'limits'>;
+  /** Provider description and admission limits by provider name, once each. */
+  readonly providers: Readonly<
+    Record<string, { readonly provider: ProviderConfig; readonly limits: ProviderLimits | undefined }>
+  >;
+  readonly agents: readonly Omit<ActorSpec, 'resume'>[];
+  /** Options of the job an agent is handed off to when its run fails (the supervisor's `restart`). */
+  readonly retry: { readonly attempts: number; readonly backoffMs: number };
+}
+
+/**
  * Everything a worker reports about an agent, over a Redis Stream per supervisor. Signals are best
  * effort (trimmed, lost with a dead supervisor): outcomes are read from BullMQ job state.
  */

@@ -13,8 +13,8 @@
  * orders the four steps, so at least one side sees the other and promotes the job.
  */
 import { existsSync } from 'node:fs';
-import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Job, Queue } from 'bullmq';
+import type { ChainableCommander, Redis } from 'ioredis';
 import { isTroupeError } from '../../errors.ts';
 import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
 import type { OptionalSignal } from '../../protocol/messages.ts';
@@ -88,6 +88,20 @@ export interface JobContext {
   readonly running: Map<string, AbortController>;
   /** Journals of the runs in progress, for the tool barrier. */
   readonly journals: Map<string, RedisJournal>;
+  /** The queue agents of a batch are handed off to (jobs of their own), opened on first use. */
+  readonly queue: () => Queue;
+  /** An agent of a batch job ended on this worker (a job of its own ends as a BullMQ job). */
+  readonly agentEnded: (agentId: string, status: 'completed' | 'failed') => void;
+  /** The worker's agent slots (`concurrency` counts agents, not jobs: see worker.ts). */
+  readonly slots: AgentSlots;
+}
+
+/** A worker's `concurrency`, counted in agents. */
+export interface AgentSlots {
+  /** Takes up to `wanted` slots, at least one (a job taken runs something); returns how many. */
+  take(wanted: number): number;
+  /** Gives back one slot. */
+  release(): void;
 }
 
 /** Runs `job`; resolves with the outcome, or throws DelayedError once the job is parked. */
@@ -103,6 +117,46 @@ export async function processAgentJob(
     const { UnrecoverableError } = bullmq();
     throw new UnrecoverableError(error instanceof Error ? error.message : String(error));
   }
+  const agentId = data.agent.agentId;
+  try {
+    const fence = token === undefined ? undefined : { key: ctx.keys.jobLock(agentId), token };
+    const outcome = await runAgent(ctx, data, fence, (journal, request) =>
+      parkRun(ctx, data, journal, request, async () => {
+        await job.moveToDelayed(request.deadline ?? Date.now() + PARK_WITHOUT_LIMIT_MS, token);
+        return job;
+      }),
+    );
+    if (outcome === undefined) {
+      const { DelayedError } = bullmq();
+      throw new DelayedError();
+    }
+    await finish(ctx, data);
+    return outcome;
+  } catch (error) {
+    if (error instanceof bullmq().DelayedError || !isTroupeError(error)) throw error;
+    // BullMQ keeps only a message: carry the code in it.
+    throw new Error(`${error.code}: ${error.message}`);
+  }
+}
+
+/** The lock a run's journal appends are fenced with: its job's (an agent's, or its batch's). */
+export interface Fence {
+  readonly key: string;
+  readonly token: string;
+}
+
+/**
+ * Runs (or resumes) the agent of `data` from its journal, the journal fenced by `fence`. Resolves
+ * with its outcome once the outcome's events are in Redis, or with undefined once the run parked
+ * (`park` resolved: the run is dropped, its state is all in the journal). Throws when the run
+ * itself failed (a lost journal write), not for the agent's own failures.
+ */
+export async function runAgent(
+  ctx: JobContext,
+  data: AgentJobData,
+  fence: Fence | undefined,
+  onPark: (journal: RedisJournal, request: ParkRequest) => Promise<void>,
+): Promise<AgentOutcome | undefined> {
   const agentId = data.agent.agentId;
   const { redis, keys } = ctx;
   const controller = new AbortController();
@@ -128,7 +182,7 @@ export async function processAgentJob(
       redis,
       key: keys.journal(agentId),
       events,
-      ...(token === undefined ? {} : { fence: { key: keys.jobLock(agentId), token } }),
+      ...(fence === undefined ? {} : { fence }),
       onFailure: (error) => controller.abort(error),
     });
     journal = runJournal;
@@ -164,17 +218,11 @@ export async function processAgentJob(
       parked.then((request) => ({ park: request })),
     ]);
     if ('park' in first) {
-      await parkJob(ctx, job, token, data, runJournal, first.park);
-      const { DelayedError } = bullmq();
-      throw new DelayedError();
+      await onPark(runJournal, first.park);
+      return undefined;
     }
     await runJournal.flushed();
-    await finish(ctx, data);
     return first.outcome;
-  } catch (error) {
-    if (error instanceof bullmq().DelayedError || !isTroupeError(error)) throw error;
-    // BullMQ keeps only a message: carry the code in it.
-    throw new Error(`${error.code}: ${error.message}`);
   } finally {
     if (ctx.running.get(agentId) === controller) ctx.running.delete(agentId);
     if (journal !== undefined && ctx.journals.get(agentId) === journal) ctx.journals.delete(agentId);
@@ -285,19 +333,23 @@ function channels(ctx: JobContext, data: AgentJobData, park: (request: ParkReque
   };
 }
 
-async function parkJob(
+/**
+ * Parks a run: its Waiting event flushed, the agent marked parked, `move` puts the job that resumes
+ * it in BullMQ's delayed set (this job, or a job of its own for an agent of a batch); then the
+ * instruction (or decision, or cancel) is looked for once more, and the job woken if it came.
+ */
+export async function parkRun(
   ctx: JobContext,
-  job: Job,
-  token: string | undefined,
   data: AgentJobData,
   journal: RedisJournal,
   request: ParkRequest,
+  move: () => Promise<Job>,
 ): Promise<void> {
   const agentId = data.agent.agentId;
   // The Waiting event must be in the journal before the job leaves this worker.
   await journal.flushed();
   await ctx.redis.set(ctx.keys.parked(agentId), JSON.stringify(request));
-  await job.moveToDelayed(request.deadline ?? Date.now() + PARK_WITHOUT_LIMIT_MS, token);
+  const job = await move();
   ctx.signals.send(data.supervisorId, {
     type: 'parked',
     agentId,
@@ -313,10 +365,19 @@ async function parkJob(
   if (ready !== undefined || cancelled > 0) await promote(job);
 }
 
-async function finish(ctx: JobContext, data: AgentJobData): Promise<void> {
+/**
+ * Clears what the agent's run left (its park mark, its undecided approval requests) and sets the
+ * retention of its keys; `more` adds commands to the same round trip.
+ */
+export async function finish(
+  ctx: JobContext,
+  data: AgentJobData,
+  more?: (pipeline: ChainableCommander) => void,
+): Promise<void> {
   const agentId = data.agent.agentId;
   const { keys } = ctx;
   const pipeline = ctx.redis.pipeline().del(keys.parked(agentId));
+  more?.(pipeline);
   if (data.retainSeconds !== undefined) {
     const ms = data.retainSeconds * 1000;
     for (const key of [

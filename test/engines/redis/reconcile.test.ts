@@ -48,6 +48,8 @@ describe(`the supervisor's reconcile on a real Redis${skipReason}`, {
       queueName,
       cwd: dir,
       reconcileIntervalMs: 50,
+      // The bare worker runs jobs of one agent each (batches have their own test below).
+      maxBatchSize: 1,
       restart: { maxRetries: 0 },
       definitions: [definition('quiet')],
     });
