@@ -332,8 +332,7 @@ export class RedisEngine implements Engine {
     const { queue } = this.#connected();
     const batchId = agent.batch;
     const removals = [queue.remove(agentId).catch(() => 0)];
-    const unsettled = batchId === undefined ? undefined : this.#batches.get(batchId);
-    if (batchId !== undefined && unsettled?.size === 1 && unsettled.has(agentId)) {
+    if (batchId !== undefined && this.#leaveBatch(agentId, batchId)) {
       removals.push(queue.remove(batchId).catch(() => 0));
     }
     void Promise.all(removals).then(() =>
@@ -408,9 +407,12 @@ export class RedisEngine implements Engine {
     this.#host.ended(agentId, outcome);
   }
 
-  #leaveBatch(agentId: string, batchId: string): void {
+  /** Forgets that `agentId` runs in `batchId`; true when it was the batch's last unsettled agent. */
+  #leaveBatch(agentId: string, batchId: string): boolean {
     const unsettled = this.#batches.get(batchId);
-    if (unsettled?.delete(agentId) && unsettled.size === 0) this.#batches.delete(batchId);
+    if (!unsettled?.delete(agentId) || unsettled.size > 0) return false;
+    this.#batches.delete(batchId);
+    return true;
   }
 
   async #instruct(agentId: string, text: string, index: number | undefined): Promise<number> {
@@ -569,10 +571,7 @@ export class RedisEngine implements Engine {
    */
   async #collectFromBatch(agentId: string, agent: RemoteAgent, batchId: string): Promise<boolean> {
     const { redis } = this.#connected();
-    const [entry, [timestamp, finishedOn, failedReason]] = await Promise.all([
-      redis.hget(this.#keys.batch(batchId), agentId),
-      redis.hmget(this.#keys.job(batchId), 'timestamp', 'finishedOn', 'failedReason'),
-    ]);
+    const entry = await redis.hget(this.#keys.batch(batchId), agentId);
     if (entry === HANDED_OFF) {
       agent.batch = undefined;
       this.#leaveBatch(agentId, batchId);
@@ -581,9 +580,20 @@ export class RedisEngine implements Engine {
     const result = parseJson(entry) as Partial<BatchResult> | undefined;
     if (result !== undefined && 'outcome' in result && isOutcome(result.outcome, agentId)) {
       this.#end(agentId, result.outcome);
-    } else if (result !== undefined && 'failed' in result) {
+      return true;
+    }
+    if (result !== undefined && 'failed' in result) {
       this.#end(agentId, jobFailed(agentId, String(result.failed), 1));
-    } else if (timestamp === null || timestamp === undefined) {
+      return true;
+    }
+    // Not ended in the batch: only the batch job's state can say more.
+    const [timestamp, finishedOn, failedReason] = await redis.hmget(
+      this.#keys.job(batchId),
+      'timestamp',
+      'finishedOn',
+      'failedReason',
+    );
+    if (timestamp === null || timestamp === undefined) {
       this.#end(agentId, jobLost(agentId, batchId));
     } else if (finishedOn) {
       // The batch ended without this agent (its data was refused, or its workers died too often).
