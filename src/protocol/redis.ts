@@ -3,6 +3,8 @@
  * the supervisor that spawned an agent, and host-tool calls. Agent signals are the ones actor hosts
  * send over their events port (./messages.ts `AgentSignal`), plus the scale-out ones.
  */
+
+import type { AgentOutcome } from '../loop/types.ts';
 import type {
   ActorSpec,
   AgentSignal,
@@ -49,6 +51,12 @@ export interface AgentJobData {
    * predates the field): all of them.
    */
   readonly wantedSignals?: readonly OptionalSignal[];
+  /**
+   * The batch job that handed the agent off to this job (it parked, its run failed, or its worker
+   * had no room): the run's end marks it handed off there too, so a worker that takes the batch
+   * over never runs it again even once this job is gone.
+   */
+  readonly batchId?: string;
 }
 
 /**
@@ -74,6 +82,9 @@ export interface BatchJobData {
   /** Options of the job an agent is handed off to when its run fails (the supervisor's `restart`). */
   readonly retry: { readonly attempts: number; readonly backoffMs: number };
 }
+
+/** An agent's field in its batch's hash once it ended in the batch (JSON); see {@link BatchJobData}. */
+export type BatchResult = { readonly outcome: AgentOutcome } | { readonly failed: string };
 
 /**
  * Everything a worker reports about an agent, over a Redis Stream per supervisor. Signals are best

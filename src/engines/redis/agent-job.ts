@@ -25,7 +25,7 @@ import type { SharedDefinitions } from '../actor/shared-definitions.ts';
 import type { RedisAdmission } from './admission.ts';
 import type { RedisApprovals } from './approvals.ts';
 import type { BlockingPool } from './blocking-pool.ts';
-import { PARK_WITHOUT_LIMIT_MS } from './constants.ts';
+import { HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
 import type { Inbox } from './inbox.ts';
 import { parseJobData } from './job-data.ts';
 import type { ScaleoutKeys } from './keys.ts';
@@ -98,8 +98,10 @@ export interface JobContext {
 
 /** A worker's `concurrency`, counted in agents. */
 export interface AgentSlots {
-  /** Takes up to `wanted` slots, at least one (a job taken runs something); returns how many. */
+  /** Takes up to `wanted` free slots (none when none is free); returns how many. */
   take(wanted: number): number;
+  /** Takes one slot, free or not (a job of one agent taken runs). */
+  takeOne(): void;
   /** Gives back one slot. */
   release(): void;
 }
@@ -130,7 +132,13 @@ export async function processAgentJob(
       const { DelayedError } = bullmq();
       throw new DelayedError();
     }
-    await finish(ctx, data);
+    const { batchId } = data;
+    await finish(ctx, data, (pipeline) => {
+      if (batchId === undefined) return;
+      const batchKey = ctx.keys.batch(batchId);
+      pipeline.hset(batchKey, agentId, HANDED_OFF);
+      if (data.retainSeconds !== undefined) pipeline.pexpire(batchKey, data.retainSeconds * 1000);
+    });
     return outcome;
   } catch (error) {
     if (error instanceof bullmq().DelayedError || !isTroupeError(error)) throw error;

@@ -25,19 +25,12 @@
  */
 import type { Job } from 'bullmq';
 import { SystemError, serializeError } from '../../errors.ts';
-import type { AgentOutcome } from '../../loop/types.ts';
-import type { AgentJobData, BatchJobData, ParkRequest } from '../../protocol/redis.ts';
+import type { AgentJobData, BatchJobData, BatchResult, ParkRequest } from '../../protocol/redis.ts';
 import { type Fence, finish, type JobContext, parkRun, runAgent } from './agent-job.ts';
-import { AGENT_JOB_NAME, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
+import { AGENT_JOB_NAME, HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
 import { batchAgentData, parseBatchJobData } from './job-data.ts';
 import { bullmq } from './packages.ts';
 import type { RedisJournal } from './stream-journal.ts';
-
-/** A batch entry: the agent was handed off to a job of its own. */
-export const HANDED_OFF = 'h';
-
-/** A batch entry other than {@link HANDED_OFF}, as JSON. */
-export type BatchResult = { readonly outcome: AgentOutcome } | { readonly failed: string };
 
 /** Runs every agent of batch `job` that has not ended or left it yet; resolves when each has. */
 export async function processBatchJob(ctx: JobContext, job: Job, token: string | undefined): Promise<null> {
@@ -74,17 +67,19 @@ export async function processBatchJob(ctx: JobContext, job: Job, token: string |
     }
   }
   const fence = token === undefined ? undefined : { key: keys.jobLock(batchId), token };
-  // The worker runs as many as it has slots for; the others go to jobs of their own at once, for
-  // any worker with room.
+  const at: BatchRun = { id: batchId, key: batchKey, fence, retry: batch.retry };
+  // The worker runs as many as it has slots for. With none free (it took more jobs than it has
+  // room for: BullMQ fetches before it knows a job's size), the batch goes back to the queue for
+  // any worker with room; with some, the agents it has no room for go to jobs of their own.
   const room = todo.length === 0 ? 0 : ctx.slots.take(todo.length);
+  if (room === 0 && todo.length > 0) {
+    await job.moveToWait(token);
+    throw new (bullmq().WaitingError)();
+  }
   const excess = todo.slice(room);
   await Promise.all([
-    ...todo
-      .slice(0, room)
-      .map((data) =>
-        runBatchAgent(ctx, batchKey, fence, batch.retry, data).finally(() => ctx.slots.release()),
-      ),
-    excess.length === 0 ? undefined : handOffWaiting(ctx, batchKey, fence, batch.retry, excess),
+    ...todo.slice(0, room).map((data) => runBatchAgent(ctx, at, data).finally(() => ctx.slots.release())),
+    excess.length === 0 ? undefined : handOffWaiting(ctx, at, excess),
   ]);
   if (batch.common.retainSeconds !== undefined) {
     await redis.pexpire(batchKey, batch.common.retainSeconds * 1000);
@@ -92,35 +87,37 @@ export async function processBatchJob(ctx: JobContext, job: Job, token: string |
   return null;
 }
 
+/** The batch job a worker runs: its id, hash, lock and the retry options of its agents. */
+interface BatchRun {
+  readonly id: string;
+  readonly key: string;
+  readonly fence: Fence | undefined;
+  readonly retry: BatchJobData['retry'];
+}
+
 /** Runs one agent of a batch to its end, its hand-off, or its run's failure. Never throws. */
-async function runBatchAgent(
-  ctx: JobContext,
-  batchKey: string,
-  fence: Fence | undefined,
-  retry: BatchJobData['retry'],
-  data: AgentJobData,
-): Promise<void> {
+async function runBatchAgent(ctx: JobContext, at: BatchRun, data: AgentJobData): Promise<void> {
   const agentId = data.agent.agentId;
   try {
-    const outcome = await runAgent(ctx, data, fence, (journal, request) =>
-      handOff(ctx, batchKey, fence, retry, data, { journal, request }),
+    const outcome = await runAgent(ctx, data, at.fence, (journal, request) =>
+      handOff(ctx, at, at.retry.attempts, data, { journal, request }),
     );
     if (outcome === undefined) return;
     const result: BatchResult = { outcome };
-    await finish(ctx, data, (pipeline) => pipeline.hset(batchKey, agentId, JSON.stringify(result)));
+    await finish(ctx, data, (pipeline) => pipeline.hset(at.key, agentId, JSON.stringify(result)));
     ctx.signals.send(data.supervisorId, { type: 'ended', agentId });
     ctx.agentEnded(agentId, 'completed');
   } catch (error) {
     // The run failed (not the agent): retried in a job of its own, as a job of its own would be.
     try {
-      if (retry.attempts > 1) {
-        await handOff(ctx, batchKey, fence, { ...retry, attempts: retry.attempts - 1 }, data, undefined);
+      if (at.retry.attempts > 1) {
+        await handOff(ctx, at, at.retry.attempts - 1, data, undefined);
         return;
       }
-      await holdLock(ctx, fence);
+      await holdLock(ctx, at.fence);
       const reason = serializeError(error);
       const result: BatchResult = { failed: `${reason.code}: ${reason.message}` };
-      await finish(ctx, data, (pipeline) => pipeline.hset(batchKey, agentId, JSON.stringify(result)));
+      await finish(ctx, data, (pipeline) => pipeline.hset(at.key, agentId, JSON.stringify(result)));
       ctx.signals.send(data.supervisorId, { type: 'ended', agentId });
       ctx.agentEnded(agentId, 'failed');
     } catch {
@@ -138,49 +135,43 @@ async function holdLock(ctx: JobContext, fence: Fence | undefined): Promise<void
 }
 
 /** Moves agents this worker has no room for out of their batch into jobs of their own, due now. */
-async function handOffWaiting(
-  ctx: JobContext,
-  batchKey: string,
-  fence: Fence | undefined,
-  retry: BatchJobData['retry'],
-  agents: readonly AgentJobData[],
-): Promise<void> {
+async function handOffWaiting(ctx: JobContext, at: BatchRun, agents: readonly AgentJobData[]): Promise<void> {
   try {
-    await holdLock(ctx, fence);
-    await ctx
-      .queue()
-      .addBulk(agents.map((data) => ({ name: AGENT_JOB_NAME, data, opts: ownJobOptions(data, retry, 0) })));
-    await ctx.redis.hset(
-      batchKey,
-      Object.fromEntries(agents.map((data) => [data.agent.agentId, HANDED_OFF])),
+    await holdLock(ctx, at.fence);
+    await ctx.queue().addBulk(
+      agents.map((data) => ({
+        name: AGENT_JOB_NAME,
+        data: { ...data, batchId: at.id },
+        opts: ownJobOptions(data, at.retry.attempts, at.retry.backoffMs, 0),
+      })),
     );
+    await ctx.redis.hset(at.key, Object.fromEntries(agents.map((data) => [data.agent.agentId, HANDED_OFF])));
   } catch {
     // This worker lost the batch (or Redis): the worker that takes it over runs them.
   }
 }
 
 /** BullMQ options of the job of an agent's own that a batch hands it off to. */
-function ownJobOptions(data: AgentJobData, retry: BatchJobData['retry'], delayMs: number) {
+function ownJobOptions(data: AgentJobData, attempts: number, backoffMs: number, delayMs: number) {
   const retain = data.retainSeconds;
   return {
     jobId: data.agent.agentId,
     delay: Math.max(0, delayMs),
-    attempts: retry.attempts,
-    backoff: { type: 'exponential', delay: retry.backoffMs },
+    attempts,
+    backoff: { type: 'exponential', delay: backoffMs },
     removeOnComplete: retain === undefined ? false : { age: retain },
     removeOnFail: retain === undefined ? false : { age: retain },
   };
 }
 
 /**
- * Moves an agent out of its batch into a job of its own (job id = agent id): parked until
+ * Moves an agent out of its batch into a job of its own with `attempts`: parked until
  * `parked.request`'s deadline, or, after a failed run, due after the retry back-off.
  */
 async function handOff(
   ctx: JobContext,
-  batchKey: string,
-  fence: Fence | undefined,
-  retry: BatchJobData['retry'],
+  at: BatchRun,
+  attempts: number,
   data: AgentJobData,
   parked: { readonly journal: RedisJournal; readonly request: ParkRequest } | undefined,
 ): Promise<void> {
@@ -188,13 +179,14 @@ async function handOff(
   const add = async (delayMs: number): Promise<Job> => {
     // Narrows the window in which a worker that lost the batch adds the job (its journal appends
     // are refused by the fence already).
-    await holdLock(ctx, fence);
-    const job = await ctx.queue().add(AGENT_JOB_NAME, data, ownJobOptions(data, retry, delayMs));
-    await ctx.redis.hset(batchKey, agentId, HANDED_OFF);
+    await holdLock(ctx, at.fence);
+    const options = ownJobOptions(data, attempts, at.retry.backoffMs, delayMs);
+    const job = await ctx.queue().add(AGENT_JOB_NAME, { ...data, batchId: at.id }, options);
+    await ctx.redis.hset(at.key, agentId, HANDED_OFF);
     return job;
   };
   if (parked === undefined) {
-    await add(retry.backoffMs);
+    await add(at.retry.backoffMs);
     return;
   }
   const { journal, request } = parked;

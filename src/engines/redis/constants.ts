@@ -21,6 +21,9 @@ export const BATCH_JOB_NAME = 'agents';
  */
 export const DEFAULT_MAX_BATCH_SIZE = 32;
 
+/** An agent's field in its batch's hash once it was handed off to a job of its own. */
+export const HANDED_OFF = 'h';
+
 /** How long a supervisor or worker waits for Redis when it starts before giving up. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 

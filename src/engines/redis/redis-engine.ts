@@ -18,12 +18,17 @@ import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import type { ApprovalDecision } from '../../protocol/approvals.ts';
 import type { ActorSpec, AgentMessage, HostStats, OptionalSignal } from '../../protocol/messages.ts';
-import type { AgentJobData, BatchJobData, HostCall, WorkerSignal } from '../../protocol/redis.ts';
+import type {
+  AgentJobData,
+  BatchJobData,
+  BatchResult,
+  HostCall,
+  WorkerSignal,
+} from '../../protocol/redis.ts';
 import type { Engine, EngineContext, EngineDescription, EngineHost, EngineOptions } from '../engine.ts';
 import { RedisApprovals } from './approvals.ts';
-import { type BatchResult, HANDED_OFF } from './batch-job.ts';
 import { bullConnection, closeRedis, connectRedis, displayUrl, waitForRedis } from './connection.ts';
-import { AGENT_JOB_NAME, BATCH_JOB_NAME, CANCEL_FLAG_TTL_MS } from './constants.ts';
+import { AGENT_JOB_NAME, BATCH_JOB_NAME, CANCEL_FLAG_TTL_MS, HANDED_OFF } from './constants.ts';
 import { answerHostCall } from './host-calls.ts';
 import { Inbox } from './inbox.ts';
 import { batchJobData, jobData } from './job-data.ts';

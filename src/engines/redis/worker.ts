@@ -1,7 +1,8 @@
 /**
- * A scale-out worker: takes agent jobs from the BullMQ queue and runs them in this process, up to
- * `concurrency` at once, on the same loop the thread engine runs in its actor hosts. Start as
- * many as you like, on any machine that reaches the Redis server (`troupe worker --redis URL`).
+ * A scale-out worker: takes agent jobs and batch jobs (batch-job.ts) from the BullMQ queue and runs
+ * their agents in this process, up to `concurrency` agents at once, on the same loop the thread
+ * engine runs in its actor hosts. Start as many as you like, on any machine that reaches the Redis
+ * server (`troupe worker --redis URL`).
  *
  * Agents run on this process's event loop: they spend their time waiting on providers, tools and
  * Redis, so one process keeps many busy. A worker that dies leaves its jobs' locks to expire; any
@@ -42,7 +43,7 @@ import { WorkerResources } from './worker-resources.ts';
 export interface RedisWorkerOptions {
   /** @default `TROUPE_REDIS_URL` */
   readonly redisUrl?: string;
-  /** Agent jobs run at once in this process. @default 64 */
+  /** Agents run at once in this process (a batch job of n agents counts n). @default 64 */
   readonly concurrency?: number;
   /** Must match the supervisors'. @default 'troupe-agents' */
   readonly queueName?: string;
@@ -199,10 +200,14 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
     };
     const slots = {
       take: (wanted: number): number => {
-        const taken = Math.min(wanted, Math.max(1, prepared.concurrency - agents));
+        const taken = Math.min(wanted, Math.max(0, prepared.concurrency - agents));
         agents += taken;
         rebalance();
         return taken;
+      },
+      takeOne: (): void => {
+        agents += 1;
+        rebalance();
       },
       release: (): void => {
         agents -= 1;
@@ -267,7 +272,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
         jobs += 1;
         try {
           if (job.name === BATCH_JOB_NAME) return await processBatchJob(ctx, job, token);
-          slots.take(1);
+          slots.takeOne();
           try {
             return await processAgentJob(ctx, job, token);
           } finally {

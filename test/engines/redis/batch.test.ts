@@ -140,6 +140,28 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     expect(await finishedJobs(queue)).toEqual(['agent', 'agents', 'agents', 'agents']);
   });
 
+  it("runs no more agents at once than the worker's concurrency: a batch it has no room for waits for one that has", async () => {
+    const { supervisor, queue, worker } = setUp('room', { maxBatchSize: 2 });
+    await worker(['--concurrency', '2']);
+    let running = 0;
+    let most = 0;
+    supervisor.on('agent:started', () => {
+      running += 1;
+      most = Math.max(most, running);
+    });
+    supervisor.on('agent:completed', () => {
+      running -= 1;
+    });
+    const handles = [0, 1, 2, 3].map((index) =>
+      supervisor.spawn('slow', { task: `Slow ${index}.`, provider: 'slow' }),
+    );
+    for (const handle of handles) expect(await handle.result).toMatchObject({ status: 'completed' });
+
+    expect(most).toBe(2);
+    // Both batches ran whole, one after the other: no agent needed a job of its own.
+    expect(await finishedJobs(queue)).toEqual(['agents', 'agents']);
+  });
+
   it("resumes a SIGKILLed worker's batch on another worker: only its unfinished agents run again, and every outcome arrives", async () => {
     const { supervisor, queue, recordFile, worker } = setUp('crash');
     // The doomed worker's third record_step never returns: slow agents hang there, stepper agents
