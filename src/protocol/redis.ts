@@ -102,7 +102,15 @@ export type WorkerSignal =
       readonly restart: number;
     }
   | { readonly type: 'parked'; readonly agentId: string; readonly workerId: number; readonly index: number }
-  | { readonly type: 'ended'; readonly agentId: string }
+  | {
+      readonly type: 'ended';
+      readonly agentId: string;
+      /**
+       * The outcome, when the agent ended in a batch job (already in the batch's hash, which the
+       * supervisor reads when it is absent): saves the supervisor a read per agent.
+       */
+      readonly outcome?: AgentOutcome;
+    }
   | {
       readonly type: 'backoff';
       readonly agentId: string;

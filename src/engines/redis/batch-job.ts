@@ -105,7 +105,8 @@ async function runBatchAgent(ctx: JobContext, at: BatchRun, data: AgentJobData):
     if (outcome === undefined) return;
     const result: BatchResult = { outcome };
     await finish(ctx, data, (pipeline) => pipeline.hset(at.key, agentId, JSON.stringify(result)));
-    ctx.signals.send(data.supervisorId, { type: 'ended', agentId });
+    // Stored first: a supervisor that misses this signal reads the outcome from the batch.
+    ctx.signals.send(data.supervisorId, { type: 'ended', agentId, outcome });
     ctx.agentEnded(agentId, 'completed');
   } catch (error) {
     // The run failed (not the agent): retried in a job of its own, as a job of its own would be.

@@ -466,7 +466,12 @@ export class RedisEngine implements Engine {
     const agent = this.#agents.get(signal.agentId);
     if (!agent) return;
     if (signal.type === 'ended') {
-      void this.#collect(signal.agentId, agent);
+      // An outcome in the signal is already stored in the agent's batch (batch-job.ts).
+      if (isOutcome(signal.outcome, signal.agentId)) {
+        this.#end(signal.agentId, signal.outcome);
+      } else {
+        void this.#collect(signal.agentId, agent);
+      }
       return;
     }
     this.#heard(agent);
