@@ -19,6 +19,12 @@ import type {
 export const JOB_DATA_VERSION = 2;
 
 /**
+ * Version of the batch job payload: another number than {@link JOB_DATA_VERSION}'s, so a worker
+ * from before batches refuses a batch job saying which version it runs.
+ */
+export const BATCH_JOB_DATA_VERSION = 3;
+
+/**
  * An agent job's data: everything a worker on any machine needs to run (or resume) the agent.
  * Closures cannot travel, so providers, tool modules and host tools are described, exactly as the
  * thread engine describes them to its hosts. The job's return value is the agent's AgentOutcome.
@@ -70,7 +76,7 @@ export interface AgentJobData {
  * AgentOutcome }` once it ended or `{ "failed": reason }` when its run failed with no retry left.
  */
 export interface BatchJobData {
-  readonly version: typeof JOB_DATA_VERSION;
+  readonly version: typeof BATCH_JOB_DATA_VERSION;
   /** Always 'batch': a worker of an earlier version refuses the job (it has no `agent`). */
   readonly kind: 'batch';
   readonly common: Omit<AgentJobData, 'version' | 'agent' | 'provider' | 'limits'>;

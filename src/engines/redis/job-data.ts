@@ -4,7 +4,12 @@
  */
 import { SystemError } from '../../errors.ts';
 import type { ActorSpec, HostToolDeclaration, OptionalSignal } from '../../protocol/messages.ts';
-import { type AgentJobData, type BatchJobData, JOB_DATA_VERSION } from '../../protocol/redis.ts';
+import {
+  type AgentJobData,
+  BATCH_JOB_DATA_VERSION,
+  type BatchJobData,
+  JOB_DATA_VERSION,
+} from '../../protocol/redis.ts';
 import type { EngineOptions } from '../engine.ts';
 import type { PreparedRedisOptions } from './options.ts';
 
@@ -86,12 +91,19 @@ export function jobData(spec: ActorSpec, ctx: JobDataContext): AgentJobData {
 export function batchJobData(agents: readonly AgentJobData[], retry: BatchJobData['retry']): BatchJobData {
   const first = agents[0];
   if (first === undefined) throw new SystemError('empty_batch', 'A batch job needs at least one agent');
-  const { version, agent: _agent, provider: _provider, limits: _limits, ...common } = first;
+  const { version: _version, agent: _agent, provider: _provider, limits: _limits, ...common } = first;
   const providers: Record<string, BatchJobData['providers'][string]> = {};
   for (const data of agents) {
     providers[data.agent.provider] ??= { provider: data.provider, limits: data.limits };
   }
-  return { version, kind: 'batch', common, providers, agents: agents.map((data) => data.agent), retry };
+  return {
+    version: BATCH_JOB_DATA_VERSION,
+    kind: 'batch',
+    common,
+    providers,
+    agents: agents.map((data) => data.agent),
+    retry,
+  };
 }
 
 /** The job data of agent `index` of a batch, as a job of its own would carry it. */
@@ -102,7 +114,7 @@ export function batchAgentData(batch: BatchJobData, index: number): AgentJobData
     throw new SystemError('invalid_job', `The batch has no agent ${index} with a provider`, { index });
   }
   return {
-    version: batch.version,
+    version: JOB_DATA_VERSION,
     ...batch.common,
     agent,
     provider: provider.provider,
@@ -119,8 +131,8 @@ export function parseBatchJobData(value: unknown, jobId: string | undefined): Ba
   const problem =
     typeof data !== 'object' || data === null
       ? 'not an object'
-      : data.version !== JOB_DATA_VERSION
-        ? `version ${String(data.version)} (this worker runs version ${JOB_DATA_VERSION})`
+      : data.version !== BATCH_JOB_DATA_VERSION
+        ? `version ${String(data.version)} (this worker runs batch version ${BATCH_JOB_DATA_VERSION})`
         : data.kind !== 'batch' || !Array.isArray(data.agents) || data.agents.length === 0
           ? 'no agents'
           : typeof data.common !== 'object' ||

@@ -112,7 +112,7 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     return jobs.map((job) => job.name).sort();
   }
 
-  it('adds the agents run in one turn as batch jobs of at most maxBatchSize, and reads every outcome from the batch', async () => {
+  it('adds the agents run in one turn as batch jobs of at most maxBatchSize, and stores every outcome in the batch', async () => {
     const { supervisor, queue, keys, worker } = setUp('one-job', { maxBatchSize: 4 });
     await worker(['--concurrency', '20']);
     const results = await supervisor
@@ -120,7 +120,11 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
       .all();
 
     expect(results.map((result) => result.outcome.status)).toEqual(Array(9).fill('completed'));
-    // 9 agents, at most 4 a batch: three batches of 3, and no job of any agent's own.
+    // 9 agents, at most 4 a batch: three batches of 3, and no job of any agent's own. (An agent's
+    // end signal may reach the supervisor before its batch job is marked completed.)
+    await vi.waitFor(async () => expect(await finishedJobs(queue)).toEqual(['agents', 'agents', 'agents']), {
+      interval: 20,
+    });
     const jobs = await queue.getJobs(['completed', 'failed']);
     expect(jobs.map((job) => [job.name, (job.data as { agents: unknown[] }).agents.length])).toEqual([
       ['agents', 3],
@@ -159,7 +163,9 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
 
     expect(most).toBe(2);
     // Both batches ran whole, one after the other: no agent needed a job of its own.
-    expect(await finishedJobs(queue)).toEqual(['agents', 'agents']);
+    await vi.waitFor(async () => expect(await finishedJobs(queue)).toEqual(['agents', 'agents']), {
+      interval: 20,
+    });
   });
 
   it("resumes a SIGKILLed worker's batch on another worker: only its unfinished agents run again, and every outcome arrives", async () => {
@@ -194,7 +200,7 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
       Array(4).fill('completed'),
     );
     // One batch, taken over: no agent became a job of its own.
-    expect(await finishedJobs(queue)).toEqual(['agents']);
+    await vi.waitFor(async () => expect(await finishedJobs(queue)).toEqual(['agents']), { interval: 20 });
     const steps = recordedSteps(recordFile);
     for (const handle of fast) {
       // Finished on the doomed worker, never run again.
