@@ -16,9 +16,9 @@
  * and redis-server too, from /proc on Linux): CPU time is what the redis path costs, and other
  * load on the machine changes it far less than wall time.
  *
- * What the ratio prices: per agent, a BullMQ job (add, fetch, lock, complete), its journal on a
- * Redis Stream instead of a local file, and its signals and result over Redis instead of a
- * MessagePort. Redis runs locally with `appendonly yes` and `appendfsync everysec` (Redis's own
+ * What the ratio prices: a BullMQ job (add, fetch, lock, complete) per batch of up to 32 agents
+ * (`maxBatchSize`), and per agent its journal on a Redis Stream instead of a local file, and its
+ * signals and result over Redis instead of a MessagePort. Redis runs locally with `appendonly yes` and `appendfsync everysec` (Redis's own
  * default for AOF); `always` is the setting for journals that must survive a server crash. The
  * benchmark reports Redis's `aof_delayed_fsync` counter: writes Redis held back because the
  * previous fsync had not finished (a busy disk), which stalls the redis side alone.

@@ -3,6 +3,8 @@
  * the supervisor that spawned an agent, and host-tool calls. Agent signals are the ones actor hosts
  * send over their events port (./messages.ts `AgentSignal`), plus the scale-out ones.
  */
+
+import type { AgentOutcome } from '../loop/types.ts';
 import type {
   ActorSpec,
   AgentSignal,
@@ -15,6 +17,12 @@ import type {
 
 /** Version of the job payload layout; a worker refuses a job of a version it does not know. */
 export const JOB_DATA_VERSION = 2;
+
+/**
+ * Version of the batch job payload: another number than {@link JOB_DATA_VERSION}'s, so a worker
+ * from before batches refuses a batch job saying which version it runs.
+ */
+export const BATCH_JOB_DATA_VERSION = 3;
 
 /**
  * An agent job's data: everything a worker on any machine needs to run (or resume) the agent.
@@ -49,7 +57,40 @@ export interface AgentJobData {
    * predates the field): all of them.
    */
   readonly wantedSignals?: readonly OptionalSignal[];
+  /**
+   * The batch job that handed the agent off to this job (it parked, its run failed, or its worker
+   * had no room): the run's end marks it handed off there too, so a worker that takes the batch
+   * over never runs it again even once this job is gone.
+   */
+  readonly batchId?: string;
 }
+
+/**
+ * A batch job's data: the agents one supervisor ran in one event-loop turn, run by one worker at
+ * once under the batch job's lock (one BullMQ job instead of one per agent). The fields every agent
+ * of the batch shares are carried once; {@link AgentJobData} of agent `i` is `common` plus
+ * `agents[i]` and its provider's entry of `providers`. An agent that parks, or whose run fails, is
+ * handed off to a job of its own (job id = agent id). What became of each agent is in the batch's
+ * hash (`<prefix>:<queue>:batch:<batch job id>`), one field per agent that ended or left: `h`
+ * (handed off to a job of its own, whose return value is then its outcome), or JSON, `{ "outcome":
+ * AgentOutcome }` once it ended or `{ "failed": reason }` when its run failed with no retry left.
+ */
+export interface BatchJobData {
+  readonly version: typeof BATCH_JOB_DATA_VERSION;
+  /** Always 'batch': a worker of an earlier version refuses the job (it has no `agent`). */
+  readonly kind: 'batch';
+  readonly common: Omit<AgentJobData, 'version' | 'agent' | 'provider' | 'limits'>;
+  /** Provider description and admission limits by provider name, once each. */
+  readonly providers: Readonly<
+    Record<string, { readonly provider: ProviderConfig; readonly limits: ProviderLimits | undefined }>
+  >;
+  readonly agents: readonly Omit<ActorSpec, 'resume'>[];
+  /** Options of the job an agent is handed off to when its run fails (the supervisor's `restart`). */
+  readonly retry: { readonly attempts: number; readonly backoffMs: number };
+}
+
+/** An agent's field in its batch's hash once it ended in the batch (JSON); see {@link BatchJobData}. */
+export type BatchResult = { readonly outcome: AgentOutcome } | { readonly failed: string };
 
 /**
  * Everything a worker reports about an agent, over a Redis Stream per supervisor. Signals are best
@@ -67,7 +108,15 @@ export type WorkerSignal =
       readonly restart: number;
     }
   | { readonly type: 'parked'; readonly agentId: string; readonly workerId: number; readonly index: number }
-  | { readonly type: 'ended'; readonly agentId: string }
+  | {
+      readonly type: 'ended';
+      readonly agentId: string;
+      /**
+       * The outcome, when the agent ended in a batch job (already in the batch's hash, which the
+       * supervisor reads when it is absent): saves the supervisor a read per agent.
+       */
+      readonly outcome?: AgentOutcome;
+    }
   | {
       readonly type: 'backoff';
       readonly agentId: string;

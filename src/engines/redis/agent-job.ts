@@ -13,8 +13,8 @@
  * orders the four steps, so at least one side sees the other and promotes the job.
  */
 import { existsSync } from 'node:fs';
-import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Job, Queue } from 'bullmq';
+import type { ChainableCommander, Redis } from 'ioredis';
 import { isTroupeError } from '../../errors.ts';
 import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
 import type { OptionalSignal } from '../../protocol/messages.ts';
@@ -23,10 +23,10 @@ import type { Provider } from '../../providers/types.ts';
 import { runActor } from '../actor/run-actor.ts';
 import type { SharedDefinitions } from '../actor/shared-definitions.ts';
 import type { RedisAdmission } from './admission.ts';
-import { clearFinishedAgent, readAgentStart } from './agent-state.ts';
+import { clearFinishedAgent, type FinishedRun, readAgentStart } from './agent-state.ts';
 import type { RedisApprovals } from './approvals.ts';
 import type { BlockingPool } from './blocking-pool.ts';
-import { PARK_WITHOUT_LIMIT_MS } from './constants.ts';
+import { HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
 import type { Inbox } from './inbox.ts';
 import { parseJobData } from './job-data.ts';
 import type { ScaleoutKeys } from './keys.ts';
@@ -89,6 +89,22 @@ export interface JobContext {
   readonly running: Map<string, AbortController>;
   /** Journals of the runs in progress, for the tool barrier. */
   readonly journals: Map<string, RedisJournal>;
+  /** The queue agents of a batch are handed off to (jobs of their own), opened on first use. */
+  readonly queue: () => Queue;
+  /** An agent of a batch job ended on this worker (a job of its own ends as a BullMQ job). */
+  readonly agentEnded: (agentId: string, status: 'completed' | 'failed') => void;
+  /** The worker's agent slots (`concurrency` counts agents, not jobs: see worker.ts). */
+  readonly slots: AgentSlots;
+}
+
+/** A worker's `concurrency`, counted in agents. */
+export interface AgentSlots {
+  /** Takes up to `wanted` free slots (none when none is free); returns how many. */
+  take(wanted: number): number;
+  /** Takes one slot, free or not (a job of one agent taken runs). */
+  takeOne(): void;
+  /** Gives back one slot. */
+  release(): void;
 }
 
 /** Runs `job`; resolves with the outcome, or throws DelayedError once the job is parked. */
@@ -104,6 +120,65 @@ export async function processAgentJob(
     const { UnrecoverableError } = bullmq();
     throw new UnrecoverableError(error instanceof Error ? error.message : String(error));
   }
+  const agentId = data.agent.agentId;
+  try {
+    const fence = token === undefined ? undefined : { key: ctx.keys.jobLock(agentId), token };
+    const ended = await runAgent(ctx, data, fence, (journal, request) =>
+      parkRun(ctx, data, journal, request, async () => {
+        await job.moveToDelayed(request.deadline ?? Date.now() + PARK_WITHOUT_LIMIT_MS, token);
+        return job;
+      }),
+    );
+    if (ended === undefined) {
+      const { DelayedError } = bullmq();
+      throw new DelayedError();
+    }
+    const { batchId } = data;
+    await finish(
+      ctx,
+      data,
+      ended,
+      batchId === undefined
+        ? undefined
+        : (pipeline) => {
+            const batchKey = ctx.keys.batch(batchId);
+            pipeline.hset(batchKey, agentId, HANDED_OFF);
+            if (data.retainSeconds !== undefined) pipeline.pexpire(batchKey, data.retainSeconds * 1000);
+          },
+    );
+    return ended.outcome;
+  } catch (error) {
+    if (error instanceof bullmq().DelayedError || !isTroupeError(error)) throw error;
+    // BullMQ keeps only a message: carry the code in it.
+    throw new Error(`${error.code}: ${error.message}`);
+  }
+}
+
+/** The lock a run's journal appends are fenced with: its job's (an agent's, or its batch's). */
+export interface Fence {
+  readonly key: string;
+  readonly token: string;
+}
+
+/** How a run ended: its outcome, and what {@link finish} needs to know of it. */
+export interface RunEnded {
+  readonly outcome: AgentOutcome;
+  /** The agent's park mark was there when the run started (agent-state.ts `FinishedRun`). */
+  readonly parkMarkSeen: boolean;
+}
+
+/**
+ * Runs (or resumes) the agent of `data` from its journal, the journal fenced by `fence`. Resolves
+ * with its outcome once the outcome's events are in Redis, or with undefined once the run parked
+ * (`park` resolved: the run is dropped, its state is all in the journal). Throws when the run
+ * itself failed (a lost journal write), not for the agent's own failures.
+ */
+export async function runAgent(
+  ctx: JobContext,
+  data: AgentJobData,
+  fence: Fence | undefined,
+  onPark: (journal: RedisJournal, request: ParkRequest) => Promise<void>,
+): Promise<RunEnded | undefined> {
   const agentId = data.agent.agentId;
   const { redis, keys } = ctx;
   const controller = new AbortController();
@@ -125,7 +200,7 @@ export async function processAgentJob(
       redis,
       key: keys.journal(agentId),
       events,
-      ...(token === undefined ? {} : { fence: { key: keys.jobLock(agentId), token } }),
+      ...(fence === undefined ? {} : { fence }),
       onFailure: (error) => controller.abort(error),
     });
     journal = runJournal;
@@ -161,20 +236,11 @@ export async function processAgentJob(
       parked.then((request) => ({ park: request })),
     ]);
     if ('park' in first) {
-      await parkJob(ctx, job, token, data, runJournal, first.park);
-      const { DelayedError } = bullmq();
-      throw new DelayedError();
+      await onPark(runJournal, first.park);
+      return undefined;
     }
     await runJournal.flushed();
-    await clearFinishedAgent(redis, keys, ctx.approvals, agentId, {
-      parkMarkSeen: parkedText !== null,
-      retainSeconds: data.retainSeconds,
-    });
-    return first.outcome;
-  } catch (error) {
-    if (error instanceof bullmq().DelayedError || !isTroupeError(error)) throw error;
-    // BullMQ keeps only a message: carry the code in it.
-    throw new Error(`${error.code}: ${error.message}`);
+    return { outcome: first.outcome, parkMarkSeen: parkedText !== null };
   } finally {
     if (ctx.running.get(agentId) === controller) ctx.running.delete(agentId);
     if (journal !== undefined && ctx.journals.get(agentId) === journal) ctx.journals.delete(agentId);
@@ -285,19 +351,23 @@ function channels(ctx: JobContext, data: AgentJobData, park: (request: ParkReque
   };
 }
 
-async function parkJob(
+/**
+ * Parks a run: its Waiting event flushed, the agent marked parked, `move` puts the job that resumes
+ * it in BullMQ's delayed set (this job, or a job of its own for an agent of a batch); then the
+ * instruction (or decision, or cancel) is looked for once more, and the job woken if it came.
+ */
+export async function parkRun(
   ctx: JobContext,
-  job: Job,
-  token: string | undefined,
   data: AgentJobData,
   journal: RedisJournal,
   request: ParkRequest,
+  move: () => Promise<Job>,
 ): Promise<void> {
   const agentId = data.agent.agentId;
   // The Waiting event must be in the journal before the job leaves this worker.
   await journal.flushed();
   await ctx.redis.set(ctx.keys.parked(agentId), JSON.stringify(request));
-  await job.moveToDelayed(request.deadline ?? Date.now() + PARK_WITHOUT_LIMIT_MS, token);
+  const job = await move();
   ctx.signals.send(data.supervisorId, {
     type: 'parked',
     agentId,
@@ -311,6 +381,27 @@ async function parkJob(
     ctx.redis.exists(ctx.keys.cancel(agentId)),
   ]);
   if (ready !== undefined || cancelled > 0) await promote(job);
+}
+
+/**
+ * Clears what the agent's finished run left (its park mark when `run` saw one, its undecided
+ * approval requests) and sets the retention of its keys (agent-state.ts); `more` adds commands to
+ * the same round trip.
+ */
+export async function finish(
+  ctx: JobContext,
+  data: AgentJobData,
+  run: Pick<FinishedRun, 'parkMarkSeen'>,
+  more?: (pipeline: ChainableCommander) => void,
+): Promise<void> {
+  await clearFinishedAgent(
+    ctx.redis,
+    ctx.keys,
+    ctx.approvals,
+    data.agent.agentId,
+    { parkMarkSeen: run.parkMarkSeen, retainSeconds: data.retainSeconds },
+    more,
+  );
 }
 
 function parseParked(text: string | null): ParkRequest | undefined {

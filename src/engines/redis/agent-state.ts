@@ -3,7 +3,7 @@
  * job finishes, with as few Redis commands as the guarantees allow: every command costs the worker
  * an encode, a reply parse and a promise, and the server a call (bench/RESULTS.md, cmds26).
  */
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { RedisApprovals } from './approvals.ts';
 import type { ScaleoutKeys } from './keys.ts';
@@ -41,7 +41,8 @@ export interface FinishedRun {
 
 /**
  * Clears a finished agent's park mark and undecided approval requests (and, with `retainSeconds`,
- * sets its keys to expire). Without a mark or retention, as for most agents, that is one command.
+ * sets its keys to expire); `more` adds the caller's commands (a batch's record of the agent) to
+ * the same pipeline. Without a mark, retention or `more`, that is one command.
  */
 export async function clearFinishedAgent(
   redis: Redis,
@@ -49,10 +50,12 @@ export async function clearFinishedAgent(
   approvals: RedisApprovals,
   agentId: string,
   run: FinishedRun,
+  more?: (pipeline: ChainableCommander) => void,
 ): Promise<void> {
   const work: Promise<unknown>[] = [approvals.forget(agentId)];
-  if (run.parkMarkSeen || run.retainSeconds !== undefined) {
+  if (run.parkMarkSeen || run.retainSeconds !== undefined || more !== undefined) {
     const pipeline = redis.pipeline();
+    more?.(pipeline);
     if (run.parkMarkSeen) pipeline.del(keys.parked(agentId));
     if (run.retainSeconds !== undefined) {
       const ms = run.retainSeconds * 1000;

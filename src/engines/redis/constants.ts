@@ -12,6 +12,18 @@ export const DEFAULT_KEY_PREFIX = 'troupe';
 /** BullMQ job name of an agent run (the job id is the agent id). */
 export const AGENT_JOB_NAME = 'agent';
 
+/** BullMQ job name of a batch of agent runs (src/protocol/redis.ts `BatchJobData`). */
+export const BATCH_JOB_NAME = 'agents';
+
+/**
+ * Agents one batch job carries at most: a supervisor adds the agents it runs in one event-loop
+ * turn as one job per this many (one job per agent cost Redis three BullMQ scripts per agent).
+ */
+export const DEFAULT_MAX_BATCH_SIZE = 32;
+
+/** An agent's field in its batch's hash once it was handed off to a job of its own. */
+export const HANDED_OFF = 'h';
+
 /** How long a supervisor or worker waits for Redis when it starts before giving up. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 

@@ -4,7 +4,12 @@
  */
 import { SystemError } from '../../errors.ts';
 import type { ActorSpec, HostToolDeclaration, OptionalSignal } from '../../protocol/messages.ts';
-import { type AgentJobData, JOB_DATA_VERSION } from '../../protocol/redis.ts';
+import {
+  type AgentJobData,
+  BATCH_JOB_DATA_VERSION,
+  type BatchJobData,
+  JOB_DATA_VERSION,
+} from '../../protocol/redis.ts';
 import type { EngineOptions } from '../engine.ts';
 import type { PreparedRedisOptions } from './options.ts';
 
@@ -77,4 +82,81 @@ export function jobData(spec: ActorSpec, ctx: JobDataContext): AgentJobData {
     retainSeconds: options.redis.retainSeconds,
     wantedSignals: ctx.wantedSignals,
   };
+}
+
+/**
+ * The batch job data of `specs` (at least one), whose job data {@link jobData} already built (the
+ * provider checks are done). The fields every agent shares are taken from the first.
+ */
+export function batchJobData(agents: readonly AgentJobData[], retry: BatchJobData['retry']): BatchJobData {
+  const first = agents[0];
+  if (first === undefined) throw new SystemError('empty_batch', 'A batch job needs at least one agent');
+  const { version: _version, agent: _agent, provider: _provider, limits: _limits, ...common } = first;
+  const providers: Record<string, BatchJobData['providers'][string]> = {};
+  for (const data of agents) {
+    providers[data.agent.provider] ??= { provider: data.provider, limits: data.limits };
+  }
+  return {
+    version: BATCH_JOB_DATA_VERSION,
+    kind: 'batch',
+    common,
+    providers,
+    agents: agents.map((data) => data.agent),
+    retry,
+  };
+}
+
+/** The job data of agent `index` of a batch, as a job of its own would carry it. */
+export function batchAgentData(batch: BatchJobData, index: number): AgentJobData {
+  const agent = batch.agents[index];
+  const provider = agent === undefined ? undefined : batch.providers[agent.provider];
+  if (agent === undefined || provider === undefined) {
+    throw new SystemError('invalid_job', `The batch has no agent ${index} with a provider`, { index });
+  }
+  return {
+    version: JOB_DATA_VERSION,
+    ...batch.common,
+    agent,
+    provider: provider.provider,
+    limits: provider.limits,
+  };
+}
+
+/**
+ * Checks the shape of batch job data read from Redis. Throws SystemError `invalid_job` for data
+ * this worker cannot run.
+ */
+export function parseBatchJobData(value: unknown, jobId: string | undefined): BatchJobData {
+  const data = value as Partial<BatchJobData> | null;
+  const problem =
+    typeof data !== 'object' || data === null
+      ? 'not an object'
+      : data.version !== BATCH_JOB_DATA_VERSION
+        ? `version ${String(data.version)} (this worker runs batch version ${BATCH_JOB_DATA_VERSION})`
+        : data.kind !== 'batch' || !Array.isArray(data.agents) || data.agents.length === 0
+          ? 'no agents'
+          : typeof data.common !== 'object' ||
+              data.common === null ||
+              typeof data.common.supervisorId !== 'string'
+            ? 'no supervisorId'
+            : typeof data.providers !== 'object' || data.providers === null
+              ? 'no providers'
+              : typeof data.retry !== 'object' || data.retry === null
+                ? 'no retry'
+                : undefined;
+  if (problem !== undefined) {
+    throw new SystemError(
+      'invalid_job',
+      `Expected troupe batch job data for job ${jobId}, found ${problem}`,
+      {
+        jobId,
+      },
+    );
+  }
+  const batch = data as BatchJobData;
+  // Each agent's data gets the checks a job of its own gets.
+  for (const [index, agent] of batch.agents.entries()) {
+    parseJobData(batchAgentData(batch, index), agent?.agentId);
+  }
+  return batch;
 }

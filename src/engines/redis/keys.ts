@@ -98,14 +98,22 @@ export class ScaleoutKeys {
     return this.#agent(agentId, 'meta');
   }
 
-  /** BullMQ's job hash (job id = agent id). */
-  job(agentId: string): string {
-    return `${this.prefix}:${this.queue}:${agentId}`;
+  /** BullMQ's job hash (job id = agent id, or a batch job's id). */
+  job(jobId: string): string {
+    return `${this.prefix}:${this.queue}:${jobId}`;
   }
 
   /** BullMQ's lock of an active job: holds the token of the worker that runs it. */
-  jobLock(agentId: string): string {
-    return `${this.job(agentId)}:lock`;
+  jobLock(jobId: string): string {
+    return `${this.job(jobId)}:lock`;
+  }
+
+  /**
+   * What became of each agent of a batch job: a hash, agent id -> `h` (handed off to a job of its
+   * own) or JSON (src/protocol/redis.ts `BatchJobData`).
+   */
+  batch(batchId: string): string {
+    return `${this.prefix}:${this.queue}:batch:${batchId}`;
   }
 
   /** Pub/sub channel on which cancels are announced (message: the agent id). */

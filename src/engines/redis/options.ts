@@ -1,10 +1,11 @@
 /** Options of the redis engine: where Redis is and how its queue behaves, validated once. */
 import { UserError } from '../../errors.ts';
-import { nonNegative } from '../../option-checks.ts';
+import { nonNegative, positiveInt } from '../../option-checks.ts';
 import { resolveRedisUrl } from './connection.ts';
 import {
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_KEY_PREFIX,
+  DEFAULT_MAX_BATCH_SIZE,
   DEFAULT_PARK_AFTER_MS,
   DEFAULT_QUEUE_NAME,
   DEFAULT_RECONCILE_INTERVAL_MS,
@@ -37,6 +38,13 @@ export interface RedisBackendOptions {
    * raise `jobs:unserved` (with how many workers are connected). @default 5000
    */
   readonly unservedAfterMs?: number;
+  /**
+   * The agents run in one event-loop turn go to the workers as one BullMQ job per this many (a
+   * worker runs all the agents of a job at once). 1: a job per agent, as before batches. Workers
+   * older than batches cannot run batch jobs: upgrade the workers first (docs/scaleout.md).
+   * @default 32
+   */
+  readonly maxBatchSize?: number;
 }
 
 /** Redis options with every default filled in. */
@@ -49,6 +57,7 @@ export interface PreparedRedisOptions {
   readonly retainSeconds: number | undefined;
   readonly connectTimeoutMs: number;
   readonly unservedAfterMs: number;
+  readonly maxBatchSize: number;
 }
 
 /** Validates redis options once and fills defaults. Throws UserError `invalid_option` / `missing_redis_url`. */
@@ -74,5 +83,6 @@ export function prepareRedisOptions(options: RedisBackendOptions): PreparedRedis
     retainSeconds,
     connectTimeoutMs: nonNegative('connectTimeoutMs', options.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
     unservedAfterMs: nonNegative('unservedAfterMs', options.unservedAfterMs, DEFAULT_UNSERVED_AFTER_MS),
+    maxBatchSize: positiveInt('maxBatchSize', options.maxBatchSize, DEFAULT_MAX_BATCH_SIZE),
   };
 }

@@ -1,8 +1,10 @@
 /**
  * The redis engine: agents run as BullMQ jobs taken by worker processes on any machine
- * (`troupe worker`). Each agent is one job whose id is the agent id; its journal and instruction
- * inbox are Redis Streams; its outcome is the job's return value, read from job state (worker
- * signals only say when to look). A worker that dies loses its job locks and another worker
+ * (`troupe worker`). The agents run in one event-loop turn go out as one batch job per
+ * `maxBatchSize` (batch-job.ts); a lone agent, and an agent a batch handed off (it parked, or its
+ * run failed), is a job of its own whose id is the agent id. Journals and instruction inboxes are
+ * Redis Streams; an outcome is in its batch's hash, or the return value of the agent's own job,
+ * read from Redis (worker signals only say when to look). A worker that dies loses its job locks and another worker
  * resumes its agents from their journals: restarts happen on the workers, and the engine reports
  * them when the resumed run starts.
  */
@@ -16,14 +18,20 @@ import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import type { ApprovalDecision } from '../../protocol/approvals.ts';
 import type { ActorSpec, AgentMessage, HostStats, OptionalSignal } from '../../protocol/messages.ts';
-import type { AgentJobData, HostCall, WorkerSignal } from '../../protocol/redis.ts';
+import type {
+  AgentJobData,
+  BatchJobData,
+  BatchResult,
+  HostCall,
+  WorkerSignal,
+} from '../../protocol/redis.ts';
 import type { Engine, EngineContext, EngineDescription, EngineHost, EngineOptions } from '../engine.ts';
 import { RedisApprovals } from './approvals.ts';
 import { bullConnection, closeRedis, connectRedis, displayUrl, waitForRedis } from './connection.ts';
-import { AGENT_JOB_NAME, CANCEL_FLAG_TTL_MS } from './constants.ts';
+import { AGENT_JOB_NAME, BATCH_JOB_NAME, CANCEL_FLAG_TTL_MS, HANDED_OFF } from './constants.ts';
 import { answerHostCall } from './host-calls.ts';
 import { Inbox } from './inbox.ts';
-import { jobData } from './job-data.ts';
+import { batchJobData, jobData } from './job-data.ts';
 import { checkAgentId, ScaleoutKeys } from './keys.ts';
 import type { PreparedRedisOptions } from './options.ts';
 import { bullmq } from './packages.ts';
@@ -45,7 +53,7 @@ export type RedisEngineOptions = EngineOptions & { readonly redis: PreparedRedis
 interface Connections {
   readonly redis: Redis;
   readonly reader: Redis;
-  readonly queue: Queue<AgentJobData, AgentOutcome>;
+  readonly queue: Queue<AgentJobData | BatchJobData, AgentOutcome | null>;
   /** bullmq's Job class (the module is loaded on connect). */
   readonly jobs: typeof Job;
   readonly inbox: Inbox;
@@ -69,6 +77,14 @@ interface RemoteAgent {
   backoffMs: number;
   /** A worker took its job at least once. */
   started: boolean;
+  /** The batch job it runs in; undefined once it is (or always was) a job of its own. */
+  batch: string | undefined;
+}
+
+/** An agent run in this event-loop turn, its job not added yet. */
+interface PendingRun {
+  readonly spec: ActorSpec;
+  readonly agent: RemoteAgent;
 }
 
 export class RedisEngine implements Engine {
@@ -91,6 +107,10 @@ export class RedisEngine implements Engine {
   #lastStartAt = 0;
   /** `jobs:unserved` was emitted and no agent has started since. */
   #unservedReported = false;
+  /** Agents run in this turn; their jobs are added at its end. */
+  #pending: PendingRun[] = [];
+  /** Batch job id -> its agents this supervisor has not settled. */
+  readonly #batches = new Map<string, Set<string>>();
 
   constructor(options: RedisEngineOptions, context: EngineContext) {
     this.#options = options;
@@ -122,7 +142,7 @@ export class RedisEngine implements Engine {
     const reader = redis.duplicate({ enableAutoPipelining: false });
     reader.on('error', () => {});
     const { Job: jobs, Queue } = bullmq();
-    const queue = new Queue<AgentJobData, AgentOutcome>(this.#keys.queue, {
+    const queue = new Queue<AgentJobData | BatchJobData, AgentOutcome | null>(this.#keys.queue, {
       connection: bullConnection(url),
       prefix: this.#keys.prefix,
     });
@@ -161,20 +181,105 @@ export class RedisEngine implements Engine {
       checkAt: Number.POSITIVE_INFINITY,
       backoffMs: 0,
       started: false,
+      batch: undefined,
     };
     this.#agents.set(spec.agentId, agent);
-    this.#add(spec, agent).catch((error: unknown) =>
-      this.#end(spec.agentId, failedOutcome(spec.agentId, 'crashed', serializeError(error))),
+    if (this.#pending.length === 0) setImmediate(() => this.#addPending());
+    this.#pending.push({ spec, agent });
+  }
+
+  /**
+   * Adds the jobs of the agents run in this turn: one batch job per `maxBatchSize` of them (sizes
+   * spread evenly), in one round trip; a batch of one is a job of its own.
+   */
+  #addPending(): void {
+    const pending = this.#pending;
+    this.#pending = [];
+    const built: { readonly run: PendingRun; readonly data: AgentJobData }[] = [];
+    for (const run of pending) {
+      try {
+        built.push({ run, data: this.#jobData(run.spec) });
+      } catch (error) {
+        this.#end(run.spec.agentId, failedOutcome(run.spec.agentId, 'crashed', serializeError(error)));
+      }
+    }
+    const count = Math.ceil(built.length / this.#options.redis.maxBatchSize);
+    const batches: (typeof built)[] = [];
+    for (let index = 0; index < count; index += 1) {
+      batches.push(
+        built.slice(
+          Math.floor((index * built.length) / count),
+          Math.floor(((index + 1) * built.length) / count),
+        ),
+      );
+    }
+    const jobs = [];
+    const added: { readonly batchId: string; readonly runs: readonly PendingRun[] }[] = [];
+    for (const batch of batches) {
+      const [only] = batch;
+      if (batch.length === 1 && only !== undefined) {
+        this.#add(only.run.spec, only.run.agent, only.data).catch((error: unknown) =>
+          this.#end(
+            only.run.spec.agentId,
+            failedOutcome(only.run.spec.agentId, 'crashed', serializeError(error)),
+          ),
+        );
+        continue;
+      }
+      // Not an agent id: agent ids have no '~'.
+      const batchId = `batch~${randomUUID()}`;
+      const retain = this.#options.redis.retainSeconds;
+      const { maxRetries, baseDelayMs } = this.#options.restart;
+      jobs.push({
+        name: BATCH_JOB_NAME,
+        data: batchJobData(
+          batch.map((entry) => entry.data),
+          { attempts: maxRetries + 1, backoffMs: baseDelayMs },
+        ),
+        opts: {
+          jobId: batchId,
+          // A run that fails is retried in a job of the agent's own (batch-job.ts), not with the batch.
+          attempts: 1,
+          removeOnComplete: retain === undefined ? false : { age: retain },
+          removeOnFail: retain === undefined ? false : { age: retain },
+        },
+      });
+      added.push({ batchId, runs: batch.map((entry) => entry.run) });
+    }
+    if (jobs.length === 0) return;
+    const adding = (async () => this.#connected().queue.addBulk(jobs))();
+    adding.then(
+      () => {
+        for (const { batchId, runs } of added) {
+          const unsettled = new Set<string>();
+          for (const { spec, agent } of runs) {
+            if (!this.#agents.has(spec.agentId) && agent.cancelled === undefined) continue;
+            agent.batch = batchId;
+            if (agent.cancelled === undefined) unsettled.add(spec.agentId);
+            void this.#added(spec.agentId, agent).catch(() => {});
+          }
+          if (unsettled.size > 0) this.#batches.set(batchId, unsettled);
+        }
+      },
+      (error: unknown) => {
+        for (const { runs } of added) {
+          for (const { spec } of runs)
+            this.#end(spec.agentId, failedOutcome(spec.agentId, 'crashed', serializeError(error)));
+        }
+      },
     );
   }
 
-  async #add(spec: ActorSpec, agent: RemoteAgent): Promise<void> {
-    const data = jobData(spec, {
+  #jobData(spec: ActorSpec): AgentJobData {
+    return jobData(spec, {
       options: this.#options,
       hostTools: this.#context.hostTools,
       supervisorId: this.id,
       wantedSignals: this.#wantedSignals,
     });
+  }
+
+  async #add(spec: ActorSpec, agent: RemoteAgent, data: AgentJobData): Promise<void> {
     const retain = this.#options.redis.retainSeconds;
     await this.#connected().queue.add(AGENT_JOB_NAME, data, {
       jobId: spec.agentId,
@@ -184,9 +289,14 @@ export class RedisEngine implements Engine {
       removeOnComplete: retain === undefined ? false : { age: retain },
       removeOnFail: retain === undefined ? false : { age: retain },
     });
+    await this.#added(spec.agentId, agent);
+  }
+
+  /** The agent's job was added. */
+  async #added(agentId: string, agent: RemoteAgent): Promise<void> {
     if (agent.cancelled !== undefined) {
       // Cancelled (and settled) while the job was being added: make sure the job ends too.
-      await this.#cancelRemote(spec.agentId, agent.cancelled);
+      await this.#cancelRemote(agentId, agent.cancelled);
       return;
     }
     this.#heard(agent);
@@ -218,14 +328,21 @@ export class RedisEngine implements Engine {
   /**
    * No worker ended the cancelled agent in time (no worker is running, or the agent's worker is
    * unresponsive): remove its job if no worker holds it, and settle the agent. The cancel flag
-   * stays, so a worker that takes the job later ends it at once.
+   * stays, so a worker that takes the job later ends it at once. A batch job is removed (when no
+   * worker holds it) once every agent of it this supervisor ran is settled.
    */
   stop(agentId: string, reason: string): void {
-    if (!this.#agents.has(agentId)) return;
-    void this.#connected()
-      .queue.remove(agentId)
-      .catch(() => 0)
-      .then(() => this.#end(agentId, failedOutcome(agentId, 'cancelled', cancelledError(reason))));
+    const agent = this.#agents.get(agentId);
+    if (!agent) return;
+    const { queue } = this.#connected();
+    const batchId = agent.batch;
+    const removals = [queue.remove(agentId).catch(() => 0)];
+    if (batchId !== undefined && this.#leaveBatch(agentId, batchId)) {
+      removals.push(queue.remove(batchId).catch(() => 0));
+    }
+    void Promise.all(removals).then(() =>
+      this.#end(agentId, failedOutcome(agentId, 'cancelled', cancelledError(reason))),
+    );
   }
 
   /** The agent's journal as stored in Redis (any agent of this queue, not only this supervisor's). */
@@ -288,7 +405,19 @@ export class RedisEngine implements Engine {
   }
 
   #end(agentId: string, outcome: AgentOutcome): void {
-    if (this.#agents.delete(agentId)) this.#host.ended(agentId, outcome);
+    const agent = this.#agents.get(agentId);
+    if (!agent) return;
+    this.#agents.delete(agentId);
+    if (agent.batch !== undefined) this.#leaveBatch(agentId, agent.batch);
+    this.#host.ended(agentId, outcome);
+  }
+
+  /** Forgets that `agentId` runs in `batchId`; true when it was the batch's last unsettled agent. */
+  #leaveBatch(agentId: string, batchId: string): boolean {
+    const unsettled = this.#batches.get(batchId);
+    if (!unsettled?.delete(agentId) || unsettled.size > 0) return false;
+    this.#batches.delete(batchId);
+    return true;
   }
 
   async #instruct(agentId: string, text: string, index: number | undefined): Promise<number> {
@@ -337,7 +466,12 @@ export class RedisEngine implements Engine {
     const agent = this.#agents.get(signal.agentId);
     if (!agent) return;
     if (signal.type === 'ended') {
-      void this.#collect(signal.agentId, agent);
+      // An outcome in the signal is already stored in the agent's batch (batch-job.ts).
+      if (isOutcome(signal.outcome, signal.agentId)) {
+        this.#end(signal.agentId, signal.outcome);
+      } else {
+        void this.#collect(signal.agentId, agent);
+      }
       return;
     }
     this.#heard(agent);
@@ -406,12 +540,13 @@ export class RedisEngine implements Engine {
   /**
    * Reads the agent's job state and settles the agent if the job has finished. Only the fields
    * the outcome needs: the whole job (its data is the agent's spec) would be sent and parsed for
-   * every agent.
+   * every agent. An agent of a batch: its field of the batch's hash, and the batch job's state.
    */
   async #collect(agentId: string, agent: RemoteAgent): Promise<void> {
     if (agent.state !== 'running' || agent.collecting) return;
     agent.collecting = true;
     try {
+      if (agent.batch !== undefined && (await this.#collectFromBatch(agentId, agent, agent.batch))) return;
       const [timestamp, finishedOn, returnvalue, failedReason, attempts] =
         await this.#connected().redis.hmget(
           this.#keys.job(agentId),
@@ -423,32 +558,58 @@ export class RedisEngine implements Engine {
         );
       // Every BullMQ job hash has a timestamp: without one, the job is gone.
       if (timestamp === null || timestamp === undefined) {
-        const error = new SystemError('job_lost', `The job of agent ${agentId} is gone from Redis`, {
-          agentId,
-        });
-        this.#end(agentId, failedOutcome(agentId, 'crashed', error.toJSON()));
+        this.#end(agentId, jobLost(agentId, agentId));
         return;
       }
       if (!finishedOn) return;
-      const value = parseReturnValue(returnvalue);
+      const value = parseJson(returnvalue);
       if (isOutcome(value, agentId)) {
         this.#end(agentId, value);
       } else {
-        const error = new SystemError(
-          'job_failed',
-          `The job of agent ${agentId} failed: ${failedReason ?? undefined}`,
-          {
-            agentId,
-            attempts: Number(attempts ?? 0),
-          },
-        );
-        this.#end(agentId, failedOutcome(agentId, 'crashed', error.toJSON()));
+        this.#end(agentId, jobFailed(agentId, failedReason ?? undefined, Number(attempts ?? 0)));
       }
     } catch {
       // Redis is unreachable: the next reconcile tries again.
     } finally {
       agent.collecting = false;
     }
+  }
+
+  /**
+   * Settles an agent of a batch from the batch's hash and job. False when the batch handed it off
+   * to a job of its own (now its job).
+   */
+  async #collectFromBatch(agentId: string, agent: RemoteAgent, batchId: string): Promise<boolean> {
+    const { redis } = this.#connected();
+    const entry = await redis.hget(this.#keys.batch(batchId), agentId);
+    if (entry === HANDED_OFF) {
+      agent.batch = undefined;
+      this.#leaveBatch(agentId, batchId);
+      return false;
+    }
+    const result = parseJson(entry) as Partial<BatchResult> | undefined;
+    if (result !== undefined && 'outcome' in result && isOutcome(result.outcome, agentId)) {
+      this.#end(agentId, result.outcome);
+      return true;
+    }
+    if (result !== undefined && 'failed' in result) {
+      this.#end(agentId, jobFailed(agentId, String(result.failed), 1));
+      return true;
+    }
+    // Not ended in the batch: only the batch job's state can say more.
+    const [timestamp, finishedOn, failedReason] = await redis.hmget(
+      this.#keys.job(batchId),
+      'timestamp',
+      'finishedOn',
+      'failedReason',
+    );
+    if (timestamp === null || timestamp === undefined) {
+      this.#end(agentId, jobLost(agentId, batchId));
+    } else if (finishedOn) {
+      // The batch ended without this agent (its data was refused, or its workers died too often).
+      this.#end(agentId, jobFailed(agentId, failedReason ?? undefined, 1));
+    }
+    return true;
   }
 
   /** A worker said something about `agent` (or its job was just added): its next read is an interval away. */
@@ -475,20 +636,32 @@ export class RedisEngine implements Engine {
       for (let start = 0; start < running.length; start += RECONCILE_BATCH) {
         const batch = running.slice(start, start + RECONCILE_BATCH);
         const pipeline = this.#connected().redis.pipeline();
-        for (const [agentId] of batch) pipeline.hmget(this.#keys.job(agentId), 'finishedOn', 'timestamp');
+        for (const [agentId, agent] of batch) {
+          if (agent.batch === undefined) {
+            pipeline.hmget(this.#keys.job(agentId), 'finishedOn', 'timestamp');
+          } else {
+            // Its field first: set once it ended or left the batch.
+            pipeline.hmget(this.#keys.job(agent.batch), 'finishedOn', 'timestamp');
+            pipeline.hget(this.#keys.batch(agent.batch), agentId);
+          }
+        }
         const replies = (await pipeline.exec()) ?? [];
-        batch.forEach(([agentId, agent], index) => {
-          const fields = replies[index]?.[1] as (string | null)[] | undefined;
+        let reply = 0;
+        for (const [agentId, agent] of batch) {
+          const fields = replies[reply]?.[1] as (string | null)[] | undefined;
+          const entry =
+            agent.batch === undefined ? null : (replies[reply + 1]?.[1] as string | null | undefined);
+          reply += agent.batch === undefined ? 1 : 2;
           // No reply (the read failed): the next tick tries again.
-          if (!fields) return;
-          if (fields[0] !== null || fields[1] === null) {
+          if (!fields || entry === undefined) continue;
+          if (fields[0] !== null || fields[1] === null || entry !== null) {
             void this.#collect(agentId, agent);
           } else if (agent.checkAt <= now) {
             // Still running (and no worker spoke meanwhile): wait longer before the next read.
             agent.backoffMs = Math.min(agent.backoffMs * 2, maxBackoffMs);
             agent.checkAt = now + agent.backoffMs;
           }
-        });
+        }
       }
     } catch {
       // Redis is unreachable: try again at the next tick.
@@ -498,8 +671,8 @@ export class RedisEngine implements Engine {
   }
 }
 
-/** A job's stored return value (JSON), or undefined when there is none or it does not parse. */
-function parseReturnValue(text: string | null | undefined): unknown {
+/** A stored JSON text (a job's return value, a batch entry), or undefined when there is none or it does not parse. */
+function parseJson(text: string | null | undefined): unknown {
   if (typeof text !== 'string') return undefined;
   try {
     return JSON.parse(text) as unknown;
@@ -512,4 +685,20 @@ function isOutcome(value: unknown, agentId: string): value is AgentOutcome {
   if (typeof value !== 'object' || value === null) return false;
   const outcome = value as Partial<AgentOutcome>;
   return (outcome.status === 'completed' || outcome.status === 'failed') && outcome.agentId === agentId;
+}
+
+function jobLost(agentId: string, jobId: string): AgentOutcome {
+  const error = new SystemError('job_lost', `The job of agent ${agentId} is gone from Redis`, {
+    agentId,
+    jobId,
+  });
+  return failedOutcome(agentId, 'crashed', error.toJSON());
+}
+
+function jobFailed(agentId: string, reason: string | undefined, attempts: number): AgentOutcome {
+  const error = new SystemError('job_failed', `The job of agent ${agentId} failed: ${reason}`, {
+    agentId,
+    attempts,
+  });
+  return failedOutcome(agentId, 'crashed', error.toJSON());
 }

@@ -1,25 +1,28 @@
 /**
- * A scale-out worker: takes agent jobs from the BullMQ queue and runs them in this process, up to
- * `concurrency` at once, on the same loop the thread engine runs in its actor hosts. Start as
- * many as you like, on any machine that reaches the Redis server (`troupe worker --redis URL`).
+ * A scale-out worker: takes agent jobs and batch jobs (batch-job.ts) from the BullMQ queue and runs
+ * their agents in this process, up to `concurrency` agents at once, on the same loop the thread
+ * engine runs in its actor hosts. Start as many as you like, on any machine that reaches the Redis
+ * server (`troupe worker --redis URL`).
  *
  * Agents run on this process's event loop: they spend their time waiting on providers, tools and
  * Redis, so one process keeps many busy. A worker that dies leaves its jobs' locks to expire; any
  * other worker then takes them over and resumes each agent from its journal stream.
  */
-import type { Job, Worker } from 'bullmq';
+import type { Job, Queue, Worker } from 'bullmq';
 import { EventEmitter } from 'eventemitter3';
 import type { Redis } from 'ioredis';
 import type { AgentOutcome } from '../../loop/types.ts';
 import { positiveInt } from '../../option-checks.ts';
-import type { AgentJobData } from '../../protocol/redis.ts';
+import type { AgentJobData, BatchJobData } from '../../protocol/redis.ts';
 import { SharedDefinitions } from '../actor/shared-definitions.ts';
 import { RedisAdmission } from './admission.ts';
 import { processAgentJob } from './agent-job.ts';
 import { RedisApprovals } from './approvals.ts';
+import { processBatchJob } from './batch-job.ts';
 import { BlockingPool } from './blocking-pool.ts';
 import { bullConnection, closeRedis, connectRedis, resolveRedisUrl, waitForRedis } from './connection.ts';
 import {
+  BATCH_JOB_NAME,
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_KEY_PREFIX,
   DEFAULT_LOCK_DURATION_MS,
@@ -40,7 +43,7 @@ import { WorkerResources } from './worker-resources.ts';
 export interface RedisWorkerOptions {
   /** @default `TROUPE_REDIS_URL` */
   readonly redisUrl?: string;
-  /** Agent jobs run at once in this process. @default 64 */
+  /** Agents run at once in this process (a batch job of n agents counts n). @default 64 */
   readonly concurrency?: number;
   /** Must match the supervisors'. @default 'troupe-agents' */
   readonly queueName?: string;
@@ -112,6 +115,16 @@ async function recheckCancels(
   );
 }
 
+/** Tells the supervisor of a failed batch job that each of its agents ended (it reads how). */
+function batchFailed(signals: SignalSender, data: Partial<BatchJobData> | undefined): void {
+  const supervisorId = data?.common?.supervisorId;
+  if (typeof supervisorId !== 'string' || !Array.isArray(data?.agents)) return;
+  for (const agent of data.agents) {
+    if (typeof agent?.agentId === 'string')
+      signals.send(supervisorId, { type: 'ended', agentId: agent.agentId });
+  }
+}
+
 /** A worker process's job runner. Create with {@link RedisWorker.start}. */
 export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
   /** Number of this worker among all workers of the queue (reported as `hostId` in agent events). */
@@ -120,7 +133,8 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
   readonly #subscriber: Redis;
   readonly #pool: BlockingPool;
   #resources: WorkerResources | undefined;
-  readonly #worker: Worker<AgentJobData, AgentOutcome>;
+  readonly #worker: Worker<AgentJobData | BatchJobData, AgentOutcome | null>;
+  #queue: Queue | undefined;
   readonly #running: Map<string, AbortController>;
   readonly #presence: { stop(): Promise<void> };
   #closing: Promise<void> | undefined;
@@ -130,7 +144,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
     redis: Redis,
     subscriber: Redis,
     pool: BlockingPool,
-    worker: Worker<AgentJobData, AgentOutcome>,
+    worker: Worker<AgentJobData | BatchJobData, AgentOutcome | null>,
     running: Map<string, AbortController>,
     keys: ScaleoutKeys,
   ) {
@@ -174,6 +188,32 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       },
     });
     const admission = new RedisAdmission(redis, keys);
+    // Set once the instance exists (jobs are taken only after that).
+    let instance: RedisWorker | undefined;
+    // `concurrency` counts agents: BullMQ's counts jobs, so it is kept at the number of jobs
+    // running plus the agent slots free (a batch of n agents takes n slots and one job).
+    let agents = 0;
+    let jobs = 0;
+    let bullWorker: Worker | undefined;
+    const rebalance = (): void => {
+      if (bullWorker) bullWorker.concurrency = Math.max(1, prepared.concurrency - agents + jobs);
+    };
+    const slots = {
+      take: (wanted: number): number => {
+        const taken = Math.min(wanted, Math.max(0, prepared.concurrency - agents));
+        agents += taken;
+        rebalance();
+        return taken;
+      },
+      takeOne: (): void => {
+        agents += 1;
+        rebalance();
+      },
+      release: (): void => {
+        agents -= 1;
+        rebalance();
+      },
+    };
     const ctx = {
       redis,
       pool,
@@ -189,6 +229,18 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       definitions: new SharedDefinitions(),
       running,
       journals,
+      queue: (): Queue => {
+        if (!instance) throw new Error('The worker is not started');
+        instance.#queue ??= new (bullmq().Queue)(keys.queue, {
+          connection: bullConnection(prepared.url),
+          prefix: keys.prefix,
+        });
+        return instance.#queue;
+      },
+      agentEnded: (agentId: string, status: 'completed' | 'failed'): void => {
+        instance?.emit('job:ended', { agentId, status });
+      },
+      slots,
     };
     subscriber.on('message', (channel: string, message: string) => {
       if (channel === keys.pauseChannel) {
@@ -214,9 +266,23 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       );
     });
     const { Worker } = bullmq();
-    const worker = new Worker<AgentJobData, AgentOutcome>(
+    const worker = new Worker<AgentJobData | BatchJobData, AgentOutcome | null>(
       keys.queue,
-      (job: Job<AgentJobData, AgentOutcome>, token?: string) => processAgentJob(ctx, job, token),
+      async (job: Job<AgentJobData | BatchJobData, AgentOutcome | null>, token?: string) => {
+        jobs += 1;
+        try {
+          if (job.name === BATCH_JOB_NAME) return await processBatchJob(ctx, job, token);
+          slots.takeOne();
+          try {
+            return await processAgentJob(ctx, job, token);
+          } finally {
+            slots.release();
+          }
+        } finally {
+          jobs -= 1;
+          rebalance();
+        }
+      },
       {
         connection: bullConnection(prepared.url),
         prefix: keys.prefix,
@@ -228,23 +294,31 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
         autorun: false,
       },
     );
-    const instance = new RedisWorker(id, redis, subscriber, pool, worker, running, keys);
-    instance.#resources = resources;
+    bullWorker = worker as unknown as Worker;
+    const started = new RedisWorker(id, redis, subscriber, pool, worker, running, keys);
+    instance = started;
+    started.#resources = resources;
     const ended = (
-      job: Job<AgentJobData, AgentOutcome> | undefined,
+      job: Job<AgentJobData | BatchJobData, AgentOutcome | null> | undefined,
       status: 'completed' | 'failed',
     ): void => {
       if (!job?.id) return;
+      if (job.name === BATCH_JOB_NAME) {
+        // Its agents said so each as it ended; a batch that failed (its data, or too many worker
+        // deaths) ends the ones that had not, and the supervisor reads why from the batch job.
+        if (status === 'failed') batchFailed(signals, job.data as Partial<BatchJobData> | undefined);
+        return;
+      }
       const supervisorId = (job.data as Partial<AgentJobData> | undefined)?.supervisorId;
       if (typeof supervisorId === 'string') signals.send(supervisorId, { type: 'ended', agentId: job.id });
-      instance.emit('job:ended', { agentId: job.id, status });
+      started.emit('job:ended', { agentId: job.id, status });
     };
     worker.on('completed', (job) => ended(job, 'completed'));
     worker.on('failed', (job) => ended(job, 'failed'));
-    worker.on('error', (error) => instance.emit('error', error));
-    void worker.run().catch((error: unknown) => instance.emit('error', error as Error));
+    worker.on('error', (error) => started.emit('error', error));
+    void worker.run().catch((error: unknown) => started.emit('error', error as Error));
     await worker.waitUntilReady();
-    return instance;
+    return started;
   }
 
   /** Agents running in this process right now. */
@@ -265,6 +339,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
   async #close(force: boolean): Promise<void> {
     await this.#presence.stop();
     await this.#worker.close(force);
+    await this.#queue?.close();
     await this.#resources?.close();
     this.#pool.close();
     await closeRedis(this.#subscriber);

@@ -6,12 +6,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { type Job, Worker } from 'bullmq';
+import { type Job, Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ScaleoutKeys } from '../../../src/engines/redis/keys.ts';
 import { completedOutcome } from '../../../src/loop/outcome.ts';
-import type { AgentJobData } from '../../../src/protocol/redis.ts';
+import type { AgentJobData, BatchJobData } from '../../../src/protocol/redis.ts';
 import { RedisSupervisor } from '../../../src/supervisor/redis-supervisor.ts';
 import { definition, redisServerPath, skipReason, TestRedis, uniqueName } from './helpers.ts';
 
@@ -48,6 +48,8 @@ describe(`the supervisor's reconcile on a real Redis${skipReason}`, {
       queueName,
       cwd: dir,
       reconcileIntervalMs: 50,
+      // The bare worker runs jobs of one agent each (batches have their own test below).
+      maxBatchSize: 1,
       restart: { maxRetries: 0 },
       definitions: [definition('quiet')],
     });
@@ -81,6 +83,72 @@ describe(`the supervisor's reconcile on a real Redis${skipReason}`, {
       expect(outcomes[2]).toMatchObject({ status: 'failed', reason: 'crashed', error: { code: 'job_lost' } });
     } finally {
       await worker.close(true);
+      await supervisor.close();
+    }
+  });
+
+  it('settles agents of batch jobs whose end signals never came: outcome in the batch, failed batch, vanished batch', async () => {
+    const queueName = uniqueName('reconcile-batch');
+    const supervisor = new RedisSupervisor({
+      redisUrl: server.url,
+      queueName,
+      cwd: dir,
+      reconcileIntervalMs: 50,
+      restart: { maxRetries: 0 },
+      definitions: [definition('quiet')],
+    });
+    const keys = new ScaleoutKeys('troupe', queueName);
+    const connection = { url: server.url, maxRetriesPerRequest: null };
+    const queue = new Queue(queueName, { connection, prefix: 'troupe' });
+    const worker = new Worker<BatchJobData>(
+      queueName,
+      async (job) => {
+        const batchId = job.id ?? '';
+        const { agents } = job.data;
+        if (agents[0]?.task === 'complete') {
+          const entries = agents.map((agent) => [
+            agent.agentId,
+            JSON.stringify({ outcome: completedOutcome(agent.agentId, { from: 'the batch' }) }),
+          ]);
+          await redis.hset(keys.batch(batchId), Object.fromEntries(entries));
+          return null;
+        }
+        if (agents[0]?.task === 'fail') throw new Error('boom in the batch');
+        await redis.del(keys.job(batchId));
+        return new Promise(() => {});
+      },
+      { connection, prefix: 'troupe' },
+    );
+    try {
+      const outcomes = [];
+      for (const [index, task] of ['complete', 'fail', 'vanish'].entries()) {
+        const pair = [supervisor.spawn('quiet', { task }), supervisor.spawn('quiet', { task })];
+        // One batch job per pair.
+        await vi.waitFor(async () => expect(await queue.getJobCountByTypes()).toBeGreaterThan(index), {
+          interval: 10,
+        });
+        outcomes.push(pair.map((handle) => handle.result));
+      }
+      const [complete, fail, vanish] = await Promise.all(outcomes.map((pair) => Promise.all(pair)));
+      for (const outcome of complete ?? []) {
+        expect(outcome).toMatchObject({ status: 'completed', result: { from: 'the batch' } });
+      }
+      for (const outcome of fail ?? []) {
+        expect(outcome).toMatchObject({
+          status: 'failed',
+          reason: 'crashed',
+          error: { code: 'job_failed', message: expect.stringContaining('boom in the batch') },
+        });
+      }
+      for (const outcome of vanish ?? []) {
+        expect(outcome).toMatchObject({ status: 'failed', reason: 'crashed', error: { code: 'job_lost' } });
+      }
+      expect((await queue.getJobs(['completed', 'failed', 'active'])).map((job) => job.name)).toEqual(
+        expect.arrayContaining(['agents', 'agents']),
+      );
+    } finally {
+      await worker.close(true);
+      await queue.close();
       await supervisor.close();
     }
   });

@@ -1,0 +1,201 @@
+/**
+ * A batch job on a worker: the agents one supervisor ran in one event-loop turn, run at once under
+ * the batch job's lock. One BullMQ job per batch instead of one per agent: BullMQ's add, fetch and
+ * finish scripts (and their round trips and JS on every side) are paid once per batch.
+ *
+ * Each agent keeps what a job of its own gives it:
+ * - **Journal and fence.** Every agent's journal appends are fenced with the batch job's lock
+ *   (`<job>:lock` and this worker's token): a worker that lost the batch writes no agent's journal.
+ * - **What became of each agent** is in the batch's hash (keys.ts `batch`), written in the round
+ *   trip that ends the agent's run: its outcome (which the supervisor reads when told it ended),
+ *   `h` when it was handed off to a job of its own, or the reason its run failed. A worker that
+ *   takes the batch over after its worker died runs only the agents with no field: finished
+ *   agents are not run again, and their outcomes stay where the supervisor reads them.
+ * - **Parking.** An agent whose wait parks does not hold the batch: it is handed off to a job of
+ *   its own (job id = agent id, BullMQ's delayed set), exactly where a parked agent of a job of
+ *   its own would be, so instructions, cancels and decisions (`troupe approve`) find and wake it
+ *   by agent id. The order that keeps an instruction from being lost is the same (agent-job.ts
+ *   `parkRun`): mark parked, add the job, look for the instruction once more.
+ * - **Retries.** A run that fails (a lost journal write) is handed off to a job of its own with the
+ *   supervisor's remaining attempts and back-off; the batch and its other agents go on.
+ *
+ * The handed-off job is added before the agent's `h` field is set: a worker that dies between the
+ * two leaves a job whose agent has no field, which the worker that takes the batch over finds by
+ * its id and does not run again.
+ */
+import type { Job } from 'bullmq';
+import { SystemError, serializeError } from '../../errors.ts';
+import type { AgentJobData, BatchJobData, BatchResult, ParkRequest } from '../../protocol/redis.ts';
+import { type Fence, finish, type JobContext, parkRun, runAgent } from './agent-job.ts';
+import { AGENT_JOB_NAME, HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
+import { batchAgentData, parseBatchJobData } from './job-data.ts';
+import { bullmq } from './packages.ts';
+import type { RedisJournal } from './stream-journal.ts';
+
+/** Runs every agent of batch `job` that has not ended or left it yet; resolves when each has. */
+export async function processBatchJob(ctx: JobContext, job: Job, token: string | undefined): Promise<null> {
+  let batch: BatchJobData;
+  try {
+    batch = parseBatchJobData(job.data, job.id);
+  } catch (error) {
+    const { UnrecoverableError } = bullmq();
+    throw new UnrecoverableError(error instanceof Error ? error.message : String(error));
+  }
+  const batchId = job.id ?? '';
+  const { redis, keys } = ctx;
+  const batchKey = keys.batch(batchId);
+  const entries = await redis.hgetall(batchKey);
+  let todo: AgentJobData[] = [];
+  batch.agents.forEach((agent, index) => {
+    const entry = entries[agent.agentId];
+    if (entry === undefined) todo.push(batchAgentData(batch, index));
+    else if (entry !== HANDED_OFF) {
+      // Ended before the worker that ran it died: its end signal may never have left.
+      ctx.signals.send(batch.common.supervisorId, { type: 'ended', agentId: agent.agentId });
+    }
+  });
+  if (job.attemptsStarted > 1 && todo.length > 0) {
+    // Taken over: an agent whose worker died between adding its own job and saying so is that
+    // job's now.
+    const pipeline = redis.pipeline();
+    for (const data of todo) pipeline.exists(keys.job(data.agent.agentId));
+    const replies = (await pipeline.exec()) ?? [];
+    const left = todo.filter((_, index) => replies[index]?.[1] === 1);
+    if (left.length > 0) {
+      await redis.hset(batchKey, Object.fromEntries(left.map((data) => [data.agent.agentId, HANDED_OFF])));
+      todo = todo.filter((_, index) => replies[index]?.[1] !== 1);
+    }
+  }
+  const fence = token === undefined ? undefined : { key: keys.jobLock(batchId), token };
+  const at: BatchRun = { id: batchId, key: batchKey, fence, retry: batch.retry };
+  // The worker runs as many as it has slots for. With none free (it took more jobs than it has
+  // room for: BullMQ fetches before it knows a job's size), the batch goes back to the queue for
+  // any worker with room; with some, the agents it has no room for go to jobs of their own.
+  const room = todo.length === 0 ? 0 : ctx.slots.take(todo.length);
+  if (room === 0 && todo.length > 0) {
+    await job.moveToWait(token);
+    throw new (bullmq().WaitingError)();
+  }
+  const excess = todo.slice(room);
+  await Promise.all([
+    ...todo.slice(0, room).map((data) => runBatchAgent(ctx, at, data).finally(() => ctx.slots.release())),
+    excess.length === 0 ? undefined : handOffWaiting(ctx, at, excess),
+  ]);
+  if (batch.common.retainSeconds !== undefined) {
+    await redis.pexpire(batchKey, batch.common.retainSeconds * 1000);
+  }
+  return null;
+}
+
+/** The batch job a worker runs: its id, hash, lock and the retry options of its agents. */
+interface BatchRun {
+  readonly id: string;
+  readonly key: string;
+  readonly fence: Fence | undefined;
+  readonly retry: BatchJobData['retry'];
+}
+
+/** Runs one agent of a batch to its end, its hand-off, or its run's failure. Never throws. */
+async function runBatchAgent(ctx: JobContext, at: BatchRun, data: AgentJobData): Promise<void> {
+  const agentId = data.agent.agentId;
+  try {
+    const ended = await runAgent(ctx, data, at.fence, (journal, request) =>
+      handOff(ctx, at, at.retry.attempts, data, { journal, request }),
+    );
+    if (ended === undefined) return;
+    const { outcome } = ended;
+    const result: BatchResult = { outcome };
+    await finish(ctx, data, ended, (pipeline) => pipeline.hset(at.key, agentId, JSON.stringify(result)));
+    // Stored first: a supervisor that misses this signal reads the outcome from the batch.
+    ctx.signals.send(data.supervisorId, { type: 'ended', agentId, outcome });
+    ctx.agentEnded(agentId, 'completed');
+  } catch (error) {
+    // The run failed (not the agent): retried in a job of its own, as a job of its own would be.
+    try {
+      if (at.retry.attempts > 1) {
+        await handOff(ctx, at, at.retry.attempts - 1, data, undefined);
+        return;
+      }
+      await holdLock(ctx, at.fence);
+      const reason = serializeError(error);
+      const result: BatchResult = { failed: `${reason.code}: ${reason.message}` };
+      // Where the run failed is unknown: the park mark is deleted whether it was there or not.
+      await finish(ctx, data, { parkMarkSeen: true }, (pipeline) =>
+        pipeline.hset(at.key, agentId, JSON.stringify(result)),
+      );
+      ctx.signals.send(data.supervisorId, { type: 'ended', agentId });
+      ctx.agentEnded(agentId, 'failed');
+    } catch {
+      // This worker lost the batch (or Redis): the worker that takes it over runs the agent.
+    }
+  }
+}
+
+/** Throws unless this worker still holds the batch's lock. */
+async function holdLock(ctx: JobContext, fence: Fence | undefined): Promise<void> {
+  if (fence === undefined) return;
+  if ((await ctx.redis.get(fence.key)) !== fence.token) {
+    throw new SystemError('job_lock_lost', 'This worker no longer holds the batch job lock');
+  }
+}
+
+/** Moves agents this worker has no room for out of their batch into jobs of their own, due now. */
+async function handOffWaiting(ctx: JobContext, at: BatchRun, agents: readonly AgentJobData[]): Promise<void> {
+  try {
+    await holdLock(ctx, at.fence);
+    await ctx.queue().addBulk(
+      agents.map((data) => ({
+        name: AGENT_JOB_NAME,
+        data: { ...data, batchId: at.id },
+        opts: ownJobOptions(data, at.retry.attempts, at.retry.backoffMs, 0),
+      })),
+    );
+    await ctx.redis.hset(at.key, Object.fromEntries(agents.map((data) => [data.agent.agentId, HANDED_OFF])));
+  } catch {
+    // This worker lost the batch (or Redis): the worker that takes it over runs them.
+  }
+}
+
+/** BullMQ options of the job of an agent's own that a batch hands it off to. */
+function ownJobOptions(data: AgentJobData, attempts: number, backoffMs: number, delayMs: number) {
+  const retain = data.retainSeconds;
+  return {
+    jobId: data.agent.agentId,
+    delay: Math.max(0, delayMs),
+    attempts,
+    backoff: { type: 'exponential', delay: backoffMs },
+    removeOnComplete: retain === undefined ? false : { age: retain },
+    removeOnFail: retain === undefined ? false : { age: retain },
+  };
+}
+
+/**
+ * Moves an agent out of its batch into a job of its own with `attempts`: parked until
+ * `parked.request`'s deadline, or, after a failed run, due after the retry back-off.
+ */
+async function handOff(
+  ctx: JobContext,
+  at: BatchRun,
+  attempts: number,
+  data: AgentJobData,
+  parked: { readonly journal: RedisJournal; readonly request: ParkRequest } | undefined,
+): Promise<void> {
+  const agentId = data.agent.agentId;
+  const add = async (delayMs: number): Promise<Job> => {
+    // Narrows the window in which a worker that lost the batch adds the job (its journal appends
+    // are refused by the fence already).
+    await holdLock(ctx, at.fence);
+    const options = ownJobOptions(data, attempts, at.retry.backoffMs, delayMs);
+    const job = await ctx.queue().add(AGENT_JOB_NAME, { ...data, batchId: at.id }, options);
+    await ctx.redis.hset(at.key, agentId, HANDED_OFF);
+    return job;
+  };
+  if (parked === undefined) {
+    await add(at.retry.backoffMs);
+    return;
+  }
+  const { journal, request } = parked;
+  await parkRun(ctx, data, journal, request, () =>
+    add((request.deadline ?? Date.now() + PARK_WITHOUT_LIMIT_MS) - Date.now()),
+  );
+}

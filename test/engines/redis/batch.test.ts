@@ -1,0 +1,375 @@
+/**
+ * Batch jobs: the agents a supervisor runs in one event-loop turn travel as one BullMQ job, and
+ * each agent keeps what a job of its own gave it: the journal fenced by the (batch) job's lock,
+ * resumption after its worker dies without running finished agents again, parking without holding
+ * the batch, instructions and decisions that find a parked agent by its id, cancels, retries that
+ * leave finished siblings alone, and retention.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Job, Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ScaleoutKeys } from '../../../src/engines/redis/keys.ts';
+import { RemoteApprovals } from '../../../src/engines/redis/remote-approvals.ts';
+import { RedisWorker } from '../../../src/engines/redis/worker.ts';
+import type { AgentRestarted, AgentStarted } from '../../../src/supervisor/events.ts';
+import { RedisSupervisor, type RedisSupervisorOptions } from '../../../src/supervisor/redis-supervisor.ts';
+import { planTask } from '../../fixtures/approvals/plan-provider.ts';
+import {
+  chainProblem,
+  definition,
+  killWorkers,
+  nextEvent,
+  recordedSteps,
+  recordToolModule,
+  redisServerPath,
+  repoRoot,
+  skipReason,
+  startWorker,
+  stepperProvider,
+  TestRedis,
+  type TestWorker,
+  uniqueName,
+} from './helpers.ts';
+
+const PREFIX = 'troupe-batch';
+/** Short locks, so a SIGKILLed worker's batch is taken over quickly. */
+const TIMING = ['--lock-duration-ms', '1500', '--stalled-interval-ms', '500'];
+const stepper = definition('stepper', { tools: ['record_step', 'complete_task'] });
+const slow = definition('slow', { tools: ['record_step', 'complete_task'] });
+const waiter = definition('waiter', { tools: ['wait_for_instruction'] });
+
+describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath === undefined }, () => {
+  let server: TestRedis;
+  let redis: Redis;
+  let dir: string;
+  let workers: TestWorker[] = [];
+  const inProcess: RedisWorker[] = [];
+  const supervisors: RedisSupervisor[] = [];
+  const queues: Queue[] = [];
+
+  beforeAll(async () => {
+    server = await TestRedis.start();
+    redis = new Redis(server.url);
+    dir = mkdtempSync(path.join(tmpdir(), 'troupe-batch-'));
+  });
+
+  afterEach(async () => {
+    await Promise.all(supervisors.splice(0).map((supervisor) => supervisor.close()));
+    await Promise.all(inProcess.splice(0).map((worker) => worker.close(true)));
+    await Promise.all(queues.splice(0).map((queue) => queue.close()));
+    await killWorkers(workers);
+    workers = [];
+  });
+
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.destroy();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A queue of its own: a supervisor on it, its keys, and a BullMQ handle on it. */
+  function setUp(label: string, options: Partial<RedisSupervisorOptions> = {}) {
+    const queueName = uniqueName(label);
+    const recordFile = path.join(dir, `${queueName}.tsv`);
+    const supervisor = new RedisSupervisor({
+      redisUrl: server.url,
+      queueName,
+      prefix: PREFIX,
+      providers: { stepper: stepperProvider(2), slow: stepperProvider(6, 150) },
+      definitions: [stepper, slow],
+      toolModules: [{ module: recordToolModule }],
+      compat: false,
+      cwd: dir,
+      ...options,
+    });
+    supervisors.push(supervisor);
+    const queue = new Queue(queueName, {
+      connection: { url: server.url, maxRetriesPerRequest: null },
+      prefix: PREFIX,
+    });
+    queues.push(queue);
+    const args = ['--queue', queueName, '--prefix', PREFIX];
+    const worker = async (
+      extra: readonly string[] = [],
+      env: Record<string, string> = {},
+    ): Promise<TestWorker> => {
+      const started = await startWorker(server.url, [...args, ...extra], {
+        TROUPE_SCALEOUT_RECORD: recordFile,
+        ...env,
+      });
+      workers.push(started);
+      return started;
+    };
+    const keys = new ScaleoutKeys(PREFIX, queueName);
+    return { supervisor, queue, queueName, recordFile, keys, worker };
+  }
+
+  async function finishedJobs(queue: Queue): Promise<string[]> {
+    const jobs = await queue.getJobs(['completed', 'failed']);
+    return jobs.map((job) => job.name).sort();
+  }
+
+  it('adds the agents run in one turn as batch jobs of at most maxBatchSize, and stores every outcome in the batch', async () => {
+    const { supervisor, queue, keys, worker } = setUp('one-job', { maxBatchSize: 4 });
+    await worker(['--concurrency', '20']);
+    const results = await supervisor
+      .fanOut(Array.from({ length: 9 }, (_, index) => ({ agent: 'stepper', task: `Stepper ${index}.` })))
+      .all();
+
+    expect(results.map((result) => result.outcome.status)).toEqual(Array(9).fill('completed'));
+    // 9 agents, at most 4 a batch: three batches of 3, and no job of any agent's own. (An agent's
+    // end signal may reach the supervisor before its batch job is marked completed.)
+    await vi.waitFor(async () => expect(await finishedJobs(queue)).toEqual(['agents', 'agents', 'agents']), {
+      interval: 20,
+    });
+    const jobs = await queue.getJobs(['completed', 'failed']);
+    expect(jobs.map((job) => [job.name, (job.data as { agents: unknown[] }).agents.length])).toEqual([
+      ['agents', 3],
+      ['agents', 3],
+      ['agents', 3],
+    ]);
+    for (const { agentId } of results) expect(await Job.fromId(queue, agentId)).toBeUndefined();
+    for (const job of jobs) {
+      const entries = await redis.hgetall(keys.batch(job.id ?? ''));
+      expect(Object.values(entries).map((entry) => JSON.parse(entry).outcome.status)).toEqual(
+        Array(3).fill('completed'),
+      );
+    }
+    // A lone agent is a job of its own, as before batches.
+    const lone = await supervisor.spawn('stepper', { task: 'Alone.' }).result;
+    expect(lone.status).toBe('completed');
+    expect(await finishedJobs(queue)).toEqual(['agent', 'agents', 'agents', 'agents']);
+  });
+
+  it("runs no more agents at once than the worker's concurrency: a batch it has no room for waits for one that has", async () => {
+    const { supervisor, queue, worker } = setUp('room', { maxBatchSize: 2 });
+    await worker(['--concurrency', '2']);
+    let running = 0;
+    let most = 0;
+    supervisor.on('agent:started', () => {
+      running += 1;
+      most = Math.max(most, running);
+    });
+    supervisor.on('agent:completed', () => {
+      running -= 1;
+    });
+    const handles = [0, 1, 2, 3].map((index) =>
+      supervisor.spawn('slow', { task: `Slow ${index}.`, provider: 'slow' }),
+    );
+    for (const handle of handles) expect(await handle.result).toMatchObject({ status: 'completed' });
+
+    expect(most).toBe(2);
+    // Both batches ran whole, one after the other: no agent needed a job of its own.
+    await vi.waitFor(async () => expect(await finishedJobs(queue)).toEqual(['agents', 'agents']), {
+      interval: 20,
+    });
+  });
+
+  it("resumes a SIGKILLed worker's batch on another worker: only its unfinished agents run again, and every outcome arrives", async () => {
+    const { supervisor, queue, recordFile, worker } = setUp('crash');
+    // The doomed worker's third record_step never returns: slow agents hang there, stepper agents
+    // (two steps) finish.
+    const doomed = await worker(['--concurrency', '10', ...TIMING], { TROUPE_SCALEOUT_HANG_AT: '3' });
+    const hostOf = new Map<string, number>();
+    supervisor.on('agent:started', (event: AgentStarted) => hostOf.set(event.agentId, event.hostId));
+    const restarted: AgentRestarted[] = [];
+    supervisor.on('agent:restarted', (event) => restarted.push(event));
+    const fast = [0, 1].map((index) => supervisor.spawn('stepper', { task: `Fast ${index}.` }));
+    const hanging = [0, 1].map((index) =>
+      supervisor.spawn('slow', { task: `Slow ${index}.`, provider: 'slow' }),
+    );
+    const fastOutcomes = await Promise.all(fast.map((handle) => handle.result));
+    await vi.waitFor(
+      () => {
+        const hung = recordedSteps(recordFile).filter(
+          ([, note, pid]) => note === 'step 3' && pid === String(doomed.pid),
+        );
+        expect(hung).toHaveLength(2);
+      },
+      { timeout: 20_000, interval: 50 },
+    );
+    doomed.kill('SIGKILL');
+    await doomed.exited;
+    const survivor = await worker(['--concurrency', '10', ...TIMING]);
+    const slowOutcomes = await Promise.all(hanging.map((handle) => handle.result));
+
+    expect([...fastOutcomes, ...slowOutcomes].map((outcome) => outcome.status)).toEqual(
+      Array(4).fill('completed'),
+    );
+    // One batch, taken over: no agent became a job of its own.
+    await vi.waitFor(async () => expect(await finishedJobs(queue)).toEqual(['agents']), { interval: 20 });
+    const steps = recordedSteps(recordFile);
+    for (const handle of fast) {
+      // Finished on the doomed worker, never run again.
+      expect(steps.filter(([id]) => id === handle.id).map(([, note, pid]) => [note, pid])).toEqual([
+        ['step 1', String(doomed.pid)],
+        ['step 2', String(doomed.pid)],
+      ]);
+      expect(hostOf.get(handle.id)).toBe(doomed.ids[0]);
+    }
+    for (const handle of hanging) {
+      expect(hostOf.get(handle.id)).toBe(survivor.ids[0]);
+      const notes = steps.filter(([id]) => id === handle.id).map(([, note]) => note);
+      // The hung step 3 is settled as interrupted, never run again; the others ran once each.
+      expect(notes).toEqual(['step 1', 'step 2', 'step 3', 'step 4', 'step 5', 'step 6']);
+      expect(chainProblem(await supervisor.journal(handle.id))).toBeUndefined();
+    }
+    expect(restarted.map((event) => event.agentId).sort()).toEqual(hanging.map((handle) => handle.id).sort());
+  });
+
+  it('fences every agent of a batch with the batch lock: a worker that lost it writes no journal and hands nothing off', async () => {
+    const { supervisor, queue, keys, queueName } = setUp('fence');
+    const worker = await RedisWorker.start({
+      redisUrl: server.url,
+      queueName,
+      prefix: PREFIX,
+      concurrency: 10,
+    });
+    inProcess.push(worker);
+    const handles = [0, 1].map((index) =>
+      supervisor.spawn('slow', { task: `Slow ${index}.`, provider: 'slow' }),
+    );
+    await Promise.all(
+      handles.map((handle) => nextEvent(supervisor, 'agent:tool', (event) => event.agentId === handle.id)),
+    );
+    const [batch] = await queue.getJobs(['active']);
+    expect(batch?.name).toBe('agents');
+    // Another worker "took the batch over".
+    await redis.set(keys.jobLock(batch?.id ?? ''), 'token-of-the-new-owner');
+    const before = await Promise.all(handles.map((handle) => redis.xlen(keys.journal(handle.id))));
+    await vi.waitFor(() => expect(worker.runningAgents).toBe(0), { timeout: 20_000, interval: 50 });
+
+    expect(await Promise.all(handles.map((handle) => redis.xlen(keys.journal(handle.id))))).toEqual(before);
+    expect(await redis.hgetall(keys.batch(batch?.id ?? ''))).toEqual({});
+    for (const handle of handles) expect(await Job.fromId(queue, handle.id)).toBeUndefined();
+  });
+
+  it('hands a parked agent off to a job of its own, found by its id: instructions and remote decisions wake it', async () => {
+    const { supervisor, queue, queueName, worker } = setUp('park', {
+      providers: {
+        simulated: { kind: 'simulated', options: { waits: 1 } },
+        plan: { kind: 'module', module: path.join(repoRoot, 'test/fixtures/approvals/plan-provider.ts') },
+      },
+      definitions: [
+        waiter,
+        definition('asker', { permissions: { allow: [], ask: ['record_action'], deny: [] } }),
+      ],
+      toolModules: [{ module: path.join(repoRoot, 'test/fixtures/approvals/tools.ts') }],
+      approvals: { unattended: 'wait' },
+      parkAfterMs: 100,
+    });
+    await worker(['--concurrency', '10']);
+    const waiters = [0, 1].map((index) => supervisor.spawn('waiter', { task: `Wait ${index}.` }));
+    const asker = supervisor.spawn('asker', {
+      task: planTask([{ name: 'record_action', args: { note: 'gated' } }]),
+      provider: 'plan',
+    });
+    await Promise.all(
+      [...waiters, asker].map((handle) =>
+        nextEvent(supervisor, 'agent:parked', (event) => event.agentId === handle.id),
+      ),
+    );
+    // The batch is done with them: each waits in a job of its own, in the delayed set.
+    await vi.waitFor(async () => expect(await finishedJobs(queue)).toEqual(['agents']), { interval: 50 });
+    for (const handle of [...waiters, asker]) {
+      expect(await (await Job.fromId(queue, handle.id))?.getState()).toBe('delayed');
+    }
+    for (const handle of waiters) await supervisor.instruct(handle.id, `go on, ${handle.id}`);
+    const remote = await RemoteApprovals.connect({ redisUrl: server.url, queueName, prefix: PREFIX });
+    try {
+      const [request] = await remote.pending();
+      await remote.decide(request?.requestId ?? '', { approved: true, by: 'person', decider: 'test' });
+    } finally {
+      await remote.close();
+    }
+
+    const outcomes = await Promise.all([...waiters, asker].map((handle) => handle.result));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['completed', 'completed', 'completed']);
+    for (const handle of waiters) {
+      const journal = await supervisor.journal(handle.id);
+      expect(journal.filter((event) => event.type === 'Instructed')).toMatchObject([
+        { index: 0, text: `go on, ${handle.id}` },
+      ]);
+    }
+  });
+
+  it('cancels an agent of a running batch, one whose flag was set before the batch started, and one no worker took', async () => {
+    const running = setUp('cancel-running');
+    await running.worker(['--concurrency', '10']);
+    const [doomed, sibling] = [0, 1].map((index) =>
+      running.supervisor.spawn('slow', { task: `Slow ${index}.`, provider: 'slow' }),
+    );
+    await nextEvent(running.supervisor, 'agent:tool', (event) => event.agentId === doomed?.id);
+    doomed?.cancel('not needed');
+    expect(await doomed?.result).toMatchObject({ status: 'failed', reason: 'cancelled' });
+    expect(await sibling?.result).toMatchObject({ status: 'completed' });
+
+    // Cancelled while no worker runs: the worker that takes the batch reads the flag at once.
+    const early = setUp('cancel-early', { graceMs: 60_000 });
+    const [flagged, other] = [0, 1].map((index) =>
+      early.supervisor.spawn('stepper', { task: `Step ${index}.` }),
+    );
+    await vi.waitFor(async () => expect(await early.queue.getWaitingCount()).toBe(1), { interval: 20 });
+    flagged?.cancel('before any worker');
+    await early.worker(['--concurrency', '10']);
+    expect(await flagged?.result).toMatchObject({ status: 'failed', reason: 'cancelled' });
+    expect(await other?.result).toMatchObject({ status: 'completed' });
+    // Ended by the worker (its journal says so), not only settled by the supervisor.
+    expect((await early.supervisor.journal(flagged?.id ?? '')).at(-1)).toMatchObject({
+      type: 'Failed',
+      reason: 'cancelled',
+    });
+    expect(recordedSteps(early.recordFile).filter(([id]) => id === flagged?.id)).toEqual([]);
+
+    // No worker at all: close() settles both, and the batch job is removed.
+    const unserved = setUp('cancel-unserved', { graceMs: 100 });
+    const handles = [0, 1].map((index) => unserved.supervisor.spawn('stepper', { task: `Step ${index}.` }));
+    await vi.waitFor(async () => expect(await unserved.queue.getWaitingCount()).toBe(1), { interval: 20 });
+    await unserved.supervisor.close();
+    for (const handle of handles)
+      expect(await handle.result).toMatchObject({ status: 'failed', reason: 'cancelled' });
+    await vi.waitFor(async () => expect(await unserved.queue.getWaitingCount()).toBe(0), { interval: 20 });
+  });
+
+  it('retries a run that failed in a job of its own, and leaves its finished sibling alone', async () => {
+    const { supervisor, queue, keys, recordFile, worker } = setUp('retry', {
+      restart: { maxRetries: 1, baseDelayMs: 10 },
+    });
+    await worker(['--concurrency', '10']);
+    const done = supervisor.spawn('stepper', { task: 'Finishes.' });
+    const broken = supervisor.spawn('slow', { task: 'Its journal breaks.', provider: 'slow' });
+    // Listened for in the turn of the spawn: workers send per-request events only then.
+    const calling = nextEvent(supervisor, 'agent:tool', (event) => event.agentId === broken.id);
+    expect(await done.result).toMatchObject({ status: 'completed' });
+    await calling;
+    // An entry no worker wrote, past the end of the journal: every later append is refused, and
+    // so is every read.
+    await redis.xadd(keys.journal(broken.id), '1000000-0', 'e', 'not an event');
+    const outcome = await broken.result;
+
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'crashed', error: { code: 'job_failed' } });
+    // Its retry ran in a job of its own (and failed again: the journal stays broken).
+    const own = await Job.fromId(queue, broken.id);
+    expect(own?.name).toBe('agent');
+    expect(await own?.getState()).toBe('failed');
+    // The finished sibling did not run again.
+    expect(recordedSteps(recordFile).filter(([id]) => id === done.id)).toHaveLength(2);
+    expect(await Job.fromId(queue, done.id)).toBeUndefined();
+  });
+
+  it('keeps the batch hash and the agents’ keys retainSeconds after the batch', async () => {
+    const { supervisor, queue, keys, worker } = setUp('retain', { retainSeconds: 600 });
+    await worker(['--concurrency', '10']);
+    const handles = [0, 1].map((index) => supervisor.spawn('stepper', { task: `Step ${index}.` }));
+    for (const handle of handles) expect(await handle.result).toMatchObject({ status: 'completed' });
+    await vi.waitFor(async () => expect(await finishedJobs(queue)).toEqual(['agents']), { interval: 20 });
+    const [batch] = await queue.getJobs(['completed']);
+    const ttl = await redis.pttl(keys.batch(batch?.id ?? ''));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(600_000);
+    for (const handle of handles) expect(await redis.pttl(keys.journal(handle.id))).toBeGreaterThan(0);
+  });
+});
