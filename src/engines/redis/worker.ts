@@ -26,6 +26,7 @@ import {
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_KEY_PREFIX,
   DEFAULT_LOCK_DURATION_MS,
+  DEFAULT_MAX_BATCH_SIZE,
   DEFAULT_MAX_STALLED_COUNT,
   DEFAULT_QUEUE_NAME,
   DEFAULT_STALLED_INTERVAL_MS,
@@ -195,6 +196,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
     let agents = 0;
     let jobs = 0;
     let bullWorker: Worker | undefined;
+    const refillSlots = Math.min(DEFAULT_MAX_BATCH_SIZE, Math.ceil(prepared.concurrency / 2));
     const rebalance = (): void => {
       if (bullWorker) bullWorker.concurrency = Math.max(1, prepared.concurrency - agents + jobs);
     };
@@ -212,6 +214,9 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       release: (): void => {
         agents -= 1;
         rebalance();
+        // A batch still running keeps BullMQ from fetching (see wakeFetching): once enough
+        // slots are free for more work, the worker looks for it.
+        if (bullWorker && prepared.concurrency - agents >= refillSlots) wakeFetching(bullWorker);
       },
     };
     const ctx = {
@@ -345,4 +350,19 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
     await closeRedis(this.#subscriber);
     await closeRedis(this.#redis);
   }
+}
+
+/**
+ * Makes BullMQ's worker look for jobs now. It fetches only while it runs fewer jobs than its
+ * concurrency, and otherwise waits for one of its jobs to end: a batch whose agents have mostly
+ * ended is one job still running, so without this the slots they freed stayed idle until its last
+ * agent ended (a long one, on a worker that runs nothing else). BullMQ's own `resume()` wakes its
+ * main loop the same way: a settled promise on the loop's queue ends its wait, and the loop fetches
+ * while it is under its concurrency. `mainLoopQueue` is not public API (bullmq is pinned; a
+ * version without it leaves this a no-op, and the slots are used again when a job ends).
+ */
+function wakeFetching(worker: Worker): void {
+  const loop = (worker as unknown as { mainLoopQueue?: { add(item: Promise<unknown>): void } | null })
+    .mainLoopQueue;
+  loop?.add(Promise.resolve(undefined));
 }

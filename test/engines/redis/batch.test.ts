@@ -247,6 +247,28 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     for (const handle of handles) expect(await Job.fromId(queue, handle.id)).toBeUndefined();
   });
 
+  it('takes new work while a batch still runs one agent: the slots of its ended agents are used again', async () => {
+    const { supervisor, worker } = setUp('refill', {
+      providers: { stepper: stepperProvider(2), simulated: { kind: 'simulated', options: { waits: 1 } } },
+      definitions: [stepper, waiter],
+      maxBatchSize: 2,
+      // The waiter keeps its slot in the batch (it would leave it if it parked).
+      parkAfterMs: 600_000,
+    });
+    await worker(['--concurrency', '2']);
+    // One batch fills the worker: an agent that waits for an instruction, and one that ends at once.
+    const held = supervisor.spawn('waiter', { task: 'Wait.', provider: 'simulated' });
+    const quick = supervisor.spawn('stepper', { task: 'Step.', provider: 'stepper' });
+    await nextEvent(supervisor, 'agent:started', (event) => event.agentId === held.id);
+    expect(await quick.result).toMatchObject({ status: 'completed' });
+    // A lone agent, a job of its own: the worker has a free slot, but its one job (the batch) runs
+    // on. It must take the job now; the waiter is only instructed once this agent has ended.
+    const later = supervisor.spawn('stepper', { task: 'Later.', provider: 'stepper' });
+    expect(await later.result).toMatchObject({ status: 'completed' });
+    await supervisor.instruct(held.id, 'go on');
+    expect(await held.result).toMatchObject({ status: 'completed' });
+  });
+
   it('hands a parked agent off to a job of its own, found by its id: instructions and remote decisions wake it', async () => {
     const { supervisor, queue, queueName, worker } = setUp('park', {
       providers: {
