@@ -39,14 +39,17 @@ export class SignalSender {
     this.#scheduled = false;
     for (const [supervisorId, signals] of this.#pending) {
       const key = this.#keys.signals(supervisorId);
+      // Plain commands, not an explicit pipeline: on the worker's auto-pipelined connection they
+      // join the turn's auto-pipeline behind the journal's append call, which a commit queued
+      // before the signal. An explicit pipeline is written at once, ahead of it: the signal reached
+      // Redis before the events it reports.
+      const ignore = (): void => {
+        // Best effort: the supervisor reads outcomes from job state.
+      };
       this.#redis
-        .pipeline()
         .xadd(key, 'MAXLEN', '~', SIGNAL_STREAM_MAX_LENGTH, '*', 'm', JSON.stringify(signals))
-        .pexpire(key, STREAM_IDLE_TTL_MS)
-        .exec()
-        .catch(() => {
-          // Best effort: the supervisor reads outcomes from job state.
-        });
+        .catch(ignore);
+      this.#redis.pexpire(key, STREAM_IDLE_TTL_MS).catch(ignore);
     }
     this.#pending.clear();
   }

@@ -9,6 +9,7 @@ import { resolveRedisUrl } from '../../../src/engines/redis/connection.ts';
 import { Inbox } from '../../../src/engines/redis/inbox.ts';
 import { checkAgentId, ScaleoutKeys } from '../../../src/engines/redis/keys.ts';
 import { prepareRedisOptions } from '../../../src/engines/redis/options.ts';
+import { SignalSender } from '../../../src/engines/redis/signals.ts';
 import { RedisJournal, readRedisJournal } from '../../../src/engines/redis/stream-journal.ts';
 import type { AuditEventInput } from '../../../src/journal/events.ts';
 import { MemoryJournal } from '../../../src/journal/sink.ts';
@@ -55,6 +56,17 @@ function sampleEvents(agentId: string): AuditEventInput[] {
       displayedStateKeys: [],
     },
   ];
+}
+
+/** Counts the script calls (EVALSHA) `redis` writes, auto-pipelined or not. */
+function scriptCalls(redis: Redis) {
+  const original = redis.sendCommand.bind(redis);
+  const calls = vi.fn();
+  const sendCommand = vi.spyOn(redis, 'sendCommand').mockImplementation((command, stream) => {
+    if (command.name === 'evalsha') calls();
+    return original(command, stream);
+  });
+  return Object.assign(calls, { mockRestore: () => sendCommand.mockRestore() });
 }
 
 describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServerPath === undefined }, () => {
@@ -174,7 +186,7 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
     });
 
     it("sends a turn's commits of every journal on the connection in one script call", async () => {
-      const evalsha = vi.spyOn(redis, 'evalsha');
+      const evalsha = scriptCalls(redis);
       try {
         const streams = ['a7', 'a7b', 'a7c'].map(
           (id) => new RedisJournal({ redis, key: keys.journal(id), now: fixedClock }),
@@ -245,7 +257,7 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
     });
 
     it('sends events nobody committed at the end of the event-loop turn', async () => {
-      const evalsha = vi.spyOn(redis, 'evalsha');
+      const evalsha = scriptCalls(redis);
       try {
         const stream = new RedisJournal({ redis, key: keys.journal('a8'), now: fixedClock });
         for (const input of sampleEvents('a8')) stream.append(input);
@@ -256,6 +268,33 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
         expect(await readRedisJournal(redis, keys.journal('a8'))).toHaveLength(4);
       } finally {
         evalsha.mockRestore();
+      }
+    });
+
+    it('writes a commit to the connection before a signal sent after it in the same turn', async () => {
+      // The worker's connection auto-pipelines; an explicit pipeline (the signal sender's) is
+      // written at once, ahead of what the auto-pipeline still holds.
+      const worker = new Redis(server.url, { maxRetriesPerRequest: null, enableAutoPipelining: true });
+      const monitor = await new Redis(server.url).monitor();
+      try {
+        const seen: string[] = [];
+        monitor.on('monitor', (_time: string, args: string[]) => {
+          if (args[0] === 'evalsha' || args[0] === 'xadd') seen.push(String(args[0]));
+        });
+        await worker.ping();
+        await redis.ping();
+        const journal = new RedisJournal({ redis: worker, key: keys.journal('a8s'), now: fixedClock });
+        const signals = new SignalSender(worker, keys);
+        for (const input of sampleEvents('a8s')) journal.append(input);
+        // As the worker's onSignal does: commit, then send the signal that reports the events.
+        journal.commit();
+        signals.send('sup-a8s', { type: 'ended', agentId: 'a8s' });
+        await journal.flushed();
+        await vi.waitFor(() => expect(seen).toHaveLength(2));
+        expect(seen).toEqual(['evalsha', 'xadd']);
+      } finally {
+        monitor.disconnect();
+        await worker.quit();
       }
     });
 
