@@ -107,19 +107,26 @@ export interface AgentSlots {
   release(): void;
 }
 
+/**
+ * `parse()`'s job data, or BullMQ's UnrecoverableError with its message: data this worker cannot
+ * run fails its job at once, without the retries a failed run gets.
+ */
+export function parsedOrUnrecoverable<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    const { UnrecoverableError } = bullmq();
+    throw new UnrecoverableError(error instanceof Error ? error.message : String(error));
+  }
+}
+
 /** Runs `job`; resolves with the outcome, or throws DelayedError once the job is parked. */
 export async function processAgentJob(
   ctx: JobContext,
   job: Job,
   token: string | undefined,
 ): Promise<AgentOutcome> {
-  let data: AgentJobData;
-  try {
-    data = parseJobData(job.data, job.id);
-  } catch (error) {
-    const { UnrecoverableError } = bullmq();
-    throw new UnrecoverableError(error instanceof Error ? error.message : String(error));
-  }
+  const data = parsedOrUnrecoverable(() => parseJobData(job.data, job.id));
   const agentId = data.agent.agentId;
   try {
     const fence = token === undefined ? undefined : { key: ctx.keys.jobLock(agentId), token };

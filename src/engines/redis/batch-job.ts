@@ -26,34 +26,36 @@
 import type { Job } from 'bullmq';
 import { SystemError, serializeError } from '../../errors.ts';
 import type { AgentJobData, BatchJobData, BatchResult, ParkRequest } from '../../protocol/redis.ts';
-import { type Fence, finish, type JobContext, parkRun, runAgent } from './agent-job.ts';
+import {
+  type Fence,
+  finish,
+  type JobContext,
+  parkRun,
+  parsedOrUnrecoverable,
+  runAgent,
+} from './agent-job.ts';
 import { AGENT_JOB_NAME, HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
-import { batchAgentData, parseBatchJobData } from './job-data.ts';
+import { parseBatchJobData } from './job-data.ts';
 import { bullmq } from './packages.ts';
 import type { RedisJournal } from './stream-journal.ts';
 
 /** Runs every agent of batch `job` that has not ended or left it yet; resolves when each has. */
 export async function processBatchJob(ctx: JobContext, job: Job, token: string | undefined): Promise<null> {
-  let batch: BatchJobData;
-  try {
-    batch = parseBatchJobData(job.data, job.id);
-  } catch (error) {
-    const { UnrecoverableError } = bullmq();
-    throw new UnrecoverableError(error instanceof Error ? error.message : String(error));
-  }
+  const { batch, agents } = parsedOrUnrecoverable(() => parseBatchJobData(job.data, job.id));
   const batchId = job.id ?? '';
   const { redis, keys } = ctx;
   const batchKey = keys.batch(batchId);
   const entries = await redis.hgetall(batchKey);
   let todo: AgentJobData[] = [];
-  batch.agents.forEach((agent, index) => {
-    const entry = entries[agent.agentId];
-    if (entry === undefined) todo.push(batchAgentData(batch, index));
+  for (const data of agents) {
+    const { agentId } = data.agent;
+    const entry = entries[agentId];
+    if (entry === undefined) todo.push(data);
     else if (entry !== HANDED_OFF) {
       // Ended before the worker that ran it died: its end signal may never have left.
-      ctx.signals.send(batch.common.supervisorId, { type: 'ended', agentId: agent.agentId });
+      ctx.signals.send(batch.common.supervisorId, { type: 'ended', agentId });
     }
-  });
+  }
   if (job.attemptsStarted > 1 && todo.length > 0) {
     // Taken over: an agent whose worker died between adding its own job and saying so is that
     // job's now.

@@ -122,11 +122,18 @@ export function batchAgentData(batch: BatchJobData, index: number): AgentJobData
   };
 }
 
+/** Batch job data as read from Redis, with the job data of each of its agents. */
+export interface ParsedBatch {
+  readonly batch: BatchJobData;
+  /** Agent `i`'s job data, as a job of its own would carry it ({@link batchAgentData}). */
+  readonly agents: readonly AgentJobData[];
+}
+
 /**
- * Checks the shape of batch job data read from Redis. Throws SystemError `invalid_job` for data
- * this worker cannot run.
+ * Checks the shape of batch job data read from Redis, and each agent's job data as a job of its
+ * own is checked. Throws SystemError `invalid_job` for data this worker cannot run.
  */
-export function parseBatchJobData(value: unknown, jobId: string | undefined): BatchJobData {
+export function parseBatchJobData(value: unknown, jobId: string | undefined): ParsedBatch {
   const data = value as Partial<BatchJobData> | null;
   const problem =
     typeof data !== 'object' || data === null
@@ -155,8 +162,9 @@ export function parseBatchJobData(value: unknown, jobId: string | undefined): Ba
   }
   const batch = data as BatchJobData;
   // Each agent's data gets the checks a job of its own gets.
+  const agents: AgentJobData[] = [];
   for (const [index, agent] of batch.agents.entries()) {
-    parseJobData(batchAgentData(batch, index), agent?.agentId);
+    agents.push(parseJobData(batchAgentData(batch, index), agent?.agentId));
   }
-  return batch;
+  return { batch, agents };
 }

@@ -42,7 +42,11 @@ describe('batch job data', () => {
   const batch = batchJobData(agents, { attempts: 4, backoffMs: 1000 });
 
   it("gives back each agent's job data as a job of its own carries it, the shared fields once", () => {
-    const parsed = parseBatchJobData(JSON.parse(JSON.stringify(batch)), 'batch~1');
+    const { batch: parsed, agents: parsedAgents } = parseBatchJobData(
+      JSON.parse(JSON.stringify(batch)),
+      'batch~1',
+    );
+    expect(parsedAgents).toEqual(agents);
     expect(agents.map((_, index) => batchAgentData(parsed, index))).toEqual(agents);
     expect(Object.keys(parsed.providers)).toEqual(['fast', 'slow']);
     for (const [index, data] of agents.entries()) {
