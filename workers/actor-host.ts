@@ -251,7 +251,12 @@ class ActorHost {
   #run(spec: ActorSpec, signal: AbortSignal): Promise<AgentOutcome> {
     const journalPath = path.join(this.#config.journalDir, `${spec.agentId}.jsonl`);
     // Batched: the loop commits before each side effect, the host before each report (src/journal/writer.ts).
-    const journal = JournalWriter.open(journalPath, { fsync: this.#config.fsync, batch: true });
+    // Precreated: the engine creates new agents' files on the main thread (journal-precreator.ts).
+    const journal = JournalWriter.open(journalPath, {
+      fsync: this.#config.fsync,
+      batch: true,
+      precreated: !spec.resume,
+    });
     return this.#start(spec, signal, journal, journalPath).finally(() => journal.close());
   }
 

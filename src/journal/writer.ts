@@ -18,6 +18,8 @@
 import {
   closeSync,
   fdatasyncSync,
+  constants as fsConstants,
+  fstatSync,
   fsyncSync,
   ftruncateSync,
   mkdirSync,
@@ -68,11 +70,20 @@ export interface JournalWriterOptions {
   readonly batch?: boolean;
   /** Clock for `ts`. @default () => new Date() */
   readonly now?: () => Date;
+  /**
+   * The file was most likely created empty already, by another thread (the thread engine creates
+   * new agents' journals on the main thread, see src/engines/threads/journal-precreator.ts): open
+   * it without creating it, and create it only when it is missing. An empty file is a new journal;
+   * one with events is continued as always.
+   * @default false
+   */
+  readonly precreated?: boolean;
 }
 
 const POLICIES: readonly FsyncPolicy[] = ['always', 'interval', 'never'];
 
-type PreparedOptions = Required<Omit<JournalWriterOptions, 'now'>> & Pick<JournalWriterOptions, 'now'>;
+type PreparedOptions = Required<Omit<JournalWriterOptions, 'now' | 'precreated'>> &
+  Pick<JournalWriterOptions, 'now'>;
 
 /**
  * Batching writers that appended during this turn, each once (its `#queued` flag): an array
@@ -149,9 +160,9 @@ export class JournalWriter implements JournalSink {
    */
   static open(path: string, options: JournalWriterOptions = {}): JournalWriter {
     const prepared = prepareOptions(options);
-    // Most journals are new (one per agent): try to create the file first, which is one system
-    // call, and read only when it already exists.
-    const created = createNew(path);
+    // Most journals are new (one per agent): open the empty file someone created, or try to create
+    // the file, which is one system call, and read only when it already holds events.
+    const created = (options.precreated === true ? openEmpty(path) : undefined) ?? createNew(path);
     if (created !== undefined) {
       if (prepared.fsync !== 'never') syncDirectory(path);
       return new JournalWriter(path, created, undefined, prepared);
@@ -428,6 +439,28 @@ function readExisting(path: string): (JournalContents & { readonly byteLength: n
   }
   return { ...parseJournal(bytes), byteLength: bytes.length };
 }
+
+/** `path` opened for appending when it exists and is empty; undefined otherwise. */
+function openEmpty(path: string): number | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, APPEND_EXISTING);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw ioError(path, 'open', error);
+  }
+  try {
+    if (fstatSync(fd).size === 0) return fd;
+  } catch (error) {
+    closeSync(fd);
+    throw ioError(path, 'open', error);
+  }
+  closeSync(fd);
+  return undefined;
+}
+
+/** O_WRONLY | O_APPEND, without O_CREAT: opening never creates (nor takes the directory's lock to). */
+const APPEND_EXISTING = fsConstants.O_WRONLY | fsConstants.O_APPEND;
 
 /**
  * Creates `path` (and its directory) for appending; undefined when it already exists. 'ax' =

@@ -35,6 +35,7 @@ import { AdmissionServer } from './admission-server.ts';
 import { pendingToolCallsOf } from './blame.ts';
 import { HostPool, type HostRecord } from './host-pool.ts';
 import { InboxServer } from './inbox-server.ts';
+import { JournalPrecreator } from './journal-precreator.ts';
 import { Mailbox } from './mailbox.ts';
 import type { PreparedThreadOptions } from './options.ts';
 
@@ -101,9 +102,12 @@ export class ThreadEngine implements Engine {
    * this array's contents when it starts a host, so a host started later gets the current set.
    */
   readonly #wantedSignals: OptionalSignal[] = [];
+  /** Creates new agents' journal files on this thread, so hosts never create files at once. */
+  readonly #precreator: JournalPrecreator;
 
   constructor(options: ThreadEngineOptions, context: EngineContext) {
     this.#options = options;
+    this.#precreator = new JournalPrecreator(options.journalDir);
     this.#context = context;
     this.#host = context.host;
     this.#elsewhere = new Set([COMPLETE_TASK, WAIT_FOR_INSTRUCTION, ...context.hostTools.map((t) => t.name)]);
@@ -269,6 +273,7 @@ export class ThreadEngine implements Engine {
     for (const pids of this.#mcpProcesses.values()) killOrphans(pids);
     this.#mcpProcesses.clear();
     this.#admission.close();
+    this.#precreator.close();
     for (const agent of this.#agents.values()) agent.mailbox.abandon();
     if (this.#options.ownsJournalDir) rmSync(this.#options.journalDir, { recursive: true, force: true });
   }
@@ -346,6 +351,14 @@ export class ThreadEngine implements Engine {
       pool.spawnMany(host, specs).catch(() => {
         // The host died: its death handler restarts or fails these agents.
       });
+    }
+    // New agents' journal files are created here, one thread for all hosts, while they start.
+    if (batches.size > 0) {
+      this.#precreator.add(
+        [...batches.values()].map((specs) =>
+          specs.filter((spec) => !spec.resume).map((spec) => spec.agentId),
+        ),
+      );
     }
     for (const { agent, host } of placed) {
       const { agentId, resume } = agent.spec;
