@@ -89,7 +89,7 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
     it('holds exactly the events a memory journal holds for the same input, and reads back in order', async () => {
       const memory = new MemoryJournal({ now: fixedClock });
       const stream = new RedisJournal({ redis, key: keys.journal('a1'), now: fixedClock });
-      for (const input of sampleEvents('a1')) expect(stream.append(input)).toEqual(memory.append(input));
+      for (const input of sampleEvents('a1')) expect(stream.appendEvent(input)).toEqual(memory.append(input));
       await stream.flushed();
       const read = await readRedisJournal(redis, keys.journal('a1'));
       expect(read).toEqual(memory.events);
