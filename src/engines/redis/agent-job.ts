@@ -14,7 +14,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { Job, Queue } from 'bullmq';
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { isTroupeError } from '../../errors.ts';
 import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
 import type { OptionalSignal } from '../../protocol/messages.ts';
@@ -147,10 +147,11 @@ export async function processAgentJob(
       ended,
       batchId === undefined
         ? undefined
-        : (pipeline) => {
+        : (redis) => {
             const batchKey = ctx.keys.batch(batchId);
-            pipeline.hset(batchKey, agentId, HANDED_OFF);
-            if (data.retainSeconds !== undefined) pipeline.pexpire(batchKey, data.retainSeconds * 1000);
+            const record = redis.hset(batchKey, agentId, HANDED_OFF);
+            if (data.retainSeconds === undefined) return record;
+            return Promise.all([record, redis.pexpire(batchKey, data.retainSeconds * 1000)]);
           },
     );
     return ended.outcome;
@@ -392,14 +393,14 @@ export async function parkRun(
 
 /**
  * Clears what the agent's finished run left (its park mark when `run` saw one, its undecided
- * approval requests) and sets the retention of its keys (agent-state.ts); `more` adds commands to
- * the same round trip.
+ * approval requests) and sets the retention of its keys (agent-state.ts); `more` adds commands,
+ * sent in the same write.
  */
 export async function finish(
   ctx: JobContext,
   data: AgentJobData,
   run: Pick<FinishedRun, 'parkMarkSeen'>,
-  more?: (pipeline: ChainableCommander) => void,
+  more?: (redis: Redis) => Promise<unknown>,
 ): Promise<void> {
   await clearFinishedAgent(
     ctx.redis,

@@ -3,7 +3,7 @@
  * job finishes, with as few Redis commands as the guarantees allow: every command costs the worker
  * an encode, a reply parse and a promise, and the server a call (bench/RESULTS.md, cmds26).
  */
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { RedisApprovals } from './approvals.ts';
 import type { ScaleoutKeys } from './keys.ts';
@@ -41,8 +41,11 @@ export interface FinishedRun {
 
 /**
  * Clears a finished agent's park mark and undecided approval requests (and, with `retainSeconds`,
- * sets its keys to expire); `more` adds the caller's commands (a batch's record of the agent) to
- * the same pipeline. Without a mark, retention or `more`, that is one command.
+ * sets its keys to expire); `more` adds the caller's commands (a batch's record of the agent). Every
+ * command goes on the connection's auto-pipeline, so they leave in the turn's one write with
+ * whatever else the worker queued in it: an explicit pipeline here was a write (a system call, and
+ * a read event for Redis) of its own per agent (bench/RESULTS.md, redis27). Without a mark,
+ * retention or `more`, that is one command.
  */
 export async function clearFinishedAgent(
   redis: Redis,
@@ -50,28 +53,24 @@ export async function clearFinishedAgent(
   approvals: RedisApprovals,
   agentId: string,
   run: FinishedRun,
-  more?: (pipeline: ChainableCommander) => void,
+  more?: (redis: Redis) => Promise<unknown>,
 ): Promise<void> {
   const work: Promise<unknown>[] = [approvals.forget(agentId)];
-  if (run.parkMarkSeen || run.retainSeconds !== undefined || more !== undefined) {
-    const pipeline = redis.pipeline();
-    more?.(pipeline);
-    if (run.parkMarkSeen) pipeline.del(keys.parked(agentId));
-    if (run.retainSeconds !== undefined) {
-      const ms = run.retainSeconds * 1000;
-      for (const key of [
-        keys.journal(agentId),
-        keys.inbox(agentId),
-        keys.inboxAsked(agentId),
-        keys.cancel(agentId),
-        keys.meta(agentId),
-        keys.decisions(agentId),
-        keys.decisionWakeups(agentId),
-      ]) {
-        pipeline.pexpire(key, ms);
-      }
+  if (more !== undefined) work.push(more(redis));
+  if (run.parkMarkSeen) work.push(redis.del(keys.parked(agentId)));
+  if (run.retainSeconds !== undefined) {
+    const ms = run.retainSeconds * 1000;
+    for (const key of [
+      keys.journal(agentId),
+      keys.inbox(agentId),
+      keys.inboxAsked(agentId),
+      keys.cancel(agentId),
+      keys.meta(agentId),
+      keys.decisions(agentId),
+      keys.decisionWakeups(agentId),
+    ]) {
+      work.push(redis.pexpire(key, ms));
     }
-    work.push(pipeline.exec());
   }
   await Promise.all(work);
 }

@@ -5,7 +5,7 @@ import { RedisAdmission } from '../../../src/engines/redis/admission.ts';
 import { clearFinishedAgent, readAgentStart } from '../../../src/engines/redis/agent-state.ts';
 import { RedisApprovals } from '../../../src/engines/redis/approvals.ts';
 import { BlockingPool } from '../../../src/engines/redis/blocking-pool.ts';
-import { resolveRedisUrl } from '../../../src/engines/redis/connection.ts';
+import { closeRedis, connectRedis, resolveRedisUrl } from '../../../src/engines/redis/connection.ts';
 import { Inbox } from '../../../src/engines/redis/inbox.ts';
 import { checkAgentId, ScaleoutKeys } from '../../../src/engines/redis/keys.ts';
 import { prepareRedisOptions } from '../../../src/engines/redis/options.ts';
@@ -89,7 +89,7 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
     it('holds exactly the events a memory journal holds for the same input, and reads back in order', async () => {
       const memory = new MemoryJournal({ now: fixedClock });
       const stream = new RedisJournal({ redis, key: keys.journal('a1'), now: fixedClock });
-      for (const input of sampleEvents('a1')) expect(stream.append(input)).toEqual(memory.append(input));
+      for (const input of sampleEvents('a1')) expect(stream.appendEvent(input)).toEqual(memory.append(input));
       await stream.flushed();
       const read = await readRedisJournal(redis, keys.journal('a1'));
       expect(read).toEqual(memory.events);
@@ -583,6 +583,34 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       await redis.xadd(keys.journal('s3'), '1-0', 'e', 'x');
       await clearFinishedAgent(redis, keys, approvals, 's3', { parkMarkSeen: false, retainSeconds: 60 });
       expect(await redis.pttl(keys.journal('s3'))).toBeGreaterThan(0);
+    });
+
+    it("sends a finished agent's clean-up and the caller's commands in one write", async () => {
+      // A worker's connection (auto-pipelined), as the worker ends its agents on.
+      const worker = connectRedis(server.url, 'test-worker');
+      try {
+        const approvals = new RedisApprovals(worker, keys);
+        await worker.set('s5-ping', '1');
+        const write = vi.spyOn(worker.stream, 'write');
+        try {
+          await clearFinishedAgent(
+            worker,
+            keys,
+            approvals,
+            's5',
+            { parkMarkSeen: true, retainSeconds: 60 },
+            (r) => r.hset('s5-batch', 's5', '{"outcome":{}}'),
+          );
+          // One socket write for the DEL of the approval requests, the park mark's DEL, the
+          // retention's PEXPIREs and the caller's HSET: an explicit pipeline was a write of its own.
+          expect(write).toHaveBeenCalledTimes(1);
+        } finally {
+          write.mockRestore();
+        }
+        expect(await worker.hget('s5-batch', 's5')).toBe('{"outcome":{}}');
+      } finally {
+        await closeRedis(worker);
+      }
     });
 
     it('costs one command to end an agent that neither parked nor asked for approval', async () => {
