@@ -170,7 +170,14 @@ class ActorHost {
     this.#scheduleFlush();
   }
 
-  /** One message per event-loop turn for every signal and end of the turn, instead of one each. */
+  /**
+   * One message per event-loop turn for every signal, end and instruction wait of the turn,
+   * instead of one each (the inbox client calls this when it queues a wait or an abandon).
+   */
+  scheduleFlush(): void {
+    this.#scheduleFlush();
+  }
+
   #scheduleFlush(): void {
     if (this.#flushScheduled) return;
     this.#flushScheduled = true;
@@ -183,13 +190,17 @@ class ActorHost {
   #flush(): void {
     const signals = this.#signals;
     const ended = this.#ended;
-    if (signals.length === 0 && ended.length === 0) return;
+    const inbox = this.#inbox.take();
+    if (signals.length === 0 && ended.length === 0 && inbox === undefined) return;
     // The same two arrays every time (postMessage copies them at once): a fresh `[]` starts out
     // holding small integers only, and #end's optimized push deopted on the first outcome.
     try {
       // The supervisor hears of an event only once it is in the agent's journal.
       JournalWriter.commitAll();
-      this.#post({ type: 'batch', signals, ended });
+      // The waits ride along: the supervisor parks them before it reads the signals.
+      this.#post(
+        inbox === undefined ? { type: 'batch', signals, ended } : { type: 'batch', signals, ended, inbox },
+      );
     } finally {
       signals.length = 0;
       ended.length = 0;
@@ -385,13 +396,16 @@ function collectGarbage(): void {
 
 /** The piscina task: host agents until the supervisor shuts this host down. */
 export default async function actorHost(task: HostTask): Promise<void> {
+  let carrier: ActorHost | undefined;
   const host = new ActorHost(
     task.config,
     new CallbackClient(task.callback),
     task.events,
     new AdmissionClient(task.admission, task.config.admissionKeys),
-    new InboxClient(task.inbox),
+    // Instruction waits go up in the host's events batch (one post per turn for both).
+    new InboxClient(task.inbox, () => carrier?.scheduleFlush()),
   );
+  carrier = host;
   const finished = host.finished();
   Comlink.expose(host.control(), task.control as unknown as Comlink.Endpoint);
   task.events.postMessage({ type: 'ready', hostId: task.config.hostId, threadId } satisfies HostEventMessage);

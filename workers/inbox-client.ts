@@ -1,6 +1,7 @@
 /**
  * The host's end of its inbox port: an agent's `wait_for_instruction` asks the supervisor for
- * instruction number n here. Waits asked in one event-loop turn go up as one message; each answer
+ * instruction number n here. Waits asked in one event-loop turn go up as one message (the actor
+ * host carries it in its events batch: see the constructor); each answer
  * comes down as its own message, as soon as the supervisor has it. An agent's tool call waiting for
  * approval asks for the decision on its request here too, one message each (they are rare).
  */
@@ -10,6 +11,7 @@ import {
   INBOX_NO_TIMEOUT,
   INBOX_WAIT_STRIDE,
   type InboxDownMessage,
+  type InboxRequestMessage,
   type InboxUpMessage,
 } from '../src/protocol/messages.ts';
 import { TicketedRequests, withoutWithdrawn } from './ticketed-requests.ts';
@@ -30,15 +32,25 @@ export class InboxClient {
   #waits: number[] = [];
   #agents: string[] = [];
   #abandons: number[] = [];
+  readonly #carried: boolean;
+  /** With a carrier: what the last flush gathered, for {@link take}. */
+  #taken: InboxRequestMessage | undefined;
 
-  constructor(port: AdmissionEndpoint<InboxDownMessage, InboxUpMessage>) {
+  /**
+   * Without `carry`, waits asked in one turn go up as one message on the port at the end of the
+   * turn. With it, `carry` is called whenever waits or abandons are queued, and whoever carries
+   * them (the actor host, in its events batch) collects them with {@link take} later in that turn.
+   */
+  constructor(port: AdmissionEndpoint<InboxDownMessage, InboxUpMessage>, carry?: () => void) {
     this.#port = port;
+    this.#carried = carry !== undefined;
     // Parking is not the latency path (the delivery is): waits asked in one turn share a message.
     this.#requests = new TicketedRequests<string | null>({
       flush: (withdrawn) => this.#flush(withdrawn),
       firstUnsent: () => this.#waits[0],
       cancelSent: (ticket) => this.#abandons.push(ticket),
       settleAborted: (settle) => settle.resolve(null),
+      ...(carry ? { schedule: carry } : {}),
     });
     port.on('message', (message) => {
       // Not answered: the wait was abandoned while its answer was on the way.
@@ -98,6 +110,17 @@ export class InboxClient {
     return this.#requests.wait(ticket, signal);
   }
 
+  /**
+   * The waits and abandons queued since the last call, as one message (undefined when there are
+   * none), for a carrier to send in its own message. Only with a carrier.
+   */
+  take(): InboxRequestMessage | undefined {
+    this.#requests.flushNow();
+    const taken = this.#taken;
+    this.#taken = undefined;
+    return taken;
+  }
+
   #flush(withdrawn: ReadonlySet<number>): void {
     let waits = this.#waits;
     let agents = this.#agents;
@@ -111,6 +134,8 @@ export class InboxClient {
       agents = kept.parallel;
     }
     if (waits.length === 0 && abandons.length === 0) return;
-    this.#port.postMessage({ type: 'inbox', waits, agents, abandons });
+    const message: InboxRequestMessage = { type: 'inbox', waits, agents, abandons };
+    if (this.#carried) this.#taken = message;
+    else this.#port.postMessage(message);
   }
 }

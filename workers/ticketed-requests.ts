@@ -48,6 +48,11 @@ export interface TicketedRequestsHooks<T> {
   readonly cancelSent: (ticket: number) => void;
   /** Settles a request whose signal aborted. */
   readonly settleAborted: AbortSettler<T>;
+  /**
+   * Arranges for {@link TicketedRequests.flushNow} to be called later in this turn, instead of the
+   * requests' own `setImmediate` (a client whose requests ride in another message's flush).
+   */
+  readonly schedule?: () => void;
 }
 
 /** Tickets, waiters and the per-turn flush of one client. */
@@ -99,6 +104,10 @@ export class TicketedRequests<T> {
 
   /** Flushes at the end of this event-loop turn (once, however often it is asked). */
   schedule(): void {
+    if (this.#hooks.schedule) {
+      this.#hooks.schedule();
+      return;
+    }
     if (this.#flushScheduled) return;
     this.#flushScheduled = true;
     setImmediate(() => {

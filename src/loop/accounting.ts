@@ -150,7 +150,9 @@ function countAtCuts(counter: TokenCounter, piece: string, previous: CountedPiec
     previous.cut > 0 &&
     piece.length > previous.cut &&
     isSafeCut(piece, previous.cut) &&
-    piece.startsWith(previous.text.slice(0, previous.cut))
+    // Equality of two slices, not startsWith: V8 compares equal-length flat strings with a memory
+    // compare, and startsWith char by char (~1 ns a character: ~8 µs for a full piece, per request).
+    piece.slice(0, previous.cut) === previous.text.slice(0, previous.cut)
   ) {
     from = previous.cut;
     before = previous.before;

@@ -8,6 +8,7 @@ import { RESULT_NOT_FITTED_TEXT } from '../projection/constants.ts';
 import type { ApprovalDecision } from '../protocol/approvals.ts';
 import type { ToolCall } from '../providers/types.ts';
 import type { ReplayDisposition } from '../replay/types.ts';
+import { WAIT_FOR_INSTRUCTION } from '../tools/builtin/orchestration.ts';
 import type { ApprovalAsk, ToolCallResult } from '../tools/toolbox.ts';
 import type { Tool, ToolOutcome } from '../tools/types.ts';
 import { approvalHook, recordDecision } from './approvals.ts';
@@ -92,8 +93,10 @@ export function runToolCall(
 ): Promise<ToolOutcome & Pick<ToolCallResult, 'denied'>> {
   ctx.currentCallId = callId;
   // The call (and everything before it) is stored before the tool can act: a restarted agent then
-  // knows it started, and never runs it again unasked.
-  ctx.commitJournal();
+  // knows it started, and never runs it again unasked. wait_for_instruction commits itself, with
+  // its Waiting event, before it asks for the instruction (its first effect; nothing before it in
+  // the toolbox acts, and an approval commits before it asks): one write per instruction, not two.
+  if (ctx.toolbox.canonicalName(modelName) !== WAIT_FOR_INSTRUCTION) ctx.commitJournal();
   // Not an async function: a parked agent's wait_for_instruction call runs here.
   const running: Promise<ToolOutcome & Pick<ToolCallResult, 'denied'>> = untilAborted(
     ctx.toolbox.call(modelName, args, {

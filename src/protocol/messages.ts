@@ -18,7 +18,8 @@
  *   {@link AdmissionGrantMessage} down, each batched per event-loop turn. Every provider request
  *   on a limited key crosses it twice, so it avoids comlink's per-call cost (an id, a listener and
  *   a response message per call).
- * - inbox (both ways, raw): instruction waits, {@link InboxRequestMessage} up (batched per turn)
+ * - inbox (both ways, raw): instruction waits, {@link InboxRequestMessage} up (batched per turn;
+ *   an actor host sends it inside its events `batch` instead, see {@link HostEventMessage})
  *   and {@link InstructionDeliveryMessage} down, one per delivery, posted the moment `send()` wakes
  *   a parked wait; approval waits likewise ({@link ApprovalWaitMessage} up, one per request, and
  *   {@link DecisionDeliveryMessage} down). Comlink puts one 'message' listener on its port per pending call, so with
@@ -449,12 +450,15 @@ export type HostEventMessage =
   /**
    * What a host's agents did in one event-loop turn: their signals, then the agents that ended
    * (an agent's last signals always come before its end). One message per turn, not one per
-   * signal and one per end.
+   * signal and one per end. `inbox` carries the instruction waits asked and abandoned in the same
+   * turn (the supervisor parks them before it reads the signals): a parked agent's `waiting`
+   * signal and its wait cost the host one post and the main thread one wake-up, not two.
    */
   | {
       readonly type: 'batch';
       readonly signals: readonly AgentSignal[];
       readonly ended: readonly AgentEnded[];
+      readonly inbox?: InboxRequestMessage;
     }
   | { readonly type: 'host_error'; readonly error: SerializedError }
   /**
@@ -512,7 +516,8 @@ export const INBOX_WAIT_STRIDE = 3;
 export const INBOX_NO_TIMEOUT = -1;
 
 /**
- * host -> main on the inbox port: the instruction waits asked and abandoned in one event-loop turn.
+ * host -> main: the instruction waits asked and abandoned in one event-loop turn, inside the
+ * host's events `batch` (the inbox port's server takes it too, as it comes).
  * Flat arrays, as admission's, because cloning numbers and strings costs a fraction of objects.
  */
 export type InboxRequestMessage = {

@@ -129,3 +129,57 @@ describe('the loop with a batching journal writer', () => {
     expect(verifyJournalFile(copy).ok).toBe(true);
   });
 });
+
+describe('wait_for_instruction with a batching journal writer', () => {
+  it('writes its ToolCall with Waiting, in one write, before it asks for the instruction', async () => {
+    const dir = tempDir('troupe-commit-');
+    const file = path.join(dir, 'agent-1.jsonl');
+    const journal = JournalWriter.open(file, { batch: true });
+    // The event types each write added to the file.
+    const writes: string[][] = [];
+    let stored = 0;
+    const commit = journal.commit.bind(journal);
+    journal.commit = () => {
+      commit();
+      const events = onDisk(file);
+      if (events.length > stored) writes.push(events.slice(stored).map((event) => event.type));
+      stored = events.length;
+    };
+    const atWait: (string | undefined)[] = [];
+    try {
+      const outcome = await runAgent({
+        agentId: 'agent-1',
+        definition: makeDefinition({ tools: ['wait_for_instruction', 'complete_task'] }),
+        task: 'Wait, then complete.',
+        provider: new ScriptedProvider([
+          () => ({ toolCalls: [{ id: 'w1', name: 'wait_for_instruction', arguments: {} }] }),
+          () => ({ toolCalls: [{ id: 'c1', name: 'complete_task', arguments: { result: { done: true } } }] }),
+        ]),
+        model: 'test-model',
+        registry: createToolRegistry([]),
+        cwd: tempDir('troupe-commit-'),
+        journal,
+        systemPrompt: 'SYSTEM',
+        sleep: async () => {},
+        channels: {
+          completeTask: async () => ({ accepted: true }),
+          waitForInstruction: async () => {
+            atWait.push(
+              ...onDisk(file)
+                .slice(-2)
+                .map((event) => event.type),
+            );
+            return 'go';
+          },
+        },
+      });
+      expect(outcome.status).toBe('completed');
+    } finally {
+      journal.close();
+    }
+    // Everything before the wait is on disk when it asks, in one write (not one for the call and one for Waiting).
+    expect(atWait).toEqual(['ToolCall', 'Waiting']);
+    expect(writes).toContainEqual(['ProviderReceipt', 'ToolCall', 'Waiting']);
+    expect(verifyJournalFile(file).ok).toBe(true);
+  });
+});

@@ -89,6 +89,8 @@ export class ThreadEngine implements Engine {
   readonly #pausedUntil = new Map<string, number>();
   /** Stdio MCP server processes of each live host, killed if the host dies. */
   readonly #mcpProcesses = new Map<HostRecord, Set<number>>();
+  /** Each host's inbox server: the waits a host's events batch carries are parked there. */
+  readonly #inboxes = new WeakMap<HostRecord, InboxServer>();
   #pool: HostPool | undefined;
   #starting: Promise<void> | undefined;
   #scheduleQueued = false;
@@ -156,12 +158,15 @@ export class ThreadEngine implements Engine {
       },
       callbacks: this.#callbacks(),
       serveAdmission: (_host, port: MessagePort) => new AdmissionServer(this.#admission, admissionKeys, port),
-      serveInbox: (_host, port: MessagePort) =>
-        new InboxServer(
+      serveInbox: (host, port: MessagePort) => {
+        const server = new InboxServer(
           port,
           (agentId) => this.#runningMailbox(agentId),
           (request) => this.#host.report({ type: 'approval', agentId: request.agentId, request }),
-        ),
+        );
+        this.#inboxes.set(host, server);
+        return server;
+      },
       onMessage: (host, message) => this.#onHostMessage(host, message),
     });
     this.#pool = pool;
@@ -406,6 +411,8 @@ export class ThreadEngine implements Engine {
   #onHostMessage(host: HostRecord, message: HostEventMessage): void {
     switch (message.type) {
       case 'batch': {
+        // Waits first: a listener of the turn's `waiting` signal that sends finds the wait parked.
+        if (message.inbox !== undefined) this.#inboxes.get(host)?.handle(message.inbox);
         for (const signal of message.signals) this.#host.report(signal);
         if (message.ended.length === 0) return;
         for (const { agentId, outcome } of message.ended) {

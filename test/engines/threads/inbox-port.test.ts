@@ -252,3 +252,58 @@ describe('instruction inbox over a port', () => {
     expect(getEventListeners(aborted.signal, 'abort')).toHaveLength(0);
   });
 });
+
+describe('instruction waits carried in another message', () => {
+  it('queues waits and abandons for the carrier, in order, and posts nothing on the port', async () => {
+    const posted: unknown[] = [];
+    let toClient: (message: InstructionDeliveryMessage) => void = () => {};
+    const hostEnd: AdmissionEndpoint<InstructionDeliveryMessage, InboxRequestMessage> = {
+      postMessage: (message) => posted.push(message),
+      on: (_event, listener) => {
+        toClient = listener;
+      },
+    };
+    let carries = 0;
+    const client = new InboxClient(hostEnd, () => {
+      carries += 1;
+    });
+    const a = new Mailbox();
+    const b = new Mailbox();
+    const mainEnd: AdmissionEndpoint<InboxRequestMessage, InstructionDeliveryMessage> = {
+      postMessage: (message) => toClient(structuredClone(message)),
+      on: () => {},
+    };
+    const server = new InboxServer(mainEnd, (agentId) =>
+      agentId === 'a' ? a : agentId === 'b' ? b : undefined,
+    );
+    const cancelled = new AbortController();
+    const first = tracked(client.wait('a', 0, undefined, cancelled.signal));
+    const second = tracked(client.wait('b', 0, 250, fresh()));
+    expect(carries).toBe(2);
+    await turn();
+    expect(posted).toHaveLength(0);
+    const batch = client.take();
+    expect(batch).toEqual({
+      type: 'inbox',
+      waits: [1, 0, INBOX_NO_TIMEOUT, 2, 0, 250],
+      agents: ['a', 'b'],
+      abandons: [],
+    });
+    expect(client.take()).toBeUndefined();
+    server.handle(structuredClone(batch as InboxRequestMessage));
+    expect(server.parked).toBe(2);
+    cancelled.abort();
+    await Promise.resolve();
+    expect(first.settled && first.text === null).toBe(true);
+    expect(carries).toBe(3);
+    const abandon = client.take();
+    expect(abandon).toEqual({ type: 'inbox', waits: [], agents: [], abandons: [1] });
+    server.handle(structuredClone(abandon as InboxRequestMessage));
+    expect(server.parked).toBe(1);
+    expect(a.isWaiting).toBe(false);
+    b.send('go');
+    await turn();
+    expect(second).toEqual({ settled: true, text: 'go' });
+    expect(posted).toHaveLength(0);
+  });
+});
