@@ -162,10 +162,19 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     for (const handle of handles) expect(await handle.result).toMatchObject({ status: 'completed' });
 
     expect(most).toBe(2);
-    // Both batches ran whole, one after the other: no agent needed a job of its own.
-    await vi.waitFor(async () => expect(await finishedJobs(queue)).toEqual(['agents', 'agents']), {
-      interval: 20,
-    });
+    // Both batch jobs ran, the second after a slot of the first had freed. When only one slot was
+    // free as the worker took the second (the first batch's agents end a moment apart, and a freed
+    // slot wakes the worker's fetch), it ran one agent and handed the other off to a job of its
+    // own (docs/scaleout.md, "Batches"): which one happens is timing, the bound above is not.
+    await vi.waitFor(
+      async () => {
+        const jobs = await finishedJobs(queue);
+        expect(jobs.filter((name) => name === 'agents')).toHaveLength(2);
+        expect(jobs.filter((name) => name !== 'agents').length).toBeLessThanOrEqual(1);
+        expect(jobs.filter((name) => name !== 'agents').every((name) => name === 'agent')).toBe(true);
+      },
+      { interval: 20 },
+    );
   });
 
   it("resumes a SIGKILLed worker's batch on another worker: only its unfinished agents run again, and every outcome arrives", async () => {
