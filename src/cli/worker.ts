@@ -64,7 +64,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         ...optional('lockDurationMs', integer('--lock-duration-ms', flags.lockDurationMs, 1)),
         ...optional('stalledIntervalMs', integer('--stalled-interval-ms', flags.stalledIntervalMs, 1)),
         ...optional('maxStalledCount', integer('--max-stalled', flags.maxStalled, 0)),
-        // This process is ours: its workers get the actor hosts' young generation, in a thread
+        // This process is ours: its workers get a large young generation (twice the hosts'), in a thread
         // (the main thread's is fixed by node flags at start, which a CLI cannot set for itself).
         youngGenerationMb: WORKER_YOUNG_GENERATION_MB,
       };

@@ -43,13 +43,14 @@ export interface WorkerGroupOptions extends RedisWorkerOptions {
 }
 
 /**
- * The young generation `troupe worker` gives its workers, as the thread backend gives its actor
- * hosts: a worker running hundreds of agents allocates ~90 KiB per model request, and with Node's
- * default (16 MiB semi-spaces, on the main thread as in a thread) it scavenged ~100 times per
- * 2,500 agents; with 96 (32 MiB semi-spaces) ~64 times, for 2-7 % less worker CPU
- * (bench/RESULTS.md, redis25).
+ * The young generation `troupe worker` gives its workers: twice the actor hosts' (semi-spaces of
+ * 64 MiB). A worker running hundreds of agents allocates ~90 KiB per model request; with Node's
+ * default (16 MiB semi-spaces) it scavenged ~100 times per 2,500 agents, with 96 ~64 times, for
+ * 2-7 % less worker CPU (bench/RESULTS.md, redis25), and 192 took the workers' CPU per 1,000-agent
+ * fan-out from a median of 770-810 ms to 730-740 in three alternated pairs (lead, session 5). A
+ * worker process is the machine's job, so it spends up to ~96 MiB more memory per worker on this.
  */
-export const WORKER_YOUNG_GENERATION_MB = DEFAULT_HOST_YOUNG_GENERATION_MB;
+export const WORKER_YOUNG_GENERATION_MB = 2 * DEFAULT_HOST_YOUNG_GENERATION_MB;
 
 /** Events of a {@link WorkerGroup}. */
 export interface WorkerGroupEvents {
