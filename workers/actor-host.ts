@@ -167,7 +167,7 @@ class ActorHost {
   #signal(signal: AgentSignal): void {
     if (OPTIONAL_SIGNALS.has(signal.type) && !this.#wanted.has(signal.type)) return;
     this.#signals.push(signal);
-    this.#scheduleFlush();
+    this.scheduleFlush();
   }
 
   /**
@@ -175,10 +175,6 @@ class ActorHost {
    * instead of one each (the inbox client calls this when it queues a wait or an abandon).
    */
   scheduleFlush(): void {
-    this.#scheduleFlush();
-  }
-
-  #scheduleFlush(): void {
     if (this.#flushScheduled) return;
     this.#flushScheduled = true;
     setImmediate(() => {
@@ -248,7 +244,7 @@ class ActorHost {
     this.#actors.delete(agentId);
     // In the batch after the agent's last signals, so the supervisor sees its last round first.
     this.#ended.push({ agentId, outcome });
-    this.#scheduleFlush();
+    this.scheduleFlush();
     this.#checkIdle();
   }
 
