@@ -141,19 +141,15 @@ export async function processAgentJob(
       throw new DelayedError();
     }
     const { batchId } = data;
-    await finish(
-      ctx,
-      data,
-      ended,
-      batchId === undefined
-        ? undefined
-        : (redis) => {
-            const batchKey = ctx.keys.batch(batchId);
-            const record = redis.hset(batchKey, agentId, HANDED_OFF);
-            if (data.retainSeconds === undefined) return record;
-            return Promise.all([record, redis.pexpire(batchKey, data.retainSeconds * 1000)]);
-          },
-    );
+    let handedOff: Promise<unknown> | undefined;
+    if (batchId !== undefined) {
+      const batchKey = ctx.keys.batch(batchId);
+      handedOff = ctx.redis.hset(batchKey, agentId, HANDED_OFF);
+      if (data.retainSeconds !== undefined) {
+        handedOff = Promise.all([handedOff, ctx.redis.pexpire(batchKey, data.retainSeconds * 1000)]);
+      }
+    }
+    await finish(ctx, data, ended, handedOff);
     return ended.outcome;
   } catch (error) {
     if (error instanceof bullmq().DelayedError || !isTroupeError(error)) throw error;
@@ -393,14 +389,14 @@ export async function parkRun(
 
 /**
  * Clears what the agent's finished run left (its park mark when `run` saw one, its undecided
- * approval requests) and sets the retention of its keys (agent-state.ts); `more` adds commands,
- * sent in the same write.
+ * approval requests) and sets the retention of its keys (agent-state.ts); `more` is the caller's
+ * commands issued in this turn, sent in the same write and waited for too.
  */
 export async function finish(
   ctx: JobContext,
   data: AgentJobData,
   run: Pick<FinishedRun, 'parkMarkSeen'>,
-  more?: (redis: Redis) => Promise<unknown>,
+  more?: Promise<unknown>,
 ): Promise<void> {
   await clearFinishedAgent(
     ctx.redis,

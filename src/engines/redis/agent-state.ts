@@ -41,11 +41,12 @@ export interface FinishedRun {
 
 /**
  * Clears a finished agent's park mark and undecided approval requests (and, with `retainSeconds`,
- * sets its keys to expire); `more` adds the caller's commands (a batch's record of the agent). Every
- * command goes on the connection's auto-pipeline, so they leave in the turn's one write with
- * whatever else the worker queued in it: an explicit pipeline here was a write (a system call, and
- * a read event for Redis) of its own per agent (bench/RESULTS.md, redis27). Without a mark,
- * retention or `more`, that is one command.
+ * sets its keys to expire), and waits for them and for `more`, the caller's commands issued on the
+ * same connection in this turn (a batch's record of the agent). Every command goes on the
+ * connection's auto-pipeline, so they leave in the turn's one write with whatever else the worker
+ * queued in it: an explicit pipeline here was a write (a system call, and a read event for Redis)
+ * of its own per agent (bench/RESULTS.md, redis27). Without a mark, retention or `more`, that is
+ * one command.
  */
 export async function clearFinishedAgent(
   redis: Redis,
@@ -53,10 +54,10 @@ export async function clearFinishedAgent(
   approvals: RedisApprovals,
   agentId: string,
   run: FinishedRun,
-  more?: (redis: Redis) => Promise<unknown>,
+  more?: Promise<unknown>,
 ): Promise<void> {
   const work: Promise<unknown>[] = [approvals.forget(agentId)];
-  if (more !== undefined) work.push(more(redis));
+  if (more !== undefined) work.push(more);
   if (run.parkMarkSeen) work.push(redis.del(keys.parked(agentId)));
   if (run.retainSeconds !== undefined) {
     const ms = run.retainSeconds * 1000;

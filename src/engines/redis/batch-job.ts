@@ -107,7 +107,7 @@ async function runBatchAgent(ctx: JobContext, at: BatchRun, data: AgentJobData):
     if (ended === undefined) return;
     const { outcome } = ended;
     const result: BatchResult = { outcome };
-    await finish(ctx, data, ended, (redis) => redis.hset(at.key, agentId, JSON.stringify(result)));
+    await finish(ctx, data, ended, ctx.redis.hset(at.key, agentId, JSON.stringify(result)));
     // Stored first: a supervisor that misses this signal reads the outcome from the batch.
     ctx.signals.send(data.supervisorId, { type: 'ended', agentId, outcome });
     ctx.agentEnded(agentId, 'completed');
@@ -122,8 +122,11 @@ async function runBatchAgent(ctx: JobContext, at: BatchRun, data: AgentJobData):
       const reason = serializeError(error);
       const result: BatchResult = { failed: `${reason.code}: ${reason.message}` };
       // Where the run failed is unknown: the park mark is deleted whether it was there or not.
-      await finish(ctx, data, { parkMarkSeen: true }, (redis) =>
-        redis.hset(at.key, agentId, JSON.stringify(result)),
+      await finish(
+        ctx,
+        data,
+        { parkMarkSeen: true },
+        ctx.redis.hset(at.key, agentId, JSON.stringify(result)),
       );
       ctx.signals.send(data.supervisorId, { type: 'ended', agentId });
       ctx.agentEnded(agentId, 'failed');

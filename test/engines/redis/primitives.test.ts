@@ -599,7 +599,7 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
             approvals,
             's5',
             { parkMarkSeen: true, retainSeconds: 60 },
-            (r) => r.hset('s5-batch', 's5', '{"outcome":{}}'),
+            worker.hset('s5-batch', 's5', '{"outcome":{}}'),
           );
           // One socket write for the DEL of the approval requests, the park mark's DEL, the
           // retention's PEXPIREs and the caller's HSET: an explicit pipeline was a write of its own.
