@@ -23,6 +23,15 @@
  * benchmark reports Redis's `aof_delayed_fsync` counter: writes Redis held back because the
  * previous fsync had not finished (a busy disk), which stalls the redis side alone.
  *
+ * Redis's automatic AOF rewrite is off (`auto-aof-rewrite-percentage 0`). Every run keeps its
+ * 1,000 journals (as the threads side keeps its files), so the AOF doubled every few runs, and
+ * each time Redis forked a child that rewrote the whole data set (100+ MB) at an arbitrary moment:
+ * its CPU was counted on neither side, and it took a core from whichever side ran then, threads or
+ * redis (the timed runs' wall times fell into a fast and a slow group, 360 vs 600 ms on the
+ * threads side, and the figure swung 1.27-1.75 between full runs). It is background upkeep
+ * of Redis's persistence, as writeback of the journal files is the kernel's on the threads side,
+ * and neither is priced here; `aofRewrites` reports the rewrites in the timed runs (0).
+ *
  * Run: node --import tsx bench/scaleout.ts [--quick]
  */
 import { execFileSync } from 'node:child_process';
@@ -169,7 +178,7 @@ export async function runScaleoutBench({ quick }: { readonly quick: boolean }): 
   const { agents, reps, warmup: warmupRuns } = quick ? QUICK : FULL;
   const definition = workerDefinition();
   const cwd = scratchDir('scaleout');
-  const redis = await TestRedis.start({ appendfsync: 'everysec' });
+  const redis = await TestRedis.start({ appendfsync: 'everysec', autoAofRewrite: false });
   const queueName = `bench-${process.pid}`;
   const shared = {
     cwd: cwd.dir,
@@ -214,6 +223,7 @@ export async function runScaleoutBench({ quick }: { readonly quick: boolean }): 
       `scaleout N=${agents} (warm-up): threads ${walls(warmThreads)} ms, redis ${walls(warmRedis)} ms\n`,
     );
     const delayedFsyncBefore = redisInfo(redis.port, 'aof_delayed_fsync');
+    const rewritesBefore = redisInfo(redis.port, 'aof_rewrites');
     const callsBefore = redisCommandCalls(redis.port);
     const threadsRuns: Run[] = [];
     const redisRuns: Run[] = [];
@@ -233,6 +243,7 @@ export async function runScaleoutBench({ quick }: { readonly quick: boolean }): 
       );
     }
     const delayedFsyncAfter = redisInfo(redis.port, 'aof_delayed_fsync');
+    const rewritesAfter = redisInfo(redis.port, 'aof_rewrites');
     const callsAfter = redisCommandCalls(redis.port);
     // Commands per agent on the redis side (the threads side sends none), Lua's inner calls included.
     const commandsPerAgent = Object.fromEntries(
@@ -306,6 +317,9 @@ export async function runScaleoutBench({ quick }: { readonly quick: boolean }): 
           delayedFsyncBefore === undefined || delayedFsyncAfter === undefined
             ? null
             : delayedFsyncAfter - delayedFsyncBefore,
+        /** AOF rewrites during the timed runs: 0, automatic rewrites are off (see the module comment). */
+        aofRewrites:
+          rewritesBefore === undefined || rewritesAfter === undefined ? null : rewritesAfter - rewritesBefore,
         /** The untimed full-size fan-outs of each side, in order (support/warmup.ts). */
         warmup: { threads: warmThreads, redis: warmRedis, steadyTolerance: STEADY_TOLERANCE },
         threadsRuns,

@@ -67,7 +67,7 @@ function commandCalls(port: number): Map<string, { calls: number; usec: number }
 
 const definition = workerDefinition();
 const cwd = scratchDir('scaleout-profile');
-const redis = await TestRedis.start({ appendfsync: 'everysec' });
+const redis = await TestRedis.start({ appendfsync: 'everysec', autoAofRewrite: false });
 const queueName = `profile-${process.pid}`;
 const supervisor = new RedisSupervisor({
   cwd: cwd.dir,
