@@ -27,8 +27,8 @@
  * 1,000 journals (as the threads side keeps its files), so the AOF doubled every few runs, and
  * each time Redis forked a child that rewrote the whole data set (100+ MB) at an arbitrary moment:
  * its CPU was counted on neither side, and it took a core from whichever side ran then, threads or
- * redis (the timed runs' wall times fell into a fast and a slow group, 360 vs 600 ms on the
- * threads side, and the figure swung 1.27-1.75 between full runs). It is background upkeep
+ * redis (the threads side's timed runs fell into a fast and a slow group, ~360 vs ~600 ms, which
+ * is part of why the figure swung 1.27-1.75 between full runs). It is background upkeep
  * of Redis's persistence, as writeback of the journal files is the kernel's on the threads side,
  * and neither is priced here; `aofRewrites` reports the rewrites in the timed runs (0).
  *
