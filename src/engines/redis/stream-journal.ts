@@ -1,15 +1,16 @@
 /**
  * The audit journal on a Redis Stream, one per agent: the same events, chained exactly as a file or
- * memory journal chains them (src/journal/chain.ts). One stream entry per commit: its field `e`
- * holds the committed events' canonical JSON lines joined by `\n` (JSONL, as a file journal stores
- * them), and its id is `<seq + 1>-0` of its last event, so ids grow with the chain and the stream's
- * top id tells where the chain ends. A stream written one entry per event (by earlier versions)
- * reads the same way: each of its entries is a commit of one line. Earlier versions read only
- * such streams: a worker of an earlier version cannot resume an agent a newer one journaled.
+ * memory journal chains them (src/journal/chain.ts). One stream entry per script call that carries
+ * the journal's events: its field `e` holds the events' canonical JSON lines joined by `\n` (JSONL,
+ * as a file journal stores them), and its id is `<seq + 1>-0` of its last event, so ids grow with
+ * the chain and the stream's top id tells where the chain ends. A stream written one entry per
+ * event (by earlier versions) reads the same way: each of its entries holds one line. Earlier
+ * versions read only such streams: a worker of an earlier version cannot resume an agent a newer
+ * one journaled.
  *
- * Why one entry per commit: an entry per event cost Redis one `XADD` (and one AOF record) per
- * event, ~3.3 µs of server CPU each, 4-5 per model request; the journal's script was the largest
- * share of the server's time on the scaleout workload (bench/RESULTS.md, redis25).
+ * Why not an entry per event: that cost Redis one `XADD` (and one AOF record) per event, ~3.3 µs
+ * of server CPU each, 4-5 per model request; the journal's script was the largest share of the
+ * server's time on the scaleout workload (bench/RESULTS.md, redis25).
  *
  * `append` is synchronous for the loop (it computes the event and queues the write); the write is
  * an atomic compare-and-append script that refuses a gap, a different entry at the same position,
@@ -22,11 +23,13 @@
  * "Batched appends"): events wait in memory until {@link RedisJournal.commit}, which the loop
  * calls before every side effect (a model request, a tool's start, a wait, its end) and the
  * worker before every signal it sends, or until the end of the turn at the latest. A commit
- * queues the events as one entry for the turn's script call, which every journal on the
- * connection shares and which leaves at the end of the turn (queued behind this journal's own
- * unanswered call, if any): the moment ioredis's auto-pipelining wrote each journal's own call
+ * adds the journal to the turn's script call, which every journal on the connection shares and
+ * which leaves at the end of the turn (or, while this journal's previous entry is unanswered, to
+ * the call after that answer): the moment ioredis's auto-pipelining wrote each journal's own call
  * before, so the events leave no later than they did, and before anything the worker queues on
- * the connection after the commit (the signal that reports them). A side effect outside Redis
+ * the connection after the commit (the signal that reports them). The entry is cut when the call
+ * is built, so it holds everything the journal appended by then: a turn's commits (the call of a
+ * tool and the next request, say) cost one entry, not one each. A side effect outside Redis
  * (a model request) may start before the call is written, as it could before: only
  * {@link RedisJournal.flushed} says Redis has the events.
  *
@@ -126,9 +129,9 @@ function commitTurn(): void {
   groupsToSend.clear();
 }
 
-/** One journal's entry in a group call, and how its append ended (1, 0 or an error text). */
+/** One journal's entry in a group call: the script's KEYS pair and ARGV quintuple for it. */
 interface GroupEntry {
-  readonly key: string;
+  readonly journal: RedisJournal;
   readonly fenceKey: string;
   readonly token: string;
   readonly previous: string;
@@ -136,41 +139,47 @@ interface GroupEntry {
   readonly text: string;
   /** Entries the writer knows the stream holds, -1 when it does not know. */
   readonly entries: number;
-  readonly done: (status: unknown) => void;
-  readonly failed: (error: unknown) => void;
 }
 
 /**
  * The commits of every journal on one connection during one event-loop turn, sent as one script
  * call at its end (`setImmediate`: when ioredis's auto-pipelining writes what a turn queued, so
  * the call leaves no later than per-journal calls did). A call per agent and commit cost the
- * worker a command, a promise and a reply each, and Redis a script call each.
+ * worker a command, a promise and a reply each, and Redis a script call each. The group holds the
+ * journals themselves, not their entries: each journal's entry is cut when the call is built, so
+ * everything a journal held by then (its commits of the turn, and what it appended after them)
+ * leaves as one entry, and the answer goes back to the journal without a promise per entry.
  */
 class AppendGroup {
   readonly #redis: Redis;
-  #entries: GroupEntry[] = [];
+  #journals: RedisJournal[] = [];
   #scheduled = false;
 
   constructor(redis: Redis) {
     this.#redis = redis;
   }
 
-  add(entry: Omit<GroupEntry, 'done' | 'failed'>): Promise<unknown> {
-    return new Promise((done, failed) => {
-      this.#entries.push({ ...entry, done, failed });
-      if (endingTurn) groupsToSend.add(this);
-      else if (!this.#scheduled) {
-        this.#scheduled = true;
-        setImmediate(() => this.send());
-      }
-    });
+  /** Sends what `journal` holds with this turn's call. */
+  add(journal: RedisJournal): void {
+    this.#journals.push(journal);
+    if (endingTurn) groupsToSend.add(this);
+    else if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(() => this.send());
+    }
   }
 
-  /** Sends every entry added so far. */
+  /** Sends every journal added so far. */
   send(): void {
     this.#scheduled = false;
-    const entries = this.#entries;
-    this.#entries = [];
+    const journals = this.#journals;
+    if (journals.length === 0) return;
+    this.#journals = [];
+    const entries: GroupEntry[] = [];
+    for (const journal of journals) {
+      const entry = journal.takeEntry();
+      if (entry !== undefined) entries.push(entry);
+    }
     let from = 0;
     while (from < entries.length) {
       let to = from;
@@ -183,7 +192,7 @@ class AppendGroup {
         chars += (entries[to] as GroupEntry).text.length;
         to += 1;
       }
-      this.#call(entries.slice(from, to));
+      this.#call(from === 0 && to === entries.length ? entries : entries.slice(from, to));
       from = to;
     }
   }
@@ -192,20 +201,38 @@ class AppendGroup {
     const keys: string[] = [];
     const args: string[] = [];
     for (const entry of entries) {
-      keys.push(entry.key, entry.fenceKey);
+      keys.push(entry.journal.key, entry.fenceKey);
       args.push(entry.token, entry.previous, entry.id, entry.text, String(entry.entries));
     }
     APPEND.run(this.#redis, keys, args).then(
       (reply) => {
         const statuses: unknown[] = Array.isArray(reply) ? reply : [];
-        entries.forEach((entry, index) => {
-          entry.done(statuses[index]);
-        });
+        for (let i = 0; i < entries.length; i += 1) {
+          settleEach((entries[i] as GroupEntry).journal, statuses[i], undefined);
+        }
       },
       (error: unknown) => {
-        for (const entry of entries) entry.failed(error);
+        for (const entry of entries) settleEach(entry.journal, undefined, { error });
       },
     );
+  }
+}
+
+/**
+ * Answers one journal of a call. A throwing `onFailure` does not leave the call's other journals
+ * unanswered: its error is thrown on its own, as an uncaught exception.
+ */
+function settleEach(
+  journal: RedisJournal,
+  status: unknown,
+  failed: { readonly error: unknown } | undefined,
+): void {
+  try {
+    journal.settle(status, failed);
+  } catch (error) {
+    queueMicrotask(() => {
+      throw error;
+    });
   }
 }
 
@@ -248,6 +275,8 @@ export interface RedisJournalOptions {
 
 /** A journal sink that appends to a Redis Stream. */
 export class RedisJournal implements JournalSink {
+  /** The agent's journal stream. */
+  readonly key: string;
   readonly #redis: Redis;
   readonly #key: string;
   readonly #fence: { readonly key: string; readonly token: string } | undefined;
@@ -263,7 +292,12 @@ export class RedisJournal implements JournalSink {
   readonly #pending: string[] = [];
   #pendingSeq = 0;
   #pendingEvents = 0;
-  #writing: Promise<void> | undefined;
+  /** Added to its group for the next call (its entry is cut then). */
+  #queued = false;
+  /** An entry was sent and is not answered yet: the next one waits for the answer. */
+  #inFlight = false;
+  /** {@link flushed} callers waiting for every append so far to be answered. */
+  #waiters: { resolve: () => void; reject: (error: SystemError) => void }[] | undefined;
   #failure: SystemError | undefined;
   /** Entries the stream holds as far as this journal knows (-1: it does not). */
   #entries: number;
@@ -271,6 +305,7 @@ export class RedisJournal implements JournalSink {
   constructor(options: RedisJournalOptions) {
     this.#redis = options.redis;
     this.#key = options.key;
+    this.key = options.key;
     this.#fence = options.fence;
     this.#onFailure = options.onFailure;
     this.#now = options.now ?? (() => new Date());
@@ -329,7 +364,7 @@ export class RedisJournal implements JournalSink {
     this.#pending.push(canonical, head.lastHash);
     this.#pendingEvents += 1;
     if (this.#pendingEvents >= MAX_BATCH) this.commit();
-    else if (this.#writing === undefined) {
+    else if (!this.#queued && !this.#inFlight) {
       uncommitted.add(this);
       if (!turnCommitScheduled) {
         turnCommitScheduled = true;
@@ -341,58 +376,89 @@ export class RedisJournal implements JournalSink {
 
   /**
    * Sends the events appended so far: as one entry in this turn's group call, or, while an earlier
-   * entry is unanswered, in the call after its answer (a journal's entries never overlap, see the
-   * write loop). Never throws; a failed append is reported through `onFailure` and {@link flushed}.
+   * entry is unanswered, in the call after its answer (a journal's entries never overlap: an entry
+   * sent before the previous one is answered could overtake it, since after a server restart
+   * EVALSHA fails over to EVAL). Never throws; a failed append is reported through `onFailure`
+   * and {@link flushed}.
    */
   commit(): void {
     uncommitted.delete(this);
-    if (this.#pendingEvents > 0) this.#writing ??= this.#write();
+    if (this.#pendingEvents > 0 && !this.#queued && !this.#inFlight && !this.#failure) {
+      this.#queued = true;
+      groupOf(this.#redis).add(this);
+    }
   }
 
   /** Resolves once every append so far is acknowledged; rejects with the failure if one failed. */
-  async flushed(): Promise<void> {
+  flushed(): Promise<void> {
     this.commit();
-    while (this.#writing) await this.#writing;
-    if (this.#failure) throw this.#failure;
+    if (this.#failure) return Promise.reject(this.#failure);
+    if (!this.#queued && !this.#inFlight) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.#waiters ??= [];
+      this.#waiters.push({ resolve, reject });
+    });
   }
 
   /**
-   * Sends what is pending, one entry at a time, each with every event queued meanwhile: an entry
-   * sent before the previous one is answered could overtake it (after a server restart, EVALSHA
-   * fails over to EVAL), and one entry per event would cost Redis an XADD each.
+   * The group's call is being built: the entry of up to MAX_BATCH of the events held (one entry
+   * per event would cost Redis an XADD each), now in flight; undefined when there is nothing to
+   * send (a failure since the commit).
    */
-  async #write(): Promise<void> {
-    try {
-      while (this.#pendingEvents > 0 && !this.#failure) {
-        const firstSeq = this.#pendingSeq;
-        const count = Math.min(this.#pendingEvents, MAX_BATCH);
-        const text = entryText(this.#pending, count);
-        this.#pending.splice(0, 2 * count);
-        this.#pendingEvents -= count;
-        this.#pendingSeq = firstSeq + count;
-        try {
-          const status = await groupOf(this.#redis).add({
-            key: this.#key,
-            fenceKey: this.#fence?.key ?? this.#key,
-            token: this.#fence?.token ?? '',
-            previous: firstSeq === 0 ? '0-0' : entryId(firstSeq - 1),
-            id: entryId(firstSeq + count - 1),
-            text,
-            entries: this.#entries,
-          });
-          // The stream's length with the entry (appended), 0 (it had landed already) or an error.
-          if (typeof status !== 'number' || status < 0) this.#fail(String(status));
-          else this.#entries = status > 0 ? status : this.#entries < 0 ? -1 : this.#entries + 1;
-        } catch (error) {
-          this.#fail(error);
-        }
-      }
-      if (this.#failure) {
-        this.#pending.length = 0;
-        this.#pendingEvents = 0;
-      }
-    } finally {
-      this.#writing = undefined;
+  takeEntry(): GroupEntry | undefined {
+    this.#queued = false;
+    if (this.#failure || this.#pendingEvents === 0) {
+      this.#settled();
+      return undefined;
+    }
+    const firstSeq = this.#pendingSeq;
+    const count = Math.min(this.#pendingEvents, MAX_BATCH);
+    const text = entryText(this.#pending, count);
+    if (count === this.#pendingEvents) this.#pending.length = 0;
+    else this.#pending.splice(0, 2 * count);
+    this.#pendingEvents -= count;
+    this.#pendingSeq = firstSeq + count;
+    this.#inFlight = true;
+    return {
+      journal: this,
+      fenceKey: this.#fence?.key ?? this.#key,
+      token: this.#fence?.token ?? '',
+      previous: firstSeq === 0 ? '0-0' : entryId(firstSeq - 1),
+      id: entryId(firstSeq + count - 1),
+      text,
+      entries: this.#entries,
+    };
+  }
+
+  /**
+   * The answer to this journal's entry: the stream's length with the entry (appended), 0 (it had
+   * landed already) or an error text; or how the call failed. Events held meanwhile go next.
+   */
+  settle(status: unknown, failed?: { readonly error: unknown }): void {
+    this.#inFlight = false;
+    if (failed !== undefined) this.#fail(failed.error);
+    else if (typeof status !== 'number' || status < 0) this.#fail(String(status));
+    else this.#entries = status > 0 ? status : this.#entries < 0 ? -1 : this.#entries + 1;
+    if (this.#failure) {
+      this.#pending.length = 0;
+      this.#pendingEvents = 0;
+    } else if (this.#pendingEvents > 0) {
+      this.#queued = true;
+      groupOf(this.#redis).add(this);
+      return;
+    }
+    this.#settled();
+  }
+
+  /** Nothing is queued or in flight: {@link flushed} callers learn how it ended. */
+  #settled(): void {
+    const waiters = this.#waiters;
+    if (waiters === undefined) return;
+    this.#waiters = undefined;
+    const failure = this.#failure;
+    for (const waiter of waiters) {
+      if (failure) waiter.reject(failure);
+      else waiter.resolve();
     }
   }
 

@@ -330,7 +330,7 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       const [first, second, third] = sampleEvents('a15');
       const writer = new RedisJournal({ redis, key: keys.journal('a15'), now: fixedClock });
       if (first) writer.append(first);
-      writer.commit();
+      await writer.flushed();
       if (second) writer.append(second);
       await writer.flushed();
       // Lost with a server that restarted from an older file, or a failover: one entry is gone.
@@ -381,7 +381,7 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       const [first, second, third] = sampleEvents('a17');
       const writer = new RedisJournal({ redis, key: keys.journal('a17'), now: fixedClock });
       if (first) writer.append(first);
-      writer.commit();
+      await writer.flushed();
       if (second) writer.append(second);
       await writer.flushed();
       // Journals are never edited so (docs/scaleout.md): the top replaced by an entry above the next id.
@@ -400,13 +400,19 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       });
     });
 
-    it('stores one entry per commit, with the id of its last event, as JSONL', async () => {
-      const [first, ...rest] = sampleEvents('a10');
+    it('stores what it holds when its call leaves as one entry, with the id of its last event, as JSONL', async () => {
+      const [first, second, ...rest] = sampleEvents('a10');
       const memory = new MemoryJournal({ now: fixedClock });
       const stream = new RedisJournal({ redis, key: keys.journal('a10'), now: fixedClock });
       if (first) {
         stream.append(first);
         memory.append(first);
+      }
+      await stream.flushed();
+      // Committed, then more appended in the same turn: the turn's call takes them all, as one entry.
+      if (second) {
+        stream.append(second);
+        memory.append(second);
       }
       stream.commit();
       for (const input of rest) {
@@ -418,6 +424,28 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       expect(entries.map(([id]) => id)).toEqual(['1-0', '4-0']);
       expect(entries[1]?.[1][1]?.split('\n')).toHaveLength(3);
       expect(await readRedisJournal(redis, keys.journal('a10'))).toEqual(memory.events);
+    });
+
+    it('holds what is appended while its entry is unanswered, and sends it as the next entry', async () => {
+      const [first, ...rest] = sampleEvents('a10b');
+      const memory = new MemoryJournal({ now: fixedClock });
+      const stream = new RedisJournal({ redis, key: keys.journal('a10b'), now: fixedClock });
+      if (first) {
+        stream.append(first);
+        memory.append(first);
+      }
+      stream.commit();
+      // The call leaves at the end of this turn; what follows is appended before its answer.
+      await new Promise((resolve) => setImmediate(resolve));
+      for (const input of rest) {
+        stream.append(input);
+        memory.append(input);
+        stream.commit();
+      }
+      await stream.flushed();
+      const entries = await redis.xrange(keys.journal('a10b'), '-', '+');
+      expect(entries.map(([id]) => id)).toEqual(['1-0', '4-0']);
+      expect(await readRedisJournal(redis, keys.journal('a10b'))).toEqual(memory.events);
     });
 
     it('reads and continues a stream written one entry per event', async () => {
