@@ -300,6 +300,15 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     ['deny', 'wait'],
     'deny',
   );
+  const maxPendingInstructions = positiveInt(
+    'maxPendingInstructions',
+    options.maxPendingInstructions,
+    DEFAULT_MAX_PENDING_INSTRUCTIONS,
+  );
+  const retainEndedAgents =
+    options.retainEndedAgents === Number.POSITIVE_INFINITY
+      ? Number.POSITIVE_INFINITY
+      : positiveInt('retainEndedAgents', options.retainEndedAgents, DEFAULT_RETAIN_ENDED_AGENTS, 0);
   // Last: it creates the temporary journal directory, which an invalid option must not leave behind.
   const threads = prepareThreadOptions(options, backend === 'threads');
   return {
@@ -320,15 +329,8 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     hostTools: options.hostTools ?? {},
     restart,
     graceMs,
-    maxPendingInstructions: positiveInt(
-      'maxPendingInstructions',
-      options.maxPendingInstructions,
-      DEFAULT_MAX_PENDING_INSTRUCTIONS,
-    ),
-    retainEndedAgents:
-      options.retainEndedAgents === Number.POSITIVE_INFINITY
-        ? Number.POSITIVE_INFINITY
-        : positiveInt('retainEndedAgents', options.retainEndedAgents, DEFAULT_RETAIN_ENDED_AGENTS, 0),
+    maxPendingInstructions,
+    retainEndedAgents,
     cwd: path.resolve(options.cwd ?? process.cwd()),
     definitions: options.definitions ?? [],
     compat: options.compat ?? true,

@@ -115,18 +115,10 @@ export function prepareThreadOptions(
       { option: 'heartbeat.timeoutMs' },
     );
   }
-  const ownsJournalDir = options.journalDir === undefined && createJournalDir;
-  const journalDir = options.journalDir
-    ? path.resolve(options.journalDir)
-    : createJournalDir
-      ? mkdtempSync(path.join(tmpdir(), 'troupe-journals-'))
-      : tmpdir();
-  return {
+  const checked = {
     threads: positiveInt('threads', options.threads, Math.max(1, Math.min(2, availableParallelism()))),
     isolation: oneOf('isolation', options.isolation, ['shared', 'thread'], 'shared'),
     maxAgentsPerThread: positiveInt('maxAgentsPerThread', options.maxAgentsPerThread, 10_000),
-    journalDir,
-    ownsJournalDir,
     fsync: oneOf('fsync', options.fsync, ['always', 'interval', 'never'], 'never'),
     heartbeatIntervalMs,
     heartbeatTimeoutMs,
@@ -136,4 +128,12 @@ export function prepareThreadOptions(
     maxBystanderRestarts: positiveInt('maxBystanderRestarts', options.maxBystanderRestarts, 10, 0),
     execArgv: options.execArgv ?? [],
   };
+  // Last, once every option is known to be valid: an invalid one must not leave a directory behind.
+  const ownsJournalDir = options.journalDir === undefined && createJournalDir;
+  const journalDir = options.journalDir
+    ? path.resolve(options.journalDir)
+    : createJournalDir
+      ? mkdtempSync(path.join(tmpdir(), 'troupe-journals-'))
+      : tmpdir();
+  return { ...checked, journalDir, ownsJournalDir };
 }
