@@ -401,9 +401,10 @@ export class RedisJournal implements JournalSink {
   }
 
   /**
-   * The group's call is being built: the entry of up to MAX_BATCH of the events held (one entry
-   * per event would cost Redis an XADD each), now in flight; undefined when there is nothing to
-   * send (a failure since the commit).
+   * For the journal's {@link AppendGroup} only (not part of the sink's interface). The group's
+   * call is being built: the entry of up to MAX_BATCH of the events held (one entry per event
+   * would cost Redis an XADD each), now in flight; undefined when there is nothing to send (a
+   * failure since the commit).
    */
   takeEntry(): GroupEntry | undefined {
     this.#queued = false;
@@ -431,8 +432,9 @@ export class RedisJournal implements JournalSink {
   }
 
   /**
-   * The answer to this journal's entry: the stream's length with the entry (appended), 0 (it had
-   * landed already) or an error text; or how the call failed. Events held meanwhile go next.
+   * For the journal's {@link AppendGroup} only. The answer to this journal's entry: the stream's
+   * length with the entry (appended), 0 (it had landed already) or an error text; or how the call
+   * failed. Events held meanwhile go next.
    */
   settle(status: unknown, failed?: { readonly error: unknown }): void {
     this.#inFlight = false;
