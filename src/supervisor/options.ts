@@ -248,6 +248,13 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     oneOf(`providers.${name}.kind`, config.kind, PROVIDER_KINDS, 'simulated');
   }
   for (const [key, limit] of Object.entries(options.limits ?? {})) {
+    if (typeof limit !== 'object' || limit === null || Array.isArray(limit)) {
+      throw new UserError(
+        'invalid_option',
+        `Expected \`limits.${key}\` to be an object of provider limits, got ${describeValue(limit)}`,
+        { option: `limits.${key}` },
+      );
+    }
     positiveInt(`limits.${key}.concurrency`, limit.concurrency, 1);
     positiveInt(`limits.${key}.tokensPerMinute`, limit.tokensPerMinute, 1);
     if (limit.requestsPerInterval !== undefined) {

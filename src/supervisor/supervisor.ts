@@ -5,7 +5,6 @@
  * (`backend: 'threads'`) or `troupe worker` processes through Redis (`backend: 'redis'`). This file
  * is the public API; the agents' lifecycle is in agents.ts.
  */
-import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { EventEmitter } from 'eventemitter3';
 import type { AgentDefinition } from '../definition/types.ts';
@@ -50,16 +49,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   constructor(options: SupervisorOptions = {}) {
     super();
-    const prepared = prepareSupervisorOptions(options);
-    this.#options = prepared;
-    try {
-      this.#tracing = prepared.tracing === false ? undefined : new AgentTracing(prepared.tracing);
-      this.#agents = new Agents(prepared, this, this.#tracing);
-    } catch (error) {
-      // A supervisor that could not be built is never closed: its temporary journal directory goes now.
-      if (prepared.ownsJournalDir) rmSync(prepared.journalDir, { recursive: true, force: true });
-      throw error;
-    }
+    this.#options = prepareSupervisorOptions(options);
+    this.#tracing = this.#options.tracing === false ? undefined : new AgentTracing(this.#options.tracing);
+    this.#agents = new Agents(this.#options, this, this.#tracing);
   }
 
   override on<T extends EventEmitter.EventNames<SupervisorEvents>>(

@@ -29,6 +29,7 @@ describe('a Supervisor without journalDir', () => {
     ['fsync', { fsync: 'sometimes' as never }],
     ['maxPendingInstructions', { maxPendingInstructions: 0 }],
     ['retainEndedAgents', { retainEndedAgents: -1 }],
+    ['limits.simulated', { limits: { simulated: null as never } }],
   ];
   for (const [option, options] of invalid) {
     it(`refuses an invalid ${option} without leaving a directory behind`, () => {
