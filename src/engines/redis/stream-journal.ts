@@ -277,7 +277,8 @@ export interface RedisJournalOptions {
 export class RedisJournal implements JournalSink {
   /** The agent's journal stream. */
   readonly key: string;
-  readonly #redis: Redis;
+  /** The turn's script call of this journal's connection. */
+  readonly #group: AppendGroup;
   readonly #key: string;
   readonly #fence: { readonly key: string; readonly token: string } | undefined;
   readonly #onFailure: ((error: SystemError) => void) | undefined;
@@ -303,7 +304,7 @@ export class RedisJournal implements JournalSink {
   #entries: number;
 
   constructor(options: RedisJournalOptions) {
-    this.#redis = options.redis;
+    this.#group = groupOf(options.redis);
     this.#key = options.key;
     this.key = options.key;
     this.#fence = options.fence;
@@ -383,10 +384,13 @@ export class RedisJournal implements JournalSink {
    */
   commit(): void {
     uncommitted.delete(this);
-    if (this.#pendingEvents > 0 && !this.#queued && !this.#inFlight && !this.#failure) {
-      this.#queued = true;
-      groupOf(this.#redis).add(this);
-    }
+    if (this.#pendingEvents > 0 && !this.#queued && !this.#inFlight && !this.#failure) this.#enqueue();
+  }
+
+  /** Joins the connection's next script call; the entry is cut when the call is built. */
+  #enqueue(): void {
+    this.#queued = true;
+    this.#group.add(this);
   }
 
   /** Resolves once every append so far is acknowledged; rejects with the failure if one failed. */
@@ -445,8 +449,7 @@ export class RedisJournal implements JournalSink {
       this.#pending.length = 0;
       this.#pendingEvents = 0;
     } else if (this.#pendingEvents > 0) {
-      this.#queued = true;
-      groupOf(this.#redis).add(this);
+      this.#enqueue();
       return;
     }
     this.#settled();
