@@ -35,7 +35,6 @@
  * Run: node --import tsx bench/scaleout.ts [--quick]
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RedisSupervisor } from '../src/supervisor/redis-supervisor.ts';
@@ -52,6 +51,7 @@ import { type BenchOutput, round } from './support/figures.ts';
 import { loadAverage } from './support/machine.ts';
 import { median } from './support/stats.ts';
 import { checked } from './support/targets.ts';
+import { processCpuMs } from './support/thread-cpu.ts';
 import { STEADY_TOLERANCE, type WarmupRuns, warmUntilSteady } from './support/warmup.ts';
 import { assertCompleted, NOOP_TOOL_MODULE, scratchDir, workerDefinition } from './support/workload.ts';
 
@@ -78,21 +78,6 @@ const providers = {
 function redisServerVersion(server: string): string {
   const text = execFileSync(server, ['--version'], { encoding: 'utf8' });
   return /v=(\S+)/.exec(text)?.[1] ?? text.trim();
-}
-
-/** `/proc` counts in clock ticks of 10 ms (USER_HZ is 100 on every Linux Node supports). */
-const MS_PER_TICK = 10;
-
-/** CPU ms (user + system, every thread) of another process, or undefined without /proc. */
-function processCpuMs(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * MS_PER_TICK;
-  } catch {
-    return undefined;
-  }
 }
 
 /** `INFO <section>` of the server on `port`, or undefined (no redis-cli). */

@@ -8,13 +8,13 @@
  *
  *   node --import tsx bench/support/redis-journal-cpu.ts [--journals 500] [--turns 40] [--reps 8] [--fake]
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { RedisJournal } from '../../src/engines/redis/stream-journal.ts';
 import type { AuditEventInput } from '../../src/journal/events.ts';
 import { TestRedis } from '../../test/fixtures/scaleout/processes.ts';
 import { median } from './stats.ts';
+import { processCpuMs } from './thread-cpu.ts';
 
 const { values } = parseArgs({
   options: {
@@ -37,11 +37,8 @@ if (values.fake) {
   });
 }
 
-/** redis-server's CPU time so far, in ms (/proc, Linux). */
-function serverCpuMs(): number {
-  const fields = readFileSync(`/proc/${server.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
+/** redis-server's CPU time so far, in ms (NaN without /proc). */
+const serverCpuMs = (): number => processCpuMs(server.pid) ?? Number.NaN;
 
 const tools = Array.from({ length: 16 }, (_, i) => `tool_${i}`);
 const resultText = `${'x'.repeat(300)} result of the noop tool, which did nothing at all.`;

@@ -14,6 +14,7 @@ import { createWriteStream, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { RedisSupervisor } from '../../src/supervisor/redis-supervisor.ts';
 import { TestRedis } from '../../test/fixtures/scaleout/processes.ts';
+import { processCpuMs } from './thread-cpu.ts';
 import { assertCompleted, NOOP_TOOL_MODULE, scratchDir, workerDefinition } from './workload.ts';
 
 const { values } = parseArgs({
@@ -40,12 +41,7 @@ const runs = Number(values.runs);
 const ROUNDS = 5;
 const requests = agents * (ROUNDS + 1);
 
-function cpuMs(pid: number | undefined): number {
-  if (pid === undefined) return Number.NaN;
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
+const cpuMs = (pid: number | undefined): number => processCpuMs(pid) ?? Number.NaN;
 
 /** Read and write system calls of a process so far (`/proc/<pid>/io`: syscr, syscw). */
 function syscalls(pid: number | undefined): [number, number] {

@@ -112,3 +112,15 @@ export function cpuSince(before: ThreadCpu, after: ThreadCpu): ThreadCpu {
 export function totalCpu(cpu: ThreadCpu): CpuMs {
   return Object.values(cpu.hosts).reduce(add, add(cpu.main, cpu.other));
 }
+
+/** CPU ms (user + system, every thread) of another process, or undefined (no such pid, no /proc). */
+export function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * MS_PER_TICK;
+  } catch {
+    return undefined;
+  }
+}
