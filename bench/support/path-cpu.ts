@@ -6,7 +6,11 @@
  * request (journal, tool result, projection, request hash, commit), without the thread hop or
  * any other thread. Also reports CPU per instruction of the whole cycle (park included).
  *
- * node --import tsx bench/support/path-cpu.ts [agents=20] [journalDir]
+ * By default each instruction follows the park at once (the path hot). `--idle-ms=N` answers it N
+ * ms after the park instead, as the routing benchmark's lanes do (1 ms): the thread sleeps in
+ * between, and the path then runs from cold caches after a wake-up (bench/RESULTS.md, session 8).
+ *
+ * node --import tsx bench/support/path-cpu.ts [agents=20] [--idle-ms=N]
  */
 
 import path from 'node:path';
@@ -21,7 +25,12 @@ import { median, quantile } from './stats.ts';
 import { cpuSince, threadCpu } from './thread-cpu.ts';
 import { scratchDir, waiterDefinition } from './workload.ts';
 
-const agents = Number(process.argv[2] ?? 20);
+const positional = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
+const agents = Number(positional[0] ?? 20);
+const idleArg = process.argv.find((arg) => arg.startsWith('--idle-ms='));
+const idleMs = idleArg === undefined ? undefined : Number(idleArg.slice('--idle-ms='.length));
+if (idleMs !== undefined && !(idleMs >= 0))
+  throw new Error(`--idle-ms: expected a number of ms, got ${idleArg}`);
 const journals = scratchDir('path-journals');
 const cwd = scratchDir('path-cwd');
 const provider = createRoutingModel({ waits: WAITS_PER_AGENT });
@@ -62,8 +71,10 @@ async function one(index: number): Promise<[string, number][]> {
         waitForInstruction: () =>
           new Promise<string | null>((resolve) => {
             pending = resolve;
-            // After the park's own turn, like the supervisor's answer.
-            setImmediate(() => port1.postMessage(`${index}/${n++}`));
+            // After the park's own turn, like the supervisor's answer (or after idleMs).
+            const answer = (): void => port1.postMessage(`${index}/${n++}`);
+            if (idleMs === undefined) setImmediate(answer);
+            else setTimeout(answer, idleMs);
           }),
       },
     });
@@ -97,7 +108,7 @@ try {
       : `, this thread ${(((main.userMs + main.systemMs) * 1000) / latencies.length).toFixed(1)} µs`;
   const q = (at: number): string => quantile(latencies, at).toFixed(1);
   console.log(
-    `path ${latencies.length} instructions: arrival -> request p10 ${q(0.1)} p50 ${median(latencies).toFixed(1)} p90 ${q(0.9)} µs; cycle CPU ${per} µs/instruction${mainPer}, wall ${(performance.now() - start).toFixed(0)} ms`,
+    `path ${latencies.length} instructions${idleMs === undefined ? '' : ` (${idleMs} ms idle before each)`}: arrival -> request p10 ${q(0.1)} p50 ${median(latencies).toFixed(1)} p90 ${q(0.9)} µs; cycle CPU ${per} µs/instruction${mainPer}, wall ${(performance.now() - start).toFixed(0)} ms`,
   );
 } finally {
   port1.close();
