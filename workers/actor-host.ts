@@ -24,6 +24,7 @@ import { JournalWriter } from '../src/journal/writer.ts';
 import { failedOutcome } from '../src/loop/outcome.ts';
 import type { AgentChannels, AgentOutcome } from '../src/loop/types.ts';
 import { McpPool } from '../src/mcp/pool.ts';
+import { extend } from '../src/objects.ts';
 import type {
   ActorSpec,
   AgentEnded,
@@ -279,7 +280,7 @@ class ActorHost {
   ): Promise<AgentOutcome> {
     const resumeFrom =
       spec.resume && journal.existingEvents > 0 ? readJournal(journalPath).events : undefined;
-    const shared = { ...spec, definition: this.#definitions.of(spec.definition) };
+    const shared = extend(spec, { definition: this.#definitions.of(spec.definition) });
     return runActor(shared, {
       provider: await this.#provider(spec.provider),
       registry: await this.#tools(),

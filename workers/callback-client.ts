@@ -4,6 +4,7 @@
  * settles when its answer comes back (answers, too, come batched per turn).
  */
 import { deserializeError } from '../src/errors.ts';
+import { extend } from '../src/objects.ts';
 import type {
   AdmissionEndpoint,
   HostCall,
@@ -69,7 +70,7 @@ export class CallbackClient implements SupervisorCallbackApi {
 
   #call(call: Unnumbered<HostCall>): Promise<unknown> {
     const id = this.#nextId++;
-    this.#queued.push({ ...call, id } as HostCall);
+    this.#queued.push(extend(call, { id }) as HostCall);
     if (!this.#flushScheduled) {
       this.#flushScheduled = true;
       setImmediate(() => this.#flush());

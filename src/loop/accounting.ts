@@ -4,6 +4,7 @@
  * the model's price (unknown price = unknown cost, never $0).
  */
 
+import { extend } from '../objects.ts';
 import { findCutRange, isSafeCut } from '../projection/safe-cuts.ts';
 import { BpeCounter, type TokenCounter } from '../projection/token-counter.ts';
 import { costOf } from '../providers/pricing.ts';
@@ -32,9 +33,9 @@ export function requestReceipt(run: RunContext, receipt: Receipt, output: Reques
   const answered =
     receipt.httpStatus === undefined || (receipt.httpStatus >= 200 && receipt.httpStatus < 300);
   if (!unreported) {
-    return { ...receipt, costUsd: receipt.costUsd ?? priced(run, receipt.usage) };
+    return extend(receipt, { costUsd: receipt.costUsd ?? priced(run, receipt.usage) });
   }
-  if (!answered) return { ...receipt, costUsd: priced(run, receipt.usage) };
+  if (!answered) return extend(receipt, { costUsd: priced(run, receipt.usage) });
   const counter = run.usageCounter;
   const reasoningTokens = boundedCount(counter, output.reasoning);
   let outputTokens = reasoningTokens + boundedCount(counter, output.text);
@@ -46,7 +47,7 @@ export function requestReceipt(run: RunContext, receipt: Receipt, output: Reques
     reasoningTokens,
     estimated: true,
   };
-  return { ...receipt, usage, costUsd: priced(run, usage) };
+  return extend(receipt, { usage, costUsd: priced(run, usage) });
 }
 
 /** Tokens of the projection as it stands, with the counter usage is estimated with. */

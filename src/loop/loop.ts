@@ -6,6 +6,7 @@
 import { DEFAULT_RECOVERY, TRUNCATION_NOTICE } from '../constants.ts';
 import type { AuditEventInput } from '../journal/events.ts';
 import { knownCost } from '../journal/usage.ts';
+import { extend } from '../objects.ts';
 import type { Sleep } from '../tools/retry.ts';
 import type { RunContext } from './context.ts';
 import { abortEnding, decideNext, type Ending, limitVerdict } from './decide.ts';
@@ -48,10 +49,13 @@ export async function runTurn(run: RunContext, options: LoopOptions): Promise<En
     const stop = limitVerdict(run);
     if (stop) return stop;
 
-    const result = await runRound(run, {
-      ...(capture ? { capture } : {}),
-      ...(forceTool && required ? { toolChoice: { tool: required.modelName } } : {}),
-    });
+    const result = await runRound(
+      run,
+      extend(
+        capture ? { capture } : {},
+        forceTool && required ? { toolChoice: { tool: required.modelName } } : {},
+      ),
+    );
     const wasCapture = capture !== undefined;
     capture = undefined;
     const next = decideNext({

@@ -7,6 +7,7 @@
  */
 import { SLICE_REFUSAL } from '../constants.ts';
 import type { SerializedError } from '../errors.ts';
+import { extend } from '../objects.ts';
 import type { StopReason, ToolChoice, TurnEvent } from '../providers/types.ts';
 import type { CaptureRequest, ToolOutcome, ToolSpec } from '../tools/types.ts';
 import { type RequestOutput, requestReceipt } from './accounting.ts';
@@ -69,14 +70,11 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
   submit(ctx, { input, tools, toolChoice, request, capture: options.capture });
 
   const turn = ctx.provider.turn(
-    {
-      ...ctx.modelSettings,
-      model: ctx.model,
-      system: ctx.system,
-      input,
-      tools,
-      ...(toolChoice === undefined ? {} : { toolChoice }),
-    },
+    extend(
+      ctx.modelSettings,
+      { model: ctx.model, system: ctx.system, input, tools },
+      toolChoice === undefined ? {} : { toolChoice },
+    ),
     ctx.signal,
   );
 

@@ -4,6 +4,7 @@
  * defaults). Declarations are cached so their parameter schemas are compiled once, not per agent.
  */
 import { canonicalJson } from '../journal/canonical-json.ts';
+import { extend } from '../objects.ts';
 import {
   COMPLETE_TASK,
   type CompleteTaskArgs,
@@ -13,7 +14,7 @@ import {
   type WaitForInstructionArgs,
 } from '../tools/builtin/orchestration.ts';
 import { backoffDelay } from '../tools/retry.ts';
-import type { JsonSchema, Tool, ToolOutcome } from '../tools/types.ts';
+import type { JsonSchema, Tool, ToolContext, ToolOutcome } from '../tools/types.ts';
 import type { RunContext } from './context.ts';
 import type { AgentChannels } from './types.ts';
 
@@ -41,9 +42,9 @@ export function routedTools(
   channels: AgentChannels,
   outputSchema: JsonSchema | undefined,
 ): Tool[] {
-  const complete: Tool<CompleteTaskArgs> = {
-    ...completeDeclaration(outputSchema),
-    async execute(args) {
+  // Per agent, so built with extend (src/objects.ts): the toolbox reads these on every call.
+  const complete: Tool<CompleteTaskArgs> = extend(completeDeclaration(outputSchema), {
+    async execute(args: CompleteTaskArgs): Promise<ToolOutcome> {
       const run = runOf(holder);
       if (run.completion)
         return { ok: false, text: 'complete_task was already called: the task is complete. Stop now.' };
@@ -55,11 +56,10 @@ export function routedTools(
       run.completion = { value: args.result };
       return { ok: true, text: 'Task complete: your result was delivered.', data: args.result };
     },
-  };
-  const wait: Tool<WaitForInstructionArgs> = {
-    ...waitDeclaration,
+  });
+  const wait: Tool<WaitForInstructionArgs> = extend(waitDeclaration, {
     // Not async: a parked agent waits here, and a suspended frame would cost it for nothing.
-    execute(_args, toolCtx) {
+    execute(_args: WaitForInstructionArgs, toolCtx: ToolContext): ToolOutcome | Promise<ToolOutcome> {
       const run = runOf(holder);
       if (run.session) return { ok: false, text: SESSION_WAIT_REFUSAL };
       if (!channels.waitForInstruction) {
@@ -72,7 +72,7 @@ export function routedTools(
         instructionOutcome,
       );
     },
-  };
+  });
   return [complete as unknown as Tool, wait as unknown as Tool];
 }
 

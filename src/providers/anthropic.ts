@@ -1,5 +1,6 @@
 /** Anthropic Messages provider over SSE, with a JSON fallback for non-streaming answers. */
 import { UserError } from '../errors.ts';
+import { extend } from '../objects.ts';
 import {
   type AnthropicContentBlock,
   MessagesStreamAccumulator,
@@ -174,7 +175,12 @@ export class AnthropicProvider implements Provider {
             }));
             messages.push({ role: 'user', content });
           }
-          const httpRequest = jsonRequest(this.#url, this.#headers, { ...params, messages }, request.model);
+          const httpRequest = jsonRequest(
+            this.#url,
+            this.#headers,
+            extend(params, { messages }),
+            request.model,
+          );
           const read = (response: Response, reading: ResponseReading) => this.#read(response, reading, ctx);
           const { response, content } = await postWithRetries(this.#client, httpRequest, ctx, read);
           messages.push({ role: 'assistant', content });
@@ -243,6 +249,6 @@ export class AnthropicProvider implements Provider {
     const finished = accumulator.finish();
     const usage = accumulator.usage;
     if (usage !== undefined) ctx.reportUsage(usage);
-    return { ...finished, usage };
+    return extend(finished, { usage });
   }
 }

@@ -4,6 +4,7 @@
  * body when asked to, or when the server answers JSON to a streaming request.
  */
 import { UserError } from '../errors.ts';
+import { extend } from '../objects.ts';
 import { DEFAULT_OPENAI_BASE_URL, OPENAI_MAX_STOP_SEQUENCES } from './constants.ts';
 import {
   type HttpClient,
@@ -142,7 +143,12 @@ export class OpenAIProvider implements Provider {
           for (const result of results) {
             messages.push({ role: 'tool', tool_call_id: result.callId, content: result.result });
           }
-          const httpRequest = jsonRequest(this.#url, this.#headers, { ...params, messages }, request.model);
+          const httpRequest = jsonRequest(
+            this.#url,
+            this.#headers,
+            extend(params, { messages }),
+            request.model,
+          );
           const read = (response: Response, reading: ResponseReading) => this.#read(response, reading, ctx);
           const { response, message } = await postWithRetries(this.#client, httpRequest, ctx, read);
           messages.push(message);
@@ -208,6 +214,6 @@ export class OpenAIProvider implements Provider {
     const finished = accumulator.finish(complete);
     const usage = accumulator.usage;
     if (usage !== undefined) ctx.reportUsage(usage);
-    return { ...finished, usage };
+    return extend(finished, { usage });
   }
 }

@@ -6,6 +6,7 @@
 
 import { sleep as defaultSleep } from '../abort.ts';
 import { ProviderError, UserError } from '../errors.ts';
+import { extend } from '../objects.ts';
 import type { ToolSpec } from '../tools/types.ts';
 import { MODEL_SETTING_KEYS, type ModelSettings, mergeModelSettings } from './model-settings.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
@@ -218,7 +219,7 @@ export class ScriptedProvider implements Provider {
       const raw = typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {});
       return toolCall(call.id ?? `call_${request.index}_${position}`, call.name, raw);
     });
-    if (response.usage !== undefined) ctx.reportUsage({ ...ZERO_USAGE, ...response.usage });
+    if (response.usage !== undefined) ctx.reportUsage(extend(ZERO_USAGE, response.usage));
     const stopReason = response.stopReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'end_turn');
     return { text, toolCalls, stopReason };
   }

@@ -5,6 +5,7 @@
  */
 import type { EventEmitter } from 'eventemitter3';
 import type { AgentReport } from '../engines/engine.ts';
+import { extend } from '../objects.ts';
 import type { OptionalSignal } from '../protocol/messages.ts';
 import type { AgentHandle } from './agent-handle.ts';
 import type { AgentRef, SupervisorEvents } from './events.ts';
@@ -29,7 +30,10 @@ export function signalOfEvent(event: string | symbol): OptionalSignal | undefine
   return SIGNAL_OF_EVENT.get(event);
 }
 
-/** Emits the events of `report` about the agent `ref` names. */
+/**
+ * Emits the events of `report` about the agent `ref` names: `ref`'s members, then the report's
+ * (built with {@link extend}: one per event, see src/objects.ts).
+ */
 export function emitAgentReport(
   supervisor: EventEmitter<SupervisorEvents>,
   handle: AgentHandle,
@@ -38,42 +42,42 @@ export function emitAgentReport(
 ): void {
   switch (report.type) {
     case 'started': {
-      const event = { ...ref, hostId: report.hostId, resumed: report.resumed };
+      const event = extend(ref, { hostId: report.hostId, resumed: report.resumed });
       supervisor.emit('agent:started', event);
       handle.emit('started', event);
       return;
     }
     case 'restarted': {
-      const event = { ...ref, restart: report.restart, cause: report.cause, charged: report.charged };
+      const event = extend(ref, { restart: report.restart, cause: report.cause, charged: report.charged });
       supervisor.emit('agent:restarted', event);
       handle.emit('restarted', event);
       return;
     }
     case 'parked':
-      supervisor.emit('agent:parked', { ...ref, hostId: report.hostId, index: report.index });
+      supervisor.emit('agent:parked', extend(ref, { hostId: report.hostId, index: report.index }));
       return;
     case 'round': {
-      const event = { ...ref, round: report.round, estimatedTokens: report.estimatedTokens };
+      const event = extend(ref, { round: report.round, estimatedTokens: report.estimatedTokens });
       supervisor.emit('agent:round', event);
       handle.emit('round', event);
       return;
     }
     case 'tool_call': {
       const { type: _type, agentId: _agentId, name, ...rest } = report;
-      const event = { ...ref, ...rest, tool: name };
+      const event = extend(ref, rest, { tool: name });
       supervisor.emit('agent:tool', event);
       handle.emit('tool', event);
       return;
     }
     case 'receipt': {
       const { type: _type, agentId: _agentId, ...rest } = report;
-      const event = { ...ref, ...rest };
+      const event = extend(ref, rest);
       supervisor.emit('agent:usage', event);
       handle.emit('usage', event);
       return;
     }
     case 'text': {
-      const event = { ...ref, text: report.text };
+      const event = extend(ref, { text: report.text });
       supervisor.emit('agent:text', event);
       handle.emit('text', event);
       return;
@@ -83,20 +87,20 @@ export function emitAgentReport(
       handle.emit('waiting', ref);
       return;
     case 'warnings': {
-      const event = { ...ref, warnings: report.warnings };
+      const event = extend(ref, { warnings: report.warnings });
       supervisor.emit('agent:warnings', event);
       handle.emit('warnings', event);
       return;
     }
     case 'instructed': {
-      const event = { ...ref, text: report.text };
+      const event = extend(ref, { text: report.text });
       supervisor.emit('agent:instructed', event);
       handle.emit('instructed', event);
       return;
     }
     case 'turn': {
       const { type: _type, agentId: _agentId, ...rest } = report;
-      const event = { ...ref, ...rest };
+      const event = extend(ref, rest);
       supervisor.emit('agent:turn', event);
       handle.emit('turn', event);
       return;

@@ -17,6 +17,7 @@ import { cancelledError, completedOutcome, failedOutcome } from '../loop/outcome
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
 import { cachedDefinitionHash, deliverUsage, type UsageRecord, usageRecord } from '../loop/usage-record.ts';
 import type { McpServers } from '../mcp/config.ts';
+import { extend } from '../objects.ts';
 import type { OptionalSignal } from '../protocol/messages.ts';
 import { SIMULATED_FALLBACK_WARNING, warnSimulatedFallback } from '../providers/environment.ts';
 import { prepareModelSettings } from '../providers/model-settings.ts';
@@ -243,11 +244,10 @@ export class Agents {
       trace?.context,
       trace?.callId,
     );
-    this.#emitter.emit('agent:spawned', {
-      ...this.#ref(record),
-      task: options.task,
-      metadata: record.spec.metadata,
-    });
+    this.#emitter.emit(
+      'agent:spawned',
+      extend(this.#ref(record), { task: options.task, metadata: record.spec.metadata }),
+    );
     if (this.#closed) {
       const error = new UserError('supervisor_closed', 'The supervisor is closed').toJSON();
       this.#fail(record, 'invalid_request', error);
@@ -406,7 +406,10 @@ export class Agents {
     // know about: `send` has no promise, so it hears of it as an event.
     const dropped = (error: unknown): void => {
       if (error instanceof UserError && error.code === 'instruction_queue_full') {
-        this.#emitter.emit('agent:dropped', { ...this.#ref(record), text, error: serializeError(error) });
+        this.#emitter.emit(
+          'agent:dropped',
+          extend(this.#ref(record), { text, error: serializeError(error) }),
+        );
       }
     };
     if (record.state === 'pending') {
@@ -468,7 +471,7 @@ export class Agents {
     this.#retire(record);
     this.#tracing?.ended(record.id, outcome);
     this.approvals.ended(record.id);
-    const event = { ...this.#ref(record), outcome };
+    const event = extend(this.#ref(record), { outcome });
     this.#emitter.emit(outcome.status === 'completed' ? 'agent:completed' : 'agent:failed', event);
     record.handle.emit('ended', event);
     // Nothing is emitted for it any more: its listeners' closures need not live as long as the handle.
@@ -567,7 +570,7 @@ export class Agents {
         if (report.type === 'approval') this.approvals.requested(this.#ref(record), report.request);
         else if (report.type === 'decided') {
           const { type: _type, agentId: _agentId, ...decided } = report;
-          this.approvals.decided({ ...this.#ref(record), ...decided });
+          this.approvals.decided(extend(this.#ref(record), decided));
         } else emitAgentReport(this.#emitter, record.handle, this.#ref(record), report);
         const sink = this.#options.usageSink;
         if (sink && report.type === 'receipt') deliverUsage(sink, this.#usageRecord(record, report));

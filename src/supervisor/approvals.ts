@@ -10,6 +10,7 @@
  * approvals gets clear denials instead of agents parked until their timeout.
  */
 import { UserError } from '../errors.ts';
+import { extend } from '../objects.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
 import type { AgentApproval, AgentDecision, AgentRef } from './events.ts';
 
@@ -102,7 +103,7 @@ export class ApprovalBook {
       return;
     }
     this.#pending.set(requestId, { ref, request });
-    this.#host.emitApproval({ ...ref, request });
+    this.#host.emitApproval(extend(ref, { request }));
   }
 
   /** A decision was journalled by the agent (ApprovalDecided). */

@@ -21,6 +21,7 @@
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { PermissionMode, PermissionRules } from '../definition/types.ts';
+import { extend } from '../objects.ts';
 import { claudeCodeTool, MCP_PREFIX, specifierKind } from './names.ts';
 import {
   type CallArgs,
@@ -171,13 +172,14 @@ export function buildPermissionGate(options: {
   }
   let realCtx: Promise<RuleContext> | undefined;
   const real = (): Promise<RuleContext> => {
-    realCtx ??= (async () => ({
-      ...ctx,
-      cwd: (await realPathOf(ctx.cwd)) ?? ctx.cwd,
-      ...(ctx.projectRoot === undefined
-        ? {}
-        : { projectRoot: (await realPathOf(ctx.projectRoot)) ?? ctx.projectRoot }),
-    }))();
+    realCtx ??= (async () =>
+      extend(
+        ctx,
+        { cwd: (await realPathOf(ctx.cwd)) ?? ctx.cwd },
+        ctx.projectRoot === undefined
+          ? {}
+          : { projectRoot: (await realPathOf(ctx.projectRoot)) ?? ctx.projectRoot },
+      ))();
     return realCtx;
   };
   const matching = async (

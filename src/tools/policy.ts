@@ -12,6 +12,7 @@ import { realpathSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentDefinition } from '../definition/types.ts';
+import { extend } from '../objects.ts';
 import { OPT_IN_TOOLS, specifierKind } from './names.ts';
 import {
   type CallArgs,
@@ -66,11 +67,11 @@ export function buildToolPolicy(def: PolicyDefinition, context: Partial<PolicyCo
     modelNames: def.toolNameOverrides ?? {},
   };
   // Directory walks report real paths; path rules are written against the directories as named.
-  const realCtx: RuleContext = {
-    ...ctx,
-    cwd: realPathSync(ctx.cwd),
-    ...(ctx.projectRoot === undefined ? {} : { projectRoot: realPathSync(ctx.projectRoot) }),
-  };
+  const realCtx: RuleContext = extend(
+    ctx,
+    { cwd: realPathSync(ctx.cwd) },
+    ctx.projectRoot === undefined ? {} : { projectRoot: realPathSync(ctx.projectRoot) },
+  );
   const allowAll = def.tools === undefined || def.tools.some((entry) => entry.trim() === '*');
   const allowRules = allowAll ? undefined : parseAll(def.tools ?? [], 'allow');
   const denyRules = parseAll(def.disallowedTools, 'deny');

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { DEFAULT_TOOL_RETRY } from '../constants.ts';
 import type { AgentDefinition, RetryPolicy } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
+import { extend } from '../objects.ts';
 import type { ApprovalDecision } from '../protocol/approvals.ts';
 import { buildParamMapping, type ParamMapping } from './params.ts';
 import {
@@ -343,7 +344,7 @@ class AgentToolbox implements Toolbox {
     }
 
     const answered = callOptions.answer?.(tool, mapped.args);
-    if (answered !== undefined) return { ...answered, canonicalName: canonical, attempts: 0 };
+    if (answered !== undefined) return callResult(answered, canonical, 0);
     const verdict = await this.permissions.check(tool, mapped.args, this.#options.agentId);
     if (verdict.kind === 'deny') {
       return {
@@ -385,11 +386,9 @@ class AgentToolbox implements Toolbox {
     const retry = def.toolConfig[canonical]?.retry ?? DEFAULT_TOOL_RETRY;
     if (retry.maxRetries === 0) {
       if (signal.aborted) return failed(canonical, `${modelName} was cancelled`);
-      return runOnce(tool, modelName, mapped.args, ctx).then(({ outcome }) => ({
-        ...outcome,
-        canonicalName: canonical,
-        attempts: 1,
-      }));
+      return runOnce(tool, modelName, mapped.args, ctx).then(({ outcome }) =>
+        callResult(outcome, canonical, 1),
+      );
     }
     return this.#execute(tool, canonical, modelName, mapped.args, ctx, retry);
   }
@@ -411,16 +410,21 @@ class AgentToolbox implements Toolbox {
       // A thrown error is retried like a failure marked retryable, unless it was a cancellation.
       const retryable = outcome.retryable === true || (threw && !ctx.signal.aborted);
       if (outcome.ok || !retryable || attempts > retry.maxRetries) {
-        return { ...outcome, canonicalName: canonical, attempts };
+        return callResult(outcome, canonical, attempts);
       }
       try {
         const sleep = this.#options.sleep ?? defaultSleep;
         await sleep(backoffDelay(retry, attempts - 1, this.#options.random ?? Math.random), ctx.signal);
       } catch {
-        return { ...outcome, canonicalName: canonical, attempts };
+        return callResult(outcome, canonical, attempts);
       }
     }
   }
+}
+
+/** `{ ...outcome, canonicalName, attempts }`, what every call answers (see src/objects.ts). */
+function callResult(outcome: ToolOutcome, canonicalName: string, attempts: number): ToolCallResult {
+  return extend(outcome, { canonicalName, attempts });
 }
 
 function failed(canonicalName: string, text: string, attempts = 0): ToolCallResult {

@@ -126,6 +126,28 @@ describe('tool policy', () => {
     expect(execute).toHaveBeenCalledOnce();
   });
 
+  it("answers a copy of the tool's outcome, every member of it, and never takes a `__proto__` member as the copy's prototype", async () => {
+    const data = { rows: 2 };
+    const outcome = { ok: true, text: 'done', data, retryable: false } as ToolOutcome;
+    const { tool } = spyTool('deploy', false, outcome);
+    const ran = await toolboxFor(await tempDir(), {}, [tool]).call('deploy', { target: 'prod' });
+    expect(ran).toEqual({ ...outcome, canonicalName: 'deploy', attempts: 1 });
+    expect(ran).not.toBe(outcome);
+    expect(ran.data).toBe(data);
+    expect(outcome).not.toHaveProperty('canonicalName');
+
+    // A tool that returns parsed JSON can hand back an own `__proto__` member.
+    const parsed = JSON.parse(
+      '{"ok":true,"text":"done","__proto__":{"ok":false,"capture":{}}}',
+    ) as ToolOutcome;
+    const { tool: parsing } = spyTool('parse', false, parsed);
+    const result = await toolboxFor(await tempDir(), {}, [parsing]).call('parse', { target: 'x' });
+    expect(Object.getPrototypeOf(result)).toBe(Object.prototype);
+    expect(result.capture).toBeUndefined();
+    expect(Object.hasOwn(result, '__proto__')).toBe(true);
+    expect(result).toMatchObject({ ok: true, text: 'done', canonicalName: 'parse', attempts: 1 });
+  });
+
   it('under plan admits only read-only tools; a plan agent calling a write tool changes nothing', async () => {
     const cwd = await tempDir();
     await writeFile(path.join(cwd, 'notes.txt'), 'original');

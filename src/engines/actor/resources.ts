@@ -8,10 +8,11 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { UserError } from '../../errors.ts';
 import { importModule } from '../../module-import.ts';
+import { extend } from '../../objects.ts';
 import type { HostToolDeclaration, ProviderConfig, ToolModuleRef } from '../../protocol/messages.ts';
 import { createProvider } from '../../providers/factory.ts';
 import type { Provider, ProviderHooks } from '../../providers/types.ts';
-import type { Tool, ToolOutcome } from '../../tools/types.ts';
+import type { Tool, ToolContext, ToolOutcome } from '../../tools/types.ts';
 
 /** Imports modules by path or file URL, once each per loader. */
 export class ModuleLoader {
@@ -64,10 +65,12 @@ export type HostToolCall = (
 
 /** Tools that forward each call of a declared host tool to the supervisor. */
 export function hostToolProxies(declarations: readonly HostToolDeclaration[], call: HostToolCall): Tool[] {
-  return declarations.map((declaration) => ({
-    ...declaration,
-    execute: (args, ctx) => call(ctx.agentId, declaration.name, args, ctx.signal, ctx.callId),
-  }));
+  return declarations.map((declaration) =>
+    extend(declaration, {
+      execute: (args: Record<string, unknown>, ctx: ToolContext) =>
+        call(ctx.agentId, declaration.name, args, ctx.signal, ctx.callId),
+    }),
+  );
 }
 
 /**

@@ -9,12 +9,13 @@
  */
 import type { Redis } from 'ioredis';
 import { McpPool, type McpToolSource } from '../../mcp/pool.ts';
+import { extend } from '../../objects.ts';
 import type { ProviderConfig } from '../../protocol/messages.ts';
 import type { AgentJobData } from '../../protocol/redis.ts';
 import type { Provider, ProviderHooks } from '../../providers/types.ts';
 import { createToolRegistry } from '../../tools/builtin/index.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
-import type { Tool } from '../../tools/types.ts';
+import type { Tool, ToolContext } from '../../tools/types.ts';
 import { hostToolProxies, loadToolModules, ModuleLoader, providerFromConfig } from '../actor/resources.ts';
 import type { BlockingPool } from './blocking-pool.ts';
 import { callHostTool } from './host-calls.ts';
@@ -121,13 +122,12 @@ export class WorkerResources {
 
   #afterJournal(tool: Tool): Tool {
     const barrier = this.#options.barrier;
-    return {
-      ...tool,
-      execute: async (args, ctx) => {
+    return extend(tool, {
+      execute: async (args: Record<string, unknown>, ctx: ToolContext) => {
         await barrier(ctx.agentId);
         return tool.execute(args, ctx);
       },
-    };
+    });
   }
 
   /** A provider for one agent run, with the run's admission and rate-limit hooks. */
