@@ -24,7 +24,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SimulatedProvider } from '../src/providers/simulated.ts';
 import { emitResult, isMain } from './support/child.ts';
 import { type BenchOptions, type BenchOutput, round } from './support/figures.ts';
 import { loadAverage } from './support/machine.ts';
@@ -36,6 +35,7 @@ import { STEADY_TOLERANCE, type WarmupRuns, warmUntilSteady } from './support/wa
 import {
   assertCompleted,
   fanoutSupervisor,
+  inProcessSimulated,
   journalCreateUs,
   runInProcess,
   scratchDir,
@@ -129,7 +129,7 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
     definition,
     rounds: ROUNDS,
   });
-  const provider = new SimulatedProvider({ rounds: ROUNDS });
+  const provider = await inProcessSimulated({ rounds: ROUNDS });
   const fsync = supervisor.options.fsync;
   let run = 0;
   const viaSupervisor = (agents: number): Promise<Sample> =>

@@ -16,9 +16,15 @@
  * With `--cpu-prof`, the window of the timed runs is printed for `profile-summary --between`.
  */
 import path from 'node:path';
-import { SimulatedProvider } from '../../src/providers/simulated.ts';
 import { type CpuMs, cpuSince, threadCpu, totalCpu } from './thread-cpu.ts';
-import { assertCompleted, fanoutSupervisor, runInProcess, scratchDir, workerDefinition } from './workload.ts';
+import {
+  assertCompleted,
+  fanoutSupervisor,
+  inProcessSimulated,
+  runInProcess,
+  scratchDir,
+  workerDefinition,
+} from './workload.ts';
 
 const ROUNDS = 8;
 const positional = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
@@ -43,7 +49,7 @@ const supervisor =
         rounds: ROUNDS,
       })
     : undefined;
-const provider = new SimulatedProvider({ rounds: ROUNDS });
+const provider = await inProcessSimulated({ rounds: ROUNDS });
 let run = 0;
 
 async function fan(n: number): Promise<void> {

@@ -15,9 +15,15 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { writeHeapSnapshot } from 'node:v8';
-import { SimulatedProvider } from '../../src/providers/simulated.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { assertCompleted, NOOP_TOOL_MODULE, runInProcess, scratchDir, workerDefinition } from './workload.ts';
+import {
+  assertCompleted,
+  inProcessSimulated,
+  NOOP_TOOL_MODULE,
+  runInProcess,
+  scratchDir,
+  workerDefinition,
+} from './workload.ts';
 
 function flag(name: string): string | undefined {
   const at = process.argv.indexOf(`--${name}`);
@@ -74,7 +80,7 @@ try {
     }
   });
   observer.observe({ entryTypes: ['gc'] });
-  const provider = new SimulatedProvider({ rounds: 8 });
+  const provider = await inProcessSimulated({ rounds: 8 });
   const definition = workerDefinition();
   for (let r = 0; r < inProcessRuns; r += 1) {
     gcs.length = 0;

@@ -6,17 +6,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseDefinition } from '../../src/definition/load.ts';
 import type { AgentDefinition } from '../../src/definition/types.ts';
 import { JournalWriter } from '../../src/journal/writer.ts';
-import { runAgent } from '../../src/loop/run-agent.ts';
 import type { AgentOutcome } from '../../src/loop/types.ts';
+import type { SimulatedProviderOptions } from '../../src/providers/simulated.ts';
 import type { Provider } from '../../src/providers/types.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { createToolRegistry } from '../../src/tools/builtin/index.ts';
-import type { ToolRegistry } from '../../src/tools/registry.ts';
-import { noopTool } from '../fixtures/noop-tool.ts';
+// @ts-expect-error: a plain ESM module of the checkout, without declarations
+import { bundleModule } from '../../workers/dev-bundle.mjs';
 import { SCRATCH_ROOT_ENV } from './child.ts';
 
 const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
@@ -119,12 +118,44 @@ export interface InProcessOptions {
   readonly fsync: 'always' | 'interval' | 'never';
 }
 
+/** The modules of bench/support/in-process-loop.ts. */
+type InProcessLoop = typeof import('./in-process-loop.ts');
+
+const IN_PROCESS_LOOP = fileURLToPath(new URL('./in-process-loop.ts', import.meta.url));
+let inProcessLoopModules: Promise<InProcessLoop> | undefined;
+
+/**
+ * The loop the in-process baseline runs, from its esbuild bundle (workers/dev-bundle.mjs
+ * `bundleModule`), as the actor hosts run theirs, not through tsx: tsx compiles with esbuild's
+ * `keepNames`, which wraps every named closure in `__name()` (an `Object.defineProperty` that also
+ * makes the function a dictionary), ~2 % of the loop's time that the hosts and a user of the
+ * compiled package do not pay (bench/RESULTS.md, session 8). Through tsx when bundling is off or
+ * fails.
+ */
+export function inProcessLoop(): Promise<InProcessLoop> {
+  const modules: Promise<InProcessLoop> =
+    inProcessLoopModules ??
+    (bundleModule(IN_PROCESS_LOOP) as Promise<URL | undefined>).then(
+      (bundled) => import((bundled ?? pathToFileURL(IN_PROCESS_LOOP)).href) as Promise<InProcessLoop>,
+    );
+  inProcessLoopModules = modules;
+  return modules;
+}
+
+/** The simulated model for the in-process baseline, from the same modules as its loop. */
+export async function inProcessSimulated(options: SimulatedProviderOptions): Promise<Provider> {
+  const loop = await inProcessLoop();
+  return new loop.SimulatedProvider(options);
+}
+
 /**
  * Runs every agent with the loop on this thread, all at once, the way one actor host runs its
- * actors (shared tool registry and prompt cache, one journal per agent).
+ * actors (shared tool registry and prompt cache, one journal per agent), with the bundled loop
+ * ({@link inProcessLoop}).
  */
 export async function runInProcess(options: InProcessOptions): Promise<AgentOutcome[]> {
-  const registry: ToolRegistry = createToolRegistry([noopTool]);
+  const { createToolRegistry, JournalWriter, noopTool, runAgent } = await inProcessLoop();
+  const registry = createToolRegistry([noopTool]);
   const promptCache = new Map<string, Promise<string>>();
   return Promise.all(
     Array.from({ length: options.agents }, async (_, index) => {
