@@ -7,9 +7,10 @@
  * that later reads such objects meets a new shape each time and goes megamorphic. A spread alone
  * (`{ ...base }`) and members before a spread (`{ type, ...(x ? { x } : {}) }`) keep one hidden
  * class, as does `Object.assign({}, base, extra)`. Measured on every tool call's result: 3.6 µs a
- * call with the spread against 0.6, and the actor host's routing path ~20 % faster once its
- * results were built with `Object.assign` (bench/RESULTS.md, session 8). So code that runs per
- * model request, tool call or event builds such copies with {@link extend}; configuration read
+ * call with the spread against 0.6, and the actor host's routing path, run hot on one thread
+ * (bench/support/path-cpu.ts), ~20 % shorter once its results were built with `Object.assign`
+ * (bench/RESULTS.md, session 8). So code that runs per model request, tool call or event builds
+ * such copies with {@link extend}; configuration read
  * once may spread freely.
  */
 
