@@ -10,8 +10,7 @@
  * call with the spread against 0.6, and the actor host's routing path, run hot on one thread
  * (bench/support/path-cpu.ts), ~20 % shorter once its results were built with `Object.assign`
  * (bench/RESULTS.md, session 8). So code that runs per model request, tool call or event builds
- * such copies with {@link extend}; configuration read
- * once may spread freely.
+ * such copies with {@link extend}; configuration read once may spread freely.
  */
 
 /**
