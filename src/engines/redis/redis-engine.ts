@@ -111,6 +111,8 @@ export class RedisEngine implements Engine {
   #pending: PendingRun[] = [];
   /** Batch job id -> its agents this supervisor has not settled. */
   readonly #batches = new Map<string, Set<string>>();
+  /** Batch additions whose follow-up (cancel flags, removal) has not finished: close waits for them. */
+  readonly #adding = new Set<Promise<unknown>>();
 
   constructor(options: RedisEngineOptions, context: EngineContext) {
     this.#options = options;
@@ -248,18 +250,32 @@ export class RedisEngine implements Engine {
     }
     if (jobs.length === 0) return;
     const adding = (async () => this.#connected().queue.addBulk(jobs))();
-    adding.then(
+    const followUp = adding.then(
       () => {
+        const removals: Promise<unknown>[] = [];
         for (const { batchId, runs } of added) {
           const unsettled = new Set<string>();
+          const cancelling: Promise<void>[] = [];
           for (const { spec, agent } of runs) {
             if (!this.#agents.has(spec.agentId) && agent.cancelled === undefined) continue;
             agent.batch = batchId;
             if (agent.cancelled === undefined) unsettled.add(spec.agentId);
-            void this.#added(spec.agentId, agent).catch(() => {});
+            const done = this.#added(spec.agentId, agent).catch(() => {});
+            if (agent.cancelled !== undefined) cancelling.push(done);
           }
           if (unsettled.size > 0) this.#batches.set(batchId, unsettled);
+          else {
+            // Every agent of the batch was settled (cancelled) while it was being added: no stop()
+            // will remove the job, so it goes now, once their cancel flags are set (a worker that
+            // took it meanwhile holds its lock, which refuses the removal, and ends them at once).
+            removals.push(
+              Promise.all(cancelling)
+                .then(() => this.#connected().queue.remove(batchId))
+                .catch(() => 0),
+            );
+          }
         }
+        return Promise.all(removals);
       },
       (error: unknown) => {
         for (const { runs } of added) {
@@ -268,6 +284,8 @@ export class RedisEngine implements Engine {
         }
       },
     );
+    this.#adding.add(followUp);
+    void followUp.finally(() => this.#adding.delete(followUp));
   }
 
   #jobData(spec: ActorSpec): AgentJobData {
@@ -329,7 +347,8 @@ export class RedisEngine implements Engine {
    * No worker ended the cancelled agent in time (no worker is running, or the agent's worker is
    * unresponsive): remove its job if no worker holds it, and settle the agent. The cancel flag
    * stays, so a worker that takes the job later ends it at once. A batch job is removed (when no
-   * worker holds it) once every agent of it this supervisor ran is settled.
+   * worker holds it) once every agent of it this supervisor ran is settled, here or, for agents
+   * cancelled while the job was being added, once the addition is answered (close waits for it).
    */
   stop(agentId: string, reason: string): void {
     const agent = this.#agents.get(agentId);
@@ -393,6 +412,7 @@ export class RedisEngine implements Engine {
     connections.reader.disconnect();
     await this.#reading;
     await Promise.all([...this.#agents.values()].map((agent) => agent.sends));
+    await Promise.all(this.#adding);
     await connections.redis.del(this.#keys.signals(this.id), this.#keys.requests(this.id)).catch(() => 0);
     await connections.queue.close();
     await closeRedis(connections.redis);

@@ -365,6 +365,35 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     await vi.waitFor(async () => expect(await unserved.queue.getWaitingCount()).toBe(0), { interval: 20 });
   });
 
+  it('removes a batch job whose agents were all cancelled while it was being added', async () => {
+    const adding = setUp('cancel-adding', { graceMs: 60_000 });
+    await adding.supervisor.start();
+    // Redis holds every write for a while: the batch job's addition is sent and not yet answered
+    // when the agents are cancelled, so the supervisor settles them at once.
+    const admin = new Redis(server.url);
+    try {
+      await admin.client('PAUSE', 30_000, 'WRITE');
+      const handles = [0, 1].map((index) => adding.supervisor.spawn('stepper', { task: `Step ${index}.` }));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      for (const handle of handles) handle.cancel('while adding');
+      for (const handle of handles)
+        expect(await handle.result).toMatchObject({ status: 'failed', reason: 'cancelled' });
+      await admin.client('UNPAUSE');
+      // close() waits for the addition's follow-up: the flags, then the job's removal.
+      await adding.supervisor.close();
+      expect(await adding.queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).toEqual({
+        waiting: 0,
+        active: 0,
+        delayed: 0,
+        prioritized: 0,
+      });
+      expect(await adding.queue.getJobs(['completed', 'failed'])).toEqual([]);
+    } finally {
+      await admin.client('UNPAUSE');
+      admin.disconnect();
+    }
+  });
+
   it('retries a run that failed in a job of its own, and leaves its finished sibling alone', async () => {
     const { supervisor, queue, keys, recordFile, worker } = setUp('retry', {
       restart: { maxRetries: 1, baseDelayMs: 10 },
