@@ -264,10 +264,11 @@ export class RedisEngine implements Engine {
             if (agent.cancelled !== undefined) cancelling.push(done);
           }
           if (unsettled.size > 0) this.#batches.set(batchId, unsettled);
-          else {
-            // Every agent of the batch was settled (cancelled) while it was being added: no stop()
-            // will remove the job, so it goes now, once their cancel flags are set (a worker that
-            // took it meanwhile holds its lock, which refuses the removal, and ends them at once).
+          else if (cancelling.length > 0) {
+            // Every agent of the batch was settled while it was being added, some by a cancel: no
+            // stop() will remove the job, so it goes now, once their cancel flags are set (a worker
+            // that took it meanwhile holds its lock, which refuses the removal, and ends them at
+            // once). A batch whose agents all ended otherwise (a worker ran them) keeps its job.
             removals.push(
               Promise.all(cancelling)
                 .then(() => this.#connected().queue.remove(batchId))
