@@ -7,12 +7,11 @@
  * Both sides run the same definition (`noop` R times, then `complete_task`), the same simulated
  * model options (`rounds: R`), and journal every agent to its own JSONL file with the same fsync
  * policy, the supervisor's default (the supervisor cannot run without journals, so the baseline
- * keeps them too). Threads are
- * started and both sides warmed up before timing: the figure is steady-state fan-out, not start-up.
- * Warm-up: 20 agents, then untimed runs of the full N on each side until that side stops getting
- * faster (support/warmup.ts: a run whose CPU time is no more than 5 % below the run before it,
- * at least {@link Params.warmup} `min` runs, at most `max`). Every isolate compiles the hot code
- * for itself, so the supervisor (its main thread and two hosts, each seeing half the agents) needs
+ * keeps them too). Threads are started and both sides warmed up before timing: the figure is
+ * steady-state fan-out, not start-up. Warm-up: 20 agents, then untimed runs of the full N on each
+ * side until that side stops getting faster (support/warmup.ts: two runs in a row whose CPU time
+ * is no more than 5 % below the fastest run before them, at least {@link Params.warmup} `min`
+ * runs, at most `max`). Every isolate compiles the hot code for itself, so the supervisor (its main thread and two hosts, each seeing half the agents) needs
  * more agents than the in-process loop to stop compiling: after one full-size run its V8 helper
  * threads were still compiling through the timed runs, which got 25-35 % faster from the first to
  * the third (bench/RESULTS.md, lead session 4). The same rule ends both sides' warm-up; the first
@@ -31,7 +30,7 @@ import { median } from './support/stats.ts';
 import { lineChart } from './support/svg.ts';
 import { checked } from './support/targets.ts';
 import { type CpuMs, cpuSince, threadCpu } from './support/thread-cpu.ts';
-import { STEADY_TOLERANCE, type WarmupRuns, warmUntilSteady } from './support/warmup.ts';
+import { STEADY_PATIENCE, STEADY_TOLERANCE, type WarmupRuns, warmUntilSteady } from './support/warmup.ts';
 import {
   assertCompleted,
   fanoutSupervisor,
@@ -56,9 +55,9 @@ interface Params {
 
 const FULL: Params = {
   agents: 1000,
-  reps: 3,
+  reps: 5,
   sweep: [100, 250, 500, 1000, 2000],
-  warmup: { min: 2, max: 8 },
+  warmup: { min: 2, max: 10 },
 };
 const QUICK: Params = { agents: 100, reps: 1, sweep: [50, 100], warmup: { min: 1, max: 1 } };
 
@@ -270,11 +269,12 @@ export async function runFanoutOverheadBench(options: BenchOptions): Promise<Ben
         inProcessNoJournalMs: noJournal?.wallMs ?? null,
         /**
          * The untimed full-size runs of each side before the sweep, in order (the first one with
-         * cold JIT: what start-up costs), ending with the first run that was not
-         * 5 % faster than the one before.
+         * cold JIT: what start-up costs), ending with the second run in a row that was not 5 %
+         * faster than the fastest before it.
          */
         warmup,
         steadyTolerance: STEADY_TOLERANCE,
+        steadyPatience: STEADY_PATIENCE,
         supervisorRuns,
         inProcessRuns,
         plot: path.relative(process.cwd(), plot),

@@ -58,7 +58,7 @@ interface Params {
   readonly warmup: WarmupRuns;
 }
 
-const FULL: Params = { agents: 1000, reps: 3, warmup: { min: 2, max: 8 } };
+const FULL: Params = { agents: 1000, reps: 3, warmup: { min: 2, max: 10 } };
 const QUICK: Params = { agents: 100, reps: 1, warmup: { min: 1, max: 1 } };
 
 interface Sample {

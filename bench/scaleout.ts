@@ -52,7 +52,7 @@ import { loadAverage } from './support/machine.ts';
 import { median } from './support/stats.ts';
 import { checked } from './support/targets.ts';
 import { processCpuMs } from './support/thread-cpu.ts';
-import { STEADY_TOLERANCE, type WarmupRuns, warmUntilSteady } from './support/warmup.ts';
+import { STEADY_PATIENCE, STEADY_TOLERANCE, type WarmupRuns, warmUntilSteady } from './support/warmup.ts';
 import { assertCompleted, NOOP_TOOL_MODULE, scratchDir, workerDefinition } from './support/workload.ts';
 
 const ROUNDS = 5;
@@ -306,7 +306,12 @@ export async function runScaleoutBench({ quick }: { readonly quick: boolean }): 
         aofRewrites:
           rewritesBefore === undefined || rewritesAfter === undefined ? null : rewritesAfter - rewritesBefore,
         /** The untimed full-size fan-outs of each side, in order (support/warmup.ts). */
-        warmup: { threads: warmThreads, redis: warmRedis, steadyTolerance: STEADY_TOLERANCE },
+        warmup: {
+          threads: warmThreads,
+          redis: warmRedis,
+          steadyTolerance: STEADY_TOLERANCE,
+          steadyPatience: STEADY_PATIENCE,
+        },
         threadsRuns,
         redisRuns,
         /** Lower bound of either makespan: every agent's requests back to back. */
