@@ -137,17 +137,15 @@ const SMALL_SORT = 24;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: JSON.stringify escapes exactly these.
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
-/**
- * Adds `text` as a JSON string: the text itself between quotes when nothing in it needs escaping
- * (the join copies it once), which is what JSON.stringify would write, without its copy.
- */
-function putQuoted(parts: string[], text: string): void {
-  if (NEEDS_ESCAPE.test(text)) parts.push(JSON.stringify(text));
-  else parts.push('"', text, '"');
-}
-
 /** Pieces kept between values: more are let go (a huge value's array is not kept). */
 const MAX_KEPT_PARTS = 65_536;
+
+/**
+ * Slots the pieces' array keeps past a text's last piece (beyond twice its count) before it is cut
+ * to that text's length: `join` reads every slot, so a long array behind short texts costs a little
+ * each time, and cutting it costs a new backing store the next time it grows.
+ */
+const SPARE_PARTS = 128;
 
 /** One writer kept between calls (calls do not nest, but a `toJSON` may serialize again). */
 let spareWriter: Writer | undefined;
@@ -176,9 +174,16 @@ class Writer {
   /**
    * The text being written, in pieces joined once at the end: concatenating them one by one made
    * a rope node per piece (two or three per member) and hashing then flattened the rope into one
-   * more copy; a join builds the flat text directly.
+   * more copy; a join builds the flat text directly. The pieces are `#parts[0, #count)`. The array
+   * is reused from text to text without being emptied: setting an array's length to 0 gives its
+   * backing store up, and growing it again for every event (three or four copies of ~60 slots)
+   * was most of what a journal append allocated (bench/RESULTS.md, lead session 9). So slots past
+   * `#count` are blanked instead, and `join` skips them.
    */
   #parts: string[] = [];
+  #count = 0;
+  /** Slots below this may hold pieces of an earlier text, or of a member taken back. */
+  #used = 0;
 
   constructor(masking: Masking | undefined) {
     this.#masking = masking;
@@ -187,9 +192,36 @@ class Writer {
   /** Ready for another value (after an error too: the path may hold what was being written). */
   reset(masking: Masking | undefined): void {
     this.#masking = masking;
-    this.#path.length = 0;
-    if (this.#parts.length > MAX_KEPT_PARTS) this.#parts = [];
-    else this.#parts.length = 0;
+    // Emptied only when not empty: setting the length, even to the same 0, drops the backing store.
+    if (this.#path.length !== 0) this.#path.length = 0;
+    this.#backTo(0);
+    if (this.#parts.length > MAX_KEPT_PARTS) {
+      this.#parts = [];
+      this.#used = 0;
+    }
+  }
+
+  #add(piece: string): void {
+    this.#parts[this.#count++] = piece;
+  }
+
+  /** Takes back the pieces from `mark` on (a member JSON leaves out, or what an error left). */
+  #backTo(mark: number): void {
+    if (this.#count > this.#used) this.#used = this.#count;
+    this.#count = mark;
+  }
+
+  /**
+   * Adds `text` as a JSON string: the text itself between quotes when nothing in it needs
+   * escaping (the join copies it once), which is what JSON.stringify would write, without its copy.
+   */
+  #addQuoted(text: string): void {
+    if (NEEDS_ESCAPE.test(text)) this.#add(JSON.stringify(text));
+    else {
+      this.#add('"');
+      this.#add(text);
+      this.#add('"');
+    }
   }
 
   /**
@@ -201,9 +233,8 @@ class Writer {
     const masking = this.#masking;
     if (masking === undefined || typeof value !== 'object' || value === null || Array.isArray(value))
       return this.write(value, false, false);
-    const parts = this.#parts;
     const record = this.#enter(value) as Record<string, unknown>;
-    parts.push('{');
+    this.#add('{');
     let first = true;
     let next = 0;
     for (const key of sortedKeys(record)) {
@@ -211,26 +242,28 @@ class Writer {
       while (next < extra.length) {
         const added = extra[next];
         if (added === undefined || added[0] > key) break;
-        parts.push(memberPrefix(added[0], first), added[1]);
+        this.#add(memberPrefix(added[0], first));
+        this.#add(added[1]);
         first = false;
         next += 1;
       }
       if (next > 0 && extra[next - 1]?.[0] === key) continue;
-      const mark = parts.length;
-      parts.push(memberPrefix(key, first));
+      const mark = this.#count;
+      this.#add(memberPrefix(key, first));
       const wrote = masking.plainMembers.has(key)
         ? this.#putUnmasked(record[key])
         : this.#put(record[key], masking.keyedMembers.has(key), false);
       if (wrote) first = false;
-      else parts.length = mark;
+      else this.#backTo(mark);
     }
     for (; next < extra.length; next += 1) {
       const added = extra[next];
       if (added === undefined) continue;
-      parts.push(memberPrefix(added[0], first), added[1]);
+      this.#add(memberPrefix(added[0], first));
+      this.#add(added[1]);
       first = false;
     }
-    parts.push('}');
+    this.#add('}');
     this.#path.pop();
     return this.#take();
   }
@@ -238,7 +271,7 @@ class Writer {
   /** The JSON text of `value`; undefined for what JSON leaves out. */
   write(value: unknown, byKey: boolean, secret: boolean): string | undefined {
     if (!this.#put(value, byKey, secret)) {
-      this.#parts.length = 0;
+      this.#backTo(0);
       return undefined;
     }
     return this.#take();
@@ -247,9 +280,16 @@ class Writer {
   /** The pieces written so far as one text; empties them. */
   #take(): string {
     const parts = this.#parts;
-    const text = parts.length === 1 ? (parts[0] as string) : parts.join('');
-    parts.length = 0;
-    return text;
+    const count = this.#count;
+    this.#count = 0;
+    if (count === 1) {
+      if (this.#used < 1) this.#used = 1;
+      return parts[0] as string;
+    }
+    if (parts.length > 2 * count + SPARE_PARTS) parts.length = count;
+    else for (let i = count; i < this.#used; i += 1) parts[i] = '';
+    this.#used = count;
+    return parts.join('');
   }
 
   #putUnmasked(value: unknown): boolean {
@@ -264,24 +304,23 @@ class Writer {
 
   /** Adds the JSON text of `value` to the pieces; false (adding nothing) for what JSON leaves out. */
   #put(value: unknown, byKey: boolean, secret: boolean): boolean {
-    const parts = this.#parts;
     if (value === null) {
-      parts.push('null');
+      this.#add('null');
       return true;
     }
     switch (typeof value) {
       case 'string': {
         const masking = this.#masking;
-        if (masking === undefined) putQuoted(parts, value);
-        else if (value.length >= LONG_TEXT_CHARS && !secret) parts.push(quotedLongText(masking, value));
-        else putQuoted(parts, masking.text(value, secret));
+        if (masking === undefined) this.#addQuoted(value);
+        else if (value.length >= LONG_TEXT_CHARS && !secret) this.#add(quotedLongText(masking, value));
+        else this.#addQuoted(masking.text(value, secret));
         return true;
       }
       case 'number':
-        parts.push(Number.isFinite(value) ? JSON.stringify(value) : 'null');
+        this.#add(Number.isFinite(value) ? JSON.stringify(value) : 'null');
         return true;
       case 'boolean':
-        parts.push(value ? 'true' : 'false');
+        this.#add(value ? 'true' : 'false');
         return true;
       case 'undefined':
       case 'function':
@@ -295,27 +334,27 @@ class Writer {
     const object = this.#enter(value as object);
     // No try/finally: an error leaves the path as it was, and `reset` empties it.
     if (Array.isArray(object)) {
-      parts.push('[');
+      this.#add('[');
       for (let i = 0; i < object.length; i += 1) {
-        if (i > 0) parts.push(',');
-        if (!this.#put(object[i], byKey, secret)) parts.push('null');
+        if (i > 0) this.#add(',');
+        if (!this.#put(object[i], byKey, secret)) this.#add('null');
       }
-      parts.push(']');
+      this.#add(']');
       this.#path.pop();
       return true;
     }
     const record = object as Record<string, unknown>;
     const masking = this.#masking;
-    parts.push('{');
+    this.#add('{');
     let first = true;
     for (const key of sortedKeys(record)) {
       const secretMember = secret || (byKey && masking?.isSecretKey(key) === true);
-      const mark = parts.length;
-      parts.push(memberPrefix(key, first));
+      const mark = this.#count;
+      this.#add(memberPrefix(key, first));
       if (this.#put(record[key], byKey, secretMember)) first = false;
-      else parts.length = mark;
+      else this.#backTo(mark);
     }
-    parts.push('}');
+    this.#add('}');
     this.#path.pop();
     return true;
   }

@@ -110,3 +110,57 @@ describe('canonicalJson strings', () => {
     }
   });
 });
+
+describe('canonicalJson, one value after another', () => {
+  /** The canonical text by another route: recursion, sorted keys, JSON.stringify for the rest. */
+  function reference(value: unknown): string | undefined {
+    if (value === undefined) return undefined;
+    if (value === null || typeof value !== 'object') return JSON.stringify(value);
+    if (Array.isArray(value)) return `[${value.map((item) => reference(item) ?? 'null').join(',')}]`;
+    const record = value as Record<string, unknown>;
+    const members = Object.keys(record)
+      .sort()
+      .flatMap((key) => {
+        const text = reference(record[key]);
+        return text === undefined ? [] : [`${JSON.stringify(key)}:${text}`];
+      });
+    return `{${members.join(',')}}`;
+  }
+
+  it('writes each value exactly, whatever the sizes and dropped members of the ones before', () => {
+    // The writer keeps its pieces between values (long then short texts, members taken back
+    // because they are undefined, a value that failed half-way): nothing may leak into the next.
+    const wide = (n: number): Record<string, unknown> =>
+      Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i % 3 === 0 ? undefined : `v${i}`]));
+    const values: unknown[] = [
+      wide(400),
+      { a: 1 },
+      'alone',
+      wide(60),
+      { z: undefined, y: [undefined, 'q'], x: { w: undefined } },
+      wide(7),
+      [1, 2, 3],
+      wide(200),
+      { only: undefined },
+      wide(61),
+      { b: '' },
+    ];
+    const cyclic: Record<string, unknown> = { early: 'x' };
+    cyclic.self = cyclic;
+    // A short text, then one that fails after more pieces, then one in between.
+    expect(canonicalJson(wide(2))).toBe(reference(wide(2)));
+    expect(() => canonicalJson({ ...wide(30), z: 1n })).toThrow();
+    expect(canonicalJson(wide(7))).toBe(reference(wide(7)));
+    const texts: (string | undefined)[] = [];
+    for (const value of values) {
+      texts.push(canonicalJson(value));
+      expect(() => canonicalJson({ ...wide(30), z: cyclic })).toThrow();
+    }
+    expect(texts).toEqual(values.map(reference));
+    fc.assert(
+      fc.property(fc.array(fc.jsonValue(), { maxLength: 8 }), (batch) => {
+        for (const value of batch) expect(canonicalJson(value)).toBe(reference(value));
+      }),
+    );
+  });
+});
