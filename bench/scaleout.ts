@@ -8,7 +8,7 @@
  *
  * Steady state, not start-up: the worker processes, the Redis server and both supervisors are
  * started, and each side runs 20 agents and then full fan-outs of N agents until it stops getting
- * faster (support/warmup.ts: 2-8 runs, the same rule for both sides), before any timing. (A cold
+ * faster (support/warmup.ts: 2-10 runs, the same rule for both sides), before any timing. (A cold
  * first fan-out of N took 1.5-2x the later ones on both sides, and with three samples it decided
  * the median; after one, the workers' CPU per request still fell from run to run.) Then REPS fan-outs per side, alternating which side goes first; the
  * figure is the ratio of the medians. Besides wall time the benchmark reads the CPU time every
@@ -66,7 +66,7 @@ interface Params {
   readonly warmup: WarmupRuns;
 }
 
-const FULL: Params = { agents: 1000, reps: 5, warmup: { min: 2, max: 8 } };
+const FULL: Params = { agents: 1000, reps: 5, warmup: { min: 2, max: 10 } };
 const QUICK: Params = { agents: 200, reps: 2, warmup: { min: 1, max: 1 } };
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
