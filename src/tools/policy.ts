@@ -90,48 +90,78 @@ export function buildToolPolicy(def: PolicyDefinition, context: Partial<PolicyCo
   const denyingCalls = (tool: Tool): Rule[] =>
     denyRules.filter((rule) => rule.specifier !== undefined && ruleNamesTool(rule, tool.name, 'deny', ctx));
 
+  // What the rules say of a tool depends on its name and readOnly only, and the toolbox asks at
+  // every call: the answers are kept per tool object (a registry hands out the same object for a
+  // tool, and a new object, e.g. after an MCP server reconnects, is looked at afresh).
+  const refusals = new WeakMap<Tool, { readonly why: string | undefined }>();
+  const callRules = new WeakMap<Tool, CallRules>();
+  const callRulesOf = (tool: Tool): CallRules => {
+    let rules = callRules.get(tool);
+    if (rules === undefined) {
+      rules = { deny: denyingCalls(tool), restricting: restrictingAllow(tool) };
+      callRules.set(tool, rules);
+    }
+    return rules;
+  };
+
+  const refusalOf = (tool: Tool): string | undefined => {
+    const removed = denyRules.find(
+      (rule) =>
+        ruleNamesTool(rule, tool.name, 'deny', ctx) &&
+        (rule.specifier === undefined || specifierProblem(rule, tool.name) !== undefined),
+    );
+    if (removed) return `it is in disallowedTools (\`${removed.raw}\`)`;
+    if (OPT_IN_TOOLS.has(tool.name)) {
+      const named = namingAllow(tool).some((rule) => !rule.tool.includes('*'));
+      if (!named) return 'orchestration tools are admitted only when `tools` names them';
+    } else if (!allowAll && namingAllow(tool).length === 0) {
+      return 'it is not in the allowed tools';
+    }
+    if (plan && !tool.readOnly) return 'permissionMode plan admits read-only tools only';
+    return undefined;
+  };
+
+  const checkCall = async (tool: Tool, args: CallArgs, rules: CallRules): Promise<string | undefined> => {
+    for (const rule of rules.deny) {
+      if (await matchesCall(rule, tool.name, args, ctx, realCtx, 'deny')) {
+        return `it matches \`${rule.raw}\` in disallowedTools`;
+      }
+    }
+    const restricting = rules.restricting;
+    if (restricting === undefined) return undefined;
+    const listed = restricting.map((rule) => `\`${rule.raw}\``).join(', ');
+    if (specifierKind(tool.name) === 'command') {
+      const why = commandRefusal(restricting, typeof args.command === 'string' ? args.command : '');
+      return why === undefined
+        ? undefined
+        : `this agent may only run commands matching ${listed}, and ${why}`;
+    }
+    for (const rule of restricting) {
+      if (await matchesCall(rule, tool.name, args, ctx, realCtx, 'allow')) return undefined;
+    }
+    return `this agent may only make calls matching ${listed}`;
+  };
+
   return {
     allowRules,
     denyRules,
     refusal(tool) {
-      const removed = denyRules.find(
-        (rule) =>
-          ruleNamesTool(rule, tool.name, 'deny', ctx) &&
-          (rule.specifier === undefined || specifierProblem(rule, tool.name) !== undefined),
-      );
-      if (removed) return `it is in disallowedTools (\`${removed.raw}\`)`;
-      if (OPT_IN_TOOLS.has(tool.name)) {
-        const named = namingAllow(tool).some((rule) => !rule.tool.includes('*'));
-        if (!named) return 'orchestration tools are admitted only when `tools` names them';
-      } else if (!allowAll && namingAllow(tool).length === 0) {
-        return 'it is not in the allowed tools';
+      let known = refusals.get(tool);
+      if (known === undefined) {
+        known = { why: refusalOf(tool) };
+        refusals.set(tool, known);
       }
-      if (plan && !tool.readOnly) return 'permissionMode plan admits read-only tools only';
-      return undefined;
+      return known.why;
     },
-    async callRefusal(tool, args) {
-      for (const rule of denyingCalls(tool)) {
-        if (await matchesCall(rule, tool.name, args, ctx, realCtx, 'deny')) {
-          return `it matches \`${rule.raw}\` in disallowedTools`;
-        }
-      }
-      const restricting = restrictingAllow(tool);
-      if (restricting === undefined) return undefined;
-      const listed = restricting.map((rule) => `\`${rule.raw}\``).join(', ');
-      if (specifierKind(tool.name) === 'command') {
-        const why = commandRefusal(restricting, typeof args.command === 'string' ? args.command : '');
-        return why === undefined
-          ? undefined
-          : `this agent may only run commands matching ${listed}, and ${why}`;
-      }
-      for (const rule of restricting) {
-        if (await matchesCall(rule, tool.name, args, ctx, realCtx, 'allow')) return undefined;
-      }
-      return `this agent may only make calls matching ${listed}`;
+    callRefusal(tool, args) {
+      const rules = callRulesOf(tool);
+      // No rule narrows this tool's calls: nothing to check (the common case, at every call).
+      if (rules.deny.length === 0 && rules.restricting === undefined) return NO_REFUSAL;
+      return checkCall(tool, args, rules);
     },
     guard(tool) {
       const kind = specifierKind(tool.name);
-      const deny = denyingCalls(tool);
+      const { deny, restricting } = callRulesOf(tool);
       if (kind === 'read-path' || kind === 'edit-path') {
         if (deny.length === 0) return undefined;
         const refuse = (absolute: string): string | undefined => {
@@ -145,7 +175,6 @@ export function buildToolPolicy(def: PolicyDefinition, context: Partial<PolicyCo
         return { path: refuse };
       }
       if (kind === 'domain') {
-        const restricting = restrictingAllow(tool);
         if (deny.length === 0 && restricting === undefined) return undefined;
         return {
           host(host) {
@@ -162,6 +191,16 @@ export function buildToolPolicy(def: PolicyDefinition, context: Partial<PolicyCo
     },
   };
 }
+
+/** The rules that narrow a tool's calls: deny rules with a specifier, and allow rules that restrict it. */
+interface CallRules {
+  readonly deny: readonly Rule[];
+  /** Undefined: an allow rule admits every call of the tool (or there is no allow list). */
+  readonly restricting: readonly Rule[] | undefined;
+}
+
+/** What `callRefusal` answers when no rule narrows the tool's calls. */
+const NO_REFUSAL: Promise<string | undefined> = Promise.resolve(undefined);
 
 /** Parses entries; a deny entry that cannot be read still removes the tool it names. */
 function parseAll(entries: readonly string[], effect: 'allow' | 'deny'): Rule[] {

@@ -148,3 +148,27 @@ describe('orchestration and MCP names', () => {
     expect(names(denied).filter((name) => name.startsWith('mcp__'))).toEqual(['mcp__docs__search']);
   });
 });
+
+describe('a policy asked at every call', () => {
+  it('answers each tool object by its own name and readOnly, the same way every time', async () => {
+    const { buildToolPolicy } = await import('../../src/tools/policy.ts');
+    const cwd = await tempDir();
+    const policy = buildToolPolicy(
+      { tools: ['read_file', 'run_terminal_cmd(git diff:*)'], disallowedTools: [], permissionMode: 'plan' },
+      { cwd },
+    );
+    const reader = stub('read_file', true).tool;
+    const writer = stub('read_file', false).tool; // Same name, not read-only: a different answer.
+    const shell = stub('run_terminal_cmd', true).tool;
+    for (let round = 0; round < 3; round += 1) {
+      expect(policy.refusal(reader)).toBeUndefined();
+      expect(policy.refusal(writer)).toBe('permissionMode plan admits read-only tools only');
+      expect(policy.refusal(stub('list_dir').tool)).toBe('it is not in the allowed tools');
+      expect(await policy.callRefusal(reader, { path: 'a' })).toBeUndefined();
+      expect(await policy.callRefusal(shell, { command: 'git diff' })).toBeUndefined();
+      expect(await policy.callRefusal(shell, { command: 'rm -rf /' })).toContain(
+        'this agent may only run commands matching `run_terminal_cmd(git diff:*)`',
+      );
+    }
+  });
+});
