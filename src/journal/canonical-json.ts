@@ -147,6 +147,9 @@ const MAX_KEPT_PARTS = 65_536;
  */
 const SPARE_PARTS = 128;
 
+/** Texts longer than this do not leave their pieces in the kept array (they may be large strings). */
+const RELEASED_TEXT_CHARS = 65_536;
+
 /** One writer kept between calls (calls do not nest, but a `toJSON` may serialize again). */
 let spareWriter: Writer | undefined;
 
@@ -283,13 +286,21 @@ class Writer {
     const count = this.#count;
     this.#count = 0;
     if (count === 1) {
-      if (this.#used < 1) this.#used = 1;
-      return parts[0] as string;
+      const only = parts[0] as string;
+      if (only.length > RELEASED_TEXT_CHARS) parts[0] = '';
+      else if (this.#used < 1) this.#used = 1;
+      return only;
     }
     if (parts.length > 2 * count + SPARE_PARTS) parts.length = count;
     else for (let i = count; i < this.#used; i += 1) parts[i] = '';
     this.#used = count;
-    return parts.join('');
+    const text = parts.join('');
+    if (text.length > RELEASED_TEXT_CHARS) {
+      // The pieces of a long text (a large tool result) are not kept alive until the next one.
+      for (let i = 0; i < count; i += 1) parts[i] = '';
+      this.#used = 0;
+    }
+    return text;
   }
 
   #putUnmasked(value: unknown): boolean {

@@ -144,6 +144,9 @@ describe('canonicalJson, one value after another', () => {
       { only: undefined },
       wide(61),
       { b: '' },
+      { big: 'x'.repeat(70_000), after: [1, 2] },
+      `"${'y'.repeat(70_000)}`,
+      wide(5),
     ];
     const cyclic: Record<string, unknown> = { early: 'x' };
     cyclic.self = cyclic;
