@@ -90,20 +90,6 @@ export function buildToolPolicy(def: PolicyDefinition, context: Partial<PolicyCo
   const denyingCalls = (tool: Tool): Rule[] =>
     denyRules.filter((rule) => rule.specifier !== undefined && ruleNamesTool(rule, tool.name, 'deny', ctx));
 
-  // What the rules say of a tool depends on its name and readOnly only, and the toolbox asks at
-  // every call: the answers are kept per tool object (a registry hands out the same object for a
-  // tool, and a new object, e.g. after an MCP server reconnects, is looked at afresh).
-  const refusals = new WeakMap<Tool, { readonly why: string | undefined }>();
-  const callRules = new WeakMap<Tool, CallRules>();
-  const callRulesOf = (tool: Tool): CallRules => {
-    let rules = callRules.get(tool);
-    if (rules === undefined) {
-      rules = { deny: denyingCalls(tool), restricting: restrictingAllow(tool) };
-      callRules.set(tool, rules);
-    }
-    return rules;
-  };
-
   const refusalOf = (tool: Tool): string | undefined => {
     const removed = denyRules.find(
       (rule) =>
@@ -121,7 +107,20 @@ export function buildToolPolicy(def: PolicyDefinition, context: Partial<PolicyCo
     return undefined;
   };
 
-  const checkCall = async (tool: Tool, args: CallArgs, rules: CallRules): Promise<string | undefined> => {
+  // What the rules say of a tool depends on its name and readOnly only, and the toolbox asks at
+  // every call: the answers are kept per tool object (a registry hands out the same object for a
+  // tool, and a new object, e.g. after an MCP server reconnects, is looked at afresh).
+  const answers = new WeakMap<Tool, ToolAnswers>();
+  const answersFor = (tool: Tool): ToolAnswers => {
+    let known = answers.get(tool);
+    if (known === undefined) {
+      known = { refusal: refusalOf(tool), deny: denyingCalls(tool), restricting: restrictingAllow(tool) };
+      answers.set(tool, known);
+    }
+    return known;
+  };
+
+  const checkCall = async (tool: Tool, args: CallArgs, rules: ToolAnswers): Promise<string | undefined> => {
     for (const rule of rules.deny) {
       if (await matchesCall(rule, tool.name, args, ctx, realCtx, 'deny')) {
         return `it matches \`${rule.raw}\` in disallowedTools`;
@@ -146,22 +145,17 @@ export function buildToolPolicy(def: PolicyDefinition, context: Partial<PolicyCo
     allowRules,
     denyRules,
     refusal(tool) {
-      let known = refusals.get(tool);
-      if (known === undefined) {
-        known = { why: refusalOf(tool) };
-        refusals.set(tool, known);
-      }
-      return known.why;
+      return answersFor(tool).refusal;
     },
     callRefusal(tool, args) {
-      const rules = callRulesOf(tool);
+      const rules = answersFor(tool);
       // No rule narrows this tool's calls: nothing to check (the common case, at every call).
       if (rules.deny.length === 0 && rules.restricting === undefined) return NO_REFUSAL;
       return checkCall(tool, args, rules);
     },
     guard(tool) {
       const kind = specifierKind(tool.name);
-      const { deny, restricting } = callRulesOf(tool);
+      const { deny, restricting } = answersFor(tool);
       if (kind === 'read-path' || kind === 'edit-path') {
         if (deny.length === 0) return undefined;
         const refuse = (absolute: string): string | undefined => {
@@ -192,8 +186,12 @@ export function buildToolPolicy(def: PolicyDefinition, context: Partial<PolicyCo
   };
 }
 
-/** The rules that narrow a tool's calls: deny rules with a specifier, and allow rules that restrict it. */
-interface CallRules {
+/**
+ * What a policy's rules say of one tool: why it is not admitted (undefined: it is), and the rules
+ * that narrow its calls: deny rules with a specifier, and allow rules that restrict it.
+ */
+interface ToolAnswers {
+  readonly refusal: string | undefined;
   readonly deny: readonly Rule[];
   /** Undefined: an allow rule admits every call of the tool (or there is no allow list). */
   readonly restricting: readonly Rule[] | undefined;
