@@ -286,9 +286,9 @@ class Writer {
     const count = this.#count;
     this.#count = 0;
     if (count === 1) {
+      // Slot 0 is never blanked: every later text writes it first.
       const only = parts[0] as string;
       if (only.length > RELEASED_TEXT_CHARS) parts[0] = '';
-      else if (this.#used < 1) this.#used = 1;
       return only;
     }
     if (parts.length > 2 * count + SPARE_PARTS) parts.length = count;
