@@ -469,16 +469,17 @@ export function inputHasher(
   // keyed by the (native, fast) plain JSON of the three.
   const { modelSettings: settings } = settingsMember(modelSettings);
   const key = JSON.stringify([system, tools, settings ?? null]);
-  let rest = fixedParts.get(key);
-  if (rest === undefined) {
+  let fixed = fixedParts.get(key);
+  if (fixed === undefined) {
     // canonicalJson sorts keys: (continuation,) input, (modelSettings,) system, tools.
     const settingsPart =
       settings === undefined ? '' : `,"modelSettings":${canonicalJson(redactStrings(settings))}`;
-    rest = `${settingsPart},"system":${canonicalJson(redactStrings(system))},"tools":${canonicalJson(redactStrings(tools))}}`;
+    const text = `${settingsPart},"system":${canonicalJson(redactStrings(system))},"tools":${canonicalJson(redactStrings(tools))}}`;
+    fixed = { text, utf8: Buffer.from(text, 'utf8') };
     if (fixedParts.size >= FIXED_PARTS_CACHE_SIZE) fixedParts.clear();
-    fixedParts.set(key, rest);
+    fixedParts.set(key, fixed);
   }
-  const suffix = rest;
+  const { text: suffix, utf8: suffixUtf8 } = fixed;
   // A round sends one render and a growing continuation: the render's masked JSON is kept, and the
   // continuation's masked items are fed once each, as they are appended, into a running SHA-256 of
   // the canonical text's prefix, copied for each request (else each request re-masked and re-hashed
@@ -506,12 +507,15 @@ export function inputHasher(
       const item = JSON.stringify(redactText(continuation[entriesSeen] ?? ''));
       running.update(entriesSeen === 0 ? item : `,${item}`);
     }
-    return running.copy().update(`],"input":${lastInputJson}${suffix}`).digest('hex');
+    // The fixed part goes in as the bytes encoded once, not appended to a string per request: a
+    // round's requests all end with it, and it is the larger part (~2.6 KB for two tools).
+    return running.copy().update(`],"input":${lastInputJson}`).update(suffixUtf8).digest('hex');
   };
 }
 
 const FIXED_PARTS_CACHE_SIZE = 64;
-const fixedParts = new Map<string, string>();
+/** The canonical text after `input`, and its UTF-8 bytes, by system prompt, tools and settings. */
+const fixedParts = new Map<string, { readonly text: string; readonly utf8: Buffer }>();
 
 type Kind = 'string' | 'number' | 'boolean' | 'array' | 'object' | 'string|null' | 'number|null';
 

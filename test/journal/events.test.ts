@@ -24,8 +24,9 @@ describe('inputHasher', () => {
   });
 
   it('gives exactly hashContinuation while the entries of a round grow, and after a new round starts', () => {
-    const tools = [{ name: 't', description: 'd', parameters: { type: 'object' } }];
-    const system = 'You are x.';
+    const tools = [{ name: 't', description: 'd — ü', parameters: { type: 'object' } }];
+    // Not ASCII: the fixed part is hashed from bytes encoded once, which must be its UTF-8.
+    const system = 'You are x. Ünïcode ✓ \u2028 😀';
     const hasher = inputHasher(system, tools);
     const round: string[] = [];
     const input = 'Task: password=hunter2';
