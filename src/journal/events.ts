@@ -465,21 +465,7 @@ export function inputHasher(
   tools: readonly ToolSpec[],
   modelSettings?: ModelSettings,
 ): (input: string, continuation?: readonly string[]) => string {
-  // Many agents share a system prompt, tools and settings: their masked canonical text is kept,
-  // keyed by the (native, fast) plain JSON of the three.
-  const { modelSettings: settings } = settingsMember(modelSettings);
-  const key = JSON.stringify([system, tools, settings ?? null]);
-  let fixed = fixedParts.get(key);
-  if (fixed === undefined) {
-    // canonicalJson sorts keys: (continuation,) input, (modelSettings,) system, tools.
-    const settingsPart =
-      settings === undefined ? '' : `,"modelSettings":${canonicalJson(redactStrings(settings))}`;
-    const text = `${settingsPart},"system":${canonicalJson(redactStrings(system))},"tools":${canonicalJson(redactStrings(tools))}}`;
-    fixed = { text, utf8: Buffer.from(text, 'utf8') };
-    if (fixedParts.size >= FIXED_PARTS_CACHE_SIZE) fixedParts.clear();
-    fixedParts.set(key, fixed);
-  }
-  const { text: suffix, utf8: suffixUtf8 } = fixed;
+  const { text: suffix, utf8: suffixUtf8 } = fixedPartsOf(system, tools, modelSettings);
   // A round sends one render and a growing continuation: the render's masked JSON is kept, and the
   // continuation's masked items are fed once each, as they are appended, into a running SHA-256 of
   // the canonical text's prefix, copied for each request (else each request re-masked and re-hashed
@@ -514,8 +500,77 @@ export function inputHasher(
 }
 
 const FIXED_PARTS_CACHE_SIZE = 64;
-/** The canonical text after `input`, and its UTF-8 bytes, by system prompt, tools and settings. */
-const fixedParts = new Map<string, { readonly text: string; readonly utf8: Buffer }>();
+/** The masked canonical text after a request's `input` member, and its UTF-8 bytes. */
+interface FixedParts {
+  readonly text: string;
+  readonly utf8: Buffer;
+}
+
+/** Fixed parts by the plain JSON of the system prompt, tools and settings. */
+const fixedParts = new Map<string, FixedParts>();
+
+/** The last agent's fixed parts, with what they were made from (see {@link fixedPartsOf}). */
+let lastFixed:
+  | {
+      readonly system: string;
+      readonly tools: readonly ToolSpec[];
+      readonly settings: string;
+      readonly parts: FixedParts;
+    }
+  | undefined;
+
+/**
+ * The fixed parts of an agent's requests. Many agents share a system prompt, tools and settings:
+ * their masked canonical text is kept, keyed by the (native, fast) plain JSON of the three. Agents
+ * that follow one another with the same prompt and tools (a fan-out of one definition) get the
+ * last agent's parts without that JSON (~3 KB per agent in the fan-out benchmark): each agent's
+ * tool specs are its own objects, but their names, descriptions and schema objects are the
+ * tools', which the registry never changes.
+ */
+function fixedPartsOf(
+  system: string,
+  tools: readonly ToolSpec[],
+  modelSettings: ModelSettings | undefined,
+): FixedParts {
+  const { modelSettings: settings } = settingsMember(modelSettings);
+  const settingsJson = settings === undefined ? '' : JSON.stringify(settings);
+  const last = lastFixed;
+  if (
+    last !== undefined &&
+    last.system === system &&
+    last.settings === settingsJson &&
+    sameSpecs(last.tools, tools)
+  ) {
+    return last.parts;
+  }
+  const key = JSON.stringify([system, tools, settings ?? null]);
+  let parts = fixedParts.get(key);
+  if (parts === undefined) {
+    // canonicalJson sorts keys: (continuation,) input, (modelSettings,) system, tools.
+    const settingsPart =
+      settings === undefined ? '' : `,"modelSettings":${canonicalJson(redactStrings(settings))}`;
+    const text = `${settingsPart},"system":${canonicalJson(redactStrings(system))},"tools":${canonicalJson(redactStrings(tools))}}`;
+    parts = { text, utf8: Buffer.from(text, 'utf8') };
+    if (fixedParts.size >= FIXED_PARTS_CACHE_SIZE) fixedParts.clear();
+    fixedParts.set(key, parts);
+  }
+  lastFixed = { system, tools, settings: settingsJson, parts };
+  return parts;
+}
+
+/** Whether two spec lists name the same tools with the same description and schema objects. */
+function sameSpecs(a: readonly ToolSpec[], b: readonly ToolSpec[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i += 1) {
+    const x = a[i] as ToolSpec;
+    const y = b[i] as ToolSpec;
+    if (x.name !== y.name || x.description !== y.description || x.parameters !== y.parameters) {
+      return false;
+    }
+  }
+  return true;
+}
 
 type Kind = 'string' | 'number' | 'boolean' | 'array' | 'object' | 'string|null' | 'number|null';
 

@@ -47,4 +47,32 @@ describe('inputHasher', () => {
     round.push('Assistant: again');
     expect(hasher(input, round)).toBe(hashContinuation(system, input, tools, round));
   });
+  it('gives each agent the hash of its own prompt, tools and settings when agents follow one another', () => {
+    type Specs = { name: string; description: string; parameters: object }[];
+    const system = 'You are x.';
+    const schema = { type: 'object', properties: { a: { type: 'string' } } };
+    const tools: Specs = [{ name: 't', description: 'd', parameters: schema }];
+    const hashOf = (prompt: string, specs: Specs, settings?: object): string => {
+      const hash = inputHasher(prompt, specs, settings)('x');
+      expect(hash).toBe(hashInput(prompt, 'x', specs, settings));
+      return hash;
+    };
+    const base = hashOf(system, tools);
+    // Each agent's specs are its own objects, with the tools' fields: the same hash.
+    const copies = tools.map((spec) => ({ ...spec }));
+    expect(hashOf(system, copies)).toBe(base);
+    // Right after an agent with the base prompt and tools, one that differs in one thing only.
+    const changed: [string, Specs, object?][] = [
+      ['You are y.', tools],
+      [system, [{ name: 't', description: 'd', parameters: { type: 'object' } }]],
+      [system, [{ name: 't', description: 'e', parameters: schema }]],
+      [system, [{ name: 'u', description: 'd', parameters: schema }]],
+      [system, [...tools, { name: 'v', description: 'd', parameters: schema }]],
+      [system, tools, { temperature: 0.5 }],
+    ];
+    for (const [prompt, specs, settings] of changed) {
+      expect(hashOf(system, tools)).toBe(base);
+      expect(hashOf(prompt, specs, settings)).not.toBe(base);
+    }
+  });
 });
