@@ -522,10 +522,10 @@ let lastFixed:
 /**
  * The fixed parts of an agent's requests. Many agents share a system prompt, tools and settings:
  * their masked canonical text is kept, keyed by the (native, fast) plain JSON of the three. Agents
- * that follow one another with the same prompt and tools (a fan-out of one definition) get the
- * last agent's parts without that JSON (~3 KB per agent in the fan-out benchmark): each agent's
- * tool specs are its own objects, but their names, descriptions and schema objects are the
- * tools', which the registry never changes.
+ * that follow one another with the same prompt, settings and tools (a fan-out of one definition)
+ * get the last agent's parts without that JSON (2,177 characters, 6.7 KB allocated per agent in
+ * the fan-out benchmark). Each agent's tool specs are its own objects, but their names,
+ * descriptions and schema objects are the tools', which the registry never changes.
  */
 function fixedPartsOf(
   system: string,
