@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { hashContinuation, hashInput, inputHasher } from '../../src/journal/events.ts';
+import type { ModelSettings } from '../../src/providers/model-settings.ts';
+import type { ToolSpec } from '../../src/tools/types.ts';
 
 describe('inputHasher', () => {
   it('gives exactly the hash hashInput gives, secrets masked, for every input', () => {
@@ -48,11 +50,11 @@ describe('inputHasher', () => {
     expect(hasher(input, round)).toBe(hashContinuation(system, input, tools, round));
   });
   it('gives each agent the hash of its own prompt, tools and settings when agents follow one another', () => {
-    type Specs = { name: string; description: string; parameters: object }[];
+    type Specs = readonly ToolSpec[];
     const system = 'You are x.';
     const schema = { type: 'object', properties: { a: { type: 'string' } } };
     const tools: Specs = [{ name: 't', description: 'd', parameters: schema }];
-    const hashOf = (prompt: string, specs: Specs, settings?: object): string => {
+    const hashOf = (prompt: string, specs: Specs, settings?: ModelSettings): string => {
       const hash = inputHasher(prompt, specs, settings)('x');
       expect(hash).toBe(hashInput(prompt, 'x', specs, settings));
       return hash;
@@ -62,7 +64,7 @@ describe('inputHasher', () => {
     const copies = tools.map((spec) => ({ ...spec }));
     expect(hashOf(system, copies)).toBe(base);
     // Right after an agent with the base prompt and tools, one that differs in one thing only.
-    const changed: [string, Specs, object?][] = [
+    const changed: [string, Specs, ModelSettings?][] = [
       ['You are y.', tools],
       [system, [{ name: 't', description: 'd', parameters: { type: 'object' } }]],
       [system, [{ name: 't', description: 'e', parameters: schema }]],
