@@ -13,9 +13,9 @@
  * is no more than 5 % below the fastest run before them, at least {@link Params.warmup} `min`
  * runs, at most `max`). Every isolate compiles the hot code for itself, so the supervisor (its main
  * thread and two hosts, each seeing half the agents) needs more agents than the in-process loop to
- * stop compiling: after one full-size run its V8 helper
- * threads were still compiling through the timed runs, which got 25-35 % faster from the first to
- * the third (bench/RESULTS.md, lead session 4). The same rule ends both sides' warm-up; the first
+ * stop compiling: after one full-size run its V8 helper threads were still compiling through the
+ * timed runs, which got 25-35 % faster from the first to the third (bench/RESULTS.md, lead
+ * session 4). The same rule ends both sides' warm-up; the first
  * full-size run of each side is reported as `fanout.firstRunOverhead` (what a fresh process pays).
  * Also sweeps N for the makespan plot (bench/makespan.svg on a full run).
  *

@@ -10,11 +10,12 @@
  * started, and each side runs 20 agents and then full fan-outs of N agents until it stops getting
  * faster (support/warmup.ts: 2-10 runs, the same rule for both sides), before any timing. (A cold
  * first fan-out of N took 1.5-2x the later ones on both sides, and with three samples it decided
- * the median; after one, the workers' CPU per request still fell from run to run.) Then REPS fan-outs per side, alternating which side goes first; the
- * figure is the ratio of the medians. Besides wall time the benchmark reads the CPU time every
- * process involved spent in each run (this process, and on the redis side the worker processes
- * and redis-server too, from /proc on Linux): CPU time is what the redis path costs, and other
- * load on the machine changes it far less than wall time.
+ * the median; after one, the workers' CPU per request still fell from run to run.) Then REPS
+ * fan-outs per side, alternating which side goes first; the figure is the ratio of the medians.
+ * Besides wall time the benchmark reads the CPU time every process involved spent in each run
+ * (this process, and on the redis side the worker processes and redis-server too, from /proc on
+ * Linux): CPU time is what the redis path costs, and other load on the machine changes it far
+ * less than wall time.
  *
  * What the ratio prices: a BullMQ job (add, fetch, lock, complete) per batch of up to 32 agents
  * (`maxBatchSize`), and per agent its journal on a Redis Stream instead of a local file, and its
