@@ -10,9 +10,15 @@
  * ms after the park instead, as the routing benchmark's lanes do (1 ms): the thread sleeps in
  * between, and the path then runs from cold caches after a wake-up (bench/RESULTS.md, session 8).
  *
- * node --import tsx bench/support/path-cpu.ts [agents=20] [--idle-ms=N]
+ * `--windows=FILE` writes each measured instruction's [arrival, request] in µs of the monotonic
+ * clock (JSON pairs), for `profile-summary.ts --windows FILE` to keep only the samples a
+ * `--cpu-prof` run took inside them: where the path's own time goes, cold or hot, without the park
+ * and the usage estimate around it.
+ *
+ * node --import tsx bench/support/path-cpu.ts [agents=20] [--idle-ms=N] [--windows=FILE]
  */
 
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { HARD_MAX_STEPS } from '../../src/constants.ts';
@@ -31,6 +37,7 @@ const idleArg = process.argv.find((arg) => arg.startsWith('--idle-ms='));
 const idleMs = idleArg === undefined ? undefined : Number(idleArg.slice('--idle-ms='.length));
 if (idleMs !== undefined && !(idleMs >= 0))
   throw new Error(`--idle-ms: expected a number of ms, got ${idleArg}`);
+const windowsFile = process.argv.find((arg) => arg.startsWith('--windows='))?.slice('--windows='.length);
 const journals = scratchDir('path-journals');
 const cwd = scratchDir('path-cwd');
 const provider = createRoutingModel({ waits: WAITS_PER_AGENT });
@@ -92,12 +99,16 @@ try {
   const thread = threadCpu();
   const start = performance.now();
   const latencies: number[] = [];
+  const windows: [fromUs: number, toUs: number][] = [];
   for (let i = 0; i < agents; i += 1) {
     for (const [text, at] of await one(i)) {
       const from = sent.get(text);
-      if (from !== undefined) latencies.push((at - from) / 1000);
+      if (from === undefined) continue;
+      latencies.push((at - from) / 1000);
+      windows.push([from / 1000, at / 1000]);
     }
   }
+  if (windowsFile !== undefined) writeFileSync(windowsFile, JSON.stringify(windows));
   const used = process.cpuUsage(cpu);
   const per = ((used.user + used.system) / latencies.length).toFixed(1);
   const after = threadCpu();

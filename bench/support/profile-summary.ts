@@ -10,6 +10,11 @@
  * `--between FROM,TO` keeps only samples taken between two readings of the monotonic clock in µs
  * (`process.hrtime.bigint() / 1000n`, the clock V8 stamps profiles with on Linux), so start-up
  * and shutdown can be cut away from a steady-state window.
+ * `--windows FILE` keeps only samples inside any of the windows FILE lists (JSON `[fromUs, toUs]`
+ * pairs on the same clock, e.g. `path-cpu.ts --windows=FILE`), each sample counted once at the
+ * profile's median interval: in windows much shorter than the sampler's real period (V8's sampler
+ * falls behind its `--cpu-prof-interval` on a busy or virtualised machine), a sample's time delta
+ * would bill the window for the gap before it.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -70,6 +75,7 @@ export function summarize(
   top: number,
   match?: RegExp,
   between?: readonly [fromUs: number, toUs: number],
+  windows?: readonly (readonly [fromUs: number, toUs: number])[],
 ): ProfileSummary {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
@@ -80,10 +86,20 @@ export function summarize(
   let totalUs = 0;
   let idleUs = 0;
   let at = profile.startTime;
+  const sorted = windows === undefined ? undefined : [...windows].sort((a, b) => a[0] - b[0]);
+  const interval = sorted === undefined ? 0 : medianOf(profile.timeDeltas);
+  let nextWindow = 0;
   profile.samples.forEach((id, index) => {
-    const delta = profile.timeDeltas[index] ?? 0;
+    let delta = profile.timeDeltas[index] ?? 0;
     at += delta;
     if (between && (at < between[0] || at > between[1])) return;
+    if (sorted !== undefined) {
+      // Samples come in time order: windows that ended before this one are done with.
+      while (nextWindow < sorted.length && (sorted[nextWindow]?.[1] ?? 0) < at) nextWindow += 1;
+      const window = sorted[nextWindow];
+      if (window === undefined || at < window[0]) return;
+      delta = interval;
+    }
     totalUs += delta;
     const node = byId.get(id);
     if (!node) return;
@@ -121,6 +137,11 @@ export function summarize(
   };
 }
 
+function medianOf(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
+
 function profilesIn(target: string): string[] {
   if (!statSync(target).isDirectory()) return [target];
   return readdirSync(target)
@@ -150,6 +171,7 @@ if (entry !== undefined && path.resolve(entry) === fileURLToPath(import.meta.url
       top: { type: 'string', default: '15' },
       match: { type: 'string' },
       between: { type: 'string' },
+      windows: { type: 'string' },
     },
   });
   const window = values.between?.split(',').map(Number);
@@ -157,8 +179,12 @@ if (entry !== undefined && path.resolve(entry) === fileURLToPath(import.meta.url
     window?.length === 2 && window.every(Number.isFinite)
       ? ([window[0], window[1]] as [number, number])
       : undefined;
+  const windows =
+    values.windows === undefined
+      ? undefined
+      : (JSON.parse(readFileSync(values.windows, 'utf8')) as [number, number][]);
   const top = Number.parseInt(values.top ?? '15', 10);
   const match = values.match === undefined ? undefined : new RegExp(values.match);
   for (const target of positionals)
-    for (const file of profilesIn(target)) print(summarize(file, top, match, between));
+    for (const file of profilesIn(target)) print(summarize(file, top, match, between, windows));
 }
