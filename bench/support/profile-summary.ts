@@ -20,6 +20,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { median } from './stats.ts';
 
 interface CallFrame {
   readonly functionName: string;
@@ -87,7 +88,7 @@ export function summarize(
   let idleUs = 0;
   let at = profile.startTime;
   const sorted = windows === undefined ? undefined : [...windows].sort((a, b) => a[0] - b[0]);
-  const interval = sorted === undefined ? 0 : medianOf(profile.timeDeltas);
+  const interval = sorted === undefined ? 0 : median(profile.timeDeltas);
   let nextWindow = 0;
   profile.samples.forEach((id, index) => {
     let delta = profile.timeDeltas[index] ?? 0;
@@ -135,11 +136,6 @@ export function summarize(
     self: rank(self, (name) => name === IDLE),
     inclusive: rank(inclusive, (name) => structural.has(name)),
   };
-}
-
-function medianOf(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
 function profilesIn(target: string): string[] {
