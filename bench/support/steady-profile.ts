@@ -71,6 +71,8 @@ const rep = async (): Promise<{ units: number; line: string }> => {
   return { units: arrivals.length, line: `routing ${ROUTING_LANES}x${agents}x${WAITS_PER_AGENT}` };
 };
 const latencies: number[] = [];
+// The main thread's id, for bench/support/wake-placement.ts --waker (on Linux, the pid).
+console.log(`pid ${process.pid}`);
 try {
   await supervisor.start();
   if (mode === 'routing') await runLanes(supervisor, ROUTING_LANES, 1);

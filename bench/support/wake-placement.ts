@@ -1,0 +1,133 @@
+/**
+ * Where the kernel put each thread another thread woke, and how long it took to run: the thread
+ * hop of the routing path (the main thread's `postMessage` waking a parked actor host) as the
+ * scheduler saw it, from a `perf` trace of the scheduler's `sched_waking` and `sched_switch`
+ * events. A wake goes to the waker's own CPU, to another idle CPU or to another busy one, and the
+ * woken thread gets its CPU by preempting the waker, once the waker blocks, from idle (a halted
+ * vCPU woken by an interrupt) or after some other thread. bench/RESULTS.md (lead, session 12)
+ * shows why the split matters on a VM whose idle vCPUs halt at once.
+ *
+ *   perf sched record -a -o sched.data sleep 3      # while a routing run is in its steady state
+ *   perf script -i sched.data -F tid,cpu,time,event,trace > sched.txt
+ *   node --import tsx bench/support/wake-placement.ts sched.txt --waker MAIN_TID --wakees TID,TID
+ *
+ * MAIN_TID is the benchmark process's pid (its main thread); the actor hosts are its two busiest
+ * other threads during a routing run (`ps -L -o tid,pcpu -p PID`).
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { isMain } from './child.ts';
+import { quantile } from './stats.ts';
+
+/** Where a woken thread was queued, relative to the thread that woke it. */
+export type Placement = 'waker cpu' | 'other cpu, idle' | 'other cpu, busy';
+/** How the woken thread got a CPU: what ran on it just before. */
+export type Handover =
+  | 'preempted the waker'
+  | 'after the waker blocked'
+  | 'from idle'
+  | 'after another thread';
+
+/** One kind of wake: how many, and the µs from the wake to the woken thread running. */
+export interface WakeGroup {
+  readonly placement: Placement;
+  readonly handover: Handover;
+  readonly count: number;
+  readonly share: number;
+  readonly p50Us: number;
+  readonly p90Us: number;
+}
+
+/** Idle is pid 0 (`swapper`) in `sched_switch`. */
+const IDLE = '0';
+const LINE = /^\s*(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(sched:sched_waking|sched:sched_switch):\s+(.*)$/;
+
+/**
+ * Groups every wake of a thread in `wakees` by `waker` in `perf script -F tid,cpu,time,event,trace`
+ * text, largest group first. Lines of other events are skipped.
+ */
+export function wakePlacement(text: string, waker: string, wakees: ReadonlySet<string>): WakeGroup[] {
+  /** What runs on each CPU, as the trace last switched it. */
+  const running = new Map<number, string>();
+  /** Wakes not yet followed by the wakee running: when, and where it was queued. */
+  const pending = new Map<string, { readonly at: number; readonly placement: Placement }>();
+  const delays = new Map<string, { placement: Placement; handover: Handover; us: number[] }>();
+  for (const line of text.split('\n')) {
+    const match = LINE.exec(line);
+    if (match === null) continue;
+    const [, tid, cpuText, time, event, fields = ''] = match;
+    const cpu = Number(cpuText);
+    const at = Number(time);
+    if (event === 'sched:sched_waking') {
+      const woken = / pid=(\d+) /.exec(` ${fields} `)?.[1];
+      const target = /target_cpu=(\d+)/.exec(fields)?.[1];
+      if (tid !== waker || woken === undefined || !wakees.has(woken) || target === undefined) continue;
+      const targetCpu = Number(target);
+      // A CPU the trace has not switched yet: what runs there is not known.
+      if (targetCpu !== cpu && !running.has(targetCpu)) continue;
+      const placement: Placement =
+        targetCpu === cpu
+          ? 'waker cpu'
+          : running.get(targetCpu) === IDLE
+            ? 'other cpu, idle'
+            : 'other cpu, busy';
+      pending.set(woken, { at, placement });
+      continue;
+    }
+    const next = /next_pid=(\d+)/.exec(fields)?.[1];
+    if (next === undefined) continue;
+    running.set(cpu, next);
+    const wake = pending.get(next);
+    if (wake === undefined) continue;
+    pending.delete(next);
+    const previous = /prev_pid=(\d+) .*prev_state=(\S+)/.exec(fields);
+    const handover: Handover =
+      previous?.[1] === waker
+        ? previous[2]?.startsWith('R')
+          ? 'preempted the waker'
+          : 'after the waker blocked'
+        : previous?.[1] === IDLE
+          ? 'from idle'
+          : 'after another thread';
+    const key = `${wake.placement}|${handover}`;
+    let group = delays.get(key);
+    if (group === undefined) {
+      group = { placement: wake.placement, handover, us: [] };
+      delays.set(key, group);
+    }
+    group.us.push((at - wake.at) * 1e6);
+  }
+  const total = [...delays.values()].reduce((sum, group) => sum + group.us.length, 0);
+  return [...delays.values()]
+    .map((group) => ({
+      placement: group.placement,
+      handover: group.handover,
+      count: group.us.length,
+      share: group.us.length / total,
+      p50Us: quantile(group.us, 0.5),
+      p90Us: quantile(group.us, 0.9),
+    }))
+    .sort((a, b) => b.count - a.count);
+}
+
+if (isMain(import.meta.url)) {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { waker: { type: 'string' }, wakees: { type: 'string' } },
+  });
+  const file = positionals[0];
+  if (file === undefined || values.waker === undefined || values.wakees === undefined) {
+    throw new Error('usage: wake-placement.ts PERF_SCRIPT.txt --waker TID --wakees TID[,TID...]');
+  }
+  const groups = wakePlacement(readFileSync(file, 'utf8'), values.waker, new Set(values.wakees.split(',')));
+  const total = groups.reduce((sum, group) => sum + group.count, 0);
+  console.log(`${total} wakes of ${values.wakees} by ${values.waker}`);
+  console.log('| placed on | got the CPU | wakes | share | p50 µs | p90 µs |');
+  console.log('| --- | --- | ---: | ---: | ---: | ---: |');
+  for (const g of groups) {
+    const share = `${(g.share * 100).toFixed(0)} %`;
+    console.log(
+      `| ${g.placement} | ${g.handover} | ${g.count} | ${share} | ${g.p50Us.toFixed(0)} | ${g.p90Us.toFixed(0)} |`,
+    );
+  }
+}
