@@ -9,10 +9,11 @@
  *
  *   perf sched record -a -o sched.data sleep 3      # while a routing run is in its steady state
  *   perf script -i sched.data -F tid,cpu,time,event,trace > sched.txt
- *   node --import tsx bench/support/wake-placement.ts sched.txt --waker MAIN_TID --wakees TID,TID
+ *   node --import tsx bench/support/wake-placement.ts sched.txt --waker PID [--wakees TID,TID]
  *
- * MAIN_TID is the benchmark process's pid (its main thread); the actor hosts are its two busiest
- * other threads during a routing run (`ps -L -o tid,pcpu -p PID`).
+ * PID is the benchmark process's pid, which is its main thread's id (steady-profile.ts prints it).
+ * Without `--wakees`, the wakees are the two threads the waker woke most often (`--top N` for
+ * another count): in a routing run, the two actor hosts, which it wakes once per instruction.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -41,6 +42,24 @@ export interface WakeGroup {
 /** Idle is pid 0 (`swapper`) in `sched_switch`. */
 const IDLE = '0';
 const LINE = /^\s*(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(sched:sched_waking|sched:sched_switch):\s+(.*)$/;
+
+/**
+ * The `top` threads `waker` woke most often in `perf script -F tid,cpu,time,event,trace` text, most
+ * woken first.
+ */
+export function mostWoken(text: string, waker: string, top: number): string[] {
+  const counts = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const match = LINE.exec(line);
+    if (match === null || match[1] !== waker || match[4] !== 'sched:sched_waking') continue;
+    const woken = / pid=(\d+) /.exec(` ${match[5] ?? ''} `)?.[1];
+    if (woken !== undefined) counts.set(woken, (counts.get(woken) ?? 0) + 1);
+  }
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([tid]) => tid);
+}
 
 /**
  * Groups every wake of a thread in `wakees` by `waker` in `perf script -F tid,cpu,time,event,trace`
@@ -113,15 +132,18 @@ export function wakePlacement(text: string, waker: string, wakees: ReadonlySet<s
 if (isMain(import.meta.url)) {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { waker: { type: 'string' }, wakees: { type: 'string' } },
+    options: { waker: { type: 'string' }, wakees: { type: 'string' }, top: { type: 'string' } },
   });
   const file = positionals[0];
-  if (file === undefined || values.waker === undefined || values.wakees === undefined) {
-    throw new Error('usage: wake-placement.ts PERF_SCRIPT.txt --waker TID --wakees TID[,TID...]');
+  const top = Number(values.top ?? 2);
+  if (file === undefined || values.waker === undefined || !(Number.isInteger(top) && top > 0)) {
+    throw new Error('usage: wake-placement.ts PERF_SCRIPT.txt --waker TID [--wakees TID[,TID...] | --top N]');
   }
-  const groups = wakePlacement(readFileSync(file, 'utf8'), values.waker, new Set(values.wakees.split(',')));
+  const text = readFileSync(file, 'utf8');
+  const wakees = values.wakees?.split(',') ?? mostWoken(text, values.waker, top);
+  const groups = wakePlacement(text, values.waker, new Set(wakees));
   const total = groups.reduce((sum, group) => sum + group.count, 0);
-  console.log(`${total} wakes of ${values.wakees} by ${values.waker}`);
+  console.log(`${total} wakes of ${wakees.join(',') || '(no thread)'} by ${values.waker}`);
   console.log('| placed on | got the CPU | wakes | share | p50 µs | p90 µs |');
   console.log('| --- | --- | ---: | ---: | ---: | ---: |');
   for (const g of groups) {

@@ -1,6 +1,6 @@
 /** The wake placement summary: each wake of a wakee by the waker, grouped by where and how it ran. */
 import { describe, expect, it } from 'vitest';
-import { wakePlacement } from '../../bench/support/wake-placement.ts';
+import { mostWoken, wakePlacement } from '../../bench/support/wake-placement.ts';
 
 /** `perf script -F tid,cpu,time,event,trace` lines, as perf prints them. */
 const waking = (tid: number, cpu: number, time: string, woken: number, target: number): string =>
@@ -53,5 +53,12 @@ describe('wakePlacement', () => {
 
   it('counts nothing when the waker never wakes a wakee', () => {
     expect(wakePlacement(trace, '999', new Set([String(HOST)]))).toEqual([]);
+  });
+
+  it('finds the threads the waker woke most often', () => {
+    // The main thread woke the host four times and thread 400 once; thread 300 woke the host.
+    expect(mostWoken(trace, String(MAIN), 2)).toEqual([String(HOST), '400']);
+    expect(mostWoken(trace, String(MAIN), 1)).toEqual([String(HOST)]);
+    expect(mostWoken(trace, '300', 2)).toEqual([String(HOST)]);
   });
 });
