@@ -13,6 +13,7 @@
  * node --import tsx bench/support/profile-summary.ts DIR --between FROM,TO
  *
  * routing N = agents per lane (2 lanes, WAITS_PER_AGENT instructions each, as bench/routing.ts).
+ * It prints its pid first: the main thread's id, for bench/support/wake-placement.ts --waker.
  */
 import type { ProviderConfig } from '../../src/protocol/messages.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
@@ -71,7 +72,6 @@ const rep = async (): Promise<{ units: number; line: string }> => {
   return { units: arrivals.length, line: `routing ${ROUTING_LANES}x${agents}x${WAITS_PER_AGENT}` };
 };
 const latencies: number[] = [];
-// The main thread's id, for bench/support/wake-placement.ts --waker (on Linux, the pid).
 console.log(`pid ${process.pid}`);
 try {
   await supervisor.start();

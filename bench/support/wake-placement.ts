@@ -41,19 +41,62 @@ export interface WakeGroup {
 
 /** Idle is pid 0 (`swapper`) in `sched_switch`. */
 const IDLE = '0';
-const LINE = /^\s*(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(sched:sched_waking|sched:sched_switch):\s+(.*)$/;
+const LINE = /^\s*(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+sched:(sched_waking|sched_switch):\s+(.*)$/;
+
+/** One scheduler event of the trace: a thread woken, or a CPU switched to another thread. */
+export type SchedEvent =
+  | {
+      readonly kind: 'waking';
+      /** The waking thread, the CPU it ran on, and when (seconds). */
+      readonly tid: string;
+      readonly cpu: number;
+      readonly at: number;
+      readonly woken: string;
+      readonly targetCpu: number;
+    }
+  | {
+      readonly kind: 'switch';
+      readonly cpu: number;
+      readonly at: number;
+      readonly prev: string;
+      readonly prevState: string;
+      readonly next: string;
+    };
 
 /**
- * The `top` threads `waker` woke most often in `perf script -F tid,cpu,time,event,trace` text, most
- * woken first.
+ * The `sched_waking` and `sched_switch` events of `perf script -F tid,cpu,time,event,trace` text,
+ * in order; other lines are skipped.
  */
-export function mostWoken(text: string, waker: string, top: number): string[] {
-  const counts = new Map<string, number>();
+export function parseSched(text: string): SchedEvent[] {
+  const events: SchedEvent[] = [];
   for (const line of text.split('\n')) {
     const match = LINE.exec(line);
-    if (match === null || match[1] !== waker || match[4] !== 'sched:sched_waking') continue;
-    const woken = / pid=(\d+) /.exec(` ${match[5] ?? ''} `)?.[1];
-    if (woken !== undefined) counts.set(woken, (counts.get(woken) ?? 0) + 1);
+    if (match === null) continue;
+    const [, tid = '', cpuText, time, kind, fields = ''] = match;
+    const cpu = Number(cpuText);
+    const at = Number(time);
+    if (kind === 'sched_waking') {
+      const woken = / pid=(\d+) /.exec(` ${fields} `)?.[1];
+      const target = /target_cpu=(\d+)/.exec(fields)?.[1];
+      if (woken === undefined || target === undefined) continue;
+      events.push({ kind: 'waking', tid, cpu, at, woken, targetCpu: Number(target) });
+      continue;
+    }
+    const switched = /prev_pid=(\d+) .*prev_state=(\S+) .*next_pid=(\d+)/.exec(fields);
+    if (switched === null) continue;
+    const [, prev = '', prevState = '', next = ''] = switched;
+    events.push({ kind: 'switch', cpu, at, prev, prevState, next });
+  }
+  return events;
+}
+
+/** The `top` threads `waker` woke most often, most woken first. */
+export function mostWoken(events: readonly SchedEvent[], waker: string, top: number): string[] {
+  const counts = new Map<string, number>();
+  for (const event of events) {
+    if (event.kind === 'waking' && event.tid === waker) {
+      counts.set(event.woken, (counts.get(event.woken) ?? 0) + 1);
+    }
   }
   return [...counts.entries()]
     .sort((a, b) => b[1] - a[1])
@@ -61,27 +104,21 @@ export function mostWoken(text: string, waker: string, top: number): string[] {
     .map(([tid]) => tid);
 }
 
-/**
- * Groups every wake of a thread in `wakees` by `waker` in `perf script -F tid,cpu,time,event,trace`
- * text, largest group first. Lines of other events are skipped.
- */
-export function wakePlacement(text: string, waker: string, wakees: ReadonlySet<string>): WakeGroup[] {
+/** Groups every wake of a thread in `wakees` by `waker`, largest group first. */
+export function wakePlacement(
+  events: readonly SchedEvent[],
+  waker: string,
+  wakees: ReadonlySet<string>,
+): WakeGroup[] {
   /** What runs on each CPU, as the trace last switched it. */
   const running = new Map<number, string>();
   /** Wakes not yet followed by the wakee running: when, and where it was queued. */
   const pending = new Map<string, { readonly at: number; readonly placement: Placement }>();
   const delays = new Map<string, { placement: Placement; handover: Handover; us: number[] }>();
-  for (const line of text.split('\n')) {
-    const match = LINE.exec(line);
-    if (match === null) continue;
-    const [, tid, cpuText, time, event, fields = ''] = match;
-    const cpu = Number(cpuText);
-    const at = Number(time);
-    if (event === 'sched:sched_waking') {
-      const woken = / pid=(\d+) /.exec(` ${fields} `)?.[1];
-      const target = /target_cpu=(\d+)/.exec(fields)?.[1];
-      if (tid !== waker || woken === undefined || !wakees.has(woken) || target === undefined) continue;
-      const targetCpu = Number(target);
+  for (const event of events) {
+    if (event.kind === 'waking') {
+      const { tid, cpu, targetCpu, woken } = event;
+      if (tid !== waker || !wakees.has(woken)) continue;
       // A CPU the trace has not switched yet: what runs there is not known.
       if (targetCpu !== cpu && !running.has(targetCpu)) continue;
       const placement: Placement =
@@ -90,22 +127,20 @@ export function wakePlacement(text: string, waker: string, wakees: ReadonlySet<s
           : running.get(targetCpu) === IDLE
             ? 'other cpu, idle'
             : 'other cpu, busy';
-      pending.set(woken, { at, placement });
+      pending.set(woken, { at: event.at, placement });
       continue;
     }
-    const next = /next_pid=(\d+)/.exec(fields)?.[1];
-    if (next === undefined) continue;
+    const { cpu, next, prev, prevState, at } = event;
     running.set(cpu, next);
     const wake = pending.get(next);
     if (wake === undefined) continue;
     pending.delete(next);
-    const previous = /prev_pid=(\d+) .*prev_state=(\S+)/.exec(fields);
     const handover: Handover =
-      previous?.[1] === waker
-        ? previous[2]?.startsWith('R')
+      prev === waker
+        ? prevState.startsWith('R')
           ? 'preempted the waker'
           : 'after the waker blocked'
-        : previous?.[1] === IDLE
+        : prev === IDLE
           ? 'from idle'
           : 'after another thread';
     const key = `${wake.placement}|${handover}`;
@@ -139,9 +174,9 @@ if (isMain(import.meta.url)) {
   if (file === undefined || values.waker === undefined || !(Number.isInteger(top) && top > 0)) {
     throw new Error('usage: wake-placement.ts PERF_SCRIPT.txt --waker TID [--wakees TID[,TID...] | --top N]');
   }
-  const text = readFileSync(file, 'utf8');
-  const wakees = values.wakees?.split(',') ?? mostWoken(text, values.waker, top);
-  const groups = wakePlacement(text, values.waker, new Set(wakees));
+  const events = parseSched(readFileSync(file, 'utf8'));
+  const wakees = values.wakees?.split(',') ?? mostWoken(events, values.waker, top);
+  const groups = wakePlacement(events, values.waker, new Set(wakees));
   const total = groups.reduce((sum, group) => sum + group.count, 0);
   console.log(`${total} wakes of ${wakees.join(',') || '(no thread)'} by ${values.waker}`);
   console.log('| placed on | got the CPU | wakes | share | p50 µs | p90 µs |');

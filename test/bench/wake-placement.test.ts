@@ -1,6 +1,6 @@
 /** The wake placement summary: each wake of a wakee by the waker, grouped by where and how it ran. */
 import { describe, expect, it } from 'vitest';
-import { mostWoken, wakePlacement } from '../../bench/support/wake-placement.ts';
+import { mostWoken, parseSched, wakePlacement } from '../../bench/support/wake-placement.ts';
 
 /** `perf script -F tid,cpu,time,event,trace` lines, as perf prints them. */
 const waking = (tid: number, cpu: number, time: string, woken: number, target: number): string =>
@@ -36,10 +36,11 @@ const trace = [
   switched(2, '6.000010', 0, 'R', HOST),
   'perf 1 [000] 5.5: sched:sched_stat_runtime: comm=perf pid=1 runtime=1 [ns]',
 ].join('\n');
+const events = parseSched(trace);
 
 describe('wakePlacement', () => {
   it('groups each wake by where it was queued and what ran before it, with its delay', () => {
-    const groups = wakePlacement(trace, String(MAIN), new Set([String(HOST)]));
+    const groups = wakePlacement(events, String(MAIN), new Set([String(HOST)]));
     const byKind = Object.fromEntries(
       groups.map((g) => [`${g.placement} / ${g.handover}`, { count: g.count, us: Math.round(g.p50Us) }]),
     );
@@ -52,13 +53,13 @@ describe('wakePlacement', () => {
   });
 
   it('counts nothing when the waker never wakes a wakee', () => {
-    expect(wakePlacement(trace, '999', new Set([String(HOST)]))).toEqual([]);
+    expect(wakePlacement(events, '999', new Set([String(HOST)]))).toEqual([]);
   });
 
   it('finds the threads the waker woke most often', () => {
     // The main thread woke the host four times and thread 400 once; thread 300 woke the host.
-    expect(mostWoken(trace, String(MAIN), 2)).toEqual([String(HOST), '400']);
-    expect(mostWoken(trace, String(MAIN), 1)).toEqual([String(HOST)]);
-    expect(mostWoken(trace, '300', 2)).toEqual([String(HOST)]);
+    expect(mostWoken(events, String(MAIN), 2)).toEqual([String(HOST), '400']);
+    expect(mostWoken(events, String(MAIN), 1)).toEqual([String(HOST)]);
+    expect(mostWoken(events, '300', 2)).toEqual([String(HOST)]);
   });
 });
