@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -187,5 +187,43 @@ describe('otlpChoice', () => {
         ?.captureContent,
     ).toBe(true);
     expect(otlpChoice('http://c', true, {})?.captureContent).toBe(true);
+  });
+
+  it('refuses an endpoint that is not an http(s) URL with invalid_option, naming where it came from', () => {
+    expect(() => otlpChoice(undefined, undefined, { OTEL_EXPORTER_OTLP_ENDPOINT: 'notaurl' })).toThrow(
+      expect.objectContaining({
+        code: 'invalid_option',
+        message: expect.stringContaining('OTEL_EXPORTER_OTLP_ENDPOINT'),
+      }),
+    );
+    expect(() =>
+      otlpChoice(undefined, undefined, { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'ftp://c/v1/traces' }),
+    ).toThrow(expect.objectContaining({ code: 'invalid_option' }));
+    expect(() => otlpChoice('localhost:4318', undefined, {})).toThrow(
+      expect.objectContaining({ code: 'invalid_option', message: expect.stringContaining('--otlp') }),
+    );
+  });
+});
+
+describe('troupe fanout --otlp with a bad URL', () => {
+  it('exits 1 before anything runs, with what was expected and no stack trace', async () => {
+    writeFileSync(path.join(dir, 'plan.yaml'), 'runs:\n  - agent: worker\n    task: Review a.md\n');
+    const run = startCli(['fanout', 'plan.yaml', '--otlp', 'notaurl', '--out', 'run'], { cwd: dir });
+    expect(await run.exited).toBe(1);
+    expect(run.stderr()).toContain("option '--otlp <url>' argument 'notaurl' is invalid");
+    expect(run.stderr()).toContain('Expected an http or https URL');
+    expect(run.stderr()).not.toContain('internal error');
+    expect(existsSync(path.join(dir, 'run'))).toBe(false);
+  });
+
+  it('a bad OTEL_EXPORTER_OTLP_ENDPOINT fails troupe run with invalid_option before its journal exists', async () => {
+    const journal = path.join(dir, 'run.jsonl');
+    const run = startCli(['run', 'worker', '--task', 'Review a.md', '--journal', journal], {
+      cwd: dir,
+      env: { ...simulatedEnv(), OTEL_EXPORTER_OTLP_ENDPOINT: 'notaurl' },
+    });
+    expect(await run.exited).toBe(1);
+    expect(run.stderr()).toContain('troupe: invalid_option: Expected OTEL_EXPORTER_OTLP_ENDPOINT to be');
+    expect(existsSync(journal)).toBe(false);
   });
 });

@@ -4,7 +4,8 @@
  * collector, Jaeger, Langfuse or any OTLP receiver; `OTEL_SERVICE_NAME` names the service
  * (default `troupe`). The SDK is loaded only when export is asked for: runs without it load none.
  */
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
+import { describeValue, UserError } from '../../errors.ts';
 import type { SupervisorOptions } from '../../supervisor/options.ts';
 import type { CliIO } from './io.ts';
 
@@ -38,11 +39,41 @@ export function otlpChoice(
           ? base
           : `${base.replace(/\/+$/, '')}/v1/traces`;
   if (url === undefined) return undefined;
+  const problem = urlProblem(url);
+  if (problem !== undefined) {
+    const source =
+      flag !== undefined
+        ? '--otlp'
+        : traces
+          ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'
+          : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+    throw new UserError('invalid_option', `Expected ${source} to be ${problem}`, { option: source, url });
+  }
   return {
     url,
     serviceName: env.OTEL_SERVICE_NAME || 'troupe',
     captureContent: content === true || env[CAPTURE_CONTENT_ENV]?.toLowerCase() === 'true',
   };
+}
+
+/** What is wrong with `url` as an OTLP/HTTP endpoint (`an http or https URL ..., got ...`), or undefined. */
+function urlProblem(url: string): string | undefined {
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  return protocol === 'http:' || protocol === 'https:'
+    ? undefined
+    : `an http or https URL (e.g. http://localhost:4318), got ${describeValue(url)}`;
+}
+
+/** The `--otlp` parser: an http(s) URL, checked before anything runs. */
+function otlpUrl(value: string): string {
+  const problem = urlProblem(value);
+  if (problem !== undefined) throw new InvalidArgumentError(`Expected ${problem}.`);
+  return value;
 }
 
 /** An exporting tracer provider, registered globally for the run. */
@@ -116,12 +147,21 @@ export interface OtlpFlags {
   readonly otlpContent?: boolean;
 }
 
-/** Adds `--otlp URL` and `--otlp-content` to `command`. */
+/**
+ * Adds `--otlp URL` and `--otlp-content` to `command`, and checks the endpoint the flag or the
+ * environment names before the command's action runs: a bad one fails with `invalid_option` before
+ * a run directory or journal is created.
+ */
 export function otlpOptions(command: Command): Command {
   return command
+    .hook('preAction', (_command, action) => {
+      const flags = action.opts<OtlpFlags>();
+      otlpChoice(flags.otlp, flags.otlpContent);
+    })
     .option(
       '--otlp <url>',
       'send OpenTelemetry traces over OTLP/HTTP to this collector, e.g. http://localhost:4318 (default: OTEL_EXPORTER_OTLP_ENDPOINT)',
+      otlpUrl,
     )
     .option(
       '--otlp-content',
