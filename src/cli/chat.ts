@@ -15,6 +15,7 @@ import { parseModelMap } from '../providers/models.ts';
 import { stripControl } from '../run-dir/format.ts';
 import { DEFAULT_SESSION_TASK } from '../supervisor/session.ts';
 import { COMMAND_HELP } from './commands.ts';
+import { existingDirectory } from './shared/dir-flag.ts';
 import type { CliIO } from './shared/io.ts';
 import { type PreparedSession, prepareResume, prepareRun } from './shared/session.ts';
 
@@ -51,7 +52,11 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       'model aliases added or overridden, e.g. sonnet=claude-sonnet-4-5',
     )
     .option('--journal <file>', 'journal file (default: <cwd>/.troupe/runs/<timestamp>-<agent>-<id>.jsonl)')
-    .option('--cwd <dir>', 'working directory: agents are found from it, file tools are confined to it')
+    .option(
+      '--cwd <dir>',
+      'working directory: agents are found from it, file tools are confined to it',
+      existingDirectory,
+    )
     .option('--resume <journal>', 'continue the chat that journal holds')
     .action(async (agent: string | undefined, flags: ChatFlags) => {
       setExit(await chat(agent, flags, io, { input: process.stdin, output: process.stdout }));
@@ -107,7 +112,10 @@ export async function chat(
     io.stderr(`troupe: the chat ended: ${outcome.reason}: ${outcome.error.message}\n`);
     return 1;
   }
-  io.stdout(`chat ended; continue it with: troupe chat --resume ${info.journal}\n`);
+  // The agent ended Completed: its journal is closed, so `troupe chat --resume` refuses it.
+  io.stdout(
+    `chat ended; its journal: ${info.journal} (start a new chat with \`troupe chat ${info.agent}\`)\n`,
+  );
   return 0;
 }
 

@@ -103,7 +103,12 @@ describe.skipIf(!hasScript)('troupe chat in a terminal', () => {
     await chat.until('you> ', 3);
     chat.type('\u0004');
     expect(await chat.exited).toBe(0);
-    expect(chat.output).toContain(`continue it with: troupe chat --resume ${journal}`);
+    // An ended chat cannot be continued (`chat --resume` refuses it), so the closing line does not offer it.
+    expect(chat.output).toContain(`chat ended; its journal: ${journal}`);
+    expect(chat.output).not.toContain('--resume');
+    const ended = await runCli('chat', '--resume', journal);
+    expect(ended.code).toBe(1);
+    expect(ended.stderr).toContain('this chat has ended');
 
     const first = readJournal(journal).events;
     expect(ofType(first, 'Started')[0]).toMatchObject({
