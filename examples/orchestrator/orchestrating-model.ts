@@ -12,6 +12,7 @@
  */
 import {
   createTurn,
+  type ModelPrice,
   type ModelResponse,
   type Provider,
   SIMULATED_LABEL,
@@ -50,6 +51,15 @@ class OrchestratingModel implements Provider {
     this.#worker = new SimulatedProvider(simulated);
     this.#maxWorkers = maxWorkers ?? 8;
     this.#workerAgent = workerAgent ?? 'worker';
+  }
+
+  /**
+   * The simulated model's price (free). The loop prices a request from it when the receipt has no
+   * cost (a request cancelled mid-turn, its usage estimated): without it such a worker's cost was
+   * unknown, and the demo's summary said "no price for the model".
+   */
+  priceOf(model: string): ModelPrice {
+    return this.#worker.priceOf(model);
   }
 
   turn(request: TurnRequest, signal?: AbortSignal): Turn {
