@@ -30,6 +30,7 @@ import {
 } from '../tools/builtin/orchestration.ts';
 import { buildToolbox } from '../tools/toolbox.ts';
 import { COMMAND_HELP } from './commands.ts';
+import { existingDirectory } from './shared/dir-flag.ts';
 import type { CliIO } from './shared/io.ts';
 
 interface DiscoveryFlags {
@@ -71,7 +72,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .command('list')
     .description('List the agents visible from a directory, highest precedence first.')
     .option('--json', 'print a JSON array')
-    .option('--cwd <dir>', 'directory to discover from (default: the current directory)')
+    .option('--cwd <dir>', 'directory to discover from (default: the current directory)', existingDirectory)
     .option('--no-compat', 'ignore Claude Code .claude/agents directories')
     .action(async (flags: DiscoveryFlags & { json?: boolean }) => {
       const cwd = resolve(flags.cwd ?? process.cwd());
@@ -96,7 +97,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .argument('<name>', 'agent name')
     .option('--json', 'print JSON')
     .option('--prompt', 'print the assembled system prompt instead')
-    .option('--cwd <dir>', 'directory to discover from (default: the current directory)')
+    .option('--cwd <dir>', 'directory to discover from (default: the current directory)', existingDirectory)
     .option('--no-compat', 'ignore Claude Code .claude/agents directories')
     .option('--provider <name>', 'resolve the model for this provider (default: from the environment)')
     .option(
@@ -140,6 +141,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .option(
       '--cwd <dir>',
       'directory the agents run in: MCP tools and blocks are looked up from there (default: the current directory)',
+      existingDirectory,
     )
     .action(async (paths: string[], flags: { json?: boolean; lenient?: boolean; cwd?: string }) => {
       const { files, unreadable } = await collectDefinitionFiles(paths);

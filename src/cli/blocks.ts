@@ -14,6 +14,7 @@ import type { DefinitionProblem } from '../definition/types.ts';
 import { describeValue, hasErrorCode, isTroupeError, UserError } from '../errors.ts';
 import { printable } from '../run-dir/format.ts';
 import { COMMAND_HELP } from './commands.ts';
+import { existingDirectory } from './shared/dir-flag.ts';
 import type { CliIO } from './shared/io.ts';
 
 interface ListFlags {
@@ -39,7 +40,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .command('list')
     .description('List the blocks visible from a directory, with their versions, highest first.')
     .option('--json', 'print a JSON array')
-    .option('--cwd <dir>', 'directory to look from (default: the current directory)')
+    .option('--cwd <dir>', 'directory to look from (default: the current directory)', existingDirectory)
     .action(async (flags: ListFlags) => {
       const cwd = resolve(flags.cwd ?? process.cwd());
       const found = await discoverBlocks({ cwd });
@@ -71,7 +72,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       'prompt, settings or model-settings (default: prompt when it has .md versions, else settings)',
     )
     .option('--json', 'print JSON')
-    .option('--cwd <dir>', 'directory to look from (default: the current directory)')
+    .option('--cwd <dir>', 'directory to look from (default: the current directory)', existingDirectory)
     .action(async (id: string, range: string | undefined, flags: ShowFlags) => {
       const cwd = resolve(flags.cwd ?? process.cwd());
       if (!isBlockId(id)) {

@@ -10,6 +10,7 @@ import { McpPool } from '../mcp/pool.ts';
 import { mcpToolName } from '../mcp/tools.ts';
 import { runMcpServers } from '../supervisor/definitions.ts';
 import { COMMAND_HELP } from './commands.ts';
+import { existingDirectory } from './shared/dir-flag.ts';
 import type { CliIO } from './shared/io.ts';
 
 interface ListFlags {
@@ -39,7 +40,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         'their tools and stop them. Exits 1 when a server cannot be reached.',
     )
     .option('--json', 'print a JSON array')
-    .option('--cwd <dir>', 'project directory (default: the current directory)')
+    .option('--cwd <dir>', 'project directory (default: the current directory)', existingDirectory)
     .option('--agent <name>', "also the servers of this agent's definition")
     .action(async (flags: ListFlags) => {
       const entries = await listServers(resolve(flags.cwd ?? process.cwd()), flags.agent);

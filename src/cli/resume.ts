@@ -10,6 +10,7 @@ import { describeValue, UserError } from '../errors.ts';
 import { FAILURE_REASONS, type FailureReason } from '../loop/types.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { resumeRunDir } from './fanout-resume.ts';
+import { existingDirectory } from './shared/dir-flag.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import { prepareResume } from './shared/session.ts';
@@ -49,7 +50,11 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .description(COMMAND_HELP.resume.description)
     .argument('<journal>', 'journal file of the agent, or a run directory')
     .option('--json', 'print JSON lines: a Run header, every new audit event as journalled, an Outcome')
-    .option('--cwd <dir>', 'working directory (default: the one recorded when the run started)')
+    .option(
+      '--cwd <dir>',
+      'working directory (default: the one recorded when the run started)',
+      existingDirectory,
+    )
     .option(
       '--max-run-tokens <n>',
       "a run directory's token budget for this session (default: the run's; 0 = unlimited)",

@@ -7,6 +7,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { DEFAULT_MAX_TOTAL_TOKENS } from '../constants.ts';
 import { parseModelMap } from '../providers/models.ts';
 import { COMMAND_HELP } from './commands.ts';
+import { existingDirectory } from './shared/dir-flag.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import {
@@ -49,7 +50,11 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       'model aliases added or overridden, e.g. sonnet=claude-sonnet-4-5 (see docs/definitions.md)',
     )
     .option('--journal <file>', 'journal file (default: <cwd>/.troupe/runs/<timestamp>-<agent>-<id>.jsonl)')
-    .option('--cwd <dir>', 'working directory: agents are found from it, file tools are confined to it')
+    .option(
+      '--cwd <dir>',
+      'working directory: agents are found from it, file tools are confined to it',
+      existingDirectory,
+    )
     .option('--json', 'print JSON lines: a Run header, every audit event as journalled, an Outcome')
     .option('--max-steps <n>', "model requests allowed (default: the definition's maxSteps)", positiveInteger)
     .option(

@@ -10,6 +10,7 @@ import { DEFAULT_WORKER_CONCURRENCY } from '../engines/redis/constants.ts';
 import { WORKER_YOUNG_GENERATION_MB, WorkerGroup } from '../engines/redis/worker-group.ts';
 import { describeValue, UserError } from '../errors.ts';
 import { COMMAND_HELP } from './commands.ts';
+import { existingDirectory } from './shared/dir-flag.ts';
 import type { CliIO } from './shared/io.ts';
 
 interface WorkerFlags {
@@ -49,7 +50,11 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .option('--concurrency <n>', `agents each thread runs at once (default: ${DEFAULT_WORKER_CONCURRENCY})`)
     .option('--queue <name>', 'queue name; must match the supervisors (default: troupe-agents)')
     .option('--prefix <prefix>', 'Redis key prefix; must match the supervisors (default: troupe)')
-    .option('--cwd <dir>', "agents' working directory (default: the supervisor's if it exists here)")
+    .option(
+      '--cwd <dir>',
+      "agents' working directory (default: the supervisor's if it exists here)",
+      existingDirectory,
+    )
     .option('--lock-duration-ms <ms>', 'job lock: a worker silent this long is taken over (default: 30000)')
     .option('--stalled-interval-ms <ms>', 'how often to look for jobs of dead workers (default: 30000)')
     .option('--max-stalled <n>', 'worker deaths one agent survives before it fails (default: 3)')

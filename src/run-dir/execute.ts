@@ -117,13 +117,16 @@ export function closingText(
   const failures = Object.entries(summary.failures)
     .map(([reason, count]) => `${reason} ${count}`)
     .join(', ');
+  const spawned = counts.nested.completed + counts.nested.failed;
+  // `failures` counts spawned agents too: next to the plan entries' count it read as their breakdown
+  // ("0 failed (cancelled 6)"), so with spawned agents it comes last, under its own name.
   const nested =
-    counts.nested.completed + counts.nested.failed > 0
-      ? `; ${counts.nested.completed + counts.nested.failed} spawned by agents (${counts.nested.failed} failed)`
+    spawned > 0
+      ? `; ${spawned} spawned by agents (${counts.nested.failed} failed)${failures ? `; failures: ${failures}` : ''}`
       : '';
   const lines = [
     `${summary.interrupted ? 'interrupted' : 'finished'}: ${counts.completed} of ${counts.planned} completed, ` +
-      `${counts.failed} failed${failures ? ` (${failures})` : ''}${counts.notRun > 0 ? `, ${counts.notRun} not run` : ''}${nested}`,
+      `${counts.failed} failed${failures && spawned === 0 ? ` (${failures})` : ''}${counts.notRun > 0 ? `, ${counts.notRun} not run` : ''}${nested}`,
     `tokens ${formatTokenCount(summary.usage.inputTokens, summary.usage.estimated)} in / ${formatTokenCount(summary.usage.outputTokens, summary.usage.estimated)} out` +
       `${summary.usage.estimated ? ' (~ estimated where the server reported no usage)' : ''}, ` +
       `cost ${formatCost(summary.costUsd)}${summary.unpricedAgents > 0 ? ` (no price for the model of ${summary.unpricedAgents} agent(s))` : ''}, wall time ${formatDuration(summary.wallTimeMs)}`,

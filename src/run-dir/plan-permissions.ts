@@ -129,10 +129,10 @@ function readRules(value: unknown, path: readonly Segment[], fail: Fail): string
 /**
  * Reads a rules file (`--permissions FILE`): YAML or JSON holding a `permissions` mapping, or
  * the mapping itself. Throws UserError `invalid_plan` (every problem, with file:line:column) or
- * `plan_not_found` when it cannot be read.
+ * `permissions_not_found` when it cannot be read.
  */
 export function loadPermissionsFile(file: string): RunPermissions {
-  const { path, source, problems } = readYamlFile(file, 'a permissions file');
+  const { path, source, problems } = readYamlFile(file, 'a permissions file', 'permissions_not_found');
   const value = source.value();
   const nested = isRecord(value) && 'permissions' in value;
   const fail: Fail = (at, message, where) => {

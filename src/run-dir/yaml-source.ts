@@ -104,22 +104,18 @@ export interface ReadYamlFile {
 
 /**
  * Reads and parses the YAML file at `file` (`what` names it in errors: `a plan file`). Throws
- * UserError `plan_not_found` when it cannot be read and `invalid_plan` (with file:line:column)
- * when it does not parse.
+ * UserError `notFound` (`plan_not_found` unless given) when it cannot be read and `invalid_plan`
+ * (with file:line:column) when it does not parse.
  */
-export function readYamlFile(file: string, what: string): ReadYamlFile {
+export function readYamlFile(file: string, what: string, notFound = 'plan_not_found'): ReadYamlFile {
   const path = resolve(file);
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new UserError(
-      'plan_not_found',
-      `Expected ${what} at ${path}, could not read it: ${String(error)}`,
-      {
-        file: path,
-      },
-    );
+    throw new UserError(notFound, `Expected ${what} at ${path}, could not read it: ${String(error)}`, {
+      file: path,
+    });
   }
   const problems = new PlanProblems();
   const source = YamlSource.parse(text);

@@ -193,6 +193,27 @@ describe('troupe run', () => {
     expect(existsSync(runsDir())).toBe(false);
   });
 
+  it('refuses a --cwd that is not an existing directory, creating nothing (run, agents, blocks)', async () => {
+    const missing = project.path('typo', 'sub');
+    for (const argv of [
+      ['run', 'reader', '--task', TASK, '--cwd', missing],
+      ['agents', 'list', '--cwd', missing],
+      ['blocks', 'list', '--cwd', missing],
+    ]) {
+      const result = await runCli(...argv);
+      expect(result.code, argv.join(' ')).toBe(1);
+      expect(result.stderr).toContain(
+        `Expected an existing directory, got ${JSON.stringify(missing)} (not found)`,
+      );
+    }
+    expect(existsSync(project.path('typo'))).toBe(false);
+    const file = project.path('plain.txt');
+    writeFileSync(file, 'not a directory');
+    const onFile = await runCli('run', 'reader', '--task', TASK, '--cwd', file);
+    expect(onFile.code).toBe(1);
+    expect(onFile.stderr).toContain('(a file)');
+  });
+
   it('refuses a --journal that already holds events, leaving it untouched', async () => {
     const journal = project.path('run.jsonl');
     await runCli('run', 'reader', '--task', TASK, '--cwd', project.root, '--journal', journal);

@@ -90,4 +90,13 @@ describe('a --permissions file', () => {
     const file = write('rules.yaml', 'allow:\n  - "Read"\n  - "Bash(npm test"\n');
     expect(() => loadPermissionsFile(file)).toThrow(/rules\.yaml:3:5/);
   });
+
+  it('names a missing file as a permissions file, not a plan', () => {
+    expect(() => loadPermissionsFile(path.join(dir, 'absent.yaml'))).toThrow(
+      expect.objectContaining({
+        code: 'permissions_not_found',
+        message: expect.stringContaining('Expected a permissions file at'),
+      }),
+    );
+  });
 });

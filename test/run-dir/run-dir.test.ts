@@ -190,6 +190,13 @@ describe('run directory', () => {
     expect(summary.complete).toBe(false);
     expect(summary.simulated).toBe(true);
     expect(summary.agents.map((a) => a.wallTimeMs)).toEqual([2000, 2000, 2000, 2000, 2000]);
+    // The reasons count the spawned agent too, so they are not printed as the plan entries' breakdown.
+    const closing = closingText(summary, '/tmp/run');
+    expect(closing).toContain(
+      '2 of 4 completed, 1 failed, 1 not run; 1 spawned by agents (1 failed); failures: step_limit 1, crashed 1',
+    );
+    const planOnly = summarize(runPlan(3), lines.slice(0, 4), []);
+    expect(closingText(planOnly, '/tmp/run')).toContain('2 of 3 completed, 1 failed (step_limit 1)\n');
   });
 });
 
