@@ -185,10 +185,28 @@ function transcriptAgents(agents: readonly ReportAgent[]): Set<string> {
   return new Set([...first, ...rest].slice(0, REPORT_TRANSCRIPT_MAX_AGENTS).map((agent) => agent.agentId));
 }
 
+/**
+ * The agents whose outcome stands: each plan entry's last attempt, and every agent spawned by
+ * agents (as `summary.json` counts them); an entry run again after a cancel or with
+ * `--retry-failed` is not counted as failed as well.
+ */
+function finalAgents(agents: readonly ReportAgent[]): ReportAgent[] {
+  const lastAttempt = new Map<number, number>();
+  for (const agent of agents) {
+    if (agent.index !== null) {
+      lastAttempt.set(agent.index, Math.max(lastAttempt.get(agent.index) ?? 0, agent.attempt));
+    }
+  }
+  return agents.filter((agent) => agent.index === null || lastAttempt.get(agent.index) === agent.attempt);
+}
+
 function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportPage): string {
-  const count = (status: ReportAgent['status']): number => agents.filter((a) => a.status === status).length;
-  const planned = agents.filter((agent) => agent.index !== null).length;
-  const spawned = agents.length - planned;
+  const finals = finalAgents(agents);
+  const count = (status: ReportAgent['status']): number => finals.filter((a) => a.status === status).length;
+  const entries = finals.filter((agent) => agent.index !== null).length;
+  const reruns = agents.length - finals.length;
+  const spawned = agents.filter((agent) => agent.index === null).length;
+  const runsNote = `${entries} plan entr${entries === 1 ? 'y' : 'ies'}${reruns > 0 ? ` (${reruns} run again)` : ''}`;
   const sum = (value: (agent: ReportAgent) => number): number =>
     agents.reduce((total, agent) => total + value(agent), 0);
   const estimated = agents.some((agent) => agent.usage.estimated === true);
@@ -196,13 +214,13 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
   const retries = sum((agent) => agent.retries);
   const restarts = sum((agent) => agent.restarts);
   const list: [string, string, string?][] = [
-    [
-      String(agents.length),
-      'agents',
-      spawned > 0 ? `${planned} planned + ${spawned} spawned by agents` : `${planned} planned`,
-    ],
+    [String(agents.length), 'agents', spawned > 0 ? `${runsNote} + ${spawned} spawned by agents` : runsNote],
     [String(count('completed')), 'completed'],
-    [String(count('failed')), 'failed'],
+    [
+      String(count('failed')),
+      'failed',
+      reruns > 0 ? `last attempts only; ${reruns} earlier not counted` : undefined,
+    ],
     ...(count('interrupted') > 0 ? [[String(count('interrupted')), 'interrupted'] as [string, string]] : []),
     ...(count('not run') > 0 ? [[String(count('not run')), 'not run'] as [string, string]] : []),
     [

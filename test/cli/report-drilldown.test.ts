@@ -191,7 +191,9 @@ describe('troupe report --html on it', () => {
     for (const child of children) expect(links).toContain(`#${anchorOf(child.agentId)}`);
     expect(html).toContain('<span class="tag">review</span>');
     expect(html).toContain('scenario-model');
-    expect(html).toMatch(/<b>6<\/b><span>agents<\/span><small>4 planned \+ 2 spawned by agents<\/small>/);
+    expect(html).toMatch(
+      /<b>6<\/b><span>agents<\/span><small>4 plan entries \+ 2 spawned by agents<\/small>/,
+    );
     expect(html).toMatch(/<b>1<\/b><span>failed<\/span>/);
   });
 

@@ -122,5 +122,34 @@ describe('troupe report', () => {
     expect(html).toContain('Failures (1)');
     expect(html).toContain('<b>Simulated model:</b>');
     expect(html).not.toMatch(/https?:\/\/|\/\/cdn|<link|\bsrc=|url\(/i);
+    expect(html).toMatch(/<b>3<\/b><span>agents<\/span><small>3 plan entries<\/small>/);
+    expect(html).toMatch(/<b>1<\/b><span>failed<\/span><\/div>/);
+  });
+
+  it('--html counts a plan entry run again by its last attempt, as the summary does', async () => {
+    const cancelled = results.find((line) => line.index === 1) as ResultLine;
+    const rerun: ResultLine = {
+      ...cancelled,
+      agentId: `${cancelled.agentId}-r2`,
+      attempt: 2,
+      status: 'completed',
+      reason: undefined,
+      error: undefined,
+    };
+    const resultsFile = path.join(runDir, 'results.jsonl');
+    const before = readFileSync(resultsFile, 'utf8');
+    writeFileSync(resultsFile, `${before}${JSON.stringify(rerun)}\n`);
+    try {
+      const file = path.join(dir, 'rerun.html');
+      expect(await main(['report', runDir, '--html', file], captureIO())).toBe(0);
+      const html = readFileSync(file, 'utf8');
+      expect(html).toMatch(/<b>4<\/b><span>agents<\/span><small>3 plan entries \(1 run again\)<\/small>/);
+      expect(html).toMatch(/<b>3<\/b><span>completed<\/span>/);
+      expect(html).toMatch(
+        /<b>0<\/b><span>failed<\/span><small>last attempts only; 1 earlier not counted<\/small>/,
+      );
+    } finally {
+      writeFileSync(resultsFile, before);
+    }
   });
 });
