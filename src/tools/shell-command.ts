@@ -286,31 +286,87 @@ const WRAPPERS = new Set([
   'stdbuf',
   'sudo',
   'xargs',
+  'builtin',
+  'ionice',
+  'setsid',
+  'chrt',
+  'taskset',
+  'doas',
 ]);
+
+/** Options of a wrapper that take a value in the next word (`timeout -s KILL 5 rm x`, `sudo -u root rm x`). */
+const WRAPPER_VALUE_OPTIONS: Readonly<Record<string, string>> = {
+  timeout: 'sk',
+  sudo: 'ugCDprtU',
+  env: 'uC',
+  stdbuf: 'ioe',
+  xargs: 'ILPdEasn',
+  exec: 'a',
+  ionice: 'cnp',
+  doas: 'uC',
+};
+
+/**
+ * Reserved words that may begin a simple command as this reader cuts a line (`if x; then rm y; fi`
+ * gives `then rm y`): the command after them runs.
+ */
+const RESERVED_WORDS = new Set(['if', 'then', 'else', 'elif', 'while', 'until', 'do', '!', 'coproc']);
+
+/** A word without its quotes and backslashes (`'rm'`, `\rm`, `r""m` -> `rm`), as bash runs it. */
+function unquoteWord(word: string): string {
+  return word.replaceAll(
+    /\\(.)|'([^']*)'|"((?:[^"\\]|\\.)*)"/gs,
+    (_whole, escaped, single, double) => escaped ?? single ?? String(double).replaceAll(/\\([$`"\\])/g, '$1'),
+  );
+}
+
+/** A wrapper's name as run: unquoted, without its path (`/usr/bin/timeout` -> `timeout`). */
+function wrapperName(word: string): string {
+  const name = unquoteWord(word);
+  return name.slice(name.lastIndexOf('/') + 1);
+}
 
 /**
  * The forms of a simple command a deny rule should see: the command itself, without leading
- * `NAME=value` assignments, and the command behind wrappers (`timeout 5 rm x` -> `rm x`).
+ * `NAME=value` assignments and reserved words (`then rm x` -> `rm x`), with its command word
+ * unquoted (`'rm' x` -> `rm x`), and the command behind wrappers (`timeout 5 rm x` -> `rm x`).
  */
 export function denyForms(command: string): string[] {
   const forms = new Set([command]);
   let words = command.split(' ');
+  const addUnquoted = (): void => {
+    const [first, ...rest] = words;
+    if (first === undefined) return;
+    const name = unquoteWord(first);
+    forms.add([name, ...rest].join(' '));
+    // A command run by its path (`/bin/rm x`, `./node_modules/.bin/rm x`) is also seen by its name.
+    const base = name.slice(name.lastIndexOf('/') + 1);
+    if (base !== name && base !== '') forms.add([base, ...rest].join(' '));
+  };
+  addUnquoted();
   for (let guard = 0; guard < 16 && words.length > 0; guard += 1) {
     const first = words[0] ?? '';
-    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(first)) {
+    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(first) || RESERVED_WORDS.has(first)) {
       words = words.slice(1);
-    } else if (WRAPPERS.has(first)) {
+    } else if (WRAPPERS.has(wrapperName(first))) {
+      const valueOptions = WRAPPER_VALUE_OPTIONS[wrapperName(first)] ?? '';
       words = words.slice(1);
-      // Options and durations of the wrapper (`-n 10`, `5s`, `-k`), up to the wrapped command.
+      // Options and durations of the wrapper (`-n 10`, `-s KILL`, `5s`, `-k`), up to the wrapped command.
       while (words.length > 0 && /^(?:-|\d)/.test(words[0] ?? '')) {
         const option = words[0] ?? '';
         words = words.slice(1);
-        if (/^-[a-zA-Z]$/.test(option) && /^\d/.test(words[0] ?? '')) words = words.slice(1);
+        const letter = /^-([a-zA-Z])$/.exec(option)?.[1];
+        if (letter !== undefined && (valueOptions.includes(letter) || /^\d/.test(words[0] ?? ''))) {
+          words = words.slice(1);
+        }
       }
     } else {
       break;
     }
-    if (words.length > 0) forms.add(words.join(' '));
+    if (words.length > 0) {
+      forms.add(words.join(' '));
+      addUnquoted();
+    }
   }
   return [...forms];
 }

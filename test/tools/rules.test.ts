@@ -96,6 +96,37 @@ describe('matchRule', () => {
     expect(bash('Bash(rm:*)', 'rmdir x', 'deny')).toBe(false);
   });
 
+  it('catches a denied command inside if/while/for bodies, with a quoted name, and behind wrapper options with values', () => {
+    for (const command of [
+      'if true; then rm -rf x; fi',
+      'if false; then :; else rm x; fi',
+      'for f in a b; do rm -rf $f; done',
+      'while true; do rm x; break; done',
+      '! rm x',
+      'coproc rm x',
+      "'rm' -rf x",
+      '"rm" -rf x',
+      '\\rm -rf x',
+      'r""m -rf x',
+      'timeout -s KILL 5 rm -rf x',
+      'sudo -u root rm -rf x',
+      'env -u HOME rm x',
+      '/bin/rm -rf x',
+      '/usr/bin/timeout 5 ./bin/rm x',
+      'builtin command rm x',
+      'ionice -c 3 rm x',
+      'setsid rm x',
+    ]) {
+      expect(bash('Bash(rm:*)', command, 'deny'), command).toBe(true);
+    }
+    // Still only the command word: an argument that reads `rm` is not the rm command.
+    for (const command of ['echo rm x', 'git commit -m "rm x"', 'sudo -E ls rm', 'if rmdir x; then ls; fi']) {
+      expect(bash('Bash(rm:*)', command, 'deny'), command).toBe(false);
+    }
+    // Allow rules are unchanged: a compound line is allowed only when each part is.
+    expect(bash('Bash(npm test:*)', 'if npm test; then rm -rf x; fi')).toBe(false);
+  });
+
   it('supports exact commands, `*` anywhere and word boundaries', () => {
     expect(bash('Bash(npm run build)', 'npm run build')).toBe(true);
     expect(bash('Bash(npm run build)', 'npm run build --watch')).toBe(false);
