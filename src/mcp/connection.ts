@@ -23,6 +23,7 @@ import {
   MCP_MAX_TOOLS_PER_SERVER,
   MCP_RESTART_BASE_DELAY_MS,
   MCP_RESTART_MAX_DELAY_MS,
+  MCP_STDIO_MAX_MESSAGE_BYTES,
 } from './constants.ts';
 
 /** The SDK's classes a connection uses. */
@@ -97,6 +98,8 @@ export interface McpConnectionOptions {
   readonly maxRestarts?: number;
   readonly restartBaseDelayMs?: number;
   readonly restartMaxDelayMs?: number;
+  /** Bytes one message from a stdio server may have; a longer one closes the connection. */
+  readonly maxMessageBytes?: number;
   /**
    * Told when a stdio server's process starts and ends, so whoever owns the thread can kill the
    * processes a dead thread leaves behind (a terminated worker thread cannot stop its children).
@@ -129,6 +132,8 @@ export class McpConnection {
   #lastError: string | undefined;
   #closed = false;
   #stderr = '';
+  /** Set when the client closed a stdio connection because a message was too long. */
+  #oversized = false;
 
   constructor(name: string, config: McpServerConfig, options: McpConnectionOptions) {
     this.name = name;
@@ -142,6 +147,7 @@ export class McpConnection {
       maxRestarts: options.maxRestarts ?? MCP_MAX_RESTARTS,
       restartBaseDelayMs: options.restartBaseDelayMs ?? MCP_RESTART_BASE_DELAY_MS,
       restartMaxDelayMs: options.restartMaxDelayMs ?? MCP_RESTART_MAX_DELAY_MS,
+      maxMessageBytes: options.maxMessageBytes ?? MCP_STDIO_MAX_MESSAGE_BYTES,
     };
   }
 
@@ -281,6 +287,12 @@ export class McpConnection {
       const deadline = AbortSignal.timeout(this.#options.connectTimeoutMs);
       transport = this.#transport(sdk);
       client = new sdk.Client({ name: 'troupe', version: '0.1.0' }, { capabilities: {} });
+      this.#oversized = false;
+      // The SDK reports a message over its buffer here, then closes the transport (killing a stdio
+      // server): remembered so the death is not blamed on the server.
+      client.onerror = (error: Error) => {
+        if (/ReadBuffer exceeded maximum size/.test(error.message)) this.#oversized = true;
+      };
       const session: Session = { sdk, client, transport, tools: [], alive: true, ended: undefined };
       const started = client.connect(transport, {
         timeout: this.#options.connectTimeoutMs,
@@ -365,6 +377,7 @@ export class McpConnection {
         env: { ...sdk.getDefaultEnvironment(), ...config.env },
         cwd: config.cwd ?? this.#options.cwd,
         stderr: 'pipe',
+        maxBufferSize: this.#options.maxMessageBytes,
       });
       transport.stderr?.on('data', (chunk: Buffer) => {
         this.#stderr = (this.#stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_CHARS);
@@ -399,6 +412,9 @@ export class McpConnection {
   }
 
   #exitReason(): string {
+    if (this.#oversized) {
+      return `it sent a message longer than ${this.#options.maxMessageBytes} bytes, the most troupe reads, so troupe closed the connection`;
+    }
     return `it exited${this.#stderrTail()}`;
   }
 

@@ -21,6 +21,13 @@ export const MCP_MAX_TOOLS_PER_SERVER = 500;
  */
 export const MCP_CALL_TIMEOUT_MS = 600_000;
 
+/**
+ * Bytes one message from a stdio server may have (the SDK's default is 10 MiB, and a larger answer
+ * made it close the connection, so a big tool result looked like a crash). Results are cut to
+ * {@link MCP_RESULT_CHAR_LIMIT} characters after they are read.
+ */
+export const MCP_STDIO_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
 /** Characters of a tool result kept; the rest is cut with a note saying how much was left out. */
 export const MCP_RESULT_CHAR_LIMIT = 100_000;
 

@@ -2,7 +2,14 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { McpPool } from '../../src/mcp/pool.ts';
 import type { Tool } from '../../src/tools/types.ts';
-import { type HttpEverything, httpEverything, pids, scratch, stdioEverything } from './helpers.ts';
+import {
+  type HttpEverything,
+  httpEverything,
+  mcpFixtures,
+  pids,
+  scratch,
+  stdioEverything,
+} from './helpers.ts';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -95,5 +102,30 @@ describe('MCP pool against @modelcontextprotocol/server-everything', () => {
     expect(tools).toEqual([]);
     expect(problems).toHaveLength(1);
     expect(problems[0]?.message).toMatch(/^MCP server `broken` is not available: it could not be started/);
+  });
+
+  it("reads a stdio result over the SDK's 10 MiB buffer and cuts it; a longer message is not called a crash", async () => {
+    const { dir, cleanup } = scratch();
+    cleanups.push(cleanup);
+    const big = {
+      type: 'stdio' as const,
+      command: process.execPath,
+      args: [path.join(mcpFixtures, 'big-result.mjs')],
+      env: {},
+    };
+    const pool = new McpPool({ cwd: dir, restartBaseDelayMs: 20 });
+    cleanups.push(() => pool.close());
+    const { tools } = await pool.toolsFor({ big });
+    const result = await byName(tools, 'mcp__big__big').execute({ bytes: 11 * 1024 * 1024 }, ctx());
+    expect(result.ok).toBe(true);
+    expect(result.text).toMatch(/^A{100000}\n\[\d+ more characters of the result were cut\]$/);
+
+    const small = new McpPool({ cwd: dir, restartBaseDelayMs: 20, maxMessageBytes: 64 * 1024 });
+    cleanups.push(() => small.close());
+    const limited = await small.toolsFor({ big });
+    const over = await byName(limited.tools, 'mcp__big__big').execute({ bytes: 100_000 }, ctx());
+    expect(over.ok).toBe(false);
+    expect(over.text).toContain('it sent a message longer than 65536 bytes, the most troupe reads');
+    expect(over.text).not.toContain('it exited');
   });
 });
