@@ -192,17 +192,10 @@ export async function loadProjectMcpFile(projectRoot: string): Promise<ProjectMc
       problems: [{ message: `Could not read ${file}: ${String(error)}`, path: [] }],
     };
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    return {
-      file,
-      servers: {},
-      problems: [{ message: `${file} is not valid JSON: ${(error as Error).message}`, path: [] }],
-    };
-  }
-  const map = (json as { mcpServers?: unknown } | null)?.mcpServers;
+  // Some editors save a byte order mark, which JSON.parse refuses.
+  const json = parseJsonText(text.startsWith('\uFEFF') ? text.slice(1) : text);
+  if ('problem' in json) return { file, servers: {}, problems: [{ message: json.problem, path: [] }] };
+  const map = (json.value as { mcpServers?: unknown } | null)?.mcpServers;
   if (map === undefined) return { file, servers: {}, problems: [] };
   const read = readMcpServerMap(map);
   return {
@@ -212,11 +205,30 @@ export async function loadProjectMcpFile(projectRoot: string): Promise<ProjectMc
   };
 }
 
+/** JSON text parsed, or what is wrong with it, located at its line and column when JSON.parse says where. */
+function parseJsonText(text: string): { readonly value: unknown } | { readonly problem: string } {
+  try {
+    return { value: JSON.parse(text) };
+  } catch (error) {
+    const message = (error as Error).message;
+    const offset = /at position (\d+)/.exec(message)?.[1];
+    if (offset === undefined) return { problem: `Expected JSON: ${message}` };
+    const before = text.slice(0, Number(offset));
+    const line = before.split('\n').length;
+    const column = Number(offset) - before.lastIndexOf('\n');
+    return {
+      problem: `Expected JSON: ${message.replace(/ in JSON at position \d+.*$/s, '')} at line ${line}, column ${column}`,
+    };
+  }
+}
+
 const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 /**
- * Expands `${VAR}` and `${VAR:-default}` in every string of a server's settings. Unset variables
- * without a default are listed in `missing` (and expand to nothing).
+ * Expands `${VAR}` and `${VAR:-default}` in every string of a server's settings, as a shell does:
+ * `${VAR}` is the variable's value, empty included; `${VAR:-default}` is the default when the
+ * variable is unset or empty. Unset variables without a default are listed in `missing` (and
+ * expand to nothing).
  */
 export function expandMcpServerConfig(
   config: McpServerConfig,
@@ -226,8 +238,8 @@ export function expandMcpServerConfig(
   const expand = (text: string): string =>
     text.replaceAll(VARIABLE, (_whole, name: string, fallback: string | undefined) => {
       const value = env[name];
-      if (value !== undefined && value !== '') return value;
-      if (fallback !== undefined) return fallback;
+      if (fallback !== undefined) return value === undefined || value === '' ? fallback : value;
+      if (value !== undefined) return value;
       missing.add(name);
       return '';
     });

@@ -17,6 +17,7 @@ import { expandMcpServerConfig, type McpServerConfig } from './config.ts';
 import {
   MCP_CALL_TIMEOUT_MS,
   MCP_CONNECT_TIMEOUT_MS,
+  MCP_ERROR_TEXT_MAX_CHARS,
   MCP_LIST_TIMEOUT_MS,
   MCP_MAX_LIST_PAGES,
   MCP_MAX_RESTARTS,
@@ -439,6 +440,23 @@ function raceDeadline<T>(promise: Promise<T>, deadline: AbortSignal, ms: number)
   });
 }
 
+/**
+ * An error's message for troupe's own: with the cause a bare `fetch failed` hides (`connect
+ * ECONNREFUSED 127.0.0.1:8080`), an HTML error page reduced to its text, and at most
+ * MCP_ERROR_TEXT_MAX_CHARS characters.
+ */
 function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  let text = error instanceof Error ? error.message : String(error);
+  const cause = error instanceof Error ? error.cause : undefined;
+  if (cause instanceof Error && cause.message !== '' && !text.includes(cause.message)) {
+    text = `${text} (${cause.message})`;
+  }
+  if (/<(?:!doctype|html|body|pre)\b/i.test(text)) {
+    text = text
+      .replace(/<(script|style)\b[\s\S]*?<\/\1>/gi, ' ')
+      .replace(/<[^>]*>/g, ' ')
+      .replace(/\s+/g, ' ')
+      .trim();
+  }
+  return text.length > MCP_ERROR_TEXT_MAX_CHARS ? `${text.slice(0, MCP_ERROR_TEXT_MAX_CHARS)}… (cut)` : text;
 }

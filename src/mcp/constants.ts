@@ -42,3 +42,9 @@ export const MCP_RESTART_MAX_DELAY_MS = 30_000;
 
 /** Time a stdio server gets to exit after its stdin is closed before it is killed. */
 export const MCP_CLOSE_GRACE_MS = 2_000;
+
+/**
+ * Characters of a server's or transport's error message kept in troupe's own messages (an HTTP
+ * server's error page, say); the rest is cut.
+ */
+export const MCP_ERROR_TEXT_MAX_CHARS = 500;

@@ -30,10 +30,21 @@ export async function runMcpServers(
   const project = await loadProjectMcpFile(root);
   const problem = project.problems[0];
   if (problem) {
-    const where = problem.path.length > 0 ? ` (${problem.path.join('.')})` : '';
+    const where = problem.path.length > 0 ? ` (${memberPath(problem.path)})` : '';
     throw new UserError('invalid_mcp_config', `${project.file ?? root}: ${problem.message}${where}`, {
       file: project.file,
     });
   }
   return { ...project.servers, ...options.mcpServers };
+}
+
+/** `mcpServers.github.env`, with a name that is not an identifier quoted: `mcpServers["my.server"]`. */
+function memberPath(path: readonly (string | number)[]): string {
+  return path
+    .map((key, index) =>
+      typeof key === 'string' && /^[A-Za-z_$][\w$-]*$/.test(key)
+        ? `${index === 0 ? '' : '.'}${key}`
+        : `[${JSON.stringify(key)}]`,
+    )
+    .join('');
 }

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { McpPool } from '../../src/mcp/pool.ts';
@@ -102,6 +104,32 @@ describe('MCP pool against @modelcontextprotocol/server-everything', () => {
     expect(tools).toEqual([]);
     expect(problems).toHaveLength(1);
     expect(problems[0]?.message).toMatch(/^MCP server `broken` is not available: it could not be started/);
+  });
+
+  it('says why an HTTP server could not be reached: the refused connection, an error page as text and cut', async () => {
+    const { pool } = setup();
+    const page = `<!DOCTYPE html><html><head><style>body{}</style></head><body><pre>Cannot POST /nope</pre>${'<p>filler</p>'.repeat(200)}</body></html>`;
+    const server = createServer((_request, response) => {
+      response.writeHead(404, { 'content-type': 'text/html' }).end(page);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const { port } = server.address() as AddressInfo;
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+
+    const { problems } = await pool.toolsFor({
+      page: { type: 'http', url: `http://127.0.0.1:${port}/nope`, headers: {} },
+      refused: { type: 'http', url: `http://127.0.0.1:${closedPort}/mcp`, headers: {} },
+    });
+    const byServer = (name: string): string =>
+      problems.find((p) => p.message.includes(`\`${name}\``))?.message ?? '';
+    expect(byServer('page')).toContain('Cannot POST /nope');
+    expect(byServer('page')).not.toMatch(/<pre>|<!DOCTYPE|body\{/);
+    expect(byServer('page')).toContain('… (cut)');
+    expect(byServer('refused')).toContain('ECONNREFUSED');
   });
 
   it("reads a stdio result over the SDK's 10 MiB buffer and cuts it; a longer message is not called a crash", async () => {

@@ -1,0 +1,69 @@
+/**
+ * `.mcp.json` as editors and other MCP clients write it, and `${VAR}` expansion as a shell does it.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { expandMcpServerConfig, loadProjectMcpFile, type McpStdioServer } from '../../src/mcp/config.ts';
+import { runMcpServers } from '../../src/supervisor/definitions.ts';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(path.join(tmpdir(), 'troupe-mcp-config-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const SERVER = { mcpServers: { files: { command: 'node', args: ['server.mjs'] } } };
+
+describe('.mcp.json', () => {
+  it('is read with a byte order mark in front, as some editors save it', async () => {
+    writeFileSync(path.join(dir, '.mcp.json'), `\uFEFF${JSON.stringify(SERVER)}`);
+    const read = await loadProjectMcpFile(dir);
+    expect(read.problems).toEqual([]);
+    expect(read.servers.files).toMatchObject({ type: 'stdio', command: 'node', args: ['server.mjs'] });
+  });
+
+  it('that is not JSON is reported at its line and column, with the file named once', async () => {
+    writeFileSync(path.join(dir, '.mcp.json'), '{\n  "mcpServers": {\n    files: {}\n  }\n}\n');
+    const read = await loadProjectMcpFile(dir);
+    expect(read.problems).toHaveLength(1);
+    expect(read.problems[0]?.message).toMatch(/^Expected JSON: .+ at line 3, column 5$/);
+    expect(read.problems[0]?.message).not.toContain(dir);
+    await expect(runMcpServers({ cwd: dir, mcpServers: {}, mcpProjectFile: true })).rejects.toMatchObject({
+      code: 'invalid_mcp_config',
+      message: expect.stringMatching(/\.mcp\.json: Expected JSON: .+ at line 3, column 5$/),
+    });
+  });
+
+  it('names a server whose name is not an identifier unambiguously', async () => {
+    writeFileSync(
+      path.join(dir, '.mcp.json'),
+      JSON.stringify({ mcpServers: { 'my.server': { command: 'node', args: [] } } }),
+    );
+    await expect(runMcpServers({ cwd: dir, mcpServers: {}, mcpProjectFile: true })).rejects.toMatchObject({
+      code: 'invalid_mcp_config',
+      message: expect.stringContaining('(mcpServers["my.server"])'),
+    });
+  });
+});
+
+describe('${VAR} expansion', () => {
+  const server = (args: string[]): McpStdioServer => ({ type: 'stdio', command: 'node', args, env: {} });
+  const expand = (args: string[], env: Record<string, string | undefined>) => {
+    const { config, missing } = expandMcpServerConfig(server(args), env);
+    return { args: (config as McpStdioServer).args, missing };
+  };
+
+  it('${VAR} is the value, empty included; only an unset variable is missing', () => {
+    expect(expand(['stdio${SUFFIX}'], { SUFFIX: '' })).toEqual({ args: ['stdio'], missing: [] });
+    expect(expand(['stdio${SUFFIX}'], { SUFFIX: '-x' })).toEqual({ args: ['stdio-x'], missing: [] });
+    expect(expand(['stdio${SUFFIX}'], {})).toEqual({ args: ['stdio'], missing: ['SUFFIX'] });
+  });
+
+  it('${VAR:-default} is the default when the variable is unset or empty', () => {
+    expect(expand(['${PORT:-8080}'], {})).toEqual({ args: ['8080'], missing: [] });
+    expect(expand(['${PORT:-8080}'], { PORT: '' })).toEqual({ args: ['8080'], missing: [] });
+    expect(expand(['${PORT:-8080}'], { PORT: '9' })).toEqual({ args: ['9'], missing: [] });
+  });
+});
