@@ -111,7 +111,7 @@ export async function startRun(
   const channels = options.channels ?? {};
   const shared = options.registry ?? createToolRegistry();
   const servers = serversForAgent(definition, options.mcpServers ?? {});
-  let mcp: McpToolSet = { tools: [], problems: [] };
+  let mcp: McpToolSet = { tools: [], problems: [], notices: [] };
   if (Object.keys(servers).length > 0) {
     let source = options.mcp;
     if (!source) {
@@ -254,6 +254,7 @@ function checkToolReferences(
   const warnings: StartedWarning[] = [];
   for (const problem of problems) warnings.push(located(problem));
   for (const problem of mcp.problems) warnings.push({ code: 'mcp_unavailable', message: problem.message });
+  for (const notice of mcp.notices) warnings.push({ code: 'mcp_tools_dropped', message: notice.message });
   return warnings;
 }
 

@@ -133,6 +133,8 @@ export class McpConnection {
   #lastError: string | undefined;
   #closed = false;
   #stderr = '';
+  /** The last listing stopped at MCP_MAX_TOOLS_PER_SERVER tools or MCP_MAX_LIST_PAGES pages. */
+  #toolsCut = false;
   /** Set when the client closed a stdio connection because a message was too long. */
   #oversized = false;
 
@@ -181,6 +183,14 @@ export class McpConnection {
   /** The server's tools, connecting (or restarting) first when needed. */
   async tools(signal?: AbortSignal): Promise<readonly McpToolInfo[]> {
     return (await this.#ready(signal)).tools;
+  }
+
+  /**
+   * Whether the server listed more tools than troupe takes (MCP_MAX_TOOLS_PER_SERVER, or more pages
+   * than MCP_MAX_LIST_PAGES): the rest were not read. Set by the last listing.
+   */
+  get toolsCut(): boolean {
+    return this.#toolsCut;
   }
 
   /**
@@ -336,6 +346,7 @@ export class McpConnection {
   }
 
   async #listTools(client: Client): Promise<McpToolInfo[]> {
+    this.#toolsCut = false;
     if (!client.getServerCapabilities()?.tools) return [];
     const tools: McpToolInfo[] = [];
     let cursor: string | undefined;
@@ -344,7 +355,10 @@ export class McpConnection {
         timeout: MCP_LIST_TIMEOUT_MS,
       });
       for (const tool of listed.tools) {
-        if (tools.length >= MCP_MAX_TOOLS_PER_SERVER) return tools;
+        if (tools.length >= MCP_MAX_TOOLS_PER_SERVER) {
+          this.#toolsCut = true;
+          return tools;
+        }
         tools.push({
           name: tool.name,
           ...(tool.description === undefined ? {} : { description: tool.description }),
@@ -356,6 +370,7 @@ export class McpConnection {
       }
       cursor = listed.nextCursor;
       if (cursor === undefined) break;
+      if (page === MCP_MAX_LIST_PAGES - 1) this.#toolsCut = true;
     }
     return tools;
   }

@@ -23,6 +23,8 @@ export interface McpToolSet {
   readonly tools: readonly Tool[];
   /** Servers that could not be reached: the agent runs without their tools. */
   readonly problems: readonly McpServerProblem[];
+  /** Tools of reached servers the agent does not get (beyond the per-server bound, or shadowed). */
+  readonly notices: readonly McpServerProblem[];
 }
 
 /** Anything that turns server settings into tools (a pool, or a wrapper around one). */
@@ -63,22 +65,28 @@ export class McpPool implements McpToolSource {
 
   /** The tools of `servers`, starting them as needed; unreachable servers are reported, not thrown. */
   async toolsFor(servers: McpServers, signal?: AbortSignal): Promise<McpToolSet> {
-    if (this.#closed) return { tools: [], problems: [] };
+    if (this.#closed) return { tools: [], problems: [], notices: [] };
     const results = await Promise.all(
       Object.entries(servers).map(async ([name, config]) => {
         const connection = this.connection(name, config);
         try {
-          return { tools: mcpTools(connection, await connection.tools(signal)), problem: undefined };
+          const { tools, notices } = mcpTools(connection, await connection.tools(signal));
+          return {
+            tools,
+            problem: undefined,
+            notices: notices.map((message) => ({ server: name, message })),
+          };
         } catch (error) {
           if (signal?.aborted) throw error;
           const message = error instanceof Error ? error.message : String(error);
-          return { tools: [], problem: { server: name, message } };
+          return { tools: [], problem: { server: name, message }, notices: [] };
         }
       }),
     );
     return {
       tools: results.flatMap((result) => result.tools),
       problems: results.flatMap((result) => (result.problem ? [result.problem] : [])),
+      notices: results.flatMap((result) => result.notices),
     };
   }
 

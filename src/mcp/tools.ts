@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { compileSchema } from '../tools/schema.ts';
 import type { JsonSchema, Tool, ToolOutcome } from '../tools/types.ts';
 import type { McpCallResult, McpConnection, McpToolInfo } from './connection.ts';
-import { MCP_RESULT_CHAR_LIMIT } from './constants.ts';
+import { MCP_MAX_LIST_PAGES, MCP_MAX_TOOLS_PER_SERVER, MCP_RESULT_CHAR_LIMIT } from './constants.ts';
 
 const INVALID_NAME_CHARS = /[^A-Za-z0-9_-]/g;
 const MAX_TOOL_NAME = 64;
@@ -23,14 +23,26 @@ export function mcpToolName(server: string, tool: string): string {
   return `${name.slice(0, MAX_TOOL_NAME - 9)}_${hash}`;
 }
 
+/** The troupe tools of one server, and what of its listing they leave out. */
+export interface McpServerTools {
+  readonly tools: Tool[];
+  /** What the agent cannot reach, said for a person: tools not read, names taken by another. */
+  readonly notices: string[];
+}
+
 /** The troupe tools of one connected server. */
-export function mcpTools(connection: McpConnection, listed: readonly McpToolInfo[]): Tool[] {
-  const seen = new Set<string>();
+export function mcpTools(connection: McpConnection, listed: readonly McpToolInfo[]): McpServerTools {
+  const seen = new Map<string, string>();
   const tools: Tool[] = [];
+  const shadowed: string[] = [];
   for (const info of listed) {
     const name = mcpToolName(connection.name, info.name);
-    if (seen.has(name)) continue;
-    seen.add(name);
+    const first = seen.get(name);
+    if (first !== undefined) {
+      shadowed.push(`\`${info.name}\` (its name \`${name}\` is \`${first}\`'s)`);
+      continue;
+    }
+    seen.set(name, info.name);
     tools.push({
       name,
       description: info.description ?? `Tool \`${info.name}\` of MCP server \`${connection.name}\`.`,
@@ -53,7 +65,20 @@ export function mcpTools(connection: McpConnection, listed: readonly McpToolInfo
       },
     });
   }
-  return tools;
+  const notices: string[] = [];
+  if (connection.toolsCut) {
+    notices.push(
+      `MCP server \`${connection.name}\` lists more tools than troupe takes from one server ` +
+        `(${MCP_MAX_TOOLS_PER_SERVER}, in at most ${MCP_MAX_LIST_PAGES} pages): the rest are not offered`,
+    );
+  }
+  if (shadowed.length > 0) {
+    notices.push(
+      `MCP server \`${connection.name}\`: ${shadowed.length} tool(s) not offered, their names being the same as ` +
+        `another's once made valid: ${shadowed.join(', ')}`,
+    );
+  }
+  return { tools, notices };
 }
 
 /** The server's input schema, or an open object schema when it is not one troupe can compile. */

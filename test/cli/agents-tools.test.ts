@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import type { CliIO } from '../../src/cli/shared/io.ts';
+import type { McpStdioServer } from '../../src/mcp/config.ts';
 import { definitionText, TempTree } from '../definition/helpers.ts';
 import { stdioEverything } from '../mcp/helpers.ts';
 
@@ -133,6 +134,34 @@ describe('troupe mcp list', () => {
     expect(entries.find((entry) => entry.name === 'broken')?.error).toMatch(/could not be started/);
     const text = await run('mcp', 'list', '--cwd', project);
     expect(text.stdout).toContain('mcp__everything__echo');
+  });
+
+  it('--agent: says which project server the agent replaces with its own, and names one nothing configures', async () => {
+    const pidFile = join(project, 'pids');
+    const everything = stdioEverything(pidFile) as McpStdioServer;
+    tree.write('project/.mcp.json', JSON.stringify({ mcpServers: { everything } }));
+    const own = { everything: { command: everything.command, args: everything.args, env: everything.env } };
+    tree.write(
+      'project/.troupe/agents/own.md',
+      definitionText('own', `mcpServers:\n  - ${JSON.stringify(own)}\n  - nosuch\n`),
+    );
+    const result = await run('mcp', 'list', '--cwd', project, '--agent', 'own', '--json');
+    expect(result.code).toBe(1);
+    const entries = JSON.parse(result.stdout) as {
+      name: string;
+      source: string;
+      status: string;
+      notices?: string[];
+    }[];
+    expect(entries.map((entry) => [entry.name, entry.source, entry.status])).toEqual([
+      ['everything', '.mcp.json', 'ready'],
+      ['everything', 'agent own', 'ready'],
+      ['nosuch', 'nowhere', 'missing'],
+    ]);
+    expect(entries[0]?.notices).toEqual(['agent own declares its own `everything`, which it uses instead']);
+    const text = await run('mcp', 'list', '--cwd', project, '--agent', 'own');
+    expect(text.stdout).toContain('  note: agent own declares its own `everything`, which it uses instead');
+    expect(text.stdout).toMatch(/nosuch {2}unknown {2}missing {2}\(nowhere\)\n {2}agent own names it/);
   });
 });
 

@@ -132,6 +132,31 @@ describe('MCP pool against @modelcontextprotocol/server-everything', () => {
     expect(byServer('refused')).toContain('ECONNREFUSED');
   });
 
+  it('says which tools it does not offer: beyond 500 per server, and names taken by an earlier tool', async () => {
+    const { pool } = setup();
+    const many = (count: number) => ({
+      type: 'stdio' as const,
+      command: process.execPath,
+      args: [path.join(mcpFixtures, 'many-tools.mjs'), String(count)],
+      env: {},
+    });
+    const { tools, notices } = await pool.toolsFor({ many: many(600), few: many(3) });
+    const ofServer = (server: string) => tools.filter((tool) => tool.name.startsWith(`mcp__${server}__`));
+    expect(ofServer('many')).toHaveLength(499);
+    expect(ofServer('few').map((tool) => tool.name)).toEqual([
+      'mcp__few__a_b',
+      'mcp__few__t0',
+      'mcp__few__t1',
+      'mcp__few__t2',
+    ]);
+    expect(await byName(tools, 'mcp__few__a_b').execute({}, ctx())).toEqual({ ok: true, text: 'called a.b' });
+    expect(notices.filter((n) => n.server === 'many').map((n) => n.message)).toEqual([
+      expect.stringContaining('lists more tools than troupe takes from one server (500'),
+      expect.stringContaining("`a_b` (its name `mcp__many__a_b` is `a.b`'s)"),
+    ]);
+    expect(notices.filter((n) => n.server === 'few')).toHaveLength(1);
+  });
+
   it("reads a stdio result over the SDK's 10 MiB buffer and cuts it; a longer message is not called a crash", async () => {
     const { dir, cleanup } = scratch();
     cleanups.push(cleanup);
