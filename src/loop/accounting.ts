@@ -8,6 +8,7 @@ import { extend } from '../objects.ts';
 import { findCutRange, isSafeCut } from '../projection/safe-cuts.ts';
 import { BpeCounter, type TokenCounter } from '../projection/token-counter.ts';
 import { costOf } from '../providers/pricing.ts';
+import { ZERO_USAGE } from '../providers/receipt.ts';
 import type { Receipt, Usage } from '../providers/types.ts';
 import type { RunContext } from './context.ts';
 
@@ -29,13 +30,21 @@ export interface RequestOutput {
  * else unknown (`costUsd` undefined).
  */
 export function requestReceipt(run: RunContext, receipt: Receipt, output: RequestOutput): Receipt {
-  const unreported = (receipt.requestsWithoutUsage ?? 0) > 0;
+  // A provider module's counts are checked like a server's (see asCount): a negative or endless
+  // one would take the agent's and the run's spend below their budgets, or make it Infinity.
+  const unreported = (receipt.requestsWithoutUsage ?? 0) > 0 || !plausibleUsage(receipt.usage);
   const answered =
     receipt.httpStatus === undefined || (receipt.httpStatus >= 200 && receipt.httpStatus < 300);
   if (!unreported) {
-    return extend(receipt, { costUsd: receipt.costUsd ?? priced(run, receipt.usage) });
+    const cost = receipt.costUsd;
+    return extend(receipt, {
+      costUsd: cost !== undefined && Number.isFinite(cost) && cost >= 0 ? cost : priced(run, receipt.usage),
+    });
   }
-  if (!answered) return extend(receipt, { costUsd: priced(run, receipt.usage) });
+  if (!answered) {
+    const usage = plausibleUsage(receipt.usage) ? receipt.usage : ZERO_USAGE;
+    return extend(receipt, { usage, costUsd: priced(run, usage) });
+  }
   const counter = run.usageCounter;
   const reasoningTokens = boundedCount(counter, output.reasoning);
   let outputTokens = reasoningTokens + boundedCount(counter, output.text);
@@ -48,6 +57,20 @@ export function requestReceipt(run: RunContext, receipt: Receipt, output: Reques
     estimated: true,
   };
   return extend(receipt, { usage, costUsd: priced(run, usage) });
+}
+
+/** Every count a whole number of tokens from 0 to 2^53 - 1. */
+function plausibleUsage(usage: Usage): boolean {
+  return (
+    isCount(usage.inputTokens) &&
+    isCount(usage.outputTokens) &&
+    isCount(usage.cachedInputTokens) &&
+    isCount(usage.reasoningTokens)
+  );
+}
+
+function isCount(value: number): boolean {
+  return Number.isSafeInteger(value) && value >= 0;
 }
 
 /** Tokens of the projection as it stands, with the counter usage is estimated with. */

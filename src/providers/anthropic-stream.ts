@@ -4,7 +4,7 @@
  * fragments, stop reason and usage. The content blocks are kept for the continuation request,
  * thinking blocks included, as the API requires when tools are used with extended thinking.
  */
-import { asArray, asNumber, asRecord, asString } from './json-shapes.ts';
+import { asArray, asCount, asNumber, asRecord, asString } from './json-shapes.ts';
 import { type ErrorOrigin, errorFromStreamPayload, providerError } from './provider-error.ts';
 import { toolCall } from './tool-arguments.ts';
 import type { ModelResponse, StreamSink } from './turn-runner.ts';
@@ -152,13 +152,20 @@ export class MessagesStreamAccumulator {
   #mergeUsage(value: unknown): void {
     const usage = asRecord(value);
     if (usage === undefined) return;
+    // Counts that are not non-negative numbers are left out (see asCount); an object with none is
+    // no usage.
+    const input = asCount(usage.input_tokens);
+    const output = asCount(usage.output_tokens);
+    const cacheRead = asCount(usage.cache_read_input_tokens);
+    const cacheWrite = asCount(usage.cache_creation_input_tokens);
+    if ([input, output, cacheRead, cacheWrite].every((count) => count === undefined)) return;
     const previous = this.#usage ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
     // message_delta repeats counts cumulatively, so later values replace earlier ones.
     this.#usage = {
-      input: asNumber(usage.input_tokens) ?? previous.input,
-      output: asNumber(usage.output_tokens) ?? previous.output,
-      cacheRead: asNumber(usage.cache_read_input_tokens) ?? previous.cacheRead,
-      cacheWrite: asNumber(usage.cache_creation_input_tokens) ?? previous.cacheWrite,
+      input: input ?? previous.input,
+      output: output ?? previous.output,
+      cacheRead: cacheRead ?? previous.cacheRead,
+      cacheWrite: cacheWrite ?? previous.cacheWrite,
     };
   }
 

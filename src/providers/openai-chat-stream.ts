@@ -3,7 +3,7 @@
  * converted to one chunk): text, reasoning, tool calls whose arguments arrive in pieces, the
  * finish reason and usage. Only the first choice seen is followed (requests with n > 1).
  */
-import { asArray, asNumber, asRecord, asString } from './json-shapes.ts';
+import { asArray, asCount, asNumber, asRecord, asString } from './json-shapes.ts';
 import { type ErrorOrigin, errorFromStreamPayload, providerError } from './provider-error.ts';
 import { toolCall } from './tool-arguments.ts';
 import type { ModelResponse, StreamSink } from './turn-runner.ts';
@@ -34,15 +34,22 @@ const STOP_REASONS: Readonly<Record<string, StopReason>> = {
   content_filter: 'content_filter',
 };
 
-/** Reads Chat Completions usage (`prompt_tokens`, details with cached and reasoning tokens). */
+/**
+ * Reads Chat Completions usage (`prompt_tokens`, details with cached and reasoning tokens). Counts
+ * that are not non-negative numbers are left out; a usage object with neither `prompt_tokens` nor
+ * `completion_tokens` readable is no usage (troupe then estimates it).
+ */
 export function readChatUsage(value: unknown): Usage | undefined {
   const usage = asRecord(value);
   if (usage === undefined) return undefined;
+  const inputTokens = asCount(usage.prompt_tokens);
+  const outputTokens = asCount(usage.completion_tokens);
+  if (inputTokens === undefined && outputTokens === undefined) return undefined;
   return {
-    inputTokens: asNumber(usage.prompt_tokens) ?? 0,
-    outputTokens: asNumber(usage.completion_tokens) ?? 0,
-    cachedInputTokens: asNumber(asRecord(usage.prompt_tokens_details)?.cached_tokens) ?? 0,
-    reasoningTokens: asNumber(asRecord(usage.completion_tokens_details)?.reasoning_tokens) ?? 0,
+    inputTokens: inputTokens ?? 0,
+    outputTokens: outputTokens ?? 0,
+    cachedInputTokens: asCount(asRecord(usage.prompt_tokens_details)?.cached_tokens) ?? 0,
+    reasoningTokens: asCount(asRecord(usage.completion_tokens_details)?.reasoning_tokens) ?? 0,
   };
 }
 

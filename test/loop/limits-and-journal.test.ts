@@ -54,6 +54,30 @@ describe('agent loop: limits', () => {
     expect(provider.requests).toHaveLength(1);
   });
 
+  it('usage a provider module reports as negative or endless is estimated instead, so budgets still hold', async () => {
+    for (const usage of [
+      { inputTokens: -1e15, outputTokens: -5 },
+      { inputTokens: 1e308, outputTokens: 1 },
+      { inputTokens: 0.5, outputTokens: 1 },
+    ]) {
+      const { outcome, provider } = await runScripted([{ ...loopStep, usage }], {
+        tools: [echo().tool],
+        run: { limits: { maxTotalTokens: 100 } },
+      });
+      // The request is estimated (a few hundred tokens of prompt and tools): the budget ends the
+      // agent before its next request, where -1e15 would have left it far below its budget.
+      expect(outcome, JSON.stringify(usage)).toMatchObject({
+        status: 'failed',
+        reason: 'budget',
+        error: { code: 'token_budget' },
+      });
+      expect(outcome.usage.estimated).toBe(true);
+      expect(outcome.usage.inputTokens).toBeGreaterThan(100);
+      expect(Number.isSafeInteger(outcome.usage.inputTokens)).toBe(true);
+      expect(provider.requests).toHaveLength(1);
+    }
+  });
+
   it('a context that no longer fits the input budget fails before the provider is called', async () => {
     const { outcome, provider } = await runScripted([], {
       run: { task: 'y'.repeat(60_000), maxInputTokens: 8_000 },
