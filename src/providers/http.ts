@@ -3,7 +3,7 @@
  * while none of its output has reached the consumer, so a retry never duplicates events.
  */
 import type { RetryPolicy } from '../definition/types.ts';
-import { isTroupeError } from '../errors.ts';
+import { isTroupeError, type ProviderError } from '../errors.ts';
 import { MAX_EVENT_BYTES, MAX_HONOURED_RETRY_AFTER_MS, RETRY_JITTER } from './constants.ts';
 import { estimateTokens } from './estimate.ts';
 import {
@@ -179,6 +179,9 @@ async function attemptOnce<T extends { readonly usage: Usage | undefined }>(
             headers: request.headers,
             body: request.body,
             signal: watch.signal,
+            // Never followed: fetch strips only `authorization` on a redirect to another origin, so
+            // Anthropic's `x-api-key` and any key in `headers` would go to wherever it points.
+            redirect: 'manual',
           });
         } catch (error) {
           if (watch.signal.aborted) throw watch.failure() ?? error;
@@ -186,6 +189,7 @@ async function attemptOnce<T extends { readonly usage: Usage | undefined }>(
         }
         watch.received(0);
         ctx.reportHttpStatus(response.status);
+        if (response.status >= 300 && response.status < 400) throw redirectError(client, request, response);
         if (!response.ok) throw await errorFromResponse(client.provider, response, request.url);
         return await read(response, watch);
       } catch (error) {
@@ -202,6 +206,22 @@ async function attemptOnce<T extends { readonly usage: Usage | undefined }>(
   } finally {
     release?.(usage);
   }
+}
+
+/**
+ * A redirect answer: not followed (the request's credentials would go with it), not retried. The
+ * body is discarded unread.
+ */
+function redirectError(client: HttpClient, request: HttpRequest, response: Response): ProviderError {
+  void response.body?.cancel().catch(() => undefined);
+  const location = response.headers.get('location');
+  const where = location === null ? '' : ` to ${location}`;
+  return providerError(
+    'bad_request',
+    `${client.provider} answered HTTP ${response.status}, a redirect${where} (${request.url}); redirects are not followed, so the API key never goes anywhere else: set the base URL to the address the server names.`,
+    { provider: client.provider, url: request.url, status: response.status },
+    { location: location ?? undefined },
+  );
 }
 
 /** True when the response is a complete JSON document rather than an event stream. */
