@@ -31,6 +31,13 @@ export const RETRY_JITTER = 0.25;
  * `rate_limited` and its `retryAfterMs`, so a supervisor can pause the whole key instead.
  */
 export const MAX_HONOURED_RETRY_AFTER_MS = 60_000;
+/**
+ * Longest pause of a provider key a rate-limit answer can cause for every agent using it (threads
+ * and redis engines). The agent that got the answer fails at once when the server asks for more
+ * than {@link MAX_HONOURED_RETRY_AFTER_MS}; the others wait at most this long, then try again
+ * themselves. Without a cap, one `Retry-After: 999999` stalled every agent of the key for 11 days.
+ */
+export const MAX_PROVIDER_PAUSE_MS = 300_000;
 /** Retried attempts a receipt describes one by one (`retryLog`); later ones are only counted. */
 export const RETRY_LOG_MAX = 32;
 /** HTTP statuses retried besides 5xx. */

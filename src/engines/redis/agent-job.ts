@@ -19,6 +19,7 @@ import { isTroupeError } from '../../errors.ts';
 import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
 import type { OptionalSignal } from '../../protocol/messages.ts';
 import type { AgentJobData, ParkRequest, WorkerSignal } from '../../protocol/redis.ts';
+import { MAX_PROVIDER_PAUSE_MS } from '../../providers/constants.ts';
 import type { Provider } from '../../providers/types.ts';
 import { runActor } from '../actor/run-actor.ts';
 import type { SharedDefinitions } from '../actor/shared-definitions.ts';
@@ -269,8 +270,9 @@ async function providerFor(ctx: JobContext, data: AgentJobData): Promise<Provide
           signal,
         ),
     },
-    onRateLimited: (retryAfterMs) => {
-      if (retryAfterMs === undefined || retryAfterMs <= 0) return;
+    onRateLimited: (askedMs) => {
+      if (askedMs === undefined || askedMs <= 0) return;
+      const retryAfterMs = Math.min(askedMs, MAX_PROVIDER_PAUSE_MS);
       ctx.admission.pause(key, retryAfterMs).then(
         (extended) => {
           if (extended) send({ type: 'backoff', agentId, provider: key, retryAfterMs });

@@ -28,6 +28,7 @@ import type {
   OptionalSignal,
   SupervisorCallbackApi,
 } from '../../protocol/messages.ts';
+import { MAX_PROVIDER_PAUSE_MS } from '../../providers/constants.ts';
 import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../../tools/builtin/orchestration.ts';
 import type { Engine, EngineContext, EngineDescription, EngineHost, EngineOptions } from '../engine.ts';
 import { Admission } from './admission.ts';
@@ -556,7 +557,8 @@ export class ThreadEngine implements Engine {
 
   #callbacks(): SupervisorCallbackApi {
     return {
-      reportRateLimit: (key, retryAfterMs) => {
+      reportRateLimit: (key, askedMs) => {
+        const retryAfterMs = Math.min(askedMs, MAX_PROVIDER_PAUSE_MS);
         const until = Date.now() + retryAfterMs;
         if (until <= (this.#pausedUntil.get(key) ?? 0)) return;
         this.#pausedUntil.set(key, until);
