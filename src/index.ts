@@ -166,7 +166,7 @@ export type {
 export { hashContinuation, hashInput, isTerminal } from './journal/events.ts';
 export type { JournalContents, JournalProblem } from './journal/reader.ts';
 export { parseJournal, readJournal } from './journal/reader.ts';
-export { redactText, redactValue } from './journal/redact.ts';
+export { redactText, redactValue, registerSecretValues } from './journal/redact.ts';
 export type { PendingWait, ResumeState } from './journal/resume.ts';
 export { resumeState } from './journal/resume.ts';
 export type { JournalSink, MemoryJournalOptions } from './journal/sink.ts';

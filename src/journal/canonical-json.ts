@@ -74,9 +74,14 @@ export function hashValue(value: unknown): string {
  * event repeats its definition's text and its system prompt (the same string objects, so a lookup
  * is a pointer comparison), and masking and quoting them again was ~60 % of that event's cost.
  */
-const longTexts = new WeakMap<Masking, Map<string, string>>();
+let longTexts = new WeakMap<Masking, Map<string, string>>();
 const LONG_TEXT_CHARS = 256;
 const LONG_TEXTS_LIMIT = 512;
+
+/** Drops every masked long text kept: what masking does changed (a credential was registered). */
+export function forgetMaskedTexts(): void {
+  longTexts = new WeakMap();
+}
 
 function quotedLongText(masking: Masking, text: string): string {
   let known = longTexts.get(masking);

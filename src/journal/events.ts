@@ -17,7 +17,7 @@ import type { Receipt, StopReason, ToolChoice, Usage } from '../providers/types.
 import type { ReplayCounts, ReplayDisposition, ReplayRef } from '../replay/types.ts';
 import type { StateUpdate, ToolSpec } from '../tools/types.ts';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
-import { redactStrings, redactText } from './redact.ts';
+import { maskingVersion, redactStrings, redactText } from './redact.ts';
 
 /** Fields every journalled event carries, assigned by the sink. */
 export interface ChainFields {
@@ -506,6 +506,9 @@ interface FixedParts {
   readonly utf8: Buffer;
 }
 
+/** The masking version the kept fixed parts were made under (see `maskingVersion`). */
+let fixedVersion = 0;
+
 /** Fixed parts by the plain JSON of the system prompt, tools and settings. */
 const fixedParts = new Map<string, FixedParts>();
 
@@ -534,6 +537,12 @@ function fixedPartsOf(
 ): FixedParts {
   const { modelSettings: settings } = settingsMember(modelSettings);
   const settingsJson = settings === undefined ? '' : JSON.stringify(settings);
+  if (fixedVersion !== maskingVersion()) {
+    // A credential was registered since: the parts kept may hold it unmasked.
+    fixedVersion = maskingVersion();
+    fixedParts.clear();
+    lastFixed = undefined;
+  }
   const last = lastFixed;
   if (
     last !== undefined &&

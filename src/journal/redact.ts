@@ -13,7 +13,7 @@
  * across a line break, so masking each projection section on its way into the journal equals
  * masking the whole render (sections are joined by blank lines).
  */
-import type { Masking } from './canonical-json.ts';
+import { forgetMaskedTexts, type Masking } from './canonical-json.ts';
 import { REDACTED } from './constants.ts';
 
 /** Keys whose values are secrets. `token(?!s)` keeps counts such as `maxTokens` readable. */
@@ -113,10 +113,59 @@ const MASKED_LINES_LIMIT = 20_000;
 const CACHED_LINE_CHARS = 4_096;
 
 /**
- * Masks every credential-looking substring of `text`. No pattern matches across a line break, so
- * masking line by line gives exactly the same text, and each line's result can be reused.
+ * Credentials this process was configured with (API keys, secret header values), longest first:
+ * masked wherever they appear, whatever their shape (a `gsk_...` or a self-hosted server's key
+ * matches no pattern, and a 401 body often echoes the key).
  */
-export function redactText(text: string): string {
+let literalSecrets: readonly string[] = [];
+let secretsVersion = 0;
+/** Shorter values are not masked literally (`EMPTY`, `ollama`: placeholders, and too common). */
+const MIN_LITERAL_SECRET_CHARS = 8;
+/** Configured credentials kept at most (distinct values; a process has a handful). */
+const MAX_LITERAL_SECRETS = 64;
+
+/**
+ * Adds configured credentials to what {@link redactText} masks, from now on, in this thread: every
+ * provider registers its API key and secret headers when it is built, and the Supervisor those of
+ * its configured providers. Values shorter than 8 characters, with a line break, or part of the
+ * mask itself are ignored.
+ */
+export function registerSecretValues(values: Iterable<string | undefined>): void {
+  const added: string[] = [];
+  for (const value of values) {
+    const secret = value?.trim();
+    if (secret === undefined || secret.length < MIN_LITERAL_SECRET_CHARS || /[\r\n]/.test(secret)) continue;
+    if (REDACTED.includes(secret) || literalSecrets.includes(secret) || added.includes(secret)) continue;
+    added.push(secret);
+  }
+  if (added.length === 0 || literalSecrets.length >= MAX_LITERAL_SECRETS) return;
+  literalSecrets = [...literalSecrets, ...added]
+    .slice(0, MAX_LITERAL_SECRETS)
+    .sort((a, b) => b.length - a.length);
+  secretsVersion += 1;
+  // Texts masked before are masked again: a cached one may hold the new value.
+  maskedLines.clear();
+  forgetMaskedTexts();
+}
+
+/** Changes whenever {@link registerSecretValues} adds a value: caches of masked text compare it. */
+export function maskingVersion(): number {
+  return secretsVersion;
+}
+
+function maskLiterals(text: string): string {
+  let out = text;
+  for (const secret of literalSecrets) if (out.includes(secret)) out = out.replaceAll(secret, REDACTED);
+  return out;
+}
+
+/**
+ * Masks every credential-looking substring of `text`, and every configured credential
+ * ({@link registerSecretValues}). No pattern matches across a line break, so masking line by line
+ * gives exactly the same text, and each line's result can be reused.
+ */
+export function redactText(input: string): string {
+  const text = literalSecrets.length === 0 ? input : maskLiterals(input);
   if (text.length <= SCREENED_CHARS && !MAY_NEED_MASKING.test(text)) return text;
   const unpem = text.includes(MAY_HAVE_PEM) ? text.replace(PEM_PRIVATE_KEY, maskPem) : text;
   if (!unpem.includes('\n')) return redactLine(unpem);

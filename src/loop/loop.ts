@@ -5,6 +5,7 @@
  */
 import { DEFAULT_RECOVERY, TRUNCATION_NOTICE } from '../constants.ts';
 import type { AuditEventInput } from '../journal/events.ts';
+import { redactValue } from '../journal/redact.ts';
 import { knownCost } from '../journal/usage.ts';
 import { extend } from '../objects.ts';
 import type { Sleep } from '../tools/retry.ts';
@@ -96,7 +97,15 @@ export function end(run: RunContext, ending: Ending): AgentOutcome {
   const outcome: AgentOutcome =
     ending.kind === 'complete'
       ? { status: 'completed', agentId: run.agentId, answer: ending.answer, result: ending.result, ...totals }
-      : { status: 'failed', agentId: run.agentId, reason: ending.reason, error: ending.error, ...totals };
+      : {
+          status: 'failed',
+          agentId: run.agentId,
+          reason: ending.reason,
+          // Masked as the journal masks it: a provider's error text can echo the API key (a 401
+          // body), and outcomes and `agent:failed` events are what programs log.
+          error: redactValue(ending.error),
+          ...totals,
+        };
   run.record(terminalEvent(outcome));
   // The caller learns the outcome (a supervisor, a person) only once it is stored.
   run.commitJournal();

@@ -9,6 +9,7 @@ import type { BlockStore, ResolvedBlocks } from '../blocks/types.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { type SerializedError, serializeError } from '../errors.ts';
 import type { AuditEvent, AuditEventInput } from '../journal/events.ts';
+import { redactValue } from '../journal/redact.ts';
 import type { JournalSink } from '../journal/sink.ts';
 import type { McpServers } from '../mcp/config.ts';
 import type { McpToolSource } from '../mcp/pool.ts';
@@ -196,7 +197,7 @@ function fail(
     status: 'failed',
     agentId: options.agentId,
     reason,
-    error,
+    error: redactValue(error),
     usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
     costUsd: 0,
     rounds: 0,

@@ -14,6 +14,7 @@ import {
   DEFAULT_ANTHROPIC_BASE_URL,
   DEFAULT_ANTHROPIC_MAX_TOKENS,
 } from './constants.ts';
+import { registerCredentials } from './credentials.ts';
 import {
   type HttpClient,
   type HttpProviderOptions,
@@ -91,6 +92,8 @@ export class AnthropicProvider implements Provider {
       );
     }
     this.name = name;
+    // Masked wherever they appear from now on: a 401 body that echoes the key goes to the journal.
+    registerCredentials(apiKey, options.headers);
     this.#client = prepareHttpClient(name, options);
     this.#url = joinUrl(baseURL, 'v1/messages');
     this.#headers = {

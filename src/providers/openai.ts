@@ -6,6 +6,7 @@
 import { UserError } from '../errors.ts';
 import { extend } from '../objects.ts';
 import { DEFAULT_OPENAI_BASE_URL, OPENAI_MAX_STOP_SEQUENCES } from './constants.ts';
+import { registerCredentials } from './credentials.ts';
 import {
   type HttpClient,
   type HttpProviderOptions,
@@ -78,6 +79,8 @@ export class OpenAIProvider implements Provider {
       );
     }
     this.name = name;
+    // Masked wherever they appear from now on: a 401 body that echoes the key goes to the journal.
+    registerCredentials(apiKey, options.headers);
     this.#client = prepareHttpClient(name, options);
     this.#url = joinUrl(baseURL, 'chat/completions');
     this.#headers = {

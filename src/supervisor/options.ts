@@ -26,6 +26,7 @@ import type { UsageRecord, UsageSink } from '../loop/usage-record.ts';
 import { type McpServers, readMcpServerMap } from '../mcp/config.ts';
 import { nonNegative, oneOf, positiveInt } from '../option-checks.ts';
 import type { ProviderConfig, ProviderLimits, ToolModuleRef } from '../protocol/messages.ts';
+import { registerConfiguredCredentials } from '../providers/credentials.ts';
 import { providerFromEnvironment } from '../providers/environment.ts';
 import { type ModelSettings, prepareModelSettings } from '../providers/model-settings.ts';
 import { type ModelMap, parseModelMap } from '../providers/models.ts';
@@ -246,6 +247,8 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
   }
   for (const [name, config] of Object.entries(providers)) {
     oneOf(`providers.${name}.kind`, config.kind, PROVIDER_KINDS, 'simulated');
+    // This thread writes run directories and events: it masks the keys the agents' threads do.
+    registerConfiguredCredentials(config.kind, config.options);
   }
   for (const [key, limit] of Object.entries(options.limits ?? {})) {
     if (typeof limit !== 'object' || limit === null || Array.isArray(limit)) {

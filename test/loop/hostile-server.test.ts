@@ -87,3 +87,29 @@ describe('an agent against a hostile server', () => {
     expect(eventsOf(events, 'ProviderReceipt')[0]).toMatchObject({ errorCode: 'timeout' });
   });
 });
+
+describe('an agent whose server echoes its API key', () => {
+  const answer401 = (key: string) => (res: ServerResponse) => {
+    res.writeHead(401, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: { message: `Incorrect API key provided: ${key}.`, type: 'auth' } }));
+  };
+
+  it('a key of no known shape is masked in the journal and the outcome: it is the configured key', async () => {
+    // Groq-style: no pattern of the journal's redaction matches it.
+    const key = 'gsk_Zq81kfPL0mcWvB3sTn5x7aYjH2dRe9uQ';
+    const url = await listen(answer401(key));
+    const { outcome, events } = await agentAgainst(url, { apiKey: key });
+    expect(outcome).toMatchObject({ status: 'failed', error: { code: 'auth_failed' } });
+    expect(JSON.stringify(outcome)).not.toContain(key);
+    expect(JSON.stringify(events)).not.toContain(key);
+    expect(JSON.stringify(outcome)).toContain('Incorrect API key provided: [REDACTED]');
+  });
+
+  it('the outcome (what agent:failed carries) is masked like the journal, not only the journal', async () => {
+    const url = await listen(answer401('sk-proj-aB3dE5fG7hJ9kL1mN3pQ5rS7'));
+    const { outcome, events } = await agentAgainst(url);
+    expect(outcome.status).toBe('failed');
+    expect(JSON.stringify(outcome)).not.toContain('aB3dE5fG7hJ9kL1mN3pQ5rS7');
+    expect(JSON.stringify(events)).not.toContain('aB3dE5fG7hJ9kL1mN3pQ5rS7');
+  });
+});

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: `${VAR}` is the MCP configuration syntax under test, not a mistaken JS placeholder.
 /**
  * `.mcp.json` as editors and other MCP clients write it, and `${VAR}` expansion as a shell does it.
  */
