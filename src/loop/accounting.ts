@@ -4,6 +4,7 @@
  * the model's price (unknown price = unknown cost, never $0).
  */
 
+import type { SerializedError } from '../errors.ts';
 import { extend } from '../objects.ts';
 import { findCutRange, isSafeCut } from '../projection/safe-cuts.ts';
 import { BpeCounter, type TokenCounter } from '../projection/token-counter.ts';
@@ -18,6 +19,13 @@ export interface RequestOutput {
   readonly reasoning: string;
   /** Raw argument text of its tool calls. */
   readonly toolArguments: readonly string[];
+  /**
+   * Output streamed and never seen as text (a failed request's tool-call arguments in progress):
+   * estimated at ESTIMATED_CHARS_PER_TOKEN.
+   */
+  readonly unseenChars?: number;
+  /** The request never reached the server (its connection could not be made): no usage. */
+  readonly unsent?: boolean;
 }
 
 /**
@@ -34,7 +42,8 @@ export function requestReceipt(run: RunContext, receipt: Receipt, output: Reques
   // one would take the agent's and the run's spend below their budgets, or make it Infinity.
   const unreported = (receipt.requestsWithoutUsage ?? 0) > 0 || !plausibleUsage(receipt.usage);
   const answered =
-    receipt.httpStatus === undefined || (receipt.httpStatus >= 200 && receipt.httpStatus < 300);
+    output.unsent !== true &&
+    (receipt.httpStatus === undefined || (receipt.httpStatus >= 200 && receipt.httpStatus < 300));
   if (!unreported) {
     const cost = receipt.costUsd;
     return extend(receipt, {
@@ -49,6 +58,9 @@ export function requestReceipt(run: RunContext, receipt: Receipt, output: Reques
   const reasoningTokens = boundedCount(counter, output.reasoning);
   let outputTokens = reasoningTokens + boundedCount(counter, output.text);
   for (const args of output.toolArguments) outputTokens += boundedCount(counter, args);
+  if (output.unseenChars !== undefined && output.unseenChars > 0) {
+    outputTokens += Math.ceil(output.unseenChars / ESTIMATED_CHARS_PER_TOKEN);
+  }
   const usage: Usage = {
     inputTokens: run.fixedUsageTokens + inputTokens(run),
     outputTokens,
@@ -58,6 +70,9 @@ export function requestReceipt(run: RunContext, receipt: Receipt, output: Reques
   };
   return extend(receipt, { usage, costUsd: priced(run, usage) });
 }
+
+/** Characters per token assumed for output whose text troupe never saw. */
+const ESTIMATED_CHARS_PER_TOKEN = 4;
 
 /** Every count a whole number of tokens from 0 to 2^53 - 1. */
 function plausibleUsage(usage: Usage): boolean {
@@ -194,4 +209,20 @@ function countAtCuts(counter: TokenCounter, piece: string, previous: CountedPiec
 
 function priced(run: RunContext, usage: Usage): number | undefined {
   return run.price === undefined ? undefined : costOf(usage, run.price);
+}
+
+/** System errors of a connection that was never made: the request did not reach the server. */
+const UNSENT_ERRNOS: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/** Whether a request's error says its connection was never made (refused, unknown host). */
+export function neverSent(error: SerializedError): boolean {
+  const { network, errno } = error.fields;
+  return network === true && typeof errno === 'string' && UNSENT_ERRNOS.has(errno);
 }

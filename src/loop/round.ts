@@ -10,7 +10,7 @@ import type { SerializedError } from '../errors.ts';
 import { extend } from '../objects.ts';
 import type { StopReason, ToolChoice, TurnEvent } from '../providers/types.ts';
 import type { CaptureRequest, ToolOutcome, ToolSpec } from '../tools/types.ts';
-import { type RequestOutput, requestReceipt } from './accounting.ts';
+import { neverSent, type RequestOutput, requestReceipt } from './accounting.ts';
 import type { RunContext } from './context.ts';
 import { limitVerdict } from './decide.ts';
 import { formatAssistant, formatCapturePrompt } from './history-format.ts';
@@ -206,7 +206,15 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
           capture,
         };
       case 'error':
-        if (event.request) account(event.request, { text: pendingText, reasoning, toolArguments: [] }, event);
+        if (event.request) {
+          const unseenChars = event.keptOutputChars ?? 0;
+          const unsent = neverSent(event.error);
+          account(
+            event.request,
+            { text: pendingText, reasoning, toolArguments: [], unseenChars, unsent },
+            event,
+          );
+        }
         // The agent ends with this error: the failed request's partial text (up to maxOutputChars
         // of whatever the server sent) is counted in its receipt, not pushed into the projection.
         return { text: '', stopReason: undefined, toolCalls, succeeded, error: event.error, capture };

@@ -112,6 +112,8 @@ class TurnExchange implements ExchangeContext {
   /** The receipt of the request in flight. */
   request: ReceiptBuilder | undefined;
   outputChars = 0;
+  /** Of `outputChars`, what was emitted as text or reasoning (the rest: kept tool-call arguments). */
+  emittedChars = 0;
   emitted = 0;
 
   constructor(turn: RunningTurn, signal: AbortSignal, queue: EventQueue<TurnEvent>, receipt: ReceiptBuilder) {
@@ -126,6 +128,7 @@ class TurnExchange implements ExchangeContext {
   }
 
   emit(event: StreamEvent): void {
+    this.emittedChars += event.text.length;
     this.countOutput(event.text.length);
     this.emitted += 1;
     this.#queue.push(event);
@@ -303,11 +306,13 @@ class RunningTurn implements Turn {
       }
     } catch (error) {
       const request = this.#context.request?.build();
+      const kept = this.#context.outputChars - this.#context.emittedChars;
       this.#queue.push({
         type: 'error',
         error: this.#failure(error),
         receipt: this.#receipt.build(),
         ...(request === undefined ? {} : { request }),
+        ...(request !== undefined && kept > 0 ? { keptOutputChars: kept } : {}),
       });
     } finally {
       unfollow();
@@ -323,6 +328,7 @@ class RunningTurn implements Turn {
     const request = new ReceiptBuilder(this.#driver.provider, this.#driver.model, this.#driver.price);
     this.#context.request = request;
     this.#context.outputChars = 0;
+    this.#context.emittedChars = 0;
     const started = performance.now();
     let response: ModelResponse;
     try {

@@ -88,6 +88,11 @@ export type TurnEvent =
       readonly receipt: Receipt;
       /** The failed request's own receipt; absent when the turn failed before sending anything. */
       readonly request?: Receipt;
+      /**
+       * Characters of output the failed request streamed without emitting them (tool-call
+       * arguments in progress), for estimating its usage; absent when none.
+       */
+      readonly keptOutputChars?: number;
     };
 
 /** Accounting for one turn (possibly several HTTP requests). */

@@ -88,6 +88,47 @@ describe('an agent against a hostile server', () => {
   });
 });
 
+describe('the usage of a request cut off while it streamed tool-call arguments', () => {
+  it('counts the arguments it streamed as estimated output, not 0', async () => {
+    const first = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'read_file', arguments: '' } }] } }] })}\n\n`;
+    const fragment = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: 'a'.repeat(1000) } }] } }] })}\n\n`;
+    const url = await listen((res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(first);
+      const write = (): void => {
+        while (!res.destroyed) if (!res.write(fragment)) return void res.once('drain', write);
+      };
+      write();
+    });
+    const { outcome, events } = await agentAgainst(url, { maxOutputChars: 20_000 });
+    expect(outcome).toMatchObject({ status: 'failed', error: { code: 'response_too_large' } });
+    const receipt = events.find((event) => event.type === 'ProviderReceipt');
+    // 20,000 characters of arguments at ~4 per token.
+    expect(receipt).toMatchObject({ receipt: { usage: { estimated: true } } });
+    expect(
+      (receipt as { receipt: { usage: { outputTokens: number } } }).receipt.usage.outputTokens,
+    ).toBeGreaterThanOrEqual(5000);
+  });
+});
+
+describe('a request that never reached its server', () => {
+  it('has no usage: a refused connection is not charged an estimated input', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const { outcome, events } = await agentAgainst(`http://127.0.0.1:${port}/v1`);
+    expect(outcome).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
+    expect(outcome.usage).toEqual({
+      inputTokens: 0,
+      outputTokens: 0,
+      cachedInputTokens: 0,
+      reasoningTokens: 0,
+    });
+    expect(eventsOf(events, 'ProviderReceipt')[0]?.receipt.usage.estimated).toBeUndefined();
+  });
+});
+
 describe('an agent whose server echoes its API key', () => {
   const answer401 = (key: string) => (res: ServerResponse) => {
     res.writeHead(401, { 'content-type': 'application/json' });
