@@ -66,6 +66,12 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
  * that a server streaming without end is cut off long before it exhausts memory.
  */
 export const DEFAULT_MAX_OUTPUT_CHARS = 2_000_000;
+/**
+ * Tool calls one model response may ask for. Models ask for a handful at a time (tens at most);
+ * a server answering 100,000 calls in one body kept an agent's thread busy for 18 s and wrote a
+ * 92 MB journal before its context budget ended it. More is `response_too_large`.
+ */
+export const MAX_TOOL_CALLS_PER_RESPONSE = 512;
 /** Bytes one server-sent event (or one non-streamed JSON body) may hold before it is complete. */
 export const MAX_EVENT_BYTES = 8 * 1024 * 1024;
 

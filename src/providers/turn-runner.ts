@@ -14,7 +14,7 @@ import {
   serializeError,
   UserError,
 } from '../errors.ts';
-import { DEFAULT_MAX_OUTPUT_CHARS } from './constants.ts';
+import { DEFAULT_MAX_OUTPUT_CHARS, MAX_TOOL_CALLS_PER_RESPONSE } from './constants.ts';
 import { EventQueue } from './event-queue.ts';
 import type { ModelPrice } from './pricing.ts';
 import { providerError } from './provider-error.ts';
@@ -337,6 +337,14 @@ class RunningTurn implements Turn {
       const latencyMs = performance.now() - started;
       this.#receipt.addRequest(latencyMs);
       request.addRequest(latencyMs);
+    }
+    if (response.toolCalls.length > MAX_TOOL_CALLS_PER_RESPONSE) {
+      throw providerError(
+        'response_too_large',
+        `${this.#driver.provider} answered with ${response.toolCalls.length} tool calls in one response; at most ${MAX_TOOL_CALLS_PER_RESPONSE} are run.`,
+        { provider: this.#driver.provider },
+        { maxToolCalls: MAX_TOOL_CALLS_PER_RESPONSE, toolCalls: response.toolCalls.length },
+      );
     }
     const truncated = response.stopReason === 'length' || response.stopReason === 'content_filter';
     this.#context.request = undefined;

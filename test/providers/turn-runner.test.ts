@@ -49,6 +49,34 @@ describe('turn runner', () => {
     expect(terminal(events)).toMatchObject({ type: 'error', error: { code: 'internal', message: 'boom' } });
   });
 
+  it('ends with response_too_large when one response asks for more tool calls than it may, running none', async () => {
+    const calls = (count: number) =>
+      Array.from({ length: count }, (_, i) => ({
+        id: `c${i}`,
+        name: 'noop',
+        arguments: {},
+        rawArguments: '{}',
+      }));
+    const over = await collect(
+      createTurn(driver(async () => ({ text: '', toolCalls: calls(513), stopReason: 'tool_calls' }))),
+    );
+    expect(over.some((event) => event.type === 'tool_call')).toBe(false);
+    expect(terminal(over)).toMatchObject({
+      type: 'error',
+      error: { code: 'response_too_large', fields: { maxToolCalls: 512, toolCalls: 513 } },
+    });
+    // 512 are fine: the first one reaches the consumer.
+    const turn = createTurn(
+      driver(async () => ({ text: '', toolCalls: calls(512), stopReason: 'tool_calls' })),
+    );
+    for await (const event of turn) {
+      if (event.type === 'tool_call') {
+        expect(event.id).toBe('c0');
+        break;
+      }
+    }
+  });
+
   it('ends with timeout when a request outlives timeoutMs', async () => {
     const signals: AbortSignal[] = [];
     const end = terminal(await collect(createTurn(driver(hanging(signals), 50))));
