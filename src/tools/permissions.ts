@@ -237,6 +237,14 @@ export function buildPermissionGate(options: {
         if (why === undefined) return { kind: 'allow', rule: 'acceptEdits' };
         return asking(name, `permissionMode acceptEdits asks before ${why}`);
       }
+      // dontAsk denies what the other modes ask about: said as such, not as "dontAsk asks".
+      if (mode === 'dontAsk') {
+        return {
+          kind: 'deny',
+          rule: name,
+          reason: `permissionMode dontAsk denies ${KIND_WORDS[kind]} that no allow rule admits`,
+        };
+      }
       return asking(name, `permissionMode ${mode} asks before ${KIND_WORDS[kind]}`);
     },
   };

@@ -240,7 +240,7 @@ describe('approvals on the threads engine', () => {
     const outcome = await handle.result;
     expect(approvals).toEqual([]);
     expect(outcome.status === 'completed' && outcome.answer).toBe(
-      'last result: `write_file` was denied: permissionMode dontAsk denies calls that would ask (permissionMode dontAsk asks before file edits). It did not run. Do not retry it as is.',
+      'last result: `write_file` was denied: permissionMode dontAsk denies file edits that no allow rule admits. It did not run. Do not retry it as is.',
     );
     expect(readFileSync(path.join(dir, 'ok.txt'), 'utf8')).toBe('fine');
     expect(existsSync(path.join(dir, 'other.txt'))).toBe(false);

@@ -181,7 +181,7 @@ describe('permission modes', () => {
       kind: 'deny',
       rule: 'run_terminal_cmd',
       reason:
-        'permissionMode dontAsk denies calls that would ask (permissionMode dontAsk asks before shell commands)',
+        'permissionMode dontAsk denies shell commands that no allow rule admits',
     });
     expect((await check(g, 'read_file', { path: 'private/a' })).kind).toBe('deny');
     expect((await check(g, 'read_file', { path: 'public/a' })).kind).toBe('allow');
