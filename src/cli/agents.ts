@@ -236,9 +236,23 @@ function displayPath(path: string, cwd: string): string {
   return inside === '' || inside.startsWith('..') || resolve(cwd, inside) !== path ? path : inside;
 }
 
+/** Characters of a TOOLS cell: a definition naming dozens of MCP tools widened every row to 500+. */
+const TOOLS_CELL_CHARS = 60;
+
 function toolsText(tools: readonly string[] | undefined): string {
   if (tools === undefined) return 'all';
-  return tools.length === 0 ? 'none' : tools.join(', ');
+  if (tools.length === 0) return 'none';
+  const shown: string[] = [];
+  let length = 0;
+  for (const tool of tools) {
+    const more = tools.length - shown.length - 1;
+    const suffix = more > 0 ? `, … ${more} more` : '';
+    if (shown.length > 0 && length + 2 + tool.length + suffix.length > TOOLS_CELL_CHARS) break;
+    shown.push(tool);
+    length += (shown.length > 1 ? 2 : 0) + tool.length;
+  }
+  const rest = tools.length - shown.length;
+  return `${shown.join(', ')}${rest > 0 ? `, … ${rest} more` : ''}`;
 }
 
 function listEntry(definition: AgentDefinition, shadows: readonly string[]) {

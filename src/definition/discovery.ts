@@ -10,7 +10,7 @@
 
 import { readdir, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, extname, join, resolve } from 'node:path';
 import { UserError } from '../errors.ts';
 import { loadBuiltins } from './builtins.ts';
 import { type LoadResult, loadDefinitionFile } from './load.ts';
@@ -225,7 +225,16 @@ export function pickAgent(found: DiscoveryResult, name: string): DiscoveredAgent
   }
   const available = found.agents.map((candidate) => candidate.definition.name);
   const off = found.disabled.find((candidate) => candidate.definition.name === name);
-  const why = off ? ` (${off.definition.path} sets \`enabled: false\`)` : '';
+  // A file named after the agent that could not be read at all (too large, not UTF-8, no
+  // frontmatter) has no name to be found by: say so rather than only that the name is unknown.
+  const unread = found.problems.find(
+    (problem) => problem.severity === 'error' && basename(problem.file, extname(problem.file)) === name,
+  );
+  const why = off
+    ? ` (${off.definition.path} sets \`enabled: false\`)`
+    : unread
+      ? ` (${unread.file}:${unread.line}:${unread.column}: ${unread.message})`
+      : '';
   throw new UserError(
     'unknown_agent',
     `Expected the name of an available agent, found \`${name}\`${why}; available: ${available.join(', ') || 'none'}`,

@@ -64,6 +64,15 @@ describe('troupe agents list', () => {
     expect(lines.slice(2).map((line) => line.split(/\s+/)[0])).toEqual(['general-purpose', 'worker']);
   });
 
+  it('list keeps a long tools list to one short cell, saying how many more', async () => {
+    const tools = Array.from({ length: 19 }, (_, i) => `mcp__nia__tool_number_${i}`).join(', ');
+    tree.write('project/.troupe/agents/oracle.md', definitionText('oracle', `tools: ${tools}\n`));
+    const result = await run('agents', 'list', '--cwd', project);
+    const line = result.stdout.split('\n').find((l) => l.startsWith('oracle')) ?? '';
+    expect(line).toMatch(/mcp__nia__tool_number_0, .*… \d+ more/);
+    expect(Math.max(...result.stdout.split('\n').map((l) => l.length))).toBeLessThan(160);
+  });
+
   it('--json prints {name, source, path, description, tools, model, shadows}', async () => {
     const mine = tree.write('project/.troupe/agents/worker.md', definitionText('worker', 'tools: []\n'));
     const result = await run('agents', 'list', '--json', '--cwd', project);

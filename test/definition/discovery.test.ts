@@ -246,4 +246,16 @@ describe('getAgent', () => {
     expect(String(error)).toContain('available: general-purpose, worker');
     expect(error).toMatchObject({ fields: { name: 'missing', available: ['general-purpose', 'worker'] } });
   });
+
+  it('says why a file named after the agent gave no agent (too large to read)', async () => {
+    tree.write(
+      'repo/.troupe/agents/huge.md',
+      `---\nname: huge\ndescription: big\n---\n${'x'.repeat(1_100_000)}\n`,
+    );
+    const error = await getAgent('huge', { cwd, home }).catch((caught: unknown) => caught);
+    expect(hasErrorCode(error, 'unknown_agent')).toBe(true);
+    expect(String(error)).toMatch(
+      /found `huge` \(.*huge\.md:1:1: Expected a definition file of at most 1048576 bytes/,
+    );
+  });
 });
