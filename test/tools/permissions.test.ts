@@ -180,8 +180,7 @@ describe('permission modes', () => {
     expect(await check(g, 'run_terminal_cmd', { command: 'rm x' })).toEqual({
       kind: 'deny',
       rule: 'run_terminal_cmd',
-      reason:
-        'permissionMode dontAsk denies shell commands that no allow rule admits',
+      reason: 'permissionMode dontAsk denies shell commands that no allow rule admits',
     });
     expect((await check(g, 'read_file', { path: 'private/a' })).kind).toBe('deny');
     expect((await check(g, 'read_file', { path: 'public/a' })).kind).toBe('allow');
