@@ -496,7 +496,8 @@ function readMcpServers(refs: References, value: unknown): McpServerRef[] | unde
       failed = true;
       continue;
     }
-    servers.push({ name, config: read.config });
+    // A server of the definition's own marked `disabled: true` is left out, as in `.mcp.json`.
+    if ('config' in read) servers.push({ name, config: read.config });
   }
   return failed ? undefined : servers;
 }

@@ -55,11 +55,22 @@ export interface McpConfigProblem {
 
 const STDIO_KEYS = ['type', 'command', 'args', 'env', 'cwd'];
 const HTTP_KEYS = ['type', 'url', 'headers'];
+/**
+ * Keys other MCP clients write in the same file (Cline, Cursor, VS Code extensions): read past, so
+ * an `.mcp.json` shared with them works. `disabled: true` leaves the server out.
+ */
+const OTHER_CLIENTS_KEYS = ['disabled', 'timeout', 'autoApprove', 'alwaysAllow', 'description'];
 
-/** Reads one server's settings. Unknown keys are problems too: a misspelt `args` must not be lost. */
+/**
+ * Reads one server's settings. Unknown keys are problems too: a misspelt `args` must not be lost.
+ * A server marked `disabled: true` (as other MCP clients write it) is `{ disabled: true }`.
+ */
 export function readMcpServerConfig(
   value: unknown,
-): { readonly config: McpServerConfig } | { readonly problem: McpConfigProblem } {
+):
+  | { readonly config: McpServerConfig }
+  | { readonly problem: McpConfigProblem }
+  | { readonly disabled: true } {
   const fail = (message: string, at: (string | number)[] = []) => ({ problem: { message, path: at } });
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return fail(`Expected an MCP server's settings (\`command\` or \`url\`), got ${describeValue(value)}`);
@@ -72,12 +83,16 @@ export function readMcpServerConfig(
     ]);
   }
   const allowed = type === 'stdio' ? STDIO_KEYS : HTTP_KEYS;
-  const unknown = Object.keys(object).find((key) => !allowed.includes(key));
+  const unknown = Object.keys(object).find(
+    (key) => !allowed.includes(key) && !OTHER_CLIENTS_KEYS.includes(key),
+  );
   if (unknown !== undefined) {
-    return fail(`Unknown key \`${unknown}\` for a ${type} MCP server (expected ${allowed.join(', ')})`, [
-      unknown,
-    ]);
+    return fail(
+      `Unknown key \`${unknown}\` for a ${type} MCP server (expected ${allowed.join(', ')}; ${OTHER_CLIENTS_KEYS.join(', ')} of other clients are read past)`,
+      [unknown],
+    );
   }
+  if (object.disabled === true) return { disabled: true };
   if (type === 'stdio') {
     if (typeof object.command !== 'string' || object.command.trim() === '') {
       return fail(`Expected \`command\` to be the program to start, got ${describeValue(object.command)}`, [
@@ -164,7 +179,7 @@ export function readMcpServerMap(value: unknown): {
     }
     const read = readMcpServerConfig(settings);
     if ('problem' in read) problems.push({ ...read.problem, path: [name, ...read.problem.path] });
-    else servers[name] = read.config;
+    else if ('config' in read) servers[name] = read.config;
   }
   return { servers, problems };
 }

@@ -37,6 +37,30 @@ describe('.mcp.json', () => {
     });
   });
 
+  it('reads past the keys other MCP clients write, leaves a disabled server out, and still refuses a typo', async () => {
+    writeFileSync(
+      path.join(dir, '.mcp.json'),
+      JSON.stringify({
+        mcpServers: {
+          files: { command: 'node', args: [], timeout: 5000, autoApprove: ['read'], description: 'files' },
+          off: { command: 'node', args: [], disabled: true },
+          on: { command: 'node', args: [], disabled: false, alwaysAllow: [] },
+        },
+      }),
+    );
+    const read = await loadProjectMcpFile(dir);
+    expect(read.problems).toEqual([]);
+    expect(Object.keys(read.servers)).toEqual(['files', 'on']);
+    writeFileSync(
+      path.join(dir, '.mcp.json'),
+      JSON.stringify({ mcpServers: { files: { command: 'node', arg: [] } } }),
+    );
+    expect((await loadProjectMcpFile(dir)).problems[0]).toMatchObject({
+      message: expect.stringContaining('Unknown key `arg`'),
+      path: ['mcpServers', 'files', 'arg'],
+    });
+  });
+
   it('names a server whose name is not an identifier unambiguously', async () => {
     writeFileSync(
       path.join(dir, '.mcp.json'),
