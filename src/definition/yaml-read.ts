@@ -1,5 +1,5 @@
 /** The one place YAML text is parsed: never throws, never warns on the console. */
-import { type Document, isAlias, LineCounter, parseDocument, visit } from 'yaml';
+import { type Document, isAlias, LineCounter, Parser, parseDocument, visit } from 'yaml';
 import { MAX_FLOW_NESTING, MAX_YAML_ALIAS_COUNT } from './constants.ts';
 
 /** Why YAML text was refused without being parsed, or why parsing threw. */
@@ -89,4 +89,54 @@ function countLines(text: string, lineCounter: LineCounter): void {
   for (let offset = text.indexOf('\n'); offset !== -1; offset = text.indexOf('\n', offset + 1)) {
     lineCounter.addNewLine(offset + 1);
   }
+}
+
+/** A CST token as far as {@link unclosedOpening} looks at it. */
+interface CstNode {
+  readonly type?: unknown;
+  readonly offset?: unknown;
+  readonly source?: unknown;
+  readonly [field: string]: unknown;
+}
+
+/**
+ * Where the first quoted scalar or flow collection (`[`, `{`) that is never closed opens, or
+ * undefined. The parser reports such an error where the text ends, which is rarely where the
+ * mistake is; this finds where it began. Nesting is bounded by MAX_FLOW_NESTING (checked before).
+ */
+export function unclosedOpening(text: string): number | undefined {
+  const visit = (node: unknown, depth: number): number | undefined => {
+    if (typeof node !== 'object' || node === null || depth > MAX_FLOW_NESTING * 4) return undefined;
+    if (Array.isArray(node)) {
+      for (const item of node) {
+        const found = visit(item, depth + 1);
+        if (found !== undefined) return found;
+      }
+      return undefined;
+    }
+    const token = node as CstNode;
+    const offset = typeof token.offset === 'number' ? token.offset : undefined;
+    const source = typeof token.source === 'string' ? token.source : '';
+    if (token.type === 'double-quoted-scalar' && !/^"(?:[^"\\]|\\[\s\S])*"$/.test(source)) return offset;
+    if (token.type === 'single-quoted-scalar' && !/^'(?:[^']|'')*'$/.test(source)) return offset;
+    if (token.type === 'flow-collection') {
+      const end = Array.isArray(token.end) ? (token.end as CstNode[]) : [];
+      const closed = end.some((part) => part.type === 'flow-map-end' || part.type === 'flow-seq-end');
+      if (!closed) return offset;
+    }
+    for (const field of ['items', 'start', 'key', 'sep', 'value', 'end']) {
+      const found = visit(token[field], depth + 1);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  };
+  try {
+    for (const token of new Parser().parse(text)) {
+      const found = visit(token, 0);
+      if (found !== undefined) return found;
+    }
+  } catch {
+    // The CST parser should not throw; if it does, the parser's own position stands.
+  }
+  return undefined;
 }

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Document, isMap, isNode, isScalar, type LineCounter } from 'yaml';
-import { readYaml } from '../definition/yaml-read.ts';
+import { readYaml, unclosedOpening } from '../definition/yaml-read.ts';
 import { UserError } from '../errors.ts';
 import { type FilePosition, PlanProblems } from './plan-problems.ts';
 
@@ -43,11 +43,19 @@ export class YamlSource {
     if (read.ok) return new YamlSource(read.doc, read.lineCounter, read.value);
     const errors = read.doc?.errors ?? [];
     if (errors.length > 0) {
+      // An unclosed quote or bracket is reported where the text ends: point at where it opens.
+      const end = text.trimEnd().length;
+      const opened = errors.some((error) => error.pos[0] >= end) ? unclosedOpening(text) : undefined;
       return {
-        failures: errors.map((error) => ({
-          position: at(error.pos[0]),
-          message: error.message.split('\n', 1)[0] ?? error.message,
-        })),
+        failures: errors.map((error) => {
+          const message = error.message.split('\n', 1)[0] ?? error.message;
+          return opened !== undefined && error.pos[0] >= end
+            ? {
+                position: at(opened),
+                message: `${message.replace(/ at line \d+, column \d+:?$/, '')} (it opens here and is never closed)`,
+              }
+            : { position: at(error.pos[0]), message };
+        }),
       };
     }
     const refusal = read.refusal ?? { message: 'Invalid YAML in plan', offset: 0 };

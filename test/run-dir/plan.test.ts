@@ -198,9 +198,17 @@ describe('loadPlan', () => {
   });
 
   it('reports a YAML syntax error with its position and paths that do not exist', async () => {
+    // The parser reports an unclosed bracket or quote where the file ends; the problem points at
+    // where it opens.
     expect(await problemsOf(write('broken.yaml', 'runs:\n  - task: [unclosed\n'))).toEqual([
-      expect.stringMatching(/^broken\.yaml:\d+:\d+: \(yaml\): /),
+      expect.stringMatching(/^broken\.yaml:2:11: \(yaml\): .*\(it opens here and is never closed\)$/),
     ]);
+    expect(
+      await problemsOf(write('quote.yaml', 'runs:\n  - task: "unterminated\n    agent: worker\n')),
+    ).toEqual(['quote.yaml:2:11: (yaml): Missing closing "quote (it opens here and is never closed)']);
+    expect(
+      await problemsOf(write('single.yaml', "runs:\n  - task: 'it''s fine'\n    agent: 'worker\n")),
+    ).toEqual(["single.yaml:3:12: (yaml): Missing closing 'quote (it opens here and is never closed)"]);
     const missing = write(
       'missing.yaml',
       'cwd: nowhere\ntoolModules: [gone.ts]\nagent: worker\ntasks: none.jsonl\n',
