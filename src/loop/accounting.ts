@@ -8,6 +8,7 @@ import type { SerializedError } from '../errors.ts';
 import { extend } from '../objects.ts';
 import { findCutRange, isSafeCut } from '../projection/safe-cuts.ts';
 import { BpeCounter, type TokenCounter } from '../projection/token-counter.ts';
+import { asCount } from '../providers/json-shapes.ts';
 import { costOf } from '../providers/pricing.ts';
 import { ZERO_USAGE } from '../providers/receipt.ts';
 import type { Receipt, Usage } from '../providers/types.ts';
@@ -74,18 +75,14 @@ export function requestReceipt(run: RunContext, receipt: Receipt, output: Reques
 /** Characters per token assumed for output whose text troupe never saw. */
 const ESTIMATED_CHARS_PER_TOKEN = 4;
 
-/** Every count a whole number of tokens from 0 to 2^53 - 1. */
+/** Every count one a server could mean ({@link asCount}, the check server usage passes). */
 function plausibleUsage(usage: Usage): boolean {
   return (
-    isCount(usage.inputTokens) &&
-    isCount(usage.outputTokens) &&
-    isCount(usage.cachedInputTokens) &&
-    isCount(usage.reasoningTokens)
+    asCount(usage.inputTokens) !== undefined &&
+    asCount(usage.outputTokens) !== undefined &&
+    asCount(usage.cachedInputTokens) !== undefined &&
+    asCount(usage.reasoningTokens) !== undefined
   );
-}
-
-function isCount(value: number): boolean {
-  return Number.isSafeInteger(value) && value >= 0;
 }
 
 /** Tokens of the projection as it stands, with the counter usage is estimated with. */
