@@ -93,3 +93,16 @@ export function describeValue(value: unknown): string {
   const shown = typeof value === 'string' ? JSON.stringify(value) : String(value);
   return `\`${shown.length > 60 ? `${shown.slice(0, 57)}...` : shown}\` (${typeof value})`;
 }
+
+/**
+ * An error text as a person should read it: an HTML error page (a proxy's 502, a server's 404)
+ * reduced to its text, whitespace collapsed; any other text as it is. Cut it afterwards.
+ */
+export function readableErrorText(text: string): string {
+  if (!/<(?:!doctype|html|body|pre)\b/i.test(text)) return text;
+  return text
+    .replace(/<(script|style)\b[\s\S]*?<\/\1>/gi, ' ')
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+}

@@ -12,7 +12,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { sleep } from '../abort.ts';
-import { SystemError } from '../errors.ts';
+import { readableErrorText, SystemError } from '../errors.ts';
 import { expandMcpServerConfig, type McpServerConfig } from './config.ts';
 import {
   MCP_CALL_TIMEOUT_MS,
@@ -466,12 +466,6 @@ function errorMessage(error: unknown): string {
   if (cause instanceof Error && cause.message !== '' && !text.includes(cause.message)) {
     text = `${text} (${cause.message})`;
   }
-  if (/<(?:!doctype|html|body|pre)\b/i.test(text)) {
-    text = text
-      .replace(/<(script|style)\b[\s\S]*?<\/\1>/gi, ' ')
-      .replace(/<[^>]*>/g, ' ')
-      .replace(/\s+/g, ' ')
-      .trim();
-  }
+  text = readableErrorText(text);
   return text.length > MCP_ERROR_TEXT_MAX_CHARS ? `${text.slice(0, MCP_ERROR_TEXT_MAX_CHARS)}… (cut)` : text;
 }

@@ -2,7 +2,7 @@
  * Turns what a provider answered (an HTTP status, an error body, an in-stream error event, a
  * network failure) into a typed {@link ProviderError} with `provider`, `status` and `requestId`.
  */
-import { ProviderError, type TroupeError } from '../errors.ts';
+import { ProviderError, readableErrorText, type TroupeError } from '../errors.ts';
 import { ERROR_BODY_EXCERPT_CHARS, ERROR_BODY_MAX_BYTES, RETRYABLE_STATUSES } from './constants.ts';
 
 /** Codes a provider failure can have. */
@@ -180,7 +180,7 @@ export async function errorFromResponse(
     parsed = undefined;
   }
   const api = readApiError(parsed);
-  const detail = excerpt(api?.message ?? (text.trim() || response.statusText));
+  const detail = excerpt(readableErrorText(api?.message ?? (text.trim() || response.statusText)));
   const code = classifyError({ status: response.status, type: api?.type, code: api?.code, message: detail });
   const retryAfterMs = parseRetryAfter(response.headers);
   const where = url === undefined ? '' : ` (${url})`;

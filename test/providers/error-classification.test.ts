@@ -50,6 +50,17 @@ describe('provider error classification', () => {
     expect(error.message).toContain('no choices');
   });
 
+  it('reduces a proxy’s HTML error page to its text', async () => {
+    const provider = await openai((_req, res) => {
+      res.writeHead(502, { 'content-type': 'text/html' });
+      res.end(
+        '<!DOCTYPE html><html><head><style>h1{}</style></head><body><h1>502 Bad Gateway</h1><hr><center>nginx</center></body></html>',
+      );
+    });
+    const error = await errorOf(provider);
+    expect(error.message).toMatch(/answered HTTP 502 \(.*\): 502 Bad Gateway nginx$/);
+  });
+
   it('keeps the URL and the server’s text for a base URL that misses /v1', async () => {
     server = await startServer((req, res) => {
       res.writeHead(404, { 'content-type': 'text/plain' });
