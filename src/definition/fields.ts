@@ -4,6 +4,7 @@
  * every problem in the file is collected.
  */
 import { describeValue } from '../errors.ts';
+import { memberPath } from '../member-path.ts';
 import type { FrontmatterData } from './frontmatter-data.ts';
 import type { PathSegment, ProblemList } from './problems.ts';
 import type { RetryPolicy } from './types.ts';
@@ -26,13 +27,9 @@ export function isPlainObject(value: unknown): value is PlainObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** `completionRequirement.recovery.maxRetries`, `tools[2]`: how messages name a value. */
+/** `completionRequirement.recovery.maxRetries`, `tools[2]`: how messages name a value (see {@link memberPath}). */
 export function label(path: readonly PathSegment[]): string {
-  return path.reduce<string>(
-    (text, segment) =>
-      typeof segment === 'number' ? `${text}[${segment}]` : text === '' ? segment : `${text}.${segment}`,
-    '',
-  );
+  return memberPath(path);
 }
 
 /** Records an `invalid_field` error: "Expected `x` to be <expected>, got <found>". */

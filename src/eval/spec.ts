@@ -6,6 +6,7 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { describeValue, UserError } from '../errors.ts';
+import { memberPath } from '../member-path.ts';
 import { compileSchema } from '../tools/schema.ts';
 import type { JsonSchema } from '../tools/types.ts';
 import { jsonPathProblem } from './json-path.ts';
@@ -105,7 +106,7 @@ export function prepareScorers(value: unknown, baseDir: string = process.cwd()):
   const problems: { path: string; message: string }[] = [];
   const { scorers } = checkScorerSpecs(
     value,
-    (path, message) => problems.push({ path: pathText(path), message }),
+    (path, message) => problems.push({ path: memberPath(path), message }),
     baseDir,
   );
   if (problems.length > 0) {
@@ -259,10 +260,4 @@ function checkOne(
 
 function expected(what: string, value: unknown): string {
   return `expected ${what}, got ${value === undefined ? 'nothing' : describeValue(value)}`;
-}
-
-function pathText(path: readonly SpecPathSegment[]): string {
-  let text = '';
-  for (const segment of path) text += typeof segment === 'number' ? `[${segment}]` : `.${segment}`;
-  return text;
 }

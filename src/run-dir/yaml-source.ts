@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { type Document, isMap, isNode, isScalar, type LineCounter } from 'yaml';
 import { readYaml, unclosedOpening } from '../definition/yaml-read.ts';
 import { UserError } from '../errors.ts';
+import { memberPath } from '../member-path.ts';
 import { type FilePosition, PlanProblems } from './plan-problems.ts';
 
 /** One step of a path into the document: a key or a list index. */
@@ -94,13 +95,9 @@ export class YamlSource {
   }
 }
 
-/** `runs[2].task` for `['runs', 2, 'task']`. */
+/** `runs[2].task` for `['runs', 2, 'task']` (see {@link memberPath}); `(plan)` for the plan itself. */
 export function fieldName(path: readonly Segment[]): string {
-  let name = '';
-  for (const segment of path) {
-    name += typeof segment === 'number' ? `[${segment}]` : name === '' ? segment : `.${segment}`;
-  }
-  return name === '' ? '(plan)' : name;
+  return memberPath(path) || '(plan)';
 }
 
 /** A YAML file read by {@link readYamlFile}: its absolute path, its document, and where to add problems. */

@@ -3,6 +3,7 @@ import { discoverAgents } from '../definition/discovery.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
 import { loadProjectMcpFile, type McpServers } from '../mcp/config.ts';
+import { memberPath } from '../member-path.ts';
 import { projectDirs } from '../prompt/project-dirs.ts';
 import type { PreparedSupervisorOptions } from './options.ts';
 
@@ -36,15 +37,4 @@ export async function runMcpServers(
     });
   }
   return { ...project.servers, ...options.mcpServers };
-}
-
-/** `mcpServers.github.env`, with a name that is not an identifier quoted: `mcpServers["my.server"]`. */
-function memberPath(path: readonly (string | number)[]): string {
-  return path
-    .map((key, index) =>
-      typeof key === 'string' && /^[A-Za-z_$][\w$-]*$/.test(key)
-        ? `${index === 0 ? '' : '.'}${key}`
-        : `[${JSON.stringify(key)}]`,
-    )
-    .join('');
 }

@@ -146,6 +146,7 @@ describe('loadPlan', () => {
         '    task: 3',
         '  - task: hi',
         '    extra: 1',
+        '    "task.id": 2',
       ].join('\n'),
     );
     expect(await problemsOf(file)).toEqual([
@@ -156,6 +157,8 @@ describe('loadPlan', () => {
       'plan.yaml:5:11: runs[0].task: expected a non-empty string, got `3` (number)',
       'plan.yaml:6:5: runs[1].agent: expected an agent name (here or as the plan `agent`), got nothing',
       'plan.yaml:7:5: runs[1].extra: expected one of agent, task, context, metadata, id, expected, modelSettings, got `"extra"` (string)',
+      // A key that is not an identifier is quoted: `runs[1].task.id` would name a member of `task`.
+      'plan.yaml:8:5: runs[1]["task.id"]: expected one of agent, task, context, metadata, id, expected, modelSettings, got `"task.id"` (string)',
     ]);
   });
 
