@@ -7,13 +7,17 @@
  * their lists and numbers; an entry YAML rejects (`description: Use when: ...`, `tools: *`) is read
  * as a plain string, exactly as written.
  */
+import { DISPLAY_KEYS, KNOWN_KEYS } from './constants.ts';
 import type { FrontmatterSplit } from './frontmatter.ts';
 import { type FrontmatterData, YamlNodeLocator, YamlPositions } from './frontmatter-data.ts';
 import type { PathSegment, ProblemList } from './problems.ts';
 import type { SourcePosition } from './types.ts';
 import { readYaml } from './yaml-read.ts';
 
-const KEY_LINE = /^([A-Za-z_$][\w$.-]*)[ \t]*:(?:[ \t]+|$)/;
+const KEY_LINE = /^()([A-Za-z_$][\w$.-]*)[ \t]*:(?:[ \t]+|$)/;
+/** A `key:` line indented with a tab (YAML forbids tabs as indentation). */
+const TAB_KEY_LINE = /^([ \t]*\t[ \t]*)([A-Za-z_$][\w$.-]*)[ \t]*:(?:[ \t]+|$)/;
+const LEADING_WHITESPACE = /^[ \t]*/;
 const COMMENT_LINE = /^#/;
 const BLOCK_SCALAR_HEADER = /^[|>][+-]?[1-9]?[+-]?$/;
 
@@ -23,7 +27,9 @@ interface Entry {
   readonly first: number;
   /** Index after the entry's last line. */
   end: number;
-  /** Width of `key: ` on the first line. */
+  /** Width of the indentation before the key (only a tab-indented key has one). */
+  readonly indent: number;
+  /** Width of `key: ` on the first line, indentation included. */
   readonly prefix: number;
 }
 
@@ -49,7 +55,15 @@ export function readLenientFrontmatter(
   const fence: SourcePosition = { line: split.yamlLine - 1, column: 1 };
   const read = new Map<string, ReadEntry>();
   for (const entry of entries) {
-    const keyAt = positionOf(split, entry.first, 0);
+    const keyAt = positionOf(split, entry.first, entry.indent);
+    if (entry.indent > 0) {
+      problems.warning(
+        'lenient_parse',
+        `Expected \`${entry.key}\` at the start of its line, found it indented with a tab; read it as a top-level key`,
+        keyAt,
+        [entry.key],
+      );
+    }
     const earlier = read.get(entry.key);
     if (earlier) {
       problems.warning(
@@ -80,16 +94,31 @@ export function readLenientFrontmatter(
   };
 }
 
+/**
+ * Cuts the lines into entries. A tab-indented line that names a key troupe knows (`\tdescription:`,
+ * a hand-edited file's slip) starts an entry too, when the entry before it has its value on its
+ * own line (`name: x`): there it cannot be nested content, and read as a continuation it would
+ * turn two keys into one strange value.
+ */
 function cutEntries(lines: readonly string[]): Entry[] {
   const entries: Entry[] = [];
   let current: Entry | undefined;
+  let inlineValue = false;
   lines.forEach((line, index) => {
-    const match = KEY_LINE.exec(line);
-    const key = match?.[1];
+    let match = KEY_LINE.exec(line);
+    if (!match && current && inlineValue) {
+      const tabbed = TAB_KEY_LINE.exec(line);
+      const key = tabbed?.[2];
+      if (key !== undefined && (KNOWN_KEYS.has(key) || DISPLAY_KEYS.has(key))) match = tabbed;
+    }
+    const key = match?.[2];
     if (match && key !== undefined) {
       if (current) current.end = index;
-      current = { key, first: index, end: lines.length, prefix: match[0].length };
+      const indent = match[1]?.length ?? 0;
+      current = { key, first: index, end: lines.length, indent, prefix: match[0].length };
       entries.push(current);
+      const head = line.slice(current.prefix).trim();
+      inlineValue = head !== '' && !head.startsWith('#') && !BLOCK_SCALAR_HEADER.test(head);
     }
   });
   return entries;
@@ -101,13 +130,13 @@ function readEntry(
   entry: Entry,
   keyAt: SourcePosition,
 ): ReadEntry {
-  const text = trimTrailingBlankLines(lines.slice(entry.first, entry.end)).join('\n');
+  const { text, shifted } = entryText(split, lines, entry);
   const yaml = readYaml(text);
   const parsed = yaml.ok ? singleEntryValue(yaml.value, entry.key) : undefined;
   if (yaml.ok && parsed) {
     const locator = new YamlNodeLocator(
       yaml.doc.contents,
-      new YamlPositions(split, yaml.lineCounter, entry.first),
+      new YamlPositions(shifted, yaml.lineCounter, entry.first),
       keyAt,
     );
     return {
@@ -125,6 +154,39 @@ function readEntry(
     keyAt: (path) => (path.length === 1 ? keyAt : valueAt),
     valueAt: () => valueAt,
   };
+}
+
+/**
+ * The entry's lines as YAML to parse on its own: the key's own indentation removed, and each tab in
+ * the indentation of the lines after it read as two spaces (YAML forbids tabs there; `\t- Read`
+ * under `tools:` is a list item to whoever wrote it). `shifted` is `split` with its column shifts
+ * corrected for those lines, so positions still point into the file.
+ */
+function entryText(
+  split: FrontmatterSplit,
+  lines: readonly string[],
+  entry: Entry,
+): { text: string; shifted: FrontmatterSplit } {
+  const own = trimTrailingBlankLines(lines.slice(entry.first, entry.end));
+  let shifts: number[] | undefined;
+  const shift = (index: number, by: number): void => {
+    shifts ??= [...split.columnShifts];
+    shifts[entry.first + index] = (split.columnShifts[entry.first + index] ?? 0) + by;
+  };
+  const text = own
+    .map((line, index) => {
+      if (index === 0) {
+        if (entry.indent > 0) shift(0, entry.indent);
+        return line.slice(entry.indent);
+      }
+      const indentation = LEADING_WHITESPACE.exec(line)?.[0] ?? '';
+      if (!indentation.includes('\t')) return line;
+      const spaces = indentation.replaceAll('\t', '  ');
+      shift(index, indentation.length - spaces.length);
+      return spaces + line.slice(indentation.length);
+    })
+    .join('\n');
+  return { text, shifted: shifts === undefined ? split : { ...split, columnShifts: shifts } };
 }
 
 /** The value of `key` when `value` is exactly `{ [key]: something }`. */

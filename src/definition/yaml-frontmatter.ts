@@ -11,7 +11,7 @@ import { type FrontmatterData, YamlNodeLocator, YamlPositions } from './frontmat
 import { readLenientFrontmatter } from './lenient.ts';
 import type { ProblemList } from './problems.ts';
 import type { SourcePosition } from './types.ts';
-import { readYaml, type YamlRead } from './yaml-read.ts';
+import { readYaml, unclosedOpening, type YamlRead } from './yaml-read.ts';
 
 /**
  * Reads the frontmatter of `split`. Strict mode reports every YAML error and returns undefined;
@@ -91,9 +91,23 @@ function describeFailures(
   const entryStarts = topLevelLineStarts(yaml);
   const seenEntries = new Set<number>();
   const failures: Failure[] = [];
+  let opening: number | null | undefined;
   for (const error of errors) {
     if (failures.length === MAX_YAML_ERRORS) break;
-    const offset = Math.min(Math.max(error.pos[0], 0), yaml.length);
+    let offset = Math.min(Math.max(error.pos[0], 0), yaml.length);
+    // An unclosed quote or bracket is reported where the next entry (or the text) begins, which
+    // is not where the mistake is: point at where it opens.
+    if (UNCLOSED.test(error.message)) {
+      opening ??= unclosedOpening(yaml) ?? null;
+      if (opening !== null && opening <= offset) {
+        offset = opening;
+        const entry = lastIndexAtOrBefore(entryStarts, offset);
+        if (seenEntries.has(entry)) continue;
+        seenEntries.add(entry);
+        failures.push({ message: unclosedMessage(yaml[offset] ?? ''), at: positions.at(offset) });
+        continue;
+      }
+    }
     const entry = lastIndexAtOrBefore(entryStarts, offset);
     if (seenEntries.has(entry)) continue;
     seenEntries.add(entry);
@@ -102,6 +116,17 @@ function describeFailures(
     failures.push({ message, at: positions.at(culprit) });
   }
   return failures;
+}
+
+/** The parser's messages for a quote, `[` or `{` that is never closed. */
+const UNCLOSED =
+  /^(?:Missing closing ["']quote|Flow (?:sequence|map) in block collection must be sufficiently indented and end with)/;
+
+function unclosedMessage(opener: string): string {
+  const closer = opener === '[' ? ']' : opener === '{' ? '}' : opener;
+  const hint =
+    opener === '[' || opener === '{' ? `; quote the value if the \`${opener}\` is part of the text` : '';
+  return `Invalid YAML in frontmatter: expected a \`${closer}\` to close the \`${opener}\` that opens here, found none${hint}`;
 }
 
 /** Offsets of the lines that start a top-level entry (content at column 1, not a comment). */

@@ -101,4 +101,58 @@ describe('lenient mode', () => {
     const result = parseDefinition('---\nname: a\ndescription: x: y\n---\nbody', FILE, { mode: 'lenient' });
     expect(result.definition?.description).toBe('x: y');
   });
+
+  it('locates an unclosed bracket or quote where it opens, in both modes', () => {
+    const text = '---\nname: a\ndescription: [unclosed\ntools: Read\n---\nbody';
+    const lenient = parseDefinition(text, FILE, compat);
+    expect(lenient.definition).toMatchObject({ description: '[unclosed', tools: ['Read'] });
+    expect(lenient.warnings).toMatchObject([{ code: 'lenient_parse', line: 3, column: 14 }]);
+    expect(lenient.warnings[0]?.message).toContain('expected a `]` to close the `[` that opens here');
+    const strict = parseDefinition(text, FILE, { source: 'project' });
+    expect(strict.errors).toMatchObject([{ code: 'parse_error', line: 3, column: 14 }]);
+    const quoted = parseDefinition('---\nname: a\ndescription: "open\ntools: Read\n---\nbody', FILE, {
+      source: 'project',
+    });
+    expect(quoted.errors).toMatchObject([{ code: 'parse_error', line: 3, column: 14 }]);
+    expect(quoted.errors[0]?.message).toContain('expected a `"` to close the `"` that opens here');
+  });
+
+  it('reads a known key indented with a tab as a top-level key, with a warning at the key', () => {
+    const result = parseDefinition(
+      '---\nname: tabs\n\tdescription: tab indented\ntools: Read\n---\nb',
+      FILE,
+      compat,
+    );
+    expect(result.errors).toEqual([]);
+    expect(result.definition).toMatchObject({ name: 'tabs', description: 'tab indented', tools: ['Read'] });
+    expect(result.warnings).toContainEqual(
+      expect.objectContaining({ code: 'lenient_parse', line: 3, column: 2, path: '/description' }),
+    );
+    // After a value on its own line only: a tab-indented `Example:` inside a text stays text, and
+    // under `hooks:` (no value on its line) an indented known key is nested content.
+    const text = parseDefinition(
+      '---\nname: a\ndescription: Use when\n\tExample: the user asks\n\tmodel: opus\n---\nb',
+      FILE,
+      compat,
+    );
+    expect(text.definition).toMatchObject({ description: 'Use when\nExample: the user asks', model: 'opus' });
+    const nested = parseDefinition('---\nname: a\ndescription: d\nhooks:\n\tmodel: x\n---\nb', FILE, compat);
+    expect(nested.definition?.model).toBe('default');
+    expect(nested.definition?.extra).toMatchObject({ hooks: { model: 'x' } });
+  });
+
+  it('reads tab-indented list items as a list, with positions in the file', () => {
+    const result = parseDefinition(
+      '---\nname: a\ndescription: d\ntools:\n\t- Read\n\t- Grep\n---\nb',
+      FILE,
+      compat,
+    );
+    expect(result.definition?.tools).toEqual(['Read', 'Grep']);
+    const bad = parseDefinition(
+      '---\nname: a\ndescription: d\n\ttools:\n\t\t- Read\n\t\t- {a: 1}\n---\nb',
+      FILE,
+      compat,
+    );
+    expect(bad.errors).toMatchObject([{ code: 'invalid_field', line: 6, column: 5 }]);
+  });
 });
