@@ -6,6 +6,7 @@ import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentOutcome } from '../../../src/loop/types.ts';
+import { MAX_PROVIDER_PAUSE_MS } from '../../../src/providers/constants.ts';
 import type { AgentStarted } from '../../../src/supervisor/events.ts';
 import { RedisSupervisor, type RedisSupervisorOptions } from '../../../src/supervisor/redis-supervisor.ts';
 import { deferred, startServer } from '../../providers/helpers.ts';
@@ -438,6 +439,36 @@ describe(`the redis backend with two worker processes${skipReason}`, {
       expect([...pausedOn].sort()).toEqual(workers.flatMap((worker) => worker.ids).sort());
     } finally {
       await server429.close();
+    }
+  });
+
+  it('caps the shared pause at MAX_PROVIDER_PAUSE_MS when a 429 asks for days', async () => {
+    // Its own provider key: the pause it leaves in Redis holds no other test's agents.
+    const providerKey = uniqueName('capped');
+    const limited = await startServer((_req, res) => {
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '999999' });
+      res.end(JSON.stringify({ error: { message: 'slow down', type: 'rate_limit_error' } }));
+    });
+    const redis = new Redis(server.url);
+    try {
+      const sup = supervisor({
+        providers: {
+          [providerKey]: { kind: 'openai', options: { baseURL: `${limited.url}/v1`, apiKey: 'test-key' } },
+        },
+        defaultProvider: providerKey,
+        defaultModel: 'mock-model',
+        definitions: [definition('caller', { tools: ['record_step', 'complete_task'] })],
+      });
+      const backoff = nextEvent(sup, 'provider:backoff');
+      const outcome = await sup.spawn('caller', { task: 'Call once.' }).result;
+      expect(outcome.status === 'failed' && outcome.error.code).toBe('rate_limited');
+      expect(await backoff).toEqual({ provider: providerKey, retryAfterMs: MAX_PROVIDER_PAUSE_MS });
+      const ttl = await redis.pttl(`${PREFIX}:limit:${providerKey}:pause`);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(MAX_PROVIDER_PAUSE_MS);
+    } finally {
+      redis.disconnect();
+      await limited.close();
     }
   });
 });
