@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { RUN_ONE, runInChild, SCRATCH_ROOT_ENV } from './support/child.ts';
 import type { BenchOutput, Figure } from './support/figures.ts';
-import { commit, loadAverage, machine } from './support/machine.ts';
+import { commit, loadAverage, machine, stolenSeconds } from './support/machine.ts';
 import { BENCHES, type BenchEntry } from './support/registry.ts';
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
@@ -101,6 +101,7 @@ export async function runSuite(options: {
   const selected = options.only.length === 0 ? BENCHES : BENCHES.filter((b) => options.only.includes(b.name));
   const started = performance.now();
   const host = machine();
+  const stolenAtStart = stolenSeconds();
   // Read before the children run: the tree may change while a long run goes on.
   const measuredCommit = commit(REPO_ROOT);
   const results: Record<string, Figure> = {};
@@ -116,7 +117,11 @@ export async function runSuite(options: {
     rmSync(scratchRoot, { recursive: true, force: true });
   }
   const report: RunReport = {
-    machine: { ...host, loadAverage: { start: host.loadAverage.start, end: loadAverage() } },
+    machine: {
+      ...host,
+      loadAverage: { start: host.loadAverage.start, end: loadAverage() },
+      stolenCpuSeconds: stolenDuring(stolenAtStart, stolenSeconds()),
+    },
     node: process.version,
     commit: measuredCommit,
     quick: options.quick,
@@ -195,15 +200,20 @@ async function main(): Promise<void> {
     profile: values.profile ?? false,
     out: path.resolve(values.out ?? LATEST_JSON),
   });
-  const { cpu, cores, memoryGiB, loadAverage: load } = report.machine;
+  const { cpu, cores, memoryGiB, loadAverage: load, stolenCpuSeconds } = report.machine;
+  const stolen = stolenCpuSeconds === undefined ? '' : `; CPU stolen by the hypervisor ${stolenCpuSeconds} s`;
   console.log('');
   console.log(formatTable(report.results));
   console.log('');
   console.log(
-    `${report.quick ? 'quick' : 'full'} run, ${(report.durationMs / 1000).toFixed(1)} s; ${cpu}, ${cores} cores, ${memoryGiB} GiB, node ${report.node}, commit ${report.commit}; load average ${load.start} -> ${load.end}`,
+    `${report.quick ? 'quick' : 'full'} run, ${(report.durationMs / 1000).toFixed(1)} s; ${cpu}, ${cores} cores, ${memoryGiB} GiB, node ${report.node}, commit ${report.commit}; load average ${load.start} -> ${load.end}${stolen}`,
   );
   console.log(`wrote ${path.relative(process.cwd(), values.out ?? LATEST_JSON)}`);
   if (Object.values(report.benches).some((b) => b.error !== undefined)) process.exitCode = 1;
+}
+
+function stolenDuring(start: number | undefined, end: number | undefined): number | undefined {
+  return start === undefined || end === undefined ? undefined : Math.round((end - start) * 100) / 100;
 }
 
 const entry = process.argv[1];

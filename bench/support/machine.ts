@@ -1,5 +1,6 @@
 /** What the results were measured on, and at which commit. */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 
 /** The machine a run was measured on. */
@@ -10,6 +11,11 @@ export interface Machine {
   readonly platform: string;
   /** 1-minute load average when the run started and ended: other work on the machine shows here. */
   readonly loadAverage: { start: number; end: number | undefined };
+  /**
+   * CPU seconds the hypervisor gave to others while this guest's CPUs wanted to run, all CPUs,
+   * during the run (Linux `steal` in /proc/stat); undefined where it is not accounted.
+   */
+  readonly stolenCpuSeconds: number | undefined;
 }
 
 export function machine(): Machine {
@@ -19,7 +25,26 @@ export function machine(): Machine {
     memoryGiB: Math.round((totalmem() / 1024 ** 3) * 10) / 10,
     platform: `${process.platform} ${process.arch}`,
     loadAverage: { start: loadAverage(), end: undefined },
+    stolenCpuSeconds: undefined,
   };
+}
+
+/** Linux's USER_HZ: /proc/stat counts in 1/100 s on every architecture Node runs on. */
+const USER_HZ = 100;
+
+/**
+ * CPU seconds stolen from this guest by its hypervisor since boot (all CPUs), or undefined off
+ * Linux. A VM's speed can change by 1.5-2x within the hour (bench/RESULTS.md); steal is the part
+ * of that the guest can see.
+ */
+export function stolenSeconds(): number | undefined {
+  try {
+    const fields = (readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '').trim().split(/\s+/);
+    const steal = Number(fields[8]);
+    return fields[0] === 'cpu' && Number.isFinite(steal) ? steal / USER_HZ : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function loadAverage(): number {

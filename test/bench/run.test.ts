@@ -3,7 +3,7 @@
  * process and write the JSON shape `npm run bench` promises. Nothing here asserts a time.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,7 +23,7 @@ const scratch = mkdtempSync(path.join(tmpdir(), 'troupe-bench-test-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 interface Report {
-  machine: { cpu: string; cores: number; memoryGiB: number };
+  machine: { cpu: string; cores: number; memoryGiB: number; stolenCpuSeconds?: number };
   node: string;
   commit: string;
   quick: boolean;
@@ -45,6 +45,11 @@ describe('bench runner', () => {
     expect(report.quick).toBe(true);
     expect(report.node).toBe(process.version);
     expect(report.machine.cores).toBeGreaterThan(0);
+    // Linux accounts a guest's stolen time; elsewhere the field is left out of the JSON.
+    if (existsSync('/proc/stat')) {
+      expect(report.machine.stolenCpuSeconds).toBeGreaterThanOrEqual(0);
+      expect(stdout).toContain('CPU stolen by the hypervisor');
+    } else expect(report.machine.stolenCpuSeconds).toBeUndefined();
     expect(typeof report.commit).toBe('string');
     const p50 = report.results['routing.instructionP50Us'];
     expect(p50).toMatchObject({ unit: 'us', target: '<= 150' });
