@@ -222,6 +222,15 @@ describe('module scorers', () => {
     });
   });
 
+  it('does not pass an item whose agent failed, whatever the function would say', async () => {
+    expect(
+      await scoreOne({ type: 'module', module: 'scorers.ts', export: 'always', name: 'ok' }, undefined, 'x', {
+        status: 'failed',
+        failure: 'provider_error: HTTP 500',
+      }),
+    ).toEqual({ score: 0, pass: false, detail: 'the agent failed (provider_error: HTTP 500)' });
+  });
+
   it('refuses, before scoring anything, an export that is not a function', async () => {
     await expect(
       Scoring.create({
