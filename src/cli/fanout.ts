@@ -13,6 +13,7 @@ import { formatPlanProblem, planProblemsOf } from '../run-dir/plan-problems.ts';
 import { checkProvider, chooseProvider, defaultModelFor } from '../run-dir/provider-choice.ts';
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
 import { resolveRunPlan } from '../run-dir/run-plan.ts';
+import { checkScorerModules } from '../run-dir/run-scoring.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { sessionApprover } from './shared/approvers.ts';
 import { redisEngine } from './shared/engine.ts';
@@ -119,7 +120,9 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     },
     defaultModelFor(provider),
   );
-  // Checked before the run directory exists: a misconfigured engine leaves nothing behind.
+  // Checked before the run directory exists: a misconfigured engine or a scorer module that does
+  // not export a function leaves nothing behind.
+  await checkScorerModules(runPlan);
   const supervisor = flags.backend === 'redis' ? await redisEngine(flags.redis) : undefined;
   const writer = RunDirWriter.create(
     flags.out === undefined ? defaultRunDir(cwd, runPlan.runId) : resolve(flags.out),

@@ -11,6 +11,7 @@ import { executeSession } from '../run-dir/execute.ts';
 import { checkProvider } from '../run-dir/provider-choice.ts';
 import { planReplay } from '../run-dir/replay-plan.ts';
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
+import { checkScorerModules } from '../run-dir/run-scoring.ts';
 import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
 
@@ -52,6 +53,7 @@ export async function replay(source: string, flags: ReplayFlags, io: CliIO): Pro
     ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
   });
   await checkProvider(plan.provider);
+  await checkScorerModules(plan);
   const writer = RunDirWriter.create(
     flags.out === undefined ? defaultRunDir(cwd, plan.runId) : resolve(flags.out),
     plan,

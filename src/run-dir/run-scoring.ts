@@ -4,6 +4,7 @@
  */
 import type { AgentDefinition } from '../definition/types.ts';
 import type { JudgeSpawner } from '../eval/judge.ts';
+import { loadScorerFunction } from '../eval/module-scorer.ts';
 import { Scoring } from '../eval/scoring.ts';
 import { summarizeScores } from '../eval/summary.ts';
 import type { ScoreInput, ScoringSummary } from '../eval/types.ts';
@@ -54,6 +55,14 @@ export async function createRunScoring(
     ...(options.judgeIdSuffix === undefined ? {} : { judgeIdSuffix: options.judgeIdSuffix }),
     ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
+}
+
+/**
+ * Imports the plan's scorer modules, so that one that does not import, or whose export is not a
+ * function, fails with `scorer_module` before a run directory is created (as plan problems do).
+ */
+export async function checkScorerModules(plan: Pick<RunPlan, 'scorers'>): Promise<void> {
+  for (const spec of plan.scorers ?? []) if (spec.type === 'module') await loadScorerFunction(spec);
 }
 
 /** The scoring part of a summary: every plan entry with the scores of its latest result. */
