@@ -114,21 +114,33 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
 
 /**
  * The run's plan with `scorers` and the `expected` values of `items` (matched by `id`, else by
- * position: an entry with an `id` takes the item with the same `id`, and otherwise the item at
- * its position when that item has no `id`). Entries with no matching item lose their `expected`.
+ * position: an entry with an `id` takes the item with the same `id`, the n-th repeat of an `id`
+ * the n-th item with that `id` as `troupe compare` matches them, and otherwise the item at its
+ * position when that item has no `id`). Entries with no matching item lose their `expected`.
  */
 export function withScorersOf(
   plan: RunPlan,
   items: readonly PlanRun[],
   scorers: RunPlan['scorers'],
 ): RunPlan {
-  const byId = new Map<string, PlanRun>();
-  for (const item of items) if (item.label !== undefined && !byId.has(item.label)) byId.set(item.label, item);
+  const byId = new Map<string, PlanRun[]>();
+  for (const item of items) {
+    if (item.label === undefined) continue;
+    const same = byId.get(item.label);
+    if (same === undefined) byId.set(item.label, [item]);
+    else same.push(item);
+  }
+  const seen = new Map<string, number>();
+  // plan.runs are in plan order, so the n-th run with an id meets the n-th item with it.
   const runs = plan.runs.map((run): PlannedRun => {
     const atPosition = items[run.index];
-    const match =
-      (run.label === undefined ? undefined : byId.get(run.label)) ??
-      (atPosition?.label === undefined ? atPosition : undefined);
+    let byLabel: PlanRun | undefined;
+    if (run.label !== undefined) {
+      const occurrence = seen.get(run.label) ?? 0;
+      seen.set(run.label, occurrence + 1);
+      byLabel = byId.get(run.label)?.[occurrence];
+    }
+    const match = byLabel ?? (atPosition?.label === undefined ? atPosition : undefined);
     const { expected: _dropped, ...rest } = run;
     return match?.expected === undefined ? rest : { ...rest, expected: match.expected };
   });
