@@ -41,9 +41,16 @@ export function parseGate(text: string): Gate {
 
 /**
  * Checks each gate. Throws UserError `unknown_scorer` when a gate names a scorer that is not
- * declared by both runs (a gate that cannot be checked must not pass silently).
+ * declared by both runs, and `no_matched_items` when the runs have no item in common (a gate that
+ * cannot be checked must not pass silently).
  */
 export function checkGates(comparison: RunComparison, gates: readonly Gate[]): GateResult[] {
+  if (gates.length > 0 && comparison.matched === 0)
+    throw new UserError(
+      'no_matched_items',
+      `Expected the two runs to have items in common to gate on (matched by id, else by position), found none: ${comparison.onlyA} only in A, ${comparison.onlyB} only in B`,
+      { onlyA: comparison.onlyA, onlyB: comparison.onlyB },
+    );
   return gates.map((gate) => {
     const scorer = comparison.scorers[gate.scorer];
     if (scorer === undefined || scorer.declaredIn !== 'both') {

@@ -86,6 +86,17 @@ describe('gates', () => {
     expect(checkGates(comparison, [parseGate('mentions:-0.3')])[0]?.ok).toBe(false);
   });
 
+  it('refuses to pass a gate when the runs have no item in common', () => {
+    const disjoint: RunComparison = { ...comparison, matched: 0, onlyA: 3, onlyB: 4 };
+    expect(() => checkGates(disjoint, [parseGate('mentions:-1')])).toThrow(
+      expect.objectContaining({
+        code: 'no_matched_items',
+        message: expect.stringContaining('3 only in A, 4 only in B'),
+      }),
+    );
+    expect(checkGates(disjoint, [])).toEqual([]);
+  });
+
   it('refuses a malformed gate and a scorer the runs do not both declare', () => {
     expect(() => parseGate('mentions:2')).toThrow(expect.objectContaining({ code: 'invalid_gate' }));
     expect(() => parseGate('a b')).toThrow(expect.objectContaining({ code: 'invalid_gate' }));
