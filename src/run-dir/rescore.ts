@@ -20,7 +20,7 @@ import { checkProvider } from './provider-choice.ts';
 import { latestByIndex, type ResultLine } from './results.ts';
 import { RunDirWriter, readRunDir } from './run-dir.ts';
 import type { PlannedRun, RunPlan } from './run-plan.ts';
-import { createRunScoring, scoreInputOf } from './run-scoring.ts';
+import { createRunScoring, judgeSessionNumber, scoreInputOf } from './run-scoring.ts';
 import { type RunSummary, summarize } from './summary.ts';
 
 /** Options of {@link rescoreRunDir}. */
@@ -75,7 +75,7 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
       },
     },
     // One suffix per session of the run (fanout, resume or score): no judge id is reused.
-    judgeIdSuffix: `-s${previous.length}`,
+    judgeIdSuffix: `-s${judgeSessionNumber(contents.paths.journals, plan.scorers, previous.length)}`,
     ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
   if (scoring === undefined) throw new Error('unreachable: scorers were checked above');

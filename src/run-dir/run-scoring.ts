@@ -2,6 +2,7 @@
  * Scoring inside a run directory: the scorers of `plan.json` applied to result lines, the input a
  * scorer sees for a plan entry, and the scoring part of `summary.json`.
  */
+import { existsSync, readdirSync } from 'node:fs';
 import type { AgentDefinition } from '../definition/types.ts';
 import type { JudgeSpawner } from '../eval/judge.ts';
 import { loadScorerFunction } from '../eval/module-scorer.ts';
@@ -63,6 +64,29 @@ export async function createRunScoring(
  */
 export async function checkScorerModules(plan: Pick<RunPlan, 'scorers'>): Promise<void> {
   for (const spec of plan.scorers ?? []) if (spec.type === 'module') await loadScorerFunction(spec);
+}
+
+/**
+ * The number whose suffix (`-s<n>`, none for 0) this session's judge ids get: `atLeast` (the
+ * sessions the summary records), raised past every suffix a judge journal in `journalDir` already
+ * has. A session killed outright records no session in the summary, but its judges' journals stay:
+ * a later session must not spawn a judge under one of their ids, which would append a second
+ * `Started` to a journal that then no longer verifies.
+ */
+export function judgeSessionNumber(journalDir: string, scorers: RunPlan['scorers'], atLeast: number): number {
+  const judges = (scorers ?? []).filter((spec) => spec.type === 'judge').map((spec) => spec.name);
+  if (judges.length === 0 || !existsSync(journalDir)) return atLeast;
+  const files = readdirSync(journalDir);
+  // Session 0 is unsuffixed in a run's first session, `-s0` when `troupe score` is the first.
+  const taken = (n: number): boolean => {
+    const suffixes = n > 0 ? [`-s${n}`] : ['', '-s0'];
+    return judges.some((name) =>
+      suffixes.some((suffix) => files.some((file) => file.endsWith(`-judge-${name}${suffix}.jsonl`))),
+    );
+  };
+  let n = atLeast;
+  while (taken(n)) n += 1;
+  return n;
 }
 
 /** The scoring part of a summary: every plan entry with the scores of its latest result. */

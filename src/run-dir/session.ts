@@ -29,7 +29,7 @@ import type { RunDirWriter } from './run-dir.ts';
 import type { RunEventSink } from './run-events.ts';
 import type { LoggedCause, RunLogEvent } from './run-log.ts';
 import { budgetNotices, type PlannedRun, type RunPlan, runLimitsOf } from './run-plan.ts';
-import { createRunScoring, scoreInputOf } from './run-scoring.ts';
+import { createRunScoring, judgeSessionNumber, scoreInputOf } from './run-scoring.ts';
 import { DENY_UNATTENDED, listenForApprovals, type SessionApprover } from './session-approvals.ts';
 import { type RunSession, type RunSummary, summarize } from './summary.ts';
 
@@ -178,8 +178,13 @@ export class FanoutSession {
       },
     };
     // Judge ids get the session number after the first session, so a judge cut off by a kill is
-    // never continued by a later session's judge of the same item.
-    const earlier = this.#options.previousSessions?.length ?? 0;
+    // never continued by a later session's judge of the same item (a session killed outright is
+    // not in the summary: the judge journals it left count too).
+    const earlier = judgeSessionNumber(
+      this.#options.writer.paths.journals,
+      plan.scorers,
+      this.#options.previousSessions?.length ?? 0,
+    );
     this.#scoring = await createRunScoring(plan, {
       definitions: this.#options.definitions ?? [],
       spawner,

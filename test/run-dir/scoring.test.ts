@@ -1,9 +1,11 @@
 /** Scoring inside `troupe fanout`: scorers from the plan, scores in results.jsonl and summary.json, judges on the same Supervisor. */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
+import { verifyJournalFile } from '../../src/journal/verify.ts';
+import { journalRerender } from '../../src/loop/rerender.ts';
 import type { RunSummary } from '../../src/run-dir/summary.ts';
 import { captureIO, readResults, tempDir } from './helpers.ts';
 
@@ -158,6 +160,45 @@ describe('scoring during troupe fanout', () => {
       expect(line.scores?.quality?.judge?.agentId).toBe(`${line.agentId}-judge-quality-s1`);
     const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as RunSummary;
     expect(summary.scoring?.scorers.answer).toMatchObject({ passed: 1, notScored: 0 });
+  });
+
+  it('judges again under ids no cut-off judge has when the session that judged was killed outright', async () => {
+    const plan = writePlan([
+      'agent: answerer',
+      'agents: agents',
+      `cwd: ${JSON.stringify(dir)}`,
+      'threads: 1',
+      ...SCRIPTED,
+      'runs:',
+      '  - { id: q1, task: "ITEM-1", expected: { answer: 42 } }',
+      'scorers:',
+      '  - { name: quality, type: judge, agent: judge }',
+    ]);
+    const out = path.join(dir, 'run');
+    expect(await main(['fanout', plan, '--out', out, '--json'], captureIO())).toBe(0);
+    // As if killed -9 while judging: the agent ended, its judge had only started, and neither the
+    // result line nor summary.json (with its sessions) was written.
+    writeFileSync(path.join(out, 'results.jsonl'), '');
+    rmSync(path.join(out, 'summary.json'));
+    const journals = path.join(out, 'journals');
+    const [judge] = readdirSync(journals).filter((file) => file.includes('-judge-'));
+    if (judge === undefined) throw new Error('no judge journal');
+    const started = readFileSync(path.join(journals, judge), 'utf8').split('\n').slice(0, 2).join('\n');
+    writeFileSync(path.join(journals, judge), `${started}\n`);
+
+    expect(await main(['resume', out, '--json'], captureIO())).toBe(0);
+    const [line] = readResults(path.join(out, 'results.jsonl'));
+    expect(line?.scores?.quality).toMatchObject({
+      pass: true,
+      judge: { agentId: `${line?.agentId}-judge-quality-s1` },
+    });
+    for (const file of readdirSync(journals))
+      expect(
+        verifyJournalFile(path.join(journals, file), { rerender: journalRerender() }),
+        file,
+      ).toMatchObject({
+        ok: true,
+      });
   });
 
   it('prints each scorer in the closing summary', async () => {
