@@ -15,7 +15,7 @@ import { redactValue } from '../journal/redact.ts';
 import { printable, terminalJson } from '../run-dir/format.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { EXIT_FAILED, EXIT_OK } from './shared/constants.ts';
-import type { CliIO } from './shared/io.ts';
+import { type CliIO, outputColumns } from './shared/io.ts';
 
 interface CompareFlags {
   readonly html?: string;
@@ -54,9 +54,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
 
 function output(comparison: RunComparison, gates: readonly GateResult[], flags: CompareFlags): string {
   if (flags.json) return `${terminalJson(redactValue({ ...comparison, gates }), 2)}\n`;
-  return printable(
-    compareText(comparison, gates, { columns: process.stdout.columns || 120, all: flags.all === true }),
-  );
+  return printable(compareText(comparison, gates, { columns: outputColumns(), all: flags.all === true }));
 }
 
 function collectGate(value: string, previous: readonly Gate[] | undefined): Gate[] {

@@ -17,7 +17,7 @@ import { defaultRunDir, RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
 import { agentIdFor, newRunId, type RunPlan } from '../run-dir/run-plan.ts';
 import { buildTimeline } from '../run-dir/timeline.ts';
 import { COMMAND_HELP } from './commands.ts';
-import type { CliIO } from './shared/io.ts';
+import { type CliIO, outputColumns } from './shared/io.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
 /** troupe's own folder: a clone, or `node_modules/troupe` (the package ships `examples/`). */
@@ -111,7 +111,7 @@ export async function demo(flags: DemoFlags, io: CliIO): Promise<number> {
   );
   if (flags.json !== true) {
     const contents = readRunDir(root);
-    io.stdout(`\n${reportText(contents, buildTimeline(contents), process.stdout.columns || 120)}`);
+    io.stdout(`\n${reportText(contents, buildTimeline(contents), outputColumns())}`);
   }
   return exitCode;
 }

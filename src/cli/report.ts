@@ -11,7 +11,7 @@ import { journalReportText, reportText, runSummaryOf } from '../run-dir/report-t
 import { readRunDir } from '../run-dir/run-dir.ts';
 import { buildTimeline } from '../run-dir/timeline.ts';
 import { COMMAND_HELP } from './commands.ts';
-import type { CliIO } from './shared/io.ts';
+import { type CliIO, outputColumns } from './shared/io.ts';
 import { agentSummaryJson, isJournalFile, readJournalTimeline } from './shared/report-source.ts';
 
 interface ReportFlags {
@@ -40,8 +40,7 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
           if (!flags.json) io.stdout(`troupe: wrote ${html}\n`);
         }
         if (flags.json) io.stdout(`${terminalJson(agentSummaryJson(timeline), 2)}\n`);
-        else if (html === undefined)
-          io.stdout(journalReportText(file, timeline, process.stdout.columns || 120));
+        else if (html === undefined) io.stdout(journalReportText(file, timeline, outputColumns()));
         return;
       }
       const contents = readRunDir(target);
@@ -54,6 +53,6 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
         io.stdout(`${terminalJson(runSummaryOf(contents), 2)}\n`);
         return;
       }
-      if (html === undefined) io.stdout(reportText(contents, timeline, process.stdout.columns || 120));
+      if (html === undefined) io.stdout(reportText(contents, timeline, outputColumns()));
     });
 }

@@ -11,7 +11,7 @@ import { rescoreRunDir } from '../run-dir/rescore.ts';
 import { scorerLines, scoringTable } from '../run-dir/scoring-text.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { EXIT_FAILED, EXIT_OK } from './shared/constants.ts';
-import type { CliIO } from './shared/io.ts';
+import { type CliIO, outputColumns } from './shared/io.ts';
 
 interface ScoreFlags {
   readonly plan?: string;
@@ -46,7 +46,7 @@ async function score(dir: string, flags: ScoreFlags, io: CliIO): Promise<number>
       io.stdout(`${JSON.stringify(result.scoring, null, 2)}\n`);
       return EXIT_OK;
     }
-    const width = Math.max(40, (process.stdout.columns || 120) - 1);
+    const width = Math.max(40, outputColumns() - 1);
     const lines = [
       ...scoringTable(result.scoring).map((line) =>
         line.length > width ? `${line.slice(0, width - 1)}…` : line,

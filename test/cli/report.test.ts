@@ -97,6 +97,32 @@ describe('troupe report', () => {
     expect(out).toContain(`troupe resume ${runDir}`);
   });
 
+  it('cuts table lines to COLUMNS when set, and nothing off a terminal otherwise', async () => {
+    const saved = process.env.COLUMNS;
+    try {
+      delete process.env.COLUMNS;
+      const wide = captureIO();
+      expect(await main(['report', runDir], wide)).toBe(0);
+      const header = wide
+        .out()
+        .split('\n')
+        .find((line) => line.includes('AGENT ID'));
+      expect(header).toMatch(/RESULT$/);
+      process.env.COLUMNS = '60';
+      const narrow = captureIO();
+      expect(await main(['report', runDir], narrow)).toBe(0);
+      const cut = narrow
+        .out()
+        .split('\n')
+        .find((line) => line.includes('AGENT ID'));
+      expect(cut).toHaveLength(59);
+      expect(cut?.endsWith('…')).toBe(true);
+    } finally {
+      if (saved === undefined) delete process.env.COLUMNS;
+      else process.env.COLUMNS = saved;
+    }
+  });
+
   it('--json prints the summary', async () => {
     const io = captureIO();
     expect(await main(['report', runDir, '--json'], io)).toBe(0);
