@@ -201,8 +201,8 @@ function block(value: string, indent: string, full: boolean): string {
 }
 
 /**
- * The agent of `agents` that `query` names: its id, plan index, plan label, or a unique id prefix;
- * otherwise every agent the prefix matches (none, or more than one).
+ * The agent of `agents` that `query` names: its id, plan index, plan label (of one plan entry), or a
+ * unique id prefix; otherwise every agent the label or the prefix matches (none, or more than one).
  */
 export function findAgent(agents: readonly ReportAgent[], query: string): ReportAgent | ReportAgent[] {
   const exact = agents.find((agent) => agent.agentId === query);
@@ -211,8 +211,12 @@ export function findAgent(agents: readonly ReportAgent[], query: string): Report
     const byIndex = agents.filter((agent) => agent.index === Number(query));
     if (byIndex.length > 0) return byIndex.at(-1) as ReportAgent;
   }
-  const byLabel = agents.filter((agent) => agent.label === query);
-  if (byLabel.length > 0) return byLabel.at(-1) as ReportAgent;
+  // A label names one plan entry, whose last attempt is meant; a label two entries share (a data
+  // set with a repeated id) names neither.
+  const byLabel = new Map<number | null, ReportAgent>();
+  for (const agent of agents) if (agent.label === query) byLabel.set(agent.index, agent);
+  if (byLabel.size === 1) return byLabel.values().next().value as ReportAgent;
+  if (byLabel.size > 1) return [...byLabel.values()];
   const prefix = query.replace(/…$/, '');
   const matches = agents.filter((agent) => agent.agentId.startsWith(prefix));
   return matches.length === 1 ? (matches[0] as ReportAgent) : matches;
