@@ -95,12 +95,18 @@ function toScore(value: ScoreValue, threshold: number): Score {
   return invalid(value);
 }
 
+/** JSON where JSON says what the value is; NaN, the infinities and undefined by name (JSON has none). */
+function shownValue(value: unknown): string {
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
+  return JSON.stringify(value) ?? String(value);
+}
+
 function invalid(value: unknown): Score {
   return {
     score: 0,
     pass: false,
     error: clip(
-      `expected the scorer function to return a number from 0 to 1, a boolean or { score, pass?, detail? }, got ${JSON.stringify(value) ?? String(value)}`,
+      `expected the scorer function to return a number from 0 to 1, a boolean or { score, pass?, detail? }, got ${shownValue(value)}`,
     ),
   };
 }

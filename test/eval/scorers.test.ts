@@ -200,6 +200,7 @@ describe('module scorers', () => {
         [
           { type: 'module', module: 'scorers.ts', export: 'throws', name: 'throws' },
           { type: 'module', module: 'scorers.ts', export: 'outOfRange', name: 'range' },
+          { type: 'module', module: 'scorers.ts', export: 'notANumber', name: 'nan' },
           { type: 'module', module: 'scorers.ts', export: 'neverAnswers', name: 'never' },
         ],
         fixtures,
@@ -215,6 +216,8 @@ describe('module scorers', () => {
     expect(scores.range?.error).toMatch(
       /^expected the scorer function to return a number from 0 to 1.*got 7$/,
     );
+    // Not `null`, which is what NaN becomes in JSON.
+    expect(scores.nan?.error).toMatch(/got NaN$/);
     expect(scores.never).toEqual({
       score: 0,
       pass: false,
