@@ -2,6 +2,7 @@
  * The tasks file of a benchmark-harness plan: JSONL, one `{task, context?, metadata?, id?, expected?, modelSettings?}` object
  * per line, blank lines skipped. Problems carry the tasks file's own line numbers.
  */
+import { memberPath } from '../member-path.ts';
 import { readModelSettings } from '../providers/model-settings.ts';
 import { TASK_LINE_KEYS } from './constants.ts';
 import { expected, type PlanProblems } from './plan-problems.ts';
@@ -14,22 +15,35 @@ export type TaskLine = Omit<PlanRun, 'agent' | 'index'>;
 export function parseTasksJsonl(text: string, file: string, problems: PlanProblems): TaskLine[] {
   const tasks: TaskLine[] = [];
   const lines = text.split('\n');
-  lines.forEach((raw, offset) => {
+  let first = true;
+  for (const [offset, raw] of lines.entries()) {
     const line = offset + 1;
     const content = raw.replace(/\r$/, '');
-    if (content.trim() === '') return;
+    if (content.trim() === '') continue;
     const at = (key?: string) => ({ line, column: columnOf(content, key) });
     let value: unknown;
     try {
       value = JSON.parse(content);
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
+      if (first && !/^\s*[{[]/.test(content)) {
+        // Not JSONL at all (a CSV, a JSON array over many lines): one problem, not one per line.
+        problems.add(
+          file,
+          at(),
+          `line ${line}`,
+          `expected a JSONL tasks file (one JSON object per line, like {"task": "..."}), got ${JSON.stringify(content.length > 60 ? `${content.slice(0, 57)}...` : content)}, which is not JSON (${reason})`,
+        );
+        return tasks;
+      }
       problems.add(file, at(), `line ${line}`, `expected a JSON object, got invalid JSON (${reason})`);
-      return;
+      first = false;
+      continue;
     }
+    first = false;
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       problems.add(file, at(), `line ${line}`, expected('a JSON object', value));
-      return;
+      continue;
     }
     const entry = value as Record<string, unknown>;
     let ok = true;
@@ -42,7 +56,12 @@ export function parseTasksJsonl(text: string, file: string, problems: PlanProble
     const { task, context, metadata, id, expected: expectedValue } = entry;
     const settings = entry.modelSettings === undefined ? undefined : readModelSettings(entry.modelSettings);
     for (const problem of settings?.problems ?? []) {
-      problems.add(file, at('modelSettings'), ['modelSettings', ...problem.path].join('.'), problem.message);
+      problems.add(
+        file,
+        at('modelSettings'),
+        memberPath(['modelSettings', ...problem.path]),
+        problem.message,
+      );
       ok = false;
     }
     if (typeof task !== 'string' || task.trim() === '') {
@@ -65,7 +84,7 @@ export function parseTasksJsonl(text: string, file: string, problems: PlanProble
       problems.add(file, at('id'), 'id', expected('a string or a number', id));
       ok = false;
     }
-    if (!ok || typeof task !== 'string' || sections === undefined) return;
+    if (!ok || typeof task !== 'string' || sections === undefined) continue;
     tasks.push({
       task,
       context: sections,
@@ -75,7 +94,7 @@ export function parseTasksJsonl(text: string, file: string, problems: PlanProble
       ...(settings === undefined ? {} : { modelSettings: settings.settings }),
       source: { file, line, column: 1 },
     });
-  });
+  }
   return tasks;
 }
 

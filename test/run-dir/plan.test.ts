@@ -188,6 +188,16 @@ describe('loadPlan', () => {
     ]);
   });
 
+  it('says a tasks file that is not JSONL at all (a CSV) is not, once', async () => {
+    write('tasks.csv', 'task,expected\n"What is 2+2?",4\n"Capital of France?",Paris\n');
+    const file = write('plan.yaml', 'agent: worker\ntasks: tasks.csv\n');
+    expect(await problemsOf(file)).toEqual([
+      expect.stringMatching(
+        /^tasks\.csv:1:1: line 1: expected a JSONL tasks file \(one JSON object per line, like \{"task": "\.\.\."\}\), got "task,expected", which is not JSON \(.*\)$/,
+      ),
+    ]);
+  });
+
   it('refuses a plan with both runs and tasks, or with neither', async () => {
     write('tasks.jsonl', '{"task": "a"}\n');
     const both = write('both.yaml', 'agent: worker\ntasks: tasks.jsonl\nruns:\n  - task: b\n');
