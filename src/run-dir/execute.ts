@@ -150,7 +150,12 @@ export function closingText(
   if (summary.budgetSpent) lines.push(`stopped: the run's budget is spent (${summary.budgetSpent})`);
   if (summary.simulated) lines.push(`troupe: ${SIMULATED_NOTICE}`);
   lines.push(`run dir: ${runDir}`, `  report: troupe report ${runDir} [--html report.html]`);
-  if (!summary.complete) lines.push(`  finish: troupe resume ${runDir}`);
+  if (!summary.complete && summary.budgetSpent !== undefined && summary.runLimits.maxTotalTokens > 0) {
+    // A plain resume would run nothing: the budget counts every earlier session.
+    lines.push(
+      `  finish: troupe resume ${runDir} --max-run-tokens N (more than ${summary.runLimits.maxTotalTokens}; 0 = unlimited)`,
+    );
+  } else if (!summary.complete) lines.push(`  finish: troupe resume ${runDir}`);
   else if (counts.failed > 0) lines.push(`  retry the failed: troupe resume ${runDir} --retry-failed`);
   return `${lines.join('\n')}\n`;
 }

@@ -171,6 +171,10 @@ describe('troupe fanout against a model that always calls a tool', () => {
     const results = readResults(path.join(runDir, 'results.jsonl'));
     expect(results[0]).toMatchObject({ status: 'failed', reason: 'cancelled', usage: { estimated: true } });
     expect(run.stdout()).toContain("stopped: the run's budget is spent");
+    // A plain resume would run nothing: the hint says how to go on.
+    expect(run.stdout()).toContain(
+      `finish: troupe resume ${runDir} --max-run-tokens N (more than 5000; 0 = unlimited)`,
+    );
 
     // Resuming runs nothing while the budget stays spent; raising it lets the run go on.
     const stuck = startCli(['resume', runDir], { cwd: project.root, env: project.env() });
