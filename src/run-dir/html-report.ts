@@ -1,9 +1,10 @@
 /**
  * `troupe report --html`: one self-contained HTML file (inline CSS, SVG, JSON data and a few lines
- * of script; nothing is fetched) with the run's totals, a timeline of every agent across threads
- * from the run's first event, token and cost charts, failures, and every agent's transcript to
- * drill into.
+ * of script; nothing is fetched) with the run's totals, its scores (when the plan has scorers), a
+ * timeline of every agent across threads from the run's first event, token and cost charts,
+ * failures, and every agent's transcript to drill into.
  */
+import type { ScoringSummary } from '../eval/types.ts';
 import { type ApprovalRecord, readApprovals } from './approvals.ts';
 import {
   REPORT_CHART_AGENTS,
@@ -14,7 +15,9 @@ import { excerpt, formatCost, formatDuration, formatTokenCount, formatTokens, sh
 import { approvalsSection } from './html-approvals.ts';
 import { barChart, chartRows, esc, timelineSvg, toolLegend } from './html-charts.ts';
 import { REPORT_SCRIPT, REPORT_STYLE } from './html-page.ts';
+import { judgesCost, scoreCells, scoredItems, scoreHeaders, scoresSection } from './html-scores.ts';
 import { SIMULATED_REASON } from './provider-choice.ts';
+import { runSummaryOf } from './report-text.ts';
 import { outcomeText } from './results.ts';
 import type { RunDirContents } from './run-dir.ts';
 import type { ReportAgent, Timeline } from './timeline.ts';
@@ -34,14 +37,18 @@ export interface ReportPage {
   readonly wallTimeMs: number | undefined;
   /** The run's approval decisions (a run directory's `approvals.jsonl`); none for a journal. */
   readonly approvals?: readonly ApprovalRecord[];
+  /** The run's scores (the summary's `scoring`, as the terminal report prints them); none without scorers. */
+  readonly scoring?: ScoringSummary;
 }
 
 /** The page facts of a run directory. */
 export function runPage(contents: RunDirContents): ReportPage {
   const { plan, summary } = contents;
   const model = summary?.model ?? plan.model ?? plan.defaultModel;
+  const scoring = runSummaryOf(contents).scoring;
   return {
     approvals: readApprovals(contents.paths.root),
+    ...(scoring === undefined ? {} : { scoring }),
     heading: plan.name ?? `troupe run ${plan.runId}`,
     title: `troupe run ${plan.runId}`,
     facts: [
@@ -99,6 +106,7 @@ export function renderHtmlReport(page: ReportPage, timeline: Timeline, now: Date
 ${page.simulated ? `<div class="banner"><b>Simulated model:</b> ${esc(SIMULATED_REASON)}.</div>` : ''}
 ${page.interrupted ? '<div class="banner">The last session was interrupted; <code>troupe resume</code> finishes the agents that had not completed.</div>' : ''}
 <div class="cards">${cards(agents, timeline, page)}</div>
+${scoresSection(page.scoring)}
 <section><h2>Timeline</h2>
 <div class="legend"><span class="key"><i style="background:#dcfce7;border:1px solid #16a34a"></i>completed</span><span class="key"><i style="background:#fee2e2;border:1px solid #dc2626"></i>failed</span><span class="key"><i style="background:#fef3c7;border:1px solid #d97706"></i>interrupted</span><span class="key"><i style="background:#64748b"></i>model request</span><span class="key"><i style="background:#cbd5e1"></i>queued for a provider slot</span><span class="key"><i style="background:#ef4444"></i>retry backoff</span><span class="key"><i style="background:#f59e0b"></i>waiting for an instruction</span><span class="key"><i class="down-key"></i>down (thread crashed)</span><span class="key"><i style="background:#475569;width:2px"></i>round start</span><span class="key"><i style="background:#fca5a5"></i>provider paused (429)</span>${toolLegend(drawn)}</div>
 <p class="sub">From the run's first event; hover for details, click a row for the agent's transcript.</p>
@@ -133,7 +141,7 @@ ${failed.length === 0 ? '<p class="sub">None.</p>' : failureTable(failed, anchor
 ${page.approvals === undefined ? '' : approvalsSection(page.approvals)}
 <section><h2>Agents (${agents.length})</h2>
 <input type="search" id="filter" placeholder="Filter agents">
-${agentTable(agents, anchors)}
+${agentTable(agents, anchors, page.scoring)}
 </section>
 <section id="transcripts"><h2>Transcripts</h2>
 <p class="sub">What each agent saw and did, round by round. Open a round's input to see it as the model got it.</p>
@@ -213,6 +221,7 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
   const cost = agents.some((agent) => agent.costUsd === null) ? null : sum((agent) => agent.costUsd ?? 0);
   const retries = sum((agent) => agent.retries);
   const restarts = sum((agent) => agent.restarts);
+  const judges = judgesCost(page.scoring, agents);
   const list: [string, string, string?][] = [
     [String(agents.length), 'agents', spawned > 0 ? `${runsNote} + ${spawned} spawned by agents` : runsNote],
     [String(count('completed')), 'completed'],
@@ -244,7 +253,16 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
       'tokens in / out',
       estimated ? '~ estimated: the server reported no usage' : undefined,
     ],
-    [formatCost(cost), 'cost'],
+    [formatCost(cost), 'cost', judges === undefined ? undefined : 'judges not included'],
+    ...(judges === undefined
+      ? []
+      : [
+          [
+            formatCost(judges.costUsd),
+            'judges cost',
+            `${judges.judges} judge agent${judges.judges === 1 ? '' : 's'}, not counted as plan entries`,
+          ] as [string, string, string],
+        ]),
     [formatDuration(page.wallTimeMs ?? timeline.duration), 'wall time'],
   ];
   return list
@@ -263,14 +281,19 @@ function failureTable(agents: readonly ReportAgent[], anchors: ReadonlyMap<strin
   return `<table><thead><tr><th>agent id</th><th>definition</th><th>status</th><th>reason</th><th>error</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
-function agentTable(agents: readonly ReportAgent[], anchors: ReadonlyMap<string, string>): string {
+function agentTable(
+  agents: readonly ReportAgent[],
+  anchors: ReadonlyMap<string, string>,
+  scoring: ScoringSummary | undefined,
+): string {
+  const items = scoredItems(scoring);
   const rows = agents.map((agent) => {
     const result = agent.result ? outcomeText(agent.result) : '';
     const time =
       agent.start !== undefined && agent.end !== undefined ? formatDuration(agent.end - agent.start) : '';
-    return `<tr class="agent" data-agent="${esc(agent.agentId)}" data-t="${anchors.get(agent.agentId)}"><td>${agent.index ?? '↳'}${agent.label ? `<br><span class="tag">${esc(agent.label)}</span>` : ''}</td><td><a href="#${anchors.get(agent.agentId)}" title="${esc(agent.agentId)}">${esc(shortId(agent.agentId))}</a>${agent.parentId ? `<br><span class="sub">by ${esc(shortId(agent.parentId))}</span>` : ''}</td><td>${esc(agent.agent)}<br><span class="sub">${esc(agent.model ?? '')}</span></td><td class="${cls(agent.status)}">${esc(agent.status)}${agent.reason ? ` (${esc(agent.reason)})` : ''}</td><td class="num">${agent.rounds}</td><td class="num">${agent.steps}</td><td class="num">${agent.toolCalls}</td><td class="num">${formatTokenCount(agent.usage.inputTokens, agent.usage.estimated)}</td><td class="num">${formatTokenCount(agent.usage.outputTokens, agent.usage.estimated)}</td><td class="num">${formatCost(agent.costUsd)}</td><td class="num">${time}</td><td>${esc(excerpt(agent.task, 80))}${result ? `<br><span class="sub">${esc(excerpt(result, 80))}</span>` : ''}</td></tr>`;
+    return `<tr class="agent" data-agent="${esc(agent.agentId)}" data-t="${anchors.get(agent.agentId)}"><td>${agent.index ?? '↳'}${agent.label ? `<br><span class="tag">${esc(agent.label)}</span>` : ''}</td><td><a href="#${anchors.get(agent.agentId)}" title="${esc(agent.agentId)}">${esc(shortId(agent.agentId))}</a>${agent.parentId ? `<br><span class="sub">by ${esc(shortId(agent.parentId))}</span>` : ''}</td><td>${esc(agent.agent)}<br><span class="sub">${esc(agent.model ?? '')}</span></td><td class="${cls(agent.status)}">${esc(agent.status)}${agent.reason ? ` (${esc(agent.reason)})` : ''}</td><td class="num">${agent.rounds}</td><td class="num">${agent.steps}</td><td class="num">${agent.toolCalls}</td><td class="num">${formatTokenCount(agent.usage.inputTokens, agent.usage.estimated)}</td><td class="num">${formatTokenCount(agent.usage.outputTokens, agent.usage.estimated)}</td><td class="num">${formatCost(agent.costUsd)}</td><td class="num">${time}</td>${scoreCells(scoring, items, agent)}<td>${esc(excerpt(agent.task, 80))}${result ? `<br><span class="sub">${esc(excerpt(result, 80))}</span>` : ''}</td></tr>`;
   });
-  return `<table><thead><tr><th>#</th><th>agent id</th><th>definition / model</th><th>status</th><th>rounds</th><th>requests</th><th>tools</th><th>in</th><th>out</th><th>cost</th><th>time</th><th>task / result</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+  return `<table><thead><tr><th>#</th><th>agent id</th><th>definition / model</th><th>status</th><th>rounds</th><th>requests</th><th>tools</th><th>in</th><th>out</th><th>cost</th><th>time</th>${scoreHeaders(scoring)}<th>task / result</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
 function cls(status: string): string {

@@ -150,6 +150,9 @@ describe('troupe report', () => {
     expect(html).not.toMatch(/https?:\/\/|\/\/cdn|<link|\bsrc=|url\(/i);
     expect(html).toMatch(/<b>3<\/b><span>agents<\/span><small>3 plan entries<\/small>/);
     expect(html).toMatch(/<b>1<\/b><span>failed<\/span><\/div>/);
+    // No scorers: no scores section, score columns or judges' cost.
+    expect(html).not.toMatch(/id="scores"|<h2>Scores|judges cost|class="score"/);
+    expect(html).toContain('<th>time</th><th>task / result</th>');
   });
 
   it('--html counts a plan entry run again by its last attempt, as the summary does', async () => {

@@ -201,6 +201,69 @@ describe('scoring during troupe fanout', () => {
       });
   });
 
+  it("troupe report --html shows each scorer with the summary counts, every entry's scores and what the judges cost", async () => {
+    const plan = writePlan([
+      'agent: answerer',
+      'agents: agents',
+      `cwd: ${JSON.stringify(dir)}`,
+      'threads: 1',
+      `provider: { module: ${JSON.stringify(provider)} }`,
+      'providerOptions:',
+      '  scripts:',
+      '    - { match: JUDGE-MARK, result: { score: 0.9, pass: true, reason: "<img src=x onerror=alert(1)>" } }',
+      '    - { match: ITEM-1, result: { answer: 42 } }',
+      '    - { match: ITEM-2, result: { answer: Lyon } }',
+      'runs:',
+      '  - { id: q1, task: "ITEM-1 <script>alert(1)</script>", expected: { answer: 42 } }',
+      '  - { id: q2, task: "ITEM-2", expected: { answer: Paris } }',
+      'scorers:',
+      '  - { name: exact, type: exact }',
+      '  - { name: lyon, type: contains, value: Lyon }',
+      '  - { name: quality, type: judge, agent: judge }',
+    ]);
+    const out = path.join(dir, 'run');
+    expect(await main(['fanout', plan, '--out', out, '--json'], captureIO())).toBe(0);
+    const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as RunSummary;
+    const scorers = summary.scoring?.scorers ?? {};
+    expect(Object.keys(scorers)).toEqual(['exact', 'lyon', 'quality']);
+    expect([scorers.exact?.passed, scorers.lyon?.passed, scorers.quality?.passed]).toEqual([1, 1, 2]);
+
+    const file = path.join(dir, 'report.html');
+    expect(await main(['report', out, '--html', file], captureIO())).toBe(0);
+    const html = readFileSync(file, 'utf8');
+    expect(html).toContain('<section id="scores"><h2>Scores (3 scorers, 2 plan entries)</h2>');
+    for (const [name, totals] of Object.entries(scorers))
+      expect(html).toContain(
+        `<tr><td>${name}</td><td>${totals.type}</td><td class="num">${totals.passed}/${totals.items}</td><td class="num">${(totals.passRate * 100).toFixed(1)}%</td><td class="num">${totals.meanScore.toFixed(2)}</td><td class="num">${totals.errors}</td><td class="num">${totals.notScored}</td>`,
+      );
+    // One column per scorer in the agent table, each entry's verdicts in its row.
+    expect(html).toContain('<th>time</th><th>exact</th><th>lyon</th><th>quality</th><th>task / result</th>');
+    const results = readResults(path.join(out, 'results.jsonl'));
+    const rowOf = (label: string): string => {
+      const agentId = results.find((line) => line.label === label)?.agentId;
+      const row = html.split('<tr class="agent"').find((part) => part.startsWith(` data-agent="${agentId}"`));
+      if (row === undefined) throw new Error(`no row for ${label}`);
+      return row.slice(0, row.indexOf('</tr>'));
+    };
+    expect(rowOf('q1')).toMatch(
+      /<td class="score"><span class="completed">pass<\/span> 1\.00<\/td><td class="score"><span class="failed">FAIL<\/span> 0\.00.*<td class="score"><span class="completed">pass<\/span> 0\.90/,
+    );
+    expect(rowOf('q2')).toMatch(
+      /<td class="score"><span class="failed">FAIL<\/span> 0\.00.*<td class="score"><span class="completed">pass<\/span> 1\.00<\/td><td class="score"><span class="completed">pass<\/span> 0\.90/,
+    );
+    expect(rowOf('q1')).toContain(
+      `judge ${results.find((line) => line.label === 'q1')?.agentId}-judge-quality`,
+    );
+    // The judges' cost beside the run's; judges are not agents of the run.
+    expect(html).toMatch(
+      /<span>cost<\/span><small>judges not included<\/small><\/div><div class="card"><b>unknown<\/b><span>judges cost<\/span><small>2 judge agents, not counted as plan entries<\/small>/,
+    );
+    expect(html).toMatch(/<b>2<\/b><span>agents<\/span><small>2 plan entries<\/small>/);
+    // What the agents and the judges wrote is escaped.
+    expect(html).not.toMatch(/<img|<script>alert/);
+    expect(html).toContain('&lt;img src=x onerror=alert(1)&gt;');
+  });
+
   it('prints each scorer in the closing summary', async () => {
     const plan = writePlan([
       'agent: answerer',
