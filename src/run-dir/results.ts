@@ -31,6 +31,8 @@ export interface ResultLine {
   readonly steps?: number;
   /** The caller's id for the run (`id` in the plan or tasks file). */
   readonly label?: string;
+  /** The run's `metadata` from the plan or tasks file (a data set's split, tags), when it has any. */
+  readonly metadata?: Readonly<Record<string, unknown>>;
   /** Thread (actor host) the agent last ran on; null when it never started. */
   readonly hostId: number | null;
   readonly restarts: number;
@@ -51,10 +53,18 @@ export interface ResultContext {
   readonly agent: string;
   readonly attempt: number;
   readonly label: string | undefined;
+  readonly metadata?: Readonly<Record<string, unknown>>;
   readonly hostId: number | undefined;
   readonly restarts: number;
   readonly startedAt: string | undefined;
   readonly endedAt: string;
+}
+
+/** `{ metadata }` when there is any, else nothing: a line without metadata is as it always was. */
+export function metadataMember(metadata: Readonly<Record<string, unknown>> | undefined): {
+  metadata?: Readonly<Record<string, unknown>>;
+} {
+  return metadata === undefined || Object.keys(metadata).length === 0 ? {} : { metadata };
 }
 
 /** The line for an agent that ended with `outcome`. */
@@ -66,6 +76,7 @@ export function resultLine(outcome: AgentOutcome, context: ResultContext): Resul
     agent: context.agent,
     attempt: context.attempt,
     ...(context.label === undefined ? {} : { label: context.label }),
+    ...metadataMember(context.metadata),
   };
   const tail = {
     usage: outcome.usage,

@@ -15,7 +15,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import type { AuditEvent } from '../journal/events.ts';
 import { readJournal } from '../journal/reader.ts';
 import type { FailureReason } from '../loop/types.ts';
-import { needsRerun, type ResultLine } from './results.ts';
+import { metadataMember, needsRerun, type ResultLine } from './results.ts';
 import { journalFile, type RunDirPaths } from './run-dir.ts';
 import { agentIdFor, type RunPlan } from './run-plan.ts';
 import type { WorkItem } from './session.ts';
@@ -125,6 +125,7 @@ export function lineFromJournal(
     agent,
     attempt,
     ...(label === undefined ? {} : { label }),
+    ...metadataMember(first?.type === 'Started' ? first.metadata : undefined),
   };
   const tail = {
     usage: last.usage,

@@ -93,6 +93,7 @@ interface Tracked {
   readonly parentId: string | undefined;
   readonly attempt: number;
   readonly label: string | undefined;
+  readonly metadata: Readonly<Record<string, unknown>> | undefined;
   hostId: number | undefined;
   startedAt: string | undefined;
   restarts: number;
@@ -131,6 +132,7 @@ export class FanoutSession {
         parentId: undefined,
         attempt: item.attempt,
         label: item.run.label,
+        metadata: item.run.metadata,
         hostId: undefined,
         startedAt: undefined,
         restarts: 0,
@@ -363,6 +365,7 @@ export class FanoutSession {
           parentId: event.parentId,
           attempt: 1,
           label: undefined,
+          metadata: event.metadata,
           hostId: undefined,
           startedAt: undefined,
           restarts: 0,
@@ -458,6 +461,7 @@ export class FanoutSession {
       agent: tracked.agent,
       attempt: tracked.attempt,
       label: tracked.label,
+      metadata: tracked.metadata,
       hostId: tracked.hostId,
       restarts: tracked.restarts,
       startedAt: tracked.startedAt,

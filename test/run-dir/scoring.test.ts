@@ -137,7 +137,7 @@ describe('scoring during troupe fanout', () => {
       'threads: 1',
       ...SCRIPTED,
       'runs:',
-      '  - { id: q1, task: "ITEM-1", expected: { answer: 42 } }',
+      '  - { id: q1, task: "ITEM-1", expected: { answer: 42 }, metadata: { split: test } }',
       '  - { id: q2, task: "ITEM-2", expected: { answer: Paris } }',
       'scorers:',
       '  - { name: answer, type: jsonPath, path: $.answer, expectedPath: $.answer }',
@@ -145,6 +145,15 @@ describe('scoring during troupe fanout', () => {
     ]);
     const out = path.join(dir, 'run');
     expect(await main(['fanout', plan, '--out', out, '--json'], captureIO())).toBe(0);
+    // A run's metadata goes into its result line (to slice scores by it), none when it has none.
+    const metadataOf = () =>
+      readResults(path.join(out, 'results.jsonl'))
+        .map((line) => [line.label, line.metadata])
+        .sort();
+    expect(metadataOf()).toEqual([
+      ['q1', { split: 'test' }],
+      ['q2', undefined],
+    ]);
     // As if the command had died after both agents ended but before their lines were written.
     writeFileSync(path.join(out, 'results.jsonl'), '');
     expect(await main(['resume', out, '--json'], captureIO())).toBe(0);
@@ -158,6 +167,11 @@ describe('scoring during troupe fanout', () => {
     );
     for (const line of results)
       expect(line.scores?.quality?.judge?.agentId).toBe(`${line.agentId}-judge-quality-s1`);
+    // Lines recovered from the journals carry it too (from their Started event).
+    expect(metadataOf()).toEqual([
+      ['q1', { split: 'test' }],
+      ['q2', undefined],
+    ]);
     const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as RunSummary;
     expect(summary.scoring?.scorers.answer).toMatchObject({ passed: 1, notScored: 0 });
   });
