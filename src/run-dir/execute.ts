@@ -7,7 +7,7 @@
 import { type ApprovalRecord, approvalCounts, deniedLines, readApprovals } from './approvals.ts';
 import { EXIT_INTERRUPTED } from './constants.ts';
 import { formatCost, formatDuration, formatTokenCount, printable } from './format.ts';
-import { SIMULATED_NOTICE } from './provider-choice.ts';
+import { type ProviderChoice, simulatedNotice } from './provider-choice.ts';
 import { createProgressRenderer } from './render-progress.ts';
 import { scorerLines } from './scoring-text.ts';
 import { FanoutSession, type SessionOptions, type SessionResult } from './session.ts';
@@ -97,7 +97,7 @@ export async function executeSession(options: ExecuteOptions): Promise<ExecuteRe
   }
   if (!json && options.closing !== false) {
     const root = options.writer.paths.root;
-    io.stdout(closingText(result.summary, root, readApprovals(root)));
+    io.stdout(closingText(result.summary, root, readApprovals(root), options.plan.provider.source));
   }
   const { counts } = result.summary;
   const exitCode = result.interrupted ? EXIT_INTERRUPTED : counts.failed > 0 || counts.notRun > 0 ? 1 : 0;
@@ -112,6 +112,7 @@ export function closingText(
   summary: RunSummary,
   runDir: string,
   approvals: readonly ApprovalRecord[] = [],
+  providerSource?: ProviderChoice['source'],
 ): string {
   const { counts } = summary;
   const failures = Object.entries(summary.failures)
@@ -148,7 +149,7 @@ export function closingText(
     );
   }
   if (summary.budgetSpent) lines.push(`stopped: the run's budget is spent (${summary.budgetSpent})`);
-  if (summary.simulated) lines.push(`troupe: ${SIMULATED_NOTICE}`);
+  if (summary.simulated) lines.push(`troupe: ${simulatedNotice(providerSource)}`);
   lines.push(`run dir: ${runDir}`, `  report: troupe report ${runDir} [--html report.html]`);
   if (!summary.complete && summary.budgetSpent !== undefined && summary.runLimits.maxTotalTokens > 0) {
     // A plain resume would run nothing: the budget counts every earlier session.

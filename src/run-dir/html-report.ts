@@ -16,7 +16,7 @@ import { approvalsSection } from './html-approvals.ts';
 import { barChart, chartRows, esc, timelineSvg, toolLegend } from './html-charts.ts';
 import { REPORT_SCRIPT, REPORT_STYLE } from './html-page.ts';
 import { judgesCost, scoreCells, scoredItems, scoreHeaders, scoresSection } from './html-scores.ts';
-import { SIMULATED_REASON } from './provider-choice.ts';
+import { type ProviderChoice, simulatedReason } from './provider-choice.ts';
 import { runSummaryOf } from './report-text.ts';
 import { outcomeText } from './results.ts';
 import type { RunDirContents } from './run-dir.ts';
@@ -32,6 +32,8 @@ export interface ReportPage {
   /** The line under the heading: facts joined by `·`. */
   readonly facts: readonly string[];
   readonly simulated: boolean;
+  /** What chose the provider (a run's `plan.json`), for why the simulated model answered. */
+  readonly providerSource?: ProviderChoice['source'];
   readonly interrupted: boolean;
   /** Wall time of the sessions; undefined: the timeline's span. */
   readonly wallTimeMs: number | undefined;
@@ -60,6 +62,7 @@ export function runPage(contents: RunDirContents): ReportPage {
       ...(plan.planFile ? [`plan ${plan.planFile}`] : []),
     ],
     simulated: plan.provider.simulated,
+    providerSource: plan.provider.source,
     interrupted: summary?.interrupted ?? false,
     wallTimeMs: summary?.wallTimeMs || undefined,
   };
@@ -103,7 +106,7 @@ export function renderHtmlReport(page: ReportPage, timeline: Timeline, now: Date
 <body><main>
 <h1>${esc(page.heading)}</h1>
 <div class="sub">${page.facts.map(esc).join(' · ')}</div>
-${page.simulated ? `<div class="banner"><b>Simulated model:</b> ${esc(SIMULATED_REASON)}.</div>` : ''}
+${page.simulated ? `<div class="banner"><b>Simulated model:</b> ${esc(simulatedReason(page.providerSource))}.</div>` : ''}
 ${page.interrupted ? '<div class="banner">The last session was interrupted; <code>troupe resume</code> finishes the agents that had not completed.</div>' : ''}
 <div class="cards">${cards(agents, timeline, page)}</div>
 ${scoresSection(page.scoring)}

@@ -35,6 +35,22 @@ export const SIMULATED_REASON = `${SIMULATED_FALLBACK_REASON} (${REAL_PROVIDER_H
 /** What every output says when the simulated model answers. */
 export const SIMULATED_NOTICE = `using the simulated model: ${SIMULATED_REASON}`;
 
+/**
+ * Why the simulated model answers, by what chose it: only the default is for want of an API key
+ * (`--provider simulated` with a key set is a choice, not a fallback).
+ */
+export function simulatedReason(source: ProviderChoice['source'] | undefined): string {
+  const canned = "answers are canned, not a real model's";
+  if (source === 'flag') return `--provider simulated was given, so ${canned}`;
+  if (source === 'plan') return `the plan's provider is simulated, so ${canned}`;
+  return SIMULATED_REASON;
+}
+
+/** {@link SIMULATED_NOTICE} for a provider chosen by `source`. */
+export function simulatedNotice(source: ProviderChoice['source'] | undefined): string {
+  return `using the simulated model: ${simulatedReason(source)}`;
+}
+
 /** Inputs of {@link chooseProvider}. */
 export interface ProviderInputs {
   /** `--provider`. */

@@ -30,7 +30,7 @@ export function reportText(
   const width = Math.max(40, columns - 1);
   const approvals = readApprovals(contents.paths.root);
   const decisions = approvalsReportText(approvals, width);
-  return `${[...header, ...agentTable(timeline, width), '', ...decisions].join('\n')}\n${closing ? closingText(summary, contents.paths.root, approvals) : ''}`;
+  return `${[...header, ...agentTable(timeline, width), '', ...decisions].join('\n')}\n${closing ? closingText(summary, contents.paths.root, approvals, plan.provider.source) : ''}`;
 }
 
 /** `troupe report JOURNAL`: the agent's row, then where to read more. */

@@ -22,7 +22,7 @@ import { mergeModelSettings } from '../providers/model-settings.ts';
 import type { SpawnSpec } from '../supervisor/fanout.ts';
 import type { SupervisorOptions } from '../supervisor/options.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
-import { SIMULATED_NOTICE } from './provider-choice.ts';
+import { simulatedNotice } from './provider-choice.ts';
 import { replaySourceOf } from './replay-plan.ts';
 import { type ResultLine, resultLine } from './results.ts';
 import type { RunDirWriter } from './run-dir.ts';
@@ -228,7 +228,7 @@ export class FanoutSession {
       provider: plan.provider.name,
       model: plan.model ?? plan.defaultModel ?? null,
       simulated: plan.provider.simulated,
-      ...(plan.provider.simulated ? { notice: SIMULATED_NOTICE } : {}),
+      ...(plan.provider.simulated ? { notice: simulatedNotice(plan.provider.source) } : {}),
       planned: plan.runs.length,
       toRun: work.length,
       threads: plan.threads,

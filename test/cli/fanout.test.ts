@@ -119,6 +119,27 @@ describe('troupe fanout', () => {
     expect(readResults(path.join(out, 'results.jsonl'))).toHaveLength(2);
   });
 
+  it('says the simulated model was chosen, not that no key is set, after --provider simulated', async () => {
+    const plan = writePlan(['cwd: .', 'threads: 1', 'agent: worker', 'runs:', '  - task: Review a.md']);
+    const saved = process.env.OPENAI_API_KEY;
+    process.env.OPENAI_API_KEY = 'sk-test-not-used-by-simulated';
+    try {
+      const io = captureIO();
+      const out = path.join(dir, 'chosen');
+      expect(await main(['fanout', plan, '--provider', 'simulated', '--out', out], io)).toBe(0);
+      expect(io.out()).toContain(
+        "troupe: using the simulated model: --provider simulated was given, so answers are canned, not a real model's",
+      );
+      expect(io.out()).not.toContain('no API key is set');
+      const report = path.join(dir, 'chosen.html');
+      expect(await main(['report', out, '--html', report], captureIO())).toBe(0);
+      expect(readFileSync(report, 'utf8')).toContain('--provider simulated was given');
+    } finally {
+      if (saved === undefined) delete process.env.OPENAI_API_KEY;
+      else process.env.OPENAI_API_KEY = saved;
+    }
+  });
+
   it('fails a bad plan before anything runs, naming file:line:column and the field', async () => {
     const plan = writePlan([
       'runs:',
