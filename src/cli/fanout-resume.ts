@@ -13,6 +13,7 @@ import { checkProvider } from '../run-dir/provider-choice.ts';
 import { planResume } from '../run-dir/resume-plan.ts';
 import { RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
 import { runLimitsOf } from '../run-dir/run-plan.ts';
+import { recordedSessions } from '../run-dir/summary.ts';
 import { sessionApprover } from './shared/approvers.ts';
 import { redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
@@ -68,7 +69,7 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
       kind: 'resume',
       existing: contents.results,
       recovered: decision.recovered,
-      previousSessions: contents.summary?.sessions ?? [],
+      previousSessions: recordedSessions(contents.summary, contents.events),
       definitions,
       json: options.json === true,
       io,

@@ -21,7 +21,7 @@ import { latestByIndex, type ResultLine } from './results.ts';
 import { RunDirWriter, readRunDir } from './run-dir.ts';
 import type { PlannedRun, RunPlan } from './run-plan.ts';
 import { createRunScoring, judgeSessionNumber, scoreInputOf } from './run-scoring.ts';
-import { type RunSummary, summarize } from './summary.ts';
+import { type RunSummary, recordedSessions, summarize } from './summary.ts';
 
 /** Options of {@link rescoreRunDir}. */
 export interface RescoreOptions {
@@ -64,7 +64,7 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
       `Expected scorers to score ${contents.paths.root} with: its plan declares none${options.planFile === undefined ? '; give a plan with `scorers` (--plan FILE)' : ` and neither does ${options.planFile}`}`,
       { runDir: contents.paths.root },
     );
-  const previous = contents.summary?.sessions ?? [];
+  const previous = recordedSessions(contents.summary, contents.events);
   let supervisor: Supervisor | undefined;
   const scoring = await createRunScoring(plan, {
     definitions,

@@ -6,6 +6,7 @@ import type { Usage } from '../providers/types.ts';
 import type { ReplayCounts } from '../replay/types.ts';
 import { RUN_DIR_FORMAT } from './constants.ts';
 import { latestByIndex, type ResultLine } from './results.ts';
+import type { RunLogEvent } from './run-log.ts';
 import { type RunLimits, type RunPlan, runLimitsOf } from './run-plan.ts';
 import { scoringSummaryOf } from './run-scoring.ts';
 
@@ -15,6 +16,45 @@ export interface RunSession {
   readonly startedAt: string;
   readonly endedAt: string;
   readonly interrupted: boolean;
+}
+
+/**
+ * The run's sessions so far: those `summary.json` records, then each session `events.jsonl` shows
+ * starting after the last of them, which never wrote a summary (killed outright: SIGKILL, a power
+ * cut). Such a session is interrupted and ends at its last logged event, so the run's wall time
+ * still counts it.
+ */
+export function recordedSessions(
+  summary: Pick<RunSummary, 'sessions'> | undefined,
+  events: readonly RunLogEvent[],
+): RunSession[] {
+  const sessions = [...(summary?.sessions ?? [])];
+  const recordedUntil = Math.max(0, ...sessions.map((session) => Date.parse(session.endedAt)));
+  let open: { kind: RunSession['kind']; startedAt: string; lastAt: string } | undefined;
+  const close = (): void => {
+    if (open !== undefined)
+      sessions.push({ kind: open.kind, startedAt: open.startedAt, endedAt: open.lastAt, interrupted: true });
+    open = undefined;
+  };
+  for (const event of events) {
+    if (event.type === 'session' && event.event === 'started') {
+      close();
+      if (Date.parse(event.ts) > recordedUntil)
+        open = { kind: event.kind, startedAt: event.ts, lastAt: event.ts };
+    } else if (open !== undefined) {
+      if (event.type === 'session' && event.event === 'ended') {
+        sessions.push({
+          kind: open.kind,
+          startedAt: open.startedAt,
+          endedAt: event.ts,
+          interrupted: event.interrupted ?? false,
+        });
+        open = undefined;
+      } else open.lastAt = event.ts;
+    }
+  }
+  close();
+  return sessions;
 }
 
 /** Usage and cost of a group of agents. */

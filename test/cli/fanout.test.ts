@@ -277,5 +277,17 @@ describe('troupe resume RUN_DIR', () => {
       ).toHaveLength(1);
     }
     expect(summaryOf(out)).toMatchObject({ complete: true, counts: { completed: 3, notRun: 0 } });
+    // The killed session wrote no summary, but events.jsonl shows it: it is counted, interrupted.
+    const { sessions, wallTimeMs } = summaryOf(out);
+    expect(sessions.map((session) => [session.kind, session.interrupted])).toEqual([
+      ['fanout', true],
+      ['resume', false],
+    ]);
+    const [killed, resumed] = sessions;
+    expect(Date.parse(killed?.endedAt ?? '')).toBeGreaterThan(Date.parse(killed?.startedAt ?? ''));
+    expect(wallTimeMs).toBe(
+      sessions.reduce((sum, session) => sum + Date.parse(session.endedAt) - Date.parse(session.startedAt), 0),
+    );
+    expect(Date.parse(resumed?.startedAt ?? '')).toBeGreaterThanOrEqual(Date.parse(killed?.endedAt ?? ''));
   });
 });
