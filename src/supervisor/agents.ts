@@ -253,6 +253,11 @@ export class Agents {
       this.#fail(record, 'invalid_request', error);
     } else if (options.signal?.aborted) {
       this.#cancel(id, abortReason(options.signal));
+    } else if (liveParent?.cancelReason !== undefined) {
+      // The parent's cancel has already cascaded to the children it had: a child whose spawn
+      // crossed that cancel (a spawn_agent call on its way from the parent's thread) would
+      // otherwise run, unowned, until close().
+      this.#cancel(id, `parent cancelled: ${liveParent.cancelReason}`);
     } else {
       this.start().then(
         () => this.#launch(record, typeof agent === 'string' ? agent : undefined),
