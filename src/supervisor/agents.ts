@@ -260,7 +260,15 @@ export class Agents {
       this.#cancel(id, `parent cancelled: ${liveParent.cancelReason}`);
     } else {
       this.start().then(
-        () => this.#launch(record, typeof agent === 'string' ? agent : undefined),
+        () => {
+          try {
+            this.#launch(record, typeof agent === 'string' ? agent : undefined);
+          } catch (error) {
+            // A definition object that is not a whole definition (built by hand in JavaScript):
+            // that agent's request is invalid; it must not become an unhandled rejection.
+            this.#fail(record, 'invalid_request', serializeError(error));
+          }
+        },
         (error: unknown) => this.#fail(record, 'crashed', serializeError(error)),
       );
     }
