@@ -2,6 +2,8 @@
  * Host tools run on the supervisor for an agent on any engine: the user's `hostTools` closures and
  * the orchestration tools. An error becomes a failed tool outcome the model sees.
  */
+import { setMaxListeners } from 'node:events';
+import { followSignal } from '../abort.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 import type { AgentHandle } from './agent-handle.ts';
 import { isEnded, type KnownRecord } from './agent-record.ts';
@@ -18,6 +20,22 @@ export interface HostToolContext {
   readonly spawn: (agent: string, options: SpawnOptions) => AgentHandle;
 }
 
+/** Per agent, a signal that aborts when its result settles: one listener on it for all its calls. */
+const endedSignals = new WeakMap<KnownRecord, AbortSignal>();
+
+function endedSignal(caller: KnownRecord): AbortSignal {
+  let signal = endedSignals.get(caller);
+  if (signal === undefined) {
+    const controller = new AbortController();
+    // Each running host call of the agent follows it (several may run at once).
+    setMaxListeners(0, controller.signal);
+    void caller.handle.result.then(() => controller.abort(new Error(`Agent ${caller.handle.id} has ended`)));
+    signal = controller.signal;
+    endedSignals.set(caller, signal);
+  }
+  return signal;
+}
+
 /** Runs host tool `name` for `agentId`. */
 export async function runHostTool(
   ctx: HostToolContext,
@@ -27,12 +45,19 @@ export async function runHostTool(
 ): Promise<ToolOutcome> {
   const caller = ctx.agents.get(agentId);
   if (!caller) return { ok: false, text: `${name} failed: agent ${agentId} is not one of this supervisor's` };
-  const controller = new AbortController();
   try {
     const userTool = ctx.hostTools[name];
     if (userTool) {
-      const outcome = await userTool.execute({ ...args }, { agentId, signal: controller.signal });
-      return typeof outcome === 'string' ? { ok: true, text: outcome } : outcome;
+      // The call's signal aborts when its agent ends (cancelled, timed out, the supervisor closed):
+      // a tool that heeds it stops working for an agent that is gone.
+      const controller = new AbortController();
+      const unfollow = followSignal(endedSignal(caller), controller);
+      try {
+        const outcome = await userTool.execute({ ...args }, { agentId, signal: controller.signal });
+        return typeof outcome === 'string' ? { ok: true, text: outcome } : outcome;
+      } finally {
+        unfollow();
+      }
     }
     if (isEnded(caller)) return { ok: false, text: `${name} failed: agent ${agentId} has ended` };
     return await runOrchestrationTool(name, args, {
