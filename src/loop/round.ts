@@ -45,6 +45,11 @@ export interface RoundOptions {
 }
 
 const NO_TOOLS: readonly ToolSpec[] = [];
+/**
+ * How long a turn may go without its next event once the agent's signal aborted (cancel,
+ * `wallClockMs`) before the loop stops waiting for its provider (see AbortGuard).
+ */
+export const ABORTED_TURN_GRACE_MS = 1_000;
 const CAPTURE_REFUSAL = 'No tools can be called during a capture: answer with text only.';
 const CAPTURE_PENDING_REFUSAL =
   'A tool is waiting for a freeform answer. End this slice; the next turn asks for that answer.';
@@ -111,114 +116,124 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
     });
   };
 
-  for await (const event of turn) {
-    switch (event.type) {
-      case 'text_delta':
-        pendingText += event.text;
-        break;
-      case 'reasoning_delta':
-        reasoning += event.text;
-        break;
-      case 'usage':
-        break;
-      case 'response': {
-        responses += 1;
-        // Pushed, not map()ped: see submit (the accounting's optimized loop deopted on it).
-        const toolArguments: string[] = [];
-        for (const call of event.toolCalls) toolArguments.push(call.rawArguments);
-        account(event.receipt, { text: event.text, reasoning, toolArguments }, event);
-        reasoning = '';
-        expected = event.toolCalls.length;
-        answered = 0;
-        break;
-      }
-      case 'tool_call': {
-        flushText();
-        toolCalls += 1;
-        const refusal = options.capture
-          ? CAPTURE_REFUSAL
-          : capture
-            ? CAPTURE_PENDING_REFUSAL
-            : sliceEnded
-              ? SLICE_REFUSAL
-              : ctx.completion
-                ? COMPLETED_REFUSAL
-                : undefined;
-        const handled = await handleToolCall(ctx, event, refusal);
-        const outcome: ToolOutcome = handled.outcome;
-        // Cancelled (or out of time) while the tool ran: nothing more goes back to the model.
-        if (ctx.signal.aborted) stop();
-        if (handled.succeeded) succeeded += 1;
-        if (refusal === undefined) {
-          if (outcome.ok && (outcome.stateUpdates?.length ?? 0) > 0) {
-            sliceEnded = true;
-            stop();
-          }
-          if (outcome.capture && outcome.ok) {
-            const canonical = ctx.toolbox.canonicalName(event.name) ?? event.name;
-            capture = { callId: event.id, name: canonical, modelName: event.name, request: outcome.capture };
-            stop();
-          }
-          if (ctx.completion) stop();
+  const events = new AbortGuard(turn, ctx.signal);
+  try {
+    for await (const event of events) {
+      switch (event.type) {
+        case 'text_delta':
+          pendingText += event.text;
+          break;
+        case 'reasoning_delta':
+          reasoning += event.text;
+          break;
+        case 'usage':
+          break;
+        case 'response': {
+          responses += 1;
+          // Pushed, not map()ped: see submit (the accounting's optimized loop deopted on it).
+          const toolArguments: string[] = [];
+          for (const call of event.toolCalls) toolArguments.push(call.rawArguments);
+          account(event.receipt, { text: event.text, reasoning, toolArguments }, event);
+          reasoning = '';
+          expected = event.toolCalls.length;
+          answered = 0;
+          break;
         }
-        answered += 1;
-        // The last answer of a response sends the next request, unless the turn stops here.
-        if (answered === expected && !stopped) {
-          if (limitVerdict(ctx) !== undefined) stop();
-          else {
-            request += 1;
-            submit(ctx, { input, tools, toolChoice, request, capture: options.capture });
-          }
-        }
-        turn.respond(event.id, handled.answer);
-        break;
-      }
-      case 'completed':
-        // A provider not built on createTurn sends no response events: its turn is one receipt.
-        if (responses === 0) {
-          account(
-            event.receipt,
-            { text: event.text, reasoning, toolArguments: [] },
-            {
-              type: 'response',
-              index: 0,
-              text: event.text,
-              toolCalls: [],
-              stopReason: event.stopReason,
-              receipt: event.receipt,
-            },
-          );
-        }
-        if (options.capture) {
-          await finishCapture(ctx, options.capture, event.text.length > 0 ? event.text : pendingText);
-          pendingText = '';
-        } else {
-          if (pendingText.trim() === '' && event.text.trim() !== '' && toolCalls === 0)
-            pendingText = event.text;
+        case 'tool_call': {
           flushText();
+          toolCalls += 1;
+          const refusal = options.capture
+            ? CAPTURE_REFUSAL
+            : capture
+              ? CAPTURE_PENDING_REFUSAL
+              : sliceEnded
+                ? SLICE_REFUSAL
+                : ctx.completion
+                  ? COMPLETED_REFUSAL
+                  : undefined;
+          const handled = await handleToolCall(ctx, event, refusal);
+          const outcome: ToolOutcome = handled.outcome;
+          // Cancelled (or out of time) while the tool ran: nothing more goes back to the model.
+          if (ctx.signal.aborted) stop();
+          if (handled.succeeded) succeeded += 1;
+          if (refusal === undefined) {
+            if (outcome.ok && (outcome.stateUpdates?.length ?? 0) > 0) {
+              sliceEnded = true;
+              stop();
+            }
+            if (outcome.capture && outcome.ok) {
+              const canonical = ctx.toolbox.canonicalName(event.name) ?? event.name;
+              capture = {
+                callId: event.id,
+                name: canonical,
+                modelName: event.name,
+                request: outcome.capture,
+              };
+              stop();
+            }
+            if (ctx.completion) stop();
+          }
+          answered += 1;
+          // The last answer of a response sends the next request, unless the turn stops here.
+          if (answered === expected && !stopped) {
+            if (limitVerdict(ctx) !== undefined) stop();
+            else {
+              request += 1;
+              submit(ctx, { input, tools, toolChoice, request, capture: options.capture });
+            }
+          }
+          turn.respond(event.id, handled.answer);
+          break;
         }
-        return {
-          text: event.text,
-          stopReason: event.stopReason,
-          toolCalls,
-          succeeded,
-          error: undefined,
-          capture,
-        };
-      case 'error':
-        if (event.request) {
-          const unseenChars = event.keptOutputChars ?? 0;
-          const unsent = neverSent(event.error);
-          account(
-            event.request,
-            { text: pendingText, reasoning, toolArguments: [], unseenChars, unsent },
-            event,
-          );
-        }
-        // The agent ends with this error: the failed request's partial text (up to maxOutputChars
-        // of whatever the server sent) is counted in its receipt, not pushed into the projection.
-        return { text: '', stopReason: undefined, toolCalls, succeeded, error: event.error, capture };
+        case 'completed':
+          // A provider not built on createTurn sends no response events: its turn is one receipt.
+          if (responses === 0) {
+            account(
+              event.receipt,
+              { text: event.text, reasoning, toolArguments: [] },
+              {
+                type: 'response',
+                index: 0,
+                text: event.text,
+                toolCalls: [],
+                stopReason: event.stopReason,
+                receipt: event.receipt,
+              },
+            );
+          }
+          if (options.capture) {
+            await finishCapture(ctx, options.capture, event.text.length > 0 ? event.text : pendingText);
+            pendingText = '';
+          } else {
+            if (pendingText.trim() === '' && event.text.trim() !== '' && toolCalls === 0)
+              pendingText = event.text;
+            flushText();
+          }
+          return {
+            text: event.text,
+            stopReason: event.stopReason,
+            toolCalls,
+            succeeded,
+            error: undefined,
+            capture,
+          };
+        case 'error':
+          if (event.request) {
+            const unseenChars = event.keptOutputChars ?? 0;
+            const unsent = neverSent(event.error);
+            account(
+              event.request,
+              { text: pendingText, reasoning, toolArguments: [], unseenChars, unsent },
+              event,
+            );
+          }
+          // The agent ends with this error: the failed request's partial text (up to maxOutputChars
+          // of whatever the server sent) is counted in its receipt, not pushed into the projection.
+          return { text: '', stopReason: undefined, toolCalls, succeeded, error: event.error, capture };
+      }
     }
+  } finally {
+    events.dispose();
   }
   // Providers end every turn with a terminal event; reaching here is a provider bug.
   return {
@@ -234,6 +249,68 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
     },
     capture,
   };
+}
+
+/**
+ * A turn's events, with a bound on a provider that ignores the agent's abort: once the signal
+ * aborts (cancel, `wallClockMs`), the provider has ABORTED_TURN_GRACE_MS to deliver its next event
+ * (one that heeds the signal ends its turn at once, with the aborted request's receipt); after that
+ * the wait ends with the signal's reason, so no provider, however broken, keeps its agent from
+ * ending at its limit or its cancel (a provider module's turn that never settles held its agent,
+ * and a cancel then ended only when the grace timer took down the whole thread).
+ *
+ * A class, not an async generator: every event of every request passes through it. Each wait is
+ * one promise whose reject the guard keeps, and nothing accumulates over a long stream.
+ */
+class AbortGuard implements AsyncIterableIterator<TurnEvent> {
+  readonly #events: AsyncIterator<TurnEvent>;
+  readonly #signal: AbortSignal;
+  #reject: ((reason: unknown) => void) | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #gaveUp = false;
+
+  constructor(turn: AsyncIterable<TurnEvent>, signal: AbortSignal) {
+    this.#events = turn[Symbol.asyncIterator]();
+    this.#signal = signal;
+    if (signal.aborted) this.handleEvent();
+    else signal.addEventListener('abort', this, { once: true });
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  /** The signal aborted: the provider's grace period starts. */
+  handleEvent(): void {
+    this.#timer ??= setTimeout(() => {
+      this.#gaveUp = true;
+      this.#reject?.(this.#signal.reason);
+    }, ABORTED_TURN_GRACE_MS);
+  }
+
+  next(): Promise<IteratorResult<TurnEvent>> {
+    if (this.#gaveUp) return Promise.reject(this.#signal.reason);
+    return new Promise((resolve, reject) => {
+      this.#reject = reject;
+      this.#events.next().then(resolve, reject);
+    });
+  }
+
+  /** Ends the turn as `for await` does when left early; a provider given up on is not waited for. */
+  return(): Promise<IteratorResult<TurnEvent>> {
+    const ended = this.#events.return?.();
+    if (ended === undefined) return Promise.resolve({ done: true, value: undefined });
+    if (!this.#gaveUp) return ended;
+    ended.catch(() => {});
+    return Promise.resolve({ done: true, value: undefined });
+  }
+
+  /** Stops listening and timing; called once the turn is over, however it ended. */
+  dispose(): void {
+    this.#signal.removeEventListener('abort', this);
+    clearTimeout(this.#timer);
+    this.#reject = undefined;
+  }
 }
 
 /** Journals a model request about to be sent: one step, with the hash of its exact input. */
