@@ -1,7 +1,16 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import SlowestFirstSequencer from './test/sequencer.ts';
 
 export default defineConfig({
+  // The examples import `troupe` as a user's code does; here that is src/, as tsconfig.json's
+  // `paths` make it for tsc and tsx (not the compiled dist/ a self-reference would load).
+  resolve: {
+    alias: [
+      { find: /^troupe$/, replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)) },
+      { find: /^troupe\/testing$/, replacement: fileURLToPath(new URL('./src/testing.ts', import.meta.url)) },
+    ],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     // Provider keys cleared, child processes killed with their process group after each test.

@@ -4,7 +4,7 @@
  * set, that provider answers; with none, the simulated model does (no key, no network) and troupe
  * warns once that it fell back to it.
  */
-import { Supervisor } from '../src/index.ts';
+import { Supervisor } from 'troupe';
 
 const files = ['package.json', 'docs/cli.md', 'docs/examples.md', 'src/index.ts'];
 const supervisor = new Supervisor({ threads: 2 });

@@ -4,8 +4,9 @@
  * registered (workers/dev-bundle.mjs); such a bundle installs a hook under
  * `Symbol.for('troupe.importTypeScript')` that gives the URL to import a TypeScript module from
  * (its own bundle, or the module itself once tsx is registered). Installed, no hook exists and the
- * import is a plain `import()`: a `.ts` module then needs a loader the user started Node with
- * (`node --import tsx`).
+ * import is a plain `import()`: a `.ts` module then needs a TypeScript loader in the thread that
+ * imports it (`node --import tsx` registers one on the main thread only, on Node 20: worker threads
+ * do not get it, so tool and provider modules are best given as JavaScript; docs/install.md).
  */
 
 const TYPESCRIPT_FILE = /\.[cm]?tsx?$/;

@@ -6,7 +6,7 @@
  * no read_file, that tool is word_count.
  */
 import { fileURLToPath } from 'node:url';
-import { loadDefinitionFile, Supervisor } from '../../src/index.ts';
+import { loadDefinitionFile, Supervisor } from 'troupe';
 
 const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
 const { definition, errors } = await loadDefinitionFile(here('./agents/counter.md'));

@@ -4,7 +4,7 @@
  * agents that call it, not on the main thread.
  */
 import { threadId } from 'node:worker_threads';
-import type { Tool } from '../../src/index.ts';
+import type { Tool } from 'troupe';
 
 export const wordCount: Tool = {
   name: 'word_count',

@@ -21,7 +21,7 @@ import {
   type ToolResult,
   type Turn,
   type TurnRequest,
-} from '../../src/index.ts';
+} from 'troupe';
 
 /** Options: the simulated model's, plus how many workers at most. */
 export interface OrchestratingModelOptions extends SimulatedProviderOptions {

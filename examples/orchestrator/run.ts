@@ -8,7 +8,7 @@
  * With a real model, drop `providers` (or name openai/anthropic) and keep the rest.
  */
 import { fileURLToPath } from 'node:url';
-import { loadDefinitionFile, Supervisor } from '../../src/index.ts';
+import { loadDefinitionFile, Supervisor } from 'troupe';
 
 const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
 const { definition, errors } = await loadDefinitionFile(here('./agents/orchestrator.md'));

@@ -205,6 +205,19 @@ new Supervisor({ threads: 'two' });
     expect(tsc.code).toBe(0);
   });
 
+  it("the shipped fan-out example runs from the installed package, importing 'troupe'", async () => {
+    // As docs/examples.md runs it, with tsx (the repository's: the consumer installed no dev tools).
+    // It imported ../src/index.ts, which the package does not ship.
+    const tsx = import.meta.resolve('tsx');
+    const ran = await run(
+      process.execPath,
+      ['--import', tsx, 'node_modules/troupe/examples/fanout.ts'],
+      consumer,
+    );
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout.match(/: completed /g)).toHaveLength(4);
+  });
+
   it('npx troupe demo runs from the installed package, on its own files', async () => {
     const demo = await run('npx', ['--no', '--', 'troupe', 'demo'], consumer);
     expect(demo.code, demo.stderr).toBe(0);
