@@ -22,6 +22,7 @@ import { serializeError } from '../src/errors.ts';
 import { readJournal } from '../src/journal/reader.ts';
 import { JournalWriter } from '../src/journal/writer.ts';
 import { failedOutcome } from '../src/loop/outcome.ts';
+import { failBeforeRun } from '../src/loop/run-agent.ts';
 import type { AgentChannels, AgentOutcome } from '../src/loop/types.ts';
 import { McpPool } from '../src/mcp/pool.ts';
 import { extend } from '../src/objects.ts';
@@ -281,8 +282,15 @@ class ActorHost {
     const resumeFrom =
       spec.resume && journal.existingEvents > 0 ? readJournal(journalPath).events : undefined;
     const shared = extend(spec, { definition: this.#definitions.of(spec.definition) });
+    let provider: Provider;
+    try {
+      provider = await this.#provider(spec.provider);
+    } catch (error) {
+      // A bad provider option or module: this agent's request cannot run, and says so in its journal.
+      return failBeforeRun({ agentId: spec.agentId, journal }, error);
+    }
     return runActor(shared, {
-      provider: await this.#provider(spec.provider),
+      provider,
       registry: await this.#tools(),
       cwd: this.#config.cwd,
       mcp: this.#mcpPool(),

@@ -172,9 +172,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     if (handles.run && signal.aborted) return end(handles.run, abortEnding(handles.run));
     if (signal.aborted) return fail(options, handles, 'cancelled', cancelled(signal));
     const serialized = serializeError(error);
-    const reason: FailureReason =
-      serialized.code === 'template_error' || serialized.name === 'UserError' ? 'invalid_request' : 'crashed';
-    return fail(options, handles, reason, serialized);
+    return fail(options, handles, reasonOf(serialized), serialized);
   } finally {
     clearTimeout(timer);
     unfollow();
@@ -185,9 +183,27 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
 const noop = (): void => {};
 const DEFAULT_LOOP_OPTIONS: LoopOptions = { sleep: defaultSleep };
 
+/** A bad request (a template, an option: a UserError) is `invalid_request`; anything else `crashed`. */
+function reasonOf(error: SerializedError): FailureReason {
+  return error.code === 'template_error' || error.name === 'UserError' ? 'invalid_request' : 'crashed';
+}
+
+/**
+ * Ends an agent that never got to {@link runAgent} because what it runs with could not be built
+ * (its provider: a bad option, a module that does not load): its one Failed event, journalled,
+ * as runAgent ends a run that failed before it started.
+ */
+export function failBeforeRun(
+  options: Pick<RunAgentOptions, 'agentId' | 'journal' | 'onEvent'>,
+  error: unknown,
+): AgentOutcome {
+  const serialized = serializeError(error);
+  return fail(options, {}, reasonOf(serialized), serialized);
+}
+
 /** Ends a run that failed: its terminal event, journalled and observed, even before it started. */
 function fail(
-  options: RunAgentOptions,
+  options: Pick<RunAgentOptions, 'agentId' | 'journal' | 'onEvent'>,
   handles: RunHandles,
   reason: FailureReason,
   error: SerializedError,
