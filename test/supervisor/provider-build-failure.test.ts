@@ -12,7 +12,11 @@ import { tempDir } from './helpers.ts';
 describe('a provider that cannot be built', () => {
   it.each([
     ['a bad option', { kind: 'simulated', options: { latency: { meanMs: 'slow' } } }, 'invalid_request'],
-    ['a module that does not load', { kind: 'module', module: '/nonexistent/provider.mjs' }, 'crashed'],
+    [
+      'a module that does not load',
+      { kind: 'module', module: '/nonexistent/provider.mjs' },
+      'invalid_request',
+    ],
   ] as const)('fails the agent with one journalled Failed event: %s', async (_what, config, reason) => {
     const journalDir = tempDir();
     const supervisor = new Supervisor({
@@ -29,6 +33,15 @@ describe('a provider that cannot be built', () => {
         .trim()
         .split('\n');
       expect(lines.map((line) => (JSON.parse(line) as { type: string }).type)).toEqual(['Failed']);
+      if (config.kind === 'module') {
+        // Named as configured, not by the troupe file that imported it.
+        expect(outcome.status === 'failed' && outcome.error).toMatchObject({
+          code: 'invalid_provider_module',
+          message: expect.stringMatching(
+            /^Could not import the provider module \/nonexistent\/provider\.mjs: Cannot find module '\/nonexistent\/provider\.mjs'$/,
+          ),
+        });
+      }
     } finally {
       await supervisor.close();
     }

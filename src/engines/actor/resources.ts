@@ -32,6 +32,31 @@ export class ModuleLoader {
 }
 
 /**
+ * The module at `specifier`, or UserError `invalid_provider_module` / `invalid_tool_module` naming
+ * it and why it did not import: Node's own message named troupe's importing file, not the option.
+ */
+async function loadOrExplain(
+  loader: ModuleLoader,
+  specifier: string,
+  kind: 'provider' | 'tool',
+): Promise<Record<string, unknown>> {
+  try {
+    return await loader.load(specifier);
+  } catch (cause) {
+    const message = (cause instanceof Error ? cause.message : String(cause)).replace(
+      / imported from \S+$/,
+      '',
+    );
+    throw new UserError(
+      kind === 'provider' ? 'invalid_provider_module' : 'invalid_tool_module',
+      `Could not import the ${kind} module ${specifier}: ${message}`,
+      { module: specifier },
+      { cause },
+    );
+  }
+}
+
+/**
  * The tools of every module in `refs`. Throws UserError `invalid_tool_module` when an export is
  * not a Tool or an array of Tools.
  */
@@ -39,7 +64,7 @@ export async function loadToolModules(refs: readonly ToolModuleRef[], loader: Mo
   const tools: Tool[] = [];
   for (const ref of refs) {
     const name = ref.export ?? 'default';
-    const exported = (await loader.load(ref.module))[name];
+    const exported = (await loadOrExplain(loader, ref.module, 'tool'))[name];
     for (const tool of Array.isArray(exported) ? exported : [exported]) {
       if (typeof tool !== 'object' || tool === null || typeof (tool as Tool).execute !== 'function') {
         throw new UserError(
@@ -84,7 +109,7 @@ export async function providerFromConfig(
 ): Promise<Provider> {
   const options = { ...(config.options ?? {}), ...hooks };
   if (config.kind !== 'module') return createProvider(config.kind, options);
-  const factory = (await loader.load(config.module))[config.export ?? 'default'];
+  const factory = (await loadOrExplain(loader, config.module, 'provider'))[config.export ?? 'default'];
   if (typeof factory !== 'function') {
     throw new UserError('invalid_provider_module', `${config.module} does not export a provider factory`, {
       module: config.module,
