@@ -27,6 +27,8 @@ export interface ItemSide {
   readonly agentId: string | null;
   readonly status: ItemStatus;
   readonly reason?: FailureReason;
+  /** The failure's error code (failed). */
+  readonly errorCode?: string;
   /** The result, or why it failed, as text. */
   readonly output: string;
   readonly scores: Readonly<Record<string, Omit<Score, 'judge'>>>;
@@ -218,6 +220,7 @@ function itemSide(side: Side): ItemSide {
     agentId: line.agentId,
     status: line.status,
     ...(line.reason === undefined ? {} : { reason: line.reason }),
+    ...(line.error?.code === undefined ? {} : { errorCode: line.error.code }),
     output: outcomeText(line),
     scores,
     tokens: line.usage.inputTokens + line.usage.outputTokens,
@@ -254,7 +257,7 @@ function compareItem(
     outcome !== 'same' ||
     Object.values(scores).some((delta) => delta.change !== 'same') ||
     (toolCalls !== undefined && (toolCalls.onlyA.length > 0 || toolCalls.onlyB.length > 0)) ||
-    (both && sideA.output !== sideB.output);
+    (both && !sameOutput(sideA, sideB));
   return {
     key,
     ...(run?.label === undefined ? {} : { id: run.label }),
@@ -277,6 +280,16 @@ function compareItem(
     ...(toolCalls === undefined ? {} : { toolCalls }),
     changed,
   };
+}
+
+/**
+ * Whether two sides delivered the same: the same result text, or failures with the same reason
+ * and error code (their messages carry what differs from run to run: a server's port, a time).
+ */
+function sameOutput(a: ItemSide, b: ItemSide): boolean {
+  if (a.status === 'failed' && b.status === 'failed')
+    return a.reason === b.reason && a.errorCode === b.errorCode;
+  return a.output === b.output;
 }
 
 function outcomeChange(a: ItemSide | undefined, b: ItemSide | undefined): OutcomeChange {

@@ -1,3 +1,5 @@
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { compareRunDirs, type RunComparison } from '../../src/compare/compare.ts';
@@ -60,6 +62,45 @@ describe('compareRunDirs', () => {
     });
     const a = comparison.items.find((item) => item.key === 'id:a');
     expect(a?.toolCalls).toEqual({ onlyA: [], onlyB: [], common: 1 });
+  });
+
+  it('takes two failures with the same reason and code as the same, whatever their messages say', () => {
+    const failedAs = (run: string, code: string, port: number): string => {
+      const copy = `${run}-failed-${code}-${port}`;
+      cpSync(run, copy, { recursive: true });
+      const file = path.join(copy, 'results.jsonl');
+      const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+      const edited = lines.map((text) => {
+        const line = JSON.parse(text) as Record<string, unknown>;
+        if (line.label !== 'a') return text;
+        const { result: _result, answer: _answer, ...rest } = line;
+        return JSON.stringify({
+          ...rest,
+          status: 'failed',
+          reason: 'provider_error',
+          error: {
+            name: 'ProviderError',
+            code,
+            message: `openai answered HTTP 500 (http://127.0.0.1:${port}/v1)`,
+            fields: {},
+          },
+        });
+      });
+      writeFileSync(file, `${edited.join('\n')}\n`);
+      return copy;
+    };
+    const itemA = (a: string, b: string) => compareRunDirs(a, b).items.find((item) => item.key === 'id:a');
+    // Only the mock server's port differs: nothing changed.
+    expect(
+      itemA(failedAs(runs.runA, 'server_error', 40001), failedAs(runs.runB, 'server_error', 40002)),
+    ).toMatchObject({ outcome: 'same', changed: false });
+    // Another error code is a change, though the reason is the same.
+    expect(
+      itemA(failedAs(runs.runA, 'server_error', 40003), failedAs(runs.runB, 'timeout', 40003)),
+    ).toMatchObject({
+      outcome: 'same',
+      changed: true,
+    });
   });
 
   it('gives token, cost and latency deltas for items in both runs', () => {
