@@ -8,6 +8,7 @@
 import { SLICE_REFUSAL } from '../constants.ts';
 import type { SerializedError } from '../errors.ts';
 import { extend } from '../objects.ts';
+import { DEFAULT_MAX_OUTPUT_CHARS } from '../providers/constants.ts';
 import type { StopReason, ToolChoice, TurnEvent } from '../providers/types.ts';
 import type { CaptureRequest, ToolOutcome, ToolSpec } from '../tools/types.ts';
 import { neverSent, type RequestOutput, requestReceipt } from './accounting.ts';
@@ -50,6 +51,8 @@ const NO_TOOLS: readonly ToolSpec[] = [];
  * `wallClockMs`) before the loop stops waiting for its provider (see AbortGuard).
  */
 export const ABORTED_TURN_GRACE_MS = 1_000;
+/** Events of types the loop does not know that one turn may send (see `unbounded`). */
+export const MAX_IGNORED_TURN_EVENTS = 10_000;
 const CAPTURE_REFUSAL = 'No tools can be called during a capture: answer with text only.';
 const CAPTURE_PENDING_REFUSAL =
   'A tool is waiting for a freeform answer. End this slice; the next turn asks for that answer.';
@@ -92,6 +95,7 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
   let expected = 0;
   let answered = 0;
   let responses = 0;
+  let ignored = 0;
   let capture: PendingCapture | undefined;
   const stop = (): void => {
     stopped = true;
@@ -122,9 +126,13 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
       switch (event.type) {
         case 'text_delta':
           pendingText += event.text;
+          if (pendingText.length + reasoning.length > DEFAULT_MAX_OUTPUT_CHARS)
+            return unbounded(toolCalls, succeeded, capture, 'response_too_large', 'streamed more than');
           break;
         case 'reasoning_delta':
           reasoning += event.text;
+          if (pendingText.length + reasoning.length > DEFAULT_MAX_OUTPUT_CHARS)
+            return unbounded(toolCalls, succeeded, capture, 'response_too_large', 'streamed more than');
           break;
         case 'usage':
           break;
@@ -230,6 +238,11 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
           // The agent ends with this error: the failed request's partial text (up to maxOutputChars
           // of whatever the server sent) is counted in its receipt, not pushed into the projection.
           return { text: '', stopReason: undefined, toolCalls, succeeded, error: event.error, capture };
+        default:
+          // An event this loop does not know (a provider module's own): ignored, but not for ever.
+          ignored += 1;
+          if (ignored > MAX_IGNORED_TURN_EVENTS)
+            return unbounded(toolCalls, succeeded, capture, 'bad_response', 'sent more than');
       }
     }
   } finally {
@@ -246,6 +259,38 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
       code: 'bad_response',
       message: 'The turn ended without a terminal event',
       fields: {},
+    },
+    capture,
+  };
+}
+
+/**
+ * Ends a turn whose provider went past a bound the built-in providers keep themselves (a provider
+ * module's turn is checked here): output beyond DEFAULT_MAX_OUTPUT_CHARS, or more than
+ * MAX_IGNORED_TURN_EVENTS events of unknown types, which would otherwise hold the thread (each one
+ * a microtask, so not even its heartbeat runs) until the supervisor terminates it.
+ */
+function unbounded(
+  toolCalls: number,
+  succeeded: number,
+  capture: PendingCapture | undefined,
+  code: 'response_too_large' | 'bad_response',
+  what: string,
+): RoundResult {
+  const limit =
+    code === 'response_too_large'
+      ? `${DEFAULT_MAX_OUTPUT_CHARS} characters of output`
+      : `${MAX_IGNORED_TURN_EVENTS} events of types the loop does not know`;
+  return {
+    text: '',
+    stopReason: undefined,
+    toolCalls,
+    succeeded,
+    error: {
+      name: 'ProviderError',
+      code,
+      message: `The provider ${what} ${limit} in one turn`,
+      fields: code === 'response_too_large' ? { maxOutputChars: DEFAULT_MAX_OUTPUT_CHARS } : {},
     },
     capture,
   };
