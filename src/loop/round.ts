@@ -249,18 +249,27 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
     events.dispose();
   }
   // Providers end every turn with a terminal event; reaching here is a provider bug.
+  return turnFailed(
+    { toolCalls, succeeded, capture },
+    'bad_response',
+    'The turn ended without a terminal event',
+  );
+}
+
+/** A round that ends with a provider error of the loop's own finding. */
+function turnFailed(
+  sofar: Pick<RoundResult, 'toolCalls' | 'succeeded' | 'capture'>,
+  code: string,
+  message: string,
+  fields: Record<string, unknown> = {},
+): RoundResult {
   return {
     text: '',
     stopReason: undefined,
-    toolCalls,
-    succeeded,
-    error: {
-      name: 'ProviderError',
-      code: 'bad_response',
-      message: 'The turn ended without a terminal event',
-      fields: {},
-    },
-    capture,
+    toolCalls: sofar.toolCalls,
+    succeeded: sofar.succeeded,
+    error: { name: 'ProviderError', code, message, fields },
+    capture: sofar.capture,
   };
 }
 
@@ -277,23 +286,16 @@ function unbounded(
   code: 'response_too_large' | 'bad_response',
   what: string,
 ): RoundResult {
-  const limit =
-    code === 'response_too_large'
-      ? `${DEFAULT_MAX_OUTPUT_CHARS} characters of output`
-      : `${MAX_IGNORED_TURN_EVENTS} events of types the loop does not know`;
-  return {
-    text: '',
-    stopReason: undefined,
-    toolCalls,
-    succeeded,
-    error: {
-      name: 'ProviderError',
-      code,
-      message: `The provider ${what} ${limit} in one turn`,
-      fields: code === 'response_too_large' ? { maxOutputChars: DEFAULT_MAX_OUTPUT_CHARS } : {},
-    },
-    capture,
-  };
+  const tooLarge = code === 'response_too_large';
+  const limit = tooLarge
+    ? `${DEFAULT_MAX_OUTPUT_CHARS} characters of output`
+    : `${MAX_IGNORED_TURN_EVENTS} events of types the loop does not know`;
+  return turnFailed(
+    { toolCalls, succeeded, capture },
+    code,
+    `The provider ${what} ${limit} in one turn`,
+    tooLarge ? { maxOutputChars: DEFAULT_MAX_OUTPUT_CHARS } : {},
+  );
 }
 
 /**
