@@ -111,6 +111,32 @@ export function budgetNotices(plan: RunPlan): string[] {
   ];
 }
 
+/**
+ * A warning when plan entries share an `id` (a data set with repeated ids): such entries are still
+ * run and scored, but `troupe show` needs their agent ids, and `troupe compare` and `troupe score
+ * --plan` match the n-th with the n-th.
+ */
+export function repeatedIdNotices(plan: Pick<RunPlan, 'runs'>): string[] {
+  const entries = new Map<string, number[]>();
+  for (const run of plan.runs) {
+    if (run.label === undefined) continue;
+    const indexes = entries.get(run.label);
+    if (indexes === undefined) entries.set(run.label, [run.index]);
+    else indexes.push(run.index);
+  }
+  const repeated = [...entries].filter(([, indexes]) => indexes.length > 1);
+  if (repeated.length === 0) return [];
+  const shown = repeated
+    .slice(0, 5)
+    .map(
+      ([label, indexes]) =>
+        `\`${label}\` (entries ${indexes.slice(0, 5).join(', ')}${indexes.length > 5 ? ', ...' : ''})`,
+    );
+  return [
+    `${repeated.length} id(s) name more than one plan entry: ${shown.join(', ')}${repeated.length > 5 ? ', ...' : ''}; troupe show needs their agent ids, and compare matches the n-th with the n-th`,
+  ];
+}
+
 /** The run budgets of `plan`, with the defaults for what it (or an older plan.json) leaves out. */
 export function runLimitsOf(plan: Pick<RunPlan, 'runLimits'>): RunLimits {
   return plan.runLimits ?? { maxTotalTokens: DEFAULT_RUN_MAX_TOTAL_TOKENS, maxCostUsd: 0 };

@@ -28,7 +28,7 @@ import { type ResultLine, resultLine } from './results.ts';
 import type { RunDirWriter } from './run-dir.ts';
 import type { RunEventSink } from './run-events.ts';
 import type { LoggedCause, RunLogEvent } from './run-log.ts';
-import { budgetNotices, type PlannedRun, type RunPlan, runLimitsOf } from './run-plan.ts';
+import { budgetNotices, type PlannedRun, type RunPlan, repeatedIdNotices, runLimitsOf } from './run-plan.ts';
 import { createRunScoring, judgeSessionNumber, scoreInputOf } from './run-scoring.ts';
 import { DENY_UNATTENDED, listenForApprovals, type SessionApprover } from './session-approvals.ts';
 import { type RunSession, type RunSummary, summarize } from './summary.ts';
@@ -236,7 +236,7 @@ export class FanoutSession {
       concurrency: plan.concurrency,
       runLimits,
       usedTokens: this.#usedTokens,
-      notices: budgetNotices(plan),
+      notices: [...budgetNotices(plan), ...repeatedIdNotices(plan)],
     });
     if (this.#budgetSpent) emit({ type: 'budget', code: 'run_token_budget', message: this.#budgetSpent });
     if (supervisor) {

@@ -119,6 +119,28 @@ describe('troupe fanout', () => {
     expect(readResults(path.join(out, 'results.jsonl'))).toHaveLength(2);
   });
 
+  it('warns at the start when plan entries share an id', async () => {
+    const plan = writePlan([
+      'cwd: .',
+      'threads: 1',
+      'agent: worker',
+      'runs:',
+      '  - { id: dup, task: Review a.md }',
+      '  - { id: one, task: Review b.md }',
+      '  - { id: dup, task: Review b.md }',
+    ]);
+    const io = captureIO();
+    expect(await main(['fanout', plan, '--json', '--out', path.join(dir, 'dups')], io)).toBe(0);
+    const [header] = io
+      .out()
+      .split('\n', 1)
+      .map((line) => JSON.parse(line) as { type: string; notices: string[] });
+    expect(header).toMatchObject({ type: 'run' });
+    expect(header?.notices).toEqual([
+      '1 id(s) name more than one plan entry: `dup` (entries 0, 2); troupe show needs their agent ids, and compare matches the n-th with the n-th',
+    ]);
+  });
+
   it('says the simulated model was chosen, not that no key is set, after --provider simulated', async () => {
     const plan = writePlan(['cwd: .', 'threads: 1', 'agent: worker', 'runs:', '  - task: Review a.md']);
     const saved = process.env.OPENAI_API_KEY;
