@@ -104,7 +104,13 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     this.#pool = new Piscina({
       filename: HOST_ENTRY,
       minThreads: options.threads,
-      maxThreads: options.threads + (options.dedicatedThreads ?? 0),
+      // Twice what runs at once: a thread this pool terminated is counted by piscina until its exit
+      // is processed, and a host started meanwhile was queued; piscina replaces lost threads only
+      // up to minThreads, so with every other thread busy for good (hosts never end) that host
+      // waited for a thread that never came, until thread_start_timeout. The hosts that run at once
+      // are bounded by the engine (threads + dedicatedThreads); the spare slots only let a
+      // replacement start before the thread it replaces is reaped.
+      maxThreads: 2 * (options.threads + (options.dedicatedThreads ?? 0)),
       idleTimeout: Number.POSITIVE_INFINITY,
       concurrentTasksPerWorker: 1,
       // 'sync' (the default) blocks idle workers in Atomics.wait, freezing their event loops.

@@ -104,4 +104,30 @@ describe('a thread death is charged to the agent that caused it', () => {
     const log = readFileSync(path.join(cwd, '.faults', 'executions.log'), 'utf8');
     expect(log.split('\n').filter((entry) => entry === `${poisoned.id} poison`)).toHaveLength(4);
   });
+
+  it('a quarantined agent whose thread is terminated again gets a new quarantine thread, not a wait for one', async () => {
+    // The heartbeat has the blocked thread terminated; it exits only when its system call returns.
+    // piscina counted it until then, and the next quarantine thread, asked for meanwhile, was
+    // queued for a thread that never came (every other thread runs a host for good):
+    // thread_start_timeout after 60 s idle.
+    supervisor = policySupervisor({
+      threads: 1,
+      heartbeat: { intervalMs: 100, timeoutMs: 1500 },
+      threadStartTimeoutMs: 15_000,
+      toolModules: [{ module: path.join(fixtures, 'fault-tools.ts'), export: 'faultTools' }],
+      restart: { maxRetries: 2, baseDelayMs: 10, maxDelayMs: 50 },
+    });
+    const crashes: ThreadCrashed[] = [];
+    supervisor.on('thread:crashed', (event) => crashes.push(event));
+    const outcome = await supervisor.spawn('worker', { task: 'keep calling block_sync' }).result;
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      reason: 'crashed',
+      error: { code: 'heartbeat_timeout' },
+    });
+    expect(outcome.status === 'failed' ? outcome.error.message : '').toContain(
+      'crashed 3 times while it ran `block_sync`',
+    );
+    expect(crashes.map((crash) => crash.cause.code)).toEqual(Array(3).fill('heartbeat_timeout'));
+  });
 });
