@@ -11,7 +11,7 @@ import { type FrontmatterData, YamlNodeLocator, YamlPositions } from './frontmat
 import { readLenientFrontmatter } from './lenient.ts';
 import type { ProblemList } from './problems.ts';
 import type { SourcePosition } from './types.ts';
-import { readYaml, unclosedOpening, type YamlRead } from './yaml-read.ts';
+import { readYaml, unclosedLocator, type YamlRead } from './yaml-read.ts';
 
 /**
  * Reads the frontmatter of `split`. Strict mode reports every YAML error and returns undefined;
@@ -91,23 +91,18 @@ function describeFailures(
   const entryStarts = topLevelLineStarts(yaml);
   const seenEntries = new Set<number>();
   const failures: Failure[] = [];
-  let opening: number | null | undefined;
+  const opening = unclosedLocator(yaml);
   for (const error of errors) {
     if (failures.length === MAX_YAML_ERRORS) break;
-    let offset = Math.min(Math.max(error.pos[0], 0), yaml.length);
-    // An unclosed quote or bracket is reported where the next entry (or the text) begins, which
-    // is not where the mistake is: point at where it opens.
-    if (UNCLOSED.test(error.message)) {
-      opening ??= unclosedOpening(yaml) ?? null;
-      if (opening !== null && opening <= offset) {
-        offset = opening;
-        const entry = lastIndexAtOrBefore(entryStarts, offset);
-        if (seenEntries.has(entry)) continue;
-        seenEntries.add(entry);
-        failures.push({ message: unclosedMessage(yaml[offset] ?? ''), at: positions.at(offset) });
-        continue;
-      }
+    const opened = opening(error);
+    if (opened !== undefined) {
+      const entry = lastIndexAtOrBefore(entryStarts, opened);
+      if (seenEntries.has(entry)) continue;
+      seenEntries.add(entry);
+      failures.push({ message: unclosedMessage(yaml[opened] ?? ''), at: positions.at(opened) });
+      continue;
     }
+    const offset = Math.min(Math.max(error.pos[0], 0), yaml.length);
     const entry = lastIndexAtOrBefore(entryStarts, offset);
     if (seenEntries.has(entry)) continue;
     seenEntries.add(entry);
@@ -117,10 +112,6 @@ function describeFailures(
   }
   return failures;
 }
-
-/** The parser's messages for a quote, `[` or `{` that is never closed. */
-const UNCLOSED =
-  /^(?:Missing closing ["']quote|Flow (?:sequence|map) in block collection must be sufficiently indented and end with)/;
 
 function unclosedMessage(opener: string): string {
   const closer = opener === '[' ? ']' : opener === '{' ? '}' : opener;

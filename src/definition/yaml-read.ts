@@ -91,6 +91,27 @@ function countLines(text: string, lineCounter: LineCounter): void {
   }
 }
 
+/** The parser's messages for a quote, `[` or `{` that is never closed. */
+const UNCLOSED =
+  /^(?:Missing closing ["']quote|Flow (?:sequence|map) in block collection must be sufficiently indented and end with)/;
+
+/**
+ * For the parse errors of `text`: where the quote, `[` or `{` an error is about opens, when the
+ * error says one is never closed (the parser reports it where the next entry or the text begins,
+ * rarely where the mistake is); undefined for any other error. The text's CST is walked once, on
+ * the first such error.
+ */
+export function unclosedLocator(
+  text: string,
+): (error: { readonly message: string; readonly pos: readonly [number, number] }) => number | undefined {
+  let opening: number | null | undefined;
+  return (error) => {
+    if (!UNCLOSED.test(error.message)) return undefined;
+    opening ??= unclosedOpening(text) ?? null;
+    return opening !== null && opening <= error.pos[0] ? opening : undefined;
+  };
+}
+
 /** A CST token as far as {@link unclosedOpening} looks at it. */
 interface CstNode {
   readonly type?: unknown;
@@ -104,7 +125,7 @@ interface CstNode {
  * undefined. The parser reports such an error where the text ends, which is rarely where the
  * mistake is; this finds where it began. Nesting is bounded by MAX_FLOW_NESTING (checked before).
  */
-export function unclosedOpening(text: string): number | undefined {
+function unclosedOpening(text: string): number | undefined {
   const visit = (node: unknown, depth: number): number | undefined => {
     if (typeof node !== 'object' || node === null || depth > MAX_FLOW_NESTING * 4) return undefined;
     if (Array.isArray(node)) {

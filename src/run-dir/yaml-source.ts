@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Document, isMap, isNode, isScalar, type LineCounter } from 'yaml';
-import { readYaml, unclosedOpening } from '../definition/yaml-read.ts';
+import { readYaml, unclosedLocator } from '../definition/yaml-read.ts';
 import { UserError } from '../errors.ts';
 import { memberPath } from '../member-path.ts';
 import { type FilePosition, PlanProblems } from './plan-problems.ts';
@@ -44,13 +44,14 @@ export class YamlSource {
     if (read.ok) return new YamlSource(read.doc, read.lineCounter, read.value);
     const errors = read.doc?.errors ?? [];
     if (errors.length > 0) {
-      // An unclosed quote or bracket is reported where the text ends: point at where it opens.
-      const end = text.trimEnd().length;
-      const opened = errors.some((error) => error.pos[0] >= end) ? unclosedOpening(text) : undefined;
+      // An unclosed quote or bracket is reported where the next entry or the text begins: the
+      // problem points at where it opens.
+      const opening = unclosedLocator(text);
       return {
         failures: errors.map((error) => {
           const message = error.message.split('\n', 1)[0] ?? error.message;
-          return opened !== undefined && error.pos[0] >= end
+          const opened = opening(error);
+          return opened !== undefined
             ? {
                 position: at(opened),
                 message: `${message.replace(/ at line \d+, column \d+:?$/, '')} (it opens here and is never closed)`,

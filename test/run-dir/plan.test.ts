@@ -216,6 +216,10 @@ describe('loadPlan', () => {
     expect(await problemsOf(write('broken.yaml', 'runs:\n  - task: [unclosed\n'))).toEqual([
       expect.stringMatching(/^broken\.yaml:2:11: \(yaml\): .*\(it opens here and is never closed\)$/),
     ]);
+    // Mid-file, the parser reports it at the next key: still located where it opens.
+    expect(
+      await problemsOf(write('mid.yaml', 'name: [unclosed\nagent: worker\nruns:\n  - task: a\n')),
+    ).toEqual([expect.stringMatching(/^mid\.yaml:1:7: \(yaml\): .*\(it opens here and is never closed\)$/)]);
     expect(
       await problemsOf(write('quote.yaml', 'runs:\n  - task: "unterminated\n    agent: worker\n')),
     ).toEqual(['quote.yaml:2:11: (yaml): Missing closing "quote (it opens here and is never closed)']);
