@@ -86,6 +86,40 @@ export interface NewRecord {
 
 const noAbortListener = (): void => {};
 
+/** The cancels waiting on each caller signal, behind one listener per signal. */
+const followers = new WeakMap<
+  AbortSignal,
+  { readonly cancels: Set<() => void>; readonly listener: () => void }
+>();
+
+/**
+ * Runs `cancel` when the caller's `signal` aborts; returns what stops that. One listener per
+ * signal however many agents follow it (a caller passing one signal to every spawn, as fanOut
+ * does, had one per running agent on it, and Node warned of a listener leak past ten), removed
+ * when the last of them ends.
+ */
+function followCallerSignal(signal: AbortSignal, cancel: () => void): () => void {
+  let entry = followers.get(signal);
+  if (entry === undefined) {
+    const cancels = new Set<() => void>();
+    const listener = (): void => {
+      followers.delete(signal);
+      for (const run of [...cancels]) run();
+      cancels.clear();
+    };
+    entry = { cancels, listener };
+    followers.set(signal, entry);
+    signal.addEventListener('abort', listener, { once: true });
+  }
+  const { cancels, listener } = entry;
+  cancels.add(cancel);
+  return () => {
+    if (!cancels.delete(cancel) || cancels.size > 0) return;
+    signal.removeEventListener('abort', listener);
+    if (followers.get(signal) === entry) followers.delete(signal);
+  };
+}
+
 /** A pending record with its handle; `cancel` runs when `signal` aborts. */
 export function createRecord({
   spec,
@@ -101,12 +135,9 @@ export function createRecord({
     settle = resolve;
   });
   const handle = new AgentHandle(spec.agentId, agent, spec.parentId, result, control);
-  let removeAbortListener = noAbortListener;
-  if (signal) {
-    const onAbort = (): void => control.cancel(spec.agentId, abortReason(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    removeAbortListener = () => signal.removeEventListener('abort', onAbort);
-  }
+  const removeAbortListener = signal
+    ? followCallerSignal(signal, () => control.cancel(spec.agentId, abortReason(signal)))
+    : noAbortListener;
   return {
     id: spec.agentId,
     spec,

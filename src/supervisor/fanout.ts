@@ -1,6 +1,4 @@
 /** Fan-out: many agents, results streamed as they finish, every partial result kept. */
-import { setMaxListeners } from 'node:events';
-import { followSignal } from '../abort.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 import type { AgentHandle } from './agent-handle.ts';
@@ -47,21 +45,8 @@ export class FanOut implements AsyncIterable<FanOutResult> {
     let next = 0;
     let running = 0;
     let finished = 0;
-    // One listener on the caller's signal for the whole fan-out: each running agent listens to
-    // this one (up to `concurrency` of them, which Node would report as a listener leak).
-    let signal: AbortSignal | undefined;
-    let unfollow = (): void => {};
-    if (options.signal !== undefined) {
-      const controller = new AbortController();
-      setMaxListeners(0, controller.signal);
-      unfollow = followSignal(options.signal, controller);
-      signal = controller.signal;
-    }
     this.#all = new Promise((resolve) => {
-      if (specs.length === 0) {
-        unfollow();
-        resolve([]);
-      }
+      if (specs.length === 0) resolve([]);
       const launch = (): void => {
         while (running < concurrency && next < specs.length) {
           const index = next++;
@@ -71,7 +56,7 @@ export class FanOut implements AsyncIterable<FanOutResult> {
           const { agent, ...spawnOptions } = spec;
           const handle = supervisor.spawn(agent, {
             ...spawnOptions,
-            ...(signal ? { signal } : {}),
+            ...(options.signal ? { signal: options.signal } : {}),
           });
           this.handles[index] = handle;
           void handle.result.then((outcome) => {
@@ -80,7 +65,6 @@ export class FanOut implements AsyncIterable<FanOutResult> {
             this.#results.push({ index, spec, agentId: handle.id, outcome });
             for (const wake of this.#waiters.splice(0)) wake();
             if (finished === specs.length) {
-              unfollow();
               resolve([...this.#results].sort((a, b) => a.index - b.index));
             } else {
               launch();

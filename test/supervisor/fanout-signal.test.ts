@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { policySupervisor, tempDir } from './helpers.ts';
 
@@ -31,6 +32,22 @@ describe('fanOut with a signal', () => {
       supervisor.once('agent:waiting', () => controller.abort('stop'));
       const results = await run.all();
       expect(results.map((r) => r.outcome.status)).toEqual(Array(30).fill('failed'));
+    } finally {
+      await supervisor.close();
+    }
+  });
+
+  it('spawn() with one signal for many agents adds one listener to it, not one per agent', async () => {
+    const supervisor = policySupervisor({ journalDir: tempDir() });
+    try {
+      const controller = new AbortController();
+      const handles = Array.from({ length: 30 }, () =>
+        supervisor.spawn('worker', { task: 'Wait for 1 instruction.', signal: controller.signal }),
+      );
+      expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+      controller.abort('stop');
+      const outcomes = await Promise.all(handles.map((handle) => handle.result));
+      expect(outcomes.map((outcome) => outcome.status)).toEqual(Array(30).fill('failed'));
     } finally {
       await supervisor.close();
     }
