@@ -41,7 +41,6 @@ export function compileBuiltinScorer(spec: BuiltinScorerSpec): SyncScorer {
   const selectExpected = spec.expectedPath === undefined ? undefined : compileJsonPath(spec.expectedPath);
   const constant = constantOf(spec);
   const operands = (input: ScoreInput, needsExpected = true): Operands => {
-    if (input.status === 'failed') return { score: fail(`the agent failed${reasonOf(input)}`) };
     const output = select(input.output, selectOutput, spec.path);
     if ('score' in output) return output;
     if (!needsExpected) return { output: output.value, expected: undefined };
@@ -195,10 +194,6 @@ function numberOf(value: unknown): number | undefined {
   if (typeof value !== 'string') return undefined;
   const text = value.trim();
   return NUMBER_TEXT.test(text) ? Number(text) : undefined;
-}
-
-function reasonOf(input: ScoreInput): string {
-  return input.failure === undefined || input.failure === '' ? '' : ` (${input.failure})`;
 }
 
 function pass(): Score {

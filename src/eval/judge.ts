@@ -66,8 +66,6 @@ export async function runJudge(
   input: ScoreInput,
   options: JudgeRunOptions,
 ): Promise<Score> {
-  if (input.status === 'failed')
-    return { score: 0, pass: false, detail: `the agent failed${input.failure ? ` (${input.failure})` : ''}` };
   const definition = options.definition;
   const agent: string | AgentDefinition =
     definition === undefined

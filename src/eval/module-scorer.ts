@@ -39,8 +39,8 @@ export async function loadScorerFunction(spec: ModuleScorerSpec): Promise<Scorer
 /**
  * Calls a scorer function, bounded by `timeoutMs`. Never throws: a throw, a timeout or a value
  * that is not a score becomes a score with an `error`. A number passes at or above the scorer's
- * `threshold` (0.5); `true`/`false` score 1/0. An item whose agent failed is not passed, like
- * with every other scorer: the function is not called for it.
+ * `threshold` (0.5); `true`/`false` score 1/0. Not called for an item whose agent failed
+ * (`Scoring.score` passes no such item).
  */
 export async function callScorerFunction(
   fn: ScorerFunction,
@@ -48,12 +48,6 @@ export async function callScorerFunction(
   input: ScoreInput,
   timeoutMs: number = SCORER_FUNCTION_TIMEOUT_MS,
 ): Promise<Score> {
-  if (input.status === 'failed')
-    return {
-      score: 0,
-      pass: false,
-      detail: clip(`the agent failed${input.failure ? ` (${input.failure})` : ''}`),
-    };
   let timer: NodeJS.Timeout | undefined;
   try {
     const timeout = new Promise<never>((_, reject) => {

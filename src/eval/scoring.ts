@@ -6,7 +6,7 @@
 import PQueue from 'p-queue';
 import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
-import { type BuiltinScorerSpec, compileBuiltinScorer } from './builtin-scorers.ts';
+import { type BuiltinScorerSpec, clip, compileBuiltinScorer } from './builtin-scorers.ts';
 import { DEFAULT_JUDGE_CONCURRENCY, SCORER_FUNCTION_TIMEOUT_MS } from './constants.ts';
 import { type JudgeSpawner, runJudge } from './judge.ts';
 import { callScorerFunction, loadScorerFunction } from './module-scorer.ts';
@@ -115,8 +115,20 @@ export class Scoring {
     return this.scorers.some((spec) => spec.type === 'judge');
   }
 
-  /** Scores one item with every scorer. Never rejects: a scorer that cannot score gives an `error`. */
+  /**
+   * Scores one item with every scorer. Never rejects: a scorer that cannot score gives an `error`.
+   * An item whose agent failed is passed by no scorer (score 0, `detail: the agent failed
+   * (reason)`), and none is run for it: no judge is spawned, no scorer function called.
+   */
   async score(input: ScoreInput): Promise<ItemScores> {
+    if (input.status === 'failed') {
+      const failed: Score = {
+        score: 0,
+        pass: false,
+        detail: clip(`the agent failed${input.failure ? ` (${input.failure})` : ''}`),
+      };
+      return Object.fromEntries(this.#scorers.map(({ name }) => [name, failed]));
+    }
     const scores = await Promise.all(
       this.#scorers.map(async ({ name, run }): Promise<[string, Score]> => {
         try {
