@@ -4,8 +4,7 @@
  * scores an item synchronously.
  */
 import { canonicalJson } from '../journal/canonical-json.ts';
-import { compileSchema, describeProblems, type SchemaValidator } from '../tools/schema.ts';
-import type { JsonSchema } from '../tools/types.ts';
+import { compileSchema, describeProblems, isSchema, type SchemaValidator } from '../tools/schema.ts';
 import { SCORE_DETAIL_MAX_CHARS } from './constants.ts';
 import { compileJsonPath, type JsonPathQuery } from './json-path.ts';
 import { compileSafePattern, type SafePattern } from './safe-regex.ts';
@@ -101,13 +100,10 @@ export function compileBuiltinScorer(spec: BuiltinScorerSpec): SyncScorer {
         let validate: SchemaValidator;
         if (fixed !== undefined) validate = fixed;
         else {
-          if (typeof pair.expected !== 'object' || pair.expected === null || Array.isArray(pair.expected))
+          if (!isSchema(pair.expected))
             return error(`expected a JSON Schema as the expected value, got ${shown(pair.expected)}`);
           try {
-            validate = compileSchema(
-              pair.expected as JsonSchema,
-              `the expected schema of item ${input.index}`,
-            );
+            validate = compileSchema(pair.expected, `the expected schema of item ${input.index}`);
           } catch (cause) {
             return error(cause instanceof Error ? cause.message : String(cause));
           }

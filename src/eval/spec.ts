@@ -7,8 +7,7 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { describeValue, UserError } from '../errors.ts';
 import { memberPath } from '../member-path.ts';
-import { compileSchema } from '../tools/schema.ts';
-import type { JsonSchema } from '../tools/types.ts';
+import { compileSchema, isSchema } from '../tools/schema.ts';
 import { jsonPathProblem } from './json-path.ts';
 import { safePatternProblem } from './safe-regex.ts';
 import type { ScorerSpec, ScorerType } from './types.ts';
@@ -195,11 +194,11 @@ function checkOne(
     }
     case 'schema':
       if (spec.schema !== undefined) {
-        if (typeof spec.schema !== 'object' || spec.schema === null || Array.isArray(spec.schema)) {
-          fail('schema', expected('a JSON Schema (a mapping)', spec.schema));
+        if (!isSchema(spec.schema)) {
+          fail('schema', expected('a JSON Schema (a mapping, or true or false)', spec.schema));
         } else {
           try {
-            compileSchema(spec.schema as JsonSchema, 'the scorer');
+            compileSchema(spec.schema, 'the scorer');
           } catch (error) {
             fail('schema', error instanceof Error ? error.message : String(error));
           }

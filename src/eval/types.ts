@@ -53,8 +53,8 @@ export interface RegexScorerSpec extends ScorerBase {
 /** The output validates against a JSON Schema. */
 export interface SchemaScorerSpec extends ScorerBase {
   readonly type: 'schema';
-  /** The schema; when absent, the item's expected value is the schema. */
-  readonly schema?: JsonSchema;
+  /** The schema (a mapping, or the boolean schema `true` or `false`); when absent, the item's expected value is the schema. */
+  readonly schema?: JsonSchema | boolean;
 }
 
 /** The output is a number within a tolerance of the expected number. */

@@ -36,8 +36,8 @@ export interface SchemaProblem {
 let modern: Ajv2020 | undefined;
 let draft07: Ajv | undefined;
 
-function ajvFor(schema: JsonSchema): Ajv | Ajv2020 {
-  const dialect = typeof schema.$schema === 'string' ? schema.$schema : '';
+function ajvFor(schema: JsonSchema | boolean): Ajv | Ajv2020 {
+  const dialect = typeof schema === 'object' && typeof schema.$schema === 'string' ? schema.$schema : '';
   if (/draft-0[4-7]/.test(dialect)) {
     draft07 ??= withFormats(new Ajv({ allErrors: true, strict: false }));
     return draft07;
@@ -51,11 +51,17 @@ function withFormats<T extends Ajv | Ajv2020>(ajv: T): T {
   return ajv;
 }
 
+/** Whether `value` has the shape of a JSON Schema: a mapping, or the boolean schema `true` or `false`. */
+export function isSchema(value: unknown): value is JsonSchema | boolean {
+  return typeof value === 'boolean' || (typeof value === 'object' && value !== null && !Array.isArray(value));
+}
+
 /**
  * Compiles `schema` into a validator. Throws a UserError `invalid_schema` (fields: `schema`, the
- * given label) when the schema itself is not valid JSON Schema.
+ * given label) when the schema itself is not valid JSON Schema. `true` and `false` are the boolean
+ * schemas of JSON Schema: every value is valid, and none.
  */
-export function compileSchema(schema: JsonSchema, label: string): SchemaValidator {
+export function compileSchema(schema: JsonSchema | boolean, label: string): SchemaValidator {
   return compileWith(ajvFor(schema), schema, label);
 }
 
@@ -72,7 +78,7 @@ export function compileOwnSchema(schema: JsonSchema, label: string): SchemaValid
   return compileWith(own, schema, label);
 }
 
-function compileWith(ajv: Ajv | Ajv2020, schema: JsonSchema, label: string): SchemaValidator {
+function compileWith(ajv: Ajv | Ajv2020, schema: JsonSchema | boolean, label: string): SchemaValidator {
   let validate: ValidateFunction;
   try {
     validate = ajv.compile(schema);

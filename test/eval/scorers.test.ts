@@ -136,6 +136,16 @@ describe('schema', () => {
     expect((await scoreOne({ type: 'schema' }, 3, { type: 'integer' })).pass).toBe(true);
     expect((await scoreOne({ type: 'schema' }, 'x', { type: 'integer' })).pass).toBe(false);
   });
+
+  it('takes the boolean schemas true and false, as the scorer schema or the expected value', async () => {
+    expect((await scoreOne({ type: 'schema', schema: true }, 'anything')).pass).toBe(true);
+    expect((await scoreOne({ type: 'schema', schema: false }, 'anything')).pass).toBe(false);
+    expect((await scoreOne({ type: 'schema' }, { any: 1 }, true)).pass).toBe(true);
+    expect(await scoreOne({ type: 'schema' }, 3, false)).toMatchObject({ pass: false });
+    expect(await scoreOne({ type: 'schema' }, 3, 'integer')).toMatchObject({
+      error: 'expected a JSON Schema as the expected value, got "integer"',
+    });
+  });
 });
 
 describe('numeric', () => {
