@@ -12,7 +12,7 @@ import type { Score } from '../eval/types.ts';
 import type { FailureReason } from '../loop/types.ts';
 import type { Usage } from '../providers/types.ts';
 import { runSummaryOf } from '../run-dir/report-text.ts';
-import { latestByIndex, outcomeText, type ResultLine } from '../run-dir/results.ts';
+import { deliveredText, latestByIndex, type ResultLine } from '../run-dir/results.ts';
 import { journalFile, type RunDirContents, readRunDir } from '../run-dir/run-dir.ts';
 import type { PlannedRun } from '../run-dir/run-plan.ts';
 import { diffToolCalls, type ToolCallDiff, toolCallsOf } from './tool-calls.ts';
@@ -29,7 +29,7 @@ export interface ItemSide {
   readonly reason?: FailureReason;
   /** The failure's error code (failed). */
   readonly errorCode?: string;
-  /** The result, or why it failed, as text. */
+  /** The whole result as JSON (else the answer), or why it failed, as text. */
   readonly output: string;
   readonly scores: Readonly<Record<string, Omit<Score, 'judge'>>>;
   /** Input + output tokens. */
@@ -221,7 +221,7 @@ function itemSide(side: Side): ItemSide {
     status: line.status,
     ...(line.reason === undefined ? {} : { reason: line.reason }),
     ...(line.error?.code === undefined ? {} : { errorCode: line.error.code }),
-    output: outcomeText(line),
+    output: deliveredText(line),
     scores,
     tokens: line.usage.inputTokens + line.usage.outputTokens,
     costUsd: line.costUsd,

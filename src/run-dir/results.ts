@@ -112,17 +112,40 @@ export function needsRerun(line: ResultLine | undefined): boolean {
   return line === undefined || (line.status === 'failed' && line.reason === 'cancelled');
 }
 
-/** What an agent delivered (its result's `summary` when it has one), or why it failed, as text. */
+/**
+ * What an agent delivered, short (its result's `summary`, `answer`, `result`, `text` or `message`
+ * when it has one as text), or why it failed, as text. A string that would read as another JSON
+ * value (`"112"`, `"true"`) is shown quoted, so it is not mistaken for the number or boolean.
+ */
 export function outcomeText(line: ResultLine): string {
-  if (line.status === 'failed') return `${line.reason ?? 'failed'}: ${line.error?.message ?? ''}`.trim();
+  if (line.status === 'failed') return failureText(line);
   const result = line.result;
-  if (typeof result === 'string') return result;
+  if (typeof result === 'string') return plainString(result);
   if (typeof result === 'object' && result !== null) {
     for (const key of ['summary', 'answer', 'result', 'text', 'message']) {
       const value = (result as Record<string, unknown>)[key];
-      if (typeof value === 'string') return value;
+      if (typeof value === 'string') return plainString(value);
     }
     return JSON.stringify(result);
   }
-  return line.answer ?? '';
+  return result === undefined ? (line.answer ?? '') : JSON.stringify(result);
+}
+
+/**
+ * Everything an agent delivered, as text: its whole result as JSON, else its answer; or why it
+ * failed. Two lines deliver the same exactly when these texts are equal.
+ */
+export function deliveredText(line: ResultLine): string {
+  if (line.status === 'failed') return failureText(line);
+  return line.result === undefined ? (line.answer ?? '') : JSON.stringify(line.result);
+}
+
+function failureText(line: ResultLine): string {
+  return `${line.reason ?? 'failed'}: ${line.error?.message ?? ''}`.trim();
+}
+
+const JSON_SCALAR = /^\s*(?:-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)\s*$/;
+
+function plainString(text: string): string {
+  return JSON_SCALAR.test(text) ? JSON.stringify(text) : text;
 }

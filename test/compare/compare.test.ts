@@ -103,6 +103,36 @@ describe('compareRunDirs', () => {
     });
   });
 
+  it('compares the whole result, not only the part a progress line shows', () => {
+    let copies = 0;
+    const withResult = (run: string, result: unknown): string => {
+      const copy = `${run}-result-${++copies}`;
+      cpSync(run, copy, { recursive: true });
+      const file = path.join(copy, 'results.jsonl');
+      const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+      const edited = lines.map((text) => {
+        const line = JSON.parse(text) as Record<string, unknown>;
+        return line.label === 'a' ? JSON.stringify({ ...line, result }) : text;
+      });
+      writeFileSync(file, `${edited.join('\n')}\n`);
+      return copy;
+    };
+    const itemA = (a: unknown, b: unknown) =>
+      compareRunDirs(withResult(runs.runA, a), withResult(runs.runB, b)).items.find(
+        (item) => item.key === 'id:a',
+      );
+    // Same summary, another answer: a change.
+    expect(itemA({ summary: 'done', answer: 42 }, { summary: 'done', answer: 41 })).toMatchObject({
+      outcome: 'same',
+      changed: true,
+    });
+    // A string and a number that print alike: a change, and the outputs show which is which.
+    const item = itemA({ answer: '112' }, { answer: 112 });
+    expect(item).toMatchObject({ changed: true });
+    expect([item?.a?.output, item?.b?.output]).toEqual(['{"answer":"112"}', '{"answer":112}']);
+    expect(itemA({ answer: 'x' }, { answer: 'x' })).toMatchObject({ changed: false });
+  });
+
   it('gives token, cost and latency deltas for items in both runs', () => {
     const b = comparison.items.find((item) => item.key === 'id:b');
     expect(b).toMatchObject({

@@ -148,6 +148,18 @@ describe('progress renderers', () => {
     for (const line of lastFrame.split('\n').slice(-4)) expect(line.length).toBeLessThanOrEqual(80);
   });
 
+  it('quotes a result string that would read as a number, so "112" and 112 look different', () => {
+    const endedWith = (result: unknown): string => {
+      const out = render('plain', [...events.slice(0, 5), { type: 'ended', line: { ...ended, result } }]);
+      return out.split('\n').find((line) => line.includes('completed')) ?? '';
+    };
+    expect(endedWith({ answer: '112' })).toContain('worker: "112" (');
+    expect(endedWith({ answer: 112 })).toContain('worker: {"answer":112} (');
+    expect(endedWith('true')).toContain('worker: "true" (');
+    expect(endedWith(7)).toContain('worker: 7 (');
+    expect(endedWith({ answer: '112 apples' })).toContain('worker: 112 apples (');
+  });
+
   it('shows model text without control characters or credentials, in the TTY and plain displays', () => {
     const hostile = '\u001b[2J\u001b]0;pwned\u0007 key sk-proj-AbCdEf0123456789GhIjKl\u0000 done';
     const hostileEvents: RunEvent[] = [
