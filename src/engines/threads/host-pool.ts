@@ -19,12 +19,20 @@ import type {
   SupervisorCallbackApi,
 } from '../../protocol/messages.ts';
 import { CallbackServer } from './callback-server.ts';
+import { culpritFile, fileOf, formatFrame, probeThreadStack } from './stack-probe.ts';
 
 /** Flags a worker's execArgv refuses (ERR_WORKER_INVALID_EXEC_ARGV) that a parent may run with. */
 const V8_ONLY_FLAGS: ReadonlySet<string> = new Set(['--expose-gc', '--expose_gc']);
 
 /** How long a closed port waits for the task's rejection, which names the real cause of death. */
 const PORT_CLOSE_GRACE_MS = 1000;
+
+/**
+ * How long a host that missed its heartbeats may take to be paused for its stack before it is
+ * terminated without one. A busy loop pauses within milliseconds; a thread blocked in a system call
+ * cannot be paused, and kept short so that one does not run on far past its block meanwhile.
+ */
+const STACK_PROBE_TIMEOUT_MS = 500;
 
 const HOST_ENTRY = workerEntry('actor-host').href;
 
@@ -358,23 +366,16 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
   #startHeartbeat(internals: HostInternals): void {
     const { heartbeatIntervalMs, heartbeatTimeoutMs } = this.#options;
     let inFlight = false;
+    let probing = false;
     internals.heartbeatTimer = setInterval(() => {
       const host = internals.record;
       if (!host.alive) return;
       const now = Date.now();
       if (inFlight) {
         internals.missedSince ??= now;
-        if (now - internals.missedSince >= heartbeatTimeoutMs) {
-          void this.terminate(
-            host,
-            new SystemError(
-              'heartbeat_timeout',
-              `Actor host ${host.id} missed heartbeats for ${now - internals.missedSince} ms`,
-              {
-                hostId: host.id,
-              },
-            ).toJSON(),
-          );
+        if (now - internals.missedSince >= heartbeatTimeoutMs && !probing) {
+          probing = true;
+          void this.#terminateBlocked(host, now - internals.missedSince);
         }
         return;
       }
@@ -391,6 +392,31 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     }, heartbeatIntervalMs);
     // Heartbeats must not keep the process alive on their own.
     internals.heartbeatTimer.unref();
+  }
+
+  /**
+   * Ends a host that missed heartbeats for `missedMs`: first takes its stack (stack-probe.ts), so
+   * the cause says what blocked it (fields `stack` and `culprit`, the user file it was in).
+   */
+  async #terminateBlocked(host: HostRecord, missedMs: number): Promise<void> {
+    const threadId = host.threadId;
+    const frames =
+      threadId === undefined ? undefined : await probeThreadStack(threadId, STACK_PROBE_TIMEOUT_MS);
+    const culprit = frames === undefined ? undefined : culpritFile(frames);
+    const innermost = frames?.find((frame) => fileOf(frame.url) === culprit) ?? frames?.[0];
+    const where = innermost === undefined ? '' : `; it was running ${formatFrame(innermost)}`;
+    await this.terminate(
+      host,
+      new SystemError(
+        'heartbeat_timeout',
+        `Actor host ${host.id} missed heartbeats for ${missedMs} ms${where}`,
+        {
+          hostId: host.id,
+          ...(frames === undefined ? {} : { stack: frames.map(formatFrame) }),
+          ...(culprit === undefined ? {} : { culprit }),
+        },
+      ).toJSON(),
+    );
   }
 
   #handleDeath(

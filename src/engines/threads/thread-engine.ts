@@ -33,7 +33,7 @@ import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../../tools/builtin/orchest
 import type { Engine, EngineContext, EngineDescription, EngineHost, EngineOptions } from '../engine.ts';
 import { Admission } from './admission.ts';
 import { AdmissionServer } from './admission-server.ts';
-import { pendingToolCallsOf } from './blame.ts';
+import { culpritProviders, pendingWorkOf } from './blame.ts';
 import { HostPool, type HostRecord } from './host-pool.ts';
 import { InboxServer } from './inbox-server.ts';
 import { JournalPrecreator } from './journal-precreator.ts';
@@ -495,26 +495,42 @@ export class ThreadEngine implements Engine {
 
   /**
    * Restarts the agents of a dead thread, charging the death to those that caused it: the only
-   * agent on the thread, or the ones whose journal shows a tool call running in it.
+   * agent on the thread; else, when its stack shows a provider module's code held it, the one agent
+   * of that provider between calls (none when several are: the culprit is not known); else the
+   * ones whose journal shows a tool call running in it.
    */
   async #restart(agents: readonly ThreadAgent[], alone: boolean, cause: SerializedError): Promise<void> {
     const { maxRetries, baseDelayMs, maxDelayMs } = this.#options.restart;
-    const pending = await pendingToolCallsOf(
+    const pending = await pendingWorkOf(
       agents.map((agent) => this.#journalFile(agent.spec.agentId)),
       this.#elsewhere,
     );
+    const providers = culpritProviders(cause, this.#options.providers);
+    const suspects =
+      providers === undefined
+        ? undefined
+        : agents.filter((agent, index) => {
+            const work = pending[index];
+            return providers.has(agent.spec.provider) && work?.running.length === 0 && !work.waiting;
+          });
     agents.forEach((agent, index) => {
       const { agentId } = agent.spec;
       if (this.#agents.get(agentId) !== agent || agent.state !== 'restarting') return;
-      const tools = pending[index] ?? [];
-      const charged = alone || tools.length > 0 || agent.bystander >= this.#options.maxBystanderRestarts;
+      const tools = suspects === undefined ? (pending[index]?.running ?? []) : [];
+      const caught =
+        suspects === undefined ? tools.length > 0 : suspects.length === 1 && suspects[0] === agent;
+      const charged = alone || caught || agent.bystander >= this.#options.maxBystanderRestarts;
       if (charged) agent.charged += 1;
       else agent.bystander += 1;
       if (agent.charged > maxRetries) {
         this.#release(agent);
         this.#host.ended(
           agentId,
-          failedOutcome(agentId, 'crashed', this.#ownCause(agent, tools, alone, cause)),
+          failedOutcome(
+            agentId,
+            'crashed',
+            this.#ownCause(agent, tools, alone, caught && tools.length === 0, cause),
+          ),
         );
         return;
       }
@@ -539,14 +555,17 @@ export class ThreadEngine implements Engine {
     agent: ThreadAgent,
     tools: readonly string[],
     alone: boolean,
+    inProvider: boolean,
     cause: SerializedError,
   ): SerializedError {
     const where =
       tools.length > 0
         ? ` while it ran ${tools.map((tool) => `\`${tool}\``).join(', ')}`
-        : alone
-          ? ' while it ran alone on it'
-          : ` (after ${agent.bystander} restarts as a bystander)`;
+        : inProvider
+          ? " while its provider's code held it"
+          : alone
+            ? ' while it ran alone on it'
+            : ` (after ${agent.bystander} restarts as a bystander)`;
     const cap = this.#options.restart.maxRetries;
     return {
       ...cause,

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { pendingToolCalls } from '../../../src/engines/threads/blame.ts';
+import { pendingWork } from '../../../src/engines/threads/blame.ts';
 import type { AgentHandle } from '../../../src/supervisor/agent-handle.ts';
 import type { AgentRestarted, ThreadCrashed } from '../../../src/supervisor/events.ts';
 import type { Supervisor } from '../../../src/supervisor/supervisor.ts';
@@ -27,15 +27,25 @@ describe('reading the blame for a thread death from a journal', () => {
         line({ type: 'ToolCall', seq: 4, callId: 'c3', name: 'bash' }) +
         '{"type":"ToolResult","seq":5,"callId":"c3"', // torn by the death
     );
-    expect(await pendingToolCalls(file, new Set(['wait_for_instruction']))).toEqual(['bash']);
-    expect(await pendingToolCalls(path.join(tempDir(), 'missing.jsonl'), new Set())).toEqual([]);
+    expect(await pendingWork(file, new Set(['wait_for_instruction']))).toEqual({
+      running: ['bash'],
+      waiting: true,
+    });
+    expect(await pendingWork(file, new Set())).toEqual({
+      running: ['wait_for_instruction', 'bash'],
+      waiting: false,
+    });
+    expect(await pendingWork(path.join(tempDir(), 'missing.jsonl'), new Set())).toEqual({
+      running: [],
+      waiting: false,
+    });
   });
 
   it('reads only the tail of a long journal', async () => {
     const file = path.join(tempDir(), 'long.jsonl');
     const filler = line({ type: 'HistoryAppended', text: 'x'.repeat(1 << 20) });
     writeFileSync(file, filler + filler + line({ type: 'ToolCall', callId: 'late', name: 'grep' }));
-    expect(await pendingToolCalls(file, new Set())).toEqual(['grep']);
+    expect(await pendingWork(file, new Set())).toEqual({ running: ['grep'], waiting: false });
   });
 });
 
@@ -103,6 +113,50 @@ describe('a thread death is charged to the agent that caused it', () => {
     ]);
     const log = readFileSync(path.join(cwd, '.faults', 'executions.log'), 'utf8');
     expect(log.split('\n').filter((entry) => entry === `${poisoned.id} poison`)).toHaveLength(4);
+  });
+
+  it("a provider that blocks its thread is charged from the thread's stack, not the agents awaiting an async tool", async () => {
+    const cwd = tempDir();
+    supervisor = policySupervisor({
+      cwd,
+      threads: 1,
+      heartbeat: { intervalMs: 100, timeoutMs: 1000 },
+      providers: { spin: { kind: 'module', module: path.join(fixtures, 'spin-provider.ts') } },
+      toolModules: [{ module: path.join(fixtures, 'fault-tools.ts'), export: 'faultTools' }],
+      restart: { maxRetries: 1, baseDelayMs: 10, maxDelayMs: 50 },
+    });
+    const sup = supervisor;
+    const crashes: ThreadCrashed[] = [];
+    const restarts: AgentRestarted[] = [];
+    sup.on('thread:crashed', (event) => crashes.push(event));
+    sup.on('agent:restarted', (event) => restarts.push(event));
+    const nappers = Array.from({ length: 4 }, (_, i) =>
+      sup.spawn('worker', { task: `Napper ${i}: keep calling nap`, provider: 'spin' }),
+    );
+    const spinner = sup.spawn('worker', { task: 'spin', provider: 'spin' });
+    const outcome = await spinner.result;
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      reason: 'crashed',
+      error: { code: 'heartbeat_timeout' },
+    });
+    const message = outcome.status === 'failed' ? outcome.error.message : '';
+    expect(message).toContain("crashed 2 times while its provider's code held it");
+    expect(message).toMatch(/it was running spinForever \(file:\/\/\S*spin-provider\.ts:\d+:\d+\)/);
+
+    // The first death, on the shared thread, took the nappers too: they restart uncharged.
+    const ids = new Set(nappers.map((handle) => handle.id));
+    const shared = crashes.find((crash) => crash.agents.some((id) => ids.has(id)));
+    expect(shared?.cause).toMatchObject({
+      code: 'heartbeat_timeout',
+      fields: { culprit: path.join(fixtures, 'spin-provider.ts') },
+    });
+    const napperRestarts = restarts.filter((event) => ids.has(event.agentId));
+    expect(napperRestarts.length).toBeGreaterThan(0);
+    expect(napperRestarts.filter((event) => event.charged)).toEqual([]);
+    expect(restarts.filter((event) => event.agentId === spinner.id).map((event) => event.charged)).toEqual([
+      true,
+    ]);
   });
 
   it('a quarantined agent whose thread is terminated again gets a new quarantine thread, not a wait for one', async () => {
