@@ -25,7 +25,7 @@ import {
   readJsonBody,
 } from './http.ts';
 import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
-import { checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
+import { checkHttpOptions, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
 import { reasoningEffortIssue, settingsPreflightError } from './settings-support.ts';
@@ -65,6 +65,18 @@ function toolChoiceParam(choice: ToolChoice): unknown {
   return { type: 'tool', name: choice.tool };
 }
 
+/**
+ * Checks the options of an anthropic provider without building one: UserError `invalid_option`
+ * (fields `provider`, `option`) for a value of the wrong type. A missing API key is not checked:
+ * the environment of the thread that builds the provider decides.
+ */
+export function checkAnthropicOptions(options: AnthropicProviderOptions = {}): void {
+  const name = options.name ?? 'anthropic';
+  for (const key of ['baseURL', 'apiKey', 'name'] as const) checkType(name, options, key, 'string');
+  checkType(name, options, 'stream', 'boolean');
+  checkHttpOptions(name, options);
+}
+
 /** A provider speaking the Anthropic Messages API. */
 export class AnthropicProvider implements Provider {
   readonly name: string;
@@ -75,9 +87,8 @@ export class AnthropicProvider implements Provider {
   readonly #prices: PriceTable;
 
   constructor(options: AnthropicProviderOptions = {}) {
+    checkAnthropicOptions(options);
     const name = options.name ?? 'anthropic';
-    for (const key of ['baseURL', 'apiKey', 'name'] as const) checkType(name, options, key, 'string');
-    checkType(name, options, 'stream', 'boolean');
     const env = options.env ?? process.env;
     const baseURL = options.baseURL ?? envValue(env, 'ANTHROPIC_BASE_URL') ?? DEFAULT_ANTHROPIC_BASE_URL;
     const apiKey = options.apiKey ?? envValue(env, 'ANTHROPIC_API_KEY');

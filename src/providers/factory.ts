@@ -1,9 +1,9 @@
 /** Builds providers by name, and picks the default one from the environment. */
 import { describeValue, UserError } from '../errors.ts';
-import { AnthropicProvider, type AnthropicProviderOptions } from './anthropic.ts';
+import { AnthropicProvider, type AnthropicProviderOptions, checkAnthropicOptions } from './anthropic.ts';
 import { providerFromEnvironment } from './environment.ts';
-import { OpenAIProvider, type OpenAIProviderOptions } from './openai.ts';
-import { SimulatedProvider, type SimulatedProviderOptions } from './simulated.ts';
+import { checkOpenAIOptions, OpenAIProvider, type OpenAIProviderOptions } from './openai.ts';
+import { checkSimulatedOptions, SimulatedProvider, type SimulatedProviderOptions } from './simulated.ts';
 import type { Provider } from './types.ts';
 
 /** Providers {@link createProvider} can build. */
@@ -41,6 +41,16 @@ export function createProvider(name: string, options: object = {}): Provider {
         { provider: name },
       );
   }
+}
+
+/**
+ * Checks the options of the provider called `name` without building it (so without its key):
+ * UserError `invalid_option` (fields `provider`, `option`) for a value of the wrong type or range.
+ */
+export function checkProviderOptions(name: ProviderName, options: object = {}): void {
+  if (name === 'openai') checkOpenAIOptions(options);
+  else if (name === 'anthropic') checkAnthropicOptions(options);
+  else checkSimulatedOptions(options);
 }
 
 /**

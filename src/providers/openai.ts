@@ -18,7 +18,7 @@ import {
 } from './http.ts';
 import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import { type ChatAssistantMessage, ChatStreamAccumulator, completionAsChunk } from './openai-chat-stream.ts';
-import { checkOneOf, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
+import { checkHttpOptions, checkOneOf, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
 import { reasoningEffortIssue, settingsPreflightError } from './settings-support.ts';
@@ -53,6 +53,19 @@ function toolChoiceParam(choice: ToolChoice): unknown {
   return typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.tool } };
 }
 
+/**
+ * Checks the options of an openai provider without building one: UserError `invalid_option`
+ * (fields `provider`, `option`) for a value of the wrong type. A missing API key is not checked:
+ * the environment of the thread that builds the provider decides.
+ */
+export function checkOpenAIOptions(options: OpenAIProviderOptions = {}): void {
+  const name = options.name ?? 'openai';
+  for (const key of ['baseURL', 'apiKey', 'name'] as const) checkType(name, options, key, 'string');
+  checkType(name, options, 'stream', 'boolean');
+  checkOneOf(name, options, 'maxTokensParam', ['max_completion_tokens', 'max_tokens']);
+  checkHttpOptions(name, options);
+}
+
 /** A provider speaking the OpenAI Chat Completions API. */
 export class OpenAIProvider implements Provider {
   readonly name: string;
@@ -64,10 +77,8 @@ export class OpenAIProvider implements Provider {
   readonly #prices: PriceTable;
 
   constructor(options: OpenAIProviderOptions = {}) {
+    checkOpenAIOptions(options);
     const name = options.name ?? 'openai';
-    for (const key of ['baseURL', 'apiKey', 'name'] as const) checkType(name, options, key, 'string');
-    checkType(name, options, 'stream', 'boolean');
-    checkOneOf(name, options, 'maxTokensParam', ['max_completion_tokens', 'max_tokens']);
     const env = options.env ?? process.env;
     const baseURL = options.baseURL ?? envValue(env, 'OPENAI_BASE_URL') ?? DEFAULT_OPENAI_BASE_URL;
     const apiKey = options.apiKey ?? envValue(env, 'OPENAI_API_KEY');

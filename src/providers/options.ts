@@ -69,8 +69,8 @@ export function checkOneOf(
   throw invalid(provider, name, `one of ${allowed.map((item) => `\`${item}\``).join(', ')}`, value);
 }
 
-/** Validates the options shared by HTTP providers and fills their defaults. */
-export function prepareHttpClient(provider: string, options: HttpProviderOptions): HttpClient {
+/** Validates the options shared by HTTP providers (UserError `invalid_option`). */
+export function checkHttpOptions(provider: string, options: HttpProviderOptions): void {
   checkNumber(provider, options, 'maxRetries', { min: 0, integer: true });
   checkNumber(provider, options, 'retryBaseDelayMs', { min: 0 });
   checkNumber(provider, options, 'retryMaxDelayMs', { min: 0 });
@@ -83,6 +83,10 @@ export function prepareHttpClient(provider: string, options: HttpProviderOptions
   checkType(provider, options, 'random', 'function');
   checkType(provider, options, 'onRateLimited', 'function');
   checkType(provider, options, 'admission', 'object');
+}
+
+/** The HTTP client settings of validated options ({@link checkHttpOptions}), defaults filled. */
+export function prepareHttpClient(provider: string, options: HttpProviderOptions): HttpClient {
   return {
     provider,
     retry: {

@@ -114,6 +114,34 @@ function seededRandom(seed: number, text: string, step: number): number {
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
 }
 
+/**
+ * Checks the options of a simulated provider without building one: UserError `invalid_option`
+ * (fields `provider`, `option`) for a value of the wrong type or range.
+ */
+export function checkSimulatedOptions(options: SimulatedProviderOptions = {}): void {
+  const name = options.name ?? 'simulated';
+  checkNumber(name, options, 'seed', { min: Number.MIN_SAFE_INTEGER, integer: true });
+  checkNumber(name, options, 'rounds', { min: 0, integer: true });
+  checkNumber(name, options, 'waits', { min: 0, integer: true });
+  checkNumber(name, options, 'failureRate', { min: 0, max: 1 });
+  checkNumber(name, options, 'maxFiles', { min: 0, integer: true });
+  checkType(name, options, 'sleep', 'function');
+  const latency = options.latency ?? 0;
+  if (typeof latency === 'number') checkNumber(name, options, 'latency', { min: 0 });
+  else if (typeof latency === 'object' && latency !== null && 'meanMs' in latency && 'jitterMs' in latency) {
+    const { meanMs, jitterMs } = latency;
+    checkNumber(name, { 'latency.meanMs': meanMs }, 'latency.meanMs', { min: 0 });
+    checkNumber(name, { 'latency.jitterMs': jitterMs }, 'latency.jitterMs', { min: 0 });
+  } else {
+    throw new UserError(
+      'invalid_option',
+      `Expected \`latency\` to be milliseconds or { meanMs, jitterMs }, got ${describeValue(latency)}.`,
+      { provider: name, option: 'latency' },
+    );
+  }
+  checkType(name, options, 'admission', 'object');
+}
+
 /** The simulated model. */
 export class SimulatedProvider implements Provider {
   readonly name: string;
@@ -133,30 +161,9 @@ export class SimulatedProvider implements Provider {
   readonly #admission: Admission | undefined;
 
   constructor(options: SimulatedProviderOptions = {}) {
+    checkSimulatedOptions(options);
     const name = options.name ?? 'simulated';
-    checkNumber(name, options, 'seed', { min: Number.MIN_SAFE_INTEGER, integer: true });
-    checkNumber(name, options, 'rounds', { min: 0, integer: true });
-    checkNumber(name, options, 'waits', { min: 0, integer: true });
-    checkNumber(name, options, 'failureRate', { min: 0, max: 1 });
-    checkNumber(name, options, 'maxFiles', { min: 0, integer: true });
-    checkType(name, options, 'sleep', 'function');
     const latency = options.latency ?? 0;
-    if (typeof latency === 'number') checkNumber(name, options, 'latency', { min: 0 });
-    else if (
-      typeof latency === 'object' &&
-      latency !== null &&
-      'meanMs' in latency &&
-      'jitterMs' in latency
-    ) {
-      checkNumber(name, latency, 'meanMs', { min: 0 });
-      checkNumber(name, latency, 'jitterMs', { min: 0 });
-    } else {
-      throw new UserError(
-        'invalid_option',
-        `Expected \`latency\` to be milliseconds or { meanMs, jitterMs }, got ${describeValue(latency)}.`,
-        { provider: name, option: 'latency' },
-      );
-    }
     this.name = name;
     this.#seed = options.seed ?? 1;
     this.#rounds = options.rounds;
@@ -171,7 +178,6 @@ export class SimulatedProvider implements Provider {
       completeTask: options.toolNames?.completeTask ?? 'complete_task',
     };
     this.#sleep = options.sleep ?? defaultSleep;
-    checkType(name, options, 'admission', 'object');
     this.#admission = options.admission;
   }
 

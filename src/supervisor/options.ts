@@ -28,6 +28,7 @@ import { nonNegative, oneOf, positiveInt } from '../option-checks.ts';
 import type { ProviderConfig, ProviderLimits, ToolModuleRef } from '../protocol/messages.ts';
 import { registerConfiguredCredentials } from '../providers/credentials.ts';
 import { providerFromEnvironment } from '../providers/environment.ts';
+import { checkProviderOptions } from '../providers/factory.ts';
 import { type ModelSettings, prepareModelSettings } from '../providers/model-settings.ts';
 import { type ModelMap, parseModelMap } from '../providers/models.ts';
 import type { TracingOptions } from '../telemetry/agent-tracing.ts';
@@ -229,6 +230,39 @@ export const DEFAULT_RETAIN_ENDED_AGENTS = 1000;
 
 const PROVIDER_KINDS = ['simulated', 'openai', 'anthropic', 'module'] as const;
 
+/**
+ * Checks a built-in provider's options here, where the Supervisor is made: else each thread finds
+ * them bad when it builds the provider, and every agent fails. Its key is not checked (a provider
+ * no agent uses may have none). A module provider's options are its factory's to check.
+ */
+function checkConfiguredOptions(name: string, config: ProviderConfig): void {
+  const where = `providers.${name}.options`;
+  const options: unknown = config.options;
+  if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options)))
+    throw new UserError(
+      'invalid_option',
+      `Expected \`${where}\` to be an object, got ${describeValue(options)}`,
+      {
+        option: where,
+      },
+    );
+  if (config.kind === 'module') return;
+  try {
+    checkProviderOptions(config.kind, options ?? {});
+  } catch (error) {
+    if (!(error instanceof UserError) || typeof error.fields.option !== 'string') throw error;
+    const option = `${where}.${error.fields.option}`;
+    throw new UserError(
+      'invalid_option',
+      error.message.replace(`\`${error.fields.option}\``, `\`${option}\``),
+      {
+        ...error.fields,
+        option,
+      },
+    );
+  }
+}
+
 /** Validates options once and fills defaults. Throws UserError `invalid_option` (or `missing_redis_url`). */
 export function prepareSupervisorOptions(options: SupervisorOptions = {}): PreparedSupervisorOptions {
   const backend = oneOf('backend', options.backend, ['threads', 'redis'], 'threads');
@@ -247,6 +281,7 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
   }
   for (const [name, config] of Object.entries(providers)) {
     oneOf(`providers.${name}.kind`, config.kind, PROVIDER_KINDS, 'simulated');
+    checkConfiguredOptions(name, config);
     // This thread writes run directories and events: it masks the keys the agents' threads do.
     registerConfiguredCredentials(config.kind, config.options);
   }

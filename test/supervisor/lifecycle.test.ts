@@ -65,6 +65,35 @@ describe('Supervisor lifecycle', () => {
     expect(() => new Supervisor({ heartbeat: { intervalMs: 1000, timeoutMs: 10 } })).toThrow(/heartbeat/);
   });
 
+  it("a built-in provider's bad options are refused when the Supervisor is made, not by every agent", () => {
+    const refused = (config: Record<string, unknown>) => {
+      try {
+        new Supervisor({ providers: { main: config as never } });
+      } catch (error) {
+        return error instanceof UserError ? { message: error.message, option: error.fields.option } : error;
+      }
+      return 'accepted';
+    };
+    expect(refused({ kind: 'openai', options: { baseURL: 42 } })).toEqual({
+      message: 'Expected `providers.main.options.baseURL` to be a string, got `42` (number).',
+      option: 'providers.main.options.baseURL',
+    });
+    expect(refused({ kind: 'simulated', options: { latency: { meanMs: 50 } } })).toMatchObject({
+      option: 'providers.main.options.latency',
+    });
+    expect(refused({ kind: 'simulated', options: { latency: { meanMs: -1, jitterMs: 0 } } })).toMatchObject({
+      option: 'providers.main.options.latency.meanMs',
+    });
+    expect(refused({ kind: 'anthropic', options: { timeoutMs: 0 } })).toMatchObject({
+      option: 'providers.main.options.timeoutMs',
+    });
+    expect(refused({ kind: 'module', module: '/x.mjs', options: 'fast' })).toMatchObject({
+      option: 'providers.main.options',
+    });
+    // No key is needed to make the Supervisor: a provider no agent uses may have none.
+    expect(refused({ kind: 'anthropic', options: { apiKey: undefined, env: {} } })).toBe('accepted');
+  });
+
   it('a spawn after close() settles Failed(invalid_request) without running', async () => {
     const supervisor = new Supervisor({ threads: 1 });
     await supervisor.close();

@@ -5,13 +5,13 @@ import { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { tempDir } from './helpers.ts';
 
 /**
- * A provider that cannot be built in the thread (a bad option of a built-in provider, a module that
- * does not load) fails each agent as a bad request, journalled: every agent ends with exactly one
+ * A provider that cannot be built in the thread (a built-in provider without its key, a module that
+ * does not load; a bad option of a built-in provider is refused by new Supervisor() already) fails each agent as a bad request, journalled: every agent ends with exactly one
  * Completed or Failed event. Its journal was left empty and the agent reported as crashed.
  */
 describe('a provider that cannot be built', () => {
   it.each([
-    ['a bad option', { kind: 'simulated', options: { latency: { meanMs: 'slow' } } }, 'invalid_request'],
+    ['a missing API key', { kind: 'openai', options: { env: {} } }, 'invalid_request'],
     [
       'a module that does not load',
       { kind: 'module', module: '/nonexistent/provider.mjs' },
