@@ -294,6 +294,13 @@ export type {
 } from './supervisor/options.ts';
 export type { RedisSupervisorOptions } from './supervisor/redis-supervisor.ts';
 export { RedisSupervisor } from './supervisor/redis-supervisor.ts';
+export type {
+  PreparedRunLimits,
+  RunBudgetCode,
+  RunBudgetSpent,
+  RunLimits,
+  RunUsage,
+} from './supervisor/run-budget.ts';
 export type { SessionAnswer, SessionOptions } from './supervisor/session.ts';
 export { AgentSession, DEFAULT_SESSION_TASK } from './supervisor/session.ts';
 export type { SpawnOptions } from './supervisor/spawn-options.ts';

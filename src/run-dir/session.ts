@@ -21,6 +21,7 @@ import type { AgentOutcome } from '../loop/types.ts';
 import { mergeModelSettings } from '../providers/model-settings.ts';
 import type { SpawnSpec } from '../supervisor/fanout.ts';
 import type { SupervisorOptions } from '../supervisor/options.ts';
+import { spentBudget } from '../supervisor/run-budget.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
 import { simulatedNotice } from './provider-choice.ts';
 import { replaySourceOf } from './replay-plan.ts';
@@ -324,15 +325,13 @@ export class FanoutSession {
   /** Stops the run once its token or cost budget is spent (0 = unlimited). */
   #checkBudget(limits: ReturnType<typeof runLimitsOf>, emit: RunEventSink): void {
     if (this.#budgetSpent !== undefined) return;
-    let code: 'run_token_budget' | 'run_cost_budget' | undefined;
-    let message = '';
-    if (limits.maxTotalTokens > 0 && this.#usedTokens >= limits.maxTotalTokens) {
-      code = 'run_token_budget';
-      message = `the run used ${this.#usedTokens} tokens; its budget (runLimits.maxTotalTokens, --max-run-tokens) is ${limits.maxTotalTokens}`;
-    } else if (limits.maxCostUsd > 0 && this.#usedCostUsd >= limits.maxCostUsd) {
-      code = 'run_cost_budget';
-      message = `the run spent $${this.#usedCostUsd.toFixed(4)}; its budget (runLimits.maxCostUsd) is $${limits.maxCostUsd}`;
-    }
+    // The CLI's budget is checked here, not given to the Supervisor as `runLimits`: items it stops
+    // stay unrun (resume runs them), where the Supervisor's would fail later spawns.
+    const code = spentBudget(limits, this.#usedTokens, this.#usedCostUsd);
+    const message =
+      code === 'run_token_budget'
+        ? `the run used ${this.#usedTokens} tokens; its budget (runLimits.maxTotalTokens, --max-run-tokens) is ${limits.maxTotalTokens}`
+        : `the run spent $${this.#usedCostUsd.toFixed(4)}; its budget (runLimits.maxCostUsd) is $${limits.maxCostUsd}`;
     if (code === undefined) return;
     this.#budgetSpent = message;
     if (this.#finished) return;

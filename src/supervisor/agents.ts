@@ -42,6 +42,7 @@ import { ORCHESTRATION_TOOLS } from './orchestration.ts';
 import { actorSpec } from './record-spec.ts';
 import { childReplaySource, loadReplay } from './replay.ts';
 import { ResultCheck } from './result-check.ts';
+import { RunBudget } from './run-budget.ts';
 import type { SpawnOptions } from './spawn-options.ts';
 import { resolveSpawn } from './spawn-resolution.ts';
 import { traceEngineEvent, traceReport } from './trace-reports.ts';
@@ -80,6 +81,8 @@ export class Agents {
   #mcpServers: McpServers = {};
   #starting: Promise<void> | undefined;
   #closed = false;
+  /** What every agent spent, against `runLimits`. */
+  readonly budget: RunBudget;
   #announced = false;
   #closing: Promise<void> | undefined;
   /** The optional signals someone listens for (see {@link signalOfEvent}); the set only grows. */
@@ -124,8 +127,10 @@ export class Agents {
       host: this.#engineHost(),
       hostTools: [...userTools, ...ORCHESTRATION_TOOLS],
     });
-    // The usage sink is fed from the per-request receipts: they must be sent without a listener.
-    if (options.usageSink) this.listen('agent:usage');
+    this.budget = new RunBudget(options.runLimits);
+    // The usage sink and the run budget are fed from the per-request receipts: they must be sent
+    // without a listener.
+    if (options.usageSink || this.budget.limited) this.listen('agent:usage');
     this.approvals = new ApprovalBook({
       deliver: async (agentId, requestId, decision) => {
         await this.engine.deliver(agentId, { type: 'approval', requestId, decision });
@@ -248,9 +253,16 @@ export class Agents {
       'agent:spawned',
       extend(this.#ref(record), { task: options.task, metadata: record.spec.metadata }),
     );
+    const spent = this.budget.spent;
     if (this.#closed) {
       const error = new UserError('supervisor_closed', 'The supervisor is closed').toJSON();
       this.#fail(record, 'invalid_request', error);
+    } else if (spent !== undefined) {
+      this.#fail(
+        record,
+        'budget',
+        new UserError(spent.code, `${spent.message}: no agent is started`).toJSON(),
+      );
     } else if (options.signal?.aborted) {
       this.#cancel(id, abortReason(options.signal));
     } else if (liveParent?.cancelReason !== undefined) {
@@ -432,6 +444,15 @@ export class Agents {
     this.engine.deliver(agentId, { type: 'instruction', text }).catch(dropped);
   }
 
+  /** Counts a request against `runLimits`; once they are spent, says so and cancels every agent. */
+  #count(tokens: number, costUsd: number | null): void {
+    const spent = this.budget.add(tokens, costUsd);
+    if (spent === undefined) return;
+    this.#emitter.emit('supervisor:budget', spent);
+    const open = [...this.records.values()].filter((record) => !isEnded(record));
+    for (const record of open) this.#cancel(record.id, `the run budget is spent: ${spent.message}`);
+  }
+
   #cancel(agentId: string, reason: string): void {
     const record = this.#live(agentId);
     if (!record || record.cancelReason !== undefined) return;
@@ -585,8 +606,10 @@ export class Agents {
           const { type: _type, agentId: _agentId, ...decided } = report;
           this.approvals.decided(extend(this.#ref(record), decided));
         } else emitAgentReport(this.#emitter, record.handle, this.#ref(record), report);
+        if (report.type !== 'receipt') return;
         const sink = this.#options.usageSink;
-        if (sink && report.type === 'receipt') deliverUsage(sink, this.#usageRecord(record, report));
+        if (sink) deliverUsage(sink, this.#usageRecord(record, report));
+        if (this.budget.limited) this.#count(report.inputTokens + report.outputTokens, report.costUsd);
       },
       ended: (agentId, outcome) => {
         const record = running(agentId);

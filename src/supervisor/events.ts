@@ -6,6 +6,7 @@ import type { AgentOutcome } from '../loop/types.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
 import type { Usage } from '../providers/types.ts';
 import type { ReplayDisposition } from '../replay/types.ts';
+import type { RunBudgetSpent } from './run-budget.ts';
 
 export type {
   JobsUnserved,
@@ -174,4 +175,6 @@ export interface SupervisorEvents extends EngineEvents {
   'agent:approval': [event: AgentApproval];
   'agent:decision': [event: AgentDecision];
   'provider:simulated': [event: ProviderSimulated];
+  /** The `runLimits` are spent: every agent is being cancelled, and later spawns fail. */
+  'supervisor:budget': [event: RunBudgetSpent];
 }

@@ -35,6 +35,7 @@ import type { TracingOptions } from '../telemetry/agent-tracing.ts';
 import { type AgentPermissions, PERMISSION_MODES } from '../tools/permissions.ts';
 import { tryParseRule } from '../tools/rules.ts';
 import type { JsonSchema, ToolOutcome } from '../tools/types.ts';
+import type { PreparedRunLimits, RunLimits } from './run-budget.ts';
 
 /** Context a host tool runs with, on the supervisor (main thread). */
 export interface HostToolContext {
@@ -156,6 +157,15 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
    */
   readonly usageSink?: UsageSink;
   /**
+   * Budgets across every agent of this Supervisor, subagents included: total tokens and USD of
+   * every model request. Once one is reached, `supervisor:budget` is emitted, every agent is
+   * cancelled (requests in flight finish first, so a budget can be passed by what they use) and
+   * later spawns fail with reason `budget` (code `run_token_budget` or `run_cost_budget`).
+   * `supervisor.runUsage` says what was used. Each agent's own `limits` bound it as well.
+   * @default no budget (0 for either: unlimited)
+   */
+  readonly runLimits?: RunLimits;
+  /**
    * OpenTelemetry traces (GenAI conventions, see docs/observability.md): spans go to `tracer`, by
    * default the tracer of the globally registered SDK, so an application that registers one gets
    * troupe's spans without setting anything; without an SDK nothing is recorded or forwarded.
@@ -220,6 +230,7 @@ export interface PreparedSupervisorOptions extends EngineOptions, PreparedThread
   /** Set with `backend: 'redis'`. */
   readonly redis: PreparedRedisOptions | undefined;
   readonly usageSink: UsageSink | undefined;
+  readonly runLimits: PreparedRunLimits;
   /** What every agent gets besides its definition's permissions, timeouts included. */
   readonly permissions: AgentPermissions;
   readonly unattended: 'deny' | 'wait';
@@ -383,6 +394,10 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     maxChildren,
     redis,
     usageSink: options.usageSink,
+    runLimits: {
+      maxTotalTokens: nonNegative('runLimits.maxTotalTokens', options.runLimits?.maxTotalTokens, 0),
+      maxCostUsd: nonNegative('runLimits.maxCostUsd', options.runLimits?.maxCostUsd, 0),
+    },
     permissions,
     unattended,
   };

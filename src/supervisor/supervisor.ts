@@ -28,6 +28,7 @@ import {
 } from './options.ts';
 import { type RecordedJournal, siblingJournals } from './replay.ts';
 import type { ReplayOptions } from './replay-options.ts';
+import type { RunUsage } from './run-budget.ts';
 import { AgentSession, DEFAULT_SESSION_TASK, type SessionOptions } from './session.ts';
 import type { SpawnOptions } from './spawn-options.ts';
 
@@ -97,6 +98,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
    */
   get agentCount(): number {
     return this.#agents.records.size;
+  }
+
+  /** What every agent has spent so far (tokens, USD), against `runLimits`, and whether they are spent. */
+  get runUsage(): RunUsage {
+    return this.#agents.budget.usage;
   }
 
   /** Loads definitions and starts the engine (threads, or the Redis connection). Called by the first spawn. */
