@@ -6,7 +6,8 @@
  *
  * A thread that dies takes only its actors, which are restarted from their journals on a live
  * thread. The death is charged to the agents that caused it (see blame.ts): an agent running a
- * tool in the thread when it died, or the only agent on it. A charged agent is quarantined: from
+ * tool in the thread when it died, the one agent whose provider code a blocked thread's stack
+ * shows (stack-probe.ts), or the only agent on it. A charged agent is quarantined: from
  * then on it runs alone on a quarantine thread, so if it kills that one too no other agent goes
  * with it, and after `restart.maxRetries` charged deaths it fails with its own cause. Bystanders
  * restart without using their cap (up to `maxBystanderRestarts` times).
