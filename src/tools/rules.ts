@@ -23,7 +23,7 @@ import type picomatchFunction from 'picomatch';
 import { UserError } from '../errors.ts';
 import { lazyPackage } from '../require-package.ts';
 import { claudeCodeTool, MCP_PREFIX, type SpecifierKind, specifierKind } from './names.ts';
-import { commandMatchesPattern, denyForms, readCommandLine } from './shell-command.ts';
+import { commandMatchesPattern, denyForms, denyVariants, readCommandLine } from './shell-command.ts';
 
 // Loaded by the first path rule checked (src/require-package.ts).
 const picomatch = lazyPackage<typeof picomatchFunction>('picomatch');
@@ -209,10 +209,12 @@ export function commandRefusal(rules: readonly Rule[], command: string): string 
 /** Whether a deny rule catches any part of `command`. */
 export function commandDenied(rule: Rule, command: string): boolean {
   if (rule.specifier === undefined) return true;
-  const line = readCommandLine(command);
-  const parts = [...line.commands, ...line.substituted];
   const pattern = rule.specifier;
-  return parts.some((part) => denyForms(part).some((form) => commandMatchesPattern(form, pattern)));
+  return denyVariants(command).some((variant) => {
+    const line = readCommandLine(variant);
+    const parts = [...line.commands, ...line.substituted];
+    return parts.some((part) => denyForms(part).some((form) => commandMatchesPattern(form, pattern)));
+  });
 }
 
 /**

@@ -312,12 +312,58 @@ const WRAPPER_VALUE_OPTIONS: Readonly<Record<string, string>> = {
  */
 const RESERVED_WORDS = new Set(['if', 'then', 'else', 'elif', 'while', 'until', 'do', '!', 'coproc']);
 
-/** A word without its quotes and backslashes (`'rm'`, `\rm`, `r""m` -> `rm`), as bash runs it. */
+/**
+ * A word without its quotes and backslashes (`'rm'`, `\rm`, `r""m`, `$'\x72m'` -> `rm`), as bash
+ * runs it.
+ */
 function unquoteWord(word: string): string {
   return word.replaceAll(
-    /\\(.)|'([^']*)'|"((?:[^"\\]|\\.)*)"/gs,
-    (_whole, escaped, single, double) => escaped ?? single ?? String(double).replaceAll(/\\([$`"\\])/g, '$1'),
+    /\\(.)|\$'((?:[^'\\]|\\.)*)'|'([^']*)'|\$?"((?:[^"\\]|\\.)*)"/gs,
+    (_whole, escaped, ansi, single, double) =>
+      escaped ??
+      (ansi === undefined ? undefined : ansiCString(ansi)) ??
+      single ??
+      String(double).replaceAll(/\\([$`"\\])/g, '$1'),
   );
+}
+
+const ANSI_C_ESCAPES: Readonly<Record<string, string>> = {
+  n: '\n',
+  t: '\t',
+  r: '\r',
+  a: '\x07',
+  b: '\b',
+  e: '\x1b',
+  E: '\x1b',
+  f: '\f',
+  v: '\v',
+};
+
+/** The text of an ANSI-C quoted string `$'...'` with its escapes decoded (`\x72\155` -> `rm`). */
+function ansiCString(body: string): string {
+  return body.replaceAll(
+    /\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|.)/gs,
+    (_whole, sequence: string) => {
+      const first = sequence[0] ?? '';
+      if (first === 'x' || first === 'u' || first === 'U') {
+        const code = Number.parseInt(sequence.slice(1), 16);
+        return code <= 0x10ffff ? String.fromCodePoint(code) : '';
+      }
+      if (/[0-7]/.test(first)) return String.fromCharCode(Number.parseInt(sequence, 8));
+      return ANSI_C_ESCAPES[first] ?? sequence;
+    },
+  );
+}
+
+/**
+ * The line as written and as bash reads it before it splits words, for deny rules: line
+ * continuations (backslash-newline) removed (`r\<newline>m` is `rm`) and `$IFS` taken as the space
+ * it holds by default (`rm${IFS}-rf` is `rm -rf`). A deny rule is checked against every variant.
+ */
+export function denyVariants(line: string): string[] {
+  const joined = line.replaceAll('\\\n', '');
+  const spaced = joined.replaceAll(/\$\{IFS\}|\$IFS(?![A-Za-z0-9_])/g, ' ');
+  return [...new Set([line, joined, spaced])];
 }
 
 /** A wrapper's name as run: unquoted, without its path (`/usr/bin/timeout` -> `timeout`). */
@@ -355,6 +401,16 @@ export function denyForms(command: string): string[] {
       while (words.length > 0 && /^(?:-|\d)/.test(words[0] ?? '')) {
         const option = words[0] ?? '';
         words = words.slice(1);
+        const split = wrapperName(first) === 'env' ? /^(?:-S|--split-string=?)(.*)$/s.exec(option) : null;
+        if (split) {
+          // `env -S 'rm -rf x'` splits the string it is given into a command and runs it.
+          const text = unquoteWord([split[1] ?? '', ...words].join(' ').trim());
+          for (const inner of readCommandLine(text).commands) {
+            for (const form of denyForms(inner)) forms.add(form);
+          }
+          words = [];
+          break;
+        }
         const letter = /^-([a-zA-Z])$/.exec(option)?.[1];
         if (letter !== undefined && (valueOptions.includes(letter) || /^\d/.test(words[0] ?? ''))) {
           words = words.slice(1);

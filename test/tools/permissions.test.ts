@@ -86,6 +86,27 @@ describe('permission rules', () => {
     expect((await check(g, 'run_terminal_cmd', { command: 'git status' })).kind).toBe('allow');
   });
 
+  it('denies a command however bash is made to spell it: line continuations, $IFS, ANSI-C quotes, env -S', async () => {
+    const g = gate('bypassPermissions', { deny: ['Bash(rm:*)', 'Bash(git push:*)'] });
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: `${IFS}` is the shell's, not a JS placeholder.
+    const ifs = '${IFS}';
+    for (const command of [
+      'r\\\nm -rf build',
+      `rm${ifs}-rf${ifs}build`,
+      'rm$IFS-rf build',
+      `git${ifs}push origin main`,
+      "$'rm' -rf build",
+      "$'\\x72\\155' -rf build",
+      "env -S 'rm -rf build'",
+      "env --split-string='git push origin'",
+      'echo ok && r\\\nm -rf build',
+    ]) {
+      expect((await check(g, 'run_terminal_cmd', { command })).kind, command).toBe('deny');
+    }
+    expect((await check(g, 'run_terminal_cmd', { command: "echo 'rm -rf build'" })).kind).toBe('allow');
+    expect((await check(g, 'run_terminal_cmd', { command: 'env -S "ls -l"' })).kind).toBe('allow');
+  });
+
   it('puts deny before ask and ask before allow, whatever list a rule comes from', async () => {
     const g = buildPermissionGate({
       mode: 'default',
