@@ -289,7 +289,8 @@ async function needsApproval(
 /**
  * Whether `rule` matches one call. A Claude Code file tool with a specifier reaches every tool of its
  * kind, and bare `Edit` covers `write_file` too. `effect: 'deny'` (ask and deny lists): a command
- * matches when any part does, a path when its lexical or its real form does, and a specifier that
+ * matches when any part does, a path when its lexical or its real form (links resolved as far as the
+ * path exists) does, and a specifier that
  * cannot be checked matches every call; `allow`: every part, both forms, never an unchecked one.
  */
 async function callMatches(
@@ -313,8 +314,9 @@ async function callMatches(
   if (kind === 'read-path' || kind === 'edit-path') {
     const target = path.resolve(ctx.cwd, text(args.path) || '.');
     const lexical = pathMatches(rule.specifier, target, ctx);
-    const resolved = await realPathOf(target);
-    if (resolved === undefined) return lexical;
+    // A file not created yet is placed by its nearest existing ancestor: `link/new.txt` where `link`
+    // leads into a denied directory is in that directory.
+    const resolved = await nearestRealPath(target);
     const realMatch = pathMatches(rule.specifier, resolved, await real());
     return effect === 'deny' ? lexical || realMatch : lexical && realMatch;
   }

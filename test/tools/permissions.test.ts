@@ -142,6 +142,25 @@ describe('permission rules', () => {
     expect((await check(g, 'read_file', { path: 'src/a.ts' })).kind).toBe('allow');
   });
 
+  it('denies creating a file through a link into a denied directory', async () => {
+    const cwd = await tempDir();
+    await mkdir(path.join(cwd, 'secret'));
+    await writeFile(path.join(cwd, 'secret', 'a.txt'), 'x');
+    await symlink(path.join(cwd, 'secret'), path.join(cwd, 'link'));
+    const g = gate(
+      'default',
+      { allow: ['Edit', 'Read'], deny: ['Edit(./secret/**)', 'Read(./secret/**)'] },
+      cwd,
+    );
+    expect((await check(g, 'write_file', { path: 'link/a.txt', content: '' })).kind).toBe('deny');
+    expect((await check(g, 'write_file', { path: 'link/new.txt', content: '' })).kind).toBe('deny');
+    expect((await check(g, 'write_file', { path: 'link/sub/new.txt', content: '' })).kind).toBe('deny');
+    expect(
+      (await check(g, 'search_replace', { path: 'link/new.txt', old_string: '', new_string: 'x' })).kind,
+    ).toBe('deny');
+    expect((await check(g, 'write_file', { path: 'other/new.txt', content: '' })).kind).toBe('allow');
+  });
+
   it('matches MCP rules by server, by wildcard and by exact tool', async () => {
     const g = gate('default', {
       allow: ['mcp__github__get_*', 'mcp__docs'],
