@@ -224,7 +224,8 @@ export function commandDenied(rule: Rule, command: string): boolean {
 export function pathMatches(pattern: string, target: string, ctx: RuleContext): boolean {
   const { base, rest } = patternBase(pattern, ctx);
   const relative = path.relative(base, target);
-  if (relative.startsWith('..') || path.isAbsolute(relative)) return false;
+  // Outside the base: `..` or `../x`; a name that merely starts with two dots (`..env`) is inside.
+  if (relative === '..' || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative)) return false;
   const subject = relative.split(path.sep).join('/');
   if (rest === '' || rest === '**') return true;
   const anyDepth = !rest.includes('/');

@@ -161,6 +161,15 @@ describe('permission rules', () => {
     expect((await check(g, 'write_file', { path: 'other/new.txt', content: '' })).kind).toBe('allow');
   });
 
+  it('matches files whose names start with two dots, which are inside the directory', async () => {
+    const g = gate('default', { deny: ['Read(./..env)', 'Edit(./**)'] });
+    expect((await check(g, 'read_file', { path: '..env' })).kind).toBe('deny');
+    expect((await check(g, 'write_file', { path: '..hidden/x', content: '' })).kind).toBe('deny');
+    expect((await check(g, 'read_file', { path: 'a.env' })).kind).toBe('allow');
+    // Really outside the working directory: not matched by `./**`.
+    expect((await check(g, 'write_file', { path: '../x', content: '' })).kind).toBe('ask');
+  });
+
   it('matches MCP rules by server, by wildcard and by exact tool', async () => {
     const g = gate('default', {
       allow: ['mcp__github__get_*', 'mcp__docs'],
