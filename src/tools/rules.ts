@@ -23,7 +23,13 @@ import type picomatchFunction from 'picomatch';
 import { UserError } from '../errors.ts';
 import { lazyPackage } from '../require-package.ts';
 import { claudeCodeTool, MCP_PREFIX, type SpecifierKind, specifierKind } from './names.ts';
-import { commandMatchesPattern, denyForms, denyVariants, readCommandLine } from './shell-command.ts';
+import {
+  commandMatchesPattern,
+  denyForms,
+  denyVariants,
+  hidesCommand,
+  readCommandLine,
+} from './shell-command.ts';
 
 // Loaded by the first path rule checked (src/require-package.ts).
 const picomatch = lazyPackage<typeof picomatchFunction>('picomatch');
@@ -213,7 +219,9 @@ export function commandDenied(rule: Rule, command: string): boolean {
   return denyVariants(command).some((variant) => {
     const line = readCommandLine(variant);
     const parts = [...line.commands, ...line.substituted];
-    return parts.some((part) => denyForms(part).some((form) => commandMatchesPattern(form, pattern)));
+    return parts.some(
+      (part) => hidesCommand(part) || denyForms(part).some((form) => commandMatchesPattern(form, pattern)),
+    );
   });
 }
 

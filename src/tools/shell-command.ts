@@ -6,8 +6,10 @@
  * It is deliberately not a shell parser (quoting is tracked, nothing is expanded): allow rules only
  * accept what this reader fully understands, and deny rules are checked against every piece it
  * finds, including the insides of substitutions and the command behind wrappers such as `timeout`.
- * Text handed to another interpreter (`bash -c "..."`, `eval`, a script file) is out of its reach;
- * docs/prompt-and-tools.md says so.
+ * Text handed to another interpreter (`bash -c "..."`, `eval`) or a command word made at run time
+ * (`$cmd x`) is out of its reach: {@link hidesCommand} finds those, and deny and ask rules match
+ * them (they fail closed). A script file (`bash build.sh`), `find -delete` and `xargs` input are
+ * out of its reach too; docs/permissions.md says so.
  */
 
 /** A command line cut into simple commands. */
@@ -370,6 +372,24 @@ export function denyVariants(line: string): string[] {
 function wrapperName(word: string): string {
   const name = unquoteWord(word);
   return name.slice(name.lastIndexOf('/') + 1);
+}
+
+/** Interpreters that run a string given to them as a command line (with `-c`). */
+const SHELLS = new Set(['sh', 'bash', 'zsh', 'dash', 'ksh', 'mksh', 'fish']);
+
+/**
+ * Whether a simple command runs a command this reader cannot see: its command word is made at run
+ * time (`$cmd x`, `` `which rm` x ``), it is `eval` or `source`, or a shell given a command string
+ * (`bash -c "..."`, `sh -ec '...'`). Deny and ask rules match such a command whatever they name.
+ */
+export function hidesCommand(command: string): boolean {
+  return denyForms(command).some((form) => {
+    const [first = '', ...rest] = form.split(' ');
+    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(first)) return false; // `A=$x cmd`: its later form is read.
+    const name = first.slice(first.lastIndexOf('/') + 1);
+    if (/[$`]/.test(first) || name === 'eval' || name === 'source' || name === '.') return true;
+    return SHELLS.has(name) && rest.some((word) => /^-[a-zA-Z]*c[a-zA-Z]*$/.test(word));
+  });
 }
 
 /**

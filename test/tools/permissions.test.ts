@@ -107,6 +107,26 @@ describe('permission rules', () => {
     expect((await check(g, 'run_terminal_cmd', { command: 'env -S "ls -l"' })).kind).toBe('allow');
   });
 
+  it('a deny or ask command rule catches commands whose command word it cannot read (fails closed)', async () => {
+    const g = gate('bypassPermissions', { deny: ['Bash(rm:*)'] });
+    for (const command of [
+      'a=rm; $a -rf build',
+      '"$CMD" -rf build',
+      '`which rm` -rf build',
+      'eval "rm -rf build"',
+      "bash -c 'rm -rf build'",
+      "sh -ec 'rm -rf build'",
+      'timeout 5 /bin/bash -lc "rm -rf build"',
+      'source ./cleanup.sh',
+      'echo ok && . ./cleanup.sh',
+    ]) {
+      expect((await check(g, 'run_terminal_cmd', { command })).kind, command).toBe('deny');
+    }
+    for (const command of ['echo $HOME', 'FOO=$(date) ls -l', 'bash build.sh', 'ls "$DIR"']) {
+      expect((await check(g, 'run_terminal_cmd', { command })).kind, command).toBe('allow');
+    }
+  });
+
   it('puts deny before ask and ask before allow, whatever list a rule comes from', async () => {
     const g = buildPermissionGate({
       mode: 'default',
