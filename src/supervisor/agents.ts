@@ -12,7 +12,7 @@ import { hasBlockReferences, resolveAgentBlocks } from '../blocks/resolve.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { createEngine } from '../engines/create-engine.ts';
 import type { AgentReport, Engine, EngineHost } from '../engines/engine.ts';
-import { type SerializedError, serializeError, UserError } from '../errors.ts';
+import { describeValue, type SerializedError, serializeError, UserError } from '../errors.ts';
 import { cancelledError, completedOutcome, failedOutcome } from '../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
 import { cachedDefinitionHash, deliverUsage, type UsageRecord, usageRecord } from '../loop/usage-record.ts';
@@ -196,6 +196,7 @@ export class Agents {
     trace: SpawnTrace | undefined,
     session = false,
   ): AgentHandle {
+    checkSpawnCall(agent, options);
     this.#announceSimulated();
     const id = options.id ?? randomUUID();
     this.engine.checkAgentId(id);
@@ -666,5 +667,30 @@ export class Agents {
         );
       },
     };
+  }
+}
+
+/**
+ * Throws UserError `invalid_option` for a call of the wrong shape, from JavaScript or a cast:
+ * `spawn({ agent, task })` (a fan-out spec) read the options of undefined.
+ */
+function checkSpawnCall(agent: unknown, options: unknown): void {
+  const spec = typeof agent === 'object' && agent !== null && 'agent' in agent && 'task' in agent;
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new UserError(
+      'invalid_option',
+      `Expected spawn(agent, { task, ... }), got ${describeValue(options)} as its options${spec ? ' (a { agent, task } spec is what fanOut takes)' : ''}`,
+      { option: 'options' },
+    );
+  }
+  const { task } = options as { task?: unknown };
+  if (typeof task !== 'string') {
+    throw new UserError(
+      'invalid_option',
+      `Expected the spawn's \`task\` to be a string, got ${describeValue(task)}`,
+      {
+        option: 'task',
+      },
+    );
   }
 }

@@ -94,6 +94,19 @@ describe('Supervisor lifecycle', () => {
     expect(refused({ kind: 'anthropic', options: { apiKey: undefined, env: {} } })).toBe('accepted');
   });
 
+  it('a spawn call of the wrong shape throws a UserError saying the shape, not a TypeError', () => {
+    const supervisor = new Supervisor({ threads: 1 });
+    const spawn = supervisor.spawn.bind(supervisor) as (...args: unknown[]) => unknown;
+    expect(() => spawn({ agent: 'worker', task: 'x' })).toThrow(
+      'Expected spawn(agent, { task, ... }), got `undefined` (undefined) as its options (a { agent, task } spec is what fanOut takes)',
+    );
+    expect(() => spawn('worker', { task: 42 })).toThrow(
+      "Expected the spawn's `task` to be a string, got `42` (number)",
+    );
+    expect(() => spawn('worker', 'x')).toThrow(UserError);
+    expect(supervisor.agentCount).toBe(0);
+  });
+
   it('a spawn after close() settles Failed(invalid_request) without running', async () => {
     const supervisor = new Supervisor({ threads: 1 });
     await supervisor.close();
