@@ -83,7 +83,9 @@ export function listenForApprovals(
     });
   });
   supervisor.on('agent:decision', (event) => {
-    const request = event.requestId === undefined ? undefined : requests.get(event.requestId);
+    // A request a remembered rule settled was never announced: the decision event carries it.
+    const request =
+      (event.requestId === undefined ? undefined : requests.get(event.requestId)) ?? event.request;
     if (event.requestId !== undefined) {
       requests.delete(event.requestId);
       approver.forget(event.requestId);

@@ -60,7 +60,10 @@ export class ApprovalBook {
    * Request ids decided here or announced as decided, with their agent: a late report of one is not
    * announced again. Forgotten when the agent ends.
    */
-  readonly #settled = new Map<string, string>();
+  readonly #settled = new Map<
+    string,
+    { readonly agentId: string; readonly request: ApprovalRequest | undefined }
+  >();
   readonly #settledOf = new Map<string, Set<string>>();
   readonly #remembered = new Set<string>();
 
@@ -85,7 +88,7 @@ export class ApprovalBook {
     const { requestId } = request;
     if (this.#pending.has(requestId) || this.#settled.has(requestId)) return;
     if (this.#remembered.has(request.rule)) {
-      this.#settle(ref.agentId, requestId, {
+      this.#settle(ref.agentId, request, {
         approved: true,
         remember: 'session',
         by: 'rule',
@@ -94,7 +97,7 @@ export class ApprovalBook {
       return;
     }
     if (this.#host.unattended === 'deny' && !this.#host.listening(ref.agentId)) {
-      this.#settle(ref.agentId, requestId, {
+      this.#settle(ref.agentId, request, {
         approved: false,
         by: 'unattended',
         reason:
@@ -106,15 +109,23 @@ export class ApprovalBook {
     this.#host.emitApproval(extend(ref, { request }));
   }
 
-  /** A decision was journalled by the agent (ApprovalDecided). */
+  /**
+   * A decision was journalled by the agent (ApprovalDecided). The event announced carries the
+   * request it answers when this book saw it asked (those a remembered rule or the unattended
+   * policy settled were never announced as `agent:approval`).
+   */
   decided(event: AgentDecision): void {
     const { requestId, decision } = event;
+    let request: ApprovalRequest | undefined;
     if (requestId !== undefined) {
+      request = this.#pending.get(requestId)?.request ?? this.#settled.get(requestId)?.request;
       this.#pending.delete(requestId);
-      this.#markSettled(requestId, event.agentId);
+      this.#markSettled(requestId, event.agentId, request);
     }
     if (decision.approved && decision.remember === 'session') this.#remember(event.rule);
-    this.#host.emitDecision(event);
+    this.#host.emitDecision(
+      request === undefined || event.request !== undefined ? event : extend(event, { request }),
+    );
   }
 
   /**
@@ -165,7 +176,7 @@ export class ApprovalBook {
       );
     }
     this.#pending.delete(requestId);
-    this.#markSettled(requestId, entry.ref.agentId);
+    this.#markSettled(requestId, entry.ref.agentId, entry.request);
     return entry;
   }
 
@@ -176,7 +187,7 @@ export class ApprovalBook {
     for (const [requestId, entry] of this.#pending) {
       if (entry.request.rule !== rule) continue;
       this.#pending.delete(requestId);
-      this.#settle(entry.ref.agentId, requestId, {
+      this.#settle(entry.ref.agentId, entry.request, {
         approved: true,
         remember: 'session',
         by: 'rule',
@@ -185,8 +196,8 @@ export class ApprovalBook {
     }
   }
 
-  #markSettled(requestId: string, agentId: string): void {
-    this.#settled.set(requestId, agentId);
+  #markSettled(requestId: string, agentId: string, request: ApprovalRequest | undefined): void {
+    this.#settled.set(requestId, { agentId, request });
     let ids = this.#settledOf.get(agentId);
     if (!ids) {
       ids = new Set();
@@ -195,8 +206,9 @@ export class ApprovalBook {
     ids.add(requestId);
   }
 
-  #settle(agentId: string, requestId: string, decision: ApprovalDecision): void {
-    this.#markSettled(requestId, agentId);
+  #settle(agentId: string, request: ApprovalRequest, decision: ApprovalDecision): void {
+    const { requestId } = request;
+    this.#markSettled(requestId, agentId, request);
     this.#host.deliver(agentId, requestId, decision).catch(() => {
       // The engine cannot reach the agent (Redis down, the agent ended): its request times out.
     });

@@ -150,6 +150,11 @@ export interface AgentDecision extends AgentRef {
   /** The rule that asked, or that denied. */
   readonly rule: string;
   readonly decision: ApprovalDecision;
+  /**
+   * The request decided, when this Supervisor saw it asked (absent for a call denied without
+   * asking, and for a request asked before a restart of the supervisor).
+   */
+  readonly request?: ApprovalRequest;
 }
 
 /**

@@ -201,6 +201,7 @@ describe('approvals on the threads engine', () => {
   it("stops asking for a rule approved with remember: 'session', for later calls and later agents", async () => {
     const { supervisor, journal, actions } = start([asker]);
     const approvals = collect(supervisor, 'agent:approval');
+    const decisions = collect(supervisor, 'agent:decision');
     supervisor.on('agent:approval', (event) => {
       void supervisor.approve(event.request.requestId, { remember: 'session', decider: 'tty' });
     });
@@ -221,6 +222,11 @@ describe('approvals on the threads engine', () => {
     expect(ofType(journal(second.id), 'ApprovalDecided')).toMatchObject([
       { approved: true, by: 'rule', decider: 'remembered for the session: record_action' },
     ]);
+    // Every decision says what it decided, the ones the remembered rule settled unasked too (the
+    // run directory's approvals.jsonl records their arguments from it).
+    expect(decisions.map((event) => event.request?.args)).toEqual(
+      ['s1', 's2', 's3', 'again'].map((note) => ({ note })),
+    );
   });
 
   it('denies in dontAsk without an approval event, and says why', async () => {
