@@ -202,6 +202,10 @@ describe('otlpChoice', () => {
     expect(() => otlpChoice('localhost:4318', undefined, {})).toThrow(
       expect.objectContaining({ code: 'invalid_option', message: expect.stringContaining('--otlp') }),
     );
+    // The value the user set is named, not the traces URL made from it.
+    expect(() => otlpChoice(undefined, undefined, { OTEL_EXPORTER_OTLP_ENDPOINT: 'localhost:4318' })).toThrow(
+      'Expected OTEL_EXPORTER_OTLP_ENDPOINT to be an http or https URL (e.g. http://localhost:4318), got `"localhost:4318"`',
+    );
   });
 });
 

@@ -39,7 +39,9 @@ export function otlpChoice(
           ? base
           : `${base.replace(/\/+$/, '')}/v1/traces`;
   if (url === undefined) return undefined;
-  const problem = urlProblem(url);
+  // The value as the user gave it is what is wrong, not the traces URL made from it.
+  const given = flag !== undefined || !traces ? (base ?? url) : url;
+  const problem = urlProblem(url, given);
   if (problem !== undefined) {
     const source =
       flag !== undefined
@@ -56,8 +58,11 @@ export function otlpChoice(
   };
 }
 
-/** What is wrong with `url` as an OTLP/HTTP endpoint (`an http or https URL ..., got ...`), or undefined. */
-function urlProblem(url: string): string | undefined {
+/**
+ * What is wrong with `url` as an OTLP/HTTP endpoint (`an http or https URL ..., got <given>`), or
+ * undefined; `given` is the value the user set, `url` may have the traces path added.
+ */
+function urlProblem(url: string, given: string): string | undefined {
   let protocol: string | undefined;
   try {
     protocol = new URL(url).protocol;
@@ -66,12 +71,12 @@ function urlProblem(url: string): string | undefined {
   }
   return protocol === 'http:' || protocol === 'https:'
     ? undefined
-    : `an http or https URL (e.g. http://localhost:4318), got ${describeValue(url)}`;
+    : `an http or https URL (e.g. http://localhost:4318), got ${describeValue(given)}`;
 }
 
 /** The `--otlp` parser: an http(s) URL, checked before anything runs. */
 function otlpUrl(value: string): string {
-  const problem = urlProblem(value);
+  const problem = urlProblem(value, value);
   if (problem !== undefined) throw new InvalidArgumentError(`Expected ${problem}.`);
   return value;
 }
