@@ -24,7 +24,13 @@ import type { Provider } from '../../providers/types.ts';
 import { runActor } from '../actor/run-actor.ts';
 import type { SharedDefinitions } from '../actor/shared-definitions.ts';
 import type { RedisAdmission } from './admission.ts';
-import { clearFinishedAgent, type FinishedRun, readAgentStart } from './agent-state.ts';
+import {
+  claimAgent,
+  clearFinishedAgent,
+  type FinishedRun,
+  readAgentStart,
+  releaseAgent,
+} from './agent-state.ts';
 import type { RedisApprovals } from './approvals.ts';
 import type { BlockingPool } from './blocking-pool.ts';
 import { HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
@@ -193,6 +199,7 @@ export async function runAgent(
   ctx.running.set(agentId, controller);
   let journal: RedisJournal | undefined;
   try {
+    if (fence !== undefined) await claimAgent(redis, keys, agentId, fence.key);
     const { cancelReason, parkedText, events } = await readAgentStart(redis, keys, agentId);
     if (cancelReason !== null) controller.abort(new Error(cancelReason));
     const resumed = events.length > 0;
@@ -249,6 +256,7 @@ export async function runAgent(
   } finally {
     if (ctx.running.get(agentId) === controller) ctx.running.delete(agentId);
     if (journal !== undefined && ctx.journals.get(agentId) === journal) ctx.journals.delete(agentId);
+    if (fence !== undefined) releaseAgent(redis, keys, agentId, fence.key).catch(() => {});
   }
 }
 

@@ -28,6 +28,50 @@ export async function readAgentStart(redis: Redis, keys: ScaleoutKeys, agentId: 
   return { cancelReason, parkedText, events };
 }
 
+// The runner is the lock key of the job running the agent. Another job's live lock means another
+// worker runs the agent now (a supervisor re-submitted it while its first run goes on): wait.
+const CLAIM_SCRIPT = `
+local current = redis.call('GET', KEYS[1])
+if current and current ~= ARGV[1] and redis.call('EXISTS', current) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+return 1`;
+
+const RELEASE_SCRIPT = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+/** How often a run waiting for another job's run of the same agent looks again. */
+export const CLAIM_POLL_MS = 200;
+
+/**
+ * Makes the job whose lock is `lockKey` the one running `agentId`, first waiting while another
+ * job's run of it goes on (its lock held): two runs of one agent would append to one journal, the
+ * loser's append be refused and its retry resume a third run, each running its model requests and
+ * tool calls again and recording calls still running elsewhere as interrupted. A run that ends
+ * gives its claim up ({@link releaseAgent}); a dead worker's expires with its job lock.
+ */
+export async function claimAgent(
+  redis: Redis,
+  keys: ScaleoutKeys,
+  agentId: string,
+  lockKey: string,
+): Promise<void> {
+  // A cancel ends the other run too (the flag is the agent's): it still waits for it.
+  while ((await redis.eval(CLAIM_SCRIPT, 1, keys.runner(agentId), lockKey)) !== 1) {
+    await new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS));
+  }
+}
+
+/** Gives up the claim of {@link claimAgent} when it is still this job's. */
+export async function releaseAgent(
+  redis: Redis,
+  keys: ScaleoutKeys,
+  agentId: string,
+  lockKey: string,
+): Promise<void> {
+  await redis.eval(RELEASE_SCRIPT, 1, keys.runner(agentId), lockKey);
+}
+
 /** What {@link clearFinishedAgent} needs to know of the run. */
 export interface FinishedRun {
   /**
@@ -67,6 +111,7 @@ export async function clearFinishedAgent(
       keys.inboxAsked(agentId),
       keys.cancel(agentId),
       keys.meta(agentId),
+      keys.runner(agentId),
       keys.decisions(agentId),
       keys.decisionWakeups(agentId),
     ]) {

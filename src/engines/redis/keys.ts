@@ -93,6 +93,11 @@ export class ScaleoutKeys {
     return this.#agent(agentId, 'cancel');
   }
 
+  /** The lock key of the job whose run is running the agent now (see agent-state.ts `claimAgent`). */
+  runner(agentId: string): string {
+    return this.#agent(agentId, 'runner');
+  }
+
   /** Counters of the agent's job: restarts. */
   meta(agentId: string): string {
     return this.#agent(agentId, 'meta');
