@@ -24,13 +24,7 @@ import type { Provider } from '../../providers/types.ts';
 import { runActor } from '../actor/run-actor.ts';
 import type { SharedDefinitions } from '../actor/shared-definitions.ts';
 import type { RedisAdmission } from './admission.ts';
-import {
-  claimAgent,
-  clearFinishedAgent,
-  type FinishedRun,
-  readAgentStart,
-  releaseAgent,
-} from './agent-state.ts';
+import { clearFinishedAgent, type FinishedRun, readAgentStart, releaseAgent } from './agent-state.ts';
 import type { RedisApprovals } from './approvals.ts';
 import type { BlockingPool } from './blocking-pool.ts';
 import { HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
@@ -199,8 +193,7 @@ export async function runAgent(
   ctx.running.set(agentId, controller);
   let journal: RedisJournal | undefined;
   try {
-    if (fence !== undefined) await claimAgent(redis, keys, agentId, fence.key);
-    const { cancelReason, parkedText, events } = await readAgentStart(redis, keys, agentId);
+    const { cancelReason, parkedText, events } = await readAgentStart(redis, keys, agentId, fence?.key);
     if (cancelReason !== null) controller.abort(new Error(cancelReason));
     const resumed = events.length > 0;
     // A non-empty journal without a park mark means the last worker died (or the run failed).

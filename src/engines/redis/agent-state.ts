@@ -19,13 +19,25 @@ export interface AgentStart {
   readonly events: AuditEvent[];
 }
 
-/** Reads the cancel flag and the park mark (one MGET) and the journal, on one round trip. */
-export async function readAgentStart(redis: Redis, keys: ScaleoutKeys, agentId: string): Promise<AgentStart> {
-  const [[cancelReason = null, parkedText = null], events] = await Promise.all([
+/**
+ * Reads the cancel flag and the park mark (one MGET) and the journal, on one round trip. With
+ * `claim` (the run's job lock key), first claims the agent for that job ({@link claimAgent}) on
+ * the same round trip; when another job's run holds it, waits for it, then reads again.
+ */
+export async function readAgentStart(
+  redis: Redis,
+  keys: ScaleoutKeys,
+  agentId: string,
+  claim?: string,
+): Promise<AgentStart> {
+  const [claimed, [cancelReason = null, parkedText = null], events] = await Promise.all([
+    claim === undefined ? 1 : redis.eval(CLAIM_SCRIPT, 1, keys.runner(agentId), claim),
     redis.mget(keys.cancel(agentId), keys.parked(agentId)),
     readRedisJournal(redis, keys.journal(agentId)),
   ]);
-  return { cancelReason, parkedText, events };
+  if (claimed === 1 || claim === undefined) return { cancelReason, parkedText, events };
+  await claimAgent(redis, keys, agentId, claim);
+  return readAgentStart(redis, keys, agentId);
 }
 
 // The runner is the lock key of the job running the agent. Another job's live lock means another
