@@ -85,6 +85,12 @@ const UNQUOTED_VALUE = /((?:Bearer|Basic)[ \t]+)?("[^"\n]*"|'[^'\n]*'|[^\s"',;&]
 const UNQUOTED_SECRET_KEY = /(?:api[_-]?key|authorization|secret|passw(?:or)?d|token)(?![a-z])/i;
 
 /**
+ * Keys that name a problem with a secret rather than hold one: error codes such as
+ * `missing_api_key` (`troupe: missing_api_key: The openai provider needs...` lost its "The").
+ */
+const PROBLEM_KEY = /^(?:missing|invalid|unknown|no|bad|empty|expired|revoked)[_-]/i;
+
+/**
  * Cheap supersets of what the patterns need, tested first: every event string passes through here
  * (and every round's whole input, for its hash), and almost none holds a secret.
  */
@@ -227,7 +233,7 @@ function redactUnquotedPairs(text: string): string {
   let copied = 0;
   for (let match = keys.exec(text); match !== null; match = keys.exec(text)) {
     const [head, key = '', separator = ''] = match;
-    if (!UNQUOTED_SECRET_KEY.test(key)) continue;
+    if (!UNQUOTED_SECRET_KEY.test(key) || PROBLEM_KEY.test(key)) continue;
     values.lastIndex = match.index + head.length;
     const valueMatch = values.exec(text);
     if (valueMatch === null) continue;

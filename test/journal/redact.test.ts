@@ -79,6 +79,8 @@ describe('redactText', () => {
     'Bearer tokens are issued by the server; Basic authentication is older.',
     'risk-assessment with sk-learn',
     'max_tokens: 10, maxTokens=5, tokenizer: o200k',
+    'troupe: missing_api_key: The openai provider needs an API key: set OPENAI_API_KEY',
+    'invalid_token: Expired credentials',
     '{"inputTokens": 4000, "name": "x"}',
     'clone ssh://git@github.com/x/y and https://example.com:8443/path?q=1',
     '-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkq\n-----END PUBLIC KEY-----',
