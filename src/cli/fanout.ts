@@ -10,7 +10,12 @@ import { parseModelMap } from '../providers/models.ts';
 import { executeSession } from '../run-dir/execute.ts';
 import { loadPlan } from '../run-dir/plan.ts';
 import { formatPlanProblem, planProblemsOf } from '../run-dir/plan-problems.ts';
-import { checkProvider, chooseProvider, defaultModelFor } from '../run-dir/provider-choice.ts';
+import {
+  checkProvider,
+  chooseProvider,
+  defaultModelFor,
+  withEnvironmentBaseURL,
+} from '../run-dir/provider-choice.ts';
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
 import { resolveRunPlan } from '../run-dir/run-plan.ts';
 import { checkScorerModules } from '../run-dir/run-scoring.ts';
@@ -97,11 +102,14 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
   }
   const { plan, definitions } = loaded;
   const asked = commandPermissions(flags);
-  const provider = chooseProvider({
+  const chosen = chooseProvider({
     ...(flags.provider === undefined ? {} : { flag: flags.provider }),
     ...(plan.provider === undefined ? {} : { plan: plan.provider }),
     ...(plan.providerOptions === undefined ? {} : { options: plan.providerOptions }),
   });
+  // Workers of the redis engine read their own environment: the base URL this one names travels
+  // in the plan (keys do not).
+  const provider = flags.backend === 'redis' ? withEnvironmentBaseURL(chosen) : chosen;
   await checkProvider(provider);
   const runPlan = resolveRunPlan(
     plan,

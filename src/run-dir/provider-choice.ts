@@ -102,6 +102,31 @@ function named(
   return { name, config: { kind, ...options }, simulated: kind === 'simulated', source };
 }
 
+/** The variable that points a built-in provider at another server. */
+const BASE_URL_VARIABLES: Readonly<Record<string, string>> = {
+  openai: 'OPENAI_BASE_URL',
+  anthropic: 'ANTHROPIC_BASE_URL',
+};
+
+/**
+ * The choice with the base URL this process's environment gives a built-in provider written into
+ * its options, for agents run by other processes (`--backend redis`): a worker reads its own
+ * environment, where the variable may be unset, and would send the run's requests, meant for a
+ * local server, to the official endpoint with its own key. Keys stay out (each worker reads its
+ * own), and so does a URL with credentials in it (it would be stored in Redis).
+ */
+export function withEnvironmentBaseURL(
+  choice: ProviderChoice,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): ProviderChoice {
+  const { config } = choice;
+  const variable = BASE_URL_VARIABLES[config.kind];
+  if (variable === undefined || config.kind === 'module') return choice;
+  const baseURL = env[variable]?.trim();
+  if (!baseURL || baseURL.includes('@') || config.options?.baseURL !== undefined) return choice;
+  return { ...choice, config: { ...config, options: { ...config.options, baseURL } } };
+}
+
 /**
  * Builds the chosen provider once in the main thread (no request is made) so a missing API key or
  * a bad option fails before anything runs; a module provider is imported and its factory checked.

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { executeSession } from '../../src/run-dir/execute.ts';
 import { loadPlan } from '../../src/run-dir/plan.ts';
-import { chooseProvider } from '../../src/run-dir/provider-choice.ts';
+import { chooseProvider, withEnvironmentBaseURL } from '../../src/run-dir/provider-choice.ts';
 import { RunDirWriter } from '../../src/run-dir/run-dir.ts';
 import { resolveRunPlan } from '../../src/run-dir/run-plan.ts';
 import type { RunSummary } from '../../src/run-dir/summary.ts';
@@ -257,6 +257,36 @@ describe('troupe fanout', () => {
     expect(summaryOf(writer.paths.root)).toMatchObject({ interrupted: true });
     expect((await session).exitCode).toBe(130);
     expect(signals.listenerCount('SIGINT')).toBe(0);
+  });
+});
+
+describe('the provider of a run on the redis engine', () => {
+  it("carries this environment's base URL to the workers, never a key or a URL with credentials", () => {
+    const env = {
+      OPENAI_BASE_URL: 'http://127.0.0.1:8080/v1',
+      OPENAI_API_KEY: 'sk-proj-abcdefghijklmnopqrstu',
+    };
+    const openai = chooseProvider({ flag: 'openai', env });
+    expect(withEnvironmentBaseURL(openai, env).config).toEqual({
+      kind: 'openai',
+      options: { baseURL: 'http://127.0.0.1:8080/v1' },
+    });
+    // One the plan sets is kept; a URL with a password, the simulated model and modules get nothing.
+    const planned = chooseProvider({ flag: 'openai', options: { baseURL: 'http://plan/v1' }, env });
+    expect(withEnvironmentBaseURL(planned, env).config).toEqual({
+      kind: 'openai',
+      options: { baseURL: 'http://plan/v1' },
+    });
+    expect(withEnvironmentBaseURL(openai, { OPENAI_BASE_URL: 'http://user:pw@127.0.0.1/v1' }).config).toEqual(
+      { kind: 'openai' },
+    );
+    const anthropic = chooseProvider({ flag: 'anthropic', env });
+    expect(withEnvironmentBaseURL(anthropic, { ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/' }).config).toEqual({
+      kind: 'anthropic',
+      options: { baseURL: 'http://127.0.0.1:9/' },
+    });
+    const simulated = chooseProvider({ flag: 'simulated', env });
+    expect(withEnvironmentBaseURL(simulated, env)).toBe(simulated);
   });
 });
 

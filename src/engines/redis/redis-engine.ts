@@ -119,6 +119,7 @@ export class RedisEngine implements Engine {
     this.#context = context;
     this.#host = context.host;
     this.#keys = new ScaleoutKeys(options.redis.prefix, options.redis.queueName);
+    warnOfSecretOptions(options.providers);
   }
 
   checkAgentId(id: string): void {
@@ -722,4 +723,25 @@ function jobFailed(agentId: string, reason: string | undefined, attempts: number
     attempts,
   });
   return failedOutcome(agentId, 'crashed', error.toJSON());
+}
+
+/**
+ * Provider options travel in every job, so a key given there is stored in Redis in clear (and in
+ * its dump and AOF files), for as long as jobs are kept: said once per provider, as a process
+ * warning (code `TROUPE_SECRET_IN_REDIS`). Workers read keys from their own environment.
+ */
+function warnOfSecretOptions(providers: RedisEngineOptions['providers']): void {
+  for (const [name, config] of Object.entries(providers)) {
+    const options = config.options ?? {};
+    const headers = options.headers;
+    const secretHeader =
+      typeof headers === 'object' &&
+      headers !== null &&
+      Object.keys(headers).some((header) => /^(?:authorization|x-api-key|api-key)$/i.test(header));
+    if (options.apiKey === undefined && !secretHeader) continue;
+    process.emitWarning(
+      `providers.${name}.options holds ${options.apiKey === undefined ? 'an authorization header' : 'apiKey'}: with backend 'redis' it is stored in Redis in clear in every job. Leave it out; workers read OPENAI_API_KEY / ANTHROPIC_API_KEY from their environment.`,
+      { code: 'TROUPE_SECRET_IN_REDIS' },
+    );
+  }
 }
