@@ -2,7 +2,9 @@
  * Runs a fan-out session from the command line: progress output (TTY display, plain lines or
  * JSONL), Ctrl-C handling and the closing summary. The first SIGINT cancels the running agents
  * (they end Failed(cancelled), finished results stay on disk, the summary is written); a second
- * one writes the summary and exits at once with code 130.
+ * one writes the summary and exits at once with code 130. SIGTERM and SIGHUP (`kill`, `timeout`,
+ * `docker stop`, a closed terminal, a cancelled CI job) do the same, exiting 143 and 129: on the
+ * redis engine agents run in other processes, and nothing else would stop them.
  */
 import { type ApprovalRecord, approvalCounts, deniedLines, readApprovals } from './approvals.ts';
 import { EXIT_INTERRUPTED } from './constants.ts';
@@ -21,10 +23,15 @@ export interface CommandOutput {
   readonly stdoutClosed?: AbortSignal;
 }
 
-/** Something that emits SIGINT, like `process`. */
+/** The signals that interrupt a run, with the exit code each one gives (128 + its number). */
+const INTERRUPTS = { SIGINT: EXIT_INTERRUPTED, SIGTERM: 143, SIGHUP: 129 } as const;
+
+type Interrupt = keyof typeof INTERRUPTS;
+
+/** Something that emits SIGINT, SIGTERM and SIGHUP, like `process`. */
 export interface SignalSource {
-  on(event: 'SIGINT', listener: () => void): unknown;
-  off(event: 'SIGINT', listener: () => void): unknown;
+  on(event: Interrupt, listener: () => void): unknown;
+  off(event: Interrupt, listener: () => void): unknown;
 }
 
 /** Options of {@link executeSession}. */
@@ -37,7 +44,7 @@ export interface ExecuteOptions extends Omit<SessionOptions, 'signal' | 'onEvent
   readonly columns?: () => number;
   /** Called by the second Ctrl-C. @default process.exit */
   readonly exit?: (code: number) => void;
-  /** Where SIGINT comes from. @default process */
+  /** Where SIGINT, SIGTERM and SIGHUP come from. @default process */
   readonly signals?: SignalSource;
   /** Print the closing summary (not with `json`). @default true */
   readonly closing?: boolean;
@@ -65,22 +72,28 @@ export async function executeSession(options: ExecuteOptions): Promise<ExecuteRe
   });
   const signals = options.signals ?? process;
   let interrupts = 0;
-  const onSigint = (): void => {
+  let exitCode: number = EXIT_INTERRUPTED;
+  const onInterrupt = (signal: Interrupt): void => {
     interrupts += 1;
     if (interrupts === 1) {
+      exitCode = INTERRUPTS[signal];
       renderer.onEvent({ type: 'interrupt', count: 1 });
       renderer.note(
-        'troupe: cancelling the running agents; finished results stay in the run directory (Ctrl-C again exits at once)',
+        `troupe: ${signal === 'SIGINT' ? '' : `${signal}: `}cancelling the running agents; finished results stay in the run directory (Ctrl-C again exits at once)`,
       );
-      controller.abort(new Error('interrupted (Ctrl-C)'));
+      controller.abort(new Error(signal === 'SIGINT' ? 'interrupted (Ctrl-C)' : `interrupted (${signal})`));
       return;
     }
     renderer.stop();
     session.writeSummary(true);
     io.stderr(`troupe: exiting at once; results so far are in ${options.writer.paths.root}\n`);
-    (options.exit ?? process.exit)(EXIT_INTERRUPTED);
+    (options.exit ?? process.exit)(INTERRUPTS[signal]);
   };
-  signals.on('SIGINT', onSigint);
+  const listeners = (Object.keys(INTERRUPTS) as Interrupt[]).map((signal) => {
+    const listener = (): void => onInterrupt(signal);
+    signals.on(signal, listener);
+    return () => signals.off(signal, listener);
+  });
   // Nobody reads the output any more (`troupe fanout --json | head`): stop the agents, keep what
   // finished, write the summary. Nothing is printed: there is nowhere to print it.
   const closed = io.stdoutClosed;
@@ -91,7 +104,7 @@ export async function executeSession(options: ExecuteOptions): Promise<ExecuteRe
   try {
     result = await session.run();
   } finally {
-    signals.off('SIGINT', onSigint);
+    for (const stop of listeners) stop();
     closed?.removeEventListener('abort', onClosed);
     renderer.stop();
   }
@@ -100,8 +113,10 @@ export async function executeSession(options: ExecuteOptions): Promise<ExecuteRe
     io.stdout(closingText(result.summary, root, readApprovals(root), options.plan.provider.source));
   }
   const { counts } = result.summary;
-  const exitCode = result.interrupted ? EXIT_INTERRUPTED : counts.failed > 0 || counts.notRun > 0 ? 1 : 0;
-  return { ...result, exitCode };
+  return {
+    ...result,
+    exitCode: result.interrupted ? exitCode : counts.failed > 0 || counts.notRun > 0 ? 1 : 0,
+  };
 }
 
 /**

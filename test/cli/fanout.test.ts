@@ -258,6 +258,43 @@ describe('troupe fanout', () => {
     expect((await session).exitCode).toBe(130);
     expect(signals.listenerCount('SIGINT')).toBe(0);
   });
+
+  it('SIGTERM (kill, timeout, docker stop) cancels like Ctrl-C, writes the summary and exits 143', async () => {
+    const { plan, definitions } = await loadPlan(
+      writePlan([
+        'cwd: .',
+        'threads: 1',
+        'agent: worker',
+        'runs:',
+        '  - task: Review a.md, then wait for an instruction.',
+      ]),
+    );
+    const runPlan = resolveRunPlan(plan, chooseProvider({ env: {} }), {}, 'simulated');
+    const writer = RunDirWriter.create(path.join(dir, 'run-term'), runPlan);
+    const signals = new EventEmitter();
+    const io = captureIO();
+    const session = executeSession({
+      plan: runPlan,
+      writer,
+      work: runPlan.runs.map((run) => ({ run, agentId: run.agentId, attempt: 1, resume: false })),
+      kind: 'fanout',
+      definitions,
+      json: false,
+      tty: false,
+      io,
+      signals,
+      exit: () => {
+        throw new Error('a single SIGTERM must not exit at once');
+      },
+    });
+    const journal = path.join(writer.paths.journals, `${runPlan.runs[0]?.agentId}.jsonl`);
+    await waitUntil(() => journalTypes(journal).includes('Waiting'), 'the agent waits');
+    signals.emit('SIGTERM');
+    expect((await session).exitCode).toBe(143);
+    expect(summaryOf(writer.paths.root)).toMatchObject({ interrupted: true, failures: { cancelled: 1 } });
+    expect(journalTypes(journal).at(-1)).toBe('Failed');
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) expect(signals.listenerCount(signal)).toBe(0);
+  });
 });
 
 describe('the provider of a run on the redis engine', () => {
