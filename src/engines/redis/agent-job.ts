@@ -16,6 +16,7 @@ import { existsSync } from 'node:fs';
 import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { isTroupeError } from '../../errors.ts';
+import { type AuditEvent, isTerminal } from '../../journal/events.ts';
 import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
 import type { OptionalSignal } from '../../protocol/messages.ts';
 import type { AgentJobData, ParkRequest, WorkerSignal } from '../../protocol/redis.ts';
@@ -196,9 +197,11 @@ export async function runAgent(
     const { cancelReason, parkedText, events } = await readAgentStart(redis, keys, agentId, fence?.key);
     if (cancelReason !== null) controller.abort(new Error(cancelReason));
     const resumed = events.length > 0;
-    // A non-empty journal without a park mark means the last worker died (or the run failed).
+    // A non-empty journal without a park mark means the last worker died (or the run failed);
+    // one that ended is an agent spawned again (`troupe resume`): it returns its outcome.
+    const ended = events.length > 0 && isTerminal(events[events.length - 1] as AuditEvent);
     const restart =
-      resumed && parkedText === null ? await redis.hincrby(keys.meta(agentId), 'restarts', 1) : 0;
+      resumed && parkedText === null && !ended ? await redis.hincrby(keys.meta(agentId), 'restarts', 1) : 0;
     signal({ type: 'started', agentId, workerId: ctx.workerId, resumed, restart });
 
     const runJournal = new RedisJournal({

@@ -108,5 +108,15 @@ describe(`the redis backend resuming agents that are still running${skipReason}`
       ).toBe(false);
       expect(journal.filter((event) => event.type === 'Completed')).toHaveLength(1);
     }
+
+    // Spawned again once they ended: their outcomes, and no restart is reported (none happened).
+    const third = start(queueName);
+    const restarted: string[] = [];
+    third.on('agent:restarted', (event) => restarted.push(event.agentId));
+    const again = await Promise.all(
+      ids.map((id) => third.spawn('stepper', { id, task: `Stepper ${id}.`, resume: true }).result),
+    );
+    expect(again.map((outcome) => outcome.status)).toEqual(Array(AGENTS).fill('completed'));
+    expect(restarted).toEqual([]);
   });
 });
