@@ -144,6 +144,7 @@ export async function checkRedis(url: string, timeoutMs: number): Promise<void> 
       }),
     ]);
   } catch (error) {
+    redis.disconnect();
     const reason = (cause ?? (error instanceof Error ? error.message : String(error))).replace(/\.$/, '');
     throw new SystemError(
       'redis_unreachable',
@@ -152,6 +153,21 @@ export async function checkRedis(url: string, timeoutMs: number): Promise<void> 
     );
   } finally {
     clearTimeout(timer);
+  }
+  try {
+    // A database the server does not have fails its SELECT, which ioredis only logs: every
+    // connection would use database 0, another run's.
+    const { db } = redis.options;
+    if (db !== undefined && db !== 0) {
+      await redis.select(db).catch((error: unknown) => {
+        throw new UserError(
+          'invalid_option',
+          `Redis at ${displayUrl(url)} has no database ${db}: ${error instanceof Error ? error.message : String(error)}`,
+          { url: displayUrl(url), db },
+        );
+      });
+    }
+  } finally {
     redis.disconnect();
   }
 }

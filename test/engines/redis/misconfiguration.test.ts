@@ -67,6 +67,17 @@ describe('a misconfigured redis backend says so before anything runs', () => {
       await server?.destroy();
     });
 
+    it('a Redis URL naming a database the server does not have fails before anything runs', async () => {
+      const out = path.join(dir, 'no-db');
+      const run = startCli(
+        ['fanout', 'plan.yaml', '--backend', 'redis', '--redis', `${server.url}/99`, '--out', out],
+        { cwd: dir, env },
+      );
+      expect(await run.exited).toBe(1);
+      expect(run.stderr()).toContain(`invalid_option: Redis at ${server.url}/99 has no database 99`);
+      expect(existsSync(out)).toBe(false);
+    });
+
     it('a supervisor whose jobs no worker takes says so, with the worker count, and runs once one starts', async () => {
       const queueName = uniqueName('unserved');
       const supervisor = new RedisSupervisor({
