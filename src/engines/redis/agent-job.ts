@@ -193,6 +193,7 @@ export async function runAgent(
   // (worker.ts), and one announced earlier set its flag first, so the read below sees it.
   ctx.running.set(agentId, controller);
   let journal: RedisJournal | undefined;
+  let finished = false;
   try {
     const { cancelReason, parkedText, events } = await readAgentStart(redis, keys, agentId, fence?.key);
     if (cancelReason !== null) controller.abort(new Error(cancelReason));
@@ -248,11 +249,15 @@ export async function runAgent(
       return undefined;
     }
     await runJournal.flushed();
+    finished = true;
     return { outcome: first.outcome, parkMarkSeen: parkedText !== null };
   } finally {
     if (ctx.running.get(agentId) === controller) ctx.running.delete(agentId);
     if (journal !== undefined && ctx.journals.get(agentId) === journal) ctx.journals.delete(agentId);
-    if (fence !== undefined) releaseAgent(redis, keys, agentId, fence.key).catch(() => {});
+    // A run that parked or failed gives its claim up: the agent's next job must not wait for the
+    // rest of this one (a batch's lock lives on). A finished agent's claim is left to lapse with
+    // the lock: one command less per agent, and a later spawn of it at most waits for the batch.
+    if (fence !== undefined && !finished) releaseAgent(redis, keys, agentId, fence.key).catch(() => {});
   }
 }
 

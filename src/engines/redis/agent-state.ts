@@ -30,12 +30,26 @@ export async function readAgentStart(
   agentId: string,
   claim?: string,
 ): Promise<AgentStart> {
-  const [claimed, [cancelReason = null, parkedText = null], events] = await Promise.all([
-    claim === undefined ? 1 : redis.eval(CLAIM_SCRIPT, 1, keys.runner(agentId), claim),
-    redis.mget(keys.cancel(agentId), keys.parked(agentId)),
+  if (claim === undefined) {
+    const [[cancelReason = null, parkedText = null], events] = await Promise.all([
+      redis.mget(keys.cancel(agentId), keys.parked(agentId)),
+      readRedisJournal(redis, keys.journal(agentId)),
+    ]);
+    return { cancelReason, parkedText, events };
+  }
+  // The claim and the two reads are one script: as many commands as the plain MGET.
+  const [[claimed, cancelReason = null, parkedText = null], events] = await Promise.all([
+    redis.eval(
+      START_SCRIPT,
+      3,
+      keys.runner(agentId),
+      keys.cancel(agentId),
+      keys.parked(agentId),
+      claim,
+    ) as Promise<[number, string | null, string | null]>,
     readRedisJournal(redis, keys.journal(agentId)),
   ]);
-  if (claimed === 1 || claim === undefined) return { cancelReason, parkedText, events };
+  if (claimed === 1) return { cancelReason, parkedText, events };
   await claimAgent(redis, keys, agentId, claim);
   return readAgentStart(redis, keys, agentId);
 }
@@ -47,6 +61,13 @@ local current = redis.call('GET', KEYS[1])
 if current and current ~= ARGV[1] and redis.call('EXISTS', current) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
 return 1`;
+
+/** {@link CLAIM_SCRIPT}, then the cancel flag and the park mark (KEYS[2], KEYS[3]) when claimed. */
+const START_SCRIPT = `
+local current = redis.call('GET', KEYS[1])
+if current and current ~= ARGV[1] and redis.call('EXISTS', current) == 1 then return {0} end
+redis.call('SET', KEYS[1], ARGV[1])
+return {1, redis.call('GET', KEYS[2]), redis.call('GET', KEYS[3])}`;
 
 const RELEASE_SCRIPT = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
