@@ -9,8 +9,8 @@ import { registerSecretValues } from '../journal/redact.ts';
 /** Header names whose values are credentials (`authorization`, `x-api-key`, Azure's `api-key`). */
 const CREDENTIAL_HEADER = /authorization|api[-_]?key|token|secret|cookie/i;
 
-/** The API key and the credential header values of a provider's settings, for masking. */
-export function registerCredentials(apiKey: unknown, headers: unknown): void {
+/** The API key and the credential header values given in a provider's settings (with and without their scheme). */
+export function credentialsIn(apiKey: unknown, headers: unknown): string[] {
   const values: string[] = [];
   if (typeof apiKey === 'string') values.push(apiKey);
   if (typeof headers === 'object' && headers !== null) {
@@ -19,7 +19,12 @@ export function registerCredentials(apiKey: unknown, headers: unknown): void {
       values.push(value, value.replace(/^(?:Bearer|Basic|Token)\s+/i, ''));
     }
   }
-  registerSecretValues(values);
+  return values;
+}
+
+/** The API key and the credential header values of a provider's settings, for masking. */
+export function registerCredentials(apiKey: unknown, headers: unknown): void {
+  registerSecretValues(credentialsIn(apiKey, headers));
 }
 
 /** Environment variables that hold each provider kind's key when its options give none. */

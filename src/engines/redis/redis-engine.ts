@@ -25,6 +25,7 @@ import type {
   HostCall,
   WorkerSignal,
 } from '../../protocol/redis.ts';
+import { credentialsIn } from '../../providers/credentials.ts';
 import type { Engine, EngineContext, EngineDescription, EngineHost, EngineOptions } from '../engine.ts';
 import { RedisApprovals } from './approvals.ts';
 import { bullConnection, closeRedis, connectRedis, displayUrl, waitForRedis } from './connection.ts';
@@ -732,15 +733,9 @@ function jobFailed(agentId: string, reason: string | undefined, attempts: number
  */
 function warnOfSecretOptions(providers: RedisEngineOptions['providers']): void {
   for (const [name, config] of Object.entries(providers)) {
-    const options = config.options ?? {};
-    const headers = options.headers;
-    const secretHeader =
-      typeof headers === 'object' &&
-      headers !== null &&
-      Object.keys(headers).some((header) => /^(?:authorization|x-api-key|api-key)$/i.test(header));
-    if (options.apiKey === undefined && !secretHeader) continue;
+    if (credentialsIn(config.options?.apiKey, config.options?.headers).length === 0) continue;
     process.emitWarning(
-      `providers.${name}.options holds ${options.apiKey === undefined ? 'an authorization header' : 'apiKey'}: with backend 'redis' it is stored in Redis in clear in every job. Leave it out; workers read OPENAI_API_KEY / ANTHROPIC_API_KEY from their environment.`,
+      `providers.${name}.options holds ${config.options?.apiKey === undefined ? 'a credential header' : 'apiKey'}: with backend 'redis' it is stored in Redis in clear in every job. Leave it out; workers read OPENAI_API_KEY / ANTHROPIC_API_KEY from their environment.`,
       { code: 'TROUPE_SECRET_IN_REDIS' },
     );
   }
