@@ -9,6 +9,7 @@
 import { type ApprovalRecord, approvalCounts, deniedLines, readApprovals } from './approvals.ts';
 import { EXIT_INTERRUPTED } from './constants.ts';
 import { formatCost, formatDuration, formatTokenCount, printable } from './format.ts';
+import { type InterruptSignal, type SignalSource, watchInterrupts } from './interrupt.ts';
 import { type ProviderChoice, simulatedNotice } from './provider-choice.ts';
 import { createProgressRenderer } from './render-progress.ts';
 import { scorerLines } from './scoring-text.ts';
@@ -23,16 +24,12 @@ export interface CommandOutput {
   readonly stdoutClosed?: AbortSignal;
 }
 
-/** The signals that interrupt a run, with the exit code each one gives (128 + its number). */
-const INTERRUPTS = { SIGINT: EXIT_INTERRUPTED, SIGTERM: 143, SIGHUP: 129 } as const;
-
-type Interrupt = keyof typeof INTERRUPTS;
-
-/** Something that emits SIGINT, SIGTERM and SIGHUP, like `process`. */
-export interface SignalSource {
-  on(event: Interrupt, listener: () => void): unknown;
-  off(event: Interrupt, listener: () => void): unknown;
-}
+/** The exit code of a run each interrupt gives (128 + the signal's number). */
+const EXIT_CODES: Readonly<Record<InterruptSignal, number>> = {
+  SIGINT: EXIT_INTERRUPTED,
+  SIGTERM: 143,
+  SIGHUP: 129,
+};
 
 /** Options of {@link executeSession}. */
 export interface ExecuteOptions extends Omit<SessionOptions, 'signal' | 'onEvent'> {
@@ -70,30 +67,24 @@ export async function executeSession(options: ExecuteOptions): Promise<ExecuteRe
     signal: controller.signal,
     onEvent: (e) => renderer.onEvent(e),
   });
-  const signals = options.signals ?? process;
-  let interrupts = 0;
   let exitCode: number = EXIT_INTERRUPTED;
-  const onInterrupt = (signal: Interrupt): void => {
-    interrupts += 1;
-    if (interrupts === 1) {
-      exitCode = INTERRUPTS[signal];
+  const stopWatching = watchInterrupts(
+    (signal) => {
+      exitCode = EXIT_CODES[signal];
       renderer.onEvent({ type: 'interrupt', count: 1 });
       renderer.note(
         `troupe: ${signal === 'SIGINT' ? '' : `${signal}: `}cancelling the running agents; finished results stay in the run directory (Ctrl-C again exits at once)`,
       );
       controller.abort(new Error(signal === 'SIGINT' ? 'interrupted (Ctrl-C)' : `interrupted (${signal})`));
-      return;
-    }
-    renderer.stop();
-    session.writeSummary(true);
-    io.stderr(`troupe: exiting at once; results so far are in ${options.writer.paths.root}\n`);
-    (options.exit ?? process.exit)(INTERRUPTS[signal]);
-  };
-  const listeners = (Object.keys(INTERRUPTS) as Interrupt[]).map((signal) => {
-    const listener = (): void => onInterrupt(signal);
-    signals.on(signal, listener);
-    return () => signals.off(signal, listener);
-  });
+    },
+    (signal) => {
+      renderer.stop();
+      session.writeSummary(true);
+      io.stderr(`troupe: exiting at once; results so far are in ${options.writer.paths.root}\n`);
+      (options.exit ?? process.exit)(EXIT_CODES[signal]);
+    },
+    options.signals ?? process,
+  );
   // Nobody reads the output any more (`troupe fanout --json | head`): stop the agents, keep what
   // finished, write the summary. Nothing is printed: there is nowhere to print it.
   const closed = io.stdoutClosed;
@@ -104,7 +95,7 @@ export async function executeSession(options: ExecuteOptions): Promise<ExecuteRe
   try {
     result = await session.run();
   } finally {
-    for (const stop of listeners) stop();
+    stopWatching();
     closed?.removeEventListener('abort', onClosed);
     renderer.stop();
   }

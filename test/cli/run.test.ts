@@ -1,12 +1,12 @@
 import { existsSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { watchInterrupts } from '../../src/cli/shared/interrupt.ts';
 import { formatCount, progressLine } from '../../src/cli/shared/progress.ts';
 import { chooseProvider, resolveModel } from '../../src/cli/shared/provider-choice.ts';
 import { readJournal } from '../../src/journal/reader.ts';
 import { verifyJournalFile } from '../../src/journal/verify.ts';
 import { journalRerender } from '../../src/loop/rerender.ts';
+import { watchInterrupts } from '../../src/run-dir/interrupt.ts';
 import { journalEvents, PROVIDER_ENV, Project, READER, runCli } from '../fixtures/cli/cli-helpers.ts';
 import { repoRoot, runScript } from '../run-dir/helpers.ts';
 
@@ -51,7 +51,7 @@ describe('troupe run', () => {
     const result = await runCli('run', 'reader', '--task', TASK, '--cwd', project.root);
     expect(result.code).toBe(0);
     // The run's Ctrl-C handlers live only as long as the run; one listener per signal stays for
-    // good (see keepListening in src/cli/shared/interrupt.ts), and runs do not add up.
+    // good (see keepListening in src/run-dir/interrupt.ts), and runs do not add up.
     const after = listeners();
     expect(after.map((count, i) => count - (before[i] ?? 0))).toSatisfy((added: number[]) =>
       added.every((n) => n === 0 || n === 1),

@@ -8,6 +8,7 @@ import { isAbsolute, relative } from 'node:path';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import { printable, terminalJson } from '../../run-dir/format.ts';
+import { type InterruptSignal, raise, watchInterrupts } from '../../run-dir/interrupt.ts';
 import { AgentTracing, type TracingOptions } from '../../telemetry/agent-tracing.ts';
 import { traceEventOf } from '../../telemetry/trace-events.ts';
 import {
@@ -18,7 +19,6 @@ import {
   type KeyInput,
 } from './approvers.ts';
 import { EXIT_FAILED, EXIT_OK } from './constants.ts';
-import { type InterruptSignal, raise, watchInterrupts } from './interrupt.ts';
 import type { CliIO } from './io.ts';
 import { outcomeSummary, ProgressFormatter, resultText } from './progress.ts';
 import type { PreparedSession, SessionInfo } from './session.ts';

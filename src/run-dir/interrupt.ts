@@ -5,8 +5,11 @@
  * synchronously, so even then it holds every event so far and `troupe resume` can continue it.
  */
 
-/** The signals treated as Ctrl-C: SIGTERM too, so `kill PID` also ends the agent cleanly. */
-const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+/**
+ * The signals treated as Ctrl-C: SIGTERM too, so `kill PID` (`timeout`, `docker stop`) also ends the
+ * agents cleanly, and SIGHUP (a closed terminal).
+ */
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 export type InterruptSignal = (typeof SIGNALS)[number];
 
@@ -17,32 +20,34 @@ export interface SignalSource {
 }
 
 /**
- * Calls `first` on the first SIGINT or SIGTERM; on the next one, stops listening and calls
+ * Calls `first` on the first SIGINT, SIGTERM or SIGHUP; on the next one, stops listening and calls
  * `second` with it. The returned function stops listening (safe to call twice).
  *
  * On `process` a listener of troupe's stays installed after the watch stops (see
  * {@link keepListening}): a Ctrl-C that arrives just as a run ends must still end the process.
  */
 export function watchInterrupts(
-  first: () => void,
+  first: (signal: InterruptSignal) => void,
   second: (signal: InterruptSignal) => void,
   source: SignalSource = process,
 ): () => void {
   if (source === process) keepListening();
   let seen = 0;
-  const stop = (): void => {
-    for (const signal of SIGNALS) source.off(signal, listener);
-  };
-  const listener = (signal: InterruptSignal): void => {
+  const onSignal = (signal: InterruptSignal): void => {
     seen += 1;
     if (seen === 1) {
-      first();
+      first(signal);
       return;
     }
     stop();
     second(signal);
   };
-  for (const signal of SIGNALS) source.on(signal, listener);
+  // One listener per signal, so each knows its signal whatever the source passes it.
+  const listeners = SIGNALS.map((signal) => [signal, () => onSignal(signal)] as const);
+  const stop = (): void => {
+    for (const [signal, listener] of listeners) source.off(signal, listener);
+  };
+  for (const [signal, listener] of listeners) source.on(signal, listener);
   return stop;
 }
 
@@ -63,7 +68,7 @@ export function raise(signal: InterruptSignal): void {
 let lingering = false;
 
 /**
- * Keeps one SIGINT and one SIGTERM listener on the process for good, installed before the first
+ * Keeps one listener of each of these signals on the process for good, installed before the first
  * watch. Removing a signal's last listener closes Node's signal handle, and libuv then drops a
  * signal it has caught but not yet handed to JavaScript: a second Ctrl-C sent as the agent ended
  * was lost, and the process lived on behind a tool blocked in the thread pool. With this listener
