@@ -330,6 +330,12 @@ export interface Resumed {
   readonly nextRound: number;
   /** Tool calls that had started with no recorded result. */
   readonly pendingCallIds: readonly string[];
+  /**
+   * Those of `pendingCallIds` that wait again rather than being cut off: a call whose approval was
+   * not decided (asked again under the same request id) and a `wait_for_instruction` that was
+   * waiting. Absent when there are none (and in journals of earlier versions).
+   */
+  readonly awaitingCallIds?: readonly string[];
   /** Bytes of a torn last line cut from the file before resuming. */
   readonly truncatedBytes: number;
   /**

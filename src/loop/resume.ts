@@ -55,6 +55,10 @@ export async function restoreFromJournal(
     run.succeededTools.add(result.name);
     if (result.name === COMPLETE_TASK) run.completion = { value: result.data };
   }
+  const awaiting = [
+    ...(state.pendingApproval ? [state.pendingApproval.call.callId] : []),
+    ...(state.waiting ? [state.waiting.callId] : []),
+  ];
   run.record({
     type: 'Resumed',
     agentId: run.agentId,
@@ -62,9 +66,9 @@ export async function restoreFromJournal(
     pendingCallIds: [
       ...state.pendingCalls.map((c) => c.callId),
       ...state.deniedCalls.map((d) => d.call.callId),
-      ...(state.pendingApproval ? [state.pendingApproval.call.callId] : []),
-      ...(state.waiting ? [state.waiting.callId] : []),
+      ...awaiting,
     ],
+    ...(awaiting.length > 0 ? { awaitingCallIds: awaiting } : {}),
     truncatedBytes,
     ...(noticed.definitionChanged ? { definitionChanged: noticed.definitionChanged } : {}),
     ...(noticed.notices !== undefined && noticed.notices.length > 0 ? { notices: noticed.notices } : {}),

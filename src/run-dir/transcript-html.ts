@@ -144,7 +144,7 @@ function entryHtml(entry: TranscriptEntry, origin: number, anchorOf: AnchorOf): 
     case 'state':
       return `<li class="e-state"><b>state</b> <code>${esc(entry.key)}</code> ${entry.text === null ? 'removed' : 'replaced'}${entry.superseded > 0 ? `: ${entry.superseded} earlier display${entry.superseded === 1 ? '' : 's'} superseded by a marker` : ''}${entry.text === null ? '' : clip(entry.text)}</li>`;
     case 'resumed':
-      return `<li class="e-resumed"><b>restarted from the journal</b> <span class="sub">${at(entry.at, origin)}</span>: continues at round ${entry.nextRound}${entry.pendingCallIds.length > 0 ? `; ${entry.pendingCallIds.length} call${entry.pendingCallIds.length === 1 ? ' was' : 's were'} cut off (${esc(entry.pendingCallIds.join(', '))})` : ''}</li>`;
+      return `<li class="e-resumed"><b>restarted from the journal</b> <span class="sub">${at(entry.at, origin)}</span>: continues at round ${entry.nextRound}${entry.pendingCallIds.length > 0 ? `; ${entry.pendingCallIds.length} call${entry.pendingCallIds.length === 1 ? ' was' : 's were'} cut off (${esc(entry.pendingCallIds.join(', '))})` : ''}${entry.awaitingCallIds.length > 0 ? `; waiting again: ${esc(entry.awaitingCallIds.join(', '))}` : ''}</li>`;
     case 'approval':
       return `<li class="e-approval"><b>${entry.decision}</b> <code>${esc(entry.tool)}</code> (${esc(entry.callId)})${entry.by ? ` by ${esc(entry.by)}` : ''}${entry.reason ? `: ${esc(entry.reason)}` : ''} <span class="sub">${at(entry.at, origin)}</span></li>`;
     default:

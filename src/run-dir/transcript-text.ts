@@ -104,7 +104,7 @@ function entryText(
     case 'state':
       return `  state ${entry.key} ${entry.text === null ? 'removed' : 'replaced'}${entry.superseded > 0 ? ` (${entry.superseded} earlier display(s) superseded)` : ''}`;
     case 'resumed':
-      return `  restarted from the journal ${since(entry.at)}: continues at round ${entry.nextRound}${entry.pendingCallIds.length > 0 ? `; cut off: ${entry.pendingCallIds.join(', ')}` : ''}`;
+      return `  restarted from the journal ${since(entry.at)}: continues at round ${entry.nextRound}${entry.pendingCallIds.length > 0 ? `; cut off: ${entry.pendingCallIds.join(', ')}` : ''}${entry.awaitingCallIds.length > 0 ? `; waiting again: ${entry.awaitingCallIds.join(', ')}` : ''}`;
     case 'approval':
       return `  ${entry.decision} ${entry.tool} (${entry.callId})${entry.by ? ` by ${entry.by}` : ''}${entry.reason ? `: ${entry.reason}` : ''}`;
     default:

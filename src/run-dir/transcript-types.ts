@@ -145,6 +145,8 @@ export interface ResumedEntry {
   readonly nextRound: number;
   /** Calls that had started with no result: recorded as interrupted, not run again. */
   readonly pendingCallIds: readonly string[];
+  /** Calls that wait again instead (an undecided approval, a `wait_for_instruction`). */
+  readonly awaitingCallIds: readonly string[];
 }
 
 /**

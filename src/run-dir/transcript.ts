@@ -269,8 +269,10 @@ class TranscriptBuilder {
         }
         return;
       }
-      case 'Resumed':
-        for (const callId of event.pendingCallIds) {
+      case 'Resumed': {
+        const awaiting = event.awaitingCallIds ?? [];
+        const cutOff = event.pendingCallIds.filter((id) => !awaiting.includes(id));
+        for (const callId of cutOff) {
           const tool = this.#tools.get(callId);
           if (tool && tool.result === undefined) {
             // Cut off when its thread died, some time after the last event written before this.
@@ -278,8 +280,15 @@ class TranscriptBuilder {
             tool.end = this.#lastAt;
           }
         }
-        this.#push({ kind: 'resumed', at, nextRound: event.nextRound, pendingCallIds: event.pendingCallIds });
+        this.#push({
+          kind: 'resumed',
+          at,
+          nextRound: event.nextRound,
+          pendingCallIds: cutOff,
+          awaitingCallIds: awaiting,
+        });
         return;
+      }
       case 'Completed':
       case 'Failed':
         this.#outcome = {

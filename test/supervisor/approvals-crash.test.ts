@@ -7,10 +7,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { progressLine } from '../../src/cli/shared/progress.ts';
 import type { AgentDefinition } from '../../src/definition/types.ts';
 import { INTERRUPTED_TOOL_RESULT } from '../../src/journal/constants.ts';
 import type { AuditEvent, EventOf } from '../../src/journal/events.ts';
 import { readJournal } from '../../src/journal/reader.ts';
+import { buildTranscript, transcriptEntries } from '../../src/run-dir/transcript.ts';
 import { ApprovalBook } from '../../src/supervisor/approvals.ts';
 import type { AgentApproval } from '../../src/supervisor/events.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
@@ -128,7 +130,17 @@ describe('thread deaths around an approval', () => {
     expect(approvals).toHaveLength(1);
     const events = journal(gated.id);
     expect(ofType(events, 'ApprovalRequested')).toHaveLength(1);
+    const [resumed] = ofType(events, 'Resumed');
+    const [call] = ofType(events, 'ToolCall').filter((e) => e.name === 'record_action');
     expect(ofType(events, 'Resumed')).toHaveLength(1);
+    // The call waits again under its request id: said so, not reported as cut off.
+    expect(resumed).toMatchObject({ pendingCallIds: [call?.callId], awaitingCallIds: [call?.callId] });
+    expect(resumed && progressLine(resumed)).toBe(
+      `resumed at round 2 · 1 call (${call?.callId}) waiting again`,
+    );
+    const transcript = buildTranscript(events);
+    const tool = transcript && transcriptEntries(transcript).find((entry) => entry.kind === 'tool');
+    expect(tool).toMatchObject({ callId: call?.callId, interrupted: false });
     expect(ofType(events, 'ApprovalDecided')).toMatchObject([{ approved: true, by: 'person' }]);
   });
 

@@ -133,12 +133,15 @@ export function progressLine(event: AuditEvent): string | undefined {
     case 'Instructed':
       return `instruction #${event.index + 1} received: ${oneLine(event.text, 80)}`;
     case 'Resumed': {
-      const pending = event.pendingCallIds.length;
-      const calls =
-        pending === 0
-          ? 'no call was cut off'
-          : `${pending} call${pending === 1 ? '' : 's'} cut off (${event.pendingCallIds.join(', ')})`;
-      return `resumed at round ${event.nextRound} · ${calls}`;
+      const awaiting = event.awaitingCallIds ?? [];
+      const cutOff = event.pendingCallIds.filter((id) => !awaiting.includes(id));
+      const calls = (ids: readonly string[]): string =>
+        `${ids.length} call${ids.length === 1 ? '' : 's'} (${ids.join(', ')})`;
+      const parts = [`resumed at round ${event.nextRound}`];
+      if (cutOff.length > 0) parts.push(`${calls(cutOff)} cut off`);
+      if (awaiting.length > 0) parts.push(`${calls(awaiting)} waiting again`);
+      if (parts.length === 1) parts.push('no call was cut off');
+      return parts.join(' · ');
     }
     default:
       return undefined;
