@@ -22,6 +22,7 @@ import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { PermissionMode, PermissionRules } from '../definition/types.ts';
 import { extend } from '../objects.ts';
+import { isInside } from './confine.ts';
 import { claudeCodeTool, MCP_PREFIX, specifierKind } from './names.ts';
 import {
   type CallArgs,
@@ -35,7 +36,7 @@ import {
   specifierProblem,
   tryParseRule,
 } from './rules.ts';
-import { readCommandLine } from './shell-command.ts';
+import { hidesCommand, readCommandLine, runsGivenCode } from './shell-command.ts';
 import type { Tool } from './types.ts';
 
 /** Every permission mode, in the order docs/permissions.md lists them. */
@@ -245,7 +246,10 @@ export function buildPermissionGate(options: {
           reason: `permissionMode dontAsk denies ${KIND_WORDS[kind]} that no allow rule admits`,
         };
       }
-      return asking(name, `permissionMode ${mode} asks before ${KIND_WORDS[kind]}`);
+      return asking(
+        kind === 'shell' ? shellAskRule(name, typeof args.command === 'string' ? args.command : '') : name,
+        `permissionMode ${mode} asks before ${KIND_WORDS[kind]}`,
+      );
     },
   };
 }
@@ -377,17 +381,82 @@ async function pathRefusal(
   if (target === '' || /[$`~\\<>]/.test(target)) return 'edits it cannot place inside the working directory';
   const absolute = path.resolve(ctx.cwd, target);
   const outside = 'edits outside the working directory';
+  if (!isInside(ctx.cwd, absolute)) return outside;
   const relative = path.relative(ctx.cwd, absolute);
-  if (relative.startsWith('..') || path.isAbsolute(relative)) return outside;
   if (belowOnly && relative === '') return 'removing or moving the working directory itself';
   const first = relative.split(path.sep)[0] ?? '';
   if (PROTECTED_DIRS.includes(first)) return `edits in protected directories (${PROTECTED_DIRS.join(', ')})`;
   // A symlink inside the working directory may lead out of it: its nearest existing ancestor decides.
   const realCwd = (await real()).cwd;
   const resolved = await nearestRealPath(absolute);
-  const realRelative = path.relative(realCwd, resolved);
-  if (realRelative.startsWith('..') || path.isAbsolute(realRelative)) return outside;
+  if (!isInside(realCwd, resolved)) return outside;
   return undefined;
+}
+
+/** Programs whose second word names what they do (`git status`, `npm test`): a prefix keeps it. */
+const SUBCOMMAND_PROGRAMS = new Set([
+  'git',
+  'npm',
+  'pnpm',
+  'yarn',
+  'bun',
+  'cargo',
+  'go',
+  'docker',
+  'podman',
+  'kubectl',
+  'helm',
+  'gh',
+  'pip',
+  'pip3',
+  'uv',
+  'poetry',
+  'dotnet',
+  'mvn',
+  'gradle',
+  'brew',
+  'apt',
+  'apt-get',
+]);
+
+/** Subcommands that run what they are given (`npm exec`, `docker run`, `uv run`). */
+const RUNNING_SUBCOMMANDS = new Set(['exec', 'x', 'dlx', 'run', 'run-script']);
+
+/** Package managers whose `run SCRIPT` runs a script of the project's package.json. */
+const SCRIPT_RUNNERS = new Set(['npm', 'pnpm', 'yarn', 'bun']);
+
+/**
+ * The rule a mode's ask about a shell command is asked and remembered under (the `a` key,
+ * `remember: 'session'`): the command's prefix (`run_terminal_cmd(npm test:*)`) when the line is
+ * one simple command of plain words whose program runs nothing handed to it, else the whole line
+ * (`run_terminal_cmd(echo a && rm b)`). Never the bare tool: approving one `echo` for the session
+ * would approve every later command, `rm -rf` included.
+ */
+export function shellAskRule(canonical: string, command: string): string {
+  const exact = `${canonical}(${command.trim()})`;
+  const line = readCommandLine(command);
+  const [simple, ...others] = line.commands;
+  if (
+    simple === undefined ||
+    others.length > 0 ||
+    line.unterminated ||
+    line.substituted.length > 0 ||
+    line.fileRedirections.length > 0 ||
+    hidesCommand(simple)
+  ) {
+    return exact;
+  }
+  const [program = '', second, third] = plainWords(simple) ?? [];
+  const plain = (word: string | undefined): word is string =>
+    word !== undefined && /^[A-Za-z0-9][A-Za-z0-9._+:@-]*$/.test(word);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._+-]*$/.test(program) || runsGivenCode(program)) return exact;
+  if (!SUBCOMMAND_PROGRAMS.has(program)) return `${canonical}(${program}:*)`;
+  if (!plain(second)) return exact;
+  if (!RUNNING_SUBCOMMANDS.has(second)) return `${canonical}(${program} ${second}:*)`;
+  if ((second === 'run' || second === 'run-script') && SCRIPT_RUNNERS.has(program) && plain(third)) {
+    return `${canonical}(${program} ${second} ${third}:*)`;
+  }
+  return exact;
 }
 
 /**

@@ -157,6 +157,11 @@ export type CallArgs = Readonly<Record<string, unknown>>;
  * tool it names. For an allow rule, a command matches only when every simple command in it
  * matches (and it has no substitutions or file redirections); for a deny rule, when any part of
  * it does, including what runs inside `$(...)` and behind wrappers such as `timeout`.
+ *
+ * Paths are matched as written, resolved against `ctx.cwd` only: symbolic links are not followed.
+ * The permission gate also follows them (a deny rule covers a file reached through a link, an
+ * allow rule admits it only when both the written and the real path match), so `matchRule` can
+ * answer `false` for a call the gate denies.
  */
 export function matchRule(
   rule: Rule,

@@ -378,6 +378,50 @@ function wrapperName(word: string): string {
 const SHELLS = new Set(['sh', 'bash', 'zsh', 'dash', 'ksh', 'mksh', 'fish']);
 
 /**
+ * Programs that run code or commands handed to them (interpreters, wrappers, `find -exec`, `awk`'s
+ * `system()`): a remembered approval of such a program's prefix would approve anything.
+ */
+const RUNS_GIVEN_CODE = new Set([
+  'eval',
+  'source',
+  '.',
+  'python',
+  'python2',
+  'python3',
+  'node',
+  'nodejs',
+  'deno',
+  'bun',
+  'perl',
+  'ruby',
+  'php',
+  'lua',
+  'Rscript',
+  'tclsh',
+  'osascript',
+  'pwsh',
+  'powershell',
+  'npx',
+  'pnpx',
+  'bunx',
+  'uvx',
+  'awk',
+  'gawk',
+  'mawk',
+  'nawk',
+  'sed',
+  'find',
+  'ssh',
+  'watch',
+  'parallel',
+]);
+
+/** Whether the program `name` runs code or a command given to it (a shell, a wrapper, an interpreter). */
+export function runsGivenCode(name: string): boolean {
+  return SHELLS.has(name) || WRAPPERS.has(name) || RUNS_GIVEN_CODE.has(name);
+}
+
+/**
  * Whether a simple command runs a command this reader cannot see: its command word is made at run
  * time (`$cmd x`, `` `which rm` x ``), it is `eval` or `source`, or a shell given a command string
  * (`bash -c "..."`, `sh -ec '...'`). Deny and ask rules match such a command whatever they name.

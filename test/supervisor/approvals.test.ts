@@ -229,6 +229,34 @@ describe('approvals on the threads engine', () => {
     );
   });
 
+  it("'always allow' on a shell command the mode asked about approves its prefix, not every command", async () => {
+    const shell = definition('shell');
+    const { supervisor, journal } = start([shell]);
+    const approvals = collect(supervisor, 'agent:approval');
+    supervisor.on('agent:approval', (event) => {
+      if (event.request.args.command === 'echo one') {
+        void supervisor.approve(event.request.requestId, { remember: 'session' });
+      } else void supervisor.deny(event.request.requestId, 'not that');
+    });
+    const handle = supervisor.spawn('shell', {
+      task: planTask([
+        { name: 'run_terminal_cmd', args: { command: 'echo one' } },
+        { name: 'run_terminal_cmd', args: { command: 'echo two' } },
+        { name: 'run_terminal_cmd', args: { command: 'rm -rf notes' } },
+      ]),
+    });
+    expect(await handle.result).toMatchObject({ status: 'completed' });
+    expect(approvals.map((event) => [event.request.args.command, event.request.rule])).toEqual([
+      ['echo one', 'run_terminal_cmd(echo:*)'],
+      ['rm -rf notes', 'run_terminal_cmd(rm:*)'],
+    ]);
+    expect(ofType(journal(handle.id), 'ApprovalDecided').map((e) => [e.by, e.approved])).toEqual([
+      ['person', true],
+      ['rule', true],
+      ['person', false],
+    ]);
+  });
+
   it('denies in dontAsk without an approval event, and says why', async () => {
     const strict = definition('strict', {
       permissionMode: 'dontAsk',

@@ -237,10 +237,55 @@ describe('permission modes', () => {
     ] as const) {
       expect(await check(g, name, { path: 'a', command: 'ls', url: 'https://a.b/' })).toEqual({
         kind: 'ask',
-        rule: name,
+        rule: name === 'run_terminal_cmd' ? 'run_terminal_cmd(ls:*)' : name,
         reason: `permissionMode default asks before ${words}`,
       });
     }
+  });
+
+  it("asks about a shell command under its prefix, never the bare tool (what 'always allow' remembers)", async () => {
+    const g = gate('default');
+    const rule = async (command: string) => {
+      const verdict = await check(g, 'run_terminal_cmd', { command });
+      return verdict.kind === 'ask' ? verdict.rule : verdict.kind;
+    };
+    expect(await rule('echo three')).toBe('run_terminal_cmd(echo:*)');
+    expect(await rule('  ls -la src ')).toBe('run_terminal_cmd(ls:*)');
+    expect(await rule('git status --short')).toBe('run_terminal_cmd(git status:*)');
+    expect(await rule('npm test')).toBe('run_terminal_cmd(npm test:*)');
+    expect(await rule('npm run lint -- --fix')).toBe('run_terminal_cmd(npm run lint:*)');
+    // Anything that runs what it is handed, or a line of several commands, is asked as written.
+    for (const command of [
+      'echo a && rm -rf b',
+      'echo $(rm -rf b)',
+      'echo x > out.txt',
+      'bash -c "rm -rf b"',
+      'python3 -c "import shutil"',
+      'timeout 5 rm -rf b',
+      'find . -delete',
+      'npx rimraf b',
+      'npm exec rimraf b',
+      'docker run --rm alpine rm -rf /',
+      'git -C .. push',
+      'git',
+      './build.sh',
+      'A=1 make',
+      "echo 'unclosed",
+    ]) {
+      expect(await rule(command)).toBe(`run_terminal_cmd(${command.trim()})`);
+    }
+    // An ask or needsApproval rule is still the rule as written, or the tool.
+    const asking = gate('default', { ask: ['Bash(git push:*)'] });
+    expect(await check(asking, 'run_terminal_cmd', { command: 'git push' })).toMatchObject({
+      kind: 'ask',
+      rule: 'Bash(git push:*)',
+    });
+    // The prefix rule is a rule like any: written in an allow list, it admits what it names.
+    const allowing = gate('default', { allow: ['run_terminal_cmd(npm run lint:*)'] });
+    expect((await check(allowing, 'run_terminal_cmd', { command: 'npm run lint -- --fix' })).kind).toBe(
+      'allow',
+    );
+    expect((await check(allowing, 'run_terminal_cmd', { command: 'npm run build' })).kind).toBe('ask');
   });
 
   it('dontAsk: what would ask is denied; allow rules still run', async () => {
@@ -279,6 +324,9 @@ describe('permission modes', () => {
       reason: 'permissionMode acceptEdits asks before edits outside the working directory',
     });
     expect((await check(g, 'write_file', { path: 'escape/x.txt', content: '' })).kind).toBe('ask');
+    // A name that starts with two dots is inside: `..notes.txt` is not `../notes.txt`.
+    expect((await check(g, 'write_file', { path: '..notes.txt', content: '' })).kind).toBe('allow');
+    expect((await check(g, 'run_terminal_cmd', { command: 'touch ..draft' })).kind).toBe('allow');
     expect(await check(g, 'write_file', { path: '.git/config', content: '' })).toMatchObject({
       kind: 'ask',
       reason:
