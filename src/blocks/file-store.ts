@@ -22,6 +22,11 @@ export interface BlockDirsOptions {
   readonly cwd?: string;
   /** Home directory for `~/.troupe/blocks`. @default os.homedir() (which honours `HOME`) */
   readonly home?: string;
+  /**
+   * Given the warnings of each block file the store reads (an unknown key such as `top_k` in a
+   * model-settings block, which is ignored), so a caller can show them.
+   */
+  readonly onWarnings?: (warnings: readonly DefinitionProblem[]) => void;
 }
 
 /** A searched blocks directory. */
@@ -127,7 +132,11 @@ export function fileBlockStore(options: BlockDirsOptions = {}): BlockStore {
     },
     async read(kind, id, version) {
       const file = (await provider(kind, id))?.find((entry) => entry.version === version)?.path;
-      return file === undefined ? undefined : readBlockFile(file, kind, id, version);
+      if (file === undefined) return undefined;
+      const warnings: DefinitionProblem[] = [];
+      const block = await readBlockFile(file, kind, id, version, warnings);
+      if (warnings.length > 0) options.onWarnings?.(warnings);
+      return block;
     },
   };
 }
@@ -138,7 +147,8 @@ export function blockExtension(kind: BlockKind): '.md' | '.yaml' {
 }
 
 /**
- * Reads and parses one block file; throws UserError `invalid_block` with its problems. The block
+ * Reads and parses one block file; throws UserError `invalid_block` with its problems. Its
+ * warnings (unknown keys, which are ignored) are appended to `warnings` when given. The block
  * parser (with the YAML parser) is imported on the first block read, not when a thread starts.
  */
 export async function readBlockFile(
@@ -146,6 +156,7 @@ export async function readBlockFile(
   kind: BlockKind,
   id: string,
   version: string,
+  warnings?: DefinitionProblem[],
 ): Promise<Block> {
   let text: string;
   try {
@@ -174,6 +185,7 @@ export async function readBlockFile(
   }
   const { parseBlockText } = await import('./parse.ts');
   const parsed = parseBlockText(text, { kind, id, version, file });
+  warnings?.push(...parsed.warnings);
   if (parsed.block) return parsed.block;
   const first = parsed.errors[0];
   throw new UserError(

@@ -147,7 +147,9 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       const { files, unreadable } = await collectDefinitionFiles(paths);
       const cwd = resolve(flags.cwd ?? process.cwd());
       const known = await knownTools(cwd);
-      const blocks = fileBlockStore({ cwd });
+      // The warnings of the block files each definition's references read (unknown keys).
+      let blockWarnings: DefinitionProblem[] = [];
+      const blocks = fileBlockStore({ cwd, onWarnings: (found) => blockWarnings.push(...found) });
       const checked: Checked[] = unreadable.map(({ display, reason }) => ({
         file: display,
         result: { errors: [ioProblem(display, reason)], warnings: [] },
@@ -159,10 +161,15 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
           mode: lenient ? 'lenient' : 'strict',
           knownTools: known,
         });
+        blockWarnings = [];
+        const result = await withBlockProblems(loaded, blocks);
         checked.push({
           file: file.display,
           absolute: file.absolute,
-          result: await withBlockProblems(loaded, blocks),
+          result:
+            blockWarnings.length === 0
+              ? result
+              : { ...result, warnings: [...result.warnings, ...blockWarnings] },
         });
       }
       if (checked.length === 0) {

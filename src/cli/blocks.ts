@@ -108,7 +108,10 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         );
       }
       try {
-        const block = await readBlockFile(file, kind, id, version);
+        const warnings: DefinitionProblem[] = [];
+        const block = await readBlockFile(file, kind, id, version, warnings);
+        for (const problem of warnings)
+          io.stderr(`${printable(formatProblem(problem, shown(problem.file, cwd)))}\n`);
         const hash = blockHash(block);
         if (flags.json) {
           io.stdout(

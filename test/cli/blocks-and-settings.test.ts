@@ -89,6 +89,48 @@ describe('troupe blocks', () => {
   });
 });
 
+describe('warnings of block files', () => {
+  // A typo in a model-settings block (`top_k` for `topK`) is ignored: it must be said, not silent.
+  beforeEach(() => {
+    project.write('.troupe/blocks/acme.careful/1.0.0.yaml', 'temperature: 0.2\ntop_k: 3\n');
+    project.write(
+      '.troupe/agents/careful.md',
+      '---\nname: careful\ndescription: Careful.\nmodelSettings: { id: acme.careful, version: ^1 }\n---\nBe careful.\n',
+    );
+  });
+
+  it('troupe blocks show prints an unknown key of a model-settings block, located, with a hint', async () => {
+    const result = await runCli(
+      'blocks',
+      'show',
+      'acme.careful',
+      '--kind',
+      'model-settings',
+      '--cwd',
+      project.root,
+    );
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain(
+      '.troupe/blocks/acme.careful/1.0.0.yaml:2:1: warning unknown_key: Unknown model setting `top_k` (did you mean `topK`?)',
+    );
+  });
+
+  it('troupe agents validate reports the unknown key of a block the definition reads', async () => {
+    const result = await runCli(
+      'agents',
+      'validate',
+      project.path('.troupe/agents/careful.md'),
+      '--cwd',
+      project.root,
+    );
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(
+      /acme\.careful\/1\.0\.0\.yaml:2:1: warning unknown_key: Unknown model setting `top_k`/,
+    );
+    expect(result.stdout).toContain('(0 error(s), 1 warning(s))');
+  });
+});
+
 describe('troupe agents validate resolves block references', () => {
   it('reports a parameter the block does not declare and a range nothing satisfies, located', async () => {
     const file = project.write(
