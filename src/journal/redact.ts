@@ -76,7 +76,13 @@ const QUOTED_PAIR =
  * a longer value (`url: https://x?api_key=...`).
  */
 const UNQUOTED_KEY = /(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]{1,100})([ \t]*[:=][ \t]*)/g;
-const UNQUOTED_VALUE = /((?:Bearer|Basic)[ \t]+)?("[^"\n]*"|'[^'\n]*'|[^\s"',;&]+)/y;
+/**
+ * A backslash in an unquoted value is taken with the character after it, but a JSON escape
+ * (`\"`, `\\`, `\n`, `\r`, `\t`, `\u`) ends the value: what the CLI prints, JSON lines included,
+ * passes here again, and masking `\"password=[REDACTED]\"` ate the backslash of the closing
+ * quote (invalid JSON), `[REDACTED]\nnext line` the next line.
+ */
+const UNQUOTED_VALUE = /((?:Bearer|Basic)[ \t]+)?("[^"\n]*"|'[^'\n]*'|(?:[^\s"',;&\\]|\\[^\s"\\nrtu])+)/y;
 
 /**
  * Unquoted keys come from free text, so the secret word must end a word part (`access_token`,

@@ -141,6 +141,27 @@ describe('redactText', () => {
     );
   });
 
+  it('leaves the JSON of masked texts valid and whole, as the CLI prints it (show --json, fanout --json)', () => {
+    // Everything the CLI prints passes redactText again, JSON lines included: a masked value
+    // followed by an escaped quote or line break must not swallow the escape.
+    for (const text of [
+      'He said "password=hunter2" twice',
+      `secret: ${OPENAI_KEY}\nsecret: ${ANTHROPIC_KEY}\nnext line`,
+      `Authorization: Bearer ${OPENAI_KEY}\npostgres://app:pw@db/x`,
+    ]) {
+      const line = JSON.stringify({ text: redactText(text) });
+      expect(redactText(line)).toBe(line);
+      expect(JSON.parse(redactText(JSON.stringify({ answer: line })))).toEqual({ answer: line });
+    }
+    fc.assert(
+      fc.property(texts, (text) => {
+        const line = JSON.stringify({ text: redactText(text) });
+        expect(redactText(line)).toBe(line);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('masks sections joined by a blank line exactly as it masks each section alone', () => {
     fc.assert(
       fc.property(texts, texts, (first, second) => {
