@@ -22,11 +22,6 @@ export interface BlockDirsOptions {
   readonly cwd?: string;
   /** Home directory for `~/.troupe/blocks`. @default os.homedir() (which honours `HOME`) */
   readonly home?: string;
-  /**
-   * Given the warnings of each block file the store reads (an unknown key such as `top_k` in a
-   * model-settings block, which is ignored), so a caller can show them.
-   */
-  readonly onWarnings?: (warnings: readonly DefinitionProblem[]) => void;
 }
 
 /** A searched blocks directory. */
@@ -89,6 +84,17 @@ export async function discoverBlocks(options: BlockDirsOptions = {}): Promise<Bl
         );
         continue;
       }
+      for (const file of await entries(idDir)) {
+        const extension = extname(file);
+        if (extension === '.md' || extension === '.yaml') continue;
+        const hint = extension === '.yml' ? `; rename it \`${basename(file, extension)}.yaml\`` : '; ignored';
+        problems.push(
+          warning(
+            join(idDir, file),
+            `Expected a block file ending in .md (a prompt block) or .yaml (a settings or model-settings block), found \`${file}\`${hint}`,
+          ),
+        );
+      }
       for (const format of ['md', 'yaml'] as const) {
         const versions = await versionFiles(idDir, `.${format}`, problems);
         if (versions.length === 0) continue;
@@ -132,11 +138,7 @@ export function fileBlockStore(options: BlockDirsOptions = {}): BlockStore {
     },
     async read(kind, id, version) {
       const file = (await provider(kind, id))?.find((entry) => entry.version === version)?.path;
-      if (file === undefined) return undefined;
-      const warnings: DefinitionProblem[] = [];
-      const block = await readBlockFile(file, kind, id, version, warnings);
-      if (warnings.length > 0) options.onWarnings?.(warnings);
-      return block;
+      return file === undefined ? undefined : readBlockFile(file, kind, id, version);
     },
   };
 }
@@ -148,7 +150,7 @@ export function blockExtension(kind: BlockKind): '.md' | '.yaml' {
 
 /**
  * Reads and parses one block file; throws UserError `invalid_block` with its problems. Its
- * warnings (unknown keys, which are ignored) are appended to `warnings` when given. The block
+ * warnings (unknown keys, which are ignored) are in the block's `warnings`. The block
  * parser (with the YAML parser) is imported on the first block read, not when a thread starts.
  */
 export async function readBlockFile(
@@ -156,7 +158,6 @@ export async function readBlockFile(
   kind: BlockKind,
   id: string,
   version: string,
-  warnings?: DefinitionProblem[],
 ): Promise<Block> {
   let text: string;
   try {
@@ -185,8 +186,9 @@ export async function readBlockFile(
   }
   const { parseBlockText } = await import('./parse.ts');
   const parsed = parseBlockText(text, { kind, id, version, file });
-  warnings?.push(...parsed.warnings);
-  if (parsed.block) return parsed.block;
+  if (parsed.block) {
+    return parsed.warnings.length === 0 ? parsed.block : { ...parsed.block, warnings: parsed.warnings };
+  }
   const first = parsed.errors[0];
   throw new UserError(
     'invalid_block',

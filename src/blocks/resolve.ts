@@ -55,6 +55,7 @@ export async function resolveBlocks(
     });
   };
   const pinned: PinnedBlock[] = [];
+  const warnings: DefinitionProblem[] = [];
 
   const fetch = async (
     kind: BlockKind,
@@ -91,6 +92,7 @@ export async function resolveBlocks(
         return undefined;
       }
       pinned.push({ kind, id: ref.id, range: ref.version, version, hash: blockHash(block) });
+      if (block.warnings !== undefined) warnings.push(...block.warnings);
       return block;
     } catch (error) {
       if (hasErrorCode(error, 'invalid_block') && isTroupeError(error)) {
@@ -146,9 +148,16 @@ export async function resolveBlocks(
     const block = await fetch('modelSettings', definition.modelSettingsBlock, ['modelSettings', 'id']);
     if (block?.kind === 'modelSettings') modelSettings = block.settings;
   }
+  problems.push(...warnings);
   if (problems.some((found) => found.severity === 'error')) return { problems };
   return {
-    blocks: { pinned, ...(prompt === undefined ? {} : { prompt }), settings, modelSettings },
+    blocks: {
+      pinned,
+      ...(prompt === undefined ? {} : { prompt }),
+      settings,
+      modelSettings,
+      ...(warnings.length === 0 ? {} : { warnings }),
+    },
     problems,
   };
 }

@@ -5,6 +5,7 @@
  * mapping of values its prompt and tools read; a **model-settings block** is a set of
  * {@link ModelSettings}. Definitions refer to blocks by a dotted id and a semver range.
  */
+import type { DefinitionProblem } from '../definition/types.ts';
 import type { ModelSettings } from '../providers/model-settings.ts';
 
 /** What a block holds. */
@@ -24,6 +25,11 @@ interface BlockBase {
   readonly version: string;
   /** Where the block was read from: a file path, or `memory:<id>@<version>` for an app's own. */
   readonly source: string;
+  /**
+   * What reading it noticed and did not refuse, located in its file: an unknown key such as
+   * `top_k` in a model-settings block, which is ignored. Not part of its hash.
+   */
+  readonly warnings?: readonly DefinitionProblem[];
 }
 
 /** A prompt block: an agent's instructions, rendered as a template with its parameters. */
@@ -133,4 +139,6 @@ export interface ResolvedBlocks {
   readonly settings: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
   /** The model-settings block's settings (the definition's own keys are applied over them later). */
   readonly modelSettings: ModelSettings;
+  /** The warnings of the blocks read (see `Block.warnings`); the Started event records them. */
+  readonly warnings?: readonly DefinitionProblem[];
 }

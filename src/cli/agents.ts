@@ -147,9 +147,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       const { files, unreadable } = await collectDefinitionFiles(paths);
       const cwd = resolve(flags.cwd ?? process.cwd());
       const known = await knownTools(cwd);
-      // The warnings of the block files each definition's references read (unknown keys).
-      let blockWarnings: DefinitionProblem[] = [];
-      const blocks = fileBlockStore({ cwd, onWarnings: (found) => blockWarnings.push(...found) });
+      const blocks = fileBlockStore({ cwd });
       const checked: Checked[] = unreadable.map(({ display, reason }) => ({
         file: display,
         result: { errors: [ioProblem(display, reason)], warnings: [] },
@@ -161,15 +159,10 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
           mode: lenient ? 'lenient' : 'strict',
           knownTools: known,
         });
-        blockWarnings = [];
-        const result = await withBlockProblems(loaded, blocks);
         checked.push({
           file: file.display,
           absolute: file.absolute,
-          result:
-            blockWarnings.length === 0
-              ? result
-              : { ...result, warnings: [...result.warnings, ...blockWarnings] },
+          result: await withBlockProblems(loaded, blocks),
         });
       }
       if (checked.length === 0) {

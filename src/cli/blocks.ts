@@ -108,9 +108,8 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         );
       }
       try {
-        const warnings: DefinitionProblem[] = [];
-        const block = await readBlockFile(file, kind, id, version, warnings);
-        for (const problem of warnings)
+        const block = await readBlockFile(file, kind, id, version);
+        for (const problem of block.warnings ?? [])
           io.stderr(`${printable(formatProblem(problem, shown(problem.file, cwd)))}\n`);
         const hash = blockHash(block);
         if (flags.json) {

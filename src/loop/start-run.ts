@@ -130,6 +130,8 @@ export async function startRun(
     ROUTED_TOOL_NAMES,
   );
   const warnings = checkToolReferences(definition, registry.names(), mcp);
+  // Unknown keys in its block files (ignored): said in Started, as the definition's own are.
+  for (const problem of blocks.warnings ?? []) warnings.push(located(problem));
   const projectRoot =
     options.projectRoot ??
     (needsProjectRoot(definition, permissions) ? (await projectDirs(options.cwd))[0] : undefined);

@@ -171,6 +171,7 @@ describe('fileBlockStore', () => {
     tree.write('p/.troupe/blocks/acme.intake/2.0.0.md', 'B\n');
     tree.write('p/.troupe/blocks/acme.intake/notes.md', 'C\n');
     tree.write('p/.troupe/blocks/NotAnId/1.0.0.md', 'D\n');
+    tree.write('p/.troupe/blocks/acme.intake/1.1.0.yml', 'k: v\n');
     tree.write('home/.troupe/blocks/acme.intake/3.0.0.md', 'E\n');
     const found = await discoverBlocks({ cwd: tree.path('p'), home: tree.path('home') });
     expect(found.blocks).toEqual([
@@ -187,8 +188,12 @@ describe('fileBlockStore', () => {
     ]);
     expect(found.problems.map((problem) => problem.file)).toEqual([
       tree.path('p/.troupe/blocks/NotAnId'),
+      tree.path('p/.troupe/blocks/acme.intake/1.1.0.yml'),
       tree.path('p/.troupe/blocks/acme.intake/notes.md'),
     ]);
+    expect(found.problems[1]?.message).toBe(
+      'Expected a block file ending in .md (a prompt block) or .yaml (a settings or model-settings block), found `1.1.0.yml`; rename it `1.1.0.yaml`',
+    );
   });
 });
 

@@ -109,6 +109,33 @@ describe('blocks and model settings under the Supervisor', () => {
     expect(started?.type === 'Started' && started.settings).toEqual({ 'acme.weights': { urgency: 0.6 } });
   });
 
+  it("records a block file's unknown key (ignored) as a warning of the agent's Started event", async () => {
+    tree = new TempTree();
+    const cwd = tree.mkdir('project');
+    const file = tree.write('project/.troupe/blocks/acme.careful/1.0.0.yaml', 'temperature: 0.3\ntop_k: 3\n');
+    supervisor = new Supervisor({
+      threads: 1,
+      cwd,
+      definitions: [definition('tools: []\nmodelSettings: { id: acme.careful, version: ^1 }')],
+    });
+    const warned = new Promise<readonly { code: string; file?: string }[]>((resolve) =>
+      supervisor?.on('agent:warnings', (event) => resolve(event.warnings)),
+    );
+    expect((await supervisor.spawn('triage', { task: 'Say hi.', id: 'a' }).result).status).toBe('completed');
+    const [started] = await supervisor.journal('a');
+    const expected = {
+      code: 'unknown_key',
+      file,
+      line: 2,
+      column: 1,
+      path: '/top_k',
+      message: expect.stringContaining('`topK`'),
+    };
+    expect(started?.type === 'Started' && started.warnings).toEqual([expected]);
+    expect(started?.type === 'Started' && started.modelSettings).toEqual({ temperature: 0.3 });
+    expect(await warned).toEqual([expect.objectContaining(expected)]);
+  });
+
   it('a spawn whose blocks cannot be resolved fails invalid_request with block_unresolvable', async () => {
     supervisor = new Supervisor({
       threads: 1,
