@@ -5,7 +5,7 @@
  * mapping of values its prompt and tools read; a **model-settings block** is a set of
  * {@link ModelSettings}. Definitions refer to blocks by a dotted id and a semver range.
  */
-import type { DefinitionProblem } from '../definition/types.ts';
+import type { DefinitionProblem } from '../definition/problem-types.ts';
 import type { ModelSettings } from '../providers/model-settings.ts';
 
 /** What a block holds. */
