@@ -160,8 +160,9 @@ function show(event: AuditEventInput, io: CliIO, agent: string): void {
 
 /**
  * The typed lines, as the session's user messages: message n is the n-th non-empty line. The
- * prompt is shown when the agent waits for a message it does not have yet; the end of input
- * (Ctrl-D), Ctrl-C and `/exit` end the chat.
+ * prompt is shown when the agent waits for a message it does not have yet. The end of input
+ * (Ctrl-D, or a pipe's end) and `/exit` end the chat once the lines before them are answered;
+ * Ctrl-C ends it at once, cancelling the turn in flight.
  */
 class Inbox {
   /** Lines typed and not yet asked for (a resumed chat asks from the index it had reached). */
@@ -174,8 +175,11 @@ class Inbox {
     readonly controller: AbortController,
   ) {
     lines.on('line', (line) => {
+      // Lines after `/exit` (in the same paste or pipe) are not messages.
+      if (this.#closed) return;
       const text = line.trim();
       if (text === CHAT_EXIT) {
+        this.#closed = true;
         lines.close();
         return;
       }
@@ -188,10 +192,14 @@ class Inbox {
       if (waiter) waiter(text);
       else this.#typed.push(text);
     });
-    lines.on('SIGINT', () => lines.close());
+    // Ctrl-C cancels the turn in flight. The end of input does not: on a pipe it comes right after
+    // the last line, before any of them is answered, and those lines are still to be answered.
+    lines.on('SIGINT', () => {
+      controller.abort(new Error('chat ended'));
+      lines.close();
+    });
     lines.on('close', () => {
       this.#closed = true;
-      controller.abort(new Error('chat ended'));
       this.#waiter?.(null);
       this.#waiter = undefined;
     });
