@@ -12,7 +12,7 @@ import type { AuditEventInput } from '../journal/events.ts';
 import { readJournal } from '../journal/reader.ts';
 import type { AgentChannels } from '../loop/types.ts';
 import { parseModelMap } from '../providers/models.ts';
-import { stripControl } from '../run-dir/format.ts';
+import { printable } from '../run-dir/format.ts';
 import { DEFAULT_SESSION_TASK } from '../supervisor/session.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { existingDirectory } from './shared/dir-flag.ts';
@@ -109,7 +109,7 @@ export async function chat(
   // The prompt the chat was waiting at is left on its line.
   if (isTTY) io.stdout('\n');
   if (outcome.status === 'failed') {
-    io.stderr(`troupe: the chat ended: ${outcome.reason}: ${outcome.error.message}\n`);
+    io.stderr(`troupe: the chat ended: ${outcome.reason}: ${printable(outcome.error.message)}\n`);
     return 1;
   }
   // The agent ended Completed: its journal is closed, so `troupe chat --resume` refuses it.
@@ -154,8 +154,9 @@ async function prepare(agent: string | undefined, flags: ChatFlags): Promise<Pre
 
 /** What the user sees of the agent's work: each tool it calls, and its answer to each message. */
 function show(event: AuditEventInput, io: CliIO, agent: string): void {
-  if (event.type === 'ToolCall') io.stdout(`  · ${event.name}\n`);
-  else if (event.type === 'TurnAnswered') io.stdout(`${agent}> ${stripControl(event.answer)}\n`);
+  // The tool name is the model's own when it names no tool: as untrusted as its answer.
+  if (event.type === 'ToolCall') io.stdout(`  · ${printable(event.name)}\n`);
+  else if (event.type === 'TurnAnswered') io.stdout(`${agent}> ${printable(event.answer)}\n`);
 }
 
 /**

@@ -1,0 +1,96 @@
+/**
+ * `troupe chat` shows each tool the agent calls by name. A model may call a tool that does not
+ * exist, and the name is then the model's own text: it is printed like any model text, with no
+ * escape sequence that could clear the screen, move the cursor or set the terminal's title
+ * (docs/limits.md: "ESC, BEL, NUL, DEL, C1 and bidi overrides never reach the terminal").
+ */
+import { PassThrough } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { chat } from '../../src/cli/chat.ts';
+import type { CliIO } from '../../src/cli/shared/io.ts';
+import { journalEvents, Project } from '../fixtures/cli/cli-helpers.ts';
+import { startMockServer } from '../supervisor/mock-openai.ts';
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+const HOSTILE_NAME = 'x\u001b]0;PWNED\u0007\u001b[2J\u001b[H\u009b31m';
+
+function chunk(delta: unknown, finish: string | null = null): string {
+  return `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'mock', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+}
+
+let project: Project;
+const saved = { base: process.env.OPENAI_BASE_URL, key: process.env.OPENAI_API_KEY };
+
+beforeEach(() => {
+  project = new Project();
+});
+
+afterEach(() => {
+  project.remove();
+  for (const [name, value] of [
+    ['OPENAI_BASE_URL', saved.base],
+    ['OPENAI_API_KEY', saved.key],
+  ] as const) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+});
+
+describe('troupe chat and a tool name from the model', () => {
+  it('prints the name without terminal control characters', async () => {
+    const server = await startMockServer({
+      '/v1/chat/completions': (_req, res, index) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        if (index === 0) {
+          res.write(
+            chunk({
+              tool_calls: [
+                {
+                  index: 0,
+                  id: 'call_1',
+                  type: 'function',
+                  function: { name: HOSTILE_NAME, arguments: '{}' },
+                },
+              ],
+            }),
+          );
+          res.end(`${chunk({}, 'tool_calls')}data: [DONE]\n\n`);
+        } else {
+          res.write(chunk({ content: 'done' }));
+          res.end(`${chunk({}, 'stop')}data: [DONE]\n\n`);
+        }
+      },
+    });
+    try {
+      process.env.OPENAI_BASE_URL = server.url('/v1');
+      delete process.env.OPENAI_API_KEY;
+      // The input stays open until the answer is shown, as a person at a terminal would.
+      const input = new PassThrough();
+      let stdout = '';
+      const io: CliIO = {
+        stdout: (text) => {
+          stdout += text;
+          if (text.startsWith('reader> ')) input.end();
+        },
+        stderr: (text) => {
+          stdout += text;
+        },
+      };
+      const journal = project.path('chat.jsonl');
+      input.write('call a tool\n');
+      const code = await chat('reader', { provider: 'openai', journal, cwd: project.root }, io, {
+        input,
+        output: new PassThrough(),
+      });
+      // The call really reached the loop under the hostile name: the test would prove nothing otherwise.
+      const call = journalEvents(journal).find((event) => event.type === 'ToolCall');
+      expect(call?.type === 'ToolCall' && call.modelName).toBe(HOSTILE_NAME);
+      expect(stdout).toContain('  · x');
+      expect(CONTROL.test(stdout.replaceAll('\n', ''))).toBe(false);
+      expect(code).toBe(0);
+    } finally {
+      await server.close();
+    }
+  });
+});
