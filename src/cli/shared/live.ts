@@ -151,6 +151,11 @@ function headerText(info: SessionInfo): string {
         : '';
     lines.push(`resuming from ${displayPath(info.journal)}: ${resume.events} events${torn}`);
     if (resume.ended) lines.push('the agent had already ended: nothing is run again');
+    if (resume.definitionMissing) {
+      lines.push(
+        `note: no definition of \`${info.agent}\` is found from ${displayPath(info.cwd)} any more; the agent continues with the definition recorded in its journal`,
+      );
+    }
     if (resume.definitionChanged) {
       lines.push(
         `note: the definition of \`${info.agent}\`${info.definitionPath === undefined ? '' : ` (${displayPath(info.definitionPath)})`} changed since the run started; the agent continues with the definition recorded in its journal, not the file`,

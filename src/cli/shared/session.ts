@@ -8,7 +8,8 @@ import { statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { PinnedBlock } from '../../blocks/types.ts';
 import { getAgent } from '../../definition/discovery.ts';
-import { definitionHash } from '../../definition/load.ts';
+import { definitionHash, parseDefinition } from '../../definition/load.ts';
+import type { AgentDefinition } from '../../definition/types.ts';
 import { describeValue, SystemError, UserError } from '../../errors.ts';
 import type { AuditEvent, AuditEventInput, EventOf } from '../../journal/events.ts';
 import { readJournal } from '../../journal/reader.ts';
@@ -68,6 +69,11 @@ export interface SessionInfo {
      * runs, the file is not used.
      */
     readonly definitionChanged: boolean;
+    /**
+     * No definition of that name is found from the working directory any more (the file was
+     * deleted or renamed): the definition recorded in the journal runs.
+     */
+    readonly definitionMissing?: boolean;
     /** The agent had already ended: nothing is run, the recorded outcome is reported. */
     readonly ended: boolean;
     /** The limits recorded when the run started, and the tokens the journal says were used. */
@@ -331,7 +337,7 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
     return { info, execute: async () => recordedOutcome(ended), close: () => {} };
   }
 
-  const definition = await getAgent(started.definition.name, { cwd });
+  const { definition, missing } = await resumedDefinition(started, cwd);
   const choice: ProviderChoice = providerByName(started.provider, 'journal', env);
   const mcpServers = await runMcpServers({ cwd, mcpServers: {}, mcpProjectFile: true });
   const writer = JournalWriter.open(journalPath);
@@ -343,7 +349,8 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
     resume: {
       events: contents.events.length,
       truncatedBytes: writer.truncatedBytes,
-      definitionChanged: definitionHash(definition) !== started.definition.hash,
+      definitionChanged: !missing && definitionHash(definition) !== started.definition.hash,
+      ...(missing ? { definitionMissing: true } : {}),
       ended: false,
       budget,
     },
@@ -368,6 +375,31 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
       ...executeExtras(options),
     }),
   );
+}
+
+/**
+ * The definition to resume with: the one discovery finds by the recorded name, else (its file was
+ * deleted or renamed since) the one the journal recorded, which is what the agent runs either way
+ * (src/loop/pinning.ts). Throws `unknown_agent` only when the journal recorded no text to run.
+ */
+async function resumedDefinition(
+  started: EventOf<'Started'>,
+  cwd: string,
+): Promise<{ readonly definition: AgentDefinition; readonly missing: boolean }> {
+  try {
+    return { definition: await getAgent(started.definition.name, { cwd }), missing: false };
+  } catch (error) {
+    const recorded = started.definition;
+    if (!(error instanceof UserError && error.code === 'unknown_agent') || recorded.text === undefined)
+      throw error;
+    const file = recorded.path ?? `journal:${started.agentId}`;
+    const parsed = parseDefinition(recorded.text, file, {
+      ...(recorded.source === undefined ? {} : { source: recorded.source }),
+      ...(recorded.path === undefined ? {} : { path: recorded.path }),
+    });
+    if (!parsed.definition) throw error;
+    return { definition: parsed.definition, missing: true };
+  }
 }
 
 type Start = (sink: JournalSink, options: ExecuteOptions) => Promise<AgentOutcome>;
