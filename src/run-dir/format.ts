@@ -48,11 +48,17 @@ export function printable(text: string): string {
   return stripControl(redactText(text));
 }
 
-/** 1234 -> "1.2k", 5_600_000 -> "5.6M". */
+/**
+ * A count for people: 950 -> "950", 1234 -> "1.2k", 12_345 -> "12k", 2_550_000 -> "2.6M". Rounded
+ * half up on the integer of the shown digits (`toFixed` on 2.55 gives 2.5: 2.55 is 2.5499... as
+ * a double).
+ */
 export function formatTokens(count: number): string {
   if (count < 1000) return String(Math.round(count));
-  if (count < 1_000_000) return `${(count / 1000).toFixed(count < 10_000 ? 1 : 0)}k`;
-  return `${(count / 1_000_000).toFixed(1)}M`;
+  const tenths = (value: number): string => (Math.round(value * 10) / 10).toFixed(1);
+  if (count < 9_950) return `${tenths(count / 1000)}k`;
+  if (count < 999_500) return `${Math.round(count / 1000)}k`;
+  return `${tenths(count / 1_000_000)}M`;
 }
 
 /** USD with enough digits to show small amounts: "$0.0123", "$12.34"; `null` (no known price): "unknown". */

@@ -1,11 +1,12 @@
 import { existsSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { formatCount, progressLine } from '../../src/cli/shared/progress.ts';
+import { progressLine } from '../../src/cli/shared/progress.ts';
 import { chooseProvider, resolveModel } from '../../src/cli/shared/provider-choice.ts';
 import { readJournal } from '../../src/journal/reader.ts';
 import { verifyJournalFile } from '../../src/journal/verify.ts';
 import { journalRerender } from '../../src/loop/rerender.ts';
+import { formatTokens } from '../../src/run-dir/format.ts';
 import { watchInterrupts } from '../../src/run-dir/interrupt.ts';
 import { journalEvents, PROVIDER_ENV, Project, READER, runCli } from '../fixtures/cli/cli-helpers.ts';
 import { repoRoot, runScript } from '../run-dir/helpers.ts';
@@ -422,7 +423,15 @@ describe('provider and model choice', () => {
 
 describe('live output', () => {
   it('formats counts the way a person reads them', () => {
-    expect([950, 1234, 12_345, 3_400_000].map(formatCount)).toEqual(['950', '1.2k', '12k', '3.4M']);
+    expect([950, 1234, 12_345, 3_400_000].map(formatTokens)).toEqual(['950', '1.2k', '12k', '3.4M']);
+    // Half up on the shown digits (toFixed gave 2.5M: 2.55 is 2.5499... as a double), no 1000k.
+    expect([1_250, 9_960, 999_499, 999_500, 2_550_000].map(formatTokens)).toEqual([
+      '1.3k',
+      '10k',
+      '999k',
+      '1.0M',
+      '2.6M',
+    ]);
   });
 
   it('shows a failed tool call with its reason and hides successful results', () => {

@@ -8,20 +8,12 @@ import { INTERRUPTED_TOOL_RESULT } from '../../journal/constants.ts';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { AgentLimits, AgentOutcome } from '../../loop/types.ts';
 import type { Usage } from '../../providers/types.ts';
-import { printable } from '../../run-dir/format.ts';
+import { formatTokens, printable } from '../../run-dir/format.ts';
 import { COMPLETE_TASK } from '../../tools/builtin/orchestration.ts';
 import { PROGRESS_ARG_CHARS } from './constants.ts';
 
 /** Argument names shown first on a tool call's line, when the call has them. */
 const SALIENT_ARGS = ['path', 'target_file', 'file', 'pattern', 'query', 'command', 'url'];
-
-/** A count for people: `950`, `1.2k`, `12k`, `3.4M`. */
-export function formatCount(count: number): string {
-  if (count < 1000) return String(count);
-  if (count < 1_000_000)
-    return count < 10_000 ? `${(count / 1000).toFixed(1)}k` : `${Math.round(count / 1000)}k`;
-  return `${(count / 1_000_000).toFixed(1)}M`;
-}
 
 /** A US-dollar amount, with enough digits to tell small runs apart; null reads `unknown`. */
 export function formatCost(usd: number | null): string {
@@ -33,9 +25,9 @@ export function formatCost(usd: number | null): string {
 export function limitsText(limits: AgentLimits): string {
   const parts = [
     limits.maxSteps === undefined ? 'the definition’s steps' : `${limits.maxSteps} steps`,
-    limits.maxTotalTokens ? `${formatCount(limits.maxTotalTokens)} tokens` : 'no token limit',
+    limits.maxTotalTokens ? `${formatTokens(limits.maxTotalTokens)} tokens` : 'no token limit',
     limits.maxCostUsd ? formatCost(limits.maxCostUsd) : 'no cost limit',
-    limits.wallClockMs ? `${formatCount(limits.wallClockMs)} ms` : 'no time limit',
+    limits.wallClockMs ? `${formatTokens(limits.wallClockMs)} ms` : 'no time limit',
   ];
   return parts.join(' · ');
 }
@@ -78,8 +70,8 @@ export class ProgressFormatter {
     this.#budget.tokens += usage.inputTokens + usage.outputTokens;
     this.#budget.estimated ||= usage.estimated === true;
     const max = this.#budget.limits?.maxTotalTokens;
-    const used = `${this.#budget.estimated ? '~' : ''}${formatCount(this.#budget.tokens)}`;
-    return [`${line} · ${max ? `${used} of ${formatCount(max)} tokens used` : `${used} tokens used`}`];
+    const used = `${this.#budget.estimated ? '~' : ''}${formatTokens(this.#budget.tokens)}`;
+    return [`${line} · ${max ? `${used} of ${formatTokens(max)} tokens used` : `${used} tokens used`}`];
   }
 }
 
@@ -87,7 +79,7 @@ export class ProgressFormatter {
 export function progressLine(event: AuditEvent): string | undefined {
   switch (event.type) {
     case 'InferenceSubmitted': {
-      const parts = [`${where(event)}`, `~${formatCount(event.estimatedTokens)} tokens estimated`];
+      const parts = [`${where(event)}`, `~${formatTokens(event.estimatedTokens)} tokens estimated`];
       if ((event.request ?? 1) > 1) parts.push('continues the turn');
       if (event.captureFor !== undefined) parts.push(`freeform answer for ${event.captureFor}`);
       else if (typeof event.toolChoice === 'object') parts.push(`must call ${event.toolChoice.tool}`);
@@ -110,8 +102,8 @@ export function progressLine(event: AuditEvent): string | undefined {
       const mark = receipt.usage.estimated ? '~' : '';
       const parts = [
         where(event),
-        `${mark}${formatCount(receipt.usage.inputTokens)} tokens in`,
-        `${mark}${formatCount(receipt.usage.outputTokens)} out${mark ? ' (estimated: no usage reported)' : ''}`,
+        `${mark}${formatTokens(receipt.usage.inputTokens)} tokens in`,
+        `${mark}${formatTokens(receipt.usage.outputTokens)} out${mark ? ' (estimated: no usage reported)' : ''}`,
         `${Math.round(receipt.latencyMs)} ms`,
       ];
       if (receipt.retries > 0)
@@ -175,8 +167,8 @@ export function resultText(outcome: Extract<AgentOutcome, { status: 'completed' 
 function usageText(usage: Usage, costUsd: number | null): string {
   const mark = usage.estimated ? '~' : '';
   const parts = [
-    `${mark}${formatCount(usage.inputTokens)} tokens in`,
-    `${mark}${formatCount(usage.outputTokens)} out`,
+    `${mark}${formatTokens(usage.inputTokens)} tokens in`,
+    `${mark}${formatTokens(usage.outputTokens)} out`,
   ];
   if (usage.estimated) parts.push('(~ estimated: the server reported no usage)');
   if (costUsd === null) parts.push('cost unknown (no price for this model)');
