@@ -15,7 +15,7 @@ import { type LoadResult, loadDefinitionFile } from '../definition/load.ts';
 import { formatProblem } from '../definition/problems.ts';
 import type { KnownTools } from '../definition/tool-references.ts';
 import type { AgentDefinition, DefinitionProblem } from '../definition/types.ts';
-import { UserError } from '../errors.ts';
+import { isTroupeError, UserError } from '../errors.ts';
 import { assembleSystemPrompt } from '../prompt/assemble.ts';
 import { ORCHESTRATION_TOOL_NAMES } from '../protocol/messages.ts';
 import { defaultProviderName, PROVIDER_NAMES, type ProviderName } from '../providers/factory.ts';
@@ -162,7 +162,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         checked.push({
           file: file.display,
           absolute: file.absolute,
-          result: await withBlockProblems(loaded, blocks),
+          result: await withPromptProblems(await withBlockProblems(loaded, blocks), cwd),
         });
       }
       if (checked.length === 0) {
@@ -398,6 +398,38 @@ async function withBlockProblems(result: LoadResult, store: BlockStore): Promise
     errors: [...result.errors, ...errors],
     warnings: [...result.warnings, ...problems.filter((problem) => problem.severity === 'warning')],
   };
+}
+
+/** Why rendering a system prompt failed, for the codes that name a mistake in a file. */
+const PROMPT_PROBLEM_CODES = new Set(['template_error', 'unknown_skill', 'reserved_parameter']);
+
+/**
+ * `result` with the problem its system prompt has when rendered as `troupe run` renders it (no
+ * spawn-time parameters): a template syntax error or unknown variable in the body or its prompt
+ * block (`${{ settings.acme.missing }}`), a skill that does not exist. A run fails on these with
+ * `invalid_request` before its first request; validate names them with their file and line.
+ */
+async function withPromptProblems(result: LoadResult, cwd: string): Promise<LoadResult> {
+  const { definition } = result;
+  if (definition === undefined || result.errors.length > 0) return result;
+  try {
+    await renderPromptForShow(definition, { cwd });
+    return result;
+  } catch (error) {
+    if (!isTroupeError(error) || !PROMPT_PROBLEM_CODES.has(error.code)) throw error;
+    const { file, line, column } = error.fields as { file?: unknown; line?: unknown; column?: unknown };
+    const problem: DefinitionProblem = {
+      severity: 'error',
+      code: error.code === 'template_error' ? 'template_error' : 'invalid_field',
+      // A template error's message starts with its own `file:line:column: `.
+      message: error.message.replace(/^.*?:\d+:\d+: /, ''),
+      file: typeof file === 'string' ? file : definition.path,
+      line: typeof line === 'number' ? line : 1,
+      column: typeof column === 'number' ? column : 1,
+      path: '',
+    };
+    return { name: definition.name, errors: [problem], warnings: result.warnings };
+  }
 }
 
 /** One checked file: the path as shown, the absolute path when it was read, what reading it found. */

@@ -30,7 +30,9 @@ export type ProblemCode =
   /** `instructions.parameters` names a parameter the prompt block does not declare. */
   | 'unknown_parameter'
   /** A parameter the prompt block declares without a default is not given. */
-  | 'missing_parameter';
+  | 'missing_parameter'
+  /** (agents validate) The system prompt does not render: a template syntax error or unknown variable. */
+  | 'template_error';
 
 /** 1-based position in the original file (columns count UTF-16 code units, as editors such as VS Code do). */
 export interface SourcePosition {

@@ -96,13 +96,21 @@ function templateError(
   });
 }
 
-/** The names a template could have meant: the members of `tools` for `tools.x`, else the top level. */
+/**
+ * The names a template could have meant: the members of the deepest mapping the name reaches
+ * (`settings.acme.weights.missing` -> `settings.acme.weights.urgency, ...`), else the top level.
+ */
 function knownNames(name: string, variables: Readonly<Record<string, unknown>>): string {
-  const tools = variables.tools;
-  if (name.startsWith('tools.') && typeof tools === 'object' && tools !== null) {
-    return Object.keys(tools)
-      .map((tool) => `tools.${tool}`)
-      .join(', ');
+  const parts = name.split('.');
+  let scope: unknown = variables;
+  let prefix = '';
+  for (const part of parts.slice(0, -1)) {
+    if (typeof scope !== 'object' || scope === null || !Object.hasOwn(scope, part)) break;
+    const next = (scope as Record<string, unknown>)[part];
+    if (typeof next !== 'object' || next === null || Array.isArray(next)) break;
+    scope = next;
+    prefix += `${part}.`;
   }
-  return Object.keys(variables).join(', ');
+  const names = Object.keys(scope as object).map((key) => `${prefix}${key}`);
+  return names.length === 0 ? `none under \`${prefix.slice(0, -1)}\`` : names.join(', ');
 }

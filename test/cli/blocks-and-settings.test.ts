@@ -146,6 +146,23 @@ describe('troupe agents validate resolves block references', () => {
       `${file}:5:67: error unknown_parameter: Expected parameters that prompt block \`acme.intake\` 1.0.0 declares (queue), found \`colour\` (/instructions/parameters/colour)`,
       `${file}:6:41: error block_unresolvable: Expected a version of settings block \`acme.weights\` that satisfies \`^4\`, found only 1.2.0 (/settings/0/version)`,
     ]);
+    // The prompt is rendered too: a settings key the block reads and the settings lack is named
+    // where the template reads it (a run fails on it before its first request).
+    const block = project.write(
+      '.troupe/blocks/acme.intake/1.2.0.md',
+      '---\nparameters:\n  queue: { default: billing }\n---\nTriage ${{ queue }}: ${{ settings.acme.weights.missing }}.\n',
+    );
+    const rendered = await runCli(
+      'agents',
+      'validate',
+      project.write('.troupe/agents/triage.md', TRIAGE),
+      '--cwd',
+      project.root,
+    );
+    expect(rendered.code).toBe(1);
+    expect(rendered.stdout.split('\n')[0]).toBe(
+      `${block}:5:26: error template_error: unknown variable \`settings.acme.weights.missing\` (known: settings.acme.weights.urgency)`,
+    );
     // Without --cwd the blocks are looked up from the current directory, which has none of them.
     const elsewhere = await runCli('agents', 'validate', file);
     expect(elsewhere.stdout).toContain(
