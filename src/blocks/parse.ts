@@ -128,6 +128,8 @@ function readParameters(ctx: FieldContext, value: unknown): Record<string, Promp
     return undefined;
   }
   const parameters: Record<string, PromptParameter> = {};
+  /** Where each listed name is first declared (a mapping cannot repeat a key: YAML refuses it). */
+  const firstAt = new Map<string, number>();
   let failed = false;
   for (const [name, spec, path] of entries) {
     if (!PARAMETER_NAME.test(name) || RESERVED_PARAMETER_NAMES.has(name)) {
@@ -142,6 +144,21 @@ function readParameters(ctx: FieldContext, value: unknown): Record<string, Promp
       );
       failed = true;
       continue;
+    }
+    const index = Array.isArray(value) ? path[1] : undefined;
+    if (typeof index === 'number') {
+      const first = firstAt.get(name);
+      if (first !== undefined) {
+        ctx.problems.error(
+          'duplicate_parameter',
+          `Expected each parameter to be declared once, found \`${name}\` again (first at /parameters/${first})`,
+          ctx.data.valueAt(path),
+          path,
+        );
+        failed = true;
+        continue;
+      }
+      firstAt.set(name, index);
     }
     if (Array.isArray(value) || !isSet(spec)) {
       parameters[name] = {};
@@ -174,7 +191,8 @@ function parseData(text: string, origin: BlockOrigin, problems: ProblemList): Bl
     body: '',
     bodyLine: yaml.split('\n').length + 1,
   };
-  const data = readFrontmatter(split, 'strict', problems);
+  const subject = origin.kind === 'settings' ? 'settings file' : 'model-settings file';
+  const data = readFrontmatter(split, 'strict', problems, subject);
   if (data === undefined) return undefined;
   const base = { id: origin.id, version: origin.version, source: origin.file };
   if (origin.kind === 'settings') return { kind: 'settings', ...base, values: data.values };
@@ -218,11 +236,17 @@ export function blockFromInput(input: BlockInput): Block {
       const named: [string, PromptParameter][] = Array.isArray(declared)
         ? declared.map((name: string) => [name, {}])
         : Object.entries(declared as Readonly<Record<string, PromptParameter>>);
+      const declaredNames = new Set<string>();
       for (const [name] of named) {
         if (!PARAMETER_NAME.test(name) || RESERVED_PARAMETER_NAMES.has(name))
           fail(
             `Expected parameter names of block ${input.id}@${input.version} to be letters, digits and \`_\` (not troupe's own variables), got ${describeValue(name)}`,
           );
+        if (declaredNames.has(name))
+          fail(
+            `Expected each parameter of block ${input.id}@${input.version} to be declared once, found \`${name}\` again`,
+          );
+        declaredNames.add(name);
       }
       return {
         kind: 'prompt',

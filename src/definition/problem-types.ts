@@ -23,6 +23,8 @@ export type ProblemCode =
   | 'invalid_version_range'
   /** The same block referenced twice. */
   | 'duplicate_block'
+  /** A prompt block's `parameters` list names the same parameter twice. */
+  | 'duplicate_parameter'
   /** No version of a referenced block satisfies its range, or there is no such block. */
   | 'block_unresolvable'
   /** A block that exists but cannot be read (bad YAML, a bad model setting). */

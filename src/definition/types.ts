@@ -2,6 +2,7 @@
 import type { BlockRef, PromptRef } from '../blocks/types.ts';
 import type { McpServerRef } from '../mcp/config.ts';
 import type { ModelSettings } from '../providers/model-settings.ts';
+import type { SourcePosition } from './problem-types.ts';
 
 /** Where a definition came from, highest precedence first. */
 export type DefinitionSource = 'project' | 'user' | 'compat' | 'builtin';
@@ -122,7 +123,5 @@ export interface AgentDefinition {
    */
   readonly text?: string;
 }
-
-import type { SourcePosition } from './problem-types.ts';
 
 export type { DefinitionProblem, ProblemCode, SourcePosition } from './problem-types.ts';

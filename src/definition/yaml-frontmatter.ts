@@ -16,18 +16,22 @@ import { readYaml, unclosedLocator, type YamlRead } from './yaml-read.ts';
 /**
  * Reads the frontmatter of `split`. Strict mode reports every YAML error and returns undefined;
  * lenient mode falls back to reading top-level `key: value` lines with a `lenient_parse` warning.
+ * `subject` names the text in messages (`Invalid YAML in frontmatter: ...`; a block's settings
+ * file is all YAML, no frontmatter).
  */
 export function readFrontmatter(
   split: FrontmatterSplit,
   mode: ParseMode,
   problems: ProblemList,
+  subject = 'frontmatter',
 ): FrontmatterData | undefined {
-  const fence: SourcePosition = { line: split.yamlLine - 1, column: 1 };
+  // The opening `---` line; a file that is all YAML (a settings block) has none, so its first line.
+  const fence: SourcePosition = { line: Math.max(split.yamlLine - 1, 1), column: 1 };
   const positions = (lineCounter: LineCounter) => new YamlPositions(split, lineCounter);
-  const read = readYaml(split.yaml);
+  const read = readYaml(split.yaml, subject);
   const failures = read.ok
-    ? notAMapping(read.value, read.doc, positions(read.lineCounter), fence)
-    : describeFailures(read, split.yaml, positions(read.lineCounter), fence);
+    ? notAMapping(read.value, read.doc, positions(read.lineCounter), fence, subject)
+    : describeFailures(read, split.yaml, positions(read.lineCounter), fence, subject);
 
   if (read.ok && failures.length === 0) {
     const locator = new YamlNodeLocator(read.doc.contents, positions(read.lineCounter), fence);
@@ -62,6 +66,7 @@ function notAMapping(
   doc: Document,
   positions: YamlPositions,
   fence: SourcePosition,
+  subject: string,
 ): Failure[] {
   if (value === null || value === undefined) return [];
   if (typeof value === 'object' && !Array.isArray(value)) return [];
@@ -69,7 +74,7 @@ function notAMapping(
   const found = Array.isArray(value) ? 'a list' : `a single value ${describeValue(value)}`;
   return [
     {
-      message: `Expected the frontmatter to be \`key: value\` lines, found ${found}`,
+      message: `Expected the ${subject} to be \`key: value\` lines, found ${found}`,
       at: offset === undefined ? fence : positions.at(offset),
     },
   ];
@@ -80,10 +85,11 @@ function describeFailures(
   yaml: string,
   positions: YamlPositions,
   fence: SourcePosition,
+  subject: string,
 ): Failure[] {
   const errors = read.doc?.errors ?? [];
   if (errors.length === 0) {
-    const refusal = read.refusal ?? { message: 'Invalid YAML in frontmatter', offset: 0 };
+    const refusal = read.refusal ?? { message: `Invalid YAML in ${subject}`, offset: 0 };
     return [{ message: refusal.message, at: refusal.offset === 0 ? fence : positions.at(refusal.offset) }];
   }
   // One slip inside an entry makes the parser report a cascade of errors for the rest of that
@@ -99,7 +105,7 @@ function describeFailures(
       const entry = lastIndexAtOrBefore(entryStarts, opened);
       if (seenEntries.has(entry)) continue;
       seenEntries.add(entry);
-      failures.push({ message: unclosedMessage(yaml[opened] ?? ''), at: positions.at(opened) });
+      failures.push({ message: unclosedMessage(yaml[opened] ?? '', subject), at: positions.at(opened) });
       continue;
     }
     const offset = Math.min(Math.max(error.pos[0], 0), yaml.length);
@@ -107,17 +113,24 @@ function describeFailures(
     if (seenEntries.has(entry)) continue;
     seenEntries.add(entry);
     const entryEnd = entryStarts[entry + 1] ?? yaml.length;
-    const { message, offset: culprit } = explainYamlError(error.code, error.message, yaml, offset, entryEnd);
+    const { message, offset: culprit } = explainYamlError(
+      error.code,
+      error.message,
+      yaml,
+      offset,
+      entryEnd,
+      subject,
+    );
     failures.push({ message, at: positions.at(culprit) });
   }
   return failures;
 }
 
-function unclosedMessage(opener: string): string {
+function unclosedMessage(opener: string, subject: string): string {
   const closer = opener === '[' ? ']' : opener === '{' ? '}' : opener;
   const hint =
     opener === '[' || opener === '{' ? `; quote the value if the \`${opener}\` is part of the text` : '';
-  return `Invalid YAML in frontmatter: expected a \`${closer}\` to close the \`${opener}\` that opens here, found none${hint}`;
+  return `Invalid YAML in ${subject}: expected a \`${closer}\` to close the \`${opener}\` that opens here, found none${hint}`;
 }
 
 /** Offsets of the lines that start a top-level entry (content at column 1, not a comment). */
@@ -163,6 +176,7 @@ export function explainYamlError(
   yaml: string,
   start: number,
   entryEnd: number,
+  subject = 'frontmatter',
 ): { message: string; offset: number } {
   const lineStart = yaml.lastIndexOf('\n', start - 1) + 1;
   const key = KEY_BEFORE_VALUE.exec(yaml.slice(lineStart, start))?.[1];
@@ -172,7 +186,7 @@ export function explainYamlError(
     const value = entry.split('\n', 1)[0] ?? '';
     return {
       message:
-        `Invalid YAML in frontmatter: expected a value for \`${key}\`, found ${quoteSnippet(value)}, ` +
+        `Invalid YAML in ${subject}: expected a value for \`${key}\`, found ${quoteSnippet(value)}, ` +
         `which YAML reads as ${entry.startsWith('*') ? 'an alias' : 'a tag or reserved indicator'}; quote the value`,
       offset: start,
     };
@@ -182,7 +196,7 @@ export function explainYamlError(
     if (separator) {
       return {
         message:
-          `Invalid YAML in frontmatter: expected a plain text value for \`${key}\`, found \`: \` inside it, ` +
+          `Invalid YAML in ${subject}: expected a plain text value for \`${key}\`, found \`: \` inside it, ` +
           `which YAML reads as a nested key; quote the value or use a block scalar (\`${key}: |\`)`,
         offset: start + separator.index,
       };
@@ -192,12 +206,12 @@ export function explainYamlError(
     const lineEnd = yaml.indexOf('\n', lineStart);
     return {
       message:
-        `Invalid YAML in frontmatter: expected a \`key: value\` line, found ${quoteSnippet(yaml.slice(lineStart, lineEnd === -1 ? undefined : lineEnd))}; ` +
+        `Invalid YAML in ${subject}: expected a \`key: value\` line, found ${quoteSnippet(yaml.slice(lineStart, lineEnd === -1 ? undefined : lineEnd))}; ` +
         'indent the continuation lines of a multi-line value',
       offset: start,
     };
   }
-  return { message: `Invalid YAML in frontmatter: ${yamlMessage}`, offset: start };
+  return { message: `Invalid YAML in ${subject}: ${yamlMessage}`, offset: start };
 }
 
 function quoteSnippet(text: string): string {

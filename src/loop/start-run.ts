@@ -93,7 +93,7 @@ export async function startRun(
       });
   const { blocks, modelSettings } = start;
 
-  const replay = replayCalls(options.replay, started, resume);
+  const replay = replayCalls(options.replay, started, resume, definition);
   const session = options.session === true || started?.session === true ? newSession() : undefined;
   const waitForMessage = options.channels?.waitForInstruction;
   if (session && !waitForMessage) {
@@ -304,6 +304,7 @@ function replayCalls(
   recording: ReplayRecording | undefined,
   started: EventOf<'Started'> | undefined,
   resume: readonly AuditEvent[] | undefined,
+  definition: AgentDefinition,
 ): ReplayCalls | undefined {
   if (started?.replay !== undefined && recording === undefined) {
     throw new UserError(
@@ -319,7 +320,9 @@ function replayCalls(
       { agentId: started.agentId },
     );
   }
-  return recording === undefined ? undefined : new ReplayCalls(recording, resume ?? []);
+  return recording === undefined
+    ? undefined
+    : new ReplayCalls(recording, resume ?? [], definition.paramNameOverrides);
 }
 
 /** Whether a rule of the agent is written from the project root (`Read(/src/**)`). */

@@ -56,15 +56,23 @@ export async function handleToolCall(
     };
   } else {
     const replay = ctx.replay;
-    const args = call.arguments;
+    // Decided on the arguments the tool would get (canonical parameter names), not the model's:
+    // the recording holds them that way, so a renamed parameter is still the same call.
     const answer = replay
-      ? (tool: Tool) => {
+      ? (tool: Tool, args: Readonly<Record<string, unknown>>) => {
           const decision = replay.decide(canonical, call.name, args, tool.readOnly);
           disposition = decision?.disposition;
           return decision?.outcome;
         }
       : undefined;
-    const result = await runToolCall(ctx, call.id, call.name, args, approvalHook(ctx, call.id), answer);
+    const result = await runToolCall(
+      ctx,
+      call.id,
+      call.name,
+      call.arguments,
+      approvalHook(ctx, call.id),
+      answer,
+    );
     outcome = result;
     denied = result.denied !== undefined;
   }

@@ -36,6 +36,9 @@ function createEngine(): Liquid {
     // Dates render the same on every machine, and liquidjs skips asking Intl for the system's
     // locale: ~100 ms of an actor-host thread's start, on the first Intl.DateTimeFormat.
     locale: 'en-US',
+    // Applied to the value of every output, after its filters: a mapping or a list (a settings
+    // value) renders as JSON, not as liquid's `[object Object]` or its items run together.
+    outputEscape: structuredAsJson as (value: unknown) => string,
   });
   for (const name of FILE_TAGS) {
     engine.registerTag(
@@ -55,6 +58,17 @@ function createEngine(): Liquid {
 }
 
 const engine = createEngine();
+
+/**
+ * A list or a plain mapping as its JSON; any other value as it is, for liquid to output as usual
+ * (`null` and `undefined` as nothing, a Date or a liquid drop by its own rendering).
+ */
+function structuredAsJson(value: unknown): unknown {
+  if (Array.isArray(value)) return JSON.stringify(value);
+  if (typeof value !== 'object' || value === null) return value;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null ? JSON.stringify(value) : value;
+}
 
 /**
  * Renders a template. Throws UserError `template_error` (fields: `file`, `line`, `column`, 1-based,

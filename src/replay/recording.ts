@@ -2,15 +2,17 @@
  * A recording read from a recorded agent's journal: the calls a replay may answer from, the
  * instructions the agent received, and the key two calls are matched by.
  *
- * Matching rule: two calls match when they name the same canonical tool and their arguments, as
- * the journal stores them (secret-looking values masked, see {@link callKey}), are the same
- * canonical JSON: key order and whitespace never matter, any other difference does.
+ * Matching rule: two calls match when they name the same canonical tool and their arguments, under
+ * their canonical parameter names and masked as the journal masks them (see {@link callKey}), are
+ * the same canonical JSON: key order, whitespace and a definition's `paramNameOverrides` never
+ * matter, any other difference does.
  */
 import { SystemError } from '../errors.ts';
 import { canonicalJson } from '../journal/canonical-json.ts';
 import { INTERRUPTED_TOOL_RESULT } from '../journal/constants.ts';
 import type { AuditEvent, EventOf } from '../journal/events.ts';
 import { redactValue } from '../journal/redact.ts';
+import { canonicalArgs } from '../tools/params.ts';
 import type { RecordedCall, ReplayRecording } from './types.ts';
 
 /**
@@ -22,15 +24,21 @@ export function callKey(name: string, args: unknown): string {
   return `${name}\n${canonicalJson(redactValue(args ?? {}))}`;
 }
 
+/** A definition's `paramNameOverrides`: model-facing parameter names by canonical tool and parameter. */
+export type ParamNameOverrides = Readonly<Record<string, Readonly<Record<string, string>>>>;
+
 /**
  * The recording of the agent whose journal `events` is, referred to as `of`. Every call with
  * parsed arguments and a result is recorded, failures included, except calls that never ran: a
  * refusal of the loop (`refused`), a call a replay refused, and a call cut off by a crash (its
- * result says it was interrupted). Throws `SystemError('journal_not_started')` when the events do
- * not begin with a Started event.
+ * result says it was interrupted). A call's arguments are recorded under their canonical names:
+ * the journal holds them as the model gave them, and the `paramNameOverrides` of the definition
+ * the Started event pins map them back ({@link recordedParamNameOverrides}). Throws
+ * `SystemError('journal_not_started')` when the events do not begin with a Started event.
  */
-export function recordingOf(events: readonly AuditEvent[], of: string): ReplayRecording {
+export async function recordingOf(events: readonly AuditEvent[], of: string): Promise<ReplayRecording> {
   const started = startedOf(events);
+  const overrides = await recordedParamNameOverrides(started);
   const calls = new Map<string, EventOf<'ToolCall'>>();
   const recorded: RecordedCall[] = [];
   for (const event of events) {
@@ -42,7 +50,7 @@ export function recordingOf(events: readonly AuditEvent[], of: string): ReplayRe
     recorded.push({
       callId: call.callId,
       name: call.name,
-      args: call.args,
+      args: canonicalArgs(call.name, call.args, overrides),
       result: {
         ok: event.ok,
         text: event.text,
@@ -53,6 +61,28 @@ export function recordingOf(events: readonly AuditEvent[], of: string): ReplayRe
     });
   }
   return { ref: { of, agentId: started.agentId }, calls: recorded };
+}
+
+/**
+ * The `paramNameOverrides` of the definition `started` pins: read from its recorded content, or
+ * from its recorded text parsed the way it was parsed then. None for a journal that does not
+ * record its definition (before troupe 0.4) or whose text no longer reads as a definition: its
+ * calls' arguments are then taken as journalled. The definition parser is imported only when a
+ * recorded text mentions `paramNameOverrides`.
+ */
+export async function recordedParamNameOverrides(started: EventOf<'Started'>): Promise<ParamNameOverrides> {
+  const { content, text, path, source } = started.definition;
+  if (content !== undefined) {
+    const overrides = content.paramNameOverrides;
+    return typeof overrides === 'object' && overrides !== null ? (overrides as ParamNameOverrides) : {};
+  }
+  if (text === undefined || !text.includes('paramNameOverrides')) return {};
+  const { parseDefinition } = await import('../definition/load.ts');
+  const file = path ?? `${started.definition.name}.md`;
+  return (
+    parseDefinition(text, file, { ...(source === undefined ? {} : { source }), path: file }).definition
+      ?.paramNameOverrides ?? {}
+  );
 }
 
 /** The instructions the recorded agent received, in index order (what a replay sends it again). */

@@ -4,7 +4,9 @@
  * the tool would run.
  *
  * The rule, per call of a tool other than the pass-through ones ({@link REPLAY_PASS_THROUGH}):
- * 1. Its key is its canonical tool name and the canonical JSON of its arguments ({@link callKey}).
+ * 1. Its key is its canonical tool name and the canonical JSON of its arguments under their
+ *    canonical parameter names ({@link callKey}): a definition's `paramNameOverrides`, the
+ *    recorded one or the replaying one, never makes two calls differ.
  * 2. The k-th call with a key that is decided in the replay gets the k-th recorded call with the
  *    same key, in recording order: answered with that call's recorded result, nothing runs
  *    (`recorded`). Repeating an identical call therefore walks through the recorded results of
@@ -32,8 +34,9 @@ import {
   ORCHESTRATION_TOOL_NAMES,
   WAIT_FOR_INSTRUCTION,
 } from '../tools/builtin/orchestration.ts';
+import { canonicalArgs } from '../tools/params.ts';
 import type { ToolOutcome } from '../tools/types.ts';
-import { callKey } from './recording.ts';
+import { callKey, type ParamNameOverrides } from './recording.ts';
 import type { RecordedCall, ReplayCounts, ReplayDisposition, ReplayRecording, ReplayRef } from './types.ts';
 
 /** Tools a replay never decides: they run as in any run. */
@@ -71,9 +74,15 @@ export class ReplayCalls {
 
   /**
    * `earlier` is the replay's own journal when the agent resumes: the calls it decided already
-   * count, so the next identical call gets the next recorded result, as it would have.
+   * count, so the next identical call gets the next recorded result, as it would have. Its calls'
+   * arguments are read back to canonical names with `overrides`, the `paramNameOverrides` of the
+   * definition the replay runs.
    */
-  constructor(recording: ReplayRecording, earlier: readonly AuditEvent[] = []) {
+  constructor(
+    recording: ReplayRecording,
+    earlier: readonly AuditEvent[] = [],
+    overrides: ParamNameOverrides = {},
+  ) {
     this.ref = recording.ref;
     for (const call of recording.calls) {
       const key = callKey(call.name, call.args);
@@ -86,7 +95,7 @@ export class ReplayCalls {
       if (event.type === 'ToolCall') calls.set(event.callId, event);
       if (event.type !== 'ToolResult' || event.replay === undefined) continue;
       const call = calls.get(event.callId);
-      if (call) this.#take(callKey(call.name, call.args));
+      if (call) this.#take(callKey(call.name, canonicalArgs(call.name, call.args ?? {}, overrides)));
       this.#counts = { ...this.#counts, [event.replay]: this.#counts[event.replay] + 1 };
     }
   }
@@ -102,8 +111,9 @@ export class ReplayCalls {
   }
 
   /**
-   * Decides a call of tool `name` (canonical; `modelName` as the model called it) with `args` as
-   * the model gave them, whose tool is `readOnly` or not. Undefined for a pass-through tool.
+   * Decides a call of tool `name` (canonical; `modelName` as the model called it) with `args`
+   * under their canonical parameter names (as the tool would get them), whose tool is `readOnly` or
+   * not. Undefined for a pass-through tool.
    */
   decide(
     name: string,

@@ -28,7 +28,10 @@ export interface RecordedResult {
   readonly data?: unknown;
 }
 
-/** One recorded call: canonical tool name, its arguments as journalled, and its result. */
+/**
+ * One recorded call: canonical tool name, its arguments (canonical parameter names, values as
+ * journalled) and its result.
+ */
 export interface RecordedCall {
   readonly callId: string;
   readonly name: string;

@@ -64,7 +64,7 @@ export async function loadReplay(
   const of = replayOf(source);
   const events = source.journal === null ? [] : await recordedEvents(source.journal);
   const recording: ReplayRecording =
-    events.length === 0 ? { ref: { of }, calls: [] } : recordingOf(events, of);
+    events.length === 0 ? { ref: { of }, calls: [] } : await recordingOf(events, of);
   return {
     state: { source, of, recording, spawns: new Map() },
     instructions: source.instructions === false ? [] : recordedInstructions(events),

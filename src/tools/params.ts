@@ -94,6 +94,30 @@ export function buildParamMapping(
   };
 }
 
+/**
+ * The arguments of a journalled call of tool `tool` (canonical name), given under the model-facing
+ * parameter names of `overrides` (a definition's `paramNameOverrides`), with their canonical names:
+ * the renaming {@link ParamMapping.toCanonical} applies, read back without the tool's schema (a
+ * replay reads recorded calls this way). A name no override gives keeps its name. Returns `args`
+ * itself when the tool has no renames.
+ */
+export function canonicalArgs(
+  tool: string,
+  args: Readonly<Record<string, unknown>>,
+  overrides: Readonly<Record<string, Readonly<Record<string, string>>>>,
+): Readonly<Record<string, unknown>> {
+  const renames = Object.hasOwn(overrides, tool) ? overrides[tool] : undefined;
+  if (renames === undefined) return args;
+  const toCanonicalName = new Map<string, string>();
+  for (const [canonical, model] of Object.entries(renames)) {
+    if (canonical !== model) toCanonicalName.set(model, canonical);
+  }
+  if (toCanonicalName.size === 0) return args;
+  const mapped: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(args)) mapped[toCanonicalName.get(key) ?? key] = value;
+  return mapped;
+}
+
 /** Mappings without renames, by schema: one per tool schema, not one per agent and tool. */
 const identities = new WeakMap<JsonSchema, ParamMapping>();
 const copyArgs = (args: Readonly<Record<string, unknown>>): { args: Record<string, unknown> } => ({

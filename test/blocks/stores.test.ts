@@ -88,6 +88,33 @@ describe('block files', () => {
     ]);
   });
 
+  it('refuses a parameter listed twice, at the second', () => {
+    const { block, errors } = parseBlockText('---\nparameters:\n  - a\n  - b\n  - a\n---\n${{ a }}\n', {
+      kind: 'prompt',
+      id: 'a.b',
+      version: '1.0.0',
+      file: 'f',
+    });
+    expect(block).toBeUndefined();
+    expect(errors).toEqual([
+      expect.objectContaining({ code: 'duplicate_parameter', path: '/parameters/2', line: 5, column: 5 }),
+    ]);
+    expect(errors[0]?.message).toContain('`a` again (first at /parameters/0)');
+  });
+
+  it('calls a YAML error in a settings file an error in that file, not in a frontmatter', () => {
+    for (const kind of ['settings', 'modelSettings'] as const) {
+      const { errors } = parseBlockText('a: 1\nb: [1, 2\n', { kind, id: 'a.b', version: '1.0.0', file: 'f' });
+      const what = kind === 'settings' ? 'settings file' : 'model-settings file';
+      expect(errors).toEqual([expect.objectContaining({ code: 'parse_error', line: 2, column: 4 })]);
+      expect(errors[0]?.message).toMatch(new RegExp(`^Invalid YAML in ${what}: `));
+      const list = parseBlockText('- 1\n', { kind, id: 'a.b', version: '1.0.0', file: 'f' });
+      expect(list.errors.map((problem) => [problem.message, problem.line])).toEqual([
+        [`Expected the ${what} to be \`key: value\` lines, found a list`, 1],
+      ]);
+    }
+  });
+
   it('reads model settings blocks with the model-settings rules, located in the file', () => {
     const { block, errors, warnings } = parseBlockText('temperature: 0.2\nmaxOutputTokens: 0\nfoo: 1\n', {
       kind: 'modelSettings',
@@ -214,6 +241,9 @@ describe('blocks given in code', () => {
     });
     expect(() => memoryBlockStore([prompt, prompt])).toThrow(
       expect.objectContaining({ code: 'duplicate_block' }),
+    );
+    expect(() => memoryBlockStore([{ ...prompt, parameters: ['who', 'who'] }])).toThrow(
+      expect.objectContaining({ code: 'invalid_block', message: expect.stringContaining('`who` again') }),
     );
     expect(() => memoryBlockStore([{ ...prompt, id: 'intake' }])).toThrow(
       expect.objectContaining({ code: 'invalid_block' }),

@@ -92,6 +92,21 @@ describe('prompt templates', () => {
     expect((await templateError('\n${% frobnicate %}', 4)).fields).toMatchObject({ line: 5, column: 1 });
   });
 
+  it('renders a mapping or a list as JSON; filters and loops still get the value itself', async () => {
+    const settings = { acme: { list: [1, 2], nested: { a: 'say "hi"', b: [true] }, none: null } };
+    const text = [
+      '${{ settings.acme.list }}',
+      '${{ settings.acme.nested }}',
+      '${{ settings.acme.list | join: ", " }}',
+      '${% for x in settings.acme.list %}${{ x }};${% endfor %}',
+      '${{ settings.acme.nested.b | first }}',
+      '${{ settings.acme.none }}',
+      '${% echo settings.acme.list %}',
+    ].join('|');
+    const rendered = await renderTemplate({ text, file: '/defs/agent.md', firstLine: 1 }, { settings });
+    expect(rendered).toBe('[1,2]|{"a":"say \\"hi\\"","b":[true]}|1, 2|1;2;|true||[1,2]');
+  });
+
   it.each(['include', 'render', 'layout'])('refuses the file-reading `%s` tag', async (tag) => {
     const error = await templateError(`\${% ${tag} "secrets.txt" %}`, 2);
     expect(error.message).toContain(`\`${tag}\` tag is not available`);

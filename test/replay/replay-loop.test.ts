@@ -48,7 +48,7 @@ async function record() {
   const run = await runScripted(recordedSteps, { tools: fixture.tools });
   expect(run.outcome.status).toBe('completed');
   expect([fixture.writes(), fixture.reads()]).toEqual([1, 2]);
-  return { events: run.events, recording: recordingOf(run.events, 'recorded.jsonl') };
+  return { events: run.events, recording: await recordingOf(run.events, 'recorded.jsonl') };
 }
 
 function toolResults(events: readonly AuditEvent[]) {
@@ -121,7 +121,7 @@ describe('replaying a recorded agent in the loop', () => {
       ],
       { tools: fixture.tools },
     );
-    const recording = recordingOf(original.events, 'r');
+    const recording = await recordingOf(original.events, 'r');
     const replay = await runScripted(
       [
         { toolCalls: [{ name: 'write_note', arguments: { extra: { c: 2, b: 1 }, value: 'a' } }] },
@@ -231,5 +231,96 @@ describe('replaying a recorded agent in the loop', () => {
       },
     });
     expect(plain.outcome.status).toBe('completed');
+  });
+});
+
+describe('replaying across paramNameOverrides', () => {
+  /** `value` renamed to `v` for the model, on both fixture tools. */
+  const renamed = { look: { value: 'v' }, write_note: { value: 'v' } };
+  /** The recorded steps as a model sees the tools with `renamed`: the same canonical calls. */
+  const renamedSteps: ScriptedStep[] = [
+    { toolCalls: [{ name: 'look', arguments: { v: 'x' } }] },
+    { toolCalls: [{ name: 'look', arguments: { v: 'x' } }] },
+    { toolCalls: [{ name: 'write_note', arguments: { v: 'n1' } }] },
+    complete({ done: true }),
+  ];
+  /** A definition file's text renaming `value`: what a Started event pins for a file's definition. */
+  const renamedText = [
+    '---',
+    'name: tester',
+    'description: An agent for tests.',
+    'paramNameOverrides:',
+    '  look: { value: v }',
+    '  write_note: { value: v }',
+    '---',
+    'You are the test agent.',
+    '',
+  ].join('\n');
+
+  function expectAllRecorded(events: readonly AuditEvent[], fixture: ReturnType<typeof fixtureTools>) {
+    expect([fixture.writes(), fixture.reads()]).toEqual([0, 0]);
+    expect(eventsOf(events, 'ToolResult').map((r) => [r.name, r.replay])).toEqual([
+      ['look', 'recorded'],
+      ['look', 'recorded'],
+      ['write_note', 'recorded'],
+      ['complete_task', undefined],
+    ]);
+  }
+
+  it('answers a call from the recording when the replay renames a parameter the recording did not', async () => {
+    const { recording } = await record();
+    const fixture = fixtureTools();
+    const replay = await runScripted(renamedSteps, {
+      tools: fixture.tools,
+      definition: { paramNameOverrides: renamed },
+      run: { replay: recording },
+    });
+    expectAllRecorded(replay.events, fixture);
+    // The journal still holds the arguments as the model gave them.
+    expect(eventsOf(replay.events, 'ToolCall')[2]?.args).toEqual({ v: 'n1' });
+    expect(replay.outcome).toMatchObject({ status: 'completed', result: { done: true } });
+  });
+
+  it('answers a call from the recording when the recording renamed a parameter the replay does not', async () => {
+    for (const definition of [
+      { paramNameOverrides: renamed },
+      // A definition read from a file: the Started event pins its text, parsed again to read it.
+      { paramNameOverrides: renamed, text: renamedText },
+    ]) {
+      const recorder = fixtureTools();
+      const recorded = await runScripted(renamedSteps, { tools: recorder.tools, definition });
+      expect(eventsOf(recorded.events, 'ToolCall')[0]?.args).toEqual({ v: 'x' });
+      const recording = await recordingOf(recorded.events, 'recorded.jsonl');
+      expect(recording.calls.map((call) => call.args)).toEqual([
+        { value: 'x' },
+        { value: 'x' },
+        { value: 'n1' },
+        { result: { done: true } },
+      ]);
+      const fixture = fixtureTools();
+      const replay = await runScripted(recordedSteps, { tools: fixture.tools, run: { replay: recording } });
+      expectAllRecorded(replay.events, fixture);
+    }
+  });
+
+  it('resumes a replay that renames a parameter: its own earlier calls count under canonical names', async () => {
+    const { recording } = await record();
+    const fixture = fixtureTools();
+    const definition = { paramNameOverrides: renamed };
+    const full = await runScripted(renamedSteps, {
+      tools: fixture.tools,
+      definition,
+      run: { replay: recording },
+    });
+    const cut = full.events.findIndex((e) => e.type === 'ToolResult');
+    const prefix = full.events.slice(0, cut + 1);
+    const journal = new MemoryJournal({ events: prefix });
+    await runScripted(renamedSteps.slice(1), {
+      tools: fixture.tools,
+      definition,
+      run: { replay: recording, resumeFrom: prefix, journal },
+    });
+    expect([fixture.writes(), fixture.reads()]).toEqual([0, 0]);
+    expect(toolResults(journal.events)).toEqual(toolResults(full.events));
   });
 });

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { hasErrorCode } from '../../src/errors.ts';
 import { createToolRegistry } from '../../src/tools/builtin/index.ts';
+import { canonicalArgs } from '../../src/tools/params.ts';
 import { buildToolbox } from '../../src/tools/toolbox.ts';
 import type { Tool, ToolContext, ToolOutcome } from '../../src/tools/types.ts';
 import { makeDefinition } from '../prompt/make-definition.ts';
@@ -349,5 +350,20 @@ describe('parameter name overrides', () => {
     };
     expect(hasErrorCode(attempt({ deploy: { region: 'zone' } }), 'unknown_param_override')).toBe(true);
     expect(hasErrorCode(attempt({ deploy: { target: 'count' } }), 'param_name_conflict')).toBe(true);
+  });
+
+  it('reads journalled arguments back to the canonical names the tool got (canonicalArgs)', async () => {
+    const { tool, execute } = spyTool('deploy', false);
+    const swapped = { deploy: { target: 'count', count: 'target' } };
+    const toolbox = toolboxFor(await tempDir(), { paramNameOverrides: swapped }, [tool]);
+    const modelArgs = { count: 'prod', target: 2 };
+    expect((await toolbox.call('deploy', modelArgs)).ok).toBe(true);
+    expect(canonicalArgs('deploy', modelArgs, swapped)).toEqual(execute.mock.calls[0]?.[0]);
+    expect(canonicalArgs('deploy', { environment: 'prod' }, overrides.paramNameOverrides)).toEqual({
+      target: 'prod',
+    });
+    // A tool without renames keeps its arguments as they are.
+    const same = { environment: 'prod' };
+    expect(canonicalArgs('other', same, overrides.paramNameOverrides)).toBe(same);
   });
 });
