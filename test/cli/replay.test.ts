@@ -210,6 +210,36 @@ describe('troupe replay RUN_DIR', () => {
   );
 });
 
+describe('troupe replay RUN_DIR with a damaged recording', () => {
+  it('refuses a recording edited in place (valid JSON, broken hash chain), naming the line and seq', async () => {
+    const recorded = await record();
+    const [line] = readResults(path.join(recorded, 'results.jsonl')).filter(
+      (result) => result.label === 'one',
+    );
+    const journal = path.join(recorded, 'journals', `${line?.agentId}.jsonl`);
+    const lines = readFileSync(journal, 'utf8').split('\n');
+    const at = lines.findIndex((text) => text.includes('"type":"ToolResult"'));
+    lines[at] = (lines[at] ?? '').replace('"text":"', '"text":"edited: ');
+    writeFileSync(journal, lines.join('\n'));
+    const out = path.join(dir, 'replayed');
+    const { code } = await cli(['replay', recorded, '--out', out]);
+    expect(code).toBe(1);
+    const byLabel = new Map(
+      readResults(path.join(out, 'results.jsonl')).map((result) => [result.label, result]),
+    );
+    expect(byLabel.get('one')).toMatchObject({
+      status: 'failed',
+      error: {
+        code: 'replay_journal_damaged',
+        message: `Expected an intact recorded journal, but ${journal} is damaged at line ${at + 1} (seq ${at}): Event ${at} (ToolResult) does not hash to its recorded hash; check it with \`troupe verify ${journal}\``,
+      },
+    });
+    expect(byLabel.get('two')?.status).toBe('completed');
+    // Nothing of the edited recording was served or run again.
+    expect(effects(dir)).toHaveLength(4);
+  });
+});
+
 describe('troupe replay JOURNAL', () => {
   let project: Project;
   let saved: Record<string, string | undefined>;
