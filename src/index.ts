@@ -175,6 +175,7 @@ export type { UsageTotals } from './journal/usage.ts';
 export { addReceipt, knownCost, sumReceipts, ZERO_USAGE_TOTALS } from './journal/usage.ts';
 export type {
   FileVerifyResult,
+  JournalDamage,
   RenderedInput,
   Rerender,
   VerifyFailure,
@@ -182,7 +183,14 @@ export type {
   VerifyReason,
   VerifyResult,
 } from './journal/verify.ts';
-export { requestHash, verifyJournal, verifyJournalContents, verifyJournalFile } from './journal/verify.ts';
+export {
+  damageText,
+  journalDamage,
+  requestHash,
+  verifyJournal,
+  verifyJournalContents,
+  verifyJournalFile,
+} from './journal/verify.ts';
 export type { FsyncPolicy, JournalWriterOptions } from './journal/writer.ts';
 export { JournalWriter } from './journal/writer.ts';
 // The agent loop

@@ -8,6 +8,8 @@ import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { describeValue } from '../errors.ts';
 import { executeSession } from '../run-dir/execute.ts';
+import { printable } from '../run-dir/format.ts';
+import { displayPath } from '../run-dir/plan-problems.ts';
 import { checkProvider } from '../run-dir/provider-choice.ts';
 import { planReplay } from '../run-dir/replay-plan.ts';
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
@@ -44,7 +46,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
 /** Runs `troupe replay` and resolves to its exit code (0 every entry completed, 1 some failed, 130 interrupted). */
 export async function replay(source: string, flags: ReplayFlags, io: CliIO): Promise<number> {
   const cwd = process.cwd();
-  const { plan, definitions } = await planReplay({
+  const { plan, definitions, unrecorded } = await planReplay({
     source,
     cwd,
     ...(flags.agent === undefined ? {} : { agent: flags.agent }),
@@ -52,6 +54,13 @@ export async function replay(source: string, flags: ReplayFlags, io: CliIO): Pro
     ...(flags.threads === undefined ? {} : { threads: flags.threads }),
     ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
   });
+  for (const entry of unrecorded) {
+    io.stderr(
+      `${printable(
+        `note: entry ${entry.index}${entry.label === undefined ? '' : ` (id ${entry.label})`} has no recorded journal at ${displayPath(entry.journal, cwd)}; it replays with nothing recorded (its read-only calls run live, the others are refused)`,
+      )}\n`,
+    );
+  }
   await checkProvider(plan.provider);
   await checkScorerModules(plan);
   const writer = RunDirWriter.create(

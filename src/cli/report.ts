@@ -7,12 +7,18 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { terminalJson } from '../run-dir/format.ts';
 import { journalPage, renderHtmlReport, runPage } from '../run-dir/html-report.ts';
+import { displayPath } from '../run-dir/plan-problems.ts';
 import { journalReportText, reportText, runSummaryOf } from '../run-dir/report-text.ts';
-import { readRunDir } from '../run-dir/run-dir.ts';
-import { buildTimeline } from '../run-dir/timeline.ts';
+import { journalFile, readRunDir } from '../run-dir/run-dir.ts';
+import { buildTimeline, damagedJournals } from '../run-dir/timeline.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { type CliIO, outputColumns } from './shared/io.ts';
-import { agentSummaryJson, isJournalFile, readJournalTimeline } from './shared/report-source.ts';
+import {
+  agentSummaryJson,
+  damageWarnings,
+  isJournalFile,
+  readJournalTimeline,
+} from './shared/report-source.ts';
 
 interface ReportFlags {
   readonly html?: string;
@@ -35,8 +41,10 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
       if (isJournalFile(target)) {
         const file = resolve(target);
         const timeline = readJournalTimeline(file, { inputs: html !== undefined });
+        const damaged = damagedJournals(timeline, () => target);
+        io.stderr(damageWarnings(damaged));
         if (html !== undefined) {
-          writeFileSync(html, renderHtmlReport(journalPage(file, timeline), timeline));
+          writeFileSync(html, renderHtmlReport({ ...journalPage(file, timeline), damaged }, timeline));
           if (!flags.json) io.stdout(`troupe: wrote ${html}\n`);
         }
         if (flags.json) io.stdout(`${terminalJson(agentSummaryJson(timeline), 2)}\n`);
@@ -45,12 +53,20 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
       }
       const contents = readRunDir(target);
       const timeline = buildTimeline(contents, { inputs: html !== undefined });
+      const damaged = damagedJournals(timeline, (agentId) =>
+        displayPath(journalFile(contents.paths, agentId), process.cwd()),
+      );
+      // The report is still produced (and the exit code unchanged): it shows what could be read.
+      io.stderr(damageWarnings(damaged));
       if (html !== undefined) {
-        writeFileSync(html, renderHtmlReport(runPage(contents), timeline));
+        writeFileSync(html, renderHtmlReport({ ...runPage(contents), damaged }, timeline));
         if (!flags.json) io.stdout(`troupe: wrote ${html}\n`);
       }
       if (flags.json) {
-        io.stdout(`${terminalJson(runSummaryOf(contents), 2)}\n`);
+        const summary = runSummaryOf(contents);
+        io.stdout(
+          `${terminalJson(damaged.length === 0 ? summary : { ...summary, damagedJournals: damaged }, 2)}\n`,
+        );
         return;
       }
       if (html === undefined) io.stdout(reportText(contents, timeline, outputColumns()));

@@ -8,12 +8,13 @@ import type { Command } from 'commander';
 import { UserError } from '../errors.ts';
 import { redactValue } from '../journal/redact.ts';
 import { shortId, terminalJson } from '../run-dir/format.ts';
-import { readRunDir } from '../run-dir/run-dir.ts';
+import { displayPath } from '../run-dir/plan-problems.ts';
+import { journalFile, readRunDir } from '../run-dir/run-dir.ts';
 import { buildTimeline, type ReportAgent } from '../run-dir/timeline.ts';
 import { findAgent, transcriptText } from '../run-dir/transcript-text.ts';
 import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
-import { isJournalFile, readJournalTimeline } from './shared/report-source.ts';
+import { damageWarnings, isJournalFile, readJournalTimeline } from './shared/report-source.ts';
 
 interface ShowFlags {
   readonly full?: boolean;
@@ -34,6 +35,7 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
     .action((target: string, query: string | undefined, flags: ShowFlags) => {
       const inputs = flags.inputs === true || flags.json === true;
       let agent: ReportAgent | undefined;
+      let journal = target;
       if (isJournalFile(target)) {
         agent = readJournalTimeline(resolve(target), { inputs }).agents[0];
       } else {
@@ -60,8 +62,12 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
           );
         }
         agent = found;
+        journal = displayPath(journalFile(contents.paths, found.agentId), process.cwd());
       }
       if (agent === undefined) throw new UserError('unknown_agent', `No agent in ${target}`, { target });
+      if (agent.damage !== undefined) {
+        io.stderr(damageWarnings([{ agentId: agent.agentId, journal, damage: agent.damage }]));
+      }
       if (flags.json) {
         const { transcript, ...rest } = agent;
         io.stdout(`${terminalJson(redactValue({ ...rest, transcript }), 2)}\n`);

@@ -10,8 +10,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { SystemError } from '../errors.ts';
-import { canonicalJson } from './canonical-json.ts';
-import { storedLine } from './chain.ts';
+import { canonicalJson, sha256Hex } from './canonical-json.ts';
+import { withHash } from './chain.ts';
 import { type AuditEvent, auditEventProblem } from './events.ts';
 
 /** A line that is not a well-formed event (other than a torn last line). */
@@ -39,6 +39,12 @@ export interface JournalContents {
   readonly tornTailBytes: number;
   /** Newline-terminated lines that are not well-formed events: damage, not a torn write. */
   readonly problems: JournalProblem[];
+  /**
+   * The content hash (`eventHash`) of each of `events`, in the same order, computed while checking
+   * that its line is canonical: `verifyJournal` takes them (`contentHashes`) instead of hashing every
+   * event again. Absent in contents built by other means.
+   */
+  readonly hashes?: string[];
 }
 
 const NEWLINE = 0x0a;
@@ -69,6 +75,7 @@ export function readJournal(path: string): JournalContents {
 export function parseJournal(data: Uint8Array | string): JournalContents {
   const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
   const events: AuditEvent[] = [];
+  const hashes: string[] = [];
   const problems: JournalProblem[] = [];
   let tornTailBytes = 0;
   let start = 0;
@@ -83,16 +90,17 @@ export function parseJournal(data: Uint8Array | string): JournalContents {
     const parsed = parseLine(bytes.subarray(start, newline));
     if ('event' in parsed) {
       events.push(parsed.event);
+      hashes.push(parsed.hash);
     } else {
       problems.push({ line, offset: start, reason: parsed.reason, message: parsed.message });
     }
     start = newline + 1;
   }
-  return { events, tornTail: tornTailBytes > 0, tornTailBytes, problems };
+  return { events, tornTail: tornTailBytes > 0, tornTailBytes, problems, hashes };
 }
 
 type LineResult =
-  | { readonly event: AuditEvent }
+  | { readonly event: AuditEvent; readonly hash: string }
   | { readonly reason: JournalProblem['reason']; readonly message: string };
 
 function parseLine(bytes: Uint8Array): LineResult {
@@ -112,24 +120,45 @@ function parseLine(bytes: Uint8Array): LineResult {
   if (problem !== undefined)
     return { reason: 'not_an_event', message: `Expected an audit event: ${problem}` };
   const event = value as AuditEvent;
-  const nonCanonical = nonCanonicalReason(text, bytes, event);
-  if (nonCanonical !== undefined) return { reason: 'non_canonical', message: nonCanonical };
-  return { event };
+  const checked = canonicalCheck(text, bytes, event);
+  if ('reason' in checked) return { reason: 'non_canonical', message: checked.reason };
+  return { event, hash: checked.hash };
 }
 
-/** Why `text` is not the exact line the writer stores for `event`, or undefined when it is. */
-function nonCanonicalReason(text: string, bytes: Uint8Array, event: AuditEvent): string | undefined {
+/**
+ * The event's content hash (`eventHash`) when `text` is the exact line the writer stores for
+ * `event`, else why it is not. The canonical JSON the check builds is what the hash covers, so
+ * hashing it here spares the chain check a second serialization of every event.
+ */
+function canonicalCheck(
+  text: string,
+  bytes: Uint8Array,
+  event: AuditEvent,
+): { readonly hash: string } | { readonly reason: string } {
   if (bytes[bytes.length - 1] === CARRIAGE_RETURN) {
-    return 'Expected a line ending in LF only, found a carriage return before it (CRLF line endings: the file was converted)';
+    return {
+      reason:
+        'Expected a line ending in LF only, found a carriage return before it (CRLF line endings: the file was converted)',
+    };
   }
   if (text.charCodeAt(0) === 0xfeff) {
-    return 'Expected the line to start with `{`, found a byte order mark (U+FEFF: the file was re-saved as "UTF-8 with BOM")';
+    return {
+      reason:
+        'Expected the line to start with `{`, found a byte order mark (U+FEFF: the file was re-saved as "UTF-8 with BOM")',
+    };
   }
   try {
+    const { hash, ...rest } = event;
+    const canonical = canonicalJson(rest);
     // Writers before 2026-11-30 sorted `hash` among the other members: their lines are canonical too.
-    if (storedLine(event) === text || canonicalJson(event) === text) return undefined;
+    if (withHash(canonical, hash) === text || canonicalJson(event) === text) {
+      return { hash: sha256Hex(canonical) };
+    }
   } catch {
-    return 'Expected an event that serializes to canonical JSON, found one that does not';
+    return { reason: 'Expected an event that serializes to canonical JSON, found one that does not' };
   }
-  return 'Expected the canonical JSON of its event (sorted members, no whitespace, `hash` last), found other bytes for the same value';
+  return {
+    reason:
+      'Expected the canonical JSON of its event (sorted members, no whitespace, `hash` last), found other bytes for the same value',
+  };
 }

@@ -7,7 +7,7 @@ import type { ToolSpec } from '../tools/types.ts';
 import { eventHash } from './chain.ts';
 import { GENESIS_HASH } from './constants.ts';
 import { type AuditEvent, hashContinuation, hashInput, isTerminal } from './events.ts';
-import { type JournalContents, readJournal } from './reader.ts';
+import { type JournalContents, type JournalProblem, readJournal } from './reader.ts';
 
 /** One model request's input, as re-rendered from the journal. */
 export interface RenderedInput {
@@ -35,6 +35,12 @@ export type Rerender = (events: readonly AuditEvent[], index: number) => Rendere
 export interface VerifyOptions {
   /** Without it only the chain is checked, not the InferenceSubmitted hashes. */
   readonly rerender?: Rerender;
+  /**
+   * `eventHash` of each event, in the same order, when the caller has them: the reader computes
+   * them while it checks each line's bytes (`JournalContents.hashes`). Saves serializing every
+   * event again. @default each event is hashed here
+   */
+  readonly contentHashes?: readonly string[];
 }
 
 export type VerifyReason =
@@ -98,7 +104,7 @@ export function verifyJournal(events: readonly AuditEvent[], options: VerifyOpti
     if (event.seq < index) {
       return fail(index, 'bad_seq', `Expected seq ${index}, found seq ${event.seq} a second time`);
     }
-    if (eventHash(event) !== event.hash) {
+    if ((options.contentHashes?.[index] ?? eventHash(event)) !== event.hash) {
       return fail(index, 'bad_hash', `Event ${index} (${event.type}) does not hash to its recorded hash`);
     }
     if (event.prev !== prevHash) {
@@ -174,7 +180,7 @@ export function verifyJournalContents(
   contents: JournalContents,
   options: VerifyOptions = {},
 ): FileVerifyResult {
-  const result = verifyJournal(contents.events, options);
+  const result = verifyJournal(contents.events, withHashes(contents, options));
   const problem = contents.problems[0];
   // Lines before the first damaged one all parsed, so line n (1-based) is where seq n - 1 belongs.
   const damagedSeq = problem ? problem.line - 1 : Number.POSITIVE_INFINITY;
@@ -192,4 +198,48 @@ export function verifyJournalContents(
     },
     tornTail: contents.tornTail,
   };
+}
+
+/** What is wrong with a journal's contents, as {@link journalDamage} finds it. */
+export interface JournalDamage {
+  /** 1-based line of the file where the journal stops being trustworthy. */
+  readonly line: number;
+  /** The seq of the event that belongs on that line. */
+  readonly seq: number;
+  /** The reader's problem (a line that is not a well-formed event), or the chain's failure. */
+  readonly reason: JournalProblem['reason'] | VerifyReason;
+  readonly message: string;
+}
+
+/**
+ * What is wrong with a journal's contents (`readJournal`, `parseJournal`), or undefined when
+ * nothing is: the first line that is not a well-formed event, or the first break of the hash
+ * chain before it (an edited, lost, duplicated or spliced event), whichever comes first. A torn
+ * last line (a crash cut the last append short) is not damage, nor is a journal without an end
+ * or without events yet (one still being written). Checks the chain only, without re-rendering
+ * model inputs: `troupe verify` does both. What `troupe report`, `troupe show` and `troupe replay`
+ * check before they trust a journal.
+ */
+export function journalDamage(contents: JournalContents): JournalDamage | undefined {
+  const problem = contents.problems[0];
+  if (problem === undefined && contents.events.length === 0) return undefined;
+  const bad = verifyJournal(contents.events, withHashes(contents, {})).firstBad;
+  // Lines before the first damaged one all parsed, so line n (1-based) holds seq n - 1.
+  if (bad !== undefined && (problem === undefined || bad.seq < problem.line - 1)) {
+    return { line: bad.seq + 1, seq: bad.seq, reason: bad.reason, message: bad.message };
+  }
+  if (problem === undefined) return undefined;
+  return { line: problem.line, seq: problem.line - 1, reason: problem.reason, message: problem.message };
+}
+
+/** `options` with the reader's content hashes of `contents`, unless the caller gave its own. */
+function withHashes(contents: JournalContents, options: VerifyOptions): VerifyOptions {
+  return contents.hashes === undefined || options.contentHashes !== undefined
+    ? options
+    : { ...options, contentHashes: contents.hashes };
+}
+
+/** `line 5: <what is wrong>`: a {@link JournalDamage} in one line. */
+export function damageText(damage: JournalDamage): string {
+  return `line ${damage.line}: ${damage.message}`;
 }

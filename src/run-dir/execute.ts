@@ -142,9 +142,11 @@ export function closingText(
     lines.push(...scorerLines(summary.scoring).map((line) => `score ${line}`));
   if (summary.replay !== undefined) {
     const { recorded, live, refused } = summary.replay.calls;
+    const unrecorded = summary.replay.unrecorded ?? 0;
     lines.push(
       `replay of ${printable(summary.replay.of)}: ${recorded} tool call(s) answered from the recording, ` +
-        `${live} run live (read-only), ${refused} refused`,
+        `${live} run live (read-only), ${refused} refused` +
+        `${unrecorded > 0 ? `; ${unrecorded} entr${unrecorded === 1 ? 'y' : 'ies'} had no recorded journal (replayed with nothing recorded)` : ''}`,
     );
   }
   if (approvals.length > 0) {

@@ -8,7 +8,7 @@ export const REPORT_STYLE = `
 :root{--fg:#0f172a;--muted:#64748b;--line:#e2e8f0;--ok:#16a34a;--bad:#dc2626;--warn:#d97706;--bg:#f8fafc}
 *{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
 main{max-width:1180px;margin:0 auto;padding:24px}h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 10px}h4{margin:14px 0 6px;font-size:14px}
-a{color:#1d4ed8}.sub{color:var(--muted)}.banner{margin:14px 0;padding:10px 14px;border-radius:8px;background:#fef3c7;border:1px solid #fcd34d}
+a{color:#1d4ed8}.sub{color:var(--muted)}.banner{margin:14px 0;padding:10px 14px;border-radius:8px;background:#fef3c7;border:1px solid #fcd34d}.banner.damaged{background:#fee2e2;border-color:#fca5a5}.banner ul{margin:6px 0 0;padding-left:20px}
 .cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(140px,1fr));gap:10px;margin-top:16px}
 .card{background:#fff;border:1px solid var(--line);border-radius:10px;padding:10px 12px}.card b{display:block;font-size:20px}.card span{color:var(--muted);font-size:12px}.card small{display:block;color:var(--muted);font-size:11px}
 section{background:#fff;border:1px solid var(--line);border-radius:10px;padding:14px 16px;margin-top:16px}section h2{margin-top:0}

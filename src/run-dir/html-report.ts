@@ -20,7 +20,7 @@ import { type ProviderChoice, simulatedReason } from './provider-choice.ts';
 import { runSummaryOf } from './report-text.ts';
 import { outcomeText } from './results.ts';
 import type { RunDirContents } from './run-dir.ts';
-import type { ReportAgent, Timeline } from './timeline.ts';
+import type { DamagedJournal, ReportAgent, Timeline } from './timeline.ts';
 import { inputData, transcriptHtml } from './transcript-html.ts';
 
 /** What the page says about what it reports on: a run directory or one journal. */
@@ -41,6 +41,8 @@ export interface ReportPage {
   readonly approvals?: readonly ApprovalRecord[];
   /** The run's scores (the summary's `scoring`, as the terminal report prints them); none without scorers. */
   readonly scoring?: ScoringSummary;
+  /** Journals that are damaged (`damagedJournals`): a banner lists them. */
+  readonly damaged?: readonly DamagedJournal[];
 }
 
 /** The page facts of a run directory. */
@@ -107,6 +109,7 @@ export function renderHtmlReport(page: ReportPage, timeline: Timeline, now: Date
 <h1>${esc(page.heading)}</h1>
 <div class="sub">${page.facts.map(esc).join(' · ')}</div>
 ${page.simulated ? `<div class="banner"><b>Simulated model:</b> ${esc(simulatedReason(page.providerSource))}.</div>` : ''}
+${damageBanner(page.damaged ?? [], anchors)}
 ${page.interrupted ? '<div class="banner">The last session was interrupted; <code>troupe resume</code> finishes the agents that had not completed.</div>' : ''}
 <div class="cards">${cards(agents, timeline, page)}</div>
 ${scoresSection(page.scoring)}
@@ -184,6 +187,25 @@ function timelineViews(
   const from = Math.max(0, firstStart - (timeline.duration - firstStart) * 0.02);
   return `<input type="radio" name="zoom" id="zoom-run" checked><label for="zoom-run">whole run</label> <input type="radio" name="zoom" id="zoom-agents"><label for="zoom-agents">from the first agent (+${formatDuration(firstStart)}: start-up before it)</label>
 <div class="view view-run">${whole}</div><div class="view view-agents">${timelineSvg(timeline, drawn, anchors, { from, to: timeline.duration })}</div>`;
+}
+
+/** Damaged journals the banner names one by one; the rest are counted. */
+const BANNER_JOURNALS = 20;
+
+/**
+ * The banner of damaged journals: what the page shows of their agents leaves out what was lost,
+ * or may show what was edited.
+ */
+function damageBanner(damaged: readonly DamagedJournal[], anchors: ReadonlyMap<string, string>): string {
+  if (damaged.length === 0) return '';
+  const items = damaged.slice(0, BANNER_JOURNALS).map((item) => {
+    const anchor = anchors.get(item.agentId);
+    const agent = anchor === undefined ? esc(item.agentId) : `<a href="#${anchor}">${esc(item.agentId)}</a>`;
+    return `<li>${agent}: <code>${esc(item.journal)}</code>: ${esc(item.damage)}</li>`;
+  });
+  const more = damaged.length - BANNER_JOURNALS;
+  if (more > 0) items.push(`<li>and ${more} more</li>`);
+  return `<div class="banner damaged"><b>${damaged.length} damaged journal${damaged.length === 1 ? '' : 's'}:</b> a line is not an event or the hash chain is broken, so what this page shows of ${damaged.length === 1 ? 'its agent' : 'their agents'} leaves out what was lost or may show what was edited; check with <code>troupe verify JOURNAL</code>.<ul>${items.join('')}</ul></div>`;
 }
 
 /** Start-up (before the first agent) above this share of the run offers the zoomed view. */

@@ -38,10 +38,25 @@ export interface ReplayRequest {
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
+/** A plan entry of the recorded run directory that left no journal there. */
+export interface UnrecordedEntry {
+  readonly index: number;
+  /** The entry's plan `id`, when it has one. */
+  readonly label?: string;
+  /** Where its journal was expected: its last attempt's, or its first attempt's when it never ran. */
+  readonly journal: string;
+}
+
 /** The replay's plan and the definitions it runs with (the plan's files, `--agent` last). */
 export interface ReplayPlan {
   readonly plan: RunPlan;
   readonly definitions: AgentDefinition[];
+  /**
+   * Entries whose recorded journal is missing (never run, or the file is gone): they replay with
+   * nothing recorded, so their read-only calls run live and the others are refused. Empty for a
+   * journal's replay.
+   */
+  readonly unrecorded: readonly UnrecordedEntry[];
 }
 
 /**
@@ -90,7 +105,7 @@ export async function planReplay(request: ReplayRequest): Promise<ReplayPlan> {
   };
   // A redis run keeps its journals in Redis; the replay runs here, on threads.
   const { backend: _backend, ...onThreads } = plan;
-  return { plan: onThreads, definitions };
+  return { plan: onThreads, definitions, unrecorded: recorded.unrecorded };
 }
 
 /** What a plan entry of a replay run replays (`SpawnOptions.replay`). */
@@ -106,6 +121,7 @@ export function replaySourceOf(replay: RunReplay, index: number): ReplaySource {
 type Recorded = Omit<RunPlan, 'format' | 'runId' | 'idPrefix' | 'createdAt' | 'runs' | 'replay'> & {
   readonly runs: readonly PlannedRun[];
   readonly journals: readonly (string | null)[];
+  readonly unrecorded: readonly UnrecordedEntry[];
 };
 
 function fromRunDir(root: string): Recorded {
@@ -115,6 +131,18 @@ function fromRunDir(root: string): Recorded {
     const agentId = recordedAgentId(plan, results, run.index, files);
     return agentId === undefined ? null : journalFile(paths, agentId);
   });
+  // Replayed all the same (a run cut short leaves some), but never silently: see UnrecordedEntry.
+  const unrecorded = plan.runs.flatMap((run, position): UnrecordedEntry[] => {
+    if (journals[position] !== null) return [];
+    const last = results.filter((line) => line.index === run.index).at(-1);
+    return [
+      {
+        index: run.index,
+        ...(run.label === undefined ? {} : { label: run.label }),
+        journal: journalFile(paths, last?.agentId ?? agentIdFor(plan.idPrefix, run.index)),
+      },
+    ];
+  });
   if (journals.every((journal) => journal === null)) {
     throw new UserError(
       'replay_no_journals',
@@ -123,7 +151,7 @@ function fromRunDir(root: string): Recorded {
     );
   }
   const { format: _f, runId: _r, idPrefix: _i, createdAt: _c, replay: _p, ...rest } = plan;
-  return { ...rest, journals };
+  return { ...rest, journals, unrecorded };
 }
 
 /**
@@ -183,6 +211,7 @@ function fromJournal(path: string, request: ReplayRequest): Recorded {
       },
     ],
     journals: [path],
+    unrecorded: [],
   };
 }
 

@@ -7,7 +7,7 @@ import type { ReplayCounts } from '../replay/types.ts';
 import { RUN_DIR_FORMAT } from './constants.ts';
 import { latestByIndex, type ResultLine } from './results.ts';
 import type { RunLogEvent } from './run-log.ts';
-import { type RunLimits, type RunPlan, runLimitsOf } from './run-plan.ts';
+import { type RunLimits, type RunPlan, type RunReplay, runLimitsOf } from './run-plan.ts';
 import { scoringSummaryOf } from './run-scoring.ts';
 
 /** One command that worked on the run: the first `fanout` (or demo), then each `resume`. */
@@ -141,7 +141,12 @@ export interface RunSummary {
    * A replay: what it replays, and how the tool calls of its agents (every attempt, nested ones
    * included) were answered: from the recording, live (read-only), or refused.
    */
-  readonly replay?: { readonly of: string; readonly calls: ReplayCounts };
+  readonly replay?: {
+    readonly of: string;
+    readonly calls: ReplayCounts;
+    /** Plan entries with no recorded journal, replayed with nothing recorded; absent when none. */
+    readonly unrecorded?: number;
+  };
 }
 
 const ZERO: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
@@ -224,8 +229,13 @@ export function summarize(
     byDefinition,
     agents: results.map(agentSummary),
     ...scoringOf(plan, latest),
-    ...(plan.replay === undefined ? {} : { replay: { of: plan.replay.of, calls: replayCalls(results) } }),
+    ...(plan.replay === undefined ? {} : { replay: replaySummary(plan.replay, results) }),
   };
+}
+
+function replaySummary(replay: RunReplay, results: readonly ResultLine[]): RunSummary['replay'] {
+  const unrecorded = replay.journals.filter((journal) => journal === null).length;
+  return { of: replay.of, calls: replayCalls(results), ...(unrecorded === 0 ? {} : { unrecorded }) };
 }
 
 function replayCalls(results: readonly ResultLine[]): ReplayCounts {

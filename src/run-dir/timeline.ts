@@ -8,6 +8,7 @@
 import { existsSync } from 'node:fs';
 import type { AuditEvent } from '../journal/events.ts';
 import { readJournal } from '../journal/reader.ts';
+import { damageText, journalDamage } from '../journal/verify.ts';
 import type { Usage } from '../providers/types.ts';
 import type { ResultLine } from './results.ts';
 import { journalFile, type RunDirContents } from './run-dir.ts';
@@ -77,6 +78,12 @@ export interface ReportAgent {
   readonly roundStarts: readonly number[];
   /** Its journal as a transcript; undefined when it has no journal. */
   readonly transcript: Transcript | undefined;
+  /**
+   * What is wrong with its journal (`line 5: ...`, see `journalDamage`): a line that is not an
+   * event, or a broken hash chain. Its figures and transcript then leave out what was lost or may
+   * show what was edited. Absent when the journal is intact (or there is none).
+   */
+  readonly damage?: string;
 }
 
 /** A run-level event on the timeline (ms offsets). */
@@ -107,6 +114,12 @@ export interface TimelineOptions {
   readonly inputs?: boolean;
 }
 
+/** Options of {@link journalTimeline}. */
+export interface JournalTimelineOptions extends TimelineOptions {
+  /** What is wrong with the journal the events come from (`ReportAgent.damage`). */
+  readonly damage?: string;
+}
+
 interface Entry {
   readonly agentId: string;
   readonly line?: ResultLine;
@@ -121,11 +134,15 @@ interface Entry {
 export function buildTimeline(contents: RunDirContents, options: TimelineOptions = {}): Timeline {
   const { plan, paths, results } = contents;
   const journals = new Map<string, readonly AuditEvent[]>();
+  const damages = new Map<string, string>();
   const load = (agentId: string): readonly AuditEvent[] => {
     let events = journals.get(agentId);
     if (events === undefined) {
       const file = journalFile(paths, agentId);
-      events = existsSync(file) ? readJournal(file).events : [];
+      const contents = existsSync(file) ? readJournal(file) : undefined;
+      events = contents?.events ?? [];
+      const damage = contents && journalDamage(contents);
+      if (damage !== undefined) damages.set(agentId, damageText(damage));
       journals.set(agentId, events);
     }
     return events;
@@ -207,14 +224,23 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
   }
   const agents = ordered(
     entries.map((entry) =>
-      reportAgent(entry, transcriptOf(entry.agentId), origin, hosts.get(entry.agentId) ?? []),
+      reportAgent(
+        entry,
+        transcriptOf(entry.agentId),
+        origin,
+        hosts.get(entry.agentId) ?? [],
+        damages.get(entry.agentId),
+      ),
     ),
   );
   return { origin, duration: last - origin, agents, marks: runMarks(contents.events, origin) };
 }
 
 /** The timeline of one agent's journal (`troupe report JOURNAL`). */
-export function journalTimeline(events: readonly AuditEvent[], options: TimelineOptions = {}): Timeline {
+export function journalTimeline(
+  events: readonly AuditEvent[],
+  options: JournalTimelineOptions = {},
+): Timeline {
   const transcript = buildTranscript(events, options);
   const origin = transcript?.startedAt ?? Date.now();
   const entry: Entry = {
@@ -225,7 +251,7 @@ export function journalTimeline(events: readonly AuditEvent[], options: Timeline
     task: transcript?.task ?? '',
     label: undefined,
   };
-  const agent = reportAgent(entry, transcript, origin, []);
+  const agent = reportAgent(entry, transcript, origin, [], options.damage);
   return {
     origin,
     duration: Math.max(0, (transcript?.lastAt ?? origin) - origin),
@@ -279,6 +305,7 @@ function reportAgent(
   transcript: Transcript | undefined,
   origin: number,
   hostIds: readonly number[],
+  damage: string | undefined,
 ): ReportAgent {
   const { line } = entry;
   const spans: Span[] = [];
@@ -402,10 +429,32 @@ function reportAgent(
     markers,
     roundStarts,
     transcript,
+    ...(damage === undefined ? {} : { damage }),
   };
 }
 
 const ZERO: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
+
+/** An agent whose journal is damaged, and where that journal is. */
+export interface DamagedJournal {
+  readonly agentId: string;
+  /** The journal's path, as the caller names it. */
+  readonly journal: string;
+  /** `ReportAgent.damage`. */
+  readonly damage: string;
+}
+
+/** The agents of `timeline` whose journals are damaged, in the timeline's order. */
+export function damagedJournals(
+  timeline: Timeline,
+  journalOf: (agentId: string) => string,
+): DamagedJournal[] {
+  return timeline.agents.flatMap((agent) =>
+    agent.damage === undefined
+      ? []
+      : [{ agentId: agent.agentId, journal: journalOf(agent.agentId), damage: agent.damage }],
+  );
+}
 
 /** Restarts of an agent without a result line: its Resumed events. */
 function resumes(transcript: Transcript | undefined): number {

@@ -10,6 +10,7 @@ import { MAX_REPLAY_JOURNAL_BYTES } from '../constants.ts';
 import { SystemError, UserError } from '../errors.ts';
 import type { AuditEvent } from '../journal/events.ts';
 import { parseJournal } from '../journal/reader.ts';
+import { journalDamage } from '../journal/verify.ts';
 import { callKey, recordedInstructions, recordingOf } from '../replay/recording.ts';
 import type { ReplayRecording } from '../replay/types.ts';
 import { SPAWN_AGENT } from '../tools/builtin/orchestration.ts';
@@ -55,8 +56,8 @@ export function replayOf(source: ReplaySource): string {
 
 /**
  * Loads a source's recording and the instructions to send again. Throws UserError
- * `replay_journal_too_large`, `replay_journal_damaged` (a line that is not a well-formed event),
- * and the reader's and `recordingOf`'s errors.
+ * `replay_journal_too_large`, `replay_journal_damaged` (a line that is not a well-formed event, or
+ * a broken hash chain: an edited, lost or spliced event), and the reader's and `recordingOf`'s errors.
  */
 export async function loadReplay(
   source: ReplaySource,
@@ -91,12 +92,13 @@ async function recordedEvents(journal: RecordedJournal): Promise<readonly AuditE
     );
   }
   const contents = parseJournal(await readFile(path));
-  const problem = contents.problems[0];
-  if (problem !== undefined) {
+  // An edited recording would be served as recorded: the chain is checked, not only the lines.
+  const damage = journalDamage(contents);
+  if (damage !== undefined) {
     throw new UserError(
       'replay_journal_damaged',
-      `Expected a recorded journal whose lines are all events, but line ${problem.line} of ${path} is not (${problem.message}); see \`troupe verify\``,
-      { path, line: problem.line },
+      `Expected an intact recorded journal, but ${path} is damaged at line ${damage.line} (seq ${damage.seq}): ${damage.message}; check it with \`troupe verify ${path}\``,
+      { path, line: damage.line, seq: damage.seq, reason: damage.reason },
     );
   }
   return contents.events;

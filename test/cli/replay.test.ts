@@ -210,6 +210,69 @@ describe('troupe replay RUN_DIR', () => {
   );
 });
 
+describe('troupe replay RUN_DIR with a damaged recording', () => {
+  it('refuses a recording edited in place (valid JSON, broken hash chain), naming the line and seq', async () => {
+    const recorded = await record();
+    const [line] = readResults(path.join(recorded, 'results.jsonl')).filter(
+      (result) => result.label === 'one',
+    );
+    const journal = path.join(recorded, 'journals', `${line?.agentId}.jsonl`);
+    const lines = readFileSync(journal, 'utf8').split('\n');
+    const at = lines.findIndex((text) => text.includes('"type":"ToolResult"'));
+    lines[at] = (lines[at] ?? '').replace('"text":"', '"text":"edited: ');
+    writeFileSync(journal, lines.join('\n'));
+    const out = path.join(dir, 'replayed');
+    const { code } = await cli(['replay', recorded, '--out', out]);
+    expect(code).toBe(1);
+    const byLabel = new Map(
+      readResults(path.join(out, 'results.jsonl')).map((result) => [result.label, result]),
+    );
+    expect(byLabel.get('one')).toMatchObject({
+      status: 'failed',
+      error: {
+        code: 'replay_journal_damaged',
+        message: `Expected an intact recorded journal, but ${journal} is damaged at line ${at + 1} (seq ${at}): Event ${at} (ToolResult) does not hash to its recorded hash; check it with \`troupe verify ${journal}\``,
+      },
+    });
+    expect(byLabel.get('two')?.status).toBe('completed');
+    // Nothing of the edited recording was served or run again.
+    expect(effects(dir)).toHaveLength(4);
+  });
+});
+
+describe('troupe replay RUN_DIR with an entry whose journal is missing', () => {
+  it('replays the entry with nothing recorded, with a note on stderr and a count in the closing line', async () => {
+    const recorded = await record();
+    const [two] = readResults(path.join(recorded, 'results.jsonl')).filter(
+      (result) => result.label === 'two',
+    );
+    const missing = path.join(recorded, 'journals', `${two?.agentId}.jsonl`);
+    rmSync(missing);
+    const out = path.join(dir, 'replayed');
+    const io = captureIO();
+    await main(['replay', recorded, '--out', out], io);
+    expect(io.err()).toBe(
+      `note: entry 1 (id two) has no recorded journal at ${missing}; it replays with nothing recorded (its read-only calls run live, the others are refused)\n`,
+    );
+    expect(io.out()).toContain(
+      `replay of ${recorded}: 3 tool call(s) answered from the recording, 0 run live (read-only), 1 refused; 1 entry had no recorded journal (replayed with nothing recorded)`,
+    );
+    const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as RunSummary;
+    expect(summary.replay).toEqual({
+      of: recorded,
+      calls: { recorded: 3, live: 0, refused: 1 },
+      unrecorded: 1,
+    });
+    // The entry still ran; its write was refused, not run.
+    expect(
+      readResults(path.join(out, 'results.jsonl'))
+        .map((result) => result.label)
+        .sort(),
+    ).toEqual(['one', 'two']);
+    expect(effects(dir)).toHaveLength(4);
+  });
+});
+
 describe('troupe replay JOURNAL', () => {
   let project: Project;
   let saved: Record<string, string | undefined>;

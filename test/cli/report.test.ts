@@ -1,8 +1,9 @@
 import { EventEmitter } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
+import { damageWarnings } from '../../src/cli/shared/report-source.ts';
 import { executeSession } from '../../src/run-dir/execute.ts';
 import { loadPlan } from '../../src/run-dir/plan.ts';
 import { chooseProvider } from '../../src/run-dir/provider-choice.ts';
@@ -88,6 +89,7 @@ describe('troupe report', () => {
     ]);
     const io = captureIO();
     expect(await main(['report', runDir], io)).toBe(0);
+    expect(io.err()).toBe('');
     const out = io.out();
     expect(out).toContain('[simulated model]');
     expect(out).toMatch(/#\s+AGENT ID\s+DEFINITION\s+STATUS\s+ROUNDS\s+IN\s+OUT\s+COST\s+TIME\s+RESULT/);
@@ -180,5 +182,109 @@ describe('troupe report', () => {
     } finally {
       writeFileSync(resultsFile, before);
     }
+  });
+});
+
+describe('troupe report and troupe show on damaged journals', () => {
+  let damaged: string;
+  let edited: string;
+  let destroyed: string;
+
+  /** A copy of the run: agent 0's journal with an event edited in place, agent 2's with a line destroyed. */
+  beforeAll(() => {
+    damaged = path.join(dir, 'damaged');
+    cpSync(runDir, damaged, { recursive: true });
+    const journalOf = (index: number): string => {
+      const line = results.find((result) => result.index === index) as ResultLine;
+      return path.join(damaged, 'journals', `${line.agentId}.jsonl`);
+    };
+    edited = journalOf(0);
+    const lines = readFileSync(edited, 'utf8').split('\n');
+    const at = lines.findIndex((line, index) => index > 0 && line.includes('"round":1'));
+    lines[at] = (lines[at] ?? '').replace('"round":1', '"round":7');
+    writeFileSync(edited, lines.join('\n'));
+    destroyed = journalOf(2);
+    const other = readFileSync(destroyed, 'utf8').split('\n');
+    other[2] = '{not json';
+    writeFileSync(destroyed, other.join('\n'));
+  });
+
+  it('the table report warns on stderr for each, with the line and what to run, and still exits 0', async () => {
+    const io = captureIO();
+    expect(await main(['report', damaged], io)).toBe(0);
+    expect(io.out()).toContain('AGENT ID');
+    const warnings = io.err().trimEnd().split('\n');
+    expect(warnings).toHaveLength(2);
+    expect(warnings[0]).toMatch(
+      new RegExp(
+        `^warning: journal ${edited} is damaged: line \\d+: Event \\d+ \\(\\w+\\) does not hash to its recorded hash; check it with \`troupe verify ${edited}\`$`,
+      ),
+    );
+    expect(warnings[1]).toContain(
+      `warning: journal ${destroyed} is damaged: line 3: Expected a JSON event, found invalid JSON`,
+    );
+    expect(warnings[1]).toMatch(/; check it with `troupe verify .*\.jsonl`$/);
+  });
+
+  it('--json lists the damaged journals, and --html shows them in a banner', async () => {
+    const json = captureIO();
+    expect(await main(['report', damaged, '--json'], json)).toBe(0);
+    const summary = JSON.parse(json.out()) as { damagedJournals: unknown };
+    expect(summary.damagedJournals).toEqual([
+      {
+        agentId: path.basename(edited, '.jsonl'),
+        journal: edited,
+        damage: expect.stringMatching(/^line \d+: Event/),
+      },
+      {
+        agentId: path.basename(destroyed, '.jsonl'),
+        journal: destroyed,
+        damage: expect.stringMatching(/^line 3: /),
+      },
+    ]);
+    expect(json.err()).toContain('is damaged');
+    const file = path.join(dir, 'damaged.html');
+    expect(await main(['report', damaged, '--html', file], captureIO())).toBe(0);
+    const html = readFileSync(file, 'utf8');
+    checkWellFormed(html);
+    expect(html).toContain('<div class="banner damaged"><b>2 damaged journals:</b>');
+    expect(html).toContain(`<code>${edited}</code>: line `);
+    expect(html).toContain('found invalid JSON');
+    // The intact report has no banner.
+    const intact = path.join(dir, 'intact.html');
+    expect(await main(['report', runDir, '--html', intact], captureIO())).toBe(0);
+    expect(readFileSync(intact, 'utf8')).not.toContain('damaged journal');
+  });
+
+  it('troupe show and troupe report JOURNAL warn about the journal they read and carry `damage` in --json', async () => {
+    const show = captureIO();
+    expect(await main(['show', damaged, '2'], show)).toBe(0);
+    expect(show.err()).toMatch(new RegExp(`^warning: journal ${destroyed} is damaged: line 3: .*\n$`));
+    const intact = captureIO();
+    expect(await main(['show', damaged, '1'], intact)).toBe(0);
+    expect(intact.err()).toBe('');
+    const json = captureIO();
+    expect(await main(['show', edited, '--json'], json)).toBe(0);
+    expect(JSON.parse(json.out())).toMatchObject({ damage: expect.stringMatching(/^line \d+: Event \d+/) });
+    expect(json.err()).toContain(`warning: journal ${edited} is damaged`);
+    const report = captureIO();
+    expect(await main(['report', destroyed, '--json'], report)).toBe(0);
+    expect(JSON.parse(report.out())).toMatchObject({ damage: expect.stringMatching(/^line 3: /) });
+    expect(report.err()).toContain(`check it with \`troupe verify ${destroyed}\``);
+  });
+
+  it('names at most 10 journals, then counts the rest', () => {
+    const many = Array.from({ length: 13 }, (_, index) => ({
+      agentId: `a${index}`,
+      journal: `journals/a${index}.jsonl`,
+      damage: 'line 2: Event 1 (ToolCall) does not hash to its recorded hash',
+    }));
+    const lines = damageWarnings(many).trimEnd().split('\n');
+    expect(lines).toHaveLength(11);
+    expect(lines[9]).toBe(
+      'warning: journal journals/a9.jsonl is damaged: line 2: Event 1 (ToolCall) does not hash to its recorded hash; check it with `troupe verify journals/a9.jsonl`',
+    );
+    expect(lines[10]).toBe('warning: and 3 more damaged journal(s)');
+    expect(damageWarnings([])).toBe('');
   });
 });

@@ -102,6 +102,12 @@ describe('parseJournal', () => {
   });
 
   it('an empty journal has no events and no torn tail', () => {
-    expect(parseJournal('')).toEqual({ events: [], tornTail: false, tornTailBytes: 0, problems: [] });
+    expect(parseJournal('')).toEqual({
+      events: [],
+      hashes: [],
+      tornTail: false,
+      tornTailBytes: 0,
+      problems: [],
+    });
   });
 });

@@ -8,7 +8,13 @@ import { eventHash } from '../../src/journal/chain.ts';
 import type { AuditEvent, AuditEventInput } from '../../src/journal/events.ts';
 import { parseJournal } from '../../src/journal/reader.ts';
 import { MemoryJournal } from '../../src/journal/sink.ts';
-import { verifyJournal, verifyJournalContents, verifyJournalFile } from '../../src/journal/verify.ts';
+import {
+  damageText,
+  journalDamage,
+  verifyJournal,
+  verifyJournalContents,
+  verifyJournalFile,
+} from '../../src/journal/verify.ts';
 import { AGENT_ID, rerender, steppingClock, writeSampleRun } from './helpers.ts';
 
 function sampleJournal(): { events: readonly AuditEvent[]; bytes: Buffer; lineStarts: number[] } {
@@ -241,5 +247,57 @@ describe('verifyJournal', () => {
       events.filter((event) => event.type === 'InferenceSubmitted').map((event) => event.seq),
     );
     expect(events.every((event) => event.agentId === AGENT_ID)).toBe(true);
+  });
+});
+
+describe('journalDamage', () => {
+  /** The sample journal's text with line `line` (1-based) replaced. */
+  function withLine(line: number, replace: (text: string) => string): string {
+    const lines = sampleJournal().bytes.toString('utf8').split('\n');
+    lines[line - 1] = replace(lines[line - 1] ?? '');
+    return lines.join('\n');
+  }
+
+  it('finds nothing wrong with an intact journal, one cut by a torn append, one still being written, or an empty one', () => {
+    const { bytes } = sampleJournal();
+    expect(journalDamage(parseJournal(bytes))).toBeUndefined();
+    expect(journalDamage(parseJournal(bytes.subarray(0, bytes.length - 20)))).toBeUndefined();
+    const unended = bytes.subarray(0, bytes.lastIndexOf(0x0a, bytes.length - 2) + 1);
+    expect(parseJournal(unended).events.at(-1)?.type).not.toBe('Completed');
+    expect(journalDamage(parseJournal(unended))).toBeUndefined();
+    expect(journalDamage(parseJournal(''))).toBeUndefined();
+  });
+
+  it('names the first line that is not an event, with its line and seq', () => {
+    const damage = journalDamage(parseJournal(withLine(5, () => '{not json')));
+    expect(damage).toMatchObject({ line: 5, seq: 4, reason: 'unparseable' });
+    expect(damageText(damage ?? ({} as never))).toMatch(/^line 5: Expected a JSON event, found invalid JSON/);
+  });
+
+  it('names an edited event that still parses, where the chain breaks', () => {
+    const edited = withLine(3, (line) => line.replace('"round":1', '"round":7'));
+    expect(edited).not.toBe(sampleJournal().bytes.toString('utf8'));
+    expect(parseJournal(edited).problems).toEqual([]);
+    expect(journalDamage(parseJournal(edited))).toMatchObject({ line: 3, seq: 2, reason: 'bad_hash' });
+    const dropped = sampleJournal().bytes.toString('utf8').split('\n');
+    dropped.splice(3, 1);
+    expect(journalDamage(parseJournal(dropped.join('\n')))).toMatchObject({
+      line: 4,
+      seq: 3,
+      reason: 'missing_event',
+    });
+  });
+
+  it('names the earlier of an edit and a destroyed line after it', () => {
+    const both = withLine(6, () => 'garbage').split('\n');
+    both[1] = both[1]?.replace('"round":1', '"round":7') ?? '';
+    expect(journalDamage(parseJournal(both.join('\n')))).toMatchObject({ line: 2, reason: 'bad_hash' });
+  });
+
+  it('checks the chain with the content hashes the reader computed, which are the events’ own', () => {
+    const { bytes, events } = sampleJournal();
+    const contents = parseJournal(bytes);
+    expect(contents.hashes).toEqual(events.map(eventHash));
+    expect(contents.hashes).toEqual(events.map((event) => event.hash));
   });
 });

@@ -2,7 +2,14 @@
 import { statSync } from 'node:fs';
 import { UserError } from '../../errors.ts';
 import { readJournal } from '../../journal/reader.ts';
-import { journalTimeline, type Timeline, type TimelineOptions } from '../../run-dir/timeline.ts';
+import { damageText, journalDamage } from '../../journal/verify.ts';
+import { printable } from '../../run-dir/format.ts';
+import {
+  type DamagedJournal,
+  journalTimeline,
+  type Timeline,
+  type TimelineOptions,
+} from '../../run-dir/timeline.ts';
 
 /** True when `target` is a file (a journal) rather than a directory (a run directory). */
 export function isJournalFile(target: string): boolean {
@@ -13,9 +20,13 @@ export function isJournalFile(target: string): boolean {
   }
 }
 
-/** The timeline of the journal `file`; a file that is no journal fails with `not_a_journal`. */
+/**
+ * The timeline of the journal `file`, its agent's `damage` set when the journal is damaged; a file
+ * that is no journal fails with `not_a_journal`.
+ */
 export function readJournalTimeline(file: string, options: TimelineOptions = {}): Timeline {
-  const { events } = readJournal(file);
+  const contents = readJournal(file);
+  const { events } = contents;
   if (events[0]?.type !== 'Started') {
     throw new UserError(
       'not_a_journal',
@@ -23,7 +34,28 @@ export function readJournalTimeline(file: string, options: TimelineOptions = {})
       { file },
     );
   }
-  return journalTimeline(events, options);
+  const damage = journalDamage(contents);
+  return journalTimeline(events, { ...options, ...(damage ? { damage: damageText(damage) } : {}) });
+}
+
+/** Damaged journals {@link damageWarnings} names one by one; the rest are counted. */
+const WARNED_JOURNALS = 10;
+
+/**
+ * The stderr lines of `troupe report` and `troupe show` for damaged journals, one per journal (at
+ * most 10, then how many more), each pointing to `troupe verify`; empty when there are none.
+ */
+export function damageWarnings(damaged: readonly DamagedJournal[]): string {
+  const lines = damaged
+    .slice(0, WARNED_JOURNALS)
+    .map(
+      ({ journal, damage }) =>
+        `warning: journal ${journal} is damaged: ${damage}; check it with \`troupe verify ${journal}\``,
+    );
+  if (damaged.length > WARNED_JOURNALS) {
+    lines.push(`warning: and ${damaged.length - WARNED_JOURNALS} more damaged journal(s)`);
+  }
+  return lines.map((line) => `${printable(line)}\n`).join('');
 }
 
 /** The summary of a one-agent timeline, as `--json` prints it. */
