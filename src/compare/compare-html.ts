@@ -6,6 +6,7 @@
  */
 import { formatCost, formatDuration, formatTokens } from '../run-dir/format.ts';
 import { esc } from '../run-dir/html-charts.ts';
+import { securityPolicyMeta } from '../run-dir/html-page.ts';
 import { SIMULATED_REASON } from '../run-dir/provider-choice.ts';
 import { percent } from '../run-dir/scoring-text.ts';
 import type { ItemComparison, ItemSide, RunComparison, RunTotals } from './compare.ts';
@@ -68,7 +69,7 @@ export function renderCompareHtml(
     .join('');
   const simulated = a.simulated || b.simulated;
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<html lang="en"><head><meta charset="utf-8">${securityPolicyMeta(SCRIPT)}<meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${esc(title)}</title><style>${STYLE}</style></head>
 <body class="changed-only"><main>
 <h1>${esc(a.name ?? 'A')} vs ${esc(b.name ?? 'B')}</h1>

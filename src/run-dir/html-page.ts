@@ -3,6 +3,26 @@
  * it opens transcripts, filters the agent table and builds a round's input from the page's JSON
  * blocks with `textContent` (never as markup), so nothing an agent wrote can run.
  */
+import { createHash } from 'node:crypto';
+
+/**
+ * The `<meta>` Content-Security-Policy of a self-contained page whose one script is `script`: that
+ * script runs (allowed by its SHA-256), no other does (inline or not, whatever a text escaped
+ * wrongly might one day hold), and nothing is fetched from anywhere (the page works offline and
+ * cannot send what it shows). Styles may be inline; images only `data:` URLs.
+ */
+export function securityPolicyMeta(script: string): string {
+  const hash = createHash('sha256').update(script, 'utf8').digest('base64');
+  const policy = [
+    "default-src 'none'",
+    `script-src 'sha256-${hash}'`,
+    "style-src 'unsafe-inline'",
+    'img-src data:',
+    "base-uri 'none'",
+    "form-action 'none'",
+  ].join('; ');
+  return `<meta http-equiv="Content-Security-Policy" content="${policy}">`;
+}
 
 export const REPORT_STYLE = `
 :root{--fg:#0f172a;--muted:#64748b;--line:#e2e8f0;--ok:#16a34a;--bad:#dc2626;--warn:#d97706;--bg:#f8fafc}

@@ -14,7 +14,7 @@ import {
 import { excerpt, formatCost, formatDuration, formatTokenCount, formatTokens, shortId } from './format.ts';
 import { approvalsSection } from './html-approvals.ts';
 import { barChart, chartRows, esc, timelineSvg, toolLegend } from './html-charts.ts';
-import { REPORT_SCRIPT, REPORT_STYLE } from './html-page.ts';
+import { REPORT_SCRIPT, REPORT_STYLE, securityPolicyMeta } from './html-page.ts';
 import { judgesCost, scoreCells, scoredItems, scoreHeaders, scoresSection } from './html-scores.ts';
 import { type ProviderChoice, simulatedReason } from './provider-choice.ts';
 import { runSummaryOf } from './report-text.ts';
@@ -103,7 +103,7 @@ export function renderHtmlReport(page: ReportPage, timeline: Timeline, now: Date
   const detailed = transcriptAgents(agents);
   const hasCost = agents.some((agent) => (agent.costUsd ?? 0) > 0);
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<html lang="en"><head><meta charset="utf-8">${securityPolicyMeta(REPORT_SCRIPT)}<meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${esc(page.title)}</title><style>${REPORT_STYLE}</style></head>
 <body><main>
 <h1>${esc(page.heading)}</h1>
