@@ -64,8 +64,20 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
       }
       if (flags.json) {
         const summary = runSummaryOf(contents);
+        // Plan entries that started and have not ended (still running, or cut off by a kill): the
+        // summary counts them as not run, since they have no result yet.
+        const unended = timeline.agents.filter(
+          (agent) => agent.index !== null && agent.result === undefined && agent.status === 'interrupted',
+        ).length;
         io.stdout(
-          `${terminalJson(damaged.length === 0 ? summary : { ...summary, damagedJournals: damaged }, 2)}\n`,
+          `${terminalJson(
+            {
+              ...summary,
+              ...(unended === 0 ? {} : { unended }),
+              ...(damaged.length === 0 ? {} : { damagedJournals: damaged }),
+            },
+            2,
+          )}\n`,
         );
         return;
       }

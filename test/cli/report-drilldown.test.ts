@@ -311,12 +311,9 @@ describe.skipIf(!existsSync(CHROMIUM))(`the report in headless Chromium (${CHROM
       expect(requests.filter((url) => !url.startsWith('file:'))).toEqual([]);
       // The page's policy lets its own script run (above) and no other: a script element added
       // with any text, as a wrongly escaped text might one day make, does not run.
-      const ran = await page.evaluate(() => {
-        const script = document.createElement('script');
-        script.textContent = 'document.body.dataset.pwned = "yes"';
-        document.body.append(script);
-        return document.body.dataset.pwned ?? 'no';
-      });
+      const ran = await page.evaluate(
+        `(() => { const script = document.createElement('script'); script.textContent = 'document.body.dataset.pwned = "yes"'; document.body.append(script); return document.body.dataset.pwned ?? 'no'; })()`,
+      );
       expect(ran).toBe('no');
     } finally {
       await context.close();

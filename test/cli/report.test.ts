@@ -131,6 +131,30 @@ describe('troupe report', () => {
     expect(JSON.parse(io.out())).toMatchObject({ interrupted: true, counts: { planned: 3, cancelled: 1 } });
   });
 
+  it('--json counts the entries that started and have not ended (a run still going, or killed)', async () => {
+    // The waiting agent as a kill leaves it: no result line, a journal without its end.
+    const copy = path.join(dir, 'unended');
+    cpSync(runDir, copy, { recursive: true });
+    const waiter = results.find((line) => line.index === 1);
+    if (waiter === undefined) throw new Error('expected a result for entry 1');
+    const lines = readFileSync(path.join(copy, 'results.jsonl'), 'utf8').split('\n');
+    writeFileSync(
+      path.join(copy, 'results.jsonl'),
+      lines.filter((line) => !line.includes(`"agentId":"${waiter.agentId}"`)).join('\n'),
+    );
+    const journal = path.join(copy, 'journals', `${waiter.agentId}.jsonl`);
+    const events = readFileSync(journal, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '');
+    writeFileSync(journal, `${events.filter((line) => !line.includes('"type":"Failed"')).join('\n')}\n`);
+    const io = captureIO();
+    expect(await main(['report', copy, '--json'], io)).toBe(0);
+    expect(JSON.parse(io.out())).toMatchObject({ unended: 1 });
+    const whole = captureIO();
+    await main(['report', runDir, '--json'], whole);
+    expect(JSON.parse(whole.out())).not.toHaveProperty('unended');
+  });
+
   it('--html writes one well-formed, self-contained file with every agent, the timeline and the failures', async () => {
     const file = path.join(dir, 'report.html');
     const io = captureIO();

@@ -104,12 +104,9 @@ describe('compare page', () => {
         expect(errors).toEqual([]);
         expect(requests).toEqual([pathToFileURL(file).href]);
         // The page's policy runs its own script (the filters above) and no other.
-        const ran = await page.evaluate(() => {
-          const script = document.createElement('script');
-          script.textContent = 'document.body.dataset.pwned = "yes"';
-          document.body.append(script);
-          return document.body.dataset.pwned ?? 'no';
-        });
+        const ran = await page.evaluate(
+          `(() => { const script = document.createElement('script'); script.textContent = 'document.body.dataset.pwned = "yes"'; document.body.append(script); return document.body.dataset.pwned ?? 'no'; })()`,
+        );
         expect(ran).toBe('no');
 
         const png = await page.screenshot({ fullPage: true });
