@@ -2,7 +2,8 @@
  * `troupe chat AGENT`: an interactive session with one agent in this process. Each line typed is a
  * user message; the agent answers it with one turn of the same projection (history, keyed state
  * and budget carry over: src/loop/session.ts), and the whole conversation is journalled, so
- * `troupe chat --resume JOURNAL` continues it. Ctrl-D, Ctrl-C or `/exit` ends the chat.
+ * `troupe chat --resume JOURNAL` continues it. Ctrl-D, Ctrl-C or `/exit` ends the chat; Ctrl-C in
+ * the middle of a turn cancels it, and the chat then ends Failed(cancelled), for good.
  *
  * Approvals are answered as `troupe run` answers them: `--approve` rules first, then, at a terminal,
  * the person, whose next typed line (`y`, `n` or `a`) answers the request; off a terminal the
@@ -92,7 +93,10 @@ export interface ChatTerminal {
   readonly output: NodeJS.WritableStream;
 }
 
-/** Runs `troupe chat` and resolves to its exit code: 0 when the chat ended normally, 1 when the agent failed. */
+/**
+ * Runs `troupe chat` and resolves to its exit code: 0 when the chat ended normally (Ctrl-D,
+ * `/exit`, Ctrl-C at the prompt), 1 when the agent failed, Ctrl-C in the middle of a turn included.
+ */
 export async function chat(
   agent: string | undefined,
   flags: ChatFlags,
@@ -142,6 +146,15 @@ export async function chat(
   lines.close();
   // The prompt the chat was waiting at is left on its line.
   if (isTTY) io.stdout('\n');
+  if (outcome.status === 'failed' && outcome.reason === 'cancelled' && inbox.interrupted) {
+    // The agent cannot cancel one turn and go on (src/loop/session.ts has no turn-level abort):
+    // Ctrl-C mid-turn ends the agent Failed(cancelled), and an ended chat cannot be continued.
+    io.stderr(
+      `troupe: Ctrl-C cancelled the turn in flight and ended the chat (Failed: cancelled); ` +
+        `it cannot be continued: start a new chat with \`troupe chat ${info.agent}\` (journal: ${info.journal})\n`,
+    );
+    return 1;
+  }
   if (outcome.status === 'failed') {
     io.stderr(`troupe: the chat ended: ${outcome.reason}: ${printable(outcome.error.message)}\n`);
     return 1;
@@ -285,13 +298,15 @@ class LineApprover implements SessionApprover {
  * The typed lines, as the session's user messages: message n is the n-th non-empty line. The
  * prompt is shown when the agent waits for a message it does not have yet. The end of input
  * (Ctrl-D, or a pipe's end) and `/exit` end the chat once the lines before them are answered;
- * Ctrl-C ends it at once, cancelling the turn in flight.
+ * Ctrl-C ends it at once: at the prompt Completed, in the middle of a turn Failed(cancelled).
  */
 class Inbox {
   /** Lines typed and not yet asked for (a resumed chat asks from the index it had reached). */
   readonly #typed: string[] = [];
   #waiter: ((text: string | null) => void) | undefined;
   #closed = false;
+  /** Ctrl-C was pressed. */
+  interrupted = false;
 
   constructor(
     readonly lines: Interface,
@@ -321,10 +336,12 @@ class Inbox {
       if (waiter) waiter(text);
       else this.#typed.push(text);
     });
-    // Ctrl-C cancels the turn in flight. The end of input does not: on a pipe it comes right after
-    // the last line, before any of them is answered, and those lines are still to be answered.
+    // Ctrl-C ends the chat, cancelling the turn in flight. The end of input does not: on a pipe it
+    // comes right after the last line, before any of them is answered, and those lines are still
+    // to be answered.
     lines.on('SIGINT', () => {
-      controller.abort(new Error('chat ended'));
+      this.interrupted = true;
+      controller.abort(new Error('interrupted by the user (Ctrl-C)'));
       lines.close();
     });
     lines.on('close', () => {
