@@ -33,6 +33,7 @@ import {
 import { existingDirectory } from './shared/dir-flag.ts';
 import type { CliIO } from './shared/io.ts';
 import {
+  agentPermissions,
   type CommandPermissions,
   commandPermissions,
   type PermissionFlags,
@@ -174,13 +175,6 @@ async function prepare(
   if (flags.resume !== undefined) {
     if (agent !== undefined)
       throw new UserError('invalid_option', 'Expected an agent or --resume JOURNAL, not both', { agent });
-    if (asked.permissions !== undefined || asked.approvalTimeoutMs !== undefined) {
-      throw new UserError(
-        'invalid_option',
-        'Expected only --approve with --resume: a resumed chat keeps the permissions it started with',
-        { option: 'resume' },
-      );
-    }
     const journal = resolve(flags.resume);
     const started = readJournal(journal).events.find((event) => event.type === 'Started');
     if (started?.type === 'Started' && started.session !== true) {
@@ -193,6 +187,7 @@ async function prepare(
     return prepareResume({
       journal,
       session: true,
+      permissions: agentPermissions(asked),
       ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
     });
   }
@@ -207,10 +202,7 @@ async function prepare(
     ...(flags.model === undefined ? {} : { model: flags.model }),
     ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
     ...(flags.journal === undefined ? {} : { journal: resolve(flags.journal) }),
-    permissions: {
-      ...(asked.permissions ?? {}),
-      ...(asked.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: asked.approvalTimeoutMs }),
-    },
+    permissions: agentPermissions(asked),
   });
 }
 
