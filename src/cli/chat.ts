@@ -32,6 +32,7 @@ import {
 } from './shared/approvers.ts';
 import { existingDirectory } from './shared/dir-flag.ts';
 import type { CliIO } from './shared/io.ts';
+import { resumeLines } from './shared/live.ts';
 import {
   agentPermissions,
   type CommandPermissions,
@@ -56,6 +57,9 @@ export const CHAT_EXIT = '/exit';
 
 /** The prompt shown when the agent waits for the next message. */
 export const CHAT_PROMPT = 'you> ';
+
+/** Shown at a terminal as each request goes to the model. */
+export const WAITING_LINE = '… waiting for the model';
 
 /** The prompt shown while a tool call waits for the person's decision. */
 export const APPROVAL_PROMPT = 'approve? [y/n/a] ';
@@ -115,6 +119,8 @@ export async function chat(
     return 1;
   }
   io.stdout(`${info.providerNotice}\n`);
+  // What `troupe resume` says of the journal: a torn line cut, a definition missing or changed.
+  for (const line of resumeLines(info)) io.stdout(`${line}\n`);
   io.stdout(
     `chat with ${info.agent} (model ${info.model}); journal: ${info.journal}\n` +
       `Type a message and press Enter. Ctrl-D or ${CHAT_EXIT} ends the chat.\n`,
@@ -139,7 +145,7 @@ export async function chat(
       signal: controller.signal,
       channels: inbox.channels,
       requestApproval: approvalChannel(approver),
-      onAgentEvent: (event) => show(event, io, info.agent),
+      onAgentEvent: (event) => show(event, io, info.agent, isTTY),
     });
   } finally {
     approver.close();
@@ -176,8 +182,16 @@ async function prepare(
     if (agent !== undefined)
       throw new UserError('invalid_option', 'Expected an agent or --resume JOURNAL, not both', { agent });
     const journal = resolve(flags.resume);
-    const started = readJournal(journal).events.find((event) => event.type === 'Started');
+    const events = readJournal(journal).events;
+    const started = events.find((event) => event.type === 'Started');
     if (started?.type === 'Started' && started.session !== true) {
+      if (events.some((event) => event.type === 'Completed' || event.type === 'Failed')) {
+        throw new UserError(
+          'invalid_option',
+          `Expected the journal of a chat, but ${journal} holds a task run that has already ended: there is nothing to continue`,
+          { path: journal },
+        );
+      }
       throw new UserError(
         'invalid_option',
         `Expected the journal of a chat, but ${journal} holds a task run; continue it with \`troupe resume\``,
@@ -207,10 +221,12 @@ async function prepare(
 }
 
 /**
- * What the user sees of the agent's work: each tool it calls, each approval decision (a denial is
- * never silent), and its answer to each message.
+ * What the user sees of the agent's work: at a terminal each request to the model, each tool it
+ * calls, each approval decision (a denial is never silent), and its answer to each message.
  */
-function show(event: AuditEventInput, io: CliIO, agent: string): void {
+function show(event: AuditEventInput, io: CliIO, agent: string, tty: boolean): void {
+  // At a terminal, a line as each request goes out: a model that stalls is not silent.
+  if (event.type === 'InferenceSubmitted' && tty) io.stdout(`  ${WAITING_LINE}\n`);
   // The tool name is the model's own when it names no tool: as untrusted as its answer.
   if (event.type === 'ToolCall') io.stdout(`  · ${printable(event.name)}\n`);
   else if (event.type === 'TurnAnswered') io.stdout(`${agent}> ${printable(event.answer)}\n`);
