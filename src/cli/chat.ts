@@ -2,7 +2,12 @@
  * `troupe chat AGENT`: an interactive session with one agent in this process. Each line typed is a
  * user message; the agent answers it with one turn of the same projection (history, keyed state
  * and budget carry over: src/loop/session.ts), and the whole conversation is journalled, so
- * `troupe chat --resume JOURNAL` continues it. Ctrl-D, Ctrl-C or `/exit` ends the chat.
+ * `troupe chat --resume JOURNAL` continues it. Ctrl-D, Ctrl-C or `/exit` ends the chat; Ctrl-C in
+ * the middle of a turn cancels it, and the chat then ends Failed(cancelled), for good.
+ *
+ * Approvals are answered as `troupe run` answers them: `--approve` rules first, then, at a terminal,
+ * the person, whose next typed line (`y`, `n` or `a`) answers the request; off a terminal the
+ * request is denied. Every decision is shown.
  */
 import { resolve } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
@@ -11,15 +16,33 @@ import { UserError } from '../errors.ts';
 import type { AuditEventInput } from '../journal/events.ts';
 import { readJournal } from '../journal/reader.ts';
 import type { AgentChannels } from '../loop/types.ts';
+import type { ApprovalRequest } from '../protocol/approvals.ts';
 import { parseModelMap } from '../providers/models.ts';
 import { printable } from '../run-dir/format.ts';
+import { type ApprovalAnswer, DENY_UNATTENDED, type SessionApprover } from '../run-dir/session-approvals.ts';
 import { DEFAULT_SESSION_TASK } from '../supervisor/session.ts';
 import { COMMAND_HELP } from './commands.ts';
+import {
+  approvalChannel,
+  approvalEventLine,
+  approvalPrompt,
+  PersonQueue,
+  personAnswer,
+  RuleApprover,
+} from './shared/approvers.ts';
 import { existingDirectory } from './shared/dir-flag.ts';
 import type { CliIO } from './shared/io.ts';
+import { resumeLines } from './shared/live.ts';
+import {
+  agentPermissions,
+  type CommandPermissions,
+  commandPermissions,
+  type PermissionFlags,
+  permissionOptions,
+} from './shared/permission-flags.ts';
 import { type PreparedSession, prepareResume, prepareRun } from './shared/session.ts';
 
-interface ChatFlags {
+interface ChatFlags extends PermissionFlags {
   readonly task?: string;
   readonly provider?: string;
   readonly model?: string;
@@ -35,9 +58,15 @@ export const CHAT_EXIT = '/exit';
 /** The prompt shown when the agent waits for the next message. */
 export const CHAT_PROMPT = 'you> ';
 
+/** Shown at a terminal as each request goes to the model. */
+export const WAITING_LINE = '… waiting for the model';
+
+/** The prompt shown while a tool call waits for the person's decision. */
+export const APPROVAL_PROMPT = 'approve? [y/n/a] ';
+
 /** Registers `troupe chat` on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
-  program
+  const command = program
     .command('chat')
     .description(COMMAND_HELP.chat.description)
     .argument('[agent]', 'agent name (see `troupe agents list`); not with --resume')
@@ -57,10 +86,10 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       'working directory: agents are found from it, file tools are confined to it',
       existingDirectory,
     )
-    .option('--resume <journal>', 'continue the chat that journal holds')
-    .action(async (agent: string | undefined, flags: ChatFlags) => {
-      setExit(await chat(agent, flags, io, { input: process.stdin, output: process.stdout }));
-    });
+    .option('--resume <journal>', 'continue the chat that journal holds');
+  permissionOptions(command).action(async (agent: string | undefined, flags: ChatFlags) => {
+    setExit(await chat(agent, flags, io, { input: process.stdin, output: process.stdout }));
+  });
 }
 
 /** The terminal a chat reads from and writes its prompt to. */
@@ -69,14 +98,18 @@ export interface ChatTerminal {
   readonly output: NodeJS.WritableStream;
 }
 
-/** Runs `troupe chat` and resolves to its exit code: 0 when the chat ended normally, 1 when the agent failed. */
+/**
+ * Runs `troupe chat` and resolves to its exit code: 0 when the chat ended normally (Ctrl-D,
+ * `/exit`, Ctrl-C at the prompt), 1 when the agent failed, Ctrl-C in the middle of a turn included.
+ */
 export async function chat(
   agent: string | undefined,
   flags: ChatFlags,
   io: CliIO,
   terminal: ChatTerminal,
 ): Promise<number> {
-  const prepared = await prepare(agent, flags);
+  const asked = commandPermissions(flags);
+  const prepared = await prepare(agent, flags, asked);
   const { info } = prepared;
   if (info.resume?.ended) {
     prepared.close();
@@ -86,6 +119,8 @@ export async function chat(
     return 1;
   }
   io.stdout(`${info.providerNotice}\n`);
+  // What `troupe resume` says of the journal: a torn line cut, a definition missing or changed.
+  for (const line of resumeLines(info)) io.stdout(`${line}\n`);
   io.stdout(
     `chat with ${info.agent} (model ${info.model}); journal: ${info.journal}\n` +
       `Type a message and press Enter. Ctrl-D or ${CHAT_EXIT} ends the chat.\n`,
@@ -99,15 +134,34 @@ export async function chat(
     prompt: CHAT_PROMPT,
   });
   const controller = new AbortController();
-  const inbox = new Inbox(lines, controller);
-  const outcome = await prepared.execute({
-    signal: controller.signal,
-    channels: inbox.channels,
-    onAgentEvent: (event) => show(event, io, info.agent),
-  });
+  // At a terminal the person answers requests by typing; off it nobody can (as `troupe run`).
+  const person = isTTY ? new LineApprover(lines, io) : undefined;
+  const fallback = person ?? DENY_UNATTENDED;
+  const approver = asked.approve.length > 0 ? new RuleApprover(asked.approve, info.cwd, fallback) : fallback;
+  const inbox = new Inbox(lines, controller, person);
+  let outcome: Awaited<ReturnType<PreparedSession['execute']>>;
+  try {
+    outcome = await prepared.execute({
+      signal: controller.signal,
+      channels: inbox.channels,
+      requestApproval: approvalChannel(approver),
+      onAgentEvent: (event) => show(event, io, info.agent, isTTY),
+    });
+  } finally {
+    approver.close();
+  }
   lines.close();
   // The prompt the chat was waiting at is left on its line.
   if (isTTY) io.stdout('\n');
+  if (outcome.status === 'failed' && outcome.reason === 'cancelled' && inbox.interrupted) {
+    // The agent cannot cancel one turn and go on (src/loop/session.ts has no turn-level abort):
+    // Ctrl-C mid-turn ends the agent Failed(cancelled), and an ended chat cannot be continued.
+    io.stderr(
+      `troupe: Ctrl-C cancelled the turn in flight and ended the chat (Failed: cancelled); ` +
+        `it cannot be continued: start a new chat with \`troupe chat ${info.agent}\` (journal: ${info.journal})\n`,
+    );
+    return 1;
+  }
   if (outcome.status === 'failed') {
     io.stderr(`troupe: the chat ended: ${outcome.reason}: ${printable(outcome.error.message)}\n`);
     return 1;
@@ -119,13 +173,25 @@ export async function chat(
   return 0;
 }
 
-async function prepare(agent: string | undefined, flags: ChatFlags): Promise<PreparedSession> {
+async function prepare(
+  agent: string | undefined,
+  flags: ChatFlags,
+  asked: CommandPermissions,
+): Promise<PreparedSession> {
   if (flags.resume !== undefined) {
     if (agent !== undefined)
       throw new UserError('invalid_option', 'Expected an agent or --resume JOURNAL, not both', { agent });
     const journal = resolve(flags.resume);
-    const started = readJournal(journal).events.find((event) => event.type === 'Started');
+    const events = readJournal(journal).events;
+    const started = events.find((event) => event.type === 'Started');
     if (started?.type === 'Started' && started.session !== true) {
+      if (events.some((event) => event.type === 'Completed' || event.type === 'Failed')) {
+        throw new UserError(
+          'invalid_option',
+          `Expected the journal of a chat, but ${journal} holds a task run that has already ended: there is nothing to continue`,
+          { path: journal },
+        );
+      }
       throw new UserError(
         'invalid_option',
         `Expected the journal of a chat, but ${journal} holds a task run; continue it with \`troupe resume\``,
@@ -135,6 +201,7 @@ async function prepare(agent: string | undefined, flags: ChatFlags): Promise<Pre
     return prepareResume({
       journal,
       session: true,
+      permissions: agentPermissions(asked),
       ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
     });
   }
@@ -149,31 +216,110 @@ async function prepare(agent: string | undefined, flags: ChatFlags): Promise<Pre
     ...(flags.model === undefined ? {} : { model: flags.model }),
     ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
     ...(flags.journal === undefined ? {} : { journal: resolve(flags.journal) }),
+    permissions: agentPermissions(asked),
   });
 }
 
-/** What the user sees of the agent's work: each tool it calls, and its answer to each message. */
-function show(event: AuditEventInput, io: CliIO, agent: string): void {
+/**
+ * What the user sees of the agent's work: at a terminal each request to the model, each tool it
+ * calls, each approval decision (a denial is never silent), and its answer to each message.
+ */
+function show(event: AuditEventInput, io: CliIO, agent: string, tty: boolean): void {
+  // At a terminal, a line as each request goes out: a model that stalls is not silent.
+  if (event.type === 'InferenceSubmitted' && tty) io.stdout(`  ${WAITING_LINE}\n`);
   // The tool name is the model's own when it names no tool: as untrusted as its answer.
   if (event.type === 'ToolCall') io.stdout(`  · ${printable(event.name)}\n`);
   else if (event.type === 'TurnAnswered') io.stdout(`${agent}> ${printable(event.answer)}\n`);
+  const decided = approvalEventLine(event);
+  if (decided !== undefined) io.stdout(`  ${printable(decided)}\n`);
+}
+
+/**
+ * The person at the terminal, asked by readline (which owns the input, so keys cannot be read
+ * raw as `troupe run` reads them): the request is shown as `troupe run` shows it, and the next
+ * line typed answers it, `y`, `n` or `a`; any other line asks again. Requests wait in order.
+ */
+class LineApprover implements SessionApprover {
+  readonly #lines: Interface;
+  readonly #queue: PersonQueue;
+
+  constructor(lines: Interface, io: CliIO) {
+    this.#lines = lines;
+    this.#queue = new PersonQueue((request) => {
+      io.stdout(`${printable(approvalPrompt(request))}\n`);
+      this.#ask();
+    });
+  }
+
+  /** A request waits: the next line typed is its answer, not a message. */
+  get waiting(): boolean {
+    return this.#queue.length > 0;
+  }
+
+  ask(request: ApprovalRequest, answer: (answer: ApprovalAnswer) => void): void {
+    this.#queue.push(request, answer);
+  }
+
+  forget(requestId: string): void {
+    this.#queue.forget(requestId);
+    this.#done();
+  }
+
+  close(): void {
+    this.#queue.clear();
+    this.#done();
+  }
+
+  /** A line typed while a request waits. */
+  answerLine(line: string): void {
+    const answer = personAnswer(line.trim());
+    if (answer === undefined) {
+      this.#ask();
+      return;
+    }
+    this.#queue.decide(answer);
+    this.#done();
+  }
+
+  /** The input ended (Ctrl-D, `/exit`): nobody is left to answer what waits. */
+  inputEnded(): void {
+    this.#queue.settleAll({
+      approved: false,
+      by: 'person',
+      decider: 'tty',
+      reason: 'the chat ended before the request was answered',
+    });
+    this.#done();
+  }
+
+  #ask(): void {
+    this.#lines.setPrompt(APPROVAL_PROMPT);
+    this.#lines.prompt();
+  }
+
+  #done(): void {
+    if (this.#queue.length === 0) this.#lines.setPrompt(CHAT_PROMPT);
+  }
 }
 
 /**
  * The typed lines, as the session's user messages: message n is the n-th non-empty line. The
  * prompt is shown when the agent waits for a message it does not have yet. The end of input
  * (Ctrl-D, or a pipe's end) and `/exit` end the chat once the lines before them are answered;
- * Ctrl-C ends it at once, cancelling the turn in flight.
+ * Ctrl-C ends it at once: at the prompt Completed, in the middle of a turn Failed(cancelled).
  */
 class Inbox {
   /** Lines typed and not yet asked for (a resumed chat asks from the index it had reached). */
   readonly #typed: string[] = [];
   #waiter: ((text: string | null) => void) | undefined;
   #closed = false;
+  /** Ctrl-C was pressed. */
+  interrupted = false;
 
   constructor(
     readonly lines: Interface,
     readonly controller: AbortController,
+    readonly person: LineApprover | undefined,
   ) {
     lines.on('line', (line) => {
       // Lines after `/exit` (in the same paste or pipe) are not messages.
@@ -182,6 +328,11 @@ class Inbox {
       if (text === CHAT_EXIT) {
         this.#closed = true;
         lines.close();
+        return;
+      }
+      // While a call waits for the person, what they type answers it.
+      if (person?.waiting) {
+        person.answerLine(text);
         return;
       }
       if (text === '') {
@@ -193,14 +344,17 @@ class Inbox {
       if (waiter) waiter(text);
       else this.#typed.push(text);
     });
-    // Ctrl-C cancels the turn in flight. The end of input does not: on a pipe it comes right after
-    // the last line, before any of them is answered, and those lines are still to be answered.
+    // Ctrl-C ends the chat, cancelling the turn in flight. The end of input does not: on a pipe it
+    // comes right after the last line, before any of them is answered, and those lines are still
+    // to be answered.
     lines.on('SIGINT', () => {
-      controller.abort(new Error('chat ended'));
+      this.interrupted = true;
+      controller.abort(new Error('interrupted by the user (Ctrl-C)'));
       lines.close();
     });
     lines.on('close', () => {
       this.#closed = true;
+      person?.inputEnded();
       this.#waiter?.(null);
       this.#waiter = undefined;
     });

@@ -13,17 +13,22 @@ import { resumeRunDir } from './fanout-resume.ts';
 import { existingDirectory } from './shared/dir-flag.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
+import {
+  agentPermissions,
+  commandPermissions,
+  type PermissionFlags,
+  permissionOptions,
+} from './shared/permission-flags.ts';
 import { prepareResume } from './shared/session.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
-interface ResumeFlags extends OtlpFlags {
+interface ResumeFlags extends OtlpFlags, PermissionFlags {
   readonly json?: boolean;
   readonly cwd?: string;
   readonly maxRunTokens?: number;
   readonly retryFailed?: boolean;
   readonly reason?: readonly FailureReason[];
   readonly redis?: string;
-  readonly approve?: string[];
 }
 
 /** Failure reasons `--retry-failed` retries when `--reason` names none: every one but these. */
@@ -70,50 +75,53 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       reasons,
     )
     .option('--redis <url>', 'Redis URL of a run made with --backend redis (default: TROUPE_REDIS_URL)');
-  otlpOptions(command)
-    .option(
-      '--approve <rule>',
-      'approve requests matching this rule without asking (repeatable); off a terminal every other request is denied',
-      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
-    )
-    .action(async (target: string, flags: ResumeFlags) => {
-      const path = resolve(target);
-      const json = flags.json === true;
-      if (flags.reason !== undefined && flags.retryFailed !== true) {
-        throw new UserError('invalid_option', '--reason goes with --retry-failed', { option: '--reason' });
-      }
-      if (existsSync(path) && statSync(path).isDirectory()) {
-        const retry = flags.retryFailed
-          ? new Set(flags.reason ?? FAILURE_REASONS.filter((reason) => !NOT_RETRIED.has(reason)))
-          : undefined;
-        const options = {
-          json,
-          ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
-          ...(retry ? { retry } : {}),
-          ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }),
-          ...(flags.approve === undefined ? {} : { approve: flags.approve }),
-          otlp: flags,
-        };
-        setExit(await resumeRunDir(path, options, io));
-        return;
-      }
-      if (flags.retryFailed) {
+  permissionOptions(otlpOptions(command)).action(async (target: string, flags: ResumeFlags) => {
+    const path = resolve(target);
+    const json = flags.json === true;
+    const asked = commandPermissions(flags);
+    if (flags.reason !== undefined && flags.retryFailed !== true) {
+      throw new UserError('invalid_option', '--reason goes with --retry-failed', { option: '--reason' });
+    }
+    if (existsSync(path) && statSync(path).isDirectory()) {
+      if (asked.permissions !== undefined || asked.approvalTimeoutMs !== undefined) {
         throw new UserError(
           'invalid_option',
-          '--retry-failed needs a run directory; a single journal is resumed as it is',
-          { option: '--retry-failed' },
+          'Expected only --approve with a run directory: its agents keep the permissions of its plan',
+          { option: 'permissions' },
         );
       }
-      const session = await prepareResume({
-        journal: path,
-        ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
-      });
-      setExit(
-        await withTelemetry(flags, io, 'resume', ({ tracing }) =>
-          executeLive(session, io, { json, approve: flags.approve ?? [], ...(tracing ? { tracing } : {}) }),
-        ),
+      const retry = flags.retryFailed
+        ? new Set(flags.reason ?? FAILURE_REASONS.filter((reason) => !NOT_RETRIED.has(reason)))
+        : undefined;
+      const options = {
+        json,
+        ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
+        ...(retry ? { retry } : {}),
+        ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }),
+        ...(flags.approve === undefined ? {} : { approve: flags.approve }),
+        otlp: flags,
+      };
+      setExit(await resumeRunDir(path, options, io));
+      return;
+    }
+    if (flags.retryFailed) {
+      throw new UserError(
+        'invalid_option',
+        '--retry-failed needs a run directory; a single journal is resumed as it is',
+        { option: '--retry-failed' },
       );
+    }
+    const session = await prepareResume({
+      journal: path,
+      ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
+      permissions: agentPermissions(asked),
     });
+    setExit(
+      await withTelemetry(flags, io, 'resume', ({ tracing }) =>
+        executeLive(session, io, { json, approve: asked.approve, ...(tracing ? { tracing } : {}) }),
+      ),
+    );
+  });
 }
 
 function nonNegativeInt(value: string): number {

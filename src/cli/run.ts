@@ -15,7 +15,12 @@ import {
   type ModelSettingsFlags,
   modelSettingsFromFlags,
 } from './shared/model-flags.ts';
-import { commandPermissions, type PermissionFlags, permissionOptions } from './shared/permission-flags.ts';
+import {
+  agentPermissions,
+  commandPermissions,
+  type PermissionFlags,
+  permissionOptions,
+} from './shared/permission-flags.ts';
 import { prepareRun } from './shared/session.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
@@ -69,10 +74,6 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     "over the definition's modelSettings",
   ).action(async (agent: string, flags: RunFlags) => {
     const asked = commandPermissions(flags);
-    const permissions = {
-      ...(asked.permissions ?? {}),
-      ...(asked.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: asked.approvalTimeoutMs }),
-    };
     const session = await prepareRun({
       agent,
       task: flags.task,
@@ -86,7 +87,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       ...(flags.maxCost === undefined ? {} : { maxCostUsd: flags.maxCost }),
       ...(flags.timeLimit === undefined ? {} : { wallClockMs: flags.timeLimit }),
       modelSettings: modelSettingsFromFlags(flags),
-      permissions,
+      permissions: agentPermissions(asked),
     });
     const json = flags.json === true;
     setExit(

@@ -78,8 +78,10 @@ export class AgentSession {
 
   /**
    * Sends a user message and resolves with the agent's answer to it. Rejects with UserError
-   * `session_ended` when the session ends first (a limit, a failure, `close()`), or
-   * `agent_not_running` when it had already ended.
+   * `session_ended` when the session ends before answering (a limit, a failure, `close()`) and
+   * also when it had already ended before the call (the message is then not sent); a `send` that
+   * races the session's end (issued just before `close()` takes effect) may instead reject with
+   * `agent_not_running`, from delivering the message to an agent that is no longer running.
    */
   async send(text: string): Promise<SessionAnswer> {
     if (this.#ended) throw endedError(this.#ended);

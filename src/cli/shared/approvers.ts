@@ -6,7 +6,7 @@
  * The terminal is read only while a request waits, in raw mode so one key answers without Enter;
  * other agents keep running meanwhile. Raw mode swallows Ctrl-C, so it is passed on as SIGINT.
  */
-import type { AuditEvent } from '../../journal/events.ts';
+import type { AuditEventInput } from '../../journal/events.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../../protocol/approvals.ts';
 import { LINE_EXCERPT_CHARS } from '../../run-dir/constants.ts';
 import { excerpt } from '../../run-dir/format.ts';
@@ -24,18 +24,110 @@ export interface KeyInput {
   pause(): unknown;
 }
 
-/** What the denial of a key press says to the model. */
-const DENIED_AT_TERMINAL = 'denied at the terminal';
+/** What the denial of a person's `n` says to the model. */
+export const DENIED_AT_TERMINAL = 'denied at the terminal';
+
+/** A person's answer to the request asked first: approve, deny, or approve its rule for the session. */
+export type PersonAnswer = 'y' | 'n' | 'a';
+
+/** A request waiting for a person, with where its answer goes. */
+interface Waiting {
+  readonly request: ApprovalRequest;
+  readonly answer: (answer: ApprovalAnswer) => void;
+}
+
+/**
+ * The requests waiting for a person, oldest first: the head is the one an answer is for, and
+ * `announce` shows each request as it becomes the head. Shared by the terminal's keys
+ * (`troupe run`) and a chat's typed lines (`troupe chat`).
+ */
+export class PersonQueue {
+  readonly #queue: Waiting[] = [];
+  readonly #announce: ((request: ApprovalRequest) => void) | undefined;
+
+  constructor(announce?: (request: ApprovalRequest) => void) {
+    this.#announce = announce;
+  }
+
+  /** Requests waiting. */
+  get length(): number {
+    return this.#queue.length;
+  }
+
+  /** The request an answer is for. */
+  get head(): ApprovalRequest | undefined {
+    return this.#queue[0]?.request;
+  }
+
+  push(request: ApprovalRequest, answer: (answer: ApprovalAnswer) => void): void {
+    this.#queue.push({ request, answer });
+    if (this.#queue.length === 1) this.#announce?.(request);
+  }
+
+  forget(requestId: string): void {
+    const index = this.#queue.findIndex((entry) => entry.request.requestId === requestId);
+    if (index === -1) return;
+    this.#queue.splice(index, 1);
+    if (index === 0 && this.#queue[0]) this.#announce?.(this.#queue[0].request);
+  }
+
+  /** Answers every waiting request with `answer` (the person is gone) and empties the queue. */
+  settleAll(answer: ApprovalAnswer): void {
+    for (const entry of this.#queue.splice(0)) entry.answer(answer);
+  }
+
+  clear(): void {
+    this.#queue.length = 0;
+  }
+
+  /** Answers the head as the person did; does nothing when nothing waits. */
+  decide(key: PersonAnswer): void {
+    const head = this.#queue.shift();
+    if (head === undefined) return;
+    if (key === 'n')
+      head.answer({ approved: false, by: 'person', decider: 'tty', reason: DENIED_AT_TERMINAL });
+    else
+      head.answer({
+        approved: true,
+        by: 'person',
+        decider: 'tty',
+        remember: key === 'a' ? 'session' : 'call',
+      });
+    // `a` approves the rule's other waiting requests too. A supervisor has approved them already
+    // (remember: 'session'), so its answer to these is a no-op; `troupe run`'s channel needs it.
+    if (key === 'a') {
+      const rule = head.request.rule;
+      const same = this.#queue.filter((entry) => entry.request.rule === rule);
+      this.#queue.splice(
+        0,
+        this.#queue.length,
+        ...this.#queue.filter((entry) => entry.request.rule !== rule),
+      );
+      for (const entry of same) {
+        entry.answer({
+          approved: true,
+          by: 'rule',
+          decider: `remembered for the session: ${rule}`,
+          remember: 'session',
+        });
+      }
+    }
+    const next = this.#queue[0];
+    if (next) this.#announce?.(next.request);
+  }
+}
+
+/** `y`, `n` or `a` (either case) as a person's answer; undefined for anything else. */
+export function personAnswer(text: string): PersonAnswer | undefined {
+  const lower = text.toLowerCase();
+  return lower === 'y' || lower === 'n' || lower === 'a' ? lower : undefined;
+}
 
 /** Asks a person at the terminal, one request at a time, oldest first. */
 export class TerminalApprover implements SessionApprover {
   readonly #input: KeyInput;
   readonly #interrupt: () => void;
-  readonly #announce: ((request: ApprovalRequest) => void) | undefined;
-  readonly #queue: {
-    readonly request: ApprovalRequest;
-    readonly answer: (answer: ApprovalAnswer) => void;
-  }[] = [];
+  readonly #queue: PersonQueue;
   readonly #onData = (chunk: Buffer | string): void => this.#keys(String(chunk));
   #listening = false;
 
@@ -49,25 +141,21 @@ export class TerminalApprover implements SessionApprover {
   ) {
     this.#input = input;
     this.#interrupt = options.interrupt;
-    this.#announce = options.announce;
+    this.#queue = new PersonQueue(options.announce);
   }
 
   ask(request: ApprovalRequest, answer: (answer: ApprovalAnswer) => void): void {
-    this.#queue.push({ request, answer });
-    if (this.#queue.length === 1) this.#announce?.(request);
+    this.#queue.push(request, answer);
     this.#listen();
   }
 
   forget(requestId: string): void {
-    const index = this.#queue.findIndex((entry) => entry.request.requestId === requestId);
-    if (index === -1) return;
-    this.#queue.splice(index, 1);
-    if (index === 0 && this.#queue[0]) this.#announce?.(this.#queue[0].request);
+    this.#queue.forget(requestId);
     if (this.#queue.length === 0) this.#stop();
   }
 
   close(): void {
-    this.#queue.length = 0;
+    this.#queue.clear();
     this.#stop();
   }
 
@@ -77,42 +165,11 @@ export class TerminalApprover implements SessionApprover {
         this.#interrupt();
         continue;
       }
-      const head = this.#queue[0];
-      if (head === undefined) return;
-      const lower = key.toLowerCase();
-      if (lower !== 'y' && lower !== 'n' && lower !== 'a') continue;
-      this.#queue.shift();
-      if (lower === 'n')
-        head.answer({ approved: false, by: 'person', decider: 'tty', reason: DENIED_AT_TERMINAL });
-      else
-        head.answer({
-          approved: true,
-          by: 'person',
-          decider: 'tty',
-          remember: lower === 'a' ? 'session' : 'call',
-        });
-      // `a` approves the rule's other waiting requests too. A supervisor has approved them already
-      // (remember: 'session'), so its answer to these is a no-op; `troupe run`'s channel needs it.
-      if (lower === 'a') {
-        const rule = head.request.rule;
-        const same = this.#queue.filter((entry) => entry.request.rule === rule);
-        this.#queue.splice(
-          0,
-          this.#queue.length,
-          ...this.#queue.filter((entry) => entry.request.rule !== rule),
-        );
-        for (const entry of same) {
-          entry.answer({
-            approved: true,
-            by: 'rule',
-            decider: `remembered for the session: ${rule}`,
-            remember: 'session',
-          });
-        }
-      }
-      const next = this.#queue[0];
-      if (next) this.#announce?.(next.request);
-      else this.#stop();
+      if (this.#queue.length === 0) return;
+      const answer = personAnswer(key);
+      if (answer === undefined) continue;
+      this.#queue.decide(answer);
+      if (this.#queue.length === 0) this.#stop();
     }
   }
 
@@ -241,8 +298,8 @@ export function approvalPrompt(request: ApprovalRequest): string {
   return `approval needed: ${request.tool} ${excerpt(JSON.stringify(request.args), LINE_EXCERPT_CHARS)} (${request.reason})\n  [y] approve  [n] deny  [a] always allow \`${request.rule}\` this run`;
 }
 
-/** `troupe run`'s line for a decision in its journal; undefined for other events. */
-export function approvalEventLine(event: AuditEvent): string | undefined {
+/** `troupe run`'s (and `troupe chat`'s) line for a decision in its journal; undefined for other events. */
+export function approvalEventLine(event: AuditEventInput): string | undefined {
   if (event.type !== 'ApprovalDecided') return undefined;
   const who = event.by === 'person' ? 'a person' : event.by;
   return `${event.approved ? 'approved' : 'denied'}: ${event.name} by ${who}${event.decider ? ` (${event.decider})` : ''}${event.reason ? `: ${event.reason}` : ''}`;

@@ -141,28 +141,38 @@ function headerText(info: SessionInfo): string {
       `blocks: ${info.blocks.map((block) => `${block.id}@${block.version} (${block.range})`).join(', ')}`,
     );
   }
-  const resume = info.resume;
-  if (resume === undefined) {
+  if (info.resume === undefined) {
     lines.push(`journal: ${displayPath(info.journal)}`);
   } else {
-    const torn =
-      resume.truncatedBytes > 0
-        ? `; cut a torn last line of ${resume.truncatedBytes} bytes left by a crash`
-        : '';
-    lines.push(`resuming from ${displayPath(info.journal)}: ${resume.events} events${torn}`);
-    if (resume.ended) lines.push('the agent had already ended: nothing is run again');
-    if (resume.definitionMissing) {
-      lines.push(
-        `note: no definition of \`${info.agent}\` is found from ${displayPath(info.cwd)} any more; the agent continues with the definition recorded in its journal`,
-      );
-    }
-    if (resume.definitionChanged) {
-      lines.push(
-        `note: the definition of \`${info.agent}\`${info.definitionPath === undefined ? '' : ` (${displayPath(info.definitionPath)})`} changed since the run started; the agent continues with the definition recorded in its journal, not the file`,
-      );
-    }
+    lines.push(...resumeLines(info));
   }
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * What a resumed session's header says about the journal it continues: how many events, a torn
+ * last line cut, an agent already ended, a definition missing or changed. None when not resuming.
+ */
+export function resumeLines(info: SessionInfo): string[] {
+  const resume = info.resume;
+  if (resume === undefined) return [];
+  const torn =
+    resume.truncatedBytes > 0
+      ? `; cut a torn last line of ${resume.truncatedBytes} bytes left by a crash`
+      : '';
+  const lines = [`resuming from ${displayPath(info.journal)}: ${resume.events} events${torn}`];
+  if (resume.ended) lines.push('the agent had already ended: nothing is run again');
+  if (resume.definitionMissing) {
+    lines.push(
+      `note: no definition of \`${info.agent}\` is found from ${displayPath(info.cwd)} any more; the agent continues with the definition recorded in its journal`,
+    );
+  }
+  if (resume.definitionChanged) {
+    lines.push(
+      `note: the definition of \`${info.agent}\`${info.definitionPath === undefined ? '' : ` (${displayPath(info.definitionPath)})`} changed since the run started; the agent continues with the definition recorded in its journal, not the file`,
+    );
+  }
+  return lines;
 }
 
 function runLine(info: SessionInfo) {

@@ -1,5 +1,5 @@
 /**
- * The permission flags `troupe run` and `troupe fanout` share (docs/permissions.md): rules added
+ * The permission flags `troupe run`, `troupe chat`, `troupe resume` and `troupe fanout` share (docs/permissions.md): rules added
  * to every agent's (`--allow`, `--ask`, `--deny`, `--permissions FILE`), a mode for definitions in
  * `default` (`--permission-mode`), consent to `bypassPermissions`, the approval timeout, and
  * `--approve` rules that answer requests for a person (off a terminal, the only way a request can
@@ -13,7 +13,7 @@ import {
   mergeRunPermissions,
   type RunPermissions,
 } from '../../run-dir/plan-permissions.ts';
-import { PERMISSION_MODES } from '../../tools/permissions.ts';
+import { type AgentPermissions, PERMISSION_MODES } from '../../tools/permissions.ts';
 import { tryParseRule } from '../../tools/rules.ts';
 
 /** The flags as commander parses them. */
@@ -100,6 +100,14 @@ export function commandPermissions(flags: PermissionFlags): CommandPermissions {
     permissions,
     approve: flags.approve ?? [],
     approvalTimeoutMs: flags.approvalTimeout === undefined ? undefined : flags.approvalTimeout * 1000,
+  };
+}
+
+/** What an agent run from the command line is given: the rules, mode and bypass consent, and the approval timeout. */
+export function agentPermissions(asked: CommandPermissions): AgentPermissions {
+  return {
+    ...(asked.permissions ?? {}),
+    ...(asked.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: asked.approvalTimeoutMs }),
   };
 }
 

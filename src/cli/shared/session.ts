@@ -23,6 +23,7 @@ import { journalRerender } from '../../loop/rerender.ts';
 import { type RunAgentOptions, runAgent } from '../../loop/run-agent.ts';
 import type { AgentChannels, AgentLimits, AgentOutcome } from '../../loop/types.ts';
 import { type ModelSettings, prepareModelSettings } from '../../providers/model-settings.ts';
+import { mergeRunPermissions, readRunPermissions } from '../../run-dir/plan-permissions.ts';
 import { runMcpServers } from '../../supervisor/definitions.ts';
 import type { AgentPermissions } from '../../tools/permissions.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
@@ -167,6 +168,12 @@ export interface ResumeRequest {
    * @default false
    */
   readonly session?: boolean;
+  /**
+   * Rules, mode, bypass consent and approval timeout added to those the run started with (which
+   * its Started `metadata.permissions` and `metadata.approvalTimeoutMs` recorded): rules are
+   * appended, the rest replaces. @default the recorded ones alone
+   */
+  readonly permissions?: AgentPermissions;
 }
 
 /**
@@ -252,7 +259,12 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
       agentId,
       definition,
       task: request.task,
-      metadata: { cwd: request.cwd, command: request.session ? 'troupe chat' : 'troupe run' },
+      metadata: {
+        cwd: request.cwd,
+        command: request.session ? 'troupe chat' : 'troupe run',
+        // Recorded so that `troupe resume` runs the agent under the same permissions.
+        ...recordedPermissions(request.permissions),
+      },
       provider: choice.provider,
       model,
       modelSettings,
@@ -337,6 +349,7 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
     return { info, execute: async () => recordedOutcome(ended), close: () => {} };
   }
 
+  const permissions = resumedPermissions(started, journalPath, request.permissions);
   const { definition, missing } = await resumedDefinition(started, cwd);
   const choice: ProviderChoice = providerByName(started.provider, 'journal', env);
   const mcpServers = await runMcpServers({ cwd, mcpServers: {}, mcpProjectFile: true });
@@ -372,9 +385,60 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
       truncatedBytes: writer.truncatedBytes,
       ...(request.registry ? { registry: request.registry } : {}),
       ...(started.limits ? { limits: started.limits } : {}),
+      ...(permissions ? { permissions } : {}),
       ...executeExtras(options),
     }),
   );
+}
+
+/** The Started metadata that records a command line's permissions: none when it gave none. */
+function recordedPermissions(permissions: AgentPermissions | undefined): Record<string, unknown> {
+  if (permissions === undefined) return {};
+  const { approvalTimeoutMs, onTimeout: _onTimeout, ...rules } = permissions;
+  return {
+    ...(Object.keys(rules).length > 0 ? { permissions: rules } : {}),
+    ...(approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs }),
+  };
+}
+
+/**
+ * The permissions a resumed agent runs with: those its command line started it with (Started
+ * metadata, see {@link recordedPermissions}), then `extra` (the resume's flags). A recorded value
+ * that does not read as permissions is refused (UserError `journal_metadata`) rather than dropped:
+ * dropping it could run calls the original run asked about.
+ */
+function resumedPermissions(
+  started: EventOf<'Started'>,
+  journal: string,
+  extra: AgentPermissions | undefined,
+): AgentPermissions | undefined {
+  const problems: string[] = [];
+  const recorded = readRunPermissions(
+    started.metadata.permissions,
+    ['metadata', 'permissions'],
+    (path, message) => problems.push(`${path.join('.')}: ${message}`),
+  );
+  const timeout = started.metadata.approvalTimeoutMs;
+  if (timeout !== undefined && !(typeof timeout === 'number' && Number.isFinite(timeout) && timeout >= 0))
+    problems.push(
+      `metadata.approvalTimeoutMs: expected a non-negative number, got ${describeValue(timeout)}`,
+    );
+  if (problems.length > 0) {
+    throw new UserError(
+      'journal_metadata',
+      `Expected the permissions recorded in ${journal}'s Started event to read, but ${problems.join('; ')}`,
+      { path: journal, problems },
+    );
+  }
+  const { approvalTimeoutMs: extraTimeout, onTimeout, ...extraRules } = extra ?? {};
+  const rules = mergeRunPermissions(recorded, Object.keys(extraRules).length > 0 ? extraRules : undefined);
+  const approvalTimeoutMs = extraTimeout ?? (typeof timeout === 'number' ? timeout : undefined);
+  if (rules === undefined && approvalTimeoutMs === undefined && onTimeout === undefined) return undefined;
+  return {
+    ...rules,
+    ...(approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs }),
+    ...(onTimeout === undefined ? {} : { onTimeout }),
+  };
 }
 
 /**
