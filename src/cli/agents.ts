@@ -418,17 +418,22 @@ async function withPromptProblems(result: LoadResult, cwd: string): Promise<Load
   } catch (error) {
     if (!isTroupeError(error) || !PROMPT_PROBLEM_CODES.has(error.code)) throw error;
     const { file, line, column } = error.fields as { file?: unknown; line?: unknown; column?: unknown };
+    // A skill is looked up from the working directory: missing here is a warning (the file may be
+    // meant for another project), though a run from here fails on it.
+    const skill = error.code === 'unknown_skill';
     const problem: DefinitionProblem = {
-      severity: 'error',
+      severity: skill ? 'warning' : 'error',
       code: error.code === 'template_error' ? 'template_error' : 'invalid_field',
-      // A template error's message starts with its own `file:line:column: `.
-      message: error.message.replace(/^.*?:\d+:\d+: /, ''),
+      // The message starts with its own `file:line[:column]: `.
+      message: `${error.message.replace(/^.*?:\d+(?::\d+)?: /, '')}${skill ? `, looking from ${cwd}; a run from there fails on it` : ''}`,
       file: typeof file === 'string' ? file : definition.path,
       line: typeof line === 'number' ? line : 1,
       column: typeof column === 'number' ? column : 1,
       path: '',
     };
-    return { name: definition.name, errors: [problem], warnings: result.warnings };
+    return skill
+      ? { ...result, warnings: [...result.warnings, problem] }
+      : { name: definition.name, errors: [problem], warnings: result.warnings };
   }
 }
 
