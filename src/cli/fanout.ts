@@ -8,8 +8,10 @@ import { DEFAULT_RUN_MAX_TOTAL_TOKENS } from '../constants.ts';
 import { describeValue } from '../errors.ts';
 import { parseModelMap } from '../providers/models.ts';
 import { executeSession } from '../run-dir/execute.ts';
+import { printable } from '../run-dir/format.ts';
 import { loadPlan } from '../run-dir/plan.ts';
 import { formatPlanProblem, planProblemsOf } from '../run-dir/plan-problems.ts';
+import { settingsProblems } from '../run-dir/plan-settings.ts';
 import {
   checkProvider,
   chooseProvider,
@@ -129,8 +131,14 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     defaultModelFor(provider),
   );
   // Checked before the run directory exists: a misconfigured engine or a scorer module that does
-  // not export a function leaves nothing behind.
+  // not export a function leaves nothing behind, nor do settings every agent would fail on.
   await checkScorerModules(runPlan);
+  const unsettled = await settingsProblems(runPlan, definitions);
+  if (unsettled.length > 0) {
+    for (const problem of unsettled) io.stderr(`${printable(formatPlanProblem(problem, cwd))}\n`);
+    io.stderr(`troupe: ${unsettled.length} problem(s) with the model settings; nothing was run\n`);
+    return 1;
+  }
   const supervisor = flags.backend === 'redis' ? await redisEngine(flags.redis) : undefined;
   const writer = RunDirWriter.create(
     flags.out === undefined ? defaultRunDir(cwd, runPlan.runId) : resolve(flags.out),

@@ -116,6 +116,9 @@ export interface StartSettings {
   readonly dropped: readonly string[];
 }
 
+/** What {@link resolveStartSettings} needs of a provider: its name, and its settings check if it has one. */
+export type SettingsProvider = Pick<Provider, 'name' | 'checkModelSettings'>;
+
 /**
  * Resolves an agent's blocks (unless a supervisor already did) and its model settings, lowest
  * precedence first: `defaults` (the supervisor's), the definition's model-settings block, the
@@ -126,7 +129,7 @@ export interface StartSettings {
 export async function resolveStartSettings(options: {
   readonly definition: AgentDefinition;
   readonly cwd: string;
-  readonly provider: Provider;
+  readonly provider: SettingsProvider;
   readonly model: string;
   readonly blocks?: BlockStore;
   readonly resolvedBlocks?: ResolvedBlocks;

@@ -4,7 +4,7 @@
  * `troupe agents validate`, and `troupe resume` of a journal or a run directory whose definition
  * changed since the run started (the recorded one runs; the CLI says so; the journal verifies).
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AuditEvent, EventOf } from '../../src/journal/events.ts';
@@ -260,6 +260,45 @@ describe('troupe resume of a changed definition', () => {
 });
 
 describe('troupe fanout and resume RUN_DIR', () => {
+  it('refuses settings every agent would fail on before anything runs, once per distinct problem', async () => {
+    project.write('.troupe/blocks/acme.hot/1.0.0.yaml', 'temperature: 7\n');
+    project.write(
+      '.troupe/agents/hot.md',
+      '---\nname: hot\ndescription: Runs hot.\nmodelSettings: { id: acme.hot, version: ^1 }\n---\nAnswer.\n',
+    );
+    const plan = project.write(
+      'plan.yaml',
+      [
+        'cwd: .',
+        'threads: 1',
+        'runs:',
+        '  - { agent: hot, task: one }',
+        '  - { agent: hot, task: two }',
+        '  - { agent: triage, task: three }',
+      ].join('\n'),
+    );
+    const out = project.path('refused');
+    const result = await runCli('fanout', plan, '--out', out);
+    expect(result.code).toBe(1);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines[0]).toMatch(
+      /plan\.yaml:4:5: runs\[0\]: agent `hot` \(model simulated; 1 more entry like it\) cannot start: invalid_block: .*acme\.hot\/1\.0\.0\.yaml:1:14: Expected `temperature` to be a number from 0 to 2, got `7` \(number\)$/,
+    );
+    expect(lines[1]).toMatch(/^ {2}.*hot\.md:4:22: model-settings block `acme\.hot` cannot be used/);
+    expect(lines.at(-1)).toBe('troupe: 1 problem(s) with the model settings; nothing was run');
+    expect(existsSync(out)).toBe(false);
+
+    // A setting the provider cannot send: refused by the provider's own check, no request made
+    // (nothing listens at the base URL).
+    process.env.OPENAI_BASE_URL = 'http://127.0.0.1:9/v1';
+    const openai = await runCli('fanout', plan, '--out', out, '--provider', 'openai', '--top-k', '3');
+    expect(openai.code).toBe(1);
+    expect(openai.stderr).toMatch(
+      /runs\[2\]: agent `triage` \(model \S+\) cannot start: unsupported_setting: .*`top_k`/,
+    );
+    expect(existsSync(out)).toBe(false);
+  });
+
   it('layers run > flags > plan > definition, and a resumed run says a definition changed', async () => {
     project.write(
       'plan.yaml',
