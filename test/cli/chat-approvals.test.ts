@@ -12,14 +12,10 @@ import { chat } from '../../src/cli/chat.ts';
 import type { CliIO } from '../../src/cli/shared/io.ts';
 import type { PermissionFlags } from '../../src/cli/shared/permission-flags.ts';
 import type { AuditEvent, EventOf } from '../../src/journal/events.ts';
-import { journalEvents, Project } from '../fixtures/cli/cli-helpers.ts';
-import { startMockServer } from '../supervisor/mock-openai.ts';
+import { fakeTerminal, journalEvents, Project, savedEnv } from '../fixtures/cli/cli-helpers.ts';
+import { startMockServer, streamChunk } from '../supervisor/mock-openai.ts';
 
 type MockServer = Awaited<ReturnType<typeof startMockServer>>;
-
-function chunk(delta: unknown, finish: string | null = null): string {
-  return `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'mock', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-}
 
 function ofType<T extends AuditEvent['type']>(events: readonly AuditEvent[], type: T): EventOf<T>[] {
   return events.filter((event): event is EventOf<T> => event.type === type);
@@ -34,7 +30,7 @@ function shellModel(): Promise<MockServer> {
       if (index === 0) {
         const args = JSON.stringify({ command: 'echo ran > proof.txt' });
         res.write(
-          chunk({
+          streamChunk({
             tool_calls: [
               {
                 index: 0,
@@ -45,28 +41,18 @@ function shellModel(): Promise<MockServer> {
             ],
           }),
         );
-        res.end(`${chunk({}, 'tool_calls')}data: [DONE]\n\n`);
+        res.end(`${streamChunk({}, 'tool_calls')}data: [DONE]\n\n`);
       } else {
-        res.write(chunk({ content: 'done' }));
-        res.end(`${chunk({}, 'stop')}data: [DONE]\n\n`);
+        res.write(streamChunk({ content: 'done' }));
+        res.end(`${streamChunk({}, 'stop')}data: [DONE]\n\n`);
       }
     },
   });
 }
 
-/** A fake terminal: readline treats it as one (`isTTY`), and the test types into it. */
-function fakeTerminal(tty: boolean): PassThrough {
-  const input = new PassThrough() as PassThrough & { isTTY?: boolean; setRawMode?: (mode: boolean) => void };
-  if (tty) {
-    input.isTTY = true;
-    input.setRawMode = () => {};
-  }
-  return input;
-}
-
 let project: Project;
 let server: MockServer;
-const saved = { base: process.env.OPENAI_BASE_URL, key: process.env.OPENAI_API_KEY };
+const restoreEnv = savedEnv(['OPENAI_BASE_URL', 'OPENAI_API_KEY']);
 
 beforeEach(async () => {
   project = new Project();
@@ -78,13 +64,7 @@ beforeEach(async () => {
 afterEach(async () => {
   await server.close();
   project.remove();
-  for (const [name, value] of [
-    ['OPENAI_BASE_URL', saved.base],
-    ['OPENAI_API_KEY', saved.key],
-  ] as const) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
+  restoreEnv();
 });
 
 /**

@@ -7,19 +7,11 @@ import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { chat } from '../../src/cli/chat.ts';
 import type { CliIO } from '../../src/cli/shared/io.ts';
-import { journalEvents, Project } from '../fixtures/cli/cli-helpers.ts';
+import { fakeTerminal, journalEvents, Project, savedEnv } from '../fixtures/cli/cli-helpers.ts';
 import { startMockServer } from '../supervisor/mock-openai.ts';
 
-/** A fake terminal: readline treats it as one, so `\u0003` is Ctrl-C. */
-function fakeTerminal(): PassThrough {
-  const input = new PassThrough() as PassThrough & { isTTY?: boolean; setRawMode?: (mode: boolean) => void };
-  input.isTTY = true;
-  input.setRawMode = () => {};
-  return input;
-}
-
 let project: Project;
-const saved = { base: process.env.OPENAI_BASE_URL, key: process.env.OPENAI_API_KEY };
+const restoreEnv = savedEnv(['OPENAI_BASE_URL', 'OPENAI_API_KEY']);
 
 beforeEach(() => {
   project = new Project();
@@ -27,13 +19,7 @@ beforeEach(() => {
 
 afterEach(() => {
   project.remove();
-  for (const [name, value] of [
-    ['OPENAI_BASE_URL', saved.base],
-    ['OPENAI_API_KEY', saved.key],
-  ] as const) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
+  restoreEnv();
 });
 
 describe('Ctrl-C in troupe chat', () => {

@@ -8,19 +8,15 @@ import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { chat } from '../../src/cli/chat.ts';
 import type { CliIO } from '../../src/cli/shared/io.ts';
-import { journalEvents, Project } from '../fixtures/cli/cli-helpers.ts';
-import { startMockServer } from '../supervisor/mock-openai.ts';
+import { journalEvents, Project, savedEnv } from '../fixtures/cli/cli-helpers.ts';
+import { startMockServer, streamChunk } from '../supervisor/mock-openai.ts';
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
 const HOSTILE_NAME = 'x\u001b]0;PWNED\u0007\u001b[2J\u001b[H\u009b31m';
 
-function chunk(delta: unknown, finish: string | null = null): string {
-  return `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'mock', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-}
-
 let project: Project;
-const saved = { base: process.env.OPENAI_BASE_URL, key: process.env.OPENAI_API_KEY };
+const restoreEnv = savedEnv(['OPENAI_BASE_URL', 'OPENAI_API_KEY']);
 
 beforeEach(() => {
   project = new Project();
@@ -28,13 +24,7 @@ beforeEach(() => {
 
 afterEach(() => {
   project.remove();
-  for (const [name, value] of [
-    ['OPENAI_BASE_URL', saved.base],
-    ['OPENAI_API_KEY', saved.key],
-  ] as const) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
+  restoreEnv();
 });
 
 describe('troupe chat and a tool name from the model', () => {
@@ -44,7 +34,7 @@ describe('troupe chat and a tool name from the model', () => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         if (index === 0) {
           res.write(
-            chunk({
+            streamChunk({
               tool_calls: [
                 {
                   index: 0,
@@ -55,10 +45,10 @@ describe('troupe chat and a tool name from the model', () => {
               ],
             }),
           );
-          res.end(`${chunk({}, 'tool_calls')}data: [DONE]\n\n`);
+          res.end(`${streamChunk({}, 'tool_calls')}data: [DONE]\n\n`);
         } else {
-          res.write(chunk({ content: 'done' }));
-          res.end(`${chunk({}, 'stop')}data: [DONE]\n\n`);
+          res.write(streamChunk({ content: 'done' }));
+          res.end(`${streamChunk({}, 'stop')}data: [DONE]\n\n`);
         }
       },
     });

@@ -7,16 +7,12 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { journalEvents, Project, runCli } from '../fixtures/cli/cli-helpers.ts';
-import { startMockServer } from '../supervisor/mock-openai.ts';
-
-function chunk(delta: unknown, finish: string | null = null): string {
-  return `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'mock', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-}
+import { journalEvents, Project, runCli, savedEnv } from '../fixtures/cli/cli-helpers.ts';
+import { startMockServer, streamChunk } from '../supervisor/mock-openai.ts';
 
 let project: Project;
 let server: Awaited<ReturnType<typeof startMockServer>>;
-const saved = { base: process.env.OPENAI_BASE_URL, key: process.env.OPENAI_API_KEY };
+const restoreEnv = savedEnv(['OPENAI_BASE_URL', 'OPENAI_API_KEY']);
 
 beforeEach(async () => {
   project = new Project();
@@ -32,11 +28,11 @@ beforeEach(async () => {
           type: 'function',
           function: { name: 'run_terminal_cmd', arguments: args },
         };
-        res.write(chunk({ tool_calls: [call] }));
-        res.end(`${chunk({}, 'tool_calls')}data: [DONE]\n\n`);
+        res.write(streamChunk({ tool_calls: [call] }));
+        res.end(`${streamChunk({}, 'tool_calls')}data: [DONE]\n\n`);
       } else {
-        res.write(chunk({ content: 'done' }));
-        res.end(`${chunk({}, 'stop')}data: [DONE]\n\n`);
+        res.write(streamChunk({ content: 'done' }));
+        res.end(`${streamChunk({}, 'stop')}data: [DONE]\n\n`);
       }
     },
   });
@@ -47,13 +43,7 @@ beforeEach(async () => {
 afterEach(async () => {
   await server.close();
   project.remove();
-  for (const [name, value] of [
-    ['OPENAI_BASE_URL', saved.base],
-    ['OPENAI_API_KEY', saved.key],
-  ] as const) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
+  restoreEnv();
 });
 
 /** Cuts the journal back to its Started event: the agent was killed before its first request. */

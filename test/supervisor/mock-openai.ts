@@ -9,6 +9,11 @@ export interface Recorded {
 
 export type Handler = (req: IncomingMessage, res: ServerResponse, index: number) => void;
 
+/** One server-sent event of a streamed chat completion: `delta`, and the finish reason when it ends. */
+export function streamChunk(delta: unknown, finish: string | null = null): string {
+  return `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'mock', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+}
+
 /** A chat completion that calls complete_task with `result`. */
 export function completeTaskResponse(res: ServerResponse, result: unknown): void {
   res.writeHead(200, { 'content-type': 'application/json' });
