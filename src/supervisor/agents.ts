@@ -503,6 +503,10 @@ export class Agents {
       for (const held of record.held.splice(0)) held.reject(notRunning);
     }
     rollUpUsage(this.records, record, outcome.usage, outcome.costUsd);
+    // Without runLimits no receipt is sent to count (nothing listens for them): `runUsage` then
+    // counts each agent's usage when it ends, so its totals are never left at 0.
+    if (!this.budget.limited)
+      this.budget.add(outcome.usage.inputTokens + outcome.usage.outputTokens, outcome.costUsd);
     this.#retire(record);
     this.#tracing?.ended(record.id, outcome);
     this.approvals.ended(record.id);

@@ -100,7 +100,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return this.#agents.records.size;
   }
 
-  /** What every agent has spent so far (tokens, USD), against `runLimits`, and whether they are spent. */
+  /**
+   * What every agent has spent so far (tokens, USD), against `runLimits`, and whether they are
+   * spent. With `runLimits` each model request counts as it ends; without, each agent's usage
+   * counts when the agent ends.
+   */
   get runUsage(): RunUsage {
     return this.#agents.budget.usage;
   }
