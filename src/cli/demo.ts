@@ -59,7 +59,7 @@ export async function demo(flags: DemoFlags, io: CliIO): Promise<number> {
       options: { maxWorkers: DEMO_WORKERS, latency: { meanMs: 150, jitterMs: 100 } },
     },
     simulated: true,
-    source: 'default',
+    source: 'demo',
   };
   const agentFiles = [join(ORCHESTRATOR, 'agents', 'orchestrator.md')];
   const task =

@@ -25,8 +25,8 @@ export interface ProviderChoice {
   readonly config: ProviderConfig;
   /** True when answers come from the simulated model (no real model is called). */
   readonly simulated: boolean;
-  /** What decided it. */
-  readonly source: 'flag' | 'plan' | 'env' | 'default';
+  /** What decided it (`demo`: `troupe demo`, which always runs on the simulated model). */
+  readonly source: 'flag' | 'plan' | 'env' | 'default' | 'demo';
 }
 
 /** Why the simulated model answers, and how to get a real one. */
@@ -43,6 +43,7 @@ export function simulatedReason(source: ProviderChoice['source'] | undefined): s
   const canned = "answers are canned, not a real model's";
   if (source === 'flag') return `--provider simulated was given, so ${canned}`;
   if (source === 'plan') return `the plan's provider is simulated, so ${canned}`;
+  if (source === 'demo') return `troupe demo always runs on it, whatever API key is set, so ${canned}`;
   return SIMULATED_REASON;
 }
 

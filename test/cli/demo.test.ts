@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { journalTypes, readResults, startCli, tempDir } from '../run-dir/helpers.ts';
+import { journalTypes, readResults, simulatedEnv, startCli, tempDir } from '../run-dir/helpers.ts';
 
 let dir: string;
 let cleanup: () => void;
@@ -37,5 +37,20 @@ describe('troupe demo', () => {
       `run dir: ${out}`,
       `  report: troupe report ${out} [--html report.html]`,
     ]);
+  });
+});
+
+describe('troupe demo with an API key in the environment', () => {
+  it('says it runs on the simulated model because it is the demo, not that no key is set', async () => {
+    const out = path.join(dir, 'run');
+    const run = startCli(['demo', '--json', '--out', out], {
+      cwd: dir,
+      env: simulatedEnv({ OPENAI_API_KEY: 'sk-test-demo' }),
+    });
+    expect(await run.exited).toBe(0);
+    const header = JSON.parse(run.stdout().split('\n')[0] ?? '{}') as { type?: string; notice?: string };
+    expect(header.type).toBe('run');
+    expect(header.notice).toContain('troupe demo always runs on it');
+    expect(run.stdout() + run.stderr()).not.toContain('no API key is set');
   });
 });
