@@ -163,13 +163,30 @@ export function warnUnknownKeys(
   }
 }
 
-/** ` (did you mean \`maxSteps\`?)` when `key` differs from a known key only in case or separators. */
+/**
+ * ` (did you mean \`maxSteps\`?)` when `key` differs from a known key only in case or separators,
+ * or (for keys of four characters or more) by one letter added, dropped or changed
+ * (`runLimit` -> `runLimits`); empty otherwise.
+ */
 export function suggestion(key: string, known: Iterable<string>): string {
   const normalize = (text: string) => text.toLowerCase().replaceAll(/[-_\s]/g, '');
-  for (const candidate of known) {
-    if (normalize(candidate) === normalize(key)) return ` (did you mean \`${candidate}\`?)`;
-  }
-  return '';
+  const candidates = [...known];
+  const target = normalize(key);
+  const hit =
+    candidates.find((candidate) => normalize(candidate) === target) ??
+    (target.length >= 4
+      ? candidates.find((candidate) => oneEditApart(normalize(candidate), target))
+      : undefined);
+  return hit === undefined ? '' : ` (did you mean \`${hit}\`?)`;
+}
+
+/** Whether `a` becomes `b` by one letter added, dropped or changed. */
+function oneEditApart(a: string, b: string): boolean {
+  if (Math.abs(a.length - b.length) > 1 || a === b) return false;
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i += 1;
+  if (a.length === b.length) return a.slice(i + 1) === b.slice(i + 1);
+  return a.length > b.length ? a.slice(i + 1) === b.slice(i) : a.slice(i) === b.slice(i + 1);
 }
 
 const RETRY_KEYS = ['maxRetries', 'baseDelayMs', 'maxDelayMs'] as const;

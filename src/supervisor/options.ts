@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileBlockStore } from '../blocks/file-store.ts';
 import type { BlockStore } from '../blocks/types.ts';
 import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../constants.ts';
+import { suggestion } from '../definition/fields.ts';
 import type { AgentDefinition, PermissionMode, RetryPolicy } from '../definition/types.ts';
 import { DEFAULT_MAX_PENDING_INSTRUCTIONS } from '../engines/actor/limits.ts';
 import type { Backend, EngineOptions } from '../engines/engine.ts';
@@ -274,8 +275,91 @@ function checkConfiguredOptions(name: string, config: ProviderConfig): void {
   }
 }
 
+/** Every key of {@link SupervisorOptions}: the compiler checks the list against the type, both ways. */
+const SUPERVISOR_OPTION_KEYS = [
+  'backend',
+  'providers',
+  'defaultProvider',
+  'defaultModel',
+  'modelMap',
+  'modelSettings',
+  'blocks',
+  'mcpServers',
+  'mcpProjectFile',
+  'limits',
+  'toolModules',
+  'hostTools',
+  'restart',
+  'graceMs',
+  'maxPendingInstructions',
+  'retainEndedAgents',
+  'cwd',
+  'definitions',
+  'compat',
+  'orchestration',
+  'usageSink',
+  'runLimits',
+  'tracing',
+  'permissions',
+  'approvals',
+  'threads',
+  'isolation',
+  'maxAgentsPerThread',
+  'journalDir',
+  'fsync',
+  'heartbeat',
+  'threadStartTimeoutMs',
+  'resourceLimits',
+  'quarantineThreads',
+  'maxBystanderRestarts',
+  'execArgv',
+  'redisUrl',
+  'queueName',
+  'prefix',
+  'parkAfterMs',
+  'reconcileIntervalMs',
+  'retainSeconds',
+  'connectTimeoutMs',
+  'unservedAfterMs',
+  'maxBatchSize',
+] as const satisfies readonly (keyof SupervisorOptions)[];
+
+/** Fails to compile when an option is added to the type and not to the list. */
+const EVERY_OPTION_LISTED: Exclude<
+  keyof SupervisorOptions,
+  (typeof SUPERVISOR_OPTION_KEYS)[number]
+> extends never
+  ? true
+  : never = true;
+
+/**
+ * Refuses a key `SupervisorOptions` does not have (UserError `invalid_option`, field `option`): a
+ * misspelt `runLimit` would otherwise leave the run without a budget, without a word.
+ */
+function checkOptionKeys(options: SupervisorOptions): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new UserError(
+      'invalid_option',
+      `Expected Supervisor options to be an object, got ${describeValue(options)}`,
+      {
+        option: '',
+      },
+    );
+  }
+  const known: ReadonlySet<string> = new Set(SUPERVISOR_OPTION_KEYS);
+  for (const key of Object.keys(options)) {
+    if (known.has(key) || !EVERY_OPTION_LISTED) continue;
+    throw new UserError(
+      'invalid_option',
+      `Unknown Supervisor option \`${key}\`${suggestion(key, SUPERVISOR_OPTION_KEYS)}; known: ${SUPERVISOR_OPTION_KEYS.join(', ')}`,
+      { option: key },
+    );
+  }
+}
+
 /** Validates options once and fills defaults. Throws UserError `invalid_option` (or `missing_redis_url`). */
 export function prepareSupervisorOptions(options: SupervisorOptions = {}): PreparedSupervisorOptions {
+  checkOptionKeys(options);
   const backend = oneOf('backend', options.backend, ['threads', 'redis'], 'threads');
   const fromEnvironment = options.providers === undefined ? providerFromEnvironment() : undefined;
   const providers = options.providers ?? {

@@ -121,4 +121,19 @@ describe('retainEndedAgents', () => {
       expect.objectContaining({ code: 'invalid_option', fields: { option: 'retainEndedAgents' } }),
     );
   });
+
+  it('refuses an option it does not know, with the one it may have meant', () => {
+    // A misspelt runLimits would otherwise leave the run without a budget, without a word.
+    const misspelt = { journalDir: tempDir(), runLimit: { maxTotalTokens: 1000 } };
+    expect(() => prepareSupervisorOptions(misspelt as never)).toThrow(
+      expect.objectContaining({
+        code: 'invalid_option',
+        fields: { option: 'runLimit' },
+        message: expect.stringMatching(
+          /^Unknown Supervisor option `runLimit` \(did you mean `runLimits`\?\); known: backend, /,
+        ),
+      }),
+    );
+    expect(() => new Supervisor({ threds: 2 } as never)).toThrow(/`threds` \(did you mean `threads`\?\)/);
+  });
 });
