@@ -83,6 +83,16 @@ export async function main(argv: readonly string[], output: CliIO = processIO())
   const command = commandOf(argv);
   if (command !== undefined) {
     (await LOADERS[command]()).register(program, io, setExit);
+    // A bad option or argument: the error, then where the options are, not all of them (~70 lines
+    // for `run`, which buried the one that mattered).
+    const pointToHelp = (parent: Command, prefix: string): void => {
+      for (const sub of parent.commands) {
+        const name = `${prefix} ${sub.name()}`;
+        sub.showHelpAfterError(`(\`${name} --help\` lists its options)`);
+        pointToHelp(sub, name);
+      }
+    };
+    pointToHelp(program, 'troupe');
   } else {
     // Help, --version or an unknown command: list the subcommands without loading any.
     const terms = new Map<Command, string>();

@@ -81,4 +81,16 @@ describe('troupe', () => {
     expect(unknown.stderr).toContain("error: unknown command 'deploy'");
     expect(unknown.stderr).toContain(COMMAND_HELP.fanout.term);
   });
+
+  it('a bad option or argument prints the error and where the options are, not the whole help', async () => {
+    const missing = await run('run', 'worker');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe(
+      "error: required option '--task <text>' not specified\n(`troupe run --help` lists its options)\n",
+    );
+    const nested = await run('blocks', 'show');
+    expect(nested.stderr).toBe(
+      "error: missing required argument 'id'\n(`troupe blocks show --help` lists its options)\n",
+    );
+  });
 });
