@@ -12,7 +12,7 @@ import { journalEvents, PROVIDER_ENV, Project, READER, runCli } from '../fixture
 import { repoRoot, runScript } from '../run-dir/helpers.ts';
 
 const SIMULATED_NOTICE =
-  'provider: simulated (no API key found; set OPENAI_API_KEY or ANTHROPIC_API_KEY to use a real model)';
+  'provider: simulated (no API key found; set OPENAI_API_KEY, OPENAI_BASE_URL or ANTHROPIC_API_KEY to use a real model)';
 const TASK = 'Summarise a.md and notes/b.txt';
 
 let project: Project;

@@ -4,7 +4,7 @@
  * nobody should mistake its answers for a real model's.
  */
 import { describeValue, UserError } from '../../errors.ts';
-import { type Env, providerFromEnvironment } from '../../providers/environment.ts';
+import { type Env, providerFromEnvironment, REAL_PROVIDER_HINT } from '../../providers/environment.ts';
 import { createProvider, PROVIDER_NAMES, type ProviderName } from '../../providers/factory.ts';
 import { type ModelMap, resolveModel as resolveModelId } from '../../providers/models.ts';
 import type { Provider } from '../../providers/types.ts';
@@ -92,7 +92,7 @@ export function providerNotice(name: string, source: ProviderSource, env: Env = 
   if (name === 'simulated') {
     const why =
       source === 'environment'
-        ? 'no API key found; set OPENAI_API_KEY or ANTHROPIC_API_KEY to use a real model'
+        ? `no API key found; ${REAL_PROVIDER_HINT} to use a real model`
         : source === 'flag'
           ? 'chosen with --provider; no model is called and every answer is simulated'
           : 'recorded in the journal; no model is called and every answer is simulated';
