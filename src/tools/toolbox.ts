@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { DEFAULT_TOOL_RETRY } from '../constants.ts';
 import type { AgentDefinition, RetryPolicy } from '../definition/types.ts';
-import { UserError } from '../errors.ts';
+import { describeValue, UserError } from '../errors.ts';
 import { extend } from '../objects.ts';
 import type { ApprovalDecision } from '../protocol/approvals.ts';
 import { buildParamMapping, type ParamMapping } from './params.ts';
@@ -453,7 +453,30 @@ function runOnce(
   } catch (error) {
     return Promise.resolve(thrown(error));
   }
-  return pending.then((outcome) => ({ outcome, threw: false }), thrown);
+  return pending.then((outcome) => ({ outcome: checkedOutcome(outcome, modelName), threw: false }), thrown);
+}
+
+/**
+ * A tool module's outcome as the loop needs it: an object with a boolean `ok` and a string `text`.
+ * Anything else (a bare string, `undefined`, a BigInt, a Symbol or a function as `text`) is a failed
+ * outcome naming the tool: left as it was, an answer without text never settled its turn (the agent
+ * hung until its wall clock), and a `text` that is not a string crashed the agent or its journal.
+ */
+function checkedOutcome(outcome: unknown, modelName: string): ToolOutcome {
+  if (typeof outcome === 'object' && outcome !== null) {
+    const { ok, text } = outcome as Partial<ToolOutcome>;
+    if (typeof ok === 'boolean' && typeof text === 'string') return outcome as ToolOutcome;
+    return {
+      ok: false,
+      text:
+        `${modelName} failed: it returned an invalid outcome: expected \`{ ok: boolean, text: string }\`, ` +
+        `got \`ok\` ${describeValue(ok)} and \`text\` ${describeValue(text)}`,
+    };
+  }
+  return {
+    ok: false,
+    text: `${modelName} failed: it returned an invalid outcome: expected an object \`{ ok, text }\`, got ${describeValue(outcome)}`,
+  };
 }
 
 /** An abort: retrying it would only be aborted again. */

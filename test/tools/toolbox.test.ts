@@ -272,6 +272,33 @@ describe('tool calls', () => {
     expect(result).toMatchObject({ ok: false, text: 'deploy failed: disk on fire', attempts: 1 });
   });
 
+  it('turns an outcome that is not `{ ok, text }` into a failed outcome naming the tool', async () => {
+    // A tool module is not type-checked: these once reached the loop as they were, and an answer
+    // without text never settled its turn (the agent hung until its wall clock).
+    const returns: unknown[] = [
+      'just a string',
+      5n,
+      undefined,
+      { ok: true, text: 10n },
+      { ok: true, text: Symbol('s') },
+      { ok: true, text: () => 'x' },
+      { text: 'no ok' },
+    ];
+    const cwd = await tempDir();
+    for (const value of returns) {
+      const tool = { ...spyTool('deploy', false).tool, execute: () => value } as unknown as Tool;
+      const result = await toolboxFor(cwd, {}, [tool]).call('deploy', { target: 'x' });
+      expect(result).toMatchObject({ ok: false, attempts: 1 });
+      expect(typeof result.text).toBe('string');
+      expect(result.text).toMatch(/^deploy failed: it returned an invalid outcome: expected /);
+    }
+    const fine = { ...spyTool('deploy', false).tool, execute: async () => ({ ok: true, text: 'done' }) };
+    expect(await toolboxFor(cwd, {}, [fine]).call('deploy', { target: 'x' })).toMatchObject({
+      ok: true,
+      text: 'done',
+    });
+  });
+
   it('gives the tool the signal, working directory, agent id and bash settings', async () => {
     const cwd = await tempDir();
     const { tool, execute } = spyTool('deploy', false);
