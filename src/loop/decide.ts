@@ -46,6 +46,7 @@ export function limitVerdict(run: RunContext): Ending | undefined {
     return { kind: 'fail', reason: verdict.reason, error: failure(verdict.code, verdict.message) };
   }
   if (verdict?.kind === 'complete') return { kind: 'complete', answer: verdict.answer, result: undefined };
+  if (run.renderBudget <= 0) return fixedInputTooLarge(run);
   if (!run.projection.fits(run.renderBudget)) {
     return {
       kind: 'fail',
@@ -57,6 +58,34 @@ export function limitVerdict(run: RunContext): Ending | undefined {
     };
   }
   return undefined;
+}
+
+/**
+ * The system prompt and the tool schemas alone leave no room for the projection (a huge definition
+ * body, or an MCP server listing a multi-megabyte schema): the budget left for the rest is zero or
+ * less, which the projection would have refused as an invalid option (`maxInputTokens` must be a
+ * positive number) instead of saying what does not fit.
+ */
+function fixedInputTooLarge(run: RunContext): Ending {
+  let largest = '';
+  let largestChars = 0;
+  for (const spec of run.toolbox.specs) {
+    const chars = JSON.stringify(spec).length;
+    if (chars > largestChars) {
+      largest = spec.name;
+      largestChars = chars;
+    }
+  }
+  const tool =
+    largest === '' ? '' : `; the largest tool definition is \`${largest}\` (${largestChars} characters)`;
+  return {
+    kind: 'fail',
+    reason: 'budget',
+    error: failure(
+      'context_budget',
+      `The system prompt (${run.system.length} characters) and the tool definitions leave no room for the task and the history: they take the whole input budget and ${-run.renderBudget} tokens more${tool}`,
+    ),
+  };
 }
 
 /** Why the run's signal aborted: the time limit (`timeout`) or a cancellation. */

@@ -7,6 +7,7 @@ import { runAgent } from '../../src/loop/run-agent.ts';
 import { budget, stepCount, toolCalled } from '../../src/loop/stop-conditions.ts';
 import { ScriptedProvider } from '../../src/providers/scripted.ts';
 import { createToolRegistry } from '../../src/tools/builtin/index.ts';
+import type { Tool } from '../../src/tools/types.ts';
 import { makeDefinition } from '../prompt/make-definition.ts';
 import { eventsOf, recordingTool, runScripted, tempDir } from './helpers.ts';
 
@@ -83,6 +84,22 @@ describe('agent loop: limits', () => {
       run: { task: 'y'.repeat(60_000), maxInputTokens: 8_000 },
     });
     expect(outcome).toMatchObject({ status: 'failed', reason: 'budget', error: { code: 'context_budget' } });
+    expect(provider.requests).toHaveLength(0);
+  });
+
+  it('tool definitions that alone exceed the input budget fail with context_budget, naming the largest', async () => {
+    // An MCP server listing a multi-megabyte schema: the budget left for the task and history was
+    // negative, and the agent failed with invalid_option "`maxInputTokens` ... got -1448099".
+    const properties = Object.fromEntries(
+      Array.from({ length: 2_000 }, (_, i) => [`p${i}`, { type: 'string', description: 'd'.repeat(40) }]),
+    );
+    const big = recordingTool('mcp__big__schema', () => ({ ok: true, text: 'never' }));
+    const tool = { ...big.tool, parameters: { type: 'object', properties } } as Tool;
+    const { outcome, provider } = await runScripted([], { tools: [tool], run: { maxInputTokens: 8_000 } });
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'budget', error: { code: 'context_budget' } });
+    expect(outcome.status === 'failed' && outcome.error.message).toMatch(
+      /tool definitions leave no room .* the largest tool definition is `mcp__big__schema`/,
+    );
     expect(provider.requests).toHaveLength(0);
   });
 
