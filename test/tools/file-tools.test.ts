@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { closeSync, constants, openSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -47,6 +49,30 @@ describe('read_file', () => {
       expect(result.text).toContain(message);
     }
     expect((await toolbox.call('read_file', { path: 'dir/x' })).text).toBe('dir/x is empty.');
+  });
+
+  it('refuses a FIFO at once instead of blocking on it; grep named the FIFO skips it', async () => {
+    const { toolbox, cwd } = await setup({ 'a.txt': 'one\n' });
+    const fifo = path.join(cwd, 'pipe');
+    execFileSync('mkfifo', [fifo]);
+    // Without a writer, opening the FIFO blocked a libuv pool thread for good, whatever the signal
+    // said. Should it block, a writer that comes and goes every 2 s unblocks it, so the test fails
+    // instead of leaving the thread (and the test process) stuck.
+    const unblock = setInterval(() => {
+      try {
+        closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+      } catch {
+        // No reader waiting: nothing to unblock.
+      }
+    }, 2_000);
+    const started = Date.now();
+    const read = await toolbox.call('read_file', { path: 'pipe' });
+    const grep = await toolbox.call('grep', { pattern: 'x', path: 'pipe' });
+    clearInterval(unblock);
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(read).toMatchObject({ ok: false });
+    expect(read.text).toContain('is not a regular file');
+    expect(grep.text).toContain('No matches');
   });
 
   it('stops a long read at a line under the size cap and says where to continue', async () => {

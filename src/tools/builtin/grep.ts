@@ -88,7 +88,8 @@ export const grepTool: Tool<GrepArgs> = {
       const below = isDir ? path.relative(target.absolute, file).split(path.sep).join('/') : '';
       if (isDir && !matchesGlob(below)) continue;
       const info = await stat(file);
-      if (info.size > GREP_MAX_FILE_BYTES) continue;
+      // Not a regular file (a FIFO named as `path`): reading it could block for good.
+      if (!info.isFile() || info.size > GREP_MAX_FILE_BYTES) continue;
       const bytes = await readFile(file, { signal: ctx.signal });
       if (isBinary(bytes)) continue;
       const shown = path.relative(target.root, file).split(path.sep).join('/');

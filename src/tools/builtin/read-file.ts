@@ -37,6 +37,11 @@ export const readFileTool: Tool<ReadFileArgs> = {
     if (info.isDirectory()) {
       throw new UserError('not_a_file', `\`${args.path}\` is a directory; use list_dir to see its entries`);
     }
+    if (!info.isFile()) {
+      // A FIFO, socket or device: opening a FIFO without a writer blocks a libuv pool thread for
+      // good (no signal reaches it), and four of them stall every file operation of the process.
+      throw new UserError('not_a_file', `\`${args.path}\` is not a regular file (a FIFO, socket or device)`);
+    }
     if (info.size > READ_FILE_MAX_FILE_BYTES) {
       throw new UserError(
         'file_too_large',
