@@ -55,6 +55,7 @@ export interface ModelSettingsBlock extends BlockBase {
   readonly settings: ModelSettings;
 }
 
+/** A block of any kind, as a {@link BlockStore} returns it: tell them apart by `kind`. */
 export type Block = PromptBlock | SettingsBlock | ModelSettingsBlock;
 
 /**

@@ -7,6 +7,10 @@ import type { SourcePosition } from './problem-types.ts';
 /** Where a definition came from, highest precedence first. */
 export type DefinitionSource = 'project' | 'user' | 'compat' | 'builtin';
 
+/**
+ * How the body makes the system prompt: `extend` puts it after troupe's base template; `full` renders
+ * the body itself as the template, with no base template.
+ */
 export type PromptMode = 'extend' | 'full';
 /**
  * How calls that no permission rule decides are treated (docs/permissions.md): `default` asks before
@@ -26,6 +30,10 @@ export interface PermissionRules {
   readonly ask: readonly string[];
   readonly deny: readonly string[];
 }
+/**
+ * The answer style troupe's base template asks for: `concise`, as few words as the task allows, in
+ * plain text; `default`, the answer first and then its details, in Markdown. Ignored by `full` prompts.
+ */
 export type OutputFormat = 'default' | 'concise';
 
 /** Exponential backoff with jitter. */
@@ -35,13 +43,21 @@ export interface RetryPolicy {
   readonly maxDelayMs: number;
 }
 
+/** Settings of the agent's shell tool (`run_terminal_cmd`). */
 export interface BashConfig {
+  /** Seconds before the command's process group is killed. */
   readonly timeoutSecs: number;
+  /** Bytes of output kept (its head and tail) when a command prints more. */
   readonly outputByteLimit: number;
   /** Prepended to every command, e.g. `set -euo pipefail;`. */
   readonly cmdPrefix?: string;
 }
 
+/**
+ * A tool the agent must call successfully to finish. Each turn that ends without it gets `reminder`
+ * pushed after `recovery`'s backoff delay, the last reminder forcing the tool; one more miss
+ * (`recovery.maxRetries` + 1 in a row) fails the agent with `completion_required`.
+ */
 export interface CompletionRequirement {
   /** The tool that must succeed before the agent may finish, e.g. `complete_task`. */
   readonly tool: string;
@@ -50,7 +66,13 @@ export interface CompletionRequirement {
   readonly recovery: RetryPolicy;
 }
 
+/** Settings of one tool of a definition (`toolConfig.<tool>`). */
 export interface ToolConfig {
+  /**
+   * Retries of a call that throws or returns a `retryable` failure. For `wait_for_instruction` it
+   * bounds the wait instead: each attempt waits up to its backoff delay (no `toolConfig` entry: no limit).
+   * @default `{ maxRetries: 0, baseDelayMs: 250, maxDelayMs: 4000 }`
+   */
   readonly retry?: RetryPolicy;
 }
 

@@ -4,14 +4,26 @@
  */
 import type { SerializedError } from '../errors.ts';
 
+/**
+ * `thread:started` and `thread:respawned`: a worker thread of the threads engine started, or one
+ * replacing a dead thread did.
+ */
 export interface ThreadEvent {
+  /** The thread's number (as in `agent:started`'s `hostId`). */
   readonly hostId: number;
 }
+/** `thread:crashed`: a worker thread died; its agents restart on another thread or fail (threads engine). */
 export interface ThreadCrashed extends ThreadEvent {
   readonly cause: SerializedError;
+  /** Ids of the agents that were running on it. */
   readonly agents: readonly string[];
 }
+/**
+ * `provider:backoff`: a provider answered 429, so no agent of the supervisor starts a request on it
+ * for `retryAfterMs` (capped at 5 minutes).
+ */
 export interface ProviderBackoff {
+  /** The provider key (the provider name). */
   readonly provider: string;
   readonly retryAfterMs: number;
 }

@@ -405,6 +405,7 @@ type Chained<T> = T extends unknown ? Omit<T, 'ts'> & ChainFields : never;
 /** A journalled event: a body plus its chain fields. */
 export type AuditEvent = Chained<AuditEventInput>;
 
+/** The `type` of a journalled event: `'Started'`, `'ToolCall'`, `'Completed'`... */
 export type AuditEventType = AuditEvent['type'];
 
 /** The journalled event of one type: `EventOf<'ToolCall'>`. */

@@ -43,6 +43,7 @@ export interface VerifyOptions {
   readonly contentHashes?: readonly string[];
 }
 
+/** Why {@link verifyJournal} stopped trusting a journal at `VerifyFailure.seq`. */
 export type VerifyReason =
   /** The event with this seq is not there (a line was lost or could not be read). */
   | 'missing_event'
@@ -54,12 +55,15 @@ export type VerifyReason =
   | 'bad_hash'
   /** The event's `prev` is not the previous event's hash: the chain was cut or spliced. */
   | 'broken_link'
+  /** The first event is not Started, or a later one is. */
   | 'not_started'
+  /** The event belongs to another agent than the Started event's. */
   | 'agent_mismatch'
   /** An event follows Completed or Failed. */
   | 'after_end'
   /** The re-rendered input of a model request does not hash to the recorded `inputHash`. */
   | 'input_mismatch'
+  /** `rerender` threw for a model request. */
   | 'rerender_failed';
 
 /** The first problem found. `seq` is the position where the journal stops being trustworthy. */
@@ -69,12 +73,14 @@ export interface VerifyFailure {
   readonly message: string;
 }
 
+/** What {@link verifyJournal} found: `ok`, or the first bad event in `firstBad`. */
 export interface VerifyResult {
   readonly ok: boolean;
   /** Events checked (all of them when `ok`). */
   readonly checkedEvents: number;
   /** InferenceSubmitted hashes (one per model request) compared with a re-render. */
   readonly checkedInferences: number;
+  /** Set when not `ok`. */
   readonly firstBad?: VerifyFailure;
 }
 

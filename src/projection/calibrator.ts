@@ -25,6 +25,7 @@ export interface ModelCalibration {
   readonly samples: number;
 }
 
+/** Options of {@link Calibrator}; a value out of range throws UserError `invalid_option`. */
 export interface CalibratorOptions {
   /**
    * Weight of the newest receipt, in (0, 1]. The first receipt sets the factor outright.

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { AGENTS_MD_BYTE_LIMIT } from '../constants.ts';
 import { projectDirs } from './project-dirs.ts';
 
+/** Options of {@link collectAgentsMd} (and of `assembleSystemPrompt`'s AGENTS.md section). */
 export interface AgentsMdOptions {
   /** Bytes of one AGENTS.md shown before it is cut. @default AGENTS_MD_BYTE_LIMIT */
   readonly byteLimit?: number;

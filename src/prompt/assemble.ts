@@ -16,6 +16,7 @@ export type PromptDefinition = Pick<
   'body' | 'promptMode' | 'skills' | 'agentsMd' | 'outputFormat' | 'path' | 'bodyLine'
 >;
 
+/** Options of {@link assembleSystemPrompt}: where the agent runs, its tools, and the template's values. */
 export interface AssembleOptions {
   /** The agent's working directory (`working_directory`, and where AGENTS.md and skills are found). */
   readonly cwd: string;

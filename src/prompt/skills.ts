@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { projectDirs } from './project-dirs.ts';
 
+/** Options of {@link discoverSkills} (and of `assembleSystemPrompt`'s skills section). */
 export interface SkillsOptions {
   /** Home directory for `~/.troupe/skills` and `~/.claude/skills`. @default os.homedir() (honours HOME) */
   readonly homeDir?: string;

@@ -6,6 +6,10 @@ import type { ModelPrice } from './pricing.ts';
 
 export type { ReasoningEffort } from './model-settings.ts';
 
+/**
+ * Whether the model may call tools: `auto` (it decides), `none`, `required` (some tool), or `{ tool }`
+ * (that tool, by its model-facing name).
+ */
 export type ToolChoice = 'auto' | 'none' | 'required' | { readonly tool: string };
 
 /**
@@ -26,6 +30,7 @@ export interface TurnRequest extends ModelSettings {
   readonly timeoutMs?: number;
 }
 
+/** Token counts of one model request, as the provider reported them (or troupe estimated them). */
 export interface Usage {
   /** Every input token, cached ones included. */
   readonly inputTokens: number;
@@ -42,6 +47,11 @@ export interface Usage {
   readonly estimated?: boolean;
 }
 
+/**
+ * Why the model stopped, mapped from each provider's own reason: `end_turn` (it finished),
+ * `tool_calls` (it called tools), `length` (output or context limit hit: the answer is cut off),
+ * `content_filter` (refused or filtered), `other` (a reason troupe does not know).
+ */
 export type StopReason = 'end_turn' | 'tool_calls' | 'length' | 'content_filter' | 'other';
 
 /** A tool call the model made, as carried by a `tool_call` event. */

@@ -16,6 +16,7 @@ export type {
   ThreadEvent,
 } from '../engines/events.ts';
 
+/** Who an agent event is about: the members every `agent:*` event starts with. */
 export interface AgentRef {
   readonly agentId: string;
   /** The agent that spawned this one, if any. */
@@ -24,17 +25,26 @@ export interface AgentRef {
   readonly agent: string;
 }
 
+/**
+ * `agent:spawned`: a spawn registered the agent; it has not started yet (it waits for a thread or a
+ * worker, or fails at once when the supervisor is closed or its run budget is spent).
+ */
 export interface AgentSpawned extends AgentRef {
   readonly task: string;
+  /** The spawn's `metadata`. */
   readonly metadata: Readonly<Record<string, unknown>>;
 }
+/** `agent:started`: the agent began to run (again, after a restart). */
 export interface AgentStarted extends AgentRef {
   /** The thread (threads engine) or worker number (redis engine) it runs on. */
   readonly hostId: number;
+  /** It continues from its journal rather than from the start. */
   readonly resumed: boolean;
 }
+/** `agent:round`: a round starts, with its first model request. */
 export interface AgentRound extends AgentRef {
   readonly round: number;
+  /** The projection's estimate of the request's input tokens. */
   readonly estimatedTokens: number;
 }
 /**
@@ -80,14 +90,17 @@ export interface AgentUsage extends AgentRef {
   /** Set when the request failed. */
   readonly errorCode?: string;
 }
+/** `agent:text`: the text of one model answer, whole (not streamed), as it went into the agent's history. */
 export interface AgentText extends AgentRef {
   readonly text: string;
 }
+/** `agent:waiting`: the agent called `wait_for_instruction` and waits for `handle.send()`. */
 export interface AgentWaiting extends AgentRef {}
 /** Problems with an agent's tools when it started: unknown tool names, unreachable MCP servers. */
 export interface AgentWarnings extends AgentRef {
   readonly warnings: readonly StartedWarning[];
 }
+/** `agent:instructed`: the agent received an instruction it waited for. */
 export interface AgentInstructed extends AgentRef {
   readonly text: string;
 }
@@ -107,9 +120,14 @@ export interface AgentDropped extends AgentRef {
   readonly text: string;
   readonly error: SerializedError;
 }
+/** `agent:completed` and `agent:failed`: the agent ended (or failed before it started), with its outcome. */
 export interface AgentEnded extends AgentRef {
   readonly outcome: AgentOutcome;
 }
+/**
+ * `agent:restarted`: the agent's thread died (threads engine) or its worker lost the job (redis
+ * engine), and it runs again from its journal.
+ */
 export interface AgentRestarted extends AgentRef {
   /** How many times it has restarted, this one included. */
   readonly restart: number;

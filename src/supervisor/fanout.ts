@@ -9,6 +9,7 @@ export interface SpawnSpec extends Omit<SpawnOptions, 'signal' | 'parent'> {
   readonly agent: string | AgentDefinition;
 }
 
+/** Options of `Supervisor.fanOut`. */
 export interface FanOutOptions {
   /** Agents running at once (the rest wait to be spawned). @default unlimited: the supervisor queues */
   readonly concurrency?: number;

@@ -63,6 +63,10 @@ export interface HostTool {
 
 export type { RedisBackendOptions, ThreadBackendOptions };
 
+/**
+ * Options of {@link Supervisor}, all optional. They are checked when it is built: an unknown key or
+ * a bad value throws UserError `invalid_option` (with the key a misspelt one may have meant).
+ */
 export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOptions {
   /**
    * `threads`: agents run in this process's worker threads (the `ThreadBackendOptions` apply).

@@ -38,6 +38,7 @@ export type ToolboxDefinition = Pick<
 
 const NO_SETTINGS: Readonly<Record<string, Readonly<Record<string, unknown>>>> = Object.freeze({});
 
+/** Options of {@link buildToolbox}: where the agent's tools work, and what they are given. */
 export interface ToolboxOptions {
   /** The agent's working directory; file tools are confined to it. */
   readonly cwd: string;
@@ -45,6 +46,7 @@ export interface ToolboxOptions {
   readonly projectRoot?: string;
   /** Where `~/path` rules start. @default os.homedir() */
   readonly home?: string;
+  /** The agent the tools run for, given to every tool as `ctx.agentId`. */
   readonly agentId: string;
   /** Values of the agent's settings blocks, by block id: given to every tool as `ctx.settings`. @default {} */
   readonly settings?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;

@@ -6,7 +6,9 @@
 import { markBuiltinTools } from '../registry.ts';
 import type { JsonSchema, Tool, ToolContext, ToolOutcome } from '../types.ts';
 
+/** Canonical name of the tool an agent calls to finish with a result (checked against its `outputSchema`). */
 export const COMPLETE_TASK = 'complete_task';
+/** Canonical name of the tool an agent calls to wait for its next instruction (sent with `handle.send()`). */
 export const WAIT_FOR_INSTRUCTION = 'wait_for_instruction';
 
 /**
