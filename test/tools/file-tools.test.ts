@@ -51,28 +51,38 @@ describe('read_file', () => {
     expect((await toolbox.call('read_file', { path: 'dir/x' })).text).toBe('dir/x is empty.');
   });
 
-  it('refuses a FIFO at once instead of blocking on it; grep named the FIFO skips it', async () => {
+  it('refuses a FIFO instead of blocking on it: read_file, grep, write_file, search_replace', async () => {
     const { toolbox, cwd } = await setup({ 'a.txt': 'one\n' });
     const fifo = path.join(cwd, 'pipe');
     execFileSync('mkfifo', [fifo]);
-    // Without a writer, opening the FIFO blocked a libuv pool thread for good, whatever the signal
-    // said. Should it block, a writer that comes and goes every 2 s unblocks it, so the test fails
-    // instead of leaving the thread (and the test process) stuck.
+    // Without a writer, opening the FIFO to read blocked a libuv pool thread for good, whatever the
+    // signal said (and to write, without a reader). Should a tool block, the other end opens every
+    // half second, so the test fails instead of leaving the thread (and the test process) stuck: a
+    // write end that opens at once means a reader was blocked on the FIFO.
+    let readersUnblocked = 0;
     const unblock = setInterval(() => {
       try {
         closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+        readersUnblocked += 1;
       } catch {
-        // No reader waiting: nothing to unblock.
+        // ENXIO: no reader waiting.
       }
-    }, 2_000);
-    const started = Date.now();
-    const read = await toolbox.call('read_file', { path: 'pipe' });
-    const grep = await toolbox.call('grep', { pattern: 'x', path: 'pipe' });
-    clearInterval(unblock);
-    expect(Date.now() - started).toBeLessThan(1_500);
-    expect(read).toMatchObject({ ok: false });
-    expect(read.text).toContain('is not a regular file');
-    expect(grep.text).toContain('No matches');
+      closeSync(openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK));
+    }, 500);
+    try {
+      const read = await toolbox.call('read_file', { path: 'pipe' });
+      const grep = await toolbox.call('grep', { pattern: 'x', path: 'pipe' });
+      const write = await toolbox.call('write_file', { path: 'pipe', content: 'x' });
+      const edit = await toolbox.call('search_replace', { path: 'pipe', old_string: 'a', new_string: 'b' });
+      expect(readersUnblocked).toBe(0);
+      for (const result of [read, write, edit]) {
+        expect(result).toMatchObject({ ok: false });
+        expect(result.text).toContain('is not a regular file');
+      }
+      expect(grep.text).toContain('No matches');
+    } finally {
+      clearInterval(unblock);
+    }
   });
 
   it('stops a long read at a line under the size cap and says where to continue', async () => {

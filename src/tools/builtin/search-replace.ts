@@ -48,8 +48,11 @@ export const searchReplaceTool: Tool<SearchReplaceArgs> = {
         `File \`${args.path}\` does not exist (to create it, give an empty old_string)`,
       );
     }
-    if ((await stat(file.absolute)).isDirectory()) {
-      throw new UserError('not_a_file', `\`${args.path}\` is a directory`);
+    const info = await stat(file.absolute);
+    if (info.isDirectory()) throw new UserError('not_a_file', `\`${args.path}\` is a directory`);
+    // A FIFO's open waits for the other end in a libuv pool thread no signal reaches.
+    if (!info.isFile()) {
+      throw new UserError('not_a_file', `\`${args.path}\` is not a regular file (a FIFO, socket or device)`);
     }
     if (args.old_string === args.new_string) {
       throw new UserError('no_change', 'old_string and new_string are the same; nothing to change');

@@ -28,8 +28,16 @@ export const writeFileTool: Tool<WriteFileArgs> = {
   readOnly: false,
   async execute(args, ctx) {
     const file = await confinePath(ctx.cwd, args.path);
-    if (file.exists && (await stat(file.absolute)).isDirectory()) {
-      throw new UserError('not_a_file', `\`${args.path}\` is a directory`);
+    if (file.exists) {
+      const info = await stat(file.absolute);
+      if (info.isDirectory()) throw new UserError('not_a_file', `\`${args.path}\` is a directory`);
+      // A FIFO's open for writing waits for a reader in a libuv pool thread no signal reaches.
+      if (!info.isFile()) {
+        throw new UserError(
+          'not_a_file',
+          `\`${args.path}\` is not a regular file (a FIFO, socket or device)`,
+        );
+      }
     }
     await mkdir(path.dirname(file.absolute), { recursive: true });
     await writeFile(file.absolute, args.content, { signal: ctx.signal });
