@@ -4,6 +4,7 @@ import { toolReferenceProblems } from '../definition/tool-references.ts';
 import type { AgentDefinition, DefinitionProblem } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
 import type { AuditEvent, AuditEventInput, EventOf, Started, StartedWarning } from '../journal/events.ts';
+import { mcpServersOption } from '../mcp/config.ts';
 import { McpPool, type McpToolSet, serversForAgent } from '../mcp/pool.ts';
 import { Projection } from '../projection/projection.ts';
 import { counterForModel, heuristicCounter, o200kCounter } from '../projection/token-counter.ts';
@@ -110,7 +111,12 @@ export async function startRun(
   checkBypass(definition, permissions);
   const channels = options.channels ?? {};
   const shared = options.registry ?? createToolRegistry();
-  const servers = serversForAgent(definition, options.mcpServers ?? {});
+  // A Supervisor hands its servers read; a caller of runAgent may give a `.mcp.json`-style map.
+  const given = options.mcpServers;
+  const servers = serversForAgent(
+    definition,
+    given === undefined || Object.keys(given).length === 0 ? {} : mcpServersOption(given),
+  );
   let mcp: McpToolSet = { tools: [], problems: [], notices: [] };
   if (Object.keys(servers).length > 0) {
     let source = options.mcp;

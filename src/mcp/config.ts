@@ -14,7 +14,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { describeValue } from '../errors.ts';
+import { describeValue, UserError } from '../errors.ts';
 import { MCP_SERVER_NAME_PATTERN } from './constants.ts';
 
 /** A server started as a child process that speaks MCP over its stdin and stdout. */
@@ -245,6 +245,21 @@ const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
  * variable is unset or empty. Unset variables without a default are listed in `missing` (and
  * expand to nothing).
  */
+/**
+ * An `mcpServers` option (the Supervisor's, `runAgent`'s) read as a `.mcp.json` map is read:
+ * `{ command, args }` without `type` or `env` is a stdio server. Throws UserError `invalid_option`
+ * (field `option`: `mcpServers.<name>...`) for the first entry that does not read.
+ */
+export function mcpServersOption(value: unknown): McpServers {
+  const read = readMcpServerMap(value);
+  const problem = read.problems[0];
+  if (problem) {
+    const option = ['mcpServers', ...problem.path].join('.');
+    throw new UserError('invalid_option', `\`${option}\`: ${problem.message}`, { option });
+  }
+  return read.servers;
+}
+
 export function expandMcpServerConfig(
   config: McpServerConfig,
   env: Readonly<Record<string, string | undefined>>,

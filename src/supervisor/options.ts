@@ -24,7 +24,7 @@ import {
 } from '../engines/threads/options.ts';
 import { describeValue, UserError } from '../errors.ts';
 import type { UsageRecord, UsageSink } from '../loop/usage-record.ts';
-import { type McpServers, readMcpServerMap } from '../mcp/config.ts';
+import { type McpServers, mcpServersOption } from '../mcp/config.ts';
 import { nonNegative, oneOf, positiveInt } from '../option-checks.ts';
 import type { ProviderConfig, ProviderLimits, ToolModuleRef } from '../protocol/messages.ts';
 import { registerConfiguredCredentials } from '../providers/credentials.ts';
@@ -408,16 +408,7 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
       );
     }
   }
-  let mcpServers: McpServers = {};
-  if (options.mcpServers !== undefined) {
-    const read = readMcpServerMap(options.mcpServers);
-    const problem = read.problems[0];
-    if (problem) {
-      const option = ['mcpServers', ...problem.path].join('.');
-      throw new UserError('invalid_option', `\`${option}\`: ${problem.message}`, { option });
-    }
-    mcpServers = read.servers;
-  }
+  const mcpServers: McpServers = options.mcpServers === undefined ? {} : mcpServersOption(options.mcpServers);
   const modelMap = options.modelMap === undefined ? {} : parseModelMap(options.modelMap);
   const modelSettings = prepareModelSettings(options.modelSettings, 'modelSettings');
   const blocks = options.blocks ?? fileBlockStore({ cwd: path.resolve(options.cwd ?? process.cwd()) });

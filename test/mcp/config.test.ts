@@ -6,8 +6,15 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { expandMcpServerConfig, loadProjectMcpFile, type McpStdioServer } from '../../src/mcp/config.ts';
+import type { McpServers } from '../../src/mcp/config.ts';
+import {
+  expandMcpServerConfig,
+  loadProjectMcpFile,
+  type McpStdioServer,
+  mcpServersOption,
+} from '../../src/mcp/config.ts';
 import { runMcpServers } from '../../src/supervisor/definitions.ts';
+import { runScripted } from '../loop/helpers.ts';
 
 let dir: string;
 beforeEach(() => {
@@ -90,5 +97,27 @@ describe('${VAR} expansion', () => {
     expect(expand(['${PORT:-8080}'], {})).toEqual({ args: ['8080'], missing: [] });
     expect(expand(['${PORT:-8080}'], { PORT: '' })).toEqual({ args: ['8080'], missing: [] });
     expect(expand(['${PORT:-8080}'], { PORT: '9' })).toEqual({ args: ['9'], missing: [] });
+  });
+});
+
+describe('mcpServers given in code', () => {
+  it('reads a .mcp.json-style entry (no type, no env) as runAgent and the Supervisor do', async () => {
+    const read = mcpServersOption({ files: { command: 'node', args: ['server.mjs'] } });
+    expect(read).toEqual({ files: { type: 'stdio', command: 'node', args: ['server.mjs'], env: {} } });
+    expect(mcpServersOption(read)).toEqual(read);
+    expect(() => mcpServersOption({ files: { command: 5 } })).toThrow(
+      expect.objectContaining({ code: 'invalid_option', fields: { option: 'mcpServers.files.command' } }),
+    );
+    // runAgent: the server cannot start (no such command), and the warning says so, not
+    // "Cannot read properties of undefined (reading 'replaceAll')".
+    const { events } = await runScripted([{ text: 'done' }], {
+      run: {
+        mcpServers: { files: { command: '/nonexistent/troupe-mcp', args: [] } } as unknown as McpServers,
+      },
+    });
+    const started = events[0];
+    const warnings = started?.type === 'Started' ? (started.warnings ?? []) : [];
+    expect(warnings).toMatchObject([{ code: 'mcp_unavailable' }]);
+    expect(JSON.stringify(warnings)).not.toContain('replaceAll');
   });
 });
