@@ -206,14 +206,12 @@ describe('Ctrl-C during troupe run', () => {
     async () => {
       const fifo = makeFifo('b.md');
       const journal = project.path('run.jsonl');
-      const run = spawnTroupe(project, [
-        'run',
-        'reader',
-        '--task',
-        'Read a.md and b.md',
-        '--journal',
-        journal,
-        '--json',
+      // troupe run --json's code (executeLive), with a read_file that ignores the abort: the
+      // built-in refuses a FIFO since it could block a thread no signal reaches.
+      const run = spawnFixture(project, [
+        'live',
+        ...['--cwd', project.root, '--journal', journal, '--effects', project.path('effects.jsonl')],
+        ...['--agent', 'reader', '--task', 'Read a.md and b.md'],
       ]);
       await run.until(readStarted('b.md'));
       // The ToolCall is journalled just before the tool runs: wait until the read really blocks.

@@ -28,7 +28,7 @@ let cleanup: () => void;
 const WRITER = (body: string) => `---
 name: writer
 description: Follows the plan in its task.
-tools: [look, write_note, read_file, complete_task]
+tools: [look, write_note, read_file, read_raw, complete_task]
 completionRequirement:
   tool: complete_task
 ---
@@ -41,7 +41,7 @@ beforeEach(() => {
   for (const [name, text] of Object.entries({
     'agents/writer.md': WRITER('You follow your plan.'),
     // v2 reads a file between the two looks: a new read-only call, which runs live.
-    'agents-v2/writer.md': WRITER('You follow your plan.\ndo#0.5: read_file {"path":"slow.md"}'),
+    'agents-v2/writer.md': WRITER('You follow your plan.\ndo#0.5: read_raw {"path":"slow.md"}'),
     'slow.md': 'slow\n',
     'plan.yaml': [
       'agent: writer',
@@ -136,7 +136,7 @@ describe('troupe replay RUN_DIR', () => {
     );
     expect(ofType(one ?? [], 'ToolResult').map((result) => [result.name, result.replay])).toEqual([
       ['look', 'recorded'],
-      ['read_file', 'live'],
+      ['read_raw', 'live'],
       ['look', 'recorded'],
       ['write_note', 'recorded'],
       ['complete_task', undefined],
@@ -170,7 +170,7 @@ describe('troupe replay RUN_DIR', () => {
         { cwd: dir },
       );
       await waitUntil(
-        () => child.stdout().includes('"tool":"read_file"'),
+        () => child.stdout().includes('"tool":"read_raw"'),
         'the replay starts its live read of the FIFO',
         2400,
       );
@@ -192,7 +192,7 @@ describe('troupe replay RUN_DIR', () => {
       const results = ofType(events, 'ToolResult');
       expect(results.map((result) => [result.name, result.replay ?? result.text])).toEqual([
         ['look', 'recorded'],
-        ['read_file', INTERRUPTED_TOOL_RESULT],
+        ['read_raw', INTERRUPTED_TOOL_RESULT],
         ['look', 'recorded'],
         ['write_note', 'recorded'],
         ['complete_task', 'Task complete: your result was delivered.'],
