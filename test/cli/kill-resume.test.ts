@@ -121,16 +121,15 @@ describe('troupe run killed with SIGKILL, then troupe resume in a new process', 
     async () => {
       const fifo = makeFifo('b.md');
       const journal = project.path('run.jsonl');
-      const run = spawnTroupe(project, [
-        'run',
-        'reader',
-        '--task',
-        'Read a.md, b.md and c.md',
-        '--journal',
-        journal,
-        '--json',
+      // troupe run --json's code (executeLive) with a read that blocks on the FIFO: the built-in
+      // read_file refuses a FIFO at once, and its result could be journalled before the kill.
+      const run = spawnFixture(project, [
+        'live',
+        ...['--cwd', project.root, '--journal', journal, '--effects', project.path('effects.jsonl')],
+        ...['--agent', 'reader', '--task', 'Read a.md, b.md and c.md'],
       ]);
       await run.until(readStarted('b.md'));
+      await untilBlockedOnFifo(run);
       run.process.kill('SIGKILL');
       expect(await run.exited).toMatchObject({ signal: 'SIGKILL' });
 
