@@ -275,6 +275,15 @@ class RunningTurn implements Turn {
         callId,
       });
     }
+    // A result that is not a string (from code that is not type-checked) would be read as "not
+    // answered yet" (undefined) or reach the provider as a number or an object.
+    if (typeof result !== 'string') {
+      throw new UserError(
+        'invalid_tool_result',
+        `Expected the result of tool call ${callId} to be a string, got ${describeValue(result)}.`,
+        { provider: this.#driver.provider, callId },
+      );
+    }
     call.result = result;
     for (const other of this.#pending.values()) if (other.result === undefined) return;
     this.#answers?.answered();

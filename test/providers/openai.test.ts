@@ -278,6 +278,12 @@ describe('openai tool rounds', () => {
         errors.push(error);
       }
       turn.stop();
+      // A result that is not a string (JavaScript callers): refused, and the call stays pending.
+      try {
+        turn.respond(event.id, { lines: 3 } as unknown as string);
+      } catch (error) {
+        errors.push(error);
+      }
       turn.respond(event.id, 'first');
       try {
         turn.respond(event.id, 'second');
@@ -285,13 +291,9 @@ describe('openai tool rounds', () => {
         errors.push(error);
       }
     }
-    expect(
-      errors.map(
-        (error) => hasErrorCode(error, 'unknown_tool_call') || hasErrorCode(error, 'duplicate_tool_result'),
-      ),
-    ).toEqual([true, true]);
     expect(errors.map((error) => (error as { code: string }).code)).toEqual([
       'unknown_tool_call',
+      'invalid_tool_result',
       'duplicate_tool_result',
     ]);
   });
