@@ -405,6 +405,6 @@ async function finishCapture(ctx: RunContext, capture: PendingCapture, text: str
     };
   }
   ctx.pushHistory(`Captured answer for ${capture.modelName}: ${text}`, 'capture', [], capture.callId);
-  const accepted = recordToolResult(ctx, capture.callId, capture.name, capture.modelName, outcome, false);
-  if (accepted && outcome.ok) ctx.succeededTools.add(capture.name);
+  const recorded = recordToolResult(ctx, capture.callId, capture.name, capture.modelName, outcome, false);
+  if (recorded.accepted && recorded.outcome.ok) ctx.succeededTools.add(capture.name);
 }

@@ -4,6 +4,7 @@
  * result that did not fit counts as a failed call: it starts no capture, ends no slice and
  * satisfies no completion requirement.
  */
+import { hasErrorCode } from '../errors.ts';
 import { RESULT_NOT_FITTED_TEXT } from '../projection/constants.ts';
 import type { ApprovalDecision } from '../protocol/approvals.ts';
 import type { ToolCall } from '../providers/types.ts';
@@ -77,7 +78,9 @@ export async function handleToolCall(
     denied = result.denied !== undefined;
   }
   const refused = refusal !== undefined || denied;
-  const accepted = recordToolResult(ctx, call.id, canonical, call.name, outcome, refused, disposition);
+  const recorded = recordToolResult(ctx, call.id, canonical, call.name, outcome, refused, disposition);
+  const accepted = recorded.accepted;
+  outcome = recorded.outcome;
   const succeeded = outcome.ok && accepted && !refused;
   if (succeeded) ctx.succeededTools.add(canonical);
   return {
@@ -134,7 +137,8 @@ export function runToolCall(
 /**
  * Adds a tool result to the projection (or the not-fitted text when it would exceed the budget) and
  * journals the exact result, with how a replay answered it (`replay`). Returns whether the result
- * itself reached the projection.
+ * itself reached the projection, and the outcome recorded: `outcome`, or a failure naming the tool
+ * when its data or state cannot be journalled.
  */
 export function recordToolResult(
   ctx: RunContext,
@@ -144,7 +148,7 @@ export function recordToolResult(
   outcome: ToolOutcome,
   refused: boolean,
   replay?: ReplayDisposition,
-): boolean {
+): { readonly accepted: boolean; readonly outcome: ToolOutcome } {
   const stateUpdates = outcome.ok ? (outcome.stateUpdates ?? []) : [];
   const displayedStateKeys = outcome.ok ? (outcome.displayedStateKeys ?? []) : [];
   const entry = formatToolResult(modelName, outcome.ok, outcome.text);
@@ -167,9 +171,19 @@ export function recordToolResult(
     ...(outcome.data === undefined ? {} : { data: outcome.data }),
     ...(replay === undefined ? {} : { replay }),
   } as const;
-  ctx.record(event);
+  try {
+    ctx.record(event);
+  } catch (error) {
+    // A tool's data or state the journal cannot hold (a bigint, a cycle, nesting too deep): the
+    // call fails, naming the tool, instead of the agent (nothing was appended: the journal
+    // serializes before it writes).
+    if (!hasErrorCode(error, 'journal_unserializable')) throw error;
+    const why = error instanceof Error ? error.message : String(error);
+    const failed = { ok: false, text: `${modelName} failed: its result cannot be journalled: ${why}` };
+    return recordToolResult(ctx, callId, canonical, modelName, failed, refused, replay);
+  }
   ctx.roundEntries.push(applyToolResult(ctx.projection, event, modelName));
-  return accepted;
+  return { accepted, outcome };
 }
 
 /**

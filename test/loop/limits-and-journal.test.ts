@@ -177,6 +177,24 @@ describe('agent loop: journal', () => {
     expect(result).toMatchObject({ ok: true, checkedInferences: 3 });
   });
 
+  it("a tool's data the journal cannot hold fails that call, naming the tool, not the agent", async () => {
+    // A bigint (or a cycle) in a tool module's data failed the agent with journal_unserializable.
+    const odd = recordingTool('odd', () => ({ ok: true, text: 'fine', data: { count: 10n } }));
+    const { outcome, events } = await runScripted(
+      [{ toolCalls: [{ name: 'odd', arguments: {} }] }, { text: 'done' }],
+      { tools: [odd.tool] },
+    );
+    expect(outcome).toMatchObject({ status: 'completed', answer: 'done' });
+    expect(eventsOf(events, 'ToolResult')).toMatchObject([
+      {
+        name: 'odd',
+        ok: false,
+        text: expect.stringMatching(/^odd failed: its result cannot be journalled: .*bigint/),
+      },
+    ]);
+    expect(verifyJournal(events, { rerender: journalRerender() })).toMatchObject({ ok: true });
+  });
+
   it('verify reports the first altered event', async () => {
     const { events } = await runScripted(
       [{ toolCalls: [{ name: 'echo', arguments: {} }] }, { text: 'done' }],
