@@ -48,11 +48,43 @@ export interface PinnedDefinition {
 }
 
 /**
- * The definition recorded in `started`, read back: the recorded text parsed the way it was
- * parsed then, or the recorded content. `given` (the definition as it is now) runs only for a
- * journal written before troupe recorded definitions. Throws SystemError
- * `pinned_definition_invalid` when the recorded text no longer parses. The definition parser (and
- * its YAML parser) is imported here, when a resumed agent needs it, not when a thread starts.
+ * The definition recorded in `started`, read back: the recorded text parsed the way it was parsed
+ * then, or the recorded content; undefined for a journal written before troupe recorded
+ * definitions. `fallback` supplies what the record lacks (its path, source, body line). Throws
+ * SystemError `pinned_definition_invalid` when the recorded text no longer parses. The definition
+ * parser (and its YAML parser) is imported here, when it is needed, not when a thread starts.
+ */
+export async function recordedDefinition(
+  started: EventOf<'Started'>,
+  fallback: Partial<Pick<AgentDefinition, 'path' | 'source' | 'bodyLine'>> = {},
+): Promise<AgentDefinition | undefined> {
+  const recorded = started.definition;
+  const path = recorded.path ?? fallback.path ?? `journal:${started.agentId}`;
+  const source = recorded.source ?? fallback.source;
+  if (recorded.text !== undefined) {
+    const { parseDefinition } = await import('../definition/load.ts');
+    const parsed = parseDefinition(recorded.text, path, {
+      ...(source === undefined ? {} : { source }),
+      path,
+    });
+    if (parsed.definition) return parsed.definition;
+    const first = parsed.errors[0];
+    throw new SystemError(
+      'pinned_definition_invalid',
+      `The definition recorded when agent ${started.agentId} started no longer reads as a definition` +
+        (first ? ` (${first.line}:${first.column}: ${first.message})` : '') +
+        '; resume it with the troupe version that started it',
+      { agentId: started.agentId, path, errors: parsed.errors },
+    );
+  }
+  if (recorded.content === undefined) return undefined;
+  return { ...recorded.content, source, path, bodyLine: fallback.bodyLine } as AgentDefinition;
+}
+
+/**
+ * The definition a resumed agent runs: {@link recordedDefinition}, or `given` (the definition as
+ * it is now) for a journal written before troupe recorded definitions. Throws as
+ * `recordedDefinition` does.
  */
 export async function pinnedDefinition(
   started: EventOf<'Started'>,
@@ -61,33 +93,16 @@ export async function pinnedDefinition(
   const recorded = started.definition;
   const givenHash = definitionHashOf(given);
   const changed = givenHash === recorded.hash ? undefined : { hash: givenHash, path: given.path };
-  const path = recorded.path ?? given.path;
-  const source = recorded.source ?? given.source;
-  if (recorded.text !== undefined) {
-    const { parseDefinition } = await import('../definition/load.ts');
-    const parsed = parseDefinition(recorded.text, path, { source, path });
-    if (!parsed.definition) {
-      const first = parsed.errors[0];
-      throw new SystemError(
-        'pinned_definition_invalid',
-        `The definition recorded when agent ${started.agentId} started no longer reads as a definition` +
-          (first ? ` (${first.line}:${first.column}: ${first.message})` : '') +
-          '; resume it with the troupe version that started it',
-        { agentId: started.agentId, path, errors: parsed.errors },
-      );
-    }
-    const hash = definitionHash(parsed.definition);
+  const definition = await recordedDefinition(started, given);
+  if (definition !== undefined) {
+    const hash = recorded.text === undefined ? recorded.hash : definitionHash(definition);
     const notices =
       hash === recorded.hash
         ? []
         : [
             `The recorded definition reads differently with this troupe version (hash ${hash.slice(0, 12)}, recorded ${recorded.hash.slice(0, 12)}); it runs as read now`,
           ];
-    return { definition: parsed.definition, ...(changed ? { changed } : {}), notices };
-  }
-  if (recorded.content !== undefined) {
-    const definition = { ...recorded.content, source, path, bodyLine: given.bodyLine } as AgentDefinition;
-    return { definition, ...(changed ? { changed } : {}), notices: [] };
+    return { definition, ...(changed ? { changed } : {}), notices };
   }
   return {
     definition: given,

@@ -12,6 +12,7 @@ import { canonicalJson } from '../journal/canonical-json.ts';
 import { INTERRUPTED_TOOL_RESULT } from '../journal/constants.ts';
 import type { AuditEvent, EventOf } from '../journal/events.ts';
 import { redactValue } from '../journal/redact.ts';
+import { recordedDefinition } from '../loop/pinning.ts';
 import { canonicalArgs } from '../tools/params.ts';
 import type { RecordedCall, ReplayRecording } from './types.ts';
 
@@ -71,18 +72,14 @@ export async function recordingOf(events: readonly AuditEvent[], of: string): Pr
  * recorded text mentions `paramNameOverrides`.
  */
 export async function recordedParamNameOverrides(started: EventOf<'Started'>): Promise<ParamNameOverrides> {
-  const { content, text, path, source } = started.definition;
-  if (content !== undefined) {
-    const overrides = content.paramNameOverrides;
-    return typeof overrides === 'object' && overrides !== null ? (overrides as ParamNameOverrides) : {};
+  const { text } = started.definition;
+  // Most definitions rename nothing: their text is not parsed again for it.
+  if (text !== undefined && !text.includes('paramNameOverrides')) return {};
+  try {
+    return (await recordedDefinition(started))?.paramNameOverrides ?? {};
+  } catch {
+    return {}; // A recorded text that no longer parses: its calls are taken as journalled.
   }
-  if (text === undefined || !text.includes('paramNameOverrides')) return {};
-  const { parseDefinition } = await import('../definition/load.ts');
-  const file = path ?? `${started.definition.name}.md`;
-  return (
-    parseDefinition(text, file, { ...(source === undefined ? {} : { source }), path: file }).definition
-      ?.paramNameOverrides ?? {}
-  );
 }
 
 /** The instructions the recorded agent received, in index order (what a replay sends it again). */

@@ -8,7 +8,7 @@ import { statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { PinnedBlock } from '../../blocks/types.ts';
 import { getAgent } from '../../definition/discovery.ts';
-import { definitionHash, parseDefinition } from '../../definition/load.ts';
+import { definitionHash } from '../../definition/load.ts';
 import type { AgentDefinition } from '../../definition/types.ts';
 import { describeValue, SystemError, UserError } from '../../errors.ts';
 import type { AuditEvent, AuditEventInput, EventOf } from '../../journal/events.ts';
@@ -18,7 +18,7 @@ import type { JournalSink } from '../../journal/sink.ts';
 import { verifyJournalContents } from '../../journal/verify.ts';
 import { JournalWriter } from '../../journal/writer.ts';
 import { resolveLimits } from '../../loop/limits.ts';
-import { resolveStartSettings } from '../../loop/pinning.ts';
+import { recordedDefinition, resolveStartSettings } from '../../loop/pinning.ts';
 import { journalRerender } from '../../loop/rerender.ts';
 import { type RunAgentOptions, runAgent } from '../../loop/run-agent.ts';
 import type { AgentChannels, AgentLimits, AgentOutcome } from '../../loop/types.ts';
@@ -453,16 +453,10 @@ async function resumedDefinition(
   try {
     return { definition: await getAgent(started.definition.name, { cwd }), missing: false };
   } catch (error) {
-    const recorded = started.definition;
-    if (!(error instanceof UserError && error.code === 'unknown_agent') || recorded.text === undefined)
-      throw error;
-    const file = recorded.path ?? `journal:${started.agentId}`;
-    const parsed = parseDefinition(recorded.text, file, {
-      ...(recorded.source === undefined ? {} : { source: recorded.source }),
-      ...(recorded.path === undefined ? {} : { path: recorded.path }),
-    });
-    if (!parsed.definition) throw error;
-    return { definition: parsed.definition, missing: true };
+    if (!(error instanceof UserError && error.code === 'unknown_agent')) throw error;
+    const definition = await recordedDefinition(started);
+    if (definition === undefined) throw error;
+    return { definition, missing: true };
   }
 }
 
