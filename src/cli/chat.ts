@@ -19,7 +19,7 @@ import type { AgentChannels } from '../loop/types.ts';
 import type { ApprovalRequest } from '../protocol/approvals.ts';
 import { parseModelMap } from '../providers/models.ts';
 import { printable } from '../run-dir/format.ts';
-import { type ApprovalAnswer, DENY_UNATTENDED, type SessionApprover } from '../run-dir/session-approvals.ts';
+import type { ApprovalAnswer, SessionApprover } from '../run-dir/session-approvals.ts';
 import { DEFAULT_SESSION_TASK } from '../supervisor/session.ts';
 import { COMMAND_HELP } from './commands.ts';
 import {
@@ -28,7 +28,7 @@ import {
   approvalPrompt,
   PersonQueue,
   personAnswer,
-  RuleApprover,
+  withApproveRules,
 } from './shared/approvers.ts';
 import { existingDirectory } from './shared/dir-flag.ts';
 import type { CliIO } from './shared/io.ts';
@@ -136,8 +136,7 @@ export async function chat(
   const controller = new AbortController();
   // At a terminal the person answers requests by typing; off it nobody can (as `troupe run`).
   const person = isTTY ? new LineApprover(lines, io) : undefined;
-  const fallback = person ?? DENY_UNATTENDED;
-  const approver = asked.approve.length > 0 ? new RuleApprover(asked.approve, info.cwd, fallback) : fallback;
+  const approver = withApproveRules(asked.approve, info.cwd, person);
   const inbox = new Inbox(lines, controller, person);
   let outcome: Awaited<ReturnType<PreparedSession['execute']>>;
   try {

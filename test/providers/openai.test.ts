@@ -1,6 +1,5 @@
 /** The openai provider's requests, continuations and options, against a local server. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { hasErrorCode } from '../../src/errors.ts';
 import { OpenAIProvider } from '../../src/providers/openai.ts';
 import type { ToolChoice, TurnEvent } from '../../src/providers/types.ts';
 import type { ToolSpec } from '../../src/tools/types.ts';

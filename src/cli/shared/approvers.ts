@@ -54,11 +54,6 @@ export class PersonQueue {
     return this.#queue.length;
   }
 
-  /** The request an answer is for. */
-  get head(): ApprovalRequest | undefined {
-    return this.#queue[0]?.request;
-  }
-
   push(request: ApprovalRequest, answer: (answer: ApprovalAnswer) => void): void {
     this.#queue.push({ request, answer });
     if (this.#queue.length === 1) this.#announce?.(request);
@@ -221,6 +216,16 @@ export class RuleApprover implements SessionApprover {
   }
 }
 
+/** `--approve` rules (none: `person` alone) before `person`, or before a denial when nobody can answer. */
+export function withApproveRules(
+  approve: readonly string[],
+  cwd: string,
+  person: SessionApprover | undefined,
+): SessionApprover {
+  const fallback = person ?? DENY_UNATTENDED;
+  return approve.length > 0 ? new RuleApprover(approve, cwd, fallback) : fallback;
+}
+
 /** The approver of a command: `--approve` rules, then the terminal when there is one, else a denial. */
 export function commandApprover(options: {
   readonly approve: readonly string[];
@@ -231,14 +236,14 @@ export function commandApprover(options: {
   readonly announce?: (request: ApprovalRequest) => void;
 }): SessionApprover {
   const { input } = options;
-  const fallback =
+  const person =
     input?.isTTY === true && typeof input.setRawMode === 'function'
       ? new TerminalApprover(input, {
           interrupt: options.interrupt,
           ...(options.announce ? { announce: options.announce } : {}),
         })
-      : DENY_UNATTENDED;
-  return options.approve.length > 0 ? new RuleApprover(options.approve, options.cwd, fallback) : fallback;
+      : undefined;
+  return withApproveRules(options.approve, options.cwd, person);
 }
 
 /**
