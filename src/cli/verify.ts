@@ -23,7 +23,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .option('--json', 'print the result as JSON')
     .action((file: string, flags: { json?: boolean }) => {
       const path = resolve(file);
-      const contents = readJournal(path);
+      const contents = readJournal(path, { hashes: true });
       const result = verifyJournalContents(contents, { rerender: journalRerender() });
       const ending = endingOf(contents.events);
       const rounds = verifiedRounds(contents.events, result.checkedInferences);

@@ -40,11 +40,17 @@ export interface JournalContents {
   /** Newline-terminated lines that are not well-formed events: damage, not a torn write. */
   readonly problems: JournalProblem[];
   /**
-   * The content hash (`eventHash`) of each of `events`, in the same order, computed while checking
-   * that its line is canonical: `verifyJournal` takes them (`contentHashes`) instead of hashing every
-   * event again. Absent in contents built by other means.
+   * With `{ hashes: true }`: the content hash (`eventHash`) of each of `events`, in the same order,
+   * computed while checking that its line is canonical: `verifyJournal` takes them
+   * (`contentHashes`) instead of serializing every event again.
    */
   readonly hashes?: string[];
+}
+
+/** Options of {@link readJournal} and {@link parseJournal}. */
+export interface ReadJournalOptions {
+  /** Also hash each event (for a chain check: `journalDamage`, `verifyJournalContents`). @default false */
+  readonly hashes?: boolean;
 }
 
 const NEWLINE = 0x0a;
@@ -56,7 +62,7 @@ const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
  * Reads and parses the journal at `path`. Throws `SystemError` only when the file cannot be read
  * (`journal_not_found`, `journal_io`); damage inside it is reported in the result.
  */
-export function readJournal(path: string): JournalContents {
+export function readJournal(path: string, options: ReadJournalOptions = {}): JournalContents {
   let bytes: Buffer;
   try {
     bytes = readFileSync(path);
@@ -68,14 +74,14 @@ export function readJournal(path: string): JournalContents {
     const message = `Could not read journal ${path}: ${String(error)}`;
     throw new SystemError('journal_io', message, { path, errno: code }, { cause: error });
   }
-  return parseJournal(bytes);
+  return parseJournal(bytes, options);
 }
 
 /** Parses journal bytes (or text) the way {@link readJournal} does. */
-export function parseJournal(data: Uint8Array | string): JournalContents {
+export function parseJournal(data: Uint8Array | string, options: ReadJournalOptions = {}): JournalContents {
   const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
   const events: AuditEvent[] = [];
-  const hashes: string[] = [];
+  const hashes: string[] | undefined = options.hashes === true ? [] : undefined;
   const problems: JournalProblem[] = [];
   let tornTailBytes = 0;
   let start = 0;
@@ -87,23 +93,23 @@ export function parseJournal(data: Uint8Array | string): JournalContents {
       tornTailBytes = bytes.length - start;
       break;
     }
-    const parsed = parseLine(bytes.subarray(start, newline));
+    const parsed = parseLine(bytes.subarray(start, newline), hashes !== undefined);
     if ('event' in parsed) {
       events.push(parsed.event);
-      hashes.push(parsed.hash);
+      hashes?.push(parsed.hash);
     } else {
       problems.push({ line, offset: start, reason: parsed.reason, message: parsed.message });
     }
     start = newline + 1;
   }
-  return { events, tornTail: tornTailBytes > 0, tornTailBytes, problems, hashes };
+  return { events, tornTail: tornTailBytes > 0, tornTailBytes, problems, ...(hashes ? { hashes } : {}) };
 }
 
 type LineResult =
   | { readonly event: AuditEvent; readonly hash: string }
   | { readonly reason: JournalProblem['reason']; readonly message: string };
 
-function parseLine(bytes: Uint8Array): LineResult {
+function parseLine(bytes: Uint8Array, hashed: boolean): LineResult {
   if (bytes.length === 0) return { reason: 'blank_line', message: 'Expected an event, found an empty line' };
   const text = decoder.decode(bytes);
   let value: unknown;
@@ -120,20 +126,21 @@ function parseLine(bytes: Uint8Array): LineResult {
   if (problem !== undefined)
     return { reason: 'not_an_event', message: `Expected an audit event: ${problem}` };
   const event = value as AuditEvent;
-  const checked = canonicalCheck(text, bytes, event);
+  const checked = canonicalCheck(text, bytes, event, hashed);
   if ('reason' in checked) return { reason: 'non_canonical', message: checked.reason };
   return { event, hash: checked.hash };
 }
 
 /**
- * The event's content hash (`eventHash`) when `text` is the exact line the writer stores for
- * `event`, else why it is not. The canonical JSON the check builds is what the hash covers, so
- * hashing it here spares the chain check a second serialization of every event.
+ * Why `text` is not the exact line the writer stores for `event`; else, when `hashed`, the event's
+ * content hash (`eventHash`): the canonical JSON the check builds is what the hash covers, so
+ * hashing it here spares a chain check a second serialization of every event.
  */
 function canonicalCheck(
   text: string,
   bytes: Uint8Array,
   event: AuditEvent,
+  hashed: boolean,
 ): { readonly hash: string } | { readonly reason: string } {
   if (bytes[bytes.length - 1] === CARRIAGE_RETURN) {
     return {
@@ -152,7 +159,7 @@ function canonicalCheck(
     const canonical = canonicalJson(rest);
     // Writers before 2026-11-30 sorted `hash` among the other members: their lines are canonical too.
     if (withHash(canonical, hash) === text || canonicalJson(event) === text) {
-      return { hash: sha256Hex(canonical) };
+      return { hash: hashed ? sha256Hex(canonical) : '' };
     }
   } catch {
     return { reason: 'Expected an event that serializes to canonical JSON, found one that does not' };

@@ -178,7 +178,7 @@ export interface FileVerifyResult extends VerifyResult {
  * Throws only when the file cannot be read (`journal_not_found`, `journal_io`).
  */
 export function verifyJournalFile(path: string, options: VerifyOptions = {}): FileVerifyResult {
-  return verifyJournalContents(readJournal(path), options);
+  return verifyJournalContents(readJournal(path, { hashes: true }), options);
 }
 
 /** {@link verifyJournalFile} for contents already read or parsed (`readJournal`, `parseJournal`). */

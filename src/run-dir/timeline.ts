@@ -139,7 +139,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
     let events = journals.get(agentId);
     if (events === undefined) {
       const file = journalFile(paths, agentId);
-      const contents = existsSync(file) ? readJournal(file) : undefined;
+      const contents = existsSync(file) ? readJournal(file, { hashes: true }) : undefined;
       events = contents?.events ?? [];
       const damage = contents && journalDamage(contents);
       if (damage !== undefined) damages.set(agentId, damageText(damage));

@@ -91,7 +91,7 @@ async function recordedEvents(journal: RecordedJournal): Promise<readonly AuditE
       { path, size, limit: MAX_REPLAY_JOURNAL_BYTES },
     );
   }
-  const contents = parseJournal(await readFile(path));
+  const contents = parseJournal(await readFile(path), { hashes: true });
   // An edited recording would be served as recorded: the chain is checked, not only the lines.
   const damage = journalDamage(contents);
   if (damage !== undefined) {

@@ -104,7 +104,6 @@ describe('parseJournal', () => {
   it('an empty journal has no events and no torn tail', () => {
     expect(parseJournal('')).toEqual({
       events: [],
-      hashes: [],
       tornTail: false,
       tornTailBytes: 0,
       problems: [],

@@ -25,7 +25,7 @@ export function isJournalFile(target: string): boolean {
  * that is no journal fails with `not_a_journal`.
  */
 export function readJournalTimeline(file: string, options: TimelineOptions = {}): Timeline {
-  const contents = readJournal(file);
+  const contents = readJournal(file, { hashes: true });
   const { events } = contents;
   if (events[0]?.type !== 'Started') {
     throw new UserError(
