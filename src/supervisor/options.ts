@@ -279,62 +279,58 @@ function checkConfiguredOptions(name: string, config: ProviderConfig): void {
   }
 }
 
-/** Every key of {@link SupervisorOptions}: the compiler checks the list against the type, both ways. */
-const SUPERVISOR_OPTION_KEYS = [
-  'backend',
-  'providers',
-  'defaultProvider',
-  'defaultModel',
-  'modelMap',
-  'modelSettings',
-  'blocks',
-  'mcpServers',
-  'mcpProjectFile',
-  'limits',
-  'toolModules',
-  'hostTools',
-  'restart',
-  'graceMs',
-  'maxPendingInstructions',
-  'retainEndedAgents',
-  'cwd',
-  'definitions',
-  'compat',
-  'orchestration',
-  'usageSink',
-  'runLimits',
-  'tracing',
-  'permissions',
-  'approvals',
-  'threads',
-  'isolation',
-  'maxAgentsPerThread',
-  'journalDir',
-  'fsync',
-  'heartbeat',
-  'threadStartTimeoutMs',
-  'resourceLimits',
-  'quarantineThreads',
-  'maxBystanderRestarts',
-  'execArgv',
-  'redisUrl',
-  'queueName',
-  'prefix',
-  'parkAfterMs',
-  'reconcileIntervalMs',
-  'retainSeconds',
-  'connectTimeoutMs',
-  'unservedAfterMs',
-  'maxBatchSize',
-] as const satisfies readonly (keyof SupervisorOptions)[];
-
-/** Fails to compile when an option is added to the type and not to the list. */
-const EVERY_OPTION_LISTED: Exclude<
-  keyof SupervisorOptions,
-  (typeof SUPERVISOR_OPTION_KEYS)[number]
-> extends never
-  ? true
-  : never = true;
+/**
+ * Every key of {@link SupervisorOptions}: a record, so the compiler refuses a key the type lacks
+ * and misses none the type has.
+ */
+const SUPERVISOR_OPTION_KEYS: Readonly<Record<keyof SupervisorOptions, true>> = {
+  backend: true,
+  providers: true,
+  defaultProvider: true,
+  defaultModel: true,
+  modelMap: true,
+  modelSettings: true,
+  blocks: true,
+  mcpServers: true,
+  mcpProjectFile: true,
+  limits: true,
+  toolModules: true,
+  hostTools: true,
+  restart: true,
+  graceMs: true,
+  maxPendingInstructions: true,
+  retainEndedAgents: true,
+  cwd: true,
+  definitions: true,
+  compat: true,
+  orchestration: true,
+  usageSink: true,
+  runLimits: true,
+  tracing: true,
+  permissions: true,
+  approvals: true,
+  threads: true,
+  isolation: true,
+  maxAgentsPerThread: true,
+  journalDir: true,
+  fsync: true,
+  heartbeat: true,
+  threadStartTimeoutMs: true,
+  resourceLimits: true,
+  quarantineThreads: true,
+  maxBystanderRestarts: true,
+  execArgv: true,
+  redisUrl: true,
+  queueName: true,
+  prefix: true,
+  parkAfterMs: true,
+  reconcileIntervalMs: true,
+  retainSeconds: true,
+  connectTimeoutMs: true,
+  unservedAfterMs: true,
+  maxBatchSize: true,
+};
+const OPTION_NAMES = Object.keys(SUPERVISOR_OPTION_KEYS);
 
 /**
  * Refuses a key `SupervisorOptions` does not have (UserError `invalid_option`, field `option`): a
@@ -350,12 +346,11 @@ function checkOptionKeys(options: SupervisorOptions): void {
       },
     );
   }
-  const known: ReadonlySet<string> = new Set(SUPERVISOR_OPTION_KEYS);
   for (const key of Object.keys(options)) {
-    if (known.has(key) || !EVERY_OPTION_LISTED) continue;
+    if (Object.hasOwn(SUPERVISOR_OPTION_KEYS, key)) continue;
     throw new UserError(
       'invalid_option',
-      `Unknown Supervisor option \`${key}\`${suggestion(key, SUPERVISOR_OPTION_KEYS)}; known: ${SUPERVISOR_OPTION_KEYS.join(', ')}`,
+      `Unknown Supervisor option \`${key}\`${suggestion(key, OPTION_NAMES)}; known: ${OPTION_NAMES.join(', ')}`,
       { option: key },
     );
   }
