@@ -13,7 +13,7 @@ import type { CliIO } from '../../src/cli/shared/io.ts';
 import type { PermissionFlags } from '../../src/cli/shared/permission-flags.ts';
 import type { AuditEvent, EventOf } from '../../src/journal/events.ts';
 import { fakeTerminal, journalEvents, Project, savedEnv } from '../fixtures/cli/cli-helpers.ts';
-import { startMockServer, streamChunk } from '../supervisor/mock-openai.ts';
+import { startMockServer, streamText, streamToolCall } from '../supervisor/mock-openai.ts';
 
 type MockServer = Awaited<ReturnType<typeof startMockServer>>;
 
@@ -26,26 +26,14 @@ function shellModel(): Promise<MockServer> {
   return startMockServer({
     // The first request calls the tool; the one after its result answers.
     '/v1/chat/completions': (_req, res, index) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
       if (index === 0) {
-        const args = JSON.stringify({ command: 'echo ran > proof.txt' });
-        res.write(
-          streamChunk({
-            tool_calls: [
-              {
-                index: 0,
-                id: 'call_1',
-                type: 'function',
-                function: { name: 'run_terminal_cmd', arguments: args },
-              },
-            ],
-          }),
+        streamToolCall(
+          res,
+          'call_1',
+          'run_terminal_cmd',
+          JSON.stringify({ command: 'echo ran > proof.txt' }),
         );
-        res.end(`${streamChunk({}, 'tool_calls')}data: [DONE]\n\n`);
-      } else {
-        res.write(streamChunk({ content: 'done' }));
-        res.end(`${streamChunk({}, 'stop')}data: [DONE]\n\n`);
-      }
+      } else streamText(res, 'done');
     },
   });
 }

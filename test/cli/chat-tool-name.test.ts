@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { chat } from '../../src/cli/chat.ts';
 import type { CliIO } from '../../src/cli/shared/io.ts';
 import { journalEvents, Project, savedEnv } from '../fixtures/cli/cli-helpers.ts';
-import { startMockServer, streamChunk } from '../supervisor/mock-openai.ts';
+import { startMockServer, streamText, streamToolCall } from '../supervisor/mock-openai.ts';
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
@@ -31,25 +31,8 @@ describe('troupe chat and a tool name from the model', () => {
   it('prints the name without terminal control characters', async () => {
     const server = await startMockServer({
       '/v1/chat/completions': (_req, res, index) => {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        if (index === 0) {
-          res.write(
-            streamChunk({
-              tool_calls: [
-                {
-                  index: 0,
-                  id: 'call_1',
-                  type: 'function',
-                  function: { name: HOSTILE_NAME, arguments: '{}' },
-                },
-              ],
-            }),
-          );
-          res.end(`${streamChunk({}, 'tool_calls')}data: [DONE]\n\n`);
-        } else {
-          res.write(streamChunk({ content: 'done' }));
-          res.end(`${streamChunk({}, 'stop')}data: [DONE]\n\n`);
-        }
+        if (index === 0) streamToolCall(res, 'call_1', HOSTILE_NAME, '{}');
+        else streamText(res, 'done');
       },
     });
     try {

@@ -8,7 +8,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { journalEvents, Project, runCli, savedEnv } from '../fixtures/cli/cli-helpers.ts';
-import { startMockServer, streamChunk } from '../supervisor/mock-openai.ts';
+import { startMockServer, streamText, streamToolCall } from '../supervisor/mock-openai.ts';
 
 let project: Project;
 let server: Awaited<ReturnType<typeof startMockServer>>;
@@ -19,21 +19,10 @@ beforeEach(async () => {
   // Each task is one call of run_terminal_cmd (even requests), then an answer (odd ones).
   server = await startMockServer({
     '/v1/chat/completions': (_req, res, index) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
       if (index % 2 === 0) {
         const args = JSON.stringify({ command: 'echo ran >> proof.txt' });
-        const call = {
-          index: 0,
-          id: `call_${index}`,
-          type: 'function',
-          function: { name: 'run_terminal_cmd', arguments: args },
-        };
-        res.write(streamChunk({ tool_calls: [call] }));
-        res.end(`${streamChunk({}, 'tool_calls')}data: [DONE]\n\n`);
-      } else {
-        res.write(streamChunk({ content: 'done' }));
-        res.end(`${streamChunk({}, 'stop')}data: [DONE]\n\n`);
-      }
+        streamToolCall(res, `call_${index}`, 'run_terminal_cmd', args);
+      } else streamText(res, 'done');
     },
   });
   process.env.OPENAI_BASE_URL = server.url('/v1');

@@ -14,6 +14,21 @@ export function streamChunk(delta: unknown, finish: string | null = null): strin
   return `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'mock', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
 }
 
+/** Streams a whole response that calls one tool `name` with `args` (JSON text) as call `id`. */
+export function streamToolCall(res: ServerResponse, id: string, name: string, args: string): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const call = { index: 0, id, type: 'function', function: { name, arguments: args } };
+  res.write(streamChunk({ tool_calls: [call] }));
+  res.end(`${streamChunk({}, 'tool_calls')}data: [DONE]\n\n`);
+}
+
+/** Streams a whole response that answers `text`. */
+export function streamText(res: ServerResponse, text: string): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(streamChunk({ content: text }));
+  res.end(`${streamChunk({}, 'stop')}data: [DONE]\n\n`);
+}
+
 /** A chat completion that calls complete_task with `result`. */
 export function completeTaskResponse(res: ServerResponse, result: unknown): void {
   res.writeHead(200, { 'content-type': 'application/json' });
