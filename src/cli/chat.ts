@@ -2,8 +2,10 @@
  * `troupe chat AGENT`: an interactive session with one agent in this process. Each line typed is a
  * user message; the agent answers it with one turn of the same projection (history, keyed state
  * and budget carry over: src/loop/session.ts), and the whole conversation is journalled, so
- * `troupe chat --resume JOURNAL` continues it. Ctrl-D, Ctrl-C or `/exit` ends the chat; Ctrl-C in
- * the middle of a turn cancels it, and the chat then ends Failed(cancelled), for good.
+ * `troupe chat --resume JOURNAL` continues it. Ctrl-D, `/exit` or Ctrl-C at the prompt ends the
+ * chat; Ctrl-C in the middle of a turn cancels that turn (its request and tools are aborted, the
+ * history notes it) and the prompt comes back; a second Ctrl-C before the turn has stopped ends
+ * the chat Failed(cancelled), for good.
  *
  * Approvals are answered as `troupe run` answers them: `--approve` rules first, then, at a terminal,
  * the person, whose next typed line (`y`, `n` or `a`) answers the request; off a terminal the
@@ -55,6 +57,10 @@ interface ChatFlags extends PermissionFlags {
 /** What the user types to end the chat (besides Ctrl-D and Ctrl-C). */
 export const CHAT_EXIT = '/exit';
 
+/** What the chat prints when Ctrl-C cancelled the turn in flight. */
+export const TURN_CANCELLED_LINE =
+  '(turn cancelled: Ctrl-C; type the next message, or Ctrl-C again to end the chat)';
+
 /** The prompt shown when the agent waits for the next message. */
 export const CHAT_PROMPT = 'you> ';
 
@@ -100,7 +106,8 @@ export interface ChatTerminal {
 
 /**
  * Runs `troupe chat` and resolves to its exit code: 0 when the chat ended normally (Ctrl-D,
- * `/exit`, Ctrl-C at the prompt), 1 when the agent failed, Ctrl-C in the middle of a turn included.
+ * `/exit`, Ctrl-C at the prompt), 1 when the agent failed, a second Ctrl-C while a cancelled turn
+ * was stopping included.
  */
 export async function chat(
   agent: string | undefined,
@@ -153,10 +160,10 @@ export async function chat(
   // The prompt the chat was waiting at is left on its line.
   if (isTTY) io.stdout('\n');
   if (outcome.status === 'failed' && outcome.reason === 'cancelled' && inbox.interrupted) {
-    // The agent cannot cancel one turn and go on (src/loop/session.ts has no turn-level abort):
-    // Ctrl-C mid-turn ends the agent Failed(cancelled), and an ended chat cannot be continued.
+    // A second Ctrl-C while the cancelled turn was still stopping cancels the agent itself: it
+    // ended Failed(cancelled), and an ended chat cannot be continued.
     io.stderr(
-      `troupe: Ctrl-C cancelled the turn in flight and ended the chat (Failed: cancelled); ` +
+      `troupe: Ctrl-C ended the chat in the middle of a turn (Failed: cancelled); ` +
         `it cannot be continued: start a new chat with \`troupe chat ${info.agent}\` (journal: ${info.journal})\n`,
     );
     return 1;
@@ -229,6 +236,7 @@ function show(event: AuditEventInput, io: CliIO, agent: string, tty: boolean): v
   // The tool name is the model's own when it names no tool: as untrusted as its answer.
   if (event.type === 'ToolCall') io.stdout(`  · ${printable(event.name)}\n`);
   else if (event.type === 'TurnAnswered') io.stdout(`${agent}> ${printable(event.answer)}\n`);
+  else if (event.type === 'TurnCancelled') io.stdout(`  ${TURN_CANCELLED_LINE}\n`);
   const decided = approvalEventLine(event);
   if (decided !== undefined) io.stdout(`  ${printable(decided)}\n`);
 }
@@ -304,15 +312,19 @@ class LineApprover implements SessionApprover {
 /**
  * The typed lines, as the session's user messages: message n is the n-th non-empty line. The
  * prompt is shown when the agent waits for a message it does not have yet. The end of input
- * (Ctrl-D, or a pipe's end) and `/exit` end the chat once the lines before them are answered;
- * Ctrl-C ends it at once: at the prompt Completed, in the middle of a turn Failed(cancelled).
+ * (Ctrl-D, or a pipe's end) and `/exit` end the chat once the lines before them are answered.
+ * Ctrl-C at the prompt ends it at once (Completed); in the middle of a turn it cancels that turn
+ * (through the session's `turnSignal`), and pressed again before the turn has stopped it ends the
+ * chat (Failed(cancelled)).
  */
 class Inbox {
   /** Lines typed and not yet asked for (a resumed chat asks from the index it had reached). */
   readonly #typed: string[] = [];
   #waiter: ((text: string | null) => void) | undefined;
   #closed = false;
-  /** Ctrl-C was pressed. */
+  /** The turn running now (from its `turnSignal` to the next wait for a message). */
+  #turn: AbortController | undefined;
+  /** Ctrl-C ended the chat. */
   interrupted = false;
 
   constructor(
@@ -343,10 +355,15 @@ class Inbox {
       if (waiter) waiter(text);
       else this.#typed.push(text);
     });
-    // Ctrl-C ends the chat, cancelling the turn in flight. The end of input does not: on a pipe it
-    // comes right after the last line, before any of them is answered, and those lines are still
-    // to be answered.
+    // Ctrl-C cancels the turn in flight, or ends the chat at the prompt (or when the cancelled turn
+    // has not stopped yet). The end of input does not: on a pipe it comes right after the last
+    // line, before any of them is answered, and those lines are still to be answered.
     lines.on('SIGINT', () => {
+      const turn = this.#turn;
+      if (turn !== undefined && !turn.signal.aborted) {
+        turn.abort(new Error('interrupted by the user (Ctrl-C)'));
+        return;
+      }
       this.interrupted = true;
       controller.abort(new Error('interrupted by the user (Ctrl-C)'));
       lines.close();
@@ -360,7 +377,12 @@ class Inbox {
   }
 
   readonly channels: AgentChannels = {
+    turnSignal: () => {
+      this.#turn = new AbortController();
+      return this.#turn.signal;
+    },
     waitForInstruction: (_index, _timeoutMs, signal) => {
+      this.#turn = undefined;
       const ready = this.#typed.shift();
       if (ready !== undefined) return Promise.resolve(ready);
       if (this.#closed || signal.aborted) return Promise.resolve(null);

@@ -275,6 +275,20 @@ export interface TurnAnswered {
 }
 
 /**
+ * A session's turn for user message `turn` was cancelled before it ended (Ctrl-C in `troupe chat`,
+ * `AgentSession.cancelTurn`): the request and tools in flight were aborted, a note saying so was
+ * added to the history, and the session waits for message `turn + 1`, its history, keyed states
+ * and budgets kept.
+ */
+export interface TurnCancelled {
+  readonly type: 'TurnCancelled';
+  readonly agentId: string;
+  readonly turn: number;
+  /** Why, as the canceller said it. */
+  readonly reason: string;
+}
+
+/**
  * A tool call waits for a person's decision (see docs/permissions.md). The call's ToolCall comes
  * first; its ApprovalDecided (and then its ToolResult) follow. A resumed agent waits again for the
  * same `requestId`, never asking anew.
@@ -393,6 +407,7 @@ export type AuditEventInput = (
   | Waiting
   | Instructed
   | TurnAnswered
+  | TurnCancelled
   | ApprovalRequested
   | ApprovalDecided
   | Resumed
@@ -621,6 +636,7 @@ const REQUIRED: Readonly<Record<AuditEventType, Readonly<Record<string, Kind>>>>
   Waiting: { callId: 'string', index: 'number' },
   Instructed: { index: 'number', text: 'string' },
   TurnAnswered: { turn: 'number', answer: 'string' },
+  TurnCancelled: { turn: 'number', reason: 'string' },
   ApprovalRequested: {
     round: 'number',
     callId: 'string',

@@ -31,8 +31,11 @@ export class RunContext {
   readonly system: string;
   readonly toolbox: Toolbox;
   readonly projection: Projection;
-  /** Aborts on cancellation and when `wallClockMs` passes (see {@link RunContext.timedOut}). */
-  readonly signal: AbortSignal;
+  /**
+   * Aborts on cancellation and when `wallClockMs` passes (see {@link RunContext.timedOut}); during
+   * a session's turn, also when that turn is cancelled (src/loop/session.ts sets it per turn).
+   */
+  signal: AbortSignal;
   /** Input budget left for the render once the system prompt and tool schemas are counted. */
   readonly renderBudget: number;
   readonly limits: ResolvedLimits;

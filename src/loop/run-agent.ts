@@ -128,8 +128,9 @@ export interface RunAgentOptions {
   /**
    * Run as a session (src/loop/session.ts): each instruction `channels.waitForInstruction`
    * delivers is a user message, answered by one turn (TurnAnswered event, `onEvent`), and the
-   * agent then waits for the next one; `task` is the session's standing instructions. A journal
-   * that started as a session resumes as one. @default false
+   * agent then waits for the next one; `task` is the session's standing instructions. A turn
+   * alone is cancelled through `channels.turnSignal` (TurnCancelled event). A journal that started
+   * as a session resumes as one. @default false
    */
   readonly session?: boolean;
   /** Waits between completion retries. @default a timer that stops on abort */
@@ -166,7 +167,13 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         ? DEFAULT_LOOP_OPTIONS
         : { sleep: options.sleep ?? defaultSleep, ...(options.random ? { random: options.random } : {}) };
     return session && waitForMessage
-      ? await runSession(run, session, loopOptions, waitForMessage)
+      ? await runSession(
+          run,
+          session,
+          loopOptions,
+          waitForMessage,
+          options.channels?.turnSignal?.bind(options.channels),
+        )
       : await runLoop(run, loopOptions);
   } catch (error) {
     if (handles.run && signal.aborted) return end(handles.run, abortEnding(handles.run));

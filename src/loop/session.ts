@@ -13,20 +13,26 @@
  *
  * A failure (a limit, a provider error) ends the session. Cancelled while it waits between turns
  * (`session.close()`, the supervisor closing), it ends Completed with its last answer; cancelled
- * in the middle of a turn, it ends Failed(cancelled). Resumed from its journal, it takes up the
- * turn it was in, or waits again for the next message (repeating its last answer to the caller,
- * in case the answer was lost with a thread).
+ * in the middle of a turn, it ends Failed(cancelled). A turn alone can be cancelled through the
+ * caller's `channels.turnSignal`: the request and tools in flight are aborted (journalled as any
+ * cancel), TurnCancelled n is journalled, the history notes it ({@link TURN_CANCELLED_NOTE}), and
+ * the session waits for message n + 1 with its history, states and budgets kept. Resumed from its
+ * journal, it takes up the turn it was in, or waits again for the next message (repeating how the
+ * last turn ended to the caller, in case that was lost with a thread).
  */
 import type { AuditEvent } from '../journal/events.ts';
 import { COMPLETE_TASK } from '../tools/builtin/orchestration.ts';
 import type { RunContext } from './context.ts';
-import type { Ending } from './decide.ts';
+import { cancelled, type Ending } from './decide.ts';
 import { formatUser } from './history-format.ts';
 import { end, type LoopOptions, runTurn } from './loop.ts';
 import type { AgentChannels, AgentOutcome } from './types.ts';
 
 /** Call id of a session's wait for user message n: no tool call has it. */
 export const SESSION_WAIT_PREFIX = 'session-turn-';
+
+/** The history entry a cancelled turn leaves, so the model knows its last answer was cut off. */
+export const TURN_CANCELLED_NOTE = '[The user cancelled this turn before it finished.]';
 
 /** Where a session stands. */
 export interface SessionState {
@@ -49,6 +55,7 @@ export async function runSession(
   session: SessionState,
   options: LoopOptions,
   wait: NonNullable<AgentChannels['waitForInstruction']>,
+  turnSignal?: AgentChannels['turnSignal'],
 ): Promise<AgentOutcome> {
   for (;;) {
     if (session.idle) {
@@ -56,9 +63,30 @@ export async function runSession(
       if (text === null) return end(run, closed(session));
       session.idle = false;
     }
-    const ending = await runTurn(run, options);
-    if (ending.kind === 'fail') return end(run, ending);
-    answer(run, session, ending);
+    const cancel = turnSignal?.(session.turns);
+    const ending =
+      cancel === undefined ? await runTurn(run, options) : await cancellableTurn(run, options, cancel);
+    if (ending.kind === 'fail') {
+      if (!(cancel?.aborted && ending.reason === 'cancelled' && !run.signal.aborted)) return end(run, ending);
+      cancelTurn(run, session, cancel);
+    } else answer(run, session, ending);
+  }
+}
+
+/** One turn under the agent's signal and `cancel`: aborting either aborts what is in flight. */
+async function cancellableTurn(run: RunContext, options: LoopOptions, cancel: AbortSignal): Promise<Ending> {
+  const agentSignal = run.signal;
+  run.signal = AbortSignal.any([agentSignal, cancel]);
+  try {
+    return await runTurn(run, options);
+  } catch (error) {
+    // What an aborted round may throw (a provider turn that ended on the abort refuses the answer
+    // to its call) is the turn's cancel when only the turn was cancelled; else the agent's failure.
+    if (cancel.aborted && !agentSignal.aborted)
+      return { kind: 'fail', reason: 'cancelled', error: cancelled(cancel) };
+    throw error;
+  } finally {
+    run.signal = agentSignal;
   }
 }
 
@@ -94,6 +122,25 @@ function answer(run: RunContext, session: SessionState, ending: Extract<Ending, 
     ...(ending.result === undefined ? {} : { result: ending.result }),
   });
   session.last = { answer: ending.answer, result: ending.result };
+  endTurn(run, session);
+}
+
+/** The turn was cancelled, not the agent: noted, and the session waits for the next message. */
+function cancelTurn(run: RunContext, session: SessionState, cancel: AbortSignal): void {
+  const reason: unknown = cancel.reason;
+  // The note first: TurnCancelled is the turn's last event, as TurnAnswered is an answered one's.
+  run.pushHistory(TURN_CANCELLED_NOTE, 'note');
+  run.record({
+    type: 'TurnCancelled',
+    agentId: run.agentId,
+    turn: session.turns,
+    reason: reason instanceof Error ? reason.message : reason === undefined ? 'cancelled' : String(reason),
+  });
+  endTurn(run, session);
+}
+
+/** Per-turn state is cleared; the history, keyed states, steps and budgets carry over. */
+function endTurn(run: RunContext, session: SessionState): void {
   session.turns += 1;
   session.idle = true;
   run.completion = undefined;
@@ -122,11 +169,11 @@ export function restoreSession(run: RunContext, session: SessionState, events: r
       turnStart = position + 1;
     }
     if (event.type === 'HistoryAppended' && event.kind === 'user') users += 1;
-    if (event.type === 'TurnAnswered') {
+    if (event.type === 'TurnAnswered' || event.type === 'TurnCancelled') {
       session.turns = Math.max(session.turns, event.turn + 1);
-      session.last = { answer: event.answer, result: event.result };
       last = event;
     }
+    if (event.type === 'TurnAnswered') session.last = { answer: event.answer, result: event.result };
   });
   for (let index = users; index < run.instructionsReceived; index += 1)
     run.pushHistory(formatUser(messages.get(index) ?? ''), 'user');
@@ -139,7 +186,7 @@ export function restoreSession(run: RunContext, session: SessionState, events: r
       run.succeededTools.add(event.name);
       if (event.name === COMPLETE_TASK) run.completion = { value: event.data };
     }
-  } else if (last?.type === 'TurnAnswered') {
+  } else if (last?.type === 'TurnAnswered' || last?.type === 'TurnCancelled') {
     const { seq: _seq, ts: _ts, prev: _prev, hash: _hash, ...body } = last;
     run.announce(body);
   }

@@ -103,6 +103,13 @@ export interface AgentChannels {
     signal: AbortSignal,
   ): Promise<string | null>;
   /**
+   * A session's turn for user message `turn` starts: returns the signal that cancels this turn
+   * alone (the session then journals TurnCancelled, notes it in the history and waits for message
+   * `turn + 1`), or undefined when nothing can. Without it only the agent's own cancel stops a
+   * turn, and that ends the session.
+   */
+  turnSignal?(turn: number): AbortSignal | undefined;
+  /**
    * Parks until a decision on `request` arrives; resolves null when `signal` aborts (the deadline
    * passed, or the agent was cancelled). The runner makes the request known to whoever decides (the
    * supervisor's `agent:approval` event) once per `requestId`: a resumed agent asks again under the

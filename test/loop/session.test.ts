@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditEvent, AuditEventInput } from '../../src/journal/events.ts';
 import { MemoryJournal } from '../../src/journal/sink.ts';
+import { TURN_CANCELLED_NOTE } from '../../src/loop/session.ts';
 import type { AgentChannels } from '../../src/loop/types.ts';
 import type { ScriptedResponse, ScriptedStep } from '../../src/providers/scripted.ts';
 import { eventsOf, recordingTool, runScripted } from './helpers.ts';
@@ -158,6 +159,80 @@ describe('a session', () => {
     expect(eventsOf(events, 'TurnAnswered')).toHaveLength(1);
   });
 
+  it('cancels one turn through turnSignal: the tool in flight is stopped, and the next message is answered', async () => {
+    const inbox = new Inbox(['run the slow tool', 'never mind']);
+    const turns: AbortController[] = [];
+    const channels: AgentChannels = {
+      ...inbox.channels,
+      turnSignal: (turn) => {
+        turns[turn] = new AbortController();
+        return turns[turn]?.signal;
+      },
+    };
+    // The tool never settles by itself: only the turn's cancel stops it.
+    const slow = recordingTool('slow', () => {
+      queueMicrotask(() => turns[0]?.abort(new Error('the user pressed Esc')));
+      return new Promise(() => {});
+    });
+    const controller = new AbortController();
+    const seen: AuditEventInput[] = [];
+    const running = runScripted(
+      [
+        { toolCalls: [{ name: 'slow', arguments: {} }] },
+        (request) => {
+          expect(request.input).toContain('slow was cancelled');
+          expect(request.input).toContain(TURN_CANCELLED_NOTE);
+          expect(request.input.indexOf(TURN_CANCELLED_NOTE)).toBeLessThan(
+            request.input.indexOf('User: never mind'),
+          );
+          return say('Fine.');
+        },
+      ],
+      {
+        tools: [slow.tool],
+        run: {
+          session: true,
+          channels,
+          signal: controller.signal,
+          onEvent: (event) => seen.push(event),
+        },
+      },
+    );
+    await inbox.waitingFor(2);
+    // The second turn's signal is its own: cancelling the first did not reach it.
+    expect(turns[1]?.signal.aborted).toBe(false);
+    controller.abort(new Error('closed'));
+    const { outcome, events } = await running;
+
+    expect(eventsOf(events, 'TurnCancelled')).toMatchObject([{ turn: 0, reason: 'the user pressed Esc' }]);
+    expect(eventsOf(events, 'TurnAnswered').map((event) => [event.turn, event.answer])).toEqual([
+      [1, 'Fine.'],
+    ]);
+    expect(eventsOf(events, 'ToolResult')).toMatchObject([{ name: 'slow', ok: false }]);
+    expect(seen.map((event) => event.type)).toContain('TurnCancelled');
+    // Closed while it waited: Completed with its last answer, the cancelled turn's budget counted.
+    expect(outcome).toMatchObject({ status: 'completed', answer: 'Fine.', steps: 2 });
+  });
+
+  it("ends Failed(cancelled) when the agent's own signal aborts during a turn, turnSignal or not", async () => {
+    const inbox = new Inbox(['run the slow tool']);
+    const controller = new AbortController();
+    const slow = recordingTool('slow', () => {
+      queueMicrotask(() => controller.abort(new Error('closing')));
+      return new Promise(() => {});
+    });
+    const { outcome, events } = await runScripted([{ toolCalls: [{ name: 'slow', arguments: {} }] }], {
+      tools: [slow.tool],
+      run: {
+        session: true,
+        channels: { ...inbox.channels, turnSignal: () => new AbortController().signal },
+        signal: controller.signal,
+      },
+    });
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'cancelled' });
+    expect(eventsOf(events, 'TurnCancelled')).toEqual([]);
+  });
+
   it('needs an inbox', async () => {
     const { outcome } = await runScripted([], { run: { session: true } });
     expect(outcome).toMatchObject({ status: 'failed', error: { code: 'session_without_channel' } });
@@ -212,6 +287,61 @@ describe('a session', () => {
       // The repeated answer went to the caller only: the journal holds each turn's answer once.
       expect(eventsOf(journal.events, 'TurnAnswered').map((event) => event.turn)).toEqual([0, 1]);
       expect(outcome).toMatchObject({ status: 'completed', answer: 'Two again.' });
+    });
+
+    it('after a cancelled turn: repeats the cancel to the caller and waits for the next message', async () => {
+      const inbox = new Inbox(['first']);
+      const controller = new AbortController();
+      const cancel = new AbortController();
+      const slow = recordingTool('slow', () => {
+        queueMicrotask(() => cancel.abort(new Error('stop')));
+        return new Promise(() => {});
+      });
+      const recorded = runScripted([{ toolCalls: [{ name: 'slow', arguments: {} }] }], {
+        tools: [slow.tool],
+        run: {
+          session: true,
+          channels: { ...inbox.channels, turnSignal: (turn) => (turn === 0 ? cancel.signal : undefined) },
+          signal: controller.signal,
+        },
+      });
+      await inbox.waitingFor(1);
+      controller.abort(new Error('closed'));
+      const full = (await recorded).events;
+      const prefix = full.slice(0, full.findIndex((event) => event.type === 'TurnCancelled') + 1);
+
+      const journal = new MemoryJournal({ events: prefix });
+      const resumedInbox = new Inbox(['first', 'second']);
+      const resumed = new AbortController();
+      const seen: AuditEventInput[] = [];
+      const running = runScripted(
+        [
+          (request) => {
+            expect(request.input).toContain(`${TURN_CANCELLED_NOTE}\n\nUser: second`);
+            return say('Two.');
+          },
+        ],
+        {
+          tools: [slow.tool],
+          run: {
+            session: true,
+            channels: resumedInbox.channels,
+            signal: resumed.signal,
+            resumeFrom: prefix,
+            journal,
+            onEvent: (event) => seen.push(event),
+          },
+        },
+      );
+      await resumedInbox.waitingFor(2);
+      resumed.abort(new Error('closed'));
+      await running;
+      expect(seen.filter((event) => event.type.startsWith('Turn')).map((event) => event.type)).toEqual([
+        'TurnCancelled',
+        'TurnAnswered',
+      ]);
+      expect(eventsOf(journal.events, 'TurnCancelled')).toHaveLength(1);
+      expect(eventsOf(journal.events, 'TurnAnswered').map((event) => event.turn)).toEqual([1]);
     });
 
     it('in the middle of a turn: the message it had received is answered, not asked for again', async () => {
