@@ -143,6 +143,17 @@ export function decideNext(input: DecisionInput): NextStep {
       ),
     };
   }
+  if (result.stopReason === 'content_filter') {
+    // Like a cut-off answer, a blocked one is never a silent success: its text is only a part.
+    return {
+      kind: 'fail',
+      reason: 'model_behavior',
+      error: failure(
+        'content_filter',
+        "The provider's content filter blocked the model's answer (finish_reason content_filter, stop_reason refusal); the text it had written is not a finished answer",
+      ),
+    };
+  }
   if (result.stopReason === 'tool_calls') return { kind: 'again' };
 
   if (requirement) {
