@@ -75,7 +75,12 @@ export class ChatStreamAccumulator {
   readonly #origin: ErrorOrigin;
   #choice: number | undefined;
   #text = '';
-  readonly #calls = new Map<number, PartialCall>();
+  /**
+   * Calls by the server's `index`; a later call that reuses an index under a new id (Ollama gives
+   * every parallel call index 0) gets its own entry after the earlier ones of that index.
+   */
+  readonly #calls = new Map<number, PartialCall[]>();
+  #callCount = 0;
   #finishReason: string | undefined;
   #usage: Usage | undefined;
   #sawChoices = false;
@@ -117,20 +122,29 @@ export class ChatStreamAccumulator {
       sink.emit({ type: 'text_delta', text });
       this.#text += text;
     }
-    const known = this.#calls.size;
+    const known = this.#callCount;
     asArray(delta.tool_calls).forEach((item, position) => {
       const call = asRecord(item);
       if (call === undefined) return;
       // Compatible servers sometimes omit `index` when they send each call whole.
       const index = asNumber(call.index) ?? known + position;
       const fn = asRecord(call.function);
-      const partial = this.#calls.get(index) ?? { id: '', name: '', args: '' };
-      partial.id ||= asString(call.id) ?? '';
+      const id = asString(call.id) ?? '';
+      const atIndex = this.#calls.get(index) ?? [];
+      let partial = atIndex.at(-1);
+      // A new id at a used index starts another call: its arguments must not be appended to the
+      // earlier call's (Ollama, some gateways and Gemini's compatible API send index 0 for all).
+      if (partial === undefined || (id !== '' && partial.id !== '' && id !== partial.id)) {
+        partial = { id: '', name: '', args: '' };
+        atIndex.push(partial);
+        this.#calls.set(index, atIndex);
+        this.#callCount += 1;
+      }
+      partial.id ||= id;
       partial.name ||= asString(fn?.name) ?? '';
       const fragment = asString(fn?.arguments) ?? '';
       sink.countOutput(fragment.length);
       partial.args += fragment;
-      this.#calls.set(index, partial);
     });
   }
 
@@ -144,8 +158,11 @@ export class ChatStreamAccumulator {
     }
     // `{}` or `{"choices": []}` is the server's failure to answer, not the model's empty answer.
     if (!this.#sawChoices) throw this.#bad('The response has no choices: the server sent no answer.');
-    const entries = [...this.#calls.entries()].sort(([a], [b]) => a - b);
-    const calls = entries.map(([index, call]) => {
+    const entries = [...this.#calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .flatMap(([index, calls]) => calls.map((call) => ({ index, call })));
+    // Only the first call of an index can lack an id: a later one was told apart by its id.
+    const calls = entries.map(({ index, call }) => {
       if (call.name === '') throw this.#bad(`Tool call at index ${index} has no function name.`);
       return toolCall(call.id || `call_${index}`, call.name, call.args);
     });
