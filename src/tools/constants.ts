@@ -14,6 +14,12 @@ export const GREP_LINE_CHAR_LIMIT = 300;
 export const GREP_MAX_FILE_BYTES = 2 * 1024 * 1024;
 /** Directories `grep` never descends into. */
 export const GREP_SKIPPED_DIRS: ReadonlySet<string> = new Set(['node_modules', '.git']);
+/**
+ * troupe's own run output (`.troupe/runs`, where `troupe run` journals and fan-out run directories
+ * go by default): walks never enter it, or every `grep` would find its own call in the running
+ * agent's journal and copies of files earlier runs read (files the agent's rules may now deny).
+ */
+export const WALK_SKIPPED_PATHS: readonly (readonly [parent: string, name: string])[] = [['.troupe', 'runs']];
 /** Bytes inspected for a NUL byte to decide that a file is binary. */
 export const BINARY_SNIFF_BYTES = 8000;
 /** Paths `glob` returns at most. */

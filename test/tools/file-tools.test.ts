@@ -150,6 +150,23 @@ describe('grep', () => {
     );
   });
 
+  it("skips troupe's own run output: a journal in .troupe/runs holds the call being made", async () => {
+    const { toolbox } = await setup({
+      ...tree,
+      '.troupe/runs/20261130T070520Z-reader-4bb299f3.jsonl': '{"name":"grep","args":{"pattern":"TODO"}}\n',
+      '.troupe/runs/run-1/journals/a-0.jsonl': 'TODO copied from a file an earlier run read\n',
+      '.troupe/agents/reader.md': 'TODO in a definition\n',
+    });
+    expect((await toolbox.call('grep', { pattern: 'TODO', glob: '*.{jsonl,md}' })).text).toBe(
+      ['.troupe/agents/reader.md:1: TODO in a definition', 'docs/readme.md:1: TODO in docs'].join('\n'),
+    );
+    expect((await toolbox.call('glob', { pattern: '**/*.jsonl' })).text).toMatch(/^No files match/);
+    // Asked for by name, the run output is searched.
+    expect((await toolbox.call('grep', { pattern: 'copied', path: '.troupe/runs' })).text).toBe(
+      '.troupe/runs/run-1/journals/a-0.jsonl:1: TODO copied from a file an earlier run read',
+    );
+  });
+
   it('filters files by glob, by name or by path below the searched directory', async () => {
     const { toolbox } = await setup(tree);
     expect((await toolbox.call('grep', { pattern: 'TODO', glob: '*.md' })).text).toBe(
