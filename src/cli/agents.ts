@@ -20,6 +20,7 @@ import { assembleSystemPrompt } from '../prompt/assemble.ts';
 import { ORCHESTRATION_TOOL_NAMES } from '../protocol/messages.ts';
 import { defaultProviderName, PROVIDER_NAMES, type ProviderName } from '../providers/factory.ts';
 import { parseModelMap, resolveModel } from '../providers/models.ts';
+import { stripControl } from '../run-dir/format.ts';
 import { runMcpServers } from '../supervisor/definitions.ts';
 import { BUILTIN_TOOL_NAMES, createToolRegistry } from '../tools/builtin/index.ts';
 import {
@@ -109,7 +110,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       const found = await discoverAgents({ cwd, compat: flags.compat, knownTools: await knownTools(cwd) });
       const { definition, shadows, warnings } = pickAgent(found, name);
       for (const problem of warnings)
-        io.stderr(`${formatProblem(problem, displayPath(problem.file, cwd))}\n`);
+        io.stderr(`${stripControl(formatProblem(problem, displayPath(problem.file, cwd)))}\n`);
       const provider = providerNameFor(flags.provider);
       const model = resolveModel({
         kind: provider,
@@ -225,7 +226,7 @@ function ioProblem(file: string, reason: string): DefinitionProblem {
 function reportDiscoveryErrors(io: CliIO, found: DiscoveryResult, cwd: string): void {
   for (const problem of found.problems) {
     if (problem.severity === 'error')
-      io.stderr(`${formatProblem(problem, displayPath(problem.file, cwd))}\n`);
+      io.stderr(`${stripControl(formatProblem(problem, displayPath(problem.file, cwd)))}\n`);
   }
 }
 
@@ -278,7 +279,7 @@ function listTable(found: DiscoveryResult, cwd: string): string {
       toolsText(d.tools),
       d.model,
     ]),
-  ];
+  ].map((row) => row.map(stripControl));
   const widths =
     rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length))) ?? [];
   const lines = rows.map((row) =>
@@ -295,7 +296,8 @@ function listTable(found: DiscoveryResult, cwd: string): string {
   for (const { definition } of found.disabled) {
     lines.push(`(${definition.name} is disabled by ${displayPath(definition.path, cwd)})`);
   }
-  return `${lines.join('\n')}\n`;
+  // File names and the first lines of files are shown: a hostile one must not drive the terminal.
+  return `${stripControl(lines.join('\n'))}\n`;
 }
 
 /** The resolved definition as a definition file: defaults written out, origin in YAML comments. */
@@ -469,7 +471,9 @@ function validateText(checked: readonly Checked[]): string {
     )) {
       // A problem inside a block file names that file; the definition's own, the path as given.
       lines.push(
-        formatProblem(problem, absolute === undefined || problem.file === absolute ? file : problem.file),
+        stripControl(
+          formatProblem(problem, absolute === undefined || problem.file === absolute ? file : problem.file),
+        ),
       );
     }
     errors += result.errors.length;

@@ -246,6 +246,30 @@ describe('troupe agents validate', () => {
   });
 });
 
+describe('file names and contents that would drive the terminal', () => {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+  const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+  const hostile = '\u001b]0;PWNED\u0007\u001b[2J# Title';
+
+  it('list, show and validate print no escape sequence from a file name or a first line', async () => {
+    tree.write('project/.claude/agents/broken.md', `${hostile}\n`);
+    tree.write(
+      'project/.claude/agents/\u001b[31mred.md',
+      definitionText('red', 'tools: Read, NotebookEdit\n'),
+    );
+    const list = await run('agents', 'list', '--cwd', project);
+    expect(list.stderr).toContain('.claude/agents/broken.md:1:1: error parse_error:');
+    expect(list.stderr).toContain('found `# Title`');
+    expect(list.stdout).toContain('.claude/agents/red.md');
+    const show = await run('agents', 'show', 'red', '--cwd', project);
+    expect(show.stderr).toContain('.claude/agents/red.md:4:');
+    const validate = await run('agents', 'validate', tree.path('project/.claude/agents'));
+    expect(validate.code).toBe(1);
+    for (const text of [list.stdout, list.stderr, show.stderr, validate.stdout, validate.stderr])
+      expect(text).not.toMatch(CONTROL);
+  });
+});
+
 describe('the real bin', () => {
   it('validates the corpus leniently from the repo root', () => {
     const child = spawnSync(
