@@ -69,9 +69,10 @@ export interface CompletionRequirement {
 /** Settings of one tool of a definition (`toolConfig.<tool>`). */
 export interface ToolConfig {
   /**
-   * Retries of a call that throws or returns a `retryable` failure. For `wait_for_instruction` it
-   * bounds the wait instead: each attempt waits up to its backoff delay (no `toolConfig` entry: no limit).
-   * @default `{ maxRetries: 0, baseDelayMs: 250, maxDelayMs: 4000 }`
+   * Retries of a call that throws or returns a `retryable` failure; the keys not written take
+   * `{ maxRetries: 0, baseDelayMs: 250, maxDelayMs: 4000 }`. For `wait_for_instruction` it bounds
+   * the wait instead: each attempt waits up to its backoff delay (no `retry` written: no limit).
+   * @default none: the tool's call is not retried, and wait_for_instruction waits without limit
    */
   readonly retry?: RetryPolicy;
 }

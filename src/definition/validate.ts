@@ -446,6 +446,12 @@ function readToolConfig(refs: References, value: unknown): Record<string, ToolCo
     const settings = readObject(ctx, path, config);
     if (!settings) continue;
     warnUnknownKeys(ctx, path, settings, ['retry']);
+    // Only a written `retry` is kept: for wait_for_instruction its presence bounds the wait, and an
+    // entry without one (`wait_for_instruction: {}`) must leave it unbounded, not ~250 ms.
+    if (settings.retry === undefined) {
+      entries.push([tool, {}]);
+      continue;
+    }
     const retry = readRetryPolicy(ctx, [...path, 'retry'], settings.retry, DEFAULT_TOOL_RETRY);
     if (retry) entries.push([tool, { retry }]);
   }

@@ -218,6 +218,16 @@ describe('problems', () => {
     ]);
   });
 
+  it('keeps a toolConfig entry without retry empty: a wait_for_instruction entry does not bound its wait', () => {
+    const { toolConfig } = definitionOf(
+      'name: a\ndescription: d\ntoolConfig:\n  wait_for_instruction: {}\n  grep: { retry: { maxRetries: 1 } }',
+    );
+    expect(toolConfig).toEqual({
+      wait_for_instruction: {},
+      grep: { retry: { ...DEFAULT_TOOL_RETRY, maxRetries: 1 } },
+    });
+  });
+
   it('rejects a retry policy whose cap is below its base delay', () => {
     const result = parse(
       'name: a\ndescription: d\ntoolConfig:\n  x:\n    retry: { baseDelayMs: 500, maxDelayMs: 100 }',
