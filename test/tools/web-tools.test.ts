@@ -1,5 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWebFetchTool, webFetchTool } from '../../src/tools/builtin/web-fetch.ts';
 import { createWebSearchTool } from '../../src/tools/builtin/web-search.ts';
@@ -7,7 +9,12 @@ import type { ToolContext } from '../../src/tools/types.ts';
 
 const servers: Server[] = [];
 afterEach(async () => {
-  await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
+  await Promise.all(
+    servers.splice(0).map((server) => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(resolve));
+    }),
+  );
 });
 
 /** A page server on 127.0.0.1, port 0. */
@@ -74,6 +81,29 @@ describe('web_fetch', () => {
     await expect(tool.execute({ url: `${redirector}/go` }, ctx())).rejects.toThrow(
       /not on web_fetch's allow list/,
     );
+  });
+
+  it('times out a server that never answers, even when garbage is collected meanwhile', async () => {
+    // On Node 20, AbortSignal.any([signal, AbortSignal.timeout(ms)]) lets a collection take the
+    // timeout signal: the fetch then waited for the stalled server for good.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const base = await pages({ '/stall': () => {} });
+    const tool = createWebFetchTool({ allowHosts: ['127.0.0.1'], timeoutMs: 300 });
+    const fetching = Promise.resolve(tool.execute({ url: `${base}/stall` }, ctx()));
+    const collect = setInterval(gc, 20);
+    try {
+      const outcome = await Promise.race([
+        fetching.then(
+          () => 'answered',
+          (error: Error) => error.message,
+        ),
+        new Promise<string>((resolve) => setTimeout(() => resolve('still waiting after 3 s'), 3_000)),
+      ]);
+      expect(outcome).toMatch(/took longer than 300 ms/);
+    } finally {
+      clearInterval(collect);
+    }
   });
 
   it('cuts large bodies and long texts and says so', async () => {

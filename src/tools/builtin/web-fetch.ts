@@ -12,6 +12,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import type TurndownService from 'turndown';
+import { followSignal } from '../../abort.ts';
 import { UserError } from '../../errors.ts';
 import { isNonPublicAddress } from '../net-address.ts';
 import type { Tool, ToolContext, ToolOutcome } from '../types.ts';
@@ -83,32 +84,59 @@ export function createWebFetchTool(options: WebFetchOptions = {}): Tool<WebFetch
     },
     readOnly: true,
     async execute(args, ctx) {
-      const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(settings.timeoutMs)]);
-      let url = parseUrl(args.url);
-      for (let redirects = 0; ; redirects += 1) {
-        const address = await checkHost(url, settings, ctx);
-        const response = await request(url, address, settings.maxBytes, signal).catch((error: unknown) => {
-          if (ctx.signal.aborted) throw error;
-          if (signal.aborted) {
-            throw new UserError('timeout', `Fetching ${url.href} took longer than ${settings.timeoutMs} ms`);
-          }
-          throw new UserError('fetch_failed', `Could not fetch ${url.href}: ${(error as Error).message}`);
-        });
-        const location = response.headers.location;
-        if (response.status >= 300 && response.status < 400 && location !== undefined) {
-          if (redirects >= settings.maxRedirects) {
-            throw new UserError(
-              'too_many_redirects',
-              `${args.url} redirected more than ${settings.maxRedirects} times`,
-            );
-          }
-          url = parseUrl(new URL(location, url).href);
-          continue;
-        }
-        return render(url, response, Math.min(args.max_chars ?? settings.maxChars, settings.maxChars));
+      // Not AbortSignal.any([ctx.signal, AbortSignal.timeout(ms)]): on Node 20 a garbage collection
+      // can collect the timeout signal, and the fetch of a server that stalls never ends.
+      const controller = new AbortController();
+      const signal = controller.signal;
+      const unfollow = followSignal(ctx.signal, controller);
+      const timer = setTimeout(() => controller.abort(new Error('web_fetch timed out')), settings.timeoutMs);
+      try {
+        return await fetchFollowing(args, settings, ctx, signal);
+      } finally {
+        clearTimeout(timer);
+        unfollow();
       }
     },
   };
+}
+
+async function fetchFollowing(
+  args: WebFetchArgs,
+  settings: {
+    allowHosts: readonly string[] | undefined;
+    denyHosts: readonly string[];
+    allowPrivateAddresses: boolean;
+    maxBytes: number;
+    maxChars: number;
+    timeoutMs: number;
+    maxRedirects: number;
+  },
+  ctx: ToolContext,
+  signal: AbortSignal,
+): Promise<ToolOutcome> {
+  let url = parseUrl(args.url);
+  for (let redirects = 0; ; redirects += 1) {
+    const address = await checkHost(url, settings, ctx);
+    const response = await request(url, address, settings.maxBytes, signal).catch((error: unknown) => {
+      if (ctx.signal.aborted) throw error;
+      if (signal.aborted) {
+        throw new UserError('timeout', `Fetching ${url.href} took longer than ${settings.timeoutMs} ms`);
+      }
+      throw new UserError('fetch_failed', `Could not fetch ${url.href}: ${(error as Error).message}`);
+    });
+    const location = response.headers.location;
+    if (response.status >= 300 && response.status < 400 && location !== undefined) {
+      if (redirects >= settings.maxRedirects) {
+        throw new UserError(
+          'too_many_redirects',
+          `${args.url} redirected more than ${settings.maxRedirects} times`,
+        );
+      }
+      url = parseUrl(new URL(location, url).href);
+      continue;
+    }
+    return render(url, response, Math.min(args.max_chars ?? settings.maxChars, settings.maxChars));
+  }
 }
 
 /** The built-in `web_fetch`: public hosts only, default bounds. */
