@@ -296,7 +296,11 @@ export class McpConnection {
       // Loading the SDK (local modules, on a thread's first connection) is not the server's time.
       const sdk = await loadSdk();
       const deadline = AbortSignal.timeout(this.#options.connectTimeoutMs);
-      transport = this.#transport(sdk);
+      transport = this.#transport(sdk, () => {
+        // An HTTP server sent a message over the bound: end the session so calls fail now.
+        this.#oversized = true;
+        void client?.close().catch(() => {});
+      });
       client = new sdk.Client({ name: 'troupe', version: '0.1.0' }, { capabilities: {} });
       this.#oversized = false;
       // The SDK reports a message over its buffer here, then closes the transport (killing a stdio
@@ -375,7 +379,7 @@ export class McpConnection {
     return tools;
   }
 
-  #transport(sdk: McpSdk): Transport {
+  #transport(sdk: McpSdk, onOversized: () => void): Transport {
     const env = this.#options.env ?? process.env;
     const { config, missing } = expandMcpServerConfig(this.config, env);
     if (missing.length > 0) {
@@ -402,9 +406,13 @@ export class McpConnection {
     }
     const url = new URL(config.url);
     const requestInit = { headers: { ...config.headers } };
+    // The SDK reads HTTP bodies without a bound: an event that never ends grew a thread to its
+    // heap limit in seconds. Each message (a JSON body, or one server-sent event) is held to the
+    // stdio bound.
+    const fetch = boundedFetch(this.#options.maxMessageBytes, onOversized);
     return config.type === 'sse'
-      ? new sdk.SSEClientTransport(url, { requestInit })
-      : new sdk.StreamableHTTPClientTransport(url, { requestInit });
+      ? new sdk.SSEClientTransport(url, { requestInit, fetch })
+      : new sdk.StreamableHTTPClientTransport(url, { requestInit, fetch });
   }
 
   #ended(session: Session, why: string): void {
@@ -444,6 +452,58 @@ export class McpConnection {
       server: this.name,
     });
   }
+}
+
+/**
+ * `fetch` whose response bodies fail once one message is longer than `maxBytes`: a JSON body as a
+ * whole, a stream of server-sent events per event (the bytes since the last blank line), so a
+ * notification stream may run for hours. `onOversized` is told first.
+ */
+export function boundedFetch(
+  maxBytes: number,
+  onOversized: () => void,
+): (url: string | URL, init?: RequestInit) => Promise<Response> {
+  return async (url, init) => {
+    const response = await fetch(url, init);
+    if (!response.body || [101, 204, 205, 304].includes(response.status)) return response;
+    const events = /^text\/event-stream/i.test(response.headers.get('content-type') ?? '');
+    let size = 0;
+    let lineBytes = 0;
+    let afterCr = false;
+    const bound = new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        if (events) {
+          for (const byte of chunk) {
+            size += 1;
+            if (byte === 0x0a && afterCr) {
+              afterCr = false;
+              continue;
+            }
+            afterCr = byte === 0x0d;
+            if (byte !== 0x0a && byte !== 0x0d) lineBytes += 1;
+            else if (lineBytes === 0) size = 0;
+            else lineBytes = 0;
+            if (size > maxBytes) break;
+          }
+        } else {
+          size += chunk.byteLength;
+        }
+        if (size > maxBytes) {
+          onOversized();
+          controller.error(
+            new Error(`the server sent a message longer than ${maxBytes} bytes, the most troupe reads`),
+          );
+          return;
+        }
+        controller.enqueue(chunk);
+      },
+    });
+    return new Response(response.body.pipeThrough(bound), {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
 }
 
 function raceDeadline<T>(promise: Promise<T>, deadline: AbortSignal, ms: number): Promise<T> {

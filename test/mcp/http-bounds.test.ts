@@ -1,0 +1,92 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { McpConnection } from '../../src/mcp/connection.ts';
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(
+    servers.splice(0).map((server) => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(resolve));
+    }),
+  );
+});
+
+/**
+ * A Streamable HTTP MCP server in plain JSON-RPC whose `tools/call` answers with one server-sent
+ * event that never ends (64 KiB every 5 ms); `closed` resolves when the client hangs up on it.
+ */
+async function endlessEventServer(): Promise<{ url: string; closed: Promise<void> }> {
+  let hungUp: () => void = () => {};
+  const closed = new Promise<void>((resolve) => {
+    hungUp = resolve;
+  });
+  const server = createServer(async (req, res) => {
+    if (req.method !== 'POST') {
+      res.writeHead(req.method === 'DELETE' ? 200 : 405).end();
+      return;
+    }
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    const message = JSON.parse(body) as {
+      id?: number;
+      method: string;
+      params?: { protocolVersion?: string };
+    };
+    if (message.id === undefined) {
+      res.writeHead(202).end();
+      return;
+    }
+    const reply = (result: unknown): void => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+    };
+    if (message.method === 'initialize') {
+      reply({
+        protocolVersion: message.params?.protocolVersion,
+        capabilities: { tools: {} },
+        serverInfo: { name: 'endless', version: '1' },
+      });
+    } else if (message.method === 'tools/list') {
+      reply({ tools: [{ name: 'echo', inputSchema: { type: 'object' } }] });
+    } else {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: ');
+      const chunk = Buffer.alloc(64 * 1024, 'q');
+      const timer = setInterval(() => res.write(chunk), 5);
+      res.on('close', () => {
+        clearInterval(timer);
+        hungUp();
+      });
+    }
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, closed };
+}
+
+describe('MCP over Streamable HTTP: one message is bounded like a stdio one', () => {
+  it('fails a call whose server-sent event never ends, saying so, and hangs up on the server', async () => {
+    const { url, closed } = await endlessEventServer();
+    const connection = new McpConnection(
+      'endless',
+      { type: 'http', url, headers: {} },
+      { cwd: '/', maxMessageBytes: 1024 * 1024, callTimeoutMs: 5_000 },
+    );
+    try {
+      expect((await connection.tools()).map((tool) => tool.name)).toEqual(['echo']);
+      const started = Date.now();
+      const error = await connection.call('echo', {}, new AbortController().signal).then(
+        () => undefined,
+        (thrown: unknown) => thrown as Error & { code?: string },
+      );
+      expect(error?.code).toBe('mcp_server_died');
+      expect(error?.message).toMatch(/message longer than 1048576 bytes/);
+      expect(Date.now() - started).toBeLessThan(4_000);
+      await closed;
+    } finally {
+      await connection.close();
+    }
+  });
+});
