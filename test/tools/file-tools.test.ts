@@ -217,6 +217,30 @@ describe('grep', () => {
 });
 
 describe('search_replace', () => {
+  it('changes only the replaced bytes of a file that is not UTF-8 (Latin-1 text, binary data)', async () => {
+    const { toolbox, cwd } = await setup({});
+    const latin1 = Buffer.from('Caf\xe9 cr\xe8me\nTODO fix\n', 'latin1');
+    const png = Buffer.concat([
+      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0xff, 0xd8]),
+      Buffer.from(' MARKER \xfe', 'latin1'),
+    ]);
+    await writeFile(path.join(cwd, 'old.txt'), latin1);
+    await writeFile(path.join(cwd, 'img.png'), png);
+    for (const [file, from, to] of [
+      ['old.txt', 'TODO', 'DONE'],
+      ['img.png', 'MARKER', 'marker'],
+    ] as const) {
+      const result = await toolbox.call('search_replace', { path: file, old_string: from, new_string: to });
+      expect(result.text).toBe(`Replaced 1 occurrence in ${file}.`);
+    }
+    expect(await readFile(path.join(cwd, 'old.txt'))).toEqual(
+      Buffer.from('Caf\xe9 cr\xe8me\nDONE fix\n', 'latin1'),
+    );
+    expect(await readFile(path.join(cwd, 'img.png'))).toEqual(
+      Buffer.concat([png.subarray(0, 7), Buffer.from(' marker \xfe', 'latin1')]),
+    );
+  });
+
   it('replaces an exact, unique match, taking new_string literally', async () => {
     const { toolbox, cwd } = await setup({ 'a.ts': 'const a = 1;\nconst b = 2;\n' });
     const result = await toolbox.call('search_replace', {

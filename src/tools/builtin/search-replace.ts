@@ -57,8 +57,11 @@ export const searchReplaceTool: Tool<SearchReplaceArgs> = {
     if (args.old_string === args.new_string) {
       throw new UserError('no_change', 'old_string and new_string are the same; nothing to change');
     }
-    const content = await readFile(file.absolute, { encoding: 'utf8', signal: ctx.signal });
-    const count = countOccurrences(content, args.old_string);
+    // Bytes, not a string: decoding and encoding again turned every byte that is not UTF-8 (a
+    // Latin-1 letter, a binary file's data) into U+FFFD, all over the file, for one replacement.
+    const content = await readFile(file.absolute, { signal: ctx.signal });
+    const needle = Buffer.from(args.old_string, 'utf8');
+    const count = countOccurrences(content, needle);
     if (count === 0) {
       throw new UserError(
         'no_match',
@@ -71,16 +74,20 @@ export const searchReplaceTool: Tool<SearchReplaceArgs> = {
         `old_string occurs ${count} times in \`${args.path}\`; include more surrounding text so it matches exactly once`,
       );
     }
-    const at = content.indexOf(args.old_string);
-    // Slicing rather than String.replace, which would expand `$&` and friends in new_string.
-    const updated = content.slice(0, at) + args.new_string + content.slice(at + args.old_string.length);
+    const at = content.indexOf(needle);
+    // Splicing rather than String.replace, which would expand `$&` and friends in new_string.
+    const updated = Buffer.concat([
+      content.subarray(0, at),
+      Buffer.from(args.new_string, 'utf8'),
+      content.subarray(at + needle.length),
+    ]);
     await writeFile(file.absolute, updated, { signal: ctx.signal });
     return { ok: true, text: `Replaced 1 occurrence in ${file.relative}.` };
   },
 };
 
 /** Counts overlapping occurrences too: `aa` in `aaa` is ambiguous. */
-function countOccurrences(haystack: string, needle: string): number {
+function countOccurrences(haystack: Buffer, needle: Buffer): number {
   let count = 0;
   for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) {
     count += 1;
