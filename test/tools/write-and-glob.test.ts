@@ -1,6 +1,10 @@
-import { mkdir, readFile, utimes, writeFile } from 'node:fs/promises';
+import { rmSync } from 'node:fs';
+import { chmod, mkdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { globTool } from '../../src/tools/builtin/glob.ts';
+import { grepTool } from '../../src/tools/builtin/grep.ts';
+import type { ToolContext } from '../../src/tools/types.ts';
 import { useTempDirs } from '../prompt/temp-dir.ts';
 import { toolboxFor } from './harness.ts';
 
@@ -49,5 +53,41 @@ describe('glob', () => {
     expect((await toolbox.call('glob', { pattern: '*.py' })).text).toBe(
       'No files match `*.py` in the working directory.',
     );
+  });
+});
+
+describe('glob and grep in a tree with parts they cannot read', () => {
+  it('skip a directory that is gone or unreadable, say so, and still list the rest', async () => {
+    const cwd = await tempDir();
+    for (const dir of ['a', 'gone', 'locked', 'z']) await mkdir(path.join(cwd, dir));
+    for (const dir of ['a', 'gone', 'locked', 'z']) await writeFile(path.join(cwd, dir, 'f.txt'), 'needle\n');
+    // Root reads a mode-000 directory anyway; a directory removed while the walk reaches it
+    // (build output, a temp dir) fails the same way for everyone.
+    await chmod(path.join(cwd, 'locked'), 0o000);
+    const ctx = (): ToolContext => ({
+      signal: new AbortController().signal,
+      cwd,
+      agentId: 'a',
+      fitsState: () => true,
+      guard: {
+        path: (absolute) => {
+          if (absolute === path.join(cwd, 'gone')) rmSync(absolute, { recursive: true });
+          return undefined;
+        },
+      },
+    });
+    try {
+      const globbed = await globTool.execute({ pattern: '**/*.txt' }, ctx());
+      expect(globbed.text).toMatch(/^a\/f\.txt\n/m);
+      expect(globbed.text).toContain('z/f.txt');
+      expect(globbed.text).toMatch(/\[Skipped what could not be read \(no permission, or gone\): `gone`/);
+      await mkdir(path.join(cwd, 'gone'));
+      const grepped = await grepTool.execute({ pattern: 'needle' }, ctx());
+      expect(grepped.text).toContain('a/f.txt:1: needle');
+      expect(grepped.text).toContain('z/f.txt:1: needle');
+      expect(grepped.text).toMatch(/\[Skipped what could not be read \(no permission, or gone\): `gone`/);
+    } finally {
+      await chmod(path.join(cwd, 'locked'), 0o755);
+    }
   });
 });

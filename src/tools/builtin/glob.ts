@@ -7,7 +7,7 @@ import { lazyPackage } from '../../require-package.ts';
 import { confinePath } from '../confine.ts';
 import { GLOB_MAX_VISITED, GLOB_RESULT_LIMIT } from '../constants.ts';
 import type { Tool } from '../types.ts';
-import { walkFiles } from './walk.ts';
+import { skipUnreadable, type Unreadable, unreadableNote, walkFiles } from './walk.ts';
 
 // Loaded by the first glob (src/require-package.ts).
 const picomatch = lazyPackage<typeof picomatchFunction>('picomatch');
@@ -50,7 +50,8 @@ export const globTool: Tool<GlobArgs> = {
     const found: { file: string; mtimeMs: number }[] = [];
     let visited = 0;
     let cut = false;
-    for await (const file of walkFiles(dir.absolute, ctx.signal, ctx.guard)) {
+    const unreadable: Unreadable = { paths: [], count: 0 };
+    for await (const file of walkFiles(dir.absolute, ctx.signal, ctx.guard, unreadable)) {
       visited += 1;
       if (visited > GLOB_MAX_VISITED) {
         cut = true;
@@ -58,11 +59,19 @@ export const globTool: Tool<GlobArgs> = {
       }
       const below = path.relative(dir.absolute, file).split(path.sep).join('/');
       if (!matches(below)) continue;
-      found.push({ file, mtimeMs: (await stat(file)).mtimeMs });
+      try {
+        found.push({ file, mtimeMs: (await stat(file)).mtimeMs });
+      } catch (error) {
+        skipUnreadable(error, file, unreadable);
+      }
     }
+    const skipped = unreadableNote(unreadable, dir.root);
     if (found.length === 0) {
       const where = dir.relative === '.' ? 'the working directory' : dir.relative;
-      return { ok: true, text: `No files match \`${args.pattern}\` in ${where}.` };
+      return {
+        ok: true,
+        text: `No files match \`${args.pattern}\` in ${where}.${skipped ? `\n${skipped}` : ''}`,
+      };
     }
     found.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.file < b.file ? -1 : 1));
     const shown = found
@@ -73,6 +82,7 @@ export const globTool: Tool<GlobArgs> = {
         ? [`[${found.length - shown.length} more matches not shown; narrow the pattern or path]`]
         : []),
       ...(cut ? [`[Stopped after looking at ${GLOB_MAX_VISITED} files; search a smaller directory]`] : []),
+      ...(skipped ? [skipped] : []),
     ];
     return { ok: true, text: [...shown, ...notes].join('\n') };
   },

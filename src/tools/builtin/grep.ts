@@ -15,7 +15,7 @@ import { confinePath } from '../confine.ts';
 import { GREP_LINE_CHAR_LIMIT, GREP_MAX_FILE_BYTES, GREP_RESULT_LIMIT } from '../constants.ts';
 import type { Tool } from '../types.ts';
 import { isBinary, splitLines } from './text.ts';
-import { walkFiles } from './walk.ts';
+import { skipUnreadable, type Unreadable, unreadableNote, walkFiles } from './walk.ts';
 
 // Loaded by the first grep (src/require-package.ts).
 const picomatch = lazyPackage<typeof picomatchFunction>('picomatch');
@@ -81,16 +81,27 @@ export const grepTool: Tool<GrepArgs> = {
         : picomatch()(args.glob, { dot: true, basename: !args.glob.includes('/') });
 
     const isDir = (await stat(target.absolute)).isDirectory();
-    const files = isDir ? walkFiles(target.absolute, ctx.signal, ctx.guard) : single(target.absolute);
+    const unreadable: Unreadable = { paths: [], count: 0 };
+    const files = isDir
+      ? walkFiles(target.absolute, ctx.signal, ctx.guard, unreadable)
+      : single(target.absolute);
     const results: string[] = [];
     let stopped = false;
     for await (const file of files) {
       const below = isDir ? path.relative(target.absolute, file).split(path.sep).join('/') : '';
       if (isDir && !matchesGlob(below)) continue;
-      const info = await stat(file);
-      // Not a regular file (a FIFO named as `path`): reading it could block for good.
-      if (!info.isFile() || info.size > GREP_MAX_FILE_BYTES) continue;
-      const bytes = await readFile(file, { signal: ctx.signal });
+      let bytes: Buffer;
+      try {
+        const info = await stat(file);
+        // Not a regular file (a FIFO named as `path`): reading it could block for good.
+        if (!info.isFile() || info.size > GREP_MAX_FILE_BYTES) continue;
+        bytes = await readFile(file, { signal: ctx.signal });
+      } catch (error) {
+        // A file named as `path` fails as it did; one found by the walk is skipped and noted.
+        if (!isDir) throw error;
+        skipUnreadable(error, file, unreadable);
+        continue;
+      }
       if (isBinary(bytes)) continue;
       const shown = path.relative(target.root, file).split(path.sep).join('/');
       const lines = splitLines(bytes.toString('utf8'));
@@ -106,13 +117,17 @@ export const grepTool: Tool<GrepArgs> = {
       }
       if (stopped) break;
     }
+    const skipped = unreadableNote(unreadable, target.root);
     if (results.length === 0) {
-      return { ok: true, text: `No matches for /${args.pattern}/ in ${target.relative}.` };
+      return {
+        ok: true,
+        text: `No matches for /${args.pattern}/ in ${target.relative}.${skipped ? `\n${skipped}` : ''}`,
+      };
     }
     const note = stopped
       ? `\n[Stopped at ${limit} matches; narrow the pattern, path or glob to see the rest]`
       : '';
-    return { ok: true, text: results.join('\n') + note };
+    return { ok: true, text: results.join('\n') + note + (skipped ? `\n${skipped}` : '') };
   },
 };
 
