@@ -325,6 +325,10 @@ export {
   WAIT_FOR_INSTRUCTION,
 } from './tools/builtin/orchestration.ts';
 export { TODOS_STATE_KEY } from './tools/builtin/todo-write.ts';
+export type { WebFetchOptions } from './tools/builtin/web-fetch.ts';
+export { createWebFetchTool, WEB_FETCH_DEFAULTS } from './tools/builtin/web-fetch.ts';
+export type { WebSearchBackend, WebSearchRequest, WebSearchResult } from './tools/builtin/web-search.ts';
+export { createWebSearchTool } from './tools/builtin/web-search.ts';
 export { confinePath } from './tools/confine.ts';
 export type { ClaudeCodeTool, SpecifierKind } from './tools/names.ts';
 export { CLAUDE_CODE_TOOLS, claudeCodeTool } from './tools/names.ts';

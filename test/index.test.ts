@@ -24,6 +24,9 @@ describe('public API', () => {
       'functionBlockStore',
       'readModelSettings',
       'mergeModelSettings',
+      // docs/prompt-and-tools.md: a tool module exports these to configure the web tools.
+      'createWebFetchTool',
+      'createWebSearchTool',
     ]) {
       expect(troupe).toHaveProperty(name);
     }
