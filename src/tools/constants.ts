@@ -26,3 +26,10 @@ export const BINARY_SNIFF_BYTES = 8000;
 export const GLOB_RESULT_LIMIT = 500;
 /** Files `glob` looks at before it stops (a pattern over a huge tree must end). */
 export const GLOB_MAX_VISITED = 200_000;
+/**
+ * Elements an HTML page may nest before `web_fetch` refuses to convert it: the HTML parser's work
+ * grows with the square of the depth (100,000 nested `<div>`s, 500 KB, held an actor thread for
+ * more than its 20 s heartbeat) and turndown recurses once per level (a stack overflow at a few
+ * thousand). Real pages nest a few dozen deep.
+ */
+export const WEB_FETCH_MAX_HTML_DEPTH = 512;

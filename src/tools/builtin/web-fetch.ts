@@ -14,6 +14,7 @@ import { isIP } from 'node:net';
 import type TurndownService from 'turndown';
 import { followSignal } from '../../abort.ts';
 import { UserError } from '../../errors.ts';
+import { WEB_FETCH_MAX_HTML_DEPTH } from '../constants.ts';
 import { isNonPublicAddress } from '../net-address.ts';
 import type { Tool, ToolContext, ToolOutcome } from '../types.ts';
 
@@ -298,7 +299,18 @@ async function render(url: URL, response: RawResponse, maxChars: number): Promis
   } catch {
     text = new TextDecoder('utf-8').decode(response.body);
   }
-  if (mediaType === 'text/html' || mediaType === 'application/xhtml+xml') text = await htmlToMarkdown(text);
+  if (mediaType === 'text/html' || mediaType === 'application/xhtml+xml') {
+    // Parsing and converting run on the agent's thread without a pause: a page nested deep enough
+    // would hold it past its heartbeat (every agent on it restarted) or overflow the stack.
+    if (htmlDepthOver(text, WEB_FETCH_MAX_HTML_DEPTH)) {
+      throw new UserError(
+        'html_too_deep',
+        `${url.href} nests its HTML elements more than ${WEB_FETCH_MAX_HTML_DEPTH} deep, more than web_fetch converts to text`,
+        { limit: WEB_FETCH_MAX_HTML_DEPTH },
+      );
+    }
+    text = await htmlToMarkdown(text);
+  }
   const notes: string[] = [];
   if (response.truncated) notes.push(`[The response was cut after ${response.body.length} bytes]`);
   if (text.length > maxChars) {
@@ -319,4 +331,64 @@ async function htmlToMarkdown(html: string): Promise<string> {
     turndown.remove(['script', 'style', 'noscript', 'template', 'iframe', 'head']);
   }
   return turndown.turndown(html).trim();
+}
+
+/** Elements without content, and those whose end tag may be left out (a sibling closes them). */
+const UNNESTED_ELEMENTS = new Set([
+  ...['area', 'base', 'basefont', 'bgsound', 'br', 'col', 'embed', 'frame', 'hr', 'img', 'input'],
+  ...['keygen', 'link', 'meta', 'param', 'source', 'track', 'wbr', 'html', 'head', 'body', 'p'],
+  ...['li', 'dt', 'dd', 'tr', 'td', 'th', 'thead', 'tbody', 'tfoot', 'option', 'optgroup'],
+  ...['colgroup', 'caption', 'rb', 'rt', 'rtc', 'rp'],
+]);
+
+/**
+ * Whether the elements of `html` nest more than `limit` deep, in one linear pass: comments and the
+ * bodies of `script` and `style` are skipped, an end tag closes the innermost open element of its
+ * name (and those inside it) and is ignored when none is open, as the parser does.
+ */
+export function htmlDepthOver(html: string, limit: number): boolean {
+  const open: string[] = [];
+  const openCount = new Map<string, number>();
+  const tag = /<(\/?)([A-Za-z][A-Za-z0-9-]*)/y;
+  const lower = html.toLowerCase();
+  let nextGt = -1;
+  let at = html.indexOf('<');
+  while (at !== -1) {
+    if (html.startsWith('<!--', at)) {
+      const end = html.indexOf('-->', at + 4);
+      if (end === -1) break;
+      at = html.indexOf('<', end + 3);
+      continue;
+    }
+    tag.lastIndex = at;
+    const match = tag.exec(html);
+    if (!match) {
+      at = html.indexOf('<', at + 1);
+      continue;
+    }
+    // The next `>` is searched once for every tag it ends, so the pass stays linear.
+    if (nextGt < tag.lastIndex) nextGt = html.indexOf('>', tag.lastIndex);
+    if (nextGt === -1) break;
+    const name = (match[2] ?? '').toLowerCase();
+    const after = nextGt + 1;
+    if (match[1] === '/') {
+      if ((openCount.get(name) ?? 0) > 0) {
+        for (let top = open.pop(); top !== undefined; top = open.pop()) {
+          openCount.set(top, (openCount.get(top) ?? 1) - 1);
+          if (top === name) break;
+        }
+      }
+    } else if (name === 'script' || name === 'style') {
+      const end = lower.indexOf(`</${name}`, after);
+      if (end === -1) break;
+      at = html.indexOf('<', end + 2);
+      continue;
+    } else if (!UNNESTED_ELEMENTS.has(name) && html[nextGt - 1] !== '/') {
+      open.push(name);
+      openCount.set(name, (openCount.get(name) ?? 0) + 1);
+      if (open.length > limit) return true;
+    }
+    at = html.indexOf('<', after);
+  }
+  return false;
 }
