@@ -20,6 +20,7 @@
  * journal, it takes up the turn it was in, or waits again for the next message (repeating how the
  * last turn ended to the caller, in case that was lost with a thread).
  */
+import { followSignal } from '../abort.ts';
 import type { AuditEvent } from '../journal/events.ts';
 import { COMPLETE_TASK } from '../tools/builtin/orchestration.ts';
 import type { RunContext } from './context.ts';
@@ -76,7 +77,11 @@ export async function runSession(
 /** One turn under the agent's signal and `cancel`: aborting either aborts what is in flight. */
 async function cancellableTurn(run: RunContext, options: LoopOptions, cancel: AbortSignal): Promise<Ending> {
   const agentSignal = run.signal;
-  run.signal = AbortSignal.any([agentSignal, cancel]);
+  // Not AbortSignal.any: on Node 20 its signals can be collected while listened to (src/abort.ts).
+  const turn = new AbortController();
+  const unfollowAgent = followSignal(agentSignal, turn);
+  const unfollowCancel = followSignal(cancel, turn);
+  run.signal = turn.signal;
   try {
     return await runTurn(run, options);
   } catch (error) {
@@ -86,6 +91,8 @@ async function cancellableTurn(run: RunContext, options: LoopOptions, cancel: Ab
       return { kind: 'fail', reason: 'cancelled', error: cancelled(cancel) };
     throw error;
   } finally {
+    unfollowAgent();
+    unfollowCancel();
     run.signal = agentSignal;
   }
 }
