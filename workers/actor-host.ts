@@ -18,6 +18,7 @@ import {
 } from '../src/engines/actor/resources.ts';
 import { runActor } from '../src/engines/actor/run-actor.ts';
 import { SharedDefinitions } from '../src/engines/actor/shared-definitions.ts';
+import { TurnCancels } from '../src/engines/actor/turn-cancels.ts';
 import { serializeError } from '../src/errors.ts';
 import { readJournal } from '../src/journal/reader.ts';
 import { JournalWriter } from '../src/journal/writer.ts';
@@ -63,6 +64,8 @@ const START_BATCH = 32;
 
 interface Actor {
   readonly controller: AbortController;
+  /** A session's turn cancels (sessions only). */
+  readonly turns?: TurnCancels;
 }
 
 class ActorHost {
@@ -133,6 +136,7 @@ class ActorHost {
         for (const spec of specs) this.#spawn(spec);
       },
       cancel: (agentId, reason) => this.#actors.get(agentId)?.controller.abort(new Error(reason)),
+      cancelTurn: (agentId, turn, reason) => this.#actors.get(agentId)?.turns?.cancel(turn, reason),
       pauseProvider: (key, until) => {
         if (until > (this.#pausedUntil.get(key) ?? 0)) this.#pausedUntil.set(key, until);
       },
@@ -206,7 +210,12 @@ class ActorHost {
   }
 
   #spawn(spec: ActorSpec): void {
-    this.#actors.set(spec.agentId, { controller: new AbortController() });
+    this.#actors.set(
+      spec.agentId,
+      spec.session === true
+        ? { controller: new AbortController(), turns: new TurnCancels() }
+        : { controller: new AbortController() },
+    );
     this.#startQueue.push(spec);
     this.#pumpStarts();
   }
@@ -297,7 +306,7 @@ class ActorHost {
       journal,
       ...(resumeFrom ? { resumeFrom, truncatedBytes: journal.truncatedBytes } : {}),
       signal,
-      channels: this.#channels(spec.agentId),
+      channels: this.#channels(spec.agentId, this.#actors.get(spec.agentId)?.turns),
       onSignal: this.#onSignal,
       wantsSignal: this.#wants,
       promptCache: this.#promptCache,
@@ -317,12 +326,13 @@ class ActorHost {
     return this.#mcp?.close() ?? Promise.resolve();
   }
 
-  #channels(agentId: string): AgentChannels {
-    return {
+  #channels(agentId: string, turns: TurnCancels | undefined): AgentChannels {
+    const channels: AgentChannels = {
       completeTask: (result) => this.#supervisor.completeTask(agentId, result),
       waitForInstruction: (index, timeoutMs, signal) => this.#inbox.wait(agentId, index, timeoutMs, signal),
       requestApproval: this.#requestApproval,
     };
+    return turns === undefined ? channels : { ...channels, turnSignal: (turn) => turns.signal(turn) };
   }
 
   #provider(name: string): Promise<Provider> {

@@ -274,6 +274,8 @@ export interface HostControlApi {
   /** Starts agents, in order: every agent one scheduling pass placed on this host. */
   spawnMany(specs: readonly ActorSpec[]): void;
   cancel(agentId: string, reason: string): void;
+  /** Cancels session `agentId`'s turn `turn` alone (see {@link AgentMessage} `cancel_turn`). */
+  cancelTurn(agentId: string, turn: number, reason: string): void;
   /** A provider key answered 429 somewhere: no request on it may start before `untilEpochMs`. */
   pauseProvider(providerKey: string, untilEpochMs: number): void;
   heartbeat(): HostStats;
@@ -350,6 +352,11 @@ export type AgentMessage =
       readonly index?: number;
     }
   | { readonly type: 'cancel'; readonly reason: string }
+  /**
+   * Cancels a session's turn for user message `turn` alone (TurnCancelled); the session then
+   * waits for the next message. Ignored once that turn has ended.
+   */
+  | { readonly type: 'cancel_turn'; readonly turn: number; readonly reason: string }
   /** The decision on the agent's approval request `requestId`; the first one delivered wins. */
   | { readonly type: 'approval'; readonly requestId: string; readonly decision: ApprovalDecision };
 
@@ -413,13 +420,16 @@ export type AgentSignal =
     }
   | { readonly type: 'instructed'; readonly agentId: string; readonly text: string }
   | {
-      /** A session answered user message `turn` (TurnAnswered). */
+      /** A session answered user message `turn` (TurnAnswered), or its turn was cancelled (TurnCancelled). */
       readonly type: 'turn';
       readonly agentId: string;
       readonly turn: number;
+      /** The answer ('' for a cancelled turn). */
       readonly answer: string;
       /** The `complete_task` result, when the turn ended with one. */
       readonly result?: unknown;
+      /** Set when the turn was cancelled instead of answered: why. */
+      readonly cancelled?: string;
     }
   | { readonly type: 'text'; readonly agentId: string; readonly text: string }
   /** A tool call waits for a decision (sent by the runner each time the agent waits on it: dedupe by id). */

@@ -313,6 +313,13 @@ export class Agents {
     return this.#deliver(record, text);
   }
 
+  /** A session's turn `turn` alone is cancelled (see `AgentSession.cancelTurn`). */
+  async cancelTurn(agentId: string, turn: number, reason: string): Promise<void> {
+    const record = this.records.get(agentId);
+    if (!record || record.state === 'ended') return;
+    await this.engine.deliver(agentId, { type: 'cancel_turn', turn, reason });
+  }
+
   /** Cancels every agent (they end Failed(cancelled)), then stops the engine. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= this.#close();

@@ -110,10 +110,12 @@ export interface AgentInstructed extends AgentRef {
  */
 export interface AgentTurn extends AgentRef {
   readonly turn: number;
-  /** The answer text (the JSON of the result when the turn ended with complete_task). */
+  /** The answer text (the JSON of the result when the turn ended with complete_task); '' when cancelled. */
   readonly answer: string;
   /** The `complete_task` result, when the turn ended with one. */
   readonly result?: unknown;
+  /** Set when the turn was cancelled ({@link AgentSession.cancelTurn}) instead of answered: why. */
+  readonly cancelled?: string;
 }
 /** `handle.send()` could not deliver an instruction (`instruction_queue_full`); `instruct()` rejects instead. */
 export interface AgentDropped extends AgentRef {

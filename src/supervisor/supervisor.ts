@@ -147,13 +147,17 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     // A session continued from its journal in a new supervisor gets the messages it had received
     // again, at their indices (idempotent), so the next message is the next index.
     let received: Promise<void> | undefined;
-    return new AgentSession(handle, async (text) => {
-      if (options.resume === true) {
-        received ??= this.#agents.redeliver(handle.id);
-        await received;
-      }
-      return this.instruct(handle.id, text);
-    });
+    return new AgentSession(
+      handle,
+      async (text) => {
+        if (options.resume === true) {
+          received ??= this.#agents.redeliver(handle.id);
+          await received;
+        }
+        return this.instruct(handle.id, text);
+      },
+      (turn, reason) => this.#agents.cancelTurn(handle.id, turn, reason),
+    );
   }
 
   /**

@@ -13,7 +13,7 @@ import { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { makeDefinition } from '../prompt/make-definition.ts';
 import { fixtures, tempDir } from './helpers.ts';
 
-const chatter = makeDefinition({ name: 'chatter', body: 'You chat.', tools: ['note', 'crash_exit'] });
+const chatter = makeDefinition({ name: 'chatter', body: 'You chat.', tools: ['note', 'crash_exit', 'hold'] });
 
 let supervisor: Supervisor | undefined;
 afterEach(async () => {
@@ -115,6 +115,61 @@ describe('Supervisor.session', () => {
     const events = readJournal(path.join(cwd, 'journals', 'chat-cut.jsonl')).events;
     expect(ofType(events, 'Instructed').map((event) => event.text)).toEqual(['one', 'two again']);
     expect(verifyJournalContents(readJournal(path.join(cwd, 'journals', 'chat-cut.jsonl'))).ok).toBe(true);
+  });
+
+  it('cancels the turn in flight alone: its send rejects, and the session answers the next message', async () => {
+    const cwd = tempDir('troupe-session-');
+    supervisor = sessionSupervisor(cwd);
+    const chat = supervisor.session('chatter');
+    const turns: AgentTurn[] = [];
+    chat.handle.on('turn', (event) => turns.push(event));
+    // `hold` waits until its call is cancelled: only the turn's cancel ends it.
+    chat.handle.on('tool', (event) => {
+      if (event.phase === 'started') void chat.cancelTurn('the user changed their mind');
+    });
+    await expect(chat.send('call hold')).rejects.toMatchObject({
+      code: 'turn_cancelled',
+      fields: { turn: 0, reason: 'the user changed their mind' },
+    });
+    expect(await chat.send('after')).toEqual({ turn: 1, answer: 'turn 2: after (earlier: call hold)' });
+    // Nothing in flight: nothing to cancel.
+    await chat.cancelTurn();
+    expect((await chat.close()).status).toBe('completed');
+    expect(turns.map((event) => [event.turn, event.cancelled])).toEqual([
+      [0, 'the user changed their mind'],
+      [1, undefined],
+    ]);
+    const journal = readJournal(path.join(cwd, 'journals', `${chat.id}.jsonl`));
+    expect(ofType(journal.events, 'TurnCancelled')).toMatchObject([{ turn: 0 }]);
+    expect(ofType(journal.events, 'ToolResult')).toMatchObject([{ name: 'hold', ok: false }]);
+    expect(verifyJournalContents(journal).ok).toBe(true);
+  });
+
+  it('cancels turn after turn, each the oldest not yet answered, while later messages wait', async () => {
+    const cwd = tempDir('troupe-session-');
+    supervisor = sessionSupervisor(cwd);
+    const chat = supervisor.session('chatter');
+    const first = chat.send('call hold');
+    const second = chat.send('call hold');
+    const third = chat.send('third');
+    let started = 0;
+    chat.handle.on('tool', (event) => {
+      if (event.phase !== 'started') return;
+      started += 1;
+      if (started === 1) void chat.cancelTurn('first');
+    });
+    await expect(first).rejects.toMatchObject({
+      code: 'turn_cancelled',
+      fields: { turn: 0, reason: 'first' },
+    });
+    // The second hold's turn runs (or is about to start) now: cancelled either way.
+    await chat.cancelTurn('second');
+    await expect(second).rejects.toMatchObject({
+      code: 'turn_cancelled',
+      fields: { turn: 1, reason: 'second' },
+    });
+    expect(await third).toEqual({ turn: 2, answer: 'turn 3: third (earlier: call hold | call hold)' });
+    await chat.close();
   });
 
   it('rejects a pending send when the session fails, with the reason', async () => {

@@ -123,6 +123,8 @@ export function agentSignals(
           answer: event.answer,
           ...(event.result === undefined ? {} : { result: event.result }),
         };
+      case 'TurnCancelled':
+        return { type: 'turn', agentId, turn: event.turn, answer: '', cancelled: event.reason };
       default:
         return undefined;
     }

@@ -24,6 +24,7 @@ import { MAX_PROVIDER_PAUSE_MS } from '../../providers/constants.ts';
 import type { Provider } from '../../providers/types.ts';
 import { runActor } from '../actor/run-actor.ts';
 import type { SharedDefinitions } from '../actor/shared-definitions.ts';
+import { TurnCancels } from '../actor/turn-cancels.ts';
 import type { RedisAdmission } from './admission.ts';
 import { clearFinishedAgent, type FinishedRun, readAgentStart, releaseAgent } from './agent-state.ts';
 import type { RedisApprovals } from './approvals.ts';
@@ -36,6 +37,7 @@ import { bullmq } from './packages.ts';
 import { promote } from './promote.ts';
 import type { SignalSender } from './signals.ts';
 import { RedisJournal } from './stream-journal.ts';
+import { applyTurnCancel } from './turn-cancel.ts';
 import type { WorkerResources } from './worker-resources.ts';
 
 /** The per-request signals, sent only when the job's `wantedSignals` names them. */
@@ -89,6 +91,8 @@ export interface JobContext {
   readonly definitions: SharedDefinitions;
   /** Runs in progress on this worker, for cancels arriving by pub/sub. */
   readonly running: Map<string, AbortController>;
+  /** The turn cancels of the sessions among them (turn-cancel.ts). */
+  readonly turns: Map<string, TurnCancels>;
   /** Journals of the runs in progress, for the tool barrier. */
   readonly journals: Map<string, RedisJournal>;
   /** The queue agents of a batch are handed off to (jobs of their own), opened on first use. */
@@ -192,6 +196,8 @@ export async function runAgent(
   // Registered before the cancel flag is read: a cancel announced from now on aborts the run
   // (worker.ts), and one announced earlier set its flag first, so the read below sees it.
   ctx.running.set(agentId, controller);
+  const turns = data.agent.session === true ? new TurnCancels() : undefined;
+  if (turns !== undefined) ctx.turns.set(agentId, turns);
   let journal: RedisJournal | undefined;
   let finished = false;
   try {
@@ -229,7 +235,7 @@ export async function runAgent(
         journal: runJournal,
         ...(resumed ? { resumeFrom: events } : {}),
         signal: controller.signal,
-        channels: channels(ctx, data, park),
+        channels: channels(ctx, data, park, turns),
         // The events a signal reports are on the connection before it (the journal batches per turn).
         onSignal: (s) => {
           runJournal.commit();
@@ -253,6 +259,7 @@ export async function runAgent(
     return { outcome: first.outcome, parkMarkSeen: parkedText !== null };
   } finally {
     if (ctx.running.get(agentId) === controller) ctx.running.delete(agentId);
+    if (turns !== undefined && ctx.turns.get(agentId) === turns) ctx.turns.delete(agentId);
     if (journal !== undefined && ctx.journals.get(agentId) === journal) ctx.journals.delete(agentId);
     // A run that parked or failed gives its claim up: the agent's next job must not wait for the
     // rest of this one (a batch's lock lives on). A finished agent's claim is left to lapse with
@@ -298,10 +305,25 @@ async function providerFor(ctx: JobContext, data: AgentJobData): Promise<Provide
   return provider;
 }
 
-function channels(ctx: JobContext, data: AgentJobData, park: (request: ParkRequest) => void): AgentChannels {
+function channels(
+  ctx: JobContext,
+  data: AgentJobData,
+  park: (request: ParkRequest) => void,
+  turns: TurnCancels | undefined,
+): AgentChannels {
   const agentId = data.agent.agentId;
   const parkedKey = ctx.keys.parked(agentId);
   return {
+    // A session's turn: a cancel stored before it started (or while no subscription heard it) applies.
+    ...(turns === undefined
+      ? {}
+      : {
+          turnSignal: (turn: number) => {
+            const signal = turns.signal(turn);
+            applyTurnCancel(ctx.redis, ctx.keys, agentId, turns).catch(() => {});
+            return signal;
+          },
+        }),
     // The loop already checked the result against the output schema; it travels in the outcome.
     completeTask: async () => ({ accepted: true }),
     waitForInstruction: async (index, timeoutMs, signal) => {

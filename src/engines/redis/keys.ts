@@ -93,6 +93,11 @@ export class ScaleoutKeys {
     return this.#agent(agentId, 'cancel');
   }
 
+  /** A session's latest turn cancel, `{"turn":n,"reason":"..."}` (see turn-cancel.ts). */
+  turnCancel(agentId: string): string {
+    return this.#agent(agentId, 'turn-cancel');
+  }
+
   /** The lock key of the job whose run is running the agent now (see agent-state.ts `claimAgent`). */
   runner(agentId: string): string {
     return this.#agent(agentId, 'runner');
@@ -124,6 +129,11 @@ export class ScaleoutKeys {
   /** Pub/sub channel on which cancels are announced (message: the agent id). */
   get cancelChannel(): string {
     return `${this.prefix}:${this.queue}:cancel`;
+  }
+
+  /** Pub/sub channel on which turn cancels are announced (message: the agent id). */
+  get turnCancelChannel(): string {
+    return `${this.prefix}:${this.queue}:turn-cancel`;
   }
 
   /** Pub/sub channel on which 429 pauses are announced (shared by every queue, like the limits). */

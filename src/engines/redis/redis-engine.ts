@@ -40,6 +40,7 @@ import { connectedWorkers } from './presence.ts';
 import { promote } from './promote.ts';
 import { RedisJournal, readRedisJournal } from './stream-journal.ts';
 import { readSupervisorStreams } from './supervisor-streams.ts';
+import { sendTurnCancel } from './turn-cancel.ts';
 
 const RECONCILE_BATCH = 500;
 /**
@@ -335,6 +336,10 @@ export class RedisEngine implements Engine {
     }
     if (message.type === 'approval') {
       return this.#decide(agentId, message.requestId, message.decision).then(() => undefined);
+    }
+    if (message.type === 'cancel_turn') {
+      const { redis } = this.#connected();
+      return sendTurnCancel(redis, this.#keys, agentId, message.turn, message.reason).then(() => undefined);
     }
     if (!agent) return Promise.resolve(undefined);
     if (agent.state === 'adding') {

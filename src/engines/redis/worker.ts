@@ -15,6 +15,7 @@ import type { AgentOutcome } from '../../loop/types.ts';
 import { positiveInt } from '../../option-checks.ts';
 import type { AgentJobData, BatchJobData } from '../../protocol/redis.ts';
 import { SharedDefinitions } from '../actor/shared-definitions.ts';
+import type { TurnCancels } from '../actor/turn-cancels.ts';
 import { RedisAdmission } from './admission.ts';
 import { processAgentJob } from './agent-job.ts';
 import { RedisApprovals } from './approvals.ts';
@@ -38,6 +39,7 @@ import { bullmq } from './packages.ts';
 import { announceWorker } from './presence.ts';
 import { SignalSender } from './signals.ts';
 import type { RedisJournal } from './stream-journal.ts';
+import { applyTurnCancel } from './turn-cancel.ts';
 import { WorkerResources } from './worker-resources.ts';
 
 /** Options of {@link RedisWorker.start}. */
@@ -178,6 +180,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
     const id = await redis.incr(keys.workerSequence);
     const pool = new BlockingPool(redis);
     const running = new Map<string, AbortController>();
+    const turns = new Map<string, TurnCancels>();
     const journals = new Map<string, RedisJournal>();
     const signals = new SignalSender(redis, keys);
     const resources = new WorkerResources({
@@ -233,6 +236,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       promptCache: new Map<string, Promise<string>>(),
       definitions: new SharedDefinitions(),
       running,
+      turns,
       journals,
       queue: (): Queue => {
         if (!instance) throw new Error('The worker is not started');
@@ -252,6 +256,11 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
         admission.onAnnouncement(message);
         return;
       }
+      if (channel === keys.turnCancelChannel) {
+        const session = turns.get(message);
+        if (session) applyTurnCancel(redis, keys, message, session).catch(() => {});
+        return;
+      }
       const controller = running.get(message);
       if (!controller) return;
       redis.get(keys.cancel(message)).then(
@@ -259,12 +268,16 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
         () => controller.abort(new Error('cancelled')),
       );
     });
-    await subscriber.subscribe(keys.cancelChannel, keys.pauseChannel);
+    await subscriber.subscribe(keys.cancelChannel, keys.pauseChannel, keys.turnCancelChannel);
     // Announcements made while the subscriber was disconnected are lost: once it is subscribed
     // again, every running agent's cancel flag is read (a cancel sets its flag before announcing).
     subscriber.on('ready', () => {
-      subscriber.subscribe(keys.cancelChannel, keys.pauseChannel).then(
-        () => recheckCancels(redis, keys, running),
+      subscriber.subscribe(keys.cancelChannel, keys.pauseChannel, keys.turnCancelChannel).then(
+        () => {
+          void recheckCancels(redis, keys, running);
+          for (const [agentId, session] of turns)
+            applyTurnCancel(redis, keys, agentId, session).catch(() => {});
+        },
         () => {
           // Disconnected again: the next 'ready' checks.
         },

@@ -74,7 +74,12 @@ interface ThreadAgent {
   bystander: number;
   /** Runs alone on a quarantine thread (it was charged with a thread death). */
   quarantined: boolean;
+  /** A session's turn cancels sent while it had no host: delivered once it is placed on one. */
+  turnCancels?: (readonly [turn: number, reason: string])[];
 }
+
+/** Turn cancels kept for an agent waiting for a host; more are dropped. */
+const MAX_HELD_TURN_CANCELS = 64;
 
 export class ThreadEngine implements Engine {
   readonly backend = 'threads';
@@ -202,6 +207,17 @@ export class ThreadEngine implements Engine {
       agent.mailbox.decide(message.requestId, message.decision);
       return undefined;
     }
+    if (message.type === 'cancel_turn') {
+      const host = agent.state === 'running' ? agent.host : undefined;
+      if (host !== undefined) {
+        this.#cancelTurns(host, agentId, [[message.turn, message.reason]]);
+        return undefined;
+      }
+      const held = agent.turnCancels ?? [];
+      if (held.length < MAX_HELD_TURN_CANCELS) held.push([message.turn, message.reason]);
+      agent.turnCancels = held;
+      return undefined;
+    }
     if (agent.state !== 'running' || !agent.host) {
       this.#release(agent);
       this.#host.ended(agentId, failedOutcome(agentId, 'cancelled', cancelledError(message.reason)));
@@ -211,6 +227,15 @@ export class ThreadEngine implements Engine {
     agent.mailbox.abandon();
     this.#pool?.call(host, (api) => api.cancel(agentId, message.reason)).catch(() => {});
     return undefined;
+  }
+
+  /**
+   * Sends a session's turn cancels to the host running it. One sent to a host that then dies is
+   * lost with it: the turn runs again on the next host, uncancelled.
+   */
+  #cancelTurns(host: HostRecord, agentId: string, cancels: readonly (readonly [number, string])[]): void {
+    for (const [turn, reason] of cancels)
+      this.#pool?.call(host, (api) => api.cancelTurn(agentId, turn, reason)).catch(() => {});
   }
 
   stop(agentId: string): void {
@@ -358,6 +383,12 @@ export class ThreadEngine implements Engine {
       pool.spawnMany(host, specs).catch(() => {
         // The host died: its death handler restarts or fails these agents.
       });
+    }
+    // After the spawns on the same port: the host has the agent when its turn cancels arrive.
+    for (const { agent, host } of placed) {
+      if (agent.turnCancels === undefined) continue;
+      this.#cancelTurns(host, agent.spec.agentId, agent.turnCancels);
+      agent.turnCancels = undefined;
     }
     // New agents' journal files are created here, one thread for all hosts, while they start.
     if (batches.size > 0) {

@@ -78,6 +78,7 @@ describe(`the redis backend with two worker processes${skipReason}`, {
   let queue: Queue;
   const supervisors: RedisSupervisor[] = [];
   const sessionProviderModule = path.join(repoRoot, 'test/fixtures/supervisor/session-provider.ts');
+  const faultToolsModule = path.join(repoRoot, 'test/fixtures/supervisor/fault-tools.ts');
 
   beforeAll(async () => {
     server = await TestRedis.start();
@@ -251,6 +252,33 @@ describe(`the redis backend with two worker processes${skipReason}`, {
         .filter((event) => event.type === 'Instructed')
         .map((event) => event.type === 'Instructed' && event.text),
     ).toEqual(['hello', 'again']);
+  });
+
+  it('cancels a session turn alone: its send rejects, and the session answers the next message', async () => {
+    const sup = supervisor({
+      providers: { session: { kind: 'module', module: sessionProviderModule } },
+      defaultProvider: 'session',
+      toolModules: [{ module: faultToolsModule, export: 'faultTools' }],
+      definitions: [definition('holder', { tools: ['hold'] })],
+      parkAfterMs: 100,
+    });
+    // Listened to before the session's job exists: a job carries the signals wanted when it is added.
+    let chat: ReturnType<typeof sup.session> | undefined;
+    sup.on('agent:tool', (event) => {
+      // `hold` waits until its call is cancelled: only the turn's cancel ends it.
+      if (event.agentId === chat?.id && event.phase === 'started') void chat.cancelTurn('enough');
+    });
+    chat = sup.session('holder');
+    await expect(chat.send('call hold')).rejects.toMatchObject({
+      code: 'turn_cancelled',
+      fields: { turn: 0, reason: 'enough' },
+    });
+    expect(await chat.send('after')).toEqual({ turn: 1, answer: 'turn 2: after (earlier: call hold)' });
+    expect(await chat.close()).toMatchObject({ status: 'completed' });
+    const journal = await sup.journal(chat.id);
+    expect(journal.filter((event) => event.type === 'TurnCancelled')).toMatchObject([
+      { turn: 0, reason: 'enough' },
+    ]);
   });
 
   it('cancels a parked agent from the supervisor: the job wakes and the agent ends Failed(cancelled)', async () => {
