@@ -8,7 +8,8 @@ import { type ErrorOrigin, networkError, providerError } from './provider-error.
  * Yields the events of an SSE body as they arrive. A last event without its closing blank line
  * is still delivered at end of stream (some OpenAI-compatible servers end with `data: [DONE]\n`).
  * Every chunk is reported to `reading` (idle timer, byte limit); an event that grows past
- * {@link MAX_EVENT_BYTES} before it completes is `response_too_large`. A connection failure while
+ * {@link MAX_EVENT_BYTES} before it completes is `response_too_large`; comment lines (keep-alives)
+ * are not held, so they do not count toward it. A connection failure while
  * reading becomes a `server_error` ProviderError (`fields.network`); an abort rethrows the signal's
  * reason. Leaving the loop early cancels the body.
  */
@@ -24,6 +25,12 @@ export async function* readServerSentEvents(
     onEvent: (event) => {
       batch.push(event);
       pendingBytes = 0;
+    },
+    // Keep-alive comments are dropped by the parser, so a stream of them between two events holds
+    // nothing. Only the comment's text is taken off (its colon and line end still count), and a
+    // comment between two data lines of one event leaves those lines counted.
+    onComment: (comment) => {
+      pendingBytes = Math.max(0, pendingBytes - comment.length);
     },
   });
   const decoder = new TextDecoder();

@@ -1,6 +1,7 @@
 /** Prices, error classification, retry-after parsing, the SSE reader's end of stream, the factory. */
 import { describe, expect, it } from 'vitest';
 import { AnthropicProvider } from '../../src/providers/anthropic.ts';
+import { MAX_EVENT_BYTES } from '../../src/providers/constants.ts';
 import { createProvider, defaultProviderName } from '../../src/providers/factory.ts';
 import { backoffDelay } from '../../src/providers/http.ts';
 import { OpenAIProvider } from '../../src/providers/openai.ts';
@@ -124,6 +125,27 @@ describe('SSE reader', () => {
     for await (const event of readServerSentEvents(stream, { provider: 'p' }, reading))
       events.push(event.data);
     expect(events).toEqual(['925 ÷ 5']);
+  });
+
+  it('does not count keep-alive comments toward the per-event bound', async () => {
+    const keepAlive = `: ${'k'.repeat(1021)}\n`;
+    const comments = Array.from({ length: MAX_EVENT_BYTES / keepAlive.length + 1024 }, () => keepAlive);
+    const events = [];
+    const reading = { signal: new AbortController().signal, received: () => {} };
+    const stream = streamOf('data: 1\n\n', ...comments, 'data: 2\n\n');
+    for await (const event of readServerSentEvents(stream, { provider: 'p' }, reading))
+      events.push(event.data);
+    expect(events).toEqual(['1', '2']);
+  });
+
+  it('still bounds one event whose data lines are interleaved with comments', async () => {
+    const line = `data: ${'d'.repeat(1017)}\n: c\n`;
+    const lines = Array.from({ length: MAX_EVENT_BYTES / 1024 + 1024 }, () => line);
+    const reading = { signal: new AbortController().signal, received: () => {} };
+    const read = async () => {
+      for await (const _event of readServerSentEvents(streamOf(...lines, '\n'), { provider: 'p' }, reading));
+    };
+    await expect(read()).rejects.toMatchObject({ code: 'response_too_large' });
   });
 });
 
