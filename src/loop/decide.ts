@@ -144,13 +144,19 @@ export function decideNext(input: DecisionInput): NextStep {
     };
   }
   if (result.stopReason === 'content_filter') {
-    // Like a cut-off answer, a blocked one is never a silent success: its text is only a part.
+    // Like a cut-off answer, a blocked one is never a silent success: its text is only a part. The
+    // text is quoted (JSON-escaped) so a refusal says why the model declined.
+    const written = result.text.trim();
+    const quoted =
+      written === ''
+        ? ''
+        : `: ${JSON.stringify(written.length > 300 ? `${written.slice(0, 300)}...` : written)}`;
     return {
       kind: 'fail',
       reason: 'model_behavior',
       error: failure(
         'content_filter',
-        "The provider's content filter blocked the model's answer (finish_reason content_filter, stop_reason refusal); the text it had written is not a finished answer",
+        `The provider's content filter blocked the model's answer or the model refused (finish_reason content_filter, OpenAI refusal, Anthropic stop_reason refusal); the text it had written is not a finished answer${quoted}`,
       ),
     };
   }

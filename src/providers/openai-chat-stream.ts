@@ -84,6 +84,8 @@ export class ChatStreamAccumulator {
   #finishReason: string | undefined;
   #usage: Usage | undefined;
   #sawChoices = false;
+  /** A `refusal` delta came: the model declined, whatever finish reason follows (often `stop`). */
+  #refused = false;
 
   constructor(origin: ErrorOrigin) {
     this.#origin = origin;
@@ -117,7 +119,9 @@ export class ChatStreamAccumulator {
     // DeepSeek and vLLM send `reasoning_content`; Ollama and OpenRouter send `reasoning`.
     const reasoning = asString(delta.reasoning_content) ?? asString(delta.reasoning);
     if (reasoning) sink.emit({ type: 'reasoning_delta', text: reasoning });
-    for (const text of [asString(delta.content), asString(delta.refusal)]) {
+    const refusal = asString(delta.refusal);
+    this.#refused ||= Boolean(refusal);
+    for (const text of [asString(delta.content), refusal]) {
       if (!text) continue;
       sink.emit({ type: 'text_delta', text });
       this.#text += text;
@@ -166,8 +170,12 @@ export class ChatStreamAccumulator {
       if (call.name === '') throw this.#bad(`Tool call at index ${index} has no function name.`);
       return toolCall(call.id || `call_${index}`, call.name, call.args);
     });
-    const mapped: StopReason =
-      this.#finishReason === undefined ? 'end_turn' : (STOP_REASONS[this.#finishReason] ?? 'other');
+    // A refusal ends like Anthropic's `stop_reason: refusal`: blocked, not a finished answer.
+    const mapped: StopReason = this.#refused
+      ? 'content_filter'
+      : this.#finishReason === undefined
+        ? 'end_turn'
+        : (STOP_REASONS[this.#finishReason] ?? 'other');
     // Some compatible servers (Ollama among them) report `stop` for a response with tool calls.
     const stopReason =
       calls.length > 0 && (mapped === 'end_turn' || mapped === 'other') ? 'tool_calls' : mapped;

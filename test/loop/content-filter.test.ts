@@ -1,7 +1,7 @@
 /**
  * An answer blocked by the provider's content filter (`finish_reason: content_filter`, Anthropic
- * `stop_reason: refusal`) is never a silent success: the text streamed before the filter cut in
- * is only part of an answer.
+ * `stop_reason: refusal`, OpenAI `refusal` text) is never a silent success: the text streamed
+ * before the filter cut in is only part of an answer, and a refusal is no answer at all.
  */
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -63,4 +63,43 @@ describe('answers blocked by the content filter', () => {
       'content_filter',
     ]);
   });
+
+  for (const stream of [true, false]) {
+    it(`fails with content_filter when OpenAI sends a refusal (${stream ? 'streamed' : 'one JSON body'}), quoting it`, async () => {
+      const refusal = "I'm sorry, I can't help with that.";
+      const url = await serve((res) => {
+        if (!stream) {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          const message = { role: 'assistant', content: null, refusal };
+          res.end(JSON.stringify({ choices: [{ index: 0, message, finish_reason: 'stop' }] }));
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const chunks = [
+          { choices: [{ index: 0, delta: { role: 'assistant', content: null, refusal } }] },
+          { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+        ];
+        res.end(`${chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join('')}data: [DONE]\n\n`);
+      });
+      const journal = new MemoryJournal();
+      const outcome = await runAgent({
+        agentId: 'refused',
+        definition: makeDefinition(),
+        task: 'Explain.',
+        provider: new OpenAIProvider({ baseURL: url, apiKey: 'k', maxRetries: 0, stream }),
+        model: 'gpt-4o',
+        cwd: tempDir(),
+        journal,
+        systemPrompt: 'S',
+      });
+      expect(outcome).toMatchObject({
+        status: 'failed',
+        reason: 'model_behavior',
+        error: { code: 'content_filter', message: expect.stringContaining(JSON.stringify(refusal)) },
+      });
+      expect(eventsOf(journal.events, 'ProviderReceipt').map((event) => event.stopReason)).toEqual([
+        'content_filter',
+      ]);
+    });
+  }
 });
