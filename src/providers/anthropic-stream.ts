@@ -63,6 +63,14 @@ export class MessagesStreamAccumulator {
     return this.#stopped;
   }
 
+  /**
+   * True when the API paused the turn (`stop_reason: pause_turn`). It does so for long turns of its
+   * server tools (web search...) and expects the message sent back to continue; troupe sends none.
+   */
+  get paused(): boolean {
+    return this.#stopReason === 'pause_turn';
+  }
+
   /** Usage in troupe's terms: input counts cache reads and writes; cached = cache reads. */
   get usage(): Usage | undefined {
     const counts = this.#usage;

@@ -263,6 +263,16 @@ export class AnthropicProvider implements Provider {
     const finished = accumulator.finish();
     const usage = accumulator.usage;
     if (usage !== undefined) ctx.reportUsage(usage);
+    // Continuing a paused turn would mean sending it back unchanged; troupe sends no server tools,
+    // so a pause is not an answer it asked for, and its text is not a finished one.
+    if (accumulator.paused) {
+      throw providerError(
+        'bad_response',
+        `${this.name} paused the turn (stop_reason pause_turn; ${this.#url}), which the API does only for server tools troupe does not send; the paused response is not a finished answer.`,
+        origin,
+        { stopReason: 'pause_turn' },
+      );
+    }
     return extend(finished, { usage });
   }
 }

@@ -188,3 +188,32 @@ describe('anthropic tool rounds', () => {
     });
   });
 });
+
+describe('anthropic stop reasons', () => {
+  it('fails a paused turn (pause_turn) with bad_response instead of completing with the paused text', async () => {
+    const { provider } = await anthropic((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const usage = { input_tokens: 10, output_tokens: 2 };
+      const events = [
+        { type: 'message_start', message: { id: 'm', role: 'assistant', content: [], usage } },
+        { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'searching...' } },
+        { type: 'content_block_stop', index: 0 },
+        { type: 'message_delta', delta: { stop_reason: 'pause_turn' }, usage },
+        { type: 'message_stop' },
+      ];
+      for (const event of events) res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+      res.end();
+    });
+    const end = terminal(await collect(provider.turn(turnRequest({ model: 'claude-sonnet-4-6' }))));
+    expect(end).toMatchObject({
+      type: 'error',
+      error: {
+        code: 'bad_response',
+        message: expect.stringContaining('pause_turn'),
+        fields: { stopReason: 'pause_turn' },
+      },
+      receipt: { usage: { inputTokens: 10, outputTokens: 2 }, requestsWithoutUsage: 0 },
+    });
+  });
+});
