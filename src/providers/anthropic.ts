@@ -23,6 +23,7 @@ import {
   postWithRetries,
   type ResponseReading,
   readJsonBody,
+  refuseForeignAnswer,
 } from './http.ts';
 import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import { checkHttpOptions, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
@@ -249,6 +250,7 @@ export class AnthropicProvider implements Provider {
       requestId: requestIdOf(response.headers),
     };
     const accumulator = new MessagesStreamAccumulator(origin);
+    await refuseForeignAnswer(response, origin);
     if (isJsonResponse(response)) {
       const body = await readJsonBody(response, origin, reading);
       for (const event of messageAsEvents(body)) accumulator.push(event, ctx);

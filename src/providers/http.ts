@@ -7,7 +7,9 @@ import { isTroupeError, type ProviderError } from '../errors.ts';
 import { MAX_EVENT_BYTES, MAX_HONOURED_RETRY_AFTER_MS, RETRY_JITTER } from './constants.ts';
 import { estimateTokens } from './estimate.ts';
 import {
+  bodyExcerpt,
   type ErrorOrigin,
+  errorFromForeignAnswer,
   errorFromResponse,
   isRetryable,
   networkError,
@@ -224,6 +226,17 @@ function redirectError(client: HttpClient, request: HttpRequest, response: Respo
   );
 }
 
+/**
+ * Refuses at once a successful answer whose content type is neither an event stream nor JSON (an
+ * HTML login page, say), quoting the start of its body; read as a stream, it only ended in "the
+ * stream ended early". A missing content type is read as a stream.
+ */
+export async function refuseForeignAnswer(response: Response, origin: ErrorOrigin): Promise<void> {
+  const type = response.headers.get('content-type') ?? '';
+  if (type === '' || type.includes('text/event-stream') || type.includes('application/json')) return;
+  throw await errorFromForeignAnswer(origin, response, type);
+}
+
 /** True when the response is a complete JSON document rather than an event stream. */
 export function isJsonResponse(response: Response): boolean {
   const type = response.headers.get('content-type') ?? '';
@@ -365,11 +378,13 @@ export async function readJsonBody(
   try {
     return JSON.parse(text);
   } catch (error) {
+    const type = response.headers.get('content-type') ?? '(none)';
+    const where = origin.url === undefined ? '' : ` (${origin.url})`;
     throw providerError(
       'bad_response',
-      `${origin.provider} sent a JSON body that does not parse.`,
+      `${origin.provider} answered HTTP ${response.status} with content-type ${type}${where}, but its JSON body does not parse: ${bodyExcerpt(text)}`,
       origin,
-      {},
+      { contentType: type },
       error,
     );
   }

@@ -15,6 +15,7 @@ import {
   postWithRetries,
   type ResponseReading,
   readJsonBody,
+  refuseForeignAnswer,
 } from './http.ts';
 import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import { type ChatAssistantMessage, ChatStreamAccumulator, completionAsChunk } from './openai-chat-stream.ts';
@@ -210,6 +211,7 @@ export class OpenAIProvider implements Provider {
     };
     const accumulator = new ChatStreamAccumulator(origin);
     let complete = false;
+    await refuseForeignAnswer(response, origin);
     if (isJsonResponse(response)) {
       const body = await readJsonBody(response, origin, reading);
       accumulator.push(completionAsChunk(body), ctx);

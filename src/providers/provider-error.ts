@@ -191,6 +191,34 @@ export async function errorFromResponse(
   });
 }
 
+/**
+ * Builds the error for a successful (2xx) answer that is not the API's: a content type that is
+ * neither an event stream nor JSON (a login page, a proxy's placeholder). Like an error body, at
+ * most {@link ERROR_BODY_MAX_BYTES} are read, and an excerpt of it is quoted.
+ */
+export async function errorFromForeignAnswer(
+  origin: ErrorOrigin,
+  response: Response,
+  contentType: string,
+): Promise<ProviderError> {
+  const text = await readPrefix(response, ERROR_BODY_MAX_BYTES);
+  return providerError(
+    'bad_response',
+    `${origin.provider} answered HTTP ${response.status} with content-type ${contentType}${inParentheses(origin.url)}, expected an event stream or JSON (is the base URL the API's?): ${bodyExcerpt(text)}`,
+    origin,
+    { contentType },
+  );
+}
+
+/** A body as a person should read it in an error: an HTML page as its text, cut, `(empty)` when empty. */
+export function bodyExcerpt(text: string): string {
+  return excerpt(readableErrorText(text.trim())) || '(empty)';
+}
+
+function inParentheses(url: string | undefined): string {
+  return url === undefined ? '' : ` (${url})`;
+}
+
 /** The first `maxBytes` of a body as text (decoded leniently); the rest is cancelled unread. */
 async function readPrefix(response: Response, maxBytes: number): Promise<string> {
   const body = response.body;

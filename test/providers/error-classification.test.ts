@@ -116,4 +116,41 @@ describe('provider error classification', () => {
       server = undefined;
     }
   });
+
+  for (const name of ['openai', 'anthropic'] as const) {
+    async function provider(handler: Handler) {
+      server = await startServer(handler);
+      const options = { baseURL: server.url, apiKey: 'k', maxRetries: 0 };
+      return name === 'openai' ? new OpenAIProvider(options) : new AnthropicProvider(options);
+    }
+
+    it(`${name}: refuses a 200 HTML page at once, naming the URL, the content type and its text`, async () => {
+      const error = await errorOf(
+        await provider((_req, res) => {
+          res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+          res.end(
+            '<!DOCTYPE html><html><body><h1>Sign in</h1><p>to continue to the portal</p></body></html>',
+          );
+        }),
+      );
+      const url = server?.received[0]?.url ?? '';
+      expect(error).toMatchObject({
+        code: 'bad_response',
+        fields: { status: 200, contentType: 'text/html; charset=utf-8', url: `${server?.url}${url}` },
+      });
+      expect(error.message).toBe(
+        `${name} answered HTTP 200 with content-type text/html; charset=utf-8 (${server?.url}${url}), expected an event stream or JSON (is the base URL the API's?): Sign in to continue to the portal`,
+      );
+    });
+
+    it(`${name}: names the URL and quotes the start of a 200 JSON body that does not parse`, async () => {
+      const error = await errorOf(await provider(json(200, `this is not json { ${'x'.repeat(1000)}`)));
+      expect(error).toMatchObject({ code: 'bad_response', fields: { contentType: 'application/json' } });
+      expect(error.message).toContain(
+        `${name} answered HTTP 200 with content-type application/json (${server?.url}/`,
+      );
+      expect(error.message).toContain(': this is not json { xxx');
+      expect(error.message).toMatch(/\.\.\. \(cut\)$/);
+    });
+  }
 });
