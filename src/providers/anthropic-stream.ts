@@ -40,8 +40,9 @@ const STOP_REASONS: Readonly<Record<string, StopReason>> = {
 };
 
 interface UsageCounts {
-  input: number;
-  output: number;
+  /** Undefined until a readable `input_tokens` arrived. */
+  input: number | undefined;
+  output: number | undefined;
   cacheRead: number;
   cacheWrite: number;
 }
@@ -71,10 +72,14 @@ export class MessagesStreamAccumulator {
     return this.#stopReason === 'pause_turn';
   }
 
-  /** Usage in troupe's terms: input counts cache reads and writes; cached = cache reads. */
+  /**
+   * Usage in troupe's terms: input counts cache reads and writes; cached = cache reads. Undefined
+   * (troupe estimates the request) unless both `input_tokens` and `output_tokens` were read: a side
+   * the server left unreadable would otherwise count 0 against every budget.
+   */
   get usage(): Usage | undefined {
     const counts = this.#usage;
-    if (counts === undefined) return undefined;
+    if (counts?.input === undefined || counts.output === undefined) return undefined;
     return {
       inputTokens: counts.input + counts.cacheRead + counts.cacheWrite,
       outputTokens: counts.output,
@@ -167,7 +172,7 @@ export class MessagesStreamAccumulator {
     const cacheRead = asCount(usage.cache_read_input_tokens);
     const cacheWrite = asCount(usage.cache_creation_input_tokens);
     if ([input, output, cacheRead, cacheWrite].every((count) => count === undefined)) return;
-    const previous = this.#usage ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+    const previous = this.#usage ?? { input: undefined, output: undefined, cacheRead: 0, cacheWrite: 0 };
     // message_delta repeats counts cumulatively, so later values replace earlier ones.
     this.#usage = {
       input: input ?? previous.input,

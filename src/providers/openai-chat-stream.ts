@@ -35,21 +35,24 @@ const STOP_REASONS: Readonly<Record<string, StopReason>> = {
 };
 
 /**
- * Reads Chat Completions usage (`prompt_tokens`, details with cached and reasoning tokens). Counts
- * that are not non-negative numbers are left out; a usage object with neither `prompt_tokens` nor
- * `completion_tokens` readable is no usage (troupe then estimates it).
+ * Reads Chat Completions usage (`prompt_tokens`, details with cached and reasoning tokens). A usage
+ * object whose `prompt_tokens` or `completion_tokens` is not a count ({@link asCount}: negative, not
+ * a number, missing) is no usage, so troupe estimates the request rather than count that side as 0.
+ * Cached tokens are at most the input, reasoning tokens at most the output; an unreadable detail is 0.
  */
 export function readChatUsage(value: unknown): Usage | undefined {
   const usage = asRecord(value);
   if (usage === undefined) return undefined;
   const inputTokens = asCount(usage.prompt_tokens);
   const outputTokens = asCount(usage.completion_tokens);
-  if (inputTokens === undefined && outputTokens === undefined) return undefined;
+  if (inputTokens === undefined || outputTokens === undefined) return undefined;
+  const cached = asCount(asRecord(usage.prompt_tokens_details)?.cached_tokens) ?? 0;
+  const reasoning = asCount(asRecord(usage.completion_tokens_details)?.reasoning_tokens) ?? 0;
   return {
-    inputTokens: inputTokens ?? 0,
-    outputTokens: outputTokens ?? 0,
-    cachedInputTokens: asCount(asRecord(usage.prompt_tokens_details)?.cached_tokens) ?? 0,
-    reasoningTokens: asCount(asRecord(usage.completion_tokens_details)?.reasoning_tokens) ?? 0,
+    inputTokens,
+    outputTokens,
+    cachedInputTokens: Math.min(cached, inputTokens),
+    reasoningTokens: Math.min(reasoning, outputTokens),
   };
 }
 

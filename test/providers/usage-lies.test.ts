@@ -1,8 +1,9 @@
 /**
  * Usage a server reports is untrusted like the rest of its answer: a negative count would lower an
  * agent's and a whole run's spend (one agent reporting -1e15 tokens let the others pass the run's
- * budget), and a count sent as a string is no count. Such counts are left out, and a usage object
- * with no readable count is no usage at all, so troupe estimates the request as documented.
+ * budget), and a count sent as a string is no count. A usage object without a readable input and
+ * output count is no usage at all, so troupe estimates the request as documented; detail counts
+ * (cached, reasoning) are bounded by the count they are part of.
  */
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -74,18 +75,71 @@ describe('usage a server lies about', () => {
     });
   }
 
-  it('keeps the readable counts of a usage object and leaves a negative one out', async () => {
+  const ONE_SIDE: readonly [string, Record<string, unknown>, Record<string, unknown>][] = [
+    [
+      'a negative output',
+      { prompt_tokens: 12, completion_tokens: -3 },
+      { input_tokens: 12, output_tokens: -3 },
+    ],
+    [
+      'a NaN input',
+      { prompt_tokens: 'NaN', completion_tokens: 5 },
+      { input_tokens: 'NaN', output_tokens: 5 },
+    ],
+    ['no output at all', { prompt_tokens: 2200 }, { input_tokens: 2200 }],
+    ['no input at all', { completion_tokens: 5 }, { output_tokens: 5 }],
+  ];
+  for (const [name, openAIUsage, anthropicUsage] of ONE_SIDE) {
+    // Counting the unreadable side as 0 let a server zero out the input of every request.
+    it(`${name}: a usage object with one side unreadable is no usage, so troupe estimates the request`, async () => {
+      server = await startServer((_req, res) => openAIAnswer(res, openAIUsage));
+      const openai = new OpenAIProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+      const openAIEvents = await collect(openai.turn(turnRequest()));
+      await server.close();
+      server = await startServer((_req, res) => anthropicAnswer(res, anthropicUsage));
+      const anthropic = new AnthropicProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+      const anthropicEvents = await collect(anthropic.turn(turnRequest({ model: 'claude-sonnet-4-6' })));
+      for (const events of [openAIEvents, anthropicEvents]) {
+        expect(usagesOf(events)).toEqual([]);
+        expect(terminal(events).receipt.requestsWithoutUsage).toBe(1);
+      }
+    });
+  }
+
+  it('openai: cached input is at most the input, reasoning at most the output', async () => {
     server = await startServer((_req, res) =>
-      openAIAnswer(res, { prompt_tokens: 12, completion_tokens: -3 }),
+      openAIAnswer(res, {
+        prompt_tokens: 10,
+        completion_tokens: 4,
+        prompt_tokens_details: { cached_tokens: 1e9 },
+        completion_tokens_details: { reasoning_tokens: 1e9 },
+      }),
     );
     const provider = new OpenAIProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
     const events = await collect(provider.turn(turnRequest()));
     expect(usagesOf(events)).toEqual([
-      { inputTokens: 12, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
+      { inputTokens: 10, outputTokens: 4, cachedInputTokens: 10, reasoningTokens: 4 },
     ]);
-    for (const usage of usagesOf(events)) {
-      for (const count of Object.values(usage))
-        if (typeof count === 'number') expect(count).toBeGreaterThanOrEqual(0);
-    }
+  });
+
+  it('anthropic: input read at the start and output at the end is one readable usage', async () => {
+    server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const events = [
+        { type: 'message_start', message: { id: 'm', content: [], usage: { input_tokens: 30 } } },
+        { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'hi' } },
+        { type: 'content_block_stop', index: 0 },
+        { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 7 } },
+        { type: 'message_stop' },
+      ];
+      for (const event of events) res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+      res.end();
+    });
+    const provider = new AnthropicProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+    const events = await collect(provider.turn(turnRequest({ model: 'claude-sonnet-4-6' })));
+    expect(usagesOf(events)).toEqual([
+      { inputTokens: 30, outputTokens: 7, cachedInputTokens: 0, reasoningTokens: 0 },
+    ]);
   });
 });
