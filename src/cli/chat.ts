@@ -41,6 +41,7 @@ import {
   commandPermissions,
   type PermissionFlags,
   permissionOptions,
+  reportPermissionWarnings,
 } from './shared/permission-flags.ts';
 import { type PreparedSession, prepareResume, prepareRun } from './shared/session.ts';
 
@@ -116,6 +117,7 @@ export async function chat(
   terminal: ChatTerminal,
 ): Promise<number> {
   const asked = commandPermissions(flags);
+  reportPermissionWarnings(asked, io);
   const prepared = await prepare(agent, flags, asked);
   const { info } = prepared;
   if (info.resume?.ended) {

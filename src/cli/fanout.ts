@@ -30,7 +30,12 @@ import {
   type ModelSettingsFlags,
   modelSettingsFromFlags,
 } from './shared/model-flags.ts';
-import { commandPermissions, type PermissionFlags, permissionOptions } from './shared/permission-flags.ts';
+import {
+  commandPermissions,
+  type PermissionFlags,
+  permissionOptions,
+  reportPermissionWarnings,
+} from './shared/permission-flags.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
 interface FanoutFlags extends ModelSettingsFlags, PermissionFlags, OtlpFlags {
@@ -104,6 +109,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
   }
   const { plan, definitions } = loaded;
   const asked = commandPermissions(flags);
+  reportPermissionWarnings(asked, io);
   const chosen = chooseProvider({
     ...(flags.provider === undefined ? {} : { flag: flags.provider }),
     ...(plan.provider === undefined ? {} : { plan: plan.provider }),

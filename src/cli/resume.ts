@@ -18,6 +18,7 @@ import {
   commandPermissions,
   type PermissionFlags,
   permissionOptions,
+  reportPermissionWarnings,
 } from './shared/permission-flags.ts';
 import { prepareResume } from './shared/session.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
@@ -79,6 +80,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     const path = resolve(target);
     const json = flags.json === true;
     const asked = commandPermissions(flags);
+    reportPermissionWarnings(asked, io);
     if (flags.reason !== undefined && flags.retryFailed !== true) {
       throw new UserError('invalid_option', '--reason goes with --retry-failed', { option: '--reason' });
     }

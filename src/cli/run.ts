@@ -20,6 +20,7 @@ import {
   commandPermissions,
   type PermissionFlags,
   permissionOptions,
+  reportPermissionWarnings,
 } from './shared/permission-flags.ts';
 import { prepareRun } from './shared/session.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
@@ -74,6 +75,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     "over the definition's modelSettings",
   ).action(async (agent: string, flags: RunFlags) => {
     const asked = commandPermissions(flags);
+    reportPermissionWarnings(asked, io);
     const session = await prepareRun({
       agent,
       task: flags.task,

@@ -1,7 +1,7 @@
 import type { PermissionMode } from '../definition/types.ts';
 import { PERMISSION_MODES } from '../tools/permissions.ts';
 import { tryParseRule } from '../tools/rules.ts';
-import { expected } from './plan-problems.ts';
+import { expected, PERMISSIONS_FILE } from './plan-problems.ts';
 import { fieldName, readYamlFile, type Segment } from './yaml-source.ts';
 
 /** Permissions of every agent of a run, besides each definition's (docs/permissions.md). */
@@ -23,16 +23,25 @@ export interface RunApprovals {
 }
 
 const PERMISSION_KEYS = ['mode', 'allow', 'ask', 'deny', 'allowBypass'] as const;
+
+/** Said of Claude Code's `additionalDirectories`, which troupe reads but does not apply. */
+export const ADDITIONAL_DIRECTORIES_WARNING =
+  'ignored: troupe does not widen the working directory; file tools stay confined to it (--cwd)';
 const APPROVAL_KEYS = ['timeoutMs', 'onTimeout'] as const;
 
 /** Reports a problem at a path of the document. */
 export type Fail = (path: readonly Segment[], message: string, at?: 'key') => void;
 
-/** Reads `permissions` at `path`; undefined when absent or wrong (each problem reported). */
+/**
+ * Reads `permissions` at `path`; undefined when absent or wrong (each problem reported). With
+ * `warn` (a file that may be Claude Code's settings.json), Claude Code's `defaultMode` is read as
+ * `mode` and `additionalDirectories` is a warning: troupe does not widen the working directory.
+ */
 export function readRunPermissions(
   value: unknown,
   path: readonly Segment[],
   fail: Fail,
+  warn?: Fail,
 ): RunPermissions | undefined {
   if (value === undefined) return undefined;
   if (!isRecord(value)) {
@@ -41,12 +50,21 @@ export function readRunPermissions(
   }
   let ok = true;
   const result: { -readonly [K in keyof RunPermissions]: RunPermissions[K] } = {};
+  if (warn !== undefined && 'mode' in value && 'defaultMode' in value) {
+    fail([...path, 'defaultMode'], expected('`mode` or `defaultMode`, not both', 'defaultMode'), 'key');
+    ok = false;
+  }
   for (const [key, item] of Object.entries(value)) {
     const at = [...path, key];
-    if (!(PERMISSION_KEYS as readonly string[]).includes(key)) {
+    if (warn !== undefined && key === 'additionalDirectories') {
+      warn(at, ADDITIONAL_DIRECTORIES_WARNING, 'key');
+    } else if (
+      !(PERMISSION_KEYS as readonly string[]).includes(key) &&
+      !(warn !== undefined && key === 'defaultMode')
+    ) {
       fail(at, expected(`one of ${PERMISSION_KEYS.join(', ')}`, key), 'key');
       ok = false;
-    } else if (key === 'mode') {
+    } else if (key === 'mode' || key === 'defaultMode') {
       if (typeof item === 'string' && (PERMISSION_MODES as readonly string[]).includes(item)) {
         result.mode = item as PermissionMode;
       } else {
@@ -126,28 +144,48 @@ function readRules(value: unknown, path: readonly Segment[], fail: Fail): string
   return ok ? rules : undefined;
 }
 
+/** A permissions file read by {@link loadPermissionsFile}. */
+export interface PermissionsFile {
+  readonly permissions: RunPermissions;
+  /** `file:line:column: field: message` of what was read but not applied (`additionalDirectories`). */
+  readonly warnings: readonly string[];
+}
+
 /**
  * Reads a rules file (`--permissions FILE`): YAML or JSON holding a `permissions` mapping, or
- * the mapping itself. Throws UserError `invalid_plan` (every problem, with file:line:column) or
+ * the mapping itself; a Claude Code settings.json reads as one (`defaultMode` is `mode`). Throws
+ * UserError `invalid_permissions` (every problem, with file:line:column) or
  * `permissions_not_found` when it cannot be read.
  */
-export function loadPermissionsFile(file: string): RunPermissions {
-  const { path, source, problems } = readYamlFile(file, 'a permissions file', 'permissions_not_found');
+export function loadPermissionsFile(file: string): PermissionsFile {
+  const { path, source, problems } = readYamlFile(
+    file,
+    'a permissions file',
+    'permissions_not_found',
+    PERMISSIONS_FILE,
+  );
   const value = source.value();
   const nested = isRecord(value) && 'permissions' in value;
-  const fail: Fail = (at, message, where) => {
+  const warnings: string[] = [];
+  const locate = (at: readonly Segment[], where: 'key' | undefined) => {
     const key = at.at(-1);
-    const position =
-      where === 'key' && typeof key === 'string' ? source.keyAt(at.slice(0, -1), key) : source.valueAt(at);
-    problems.add(path, position, fieldName(at), message);
+    return where === 'key' && typeof key === 'string'
+      ? source.keyAt(at.slice(0, -1), key)
+      : source.valueAt(at);
+  };
+  const fail: Fail = (at, message, where) => problems.add(path, locate(at, where), fieldName(at), message);
+  const warn: Fail = (at, message, where) => {
+    const { line, column } = locate(at, where);
+    warnings.push(`${path}:${line}:${column}: ${fieldName(at)}: ${message}`);
   };
   const permissions = readRunPermissions(
     nested ? value.permissions : value,
     nested ? ['permissions'] : [],
     fail,
+    warn,
   );
-  problems.throwIfAny(path);
-  return permissions ?? {};
+  problems.throwIfAny(path, PERMISSIONS_FILE);
+  return { permissions: permissions ?? {}, warnings };
 }
 
 /** `extra`'s rules added to `base`'s; its mode and bypass consent win. */

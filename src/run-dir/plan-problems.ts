@@ -23,6 +23,22 @@ export interface PlanProblem {
   readonly message: string;
 }
 
+/** What kind of file problems are in: the error code and the words that name a valid one. */
+export interface ProblemFileKind {
+  readonly code: 'invalid_plan' | 'invalid_permissions';
+  /** `a valid plan`. */
+  readonly what: string;
+}
+
+/** A plan file (`troupe fanout PLAN`, `troupe score`). */
+export const PLAN_FILE: ProblemFileKind = { code: 'invalid_plan', what: 'a valid plan' };
+
+/** A permissions file (`--permissions FILE`, Claude Code's `.claude/settings.json`). */
+export const PERMISSIONS_FILE: ProblemFileKind = {
+  code: 'invalid_permissions',
+  what: 'a valid permissions file',
+};
+
 /** Collects plan problems in the order they are found. */
 export class PlanProblems {
   readonly #problems: PlanProblem[] = [];
@@ -40,10 +56,10 @@ export class PlanProblems {
   }
 
   /**
-   * Throws UserError `invalid_plan` listing every problem, with `problems` in its fields, when
-   * there is any.
+   * Throws UserError `kind.code` (`invalid_plan` unless given) listing every problem, with
+   * `problems` in its fields, when there is any.
    */
-  throwIfAny(planFile: string): void {
+  throwIfAny(planFile: string, kind: ProblemFileKind = PLAN_FILE): void {
     if (this.#problems.length === 0) return;
     this.#problems.sort(
       (a, b) =>
@@ -61,8 +77,8 @@ export class PlanProblems {
     );
     const lines = this.#problems.map((problem) => formatPlanProblem(problem));
     throw new UserError(
-      'invalid_plan',
-      `Expected a valid plan in ${planFile}, found ${this.#problems.length} problem(s):\n${lines.join('\n')}`,
+      kind.code,
+      `Expected ${kind.what} in ${planFile}, found ${this.#problems.length} problem(s):\n${lines.join('\n')}`,
       { file: planFile, problems: [...this.#problems] },
     );
   }
@@ -85,10 +101,11 @@ export function displayPath(path: string, cwd: string): string {
   return inside === '' || inside.startsWith('..') ? path : inside;
 }
 
-/** The problems carried by an `invalid_plan` error, if `error` is one. */
+/** The problems carried by an `invalid_plan` (or `invalid_permissions`) error, if `error` is one. */
 export function planProblemsOf(error: unknown): readonly PlanProblem[] | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
   const { code, fields } = error as { code?: unknown; fields?: { problems?: unknown } };
-  if (code !== 'invalid_plan' || !Array.isArray(fields?.problems)) return undefined;
+  if ((code !== 'invalid_plan' && code !== 'invalid_permissions') || !Array.isArray(fields?.problems))
+    return undefined;
   return fields.problems as PlanProblem[];
 }

@@ -6,7 +6,7 @@ import { type Document, isMap, isNode, isScalar, type LineCounter } from 'yaml';
 import { readYaml, unclosedLocator } from '../definition/yaml-read.ts';
 import { UserError } from '../errors.ts';
 import { memberPath } from '../member-path.ts';
-import { type FilePosition, PlanProblems } from './plan-problems.ts';
+import { type FilePosition, PLAN_FILE, PlanProblems, type ProblemFileKind } from './plan-problems.ts';
 
 /** One step of a path into the document: a key or a list index. */
 export type Segment = string | number;
@@ -110,10 +110,15 @@ export interface ReadYamlFile {
 
 /**
  * Reads and parses the YAML file at `file` (`what` names it in errors: `a plan file`). Throws
- * UserError `notFound` (`plan_not_found` unless given) when it cannot be read and `invalid_plan`
- * (with file:line:column) when it does not parse.
+ * UserError `notFound` (`plan_not_found` unless given) when it cannot be read and `kind.code`
+ * (`invalid_plan` unless given; with file:line:column) when it does not parse.
  */
-export function readYamlFile(file: string, what: string, notFound = 'plan_not_found'): ReadYamlFile {
+export function readYamlFile(
+  file: string,
+  what: string,
+  notFound = 'plan_not_found',
+  kind: ProblemFileKind = PLAN_FILE,
+): ReadYamlFile {
   const path = resolve(file);
   let text: string;
   try {
@@ -127,8 +132,8 @@ export function readYamlFile(file: string, what: string, notFound = 'plan_not_fo
   const source = YamlSource.parse(text);
   if (!(source instanceof YamlSource)) {
     for (const { position, message } of source.failures) problems.add(path, position, '(yaml)', message);
-    problems.throwIfAny(path);
-    throw new UserError('invalid_plan', `Expected YAML in ${what} at ${path}`, { file: path });
+    problems.throwIfAny(path, kind);
+    throw new UserError(kind.code, `Expected YAML in ${what} at ${path}`, { file: path });
   }
   return { path, source, problems };
 }

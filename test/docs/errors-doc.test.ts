@@ -99,8 +99,17 @@ const DYNAMIC_SITES: Readonly<Record<string, DynamicSite>> = {
     reason: 'readYamlFile(file, what, notFound): plan_not_found by default, or what its caller passes',
     codes: () => [
       ...matches('src/run-dir/yaml-source.ts', /notFound = '([a-z_]+)'/g),
-      ...matches('src/run-dir/plan-permissions.ts', /readYamlFile\([^,]+,\s*'[^']*',\s*'([a-z_]+)'\)/g),
+      ...matches('src/run-dir/plan-permissions.ts', /readYamlFile\(\s*[^,]+,\s*'[^']*',\s*'([a-z_]+)'/g),
     ],
+  },
+  'src/run-dir/plan-problems.ts: kind.code': {
+    reason:
+      'PlanProblems.throwIfAny(file, kind): invalid_plan for a plan, invalid_permissions for a permissions file',
+    codes: () => matches('src/run-dir/plan-problems.ts', /code: '([a-z_]+)'/g),
+  },
+  'src/run-dir/yaml-source.ts: kind.code': {
+    reason: 'readYamlFile(file, what, notFound, kind): the kind of file it reads, as for throwIfAny',
+    codes: () => matches('src/run-dir/plan-problems.ts', /code: '([a-z_]+)'/g),
   },
   'src/supervisor/agents.ts: spent.code': {
     reason: "a spawn after the Supervisor's run budget is spent fails with the budget's code",

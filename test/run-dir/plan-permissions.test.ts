@@ -79,8 +79,8 @@ describe('a --permissions file', () => {
   it('takes the mapping bare or under `permissions:`, and the command line adds to the plan', () => {
     const bare = write('bare.yaml', 'allow: ["Read"]\ndeny: ["Bash(rm:*)"]\n');
     const nested = write('nested.json', '{"permissions": {"ask": ["WebFetch(domain:example.com)"]}}');
-    expect(loadPermissionsFile(bare)).toEqual({ allow: ['Read'], deny: ['Bash(rm:*)'] });
-    expect(loadPermissionsFile(nested)).toEqual({ ask: ['WebFetch(domain:example.com)'] });
+    expect(loadPermissionsFile(bare).permissions).toEqual({ allow: ['Read'], deny: ['Bash(rm:*)'] });
+    expect(loadPermissionsFile(nested).permissions).toEqual({ ask: ['WebFetch(domain:example.com)'] });
     expect(
       mergeRunPermissions({ mode: 'default', allow: ['Read'] }, { mode: 'dontAsk', allow: ['Grep'] }),
     ).toMatchObject({ mode: 'dontAsk', allow: ['Read', 'Grep'] });
@@ -89,6 +89,36 @@ describe('a --permissions file', () => {
   it('refuses a bad rule with the file, line and column', () => {
     const file = write('rules.yaml', 'allow:\n  - "Read"\n  - "Bash(npm test"\n');
     expect(() => loadPermissionsFile(file)).toThrow(/rules\.yaml:3:5/);
+  });
+
+  it("reads Claude Code's settings.json: defaultMode is the mode, additionalDirectories a located warning", () => {
+    const file = write(
+      'settings.json',
+      [
+        '{"env": {"A": "1"}, "permissions": {',
+        '  "deny": ["Read(./secrets/**)"],',
+        '  "additionalDirectories": ["../other"],',
+        '  "defaultMode": "plan"',
+        '}}',
+      ].join('\n'),
+    );
+    const read = loadPermissionsFile(file);
+    expect(read.permissions).toEqual({ deny: ['Read(./secrets/**)'], mode: 'plan' });
+    expect(read.warnings).toEqual([
+      expect.stringMatching(
+        /settings\.json:3:3: permissions\.additionalDirectories: ignored: troupe does not widen/,
+      ),
+    ]);
+  });
+
+  it('refuses a bad file as a permissions file (invalid_permissions), not a plan', () => {
+    const file = write('rules.json', '{"permissions": {"defaultMode": "yolo"}}');
+    expect(() => loadPermissionsFile(file)).toThrow(
+      expect.objectContaining({
+        code: 'invalid_permissions',
+        message: expect.stringContaining(`Expected a valid permissions file in ${file}`),
+      }),
+    );
   });
 
   it('names a missing file as a permissions file, not a plan', () => {

@@ -15,6 +15,7 @@ import {
 } from '../../run-dir/plan-permissions.ts';
 import { type AgentPermissions, PERMISSION_MODES } from '../../tools/permissions.ts';
 import { tryParseRule } from '../../tools/rules.ts';
+import type { CliIO } from './io.ts';
 
 /** The flags as commander parses them. */
 export interface PermissionFlags {
@@ -36,6 +37,8 @@ export interface CommandPermissions {
   readonly approve: readonly string[];
   /** `--approval-timeout`, in ms. */
   readonly approvalTimeoutMs: number | undefined;
+  /** What the rules file holds but troupe does not apply, `file:line:column: field: message`. */
+  readonly warnings: readonly string[];
 }
 
 /** Adds the permission flags to `command`. */
@@ -82,9 +85,9 @@ export function permissionOptions(command: Command): Command {
     );
 }
 
-/** Reads the flags (and the rules file). Throws the rules file's `invalid_plan` with file:line:column. */
+/** Reads the flags (and the rules file). Throws the rules file's `invalid_permissions` with file:line:column. */
 export function commandPermissions(flags: PermissionFlags): CommandPermissions {
-  const fromFile = flags.permissions === undefined ? undefined : loadPermissionsFile(flags.permissions);
+  const file = flags.permissions === undefined ? undefined : loadPermissionsFile(flags.permissions);
   const fromFlags: RunPermissions = {
     ...(flags.permissionMode === undefined ? {} : { mode: flags.permissionMode }),
     ...(flags.allow === undefined ? {} : { allow: flags.allow }),
@@ -93,14 +96,20 @@ export function commandPermissions(flags: PermissionFlags): CommandPermissions {
     ...(flags.allowBypassPermissions === true ? { allowBypass: true } : {}),
   };
   const permissions = mergeRunPermissions(
-    fromFile,
+    file?.permissions,
     Object.keys(fromFlags).length > 0 ? fromFlags : undefined,
   );
   return {
     permissions,
     approve: flags.approve ?? [],
     approvalTimeoutMs: flags.approvalTimeout === undefined ? undefined : flags.approvalTimeout * 1000,
+    warnings: file?.warnings ?? [],
   };
+}
+
+/** Writes the rules file's warnings to stderr. */
+export function reportPermissionWarnings(asked: CommandPermissions, io: Pick<CliIO, 'stderr'>): void {
+  for (const warning of asked.warnings) io.stderr(`troupe: warning: ${warning}\n`);
 }
 
 /** What an agent run from the command line is given: the rules, mode and bypass consent, and the approval timeout. */
