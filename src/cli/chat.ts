@@ -116,7 +116,10 @@ export async function chat(
   io: CliIO,
   terminal: ChatTerminal,
 ): Promise<number> {
-  const asked = commandPermissions(flags);
+  const asked = commandPermissions(
+    flags,
+    flags.resume === undefined ? resolve(flags.cwd ?? process.cwd()) : undefined,
+  );
   reportPermissionWarnings(asked, io);
   const prepared = await prepare(agent, flags, asked);
   const { info } = prepared;

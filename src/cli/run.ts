@@ -74,7 +74,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     permissionOptions(otlpOptions(command)),
     "over the definition's modelSettings",
   ).action(async (agent: string, flags: RunFlags) => {
-    const asked = commandPermissions(flags);
+    const asked = commandPermissions(flags, resolve(flags.cwd ?? process.cwd()));
     reportPermissionWarnings(asked, io);
     const session = await prepareRun({
       agent,

@@ -1,4 +1,5 @@
 /** The directories of the project walk: from the git root down to the working directory. */
+import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -21,5 +22,13 @@ async function exists(file: string): Promise<boolean> {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** The git root above `cwd` (as {@link projectDirs} finds it), or `cwd` when there is none; synchronous. */
+export function projectRootSync(cwd: string): string {
+  for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, '.git'))) return dir;
+    if (path.dirname(dir) === dir) return path.resolve(cwd);
   }
 }

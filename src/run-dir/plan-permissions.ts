@@ -27,21 +27,39 @@ const PERMISSION_KEYS = ['mode', 'allow', 'ask', 'deny', 'allowBypass'] as const
 /** Said of Claude Code's `additionalDirectories`, which troupe reads but does not apply. */
 export const ADDITIONAL_DIRECTORIES_WARNING =
   'ignored: troupe does not widen the working directory; file tools stay confined to it (--cwd)';
+
+/** Claude Code's permission keys troupe does not apply, and what it says of each. */
+const IGNORED_CLAUDE_KEYS: Readonly<Record<string, string>> = {
+  additionalDirectories: ADDITIONAL_DIRECTORIES_WARNING,
+  disableBypassPermissionsMode:
+    'ignored: troupe runs bypassPermissions only with --allow-bypass-permissions (allowBypass)',
+};
 const APPROVAL_KEYS = ['timeoutMs', 'onTimeout'] as const;
 
 /** Reports a problem at a path of the document. */
 export type Fail = (path: readonly Segment[], message: string, at?: 'key') => void;
 
+/** How {@link readRunPermissions} reads a file that may be Claude Code's settings.json. */
+export interface ClaudeCodeKeys {
+  /** Reports what is read but not applied. */
+  readonly warn: Fail;
+  /**
+   * A settings file troupe found by itself (`.claude/settings.json`): it cannot give the bypass
+   * consent (`allowBypass`), which stays the caller's.
+   */
+  readonly found?: boolean;
+}
+
 /**
  * Reads `permissions` at `path`; undefined when absent or wrong (each problem reported). With
- * `warn` (a file that may be Claude Code's settings.json), Claude Code's `defaultMode` is read as
- * `mode` and `additionalDirectories` is a warning: troupe does not widen the working directory.
+ * `claude` (a file that may be Claude Code's settings.json), Claude Code's `defaultMode` is read as
+ * `mode`, and `additionalDirectories` and `disableBypassPermissionsMode` are warnings.
  */
 export function readRunPermissions(
   value: unknown,
   path: readonly Segment[],
   fail: Fail,
-  warn?: Fail,
+  claude?: ClaudeCodeKeys,
 ): RunPermissions | undefined {
   if (value === undefined) return undefined;
   if (!isRecord(value)) {
@@ -50,17 +68,25 @@ export function readRunPermissions(
   }
   let ok = true;
   const result: { -readonly [K in keyof RunPermissions]: RunPermissions[K] } = {};
-  if (warn !== undefined && 'mode' in value && 'defaultMode' in value) {
+  if (claude !== undefined && 'mode' in value && 'defaultMode' in value) {
     fail([...path, 'defaultMode'], expected('`mode` or `defaultMode`, not both', 'defaultMode'), 'key');
     ok = false;
   }
   for (const [key, item] of Object.entries(value)) {
     const at = [...path, key];
-    if (warn !== undefined && key === 'additionalDirectories') {
-      warn(at, ADDITIONAL_DIRECTORIES_WARNING, 'key');
+    const ignored = claude === undefined ? undefined : IGNORED_CLAUDE_KEYS[key];
+    if (claude !== undefined && ignored !== undefined) {
+      claude.warn(at, ignored, 'key');
+    } else if (claude?.found === true && key === 'allowBypass') {
+      fail(
+        at,
+        'expected no `allowBypass` here: only the command line (--allow-bypass-permissions) or the caller consents to bypassPermissions',
+        'key',
+      );
+      ok = false;
     } else if (
       !(PERMISSION_KEYS as readonly string[]).includes(key) &&
-      !(warn !== undefined && key === 'defaultMode')
+      !(claude !== undefined && key === 'defaultMode')
     ) {
       fail(at, expected(`one of ${PERMISSION_KEYS.join(', ')}`, key), 'key');
       ok = false;
@@ -158,14 +184,27 @@ export interface PermissionsFile {
  * `permissions_not_found` when it cannot be read.
  */
 export function loadPermissionsFile(file: string): PermissionsFile {
+  return readPermissionsDocument(file, false);
+}
+
+/**
+ * Reads the `permissions` of a Claude Code settings file troupe found by itself
+ * (`.claude/settings.json`): the document must be a mapping, its other keys are Claude Code's and
+ * ignored, and it cannot consent to `bypassPermissions`. Throws as {@link loadPermissionsFile}.
+ */
+export function loadClaudeSettingsFile(file: string): PermissionsFile {
+  return readPermissionsDocument(file, true);
+}
+
+function readPermissionsDocument(file: string, found: boolean): PermissionsFile {
   const { path, source, problems } = readYamlFile(
     file,
-    'a permissions file',
+    found ? 'a Claude Code settings file' : 'a permissions file',
     'permissions_not_found',
     PERMISSIONS_FILE,
   );
   const value = source.value();
-  const nested = isRecord(value) && 'permissions' in value;
+  const nested = found || (isRecord(value) && 'permissions' in value);
   const warnings: string[] = [];
   const locate = (at: readonly Segment[], where: 'key' | undefined) => {
     const key = at.at(-1);
@@ -178,12 +217,11 @@ export function loadPermissionsFile(file: string): PermissionsFile {
     const { line, column } = locate(at, where);
     warnings.push(`${path}:${line}:${column}: ${fieldName(at)}: ${message}`);
   };
-  const permissions = readRunPermissions(
-    nested ? value.permissions : value,
-    nested ? ['permissions'] : [],
-    fail,
-    warn,
-  );
+  let permissions: RunPermissions | undefined;
+  if (found && !isRecord(value)) fail([], expected('a JSON object of settings', value));
+  else if (nested && isRecord(value)) {
+    permissions = readRunPermissions(value.permissions, ['permissions'], fail, { warn, found });
+  } else permissions = readRunPermissions(value, [], fail, { warn });
   problems.throwIfAny(path, PERMISSIONS_FILE);
   return { permissions: permissions ?? {}, warnings };
 }

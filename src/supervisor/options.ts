@@ -36,6 +36,7 @@ import type { TracingOptions } from '../telemetry/agent-tracing.ts';
 import { type AgentPermissions, PERMISSION_MODES } from '../tools/permissions.ts';
 import { tryParseRule } from '../tools/rules.ts';
 import type { JsonSchema, ToolOutcome } from '../tools/types.ts';
+import { withClaudeSettings } from './claude-permissions.ts';
 import type { PreparedRunLimits, RunLimits } from './run-budget.ts';
 
 /** Context a host tool runs with, on the supervisor (main thread). */
@@ -152,6 +153,13 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
   readonly definitions?: readonly AgentDefinition[];
   /** Read `.claude/agents` compat dirs during discovery. @default true */
   readonly compat?: boolean;
+  /**
+   * Add the `permissions` of Claude Code's settings files (`~/.claude/settings.json`, then the
+   * project's `.claude/settings.json` and `.claude/settings.local.json`) under the `permissions`
+   * option (docs/permissions.md). A file that does not read throws UserError `invalid_permissions`.
+   * @default true
+   */
+  readonly claudeSettings?: boolean;
   /** Nesting limits for agents that spawn agents. @default { maxDepth: 3, maxChildren: 64 } */
   readonly orchestration?: { readonly maxDepth?: number; readonly maxChildren?: number };
   /**
@@ -303,6 +311,7 @@ const SUPERVISOR_OPTION_KEYS: Readonly<Record<keyof SupervisorOptions, true>> = 
   cwd: true,
   definitions: true,
   compat: true,
+  claudeSettings: true,
   orchestration: true,
   usageSink: true,
   runLimits: true,
@@ -423,7 +432,11 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
   const graceMs = nonNegative('graceMs', options.graceMs, 5000);
   const maxDepth = positiveInt('orchestration.maxDepth', options.orchestration?.maxDepth, 3);
   const maxChildren = positiveInt('orchestration.maxChildren', options.orchestration?.maxChildren, 64);
-  const permissions = preparePermissions(options.permissions, options.approvals);
+  const ownPermissions = preparePermissions(options.permissions, options.approvals);
+  const permissions =
+    options.claudeSettings === false
+      ? ownPermissions
+      : withClaudeSettings(ownPermissions, path.resolve(options.cwd ?? process.cwd()));
   const unattended = oneOf<'deny' | 'wait'>(
     'approvals.unattended',
     options.approvals?.unattended,

@@ -99,7 +99,7 @@ const DYNAMIC_SITES: Readonly<Record<string, DynamicSite>> = {
     reason: 'readYamlFile(file, what, notFound): plan_not_found by default, or what its caller passes',
     codes: () => [
       ...matches('src/run-dir/yaml-source.ts', /notFound = '([a-z_]+)'/g),
-      ...matches('src/run-dir/plan-permissions.ts', /readYamlFile\(\s*[^,]+,\s*'[^']*',\s*'([a-z_]+)'/g),
+      ...matches('src/run-dir/plan-permissions.ts', /readYamlFile\([^)]*?'([a-z_]+_not_found)'/g),
     ],
   },
   'src/run-dir/plan-problems.ts: kind.code': {

@@ -8,6 +8,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import type { PermissionMode } from '../../definition/types.ts';
 import { describeValue } from '../../errors.ts';
+import { loadClaudeSettings } from '../../run-dir/claude-settings.ts';
 import {
   loadPermissionsFile,
   mergeRunPermissions,
@@ -37,7 +38,7 @@ export interface CommandPermissions {
   readonly approve: readonly string[];
   /** `--approval-timeout`, in ms. */
   readonly approvalTimeoutMs: number | undefined;
-  /** What the rules file holds but troupe does not apply, `file:line:column: field: message`. */
+  /** What the settings and rules files hold but troupe does not apply, `file:line:column: field: message`. */
   readonly warnings: readonly string[];
 }
 
@@ -85,8 +86,13 @@ export function permissionOptions(command: Command): Command {
     );
 }
 
-/** Reads the flags (and the rules file). Throws the rules file's `invalid_permissions` with file:line:column. */
-export function commandPermissions(flags: PermissionFlags): CommandPermissions {
+/**
+ * Reads the flags (and the rules file). With `claudeSettingsOf` (the working directory of an agent
+ * about to start), Claude Code's settings files come first, under the rules file and the flags
+ * (docs/permissions.md). Throws a file's `invalid_permissions` with file:line:column.
+ */
+export function commandPermissions(flags: PermissionFlags, claudeSettingsOf?: string): CommandPermissions {
+  const settings = claudeSettingsOf === undefined ? undefined : loadClaudeSettings({ cwd: claudeSettingsOf });
   const file = flags.permissions === undefined ? undefined : loadPermissionsFile(flags.permissions);
   const fromFlags: RunPermissions = {
     ...(flags.permissionMode === undefined ? {} : { mode: flags.permissionMode }),
@@ -96,14 +102,14 @@ export function commandPermissions(flags: PermissionFlags): CommandPermissions {
     ...(flags.allowBypassPermissions === true ? { allowBypass: true } : {}),
   };
   const permissions = mergeRunPermissions(
-    file?.permissions,
+    mergeRunPermissions(settings?.permissions, file?.permissions),
     Object.keys(fromFlags).length > 0 ? fromFlags : undefined,
   );
   return {
     permissions,
     approve: flags.approve ?? [],
     approvalTimeoutMs: flags.approvalTimeout === undefined ? undefined : flags.approvalTimeout * 1000,
-    warnings: file?.warnings ?? [],
+    warnings: [...(settings?.warnings ?? []), ...(file?.warnings ?? [])],
   };
 }
 
