@@ -1,5 +1,5 @@
 /** The AGENTS.md section: project instructions from the git root down to the working directory. */
-import { readFile } from 'node:fs/promises';
+import { readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { AGENTS_MD_BYTE_LIMIT } from '../constants.ts';
 import { projectDirs } from './project-dirs.ts';
@@ -20,15 +20,35 @@ export interface AgentsMdFile {
   readonly truncatedFrom?: number;
 }
 
-/** Reads the AGENTS.md files from the git root down to `cwd`, outermost first. */
+/** `process.emitWarning` code of an AGENTS.md skipped because it resolves outside the project. */
+export const AGENTS_MD_OUTSIDE_WARNING_CODE = 'TROUPE_AGENTS_MD_OUTSIDE';
+
+const warnedLinks = new Set<string>();
+
+/**
+ * Reads the AGENTS.md files from the git root down to `cwd`, outermost first. One that resolves
+ * (through a symlink) outside the project (the git root, or `cwd` without one) is skipped with a
+ * process warning ({@link AGENTS_MD_OUTSIDE_WARNING_CODE}, once per file): a cloned repository
+ * must not be able to send `~/.ssh/id_rsa` to the model by linking it.
+ */
 export async function collectAgentsMd(cwd: string, options: AgentsMdOptions = {}): Promise<AgentsMdFile[]> {
   const limit = options.byteLimit ?? AGENTS_MD_BYTE_LIMIT;
   const files: AgentsMdFile[] = [];
-  for (const dir of await projectDirs(cwd)) {
+  const dirs = await projectDirs(cwd);
+  const root = dirs[0] ?? path.resolve(cwd);
+  let realRoot: string | undefined;
+  for (const dir of dirs) {
     const file = path.join(dir, 'AGENTS.md');
     let bytes: Buffer;
     try {
-      bytes = await readFile(file);
+      const target = await realpath(file);
+      realRoot ??= await realpath(root);
+      const inside = path.relative(realRoot, target);
+      if (inside.startsWith('..') || path.isAbsolute(inside)) {
+        warnOutside(file, target, root);
+        continue;
+      }
+      bytes = await readFile(target);
     } catch {
       continue; // absent (or unreadable, or a directory): nothing to add
     }
@@ -43,6 +63,15 @@ export async function collectAgentsMd(cwd: string, options: AgentsMdOptions = {}
     }
   }
   return files;
+}
+
+function warnOutside(file: string, target: string, root: string): void {
+  if (warnedLinks.has(file)) return;
+  warnedLinks.add(file);
+  process.emitWarning(
+    `Skipped ${file}: it links to ${target}, outside the project ${root}; its text is not sent to the model`,
+    { type: 'TroupeWarning', code: AGENTS_MD_OUTSIDE_WARNING_CODE },
+  );
 }
 
 /** The largest cut at or below `limit` that does not split a UTF-8 character. */

@@ -73,6 +73,32 @@ describe('AGENTS.md collection', () => {
     expect(file?.text).toBe(await readFile(path.join(corpus, 'obra__superpowers/AGENTS.md'), 'utf8'));
   });
 
+  it('skips, with a warning naming link and target, an AGENTS.md that links outside the project', async () => {
+    const root = await tempDir();
+    const repo = path.join(root, 'cloned');
+    await writeTree(repo, { '.git/HEAD': 'x', 'sub/AGENTS.md': 'inside' });
+    await writeFile(path.join(root, 'id_rsa'), 'PRIVATE KEY');
+    await symlink(path.join(root, 'id_rsa'), path.join(repo, 'AGENTS.md'));
+    const warnings: Error[] = [];
+    const listener = (warning: Error): void => void warnings.push(warning);
+    process.on('warning', listener);
+    try {
+      const files = await collectAgentsMd(path.join(repo, 'sub'));
+      expect(files.map((file) => [file.path, file.text])).toEqual([
+        [path.join(repo, 'sub/AGENTS.md'), 'inside'],
+      ]);
+      // Warnings are emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', listener);
+    }
+    expect(warnings.map((warning) => warning.message)).toEqual([
+      expect.stringContaining(
+        `${path.join(repo, 'AGENTS.md')}: it links to ${path.join(root, 'id_rsa')}, outside the project`,
+      ),
+    ]);
+  });
+
   it('reads only the working directory when there is no git root', async () => {
     const root = await tempDir();
     await plant(root, { 'AGENTS.md': 'astral-sh__uv/AGENTS.md', 'sub/AGENTS.md': 'astral-sh__uv/AGENTS.md' });
