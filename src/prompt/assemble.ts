@@ -1,5 +1,5 @@
 /** System prompt assembly: what the model is told before it sees the task. */
-import { readFile } from 'node:fs/promises';
+import { readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
@@ -184,7 +184,16 @@ async function skillsFor(def: PromptDefinition, options: AssembleOptions): Promi
     if (skill === undefined) throw await unknownSkill(def, name, [...skills.keys()]);
     preloaded.push(skill);
   }
-  const listed = [...skills.values()].filter((skill) => !def.skills.includes(skill.name));
+  // The model is told to read a listed skill's file: one read_file cannot reach (outside the
+  // working directory, e.g. ~/.claude/skills) would only cost it a failed call.
+  const realCwd = await realpath(options.cwd).catch(() => path.resolve(options.cwd));
+  const listed = [];
+  for (const skill of skills.values()) {
+    if (def.skills.includes(skill.name)) continue;
+    const file = await realpath(skill.path).catch(() => skill.path);
+    const inside = path.relative(realCwd, file);
+    if (!inside.startsWith('..') && !path.isAbsolute(inside)) listed.push(skill);
+  }
   return renderSkillsSection(preloaded, listed);
 }
 

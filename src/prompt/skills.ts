@@ -1,6 +1,7 @@
 /**
  * Skills: `<name>/SKILL.md` folders with `name` and `description` frontmatter. A definition's
- * `skills` are pre-loaded into the prompt; every other skill is listed by name and description.
+ * `skills` are pre-loaded into the prompt; every other skill the agent can read is listed by name and
+ * description (assemble.ts).
  */
 import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';

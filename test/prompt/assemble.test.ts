@@ -174,6 +174,33 @@ describe('assembleSystemPrompt', () => {
     expect((await assemble(makeDefinition({ body }))).prompt.endsWith(body)).toBe(true);
   });
 
+  it('lists only the skills whose file read_file can reach; the others can still be pre-loaded', async () => {
+    const repo = await tempDir();
+    const home = await tempDir();
+    await writeTree(repo, {
+      '.git/HEAD': 'x',
+      '.troupe/skills/far/SKILL.md': '---\nname: far\ndescription: At the git root\n---\nFar away.\n',
+      'sub/.troupe/skills/near/SKILL.md': '---\nname: near\ndescription: In the cwd\n---\nClose.\n',
+    });
+    await writeTree(home, {
+      '.claude/skills/mine/SKILL.md': '---\nname: mine\ndescription: In the home\n---\nHome.\n',
+    });
+    const cwd = path.join(repo, 'sub');
+    const listed = (await assemble(makeDefinition({ body: 'BODY' }), { cwd, skills: { homeDir: home } }))
+      .prompt;
+    expect(listed).toContain('- near: In the cwd');
+    expect(listed).not.toContain('- far:');
+    expect(listed).not.toContain('- mine:');
+    const preloaded = (
+      await assemble(makeDefinition({ body: 'BODY', skills: ['far', 'mine'] }), {
+        cwd,
+        skills: { homeDir: home },
+      })
+    ).prompt;
+    expect(preloaded).toContain('<skill name="far">\nFar away.');
+    expect(preloaded).toContain('<skill name="mine">\nHome.');
+  });
+
   it('appends AGENTS.md and skills after the body, and leaves AGENTS.md out when agentsMd is false', async () => {
     const cwd = await tempDir();
     await writeTree(cwd, {
