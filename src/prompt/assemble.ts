@@ -7,7 +7,7 @@ import type { PromptTools } from '../tools/types.ts';
 import { type AgentsMdOptions, collectAgentsMd, renderAgentsMdSection } from './agents-md.ts';
 import { BASE_TEMPLATE, BASE_TEMPLATE_FILE, TEMPLATE_TOOL_NAMES } from './base-template.ts';
 import { detectEnvironment, localDate, type PromptEnvironment } from './environment.ts';
-import { discoverSkills, renderSkillsSection, type SkillsOptions } from './skills.ts';
+import { discoverSkills, renderSkillsSection, type Skill, type SkillsOptions } from './skills.ts';
 import { renderTemplate } from './template.ts';
 
 /** The part of a definition prompt assembly reads. */
@@ -176,14 +176,35 @@ export function settingsVariable(
   return root;
 }
 
-async function skillsFor(def: PromptDefinition, options: AssembleOptions): Promise<string> {
-  const skills = await discoverSkills(options.cwd, options.skills);
+/**
+ * Checks that every skill `def` pre-loads exists, as {@link assembleSystemPrompt} will: throws
+ * its UserError `unknown_skill`. For callers that must fail before they create anything.
+ */
+export async function checkSkills(
+  def: Pick<PromptDefinition, 'skills' | 'path' | 'bodyLine'>,
+  cwd: string,
+  options?: SkillsOptions,
+): Promise<void> {
+  if (def.skills.length === 0) return;
+  await preloadedSkills(def, await discoverSkills(cwd, options));
+}
+
+async function preloadedSkills(
+  def: Pick<PromptDefinition, 'skills' | 'path' | 'bodyLine'>,
+  skills: ReadonlyMap<string, Skill>,
+): Promise<Skill[]> {
   const preloaded = [];
   for (const name of def.skills) {
     const skill = skills.get(name);
     if (skill === undefined) throw await unknownSkill(def, name, [...skills.keys()]);
     preloaded.push(skill);
   }
+  return preloaded;
+}
+
+async function skillsFor(def: PromptDefinition, options: AssembleOptions): Promise<string> {
+  const skills = await discoverSkills(options.cwd, options.skills);
+  const preloaded = await preloadedSkills(def, skills);
   // The model is told to read a listed skill's file: one read_file cannot reach (outside the
   // working directory, e.g. ~/.claude/skills) would only cost it a failed call.
   const realCwd = await realpath(options.cwd).catch(() => path.resolve(options.cwd));
@@ -197,7 +218,11 @@ async function skillsFor(def: PromptDefinition, options: AssembleOptions): Promi
   return renderSkillsSection(preloaded, listed);
 }
 
-async function unknownSkill(def: PromptDefinition, name: string, available: string[]): Promise<UserError> {
+async function unknownSkill(
+  def: Pick<PromptDefinition, 'path' | 'bodyLine'>,
+  name: string,
+  available: string[],
+): Promise<UserError> {
   const line = await frontmatterLineOf(def, name);
   const known = available.length > 0 ? `available skills: ${available.join(', ')}` : 'no skills were found';
   return new UserError(
@@ -208,7 +233,10 @@ async function unknownSkill(def: PromptDefinition, name: string, available: stri
 }
 
 /** The first frontmatter line of the definition file that mentions `text`, when the file is readable. */
-async function frontmatterLineOf(def: PromptDefinition, text: string): Promise<number | undefined> {
+async function frontmatterLineOf(
+  def: Pick<PromptDefinition, 'path' | 'bodyLine'>,
+  text: string,
+): Promise<number | undefined> {
   if (def.path.startsWith('builtin:')) return undefined;
   let content: string;
   try {

@@ -194,6 +194,17 @@ describe('troupe run', () => {
     expect(existsSync(runsDir())).toBe(false);
   });
 
+  it('an unknown skill to pre-load fails before any journal is created, with its file and line', async () => {
+    project.write(
+      '.troupe/agents/skilled.md',
+      '---\nname: skilled\ndescription: Uses skills\nskills: [nosuch]\n---\nWork.\n',
+    );
+    const result = await runCli('run', 'skilled', '--task', TASK, '--cwd', project.root);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/unknown_skill: .*skilled\.md:4: unknown skill `nosuch`/);
+    expect(existsSync(runsDir())).toBe(false);
+  });
+
   it('refuses a --cwd that is not an existing directory, creating nothing (run, agents, blocks)', async () => {
     const missing = project.path('typo', 'sub');
     for (const argv of [

@@ -22,6 +22,7 @@ import { recordedDefinition, resolveStartSettings } from '../../loop/pinning.ts'
 import { journalRerender } from '../../loop/rerender.ts';
 import { type RunAgentOptions, runAgent } from '../../loop/run-agent.ts';
 import type { AgentChannels, AgentLimits, AgentOutcome } from '../../loop/types.ts';
+import { checkSkills } from '../../prompt/assemble.ts';
 import { type ModelSettings, prepareModelSettings } from '../../providers/model-settings.ts';
 import { mergeRunPermissions, readRunPermissions } from '../../run-dir/plan-permissions.ts';
 import { runMcpServers } from '../../supervisor/definitions.ts';
@@ -237,6 +238,8 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
     model,
     overrides: modelSettings,
   });
+  // A skill to pre-load that does not exist fails the prompt: said before a journal exists.
+  await checkSkills(definition, request.cwd);
   const mcpServers = await runMcpServers({ cwd: request.cwd, mcpServers: {}, mcpProjectFile: true });
   const writer = JournalWriter.open(journalPath);
   const info: SessionInfo = {
