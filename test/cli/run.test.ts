@@ -445,7 +445,7 @@ describe('live output', () => {
     ]);
   });
 
-  it('shows a failed tool call with its reason and hides successful results', () => {
+  it('shows a failed tool call with its reason once and hides successful results', () => {
     const base = { agentId: 'a', seq: 1, ts: '', prev: '', hash: '', round: 2, callId: 'c', name: 'grep' };
     const result = {
       ...base,
@@ -456,7 +456,10 @@ describe('live output', () => {
     };
     expect(progressLine({ ...result, ok: true, text: 'found' })).toBeUndefined();
     expect(progressLine({ ...result, ok: false, text: 'grep failed: bad\npattern' })).toBe(
-      'round 2 · grep failed: grep failed: bad pattern',
+      'round 2 · grep failed: bad pattern',
+    );
+    expect(progressLine({ ...result, ok: false, text: 'Path /etc is outside the working directory' })).toBe(
+      'round 2 · grep failed: Path /etc is outside the working directory',
     );
   });
 

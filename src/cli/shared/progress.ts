@@ -95,7 +95,11 @@ export function progressLine(event: AuditEvent): string | undefined {
       if (event.text === INTERRUPTED_TOOL_RESULT) {
         return `${round} · ${event.name} was cut off before its result was recorded: not run again`;
       }
-      return `${round} · ${event.name} ${event.refused ? 'refused' : 'failed'}: ${oneLine(event.text, 100)}`;
+      const verb = event.refused ? 'refused' : 'failed';
+      // Most failure texts already start `read_file failed: `: said once, not twice.
+      const own = `${event.name} ${verb}: `;
+      const reason = event.text.startsWith(own) ? event.text.slice(own.length) : event.text;
+      return `${round} · ${own}${oneLine(reason, 100)}`;
     }
     case 'ProviderReceipt': {
       const { receipt } = event;
