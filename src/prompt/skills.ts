@@ -3,7 +3,7 @@
  * `skills` are pre-loaded into the prompt; every other skill the agent can read is listed by name and
  * description (assemble.ts).
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, realpath } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { projectDirs } from './project-dirs.ts';
@@ -36,27 +36,51 @@ export interface Skill {
  */
 export async function discoverSkills(cwd: string, options: SkillsOptions = {}): Promise<Map<string, Skill>> {
   const home = options.homeDir ?? os.homedir();
-  const closerFirst = (await projectDirs(cwd)).reverse();
-  const roots: [string, SkillSource][] = [
-    ...closerFirst.map((dir): [string, SkillSource] => [path.join(dir, '.troupe', 'skills'), 'project']),
-    [path.join(home, '.troupe', 'skills'), 'user'],
+  const dirs = await projectDirs(cwd);
+  const projectRoot = dirs[0] ?? path.resolve(cwd);
+  const closerFirst = dirs.reverse();
+  // The project's own skills (a cloned repository's) must stay in it; the user's may link anywhere.
+  const project = (dir: string, sub: string, source: SkillSource): SkillRoot => ({
+    root: path.join(dir, sub, 'skills'),
+    source,
+    confine: projectRoot,
+  });
+  const roots: SkillRoot[] = [
+    ...closerFirst.map((dir) => project(dir, '.troupe', 'project')),
+    { root: path.join(home, '.troupe', 'skills'), source: 'user' },
   ];
   if (options.compat ?? true) {
-    roots.push(
-      ...closerFirst.map((dir): [string, SkillSource] => [path.join(dir, '.claude', 'skills'), 'compat']),
-      [path.join(home, '.claude', 'skills'), 'compat'],
-    );
+    roots.push(...closerFirst.map((dir) => project(dir, '.claude', 'compat')), {
+      root: path.join(home, '.claude', 'skills'),
+      source: 'compat',
+    });
   }
   const skills = new Map<string, Skill>();
-  for (const [root, source] of roots) {
-    for (const skill of await readSkillRoot(root, source)) {
+  for (const { root, source, confine } of roots) {
+    for (const skill of await readSkillRoot(root, source, confine)) {
       if (!skills.has(skill.name)) skills.set(skill.name, skill);
     }
   }
   return skills;
 }
 
-async function readSkillRoot(root: string, source: SkillSource): Promise<Skill[]> {
+interface SkillRoot {
+  readonly root: string;
+  readonly source: SkillSource;
+  /** Skip a SKILL.md that resolves outside this directory. */
+  readonly confine?: string;
+}
+
+/** `process.emitWarning` code of a project SKILL.md skipped because it resolves outside the project. */
+export const SKILL_OUTSIDE_WARNING_CODE = 'TROUPE_SKILL_OUTSIDE';
+
+const warnedLinks = new Set<string>();
+
+async function readSkillRoot(
+  root: string,
+  source: SkillSource,
+  confine: string | undefined,
+): Promise<Skill[]> {
   let entries: string[];
   try {
     entries = (await readdir(root)).sort();
@@ -68,13 +92,30 @@ async function readSkillRoot(root: string, source: SkillSource): Promise<Skill[]
     const file = path.join(root, entry, 'SKILL.md');
     let text: string;
     try {
-      text = await readFile(file, 'utf8');
+      const target = await realpath(file);
+      if (confine !== undefined) {
+        const inside = path.relative(await realpath(confine), target);
+        if (inside.startsWith('..') || path.isAbsolute(inside)) {
+          warnOutside(file, target, confine);
+          continue;
+        }
+      }
+      text = await readFile(target, 'utf8');
     } catch {
       continue; // not a skill folder
     }
     skills.push({ ...(await parseSkill(text, entry)), path: file, source });
   }
   return skills;
+}
+
+function warnOutside(file: string, target: string, root: string): void {
+  if (warnedLinks.has(file)) return;
+  warnedLinks.add(file);
+  process.emitWarning(
+    `Skipped skill ${file}: it links to ${target}, outside the project ${root}; its text is not sent to the model`,
+    { type: 'TroupeWarning', code: SKILL_OUTSIDE_WARNING_CODE },
+  );
 }
 
 /**

@@ -1,3 +1,4 @@
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { discoverSkills, parseSkill, renderSkillsSection } from '../../src/prompt/skills.ts';
@@ -57,6 +58,34 @@ describe('skills', () => {
     await writeTree(repo, { '.claude/skills/lint/SKILL.md': skill('lint', 'Fix lint') });
     expect((await discoverSkills(repo, { homeDir: repo, compat: false })).size).toBe(0);
     expect((await discoverSkills(repo, { homeDir: repo })).has('lint')).toBe(true);
+  });
+
+  it("skips, with a warning, a project's SKILL.md that links outside the project; the user's may link anywhere", async () => {
+    const outside = await tempDir();
+    const repo = await tempDir();
+    const home = await tempDir();
+    await writeFile(path.join(outside, 'id_rsa'), 'PRIVATE KEY');
+    await writeFile(path.join(outside, 'mine.md'), skill('mine', 'Kept elsewhere'));
+    await writeTree(repo, { '.git/HEAD': 'x', '.claude/skills/ok/SKILL.md': skill('ok', 'Inside') });
+    await mkdir(path.join(repo, '.claude/skills/steal'), { recursive: true });
+    await symlink(path.join(outside, 'id_rsa'), path.join(repo, '.claude/skills/steal/SKILL.md'));
+    await mkdir(path.join(home, '.claude/skills/mine'), { recursive: true });
+    await symlink(path.join(outside, 'mine.md'), path.join(home, '.claude/skills/mine/SKILL.md'));
+    const warnings: Error[] = [];
+    const listener = (warning: Error): void => void warnings.push(warning);
+    process.on('warning', listener);
+    try {
+      const skills = await discoverSkills(repo, { homeDir: home });
+      expect([...skills.keys()].sort()).toEqual(['mine', 'ok']);
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', listener);
+    }
+    expect(warnings.map((warning) => warning.message)).toEqual([
+      expect.stringContaining(
+        `${path.join(repo, '.claude/skills/steal/SKILL.md')}: it links to ${path.join(outside, 'id_rsa')}, outside the project`,
+      ),
+    ]);
   });
 
   it('keeps a skill with broken or missing frontmatter under its folder name', async () => {
