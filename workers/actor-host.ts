@@ -42,6 +42,7 @@ import type {
 } from '../src/protocol/messages.ts';
 import type { Admission, Provider } from '../src/providers/types.ts';
 import { createToolRegistry } from '../src/tools/builtin/index.ts';
+import { onCommandProcess } from '../src/tools/builtin/run-terminal-cmd.ts';
 import type { ToolRegistry } from '../src/tools/registry.ts';
 import { AdmissionClient } from './admission-client.ts';
 import { CallbackClient } from './callback-client.ts';
@@ -91,6 +92,8 @@ class ActorHost {
   #registry: Promise<ToolRegistry> | undefined;
   /** This thread's MCP connections, shared by its agents (see src/mcp/pool.ts). */
   #mcp: McpPool | undefined;
+  /** Stops reporting this thread's command process groups to the engine. */
+  readonly #unwatchCommands: () => void;
   readonly #signals: AgentSignal[] = [];
   /** Optional signals the supervisor listens for; the others are not built or sent. */
   #wanted: ReadonlySet<string>;
@@ -120,6 +123,9 @@ class ActorHost {
     this.#slots = slots;
     this.#inbox = inbox;
     this.#wanted = new Set<string>(config.wantedSignals);
+    this.#unwatchCommands = onCommandProcess((pgid, state) =>
+      this.#post({ type: 'command_process', pgid, state }),
+    );
     mkdirSync(config.journalDir, { recursive: true });
   }
 
@@ -321,8 +327,9 @@ class ActorHost {
     return this.#mcp;
   }
 
-  /** Stops this thread's MCP servers. */
-  closeMcp(): Promise<void> {
+  /** Stops this thread's MCP servers and the reports of its commands. */
+  closeChildren(): Promise<void> {
+    this.#unwatchCommands();
     return this.#mcp?.close() ?? Promise.resolve();
   }
 
@@ -425,7 +432,7 @@ export default async function actorHost(task: HostTask): Promise<void> {
   Comlink.expose(host.control(), task.control as unknown as Comlink.Endpoint);
   task.events.postMessage({ type: 'ready', hostId: task.config.hostId, threadId } satisfies HostEventMessage);
   await finished;
-  await host.closeMcp();
+  await host.closeChildren();
   task.control.close();
   task.callback.close();
   task.events.close();

@@ -475,7 +475,13 @@ export type HostEventMessage =
    * A stdio MCP server this host started or saw end. A terminated thread cannot stop its child
    * processes, so the thread engine kills the ones a dead host leaves behind.
    */
-  | { readonly type: 'mcp_process'; readonly pid: number; readonly state: 'started' | 'exited' };
+  | { readonly type: 'mcp_process'; readonly pid: number; readonly state: 'started' | 'exited' }
+  /**
+   * The process group of a `run_terminal_cmd` command this host started, or killed once the
+   * command ended. The thread engine kills the groups a dead host leaves behind, as it does its
+   * MCP servers.
+   */
+  | { readonly type: 'command_process'; readonly pgid: number; readonly state: 'started' | 'exited' };
 
 /**
  * Numbers per acquire in {@link AdmissionRequestMessage.acquires}: ticket, key index, priority,

@@ -94,8 +94,11 @@ export class ThreadEngine implements Engine {
   readonly #elsewhere: ReadonlySet<string>;
   readonly #admission: Admission;
   readonly #pausedUntil = new Map<string, number>();
-  /** Stdio MCP server processes of each live host, killed if the host dies. */
-  readonly #mcpProcesses = new Map<HostRecord, Set<number>>();
+  /**
+   * What each live host runs outside the thread, killed if the host dies: its stdio MCP servers
+   * (by pid) and its commands' process groups (by minus their id, as `process.kill` takes a group).
+   */
+  readonly #children = new Map<HostRecord, Set<number>>();
   /** Each host's inbox server: the waits a host's events batch carries are parked there. */
   readonly #inboxes = new WeakMap<HostRecord, InboxServer>();
   #pool: HostPool | undefined;
@@ -301,9 +304,9 @@ export class ThreadEngine implements Engine {
     // soon as start() was called, and its close is idempotent.
     await this.#pool?.close(this.#options.graceMs);
     if (this.#starting) await this.#starting.catch(() => {});
-    // Threads that had to be terminated could not stop their MCP servers.
-    for (const pids of this.#mcpProcesses.values()) killOrphans(pids);
-    this.#mcpProcesses.clear();
+    // Threads that had to be terminated could not stop their MCP servers and commands.
+    for (const targets of this.#children.values()) killOrphans(targets);
+    this.#children.clear();
     this.#admission.close();
     this.#precreator.close();
     for (const agent of this.#agents.values()) agent.mailbox.abandon();
@@ -457,25 +460,32 @@ export class ThreadEngine implements Engine {
         this.#schedule();
         return;
       }
-      case 'mcp_process': {
-        let pids = this.#mcpProcesses.get(host);
-        if (!pids) {
-          pids = new Set();
-          this.#mcpProcesses.set(host, pids);
-        }
-        if (message.state === 'started') pids.add(message.pid);
-        else pids.delete(message.pid);
+      case 'mcp_process':
+        this.#trackChild(host, message.pid, message.state);
         return;
-      }
+      case 'command_process':
+        this.#trackChild(host, -message.pgid, message.state);
+        return;
       case 'host_error':
       case 'ready':
         return;
     }
   }
 
+  /** Records a process (a pid) or process group (minus its id) a host started or saw end. */
+  #trackChild(host: HostRecord, target: number, state: 'started' | 'exited'): void {
+    let targets = this.#children.get(host);
+    if (!targets) {
+      targets = new Set();
+      this.#children.set(host, targets);
+    }
+    if (state === 'started') targets.add(target);
+    else targets.delete(target);
+  }
+
   #onHostDied(host: HostRecord, cause: SerializedError): void {
-    killOrphans(this.#mcpProcesses.get(host));
-    this.#mcpProcesses.delete(host);
+    killOrphans(this.#children.get(host));
+    this.#children.delete(host);
     const victims = [...host.agents].map((id) => this.#agents.get(id)).filter((a) => a !== undefined);
     host.agents.clear();
     this.#host.emit('thread:crashed', { hostId: host.id, cause, agents: victims.map((a) => a.spec.agentId) });
@@ -625,11 +635,15 @@ export class ThreadEngine implements Engine {
   }
 }
 
-/** Kills MCP server processes a dead thread left behind (it can no longer close their stdin). */
-function killOrphans(pids: ReadonlySet<number> | undefined): void {
-  for (const pid of pids ?? []) {
+/**
+ * Kills the MCP servers (pids) and command process groups (negative ids) a dead thread left
+ * behind: it can no longer close the servers' stdin nor kill the groups. Their leaders stay
+ * zombies, as only the dead thread could have reaped them.
+ */
+function killOrphans(targets: ReadonlySet<number> | undefined): void {
+  for (const target of targets ?? []) {
     try {
-      process.kill(pid, 'SIGKILL');
+      process.kill(target, 'SIGKILL');
     } catch {
       // Already gone.
     }

@@ -13,6 +13,25 @@ const DEFAULT_BASH: BashConfig = {
   outputByteLimit: DEFAULT_BASH_OUTPUT_BYTE_LIMIT,
 };
 
+/** Told when a command's process group starts and when it has been killed after the command ended. */
+export type CommandProcessListener = (pgid: number, state: 'started' | 'exited') => void;
+
+const listeners = new Set<CommandProcessListener>();
+
+/**
+ * Follows the process groups of this thread's commands. A thread that is terminated (a missed
+ * heartbeat) cannot kill them itself, so its actor host reports them to the thread engine, which
+ * kills what a dead thread leaves running. Returns the function that stops listening.
+ */
+export function onCommandProcess(listener: CommandProcessListener): () => void {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
+function announce(pgid: number, state: 'started' | 'exited'): void {
+  for (const listener of listeners) listener(pgid, state);
+}
+
 /**
  * Runs `bash -c` with the agent's bash settings (`ctx.bash`): `cmdPrefix` is prepended, output
  * (stdout and stderr interleaved) keeps its head and tail within `outputByteLimit`, and on timeout
@@ -54,6 +73,7 @@ function runInProcessGroup(
     }
     // detached: bash leads a new process group, so one kill reaches everything it started.
     const child = spawn('bash', ['-c', script], { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (child.pid !== undefined) announce(child.pid, 'started');
     const output = new HeadTailBuffer(bash.outputByteLimit);
     let ended: 'timeout' | 'cancelled' | undefined;
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
@@ -88,6 +108,8 @@ function runInProcessGroup(
       exit = { code, signal: exitSignal };
       // Background children still hold the pipes open; without this 'close' would wait for them.
       killGroup();
+      // Reaped: from now on the id may be reused, and nobody must kill that group.
+      if (child.pid !== undefined) announce(child.pid, 'exited');
     });
     child.on('close', () => {
       cleanup();

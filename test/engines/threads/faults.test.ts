@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ThreadCrashed } from '../../../src/supervisor/events.ts';
 import type { Supervisor } from '../../../src/supervisor/supervisor.ts';
 import { fixtures, policySupervisor, tempDir } from '../../supervisor/helpers.ts';
@@ -73,4 +73,54 @@ describe('a thread that dies takes only its actors, which resume from their jour
     const outcome = await supervisor.spawn('worker', { task: 'call crash_exit' }).result;
     expect(outcome).toMatchObject({ status: 'failed', reason: 'crashed', error: { code: 'thread_crashed' } });
   });
+
+  it.runIf(existsSync('/proc/self/stat'))(
+    'kills the process group of a command running on a thread the heartbeat killed',
+    async () => {
+      const cwd = tempDir();
+      supervisor = policySupervisor({
+        cwd,
+        threads: 1,
+        defaultProvider: 'policy',
+        heartbeat: SPIN_HEARTBEAT,
+        restart: { maxRetries: 0 },
+        permissions: { allow: ['run_terminal_cmd'] },
+        toolModules: [{ module: path.join(fixtures, 'fault-tools.ts'), export: 'faultTools' }],
+      });
+      // $$ is bash's pid, which leads the command's process group.
+      const command =
+        'mkdir -p .faults && echo $$ > .faults/pgid.tmp && mv .faults/pgid.tmp .faults/command.pgid; sleep 600; echo slept';
+      const runner = supervisor.spawn('worker', { task: `Please run the command \`${command}\`.` });
+      const spinner = supervisor.spawn('worker', { task: 'call spin_during_command' });
+      for (const handle of [runner, spinner]) {
+        expect(await handle.result).toMatchObject({ status: 'failed', reason: 'crashed' });
+      }
+      const pgid = Number(readFileSync(path.join(cwd, '.faults', 'command.pgid'), 'utf8'));
+      expect(pgid).toBeGreaterThan(0);
+      // SIGKILL is delivered at once but the processes need the CPU to die: wait for it (bounded).
+      // Without the engine's kill, `sleep 600` lives on past the supervisor and the test process.
+      await vi.waitFor(() => expect(liveMembers(pgid)).toEqual([]), { timeout: 15_000, interval: 50 });
+    },
+  );
 });
+
+/**
+ * The processes of a process group that are not zombies. `process.kill(-pgid, 0)` cannot tell: the
+ * group's leader stays a zombie, since only the dead thread could have reaped it.
+ */
+function liveMembers(pgid: number): string[] {
+  const live: string[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // Gone meanwhile.
+    }
+    // pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(pgrp) === pgid && state !== 'Z') live.push(stat.slice(0, stat.lastIndexOf(')') + 1));
+  }
+  return live;
+}
