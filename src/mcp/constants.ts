@@ -16,6 +16,19 @@ export const MCP_MAX_LIST_PAGES = 20;
 export const MCP_MAX_TOOLS_PER_SERVER = 500;
 
 /**
+ * Bytes of one tool's `inputSchema`, serialized as JSON. Real servers' schemas take a few KB; a
+ * larger one is not offered (a 5.9 MB schema took 15 s and 1.25 GB to compile and count, and then
+ * filled the input budget of every agent admitted to the server, even one that never called it).
+ */
+export const MCP_MAX_SCHEMA_BYTES = 256 * 1024;
+
+/**
+ * Bytes of all the `inputSchema`s troupe takes from one server, serialized as JSON: tools past the
+ * bound, in the server's order, are not offered.
+ */
+export const MCP_MAX_SERVER_SCHEMA_BYTES = 2 * 1024 * 1024;
+
+/**
  * Time one tool call may take. Progress notifications from the server do not extend it: a call
  * that never answers must end.
  */

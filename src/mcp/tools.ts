@@ -7,7 +7,13 @@ import { createHash } from 'node:crypto';
 import { compileSchema } from '../tools/schema.ts';
 import type { JsonSchema, Tool, ToolOutcome } from '../tools/types.ts';
 import type { McpCallResult, McpConnection, McpToolInfo } from './connection.ts';
-import { MCP_MAX_LIST_PAGES, MCP_MAX_TOOLS_PER_SERVER, MCP_RESULT_CHAR_LIMIT } from './constants.ts';
+import {
+  MCP_MAX_LIST_PAGES,
+  MCP_MAX_SCHEMA_BYTES,
+  MCP_MAX_SERVER_SCHEMA_BYTES,
+  MCP_MAX_TOOLS_PER_SERVER,
+  MCP_RESULT_CHAR_LIMIT,
+} from './constants.ts';
 
 const INVALID_NAME_CHARS = /[^A-Za-z0-9_-]/g;
 const MAX_TOOL_NAME = 64;
@@ -26,7 +32,10 @@ export function mcpToolName(server: string, tool: string): string {
 /** The troupe tools of one server, and what of its listing they leave out. */
 export interface McpServerTools {
   readonly tools: Tool[];
-  /** What the agent cannot reach, said for a person: tools not read, names taken by another. */
+  /**
+   * What the agent cannot reach, said for a person: tools not read, names taken by another, input
+   * schemas over the bounds.
+   */
   readonly notices: string[];
 }
 
@@ -35,6 +44,9 @@ export function mcpTools(connection: McpConnection, listed: readonly McpToolInfo
   const seen = new Map<string, string>();
   const tools: Tool[] = [];
   const shadowed: string[] = [];
+  const oversized: string[] = [];
+  const overTotal: string[] = [];
+  let schemaBytes = 0;
   for (const info of listed) {
     const name = mcpToolName(connection.name, info.name);
     const first = seen.get(name);
@@ -42,6 +54,17 @@ export function mcpTools(connection: McpConnection, listed: readonly McpToolInfo
       shadowed.push(`\`${info.name}\` (its name \`${name}\` is \`${first}\`'s)`);
       continue;
     }
+    // Measured before Ajv compiles the schema and before the toolbox counts its tokens.
+    const bytes = Buffer.byteLength(JSON.stringify(info.inputSchema ?? {}));
+    if (bytes > MCP_MAX_SCHEMA_BYTES) {
+      oversized.push(`\`${info.name}\` (${bytes} bytes)`);
+      continue;
+    }
+    if (schemaBytes + bytes > MCP_MAX_SERVER_SCHEMA_BYTES) {
+      overTotal.push(`\`${info.name}\``);
+      continue;
+    }
+    schemaBytes += bytes;
     seen.set(name, info.name);
     tools.push({
       name,
@@ -76,6 +99,19 @@ export function mcpTools(connection: McpConnection, listed: readonly McpToolInfo
     notices.push(
       `MCP server \`${connection.name}\`: ${shadowed.length} tool(s) not offered, their names being the same as ` +
         `another's once made valid: ${shadowed.join(', ')}`,
+    );
+  }
+  if (oversized.length > 0) {
+    notices.push(
+      `MCP server \`${connection.name}\`: ${oversized.length} tool(s) not offered, their input schema being ` +
+        `longer than the ${MCP_MAX_SCHEMA_BYTES} bytes troupe takes for one tool: ${oversized.join(', ')}`,
+    );
+  }
+  if (overTotal.length > 0) {
+    notices.push(
+      `MCP server \`${connection.name}\`: ${overTotal.length} tool(s) not offered, as their input schemas would ` +
+        `bring the server's past the ${MCP_MAX_SERVER_SCHEMA_BYTES} bytes troupe takes from one server: ` +
+        overTotal.join(', '),
     );
   }
   return { tools, notices };

@@ -157,6 +157,36 @@ describe('MCP pool against @modelcontextprotocol/server-everything', () => {
     expect(notices.filter((n) => n.server === 'few')).toHaveLength(1);
   });
 
+  it("drops a tool whose input schema is over the bound, and the tools past the server's bound; the rest work", async () => {
+    const { pool } = setup();
+    const big = {
+      type: 'stdio' as const,
+      command: process.execPath,
+      args: [path.join(mcpFixtures, 'big-schemas.mjs')],
+      env: {},
+    };
+    const { tools, notices, problems } = await pool.toolsFor({ big });
+    expect(problems).toEqual([]);
+    // 240 KiB each: eight fit in 2 MiB, with `small`.
+    expect(tools.map((tool) => tool.name)).toEqual([
+      'mcp__big__small',
+      ...Array.from({ length: 8 }, (_, i) => `mcp__big__w${i}`),
+    ]);
+    expect(await byName(tools, 'mcp__big__w0').execute({ text: 'hi' }, ctx())).toEqual({
+      ok: true,
+      text: 'called w0',
+    });
+    expect(notices.map((notice) => notice.message)).toEqual([
+      expect.stringMatching(
+        /^MCP server `big`: 1 tool\(s\) not offered, their input schema being longer than the 262144 bytes troupe takes for one tool: `huge` \(3\d{5} bytes\)$/,
+      ),
+      expect.stringMatching(
+        /^MCP server `big`: 2 tool\(s\) not offered, .* past the 2097152 bytes troupe takes from one server: `w8`, `w9`$/,
+      ),
+    ]);
+    expect(notices.every((notice) => notice.server === 'big')).toBe(true);
+  });
+
   it("reads a stdio result over the SDK's 10 MiB buffer and cuts it; a longer message is not called a crash", async () => {
     const { dir, cleanup } = scratch();
     cleanups.push(cleanup);
