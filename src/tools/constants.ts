@@ -27,6 +27,11 @@ export const GLOB_RESULT_LIMIT = 500;
 /** Files `glob` looks at before it stops (a pattern over a huge tree must end). */
 export const GLOB_MAX_VISITED = 200_000;
 /**
+ * Files `grep` looks at before it stops, matched by its glob or not (210,000 empty files took 49 s
+ * without a bound).
+ */
+export const GREP_MAX_VISITED = 200_000;
+/**
  * Elements an HTML page may nest before `web_fetch` refuses to convert it: the HTML parser's work
  * grows with the square of the depth (100,000 nested `<div>`s, 500 KB, held an actor thread for
  * more than its 20 s heartbeat) and turndown recurses once per level (a stack overflow at a few

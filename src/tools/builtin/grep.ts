@@ -12,7 +12,12 @@ import type * as Re2js from 're2js';
 import { UserError } from '../../errors.ts';
 import { lazyPackage } from '../../require-package.ts';
 import { confinePath } from '../confine.ts';
-import { GREP_LINE_CHAR_LIMIT, GREP_MAX_FILE_BYTES, GREP_RESULT_LIMIT } from '../constants.ts';
+import {
+  GREP_LINE_CHAR_LIMIT,
+  GREP_MAX_FILE_BYTES,
+  GREP_MAX_VISITED,
+  GREP_RESULT_LIMIT,
+} from '../constants.ts';
 import type { Tool } from '../types.ts';
 import { isBinary, splitLines } from './text.ts';
 import { skipUnreadable, type Unreadable, unreadableNote, walkFiles } from './walk.ts';
@@ -87,7 +92,14 @@ export const grepTool: Tool<GrepArgs> = {
       : single(target.absolute);
     const results: string[] = [];
     let stopped = false;
+    let visited = 0;
+    let cut = false;
     for await (const file of files) {
+      visited += 1;
+      if (visited > GREP_MAX_VISITED) {
+        cut = true;
+        break;
+      }
       const below = isDir ? path.relative(target.absolute, file).split(path.sep).join('/') : '';
       if (isDir && !matchesGlob(below)) continue;
       let bytes: Buffer;
@@ -118,16 +130,22 @@ export const grepTool: Tool<GrepArgs> = {
       if (stopped) break;
     }
     const skipped = unreadableNote(unreadable, target.root);
+    const notes = [
+      ...(stopped ? [`[Stopped at ${limit} matches; narrow the pattern, path or glob to see the rest]`] : []),
+      ...(cut
+        ? [
+            `[Stopped after looking at ${GREP_MAX_VISITED} files; search a smaller directory or narrow the glob]`,
+          ]
+        : []),
+      ...(skipped ? [skipped] : []),
+    ];
     if (results.length === 0) {
       return {
         ok: true,
-        text: `No matches for /${args.pattern}/ in ${target.relative}.${skipped ? `\n${skipped}` : ''}`,
+        text: [`No matches for /${args.pattern}/ in ${target.relative}.`, ...notes].join('\n'),
       };
     }
-    const note = stopped
-      ? `\n[Stopped at ${limit} matches; narrow the pattern, path or glob to see the rest]`
-      : '';
-    return { ok: true, text: results.join('\n') + note + (skipped ? `\n${skipped}` : '') };
+    return { ok: true, text: [...results, ...notes].join('\n') };
   },
 };
 
