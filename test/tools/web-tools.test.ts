@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWebFetchTool, htmlDepthOver, webFetchTool } from '../../src/tools/builtin/web-fetch.ts';
 import { createWebSearchTool } from '../../src/tools/builtin/web-search.ts';
@@ -135,6 +136,39 @@ describe('web_fetch', () => {
     const result = await tool.execute({ url: `${base}/big`, max_chars: 100 }, ctx());
     expect(result.text).toContain('[The response was cut after 1000 bytes]');
     expect(result.text).toContain('[900 more characters not shown');
+  });
+
+  it('decodes gzip, deflate and br bodies, bounds the decoded bytes, and refuses an encoding it cannot read', async () => {
+    const text = 'Hello, compressed world.';
+    // 64 MiB of `a`s gzip to about 64 KiB: only maxBytes of it may be decoded.
+    const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024, 'a'));
+    const encoded = (encoding: string, body: Buffer) => (res: import('node:http').ServerResponse) =>
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': encoding }).end(body);
+    const base = await pages({
+      '/gzip': encoded('gzip', gzipSync(text)),
+      '/deflate': encoded('deflate', deflateSync(text)),
+      '/br': encoded('br', brotliCompressSync(text)),
+      '/bomb': encoded('gzip', bomb),
+      '/zstd': encoded('zstd', Buffer.from([0x28, 0xb5, 0x2f, 0xfd])),
+      '/corrupt': encoded('gzip', Buffer.from('not gzip at all')),
+    });
+    const tool = createWebFetchTool({ allowHosts: ['127.0.0.1'], maxBytes: 100_000 });
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      const result = await tool.execute({ url: `${base}/${encoding}` }, ctx());
+      expect(result, encoding).toMatchObject({ ok: true });
+      expect(result.text.split('\n').slice(3).join('\n'), encoding).toBe(`\n${text}`);
+    }
+    const cut = await tool.execute({ url: `${base}/bomb`, max_chars: 10 }, ctx());
+    expect(cut.text).toContain(
+      '\naaaaaaaaaa\n[The response was cut after 100000 bytes]\n[99990 more characters',
+    );
+    expect(await tool.execute({ url: `${base}/zstd` }, ctx())).toEqual({
+      ok: false,
+      text: `${base}/zstd sent its body compressed with \`zstd\`, which web_fetch cannot decode (it decodes gzip, x-gzip, deflate, br).`,
+    });
+    await expect(tool.execute({ url: `${base}/corrupt` }, ctx())).rejects.toThrow(
+      /^Could not fetch .*\/corrupt: its gzip-compressed body could not be decoded: /,
+    );
   });
 
   it("follows the agent's domain rules through the guard", async () => {

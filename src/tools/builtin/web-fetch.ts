@@ -11,6 +11,8 @@ import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
+import type { Readable } from 'node:stream';
+import zlib from 'node:zlib';
 import type TurndownService from 'turndown';
 import { followSignal } from '../../abort.ts';
 import { UserError } from '../../errors.ts';
@@ -30,7 +32,10 @@ export interface WebFetchOptions {
   readonly denyHosts?: readonly string[];
   /** Allow loopback and private addresses for every host. @default false */
   readonly allowPrivateAddresses?: boolean;
-  /** Bytes of a response body read at most; the rest is cut (and the result says so). @default 2 MiB */
+  /**
+   * Bytes of a response body read at most, counted after decoding a gzip, deflate or br body (a
+   * compression bomb stops there); the rest is cut (and the result says so). @default 2 MiB
+   */
   readonly maxBytes?: number;
   /** Characters of text returned at most. @default 100,000 */
   readonly maxChars?: number;
@@ -212,9 +217,20 @@ async function checkHost(
 interface RawResponse {
   readonly status: number;
   readonly headers: http.IncomingHttpHeaders;
+  /** Decoded: `maxBytes` bounds what the decoder gives, so a compression bomb stops there. */
   readonly body: Buffer;
   readonly truncated: boolean;
+  /** A `Content-Encoding` web_fetch cannot decode; the body was not read. */
+  readonly undecodable?: string;
 }
+
+/** The `Content-Encoding`s web_fetch decodes, by name (`x-gzip` is gzip's old name). */
+const DECODERS: Readonly<Record<string, () => NodeJS.ReadWriteStream>> = {
+  gzip: () => zlib.createGunzip(),
+  'x-gzip': () => zlib.createGunzip(),
+  deflate: () => zlib.createInflate(),
+  br: () => zlib.createBrotliDecompress(),
+};
 
 function request(
   url: URL,
@@ -240,10 +256,30 @@ function request(
         },
       },
       (res) => {
+        const encoding = String(res.headers['content-encoding'] ?? 'identity')
+          .trim()
+          .toLowerCase();
+        const decoder = Object.hasOwn(DECODERS, encoding) ? DECODERS[encoding]?.() : undefined;
+        if (encoding !== 'identity' && encoding !== '' && decoder === undefined) {
+          res.destroy();
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.alloc(0),
+            truncated: false,
+            undecodable: encoding,
+          });
+          return;
+        }
+        const body: Readable = decoder ? (res.pipe(decoder) as unknown as Readable) : res;
         const chunks: Buffer[] = [];
         let size = 0;
         let truncated = false;
-        res.on('data', (chunk: Buffer) => {
+        decoder?.on('error', (error: Error) => {
+          if (!truncated)
+            reject(new Error(`its ${encoding}-compressed body could not be decoded: ${error.message}`));
+        });
+        body.on('data', (chunk: Buffer) => {
           if (truncated) return;
           const room = maxBytes - size;
           if (chunk.length > room) {
@@ -251,6 +287,7 @@ function request(
             size = maxBytes;
             truncated = true;
             res.destroy();
+            if (body !== res) body.destroy();
             resolve({
               status: res.statusCode ?? 0,
               headers: res.headers,
@@ -262,7 +299,7 @@ function request(
           chunks.push(chunk);
           size += chunk.length;
         });
-        res.on('end', () =>
+        body.on('end', () =>
           resolve({
             status: res.statusCode ?? 0,
             headers: res.headers,
@@ -286,6 +323,14 @@ const TEXTUAL =
 async function render(url: URL, response: RawResponse, maxChars: number): Promise<ToolOutcome> {
   const contentType = String(response.headers['content-type'] ?? 'application/octet-stream');
   const mediaType = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
+  if (response.undecodable !== undefined) {
+    return {
+      ok: false,
+      text:
+        `${url.href} sent its body compressed with \`${response.undecodable}\`, which web_fetch cannot decode ` +
+        `(it decodes ${Object.keys(DECODERS).join(', ')}).`,
+    };
+  }
   if (!TEXTUAL.test(mediaType)) {
     return {
       ok: false,
