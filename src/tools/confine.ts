@@ -21,7 +21,9 @@ export interface ConfinedPath {
 /**
  * Resolves `requested` (relative to `cwd`, or absolute) to a path inside `cwd`. Throws UserError
  * `path_outside_cwd` (fields: `path`, `cwd`) when the path, or any symlink along it, leads outside,
- * and for dangling symlinks, whose target cannot be checked.
+ * and for dangling symlinks, whose target cannot be checked; `path_unusable` (fields: `path`,
+ * `errno`) when it cannot be resolved at all: a symlink loop, a directory without permission, a
+ * name too long.
  */
 export async function confinePath(cwd: string, requested: string): Promise<ConfinedPath> {
   const root = await realpath(cwd);
@@ -34,7 +36,7 @@ export async function confinePath(cwd: string, requested: string): Promise<Confi
       real = await realpath(existing);
       break;
     } catch (error) {
-      if (!isNotFound(error)) throw error;
+      if (!isNotFound(error)) throw unusable(requested, error);
       if (await isPresent(existing)) {
         throw outside(requested, cwd, 'it is a symlink whose target does not exist');
       }
@@ -70,6 +72,24 @@ function outside(requested: string, cwd: string, why = 'it is outside the workin
     `Path \`${requested}\` cannot be used: ${why}. Only paths inside \`${cwd}\` can be used`,
     { path: requested, cwd },
   );
+}
+
+/** Why the system could not resolve a path, said for the model; other errors as they are. */
+const UNUSABLE: Readonly<Record<string, string>> = {
+  ELOOP: 'it is a symlink loop (or a chain of too many symlinks)',
+  EACCES: 'a directory on the way cannot be read (no permission)',
+  EPERM: 'a directory on the way cannot be read (no permission)',
+  ENAMETOOLONG: 'the name is too long',
+};
+
+function unusable(requested: string, error: unknown): unknown {
+  const errno = (error as { code?: unknown } | null)?.code;
+  const why = typeof errno === 'string' && Object.hasOwn(UNUSABLE, errno) ? UNUSABLE[errno] : undefined;
+  if (why === undefined) return error;
+  return new UserError('path_unusable', `Path \`${requested}\` cannot be used: ${why}`, {
+    path: requested,
+    errno,
+  });
 }
 
 async function isPresent(file: string): Promise<boolean> {

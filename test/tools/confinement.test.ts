@@ -1,6 +1,7 @@
-import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { confinePath } from '../../src/tools/confine.ts';
 import type { Toolbox } from '../../src/tools/toolbox.ts';
 import { useTempDirs } from '../prompt/temp-dir.ts';
 import { toolboxFor } from './harness.ts';
@@ -76,6 +77,41 @@ describe('file tools stay inside the working directory', () => {
     }
     await outsideUnchanged();
     expect(await readdir(root)).toEqual(['outside', 'work']);
+  });
+
+  it('refuses a symlink loop and a directory it may not read with `cannot be used`, saying why', async () => {
+    await symlink('loop-b', path.join(cwd, 'loop-a'));
+    await symlink('loop-a', path.join(cwd, 'loop-b'));
+    for (const [tool, args] of [
+      ['read_file', { path: 'loop-a' }],
+      ['list_dir', { path: 'loop-a/sub' }],
+      ['write_file', { path: 'loop-b', content: 'x' }],
+    ] as const) {
+      expect(await toolbox.call(tool, args), tool).toMatchObject({
+        ok: false,
+        text: expect.stringContaining('Path `'),
+      });
+      expect((await toolbox.call(tool, args)).text, tool).toMatch(
+        /cannot be used: it is a symlink loop \(or a chain of too many symlinks\)$/,
+      );
+    }
+    await expect(confinePath(cwd, 'loop-a')).rejects.toMatchObject({
+      code: 'path_unusable',
+      fields: { path: 'loop-a', errno: 'ELOOP' },
+    });
+    // Root reads every directory: the permission case is checked only when the tests run as a user.
+    if (process.getuid?.() !== 0) {
+      await mkdir(path.join(cwd, 'locked'));
+      await writeFile(path.join(cwd, 'locked', 'in.txt'), 'x');
+      await chmod(path.join(cwd, 'locked'), 0o000);
+      try {
+        expect((await toolbox.call('read_file', { path: 'locked/in.txt' })).text).toMatch(
+          /Path `locked\/in\.txt` cannot be used: a directory on the way cannot be read \(no permission\)$/,
+        );
+      } finally {
+        await chmod(path.join(cwd, 'locked'), 0o755);
+      }
+    }
   });
 
   it('accepts absolute paths inside, `..` that stays inside, and symlinks that stay inside', async () => {
