@@ -187,7 +187,9 @@ describe('grep', () => {
     expect((await toolbox.call('grep', { pattern: 'hit', max_results: 2 })).text).toBe(
       'many.txt:1: hit\nmany.txt:2: hit\n[Stopped at 2 matches; narrow the pattern, path or glob to see the rest]',
     );
-    expect((await toolbox.call('grep', { pattern: 'miss' })).text).toBe('No matches for /miss/ in ..');
+    expect((await toolbox.call('grep', { pattern: 'miss' })).text).toBe(
+      'No matches for /miss/ in the working directory.',
+    );
     const bad = await toolbox.call('grep', { pattern: '(unclosed' });
     expect(bad.ok).toBe(false);
     expect(bad.text).toContain('Invalid regular expression');
@@ -198,7 +200,7 @@ describe('grep', () => {
     const { toolbox } = await setup({ 'evil.txt': `${'a'.repeat(34)}!\n${'a'.repeat(35)}\n` });
     expect((await toolbox.call('grep', { pattern: '^(a+)+$' })).text).toBe(`evil.txt:2: ${'a'.repeat(35)}`);
     expect((await toolbox.call('grep', { pattern: '(x+x+)+y' })).text).toBe(
-      'No matches for /(x+x+)+y/ in ..',
+      'No matches for /(x+x+)+y/ in the working directory.',
     );
   });
 

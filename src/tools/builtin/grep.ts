@@ -140,10 +140,8 @@ export const grepTool: Tool<GrepArgs> = {
       ...(skipped ? [skipped] : []),
     ];
     if (results.length === 0) {
-      return {
-        ok: true,
-        text: [`No matches for /${args.pattern}/ in ${target.relative}.`, ...notes].join('\n'),
-      };
+      const where = target.relative === '.' ? 'the working directory' : target.relative;
+      return { ok: true, text: [`No matches for /${args.pattern}/ in ${where}.`, ...notes].join('\n') };
     }
     return { ok: true, text: [...results, ...notes].join('\n') };
   },
