@@ -106,6 +106,17 @@ describe('run_terminal_cmd', () => {
     await vi.waitFor(() => expect(isGone(pid)).toBe(true));
   });
 
+  it('starts each call in a fresh shell in the working directory, and tells the model so', async () => {
+    const cwd = await tempDir();
+    const toolbox = toolboxFor(cwd, bash());
+    await toolbox.call('run_terminal_cmd', { command: 'mkdir sub && cd sub && export TROUPE_PROBE=set' });
+    expect(await toolbox.call('run_terminal_cmd', { command: 'pwd; echo "[$TROUPE_PROBE]"' })).toMatchObject({
+      ok: true,
+      text: `${cwd}\n[]\n[exit code 0]`,
+    });
+    expect(runTerminalCmdTool.description).toContain('`cd` and `export` do not carry over to the next call');
+  });
+
   it('uses troupe defaults when the context carries no bash settings', async () => {
     const cwd = await tempDir();
     const outcome = await runTerminalCmdTool.execute(

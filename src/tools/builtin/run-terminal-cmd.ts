@@ -33,7 +33,8 @@ function announce(pgid: number, state: 'started' | 'exited'): void {
 }
 
 /**
- * Runs `bash -c` with the agent's bash settings (`ctx.bash`): `cmdPrefix` is prepended, output
+ * Runs `bash -c` with the agent's bash settings (`ctx.bash`), a fresh shell per call (`cd` and
+ * `export` do not carry over, and the description tells the model so): `cmdPrefix` is prepended, output
  * (stdout and stderr interleaved) keeps its head and tail within `outputByteLimit`, and on timeout
  * or abort the whole process group is killed. Processes the command leaves running in the
  * background are killed when it exits, so nothing outlives the call.
@@ -43,7 +44,9 @@ export const runTerminalCmdTool: Tool<RunTerminalCmdArgs> = {
   description:
     'Run a bash command in the working directory and return its exit code and output (stdout and ' +
     'stderr together). The command runs non-interactively with a time limit; anything it leaves ' +
-    'running in the background is stopped when it exits.',
+    'running in the background is stopped when it exits. Each call starts a fresh shell in the ' +
+    'working directory: `cd` and `export` do not carry over to the next call, so chain them ' +
+    '(`cd sub && make`).',
   parameters: {
     type: 'object',
     properties: {
