@@ -34,6 +34,7 @@ interface McpSdk {
   readonly StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport;
   readonly getDefaultEnvironment: typeof import('@modelcontextprotocol/sdk/client/stdio.js').getDefaultEnvironment;
   readonly StreamableHTTPClientTransport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport;
+  readonly StreamableHTTPError: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPError;
   readonly ErrorCode: typeof import('@modelcontextprotocol/sdk/types.js').ErrorCode;
   readonly McpError: typeof import('@modelcontextprotocol/sdk/types.js').McpError;
 }
@@ -59,6 +60,7 @@ function loadSdk(): Promise<McpSdk> {
       StdioClientTransport: stdio.StdioClientTransport,
       getDefaultEnvironment: stdio.getDefaultEnvironment,
       StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+      StreamableHTTPError: http.StreamableHTTPError,
       ErrorCode: types.ErrorCode,
       McpError: types.McpError,
     }),
@@ -196,7 +198,8 @@ export class McpConnection {
   /**
    * Calls a tool. Throws SystemError `mcp_unavailable` when the server cannot be reached,
    * `mcp_server_died` when it died during the call, `mcp_timeout` when it did not answer in time,
-   * and `mcp_call_failed` for a protocol error the server returned.
+   * and `mcp_call_failed` for a protocol error the server returned or an HTTP error status
+   * (`fields.status`) it answered with.
    */
   async call(
     tool: string,
@@ -221,6 +224,17 @@ export class McpConnection {
           'mcp_timeout',
           `MCP server \`${this.name}\` did not answer \`${tool}\` within ${this.#options.callTimeoutMs} ms`,
           { server: this.name, tool },
+        );
+      }
+      // An HTTP error status is the server answering too (its handler failed), except 404: that
+      // is how Streamable HTTP says the session is gone, and a new one is started.
+      const status = error instanceof session.sdk.StreamableHTTPError ? error.code : undefined;
+      if (session.alive && status !== undefined && status >= 400 && status !== 404) {
+        throw new SystemError(
+          'mcp_call_failed',
+          `MCP server \`${this.name}\` answered \`${tool}\` with HTTP ${status} (${message}); ` +
+            'the call may or may not have taken effect',
+          { server: this.name, tool, status },
         );
       }
       // A JSON-RPC error is the server answering; anything else (the connection closed, the HTTP

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { McpConnection } from '../../src/mcp/connection.ts';
@@ -14,14 +14,13 @@ afterEach(async () => {
 });
 
 /**
- * A Streamable HTTP MCP server in plain JSON-RPC whose `tools/call` answers with one server-sent
- * event that never ends (64 KiB every 5 ms); `closed` resolves when the client hangs up on it.
+ * A Streamable HTTP MCP server in plain JSON-RPC with one tool, `echo`, whose `tools/call`
+ * requests `answerCall` answers; `initialized` counts the sessions started.
  */
-async function endlessEventServer(): Promise<{ url: string; closed: Promise<void> }> {
-  let hungUp: () => void = () => {};
-  const closed = new Promise<void>((resolve) => {
-    hungUp = resolve;
-  });
+async function jsonRpcServer(
+  answerCall: (res: ServerResponse, reply: (result: unknown) => void) => void,
+): Promise<{ url: string; initialized: () => number }> {
+  let sessions = 0;
   const server = createServer(async (req, res) => {
     if (req.method !== 'POST') {
       res.writeHead(req.method === 'DELETE' ? 200 : 405).end();
@@ -43,27 +42,46 @@ async function endlessEventServer(): Promise<{ url: string; closed: Promise<void
       res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
     };
     if (message.method === 'initialize') {
+      sessions += 1;
       reply({
         protocolVersion: message.params?.protocolVersion,
         capabilities: { tools: {} },
-        serverInfo: { name: 'endless', version: '1' },
+        serverInfo: { name: 'plain', version: '1' },
       });
     } else if (message.method === 'tools/list') {
       reply({ tools: [{ name: 'echo', inputSchema: { type: 'object' } }] });
     } else {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write('data: ');
-      const chunk = Buffer.alloc(64 * 1024, 'q');
-      const timer = setInterval(() => res.write(chunk), 5);
-      res.on('close', () => {
-        clearInterval(timer);
-        hungUp();
-      });
+      answerCall(res, reply);
     }
   });
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, closed };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+    initialized: () => sessions,
+  };
+}
+
+/**
+ * A server whose `tools/call` answers with one server-sent event that never ends (64 KiB every
+ * 5 ms); `closed` resolves when the client hangs up on it.
+ */
+async function endlessEventServer(): Promise<{ url: string; closed: Promise<void> }> {
+  let hungUp: () => void = () => {};
+  const closed = new Promise<void>((resolve) => {
+    hungUp = resolve;
+  });
+  const { url } = await jsonRpcServer((res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: ');
+    const chunk = Buffer.alloc(64 * 1024, 'q');
+    const timer = setInterval(() => res.write(chunk), 5);
+    res.on('close', () => {
+      clearInterval(timer);
+      hungUp();
+    });
+  });
+  return { url, closed };
 }
 
 describe('MCP over Streamable HTTP: one message is bounded like a stdio one', () => {
@@ -83,6 +101,37 @@ describe('MCP over Streamable HTTP: one message is bounded like a stdio one', ()
       expect(error?.code).toBe('mcp_server_died');
       expect(error?.message).toMatch(/message longer than 1048576 bytes/);
       await closed;
+    } finally {
+      await connection.close();
+    }
+  });
+});
+
+describe('MCP over Streamable HTTP: an HTTP error answer', () => {
+  it('reports an HTTP 500 to a call as the server answering, not as a server that stopped, and keeps the session', async () => {
+    let calls = 0;
+    const { url, initialized } = await jsonRpcServer((res, reply) => {
+      calls += 1;
+      if (calls === 1) res.writeHead(500, { 'content-type': 'text/plain' }).end('database is down');
+      else reply({ content: [{ type: 'text', text: 'echoed' }] });
+    });
+    const connection = new McpConnection('plain', { type: 'http', url, headers: {} }, { cwd: '/' });
+    try {
+      await connection.tools();
+      const error = await connection.call('echo', {}, new AbortController().signal).then(
+        () => undefined,
+        (thrown: unknown) => thrown as Error & { code?: string; fields?: unknown },
+      );
+      expect(error?.code).toBe('mcp_call_failed');
+      expect(error?.fields).toEqual({ server: 'plain', tool: 'echo', status: 500 });
+      expect(error?.message).toMatch(
+        /^MCP server `plain` answered `echo` with HTTP 500 \(.*database is down\); the call may or may not have taken effect$/,
+      );
+      expect(error?.message).not.toMatch(/stopped|restarted/);
+      expect(await connection.call('echo', {}, new AbortController().signal)).toMatchObject({
+        content: [{ type: 'text', text: 'echoed' }],
+      });
+      expect(initialized()).toBe(1);
     } finally {
       await connection.close();
     }
