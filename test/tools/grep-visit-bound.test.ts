@@ -1,14 +1,9 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { createGrepTool } from '../../src/tools/builtin/grep.ts';
 import { useTempDirs } from '../prompt/temp-dir.ts';
 import { toolboxFor } from './harness.ts';
-
-// The real bound is 200,000 files: lowered here, in this file only, so the tree stays small.
-vi.mock('../../src/tools/constants.ts', async (importOriginal) => ({
-  ...(await importOriginal<typeof import('../../src/tools/constants.ts')>()),
-  GREP_MAX_VISITED: 5,
-}));
 
 const tempDir = useTempDirs();
 
@@ -17,7 +12,9 @@ describe('grep over a tree with more files than it looks at', () => {
     const cwd = await tempDir();
     await mkdir(path.join(cwd, 'src'));
     for (let i = 0; i < 8; i += 1) await writeFile(path.join(cwd, 'src', `f${i}.txt`), 'nothing here\n');
-    const toolbox = toolboxFor(cwd);
+    // The real bound is GREP_MAX_VISITED (200,000 files): lowered so the tree stays small. Not
+    // with vi.mock: test files share their modules (vitest.config.ts isolate: false).
+    const toolbox = toolboxFor(cwd, {}, [createGrepTool(5)]);
     const stop = '[Stopped after looking at 5 files; search a smaller directory or narrow the glob]';
 
     const none = await toolbox.call('grep', { pattern: 'zzz' });

@@ -35,117 +35,126 @@ type GrepArgs = {
 };
 
 /** Searches files inside the working directory, line by line. */
-export const grepTool: Tool<GrepArgs> = {
-  name: 'grep',
-  description:
-    'Search file contents in the working directory with a regular expression, line by line. ' +
-    'JavaScript syntax without lookaheads or backreferences (matching runs in linear time). ' +
-    'Prints `path:line: text` for each match. Skips node_modules, .git, binary files and ' +
-    `symbolic links. Returns at most ${GREP_RESULT_LIMIT} matches.`,
-  parameters: {
-    type: 'object',
-    properties: {
-      pattern: {
-        type: 'string',
-        minLength: 1,
-        description:
-          'Regular expression (no slashes), JavaScript syntax without lookaheads or backreferences.',
-      },
-      path: {
-        type: 'string',
-        description: 'File or directory to search, relative to the working directory. Defaults to it.',
-      },
-      glob: {
-        type: 'string',
-        description:
-          'Only search files matching this glob, e.g. `*.ts` (matched against the file name) or ' +
-          '`src/**/*.ts` (matched against the path below the searched directory).',
-      },
-      case_insensitive: { type: 'boolean', description: 'Ignore case. Defaults to false.' },
-      max_results: {
-        type: 'integer',
-        minimum: 1,
-        maximum: GREP_RESULT_LIMIT,
-        description: `Stop after this many matches. Defaults to ${GREP_RESULT_LIMIT}.`,
-      },
-    },
-    required: ['pattern'],
-    additionalProperties: false,
-  },
-  readOnly: true,
-  async execute(args, ctx) {
-    const regex = compileLinear(args.pattern, args.case_insensitive === true);
-    const requested = args.path ?? '.';
-    const target = await confinePath(ctx.cwd, requested);
-    if (!target.exists) throw new UserError('not_found', `\`${requested}\` does not exist`);
-    const limit = Math.min(args.max_results ?? GREP_RESULT_LIMIT, GREP_RESULT_LIMIT);
-    // picomatch's `basename` option also applies to patterns with a slash and then never matches.
-    const matchesGlob =
-      args.glob === undefined
-        ? () => true
-        : picomatch()(args.glob, { dot: true, basename: !args.glob.includes('/') });
+export const grepTool: Tool<GrepArgs> = createGrepTool();
 
-    const isDir = (await stat(target.absolute)).isDirectory();
-    const unreadable: Unreadable = { paths: [], count: 0 };
-    const files = isDir
-      ? walkFiles(target.absolute, ctx.signal, ctx.guard, unreadable)
-      : single(target.absolute);
-    const results: string[] = [];
-    let stopped = false;
-    let visited = 0;
-    let cut = false;
-    for await (const file of files) {
-      visited += 1;
-      if (visited > GREP_MAX_VISITED) {
-        cut = true;
-        break;
-      }
-      const below = isDir ? path.relative(target.absolute, file).split(path.sep).join('/') : '';
-      if (isDir && !matchesGlob(below)) continue;
-      let bytes: Buffer;
-      try {
-        const info = await stat(file);
-        // Not a regular file (a FIFO named as `path`): reading it could block for good.
-        if (!info.isFile() || info.size > GREP_MAX_FILE_BYTES) continue;
-        bytes = await readFile(file, { signal: ctx.signal });
-      } catch (error) {
-        // A file named as `path` fails as it did; one found by the walk is skipped and noted.
-        if (!isDir) throw error;
-        skipUnreadable(error, file, unreadable);
-        continue;
-      }
-      if (isBinary(bytes)) continue;
-      const shown = path.relative(target.root, file).split(path.sep).join('/');
-      const lines = splitLines(bytes.toString('utf8'));
-      for (let i = 0; i < lines.length; i += 1) {
-        const line = lines[i] ?? '';
-        if (!regex.test(line)) continue;
-        if (results.length === limit) {
-          stopped = true;
+/**
+ * The grep tool, looking at `maxVisited` files at most (the built-in's bound is GREP_MAX_VISITED;
+ * tests lower it to keep their trees small).
+ */
+export function createGrepTool(maxVisited = GREP_MAX_VISITED): Tool<GrepArgs> {
+  return {
+    name: 'grep',
+    description:
+      'Search file contents in the working directory with a regular expression, line by line. ' +
+      'JavaScript syntax without lookaheads or backreferences (matching runs in linear time). ' +
+      'Prints `path:line: text` for each match. Skips node_modules, .git, binary files and ' +
+      `symbolic links. Returns at most ${GREP_RESULT_LIMIT} matches.`,
+    parameters: {
+      type: 'object',
+      properties: {
+        pattern: {
+          type: 'string',
+          minLength: 1,
+          description:
+            'Regular expression (no slashes), JavaScript syntax without lookaheads or backreferences.',
+        },
+        path: {
+          type: 'string',
+          description: 'File or directory to search, relative to the working directory. Defaults to it.',
+        },
+        glob: {
+          type: 'string',
+          description:
+            'Only search files matching this glob, e.g. `*.ts` (matched against the file name) or ' +
+            '`src/**/*.ts` (matched against the path below the searched directory).',
+        },
+        case_insensitive: { type: 'boolean', description: 'Ignore case. Defaults to false.' },
+        max_results: {
+          type: 'integer',
+          minimum: 1,
+          maximum: GREP_RESULT_LIMIT,
+          description: `Stop after this many matches. Defaults to ${GREP_RESULT_LIMIT}.`,
+        },
+      },
+      required: ['pattern'],
+      additionalProperties: false,
+    },
+    readOnly: true,
+    async execute(args, ctx) {
+      const regex = compileLinear(args.pattern, args.case_insensitive === true);
+      const requested = args.path ?? '.';
+      const target = await confinePath(ctx.cwd, requested);
+      if (!target.exists) throw new UserError('not_found', `\`${requested}\` does not exist`);
+      const limit = Math.min(args.max_results ?? GREP_RESULT_LIMIT, GREP_RESULT_LIMIT);
+      // picomatch's `basename` option also applies to patterns with a slash and then never matches.
+      const matchesGlob =
+        args.glob === undefined
+          ? () => true
+          : picomatch()(args.glob, { dot: true, basename: !args.glob.includes('/') });
+
+      const isDir = (await stat(target.absolute)).isDirectory();
+      const unreadable: Unreadable = { paths: [], count: 0 };
+      const files = isDir
+        ? walkFiles(target.absolute, ctx.signal, ctx.guard, unreadable)
+        : single(target.absolute);
+      const results: string[] = [];
+      let stopped = false;
+      let visited = 0;
+      let cut = false;
+      for await (const file of files) {
+        visited += 1;
+        if (visited > maxVisited) {
+          cut = true;
           break;
         }
-        const text = line.length > GREP_LINE_CHAR_LIMIT ? `${line.slice(0, GREP_LINE_CHAR_LIMIT)}...` : line;
-        results.push(`${shown}:${i + 1}: ${text}`);
+        const below = isDir ? path.relative(target.absolute, file).split(path.sep).join('/') : '';
+        if (isDir && !matchesGlob(below)) continue;
+        let bytes: Buffer;
+        try {
+          const info = await stat(file);
+          // Not a regular file (a FIFO named as `path`): reading it could block for good.
+          if (!info.isFile() || info.size > GREP_MAX_FILE_BYTES) continue;
+          bytes = await readFile(file, { signal: ctx.signal });
+        } catch (error) {
+          // A file named as `path` fails as it did; one found by the walk is skipped and noted.
+          if (!isDir) throw error;
+          skipUnreadable(error, file, unreadable);
+          continue;
+        }
+        if (isBinary(bytes)) continue;
+        const shown = path.relative(target.root, file).split(path.sep).join('/');
+        const lines = splitLines(bytes.toString('utf8'));
+        for (let i = 0; i < lines.length; i += 1) {
+          const line = lines[i] ?? '';
+          if (!regex.test(line)) continue;
+          if (results.length === limit) {
+            stopped = true;
+            break;
+          }
+          const text =
+            line.length > GREP_LINE_CHAR_LIMIT ? `${line.slice(0, GREP_LINE_CHAR_LIMIT)}...` : line;
+          results.push(`${shown}:${i + 1}: ${text}`);
+        }
+        if (stopped) break;
       }
-      if (stopped) break;
-    }
-    const skipped = unreadableNote(unreadable, target.root);
-    const notes = [
-      ...(stopped ? [`[Stopped at ${limit} matches; narrow the pattern, path or glob to see the rest]`] : []),
-      ...(cut
-        ? [
-            `[Stopped after looking at ${GREP_MAX_VISITED} files; search a smaller directory or narrow the glob]`,
-          ]
-        : []),
-      ...(skipped ? [skipped] : []),
-    ];
-    if (results.length === 0) {
-      const where = target.relative === '.' ? 'the working directory' : target.relative;
-      return { ok: true, text: [`No matches for /${args.pattern}/ in ${where}.`, ...notes].join('\n') };
-    }
-    return { ok: true, text: [...results, ...notes].join('\n') };
-  },
-};
+      const skipped = unreadableNote(unreadable, target.root);
+      const notes = [
+        ...(stopped
+          ? [`[Stopped at ${limit} matches; narrow the pattern, path or glob to see the rest]`]
+          : []),
+        ...(cut
+          ? [`[Stopped after looking at ${maxVisited} files; search a smaller directory or narrow the glob]`]
+          : []),
+        ...(skipped ? [skipped] : []),
+      ];
+      if (results.length === 0) {
+        const where = target.relative === '.' ? 'the working directory' : target.relative;
+        return { ok: true, text: [`No matches for /${args.pattern}/ in ${where}.`, ...notes].join('\n') };
+      }
+      return { ok: true, text: [...results, ...notes].join('\n') };
+    },
+  };
+}
 
 /**
  * Compiles a JavaScript-syntax pattern for re2js. Throws `UserError` `invalid_pattern` for a pattern
