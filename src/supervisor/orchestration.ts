@@ -107,6 +107,9 @@ export async function runOrchestrationTool(
         task: String(args.task),
         ...(context ? { context } : {}),
         provider: caller.spec.provider,
+        // The parent's limits (a plan's `limits`, a spawn's): without them a subagent ran with the
+        // defaults, so an orchestrator's children escaped the limits its run set for every agent.
+        limits: caller.spec.limits,
       });
       return { ok: true, text: `Spawned subagent ${handle.id} (${agent}).`, data: { agentId: handle.id } };
     }
