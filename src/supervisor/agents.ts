@@ -523,6 +523,12 @@ export class Agents {
     // Nothing is emitted for it any more: its listeners' closures need not live as long as the handle.
     record.handle.removeAllListeners();
     record.settle(outcome);
+    if (outcome.status === 'failed' && record.cancelReason === undefined) {
+      // A parent that failed (out of time, steps or budget, crashed) can no longer await its
+      // subagents: as on a cancel, they are cancelled rather than left running, unowned, until close().
+      const reason = `parent failed (${outcome.reason}): ${outcome.error.message}`;
+      for (const child of record.children) this.#cancel(child, reason);
+    }
     this.#evict();
   }
 
