@@ -590,6 +590,10 @@ export class ThreadEngine implements Engine {
         Math.min(maxDelayMs, baseDelayMs * 2 ** (restart - 1)),
       );
     });
+    // An agent that failed here left its thread (a quarantine thread, retired when it died) to no
+    // one: a pass gives the quarantined agents waiting for one a new thread. Without it they waited
+    // for ever, since nothing else runs a pass once the last running agent has ended.
+    this.#scheduleSoon();
   }
 
   /** The failure of an agent charged with more thread deaths than its restart cap allows. */

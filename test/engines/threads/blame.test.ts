@@ -159,6 +159,34 @@ describe('a thread death is charged to the agent that caused it', () => {
     ]);
   });
 
+  it('two agents that kill their threads both fail with their own cause; neither waits for ever for the quarantine thread', async () => {
+    // With one quarantine thread, the second charged agent waits for it while the first runs
+    // there. When the first failed for good (its thread dead, no agent left running), no
+    // scheduling pass ran: the second was never placed and its result never settled.
+    supervisor = policySupervisor({
+      threads: 1,
+      toolModules: [{ module: path.join(fixtures, 'fault-tools.ts'), export: 'faultTools' }],
+      restart: { maxRetries: 2, baseDelayMs: 10, maxDelayMs: 50 },
+    });
+    const sup = supervisor;
+    const poisoned = [
+      sup.spawn('worker', { task: 'keep calling poison' }),
+      sup.spawn('worker', { task: 'keep calling poison' }),
+    ];
+    const outcomes = await Promise.race([
+      Promise.all(poisoned.map((handle) => handle.result)),
+      new Promise<'unsettled'>((resolve) => setTimeout(() => resolve('unsettled'), 20_000).unref()),
+    ]);
+    expect(outcomes).not.toBe('unsettled');
+    for (const outcome of outcomes as Awaited<(typeof poisoned)[number]['result']>[]) {
+      expect(outcome).toMatchObject({
+        status: 'failed',
+        reason: 'crashed',
+        error: { code: 'thread_crashed', fields: { crashes: 3, tools: ['poison'] } },
+      });
+    }
+  });
+
   it('a quarantined agent whose thread is terminated again gets a new quarantine thread, not a wait for one', async () => {
     // The heartbeat has the blocked thread terminated; it exits only when its system call returns.
     // piscina counted it until then, and the next quarantine thread, asked for meanwhile, was
