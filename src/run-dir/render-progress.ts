@@ -18,6 +18,7 @@ import { ApprovalPanel, approvalLine } from './render-approvals.ts';
 import { outcomeText, type ResultLine } from './results.ts';
 import type { RunEvent } from './run-events.ts';
 import type { RunLimits } from './run-plan.ts';
+import { fitWidth, terminalRows } from './text-width.ts';
 
 /** Where progress goes. */
 export interface ProgressOutput {
@@ -200,7 +201,8 @@ class TtyRenderer implements ProgressRenderer {
   readonly #approvals = new ApprovalPanel();
   readonly #timer: NodeJS.Timeout;
   #log: string[] = [];
-  #height = 0;
+  /** The block drawn last, which the next frame moves back over. */
+  #previous: string[] = [];
 
   constructor(output: ProgressOutput) {
     this.#output = output;
@@ -251,19 +253,28 @@ class TtyRenderer implements ProgressRenderer {
     return (this.#output.now ?? Date.now)();
   }
 
+  #columns(): number {
+    return this.#output.columns?.() ?? 100;
+  }
+
+  /** `text` cut to the columns left after `reserved` ones, by display width (CJK and emoji take two). */
   #fit(text: string, reserved = 0): string {
-    const width = Math.max(20, (this.#output.columns?.() ?? 100) - 1 - reserved);
-    return text.length > width ? `${text.slice(0, width - 1)}…` : text;
+    return fitWidth(text, Math.max(1, this.#columns() - 1 - reserved));
   }
 
   #draw(): void {
     const block = this.#block();
-    // Move to the start of the previous block and clear everything below before redrawing.
-    const up = this.#height > 0 ? `\r\x1b[${this.#height}A\x1b[0J` : '';
+    // Move to the start of the previous block and clear everything below before redrawing. By
+    // rows, not lines, at the width the terminal has now: a line that wraps (a terminal narrower
+    // than the bar, or one made narrower since, which re-wraps what it shows) takes more than one,
+    // and moving back by fewer would leave a stale copy of the block on every frame.
+    const columns = this.#columns();
+    const height = this.#previous.reduce((rows, line) => rows + terminalRows(line, columns), 0);
+    const up = height > 0 ? `\r\x1b[${height}A\x1b[0J` : '';
     const log = this.#log.map((line) => `${line}\n`).join('');
     this.#log = [];
     this.#output.write(`${up}${log}${block.map((line) => `${line}\n`).join('')}`);
-    this.#height = block.length;
+    this.#previous = block;
   }
 
   #block(): string[] {
@@ -273,10 +284,9 @@ class TtyRenderer implements ProgressRenderer {
     const done = Math.round((state.completed / total) * BAR_WIDTH);
     const failed = Math.min(BAR_WIDTH - done, Math.round((state.failed / total) * BAR_WIDTH));
     const bar = `${GREEN}${'█'.repeat(done)}${RED}${'█'.repeat(failed)}${RESET}${DIM}${'░'.repeat(BAR_WIDTH - done - failed)}${RESET}`;
-    const counts = this.#fit(
-      `${state.finished}/${state.total}  done ${state.completed}  failed ${state.failed}  running ${state.running}  queued ${state.queued}`,
-      BAR_WIDTH + 1,
-    );
+    const countsText = `${state.finished}/${state.total}  done ${state.completed}  failed ${state.failed}  running ${state.running}  queued ${state.queued}`;
+    // The bar only where it leaves room for the counts: on a narrow terminal the counts matter more.
+    const withBar = this.#columns() - 1 - (BAR_WIDTH + 1) >= 20;
     const eta = state.etaMs(now);
     const totals = this.#fit(
       `${state.simulated ? '[simulated model]  ' : ''}tokens ${formatTokenCount(state.inputTokens, state.estimated)} in / ${formatTokenCount(state.outputTokens, state.estimated)} out` +
@@ -284,7 +294,10 @@ class TtyRenderer implements ProgressRenderer {
         `  cost ${state.costUnknown ? `${formatCost(state.costUsd)}+unknown` : formatCost(state.costUsd)}  ${state.rate(now).toFixed(1)} agents/s` +
         `  ETA ${eta === undefined ? '-' : formatDuration(eta)}  elapsed ${formatDuration(now - state.startedAt)}`,
     );
-    const lines = [`${bar} ${counts}`, totals];
+    const lines = [
+      withBar ? `${bar} ${this.#fit(countsText, BAR_WIDTH + 1)}` : this.#fit(countsText),
+      totals,
+    ];
     const startup = state.startup;
     if (startup !== undefined && !state.interrupted)
       lines.push(`${DIM}${this.#fit(`${startup} ...`)}${RESET}`);
