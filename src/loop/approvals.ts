@@ -49,8 +49,11 @@ export function approvalHook(
       });
     }
     const decision = await awaitDecision(ctx, request);
-    // Cancelled while waiting: nothing was decided; the agent is ending (a retry asks again).
-    if (ctx.signal.aborted) return { approved: false, by: 'policy', reason: 'the agent was cancelled' };
+    // Cancelled while waiting, or the wait ended by its runner (a cancel or a stopping thread whose
+    // signal has not reached the agent yet): nothing was decided, so nothing is journalled as a
+    // decision; the agent is ending (a retry or a resume asks again).
+    if (decision === null || ctx.signal.aborted)
+      return { approved: false, by: 'policy', reason: 'the agent was cancelled' };
     recordDecision(ctx, callId, request.tool, request.rule, decision, request.requestId);
     // The decision must be durable before the tool runs: a restarted agent never asks again for a
     // decided call, and never runs a denied one.
@@ -125,8 +128,12 @@ function newRequest(ctx: RunContext, callId: string, ask: ApprovalAsk): Approval
   };
 }
 
-/** Parks until a decision arrives, the deadline passes (decided by `onTimeout`) or the agent is cancelled. */
-async function awaitDecision(ctx: RunContext, request: ApprovalRequest): Promise<ApprovalDecision> {
+/**
+ * Parks until a decision arrives, the deadline passes (decided by `onTimeout`) or the agent is
+ * cancelled; null when the wait ended with no decision and before the deadline (the runner gave it
+ * up: a cancel, a thread stopping), which is no timeout.
+ */
+async function awaitDecision(ctx: RunContext, request: ApprovalRequest): Promise<ApprovalDecision | null> {
   // The request is stored before anyone is asked: a decision always answers a journalled request.
   ctx.commitJournal();
   const channel = ctx.approvalChannel;
@@ -159,6 +166,8 @@ async function awaitDecision(ctx: RunContext, request: ApprovalRequest): Promise
     clearTimeout(timer);
     unfollow();
   }
+  const pastDeadline = request.deadline !== null && Date.now() >= request.deadline;
+  if (!timedOut && !pastDeadline) return null;
   const { timeoutMs, onTimeout } = ctx.approvalSettings;
   const waited = timeoutMs > 0 ? `within ${formatWait(timeoutMs)}` : 'before its deadline';
   return {
