@@ -40,21 +40,39 @@ function commandOf(argv: readonly string[]): CommandName | undefined {
   return name !== undefined && Object.hasOwn(COMMAND_HELP, name) ? (name as CommandName) : undefined;
 }
 
+/** The streams {@link processIO} writes to: the process's, or stand-ins in tests. */
+interface OutputStream {
+  write(text: string): unknown;
+  on(event: 'error', listener: (error: NodeJS.ErrnoException) => void): unknown;
+  readonly destroyed?: boolean;
+}
+
 /** Output to this process's stdout and stderr; see {@link CliIO.stdoutClosed} for a closed stdout. */
-function processIO(): CliIO {
+export function processIO(
+  stdout: OutputStream = process.stdout,
+  stderr: OutputStream = process.stderr,
+): CliIO {
   const closed = new AbortController();
-  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  // The terminal stdout was on has gone (a closed window, a dropped ssh session): writes fail with
+  // EIO. The SIGHUP that comes with it cancels the run like Ctrl-C (exit 129, summary written);
+  // there is just nowhere left to print.
+  let hungUp = false;
+  stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EIO') {
+      hungUp = true;
+      return;
+    }
     if (error.code !== 'EPIPE') throw error;
     closed.abort(new Error('stdout was closed'));
   });
   // A closed stderr only loses messages; it must not end a run.
-  process.stderr.on('error', () => {});
+  stderr.on('error', () => {});
   return {
     stdout: (text) => {
-      if (!closed.signal.aborted) process.stdout.write(text);
+      if (!closed.signal.aborted && !hungUp) stdout.write(text);
     },
     stderr: (text) => {
-      if (!process.stderr.destroyed) process.stderr.write(text);
+      if (stderr.destroyed !== true) stderr.write(text);
     },
     stdoutClosed: closed.signal,
   };
