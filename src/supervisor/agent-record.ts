@@ -47,6 +47,11 @@ export interface AgentRecord extends KnownAgent {
   readonly settle: (outcome: AgentOutcome) => void;
   readonly children: string[];
   /**
+   * Shared by every agent of one root's tree (a subagent gets its parent's): how many subagents
+   * `spawn_agent` has started in it, against `orchestration.maxSubagents`.
+   */
+  readonly tree: SubagentCount;
+  /**
    * pending: spawned, waiting for the supervisor to start and resolve it; running: its engine
    * holds it (queued, running, restarting or parked there); ended: settled (the supervisor then
    * holds an {@link EndedRecord} instead).
@@ -69,6 +74,11 @@ export interface AgentRecord extends KnownAgent {
   readonly removeAbortListener: () => void;
 }
 
+/** The subagents started in one root agent's tree. */
+export interface SubagentCount {
+  subagents: number;
+}
+
 /** An agent the supervisor holds. */
 export type KnownRecord = AgentRecord | EndedRecord;
 
@@ -80,6 +90,8 @@ export interface NewRecord {
   readonly replaySource?: ReplaySource | undefined;
   readonly agent: string;
   readonly signal: AbortSignal | undefined;
+  /** Its parent's tree count; a root starts its own. */
+  readonly tree?: SubagentCount | undefined;
   /** What the handle calls: it must not hold the record, which the handle outlives. */
   readonly control: HandleControl;
 }
@@ -129,6 +141,7 @@ export function createRecord({
   agent,
   signal,
   control,
+  tree,
 }: NewRecord): AgentRecord {
   let settle: (outcome: AgentOutcome) => void = () => {};
   const result = new Promise<AgentOutcome>((resolve) => {
@@ -146,6 +159,7 @@ export function createRecord({
     liveDescendants: 0,
     settle,
     children: [],
+    tree: tree ?? { subagents: 0 },
     state: 'pending',
     completion: undefined,
     cancelReason: undefined,

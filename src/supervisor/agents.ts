@@ -234,6 +234,7 @@ export class Agents {
       agent: name,
       signal: options.signal,
       control: this.#handleControl,
+      tree: liveParent?.tree,
     });
     this.records.set(id, record);
     liveParent?.children.push(id);
@@ -667,6 +668,7 @@ export class Agents {
             agents: this.records,
             maxDepth: this.#options.maxDepth,
             maxChildren: this.#options.maxChildren,
+            maxSubagents: this.#options.maxSubagents,
             spawn: (agent, options) =>
               this.spawn(agent, options, callId === undefined ? undefined : { callId }),
           },

@@ -17,6 +17,8 @@ export interface HostToolContext {
   readonly agents: ReadonlyMap<string, KnownRecord>;
   readonly maxDepth: number;
   readonly maxChildren: number;
+  /** 0: no bound. */
+  readonly maxSubagents: number;
   readonly spawn: (agent: string, options: SpawnOptions) => AgentHandle;
 }
 
@@ -65,6 +67,7 @@ export async function runHostTool(
       agents: ctx.agents,
       maxDepth: ctx.maxDepth,
       maxChildren: ctx.maxChildren,
+      maxSubagents: ctx.maxSubagents,
       spawn: (agent, options) => ctx.spawn(agent, { ...options, parent: agentId }),
     });
   } catch (error) {

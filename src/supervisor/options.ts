@@ -160,8 +160,18 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
    * @default true
    */
   readonly claudeSettings?: boolean;
-  /** Nesting limits for agents that spawn agents. @default { maxDepth: 3, maxChildren: 64 } */
-  readonly orchestration?: { readonly maxDepth?: number; readonly maxChildren?: number };
+  /**
+   * Limits for agents that spawn agents: `maxDepth` (nesting), `maxChildren` (subagents of one
+   * agent), `maxSubagents` (subagents `spawn_agent` starts in one root agent's whole tree, 0 for no
+   * bound; without it the other two allow 64 + 64² + 64³ agents). Past one, `spawn_agent` is
+   * refused and the calling agent goes on.
+   * @default { maxDepth: 3, maxChildren: 64, maxSubagents: 1000 }
+   */
+  readonly orchestration?: {
+    readonly maxDepth?: number;
+    readonly maxChildren?: number;
+    readonly maxSubagents?: number;
+  };
   /**
    * Receives one record per model request of every agent, as it ends: agent id, definition name
    * and content hash, block versions, model, usage, cost (null when unknown), the estimated flag,
@@ -238,6 +248,8 @@ export interface PreparedSupervisorOptions extends EngineOptions, PreparedThread
   readonly compat: boolean;
   readonly maxDepth: number;
   readonly maxChildren: number;
+  /** 0: no bound. */
+  readonly maxSubagents: number;
   readonly retainEndedAgents: number;
   readonly tracing: TracingOptions | false;
   /** Set with `backend: 'redis'`. */
@@ -251,6 +263,9 @@ export interface PreparedSupervisorOptions extends EngineOptions, PreparedThread
 
 /** {@link SupervisorOptions.retainEndedAgents}. */
 export const DEFAULT_RETAIN_ENDED_AGENTS = 1000;
+
+/** Subagents `spawn_agent` may start in one root agent's tree (`orchestration.maxSubagents`). */
+export const DEFAULT_MAX_SUBAGENTS = 1000;
 
 const PROVIDER_KINDS = ['simulated', 'openai', 'anthropic', 'module'] as const;
 
@@ -432,6 +447,12 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
   const graceMs = nonNegative('graceMs', options.graceMs, 5000);
   const maxDepth = positiveInt('orchestration.maxDepth', options.orchestration?.maxDepth, 3);
   const maxChildren = positiveInt('orchestration.maxChildren', options.orchestration?.maxChildren, 64);
+  const maxSubagents = positiveInt(
+    'orchestration.maxSubagents',
+    options.orchestration?.maxSubagents,
+    DEFAULT_MAX_SUBAGENTS,
+    0,
+  );
   const ownPermissions = preparePermissions(options.permissions, options.approvals);
   const permissions =
     options.claudeSettings === false
@@ -479,6 +500,7 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     compat: options.compat ?? true,
     maxDepth,
     maxChildren,
+    maxSubagents,
     redis,
     usageSink: options.usageSink,
     runLimits: {

@@ -74,6 +74,8 @@ interface OrchestrationContext {
   readonly agents: ReadonlyMap<string, KnownRecord>;
   readonly maxDepth: number;
   readonly maxChildren: number;
+  /** Subagents in the caller's whole tree (`caller.tree`); 0: no bound. */
+  readonly maxSubagents: number;
   readonly spawn: (agent: string, options: Omit<SpawnOptions, 'parent'>) => AgentHandle;
 }
 
@@ -101,6 +103,12 @@ export async function runOrchestrationTool(
           text: `spawn_agent refused: you already have ${ctx.maxChildren} subagents (the limit).`,
         };
       }
+      if (ctx.maxSubagents > 0 && caller.tree.subagents >= ctx.maxSubagents) {
+        return {
+          ok: false,
+          text: `spawn_agent refused: this agent tree already has ${ctx.maxSubagents} subagents (the limit, orchestration.maxSubagents).`,
+        };
+      }
       const agent = String(args.agent);
       const context = Array.isArray(args.context) ? args.context.map(String) : undefined;
       const handle = ctx.spawn(agent, {
@@ -111,6 +119,7 @@ export async function runOrchestrationTool(
         // defaults, so an orchestrator's children escaped the limits its run set for every agent.
         limits: caller.spec.limits,
       });
+      caller.tree.subagents += 1;
       return { ok: true, text: `Spawned subagent ${handle.id} (${agent}).`, data: { agentId: handle.id } };
     }
     case SEND_INSTRUCTION: {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { orchestratorDefinition, policySupervisor, tempDir } from './helpers.ts';
@@ -30,5 +30,39 @@ describe('limits of subagents spawned with spawn_agent', () => {
     } finally {
       await supervisor.close();
     }
+  });
+});
+
+describe('orchestration.maxSubagents', () => {
+  it("bounds the subagents of a root agent's whole tree; a refused spawn_agent tells the model the bound", async () => {
+    const journalDir = tempDir();
+    // Every agent orchestrates: each asks for 5 subagents, two levels deep (5 + 25 without a bound).
+    const worker = { ...(await orchestratorDefinition()), name: 'worker' };
+    const supervisor = policySupervisor({
+      journalDir,
+      definitions: [worker],
+      orchestration: { maxDepth: 2, maxSubagents: 7 },
+    });
+    let subagents = 0;
+    supervisor.on('agent:spawned', (e) => {
+      if (e.parentId !== undefined) subagents += 1;
+    });
+    try {
+      const root = supervisor.spawn('worker', { task: 'Coordinate the workers.', provider: 'policy' });
+      await root.result;
+      expect(subagents).toBe(7);
+      const journals = readdirSync(journalDir).map((f) => readFileSync(path.join(journalDir, f), 'utf8'));
+      expect(
+        journals.some((j) => j.includes('already has 7 subagents (the limit, orchestration.maxSubagents)')),
+      ).toBe(true);
+    } finally {
+      await supervisor.close();
+    }
+  });
+
+  it('is checked like the other orchestration limits', () => {
+    expect(() => policySupervisor({ orchestration: { maxSubagents: -1 } })).toThrow(
+      expect.objectContaining({ code: 'invalid_option', fields: { option: 'orchestration.maxSubagents' } }),
+    );
   });
 });
