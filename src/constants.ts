@@ -51,6 +51,12 @@ export const SLICE_REFUSAL =
  * `invalid_request` (code `replay_journal_too_large`).
  */
 export const MAX_REPLAY_JOURNAL_BYTES = 64 * 1024 * 1024;
+/**
+ * Largest instruction (UTF-8 bytes) `instruct`, `handle.send`, a session's `send` and
+ * `send_instruction` take: each is journalled twice (the `Instructed` event and the
+ * `wait_for_instruction` result). A bigger one is refused with UserError `instruction_too_large`.
+ */
+export const MAX_INSTRUCTION_BYTES = 1024 * 1024;
 /** Characters of a tool's output an `agent:tool` completed event previews. */
 export const TOOL_OUTPUT_PREVIEW_CHARS = 400;
 /**

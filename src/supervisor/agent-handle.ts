@@ -111,7 +111,10 @@ export class AgentHandle extends EventEmitter<AgentHandleEvents> {
     return super.once(event, fn, context);
   }
 
-  /** Sends an instruction; it is queued until the agent calls `wait_for_instruction`, never lost. */
+  /**
+   * Sends an instruction; it is queued until the agent calls `wait_for_instruction`, never lost.
+   * Throws UserError `instruction_too_large` for a text over `MAX_INSTRUCTION_BYTES` (1 MiB of UTF-8).
+   */
   send(text: string): void {
     this.#control.send(this.id, text);
   }

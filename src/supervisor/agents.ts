@@ -9,6 +9,7 @@ import type { Context } from '@opentelemetry/api';
 import type { EventEmitter } from 'eventemitter3';
 import { abortReason } from '../abort.ts';
 import { hasBlockReferences, resolveAgentBlocks } from '../blocks/resolve.ts';
+import { MAX_INSTRUCTION_BYTES } from '../constants.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { createEngine } from '../engines/create-engine.ts';
 import type { AgentReport, Engine, EngineHost } from '../engines/engine.ts';
@@ -308,6 +309,8 @@ export class Agents {
         new UserError('agent_not_running', `Agent ${agentId} is not running`, { agentId }),
       );
     }
+    const tooLarge = instructionTooLarge(agentId, text);
+    if (tooLarge) return Promise.reject(tooLarge);
     if (record.state === 'pending') {
       return new Promise((resolve, reject) => record.held.push({ text, resolve, reject }));
     }
@@ -436,6 +439,8 @@ export class Agents {
     if (!record || record.state === 'ended') {
       throw new UserError('agent_not_running', `Agent ${agentId} is not running`, { agentId });
     }
+    const tooLarge = instructionTooLarge(agentId, text);
+    if (tooLarge) throw tooLarge;
     // Redis closed at close(): nothing waits for this instruction. A full queue is the sender's to
     // know about: `send` has no promise, so it hears of it as an event.
     const dropped = (error: unknown): void => {
@@ -687,6 +692,19 @@ export class Agents {
       },
     };
   }
+}
+
+/** UserError `instruction_too_large` when `text` is over {@link MAX_INSTRUCTION_BYTES}, else undefined. */
+function instructionTooLarge(agentId: string, text: string): UserError | undefined {
+  // A string of n UTF-16 units is at most 3n UTF-8 bytes: most never need counting.
+  if (typeof text !== 'string' || text.length * 3 <= MAX_INSTRUCTION_BYTES) return undefined;
+  const size = Buffer.byteLength(text, 'utf8');
+  if (size <= MAX_INSTRUCTION_BYTES) return undefined;
+  return new UserError(
+    'instruction_too_large',
+    `The instruction for agent ${agentId} is ${size} bytes; an instruction may be at most ${MAX_INSTRUCTION_BYTES} bytes (1 MiB, MAX_INSTRUCTION_BYTES)`,
+    { agentId, size, limit: MAX_INSTRUCTION_BYTES },
+  );
 }
 
 /**

@@ -96,7 +96,8 @@ export class AgentSession {
    * also when it had already ended before the call (the message is then not sent); a `send` that
    * races the session's end (issued just before `close()` takes effect) may instead reject with
    * `agent_not_running`, from delivering the message to an agent that is no longer running.
-   * Rejects with SystemError `turn_cancelled` when its turn was cancelled ({@link cancelTurn}).
+   * Rejects with SystemError `turn_cancelled` when its turn was cancelled ({@link cancelTurn}), and
+   * with UserError `instruction_too_large` for a message over `MAX_INSTRUCTION_BYTES` (1 MiB of UTF-8).
    */
   async send(text: string): Promise<SessionAnswer> {
     if (this.#ended) throw endedError(this.#ended);
