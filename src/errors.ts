@@ -30,6 +30,21 @@ export class TroupeError extends Error {
   }
 }
 
+/**
+ * `build()`'s error without a stack trace (its `stack` is only its name and message), for refusals
+ * that can come by the thousand: each send past a full instruction queue. A stack per error made
+ * 100,000 sends to a parked agent cost about 1 KB of heap each.
+ */
+export function withoutStack<T extends Error>(build: () => T): T {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return build();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 /** The user's input is wrong: a definition file, an option, a plan. */
 export class UserError extends TroupeError {}
 

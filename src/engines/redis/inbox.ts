@@ -6,7 +6,7 @@
  * before the agent waits are simply already in the log.
  */
 import type { Redis } from 'ioredis';
-import { UserError } from '../../errors.ts';
+import { UserError, withoutStack } from '../../errors.ts';
 import { DEFAULT_MAX_PENDING_INSTRUCTIONS } from '../actor/limits.ts';
 import type { BlockingPool } from './blocking-pool.ts';
 import type { ScaleoutKeys } from './keys.ts';
@@ -75,10 +75,14 @@ export class Inbox {
     )) as [number, string | number];
     if (Number(reply[0]) === -1) {
       const pending = Number(reply[1]);
-      throw new UserError(
-        'instruction_queue_full',
-        `The agent has ${pending} instructions it has not asked for yet (limit ${this.#maxPending}); this one was not sent`,
-        { agentId, pending, limit: this.#maxPending },
+      // No stack: a sender past the bound may send thousands more, each refused.
+      throw withoutStack(
+        () =>
+          new UserError(
+            'instruction_queue_full',
+            `The agent has ${pending} instructions it has not asked for yet (limit ${this.#maxPending}); this one was not sent`,
+            { agentId, pending, limit: this.#maxPending },
+          ),
       );
     }
     return { index: Number(reply[0]), parked: reply[1] !== '' };

@@ -9,7 +9,7 @@
  * throws UserError `instruction_queue_full`), and instructions it has asked for are dropped (its
  * journal holds them; a wait after a crash asks for the next one, never an earlier one).
  */
-import { UserError } from '../../errors.ts';
+import { UserError, withoutStack } from '../../errors.ts';
 import type { ApprovalDecision } from '../../protocol/approvals.ts';
 import { DEFAULT_MAX_PENDING_INSTRUCTIONS } from '../actor/limits.ts';
 
@@ -73,10 +73,14 @@ export class Mailbox {
     if (at !== undefined && at < this.size) return at;
     const pending = Math.max(0, this.size - this.#asked);
     if (at === undefined && pending >= this.#maxPending) {
-      throw new UserError(
-        'instruction_queue_full',
-        `The agent has ${pending} instructions it has not asked for yet (limit ${this.#maxPending}); this one was not sent`,
-        { agentId: this.#agentId, pending, limit: this.#maxPending },
+      // No stack: a sender past the bound may send thousands more, each refused.
+      throw withoutStack(
+        () =>
+          new UserError(
+            'instruction_queue_full',
+            `The agent has ${pending} instructions it has not asked for yet (limit ${this.#maxPending}); this one was not sent`,
+            { agentId: this.#agentId, pending, limit: this.#maxPending },
+          ),
       );
     }
     const index = this.#first + this.#log.push(text) - 1;
