@@ -304,6 +304,15 @@ export class Agents {
   /** `Supervisor.instruct`: resolves with the instruction's index once the engine has it. */
   instruct(agentId: string, text: string): Promise<number> {
     const record = this.records.get(agentId);
+    if (!record && !this.#evictedIds.has(agentId)) {
+      return Promise.reject(
+        new UserError(
+          'unknown_agent',
+          `No agent with id ${agentId} in this supervisor (never spawned here, or ended and no longer kept: retainEndedAgents)`,
+          { agentId },
+        ),
+      );
+    }
     if (!record || record.state === 'ended') {
       return Promise.reject(
         new UserError('agent_not_running', `Agent ${agentId} is not running`, { agentId }),

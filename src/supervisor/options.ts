@@ -138,7 +138,8 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
   /**
    * Ended agents the supervisor keeps for lookups (`handle(id)`, `treeUsage(id)`), the most recently
    * ended ones; older ones are evicted. An evicted agent is unknown to the supervisor: `handle()` and
-   * `treeUsage()` return undefined, `instruct()` rejects with UserError `agent_not_running`; its
+   * `treeUsage()` return undefined, `instruct()` rejects with UserError `unknown_agent`
+   * (`agent_not_running` when you chose its id); its
    * handle, if you hold it, still works (`result` is settled). Its journal stays, and its id, when
    * you chose it, still cannot be spawned again (`duplicate_agent_id`). Kept whatever this says:
    * the ended children of an agent still running (its `await_agents` reads them) and the ended

@@ -239,8 +239,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   /**
    * Sends an instruction and resolves with its index (0 for the agent's first) once the engine has
-   * it (`handle.send` does the same without waiting). Rejects with UserError `agent_not_running`,
-   * or `instruction_too_large` for a text over `MAX_INSTRUCTION_BYTES` (1 MiB of UTF-8).
+   * it (`handle.send` does the same without waiting). Rejects with UserError `agent_not_running`
+   * when the agent has ended, `unknown_agent` when the supervisor holds no agent with that id
+   * (never spawned here, or evicted: `retainEndedAgents`; an id you chose stays
+   * `agent_not_running`), or `instruction_too_large` for a text over `MAX_INSTRUCTION_BYTES` (1 MiB
+   * of UTF-8).
    */
   instruct(agentId: string, text: string): Promise<number> {
     return this.#agents.instruct(agentId, text);

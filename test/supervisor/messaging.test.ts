@@ -49,6 +49,22 @@ describe('wait_for_instruction and complete_task across threads', () => {
     });
   });
 
+  it('instruct to an id the supervisor never had says it is unknown; to an ended agent, that it is not running', async () => {
+    supervisor = policySupervisor({ cwd: tempDir() });
+    // Before, the unknown id was "not running", as if it had been an agent once.
+    await expect(supervisor.instruct('no-such-id', 'hello')).rejects.toMatchObject({
+      code: 'unknown_agent',
+      fields: { agentId: 'no-such-id' },
+      message: expect.stringContaining('No agent with id no-such-id in this supervisor'),
+    });
+    const handle = supervisor.spawn('worker', { task: 'Report on item 1.' });
+    await handle.result;
+    await expect(supervisor.instruct(handle.id, 'late')).rejects.toMatchObject({
+      code: 'agent_not_running',
+      fields: { agentId: handle.id },
+    });
+  });
+
   it('a wait with a retry policy runs out and the tool says no instruction arrived', async () => {
     const cwd = tempDir();
     const journalDir = path.join(cwd, 'journals');
