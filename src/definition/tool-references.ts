@@ -5,6 +5,7 @@
  * tool (`unknown_tool_override`, an error). `agents validate`, `agents show` and every spawn run
  * the same check; only the set of known tools differs (a spawn knows the MCP tools it connected to).
  */
+import { ORCHESTRATION_TOOL_NAMES } from '../tools/builtin/orchestration.ts';
 import { claudeCodeTool, MCP_PREFIX, mcpServerOf } from '../tools/names.ts';
 import { type Rule, ruleNamesTool, specifierProblem, tryParseRule } from '../tools/rules.ts';
 import { FILE_START, jsonPointer, type PathSegment } from './problems.ts';
@@ -129,6 +130,13 @@ export function toolReferenceProblems(def: Reference, known: KnownTools): Defini
   return problems;
 }
 
+/**
+ * Why an orchestration tool is missing: it is always registered under a Supervisor, so a run
+ * without one (`troupe run`, `runAgent`) is the only place it can be.
+ */
+const NEEDS_SUPERVISOR =
+  'is an orchestration tool, which needs a Supervisor: `troupe run` runs one agent alone; use `troupe fanout` or the library (`Supervisor`); it is ignored here';
+
 /** Why a rule that names no known tool is unknown, or undefined when nothing can be said against it. */
 function unknownReason(
   rule: Rule,
@@ -140,6 +148,7 @@ function unknownReason(
     return `is a Claude Code tool troupe does not offer (${claude.unsupported}); it is ignored`;
   }
   if (claude && 'admits' in claude) {
+    if (claude.admits.every((name) => ORCHESTRATION_TOOL_NAMES.has(name))) return NEEDS_SUPERVISOR;
     return `admits \`${claude.admits.join('`, `')}\`, which ${claude.admits.length > 1 ? 'are' : 'is'} not registered here`;
   }
   if (rule.tool.toLowerCase().startsWith(MCP_PREFIX)) {
@@ -157,6 +166,7 @@ function unknownReason(
     const server = rule.tool.split('/')[0] ?? rule.tool;
     return `matches no tool (\`server/tool\` is VS Code's syntax; an MCP server's tools are written \`mcp__${server}__*\`)`;
   }
+  if (ORCHESTRATION_TOOL_NAMES.has(rule.tool.toLowerCase())) return NEEDS_SUPERVISOR;
   if (rule.tool.includes('*')) return 'matches no registered tool';
   return `matches no registered tool${closest(rule.tool, names)}; it is ignored`;
 }

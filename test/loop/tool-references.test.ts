@@ -35,4 +35,18 @@ describe('tool references at spawn', () => {
       ['unknown_tool', 4, 21, '/tools/2'],
     ]);
   });
+
+  it('says an orchestration tool needs a Supervisor, not that it does not exist', async () => {
+    const { outcome, events } = await runScripted([{ text: 'done' }], {
+      definition: fromFile('tools: [Read, spawn_agent, Task]'),
+    });
+    expect(outcome.status).toBe('completed');
+    const warnings = (events[0] as EventOf<'Started'>).warnings ?? [];
+    expect(warnings.map(({ path }) => path)).toEqual(['/tools/1', '/tools/2']);
+    for (const { message } of warnings) {
+      // Before: "`spawn_agent` in `tools` matches no registered tool; it is ignored".
+      expect(message).toContain('is an orchestration tool, which needs a Supervisor');
+      expect(message).toContain('`troupe fanout`');
+    }
+  });
 });
