@@ -15,6 +15,7 @@ import { createProgressRenderer } from './render-progress.ts';
 import { scorerLines } from './scoring-text.ts';
 import { FanoutSession, type SessionOptions, type SessionResult } from './session.ts';
 import type { RunSummary } from './summary.ts';
+import { terminalAbilities } from './terminal-style.ts';
 
 /** Output streams of a command. */
 export interface CommandOutput {
@@ -35,7 +36,10 @@ const EXIT_CODES: Readonly<Record<InterruptSignal, number>> = {
 export interface ExecuteOptions extends Omit<SessionOptions, 'signal' | 'onEvent'> {
   readonly json: boolean;
   readonly io: CommandOutput;
-  /** Draw the live display. @default process.stdout.isTTY (never with `json`) */
+  /**
+   * Draw the live display (never with `json`, nor under `TERM=dumb`, which gets plain lines).
+   * @default process.stdout.isTTY
+   */
   readonly tty?: boolean;
   /** Terminal width for the live display. @default process.stdout.columns */
   readonly columns?: () => number;
@@ -56,9 +60,11 @@ export interface ExecuteResult extends SessionResult {
 /** Runs the session with progress output and Ctrl-C handling; prints the closing summary. */
 export async function executeSession(options: ExecuteOptions): Promise<ExecuteResult> {
   const { io, json } = options;
-  const tty = !json && (options.tty ?? process.stdout.isTTY === true);
+  const terminal = terminalAbilities();
+  const tty = !json && terminal.cursor && (options.tty ?? process.stdout.isTTY === true);
   const renderer = createProgressRenderer(json ? 'json' : tty ? 'tty' : 'plain', {
     write: io.stdout,
+    colour: terminal.colour,
     columns: options.columns ?? (() => process.stdout.columns || 100),
   });
   const controller = new AbortController();

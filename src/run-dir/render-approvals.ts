@@ -7,13 +7,10 @@ import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts
 import { LINE_EXCERPT_CHARS } from './constants.ts';
 import { excerpt, shortId } from './format.ts';
 import type { RunEvent } from './run-events.ts';
+import { type Palette, palette } from './terminal-style.ts';
 
 /** Requests shown in the live display at most; the rest are counted. */
 export const APPROVAL_PANEL_ROWS = 4;
-
-const YELLOW = '\x1b[33m';
-const BOLD = '\x1b[1m';
-const RESET = '\x1b[0m';
 
 /** The waiting requests of a session, for the live display. */
 export class ApprovalPanel {
@@ -36,22 +33,23 @@ export class ApprovalPanel {
   }
 
   /** Lines for the status block: the waiting requests and the prompt; none when nothing waits. */
-  lines(clip: (text: string) => string): string[] {
+  lines(clip: (text: string) => string, colours: Palette = palette(true)): string[] {
     if (this.#waiting.size === 0) return [];
+    const { yellow, bold, reset } = colours;
     const entries = [...this.#waiting.values()];
     const lines = [
-      `${YELLOW}${BOLD}${clip(`approval needed (${entries.length} waiting; other agents keep running):`)}${RESET}`,
+      `${yellow}${bold}${clip(`approval needed (${entries.length} waiting; other agents keep running):`)}${reset}`,
     ];
     entries.slice(0, APPROVAL_PANEL_ROWS).forEach(({ agent, request }, index) => {
       const line = `${index === 0 ? '▶' : ' '} ${shortId(request.agentId)} ${agent}: ${request.tool} ${excerpt(JSON.stringify(request.args), LINE_EXCERPT_CHARS)} (${request.reason})`;
-      lines.push(index === 0 ? `${BOLD}${clip(line)}${RESET}` : clip(line));
+      lines.push(index === 0 ? `${bold}${clip(line)}${reset}` : clip(line));
     });
     if (entries.length > APPROVAL_PANEL_ROWS)
       lines.push(clip(`  … ${entries.length - APPROVAL_PANEL_ROWS} more`));
     const first = entries[0]?.request;
     if (first) {
       lines.push(
-        `${YELLOW}${clip(`  [y] approve  [n] deny  [a] always allow \`${first.rule}\` this session`)}${RESET}`,
+        `${yellow}${clip(`  [y] approve  [n] deny  [a] always allow \`${first.rule}\` this session`)}${reset}`,
       );
     }
     return lines;

@@ -18,6 +18,7 @@ import { ApprovalPanel, approvalLine } from './render-approvals.ts';
 import { outcomeText, type ResultLine } from './results.ts';
 import type { RunEvent } from './run-events.ts';
 import type { RunLimits } from './run-plan.ts';
+import { type Palette, palette } from './terminal-style.ts';
 import { fitWidth, terminalRows } from './text-width.ts';
 
 /** Where progress goes. */
@@ -27,6 +28,8 @@ export interface ProgressOutput {
   readonly columns?: () => number;
   /** @default Date.now */
   readonly now?: () => number;
+  /** Colour the TTY display (off under `NO_COLOR` or `FORCE_COLOR=0`, see `terminal-style.ts`). @default true */
+  readonly colour?: boolean;
 }
 
 /** Shows the progress of a session. */
@@ -185,10 +188,6 @@ function endedLine(line: ResultLine): string {
   return `${status.padEnd(10)} ${shortId(line.agentId)} ${line.agent}: ${excerpt(outcomeText(line), LINE_EXCERPT_CHARS)} (${cost})`;
 }
 
-const GREEN = '\x1b[32m';
-const RED = '\x1b[31m';
-const DIM = '\x1b[2m';
-const RESET = '\x1b[0m';
 const BAR_WIDTH = 28;
 
 /**
@@ -203,27 +202,30 @@ class TtyRenderer implements ProgressRenderer {
   #log: string[] = [];
   /** The block drawn last, which the next frame moves back over. */
   #previous: string[] = [];
+  readonly #colours: Palette;
 
   constructor(output: ProgressOutput) {
     this.#output = output;
+    this.#colours = palette(output.colour ?? true);
     this.#state = new ProgressState(this.#now());
     this.#timer = setInterval(() => this.#draw(), PROGRESS_FRAME_MS);
     this.#timer.unref();
   }
 
   onEvent(event: RunEvent): void {
+    const { green, red, dim, reset } = this.#colours;
     this.#state.apply(event);
     this.#approvalEvent(event);
-    if (event.type === 'run') this.#log.push(...runHeader(event).map((line) => `${DIM}${line}${RESET}`));
+    if (event.type === 'run') this.#log.push(...runHeader(event).map((line) => `${dim}${line}${reset}`));
     if (event.type === 'ended') {
       const { line } = event;
-      const mark = line.status === 'completed' ? `${GREEN}✔${RESET}` : `${RED}✘${RESET}`;
+      const mark = line.status === 'completed' ? `${green}✔${reset}` : `${red}✘${reset}`;
       this.#log.push(`${mark} ${this.#fit(endedLine(line).replace(/^\S+\s+/, ''), 2)}`);
     }
-    if (event.type === 'notice') this.#log.push(`${RED}!${RESET} ${plainLine(event) ?? ''}`);
+    if (event.type === 'notice') this.#log.push(`${red}!${reset} ${plainLine(event) ?? ''}`);
     if (event.type === 'restarted' || (event.type === 'thread' && event.event === 'crashed')) {
       const text = plainLine(event);
-      if (text) this.#log.push(`${RED}!${RESET} ${this.#fit(text, 2)}`);
+      if (text) this.#log.push(`${red}!${reset} ${this.#fit(text, 2)}`);
     }
   }
 
@@ -234,9 +236,10 @@ class TtyRenderer implements ProgressRenderer {
 
   /** Approvals: the waiting ones in the status block, each decision in the log; drawn at once. */
   #approvalEvent(event: RunEvent): void {
+    const { green, red, reset } = this.#colours;
     this.#approvals.apply(event);
     if (event.type === 'decision') {
-      const mark = event.decision.approved ? `${GREEN}✔${RESET}` : `${RED}✘${RESET}`;
+      const mark = event.decision.approved ? `${green}✔${reset}` : `${red}✘${reset}`;
       this.#log.push(`${mark} ${this.#fit(printable(approvalLine(event) ?? ''), 2)}`);
     }
     if (event.type === 'approval' || event.type === 'decision') {
@@ -278,12 +281,13 @@ class TtyRenderer implements ProgressRenderer {
   }
 
   #block(): string[] {
+    const { green, red, dim, reset } = this.#colours;
     const state = this.#state;
     const now = this.#now();
     const total = Math.max(state.total, 1);
     const done = Math.round((state.completed / total) * BAR_WIDTH);
     const failed = Math.min(BAR_WIDTH - done, Math.round((state.failed / total) * BAR_WIDTH));
-    const bar = `${GREEN}${'█'.repeat(done)}${RED}${'█'.repeat(failed)}${RESET}${DIM}${'░'.repeat(BAR_WIDTH - done - failed)}${RESET}`;
+    const bar = `${green}${'█'.repeat(done)}${red}${'█'.repeat(failed)}${reset}${dim}${'░'.repeat(BAR_WIDTH - done - failed)}${reset}`;
     const countsText = `${state.finished}/${state.total}  done ${state.completed}  failed ${state.failed}  running ${state.running}  queued ${state.queued}`;
     // The bar only where it leaves room for the counts: on a narrow terminal the counts matter more.
     const withBar = this.#columns() - 1 - (BAR_WIDTH + 1) >= 20;
@@ -300,13 +304,13 @@ class TtyRenderer implements ProgressRenderer {
     ];
     const startup = state.startup;
     if (startup !== undefined && !state.interrupted)
-      lines.push(`${DIM}${this.#fit(`${startup} ...`)}${RESET}`);
+      lines.push(`${dim}${this.#fit(`${startup} ...`)}${reset}`);
     if (state.interrupted)
-      lines.push(`${RED}${this.#fit('cancelling: press Ctrl-C again to exit at once')}${RESET}`);
+      lines.push(`${red}${this.#fit('cancelling: press Ctrl-C again to exit at once')}${reset}`);
     for (const agent of state.busiest(PROGRESS_BUSIEST_AGENTS)) {
-      lines.push(`${DIM}${this.#fit(`  ${shortId(agent.agentId)} ${agent.agent}: ${agent.latest}`)}${RESET}`);
+      lines.push(`${dim}${this.#fit(`  ${shortId(agent.agentId)} ${agent.agent}: ${agent.latest}`)}${reset}`);
     }
-    lines.push(...this.#approvals.lines((text) => this.#fit(printable(text))));
+    lines.push(...this.#approvals.lines((text) => this.#fit(printable(text)), this.#colours));
     return lines;
   }
 }
