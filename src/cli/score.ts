@@ -9,6 +9,7 @@ import { formatPlanProblem, planProblemsOf } from '../run-dir/plan-problems.ts';
 import { SIMULATED_NOTICE } from '../run-dir/provider-choice.ts';
 import { rescoreRunDir } from '../run-dir/rescore.ts';
 import { scorerLines, scoringTable } from '../run-dir/scoring-text.ts';
+import { fitWidth, tableWidth } from '../run-dir/text-width.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { EXIT_FAILED, EXIT_OK } from './shared/constants.ts';
 import { type CliIO, outputColumns } from './shared/io.ts';
@@ -46,11 +47,9 @@ async function score(dir: string, flags: ScoreFlags, io: CliIO): Promise<number>
       io.stdout(`${JSON.stringify(result.scoring, null, 2)}\n`);
       return EXIT_OK;
     }
-    const width = Math.max(40, outputColumns() - 1);
+    const width = tableWidth(outputColumns());
     const lines = [
-      ...scoringTable(result.scoring).map((line) =>
-        line.length > width ? `${line.slice(0, width - 1)}…` : line,
-      ),
+      ...scoringTable(result.scoring).map((line) => fitWidth(line, width)),
       '',
       `scored ${result.scored} of ${result.scoring.items.length} plan entries`,
       ...scorerLines(result.scoring),

@@ -1,6 +1,7 @@
 /** `troupe compare` in the terminal: both runs, scorers, totals, every changed item, the gates. */
 import { excerpt, formatCost, formatDuration, formatTokens, table } from '../run-dir/format.ts';
 import { percent } from '../run-dir/scoring-text.ts';
+import { fitWidth, tableWidth } from '../run-dir/text-width.ts';
 import type { ItemComparison, ItemSide, RunComparison, RunTotals } from './compare.ts';
 import type { GateResult } from './gate.ts';
 import { formatToolCall } from './tool-calls.ts';
@@ -21,8 +22,8 @@ export function compareText(
   gates: readonly GateResult[],
   options: CompareTextOptions = {},
 ): string {
-  const width = Math.max(40, (options.columns ?? 120) - 1);
-  const clipLine = (line: string): string => (line.length > width ? `${line.slice(0, width - 1)}…` : line);
+  const width = tableWidth(options.columns ?? 120);
+  const clipLine = (line: string): string => fitWidth(line, width);
   const { a, b } = comparison;
   const lines = [
     `A: ${runLine(a)}`,

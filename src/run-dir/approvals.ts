@@ -10,6 +10,7 @@ import { redactValue } from '../journal/redact.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
 import { LINE_EXCERPT_CHARS } from './constants.ts';
 import { excerpt, shortId, table } from './format.ts';
+import { fitWidth } from './text-width.ts';
 
 /** One decision, as `approvals.jsonl` records it. */
 export interface ApprovalRecord {
@@ -120,6 +121,6 @@ export function approvalsReportText(records: readonly ApprovalRecord[], width: n
         ),
       ]),
   ];
-  const fitted = table(rows).map((line) => (line.length > width ? `${line.slice(0, width - 1)}…` : line));
+  const fitted = table(rows).map((line) => fitWidth(line, width));
   return [`approvals: ${approved} approved, ${denied} denied`, ...fitted, ''];
 }

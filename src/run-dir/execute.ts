@@ -16,6 +16,7 @@ import { scorerLines } from './scoring-text.ts';
 import { FanoutSession, type SessionOptions, type SessionResult } from './session.ts';
 import type { RunSummary } from './summary.ts';
 import { terminalAbilities } from './terminal-style.ts';
+import { tableWidth, wrapWidth } from './text-width.ts';
 
 /** Output streams of a command. */
 export interface CommandOutput {
@@ -62,10 +63,11 @@ export async function executeSession(options: ExecuteOptions): Promise<ExecuteRe
   const { io, json } = options;
   const terminal = terminalAbilities();
   const tty = !json && terminal.cursor && (options.tty ?? process.stdout.isTTY === true);
+  const columns = options.columns ?? (() => process.stdout.columns || 100);
   const renderer = createProgressRenderer(json ? 'json' : tty ? 'tty' : 'plain', {
     write: io.stdout,
     colour: terminal.colour,
-    columns: options.columns ?? (() => process.stdout.columns || 100),
+    columns,
   });
   const controller = new AbortController();
   const session = new FanoutSession({
@@ -107,7 +109,8 @@ export async function executeSession(options: ExecuteOptions): Promise<ExecuteRe
   }
   if (!json && options.closing !== false) {
     const root = options.writer.paths.root;
-    io.stdout(closingText(result.summary, root, readApprovals(root), options.plan.provider.source));
+    const width = tty ? tableWidth(columns()) : Number.POSITIVE_INFINITY;
+    io.stdout(closingText(result.summary, root, readApprovals(root), options.plan.provider.source, width));
   }
   const { counts } = result.summary;
   return {
@@ -118,13 +121,15 @@ export async function executeSession(options: ExecuteOptions): Promise<ExecuteRe
 
 /**
  * The lines printed after a session: outcome counts, usage, cost, approvals (every denied call
- * listed), where the results are, what next.
+ * listed), where the results are, what next. Prose lines are broken at spaces to `width` columns;
+ * the run dir and the commands are not, so they can be copied whole.
  */
 export function closingText(
   summary: RunSummary,
   runDir: string,
   approvals: readonly ApprovalRecord[] = [],
   providerSource?: ProviderChoice['source'],
+  width = Number.POSITIVE_INFINITY,
 ): string {
   const { counts } = summary;
   const failures = Object.entries(summary.failures)
@@ -164,13 +169,14 @@ export function closingText(
   }
   if (summary.budgetSpent) lines.push(`stopped: the run's budget is spent (${summary.budgetSpent})`);
   if (summary.simulated) lines.push(`troupe: ${simulatedNotice(providerSource)}`);
-  lines.push(`run dir: ${runDir}`, `  report: troupe report ${runDir} [--html report.html]`);
+  const shown = lines.flatMap((line) => wrapWidth(line, width));
+  shown.push(`run dir: ${runDir}`, `  report: troupe report ${runDir} [--html report.html]`);
   if (!summary.complete && summary.budgetSpent !== undefined && summary.runLimits.maxTotalTokens > 0) {
     // A plain resume would run nothing: the budget counts every earlier session.
-    lines.push(
+    shown.push(
       `  finish: troupe resume ${runDir} --max-run-tokens N (more than ${summary.runLimits.maxTotalTokens}; 0 = unlimited)`,
     );
-  } else if (!summary.complete) lines.push(`  finish: troupe resume ${runDir}`);
-  else if (counts.failed > 0) lines.push(`  retry the failed: troupe resume ${runDir} --retry-failed`);
-  return `${lines.join('\n')}\n`;
+  } else if (!summary.complete) shown.push(`  finish: troupe resume ${runDir}`);
+  else if (counts.failed > 0) shown.push(`  retry the failed: troupe resume ${runDir} --retry-failed`);
+  return `${shown.join('\n')}\n`;
 }

@@ -1,5 +1,6 @@
 /** Number, time and text formatting shared by progress output, tables and the HTML report. */
 import { redactText } from '../journal/redact.ts';
+import { displayWidth, fitWidth, padWidth } from './text-width.ts';
 
 /**
  * Characters a terminal acts on instead of showing: C0 controls but tab and newline (ESC starts
@@ -84,12 +85,11 @@ export function formatDuration(ms: number): string {
 }
 
 /**
- * The first line of `text`, whitespace collapsed, cut to `max` characters with an ellipsis;
- * {@link printable} (masked, no control characters).
+ * The first line of `text`, whitespace collapsed, cut to `max` terminal columns with an ellipsis
+ * (never inside a grapheme); {@link printable} (masked, no control characters).
  */
 export function excerpt(text: string, max: number): string {
-  const line = printable(text).replace(/\s+/g, ' ').trim();
-  return line.length > max ? `${line.slice(0, Math.max(0, max - 1))}…` : line;
+  return fitWidth(printable(text).replace(/\s+/g, ' ').trim(), max);
 }
 
 /** A plain-text table: columns padded to their widest cell, the last column left unpadded. */
@@ -97,12 +97,12 @@ export function table(rows: readonly (readonly string[])[]): string[] {
   const widths: number[] = [];
   for (const row of rows) {
     row.forEach((cell, column) => {
-      widths[column] = Math.max(widths[column] ?? 0, cell.length);
+      widths[column] = Math.max(widths[column] ?? 0, displayWidth(cell));
     });
   }
   return rows.map((row) =>
     row
-      .map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
+      .map((cell, column) => (column === row.length - 1 ? cell : padWidth(cell, widths[column] ?? 0)))
       .join('  ')
       .trimEnd(),
   );

@@ -6,6 +6,7 @@ import { excerpt, formatCost, formatDuration, formatTokenCount, shortId, table }
 import { outcomeText } from './results.ts';
 import type { RunDirContents } from './run-dir.ts';
 import { type RunSummary, summarize } from './summary.ts';
+import { fitWidth, tableWidth, wrapWidth } from './text-width.ts';
 import type { Timeline } from './timeline.ts';
 
 /** The summary of a run directory: the saved one, or one computed from its results when there is none yet. */
@@ -22,32 +23,32 @@ export function reportText(
 ): string {
   const { plan } = contents;
   const summary = runSummaryOf(contents);
+  const width = tableWidth(columns);
   const header = [
     `run ${plan.runId}${plan.name ? ` (${plan.name})` : ''}: provider ${plan.provider.name}${summary.model ? `, model ${summary.model}` : ''}${plan.provider.simulated ? ' [simulated model]' : ''}`,
     `created ${plan.createdAt}${plan.planFile ? ` from ${plan.planFile}` : ''}; sessions: ${summary.sessions.map((s) => `${s.kind}${s.interrupted ? ' (interrupted)' : ''}`).join(', ') || 'none recorded'}`,
-    '',
-  ];
-  const width = Math.max(40, columns - 1);
+  ].flatMap((line) => wrapWidth(line, width));
   const approvals = readApprovals(contents.paths.root);
   const decisions = approvalsReportText(approvals, width);
-  return `${[...header, ...agentTable(timeline, width), '', ...decisions].join('\n')}\n${closing ? closingText(summary, contents.paths.root, approvals, plan.provider.source) : ''}`;
+  return `${[...header, '', ...agentTable(timeline, width), '', ...decisions].join('\n')}\n${closing ? closingText(summary, contents.paths.root, approvals, plan.provider.source, width) : ''}`;
 }
 
 /** `troupe report JOURNAL`: the agent's row, then where to read more. */
 export function journalReportText(file: string, timeline: Timeline, columns = 120): string {
   const agent = timeline.agents[0];
   const transcript = agent?.transcript;
-  const header = [
+  const width = tableWidth(columns);
+  const header = wrapWidth(
     `journal ${file}${transcript ? `: ${transcript.definition.name}, provider ${transcript.provider}, model ${transcript.model}` : ''}`,
-    '',
-  ];
+    width,
+  );
   const hint = [
     '',
     `transcript: troupe show ${file} [--full] [--inputs]`,
     `HTML: troupe report ${file} --html report.html`,
     '',
   ];
-  return `${[...header, ...agentTable(timeline, Math.max(40, columns - 1)), ...hint].join('\n')}`;
+  return `${[...header, '', ...agentTable(timeline, width), ...hint].join('\n')}`;
 }
 
 function agentTable(timeline: Timeline, width: number): string[] {
@@ -75,5 +76,5 @@ function agentTable(timeline: Timeline, width: number): string[] {
           : '',
     ]),
   ];
-  return table(rows).map((line) => (line.length > width ? `${line.slice(0, width - 1)}…` : line));
+  return table(rows).map((line) => fitWidth(line, width));
 }
