@@ -94,7 +94,9 @@ export async function main(argv: readonly string[], output: CliIO = processIO())
     .version(packageVersion(), '-V, --version', 'print the version')
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
-    .showHelpAfterError();
+    // A mistyped command: the error and commander's "Did you mean", then where the list is, as for
+    // a bad option of a command; the whole help (~30 lines) pushed the suggestion off the screen.
+    .showHelpAfterError('(`troupe --help` lists the commands)');
   const setExit = (code: number): void => {
     exitCode = Math.max(exitCode, code);
   };

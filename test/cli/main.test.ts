@@ -71,15 +71,26 @@ describe('troupe', () => {
     }
   });
 
-  it('`help NAME` and `NAME --help` show that command; an unknown command fails with the list', async () => {
+  it('`help NAME` and `NAME --help` show that command', async () => {
     const viaHelp = await run('help', 'verify');
     expect(viaHelp.code).toBe(0);
     expect(viaHelp.stdout).toMatch(/^Usage: troupe verify \[options\] <journal>/);
     expect((await run('verify', '--help')).stdout).toBe(viaHelp.stdout);
-    const unknown = await run('deploy');
+  });
+
+  it('a mistyped command prints the error, the nearest command and where the list is, not the whole help', async () => {
+    const typo = await run('fanot', 'plan.yaml');
+    expect(typo).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        "error: unknown command 'fanot'\n(Did you mean fanout?)\n(`troupe --help` lists the commands)\n",
+    });
+    const unknown = await run('frobnicate');
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toContain("error: unknown command 'deploy'");
-    expect(unknown.stderr).toContain(COMMAND_HELP.fanout.term);
+    expect(unknown.stderr).toBe(
+      "error: unknown command 'frobnicate'\n(`troupe --help` lists the commands)\n",
+    );
   });
 
   it('a bad option or argument prints the error and where the options are, not the whole help', async () => {
