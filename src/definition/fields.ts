@@ -165,8 +165,8 @@ export function warnUnknownKeys(
 
 /**
  * ` (did you mean \`maxSteps\`?)` when `key` differs from a known key only in case or separators,
- * or (for keys of four characters or more) by one letter added, dropped or changed
- * (`runLimit` -> `runLimits`); empty otherwise.
+ * or (for keys of three characters or more) by one letter added, dropped or changed
+ * (`runLimit` -> `runLimits`, `run` -> `runs`); empty otherwise.
  */
 export function suggestion(key: string, known: Iterable<string>): string {
   const normalize = (text: string) => text.toLowerCase().replaceAll(/[-_\s]/g, '');
@@ -174,7 +174,7 @@ export function suggestion(key: string, known: Iterable<string>): string {
   const target = normalize(key);
   const hit =
     candidates.find((candidate) => normalize(candidate) === target) ??
-    (target.length >= 4
+    (target.length >= 3
       ? candidates.find((candidate) => oneEditApart(normalize(candidate), target))
       : undefined);
   return hit === undefined ? '' : ` (did you mean \`${hit}\`?)`;

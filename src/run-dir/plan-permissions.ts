@@ -1,3 +1,4 @@
+import { suggestion } from '../definition/fields.ts';
 import type { PermissionMode } from '../definition/types.ts';
 import { PERMISSION_MODES } from '../tools/permissions.ts';
 import { tryParseRule } from '../tools/rules.ts';
@@ -88,7 +89,11 @@ export function readRunPermissions(
       !(PERMISSION_KEYS as readonly string[]).includes(key) &&
       !(claude !== undefined && key === 'defaultMode')
     ) {
-      fail(at, expected(`one of ${PERMISSION_KEYS.join(', ')}`, key), 'key');
+      fail(
+        at,
+        `${expected(`one of ${PERMISSION_KEYS.join(', ')}`, key)}${suggestion(key, PERMISSION_KEYS)}`,
+        'key',
+      );
       ok = false;
     } else if (key === 'mode' || key === 'defaultMode') {
       if (typeof item === 'string' && (PERMISSION_MODES as readonly string[]).includes(item)) {
@@ -134,7 +139,11 @@ export function readRunApprovals(
     } else {
       ok = false;
       if (!(APPROVAL_KEYS as readonly string[]).includes(key))
-        fail(at, expected(`one of ${APPROVAL_KEYS.join(', ')}`, key), 'key');
+        fail(
+          at,
+          `${expected(`one of ${APPROVAL_KEYS.join(', ')}`, key)}${suggestion(key, APPROVAL_KEYS)}`,
+          'key',
+        );
       else
         fail(
           at,

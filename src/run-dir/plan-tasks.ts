@@ -2,6 +2,7 @@
  * The tasks file of a benchmark-harness plan: JSONL, one `{task, context?, metadata?, id?, expected?, modelSettings?}` object
  * per line, blank lines skipped. Problems carry the tasks file's own line numbers.
  */
+import { suggestion } from '../definition/fields.ts';
 import { memberPath } from '../member-path.ts';
 import { readModelSettings } from '../providers/model-settings.ts';
 import { TASK_LINE_KEYS } from './constants.ts';
@@ -49,7 +50,12 @@ export function parseTasksJsonl(text: string, file: string, problems: PlanProble
     let ok = true;
     for (const key of Object.keys(entry)) {
       if (!(TASK_LINE_KEYS as readonly string[]).includes(key)) {
-        problems.add(file, at(key), key, expected(`one of ${TASK_LINE_KEYS.join(', ')}`, key));
+        problems.add(
+          file,
+          at(key),
+          key,
+          `${expected(`one of ${TASK_LINE_KEYS.join(', ')}`, key)}${suggestion(key, TASK_LINE_KEYS)}`,
+        );
         ok = false;
       }
     }

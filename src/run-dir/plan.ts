@@ -5,6 +5,7 @@
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { suggestion } from '../definition/fields.ts';
 import { loadDefinitionFile } from '../definition/load.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { checkScorerSpecs } from '../eval/spec.ts';
@@ -93,7 +94,7 @@ class PlanChecker {
           this.#file,
           this.#source.keyAt([], key),
           key,
-          expected(`one of the plan keys (${PLAN_KEYS.join(', ')})`, key),
+          `${expected(`one of the plan keys (${PLAN_KEYS.join(', ')})`, key)}${suggestion(key, PLAN_KEYS)}`,
         );
       }
     }
@@ -210,7 +211,7 @@ class PlanChecker {
             this.#file,
             this.#source.keyAt(path, key),
             fieldName([...path, key]),
-            expected(`one of ${RUN_KEYS.join(', ')}`, key),
+            `${expected(`one of ${RUN_KEYS.join(', ')}`, key)}${suggestion(key, RUN_KEYS)}`,
           );
         }
       }
@@ -388,7 +389,7 @@ class PlanChecker {
           this.#file,
           this.#source.keyAt([name], key),
           `${name}.${key}`,
-          expected(`one of ${keys.join(', ')}`, key),
+          `${expected(`one of ${keys.join(', ')}`, key)}${suggestion(key, keys)}`,
         );
         continue;
       }

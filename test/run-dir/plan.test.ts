@@ -152,7 +152,7 @@ describe('loadPlan', () => {
     expect(await problemsOf(file)).toEqual([
       'plan.yaml:1:10: threads: expected a positive integer, got `"two"` (string)',
       expect.stringMatching(
-        /^plan\.yaml:2:1: concurency: expected one of the plan keys \(.*\), got `"concurency"` \(string\)$/,
+        /^plan\.yaml:2:1: concurency: expected one of the plan keys \(.*\), got `"concurency"` \(string\) \(did you mean `concurrency`\?\)$/,
       ),
       'plan.yaml:5:11: runs[0].task: expected a non-empty string, got `3` (number)',
       'plan.yaml:6:5: runs[1].agent: expected an agent name (here or as the plan `agent`), got nothing',
@@ -343,5 +343,42 @@ describe('model aliases and MCP servers in plans', () => {
     expect(await problemsOf(tasks)).toEqual([
       expect.stringMatching(/^tasks\.jsonl:2:\d+: modelSettings\.topP: Expected `topP` to be /),
     ]);
+  });
+});
+
+describe('a misspelt plan key', () => {
+  it('names the nearest known key, at the top level, in a run entry, in a tasks line and in permissions', async () => {
+    write('tasks.jsonl', '{"task": "one", "contex": []}\n');
+    const bad = write(
+      'bad.yaml',
+      [
+        'agent: worker',
+        'run:',
+        '  - task: x',
+        'tasks: tasks.jsonl',
+        'limit: { maxSteps: 3 }',
+        'permissions: { alow: [] }',
+      ].join('\n'),
+    );
+    const problems = await problemsOf(bad);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(
+          /^bad\.yaml:2:1: run: expected one of the plan keys \(.*\), got `"run"` \(string\) \(did you mean `runs`\?\)$/,
+        ),
+        expect.stringMatching(/: limit: .*got `"limit"` \(string\) \(did you mean `limits`\?\)$/),
+        expect.stringMatching(/alow.*\(did you mean `allow`\?\)$/),
+        expect.stringMatching(/^tasks\.jsonl:1:17: contex: .*\(did you mean `context`\?\)$/),
+      ]),
+    );
+    const entry = write('entry.yaml', ['agent: worker', 'runs:', '  - { task: x, agnt: worker }'].join('\n'));
+    expect(await problemsOf(entry)).toEqual([
+      expect.stringMatching(/runs\[0\]\.agnt: .*got `"agnt"` \(string\) \(did you mean `agent`\?\)$/),
+    ]);
+  });
+
+  it('suggests nothing for a key near no known one', async () => {
+    const bad = write('bad.yaml', ['agent: worker', 'zzz: 1', 'runs: [{ task: x }]'].join('\n'));
+    expect(await problemsOf(bad)).toEqual([expect.not.stringContaining('did you mean')]);
   });
 });
