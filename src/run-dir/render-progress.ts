@@ -28,6 +28,13 @@ export interface ProgressOutput {
   readonly columns?: () => number;
   /** @default Date.now */
   readonly now?: () => number;
+  /** Where SIGTSTP (Ctrl-Z) and SIGCONT (`fg`) come from, for the TTY display. @default process */
+  readonly signals?: Pick<NodeJS.EventEmitter, 'on' | 'off'>;
+  /**
+   * Stops the process once the TTY display has handled Ctrl-Z (with no SIGTSTP listener left, so
+   * it does stop). @default `process.kill(process.pid, 'SIGTSTP')`
+   */
+  readonly suspend?: () => void;
   /** Colour the TTY display (off under `NO_COLOR` or `FORCE_COLOR=0`, see `terminal-style.ts`). @default true */
   readonly colour?: boolean;
 }
@@ -203,10 +210,29 @@ class TtyRenderer implements ProgressRenderer {
   /** The block drawn last, which the next frame moves back over. */
   #previous: string[] = [];
   readonly #colours: Palette;
+  readonly #signals: Pick<NodeJS.EventEmitter, 'on' | 'off'>;
+  /**
+   * Ctrl-Z: after `fg` the shell's lines (`[1]+ Stopped`, `fg`) are below the last frame, and
+   * moving back over that frame would overwrite them, so the next frame starts where the cursor
+   * is. Forgotten here, not on SIGCONT: after a stop the overdue frame runs before the SIGCONT
+   * handler does. Then the process stops as it would have without the listener.
+   */
+  readonly #suspended = (): void => {
+    this.#previous = [];
+    this.#signals.off('SIGTSTP', this.#suspended);
+    (this.#output.suspend ?? (() => process.kill(process.pid, 'SIGTSTP')))();
+  };
+  readonly #continued = (): void => {
+    this.#signals.off('SIGTSTP', this.#suspended);
+    this.#signals.on('SIGTSTP', this.#suspended);
+  };
 
   constructor(output: ProgressOutput) {
     this.#output = output;
     this.#colours = palette(output.colour ?? true);
+    this.#signals = output.signals ?? process;
+    this.#signals.on('SIGTSTP', this.#suspended);
+    this.#signals.on('SIGCONT', this.#continued);
     this.#state = new ProgressState(this.#now());
     this.#timer = setInterval(() => this.#draw(), PROGRESS_FRAME_MS);
     this.#timer.unref();
@@ -249,6 +275,8 @@ class TtyRenderer implements ProgressRenderer {
 
   stop(): void {
     clearInterval(this.#timer);
+    this.#signals.off('SIGTSTP', this.#suspended);
+    this.#signals.off('SIGCONT', this.#continued);
     this.#draw();
   }
 

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
 import { createProgressRenderer } from '../../src/run-dir/render-progress.ts';
 import type { RunEvent } from '../../src/run-dir/run-events.ts';
@@ -141,5 +142,50 @@ describe('the live display on a real terminal', () => {
     const text = `a${'🎉'.repeat(100)}`;
     draw(terminal, [...started, { type: 'text', ...agent, text }], 2);
     for (const row of terminal.screen()) expect(row).not.toMatch(/\p{Cs}/u);
+  });
+
+  it("after Ctrl-Z and fg, redraws below the shell's lines instead of over them", () => {
+    const terminal = new Terminal(80);
+    const signals = new EventEmitter();
+    let stops = 0;
+    let screen: string[] = [];
+    vi.useFakeTimers();
+    try {
+      const renderer = createProgressRenderer('tty', {
+        write: (text) => terminal.write(text),
+        columns: () => terminal.columns,
+        now: () => Date.now(),
+        signals,
+        suspend: () => {
+          stops += 1;
+        },
+      });
+      for (const event of started) renderer.onEvent(event);
+      vi.advanceTimersByTime(500);
+      signals.emit('SIGTSTP');
+      expect(stops).toBe(1);
+      // Stopped: the shell writes below the last frame; `fg` continues the process, and the
+      // overdue frame runs before the SIGCONT handler.
+      terminal.write(
+        '[1]+  Stopped                 troupe fanout plan.yaml\n$ fg\ntroupe fanout plan.yaml\n',
+      );
+      vi.advanceTimersByTime(100);
+      signals.emit('SIGCONT');
+      vi.advanceTimersByTime(500);
+      screen = terminal.screen();
+      // A second Ctrl-Z stops again.
+      signals.emit('SIGTSTP');
+      expect(stops).toBe(2);
+      signals.emit('SIGCONT');
+      renderer.stop();
+      expect(signals.listenerCount('SIGTSTP') + signals.listenerCount('SIGCONT')).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+    const fg = screen.indexOf('$ fg');
+    expect(fg).toBeGreaterThan(0);
+    expect(screen.some((row) => row.startsWith('[1]+  Stopped'))).toBe(true);
+    // One block below the shell's lines, redrawn in place there.
+    expect(screen.slice(fg).filter((row) => row.includes('░')).length).toBe(1);
   });
 });
