@@ -9,9 +9,10 @@
 import type { AuditEventInput } from '../../journal/events.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../../protocol/approvals.ts';
 import { LINE_EXCERPT_CHARS } from '../../run-dir/constants.ts';
-import { excerpt } from '../../run-dir/format.ts';
+import { excerpt, printable } from '../../run-dir/format.ts';
 import type { ApprovalAnswer, SessionApprover } from '../../run-dir/session-approvals.ts';
 import { DENY_UNATTENDED } from '../../run-dir/session-approvals.ts';
+import { terminalAbilities } from '../../run-dir/terminal-style.ts';
 import { allowingRule } from '../../tools/permissions.ts';
 
 /** The part of `process.stdin` the terminal approver uses. */
@@ -286,21 +287,35 @@ export function approvalChannel(
 
 /**
  * Who answers the agents' approval requests: `--approve` rules, then a person at the terminal (the
- * live display shows what waits), else nobody (denied; the closing summary lists them).
+ * live display shows what waits and the keys; under `TERM=dumb`, which gets plain lines, the keys
+ * are printed with each request), else nobody (denied; the closing summary lists them).
  */
-export function sessionApprover(approve: readonly string[], cwd: string, json: boolean): SessionApprover {
-  const terminal = !json && process.stdout.isTTY === true && process.stdin.isTTY === true;
+export function sessionApprover(
+  approve: readonly string[],
+  cwd: string,
+  json: boolean,
+  /** @default process.stdin when it and stdout are terminals, and process.stdout */
+  terminal: { readonly input?: KeyInput; readonly write?: (text: string) => void } = {
+    ...(!json && process.stdout.isTTY === true && process.stdin.isTTY === true
+      ? { input: process.stdin }
+      : {}),
+  },
+): SessionApprover {
+  const write = terminal.write ?? ((text: string) => process.stdout.write(text));
   return commandApprover({
     approve,
     cwd,
-    input: terminal ? process.stdin : undefined,
+    input: terminal.input,
     interrupt: () => process.kill(process.pid, 'SIGINT'),
+    ...(terminalAbilities().cursor
+      ? {}
+      : { announce: (request) => write(`${printable(approvalPrompt(request, 'this session'))}\n`) }),
   });
 }
 
 /** What `troupe run` prints when a request becomes the one the keys answer. */
-export function approvalPrompt(request: ApprovalRequest): string {
-  return `approval needed: ${request.tool} ${excerpt(JSON.stringify(request.args), LINE_EXCERPT_CHARS)} (${request.reason})\n  [y] approve  [n] deny  [a] always allow \`${request.rule}\` this run`;
+export function approvalPrompt(request: ApprovalRequest, scope = 'this run'): string {
+  return `approval needed: ${request.tool} ${excerpt(JSON.stringify(request.args), LINE_EXCERPT_CHARS)} (${request.reason})\n  [y] approve  [n] deny  [a] always allow \`${request.rule}\` ${scope}`;
 }
 
 /** `troupe run`'s (and `troupe chat`'s) line for a decision in its journal; undefined for other events. */

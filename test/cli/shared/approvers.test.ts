@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { approvalChannel, commandApprover, type KeyInput } from '../../../src/cli/shared/approvers.ts';
+import {
+  approvalChannel,
+  commandApprover,
+  type KeyInput,
+  sessionApprover,
+} from '../../../src/cli/shared/approvers.ts';
 import type { ApprovalRequest } from '../../../src/protocol/approvals.ts';
 import type { ApprovalAnswer } from '../../../src/run-dir/session-approvals.ts';
+import { savedEnv } from '../../fixtures/cli/cli-helpers.ts';
 
 /** A terminal that records raw mode and lets the test type keys. */
 class FakeTerminal implements KeyInput {
@@ -184,5 +190,36 @@ describe('the terminal approver', () => {
     controller.abort();
     expect(await third).toBeNull();
     expect(terminal.listening).toBe(false);
+  });
+});
+
+describe("a fan-out's approver under TERM=dumb", () => {
+  it('prints the keys with each request, as the plain lines it gets have no prompt', () => {
+    const restoreEnv = savedEnv(['TERM']);
+    try {
+      const shown: Record<string, string> = {};
+      for (const term of ['dumb', 'xterm-256color']) {
+        process.env.TERM = term;
+        let printed = '';
+        const terminal = new FakeTerminal();
+        const approver = sessionApprover([], '/tmp', false, {
+          input: terminal,
+          write: (text) => {
+            printed += text;
+          },
+        });
+        const { got, to } = answers();
+        approver.ask(request('r1', 'Bash(git push:*)', { command: 'git push' }), to('r1'));
+        terminal.type('y');
+        expect(got).toHaveLength(1);
+        shown[term] = printed;
+      }
+      expect(shown.dumb).toBe(
+        'approval needed: run_terminal_cmd {"command":"git push"} (why)\n  [y] approve  [n] deny  [a] always allow `Bash(git push:*)` this session\n',
+      );
+      expect(shown['xterm-256color']).toBe('');
+    } finally {
+      restoreEnv();
+    }
   });
 });
