@@ -201,6 +201,12 @@ const BAR_WIDTH = 28;
  * The live display: finished agents scroll above a status block redrawn every frame (10 a second),
  * so its clock moves even while nothing else does.
  */
+/** Signals of a platform without job control: none ever come. */
+const NO_JOB_CONTROL: Pick<NodeJS.EventEmitter, 'on' | 'off'> = {
+  on: () => NO_JOB_CONTROL as NodeJS.EventEmitter,
+  off: () => NO_JOB_CONTROL as NodeJS.EventEmitter,
+};
+
 class TtyRenderer implements ProgressRenderer {
   readonly #output: ProgressOutput;
   readonly #state: ProgressState;
@@ -230,7 +236,8 @@ class TtyRenderer implements ProgressRenderer {
   constructor(output: ProgressOutput) {
     this.#output = output;
     this.#colours = palette(output.colour ?? true);
-    this.#signals = output.signals ?? process;
+    // Windows has no job control (and no SIGTSTP to listen for).
+    this.#signals = output.signals ?? (process.platform === 'win32' ? NO_JOB_CONTROL : process);
     this.#signals.on('SIGTSTP', this.#suspended);
     this.#signals.on('SIGCONT', this.#continued);
     this.#state = new ProgressState(this.#now());
