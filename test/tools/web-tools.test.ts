@@ -101,6 +101,23 @@ describe('web_fetch', () => {
     }
   });
 
+  it('names an inline data: image or link instead of passing its base64 on', async () => {
+    const png = `data:image/png;base64,${'A'.repeat(200_000)}`;
+    const base = await pages({
+      '/inline': (res) =>
+        res
+          .writeHead(200, { 'content-type': 'text/html' })
+          .end(
+            `<p>Chart: <img alt="sales" src="${png}"> and <a href="data:text/csv,a%2Cb">the data</a>.</p>`,
+          ),
+    });
+    const tool = createWebFetchTool({ allowHosts: ['127.0.0.1'] });
+    const result = await tool.execute({ url: `${base}/inline` }, ctx());
+    expect(result.text).toContain(`Chart: sales [data: image/png, ${png.length} characters]`);
+    expect(result.text).toContain('the data [data: text/csv, 19 characters]');
+    expect(result.text).not.toContain('AAAA');
+  });
+
   it('refuses a page nested deeper than WEB_FETCH_MAX_HTML_DEPTH instead of parsing it on the thread', async () => {
     // 100,000 nested <div>s (500 KB) kept the HTML parser busy for minutes (a thread's heartbeat
     // is 20 s); 5,000 nested <b>s overflowed turndown's stack.

@@ -374,8 +374,33 @@ async function htmlToMarkdown(html: string): Promise<string> {
     const { default: TurndownService } = await import('turndown');
     turndown = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
     turndown.remove(['script', 'style', 'noscript', 'template', 'iframe', 'head']);
+    // An inline image's base64 (a 200 KB `data:image/png`) would fill the whole result: named instead.
+    turndown.addRule('dataUri', {
+      filter: (node) =>
+        (node.nodeName === 'IMG' && dataUri(node.getAttribute('src')) !== undefined) ||
+        (node.nodeName === 'A' && dataUri(node.getAttribute('href')) !== undefined),
+      replacement: (content, node) => {
+        const element = node as unknown as HtmlElement;
+        const uri = dataUri(element.getAttribute(element.nodeName === 'IMG' ? 'src' : 'href')) ?? '';
+        const label = element.nodeName === 'IMG' ? (element.getAttribute('alt') ?? '') : content;
+        return `${label}${label === '' ? '' : ' '}[${uri}]`;
+      },
+    });
   }
   return turndown.turndown(html).trim();
+}
+
+/** What the data: rule reads of an element (the thread has no DOM types). */
+interface HtmlElement {
+  readonly nodeName: string;
+  getAttribute(name: string): string | null;
+}
+
+/** `data: <media type>, N characters` for a `data:` URI, else undefined. */
+function dataUri(value: string | null): string | undefined {
+  if (value === null || !/^\s*data:/i.test(value)) return undefined;
+  const mediaType = /^\s*data:([^;,]*)/i.exec(value)?.[1]?.trim() || 'text/plain';
+  return `data: ${mediaType}, ${value.length} characters`;
 }
 
 /** Elements without content, and those whose end tag may be left out (a sibling closes them). */
