@@ -5,44 +5,16 @@
  * character: a letter and its combining marks, an emoji ZWJ sequence, a flag): wide characters
  * (CJK, fullwidth forms, emoji) take two columns, combining marks and zero-width joiners none.
  */
-
-/** SGR and other CSI sequences the display writes itself (colours): they take no column. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: measuring around escape sequences is the point
-const CSI = /\u001b\[[0-?]*[ -/]*[@-~]/g;
-
-/** Code points that take no column: combining marks, variation selectors (Mn too), zero-width spaces and joiners. */
-const ZERO_WIDTH = /^[\p{Mn}\p{Me}\u200b-\u200d\u2060\ufeff]$/u;
-
-/** East Asian Wide and Fullwidth ranges, and emoji shown as emoji by default. */
-const WIDE =
-  /^[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\ua960-\ua97f\uac00-\ud7a3\uf900-\ufaff\ufe10-\ufe19\ufe30-\ufe6f\uff00-\uff60\uffe0-\uffe6\u{1f000}-\u{1faff}\u{20000}-\u{3fffd}]$/u;
-
-function charWidth(char: string): number {
-  if (ZERO_WIDTH.test(char)) return 0;
-  if (WIDE.test(char) || /^\p{Emoji_Presentation}$/u.test(char)) return 2;
-  return 1;
-}
+import stringWidth from 'string-width';
 
 const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
 
 /**
- * Columns one grapheme takes: its first code point's, or two for an emoji made of several (a ZWJ
- * family, a flag's two regional indicators, a symbol with VS16), which terminals draw as one.
+ * Columns `text` takes on one terminal line, by string-width (East Asian widths, emoji sequences,
+ * escape sequences taking none).
  */
-function graphemeWidth(grapheme: string): number {
-  const [first = '', ...rest] = grapheme;
-  const width = charWidth(first);
-  if (width === 0 || rest.length === 0) return width;
-  return rest.includes('\ufe0f') || rest.includes('\u200d') || /^\p{Regional_Indicator}$/u.test(first)
-    ? 2
-    : width;
-}
-
-/** Columns `text` takes on one terminal line (escape sequences take none). */
 export function displayWidth(text: string): number {
-  let width = 0;
-  for (const { segment } of graphemes.segment(text.replace(CSI, ''))) width += graphemeWidth(segment);
-  return width;
+  return stringWidth(text);
 }
 
 /**
@@ -54,7 +26,7 @@ export function fitWidth(text: string, width: number): string {
   let out = '';
   let used = 0;
   for (const { segment } of graphemes.segment(text)) {
-    const next = graphemeWidth(segment);
+    const next = stringWidth(segment);
     if (used + next > width - 1) break;
     out += segment;
     used += next;
