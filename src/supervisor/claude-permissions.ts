@@ -1,5 +1,6 @@
 /** The Supervisor's permissions with Claude Code's settings files under them (docs/permissions.md). */
 import { CLAUDE_SETTINGS_WARNING_CODE, loadClaudeSettings } from '../run-dir/claude-settings.ts';
+import { mergeRunPermissions } from '../run-dir/plan-permissions.ts';
 import type { AgentPermissions } from '../tools/permissions.ts';
 
 /**
@@ -13,18 +14,6 @@ export function withClaudeSettings(own: AgentPermissions, cwd: string): AgentPer
   for (const warning of settings.warnings) {
     process.emitWarning(warning, { type: 'TroupeWarning', code: CLAUDE_SETTINGS_WARNING_CODE });
   }
-  const found = settings.permissions;
-  if (found === undefined) return own;
-  const join = (list: 'allow' | 'ask' | 'deny'): readonly string[] => [
-    ...(found[list] ?? []),
-    ...(own[list] ?? []),
-  ];
-  const mode = own.mode ?? found.mode;
-  return {
-    ...own,
-    ...(mode === undefined ? {} : { mode }),
-    allow: join('allow'),
-    ask: join('ask'),
-    deny: join('deny'),
-  };
+  // The files' rules first, the option's after them; the option's mode and bypass consent win.
+  return { ...own, ...mergeRunPermissions(settings.permissions, own) };
 }

@@ -53,6 +53,9 @@ export const WEB_FETCH_DEFAULTS = {
   maxRedirects: 5,
 } as const;
 
+/** {@link WebFetchOptions} with their defaults filled in. */
+type FetchSettings = Required<Omit<WebFetchOptions, 'allowHosts'>> & Pick<WebFetchOptions, 'allowHosts'>;
+
 type WebFetchArgs = {
   readonly url: string;
   readonly max_chars?: number;
@@ -60,7 +63,7 @@ type WebFetchArgs = {
 
 /** Builds a `web_fetch` tool with its own host lists and bounds. */
 export function createWebFetchTool(options: WebFetchOptions = {}): Tool<WebFetchArgs> {
-  const settings = {
+  const settings: FetchSettings = {
     allowHosts: options.allowHosts,
     denyHosts: options.denyHosts ?? [],
     allowPrivateAddresses: options.allowPrivateAddresses ?? false,
@@ -108,15 +111,7 @@ export function createWebFetchTool(options: WebFetchOptions = {}): Tool<WebFetch
 
 async function fetchFollowing(
   args: WebFetchArgs,
-  settings: {
-    allowHosts: readonly string[] | undefined;
-    denyHosts: readonly string[];
-    allowPrivateAddresses: boolean;
-    maxBytes: number;
-    maxChars: number;
-    timeoutMs: number;
-    maxRedirects: number;
-  },
+  settings: FetchSettings,
   ctx: ToolContext,
   signal: AbortSignal,
 ): Promise<ToolOutcome> {
@@ -174,11 +169,7 @@ function hostListed(list: readonly string[], host: string): boolean {
 /** Checks a URL's host against every list and rule, resolves it, and returns the address to use. */
 async function checkHost(
   url: URL,
-  settings: {
-    allowHosts: readonly string[] | undefined;
-    denyHosts: readonly string[];
-    allowPrivateAddresses: boolean;
-  },
+  settings: Pick<FetchSettings, 'allowHosts' | 'denyHosts' | 'allowPrivateAddresses'>,
   ctx: ToolContext,
 ): Promise<LookupAddress> {
   const host = url.hostname
