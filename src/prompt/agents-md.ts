@@ -1,8 +1,8 @@
 /** The AGENTS.md section: project instructions from the git root down to the working directory. */
-import { readFile, realpath } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AGENTS_MD_BYTE_LIMIT } from '../constants.ts';
-import { projectDirs } from './project-dirs.ts';
+import { projectDirs, projectFileTarget } from './project-dirs.ts';
 
 /** Options of {@link collectAgentsMd} (and of `assembleSystemPrompt`'s AGENTS.md section). */
 export interface AgentsMdOptions {
@@ -23,7 +23,7 @@ export interface AgentsMdFile {
 /** `process.emitWarning` code of an AGENTS.md skipped because it resolves outside the project. */
 export const AGENTS_MD_OUTSIDE_WARNING_CODE = 'TROUPE_AGENTS_MD_OUTSIDE';
 
-const warnedLinks = new Set<string>();
+const OUTSIDE_WARNING = { what: 'AGENTS.md', code: AGENTS_MD_OUTSIDE_WARNING_CODE } as const;
 
 /**
  * Reads the AGENTS.md files from the git root down to `cwd`, outermost first. One that resolves
@@ -36,18 +36,12 @@ export async function collectAgentsMd(cwd: string, options: AgentsMdOptions = {}
   const files: AgentsMdFile[] = [];
   const dirs = await projectDirs(cwd);
   const root = dirs[0] ?? path.resolve(cwd);
-  let realRoot: string | undefined;
   for (const dir of dirs) {
     const file = path.join(dir, 'AGENTS.md');
     let bytes: Buffer;
     try {
-      const target = await realpath(file);
-      realRoot ??= await realpath(root);
-      const inside = path.relative(realRoot, target);
-      if (inside.startsWith('..') || path.isAbsolute(inside)) {
-        warnOutside(file, target, root);
-        continue;
-      }
+      const target = await projectFileTarget(file, root, OUTSIDE_WARNING);
+      if (target === undefined) continue;
       bytes = await readFile(target);
     } catch {
       continue; // absent (or unreadable, or a directory): nothing to add
@@ -63,15 +57,6 @@ export async function collectAgentsMd(cwd: string, options: AgentsMdOptions = {}
     }
   }
   return files;
-}
-
-function warnOutside(file: string, target: string, root: string): void {
-  if (warnedLinks.has(file)) return;
-  warnedLinks.add(file);
-  process.emitWarning(
-    `Skipped ${file}: it links to ${target}, outside the project ${root}; its text is not sent to the model`,
-    { type: 'TroupeWarning', code: AGENTS_MD_OUTSIDE_WARNING_CODE },
-  );
 }
 
 /** The largest cut at or below `limit` that does not split a UTF-8 character. */

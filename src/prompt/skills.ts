@@ -3,10 +3,10 @@
  * `skills` are pre-loaded into the prompt; every other skill the agent can read is listed by name and
  * description (assemble.ts).
  */
-import { readdir, readFile, realpath } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { projectDirs } from './project-dirs.ts';
+import { projectDirs, projectFileTarget } from './project-dirs.ts';
 
 /** Options of {@link discoverSkills} (and of `assembleSystemPrompt`'s skills section). */
 export interface SkillsOptions {
@@ -74,7 +74,7 @@ interface SkillRoot {
 /** `process.emitWarning` code of a project SKILL.md skipped because it resolves outside the project. */
 export const SKILL_OUTSIDE_WARNING_CODE = 'TROUPE_SKILL_OUTSIDE';
 
-const warnedLinks = new Set<string>();
+const OUTSIDE_WARNING = { what: 'skill', code: SKILL_OUTSIDE_WARNING_CODE } as const;
 
 async function readSkillRoot(
   root: string,
@@ -92,14 +92,8 @@ async function readSkillRoot(
     const file = path.join(root, entry, 'SKILL.md');
     let text: string;
     try {
-      const target = await realpath(file);
-      if (confine !== undefined) {
-        const inside = path.relative(await realpath(confine), target);
-        if (inside.startsWith('..') || path.isAbsolute(inside)) {
-          warnOutside(file, target, confine);
-          continue;
-        }
-      }
+      const target = confine === undefined ? file : await projectFileTarget(file, confine, OUTSIDE_WARNING);
+      if (target === undefined) continue;
       text = await readFile(target, 'utf8');
     } catch {
       continue; // not a skill folder
@@ -107,15 +101,6 @@ async function readSkillRoot(
     skills.push({ ...(await parseSkill(text, entry)), path: file, source });
   }
   return skills;
-}
-
-function warnOutside(file: string, target: string, root: string): void {
-  if (warnedLinks.has(file)) return;
-  warnedLinks.add(file);
-  process.emitWarning(
-    `Skipped skill ${file}: it links to ${target}, outside the project ${root}; its text is not sent to the model`,
-    { type: 'TroupeWarning', code: SKILL_OUTSIDE_WARNING_CODE },
-  );
 }
 
 /**

@@ -73,6 +73,14 @@ describe('AGENTS.md collection', () => {
     expect(file?.text).toBe(await readFile(path.join(corpus, 'obra__superpowers/AGENTS.md'), 'utf8'));
   });
 
+  it('follows a link to a file inside the project whose name starts with two dots', async () => {
+    const repo = await tempDir();
+    await writeTree(repo, { '.git/HEAD': 'x', '..notes.md': 'dotted but inside' });
+    await symlink('..notes.md', path.join(repo, 'AGENTS.md'));
+    const [file] = await collectAgentsMd(repo);
+    expect(file?.text).toBe('dotted but inside');
+  });
+
   it('skips, with a warning naming link and target, an AGENTS.md that links outside the project', async () => {
     const root = await tempDir();
     const repo = path.join(root, 'cloned');
