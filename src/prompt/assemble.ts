@@ -3,6 +3,7 @@ import { readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
+import { isInside } from '../tools/confine.ts';
 import type { PromptTools } from '../tools/types.ts';
 import { type AgentsMdOptions, collectAgentsMd, renderAgentsMdSection } from './agents-md.ts';
 import { BASE_TEMPLATE, BASE_TEMPLATE_FILE, TEMPLATE_TOOL_NAMES } from './base-template.ts';
@@ -211,9 +212,7 @@ async function skillsFor(def: PromptDefinition, options: AssembleOptions): Promi
   const listed = [];
   for (const skill of skills.values()) {
     if (def.skills.includes(skill.name)) continue;
-    const file = await realpath(skill.path).catch(() => skill.path);
-    const inside = path.relative(realCwd, file);
-    if (!inside.startsWith('..') && !path.isAbsolute(inside)) listed.push(skill);
+    if (isInside(realCwd, await realpath(skill.path).catch(() => skill.path))) listed.push(skill);
   }
   return renderSkillsSection(preloaded, listed);
 }
