@@ -11,6 +11,7 @@ import {
   type ErrorOrigin,
   errorFromForeignAnswer,
   errorFromResponse,
+  inParentheses,
   isRetryable,
   networkError,
   providerError,
@@ -379,10 +380,9 @@ export async function readJsonBody(
     return JSON.parse(text);
   } catch (error) {
     const type = response.headers.get('content-type') ?? '(none)';
-    const where = origin.url === undefined ? '' : ` (${origin.url})`;
     throw providerError(
       'bad_response',
-      `${origin.provider} answered HTTP ${response.status} with content-type ${type}${where}, but its JSON body does not parse: ${bodyExcerpt(text)}`,
+      `${origin.provider} answered HTTP ${response.status} with content-type ${type}${inParentheses(origin.url)}, but its JSON body does not parse: ${bodyExcerpt(text)}`,
       origin,
       { contentType: type },
       error,

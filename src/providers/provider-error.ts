@@ -183,12 +183,16 @@ export async function errorFromResponse(
   const detail = excerpt(readableErrorText(api?.message ?? (text.trim() || response.statusText)));
   const code = classifyError({ status: response.status, type: api?.type, code: api?.code, message: detail });
   const retryAfterMs = parseRetryAfter(response.headers);
-  const where = url === undefined ? '' : ` (${url})`;
-  return providerError(code, `${provider} answered HTTP ${response.status}${where}: ${detail}`, origin, {
-    type: api?.type,
-    apiCode: api?.code,
-    retryAfterMs: code === 'rate_limited' || retryAfterMs !== undefined ? retryAfterMs : undefined,
-  });
+  return providerError(
+    code,
+    `${provider} answered HTTP ${response.status}${inParentheses(url)}: ${detail}`,
+    origin,
+    {
+      type: api?.type,
+      apiCode: api?.code,
+      retryAfterMs: code === 'rate_limited' || retryAfterMs !== undefined ? retryAfterMs : undefined,
+    },
+  );
 }
 
 /**
@@ -215,7 +219,8 @@ export function bodyExcerpt(text: string): string {
   return excerpt(readableErrorText(text.trim())) || '(empty)';
 }
 
-function inParentheses(url: string | undefined): string {
+/** ` (url)` for a message, or '' without a URL. */
+export function inParentheses(url: string | undefined): string {
   return url === undefined ? '' : ` (${url})`;
 }
 
@@ -248,11 +253,15 @@ export function errorFromStreamPayload(origin: ErrorOrigin, body: unknown): Prov
   const api = readApiError(body) ?? { message: JSON.stringify(body), type: undefined, code: undefined };
   const message = excerpt(api.message);
   const code = classifyError({ type: api.type, code: api.code, message });
-  const where = origin.url === undefined ? '' : ` (${origin.url})`;
-  return providerError(code, `${origin.provider} reported an error${where}: ${message}`, origin, {
-    type: api.type,
-    apiCode: api.code,
-  });
+  return providerError(
+    code,
+    `${origin.provider} reported an error${inParentheses(origin.url)}: ${message}`,
+    origin,
+    {
+      type: api.type,
+      apiCode: api.code,
+    },
+  );
 }
 
 /** True for failures that may succeed on a fresh attempt. */
