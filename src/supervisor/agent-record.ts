@@ -48,9 +48,10 @@ export interface AgentRecord extends KnownAgent {
   readonly children: string[];
   /**
    * Shared by every agent of one root's tree (a subagent gets its parent's): how many subagents
-   * `spawn_agent` has started in it, against `orchestration.maxSubagents`.
+   * `spawn_agent` has started in it, against `orchestration.maxSubagents`. Made by the first
+   * spawn_agent of the tree (most agents never spawn one), so every subagent has it.
    */
-  readonly tree: SubagentCount;
+  tree: SubagentCount | undefined;
   /**
    * pending: spawned, waiting for the supervisor to start and resolve it; running: its engine
    * holds it (queued, running, restarting or parked there); ended: settled (the supervisor then
@@ -90,7 +91,7 @@ export interface NewRecord {
   readonly replaySource?: ReplaySource | undefined;
   readonly agent: string;
   readonly signal: AbortSignal | undefined;
-  /** Its parent's tree count; a root starts its own. */
+  /** Its parent's tree count; a root's is made by its first spawn_agent. */
   readonly tree?: SubagentCount | undefined;
   /** What the handle calls: it must not hold the record, which the handle outlives. */
   readonly control: HandleControl;
@@ -159,7 +160,7 @@ export function createRecord({
     liveDescendants: 0,
     settle,
     children: [],
-    tree: tree ?? { subagents: 0 },
+    tree,
     state: 'pending',
     completion: undefined,
     cancelReason: undefined,

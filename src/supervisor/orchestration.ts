@@ -103,6 +103,7 @@ export async function runOrchestrationTool(
           text: `spawn_agent refused: you already have ${ctx.maxChildren} subagents (the limit).`,
         };
       }
+      caller.tree ??= { subagents: 0 };
       if (ctx.maxSubagents > 0 && caller.tree.subagents >= ctx.maxSubagents) {
         return {
           ok: false,
