@@ -32,6 +32,22 @@ async function serve(answer: (res: ServerResponse) => void): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+/** One agent against the mock server at `url`, with its journal. */
+async function runAgainst(url: string, stream = true) {
+  const journal = new MemoryJournal();
+  const outcome = await runAgent({
+    agentId: 'filtered',
+    definition: makeDefinition(),
+    task: 'Explain.',
+    provider: new OpenAIProvider({ baseURL: url, apiKey: 'k', maxRetries: 0, stream }),
+    model: 'gpt-4o',
+    cwd: tempDir(),
+    journal,
+    systemPrompt: 'S',
+  });
+  return { outcome, journal };
+}
+
 describe('answers blocked by the content filter', () => {
   it('fails with content_filter instead of completing with the partial text', async () => {
     const url = await serve((res) => {
@@ -42,17 +58,7 @@ describe('answers blocked by the content filter', () => {
       ];
       res.end(`${chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join('')}data: [DONE]\n\n`);
     });
-    const journal = new MemoryJournal();
-    const outcome = await runAgent({
-      agentId: 'filtered',
-      definition: makeDefinition(),
-      task: 'Explain.',
-      provider: new OpenAIProvider({ baseURL: url, apiKey: 'k', maxRetries: 0 }),
-      model: 'gpt-4o',
-      cwd: tempDir(),
-      journal,
-      systemPrompt: 'S',
-    });
+    const { outcome, journal } = await runAgainst(url);
     expect(outcome).toMatchObject({
       status: 'failed',
       reason: 'model_behavior',
@@ -81,17 +87,7 @@ describe('answers blocked by the content filter', () => {
         ];
         res.end(`${chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join('')}data: [DONE]\n\n`);
       });
-      const journal = new MemoryJournal();
-      const outcome = await runAgent({
-        agentId: 'refused',
-        definition: makeDefinition(),
-        task: 'Explain.',
-        provider: new OpenAIProvider({ baseURL: url, apiKey: 'k', maxRetries: 0, stream }),
-        model: 'gpt-4o',
-        cwd: tempDir(),
-        journal,
-        systemPrompt: 'S',
-      });
+      const { outcome, journal } = await runAgainst(url, stream);
       expect(outcome).toMatchObject({
         status: 'failed',
         reason: 'model_behavior',
