@@ -287,6 +287,7 @@ export type {
   TurnEvent,
   TurnRequest,
   Usage,
+  UsageSide,
 } from './providers/types.ts';
 // Supervisor
 export type { AgentHandleEvents } from './supervisor/agent-handle.ts';

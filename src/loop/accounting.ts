@@ -11,7 +11,7 @@ import { BpeCounter, type TokenCounter } from '../projection/token-counter.ts';
 import { asCount } from '../providers/json-shapes.ts';
 import { costOf } from '../providers/pricing.ts';
 import { ZERO_USAGE } from '../providers/receipt.ts';
-import type { Receipt, Usage } from '../providers/types.ts';
+import type { Receipt, Usage, UsageSide } from '../providers/types.ts';
 import type { RunContext } from './context.ts';
 
 /** What a request produced, for estimating its output when the server reported no usage. */
@@ -34,42 +34,60 @@ export interface RequestOutput {
  * input tokens are counted from the exact input of the request (system prompt, tool schemas and
  * the projection as it stands, continuation included) and output tokens from what it streamed,
  * with the agent's BPE counter (in pieces of 8,192 characters, extrapolated beyond 262,144), and
- * `usage.estimated` is set. A request that failed before any
- * answer used nothing. Cost: the provider's when it priced the request, else the model's price,
- * else unknown (`costUsd` undefined).
+ * `usage.estimated` is set. When it reported one side readably and not the other (the provider
+ * marks the side it filled in with `usage.estimatedSide`; a provider module's unreadable count is
+ * found here), only that side is counted so, the reported side is kept, and `estimatedSide` says
+ * which was estimated. A request that failed before any answer used nothing. Cost: the provider's
+ * when it priced the request, else the model's price, else unknown (`costUsd` undefined).
  */
 export function requestReceipt(run: RunContext, receipt: Receipt, output: RequestOutput): Receipt {
   // A provider module's counts are checked like a server's (see asCount): a negative or endless
   // one would take the agent's and the run's spend below their budgets, or make it Infinity.
-  const unreported = (receipt.requestsWithoutUsage ?? 0) > 0 || !plausibleUsage(receipt.usage);
+  const reported = (receipt.requestsWithoutUsage ?? 0) === 0;
+  const { usage } = receipt;
+  const inputRead = reported && asCount(usage.inputTokens) !== undefined && !isEstimated(usage, 'input');
+  const outputRead = reported && asCount(usage.outputTokens) !== undefined && !isEstimated(usage, 'output');
   const answered =
     output.unsent !== true &&
     (receipt.httpStatus === undefined || (receipt.httpStatus >= 200 && receipt.httpStatus < 300));
-  if (!unreported) {
+  if (reported && plausibleUsage(usage) && (usage.estimated !== true || usage.estimatedSide === undefined)) {
     const cost = receipt.costUsd;
     return extend(receipt, {
-      costUsd: cost !== undefined && Number.isFinite(cost) && cost >= 0 ? cost : priced(run, receipt.usage),
+      costUsd: cost !== undefined && Number.isFinite(cost) && cost >= 0 ? cost : priced(run, usage),
     });
   }
   if (!answered) {
-    const usage = plausibleUsage(receipt.usage) ? receipt.usage : ZERO_USAGE;
-    return extend(receipt, { usage, costUsd: priced(run, usage) });
+    const kept = plausibleUsage(usage) ? usage : ZERO_USAGE;
+    return extend(receipt, { usage: kept, costUsd: priced(run, kept) });
   }
-  const counter = run.usageCounter;
-  const reasoningTokens = boundedCount(counter, output.reasoning);
-  let outputTokens = reasoningTokens + boundedCount(counter, output.text);
-  for (const args of output.toolArguments) outputTokens += boundedCount(counter, args);
-  if (output.unseenChars !== undefined && output.unseenChars > 0) {
-    outputTokens += Math.ceil(output.unseenChars / ESTIMATED_CHARS_PER_TOKEN);
+  const estimatedInput = inputRead ? usage.inputTokens : run.fixedUsageTokens + inputTokens(run);
+  let estimatedOutput = usage.outputTokens;
+  let reasoningTokens = Math.min(asCount(usage.reasoningTokens) ?? 0, estimatedOutput);
+  if (!outputRead) {
+    const counter = run.usageCounter;
+    reasoningTokens = boundedCount(counter, output.reasoning);
+    estimatedOutput = reasoningTokens + boundedCount(counter, output.text);
+    for (const args of output.toolArguments) estimatedOutput += boundedCount(counter, args);
+    if (output.unseenChars !== undefined && output.unseenChars > 0) {
+      estimatedOutput += Math.ceil(output.unseenChars / ESTIMATED_CHARS_PER_TOKEN);
+    }
   }
-  const usage: Usage = {
-    inputTokens: run.fixedUsageTokens + inputTokens(run),
-    outputTokens,
-    cachedInputTokens: 0,
+  const side = inputRead ? 'output' : outputRead ? 'input' : undefined;
+  const estimated: Usage = {
+    inputTokens: estimatedInput,
+    outputTokens: estimatedOutput,
+    // A count the server gave for cache reads stays, bounded by the input it is part of.
+    cachedInputTokens: inputRead ? Math.min(asCount(usage.cachedInputTokens) ?? 0, estimatedInput) : 0,
     reasoningTokens,
     estimated: true,
+    ...(side === undefined ? {} : { estimatedSide: side }),
   };
-  return extend(receipt, { usage, costUsd: priced(run, usage) });
+  return extend(receipt, { usage: estimated, costUsd: priced(run, estimated) });
+}
+
+/** Whether `side` of `usage` was filled in by the provider's estimate (redone here). */
+function isEstimated(usage: Usage, side: UsageSide): boolean {
+  return usage.estimated === true && usage.estimatedSide === side;
 }
 
 /** Characters per token assumed for output whose text troupe never saw. */

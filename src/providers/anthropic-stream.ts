@@ -6,9 +6,10 @@
  */
 import { asArray, asCount, asNumber, asRecord, asString } from './json-shapes.ts';
 import { type ErrorOrigin, errorFromStreamPayload, providerError } from './provider-error.ts';
+import type { ReportedUsage } from './receipt.ts';
 import { toolCall } from './tool-arguments.ts';
 import type { ModelResponse, StreamSink } from './turn-runner.ts';
-import type { StopReason, ToolCall, Usage } from './types.ts';
+import type { StopReason, ToolCall } from './types.ts';
 
 /** A content block as sent back to the API in the assistant message of a continuation. */
 export type AnthropicContentBlock =
@@ -73,15 +74,16 @@ export class MessagesStreamAccumulator {
   }
 
   /**
-   * Usage in troupe's terms: input counts cache reads and writes; cached = cache reads. Undefined
-   * (troupe estimates the request) unless both `input_tokens` and `output_tokens` were read: a side
-   * the server left unreadable would otherwise count 0 against every budget.
+   * Usage in troupe's terms: input counts cache reads and writes; cached = cache reads. A side
+   * whose `input_tokens` or `output_tokens` was never readable is undefined, so troupe estimates
+   * it rather than count it as 0 (see `completeUsage`); undefined when neither was.
    */
-  get usage(): Usage | undefined {
+  get usage(): ReportedUsage | undefined {
     const counts = this.#usage;
-    if (counts?.input === undefined || counts.output === undefined) return undefined;
+    if (counts === undefined || (counts.input === undefined && counts.output === undefined)) return undefined;
     return {
-      inputTokens: counts.input + counts.cacheRead + counts.cacheWrite,
+      inputTokens:
+        counts.input === undefined ? undefined : counts.input + counts.cacheRead + counts.cacheWrite,
       outputTokens: counts.output,
       cachedInputTokens: counts.cacheRead,
       reasoningTokens: 0,

@@ -15,6 +15,7 @@ import {
   DEFAULT_ANTHROPIC_MAX_TOKENS,
 } from './constants.ts';
 import { registerCredentials } from './credentials.ts';
+import { estimateTokens } from './estimate.ts';
 import {
   type HttpClient,
   type HttpProviderOptions,
@@ -29,6 +30,7 @@ import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import { checkHttpOptions, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
+import { completeUsage } from './receipt.ts';
 import { reasoningEffortIssue, settingsPreflightError } from './settings-support.ts';
 import { parseEventData, readServerSentEvents } from './sse.ts';
 import { createTurn, type ExchangeContext, type ModelResponse } from './turn-runner.ts';
@@ -196,7 +198,8 @@ export class AnthropicProvider implements Provider {
             extend(params, { messages }),
             request.model,
           );
-          const read = (response: Response, reading: ResponseReading) => this.#read(response, reading, ctx);
+          const read = (response: Response, reading: ResponseReading) =>
+            this.#read(response, reading, ctx, httpRequest.estimatedInputTokens);
           const { response, content } = await postWithRetries(this.#client, httpRequest, ctx, read);
           messages.push({ role: 'assistant', content });
           return response;
@@ -242,6 +245,7 @@ export class AnthropicProvider implements Provider {
     response: Response,
     reading: ResponseReading,
     ctx: ExchangeContext,
+    estimatedInputTokens: number,
   ): Promise<{ response: ModelResponse; content: AnthropicContentBlock[]; usage: Usage | undefined }> {
     const origin: ErrorOrigin = {
       provider: this.name,
@@ -263,7 +267,10 @@ export class AnthropicProvider implements Provider {
       }
     }
     const finished = accumulator.finish();
-    const usage = accumulator.usage;
+    const usage = completeUsage(accumulator.usage, {
+      inputTokens: estimatedInputTokens,
+      outputTokens: estimateTokens(ctx.outputChars()),
+    });
     if (usage !== undefined) ctx.reportUsage(usage);
     // Continuing a paused turn would mean sending it back unchanged; troupe sends no server tools,
     // so a pause is not an answer it asked for, and its text is not a finished one.

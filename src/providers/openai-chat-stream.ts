@@ -5,9 +5,10 @@
  */
 import { asArray, asCount, asNumber, asRecord, asString } from './json-shapes.ts';
 import { type ErrorOrigin, errorFromStreamPayload, providerError } from './provider-error.ts';
+import { mergeUsage, type ReportedUsage } from './receipt.ts';
 import { toolCall } from './tool-arguments.ts';
 import type { ModelResponse, StreamSink } from './turn-runner.ts';
-import type { StopReason, Usage } from './types.ts';
+import type { StopReason } from './types.ts';
 
 /** An assistant message in Chat Completions format, as sent back in the continuation. */
 export interface ChatAssistantMessage {
@@ -35,24 +36,21 @@ const STOP_REASONS: Readonly<Record<string, StopReason>> = {
 };
 
 /**
- * Reads Chat Completions usage (`prompt_tokens`, details with cached and reasoning tokens). A usage
- * object whose `prompt_tokens` or `completion_tokens` is not a count ({@link asCount}: negative, not
- * a number, missing) is no usage, so troupe estimates the request rather than count that side as 0.
- * Cached tokens are at most the input, reasoning tokens at most the output; an unreadable detail is 0.
+ * Reads Chat Completions usage (`prompt_tokens`, details with cached and reasoning tokens). A count
+ * that is not one ({@link asCount}: negative, not a number, missing) is left undefined, so troupe
+ * estimates that side rather than count it as 0 (see `completeUsage`). An unreadable detail is 0.
  */
-export function readChatUsage(value: unknown): Usage | undefined {
+export function readChatUsage(value: unknown): ReportedUsage | undefined {
   const usage = asRecord(value);
   if (usage === undefined) return undefined;
   const inputTokens = asCount(usage.prompt_tokens);
   const outputTokens = asCount(usage.completion_tokens);
-  if (inputTokens === undefined || outputTokens === undefined) return undefined;
-  const cached = asCount(asRecord(usage.prompt_tokens_details)?.cached_tokens) ?? 0;
-  const reasoning = asCount(asRecord(usage.completion_tokens_details)?.reasoning_tokens) ?? 0;
+  if (inputTokens === undefined && outputTokens === undefined) return undefined;
   return {
     inputTokens,
     outputTokens,
-    cachedInputTokens: Math.min(cached, inputTokens),
-    reasoningTokens: Math.min(reasoning, outputTokens),
+    cachedInputTokens: asCount(asRecord(usage.prompt_tokens_details)?.cached_tokens) ?? 0,
+    reasoningTokens: asCount(asRecord(usage.completion_tokens_details)?.reasoning_tokens) ?? 0,
   };
 }
 
@@ -85,7 +83,7 @@ export class ChatStreamAccumulator {
   readonly #calls = new Map<number, PartialCall[]>();
   #callCount = 0;
   #finishReason: string | undefined;
-  #usage: Usage | undefined;
+  #usage: ReportedUsage | undefined;
   #sawChoices = false;
   /** A `refusal` delta came: the model declined, whatever finish reason follows (often `stop`). */
   #refused = false;
@@ -94,8 +92,12 @@ export class ChatStreamAccumulator {
     this.#origin = origin;
   }
 
-  /** The usage chunk's counts, when the server sent one. */
-  get usage(): Usage | undefined {
+  /**
+   * The usage chunks' counts, when the server sent any. Servers that send usage in several chunks
+   * (vLLM's continuous usage stats) send running totals: a later readable count replaces an earlier
+   * one, and an unreadable one keeps it.
+   */
+  get usage(): ReportedUsage | undefined {
     return this.#usage;
   }
 
@@ -104,7 +106,7 @@ export class ChatStreamAccumulator {
     const chunk = asRecord(value);
     if (chunk === undefined) throw this.#bad(`Expected a JSON object chunk, got ${JSON.stringify(value)}.`);
     if (chunk.error !== undefined && chunk.error !== null) throw errorFromStreamPayload(this.#origin, chunk);
-    this.#usage = readChatUsage(chunk.usage) ?? this.#usage;
+    this.#usage = mergeUsage(this.#usage, readChatUsage(chunk.usage));
     if (Array.isArray(chunk.choices)) this.#sawChoices ||= chunk.choices.length > 0;
     for (const item of asArray(chunk.choices)) {
       const choice = asRecord(item);

@@ -7,6 +7,7 @@ import { UserError } from '../errors.ts';
 import { extend } from '../objects.ts';
 import { DEFAULT_OPENAI_BASE_URL, OPENAI_MAX_STOP_SEQUENCES } from './constants.ts';
 import { registerCredentials } from './credentials.ts';
+import { estimateTokens } from './estimate.ts';
 import {
   type HttpClient,
   type HttpProviderOptions,
@@ -22,6 +23,7 @@ import { type ChatAssistantMessage, ChatStreamAccumulator, completionAsChunk } f
 import { checkHttpOptions, checkOneOf, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
+import { completeUsage } from './receipt.ts';
 import { reasoningEffortIssue, settingsPreflightError } from './settings-support.ts';
 import { parseEventData, readServerSentEvents } from './sse.ts';
 import { createTurn, type ExchangeContext, type ModelResponse } from './turn-runner.ts';
@@ -164,7 +166,8 @@ export class OpenAIProvider implements Provider {
             extend(params, { messages }),
             request.model,
           );
-          const read = (response: Response, reading: ResponseReading) => this.#read(response, reading, ctx);
+          const read = (response: Response, reading: ResponseReading) =>
+            this.#read(response, reading, ctx, httpRequest.estimatedInputTokens);
           const { response, message } = await postWithRetries(this.#client, httpRequest, ctx, read);
           messages.push(message);
           return response;
@@ -202,6 +205,7 @@ export class OpenAIProvider implements Provider {
     response: Response,
     reading: ResponseReading,
     ctx: ExchangeContext,
+    estimatedInputTokens: number,
   ): Promise<{ response: ModelResponse; message: ChatAssistantMessage; usage: Usage | undefined }> {
     const origin: ErrorOrigin = {
       provider: this.name,
@@ -228,7 +232,10 @@ export class OpenAIProvider implements Provider {
       }
     }
     const finished = accumulator.finish(complete);
-    const usage = accumulator.usage;
+    const usage = completeUsage(accumulator.usage, {
+      inputTokens: estimatedInputTokens,
+      outputTokens: estimateTokens(ctx.outputChars()),
+    });
     if (usage !== undefined) ctx.reportUsage(usage);
     return extend(finished, { usage });
   }

@@ -1,7 +1,7 @@
 /** Accumulates a turn's receipt over its model requests. */
 import { RETRY_LOG_MAX } from './constants.ts';
 import { costOf, type ModelPrice } from './pricing.ts';
-import type { Receipt, RetryRecord, Usage } from './types.ts';
+import type { Receipt, RetryRecord, Usage, UsageSide } from './types.ts';
 
 /** Usage with every count at zero. */
 export const ZERO_USAGE: Usage = Object.freeze({
@@ -11,14 +11,70 @@ export const ZERO_USAGE: Usage = Object.freeze({
   reasoningTokens: 0,
 });
 
-/** Sums two usages; the sum is `estimated` when either part is. */
+/**
+ * Sums two usages; the sum is `estimated` when either part is, with the `estimatedSide` both
+ * estimated parts share (none when one estimated both sides or they estimated different ones).
+ */
 export function addUsage(a: Usage, b: Usage): Usage {
+  const estimated = a.estimated === true || b.estimated === true;
+  const sides = [a, b].filter((usage) => usage.estimated === true).map((usage) => usage.estimatedSide);
+  const side = sides.every((other) => other === sides[0]) ? sides[0] : undefined;
   return {
     inputTokens: a.inputTokens + b.inputTokens,
     outputTokens: a.outputTokens + b.outputTokens,
     cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
     reasoningTokens: a.reasoningTokens + b.reasoningTokens,
-    ...(a.estimated === true || b.estimated === true ? { estimated: true } : {}),
+    ...(estimated ? { estimated: true } : {}),
+    ...(estimated && side !== undefined ? { estimatedSide: side } : {}),
+  };
+}
+
+/** Usage as a server sent it: a side it left unreadable is undefined (see `asCount`). */
+export interface ReportedUsage {
+  readonly inputTokens: number | undefined;
+  readonly outputTokens: number | undefined;
+  readonly cachedInputTokens: number;
+  readonly reasoningTokens: number;
+}
+
+/** `later` over `earlier`, side by side: a side `later` left unreadable keeps `earlier`'s count. */
+export function mergeUsage(
+  earlier: ReportedUsage | undefined,
+  later: ReportedUsage | undefined,
+): ReportedUsage | undefined {
+  if (earlier === undefined || later === undefined) return later ?? earlier;
+  return {
+    inputTokens: later.inputTokens ?? earlier.inputTokens,
+    outputTokens: later.outputTokens ?? earlier.outputTokens,
+    cachedInputTokens: later.inputTokens === undefined ? earlier.cachedInputTokens : later.cachedInputTokens,
+    reasoningTokens: later.outputTokens === undefined ? earlier.reasoningTokens : later.reasoningTokens,
+  };
+}
+
+/**
+ * A request's usage from what its server reported: undefined when it reported neither side
+ * readably (the request counts as one without usage); else the unreadable side, if any, is filled
+ * from `estimate` and marked (`estimated`, `estimatedSide`). Counting that side as 0 would let a
+ * server zero out every request's input, and dropping the readable side would lose a real count.
+ * Cached tokens are at most the input, reasoning tokens at most the output.
+ */
+export function completeUsage(
+  reported: ReportedUsage | undefined,
+  estimate: { readonly inputTokens: number; readonly outputTokens: number },
+): Usage | undefined {
+  if (reported === undefined) return undefined;
+  const { inputTokens: input, outputTokens: output } = reported;
+  if (input === undefined && output === undefined) return undefined;
+  const inputTokens = input ?? estimate.inputTokens;
+  const outputTokens = output ?? estimate.outputTokens;
+  const side: UsageSide | undefined =
+    input === undefined ? 'input' : output === undefined ? 'output' : undefined;
+  return {
+    inputTokens,
+    outputTokens,
+    cachedInputTokens: Math.min(reported.cachedInputTokens, inputTokens),
+    reasoningTokens: Math.min(reported.reasoningTokens, outputTokens),
+    ...(side === undefined ? {} : { estimated: true, estimatedSide: side }),
   };
 }
 

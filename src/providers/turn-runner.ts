@@ -57,6 +57,8 @@ export interface ExchangeContext {
    * `response_too_large` once the request's text, reasoning and arguments pass `maxOutputChars`.
    */
   countOutput(chars: number): void;
+  /** Characters of output this request has streamed so far: emitted and kept (see countOutput). */
+  outputChars(): number;
   /** Emits a `usage` event and adds it to the receipt. */
   reportUsage(usage: Usage): void;
   reportHttpStatus(status: number): void;
@@ -111,8 +113,8 @@ class TurnExchange implements ExchangeContext {
   readonly #receipt: ReceiptBuilder;
   /** The receipt of the request in flight. */
   request: ReceiptBuilder | undefined;
-  outputChars = 0;
-  /** Of `outputChars`, what was emitted as text or reasoning (the rest: kept tool-call arguments). */
+  streamedChars = 0;
+  /** Of `streamedChars`, what was emitted as text or reasoning (the rest: kept tool-call arguments). */
   emittedChars = 0;
   emitted = 0;
 
@@ -135,8 +137,12 @@ class TurnExchange implements ExchangeContext {
   }
 
   countOutput(chars: number): void {
-    this.outputChars += chars;
-    this.#turn.checkOutput(this.outputChars);
+    this.streamedChars += chars;
+    this.#turn.checkOutput(this.streamedChars);
+  }
+
+  outputChars(): number {
+    return this.streamedChars;
   }
 
   reportUsage(usage: Usage): void {
@@ -315,7 +321,7 @@ class RunningTurn implements Turn {
       }
     } catch (error) {
       const request = this.#context.request?.build();
-      const kept = this.#context.outputChars - this.#context.emittedChars;
+      const kept = this.#context.streamedChars - this.#context.emittedChars;
       this.#queue.push({
         type: 'error',
         error: this.#failure(error),
@@ -336,7 +342,7 @@ class RunningTurn implements Turn {
   async #exchange(results: readonly ToolResult[], index: number): Promise<ModelResponse> {
     const request = new ReceiptBuilder(this.#driver.provider, this.#driver.model, this.#driver.price);
     this.#context.request = request;
-    this.#context.outputChars = 0;
+    this.#context.streamedChars = 0;
     this.#context.emittedChars = 0;
     const started = performance.now();
     let response: ModelResponse;

@@ -41,11 +41,21 @@ export interface Usage {
   readonly reasoningTokens: number;
   /**
    * True when some of these counts were estimated by troupe (with the model's token counter, from
-   * the exact input and the streamed output) because the provider reported no usage. Absent when
-   * every count was reported.
+   * the exact input and the streamed output) because the provider reported no usage, or reported
+   * one side unreadably. Absent when every count was reported.
    */
   readonly estimated?: boolean;
+  /**
+   * With `estimated`: the one side troupe estimated because the server reported only the other
+   * readably (`input`: `inputTokens` and its `cachedInputTokens` are estimated; `output`:
+   * `outputTokens` and its `reasoningTokens`). Absent when both sides were estimated, and in a sum
+   * whose parts estimated different sides.
+   */
+  readonly estimatedSide?: UsageSide;
 }
+
+/** One side of a request's usage: what it read (`input`) or what it wrote (`output`). */
+export type UsageSide = 'input' | 'output';
 
 /**
  * Why the model stopped, mapped from each provider's own reason: `end_turn` (it finished),

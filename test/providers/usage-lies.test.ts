@@ -2,8 +2,9 @@
  * Usage a server reports is untrusted like the rest of its answer: a negative count would lower an
  * agent's and a whole run's spend (one agent reporting -1e15 tokens let the others pass the run's
  * budget), and a count sent as a string is no count. A usage object without a readable input and
- * output count is no usage at all, so troupe estimates the request as documented; detail counts
- * (cached, reasoning) are bounded by the count they are part of.
+ * output count is no usage at all, so troupe estimates the request as documented; one with a
+ * single readable side keeps it and estimates only the other; detail counts (cached, reasoning)
+ * are bounded by the count they are part of.
  */
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -75,23 +76,41 @@ describe('usage a server lies about', () => {
     });
   }
 
-  const ONE_SIDE: readonly [string, Record<string, unknown>, Record<string, unknown>][] = [
+  const ONE_SIDE: readonly [
+    string,
+    Record<string, unknown>,
+    Record<string, unknown>,
+    'input' | 'output',
+    number,
+  ][] = [
     [
       'a negative output',
       { prompt_tokens: 12, completion_tokens: -3 },
       { input_tokens: 12, output_tokens: -3 },
+      'output',
+      12,
     ],
     [
       'a NaN input',
       { prompt_tokens: 'NaN', completion_tokens: 5 },
       { input_tokens: 'NaN', output_tokens: 5 },
+      'input',
+      5,
     ],
-    ['no output at all', { prompt_tokens: 2200 }, { input_tokens: 2200 }],
-    ['no input at all', { completion_tokens: 5 }, { output_tokens: 5 }],
+    [
+      'an absurd output',
+      { prompt_tokens: 2200, completion_tokens: 1e308 },
+      { input_tokens: 2200, output_tokens: 1e308 },
+      'output',
+      2200,
+    ],
+    ['no output at all', { prompt_tokens: 2200 }, { input_tokens: 2200 }, 'output', 2200],
+    ['no input at all', { completion_tokens: 5 }, { output_tokens: 5 }, 'input', 5],
   ];
-  for (const [name, openAIUsage, anthropicUsage] of ONE_SIDE) {
-    // Counting the unreadable side as 0 let a server zero out the input of every request.
-    it(`${name}: a usage object with one side unreadable is no usage, so troupe estimates the request`, async () => {
+  for (const [name, openAIUsage, anthropicUsage, side, kept] of ONE_SIDE) {
+    // Both sides used to be estimated, losing the count the server did report; counting the
+    // unreadable side as 0 instead would let a server zero out the input of every request.
+    it(`${name}: the readable side is kept, and only the ${side} is estimated and marked so`, async () => {
       server = await startServer((_req, res) => openAIAnswer(res, openAIUsage));
       const openai = new OpenAIProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
       const openAIEvents = await collect(openai.turn(turnRequest()));
@@ -100,8 +119,18 @@ describe('usage a server lies about', () => {
       const anthropic = new AnthropicProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
       const anthropicEvents = await collect(anthropic.turn(turnRequest({ model: 'claude-sonnet-4-6' })));
       for (const events of [openAIEvents, anthropicEvents]) {
-        expect(usagesOf(events)).toEqual([]);
-        expect(terminal(events).receipt.requestsWithoutUsage).toBe(1);
+        const [usage, ...more] = usagesOf(events);
+        expect(more).toEqual([]);
+        expect(usage).toMatchObject({ estimated: true, estimatedSide: side });
+        const readable = side === 'input' ? usage?.outputTokens : usage?.inputTokens;
+        const estimated = side === 'input' ? usage?.inputTokens : usage?.outputTokens;
+        expect(readable).toBe(kept);
+        // 'hi' is one token of output; the input is the request body at ~4 characters a token.
+        if (side === 'output') expect(estimated).toBe(1);
+        else expect(estimated).toBeGreaterThan(10);
+        const end = terminal(events);
+        expect(end.receipt.requestsWithoutUsage).toBe(0);
+        expect(end.receipt.usage).toEqual(usage);
       }
     });
   }
