@@ -38,3 +38,9 @@ export const GREP_MAX_VISITED = 200_000;
  * thousand). Real pages nest a few dozen deep.
  */
 export const WEB_FETCH_MAX_HTML_DEPTH = 512;
+/**
+ * Characters of an element's inline `style` that `web_fetch` reads to tell whether the element is
+ * hidden; an element with a longer `style` is treated as hidden (no real page writes 64 KB of
+ * inline style, and padding one past what is read must not smuggle hidden text to the model).
+ */
+export const WEB_FETCH_MAX_STYLE_CHARS = 65_536;

@@ -4,8 +4,14 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWebFetchTool, htmlDepthOver, webFetchTool } from '../../src/tools/builtin/web-fetch.ts';
+import {
+  createWebFetchTool,
+  htmlDepthOver,
+  styleHides,
+  webFetchTool,
+} from '../../src/tools/builtin/web-fetch.ts';
 import { createWebSearchTool } from '../../src/tools/builtin/web-search.ts';
+import { WEB_FETCH_MAX_STYLE_CHARS } from '../../src/tools/constants.ts';
 import type { ToolContext } from '../../src/tools/types.ts';
 
 const servers: Server[] = [];
@@ -116,6 +122,55 @@ describe('web_fetch', () => {
     expect(result.text).toContain(`Chart: sales [data: image/png, ${png.length} characters]`);
     expect(result.text).toContain('the data [data: text/csv, 19 characters]');
     expect(result.text).not.toContain('AAAA');
+  });
+
+  it('drops text the page hides with attributes or inline style: a prompt-injection channel', async () => {
+    const hidden = [
+      '<p hidden>INJECT-1 hidden attribute</p>',
+      '<div aria-hidden="true"><p>INJECT-2 aria-hidden</p></div>',
+      '<span style="display:none">INJECT-3 display none</span>',
+      '<p style="color: red; VISIBILITY : Hidden !important">INJECT-4 visibility hidden</p>',
+      '<div style="display:/* x */n\\6f ne">INJECT-5 escaped and commented</div>',
+      '<section style="content-visibility: hidden"><h2>INJECT-6 content-visibility</h2></section>',
+      '<dialog><p>INJECT-7 closed dialog</p></dialog>',
+      '<template><p>INJECT-8 template</p></template>',
+      '<noscript><p>INJECT-9 noscript</p></noscript>',
+      `<p style="${' '.repeat(WEB_FETCH_MAX_STYLE_CHARS)}color:red">INJECT-10 padded style</p>`,
+      '<ul><li style="visibility:collapse">INJECT-11 collapsed</li><li>kept item</li></ul>',
+    ].join('');
+    const visible =
+      '<h1>Title</h1><p style="display: block; color: red">shown paragraph</p>' +
+      '<p hidden="until-found">found by search</p><dialog open><p>open dialog</p></dialog>' +
+      '<div aria-hidden="false">not hidden</div>';
+    const base = await pages({
+      '/hiding': (res) =>
+        res
+          .writeHead(200, { 'content-type': 'text/html' })
+          .end(`<html><body>${visible}${hidden}<p>last words</p></body></html>`),
+    });
+    const tool = createWebFetchTool({ allowHosts: ['127.0.0.1'] });
+    const result = await tool.execute({ url: `${base}/hiding` }, ctx());
+    expect(result.ok).toBe(true);
+    expect(result.text).not.toContain('INJECT');
+    for (const text of [
+      '# Title',
+      'shown paragraph',
+      'found by search',
+      'open dialog',
+      'not hidden',
+      'kept item',
+      'last words',
+    ])
+      expect(result.text).toContain(text);
+  });
+
+  it('reads an inline style in bounded, linear work, and treats an overlong one as hiding', () => {
+    expect(styleHides('display:none')).toBe(true);
+    expect(styleHides('display: nonesuch; visibility: visible')).toBe(false);
+    expect(styleHides(`${'/*'.repeat(30_000)}display:none`)).toBe(false);
+    expect(styleHides(`${'\\'.repeat(30_000)}`)).toBe(false);
+    expect(styleHides(`${'!'.repeat(30_000)}`)).toBe(false);
+    expect(styleHides(`x:${' '.repeat(WEB_FETCH_MAX_STYLE_CHARS)}`)).toBe(true);
   });
 
   it('refuses a page nested deeper than WEB_FETCH_MAX_HTML_DEPTH instead of parsing it on the thread', async () => {

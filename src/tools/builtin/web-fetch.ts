@@ -16,7 +16,7 @@ import zlib from 'node:zlib';
 import type TurndownService from 'turndown';
 import { followSignal } from '../../abort.ts';
 import { UserError } from '../../errors.ts';
-import { WEB_FETCH_MAX_HTML_DEPTH } from '../constants.ts';
+import { WEB_FETCH_MAX_HTML_DEPTH, WEB_FETCH_MAX_STYLE_CHARS } from '../constants.ts';
 import { isNonPublicAddress } from '../net-address.ts';
 import type { Tool, ToolContext, ToolOutcome } from '../types.ts';
 
@@ -365,6 +365,11 @@ async function htmlToMarkdown(html: string): Promise<string> {
     const { default: TurndownService } = await import('turndown');
     turndown = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
     turndown.remove(['script', 'style', 'noscript', 'template', 'iframe', 'head']);
+    // Text a page hides from its reader is a prompt-injection channel: dropped with its element.
+    turndown.addRule('hidden', {
+      filter: (node) => hiddenElement(node as unknown as HtmlElement),
+      replacement: () => '',
+    });
     // An inline image's base64 (a 200 KB `data:image/png`) would fill the whole result: named instead.
     turndown.addRule('dataUri', {
       filter: (node) =>
@@ -381,10 +386,83 @@ async function htmlToMarkdown(html: string): Promise<string> {
   return turndown.turndown(html).trim();
 }
 
-/** What the data: rule reads of an element (the thread has no DOM types). */
-interface HtmlElement {
+/** What the rules read of an element (the thread has no DOM types). */
+export interface HtmlElement {
   readonly nodeName: string;
   getAttribute(name: string): string | null;
+}
+
+/**
+ * Whether a browser would hide `element` and everything in it, as far as its own attributes say:
+ * `hidden` (not `hidden="until-found"`, which the reader can reveal by searching),
+ * `aria-hidden="true"`, a `<dialog>` without `open`, or an inline `style` with `display: none`,
+ * `visibility: hidden | collapse` or `content-visibility: hidden`. Stylesheet rules are not
+ * applied (there is no CSS engine here), and a descendant that sets `visibility: visible` is
+ * dropped with its hidden ancestor.
+ */
+export function hiddenElement(element: HtmlElement): boolean {
+  const hidden = element.getAttribute('hidden');
+  if (hidden !== null && hidden.trim().toLowerCase() !== 'until-found') return true;
+  if (element.getAttribute('aria-hidden')?.trim().toLowerCase() === 'true') return true;
+  if (element.nodeName === 'DIALOG' && element.getAttribute('open') === null) return true;
+  const style = element.getAttribute('style');
+  return style !== null && styleHides(style);
+}
+
+/** Inline-style properties and the values of theirs that hide an element. */
+const HIDING_DECLARATIONS: Readonly<Record<string, readonly string[]>> = {
+  display: ['none'],
+  visibility: ['hidden', 'collapse'],
+  'content-visibility': ['hidden'],
+};
+
+/**
+ * Whether an inline `style` hides its element ({@link HIDING_DECLARATIONS}), read with its CSS
+ * comments dropped and its escapes decoded (`display: n\6f ne` hides), in linear time. A style
+ * longer than WEB_FETCH_MAX_STYLE_CHARS hides its element.
+ */
+export function styleHides(style: string): boolean {
+  if (style.length > WEB_FETCH_MAX_STYLE_CHARS) return true;
+  for (const declaration of unescapeCss(withoutCssComments(style)).split(';')) {
+    const colon = declaration.indexOf(':');
+    if (colon === -1) continue;
+    const values = HIDING_DECLARATIONS[declaration.slice(0, colon).trim().toLowerCase()];
+    const value = declaration
+      .slice(colon + 1)
+      .replace(/!\s*important\s*$/i, '')
+      .trim()
+      .toLowerCase();
+    if (values?.includes(value)) return true;
+  }
+  return false;
+}
+
+/** `css` without its comments (an unclosed one runs to the end, as in CSS). */
+function withoutCssComments(css: string): string {
+  let out = '';
+  let from = 0;
+  for (let start = css.indexOf('/*'); start !== -1; start = css.indexOf('/*', from)) {
+    out += css.slice(from, start);
+    const end = css.indexOf('*/', start + 2);
+    if (end === -1) return out;
+    from = end + 2;
+  }
+  return out + css.slice(from);
+}
+
+/** `css` with its escapes decoded: `\6e ` (hex, then one optional space) and `\x` (the character). */
+function unescapeCss(css: string): string {
+  if (!css.includes('\\')) return css;
+  return css.replace(
+    /\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|([^\n]))/g,
+    (_match, hex?: string, char?: string) => {
+      if (hex === undefined) return char ?? '';
+      const code = Number.parseInt(hex, 16);
+      return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff)
+        ? String.fromCodePoint(code)
+        : '\ufffd';
+    },
+  );
 }
 
 /** `data: <media type>, N characters` for a `data:` URI, else undefined. */
