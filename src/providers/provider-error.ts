@@ -94,19 +94,34 @@ export function classifyError(facts: ErrorFacts): ProviderErrorCode {
   return 'server_error';
 }
 
-/** Seconds or milliseconds the server asked us to wait (`retry-after-ms`, `retry-after`). */
+/**
+ * Milliseconds the server asked us to wait (`retry-after-ms`, else `retry-after` in seconds or as
+ * an HTTP date), or undefined when it gave none readable. A number must be digits (an optional
+ * fraction allowed): `-5`, `0x10`, `1e3` and `Infinity` are none (V8's Date.parse took `-5` for a
+ * date in 2001, a wait of 0). The wait is at most
+ * Number.MAX_SAFE_INTEGER, so an absurd one (`1e308` seconds, a date in the year 9999) stays a
+ * finite count in error fields, hooks and journals (Infinity was journalled as `null`).
+ */
 export function parseRetryAfter(headers: Headers, now: number = Date.now()): number | undefined {
-  const ms = headers.get('retry-after-ms');
-  if (ms !== null && ms.trim() !== '') {
-    const value = Number(ms);
-    if (Number.isFinite(value) && value >= 0) return Math.round(value);
-  }
+  const ms = delayNumber(headers.get('retry-after-ms'));
+  if (ms !== undefined) return clampWait(ms);
   const header = headers.get('retry-after');
   if (header === null || header.trim() === '') return undefined;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds)) return seconds >= 0 ? Math.round(seconds * 1000) : undefined;
-  const date = Date.parse(header);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+  const seconds = delayNumber(header);
+  if (seconds !== undefined) return clampWait(seconds * 1000);
+  // An HTTP date starts with its day name; Date.parse would read `-5` or `2` as dates of 2001.
+  const date = /^\s*[A-Za-z]{3}/.test(header) ? Date.parse(header) : Number.NaN;
+  return Number.isNaN(date) ? undefined : clampWait(Math.max(0, date - now));
+}
+
+/** A header's non-negative decimal number (digits, an optional fraction), else undefined. */
+function delayNumber(value: string | null): number | undefined {
+  const text = value?.trim() ?? '';
+  return /^\d+(?:\.\d*)?$/.test(text) ? Number(text) : undefined;
+}
+
+function clampWait(ms: number): number {
+  return Math.min(Math.round(ms), Number.MAX_SAFE_INTEGER);
 }
 
 /** The request id a provider put in its response headers. */

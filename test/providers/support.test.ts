@@ -83,6 +83,23 @@ describe('errors and retries', () => {
     expect(parseRetryAfter(new Headers(), now)).toBeUndefined();
   });
 
+  it('reads no wait from a retry-after that is not digits, and keeps an absurd one finite', () => {
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    const wait = (value: string, header = 'retry-after') =>
+      parseRetryAfter(new Headers({ [header]: value }), now);
+    // Date.parse took `-5` and `+10` for dates in 2001: a wait of 0, retried at once.
+    for (const value of ['-5', '+10', '-1', '0x10', '1e3', 'Infinity', 'NaN', '5 Dec']) {
+      expect(wait(value), value).toBeUndefined();
+      expect(wait(value, 'retry-after-ms'), value).toBeUndefined();
+    }
+    // 1e23 ms, and a date 270,000 years ahead: waits that must stay finite counts (Infinity was
+    // journalled as null, as if the server had asked for none).
+    expect(wait('99999999999999999999')).toBe(Number.MAX_SAFE_INTEGER);
+    expect(wait(`9${'9'.repeat(400)}`)).toBe(Number.MAX_SAFE_INTEGER);
+    expect(Number.isSafeInteger(wait('Fri, 31 Dec 275759 00:00:00 GMT'))).toBe(true);
+    expect(wait(' 7 ')).toBe(7000);
+  });
+
   it('backs off exponentially up to the cap, with up to 25% jitter', () => {
     const policy = { maxRetries: 5, baseDelayMs: 500, maxDelayMs: 3000 };
     expect([0, 1, 2, 3].map((attempt) => backoffDelay(attempt, undefined, policy, () => 0))).toEqual([
