@@ -75,15 +75,19 @@ export class MessagesStreamAccumulator {
 
   /**
    * Usage in troupe's terms: input counts cache reads and writes; cached = cache reads. A side
-   * whose `input_tokens` or `output_tokens` was never readable is undefined, so troupe estimates
-   * it rather than count it as 0 (see `completeUsage`); undefined when neither was.
+   * whose `input_tokens` or `output_tokens` was never readable, or an input whose sum is no count,
+   * is undefined, so troupe estimates it rather than count it as 0 (see `completeUsage`);
+   * undefined when neither side is readable.
    */
   get usage(): ReportedUsage | undefined {
     const counts = this.#usage;
-    if (counts === undefined || (counts.input === undefined && counts.output === undefined)) return undefined;
+    if (counts === undefined) return undefined;
+    // Three counts each below 2^53 can add up past it, where integers are no longer exact.
+    const input =
+      counts.input === undefined ? undefined : asCount(counts.input + counts.cacheRead + counts.cacheWrite);
+    if (input === undefined && counts.output === undefined) return undefined;
     return {
-      inputTokens:
-        counts.input === undefined ? undefined : counts.input + counts.cacheRead + counts.cacheWrite,
+      inputTokens: input,
       outputTokens: counts.output,
       cachedInputTokens: counts.cacheRead,
       reasoningTokens: 0,

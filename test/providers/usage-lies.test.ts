@@ -151,6 +151,44 @@ describe('usage a server lies about', () => {
     ]);
   });
 
+  it('anthropic: an input whose cache counts add up past 2^53 is no count, so the input is estimated', async () => {
+    const usage = {
+      input_tokens: 10,
+      cache_read_input_tokens: 2 ** 52,
+      cache_creation_input_tokens: 2 ** 52,
+    };
+    server = await startServer((_req, res) => anthropicAnswer(res, { ...usage, output_tokens: 6 }));
+    const provider = new AnthropicProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+    const [reported] = usagesOf(await collect(provider.turn(turnRequest({ model: 'claude-sonnet-4-6' }))));
+    expect(reported).toMatchObject({ outputTokens: 6, estimated: true, estimatedSide: 'input' });
+    expect(Number.isSafeInteger(reported?.inputTokens)).toBe(true);
+    expect(reported?.cachedInputTokens).toBeLessThanOrEqual(reported?.inputTokens ?? 0);
+  });
+
+  it('openai: usage sent twice is a running total: the later count replaces the earlier, an unreadable one keeps it', async () => {
+    server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const chunks = [
+        {
+          choices: [{ index: 0, delta: { content: 'hi' } }],
+          usage: { prompt_tokens: 10, completion_tokens: 1 },
+        },
+        {
+          choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 10, completion_tokens: 2 },
+        },
+        { choices: [], usage: { prompt_tokens: 'lots', completion_tokens: 3 } },
+      ];
+      for (const chunk of chunks) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      res.end('data: [DONE]\n\n');
+    });
+    const provider = new OpenAIProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+    const events = await collect(provider.turn(turnRequest()));
+    expect(usagesOf(events)).toEqual([
+      { inputTokens: 10, outputTokens: 3, cachedInputTokens: 0, reasoningTokens: 0 },
+    ]);
+  });
+
   it('anthropic: input read at the start and output at the end is one readable usage', async () => {
     server = await startServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
