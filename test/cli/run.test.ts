@@ -463,6 +463,34 @@ describe('live output', () => {
     );
   });
 
+  it("marks with ~ only the side of a request's usage troupe estimated", () => {
+    const base = { agentId: 'a', seq: 1, ts: '', prev: '', hash: '', round: 1, step: 1 };
+    const receipt = (usage: Record<string, unknown>) =>
+      progressLine({
+        ...base,
+        type: 'ProviderReceipt' as const,
+        stopReason: 'end_turn' as const,
+        receipt: {
+          provider: 'openai',
+          model: 'm',
+          requests: 1,
+          usage: { inputTokens: 4321, outputTokens: 12, cachedInputTokens: 0, reasoningTokens: 0, ...usage },
+          latencyMs: 5,
+          httpStatus: 200,
+          retries: 0,
+          costUsd: undefined,
+        },
+      });
+    expect(receipt({ estimated: true, estimatedSide: 'output' })).toBe(
+      'round 1 · step 1 · 4.3k tokens in · ~12 out (estimated: the server reported no readable output count) · 5 ms',
+    );
+    expect(receipt({ estimated: true, estimatedSide: 'input' })).toContain('~4.3k tokens in · 12 out');
+    expect(receipt({ estimated: true })).toContain(
+      '~4.3k tokens in · ~12 out (estimated: no usage reported)',
+    );
+    expect(receipt({})).toContain('4.3k tokens in · 12 out · 5 ms');
+  });
+
   it('a Ctrl-C caught as the watch stops still ends the process instead of being dropped', async () => {
     const { code, stdout } = await runScript(
       fileURLToPath(new URL('../fixtures/cli/signal-as-run-ends.ts', import.meta.url)),

@@ -103,11 +103,11 @@ export function progressLine(event: AuditEvent): string | undefined {
     }
     case 'ProviderReceipt': {
       const { receipt } = event;
-      const mark = receipt.usage.estimated ? '~' : '';
+      const mark = estimateMarks(receipt.usage);
       const parts = [
         where(event),
-        `${mark}${formatTokens(receipt.usage.inputTokens)} tokens in`,
-        `${mark}${formatTokens(receipt.usage.outputTokens)} out${mark ? ' (estimated: no usage reported)' : ''}`,
+        `${mark.input}${formatTokens(receipt.usage.inputTokens)} tokens in`,
+        `${mark.output}${formatTokens(receipt.usage.outputTokens)} out${mark.note === '' ? '' : ` (estimated: ${mark.note ?? 'no usage reported'})`}`,
         `${Math.round(receipt.latencyMs)} ms`,
       ];
       if (receipt.retries > 0)
@@ -169,15 +169,32 @@ export function resultText(outcome: Extract<AgentOutcome, { status: 'completed' 
 }
 
 function usageText(usage: Usage, costUsd: number | null): string {
-  const mark = usage.estimated ? '~' : '';
+  const mark = estimateMarks(usage);
   const parts = [
-    `${mark}${formatTokens(usage.inputTokens)} tokens in`,
-    `${mark}${formatTokens(usage.outputTokens)} out`,
+    `${mark.input}${formatTokens(usage.inputTokens)} tokens in`,
+    `${mark.output}${formatTokens(usage.outputTokens)} out`,
   ];
-  if (usage.estimated) parts.push('(~ estimated: the server reported no usage)');
+  if (mark.note !== '') parts.push(`(~ estimated: ${mark.note ?? 'the server reported no usage'})`);
   if (costUsd === null) parts.push('cost unknown (no price for this model)');
   else if (costUsd > 0) parts.push(formatCost(costUsd));
   return parts.join(' · ');
+}
+
+/**
+ * The `~` before each side's count troupe estimated, and why when it estimated one side only (a
+ * server that reported the other readably, `usage.estimatedSide`); `note` is '' when nothing was
+ * estimated and undefined when everything was.
+ */
+function estimateMarks(usage: Usage): { input: string; output: string; note: string | undefined } {
+  if (usage.estimated !== true) return { input: '', output: '', note: '' };
+  switch (usage.estimatedSide) {
+    case 'input':
+      return { input: '~', output: '', note: 'the server reported no readable input count' };
+    case 'output':
+      return { input: '', output: '~', note: 'the server reported no readable output count' };
+    default:
+      return { input: '~', output: '~', note: undefined };
+  }
 }
 
 /** `round 2 · step 3`, or `round 2` for journals of troupe 0.2. */
