@@ -17,8 +17,13 @@ export const ZERO_USAGE: Usage = Object.freeze({
  */
 export function addUsage(a: Usage, b: Usage): Usage {
   const estimated = a.estimated === true || b.estimated === true;
-  const sides = [a, b].filter((usage) => usage.estimated === true).map((usage) => usage.estimatedSide);
-  const side = sides.every((other) => other === sides[0]) ? sides[0] : undefined;
+  // Summed for every request of a turn: no arrays. A part estimated on both sides has no side.
+  const side =
+    a.estimated !== true
+      ? b.estimatedSide
+      : b.estimated !== true || a.estimatedSide === b.estimatedSide
+        ? a.estimatedSide
+        : undefined;
   return {
     inputTokens: a.inputTokens + b.inputTokens,
     outputTokens: a.outputTokens + b.outputTokens,
