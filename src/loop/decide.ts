@@ -160,7 +160,9 @@ export function decideNext(input: DecisionInput): NextStep {
       ),
     };
   }
-  if (result.stopReason === 'tool_calls') return { kind: 'again' };
+  // A server that says it stopped for tool calls and sent none would otherwise be asked again and
+  // again until the step limit, each a paid request: such a round ends as any round without one.
+  if (result.stopReason === 'tool_calls' && result.toolCalls > 0) return { kind: 'again' };
 
   if (requirement) {
     if (run.succeededTools.has(requirement.tool))

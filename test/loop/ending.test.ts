@@ -25,6 +25,28 @@ describe('agent loop: ending rules', () => {
     });
   });
 
+  it('a stop reason of tool_calls with no tool call is an empty answer, not another paid round', async () => {
+    const { outcome, provider } = await runScripted(
+      [
+        { text: '', stopReason: 'tool_calls' },
+        { text: '', stopReason: 'tool_calls' },
+        { text: 'never asked for' },
+      ],
+      { allowUnused: true },
+    );
+    expect(outcome).toMatchObject({ status: 'failed', error: { code: 'empty_answer' } });
+    expect(provider.requests).toHaveLength(1);
+  });
+
+  it('a stop reason of tool_calls with no tool call counts as a miss of the required tool', async () => {
+    const { outcome, provider } = await runScripted(
+      Array.from({ length: 6 }, () => ({ text: 'thinking', stopReason: 'tool_calls' as const })),
+      { definition: { completionRequirement: requirement }, allowUnused: true },
+    );
+    expect(outcome).toMatchObject({ status: 'failed', error: { code: 'completion_required' } });
+    expect(provider.requests).toHaveLength(3);
+  });
+
   it('an empty answer after tool use starts the next round on a fresh render', async () => {
     const echo = recordingTool('echo', () => ({ ok: true, text: 'echoed' }));
     const { outcome, provider } = await runScripted(
