@@ -499,7 +499,10 @@ export class ThreadEngine implements Engine {
       restarting.push(agent);
     }
     if (restarting.length > 0) void this.#restart(restarting, victims.length === 1, cause);
-    // A quarantine thread is started again only when a quarantined agent needs one.
+    // A quarantine thread is started again only when a quarantined agent needs one: a pass gives
+    // one to those waiting for the thread that died. Its agent may have ended with it (cancelled,
+    // or its result delivered) and restarts nothing, so without this pass they waited for ever.
+    if (host.dedicated) this.#scheduleSoon();
     // One that died while starting is replaced (or not) by whoever started it.
     if (this.#host.closing() || !this.#pool || host.dedicated || !host.ready) return;
     this.#replaceHost(1);
