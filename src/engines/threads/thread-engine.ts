@@ -74,11 +74,15 @@ interface ThreadAgent {
   bystander: number;
   /** Runs alone on a quarantine thread (it was charged with a thread death). */
   quarantined: boolean;
-  /** A session's turn cancels sent while it had no host: delivered once it is placed on one. */
-  turnCancels?: (readonly [turn: number, reason: string])[];
+  /**
+   * A session's turn cancels whose turn has not been reported ended (`turn` signal): sent to its
+   * host, and again to the host it restarts on if that one dies first, since the cancel died with
+   * it and the restarted agent would run the turn on.
+   */
+  turnCancels?: Map<number, string>;
 }
 
-/** Turn cancels kept for an agent waiting for a host; more are dropped. */
+/** Turn cancels kept for an agent until their turns end; more are dropped (each names one turn). */
 const MAX_HELD_TURN_CANCELS = 64;
 
 export class ThreadEngine implements Engine {
@@ -211,14 +215,12 @@ export class ThreadEngine implements Engine {
       return undefined;
     }
     if (message.type === 'cancel_turn') {
-      const host = agent.state === 'running' ? agent.host : undefined;
-      if (host !== undefined) {
-        this.#cancelTurns(host, agentId, [[message.turn, message.reason]]);
-        return undefined;
-      }
-      const held = agent.turnCancels ?? [];
-      if (held.length < MAX_HELD_TURN_CANCELS) held.push([message.turn, message.reason]);
+      const { turn, reason } = message;
+      const held = agent.turnCancels ?? new Map<number, string>();
+      if (held.size < MAX_HELD_TURN_CANCELS || held.has(turn)) held.set(turn, reason);
       agent.turnCancels = held;
+      const host = agent.state === 'running' ? agent.host : undefined;
+      if (host !== undefined) this.#cancelTurns(host, agentId, [[turn, reason]]);
       return undefined;
     }
     if (agent.state !== 'running' || !agent.host) {
@@ -233,12 +235,20 @@ export class ThreadEngine implements Engine {
   }
 
   /**
-   * Sends a session's turn cancels to the host running it. One sent to a host that then dies is
-   * lost with it: the turn runs again on the next host, uncancelled.
+   * Sends a session's turn cancels to the host running it. They stay in the agent's `turnCancels`
+   * until their turn is reported ended: one sent to a host that then dies is sent again to the
+   * host the agent restarts on (see #schedule), where the turn it resumes is cancelled.
    */
-  #cancelTurns(host: HostRecord, agentId: string, cancels: readonly (readonly [number, string])[]): void {
+  #cancelTurns(host: HostRecord, agentId: string, cancels: Iterable<readonly [number, string]>): void {
     for (const [turn, reason] of cancels)
       this.#pool?.call(host, (api) => api.cancelTurn(agentId, turn, reason)).catch(() => {});
+  }
+
+  /** A session reported turn `turn` ended (answered or cancelled): its cancels are settled. */
+  #turnEnded(agentId: string, turn: number): void {
+    const held = this.#agents.get(agentId)?.turnCancels;
+    if (held === undefined) return;
+    for (const waiting of held.keys()) if (waiting <= turn) held.delete(waiting);
   }
 
   stop(agentId: string): void {
@@ -389,9 +399,8 @@ export class ThreadEngine implements Engine {
     }
     // After the spawns on the same port: the host has the agent when its turn cancels arrive.
     for (const { agent, host } of placed) {
-      if (agent.turnCancels === undefined) continue;
-      this.#cancelTurns(host, agent.spec.agentId, agent.turnCancels);
-      agent.turnCancels = undefined;
+      if (agent.turnCancels !== undefined && agent.turnCancels.size > 0)
+        this.#cancelTurns(host, agent.spec.agentId, agent.turnCancels);
     }
     // New agents' journal files are created here, one thread for all hosts, while they start.
     if (batches.size > 0) {
@@ -449,7 +458,11 @@ export class ThreadEngine implements Engine {
       case 'batch': {
         // Waits first: a listener of the turn's `waiting` signal that sends finds the wait parked.
         if (message.inbox !== undefined) this.#inboxes.get(host)?.handle(message.inbox);
-        for (const signal of message.signals) this.#host.report(signal);
+        for (const signal of message.signals) {
+          // Sent once the turn's end is in the journal: a restart no longer runs that turn.
+          if (signal.type === 'turn') this.#turnEnded(signal.agentId, signal.turn);
+          this.#host.report(signal);
+        }
         if (message.ended.length === 0) return;
         for (const { agentId, outcome } of message.ended) {
           const agent = this.#agents.get(agentId);
