@@ -511,7 +511,11 @@ export class ThreadEngine implements Engine {
       this.#agents.set(agent.spec.agentId, agent);
       restarting.push(agent);
     }
-    if (restarting.length > 0) void this.#restart(restarting, victims.length === 1, cause);
+    if (restarting.length > 0) {
+      // A thread that died before it was ready ran no code of the agents placed on it meanwhile.
+      const blame = !host.ready ? 'none' : victims.length === 1 ? 'alone' : 'evidence';
+      void this.#restart(restarting, blame, cause);
+    }
     // A quarantine thread is started again only when a quarantined agent needs one: a pass gives
     // one to those waiting for the thread that died. Its agent may have ended with it (cancelled,
     // or its result delivered) and restarts nothing, so without this pass they waited for ever.
@@ -553,17 +557,26 @@ export class ThreadEngine implements Engine {
 
   /**
    * Restarts the agents of a dead thread, charging the death to those that caused it: the only
-   * agent on the thread; else, when its stack shows a provider module's code held it, the one agent
-   * of that provider between calls (none when several are: the culprit is not known); else the
-   * ones whose journal shows a tool call running in it.
+   * agent on the thread (`alone`); else, when its stack shows a provider module's code held it, the
+   * one agent of that provider between calls (none when several are: the culprit is not known);
+   * else the ones whose journal shows a tool call running in it. With `none` (the thread died
+   * before it was ready) no agent is charged: their journals show what ran on an earlier thread.
    */
-  async #restart(agents: readonly ThreadAgent[], alone: boolean, cause: SerializedError): Promise<void> {
+  async #restart(
+    agents: readonly ThreadAgent[],
+    blame: 'alone' | 'evidence' | 'none',
+    cause: SerializedError,
+  ): Promise<void> {
     const { maxRetries, baseDelayMs, maxDelayMs } = this.#options.restart;
-    const pending = await pendingWorkOf(
-      agents.map((agent) => this.#journalFile(agent.spec.agentId)),
-      this.#elsewhere,
-    );
-    const providers = culpritProviders(cause, this.#options.providers);
+    const alone = blame === 'alone';
+    const pending =
+      blame === 'none'
+        ? []
+        : await pendingWorkOf(
+            agents.map((agent) => this.#journalFile(agent.spec.agentId)),
+            this.#elsewhere,
+          );
+    const providers = blame === 'none' ? undefined : culpritProviders(cause, this.#options.providers);
     const suspects =
       providers === undefined
         ? undefined

@@ -49,7 +49,7 @@ describe('threadStartTimeoutMs', () => {
     expect(outcome.status).toBe('failed');
   });
 
-  it('a crashed thread whose replacements never get ready: its bystanders fail after three tries, not wait for ever', async () => {
+  it('a crashed thread whose replacements never get ready: its bystanders fail after three tries, not wait for ever, and are not charged', async () => {
     const cwd = tempDir();
     const blockFile = path.join(cwd, 'block-new-threads');
     // Read by each new thread's copy of the environment: threads started after the file exists block.
@@ -79,6 +79,10 @@ describe('threadStartTimeoutMs', () => {
     supervisor.on('thread:respawned', () => {
       respawned += 1;
     });
+    const charged: boolean[] = [];
+    supervisor.on('agent:restarted', (event) => {
+      if (event.agentId === bystander.id) charged.push(event.charged);
+    });
     const faulty = supervisor.spawn('worker', { task: 'call crash_exit' });
     expect(await faulty.result).toMatchObject({ status: 'failed', reason: 'crashed' });
     expect(await bystander.result).toMatchObject({
@@ -87,7 +91,12 @@ describe('threadStartTimeoutMs', () => {
       error: { code: 'thread_start_failed', fields: { cause: 'thread_start_timeout' } },
     });
     expect(respawned).toBe(0);
-  }, 60_000);
+    // Placed on each replacement while it started, alone there: a thread that never got ready ran
+    // no code of its agents, so its death is not theirs (the bystander is never quarantined).
+    expect(charged.length).toBeGreaterThan(1);
+    expect(charged).toEqual(charged.map(() => false));
+    // Three replacement starts of 6 s each at least, back to back: the suite's default hang guard.
+  });
 
   it('refuses a timeout that is not a positive integer', () => {
     expect(() => policySupervisor({ cwd: tempDir(), threadStartTimeoutMs: 0 })).toThrow(
