@@ -512,8 +512,11 @@ export class ThreadEngine implements Engine {
       restarting.push(agent);
     }
     if (restarting.length > 0) {
-      // A thread that died before it was ready ran no code of the agents placed on it meanwhile.
-      const blame = !host.ready ? 'none' : victims.length === 1 ? 'alone' : 'evidence';
+      // No one is charged for a thread that died before it was ready (it ran no code of the agents
+      // placed on it meanwhile), nor for one terminated because an agent did not stop after its
+      // cancel (stop()): that agent caused it, and has ended cancelled.
+      const blame =
+        !host.ready || cause.code === 'cancel_timeout' ? 'none' : victims.length === 1 ? 'alone' : 'evidence';
       void this.#restart(restarting, blame, cause);
     }
     // A quarantine thread is started again only when a quarantined agent needs one: a pass gives
@@ -560,7 +563,7 @@ export class ThreadEngine implements Engine {
    * agent on the thread (`alone`); else, when its stack shows a provider module's code held it, the
    * one agent of that provider between calls (none when several are: the culprit is not known);
    * else the ones whose journal shows a tool call running in it. With `none` (the thread died
-   * before it was ready) no agent is charged: their journals show what ran on an earlier thread.
+   * before it was ready, or was terminated for another agent's cancel) no agent is charged.
    */
   async #restart(
     agents: readonly ThreadAgent[],

@@ -159,6 +159,40 @@ describe('a thread death is charged to the agent that caused it', () => {
     ]);
   });
 
+  it('a thread terminated because a cancelled agent did not stop charges none of its other agents', async () => {
+    // The cancelled agent's tool blocks its thread, so the grace period after the cancel ends with
+    // the thread terminated (cancel_timeout). Its other agent was in a tool of its own: no evidence
+    // that it killed the thread, yet it was charged, quarantined, and with no restarts allowed failed.
+    supervisor = policySupervisor({
+      cwd: tempDir(),
+      threads: 1,
+      graceMs: 200,
+      toolModules: [{ module: path.join(fixtures, 'fault-tools.ts'), export: 'faultTools' }],
+      restart: { maxRetries: 0, baseDelayMs: 10, maxDelayMs: 50 },
+    });
+    const sup = supervisor;
+    const restarts: AgentRestarted[] = [];
+    sup.on('agent:restarted', (event) => restarts.push(event));
+    const toolStarted = (handle: AgentHandle): Promise<void> =>
+      new Promise((resolve) => {
+        handle.on('tool', (event) => {
+          if (event.phase === 'started') resolve();
+        });
+      });
+    const holder = sup.spawn('worker', { task: 'call hold' });
+    await toolStarted(holder);
+    const stubborn = sup.spawn('worker', { task: 'call block_after_report' });
+    await toolStarted(stubborn);
+    stubborn.cancel('the test cancels it');
+
+    expect(await stubborn.result).toMatchObject({ status: 'failed', reason: 'cancelled' });
+    // Its hold call was interrupted by the restart; it then completes.
+    expect(await holder.result).toMatchObject({ status: 'completed' });
+    expect(restarts.map((event) => [event.agentId, event.charged, event.cause.code])).toEqual([
+      [holder.id, false, 'cancel_timeout'],
+    ]);
+  });
+
   it('two agents that kill their threads both fail with their own cause; neither waits for ever for the quarantine thread', async () => {
     // With one quarantine thread, the second charged agent waits for it while the first runs
     // there. When the first failed for good (its thread dead, no agent left running), no
