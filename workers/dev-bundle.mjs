@@ -44,7 +44,7 @@ function hashOf(text) {
   return createHash('sha256').update(text).digest('hex').slice(0, 12);
 }
 /** The manifest format and build options: a build made with other options is not reused. */
-const VERSION = 2;
+const VERSION = 3;
 
 /** The bundle's entries: output name -> source path from the package root. */
 const ENTRIES = {
@@ -123,6 +123,7 @@ async function build({ root, cache, manifest }, entryPoints) {
     logLevel: 'silent',
     plugins: [keepImportMetaUrl],
   });
+  absoluteSources(root, result.metafile.outputs);
   const inputs = Object.keys(result.metafile.inputs).map((file) => {
     const stats = statSync(path.join(root, file));
     return [file, stats.size, stats.mtimeMs];
@@ -136,6 +137,26 @@ async function build({ root, cache, manifest }, entryPoints) {
   }
   removeOldBuilds(cache, name);
   return folder;
+}
+
+/**
+ * Makes the source maps' `sources` absolute `file:` URLs of the checkout's files. esbuild writes
+ * them relative to the map, and Node loads the bundle from the real path of its cache: in a git
+ * worktree whose node_modules links to another checkout, relative sources resolved into that
+ * checkout, so a stack (a blocked thread's, stack-probe.ts) named the other copy of the file and
+ * the engine could not match it to the provider module it blamed.
+ */
+function absoluteSources(root, outputs) {
+  for (const output of Object.keys(outputs)) {
+    if (!output.endsWith('.map')) continue;
+    const file = path.join(root, output);
+    const map = JSON.parse(readFileSync(file, 'utf8'));
+    // Virtual sources (esbuild's `<define:...>`, `<runtime>`) are no files: left as they are.
+    map.sources = map.sources.map((source) =>
+      source.startsWith('<') ? source : pathToFileURL(path.resolve(path.dirname(file), source)).href,
+    );
+    writeFileSync(file, JSON.stringify(map));
+  }
 }
 
 /** Removes builds older than an hour, except the newest few and `current`. */

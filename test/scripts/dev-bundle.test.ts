@@ -4,10 +4,19 @@
  * `import.meta.url`, and leave a fallback to tsx when it cannot build. A user's TypeScript module
  * inside the checkout (a test fixture, an example's tool) is bundled the same way.
  */
-import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
 // @ts-expect-error: a plain ESM module of the checkout, without declarations
 import { bundleModule, devBundle } from '../../workers/dev-bundle.mjs';
@@ -124,4 +133,29 @@ it('leaves a module outside the checkout, a non-.ts file, or one that does not b
   expect(await bundleModule(path.join(root, 'test/fixtures/tools.cts'), root)).toBeUndefined();
   write('test/fixtures/broken.ts', 'export const x: number = ;\n');
   expect(await bundleModule(path.join(root, 'test/fixtures/broken.ts'), root)).toBeUndefined();
+});
+
+it("names a worktree's own files in its source maps when its node_modules links to another checkout's", async () => {
+  // Node loads the bundle from the real path of the cache, inside the other checkout: sources
+  // relative to the map resolved there, and a blocked thread's stack named the other copy.
+  const worktree = mkdtempSync(path.join(tmpdir(), 'troupe-dev-bundle-worktree-'));
+  const other = mkdtempSync(path.join(tmpdir(), 'troupe-dev-bundle-other-'));
+  try {
+    const file = path.join(worktree, 'test/fixtures/tools.ts');
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, 'export const tool = 1;\n');
+    const date = new Date(Date.now() - 60_000);
+    utimesSync(file, date, date);
+    mkdirSync(path.join(other, 'node_modules'));
+    symlinkSync(path.join(other, 'node_modules'), path.join(worktree, 'node_modules'));
+    const url: URL = await bundleModule(file, worktree);
+    const map = realpathSync(`${fileURLToPath(url)}.map`);
+    const { sources } = JSON.parse(readFileSync(map, 'utf8')) as { sources: string[] };
+    expect(sources.map((source) => new URL(source, pathToFileURL(map)).href)).toEqual([
+      pathToFileURL(file).href,
+    ]);
+  } finally {
+    rmSync(worktree, { recursive: true, force: true });
+    rmSync(other, { recursive: true, force: true });
+  }
 });
