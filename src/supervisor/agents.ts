@@ -36,6 +36,7 @@ import {
 } from './agent-record.ts';
 import { ApprovalBook } from './approvals.ts';
 import { loadDefinitions, runMcpServers } from './definitions.ts';
+import { maskedCause, maskedEngineEvent, maskedOutcome, maskedReport } from './engine-masking.ts';
 import type { SupervisorEvents } from './events.ts';
 import { runHostTool } from './host-tools.ts';
 import { type PreparedSupervisorOptions, spawnPermissions } from './options.ts';
@@ -630,9 +631,10 @@ export class Agents {
     };
     return {
       closing: () => this.#closed,
-      report: (report) => {
-        const record = running(report.agentId);
+      report: (reported) => {
+        const record = running(reported.agentId);
         if (!record) return;
+        const report = maskedReport(reported);
         if (this.#tracing) traceReport(this.#tracing, report);
         if (report.type === 'approval') this.approvals.requested(this.#ref(record), report.request);
         else if (report.type === 'decided') {
@@ -646,11 +648,12 @@ export class Agents {
       },
       ended: (agentId, outcome) => {
         const record = running(agentId);
-        if (record) this.#finish(record, outcome);
+        if (record) this.#finish(record, maskedOutcome(outcome));
       },
-      lost: (agentId, cause) => {
+      lost: (agentId, lostCause) => {
         const record = running(agentId);
         if (!record) return 'ended';
+        const cause = maskedCause(lostCause);
         if (record.completion) this.#finish(record, completedOutcome(agentId, record.completion.value));
         else if (record.cancelReason !== undefined)
           this.#fail(record, 'cancelled', cancelledError(record.cancelReason));
@@ -691,7 +694,8 @@ export class Agents {
           args,
         );
       },
-      emit: (name, ...args) => {
+      emit: (name, ...emitted) => {
+        const args = maskedEngineEvent(name, emitted);
         if (this.#tracing) traceEngineEvent(this.#tracing, name, args);
         (this.#emitter.emit as (name: string, ...rest: unknown[]) => boolean).call(
           this.#emitter,

@@ -21,6 +21,7 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api';
+import { redactText } from '../journal/redact.ts';
 import type { ActorTraceContext, TraceEvent } from '../protocol/messages.ts';
 import type { ModelSettings } from '../providers/model-settings.ts';
 import { EVENT, GEN_AI, OPERATION, TRACER_NAME, TROUPE } from './attributes.ts';
@@ -197,7 +198,7 @@ export class AgentTracing {
     agent.span.addEvent(EVENT.agentRestarted, {
       [TROUPE.restarts]: restart,
       [GEN_AI.errorType]: cause.code ?? 'lost',
-      [TROUPE.exceptionMessage]: cause.message,
+      [TROUPE.exceptionMessage]: redactText(cause.message),
       'troupe.restart.charged': charged,
     });
   }
@@ -208,7 +209,7 @@ export class AgentTracing {
       this.#agents.get(agentId)?.span.addEvent(EVENT.threadCrashed, {
         [TROUPE.hostId]: hostId,
         [GEN_AI.errorType]: cause.code ?? 'thread_crashed',
-        [TROUPE.exceptionMessage]: cause.message,
+        [TROUPE.exceptionMessage]: redactText(cause.message),
       });
     }
   }
@@ -368,7 +369,7 @@ export class AgentTracing {
       });
       agent.span.setStatus({
         code: SpanStatusCode.ERROR,
-        message: outcome.error?.message ?? outcome.reason ?? '',
+        message: redactText(outcome.error?.message ?? outcome.reason ?? ''),
       });
     }
     agent.span.end(now);

@@ -241,4 +241,26 @@ describe('AgentTracing', () => {
     ).toEqual([['troupe.approval.decided', false, 'person']]);
     expect(call.status.code).toBe(2);
   });
+
+  it('a crash, a restart and a failure put their messages on the span masked: they can quote a key', () => {
+    const { tracing, span } = setup();
+    const key = 'sk-test-FromAnUncaughtError0123456789';
+    const cause = { code: 'thread_crashed', message: `uncaught: OPENAI_API_KEY=${key}` };
+    tracing.threadCrashed(0, ['a'], cause);
+    tracing.restarted('a', 1, cause, true);
+    tracing.ended('a', {
+      status: 'failed',
+      reason: 'crashed',
+      error: { code: 'thread_crashed', message: `restart cap reached: Bearer ${key}` },
+      usage: { inputTokens: 0, outputTokens: 0 },
+      costUsd: 0,
+      rounds: 0,
+    });
+    const agent = span('invoke_agent worker');
+    expect(agent.events.map((e) => e.attributes?.['exception.message'])).toEqual([
+      'uncaught: OPENAI_API_KEY=[REDACTED]',
+      'uncaught: OPENAI_API_KEY=[REDACTED]',
+    ]);
+    expect(agent.status).toEqual({ code: 2, message: 'restart cap reached: Bearer [REDACTED]' });
+  });
 });
