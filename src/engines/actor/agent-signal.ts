@@ -93,7 +93,7 @@ export function agentSignals(
           : undefined;
       case 'Started':
         return event.warnings && event.warnings.length > 0
-          ? { type: 'warnings', agentId, warnings: event.warnings }
+          ? { type: 'warnings', agentId, warnings: redactValue(event.warnings) }
           : undefined;
       case 'Waiting':
         return { type: 'waiting', agentId };
