@@ -1,5 +1,7 @@
 /** Fan-out: many agents, results streamed as they finish, every partial result kept. */
 import type { AgentDefinition } from '../definition/types.ts';
+import { serializeError } from '../errors.ts';
+import { failedOutcome } from '../loop/outcome.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 import type { AgentHandle } from './agent-handle.ts';
 import type { SpawnOptions } from './spawn-options.ts';
@@ -22,6 +24,7 @@ export interface FanOutResult {
   /** Position of the spec in the input. */
   readonly index: number;
   readonly spec: SpawnSpec;
+  /** '' when the spec was refused at spawn (`invalid_request`): no agent was made for it. */
   readonly agentId: string;
   readonly outcome: AgentOutcome;
 }
@@ -54,23 +57,32 @@ export class FanOut implements AsyncIterable<FanOutResult> {
           const spec = specs[index];
           if (!spec) continue;
           running += 1;
-          const { agent, ...spawnOptions } = spec;
-          const handle = supervisor.spawn(agent, {
-            ...spawnOptions,
-            ...(options.signal ? { signal: options.signal } : {}),
-          });
-          this.handles[index] = handle;
-          void handle.result.then((outcome) => {
+          const settle = (agentId: string, outcome: AgentOutcome): void => {
             running -= 1;
             finished += 1;
-            this.#results.push({ index, spec, agentId: handle.id, outcome });
+            this.#results.push({ index, spec, agentId, outcome });
             for (const wake of this.#waiters.splice(0)) wake();
             if (finished === specs.length) {
               resolve([...this.#results].sort((a, b) => a.index - b.index));
             } else {
               launch();
             }
-          });
+          };
+          const { agent, ...spawnOptions } = spec;
+          let handle: AgentHandle;
+          try {
+            handle = supervisor.spawn(agent, {
+              ...spawnOptions,
+              ...(options.signal ? { signal: options.signal } : {}),
+            });
+          } catch (error) {
+            // A spec refused at spawn (a wrong-shaped option) is its result, not a rejection: thrown
+            // from here it rejected all() once and left it pending for ever after, unhandled.
+            queueMicrotask(() => settle('', failedOutcome('', 'invalid_request', serializeError(error))));
+            continue;
+          }
+          this.handles[index] = handle;
+          void handle.result.then((outcome) => settle(handle.id, outcome));
         }
       };
       launch();

@@ -216,7 +216,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       all,
       options,
     );
-    void fanOut.all().then(workflow.end);
+    void fanOut.all().then(workflow.end, workflow.end);
     return fanOut;
   }
 
