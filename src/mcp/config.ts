@@ -15,6 +15,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describeValue, UserError } from '../errors.ts';
+import { registerSecretValues, SECRET_KEY_PATTERN } from '../journal/redact.ts';
 import { MCP_SERVER_NAME_PATTERN } from './constants.ts';
 
 /** A server started as a child process that speaks MCP over its stdin and stdout. */
@@ -286,4 +287,33 @@ export function expandMcpServerConfig(
         }
       : { ...config, url: expand(config.url), headers: map(config.headers) };
   return { config: expanded, missing: [...missing] };
+}
+
+/**
+ * Registers for masking ({@link registerSecretValues}) the values of the server's environment
+ * variables and headers whose names say they hold a credential (`GITHUB_TOKEN`, `Authorization`,
+ * `X-Api-Key`, `*_SECRET`, `Cookie`), as given (expand the config first for its `${VAR}` values):
+ * a server that cannot start often quotes what it was given on stderr, whose tail becomes the
+ * agent's warning, and a token of no known shape would be written as it is.
+ */
+export function registerServerCredentials(config: McpServerConfig): void {
+  const named = config.type === 'stdio' ? config.env : config.headers;
+  registerSecretValues(
+    Object.entries(named)
+      .filter(([name]) => SECRET_KEY_PATTERN.test(name) || /cookie/i.test(name))
+      .flatMap(([, value]) => [value, value.replace(/^(?:Bearer|Basic|Token)\s+/i, '')]),
+  );
+}
+
+/**
+ * Registers the credentials of every server of `servers` ({@link registerServerCredentials}), as
+ * `env` expands them: the thread that writes run directories and events masks what the agents'
+ * threads, which start the servers, do.
+ */
+export function registerMcpCredentials(
+  servers: McpServers,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): void {
+  for (const config of Object.values(servers))
+    registerServerCredentials(expandMcpServerConfig(config, env).config);
 }

@@ -13,8 +13,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { sleep } from '../abort.ts';
 import { readableErrorText, SystemError } from '../errors.ts';
-import { registerSecretValues, SECRET_KEY_PATTERN } from '../journal/redact.ts';
-import { expandMcpServerConfig, type McpServerConfig } from './config.ts';
+import { expandMcpServerConfig, type McpServerConfig, registerServerCredentials } from './config.ts';
 import {
   MCP_CALL_TIMEOUT_MS,
   MCP_CONNECT_TIMEOUT_MS,
@@ -544,19 +543,4 @@ function errorMessage(error: unknown): string {
   }
   text = readableErrorText(text);
   return text.length > MCP_ERROR_TEXT_MAX_CHARS ? `${text.slice(0, MCP_ERROR_TEXT_MAX_CHARS)}… (cut)` : text;
-}
-
-/**
- * Registers for masking the values of the server's environment variables and headers whose names
- * say they hold a credential (`GITHUB_TOKEN`, `Authorization`, `X-Api-Key`...), as expanded: a
- * server that cannot start often quotes what it was given on stderr, whose tail becomes the
- * agent's warning, and a token of no known shape would reach the journal as it is.
- */
-function registerServerCredentials(config: McpServerConfig): void {
-  const named = config.type === 'stdio' ? config.env : config.headers;
-  registerSecretValues(
-    Object.entries(named)
-      .filter(([name]) => SECRET_KEY_PATTERN.test(name) || /cookie/i.test(name))
-      .flatMap(([, value]) => [value, value.replace(/^(?:Bearer|Basic|Token)\s+/i, '')]),
-  );
 }

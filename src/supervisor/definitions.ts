@@ -2,7 +2,7 @@
 import { discoverAgents } from '../definition/discovery.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
-import { loadProjectMcpFile, type McpServers } from '../mcp/config.ts';
+import { loadProjectMcpFile, type McpServers, registerMcpCredentials } from '../mcp/config.ts';
 import { memberPath } from '../member-path.ts';
 import { projectDirs } from '../prompt/project-dirs.ts';
 import type { PreparedSupervisorOptions } from './options.ts';
@@ -26,7 +26,10 @@ export async function loadDefinitions(
 export async function runMcpServers(
   options: Pick<PreparedSupervisorOptions, 'cwd' | 'mcpServers' | 'mcpProjectFile'>,
 ): Promise<McpServers> {
-  if (!options.mcpProjectFile) return options.mcpServers;
+  if (!options.mcpProjectFile) {
+    registerMcpCredentials(options.mcpServers);
+    return options.mcpServers;
+  }
   const root = (await projectDirs(options.cwd))[0] ?? options.cwd;
   const project = await loadProjectMcpFile(root);
   const problem = project.problems[0];
@@ -36,5 +39,8 @@ export async function runMcpServers(
       file: project.file,
     });
   }
-  return { ...project.servers, ...options.mcpServers };
+  const servers = { ...project.servers, ...options.mcpServers };
+  // This thread writes run directories and events: it masks the credentials the agents' threads do.
+  registerMcpCredentials(servers);
+  return servers;
 }

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseDefinition } from '../../src/definition/load.ts';
+import { redactText } from '../../src/journal/redact.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { scratch } from './helpers.ts';
 
@@ -42,7 +43,11 @@ describe('an MCP server stderr that quotes a credential', () => {
           env: { SERVICE_TOKEN: SERVER_TOKEN },
         },
         // Nothing listens there: its header's value is registered all the same, where it is read.
-        remote: { type: 'http', url: 'http://127.0.0.1:9/mcp', headers: { 'X-Api-Key': HEADER_TOKEN } },
+        remote: {
+          type: 'http',
+          url: 'http://127.0.0.1:9/mcp',
+          headers: { Authorization: `Bearer ${HEADER_TOKEN}` },
+        },
       },
       mcpProjectFile: false,
       journalDir: path.join(dir, 'journals'),
@@ -57,6 +62,9 @@ describe('an MCP server stderr that quotes a credential', () => {
     expect((await handle.result).status).toBe('completed');
     await supervisor.close();
 
+    // The supervisor's thread, which writes run directories, events and terminal output, masks the
+    // servers' credentials too (a model can quote them in a result).
+    expect(redactText(`${SERVER_TOKEN} / Bearer ${HEADER_TOKEN}`)).toBe('[REDACTED] / [REDACTED]');
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain('OPENAI_API_KEY=[REDACTED]');
     expect(warnings[0]).toContain('mcp_unavailable');
