@@ -2,10 +2,10 @@
  * What the supervisor's tracing is told of an agent's audit events, built where the agent runs:
  * timing and figures always, content (task, system prompt, tool arguments and results, the model's
  * text, instructions) only when the agent's trace context asks for it, masked with `redactValue`
- * before it leaves the thread or worker.
+ * before it leaves the thread or worker. Tool names are masked too: the model chooses them.
  */
 import type { AuditEventInput } from '../journal/events.ts';
-import { redactValue } from '../journal/redact.ts';
+import { redactText, redactValue } from '../journal/redact.ts';
 import { ASSISTANT_PREFIX } from '../loop/history-format.ts';
 import type { AgentSignal, TraceEvent } from '../protocol/messages.ts';
 
@@ -58,8 +58,9 @@ export function traceEventOf(event: AuditEventInput, captureContent: boolean): T
         type: 'ToolCall',
         round: event.round,
         callId: event.callId,
-        name: event.name,
-        modelName: event.modelName,
+        // The model names the tool: a name no tool has (refused) can be anything it read.
+        name: redactText(event.name),
+        modelName: redactText(event.modelName),
         ...(captureContent ? { args: redactValue(event.args ?? event.rawArgs ?? null) } : {}),
       };
     case 'ToolResult': {
@@ -68,7 +69,7 @@ export function traceEventOf(event: AuditEventInput, captureContent: boolean): T
       return {
         type: 'ToolResult',
         callId: event.callId,
-        name: event.name,
+        name: redactText(event.name),
         ok: event.ok,
         refused: event.refused === true,
         projectionAccepted: event.projectionAccepted,

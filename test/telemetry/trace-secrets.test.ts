@@ -80,4 +80,26 @@ describe('secrets on spans and supervisor events', () => {
       }
     }, 60_000);
   }
+
+  it('a tool name the model makes up is masked on spans and in agent:tool, content off', async () => {
+    // A name of the tool-name alphabet that is also a Stripe key's shape: the model may call anything.
+    const key = 'sk_live_0123456789abcdefABCDxyz';
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    supervisor = policySupervisor({
+      cwd: tempDir(),
+      defaultProvider: 'policy',
+      tracing: { tracer: provider.getTracer('troupe') },
+    });
+    const tools: string[] = [];
+    supervisor.on('agent:tool', (event) => tools.push(JSON.stringify(event)));
+    expect((await supervisor.spawn('worker', { task: `call ${key}` }).result).status).toBe('completed');
+    await supervisor.close();
+    expect(tools.some((t) => t.includes('"tool":"[REDACTED]"'))).toBe(true);
+    for (const event of tools) expect([event, event.includes(key)]).toEqual([event, false]);
+    const spans = exporter.getFinishedSpans();
+    const calls = spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'execute_tool');
+    expect(calls.map((s) => s.name)).toContain('execute_tool [REDACTED]');
+    for (const span of spans) expect([span.name, spanText(span).includes(key)]).toEqual([span.name, false]);
+  }, 60_000);
 });

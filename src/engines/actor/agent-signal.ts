@@ -46,7 +46,8 @@ export function agentSignals(
           type: 'tool_call',
           agentId,
           round: event.round,
-          name: event.name,
+          // The model names the tool: a name no tool has (refused) can be anything it read.
+          name: redactText(event.name),
           callId: event.callId,
           phase: 'started',
           ok: undefined,
@@ -60,7 +61,7 @@ export function agentSignals(
           type: 'tool_call',
           agentId,
           round: event.round,
-          name: event.name,
+          name: redactText(event.name),
           callId: event.callId,
           phase: 'completed',
           ok: event.ok,
