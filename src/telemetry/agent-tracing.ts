@@ -132,14 +132,17 @@ export class AgentTracing {
       (toolSpan && parentAgent
         ? trace.setSpan(parentAgent.context, toolSpan)
         : (parentAgent?.context ?? context.active()));
+    // A subagent's name is the model's choice (spawn_agent): one no definition has fails the agent,
+    // but its span is made first.
+    const name = redactText(info.agent);
     const span = this.#tracer.startSpan(
-      `${OPERATION.invokeAgent} ${info.agent}`,
+      `${OPERATION.invokeAgent} ${name}`,
       {
         kind: SpanKind.INTERNAL,
         attributes: {
           [GEN_AI.operationName]: OPERATION.invokeAgent,
           [GEN_AI.agentId]: info.agentId,
-          [GEN_AI.agentName]: info.agent,
+          [GEN_AI.agentName]: name,
           [TROUPE.depth]: info.depth,
           ...(info.parentId === undefined ? {} : { [TROUPE.parentAgentId]: info.parentId }),
           ...(info.model === '' ? {} : { [GEN_AI.requestModel]: info.model }),

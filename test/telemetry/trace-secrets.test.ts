@@ -11,11 +11,12 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-node';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { LEAKED_BEARER, LEAKED_KEY } from '../fixtures/telemetry/leaky-tools.ts';
-import { policySupervisor, tempDir } from '../supervisor/helpers.ts';
+import { orchestratorDefinition, policySupervisor, tempDir } from '../supervisor/helpers.ts';
 
 const LEAKY_TOOLS = fileURLToPath(new URL('../fixtures/telemetry/leaky-tools.ts', import.meta.url));
+const SCRIPTED = fileURLToPath(new URL('../fixtures/mcp/scripted-provider.ts', import.meta.url));
 const BEARER_VALUE = LEAKED_BEARER.slice('Bearer '.length);
 const leaks = (text: string): boolean => text.includes(LEAKED_KEY) || text.includes(BEARER_VALUE);
 
@@ -74,14 +75,10 @@ describe('secrets on spans and supervisor events', () => {
       expect(events).toEqual(expect.arrayContaining(['troupe.thread.crashed', 'troupe.agent.restarted']));
       expect(agent?.status.code).toBe(2);
       for (const span of spans) expect([span.name, leaks(spanText(span))]).toEqual([span.name, false]);
-      if (captureContent) {
-        const result = spans.find((s) => s.name === 'execute_tool leak_result');
-        expect(result?.attributes['gen_ai.tool.call.result']).toContain('OPENAI_API_KEY=[REDACTED]');
-      }
     }, 60_000);
   }
 
-  it('a tool name the model makes up is masked on spans and in agent:tool, content off', async () => {
+  it('a tool name the model makes up is masked on spans and in agent:tool; a tool result on spans', async () => {
     // A name of the tool-name alphabet that is also a Stripe key's shape: the model may call anything.
     const key = 'sk_live_0123456789abcdefABCDxyz';
     const exporter = new InMemorySpanExporter();
@@ -89,17 +86,67 @@ describe('secrets on spans and supervisor events', () => {
     supervisor = policySupervisor({
       cwd: tempDir(),
       defaultProvider: 'policy',
-      tracing: { tracer: provider.getTracer('troupe') },
+      toolModules: [{ module: LEAKY_TOOLS, export: 'leakyTools' }],
+      tracing: { tracer: provider.getTracer('troupe'), captureContent: true },
     });
     const tools: string[] = [];
     supervisor.on('agent:tool', (event) => tools.push(JSON.stringify(event)));
-    expect((await supervisor.spawn('worker', { task: `call ${key}` }).result).status).toBe('completed');
+    const results = await supervisor
+      .fanOut([
+        { agent: 'worker', task: `call ${key}` },
+        { agent: 'worker', task: 'call leak_result' },
+      ])
+      .all();
+    expect(results.map((r) => r.outcome.status)).toEqual(['completed', 'completed']);
     await supervisor.close();
     expect(tools.some((t) => t.includes('"tool":"[REDACTED]"'))).toBe(true);
-    for (const event of tools) expect([event, event.includes(key)]).toEqual([event, false]);
+    for (const event of tools) expect([event, leaks(event) || event.includes(key)]).toEqual([event, false]);
     const spans = exporter.getFinishedSpans();
     const calls = spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'execute_tool');
     expect(calls.map((s) => s.name)).toContain('execute_tool [REDACTED]');
+    const result = calls.find((s) => s.name === 'execute_tool leak_result');
+    expect(result?.attributes['gen_ai.tool.call.result']).toContain('OPENAI_API_KEY=[REDACTED]');
+    for (const span of spans) {
+      expect([span.name, leaks(spanText(span)) || spanText(span).includes(key)]).toEqual([span.name, false]);
+    }
+  }, 60_000);
+
+  it('an agent name the model asks spawn_agent for is masked on the span of the agent it could not spawn', async () => {
+    const key = 'sk_live_0123456789abcdefABCDxyz';
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    supervisor = new Supervisor({
+      threads: 1,
+      cwd: tempDir(),
+      providers: {
+        scripted: {
+          kind: 'module',
+          module: SCRIPTED,
+          options: {
+            steps: [
+              { toolCalls: [{ id: 'c1', name: 'spawn_agent', arguments: { agent: key, task: 'Go.' } }] },
+              { toolCalls: [{ id: 'c2', name: 'complete_task', arguments: { result: 'done' } }] },
+            ],
+          },
+        },
+      },
+      tracing: { tracer: provider.getTracer('troupe') },
+    });
+    const failed = new Promise<string>((resolve) =>
+      supervisor?.on('agent:failed', (event) => {
+        if (event.parentId !== undefined && event.outcome.status === 'failed') resolve(event.outcome.reason);
+      }),
+    );
+    const parent = supervisor.spawn(await orchestratorDefinition(), { task: 'Delegate.' });
+    expect(await failed).toBe('invalid_request');
+    await parent.result;
+    await supervisor.close();
+    const spans = exporter.getFinishedSpans();
+    const child = spans.find((s) => s.attributes['troupe.agent.parent_id'] === parent.id);
+    expect([child?.name, child?.attributes['gen_ai.agent.name']]).toEqual([
+      'invoke_agent [REDACTED]',
+      '[REDACTED]',
+    ]);
     for (const span of spans) expect([span.name, spanText(span).includes(key)]).toEqual([span.name, false]);
   }, 60_000);
 });
