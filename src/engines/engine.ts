@@ -107,6 +107,11 @@ export interface EngineOptions {
   /** Instructions an agent may have unread before a send is refused (`instruction_queue_full`). */
   readonly maxPendingInstructions: number;
   readonly cwd: string;
+  /**
+   * The supervisor's budget across its agents (`runLimits`; 0 = unlimited). The supervisor counts
+   * it; an engine whose agents run out of its reach (redis) also stops them at it where they run.
+   */
+  readonly runLimits?: { readonly maxTotalTokens: number; readonly maxCostUsd: number };
 }
 
 /** What an engine is built with besides its options. */

@@ -18,6 +18,12 @@ import type {
 /** Version of the job payload layout; a worker refuses a job of a version it does not know. */
 export const JOB_DATA_VERSION = 2;
 
+/** A supervisor's run budget as a job carries it (`runLimits`, defaults filled; 0 = unlimited). */
+export interface RunBudgetLimits {
+  readonly maxTotalTokens: number;
+  readonly maxCostUsd: number;
+}
+
 /**
  * Version of the batch job payload: another number than {@link JOB_DATA_VERSION}'s, so a worker
  * from before batches refuses a batch job saying which version it runs.
@@ -57,6 +63,12 @@ export interface AgentJobData {
    * predates the field): all of them.
    */
   readonly wantedSignals?: readonly OptionalSignal[];
+  /**
+   * The supervisor's `runLimits` (0 = unlimited), when it has any: the worker counts every receipt
+   * of the agent in the supervisor's budget hash and starts no model request once it is spent.
+   * Absent: no run budget (or a supervisor that predates the field).
+   */
+  readonly runBudget?: RunBudgetLimits;
   /**
    * The batch job that handed the agent off to this job (it parked, its run failed, or its worker
    * had no room): the run's end marks it handed off there too, so a worker that takes the batch

@@ -35,6 +35,7 @@ import { parseJobData } from './job-data.ts';
 import type { ScaleoutKeys } from './keys.ts';
 import { bullmq } from './packages.ts';
 import { promote } from './promote.ts';
+import { RedisRunBudget, runBudgetCancelReason } from './run-budget.ts';
 import type { SignalSender } from './signals.ts';
 import { RedisJournal } from './stream-journal.ts';
 import { applyTurnCancel } from './turn-cancel.ts';
@@ -224,7 +225,14 @@ export async function runAgent(
     const parked = new Promise<ParkRequest>((resolve) => {
       park = resolve;
     });
-    const [provider, registry] = await Promise.all([providerFor(ctx, data), ctx.resources.registry(data)]);
+    const budget =
+      data.runBudget === undefined
+        ? undefined
+        : new RedisRunBudget(redis, keys.runBudget(data.supervisorId), data.runBudget);
+    const [provider, registry] = await Promise.all([
+      providerFor(ctx, data, budget, controller),
+      ctx.resources.registry(data),
+    ]);
     const run = runActor(
       { ...data.agent, definition: ctx.definitions.of(data.agent.definition) },
       {
@@ -239,10 +247,22 @@ export async function runAgent(
         // The events a signal reports are on the connection before it (the journal batches per turn).
         onSignal: (s) => {
           runJournal.commit();
+          // Before the agent can ask for its next request (run-budget.ts).
+          if (budget !== undefined && s.type === 'receipt') {
+            budget.count(s.inputTokens + s.outputTokens, s.costUsd).catch(() => {
+              // Redis is gone: the supervisor still counts the receipt and cancels at the budget.
+            });
+          }
           signal(s);
         },
         // Not built at all when the supervisor does not listen (signalSender would drop them).
-        ...(data.wantedSignals === undefined ? {} : { wantsSignal: wantedIn(data.wantedSignals) }),
+        ...(data.wantedSignals === undefined
+          ? {}
+          : {
+              wantsSignal: wantedIn(
+                budget === undefined ? data.wantedSignals : [...data.wantedSignals, 'receipt'],
+              ),
+            }),
         promptCache: ctx.promptCache,
       },
     );
@@ -268,14 +288,25 @@ export async function runAgent(
   }
 }
 
-async function providerFor(ctx: JobContext, data: AgentJobData): Promise<Provider> {
+async function providerFor(
+  ctx: JobContext,
+  data: AgentJobData,
+  budget: RedisRunBudget | undefined,
+  controller: AbortController,
+): Promise<Provider> {
   const key = data.agent.provider;
   const agentId = data.agent.agentId;
   const send = (s: WorkerSignal): void => ctx.signals.send(data.supervisorId, s);
   const provider = await ctx.resources.provider(data.provider, {
     admission: {
-      acquire: (ticket, signal) =>
-        ctx.admission.acquire(
+      acquire: async (ticket, signal) => {
+        const spent = await budget?.spent();
+        if (spent !== undefined) {
+          // Ends the agent as the supervisor's cancel would, without waiting for it.
+          controller.abort(new Error(runBudgetCancelReason(spent)));
+          throw controller.signal.reason;
+        }
+        return ctx.admission.acquire(
           {
             providerKey: key,
             limits: data.limits,
@@ -284,7 +315,8 @@ async function providerFor(ctx: JobContext, data: AgentJobData): Promise<Provide
               send({ type: 'paused', agentId, workerId: ctx.workerId, provider: key, waitMs }),
           },
           signal,
-        ),
+        );
+      },
     },
     onRateLimited: (askedMs) => {
       if (askedMs === undefined || askedMs <= 0) return;

@@ -9,6 +9,7 @@ import {
   BATCH_JOB_DATA_VERSION,
   type BatchJobData,
   JOB_DATA_VERSION,
+  type RunBudgetLimits,
 } from '../../protocol/redis.ts';
 import type { EngineOptions } from '../engine.ts';
 import type { PreparedRedisOptions } from './options.ts';
@@ -34,7 +35,9 @@ export function parseJobData(value: unknown, jobId: string | undefined): AgentJo
                 ? 'no cwd or parkAfterMs'
                 : !Array.isArray(data.toolModules) || !Array.isArray(data.hostTools)
                   ? 'no toolModules or hostTools'
-                  : undefined;
+                  : data.runBudget !== undefined && !isRunBudget(data.runBudget)
+                    ? 'a runBudget without numbers maxTotalTokens and maxCostUsd'
+                    : undefined;
   if (problem !== undefined) {
     throw new SystemError(
       'invalid_job',
@@ -45,6 +48,16 @@ export function parseJobData(value: unknown, jobId: string | undefined): AgentJo
     );
   }
   return data as AgentJobData;
+}
+
+function isRunBudget(value: unknown): boolean {
+  const budget = value as Partial<RunBudgetLimits> | null;
+  return (
+    typeof budget === 'object' &&
+    budget !== null &&
+    typeof budget.maxTotalTokens === 'number' &&
+    typeof budget.maxCostUsd === 'number'
+  );
 }
 
 /** What {@link jobData} needs besides the spec. */
@@ -69,6 +82,8 @@ export function jobData(spec: ActorSpec, ctx: JobDataContext): AgentJobData {
     });
   }
   const { resume: _resume, ...agent } = spec;
+  const runLimits = options.runLimits;
+  const budgeted = runLimits !== undefined && (runLimits.maxTotalTokens > 0 || runLimits.maxCostUsd > 0);
   return {
     version: JOB_DATA_VERSION,
     supervisorId: ctx.supervisorId,
@@ -81,6 +96,9 @@ export function jobData(spec: ActorSpec, ctx: JobDataContext): AgentJobData {
     parkAfterMs: options.redis.parkAfterMs,
     retainSeconds: options.redis.retainSeconds,
     wantedSignals: ctx.wantedSignals,
+    ...(budgeted
+      ? { runBudget: { maxTotalTokens: runLimits.maxTotalTokens, maxCostUsd: runLimits.maxCostUsd } }
+      : {}),
   };
 }
 

@@ -161,6 +161,14 @@ export class ScaleoutKeys {
     return `${this.prefix}:${this.queue}:supervisor:${supervisorId}:requests`;
   }
 
+  /**
+   * What one supervisor's agents have spent, against its `runLimits`: a hash, `t` tokens and `c`
+   * USD, counted by the workers from every receipt (run-budget.ts).
+   */
+  runBudget(supervisorId: string): string {
+    return `${this.prefix}:${this.queue}:supervisor:${supervisorId}:budget`;
+  }
+
   /** The answer to one host-tool call: a list the caller pops. */
   reply(requestId: string): string {
     return `${this.prefix}:${this.queue}:reply:${requestId}`;

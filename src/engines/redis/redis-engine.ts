@@ -421,7 +421,9 @@ export class RedisEngine implements Engine {
     await this.#reading;
     await Promise.all([...this.#agents.values()].map((agent) => agent.sends));
     await Promise.all(this.#adding);
-    await connections.redis.del(this.#keys.signals(this.id), this.#keys.requests(this.id)).catch(() => 0);
+    await connections.redis
+      .del(this.#keys.signals(this.id), this.#keys.requests(this.id), this.#keys.runBudget(this.id))
+      .catch(() => 0);
     await connections.queue.close();
     await closeRedis(connections.redis);
   }
