@@ -352,6 +352,7 @@ const SUPERVISOR_OPTION_KEYS: Readonly<Record<keyof SupervisorOptions, true>> = 
   reconcileIntervalMs: true,
   retainSeconds: true,
   connectTimeoutMs: true,
+  redisDownTimeoutMs: true,
   unservedAfterMs: true,
   maxBatchSize: true,
 };

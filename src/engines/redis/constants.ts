@@ -24,6 +24,13 @@ export const DEFAULT_MAX_BATCH_SIZE = 32;
 /** An agent's field in its batch's hash once it was handed off to a job of its own. */
 export const HANDED_OFF = 'h';
 
+/**
+ * How long a running supervisor waits for a lost Redis connection to come back before it fails its
+ * agents with `redis_unreachable` (a restart with a large AOF to load takes a while; a server that
+ * is gone for good must not hold the run for ever).
+ */
+export const DEFAULT_REDIS_DOWN_TIMEOUT_MS = 60_000;
+
 /** How long a supervisor or worker waits for Redis when it starts before giving up. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 

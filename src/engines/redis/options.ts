@@ -9,6 +9,7 @@ import {
   DEFAULT_PARK_AFTER_MS,
   DEFAULT_QUEUE_NAME,
   DEFAULT_RECONCILE_INTERVAL_MS,
+  DEFAULT_REDIS_DOWN_TIMEOUT_MS,
   DEFAULT_UNSERVED_AFTER_MS,
 } from './constants.ts';
 import { checkName } from './keys.ts';
@@ -34,6 +35,12 @@ export interface RedisBackendOptions {
   /** How long the first spawn waits for Redis before failing with `redis_unreachable`. @default 10000 */
   readonly connectTimeoutMs?: number;
   /**
+   * How long the supervisor waits for a lost Redis connection to come back: then every agent it
+   * runs, and every one it runs while Redis stays unreachable, fails with `redis_unreachable`.
+   * 0: wait for ever. @default 60000
+   */
+  readonly redisDownTimeoutMs?: number;
+  /**
    * Jobs no worker has taken for this long, while none of the supervisor's agents started either,
    * raise `jobs:unserved` (with how many workers are connected). @default 5000
    */
@@ -56,6 +63,7 @@ export interface PreparedRedisOptions {
   readonly reconcileIntervalMs: number;
   readonly retainSeconds: number | undefined;
   readonly connectTimeoutMs: number;
+  readonly redisDownTimeoutMs: number;
   readonly unservedAfterMs: number;
   readonly maxBatchSize: number;
 }
@@ -82,6 +90,11 @@ export function prepareRedisOptions(options: RedisBackendOptions): PreparedRedis
     reconcileIntervalMs,
     retainSeconds,
     connectTimeoutMs: nonNegative('connectTimeoutMs', options.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
+    redisDownTimeoutMs: nonNegative(
+      'redisDownTimeoutMs',
+      options.redisDownTimeoutMs,
+      DEFAULT_REDIS_DOWN_TIMEOUT_MS,
+    ),
     unservedAfterMs: nonNegative('unservedAfterMs', options.unservedAfterMs, DEFAULT_UNSERVED_AFTER_MS),
     maxBatchSize: positiveInt('maxBatchSize', options.maxBatchSize, DEFAULT_MAX_BATCH_SIZE),
   };

@@ -115,6 +115,11 @@ export class RedisEngine implements Engine {
   readonly #batches = new Map<string, Set<string>>();
   /** Batch additions whose follow-up (cancel flags, removal) has not finished: close waits for them. */
   readonly #adding = new Set<Promise<unknown>>();
+  /** Runs while the connection to Redis is lost; fires after `redisDownTimeoutMs`. */
+  #downTimer: NodeJS.Timeout | undefined;
+  /** Set while Redis has been unreachable past `redisDownTimeoutMs`: agents run meanwhile fail with it. */
+  #lost: SystemError | undefined;
+  #lastRedisError: string | undefined;
 
   constructor(options: RedisEngineOptions, context: EngineContext) {
     this.#options = options;
@@ -137,7 +142,9 @@ export class RedisEngine implements Engine {
     const { redisUrl: url, connectTimeoutMs, reconcileIntervalMs } = this.#options.redis;
     const redis = connectRedis(url, 'troupe-supervisor');
     // Without a listener, a connection error event would crash the process; the client reconnects.
-    redis.on('error', () => {});
+    redis.on('error', (error: Error) => {
+      this.#lastRedisError = error.message;
+    });
     try {
       await waitForRedis(redis, url, connectTimeoutMs);
     } catch (error) {
@@ -161,6 +168,9 @@ export class RedisEngine implements Engine {
       approvals: new RedisApprovals(redis, this.#keys),
     };
     await queue.waitUntilReady();
+    // Commands wait through a Redis restart (connection.ts); a server gone for good is bounded here.
+    redis.on('close', () => this.#redisDown());
+    redis.on('ready', () => this.#redisUp());
     this.#reading = readSupervisorStreams({
       reader,
       signals: this.#keys.signals(this.id),
@@ -200,6 +210,12 @@ export class RedisEngine implements Engine {
   #addPending(): void {
     const pending = this.#pending;
     this.#pending = [];
+    const lost = this.#lost;
+    if (lost !== undefined) {
+      for (const { spec } of pending)
+        this.#end(spec.agentId, failedOutcome(spec.agentId, 'crashed', lost.toJSON()));
+      return;
+    }
     const built: { readonly run: PendingRun; readonly data: AgentJobData }[] = [];
     for (const run of pending) {
       try {
@@ -410,14 +426,55 @@ export class RedisEngine implements Engine {
     return { backend: 'redis', url: displayUrl(redisUrl), queue: queueName, prefix, workers };
   }
 
+  /** The connection to Redis closed: Redis gets `redisDownTimeoutMs` to come back. */
+  #redisDown(): void {
+    const ms = this.#options.redis.redisDownTimeoutMs;
+    if (this.#stopped || ms === 0 || this.#downTimer !== undefined || this.#lost !== undefined) return;
+    this.#downTimer = setTimeout(() => this.#redisLost(ms), ms);
+  }
+
+  #redisUp(): void {
+    if (this.#downTimer !== undefined) clearTimeout(this.#downTimer);
+    this.#downTimer = undefined;
+    this.#lost = undefined;
+  }
+
+  /**
+   * Redis stayed unreachable for `ms`: every agent this supervisor runs fails with
+   * `redis_unreachable` (their jobs and journals are on the server, for `troupe resume` once it is
+   * back), and so does every agent run until it is back.
+   */
+  #redisLost(ms: number): void {
+    this.#downTimer = undefined;
+    const url = displayUrl(this.#options.redis.redisUrl);
+    const cause = this.#lastRedisError === undefined ? '' : ` (${this.#lastRedisError})`;
+    const lost = new SystemError(
+      'redis_unreachable',
+      `Lost the connection to Redis at ${url} and it did not come back within ${ms} ms (redisDownTimeoutMs)${cause}`,
+      { url, timeoutMs: ms },
+    );
+    this.#lost = lost;
+    const error = lost.toJSON();
+    for (const agentId of [...this.#agents.keys()])
+      this.#end(agentId, failedOutcome(agentId, 'crashed', error));
+  }
+
   async close(): Promise<void> {
     if (!this.#starting) return;
     await this.#starting.catch(() => {});
     const connections = this.#connections;
     if (!connections) return;
     this.#stopped = true;
+    if (this.#downTimer !== undefined) clearTimeout(this.#downTimer);
     if (this.#reconcileTimer) clearInterval(this.#reconcileTimer);
     connections.reader.disconnect();
+    if (this.#lost !== undefined) {
+      // Nothing sent now would be answered: drop what waits for Redis rather than wait for ever
+      // (neither a read blocked on a disconnected client nor BullMQ's disconnect settles then).
+      connections.redis.disconnect();
+      connections.queue.disconnect().catch(() => {});
+      return;
+    }
     await this.#reading;
     await Promise.all([...this.#agents.values()].map((agent) => agent.sends));
     await Promise.all(this.#adding);
