@@ -35,7 +35,8 @@ export interface RedisBackendOptions {
   /** How long the first spawn waits for Redis before failing with `redis_unreachable`. @default 10000 */
   readonly connectTimeoutMs?: number;
   /**
-   * How long the supervisor waits for a lost Redis connection to come back: then every agent it
+   * How long the supervisor waits for a lost Redis connection to come back, or for a stalled server
+   * to answer (one PING at a time, every `reconcileIntervalMs`): then every agent it
    * runs, and every one it runs while Redis stays unreachable, fails with `redis_unreachable`.
    * 0: wait for ever. @default 60000
    */

@@ -120,6 +120,8 @@ export class RedisEngine implements Engine {
   /** Set while Redis has been unreachable past `redisDownTimeoutMs`: agents run meanwhile fail with it. */
   #lost: SystemError | undefined;
   #lastRedisError: string | undefined;
+  /** When the unanswered PING that watches for a stalled server was sent (Date.now()). */
+  #pingSentAt: number | undefined;
 
   constructor(options: RedisEngineOptions, context: EngineContext) {
     this.#options = options;
@@ -180,6 +182,7 @@ export class RedisEngine implements Engine {
       onCall: (call) => void this.#answer(call),
     });
     this.#reconcileTimer = setInterval(() => {
+      this.#watchRedis(redis);
       void this.#reconcile();
       void this.#watchUnserved();
     }, reconcileIntervalMs);
@@ -430,7 +433,33 @@ export class RedisEngine implements Engine {
   #redisDown(): void {
     const ms = this.#options.redis.redisDownTimeoutMs;
     if (this.#stopped || ms === 0 || this.#downTimer !== undefined || this.#lost !== undefined) return;
-    this.#downTimer = setTimeout(() => this.#redisLost(ms), ms);
+    this.#downTimer = setTimeout(() => this.#redisLost(ms, 'closed'), ms);
+  }
+
+  /**
+   * A server that stalls (SIGSTOP, `CLIENT PAUSE`, a hung host) keeps its connections open, so no
+   * 'close' says so: one PING at a time, and one unanswered for `redisDownTimeoutMs` counts as lost.
+   */
+  #watchRedis(redis: Redis): void {
+    const ms = this.#options.redis.redisDownTimeoutMs;
+    if (ms === 0 || this.#stopped) return;
+    const sentAt = this.#pingSentAt;
+    if (sentAt !== undefined) {
+      if (Date.now() - sentAt >= ms) this.#redisLost(ms, 'silent');
+      return;
+    }
+    // While the connection is down, the 'close' timer watches.
+    if (redis.status !== 'ready') return;
+    this.#pingSentAt = Date.now();
+    redis.ping().then(
+      () => {
+        this.#pingSentAt = undefined;
+        if (this.#downTimer === undefined && redis.status === 'ready') this.#lost = undefined;
+      },
+      () => {
+        this.#pingSentAt = undefined;
+      },
+    );
   }
 
   #redisUp(): void {
@@ -444,13 +473,16 @@ export class RedisEngine implements Engine {
    * `redis_unreachable` (their jobs and journals are on the server, for `troupe resume` once it is
    * back), and so does every agent run until it is back.
    */
-  #redisLost(ms: number): void {
-    this.#downTimer = undefined;
+  #redisLost(ms: number, how: 'closed' | 'silent'): void {
+    if (how === 'closed') this.#downTimer = undefined;
+    if (this.#lost !== undefined) return;
     const url = displayUrl(this.#options.redis.redisUrl);
     const cause = this.#lastRedisError === undefined ? '' : ` (${this.#lastRedisError})`;
     const lost = new SystemError(
       'redis_unreachable',
-      `Lost the connection to Redis at ${url} and it did not come back within ${ms} ms (redisDownTimeoutMs)${cause}`,
+      how === 'closed'
+        ? `Lost the connection to Redis at ${url} and it did not come back within ${ms} ms (redisDownTimeoutMs)${cause}`
+        : `Redis at ${url} did not answer for ${ms} ms (redisDownTimeoutMs): is the server paused, stopped or overloaded?`,
       { url, timeoutMs: ms },
     );
     this.#lost = lost;

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisSupervisor } from '../../../src/supervisor/redis-supervisor.ts';
 import {
   definition,
@@ -34,16 +34,21 @@ describe(`the redis backend when Redis is lost for good${skipReason}`, {
     dir = mkdtempSync(path.join(tmpdir(), 'troupe-redis-lost-'));
   });
 
+  // A test that times out leaves its server stopped: the next steps must find it running.
+  let stopped: number | undefined;
+  afterEach(() => {
+    if (stopped !== undefined) process.kill(stopped, 'SIGCONT');
+    stopped = undefined;
+  });
+
   afterAll(async () => {
     await killWorkers(workers);
     await server?.destroy();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('fails the running agents with redis_unreachable once Redis stays away past redisDownTimeoutMs', async () => {
-    const queueName = uniqueName('lost');
-    workers = [await startWorker(server.url, ['--queue', queueName])];
-    const supervisor = new RedisSupervisor({
+  function supervisorOn(queueName: string): RedisSupervisor {
+    return new RedisSupervisor({
       redisUrl: server.url,
       queueName,
       providers: { stepper: stepperProvider(10_000, 20) },
@@ -53,6 +58,43 @@ describe(`the redis backend when Redis is lost for good${skipReason}`, {
       cwd: dir,
       redisDownTimeoutMs: 500,
     });
+  }
+
+  it('fails the running agents with redis_unreachable when a stalled Redis answers nothing past redisDownTimeoutMs', async () => {
+    const queueName = uniqueName('stalled');
+    workers = [await startWorker(server.url, ['--queue', queueName])];
+    const supervisor = supervisorOn(queueName);
+    const pid = server.pid;
+    if (pid === undefined) throw new Error('no redis-server');
+    try {
+      const tool = nextEvent(supervisor, 'agent:tool');
+      const handle = supervisor.spawn('stepper', { task: 'Step.' });
+      await tool;
+      // Its connections stay open: nothing but an unanswered command says it is gone.
+      stopped = pid;
+      process.kill(pid, 'SIGSTOP');
+      const outcome = await handle.result;
+      expect(outcome).toMatchObject({
+        status: 'failed',
+        reason: 'crashed',
+        error: { code: 'redis_unreachable' },
+      });
+      expect(outcome.status === 'failed' ? outcome.error.message : '').toContain(
+        `Redis at redis://127.0.0.1:${server.port} did not answer for 500 ms`,
+      );
+      await supervisor.close();
+    } finally {
+      process.kill(pid, 'SIGCONT');
+      stopped = undefined;
+      await supervisor.close();
+      await killWorkers(workers);
+    }
+  });
+
+  it('fails the running agents with redis_unreachable once Redis stays away past redisDownTimeoutMs', async () => {
+    const queueName = uniqueName('lost');
+    workers = [await startWorker(server.url, ['--queue', queueName])];
+    const supervisor = supervisorOn(queueName);
     try {
       const tool = nextEvent(supervisor, 'agent:tool');
       const handles = [0, 1].map((i) => supervisor.spawn('stepper', { task: `Step ${i}.` }));
