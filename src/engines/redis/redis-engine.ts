@@ -815,7 +815,13 @@ function jobLost(agentId: string, jobId: string): AgentOutcome {
 }
 
 function jobFailed(agentId: string, reason: string | undefined, attempts: number): AgentOutcome {
-  const error = new SystemError('job_failed', `The job of agent ${agentId} failed: ${reason}`, {
+  // BullMQ writes the reason in the same script that ends the job; a Redis refusing writes (at its
+  // maxmemory, with noeviction) can leave the job ended without one.
+  const why =
+    reason === undefined || reason === ''
+      ? " with no reason recorded in Redis (see the worker's log; a Redis at its maxmemory refuses the writes that record it)"
+      : `: ${reason}`;
+  const error = new SystemError('job_failed', `The job of agent ${agentId} failed${why}`, {
     agentId,
     attempts,
   });

@@ -87,6 +87,24 @@ describe(`the supervisor's reconcile on a real Redis${skipReason}`, {
     }
   });
 
+  it('says that a job ended with no reason recorded, rather than "undefined"', async () => {
+    const { supervisor, worker, keys } = setUp(async (job) => {
+      // As BullMQ's finishing script leaves a job when Redis refuses its later writes (maxmemory).
+      await redis.hset(keys.job(job.data.agent.agentId), 'finishedOn', Date.now());
+      return new Promise(() => {});
+    });
+    try {
+      const outcome = await supervisor.spawn('quiet', { task: 'ended' }).result;
+      expect(outcome).toMatchObject({ status: 'failed', reason: 'crashed', error: { code: 'job_failed' } });
+      const message = outcome.status === 'failed' ? outcome.error.message : '';
+      expect(message).toContain('failed with no reason recorded in Redis');
+      expect(message).not.toContain('undefined');
+    } finally {
+      await worker.close(true);
+      await supervisor.close();
+    }
+  });
+
   it('settles agents of batch jobs whose end signals never came: outcome in the batch, failed batch, vanished batch', async () => {
     const queueName = uniqueName('reconcile-batch');
     const supervisor = new RedisSupervisor({
