@@ -4,7 +4,11 @@
  * rule this session); off a terminal, nobody: the request is denied (the closing summary lists it).
  *
  * The terminal is read only while a request waits, in raw mode so one key answers without Enter;
- * other agents keep running meanwhile. Raw mode swallows Ctrl-C, so it is passed on as SIGINT.
+ * other agents keep running meanwhile. Raw mode turns the terminal's signal keys into bytes, so they
+ * are acted on here, as the terminal would have: Ctrl-C is passed on as SIGINT; Ctrl-Z leaves raw
+ * mode and stops the process (SIGTSTP), and `fg` (SIGCONT) enters raw mode again and shows the
+ * request again; Ctrl-\ leaves raw mode and quits (SIGQUIT). Windows has no job control: there the
+ * last two are ignored.
  */
 import type { AuditEventInput } from '../../journal/events.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../../protocol/approvals.ts';
@@ -23,6 +27,29 @@ export interface KeyInput {
   off(event: 'data', listener: (chunk: Buffer | string) => void): unknown;
   resume(): unknown;
   pause(): unknown;
+}
+
+/**
+ * What the terminal approver does for Ctrl-Z and Ctrl-\, which raw mode hands it as bytes instead
+ * of signalling the process. Tests pass stand-ins; undefined (Windows) ignores both keys.
+ */
+export interface JobControl {
+  /** Where SIGCONT (`fg`) comes from. */
+  readonly signals: Pick<NodeJS.EventEmitter, 'on' | 'off'>;
+  /** Stops the process (Ctrl-Z). */
+  readonly suspend: () => void;
+  /** Ends the process as Ctrl-\ would (SIGQUIT). */
+  readonly quit: () => void;
+}
+
+/** The process's job control: SIGTSTP and SIGQUIT to itself; none on Windows. */
+export function processJobControl(): JobControl | undefined {
+  if (process.platform === 'win32') return undefined;
+  return {
+    signals: process,
+    suspend: () => process.kill(process.pid, 'SIGTSTP'),
+    quit: () => process.kill(process.pid, 'SIGQUIT'),
+  };
 }
 
 /** What the denial of a person's `n` says to the model. */
@@ -65,6 +92,12 @@ export class PersonQueue {
     if (index === -1) return;
     this.#queue.splice(index, 1);
     if (index === 0 && this.#queue[0]) this.#announce?.(this.#queue[0].request);
+  }
+
+  /** Shows the head again (the terminal was given back to the shell and is back). */
+  announceAgain(): void {
+    const head = this.#queue[0];
+    if (head) this.#announce?.(head.request);
   }
 
   /** Answers every waiting request with `answer` (the person is gone) and empties the queue. */
@@ -123,20 +156,34 @@ export function personAnswer(text: string): PersonAnswer | undefined {
 export class TerminalApprover implements SessionApprover {
   readonly #input: KeyInput;
   readonly #interrupt: () => void;
+  readonly #jobs: JobControl | undefined;
   readonly #queue: PersonQueue;
   readonly #onData = (chunk: Buffer | string): void => this.#keys(String(chunk));
+  /** After `fg`: raw mode again, and the request shown again (the shell's lines are below it). */
+  readonly #continued = (): void => {
+    this.#jobs?.signals.off('SIGCONT', this.#continued);
+    if (!this.#listening) return;
+    this.#input.setRawMode?.(true);
+    this.#queue.announceAgain();
+  };
   #listening = false;
 
   /**
    * `interrupt` runs on Ctrl-C while the terminal is read; `announce` (when given) shows each
-   * request as it becomes the one the keys answer (the live display shows them itself).
+   * request as it becomes the one the keys answer (the live display shows them itself);
+   * `jobControl` stops the process on Ctrl-Z and quits it on Ctrl-\ (default: the process's own).
    */
   constructor(
     input: KeyInput,
-    options: { interrupt: () => void; announce?: (request: ApprovalRequest) => void },
+    options: {
+      interrupt: () => void;
+      announce?: (request: ApprovalRequest) => void;
+      jobControl?: JobControl | undefined;
+    },
   ) {
     this.#input = input;
     this.#interrupt = options.interrupt;
+    this.#jobs = 'jobControl' in options ? options.jobControl : processJobControl();
     this.#queue = new PersonQueue(options.announce);
   }
 
@@ -161,6 +208,16 @@ export class TerminalApprover implements SessionApprover {
         this.#interrupt();
         continue;
       }
+      // The rest of the chunk was typed before the stop or the quit: dropped, as a terminal would.
+      if (key === '\u001a' && this.#jobs) {
+        this.#suspend(this.#jobs);
+        return;
+      }
+      if (key === '\u001c' && this.#jobs) {
+        this.#stop();
+        this.#jobs.quit();
+        return;
+      }
       if (this.#queue.length === 0) return;
       const answer = personAnswer(key);
       if (answer === undefined) continue;
@@ -177,9 +234,18 @@ export class TerminalApprover implements SessionApprover {
     this.#input.resume();
   }
 
+  /** Ctrl-Z: the shell gets its terminal back as it lent it (not raw), then the process stops. */
+  #suspend(jobs: JobControl): void {
+    this.#input.setRawMode?.(false);
+    jobs.signals.off('SIGCONT', this.#continued);
+    jobs.signals.on('SIGCONT', this.#continued);
+    jobs.suspend();
+  }
+
   #stop(): void {
     if (!this.#listening) return;
     this.#listening = false;
+    this.#jobs?.signals.off('SIGCONT', this.#continued);
     this.#input.off('data', this.#onData);
     this.#input.setRawMode?.(false);
     this.#input.pause();
@@ -235,6 +301,8 @@ export function commandApprover(options: {
   readonly input: KeyInput | undefined;
   readonly interrupt: () => void;
   readonly announce?: (request: ApprovalRequest) => void;
+  /** Ctrl-Z and Ctrl-\ at the terminal. @default {@link processJobControl} */
+  readonly jobControl?: JobControl | undefined;
 }): SessionApprover {
   const { input } = options;
   const person =
@@ -242,6 +310,7 @@ export function commandApprover(options: {
       ? new TerminalApprover(input, {
           interrupt: options.interrupt,
           ...(options.announce ? { announce: options.announce } : {}),
+          ...('jobControl' in options ? { jobControl: options.jobControl } : {}),
         })
       : undefined;
   return withApproveRules(options.approve, options.cwd, person);

@@ -1,7 +1,9 @@
+import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import {
   approvalChannel,
   commandApprover,
+  type JobControl,
   type KeyInput,
   sessionApprover,
 } from '../../../src/cli/shared/approvers.ts';
@@ -54,6 +56,18 @@ function request(requestId: string, rule: string, toolArgs: Record<string, unkno
     deadline: null,
     requestedAt: new Date(0).toISOString(),
   };
+}
+
+/** Job control that records what the approver asked of the process; `fg` sends SIGCONT. */
+function fakeJobs() {
+  const signals = new EventEmitter();
+  const done: string[] = [];
+  const jobs: JobControl = {
+    signals,
+    suspend: () => done.push('SIGTSTP'),
+    quit: () => done.push('SIGQUIT'),
+  };
+  return { jobs, done, fg: () => signals.emit('SIGCONT'), listeners: () => signals.listenerCount('SIGCONT') };
 }
 
 function answers() {
@@ -221,5 +235,90 @@ describe("a fan-out's approver under TERM=dumb", () => {
     } finally {
       restoreEnv();
     }
+  });
+});
+
+describe('signal keys while the approver holds the terminal in raw mode', () => {
+  it('Ctrl-Z gives the terminal back and stops the process; fg takes raw mode again and shows the request again', () => {
+    const terminal = new FakeTerminal();
+    const { jobs, done, fg, listeners } = fakeJobs();
+    const announced: string[] = [];
+    const approver = commandApprover({
+      approve: [],
+      cwd: '/tmp',
+      input: terminal,
+      interrupt: () => {},
+      announce: (r) => announced.push(r.requestId),
+      jobControl: jobs,
+    });
+    const { got, to } = answers();
+    approver.ask(request('r1', 'Bash(git push:*)'), to('r1'));
+    expect(terminal.raw).toBe(true);
+
+    terminal.type('\u001ay'); // the `y` was typed before the stop took effect: dropped
+    expect(done).toEqual(['SIGTSTP']);
+    expect(terminal.raw).toBe(false);
+    expect(got).toEqual([]);
+
+    fg();
+    expect(terminal.raw).toBe(true);
+    expect(announced).toEqual(['r1', 'r1']);
+    expect(listeners()).toBe(0);
+    terminal.type('y');
+    expect(got).toEqual([['r1', { approved: true, by: 'person', decider: 'tty', remember: 'call' }]]);
+    expect(terminal.raw).toBe(false);
+  });
+
+  it('a request answered elsewhere while stopped: fg leaves the terminal alone and no SIGCONT listener stays', () => {
+    const terminal = new FakeTerminal();
+    const { jobs, done, fg, listeners } = fakeJobs();
+    const announced: string[] = [];
+    const approver = commandApprover({
+      approve: [],
+      cwd: '/tmp',
+      input: terminal,
+      interrupt: () => {},
+      announce: (r) => announced.push(r.requestId),
+      jobControl: jobs,
+    });
+    approver.ask(request('r1', 'Bash(rm:*)'), answers().to('r1'));
+    terminal.type('\u001a');
+    expect(done).toEqual(['SIGTSTP']);
+    approver.forget('r1');
+    expect(listeners()).toBe(0);
+    fg();
+    expect(terminal.raw).toBe(false);
+    expect(announced).toEqual(['r1']);
+  });
+
+  it('Ctrl-\\ gives the terminal back and quits; without job control (Windows) both keys are ignored', () => {
+    const terminal = new FakeTerminal();
+    const { jobs, done } = fakeJobs();
+    const approver = commandApprover({
+      approve: [],
+      cwd: '/tmp',
+      input: terminal,
+      interrupt: () => {},
+      jobControl: jobs,
+    });
+    approver.ask(request('r1', 'Bash(rm:*)'), answers().to('r1'));
+    terminal.type('\u001c');
+    expect(done).toEqual(['SIGQUIT']);
+    expect(terminal.raw).toBe(false);
+    expect(terminal.listening).toBe(false);
+
+    const windows = new FakeTerminal();
+    const { got, to } = answers();
+    const plain = commandApprover({
+      approve: [],
+      cwd: '/tmp',
+      input: windows,
+      interrupt: () => {},
+      jobControl: undefined,
+    });
+    plain.ask(request('r2', 'Bash(rm:*)'), to('r2'));
+    windows.type('\u001a\u001cn');
+    expect(windows.raw).toBe(false);
+    expect(got).toMatchObject([['r2', { approved: false }]]);
   });
 });
