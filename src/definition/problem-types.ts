@@ -13,6 +13,8 @@ export type ProblemCode =
   | 'invalid_tool_rule'
   | 'unknown_mcp_server'
   | 'unknown_key'
+  /** `model` is neither an alias, `inherit`, `default` nor shaped like a model id (`fable`, `sonet`). */
+  | 'unknown_model'
   | 'lenient_parse'
   | 'name_slugified'
   | 'io_error'

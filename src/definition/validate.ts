@@ -42,6 +42,7 @@ import {
 } from './fields.ts';
 import type { FrontmatterSplit } from './frontmatter.ts';
 import type { FrontmatterData } from './frontmatter-data.ts';
+import { readModel } from './model-name.ts';
 import { outputSchemaProblems } from './output-schema.ts';
 import { jsonPointer, type PathSegment, type ProblemList } from './problems.ts';
 import { type KnownTools, toolReferenceProblems } from './tool-references.ts';
@@ -152,7 +153,7 @@ export function validateDefinition(
       undefined,
     ),
     toolConfig: read('toolConfig', (value) => readToolConfig(refs, value), {}),
-    model: read('model', (value) => readString(ctx, ['model'], value), DEFAULT_MODEL),
+    model: read('model', (value) => readModel(ctx, value), DEFAULT_MODEL),
     mcpServers: read('mcpServers', (value) => readMcpServers(refs, value), []),
     maxSteps: readMaxSteps(ctx, values) ?? DEFAULT_MAX_STEPS,
     enabled: read('enabled', (value) => readBoolean(ctx, ['enabled'], value), true),

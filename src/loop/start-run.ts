@@ -1,5 +1,6 @@
 import type { ResolvedBlocks } from '../blocks/types.ts';
 import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../constants.ts';
+import { unknownModelMessage } from '../definition/model-name.ts';
 import { toolReferenceProblems } from '../definition/tool-references.ts';
 import type { AgentDefinition, DefinitionProblem } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
@@ -138,6 +139,20 @@ export async function startRun(
   const warnings = checkToolReferences(definition, registry.names(), mcp);
   // Unknown keys in its block files (ignored): said in Started, as the definition's own are.
   for (const problem of blocks.warnings ?? []) warnings.push(located(problem));
+  // A `model` that cannot be a model id, sent as written (no alias or modelMap entry replaced it):
+  // the provider is about to refuse it, so the run says where it came from.
+  const unknownModel =
+    options.model === definition.model.trim() ? unknownModelMessage(options.model) : undefined;
+  if (unknownModel !== undefined) {
+    const at = definition.sourcePositions?.['/model'];
+    warnings.push({
+      code: 'unknown_model',
+      message: unknownModel,
+      file: definition.path,
+      ...(at ? { line: at.line, column: at.column } : {}),
+      path: '/model',
+    });
+  }
   const projectRoot =
     options.projectRoot ??
     (needsProjectRoot(definition, permissions) ? (await projectDirs(options.cwd))[0] : undefined);

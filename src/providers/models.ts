@@ -80,7 +80,7 @@ export interface ResolvedModel {
  *    run's default, else the provider's default model (`DEFAULT_MODELS`);
  * 3. an alias is looked up in `modelMap` (`provider:alias`, then `alias`), then in the provider
  *    family's table ({@link MODEL_ALIASES}); display names such as `Claude Sonnet 4.5` become ids
- *    (`claude-sonnet-4-5`); anything else is an id already and is kept.
+ *    (`claude-sonnet-4-5`, see {@link displayNameId}); anything else is an id already and is kept.
  * The simulated provider runs no real model: unless a model is requested, it gets `simulated`.
  */
 export function resolveModel(request: ModelRequest): ResolvedModel {
@@ -118,9 +118,17 @@ function lookupAlias(name: string, request: ModelRequest): string {
   if (general !== undefined) return general;
   const builtin = findKey(MODEL_ALIASES[request.kind], key);
   if (builtin !== undefined) return builtin;
-  const display = /^claude\s+(opus|sonnet|haiku)\s+(\d+(?:\.\d+)*)$/i.exec(name);
-  if (display) return `claude-${(display[1] ?? '').toLowerCase()}-${(display[2] ?? '').replaceAll('.', '-')}`;
-  return name;
+  return displayNameId(name) ?? name;
+}
+
+/**
+ * The id of a display name as pickers show them: `Claude Sonnet 4.5` -> `claude-sonnet-4-5`; VS
+ * Code agent files add the vendor, `Claude Sonnet 4.5 (copilot)`. Undefined for anything else.
+ */
+export function displayNameId(name: string): string | undefined {
+  const display = /^claude\s+(opus|sonnet|haiku)\s+(\d+(?:\.\d+)*)(?:\s*\([^()]*\))?$/i.exec(name.trim());
+  if (!display) return undefined;
+  return `claude-${(display[1] ?? '').toLowerCase()}-${(display[2] ?? '').replaceAll('.', '-')}`;
 }
 
 function findKey(map: ModelMap, key: string): string | undefined {

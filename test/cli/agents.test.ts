@@ -195,6 +195,18 @@ describe('troupe agents validate', () => {
     expect(result.stdout).toContain('warning unknown_key');
   });
 
+  it('reports a model that is no alias at its line with the allowed forms, and accepts an id it does not know', async () => {
+    const typo = tree.write('defs/typo.md', definitionText('typo', 'model: sonet\n'));
+    tree.write('defs/newer.md', definitionText('newer', 'model: claude-opus-9-9\n'));
+    const result = await run('agents', 'validate', tree.path('defs'));
+    expect(result.code).toBe(0);
+    expect(result.stdout.split('\n')).toEqual([
+      `${typo}:4:8: warning unknown_model: Expected \`model\` to be an alias (\`opus\`, \`sonnet\`, \`haiku\`, \`opusplan\`, \`inherit\`, \`default\`) or a full model id (\`claude-sonnet-4-6\`, \`gpt-5\`), found \`sonet\` (did you mean \`sonnet\`?): no alias troupe knows; it is sent to the provider as written unless a \`modelMap\` maps it (/model)`,
+      '2 file(s) checked: 2 ok, 0 with errors (0 error(s), 1 warning(s))',
+      '',
+    ]);
+  });
+
   it('--json prints {file, ok, name, errors, warnings} per file', async () => {
     const file = tree.write('defs/x.md', '---\nname: X Y\ndescription: d\n---\nbody\n');
     const result = await run('agents', 'validate', '--json', file);

@@ -147,6 +147,43 @@ describe('Claude Code compatibility', () => {
     }
   });
 
+  it('warns (unknown_model) about a model that is no alias and cannot be an id, with the forms and a likely alias; never about an id', () => {
+    const fable = parse('name: a\ndescription: d\nmodel: fable');
+    expect(fable.errors).toEqual([]);
+    expect(fable.definition?.model).toBe('fable');
+    expect(fable.warnings).toMatchObject([{ code: 'unknown_model', path: '/model', line: 4, column: 8 }]);
+    const [warning] = fable.warnings;
+    expect(warning?.message).toContain('found `fable`');
+    expect(warning?.message).toContain('`sonnet`, `haiku`');
+    expect(warning?.message).toContain('`inherit`');
+    expect(warning?.message).not.toContain('did you mean');
+    const typo = parse('name: a\ndescription: d\nmodel: sonet');
+    expect(typo.warnings[0]?.message).toContain('found `sonet` (did you mean `sonnet`?)');
+    const spaced = parse('name: a\ndescription: d\nmodel: GPT-5 (copilot)');
+    expect(spaced.warnings).toMatchObject([
+      { code: 'unknown_model', message: expect.stringContaining('no spaces') },
+    ]);
+    // Any name shaped like a model id is accepted without a warning, known to troupe or not.
+    const names = [
+      'claude-opus-5-1',
+      'claude-sonnet-4-20250514',
+      'gpt-6',
+      'o3',
+      'qwen3:8b',
+      'openai/gpt-4o',
+      'mistral-large-latest',
+      'SONNET',
+      'Inherit',
+      'default',
+      'simulated',
+      'Claude Sonnet 4',
+      'Claude Sonnet 4.5 (copilot)',
+    ];
+    for (const model of names) {
+      expect(parse(`name: a\ndescription: d\nmodel: ${model}`).warnings, model).toEqual([]);
+    }
+  });
+
   it('maps maxTurns to maxSteps, and maxSteps wins over maxTurns with a warning', () => {
     expect(definitionOf('name: a\ndescription: d\nmaxTurns: 50').maxSteps).toBe(50);
     const both = parse('name: a\ndescription: d\nmaxSteps: 7\nmaxTurns: 50');

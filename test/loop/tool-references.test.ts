@@ -50,3 +50,18 @@ describe('tool references at spawn', () => {
     }
   });
 });
+
+describe('the model at spawn', () => {
+  it('records a model that cannot be an id, sent as written, in the Started event at its position; not once a modelMap or --model replaced it', async () => {
+    const definition = fromFile('model: fable');
+    const { events } = await runScripted([{ text: 'done' }], { definition, run: { model: 'fable' } });
+    const started = events[0] as EventOf<'Started'>;
+    expect(started.warnings).toMatchObject([
+      { code: 'unknown_model', file: '/agents/a.md', line: 4, column: 8, path: '/model' },
+    ]);
+    expect(started.warnings?.[0]?.message).toContain('found `fable`');
+
+    const mapped = await runScripted([{ text: 'done' }], { definition, run: { model: 'claude-sonnet-4-6' } });
+    expect((mapped.events[0] as EventOf<'Started'>).warnings).toBeUndefined();
+  });
+});

@@ -15,6 +15,16 @@ describe('resolveModel', () => {
     expect(resolveModel({ kind: 'module', definitionModel: 'sonnet' }).id).toBe('sonnet');
   });
 
+  it("turns display names into ids, with VS Code's vendor suffix too", () => {
+    expect(resolveModel({ kind: 'anthropic', definitionModel: 'Claude Sonnet 4.5' }).id).toBe(
+      'claude-sonnet-4-5',
+    );
+    expect(resolveModel({ kind: 'anthropic', definitionModel: 'Claude Sonnet 4.5 (copilot)' }).id).toBe(
+      'claude-sonnet-4-5',
+    );
+    expect(resolveModel({ kind: 'openai', definitionModel: 'GPT-5 (copilot)' }).id).toBe('GPT-5 (copilot)');
+  });
+
   it('lets a requested model win, and resolves an alias in it too', () => {
     expect(resolveModel({ kind: 'anthropic', requested: 'opus', definitionModel: 'haiku' })).toEqual({
       id: 'claude-opus-4-7',

@@ -1,0 +1,52 @@
+/**
+ * A definition's `model`: a Claude Code alias, `inherit`, `default` or a provider's model id. An id
+ * troupe's tables do not know is normal (providers ship models faster than troupe), so only a name
+ * that cannot be an id gets a warning: a bare word (`fable`, `sonet`), or one with spaces that is no
+ * display name. Such a name is sent to the provider as written and fails (or, on the simulated
+ * provider, is silently replaced) only when the agent runs.
+ */
+import { DEFAULT_MODELS } from '../providers/constants.ts';
+import { displayNameId, MODEL_ALIASES } from '../providers/models.ts';
+import { type FieldContext, readString, suggestion } from './fields.ts';
+
+/** What `model` takes besides aliases and ids. */
+const KEYWORDS = ['inherit', 'default'] as const;
+
+/**
+ * Shaped like a model id: no spaces, and a digit or a separator somewhere (`claude-sonnet-4-6`,
+ * `gpt-5`, `o3`, `qwen3:8b`, `openai/gpt-4o`, `mistral-large-latest`).
+ */
+const ID_SHAPE = /^\S*[\d._:/@-]\S*$/;
+
+/** Every built-in alias, any provider family. */
+function builtinAliases(): string[] {
+  return [...new Set(Object.values(MODEL_ALIASES).flatMap((table) => Object.keys(table)))];
+}
+
+/** Reads `model` (a non-empty string), with an `unknown_model` warning when it cannot name a model. */
+export function readModel(ctx: FieldContext, value: unknown): string | undefined {
+  const model = readString(ctx, ['model'], value);
+  if (model === undefined) return undefined;
+  const message = unknownModelMessage(model);
+  if (message !== undefined) {
+    ctx.problems.warning('unknown_model', message, ctx.data.valueAt(['model']), ['model']);
+  }
+  return model;
+}
+
+/**
+ * Why `model` is neither `inherit`, `default`, a built-in alias, a display name (`Claude Sonnet
+ * 4.5`) nor shaped like a model id, with the forms it may take and a likely meant alias; undefined
+ * when it is one of those.
+ */
+export function unknownModelMessage(model: string): string | undefined {
+  const name = model.trim();
+  const aliases = builtinAliases();
+  const known = [...aliases, ...KEYWORDS, ...Object.values(DEFAULT_MODELS)];
+  if (known.includes(name.toLowerCase()) || displayNameId(name) !== undefined || ID_SHAPE.test(name)) {
+    return undefined;
+  }
+  const forms = `an alias (${[...aliases, ...KEYWORDS].map((alias) => `\`${alias}\``).join(', ')}) or a full model id (\`claude-sonnet-4-6\`, \`gpt-5\`)`;
+  const why = /\s/.test(name) ? 'a model id has no spaces' : 'no alias troupe knows';
+  return `Expected \`model\` to be ${forms}, found \`${name}\`${suggestion(name, [...aliases, ...KEYWORDS])}: ${why}; it is sent to the provider as written unless a \`modelMap\` maps it`;
+}
