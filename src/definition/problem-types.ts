@@ -10,6 +10,8 @@ export type ProblemCode =
   | 'invalid_field'
   | 'unknown_tool_override'
   | 'unknown_tool'
+  /** A non-empty `tools` list none of whose entries names a tool: the agent runs with no tools. */
+  | 'no_tools'
   | 'invalid_tool_rule'
   | 'unknown_mcp_server'
   | 'unknown_key'

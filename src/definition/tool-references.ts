@@ -59,6 +59,8 @@ export function toolReferenceProblems(def: Reference, known: KnownTools): Defini
     ['tools', def.tools ?? []],
     ['disallowedTools', def.disallowedTools],
   ];
+  // `tools` entries that admit a tool, or may (an MCP server not connected yet).
+  let admitting = 0;
   for (const [key, list] of entries) {
     const effect = key === 'tools' ? 'allow' : 'deny';
     list.forEach((entry, index) => {
@@ -86,12 +88,28 @@ export function toolReferenceProblems(def: Reference, known: KnownTools): Defini
           const consequence =
             effect === 'allow' ? 'it admits nothing' : `\`${unusable.join('`, `')}\` is removed entirely`;
           add('warning', 'invalid_tool_rule', `Cannot apply \`${rule.raw}\`: ${why}; ${consequence}`, path);
+          return;
         }
+        if (key === 'tools') admitting += 1;
         return;
       }
       const why = unknownReason(rule, names, unlisted);
       if (why !== undefined) add('warning', 'unknown_tool', `\`${rule.raw}\` in \`${key}\` ${why}`, path);
+      else if (key === 'tools') admitting += 1;
     });
+  }
+  // Each entry's warning says what is wrong with it; this one says what it means for the agent.
+  const listed = def.tools ?? [];
+  if (listed.length > 0 && admitting === 0) {
+    add(
+      'warning',
+      'no_tools',
+      `${listed.length === 1 ? 'The only `tools` entry names no tool' : `None of the ${listed.length} \`tools\` entries names a tool`} troupe has here: the agent runs with no tools but \`complete_task\` and can only answer from its task; fix the entries (see the warning at each), remove \`tools\` for every tool, or write \`tools: []\` for none`,
+      ['tools'],
+    );
+    // First: read before the entries' own warnings, which a run prints in order.
+    const summary = problems.pop();
+    if (summary) problems.unshift(summary);
   }
 
   const overrideKeys: [key: string, value: Readonly<Record<string, unknown>>][] = [

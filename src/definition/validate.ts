@@ -318,7 +318,10 @@ function readName(ctx: FieldContext, value: unknown, source: DefinitionSource): 
 
 function readTools(refs: References, value: unknown): NameList | undefined {
   const list = readNameList(refs.ctx, ['tools'], value);
-  if (list?.kind === 'names') recordNamePositions(refs, 'tools', value, list.names);
+  if (list?.kind === 'names') {
+    refs.positions.set('/tools', refs.ctx.data.keyAt(['tools']));
+    recordNamePositions(refs, 'tools', value, list.names);
+  }
   return list;
 }
 

@@ -374,6 +374,35 @@ describe('tool references', () => {
     expect(result.warnings[0]?.message).toContain('admits `glob`, which is not registered here');
   });
 
+  it('says once, at `tools` and before the entries, that an agent none of whose tools entries names a tool runs with none', () => {
+    const vscode = parse('name: a\ndescription: d\ntools: codebase, terminalCommand, edit/editFiles', {
+      knownTools,
+    });
+    expect(vscode.errors).toEqual([]);
+    expect(vscode.warnings.map(({ code, path, line, column }) => [code, path, line, column])).toEqual([
+      ['no_tools', '/tools', 4, 1],
+      ['unknown_tool', '/tools/0', 4, 8],
+      ['unknown_tool', '/tools/1', 4, 18],
+      ['unknown_tool', '/tools/2', 4, 35],
+    ]);
+    expect(vscode.warnings[0]?.message).toBe(
+      'None of the 3 `tools` entries names a tool troupe has here: the agent runs with no tools but `complete_task` and can only answer from its task; fix the entries (see the warning at each), remove `tools` for every tool, or write `tools: []` for none',
+    );
+    expect(parse('name: a\ndescription: d\ntools: [reed]', { knownTools }).warnings[0]?.message).toMatch(
+      /^The only `tools` entry names no tool troupe has here/,
+    );
+    // One tool is enough; `[]` asks for none; an MCP server's tools may exist once it connects.
+    const quiet = [
+      'tools: [codebase, Read]',
+      'tools: []',
+      'tools: [mcp__docs__search]\nmcpServers: [{ docs: { command: x } }]',
+    ];
+    for (const line of quiet) {
+      const codes = parse(`name: a\ndescription: d\n${line}`, { knownTools }).warnings.map((w) => w.code);
+      expect(codes, line).not.toContain('no_tools');
+    }
+  });
+
   it('does not check tool names when no registry is given', () => {
     expect(parse('name: a\ndescription: d\ntoolNameOverrides: { anything: X }').errors).toEqual([]);
   });

@@ -36,6 +36,20 @@ describe('tool references at spawn', () => {
     ]);
   });
 
+  it('says first in the Started event that an agent whose tools entries name no tool runs with none', async () => {
+    const { outcome, events } = await runScripted([{ text: 'done' }], {
+      definition: fromFile('tools: codebase, githubRepo'),
+    });
+    expect(outcome.status).toBe('completed');
+    const started = events[0] as EventOf<'Started'>;
+    expect(started.toolSpecs.map((spec) => spec.name)).toEqual([]);
+    expect(started.warnings?.map(({ code, path }) => [code, path])).toEqual([
+      ['no_tools', '/tools'],
+      ['unknown_tool', '/tools/0'],
+      ['unknown_tool', '/tools/1'],
+    ]);
+  });
+
   it('says an orchestration tool needs a Supervisor, not that it does not exist', async () => {
     const { outcome, events } = await runScripted([{ text: 'done' }], {
       definition: fromFile('tools: [Read, spawn_agent, Task]'),
