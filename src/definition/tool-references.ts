@@ -148,6 +148,22 @@ export function toolReferenceProblems(def: Reference, known: KnownTools): Defini
   return problems;
 }
 
+/** VS Code's built-in tool sets, the `set` of its `set/tool` names (lowercase). */
+const VS_CODE_TOOL_SETS: ReadonlySet<string> = new Set([
+  'agent',
+  'edit',
+  'execute',
+  'new',
+  'read',
+  'runcommands',
+  'runnotebooks',
+  'runtasks',
+  'search',
+  'todo',
+  'vscode',
+  'web',
+]);
+
 /**
  * Why an orchestration tool is missing: it is always registered under a Supervisor, so a run
  * without one (`troupe run`, `runAgent`) is the only place it can be.
@@ -182,6 +198,14 @@ function unknownReason(
   }
   if (rule.tool.includes('/')) {
     const server = rule.tool.split('/')[0] ?? rule.tool;
+    // `edit/editFiles` is a tool of VS Code's own, `publisher.extension/tool` an extension's: no
+    // MCP server could bring either, so the MCP spelling is no advice for them.
+    if (VS_CODE_TOOL_SETS.has(server.toLowerCase())) {
+      return `is a tool of VS Code's built-in tool set \`${server}\`, which troupe does not offer; it is ignored`;
+    }
+    if (server.includes('.')) {
+      return `is a tool of the VS Code extension \`${server}\`, which troupe does not offer; it is ignored`;
+    }
     return `matches no tool (\`server/tool\` is VS Code's syntax; an MCP server's tools are written \`mcp__${server}__*\`)`;
   }
   if (ORCHESTRATION_TOOL_NAMES.has(rule.tool.toLowerCase())) return NEEDS_SUPERVISOR;

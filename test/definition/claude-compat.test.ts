@@ -37,6 +37,9 @@ const FILES = {
   teams: 'wshobson__agents/plugins/agent-teams/agents/team-lead.md',
   architect: 'rshah515__claude-code-subagents/core/architect.md',
   web: 'msitarzewski__agency-agents/paid-media/paid-media-auditor.md',
+  vscodeTools: 'davila7__claude-code-templates/cli-tool/components/agents/expert-advisors/pimcore-expert.md',
+  vscodeExtension:
+    'davila7__claude-code-templates/cli-tool/components/agents/devops-infrastructure/azure-iac-exporter.md',
 } as const;
 
 const known = await knownTools(corpus);
@@ -139,6 +142,13 @@ describe('tool names of real files', () => {
     );
     expect(byEntry(FILES.displayName).join('\n')).toMatch(
       /`github\/\*` in `tools` matches no tool \(`server\/tool` is VS Code's syntax/,
+    );
+    // Not an MCP server: VS Code's own tools and an extension's, which no `mcp__` name could bring.
+    expect(byEntry(FILES.vscodeTools)).toContain(
+      "`edit/editFiles` in `tools` is a tool of VS Code's built-in tool set `edit`, which troupe does not offer; it is ignored",
+    );
+    expect(byEntry(FILES.vscodeExtension).join('\n')).toContain(
+      '`ms-azuretools.vscode-azure-github-copilot/azure_query_azure_resource_graph` in `tools` is a tool of the VS Code extension `ms-azuretools.vscode-azure-github-copilot`, which troupe does not offer',
     );
   });
 });
