@@ -24,6 +24,12 @@ export const MAX_YAML_ERRORS = 20;
 /** Alias expansion cap while converting YAML to values (guards against "billion laughs" input). */
 export const MAX_YAML_ALIAS_COUNT = 100;
 
+/**
+ * At most this many agent names are listed in an `unknown_agent` message (the error's `available`
+ * field keeps them all): a project with a few hundred agents made a typo a 5 KB line.
+ */
+export const UNKNOWN_AGENT_LISTED_NAMES = 20;
+
 /** Agent names: lowercase letters and digits, in groups joined by single `-`, `_` or `.`. */
 export const NAME_PATTERN = /^[a-z0-9]+(?:[-_.][a-z0-9]+)*$/;
 

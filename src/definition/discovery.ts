@@ -13,6 +13,8 @@ import { homedir } from 'node:os';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { UserError } from '../errors.ts';
 import { loadBuiltins } from './builtins.ts';
+import { UNKNOWN_AGENT_LISTED_NAMES } from './constants.ts';
+import { suggestion } from './fields.ts';
 import { type LoadResult, loadDefinitionFile } from './load.ts';
 import { FILE_START } from './problems.ts';
 import type { KnownTools } from './tool-references.ts';
@@ -235,9 +237,14 @@ export function pickAgent(found: DiscoveryResult, name: string): DiscoveredAgent
     : unread
       ? ` (${unread.file}:${unread.line}:${unread.column}: ${unread.message})`
       : '';
+  const listed = available.slice(0, UNKNOWN_AGENT_LISTED_NAMES).join(', ') || 'none';
+  const more =
+    available.length > UNKNOWN_AGENT_LISTED_NAMES
+      ? ` and ${available.length - UNKNOWN_AGENT_LISTED_NAMES} more (\`troupe agents list\`)`
+      : '';
   throw new UserError(
     'unknown_agent',
-    `Expected the name of an available agent, found \`${name}\`${why}; available: ${available.join(', ') || 'none'}`,
+    `Expected the name of an available agent, found \`${name}\`${why || suggestion(name, available)}; available: ${listed}${more}`,
     { name, available },
   );
 }

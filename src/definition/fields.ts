@@ -165,8 +165,9 @@ export function warnUnknownKeys(
 
 /**
  * ` (did you mean \`maxSteps\`?)` when `key` differs from a known key only in case or separators,
- * or (for keys of three characters or more) by one letter added, dropped or changed
- * (`runLimit` -> `runLimits`, `run` -> `runs`); empty otherwise.
+ * or (for keys of three characters or more) by one letter added, dropped or changed, or two
+ * neighbours swapped (`runLimit` -> `runLimits`, `run` -> `runs`, `maxStpes` -> `maxSteps`); empty
+ * otherwise.
  */
 export function suggestion(key: string, known: Iterable<string>): string {
   const normalize = (text: string) => text.toLowerCase().replaceAll(/[-_\s]/g, '');
@@ -180,12 +181,15 @@ export function suggestion(key: string, known: Iterable<string>): string {
   return hit === undefined ? '' : ` (did you mean \`${hit}\`?)`;
 }
 
-/** Whether `a` becomes `b` by one letter added, dropped or changed. */
+/** Whether `a` becomes `b` by one letter added, dropped or changed, or two neighbours swapped. */
 function oneEditApart(a: string, b: string): boolean {
   if (Math.abs(a.length - b.length) > 1 || a === b) return false;
   let i = 0;
   while (i < a.length && i < b.length && a[i] === b[i]) i += 1;
-  if (a.length === b.length) return a.slice(i + 1) === b.slice(i + 1);
+  if (a.length === b.length) {
+    const swapped = a[i] === b[i + 1] && a[i + 1] === b[i] && a.slice(i + 2) === b.slice(i + 2);
+    return swapped || a.slice(i + 1) === b.slice(i + 1);
+  }
   return a.length > b.length ? a.slice(i + 1) === b.slice(i) : a.slice(i) === b.slice(i + 1);
 }
 

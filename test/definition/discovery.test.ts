@@ -247,6 +247,20 @@ describe('getAgent', () => {
     expect(error).toMatchObject({ fields: { name: 'missing', available: ['general-purpose', 'worker'] } });
   });
 
+  it('unknown_agent suggests a close name and lists at most 20 names, keeping them all in the error', async () => {
+    const names = Array.from({ length: 30 }, (_, index) => `agent-${String(index).padStart(2, '0')}`);
+    for (const name of [...names, 'python-pro']) agent('repo/.troupe/agents', name);
+    const error = await getAgent('pyhton-pro', { cwd, home }).catch((caught: unknown) => caught);
+    expect(hasErrorCode(error, 'unknown_agent')).toBe(true);
+    const message = String(error);
+    expect(message).toContain(
+      'found `pyhton-pro` (did you mean `python-pro`?); available: agent-00, agent-01',
+    );
+    expect(message).toContain('agent-19 and 13 more (`troupe agents list`)');
+    expect(message).not.toContain('agent-20');
+    expect((error as { fields: { available: string[] } }).fields.available).toHaveLength(33);
+  });
+
   it('says why a file named after the agent gave no agent (too large to read)', async () => {
     tree.write(
       'repo/.troupe/agents/huge.md',
