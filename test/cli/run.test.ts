@@ -72,6 +72,22 @@ describe('troupe run', () => {
     expect(delivered.files).toEqual(['a.md', 'notes/b.txt']);
   });
 
+  it('prints what reading the definition warned about with the header, the tool warnings once', async () => {
+    const file = project.write(
+      '.claude/agents/loose.md',
+      '---\nname: loose\ndescription: Reads: files\nshiny: 1\ntools: Read, Frob\n---\nRead.\n',
+    );
+    const result = await runCli('run', 'loose', '--task', TASK, '--cwd', project.root);
+    expect(result.code).toBe(0);
+    const lines = result.stderr.trimEnd().split('\n');
+    // Before: nothing said the description was read leniently or that `shiny` is ignored.
+    expect(lines.slice(2, 4)).toEqual([
+      `${file}:3:19: warning lenient_parse: Invalid YAML in frontmatter: expected a plain text value for \`description\`, found \`: \` inside it, which YAML reads as a nested key; quote the value or use a block scalar (\`description: |\`). Read the top-level \`key: value\` lines as plain strings instead (lenient mode)`,
+      `${file}:4:1: warning unknown_key: Unknown key \`shiny\`; kept in \`extra\`, otherwise ignored (/shiny)`,
+    ]);
+    expect(lines.filter((line) => line.includes('`Frob`'))).toHaveLength(1);
+  });
+
   it('writes the journal to .troupe/runs/<timestamp>-<agent>-<id>.jsonl under --cwd, names it, and it verifies', async () => {
     const result = await runCli('run', 'reader', '--task', TASK, '--cwd', project.root);
     const journal = onlyJournal();

@@ -5,6 +5,7 @@
  * prints JSON lines to stdout instead.
  */
 import { isAbsolute, relative } from 'node:path';
+import { formatProblem } from '../../definition/problems.ts';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import { printable, terminalJson } from '../../run-dir/format.ts';
@@ -140,6 +141,9 @@ function headerText(info: SessionInfo): string {
     lines.push(
       `blocks: ${info.blocks.map((block) => `${block.id}@${block.version} (${block.range})`).join(', ')}`,
     );
+  }
+  for (const problem of info.definitionWarnings ?? []) {
+    lines.push(printable(formatProblem(problem, displayPath(problem.file))));
   }
   if (info.resume === undefined) {
     lines.push(`journal: ${displayPath(info.journal)}`);

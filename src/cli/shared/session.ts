@@ -7,9 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { PinnedBlock } from '../../blocks/types.ts';
-import { getAgent } from '../../definition/discovery.ts';
+import { discoverAgents, getAgent, pickAgent } from '../../definition/discovery.ts';
 import { definitionHash } from '../../definition/load.ts';
-import type { AgentDefinition } from '../../definition/types.ts';
+import type { AgentDefinition, DefinitionProblem } from '../../definition/types.ts';
 import { describeValue, SystemError, UserError } from '../../errors.ts';
 import type { AuditEvent, AuditEventInput, EventOf } from '../../journal/events.ts';
 import { readJournal } from '../../journal/reader.ts';
@@ -38,6 +38,15 @@ import {
   resolveModel,
 } from './provider-choice.ts';
 
+/** Definition warnings the agent's Started event says again, where they apply to the run. */
+const SAID_AT_START: ReadonlySet<string> = new Set([
+  'unknown_model',
+  'unknown_tool',
+  'no_tools',
+  'invalid_tool_rule',
+  'unknown_mcp_server',
+]);
+
 /** What a session is about to do, for the header a command prints before it starts. */
 export interface SessionInfo {
   readonly command: 'run' | 'resume';
@@ -46,6 +55,12 @@ export interface SessionInfo {
   readonly agent: string;
   /** Where the definition was read from (`builtin:<name>` for built-ins); the recorded path for an ended journal. */
   readonly definitionPath: string | undefined;
+  /**
+   * What reading the definition file warned about (`lenient_parse`, `unknown_key`,
+   * `name_slugified`, ...), printed with the header; not the warnings the agent's Started event
+   * repeats (tools, model). None when resuming.
+   */
+  readonly definitionWarnings?: readonly DefinitionProblem[];
   readonly provider: string;
   readonly simulated: boolean;
   /** `provider: NAME (why)`: the first line of every run's output. */
@@ -201,7 +216,7 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
       { option: 'maxSteps' },
     );
   }
-  const definition = await getAgent(request.agent, { cwd: request.cwd });
+  const { definition, warnings } = pickAgent(await discoverAgents({ cwd: request.cwd }), request.agent);
   const choice = chooseProvider(request.provider, env);
   const model = resolveModel(choice.name, request.model, definition.model, request.modelMap);
   const id = randomBytes(4).toString('hex');
@@ -247,6 +262,7 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
     agentId,
     agent: definition.name,
     definitionPath: definition.path,
+    definitionWarnings: warnings.filter((problem) => !SAID_AT_START.has(problem.code)),
     provider: choice.name,
     simulated: choice.simulated,
     providerNotice: choice.notice,
