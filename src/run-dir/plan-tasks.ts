@@ -1,6 +1,7 @@
 /**
  * The tasks file of a benchmark-harness plan: JSONL, one `{task, context?, metadata?, id?, expected?, modelSettings?}` object
- * per line, blank lines skipped. Problems carry the tasks file's own line numbers.
+ * per line, blank lines skipped, `\n` or `\r\n` line ends, a byte order mark ignored. Problems carry
+ * the tasks file's own line numbers.
  */
 import { suggestion } from '../definition/fields.ts';
 import { memberPath } from '../member-path.ts';
@@ -19,7 +20,9 @@ export function parseTasksJsonl(text: string, file: string, problems: PlanProble
   let first = true;
   for (const [offset, raw] of lines.entries()) {
     const line = offset + 1;
-    const content = raw.replace(/\r$/, '');
+    // A byte order mark (a file saved "UTF-8 with BOM" by Excel, Notepad or PowerShell, or one of
+    // several such files concatenated) is no part of the JSON; JSON.parse refuses it.
+    const content = raw.replace(/^\uFEFF/, '').replace(/\r$/, '');
     if (content.trim() === '') continue;
     const at = (key?: string) => ({ line, column: columnOf(content, key) });
     let value: unknown;

@@ -135,6 +135,17 @@ describe('loadPlan', () => {
     ]);
   });
 
+  it('reads a tasks file saved "UTF-8 with BOM" with CRLF line ends like any other', async () => {
+    // Excel, Notepad and PowerShell's Out-File write a byte order mark before the first line.
+    write('tasks.jsonl', '\uFEFF{"task": "one", "id": "a"}\r\n{"task": "two", "id": "b"}\r\n');
+    const file = write('plan.yaml', 'agent: worker\ntasks: tasks.jsonl\n');
+    const { plan } = await loadPlan(file, { cwd: dir });
+    expect(plan.runs.map(({ task, label }) => ({ task, label }))).toEqual([
+      { task: 'one', label: 'a' },
+      { task: 'two', label: 'b' },
+    ]);
+  });
+
   it('reports every problem at once as file:line:column: field: expected X, got Y', async () => {
     const file = write(
       'plan.yaml',
