@@ -3,6 +3,7 @@
  * module is imported once, on the thread that scores (the main thread), before anything runs.
  */
 import { pathToFileURL } from 'node:url';
+import { abortReason } from '../abort.ts';
 import { UserError } from '../errors.ts';
 import { importModule } from '../module-import.ts';
 import { clip } from './builtin-scorers.ts';
@@ -37,32 +38,63 @@ export async function loadScorerFunction(spec: ModuleScorerSpec): Promise<Scorer
 }
 
 /**
- * Calls a scorer function, bounded by `timeoutMs`. Never throws: a throw, a timeout or a value
- * that is not a score becomes a score with an `error`. A number passes at or above the scorer's
- * `threshold` (0.5); `true`/`false` score 1/0. Not called for an item whose agent failed
- * (`Scoring.score` passes no such item).
+ * Calls a scorer function, bounded by `timeoutMs` and by `signal`. Never throws: a throw, a
+ * timeout, an abort or a value that is not a score becomes a score with an `error`. A number passes
+ * at or above the scorer's `threshold` (0.5); `true`/`false` score 1/0. Not called for an item whose
+ * agent failed (`Scoring.score` passes no such item), nor once `signal` has aborted.
  */
 export async function callScorerFunction(
   fn: ScorerFunction,
   spec: ModuleScorerSpec,
   input: ScoreInput,
   timeoutMs: number = SCORER_FUNCTION_TIMEOUT_MS,
+  signal?: AbortSignal,
 ): Promise<Score> {
+  const interrupted = (): Score => ({
+    score: 0,
+    pass: false,
+    error: clip(`the scorer function did not finish: ${abortReason(signal)}`),
+  });
+  if (signal?.aborted) return interrupted();
   let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
   try {
-    const timeout = new Promise<never>((_, reject) => {
+    const bounds = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      // A Ctrl-C must not wait out the timeout of a function that never answers.
+      onAbort = () => reject(ABORTED);
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
-    const value = await Promise.race([Promise.resolve().then(() => fn(input)), timeout]);
+    const value = await Promise.race([Promise.resolve().then(() => fn(input)), bounds]);
     return toScore(value, spec.threshold ?? DEFAULT_JUDGE_THRESHOLD);
   } catch (cause) {
-    return {
-      score: 0,
-      pass: false,
-      error: clip(`the scorer function failed: ${cause instanceof Error ? cause.message : String(cause)}`),
-    };
+    if (cause === ABORTED) return interrupted();
+    return { score: 0, pass: false, error: clip(failureOf(cause)) };
   } finally {
     clearTimeout(timer);
+    if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+const ABORTED = Symbol('aborted');
+
+/**
+ * What a scorer function's throw says. An Error by its message; any other value (a plain object,
+ * one without a prototype, which `String()` cannot convert) as JSON, so `{ code }` is not shown as
+ * `[object Object]`.
+ */
+function failureOf(cause: unknown): string {
+  if (cause instanceof Error) return `the scorer function failed: ${cause.message}`;
+  if (typeof cause === 'string') return `the scorer function failed: ${cause}`;
+  return `the scorer function threw a value that is not an Error: ${describeValue(cause)}`;
+}
+
+function describeValue(value: unknown): string {
+  try {
+    return shownValue(value);
+  } catch {
+    // A cycle, a BigInt, a throwing toJSON: say what kind of value it was.
+    return Object.prototype.toString.call(value);
   }
 }
 

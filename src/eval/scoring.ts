@@ -36,7 +36,10 @@ export interface ScoringOptions {
   readonly judgeConcurrency?: number;
   /** Time a scorer function gets per item. @default SCORER_FUNCTION_TIMEOUT_MS (60 s) */
   readonly functionTimeoutMs?: number;
-  /** Aborting it cancels running judges (their scores get an `error`). */
+  /**
+   * Aborting it cancels running judges and stops waiting for scorer functions (their scores get an
+   * `error`); a scorer function is not called for an item scored after it.
+   */
   readonly signal?: AbortSignal;
 }
 
@@ -98,7 +101,11 @@ export class Scoring {
         case 'module': {
           const fn = await loadScorerFunction(spec);
           const timeout = options.functionTimeoutMs ?? SCORER_FUNCTION_TIMEOUT_MS;
-          runners.push({ name: spec.name, run: (input) => callScorerFunction(fn, spec, input, timeout) });
+          const signal = options.signal;
+          runners.push({
+            name: spec.name,
+            run: (input) => callScorerFunction(fn, spec, input, timeout, signal),
+          });
           break;
         }
         default: {

@@ -178,5 +178,10 @@ export function closingText(
     );
   } else if (!summary.complete) shown.push(`  finish: troupe resume ${runDir}`);
   else if (counts.failed > 0) shown.push(`  retry the failed: troupe resume ${runDir} --retry-failed`);
+  // A score cut off by the interruption (a judge cancelled, a scorer function not waited for) is an
+  // error that `troupe resume` leaves as it is: the entry completed.
+  const scoringCut =
+    summary.interrupted && Object.values(summary.scoring?.scorers ?? {}).some((totals) => totals.errors > 0);
+  if (scoringCut) shown.push(`  score again: troupe score ${runDir}`);
   return `${shown.join('\n')}\n`;
 }

@@ -235,6 +235,56 @@ describe('module scorers', () => {
     });
   });
 
+  it('says what a function threw when it is not an Error, and scores the other scorers', async () => {
+    const scoring = await Scoring.create({
+      scorers: prepareScorers(
+        [
+          { type: 'module', module: 'scorers.ts', export: 'throwsObject', name: 'object' },
+          { type: 'module', module: 'scorers.ts', export: 'throwsBareObject', name: 'bare' },
+          { type: 'module', module: 'scorers.ts', export: 'always', name: 'ok' },
+        ],
+        fixtures,
+      ),
+    });
+    const scores = await scoring.score(item('x'));
+    expect(scores.object).toEqual({
+      score: 0,
+      pass: false,
+      error:
+        'the scorer function threw a value that is not an Error: {"code":"E_GRADER","reason":"no rubric"}',
+    });
+    expect(scores.bare).toEqual({
+      score: 0,
+      pass: false,
+      error: 'the scorer function threw a value that is not an Error: {"code":"E_BARE"}',
+    });
+    expect(scores.ok).toEqual({ score: 1, pass: true });
+  });
+
+  it('stops waiting for a function that never answers as soon as the scoring is aborted', async () => {
+    const controller = new AbortController();
+    const scoring = await Scoring.create({
+      scorers: prepareScorers(
+        [{ type: 'module', module: 'scorers.ts', export: 'neverAnswers', name: 'never' }],
+        fixtures,
+      ),
+      signal: controller.signal,
+      // The default 60 s: only the abort can end this call within the test's timeout.
+    });
+    const pending = scoring.score(item('x'));
+    controller.abort(new Error('interrupted (Ctrl-C)'));
+    const scores = await pending;
+    expect(scores.never).toEqual({
+      score: 0,
+      pass: false,
+      error: 'the scorer function did not finish: interrupted (Ctrl-C)',
+    });
+    // Scoring again after the abort does not call the function at all.
+    expect((await scoring.score(item('y'))).never?.error).toBe(
+      'the scorer function did not finish: interrupted (Ctrl-C)',
+    );
+  });
+
   it('does not pass an item whose agent failed, whatever the function would say', async () => {
     expect(
       await scoreOne({ type: 'module', module: 'scorers.ts', export: 'always', name: 'ok' }, undefined, 'x', {
