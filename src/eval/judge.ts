@@ -100,6 +100,18 @@ export async function runJudge(
       error: clip(`the judge failed (${outcome.reason}): ${outcome.error.message}`),
       judge,
     };
+  if (outcome.result === undefined) {
+    // A model that ignores the instructions answers in prose ("10/10!"): what it said is the clue.
+    const said = outcome.answer.replace(/\s+/g, ' ').trim();
+    return {
+      score: 0,
+      pass: false,
+      error: clip(
+        `the judge finished without delivering a verdict with complete_task; ${said === '' ? 'it said nothing' : `it said: ${JSON.stringify(said)}`}`,
+      ),
+      judge,
+    };
+  }
   const verdict = parseVerdict(outcome.result, spec.threshold ?? DEFAULT_JUDGE_THRESHOLD);
   return 'error' in verdict
     ? { score: 0, pass: false, error: clip(verdict.error), judge }

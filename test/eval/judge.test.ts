@@ -28,6 +28,7 @@ function definition(name: string, body: string): AgentDefinition {
 const judge = definition('judge', 'You are JUDGE-A. Grade strictly.');
 const failingJudge = definition('broken-judge', 'You are JUDGE-B.');
 const sloppyJudge = definition('sloppy-judge', 'You are JUDGE-C.');
+const chattyJudge = definition('chatty-judge', 'You are JUDGE-D.');
 
 let dir: string;
 let supervisor: Supervisor;
@@ -41,6 +42,7 @@ beforeAll(() => {
     },
     { match: 'JUDGE-B', error: { code: 'server_error', message: 'the judge model is down' } },
     { match: 'JUDGE-C', result: { score: 4, reason: 'out of range' } },
+    { match: 'JUDGE-D', text: 'Looks great to me!\n\nScore: 10/10' },
   ];
   supervisor = new Supervisor({
     threads: 1,
@@ -54,7 +56,7 @@ beforeAll(() => {
     journalDir: dir,
     cwd: dir,
     compat: false,
-    definitions: [judge, failingJudge, sloppyJudge],
+    definitions: [judge, failingJudge, sloppyJudge, chattyJudge],
   });
 });
 afterAll(async () => {
@@ -74,7 +76,7 @@ async function scoringFor(agent: string, extra: Record<string, unknown> = {}) {
       },
     ],
     spawner: supervisor,
-    resolveAgent: (name) => [judge, failingJudge, sloppyJudge].find((d) => d.name === name),
+    resolveAgent: (name) => [judge, failingJudge, sloppyJudge, chattyJudge].find((d) => d.name === name),
   });
 }
 
@@ -144,6 +146,18 @@ describe('judge scorer', () => {
     expect(scores.quality).toMatchObject({
       pass: false,
       error: "the judge's score must be a number from 0 to 1, got 4",
+    });
+  });
+
+  it('scores a judge that answers in prose instead of a verdict as an error quoting what it said', async () => {
+    const scoring = await scoringFor('chatty-judge');
+    const scores = await scoring.score(item('answer', undefined, { agentId: 'run-11' }));
+    expect(scores.quality).toMatchObject({
+      score: 0,
+      pass: false,
+      error:
+        'the judge finished without delivering a verdict with complete_task; it said: "Looks great to me! Score: 10/10"',
+      judge: { agentId: 'run-11-judge-quality' },
     });
   });
 
