@@ -18,6 +18,13 @@ export const JUDGE_TEXT_MAX_CHARS = 20_000;
 /** Judge agents running at once when the caller does not say. */
 export const DEFAULT_JUDGE_CONCURRENCY = 8;
 
+/**
+ * Calls of one scorer function running at once when the caller does not say (a fan-out says its
+ * `concurrency`). Items can finish faster than a slow function scores them, and `troupe score`
+ * scores every entry at once: unbounded, 20,000 entries were 20,000 calls in flight.
+ */
+export const DEFAULT_SCORER_FUNCTION_CONCURRENCY = 8;
+
 /** Time a scorer function from a module gets per item before it counts as an error. 60 s. */
 export const SCORER_FUNCTION_TIMEOUT_MS = 60_000;
 

@@ -7,7 +7,11 @@ import PQueue from 'p-queue';
 import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
 import { type BuiltinScorerSpec, clip, compileBuiltinScorer } from './builtin-scorers.ts';
-import { DEFAULT_JUDGE_CONCURRENCY, SCORER_FUNCTION_TIMEOUT_MS } from './constants.ts';
+import {
+  DEFAULT_JUDGE_CONCURRENCY,
+  DEFAULT_SCORER_FUNCTION_CONCURRENCY,
+  SCORER_FUNCTION_TIMEOUT_MS,
+} from './constants.ts';
 import { type JudgeSpawner, runJudge } from './judge.ts';
 import { callScorerFunction, loadScorerFunction } from './module-scorer.ts';
 import { prepareScorers } from './spec.ts';
@@ -34,6 +38,11 @@ export interface ScoringOptions {
   readonly judgeIdSuffix?: string;
   /** Judge agents running at once. @default DEFAULT_JUDGE_CONCURRENCY (8) */
   readonly judgeConcurrency?: number;
+  /**
+   * Calls of each scorer function running at once; the others wait their turn, and the time a call
+   * gets counts from its start. @default DEFAULT_SCORER_FUNCTION_CONCURRENCY (8)
+   */
+  readonly functionConcurrency?: number;
   /** Time a scorer function gets per item. @default SCORER_FUNCTION_TIMEOUT_MS (60 s) */
   readonly functionTimeoutMs?: number;
   /**
@@ -102,9 +111,14 @@ export class Scoring {
           const fn = await loadScorerFunction(spec);
           const timeout = options.functionTimeoutMs ?? SCORER_FUNCTION_TIMEOUT_MS;
           const signal = options.signal;
+          const calls = new PQueue({
+            concurrency: options.functionConcurrency ?? DEFAULT_SCORER_FUNCTION_CONCURRENCY,
+          });
           runners.push({
             name: spec.name,
-            run: (input) => callScorerFunction(fn, spec, input, timeout, signal),
+            // A call waiting its turn when the signal aborts is answered without calling the function.
+            run: (input) =>
+              calls.add(() => callScorerFunction(fn, spec, input, timeout, signal)) as Promise<Score>,
           });
           break;
         }

@@ -53,6 +53,7 @@ export async function createRunScoring(
     provider: plan.provider.name,
     ...(plan.model === undefined ? {} : { model: plan.model }),
     judgeConcurrency: plan.concurrency,
+    functionConcurrency: plan.concurrency,
     ...(options.judgeIdSuffix === undefined ? {} : { judgeIdSuffix: options.judgeIdSuffix }),
     ...(options.signal === undefined ? {} : { signal: options.signal }),
   });

@@ -285,6 +285,23 @@ describe('module scorers', () => {
     );
   });
 
+  it('runs at most `functionConcurrency` calls of a scorer function at once', async () => {
+    // `troupe score` scores every entry of a run at once, and a fan-out's items finish faster than
+    // a slow function (one that runs the item's tests) scores them: 20,000 calls at once otherwise.
+    const globals = globalThis as { __troupeScorerOverlap?: { now: number; max: number } };
+    globals.__troupeScorerOverlap = { now: 0, max: 0 };
+    const scoring = await Scoring.create({
+      scorers: prepareScorers([{ type: 'module', module: 'scorers.ts', export: 'countsOverlap' }], fixtures),
+      functionConcurrency: 3,
+    });
+    const all = await Promise.all(
+      Array.from({ length: 30 }, (_, index) => scoring.score(item('x', undefined, { index }))),
+    );
+    expect(all.every((scores) => scores.module?.pass === true)).toBe(true);
+    expect(globals.__troupeScorerOverlap?.max).toBe(3);
+    delete globals.__troupeScorerOverlap;
+  });
+
   it('does not pass an item whose agent failed, whatever the function would say', async () => {
     expect(
       await scoreOne({ type: 'module', module: 'scorers.ts', export: 'always', name: 'ok' }, undefined, 'x', {
