@@ -25,6 +25,12 @@ export const DEFAULT_JUDGE_CONCURRENCY = 8;
  */
 export const DEFAULT_SCORER_FUNCTION_CONCURRENCY = 8;
 
+/**
+ * Calls of a scorer function in a row that got no answer in time, after which it is not called
+ * again in this session: its items get an error at once instead of each waiting out the timeout.
+ */
+export const SCORER_FUNCTION_MAX_TIMEOUTS_IN_A_ROW = 5;
+
 /** Time a scorer function from a module gets per item before it counts as an error. 60 s. */
 export const SCORER_FUNCTION_TIMEOUT_MS = 60_000;
 

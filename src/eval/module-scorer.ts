@@ -3,11 +3,17 @@
  * module is imported once, on the thread that scores (the main thread), before anything runs.
  */
 import { pathToFileURL } from 'node:url';
+import PQueue from 'p-queue';
 import { abortReason } from '../abort.ts';
 import { UserError } from '../errors.ts';
 import { importModule } from '../module-import.ts';
 import { clip } from './builtin-scorers.ts';
-import { DEFAULT_JUDGE_THRESHOLD, SCORER_FUNCTION_TIMEOUT_MS } from './constants.ts';
+import {
+  DEFAULT_JUDGE_THRESHOLD,
+  DEFAULT_SCORER_FUNCTION_CONCURRENCY,
+  SCORER_FUNCTION_MAX_TIMEOUTS_IN_A_ROW,
+  SCORER_FUNCTION_TIMEOUT_MS,
+} from './constants.ts';
 import type { ModuleScorerSpec, Score, ScoreInput, ScorerFunction, ScoreValue } from './types.ts';
 
 /**
@@ -37,6 +43,54 @@ export async function loadScorerFunction(spec: ModuleScorerSpec): Promise<Scorer
   return fn as ScorerFunction;
 }
 
+/** How {@link ScorerFunctionCalls} calls a function. */
+export interface ScorerFunctionCallOptions {
+  /** Calls running at once. @default DEFAULT_SCORER_FUNCTION_CONCURRENCY (8) */
+  readonly concurrency?: number;
+  /** Time a call gets, from its start. @default SCORER_FUNCTION_TIMEOUT_MS (60 s) */
+  readonly timeoutMs?: number;
+  /** Aborting it answers running and waiting calls at once. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * The calls of one scorer function: at most `concurrency` at once, each bounded by `timeoutMs`
+ * and by `signal`. After {@link SCORER_FUNCTION_MAX_TIMEOUTS_IN_A_ROW} calls in a row got no
+ * answer, the function is not called again: the items waiting would otherwise each wait out the
+ * timeout in turn (20,000 items, 16 at a time, 60 s each: 21 hours).
+ */
+export class ScorerFunctionCalls {
+  readonly #fn: ScorerFunction;
+  readonly #spec: ModuleScorerSpec;
+  readonly #timeoutMs: number;
+  readonly #signal: AbortSignal | undefined;
+  readonly #queue: PQueue;
+  #timeoutsInARow = 0;
+
+  constructor(fn: ScorerFunction, spec: ModuleScorerSpec, options: ScorerFunctionCallOptions = {}) {
+    this.#fn = fn;
+    this.#spec = spec;
+    this.#timeoutMs = options.timeoutMs ?? SCORER_FUNCTION_TIMEOUT_MS;
+    this.#signal = options.signal;
+    this.#queue = new PQueue({ concurrency: options.concurrency ?? DEFAULT_SCORER_FUNCTION_CONCURRENCY });
+  }
+
+  /** Scores one item. Never throws: see {@link callScorerFunction}. */
+  call(input: ScoreInput): Promise<Score> {
+    return this.#queue.add(async (): Promise<Score> => {
+      if (this.#timeoutsInARow >= SCORER_FUNCTION_MAX_TIMEOUTS_IN_A_ROW)
+        return {
+          score: 0,
+          pass: false,
+          error: `the scorer function was not called: its last ${this.#timeoutsInARow} calls got no answer within ${this.#timeoutMs} ms (troupe score RUN_DIR scores again)`,
+        };
+      const { score, timedOut } = await callOnce(this.#fn, this.#spec, input, this.#timeoutMs, this.#signal);
+      this.#timeoutsInARow = timedOut ? this.#timeoutsInARow + 1 : 0;
+      return score;
+    }) as Promise<Score>;
+  }
+}
+
 /**
  * Calls a scorer function, bounded by `timeoutMs` and by `signal`. Never throws: a throw, a
  * timeout, an abort or a value that is not a score becomes a score with an `error`. A number passes
@@ -50,29 +104,52 @@ export async function callScorerFunction(
   timeoutMs: number = SCORER_FUNCTION_TIMEOUT_MS,
   signal?: AbortSignal,
 ): Promise<Score> {
-  const interrupted = (): Score => ({
-    score: 0,
-    pass: false,
-    error: clip(`the scorer function did not finish: ${abortReason(signal)}`),
+  return (await callOnce(fn, spec, input, timeoutMs, signal)).score;
+}
+
+async function callOnce(
+  fn: ScorerFunction,
+  spec: ModuleScorerSpec,
+  input: ScoreInput,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<{ score: Score; timedOut: boolean }> {
+  const interrupted = (): { score: Score; timedOut: boolean } => ({
+    score: {
+      score: 0,
+      pass: false,
+      error: clip(`the scorer function did not finish: ${abortReason(signal)}`),
+    },
+    timedOut: false,
   });
   if (signal?.aborted) return interrupted();
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
   try {
     const bounds = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      timer = setTimeout(() => reject(new TimedOut(timeoutMs)), timeoutMs);
       // A Ctrl-C must not wait out the timeout of a function that never answers.
       onAbort = () => reject(ABORTED);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
     const value = await Promise.race([Promise.resolve().then(() => fn(input)), bounds]);
-    return toScore(value, spec.threshold ?? DEFAULT_JUDGE_THRESHOLD);
+    return { score: toScore(value, spec.threshold ?? DEFAULT_JUDGE_THRESHOLD), timedOut: false };
   } catch (cause) {
     if (cause === ABORTED) return interrupted();
-    return { score: 0, pass: false, error: clip(failureOf(cause)) };
+    return {
+      score: { score: 0, pass: false, error: clip(failureOf(cause)) },
+      timedOut: cause instanceof TimedOut,
+    };
   } finally {
     clearTimeout(timer);
     if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/** The timeout of one call (an Error: its message is the score's). */
+class TimedOut extends Error {
+  constructor(timeoutMs: number) {
+    super(`no answer within ${timeoutMs} ms`);
   }
 }
 

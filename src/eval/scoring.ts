@@ -13,7 +13,7 @@ import {
   SCORER_FUNCTION_TIMEOUT_MS,
 } from './constants.ts';
 import { type JudgeSpawner, runJudge } from './judge.ts';
-import { callScorerFunction, loadScorerFunction } from './module-scorer.ts';
+import { loadScorerFunction, ScorerFunctionCalls } from './module-scorer.ts';
 import { prepareScorers } from './spec.ts';
 import type { ItemScores, Score, ScoreInput, ScorerSpec } from './types.ts';
 
@@ -109,17 +109,12 @@ export class Scoring {
         }
         case 'module': {
           const fn = await loadScorerFunction(spec);
-          const timeout = options.functionTimeoutMs ?? SCORER_FUNCTION_TIMEOUT_MS;
-          const signal = options.signal;
-          const calls = new PQueue({
+          const calls = new ScorerFunctionCalls(fn, spec, {
+            timeoutMs: options.functionTimeoutMs ?? SCORER_FUNCTION_TIMEOUT_MS,
             concurrency: options.functionConcurrency ?? DEFAULT_SCORER_FUNCTION_CONCURRENCY,
+            ...(options.signal === undefined ? {} : { signal: options.signal }),
           });
-          runners.push({
-            name: spec.name,
-            // A call waiting its turn when the signal aborts is answered without calling the function.
-            run: (input) =>
-              calls.add(() => callScorerFunction(fn, spec, input, timeout, signal)) as Promise<Score>,
-          });
+          runners.push({ name: spec.name, run: (input) => calls.call(input) });
           break;
         }
         default: {

@@ -302,6 +302,34 @@ describe('module scorers', () => {
     delete globals.__troupeScorerOverlap;
   });
 
+  it('stops calling a function after 5 calls in a row got no answer, so a hung one cannot hold a run for hours', async () => {
+    // With calls queued `functionConcurrency` at a time, 20,000 items of a hung function would each
+    // wait out the timeout in turn: 20,000 / 16 x 60 s, some 21 hours.
+    const globals = globalThis as { __troupeHungScorerCalls?: number };
+    globals.__troupeHungScorerCalls = 0;
+    const scoring = await Scoring.create({
+      scorers: prepareScorers(
+        [{ type: 'module', module: 'scorers.ts', export: 'neverAnswersCounted', name: 'hung' }],
+        fixtures,
+      ),
+      functionConcurrency: 2,
+      functionTimeoutMs: 20,
+    });
+    const all = await Promise.all(
+      Array.from({ length: 30 }, (_, index) => scoring.score(item('x', undefined, { index }))),
+    );
+    const errors = all.map((scores) => scores.hung?.error);
+    expect(
+      errors.filter((error) => error === 'the scorer function failed: no answer within 20 ms').length,
+    ).toBe(globals.__troupeHungScorerCalls);
+    // The 5th timeout finds the 6th call already running (2 at a time); nothing is called after it.
+    expect(globals.__troupeHungScorerCalls).toBe(6);
+    expect(errors.at(-1)).toBe(
+      'the scorer function was not called: its last 5 calls got no answer within 20 ms (troupe score RUN_DIR scores again)',
+    );
+    delete globals.__troupeHungScorerCalls;
+  });
+
   it('does not pass an item whose agent failed, whatever the function would say', async () => {
     expect(
       await scoreOne({ type: 'module', module: 'scorers.ts', export: 'always', name: 'ok' }, undefined, 'x', {
