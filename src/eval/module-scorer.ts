@@ -65,6 +65,8 @@ export class ScorerFunctionCalls {
   readonly #timeoutMs: number;
   readonly #signal: AbortSignal | undefined;
   readonly #queue: PQueue;
+  /** Rejects with ABORTED when the signal aborts: one listener for all calls, not one per call. */
+  readonly #aborted: Promise<never> | undefined;
   #timeoutsInARow = 0;
 
   constructor(fn: ScorerFunction, spec: ModuleScorerSpec, options: ScorerFunctionCallOptions = {}) {
@@ -73,9 +75,10 @@ export class ScorerFunctionCalls {
     this.#timeoutMs = options.timeoutMs ?? SCORER_FUNCTION_TIMEOUT_MS;
     this.#signal = options.signal;
     this.#queue = new PQueue({ concurrency: options.concurrency ?? DEFAULT_SCORER_FUNCTION_CONCURRENCY });
+    this.#aborted = abortedPromise(options.signal);
   }
 
-  /** Scores one item. Never throws: see {@link callScorerFunction}. */
+  /** Scores one item. Never throws: a failed call is a score with an `error`. */
   call(input: ScoreInput): Promise<Score> {
     return this.#queue.add(async (): Promise<Score> => {
       if (this.#timeoutsInARow >= SCORER_FUNCTION_MAX_TIMEOUTS_IN_A_ROW)
@@ -84,35 +87,45 @@ export class ScorerFunctionCalls {
           pass: false,
           error: `the scorer function was not called: its last ${this.#timeoutsInARow} calls got no answer within ${this.#timeoutMs} ms (troupe score RUN_DIR scores again)`,
         };
-      const { score, timedOut } = await callOnce(this.#fn, this.#spec, input, this.#timeoutMs, this.#signal);
+      const { score, timedOut } = await callOnce(
+        this.#fn,
+        this.#spec,
+        input,
+        this.#timeoutMs,
+        this.#signal,
+        this.#aborted,
+      );
       this.#timeoutsInARow = timedOut ? this.#timeoutsInARow + 1 : 0;
       return score;
     }) as Promise<Score>;
   }
 }
 
-/**
- * Calls a scorer function, bounded by `timeoutMs` and by `signal`. Never throws: a throw, a
- * timeout, an abort or a value that is not a score becomes a score with an `error`. A number passes
- * at or above the scorer's `threshold` (0.5); `true`/`false` score 1/0. Not called for an item whose
- * agent failed (`Scoring.score` passes no such item), nor once `signal` has aborted.
- */
-export async function callScorerFunction(
-  fn: ScorerFunction,
-  spec: ModuleScorerSpec,
-  input: ScoreInput,
-  timeoutMs: number = SCORER_FUNCTION_TIMEOUT_MS,
-  signal?: AbortSignal,
-): Promise<Score> {
-  return (await callOnce(fn, spec, input, timeoutMs, signal)).score;
+/** A promise that rejects with ABORTED once `signal` aborts (never settles without one). */
+function abortedPromise(signal: AbortSignal | undefined): Promise<never> | undefined {
+  if (signal === undefined) return undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    if (signal.aborted) reject(ABORTED);
+    else signal.addEventListener('abort', () => reject(ABORTED), { once: true });
+  });
+  aborted.catch(() => {});
+  return aborted;
 }
 
+/**
+ * Calls a scorer function once, bounded by `timeoutMs` and by `aborted` (the signal's rejection).
+ * Never throws: a throw, a timeout, an abort or a value that is not a score becomes a score with an
+ * `error`. A number passes at or above the scorer's `threshold` (0.5); `true`/`false` score 1/0. Not
+ * called for an item whose agent failed (`Scoring.score` passes no such item), nor once `signal` has
+ * aborted.
+ */
 async function callOnce(
   fn: ScorerFunction,
   spec: ModuleScorerSpec,
   input: ScoreInput,
   timeoutMs: number,
   signal: AbortSignal | undefined,
+  aborted: Promise<never> | undefined,
 ): Promise<{ score: Score; timedOut: boolean }> {
   const interrupted = (): { score: Score; timedOut: boolean } => ({
     score: {
@@ -124,15 +137,13 @@ async function callOnce(
   });
   if (signal?.aborted) return interrupted();
   let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
   try {
-    const bounds = new Promise<never>((_, reject) => {
+    const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new TimedOut(timeoutMs)), timeoutMs);
-      // A Ctrl-C must not wait out the timeout of a function that never answers.
-      onAbort = () => reject(ABORTED);
-      signal?.addEventListener('abort', onAbort, { once: true });
     });
-    const value = await Promise.race([Promise.resolve().then(() => fn(input)), bounds]);
+    // A Ctrl-C must not wait out the timeout of a function that never answers.
+    const bounds = aborted === undefined ? [timeout] : [timeout, aborted];
+    const value = await Promise.race([Promise.resolve().then(() => fn(input)), ...bounds]);
     return { score: toScore(value, spec.threshold ?? DEFAULT_JUDGE_THRESHOLD), timedOut: false };
   } catch (cause) {
     if (cause === ABORTED) return interrupted();
@@ -142,7 +153,6 @@ async function callOnce(
     };
   } finally {
     clearTimeout(timer);
-    if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
   }
 }
 

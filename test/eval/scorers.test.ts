@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -328,6 +329,21 @@ describe('module scorers', () => {
       'the scorer function was not called: its last 5 calls got no answer within 20 ms (troupe score RUN_DIR scores again)',
     );
     delete globals.__troupeHungScorerCalls;
+  });
+
+  it('listens to the abort signal once per scorer, not once per call in flight', async () => {
+    // One listener per call made a 16-agent fan-out print MaxListenersExceededWarning.
+    const controller = new AbortController();
+    const scoring = await Scoring.create({
+      scorers: prepareScorers([{ type: 'module', module: 'scorers.ts', export: 'neverAnswers' }], fixtures),
+      functionConcurrency: 16,
+      signal: controller.signal,
+    });
+    const pending = Array.from({ length: 16 }, (_, index) => scoring.score(item('x', undefined, { index })));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    controller.abort(new Error('done'));
+    expect((await Promise.all(pending)).every((scores) => scores.module?.error !== undefined)).toBe(true);
   });
 
   it('does not pass an item whose agent failed, whatever the function would say', async () => {
