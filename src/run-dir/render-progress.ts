@@ -86,6 +86,7 @@ class JsonRenderer implements ProgressRenderer {
 class PlainRenderer implements ProgressRenderer {
   readonly #output: ProgressOutput;
   readonly #started: number;
+  readonly #neverStarted = new NeverStartedCount();
 
   constructor(output: ProgressOutput) {
     this.#output = output;
@@ -93,6 +94,7 @@ class PlainRenderer implements ProgressRenderer {
   }
 
   onEvent(event: RunEvent): void {
+    if (this.#neverStarted.counts(event)) return;
     const text = plainLine(event);
     if (text === undefined) return;
     const elapsed = `+${formatDuration((this.#output.now ?? Date.now)() - this.#started)}`;
@@ -103,7 +105,35 @@ class PlainRenderer implements ProgressRenderer {
     this.#output.write(`${text}\n`);
   }
 
-  stop(): void {}
+  stop(): void {
+    const line = this.#neverStarted.take();
+    if (line !== undefined) this.#output.write(`${line}\n`);
+  }
+}
+
+/**
+ * Plan entries cancelled before they started (a Ctrl-C or a spent budget with thousands queued):
+ * counted into one line at the end, not printed one by one. Each still has its result line.
+ */
+class NeverStartedCount {
+  #count = 0;
+
+  /** True when `event` is such an entry's end, which is counted instead of shown. */
+  counts(event: RunEvent): boolean {
+    if (event.type !== 'ended') return false;
+    const { line } = event;
+    if (line.status !== 'failed' || line.reason !== 'cancelled' || line.startedAt !== null) return false;
+    this.#count += 1;
+    return true;
+  }
+
+  /** The line counting them (once), or undefined when there were none. */
+  take(): string | undefined {
+    if (this.#count === 0) return undefined;
+    const line = `${'cancelled'.padEnd(10)} ${this.#count} queued agent(s) before they started (each has its line in results.jsonl)`;
+    this.#count = 0;
+    return line;
+  }
 }
 
 /** One line for `event`, {@link printable}: tool names and crash messages can come from a model. */
@@ -211,6 +241,7 @@ class TtyRenderer implements ProgressRenderer {
   readonly #output: ProgressOutput;
   readonly #state: ProgressState;
   readonly #approvals = new ApprovalPanel();
+  readonly #neverStarted = new NeverStartedCount();
   readonly #timer: NodeJS.Timeout;
   #log: string[] = [];
   /** The block drawn last, which the next frame moves back over. */
@@ -250,7 +281,7 @@ class TtyRenderer implements ProgressRenderer {
     this.#state.apply(event);
     this.#approvalEvent(event);
     if (event.type === 'run') this.#log.push(...runHeader(event).map((line) => `${dim}${line}${reset}`));
-    if (event.type === 'ended') {
+    if (event.type === 'ended' && !this.#neverStarted.counts(event)) {
       const { line } = event;
       const mark = line.status === 'completed' ? `${green}✔${reset}` : `${red}✘${reset}`;
       this.#log.push(`${mark} ${this.#fit(endedLine(line).replace(/^\S+\s+/, ''), 2)}`);
@@ -284,6 +315,10 @@ class TtyRenderer implements ProgressRenderer {
     clearInterval(this.#timer);
     this.#signals.off('SIGTSTP', this.#suspended);
     this.#signals.off('SIGCONT', this.#continued);
+    const { red, reset } = this.#colours;
+    const neverStarted = this.#neverStarted.take();
+    if (neverStarted !== undefined)
+      this.#log.push(`${red}✘${reset} ${this.#fit(neverStarted.replace(/^\S+\s+/, 'cancelled '), 2)}`);
     this.#draw();
   }
 

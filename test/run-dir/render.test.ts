@@ -104,6 +104,50 @@ describe('progress renderers', () => {
     ]);
   });
 
+  it('counts queued agents cancelled before they started in one line instead of one line each', () => {
+    // A Ctrl-C 2,000 items into a 20,000-item data set printed 18,000 `failed ... cancelled` lines
+    // (and took seconds to measure and write them) before the closing summary.
+    const neverStarted = (index: number): RunEvent => ({
+      type: 'ended',
+      line: {
+        ...ended,
+        index,
+        agentId: `abc-${index}`,
+        status: 'failed',
+        reason: 'cancelled',
+        error: {
+          name: 'SystemError',
+          code: 'cancelled',
+          message: 'Cancelled: interrupted (Ctrl-C)',
+          fields: {},
+        },
+        result: undefined,
+        answer: undefined,
+        usage: { ...USAGE, inputTokens: 0, outputTokens: 0 },
+        costUsd: 0,
+        rounds: 0,
+        hostId: null,
+        startedAt: null,
+      },
+    });
+    const cancelled = [...events, neverStarted(1), neverStarted(2), neverStarted(3)];
+    for (const mode of ['plain', 'tty'] as const) {
+      const lines = stripAnsi(render(mode, cancelled)).split('\n');
+      expect(
+        lines.filter((line) => line.includes('Cancelled: interrupted')),
+        mode,
+      ).toEqual([]);
+      expect(
+        lines.filter((line) => line.includes('3 queued agent(s)')),
+        mode,
+      ).toEqual([
+        expect.stringMatching(
+          /cancelled +3 queued agent\(s\) before they started \(each has its line in result/,
+        ),
+      ]);
+    }
+  });
+
   it('on the redis engine the header names the queue, the server and the workers connected, and notices show', () => {
     const [run] = events;
     if (run?.type !== 'run') throw new Error('the first event is the header');
