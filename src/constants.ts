@@ -64,3 +64,11 @@ export const TOOL_OUTPUT_PREVIEW_CHARS = 400;
  * unless `onTimeout: 'allow'`). 0 means no limit.
  */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 600_000;
+
+/**
+ * Host tool calls whose outcome (or promise, while they run) the supervisor keeps per agent, by the
+ * model's call id, so an agent restarted after its thread or worker died gets the outcome of a call
+ * that was cut off instead of running it again. The oldest are dropped first; all of an agent's go
+ * when it ends.
+ */
+export const MAX_KEPT_HOST_CALLS = 64;

@@ -338,6 +338,10 @@ class ActorHost {
       completeTask: (result) => this.#supervisor.completeTask(agentId, result),
       waitForInstruction: (index, timeoutMs, signal) => this.#inbox.wait(agentId, index, timeoutMs, signal),
       requestApproval: this.#requestApproval,
+      hostToolOutcome: (name, callId) =>
+        this.#config.hostTools.some((tool) => tool.name === name)
+          ? this.#supervisor.callHostTool(agentId, name, {}, callId, true)
+          : undefined,
     };
     return turns === undefined ? channels : { ...channels, turnSignal: (turn) => turns.signal(turn) };
   }

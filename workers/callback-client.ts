@@ -64,8 +64,16 @@ export class CallbackClient implements SupervisorCallbackApi {
     name: string,
     args: Readonly<Record<string, unknown>>,
     callId?: string,
+    resume?: boolean,
   ): Promise<ToolOutcome> {
-    return this.#call({ method: 'callHostTool', agentId, name, args, callId }) as Promise<ToolOutcome>;
+    return this.#call({
+      method: 'callHostTool',
+      agentId,
+      name,
+      args,
+      callId,
+      ...(resume === true ? { resume } : {}),
+    }) as Promise<ToolOutcome>;
   }
 
   #call(call: Unnumbered<HostCall>): Promise<unknown> {

@@ -83,13 +83,16 @@ export interface EngineHost {
   completeTask(agentId: string, result: unknown): Promise<CompleteTaskAnswer>;
   /**
    * The agent called a host tool: a user host tool or an orchestration tool. `callId` is the
-   * model's id of the call (for tracing); absent from redis workers of troupe 0.3.
+   * model's id of the call (absent from redis workers of troupe 0.3): the supervisor runs each at
+   * most once. `resume`: an agent restarted from its journal asks for the outcome of a call that
+   * was cut off (answered `INTERRUPTED_TOOL_RESULT` when the supervisor has none), never running it.
    */
   callHostTool(
     agentId: string,
     name: string,
     args: Readonly<Record<string, unknown>>,
     callId?: string,
+    resume?: boolean,
   ): Promise<ToolOutcome>;
   emit<K extends keyof EngineEvents>(name: K, ...args: EngineEvents[K]): void;
 }

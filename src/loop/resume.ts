@@ -2,15 +2,18 @@
  * Continuing an agent from its journal: rebuild the projection from the recorded changes, settle
  * calls that were cut off, answer a wait that was parked, then go on at the next round. Tool calls
  * with a recorded result are never executed again; calls without one are recorded as interrupted
- * rather than re-run, because whether they took effect is unknown.
+ * rather than re-run, because whether they took effect is unknown. Host tool calls are the
+ * exception: they ran on the supervisor, which kept their outcome, so that outcome is recorded.
  */
 
+import { abortable } from '../abort.ts';
 import { SystemError } from '../errors.ts';
 import { INTERRUPTED_TOOL_RESULT } from '../journal/constants.ts';
 import type { AuditEvent } from '../journal/events.ts';
 import { type PendingApproval, resumeState } from '../journal/resume.ts';
 import { COMPLETE_TASK } from '../tools/builtin/orchestration.ts';
 import { denialText } from '../tools/permissions.ts';
+import type { ToolOutcome } from '../tools/types.ts';
 import { approvalHook, recordDecision } from './approvals.ts';
 import type { RunContext } from './context.ts';
 import { JOURNAL_FORMAT, ProjectionReplay, RESUMABLE_FORMATS } from './projection-events.ts';
@@ -73,16 +76,12 @@ export async function restoreFromJournal(
     ...(noticed.definitionChanged ? { definitionChanged: noticed.definitionChanged } : {}),
     ...(noticed.notices !== undefined && noticed.notices.length > 0 ? { notices: noticed.notices } : {}),
   });
-  for (const call of state.pendingCalls) {
-    recordToolResult(
-      run,
-      call.callId,
-      call.name,
-      call.modelName,
-      { ok: false, text: INTERRUPTED_TOOL_RESULT },
-      false,
-    );
-  }
+  const outcomes = await Promise.all(state.pendingCalls.map((call) => cutOffOutcome(run, channels, call)));
+  state.pendingCalls.forEach((call, i) => {
+    const outcome = outcomes[i] ?? { ok: false, text: INTERRUPTED_TOOL_RESULT };
+    recordToolResult(run, call.callId, call.name, call.modelName, outcome, false);
+    if (outcome.ok) run.succeededTools.add(call.name);
+  });
   for (const { call, decision } of state.deniedCalls) {
     const text = denialText(call.modelName, { by: decision.by, reason: decision.reason });
     recordToolResult(run, call.callId, call.name, call.modelName, { ok: false, text }, true);
@@ -101,6 +100,27 @@ export async function restoreFromJournal(
         ? { ok: true, text: 'No instruction arrived. Continue with what you have, or finish your task.' }
         : { ok: true, text: `Instruction: ${text}` };
     recordToolResult(run, waiting.callId, 'wait_for_instruction', modelName, outcome, false);
+  }
+}
+
+/**
+ * What a call cut off by the agent's end resolves to: interrupted, unless it is a host tool call
+ * the supervisor ran (or still runs) and kept: then its outcome, so it is never run twice nor told
+ * to the model as interrupted when it took effect (a child spawned, an instruction sent).
+ */
+async function cutOffOutcome(
+  run: RunContext,
+  channels: AgentChannels,
+  call: { readonly callId: string; readonly name: string },
+): Promise<ToolOutcome> {
+  const interrupted = { ok: false, text: INTERRUPTED_TOOL_RESULT };
+  const asked = channels.hostToolOutcome?.(call.name, call.callId, run.signal);
+  if (asked === undefined) return interrupted;
+  try {
+    const outcome = await abortable(asked, run.signal);
+    return run.signal.aborted ? interrupted : outcome;
+  } catch {
+    return interrupted;
   }
 }
 

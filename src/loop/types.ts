@@ -4,6 +4,7 @@ import type { SerializedError } from '../errors.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
 import type { Usage } from '../providers/types.ts';
 import type { ReplayCounts } from '../replay/types.ts';
+import type { ToolOutcome } from '../tools/types.ts';
 
 /**
  * Every reason an agent can fail, in one list (the CLI's `--reason` and plan checks read it):
@@ -117,6 +118,14 @@ export interface AgentChannels {
    * that ask are denied.
    */
   requestApproval?(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalDecision | null>;
+  /**
+   * The outcome of host tool call `callId` (tool `name`, run on the supervisor) that was cut off
+   * when the agent's thread or worker died: the supervisor ran it and keeps its outcome (or is
+   * still running it: the answer waits for it). Resolves `INTERRUPTED_TOOL_RESULT` when the
+   * supervisor has no record of it; returns undefined when `name` is not a host tool. Never runs
+   * the tool. Without this channel every cut-off call is recorded as interrupted.
+   */
+  hostToolOutcome?(name: string, callId: string, signal: AbortSignal): Promise<ToolOutcome> | undefined;
 }
 
 /** Identity of a run for journals and events. */

@@ -292,12 +292,16 @@ export interface SupervisorCallbackApi {
   /** A provider answered 429: pause that key for every agent. */
   reportRateLimit(providerKey: string, retryAfterMs: number): void;
   completeTask(agentId: string, result: unknown): Promise<{ accepted: boolean; message?: string }>;
-  /** `callId`: the model's id of the call, for tracing. */
+  /**
+   * `callId`: the model's id of the call; the supervisor runs each at most once. `resume`: a
+   * restarted agent asks for the outcome of a call its thread's death cut off, never running it.
+   */
   callHostTool(
     agentId: string,
     name: string,
     args: Readonly<Record<string, unknown>>,
     callId?: string,
+    resume?: boolean,
   ): Promise<ToolOutcome>;
 }
 
@@ -315,8 +319,10 @@ export type HostCall =
       readonly agentId: string;
       readonly name: string;
       readonly args: Readonly<Record<string, unknown>>;
-      /** The model's id of the call, for tracing. */
+      /** The model's id of the call: the supervisor runs each at most once. */
       readonly callId: string | undefined;
+      /** Only the outcome of a call cut off by a thread's death is asked for. */
+      readonly resume?: true;
     }
   | {
       readonly id: number;

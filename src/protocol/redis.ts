@@ -149,8 +149,10 @@ export interface HostCall {
   readonly agentId: string;
   readonly name: string;
   readonly args: Readonly<Record<string, unknown>>;
-  /** The model's id of the call (for tracing); absent from workers of troupe 0.3. */
+  /** The model's id of the call (absent from workers of troupe 0.3): run at most once. */
   readonly callId?: string;
+  /** Only the outcome of a call cut off by a worker's death is asked for; the tool is not run. */
+  readonly resume?: boolean;
 }
 
 /** Published on the pause channel when a provider key answered 429: every process waits it out. */

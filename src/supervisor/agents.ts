@@ -677,8 +677,8 @@ export class Agents {
         record.completion = { value: result };
         return { accepted: true };
       },
-      callHostTool: (agentId, name, args, callId) => {
-        if (callId !== undefined) this.#tracing?.hostToolCall(agentId, name, callId);
+      callHostTool: (agentId, name, args, callId, resume) => {
+        if (callId !== undefined && resume !== true) this.#tracing?.hostToolCall(agentId, name, callId);
         return runHostTool(
           {
             hostTools: this.#options.hostTools,
@@ -692,6 +692,7 @@ export class Agents {
           agentId,
           name,
           args,
+          { ...(callId === undefined ? {} : { callId }), ...(resume === true ? { resume } : {}) },
         );
       },
       emit: (name, ...emitted) => {

@@ -1,9 +1,16 @@
 /**
  * Host tools run on the supervisor for an agent on any engine: the user's `hostTools` closures and
  * the orchestration tools. An error becomes a failed tool outcome the model sees.
+ *
+ * A call runs at most once per call id: its outcome (its promise while it runs) is kept by agent and
+ * call id, so an agent restarted after its thread or worker died, resuming a call that was cut off,
+ * gets that call's outcome (waiting for it if it still runs) instead of starting it again: a second
+ * child of `spawn_agent`, a second `send_instruction`, a user tool running twice side by side.
  */
 import { setMaxListeners } from 'node:events';
 import { followSignal } from '../abort.ts';
+import { MAX_KEPT_HOST_CALLS } from '../constants.ts';
+import { INTERRUPTED_TOOL_RESULT } from '../journal/constants.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 import type { AgentHandle } from './agent-handle.ts';
 import { isEnded, type KnownRecord } from './agent-record.ts';
@@ -38,15 +45,76 @@ function endedSignal(caller: KnownRecord): AbortSignal {
   return signal;
 }
 
-/** Runs host tool `name` for `agentId`. */
-export async function runHostTool(
+/** Per agent, its host calls by call id, oldest first; dropped when the agent ends. */
+const keptCalls = new WeakMap<KnownRecord, Map<string, Promise<ToolOutcome>>>();
+
+function keptFor(caller: KnownRecord): Map<string, Promise<ToolOutcome>> {
+  let kept = keptCalls.get(caller);
+  if (kept === undefined) {
+    const calls = new Map<string, Promise<ToolOutcome>>();
+    kept = calls;
+    keptCalls.set(caller, calls);
+    void caller.handle.result.then(() => {
+      if (keptCalls.get(caller) === calls) keptCalls.delete(caller);
+    });
+  }
+  return kept;
+}
+
+/** Which call of the model a host call is, and whether it only asks for a kept outcome. */
+export interface HostCallIdentity {
+  /** The model's id of the call. */
+  readonly callId?: string;
+  /**
+   * A restarted agent resuming a call that was cut off: answer the call's kept outcome (waiting
+   * for it if it still runs), or `INTERRUPTED_TOOL_RESULT` when there is none. Never runs the tool.
+   */
+  readonly resume?: boolean;
+}
+
+/**
+ * Runs host tool `name` for `agentId`, at most once per `callId` (up to
+ * {@link MAX_KEPT_HOST_CALLS} calls kept per agent while it runs).
+ */
+export function runHostTool(
   ctx: HostToolContext,
   agentId: string,
   name: string,
   args: Readonly<Record<string, unknown>>,
+  identity: HostCallIdentity = {},
 ): Promise<ToolOutcome> {
   const caller = ctx.agents.get(agentId);
-  if (!caller) return { ok: false, text: `${name} failed: agent ${agentId} is not one of this supervisor's` };
+  if (!caller)
+    return Promise.resolve({
+      ok: false,
+      text: `${name} failed: agent ${agentId} is not one of this supervisor's`,
+    });
+  const { callId } = identity;
+  if (callId === undefined) {
+    return identity.resume === true
+      ? Promise.resolve({ ok: false, text: INTERRUPTED_TOOL_RESULT })
+      : execute(ctx, caller, agentId, name, args);
+  }
+  const kept = keptFor(caller);
+  const earlier = kept.get(callId);
+  if (earlier !== undefined) return earlier;
+  if (identity.resume === true) return Promise.resolve({ ok: false, text: INTERRUPTED_TOOL_RESULT });
+  const outcome = execute(ctx, caller, agentId, name, args);
+  kept.set(callId, outcome);
+  if (kept.size > MAX_KEPT_HOST_CALLS) {
+    const oldest = kept.keys().next();
+    if (!oldest.done) kept.delete(oldest.value);
+  }
+  return outcome;
+}
+
+async function execute(
+  ctx: HostToolContext,
+  caller: KnownRecord,
+  agentId: string,
+  name: string,
+  args: Readonly<Record<string, unknown>>,
+): Promise<ToolOutcome> {
   try {
     const userTool = ctx.hostTools[name];
     if (userTool) {

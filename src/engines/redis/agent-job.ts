@@ -30,6 +30,7 @@ import { clearFinishedAgent, type FinishedRun, readAgentStart, releaseAgent } fr
 import type { RedisApprovals } from './approvals.ts';
 import type { BlockingPool } from './blocking-pool.ts';
 import { HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
+import { callHostTool } from './host-calls.ts';
 import type { Inbox } from './inbox.ts';
 import { parseJobData } from './job-data.ts';
 import type { ScaleoutKeys } from './keys.ts';
@@ -358,6 +359,17 @@ function channels(
         }),
     // The loop already checked the result against the output schema; it travels in the outcome.
     completeTask: async () => ({ accepted: true }),
+    hostToolOutcome: (name, callId, signal) =>
+      data.hostTools.some((tool) => tool.name === name)
+        ? callHostTool(
+            ctx.redis,
+            ctx.pool,
+            ctx.keys,
+            data.supervisorId,
+            { agentId, name, args: {}, callId, resume: true },
+            signal,
+          )
+        : undefined,
     waitForInstruction: async (index, timeoutMs, signal) => {
       if (signal.aborted) return null;
       const [mark, ready] = await Promise.all([ctx.redis.get(parkedKey), ctx.inbox.ask(agentId, index)]);

@@ -4,7 +4,7 @@
  * supervisor, as with the thread engine's callback port.
  *
  * A call is delivered at most once per tool call: if the worker dies while waiting, the resumed
- * agent records the call as interrupted and never repeats it.
+ * agent asks the supervisor for the call's kept outcome (`resume: true`) and never repeats it.
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';

@@ -650,9 +650,15 @@ export class RedisEngine implements Engine {
   }
 
   async #answer(call: HostCall): Promise<void> {
-    const outcome = await this.#host.callHostTool(call.agentId, call.name, call.args, call.callId);
+    const outcome = await this.#host.callHostTool(
+      call.agentId,
+      call.name,
+      call.args,
+      call.callId,
+      call.resume === true,
+    );
     await answerHostCall(this.#connected().redis, this.#keys, call.requestId, outcome).catch(() => {
-      // The worker waiting for it is gone or Redis is: the resumed agent records the call as interrupted.
+      // The worker waiting for it is gone or Redis is: the resumed agent asks for the kept outcome.
     });
   }
 

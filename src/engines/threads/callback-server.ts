@@ -54,7 +54,7 @@ export class CallbackServer {
       case 'completeTask':
         return this.#api.completeTask(call.agentId, call.result);
       case 'callHostTool':
-        return this.#api.callHostTool(call.agentId, call.name, call.args, call.callId);
+        return this.#api.callHostTool(call.agentId, call.name, call.args, call.callId, call.resume === true);
       case 'reportRateLimit':
         return this.#api.reportRateLimit(call.providerKey, call.retryAfterMs);
     }

@@ -666,7 +666,8 @@ export class ThreadEngine implements Engine {
         }
       },
       completeTask: (agentId, result) => this.#host.completeTask(agentId, result),
-      callHostTool: (agentId, name, args, callId) => this.#host.callHostTool(agentId, name, args, callId),
+      callHostTool: (agentId, name, args, callId, resume) =>
+        this.#host.callHostTool(agentId, name, args, callId, resume),
     };
   }
 }
