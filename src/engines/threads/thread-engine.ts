@@ -8,7 +8,8 @@
  * thread. The death is charged to the agents that caused it (see blame.ts): an agent running a
  * tool in the thread when it died, the one agent whose provider code a blocked thread's stack
  * shows (stack-probe.ts), or the only agent on it. A charged agent is quarantined: from
- * then on it runs alone on a quarantine thread, so if it kills that one too no other agent goes
+ * then on it runs alone on a quarantine thread (or beside an agent of its own tree, when none is
+ * free: they may be waiting on each other), so if it kills that one too no other agent goes
  * with it, and after `restart.maxRetries` charged deaths it fails with its own cause. Bystanders
  * restart without using their cap (up to `maxBystanderRestarts` times).
  */
@@ -385,9 +386,23 @@ export class ThreadEngine implements Engine {
       }
     }
     const idle = hosts.filter((host) => host.dedicated && host.agents.size === 0);
-    while (this.#quarantine.length > 0 && idle.length > 0) {
-      const agent = this.#quarantine.shift();
-      if (agent?.state === 'queued') place(agent, idle.shift() as HostRecord);
+    if (this.#quarantine.length > 0) {
+      // A quarantined agent with no quarantine thread free joins the one an agent of its own tree
+      // holds: a parent in await_agents (or a child parked on its parent's instruction) would
+      // otherwise hold the thread the other waits for, and neither would ever end. Agents of other
+      // trees still wait for a thread of their own.
+      const held = this.#quarantineHostsByTree(hosts);
+      for (const agent of this.#quarantine.splice(0)) {
+        if (agent.state !== 'queued') continue;
+        const tree = this.#treeOf(agent);
+        const host = idle.shift() ?? held.get(tree);
+        if (host === undefined) {
+          this.#quarantine.push(agent);
+          continue;
+        }
+        place(agent, host);
+        held.set(tree, host);
+      }
     }
     if (this.#quarantine.length > 0) this.#startQuarantineHost(hosts);
     else for (const host of idle) pool.retire(host);
@@ -414,6 +429,31 @@ export class ThreadEngine implements Engine {
       const { agentId, resume } = agent.spec;
       this.#host.report({ type: 'started', agentId, hostId: host.id, resumed: resume });
     }
+  }
+
+  /** The quarantine host each agent tree has an agent running on (the tree's topmost agent held). */
+  #quarantineHostsByTree(hosts: readonly HostRecord[]): Map<string, HostRecord> {
+    const held = new Map<string, HostRecord>();
+    for (const host of hosts) {
+      if (!host.dedicated) continue;
+      for (const agentId of host.agents) {
+        const agent = this.#agents.get(agentId);
+        if (agent !== undefined) held.set(this.#treeOf(agent), host);
+      }
+    }
+    return held;
+  }
+
+  /** The id of the topmost ancestor of `agent` the engine still holds (its own id at the top). */
+  #treeOf(agent: ThreadAgent): string {
+    let top = agent;
+    // Each parent is one level up: the walk ends at depth 0 at the latest.
+    for (let depth = agent.spec.depth; depth > 0 && top.spec.parentId !== undefined; depth -= 1) {
+      const parent = this.#agents.get(top.spec.parentId);
+      if (parent === undefined) break;
+      top = parent;
+    }
+    return top.spec.agentId;
   }
 
   /** Starts a quarantine thread when there are fewer than `quarantineThreads`. */
