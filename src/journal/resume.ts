@@ -11,7 +11,8 @@
  *    pushes its entry, a ToolResult applies its state updates and entry, HistoryAppended pushes).
  * 4. For each of `pendingCalls`, record a failed ToolResult with {@link INTERRUPTED_TOOL_RESULT}
  *    (pushed to the projection like any failed result): it may or may not have taken effect, so it
- *    is neither silently dropped nor run again.
+ *    is neither silently dropped nor run again. A host tool call is asked for instead (the
+ *    `hostToolOutcome` channel): the supervisor ran it and keeps its outcome by call id.
  * 4b. For each of `deniedCalls`, record its denial as the failed result (it never ran); for
  *    `pendingApproval`, wait again for the decision on the same request, then run or deny the call.
  * 5. `waiting` set: if its instruction already arrived, answer the call with it; otherwise wait
