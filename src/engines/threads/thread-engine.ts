@@ -438,7 +438,7 @@ export class ThreadEngine implements Engine {
       if (!host.dedicated) continue;
       for (const agentId of host.agents) {
         const agent = this.#agents.get(agentId);
-        if (agent !== undefined) held.set(this.#treeOf(agent), host);
+        if (agent?.state === 'running' && agent.host === host) held.set(this.#treeOf(agent), host);
       }
     }
     return held;
