@@ -2,8 +2,8 @@
  * Host tools run on the supervisor for an agent on any engine: the user's `hostTools` closures and
  * the orchestration tools. An error becomes a failed tool outcome the model sees.
  *
- * A call runs at most once per call id: its outcome (its promise while it runs) is kept by agent and
- * call id, so an agent restarted after its thread or worker died, resuming a call that was cut off,
+ * A call cut off by its agent's restart runs once: its outcome (its promise while it runs) is kept by
+ * agent and call id, so an agent restarted after its thread or worker died, resuming a call that was cut off,
  * gets that call's outcome (waiting for it if it still runs) instead of starting it again: a second
  * child of `spawn_agent`, a second `send_instruction`, a user tool running twice side by side.
  */
@@ -73,8 +73,9 @@ export interface HostCallIdentity {
 }
 
 /**
- * Runs host tool `name` for `agentId`, at most once per `callId` (up to
- * {@link MAX_KEPT_HOST_CALLS} calls kept per agent while it runs).
+ * Runs host tool `name` for `agentId`, keeping its outcome by `callId` (the latest call of each id,
+ * up to {@link MAX_KEPT_HOST_CALLS} per agent while it runs) for a restarted agent that resumes the
+ * call (`resume`), which gets that outcome instead of running the tool again.
  */
 export function runHostTool(
   ctx: HostToolContext,
@@ -96,10 +97,13 @@ export function runHostTool(
       : execute(ctx, caller, agentId, name, args);
   }
   const kept = keptFor(caller);
-  const earlier = kept.get(callId);
-  if (earlier !== undefined) return earlier;
-  if (identity.resume === true) return Promise.resolve({ ok: false, text: INTERRUPTED_TOOL_RESULT });
+  if (identity.resume === true)
+    return kept.get(callId) ?? Promise.resolve({ ok: false, text: INTERRUPTED_TOOL_RESULT });
+  // A call that is not a resume always runs: servers that send no ids get `call_0` every turn
+  // (see openai-chat-stream.ts), so an id seen before is a new call. The latest call of an id is
+  // the one a restarted agent can be resuming (it resumes only the calls of its last round).
   const outcome = execute(ctx, caller, agentId, name, args);
+  kept.delete(callId);
   kept.set(callId, outcome);
   if (kept.size > MAX_KEPT_HOST_CALLS) {
     const oldest = kept.keys().next();
