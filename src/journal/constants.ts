@@ -35,3 +35,11 @@ export const INTERRUPTED_TOOL_RESULT =
  * now a typed `journal_unserializable` failure of that one agent. Real data nests a few levels.
  */
 export const MAX_JSON_DEPTH = 512;
+
+/**
+ * Distinct configured credentials a thread masks literally (`registerSecretValues`): provider API
+ * keys and credential headers, MCP servers' credential env variables and headers (two values each,
+ * with and without a `Bearer ` scheme). A process with hundreds of token-bearing servers stays far
+ * below it; registering more throws `too_many_secrets` rather than leave one unmasked.
+ */
+export const MAX_LITERAL_SECRETS = 4096;

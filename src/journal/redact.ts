@@ -13,8 +13,10 @@
  * across a line break, so masking each projection section on its way into the journal equals
  * masking the whole render (sections are joined by blank lines).
  */
+
+import { UserError } from '../errors.ts';
 import { forgetMaskedTexts, type Masking } from './canonical-json.ts';
-import { REDACTED } from './constants.ts';
+import { MAX_LITERAL_SECRETS, REDACTED } from './constants.ts';
 
 /** Keys whose values are secrets. `token(?!s)` keeps counts such as `maxTokens` readable. */
 export const SECRET_KEY_PATTERN = /api[_-]?key|authorization|x-api-key|secret|passw(?:or)?d|token(?!s)/i;
@@ -130,30 +132,49 @@ const CACHED_LINE_CHARS = 4_096;
  * matches no pattern, and a 401 body often echoes the key).
  */
 let literalSecrets: readonly string[] = [];
+/** {@link literalSecrets} by the hash of their first {@link INDEX_CHARS} characters, once there are many. */
+let secretsByPrefix: ReadonlyMap<number, readonly string[]> | undefined;
 let secretsVersion = 0;
 /** Shorter values are not masked literally (`EMPTY`, `ollama`: placeholders, and too common). */
 const MIN_LITERAL_SECRET_CHARS = 8;
-/** Configured credentials kept at most (distinct values; a process has a handful). */
-const MAX_LITERAL_SECRETS = 64;
+/**
+ * Up to this many values, each is looked for with `includes` (fastest for a handful); past it, a
+ * text is scanned once against an index of their first characters, whatever their number.
+ */
+const LINEAR_SCAN_SECRETS = 64;
+const INDEX_CHARS = 4;
 
 /**
  * Adds configured credentials to what {@link redactText} masks, from now on, in this thread: every
  * provider registers its API key and secret headers when it is built, and the Supervisor those of
  * its configured providers. Values shorter than 8 characters, with a line break, or part of the
  * mask itself are ignored.
+ *
+ * @throws UserError `too_many_secrets` when the thread would hold more than
+ * {@link MAX_LITERAL_SECRETS} (4,096) distinct values: none of `values` is added, and whatever
+ * registers them (a provider, an MCP server connection, a Supervisor) fails rather than leak.
  */
 export function registerSecretValues(values: Iterable<string | undefined>): void {
+  const known = new Set(literalSecrets);
   const added: string[] = [];
   for (const value of values) {
     const secret = value?.trim();
     if (secret === undefined || secret.length < MIN_LITERAL_SECRET_CHARS || /[\r\n]/.test(secret)) continue;
-    if (REDACTED.includes(secret) || literalSecrets.includes(secret) || added.includes(secret)) continue;
+    if (REDACTED.includes(secret) || known.has(secret)) continue;
+    known.add(secret);
     added.push(secret);
   }
-  if (added.length === 0 || literalSecrets.length >= MAX_LITERAL_SECRETS) return;
-  literalSecrets = [...literalSecrets, ...added]
-    .slice(0, MAX_LITERAL_SECRETS)
-    .sort((a, b) => b.length - a.length);
+  if (added.length === 0) return;
+  if (known.size > MAX_LITERAL_SECRETS) {
+    throw new UserError(
+      'too_many_secrets',
+      `Expected at most ${MAX_LITERAL_SECRETS} distinct credentials to mask in this thread, got ${known.size}: ` +
+        'the new ones (provider keys, MCP server tokens) are refused rather than written unmasked',
+      { limit: MAX_LITERAL_SECRETS, registered: literalSecrets.length, refused: added.length },
+    );
+  }
+  literalSecrets = [...literalSecrets, ...added].sort((a, b) => b.length - a.length);
+  secretsByPrefix = literalSecrets.length > LINEAR_SCAN_SECRETS ? indexByPrefix(literalSecrets) : undefined;
   secretsVersion += 1;
   // Texts masked before are masked again: a cached one may hold the new value.
   maskedLines.clear();
@@ -165,9 +186,38 @@ export function maskingVersion(): number {
   return secretsVersion;
 }
 
+function prefixHash(text: string, at: number): number {
+  let hash = 0;
+  for (let i = at; i < at + INDEX_CHARS; i++) hash = (Math.imul(hash, 31) + text.charCodeAt(i)) | 0;
+  return hash;
+}
+
+function indexByPrefix(secrets: readonly string[]): Map<number, string[]> {
+  const index = new Map<number, string[]>();
+  for (const secret of secrets) {
+    const hash = prefixHash(secret, 0);
+    const bucket = index.get(hash);
+    if (bucket === undefined) index.set(hash, [secret]);
+    else bucket.push(secret);
+  }
+  return index;
+}
+
+/** The registered values `text` holds, longest first (the order {@link maskLiterals} replaces in). */
+function secretsIn(text: string, index: ReadonlyMap<number, readonly string[]>): string[] {
+  const found = new Set<string>();
+  for (let at = 0; at + MIN_LITERAL_SECRET_CHARS <= text.length; at++) {
+    const bucket = index.get(prefixHash(text, at));
+    if (bucket === undefined) continue;
+    for (const secret of bucket) if (text.startsWith(secret, at)) found.add(secret);
+  }
+  return found.size === 0 ? [] : literalSecrets.filter((secret) => found.has(secret));
+}
+
 function maskLiterals(text: string): string {
+  const candidates = secretsByPrefix === undefined ? literalSecrets : secretsIn(text, secretsByPrefix);
   let out = text;
-  for (const secret of literalSecrets) if (out.includes(secret)) out = out.replaceAll(secret, REDACTED);
+  for (const secret of candidates) if (out.includes(secret)) out = out.replaceAll(secret, REDACTED);
   return out;
 }
 
