@@ -6,6 +6,7 @@
  */
 import { isAbsolute, relative } from 'node:path';
 import { formatProblem } from '../../definition/problems.ts';
+import { serializeError } from '../../errors.ts';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import { printable, terminalJson } from '../../run-dir/format.ts';
@@ -105,6 +106,19 @@ export async function executeLive(
         if (decided !== undefined) io.stderr(`${printable(decided)}\n`);
       },
     });
+  } catch (error) {
+    // The journal could not be written (disk full), or the session broke: the agent's span still
+    // ends, failed with the reason, so the trace is exported rather than lost with it.
+    const { code, message } = serializeError(error);
+    tracing?.ended(info.agentId, {
+      status: 'failed',
+      reason: 'crashed',
+      error: { code, message },
+      usage: { inputTokens: 0, outputTokens: 0 },
+      costUsd: null,
+      rounds: 0,
+    });
+    throw error;
   } finally {
     approver.close();
     stopWatching();
