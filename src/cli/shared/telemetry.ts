@@ -6,6 +6,7 @@
  */
 import { type Command, InvalidArgumentError } from 'commander';
 import { describeValue, UserError } from '../../errors.ts';
+import { redactText } from '../../journal/redact.ts';
 import type { SupervisorOptions } from '../../supervisor/options.ts';
 import type { CliIO } from './io.ts';
 
@@ -122,9 +123,10 @@ export async function startTelemetry(choice: OtlpChoice, io: CliIO): Promise<Cli
       try {
         return await context.with(trace.setSpan(context.active(), span), work);
       } catch (error) {
+        // The message may quote a key (a provider's 401 body): masked like every other span text.
         span.setStatus({
           code: SpanStatusCode.ERROR,
-          message: error instanceof Error ? error.message : String(error),
+          message: redactText(error instanceof Error ? error.message : String(error)),
         });
         throw error;
       } finally {
@@ -132,14 +134,20 @@ export async function startTelemetry(choice: OtlpChoice, io: CliIO): Promise<Cli
       }
     },
     shutdown: async () => {
-      try {
-        await provider.forceFlush();
-        await provider.shutdown();
-      } catch (error) {
+      const report = (error: unknown): void =>
         io.stderr(
-          `troupe: could not export traces to ${choice.url}: ${error instanceof Error ? error.message : String(error)}\n`,
+          `troupe: could not export traces to ${redactText(choice.url)}: ${redactText(error instanceof Error ? error.message : String(error))}\n`,
         );
-      }
+      // A failed flush (the collector is down) still shuts the provider down: its processor and
+      // exporter stop, and the spans still queued get their one attempt.
+      let failed = false;
+      await provider.forceFlush().catch((error: unknown) => {
+        failed = true;
+        report(error);
+      });
+      await provider.shutdown().catch((error: unknown) => {
+        if (!failed) report(error);
+      });
       trace.disable();
       context.disable();
     },
