@@ -30,7 +30,7 @@ import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import { checkHttpOptions, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
-import { completeUsage } from './receipt.ts';
+import { completeUsage, failedAttemptUsage } from './receipt.ts';
 import { reasoningEffortIssue, settingsPreflightError } from './settings-support.ts';
 import { parseEventData, readServerSentEvents } from './sse.ts';
 import { createTurn, type ExchangeContext, type ModelResponse } from './turn-runner.ts';
@@ -255,18 +255,26 @@ export class AnthropicProvider implements Provider {
     };
     const accumulator = new MessagesStreamAccumulator(origin);
     await refuseForeignAnswer(response, origin);
-    if (isJsonResponse(response)) {
-      const body = await readJsonBody(response, origin, reading);
-      for (const event of messageAsEvents(body)) accumulator.push(event, ctx);
-    } else {
-      if (response.body === null)
-        throw providerError('bad_response', `${this.name} sent an empty body.`, origin);
-      for await (const event of readServerSentEvents(response.body, origin, reading)) {
-        accumulator.push(parseEventData(event.data, origin), ctx);
-        if (accumulator.stopped) break;
+    let finished: ReturnType<MessagesStreamAccumulator['finish']>;
+    try {
+      if (isJsonResponse(response)) {
+        const body = await readJsonBody(response, origin, reading);
+        for (const event of messageAsEvents(body)) accumulator.push(event, ctx);
+      } else {
+        if (response.body === null)
+          throw providerError('bad_response', `${this.name} sent an empty body.`, origin);
+        for await (const event of readServerSentEvents(response.body, origin, reading)) {
+          accumulator.push(parseEventData(event.data, origin), ctx);
+          if (accumulator.stopped) break;
+        }
       }
+      finished = accumulator.finish();
+    } catch (error) {
+      // `message_start` reported the input before the stream broke: that count is kept.
+      const partial = failedAttemptUsage(accumulator.usage, estimateTokens(ctx.outputChars()));
+      if (partial !== undefined) ctx.reportFailedAttemptUsage(partial);
+      throw error;
     }
-    const finished = accumulator.finish();
     const usage = completeUsage(accumulator.usage, {
       inputTokens: estimatedInputTokens,
       outputTokens: estimateTokens(ctx.outputChars()),

@@ -23,7 +23,7 @@ import { type ChatAssistantMessage, ChatStreamAccumulator, completionAsChunk } f
 import { checkHttpOptions, checkOneOf, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
-import { completeUsage } from './receipt.ts';
+import { completeUsage, failedAttemptUsage } from './receipt.ts';
 import { reasoningEffortIssue, settingsPreflightError } from './settings-support.ts';
 import { parseEventData, readServerSentEvents } from './sse.ts';
 import { createTurn, type ExchangeContext, type ModelResponse } from './turn-runner.ts';
@@ -216,22 +216,30 @@ export class OpenAIProvider implements Provider {
     const accumulator = new ChatStreamAccumulator(origin);
     let complete = false;
     await refuseForeignAnswer(response, origin);
-    if (isJsonResponse(response)) {
-      const body = await readJsonBody(response, origin, reading);
-      accumulator.push(completionAsChunk(body), ctx);
-      complete = true;
-    } else {
-      if (response.body === null)
-        throw providerError('bad_response', `${this.name} sent an empty body.`, origin);
-      for await (const event of readServerSentEvents(response.body, origin, reading)) {
-        if (event.data.trim() === '[DONE]') {
-          complete = true;
-          break;
+    let finished: ReturnType<ChatStreamAccumulator['finish']>;
+    try {
+      if (isJsonResponse(response)) {
+        const body = await readJsonBody(response, origin, reading);
+        accumulator.push(completionAsChunk(body), ctx);
+        complete = true;
+      } else {
+        if (response.body === null)
+          throw providerError('bad_response', `${this.name} sent an empty body.`, origin);
+        for await (const event of readServerSentEvents(response.body, origin, reading)) {
+          if (event.data.trim() === '[DONE]') {
+            complete = true;
+            break;
+          }
+          accumulator.push(parseEventData(event.data, origin), ctx);
         }
-        accumulator.push(parseEventData(event.data, origin), ctx);
       }
+      finished = accumulator.finish(complete);
+    } catch (error) {
+      // Usage the server sent before the stream broke (its last chunk, then no `[DONE]`) is kept.
+      const partial = failedAttemptUsage(accumulator.usage, estimateTokens(ctx.outputChars()));
+      if (partial !== undefined) ctx.reportFailedAttemptUsage(partial);
+      throw error;
     }
-    const finished = accumulator.finish(complete);
     const usage = completeUsage(accumulator.usage, {
       inputTokens: estimatedInputTokens,
       outputTokens: estimateTokens(ctx.outputChars()),

@@ -83,6 +83,30 @@ export function completeUsage(
   };
 }
 
+/**
+ * The usage of an attempt that failed after its server reported some (a stream that broke after
+ * Anthropic's `message_start`): the reported input is kept and the output is marked estimated
+ * (`estimatedSide: 'output'`), at least what was reported and what `outputEstimate` counts from
+ * the streamed output, since the count so far is not the final one. Undefined without a readable
+ * input count: the request then counts as one without usage.
+ */
+export function failedAttemptUsage(
+  reported: ReportedUsage | undefined,
+  outputEstimate: number,
+): Usage | undefined {
+  const input = reported?.inputTokens;
+  if (reported === undefined || input === undefined) return undefined;
+  const outputTokens = Math.max(reported.outputTokens ?? 0, outputEstimate);
+  return {
+    inputTokens: input,
+    outputTokens,
+    cachedInputTokens: Math.min(reported.cachedInputTokens, input),
+    reasoningTokens: Math.min(reported.reasoningTokens, outputTokens),
+    estimated: true,
+    estimatedSide: 'output',
+  };
+}
+
 /** Mutable receipt under construction; {@link ReceiptBuilder.build} freezes a snapshot. */
 export class ReceiptBuilder {
   readonly #provider: string;

@@ -61,6 +61,12 @@ export interface ExchangeContext {
   outputChars(): number;
   /** Emits a `usage` event and adds it to the receipt. */
   reportUsage(usage: Usage): void;
+  /**
+   * Like {@link reportUsage}, for usage an attempt reported before it failed (Anthropic's
+   * `message_start` input count, then a broken stream): counted in the receipts, but not as output
+   * the consumer saw, so the request may still be retried (the receipt then sums both attempts).
+   */
+  reportFailedAttemptUsage(usage: Usage): void;
   reportHttpStatus(status: number): void;
   /** Counts a retried attempt; `detail` says why it failed and how long the backoff is. */
   reportRetry(detail?: Omit<RetryRecord, 'atMs'>): void;
@@ -147,6 +153,10 @@ class TurnExchange implements ExchangeContext {
 
   reportUsage(usage: Usage): void {
     this.emitted += 1;
+    this.reportFailedAttemptUsage(usage);
+  }
+
+  reportFailedAttemptUsage(usage: Usage): void {
     this.#receipt.addUsage(usage);
     this.request?.addUsage(usage);
     this.#queue.push({ type: 'usage', usage });

@@ -353,7 +353,7 @@ describe('broken connections and bad data', () => {
     );
     const provider = new AnthropicProvider({ baseURL: server.url, apiKey: 'k', sleep });
     const events = await collect(provider.turn(turnRequest({ model: 'claude-3-haiku-20240307' })));
-    expect(events.map((event) => event.type)).toEqual(['text_delta', 'error']);
+    expect(events.map((event) => event.type)).toEqual(['text_delta', 'usage', 'error']);
     expect(delays).toEqual([]);
     expect(server.received).toHaveLength(1);
   });
