@@ -30,7 +30,7 @@ export interface UsageRecord {
   readonly step: number | undefined;
   /** Token counts; `usage.estimated` when troupe counted what the server did not report. */
   readonly usage: Usage;
-  /** The counts were estimated by troupe (the server reported no usage). */
+  /** Some counts were estimated by troupe: both sides, or the one `usage.estimatedSide` names. */
   readonly estimated: boolean;
   /** USD; null when the model's price is unknown. */
   readonly costUsd: number | null;

@@ -405,7 +405,7 @@ export type AgentSignal =
       readonly step: number | undefined;
       readonly inputTokens: number;
       readonly outputTokens: number;
-      /** The counts were estimated by troupe: the server reported no usage. */
+      /** Some counts were estimated by troupe: both sides, or the one `usage.estimatedSide` names. */
       readonly estimated: boolean;
       /** USD; null when the model's price is unknown. */
       readonly costUsd: number | null;

@@ -8,7 +8,14 @@
  */
 import { type ApprovalRecord, approvalCounts, deniedLines, readApprovals } from './approvals.ts';
 import { EXIT_INTERRUPTED } from './constants.ts';
-import { formatCost, formatDuration, formatTokenCount, printable } from './format.ts';
+import {
+  type EstimatedUsage,
+  formatCost,
+  formatDuration,
+  formatTokenCount,
+  printable,
+  sideEstimated,
+} from './format.ts';
 import { type InterruptSignal, type SignalSource, watchInterrupts } from './interrupt.ts';
 import { type ProviderChoice, simulatedNotice } from './provider-choice.ts';
 import { createProgressRenderer } from './render-progress.ts';
@@ -145,8 +152,8 @@ export function closingText(
   const lines = [
     `${summary.interrupted ? 'interrupted' : 'finished'}: ${counts.completed} of ${counts.planned} completed, ` +
       `${counts.failed} failed${failures && spawned === 0 ? ` (${failures})` : ''}${counts.notRun > 0 ? `, ${counts.notRun} not run` : ''}${nested}`,
-    `tokens ${formatTokenCount(summary.usage.inputTokens, summary.usage.estimated)} in / ${formatTokenCount(summary.usage.outputTokens, summary.usage.estimated)} out` +
-      `${summary.usage.estimated ? ' (~ estimated where the server reported no usage)' : ''}, ` +
+    `tokens ${formatTokenCount(summary.usage.inputTokens, sideEstimated(summary.usage, 'input'))} in / ${formatTokenCount(summary.usage.outputTokens, sideEstimated(summary.usage, 'output'))} out` +
+      `${estimateSuffix(summary.usage)}, ` +
       `cost ${formatCost(summary.costUsd)}${summary.unpricedAgents > 0 ? ` (no price for the model of ${summary.unpricedAgents} agent(s))` : ''}, wall time ${formatDuration(summary.wallTimeMs)}`,
   ];
   if (summary.scoring !== undefined)
@@ -184,4 +191,12 @@ export function closingText(
     summary.interrupted && Object.values(summary.scoring?.scorers ?? {}).some((totals) => totals.errors > 0);
   if (scoringCut) shown.push(`  score again: troupe score ${runDir}`);
   return `${shown.join('\n')}\n`;
+}
+
+/** ` (~ estimated ...)` after a run's token counts, naming the side when every estimate was of one. */
+function estimateSuffix(usage: EstimatedUsage): string {
+  if (usage.estimated !== true) return '';
+  return usage.estimatedSide === undefined
+    ? ' (~ estimated where the server reported no usage)'
+    : ` (~ ${usage.estimatedSide} estimated where the server reported no readable ${usage.estimatedSide} count)`;
 }

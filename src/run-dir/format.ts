@@ -68,9 +68,37 @@ export function formatCost(usd: number | null): string {
   return usd >= 1 ? `$${usd.toFixed(2)}` : `$${usd.toFixed(4)}`;
 }
 
-/** {@link formatTokens} with a leading `~` when the count was estimated (the server reported none). */
+/**
+ * {@link formatTokens} with a leading `~` when the count was estimated. For one side of a usage,
+ * pass {@link sideEstimated} (only the side troupe estimated is marked); for a total, `usage.estimated`.
+ */
 export function formatTokenCount(count: number, estimated: boolean | undefined): string {
   return `${estimated === true ? '~' : ''}${formatTokens(count)}`;
+}
+
+/** The usage fields the estimate marks read (`Usage`, summed or per request). */
+export interface EstimatedUsage {
+  readonly estimated?: boolean;
+  readonly estimatedSide?: 'input' | 'output';
+}
+
+/**
+ * Whether `side` of `usage` was estimated: both sides when the server reported no usage
+ * (`estimatedSide` absent), else only the side `estimatedSide` names.
+ */
+export function sideEstimated(usage: EstimatedUsage, side: 'input' | 'output'): boolean {
+  return usage.estimated === true && (usage.estimatedSide === undefined || usage.estimatedSide === side);
+}
+
+/**
+ * Why counts of `usage` start with `~`: `estimated: the server reported no usage`, or only the side
+ * it estimated (`...no readable output count`); undefined when nothing was estimated.
+ */
+export function estimateNote(usage: EstimatedUsage): string | undefined {
+  if (usage.estimated !== true) return undefined;
+  return usage.estimatedSide === undefined
+    ? 'estimated: the server reported no usage'
+    : `estimated: the server reported no readable ${usage.estimatedSide} count`;
 }
 
 /** 950 -> "950ms", 3200 -> "3.2s", 125000 -> "2m05s", 4000000 -> "1h06m". */

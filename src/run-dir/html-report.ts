@@ -11,7 +11,17 @@ import {
   REPORT_TIMELINE_MAX_AGENTS,
   REPORT_TRANSCRIPT_MAX_AGENTS,
 } from './constants.ts';
-import { excerpt, formatCost, formatDuration, formatTokenCount, formatTokens, shortId } from './format.ts';
+import {
+  type EstimatedUsage,
+  estimateNote,
+  excerpt,
+  formatCost,
+  formatDuration,
+  formatTokenCount,
+  formatTokens,
+  shortId,
+  sideEstimated,
+} from './format.ts';
 import { approvalsSection } from './html-approvals.ts';
 import { barChart, chartRows, esc, timelineSvg, toolLegend } from './html-charts.ts';
 import { REPORT_SCRIPT, REPORT_STYLE, securityPolicyMeta } from './html-page.ts';
@@ -242,7 +252,19 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
   const runsNote = `${entries} plan entr${entries === 1 ? 'y' : 'ies'}${reruns > 0 ? ` (${reruns} run again)` : ''}`;
   const sum = (value: (agent: ReportAgent) => number): number =>
     agents.reduce((total, agent) => total + value(agent), 0);
-  const estimated = agents.some((agent) => agent.usage.estimated === true);
+  // One estimate mark for the sums: a side is marked when any agent's was estimated.
+  const estimated = agents.reduce<EstimatedUsage>(
+    (marks, { usage }) =>
+      usage.estimated !== true
+        ? marks
+        : marks.estimated !== true || marks.estimatedSide === usage.estimatedSide
+          ? {
+              estimated: true,
+              ...(usage.estimatedSide === undefined ? {} : { estimatedSide: usage.estimatedSide }),
+            }
+          : { estimated: true },
+    {},
+  );
   const cost = agents.some((agent) => agent.costUsd === null) ? null : sum((agent) => agent.costUsd ?? 0);
   const retries = sum((agent) => agent.retries);
   const restarts = sum((agent) => agent.restarts);
@@ -270,13 +292,13 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
     [
       `${formatTokenCount(
         sum((a) => a.usage.inputTokens),
-        estimated,
+        sideEstimated(estimated, 'input'),
       )} / ${formatTokenCount(
         sum((a) => a.usage.outputTokens),
-        estimated,
+        sideEstimated(estimated, 'output'),
       )}`,
       'tokens in / out',
-      estimated ? '~ estimated: the server reported no usage' : undefined,
+      estimateNote(estimated) === undefined ? undefined : `~ ${estimateNote(estimated)}`,
     ],
     [formatCost(cost), 'cost', judges === undefined ? undefined : 'judges not included'],
     ...(judges === undefined
@@ -316,7 +338,7 @@ function agentTable(
     const result = agent.result ? outcomeText(agent.result) : '';
     const time =
       agent.start !== undefined && agent.end !== undefined ? formatDuration(agent.end - agent.start) : '';
-    return `<tr class="agent" data-agent="${esc(agent.agentId)}" data-t="${anchors.get(agent.agentId)}"><td>${agent.index ?? '↳'}${agent.label ? `<br><span class="tag">${esc(agent.label)}</span>` : ''}</td><td><a href="#${anchors.get(agent.agentId)}" title="${esc(agent.agentId)}">${esc(shortId(agent.agentId))}</a>${agent.parentId ? `<br><span class="sub">by ${esc(shortId(agent.parentId))}</span>` : ''}</td><td>${esc(agent.agent)}<br><span class="sub">${esc(agent.model ?? '')}</span></td><td class="${cls(agent.status)}">${esc(agent.status)}${agent.reason ? ` (${esc(agent.reason)})` : ''}</td><td class="num">${agent.rounds}</td><td class="num">${agent.steps}</td><td class="num">${agent.toolCalls}</td><td class="num">${formatTokenCount(agent.usage.inputTokens, agent.usage.estimated)}</td><td class="num">${formatTokenCount(agent.usage.outputTokens, agent.usage.estimated)}</td><td class="num">${formatCost(agent.costUsd)}</td><td class="num">${time}</td>${scoreCells(scoring, items, agent)}<td>${esc(excerpt(agent.task, 80))}${result ? `<br><span class="sub">${esc(excerpt(result, 80))}</span>` : ''}</td></tr>`;
+    return `<tr class="agent" data-agent="${esc(agent.agentId)}" data-t="${anchors.get(agent.agentId)}"><td>${agent.index ?? '↳'}${agent.label ? `<br><span class="tag">${esc(agent.label)}</span>` : ''}</td><td><a href="#${anchors.get(agent.agentId)}" title="${esc(agent.agentId)}">${esc(shortId(agent.agentId))}</a>${agent.parentId ? `<br><span class="sub">by ${esc(shortId(agent.parentId))}</span>` : ''}</td><td>${esc(agent.agent)}<br><span class="sub">${esc(agent.model ?? '')}</span></td><td class="${cls(agent.status)}">${esc(agent.status)}${agent.reason ? ` (${esc(agent.reason)})` : ''}</td><td class="num">${agent.rounds}</td><td class="num">${agent.steps}</td><td class="num">${agent.toolCalls}</td><td class="num">${formatTokenCount(agent.usage.inputTokens, sideEstimated(agent.usage, 'input'))}</td><td class="num">${formatTokenCount(agent.usage.outputTokens, sideEstimated(agent.usage, 'output'))}</td><td class="num">${formatCost(agent.costUsd)}</td><td class="num">${time}</td>${scoreCells(scoring, items, agent)}<td>${esc(excerpt(agent.task, 80))}${result ? `<br><span class="sub">${esc(excerpt(result, 80))}</span>` : ''}</td></tr>`;
   });
   return `<table><thead><tr><th>#</th><th>agent id</th><th>definition / model</th><th>status</th><th>rounds</th><th>requests</th><th>tools</th><th>in</th><th>out</th><th>cost</th><th>time</th>${scoreHeaders(scoring)}<th>task / result</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }

@@ -323,7 +323,7 @@ function reportAgent(
           const receipt = item.receipt;
           const label = `round ${item.round}${item.step === undefined ? '' : `, step ${item.step}`}`;
           const usage = receipt
-            ? `${receipt.usage.inputTokens} in / ${receipt.usage.outputTokens} out${receipt.usage.estimated ? ' (estimated)' : ''}`
+            ? `${receipt.usage.inputTokens} in / ${receipt.usage.outputTokens} out${receipt.usage.estimated ? ` (${receipt.usage.estimatedSide === undefined ? '' : `${receipt.usage.estimatedSide} `}estimated)` : ''}`
             : 'no receipt: cut off';
           spans.push({
             kind: 'model',

@@ -13,7 +13,14 @@
 import { canonicalJson } from '../journal/canonical-json.ts';
 import { redactValue } from '../journal/redact.ts';
 import { REPORT_TEXT_MAX_CHARS, REPORT_TEXT_PREVIEW_CHARS } from './constants.ts';
-import { formatCost, formatDuration, formatTokenCount, printable } from './format.ts';
+import {
+  estimateNote,
+  formatCost,
+  formatDuration,
+  formatTokenCount,
+  printable,
+  sideEstimated,
+} from './format.ts';
 import { esc, toolColor } from './html-charts.ts';
 import type { ReportAgent } from './timeline.ts';
 import type { RequestEntry, ToolEntry, Transcript, TranscriptEntry } from './transcript.ts';
@@ -126,7 +133,7 @@ function facts(agent: ReportAgent, transcript: Transcript | undefined, anchorOf:
     rows.push(['thread', `${agent.hostId}${agent.restarts > 0 ? `, restarted ${agent.restarts}×` : ''}`]);
   rows.push([
     'usage',
-    `${formatTokenCount(agent.usage.inputTokens, agent.usage.estimated)} in / ${formatTokenCount(agent.usage.outputTokens, agent.usage.estimated)} out, ${formatCost(agent.costUsd)}${agent.retries > 0 ? `, ${agent.retries} retr${agent.retries === 1 ? 'y' : 'ies'}` : ''}`,
+    `${formatTokenCount(agent.usage.inputTokens, sideEstimated(agent.usage, 'input'))} in / ${formatTokenCount(agent.usage.outputTokens, sideEstimated(agent.usage, 'output'))} out, ${formatCost(agent.costUsd)}${agent.retries > 0 ? `, ${agent.retries} retr${agent.retries === 1 ? 'y' : 'ies'}` : ''}`,
   ]);
   return `<dl class="facts">${rows.map(([key, value]) => `<dt>${esc(key)}</dt><dd>${value}</dd>`).join('')}</dl>`;
 }
@@ -160,15 +167,15 @@ function requestHtml(entry: RequestEntry, origin: number): string {
   ];
   if (receipt) {
     parts.push(
-      `${formatTokenCount(receipt.usage.inputTokens, receipt.usage.estimated)} in / ${formatTokenCount(receipt.usage.outputTokens, receipt.usage.estimated)} out`,
+      `${formatTokenCount(receipt.usage.inputTokens, sideEstimated(receipt.usage, 'input'))} in / ${formatTokenCount(receipt.usage.outputTokens, sideEstimated(receipt.usage, 'output'))} out`,
       `${formatDuration(entry.end === undefined ? receipt.latencyMs : entry.end - entry.at)}`,
     );
     if (receipt.queuedMs !== undefined) parts.push(`queued ${formatDuration(receipt.queuedMs)}`);
     if (receipt.retries > 0)
       parts.push(`<span class="warn">${receipt.retries} retr${receipt.retries === 1 ? 'y' : 'ies'}</span>`);
     if (receipt.costUsd !== undefined && receipt.costUsd > 0) parts.push(formatCost(receipt.costUsd));
-    if (receipt.usage.estimated)
-      parts.push('<span class="sub">~ estimated: the server reported no usage</span>');
+    const note = estimateNote(receipt.usage);
+    if (note !== undefined) parts.push(`<span class="sub">~ ${note}</span>`);
   } else parts.push('<span class="failed">no receipt: cut off</span>');
   if (entry.stopReason) parts.push(`stop: ${esc(entry.stopReason)}`);
   if (entry.errorCode) parts.push(`<span class="failed">failed: ${esc(entry.errorCode)}</span>`);

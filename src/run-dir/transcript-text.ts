@@ -6,7 +6,7 @@
  */
 import { redactValue } from '../journal/redact.ts';
 import { SHOW_TEXT_LINES } from './constants.ts';
-import { formatCost, formatDuration, formatTokenCount, printable } from './format.ts';
+import { formatCost, formatDuration, formatTokenCount, printable, sideEstimated } from './format.ts';
 import type { ReportAgent } from './timeline.ts';
 import type { ApprovalInfo, RequestEntry, ToolEntry, TranscriptEntry } from './transcript.ts';
 
@@ -32,7 +32,7 @@ export function transcriptText(agent: ReportAgent, options: TranscriptTextOption
       ? `thread ${agent.hostId}${agent.restarts > 0 ? `, restarted ${agent.restarts}x` : ''}`
       : undefined,
     `${agent.steps} request(s), ${agent.toolCalls} tool call(s)${agent.retries > 0 ? `, ${agent.retries} retries` : ''}`,
-    `${formatTokenCount(agent.usage.inputTokens, agent.usage.estimated)} in / ${formatTokenCount(agent.usage.outputTokens, agent.usage.estimated)} out, ${formatCost(agent.costUsd)}`,
+    `${formatTokenCount(agent.usage.inputTokens, sideEstimated(agent.usage, 'input'))} in / ${formatTokenCount(agent.usage.outputTokens, sideEstimated(agent.usage, 'output'))} out, ${formatCost(agent.costUsd)}`,
     agent.start !== undefined && agent.end !== undefined
       ? formatDuration(agent.end - agent.start)
       : undefined,
@@ -119,7 +119,7 @@ function requestText(entry: RequestEntry, since: (ms: number) => string): string
   ];
   if (receipt) {
     parts.push(
-      `${formatTokenCount(receipt.usage.inputTokens, receipt.usage.estimated)} in / ${formatTokenCount(receipt.usage.outputTokens, receipt.usage.estimated)} out`,
+      `${formatTokenCount(receipt.usage.inputTokens, sideEstimated(receipt.usage, 'input'))} in / ${formatTokenCount(receipt.usage.outputTokens, sideEstimated(receipt.usage, 'output'))} out`,
       formatDuration(entry.end === undefined ? receipt.latencyMs : entry.end - entry.at),
     );
     if (receipt.queuedMs !== undefined) parts.push(`queued ${formatDuration(receipt.queuedMs)}`);

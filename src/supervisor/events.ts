@@ -78,7 +78,10 @@ export interface AgentUsage extends AgentRef {
   readonly step: number | undefined;
   readonly inputTokens: number;
   readonly outputTokens: number;
-  /** The counts were estimated by troupe because the server reported no usage. */
+  /**
+   * Some counts were estimated by troupe: both when the server reported no usage, one side when it
+   * reported only the other readably (`usage.estimatedSide` says which).
+   */
   readonly estimated: boolean;
   /** USD; null when the model's price is unknown. */
   readonly costUsd: number | null;
