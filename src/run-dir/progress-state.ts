@@ -30,8 +30,10 @@ export class ProgressState {
   inputTokens = 0;
   outputTokens = 0;
   costUsd = 0;
-  /** Some usage was estimated (a server reported none). */
-  estimated = false;
+  /** Some input counts were estimated (a server reported none, or no readable input count). */
+  inputEstimated = false;
+  /** Some output counts were estimated. */
+  outputEstimated = false;
   /** Some agent's model has no known price: the cost shown is a lower bound. */
   costUnknown = false;
   /** The run's token budget (0 = unlimited) and the tokens earlier sessions used. */
@@ -147,7 +149,10 @@ export class ProgressState {
         this.inputTokens += event.inputTokens;
         this.outputTokens += event.outputTokens;
         this.costUsd += event.costUsd ?? 0;
-        this.estimated ||= event.estimated;
+        if (event.estimated) {
+          this.inputEstimated ||= event.estimatedSide !== 'output';
+          this.outputEstimated ||= event.estimatedSide !== 'input';
+        }
         this.costUnknown ||= event.costUsd === null;
         return;
       case 'text':

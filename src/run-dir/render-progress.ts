@@ -363,7 +363,7 @@ class TtyRenderer implements ProgressRenderer {
     const withBar = this.#columns() - 1 - (BAR_WIDTH + 1) >= 20;
     const eta = state.etaMs(now);
     const totals = this.#fit(
-      `${state.simulated ? '[simulated model]  ' : ''}tokens ${formatTokenCount(state.inputTokens, state.estimated)} in / ${formatTokenCount(state.outputTokens, state.estimated)} out` +
+      `${state.simulated ? '[simulated model]  ' : ''}tokens ${formatTokenCount(state.inputTokens, state.inputEstimated)} in / ${formatTokenCount(state.outputTokens, state.outputEstimated)} out` +
         `${state.maxRunTokens > 0 ? ` (${formatTokens(state.priorTokens + state.inputTokens + state.outputTokens)} of ${formatTokens(state.maxRunTokens)})` : ''}` +
         `  cost ${state.costUnknown ? `${formatCost(state.costUsd)}+unknown` : formatCost(state.costUsd)}  ${state.rate(now).toFixed(1)} agents/s` +
         `  ETA ${eta === undefined ? '-' : formatDuration(eta)}  elapsed ${formatDuration(now - state.startedAt)}`,

@@ -57,8 +57,10 @@ export type RunEvent =
       readonly type: 'usage';
       readonly inputTokens: number;
       readonly outputTokens: number;
-      /** Estimated by troupe: the server reported no usage. */
+      /** Estimated by troupe: both sides, or only `estimatedSide` (the server reported the other). */
       readonly estimated: boolean;
+      /** The one side estimated; absent when both were (or none). */
+      readonly estimatedSide?: 'input' | 'output';
       /** USD; null when the model's price is unknown. */
       readonly costUsd: number | null;
     })

@@ -400,6 +400,7 @@ export class FanoutSession {
         inputTokens: event.inputTokens,
         outputTokens: event.outputTokens,
         estimated: event.estimated,
+        ...(event.usage.estimatedSide === undefined ? {} : { estimatedSide: event.usage.estimatedSide }),
         costUsd: event.costUsd,
       });
       this.#usedTokens += event.inputTokens + event.outputTokens;

@@ -192,6 +192,23 @@ describe('progress renderers', () => {
     for (const line of lastFrame.split('\n').slice(-4)) expect(line.length).toBeLessThanOrEqual(80);
   });
 
+  it('the TTY totals mark with ~ only the side of usage troupe estimated', () => {
+    const withUsage = (estimatedSide?: 'input' | 'output'): string => {
+      const usage = events.find((event) => event.type === 'usage');
+      if (usage?.type !== 'usage') throw new Error('no usage event');
+      const marked: RunEvent = { ...usage, estimated: true, ...(estimatedSide ? { estimatedSide } : {}) };
+      return stripAnsi(
+        render(
+          'tty',
+          events.map((event) => (event === usage ? marked : event)),
+        ),
+      );
+    };
+    expect(withUsage('output')).toContain('tokens 1.2k in / ~30 out');
+    expect(withUsage('input')).toContain('tokens ~1.2k in / 30 out');
+    expect(withUsage()).toContain('tokens ~1.2k in / ~30 out');
+  });
+
   it('quotes a result string that would read as a number, so "112" and 112 look different', () => {
     const endedWith = (result: unknown): string => {
       const out = render('plain', [...events.slice(0, 5), { type: 'ended', line: { ...ended, result } }]);
