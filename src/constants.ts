@@ -57,6 +57,14 @@ export const MAX_REPLAY_JOURNAL_BYTES = 64 * 1024 * 1024;
  * `wait_for_instruction` result). A bigger one is refused with UserError `instruction_too_large`.
  */
 export const MAX_INSTRUCTION_BYTES = 1024 * 1024;
+/**
+ * Largest spawn input (UTF-8 bytes of the task and every context section together) `spawn`,
+ * `fanOut`, a session and `spawn_agent` take: about a million tokens, more than a model's input
+ * budget, so a bigger one could only fail at its first request, after being journalled (and on
+ * the redis engine copied into its job, up to `maxBatchSize` agents per write). A bigger one is
+ * refused with UserError `spawn_input_too_large`.
+ */
+export const MAX_SPAWN_INPUT_BYTES = 4 * 1024 * 1024;
 /** Characters of a tool's output an `agent:tool` completed event previews. */
 export const TOOL_OUTPUT_PREVIEW_CHARS = 400;
 /**

@@ -9,7 +9,7 @@ import type { Context } from '@opentelemetry/api';
 import type { EventEmitter } from 'eventemitter3';
 import { abortReason } from '../abort.ts';
 import { hasBlockReferences, resolveAgentBlocks } from '../blocks/resolve.ts';
-import { MAX_INSTRUCTION_BYTES } from '../constants.ts';
+import { MAX_INSTRUCTION_BYTES, MAX_SPAWN_INPUT_BYTES } from '../constants.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { createEngine } from '../engines/create-engine.ts';
 import type { AgentReport, Engine, EngineHost } from '../engines/engine.ts';
@@ -734,7 +734,7 @@ function checkSpawnCall(agent: unknown, options: unknown): void {
       { option: 'options' },
     );
   }
-  const { task } = options as { task?: unknown };
+  const { task, context } = options as { task?: unknown; context?: unknown };
   if (typeof task !== 'string') {
     throw new UserError(
       'invalid_option',
@@ -744,4 +744,24 @@ function checkSpawnCall(agent: unknown, options: unknown): void {
       },
     );
   }
+  checkSpawnInputSize(agent, task, Array.isArray(context) ? context : []);
+}
+
+/** Throws UserError `spawn_input_too_large` when task and context are over {@link MAX_SPAWN_INPUT_BYTES}. */
+function checkSpawnInputSize(agent: unknown, task: string, context: readonly unknown[]): void {
+  const sections = context.filter((section): section is string => typeof section === 'string');
+  // A string of n UTF-16 units is at most 3n UTF-8 bytes: most never need counting.
+  const units = sections.reduce((sum, section) => sum + section.length, task.length);
+  if (units * 3 <= MAX_SPAWN_INPUT_BYTES) return;
+  const size = sections.reduce(
+    (sum, section) => sum + Buffer.byteLength(section, 'utf8'),
+    Buffer.byteLength(task, 'utf8'),
+  );
+  if (size <= MAX_SPAWN_INPUT_BYTES) return;
+  const name = typeof agent === 'string' ? agent : (agent as { name?: unknown } | null)?.name;
+  throw new UserError(
+    'spawn_input_too_large',
+    `The task and context of a spawn of ${typeof name === 'string' ? name : 'an agent'} are ${size} bytes; a spawn's input may be at most ${MAX_SPAWN_INPUT_BYTES} bytes (4 MiB, MAX_SPAWN_INPUT_BYTES): pass large inputs as files the agent reads`,
+    { ...(typeof name === 'string' ? { agent: name } : {}), size, limit: MAX_SPAWN_INPUT_BYTES },
+  );
 }
