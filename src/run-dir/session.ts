@@ -21,7 +21,7 @@ import type { AgentOutcome } from '../loop/types.ts';
 import { mergeModelSettings } from '../providers/model-settings.ts';
 import type { SpawnSpec } from '../supervisor/fanout.ts';
 import type { SupervisorOptions } from '../supervisor/options.ts';
-import { spentBudget } from '../supervisor/run-budget.ts';
+import { type RunBudgetCode, spentBudget } from '../supervisor/run-budget.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
 import { simulatedNotice } from './provider-choice.ts';
 import { replaySourceOf } from './replay-plan.ts';
@@ -210,6 +210,7 @@ export class FanoutSession {
         toolModules: plan.toolModules,
         ...(plan.permissions === undefined ? {} : { permissions: plan.permissions }),
         ...(plan.approvals === undefined ? {} : { approvals: plan.approvals }),
+        runLimits: this.#remainingBudget(runLimits),
         ...this.#options.supervisor,
       });
     }
@@ -322,17 +323,37 @@ export class FanoutSession {
     return spec;
   }
 
+  /**
+   * What is left of the run's budget once earlier sessions' usage is counted, as the Supervisor's
+   * `runLimits`: on the redis engine the workers hold every agent to it before each model request,
+   * where the CLI's own count below only acts once a usage event has crossed Redis. The CLI still
+   * counts (the same receipts, so both are spent by the same request) and aborts the fan-out on
+   * the same event, so items not yet spawned stay unrun for `troupe resume` instead of failing
+   * the Supervisor's later spawns.
+   */
+  #remainingBudget(limits: ReturnType<typeof runLimitsOf>): ReturnType<typeof runLimitsOf> {
+    // 0 means unlimited to the Supervisor: a budget spent already leaves the least it counts.
+    const left = (max: number, used: number, least: number): number =>
+      max > 0 ? Math.max(max - used, least) : 0;
+    return {
+      maxTotalTokens: left(limits.maxTotalTokens, this.#usedTokens, 1),
+      maxCostUsd: left(limits.maxCostUsd, this.#usedCostUsd, Number.MIN_VALUE),
+    };
+  }
+
   /** Stops the run once its token or cost budget is spent (0 = unlimited). */
   #checkBudget(limits: ReturnType<typeof runLimitsOf>, emit: RunEventSink): void {
     if (this.#budgetSpent !== undefined) return;
-    // The CLI's budget is checked here, not given to the Supervisor as `runLimits`: items it stops
-    // stay unrun (resume runs them), where the Supervisor's would fail later spawns.
     const code = spentBudget(limits, this.#usedTokens, this.#usedCostUsd);
     const message =
       code === 'run_token_budget'
         ? `the run used ${this.#usedTokens} tokens; its budget (runLimits.maxTotalTokens, --max-run-tokens) is ${limits.maxTotalTokens}`
         : `the run spent $${this.#usedCostUsd.toFixed(4)}; its budget (runLimits.maxCostUsd) is $${limits.maxCostUsd}`;
     if (code === undefined) return;
+    this.#stopForBudget(code, message, emit);
+  }
+
+  #stopForBudget(code: RunBudgetCode, message: string, emit: RunEventSink): void {
     this.#budgetSpent = message;
     if (this.#finished) return;
     emit({ type: 'budget', code, message });
@@ -406,6 +427,11 @@ export class FanoutSession {
       this.#usedTokens += event.inputTokens + event.outputTokens;
       this.#usedCostUsd += event.costUsd ?? 0;
       this.#checkBudget(runLimits, emit);
+    });
+    // The Supervisor counts the same receipts against what is left of the budget, so it is spent
+    // on the same event; should a sum round the other way, its count stops the fan-out as well.
+    supervisor.on('supervisor:budget', (event) => {
+      if (this.#budgetSpent === undefined) this.#stopForBudget(event.code, event.message, emit);
     });
     supervisor.on('agent:text', (event) => emit({ type: 'text', ...ref(event.agentId), text: event.text }));
     supervisor.on('agent:waiting', (event) => emit({ type: 'waiting', ...ref(event.agentId) }));

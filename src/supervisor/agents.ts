@@ -261,14 +261,16 @@ export class Agents {
     if (this.#closed) {
       const error = new UserError('supervisor_closed', 'The supervisor is closed').toJSON();
       this.#fail(record, 'invalid_request', error);
+    } else if (options.signal?.aborted) {
+      // Before the budget: a caller that stopped its fan-out when the budget was spent (troupe
+      // fanout, so that resume runs these) gets them cancelled, not failed for good.
+      this.#cancel(id, abortReason(options.signal));
     } else if (spent !== undefined) {
       this.#fail(
         record,
         'budget',
         new UserError(spent.code, `${spent.message}: no agent is started`).toJSON(),
       );
-    } else if (options.signal?.aborted) {
-      this.#cancel(id, abortReason(options.signal));
     } else if (liveParent?.cancelReason !== undefined) {
       // The parent's cancel has already cascaded to the children it had: a child whose spawn
       // crossed that cancel (a spawn_agent call on its way from the parent's thread) would

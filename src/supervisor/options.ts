@@ -184,7 +184,8 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
    * Budgets across every agent of this Supervisor, subagents included: total tokens and USD of
    * every model request. Once one is reached, `supervisor:budget` is emitted, every agent is
    * cancelled (requests in flight finish first, so a budget can be passed by what they use) and
-   * later spawns fail with reason `budget` (code `run_token_budget` or `run_cost_budget`).
+   * later spawns fail with reason `budget` (code `run_token_budget` or `run_cost_budget`; one whose
+   * `signal` is already aborted is cancelled instead).
    * `supervisor.runUsage` says what was used. Each agent's own `limits` bound it as well.
    * @default no budget (0 for either: unlimited)
    */

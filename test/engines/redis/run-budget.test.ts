@@ -1,11 +1,17 @@
 /**
  * `runLimits` on the redis engine: once the receipts counted in Redis reach the budget, no worker
  * starts another model request for the Supervisor's agents, however late the supervisor's cancel
- * reaches them. Against a loopback model that calls a tool for ever (100 + 20 tokens a request).
+ * reaches them; `troupe fanout`'s run budget is held the same way. Against a loopback model that
+ * calls a tool for ever (100 + 20 tokens a request).
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadPlan } from '../../../src/run-dir/plan.ts';
+import { chooseProvider } from '../../../src/run-dir/provider-choice.ts';
+import { RunDirWriter } from '../../../src/run-dir/run-dir.ts';
+import { resolveRunPlan } from '../../../src/run-dir/run-plan.ts';
+import { FanoutSession } from '../../../src/run-dir/session.ts';
 import { Supervisor } from '../../../src/supervisor/supervisor.ts';
 import { startToolLoopServer, type ToolLoopServer } from '../../fixtures/loopback/tool-loop-server.ts';
 import { tempDir } from '../../fixtures/temp-dirs.ts';
@@ -87,5 +93,76 @@ describe(`runLimits on the redis engine${skipReason}`, { skip: redisServerPath =
     } finally {
       await supervisor.close();
     }
+  });
+
+  it("troupe fanout's run budget (--max-run-tokens), less what earlier sessions used, is counted in Redis too", async () => {
+    const cwd = tempDir('troupe-redis-fanout-budget-');
+    writeFileSync(path.join(cwd, 'a.txt'), 'alpha\n');
+    const planFile = path.join(cwd, 'plan.yaml');
+    writeFileSync(
+      planFile,
+      [
+        'cwd: .',
+        'agent: worker',
+        'model: gpt-4.1-mini',
+        'concurrency: 3',
+        'limits: { maxSteps: 1000 }',
+        // Spent by the first request of any agent (with what an earlier session used).
+        'runLimits: { maxTotalTokens: 1000 }',
+        'runs:',
+        ...Array.from({ length: 6 }, (_, i) => `  - task: Review a.txt (${i})`),
+      ].join('\n'),
+    );
+    const { plan, definitions } = await loadPlan(planFile);
+    const provider = chooseProvider({ flag: 'openai', options: { baseURL: model.baseURL, maxRetries: 0 } });
+    const runPlan = resolveRunPlan(plan, provider, { backend: 'redis' }, undefined);
+    const writer = RunDirWriter.create(path.join(cwd, 'run'), runPlan);
+    const before = model.requests();
+    let blocked = false;
+    const session = new FanoutSession({
+      plan: runPlan,
+      writer,
+      work: runPlan.runs.slice(1).map((run) => ({ run, agentId: run.agentId, attempt: 1, resume: false })),
+      kind: 'resume',
+      // An earlier session's agent used 900 of the 1000 tokens: this one may use 100.
+      existing: [
+        {
+          index: 0,
+          agentId: runPlan.runs[0]?.agentId ?? 'first',
+          parentId: null,
+          agent: 'worker',
+          attempt: 1,
+          status: 'completed',
+          answer: 'done',
+          usage: { inputTokens: 800, outputTokens: 100, cachedInputTokens: 0, reasoningTokens: 0 },
+          costUsd: null,
+          rounds: 1,
+          hostId: null,
+          restarts: 0,
+          startedAt: null,
+          endedAt: new Date().toISOString(),
+        },
+      ],
+      definitions,
+      supervisor: { redisUrl: server.url, queueName: queue },
+      onEvent: (event) => {
+        // The CLI is slow to act on the spent budget (a busy event loop, a far Redis): its cancel
+        // leaves a second after the receipt that spends it. The workers must not need it.
+        if (event.type !== 'usage' || blocked) return;
+        blocked = true;
+        blockThread(1500);
+      },
+    });
+    const { summary } = await session.run();
+    const requests = model.requests() - before;
+    // Only the requests in flight when the budget was spent: at most one per running agent.
+    expect(requests).toBeGreaterThanOrEqual(1);
+    expect(requests).toBeLessThanOrEqual(runPlan.concurrency);
+    expect(summary.budgetSpent).toBeDefined();
+    // Every item of this session, started or not, is cancelled (which `troupe resume` runs again),
+    // none failed for good by the Supervisor's spent budget.
+    expect(session.lines.slice(1).map((line) => [line.status, line.reason])).toEqual(
+      Array(5).fill(['failed', 'cancelled']),
+    );
   });
 });
