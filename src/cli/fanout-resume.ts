@@ -29,6 +29,8 @@ export interface ResumeRunDirOptions {
   readonly retry?: ReadonlySet<FailureReason>;
   /** Redis URL of a run on the redis engine. @default TROUPE_REDIS_URL */
   readonly redisUrl?: string;
+  /** How long a lost Redis may stay away (`--redis-down-timeout-ms`). @default 60000 */
+  readonly redisDownTimeoutMs?: number;
   /** Export traces (`--otlp`, `--otlp-content`; else the OTEL_* variables). */
   readonly otlp?: OtlpFlags;
   /** `--approve` rules: requests they allow are approved without asking. @default none */
@@ -51,7 +53,15 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
           runLimits: { ...runLimitsOf(contents.plan), maxTotalTokens: options.maxRunTokens },
         };
   await checkProvider(plan.provider);
-  const supervisor = plan.backend === 'redis' ? await redisEngine(options.redisUrl) : undefined;
+  const supervisor =
+    plan.backend === 'redis'
+      ? await redisEngine({
+          ...(options.redisUrl === undefined ? {} : { redis: options.redisUrl }),
+          ...(options.redisDownTimeoutMs === undefined
+            ? {}
+            : { redisDownTimeoutMs: options.redisDownTimeoutMs }),
+        })
+      : undefined;
   const definitions = await loadAgentDefinitions(plan.agentFiles);
   const writer = RunDirWriter.reopen(paths.root);
   const decision = planResume(plan, paths, contents.results, options.retry ? { retry: options.retry } : {});

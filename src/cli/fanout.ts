@@ -23,7 +23,7 @@ import { resolveRunPlan } from '../run-dir/run-plan.ts';
 import { checkScorerModules } from '../run-dir/run-scoring.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { sessionApprover } from './shared/approvers.ts';
-import { redisEngine } from './shared/engine.ts';
+import { REDIS_DOWN_TIMEOUT_HELP, redisDownTimeoutMs, redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
 import {
   addModelSettingsOptions,
@@ -49,6 +49,7 @@ interface FanoutFlags extends ModelSettingsFlags, PermissionFlags, OtlpFlags {
   readonly json?: boolean;
   readonly backend?: 'threads' | 'redis';
   readonly redis?: string;
+  readonly redisDownTimeoutMs?: number;
   readonly maxRunTokens?: number;
 }
 
@@ -81,6 +82,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       backendName,
     )
     .option('--redis <url>', 'Redis URL for --backend redis (default: TROUPE_REDIS_URL)')
+    .option('--redis-down-timeout-ms <ms>', REDIS_DOWN_TIMEOUT_HELP, redisDownTimeoutMs)
     .option(
       '--max-run-tokens <n>',
       `token budget of the whole run, all agents (default: the plan's runLimits, else ${DEFAULT_RUN_MAX_TOTAL_TOKENS}; 0 = unlimited)`,
@@ -145,7 +147,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     io.stderr(`troupe: ${unsettled.length} problem(s) with the model settings; nothing was run\n`);
     return 1;
   }
-  const supervisor = flags.backend === 'redis' ? await redisEngine(flags.redis) : undefined;
+  const supervisor = flags.backend === 'redis' ? await redisEngine(flags) : undefined;
   const writer = RunDirWriter.create(
     flags.out === undefined ? defaultRunDir(cwd, runPlan.runId) : resolve(flags.out),
     runPlan,

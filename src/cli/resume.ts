@@ -11,6 +11,7 @@ import { FAILURE_REASONS, type FailureReason } from '../loop/types.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { resumeRunDir } from './fanout-resume.ts';
 import { existingDirectory } from './shared/dir-flag.ts';
+import { REDIS_DOWN_TIMEOUT_HELP, redisDownTimeoutMs } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import {
@@ -30,6 +31,7 @@ interface ResumeFlags extends OtlpFlags, PermissionFlags {
   readonly retryFailed?: boolean;
   readonly reason?: readonly FailureReason[];
   readonly redis?: string;
+  readonly redisDownTimeoutMs?: number;
 }
 
 /** Failure reasons `--retry-failed` retries when `--reason` names none: every one but these. */
@@ -75,7 +77,8 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       'with --retry-failed: only agents failed for these reasons, comma-separated (default: all but cancelled and invalid_request)',
       reasons,
     )
-    .option('--redis <url>', 'Redis URL of a run made with --backend redis (default: TROUPE_REDIS_URL)');
+    .option('--redis <url>', 'Redis URL of a run made with --backend redis (default: TROUPE_REDIS_URL)')
+    .option('--redis-down-timeout-ms <ms>', REDIS_DOWN_TIMEOUT_HELP, redisDownTimeoutMs);
   permissionOptions(otlpOptions(command)).action(async (target: string, flags: ResumeFlags) => {
     const path = resolve(target);
     const json = flags.json === true;
@@ -100,6 +103,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
         ...(retry ? { retry } : {}),
         ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }),
+        ...(flags.redisDownTimeoutMs === undefined ? {} : { redisDownTimeoutMs: flags.redisDownTimeoutMs }),
         ...(flags.approve === undefined ? {} : { approve: flags.approve }),
         otlp: flags,
       };

@@ -1,7 +1,30 @@
 /** The engine a fan-out command runs on, checked before the command creates anything. */
+import { InvalidArgumentError } from 'commander';
 import { checkRedis, resolveRedisUrl } from '../../engines/redis/connection.ts';
-import { DEFAULT_CONNECT_TIMEOUT_MS } from '../../engines/redis/constants.ts';
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_REDIS_DOWN_TIMEOUT_MS } from '../../engines/redis/constants.ts';
+import { describeValue } from '../../errors.ts';
 import type { SupervisorOptions } from '../../supervisor/options.ts';
+
+/** Redis flags of the fan-out commands (`troupe fanout`, `troupe resume RUN_DIR`). */
+export interface RedisFlags {
+  /** `--redis <url>`. @default TROUPE_REDIS_URL */
+  readonly redis?: string;
+  /** `--redis-down-timeout-ms <ms>`: the Supervisor's `redisDownTimeoutMs`. @default 60000 */
+  readonly redisDownTimeoutMs?: number;
+}
+
+/** Help of `--redis-down-timeout-ms`, the same on every command that takes it. */
+export const REDIS_DOWN_TIMEOUT_HELP = `with the redis engine: how long a lost (or stalled) Redis may stay away before the running agents fail with redis_unreachable and the command exits 1 (default ${DEFAULT_REDIS_DOWN_TIMEOUT_MS}; 0 = wait for ever)`;
+
+/** Parses `--redis-down-timeout-ms`: milliseconds, a non-negative integer. */
+export function redisDownTimeoutMs(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0)
+    throw new InvalidArgumentError(
+      `Expected a non-negative integer of milliseconds (0 = wait for ever), got ${describeValue(value)}.`,
+    );
+  return parsed;
+}
 
 /**
  * Supervisor options for the redis engine at `url` (default: TROUPE_REDIS_URL), once Redis has
@@ -9,8 +32,12 @@ import type { SupervisorOptions } from '../../supervisor/options.ts';
  * `redis_unreachable` at the first connection error: a mistyped URL fails in milliseconds, before
  * a run directory exists.
  */
-export async function redisEngine(url: string | undefined): Promise<Partial<SupervisorOptions>> {
-  const redisUrl = resolveRedisUrl(url);
+export async function redisEngine(flags: RedisFlags): Promise<Partial<SupervisorOptions>> {
+  const redisUrl = resolveRedisUrl(flags.redis);
   await checkRedis(redisUrl, DEFAULT_CONNECT_TIMEOUT_MS);
-  return { backend: 'redis', redisUrl };
+  return {
+    backend: 'redis',
+    redisUrl,
+    ...(flags.redisDownTimeoutMs === undefined ? {} : { redisDownTimeoutMs: flags.redisDownTimeoutMs }),
+  };
 }
