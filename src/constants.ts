@@ -58,7 +58,7 @@ export const MAX_REPLAY_JOURNAL_BYTES = 64 * 1024 * 1024;
  */
 export const MAX_INSTRUCTION_BYTES = 1024 * 1024;
 /**
- * Largest spawn input (UTF-8 bytes of the task and every context section together) `spawn`,
+ * Largest spawn input (UTF-8 bytes of the task, every context section and the metadata as JSON) `spawn`,
  * `fanOut`, a session and `spawn_agent` take: about a million tokens, more than a model's input
  * budget, so a bigger one could only fail at its first request, after being journalled (and on
  * the redis engine copied into its job, up to `maxBatchSize` agents per write). A bigger one is

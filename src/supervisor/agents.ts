@@ -736,7 +736,7 @@ function checkSpawnCall(agent: unknown, options: unknown): void {
       { option: 'options' },
     );
   }
-  const { task, context } = options as { task?: unknown; context?: unknown };
+  const { task, context, metadata } = options as { task?: unknown; context?: unknown; metadata?: unknown };
   if (typeof task !== 'string') {
     throw new UserError(
       'invalid_option',
@@ -746,12 +746,32 @@ function checkSpawnCall(agent: unknown, options: unknown): void {
       },
     );
   }
-  checkSpawnInputSize(agent, task, Array.isArray(context) ? context : []);
+  checkSpawnInputSize(agent, task, Array.isArray(context) ? context : [], metadata);
 }
 
-/** Throws UserError `spawn_input_too_large` when task and context are over {@link MAX_SPAWN_INPUT_BYTES}. */
-function checkSpawnInputSize(agent: unknown, task: string, context: readonly unknown[]): void {
+/** `metadata` as JSON text ('' when absent, or when it cannot be: the journal names that later). */
+function metadataText(metadata: unknown): string {
+  if (metadata === undefined) return '';
+  try {
+    return JSON.stringify(metadata) ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Throws UserError `spawn_input_too_large` when task, context and metadata (as JSON) are over
+ * {@link MAX_SPAWN_INPUT_BYTES}: each is journalled in Started and, on redis, copied into the job.
+ */
+function checkSpawnInputSize(
+  agent: unknown,
+  task: string,
+  context: readonly unknown[],
+  metadata: unknown,
+): void {
   const sections = context.filter((section): section is string => typeof section === 'string');
+  const meta = metadataText(metadata);
+  if (meta !== '') sections.push(meta);
   // A string of n UTF-16 units is at most 3n UTF-8 bytes: most never need counting.
   const units = sections.reduce((sum, section) => sum + section.length, task.length);
   if (units * 3 <= MAX_SPAWN_INPUT_BYTES) return;
@@ -763,7 +783,7 @@ function checkSpawnInputSize(agent: unknown, task: string, context: readonly unk
   const name = typeof agent === 'string' ? agent : (agent as { name?: unknown } | null)?.name;
   throw new UserError(
     'spawn_input_too_large',
-    `The task and context of a spawn of ${typeof name === 'string' ? name : 'an agent'} are ${size} bytes; a spawn's input may be at most ${MAX_SPAWN_INPUT_BYTES} bytes (4 MiB, MAX_SPAWN_INPUT_BYTES): pass large inputs as files the agent reads`,
+    `The task, context and metadata of a spawn of ${typeof name === 'string' ? name : 'an agent'} are ${size} bytes; a spawn's input may be at most ${MAX_SPAWN_INPUT_BYTES} bytes (4 MiB, MAX_SPAWN_INPUT_BYTES): pass large inputs as files the agent reads`,
     { ...(typeof name === 'string' ? { agent: name } : {}), size, limit: MAX_SPAWN_INPUT_BYTES },
   );
 }

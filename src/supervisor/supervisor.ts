@@ -119,7 +119,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
    * The agent waits until its engine has room. A spawn that cannot run (unknown agent, closed
    * supervisor) settles `result` as Failed with reason `invalid_request`. Throws UserError
    * `invalid_option` for options of the wrong shape, `duplicate_agent_id`, and
-   * `spawn_input_too_large` when task and context are over `MAX_SPAWN_INPUT_BYTES` (4 MiB of UTF-8).
+   * `spawn_input_too_large` when task, context and metadata are over `MAX_SPAWN_INPUT_BYTES` (4 MiB of UTF-8).
    */
   spawn(agent: string | AgentDefinition, options: SpawnOptions): AgentHandle {
     return this.#agents.spawn(agent, options, undefined);

@@ -27,6 +27,24 @@ describe('the size of a spawn input', () => {
     }
   });
 
+  it('metadata counts with the task, as the JSON journalled in Started and copied into a redis job', async () => {
+    const supervisor = policySupervisor({ journalDir: tempDir() });
+    try {
+      const blob = 'x'.repeat(MAX_SPAWN_INPUT_BYTES);
+      expect(() => supervisor.spawn('worker', { task: 'Report.', metadata: { blob } })).toThrow(
+        expect.objectContaining({
+          code: 'spawn_input_too_large',
+          fields: expect.objectContaining({
+            size: MAX_SPAWN_INPUT_BYTES + 7 + JSON.stringify({ blob: '' }).length,
+          }),
+        }),
+      );
+      expect(supervisor.agentCount).toBe(0);
+    } finally {
+      await supervisor.close();
+    }
+  });
+
   it('context sections count with the task, and fanOut gives a refused spec its own invalid_request result', async () => {
     const supervisor = policySupervisor({ journalDir: tempDir() });
     try {
