@@ -15,7 +15,7 @@ import { RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
 import { runLimitsOf } from '../run-dir/run-plan.ts';
 import { recordedSessions } from '../run-dir/summary.ts';
 import { sessionApprover } from './shared/approvers.ts';
-import { redisEngine } from './shared/engine.ts';
+import { checkRedisFlagsUsed, redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
 import { type OtlpFlags, withTelemetry } from './shared/telemetry.ts';
 
@@ -52,16 +52,13 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
           ...contents.plan,
           runLimits: { ...runLimitsOf(contents.plan), maxTotalTokens: options.maxRunTokens },
         };
+  const redisFlags = {
+    ...(options.redisUrl === undefined ? {} : { redis: options.redisUrl }),
+    ...(options.redisDownTimeoutMs === undefined ? {} : { redisDownTimeoutMs: options.redisDownTimeoutMs }),
+  };
+  checkRedisFlagsUsed(redisFlags, plan.backend === 'redis', `${dir} ran on the threads engine`);
   await checkProvider(plan.provider);
-  const supervisor =
-    plan.backend === 'redis'
-      ? await redisEngine({
-          ...(options.redisUrl === undefined ? {} : { redis: options.redisUrl }),
-          ...(options.redisDownTimeoutMs === undefined
-            ? {}
-            : { redisDownTimeoutMs: options.redisDownTimeoutMs }),
-        })
-      : undefined;
+  const supervisor = plan.backend === 'redis' ? await redisEngine(redisFlags) : undefined;
   const definitions = await loadAgentDefinitions(plan.agentFiles);
   const writer = RunDirWriter.reopen(paths.root);
   const decision = planResume(plan, paths, contents.results, options.retry ? { retry: options.retry } : {});

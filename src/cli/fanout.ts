@@ -23,7 +23,12 @@ import { resolveRunPlan } from '../run-dir/run-plan.ts';
 import { checkScorerModules } from '../run-dir/run-scoring.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { sessionApprover } from './shared/approvers.ts';
-import { REDIS_DOWN_TIMEOUT_HELP, redisDownTimeoutMs, redisEngine } from './shared/engine.ts';
+import {
+  checkRedisFlagsUsed,
+  REDIS_DOWN_TIMEOUT_HELP,
+  redisDownTimeoutMs,
+  redisEngine,
+} from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
 import {
   addModelSettingsOptions,
@@ -98,6 +103,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
 
 /** Runs `troupe fanout` and resolves to its exit code. */
 export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): Promise<number> {
+  checkRedisFlagsUsed(flags, flags.backend === 'redis', 'add --backend redis');
   const cwd = process.cwd();
   let loaded: Awaited<ReturnType<typeof loadPlan>>;
   try {

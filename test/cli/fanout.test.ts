@@ -380,3 +380,23 @@ describe('troupe resume RUN_DIR', () => {
     expect(Date.parse(resumed?.startedAt ?? '')).toBeGreaterThanOrEqual(Date.parse(killed?.endedAt ?? ''));
   });
 });
+
+describe('Redis flags on the threads engine', () => {
+  it('fanout and resume refuse --redis and --redis-down-timeout-ms instead of ignoring them', async () => {
+    const plan = writePlan(['threads: 1', 'runs:', '  - { agent: worker, task: Review a.md }']);
+    const out = path.join(dir, 'run');
+    const refused = captureIO();
+    expect(await main(['fanout', plan, '--redis-down-timeout-ms', '5', '--out', out], refused)).not.toBe(0);
+    expect(refused.err()).toContain(
+      '--redis-down-timeout-ms only applies to the redis engine; add --backend redis',
+    );
+    expect(existsSync(out)).toBe(false);
+
+    expect(await main(['fanout', plan, '--out', out], captureIO())).toBe(0);
+    const resumed = captureIO();
+    expect(await main(['resume', out, '--redis', 'redis://127.0.0.1:1'], resumed)).not.toBe(0);
+    expect(resumed.err()).toContain(
+      `--redis only applies to the redis engine; ${out} ran on the threads engine`,
+    );
+  });
+});

@@ -2,7 +2,7 @@
 import { InvalidArgumentError } from 'commander';
 import { checkRedis, resolveRedisUrl } from '../../engines/redis/connection.ts';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_REDIS_DOWN_TIMEOUT_MS } from '../../engines/redis/constants.ts';
-import { describeValue } from '../../errors.ts';
+import { describeValue, UserError } from '../../errors.ts';
 import type { SupervisorOptions } from '../../supervisor/options.ts';
 
 /** Redis flags of the fan-out commands (`troupe fanout`, `troupe resume RUN_DIR`). */
@@ -24,6 +24,23 @@ export function redisDownTimeoutMs(value: string): number {
       `Expected a non-negative integer of milliseconds (0 = wait for ever), got ${describeValue(value)}.`,
     );
   return parsed;
+}
+
+/**
+ * Throws UserError `invalid_option` when a Redis flag is given to a run on the threads engine
+ * (`where`: what makes it one): it would be ignored, and the person meant the redis engine.
+ */
+export function checkRedisFlagsUsed(flags: RedisFlags, redis: boolean, where: string): void {
+  if (redis) return;
+  const given = [
+    ...(flags.redis === undefined ? [] : ['--redis']),
+    ...(flags.redisDownTimeoutMs === undefined ? [] : ['--redis-down-timeout-ms']),
+  ];
+  const [first] = given;
+  if (first === undefined) return;
+  throw new UserError('invalid_option', `${given.join(' and ')} only ${given.length === 1 ? 'applies' : 'apply'} to the redis engine; ${where}`, {
+    option: first,
+  });
 }
 
 /**
