@@ -88,6 +88,35 @@ describe('troupe run', () => {
     expect(lines.filter((line) => line.includes('`Frob`'))).toHaveLength(1);
   });
 
+  it('--json carries what reading the definition warned about in the Run line, located', async () => {
+    const file = project.write(
+      '.claude/agents/loose.md',
+      '---\nname: loose\ndescription: Reads: files\nshiny: 1\ntools: Read, Frob\n---\nRead.\n',
+    );
+    const result = await runCli('run', 'loose', '--task', TASK, '--cwd', project.root, '--json');
+    expect(result.code).toBe(0);
+    const [run, started] = result.stdout
+      .split('\n')
+      .slice(0, 2)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    // Before: the Run line had no warnings; a program reading --json never learnt of them.
+    expect(run?.warnings).toEqual([
+      expect.objectContaining({ code: 'lenient_parse', file, line: 3, column: 19, path: '' }),
+      {
+        code: 'unknown_key',
+        message: 'Unknown key `shiny`; kept in `extra`, otherwise ignored',
+        file,
+        line: 4,
+        column: 1,
+        path: '/shiny',
+      },
+    ]);
+    // The tool warnings stay in Started, once.
+    expect(started).toMatchObject({ type: 'Started', warnings: [{ code: 'unknown_tool', line: 5 }] });
+    const plain = await runCli('run', 'reader', '--task', TASK, '--cwd', project.root, '--json');
+    expect(JSON.parse(plain.stdout.split('\n')[0] ?? '')).toMatchObject({ type: 'Run', warnings: [] });
+  });
+
   it('writes the journal to .troupe/runs/<timestamp>-<agent>-<id>.jsonl under --cwd, names it, and it verifies', async () => {
     const result = await runCli('run', 'reader', '--task', TASK, '--cwd', project.root);
     const journal = onlyJournal();

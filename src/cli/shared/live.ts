@@ -208,6 +208,15 @@ function runLine(info: SessionInfo) {
     cwd: info.cwd,
     modelSettings: info.modelSettings ?? {},
     blocks: info.blocks ?? [],
+    // As the Started event's warnings: where each is written, no severity (all are warnings).
+    warnings: (info.definitionWarnings ?? []).map(({ code, message, file, line, column, path }) => ({
+      code,
+      message,
+      file,
+      line,
+      column,
+      path,
+    })),
     ...(info.resume ? { resume: info.resume } : {}),
   };
 }

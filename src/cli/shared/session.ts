@@ -57,8 +57,8 @@ export interface SessionInfo {
   readonly definitionPath: string | undefined;
   /**
    * What reading the definition file warned about (`lenient_parse`, `unknown_key`,
-   * `name_slugified`, ...), printed with the header; not the warnings the agent's Started event
-   * repeats (tools, model). None when resuming.
+   * `name_slugified`, ...), printed with the header and in the `--json` Run line; not the warnings
+   * the agent's Started event repeats (tools, model). None when resuming.
    */
   readonly definitionWarnings?: readonly DefinitionProblem[];
   readonly provider: string;
