@@ -38,8 +38,9 @@ export function readModel(ctx: FieldContext, value: unknown): string | undefined
  * Why `model` is neither `inherit`, `default`, a built-in alias, a display name (`Claude Sonnet
  * 4.5`) nor shaped like a model id, with the forms it may take and a likely meant alias; undefined
  * when it is one of those.
+ * @param subject what gave the name, as the message starts: "Expected SUBJECT to be ...".
  */
-export function unknownModelMessage(model: string): string | undefined {
+export function unknownModelMessage(model: string, subject = '`model`'): string | undefined {
   const name = model.trim();
   const aliases = builtinAliases();
   const known = [...aliases, ...KEYWORDS, ...Object.values(DEFAULT_MODELS)];
@@ -48,5 +49,5 @@ export function unknownModelMessage(model: string): string | undefined {
   }
   const forms = `an alias (${[...aliases, ...KEYWORDS].map((alias) => `\`${alias}\``).join(', ')}) or a full model id (\`claude-sonnet-4-6\`, \`gpt-5\`)`;
   const why = /\s/.test(name) ? 'a model id has no spaces' : 'no alias troupe knows';
-  return `Expected \`model\` to be ${forms}, found \`${name}\`${suggestion(name, [...aliases, ...KEYWORDS])}: ${why}; it is sent to the provider as written unless a \`modelMap\` maps it`;
+  return `Expected ${subject} to be ${forms}, found \`${name}\`${suggestion(name, [...aliases, ...KEYWORDS])}: ${why}; it is sent to the provider as written unless a \`modelMap\` maps it`;
 }

@@ -39,7 +39,14 @@ export interface RunAgentOptions {
   readonly context?: readonly string[];
   readonly metadata?: Readonly<Record<string, unknown>>;
   readonly provider: Provider;
+  /** The model id sent to the provider (already resolved: see `resolveModel`). */
   readonly model: string;
+  /**
+   * What gave `model`, as a warning names it when the name cannot be a model id (`unknown_model`):
+   * `troupe run` says `` `--model` ``. @default the definition's `model` when `model` is that
+   * name as written, else "the model resolved for this run"
+   */
+  readonly modelSource?: string;
   /**
    * Model settings of this spawn (and plan): over the definition's, key by key. A resumed agent
    * ignores it and sends what its Started event recorded. @default {}

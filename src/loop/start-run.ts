@@ -11,6 +11,7 @@ import { Projection } from '../projection/projection.ts';
 import { counterForModel, heuristicCounter, o200kCounter } from '../projection/token-counter.ts';
 import { assembleSystemPrompt } from '../prompt/assemble.ts';
 import { projectDirs } from '../prompt/project-dirs.ts';
+import { DEFAULT_MODELS } from '../providers/constants.ts';
 import { prepareModelSettings } from '../providers/model-settings.ts';
 import { ReplayCalls } from '../replay/replay-calls.ts';
 import type { ReplayRecording } from '../replay/types.ts';
@@ -139,20 +140,8 @@ export async function startRun(
   const warnings = checkToolReferences(definition, registry.names(), mcp);
   // Unknown keys in its block files (ignored): said in Started, as the definition's own are.
   for (const problem of blocks.warnings ?? []) warnings.push(located(problem));
-  // A `model` that cannot be a model id, sent as written (no alias or modelMap entry replaced it):
-  // the provider is about to refuse it, so the run says where it came from.
-  const unknownModel =
-    options.model === definition.model.trim() ? unknownModelMessage(options.model) : undefined;
-  if (unknownModel !== undefined) {
-    const at = definition.sourcePositions?.['/model'];
-    warnings.push({
-      code: 'unknown_model',
-      message: unknownModel,
-      file: definition.path,
-      ...(at ? { line: at.line, column: at.column } : {}),
-      path: '/model',
-    });
-  }
+  const unknownModel = unknownModelWarning(definition, options.model, options.modelSource);
+  if (unknownModel !== undefined) warnings.push(unknownModel);
   const projectRoot =
     options.projectRoot ??
     (needsProjectRoot(definition, permissions) ? (await projectDirs(options.cwd))[0] : undefined);
@@ -279,6 +268,43 @@ function checkToolReferences(
   for (const problem of mcp.problems) warnings.push({ code: 'mcp_unavailable', message: problem.message });
   for (const notice of mcp.notices) warnings.push({ code: 'mcp_tools_dropped', message: notice.message });
   return warnings;
+}
+
+/**
+ * The one `unknown_model` warning of a run, if any. A model sent that cannot be a model id (no alias
+ * or modelMap entry replaced it) is about to be refused by the provider: the warning names what gave
+ * it, the definition's `model` (at its position) or `source` (`--model`, a spawn's model). The
+ * simulated provider sends `simulated` instead of the definition's model; a name there that a real
+ * provider would refuse is still said, at its position.
+ */
+function unknownModelWarning(
+  definition: AgentDefinition,
+  model: string,
+  source: string | undefined,
+): StartedWarning | undefined {
+  const written = definition.model.trim();
+  const fromDefinition = source === undefined && model === written;
+  const sent = unknownModelMessage(
+    model,
+    source ?? (fromDefinition ? undefined : 'the model resolved for this run'),
+  );
+  if (sent !== undefined && !fromDefinition) return { code: 'unknown_model', message: sent };
+  const at = definition.sourcePositions?.['/model'];
+  const located = (message: string): StartedWarning => ({
+    code: 'unknown_model',
+    message,
+    file: definition.path,
+    ...(at ? { line: at.line, column: at.column } : {}),
+    path: '/model',
+  });
+  if (sent !== undefined) return located(sent);
+  if (model !== DEFAULT_MODELS.simulated || written === model) return undefined;
+  const ignored = unknownModelMessage(written);
+  return ignored === undefined
+    ? undefined
+    : located(
+        `${ignored}; this run does not send it: the simulated provider runs as \`${DEFAULT_MODELS.simulated}\``,
+      );
 }
 
 /** What sees the run's events: the caller's `onEvent`, and the usage sink on every receipt. */

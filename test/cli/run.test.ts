@@ -88,6 +88,38 @@ describe('troupe run', () => {
     expect(lines.filter((line) => line.includes('`Frob`'))).toHaveLength(1);
   });
 
+  it('warns once about a model name that cannot be an id, whether --model or the definition gave it', async () => {
+    const unknownModel = (stderr: string) =>
+      stderr.split('\n').filter((line) => line.includes('unknown_model'));
+    // Before: a typo in --model was sent as written without a word.
+    const typo = await runCli('run', 'reader', '--model', 'sonet', '--task', TASK, '--cwd', project.root);
+    expect(typo.code).toBe(0);
+    expect(unknownModel(typo.stderr)).toEqual([
+      expect.stringMatching(
+        /^warning unknown_model: Expected `--model` to be .*, found `sonet` \(did you mean `sonnet`\?\)/,
+      ),
+    ]);
+
+    // Before: the simulated provider ran as `simulated` and nothing (header or Started) said the
+    // definition's model would be refused by a real provider.
+    const file = project.write(
+      '.troupe/agents/typo.md',
+      '---\nname: typo\ndescription: d\nmodel: sonet\n---\nRead.\n',
+    );
+    const simulated = await runCli('run', 'typo', '--task', TASK, '--cwd', project.root);
+    expect(simulated.code).toBe(0);
+    expect(unknownModel(simulated.stderr)).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^${file.replaceAll(/[.\\]/g, '\\$&')}:4:8: warning unknown_model: Expected \`model\` to be .*found \`sonet\`.*this run does not send it: the simulated provider runs as \`simulated\``,
+        ),
+      ),
+    ]);
+
+    const both = await runCli('run', 'typo', '--model', 'sonet', '--task', TASK, '--cwd', project.root);
+    expect(unknownModel(both.stderr)).toEqual([expect.stringContaining('Expected `--model` to be')]);
+  });
+
   it('--json carries what reading the definition warned about in the Run line, located', async () => {
     const file = project.write(
       '.claude/agents/loose.md',

@@ -79,3 +79,36 @@ describe('the model at spawn', () => {
     expect((mapped.events[0] as EventOf<'Started'>).warnings).toBeUndefined();
   });
 });
+
+describe('the model at spawn, whatever gave it', () => {
+  it('warns once about a model sent that cannot be an id, naming what gave it', async () => {
+    const started = async (frontmatter: string, run: { model: string; modelSource?: string }) => {
+      const { events } = await runScripted([{ text: 'done' }], { definition: fromFile(frontmatter), run });
+      return (events[0] as EventOf<'Started'>).warnings;
+    };
+    // Before: only a definition's own model, sent as written, was warned about.
+    expect(await started('model: default', { model: 'fable' })).toEqual([
+      {
+        code: 'unknown_model',
+        message: expect.stringMatching(/^Expected the model resolved for this run to be .*found `fable`/),
+      },
+    ]);
+    expect(await started('model: fable', { model: 'fable', modelSource: '`--model`' })).toEqual([
+      { code: 'unknown_model', message: expect.stringMatching(/^Expected `--model` to be .*found `fable`/) },
+    ]);
+    // The simulated provider does not send the definition's model; a real one would refuse it.
+    expect(await started('model: fable', { model: 'simulated' })).toEqual([
+      {
+        code: 'unknown_model',
+        message: expect.stringMatching(
+          /found `fable`.*this run does not send it: the simulated provider runs as `simulated`$/,
+        ),
+        file: '/agents/a.md',
+        line: 4,
+        column: 8,
+        path: '/model',
+      },
+    ]);
+    expect(await started('model: sonnet', { model: 'simulated' })).toBeUndefined();
+  });
+});

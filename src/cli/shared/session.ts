@@ -219,6 +219,14 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
   const { definition, warnings } = pickAgent(await discoverAgents({ cwd: request.cwd }), request.agent);
   const choice = chooseProvider(request.provider, env);
   const model = resolveModel(choice.name, request.model, definition.model, request.modelMap);
+  // What an unknown_model warning names: a name sent that is not the definition's as written came
+  // from the flags (the built-in aliases and default models are all ids).
+  const modelSource =
+    request.model !== undefined
+      ? '`--model`'
+      : model !== definition.model.trim() && !choice.simulated
+        ? '`--model-map`'
+        : undefined;
   const id = randomBytes(4).toString('hex');
   const agentId = `${definition.name}-${id}`;
   const journalPath = resolve(
@@ -286,6 +294,7 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
       },
       provider: choice.provider,
       model,
+      ...(modelSource === undefined ? {} : { modelSource }),
       modelSettings,
       resolvedBlocks: start.blocks,
       cwd: request.cwd,
