@@ -10,6 +10,7 @@ import { claudeCodeTool, MCP_PREFIX, mcpServerOf } from '../tools/names.ts';
 import { type Rule, ruleNamesTool, specifierProblem, tryParseRule } from '../tools/rules.ts';
 import { FILE_START, jsonPointer, type PathSegment } from './problems.ts';
 import type { AgentDefinition, DefinitionProblem, ProblemCode, SourcePosition } from './types.ts';
+import { isVsCodeToolSet, vsCodeReplacement } from './vscode-tools.ts';
 
 /** What a definition's tool references are checked against. */
 export interface KnownTools {
@@ -148,22 +149,6 @@ export function toolReferenceProblems(def: Reference, known: KnownTools): Defini
   return problems;
 }
 
-/** VS Code's built-in tool sets, the `set` of its `set/tool` names (lowercase). */
-const VS_CODE_TOOL_SETS: ReadonlySet<string> = new Set([
-  'agent',
-  'edit',
-  'execute',
-  'new',
-  'read',
-  'runcommands',
-  'runnotebooks',
-  'runtasks',
-  'search',
-  'todo',
-  'vscode',
-  'web',
-]);
-
 /**
  * Why an orchestration tool is missing: it is always registered under a Supervisor, so a run
  * without one (`troupe run`, `runAgent`) is the only place it can be.
@@ -200,8 +185,9 @@ function unknownReason(
     const server = rule.tool.split('/')[0] ?? rule.tool;
     // `edit/editFiles` is a tool of VS Code's own, `publisher.extension/tool` an extension's: no
     // MCP server could bring either, so the MCP spelling is no advice for them.
-    if (VS_CODE_TOOL_SETS.has(server.toLowerCase())) {
-      return `is a tool of VS Code's built-in tool set \`${server}\`, which troupe does not offer; it is ignored`;
+    if (isVsCodeToolSet(server)) {
+      const instead = vsCodeReplacement(rule.tool.slice(server.length + 1), server) ?? '';
+      return `is a tool of VS Code's built-in tool set \`${server}\`, which troupe does not offer${instead}; it is ignored`;
     }
     if (server.includes('.')) {
       return `is a tool of the VS Code extension \`${server}\`, which troupe does not offer; it is ignored`;
@@ -210,6 +196,10 @@ function unknownReason(
   }
   if (ORCHESTRATION_TOOL_NAMES.has(rule.tool.toLowerCase())) return NEEDS_SUPERVISOR;
   if (rule.tool.includes('*')) return 'matches no registered tool';
+  // VS Code agent files list VS Code's tools (`codebase`, `runCommands`): say what troupe's are.
+  const instead = vsCodeReplacement(rule.tool);
+  if (instead !== undefined)
+    return `is a VS Code (GitHub Copilot) tool troupe does not offer${instead}; it is ignored`;
   return `matches no registered tool${closest(rule.tool, names)}; it is ignored`;
 }
 

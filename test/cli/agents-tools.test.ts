@@ -52,7 +52,7 @@ describe('troupe agents validate: tool names', () => {
       /reviewer\.md:4:20: warning unknown_tool: `NotebookEdit` in `tools` is a Claude Code tool troupe does not offer/,
     );
     expect(lines[1]).toMatch(
-      /reviewer\.md:4:34: warning unknown_tool: `search` in `tools` matches no registered tool/,
+      /reviewer\.md:4:34: warning unknown_tool: `search` in `tools` is a VS Code \(GitHub Copilot\) tool troupe does not offer; write `Grep`, `Glob` instead/,
     );
     expect(lines[2]).toMatch(/reviewer\.md:4:42: .*`server\/tool` is VS Code's syntax; .*`mcp__github__\*`/);
   });

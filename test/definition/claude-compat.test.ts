@@ -40,6 +40,9 @@ const FILES = {
   vscodeTools: 'davila7__claude-code-templates/cli-tool/components/agents/expert-advisors/pimcore-expert.md',
   vscodeExtension:
     'davila7__claude-code-templates/cli-tool/components/agents/devops-infrastructure/azure-iac-exporter.md',
+  vscodeSearch: 'davila7__claude-code-templates/cli-tool/components/agents/expert-advisors/gilfoyle.md',
+  copilotAliases:
+    'davila7__claude-code-templates/cli-tool/components/agents/programming-languages/technical-content-evaluator.md',
 } as const;
 
 const known = await knownTools(corpus);
@@ -145,10 +148,47 @@ describe('tool names of real files', () => {
     );
     // Not an MCP server: VS Code's own tools and an extension's, which no `mcp__` name could bring.
     expect(byEntry(FILES.vscodeTools)).toContain(
-      "`edit/editFiles` in `tools` is a tool of VS Code's built-in tool set `edit`, which troupe does not offer; it is ignored",
+      "`edit/editFiles` in `tools` is a tool of VS Code's built-in tool set `edit`, which troupe does not offer; write `Edit`, `Write` instead (troupe's `search_replace`, `write_file`); it is ignored",
     );
     expect(byEntry(FILES.vscodeExtension).join('\n')).toContain(
       '`ms-azuretools.vscode-azure-github-copilot/azure_query_azure_resource_graph` in `tools` is a tool of the VS Code extension `ms-azuretools.vscode-azure-github-copilot`, which troupe does not offer',
     );
+  });
+
+  it("names troupe's tool for a VS Code tool, and says when there is none", () => {
+    const said = (file: string) =>
+      Object.fromEntries(
+        load(file)
+          .warnings.filter((warning) => warning.code === 'unknown_tool')
+          .map((warning) => {
+            const [, entry = '', why = ''] = /^`([^`]*)` in `tools` (.*)$/.exec(warning.message) ?? [];
+            return [entry, why];
+          }),
+      );
+    const VS_CODE = 'is a VS Code (GitHub Copilot) tool troupe does not offer';
+    // Before: every one of these said only "matches no registered tool; it is ignored".
+    expect(said(FILES.vscodeTools)).toMatchObject({
+      codebase: `${VS_CODE}; write \`Grep\`, \`Glob\` instead (troupe's \`grep\`, \`glob\`); it is ignored`,
+      terminalCommand: `${VS_CODE}; write \`Bash\` instead (troupe's \`run_terminal_cmd\`); it is ignored`,
+      fetch: `${VS_CODE}; write \`WebFetch\` instead (troupe's \`web_fetch\`); it is ignored`,
+      githubRepo: `${VS_CODE}; write \`WebFetch\` instead (troupe's \`web_fetch\`, or a GitHub MCP server's tools, \`mcp__github__*\`); it is ignored`,
+      runTests: `${VS_CODE}; write \`Bash\` instead (troupe's \`run_terminal_cmd\`, to run the tests); it is ignored`,
+      problems: `${VS_CODE}; write \`Bash\` instead (troupe's \`run_terminal_cmd\`, to run the compiler or linter); it is ignored`,
+    });
+    expect(said(FILES.vscodeSearch)).toMatchObject({
+      search: expect.stringContaining("write `Grep`, `Glob` instead (troupe's `grep`, `glob`)"),
+      usages: expect.stringContaining("write `Grep` instead (troupe's `grep`)"),
+      changes: expect.stringContaining(
+        "write `Bash` instead (troupe's `run_terminal_cmd`, to run `git diff`)",
+      ),
+      openSimpleBrowser: `${VS_CODE}, and troupe has none like it; it is ignored`,
+    });
+    expect(said(FILES.copilotAliases)).toMatchObject({
+      shell: expect.stringContaining("write `Bash` instead (troupe's `run_terminal_cmd`)"),
+      todos: expect.stringContaining("write `TodoWrite` instead (troupe's `todo_write`)"),
+      runSubagent: expect.stringContaining(
+        "write `Task` instead (troupe's `spawn_agent`, `await_agents`, under a Supervisor)",
+      ),
+    });
   });
 });
