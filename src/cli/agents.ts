@@ -8,7 +8,7 @@ import { stringify } from 'yaml';
 import { fileBlockStore } from '../blocks/file-store.ts';
 import { hasBlockReferences, resolveAgentBlocks, resolveBlocks } from '../blocks/resolve.ts';
 import type { BlockStore } from '../blocks/types.ts';
-import type { DiscoveryResult } from '../definition/discovery.ts';
+import type { DiscoveredAgent, DiscoveryResult } from '../definition/discovery.ts';
 import { discoverAgents, pickAgent } from '../definition/discovery.ts';
 import { collectDefinitionFiles, isClaudeAgentsFile } from '../definition/files.ts';
 import { type LoadResult, loadDefinitionFile } from '../definition/load.ts';
@@ -80,13 +80,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       const found = await discoverAgents({ cwd, compat: flags.compat, knownTools: await knownTools(cwd) });
       reportDiscoveryErrors(io, found, cwd);
       if (flags.json) {
-        io.stdout(
-          `${JSON.stringify(
-            found.agents.map(({ definition: d, shadows }) => listEntry(d, shadows)),
-            null,
-            2,
-          )}\n`,
-        );
+        io.stdout(`${JSON.stringify(found.agents.map(listEntry), null, 2)}\n`);
         return;
       }
       io.stdout(listTable(found, cwd));
@@ -240,29 +234,61 @@ function displayPath(path: string, cwd: string): string {
 /** Characters of a TOOLS cell: a definition naming dozens of MCP tools widened every row to 500+. */
 const TOOLS_CELL_CHARS = 60;
 
-function toolsText(tools: readonly string[] | undefined): string {
+/** Problem codes that mean a `tools` entry admits nothing (see tool-references.ts). */
+const UNUSABLE_ENTRY_CODES: ReadonlySet<string> = new Set(['unknown_tool', 'invalid_tool_rule']);
+
+/**
+ * The `tools` entries of an agent that admit nothing, by the warnings discovery's tool check gave
+ * them (the check `agents show` and `validate` print): a VS Code tool, a typo, an MCP server that is
+ * not configured.
+ */
+function ignoredTools({ definition, warnings }: DiscoveredAgent): string[] {
+  const ignored = new Set<number>();
+  for (const problem of warnings) {
+    const index = /^\/tools\/(\d+)$/.exec(problem.path)?.[1];
+    if (index !== undefined && UNUSABLE_ENTRY_CODES.has(problem.code)) ignored.add(Number(index));
+  }
+  return (definition.tools ?? []).filter((_, index) => ignored.has(index));
+}
+
+/**
+ * The TOOLS cell: `all`, `none`, or the entries that admit a tool, then the ignored ones
+ * (`Read, Grep (ignored: Frob)`, `none (ignored: codebase, githubRepo)`).
+ */
+function toolsText(tools: readonly string[] | undefined, ignored: readonly string[]): string {
   if (tools === undefined) return 'all';
   if (tools.length === 0) return 'none';
+  const unusable = new Set(ignored);
+  const usable = tools.filter((tool) => !unusable.has(tool));
+  const room = usable.length === 0 ? TOOLS_CELL_CHARS : TOOLS_CELL_CHARS / 2;
+  const note = ignored.length === 0 ? '' : ` (ignored: ${fitted(ignored, room)})`;
+  return `${usable.length === 0 ? 'none' : fitted(usable, TOOLS_CELL_CHARS)}${note}`;
+}
+
+/** `names` joined with `, `, cut to about `chars` characters with `… N more`. */
+function fitted(names: readonly string[], chars: number): string {
   const shown: string[] = [];
   let length = 0;
-  for (const tool of tools) {
-    const more = tools.length - shown.length - 1;
+  for (const name of names) {
+    const more = names.length - shown.length - 1;
     const suffix = more > 0 ? `, … ${more} more` : '';
-    if (shown.length > 0 && length + 2 + tool.length + suffix.length > TOOLS_CELL_CHARS) break;
-    shown.push(tool);
-    length += (shown.length > 1 ? 2 : 0) + tool.length;
+    if (shown.length > 0 && length + 2 + name.length + suffix.length > chars) break;
+    shown.push(name);
+    length += (shown.length > 1 ? 2 : 0) + name.length;
   }
-  const rest = tools.length - shown.length;
+  const rest = names.length - shown.length;
   return `${shown.join(', ')}${rest > 0 ? `, … ${rest} more` : ''}`;
 }
 
-function listEntry(definition: AgentDefinition, shadows: readonly string[]) {
+function listEntry(agent: DiscoveredAgent) {
+  const { definition, shadows } = agent;
   return {
     name: definition.name,
     source: definition.source,
     path: definition.path,
     description: definition.description,
     tools: definition.tools ?? null,
+    ignoredTools: ignoredTools(agent),
     model: definition.model,
     shadows,
   };
@@ -272,12 +298,12 @@ function listTable(found: DiscoveryResult, cwd: string): string {
   if (found.agents.length === 0) return 'No agents found.\n';
   const rows = [
     ['NAME', 'SOURCE', 'PATH', 'TOOLS', 'MODEL'],
-    ...found.agents.map(({ definition: d }) => [
-      d.name,
-      d.source,
-      displayPath(d.path, cwd),
-      toolsText(d.tools),
-      d.model,
+    ...found.agents.map((agent) => [
+      agent.definition.name,
+      agent.definition.source,
+      displayPath(agent.definition.path, cwd),
+      toolsText(agent.definition.tools, ignoredTools(agent)),
+      agent.definition.model,
     ]),
   ].map((row) => row.map(stripControl));
   const widths =

@@ -73,7 +73,35 @@ describe('troupe agents list', () => {
     expect(Math.max(...result.stdout.split('\n').map((l) => l.length))).toBeLessThan(160);
   });
 
-  it('--json prints {name, source, path, description, tools, model, shadows}', async () => {
+  it('TOOLS shows the entries the agent gets and which are ignored, as show and validate judge them', async () => {
+    tree.write(
+      'project/.troupe/agents/copilot.md',
+      definitionText('copilot', 'tools: codebase, githubRepo, edit/editFiles\n'),
+    );
+    tree.write('project/.troupe/agents/mixed.md', definitionText('mixed', 'tools: Read, Frob, Grep\n'));
+    const result = await run('agents', 'list', '--cwd', project);
+    const cell = (name: string) =>
+      result.stdout
+        .split('\n')
+        .find((line) => line.startsWith(`${name} `))
+        ?.split(/\s{2,}/)[3];
+    // Before: `codebase, githubRepo, edit/editFiles` and `Read, Frob, Grep`, as if all were tools.
+    expect(cell('copilot')).toBe('none (ignored: codebase, githubRepo, edit/editFiles)');
+    expect(cell('mixed')).toBe('Read, Grep (ignored: Frob)');
+    const show = await run('agents', 'show', 'copilot', '--cwd', project);
+    expect(show.stderr).toContain('warning no_tools');
+    const entries = JSON.parse((await run('agents', 'list', '--json', '--cwd', project)).stdout) as {
+      name: string;
+      tools: string[] | null;
+      ignoredTools: string[];
+    }[];
+    expect(entries.find((entry) => entry.name === 'mixed')).toMatchObject({
+      tools: ['Read', 'Frob', 'Grep'],
+      ignoredTools: ['Frob'],
+    });
+  });
+
+  it('--json prints {name, source, path, description, tools, ignoredTools, model, shadows}', async () => {
     const mine = tree.write('project/.troupe/agents/worker.md', definitionText('worker', 'tools: []\n'));
     const result = await run('agents', 'list', '--json', '--cwd', project);
     const entries = JSON.parse(result.stdout) as Record<string, unknown>[];
@@ -84,6 +112,7 @@ describe('troupe agents list', () => {
         path: mine,
         description: 'The worker agent.',
         tools: [],
+        ignoredTools: [],
         model: 'default',
         shadows: ['builtin:worker'],
       },
