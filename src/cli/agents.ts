@@ -2,7 +2,7 @@
  * `troupe agents list|show|validate`: what agents are visible from here, what one resolves to, and
  * what is wrong with definition files.
  */
-import { relative, resolve } from 'node:path';
+import { basename, dirname, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
 import { fileBlockStore } from '../blocks/file-store.ts';
@@ -12,7 +12,7 @@ import type { DiscoveredAgent, DiscoveryResult } from '../definition/discovery.t
 import { discoverAgents, pickAgent } from '../definition/discovery.ts';
 import { collectDefinitionFiles, isClaudeAgentsFile } from '../definition/files.ts';
 import { type LoadResult, loadDefinitionFile } from '../definition/load.ts';
-import { formatProblem } from '../definition/problems.ts';
+import { FILE_START, formatProblem } from '../definition/problems.ts';
 import type { KnownTools } from '../definition/tool-references.ts';
 import type { AgentDefinition, DefinitionProblem } from '../definition/types.ts';
 import { isTroupeError, UserError } from '../errors.ts';
@@ -160,6 +160,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
           result: await withPromptProblems(await withBlockProblems(loaded, blocks), cwd),
         });
       }
+      warnSameNames(checked);
       if (checked.length === 0) {
         io.stderr(`troupe: no .md files found in ${paths.join(', ')}\n`);
         setExit(1);
@@ -470,6 +471,43 @@ interface Checked {
   readonly file: string;
   readonly absolute?: string;
   readonly result: LoadResult;
+}
+
+/**
+ * Adds a `shadowed` warning to each file that defines the name of an earlier file of its directory:
+ * discovery takes the first in name order and never uses the others (`agents list` notes them).
+ * Files of different directories are left alone: there, precedence decides on purpose.
+ */
+function warnSameNames(checked: Checked[]): void {
+  const first = new Map<string, Checked>();
+  const order = checked
+    .map((entry, index) => ({ entry, index }))
+    // Discovery's order: the sorted paths of one directory.
+    .sort((a, b) => ((a.entry.absolute ?? '') < (b.entry.absolute ?? '') ? -1 : 1));
+  for (const { entry, index } of order) {
+    const { absolute, result } = entry;
+    // A file with errors takes its name too: discovery then resolves the name to nothing.
+    const name = result.definition?.name ?? result.name;
+    if (absolute === undefined || name === undefined) continue;
+    if (basename(absolute).toLowerCase() === 'readme.md') continue;
+    const key = JSON.stringify([dirname(absolute), name]);
+    const winner = first.get(key);
+    if (winner === undefined) {
+      first.set(key, entry);
+      continue;
+    }
+    if (winner.absolute === absolute) continue;
+    const problem: DefinitionProblem = {
+      severity: 'warning',
+      code: 'shadowed',
+      message: `Agent \`${name}\` is also defined by ${winner.file} in the same directory; discovery takes the first file in name order, so ${entry.file} is never used: rename one agent or remove a file`,
+      file: absolute,
+      // As discovery's `shadowed` warning: the file as a whole.
+      ...FILE_START,
+      path: '/name',
+    };
+    checked[index] = { ...entry, result: { ...result, warnings: [...result.warnings, problem] } };
+  }
 }
 
 function validateEntry({ file, absolute, result }: Checked) {

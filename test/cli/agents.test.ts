@@ -217,6 +217,37 @@ describe('troupe agents validate', () => {
     ]);
   });
 
+  it('warns, with both paths, when two files of one directory define the same name', async () => {
+    const first = tree.write('project/.claude/agents/code-reviewer.md', definitionText('reviewer'));
+    const second = tree.write(
+      'project/.claude/agents/reviewer.md',
+      '---\nname: Reviewer\ndescription: Reviews: code\n---\nbody\n',
+    );
+    tree.write('project/other/reviewer.md', definitionText('reviewer'));
+    const result = await run('agents', 'validate', '--json', project);
+    expect(result.code).toBe(0);
+    const entries = JSON.parse(result.stdout) as { file: string; warnings: { code: string }[] }[];
+    const shadowed = entries.flatMap(({ file, warnings }) =>
+      warnings.filter((warning) => warning.code === 'shadowed').map((warning) => ({ file, ...warning })),
+    );
+    // Before: none; only `agents list` noted that reviewer.md is never used. The file in another
+    // directory is another agents directory's business (precedence), not a duplicate.
+    expect(shadowed).toEqual([
+      {
+        file: second,
+        code: 'shadowed',
+        message: `Agent \`reviewer\` is also defined by ${first} in the same directory; discovery takes the first file in name order, so ${second} is never used: rename one agent or remove a file`,
+        line: 1,
+        column: 1,
+        path: '/name',
+      },
+    ]);
+    const list = await run('agents', 'list', '--cwd', project);
+    expect(list.stdout).toContain(
+      '(reviewer in .claude/agents/reviewer.md is shadowed by .claude/agents/code-reviewer.md)',
+    );
+  });
+
   it('exits 0 when there are only warnings', async () => {
     const file = tree.write('w.md', definitionText('w', 'memory: project\n'));
     const result = await run('agents', 'validate', file);
