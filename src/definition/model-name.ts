@@ -35,6 +35,18 @@ export function readModel(ctx: FieldContext, value: unknown): string | undefined
 }
 
 /**
+ * Whether `model` cannot name a model and is one edit from an alias or keyword (`sonet`, `hiaku`):
+ * a typo, where a bare word far from every alias (`mistral`, `qwen`, `mock`) is more likely a local
+ * server's or a provider module's own model name. What a run warns about on every spawn.
+ */
+export function likelyAliasTypo(model: string): boolean {
+  const name = model.trim();
+  return (
+    unknownModelMessage(name) !== undefined && suggestion(name, [...builtinAliases(), ...KEYWORDS]) !== ''
+  );
+}
+
+/**
  * Why `model` is neither `inherit`, `default`, a built-in alias, a display name (`Claude Sonnet
  * 4.5`) nor shaped like a model id, with the forms it may take and a likely meant alias; undefined
  * when it is one of those.

@@ -1,6 +1,6 @@
 import type { ResolvedBlocks } from '../blocks/types.ts';
 import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../constants.ts';
-import { unknownModelMessage } from '../definition/model-name.ts';
+import { likelyAliasTypo, unknownModelMessage } from '../definition/model-name.ts';
 import { toolReferenceProblems } from '../definition/tool-references.ts';
 import type { AgentDefinition, DefinitionProblem } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
@@ -272,7 +272,7 @@ function checkToolReferences(
 
 /**
  * The one `unknown_model` warning of a run, if any. A model sent that cannot be a model id (no alias
- * or modelMap entry replaced it) is about to be refused by the provider: the warning names what gave
+ * or modelMap entry replaced it) and is one edit from an alias is likely refused by the provider: the warning names what gave
  * it, the definition's `model` (at its position) or `source` (`--model`, a spawn's model). The
  * simulated provider sends `simulated` instead of the definition's model; a name there that a real
  * provider would refuse is still said, at its position.
@@ -284,10 +284,11 @@ function unknownModelWarning(
 ): StartedWarning | undefined {
   const written = definition.model.trim();
   const fromDefinition = source === undefined && model === written;
-  const sent = unknownModelMessage(
-    model,
-    source ?? (fromDefinition ? undefined : 'the model resolved for this run'),
-  );
+  // Only a likely typo of an alias: every spawn checks, and a bare word such as `mistral` is a
+  // real model on a local server (`troupe agents validate` still names any name that is no id).
+  const sent = likelyAliasTypo(model)
+    ? unknownModelMessage(model, source ?? (fromDefinition ? undefined : 'the model resolved for this run'))
+    : undefined;
   if (sent !== undefined && !fromDefinition) return { code: 'unknown_model', message: sent };
   const at = definition.sourcePositions?.['/model'];
   const located = (message: string): StartedWarning => ({
@@ -299,7 +300,7 @@ function unknownModelWarning(
   });
   if (sent !== undefined) return located(sent);
   if (model !== DEFAULT_MODELS.simulated || written === model) return undefined;
-  const ignored = unknownModelMessage(written);
+  const ignored = likelyAliasTypo(written) ? unknownModelMessage(written) : undefined;
   return ignored === undefined
     ? undefined
     : located(
