@@ -3,7 +3,7 @@
  * their loop saying so (never started, cancelled while queued, lost with their thread). The usage
  * of such an outcome is zero: what the agent spent is in its journal.
  */
-import { type SerializedError, SystemError } from '../errors.ts';
+import type { SerializedError } from '../errors.ts';
 import { ZERO_USAGE } from '../providers/receipt.ts';
 import type { AgentOutcome, FailureReason } from './types.ts';
 
@@ -25,7 +25,11 @@ export function completedOutcome(agentId: string, value: unknown): AgentOutcome 
   };
 }
 
-/** The error of an agent cancelled for `reason` (code `cancelled`). */
+/**
+ * The error of an agent cancelled for `reason` (code `cancelled`): a SystemError's plain data, built
+ * without making the error. A Ctrl-C cancels every agent a fan-out still has queued, 18,000 of a
+ * 20,000-task data set; an Error per agent, stack trace included, was thrown away at once.
+ */
 export function cancelledError(reason: string): SerializedError {
-  return new SystemError('cancelled', `Cancelled: ${reason}`, { reason }).toJSON();
+  return { name: 'SystemError', code: 'cancelled', message: `Cancelled: ${reason}`, fields: { reason } };
 }
