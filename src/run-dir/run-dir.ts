@@ -4,8 +4,12 @@
  * threads, restarts and provider pauses as they happen; see run-log.ts) and `summary.json`
  * (written at the end, on interrupt, and again by `troupe resume`).
  *
- * Result lines are appended with one synchronous write each, so a killed process leaves at most a
- * torn last line; readers ignore it and {@link RunDirWriter.reopen} cuts it away before appending.
+ * Result lines are appended synchronously: the lines of the agents that end in one turn of the event
+ * loop go in one write at the end of that turn (a Ctrl-C ends thousands of queued agents in one
+ * turn: a write each took seconds). A killed process leaves at most a torn last line; readers
+ * ignore it and {@link RunDirWriter.reopen} cuts it away before appending. A process killed
+ * outright can leave out the lines of its last turn: the agents' journals have their outcomes,
+ * which `troupe resume` takes from there.
  *
  * Every file is written through `redactValue`, like journals: a credential in a task, an answer or
  * an error message, and any value under a secret-named key (`metadata.apiKey`), never reach disk.
@@ -66,6 +70,11 @@ export function defaultRunDir(cwd: string, runId: string): string {
 /** Appends results to a run directory and writes its summary. */
 export class RunDirWriter {
   readonly paths: RunDirPaths;
+  /** Result lines of this turn of the event loop, not yet written. */
+  #pending: string[] = [];
+  #flushing: NodeJS.Immediate | undefined;
+  /** Why the last write at the end of a turn failed: thrown by the next append or flush. */
+  #failure: unknown;
 
   private constructor(paths: RunDirPaths) {
     this.paths = paths;
@@ -109,9 +118,47 @@ export class RunDirWriter {
     appendRunLog(this.paths.events, event);
   }
 
-  /** Appends one result line (one synchronous write). */
+  /**
+   * Appends one result line: written with the other lines of this turn of the event loop, in one
+   * synchronous write at its end (or at {@link flush}, whichever comes first).
+   */
   append(line: ResultLine): void {
-    appendFileSync(this.paths.results, `${JSON.stringify(redactValue(line))}\n`);
+    this.#throwFailure();
+    this.#pending.push(`${JSON.stringify(redactValue(line))}\n`);
+    this.#flushing ??= setImmediate(() => {
+      try {
+        this.flush();
+      } catch (error) {
+        this.#failure = error;
+      }
+    });
+  }
+
+  /** Writes the result lines appended and not yet written, at once (one synchronous write). */
+  flush(): void {
+    if (this.#flushing !== undefined) clearImmediate(this.#flushing);
+    this.#flushing = undefined;
+    this.#throwFailure();
+    if (this.#pending.length === 0) return;
+    const text = this.#pending.join('');
+    this.#pending = [];
+    try {
+      appendFileSync(this.paths.results, text);
+    } catch (error) {
+      throw new SystemError(
+        'run_dir_io',
+        `Could not write ${this.paths.results}: ${String(error)}`,
+        { path: this.paths.results },
+        { cause: error },
+      );
+    }
+  }
+
+  #throwFailure(): void {
+    if (this.#failure === undefined) return;
+    const failure = this.#failure;
+    this.#failure = undefined;
+    throw failure;
   }
 
   /**
@@ -119,6 +166,7 @@ export class RunDirWriter {
    * lines with new scores. Only for a run no other command is appending to.
    */
   rewriteResults(lines: readonly ResultLine[]): void {
+    this.flush();
     writeAtomically(this.paths.results, lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
   }
 
@@ -129,6 +177,7 @@ export class RunDirWriter {
 
   /** Replaces `summary.json` (written to a temporary file, then renamed, so it is never half written). */
   writeSummary(summary: RunSummary): void {
+    this.flush();
     writeAtomically(this.paths.summary, `${JSON.stringify(redactValue(summary), null, 2)}\n`);
   }
 }

@@ -83,6 +83,7 @@ beforeAll(() => {
       }),
     );
   });
+  writer.flush();
 });
 afterAll(() => cleanup());
 

@@ -110,6 +110,7 @@ describe('run directory', () => {
   it('appends one result line per agent and reads them back, ignoring a torn last line and cutting it on reopen', () => {
     const writer = RunDirWriter.create(dir, runPlan(2));
     writer.append(line(0, 'abcdef-0', { status: 'completed' }));
+    writer.flush();
     appendFileSync(writer.paths.results, '{"index":1,"agentId":"abc');
     const torn = readRunDir(dir);
     expect(torn.results.map((l) => l.agentId)).toEqual(['abcdef-0']);
@@ -118,10 +119,28 @@ describe('run directory', () => {
 
     const reopened = RunDirWriter.reopen(dir);
     reopened.append(line(1, 'abcdef-1', { status: 'completed' }));
+    reopened.flush();
     const contents = readRunDir(dir);
     expect(contents.tornTail).toBe(false);
     expect(contents.results.map((l) => l.agentId)).toEqual(['abcdef-0', 'abcdef-1']);
     expect(readFileSync(writer.paths.results, 'utf8').split('\n')).toHaveLength(3);
+  });
+
+  it('writes the result lines of one turn of the event loop together at its end, or at once for the summary', async () => {
+    const writer = RunDirWriter.create(dir, runPlan(3000));
+    // A Ctrl-C ends every queued agent of a fan-out in one turn: a write each took seconds.
+    for (let index = 0; index < 2000; index += 1)
+      writer.append(line(index, `abcdef-${index}`, { status: 'failed', reason: 'cancelled' }));
+    expect(readFileSync(writer.paths.results, 'utf8')).toBe('');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(readRunDir(dir).results).toHaveLength(2000);
+    for (let index = 2000; index < 3000; index += 1)
+      writer.append(line(index, `abcdef-${index}`, { status: 'completed' }));
+    // The second Ctrl-C writes the summary just before the process exits: the lines go first.
+    writer.writeSummary(summarize(runPlan(3000), [], []));
+    const contents = readRunDir(dir);
+    expect(contents.results.map((l) => l.index)).toEqual(Array.from({ length: 3000 }, (_, index) => index));
+    expect(contents.tornTail).toBe(false);
   });
 
   it('refuses to create a run where one exists, and to read a directory that holds none', () => {
@@ -209,6 +228,7 @@ describe('planResume', () => {
       line(2, 'abcdef-2', { status: 'failed', reason: 'cancelled' }),
     ];
     for (const result of results) writer.append(result);
+    writer.flush();
     journal('abcdef-2', [
       {
         type: 'Failed',
