@@ -101,8 +101,8 @@ export function resultLine(outcome: AgentOutcome, context: ResultContext): Resul
 }
 
 /** The last line of each plan index (later attempts replace earlier ones). */
-export function latestByIndex(lines: readonly ResultLine[]): Map<number, ResultLine> {
-  const latest = new Map<number, ResultLine>();
+export function latestByIndex<T extends Pick<ResultLine, 'index'>>(lines: readonly T[]): Map<number, T> {
+  const latest = new Map<number, T>();
   for (const line of lines) if (line.index !== null) latest.set(line.index, line);
   return latest;
 }

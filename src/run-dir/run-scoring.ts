@@ -93,7 +93,7 @@ export function judgeSessionNumber(journalDir: string, scorers: RunPlan['scorers
 /** The scoring part of a summary: every plan entry with the scores of its latest result. */
 export function scoringSummaryOf(
   plan: RunPlan,
-  latest: ReadonlyMap<number, ResultLine>,
+  latest: ReadonlyMap<number, Pick<ResultLine, 'agentId' | 'scores'>>,
 ): ScoringSummary | undefined {
   if (plan.scorers === undefined || plan.scorers.length === 0) return undefined;
   return summarizeScores(

@@ -32,7 +32,7 @@ import type { LoggedCause, RunLogEvent } from './run-log.ts';
 import { budgetNotices, type PlannedRun, type RunPlan, repeatedIdNotices, runLimitsOf } from './run-plan.ts';
 import { createRunScoring, judgeSessionNumber, scoreInputOf } from './run-scoring.ts';
 import { DENY_UNATTENDED, listenForApprovals, type SessionApprover } from './session-approvals.ts';
-import { type RunSession, type RunSummary, summarize } from './summary.ts';
+import { type RunSession, type RunSummary, type SummaryLine, summarize, summaryLine } from './summary.ts';
 
 /** A run log event before its time is set. */
 type RunLogEventBody = RunLogEvent extends infer E ? (E extends unknown ? Omit<E, 'ts'> : never) : never;
@@ -104,7 +104,8 @@ interface Tracked {
 export class FanoutSession {
   readonly #options: SessionOptions;
   readonly #tracked = new Map<string, Tracked>();
-  readonly #lines: ResultLine[];
+  /** What the summary needs of each result line so far: not the lines themselves (see summaryLine). */
+  readonly #lines: SummaryLine[];
   readonly #startedAt = new Date();
   /** Agent ids of judge agents (scorers), which are not plan entries nor nested agents. */
   readonly #judges = new Set<string>();
@@ -121,7 +122,7 @@ export class FanoutSession {
 
   constructor(options: SessionOptions) {
     this.#options = options;
-    this.#lines = [...(options.existing ?? [])];
+    this.#lines = (options.existing ?? []).map(summaryLine);
     for (const line of this.#lines) {
       this.#usedTokens += line.usage.inputTokens + line.usage.outputTokens;
       this.#usedCostUsd += line.costUsd ?? 0;
@@ -141,8 +142,11 @@ export class FanoutSession {
     }
   }
 
-  /** Result lines so far (earlier sessions' included). */
-  get lines(): readonly ResultLine[] {
+  /**
+   * What the summary needs of each result line so far (earlier sessions' included); the lines
+   * themselves are in `results.jsonl`.
+   */
+  get lines(): readonly SummaryLine[] {
     return this.#lines;
   }
 
@@ -493,6 +497,8 @@ export class FanoutSession {
       startedAt: tracked.startedAt,
       endedAt: new Date().toISOString(),
     });
+    // Nothing more is said of an agent that ended: its entry would only hold memory until the run ends.
+    this.#tracked.delete(outcome.agentId);
     this.#track(this.#finishLine(line));
   }
 
@@ -514,7 +520,7 @@ export class FanoutSession {
         ? { ...line, scores: await scoring.score(scoreInputOf(run, line)) }
         : line;
     this.#options.writer.append(scored);
-    this.#lines.push(scored);
+    this.#lines.push(summaryLine(scored));
     this.#options.onEvent?.({ type: 'ended', line: scored });
   }
 }

@@ -149,12 +149,56 @@ export interface RunSummary {
   };
 }
 
+/** What the summary needs of a result line: no task, result, answer, error or metadata. */
+export type SummaryLine = Pick<
+  ResultLine,
+  | 'index'
+  | 'agentId'
+  | 'parentId'
+  | 'agent'
+  | 'attempt'
+  | 'status'
+  | 'reason'
+  | 'usage'
+  | 'costUsd'
+  | 'rounds'
+  | 'steps'
+  | 'startedAt'
+  | 'endedAt'
+  | 'scores'
+  | 'replay'
+>;
+
+/**
+ * The part of `line` {@link summarize} reads: what a session keeps of each line it wrote, so a
+ * 20,000-task run does not hold every answer and error in memory until it ends.
+ */
+export function summaryLine(line: ResultLine): SummaryLine {
+  return {
+    index: line.index,
+    agentId: line.agentId,
+    parentId: line.parentId,
+    agent: line.agent,
+    attempt: line.attempt,
+    status: line.status,
+    ...(line.reason === undefined ? {} : { reason: line.reason }),
+    usage: line.usage,
+    costUsd: line.costUsd,
+    rounds: line.rounds,
+    ...(line.steps === undefined ? {} : { steps: line.steps }),
+    startedAt: line.startedAt,
+    endedAt: line.endedAt,
+    ...(line.scores === undefined ? {} : { scores: line.scores }),
+    ...(line.replay === undefined ? {} : { replay: line.replay }),
+  };
+}
+
 const ZERO: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
 
 /** Builds the summary of a run from its plan, every result line and its sessions. */
 export function summarize(
   plan: RunPlan,
-  results: readonly ResultLine[],
+  results: readonly SummaryLine[],
   sessions: readonly RunSession[],
   now: Date = new Date(),
   budgetSpent?: string,
@@ -233,12 +277,12 @@ export function summarize(
   };
 }
 
-function replaySummary(replay: RunReplay, results: readonly ResultLine[]): RunSummary['replay'] {
+function replaySummary(replay: RunReplay, results: readonly SummaryLine[]): RunSummary['replay'] {
   const unrecorded = replay.journals.filter((journal) => journal === null).length;
   return { of: replay.of, calls: replayCalls(results), ...(unrecorded === 0 ? {} : { unrecorded }) };
 }
 
-function replayCalls(results: readonly ResultLine[]): ReplayCounts {
+function replayCalls(results: readonly SummaryLine[]): ReplayCounts {
   let recorded = 0;
   let live = 0;
   let refused = 0;
@@ -250,12 +294,12 @@ function replayCalls(results: readonly ResultLine[]): ReplayCounts {
   return { recorded, live, refused };
 }
 
-function scoringOf(plan: RunPlan, latest: ReadonlyMap<number, ResultLine>): { scoring?: ScoringSummary } {
+function scoringOf(plan: RunPlan, latest: ReadonlyMap<number, SummaryLine>): { scoring?: ScoringSummary } {
   const scoring = scoringSummaryOf(plan, latest);
   return scoring === undefined ? {} : { scoring };
 }
 
-function agentSummary(line: ResultLine): AgentSummary {
+function agentSummary(line: SummaryLine): AgentSummary {
   return {
     agentId: line.agentId,
     index: line.index,

@@ -9,6 +9,7 @@ import { type ResultLine, resultLine } from '../../src/run-dir/results.ts';
 import { planResume } from '../../src/run-dir/resume-plan.ts';
 import { journalFile, RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
 import type { RunPlan } from '../../src/run-dir/run-plan.ts';
+import { FanoutSession } from '../../src/run-dir/session.ts';
 import { summarize } from '../../src/run-dir/summary.ts';
 import { tempDir } from './helpers.ts';
 
@@ -141,6 +142,45 @@ describe('run directory', () => {
     const contents = readRunDir(dir);
     expect(contents.results.map((l) => l.index)).toEqual(Array.from({ length: 3000 }, (_, index) => index));
     expect(contents.tornTail).toBe(false);
+  });
+
+  it('keeps of each result line only what the summary needs, not its answer, result or error', async () => {
+    const plan = runPlan(400);
+    const writer = RunDirWriter.create(dir, plan);
+    const answer = 'x'.repeat(5000);
+    const existing = Array.from({ length: 200 }, (_, index) =>
+      line(
+        index,
+        `abcdef-${index}`,
+        index % 2 === 0 ? { status: 'completed', answer } : { status: 'failed' },
+      ),
+    );
+    const recovered = Array.from({ length: 200 }, (_, offset) =>
+      line(200 + offset, `abcdef-${200 + offset}`, { status: 'completed', answer, result: { answer } }),
+    );
+    const session = new FanoutSession({ plan, writer, work: [], kind: 'resume', existing, recovered });
+    const { summary } = await session.run();
+    expect(session.lines).toHaveLength(400);
+    const kept = session.lines.filter(
+      (l) => 'answer' in l || 'result' in l || 'error' in l || 'metadata' in l,
+    );
+    expect(kept).toEqual([]);
+    // The lines themselves are on disk, whole.
+    const written = readRunDir(dir).results;
+    expect(written).toHaveLength(200);
+    expect(written.every((l) => l.answer === answer)).toBe(true);
+    // The summary is what it is from the whole lines.
+    expect(summary).toEqual({
+      ...summarize(plan, [...existing, ...recovered], summary.sessions),
+      updatedAt: summary.updatedAt,
+    });
+    expect(summary.counts).toMatchObject({
+      planned: 400,
+      completed: 300,
+      failed: 100,
+      cancelled: 100,
+      notRun: 0,
+    });
   });
 
   it('refuses to create a run where one exists, and to read a directory that holds none', () => {
