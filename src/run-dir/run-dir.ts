@@ -178,8 +178,32 @@ export class RunDirWriter {
   /** Replaces `summary.json` (written to a temporary file, then renamed, so it is never half written). */
   writeSummary(summary: RunSummary): void {
     this.flush();
-    writeAtomically(this.paths.summary, `${JSON.stringify(redactValue(summary), null, 2)}\n`);
+    writeAtomically(this.paths.summary, `${summaryText(redactValue(summary))}\n`);
   }
+}
+
+/**
+ * JSON indented by two spaces, but each object in an array on one line: `summary.json` has one
+ * entry per agent in `agents` and per plan entry in `scoring.items`, and indented in full a
+ * 20,000-task run's summary took 14 MB (8 MB so).
+ */
+export function summaryText(value: unknown, indent = ''): string {
+  const inner = `${indent}  `;
+  if (Array.isArray(value)) {
+    if (value.length === 0 || !value.every(isPlainObject)) return JSON.stringify(value);
+    return `[\n${value.map((item) => `${inner}${JSON.stringify(item)}`).join(',\n')}\n${indent}]`;
+  }
+  if (!isPlainObject(value)) return JSON.stringify(value) ?? 'null';
+  const members = Object.entries(value).filter(([, member]) => member !== undefined);
+  if (members.length === 0) return '{}';
+  const text = members.map(
+    ([key, member]) => `${inner}${JSON.stringify(key)}: ${summaryText(member, inner)}`,
+  );
+  return `{\n${text.join(',\n')}\n${indent}}`;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** A bad line in `results.jsonl` (other than a torn last line). */

@@ -183,6 +183,19 @@ describe('run directory', () => {
     });
   });
 
+  it('writes summary.json with one line per agent, not one per field', () => {
+    const plan = runPlan(1000);
+    const writer = RunDirWriter.create(dir, plan);
+    const lines = plan.runs.map((run) => line(run.index, run.agentId, { status: 'completed' }));
+    const summary = summarize(plan, lines, []);
+    writer.writeSummary(summary);
+    const text = readFileSync(writer.paths.summary, 'utf8');
+    expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(summary)));
+    // Indented in full, each agent took 20 lines: 14 MB for 20,000 agents.
+    expect(text.split('\n').length).toBeLessThan(1100);
+    expect(text).toContain(`\n    ${JSON.stringify(summary.agents[0])},\n`);
+  });
+
   it('refuses to create a run where one exists, and to read a directory that holds none', () => {
     RunDirWriter.create(dir, runPlan(1));
     expect(() => RunDirWriter.create(dir, runPlan(1))).toThrow(
