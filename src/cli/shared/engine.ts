@@ -38,9 +38,13 @@ export function checkRedisFlagsUsed(flags: RedisFlags, redis: boolean, where: st
   ];
   const [first] = given;
   if (first === undefined) return;
-  throw new UserError('invalid_option', `${given.join(' and ')} only ${given.length === 1 ? 'applies' : 'apply'} to the redis engine; ${where}`, {
-    option: first,
-  });
+  throw new UserError(
+    'invalid_option',
+    `${given.join(' and ')} only ${given.length === 1 ? 'applies' : 'apply'} to the redis engine; ${where}`,
+    {
+      option: first,
+    },
+  );
 }
 
 /**
