@@ -8,7 +8,7 @@ import type { AgentDefinition } from './types.ts';
 /**
  * SHA-256 (hex) of a definition's content, for journals: canonical JSON (sorted keys) of every
  * field except where it was found (`source`, `path`, `bodyLine`, `sourcePositions`) and its raw
- * `text`, so the same agent hashes the same wherever its file lives and however it is laid out.
+ * `text` (and `textHash`), so the same agent hashes the same wherever its file lives and however it is laid out.
  */
 export function definitionHash(definition: AgentDefinition): string {
   return hashValue(definitionContent(definition));
@@ -22,6 +22,7 @@ export function definitionContent(definition: AgentDefinition): Record<string, u
     bodyLine: _bodyLine,
     sourcePositions: _positions,
     text: _text,
+    textHash: _textHash,
     ...content
   } = definition;
   return content;

@@ -10,6 +10,7 @@ import { DEFINITION_BYTE_LIMIT } from './constants.ts';
 export { definitionContent, definitionHash } from './hash.ts';
 
 import { normalizeSource, type ParseMode, splitFrontmatter } from './frontmatter.ts';
+import { definitionHash } from './hash.ts';
 import { FILE_START, ProblemList } from './problems.ts';
 import type { KnownTools } from './tool-references.ts';
 import type { AgentDefinition, DefinitionProblem, DefinitionSource } from './types.ts';
@@ -62,7 +63,9 @@ export function parseDefinition(text: string, file: string, options: LoadOptions
       const target = { source, path: options.path ?? file, knownTools: options.knownTools };
       const validated = validateDefinition(data, split, target, problems);
       if (validated) {
-        const definition = { ...validated, text };
+        // The hash of what the text reads as: a definition changed since (a spread with other
+        // tools) no longer matches it, and is recorded by its content (src/loop/pinning.ts).
+        const definition = { ...validated, text, textHash: definitionHash(validated) };
         return { definition, name: definition.name, errors: [], warnings: problems.warnings };
       }
     }

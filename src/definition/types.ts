@@ -145,6 +145,13 @@ export interface AgentDefinition {
    * Started event records it so a resumed agent runs exactly this definition. Not hashed.
    */
   readonly text?: string;
+  /**
+   * The content hash (`definitionHash`) of the definition `text` reads as, set with it by the
+   * parser. A definition whose own hash differs was changed after it was read (as
+   * `{ ...loaded, name, tools }` is): its Started event records its content rather than the text,
+   * so that a restarted or resumed agent runs it, not the file it came from. Not hashed.
+   */
+  readonly textHash?: string;
 }
 
 export type { DefinitionProblem, ProblemCode, SourcePosition } from './problem-types.ts';

@@ -26,16 +26,21 @@ export function definitionHashOf(definition: AgentDefinition): string {
   return hash;
 }
 
-/** The definition as the Started event records it: its text when it has one, else its content. */
+/**
+ * The definition as the Started event records it: its text when the text reads as this definition
+ * (its `textHash` is `hash`), else its content. A definition derived from a loaded one in code
+ * (`{ ...loaded, name, tools }`) keeps the loaded one's text, which would read back as the file's
+ * definition: a restarted or resumed agent would run the file's tools and prompt, not its own.
+ */
 export function startedDefinition(definition: AgentDefinition, hash: string): StartedDefinition {
   return {
     name: definition.name,
     hash,
     path: definition.path,
     source: definition.source,
-    ...(definition.text === undefined
-      ? { content: definitionContent(definition) }
-      : { text: definition.text }),
+    ...(definition.text !== undefined && definition.textHash === hash
+      ? { text: definition.text }
+      : { content: definitionContent(definition) }),
   };
 }
 

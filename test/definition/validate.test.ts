@@ -56,6 +56,7 @@ describe('defaults', () => {
       mcpServers: [],
       bodyLine: 5,
       text: expect.stringContaining('name: reviewer'),
+      textHash: expect.stringMatching(/^[0-9a-f]{64}$/),
     });
   });
 

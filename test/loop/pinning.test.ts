@@ -212,6 +212,58 @@ describe('blocks and model settings in a run', () => {
     });
   });
 
+  it('a definition derived in code from a loaded one is recorded and resumed as derived, not as its text', async () => {
+    tree = new TempTree();
+    publish('1.0.0', 0.4, 0.9, 'Triage tickets');
+    const blocks = fileBlockStore({ cwd: tree.path('project'), home: tree.path('home') });
+    const loaded = parse(TRIAGE.replace('tools: [score]', 'tools: [score, read_file]'));
+    // As an orchestrator is made from `worker`: its `text` still reads as the loaded file.
+    const derived: AgentDefinition = { ...loaded, name: 'derived', tools: ['score'] };
+    const original = await run({
+      definition: derived,
+      steps: [{ toolCalls: [{ name: 'score' }] }, { toolCalls: [{ name: 'score' }] }, { text: 'Done.' }],
+      blocks,
+      seen: [],
+    });
+    expect(original.outcome.status).toBe('completed');
+    const started = original.events[0];
+    if (started?.type !== 'Started') throw new Error('no Started event');
+    expect(started.definition).toMatchObject({ name: 'derived', hash: definitionHash(derived) });
+    expect(started.definition.text).toBeUndefined();
+    const cut = original.events.findIndex((event) => event.type === 'ToolResult') + 1;
+    // Resumed as `troupe resume` does in a new process: given the loaded definition of the name.
+    const resumed = await run({
+      definition: loaded,
+      steps: [{ toolCalls: [{ name: 'score' }] }, { text: 'Done.' }],
+      blocks,
+      seen: [],
+      resumeFrom: original.events.slice(0, cut),
+    });
+    expect(resumed.outcome.status).toBe('completed');
+    const first = original.requests[0];
+    expect(first?.tools.map((tool) => tool.name)).toEqual(['score']);
+    for (const request of resumed.requests) {
+      expect(request.system).toBe(first?.system);
+      expect(request.tools).toEqual(first?.tools);
+    }
+    expect(eventsOf(resumed.events, 'Resumed')[0]?.notices).toBeUndefined();
+    expect(verifyJournal(resumed.events, { rerender: journalRerender() })).toMatchObject({ ok: true });
+  });
+
+  it('a loaded definition unchanged is recorded by its text', async () => {
+    tree = new TempTree();
+    publish('1.0.0', 0.4, 0.9, 'Triage tickets');
+    const blocks = fileBlockStore({ cwd: tree.path('project'), home: tree.path('home') });
+    const { events } = await run({
+      definition: { ...parse(TRIAGE) },
+      steps: [{ text: 'Done.' }],
+      blocks,
+      seen: [],
+    });
+    const started = events[0];
+    expect(started?.type === 'Started' && started.definition.text).toBe(TRIAGE);
+  });
+
   it('a resumed agent needs no block store: the recorded values are enough', async () => {
     tree = new TempTree();
     publish('1.0.0', 0.4, 0.9, 'Triage');
