@@ -105,7 +105,7 @@ export async function pinnedDefinition(
       hash === recorded.hash
         ? []
         : [
-            `The recorded definition reads differently with this troupe version (hash ${hash.slice(0, 12)}, recorded ${recorded.hash.slice(0, 12)}); it runs as read now`,
+            `The recorded definition text reads as another definition (hash ${hash.slice(0, 12)}, recorded ${recorded.hash.slice(0, 12)}): this troupe version reads it differently, or the agent was spawned with a copy changed in code (a journal written before troupe recorded those by content); it runs as read now`,
           ];
     return { definition, ...(changed ? { changed } : {}), notices };
   }

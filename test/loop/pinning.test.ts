@@ -9,9 +9,10 @@ import { fileBlockStore } from '../../src/blocks/file-store.ts';
 import { memoryBlockStore } from '../../src/blocks/memory-store.ts';
 import { definitionHash, parseDefinition } from '../../src/definition/load.ts';
 import type { AgentDefinition } from '../../src/definition/types.ts';
-import type { AuditEvent } from '../../src/journal/events.ts';
+import type { AuditEvent, EventOf } from '../../src/journal/events.ts';
 import { MemoryJournal } from '../../src/journal/sink.ts';
 import { verifyJournal } from '../../src/journal/verify.ts';
+import { pinnedDefinition } from '../../src/loop/pinning.ts';
 import { journalRerender } from '../../src/loop/rerender.ts';
 import { runAgent } from '../../src/loop/run-agent.ts';
 import type { ModelSettingIssue } from '../../src/providers/model-settings.ts';
@@ -248,6 +249,20 @@ describe('blocks and model settings in a run', () => {
     }
     expect(eventsOf(resumed.events, 'Resumed')[0]?.notices).toBeUndefined();
     expect(verifyJournal(resumed.events, { rerender: journalRerender() })).toMatchObject({ ok: true });
+  });
+
+  it('a journal that recorded a changed copy by its stale text says so on resume', async () => {
+    const loaded = parse(TRIAGE);
+    const derived: AgentDefinition = { ...loaded, name: 'derived', tools: [] };
+    // What troupe wrote before it recorded such definitions by content: the text, the copy's hash.
+    const started = {
+      type: 'Started',
+      agentId: 'old-1',
+      definition: { name: 'derived', hash: definitionHash(derived), path: loaded.path, text: loaded.text },
+    } as unknown as EventOf<'Started'>;
+    const pinned = await pinnedDefinition(started, derived);
+    expect(pinned.definition.name).toBe('triage');
+    expect(pinned.notices.join('\n')).toContain('spawned with a copy changed in code');
   });
 
   it('a loaded definition unchanged is recorded by its text', async () => {
