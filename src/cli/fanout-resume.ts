@@ -55,6 +55,8 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
   const redisFlags = {
     ...(options.redisUrl === undefined ? {} : { redis: options.redisUrl }),
     ...(options.redisDownTimeoutMs === undefined ? {} : { redisDownTimeoutMs: options.redisDownTimeoutMs }),
+    ...(plan.redisQueue === undefined ? {} : { queue: plan.redisQueue }),
+    ...(plan.redisPrefix === undefined ? {} : { prefix: plan.redisPrefix }),
   };
   checkRedisFlagsUsed(redisFlags, plan.backend === 'redis', `${dir} ran on the threads engine`);
   await checkProvider(plan.provider);

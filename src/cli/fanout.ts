@@ -55,6 +55,8 @@ interface FanoutFlags extends ModelSettingsFlags, PermissionFlags, OtlpFlags {
   readonly backend?: 'threads' | 'redis';
   readonly redis?: string;
   readonly redisDownTimeoutMs?: number;
+  readonly queue?: string;
+  readonly prefix?: string;
   readonly maxRunTokens?: number;
 }
 
@@ -88,6 +90,14 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     )
     .option('--redis <url>', 'Redis URL for --backend redis (default: TROUPE_REDIS_URL)')
     .option('--redis-down-timeout-ms <ms>', REDIS_DOWN_TIMEOUT_HELP, redisDownTimeoutMs)
+    .option(
+      '--queue <name>',
+      'with --backend redis: the queue of the `troupe worker`s (default: troupe-agents)',
+    )
+    .option(
+      '--prefix <prefix>',
+      'with --backend redis: the Redis key prefix of the workers (default: troupe)',
+    )
     .option(
       '--max-run-tokens <n>',
       `token budget of the whole run, all agents (default: the plan's runLimits, else ${DEFAULT_RUN_MAX_TOTAL_TOKENS}; 0 = unlimited)`,
@@ -136,6 +146,8 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
       ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
       ...(flags.model === undefined ? {} : { model: flags.model }),
       ...(flags.backend === undefined ? {} : { backend: flags.backend }),
+      ...(flags.queue === undefined ? {} : { redisQueue: flags.queue }),
+      ...(flags.prefix === undefined ? {} : { redisPrefix: flags.prefix }),
       ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
       ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
       modelSettings: modelSettingsFromFlags(flags),

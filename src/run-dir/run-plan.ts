@@ -52,6 +52,10 @@ export interface RunPlan {
   readonly isolation: 'shared' | 'thread';
   /** Set when agents run on the redis engine (`--backend redis`); absent: threads. */
   readonly backend?: 'redis';
+  /** The redis engine's queue (`--queue`), when not the default: `troupe resume` uses it too. */
+  readonly redisQueue?: string;
+  /** The redis engine's key prefix (`--prefix`), when not the default. */
+  readonly redisPrefix?: string;
   readonly concurrency: number;
   readonly limits?: AgentLimits;
   /** Budgets of the whole run (all agents, all sessions); absent in older run directories (defaults apply). */
@@ -147,6 +151,8 @@ export interface RunOverrides {
   readonly threads?: number;
   readonly isolation?: 'shared' | 'thread';
   readonly backend?: 'threads' | 'redis';
+  readonly redisQueue?: string;
+  readonly redisPrefix?: string;
   readonly concurrency?: number;
   readonly model?: string;
   readonly modelMap?: ModelMap;
@@ -204,6 +210,12 @@ export function resolveRunPlan(
     threads: overrides.threads ?? plan.threads ?? DEFAULT_THREADS,
     isolation: overrides.isolation ?? plan.isolation ?? 'shared',
     ...(overrides.backend === 'redis' ? { backend: 'redis' as const } : {}),
+    ...(overrides.backend === 'redis' && overrides.redisQueue !== undefined
+      ? { redisQueue: overrides.redisQueue }
+      : {}),
+    ...(overrides.backend === 'redis' && overrides.redisPrefix !== undefined
+      ? { redisPrefix: overrides.redisPrefix }
+      : {}),
     concurrency: overrides.concurrency ?? plan.concurrency ?? DEFAULT_FANOUT_CONCURRENCY,
     ...(plan.limits === undefined ? {} : { limits: plan.limits }),
     runLimits: {

@@ -11,6 +11,10 @@ export interface RedisFlags {
   readonly redis?: string;
   /** `--redis-down-timeout-ms <ms>`: the Supervisor's `redisDownTimeoutMs`. @default 60000 */
   readonly redisDownTimeoutMs?: number;
+  /** `--queue <name>`: the queue the run's `troupe worker`s take jobs from. @default troupe-agents */
+  readonly queue?: string;
+  /** `--prefix <prefix>`: the Redis key prefix of those workers. @default troupe */
+  readonly prefix?: string;
 }
 
 /** Help of `--redis-down-timeout-ms`, the same on every command that takes it. */
@@ -35,12 +39,14 @@ export function checkRedisFlagsUsed(flags: RedisFlags, redis: boolean, where: st
   const given = [
     ...(flags.redis === undefined ? [] : ['--redis']),
     ...(flags.redisDownTimeoutMs === undefined ? [] : ['--redis-down-timeout-ms']),
+    ...(flags.queue === undefined ? [] : ['--queue']),
+    ...(flags.prefix === undefined ? [] : ['--prefix']),
   ];
   const [first] = given;
   if (first === undefined) return;
   throw new UserError(
     'invalid_option',
-    `${given.join(' and ')} only ${given.length === 1 ? 'applies' : 'apply'} to the redis engine; ${where}`,
+    `${given.join(', ')} only ${given.length === 1 ? 'applies' : 'apply'} to the redis engine; ${where}`,
     {
       option: first,
     },
@@ -60,5 +66,7 @@ export async function redisEngine(flags: RedisFlags): Promise<Partial<Supervisor
     backend: 'redis',
     redisUrl,
     ...(flags.redisDownTimeoutMs === undefined ? {} : { redisDownTimeoutMs: flags.redisDownTimeoutMs }),
+    ...(flags.queue === undefined ? {} : { queueName: flags.queue }),
+    ...(flags.prefix === undefined ? {} : { prefix: flags.prefix }),
   };
 }

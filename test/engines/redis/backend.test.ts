@@ -2,8 +2,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../../src/cli/main.ts';
 import { Supervisor } from '../../../src/supervisor/supervisor.ts';
 import { spawnChild } from '../../fixtures/children.ts';
+import { captureIO } from '../../run-dir/helpers.ts';
 import {
   killWorkers,
   redisServerPath,
@@ -84,5 +86,41 @@ describe(`Supervisor({ backend: 'redis' }) and \`troupe fanout --backend redis\`
     expect(lines.map((line) => (JSON.parse(line) as { status: string }).status)).toEqual(
       Array(3).fill('completed'),
     );
+  });
+
+  it('troupe fanout --queue and --prefix reach workers started with them, and plan.json keeps them for resume', async () => {
+    const own = await startWorker(server.url, ['--queue', 'q-fanout', '--prefix', 'p-fanout']);
+    workers.push(own);
+    const plan = path.join(dir, 'queue-plan.yaml');
+    writeFileSync(plan, 'agent: worker\nruns:\n  - task: First.\n  - task: Second.\n');
+    const out = path.join(dir, 'queue-run');
+    const flags = [
+      '--backend',
+      'redis',
+      '--redis',
+      server.url,
+      '--queue',
+      'q-fanout',
+      '--prefix',
+      'p-fanout',
+    ];
+    const io = captureIO();
+    // Without the flags the jobs went to troupe-agents, which no worker of this queue takes.
+    expect(await main(['fanout', plan, '--json', ...flags, '--out', out], io), io.err()).toBe(0);
+    const lines = readFileSync(path.join(out, 'results.jsonl'), 'utf8').trim().split('\n');
+    expect(lines.map((line) => (JSON.parse(line) as { status: string }).status)).toEqual([
+      'completed',
+      'completed',
+    ]);
+    const header = io
+      .out()
+      .split('\n')
+      .map((line) => (line === '' ? {} : (JSON.parse(line) as { type?: string; engine?: unknown })))
+      .find((event) => event.type === 'run');
+    expect(header?.engine).toMatchObject({ backend: 'redis', queue: 'q-fanout', prefix: 'p-fanout' });
+    expect(JSON.parse(readFileSync(path.join(out, 'plan.json'), 'utf8'))).toMatchObject({
+      redisQueue: 'q-fanout',
+      redisPrefix: 'p-fanout',
+    });
   });
 });
