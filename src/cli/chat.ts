@@ -14,6 +14,7 @@
 import { resolve } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import type { Command } from 'commander';
+import { formatProblem } from '../definition/problems.ts';
 import { UserError } from '../errors.ts';
 import type { AuditEventInput } from '../journal/events.ts';
 import { readJournal } from '../journal/reader.ts';
@@ -34,7 +35,7 @@ import {
 } from './shared/approvers.ts';
 import { existingDirectory } from './shared/dir-flag.ts';
 import type { CliIO } from './shared/io.ts';
-import { resumeLines } from './shared/live.ts';
+import { displayPath, resumeLines } from './shared/live.ts';
 import {
   agentPermissions,
   type CommandPermissions,
@@ -133,6 +134,10 @@ export async function chat(
   io.stdout(`${info.providerNotice}\n`);
   // What `troupe resume` says of the journal: a torn line cut, a definition missing or changed.
   for (const line of resumeLines(info)) io.stdout(`${line}\n`);
+  // The definition file's own warnings (read leniently, unknown keys), as `troupe run` prints them.
+  for (const problem of info.definitionWarnings ?? []) {
+    io.stderr(`${printable(formatProblem(problem, displayPath(problem.file)))}\n`);
+  }
   io.stdout(
     `chat with ${info.agent} (model ${info.model}); journal: ${info.journal}\n` +
       `Type a message and press Enter. Ctrl-D or ${CHAT_EXIT} ends the chat.\n`,

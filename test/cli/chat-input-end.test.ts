@@ -67,3 +67,28 @@ describe('troupe chat on a pipe', () => {
     expect(ofType(events, 'Completed')).toHaveLength(1);
   });
 });
+
+describe('troupe chat and its definition file', () => {
+  it("prints the file's own warnings (read leniently, unknown keys) before the chat, as troupe run does", async () => {
+    const file = project.write(
+      '.claude/agents/loose.md',
+      '---\nname: loose\ndescription: Reads: files\nshiny: 1\n---\nRead.\n',
+    );
+    let stderr = '';
+    const io: CliIO = {
+      stdout: () => {},
+      stderr: (text) => {
+        stderr += text;
+      },
+    };
+    const journal = project.path('loose.jsonl');
+    const code = await chat('loose', { provider: 'simulated', journal, cwd: project.root }, io, {
+      input: Readable.from(['hello\n']),
+      output: new PassThrough(),
+    });
+    expect(code).toBe(0);
+    // Before: `troupe run` printed these; `troupe chat` said nothing of them.
+    expect(stderr).toContain(`${file}:3:19: warning lenient_parse:`);
+    expect(stderr).toContain(`${file}:4:1: warning unknown_key: Unknown key \`shiny\``);
+  });
+});
