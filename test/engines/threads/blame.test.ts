@@ -120,7 +120,10 @@ describe('a thread death is charged to the agent that caused it', () => {
     supervisor = policySupervisor({
       cwd,
       threads: 1,
-      heartbeat: { intervalMs: 100, timeoutMs: 1000 },
+      // 3 s, not 1: the nappers' first usage estimate loads the o200k table on the thread, which on
+      // a loaded machine (two busy loops beside the suite) took over a second, and that death was
+      // charged from a stack in the tokenizer instead of the spinning provider.
+      heartbeat: { intervalMs: 100, timeoutMs: 3000 },
       providers: { spin: { kind: 'module', module: path.join(fixtures, 'spin-provider.ts') } },
       toolModules: [{ module: path.join(fixtures, 'fault-tools.ts'), export: 'faultTools' }],
       restart: { maxRetries: 1, baseDelayMs: 10, maxDelayMs: 50 },
