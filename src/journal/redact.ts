@@ -99,6 +99,13 @@ const UNQUOTED_SECRET_KEY = /(?:api[_-]?key|authorization|secret|passw(?:or)?d|t
 const PROBLEM_KEY = /^(?:missing|invalid|unknown|no|bad|empty|expired|revoked)[_-]/i;
 
 /**
+ * Keys that are source file names, followed by a line and column in a stack frame
+ * (`token-counter.ts:139:20`): a file named for tokens holds no secret, and masking its position
+ * hid where a thread was stuck.
+ */
+const SOURCE_FILE_KEY = /\.(?:[cm]?[jt]sx?|py|rb|go|rs|java|kt|swift|c|cc|cpp|h|hpp|cs|php)$/i;
+
+/**
  * Cheap supersets of what the patterns need, tested first: every event string passes through here
  * (and every round's whole input, for its hash), and almost none holds a secret.
  */
@@ -289,7 +296,7 @@ function redactUnquotedPairs(text: string): string {
   let copied = 0;
   for (let match = keys.exec(text); match !== null; match = keys.exec(text)) {
     const [head, key = '', separator = ''] = match;
-    if (!UNQUOTED_SECRET_KEY.test(key) || PROBLEM_KEY.test(key)) continue;
+    if (!UNQUOTED_SECRET_KEY.test(key) || PROBLEM_KEY.test(key) || SOURCE_FILE_KEY.test(key)) continue;
     values.lastIndex = match.index + head.length;
     const valueMatch = values.exec(text);
     if (valueMatch === null) continue;

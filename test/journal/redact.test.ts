@@ -84,6 +84,9 @@ describe('redactText', () => {
     '{"inputTokens": 4000, "name": "x"}',
     'clone ssh://git@github.com/x/y and https://example.com:8443/path?q=1',
     '-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkq\n-----END PUBLIC KEY-----',
+    // A stack frame of a file named for tokens: its position is where a thread was stuck.
+    '#load (file:///app/src/projection/token-counter.ts:139:20)',
+    'at readSecret (/app/lib/secret-store.js:12:5)',
   ])('leaves ordinary text alone: %s', (text) => {
     expect(redactText(text)).toBe(text);
   });
