@@ -18,9 +18,18 @@ const KEYWORDS = ['inherit', 'default'] as const;
  */
 const ID_SHAPE = /^\S*[\d._:/@-]\S*$/;
 
-/** Every built-in alias, any provider family. */
-function builtinAliases(): string[] {
-  return [...new Set(Object.values(MODEL_ALIASES).flatMap((table) => Object.keys(table)))];
+/** Every built-in alias, any provider family, then `inherit` and `default`: what a name may be. */
+const NAMES: readonly string[] = [
+  ...new Set(Object.values(MODEL_ALIASES).flatMap((table) => Object.keys(table))),
+  ...KEYWORDS,
+];
+
+/** Those and the providers' default models, lowercase: names that need no checking. */
+const KNOWN = new Set([...NAMES, ...Object.values(DEFAULT_MODELS)].map((name) => name.toLowerCase()));
+
+/** Whether the trimmed `name` is no known name, display name or id-shaped string (checked per spawn). */
+function cannotNameModel(name: string): boolean {
+  return !ID_SHAPE.test(name) && !KNOWN.has(name.toLowerCase()) && displayNameId(name) === undefined;
 }
 
 /** Reads `model` (a non-empty string), with an `unknown_model` warning when it cannot name a model. */
@@ -41,9 +50,7 @@ export function readModel(ctx: FieldContext, value: unknown): string | undefined
  */
 export function likelyAliasTypo(model: string): boolean {
   const name = model.trim();
-  return (
-    unknownModelMessage(name) !== undefined && suggestion(name, [...builtinAliases(), ...KEYWORDS]) !== ''
-  );
+  return cannotNameModel(name) && suggestion(name, NAMES) !== '';
 }
 
 /**
@@ -54,12 +61,8 @@ export function likelyAliasTypo(model: string): boolean {
  */
 export function unknownModelMessage(model: string, subject = '`model`'): string | undefined {
   const name = model.trim();
-  const aliases = builtinAliases();
-  const known = [...aliases, ...KEYWORDS, ...Object.values(DEFAULT_MODELS)];
-  if (known.includes(name.toLowerCase()) || displayNameId(name) !== undefined || ID_SHAPE.test(name)) {
-    return undefined;
-  }
-  const forms = `an alias (${[...aliases, ...KEYWORDS].map((alias) => `\`${alias}\``).join(', ')}) or a full model id (\`claude-sonnet-4-6\`, \`gpt-5\`)`;
+  if (!cannotNameModel(name)) return undefined;
+  const forms = `an alias (${NAMES.map((alias) => `\`${alias}\``).join(', ')}) or a full model id (\`claude-sonnet-4-6\`, \`gpt-5\`)`;
   const why = /\s/.test(name) ? 'a model id has no spaces' : 'no alias troupe knows';
-  return `Expected ${subject} to be ${forms}, found \`${name}\`${suggestion(name, [...aliases, ...KEYWORDS])}: ${why}; it is sent to the provider as written unless a \`modelMap\` maps it`;
+  return `Expected ${subject} to be ${forms}, found \`${name}\`${suggestion(name, NAMES)}: ${why}; it is sent to the provider as written unless a \`modelMap\` maps it`;
 }
