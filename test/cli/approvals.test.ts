@@ -77,9 +77,11 @@ function onTerminal(
   const type = (keys: string): void => {
     child.stdin?.write(keys);
   };
-  // SIGKILLs troupe (and whatever runs between `script` and it): a crash, not a shutdown.
+  // SIGKILLs troupe (and whatever runs between `script` and it): a crash, not a shutdown. Deepest
+  // first: killing the shell first let `script` exit and hang up the terminal, and on a loaded
+  // machine troupe could take that SIGHUP (a clean cancel, with a result line) before its SIGKILL.
   const kill = (): void => {
-    for (const pid of descendants(child.pid ?? -1)) {
+    for (const pid of descendants(child.pid ?? -1).reverse()) {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
