@@ -212,7 +212,9 @@ describe('a thread death is charged to the agent that caused it', () => {
     ];
     const outcomes = await Promise.race([
       Promise.all(poisoned.map((handle) => handle.result)),
-      new Promise<'unsettled'>((resolve) => setTimeout(() => resolve('unsettled'), 20_000).unref()),
+      // A bound for the hang this case is about, not a timing claim: generous, for loaded machines
+      // (20 s was once not enough for 3 thread starts with 7 processes on 2 cores).
+      new Promise<'unsettled'>((resolve) => setTimeout(() => resolve('unsettled'), 90_000).unref()),
     ]);
     expect(outcomes).not.toBe('unsettled');
     for (const outcome of outcomes as Awaited<(typeof poisoned)[number]['result']>[]) {
@@ -231,7 +233,9 @@ describe('a thread death is charged to the agent that caused it', () => {
     // thread_start_timeout after 60 s idle.
     supervisor = policySupervisor({
       threads: 1,
-      heartbeat: { intervalMs: 100, timeoutMs: 1500 },
+      // 3 s, half the tool's 6 s system call: on a loaded machine (CI with neighbours) a thread
+      // starting up missed 1.5 s of beats before the tool ran, and the death was not the tool's.
+      heartbeat: { intervalMs: 100, timeoutMs: 3000 },
       threadStartTimeoutMs: 15_000,
       toolModules: [{ module: path.join(fixtures, 'fault-tools.ts'), export: 'faultTools' }],
       restart: { maxRetries: 2, baseDelayMs: 10, maxDelayMs: 50 },
