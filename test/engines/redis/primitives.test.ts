@@ -275,7 +275,11 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       // The worker's connection auto-pipelines; an explicit pipeline (the signal sender's) is
       // written at once, ahead of what the auto-pipeline still holds.
       const worker = new Redis(server.url, { maxRetriesPerRequest: null, enableAutoPipelining: true });
-      const monitor = await new Redis(server.url).monitor();
+      // monitor() opens a connection of its own: the client it is called on is closed too, or it
+      // reconnects for the rest of the test run once the server stops (ioredis's "Unhandled
+      // error event" on stderr, 68 times in one CI log).
+      const base = new Redis(server.url);
+      const monitor = await base.monitor();
       try {
         const seen: string[] = [];
         monitor.on('monitor', (_time: string, args: string[]) => {
@@ -294,6 +298,7 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
         expect(seen).toEqual(['evalsha', 'xadd']);
       } finally {
         monitor.disconnect();
+        base.disconnect();
         await worker.quit();
       }
     });
