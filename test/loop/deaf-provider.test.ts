@@ -37,7 +37,7 @@ function run(options: { limits?: { wallClockMs: number }; signal?: AbortSignal }
 const unsettled = (outcome: Promise<AgentOutcome>) =>
   Promise.race([
     outcome,
-    new Promise<'unsettled'>((resolve) => setTimeout(() => resolve('unsettled'), 5_000).unref()),
+    new Promise<'unsettled'>((resolve) => setTimeout(() => resolve('unsettled'), 30_000).unref()),
   ]);
 
 describe('a provider that ignores its abort signal', () => {

@@ -19,7 +19,7 @@ describe('cancelling an agent while a subagent is spawned under it', () => {
       // Without the fix, the child was never cancelled: it waited for an instruction forever.
       const outcome = await Promise.race([
         child.result,
-        new Promise<'unsettled'>((resolve) => setTimeout(() => resolve('unsettled'), 10_000).unref()),
+        new Promise<'unsettled'>((resolve) => setTimeout(() => resolve('unsettled'), 30_000).unref()),
       ]);
       expect(outcome).not.toBe('unsettled');
       expect(outcome as AgentOutcome).toMatchObject({ status: 'failed', reason: 'cancelled' });

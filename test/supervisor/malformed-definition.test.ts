@@ -13,7 +13,7 @@ describe('spawning a definition object that is not a whole definition', () => {
       // and the handle's result never settled.
       const outcome = await Promise.race([
         handle.result,
-        new Promise<'unsettled'>((resolve) => setTimeout(() => resolve('unsettled'), 5_000).unref()),
+        new Promise<'unsettled'>((resolve) => setTimeout(() => resolve('unsettled'), 30_000).unref()),
       ]);
       expect(outcome).toMatchObject({ status: 'failed', reason: 'invalid_request' });
       // The supervisor goes on serving other agents.

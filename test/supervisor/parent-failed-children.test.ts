@@ -18,7 +18,7 @@ describe('a parent that fails with subagents still running', () => {
       expect(await parent.result).toMatchObject({ status: 'failed', reason: 'timeout' });
       const outcome = await Promise.race([
         child.result,
-        new Promise<'unsettled'>((resolve) => setTimeout(() => resolve('unsettled'), 8_000).unref()),
+        new Promise<'unsettled'>((resolve) => setTimeout(() => resolve('unsettled'), 30_000).unref()),
       ]);
       // Without the fix the child waited for an instruction until the supervisor closed.
       expect(outcome).not.toBe('unsettled');
