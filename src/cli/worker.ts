@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { resolveRedisUrl } from '../engines/redis/connection.ts';
 import { DEFAULT_WORKER_CONCURRENCY } from '../engines/redis/constants.ts';
-import { RedisOutageLog } from '../engines/redis/outage-log.ts';
+import { RedisOutageLog, watchRedisStalls } from '../engines/redis/outage-log.ts';
 import { WORKER_YOUNG_GENERATION_MB, WorkerGroup } from '../engines/redis/worker-group.ts';
 import { describeValue, UserError } from '../errors.ts';
 import { COMMAND_HELP } from './commands.ts';
@@ -109,6 +109,14 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       group.on('error', (error) => {
         if (!outage.error(error)) io.stderr(`troupe worker: ${error.message}\n`);
       });
+      // A server that stops answering without closing its connections raises no error at all.
+      const stalls = watchRedisStalls(
+        resolveRedisUrl(flags.redis),
+        (line) => io.stderr(`troupe worker: ${line}\n`),
+        {
+          lost: () => outage.lost,
+        },
+      );
       // A worker thread that dies would leave this process idle: it ends, as it would have with
       // the worker on its main thread, so whatever restarts it does.
       group.on('exit', ({ workerId, code }) => {
@@ -118,6 +126,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       io.stdout(`troupe worker ready: workers ${group.ids.join(', ')} (pid ${process.pid})\n`);
       const signal = await stopped;
       outage.close();
+      stalls.close();
       if (signal === 'crashed') {
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);

@@ -8,7 +8,7 @@
  * only wait the same way, and its agents' jobs are taken over by other workers once their locks
  * expire (docs/scaleout.md, "Redis restarts").
  */
-import { checkRedis, displayUrl } from './connection.ts';
+import { checkRedis, connectRedis, displayUrl } from './connection.ts';
 
 /** How often a lost Redis is tried, by one connection attempt, to say when it is back. */
 export const OUTAGE_PROBE_INTERVAL_MS = 1_000;
@@ -111,4 +111,108 @@ export class RedisOutageLog {
     }, this.#probeIntervalMs);
     this.#timer.unref();
   }
+}
+
+/** How long a PING may go unanswered before `troupe worker` says Redis stopped answering. */
+export const STALL_REPORT_MS = 10_000;
+
+/** How often the stall watch looks at its PING (one at a time). */
+export const STALL_PROBE_INTERVAL_MS = 1_000;
+
+/** Options of {@link RedisStallWatch}. */
+export interface RedisStallWatchOptions {
+  /** @default STALL_REPORT_MS */
+  readonly reportMs?: number;
+  /** @default STALL_PROBE_INTERVAL_MS */
+  readonly probeIntervalMs?: number;
+  /** True while a lost connection is being said (by {@link RedisOutageLog}): silence then is not a stall. */
+  readonly lost?: () => boolean;
+}
+
+/**
+ * What `troupe worker` says when Redis stops answering without closing its connections (SIGSTOP,
+ * `CLIENT PAUSE`, a hung host): no connection error comes, every command waits, and the worker
+ * was silent. One PING at a time; one unanswered for `reportMs` is said once, and its answer ends
+ * the stall with one more line. The worker keeps waiting, as for a lost Redis.
+ */
+export class RedisStallWatch {
+  readonly #ping: () => Promise<unknown>;
+  readonly #url: string;
+  readonly #say: (line: string) => void;
+  readonly #reportMs: number;
+  readonly #lost: () => boolean;
+  readonly #timer: NodeJS.Timeout;
+  #sentAt: number | undefined;
+  #said = false;
+  #closed = false;
+
+  constructor(
+    ping: () => Promise<unknown>,
+    url: string,
+    say: (line: string) => void,
+    options: RedisStallWatchOptions = {},
+  ) {
+    this.#ping = ping;
+    this.#url = url;
+    this.#say = say;
+    this.#reportMs = options.reportMs ?? STALL_REPORT_MS;
+    this.#lost = options.lost ?? (() => false);
+    this.#timer = setInterval(() => this.#look(), options.probeIntervalMs ?? STALL_PROBE_INTERVAL_MS);
+    this.#timer.unref();
+  }
+
+  /** Stops watching. */
+  close(): void {
+    this.#closed = true;
+    clearInterval(this.#timer);
+  }
+
+  #look(): void {
+    if (this.#closed) return;
+    const sentAt = this.#sentAt;
+    if (sentAt === undefined) {
+      const sent = Date.now();
+      this.#sentAt = sent;
+      const answered = (): void => this.#answered(sent);
+      this.#ping().then(answered, answered);
+      return;
+    }
+    if (this.#said || this.#lost() || Date.now() - sentAt < this.#reportMs) return;
+    this.#said = true;
+    this.#say(
+      `Redis at ${displayUrl(this.#url)} has not answered a PING for ${Math.round((Date.now() - sentAt) / 1000)} s (is the server paused, stopped or overloaded?); running agents wait for it`,
+    );
+  }
+
+  /** The PING sent at `sentAt` came back (or failed: a lost connection is the outage log's to say). */
+  #answered(sentAt: number): void {
+    if (this.#sentAt !== sentAt) return;
+    this.#sentAt = undefined;
+    if (!this.#said || this.#closed) return;
+    this.#said = false;
+    this.#say(
+      `Redis at ${displayUrl(this.#url)} answers again (silent for about ${Math.round((Date.now() - sentAt) / 1000)} s)`,
+    );
+  }
+}
+
+/**
+ * A {@link RedisStallWatch} on a connection of its own (`troupe-stall-watch`); `close()` closes
+ * both. The connection's errors are left to the worker's outage log (its own connections see them).
+ */
+export function watchRedisStalls(
+  url: string,
+  say: (line: string) => void,
+  options: RedisStallWatchOptions = {},
+): { close(): void } {
+  const redis = connectRedis(url, 'troupe-stall-watch');
+  redis.on('error', () => {});
+  const watch = new RedisStallWatch(() => redis.ping(), url, say, options);
+  return {
+    close: () => {
+      watch.close();
+      // Not QUIT: a stalled server would never answer it.
+      redis.disconnect();
+    },
+  };
 }
