@@ -228,7 +228,7 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
         case 'error':
           if (event.request) {
             const unseenChars = event.keptOutputChars ?? 0;
-            const unsent = neverSent(event.error);
+            const unsent = event.unsent === true || neverSent(event.error);
             account(
               event.request,
               { text: pendingText, reasoning, toolArguments: [], unseenChars, unsent },

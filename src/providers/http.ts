@@ -17,7 +17,7 @@ import {
   providerError,
 } from './provider-error.ts';
 import type { ExchangeContext } from './turn-runner.ts';
-import type { ProviderHooks, Usage } from './types.ts';
+import type { AdmissionRelease, ProviderHooks, Usage } from './types.ts';
 
 /** Options every HTTP provider accepts besides its own. */
 export interface HttpProviderOptions extends ProviderHooks {
@@ -168,7 +168,13 @@ async function attemptOnce<T extends { readonly usage: Usage | undefined }>(
     estimatedInputTokens: request.estimatedInputTokens,
   };
   const queuedFrom = performance.now();
-  const release = await client.admission?.acquire(ticket, ctx.signal);
+  let release: AdmissionRelease | undefined;
+  try {
+    release = await client.admission?.acquire(ticket, ctx.signal);
+  } catch (error) {
+    ctx.reportNotSent();
+    throw error;
+  }
   if (release !== undefined) ctx.reportQueued(performance.now() - queuedFrom);
   let usage: Usage | undefined;
   try {

@@ -220,14 +220,19 @@ export class SimulatedProvider implements Provider {
     const delay = this.#delay(task, done);
     // Like an HTTP provider, each simulated request holds an admission slot while it "runs", so
     // shared concurrency limits and 429 pauses apply to it too.
-    const release = await this.#admission?.acquire(
-      {
-        provider: this.name,
-        model: request.model,
-        estimatedInputTokens: estimateTokens(request.input.length),
-      },
-      ctx.signal,
-    );
+    const release = await this.#admission
+      ?.acquire(
+        {
+          provider: this.name,
+          model: request.model,
+          estimatedInputTokens: estimateTokens(request.input.length),
+        },
+        ctx.signal,
+      )
+      .catch((error: unknown) => {
+        ctx.reportNotSent();
+        throw error;
+      });
     try {
       if (delay > 0) await ctx.withTimeout((signal) => this.#sleep(delay, signal));
     } finally {

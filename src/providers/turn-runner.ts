@@ -72,6 +72,11 @@ export interface ExchangeContext {
   reportRetry(detail?: Omit<RetryRecord, 'atMs'>): void;
   /** Adds time spent waiting for a provider slot (admission) to the receipts. */
   reportQueued(ms: number): void;
+  /**
+   * Says the attempt in progress never left: its admission was refused or cancelled. When no
+   * earlier attempt of the request was sent either, a failure of the request counts no usage.
+   */
+  reportNotSent(): void;
   /** Events emitted to the consumer so far: a retry is safe only while this has not changed. */
   emittedCount(): number;
 }
@@ -120,6 +125,10 @@ class TurnExchange implements ExchangeContext {
   /** The receipt of the request in flight. */
   request: ReceiptBuilder | undefined;
   streamedChars = 0;
+  /** Retried attempts of the request in flight: each one before the last was sent. */
+  requestRetries = 0;
+  /** The request in flight never left: its first attempt's admission was refused. */
+  requestUnsent = false;
   /** Of `streamedChars`, what was emitted as text or reasoning (the rest: kept tool-call arguments). */
   emittedChars = 0;
   emitted = 0;
@@ -168,8 +177,13 @@ class TurnExchange implements ExchangeContext {
   }
 
   reportRetry(detail?: Omit<RetryRecord, 'atMs'>): void {
+    this.requestRetries += 1;
     this.#receipt.addRetry(detail);
     this.request?.addRetry(detail);
+  }
+
+  reportNotSent(): void {
+    this.requestUnsent = this.requestRetries === 0;
   }
 
   reportQueued(ms: number): void {
@@ -338,6 +352,7 @@ class RunningTurn implements Turn {
         receipt: this.#receipt.build(),
         ...(request === undefined ? {} : { request }),
         ...(request !== undefined && kept > 0 ? { keptOutputChars: kept } : {}),
+        ...(request !== undefined && this.#context.requestUnsent ? { unsent: true } : {}),
       });
     } finally {
       unfollow();
@@ -354,6 +369,8 @@ class RunningTurn implements Turn {
     this.#context.request = request;
     this.#context.streamedChars = 0;
     this.#context.emittedChars = 0;
+    this.#context.requestRetries = 0;
+    this.#context.requestUnsent = false;
     const started = performance.now();
     let response: ModelResponse;
     try {

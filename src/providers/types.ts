@@ -113,6 +113,12 @@ export type TurnEvent =
        * arguments in progress), for estimating its usage; absent when none.
        */
       readonly keptOutputChars?: number;
+      /**
+       * True when the failed request never left for the server: it was refused or cancelled while
+       * it waited for admission (a provider slot, a run budget), before any attempt of it was sent.
+       * It used nothing and is counted as 0 tokens, not at its estimated input.
+       */
+      readonly unsent?: boolean;
     };
 
 /** Accounting for one turn (possibly several HTTP requests). */
