@@ -112,8 +112,10 @@ class PlainRenderer implements ProgressRenderer {
 }
 
 /**
- * Plan entries cancelled before they started (a Ctrl-C or a spent budget with thousands queued):
- * counted into one line at the end, not printed one by one. Each still has its result line.
+ * Agents spawned but cancelled before they started (a Ctrl-C or a spent budget while they waited
+ * for a thread or a worker; with a large `concurrency`, thousands): counted into one line at the
+ * end, not printed one by one. Each still has its result line. Plan entries still queued behind
+ * `concurrency` are never spawned (see `FanOutOptions.signal`), so they are not among them.
  */
 class NeverStartedCount {
   #count = 0;

@@ -70,7 +70,11 @@ export interface SessionOptions {
   readonly previousSessions?: readonly RunSession[];
   /** Definitions in addition to the ones discovered from the plan's cwd. */
   readonly definitions?: readonly AgentDefinition[];
-  /** Aborting it cancels every running agent; finished results stay. */
+  /**
+   * Aborting it cancels every running agent; finished results stay. Plan entries not spawned yet
+   * (queued behind the plan's concurrency) are not spawned: they get no result line, so they
+   * count as not run and `troupe resume` starts them.
+   */
   readonly signal?: AbortSignal;
   readonly onEvent?: RunEventSink;
   /** Supervisor options beyond the ones the plan sets (tests: heartbeats, grace period). */

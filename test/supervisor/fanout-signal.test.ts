@@ -37,6 +37,51 @@ describe('fanOut with a signal', () => {
     }
   });
 
+  it('spawns none of the specs still queued when the signal aborts: each is a cancelled result with no agent', async () => {
+    const supervisor = policySupervisor({ journalDir: tempDir() });
+    try {
+      const controller = new AbortController();
+      const spawned: string[] = [];
+      supervisor.on('agent:spawned', (event) => spawned.push(event.agentId));
+      const specs = Array.from({ length: 500 }, () => ({ agent: 'worker', task: 'Wait for 1 instruction.' }));
+      const run = supervisor.fanOut(specs, { concurrency: 3, signal: controller.signal });
+      supervisor.once('agent:waiting', () => controller.abort(new Error('interrupted (Ctrl-C)')));
+      const results = await run.all();
+      // Before, each of the 497 queued specs was spawned (journalled, sent to the engine) and
+      // cancelled at once.
+      expect(spawned).toHaveLength(3);
+      expect(results).toHaveLength(500);
+      expect(results.filter((r) => r.agentId !== '')).toHaveLength(3);
+      const queued = results.filter((r) => r.agentId === '');
+      expect(queued).toHaveLength(497);
+      expect(queued.map((r) => r.index)).toEqual(Array.from({ length: 497 }, (_, i) => i + 3));
+      expect(queued[0]?.outcome).toMatchObject({
+        status: 'failed',
+        agentId: '',
+        reason: 'cancelled',
+        rounds: 0,
+        error: { code: 'cancelled', message: 'Cancelled: interrupted (Ctrl-C)' },
+      });
+      expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    } finally {
+      await supervisor.close();
+    }
+  });
+
+  it('spawns nothing when the signal has aborted before the fan-out starts', async () => {
+    const supervisor = policySupervisor({ journalDir: tempDir() });
+    try {
+      const spawned: string[] = [];
+      supervisor.on('agent:spawned', (event) => spawned.push(event.agentId));
+      const specs = Array.from({ length: 50 }, () => ({ agent: 'worker', task: 'Review a.ts.' }));
+      const results = await supervisor.fanOut(specs, { signal: AbortSignal.abort('stop') }).all();
+      expect(spawned).toEqual([]);
+      expect(results.map((r) => [r.agentId, r.outcome.status])).toEqual(Array(50).fill(['', 'failed']));
+    } finally {
+      await supervisor.close();
+    }
+  });
+
   it('spawn() with one signal for many agents adds one listener to it, not one per agent', async () => {
     const supervisor = policySupervisor({ journalDir: tempDir() });
     try {

@@ -159,10 +159,12 @@ describe(`runLimits on the redis engine${skipReason}`, { skip: redisServerPath =
     expect(requests).toBeGreaterThanOrEqual(1);
     expect(requests).toBeLessThanOrEqual(runPlan.concurrency);
     expect(summary.budgetSpent).toBeDefined();
-    // Every item of this session, started or not, is cancelled (which `troupe resume` runs again),
-    // none failed for good by the Supervisor's spent budget.
+    // Every running item of this session is cancelled (which `troupe resume` runs again), none
+    // failed for good by the Supervisor's spent budget; the items queued behind `concurrency` were
+    // not spawned at all: they are not run, which `troupe resume` starts.
     expect(session.lines.slice(1).map((line) => [line.status, line.reason])).toEqual(
-      Array(5).fill(['failed', 'cancelled']),
+      Array(runPlan.concurrency).fill(['failed', 'cancelled']),
     );
+    expect(summary.counts.notRun).toBe(5 - runPlan.concurrency);
   });
 });
