@@ -80,3 +80,10 @@ export const DEFAULT_APPROVAL_TIMEOUT_MS = 600_000;
  * when it ends.
  */
 export const MAX_KEPT_HOST_CALLS = 64;
+/**
+ * Items with an agent in both runs up to which `troupe compare` reads their journals to compare
+ * tool calls, unless told (`--tool-calls`, `--no-tool-calls`). The tool calls are only in the
+ * journals: two 20,000-item runs meant reading 40,000 of them (about 21 s) for a table whose
+ * outcomes, scores, outputs, tokens and costs are all in `results.jsonl`.
+ */
+export const COMPARE_TOOL_CALL_ITEMS = 1000;

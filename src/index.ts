@@ -32,6 +32,7 @@ export type {
 } from './blocks/types.ts';
 // Comparing two runs
 export type {
+  CompareOptions,
   ItemComparison,
   ItemSide,
   ItemStatus,

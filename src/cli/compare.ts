@@ -1,5 +1,5 @@
 /**
- * `troupe compare RUN_A RUN_B [--html FILE] [--gate scorer[:minDelta]]... [--json] [--all]`:
+ * `troupe compare RUN_A RUN_B [--html FILE] [--gate scorer[:minDelta]]... [--json] [--all] [--[no-]tool-calls]`:
  * item by item and in total, what changed from run A (the baseline) to run B. Exits 1 when a
  * gate fails (a scorer's pass rate dropped by more than allowed), so it can stop a CI job.
  */
@@ -10,6 +10,7 @@ import { compareRunDirs, type RunComparison } from '../compare/compare.ts';
 import { renderCompareHtml } from '../compare/compare-html.ts';
 import { compareText } from '../compare/compare-text.ts';
 import { checkGates, type Gate, type GateResult, parseGate } from '../compare/gate.ts';
+import { COMPARE_TOOL_CALL_ITEMS } from '../constants.ts';
 import { isTroupeError } from '../errors.ts';
 import { redactValue } from '../journal/redact.ts';
 import { printable, terminalJson } from '../run-dir/format.ts';
@@ -22,6 +23,7 @@ interface CompareFlags {
   readonly gate?: readonly Gate[];
   readonly json?: boolean;
   readonly all?: boolean;
+  readonly toolCalls?: boolean;
 }
 
 /** Registers `troupe compare` on `program`. */
@@ -39,8 +41,13 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     )
     .option('--json', 'print the comparison (and gate results) as JSON')
     .option('--all', 'list every item, not only the changed ones')
+    .option(
+      '--tool-calls',
+      `compare the tool calls, from the journals, however many items ran (by default only up to ${COMPARE_TOOL_CALL_ITEMS})`,
+    )
+    .option('--no-tool-calls', 'do not read the journals: compare only what results.jsonl holds')
     .action((dirA: string, dirB: string, flags: CompareFlags) => {
-      const comparison = compareRunDirs(dirA, dirB);
+      const comparison = compareRunDirs(dirA, dirB, { toolCalls: flags.toolCalls ?? 'auto' });
       const gates = checkGates(comparison, flags.gate ?? []);
       if (flags.html !== undefined) {
         const file = resolve(flags.html);

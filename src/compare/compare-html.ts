@@ -115,12 +115,12 @@ function itemTable(comparison: RunComparison): string {
     const better =
       item.outcome === 'fixed' || Object.values(item.scores).some((delta) => delta.change === 'improved');
     const rowClass = !item.changed ? 'unchanged' : worse ? 'regressed' : better ? 'improved' : 'changed';
-    return `<tr class="item ${rowClass}" data-key="${esc(item.key)}"><td>${esc(item.id ?? item.key)}</td><td>${esc(outcome(item))}</td>${names.map((name) => `<td>${scoreCell(item, name)}</td>`).join('')}<td class="num">${delta(item.tokensDelta, (v) => formatTokens(v))}</td><td class="num">${delta(item.costDeltaUsd, (v) => formatCost(v))}</td><td class="num">${delta(item.latencyDeltaMs, (v) => formatDuration(v))}</td><td>${details(item)}</td></tr>`;
+    return `<tr class="item ${rowClass}" data-key="${esc(item.key)}"><td>${esc(item.id ?? item.key)}</td><td>${esc(outcome(item))}</td>${names.map((name) => `<td>${scoreCell(item, name)}</td>`).join('')}<td class="num">${delta(item.tokensDelta, (v) => formatTokens(v))}</td><td class="num">${delta(item.costDeltaUsd, (v) => formatCost(v))}</td><td class="num">${delta(item.latencyDeltaMs, (v) => formatDuration(v))}</td><td>${details(item, comparison.toolCallsCompared)}</td></tr>`;
   });
   return `<table><thead><tr><th>item</th><th>outcome</th>${names.map((name) => `<th>${esc(name)}</th>`).join('')}<th>tokens</th><th>cost</th><th>latency</th><th>task, outputs, tool calls</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
-function details(item: ItemComparison): string {
+function details(item: ItemComparison, toolCallsCompared: boolean): string {
   const parts = [`<details><summary>task</summary><pre>${esc(item.task)}</pre></details>`];
   if (item.a || item.b) {
     parts.push(
@@ -129,7 +129,10 @@ function details(item: ItemComparison): string {
   }
   const calls = item.toolCalls;
   if (calls === undefined) {
-    if (item.a && item.b) parts.push('<span class="sub">tool calls: a journal is missing</span>');
+    if (item.a && item.b)
+      parts.push(
+        `<span class="sub">tool calls: ${toolCallsCompared ? 'a journal is missing' : 'not compared (--tool-calls)'}</span>`,
+      );
   } else if (calls.onlyA.length + calls.onlyB.length === 0) {
     parts.push(`<span class="sub">same tool calls (${calls.common})</span>`);
   } else {

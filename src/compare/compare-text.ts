@@ -1,4 +1,5 @@
 /** `troupe compare` in the terminal: both runs, scorers, totals, every changed item, the gates. */
+import { COMPARE_TOOL_CALL_ITEMS } from '../constants.ts';
 import { excerpt, formatCost, formatDuration, formatTokens, table } from '../run-dir/format.ts';
 import { percent } from '../run-dir/scoring-text.ts';
 import { fitWidth, tableWidth } from '../run-dir/text-width.ts';
@@ -29,8 +30,9 @@ export function compareText(
     `A: ${runLine(a)}`,
     `B: ${runLine(b)}`,
     `items: ${comparison.matched} matched (by id, else by position), ${comparison.onlyA} only in A, ${comparison.onlyB} only in B`,
-    '',
   ];
+  if (!comparison.toolCallsCompared) lines.push(toolCallsSkipped(comparison));
+  lines.push('');
   const scorers = Object.values(comparison.scorers);
   if (scorers.length > 0) {
     lines.push(
@@ -68,12 +70,23 @@ export function compareText(
   const shown = options.all ? comparison.items : comparison.items.filter((item) => item.changed);
   const names = Object.keys(comparison.scorers);
   if (shown.length === 0) {
-    lines.push('no item changed: same outcomes, scores, outputs and tool calls');
+    lines.push(
+      `no item changed: same outcomes, scores${comparison.toolCallsCompared ? ', outputs and tool calls' : ' and outputs'}`,
+    );
   } else {
     lines.push(`${options.all ? 'items' : 'changed items'} (${shown.length} of ${comparison.items.length}):`);
+    const calls = comparison.toolCallsCompared;
     lines.push(
       ...table([
-        ['ITEM', 'OUTCOME', ...names.map((n) => n.toUpperCase()), 'TOKENS', 'COST', 'LATENCY', 'TOOL CALLS'],
+        [
+          'ITEM',
+          'OUTCOME',
+          ...names.map((n) => n.toUpperCase()),
+          'TOKENS',
+          'COST',
+          'LATENCY',
+          ...(calls ? ['TOOL CALLS'] : []),
+        ],
         ...shown.map((item) => [
           item.id ?? item.key,
           outcomeCell(item),
@@ -81,11 +94,15 @@ export function compareText(
           item.tokensDelta === undefined ? '-' : signedTokens(item.tokensDelta),
           item.costDeltaUsd === undefined ? '-' : signedCost(item.costDeltaUsd),
           item.latencyDeltaMs === undefined ? '-' : signedDuration(item.latencyDeltaMs),
-          item.toolCalls === undefined
-            ? item.a && item.b
-              ? '?'
-              : '-'
-            : `-${count(item.toolCalls.onlyA)} +${count(item.toolCalls.onlyB)}`,
+          ...(calls
+            ? [
+                item.toolCalls === undefined
+                  ? item.a && item.b
+                    ? '?'
+                    : '-'
+                  : `-${count(item.toolCalls.onlyA)} +${count(item.toolCalls.onlyB)}`,
+              ]
+            : []),
         ]),
       ]).map(clipLine),
     );
@@ -177,4 +194,14 @@ function signedDuration(delta: number): string {
 
 function latency(ms: number | null): string {
   return ms === null ? '-' : formatDuration(ms);
+}
+
+/** Why the tool calls are not in the comparison, and how to get them. */
+function toolCallsSkipped(comparison: RunComparison): string {
+  const ran = comparison.items.filter((item) => item.a?.agentId && item.b?.agentId).length;
+  if (ran <= COMPARE_TOOL_CALL_ITEMS) return 'tool calls: not compared (--no-tool-calls)';
+  return (
+    `tool calls: not compared (${ran} items ran in both runs, more than ${COMPARE_TOOL_CALL_ITEMS}: ` +
+    `their ${2 * ran} journals were not read; --tool-calls compares them)`
+  );
 }

@@ -8,6 +8,7 @@
  * Entries left unmatched are listed as only in one run. Scorer pass rates are compared over the
  * matched entries only, so adding or dropping items does not move them.
  */
+import { COMPARE_TOOL_CALL_ITEMS } from '../constants.ts';
 import type { Score } from '../eval/types.ts';
 import type { FailureReason } from '../loop/types.ts';
 import type { Usage } from '../providers/types.ts';
@@ -70,7 +71,10 @@ export interface ItemComparison {
   readonly tokensDelta?: number;
   readonly costDeltaUsd?: number;
   readonly latencyDeltaMs?: number;
-  /** Undefined when a journal is missing on either side (or the item is only in one run). */
+  /**
+   * Undefined when a journal is missing on either side, the item is only in one run, or tool
+   * calls were not compared (see {@link RunComparison.toolCallsCompared}).
+   */
   readonly toolCalls?: ToolCallDiff;
   /** Anything about this item differs: outcome, a score, the tool calls, or the output text. */
   readonly changed: boolean;
@@ -128,6 +132,23 @@ export interface RunComparison {
   readonly regressed: number;
   /** By scorer name: every scorer either run declares. */
   readonly scorers: Readonly<Record<string, ScorerComparison>>;
+  /**
+   * Whether the items' tool calls were compared (read from their journals): see
+   * {@link CompareOptions.toolCalls}. When not, `changed` is decided without them.
+   */
+  readonly toolCallsCompared: boolean;
+}
+
+/** Options of {@link compareRunDirs} and {@link compareRuns}. */
+export interface CompareOptions {
+  /**
+   * Compare the tool calls of the items that ran in both runs, which only their journals hold
+   * (two journals read per item). `true` always, `false` never; by default only when at most
+   * `COMPARE_TOOL_CALL_ITEMS` (1,000) items ran in both, so comparing two 20,000-item runs reads
+   * `results.jsonl` and `summary.json` alone.
+   * @default 'auto'
+   */
+  readonly toolCalls?: boolean | 'auto';
 }
 
 /**
@@ -141,21 +162,29 @@ export interface RunComparison {
  * if (!gate?.ok) process.exitCode = 1;
  * ```
  */
-export function compareRunDirs(dirA: string, dirB: string): RunComparison {
-  return compareRuns(readRunDir(dirA), readRunDir(dirB));
+export function compareRunDirs(dirA: string, dirB: string, options: CompareOptions = {}): RunComparison {
+  return compareRuns(readRunDir(dirA), readRunDir(dirB), options);
 }
 
 /** Compares run `a` (the baseline) with run `b`, as read by `readRunDir`. */
-export function compareRuns(a: RunDirContents, b: RunDirContents): RunComparison {
+export function compareRuns(
+  a: RunDirContents,
+  b: RunDirContents,
+  options: CompareOptions = {},
+): RunComparison {
   const sidesA = sides(a);
   const sidesB = sides(b);
+  let ranInBoth = 0;
+  for (const [key, left] of sidesA) if (left.line && sidesB.get(key)?.line) ranInBoth += 1;
+  const wanted = options.toolCalls ?? 'auto';
+  const toolCallsCompared = wanted === 'auto' ? ranInBoth <= COMPARE_TOOL_CALL_ITEMS : wanted;
   const items: ItemComparison[] = [];
   for (const [key, left] of sidesA) {
     const right = sidesB.get(key);
-    items.push(compareItem(key, left, right, a, b));
+    items.push(compareItem(key, left, right, a, b, toolCallsCompared));
   }
   for (const [key, right] of sidesB)
-    if (!sidesA.has(key)) items.push(compareItem(key, undefined, right, a, b));
+    if (!sidesA.has(key)) items.push(compareItem(key, undefined, right, a, b, toolCallsCompared));
   const names = [
     ...new Set([...(a.plan.scorers ?? []).map((s) => s.name), ...(b.plan.scorers ?? []).map((s) => s.name)]),
   ];
@@ -174,6 +203,7 @@ export function compareRuns(a: RunDirContents, b: RunDirContents): RunComparison
     fixed: items.filter((item) => item.outcome === 'fixed').length,
     regressed: items.filter((item) => item.outcome === 'regressed').length,
     scorers,
+    toolCallsCompared,
   };
 }
 
@@ -237,6 +267,7 @@ function compareItem(
   right: Side | undefined,
   a: RunDirContents,
   b: RunDirContents,
+  withToolCalls: boolean,
 ): ItemComparison {
   const sideA = left === undefined ? undefined : itemSide(left);
   const sideB = right === undefined ? undefined : itemSide(right);
@@ -246,7 +277,7 @@ function compareItem(
   const scores: Record<string, ScoreDelta> = {};
   for (const name of names) scores[name] = scoreDelta(sideA?.scores[name], sideB?.scores[name]);
   let toolCalls: ToolCallDiff | undefined;
-  if (sideA?.agentId && sideB?.agentId) {
+  if (withToolCalls && sideA?.agentId && sideB?.agentId) {
     const callsA = toolCallsOf(journalFile(a.paths, sideA.agentId));
     const callsB = toolCallsOf(journalFile(b.paths, sideB.agentId));
     if (callsA !== undefined && callsB !== undefined) toolCalls = diffToolCalls(callsA, callsB);
