@@ -21,6 +21,15 @@ export interface FanOutOptions {
    * at all: its result is Failed(cancelled) with agentId `''`.
    */
   readonly signal?: AbortSignal;
+  /**
+   * Keep every result and agent handle until the fan-out is dropped, for `all()`, `for await` and
+   * `handles`. `false` for a large fan-out whose results the caller takes elsewhere (Supervisor
+   * events, as `troupe fanout` does): nothing of an agent is kept once it ends, `handles` stays
+   * empty, `all()` resolves to `[]` once every agent has ended, and `for await` yields nothing.
+   * Kept, 20,000 outcomes (answers and results included) stayed in memory to the end of a run.
+   * @default true
+   */
+  readonly keepResults?: boolean;
 }
 
 /** One finished agent of a fan-out. */
@@ -51,7 +60,9 @@ export class FanOut implements AsyncIterable<FanOutResult> {
 
   /** @internal */
   constructor(supervisor: Spawner, specs: readonly SpawnSpec[], options: FanOutOptions) {
-    this.#total = specs.length;
+    const keep = options.keepResults !== false;
+    // Results the iterator yields: none when they are not kept.
+    this.#total = keep ? specs.length : 0;
     const concurrency = options.concurrency ?? Number.POSITIVE_INFINITY;
     let next = 0;
     let running = 0;
@@ -60,6 +71,7 @@ export class FanOut implements AsyncIterable<FanOutResult> {
       if (specs.length === 0) resolve([]);
       const record = (index: number, spec: SpawnSpec, agentId: string, outcome: AgentOutcome): void => {
         finished += 1;
+        if (!keep) return;
         this.#results.push({ index, spec, agentId, outcome });
         for (const wake of this.#waiters.splice(0)) wake();
       };
@@ -107,7 +119,7 @@ export class FanOut implements AsyncIterable<FanOutResult> {
             );
             continue;
           }
-          this.handles[index] = handle;
+          if (keep) this.handles[index] = handle;
           void handle.result.then((outcome) => settle(index, spec, handle.id, outcome));
         }
       };
