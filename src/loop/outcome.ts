@@ -27,8 +27,8 @@ export function completedOutcome(agentId: string, value: unknown): AgentOutcome 
 
 /**
  * The error of an agent cancelled for `reason` (code `cancelled`): a SystemError's plain data, built
- * without making the error. A Ctrl-C cancels every agent a fan-out still has queued, 18,000 of a
- * 20,000-task data set; an Error per agent, stack trace included, was thrown away at once.
+ * without making the error. A Ctrl-C gives one to every spec a fan-out still has queued, 18,000 of
+ * a 20,000-task data set; an Error per spec, stack trace included, was thrown away at once.
  */
 export function cancelledError(reason: string): SerializedError {
   return { name: 'SystemError', code: 'cancelled', message: `Cancelled: ${reason}`, fields: { reason } };
