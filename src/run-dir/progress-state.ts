@@ -40,6 +40,11 @@ export class ProgressState {
   maxRunTokens = 0;
   priorTokens = 0;
   interrupted = false;
+  /**
+   * A Ctrl-C or the spent budget stopped the run: the entries not started yet are not spawned
+   * any more, so they are shown as not run rather than queued.
+   */
+  stopped = false;
   backend: 'threads' | 'redis' = 'threads';
   /** Worker threads the run starts, and how many of them are ready. */
   threads = 0;
@@ -181,6 +186,10 @@ export class ProgressState {
       }
       case 'interrupt':
         this.interrupted = true;
+        this.stopped = true;
+        return;
+      case 'budget':
+        this.stopped = true;
         return;
       case 'thread':
         if (event.event === 'started') this.threadsReady += 1;

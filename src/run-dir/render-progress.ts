@@ -360,7 +360,7 @@ class TtyRenderer implements ProgressRenderer {
     const done = Math.round((state.completed / total) * BAR_WIDTH);
     const failed = Math.min(BAR_WIDTH - done, Math.round((state.failed / total) * BAR_WIDTH));
     const bar = `${green}${'█'.repeat(done)}${red}${'█'.repeat(failed)}${reset}${dim}${'░'.repeat(BAR_WIDTH - done - failed)}${reset}`;
-    const countsText = `${state.finished}/${state.total}  done ${state.completed}  failed ${state.failed}  running ${state.running}  queued ${state.queued}`;
+    const countsText = `${state.finished}/${state.total}  done ${state.completed}  failed ${state.failed}  running ${state.running}  ${state.stopped ? 'not run' : 'queued'} ${state.queued}`;
     // The bar only where it leaves room for the counts: on a narrow terminal the counts matter more.
     const withBar = this.#columns() - 1 - (BAR_WIDTH + 1) >= 20;
     const eta = state.etaMs(now);

@@ -192,6 +192,22 @@ describe('progress renderers', () => {
     for (const line of lastFrame.split('\n').slice(-4)) expect(line.length).toBeLessThanOrEqual(80);
   });
 
+  it('once Ctrl-C or a spent budget stops the run, the TTY block counts the entries left as not run, not queued', () => {
+    // They are no longer spawned only to be cancelled: they stay unstarted, and `queued` read as
+    // if they were still to run.
+    for (const stop of [
+      { type: 'interrupt', count: 1 },
+      { type: 'budget', code: 'run_token_budget', message: 'spent' },
+    ] satisfies RunEvent[]) {
+      const plain = stripAnsi(render('tty', [...events, stop]));
+      const lastFrame = plain
+        .split('\n')
+        .filter((line) => line.includes('done 1'))
+        .at(-1);
+      expect(lastFrame).toContain('1/3  done 1  failed 0  running 1  not run 1');
+    }
+  });
+
   it('the TTY totals mark with ~ only the side of usage troupe estimated', () => {
     const withUsage = (estimatedSide?: 'input' | 'output'): string => {
       const usage = events.find((event) => event.type === 'usage');
