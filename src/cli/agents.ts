@@ -502,8 +502,8 @@ function warnSameNames(checked: Checked[]): void {
       code: 'shadowed',
       message: `Agent \`${name}\` is also defined by ${winner.file} in the same directory; discovery takes the first file in name order, so ${entry.file} is never used: rename one agent or remove a file`,
       file: absolute,
-      // As discovery's `shadowed` warning: the file as a whole.
-      ...FILE_START,
+      // As discovery's `shadowed` warning: at the file's `name`.
+      ...(result.nameAt ?? FILE_START),
       path: '/name',
     };
     checked[index] = { ...entry, result: { ...result, warnings: [...result.warnings, problem] } };

@@ -185,7 +185,7 @@ function resolveNames(candidates: readonly Candidate[]): Omit<DiscoveryResult, '
       code: 'shadowed',
       message: `Agent \`${name}\` is shadowed by ${winner.candidate.path} (${winner.candidate.source}), which takes precedence`,
       file: path,
-      ...FILE_START,
+      ...(result.nameAt ?? FILE_START),
       path: '/name',
     });
   }

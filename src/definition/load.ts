@@ -13,7 +13,7 @@ import { normalizeSource, type ParseMode, splitFrontmatter } from './frontmatter
 import { definitionHash } from './hash.ts';
 import { FILE_START, ProblemList } from './problems.ts';
 import type { KnownTools } from './tool-references.ts';
-import type { AgentDefinition, DefinitionProblem, DefinitionSource } from './types.ts';
+import type { AgentDefinition, DefinitionProblem, DefinitionSource, SourcePosition } from './types.ts';
 import { slugify, validateDefinition } from './validate.ts';
 import { readFrontmatter } from './yaml-frontmatter.ts';
 
@@ -44,6 +44,11 @@ export interface LoadResult {
   readonly definition?: AgentDefinition;
   /** The agent's name when it could be read, even if the definition has errors. */
   readonly name?: string;
+  /**
+   * Where `name` is written (its value's line and column), when the name could be read: the place
+   * a problem about the name as a whole (`shadowed`) points at.
+   */
+  readonly nameAt?: SourcePosition;
   readonly errors: DefinitionProblem[];
   readonly warnings: DefinitionProblem[];
 }
@@ -54,19 +59,23 @@ export function parseDefinition(text: string, file: string, options: LoadOptions
   const source = options.source ?? 'project';
   const mode = options.mode ?? (source === 'compat' ? 'lenient' : 'strict');
   let name: string | undefined;
+  let nameAt: SourcePosition | undefined;
   try {
     const split = splitFrontmatter(normalizeSource(text), mode, problems);
     const data = split && readFrontmatter(split, mode, problems);
     if (split && data) {
       const rawName = data.values.name;
-      if (typeof rawName === 'string' && rawName.trim() !== '') name = slugify(rawName);
+      if (typeof rawName === 'string' && rawName.trim() !== '') {
+        name = slugify(rawName);
+        nameAt = data.valueAt(['name']);
+      }
       const target = { source, path: options.path ?? file, knownTools: options.knownTools };
       const validated = validateDefinition(data, split, target, problems);
       if (validated) {
         // The hash of what the text reads as: a definition changed since (a spread with other
         // tools) no longer matches it, and is recorded by its content (src/loop/pinning.ts).
         const definition = { ...validated, text, textHash: definitionHash(validated) };
-        return { definition, name: definition.name, errors: [], warnings: problems.warnings };
+        return { definition, name: definition.name, nameAt, errors: [], warnings: problems.warnings };
       }
     }
   } catch (error) {
@@ -74,7 +83,12 @@ export function parseDefinition(text: string, file: string, options: LoadOptions
     const reason = error instanceof Error ? error.message : String(error);
     problems.error('parse_error', `Internal error while reading the definition: ${reason}`, FILE_START);
   }
-  return { ...(name === undefined ? {} : { name }), errors: problems.errors, warnings: problems.warnings };
+  return {
+    ...(name === undefined ? {} : { name }),
+    ...(nameAt === undefined ? {} : { nameAt }),
+    errors: problems.errors,
+    warnings: problems.warnings,
+  };
 }
 
 /** Reads and parses a definition file. I/O failures become an `io_error` problem. */

@@ -189,8 +189,9 @@ interface References {
 
 /**
  * Records where each name of a name list was written: list items where they are, and items of a
- * comma-separated string (`tools: Read, Grep`) at their column within the string when it is on one
- * line (else at the string's start).
+ * comma-separated string (`tools: Read, Grep`) at their own line and column, also when the string
+ * goes on over more lines (`tools: Read,` then `  Grep` indented below it). A name that cannot be
+ * found as written (a quoted string with escapes) is placed at the string's start.
  */
 function recordNamePositions(refs: References, key: string, value: unknown, names: readonly string[]): void {
   const { ctx, split, positions } = refs;
@@ -202,19 +203,58 @@ function recordNamePositions(refs: References, key: string, value: unknown, name
     return;
   }
   const start = ctx.data.valueAt([key]);
-  const lineIndex = start.line - split.yamlLine;
-  const line = split.yaml.split('\n')[lineIndex] ?? '';
-  const shift = split.columnShifts[lineIndex] ?? 0;
-  let cursor = Math.max(0, start.column - 1 - shift);
+  const lines = split.yaml.split('\n');
+  const first = start.line - split.yamlLine;
+  // The string ends where the next top-level key starts (or the frontmatter does).
+  let end = first + 1;
+  while (end < lines.length && !TOP_LEVEL_KEY.test(lines[end] ?? '')) end++;
+  let line = first;
+  let cursor = Math.max(0, start.column - 1 - (split.columnShifts[first] ?? 0));
   names.forEach((name, index) => {
-    const found = line.indexOf(name, cursor);
-    if (found === -1) {
+    const found = findName(lines, name, line, cursor, end);
+    if (found === undefined) {
       positions.set(jsonPointer([key, index]), start);
       return;
     }
-    positions.set(jsonPointer([key, index]), { line: start.line, column: found + 1 + shift });
-    cursor = found + name.length;
+    const shift = split.columnShifts[found.line] ?? 0;
+    positions.set(jsonPointer([key, index]), {
+      line: split.yamlLine + found.line,
+      column: found.column + 1 + shift,
+    });
+    line = found.line;
+    cursor = found.column + name.length;
   });
+}
+
+/** A top-level `key:` line of the frontmatter. */
+const TOP_LEVEL_KEY = /^[A-Za-z_$][\w$.-]*[ \t]*:(?:[ \t]|$)/;
+/** Characters that may stand next to a name in a comma-separated string. */
+const NAME_BOUNDARY = /[\s,'"[\]>|]/;
+
+/**
+ * The first place at or after `line`:`column` (0-based, YAML lines before `end`) where `name` is
+ * written as a whole item of a comma-separated string, not as part of a longer name.
+ */
+function findName(
+  lines: readonly string[],
+  name: string,
+  line: number,
+  column: number,
+  end: number,
+): { line: number; column: number } | undefined {
+  for (let index = line; index < end; index++) {
+    const text = lines[index] ?? '';
+    let from = index === line ? column : 0;
+    for (;;) {
+      const found = text.indexOf(name, from);
+      if (found === -1) break;
+      const before = found === 0 ? ' ' : (text[found - 1] ?? ' ');
+      const after = text[found + name.length] ?? ' ';
+      if (NAME_BOUNDARY.test(before) && NAME_BOUNDARY.test(after)) return { line: index, column: found };
+      from = found + 1;
+    }
+  }
+  return undefined;
 }
 
 const ALL_TOOLS: NameList = { kind: 'all' };

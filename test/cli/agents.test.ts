@@ -237,8 +237,9 @@ describe('troupe agents validate', () => {
         file: second,
         code: 'shadowed',
         message: `Agent \`reviewer\` is also defined by ${first} in the same directory; discovery takes the first file in name order, so ${second} is never used: rename one agent or remove a file`,
-        line: 1,
-        column: 1,
+        // At the file's `name: Reviewer` (before: 1:1, the file's `---`).
+        line: 2,
+        column: 7,
         path: '/name',
       },
     ]);

@@ -6,6 +6,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type LoadResult, parseDefinition } from '../../src/definition/load.ts';
+import { ORCHESTRATION_TOOL_NAMES } from '../../src/protocol/messages.ts';
+import { BUILTIN_TOOL_NAMES } from '../../src/tools/builtin/index.ts';
 import { corpusDir } from './helpers.ts';
 
 function markdownFiles(dir: string): string[] {
@@ -218,6 +220,35 @@ describe(`agent-definitions corpus: ${files.length} files, ${withFrontmatter.len
       const file = files.find((candidate) => candidate.name === name);
       expect(file && load(file, 'strict').errors, name).toMatchObject([{ code: 'parse_error', line }]);
     }
+  });
+
+  it('lenient, with the tools troupe has: every problem about a value points at that value', () => {
+    const knownTools = new Set([...BUILTIN_TOOL_NAMES, 'complete_task', ...ORCHESTRATION_TOOL_NAMES]);
+    const misplaced: string[] = [];
+    let located = 0;
+    for (const file of withFrontmatter) {
+      const result = parseDefinition(file.text, file.path, { source: 'compat', knownTools });
+      const lines = file.text.replace(/^\uFEFF/, '').split(/\r?\n/);
+      for (const problem of [...result.errors, ...result.warnings]) {
+        const entry = /^\/(tools|disallowedTools)\/(\d+)$/.exec(problem.path);
+        const definition = result.definition;
+        const list = entry?.[1] === 'tools' ? definition?.tools : definition?.disallowedTools;
+        const written =
+          entry === null
+            ? problem.path === '/model'
+              ? definition?.model
+              : undefined
+            : list?.[Number(entry[2])];
+        if (written === undefined) continue;
+        located += 1;
+        const at = (lines[problem.line - 1] ?? '').slice(problem.column - 1).replace(/^['"]/, '');
+        if (!at.startsWith(written)) {
+          misplaced.push(`${file.name}:${problem.line}:${problem.column} ${problem.code} ${problem.path}`);
+        }
+      }
+    }
+    expect(located).toBeGreaterThan(200);
+    expect(misplaced).toEqual([]);
   });
 
   it('lenient: reads the Claude Code shapes the way Claude Code means them', () => {

@@ -98,8 +98,9 @@ describe('precedence', () => {
     expect(winner?.definition.path).toBe(near);
     expect(winner?.shadows).toEqual([far]);
     expect(found.shadowed).toEqual([{ name: 'x', path: far, source: 'project', shadowedBy: near }]);
+    // At the loser's `name: x` (before: 1:1, its `---` line).
     expect(found.problems).toContainEqual(
-      expect.objectContaining({ code: 'shadowed', severity: 'warning', file: far }),
+      expect.objectContaining({ code: 'shadowed', severity: 'warning', file: far, line: 2, column: 7 }),
     );
   });
 

@@ -404,6 +404,39 @@ describe('tool references', () => {
     }
   });
 
+  it('places each name of a tools string that goes on over more lines at its own line', () => {
+    // Before: every name after the first line pointed at the first line (`tools: Read,` 4:8).
+    const strict = parse('name: a\ndescription: d\ntools: read_file,\n  reed,\n  Glob', { knownTools });
+    expect(strict.warnings.map(({ code, path, line, column }) => [code, path, line, column])).toEqual([
+      ['unknown_tool', '/tools/1', 5, 3],
+      ['unknown_tool', '/tools/2', 6, 3],
+    ]);
+    const folded = parse('name: a\ndescription: d\ntools: >\n  read_file, reed,\n  reed2', { knownTools });
+    expect(folded.warnings.map(({ path, line, column }) => [path, line, column])).toEqual([
+      ['/tools/1', 5, 14],
+      ['/tools/2', 6, 3],
+    ]);
+    // A Claude Code file whose YAML fails (`description: **Bold**: ...`), read line by line.
+    const lenient = parseDefinition(
+      '---\nname: a\ndescription: **Bold**: text\ntools: Read, reed,\n  reedy\nmodel: sonet\n---\nbody\n',
+      '/project/.claude/agents/a.md',
+      { source: 'compat', knownTools },
+    );
+    const located = lenient.warnings.filter((warning) => warning.code !== 'lenient_parse');
+    expect(located.map(({ code, path, line, column }) => [code, path, line, column])).toEqual([
+      ['unknown_model', '/model', 6, 8],
+      ['unknown_tool', '/tools/1', 4, 14],
+      ['unknown_tool', '/tools/2', 5, 3],
+    ]);
+    // A name inside a longer one is not it: `reed` is the second entry, not the start of `reedy`.
+    const inside = parse('name: a\ndescription: d\ntools: reedy,\n  reed', { knownTools });
+    expect(inside.warnings.map(({ path, line, column }) => [path, line, column])).toEqual([
+      ['/tools', 4, 1],
+      ['/tools/0', 4, 8],
+      ['/tools/1', 5, 3],
+    ]);
+  });
+
   it('does not check tool names when no registry is given', () => {
     expect(parse('name: a\ndescription: d\ntoolNameOverrides: { anything: X }').errors).toEqual([]);
   });
