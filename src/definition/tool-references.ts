@@ -200,7 +200,70 @@ function unknownReason(
   const instead = vsCodeReplacement(rule.tool);
   if (instead !== undefined)
     return `is a VS Code (GitHub Copilot) tool troupe does not offer${instead}; it is ignored`;
+  const server = mcpServerHint(rule, names, unlisted);
+  if (server !== undefined) return server;
   return `matches no registered tool${closest(rule.tool, names)}; it is ignored`;
+}
+
+/**
+ * Names of MCP servers as Claude Code and VS Code users commonly configure them, which agent files
+ * in the wild write in `tools` as if they were tools (`tools: Read, github`).
+ */
+const COMMON_MCP_SERVERS: ReadonlySet<string> = new Set([
+  'atlassian',
+  'brave-search',
+  'browserbase',
+  'chrome-devtools',
+  'context7',
+  'exa',
+  'figma',
+  'filesystem',
+  'firecrawl',
+  'github',
+  'gitlab',
+  'jira',
+  'linear',
+  'memory',
+  'notion',
+  'playwright',
+  'postgres',
+  'puppeteer',
+  'sentry',
+  'sequential-thinking',
+  'sequentialthinking',
+  'serena',
+  'slack',
+  'sqlite',
+  'supabase',
+  'tavily',
+  'terraform',
+]);
+/** A name that says it is an MCP server (`microsoft.docs.mcp`, `mcp-server-x`, `x-mcp`). */
+const MCP_IN_NAME = /(?:^|[._-])mcp(?:$|[._-])/i;
+
+/**
+ * Why a bare name is no tool when it names an MCP server (`github`): one configured here, or one
+ * whose name is a common server's or says `mcp`. An MCP tool is `mcp__<server>__<tool>`.
+ */
+function mcpServerHint(
+  rule: Rule,
+  names: readonly string[],
+  unlisted: ReadonlySet<string>,
+): string | undefined {
+  if (rule.specifier !== undefined) return undefined;
+  const name = rule.tool;
+  const lowered = name.toLowerCase();
+  const spelled = /^[A-Za-z0-9_-]+$/.test(name) ? name : '<server>';
+  const write = `write \`${MCP_PREFIX}${spelled}__*\` for all of its tools or \`${MCP_PREFIX}${spelled}__<tool>\` for one`;
+  const connected = names.some((tool) => tool.toLowerCase().startsWith(`${MCP_PREFIX}${lowered}__`));
+  if (unlisted.has(lowered) || connected) {
+    return `names the MCP server \`${name}\`, not a tool: ${write}; it is ignored`;
+  }
+  if (!COMMON_MCP_SERVERS.has(lowered) && !MCP_IN_NAME.test(name)) return undefined;
+  return (
+    `matches no registered tool: it looks like the name of an MCP server, not of a tool; ${write}, ` +
+    "and configure the server in .mcp.json or the definition's `mcpServers` (troupe connects no other); it is ignored"
+  );
 }
 
 /** ` (did you mean \`x\`?)` for a name equal to a known one but for case and separators. */

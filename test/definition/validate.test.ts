@@ -437,6 +437,34 @@ describe('tool references', () => {
     ]);
   });
 
+  it('says that a bare MCP server name (`github`) in tools is no tool, and how its tools are written', () => {
+    const result = parse('name: a\ndescription: d\ntools: Read, github, mcp-server-docs, frob', {
+      knownTools: { names: [...knownTools, 'glob'] },
+    });
+    const messages = result.warnings.map((warning) => warning.message);
+    expect(messages).toHaveLength(3);
+    expect(messages[0]).toBe(
+      "`github` in `tools` matches no registered tool: it looks like the name of an MCP server, not of a tool; write `mcp__github__*` for all of its tools or `mcp__github__<tool>` for one, and configure the server in .mcp.json or the definition's `mcpServers` (troupe connects no other); it is ignored",
+    );
+    expect(messages[1]).toContain(
+      '`mcp-server-docs` in `tools` matches no registered tool: it looks like the name of an MCP server',
+    );
+    expect(messages[1]).toContain('`mcp__mcp-server-docs__*`');
+    expect(messages[2]).toBe('`frob` in `tools` matches no registered tool; it is ignored');
+    // A server configured here (.mcp.json, the definition) or connected: said as such.
+    const configured = parse('name: a\ndescription: d\ntools: Read, docs', {
+      knownTools: { names: knownTools, unlistedMcpServers: ['docs'] },
+    });
+    const connected = parse('name: a\ndescription: d\ntools: Read, docs', {
+      knownTools: { names: [...knownTools, 'mcp__docs__search'] },
+    });
+    for (const { warnings } of [configured, connected]) {
+      expect(warnings.map((warning) => warning.message)).toEqual([
+        '`docs` in `tools` names the MCP server `docs`, not a tool: write `mcp__docs__*` for all of its tools or `mcp__docs__<tool>` for one; it is ignored',
+      ]);
+    }
+  });
+
   it('does not check tool names when no registry is given', () => {
     expect(parse('name: a\ndescription: d\ntoolNameOverrides: { anything: X }').errors).toEqual([]);
   });
