@@ -1,8 +1,8 @@
-// `npm run build` (and `prepare`, so `npm ci` and `npm pack`): compiles src/, workers/ and the demo's
-// model to dist/ with tsc (tsconfig.build.json). A full compile takes ~20 s of CPU; when dist/ was
-// built from exactly the files it would be built from now (a SHA-256 over their paths and
-// contents, kept in dist/.inputs-sha256), it is kept as it is: `npm pack` right after `npm ci`
-// does not compile twice. `--force` compiles regardless.
+// `npm run build` (and `prepack`, so `npm pack`, `npm publish` and a git dependency's install):
+// compiles src/, workers/ and the demo's model to dist/ with tsc (tsconfig.build.json). A full
+// compile takes ~20 s of CPU; when dist/ was built from exactly the files it would be built from now
+// (a SHA-256 over their paths and contents, kept in dist/.inputs-sha256), it is kept as it is: a
+// second `npm pack` does not compile again. `--force` compiles regardless.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * The package as a user gets it: `npm pack` (which builds dist/ through `prepare`), installed into
+ * The package as a user gets it: `npm pack` (which builds dist/ through `prepack`), installed into
  * an empty project without troupe's dev dependencies, then used from plain JavaScript, from a
  * strict NodeNext TypeScript project, and through `npx troupe`.
  *
@@ -64,6 +64,7 @@ function write(relative: string, text: string): void {
 }
 
 let packed: { filename: string; files: { path: string }[] };
+let installWarnings = '';
 
 beforeAll(async () => {
   const pack = await run('npm', ['pack', '--json', '--pack-destination', scratch], repoRoot);
@@ -86,6 +87,7 @@ beforeAll(async () => {
     consumer,
   );
   expect(install.code, install.stderr).toBe(0);
+  installWarnings = install.stderr;
 }, 300_000);
 
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -110,6 +112,9 @@ describe('the packed package, installed into an empty project', () => {
       expect(files).toContain(expected);
     }
     expect(files.filter((file) => /^(src|test|workers|bench)\//.test(file))).toEqual([]);
+    // npm 11 lists the install-time scripts of a tarball's package; troupe has none (a `prepare`
+    // was named there, although npm never runs it for a tarball).
+    expect(installWarnings).not.toMatch(/troupe@\S+ \(/);
     // tsx is a dev dependency: it is not installed with troupe, and neither is any other.
     const modules = readdirSync(path.join(consumer, 'node_modules'));
     expect(modules).toContain('troupe');
