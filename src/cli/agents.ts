@@ -22,6 +22,7 @@ import { defaultProviderName, PROVIDER_NAMES, type ProviderName } from '../provi
 import { parseModelMap, resolveModel } from '../providers/models.ts';
 import { stripControl } from '../run-dir/format.ts';
 import { runMcpServers } from '../supervisor/definitions.ts';
+import { ORCHESTRATION_TOOLS } from '../supervisor/orchestration.ts';
 import { BUILTIN_TOOL_NAMES, createToolRegistry } from '../tools/builtin/index.ts';
 import {
   COMPLETE_TASK,
@@ -29,7 +30,9 @@ import {
   declareWaitForInstruction,
   WAIT_FOR_INSTRUCTION,
 } from '../tools/builtin/orchestration.ts';
+import { mcpServerOf } from '../tools/names.ts';
 import { buildToolbox } from '../tools/toolbox.ts';
+import type { Tool } from '../tools/types.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { existingDirectory } from './shared/dir-flag.ts';
 import type { CliIO } from './shared/io.ts';
@@ -80,7 +83,13 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       const found = await discoverAgents({ cwd, compat: flags.compat, knownTools: await knownTools(cwd) });
       reportDiscoveryErrors(io, found, cwd);
       if (flags.json) {
-        io.stdout(`${JSON.stringify(found.agents.map(listEntry), null, 2)}\n`);
+        io.stdout(
+          `${JSON.stringify(
+            found.agents.map((agent) => listEntry(agent, cwd)),
+            null,
+            2,
+          )}\n`,
+        );
         return;
       }
       io.stdout(listTable(found, cwd));
@@ -256,11 +265,12 @@ function ignoredTools({ definition, warnings }: DiscoveredAgent): string[] {
  * The TOOLS cell: `all`, `none`, or the entries that admit a tool, then the ignored ones
  * (`Read, Grep (ignored: Frob)`, `none (ignored: codebase, githubRepo)`).
  */
-function toolsText(tools: readonly string[] | undefined, ignored: readonly string[]): string {
+function toolsText(agent: DiscoveredAgent, cwd: string): string {
+  const { tools } = agent.definition;
   if (tools === undefined) return 'all';
   if (tools.length === 0) return 'none';
-  const unusable = new Set(ignored);
-  const usable = tools.filter((tool) => !unusable.has(tool));
+  const ignored = ignoredTools(agent);
+  const usable = toolsGiven(agent, cwd);
   const room = usable.length === 0 ? TOOLS_CELL_CHARS : TOOLS_CELL_CHARS / 2;
   const note = ignored.length === 0 ? '' : ` (ignored: ${fitted(ignored, room)})`;
   return `${usable.length === 0 ? 'none' : fitted(usable, TOOLS_CELL_CHARS)}${note}`;
@@ -281,7 +291,43 @@ function fitted(names: readonly string[], chars: number): string {
   return `${shown.join(', ')}${rest > 0 ? `, … ${rest} more` : ''}`;
 }
 
-function listEntry(agent: DiscoveredAgent) {
+/**
+ * Orchestration tools as a Supervisor's agents get them (fanout, the library): only their
+ * declarations matter here, to see which ones a definition admits; nothing calls them.
+ */
+const SUPERVISOR_TOOLS: readonly Tool[] = ORCHESTRATION_TOOLS.map((declaration) => ({
+  ...declaration,
+  execute: () => ({ ok: false, text: `${declaration.name} runs under a Supervisor only` }),
+}));
+
+/**
+ * The tools an agent with a `tools` list gets under a Supervisor, by the names the model sees
+ * (what a run's Started event records in `toolSpecs`): `Task` is `spawn_agent` and
+ * `await_agents`, `Edit` and `MultiEdit` are one `search_replace`. MCP entries that are not
+ * ignored follow as written: their tools exist once the server connects.
+ */
+function toolsGiven(agent: DiscoveredAgent, cwd: string): string[] {
+  const { definition } = agent;
+  const ignored = new Set(ignoredTools(agent));
+  const mcp = (definition.tools ?? []).filter(
+    (entry) => !ignored.has(entry) && mcpServerOf(entry) !== undefined,
+  );
+  try {
+    const registry = createToolRegistry([
+      declareCompleteTask(),
+      declareWaitForInstruction(),
+      ...SUPERVISOR_TOOLS,
+    ]);
+    const toolbox = buildToolbox(definition, registry, { cwd, agentId: definition.name });
+    return [...toolbox.specs.map((spec) => spec.name), ...mcp];
+  } catch {
+    // A definition the toolbox refuses (two tools under one model-facing name) fails its runs,
+    // as `agents show` says; here its entries are shown as written.
+    return (definition.tools ?? []).filter((entry) => !ignored.has(entry));
+  }
+}
+
+function listEntry(agent: DiscoveredAgent, cwd: string) {
   const { definition, shadows } = agent;
   return {
     name: definition.name,
@@ -289,6 +335,7 @@ function listEntry(agent: DiscoveredAgent) {
     path: definition.path,
     description: definition.description,
     tools: definition.tools ?? null,
+    toolsGiven: definition.tools === undefined ? null : toolsGiven(agent, cwd),
     ignoredTools: ignoredTools(agent),
     model: definition.model,
     shadows,
@@ -303,7 +350,7 @@ function listTable(found: DiscoveryResult, cwd: string): string {
       agent.definition.name,
       agent.definition.source,
       displayPath(agent.definition.path, cwd),
-      toolsText(agent.definition.tools, ignoredTools(agent)),
+      toolsText(agent, cwd),
       agent.definition.model,
     ]),
   ].map((row) => row.map(stripControl));

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
@@ -58,7 +59,7 @@ describe('troupe agents list', () => {
       'reviewer',
       'project',
       '.troupe/agents/reviewer.md',
-      'Read, Grep',
+      'read_file, grep',
       'sonnet',
     ]);
     expect(lines.slice(2).map((line) => line.split(/\s+/)[0])).toEqual(['general-purpose', 'worker']);
@@ -87,7 +88,7 @@ describe('troupe agents list', () => {
         ?.split(/\s{2,}/)[3];
     // Before: `codebase, githubRepo, edit/editFiles` and `Read, Frob, Grep`, as if all were tools.
     expect(cell('copilot')).toBe('none (ignored: codebase, githubRepo, edit/editFiles)');
-    expect(cell('mixed')).toBe('Read, Grep (ignored: Frob)');
+    expect(cell('mixed')).toBe('read_file, grep (ignored: Frob)');
     const show = await run('agents', 'show', 'copilot', '--cwd', project);
     expect(show.stderr).toContain('warning no_tools');
     const entries = JSON.parse((await run('agents', 'list', '--json', '--cwd', project)).stdout) as {
@@ -101,7 +102,42 @@ describe('troupe agents list', () => {
     });
   });
 
-  it('--json prints {name, source, path, description, tools, ignoredTools, model, shadows}', async () => {
+  it('TOOLS and --json toolsGiven are the tools a fan-out run of the agent gets', async () => {
+    tree.write(
+      'project/.troupe/agents/architect.md',
+      definitionText('architect', 'tools: Task, Grep, Read, Edit, MultiEdit, Frob\n'),
+    );
+    const list = await run('agents', 'list', '--json', '--cwd', project);
+    const entry = (JSON.parse(list.stdout) as { name: string; toolsGiven: string[] | null }[]).find(
+      (candidate) => candidate.name === 'architect',
+    );
+    // What the run below records: Task is spawn_agent and await_agents, Edit and MultiEdit one tool.
+    // Before: the cell read `Task, Grep, Read, Edit, MultiEdit`, five tools as written.
+    const given = ['grep', 'read_file', 'search_replace', 'spawn_agent', 'await_agents'];
+    expect([...(entry?.toolsGiven ?? [])].sort()).toEqual([...given].sort());
+    const table = await run('agents', 'list', '--cwd', project);
+    const cell = table.stdout.split('\n').find((line) => line.startsWith('architect '));
+    expect(cell).toContain(`  ${entry?.toolsGiven?.join(', ')} (ignored: Frob)  `);
+
+    const plan = tree.write(
+      'project/plan.yaml',
+      'cwd: .\nthreads: 1\nruns:\n  - agent: architect\n    task: Plan it.\n',
+    );
+    const out = tree.path('run');
+    const fanout = await run('fanout', plan, '--json', '--out', out);
+    expect(fanout.code, fanout.stderr).toBe(0);
+    const journals = readdirSync(join(out, 'journals'));
+    const started = JSON.parse(
+      readFileSync(join(out, 'journals', journals[0] ?? ''), 'utf8').split('\n')[0] ?? '{}',
+    ) as {
+      type: string;
+      toolSpecs: { name: string }[];
+    };
+    expect(started.type).toBe('Started');
+    expect(started.toolSpecs.map((spec) => spec.name)).toEqual(entry?.toolsGiven);
+  });
+
+  it('--json prints {name, source, path, description, tools, toolsGiven, ignoredTools, model, shadows}', async () => {
     const mine = tree.write('project/.troupe/agents/worker.md', definitionText('worker', 'tools: []\n'));
     const result = await run('agents', 'list', '--json', '--cwd', project);
     const entries = JSON.parse(result.stdout) as Record<string, unknown>[];
@@ -112,6 +148,7 @@ describe('troupe agents list', () => {
         path: mine,
         description: 'The worker agent.',
         tools: [],
+        toolsGiven: [],
         ignoredTools: [],
         model: 'default',
         shadows: ['builtin:worker'],
