@@ -44,6 +44,7 @@ import {
   permissionOptions,
   reportPermissionWarnings,
 } from './shared/permission-flags.ts';
+import { startedWarningLine } from './shared/progress.ts';
 import { type PreparedSession, prepareResume, prepareRun } from './shared/session.ts';
 
 interface ChatFlags extends PermissionFlags {
@@ -241,6 +242,10 @@ async function prepare(
  * calls, each approval decision (a denial is never silent), and its answer to each message.
  */
 function show(event: AuditEventInput, io: CliIO, agent: string, tty: boolean): void {
+  // What `troupe run` prints with its header: `tools` entries that name no tool, a mistyped model.
+  if (event.type === 'Started') {
+    for (const warning of event.warnings ?? []) io.stderr(`${printable(startedWarningLine(warning))}\n`);
+  }
   // At a terminal, a line as each request goes out: a model that stalls is not silent.
   if (event.type === 'InferenceSubmitted' && tty) io.stdout(`  ${WAITING_LINE}\n`);
   // The tool name is the model's own when it names no tool: as untrusted as its answer.

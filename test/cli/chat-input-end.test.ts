@@ -25,7 +25,11 @@ afterEach(() => {
   project.remove();
 });
 
-async function chatFromPipe(input: string, journal: string): Promise<{ code: number; stdout: string }> {
+async function chatFromPipe(
+  input: string,
+  journal: string,
+  agent = 'reader',
+): Promise<{ code: number; stdout: string }> {
   let stdout = '';
   const io: CliIO = {
     stdout: (text) => {
@@ -35,7 +39,7 @@ async function chatFromPipe(input: string, journal: string): Promise<{ code: num
       stdout += text;
     },
   };
-  const code = await chat('reader', { provider: 'simulated', journal, cwd: project.root }, io, {
+  const code = await chat(agent, { provider: 'simulated', journal, cwd: project.root }, io, {
     input: Readable.from([input]),
     output: new PassThrough(),
   });
@@ -55,6 +59,17 @@ describe('troupe chat on a pipe', () => {
     expect(ofType(events, 'TurnAnswered').map((event) => event.turn)).toEqual([0, 1]);
     expect(ofType(events, 'Completed')).toHaveLength(1);
     expect(stdout.split('reader> ').length - 1).toBe(2);
+  });
+
+  it("prints the Started event's warnings as troupe run does: a tools entry that names no tool, at its line", async () => {
+    const file = project.write(
+      '.troupe/agents/helper.md',
+      '---\nname: helper\ndescription: Helps.\ntools:\n  - Read\n  - github\n---\nYou help.\n',
+    );
+    const { code, stdout } = await chatFromPipe('hello\n', project.path('warned.jsonl'), 'helper');
+    expect(code).toBe(0);
+    // Before: nothing; only the journal's Started event held the warning.
+    expect(stdout).toContain(`${file}:6:5: warning unknown_tool: \`github\` in \`tools\``);
   });
 
   it('answers the lines before /exit and none after it', async () => {

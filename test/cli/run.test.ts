@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { progressLine } from '../../src/cli/shared/progress.ts';
+import { progressLine, startedWarningLine } from '../../src/cli/shared/progress.ts';
 import { chooseProvider, resolveModel } from '../../src/cli/shared/provider-choice.ts';
 import { readJournal } from '../../src/journal/reader.ts';
 import { verifyJournalFile } from '../../src/journal/verify.ts';
@@ -70,6 +70,15 @@ describe('troupe run', () => {
     const delivered = JSON.parse(result.stdout) as { summary: string; files: string[] };
     expect(delivered.summary).toContain('[simulated]');
     expect(delivered.files).toEqual(['a.md', 'notes/b.txt']);
+  });
+
+  it('a Started warning without a line (a definition given as an object) names its file only, at no made-up 1:1', () => {
+    const warning = { code: 'unknown_model', message: 'm', file: 'agents/a.md', path: '/model' };
+    expect(startedWarningLine(warning)).toBe('agents/a.md: warning unknown_model: m');
+    expect(startedWarningLine({ ...warning, line: 4, column: 8 })).toBe(
+      'agents/a.md:4:8: warning unknown_model: m',
+    );
+    expect(startedWarningLine({ code: 'unknown_model', message: 'm' })).toBe('warning unknown_model: m');
   });
 
   it('prints what reading the definition warned about with the header, the tool warnings once', async () => {

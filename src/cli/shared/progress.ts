@@ -5,7 +5,7 @@
  * with `~`; an unknown cost reads `cost unknown`.
  */
 import { INTERRUPTED_TOOL_RESULT } from '../../journal/constants.ts';
-import type { AuditEvent } from '../../journal/events.ts';
+import type { AuditEvent, StartedWarning } from '../../journal/events.ts';
 import type { AgentLimits, AgentOutcome } from '../../loop/types.ts';
 import type { Usage } from '../../providers/types.ts';
 import { formatTokens, printable } from '../../run-dir/format.ts';
@@ -56,11 +56,7 @@ export class ProgressFormatter {
     if (event.type === 'Started') {
       this.#budget.limits = event.limits;
       const lines = event.limits ? [`limits: ${limitsText(event.limits)}`] : [];
-      for (const warning of event.warnings ?? []) {
-        const where =
-          warning.file === undefined ? '' : `${warning.file}:${warning.line ?? 1}:${warning.column ?? 1}: `;
-        lines.push(`${where}warning ${warning.code}: ${warning.message}`);
-      }
+      for (const warning of event.warnings ?? []) lines.push(startedWarningLine(warning));
       for (const notice of event.notices ?? []) lines.push(`warning: ${notice}`);
       return lines;
     }
@@ -76,6 +72,18 @@ export class ProgressFormatter {
 }
 
 /** The progress line for a journalled event, or undefined for events that are not shown. */
+/**
+ * One warning of a Started event as `file:line:column: warning code: message`, as `agents
+ * validate` prints a definition's problems: `file: ` alone when the place in it is not known (a
+ * definition given as an object), nothing before `warning` when there is no file.
+ */
+export function startedWarningLine(warning: StartedWarning): string {
+  const { file, line, column } = warning;
+  const at = line === undefined ? '' : `:${line}:${column ?? 1}`;
+  const where = file === undefined ? '' : `${file}${at}: `;
+  return `${where}warning ${warning.code}: ${warning.message}`;
+}
+
 export function progressLine(event: AuditEvent): string | undefined {
   switch (event.type) {
     case 'InferenceSubmitted': {
