@@ -151,10 +151,10 @@ export function toolReferenceProblems(def: Reference, known: KnownTools): Defini
 
 /**
  * Why an orchestration tool is missing: it is always registered under a Supervisor, so a run
- * without one (`troupe run`, `runAgent`) is the only place it can be.
+ * without one (`troupe run`, `troupe chat`, `runAgent`) is the only place it can be.
  */
 const NEEDS_SUPERVISOR =
-  'is an orchestration tool, which needs a Supervisor: `troupe run` runs one agent alone; use `troupe fanout` or the library (`Supervisor`); it is ignored here';
+  'is an orchestration tool, which needs a Supervisor: `troupe run` and `troupe chat` run one agent alone; use `troupe fanout` or the library (`Supervisor`); it is ignored here';
 
 /** Why a rule that names no known tool is unknown, or undefined when nothing can be said against it. */
 function unknownReason(

@@ -64,12 +64,16 @@ describe('troupe chat on a pipe', () => {
   it("prints the Started event's warnings as troupe run does: a tools entry that names no tool, at its line", async () => {
     const file = project.write(
       '.troupe/agents/helper.md',
-      '---\nname: helper\ndescription: Helps.\ntools:\n  - Read\n  - github\n---\nYou help.\n',
+      '---\nname: helper\ndescription: Helps.\ntools:\n  - Read\n  - github\n  - Agent\n---\nYou help.\n',
     );
     const { code, stdout } = await chatFromPipe('hello\n', project.path('warned.jsonl'), 'helper');
     expect(code).toBe(0);
     // Before: nothing; only the journal's Started event held the warning.
     expect(stdout).toContain(`${file}:6:5: warning unknown_tool: \`github\` in \`tools\``);
+    // Before: the orchestration tool's warning said only that `troupe run` runs one agent alone.
+    expect(stdout).toContain(
+      `${file}:7:5: warning unknown_tool: \`Agent\` in \`tools\` is an orchestration tool, which needs a Supervisor: \`troupe run\` and \`troupe chat\` run one agent alone`,
+    );
   });
 
   it('answers the lines before /exit and none after it', async () => {
