@@ -1,4 +1,4 @@
-// `npm run build` (and `prepack`, so `npm pack`, `npm publish` and a git dependency's install):
+// `npm run build` (and `prepack`, so `npm pack` and `npm publish`; npm runs only `prepare` for a git dependency):
 // compiles src/, workers/ and the demo's model to dist/ with tsc (tsconfig.build.json). A full
 // compile takes ~20 s of CPU; when dist/ was built from exactly the files it would be built from now
 // (a SHA-256 over their paths and contents, kept in dist/.inputs-sha256), it is kept as it is: a
