@@ -4,13 +4,13 @@
  * says what follows, and this function only carries it out.
  */
 import { DEFAULT_RECOVERY, TRUNCATION_NOTICE } from '../constants.ts';
-import type { AuditEventInput } from '../journal/events.ts';
 import { redactValue } from '../journal/redact.ts';
 import { knownCost } from '../journal/usage.ts';
 import { extend } from '../objects.ts';
 import type { Sleep } from '../tools/retry.ts';
 import type { RunContext } from './context.ts';
 import { abortEnding, decideNext, type Ending, limitVerdict } from './decide.ts';
+import { terminalEvent } from './outcome.ts';
 import { type PendingCapture, runRound } from './round.ts';
 import type { AgentOutcome } from './types.ts';
 
@@ -110,14 +110,6 @@ export function end(run: RunContext, ending: Ending): AgentOutcome {
   // The caller learns the outcome (a supervisor, a person) only once it is stored.
   run.commitJournal();
   return outcome;
-}
-
-/** The Completed or Failed event of an outcome. */
-export function terminalEvent(outcome: AgentOutcome): AuditEventInput {
-  const { status: _status, ...rest } = outcome;
-  return outcome.status === 'completed'
-    ? { type: 'Completed', ...(rest as Omit<Extract<AgentOutcome, { status: 'completed' }>, 'status'>) }
-    : { type: 'Failed', ...(rest as Omit<Extract<AgentOutcome, { status: 'failed' }>, 'status'>) };
 }
 
 function yieldToEventLoop(): Promise<void> {

@@ -4,6 +4,7 @@
  * of such an outcome is zero: what the agent spent is in its journal.
  */
 import type { SerializedError } from '../errors.ts';
+import type { AuditEventInput } from '../journal/events.ts';
 import { ZERO_USAGE } from '../providers/receipt.ts';
 import type { AgentOutcome, FailureReason } from './types.ts';
 
@@ -32,4 +33,12 @@ export function completedOutcome(agentId: string, value: unknown): AgentOutcome 
  */
 export function cancelledError(reason: string): SerializedError {
   return { name: 'SystemError', code: 'cancelled', message: `Cancelled: ${reason}`, fields: { reason } };
+}
+
+/** The Completed or Failed event of an outcome. */
+export function terminalEvent(outcome: AgentOutcome): AuditEventInput {
+  const { status: _status, ...rest } = outcome;
+  return outcome.status === 'completed'
+    ? { type: 'Completed', ...(rest as Omit<Extract<AgentOutcome, { status: 'completed' }>, 'status'>) }
+    : { type: 'Failed', ...(rest as Omit<Extract<AgentOutcome, { status: 'failed' }>, 'status'>) };
 }

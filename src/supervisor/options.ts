@@ -344,6 +344,7 @@ const SUPERVISOR_OPTION_KEYS: Readonly<Record<keyof SupervisorOptions, true>> = 
   threadStartTimeoutMs: true,
   resourceLimits: true,
   quarantineThreads: true,
+  quarantineWaitMs: true,
   maxBystanderRestarts: true,
   execArgv: true,
   redisUrl: true,

@@ -26,6 +26,7 @@ describe('a Supervisor without journalDir', () => {
   const invalid: [string, SupervisorOptions][] = [
     ['threadStartTimeoutMs', { threadStartTimeoutMs: 0 }],
     ['quarantineThreads', { quarantineThreads: 0 }],
+    ['quarantineWaitMs', { quarantineWaitMs: 0 }],
     ['fsync', { fsync: 'sometimes' as never }],
     ['maxPendingInstructions', { maxPendingInstructions: 0 }],
     ['retainEndedAgents', { retainEndedAgents: -1 }],

@@ -43,10 +43,16 @@ export interface ThreadBackendOptions {
   /**
    * Threads, beyond `threads`, for agents blamed for a thread death: each such agent runs alone on
    * one until it ends, so a repeat offender takes no other agent with it. Blamed agents wait for
-   * one when all are busy, except that one joins a thread an agent of its own tree holds (a
+   * one when all are busy (up to `quarantineWaitMs`), except that one joins a thread an agent of its own tree holds (a
    * parent awaiting it would otherwise hold the thread it waits for). @default 1
    */
   readonly quarantineThreads?: number;
+  /**
+   * How long a blamed agent may wait for a quarantine thread (all of them held by agents of other
+   * trees). One that waits longer fails `Failed(crashed)` with SystemError `quarantine_wait_timeout`,
+   * journalled; the agents holding the threads go on. @default 600000 (10 minutes)
+   */
+  readonly quarantineWaitMs?: number;
   /**
    * Restarts an agent gets for thread deaths it is not blamed for (it was not running a tool in
    * the thread when it died); beyond this, they count against `restart.maxRetries` too. @default 10
@@ -59,6 +65,9 @@ export interface ThreadBackendOptions {
    */
   readonly execArgv?: readonly string[];
 }
+
+/** How long a blamed agent waits for a quarantine thread before it fails (`quarantineWaitMs`). */
+export const DEFAULT_QUARANTINE_WAIT_MS = 600_000;
 
 /**
  * The actor hosts' young generation (MiB): twice Node's default of 48 (semi-spaces of 32 MiB
@@ -95,6 +104,7 @@ export interface PreparedThreadOptions {
   readonly threadStartTimeoutMs: number;
   readonly resourceLimits: ResourceLimits;
   readonly quarantineThreads: number;
+  readonly quarantineWaitMs: number;
   readonly maxBystanderRestarts: number;
   readonly execArgv: readonly string[];
 }
@@ -126,6 +136,7 @@ export function prepareThreadOptions(
     threadStartTimeoutMs: positiveInt('threadStartTimeoutMs', options.threadStartTimeoutMs, 60_000),
     resourceLimits: hostResourceLimits(options.resourceLimits),
     quarantineThreads: positiveInt('quarantineThreads', options.quarantineThreads, 1),
+    quarantineWaitMs: positiveInt('quarantineWaitMs', options.quarantineWaitMs, DEFAULT_QUARANTINE_WAIT_MS),
     maxBystanderRestarts: positiveInt('maxBystanderRestarts', options.maxBystanderRestarts, 10, 0),
     execArgv: options.execArgv ?? [],
   };

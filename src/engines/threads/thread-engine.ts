@@ -9,9 +9,10 @@
  * tool in the thread when it died, the one agent whose provider code a blocked thread's stack
  * shows (stack-probe.ts), or the only agent on it. A charged agent is quarantined: from
  * then on it runs alone on a quarantine thread (or beside an agent of its own tree, when none is
- * free: they may be waiting on each other), so if it kills that one too no other agent goes
- * with it, and after `restart.maxRetries` charged deaths it fails with its own cause. Bystanders
- * restart without using their cap (up to `maxBystanderRestarts` times).
+ * free: they may be waiting on each other; one that waits `quarantineWaitMs` for one fails
+ * `quarantine_wait_timeout`), so if it kills that one too no other agent goes with it, and after
+ * `restart.maxRetries` charged deaths it fails with its own cause. Bystanders restart without
+ * using their cap (up to `maxBystanderRestarts` times).
  */
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -21,7 +22,8 @@ import type { AuditEvent } from '../../journal/events.ts';
 import { forkedInputs, writeFork } from '../../journal/fork.ts';
 import { readJournal } from '../../journal/reader.ts';
 import { JournalWriter } from '../../journal/writer.ts';
-import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
+import { cancelledError, failedOutcome, terminalEvent } from '../../loop/outcome.ts';
+import type { AgentOutcome } from '../../loop/types.ts';
 import type {
   ActorSpec,
   AgentMessage,
@@ -75,6 +77,8 @@ interface ThreadAgent {
   bystander: number;
   /** Runs alone on a quarantine thread (it was charged with a thread death). */
   quarantined: boolean;
+  /** Ends its wait for a quarantine thread (`quarantineWaitMs`); set while it waits for one. */
+  quarantineTimer?: NodeJS.Timeout;
   /**
    * A session's turn cancels whose turn has not been reported ended (`turn` signal): sent to its
    * host, and again to the host it restarts on if that one dies first, since the cancel died with
@@ -320,7 +324,10 @@ export class ThreadEngine implements Engine {
     this.#children.clear();
     this.#admission.close();
     this.#precreator.close();
-    for (const agent of this.#agents.values()) agent.mailbox.abandon();
+    for (const agent of this.#agents.values()) {
+      clearTimeout(agent.quarantineTimer);
+      agent.mailbox.abandon();
+    }
     if (this.#options.ownsJournalDir) rmSync(this.#options.journalDir, { recursive: true, force: true });
   }
 
@@ -337,6 +344,8 @@ export class ThreadEngine implements Engine {
     agent.host?.agents.delete(agent.spec.agentId);
     agent.host = undefined;
     agent.mailbox.abandon();
+    clearTimeout(agent.quarantineTimer);
+    agent.quarantineTimer = undefined;
   }
 
   /**
@@ -358,6 +367,8 @@ export class ThreadEngine implements Engine {
     const placed: { agent: ThreadAgent; host: HostRecord }[] = [];
     const batches = new Map<HostRecord, ActorSpec[]>();
     const place = (agent: ThreadAgent, host: HostRecord): void => {
+      clearTimeout(agent.quarantineTimer);
+      agent.quarantineTimer = undefined;
       agent.state = 'running';
       agent.host = host;
       host.agents.add(agent.spec.agentId);
@@ -392,12 +403,22 @@ export class ThreadEngine implements Engine {
       // otherwise hold the thread the other waits for, and neither would ever end. Agents of other
       // trees still wait for a thread of their own.
       const held = this.#quarantineHostsByTree(hosts);
+      let dedicated = 0;
+      for (const host of hosts) if (host.dedicated && host.ready) dedicated += 1;
+      const allStarted = dedicated >= this.#options.quarantineThreads;
       for (const agent of this.#quarantine.splice(0)) {
         if (agent.state !== 'queued') continue;
         const tree = this.#treeOf(agent);
         const host = idle.shift() ?? held.get(tree);
         if (host === undefined) {
           this.#quarantine.push(agent);
+          // Bounded once every quarantine thread runs and is held: a thread's start has its own.
+          if (allStarted) {
+            agent.quarantineTimer ??= setTimeout(
+              () => this.#quarantineWaitEnded(agent),
+              this.#options.quarantineWaitMs,
+            );
+          }
           continue;
         }
         place(agent, host);
@@ -454,6 +475,32 @@ export class ThreadEngine implements Engine {
       top = parent;
     }
     return top.spec.agentId;
+  }
+
+  /**
+   * Fails a quarantined agent that waited `quarantineWaitMs` for a quarantine thread: agents of
+   * other trees hold them all (an idle session, a long task), and would otherwise keep it waiting
+   * for as long as they live. Its journal gets the Failed event, as when its loop ends.
+   */
+  #quarantineWaitEnded(agent: ThreadAgent): void {
+    agent.quarantineTimer = undefined;
+    const index = this.#quarantine.indexOf(agent);
+    if (index < 0 || this.#agents.get(agent.spec.agentId) !== agent || agent.state !== 'queued') return;
+    const { agentId } = agent.spec;
+    const { quarantineWaitMs, quarantineThreads } = this.#options;
+    const holders: string[] = [];
+    for (const host of this.#pool?.hosts ?? []) if (host.dedicated) holders.push(...host.agents);
+    this.#release(agent);
+    const error = new SystemError(
+      'quarantine_wait_timeout',
+      `Agent ${agentId} was blamed for a thread death and waited ${quarantineWaitMs} ms for one of the ` +
+        `${quarantineThreads} quarantine thread(s), held by ${holders.length > 0 ? holders.join(', ') : 'agents starting on them'}; ` +
+        'raise `quarantineThreads` or `quarantineWaitMs`',
+      { agentId, timeoutMs: quarantineWaitMs, quarantineThreads, holders },
+    ).toJSON();
+    const outcome = failedOutcome(agentId, 'crashed', error);
+    journalOutcome(this.#journalFile(agentId), outcome, this.#options.fsync);
+    this.#host.ended(agentId, outcome);
   }
 
   /** Starts a quarantine thread when there are fewer than `quarantineThreads`. */
@@ -709,6 +756,27 @@ export class ThreadEngine implements Engine {
       callHostTool: (agentId, name, args, callId, resume) =>
         this.#host.callHostTool(agentId, name, args, callId, resume),
     };
+  }
+}
+
+/**
+ * Appends the terminal event of `outcome` to the journal of an agent that ended while no thread ran
+ * it. A journal that cannot take it (damaged, unwritable) is left as it is: the supervisor still
+ * gets the outcome, and the journal then ends without one, as after a crash.
+ */
+function journalOutcome(file: string, outcome: AgentOutcome, fsync: 'always' | 'interval' | 'never'): void {
+  let journal: JournalWriter | undefined;
+  try {
+    journal = JournalWriter.open(file, { fsync: fsync === 'never' ? 'never' : 'always' });
+    journal.append(terminalEvent(outcome));
+  } catch {
+    // See above: the outcome is not lost, only its journal line.
+  } finally {
+    try {
+      journal?.close();
+    } catch {
+      // A failed flush on close: as above.
+    }
   }
 }
 
