@@ -43,8 +43,9 @@ export interface ThreadBackendOptions {
   /**
    * Threads, beyond `threads`, for agents blamed for a thread death: each such agent runs alone on
    * one until it ends, so a repeat offender takes no other agent with it. Blamed agents wait for
-   * one when all are busy (up to `quarantineWaitMs`), except that one joins a thread an agent of its own tree holds (a
-   * parent awaiting it would otherwise hold the thread it waits for). @default 1
+   * one when all are busy (up to `quarantineWaitMs`), except that one joins a thread an agent of
+   * its own tree holds (a parent awaiting it would otherwise hold the thread it waits for), or one
+   * whose agents are all parked waiting for an instruction (an idle session). @default 1
    */
   readonly quarantineThreads?: number;
   /**

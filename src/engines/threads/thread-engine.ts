@@ -403,13 +403,14 @@ export class ThreadEngine implements Engine {
       // otherwise hold the thread the other waits for, and neither would ever end. Agents of other
       // trees still wait for a thread of their own.
       const held = this.#quarantineHostsByTree(hosts);
+      const parked = this.#parkedQuarantineHosts(hosts);
       let dedicated = 0;
       for (const host of hosts) if (host.dedicated && host.ready) dedicated += 1;
       const allStarted = dedicated >= this.#options.quarantineThreads;
       for (const agent of this.#quarantine.splice(0)) {
         if (agent.state !== 'queued') continue;
         const tree = this.#treeOf(agent);
-        const host = idle.shift() ?? held.get(tree);
+        const host = idle.shift() ?? held.get(tree) ?? parked.shift();
         if (host === undefined) {
           this.#quarantine.push(agent);
           // Bounded once every quarantine thread runs and is held: a thread's start has its own.
@@ -463,6 +464,26 @@ export class ThreadEngine implements Engine {
       }
     }
     return held;
+  }
+
+  /**
+   * Quarantine threads whose agents all wait for an instruction (an idle session, an agent in
+   * wait_for_instruction): a blamed agent of another tree runs there rather than wait for as long
+   * as they idle. It shares that thread with blamed agents only, so a death there costs no healthy
+   * agent anything, and the parked ones, not running, are bystanders of one they did not cause.
+   */
+  #parkedQuarantineHosts(hosts: readonly HostRecord[]): HostRecord[] {
+    const parked: HostRecord[] = [];
+    for (const host of hosts) {
+      if (!host.dedicated || host.agents.size === 0) continue;
+      let idle = true;
+      for (const agentId of host.agents) {
+        const agent = this.#agents.get(agentId);
+        if (agent?.state !== 'running' || agent.host !== host || !agent.mailbox.isWaiting) idle = false;
+      }
+      if (idle) parked.push(host);
+    }
+    return parked;
   }
 
   /** The id of the topmost ancestor of `agent` the engine still holds (its own id at the top). */
@@ -544,7 +565,11 @@ export class ThreadEngine implements Engine {
     switch (message.type) {
       case 'batch': {
         // Waits first: a listener of the turn's `waiting` signal that sends finds the wait parked.
-        if (message.inbox !== undefined) this.#inboxes.get(host)?.handle(message.inbox);
+        if (message.inbox !== undefined) {
+          this.#inboxes.get(host)?.handle(message.inbox);
+          // An agent parked on a quarantine thread lets a blamed agent waiting for one run there.
+          if (host.dedicated && this.#quarantine.length > 0) this.#scheduleSoon();
+        }
         for (const signal of message.signals) {
           // Sent once the turn's end is in the journal: a restart no longer runs that turn.
           if (signal.type === 'turn') this.#turnEnded(signal.agentId, signal.turn);

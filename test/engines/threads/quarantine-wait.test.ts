@@ -2,6 +2,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readJournal } from '../../../src/journal/reader.ts';
 import type { Supervisor } from '../../../src/supervisor/supervisor.ts';
+import { makeDefinition } from '../../prompt/make-definition.ts';
 import { fixtures, policySupervisor, tempDir } from '../../supervisor/helpers.ts';
 
 let supervisor: Supervisor | undefined;
@@ -73,5 +74,52 @@ describe('a blamed agent waiting for a quarantine thread another tree holds', ()
     expect(aEnded).toBe(false);
     a.cancel('the test is over');
     expect(await settled(a.result)).toMatchObject({ status: 'failed', reason: 'cancelled' });
+  });
+
+  it('runs beside an agent parked in wait_for_instruction on the quarantine thread, and both end', async () => {
+    supervisor = policySupervisor({
+      cwd: tempDir(),
+      threads: 1,
+      quarantineThreads: 1,
+      providers: { crashWait: { kind: 'module', module: path.join(fixtures, 'crash-wait-provider.ts') } },
+      defaultProvider: 'crashWait',
+      toolModules: [{ module: path.join(fixtures, 'fault-tools.ts'), export: 'faultTools' }],
+      restart: { maxRetries: 2, baseDelayMs: 10, maxDelayMs: 10 },
+    });
+    const sup = supervisor;
+    const definition = makeDefinition({
+      name: 'waiter',
+      path: '/quarantine/waiter.md',
+      agentsMd: false,
+      tools: ['crash_exit', 'wait_for_instruction', 'complete_task'],
+    });
+    const starts: { agentId: string; hostId?: number; resumed: boolean }[] = [];
+    sup.on('agent:started', (event) => starts.push(event));
+    // A kills the shared thread, is quarantined, and parks on the quarantine thread.
+    let aRestarted = false;
+    const parked = new Promise<void>((resolve) => {
+      sup.on('agent:restarted', (event) => {
+        if (event.agentId === a.id) aRestarted = true;
+      });
+      sup.on('agent:waiting', (event) => {
+        if (event.agentId === a.id && aRestarted) resolve();
+      });
+    });
+    const a = sup.spawn(definition, { task: 'Kill your thread, then wait.' });
+    await parked;
+
+    // B, of another tree, kills the replacement shared thread and is quarantined in turn. Without
+    // the fix it waited for A's thread for as long as A was parked (here: until quarantineWaitMs).
+    const b = sup.spawn(definition, { task: 'Kill your thread, then complete.' });
+    expect(await settled(b.result)).toMatchObject({ status: 'completed', result: { told: null } });
+    await sup.instruct(a.id, 'finish');
+    expect(await settled(a.result)).toMatchObject({
+      status: 'completed',
+      result: { told: expect.stringContaining('finish') },
+    });
+    // B's restart ran on A's quarantine thread.
+    const resumedOn = (id: string) => starts.find((event) => event.agentId === id && event.resumed)?.hostId;
+    expect(resumedOn(b.id)).toBe(resumedOn(a.id));
+    expect(resumedOn(a.id)).toBeDefined();
   });
 });
