@@ -21,6 +21,8 @@ import { describeValue, type SerializedError, SystemError, serializeError, UserE
 import type { AuditEvent } from '../../journal/events.ts';
 import { forkedInputs, writeFork } from '../../journal/fork.ts';
 import { readJournal } from '../../journal/reader.ts';
+import { resumeState } from '../../journal/resume.ts';
+import { knownCost } from '../../journal/usage.ts';
 import { JournalWriter } from '../../journal/writer.ts';
 import { cancelledError, failedOutcome, terminalEvent } from '../../loop/outcome.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
@@ -519,9 +521,10 @@ export class ThreadEngine implements Engine {
         'raise `quarantineThreads` or `quarantineWaitMs`',
       { agentId, timeoutMs: quarantineWaitMs, quarantineThreads, holders },
     ).toJSON();
-    const outcome = failedOutcome(agentId, 'crashed', error);
-    journalOutcome(this.#journalFile(agentId), outcome, this.#options.fsync);
-    this.#host.ended(agentId, outcome);
+    this.#host.ended(
+      agentId,
+      journalFailure(this.#journalFile(agentId), agentId, error, this.#options.fsync),
+    );
   }
 
   /** Starts a quarantine thread when there are fewer than `quarantineThreads`. */
@@ -785,13 +788,31 @@ export class ThreadEngine implements Engine {
 }
 
 /**
- * Appends the terminal event of `outcome` to the journal of an agent that ended while no thread ran
- * it. A journal that cannot take it (damaged, unwritable) is left as it is: the supervisor still
- * gets the outcome, and the journal then ends without one, as after a crash.
+ * Fails, crashed with `error`, an agent that no thread runs: appends the Failed event to its
+ * journal, with what its journal says it spent (as its loop would have), and returns that outcome.
+ * A journal that cannot take it (damaged, unwritable) is left as it is: the supervisor still gets
+ * the outcome, and the journal then ends without one, as after a crash.
  */
-function journalOutcome(file: string, outcome: AgentOutcome, fsync: 'always' | 'interval' | 'never'): void {
+function journalFailure(
+  file: string,
+  agentId: string,
+  error: SerializedError,
+  fsync: 'always' | 'interval' | 'never',
+): AgentOutcome {
+  let outcome = failedOutcome(agentId, 'crashed', error);
   let journal: JournalWriter | undefined;
   try {
+    const events = readJournal(file).events;
+    if (events.length > 0) {
+      const spent = resumeState(events);
+      outcome = {
+        ...outcome,
+        usage: spent.totals.usage,
+        costUsd: knownCost(spent.totals),
+        rounds: spent.roundsUsed,
+        steps: spent.stepsUsed,
+      };
+    }
     journal = JournalWriter.open(file, { fsync: fsync === 'never' ? 'never' : 'always' });
     journal.append(terminalEvent(outcome));
   } catch {
@@ -803,6 +824,7 @@ function journalOutcome(file: string, outcome: AgentOutcome, fsync: 'always' | '
       // A failed flush on close: as above.
     }
   }
+  return outcome;
 }
 
 /**

@@ -65,6 +65,13 @@ describe('a blamed agent waiting for a quarantine thread another tree holds', ()
       error: { code: 'quarantine_wait_timeout' },
     });
     expect(events.filter((event) => event.type === 'Failed' || event.type === 'Completed')).toHaveLength(1);
+    // What it spent before is in the event, as its loop would have written it.
+    const rounds = new Set(
+      events.flatMap((event) => (event.type === 'InferenceSubmitted' ? [event.round] : [])),
+    ).size;
+    expect(rounds).toBeGreaterThan(0);
+    expect(events.at(-1)).toMatchObject({ rounds });
+    expect(outcome).toMatchObject({ rounds });
     // A still runs on its quarantine thread: its cancel ends it there.
     let aEnded = false;
     void a.result.then(() => {
