@@ -188,7 +188,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
 
 function backendName(value: string): 'threads' | 'redis' {
   if (value === 'threads' || value === 'redis') return value;
-  throw new InvalidArgumentError("expected 'threads' or 'redis'");
+  throw new InvalidArgumentError(`Expected \`threads\` or \`redis\`, got ${describeValue(value)}.`);
 }
 
 function nonNegativeInt(value: string): number {

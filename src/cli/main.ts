@@ -34,6 +34,15 @@ const LOADERS: Readonly<Record<CommandName, () => Promise<CommandModule>>> = {
   approve: () => import('./approve.ts'),
 };
 
+/** Ends `troupe --help`: what a script calling troupe can tell from its exit code (docs/errors.md). */
+const EXIT_CODES_HELP = `
+Exit codes:
+  0    done: every agent completed (also when a reader such as \`head\` closed stdout)
+  1    an error (\`troupe: <code>: <message>\`), a bad option, a failed agent or gate
+  70   an internal error: a bug, please report it
+  130  cancelled by Ctrl-C (143 after SIGTERM, 129 after SIGHUP)
+Error codes and what each exit code means per command: docs/errors.md`;
+
 /** The subcommand `argv` runs (`troupe help NAME` included), if it names one. */
 function commandOf(argv: readonly string[]): CommandName | undefined {
   const name = argv[0] === 'help' ? argv[1] : argv[0];
@@ -92,6 +101,7 @@ export async function main(argv: readonly string[], output: CliIO = processIO())
   const program = new Command('troupe')
     .description('Actor-based multi-agent orchestrator: LLM agents as actors in worker threads.')
     .version(packageVersion(), '-V, --version', 'print the version')
+    .addHelpText('after', EXIT_CODES_HELP)
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
     // A mistyped command: the error and commander's "Did you mean", then where the list is, as for
@@ -108,7 +118,9 @@ export async function main(argv: readonly string[], output: CliIO = processIO())
     const pointToHelp = (parent: Command, prefix: string): void => {
       for (const sub of parent.commands) {
         const name = `${prefix} ${sub.name()}`;
-        sub.showHelpAfterError(`(\`${name} --help\` lists its options)`);
+        // `troupe agents lis`: a command of commands lists those, not options.
+        const lists = sub.commands.length > 0 ? 'its commands' : 'its options';
+        sub.showHelpAfterError(`(\`${name} --help\` lists ${lists})`);
         pointToHelp(sub, name);
       }
     };

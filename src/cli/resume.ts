@@ -6,7 +6,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
-import { describeValue, UserError } from '../errors.ts';
+import { describeValue, SystemError, UserError } from '../errors.ts';
 import { FAILURE_REASONS, type FailureReason } from '../loop/types.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { resumeRunDir } from './fanout-resume.ts';
@@ -87,7 +87,16 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     if (flags.reason !== undefined && flags.retryFailed !== true) {
       throw new UserError('invalid_option', '--reason goes with --retry-failed', { option: '--reason' });
     }
-    if (existsSync(path) && statSync(path).isDirectory()) {
+    if (!existsSync(path)) {
+      // Named for both things resume takes: "a journal file" alone sent people who passed a run
+      // directory's path with a typo looking for a journal.
+      throw new SystemError(
+        'journal_not_found',
+        `Expected a journal file or a run directory at ${path}, found neither`,
+        { path },
+      );
+    }
+    if (statSync(path).isDirectory()) {
       if (asked.permissions !== undefined || asked.approvalTimeoutMs !== undefined) {
         throw new UserError(
           'invalid_option',

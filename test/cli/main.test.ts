@@ -104,4 +104,39 @@ describe('troupe', () => {
       "error: missing required argument 'id'\n(`troupe blocks show --help` lists its options)\n",
     );
   });
+
+  it('a mistyped subcommand of a command of commands points to the list of its commands', async () => {
+    expect(await run('agents', 'lis')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        "error: unknown command 'lis'\n(Did you mean list?)\n(`troupe agents --help` lists its commands)\n",
+    });
+  });
+
+  it('a bad --backend says what was expected and what it got, as the other flags do', async () => {
+    const bad = await run('fanout', 'plan.yaml', '--backend', 'redos');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toBe(
+      "error: option '--backend <backend>' argument 'redos' is invalid. Expected `threads` or `redis`, got `\"redos\"` (string).\n" +
+        '(`troupe fanout --help` lists its options)\n',
+    );
+  });
+
+  it('resume of a path that does not exist names both things it takes', async () => {
+    const missing = await run('resume', '/nonexistent/troupe-run');
+    expect(missing).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        'troupe: journal_not_found: Expected a journal file or a run directory at /nonexistent/troupe-run, found neither\n',
+    });
+  });
+
+  it('--help ends with the exit codes', async () => {
+    const { stdout } = await run('--help');
+    expect(stdout).toMatch(
+      /\nExit codes:\n {2}0 {4}done[^\n]*\n {2}1 {4}an error[^\n]*\n {2}70 [^\n]*\n {2}130 [^\n]*\n[^\n]*docs\/errors\.md\n$/,
+    );
+  });
 });
