@@ -55,7 +55,8 @@ function agentTable(timeline: Timeline, width: number): string[] {
   const rows = [
     ['#', 'AGENT ID', 'DEFINITION', 'STATUS', 'ROUNDS', 'IN', 'OUT', 'COST', 'TIME', 'RESULT'],
     ...timeline.agents.map((agent) => [
-      agent.index === null ? '↳' : String(agent.index),
+      // `↳` marks an agent spawned by an agent; one journal's own agent (troupe run) is neither.
+      agent.index !== null ? String(agent.index) : agent.parentId !== null ? '↳' : '-',
       shortId(agent.agentId),
       agent.agent,
       agent.reason ? `${agent.status} (${agent.reason})` : agent.status,

@@ -246,11 +246,14 @@ describe('troupe show and troupe report JOURNAL', () => {
   });
 
   it('report JOURNAL prints the agent; --html writes its page with its transcript', async () => {
-    const [agentId] = [...journals.keys()];
+    // A plan entry's journal: read alone, its agent has no index and no parent.
+    const agentId = results.find((line) => line.parentId === null)?.agentId ?? '';
     const file = path.join(runDir, 'journals', `${agentId}.jsonl`);
     const io = captureIO();
     expect(await main(['report', file], io), io.err()).toBe(0);
     expect(io.out()).toContain(agentId);
+    // Not marked `↳` (spawned by an agent), which it was not.
+    expect(io.out()).toMatch(new RegExp(`^-\\s+${agentId}\\s`, 'm'));
     expect(io.out()).toContain(`troupe show ${file}`);
     const page = path.join(work, 'one.html');
     expect(await main(['report', file, '--html', page], captureIO())).toBe(0);
