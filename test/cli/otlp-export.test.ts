@@ -220,6 +220,17 @@ describe('troupe fanout --otlp with a bad URL', () => {
     expect(existsSync(path.join(dir, 'run'))).toBe(false);
   });
 
+  it('--otlp-content without an endpoint fails with invalid_option before anything runs', async () => {
+    const journal = path.join(dir, 'run.jsonl');
+    const run = startCli(['run', 'worker', '--task', 'Review a.md', '--journal', journal, '--otlp-content'], {
+      cwd: dir,
+      env: { ...simulatedEnv(), OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' },
+    });
+    expect(await run.exited).toBe(1);
+    expect(run.stderr()).toContain('troupe: invalid_option: --otlp-content goes with --otlp URL');
+    expect(existsSync(journal)).toBe(false);
+  });
+
   it('a bad OTEL_EXPORTER_OTLP_ENDPOINT fails troupe run with invalid_option before its journal exists', async () => {
     const journal = path.join(dir, 'run.jsonl');
     const run = startCli(['run', 'worker', '--task', 'Review a.md', '--journal', journal], {

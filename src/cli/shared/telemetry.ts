@@ -169,7 +169,14 @@ export function otlpOptions(command: Command): Command {
   return command
     .hook('preAction', (_command, action) => {
       const flags = action.opts<OtlpFlags>();
-      otlpChoice(flags.otlp, flags.otlpContent);
+      if (otlpChoice(flags.otlp, flags.otlpContent) === undefined && flags.otlpContent === true) {
+        // Alone it exported nothing and said nothing: the user believed the content was captured.
+        throw new UserError(
+          'invalid_option',
+          '--otlp-content goes with --otlp URL (or OTEL_EXPORTER_OTLP_ENDPOINT): without an endpoint no trace is exported',
+          { option: '--otlp-content' },
+        );
+      }
     })
     .option(
       '--otlp <url>',
