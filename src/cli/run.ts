@@ -4,7 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
-import { DEFAULT_MAX_TOTAL_TOKENS } from '../constants.ts';
+import { DEFAULT_MAX_TOTAL_TOKENS, HARD_MAX_STEPS } from '../constants.ts';
 import { parseModelMap } from '../providers/models.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { existingDirectory } from './shared/dir-flag.ts';
@@ -62,7 +62,11 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       existingDirectory,
     )
     .option('--json', 'print JSON lines: a Run header, every audit event as journalled, an Outcome')
-    .option('--max-steps <n>', "model requests allowed (default: the definition's maxSteps)", positiveInteger)
+    .option(
+      '--max-steps <n>',
+      `model requests allowed, at most ${HARD_MAX_STEPS} (default: the definition's maxSteps)`,
+      maxSteps,
+    )
     .option(
       '--max-tokens <n>',
       `token budget, input + output (default: ${DEFAULT_MAX_TOTAL_TOKENS}; 0 = unlimited)`,
@@ -115,6 +119,17 @@ function nonNegativeNumber(value: string): number {
   if (value.trim() === '' || !Number.isFinite(parsed) || parsed < 0) {
     throw new InvalidArgumentError(
       `Expected a non-negative number (0 = unlimited), got ${JSON.stringify(value)}.`,
+    );
+  }
+  return parsed;
+}
+
+/** `--max-steps`: 500 ran 250 without a word (the loop's cap); it is refused like a definition's is warned of. */
+function maxSteps(value: string): number {
+  const parsed = positiveInteger(value);
+  if (parsed > HARD_MAX_STEPS) {
+    throw new InvalidArgumentError(
+      `Expected a positive integer of at most ${HARD_MAX_STEPS} (runs stop at ${HARD_MAX_STEPS} model requests), got ${JSON.stringify(value)}.`,
     );
   }
   return parsed;

@@ -265,12 +265,17 @@ describe('troupe run', () => {
     const ok = await runCli('run', 'reader', '--task', TASK, '--cwd', project.root, '--max-steps', '3');
     expect(ok.code).toBe(0);
     expect(journalEvents(onlyJournal())[0]).toMatchObject({ type: 'Started', limits: { maxSteps: 3 } });
-    for (const bad of ['0', '-1', '2.5', 'many']) {
+    for (const bad of ['0', '-1', '2.5', 'many', '251']) {
       const result = await runCli('run', 'reader', '--task', TASK, '--cwd', project.root, '--max-steps', bad);
       // Commander's exit code for an invalid option value.
       expect(result.code, bad).toBe(1);
       expect(result.stderr).toContain('Expected a positive integer');
     }
+    // Above the loop's cap it used to run with 250 steps without a word.
+    const over = await runCli('run', 'reader', '--task', TASK, '--cwd', project.root, '--max-steps', '500');
+    expect(over.stderr).toContain(
+      'Expected a positive integer of at most 250 (runs stop at 250 model requests), got "500"',
+    );
   });
 
   it('an unknown agent fails before any journal is created', async () => {
