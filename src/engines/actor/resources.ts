@@ -47,9 +47,16 @@ async function loadOrExplain(
       / imported from \S+$/,
       '',
     );
+    // An installed troupe on Node 20 imports modules with Node's own loader, in threads a
+    // `--import tsx` of the main thread does not reach: say what works instead of only Node's words.
+    const typescript =
+      (cause as { code?: unknown } | undefined)?.code === 'ERR_UNKNOWN_FILE_EXTENSION' &&
+      /\.[cm]?tsx?$/.test(specifier)
+        ? '; give it as JavaScript (.js or .mjs, e.g. compiled with tsc): this Node cannot import TypeScript in the threads agents run in (docs/install.md)'
+        : '';
     throw new UserError(
       kind === 'provider' ? 'invalid_provider_module' : 'invalid_tool_module',
-      `Could not import the ${kind} module ${specifier}: ${message}`,
+      `Could not import the ${kind} module ${specifier}: ${message}${typescript}`,
       { module: specifier },
       { cause },
     );
