@@ -10,6 +10,7 @@ import { findCutRange, isSafeCut } from '../projection/safe-cuts.ts';
 import { BpeCounter, type TokenCounter } from '../projection/token-counter.ts';
 import { asCount } from '../providers/json-shapes.ts';
 import { costOf } from '../providers/pricing.ts';
+import { BAD_PORT_ERRNO } from '../providers/provider-error.ts';
 import { ZERO_USAGE } from '../providers/receipt.ts';
 import type { Receipt, Usage, UsageSide } from '../providers/types.ts';
 import type { RunContext } from './context.ts';
@@ -234,6 +235,7 @@ const UNSENT_ERRNOS: ReadonlySet<string> = new Set([
   'EHOSTUNREACH',
   'ENETUNREACH',
   'UND_ERR_CONNECT_TIMEOUT',
+  BAD_PORT_ERRNO,
 ]);
 
 /** Whether a request's error says its connection was never made (refused, unknown host). */

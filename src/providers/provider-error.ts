@@ -286,10 +286,27 @@ export function isRetryable(error: TroupeError): boolean {
   return error.code === 'rate_limited' || error.code === 'server_error';
 }
 
+/**
+ * The `errno` of a request fetch refused to make: its URL's port is on the fetch standard's list
+ * of blocked ports (`http://127.0.0.1:9/v1`). Nothing was sent; no retry can succeed.
+ */
+export const BAD_PORT_ERRNO = 'ERR_BAD_PORT';
+
 /** Builds the error for a connection that failed (refused, reset, closed mid-body). */
 export function networkError(origin: ErrorOrigin, error: unknown): ProviderError {
   const cause = error instanceof Error && error.cause instanceof Error ? error.cause : undefined;
   const errno = (cause as { code?: unknown } | undefined)?.code;
+  // undici's refusal carries no code, only this message.
+  if (cause?.message === 'bad port' && errno === undefined) {
+    const port = portOf(origin.url);
+    return providerError(
+      'bad_request',
+      `The request to ${origin.provider} was not sent: fetch refuses port ${port} (a port on the fetch standard's blocked list); give the base URL another port`,
+      origin,
+      { network: true, errno: BAD_PORT_ERRNO },
+      error,
+    );
+  }
   const what = error instanceof Error ? error.message : String(error);
   const detail = cause === undefined ? what : `${what} (${cause.message})`;
   return providerError(
@@ -299,4 +316,14 @@ export function networkError(origin: ErrorOrigin, error: unknown): ProviderError
     { network: true, errno: typeof errno === 'string' ? errno : undefined },
     error,
   );
+}
+
+/** The port of `url` as a URL says it (its scheme's default when none), or `?`. */
+function portOf(url: string | undefined): string {
+  try {
+    const parsed = new URL(url ?? '');
+    return parsed.port !== '' ? parsed.port : parsed.protocol === 'https:' ? '443' : '80';
+  } catch {
+    return '?';
+  }
 }

@@ -127,6 +127,18 @@ describe('a request that never reached its server', () => {
     });
     expect(eventsOf(events, 'ProviderReceipt')[0]?.receipt.usage.estimated).toBeUndefined();
   });
+
+  it('has no usage and no retry when fetch refuses the port (on the fetch standard blocked list)', async () => {
+    // undici refuses port 9 before connecting, with no errno: it was charged ~2.3k estimated
+    // tokens and retried twice, to fail the same way.
+    const { outcome, events } = await agentAgainst('http://127.0.0.1:9/v1', { maxRetries: 2 });
+    expect(outcome).toMatchObject({ status: 'failed', error: { code: 'bad_request' } });
+    expect(outcome.status === 'failed' ? outcome.error.message : '').toContain('fetch refuses port 9');
+    expect(outcome.usage).toMatchObject({ inputTokens: 0, outputTokens: 0 });
+    const receipt = eventsOf(events, 'ProviderReceipt')[0]?.receipt;
+    expect(receipt?.usage.estimated).toBeUndefined();
+    expect(receipt?.retries ?? 0).toBe(0);
+  });
 });
 
 describe('an agent whose server echoes its API key', () => {
