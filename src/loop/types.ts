@@ -35,9 +35,17 @@ export type AgentOutcome =
   | {
       readonly status: 'completed';
       readonly agentId: string;
-      /** The final answer text (or the JSON of the `complete_task` result). */
+      /**
+       * The final answer text (or the JSON of the `complete_task` result), as the model gave it:
+       * not masked (see `result`).
+       */
       readonly answer: string;
-      /** The `complete_task` result object, when the agent finished through it. */
+      /**
+       * The `complete_task` result object, when the agent finished through it, as the model gave
+       * it. It is the deliverable the program asked for, so it is not masked: a secret the model
+       * repeats in it is there (what troupe writes or prints of it is masked; mask it with
+       * `redactValue` before you log or store it).
+       */
       readonly result: unknown;
       /** Summed usage; `usage.estimated` when troupe estimated counts a server did not report. */
       readonly usage: Usage;

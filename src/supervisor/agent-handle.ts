@@ -63,7 +63,9 @@ export class AgentHandle extends EventEmitter<AgentHandleEvents> {
   readonly parentId: string | undefined;
   /**
    * Settles once, with the Completed or Failed outcome; it never rejects, so a fan-out keeps
-   * every partial result when some agents fail.
+   * every partial result when some agents fail. A completed outcome's `answer` and `result` are
+   * the model's, unmasked: they are what the program asked for, and masking would corrupt a value
+   * that only looks like a key. Events, errors and everything troupe writes are masked.
    */
   readonly result: Promise<AgentOutcome>;
   readonly #control: HandleControl;

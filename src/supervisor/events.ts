@@ -93,7 +93,11 @@ export interface AgentUsage extends AgentRef {
   /** Set when the request failed. */
   readonly errorCode?: string;
 }
-/** `agent:text`: the text of one model answer, whole (not streamed), as it went into the agent's history. */
+/**
+ * `agent:text`: the text of one model answer, whole (not streamed), as it went into the agent's
+ * history, with secrets masked as its journal masks them (a model repeats keys it read). The
+ * outcome's `answer` and `result` are not masked (see `AgentHandle.result`).
+ */
 export interface AgentText extends AgentRef {
   readonly text: string;
 }

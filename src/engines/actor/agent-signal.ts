@@ -88,9 +88,10 @@ export function agentSignals(
           ...(event.errorCode === undefined ? {} : { errorCode: event.errorCode }),
         };
       case 'HistoryAppended':
-        // The model's own text, without the history's "Assistant: " prefix.
+        // The model's own text, without the history's "Assistant: " prefix, masked here where
+        // every credential the agent was given is known: it repeats what it read.
         return event.kind === 'assistant' && wants('text')
-          ? { type: 'text', agentId, text: event.text.slice(ASSISTANT_PREFIX.length) }
+          ? { type: 'text', agentId, text: redactText(event.text.slice(ASSISTANT_PREFIX.length)) }
           : undefined;
       case 'Started':
         return event.warnings && event.warnings.length > 0
