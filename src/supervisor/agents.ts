@@ -35,7 +35,7 @@ import {
   type KnownRecord,
 } from './agent-record.ts';
 import { ApprovalBook } from './approvals.ts';
-import { loadDefinitions, runMcpServers } from './definitions.ts';
+import { loadDefinitions, registerDefinitionMcpCredentials, runMcpServers } from './definitions.ts';
 import { maskedCause, maskedEngineEvent, maskedOutcome, maskedReport } from './engine-masking.ts';
 import type { SupervisorEvents } from './events.ts';
 import { runHostTool } from './host-tools.ts';
@@ -383,6 +383,12 @@ export class Agents {
     }
     record.spec.mcpServers = this.#mcpServers;
     const definition = record.spec.definition;
+    try {
+      if (definition !== undefined) registerDefinitionMcpCredentials(definition);
+    } catch (error) {
+      this.#fail(record, 'invalid_request', serializeError(error));
+      return;
+    }
     if (definition === undefined || !hasBlockReferences(definition)) {
       this.#continue(record);
       return;

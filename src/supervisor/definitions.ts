@@ -2,7 +2,12 @@
 import { discoverAgents } from '../definition/discovery.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
-import { loadProjectMcpFile, type McpServers, registerMcpCredentials } from '../mcp/config.ts';
+import {
+  loadProjectMcpFile,
+  type McpServerConfig,
+  type McpServers,
+  registerMcpCredentials,
+} from '../mcp/config.ts';
 import { memberPath } from '../member-path.ts';
 import { projectDirs } from '../prompt/project-dirs.ts';
 import type { PreparedSupervisorOptions } from './options.ts';
@@ -43,4 +48,18 @@ export async function runMcpServers(
   // This thread writes run directories and events: it masks the credentials the agents' threads do.
   registerMcpCredentials(servers);
   return servers;
+}
+
+/**
+ * Registers for masking, in this thread, the credentials of the MCP servers `definition` brings
+ * itself (`mcpServers: [{ name: settings }]`). The agent's thread registers them when it starts
+ * the servers; this one writes the run directory and prints what the agent answered, so a token
+ * the model repeats in its result must be known here too.
+ *
+ * @throws UserError `too_many_secrets`, as registering them where the agent runs would.
+ */
+export function registerDefinitionMcpCredentials(definition: AgentDefinition): void {
+  const own: Record<string, McpServerConfig> = {};
+  for (const ref of definition.mcpServers) if (typeof ref !== 'string') own[ref.name] = ref.config;
+  registerMcpCredentials(own);
 }
