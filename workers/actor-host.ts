@@ -315,6 +315,11 @@ class ActorHost {
       channels: this.#channels(spec.agentId, this.#actors.get(spec.agentId)?.turns),
       onSignal: this.#onSignal,
       wantsSignal: this.#wants,
+      toolSpan: (name, callId, at) =>
+        // A host tool runs on the supervisor, under its span already.
+        this.#config.hostTools.some((tool) => tool.name === name)
+          ? Promise.resolve(undefined)
+          : this.#supervisor.toolSpan(spec.agentId, name, callId, at),
       promptCache: this.#promptCache,
     });
   }

@@ -76,6 +76,10 @@ export class CallbackClient implements SupervisorCallbackApi {
     }) as Promise<ToolOutcome>;
   }
 
+  toolSpan(agentId: string, name: string, callId: string, at: number): Promise<string | undefined> {
+    return this.#call({ method: 'toolSpan', agentId, name, callId, at }) as Promise<string | undefined>;
+  }
+
   #call(call: Unnumbered<HostCall>): Promise<unknown> {
     const id = this.#nextId++;
     this.#queued.push(extend(call, { id }) as HostCall);

@@ -94,6 +94,12 @@ export interface EngineHost {
     callId?: string,
     resume?: boolean,
   ): Promise<ToolOutcome>;
+  /**
+   * Tool call `callId` of agent `agentId` starts at `at` (epoch ms), where the agent runs: the
+   * `traceparent` of its `execute_tool` span, which the tool runs under; undefined when the agent
+   * is not traced.
+   */
+  toolSpan(agentId: string, name: string, callId: string, at: number): string | undefined;
   emit<K extends keyof EngineEvents>(name: K, ...args: EngineEvents[K]): void;
 }
 

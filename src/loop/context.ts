@@ -53,6 +53,8 @@ export class RunContext {
   readonly session: SessionState | undefined;
   /** Where calls that ask wait for a decision (undefined: asks are denied). */
   readonly approvalChannel: AgentChannels['requestApproval'];
+  /** Runs a tool call in its span's trace context (see `AgentChannels.inToolSpan`). */
+  readonly inToolSpan: AgentChannels['inToolSpan'];
   readonly approvalSettings: ApprovalSettings;
   readonly #journal: JournalSink | undefined;
   readonly #observer: ((event: AuditEventInput) => void) | undefined;
@@ -101,6 +103,7 @@ export class RunContext {
     replay?: ReplayCalls | undefined;
     session?: SessionState | undefined;
     approvalChannel?: AgentChannels['requestApproval'];
+    inToolSpan?: AgentChannels['inToolSpan'];
     approvalSettings: ApprovalSettings;
     journal: JournalSink | undefined;
     observer: ((event: AuditEventInput) => void) | undefined;
@@ -123,6 +126,7 @@ export class RunContext {
     this.replay = init.replay;
     this.session = init.session;
     this.approvalChannel = init.approvalChannel;
+    this.inToolSpan = init.inToolSpan;
     this.approvalSettings = init.approvalSettings;
     this.#journal = init.journal;
     this.#observer = init.observer;

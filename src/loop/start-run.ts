@@ -190,6 +190,7 @@ export async function startRun(
     replay,
     session,
     ...(channels.requestApproval ? { approvalChannel: channels.requestApproval } : {}),
+    ...(channels.inToolSpan ? { inToolSpan: channels.inToolSpan.bind(channels) } : {}),
     approvalSettings: {
       timeoutMs: permissions.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
       onTimeout: permissions.onTimeout ?? 'deny',

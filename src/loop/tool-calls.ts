@@ -9,7 +9,7 @@ import { RESULT_NOT_FITTED_TEXT } from '../projection/constants.ts';
 import type { ApprovalDecision } from '../protocol/approvals.ts';
 import type { ToolCall } from '../providers/types.ts';
 import type { ReplayDisposition } from '../replay/types.ts';
-import { WAIT_FOR_INSTRUCTION } from '../tools/builtin/orchestration.ts';
+import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../tools/builtin/orchestration.ts';
 import type { ApprovalAsk, ToolCallResult } from '../tools/toolbox.ts';
 import type { Tool, ToolOutcome } from '../tools/types.ts';
 import { approvalHook, recordDecision } from './approvals.ts';
@@ -107,16 +107,27 @@ export function runToolCall(
   // knows it started, and never runs it again unasked. wait_for_instruction commits itself, with
   // its Waiting event, before it asks for the instruction (its first effect; nothing before it in
   // the toolbox acts, and an approval commits before it asks): one write per instruction, not two.
-  if (ctx.toolbox.canonicalName(modelName) !== WAIT_FOR_INSTRUCTION) ctx.commitJournal();
-  // Not an async function: a parked agent's wait_for_instruction call runs here.
-  const running: Promise<ToolOutcome & Pick<ToolCallResult, 'denied'>> = untilAborted(
+  const canonical = ctx.toolbox.canonicalName(modelName);
+  if (canonical !== WAIT_FOR_INSTRUCTION) ctx.commitJournal();
+  const call = () =>
     ctx.toolbox.call(modelName, args, {
       signal: ctx.signal,
       callId,
       fitsState: (key, text) => ctx.projection.fitsState(key, text, ctx.renderBudget),
       approve,
       ...(answer ? { answer } : {}),
-    }),
+    });
+  // Not an async function: a parked agent's wait_for_instruction call runs here. Routed tools
+  // make no spans of their own, and a refused name has no span to be under.
+  const inSpan =
+    ctx.inToolSpan === undefined ||
+    canonical === undefined ||
+    canonical === COMPLETE_TASK ||
+    canonical === WAIT_FOR_INSTRUCTION
+      ? undefined
+      : ctx.inToolSpan;
+  const running: Promise<ToolOutcome & Pick<ToolCallResult, 'denied'>> = untilAborted(
+    inSpan === undefined ? call() : inSpan(canonical ?? modelName, callId, call),
     ctx.signal,
     modelName,
   );

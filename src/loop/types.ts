@@ -134,6 +134,14 @@ export interface AgentChannels {
    * the tool. Without this channel every cut-off call is recorded as interrupted.
    */
   hostToolOutcome?(name: string, callId: string, signal: AbortSignal): Promise<ToolOutcome> | undefined;
+  /**
+   * Runs tool call `callId` (canonical tool `name`) inside the trace context of its
+   * `execute_tool` span, so that spans made while the tool runs (an MCP request, web_fetch's
+   * HTTP request, a user tool's own) are children of that span, not of the agent's. Not asked
+   * for routed tools (`complete_task`, `wait_for_instruction`). Without it tools run in the
+   * agent's context.
+   */
+  inToolSpan?<T>(name: string, callId: string, run: () => Promise<T>): Promise<T>;
 }
 
 /** Identity of a run for journals and events. */

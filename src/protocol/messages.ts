@@ -303,6 +303,11 @@ export interface SupervisorCallbackApi {
     callId?: string,
     resume?: boolean,
   ): Promise<ToolOutcome>;
+  /**
+   * Tool call `callId` (tool `name`) of a traced agent starts at `at` (epoch ms): the
+   * `traceparent` of its `execute_tool` span, to run the tool in (undefined when not traced).
+   */
+  toolSpan(agentId: string, name: string, callId: string, at: number): Promise<string | undefined>;
 }
 
 /** One call of {@link SupervisorCallbackApi}, numbered by the host that makes it. */
@@ -329,6 +334,14 @@ export type HostCall =
       readonly method: 'reportRateLimit';
       readonly providerKey: string;
       readonly retryAfterMs: number;
+    }
+  | {
+      readonly id: number;
+      readonly method: 'toolSpan';
+      readonly agentId: string;
+      readonly name: string;
+      readonly callId: string;
+      readonly at: number;
     };
 
 /** host -> main on the callback port: the calls a host made in one event-loop turn, in order. */

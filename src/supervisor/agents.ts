@@ -685,23 +685,27 @@ export class Agents {
         record.completion = { value: result };
         return { accepted: true };
       },
+      toolSpan: (agentId, name, callId, at) => this.#tracing?.toolSpan(agentId, name, callId, at),
       callHostTool: (agentId, name, args, callId, resume) => {
         if (callId !== undefined && resume !== true) this.#tracing?.hostToolCall(agentId, name, callId);
-        return runHostTool(
-          {
-            hostTools: this.#options.hostTools,
-            agents: this.records,
-            maxDepth: this.#options.maxDepth,
-            maxChildren: this.#options.maxChildren,
-            maxSubagents: this.#options.maxSubagents,
-            spawn: (agent, options) =>
-              this.spawn(agent, options, callId === undefined ? undefined : { callId }),
-          },
-          agentId,
-          name,
-          args,
-          { ...(callId === undefined ? {} : { callId }), ...(resume === true ? { resume } : {}) },
-        );
+        const run = () =>
+          runHostTool(
+            {
+              hostTools: this.#options.hostTools,
+              agents: this.records,
+              maxDepth: this.#options.maxDepth,
+              maxChildren: this.#options.maxChildren,
+              maxSubagents: this.#options.maxSubagents,
+              spawn: (agent, options) =>
+                this.spawn(agent, options, callId === undefined ? undefined : { callId }),
+            },
+            agentId,
+            name,
+            args,
+            { ...(callId === undefined ? {} : { callId }), ...(resume === true ? { resume } : {}) },
+          );
+        // The closure runs under the call's execute_tool span: spans it makes are the call's.
+        return this.#tracing && callId !== undefined ? this.#tracing.inToolSpan(agentId, callId, run) : run();
       },
       emit: (name, ...emitted) => {
         const args = maskedEngineEvent(name, emitted);

@@ -179,6 +179,27 @@ export class AgentTracing {
     if (agent && !agent.tools.has(callId)) this.#startTool(agent, name, name, callId, at);
   }
 
+  /**
+   * A tool call of the agent starts where the agent runs: makes sure its span exists and returns
+   * its `traceparent`, for the tool to run under; undefined when the agent is not traced.
+   */
+  toolSpan(agentId: string, name: string, callId: string, at: number = Date.now()): string | undefined {
+    const agent = this.#agents.get(agentId);
+    if (!agent) return undefined;
+    const span = agent.tools.get(callId) ?? this.#startTool(agent, name, name, callId, at);
+    return formatTraceparent(span.spanContext());
+  }
+
+  /**
+   * Runs `run` (a host tool's closure, on the supervisor) with the span of call `callId` of the
+   * agent active, so spans it makes are that call's children; as it is when the call has no span.
+   */
+  inToolSpan<T>(agentId: string, callId: string, run: () => T): T {
+    const agent = this.#agents.get(agentId);
+    const span = agent?.tools.get(callId);
+    return agent && span ? context.with(trace.setSpan(agent.context, span), run) : run();
+  }
+
   /** The agent started on a thread or worker. */
   started(agentId: string, hostId: number, resumed: boolean): void {
     const agent = this.#agents.get(agentId);

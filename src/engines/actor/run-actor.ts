@@ -30,6 +30,11 @@ export interface ActorRun {
   readonly channels: AgentChannels;
   /** Receives what the supervisor is told about the agent. */
   readonly onSignal: (signal: AgentSignal) => void;
+  /**
+   * The `traceparent` of the `execute_tool` span of tool call `callId` of a traced agent, asked of
+   * the supervisor that makes the spans (undefined: the tool runs in the agent's context).
+   */
+  readonly toolSpan?: (name: string, callId: string, at: number) => Promise<string | undefined>;
   /** Whether the supervisor listens for an optional signal (read at each event). @default all */
   readonly wantsSignal?: WantsSignal;
   readonly promptCache: Map<string, Promise<string>>;
@@ -39,6 +44,7 @@ export interface ActorRun {
 export async function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): Promise<AgentOutcome> {
   const { agentId, trace } = spec;
   const onEvent = forwarder(agentId, trace, run.onSignal, run.wantsSignal);
+  let channels = run.channels;
   const start = (): Promise<AgentOutcome> =>
     runAgent({
       agentId,
@@ -69,7 +75,7 @@ export async function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): 
       ...(spec.session ? { session: true } : {}),
       // Jobs added by an older supervisor carry none.
       permissions: spec.permissions ?? {},
-      channels: run.channels,
+      channels,
       onEvent,
       promptCache: run.promptCache,
     });
@@ -81,6 +87,20 @@ export async function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): 
     import('@opentelemetry/api'),
     import('../../telemetry/trace-context.ts'),
   ]);
+  const toolSpan = run.toolSpan;
+  if (toolSpan !== undefined) {
+    // A tool runs under its call's execute_tool span (GenAI conventions), not the agent's: the
+    // supervisor makes that span, so its id is asked for before the tool starts.
+    channels = {
+      ...channels,
+      inToolSpan: async (name, callId, runTool) => {
+        const traceparent = await toolSpan(name, callId, Date.now()).catch(() => undefined);
+        return traceparent === undefined
+          ? runTool()
+          : context.with(contextFromTraceparent(traceparent), runTool);
+      },
+    };
+  }
   return context.with(contextFromTraceparent(trace.traceparent), start);
 }
 

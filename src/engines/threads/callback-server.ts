@@ -57,6 +57,8 @@ export class CallbackServer {
         return this.#api.callHostTool(call.agentId, call.name, call.args, call.callId, call.resume === true);
       case 'reportRateLimit':
         return this.#api.reportRateLimit(call.providerKey, call.retryAfterMs);
+      case 'toolSpan':
+        return this.#api.toolSpan(call.agentId, call.name, call.callId, call.at);
     }
   }
 

@@ -783,6 +783,7 @@ export class ThreadEngine implements Engine {
       completeTask: (agentId, result) => this.#host.completeTask(agentId, result),
       callHostTool: (agentId, name, args, callId, resume) =>
         this.#host.callHostTool(agentId, name, args, callId, resume),
+      toolSpan: async (agentId, name, callId, at) => this.#host.toolSpan(agentId, name, callId, at),
     };
   }
 }

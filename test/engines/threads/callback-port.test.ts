@@ -52,6 +52,7 @@ const api = (overrides: Partial<SupervisorCallbackApi> = {}): SupervisorCallback
   reportRateLimit: () => {},
   completeTask: async (agentId) => ({ accepted: agentId !== 'late', message: 'The agent was cancelled.' }),
   callHostTool: async (_agentId, name) => ({ ok: true, text: `ran ${name}` }),
+  toolSpan: async () => undefined,
   ...overrides,
 });
 
