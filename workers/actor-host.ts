@@ -21,6 +21,7 @@ import { SharedDefinitions } from '../src/engines/actor/shared-definitions.ts';
 import { TurnCancels } from '../src/engines/actor/turn-cancels.ts';
 import { serializeError } from '../src/errors.ts';
 import { readJournal } from '../src/journal/reader.ts';
+import { onSecretValues } from '../src/journal/redact.ts';
 import { JournalWriter } from '../src/journal/writer.ts';
 import { failedOutcome } from '../src/loop/outcome.ts';
 import { failBeforeRun } from '../src/loop/run-agent.ts';
@@ -94,6 +95,7 @@ class ActorHost {
   #mcp: McpPool | undefined;
   /** Stops reporting this thread's command process groups to the engine. */
   readonly #unwatchCommands: () => void;
+  readonly #unwatchSecrets: () => void;
   readonly #signals: AgentSignal[] = [];
   /** Optional signals the supervisor listens for; the others are not built or sent. */
   #wanted: ReadonlySet<string>;
@@ -126,6 +128,9 @@ class ActorHost {
     this.#unwatchCommands = onCommandProcess((pgid, state) =>
       this.#post({ type: 'command_process', pgid, state }),
     );
+    // Posted at once, on the port outcomes take later: the supervisor knows them before it
+    // writes a result that repeats them.
+    this.#unwatchSecrets = onSecretValues((values) => this.#post({ type: 'secrets', values: [...values] }));
     mkdirSync(config.journalDir, { recursive: true });
   }
 
@@ -335,6 +340,7 @@ class ActorHost {
   /** Stops this thread's MCP servers and the reports of its commands. */
   closeChildren(): Promise<void> {
     this.#unwatchCommands();
+    this.#unwatchSecrets();
     return this.#mcp?.close() ?? Promise.resolve();
   }
 

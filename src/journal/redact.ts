@@ -155,13 +155,20 @@ const INDEX_CHARS = 4;
  * Adds configured credentials to what {@link redactText} masks, from now on, in this thread: every
  * provider registers its API key and secret headers when it is built, and the Supervisor those of
  * its configured providers. Values shorter than 8 characters, with a line break, or part of the
- * mask itself are ignored.
+ * mask itself are ignored. Every copy of this module loaded in the thread learns them (a tool or
+ * provider module can bring its own copy of troupe), and so do {@link onSecretValues} listeners.
  *
  * @throws UserError `too_many_secrets` when the thread would hold more than
  * {@link MAX_LITERAL_SECRETS} (4,096) distinct values: none of `values` is added, and whatever
  * registers them (a provider, an MCP server connection, a Supervisor) fails rather than leak.
  */
 export function registerSecretValues(values: Iterable<string | undefined>): void {
+  const added = addSecretValues(values);
+  if (added.length === 0) return;
+  for (const listener of secretBus.listeners) listener(added);
+}
+
+function addSecretValues(values: Iterable<string | undefined>): readonly string[] {
   const known = new Set(literalSecrets);
   const added: string[] = [];
   for (const value of values) {
@@ -171,7 +178,7 @@ export function registerSecretValues(values: Iterable<string | undefined>): void
     known.add(secret);
     added.push(secret);
   }
-  if (added.length === 0) return;
+  if (added.length === 0) return added;
   if (known.size > MAX_LITERAL_SECRETS) {
     throw new UserError(
       'too_many_secrets',
@@ -186,6 +193,39 @@ export function registerSecretValues(values: Iterable<string | undefined>): void
   // Texts masked before are masked again: a cached one may hold the new value.
   maskedLines.clear();
   forgetMaskedTexts();
+  return added;
+}
+
+/**
+ * Who hears of the values registered in this thread, shared by every copy of this module in it:
+ * a source checkout's threads run bundles, and a tool or provider module bundled apart (or an
+ * installed one with its own copy of troupe) registers its key in a copy the host never reads.
+ */
+interface SecretBus {
+  readonly listeners: Set<(values: readonly string[]) => void>;
+}
+const SECRET_BUS = Symbol.for('troupe.secretValues');
+const buses = globalThis as { [SECRET_BUS]?: SecretBus };
+buses[SECRET_BUS] ??= { listeners: new Set() };
+const secretBus: SecretBus = buses[SECRET_BUS];
+secretBus.listeners.add((values) => {
+  try {
+    addSecretValues(values);
+  } catch {
+    // Over this copy's bound: the copy that registered them refused them the same way or holds them.
+  }
+});
+
+/**
+ * Calls `listener` with every value registered in this thread so far (when there are any), then
+ * with the values each later {@link registerSecretValues} adds, in any copy of this module. Returns
+ * the unsubscribe function. An actor host forwards them to the supervisor's thread, which writes
+ * what agents deliver.
+ */
+export function onSecretValues(listener: (values: readonly string[]) => void): () => void {
+  secretBus.listeners.add(listener);
+  if (literalSecrets.length > 0) listener(literalSecrets);
+  return () => secretBus.listeners.delete(listener);
 }
 
 /** Changes whenever {@link registerSecretValues} adds a value: caches of masked text compare it. */

@@ -491,6 +491,12 @@ export type HostEventMessage =
     }
   | { readonly type: 'host_error'; readonly error: SerializedError }
   /**
+   * Credentials registered for masking in this host's thread (a module provider's key, a tool
+   * module's `registerSecretValues`), for the supervisor's thread to mask them too in what it
+   * writes of agents' results. Posted as they are registered, so before any later outcome.
+   */
+  | { readonly type: 'secrets'; readonly values: readonly string[] }
+  /**
    * A stdio MCP server this host started or saw end. A terminated thread cannot stop its child
    * processes, so the thread engine kills the ones a dead host leaves behind.
    */

@@ -21,6 +21,7 @@ import { describeValue, type SerializedError, SystemError, serializeError, UserE
 import type { AuditEvent } from '../../journal/events.ts';
 import { forkedInputs, writeFork } from '../../journal/fork.ts';
 import { readJournal } from '../../journal/reader.ts';
+import { registerSecretValues } from '../../journal/redact.ts';
 import { resumeState } from '../../journal/resume.ts';
 import { knownCost } from '../../journal/usage.ts';
 import { JournalWriter } from '../../journal/writer.ts';
@@ -96,6 +97,8 @@ export class ThreadEngine implements Engine {
   readonly backend = 'threads';
   readonly #options: ThreadEngineOptions;
   readonly #host: EngineHost;
+  /** A host's credentials were refused here once (see #registerSecrets). */
+  #secretsRefused = false;
   readonly #context: EngineContext;
   readonly #agents = new Map<string, ThreadAgent>();
   readonly #queue: ThreadAgent[] = [];
@@ -591,12 +594,33 @@ export class ThreadEngine implements Engine {
       case 'mcp_process':
         this.#trackChild(host, message.pid, message.state);
         return;
+      case 'secrets':
+        this.#registerSecrets(message.values);
+        return;
       case 'command_process':
         this.#trackChild(host, -message.pgid, message.state);
         return;
       case 'host_error':
       case 'ready':
         return;
+    }
+  }
+
+  /**
+   * Masks here what a host's thread masks: results are written from this thread. A host holds at
+   * most MAX_LITERAL_SECRETS values; past that many across hosts, this thread keeps those it has
+   * and says so once (`too_many_secrets`), as the new ones cannot be masked in results.
+   */
+  #registerSecrets(values: readonly string[]): void {
+    try {
+      registerSecretValues(values);
+    } catch (error) {
+      if (this.#secretsRefused) return;
+      this.#secretsRefused = true;
+      process.emitWarning(serializeError(error).message, {
+        type: 'TroupeWarning',
+        code: 'TROUPE_TOO_MANY_SECRETS',
+      });
     }
   }
 
