@@ -90,10 +90,14 @@ export async function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): 
   const toolSpan = run.toolSpan;
   if (toolSpan !== undefined) {
     // A tool runs under its call's execute_tool span (GenAI conventions), not the agent's: the
-    // supervisor makes that span, so its id is asked for before the tool starts.
+    // supervisor makes that span, so its id is asked for before the tool starts. Not asked when
+    // no SDK's context manager is registered here (the usual thread): nothing could read it.
+    const probe = context.active().setValue(CONTEXT_PROBE, true);
+    const carriesContext = (): boolean => context.with(probe, () => context.active() === probe);
     channels = {
       ...channels,
       inToolSpan: async (name, callId, runTool) => {
+        if (!carriesContext()) return runTool();
         const traceparent = await toolSpan(name, callId, Date.now()).catch(() => undefined);
         return traceparent === undefined
           ? runTool()
@@ -103,6 +107,9 @@ export async function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): 
   }
   return context.with(contextFromTraceparent(trace.traceparent), start);
 }
+
+/** A context key whose value tells whether `context.with` makes a context active in this thread. */
+const CONTEXT_PROBE = Symbol('troupe.contextProbe');
 
 /**
  * What the runner is told of the agent's events. Built apart from runActor so that the closure,
