@@ -7,9 +7,10 @@
 import { fileURLToPath } from 'node:url';
 import { context, propagation, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ScriptedResponse } from '../../src/providers/scripted.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { AgentTracing } from '../../src/telemetry/agent-tracing.ts';
 import { tempDir } from '../supervisor/helpers.ts';
 
 const SCRIPTED = fileURLToPath(new URL('../fixtures/mcp/scripted-provider.ts', import.meta.url));
@@ -19,6 +20,7 @@ let supervisor: Supervisor | undefined;
 afterEach(async () => {
   await supervisor?.close();
   supervisor = undefined;
+  vi.restoreAllMocks();
   // What register() set globally in this process.
   trace.disable();
   context.disable();
@@ -87,5 +89,27 @@ describe('the spans of a tool', () => {
     const hostWork = spans.find((span) => span.name === 'host work');
     expect(hostWork?.spanContext().traceId).toBe(agent?.spanContext().traceId);
     expect(hostWork?.parentSpanContext?.spanId).toBe(onHost?.spanContext().spanId);
+  }, 60_000);
+
+  it('are not asked for from a thread with no SDK: nothing there could read them', async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const asked = vi.spyOn(AgentTracing.prototype, 'toolSpan');
+    const steps: ScriptedResponse[] = [
+      { toolCalls: [{ id: 'plain', name: 'list_dir', arguments: { path: '.' } }] },
+      { toolCalls: [{ name: 'complete_task', arguments: { result: { done: true } } }] },
+    ];
+    supervisor = new Supervisor({
+      threads: 1,
+      cwd: tempDir(),
+      providers: { scripted: { kind: 'module', module: SCRIPTED, options: { steps } } },
+      tracing: { tracer: provider.getTracer('test') },
+    });
+    expect((await supervisor.spawn('worker', { task: 'List it.' }).result).status).toBe('completed');
+    await supervisor.close();
+    // The call still has its span, made from the events the thread forwards.
+    const spans = exporter.getFinishedSpans();
+    expect(spans.filter((span) => span.attributes['gen_ai.tool.call.id'] === 'plain')).toHaveLength(1);
+    expect(asked).not.toHaveBeenCalled();
   }, 60_000);
 });
