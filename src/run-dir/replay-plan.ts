@@ -9,6 +9,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { DEFAULT_RUN_MAX_TOTAL_TOKENS } from '../constants.ts';
+import { discoverAgents, pickAgent } from '../definition/discovery.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { describeValue, UserError } from '../errors.ts';
 import { readJournal } from '../journal/reader.ts';
@@ -79,9 +80,11 @@ export async function planReplay(request: ReplayRequest): Promise<ReplayPlan> {
       ? (definitions.at(-1)?.name ?? '')
       : ((await findAgentDefinition(recorded.cwd, definitions, request.agent))?.name ?? request.agent);
     if (!agentFile && !(await findAgentDefinition(recorded.cwd, definitions, name))) {
-      throw new UserError('unknown_agent', `No agent definition named \`${name}\` (--agent)`, {
-        agent: name,
-      });
+      // As `troupe run NAME` says it: the names there are (the run's own agent files' first), and
+      // a close one.
+      const found = await discoverAgents({ cwd: recorded.cwd });
+      const own = definitions.map((definition) => ({ definition, shadows: [], warnings: [] }));
+      pickAgent({ ...found, agents: [...own, ...found.agents] }, name);
     }
     runs = replaceAgent(runs, name);
   }

@@ -124,6 +124,17 @@ describe('troupe replay RUN_DIR', () => {
     expect(await cli(['compare', recorded, out])).toMatchObject({ code: 0 });
   });
 
+  it('with --agent naming no agent: unknown_agent lists the names there are and suggests a close one', async () => {
+    const recorded = await record();
+    const io = captureIO();
+    expect(
+      await main(['replay', recorded, '--agent', 'writr', '--out', path.join(dir, 'replayed')], io),
+    ).toBe(1);
+    expect(io.err()).toContain('unknown_agent');
+    expect(io.err()).toContain('(did you mean `writer`?)');
+    expect(io.err()).toMatch(/available: writer\b/);
+  });
+
   it('with --agent FILE runs the new version: its new read-only call runs live, the recorded ones do not', async () => {
     const recorded = await record();
     const out = path.join(dir, 'replayed');
