@@ -164,8 +164,11 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       label: line.label ?? run?.label,
     });
   }
+  // Sets, not scans: a scan of every result line for each of 20,000 plan entries (and of every entry
+  // for each spawned child) made the report quadratic in the data set.
+  const ran = new Set(results.map((line) => line.index));
   for (const run of plan.runs) {
-    if (results.some((line) => line.index === run.index)) continue;
+    if (ran.has(run.index)) continue;
     entries.push({
       agentId: run.agentId,
       index: run.index,
@@ -179,16 +182,23 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
   // result line: found through their parents' spawn results below.
   const transcripts = new Map<string, Transcript | undefined>();
   const transcriptOf = (agentId: string): Transcript | undefined => {
-    if (!transcripts.has(agentId)) transcripts.set(agentId, buildTranscript(load(agentId), options));
+    if (!transcripts.has(agentId)) {
+      transcripts.set(agentId, buildTranscript(load(agentId), options));
+      // The transcript holds what the report shows; the journal's events need not stay in memory
+      // beside it for the whole run.
+      journals.delete(agentId);
+    }
     return transcripts.get(agentId);
   };
+  const listed = new Set(entries.map((entry) => entry.agentId));
   for (let i = 0; i < entries.length; i += 1) {
     const entry = entries[i] as Entry;
     for (const child of transcriptOf(entry.agentId)?.children ?? []) {
-      if (seen.has(child) || entries.some((other) => other.agentId === child)) continue;
+      if (seen.has(child) || listed.has(child)) continue;
       const transcript = transcriptOf(child);
       if (transcript === undefined) continue;
       seen.add(child);
+      listed.add(child);
       entries.push({
         agentId: child,
         index: null,
@@ -260,14 +270,17 @@ export function journalTimeline(
   };
 }
 
+// Loops, not Math.min(...values): spread into arguments, 200,000 values overflow the stack.
 function finiteMin(values: readonly number[]): number | undefined {
-  const finite = values.filter(Number.isFinite);
-  return finite.length === 0 ? undefined : Math.min(...finite);
+  let min: number | undefined;
+  for (const value of values) if (Number.isFinite(value) && (min === undefined || value < min)) min = value;
+  return min;
 }
 
 function finiteMax(values: readonly number[]): number | undefined {
-  const finite = values.filter(Number.isFinite);
-  return finite.length === 0 ? undefined : Math.max(...finite);
+  let max: number | undefined;
+  for (const value of values) if (Number.isFinite(value) && (max === undefined || value > max)) max = value;
+  return max;
 }
 
 /** Plan entries by index (attempts in order), each followed by the agents it spawned. */

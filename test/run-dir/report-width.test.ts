@@ -87,6 +87,24 @@ beforeAll(() => {
 });
 afterAll(() => cleanup());
 
+describe('the timeline of a run with a long events.jsonl', () => {
+  it('takes its range from 250,000 run events without overflowing the stack', () => {
+    // Math.min(...times) put every time on the stack as an argument: RangeError past ~150,000.
+    const contents = readRunDir(runDir);
+    const start = Date.parse('2025-01-01T00:00:00.000Z');
+    const events = Array.from({ length: 250_000 }, (_, i) => ({
+      ts: new Date(start + i).toISOString(),
+      type: 'session' as const,
+      event: i % 2 === 0 ? ('started' as const) : ('ended' as const),
+      kind: 'resume' as const,
+    }));
+    const timeline = buildTimeline({ ...contents, events });
+    expect(timeline.origin).toBe(start);
+    expect(timeline.duration).toBe(249_999);
+    expect(timeline.agents).toHaveLength(ANSWERS.length);
+  });
+});
+
 describe('report lines measured in terminal columns', () => {
   it.each([20, 40, 80, 120])('every line of the report fits %i columns, header included', (columns) => {
     const contents = readRunDir(runDir);
