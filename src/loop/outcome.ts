@@ -1,10 +1,11 @@
 /**
  * Outcomes built outside the loop: by the supervisor and the engines for agents that ended without
  * their loop saying so (never started, cancelled while queued, lost with their thread). The usage
- * of such an outcome is zero: what the agent spent is in its journal.
+ * of such an outcome is zero until its builder fills in what the agent's journal says it spent
+ * (the thread engine does, see `journalEnd` in engines/threads/thread-engine.ts).
  */
 import type { SerializedError } from '../errors.ts';
-import type { AuditEventInput } from '../journal/events.ts';
+import type { AuditEventInput, EventOf } from '../journal/events.ts';
 import { ZERO_USAGE } from '../providers/receipt.ts';
 import type { AgentOutcome, FailureReason } from './types.ts';
 
@@ -41,4 +42,18 @@ export function terminalEvent(outcome: AgentOutcome): AuditEventInput {
   return outcome.status === 'completed'
     ? { type: 'Completed', ...(rest as Omit<Extract<AgentOutcome, { status: 'completed' }>, 'status'>) }
     : { type: 'Failed', ...(rest as Omit<Extract<AgentOutcome, { status: 'failed' }>, 'status'>) };
+}
+
+/** The outcome a journal recorded for an agent that already ended (its Completed or Failed event). */
+export function recordedOutcome(ended: EventOf<'Completed'> | EventOf<'Failed'>): AgentOutcome {
+  const totals = {
+    usage: ended.usage,
+    costUsd: ended.costUsd,
+    rounds: ended.rounds,
+    steps: ended.steps ?? ended.rounds,
+    ...(ended.replay === undefined ? {} : { replay: ended.replay }),
+  };
+  return ended.type === 'Completed'
+    ? { status: 'completed', agentId: ended.agentId, answer: ended.answer, result: ended.result, ...totals }
+    : { status: 'failed', agentId: ended.agentId, reason: ended.reason, error: ended.error, ...totals };
 }

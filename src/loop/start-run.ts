@@ -24,6 +24,7 @@ import { RunContext } from './context.ts';
 import { countFixed } from './fixed-tokens.ts';
 import { limitConditions, limitNotices, resolveLimits } from './limits.ts';
 import { contextWindowFor, maxInputFor } from './model-limits.ts';
+import { recordedOutcome } from './outcome.ts';
 import {
   definitionHashOf,
   pinnedDefinition,
@@ -453,20 +454,6 @@ async function systemPromptFor(
     prompt.catch(() => cache.delete(key));
   }
   return prompt;
-}
-
-/** The outcome a journal recorded for an agent that already ended. */
-function recordedOutcome(ended: EventOf<'Completed'> | EventOf<'Failed'>): AgentOutcome {
-  const totals = {
-    usage: ended.usage,
-    costUsd: ended.costUsd,
-    rounds: ended.rounds,
-    steps: ended.steps ?? ended.rounds,
-    ...(ended.replay === undefined ? {} : { replay: ended.replay }),
-  };
-  return ended.type === 'Completed'
-    ? { status: 'completed', agentId: ended.agentId, answer: ended.answer, result: ended.result, ...totals }
-    : { status: 'failed', agentId: ended.agentId, reason: ended.reason, error: ended.error, ...totals };
 }
 
 /** A definition problem as journalled and thrown: where it is and what it says, no severity. */
