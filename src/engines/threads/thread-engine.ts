@@ -22,11 +22,9 @@ import type { AuditEvent } from '../../journal/events.ts';
 import { forkedInputs, writeFork } from '../../journal/fork.ts';
 import { readJournal } from '../../journal/reader.ts';
 import { registerSecretValues } from '../../journal/redact.ts';
-import { resumeState } from '../../journal/resume.ts';
-import { knownCost } from '../../journal/usage.ts';
 import { JournalWriter } from '../../journal/writer.ts';
-import { cancelledError, failedOutcome, terminalEvent } from '../../loop/outcome.ts';
-import type { AgentOutcome } from '../../loop/types.ts';
+import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
+import type { AgentOutcome, FailureReason } from '../../loop/types.ts';
 import type {
   ActorSpec,
   AgentMessage,
@@ -43,6 +41,7 @@ import { AdmissionServer } from './admission-server.ts';
 import { culpritProviders, pendingWorkOf } from './blame.ts';
 import { HostPool, type HostRecord } from './host-pool.ts';
 import { InboxServer } from './inbox-server.ts';
+import { journalEnd } from './journal-end.ts';
 import { JournalPrecreator } from './journal-precreator.ts';
 import { Mailbox } from './mailbox.ts';
 import type { PreparedThreadOptions } from './options.ts';
@@ -340,6 +339,14 @@ export class ThreadEngine implements Engine {
     return path.join(this.#options.journalDir, `${agentId}.jsonl`);
   }
 
+  /**
+   * The outcome of an agent the engine ends while no thread runs it (see {@link journalEnd}), with
+   * its terminal event appended to its journal.
+   */
+  #journalEnd(agentId: string, reason: FailureReason, error: SerializedError): AgentOutcome {
+    return journalEnd(this.#journalFile(agentId), agentId, reason, error, this.#options.fsync);
+  }
+
   /** Forgets an agent: out of the queue, off its host, its parked wait answered. */
   #release(agent: ThreadAgent): void {
     this.#agents.delete(agent.spec.agentId);
@@ -398,7 +405,7 @@ export class ThreadEngine implements Engine {
         if (agent.state !== 'queued') continue;
         this.#release(agent);
         const { agentId } = agent.spec;
-        this.#host.ended(agentId, failedOutcome(agentId, 'crashed', startFailure));
+        this.#host.ended(agentId, this.#journalEnd(agentId, 'crashed', startFailure));
       }
     }
     const idle = hosts.filter((host) => host.dedicated && host.agents.size === 0);
@@ -524,10 +531,7 @@ export class ThreadEngine implements Engine {
         'raise `quarantineThreads` or `quarantineWaitMs`',
       { agentId, timeoutMs: quarantineWaitMs, quarantineThreads, holders },
     ).toJSON();
-    this.#host.ended(
-      agentId,
-      journalFailure(this.#journalFile(agentId), agentId, error, this.#options.fsync),
-    );
+    this.#host.ended(agentId, this.#journalEnd(agentId, 'crashed', error));
   }
 
   /** Starts a quarantine thread when there are fewer than `quarantineThreads`. */
@@ -544,10 +548,11 @@ export class ThreadEngine implements Engine {
       (error: unknown) => {
         this.#quarantineHostStarting = false;
         // No thread for them: the waiting agents fail rather than wait for ever.
+        const cause = serializeError(error);
         for (const agent of this.#quarantine.splice(0)) {
           this.#release(agent);
           const { agentId } = agent.spec;
-          this.#host.ended(agentId, failedOutcome(agentId, 'crashed', serializeError(error)));
+          this.#host.ended(agentId, this.#journalEnd(agentId, 'crashed', cause));
         }
       },
     );
@@ -737,14 +742,8 @@ export class ThreadEngine implements Engine {
       else agent.bystander += 1;
       if (agent.charged > maxRetries) {
         this.#release(agent);
-        this.#host.ended(
-          agentId,
-          failedOutcome(
-            agentId,
-            'crashed',
-            this.#ownCause(agent, tools, alone, caught && tools.length === 0, cause),
-          ),
-        );
+        const error = this.#ownCause(agent, tools, alone, caught && tools.length === 0, cause);
+        this.#host.ended(agentId, this.#journalEnd(agentId, 'crashed', error));
         return;
       }
       if (charged) agent.quarantined = true;
@@ -810,46 +809,6 @@ export class ThreadEngine implements Engine {
       toolSpan: async (agentId, name, callId, at) => this.#host.toolSpan(agentId, name, callId, at),
     };
   }
-}
-
-/**
- * Fails, crashed with `error`, an agent that no thread runs: appends the Failed event to its
- * journal, with what its journal says it spent (as its loop would have), and returns that outcome.
- * A journal that cannot take it (damaged, unwritable) is left as it is: the supervisor still gets
- * the outcome, and the journal then ends without one, as after a crash.
- */
-function journalFailure(
-  file: string,
-  agentId: string,
-  error: SerializedError,
-  fsync: 'always' | 'interval' | 'never',
-): AgentOutcome {
-  let outcome = failedOutcome(agentId, 'crashed', error);
-  let journal: JournalWriter | undefined;
-  try {
-    const events = readJournal(file).events;
-    if (events.length > 0) {
-      const spent = resumeState(events);
-      outcome = {
-        ...outcome,
-        usage: spent.totals.usage,
-        costUsd: knownCost(spent.totals),
-        rounds: spent.roundsUsed,
-        steps: spent.stepsUsed,
-      };
-    }
-    journal = JournalWriter.open(file, { fsync: fsync === 'never' ? 'never' : 'always' });
-    journal.append(terminalEvent(outcome));
-  } catch {
-    // See above: the outcome is not lost, only its journal line.
-  } finally {
-    try {
-      journal?.close();
-    } catch {
-      // A failed flush on close: as above.
-    }
-  }
-  return outcome;
 }
 
 /**

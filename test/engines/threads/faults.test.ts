@@ -1,6 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { isTerminal } from '../../../src/journal/events.ts';
+import { readJournal } from '../../../src/journal/reader.ts';
 import type { ThreadCrashed } from '../../../src/supervisor/events.ts';
 import type { Supervisor } from '../../../src/supervisor/supervisor.ts';
 import { fixtures, policySupervisor, tempDir } from '../../supervisor/helpers.ts';
@@ -63,15 +65,28 @@ describe('a thread that dies takes only its actors, which resume from their jour
     });
   }
 
-  it('after the restart cap the agent fails with reason crashed and the cause', async () => {
+  it('after the restart cap the agent fails with reason crashed and the cause, its journal ending with it', async () => {
+    const journalDir = tempDir();
     supervisor = policySupervisor({
       cwd: tempDir(),
+      journalDir,
       defaultProvider: 'policy',
       restart: { maxRetries: 0 },
       toolModules: [{ module: path.join(fixtures, 'fault-tools.ts'), export: 'faultTools' }],
     });
-    const outcome = await supervisor.spawn('worker', { task: 'call crash_exit' }).result;
+    const handle = supervisor.spawn('worker', { task: 'call crash_exit' });
+    const outcome = await handle.result;
     expect(outcome).toMatchObject({ status: 'failed', reason: 'crashed', error: { code: 'thread_crashed' } });
+    // The engine ended it, no loop: it writes the Failed event, so a resume sees an ended agent.
+    const events = readJournal(path.join(journalDir, `${handle.id}.jsonl`)).events;
+    expect(events.filter(isTerminal)).toHaveLength(1);
+    expect(events.at(-1)).toMatchObject({
+      type: 'Failed',
+      reason: 'crashed',
+      error: { code: 'thread_crashed', fields: { crashes: 1, tools: ['crash_exit'] } },
+    });
+    expect(outcome).toMatchObject({ rounds: 1 });
+    expect(events.at(-1)).toMatchObject({ rounds: 1 });
   });
 
   it.runIf(existsSync('/proc/self/stat'))(

@@ -7,6 +7,8 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isTroupeError } from '../../../src/errors.ts';
+import { isTerminal } from '../../../src/journal/events.ts';
+import { readJournal } from '../../../src/journal/reader.ts';
 import type { Supervisor } from '../../../src/supervisor/supervisor.ts';
 import { fixtures, policySupervisor, tempDir } from '../../supervisor/helpers.ts';
 
@@ -54,9 +56,11 @@ describe('threadStartTimeoutMs', () => {
     const blockFile = path.join(cwd, 'block-new-threads');
     // Read by each new thread's copy of the environment: threads started after the file exists block.
     process.env.TROUPE_TEST_NEVER_READY_AFTER = blockFile;
+    const journalDir = tempDir();
     supervisor = policySupervisor({
       threads: 1,
       cwd,
+      journalDir,
       defaultProvider: 'policy',
       execArgv: ['--require', neverReady],
       // Long enough for the first thread's normal start on a loaded machine (~0.3 s of CPU): only
@@ -84,11 +88,32 @@ describe('threadStartTimeoutMs', () => {
       if (event.agentId === bystander.id) charged.push(event.charged);
     });
     const faulty = supervisor.spawn('worker', { task: 'call crash_exit' });
-    expect(await faulty.result).toMatchObject({ status: 'failed', reason: 'crashed' });
+    const faultyOutcome = await faulty.result;
+    expect(faultyOutcome).toMatchObject({ status: 'failed', reason: 'crashed' });
     expect(await bystander.result).toMatchObject({
       status: 'failed',
       reason: 'crashed',
       error: { code: 'thread_start_failed', fields: { cause: 'thread_start_timeout' } },
+    });
+    // The engine failed both with no thread running them: it ends their journals too (the faulty
+    // one's quarantine thread did not start; no thread was left for the bystander).
+    const ends = (agentId: string) => {
+      const events = readJournal(path.join(journalDir, `${agentId}.jsonl`)).events;
+      return { terminal: events.filter(isTerminal).length, last: events.at(-1) };
+    };
+    const faultyCode = faultyOutcome.status === 'failed' ? faultyOutcome.error.code : undefined;
+    expect(faultyCode).toBeDefined();
+    expect(ends(faulty.id)).toMatchObject({
+      terminal: 1,
+      last: { type: 'Failed', reason: 'crashed', error: { code: faultyCode } },
+    });
+    expect(ends(bystander.id)).toMatchObject({
+      terminal: 1,
+      last: {
+        type: 'Failed',
+        reason: 'crashed',
+        error: { code: 'thread_start_failed', fields: { cause: 'thread_start_timeout' } },
+      },
     });
     expect(respawned).toBe(0);
     // Placed on each replacement while it started, alone there: a thread that never got ready ran

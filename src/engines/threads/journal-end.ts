@@ -1,0 +1,63 @@
+/**
+ * The terminal event of an agent the thread engine ends itself, while no thread runs it: its
+ * restart cap reached, no thread left for it, a quarantine thread that did not start or came too
+ * late, a cancel while it waited for a thread. Its loop would have written one; without this its
+ * journal ends unfinished, and a resumed Supervisor or `troupe report` sees an agent that never
+ * ended. Only these rare paths read the journal: a loop's own end costs nothing here.
+ */
+import type { SerializedError } from '../../errors.ts';
+import { isTerminal } from '../../journal/events.ts';
+import { readJournal } from '../../journal/reader.ts';
+import { resumeState } from '../../journal/resume.ts';
+import { knownCost } from '../../journal/usage.ts';
+import { JournalWriter } from '../../journal/writer.ts';
+import { failedOutcome, recordedOutcome, terminalEvent } from '../../loop/outcome.ts';
+import type { AgentOutcome, FailureReason } from '../../loop/types.ts';
+
+/**
+ * Ends, failed for `reason` with `error`, an agent that no thread runs (the engine decided it: its
+ * restart cap, no thread left for it, a quarantine thread that did not start or came too late, a
+ * cancel while it waited for a thread): appends the Failed event to its journal, with what its
+ * journal says it spent (as its loop would have), and returns that outcome. A journal that already
+ * ends (its thread wrote the terminal event before it died) gets nothing more, and its recorded
+ * outcome is returned: the journal and the outcome say the same. A torn last line is cut away when
+ * the journal is opened, so the event appended is the one terminal event. No journal (the agent
+ * never ran), or one that cannot take it (damaged, unwritable), is left as it is: the supervisor
+ * still gets the outcome, and the journal then ends without one, as after a crash.
+ */
+export function journalEnd(
+  file: string,
+  agentId: string,
+  reason: FailureReason,
+  error: SerializedError,
+  fsync: 'always' | 'interval' | 'never',
+): AgentOutcome {
+  let outcome = failedOutcome(agentId, reason, error);
+  let journal: JournalWriter | undefined;
+  try {
+    const events = readJournal(file).events;
+    const ended = events.find(isTerminal);
+    if (ended !== undefined) return recordedOutcome(ended);
+    if (events.length > 0) {
+      const spent = resumeState(events);
+      outcome = {
+        ...outcome,
+        usage: spent.totals.usage,
+        costUsd: knownCost(spent.totals),
+        rounds: spent.roundsUsed,
+        steps: spent.stepsUsed,
+      };
+    }
+    journal = JournalWriter.open(file, { fsync: fsync === 'never' ? 'never' : 'always' });
+    journal.append(terminalEvent(outcome));
+  } catch {
+    // See above: the outcome is not lost, only its journal line.
+  } finally {
+    try {
+      journal?.close();
+    } catch {
+      // A failed flush on close: as above.
+    }
+  }
+  return outcome;
+}
