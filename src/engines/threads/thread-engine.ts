@@ -233,8 +233,15 @@ export class ThreadEngine implements Engine {
       return undefined;
     }
     if (agent.state !== 'running' || !agent.host) {
+      const ran = agent.spec.resume === true || agent.state === 'restarting';
       this.#release(agent);
-      this.#host.ended(agentId, failedOutcome(agentId, 'cancelled', cancelledError(message.reason)));
+      const error = cancelledError(message.reason);
+      // Only an agent that ran (restarting, or queued after a restart) has a journal to end: one
+      // never placed has none, and a fan-out's cancel of thousands queued reads no file.
+      this.#host.ended(
+        agentId,
+        ran ? this.#journalEnd(agentId, 'cancelled', error) : failedOutcome(agentId, 'cancelled', error),
+      );
       return undefined;
     }
     const host = agent.host;

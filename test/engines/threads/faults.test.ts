@@ -89,6 +89,30 @@ describe('a thread that dies takes only its actors, which resume from their jour
     expect(events.at(-1)).toMatchObject({ rounds: 1 });
   });
 
+  it('an agent cancelled while it waits to restart ends cancelled in its journal', async () => {
+    const journalDir = tempDir();
+    supervisor = policySupervisor({
+      cwd: tempDir(),
+      journalDir,
+      defaultProvider: 'policy',
+      // It waits its backoff (far longer than the test) queued, on no thread.
+      restart: { maxRetries: 3, baseDelayMs: 600_000, maxDelayMs: 600_000 },
+      toolModules: [{ module: path.join(fixtures, 'fault-tools.ts'), export: 'faultTools' }],
+    });
+    const handle = supervisor.spawn('worker', { task: 'call crash_exit' });
+    await new Promise<void>((resolve) => handle.once('restarted', () => resolve()));
+    handle.cancel('not needed');
+    const outcome = await handle.result;
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'cancelled', error: { code: 'cancelled' } });
+    const events = readJournal(path.join(journalDir, `${handle.id}.jsonl`)).events;
+    expect(events.filter(isTerminal)).toHaveLength(1);
+    expect(events.at(-1)).toMatchObject({
+      type: 'Failed',
+      reason: 'cancelled',
+      error: { code: 'cancelled' },
+    });
+  });
+
   it.runIf(existsSync('/proc/self/stat'))(
     'kills the process group of a command running on a thread the heartbeat killed',
     async () => {
