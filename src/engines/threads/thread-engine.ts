@@ -267,16 +267,23 @@ export class ThreadEngine implements Engine {
     for (const waiting of held.keys()) if (waiting <= turn) held.delete(waiting);
   }
 
-  stop(agentId: string): void {
+  stop(agentId: string, reason: string): void {
     const host = this.#agents.get(agentId)?.host;
     if (!host?.alive) return;
-    void this.#pool?.terminate(
-      host,
-      new SystemError(
-        'cancel_timeout',
-        `Agent ${agentId} did not stop within ${this.#options.graceMs} ms of cancel`,
-        { agentId, hostId: host.id },
-      ).toJSON(),
+    const cause = new SystemError(
+      'cancel_timeout',
+      `Agent ${agentId} did not stop within ${this.#options.graceMs} ms of cancel`,
+      { agentId, hostId: host.id },
+    ).toJSON();
+    this.#pool?.terminate(host, cause).then(
+      () => {
+        // Its thread is gone, and with it the loop that would have journalled its cancel: the
+        // supervisor ended it cancelled when the thread died. Not if it was taken back to restart.
+        if (!this.#agents.has(agentId)) this.#journalEnd(agentId, 'cancelled', cancelledError(reason));
+      },
+      () => {
+        // The thread could not be terminated: it may still write its journal, so nothing is added.
+      },
     );
   }
 

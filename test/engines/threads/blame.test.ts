@@ -1,7 +1,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pendingWork } from '../../../src/engines/threads/blame.ts';
+import { isTerminal } from '../../../src/journal/events.ts';
+import { readJournal } from '../../../src/journal/reader.ts';
 import type { AgentHandle } from '../../../src/supervisor/agent-handle.ts';
 import type { AgentRestarted, ThreadCrashed } from '../../../src/supervisor/events.ts';
 import type { Supervisor } from '../../../src/supervisor/supervisor.ts';
@@ -166,8 +168,10 @@ describe('a thread death is charged to the agent that caused it', () => {
     // The cancelled agent's tool blocks its thread, so the grace period after the cancel ends with
     // the thread terminated (cancel_timeout). Its other agent was in a tool of its own: no evidence
     // that it killed the thread, yet it was charged, quarantined, and with no restarts allowed failed.
+    const journalDir = tempDir();
     supervisor = policySupervisor({
       cwd: tempDir(),
+      journalDir,
       threads: 1,
       graceMs: 200,
       toolModules: [{ module: path.join(fixtures, 'fault-tools.ts'), export: 'faultTools' }],
@@ -189,6 +193,14 @@ describe('a thread death is charged to the agent that caused it', () => {
     stubborn.cancel('the test cancels it');
 
     expect(await stubborn.result).toMatchObject({ status: 'failed', reason: 'cancelled' });
+    // Its loop died with the thread: the engine journals the cancel once the thread is gone.
+    const ending = () => readJournal(path.join(journalDir, `${stubborn.id}.jsonl`)).events.filter(isTerminal);
+    await vi.waitFor(() => expect(ending()).toHaveLength(1), { timeout: 15_000, interval: 20 });
+    expect(ending()[0]).toMatchObject({
+      type: 'Failed',
+      reason: 'cancelled',
+      error: { code: 'cancelled', fields: { reason: 'the test cancels it' } },
+    });
     // Its hold call was interrupted by the restart; it then completes.
     expect(await holder.result).toMatchObject({ status: 'completed' });
     expect(restarts.map((event) => [event.agentId, event.charged, event.cause.code])).toEqual([
