@@ -23,7 +23,7 @@ import { serializeError } from '../src/errors.ts';
 import { readJournal } from '../src/journal/reader.ts';
 import { onSecretValues } from '../src/journal/redact.ts';
 import { JournalWriter } from '../src/journal/writer.ts';
-import { failedOutcome } from '../src/loop/outcome.ts';
+import { failedOutcome, unrunReason } from '../src/loop/outcome.ts';
 import { failBeforeRun } from '../src/loop/run-agent.ts';
 import type { AgentChannels, AgentOutcome } from '../src/loop/types.ts';
 import { McpPool } from '../src/mcp/pool.ts';
@@ -244,7 +244,10 @@ class ActorHost {
     const { agentId } = spec;
     running.then(
       (outcome) => this.#end(agentId, outcome),
-      (error: unknown) => this.#end(agentId, failedOutcome(agentId, 'crashed', serializeError(error))),
+      (error: unknown) => {
+        const cause = serializeError(error);
+        this.#end(agentId, failedOutcome(agentId, unrunReason(cause), cause));
+      },
     );
   }
 

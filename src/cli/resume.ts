@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { describeValue, SystemError, UserError } from '../errors.ts';
 import { FAILURE_REASONS, type FailureReason } from '../loop/types.ts';
+import { NOT_RETRIED_BY_DEFAULT } from '../run-dir/results.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { resumeRunDir } from './fanout-resume.ts';
 import { existingDirectory } from './shared/dir-flag.ts';
@@ -33,9 +34,6 @@ interface ResumeFlags extends OtlpFlags, PermissionFlags {
   readonly redis?: string;
   readonly redisDownTimeoutMs?: number;
 }
-
-/** Failure reasons `--retry-failed` retries when `--reason` names none: every one but these. */
-const NOT_RETRIED: ReadonlySet<FailureReason> = new Set(['cancelled', 'invalid_request']);
 
 function reasons(value: string): FailureReason[] {
   const list = value
@@ -105,7 +103,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         );
       }
       const retry = flags.retryFailed
-        ? new Set(flags.reason ?? FAILURE_REASONS.filter((reason) => !NOT_RETRIED.has(reason)))
+        ? new Set(flags.reason ?? FAILURE_REASONS.filter((reason) => !NOT_RETRIED_BY_DEFAULT.has(reason)))
         : undefined;
       const options = {
         json,

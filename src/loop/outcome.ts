@@ -9,6 +9,15 @@ import type { AuditEventInput, EventOf } from '../journal/events.ts';
 import { ZERO_USAGE } from '../providers/receipt.ts';
 import type { AgentOutcome, FailureReason } from './types.ts';
 
+/**
+ * Why an agent whose run could not start or went on no further failed, from the error that stopped
+ * it: `invalid_request` for a user's mistake (a UserError: a tool or provider module that does not
+ * load, an option that is wrong), which a retry fails the same way; `crashed` for anything else.
+ */
+export function unrunReason(error: SerializedError): FailureReason {
+  return error.name === 'UserError' ? 'invalid_request' : 'crashed';
+}
+
 /** A Failed outcome with `reason` and `error`. */
 export function failedOutcome(agentId: string, reason: FailureReason, error: SerializedError): AgentOutcome {
   return { status: 'failed', agentId, reason, error, usage: ZERO_USAGE, costUsd: 0, rounds: 0 };

@@ -6,6 +6,7 @@
  * `docker stop`, a closed terminal, a cancelled CI job) do the same, exiting 143 and 129: on the
  * redis engine agents run in other processes, and nothing else would stop them.
  */
+import type { FailureReason } from '../loop/types.ts';
 import { type ApprovalRecord, approvalCounts, deniedLines, readApprovals } from './approvals.ts';
 import { EXIT_INTERRUPTED } from './constants.ts';
 import {
@@ -19,6 +20,7 @@ import {
 import { type InterruptSignal, type SignalSource, watchInterrupts } from './interrupt.ts';
 import { type ProviderChoice, simulatedNotice } from './provider-choice.ts';
 import { createProgressRenderer } from './render-progress.ts';
+import { NOT_RETRIED_BY_DEFAULT } from './results.ts';
 import { scorerLines } from './scoring-text.ts';
 import { FanoutSession, type SessionOptions, type SessionResult } from './session.ts';
 import type { RunSummary } from './summary.ts';
@@ -184,7 +186,10 @@ export function closingText(
       `  finish: troupe resume ${runDir} --max-run-tokens N (more than ${summary.runLimits.maxTotalTokens}; 0 = unlimited)`,
     );
   } else if (!summary.complete) shown.push(`  finish: troupe resume ${runDir}`);
-  else if (counts.failed > 0) shown.push(`  retry the failed: troupe resume ${runDir} --retry-failed`);
+  // Only when --retry-failed would run one of them: a tool module that does not load, say, fails
+  // its entries with invalid_request, which it leaves alone.
+  else if (counts.failed > 0 && Object.keys(summary.failures).some((reason) => !isNotRetried(reason)))
+    shown.push(`  retry the failed: troupe resume ${runDir} --retry-failed`);
   // A score cut off by the interruption (a judge cancelled, a scorer function not waited for) is an
   // error that `troupe resume` leaves as it is: the entry completed.
   const scoringCut =
@@ -199,4 +204,8 @@ function estimateSuffix(usage: EstimatedUsage): string {
   return usage.estimatedSide === undefined
     ? ' (~ estimated where the server reported no usage)'
     : ` (~ ${usage.estimatedSide} estimated where the server reported no readable ${usage.estimatedSide} count)`;
+}
+
+function isNotRetried(reason: string): boolean {
+  return NOT_RETRIED_BY_DEFAULT.has(reason as FailureReason);
 }

@@ -107,6 +107,13 @@ export function latestByIndex<T extends Pick<ResultLine, 'index'>>(lines: readon
   return latest;
 }
 
+/**
+ * Failure reasons `troupe resume --retry-failed` leaves alone unless `--reason` names them: a
+ * cancelled entry is run again anyway, and an invalid request (a bad option, a tool module that
+ * does not load) fails the same way until the run's files change.
+ */
+export const NOT_RETRIED_BY_DEFAULT: ReadonlySet<FailureReason> = new Set(['cancelled', 'invalid_request']);
+
 /** True when a plan entry whose last line is `line` still needs running. */
 export function needsRerun(line: ResultLine | undefined): boolean {
   return line === undefined || (line.status === 'failed' && line.reason === 'cancelled');

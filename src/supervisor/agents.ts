@@ -14,7 +14,7 @@ import type { AgentDefinition } from '../definition/types.ts';
 import { createEngine } from '../engines/create-engine.ts';
 import type { AgentReport, Engine, EngineHost } from '../engines/engine.ts';
 import { describeValue, type SerializedError, serializeError, UserError } from '../errors.ts';
-import { cancelledError, completedOutcome, failedOutcome } from '../loop/outcome.ts';
+import { cancelledError, completedOutcome, failedOutcome, unrunReason } from '../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
 import { cachedDefinitionHash, deliverUsage, type UsageRecord, usageRecord } from '../loop/usage-record.ts';
 import type { McpServers } from '../mcp/config.ts';
@@ -287,7 +287,12 @@ export class Agents {
             this.#fail(record, 'invalid_request', serializeError(error));
           }
         },
-        (error: unknown) => this.#fail(record, 'crashed', serializeError(error)),
+        // A user's mistake in the Supervisor's options (a tool or provider module that does not
+        // load) is an invalid request, not a crash: retrying it fails the same way.
+        (error: unknown) => {
+          const cause = serializeError(error);
+          this.#fail(record, unrunReason(cause), cause);
+        },
       );
     }
     return record.handle;

@@ -269,6 +269,23 @@ describe('run directory', () => {
     );
     const planOnly = summarize(runPlan(3), lines.slice(0, 4), []);
     expect(closingText(planOnly, '/tmp/run')).toContain('2 of 3 completed, 1 failed (step_limit 1)\n');
+    expect(closingText(planOnly, '/tmp/run')).toContain(
+      'retry the failed: troupe resume /tmp/run --retry-failed',
+    );
+  });
+
+  it('suggests --retry-failed only when it would run a failed entry again', () => {
+    // A tool module that does not load fails every entry with invalid_request, which --retry-failed
+    // leaves alone: the suggestion sent people to a command that did nothing.
+    const invalid = (index: number) =>
+      line(index, `abcdef-${index}`, {
+        status: 'failed',
+        reason: 'invalid_request',
+        error: { name: 'UserError', code: 'invalid_tool_module', message: 'Could not import', fields: {} },
+      });
+    const summary = summarize(runPlan(2), [invalid(0), invalid(1)], []);
+    expect(summary.failures).toEqual({ invalid_request: 2 });
+    expect(closingText(summary, '/tmp/run')).not.toContain('--retry-failed');
   });
 });
 
