@@ -21,8 +21,8 @@ import type { AgentOutcome, FailureReason } from '../../loop/types.ts';
  * journal says it spent (as its loop would have), and returns that outcome. A journal that already
  * ends (its thread wrote the terminal event before it died) gets nothing more, and its recorded
  * outcome is returned: the journal and the outcome say the same. A torn last line is cut away when
- * the journal is opened, so the event appended is the one terminal event. No journal (the agent
- * never ran), or one that cannot take it (damaged, unwritable), is left as it is: the supervisor
+ * the journal is opened, so the event appended is the one terminal event. No journal or an empty
+ * one (the agent never ran), or one that cannot take it (damaged, unwritable), is left as it is: the supervisor
  * still gets the outcome, and the journal then ends without one, as after a crash.
  */
 export function journalEnd(
@@ -36,18 +36,19 @@ export function journalEnd(
   let journal: JournalWriter | undefined;
   try {
     const events = readJournal(file).events;
+    // An empty journal (created for a thread that died before the agent started) stays empty: a
+    // lone Failed would be a journal without its Started, which nothing can resume or report.
+    if (events.length === 0) return outcome;
     const ended = events.find(isTerminal);
     if (ended !== undefined) return recordedOutcome(ended);
-    if (events.length > 0) {
-      const spent = resumeState(events);
-      outcome = {
-        ...outcome,
-        usage: spent.totals.usage,
-        costUsd: knownCost(spent.totals),
-        rounds: spent.roundsUsed,
-        steps: spent.stepsUsed,
-      };
-    }
+    const spent = resumeState(events);
+    outcome = {
+      ...outcome,
+      usage: spent.totals.usage,
+      costUsd: knownCost(spent.totals),
+      rounds: spent.roundsUsed,
+      steps: spent.stepsUsed,
+    };
     journal = JournalWriter.open(file, { fsync: fsync === 'never' ? 'never' : 'always' });
     journal.append(terminalEvent(outcome));
   } catch {

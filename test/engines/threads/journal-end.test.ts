@@ -4,7 +4,7 @@
  * The paths that reach it are tested end to end in faults, start-timeout, quarantine-wait and
  * turn-cancel-restart tests; this file covers the journal states a thread death can leave.
  */
-import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { journalEnd } from '../../../src/engines/threads/journal-end.ts';
@@ -89,5 +89,13 @@ describe('journalEnd', () => {
     const outcome = journalEnd(file, 'never-ran', 'cancelled', crashed, 'always');
     expect(outcome).toMatchObject({ status: 'failed', reason: 'cancelled', rounds: 0 });
     expect(existsSync(file)).toBe(false);
+  });
+
+  it('leaves an empty journal empty (a thread that died before its agent started): no Failed without Started', () => {
+    const file = path.join(tempDir(), 'empty.jsonl');
+    writeFileSync(file, '');
+    const outcome = journalEnd(file, 'empty', 'crashed', crashed, 'always');
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'crashed', rounds: 0 });
+    expect(readFileSync(file, 'utf8')).toBe('');
   });
 });
