@@ -95,11 +95,12 @@ describe('the definition a restarted agent runs', () => {
     expect(started?.type === 'Started' && started.definition.name).toBe('derived-triage');
   });
 
-  it('resumed from its journal by a new supervisor: the same tools and system prompt', async () => {
+  it('retried from its journal by a new supervisor: the same tools and system prompt', async () => {
     const cwd = project();
     const log = tree?.path('requests.log') ?? '';
     const journals = tree?.path('journals') ?? '';
-    // Ended with its thread's death and no restart left: the journal is all a resume has.
+    // Ended with its thread's death and no restart left (journalled Failed(crashed)): the journal
+    // is all a retry has.
     supervisor = probeSupervisor(cwd, log, journals, 0);
     const first = await supervisor.spawn(derived(), { task: 'Triage ticket 8.', id: 'derived-2' }).result;
     expect(first).toMatchObject({ status: 'failed' });
@@ -108,8 +109,8 @@ describe('the definition a restarted agent runs', () => {
     supervisor = probeSupervisor(cwd, log, journals);
     const outcome = await supervisor.spawn(loaded(), {
       task: 'Triage ticket 8.',
-      id: 'derived-2',
-      resume: true,
+      id: 'derived-2-r2',
+      retryOf: 'derived-2',
     }).result;
     expect(outcome, JSON.stringify(outcome)).toMatchObject({ status: 'completed' });
     const seen = requests(log);
