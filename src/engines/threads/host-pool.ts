@@ -29,10 +29,12 @@ const PORT_CLOSE_GRACE_MS = 1000;
 
 /**
  * How long a host that missed its heartbeats may take to be paused for its stack before it is
- * terminated without one. A busy loop pauses within milliseconds; a thread blocked in a system call
- * cannot be paused, and kept short so that one does not run on far past its block meanwhile.
+ * terminated without one. A busy loop pauses within milliseconds, but enabling the debugger first
+ * reports every script the thread loaded, which took over 500 ms on a loaded machine (the death
+ * was then blamed without a stack). A thread blocked in a system call cannot be paused: kept short
+ * so that one does not run on far past its missed heartbeats meanwhile.
  */
-const STACK_PROBE_TIMEOUT_MS = 500;
+const STACK_PROBE_TIMEOUT_MS = 1_500;
 
 const HOST_ENTRY = workerEntry('actor-host').href;
 
