@@ -74,11 +74,13 @@ export interface EngineHost {
   /** The agent ended; the engine holds nothing of it any more. Called at most once per agent run. */
   ended(agentId: string, outcome: AgentOutcome): void;
   /**
-   * The agent's runner is gone and the engine holds nothing of it. `'ended'`: the supervisor settled
-   * it (it had delivered its result, it was being cancelled, the supervisor is closing); `'restart'`:
-   * the engine restarts it from its journal, or ends it if it may not restart.
+   * The agent's runner is gone and the engine holds nothing of it. `'restart'`: the engine restarts
+   * it from its journal, or ends it if it may not restart. Otherwise the supervisor settled it: the
+   * outcome it delivered now (it had delivered its result, it was being cancelled, the supervisor is
+   * closing), whose terminal event the engine writes to a journal its runner left without one, or
+   * `'ended'` when it had ended before.
    */
-  lost(agentId: string, cause: SerializedError): 'restart' | 'ended';
+  lost(agentId: string, cause: SerializedError): 'restart' | 'ended' | AgentOutcome;
   /** The agent called `complete_task` (engines whose agents ask the supervisor). */
   completeTask(agentId: string, result: unknown): Promise<CompleteTaskAnswer>;
   /**

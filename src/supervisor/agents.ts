@@ -667,10 +667,18 @@ export class Agents {
         const record = running(agentId);
         if (!record) return 'ended';
         const cause = maskedCause(lostCause);
-        if (record.completion) this.#finish(record, completedOutcome(agentId, record.completion.value));
+        // Its result delivered or its cancel under way, it ends so, and its journal must say so: the
+        // outcome goes back to the engine, which writes it where the runner did not. One lost while
+        // the supervisor closes is not journalled as ended: `troupe resume` continues it.
+        let outcome: AgentOutcome | undefined;
+        if (record.completion) outcome = completedOutcome(agentId, record.completion.value);
         else if (record.cancelReason !== undefined)
-          this.#fail(record, 'cancelled', cancelledError(record.cancelReason));
-        else if (this.#closed) this.#fail(record, 'crashed', cause);
+          outcome = failedOutcome(agentId, 'cancelled', cancelledError(record.cancelReason));
+        if (outcome !== undefined) {
+          this.#finish(record, outcome);
+          return outcome;
+        }
+        if (this.#closed) this.#fail(record, 'crashed', cause);
         return hasEnded(record) ? 'ended' : 'restart';
       },
       completeTask: async (agentId, result) => {

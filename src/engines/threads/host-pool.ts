@@ -51,6 +51,12 @@ export interface HostRecord {
   alive: boolean;
   /** Settles (never rejects) when the host is found dead. */
   readonly died: Promise<SerializedError>;
+  /**
+   * Set when the pool terminates the host's thread ({@link HostPool.terminate}) before its death is
+   * announced: its thread may run on until it settles, true once it is gone, false if it could not
+   * be terminated. Unset, a dead host's thread runs none of its code any more.
+   */
+  stopping?: Promise<boolean>;
 }
 
 interface HostInternals {
@@ -309,9 +315,16 @@ export class HostPool extends EventEmitter<HostPoolEvents> {
     const internals = this.#hosts.get(host.id);
     // A dead host's thread may already run another host (piscina reuses idle threads).
     if (!internals || !host.alive) return;
-    const worker = this.#workerOf(host);
+    const terminated = this.#workerOf(host)?.terminate();
+    // Before the death is announced: its handlers wait for the thread to be gone before they write
+    // what its agents would have.
+    if (terminated)
+      host.stopping = terminated.then(
+        () => true,
+        () => false,
+      );
     internals.markDead(cause);
-    if (worker) await worker.terminate();
+    await terminated;
   }
 
   /** Asks every host to shut down, waits up to `graceMs`, then terminates what is left. */

@@ -41,7 +41,7 @@ import { AdmissionServer } from './admission-server.ts';
 import { culpritProviders, pendingWorkOf } from './blame.ts';
 import { HostPool, type HostRecord } from './host-pool.ts';
 import { InboxServer } from './inbox-server.ts';
-import { journalEnd } from './journal-end.ts';
+import { journalEnd, journalOutcome } from './journal-end.ts';
 import { JournalPrecreator } from './journal-precreator.ts';
 import { Mailbox } from './mailbox.ts';
 import type { PreparedThreadOptions } from './options.ts';
@@ -267,7 +267,7 @@ export class ThreadEngine implements Engine {
     for (const waiting of held.keys()) if (waiting <= turn) held.delete(waiting);
   }
 
-  stop(agentId: string, reason: string): void {
+  stop(agentId: string, _reason: string): void {
     const host = this.#agents.get(agentId)?.host;
     if (!host?.alive) return;
     const cause = new SystemError(
@@ -275,16 +275,8 @@ export class ThreadEngine implements Engine {
       `Agent ${agentId} did not stop within ${this.#options.graceMs} ms of cancel`,
       { agentId, hostId: host.id },
     ).toJSON();
-    this.#pool?.terminate(host, cause).then(
-      () => {
-        // Its thread is gone, and with it the loop that would have journalled its cancel: the
-        // supervisor ended it cancelled when the thread died. Not if it was taken back to restart.
-        if (!this.#agents.has(agentId)) this.#journalEnd(agentId, 'cancelled', cancelledError(reason));
-      },
-      () => {
-        // The thread could not be terminated: it may still write its journal, so nothing is added.
-      },
-    );
+    // Its death ends it cancelled, journalled once the thread is gone (see #journalLost).
+    this.#pool?.terminate(host, cause).catch(() => {});
   }
 
   async journal(agentId: string): Promise<AuditEvent[]> {
@@ -359,6 +351,21 @@ export class ThreadEngine implements Engine {
    */
   #journalEnd(agentId: string, reason: FailureReason, error: SerializedError): AgentOutcome {
     return journalEnd(this.#journalFile(agentId), agentId, reason, error, this.#options.fsync);
+  }
+
+  /**
+   * Journals the end the supervisor gave an agent of dead thread `host` (its result delivered, its
+   * cancel under way): its loop died with the thread before it wrote it, so without this a resume
+   * would run again an agent that finished or was cancelled. Written once the thread runs no more
+   * of its code (at once, unless it is being terminated); not when it could not be terminated, as
+   * it may still write. Only a thread's death pays for it.
+   */
+  #journalLost(host: HostRecord, outcome: AgentOutcome): void {
+    const write = () => {
+      journalOutcome(this.#journalFile(outcome.agentId), outcome, this.#options.fsync);
+    };
+    if (host.stopping === undefined) write();
+    else void host.stopping.then((gone) => gone && write());
   }
 
   /** Forgets an agent: out of the queue, off its host, its parked wait answered. */
@@ -663,7 +670,12 @@ export class ThreadEngine implements Engine {
     const restarting: ThreadAgent[] = [];
     for (const agent of victims) {
       this.#release(agent);
-      if (this.#host.lost(agent.spec.agentId, cause) === 'ended') continue;
+      const answer = this.#host.lost(agent.spec.agentId, cause);
+      if (answer === 'ended') continue;
+      if (answer !== 'restart') {
+        this.#journalLost(host, answer);
+        continue;
+      }
       // Back in the engine's keeping at once: a cancel while the blame is read ends it here.
       agent.state = 'restarting';
       this.#agents.set(agent.spec.agentId, agent);

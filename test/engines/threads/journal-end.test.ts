@@ -7,12 +7,12 @@
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { journalEnd } from '../../../src/engines/threads/journal-end.ts';
+import { journalEnd, journalOutcome } from '../../../src/engines/threads/journal-end.ts';
 import { SystemError } from '../../../src/errors.ts';
 import { isTerminal } from '../../../src/journal/events.ts';
 import { readJournal } from '../../../src/journal/reader.ts';
 import { JournalWriter } from '../../../src/journal/writer.ts';
-import { failedOutcome, terminalEvent } from '../../../src/loop/outcome.ts';
+import { completedOutcome, failedOutcome, terminalEvent } from '../../../src/loop/outcome.ts';
 import { AGENT_ID, FakeAgent } from '../../journal/helpers.ts';
 import { tempDir } from '../../supervisor/helpers.ts';
 
@@ -97,5 +97,23 @@ describe('journalEnd', () => {
     const outcome = journalEnd(file, 'empty', 'crashed', crashed, 'always');
     expect(outcome).toMatchObject({ status: 'failed', reason: 'crashed', rounds: 0 });
     expect(readFileSync(file, 'utf8')).toBe('');
+  });
+
+  it('journalOutcome: the Completed event of a result the supervisor delivered, with what the journal says was spent', () => {
+    const file = unfinishedJournal();
+    const outcome = journalOutcome(file, completedOutcome(AGENT_ID, { ok: 1 }), 'always');
+    expect(outcome).toMatchObject({ status: 'completed', result: { ok: 1 }, answer: '{"ok":1}', rounds: 1 });
+    const events = readJournal(file).events;
+    expect(events.filter(isTerminal)).toHaveLength(1);
+    expect(events.at(-1)).toMatchObject({
+      type: 'Completed',
+      result: { ok: 1 },
+      usage: { inputTokens: 4000, outputTokens: 50 },
+      costUsd: 0.01,
+    });
+    // Once: a second end (another path, the same death) finds it and writes nothing.
+    const before = readFileSync(file);
+    journalOutcome(file, completedOutcome(AGENT_ID, { ok: 1 }), 'always');
+    expect(readFileSync(file).equals(before)).toBe(true);
   });
 });
