@@ -2,7 +2,7 @@
  * Outcomes built outside the loop: by the supervisor and the engines for agents that ended without
  * their loop saying so (never started, cancelled while queued, lost with their thread). The usage
  * of such an outcome is zero until its builder fills in what the agent's journal says it spent
- * (the thread engine does, see `journalEnd` in engines/threads/thread-engine.ts).
+ * (the thread engine does, see `journalEnd` in engines/threads/journal-end.ts).
  */
 import type { SerializedError } from '../errors.ts';
 import type { AuditEventInput, EventOf } from '../journal/events.ts';
