@@ -87,8 +87,8 @@ describe(`runLimits on the redis engine${skipReason}`, { skip: redisServerPath =
       expect(model.requests()).toBeGreaterThanOrEqual(1);
       expect(model.requests()).toBeLessThanOrEqual(handles.length);
       expect(supervisor.runUsage.spent?.code).toBe('run_token_budget');
-      // A request refused before it was sent still counts at its estimated size, as one a cancel
-      // cuts off does on threads: the count errs high, never low.
+      // Every request sent counts what it used (one refused at admission was never sent and
+      // counts nothing).
       expect(supervisor.runUsage.usedTokens).toBeGreaterThanOrEqual(model.requests() * 120);
     } finally {
       await supervisor.close();
