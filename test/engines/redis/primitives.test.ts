@@ -283,7 +283,9 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       try {
         const seen: string[] = [];
         monitor.on('monitor', (_time: string, args: string[]) => {
-          if (args[0] === 'evalsha' || args[0] === 'xadd') seen.push(String(args[0]));
+          // The append is EVAL on a connection's first call, EVALSHA after (script.ts).
+          if (args[0] === 'eval' || args[0] === 'evalsha') seen.push('script');
+          else if (args[0] === 'xadd') seen.push('xadd');
         });
         await worker.ping();
         await redis.ping();
@@ -295,7 +297,7 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
         signals.send('sup-a8s', { type: 'ended', agentId: 'a8s' });
         await journal.flushed();
         await vi.waitFor(() => expect(seen).toHaveLength(2));
-        expect(seen).toEqual(['evalsha', 'xadd']);
+        expect(seen).toEqual(['script', 'xadd']);
       } finally {
         monitor.disconnect();
         base.disconnect();
