@@ -165,7 +165,8 @@ const INDEX_CHARS = 4;
 export function registerSecretValues(values: Iterable<string | undefined>): void {
   const added = addSecretValues(values);
   if (added.length === 0) return;
-  for (const listener of secretBus.listeners) listener(added);
+  // This copy holds them already: only the others (and onSecretValues listeners) hear of them.
+  for (const listener of secretBus.listeners) if (listener !== learnSecretValues) listener(added);
 }
 
 function addSecretValues(values: Iterable<string | undefined>): readonly string[] {
@@ -208,13 +209,15 @@ const SECRET_BUS = Symbol.for('troupe.secretValues');
 const buses = globalThis as { [SECRET_BUS]?: SecretBus };
 buses[SECRET_BUS] ??= { listeners: new Set() };
 const secretBus: SecretBus = buses[SECRET_BUS];
-secretBus.listeners.add((values) => {
+/** This copy's listener: values another copy of this module registered. */
+function learnSecretValues(values: readonly string[]): void {
   try {
     addSecretValues(values);
   } catch {
     // Over this copy's bound: the copy that registered them refused them the same way or holds them.
   }
-});
+}
+secretBus.listeners.add(learnSecretValues);
 
 /**
  * Calls `listener` with every value registered in this thread so far (when there are any), then
