@@ -75,10 +75,12 @@ export interface EngineHost {
   ended(agentId: string, outcome: AgentOutcome): void;
   /**
    * The agent's runner is gone and the engine holds nothing of it. `'restart'`: the engine restarts
-   * it from its journal, or ends it if it may not restart. Otherwise the supervisor settled it: the
-   * outcome it delivered now (it had delivered its result, it was being cancelled, the supervisor is
-   * closing), whose terminal event the engine writes to a journal its runner left without one, or
-   * `'ended'` when it had ended before.
+   * it from its journal, or ends it if it may not restart. `'ended'`: the supervisor settled it (it
+   * had ended before, or the supervisor is closing). An outcome: the end the agent gets (it had
+   * delivered its result, or it was being cancelled), which the engine settles through
+   * {@link ended} with what the agent's journal says it spent, once the runner runs no more code,
+   * writing its terminal event to a journal the runner left without one (a journal that ends
+   * already gives its recorded outcome instead). Until then the agent is the supervisor's running one.
    */
   lost(agentId: string, cause: SerializedError): 'restart' | 'ended' | AgentOutcome;
   /** The agent called `complete_task` (engines whose agents ask the supervisor). */

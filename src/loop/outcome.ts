@@ -2,10 +2,13 @@
  * Outcomes built outside the loop: by the supervisor and the engines for agents that ended without
  * their loop saying so (never started, cancelled while queued, lost with their thread). The usage
  * of such an outcome is zero until its builder fills in what the agent's journal says it spent
- * (the thread engine does, see `journalEnd` in engines/threads/journal-end.ts).
+ * ({@link journalledOutcome}: the thread engine's `journalOutcome` in
+ * engines/threads/journal-end.ts, the redis engine's ends of agents whose worker did not end them).
  */
 import type { SerializedError } from '../errors.ts';
-import type { AuditEventInput, EventOf } from '../journal/events.ts';
+import { type AuditEvent, type AuditEventInput, type EventOf, isTerminal } from '../journal/events.ts';
+import { resumeState } from '../journal/resume.ts';
+import { knownCost } from '../journal/usage.ts';
 import { ZERO_USAGE } from '../providers/receipt.ts';
 import type { AgentOutcome, FailureReason } from './types.ts';
 
@@ -65,4 +68,24 @@ export function recordedOutcome(ended: EventOf<'Completed'> | EventOf<'Failed'>)
   return ended.type === 'Completed'
     ? { status: 'completed', agentId: ended.agentId, answer: ended.answer, result: ended.result, ...totals }
     : { status: 'failed', agentId: ended.agentId, reason: ended.reason, error: ended.error, ...totals };
+}
+
+/**
+ * `ending`, the end given to an agent its loop did not end, as its journal `events` have it: the
+ * outcome the journal recorded when it already ends (its runner wrote it first: that one wins),
+ * else `ending` with what the journal says the agent spent (usage, cost, rounds and steps, as its
+ * loop's own end would carry). An empty journal (the agent never ran) leaves `ending` as it is.
+ */
+export function journalledOutcome(events: readonly AuditEvent[], ending: AgentOutcome): AgentOutcome {
+  if (events.length === 0) return ending;
+  const ended = events.find(isTerminal);
+  if (ended !== undefined) return recordedOutcome(ended);
+  const spent = resumeState(events);
+  return {
+    ...ending,
+    usage: spent.totals.usage,
+    costUsd: knownCost(spent.totals),
+    rounds: spent.roundsUsed,
+    steps: spent.stepsUsed,
+  };
 }

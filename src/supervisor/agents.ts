@@ -667,17 +667,13 @@ export class Agents {
         const record = running(agentId);
         if (!record) return 'ended';
         const cause = maskedCause(lostCause);
-        // Its result delivered or its cancel under way, it ends so, and its journal must say so: the
-        // outcome goes back to the engine, which writes it where the runner did not. One lost while
-        // the supervisor closes is not journalled as ended: `troupe resume` continues it.
-        let outcome: AgentOutcome | undefined;
-        if (record.completion) outcome = completedOutcome(agentId, record.completion.value);
-        else if (record.cancelReason !== undefined)
-          outcome = failedOutcome(agentId, 'cancelled', cancelledError(record.cancelReason));
-        if (outcome !== undefined) {
-          this.#finish(record, outcome);
-          return outcome;
-        }
+        // Its result delivered or its cancel under way, it ends so, and its journal must say so. The
+        // engine settles it (`ended`) with what its journal says it spent and writes the end where the
+        // runner did not; built here, it would say 0 tokens spent. One lost while the supervisor
+        // closes is not journalled as ended: `troupe resume` continues it.
+        if (record.completion) return completedOutcome(agentId, record.completion.value);
+        if (record.cancelReason !== undefined)
+          return failedOutcome(agentId, 'cancelled', cancelledError(record.cancelReason));
         if (this.#closed) this.#fail(record, 'crashed', cause);
         return hasEnded(record) ? 'ended' : 'restart';
       },

@@ -9,10 +9,8 @@
 import type { SerializedError } from '../../errors.ts';
 import { isTerminal } from '../../journal/events.ts';
 import { readJournal } from '../../journal/reader.ts';
-import { resumeState } from '../../journal/resume.ts';
-import { knownCost } from '../../journal/usage.ts';
 import { JournalWriter } from '../../journal/writer.ts';
-import { failedOutcome, recordedOutcome, terminalEvent } from '../../loop/outcome.ts';
+import { failedOutcome, journalledOutcome, terminalEvent } from '../../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../../loop/types.ts';
 
 /**
@@ -34,37 +32,30 @@ export function journalEnd(
 /**
  * Appends the terminal event of `outcome` (Completed or Failed) to the journal of an agent no
  * thread runs any more, with what its journal says it spent (as its loop would have), and returns
- * the outcome so filled in. It is the engine's end of the agent, or the end the supervisor
- * delivered for one whose thread died after it delivered its result or while it was being
- * cancelled. A journal that already ends (its thread wrote the terminal event before it died) gets
- * nothing more, and its recorded outcome is returned: the journal and the outcome say the same. A
- * torn last line is cut away when the journal is opened, so the event appended is the one terminal
- * event. No journal or an empty one (the agent never ran), or one that cannot take it (damaged,
- * unwritable), is left as it is: the supervisor still gets the outcome, and the journal then ends
- * without one, as after a crash.
+ * the outcome so filled in ({@link journalledOutcome}). It is the engine's end of the agent, or the
+ * end the supervisor gave one whose thread died after it delivered its result or while it was
+ * being cancelled. A journal that already ends (its thread wrote the terminal event before it
+ * died) gets nothing more, and its recorded outcome is returned: the journal and the outcome say
+ * the same. A torn last line is cut away when the journal is opened, so the event appended is the
+ * one terminal event. No journal or an empty one (the agent never ran), or one that cannot take it
+ * (damaged, unwritable), is left as it is: the supervisor still gets the outcome, and the journal
+ * then ends without one, as after a crash. With `write` false (a thread that may still write it)
+ * the journal is only read: the outcome carries what it says so far, and nothing is appended.
  */
 export function journalOutcome(
   file: string,
   ending: AgentOutcome,
   fsync: 'always' | 'interval' | 'never',
+  write = true,
 ): AgentOutcome {
   let outcome = ending;
   let journal: JournalWriter | undefined;
   try {
     const events = readJournal(file).events;
+    outcome = journalledOutcome(events, ending);
     // An empty journal (created for a thread that died before the agent started) stays empty: a
     // lone Failed would be a journal without its Started, which nothing can resume or report.
-    if (events.length === 0) return outcome;
-    const ended = events.find(isTerminal);
-    if (ended !== undefined) return recordedOutcome(ended);
-    const spent = resumeState(events);
-    outcome = {
-      ...ending,
-      usage: spent.totals.usage,
-      costUsd: knownCost(spent.totals),
-      rounds: spent.roundsUsed,
-      steps: spent.stepsUsed,
-    };
+    if (!write || events.length === 0 || events.some(isTerminal)) return outcome;
     journal = JournalWriter.open(file, { fsync: fsync === 'never' ? 'never' : 'always' });
     journal.append(terminalEvent(outcome));
   } catch {

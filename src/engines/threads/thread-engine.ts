@@ -89,6 +89,15 @@ interface ThreadAgent {
   turnCancels?: Map<number, string>;
 }
 
+/**
+ * How long an agent the supervisor ended when its thread was terminated (its result delivered, its
+ * cancel under way: the grace timer's `cancel_timeout`, a missed heartbeat) waits for the thread to
+ * be gone before it is settled: Node's `worker.terminate()` waits for a thread blocked in a system
+ * call to return. Past it, the agent is settled with what its journal says so far, and nothing is
+ * written to the journal, which the thread may still write.
+ */
+const TERMINATED_THREAD_WAIT_MS = 10_000;
+
 /** Turn cancels kept for an agent until their turns end; more are dropped (each names one turn). */
 const MAX_HELD_TURN_CANCELS = 64;
 
@@ -275,7 +284,7 @@ export class ThreadEngine implements Engine {
       `Agent ${agentId} did not stop within ${this.#options.graceMs} ms of cancel`,
       { agentId, hostId: host.id },
     ).toJSON();
-    // Its death ends it cancelled, journalled once the thread is gone (see #journalLost).
+    // Its death ends it cancelled, settled and journalled once the thread is gone (see #endLost).
     this.#pool?.terminate(host, cause).catch(() => {});
   }
 
@@ -354,18 +363,33 @@ export class ThreadEngine implements Engine {
   }
 
   /**
-   * Journals the end the supervisor gave an agent of dead thread `host` (its result delivered, its
-   * cancel under way): its loop died with the thread before it wrote it, so without this a resume
-   * would run again an agent that finished or was cancelled. Written once the thread runs no more
-   * of its code (at once, unless it is being terminated); not when it could not be terminated, as
-   * it may still write. Only a thread's death pays for it.
+   * Settles an agent of dead thread `host` with the end the supervisor gave it (its result
+   * delivered, its cancel under way), filled with what its journal says it spent, and journals that
+   * end: its loop died with the thread before it wrote it, so without this a resume would run again
+   * an agent that finished or was cancelled, and the outcome would say it spent nothing. Done once
+   * the thread runs no more of its code (at once, unless it is being terminated), so an end the
+   * thread wrote first is found and is the one delivered. A thread that could not be terminated, or
+   * is not gone within TERMINATED_THREAD_WAIT_MS, may still write: its journal is only read then.
+   * Only a thread's death pays for it.
    */
-  #journalLost(host: HostRecord, outcome: AgentOutcome): void {
-    const write = () => {
-      journalOutcome(this.#journalFile(outcome.agentId), outcome, this.#options.fsync);
+  #endLost(host: HostRecord, outcome: AgentOutcome): void {
+    const end = (gone: boolean): void => {
+      const file = this.#journalFile(outcome.agentId);
+      this.#host.ended(outcome.agentId, journalOutcome(file, outcome, this.#options.fsync, gone));
     };
-    if (host.stopping === undefined) write();
-    else void host.stopping.then((gone) => gone && write());
+    const stopping = host.stopping;
+    if (stopping === undefined) {
+      end(true);
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), TERMINATED_THREAD_WAIT_MS);
+    });
+    void Promise.race([stopping, waited]).then((gone) => {
+      clearTimeout(timer);
+      end(gone);
+    });
   }
 
   /** Forgets an agent: out of the queue, off its host, its parked wait answered. */
@@ -673,7 +697,7 @@ export class ThreadEngine implements Engine {
       const answer = this.#host.lost(agent.spec.agentId, cause);
       if (answer === 'ended') continue;
       if (answer !== 'restart') {
-        this.#journalLost(host, answer);
+        this.#endLost(host, answer);
         continue;
       }
       // Back in the engine's keeping at once: a cancel while the blame is read ends it here.

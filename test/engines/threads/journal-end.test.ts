@@ -116,4 +116,19 @@ describe('journalEnd', () => {
     journalOutcome(file, completedOutcome(AGENT_ID, { ok: 1 }), 'always');
     expect(readFileSync(file).equals(before)).toBe(true);
   });
+
+  it('journalOutcome without write (a thread that may still write): what the journal says so far, nothing appended', () => {
+    const file = unfinishedJournal();
+    const before = readFileSync(file);
+    const outcome = journalOutcome(file, completedOutcome(AGENT_ID, { ok: 1 }), 'always', false);
+    expect(outcome).toMatchObject({
+      status: 'completed',
+      result: { ok: 1 },
+      usage: { inputTokens: 4000, outputTokens: 50 },
+      costUsd: 0.01,
+      rounds: 1,
+      steps: 1,
+    });
+    expect(readFileSync(file).equals(before)).toBe(true);
+  });
 });
