@@ -14,7 +14,7 @@ import type { Redis } from 'ioredis';
 import { SystemError, serializeError } from '../../errors.ts';
 import type { AuditEvent } from '../../journal/events.ts';
 import { forkedInputs, writeFork } from '../../journal/fork.ts';
-import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
+import { cancelledError, failedOutcome, journalledOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import type { ApprovalDecision } from '../../protocol/approvals.ts';
 import type { ActorSpec, AgentMessage, HostStats, OptionalSignal } from '../../protocol/messages.ts';
@@ -372,8 +372,9 @@ export class RedisEngine implements Engine {
 
   /**
    * No worker ended the cancelled agent in time (no worker is running, or the agent's worker is
-   * unresponsive): remove its job if no worker holds it, and settle the agent. The cancel flag
-   * stays, so a worker that takes the job later ends it at once. A batch job is removed (when no
+   * unresponsive or died): remove its job if no worker holds it, and settle the agent, with what
+   * its journal says it spent (see #fromJournal). The cancel flag stays, so a worker that takes
+   * the job later ends it at once. A batch job is removed (when no
    * worker holds it) once every agent of it this supervisor ran is settled, here or, for agents
    * cancelled while the job was being added, once the addition is answered (close waits for it).
    */
@@ -386,9 +387,26 @@ export class RedisEngine implements Engine {
     if (batchId !== undefined && this.#leaveBatch(agentId, batchId)) {
       removals.push(queue.remove(batchId).catch(() => 0));
     }
-    void Promise.all(removals).then(() =>
-      this.#end(agentId, failedOutcome(agentId, 'cancelled', cancelledError(reason))),
-    );
+    void Promise.all(removals).then(async () => {
+      const ending = failedOutcome(agentId, 'cancelled', cancelledError(reason));
+      this.#end(agentId, await this.#fromJournal(agentId, ending));
+    });
+  }
+
+  /**
+   * `ending`, the end this engine gives an agent its worker did not end (a cancel past `graceMs`,
+   * a job that failed or is gone), as the agent's journal has it ({@link journalledOutcome}): with
+   * what it spent, or the outcome the journal recorded if it ends. Without this it said 0 tokens
+   * spent, though the agent made requests. Read only on these rare paths; `ending` as it is when
+   * the journal cannot be read.
+   */
+  async #fromJournal(agentId: string, ending: AgentOutcome): Promise<AgentOutcome> {
+    try {
+      const events = await readRedisJournal(this.#connected().redis, this.#keys.journal(agentId));
+      return journalledOutcome(events, ending);
+    } catch {
+      return ending;
+    }
   }
 
   /** The agent's journal as stored in Redis (any agent of this queue, not only this supervisor's). */
@@ -683,7 +701,7 @@ export class RedisEngine implements Engine {
         );
       // Every BullMQ job hash has a timestamp: without one, the job is gone.
       if (timestamp === null || timestamp === undefined) {
-        this.#end(agentId, jobLost(agentId, agentId));
+        this.#end(agentId, await this.#fromJournal(agentId, jobLost(agentId, agentId)));
         return;
       }
       if (!finishedOn) return;
@@ -691,7 +709,8 @@ export class RedisEngine implements Engine {
       if (isOutcome(value, agentId)) {
         this.#end(agentId, value);
       } else {
-        this.#end(agentId, jobFailed(agentId, failedReason ?? undefined, Number(attempts ?? 0)));
+        const failed = jobFailed(agentId, failedReason ?? undefined, Number(attempts ?? 0));
+        this.#end(agentId, await this.#fromJournal(agentId, failed));
       }
     } catch {
       // Redis is unreachable: the next reconcile tries again.
@@ -718,7 +737,7 @@ export class RedisEngine implements Engine {
       return true;
     }
     if (result !== undefined && 'failed' in result) {
-      this.#end(agentId, jobFailed(agentId, String(result.failed), 1));
+      this.#end(agentId, await this.#fromJournal(agentId, jobFailed(agentId, String(result.failed), 1)));
       return true;
     }
     // Not ended in the batch: only the batch job's state can say more.
@@ -729,10 +748,10 @@ export class RedisEngine implements Engine {
       'failedReason',
     );
     if (timestamp === null || timestamp === undefined) {
-      this.#end(agentId, jobLost(agentId, batchId));
+      this.#end(agentId, await this.#fromJournal(agentId, jobLost(agentId, batchId)));
     } else if (finishedOn) {
       // The batch ended without this agent (its data was refused, or its workers died too often).
-      this.#end(agentId, jobFailed(agentId, failedReason ?? undefined, 1));
+      this.#end(agentId, await this.#fromJournal(agentId, jobFailed(agentId, failedReason ?? undefined, 1)));
     }
     return true;
   }
