@@ -49,64 +49,100 @@ interface Spawner {
   spawn(agent: string | AgentDefinition, options: SpawnOptions): AgentHandle;
 }
 
-/** A running fan-out: `for await` yields results in completion order; `all()` gives them in input order. */
+/**
+ * A running fan-out: `for await` yields results in completion order; `all()` gives them in input order.
+ * Specs are taken from the iterable as slots free (with `concurrency`), not all at once: a generator
+ * over a 20,000-row data set builds each spec when its agent is about to start.
+ */
 export class FanOut implements AsyncIterable<FanOutResult> {
   readonly #results: FanOutResult[] = [];
   readonly #waiters: (() => void)[] = [];
   readonly #all: Promise<FanOutResult[]>;
-  readonly #total: number;
+  readonly #keep: boolean;
+  #done = false;
   /** Handles of the agents spawned so far, in input order (sparse until spawned). */
   readonly handles: AgentHandle[] = [];
 
   /** @internal */
-  constructor(supervisor: Spawner, specs: readonly SpawnSpec[], options: FanOutOptions) {
+  constructor(supervisor: Spawner, specs: Iterable<SpawnSpec>, options: FanOutOptions) {
     const keep = options.keepResults !== false;
-    // Results the iterator yields: none when they are not kept.
-    this.#total = keep ? specs.length : 0;
+    this.#keep = keep;
     const concurrency = options.concurrency ?? Number.POSITIVE_INFINITY;
+    const source = specs[Symbol.iterator]();
+    /** Specs taken from the source so far: the index of the next one. */
     let next = 0;
+    let exhausted = false;
     let running = 0;
-    let finished = 0;
-    this.#all = new Promise((resolve) => {
-      if (specs.length === 0) resolve([]);
+    /** What the source threw when asked for a spec: the fan-out takes no more and rejects with it. */
+    let failure: { readonly error: unknown } | undefined;
+    this.#all = new Promise((resolve, reject) => {
+      const wake = (): void => {
+        for (const waiter of this.#waiters.splice(0)) waiter();
+      };
+      const finishIfDone = (): void => {
+        if (!exhausted || running > 0 || this.#done) return;
+        this.#done = true;
+        wake();
+        if (failure !== undefined) reject(failure.error);
+        else resolve([...this.#results].sort((a, b) => a.index - b.index));
+      };
+      // Wrapped: an `undefined` in the specs is a spec (refused at spawn), not their end.
+      const take = (): { readonly spec: SpawnSpec } | undefined => {
+        if (exhausted) return undefined;
+        try {
+          const step = source.next();
+          if (step.done !== true) return { spec: step.value };
+        } catch (error) {
+          failure = { error };
+        }
+        exhausted = true;
+        return undefined;
+      };
       const record = (index: number, spec: SpawnSpec, agentId: string, outcome: AgentOutcome): void => {
-        finished += 1;
         if (!keep) return;
         this.#results.push({ index, spec, agentId, outcome });
-        for (const wake of this.#waiters.splice(0)) wake();
+        wake();
       };
       const settle = (index: number, spec: SpawnSpec, agentId: string, outcome: AgentOutcome): void => {
         running -= 1;
         record(index, spec, agentId, outcome);
-        if (finished === specs.length) resolve([...this.#results].sort((a, b) => a.index - b.index));
-        else launch();
+        launch();
       };
       // Once the signal has aborted, a spec still queued is never spawned: spawning it only to
       // cancel it at once cost a journal, an engine message and an agent record each (a Ctrl-C
       // with 18,000 of a 20,000-task data set queued took seconds). Checked only here, where a
       // queued spec would start: every running agent settles after the abort and calls this.
+      // Results not kept, the rest of the source is not even built.
       const skipQueued = (): void => {
-        const error = cancelledError(abortReason(options.signal));
-        while (next < specs.length) {
-          const index = next++;
-          const spec = specs[index];
-          if (spec) record(index, spec, '', failedOutcome('', 'cancelled', error));
+        if (keep) {
+          const error = cancelledError(abortReason(options.signal));
+          for (let taken = take(); taken !== undefined; taken = take()) {
+            record(next++, taken.spec, '', failedOutcome('', 'cancelled', error));
+          }
+        } else if (!exhausted) {
+          exhausted = true;
+          try {
+            source.return?.();
+          } catch (error) {
+            failure = { error };
+          }
         }
-        if (finished === specs.length) resolve([...this.#results].sort((a, b) => a.index - b.index));
+        finishIfDone();
       };
       const launch = (): void => {
         if (options.signal?.aborted) {
           skipQueued();
           return;
         }
-        while (running < concurrency && next < specs.length) {
+        while (running < concurrency) {
+          const taken = take();
+          if (taken === undefined) break;
+          const { spec } = taken;
           const index = next++;
-          const spec = specs[index];
-          if (!spec) continue;
           running += 1;
-          const { agent, ...spawnOptions } = spec;
           let handle: AgentHandle;
           try {
+            const { agent, ...spawnOptions } = spec;
             handle = supervisor.spawn(agent, {
               ...spawnOptions,
               ...(options.signal ? { signal: options.signal } : {}),
@@ -122,24 +158,35 @@ export class FanOut implements AsyncIterable<FanOutResult> {
           if (keep) this.handles[index] = handle;
           void handle.result.then((outcome) => settle(index, spec, handle.id, outcome));
         }
+        finishIfDone();
       };
       launch();
     });
+    // A source that throws rejects all(); a caller that only iterates sees it there too.
+    this.#all.catch(() => {});
   }
 
-  /** Every result, in input order, once all agents have ended. Never rejects. */
+  /**
+   * Every result, in input order, once all agents have ended. Rejects only when the specs'
+   * iterable throws while a spec is taken from it (after the agents already spawned have ended).
+   */
   all(): Promise<FanOutResult[]> {
     return this.#all;
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<FanOutResult> {
+    if (!this.#keep) return;
     let yielded = 0;
-    while (yielded < this.#total) {
+    for (;;) {
       const result = this.#results[yielded];
       if (result) {
         yielded += 1;
         yield result;
         continue;
+      }
+      if (this.#done) {
+        await this.#all;
+        return;
       }
       await new Promise<void>((resolve) => this.#waiters.push(resolve));
     }

@@ -205,20 +205,32 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     });
   }
 
-  /** Runs many agents; iterate it for results as they finish, or await `all()` for them in order. */
+  /**
+   * Runs many agents; iterate it for results as they finish, or await `all()` for them in order.
+   * `specs` is read as slots free (see `concurrency`): an array, or a generator that builds each
+   * spec only when its agent is about to start.
+   */
   fanOut(specs: Iterable<SpawnSpec>, options: FanOutOptions = {}): FanOut {
-    const all = [...specs];
-    const workflow = this.#tracing?.workflow(all.length);
-    if (!workflow) return new FanOut(this, all, options);
+    const known = Array.isArray(specs) ? specs.length : undefined;
+    let counted = 0;
+    const counting = function* (): Generator<SpawnSpec> {
+      for (const spec of specs) {
+        counted += 1;
+        yield spec;
+      }
+    };
+    const workflow = this.#tracing?.workflow(known);
+    if (!workflow) return new FanOut(this, specs, options);
     const fanOut = new FanOut(
       {
         spawn: (agent, spawnOptions) =>
           this.#agents.spawn(agent, spawnOptions, { context: workflow.context }),
       },
-      all,
+      known === undefined ? counting() : specs,
       options,
     );
-    void fanOut.all().then(workflow.end, workflow.end);
+    const end = (): void => workflow.end(known ?? counted);
+    void fanOut.all().then(end, end);
     return fanOut;
   }
 

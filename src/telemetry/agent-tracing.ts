@@ -108,16 +108,26 @@ export class AgentTracing {
   /**
    * Starts a fan-out's `invoke_workflow` span; the context it returns parents the fan-out's agents.
    * Undefined when the span does not record, or when a recording span is active already (the CLI's
-   * run span, an application's span): the agents are that span's children.
+   * run span, an application's span): the agents are that span's children. `agents` is the number
+   * of specs when known at the start (an array); else `end` sets it from the number taken.
    */
-  workflow(agents: number): { context: Context; end: () => void } | undefined {
+  workflow(agents: number | undefined): { context: Context; end: (agents: number) => void } | undefined {
     if (trace.getActiveSpan()?.isRecording() === true) return undefined;
     const span = this.#tracer.startSpan(`${OPERATION.invokeWorkflow} fanout`, {
       kind: SpanKind.INTERNAL,
-      attributes: { [GEN_AI.operationName]: OPERATION.invokeWorkflow, [TROUPE.agents]: agents },
+      attributes: {
+        [GEN_AI.operationName]: OPERATION.invokeWorkflow,
+        ...(agents === undefined ? {} : { [TROUPE.agents]: agents }),
+      },
     });
     if (!span.isRecording()) return undefined;
-    return { context: trace.setSpan(context.active(), span), end: () => span.end() };
+    return {
+      context: trace.setSpan(context.active(), span),
+      end: (taken) => {
+        if (agents === undefined) span.setAttribute(TROUPE.agents, taken);
+        span.end();
+      },
+    };
   }
 
   /**
