@@ -131,19 +131,6 @@ export class FanoutSession {
       this.#usedTokens += line.usage.inputTokens + line.usage.outputTokens;
       this.#usedCostUsd += line.costUsd ?? 0;
     }
-    for (const item of options.work) {
-      this.#tracked.set(item.agentId, {
-        index: item.run.index,
-        agent: item.run.agent,
-        parentId: undefined,
-        attempt: item.attempt,
-        label: item.run.label,
-        metadata: item.run.metadata,
-        hostId: undefined,
-        startedAt: undefined,
-        restarts: 0,
-      });
-    }
   }
 
   /**
@@ -266,7 +253,7 @@ export class FanoutSession {
       for (const line of recovered) this.#track(this.#finishLine(line));
       if (supervisor !== undefined && needsSupervisor) {
         const fanOut = supervisor.fanOut(
-          work.map((item) => this.#spec(item)),
+          this.#specs(work),
           // Result lines come from the Supervisor's events: kept, every outcome of a 20,000-item
           // data set stayed in memory until the run ended.
           { concurrency: plan.concurrency, signal, keepResults: false },
@@ -307,6 +294,28 @@ export class FanoutSession {
     );
     if (!this.#finished) this.#options.writer.writeSummary(summary);
     return summary;
+  }
+
+  /**
+   * The work's spawn specs, each built (and its agent tracked) only when the fan-out has a free
+   * slot for it: built up front, a 20,000-item data set held 20,000 specs and tracking entries
+   * before its first agent started. Items never reached (Ctrl-C, a spent budget) are never built.
+   */
+  *#specs(work: readonly WorkItem[]): Generator<SpawnSpec> {
+    for (const item of work) {
+      this.#tracked.set(item.agentId, {
+        index: item.run.index,
+        agent: item.run.agent,
+        parentId: undefined,
+        attempt: item.attempt,
+        label: item.run.label,
+        metadata: item.run.metadata,
+        hostId: undefined,
+        startedAt: undefined,
+        restarts: 0,
+      });
+      yield this.#spec(item);
+    }
   }
 
   #spec(item: WorkItem): SpawnSpec {
