@@ -80,7 +80,7 @@ export async function runRound(ctx: RunContext, options: RoundOptions = {}): Pro
   const turn = ctx.provider.turn(
     extend(
       ctx.modelSettings,
-      { model: ctx.model, system: ctx.system, input, tools },
+      { model: ctx.model, system: ctx.system, input, task: ctx.projection.task, tools },
       toolChoice === undefined ? {} : { toolChoice },
     ),
     ctx.signal,

@@ -70,6 +70,26 @@ export function countLinesStartingWith(input: string, marker: string): number {
   return count;
 }
 
+/** The first line of `text`, cut to `max` characters. */
+function firstLine(text: string, max: number): string {
+  const line = text.trim().split('\n', 1)[0] ?? '';
+  return line.length > max ? `${line.slice(0, max - 3)}...` : line;
+}
+
+/**
+ * How an answer names what it was asked: `Task: <its first line>`, then `context: <its first line>`
+ * when the input holds context sections before the task. `opening` is the input before its
+ * history (context sections, then the task); `task` is the task as given, when the caller said.
+ * Without it the opening is taken for the task.
+ */
+export function describeAsk(opening: string, task: string | undefined): string {
+  const trimmed = task?.trim();
+  const end = trimmed === undefined || trimmed === '' ? -1 : opening.lastIndexOf(trimmed);
+  if (trimmed === undefined || end < 0) return `Task: ${firstLine(opening, 80) || '(none)'}`;
+  const context = firstLine(opening.slice(0, end), 80);
+  return `Task: ${firstLine(trimmed, 80)}${context === '' ? '' : `; context: ${context}`}`;
+}
+
 /** What the model has seen, used to fill arguments. */
 export interface Facts {
   readonly summary: string;

@@ -18,6 +18,7 @@ import type { ModelPrice } from './pricing.ts';
 import {
   argumentsFromSchema,
   countLinesStartingWith,
+  describeAsk,
   type Facts,
   findFileNames,
   historyStart,
@@ -82,6 +83,8 @@ interface TurnState {
   readonly request: TurnRequest;
   /** The input before its history: context and task. */
   readonly task: string;
+  /** How its answers name the task (and the context): see `describeAsk`. */
+  readonly ask: string;
   readonly offered: ReadonlyMap<string, ToolSpec>;
   readonly files: readonly string[];
   /** Tool results earlier rounds rendered into the input. */
@@ -193,6 +196,7 @@ export class SimulatedProvider implements Provider {
     const state: TurnState = {
       request,
       task,
+      ask: describeAsk(task, request.task),
       offered,
       files: offered.has(this.#tools.readFile) ? findFileNames(task, this.#maxFiles) : [],
       earlierResults: countLinesStartingWith(request.input, this.#markers[0]),
@@ -297,7 +301,7 @@ export class SimulatedProvider implements Provider {
     for (const result of state.seen) {
       if (result.name === this.#tools.waitForInstruction) instructions.push(result.result);
     }
-    const summary = this.#summary(state.task, state.files, done, instructions);
+    const summary = this.#summary(state.ask, state.files, done, instructions);
     return { summary, files: state.files, file: undefined, instructions };
   }
 
@@ -348,10 +352,8 @@ export class SimulatedProvider implements Provider {
     return (): Action => ({ name: other.name, args: argumentsFromSchema(other.parameters, facts) });
   }
 
-  #summary(task: string, files: readonly string[], done: number, instructions: readonly string[]): string {
-    const firstLine = task.trim().split('\n', 1)[0] ?? '';
-    const topic = firstLine.length > 80 ? `${firstLine.slice(0, 77)}...` : firstLine;
-    const parts = [`${SIMULATED_LABEL} Task: ${topic || '(none)'}`];
+  #summary(ask: string, files: readonly string[], done: number, instructions: readonly string[]): string {
+    const parts = [`${SIMULATED_LABEL} ${ask}`];
     if (files.length > 0) parts.push(`files: ${files.join(', ')}`);
     parts.push(`${done} tool result(s) seen`);
     if (instructions.length > 0) parts.push(`last instruction: ${instructions.at(-1)?.slice(0, 80)}`);

@@ -21,6 +21,13 @@ export interface TurnRequest extends ModelSettings {
   readonly system: string;
   /** The rendered projection: the whole user-side input of this round. */
   readonly input: string;
+  /**
+   * The agent's task as it was given, a part of `input` (after the spawn's context sections, before
+   * the history). Providers send `input`, which holds it; the simulated model names the task (and
+   * tells it from the context) in its answers. Absent when the caller of `turn` has no task apart
+   * from `input`.
+   */
+  readonly task?: string;
   readonly tools: readonly ToolSpec[];
   readonly toolChoice?: ToolChoice;
   /**

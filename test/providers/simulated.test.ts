@@ -80,6 +80,23 @@ describe('simulated provider', () => {
     });
   });
 
+  it('names the task it was given, not the context the input opens with', async () => {
+    const input =
+      'Rubric: states the retry count.\n\nSecond context section.\n\nGrade data/retry.md\nand be brief.';
+    const events = await collect(
+      new SimulatedProvider().turn(request(input, [], { task: 'Grade data/retry.md\nand be brief.' })),
+    );
+    // Before, the first line of the input was the "Task": here the rubric, a context section.
+    expect(terminal(events)).toMatchObject({
+      type: 'completed',
+      text: '[simulated] Task: Grade data/retry.md; context: Rubric: states the retry count.; 0 tool result(s) seen.',
+    });
+    const alone = await collect(
+      new SimulatedProvider().turn(request('Grade it.', [], { task: 'Grade it.' })),
+    );
+    expect(terminal(alone)).toMatchObject({ text: '[simulated] Task: Grade it.; 0 tool result(s) seen.' });
+  });
+
   it('fills a complete_task schema with its required fields', async () => {
     const complete: ToolSpec = {
       ...COMPLETE,
