@@ -1,3 +1,8 @@
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-node';
 import { describe, expect, it } from 'vitest';
 import type { SpawnSpec } from '../../src/supervisor/fanout.ts';
 import { policySupervisor, tempDir } from './helpers.ts';
@@ -38,6 +43,23 @@ describe('fanOut over a generator', () => {
       expect(results.map((result) => result.spec.task)).toEqual(
         Array.from({ length: 12 }, (_, index) => `Review file${index}.ts.`),
       );
+    } finally {
+      await supervisor.close();
+    }
+  });
+
+  it("the workflow span counts a generator's specs once it has taken them all", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const supervisor = policySupervisor({
+      journalDir: tempDir(),
+      tracing: { tracer: provider.getTracer('t') },
+    });
+    try {
+      const { specs } = countingSpecs(4, (index) => `Review file${index}.ts.`);
+      await supervisor.fanOut(specs, { concurrency: 2 }).all();
+      const workflow = exporter.getFinishedSpans().find((span) => span.name === 'invoke_workflow fanout');
+      expect(workflow?.attributes['troupe.fanout.agents']).toBe(4);
     } finally {
       await supervisor.close();
     }
