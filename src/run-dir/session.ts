@@ -258,7 +258,12 @@ export class FanoutSession {
           // data set stayed in memory until the run ended.
           { concurrency: plan.concurrency, signal, keepResults: false },
         );
-        await fanOut.all();
+        // What is left are the entries refused at spawn (a task over MAX_SPAWN_INPUT_BYTES): no
+        // agent, so no event; without these lines they were silently counted as not run.
+        for (const refused of await fanOut.all()) {
+          const item = work[refused.index];
+          if (item !== undefined) this.#record({ ...refused.outcome, agentId: item.agentId });
+        }
       }
       while (this.#pending.size > 0) await Promise.all([...this.#pending]);
     } finally {

@@ -25,7 +25,9 @@ export interface FanOutOptions {
    * Keep every result and agent handle until the fan-out is dropped, for `all()`, `for await` and
    * `handles`. `false` for a large fan-out whose results the caller takes elsewhere (Supervisor
    * events, as `troupe fanout` does): nothing of an agent is kept once it ends, `handles` stays
-   * empty, `all()` resolves to `[]` once every agent has ended, and `for await` yields nothing.
+   * empty, and `for await` yields nothing. `all()` resolves, once every agent has ended, to the
+   * results of the specs refused at spawn only (`invalid_request`, agentId `''`: no agent, so no
+   * event, reports them); `[]` when there were none.
    * Kept, 20,000 outcomes (answers and results included) stayed in memory to the end of a run.
    * @default true
    */
@@ -99,7 +101,9 @@ export class FanOut implements AsyncIterable<FanOutResult> {
         return undefined;
       };
       const record = (index: number, spec: SpawnSpec, agentId: string, outcome: AgentOutcome): void => {
-        if (!keep) return;
+        // A spec refused at spawn has no agent, so no Supervisor event says it failed: even when
+        // results are not kept, all() is the only place that result is reported.
+        if (!keep && agentId !== '') return;
         this.#results.push({ index, spec, agentId, outcome });
         wake();
       };

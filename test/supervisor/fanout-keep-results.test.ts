@@ -22,6 +22,28 @@ describe('fanOut with keepResults: false', () => {
     }
   });
 
+  it('still gives the results of specs refused at spawn, which no event reports', async () => {
+    const supervisor = policySupervisor({ journalDir: tempDir() });
+    try {
+      const failed: string[] = [];
+      supervisor.on('agent:failed', (event) => failed.push(event.agentId));
+      const specs = [
+        { agent: 'worker', task: 'Review a.ts.' },
+        // A cast from JavaScript: `task` must be a string.
+        { agent: 'worker', task: 42 as unknown as string },
+      ];
+      const results = await supervisor.fanOut(specs, { concurrency: 1, keepResults: false }).all();
+      // Before, all() resolved to [] and the refusal was reported nowhere.
+      expect(results.map((result) => [result.index, result.agentId, result.outcome.status])).toEqual([
+        [1, '', 'failed'],
+      ]);
+      expect(results[0]?.outcome).toMatchObject({ reason: 'invalid_request' });
+      expect(failed).toEqual([]);
+    } finally {
+      await supervisor.close();
+    }
+  });
+
   it('keeps them by default', async () => {
     const supervisor = policySupervisor({ journalDir: tempDir() });
     try {
