@@ -81,6 +81,18 @@ export const DEFAULT_APPROVAL_TIMEOUT_MS = 600_000;
  */
 export const MAX_KEPT_HOST_CALLS = 64;
 /**
+ * Journals a parent resumed in a new supervisor (`troupe resume`, `spawn(..., { resume: true })`)
+ * reads at most, looking for the child of a `spawn_agent` call its journal shows cut off: the
+ * child's id is in no result of the parent's, only in the child's own `Started`. Only the first
+ * line of each is read (see {@link MAX_ADOPTION_SCAN_BYTES}), and only when such a call exists.
+ */
+export const MAX_ADOPTION_SCAN_JOURNALS = 10_000;
+/**
+ * Bytes of each journal that search reads at most: a `Started` line longer than this (a task of
+ * megabytes) is skipped, and the cut-off call is then recorded as interrupted, as without the search.
+ */
+export const MAX_ADOPTION_SCAN_BYTES = 1024 * 1024;
+/**
  * Items with an agent in both runs up to which `troupe compare` reads their journals to compare
  * tool calls, unless told (`--tool-calls`, `--no-tool-calls`). The tool calls are only in the
  * journals: two 20,000-item runs meant reading 40,000 of them (about 21 s) for a table whose

@@ -13,7 +13,7 @@
  */
 import type { RetryPolicy } from '../definition/types.ts';
 import type { SerializedError } from '../errors.ts';
-import type { AuditEvent } from '../journal/events.ts';
+import type { AuditEvent, EventOf } from '../journal/events.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 import type {
   ActorSpec,
@@ -28,6 +28,14 @@ import type {
 } from '../protocol/messages.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 import type { EngineEvents } from './events.ts';
+
+/** How far {@link Engine.childStarts} reads. */
+export interface JournalScanBounds {
+  /** Journals read at most. */
+  readonly maxJournals: number;
+  /** Bytes of each journal read at most. */
+  readonly maxBytes: number;
+}
 
 /** Which engine runs the agents. */
 export type Backend = 'threads' | 'redis';
@@ -172,6 +180,14 @@ export interface Engine {
    * `from` has none. All or nothing: a fork cut off half way leaves no journal.
    */
   forkJournal(from: string, to: string): Promise<void>;
+  /**
+   * The `Started` events of the journals it holds that name `parentId` as their parent: what a
+   * parent resumed in a new supervisor looks for when its journal shows a `spawn_agent` call cut
+   * off (the child's id is only in the child's journal). Reads the first line of at most
+   * `bounds.maxJournals` journals, no more than `bounds.maxBytes` of each. Absent on an engine that
+   * cannot list its journals (redis): such a call is then recorded as interrupted.
+   */
+  childStarts?(parentId: string, bounds: JournalScanBounds): Promise<EventOf<'Started'>[]>;
   /** Memory of every thread this engine runs in this process (none for redis). */
   measure(): Promise<HostStats[]>;
   /** Where agents run: the thread count, or the queue and how many workers it has now. */

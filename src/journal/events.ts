@@ -37,6 +37,12 @@ export interface Started {
   readonly agentId: string;
   readonly parentId?: string;
   /**
+   * The id of the parent's `spawn_agent` call that started this agent (absent for an agent the
+   * program spawned, and in older journals): a parent resumed in a new supervisor finds
+   * the child of a call that was cut off by it.
+   */
+  readonly spawnCallId?: string;
+  /**
    * The definition as run, pinned: a resumed or restarted agent runs this text (or content), never
    * the file as it is by then. `hash` is `definitionHash` of the definition.
    */

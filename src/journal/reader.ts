@@ -8,7 +8,7 @@
  * does not parse, even the last one, is damage, not a torn write: treating it as torn would let a
  * flipped byte in the last event (or in the newline before it) pass verification unnoticed.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { SystemError } from '../errors.ts';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 import { withHash } from './chain.ts';
@@ -103,6 +103,52 @@ export function parseJournal(data: Uint8Array | string, options: ReadJournalOpti
     start = newline + 1;
   }
   return { events, tornTail: tornTailBytes > 0, tornTailBytes, problems, ...(hashes ? { hashes } : {}) };
+}
+
+/** Bytes read at a time by {@link readFirstEvent}: most `Started` lines fit in one read. */
+const FIRST_LINE_CHUNK = 64 * 1024;
+
+/**
+ * The first event of the journal at `path`, reading no more than `maxBytes` of it, when `keep`
+ * (given the line's text before it is parsed) accepts it. Undefined when the file cannot be read,
+ * its first line is longer than `maxBytes`, torn, refused by `keep` or not a well-formed event:
+ * nothing is thrown, so one bad file does not stop a search over many.
+ */
+export function readFirstEvent(
+  path: string,
+  maxBytes: number,
+  keep: (line: string) => boolean = () => true,
+): AuditEvent | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    while (size < maxBytes) {
+      const chunk = Buffer.allocUnsafe(Math.min(FIRST_LINE_CHUNK, maxBytes - size));
+      const read = readSync(fd, chunk, 0, chunk.length, size);
+      if (read === 0) return undefined;
+      const newline = chunk.subarray(0, read).indexOf(NEWLINE);
+      if (newline !== -1) {
+        chunks.push(chunk.subarray(0, newline));
+        const line = Buffer.concat(chunks);
+        if (!keep(decoder.decode(line))) return undefined;
+        const parsed = parseLine(line, false);
+        return 'event' in parsed ? parsed.event : undefined;
+      }
+      chunks.push(chunk.subarray(0, read));
+      size += read;
+    }
+    return undefined;
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 type LineResult =

@@ -34,6 +34,8 @@ import type { UsageSink } from './usage-record.ts';
 export interface RunAgentOptions {
   readonly agentId: string;
   readonly parentId?: string;
+  /** The parent's `spawn_agent` call that started the agent (journalled in Started). */
+  readonly spawnCallId?: string;
   readonly definition: AgentDefinition;
   readonly task: string;
   /** Fixed context sections, rendered before the task. */

@@ -231,6 +231,7 @@ export async function startRun(
       format: JOURNAL_FORMAT,
     };
     if (options.parentId !== undefined) event.parentId = options.parentId;
+    if (options.spawnCallId !== undefined) event.spawnCallId = options.spawnCallId;
     if (blocks.pinned.length > 0) event.blocks = blocks.pinned;
     if (Object.keys(blocks.settings).length > 0) event.settings = blocks.settings;
     if (Object.keys(modelSettings).length > 0) event.modelSettings = modelSettings;

@@ -135,6 +135,8 @@ export interface HostTask {
 export interface ActorSpec {
   readonly agentId: string;
   readonly parentId: string | undefined;
+  /** The parent's `spawn_agent` call that spawned it (journalled in Started as `spawnCallId`). */
+  readonly spawnCallId?: string;
   /** Nesting depth: 0 for agents spawned by the program. */
   readonly depth: number;
   readonly definition: AgentDefinition;

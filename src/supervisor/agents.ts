@@ -9,22 +9,42 @@ import type { Context } from '@opentelemetry/api';
 import type { EventEmitter } from 'eventemitter3';
 import { abortReason } from '../abort.ts';
 import { hasBlockReferences, resolveAgentBlocks } from '../blocks/resolve.ts';
-import { MAX_INSTRUCTION_BYTES, MAX_SPAWN_INPUT_BYTES } from '../constants.ts';
+import {
+  MAX_ADOPTION_SCAN_BYTES,
+  MAX_ADOPTION_SCAN_JOURNALS,
+  MAX_INSTRUCTION_BYTES,
+  MAX_SPAWN_INPUT_BYTES,
+} from '../constants.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { createEngine } from '../engines/create-engine.ts';
 import type { AgentReport, Engine, EngineHost } from '../engines/engine.ts';
 import { describeValue, type SerializedError, serializeError, UserError } from '../errors.ts';
-import { cancelledError, completedOutcome, failedOutcome, unrunReason } from '../loop/outcome.ts';
+import { isTerminal } from '../journal/events.ts';
+import {
+  cancelledError,
+  completedOutcome,
+  failedOutcome,
+  recordedOutcome,
+  unrunReason,
+} from '../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
 import { cachedDefinitionHash, deliverUsage, type UsageRecord, usageRecord } from '../loop/usage-record.ts';
 import type { McpServers } from '../mcp/config.ts';
 import { extend } from '../objects.ts';
-import type { OptionalSignal } from '../protocol/messages.ts';
+import { AWAIT_AGENTS, type OptionalSignal } from '../protocol/messages.ts';
 import { SIMULATED_FALLBACK_WARNING, warnSimulatedFallback } from '../providers/environment.ts';
 import { prepareModelSettings } from '../providers/model-settings.ts';
+import { ZERO_USAGE } from '../providers/receipt.ts';
 import type { AgentTracing } from '../telemetry/agent-tracing.ts';
+import {
+  cutOffChildren,
+  instructionsFor,
+  type KnownChild,
+  parentJournal,
+  spawnedOutcome,
+} from './adoption.ts';
 import { emitAgentReport, signalOfEvent } from './agent-events.ts';
-import type { AgentHandle, HandleControl } from './agent-handle.ts';
+import { AgentHandle, type HandleControl } from './agent-handle.ts';
 import {
   type AgentRecord,
   createRecord,
@@ -38,7 +58,7 @@ import { ApprovalBook } from './approvals.ts';
 import { loadDefinitions, registerDefinitionMcpCredentials, runMcpServers } from './definitions.ts';
 import { maskedCause, maskedEngineEvent, maskedOutcome, maskedReport } from './engine-masking.ts';
 import type { SupervisorEvents } from './events.ts';
-import { runHostTool } from './host-tools.ts';
+import { type HostToolContext, keepOutcome, runHostTool } from './host-tools.ts';
 import { type PreparedSupervisorOptions, spawnPermissions } from './options.ts';
 import { ORCHESTRATION_TOOLS } from './orchestration.ts';
 import { actorSpec } from './record-spec.ts';
@@ -215,6 +235,7 @@ export class Agents {
       spec: {
         agentId: id,
         parentId: options.parent,
+        ...(options.parent !== undefined && trace?.callId !== undefined ? { spawnCallId: trace.callId } : {}),
         depth: parent ? parent.spec.depth + 1 : 0,
         definition: typeof agent === 'string' ? undefined : agent,
         task: options.task,
@@ -418,6 +439,16 @@ export class Agents {
   #continue(record: AgentRecord): void {
     if (record.state !== 'pending') return;
     const { retryOf } = record;
+    if (retryOf === undefined && record.spec.resume) {
+      // Only a resume reads journals here: what the stopped supervisor knew of the agent's children.
+      this.#adopt(record).then(
+        () => this.#run(record),
+        // Unreadable journals (damaged, gone): it runs as it did before adoption existed, its
+        // cut-off calls recorded as interrupted.
+        () => this.#run(record),
+      );
+      return;
+    }
     if (retryOf === undefined) {
       this.#run(record);
       return;
@@ -429,6 +460,103 @@ export class Agents {
       },
       (error: unknown) => this.#fail(record, 'crashed', serializeError(error)),
     );
+  }
+
+  /**
+   * Makes the children a resumed agent's journal shows it had (see adoption.ts) this supervisor's,
+   * before it runs: finished ones with their recorded outcomes, unfinished ones resumed from their
+   * journals with the instructions they were sent, so `await_agents` and `send_instruction` take
+   * them. A cut-off `spawn_agent` call whose child exists gets that child as its result, and a
+   * cut-off `await_agents` runs again (it only waits).
+   */
+  async #adopt(record: AgentRecord): Promise<void> {
+    const parent = parentJournal(await this.engine.journal(record.id));
+    if (parent === undefined) return;
+    const children = [...parent.children];
+    const known = new Set(children.map((child) => child.agentId));
+    const spawnedBy: { callId: string; agentId: string; agent: string }[] = [];
+    if (parent.cutOffSpawns.length > 0 && this.engine.childStarts !== undefined) {
+      const starts = await this.engine.childStarts(record.id, {
+        maxJournals: MAX_ADOPTION_SCAN_JOURNALS,
+        maxBytes: MAX_ADOPTION_SCAN_BYTES,
+      });
+      for (const { call, started } of cutOffChildren(parent.cutOffSpawns, starts, known)) {
+        const agent = typeof call.args.agent === 'string' ? call.args.agent : started.definition.name;
+        children.push({ agentId: started.agentId, agent, args: call.args });
+        known.add(started.agentId);
+        spawnedBy.push({ callId: call.callId, agentId: started.agentId, agent });
+      }
+    }
+    for (const child of children) {
+      if (hasEnded(record)) return;
+      await this.#adoptChild(record, child, parent.sent.get(child.agentId) ?? []);
+    }
+    if (hasEnded(record)) return;
+    for (const { callId, agentId, agent } of spawnedBy)
+      keepOutcome(record, callId, Promise.resolve(spawnedOutcome(agentId, agent)));
+    for (const { callId, args } of parent.cutOffAwaits)
+      runHostTool(this.#hostToolContext(callId), record.id, AWAIT_AGENTS, args, { callId }).catch(() => {});
+  }
+
+  /** Holds one child of a resumed `parent`: ended with its recorded outcome, or resumed (or started). */
+  async #adoptChild(parent: AgentRecord, child: KnownChild, sent: readonly string[]): Promise<void> {
+    const events = await this.engine.journal(child.agentId);
+    if (hasEnded(parent) || this.records.has(child.agentId)) return;
+    const started = events[0]?.type === 'Started' ? events[0] : undefined;
+    const agent = child.agent ?? started?.definition.name;
+    if (agent === undefined) return;
+    parent.tree ??= { subagents: 0 };
+    parent.tree.subagents += 1;
+    const ended = events.findLast(isTerminal);
+    if (ended !== undefined) {
+      const outcome = recordedOutcome(ended);
+      const held: EndedRecord = {
+        state: 'ended',
+        id: child.agentId,
+        spec: { parentId: parent.id, depth: parent.spec.depth + 1, model: started?.model ?? '' },
+        handle: new AgentHandle(
+          child.agentId,
+          agent,
+          parent.id,
+          Promise.resolve(outcome),
+          this.#handleControl,
+        ),
+        named: true,
+        liveDescendants: 0,
+        treeUsage: ZERO_USAGE,
+        treeCostUsd: 0,
+      };
+      this.records.set(child.agentId, held);
+      parent.children.push(child.agentId);
+      rollUpUsage(this.records, held, outcome.usage, outcome.costUsd);
+      return;
+    }
+    // Never started (it was still pending when the supervisor stopped): it starts now, as spawned.
+    const args = child.args ?? {};
+    const input =
+      started !== undefined
+        ? { task: started.task, context: started.context, metadata: started.metadata, resume: true }
+        : {
+            task: String(args.task),
+            ...(Array.isArray(args.context) ? { context: args.context.map(String) } : {}),
+          };
+    if (started === undefined && child.args === undefined) return;
+    const handle = this.spawn(
+      agent,
+      {
+        id: child.agentId,
+        parent: parent.id,
+        ...input,
+        provider: parent.spec.provider,
+        limits: parent.spec.limits,
+      },
+      undefined,
+    );
+    const spawned = this.#live(handle.id);
+    if (spawned?.state !== 'pending') return;
+    instructionsFor(events, sent).forEach((text, index) => {
+      spawned.held.push({ text, index, resolve: () => {}, reject: () => {} });
+    });
   }
 
   /** Hands a resolved record to the engine, with the instructions sent so far. */
@@ -636,6 +764,18 @@ export class Agents {
     );
   }
 
+  /** What a host call `callId` runs with. */
+  #hostToolContext(callId: string | undefined): HostToolContext {
+    return {
+      hostTools: this.#options.hostTools,
+      agents: this.records,
+      maxDepth: this.#options.maxDepth,
+      maxChildren: this.#options.maxChildren,
+      maxSubagents: this.#options.maxSubagents,
+      spawn: (agent, options) => this.spawn(agent, options, callId === undefined ? undefined : { callId }),
+    };
+  }
+
   /** What the engine may ask and tell: its agents' reports and ends, host tools, complete_task. */
   #engineHost(): EngineHost {
     const running = (agentId: string): AgentRecord | undefined => {
@@ -698,21 +838,10 @@ export class Agents {
       callHostTool: (agentId, name, args, callId, resume) => {
         if (callId !== undefined && resume !== true) this.#tracing?.hostToolCall(agentId, name, callId);
         const run = () =>
-          runHostTool(
-            {
-              hostTools: this.#options.hostTools,
-              agents: this.records,
-              maxDepth: this.#options.maxDepth,
-              maxChildren: this.#options.maxChildren,
-              maxSubagents: this.#options.maxSubagents,
-              spawn: (agent, options) =>
-                this.spawn(agent, options, callId === undefined ? undefined : { callId }),
-            },
-            agentId,
-            name,
-            args,
-            { ...(callId === undefined ? {} : { callId }), ...(resume === true ? { resume } : {}) },
-          );
+          runHostTool(this.#hostToolContext(callId), agentId, name, args, {
+            ...(callId === undefined ? {} : { callId }),
+            ...(resume === true ? { resume } : {}),
+          });
         // The closure runs under the call's execute_tool span: spans it makes are the call's.
         return this.#tracing && callId !== undefined ? this.#tracing.inToolSpan(agentId, callId, run) : run();
       },

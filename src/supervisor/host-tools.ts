@@ -61,6 +61,20 @@ function keptFor(caller: KnownRecord): Map<string, Promise<ToolOutcome>> {
   return kept;
 }
 
+/**
+ * Keeps `outcome` as the outcome of `caller`'s call `callId`, as if the call had run here: what a
+ * parent resumed in a new supervisor gets for a call its journal shows cut off (see adoption.ts).
+ */
+export function keepOutcome(caller: KnownRecord, callId: string, outcome: Promise<ToolOutcome>): void {
+  const kept = keptFor(caller);
+  kept.delete(callId);
+  kept.set(callId, outcome);
+  if (kept.size > MAX_KEPT_HOST_CALLS) {
+    const oldest = kept.keys().next();
+    if (!oldest.done) kept.delete(oldest.value);
+  }
+}
+
 /** Which call of the model a host call is, and whether it only asks for a kept outcome. */
 export interface HostCallIdentity {
   /** The model's id of the call. */
@@ -103,12 +117,7 @@ export function runHostTool(
   // (see openai-chat-stream.ts), so an id seen before is a new call. The latest call of an id is
   // the one a restarted agent can be resuming (it resumes only the calls of its last round).
   const outcome = execute(ctx, caller, agentId, name, args);
-  kept.delete(callId);
-  kept.set(callId, outcome);
-  if (kept.size > MAX_KEPT_HOST_CALLS) {
-    const oldest = kept.keys().next();
-    if (!oldest.done) kept.delete(oldest.value);
-  }
+  keepOutcome(caller, callId, outcome);
   return outcome;
 }
 

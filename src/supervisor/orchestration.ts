@@ -11,6 +11,7 @@ import {
   SPAWN_AGENT,
 } from '../protocol/messages.ts';
 import type { ToolOutcome } from '../tools/types.ts';
+import { spawnedOutcome } from './adoption.ts';
 import type { AgentHandle } from './agent-handle.ts';
 import type { AgentRecord, KnownRecord } from './agent-record.ts';
 import type { SpawnOptions } from './spawn-options.ts';
@@ -121,7 +122,7 @@ export async function runOrchestrationTool(
         limits: caller.spec.limits,
       });
       caller.tree.subagents += 1;
-      return { ok: true, text: `Spawned subagent ${handle.id} (${agent}).`, data: { agentId: handle.id } };
+      return spawnedOutcome(handle.id, agent);
     }
     case SEND_INSTRUCTION: {
       const agentId = String(args.agentId);

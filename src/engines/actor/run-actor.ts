@@ -49,6 +49,7 @@ export async function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): 
     runAgent({
       agentId,
       ...(spec.parentId === undefined ? {} : { parentId: spec.parentId }),
+      ...(spec.spawnCallId === undefined ? {} : { spawnCallId: spec.spawnCallId }),
       definition: spec.definition,
       task: spec.task,
       context: spec.context,

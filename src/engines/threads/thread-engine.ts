@@ -14,13 +14,13 @@
  * `restart.maxRetries` charged deaths it fails with its own cause. Bystanders restart without
  * using their cap (up to `maxBystanderRestarts` times).
  */
-import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { MessagePort } from 'node:worker_threads';
 import { describeValue, type SerializedError, SystemError, serializeError, UserError } from '../../errors.ts';
-import type { AuditEvent } from '../../journal/events.ts';
+import type { AuditEvent, EventOf } from '../../journal/events.ts';
 import { forkedInputs, writeFork } from '../../journal/fork.ts';
-import { readJournal } from '../../journal/reader.ts';
+import { readFirstEvent, readJournal } from '../../journal/reader.ts';
 import { registerSecretValues } from '../../journal/redact.ts';
 import { JournalWriter } from '../../journal/writer.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
@@ -35,7 +35,14 @@ import type {
 } from '../../protocol/messages.ts';
 import { MAX_PROVIDER_PAUSE_MS } from '../../providers/constants.ts';
 import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../../tools/builtin/orchestration.ts';
-import type { Engine, EngineContext, EngineDescription, EngineHost, EngineOptions } from '../engine.ts';
+import type {
+  Engine,
+  EngineContext,
+  EngineDescription,
+  EngineHost,
+  EngineOptions,
+  JournalScanBounds,
+} from '../engine.ts';
 import { Admission } from './admission.ts';
 import { AdmissionServer } from './admission-server.ts';
 import { culpritProviders, pendingWorkOf } from './blame.ts';
@@ -295,6 +302,28 @@ export class ThreadEngine implements Engine {
       if ((error as { code?: unknown }).code === 'journal_not_found') return [];
       throw error;
     }
+  }
+
+  async childStarts(parentId: string, bounds: JournalScanBounds): Promise<EventOf<'Started'>[]> {
+    const dir = this.#options.journalDir;
+    let files: string[];
+    try {
+      files = readdirSync(dir);
+    } catch {
+      return [];
+    }
+    // Only lines that name the parent are parsed: a run directory holds thousands of journals.
+    const names = `"parentId":${JSON.stringify(parentId)}`;
+    const starts: EventOf<'Started'>[] = [];
+    let read = 0;
+    for (const file of files) {
+      if (!file.endsWith('.jsonl')) continue;
+      if (read >= bounds.maxJournals) break;
+      read += 1;
+      const first = readFirstEvent(path.join(dir, file), bounds.maxBytes, (line) => line.includes(names));
+      if (first?.type === 'Started' && first.parentId === parentId) starts.push(first);
+    }
+    return starts;
   }
 
   async forkJournal(from: string, to: string): Promise<void> {

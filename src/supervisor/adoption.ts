@@ -1,0 +1,149 @@
+/**
+ * What a parent resumed in a new supervisor (`troupe resume`, `spawn(..., { resume: true })`) had
+ * of its children, read from journals: the supervisor that ran it kept its children and the
+ * outcomes of its host calls in memory only, so the new one rebuilds them before the parent runs.
+ *
+ * - Its children are the agents its `spawn_agent` results name (`data.agentId`).
+ * - A `spawn_agent` call with no result (cut off by the stop) may have started a child all the same:
+ *   the child's journal names the call in `Started.spawnCallId` (journals before it: the parent in
+ *   `parentId`, and the call's `agent` and `task`). That child is the call's result.
+ * - The instructions it sent each child (`send_instruction` results) are delivered again at their
+ *   indices, so a child resumed while parked gets what it had not yet read.
+ *
+ * Only journals are read here; the Supervisor (agents.ts) makes the records.
+ */
+import type { AuditEvent, EventOf } from '../journal/events.ts';
+import { resumeState } from '../journal/resume.ts';
+import { AWAIT_AGENTS, SEND_INSTRUCTION, SPAWN_AGENT } from '../protocol/messages.ts';
+
+/** A child of the parent, in the order it was spawned. */
+export interface KnownChild {
+  readonly agentId: string;
+  /** The definition name the parent's `spawn_agent` gave (undefined when its call is not in the journal). */
+  readonly agent: string | undefined;
+  /** The parent's `spawn_agent` arguments: what the child is spawned with if it never started. */
+  readonly args: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** A host call of the parent's that has no result in its journal. */
+export interface CutOffCall {
+  readonly callId: string;
+  readonly args: Readonly<Record<string, unknown>>;
+}
+
+/** What a resumed parent's journal says of its children. */
+export interface ParentJournal {
+  /** Children its `spawn_agent` results name, oldest first. */
+  readonly children: KnownChild[];
+  /** Its `spawn_agent` calls that have no result. */
+  readonly cutOffSpawns: CutOffCall[];
+  /** Its `await_agents` calls that have no result (they only wait: the new supervisor runs them). */
+  readonly cutOffAwaits: CutOffCall[];
+  /** The instructions its `send_instruction` results say it queued, by child, in order. */
+  readonly sent: Map<string, string[]>;
+}
+
+/** Reads a parent's journal; undefined when it has ended or never started (nothing to adopt). */
+export function parentJournal(events: readonly AuditEvent[]): ParentJournal | undefined {
+  if (events[0]?.type !== 'Started') return undefined;
+  const state = resumeState(events);
+  if (state.ended !== undefined) return undefined;
+  const calls = new Map<string, EventOf<'ToolCall'>>();
+  const children: KnownChild[] = [];
+  const seen = new Set<string>();
+  const sent = new Map<string, string[]>();
+  for (const event of events) {
+    if (event.type === 'ToolCall') calls.set(event.callId, event);
+    if (event.type !== 'ToolResult' || !event.ok || event.refused === true) continue;
+    const args = calls.get(event.callId)?.args;
+    if (event.name === SPAWN_AGENT) {
+      const agentId = spawnedId(event);
+      if (agentId === undefined || seen.has(agentId)) continue;
+      seen.add(agentId);
+      children.push({ agentId, agent: stringOf(args?.agent), args });
+    } else if (event.name === SEND_INSTRUCTION) {
+      const to = stringOf(args?.agentId);
+      const text = stringOf(args?.text);
+      if (to === undefined || text === undefined) continue;
+      const list = sent.get(to);
+      if (list === undefined) sent.set(to, [text]);
+      else list.push(text);
+    }
+  }
+  const cutOff = (name: string): CutOffCall[] =>
+    state.pendingCalls
+      .filter((call) => call.name === name)
+      .map((call) => ({ callId: call.callId, args: call.args ?? {} }));
+  return { children, cutOffSpawns: cutOff(SPAWN_AGENT), cutOffAwaits: cutOff(AWAIT_AGENTS), sent };
+}
+
+/** The child a `spawn_agent` result names. */
+function spawnedId(result: EventOf<'ToolResult'>): string | undefined {
+  const data = result.data as { agentId?: unknown } | undefined;
+  if (typeof data?.agentId === 'string') return data.agentId;
+  return /^Spawned subagent (\S+)/.exec(result.text)?.[1];
+}
+
+function stringOf(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+/**
+ * The child each cut-off `spawn_agent` call started, among `starts` (Started events naming the
+ * parent) not already `known`: the one whose `spawnCallId` is the call's id; for a journal without
+ * `spawnCallId`, the first one with the call's `agent` and `task`. Calls with no child are left out.
+ */
+export function cutOffChildren(
+  cutOff: readonly CutOffCall[],
+  starts: readonly EventOf<'Started'>[],
+  known: ReadonlySet<string>,
+): { readonly call: CutOffCall; readonly started: EventOf<'Started'> }[] {
+  const free = starts.filter((started) => !known.has(started.agentId));
+  const claimed = new Set<string>();
+  const found: { call: CutOffCall; started: EventOf<'Started'> }[] = [];
+  for (const call of cutOff) {
+    const started =
+      free.find((s) => !claimed.has(s.agentId) && s.spawnCallId === call.callId) ??
+      free.find(
+        (s) =>
+          !claimed.has(s.agentId) &&
+          s.spawnCallId === undefined &&
+          s.definition.name === call.args.agent &&
+          s.task === call.args.task,
+      );
+    if (started === undefined) continue;
+    claimed.add(started.agentId);
+    found.push({ call, started });
+  }
+  return found;
+}
+
+/** The text `spawn_agent` answers for a child it started (as orchestration.ts words it). */
+export function spawnedOutcome(
+  agentId: string,
+  agent: string,
+): {
+  ok: true;
+  text: string;
+  data: { agentId: string };
+} {
+  return { ok: true, text: `Spawned subagent ${agentId} (${agent}).`, data: { agentId } };
+}
+
+/**
+ * The instructions to deliver again to a resumed child, in index order: the ones its journal says
+ * it received (`Instructed`, at their indices), then the ones its parent sent past those.
+ */
+export function instructionsFor(childEvents: readonly AuditEvent[], sent: readonly string[]): string[] {
+  const received: string[] = [];
+  for (const event of childEvents) if (event.type === 'Instructed') received[event.index] = event.text;
+  const count = Math.max(received.length, sent.length);
+  const texts: string[] = [];
+  for (let index = 0; index < count; index += 1) {
+    const text = received[index] ?? sent[index];
+    // A gap (an index neither journal holds) ends what can be delivered in order.
+    if (text === undefined) break;
+    texts.push(text);
+  }
+  return texts;
+}

@@ -1,0 +1,213 @@
+/**
+ * A parent resumed in a new supervisor (`spawn(..., { resume: true })`) after the one that ran it
+ * stopped: its children are adopted from their journals, and a `spawn_agent` call cut off by the
+ * stop gets the child it started. The stop is made exact: a finished run's journals are cut back to
+ * what a kill at a chosen event leaves (a journal is append-only, so a prefix of its lines is what a
+ * crash there leaves).
+ */
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AuditEvent, AuditEventInput, EventOf } from '../../src/journal/events.ts';
+import { readJournal } from '../../src/journal/reader.ts';
+import { JournalWriter } from '../../src/journal/writer.ts';
+import { cutOffChildren } from '../../src/supervisor/adoption.ts';
+import type { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { fixtures, orchestratorDefinition, policySupervisor, tempDir } from './helpers.ts';
+
+const supervisors: Supervisor[] = [];
+afterEach(async () => {
+  await Promise.all(supervisors.splice(0).map((s) => s.close()));
+});
+
+function supervisorFor(journalDir: string): Supervisor {
+  const supervisor = policySupervisor({
+    cwd: tempDir(),
+    journalDir,
+    providers: { adoption: { kind: 'module', module: path.join(fixtures, 'adoption-provider.ts') } },
+    defaultProvider: 'adoption',
+  });
+  supervisors.push(supervisor);
+  return supervisor;
+}
+
+const journalOf = (dir: string, id: string) => path.join(dir, `${id}.jsonl`);
+const eventsOf = (dir: string, id: string) => readJournal(journalOf(dir, id)).events;
+
+/** Keeps the lines of the journal up to and including the first event `at` accepts. */
+function cutAfter(file: string, at: (event: AuditEvent) => boolean): void {
+  const lines = readFileSync(file, 'utf8').split('\n');
+  const index = readJournal(file).events.findIndex(at);
+  expect(index).toBeGreaterThanOrEqual(0);
+  writeFileSync(file, `${lines.slice(0, index + 1).join('\n')}\n`);
+}
+
+/** A finished orchestration: the parent's id and its two children's, in spawn order. */
+async function finishedRun(journalDir: string) {
+  const definition = await orchestratorDefinition();
+  const supervisor = supervisorFor(journalDir);
+  const parent = supervisor.spawn(definition, { task: 'Split the work between two workers.' });
+  expect(await parent.result).toMatchObject({ status: 'completed' });
+  await supervisor.close();
+  const spawns = eventsOf(journalDir, parent.id).filter(
+    (event): event is EventOf<'ToolResult'> => event.type === 'ToolResult' && event.name === 'spawn_agent',
+  );
+  const children = spawns.map((result) => (result.data as { agentId: string }).agentId);
+  expect(children).toHaveLength(2);
+  return { definition, parentId: parent.id, first: children[0] ?? '', second: children[1] ?? '' };
+}
+
+function resume(
+  journalDir: string,
+  definition: Awaited<ReturnType<typeof orchestratorDefinition>>,
+  id: string,
+) {
+  return supervisorFor(journalDir).spawn(definition, {
+    id,
+    task: 'Split the work between two workers.',
+    resume: true,
+  });
+}
+
+const terminals = (events: readonly AuditEvent[]) =>
+  events.filter((event) => event.type === 'Completed' || event.type === 'Failed');
+
+describe('a parent resumed in a new supervisor', () => {
+  it('adopts its children: a finished one with its outcome, an unfinished one resumed once', async () => {
+    const journalDir = tempDir();
+    const { definition, parentId, first, second } = await finishedRun(journalDir);
+    // Killed while the parent awaited: the first child had finished, the second had only started.
+    cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.name === 'await_agents');
+    cutAfter(journalOf(journalDir, second), (e) => e.type === 'Started');
+    const firstBefore = readFileSync(journalOf(journalDir, first), 'utf8');
+
+    const outcome = await resume(journalDir, definition, parentId).result;
+
+    // Without adoption the new supervisor refused both ids and the parent never got its result.
+    expect(outcome).toMatchObject({
+      status: 'completed',
+      result: { awaited: [`${first}:completed`, `${second}:completed`].sort() },
+    });
+    expect(readdirSync(journalDir).sort()).toEqual(
+      [first, second, parentId].map((id) => `${id}.jsonl`).sort(),
+    );
+    expect(readFileSync(journalOf(journalDir, first), 'utf8')).toBe(firstBefore);
+    const secondEvents = eventsOf(journalDir, second);
+    expect(secondEvents.filter((e) => e.type === 'Resumed')).toHaveLength(1);
+    expect(terminals(secondEvents)).toMatchObject([{ type: 'Completed', result: { worker: 'Worker 2' } }]);
+    // The await cut off by the stop only waits: it ran again, rather than coming back interrupted.
+    const awaits = eventsOf(journalDir, parentId).filter(
+      (e) => e.type === 'ToolResult' && e.name === 'await_agents',
+    );
+    expect(awaits).toMatchObject([{ ok: true }]);
+  });
+
+  it("records a cut-off spawn_agent whose child exists with that child's id: no second child", async () => {
+    const journalDir = tempDir();
+    const { definition, parentId, first, second } = await finishedRun(journalDir);
+    const spawnCalls = eventsOf(journalDir, parentId).filter(
+      (e): e is EventOf<'ToolCall'> => e.type === 'ToolCall' && e.name === 'spawn_agent',
+    );
+    const cutOff = spawnCalls[1]?.callId ?? '';
+    expect(eventsOf(journalDir, second)[0]).toMatchObject({ type: 'Started', spawnCallId: cutOff });
+    // Killed after the second spawn_agent started its child, before the call's result was written.
+    cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.callId === cutOff);
+    cutAfter(journalOf(journalDir, second), (e) => e.type === 'Started');
+
+    const outcome = await resume(journalDir, definition, parentId).result;
+
+    expect(outcome).toMatchObject({
+      status: 'completed',
+      result: { awaited: [`${first}:completed`, `${second}:completed`].sort() },
+    });
+    // Without the fix the call came back interrupted and the model spawned a third worker.
+    expect(readdirSync(journalDir)).toHaveLength(3);
+    const result = eventsOf(journalDir, parentId).find((e) => e.type === 'ToolResult' && e.callId === cutOff);
+    expect(result).toMatchObject({
+      ok: true,
+      text: `Spawned subagent ${second} (worker).`,
+      data: { agentId: second },
+    });
+    expect(terminals(eventsOf(journalDir, second))).toHaveLength(1);
+  });
+
+  it('finds the child of a cut-off call by its agent and task in a journal without spawnCallId', async () => {
+    const journalDir = tempDir();
+    const { definition, parentId, second } = await finishedRun(journalDir);
+    const cutOff =
+      eventsOf(journalDir, parentId).filter(
+        (e): e is EventOf<'ToolCall'> => e.type === 'ToolCall' && e.name === 'spawn_agent',
+      )[1]?.callId ?? '';
+    cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.callId === cutOff);
+    // The child's journal as a troupe before spawnCallId wrote it: its Started, chained afresh.
+    const started = eventsOf(journalDir, second)[0] as EventOf<'Started'>;
+    const { seq: _seq, prev: _prev, hash: _hash, spawnCallId: _call, ...body } = started;
+    writeFileSync(journalOf(journalDir, second), '');
+    const writer = JournalWriter.open(journalOf(journalDir, second));
+    writer.append(body as AuditEventInput);
+    writer.close();
+
+    const outcome = await resume(journalDir, definition, parentId).result;
+
+    expect(outcome).toMatchObject({ status: 'completed' });
+    expect(readdirSync(journalDir)).toHaveLength(3);
+    expect(
+      eventsOf(journalDir, parentId).find((e) => e.type === 'ToolResult' && e.callId === cutOff),
+    ).toMatchObject({ ok: true, data: { agentId: second } });
+  });
+
+  it('keeps recording a cut-off spawn_agent as interrupted when it started no child', async () => {
+    const journalDir = tempDir();
+    const { definition, parentId, second } = await finishedRun(journalDir);
+    const cutOff =
+      eventsOf(journalDir, parentId).filter(
+        (e): e is EventOf<'ToolCall'> => e.type === 'ToolCall' && e.name === 'spawn_agent',
+      )[1]?.callId ?? '';
+    cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.callId === cutOff);
+    // Killed before the child was started: it left no journal.
+    rmSync(journalOf(journalDir, second));
+
+    const outcome = await resume(journalDir, definition, parentId).result;
+
+    expect(outcome).toMatchObject({ status: 'completed' });
+    expect(
+      eventsOf(journalDir, parentId).find((e) => e.type === 'ToolResult' && e.callId === cutOff),
+    ).toMatchObject({ ok: false, text: expect.stringContaining('interrupted') });
+    // The model spawned the second worker again: a new child, not the one that never existed.
+    expect(readdirSync(journalDir)).toHaveLength(3);
+  });
+});
+
+describe('cutOffChildren', () => {
+  const started = (agentId: string, extra: Partial<EventOf<'Started'>>) =>
+    ({ type: 'Started', agentId, definition: { name: 'worker' }, task: 'T', ...extra }) as EventOf<'Started'>;
+
+  it('matches by spawnCallId first, and by agent and task only journals without one', () => {
+    const calls = [
+      { callId: 'c1', args: { agent: 'worker', task: 'T' } },
+      { callId: 'c2', args: { agent: 'worker', task: 'T' } },
+    ];
+    const found = cutOffChildren(
+      calls,
+      [
+        started('other-call', { spawnCallId: 'c9' }),
+        started('old', {}),
+        started('new', { spawnCallId: 'c1' }),
+      ],
+      new Set(),
+    );
+    expect(found.map(({ call, started: s }) => [call.callId, s.agentId])).toEqual([
+      ['c1', 'new'],
+      ['c2', 'old'],
+    ]);
+  });
+
+  it('leaves out children already known from a spawn result', () => {
+    const found = cutOffChildren(
+      [{ callId: 'c1', args: { agent: 'worker', task: 'T' } }],
+      [started('known', {})],
+      new Set(['known']),
+    );
+    expect(found).toEqual([]);
+  });
+});
