@@ -8,7 +8,9 @@
  *   the child's journal names the call in `Started.spawnCallId` (journals before it: the parent in
  *   `parentId`, and the call's `agent` and `task`). That child is the call's result.
  * - The instructions it sent each child (`send_instruction` results) are delivered again at their
- *   indices, so a child resumed while parked gets what it had not yet read.
+ *   indices, so a child resumed while parked gets what it had not yet read; so is the instruction
+ *   of a cut-off `send_instruction` to a child that goes on (at the next index: delivering at an
+ *   index is idempotent, so it is never read twice).
  *
  * Only journals are read here; the Supervisor (agents.ts) makes the records.
  */
@@ -39,6 +41,8 @@ export interface ParentJournal {
   readonly cutOffSpawns: CutOffCall[];
   /** Its `await_agents` calls that have no result (they only wait: the new supervisor runs them). */
   readonly cutOffAwaits: CutOffCall[];
+  /** Its `send_instruction` calls that have no result. */
+  readonly cutOffSends: CutOffCall[];
   /** The instructions its `send_instruction` results say it queued, by child, in order. */
   readonly sent: Map<string, string[]>;
 }
@@ -74,7 +78,13 @@ export function parentJournal(events: readonly AuditEvent[]): ParentJournal | un
     state.pendingCalls
       .filter((call) => call.name === name)
       .map((call) => ({ callId: call.callId, args: call.args ?? {} }));
-  return { children, cutOffSpawns: cutOff(SPAWN_AGENT), cutOffAwaits: cutOff(AWAIT_AGENTS), sent };
+  return {
+    children,
+    cutOffSpawns: cutOff(SPAWN_AGENT),
+    cutOffAwaits: cutOff(AWAIT_AGENTS),
+    cutOffSends: cutOff(SEND_INSTRUCTION),
+    sent,
+  };
 }
 
 /** The child a `spawn_agent` result names. */
@@ -82,6 +92,13 @@ function spawnedId(result: EventOf<'ToolResult'>): string | undefined {
   const data = result.data as { agentId?: unknown } | undefined;
   if (typeof data?.agentId === 'string') return data.agentId;
   return /^Spawned subagent (\S+)/.exec(result.text)?.[1];
+}
+
+/** The child and text of a `send_instruction` call, when both are strings. */
+export function instructionOf(call: CutOffCall): { readonly to: string; readonly text: string } | undefined {
+  const to = stringOf(call.args.agentId);
+  const text = stringOf(call.args.text);
+  return to === undefined || text === undefined ? undefined : { to, text };
 }
 
 function stringOf(value: unknown): string | undefined {

@@ -38,6 +38,7 @@ import { ZERO_USAGE } from '../providers/receipt.ts';
 import type { AgentTracing } from '../telemetry/agent-tracing.ts';
 import {
   cutOffChildren,
+  instructionOf,
   instructionsFor,
   type KnownChild,
   parentJournal,
@@ -487,13 +488,31 @@ export class Agents {
         spawnedBy.push({ callId: call.callId, agentId: started.agentId, agent });
       }
     }
+    const sending = new Map<string, string[]>();
+    for (const call of parent.cutOffSends) {
+      const instruction = instructionOf(call);
+      if (instruction === undefined || !known.has(instruction.to)) continue;
+      sending.set(instruction.to, [...(sending.get(instruction.to) ?? []), instruction.text]);
+    }
     for (const child of children) {
       if (hasEnded(record)) return;
-      await this.#adoptChild(record, child, parent.sent.get(child.agentId) ?? []);
+      const sent = [...(parent.sent.get(child.agentId) ?? []), ...(sending.get(child.agentId) ?? [])];
+      await this.#adoptChild(record, child, sent);
     }
     if (hasEnded(record)) return;
     for (const { callId, agentId, agent } of spawnedBy)
       keepOutcome(record, callId, Promise.resolve(spawnedOutcome(agentId, agent)));
+    // Delivered again above to a child that goes on: queued, whether or not the stop came first.
+    // To an ended child it stays interrupted (whether that child read it is not known).
+    for (const call of parent.cutOffSends) {
+      const to = instructionOf(call)?.to;
+      if (to !== undefined && sending.has(to) && this.#live(to) !== undefined)
+        keepOutcome(
+          record,
+          call.callId,
+          Promise.resolve({ ok: true, text: `Instruction queued for ${to}.` }),
+        );
+    }
     for (const { callId, args } of parent.cutOffAwaits)
       runHostTool(this.#hostToolContext(callId), record.id, AWAIT_AGENTS, args, { callId }).catch(() => {});
   }

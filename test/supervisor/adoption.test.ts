@@ -31,6 +31,7 @@ function supervisorFor(journalDir: string): Supervisor {
   return supervisor;
 }
 
+const SPLIT = 'Split the work between two workers.';
 const journalOf = (dir: string, id: string) => path.join(dir, `${id}.jsonl`);
 const eventsOf = (dir: string, id: string) => readJournal(journalOf(dir, id)).events;
 
@@ -43,10 +44,10 @@ function cutAfter(file: string, at: (event: AuditEvent) => boolean): void {
 }
 
 /** A finished orchestration: the parent's id and its two children's, in spawn order. */
-async function finishedRun(journalDir: string) {
+async function finishedRun(journalDir: string, task = SPLIT) {
   const definition = await orchestratorDefinition();
   const supervisor = supervisorFor(journalDir);
-  const parent = supervisor.spawn(definition, { task: 'Split the work between two workers.' });
+  const parent = supervisor.spawn(definition, { task });
   expect(await parent.result).toMatchObject({ status: 'completed' });
   await supervisor.close();
   const spawns = eventsOf(journalDir, parent.id).filter(
@@ -61,12 +62,9 @@ function resume(
   journalDir: string,
   definition: Awaited<ReturnType<typeof orchestratorDefinition>>,
   id: string,
+  task = SPLIT,
 ) {
-  return supervisorFor(journalDir).spawn(definition, {
-    id,
-    task: 'Split the work between two workers.',
-    resume: true,
-  });
+  return supervisorFor(journalDir).spawn(definition, { id, task, resume: true });
 }
 
 const terminals = (events: readonly AuditEvent[]) =>
@@ -175,6 +173,47 @@ describe('a parent resumed in a new supervisor', () => {
     ).toMatchObject({ ok: false, text: expect.stringContaining('interrupted') });
     // The model spawned the second worker again: a new child, not the one that never existed.
     expect(readdirSync(journalDir)).toHaveLength(3);
+  });
+});
+
+describe('a parent resumed in a new supervisor, with instructions on their way', () => {
+  it('delivers a cut-off send_instruction to the child that goes on, and what it was sent before', async () => {
+    const journalDir = tempDir();
+    const task = 'Split the work between two workers and instruct them.';
+    const { definition, parentId, first, second } = await finishedRun(journalDir, task);
+    const sends = eventsOf(journalDir, parentId).filter(
+      (e): e is EventOf<'ToolCall'> => e.type === 'ToolCall' && e.name === 'send_instruction',
+    );
+    expect(sends.map((call) => call.args?.agentId)).toEqual([first, second]);
+    const cutOff = sends[1]?.callId ?? '';
+    // Killed while the second send ran; neither worker had read its instruction yet.
+    cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.callId === cutOff);
+    for (const child of [first, second]) cutAfter(journalOf(journalDir, child), (e) => e.type === 'Waiting');
+
+    const outcome = await resume(journalDir, definition, parentId, task).result;
+
+    expect(outcome).toMatchObject({
+      status: 'completed',
+      result: { awaited: [`${first}:completed`, `${second}:completed`].sort() },
+    });
+    const parentEvents = eventsOf(journalDir, parentId);
+    // Without the fix the call came back interrupted and the model sent the instruction again.
+    expect(parentEvents.find((e) => e.type === 'ToolResult' && e.callId === cutOff)).toMatchObject({
+      ok: true,
+      text: `Instruction queued for ${second}.`,
+    });
+    expect(parentEvents.filter((e) => e.type === 'ToolCall' && e.name === 'send_instruction')).toHaveLength(
+      2,
+    );
+    for (const child of [first, second]) {
+      const events = eventsOf(journalDir, child);
+      expect(events.filter((e) => e.type === 'Instructed')).toMatchObject([
+        { index: 0, text: `do the part of ${child}` },
+      ]);
+      expect(terminals(events)).toMatchObject([
+        { type: 'Completed', result: { instruction: `do the part of ${child}` } },
+      ]);
+    }
   });
 });
 
