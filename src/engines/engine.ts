@@ -185,7 +185,7 @@ export interface Engine {
    * parent resumed in a new supervisor looks for when its journal shows a `spawn_agent` call cut
    * off (the child's id is only in the child's journal). Reads the first line of at most
    * `bounds.maxJournals` journals, no more than `bounds.maxBytes` of each. Absent on an engine that
-   * cannot list its journals (redis): such a call is then recorded as interrupted.
+   * cannot list its journals: such a call is then recorded as interrupted.
    */
   childStarts?(parentId: string, bounds: JournalScanBounds): Promise<EventOf<'Started'>[]>;
   /** Memory of every thread this engine runs in this process (none for redis). */

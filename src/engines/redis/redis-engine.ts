@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { SystemError, serializeError } from '../../errors.ts';
-import type { AuditEvent } from '../../journal/events.ts';
+import { type AuditEvent, auditEventProblem, type EventOf } from '../../journal/events.ts';
 import { forkedInputs, writeFork } from '../../journal/fork.ts';
 import { cancelledError, failedOutcome, journalledOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
@@ -26,7 +26,14 @@ import type {
   WorkerSignal,
 } from '../../protocol/redis.ts';
 import { credentialsIn } from '../../providers/credentials.ts';
-import type { Engine, EngineContext, EngineDescription, EngineHost, EngineOptions } from '../engine.ts';
+import type {
+  Engine,
+  EngineContext,
+  EngineDescription,
+  EngineHost,
+  EngineOptions,
+  JournalScanBounds,
+} from '../engine.ts';
 import { RedisApprovals } from './approvals.ts';
 import { bullConnection, closeRedis, connectRedis, displayUrl, waitForRedis } from './connection.ts';
 import { AGENT_JOB_NAME, BATCH_JOB_NAME, CANCEL_FLAG_TTL_MS, HANDED_OFF } from './constants.ts';
@@ -414,6 +421,41 @@ export class RedisEngine implements Engine {
     checkAgentId(agentId);
     await this.start();
     return readRedisJournal(this.#connected().redis, this.#keys.journal(agentId));
+  }
+
+  async childStarts(parentId: string, bounds: JournalScanBounds): Promise<EventOf<'Started'>[]> {
+    await this.start();
+    const { redis } = this.#connected();
+    // Every journal stream of this queue (a fork's draft key ends in `:fork` and is not matched).
+    const glob = (text: string): string => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+    const pattern = `${glob(this.#keys.prefix)}:${glob(this.#keys.queue)}:agent:*:journal`;
+    const names = `"parentId":${JSON.stringify(parentId)}`;
+    const starts: EventOf<'Started'>[] = [];
+    let read = 0;
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      for (const key of keys) {
+        if (read >= bounds.maxJournals) return starts;
+        read += 1;
+        // An entry is read whole (a stream has no partial reads); only its first line is parsed.
+        const text = (await redis.xrange(key, '-', '+', 'COUNT', 1))[0]?.[1][1];
+        const line = text?.split('\n', 1)[0];
+        if (line === undefined || Buffer.byteLength(line) > bounds.maxBytes || !line.includes(names))
+          continue;
+        let value: unknown;
+        try {
+          value = JSON.parse(line);
+        } catch {
+          continue;
+        }
+        const event = value as AuditEvent;
+        if (auditEventProblem(value) === undefined && event.type === 'Started' && event.parentId === parentId)
+          starts.push(event);
+      }
+    } while (cursor !== '0');
+    return starts;
   }
 
   async forkJournal(from: string, to: string): Promise<void> {
