@@ -100,6 +100,26 @@ describe('a parent resumed in a new supervisor', () => {
     expect(awaits).toMatchObject([{ ok: true }]);
   });
 
+  it('starts a child its spawn result names that never started, with that id, once', async () => {
+    const journalDir = tempDir();
+    const { definition, parentId, first, second } = await finishedRun(journalDir);
+    cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.name === 'await_agents');
+    // The second child was still pending (no thread had it) when the supervisor stopped.
+    rmSync(journalOf(journalDir, second));
+
+    const outcome = await resume(journalDir, definition, parentId).result;
+
+    expect(outcome).toMatchObject({
+      status: 'completed',
+      result: { awaited: [`${first}:completed`, `${second}:completed`].sort() },
+    });
+    const events = eventsOf(journalDir, second);
+    expect(events[0]).toMatchObject({ type: 'Started', parentId, task: 'Worker 2: complete at once.' });
+    expect(events.filter((e) => e.type === 'Resumed')).toEqual([]);
+    expect(terminals(events)).toMatchObject([{ type: 'Completed' }]);
+    expect(readdirSync(journalDir)).toHaveLength(3);
+  });
+
   it("records a cut-off spawn_agent whose child exists with that child's id: no second child", async () => {
     const journalDir = tempDir();
     const { definition, parentId, first, second } = await finishedRun(journalDir);
