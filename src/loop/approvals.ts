@@ -8,6 +8,7 @@
 import { followSignal } from '../abort.ts';
 import { canonicalJson, sha256Hex } from '../journal/canonical-json.ts';
 import type { EventOf } from '../journal/events.ts';
+import { redactText, redactValue } from '../journal/redact.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
 import type { ApprovalAsk } from '../tools/toolbox.ts';
 import type { RunContext } from './context.ts';
@@ -30,7 +31,9 @@ export function approvalHook(
   earlier?: EventOf<'ApprovalRequested'>,
 ): (ask: ApprovalAsk) => Promise<ApprovalDecision> {
   return async (ask) => {
-    const request = earlier ? { ...requestOf(earlier), toolArgs: ask.args } : newRequest(ctx, callId, ask);
+    const request = earlier
+      ? { ...requestOf(earlier), toolArgs: redactValue(ask.args) }
+      : newRequest(ctx, callId, ask);
     if (!earlier) {
       ctx.approvalsRequested += 1;
       ctx.record({
@@ -87,12 +90,15 @@ export function recordDecision(
   });
 }
 
-/** The request an ApprovalRequested event records (`toolArgs`: the call's canonical arguments). */
+/**
+ * The request an ApprovalRequested event records (`toolArgs`: the call's canonical arguments),
+ * masked (see {@link maskedRequest}).
+ */
 export function requestOf(
   event: EventOf<'ApprovalRequested'>,
   toolArgs: Readonly<Record<string, unknown>> = event.args,
 ): ApprovalRequest {
-  return {
+  return maskedRequest({
     requestId: event.requestId,
     agentId: event.agentId,
     callId: event.callId,
@@ -105,6 +111,24 @@ export function requestOf(
     reason: event.reason,
     deadline: event.deadline,
     requestedAt: event.ts,
+  });
+}
+
+/**
+ * `request` as it may leave the agent: its arguments masked as the journal masks them (by key and
+ * by shape, `redactValue`), its rule and reason by shape (a shell line asked as written is its
+ * rule). A model repeats keys it read, and the request is shown to a person, emitted as
+ * `agent:approval`, stored in Redis: a person decides on `[REDACTED]` in place of the value. The
+ * approved tool runs with the call's own arguments, never these. `argsHash` stays the hash of
+ * the real arguments. Idempotent: the supervisor masks again what the agent's thread masked.
+ */
+export function maskedRequest(request: ApprovalRequest): ApprovalRequest {
+  return {
+    ...request,
+    args: redactValue(request.args),
+    toolArgs: redactValue(request.toolArgs),
+    rule: redactText(request.rule),
+    reason: redactText(request.reason),
   };
 }
 
@@ -112,7 +136,7 @@ function newRequest(ctx: RunContext, callId: string, ask: ApprovalAsk): Approval
   const { timeoutMs } = ctx.approvalSettings;
   // Unique per agent and request, and the same whichever runner reads it back from the journal.
   const requestId = `apr_${sha256Hex(`${ctx.agentId}\n${ctx.approvalsRequested}\n${callId}`).slice(0, 24)}`;
-  return {
+  return maskedRequest({
     requestId,
     agentId: ctx.agentId,
     callId,
@@ -125,7 +149,7 @@ function newRequest(ctx: RunContext, callId: string, ask: ApprovalAsk): Approval
     reason: ask.reason,
     deadline: timeoutMs > 0 ? Date.now() + timeoutMs : null,
     requestedAt: new Date().toISOString(),
-  };
+  });
 }
 
 /**

@@ -15,11 +15,14 @@ export interface ApprovalRequest {
   readonly tool: string;
   /** The name the model called it by (after toolNameOverrides). */
   readonly modelName: string;
-  /** The arguments as the model gave them (model-facing parameter names). */
+  /**
+   * The arguments as the model gave them (model-facing parameter names), secrets masked as the
+   * journal masks them (`redactValue`): the tool, once approved, runs with the real ones.
+   */
   readonly args: Readonly<Record<string, unknown>>;
-  /** The arguments the tool receives (canonical parameter names): what permission rules match. */
+  /** The arguments the tool receives (canonical parameter names), masked like `args`: what `--approve` rules match. */
   readonly toolArgs: Readonly<Record<string, unknown>>;
-  /** SHA-256 (hex) of the canonical JSON of `args`: what a decision is about. */
+  /** SHA-256 (hex) of the canonical JSON of the real (unmasked) `args`: what a decision is about. */
   readonly argsHash: string;
   /**
    * The rule that asked: an `ask` rule as written (`Bash(git push:*)`), or the tool's canonical

@@ -10,6 +10,7 @@ import type { AgentReport } from '../engines/engine.ts';
 import type { EngineEvents } from '../engines/events.ts';
 import type { SerializedError } from '../errors.ts';
 import { redactText, redactValue } from '../journal/redact.ts';
+import { maskedRequest } from '../loop/approvals.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 import type { TraceEvent } from '../protocol/messages.ts';
 
@@ -25,8 +26,8 @@ export function maskedOutcome(outcome: AgentOutcome): AgentOutcome {
 
 /**
  * `report` with the cause of a restart masked, and what an agent's thread or worker masked
- * already masked again here: the model's text, a tool call's name, arguments and output, startup
- * warnings and span content. The agent's thread knows the credentials it was given; this one
+ * already masked again here: the model's text, a tool call's name, arguments and output, an
+ * approval request's arguments, rule and reason, startup warnings and span content. The agent's thread knows the credentials it was given; this one
  * knows those the program registered (`registerSecretValues`) and the supervisor's, which the
  * agent's thread may never have been told. Redaction is idempotent: what was masked stays so.
  */
@@ -45,6 +46,17 @@ export function maskedReport(report: AgentReport): AgentReport {
       };
     case 'warnings':
       return { ...report, warnings: redactValue(report.warnings) };
+    case 'approval':
+      return { ...report, request: maskedRequest(report.request) };
+    case 'decided':
+      return {
+        ...report,
+        rule: redactText(report.rule),
+        decision:
+          report.decision.reason === undefined
+            ? report.decision
+            : { ...report.decision, reason: redactText(report.decision.reason) },
+      };
     case 'trace':
       return { ...report, event: maskedTraceEvent(report.event) };
     default:

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { repoRoot, simulatedEnv, startCli, tempDir, troupeBin } from '../run-dir/helpers.ts';
+import { completeTaskResponse, startMockServer, streamToolCall } from '../supervisor/mock-openai.ts';
 
 const fixtures = path.join(repoRoot, 'test/fixtures/approvals');
 const hasScript = spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0;
@@ -65,11 +66,12 @@ function actions(): string[][] {
 function onTerminal(
   args: readonly string[],
   onOutput: (output: string, type: (keys: string) => void, kill: () => void) => void,
+  env: Record<string, string> = {},
 ): Promise<{ code: number | null; output: string }> {
   const command = [process.execPath, troupeBin, ...args].map((word) => `'${word}'`).join(' ');
   const child = spawn('script', ['-qfec', command, '/dev/null'], {
     cwd: dir,
-    env: { ...simulatedEnv(), TERM: 'xterm' },
+    env: { ...simulatedEnv(env), TERM: 'xterm' },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   children.push(child);
@@ -306,4 +308,78 @@ describe('approvals in troupe run', () => {
       { approved: false, by: 'person', decider: 'tty' },
     ]);
   });
+});
+
+describe('a secret in the arguments of a call that asks, in troupe run', () => {
+  it.skipIf(!hasScript)(
+    'is masked in the prompt a person answers and in the journal; the approved tool gets the real values',
+    async () => {
+      // The provider's key (masked because troupe was given it), a GitHub token's shape, and a
+      // value under a key that names secrets (masked by its key, as the journal masks it).
+      const key = 'qz7Xw2mN4pL9vR3tK8yBc5';
+      const shaped = 'ghp_Kx7Qm2Wv9Zr4Tn6Yb1Lp3Hs8';
+      const listed = 'correct-horse-battery-staple';
+      const record = path.join(dir, 'mcp-calls.jsonl');
+      mkdirSync(path.join(dir, '.troupe', 'agents'), { recursive: true });
+      writeFileSync(
+        path.join(dir, '.troupe', 'agents', 'keeper.md'),
+        [
+          '---',
+          'name: keeper',
+          'description: Stores what it is given.',
+          'mcpServers:',
+          '  - vault:',
+          `      command: ${JSON.stringify(process.execPath)}`,
+          `      args: ${JSON.stringify([path.join(repoRoot, 'test/fixtures/mcp/recording.mjs'), record])}`,
+          '---',
+          'Store what you are given.',
+          '',
+        ].join('\n'),
+      );
+      const args = { name: `db ${key} ${shaped}`, secrets: [listed] };
+      const model = await startMockServer({
+        '/v1/chat/completions': (_req, res, index) => {
+          if (index === 0) streamToolCall(res, 'c1', 'mcp__vault__store_secrets', JSON.stringify(args));
+          else completeTaskResponse(res, { stored: true });
+        },
+      });
+      try {
+        const journal = path.join(dir, 'run.jsonl');
+        let answered = false;
+        const { code, output } = await onTerminal(
+          ['run', 'keeper', '--task', 'Store them.', '--journal', journal, '--model', 'mock'],
+          (text, type) => {
+            if (!answered && text.includes('[y] approve')) {
+              answered = true;
+              type('y');
+            }
+          },
+          { OPENAI_BASE_URL: model.url('/v1'), OPENAI_API_KEY: key },
+        );
+        expect(code, output).toBe(0);
+        expect(answered, output).toBe(true);
+        // Masked, not dropped: the person sees which call it is.
+        expect(output).toMatch(
+          /approval needed: mcp__vault__store_secrets \{"name":"db \[REDACTED\] \[REDACTED\]","secrets":\["\[REDACTED\]"\]\}/,
+        );
+        const written = readFileSync(journal, 'utf8');
+        expect(journalEvents(journal).filter((event) => event.type === 'ApprovalRequested')).toMatchObject([
+          { args: { name: 'db [REDACTED] [REDACTED]', secrets: ['[REDACTED]'] } },
+        ]);
+        for (const secret of [key, shaped, listed]) {
+          expect(output).not.toContain(secret);
+          expect(written).not.toContain(secret);
+        }
+        // The server got what the model gave, once.
+        const calls = readFileSync(record, 'utf8')
+          .split('\n')
+          .filter((line) => line !== '')
+          .map((line) => JSON.parse(line) as { arguments: unknown });
+        expect(calls.map((call) => call.arguments)).toEqual([args]);
+      } finally {
+        await model.close();
+      }
+    },
+    60_000,
+  );
 });

@@ -1,8 +1,11 @@
 /**
  * A value the program registers for masking (`registerSecretValues`) in its own thread is masked
  * in what the supervisor tells it and exports of agents that run in other threads, which were
- * never told the value: the model's text, a tool call's arguments and output, span content.
+ * never told the value: the model's text, a tool call's arguments and output, span content, the
+ * arguments of a call that waits for approval.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   BasicTracerProvider,
@@ -10,6 +13,7 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-node';
 import { afterEach, describe, expect, it } from 'vitest';
+import { readJournal } from '../../src/journal/reader.ts';
 import { registerSecretValues } from '../../src/journal/redact.ts';
 import type { ScriptedResponse } from '../../src/providers/scripted.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
@@ -18,6 +22,8 @@ import { tempDir } from './helpers.ts';
 const SCRIPTED = fileURLToPath(new URL('../fixtures/mcp/scripted-provider.ts', import.meta.url));
 /** Shapeless, and registered only in this test's thread: no pattern masks it. */
 const SECRET = 'Ry4uPq8sWm2zLx6cVn0b';
+/** A GitHub token's shape: masked in the agent's thread as well, where nobody registered it. */
+const SHAPED = `ghp_${'Kx7Qm2Wv9Zr4Tn6Yb1Lp3Hs8'}`;
 
 let supervisor: Supervisor | undefined;
 afterEach(async () => {
@@ -57,5 +63,50 @@ describe('a secret the program registered', () => {
     expect(JSON.stringify(spans.map((span) => [span.attributes, span.events]))).toContain('[REDACTED]');
     const leaking = spans.filter((span) => JSON.stringify([span.attributes, span.events]).includes(SECRET));
     expect(leaking.map((span) => span.name)).toEqual([]);
+  }, 60_000);
+});
+
+describe('a secret in the arguments of a call that asks for approval', () => {
+  it('is masked in agent:approval, agent:decision and the journal; the approved tool runs with it', async () => {
+    registerSecretValues([SECRET]);
+    const dir = tempDir();
+    const command = `printf '%s %s' ${SECRET} ${SHAPED} > got.txt`;
+    const steps: ScriptedResponse[] = [
+      { toolCalls: [{ name: 'run_terminal_cmd', arguments: { command } }] },
+      { toolCalls: [{ name: 'complete_task', arguments: { result: { done: true } } }] },
+    ];
+    supervisor = new Supervisor({
+      threads: 1,
+      cwd: dir,
+      journalDir: path.join(dir, 'journals'),
+      providers: { scripted: { kind: 'module', module: SCRIPTED, options: { steps } } },
+      permissions: { ask: ['Bash'] },
+    });
+    const events: string[] = [];
+    supervisor.on('agent:approval', (event) => {
+      events.push(`agent:approval ${JSON.stringify(event)}`);
+      void supervisor?.approve(event.request.requestId);
+    });
+    for (const name of ['agent:decision', 'agent:tool'] as const) {
+      supervisor.on(name, (event: unknown) => events.push(`${name} ${JSON.stringify(event)}`));
+    }
+    const handle = supervisor.spawn('worker', { task: 'Store the values.' });
+    const outcome = await handle.result;
+    await supervisor.close();
+    expect(outcome, JSON.stringify(events)).toMatchObject({ status: 'completed' });
+    // The tool ran with what the model gave it.
+    expect(readFileSync(path.join(dir, 'got.txt'), 'utf8')).toBe(`${SECRET} ${SHAPED}`);
+
+    const asked = events.filter((event) => event.startsWith('agent:approval'));
+    expect(asked).toHaveLength(1);
+    // Masked, not dropped: a person sees which call it is.
+    expect(asked[0]).toContain(`printf '%s %s' [REDACTED] [REDACTED] > got.txt`);
+    expect(events.filter((event) => event.includes(SECRET) || event.includes(SHAPED))).toEqual([]);
+    const journal = readFileSync(path.join(dir, 'journals', `${handle.id}.jsonl`), 'utf8');
+    expect(journal).not.toContain(SHAPED);
+    const requested = readJournal(path.join(dir, 'journals', `${handle.id}.jsonl`)).events.filter(
+      (event) => event.type === 'ApprovalRequested',
+    );
+    expect(requested).toHaveLength(1);
   }, 60_000);
 });
