@@ -355,4 +355,5 @@ export type {
   ToolGuard,
   ToolOutcome,
   ToolSpec,
+  ToolTraceContext,
 } from './tools/types.ts';

@@ -12,7 +12,7 @@ import type {
   HostCallReplyMessage,
   SupervisorCallbackApi,
 } from '../src/protocol/messages.ts';
-import type { ToolOutcome } from '../src/tools/types.ts';
+import type { ToolOutcome, ToolTraceContext } from '../src/tools/types.ts';
 
 /** A call before it is numbered (distributes over the union). */
 type Unnumbered<T> = T extends unknown ? Omit<T, 'id'> : never;
@@ -76,8 +76,10 @@ export class CallbackClient implements SupervisorCallbackApi {
     }) as Promise<ToolOutcome>;
   }
 
-  toolSpan(agentId: string, name: string, callId: string, at: number): Promise<string | undefined> {
-    return this.#call({ method: 'toolSpan', agentId, name, callId, at }) as Promise<string | undefined>;
+  toolSpan(agentId: string, name: string, callId: string, at: number): Promise<ToolTraceContext | undefined> {
+    return this.#call({ method: 'toolSpan', agentId, name, callId, at }) as Promise<
+      ToolTraceContext | undefined
+    >;
   }
 
   #call(call: Unnumbered<HostCall>): Promise<unknown> {

@@ -26,7 +26,7 @@ import type {
   ProviderLimits,
   ToolModuleRef,
 } from '../protocol/messages.ts';
-import type { ToolOutcome } from '../tools/types.ts';
+import type { ToolOutcome, ToolTraceContext } from '../tools/types.ts';
 import type { EngineEvents } from './events.ts';
 
 /** How far {@link Engine.childStarts} reads. */
@@ -108,10 +108,10 @@ export interface EngineHost {
   ): Promise<ToolOutcome>;
   /**
    * Tool call `callId` of agent `agentId` starts at `at` (epoch ms), where the agent runs: the
-   * `traceparent` of its `execute_tool` span, which the tool runs under; undefined when the agent
-   * is not traced.
+   * W3C trace context of its `execute_tool` span, which the tool runs under; undefined when the
+   * agent is not traced.
    */
-  toolSpan(agentId: string, name: string, callId: string, at: number): string | undefined;
+  toolSpan(agentId: string, name: string, callId: string, at: number): ToolTraceContext | undefined;
   emit<K extends keyof EngineEvents>(name: K, ...args: EngineEvents[K]): void;
 }
 

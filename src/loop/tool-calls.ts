@@ -11,7 +11,7 @@ import type { ToolCall } from '../providers/types.ts';
 import type { ReplayDisposition } from '../replay/types.ts';
 import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../tools/builtin/orchestration.ts';
 import type { ApprovalAsk, ToolCallResult } from '../tools/toolbox.ts';
-import type { Tool, ToolOutcome } from '../tools/types.ts';
+import type { Tool, ToolContext, ToolOutcome } from '../tools/types.ts';
 import { approvalHook, recordDecision } from './approvals.ts';
 import type { RunContext } from './context.ts';
 import { formatToolResult } from './history-format.ts';
@@ -109,13 +109,14 @@ export function runToolCall(
   // the toolbox acts, and an approval commits before it asks): one write per instruction, not two.
   const canonical = ctx.toolbox.canonicalName(modelName);
   if (canonical !== WAIT_FOR_INSTRUCTION) ctx.commitJournal();
-  const call = () =>
+  const call = (traceContext?: ToolContext['traceContext']) =>
     ctx.toolbox.call(modelName, args, {
       signal: ctx.signal,
       callId,
       fitsState: (key, text) => ctx.projection.fitsState(key, text, ctx.renderBudget),
       approve,
       ...(answer ? { answer } : {}),
+      ...(traceContext ? { traceContext } : {}),
     });
   // Not an async function: a parked agent's wait_for_instruction call runs here. Routed tools
   // make no spans of their own, and a refused name has no span to be under.

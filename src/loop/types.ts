@@ -4,7 +4,7 @@ import type { SerializedError } from '../errors.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
 import type { Usage } from '../providers/types.ts';
 import type { ReplayCounts } from '../replay/types.ts';
-import type { ToolOutcome } from '../tools/types.ts';
+import type { ToolOutcome, ToolTraceContext } from '../tools/types.ts';
 
 /**
  * Every reason an agent can fail, in one list (the CLI's `--reason` and plan checks read it):
@@ -139,9 +139,14 @@ export interface AgentChannels {
    * `execute_tool` span, so that spans made while the tool runs (an MCP request, web_fetch's
    * HTTP request, a user tool's own) are children of that span, not of the agent's. Not asked
    * for routed tools (`complete_task`, `wait_for_instruction`). Without it tools run in the
-   * agent's context.
+   * agent's context. `run` is given what the tool gets as `ctx.traceContext`: the span's W3C
+   * trace context, asked for only when the tool reads it.
    */
-  inToolSpan?<T>(name: string, callId: string, run: () => Promise<T>): Promise<T>;
+  inToolSpan?<T>(
+    name: string,
+    callId: string,
+    run: (traceContext?: () => Promise<ToolTraceContext | undefined>) => Promise<T>,
+  ): Promise<T>;
 }
 
 /** Identity of a run for journals and events. */

@@ -13,6 +13,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { sleep } from '../abort.ts';
 import { readableErrorText, SystemError } from '../errors.ts';
+import type { ToolTraceContext } from '../tools/types.ts';
 import { expandMcpServerConfig, type McpServerConfig, registerServerCredentials } from './config.ts';
 import {
   MCP_CALL_TIMEOUT_MS,
@@ -199,16 +200,24 @@ export class McpConnection {
    * Calls a tool. Throws SystemError `mcp_unavailable` when the server cannot be reached,
    * `mcp_server_died` when it died during the call, `mcp_timeout` when it did not answer in time,
    * and `mcp_call_failed` for a protocol error the server returned or an HTTP error status
-   * (`fields.status`) it answered with.
+   * (`fields.status`) it answered with. `trace` goes in the request's `_meta` (`traceparent`,
+   * `tracestate`: the keys MCP reserves for W3C trace context, SEP-414), so the server's spans
+   * join the caller's trace.
    */
   async call(
     tool: string,
     args: Readonly<Record<string, unknown>>,
     signal: AbortSignal,
+    trace?: ToolTraceContext,
   ): Promise<McpCallResult> {
     const session = await this.#ready(signal);
+    const params = {
+      name: tool,
+      arguments: { ...args },
+      ...(trace === undefined ? {} : { _meta: { ...trace } }),
+    };
     try {
-      const result = (await session.client.callTool({ name: tool, arguments: { ...args } }, undefined, {
+      const result = (await session.client.callTool(params, undefined, {
         signal,
         timeout: this.#options.callTimeoutMs,
         maxTotalTimeout: this.#options.callTimeoutMs,

@@ -74,7 +74,8 @@ export function mcpTools(connection: McpConnection, listed: readonly McpToolInfo
       readOnly: info.readOnlyHint === true,
       async execute(args, ctx) {
         try {
-          return toOutcome(await connection.call(info.name, args, ctx.signal));
+          const trace = await ctx.traceContext?.();
+          return toOutcome(await connection.call(info.name, args, ctx.signal, trace));
         } catch (error) {
           if (ctx.signal.aborted) throw error;
           const code = (error as { code?: unknown }).code;

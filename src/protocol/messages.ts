@@ -37,7 +37,7 @@ import type { ModelSettings } from '../providers/model-settings.ts';
 import type { Receipt, StopReason, ToolChoice, Usage } from '../providers/types.ts';
 import type { ReplayDisposition, ReplayRecording } from '../replay/types.ts';
 import type { AgentPermissions } from '../tools/permissions.ts';
-import type { ToolOutcome } from '../tools/types.ts';
+import type { ToolOutcome, ToolTraceContext } from '../tools/types.ts';
 import type { ApprovalDecision, ApprovalRequest } from './approvals.ts';
 
 /** How a host builds a provider. Closures cannot cross threads, so providers are described. */
@@ -306,10 +306,10 @@ export interface SupervisorCallbackApi {
     resume?: boolean,
   ): Promise<ToolOutcome>;
   /**
-   * Tool call `callId` (tool `name`) of a traced agent starts at `at` (epoch ms): the
-   * `traceparent` of its `execute_tool` span, to run the tool in (undefined when not traced).
+   * Tool call `callId` (tool `name`) of a traced agent starts at `at` (epoch ms): the W3C trace
+   * context of its `execute_tool` span, to run the tool in (undefined when not traced).
    */
-  toolSpan(agentId: string, name: string, callId: string, at: number): Promise<string | undefined>;
+  toolSpan(agentId: string, name: string, callId: string, at: number): Promise<ToolTraceContext | undefined>;
 }
 
 /** One call of {@link SupervisorCallbackApi}, numbered by the host that makes it. */

@@ -24,6 +24,7 @@ import {
 import { redactText } from '../journal/redact.ts';
 import type { ActorTraceContext, TraceEvent } from '../protocol/messages.ts';
 import type { ModelSettings } from '../providers/model-settings.ts';
+import type { ToolTraceContext } from '../tools/types.ts';
 import { EVENT, GEN_AI, OPERATION, TRACER_NAME, TROUPE } from './attributes.ts';
 import { formatTraceparent } from './trace-context.ts';
 
@@ -191,13 +192,23 @@ export class AgentTracing {
 
   /**
    * A tool call of the agent starts where the agent runs: makes sure its span exists and returns
-   * its `traceparent`, for the tool to run under; undefined when the agent is not traced.
+   * its W3C trace context, for the tool to run under; undefined when the agent is not traced.
    */
-  toolSpan(agentId: string, name: string, callId: string, at: number = Date.now()): string | undefined {
+  toolSpan(
+    agentId: string,
+    name: string,
+    callId: string,
+    at: number = Date.now(),
+  ): ToolTraceContext | undefined {
     const agent = this.#agents.get(agentId);
     if (!agent) return undefined;
     const span = agent.tools.get(callId) ?? this.#startTool(agent, name, name, callId, at);
-    return formatTraceparent(span.spanContext());
+    const spanContext = span.spanContext();
+    const tracestate = spanContext.traceState?.serialize();
+    return {
+      traceparent: formatTraceparent(spanContext),
+      ...(tracestate === undefined || tracestate === '' ? {} : { tracestate }),
+    };
   }
 
   /**

@@ -105,6 +105,8 @@ export interface ToolCallOptions {
    * the one deciding (`deny` rules and `dontAsk` apply regardless).
    */
   readonly approve?: (ask: ApprovalAsk) => Promise<ApprovalDecision>;
+  /** Given to the tool as `ctx.traceContext`. */
+  readonly traceContext?: ToolContext['traceContext'];
 }
 
 /** An agent's view of the tools: specs for the provider and a policy-checked `call`. */
@@ -382,6 +384,7 @@ class AgentToolbox implements Toolbox {
       settings: this.#settings,
       ...(guard === undefined ? {} : { guard }),
       fitsState: callOptions.fitsState ?? fitsAlways,
+      ...(callOptions.traceContext === undefined ? {} : { traceContext: callOptions.traceContext }),
     };
     // Returned, not awaited: the checks' locals need not live while the tool runs (a parked
     // agent's wait_for_instruction runs for as long as it is parked).

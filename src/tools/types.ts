@@ -75,6 +75,22 @@ export interface ToolContext {
    * nothing. Always true where no projection is attached (a tool called outside an agent loop).
    */
   readonly fitsState: (key: string, text: string | null) => boolean;
+  /**
+   * The W3C trace context of this call's `execute_tool` span, when the agent is traced (on the
+   * redis engine: the agent's span); undefined otherwise. A tool that calls another service passes
+   * it on, so that service's spans join the agent's trace: troupe's MCP tools send it in the
+   * `tools/call` request's `_meta`. On the threads engine the first call asks the supervisor (one
+   * message each way); the answer is kept for the call. Absent where no agent runs the tool.
+   */
+  readonly traceContext?: () => Promise<ToolTraceContext | undefined>;
+}
+
+/** W3C trace context (https://www.w3.org/TR/trace-context/) of a tool call. */
+export interface ToolTraceContext {
+  /** `00-<trace id>-<span id>-<flags>`. */
+  readonly traceparent: string;
+  /** Vendors' trace state, when the span has one. */
+  readonly tracestate?: string;
 }
 
 /** What a tool's `needsApproval` function can see. */

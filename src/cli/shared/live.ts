@@ -5,14 +5,17 @@
  * prints JSON lines to stdout instead.
  */
 import { isAbsolute, relative } from 'node:path';
+import { context } from '@opentelemetry/api';
 import { formatProblem } from '../../definition/problems.ts';
 import { serializeError } from '../../errors.ts';
 import type { AuditEvent } from '../../journal/events.ts';
-import type { AgentOutcome } from '../../loop/types.ts';
+import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
 import { printable, terminalJson } from '../../run-dir/format.ts';
 import { type InterruptSignal, raise, watchInterrupts } from '../../run-dir/interrupt.ts';
 import { AgentTracing, type TracingOptions } from '../../telemetry/agent-tracing.ts';
+import { contextFromTraceparent } from '../../telemetry/trace-context.ts';
 import { traceEventOf } from '../../telemetry/trace-events.ts';
+import type { ToolTraceContext } from '../../tools/types.ts';
 import {
   approvalChannel,
   approvalEventLine,
@@ -93,6 +96,7 @@ export async function executeLive(
     outcome = await session.execute({
       signal: controller.signal,
       requestApproval: approvalChannel(approver),
+      ...(tracing ? { channels: { inToolSpan: toolSpanChannel(tracing, info.agentId) } } : {}),
       onEvent: (event: AuditEvent) => {
         const traced = tracing && traceEventOf(event, capture);
         if (traced) tracing?.event(info.agentId, Date.parse(event.ts), traced);
@@ -133,6 +137,19 @@ export async function executeLive(
     if (outcome.status === 'completed') io.stdout(`${resultText(outcome)}\n`);
   }
   return outcome.status === 'completed' ? EXIT_OK : EXIT_FAILED;
+}
+
+/**
+ * Runs each tool call of the traced agent in its `execute_tool` span's context, and gives it the
+ * span's W3C trace context (`ctx.traceContext`: an MCP call sends it on), as a supervisor does.
+ */
+function toolSpanChannel(tracing: AgentTracing, agentId: string): AgentChannels['inToolSpan'] {
+  return (name, callId, run) => {
+    const span = tracing.toolSpan(agentId, name, callId);
+    if (span === undefined) return run();
+    const traceContext = (): Promise<ToolTraceContext> => Promise.resolve(span);
+    return context.with(contextFromTraceparent(span.traceparent), () => run(traceContext));
+  };
 }
 
 /** `path` relative to the current directory when it is inside it, otherwise as given. */

@@ -12,6 +12,7 @@ import type { ActorSpec, AgentSignal } from '../../protocol/messages.ts';
 import type { Provider } from '../../providers/types.ts';
 import { traceSignal } from '../../telemetry/trace-events.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
+import type { ToolTraceContext } from '../../tools/types.ts';
 import { agentSignals, type WantsSignal } from './agent-signal.ts';
 
 /** What the engine lends one run of an actor. */
@@ -31,10 +32,10 @@ export interface ActorRun {
   /** Receives what the supervisor is told about the agent. */
   readonly onSignal: (signal: AgentSignal) => void;
   /**
-   * The `traceparent` of the `execute_tool` span of tool call `callId` of a traced agent, asked of
-   * the supervisor that makes the spans (undefined: the tool runs in the agent's context).
+   * The W3C trace context of the `execute_tool` span of tool call `callId` of a traced agent,
+   * asked of the supervisor that makes the spans (undefined: the tool runs in the agent's context).
    */
-  readonly toolSpan?: (name: string, callId: string, at: number) => Promise<string | undefined>;
+  readonly toolSpan?: (name: string, callId: string, at: number) => Promise<ToolTraceContext | undefined>;
   /** Whether the supervisor listens for an optional signal (read at each event). @default all */
   readonly wantsSignal?: WantsSignal;
   readonly promptCache: Map<string, Promise<string>>;
@@ -91,20 +92,32 @@ export async function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): 
   const toolSpan = run.toolSpan;
   if (toolSpan !== undefined) {
     // A tool runs under its call's execute_tool span (GenAI conventions), not the agent's: the
-    // supervisor makes that span, so its id is asked for before the tool starts. Not asked when
-    // no SDK's context manager is registered here (the usual thread): nothing could read it.
+    // supervisor makes that span, so its id is asked for before the tool starts when an SDK's
+    // context manager is registered here, and otherwise only when the tool reads
+    // `ctx.traceContext` (an MCP call sends it on): in the usual thread nothing else could read it.
     const probe = context.active().setValue(CONTEXT_PROBE, true);
     const carriesContext = (): boolean => context.with(probe, () => context.active() === probe);
     channels = {
       ...channels,
       inToolSpan: async (name, callId, runTool) => {
-        if (!carriesContext()) return runTool();
-        const traceparent = await toolSpan(name, callId, Date.now()).catch(() => undefined);
-        return traceparent === undefined
-          ? runTool()
-          : context.with(contextFromTraceparent(traceparent), runTool);
+        const at = Date.now();
+        let asked: Promise<ToolTraceContext | undefined> | undefined;
+        const traceContext = (): Promise<ToolTraceContext | undefined> => {
+          asked ??= toolSpan(name, callId, at).catch(() => undefined);
+          return asked;
+        };
+        if (!carriesContext()) return runTool(traceContext);
+        const span = await traceContext();
+        return span === undefined
+          ? runTool(traceContext)
+          : context.with(contextFromTraceparent(span.traceparent), () => runTool(traceContext));
       },
     };
+  } else {
+    // The redis engine: its workers do not ask for tool spans; a tool passes on the agent's.
+    const agentContext: ToolTraceContext = { traceparent: trace.traceparent };
+    const traceContext = (): Promise<ToolTraceContext> => Promise.resolve(agentContext);
+    channels = { ...channels, inToolSpan: (_name, _callId, runTool) => runTool(traceContext) };
   }
   return context.with(contextFromTraceparent(trace.traceparent), start);
 }
