@@ -8,6 +8,7 @@
 
 import { abortable } from '../abort.ts';
 import { SystemError } from '../errors.ts';
+import { canonicalJson, sha256Hex } from '../journal/canonical-json.ts';
 import { INTERRUPTED_TOOL_RESULT } from '../journal/constants.ts';
 import type { AuditEvent } from '../journal/events.ts';
 import { type PendingApproval, resumeState } from '../journal/resume.ts';
@@ -124,13 +125,29 @@ async function cutOffOutcome(
   }
 }
 
+/** Why a call that waited for approval when its agent stopped is not run after the restart. */
+export const MASKED_ARGUMENTS_REASON =
+  'its arguments held a secret, which the journal keeps masked, so they are not known after the agent was restarted';
+
 /**
  * Waits again for the decision on a call that was asking when its agent stopped (same request id:
  * whoever decides is not asked twice), then runs or denies it and records its result. If the call no
  * longer asks (the agent's permissions changed), the request is closed with a `policy` decision.
+ * So is a call whose arguments held a secret: the journal has them masked, and running the tool
+ * with `[REDACTED]` in place of the value would do something nobody approved.
  */
 async function finishPendingApproval(run: RunContext, pending: PendingApproval): Promise<void> {
   const { call, request } = pending;
+  // argsHash is the hash of the arguments as the model gave them; the journal's differ only where
+  // masking changed them.
+  if (sha256Hex(canonicalJson(request.args)) !== request.argsHash) {
+    const reason = MASKED_ARGUMENTS_REASON;
+    const decision = { approved: false, by: 'policy', reason } as const;
+    recordDecision(run, call.callId, call.name, request.rule, decision, request.requestId);
+    const text = `\`${call.modelName}\` did not run: ${reason}. Call it again if it is still needed.`;
+    recordToolResult(run, call.callId, call.name, call.modelName, { ok: false, text }, true);
+    return;
+  }
   let asked = false;
   const hook = approvalHook(run, call.callId, request);
   const result = await runToolCall(run, call.callId, call.modelName, request.args, (ask) => {

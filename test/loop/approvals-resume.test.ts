@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { INTERRUPTED_TOOL_RESULT } from '../../src/journal/constants.ts';
 import type { AuditEvent } from '../../src/journal/events.ts';
 import { MemoryJournal } from '../../src/journal/sink.ts';
+import { MASKED_ARGUMENTS_REASON } from '../../src/loop/resume.ts';
 import { runAgent } from '../../src/loop/run-agent.ts';
 import type { AgentChannels } from '../../src/loop/types.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../../src/protocol/approvals.ts';
@@ -44,6 +45,7 @@ function channel(decide?: (request: ApprovalRequest) => ApprovalDecision | undef
 async function journalCutAt(
   stopAt: (event: AuditEvent) => boolean,
   decide: (request: ApprovalRequest) => ApprovalDecision | undefined,
+  planned = task,
 ): Promise<{ events: AuditEvent[]; ran: Record<string, unknown>[] }> {
   const { tool, calls } = recordingTool(
     'act',
@@ -57,7 +59,7 @@ async function journalCutAt(
   await runAgent({
     agentId: 'agent-1',
     definition,
-    task,
+    task: planned,
     provider: planProvider(),
     model: 'm',
     registry: createToolRegistry([tool]),
@@ -82,6 +84,7 @@ async function journalCutAt(
 async function resume(
   events: readonly AuditEvent[],
   decide?: (request: ApprovalRequest) => ApprovalDecision | undefined,
+  planned = task,
 ) {
   const { tool, calls } = recordingTool(
     'act',
@@ -93,7 +96,7 @@ async function resume(
   const outcome = await runAgent({
     agentId: 'agent-1',
     definition,
-    task,
+    task: planned,
     provider: planProvider(),
     model: 'm',
     registry: createToolRegistry([tool]),
@@ -211,5 +214,30 @@ describe('resuming an agent at each point of an approval', () => {
     expect(outcome.status === 'completed' && outcome.answer).toContain(
       'nobody is there to give it (this agent runs without a supervisor or a person to ask; allow the call with a permissions rule)',
     );
+  });
+
+  it('stopped while waiting on a call with a secret in its arguments: closes it unrun, as the journal has them masked', async () => {
+    const secret = 'sk-proj-AbCdEf0123456789xyz';
+    const planned = planTask([
+      { name: 'act', args: { value: secret } },
+      { name: 'act', args: { value: 'after' } },
+    ]);
+    const cut = await journalCutAt(
+      (event) => event.type === 'ApprovalRequested',
+      () => undefined,
+      planned,
+    );
+    expect(eventsOf(cut.events, 'ApprovalRequested')).toMatchObject([{ args: { value: '[REDACTED]' } }]);
+    const resumed = await resume(cut.events, approve, planned);
+    // Never run with `[REDACTED]` in place of the value, nor asked about again.
+    expect(resumed.ran).toEqual([{ value: 'after' }]);
+    expect(resumed.asked.map((request) => request.args)).toEqual([{ value: 'after' }]);
+    expect(eventsOf(resumed.events, 'ApprovalDecided')[0]).toMatchObject({
+      approved: false,
+      by: 'policy',
+      reason: MASKED_ARGUMENTS_REASON,
+    });
+    expect(eventsOf(resumed.events, 'ToolResult')[0]).toMatchObject({ ok: false, refused: true });
+    expect(resumed.outcome).toMatchObject({ status: 'completed', answer: 'last result: acted after' });
   });
 });
