@@ -1,7 +1,8 @@
 /**
  * An MCP tool call of a traced agent carries the W3C trace context of its `execute_tool` span in
  * the request's `_meta` (`traceparent`, the key MCP reserves for it), so the server's spans join
- * the agent's trace; an agent that is not traced sends none.
+ * the agent's trace; an agent that is not traced sends none. On the redis engine, whose workers do
+ * not ask for the call's span, the agent's span is sent.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -16,6 +17,14 @@ import type { AgentDefinition } from '../../src/definition/types.ts';
 import type { ScriptedResponse } from '../../src/providers/scripted.ts';
 import type { SupervisorOptions } from '../../src/supervisor/options.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
+import {
+  killWorkers,
+  redisServerPath,
+  skipReason,
+  startWorker,
+  TestRedis,
+  uniqueName,
+} from '../engines/redis/helpers.ts';
 import { mcpFixtures, scratch } from './helpers.ts';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -89,4 +98,30 @@ describe('trace context on MCP calls', () => {
     expect(calls).toHaveLength(1);
     expect(calls[0]?._meta ?? {}).not.toHaveProperty('traceparent');
   }, 60_000);
+
+  it.skipIf(redisServerPath === undefined)(
+    `sends the agent's span on the redis engine${skipReason}`,
+    async () => {
+      const server = await TestRedis.start();
+      const queue = uniqueName('q-mcp-trace');
+      const workers = [await startWorker(server.url, ['--queue', queue])];
+      cleanups.push(
+        () => server.destroy(),
+        () => killWorkers(workers),
+      );
+      const exporter = new InMemorySpanExporter();
+      const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+      const calls = await callOnce({
+        backend: 'redis',
+        redisUrl: server.url,
+        queueName: queue,
+        tracing: { tracer: provider.getTracer('troupe') },
+      });
+      const agent = exporter.getFinishedSpans().find((span) => span.name === 'invoke_agent recorder');
+      const { traceId, spanId } = agent?.spanContext() ?? { traceId: '', spanId: '' };
+      expect(calls).toHaveLength(1);
+      expect(calls[0]?._meta?.traceparent).toBe(`00-${traceId}-${spanId}-01`);
+    },
+    60_000,
+  );
 });
