@@ -145,6 +145,8 @@ export type WorkerSignal =
 
 /** One host-tool call as it travels from a worker to the supervisor's request stream. */
 export interface HostCall {
+  /** Never set: tells a host call from a {@link ToolSpanRequest} on the same stream. */
+  readonly type?: undefined;
   readonly requestId: string;
   readonly agentId: string;
   readonly name: string;
@@ -154,6 +156,32 @@ export interface HostCall {
   /** Only the outcome of a call cut off by a worker's death is asked for; the tool is not run. */
   readonly resume?: boolean;
 }
+
+/**
+ * A traced agent's tool call starts on a worker (with an SDK registered there): the supervisor
+ * makes the call's `execute_tool` span and answers its `traceparent` on the request's reply list
+ * as {@link ToolSpanAnswer}, for the tool to run in that span's context. Travels on the request
+ * stream with host calls; a supervisor of an earlier version drops it (it has no `args`), and the
+ * worker's wait for the answer is bounded (`TOOL_SPAN_WAIT_MS`).
+ */
+export interface ToolSpanRequest {
+  readonly type: 'tool_span';
+  readonly requestId: string;
+  readonly agentId: string;
+  /** The canonical tool name. */
+  readonly name: string;
+  readonly callId: string;
+  /** When the call started on the worker (epoch ms). */
+  readonly at: number;
+}
+
+/** The answer to a {@link ToolSpanRequest}: no `traceparent` when the agent is not traced. */
+export interface ToolSpanAnswer {
+  readonly traceparent?: string;
+}
+
+/** What a worker appends to its supervisor's request stream. */
+export type SupervisorRequest = HostCall | ToolSpanRequest;
 
 /** Published on the pause channel when a provider key answered 429: every process waits it out. */
 export interface PauseAnnouncement {

@@ -30,7 +30,7 @@ import { clearFinishedAgent, type FinishedRun, readAgentStart, releaseAgent } fr
 import type { RedisApprovals } from './approvals.ts';
 import type { BlockingPool } from './blocking-pool.ts';
 import { HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
-import { callHostTool } from './host-calls.ts';
+import { askToolSpan, callHostTool } from './host-calls.ts';
 import type { Inbox } from './inbox.ts';
 import { parseJobData } from './job-data.ts';
 import type { ScaleoutKeys } from './keys.ts';
@@ -245,6 +245,8 @@ export async function runAgent(
         ...(resumed ? { resumeFrom: events } : {}),
         signal: controller.signal,
         channels: channels(ctx, data, park, turns),
+        // A traced agent's tool runs under its call's execute_tool span, which the supervisor makes.
+        ...(data.agent.trace === undefined ? {} : { toolSpan: toolSpanOf(ctx, data) }),
         // The events a signal reports are on the connection before it (the journal batches per turn).
         onSignal: (s) => {
           runJournal.commit();
@@ -287,6 +289,31 @@ export async function runAgent(
     // the lock: one command less per agent, and a later spawn of it at most waits for the batch.
     if (fence !== undefined && !finished) releaseAgent(redis, keys, agentId, fence.key).catch(() => {});
   }
+}
+
+/**
+ * Asks the supervisor for the `traceparent` of a tool call's `execute_tool` span (runActor asks
+ * only when a context manager here can carry it). A host tool runs on the supervisor, under its
+ * span already. Once the supervisor let one ask go unanswered (an earlier version drops them), the
+ * run's later tools do not wait for it again.
+ */
+function toolSpanOf(
+  ctx: JobContext,
+  data: AgentJobData,
+): (name: string, callId: string, at: number) => Promise<string | undefined> {
+  const agentId = data.agent.agentId;
+  let answers = true;
+  return async (name, callId, at) => {
+    if (!answers || data.hostTools.some((tool) => tool.name === name)) return undefined;
+    const traceparent = await askToolSpan(ctx.redis, ctx.pool, ctx.keys, data.supervisorId, {
+      agentId,
+      name,
+      callId,
+      at,
+    });
+    if (traceparent === null) answers = false;
+    return traceparent ?? undefined;
+  };
 }
 
 async function providerFor(

@@ -71,6 +71,12 @@ export const CANCEL_FLAG_TTL_MS = 7 * 24 * 3_600_000;
 /** Replies to host-tool calls expire if the worker that asked is gone. */
 export const REPLY_TTL_MS = 3_600_000;
 
+/**
+ * How long a worker waits for the supervisor to answer the `traceparent` of a traced tool call's
+ * `execute_tool` span before it runs the tool in the agent's span context instead.
+ */
+export const TOOL_SPAN_WAIT_MS = 5_000;
+
 /** A concurrency slot whose holder died is reclaimed after this lease. */
 export const ADMISSION_SLOT_LEASE_MS = 10 * 60_000;
 

@@ -8,10 +8,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { HostCall } from '../../protocol/redis.ts';
+import type { HostCall, SupervisorRequest, ToolSpanAnswer, ToolSpanRequest } from '../../protocol/redis.ts';
 import type { ToolOutcome } from '../../tools/types.ts';
 import type { BlockingPool } from './blocking-pool.ts';
-import { REPLY_TTL_MS, STREAM_IDLE_TTL_MS } from './constants.ts';
+import { REPLY_TTL_MS, STREAM_IDLE_TTL_MS, TOOL_SPAN_WAIT_MS } from './constants.ts';
 import type { ScaleoutKeys } from './keys.ts';
 
 /** Calls `name` on the supervisor `supervisorId` and waits for its outcome (or the signal). */
@@ -35,6 +35,53 @@ export async function callHostTool(
   return decodeOutcome(reply[1], call.name);
 }
 
+/**
+ * Asks the supervisor `supervisorId` for the `traceparent` of the `execute_tool` span of a traced
+ * agent's tool call (one request and one reply, as a host call): undefined when the agent is not
+ * traced there, or when Redis failed; null when no answer came within {@link TOOL_SPAN_WAIT_MS} (a
+ * supervisor of an earlier version never answers). The tool then runs in the agent's context.
+ */
+export async function askToolSpan(
+  redis: Redis,
+  pool: BlockingPool,
+  keys: ScaleoutKeys,
+  supervisorId: string,
+  request: Omit<ToolSpanRequest, 'type' | 'requestId'>,
+): Promise<string | undefined | null> {
+  const requestId = randomUUID();
+  const stream = keys.requests(supervisorId);
+  const sent: ToolSpanRequest = { type: 'tool_span', requestId, ...request };
+  try {
+    await redis
+      .pipeline()
+      .xadd(stream, '*', 'm', JSON.stringify(sent))
+      .pexpire(stream, STREAM_IDLE_TTL_MS)
+      .exec();
+    const reply = await pool.run(
+      (conn) => conn.blpop(keys.reply(requestId), TOOL_SPAN_WAIT_MS / 1000),
+      AbortSignal.timeout(TOOL_SPAN_WAIT_MS + 1_000),
+      null,
+    );
+    if (reply === null) return null;
+    const answer = JSON.parse(reply[1]) as ToolSpanAnswer;
+    return typeof answer.traceparent === 'string' ? answer.traceparent : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Sends the answer to a tool span request back to the worker waiting for it. */
+export async function answerToolSpan(
+  redis: Redis,
+  keys: ScaleoutKeys,
+  requestId: string,
+  traceparent: string | undefined,
+): Promise<void> {
+  const key = keys.reply(requestId);
+  const answer: ToolSpanAnswer = traceparent === undefined ? {} : { traceparent };
+  await redis.pipeline().lpush(key, JSON.stringify(answer)).pexpire(key, REPLY_TTL_MS).exec();
+}
+
 /** Sends the outcome of a host call back to the worker waiting for it. */
 export async function answerHostCall(
   redis: Redis,
@@ -47,19 +94,22 @@ export async function answerHostCall(
   await redis.pipeline().lpush(key, JSON.stringify(plain)).pexpire(key, REPLY_TTL_MS).exec();
 }
 
-/** A host call read from a request stream entry, or undefined when the entry is malformed. */
-export function decodeHostCall(text: string | undefined): HostCall | undefined {
+/** A request read from a request stream entry, or undefined when the entry is malformed. */
+export function decodeRequest(text: string | undefined): SupervisorRequest | undefined {
   if (text === undefined) return undefined;
   try {
-    const value = JSON.parse(text) as Partial<HostCall>;
-    if (
-      typeof value.requestId === 'string' &&
-      typeof value.agentId === 'string' &&
-      typeof value.name === 'string' &&
-      typeof value.args === 'object' &&
-      value.args !== null
-    ) {
-      return value as HostCall;
+    const value = JSON.parse(text) as Record<string, unknown>;
+    const { requestId, agentId, name } = value;
+    if (typeof requestId !== 'string' || typeof agentId !== 'string' || typeof name !== 'string') {
+      return undefined;
+    }
+    if (value.type === 'tool_span') {
+      return typeof value.callId === 'string' && typeof value.at === 'number'
+        ? (value as unknown as ToolSpanRequest)
+        : undefined;
+    }
+    if (value.type === undefined && typeof value.args === 'object' && value.args !== null) {
+      return value as unknown as HostCall;
     }
   } catch {
     // Malformed: ignored.

@@ -22,7 +22,7 @@ import type {
   AgentJobData,
   BatchJobData,
   BatchResult,
-  HostCall,
+  SupervisorRequest,
   WorkerSignal,
 } from '../../protocol/redis.ts';
 import { credentialsIn } from '../../providers/credentials.ts';
@@ -37,7 +37,7 @@ import type {
 import { RedisApprovals } from './approvals.ts';
 import { bullConnection, closeRedis, connectRedis, displayUrl, waitForRedis } from './connection.ts';
 import { AGENT_JOB_NAME, BATCH_JOB_NAME, CANCEL_FLAG_TTL_MS, HANDED_OFF } from './constants.ts';
-import { answerHostCall } from './host-calls.ts';
+import { answerHostCall, answerToolSpan } from './host-calls.ts';
 import { Inbox } from './inbox.ts';
 import { batchJobData, jobData } from './job-data.ts';
 import { checkAgentId, ScaleoutKeys } from './keys.ts';
@@ -709,7 +709,14 @@ export class RedisEngine implements Engine {
     });
   }
 
-  async #answer(call: HostCall): Promise<void> {
+  async #answer(call: SupervisorRequest): Promise<void> {
+    if (call.type === 'tool_span') {
+      const traceparent = this.#host.toolSpan(call.agentId, call.name, call.callId, call.at);
+      await answerToolSpan(this.#connected().redis, this.#keys, call.requestId, traceparent).catch(() => {
+        // The worker's wait is bounded: its tool runs in the agent's context.
+      });
+      return;
+    }
     const outcome = await this.#host.callHostTool(
       call.agentId,
       call.name,

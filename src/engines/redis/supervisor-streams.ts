@@ -4,8 +4,8 @@
  * connection until the supervisor stops.
  */
 import type { Redis } from 'ioredis';
-import type { HostCall, WorkerSignal } from '../../protocol/redis.ts';
-import { decodeHostCall } from './host-calls.ts';
+import type { SupervisorRequest, WorkerSignal } from '../../protocol/redis.ts';
+import { decodeRequest } from './host-calls.ts';
 import { decodeSignals } from './signals.ts';
 
 const READ_BLOCK_MS = 1_000;
@@ -19,7 +19,7 @@ export interface StreamReaderOptions {
   /** Checked between reads; disconnect `reader` to end a blocked read at once. */
   readonly stopped: () => boolean;
   readonly onSignal: (signal: WorkerSignal) => void;
-  readonly onCall: (call: HostCall) => void;
+  readonly onCall: (call: SupervisorRequest) => void;
 }
 
 /** Reads both streams from their start until `stopped()`. Never rejects. */
@@ -53,7 +53,7 @@ export async function readSupervisorStreams(options: StreamReaderOptions): Promi
           for (const signal of decodeSignals(fields[1])) options.onSignal(signal);
         } else {
           requestsFrom = id;
-          const call = decodeHostCall(fields[1]);
+          const call = decodeRequest(fields[1]);
           if (call) options.onCall(call);
         }
       }
