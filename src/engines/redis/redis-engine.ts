@@ -14,7 +14,7 @@ import type { Redis } from 'ioredis';
 import { SystemError, serializeError } from '../../errors.ts';
 import { type AuditEvent, auditEventProblem, type EventOf } from '../../journal/events.ts';
 import { forkedInputs, writeFork } from '../../journal/fork.ts';
-import { cancelledError, failedOutcome, journalledOutcome } from '../../loop/outcome.ts';
+import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import type { ApprovalDecision } from '../../protocol/approvals.ts';
 import type { ActorSpec, AgentMessage, HostStats, OptionalSignal } from '../../protocol/messages.ts';
@@ -40,6 +40,7 @@ import { AGENT_JOB_NAME, BATCH_JOB_NAME, CANCEL_FLAG_TTL_MS, HANDED_OFF } from '
 import { answerHostCall, answerToolSpan } from './host-calls.ts';
 import { Inbox } from './inbox.ts';
 import { batchJobData, jobData } from './job-data.ts';
+import { journalOutcome } from './journal-end.ts';
 import { checkAgentId, ScaleoutKeys } from './keys.ts';
 import type { PreparedRedisOptions } from './options.ts';
 import { bullmq } from './packages.ts';
@@ -88,6 +89,8 @@ interface RemoteAgent {
   started: boolean;
   /** The batch job it runs in; undefined once it is (or always was) a job of its own. */
   batch: string | undefined;
+  /** Run to continue its journal (`troupe resume`, a resumed Supervisor): it has one before any worker takes it. */
+  readonly resumed: boolean;
 }
 
 /** An agent run in this event-loop turn, its job not added yet. */
@@ -122,6 +125,8 @@ export class RedisEngine implements Engine {
   readonly #batches = new Map<string, Set<string>>();
   /** Batch additions whose follow-up (cancel flags, removal) has not finished: close waits for them. */
   readonly #adding = new Set<Promise<unknown>>();
+  /** Terminal events being appended to the journals of agents the engine ended: close waits for them. */
+  readonly #ending = new Set<Promise<unknown>>();
   /** Runs while the connection to Redis is lost; fires after `redisDownTimeoutMs`. */
   #downTimer: NodeJS.Timeout | undefined;
   /** Set while Redis has been unreachable past `redisDownTimeoutMs`: agents run meanwhile fail with it. */
@@ -207,6 +212,7 @@ export class RedisEngine implements Engine {
       backoffMs: 0,
       started: false,
       batch: undefined,
+      resumed: spec.resume,
     };
     this.#agents.set(spec.agentId, agent);
     if (this.#pending.length === 0) setImmediate(() => this.#addPending());
@@ -370,7 +376,10 @@ export class RedisEngine implements Engine {
     if (!agent) return Promise.resolve(undefined);
     if (agent.state === 'adding') {
       agent.cancelled = message.reason;
-      this.#end(agentId, failedOutcome(agentId, 'cancelled', cancelledError(message.reason)));
+      const outcome = failedOutcome(agentId, 'cancelled', cancelledError(message.reason));
+      // Only a resumed agent has a journal to end: a fan-out's cancel of thousands reads none.
+      if (agent.resumed) this.#endJournalled(agentId, outcome);
+      else this.#end(agentId, outcome);
       return Promise.resolve(undefined);
     }
     // Redis is unreachable when this fails: the supervisor's grace timer stops the agent.
@@ -379,9 +388,9 @@ export class RedisEngine implements Engine {
 
   /**
    * No worker ended the cancelled agent in time (no worker is running, or the agent's worker is
-   * unresponsive or died): remove its job if no worker holds it, and settle the agent, with what
-   * its journal says it spent (see #fromJournal). The cancel flag stays, so a worker that takes
-   * the job later ends it at once. A batch job is removed (when no
+   * unresponsive or died): remove its job if no worker holds it, and settle the agent, its
+   * Failed(cancelled) journalled with what its journal says it spent (see #endJournalled). The
+   * cancel flag stays, so a worker that takes the job later ends it at once. A batch job is removed (when no
    * worker holds it) once every agent of it this supervisor ran is settled, here or, for agents
    * cancelled while the job was being added, once the addition is answered (close waits for it).
    */
@@ -394,26 +403,9 @@ export class RedisEngine implements Engine {
     if (batchId !== undefined && this.#leaveBatch(agentId, batchId)) {
       removals.push(queue.remove(batchId).catch(() => 0));
     }
-    void Promise.all(removals).then(async () => {
-      const ending = failedOutcome(agentId, 'cancelled', cancelledError(reason));
-      this.#end(agentId, await this.#fromJournal(agentId, ending));
-    });
-  }
-
-  /**
-   * `ending`, the end this engine gives an agent its worker did not end (a cancel past `graceMs`,
-   * a job that failed or is gone), as the agent's journal has it ({@link journalledOutcome}): with
-   * what it spent, or the outcome the journal recorded if it ends. Without this it said 0 tokens
-   * spent, though the agent made requests. Read only on these rare paths; `ending` as it is when
-   * the journal cannot be read.
-   */
-  async #fromJournal(agentId: string, ending: AgentOutcome): Promise<AgentOutcome> {
-    try {
-      const events = await readRedisJournal(this.#connected().redis, this.#keys.journal(agentId));
-      return journalledOutcome(events, ending);
-    } catch {
-      return ending;
-    }
+    void Promise.all(removals).then(() =>
+      this.#endJournalled(agentId, failedOutcome(agentId, 'cancelled', cancelledError(reason))),
+    );
   }
 
   /** The agent's journal as stored in Redis (any agent of this queue, not only this supervisor's). */
@@ -570,6 +562,7 @@ export class RedisEngine implements Engine {
     await this.#reading;
     await Promise.all([...this.#agents.values()].map((agent) => agent.sends));
     await Promise.all(this.#adding);
+    await Promise.all(this.#ending);
     await connections.redis
       .del(this.#keys.signals(this.id), this.#keys.requests(this.id), this.#keys.runBudget(this.id))
       .catch(() => 0);
@@ -589,6 +582,29 @@ export class RedisEngine implements Engine {
     this.#agents.delete(agentId);
     if (agent.batch !== undefined) this.#leaveBatch(agentId, agent.batch);
     this.#host.ended(agentId, outcome);
+  }
+
+  /**
+   * {@link #end} for an end the engine decided while no worker runs the agent (its job failed or is
+   * gone, or its cancel outlived `graceMs`): its terminal event goes to its journal first, with the
+   * totals the journal holds, and that outcome is delivered (journal-end.ts).
+   */
+  #endJournalled(agentId: string, outcome: AgentOutcome): void {
+    const agent = this.#agents.get(agentId);
+    const connections = this.#connections;
+    if (!agent) return;
+    if (connections === undefined) {
+      this.#end(agentId, outcome);
+      return;
+    }
+    // Forgotten at once, as #end does: nothing else settles it meanwhile.
+    this.#agents.delete(agentId);
+    if (agent.batch !== undefined) this.#leaveBatch(agentId, agent.batch);
+    const ending = journalOutcome(connections.redis, this.#keys.journal(agentId), outcome).then((ended) =>
+      this.#host.ended(agentId, ended),
+    );
+    this.#ending.add(ending);
+    void ending.finally(() => this.#ending.delete(ending));
   }
 
   /** Forgets that `agentId` runs in `batchId`; true when it was the batch's last unsettled agent. */
@@ -750,7 +766,7 @@ export class RedisEngine implements Engine {
         );
       // Every BullMQ job hash has a timestamp: without one, the job is gone.
       if (timestamp === null || timestamp === undefined) {
-        this.#end(agentId, await this.#fromJournal(agentId, jobLost(agentId, agentId)));
+        this.#endJournalled(agentId, jobLost(agentId, agentId));
         return;
       }
       if (!finishedOn) return;
@@ -758,8 +774,7 @@ export class RedisEngine implements Engine {
       if (isOutcome(value, agentId)) {
         this.#end(agentId, value);
       } else {
-        const failed = jobFailed(agentId, failedReason ?? undefined, Number(attempts ?? 0));
-        this.#end(agentId, await this.#fromJournal(agentId, failed));
+        this.#endJournalled(agentId, jobFailed(agentId, failedReason ?? undefined, Number(attempts ?? 0)));
       }
     } catch {
       // Redis is unreachable: the next reconcile tries again.
@@ -786,7 +801,7 @@ export class RedisEngine implements Engine {
       return true;
     }
     if (result !== undefined && 'failed' in result) {
-      this.#end(agentId, await this.#fromJournal(agentId, jobFailed(agentId, String(result.failed), 1)));
+      this.#endJournalled(agentId, jobFailed(agentId, String(result.failed), 1));
       return true;
     }
     // Not ended in the batch: only the batch job's state can say more.
@@ -797,10 +812,10 @@ export class RedisEngine implements Engine {
       'failedReason',
     );
     if (timestamp === null || timestamp === undefined) {
-      this.#end(agentId, await this.#fromJournal(agentId, jobLost(agentId, batchId)));
+      this.#endJournalled(agentId, jobLost(agentId, batchId));
     } else if (finishedOn) {
       // The batch ended without this agent (its data was refused, or its workers died too often).
-      this.#end(agentId, await this.#fromJournal(agentId, jobFailed(agentId, failedReason ?? undefined, 1)));
+      this.#endJournalled(agentId, jobFailed(agentId, failedReason ?? undefined, 1));
     }
     return true;
   }
