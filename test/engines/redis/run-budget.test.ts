@@ -7,6 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isTerminal } from '../../../src/journal/events.ts';
 import { loadPlan } from '../../../src/run-dir/plan.ts';
 import { chooseProvider } from '../../../src/run-dir/provider-choice.ts';
 import { RunDirWriter } from '../../../src/run-dir/run-dir.ts';
@@ -90,6 +91,19 @@ describe(`runLimits on the redis engine${skipReason}`, { skip: redisServerPath =
       // Every request sent counts what it used (one refused at admission was never sent and
       // counts nothing).
       expect(supervisor.runUsage.usedTokens).toBeGreaterThanOrEqual(model.requests() * 120);
+      // Each journal ends with the one terminal event delivered, with the same totals.
+      for (const [index, handle] of handles.entries()) {
+        const journal = await supervisor.journal(handle.id);
+        const ends = journal.filter(isTerminal);
+        expect(ends).toHaveLength(1);
+        expect(journal.at(-1)).toBe(ends[0]);
+        expect(ends[0]).toMatchObject({
+          type: 'Failed',
+          reason: 'cancelled',
+          rounds: outcomes[index]?.rounds,
+        });
+        expect(ends[0]?.usage).toEqual(outcomes[index]?.usage);
+      }
     } finally {
       await supervisor.close();
     }
