@@ -75,6 +75,12 @@ export interface AgentJobData {
    * over never runs it again even once this job is gone.
    */
   readonly batchId?: string;
+  /**
+   * The supervisor's X25519 public key (base64 SPKI DER): a worker sends the credentials registered
+   * for masking where it runs the agent to the supervisor, sealed with it (the `secrets` signal).
+   * Absent (a supervisor that predates the field): none are sent.
+   */
+  readonly secretsKey?: string;
 }
 
 /**
@@ -136,12 +142,33 @@ export type WorkerSignal =
       readonly retryAfterMs: number;
     }
   | {
+      /**
+       * Credentials registered for masking on the worker (its provider's key, a tool module's
+       * `registerSecretValues`), for the supervisor to mask them too in what it writes of agents'
+       * results: up to `SECRETS_PER_SIGNAL` values of up to `MAX_FORWARDED_SECRET_CHARS` characters,
+       * as a JSON array sealed for the job's `secretsKey` (engines/redis/secret-box.ts), never in
+       * clear. `agentId`: the agent whose run on the worker sent them (they are the worker's).
+       */
+      readonly type: 'secrets';
+      readonly agentId: string;
+      readonly sealed: SealedSecrets;
+    }
+  | {
       readonly type: 'paused';
       readonly agentId: string;
       readonly workerId: number;
       readonly provider: string;
       readonly waitMs: number;
     };
+
+/** Values sealed for a supervisor's `secretsKey` (X25519 + HKDF-SHA-256 + AES-256-GCM), base64 fields. */
+export interface SealedSecrets {
+  /** The sender's ephemeral X25519 public key (SPKI DER). */
+  readonly key: string;
+  readonly iv: string;
+  readonly data: string;
+  readonly tag: string;
+}
 
 /** One host-tool call as it travels from a worker to the supervisor's request stream. */
 export interface HostCall {

@@ -37,6 +37,7 @@ import type { ScaleoutKeys } from './keys.ts';
 import { bullmq } from './packages.ts';
 import { promote } from './promote.ts';
 import { RedisRunBudget, runBudgetCancelReason } from './run-budget.ts';
+import type { SecretForwarder } from './secret-forwarder.ts';
 import type { SignalSender } from './signals.ts';
 import { RedisJournal } from './stream-journal.ts';
 import { applyTurnCancel } from './turn-cancel.ts';
@@ -103,6 +104,8 @@ export interface JobContext {
   readonly agentEnded: (agentId: string, status: 'completed' | 'failed') => void;
   /** The worker's agent slots (`concurrency` counts agents, not jobs: see worker.ts). */
   readonly slots: AgentSlots;
+  /** Sends the credentials registered here to the supervisors of the runs (secret-forwarder.ts). */
+  readonly secrets: SecretForwarder;
 }
 
 /** A worker's `concurrency`, counted in agents. */
@@ -202,6 +205,8 @@ export async function runAgent(
   if (turns !== undefined) ctx.turns.set(agentId, turns);
   let journal: RedisJournal | undefined;
   let finished = false;
+  // Before the run's outcome can be reported: the supervisor masks it with what this worker knows.
+  ctx.secrets.started(data);
   try {
     const { cancelReason, parkedText, events } = await readAgentStart(redis, keys, agentId, fence?.key);
     if (cancelReason !== null) controller.abort(new Error(cancelReason));
@@ -281,6 +286,7 @@ export async function runAgent(
     finished = true;
     return { outcome: first.outcome, parkMarkSeen: parkedText !== null };
   } finally {
+    ctx.secrets.ended(data);
     if (ctx.running.get(agentId) === controller) ctx.running.delete(agentId);
     if (turns !== undefined && ctx.turns.get(agentId) === turns) ctx.turns.delete(agentId);
     if (journal !== undefined && ctx.journals.get(agentId) === journal) ctx.journals.delete(agentId);

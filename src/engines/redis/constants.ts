@@ -77,6 +77,21 @@ export const REPLY_TTL_MS = 3_600_000;
  */
 export const TOOL_SPAN_WAIT_MS = 5_000;
 
+/** Values one `secrets` signal carries at most (a worker sends more in several). */
+export const SECRETS_PER_SIGNAL = 64;
+
+/**
+ * A credential registered on a worker longer than this is not sent to supervisors (no key is):
+ * with SECRETS_PER_SIGNAL it bounds a signal, which a supervisor reads whole.
+ */
+export const MAX_FORWARDED_SECRET_CHARS = 4_096;
+
+/**
+ * Supervisors a worker remembers having sent its credentials to; past this many, one running no
+ * agent there is forgotten (and is sent them all again should it run one).
+ */
+export const MAX_SECRET_SUPERVISORS = 1_024;
+
 /** A concurrency slot whose holder died is reclaimed after this lease. */
 export const ADMISSION_SLOT_LEASE_MS = 10 * 60_000;
 

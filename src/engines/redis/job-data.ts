@@ -67,6 +67,8 @@ export interface JobDataContext {
   readonly supervisorId: string;
   /** See `AgentJobData.wantedSignals`. */
   readonly wantedSignals: readonly OptionalSignal[];
+  /** See `AgentJobData.secretsKey`. */
+  readonly secretsKey?: string;
 }
 
 /**
@@ -96,6 +98,7 @@ export function jobData(spec: ActorSpec, ctx: JobDataContext): AgentJobData {
     parkAfterMs: options.redis.parkAfterMs,
     retainSeconds: options.redis.retainSeconds,
     wantedSignals: ctx.wantedSignals,
+    ...(ctx.secretsKey === undefined ? {} : { secretsKey: ctx.secretsKey }),
     ...(budgeted
       ? { runBudget: { maxTotalTokens: runLimits.maxTotalTokens, maxCostUsd: runLimits.maxCostUsd } }
       : {}),

@@ -26,6 +26,7 @@ import type {
   WorkerSignal,
 } from '../../protocol/redis.ts';
 import { credentialsIn } from '../../providers/credentials.ts';
+import { ForwardedSecrets } from '../actor/forwarded-secrets.ts';
 import type {
   Engine,
   EngineContext,
@@ -46,6 +47,7 @@ import type { PreparedRedisOptions } from './options.ts';
 import { bullmq } from './packages.ts';
 import { connectedWorkers } from './presence.ts';
 import { promote } from './promote.ts';
+import { SecretKeyPair } from './secret-box.ts';
 import { RedisJournal, readRedisJournal } from './stream-journal.ts';
 import { readSupervisorStreams } from './supervisor-streams.ts';
 import { sendTurnCancel } from './turn-cancel.ts';
@@ -134,6 +136,9 @@ export class RedisEngine implements Engine {
   #lastRedisError: string | undefined;
   /** When the unanswered PING that watches for a stalled server was sent (Date.now()). */
   #pingSentAt: number | undefined;
+  #secretKeyPair: SecretKeyPair | undefined;
+  /** Credentials registered on workers (the `secrets` signal), masked here too. */
+  readonly #secrets = new ForwardedSecrets();
 
   constructor(options: RedisEngineOptions, context: EngineContext) {
     this.#options = options;
@@ -330,7 +335,14 @@ export class RedisEngine implements Engine {
       hostTools: this.#context.hostTools,
       supervisorId: this.id,
       wantedSignals: this.#wantedSignals,
+      secretsKey: this.#secretKeys().publicKey,
     });
+  }
+
+  /** Made on first use: workers seal the credentials they send this supervisor for it (secret-box.ts). */
+  #secretKeys(): SecretKeyPair {
+    this.#secretKeyPair ??= new SecretKeyPair();
+    return this.#secretKeyPair;
   }
 
   async #add(spec: ActorSpec, agent: RemoteAgent, data: AgentJobData): Promise<void> {
@@ -658,6 +670,12 @@ export class RedisEngine implements Engine {
   }
 
   #onSignal(signal: WorkerSignal): void {
+    if (signal.type === 'secrets') {
+      // The worker's credentials, whichever agent brought them: results are masked here.
+      const values = this.#secretKeys().openValues(signal.sealed);
+      if (values !== undefined) this.#secrets.register(values);
+      return;
+    }
     const agent = this.#agents.get(signal.agentId);
     if (!agent) return;
     if (signal.type === 'ended') {

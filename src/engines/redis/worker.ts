@@ -37,6 +37,7 @@ import { Inbox } from './inbox.ts';
 import { checkName, ScaleoutKeys } from './keys.ts';
 import { bullmq } from './packages.ts';
 import { announceWorker } from './presence.ts';
+import { SecretForwarder } from './secret-forwarder.ts';
 import { SignalSender } from './signals.ts';
 import type { RedisJournal } from './stream-journal.ts';
 import { applyTurnCancel } from './turn-cancel.ts';
@@ -136,6 +137,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
   readonly #subscriber: Redis;
   readonly #pool: BlockingPool;
   #resources: WorkerResources | undefined;
+  #secrets: SecretForwarder | undefined;
   readonly #worker: Worker<AgentJobData | BatchJobData, AgentOutcome | null>;
   #queue: Queue | undefined;
   readonly #running: Map<string, AbortController>;
@@ -183,6 +185,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
     const turns = new Map<string, TurnCancels>();
     const journals = new Map<string, RedisJournal>();
     const signals = new SignalSender(redis, keys);
+    const secrets = new SecretForwarder(signals);
     const resources = new WorkerResources({
       redis,
       pool,
@@ -250,6 +253,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
         instance?.emit('job:ended', { agentId, status });
       },
       slots,
+      secrets,
     };
     subscriber.on('message', (channel: string, message: string) => {
       if (channel === keys.pauseChannel) {
@@ -316,6 +320,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
     const started = new RedisWorker(id, redis, subscriber, pool, worker, running, keys);
     instance = started;
     started.#resources = resources;
+    started.#secrets = secrets;
     const ended = (
       job: Job<AgentJobData | BatchJobData, AgentOutcome | null> | undefined,
       status: 'completed' | 'failed',
@@ -359,6 +364,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
     await this.#worker.close(force);
     await this.#queue?.close();
     await this.#resources?.close();
+    this.#secrets?.close();
     this.#pool.close();
     await closeRedis(this.#subscriber);
     await closeRedis(this.#redis);

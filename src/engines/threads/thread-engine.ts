@@ -21,7 +21,6 @@ import { describeValue, type SerializedError, SystemError, serializeError, UserE
 import type { AuditEvent, EventOf } from '../../journal/events.ts';
 import { forkedInputs, writeFork } from '../../journal/fork.ts';
 import { readFirstEvent, readJournal } from '../../journal/reader.ts';
-import { registerSecretValues } from '../../journal/redact.ts';
 import { JournalWriter } from '../../journal/writer.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../../loop/types.ts';
@@ -35,6 +34,7 @@ import type {
 } from '../../protocol/messages.ts';
 import { MAX_PROVIDER_PAUSE_MS } from '../../providers/constants.ts';
 import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../../tools/builtin/orchestration.ts';
+import { ForwardedSecrets } from '../actor/forwarded-secrets.ts';
 import type {
   Engine,
   EngineContext,
@@ -112,8 +112,8 @@ export class ThreadEngine implements Engine {
   readonly backend = 'threads';
   readonly #options: ThreadEngineOptions;
   readonly #host: EngineHost;
-  /** A host's credentials were refused here once (see #registerSecrets). */
-  #secretsRefused = false;
+  /** Credentials registered in hosts' threads (forwarded-secrets.ts). */
+  readonly #secrets = new ForwardedSecrets();
   readonly #context: EngineContext;
   readonly #agents = new Map<string, ThreadAgent>();
   readonly #queue: ThreadAgent[] = [];
@@ -674,7 +674,8 @@ export class ThreadEngine implements Engine {
         this.#trackChild(host, message.pid, message.state);
         return;
       case 'secrets':
-        this.#registerSecrets(message.values);
+        // Masked here too: results are written from this thread.
+        this.#secrets.register(message.values);
         return;
       case 'command_process':
         this.#trackChild(host, -message.pgid, message.state);
@@ -682,24 +683,6 @@ export class ThreadEngine implements Engine {
       case 'host_error':
       case 'ready':
         return;
-    }
-  }
-
-  /**
-   * Masks here what a host's thread masks: results are written from this thread. A host holds at
-   * most MAX_LITERAL_SECRETS values; past that many across hosts, this thread keeps those it has
-   * and says so once (`too_many_secrets`), as the new ones cannot be masked in results.
-   */
-  #registerSecrets(values: readonly string[]): void {
-    try {
-      registerSecretValues(values);
-    } catch (error) {
-      if (this.#secretsRefused) return;
-      this.#secretsRefused = true;
-      process.emitWarning(serializeError(error).message, {
-        type: 'TroupeWarning',
-        code: 'TROUPE_TOO_MANY_SECRETS',
-      });
     }
   }
 

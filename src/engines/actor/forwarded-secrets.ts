@@ -1,0 +1,29 @@
+/**
+ * The supervisor's side of credentials registered where agents run (an actor host's thread, a
+ * redis worker): results are written from the supervisor's thread, so it masks them too.
+ */
+import { serializeError } from '../../errors.ts';
+import { registerSecretValues } from '../../journal/redact.ts';
+
+/** Registers forwarded credentials in this thread, warning once when it holds too many. */
+export class ForwardedSecrets {
+  #refused = false;
+
+  /**
+   * Masks `values` here from now on. This thread holds at most MAX_LITERAL_SECRETS values; past
+   * that many across hosts and workers, it keeps those it has and says so once, as a process
+   * warning (`TROUPE_TOO_MANY_SECRETS`): the new ones cannot be masked in results.
+   */
+  register(values: readonly string[]): void {
+    try {
+      registerSecretValues(values);
+    } catch (error) {
+      if (this.#refused) return;
+      this.#refused = true;
+      process.emitWarning(serializeError(error).message, {
+        type: 'TroupeWarning',
+        code: 'TROUPE_TOO_MANY_SECRETS',
+      });
+    }
+  }
+}
