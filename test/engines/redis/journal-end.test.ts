@@ -7,12 +7,14 @@
 import { type FSWatcher, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ScaleoutKeys } from '../../../src/engines/redis/keys.ts';
+import { RedisEngine } from '../../../src/engines/redis/redis-engine.ts';
 import { type AuditEvent, isTerminal } from '../../../src/journal/events.ts';
 import { resumeState } from '../../../src/journal/resume.ts';
 import type { AgentOutcome } from '../../../src/loop/types.ts';
 import type { ScriptedResponse } from '../../../src/providers/scripted.ts';
+import type { AgentHandle } from '../../../src/supervisor/agent-handle.ts';
 import { RedisSupervisor } from '../../../src/supervisor/redis-supervisor.ts';
 import { tempDir } from '../../fixtures/temp-dirs.ts';
 import {
@@ -63,6 +65,7 @@ describe(`ends the redis engine decides${skipReason}`, { skip: redisServerPath =
   });
 
   afterEach(async () => {
+    vi.restoreAllMocks();
     await supervisor?.close();
     supervisor = undefined;
     await killWorkers(workers);
@@ -152,5 +155,18 @@ describe(`ends the redis engine decides${skipReason}`, { skip: redisServerPath =
     const ended = await cancelled.result;
     expect(ended).toMatchObject({ status: 'failed', reason: 'cancelled' });
     expectEndedWith(await supervisor.journal(cancelled.id), ended);
+
+    // A retry continues a fork of that journal (unfinished); it is cancelled while its job is
+    // being added, before any worker could take it.
+    const run = RedisEngine.prototype.run;
+    let retry: AgentHandle | undefined;
+    vi.spyOn(RedisEngine.prototype, 'run').mockImplementation(function (this: RedisEngine, spec) {
+      run.call(this, spec);
+      retry?.cancel('changed my mind');
+    });
+    retry = supervisor.spawn('waiter', { task: 'Wait too.', retryOf: cancelled.id });
+    const retried = await retry.result;
+    expect(retried).toMatchObject({ status: 'failed', reason: 'cancelled' });
+    expectEndedWith(await supervisor.journal(retry.id), retried);
   }, 60_000);
 });
