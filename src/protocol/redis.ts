@@ -205,6 +205,8 @@ export interface ToolSpanRequest {
 /** The answer to a {@link ToolSpanRequest}: no `traceparent` when the agent is not traced. */
 export interface ToolSpanAnswer {
   readonly traceparent?: string;
+  /** Vendors' trace state, when the span has one. */
+  readonly tracestate?: string;
 }
 
 /** What a worker appends to its supervisor's request stream. */

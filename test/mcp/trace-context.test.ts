@@ -1,8 +1,8 @@
 /**
  * An MCP tool call of a traced agent carries the W3C trace context of its `execute_tool` span in
  * the request's `_meta` (`traceparent`, the key MCP reserves for it), so the server's spans join
- * the agent's trace; an agent that is not traced sends none. On the redis engine, whose workers do
- * not ask for the call's span, the agent's span is sent.
+ * the agent's trace; an agent that is not traced sends none. On the redis engine too: its worker
+ * asks the supervisor for the call's span over Redis.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -100,7 +100,7 @@ describe('trace context on MCP calls', () => {
   }, 60_000);
 
   it.skipIf(redisServerPath === undefined)(
-    `sends the agent's span on the redis engine${skipReason}`,
+    `sends the execute_tool span on the redis engine${skipReason}`,
     async () => {
       const server = await TestRedis.start();
       const queue = uniqueName('q-mcp-trace');
@@ -117,8 +117,10 @@ describe('trace context on MCP calls', () => {
         queueName: queue,
         tracing: { tracer: provider.getTracer('troupe') },
       });
-      const agent = exporter.getFinishedSpans().find((span) => span.name === 'invoke_agent recorder');
-      const { traceId, spanId } = agent?.spanContext() ?? { traceId: '', spanId: '' };
+      const spans = exporter.getFinishedSpans();
+      const tool = spans.find((span) => span.name === 'execute_tool mcp__rec__store_secrets');
+      expect(tool, spans.map((span) => span.name).join(', ')).toBeDefined();
+      const { traceId, spanId } = tool?.spanContext() ?? { traceId: '', spanId: '' };
       expect(calls).toHaveLength(1);
       expect(calls[0]?._meta?.traceparent).toBe(`00-${traceId}-${spanId}-01`);
     },

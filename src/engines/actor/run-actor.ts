@@ -114,7 +114,7 @@ export async function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): 
       },
     };
   } else {
-    // The redis engine: its workers do not ask for tool spans; a tool passes on the agent's.
+    // No way to ask for the call's span (a runner given none): a tool passes on the agent's.
     const agentContext: ToolTraceContext = { traceparent: trace.traceparent };
     const traceContext = (): Promise<ToolTraceContext> => Promise.resolve(agentContext);
     channels = { ...channels, inToolSpan: (_name, _callId, runTool) => runTool(traceContext) };

@@ -22,6 +22,7 @@ import type { OptionalSignal } from '../../protocol/messages.ts';
 import type { AgentJobData, ParkRequest, WorkerSignal } from '../../protocol/redis.ts';
 import { MAX_PROVIDER_PAUSE_MS } from '../../providers/constants.ts';
 import type { Provider } from '../../providers/types.ts';
+import type { ToolTraceContext } from '../../tools/types.ts';
 import { runActor } from '../actor/run-actor.ts';
 import type { SharedDefinitions } from '../actor/shared-definitions.ts';
 import { TurnCancels } from '../actor/turn-cancels.ts';
@@ -298,27 +299,34 @@ export async function runAgent(
 }
 
 /**
- * Asks the supervisor for the `traceparent` of a tool call's `execute_tool` span (runActor asks
- * only when a context manager here can carry it). A host tool runs on the supervisor, under its
- * span already. Once the supervisor let one ask go unanswered (an earlier version drops them), the
- * run's later tools do not wait for it again.
+ * Asks the supervisor for the trace context of a tool call's `execute_tool` span (runActor asks
+ * only when a context manager here can carry it, or the tool reads `ctx.traceContext`). A host
+ * tool runs on the supervisor, under its span already. Once the supervisor let one ask go
+ * unanswered (an earlier version drops them), the run's later tools do not wait for it again, and
+ * get the agent's span instead.
  */
 function toolSpanOf(
   ctx: JobContext,
   data: AgentJobData,
-): (name: string, callId: string, at: number) => Promise<string | undefined> {
+): (name: string, callId: string, at: number) => Promise<ToolTraceContext | undefined> {
   const agentId = data.agent.agentId;
+  const agentSpan =
+    data.agent.trace === undefined ? undefined : { traceparent: data.agent.trace.traceparent };
   let answers = true;
   return async (name, callId, at) => {
-    if (!answers || data.hostTools.some((tool) => tool.name === name)) return undefined;
-    const traceparent = await askToolSpan(ctx.redis, ctx.pool, ctx.keys, data.supervisorId, {
+    if (data.hostTools.some((tool) => tool.name === name)) return undefined;
+    if (!answers) return agentSpan;
+    const span = await askToolSpan(ctx.redis, ctx.pool, ctx.keys, data.supervisorId, {
       agentId,
       name,
       callId,
       at,
     });
-    if (traceparent === null) answers = false;
-    return traceparent ?? undefined;
+    if (span === null) {
+      answers = false;
+      return agentSpan;
+    }
+    return span;
   };
 }
 

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { HostCall, SupervisorRequest, ToolSpanAnswer, ToolSpanRequest } from '../../protocol/redis.ts';
-import type { ToolOutcome } from '../../tools/types.ts';
+import type { ToolOutcome, ToolTraceContext } from '../../tools/types.ts';
 import type { BlockingPool } from './blocking-pool.ts';
 import { REPLY_TTL_MS, STREAM_IDLE_TTL_MS, TOOL_SPAN_WAIT_MS } from './constants.ts';
 import type { ScaleoutKeys } from './keys.ts';
@@ -36,7 +36,7 @@ export async function callHostTool(
 }
 
 /**
- * Asks the supervisor `supervisorId` for the `traceparent` of the `execute_tool` span of a traced
+ * Asks the supervisor `supervisorId` for the trace context of the `execute_tool` span of a traced
  * agent's tool call (one request and one reply, as a host call): undefined when the agent is not
  * traced there, or when Redis failed; null when no answer came within {@link TOOL_SPAN_WAIT_MS} (a
  * supervisor of an earlier version never answers). The tool then runs in the agent's context.
@@ -47,7 +47,7 @@ export async function askToolSpan(
   keys: ScaleoutKeys,
   supervisorId: string,
   request: Omit<ToolSpanRequest, 'type' | 'requestId'>,
-): Promise<string | undefined | null> {
+): Promise<ToolTraceContext | undefined | null> {
   const requestId = randomUUID();
   const stream = keys.requests(supervisorId);
   const sent: ToolSpanRequest = { type: 'tool_span', requestId, ...request };
@@ -64,7 +64,10 @@ export async function askToolSpan(
     );
     if (reply === null) return null;
     const answer = JSON.parse(reply[1]) as ToolSpanAnswer;
-    return typeof answer.traceparent === 'string' ? answer.traceparent : undefined;
+    if (typeof answer.traceparent !== 'string') return undefined;
+    return typeof answer.tracestate === 'string'
+      ? { traceparent: answer.traceparent, tracestate: answer.tracestate }
+      : { traceparent: answer.traceparent };
   } catch {
     return undefined;
   }
@@ -75,10 +78,10 @@ export async function answerToolSpan(
   redis: Redis,
   keys: ScaleoutKeys,
   requestId: string,
-  traceparent: string | undefined,
+  span: ToolTraceContext | undefined,
 ): Promise<void> {
   const key = keys.reply(requestId);
-  const answer: ToolSpanAnswer = traceparent === undefined ? {} : { traceparent };
+  const answer: ToolSpanAnswer = span ?? {};
   await redis.pipeline().lpush(key, JSON.stringify(answer)).pexpire(key, REPLY_TTL_MS).exec();
 }
 

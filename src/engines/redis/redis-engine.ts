@@ -745,8 +745,8 @@ export class RedisEngine implements Engine {
 
   async #answer(call: SupervisorRequest): Promise<void> {
     if (call.type === 'tool_span') {
-      const traceparent = this.#host.toolSpan(call.agentId, call.name, call.callId, call.at);
-      await answerToolSpan(this.#connected().redis, this.#keys, call.requestId, traceparent).catch(() => {
+      const span = this.#host.toolSpan(call.agentId, call.name, call.callId, call.at);
+      await answerToolSpan(this.#connected().redis, this.#keys, call.requestId, span).catch(() => {
         // The worker's wait is bounded: its tool runs in the agent's context.
       });
       return;
