@@ -31,6 +31,13 @@ export const DEFAULT_BASH_TIMEOUT_SECS = 120;
 export const DEFAULT_BASH_OUTPUT_BYTE_LIMIT = 200_000;
 /** Default completion-recovery retry policy. */
 export const DEFAULT_RECOVERY = { maxRetries: 3, baseDelayMs: 250, maxDelayMs: 4000 } as const;
+/**
+ * How long one call of a tool may run when the tool does not say (`Tool.timeoutMs`): then its
+ * signal aborts and the call fails with a result that says so, whether or not the tool stops. A
+ * tool module's promise that never settled held its agent for ever (`troupe fanout` never ended).
+ * As long as an MCP call's bound (`MCP_CALL_TIMEOUT_MS`).
+ */
+export const DEFAULT_TOOL_TIMEOUT_MS = 600_000;
 /** Default per-tool retry policy (no retries). */
 export const DEFAULT_TOOL_RETRY = { maxRetries: 0, baseDelayMs: 250, maxDelayMs: 4000 } as const;
 /** Size cap for one AGENTS.md file in a prompt. */

@@ -72,6 +72,8 @@ export function mcpTools(connection: McpConnection, listed: readonly McpToolInfo
       parameters: usableSchema(info.inputSchema),
       // Only a server's explicit read-only hint counts: plan agents get nothing that might write.
       readOnly: info.readOnlyHint === true,
+      // Bounded by the connection's own call timeout (`MCP_CALL_TIMEOUT_MS`).
+      timeoutMs: 0,
       async execute(args, ctx) {
         try {
           const trace = await ctx.traceContext?.();

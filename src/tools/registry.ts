@@ -1,7 +1,10 @@
 /** The tool registry: every tool an agent could be given, by canonical name. */
-import { UserError } from '../errors.ts';
+import { describeValue, UserError } from '../errors.ts';
 import { compileOwnSchema, compileSchema, type SchemaValidator } from './schema.ts';
 import type { JsonSchema, Tool } from './types.ts';
+
+/** The longest delay a timer takes (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 /** Provider-safe tool and parameter names (OpenAI and Anthropic both accept this set). */
 export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
@@ -172,6 +175,20 @@ function check(tool: Tool): Entry {
     throw new UserError(
       'invalid_tool',
       `Expected the parameters of tool \`${tool.name}\` to be an object schema (\`type: object\`)`,
+      { tool: tool.name },
+    );
+  }
+  const { timeoutMs } = tool;
+  if (
+    timeoutMs !== undefined &&
+    (typeof timeoutMs !== 'number' ||
+      !Number.isInteger(timeoutMs) ||
+      timeoutMs < 0 ||
+      timeoutMs > MAX_TIMER_MS)
+  ) {
+    throw new UserError(
+      'invalid_tool',
+      `Expected \`timeoutMs\` of tool \`${tool.name}\` to be an integer from 0 (no limit) to ${MAX_TIMER_MS}, got ${describeValue(timeoutMs)}`,
       { tool: tool.name },
     );
   }

@@ -3,7 +3,7 @@
  * gives the provider its tool specs and runs the model's calls, re-checking the policy each time.
  */
 import path from 'node:path';
-import { DEFAULT_TOOL_RETRY } from '../constants.ts';
+import { DEFAULT_TOOL_RETRY, DEFAULT_TOOL_TIMEOUT_MS } from '../constants.ts';
 import type { AgentDefinition, RetryPolicy } from '../definition/types.ts';
 import { describeValue, UserError } from '../errors.ts';
 import { extend } from '../objects.ts';
@@ -438,27 +438,114 @@ function failed(canonicalName: string, text: string, attempts = 0): ToolCallResu
 
 const fitsAlways = (): boolean => true;
 
+type Attempt = { readonly outcome: ToolOutcome; readonly threw: boolean };
+
 /**
- * Runs the tool once; an exception becomes a failed outcome, and `threw` says so. Not an async
- * function: a parked agent's `wait_for_instruction` runs here, and a suspended frame costs it.
+ * Runs the tool once, within its time limit (`timeoutMs`); an exception becomes a failed outcome,
+ * and `threw` says so. Not an async function: a parked agent's `wait_for_instruction` runs here
+ * (untimed), and a suspended frame costs it.
  */
 function runOnce(
   tool: Tool,
   modelName: string,
   args: Record<string, unknown>,
   ctx: ToolContext,
-): Promise<{ readonly outcome: ToolOutcome; readonly threw: boolean }> {
-  const thrown = (error: unknown): { readonly outcome: ToolOutcome; readonly threw: boolean } => ({
-    outcome: { ok: false, text: `${modelName} failed: ${messageOf(error)}` },
-    threw: !isCancellation(error),
+): Promise<Attempt> {
+  const timeoutMs = tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+  return timeoutMs === 0
+    ? runUntimed(tool, modelName, args, ctx)
+    : runTimed(tool, modelName, args, ctx, timeoutMs);
+}
+
+/**
+ * Runs the tool under a signal that also aborts after `timeoutMs`; then the call fails at once,
+ * whether or not the tool stops (a promise that never settles is left behind, not awaited). A tool
+ * that answers synchronously sets no timer.
+ */
+function runTimed(
+  tool: Tool,
+  modelName: string,
+  args: Record<string, unknown>,
+  ctx: ToolContext,
+  timeoutMs: number,
+): Promise<Attempt> {
+  const parent = ctx.signal;
+  const controller = new AbortController();
+  const onAbort = (): void => controller.abort(parent.reason);
+  if (parent.aborted) controller.abort(parent.reason);
+  else parent.addEventListener('abort', onAbort, { once: true });
+  const done = (): void => parent.removeEventListener('abort', onAbort);
+  let answer: ToolOutcome | PromiseLike<ToolOutcome>;
+  try {
+    answer = tool.execute(args, { ...ctx, signal: controller.signal });
+  } catch (error) {
+    done();
+    return Promise.resolve(thrown(modelName, error));
+  }
+  if (!isThenable(answer)) {
+    done();
+    return Promise.resolve(settled(answer, modelName));
+  }
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<Attempt>((resolve) => {
+    timer = setTimeout(() => {
+      // Settled before the abort, so a tool that rejects on the abort does not win the race
+      // with "aborted" instead of saying the time ran out.
+      resolve({
+        outcome: {
+          ok: false,
+          text: `${modelName} did not finish within ${timeoutMs} ms (its time limit) and was abandoned. Do not call it again with the same arguments.`,
+        },
+        threw: false,
+      });
+      controller.abort(new DOMException(`${modelName} timed out after ${timeoutMs} ms`, 'TimeoutError'));
+    }, timeoutMs);
   });
+  const ran = Promise.resolve(answer).then(
+    (outcome) => settled(outcome, modelName),
+    (error: unknown) => thrown(modelName, error),
+  );
+  return Promise.race([ran, timedOut]).finally(() => {
+    clearTimeout(timer);
+    done();
+  });
+}
+
+function runUntimed(
+  tool: Tool,
+  modelName: string,
+  args: Record<string, unknown>,
+  ctx: ToolContext,
+): Promise<Attempt> {
   let pending: Promise<ToolOutcome>;
   try {
     pending = Promise.resolve(tool.execute(args, ctx));
   } catch (error) {
-    return Promise.resolve(thrown(error));
+    return Promise.resolve(thrown(modelName, error));
   }
-  return pending.then((outcome) => ({ outcome: checkedOutcome(outcome, modelName), threw: false }), thrown);
+  return pending.then(
+    (outcome) => settled(outcome, modelName),
+    (error: unknown) => thrown(modelName, error),
+  );
+}
+
+function settled(outcome: unknown, modelName: string): Attempt {
+  return { outcome: checkedOutcome(outcome, modelName), threw: false };
+}
+
+function thrown(modelName: string, error: unknown): Attempt {
+  return {
+    outcome: { ok: false, text: `${modelName} failed: ${messageOf(error)}` },
+    threw: !isCancellation(error),
+  };
+}
+
+function isThenable(value: unknown): value is PromiseLike<ToolOutcome> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }
 
 /**

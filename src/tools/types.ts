@@ -124,6 +124,14 @@ export interface Tool<Args = Record<string, unknown>> {
    */
   readonly needsApproval?: boolean | NeedsApproval<Args>;
   /**
+   * Longest one call may run, in milliseconds, each retry on its own: then `ctx.signal` aborts and
+   * the call fails with the result `<tool> did not finish within N ms`, whether or not `execute`
+   * stops (a promise that never settles is abandoned). `0`: no limit, for a tool that bounds
+   * itself or waits by design (`wait_for_instruction`, `run_terminal_cmd`, MCP tools).
+   * @default 600000 (`DEFAULT_TOOL_TIMEOUT_MS`)
+   */
+  readonly timeoutMs?: number;
+  /**
    * Runs the tool with arguments already validated against `parameters`. Throwing is allowed: the
    * toolbox turns an exception into the failed outcome `<tool> failed: <message>`.
    */

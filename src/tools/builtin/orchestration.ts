@@ -68,6 +68,8 @@ export function declareCompleteTask(
       additionalProperties: false,
     },
     readOnly: true,
+    // Answered by the supervisor (or the loop, in a session), not by code of the agent's thread.
+    timeoutMs: 0,
     execute: execute ?? unbound(COMPLETE_TASK),
   };
   // A result schema of the caller's is compiled and checked at registration like any other.
@@ -96,6 +98,8 @@ export function declareWaitForInstruction(
       additionalProperties: false,
     },
     readOnly: true,
+    // Waits by design, for as long as the supervisor sends nothing.
+    timeoutMs: 0,
     execute: execute ?? unbound(WAIT_FOR_INSTRUCTION),
   };
   markBuiltinTools([declaration]);

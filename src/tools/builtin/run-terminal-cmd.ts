@@ -56,6 +56,8 @@ export const runTerminalCmdTool: Tool<RunTerminalCmdArgs> = {
     additionalProperties: false,
   },
   readOnly: false,
+  // Bounded by `bash.timeoutSecs`, which may be longer than the default tool time limit.
+  timeoutMs: 0,
   execute(args, ctx) {
     const bash = ctx.bash ?? DEFAULT_BASH;
     const script = bash.cmdPrefix ? `${bash.cmdPrefix} ${args.command}` : args.command;
