@@ -19,6 +19,7 @@ import { estimateTokens } from './estimate.ts';
 import {
   type HttpClient,
   type HttpProviderOptions,
+  type HttpRequest,
   isJsonResponse,
   jsonRequest,
   postWithRetries,
@@ -30,7 +31,7 @@ import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import { checkHttpOptions, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
-import { completeUsage, failedAttemptUsage } from './receipt.ts';
+import { completeUsage, failedAttemptUsage, plausibleUsage } from './receipt.ts';
 import { reasoningEffortIssue, settingsPreflightError } from './settings-support.ts';
 import { parseEventData, readServerSentEvents } from './sse.ts';
 import { createTurn, type ExchangeContext, type ModelResponse } from './turn-runner.ts';
@@ -199,7 +200,7 @@ export class AnthropicProvider implements Provider {
             request.model,
           );
           const read = (response: Response, reading: ResponseReading) =>
-            this.#read(response, reading, ctx, httpRequest.estimatedInputTokens);
+            this.#read(response, reading, ctx, httpRequest);
           const { response, content } = await postWithRetries(this.#client, httpRequest, ctx, read);
           messages.push({ role: 'assistant', content });
           return response;
@@ -245,7 +246,7 @@ export class AnthropicProvider implements Provider {
     response: Response,
     reading: ResponseReading,
     ctx: ExchangeContext,
-    estimatedInputTokens: number,
+    request: HttpRequest,
   ): Promise<{ response: ModelResponse; content: AnthropicContentBlock[]; usage: Usage | undefined }> {
     const origin: ErrorOrigin = {
       provider: this.name,
@@ -271,12 +272,13 @@ export class AnthropicProvider implements Provider {
       finished = accumulator.finish();
     } catch (error) {
       // `message_start` reported the input before the stream broke: that count is kept.
-      const partial = failedAttemptUsage(accumulator.usage, estimateTokens(ctx.outputChars()));
+      const reported = plausibleUsage(accumulator.usage, request.maxInputTokens);
+      const partial = failedAttemptUsage(reported, estimateTokens(ctx.outputChars()));
       if (partial !== undefined) ctx.reportFailedAttemptUsage(partial);
       throw error;
     }
-    const usage = completeUsage(accumulator.usage, {
-      inputTokens: estimatedInputTokens,
+    const usage = completeUsage(plausibleUsage(accumulator.usage, request.maxInputTokens), {
+      inputTokens: request.estimatedInputTokens,
       outputTokens: estimateTokens(ctx.outputChars()),
     });
     if (usage !== undefined) ctx.reportUsage(usage);

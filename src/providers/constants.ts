@@ -18,6 +18,14 @@ export const DEFAULT_MODELS = {
   simulated: 'simulated',
 } as const;
 
+/**
+ * Input tokens a server may count beyond one per byte of the request body: chat templates and
+ * Anthropic's tool-use system prompt add tokens the body does not hold. A reported input count
+ * above the body's bytes plus this cannot be true (every token of a byte-level tokenizer covers at
+ * least one byte) and is read as no count: a server claiming 5,000,000 input tokens for a 9 KB
+ * request spent a 1M-token budget, and the run's, in one step.
+ */
+export const INPUT_TOKEN_OVERHEAD = 4096;
 /** Retries after the first attempt of a model request. */
 export const DEFAULT_MAX_RETRIES = 2;
 /** First backoff delay; doubles with every retry. */

@@ -4,7 +4,12 @@
  */
 import type { RetryPolicy } from '../definition/types.ts';
 import { isTroupeError, type ProviderError } from '../errors.ts';
-import { MAX_EVENT_BYTES, MAX_HONOURED_RETRY_AFTER_MS, RETRY_JITTER } from './constants.ts';
+import {
+  INPUT_TOKEN_OVERHEAD,
+  MAX_EVENT_BYTES,
+  MAX_HONOURED_RETRY_AFTER_MS,
+  RETRY_JITTER,
+} from './constants.ts';
 import { estimateTokens } from './estimate.ts';
 import {
   bodyExcerpt,
@@ -72,6 +77,11 @@ export interface HttpRequest {
   readonly body: string;
   readonly model: string;
   readonly estimatedInputTokens: number;
+  /**
+   * The most input tokens the server can truly have counted: the body's UTF-8 bytes plus
+   * {@link INPUT_TOKEN_OVERHEAD}. A larger reported count is read as no count (`plausibleUsage`).
+   */
+  readonly maxInputTokens: number;
 }
 
 /** A JSON POST of `payload` to `url`, sized for token-per-minute admission. */
@@ -82,7 +92,14 @@ export function jsonRequest(
   model: string,
 ): HttpRequest {
   const body = JSON.stringify(payload);
-  return { url, headers, body, model, estimatedInputTokens: estimateTokens(body.length) };
+  return {
+    url,
+    headers,
+    body,
+    model,
+    estimatedInputTokens: estimateTokens(body.length),
+    maxInputTokens: Buffer.byteLength(body, 'utf8') + INPUT_TOKEN_OVERHEAD,
+  };
 }
 
 /**

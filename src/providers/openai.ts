@@ -11,6 +11,7 @@ import { estimateTokens } from './estimate.ts';
 import {
   type HttpClient,
   type HttpProviderOptions,
+  type HttpRequest,
   isJsonResponse,
   jsonRequest,
   postWithRetries,
@@ -23,7 +24,7 @@ import { type ChatAssistantMessage, ChatStreamAccumulator, completionAsChunk } f
 import { checkHttpOptions, checkOneOf, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
-import { completeUsage, failedAttemptUsage } from './receipt.ts';
+import { completeUsage, failedAttemptUsage, plausibleUsage } from './receipt.ts';
 import { reasoningEffortIssue, settingsPreflightError } from './settings-support.ts';
 import { parseEventData, readServerSentEvents } from './sse.ts';
 import { createTurn, type ExchangeContext, type ModelResponse } from './turn-runner.ts';
@@ -167,7 +168,7 @@ export class OpenAIProvider implements Provider {
             request.model,
           );
           const read = (response: Response, reading: ResponseReading) =>
-            this.#read(response, reading, ctx, httpRequest.estimatedInputTokens);
+            this.#read(response, reading, ctx, httpRequest);
           const { response, message } = await postWithRetries(this.#client, httpRequest, ctx, read);
           messages.push(message);
           return response;
@@ -205,7 +206,7 @@ export class OpenAIProvider implements Provider {
     response: Response,
     reading: ResponseReading,
     ctx: ExchangeContext,
-    estimatedInputTokens: number,
+    request: HttpRequest,
   ): Promise<{ response: ModelResponse; message: ChatAssistantMessage; usage: Usage | undefined }> {
     const origin: ErrorOrigin = {
       provider: this.name,
@@ -236,12 +237,13 @@ export class OpenAIProvider implements Provider {
       finished = accumulator.finish(complete);
     } catch (error) {
       // Usage the server sent before the stream broke (its last chunk, then no `[DONE]`) is kept.
-      const partial = failedAttemptUsage(accumulator.usage, estimateTokens(ctx.outputChars()));
+      const reported = plausibleUsage(accumulator.usage, request.maxInputTokens);
+      const partial = failedAttemptUsage(reported, estimateTokens(ctx.outputChars()));
       if (partial !== undefined) ctx.reportFailedAttemptUsage(partial);
       throw error;
     }
-    const usage = completeUsage(accumulator.usage, {
-      inputTokens: estimatedInputTokens,
+    const usage = completeUsage(plausibleUsage(accumulator.usage, request.maxInputTokens), {
+      inputTokens: request.estimatedInputTokens,
       outputTokens: estimateTokens(ctx.outputChars()),
     });
     if (usage !== undefined) ctx.reportUsage(usage);

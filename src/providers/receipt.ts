@@ -57,6 +57,19 @@ export function mergeUsage(
 }
 
 /**
+ * `reported` with an input count the request could not have had (above `maxInputTokens`, see
+ * `HttpRequest.maxInputTokens`) left unreadable, so it is estimated like a missing one instead of
+ * spending budgets on a lie. Its cached share goes with it.
+ */
+export function plausibleUsage(
+  reported: ReportedUsage | undefined,
+  maxInputTokens: number,
+): ReportedUsage | undefined {
+  if (reported?.inputTokens === undefined || reported.inputTokens <= maxInputTokens) return reported;
+  return { ...reported, inputTokens: undefined, cachedInputTokens: 0 };
+}
+
+/**
  * A request's usage from what its server reported: undefined when it reported neither side
  * readably (the request counts as one without usage); else the unreadable side, if any, is filled
  * from `estimate` and marked (`estimated`, `estimatedSide`). Counting that side as 0 would let a

@@ -71,6 +71,22 @@ describe('usage reported before a stream fails', () => {
     expect(end.receipt.usage.outputTokens).toBeGreaterThanOrEqual(1);
   });
 
+  it('anthropic: an input in message_start that the request could not hold is not kept when the stream breaks', async () => {
+    server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      sse(res, [start(5_000_000)]);
+      res.end('event: content_block_delta\ndata: {not json\n\n');
+    });
+    const provider = new AnthropicProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+    const events = await collect(provider.turn(turnRequest({ model: 'claude-sonnet-4-6' })));
+    const end = terminal(events);
+    expect(end.type).toBe('error');
+    if (end.type !== 'error') return;
+    expect(usages(events)).toEqual([]);
+    expect(end.request?.requestsWithoutUsage).toBe(1);
+    expect(end.receipt.usage.inputTokens).toBe(0);
+  });
+
   it('anthropic: a connection reset after message_start is retried, and both attempts count', async () => {
     const { sleep, delays } = fakeSleep();
     server = await startServer((_req, res, index) => {

@@ -9,6 +9,7 @@
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AnthropicProvider } from '../../src/providers/anthropic.ts';
+import { INPUT_TOKEN_OVERHEAD } from '../../src/providers/constants.ts';
 import { OpenAIProvider } from '../../src/providers/openai.ts';
 import type { TurnEvent } from '../../src/providers/types.ts';
 import { collect, startServer, type TestServer, terminal, turnRequest } from './helpers.ts';
@@ -132,6 +133,45 @@ describe('usage a server lies about', () => {
         expect(end.receipt.requestsWithoutUsage).toBe(0);
         expect(end.receipt.usage).toEqual(usage);
       }
+    });
+  }
+
+  // A server claimed 5,000,000 input tokens for a 9 KB request: `troupe run` printed
+  // "5.0M of 1.0M tokens used" and charged $15, and a run's budget went with it.
+  for (const provider of ['openai', 'anthropic'] as const) {
+    it(`${provider}: an input count above the request's bytes (plus INPUT_TOKEN_OVERHEAD) is estimated, one at it is kept`, async () => {
+      const answer = provider === 'openai' ? openAIAnswer : anthropicAnswer;
+      const claims: number[] = [];
+      let offset = 0;
+      const started = await startServer((_req, res, index) => {
+        const bytes = Buffer.byteLength(started.received[index]?.body ?? '', 'utf8');
+        const claimed = bytes + INPUT_TOKEN_OVERHEAD + offset;
+        claims.push(claimed);
+        const usage =
+          provider === 'openai'
+            ? {
+                prompt_tokens: claimed,
+                completion_tokens: 3,
+                prompt_tokens_details: { cached_tokens: claimed },
+              }
+            : { input_tokens: claimed, output_tokens: 3 };
+        answer(res, usage);
+      });
+      server = started;
+      const make = () =>
+        provider === 'openai'
+          ? new OpenAIProvider({ baseURL: started.url, apiKey: 'k', maxRetries: 0 })
+          : new AnthropicProvider({ baseURL: started.url, apiKey: 'k', maxRetries: 0 });
+      const request = turnRequest(provider === 'anthropic' ? { model: 'claude-sonnet-4-6' } : {});
+      const [atBound] = usagesOf(await collect(make().turn(request)));
+      expect(atBound).toMatchObject({ inputTokens: claims[0], outputTokens: 3 });
+      expect(atBound?.estimated).toBeUndefined();
+      offset = 1;
+      const [above] = usagesOf(await collect(make().turn(request)));
+      expect(above).toMatchObject({ outputTokens: 3, estimated: true, estimatedSide: 'input' });
+      // Estimated from the request body at ~4 characters a token, far below the claim.
+      expect(above?.inputTokens).toBeLessThan(Buffer.byteLength(started.received[1]?.body ?? '', 'utf8'));
+      expect(above?.cachedInputTokens).toBe(0);
     });
   }
 
