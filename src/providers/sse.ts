@@ -1,8 +1,14 @@
 /** Reads a Server-Sent Events response body with eventsource-parser. */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { MAX_EVENT_BYTES } from './constants.ts';
+import { ERROR_BODY_MAX_BYTES, MAX_EVENT_BYTES } from './constants.ts';
 import type { ResponseReading } from './http.ts';
-import { type ErrorOrigin, networkError, providerError } from './provider-error.ts';
+import {
+  bodyExcerpt,
+  type ErrorOrigin,
+  inParentheses,
+  networkError,
+  providerError,
+} from './provider-error.ts';
 
 /**
  * Yields the events of an SSE body as they arrive. A last event without its closing blank line
@@ -11,7 +17,9 @@ import { type ErrorOrigin, networkError, providerError } from './provider-error.
  * {@link MAX_EVENT_BYTES} before it completes is `response_too_large`; comment lines (keep-alives)
  * are not held, so they do not count toward it. A connection failure while
  * reading becomes a `server_error` ProviderError (`fields.network`); an abort rethrows the signal's
- * reason. Leaving the loop early cancels the body.
+ * reason. Leaving the loop early cancels the body. A body that ends holding text but no event or
+ * comment at all (an HTML page sent without a content type) is a `bad_response` quoting its
+ * start, instead of only "the stream ended early".
  */
 export async function* readServerSentEvents(
   body: ReadableStream<Uint8Array>,
@@ -21,16 +29,22 @@ export async function* readServerSentEvents(
   const { signal } = reading;
   let batch: EventSourceMessage[] = [];
   let pendingBytes = 0;
+  // The body's start, kept (at most ERROR_BODY_MAX_BYTES characters) until anything of an event
+  // stream arrives, to quote a body that is not one.
+  let head = '';
+  let streamed = false;
   const parser = createParser({
     onEvent: (event) => {
       batch.push(event);
       pendingBytes = 0;
+      streamed = true;
     },
     // Keep-alive comments are dropped by the parser, so a stream of them between two events holds
     // nothing. Only the comment's text is taken off (its colon and line end still count), and a
     // comment between two data lines of one event leaves those lines counted.
     onComment: (comment) => {
       pendingBytes = Math.max(0, pendingBytes - comment.length);
+      streamed = true;
     },
   });
   const decoder = new TextDecoder();
@@ -48,7 +62,10 @@ export async function* readServerSentEvents(
       if (chunk.done) break;
       reading.received(chunk.value.byteLength);
       pendingBytes += chunk.value.byteLength;
-      parser.feed(decoder.decode(chunk.value, { stream: true }));
+      const text = decoder.decode(chunk.value, { stream: true });
+      if (!streamed && head.length < ERROR_BODY_MAX_BYTES)
+        head += text.slice(0, ERROR_BODY_MAX_BYTES - head.length);
+      parser.feed(text);
       if (pendingBytes > MAX_EVENT_BYTES) {
         throw providerError(
           'response_too_large',
@@ -65,6 +82,14 @@ export async function* readServerSentEvents(
     }
     finished = true;
     parser.feed(`${decoder.decode()}\n\n`);
+    if (!streamed && head.trim() !== '') {
+      const status = origin.status === undefined ? '' : ` HTTP ${origin.status}`;
+      throw providerError(
+        'bad_response',
+        `${origin.provider} answered${status}${inParentheses(origin.url)} with a body that holds no server-sent event (is the base URL the API's?): ${bodyExcerpt(head)}`,
+        origin,
+      );
+    }
     yield* batch;
   } finally {
     if (!finished) await reader.cancel().catch(() => undefined);

@@ -143,6 +143,40 @@ describe('provider error classification', () => {
       );
     });
 
+    // Read as a stream (no content type), a login page only said "The stream ended before the
+    // model finished", with neither the URL nor what the server sent.
+    it(`${name}: quotes a 200 page sent without a content type, which holds no server-sent event`, async () => {
+      const error = await errorOf(
+        await provider((_req, res) => {
+          res.writeHead(200);
+          res.end('<html><body><h1>Sign in</h1><p>to continue</p></body></html>');
+        }),
+      );
+      const url = server?.received[0]?.url ?? '';
+      expect(error).toMatchObject({
+        code: 'bad_response',
+        fields: { status: 200, url: `${server?.url}${url}` },
+      });
+      expect(error.message).toBe(
+        `${name} answered HTTP 200 (${server?.url}${url}) with a body that holds no server-sent event (is the base URL the API's?): Sign in to continue`,
+      );
+    });
+
+    it(`${name}: still calls an empty body, or one of keep-alive comments only, a stream that ended early`, async () => {
+      for (const body of ['', ': ping\n\n: ping\n\n']) {
+        const error = await errorOf(
+          await provider((_req, res) => {
+            res.writeHead(200, { 'content-type': 'text/event-stream' });
+            res.end(body);
+          }),
+        );
+        expect(error.code).toBe('bad_response');
+        expect(error.message).not.toContain('no server-sent event');
+        await server?.close();
+        server = undefined;
+      }
+    });
+
     it(`${name}: names the URL and quotes the start of a 200 JSON body that does not parse`, async () => {
       const error = await errorOf(await provider(json(200, `this is not json { ${'x'.repeat(1000)}`)));
       expect(error).toMatchObject({ code: 'bad_response', fields: { contentType: 'application/json' } });
