@@ -32,6 +32,20 @@ export const GLOB_MAX_VISITED = 200_000;
  */
 export const GREP_MAX_VISITED = 200_000;
 /**
+ * Work `grep` spends on one line at most: its characters times the pattern's compiled size
+ * (re2js's `programSize`). re2js is linear in the line but steps every live instruction per
+ * character, about 20-60 ns each: `a{1,1000}$` (2,002 instructions) took 11.6 s on a
+ * 100,000-character line, and a 2 MiB line would have held the agent's thread for minutes, past
+ * its heartbeat, where no signal reaches it. Longer lines are skipped, and the result says so;
+ * patterns of up to 25 instructions search any line of a file grep reads.
+ */
+export const GREP_MAX_LINE_WORK = 50_000_000;
+/**
+ * Matching time one `grep` call spends at most, summed over the lines it tried (reading files
+ * does not count); then it stops with the matches found so far and says so.
+ */
+export const GREP_MATCH_TIME_LIMIT_MS = 10_000;
+/**
  * Elements an HTML page may nest before `web_fetch` refuses to convert it: the HTML parser's work
  * grows with the square of the depth (100,000 nested `<div>`s, 500 KB, held an actor thread for
  * more than its 20 s heartbeat) and turndown recurses once per level (a stack overflow at a few

@@ -14,7 +14,9 @@ import { lazyPackage } from '../../require-package.ts';
 import { confinePath } from '../confine.ts';
 import {
   GREP_LINE_CHAR_LIMIT,
+  GREP_MATCH_TIME_LIMIT_MS,
   GREP_MAX_FILE_BYTES,
+  GREP_MAX_LINE_WORK,
   GREP_MAX_VISITED,
   GREP_RESULT_LIMIT,
 } from '../constants.ts';
@@ -37,11 +39,26 @@ type GrepArgs = {
 /** Searches files inside the working directory, line by line. */
 export const grepTool: Tool<GrepArgs> = createGrepTool();
 
+/** Bounds of {@link createGrepTool}; tests lower them. */
+export interface GrepBounds {
+  /** Files looked at. @default GREP_MAX_VISITED */
+  readonly maxVisited?: number;
+  /** Characters × pattern size matched on one line. @default GREP_MAX_LINE_WORK */
+  readonly maxLineWork?: number;
+  /** Matching time of one call. @default GREP_MATCH_TIME_LIMIT_MS */
+  readonly matchTimeLimitMs?: number;
+}
+
 /**
- * The grep tool, looking at `maxVisited` files at most (the built-in's bound is GREP_MAX_VISITED;
- * tests lower it to keep their trees small).
+ * The grep tool with its bounds (the built-in's are GREP_MAX_VISITED, GREP_MAX_LINE_WORK and
+ * GREP_MATCH_TIME_LIMIT_MS; a number is `maxVisited`).
  */
-export function createGrepTool(maxVisited = GREP_MAX_VISITED): Tool<GrepArgs> {
+export function createGrepTool(bounds: number | GrepBounds = {}): Tool<GrepArgs> {
+  const {
+    maxVisited = GREP_MAX_VISITED,
+    maxLineWork = GREP_MAX_LINE_WORK,
+    matchTimeLimitMs = GREP_MATCH_TIME_LIMIT_MS,
+  } = typeof bounds === 'number' ? { maxVisited: bounds } : bounds;
   return {
     name: 'grep',
     description:
@@ -101,6 +118,11 @@ export function createGrepTool(maxVisited = GREP_MAX_VISITED): Tool<GrepArgs> {
       let stopped = false;
       let visited = 0;
       let cut = false;
+      // Lines longer than this cost more than one line may (see GREP_MAX_LINE_WORK).
+      const longestLine = Math.floor(maxLineWork / regex.programSize());
+      let longLines = 0;
+      let matchingMs = 0;
+      let outOfTime = false;
       for await (const file of files) {
         visited += 1;
         if (visited > maxVisited) {
@@ -124,8 +146,17 @@ export function createGrepTool(maxVisited = GREP_MAX_VISITED): Tool<GrepArgs> {
         if (isBinary(bytes)) continue;
         const shown = path.relative(target.root, file).split(path.sep).join('/');
         const lines = splitLines(bytes.toString('utf8'));
+        const from = performance.now();
         for (let i = 0; i < lines.length; i += 1) {
           const line = lines[i] ?? '';
+          if (line.length > longestLine) {
+            longLines += 1;
+            continue;
+          }
+          if (matchingMs + (performance.now() - from) > matchTimeLimitMs) {
+            outOfTime = true;
+            break;
+          }
           if (!regex.test(line)) continue;
           if (results.length === limit) {
             stopped = true;
@@ -135,7 +166,8 @@ export function createGrepTool(maxVisited = GREP_MAX_VISITED): Tool<GrepArgs> {
             line.length > GREP_LINE_CHAR_LIMIT ? `${line.slice(0, GREP_LINE_CHAR_LIMIT)}...` : line;
           results.push(`${shown}:${i + 1}: ${text}`);
         }
-        if (stopped) break;
+        matchingMs += performance.now() - from;
+        if (stopped || outOfTime) break;
       }
       const skipped = unreadableNote(unreadable, target.root);
       const notes = [
@@ -144,6 +176,16 @@ export function createGrepTool(maxVisited = GREP_MAX_VISITED): Tool<GrepArgs> {
           : []),
         ...(cut
           ? [`[Stopped after looking at ${maxVisited} files; search a smaller directory or narrow the glob]`]
+          : []),
+        ...(outOfTime
+          ? [
+              `[Stopped after ${matchTimeLimitMs} ms of matching; this pattern is slow on these files: simplify it (counted repeats such as {1,1000} cost the most) or narrow the path or glob]`,
+            ]
+          : []),
+        ...(longLines > 0
+          ? [
+              `[${longLines} line(s) longer than ${longestLine} characters were not searched: this pattern is too costly for lines that long (counted repeats such as {1,1000} cost the most); simplify it to search them]`,
+            ]
           : []),
         ...(skipped ? [skipped] : []),
       ];
@@ -161,7 +203,10 @@ export function createGrepTool(maxVisited = GREP_MAX_VISITED): Tool<GrepArgs> {
  * JavaScript rejects too, and `unsupported_pattern` for one only a backtracking engine can run
  * (lookaheads, backreferences).
  */
-export function compileLinear(pattern: string, caseInsensitive: boolean): { test(line: string): boolean } {
+export function compileLinear(
+  pattern: string,
+  caseInsensitive: boolean,
+): { test(line: string): boolean; programSize(): number } {
   const { RE2JS } = re2();
   const flags = RE2JS.LOOKBEHINDS | (caseInsensitive ? RE2JS.CASE_INSENSITIVE : 0);
   try {
