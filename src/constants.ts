@@ -72,6 +72,14 @@ export const MAX_INSTRUCTION_BYTES = 1024 * 1024;
  * refused with UserError `spawn_input_too_large`.
  */
 export const MAX_SPAWN_INPUT_BYTES = 4 * 1024 * 1024;
+/**
+ * Characters a tool's outcome may hold (its text and its state updates' texts): about a million
+ * tokens, the largest context window troupe knows (gpt-4.1's), so a longer result could only be
+ * withheld from the model. A longer one fails the call without being kept: a tool module returning
+ * 50 MB took ~470 MB of its thread's heap (the journal line, its masking, the projection's count)
+ * and wrote a 50 MB journal line, and a few such agents on one thread ran it out of memory.
+ */
+export const MAX_TOOL_RESULT_CHARS = 4_000_000;
 /** Characters of a tool's output an `agent:tool` completed event previews. */
 export const TOOL_OUTPUT_PREVIEW_CHARS = 400;
 /**

@@ -3,7 +3,7 @@
  * gives the provider its tool specs and runs the model's calls, re-checking the policy each time.
  */
 import path from 'node:path';
-import { DEFAULT_TOOL_RETRY, DEFAULT_TOOL_TIMEOUT_MS } from '../constants.ts';
+import { DEFAULT_TOOL_RETRY, DEFAULT_TOOL_TIMEOUT_MS, MAX_TOOL_RESULT_CHARS } from '../constants.ts';
 import type { AgentDefinition, RetryPolicy } from '../definition/types.ts';
 import { describeValue, UserError } from '../errors.ts';
 import { extend } from '../objects.ts';
@@ -557,7 +557,17 @@ function isThenable(value: unknown): value is PromiseLike<ToolOutcome> {
 function checkedOutcome(outcome: unknown, modelName: string): ToolOutcome {
   if (typeof outcome === 'object' && outcome !== null) {
     const { ok, text } = outcome as Partial<ToolOutcome>;
-    if (typeof ok === 'boolean' && typeof text === 'string') return outcome as ToolOutcome;
+    if (typeof ok === 'boolean' && typeof text === 'string') {
+      const size = outcomeChars(outcome as ToolOutcome);
+      if (size <= MAX_TOOL_RESULT_CHARS) return outcome as ToolOutcome;
+      return {
+        ok: false,
+        text:
+          `${modelName} failed: its result holds ${size} characters, more than a tool result may ` +
+          `(${MAX_TOOL_RESULT_CHARS}), so it was dropped. Ask for less: a narrower query, a page ` +
+          'of the output, or a summary.',
+      };
+    }
     return {
       ok: false,
       text:
@@ -569,6 +579,19 @@ function checkedOutcome(outcome: unknown, modelName: string): ToolOutcome {
     ok: false,
     text: `${modelName} failed: it returned an invalid outcome: expected an object \`{ ok, text }\`, got ${describeValue(outcome)}`,
   };
+}
+
+/** Characters of an outcome's text and of its state updates' texts. */
+function outcomeChars(outcome: ToolOutcome): number {
+  let size = outcome.text.length;
+  const updates: unknown = outcome.stateUpdates;
+  if (Array.isArray(updates)) {
+    for (const update of updates as unknown[]) {
+      const text = (update as { text?: unknown } | null)?.text;
+      if (typeof text === 'string') size += text.length;
+    }
+  }
+  return size;
 }
 
 /** An abort: retrying it would only be aborted again. */
