@@ -159,7 +159,17 @@ export async function postWithRetries<T extends { readonly usage: Usage | undefi
       const decision = decide(error);
       if (!decision) throw error;
       const { retryAfterMs, willRetry } = decision;
-      if (!willRetry) throw error;
+      if (!willRetry) {
+        if (
+          retryAfterMs !== undefined &&
+          retryAfterMs > MAX_HONOURED_RETRY_AFTER_MS &&
+          isTroupeError(error)
+        ) {
+          // Else the message read like any 429, with no word of why it was not retried.
+          error.message += ` (it asked to wait ${describeWait(retryAfterMs)}, longer than the ${MAX_HONOURED_RETRY_AFTER_MS / 1000} s a request waits: try again later)`;
+        }
+        throw error;
+      }
       const delayMs = backoffDelay(attempt, retryAfterMs, client.retry, client.random);
       const status = isTroupeError(error) ? error.fields.status : undefined;
       ctx.reportRetry({
@@ -248,6 +258,14 @@ function redirectError(client: HttpClient, request: HttpRequest, response: Respo
     { provider: client.provider, url: request.url, status: response.status },
     { location: location ?? undefined },
   );
+}
+
+/** A server's wait as a person reads it: `120 s`, `27.8 h`. */
+function describeWait(ms: number): string {
+  const seconds = ms / 1000;
+  if (seconds < 3600) return `${Math.round(seconds)} s`;
+  const hours = seconds / 3600;
+  return hours < 48 ? `${hours.toFixed(1)} h` : `${Math.round(hours / 24)} days`;
 }
 
 /**

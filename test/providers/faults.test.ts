@@ -169,6 +169,10 @@ describe('retries', () => {
     );
     const end = errorOf(await collect(provider.turn(turnRequest())));
     expect(end.error).toMatchObject({ code: 'rate_limited', fields: { retryAfterMs: 120_000 } });
+    // It says why it was not retried, instead of reading like any 429.
+    expect(end.error.message).toMatch(
+      /^openai answered HTTP 429 \(.*\)(: .*)? \(it asked to wait 120 s, longer than the 60 s a request waits: try again later\)$/,
+    );
     expect(delays).toEqual([]);
     expect(server.received).toHaveLength(1);
   });
