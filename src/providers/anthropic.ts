@@ -27,6 +27,7 @@ import {
   readJsonBody,
   refuseForeignAnswer,
 } from './http.ts';
+import { asCount } from './json-shapes.ts';
 import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import { checkHttpOptions, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
@@ -198,6 +199,7 @@ export class AnthropicProvider implements Provider {
             this.#headers,
             extend(params, { messages }),
             request.model,
+            asCount(params.max_tokens),
           );
           const read = (response: Response, reading: ResponseReading) =>
             this.#read(response, reading, ctx, httpRequest);
@@ -272,12 +274,12 @@ export class AnthropicProvider implements Provider {
       finished = accumulator.finish();
     } catch (error) {
       // `message_start` reported the input before the stream broke: that count is kept.
-      const reported = plausibleUsage(accumulator.usage, request.maxInputTokens);
+      const reported = plausibleUsage(accumulator.usage, request);
       const partial = failedAttemptUsage(reported, estimateTokens(ctx.outputChars()));
       if (partial !== undefined) ctx.reportFailedAttemptUsage(partial);
       throw error;
     }
-    const usage = completeUsage(plausibleUsage(accumulator.usage, request.maxInputTokens), {
+    const usage = completeUsage(plausibleUsage(accumulator.usage, request), {
       inputTokens: request.estimatedInputTokens,
       outputTokens: estimateTokens(ctx.outputChars()),
     });

@@ -26,6 +26,12 @@ export const DEFAULT_MODELS = {
  * request spent a 1M-token budget, and the run's, in one step.
  */
 export const INPUT_TOKEN_OVERHEAD = 4096;
+/**
+ * Output tokens a server may count beyond the request's output cap (`max_tokens`,
+ * `max_completion_tokens`), for the end-of-turn and template tokens some count. A larger output
+ * count cannot be true and is read as no count, like an input above {@link INPUT_TOKEN_OVERHEAD}.
+ */
+export const OUTPUT_TOKEN_SLACK = 1024;
 /** Retries after the first attempt of a model request. */
 export const DEFAULT_MAX_RETRIES = 2;
 /** First backoff delay; doubles with every retry. */

@@ -8,6 +8,7 @@ import {
   INPUT_TOKEN_OVERHEAD,
   MAX_EVENT_BYTES,
   MAX_HONOURED_RETRY_AFTER_MS,
+  OUTPUT_TOKEN_SLACK,
   RETRY_JITTER,
 } from './constants.ts';
 import { estimateTokens } from './estimate.ts';
@@ -82,14 +83,24 @@ export interface HttpRequest {
    * {@link INPUT_TOKEN_OVERHEAD}. A larger reported count is read as no count (`plausibleUsage`).
    */
   readonly maxInputTokens: number;
+  /**
+   * The most output tokens the server can truly have counted when the request capped its output:
+   * the cap plus {@link OUTPUT_TOKEN_SLACK}. Undefined without a cap (hidden reasoning tokens are
+   * counted but never streamed, so nothing else bounds them).
+   */
+  readonly maxOutputTokens: number | undefined;
 }
 
-/** A JSON POST of `payload` to `url`, sized for token-per-minute admission. */
+/**
+ * A JSON POST of `payload` to `url`, sized for token-per-minute admission; `outputCap` is the
+ * output limit the payload sends, if any.
+ */
 export function jsonRequest(
   url: string,
   headers: Readonly<Record<string, string>>,
   payload: unknown,
   model: string,
+  outputCap?: number,
 ): HttpRequest {
   const body = JSON.stringify(payload);
   return {
@@ -99,6 +110,7 @@ export function jsonRequest(
     model,
     estimatedInputTokens: estimateTokens(body.length),
     maxInputTokens: Buffer.byteLength(body, 'utf8') + INPUT_TOKEN_OVERHEAD,
+    maxOutputTokens: outputCap === undefined ? undefined : outputCap + OUTPUT_TOKEN_SLACK,
   };
 }
 

@@ -19,6 +19,7 @@ import {
   readJsonBody,
   refuseForeignAnswer,
 } from './http.ts';
+import { asCount } from './json-shapes.ts';
 import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import { type ChatAssistantMessage, ChatStreamAccumulator, completionAsChunk } from './openai-chat-stream.ts';
 import { checkHttpOptions, checkOneOf, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
@@ -166,6 +167,7 @@ export class OpenAIProvider implements Provider {
             this.#headers,
             extend(params, { messages }),
             request.model,
+            asCount(params[this.#maxTokensParam]),
           );
           const read = (response: Response, reading: ResponseReading) =>
             this.#read(response, reading, ctx, httpRequest);
@@ -237,12 +239,12 @@ export class OpenAIProvider implements Provider {
       finished = accumulator.finish(complete);
     } catch (error) {
       // Usage the server sent before the stream broke (its last chunk, then no `[DONE]`) is kept.
-      const reported = plausibleUsage(accumulator.usage, request.maxInputTokens);
+      const reported = plausibleUsage(accumulator.usage, request);
       const partial = failedAttemptUsage(reported, estimateTokens(ctx.outputChars()));
       if (partial !== undefined) ctx.reportFailedAttemptUsage(partial);
       throw error;
     }
-    const usage = completeUsage(plausibleUsage(accumulator.usage, request.maxInputTokens), {
+    const usage = completeUsage(plausibleUsage(accumulator.usage, request), {
       inputTokens: request.estimatedInputTokens,
       outputTokens: estimateTokens(ctx.outputChars()),
     });

@@ -57,16 +57,28 @@ export function mergeUsage(
 }
 
 /**
- * `reported` with an input count the request could not have had (above `maxInputTokens`, see
- * `HttpRequest.maxInputTokens`) left unreadable, so it is estimated like a missing one instead of
- * spending budgets on a lie. Its cached share goes with it.
+ * `reported` with a count the request could not have had (an input above `maxInputTokens`, an
+ * output above `maxOutputTokens`: see `HttpRequest`) left unreadable, so it is estimated like a
+ * missing one instead of spending budgets on a lie. Its cached or reasoning share goes with it.
  */
 export function plausibleUsage(
   reported: ReportedUsage | undefined,
-  maxInputTokens: number,
+  bounds: { readonly maxInputTokens: number; readonly maxOutputTokens: number | undefined },
 ): ReportedUsage | undefined {
-  if (reported?.inputTokens === undefined || reported.inputTokens <= maxInputTokens) return reported;
-  return { ...reported, inputTokens: undefined, cachedInputTokens: 0 };
+  if (reported === undefined) return undefined;
+  const { inputTokens, outputTokens } = reported;
+  const badInput = inputTokens !== undefined && inputTokens > bounds.maxInputTokens;
+  const badOutput =
+    outputTokens !== undefined &&
+    bounds.maxOutputTokens !== undefined &&
+    outputTokens > bounds.maxOutputTokens;
+  if (!badInput && !badOutput) return reported;
+  return {
+    inputTokens: badInput ? undefined : inputTokens,
+    outputTokens: badOutput ? undefined : outputTokens,
+    cachedInputTokens: badInput ? 0 : reported.cachedInputTokens,
+    reasoningTokens: badOutput ? 0 : reported.reasoningTokens,
+  };
 }
 
 /**

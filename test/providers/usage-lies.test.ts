@@ -9,7 +9,11 @@
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AnthropicProvider } from '../../src/providers/anthropic.ts';
-import { INPUT_TOKEN_OVERHEAD } from '../../src/providers/constants.ts';
+import {
+  DEFAULT_ANTHROPIC_MAX_TOKENS,
+  INPUT_TOKEN_OVERHEAD,
+  OUTPUT_TOKEN_SLACK,
+} from '../../src/providers/constants.ts';
 import { OpenAIProvider } from '../../src/providers/openai.ts';
 import type { TurnEvent } from '../../src/providers/types.ts';
 import { collect, startServer, type TestServer, terminal, turnRequest } from './helpers.ts';
@@ -174,6 +178,60 @@ describe('usage a server lies about', () => {
       expect(above?.cachedInputTokens).toBe(0);
     });
   }
+
+  // 1e15 output tokens is a safe integer: it spent any budget in one step. A request that caps
+  // its output (Anthropic always does) bounds what its server can truly count.
+  it("an output count above the request's output cap (plus OUTPUT_TOKEN_SLACK) is estimated, one at it is kept", async () => {
+    const anthropicCap = DEFAULT_ANTHROPIC_MAX_TOKENS + OUTPUT_TOKEN_SLACK;
+    const cases = [
+      ['anthropic', anthropicCap, undefined],
+      ['openai', 100 + OUTPUT_TOKEN_SLACK, 100],
+    ] as const;
+    for (const [name, bound, maxOutputTokens] of cases) {
+      for (const output of [bound, bound + 1, 1e15]) {
+        server = await startServer((_req, res) =>
+          name === 'openai'
+            ? openAIAnswer(res, {
+                prompt_tokens: 12,
+                completion_tokens: output,
+                completion_tokens_details: { reasoning_tokens: output },
+              })
+            : anthropicAnswer(res, { input_tokens: 12, output_tokens: output }),
+        );
+        const options = { baseURL: server.url, apiKey: 'k', maxRetries: 0 };
+        const provider = name === 'openai' ? new OpenAIProvider(options) : new AnthropicProvider(options);
+        const request = turnRequest({
+          ...(name === 'anthropic' ? { model: 'claude-sonnet-4-6' } : {}),
+          ...(maxOutputTokens === undefined ? {} : { maxOutputTokens }),
+        });
+        const [usage] = usagesOf(await collect(provider.turn(request)));
+        if (output === bound) {
+          expect(usage, `${name} ${output}`).toMatchObject({ inputTokens: 12, outputTokens: output });
+          expect(usage?.estimated).toBeUndefined();
+        } else {
+          // 'hi' is one token of output.
+          expect(usage, `${name} ${output}`).toMatchObject({
+            inputTokens: 12,
+            outputTokens: 1,
+            reasoningTokens: 0,
+            estimated: true,
+            estimatedSide: 'output',
+          });
+        }
+        await server.close();
+        server = undefined;
+      }
+    }
+  });
+
+  it('openai: without an output cap an output count is taken as reported (hidden reasoning is never streamed)', async () => {
+    server = await startServer((_req, res) =>
+      openAIAnswer(res, { prompt_tokens: 12, completion_tokens: 50_000 }),
+    );
+    const provider = new OpenAIProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+    const [usage] = usagesOf(await collect(provider.turn(turnRequest())));
+    expect(usage).toMatchObject({ inputTokens: 12, outputTokens: 50_000 });
+  });
 
   it('openai: cached input is at most the input, reasoning at most the output', async () => {
     server = await startServer((_req, res) =>
