@@ -310,8 +310,13 @@ export interface ApprovalRequested {
   readonly modelName: string;
   /** The arguments as the model gave them (model-facing parameter names). */
   readonly args: Readonly<Record<string, unknown>>;
-  /** SHA-256 of the canonical JSON of `args` (before any masking). */
+  /**
+   * SHA-256 of the canonical JSON of `args` as journalled (masked). Journals written before
+   * `argsMasked` existed hold the hash of the arguments before masking.
+   */
   readonly argsHash: string;
+  /** Masking changed `args`: they are not the arguments the model gave (absent: unchanged). */
+  readonly argsMasked?: true;
   /** The rule that asked (an `ask` rule as written, or the tool's name for a mode or `needsApproval` ask). */
   readonly rule: string;
   readonly reason: string;

@@ -46,6 +46,7 @@ export function approvalHook(
         modelName: request.modelName,
         args: request.args,
         argsHash: request.argsHash,
+        ...(request.argsMasked ? { argsMasked: true } : {}),
         rule: request.rule,
         reason: request.reason,
         deadline: request.deadline,
@@ -107,6 +108,7 @@ export function requestOf(
     args: event.args,
     toolArgs,
     argsHash: event.argsHash,
+    ...(event.argsMasked ? { argsMasked: true } : {}),
     rule: event.rule,
     reason: event.reason,
     deadline: event.deadline,
@@ -119,13 +121,20 @@ export function requestOf(
  * by shape, `redactValue`), its rule and reason by shape (a shell line asked as written is its
  * rule). A model repeats keys it read, and the request is shown to a person, emitted as
  * `agent:approval`, stored in Redis: a person decides on `[REDACTED]` in place of the value. The
- * approved tool runs with the call's own arguments, never these. `argsHash` stays the hash of
- * the real arguments. Idempotent: the supervisor masks again what the agent's thread masked.
+ * approved tool runs with the call's own arguments, never these. When masking changed the
+ * arguments, `argsHash` becomes the hash of the masked ones and `argsMasked` is set: a hash of the
+ * real ones would give a short secret away to anyone who can guess it (`{"password":"hunter2"}`).
+ * Idempotent: the supervisor masks again what the agent's thread masked (and may mask more: the
+ * secrets the program registered in its own thread).
  */
 export function maskedRequest(request: ApprovalRequest): ApprovalRequest {
+  const args = redactValue(request.args);
+  const masked = canonicalJson(args);
+  const changed = masked !== canonicalJson(request.args);
   return {
     ...request,
-    args: redactValue(request.args),
+    args,
+    ...(changed ? { argsHash: sha256Hex(masked), argsMasked: true } : {}),
     toolArgs: redactValue(request.toolArgs),
     rule: redactText(request.rule),
     reason: redactText(request.reason),
@@ -144,6 +153,7 @@ function newRequest(ctx: RunContext, callId: string, ask: ApprovalAsk): Approval
     modelName: ask.modelName,
     args: ask.modelArgs,
     toolArgs: ask.args,
+    // Replaced by the masked arguments' hash when masking changes them (see maskedRequest).
     argsHash: sha256Hex(canonicalJson(ask.modelArgs)),
     rule: ask.rule,
     reason: ask.reason,

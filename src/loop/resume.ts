@@ -138,9 +138,10 @@ export const MASKED_ARGUMENTS_REASON =
  */
 async function finishPendingApproval(run: RunContext, pending: PendingApproval): Promise<void> {
   const { call, request } = pending;
-  // argsHash is the hash of the arguments as the model gave them; the journal's differ only where
-  // masking changed them.
-  if (sha256Hex(canonicalJson(request.args)) !== request.argsHash) {
+  // argsMasked: masking changed the arguments, so the journal's are not the model's. A journal
+  // written before argsMasked existed says so by its argsHash, then the hash of the real arguments:
+  // the journalled ones hash differently exactly when masking changed them.
+  if (request.argsMasked === true || sha256Hex(canonicalJson(request.args)) !== request.argsHash) {
     const reason = MASKED_ARGUMENTS_REASON;
     const decision = { approved: false, by: 'policy', reason } as const;
     recordDecision(run, call.callId, call.name, request.rule, decision, request.requestId);

@@ -22,8 +22,17 @@ export interface ApprovalRequest {
   readonly args: Readonly<Record<string, unknown>>;
   /** The arguments the tool receives (canonical parameter names), masked like `args`: what `--approve` rules match. */
   readonly toolArgs: Readonly<Record<string, unknown>>;
-  /** SHA-256 (hex) of the canonical JSON of the real (unmasked) `args`: what a decision is about. */
+  /**
+   * SHA-256 (hex) of the canonical JSON of `args` as shown here, masked: never a hash of a secret,
+   * which a short one could be recovered from by guessing. Equal to the real arguments' hash when
+   * masking changed nothing.
+   */
   readonly argsHash: string;
+  /**
+   * Set when masking changed the arguments: `args` are not what the tool runs with, and the journal
+   * does not hold the real ones (a resumed agent closes such a call unrun).
+   */
+  readonly argsMasked?: true;
   /**
    * The rule that asked: an `ask` rule as written (`Bash(git push:*)`), or the tool's canonical
    * name when its permission mode or its own `needsApproval` asked. Remembering a decision for the

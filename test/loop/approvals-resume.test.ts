@@ -4,6 +4,7 @@
  * an approved call cut off before its result as interrupted instead of running it again.
  */
 import { describe, expect, it } from 'vitest';
+import { canonicalJson, sha256Hex } from '../../src/journal/canonical-json.ts';
 import { INTERRUPTED_TOOL_RESULT } from '../../src/journal/constants.ts';
 import type { AuditEvent } from '../../src/journal/events.ts';
 import { MemoryJournal } from '../../src/journal/sink.ts';
@@ -227,7 +228,12 @@ describe('resuming an agent at each point of an approval', () => {
       () => undefined,
       planned,
     );
-    expect(eventsOf(cut.events, 'ApprovalRequested')).toMatchObject([{ args: { value: '[REDACTED]' } }]);
+    expect(eventsOf(cut.events, 'ApprovalRequested')).toMatchObject([
+      { args: { value: '[REDACTED]' }, argsMasked: true },
+    ]);
+    // No hash in the journal gives the secret away to a guess: none is the real arguments' hash.
+    const realHash = sha256Hex(canonicalJson({ value: secret }));
+    expect(JSON.stringify(cut.events)).not.toContain(realHash);
     const resumed = await resume(cut.events, approve, planned);
     // Never run with `[REDACTED]` in place of the value, nor asked about again.
     expect(resumed.ran).toEqual([{ value: 'after' }]);
@@ -239,5 +245,31 @@ describe('resuming an agent at each point of an approval', () => {
     });
     expect(eventsOf(resumed.events, 'ToolResult')[0]).toMatchObject({ ok: false, refused: true });
     expect(resumed.outcome).toMatchObject({ status: 'completed', answer: 'last result: acted after' });
+  });
+
+  it('a journal written before argsMasked (argsHash of the real arguments) still closes a masked call unrun', async () => {
+    const secret = 'sk-proj-AbCdEf0123456789xyz';
+    const planned = planTask([
+      { name: 'act', args: { value: secret } },
+      { name: 'act', args: { value: 'after' } },
+    ]);
+    const cut = await journalCutAt(
+      (event) => event.type === 'ApprovalRequested',
+      () => undefined,
+      planned,
+    );
+    // As an older troupe wrote it: no argsMasked, the hash of the arguments before masking.
+    const old = cut.events.map((event) => {
+      if (event.type !== 'ApprovalRequested') return event;
+      const { argsMasked: _dropped, ...rest } = event;
+      return { ...rest, argsHash: sha256Hex(canonicalJson({ value: secret })) };
+    });
+    const resumed = await resume(old, approve, planned);
+    expect(resumed.ran).toEqual([{ value: 'after' }]);
+    expect(eventsOf(resumed.events, 'ApprovalDecided')[0]).toMatchObject({
+      approved: false,
+      by: 'policy',
+      reason: MASKED_ARGUMENTS_REASON,
+    });
   });
 });

@@ -13,6 +13,7 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-node';
 import { afterEach, describe, expect, it } from 'vitest';
+import { canonicalJson, sha256Hex } from '../../src/journal/canonical-json.ts';
 import { readJournal } from '../../src/journal/reader.ts';
 import { registerSecretValues } from '../../src/journal/redact.ts';
 import type { ScriptedResponse } from '../../src/providers/scripted.ts';
@@ -102,8 +103,13 @@ describe('a secret in the arguments of a call that asks for approval', () => {
     // Masked, not dropped: a person sees which call it is.
     expect(asked[0]).toContain(`printf '%s %s' [REDACTED] [REDACTED] > got.txt`);
     expect(events.filter((event) => event.includes(SECRET) || event.includes(SHAPED))).toEqual([]);
+    // Nor a hash of the real arguments, from which a short secret could be recovered by guessing.
+    const realHash = sha256Hex(canonicalJson({ command }));
+    expect(events.filter((event) => event.includes(realHash))).toEqual([]);
+    expect(asked[0]).toContain('"argsMasked":true');
     const journal = readFileSync(path.join(dir, 'journals', `${handle.id}.jsonl`), 'utf8');
     expect(journal).not.toContain(SHAPED);
+    expect(journal).not.toContain(realHash);
     const requested = readJournal(path.join(dir, 'journals', `${handle.id}.jsonl`)).events.filter(
       (event) => event.type === 'ApprovalRequested',
     );
