@@ -9,7 +9,7 @@ import { followSignal } from '../abort.ts';
 import { canonicalJson, sha256Hex } from '../journal/canonical-json.ts';
 import type { EventOf } from '../journal/events.ts';
 import { redactText, redactValue } from '../journal/redact.ts';
-import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
+import { type ApprovalDecision, type ApprovalRequest, rememberable } from '../protocol/approvals.ts';
 import type { ApprovalAsk } from '../tools/toolbox.ts';
 import type { RunContext } from './context.ts';
 
@@ -52,7 +52,12 @@ export function approvalHook(
         deadline: request.deadline,
       });
     }
-    const decision = await awaitDecision(ctx, request);
+    const decided = await awaitDecision(ctx, request);
+    // Journalled as what it is: a rule holding a masked secret is never remembered for the session.
+    const decision =
+      decided?.remember === 'session' && !rememberable(request.rule)
+        ? { ...decided, remember: 'call' as const }
+        : decided;
     // Cancelled while waiting, or the wait ended by its runner (a cancel or a stopping thread whose
     // signal has not reached the agent yet): nothing was decided, so nothing is journalled as a
     // decision; the agent is ending (a retry or a resume asks again).

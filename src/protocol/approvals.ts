@@ -3,6 +3,7 @@
  * decision. Both cross threads (an actor host's inbox port), processes and machines (Redis), so
  * they are plain data. See docs/permissions.md.
  */
+import { REDACTED } from '../journal/constants.ts';
 
 /** A tool call waiting for a decision. */
 export interface ApprovalRequest {
@@ -36,7 +37,8 @@ export interface ApprovalRequest {
   /**
    * The rule that asked: an `ask` rule as written (`Bash(git push:*)`), or the tool's canonical
    * name when its permission mode or its own `needsApproval` asked. Remembering a decision for the
-   * session (`remember: 'session'`) approves later asks of the same rule.
+   * session (`remember: 'session'`) approves later asks of the same rule, unless masking changed
+   * the rule (see {@link rememberable}).
    */
   readonly rule: string;
   /** Why it asks, for people: "permissionMode default asks before shell commands". */
@@ -70,4 +72,18 @@ export interface ApprovalDecision {
   readonly by: ApprovalDecider;
   /** Who exactly: `tty`, `program`, `troupe approve (host:pid)`, the `--approve` rule that answered. */
   readonly decider?: string;
+}
+
+/** Why a request whose rule holds a masked secret cannot be approved for the session. */
+export const NOT_REMEMBERABLE =
+  'its rule holds a masked secret, so remembering it would approve the same call with any value';
+
+/**
+ * Whether a decision on a request of `rule` may be remembered for the session. Not when the rule
+ * holds a masked secret (`run_terminal_cmd(curl -u admin:[REDACTED] ...)`, a shell line asked as
+ * written): a remembered rule is matched as shown, masked, so it would approve the same call with
+ * any other secret in its place. Such a request is approved for its call only.
+ */
+export function rememberable(rule: string): boolean {
+  return !rule.includes(REDACTED);
 }

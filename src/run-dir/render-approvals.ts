@@ -3,7 +3,12 @@
  * them, the oldest first, and puts the key prompt under the oldest, which is the one `y`, `n` and
  * `a` answer) and one line per decision.
  */
-import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
+import {
+  type ApprovalDecision,
+  type ApprovalRequest,
+  NOT_REMEMBERABLE,
+  rememberable,
+} from '../protocol/approvals.ts';
 import { LINE_EXCERPT_CHARS } from './constants.ts';
 import { excerpt, shortId } from './format.ts';
 import type { RunEvent } from './run-events.ts';
@@ -48,9 +53,7 @@ export class ApprovalPanel {
       lines.push(clip(`  … ${entries.length - APPROVAL_PANEL_ROWS} more`));
     const first = entries[0]?.request;
     if (first) {
-      lines.push(
-        `${yellow}${clip(`  [y] approve  [n] deny  [a] always allow \`${first.rule}\` this session`)}${reset}`,
-      );
+      lines.push(`${yellow}${clip(`  ${approvalKeys(first.rule, 'this session')}`)}${reset}`);
     }
     return lines;
   }
@@ -72,4 +75,14 @@ export function approvalLine(event: RunEvent): string | undefined {
 function deciderWords(decision: ApprovalDecision): string {
   const who = decision.by === 'person' ? 'a person' : decision.by;
   return decision.decider === undefined ? who : `${who} (${decision.decider})`;
+}
+
+/**
+ * The keys that answer a request of `rule`: no `[a]` when the rule cannot be remembered (it holds
+ * a masked secret), and why.
+ */
+export function approvalKeys(rule: string, scope: string): string {
+  return rememberable(rule)
+    ? `[y] approve  [n] deny  [a] always allow \`${rule}\` ${scope}`
+    : `[y] approve  [n] deny  (no [a]: ${NOT_REMEMBERABLE})`;
 }

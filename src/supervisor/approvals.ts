@@ -11,14 +11,16 @@
  */
 import { UserError } from '../errors.ts';
 import { extend } from '../objects.ts';
-import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
+import { type ApprovalDecision, type ApprovalRequest, rememberable } from '../protocol/approvals.ts';
 import type { AgentApproval, AgentDecision, AgentRef } from './events.ts';
 
 /** Options of {@link ApprovalBook.approve}. */
 export interface ApproveOptions {
   /**
    * `session`: later requests of the same rule (by any agent of this supervisor) are approved
-   * without asking. @default 'call'
+   * without asking. Not for a request whose rule holds a masked secret (it would approve the same
+   * call with any value): that request is approved for its call only (`remember: 'call'`).
+   * @default 'call'
    */
   readonly remember?: 'call' | 'session';
   /** Who approved, recorded in the journal. @default 'program' */
@@ -134,7 +136,7 @@ export class ApprovalBook {
    */
   async approve(requestId: string, options: ApproveOptions = {}): Promise<void> {
     const entry = this.#take(requestId);
-    const remember = options.remember ?? 'call';
+    const remember = options.remember === 'session' && rememberable(entry.request.rule) ? 'session' : 'call';
     const decision: ApprovalDecision = {
       approved: true,
       remember,
@@ -182,7 +184,8 @@ export class ApprovalBook {
 
   /** Approves later asks of `rule` and the ones waiting now. */
   #remember(rule: string): void {
-    if (this.#remembered.has(rule)) return;
+    // A rule holding a masked secret would approve the same call with any value (NOT_REMEMBERABLE).
+    if (this.#remembered.has(rule) || !rememberable(rule)) return;
     this.#remembered.add(rule);
     for (const [requestId, entry] of this.#pending) {
       if (entry.request.rule !== rule) continue;

@@ -257,6 +257,34 @@ describe('approvals on the threads engine', () => {
     ]);
   });
 
+  it("'always allow' on a command asked with a masked secret approves that call only: another secret is asked about", async () => {
+    const shell = definition('shell');
+    const { supervisor, dir, journal } = start([shell]);
+    const approvals = collect(supervisor, 'agent:approval');
+    supervisor.on('agent:approval', (event) => {
+      void supervisor.approve(event.request.requestId, { remember: 'session' });
+    });
+    // Two commands on one line: asked (and remembered) as written, the token masked in the rule.
+    const line = (token: string) => `printf %s ghp_${token} >> got.txt && echo stored`;
+    const first = 'Kx7Qm2Wv9Zr4Tn6Yb1Lp3Hs8';
+    const second = 'Zq1Wd5Rt8Yp2Mn4Bv7Cx3Lk9';
+    const handle = supervisor.spawn('shell', {
+      task: planTask([
+        { name: 'run_terminal_cmd', args: { command: line(first) } },
+        { name: 'run_terminal_cmd', args: { command: line(second) } },
+      ]),
+    });
+    expect(await handle.result).toMatchObject({ status: 'completed' });
+    const masked = 'run_terminal_cmd(printf %s [REDACTED] >> got.txt && echo stored)';
+    // The same masked rule both times, yet the second call (another secret) is asked about.
+    expect(approvals.map((event) => event.request.rule)).toEqual([masked, masked]);
+    expect(ofType(journal(handle.id), 'ApprovalDecided').map((e) => [e.by, e.remember])).toEqual([
+      ['person', 'call'],
+      ['person', 'call'],
+    ]);
+    expect(readFileSync(path.join(dir, 'got.txt'), 'utf8')).toBe(`ghp_${first}ghp_${second}`);
+  });
+
   it('denies in dontAsk without an approval event, and says why', async () => {
     const strict = definition('strict', {
       permissionMode: 'dontAsk',

@@ -11,9 +11,10 @@
  * last two are ignored.
  */
 import type { AuditEventInput } from '../../journal/events.ts';
-import type { ApprovalDecision, ApprovalRequest } from '../../protocol/approvals.ts';
+import { type ApprovalDecision, type ApprovalRequest, rememberable } from '../../protocol/approvals.ts';
 import { LINE_EXCERPT_CHARS } from '../../run-dir/constants.ts';
 import { excerpt, printable } from '../../run-dir/format.ts';
+import { approvalKeys } from '../../run-dir/render-approvals.ts';
 import type { ApprovalAnswer, SessionApprover } from '../../run-dir/session-approvals.ts';
 import { DENY_UNATTENDED } from '../../run-dir/session-approvals.ts';
 import { terminalAbilities } from '../../run-dir/terminal-style.ts';
@@ -109,10 +110,14 @@ export class PersonQueue {
     this.#queue.length = 0;
   }
 
-  /** Answers the head as the person did; does nothing when nothing waits. */
-  decide(key: PersonAnswer): void {
+  /**
+   * Answers the head as the person did; does nothing when nothing waits. `a` on a request whose
+   * rule cannot be remembered (it holds a masked secret) approves that call only, as `y` does.
+   */
+  decide(pressed: PersonAnswer): void {
     const head = this.#queue.shift();
     if (head === undefined) return;
+    const key = pressed === 'a' && !rememberable(head.request.rule) ? 'y' : pressed;
     if (key === 'n')
       head.answer({ approved: false, by: 'person', decider: 'tty', reason: DENIED_AT_TERMINAL });
     else
@@ -325,7 +330,7 @@ export function approvalChannel(
 ): (request: ApprovalRequest, signal: AbortSignal) => Promise<ApprovalDecision | null> {
   const remembered = new Set<string>();
   return (request, signal) => {
-    if (remembered.has(request.rule)) {
+    if (remembered.has(request.rule) && rememberable(request.rule)) {
       return Promise.resolve({
         approved: true,
         remember: 'session',
@@ -342,7 +347,8 @@ export function approvalChannel(
       signal.addEventListener('abort', onAbort, { once: true });
       approver.ask(request, (answer) => {
         signal.removeEventListener('abort', onAbort);
-        if (answer.approved && answer.remember === 'session') remembered.add(request.rule);
+        if (answer.approved && answer.remember === 'session' && rememberable(request.rule))
+          remembered.add(request.rule);
         const { approved, by, decider } = answer;
         resolve(
           answer.approved
@@ -384,7 +390,7 @@ export function sessionApprover(
 
 /** What `troupe run` prints when a request becomes the one the keys answer. */
 export function approvalPrompt(request: ApprovalRequest, scope = 'this run'): string {
-  return `approval needed: ${request.tool} ${excerpt(JSON.stringify(request.args), LINE_EXCERPT_CHARS)} (${request.reason})\n  [y] approve  [n] deny  [a] always allow \`${request.rule}\` ${scope}`;
+  return `approval needed: ${request.tool} ${excerpt(JSON.stringify(request.args), LINE_EXCERPT_CHARS)} (${request.reason})\n  ${approvalKeys(request.rule, scope)}`;
 }
 
 /** `troupe run`'s (and `troupe chat`'s) line for a decision in its journal; undefined for other events. */

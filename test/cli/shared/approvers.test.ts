@@ -2,12 +2,13 @@ import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import {
   approvalChannel,
+  approvalPrompt,
   commandApprover,
   type JobControl,
   type KeyInput,
   sessionApprover,
 } from '../../../src/cli/shared/approvers.ts';
-import type { ApprovalRequest } from '../../../src/protocol/approvals.ts';
+import { type ApprovalRequest, NOT_REMEMBERABLE } from '../../../src/protocol/approvals.ts';
 import type { ApprovalAnswer } from '../../../src/run-dir/session-approvals.ts';
 import { savedEnv } from '../../fixtures/cli/cli-helpers.ts';
 
@@ -204,6 +205,42 @@ describe('the terminal approver', () => {
     controller.abort();
     expect(await third).toBeNull();
     expect(terminal.listening).toBe(false);
+  });
+});
+
+describe('a request whose rule holds a masked secret', () => {
+  const masked = 'run_terminal_cmd(printf %s [REDACTED] > got.txt && echo stored)';
+
+  it('`a` approves that call only: the same masked rule with another secret is asked again', async () => {
+    const terminal = new FakeTerminal();
+    const approver = commandApprover({ approve: [], cwd: '/tmp', input: terminal, interrupt: () => {} });
+    const { got, to } = answers();
+    approver.ask(request('r1', masked), to('r1'));
+    approver.ask(request('r2', masked), to('r2'));
+    terminal.type('a');
+    // r2 may hold another secret behind the same mask: not approved with r1, still asked.
+    expect(got).toEqual([['r1', { approved: true, by: 'person', decider: 'tty', remember: 'call' }]]);
+    terminal.type('n');
+    expect(got.map(([id, answer]) => [id, answer.approved])).toEqual([
+      ['r1', true],
+      ['r2', false],
+    ]);
+    // troupe run's channel does not remember it either.
+    const channel = approvalChannel(approver);
+    const signal = new AbortController().signal;
+    const first = channel(request('r3', masked), signal);
+    terminal.type('a');
+    expect(await first).toMatchObject({ approved: true, remember: 'call', by: 'person' });
+    const second = channel(request('r4', masked), signal);
+    expect(terminal.listening).toBe(true);
+    terminal.type('n');
+    expect(await second).toMatchObject({ approved: false, by: 'person' });
+  });
+
+  it('is shown without the `a` key, and says why', () => {
+    expect(approvalPrompt(request('r1', masked, { command: 'x' }))).toBe(
+      `approval needed: run_terminal_cmd {"command":"x"} (why)\n  [y] approve  [n] deny  (no [a]: ${NOT_REMEMBERABLE})`,
+    );
   });
 });
 
