@@ -128,7 +128,8 @@ export class AgentHandle extends EventEmitter<AgentHandleEvents> {
 
   /**
    * Approves this agent's call waiting on `requestId` (from the `approval` event): the tool runs.
-   * `remember: 'session'` approves later requests of the same rule without asking. Throws UserError
+   * `remember: 'session'` approves later requests of the same rule without asking (not a rule
+   * holding a masked secret: see {@link ApproveOptions.remember}). Throws UserError
    * `approval_not_pending` when no such request of this agent waits.
    *
    * @example

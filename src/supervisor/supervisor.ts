@@ -265,7 +265,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   /**
    * Approves the call waiting on `requestId` (from `agent:approval`): it runs. `remember: 'session'`
-   * approves later requests of the same rule without asking. Rejects with UserError
+   * approves later requests of the same rule without asking (not a rule holding a masked secret:
+   * see {@link ApproveOptions.remember}). Rejects with UserError
    * `approval_not_pending` when no such request waits (decided, timed out, or its agent ended).
    */
   approve(requestId: string, options?: ApproveOptions): Promise<void> {
