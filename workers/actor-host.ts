@@ -10,6 +10,7 @@ import { runInNewContext } from 'node:vm';
 import { threadId } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import { sleep } from '../src/abort.ts';
+import { ForwardedSecrets } from '../src/engines/actor/forwarded-secrets.ts';
 import {
   hostToolProxies,
   loadToolModules,
@@ -96,6 +97,9 @@ class ActorHost {
   /** Stops reporting this thread's command process groups to the engine. */
   readonly #unwatchCommands: () => void;
   readonly #unwatchSecrets: () => void;
+  /** Values the supervisor's thread registered (it sent them): masked here, never posted back. */
+  readonly #supervisorSecrets: Set<string>;
+  readonly #secrets = new ForwardedSecrets();
   readonly #signals: AgentSignal[] = [];
   /** Optional signals the supervisor listens for; the others are not built or sent. */
   #wanted: ReadonlySet<string>;
@@ -130,7 +134,14 @@ class ActorHost {
     );
     // Posted at once, on the port outcomes take later: the supervisor knows them before it
     // writes a result that repeats them.
-    this.#unwatchSecrets = onSecretValues((values) => this.#post({ type: 'secrets', values: [...values] }));
+    // The program's own registrations (in the supervisor's thread) are masked here too: journals
+    // and reports are written in this thread.
+    this.#supervisorSecrets = new Set(config.secretValues);
+    this.#secrets.register(config.secretValues);
+    this.#unwatchSecrets = onSecretValues((values) => {
+      const own = values.filter((value) => !this.#supervisorSecrets.has(value));
+      if (own.length > 0) this.#post({ type: 'secrets', values: own });
+    });
     mkdirSync(config.journalDir, { recursive: true });
   }
 
@@ -158,6 +169,10 @@ class ActorHost {
       },
       wantSignals: (kinds) => {
         this.#wanted = new Set<string>(kinds);
+      },
+      learnSecrets: (values) => {
+        for (const value of values) this.#supervisorSecrets.add(value);
+        this.#secrets.register(values);
       },
       shutdown: (reason) => {
         this.#shuttingDown = true;

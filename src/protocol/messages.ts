@@ -112,6 +112,12 @@ export interface HostConfig {
   readonly cwd: string;
   /** The {@link OptionalSignal}s the supervisor has listeners for when the host starts. */
   readonly wantedSignals: readonly OptionalSignal[];
+  /**
+   * The values registered for masking in the supervisor's thread when the host starts (the
+   * program's `registerSecretValues`, configured credentials, values other hosts forwarded): the
+   * host's journals and reports mask them too. Later ones come as {@link HostControlApi.learnSecrets}.
+   */
+  readonly secretValues: readonly string[];
 }
 
 /** A worker_threads MessagePort (named through the global so only engines/ and workers/ import worker_threads). */
@@ -287,6 +293,8 @@ export interface HostControlApi {
   shutdown(reason: string): void;
   /** The supervisor now has listeners for these {@link OptionalSignal}s (the set only grows). */
   wantSignals(kinds: readonly OptionalSignal[]): void;
+  /** Values registered for masking in the supervisor's thread since the host started: mask them here too. */
+  learnSecrets(values: readonly string[]): void;
 }
 
 /** host -> main calls, answered by the supervisor ({@link HostCallMessage} over the callback port). */

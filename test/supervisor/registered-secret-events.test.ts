@@ -67,6 +67,40 @@ describe('a secret the program registered', () => {
   }, 60_000);
 });
 
+describe('a secret the program registered, in the journal of an agent in a worker thread', () => {
+  it('is masked, registered before the threads start and after', async () => {
+    const before = 'Jm5tRw8qZp3xKc7vBn2d';
+    const after = 'Hs9wLq4zTy1rPm6kXv3c';
+    registerSecretValues([before]);
+    const dir = tempDir();
+    const steps: ScriptedResponse[] = [
+      {
+        text: `Found ${before} and ${after}.`,
+        toolCalls: [{ name: 'glob', arguments: { pattern: `${before}-${after}*` } }],
+      },
+      { toolCalls: [{ name: 'complete_task', arguments: { result: { done: true } } }] },
+    ];
+    supervisor = new Supervisor({
+      threads: 1,
+      cwd: dir,
+      journalDir: path.join(dir, 'journals'),
+      providers: { scripted: { kind: 'module', module: SCRIPTED, options: { steps } } },
+    });
+    await supervisor.start();
+    // The thread runs already: it hears of this one before the spawn.
+    registerSecretValues([after]);
+    const handle = supervisor.spawn('worker', { task: 'Find the values.' });
+    const outcome = await handle.result;
+    await supervisor.close();
+    expect(outcome.status).toBe('completed');
+    const journal = readFileSync(path.join(dir, 'journals', `${handle.id}.jsonl`), 'utf8');
+    // Masked, not dropped.
+    expect(journal).toContain('Found [REDACTED] and [REDACTED].');
+    expect(journal).not.toContain(before);
+    expect(journal).not.toContain(after);
+  }, 60_000);
+});
+
 describe('a secret in the arguments of a call that asks for approval', () => {
   it('is masked in agent:approval, agent:decision and the journal; the approved tool runs with it', async () => {
     registerSecretValues([SECRET]);

@@ -21,6 +21,7 @@ import { describeValue, type SerializedError, SystemError, serializeError, UserE
 import type { AuditEvent, EventOf } from '../../journal/events.ts';
 import { forkedInputs, writeFork } from '../../journal/fork.ts';
 import { readFirstEvent, readJournal } from '../../journal/reader.ts';
+import { onSecretValues } from '../../journal/redact.ts';
 import { JournalWriter } from '../../journal/writer.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../../loop/types.ts';
@@ -143,6 +144,15 @@ export class ThreadEngine implements Engine {
    * this array's contents when it starts a host, so a host started later gets the current set.
    */
   readonly #wantedSignals: OptionalSignal[] = [];
+  /**
+   * Every value registered for masking in this thread (the program's `registerSecretValues`, the
+   * supervisor's providers and MCP servers, values hosts forwarded): hosts get them in their config
+   * (cloned when a host starts, as `#wantedSignals`) and each one added later, so the journals
+   * and outputs written in agents' threads mask them too. At most MAX_LITERAL_SECRETS: this
+   * thread's registry refuses more.
+   */
+  readonly #secretValues: string[] = [];
+  #unwatchSecrets: (() => void) | undefined;
   /** Creates new agents' journal files on this thread, so hosts never create files at once. */
   readonly #precreator: JournalPrecreator;
 
@@ -177,6 +187,13 @@ export class ThreadEngine implements Engine {
   async #start(): Promise<void> {
     const options = this.#options;
     const admissionKeys = this.#admission.keys;
+    // Called at once with the values known so far (no host runs yet), then with each one added.
+    this.#unwatchSecrets = onSecretValues((values) => {
+      this.#secretValues.push(...values);
+      for (const host of this.#pool?.hosts ?? []) {
+        this.#pool?.call(host, (api) => api.learnSecrets(values)).catch(() => {});
+      }
+    });
     const pool = new HostPool({
       threads: options.threads,
       dedicatedThreads: options.quarantineThreads,
@@ -194,6 +211,7 @@ export class ThreadEngine implements Engine {
         fsync: options.fsync,
         cwd: options.cwd,
         wantedSignals: this.#wantedSignals,
+        secretValues: this.#secretValues,
       },
       callbacks: this.#callbacks(),
       serveAdmission: (_host, port: MessagePort) => new AdmissionServer(this.#admission, admissionKeys, port),
@@ -367,6 +385,7 @@ export class ThreadEngine implements Engine {
     // soon as start() was called, and its close is idempotent.
     await this.#pool?.close(this.#options.graceMs);
     if (this.#starting) await this.#starting.catch(() => {});
+    this.#unwatchSecrets?.();
     // Threads that had to be terminated could not stop their MCP servers and commands.
     for (const targets of this.#children.values()) killOrphans(targets);
     this.#children.clear();
