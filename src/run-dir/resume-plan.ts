@@ -10,10 +10,17 @@
  *   attempt whose journal is a fork of the failed one's (src/journal/fork.ts): it continues where the
  *   failed attempt stopped, and the tool calls that attempt finished are not run again;
  * - it never started: start it.
+ *
+ * Agents spawned by agents are not plan entries: one whose journal ends but has no result line (a
+ * SIGKILL between the two writes) gets its line from its journal too. A parent resumed later adopts
+ * it as finished and says nothing of it, so nothing else would write it. Judge journals, in the same
+ * directory, are no agent's children and get none.
  */
 import { existsSync, readdirSync } from 'node:fs';
-import type { AuditEvent } from '../journal/events.ts';
-import { readJournal } from '../journal/reader.ts';
+import { join } from 'node:path';
+import { MAX_ADOPTION_SCAN_BYTES } from '../constants.ts';
+import type { AuditEvent, EventOf } from '../journal/events.ts';
+import { readFirstEvent, readJournal } from '../journal/reader.ts';
 import type { FailureReason } from '../loop/types.ts';
 import { metadataMember, needsRerun, type ResultLine } from './results.ts';
 import { journalFile, type RunDirPaths } from './run-dir.ts';
@@ -24,7 +31,10 @@ import type { WorkItem } from './session.ts';
 export interface ResumePlan {
   /** Entries to run (resumed from a journal, or started). */
   readonly work: WorkItem[];
-  /** Outcomes recovered from journals, to append to `results.jsonl` before running anything. */
+  /**
+   * Outcomes recovered from journals, to append to `results.jsonl` before running anything: plan
+   * entries' first, then agents spawned by agents (`index: null`), oldest end first.
+   */
   readonly recovered: ResultLine[];
   /** Entries whose result is final. */
   readonly kept: number;
@@ -47,7 +57,8 @@ export function planResume(
 ): ResumePlan {
   // Indexed once: scanning every result line and journal name for every entry made resuming a
   // 20,000-task run cost ~25 s of CPU before anything ran (quadratic in the data set).
-  const attempts = journalAttemptsById(existsSync(paths.journals) ? readdirSync(paths.journals) : []);
+  const files = existsSync(paths.journals) ? readdirSync(paths.journals) : [];
+  const attempts = journalAttemptsById(files);
   const linesByIndex = new Map<number, ResultLine[]>();
   for (const line of results) {
     if (line.index === null) continue;
@@ -102,7 +113,65 @@ export function planResume(
         ...(retryOf === undefined ? {} : { retryOf }),
       });
   }
+  recovered.push(...nestedLines(plan, paths, files, results));
   return { work, recovered, kept, retried };
+}
+
+/**
+ * Lines for the agents spawned by agents whose journals end but that have no result line. Every
+ * journal in `files` that is neither a plan entry's nor a judge's (by name) has its first line read
+ * (at most MAX_ADOPTION_SCAN_BYTES; a longer one is skipped); those whose `parentId` chain leads to
+ * a plan entry's agent are the nested agents.
+ */
+function nestedLines(
+  plan: RunPlan,
+  paths: RunDirPaths,
+  files: readonly string[],
+  results: readonly ResultLine[],
+): ResultLine[] {
+  const prefix = plan.idPrefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  // A plan entry's agent (`<prefix>-<index>`, `-r<n>` for later attempts) and its judges (`-judge-...`).
+  const entry = new RegExp(`^${prefix}-(\\d+)(?:-r\\d+)?(-judge-.*)?$`);
+  const isEntry = (agentId: string): boolean => {
+    const match = entry.exec(agentId);
+    return match?.[1] !== undefined && match[2] === undefined && Number(match[1]) < plan.runs.length;
+  };
+  const starts = new Map<string, EventOf<'Started'>>();
+  for (const file of files) {
+    if (!file.endsWith('.jsonl')) continue;
+    const stem = file.slice(0, -'.jsonl'.length);
+    if (entry.test(stem)) continue;
+    // Only a line that names a parent is parsed: a judge's, or a plan entry's, names none.
+    const first = readFirstEvent(join(paths.journals, file), MAX_ADOPTION_SCAN_BYTES, (line) =>
+      line.includes('"parentId":'),
+    );
+    if (first?.type === 'Started' && first.parentId !== undefined && first.agentId === stem)
+      starts.set(stem, first);
+  }
+  if (starts.size === 0) return [];
+  const written = new Set(results.map((line) => line.agentId));
+  const underEntry = (started: EventOf<'Started'>): boolean => {
+    const seen = new Set<string>();
+    for (let parent = started.parentId; parent !== undefined; parent = starts.get(parent)?.parentId) {
+      if (isEntry(parent)) return true;
+      if (seen.has(parent)) return false;
+      seen.add(parent);
+    }
+    return false;
+  };
+  const lines: ResultLine[] = [];
+  for (const [agentId, started] of starts) {
+    if (written.has(agentId) || !underEntry(started)) continue;
+    let events: readonly AuditEvent[];
+    try {
+      events = readJournal(journalFile(paths, agentId)).events;
+    } catch {
+      continue; // gone since the listing: nothing to recover
+    }
+    const line = lineFromJournal(null, started.definition.name, undefined, 1, events);
+    if (line !== undefined) lines.push(line);
+  }
+  return lines.sort((a, b) => (a.endedAt < b.endedAt ? -1 : a.endedAt > b.endedAt ? 1 : 0));
 }
 
 /**

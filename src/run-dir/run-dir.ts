@@ -9,7 +9,7 @@
  * turn: a write each took seconds). A killed process leaves at most a torn last line; readers
  * ignore it and {@link RunDirWriter.reopen} cuts it away before appending. A process killed
  * outright can leave out the lines of its last turn: the agents' journals have their outcomes,
- * which `troupe resume` takes from there.
+ * which `troupe resume` takes from there (plan entries' and nested agents', see resume-plan.ts).
  *
  * Every file is written through `redactValue`, like journals: a credential in a task, an answer or
  * an error message, and any value under a secret-named key (`metadata.apiKey`), never reach disk.
