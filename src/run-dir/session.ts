@@ -258,12 +258,15 @@ export class FanoutSession {
           // data set stayed in memory until the run ended.
           { concurrency: plan.concurrency, signal, keepResults: false },
         );
-        // What is left are the entries refused at spawn (a task over MAX_SPAWN_INPUT_BYTES): no
-        // agent, so no event; without these lines they were silently counted as not run.
-        for (const refused of await fanOut.all()) {
+        // What the fan-out yields are the entries refused at spawn (a task over
+        // MAX_SPAWN_INPUT_BYTES): no agent, so no event; without these lines they were silently
+        // counted as not run. Each is written as it is refused, between the lines of the agents
+        // that ended before and after it (taken from all() at the end, it came after every one).
+        for await (const refused of fanOut) {
           const item = work[refused.index];
           if (item !== undefined) this.#record({ ...refused.outcome, agentId: item.agentId });
         }
+        await fanOut.all();
       }
       while (this.#pending.size > 0) await Promise.all([...this.#pending]);
     } finally {

@@ -24,10 +24,10 @@ export interface FanOutOptions {
   /**
    * Keep every result and agent handle until the fan-out is dropped, for `all()`, `for await` and
    * `handles`. `false` for a large fan-out whose results the caller takes elsewhere (Supervisor
-   * events, as `troupe fanout` does): nothing of an agent is kept once it ends, `handles` stays
-   * empty, and `for await` yields nothing. `all()` resolves, once every agent has ended, to the
-   * results of the specs refused at spawn only (`invalid_request`, agentId `''`: no agent, so no
-   * event, reports them); `[]` when there were none.
+   * events, as `troupe fanout` does): nothing of an agent is kept once it ends and `handles` stays
+   * empty. Only the results of the specs refused at spawn are kept (`invalid_request`, agentId
+   * `''`: no agent, so no event, reports them): `for await` yields each as it is refused, and
+   * `all()` resolves to them once every agent has ended (`[]` when there were none).
    * Kept, 20,000 outcomes (answers and results included) stayed in memory to the end of a run.
    * @default true
    */
@@ -60,7 +60,6 @@ export class FanOut implements AsyncIterable<FanOutResult> {
   readonly #results: FanOutResult[] = [];
   readonly #waiters: (() => void)[] = [];
   readonly #all: Promise<FanOutResult[]>;
-  readonly #keep: boolean;
   #done = false;
   /** Handles of the agents spawned so far, in input order (sparse until spawned). */
   readonly handles: AgentHandle[] = [];
@@ -68,7 +67,6 @@ export class FanOut implements AsyncIterable<FanOutResult> {
   /** @internal */
   constructor(supervisor: Spawner, specs: Iterable<SpawnSpec>, options: FanOutOptions) {
     const keep = options.keepResults !== false;
-    this.#keep = keep;
     const concurrency = options.concurrency ?? Number.POSITIVE_INFINITY;
     const source = specs[Symbol.iterator]();
     /** Specs taken from the source so far: the index of the next one. */
@@ -179,7 +177,7 @@ export class FanOut implements AsyncIterable<FanOutResult> {
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<FanOutResult> {
-    if (!this.#keep) return;
+    // Not kept (keepResults: false), only refused specs are here: yielded as they are refused.
     let yielded = 0;
     for (;;) {
       const result = this.#results[yielded];

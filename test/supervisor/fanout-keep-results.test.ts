@@ -44,6 +44,25 @@ describe('fanOut with keepResults: false', () => {
     }
   });
 
+  it('yields each refused spec with for await, as it is refused', async () => {
+    const supervisor = policySupervisor({ journalDir: tempDir() });
+    try {
+      const specs = [
+        { agent: 'worker', task: 'Review a.ts.' },
+        { agent: 'worker', task: 42 as unknown as string },
+        { agent: 'worker', task: 'Review b.ts.' },
+      ];
+      const run = supervisor.fanOut(specs, { concurrency: 1, keepResults: false });
+      const yielded: [number, string][] = [];
+      // Before, for await yielded nothing: the refusal was only in all(), once every agent ended.
+      for await (const result of run) yielded.push([result.index, result.outcome.status]);
+      expect(yielded).toEqual([[1, 'failed']]);
+      expect((await run.all()).map((result) => result.index)).toEqual([1]);
+    } finally {
+      await supervisor.close();
+    }
+  });
+
   it('keeps them by default', async () => {
     const supervisor = policySupervisor({ journalDir: tempDir() });
     try {
