@@ -19,7 +19,7 @@ import { UserError } from '../errors.ts';
 import type { AuditEventInput } from '../journal/events.ts';
 import { readJournal } from '../journal/reader.ts';
 import type { AgentChannels } from '../loop/types.ts';
-import type { ApprovalRequest } from '../protocol/approvals.ts';
+import { type ApprovalRequest, rememberable } from '../protocol/approvals.ts';
 import { parseModelMap } from '../providers/models.ts';
 import { printable } from '../run-dir/format.ts';
 import type { ApprovalAnswer, SessionApprover } from '../run-dir/session-approvals.ts';
@@ -72,6 +72,8 @@ export const WAITING_LINE = '… waiting for the model';
 
 /** The prompt shown while a tool call waits for the person's decision. */
 export const APPROVAL_PROMPT = 'approve? [y/n/a] ';
+/** The prompt for a request whose rule holds a masked secret: it cannot be approved for the session. */
+export const CALL_APPROVAL_PROMPT = 'approve? [y/n] ';
 
 /** Registers `troupe chat` on `program`. */
 export function register(program: Command, io: CliIO, setExit: (code: number) => void): void {
@@ -315,7 +317,8 @@ class LineApprover implements SessionApprover {
   }
 
   #ask(): void {
-    this.#lines.setPrompt(APPROVAL_PROMPT);
+    const head = this.#queue.head;
+    this.#lines.setPrompt(head === undefined || rememberable(head.rule) ? APPROVAL_PROMPT : CALL_APPROVAL_PROMPT);
     this.#lines.prompt();
   }
 

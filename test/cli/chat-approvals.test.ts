@@ -21,8 +21,8 @@ function ofType<T extends AuditEvent['type']>(events: readonly AuditEvent[], typ
   return events.filter((event): event is EventOf<T> => event.type === type);
 }
 
-/** A model that answers each message by running `echo ran > proof.txt`, then says `done`. */
-function shellModel(): Promise<MockServer> {
+/** A model that answers each message by running `command` (`echo ran > proof.txt`), then says `done`. */
+function shellModel(command = 'echo ran > proof.txt'): Promise<MockServer> {
   return startMockServer({
     // The first request calls the tool; the one after its result answers.
     '/v1/chat/completions': (_req, res, index) => {
@@ -31,7 +31,7 @@ function shellModel(): Promise<MockServer> {
           res,
           'call_1',
           'run_terminal_cmd',
-          JSON.stringify({ command: 'echo ran > proof.txt' }),
+          JSON.stringify({ command }),
         );
       } else streamText(res, 'done');
     },
@@ -63,15 +63,17 @@ async function chatOnce(options: {
   tty: boolean;
   answers?: readonly string[];
   flags?: PermissionFlags;
-}): Promise<{ code: number; stdout: string; events: AuditEvent[]; ran: boolean }> {
+}): Promise<{ code: number; stdout: string; events: AuditEvent[]; ran: boolean; prompts: string[] }> {
+  const prompts: string[] = [];
   const input = fakeTerminal(options.tty);
   const output = new PassThrough();
   const answers = [...(options.answers ?? [])];
   let prompted = 0;
   output.on('data', (data: Buffer) => {
     // The approval prompt readline shows: each one takes the next answer.
-    const shown = data.toString('utf8').split('approve? [y/n/a]').length - 1;
-    for (let i = 0; i < shown; i += 1) {
+    const shown = data.toString('utf8').match(/approve\? \[y\/n(?:\/a)?\] /g) ?? [];
+    for (const prompt of shown) {
+      prompts.push(prompt);
       prompted += 1;
       const answer = answers.shift();
       if (answer !== undefined) setImmediate(() => input.write(`${answer}\n`));
@@ -96,7 +98,13 @@ async function chatOnce(options: {
     { input, output },
   );
   expect(prompted).toBe(options.answers?.length ?? 0);
-  return { code, stdout, events: journalEvents(journal), ran: existsSync(project.path('proof.txt')) };
+  return {
+    code,
+    stdout,
+    events: journalEvents(journal),
+    ran: existsSync(project.path('proof.txt')),
+    prompts,
+  };
 }
 
 describe('troupe chat and a call that asks for approval', () => {
@@ -110,6 +118,17 @@ describe('troupe chat and a call that asks for approval', () => {
     // The answers were not messages.
     expect(ofType(events, 'Instructed').map((event) => event.text)).toEqual(['run it']);
     expect(stdout).toContain('general-purpose> done');
+  });
+
+  it('at a terminal: a call holding a masked secret is asked [y/n], and a approves that call only', async () => {
+    await server.close();
+    server = await shellModel(`echo ghp_${'Kx7Qm2Wv9Zr4Tn6Yb1Lp3Hs8'} > proof.txt`);
+    process.env.OPENAI_BASE_URL = server.url('/v1');
+    const { code, events, ran, prompts } = await chatOnce({ tty: true, answers: ['a'] });
+    expect(code).toBe(0);
+    expect(prompts).toEqual(['approve? [y/n] ']);
+    expect(ran).toBe(true);
+    expect(ofType(events, 'ApprovalDecided')).toMatchObject([{ approved: true, remember: 'call' }]);
   });
 
   it('at a terminal: n denies the call, and the chat says so', async () => {

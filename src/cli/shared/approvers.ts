@@ -83,6 +83,11 @@ export class PersonQueue {
     return this.#queue.length;
   }
 
+  /** The request an answer is for now. */
+  get head(): ApprovalRequest | undefined {
+    return this.#queue[0]?.request;
+  }
+
   push(request: ApprovalRequest, answer: (answer: ApprovalAnswer) => void): void {
     this.#queue.push({ request, answer });
     if (this.#queue.length === 1) this.#announce?.(request);
