@@ -202,7 +202,13 @@ export type { RunAgentOptions } from './loop/run-agent.ts';
 export { runAgent } from './loop/run-agent.ts';
 export type { LoopProgress, StopCondition, StopVerdict } from './loop/stop-conditions.ts';
 export { budget, stepCount, toolCalled } from './loop/stop-conditions.ts';
-export type { AgentChannels, AgentLimits, AgentOutcome, FailureReason } from './loop/types.ts';
+export type {
+  AgentChannels,
+  AgentLimits,
+  AgentOutcome,
+  FailureReason,
+  InheritedSpend,
+} from './loop/types.ts';
 export type { CalibrationReceipt, CalibratorOptions, ModelCalibration } from './projection/calibrator.ts';
 // Projection and token budget
 export { Calibrator } from './projection/calibrator.ts';

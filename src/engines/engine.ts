@@ -14,6 +14,7 @@
 import type { RetryPolicy } from '../definition/types.ts';
 import type { SerializedError } from '../errors.ts';
 import type { AuditEvent, EventOf } from '../journal/events.ts';
+import type { UsageTotals } from '../journal/usage.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 import type {
   ActorSpec,
@@ -177,9 +178,11 @@ export interface Engine {
   /**
    * Starts agent `to`'s journal as a fork of agent `from`'s (src/journal/fork.ts): its events up to
    * its end, under the new id. Does nothing when `to` has a journal already (an earlier fork), or
-   * `from` has none. All or nothing: a fork cut off half way leaves no journal.
+   * `from` has none. All or nothing: a fork cut off half way leaves no journal. Resolves with what
+   * the receipts `to` inherits from `from` add up to (`forkedTotals`), whether the fork is written
+   * now or was already.
    */
-  forkJournal(from: string, to: string): Promise<void>;
+  forkJournal(from: string, to: string): Promise<UsageTotals>;
   /**
    * The `Started` events of the journals it holds that name `parentId` as their parent: what a
    * parent resumed in a new supervisor looks for when its journal shows a `spawn_agent` call cut

@@ -4,9 +4,14 @@
  * with the new agent's id, each at its original time, chained afresh; the agent then resumes from
  * it, so finished tool calls are answered from the record and never run again. The failed agent's
  * own journal is not touched: each journal still ends in exactly one terminal event.
+ *
+ * The fork's receipts are counted in the new agent's outcome (it carries its whole history) and
+ * were in the failed agent's: {@link forkedTotals} is what the new agent inherited, which run
+ * totals must not add twice (`AgentOutcome.inherited`).
  */
 import type { AuditEvent, AuditEventInput } from './events.ts';
 import type { JournalSink } from './sink.ts';
+import { addReceipt, type UsageTotals, ZERO_USAGE_TOTALS } from './usage.ts';
 
 /** The events of `events` to carry into a fork, as inputs of agent `agentId` (with their `ts`). */
 export function forkedInputs(events: readonly AuditEvent[], agentId: string): AuditEventInput[] {
@@ -21,4 +26,12 @@ export function forkedInputs(events: readonly AuditEvent[], agentId: string): Au
 /** Appends `inputs` to `sink`; each keeps its `ts`. */
 export function writeFork(sink: JournalSink, inputs: readonly AuditEventInput[]): void {
   for (const input of inputs) sink.append(input);
+}
+
+/** What the receipts among `inputs` (a fork's events) add up to: what the agent continuing them inherits. */
+export function forkedTotals(inputs: readonly AuditEventInput[]): UsageTotals {
+  let totals = ZERO_USAGE_TOTALS;
+  for (const input of inputs)
+    if (input.type === 'ProviderReceipt') totals = addReceipt(totals, input.receipt);
+  return totals;
 }

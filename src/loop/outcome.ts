@@ -10,7 +10,8 @@ import { type AuditEvent, type AuditEventInput, type EventOf, isTerminal } from 
 import { resumeState } from '../journal/resume.ts';
 import { knownCost } from '../journal/usage.ts';
 import { ZERO_USAGE } from '../providers/receipt.ts';
-import type { AgentOutcome, FailureReason } from './types.ts';
+import type { Usage } from '../providers/types.ts';
+import type { AgentOutcome, FailureReason, InheritedSpend } from './types.ts';
 
 /**
  * Why an agent whose run could not start or went on no further failed, from the error that stopped
@@ -19,6 +20,31 @@ import type { AgentOutcome, FailureReason } from './types.ts';
  */
 export function unrunReason(error: SerializedError): FailureReason {
   return error.name === 'UserError' ? 'invalid_request' : 'crashed';
+}
+
+/**
+ * What an agent (an outcome, a result line) spent itself: its `usage` and `costUsd` less what a
+ * retry inherited with the journal it continues ({@link InheritedSpend}). The cost is null when
+ * the agent's is (an unpriced request, its own or inherited, leaves its own share unknown).
+ */
+export function ownSpend(spend: {
+  readonly usage: Usage;
+  readonly costUsd: number | null;
+  readonly inherited?: InheritedSpend | undefined;
+}): InheritedSpend {
+  const { usage, costUsd, inherited } = spend;
+  if (inherited === undefined) return { usage, costUsd };
+  const less = (a: number, b: number): number => Math.max(0, a - b);
+  return {
+    usage: {
+      ...usage,
+      inputTokens: less(usage.inputTokens, inherited.usage.inputTokens),
+      outputTokens: less(usage.outputTokens, inherited.usage.outputTokens),
+      cachedInputTokens: less(usage.cachedInputTokens, inherited.usage.cachedInputTokens),
+      reasoningTokens: less(usage.reasoningTokens, inherited.usage.reasoningTokens),
+    },
+    costUsd: costUsd === null || inherited.costUsd === null ? null : Math.max(0, costUsd - inherited.costUsd),
+  };
 }
 
 /** A Failed outcome with `reason` and `error`. */

@@ -57,6 +57,8 @@ export type AgentOutcome =
       readonly steps?: number;
       /** A replayed agent: how its tool calls were answered (recorded, live, refused). */
       readonly replay?: ReplayCounts;
+      /** A retry's share of `usage` and `costUsd` spent by the attempt it continues: see {@link InheritedSpend}. */
+      readonly inherited?: InheritedSpend;
     }
   | {
       readonly status: 'failed';
@@ -68,7 +70,21 @@ export type AgentOutcome =
       readonly rounds: number;
       readonly steps?: number;
       readonly replay?: ReplayCounts;
+      readonly inherited?: InheritedSpend;
     };
+
+/**
+ * What a retry (`SpawnOptions.retryOf`, `troupe resume --retry-failed`) inherited with the journal
+ * it continues: the requests the failed attempt made, which its outcome's `usage` and `costUsd`
+ * include (an outcome carries the agent's whole history) and which the failed attempt's own
+ * outcome already counted. What the retry spent itself is `usage` minus this (`ownSpend`); run
+ * totals (`runUsage`, `summary.json`, `troupe report`) add only that.
+ */
+export interface InheritedSpend {
+  readonly usage: Usage;
+  /** USD; null when the price of some inherited request is unknown. */
+  readonly costUsd: number | null;
+}
 
 /**
  * Per-agent limits, checked before every model request (inside a round too). For the budgets,

@@ -5,6 +5,7 @@
  * failures, and every agent's transcript to drill into.
  */
 import type { ScoringSummary } from '../eval/types.ts';
+import { ownSpend } from '../loop/outcome.ts';
 import { type ApprovalRecord, readApprovals } from './approvals.ts';
 import {
   REPORT_CHART_AGENTS,
@@ -252,6 +253,12 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
   const runsNote = `${entries} plan entr${entries === 1 ? 'y' : 'ies'}${reruns > 0 ? ` (${reruns} run again)` : ''}`;
   const sum = (value: (agent: ReportAgent) => number): number =>
     agents.reduce((total, agent) => total + value(agent), 0);
+  // A retry's usage holds the requests of the attempt it continues: the totals count them once.
+  const own = agents.map((agent) =>
+    ownSpend({ usage: agent.usage, costUsd: agent.costUsd, inherited: agent.result?.inherited }),
+  );
+  const sumOwn = (value: (spend: (typeof own)[number]) => number): number =>
+    own.reduce((total, spend) => total + value(spend), 0);
   // One estimate mark for the sums: a side is marked when any agent's was estimated.
   const estimated = agents.reduce<EstimatedUsage>(
     (marks, { usage }) =>
@@ -265,7 +272,7 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
           : { estimated: true },
     {},
   );
-  const cost = agents.some((agent) => agent.costUsd === null) ? null : sum((agent) => agent.costUsd ?? 0);
+  const cost = own.some((spend) => spend.costUsd === null) ? null : sumOwn((spend) => spend.costUsd ?? 0);
   const retries = sum((agent) => agent.retries);
   const restarts = sum((agent) => agent.restarts);
   const judges = judgesCost(page.scoring, agents);
@@ -291,10 +298,10 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
     ],
     [
       `${formatTokenCount(
-        sum((a) => a.usage.inputTokens),
+        sumOwn((a) => a.usage.inputTokens),
         sideEstimated(estimated, 'input'),
       )} / ${formatTokenCount(
-        sum((a) => a.usage.outputTokens),
+        sumOwn((a) => a.usage.outputTokens),
         sideEstimated(estimated, 'output'),
       )}`,
       'tokens in / out',

@@ -1,7 +1,7 @@
 /** `results.jsonl`: one line per agent, appended as each one ends. */
 import type { SerializedError } from '../errors.ts';
 import type { ItemScores } from '../eval/types.ts';
-import type { AgentOutcome, FailureReason } from '../loop/types.ts';
+import type { AgentOutcome, FailureReason, InheritedSpend } from '../loop/types.ts';
 import type { Usage } from '../providers/types.ts';
 import type { ReplayCounts } from '../replay/types.ts';
 
@@ -22,10 +22,18 @@ export interface ResultLine {
   readonly answer?: string;
   readonly reason?: FailureReason;
   readonly error?: SerializedError;
-  /** `usage.estimated` when troupe estimated counts a server did not report. */
+  /**
+   * `usage.estimated` when troupe estimated counts a server did not report. The agent's whole
+   * history: a retry's includes the requests of the attempt it continues (see `inherited`).
+   */
   readonly usage: Usage;
   /** USD; null when the model's price is unknown. */
   readonly costUsd: number | null;
+  /**
+   * A retry (`troupe resume --retry-failed`): the part of `usage` and `costUsd` the attempt it
+   * continues spent, already in that attempt's line. Run totals add `usage` less this.
+   */
+  readonly inherited?: InheritedSpend;
   readonly rounds: number;
   /** Model requests (absent for agents that never ran the loop, and in older run directories). */
   readonly steps?: number;
@@ -81,6 +89,7 @@ export function resultLine(outcome: AgentOutcome, context: ResultContext): Resul
   const tail = {
     usage: outcome.usage,
     costUsd: outcome.costUsd,
+    ...(outcome.inherited === undefined ? {} : { inherited: outcome.inherited }),
     rounds: outcome.rounds,
     ...(outcome.steps === undefined ? {} : { steps: outcome.steps }),
     hostId: context.hostId ?? null,

@@ -17,6 +17,7 @@ import type { JobsUnserved } from '../engines/events.ts';
 import type { SerializedError } from '../errors.ts';
 import type { JudgeSpawner } from '../eval/judge.ts';
 import type { Scoring } from '../eval/scoring.ts';
+import { ownSpend } from '../loop/outcome.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 import { mergeModelSettings } from '../providers/model-settings.ts';
 import type { SpawnSpec } from '../supervisor/fanout.ts';
@@ -128,8 +129,10 @@ export class FanoutSession {
     this.#options = options;
     this.#lines = (options.existing ?? []).map(summaryLine);
     for (const line of this.#lines) {
-      this.#usedTokens += line.usage.inputTokens + line.usage.outputTokens;
-      this.#usedCostUsd += line.costUsd ?? 0;
+      // A retry's line holds the requests of the attempt it continues too: they count once.
+      const own = ownSpend(line);
+      this.#usedTokens += own.usage.inputTokens + own.usage.outputTokens;
+      this.#usedCostUsd += own.costUsd ?? 0;
     }
   }
 

@@ -1,6 +1,7 @@
 /** `summary.json`: counts, usage and cost by agent and in total, wall time, failures by reason. */
 import type { ScoringSummary } from '../eval/types.ts';
-import type { FailureReason } from '../loop/types.ts';
+import { ownSpend } from '../loop/outcome.ts';
+import type { FailureReason, InheritedSpend } from '../loop/types.ts';
 import { addUsage } from '../providers/receipt.ts';
 import type { Usage } from '../providers/types.ts';
 import type { ReplayCounts } from '../replay/types.ts';
@@ -77,8 +78,11 @@ export interface AgentSummary {
   readonly attempt: number;
   readonly status: 'completed' | 'failed';
   readonly reason?: FailureReason;
+  /** Its whole history: a retry's includes what the attempt it continues spent (`inherited`). */
   readonly usage: Usage;
   readonly costUsd: number | null;
+  /** A retry's share of `usage` and `costUsd` spent by the attempt it continues (ResultLine.inherited). */
+  readonly inherited?: InheritedSpend;
   readonly rounds: number;
   readonly steps?: number;
   /** From start to end; null when the agent never started. */
@@ -116,8 +120,10 @@ export interface RunSummary {
     readonly nested: { readonly completed: number; readonly failed: number };
   };
   /**
-   * Every attempt of every agent, cancelled ones included: what the run used. `usage.estimated`
-   * when some counts were estimated because a server reported none.
+   * Every attempt of every agent, cancelled ones included: what the run used, each request once (a
+   * retry adds only what it spent itself, not the requests it inherited with the journal of the
+   * attempt it continues). `usage.estimated` when some counts were estimated because a server
+   * reported none.
    */
   readonly usage: Usage;
   /** What the run cost in USD; null when some agent's cost is unknown (see `unpricedAgents`). */
@@ -161,6 +167,7 @@ export type SummaryLine = Pick<
   | 'reason'
   | 'usage'
   | 'costUsd'
+  | 'inherited'
   | 'rounds'
   | 'steps'
   | 'startedAt'
@@ -184,6 +191,7 @@ export function summaryLine(line: ResultLine): SummaryLine {
     ...(line.reason === undefined ? {} : { reason: line.reason }),
     usage: line.usage,
     costUsd: line.costUsd,
+    ...(line.inherited === undefined ? {} : { inherited: line.inherited }),
     rounds: line.rounds,
     ...(line.steps === undefined ? {} : { steps: line.steps }),
     startedAt: line.startedAt,
@@ -215,16 +223,17 @@ export function summarize(
   let costUsd: number | null = 0;
   let unpricedAgents = 0;
   for (const line of results) {
-    usage = addUsage(usage, line.usage);
-    costUsd = addCost(costUsd, line.costUsd);
+    const own = ownSpend(line);
+    usage = addUsage(usage, own.usage);
+    costUsd = addCost(costUsd, own.costUsd);
     if (line.costUsd === null) unpricedAgents += 1;
     const group = byDefinition[line.agent] ?? { agents: 0, completed: 0, failed: 0, usage: ZERO, costUsd: 0 };
     byDefinition[line.agent] = {
       agents: group.agents + 1,
       completed: group.completed + (line.status === 'completed' ? 1 : 0),
       failed: group.failed + (line.status === 'failed' ? 1 : 0),
-      usage: addUsage(group.usage, line.usage),
-      costUsd: addCost(group.costUsd, line.costUsd),
+      usage: addUsage(group.usage, own.usage),
+      costUsd: addCost(group.costUsd, own.costUsd),
     };
   }
   const planLines = [...latest.values()];
@@ -310,6 +319,7 @@ function agentSummary(line: SummaryLine): AgentSummary {
     ...(line.reason === undefined ? {} : { reason: line.reason }),
     usage: line.usage,
     costUsd: line.costUsd,
+    ...(line.inherited === undefined ? {} : { inherited: line.inherited }),
     rounds: line.rounds,
     ...(line.steps === undefined ? {} : { steps: line.steps }),
     wallTimeMs:

@@ -1,6 +1,6 @@
 /** The supervisor's state of one agent, whichever engine runs it. */
 import { abortReason } from '../abort.ts';
-import type { AgentOutcome } from '../loop/types.ts';
+import type { AgentOutcome, InheritedSpend } from '../loop/types.ts';
 import { ZERO_USAGE } from '../providers/receipt.ts';
 import type { Usage } from '../providers/types.ts';
 import { AgentHandle, type HandleControl } from './agent-handle.ts';
@@ -68,6 +68,8 @@ export interface AgentRecord extends KnownAgent {
   readonly held: HeldInstruction[];
   /** The agent whose journal this one continues (SpawnOptions.retryOf). */
   readonly retryOf: string | undefined;
+  /** A retry's: what its fork's receipts add up to, known once the fork is made (`AgentOutcome.inherited`). */
+  inherited: InheritedSpend | undefined;
   /** Where its recording comes from, when it replays one (loaded before it runs). */
   readonly replaySource: ReplaySource | undefined;
   /** Its loaded recording: what its subagents replay. */
@@ -169,6 +171,7 @@ export function createRecord({
     treeCostUsd: 0,
     held: [],
     retryOf,
+    inherited: undefined,
     replaySource,
     replay: undefined,
     removeAbortListener,

@@ -20,10 +20,12 @@ import { createEngine } from '../engines/create-engine.ts';
 import type { AgentReport, Engine, EngineHost } from '../engines/engine.ts';
 import { describeValue, type SerializedError, serializeError, UserError } from '../errors.ts';
 import { isTerminal } from '../journal/events.ts';
+import { knownCost } from '../journal/usage.ts';
 import {
   cancelledError,
   completedOutcome,
   failedOutcome,
+  ownSpend,
   recordedOutcome,
   unrunReason,
 } from '../loop/outcome.ts';
@@ -455,7 +457,8 @@ export class Agents {
       return;
     }
     this.engine.forkJournal(retryOf, record.id).then(
-      () => {
+      (forked) => {
+        if (forked.requests > 0) record.inherited = { usage: forked.usage, costUsd: knownCost(forked) };
         record.spec.resume = true;
         this.#run(record);
       },
@@ -628,6 +631,16 @@ export class Agents {
     this.engine.deliver(agentId, { type: 'instruction', text }).catch(dropped);
   }
 
+  /**
+   * Without runLimits no receipt is sent to count (nothing listens for them): `runUsage` counts
+   * what each agent spent itself when it ends, so its totals are never left at 0.
+   */
+  #countEnd(outcome: AgentOutcome): void {
+    if (this.budget.limited) return;
+    const own = ownSpend(outcome);
+    this.budget.add(own.usage.inputTokens + own.usage.outputTokens, own.costUsd);
+  }
+
   /** Counts a request against `runLimits`; once they are spent, says so and cancels every agent. */
   #count(tokens: number, costUsd: number | null): void {
     const spent = this.budget.add(tokens, costUsd);
@@ -672,7 +685,7 @@ export class Agents {
     this.#finish(record, failedOutcome(record.id, reason, error));
   }
 
-  #finish(record: AgentRecord, outcome: AgentOutcome): void {
+  #finish(record: AgentRecord, ended: AgentOutcome): void {
     if (record.state === 'ended') return;
     record.state = 'ended';
     if (record.cancelTimer) clearTimeout(record.cancelTimer);
@@ -685,11 +698,14 @@ export class Agents {
       });
       for (const held of record.held.splice(0)) held.reject(notRunning);
     }
+    // A retry's outcome carries the requests of the attempt it continues, which that attempt's
+    // outcome counted: it says so, and the run counts only what it spent itself.
+    const outcome =
+      record.inherited !== undefined && ended.inherited === undefined
+        ? extend(ended, { inherited: record.inherited })
+        : ended;
     rollUpUsage(this.records, record, outcome.usage, outcome.costUsd);
-    // Without runLimits no receipt is sent to count (nothing listens for them): `runUsage` then
-    // counts each agent's usage when it ends, so its totals are never left at 0.
-    if (!this.budget.limited)
-      this.budget.add(outcome.usage.inputTokens + outcome.usage.outputTokens, outcome.costUsd);
+    this.#countEnd(outcome);
     this.#retire(record);
     this.#tracing?.ended(record.id, outcome);
     this.approvals.ended(record.id);

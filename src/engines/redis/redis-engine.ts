@@ -13,7 +13,8 @@ import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { SystemError, serializeError } from '../../errors.ts';
 import { type AuditEvent, auditEventProblem, type EventOf } from '../../journal/events.ts';
-import { forkedInputs, writeFork } from '../../journal/fork.ts';
+import { forkedInputs, forkedTotals, writeFork } from '../../journal/fork.ts';
+import type { UsageTotals } from '../../journal/usage.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import type { ApprovalDecision } from '../../protocol/approvals.ts';
@@ -462,23 +463,24 @@ export class RedisEngine implements Engine {
     return starts;
   }
 
-  async forkJournal(from: string, to: string): Promise<void> {
+  async forkJournal(from: string, to: string): Promise<UsageTotals> {
     checkAgentId(from);
     checkAgentId(to);
     await this.start();
     const { redis } = this.#connected();
     const target = this.#keys.journal(to);
-    if ((await redis.exists(target)) > 0) return;
-    const events = await readRedisJournal(redis, this.#keys.journal(from));
-    if (events.length === 0) return;
+    const inputs = forkedInputs(await readRedisJournal(redis, this.#keys.journal(from)), to);
+    const totals = forkedTotals(inputs);
+    if (inputs.length === 0 || (await redis.exists(target)) > 0) return totals;
     // Written under a draft key, then renamed: a fork cut off half way leaves no journal.
     const draft = `${target}:fork`;
     await redis.del(draft);
     const journal = new RedisJournal({ redis, key: draft });
-    writeFork(journal, forkedInputs(events, to));
+    writeFork(journal, inputs);
     await journal.flushed();
     await redis.renamenx(draft, target);
     await redis.del(draft);
+    return totals;
   }
 
   /** Threads belong to the worker processes: there is nothing to measure here. */

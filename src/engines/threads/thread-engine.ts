@@ -19,9 +19,10 @@ import path from 'node:path';
 import type { MessagePort } from 'node:worker_threads';
 import { describeValue, type SerializedError, SystemError, serializeError, UserError } from '../../errors.ts';
 import type { AuditEvent, EventOf } from '../../journal/events.ts';
-import { forkedInputs, writeFork } from '../../journal/fork.ts';
+import { forkedInputs, forkedTotals, writeFork } from '../../journal/fork.ts';
 import { readFirstEvent, readJournal } from '../../journal/reader.ts';
 import { onSecretValues } from '../../journal/redact.ts';
+import type { UsageTotals } from '../../journal/usage.ts';
 import { JournalWriter } from '../../journal/writer.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../../loop/types.ts';
@@ -344,22 +345,23 @@ export class ThreadEngine implements Engine {
     return starts;
   }
 
-  async forkJournal(from: string, to: string): Promise<void> {
+  async forkJournal(from: string, to: string): Promise<UsageTotals> {
     const target = this.#journalFile(to);
-    if (existsSync(target) && statSync(target).size > 0) return;
-    const events = await this.journal(from);
-    if (events.length === 0) return;
+    const inputs = forkedInputs(await this.journal(from), to);
+    const totals = forkedTotals(inputs);
+    if (inputs.length === 0 || (existsSync(target) && statSync(target).size > 0)) return totals;
     const draft = `${target}.fork`;
     rmSync(draft, { force: true });
     const journal = JournalWriter.open(draft, {
       fsync: this.#options.fsync === 'never' ? 'never' : 'always',
     });
     try {
-      writeFork(journal, forkedInputs(events, to));
+      writeFork(journal, inputs);
     } finally {
       journal.close();
     }
     renameSync(draft, target);
+    return totals;
   }
 
   wantSignals(kinds: readonly OptionalSignal[]): void {

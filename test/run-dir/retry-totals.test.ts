@@ -1,0 +1,124 @@
+/**
+ * A retried plan entry (`troupe resume --retry-failed`) continues a fork of its failed attempt's
+ * journal: its result line's usage holds the failed attempt's requests too. The run's totals
+ * (summary.json, `troupe report`, the budget a later session starts from) count every request the
+ * server was asked once.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { formatCost, formatTokens } from '../../src/run-dir/format.ts';
+import { renderHtmlReport, runPage } from '../../src/run-dir/html-report.ts';
+import { loadPlan } from '../../src/run-dir/plan.ts';
+import { chooseProvider } from '../../src/run-dir/provider-choice.ts';
+import { RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
+import type { RunEvent } from '../../src/run-dir/run-events.ts';
+import { resolveRunPlan } from '../../src/run-dir/run-plan.ts';
+import { FanoutSession } from '../../src/run-dir/session.ts';
+import { buildTimeline } from '../../src/run-dir/timeline.ts';
+import { SPEND } from '../fixtures/supervisor/spent-provider.ts';
+import { readResults, tempDir } from './helpers.ts';
+
+const fixtures = path.resolve(import.meta.dirname, '../fixtures/supervisor');
+
+let dir: string;
+let cleanup: () => void;
+beforeEach(() => {
+  ({ dir, cleanup } = tempDir('troupe-retry-totals-'));
+});
+afterEach(() => cleanup());
+
+const REQUEST_COST =
+  (SPEND.usage.inputTokens * SPEND.price.inputPerMTok +
+    SPEND.usage.outputTokens * SPEND.price.outputPerMTok) /
+  1e6;
+
+describe('run totals across a retried plan entry', () => {
+  it('count the failed attempt once: the retry adds only the requests it made', async () => {
+    const log = path.join(dir, 'requests.log');
+    writeFileSync(
+      path.join(dir, 'plan.yaml'),
+      [
+        'cwd: .',
+        'threads: 1',
+        'provider:',
+        `  module: ${path.join(fixtures, 'counted-provider.ts')}`,
+        'providerOptions:',
+        `  log: ${log}`,
+        'toolModules:',
+        `  - { module: ${path.join(fixtures, 'fault-tools.ts')}, export: faultTools }`,
+        // Two requests (note, nap), then out of steps: Failed(step_limit).
+        'limits: { maxSteps: 2 }',
+        'runs:',
+        '  - { agent: worker, task: "call nap" }',
+      ].join('\n'),
+    );
+    const { plan, definitions } = await loadPlan(path.join(dir, 'plan.yaml'));
+    const provider = chooseProvider({ plan: plan.provider, options: plan.providerOptions, env: {} });
+    const runPlan = resolveRunPlan(plan, provider, {}, 'counted');
+    const writer = RunDirWriter.create(path.join(dir, 'run'), runPlan);
+    const [run] = runPlan.runs;
+    if (run === undefined) throw new Error('the plan has no run');
+    const first = await new FanoutSession({
+      plan: runPlan,
+      writer,
+      work: [{ run, agentId: run.agentId, attempt: 1, resume: false }],
+      kind: 'fanout',
+      definitions,
+    }).run();
+    expect(first.summary.counts).toMatchObject({ failed: 1 });
+
+    // As `troupe resume --retry-failed` runs it, with room for one more request.
+    const { limits: _limits, ...unlimited } = runPlan;
+    const retried = await new FanoutSession({
+      plan: unlimited,
+      writer,
+      work: [{ run, agentId: `${run.agentId}-r2`, attempt: 2, resume: false, retryOf: run.agentId }],
+      kind: 'resume',
+      definitions,
+      existing: readResults(writer.paths.results),
+    }).run();
+    const served = readFileSync(log, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '').length;
+    expect(served).toBe(3);
+    const lines = readResults(writer.paths.results);
+    expect(lines.map((line) => [line.attempt, line.status, line.steps])).toEqual([
+      [1, 'failed', 2],
+      [2, 'completed', 3],
+    ]);
+    // Each line says what its agent's outcome says (its whole history)...
+    expect(lines[1]?.usage.inputTokens).toBe(3 * SPEND.usage.inputTokens);
+    expect(lines[1]?.inherited?.usage.inputTokens).toBe(2 * SPEND.usage.inputTokens);
+    // ...and the run's totals count each served request once.
+    const { summary } = retried;
+    expect(summary.usage).toMatchObject({
+      inputTokens: served * SPEND.usage.inputTokens,
+      outputTokens: served * SPEND.usage.outputTokens,
+    });
+    expect(summary.costUsd).toBeCloseTo(served * REQUEST_COST, 12);
+    expect(summary.byDefinition.worker?.usage.inputTokens).toBe(served * SPEND.usage.inputTokens);
+    // `troupe report --html`'s totals.
+    const contents = readRunDir(writer.paths.root);
+    const html = renderHtmlReport(runPage(contents), buildTimeline(contents));
+    expect(html).toContain(
+      `<b>${formatTokens(served * SPEND.usage.inputTokens)} / ${formatTokens(served * SPEND.usage.outputTokens)}</b><span>tokens in / out`,
+    );
+    expect(html).toContain(`<b>${formatCost(served * REQUEST_COST)}</b><span>cost`);
+
+    // A later session's budget starts from what the run used.
+    const events: RunEvent[] = [];
+    await new FanoutSession({
+      plan: unlimited,
+      writer,
+      work: [],
+      kind: 'resume',
+      definitions,
+      existing: readResults(writer.paths.results),
+      onEvent: (event) => events.push(event),
+    }).run();
+    expect(events.find((event) => event.type === 'run')).toMatchObject({
+      usedTokens: served * (SPEND.usage.inputTokens + SPEND.usage.outputTokens),
+    });
+  });
+});

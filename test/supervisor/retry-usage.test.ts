@@ -1,0 +1,78 @@
+/**
+ * A retry (`retryOf`) continues a fork of the failed attempt's journal, so its outcome's usage
+ * holds the failed attempt's requests as well as its own. The run's totals (`runUsage`) count each
+ * request the server was asked once: the retry adds only what it spent beyond the fork.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { SupervisorOptions } from '../../src/supervisor/options.ts';
+import { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { SPEND } from '../fixtures/supervisor/spent-provider.ts';
+import { fixtures, tempDir } from './helpers.ts';
+
+let supervisor: Supervisor | undefined;
+afterEach(async () => {
+  await supervisor?.close();
+  supervisor = undefined;
+});
+
+const REQUEST_TOKENS = SPEND.usage.inputTokens + SPEND.usage.outputTokens;
+const REQUEST_COST =
+  (SPEND.usage.inputTokens * SPEND.price.inputPerMTok +
+    SPEND.usage.outputTokens * SPEND.price.outputPerMTok) /
+  1e6;
+
+function countedSupervisor(log: string, options: SupervisorOptions = {}): Supervisor {
+  return new Supervisor({
+    cwd: tempDir(),
+    journalDir: tempDir(),
+    threads: 1,
+    providers: {
+      counted: { kind: 'module', module: path.join(fixtures, 'counted-provider.ts'), options: { log } },
+    },
+    defaultProvider: 'counted',
+    toolModules: [{ module: path.join(fixtures, 'fault-tools.ts'), export: 'faultTools' }],
+    ...options,
+  });
+}
+
+/** Requests the provider served, from its log. */
+function served(log: string): number {
+  return readFileSync(log, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '').length;
+}
+
+describe.each([
+  ['without runLimits (each outcome counted at its end)', {}],
+  ['with runLimits (each receipt counted as it comes)', { runLimits: { maxTotalTokens: 1_000_000 } }],
+])('runUsage across a retry, %s', (_name, options: SupervisorOptions) => {
+  it('counts the failed attempt once: the retry adds only the requests it made', async () => {
+    const log = path.join(tempDir(), 'requests.log');
+    supervisor = countedSupervisor(log, options);
+    // Two requests (note, then nap), then out of steps.
+    const first = await supervisor.spawn('worker', { task: 'call nap', id: 'first', limits: { maxSteps: 2 } })
+      .result;
+    expect(first).toMatchObject({ status: 'failed', steps: 2 });
+    expect(served(log)).toBe(2);
+    // The retry continues from the fork: one more request (complete_task).
+    const retry = await supervisor.spawn('worker', { task: 'call nap', id: 'retry', retryOf: 'first' })
+      .result;
+    expect(retry).toMatchObject({ status: 'completed', steps: 3 });
+    expect(served(log)).toBe(3);
+    // The retry's outcome carries its whole history, the forked requests included...
+    expect(retry.usage.inputTokens).toBe(3 * SPEND.usage.inputTokens);
+    expect(retry.costUsd).toBeCloseTo(3 * REQUEST_COST, 12);
+    // ...and says which part it inherited.
+    expect(retry.inherited?.usage).toMatchObject({
+      inputTokens: 2 * SPEND.usage.inputTokens,
+      outputTokens: 2 * SPEND.usage.outputTokens,
+    });
+    expect(retry.inherited?.costUsd).toBeCloseTo(2 * REQUEST_COST, 12);
+    expect(first.inherited).toBeUndefined();
+    // The run counted each request the server served once.
+    expect(supervisor.runUsage.usedTokens).toBe(3 * REQUEST_TOKENS);
+    expect(supervisor.runUsage.usedCostUsd).toBeCloseTo(3 * REQUEST_COST, 12);
+  });
+});
