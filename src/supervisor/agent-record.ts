@@ -70,6 +70,12 @@ export interface AgentRecord extends KnownAgent {
   readonly retryOf: string | undefined;
   /** A retry's: what its fork's receipts add up to, known once the fork is made (`AgentOutcome.inherited`). */
   inherited: InheritedSpend | undefined;
+  /**
+   * Tokens and USD of its receipts counted against `runLimits` as they came (with `runLimits`
+   * only): at its end, what its outcome says it spent beyond them is counted too.
+   */
+  countedTokens: number;
+  countedCostUsd: number;
   /** Where its recording comes from, when it replays one (loaded before it runs). */
   readonly replaySource: ReplaySource | undefined;
   /** Its loaded recording: what its subagents replay. */
@@ -172,6 +178,8 @@ export function createRecord({
     held: [],
     retryOf,
     inherited: undefined,
+    countedTokens: 0,
+    countedCostUsd: 0,
     replaySource,
     replay: undefined,
     removeAbortListener,

@@ -73,6 +73,12 @@ import { resolveSpawn } from './spawn-resolution.ts';
 import { traceEngineEvent, traceReport } from './trace-reports.ts';
 import { rollUpUsage } from './usage-tree.ts';
 
+/**
+ * A cost difference below this between an agent's receipts and its outcome is float rounding (the
+ * same receipts summed in another order), not a request the run did not count.
+ */
+const COST_ROUNDING_USD = 1e-9;
+
 /** Where a spawn's span goes: under a fan-out's context, or under the parent's tool call. */
 export interface SpawnTrace {
   readonly context?: Context;
@@ -632,13 +638,22 @@ export class Agents {
   }
 
   /**
-   * Without runLimits no receipt is sent to count (nothing listens for them): `runUsage` counts
-   * what each agent spent itself when it ends, so its totals are never left at 0.
+   * Counts what an ended agent spent itself. Without runLimits no receipt is sent to count
+   * (nothing listens for them): `runUsage` counts it when the agent ends, so its totals are never
+   * left at 0. With them, its receipts were counted as they came, but one journalled whose signal
+   * died with its thread never came, while its outcome (from the journal) holds it: what the
+   * outcome says beyond the receipts counted is counted now.
    */
-  #countEnd(outcome: AgentOutcome): void {
-    if (this.budget.limited) return;
+  #countEnd(record: AgentRecord, outcome: AgentOutcome): void {
     const own = ownSpend(outcome);
-    this.budget.add(own.usage.inputTokens + own.usage.outputTokens, own.costUsd);
+    const tokens = own.usage.inputTokens + own.usage.outputTokens;
+    if (!this.budget.limited) {
+      this.budget.add(tokens, own.costUsd);
+      return;
+    }
+    const missingTokens = Math.max(0, tokens - record.countedTokens);
+    const missingCost = Math.max(0, (own.costUsd ?? 0) - record.countedCostUsd);
+    if (missingTokens > 0 || missingCost > COST_ROUNDING_USD) this.#count(missingTokens, missingCost);
   }
 
   /** Counts a request against `runLimits`; once they are spent, says so and cancels every agent. */
@@ -705,7 +720,7 @@ export class Agents {
         ? extend(ended, { inherited: record.inherited })
         : ended;
     rollUpUsage(this.records, record, outcome.usage, outcome.costUsd);
-    this.#countEnd(outcome);
+    this.#countEnd(record, outcome);
     this.#retire(record);
     this.#tracing?.ended(record.id, outcome);
     this.approvals.ended(record.id);
@@ -832,7 +847,12 @@ export class Agents {
         if (report.type !== 'receipt') return;
         const sink = this.#options.usageSink;
         if (sink) deliverUsage(sink, this.#usageRecord(record, report));
-        if (this.budget.limited) this.#count(report.inputTokens + report.outputTokens, report.costUsd);
+        if (this.budget.limited) {
+          const tokens = report.inputTokens + report.outputTokens;
+          record.countedTokens += tokens;
+          record.countedCostUsd += report.costUsd ?? 0;
+          this.#count(tokens, report.costUsd);
+        }
       },
       ended: (agentId, outcome) => {
         const record = running(agentId);

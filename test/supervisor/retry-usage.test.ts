@@ -76,3 +76,28 @@ describe.each([
     expect(supervisor.runUsage.usedCostUsd).toBeCloseTo(3 * REQUEST_COST, 12);
   });
 });
+
+describe('runUsage with runLimits when a receipt never reached the Supervisor', () => {
+  it("counts, at the agent's end, what its outcome says it spent beyond the receipts counted", async () => {
+    const log = path.join(tempDir(), 'requests.log');
+    supervisor = countedSupervisor(log, {
+      runLimits: { maxTotalTokens: 1_000_000 },
+      restart: { maxRetries: 3, baseDelayMs: 10, maxDelayMs: 50 },
+    });
+    const crashes: string[] = [];
+    supervisor.on('thread:crashed', (event) => crashes.push(event.cause.code));
+    const receipts: (number | undefined)[] = [];
+    supervisor.on('agent:usage', (event) => receipts.push(event.step));
+    // note, exit_after_receipt, then complete_task: its receipt is journalled, and the thread
+    // dies before the signals of its event-loop turn are sent (with this in-memory model, the
+    // receipts of all three requests: the turn never yields to a timer).
+    const outcome = await supervisor.spawn('worker', { task: 'call exit_after_receipt' }).result;
+    expect(crashes).toEqual(['thread_crashed']);
+    expect(outcome).toMatchObject({ status: 'completed' });
+    const requests = served(log);
+    expect(receipts.length).toBeLessThan(requests);
+    expect(outcome.usage.inputTokens).toBe(requests * SPEND.usage.inputTokens);
+    expect(supervisor.runUsage.usedTokens).toBe(requests * REQUEST_TOKENS);
+    expect(supervisor.runUsage.usedCostUsd).toBeCloseTo(requests * REQUEST_COST, 12);
+  });
+});
