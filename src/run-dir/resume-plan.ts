@@ -20,7 +20,9 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_ADOPTION_SCAN_BYTES } from '../constants.ts';
 import type { AuditEvent, EventOf } from '../journal/events.ts';
+import { forkedInputs, forkedTotals } from '../journal/fork.ts';
 import { readFirstEvent, readJournal } from '../journal/reader.ts';
+import { knownCost } from '../journal/usage.ts';
 import type { FailureReason } from '../loop/types.ts';
 import { metadataMember, needsRerun, type ResultLine } from './results.ts';
 import { journalFile, type RunDirPaths } from './run-dir.ts';
@@ -100,8 +102,10 @@ export function planResume(
     }
     const journal = journalFile(paths, agentId);
     const events = existsSync(journal) ? readJournal(journal).events : [];
-    const line =
+    const ended =
       events.length > 0 ? lineFromJournal(run.index, run.agent, run.label, attempt, events) : undefined;
+    const line =
+      ended && last !== undefined ? withInherited(ended, events, journalFile(paths, last.agentId)) : ended;
     if (line) recovered.push(line);
     // A retry cut off earlier continues its own journal, or forks it if it was cut off before that.
     else
@@ -172,6 +176,21 @@ function nestedLines(
     if (line !== undefined) lines.push(line);
   }
   return lines.sort((a, b) => (a.endedAt < b.endedAt ? -1 : a.endedAt > b.endedAt ? 1 : 0));
+}
+
+/**
+ * `line` (recovered from `events`) with what it inherited when its journal is a retry's fork of the
+ * earlier attempt's at `earlier` (as the Supervisor says on an outcome it sees end): a fork keeps
+ * each copied event's time, so its first event is the earlier attempt's own.
+ */
+function withInherited(line: ResultLine, events: readonly AuditEvent[], earlier: string): ResultLine {
+  if (line.inherited !== undefined || !existsSync(earlier)) return line;
+  const from = readJournal(earlier).events;
+  const first = from[0];
+  if (first === undefined || first.ts !== events[0]?.ts || first.type !== events[0]?.type) return line;
+  const forked = forkedTotals(forkedInputs(from, line.agentId));
+  if (forked.requests === 0) return line;
+  return { ...line, inherited: { usage: forked.usage, costUsd: knownCost(forked) } };
 }
 
 /**

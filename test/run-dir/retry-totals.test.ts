@@ -11,10 +11,12 @@ import { formatCost, formatTokens } from '../../src/run-dir/format.ts';
 import { renderHtmlReport, runPage } from '../../src/run-dir/html-report.ts';
 import { loadPlan } from '../../src/run-dir/plan.ts';
 import { chooseProvider } from '../../src/run-dir/provider-choice.ts';
+import { planResume } from '../../src/run-dir/resume-plan.ts';
 import { RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
 import type { RunEvent } from '../../src/run-dir/run-events.ts';
 import { resolveRunPlan } from '../../src/run-dir/run-plan.ts';
 import { FanoutSession } from '../../src/run-dir/session.ts';
+import { summarize } from '../../src/run-dir/summary.ts';
 import { buildTimeline } from '../../src/run-dir/timeline.ts';
 import { SPEND } from '../fixtures/supervisor/spent-provider.ts';
 import { readResults, tempDir } from './helpers.ts';
@@ -105,6 +107,14 @@ describe('run totals across a retried plan entry', () => {
       `<b>${formatTokens(served * SPEND.usage.inputTokens)} / ${formatTokens(served * SPEND.usage.outputTokens)}</b><span>tokens in / out`,
     );
     expect(html).toContain(`<b>${formatCost(served * REQUEST_COST)}</b><span>cost`);
+
+    // Had the command died before the retry's line was written, `troupe resume` takes it from the
+    // retry's journal (`troupe resume --retry-failed` again): it says the same.
+    const retry = new Set(['step_limit'] as const);
+    const recovered = planResume(unlimited, writer.paths, lines.slice(0, 1), { retry }).recovered;
+    expect(recovered).toHaveLength(1);
+    expect(recovered[0]).toMatchObject({ agentId: `${run.agentId}-r2`, inherited: lines[1]?.inherited });
+    expect(summarize(unlimited, [...lines.slice(0, 1), ...recovered], []).usage).toEqual(summary.usage);
 
     // A later session's budget starts from what the run used.
     const events: RunEvent[] = [];
