@@ -45,9 +45,14 @@ import {
   reportPermissionWarnings,
 } from './shared/permission-flags.ts';
 import { startedWarningLine } from './shared/progress.ts';
+import {
+  type ProviderTimeoutFlags,
+  providerTimeoutOptions,
+  providerTimeouts,
+} from './shared/provider-timeouts.ts';
 import { type PreparedSession, prepareResume, prepareRun } from './shared/session.ts';
 
-interface ChatFlags extends PermissionFlags {
+interface ChatFlags extends PermissionFlags, ProviderTimeoutFlags {
   readonly task?: string;
   readonly provider?: string;
   readonly model?: string;
@@ -98,9 +103,11 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       existingDirectory,
     )
     .option('--resume <journal>', 'continue the chat that journal holds');
-  permissionOptions(command).action(async (agent: string | undefined, flags: ChatFlags) => {
-    setExit(await chat(agent, flags, io, { input: process.stdin, output: process.stdout }));
-  });
+  permissionOptions(providerTimeoutOptions(command)).action(
+    async (agent: string | undefined, flags: ChatFlags) => {
+      setExit(await chat(agent, flags, io, { input: process.stdin, output: process.stdout }));
+    },
+  );
 }
 
 /** The terminal a chat reads from and writes its prompt to. */
@@ -221,6 +228,7 @@ async function prepare(
       journal,
       session: true,
       permissions: agentPermissions(asked),
+      providerTimeouts: providerTimeouts(flags),
       ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
     });
   }
@@ -236,6 +244,7 @@ async function prepare(
     ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
     ...(flags.journal === undefined ? {} : { journal: resolve(flags.journal) }),
     permissions: agentPermissions(asked),
+    providerTimeouts: providerTimeouts(flags),
   });
 }
 

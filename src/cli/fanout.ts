@@ -16,6 +16,7 @@ import {
   checkProvider,
   chooseProvider,
   defaultModelFor,
+  type ProviderChoice,
   withEnvironmentBaseURL,
 } from '../run-dir/provider-choice.ts';
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
@@ -41,9 +42,14 @@ import {
   permissionOptions,
   reportPermissionWarnings,
 } from './shared/permission-flags.ts';
+import {
+  type ProviderTimeoutFlags,
+  providerTimeoutOptions,
+  providerTimeouts,
+} from './shared/provider-timeouts.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
-interface FanoutFlags extends ModelSettingsFlags, PermissionFlags, OtlpFlags {
+interface FanoutFlags extends ModelSettingsFlags, PermissionFlags, OtlpFlags, ProviderTimeoutFlags {
   readonly threads?: number;
   readonly isolation?: 'shared' | 'thread';
   readonly concurrency?: number;
@@ -104,11 +110,27 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       nonNegativeInt,
     );
   addModelSettingsOptions(
-    permissionOptions(otlpOptions(command)),
+    permissionOptions(otlpOptions(providerTimeoutOptions(command))),
     "every agent: over the plan's and the definitions' modelSettings, under a run's own",
   ).action(async (planFile: string, flags: FanoutFlags) => {
     setExit(await fanout(planFile, flags, io));
   });
+}
+
+/**
+ * The choice with the time limits of `--request-timeout-ms` / `--idle-timeout-ms` written into a
+ * built-in HTTP provider's options (they travel in plan.json to every worker), over the plan's
+ * `providerOptions`; the variables only fill what neither names. A module provider and the
+ * simulated model are left as they are (their options are their own).
+ */
+function withTimeouts(choice: ProviderChoice, flags: ProviderTimeoutFlags): ProviderChoice {
+  const { config } = choice;
+  if (config.kind !== 'openai' && config.kind !== 'anthropic') return choice;
+  const fromEnv = providerTimeouts({});
+  const fromFlags = providerTimeouts(flags, {});
+  const options = { ...fromEnv, ...config.options, ...fromFlags };
+  if (Object.keys(options).length === 0) return choice;
+  return { ...choice, config: { ...config, options } };
 }
 
 /** Runs `troupe fanout` and resolves to its exit code. */
@@ -128,11 +150,14 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
   const { plan, definitions } = loaded;
   const asked = commandPermissions(flags);
   reportPermissionWarnings(asked, io);
-  const chosen = chooseProvider({
-    ...(flags.provider === undefined ? {} : { flag: flags.provider }),
-    ...(plan.provider === undefined ? {} : { plan: plan.provider }),
-    ...(plan.providerOptions === undefined ? {} : { options: plan.providerOptions }),
-  });
+  const chosen = withTimeouts(
+    chooseProvider({
+      ...(flags.provider === undefined ? {} : { flag: flags.provider }),
+      ...(plan.provider === undefined ? {} : { plan: plan.provider }),
+      ...(plan.providerOptions === undefined ? {} : { options: plan.providerOptions }),
+    }),
+    flags,
+  );
   // Workers of the redis engine read their own environment: the base URL this one names travels
   // in the plan (keys do not).
   const provider = flags.backend === 'redis' ? withEnvironmentBaseURL(chosen) : chosen;

@@ -22,6 +22,7 @@ import {
   permissionOptions,
   reportPermissionWarnings,
 } from './shared/permission-flags.ts';
+import { providerTimeouts } from './shared/provider-timeouts.ts';
 import { prepareResume } from './shared/session.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
@@ -128,6 +129,8 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       journal: path,
       ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
       permissions: agentPermissions(asked),
+      // Only the variables: a journal records no timeouts, and the flags belong to run/chat/fanout.
+      providerTimeouts: providerTimeouts({}),
     });
     setExit(
       await withTelemetry(flags, io, 'resume', ({ tracing }) =>

@@ -22,10 +22,15 @@ import {
   permissionOptions,
   reportPermissionWarnings,
 } from './shared/permission-flags.ts';
+import {
+  type ProviderTimeoutFlags,
+  providerTimeoutOptions,
+  providerTimeouts,
+} from './shared/provider-timeouts.ts';
 import { prepareRun } from './shared/session.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
-interface RunFlags extends ModelSettingsFlags, PermissionFlags, OtlpFlags {
+interface RunFlags extends ModelSettingsFlags, PermissionFlags, OtlpFlags, ProviderTimeoutFlags {
   readonly task: string;
   readonly provider?: string;
   readonly model?: string;
@@ -75,7 +80,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .option('--max-cost <usd>', 'cost budget in USD (default: none; needs a priced model)', nonNegativeNumber)
     .option('--time-limit <ms>', 'wall-clock limit in ms (default: none)', nonNegativeInteger);
   addModelSettingsOptions(
-    permissionOptions(otlpOptions(command)),
+    permissionOptions(otlpOptions(providerTimeoutOptions(command))),
     "over the definition's modelSettings",
   ).action(async (agent: string, flags: RunFlags) => {
     const asked = commandPermissions(flags, resolve(flags.cwd ?? process.cwd()));
@@ -94,6 +99,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       ...(flags.timeLimit === undefined ? {} : { wallClockMs: flags.timeLimit }),
       modelSettings: modelSettingsFromFlags(flags),
       permissions: agentPermissions(asked),
+      providerTimeouts: providerTimeouts(flags),
     });
     const json = flags.json === true;
     setExit(

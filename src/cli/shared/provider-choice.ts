@@ -8,6 +8,7 @@ import { type Env, providerFromEnvironment, REAL_PROVIDER_HINT } from '../../pro
 import { createProvider, PROVIDER_NAMES, type ProviderName } from '../../providers/factory.ts';
 import { type ModelMap, resolveModel as resolveModelId } from '../../providers/models.ts';
 import type { Provider } from '../../providers/types.ts';
+import type { ProviderTimeouts } from './provider-timeouts.ts';
 
 export type { Env };
 
@@ -30,13 +31,25 @@ export interface ProviderChoice {
  * Throws UserError `unknown_provider` for a name troupe does not know and `missing_api_key` when a
  * real provider has no key.
  */
-export function chooseProvider(flag: string | undefined, env: Env = process.env): ProviderChoice {
-  if (flag !== undefined) return providerByName(flag, 'flag', env);
-  return providerByName(providerFromEnvironment(env).name, 'environment', env);
+export function chooseProvider(
+  flag: string | undefined,
+  env: Env = process.env,
+  timeouts: ProviderTimeouts = {},
+): ProviderChoice {
+  if (flag !== undefined) return providerByName(flag, 'flag', env, timeouts);
+  return providerByName(providerFromEnvironment(env).name, 'environment', env, timeouts);
 }
 
-/** Builds the provider called `name`; `source` only changes the notice. */
-export function providerByName(name: string, source: ProviderSource, env: Env = process.env): ProviderChoice {
+/**
+ * Builds the provider called `name`; `source` only changes the notice. `timeouts` go to a real
+ * provider (the simulated model makes no request to time).
+ */
+export function providerByName(
+  name: string,
+  source: ProviderSource,
+  env: Env = process.env,
+  timeouts: ProviderTimeouts = {},
+): ProviderChoice {
   const known = PROVIDER_NAMES.find((candidate) => candidate === name);
   if (known === undefined) {
     throw new UserError(
@@ -45,7 +58,8 @@ export function providerByName(name: string, source: ProviderSource, env: Env = 
       { provider: name },
     );
   }
-  const provider = known === 'simulated' ? createProvider('simulated') : createProvider(known, { env });
+  const provider =
+    known === 'simulated' ? createProvider('simulated') : createProvider(known, { env, ...timeouts });
   return {
     name: known,
     provider,

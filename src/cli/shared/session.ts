@@ -37,6 +37,7 @@ import {
   providerNotice,
   resolveModel,
 } from './provider-choice.ts';
+import type { ProviderTimeouts } from './provider-timeouts.ts';
 
 /** Definition warnings the agent's Started event says again, where they apply to the run. */
 const SAID_AT_START: ReadonlySet<string> = new Set([
@@ -166,6 +167,8 @@ export interface RunRequest {
   readonly session?: boolean;
   /** Rules, mode, bypass consent and approval timeout besides the definition's. @default none */
   readonly permissions?: AgentPermissions;
+  /** `--request-timeout-ms`, `--idle-timeout-ms` (or their variables). @default the provider's */
+  readonly providerTimeouts?: ProviderTimeouts;
 }
 
 /** What `troupe resume` asks for. */
@@ -190,6 +193,8 @@ export interface ResumeRequest {
    * appended, the rest replaces. @default the recorded ones alone
    */
   readonly permissions?: AgentPermissions;
+  /** `--request-timeout-ms`, `--idle-timeout-ms` (or their variables). @default the provider's */
+  readonly providerTimeouts?: ProviderTimeouts;
 }
 
 /**
@@ -217,7 +222,7 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
     );
   }
   const { definition, warnings } = pickAgent(await discoverAgents({ cwd: request.cwd }), request.agent);
-  const choice = chooseProvider(request.provider, env);
+  const choice = chooseProvider(request.provider, env, request.providerTimeouts);
   const model = resolveModel(choice.name, request.model, definition.model, request.modelMap);
   // What an unknown_model warning names: a name sent that is not the definition's as written came
   // from the flags (the built-in aliases and default models are all ids).
@@ -379,7 +384,7 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
 
   const permissions = resumedPermissions(started, journalPath, request.permissions);
   const { definition, missing } = await resumedDefinition(started, cwd);
-  const choice: ProviderChoice = providerByName(started.provider, 'journal', env);
+  const choice: ProviderChoice = providerByName(started.provider, 'journal', env, request.providerTimeouts);
   const mcpServers = await runMcpServers({ cwd, mcpServers: {}, mcpProjectFile: true });
   const writer = JournalWriter.open(journalPath);
   const info: SessionInfo = {

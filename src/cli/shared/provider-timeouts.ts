@@ -1,0 +1,85 @@
+/**
+ * The provider time limits `troupe run`, `chat` and `fanout` let a user set: `--request-timeout-ms`
+ * (one model request, stream included; the provider's `timeoutMs`) and `--idle-timeout-ms` (the
+ * longest silence of a request; `idleTimeoutMs`), else `TROUPE_REQUEST_TIMEOUT_MS` and
+ * `TROUPE_IDLE_TIMEOUT_MS`, else the provider's defaults. A local model that thinks silently for
+ * minutes needs more than the default idle limit; a user who would rather fail fast, less.
+ */
+import { type Command, InvalidArgumentError } from 'commander';
+import { describeValue, UserError } from '../../errors.ts';
+import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS } from '../../providers/constants.ts';
+import type { Env } from '../../providers/environment.ts';
+
+/** Variable read when `--request-timeout-ms` is not given. */
+export const REQUEST_TIMEOUT_ENV = 'TROUPE_REQUEST_TIMEOUT_MS';
+/** Variable read when `--idle-timeout-ms` is not given. */
+export const IDLE_TIMEOUT_ENV = 'TROUPE_IDLE_TIMEOUT_MS';
+
+/** The flags as commander parses them, each already checked. */
+export interface ProviderTimeoutFlags {
+  readonly requestTimeoutMs?: number;
+  readonly idleTimeoutMs?: number;
+}
+
+/** The options of a built-in HTTP provider (`openai`, `anthropic`) the flags or environment set. */
+export interface ProviderTimeouts {
+  readonly timeoutMs?: number;
+  readonly idleTimeoutMs?: number;
+}
+
+/** Adds `--request-timeout-ms` and `--idle-timeout-ms` to `command`. */
+export function providerTimeoutOptions(command: Command): Command {
+  return command
+    .option(
+      '--request-timeout-ms <ms>',
+      `time limit of one model request, stream included (default: ${REQUEST_TIMEOUT_ENV}, else ${DEFAULT_REQUEST_TIMEOUT_MS})`,
+      positiveMs,
+    )
+    .option(
+      '--idle-timeout-ms <ms>',
+      `longest silence of a model request before it fails \`timeout\` (default: ${IDLE_TIMEOUT_ENV}, else ${DEFAULT_IDLE_TIMEOUT_MS})`,
+      positiveMs,
+    );
+}
+
+/**
+ * The provider options `flags`, else `env`, ask for (none when neither does). Throws UserError
+ * `invalid_option` (field `option`: the variable) for a variable that is not a positive integer.
+ */
+export function providerTimeouts(flags: ProviderTimeoutFlags, env: Env = process.env): ProviderTimeouts {
+  const timeoutMs = flags.requestTimeoutMs ?? fromEnv(env, REQUEST_TIMEOUT_ENV);
+  const idleTimeoutMs = flags.idleTimeoutMs ?? fromEnv(env, IDLE_TIMEOUT_ENV);
+  return {
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
+  };
+}
+
+function fromEnv(env: Env, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const parsed = parseMs(raw);
+  if (parsed === undefined) {
+    throw new UserError(
+      'invalid_option',
+      `Expected ${name} to be a positive integer (milliseconds), got ${describeValue(raw)}`,
+      { option: name },
+    );
+  }
+  return parsed;
+}
+
+function parseMs(value: string): number | undefined {
+  const parsed = Number(value.trim());
+  return /^\d+$/.test(value.trim()) && Number.isSafeInteger(parsed) && parsed >= 1 ? parsed : undefined;
+}
+
+function positiveMs(value: string): number {
+  const parsed = parseMs(value);
+  if (parsed === undefined) {
+    throw new InvalidArgumentError(
+      `Expected a positive integer (milliseconds), got ${JSON.stringify(value)}.`,
+    );
+  }
+  return parsed;
+}

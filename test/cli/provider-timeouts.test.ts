@@ -1,0 +1,181 @@
+/**
+ * `--request-timeout-ms` / `--idle-timeout-ms` (and `TROUPE_REQUEST_TIMEOUT_MS` /
+ * `TROUPE_IDLE_TIMEOUT_MS`) reach the provider of `troupe run` and `troupe fanout`: against a
+ * loopback model that sends its headers and then nothing, the run fails `timeout` naming the limit
+ * it was given, instead of holding the agent for the default two minutes. Bad values fail the
+ * command before anything runs.
+ */
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readJournal } from '../../src/journal/reader.ts';
+import { PROVIDER_ENV, Project, runCli } from '../fixtures/cli/cli-helpers.ts';
+import { readResults, startCli } from '../run-dir/helpers.ts';
+
+const TIMEOUT_ENV = ['TROUPE_REQUEST_TIMEOUT_MS', 'TROUPE_IDLE_TIMEOUT_MS'];
+
+let project: Project;
+let saved: Record<string, string | undefined>;
+let server: Server | undefined;
+let requests = 0;
+
+/** A model server that answers every request with its headers, then never another byte. */
+async function startSilentServer(): Promise<string> {
+  requests = 0;
+  server = createServer((_req, res) => {
+    requests += 1;
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.flushHeaders();
+  });
+  await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+}
+
+beforeEach(() => {
+  project = new Project({ 'a.txt': 'alpha\n' });
+  saved = Object.fromEntries(
+    ['HOME', ...PROVIDER_ENV, ...TIMEOUT_ENV].map((name) => [name, process.env[name]]),
+  );
+  for (const name of [...PROVIDER_ENV, ...TIMEOUT_ENV]) delete process.env[name];
+  process.env.HOME = project.home;
+});
+
+afterEach(async () => {
+  for (const [name, value] of Object.entries(saved)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+  server?.closeAllConnections();
+  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+  server = undefined;
+  project.remove();
+});
+
+function failureOf(journal: string): unknown {
+  return readJournal(journal).events.find((event) => event.type === 'Failed');
+}
+
+describe('troupe run with provider time limits', () => {
+  it('--idle-timeout-ms ends a silent stream with `timeout` naming that limit', async () => {
+    process.env.OPENAI_BASE_URL = await startSilentServer();
+    const journal = project.path('run.jsonl');
+    const result = await runCli(
+      'run',
+      'reader',
+      '--task',
+      'Read a.txt',
+      '--cwd',
+      project.root,
+      '--journal',
+      journal,
+      '--idle-timeout-ms',
+      '300',
+    );
+    expect(result.code).toBe(1);
+    expect(requests).toBeGreaterThan(0);
+    expect(failureOf(journal)).toMatchObject({
+      reason: 'provider_error',
+      error: { code: 'timeout', fields: { idleTimeoutMs: 300, provider: 'openai' } },
+    });
+    expect(result.stderr).toContain('openai sent nothing for 300 ms; the request was abandoned.');
+  });
+
+  it('TROUPE_REQUEST_TIMEOUT_MS sets the request limit when no flag does', async () => {
+    process.env.OPENAI_BASE_URL = await startSilentServer();
+    process.env.TROUPE_REQUEST_TIMEOUT_MS = '250';
+    const journal = project.path('run.jsonl');
+    const result = await runCli(
+      'run',
+      'reader',
+      '--task',
+      'Read a.txt',
+      '--cwd',
+      project.root,
+      '--journal',
+      journal,
+    );
+    expect(result.code).toBe(1);
+    expect(failureOf(journal)).toMatchObject({
+      reason: 'provider_error',
+      error: { code: 'timeout', fields: { timeoutMs: 250 } },
+    });
+    expect(result.stderr).toContain('openai did not finish a request within 250 ms.');
+  });
+
+  it('refuses a variable that is not a positive integer, before a journal exists', async () => {
+    process.env.OPENAI_BASE_URL = await startSilentServer();
+    process.env.TROUPE_IDLE_TIMEOUT_MS = '5s';
+    const journal = project.path('run.jsonl');
+    const result = await runCli(
+      'run',
+      'reader',
+      '--task',
+      'Read a.txt',
+      '--cwd',
+      project.root,
+      '--journal',
+      journal,
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'troupe: invalid_option: Expected TROUPE_IDLE_TIMEOUT_MS to be a positive integer (milliseconds), got `"5s"` (string)',
+    );
+    expect(requests).toBe(0);
+    expect(readdirSync(project.root)).not.toContain('run.jsonl');
+  });
+
+  it('refuses a flag that is not a positive integer', async () => {
+    const result = await runCli(
+      'run',
+      'reader',
+      '--task',
+      'Read a.txt',
+      '--cwd',
+      project.root,
+      '--request-timeout-ms',
+      '0',
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('Expected a positive integer (milliseconds), got "0".');
+  });
+});
+
+describe('troupe fanout with provider time limits', () => {
+  it('--idle-timeout-ms travels in plan.json and fails each agent with `timeout`', async () => {
+    const baseURL = await startSilentServer();
+    writeFileSync(
+      project.path('plan.yaml'),
+      [
+        'provider: openai',
+        `providerOptions: { baseURL: "${baseURL}", apiKey: k, maxRetries: 0, idleTimeoutMs: 600000 }`,
+        'model: gpt-4.1-mini',
+        'threads: 1',
+        'runs:',
+        '  - { agent: reader, task: Read a.txt }',
+        '',
+      ].join('\n'),
+    );
+    const run = startCli(['fanout', 'plan.yaml', '--idle-timeout-ms', '300'], {
+      cwd: project.root,
+      env: project.env({ TROUPE_REQUEST_TIMEOUT_MS: '400000' }),
+    });
+    expect(await run.exited).toBe(1);
+    const runs = project.path('.troupe', 'runs');
+    const runDir = path.join(runs, readdirSync(runs)[0] ?? '');
+    const plan = JSON.parse(readFileSync(path.join(runDir, 'plan.json'), 'utf8')) as unknown;
+    // The flag wins over the plan; the variable fills what neither names.
+    expect(plan).toMatchObject({
+      provider: { config: { options: { idleTimeoutMs: 300, timeoutMs: 400000 } } },
+    });
+    const results = readResults(path.join(runDir, 'results.jsonl'));
+    expect(results).toMatchObject([
+      {
+        status: 'failed',
+        reason: 'provider_error',
+        error: { code: 'timeout', fields: { idleTimeoutMs: 300 } },
+      },
+    ]);
+  });
+});
