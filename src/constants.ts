@@ -38,6 +38,8 @@ export const DEFAULT_RECOVERY = { maxRetries: 3, baseDelayMs: 250, maxDelayMs: 4
  * As long as an MCP call's bound (`MCP_CALL_TIMEOUT_MS`).
  */
 export const DEFAULT_TOOL_TIMEOUT_MS = 600_000;
+/** The longest delay a timer takes (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */
+export const MAX_TIMER_MS = 2_147_483_647;
 /** Default per-tool retry policy (no retries). */
 export const DEFAULT_TOOL_RETRY = { maxRetries: 0, baseDelayMs: 250, maxDelayMs: 4000 } as const;
 /** Size cap for one AGENTS.md file in a prompt. */

@@ -75,6 +75,12 @@ export interface ToolConfig {
    * @default none: the tool's call is not retried, and wait_for_instruction waits without limit
    */
   readonly retry?: RetryPolicy;
+  /**
+   * Time limit of one call (each retry on its own), over the tool's own `timeoutMs`; `0` = no
+   * limit. Not for `wait_for_instruction`, whose wait `retry` bounds.
+   * @default the tool's `timeoutMs`, else 600000 (`DEFAULT_TOOL_TIMEOUT_MS`)
+   */
+  readonly timeoutMs?: number;
 }
 
 /** A fully resolved agent definition: every field has its default filled in. */

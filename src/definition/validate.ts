@@ -9,9 +9,11 @@ import {
   DEFAULT_RECOVERY,
   DEFAULT_TOOL_RETRY,
   HARD_MAX_STEPS,
+  MAX_TIMER_MS,
 } from '../constants.ts';
 import { describeValue } from '../errors.ts';
 import { isMcpServerName, type McpServerRef, readMcpServerConfig } from '../mcp/config.ts';
+import { WAIT_FOR_INSTRUCTION as WAIT_FOR_INSTRUCTION_TOOL } from '../tools/builtin/orchestration.ts';
 import { tryParseRule } from '../tools/rules.ts';
 import { blockRefContext, readInstructions, readModelSettingsField, readSettingsRefs } from './block-refs.ts';
 import {
@@ -489,17 +491,41 @@ function readToolConfig(refs: References, value: unknown): Record<string, ToolCo
     recordToolKey(refs, path);
     const settings = readObject(ctx, path, config);
     if (!settings) continue;
-    warnUnknownKeys(ctx, path, settings, ['retry']);
+    warnUnknownKeys(ctx, path, settings, ['retry', 'timeoutMs']);
+    const timeoutMs = readToolTimeout(ctx, tool, [...path, 'timeoutMs'], settings.timeoutMs);
+    if (timeoutMs === null) continue;
+    const timed = timeoutMs === undefined ? {} : { timeoutMs };
     // Only a written `retry` is kept: for wait_for_instruction its presence bounds the wait, and an
     // entry without one (`wait_for_instruction: {}`) must leave it unbounded, not ~250 ms.
     if (settings.retry === undefined) {
-      entries.push([tool, {}]);
+      entries.push([tool, timed]);
       continue;
     }
     const retry = readRetryPolicy(ctx, [...path, 'retry'], settings.retry, DEFAULT_TOOL_RETRY);
-    if (retry) entries.push([tool, { retry }]);
+    if (retry) entries.push([tool, { retry, ...timed }]);
   }
   return Object.fromEntries(entries);
+}
+
+/**
+ * `toolConfig.<tool>.timeoutMs`: an integer from 0 (no limit) to the longest timer delay; undefined
+ * when not written, null (the problem recorded) when wrong.
+ */
+function readToolTimeout(
+  ctx: FieldContext,
+  tool: string,
+  path: readonly PathSegment[],
+  value: unknown,
+): number | undefined | null {
+  if (!isSet(value)) return undefined;
+  if (tool === WAIT_FOR_INSTRUCTION_TOOL) {
+    invalid(ctx, path, 'absent: the wait of `wait_for_instruction` is bounded by its `retry`', value);
+    return null;
+  }
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_TIMER_MS)
+    return value;
+  invalid(ctx, path, `an integer from 0 (no limit) to ${MAX_TIMER_MS} (milliseconds)`, value);
+  return null;
 }
 
 /**

@@ -1,10 +1,8 @@
 /** The tool registry: every tool an agent could be given, by canonical name. */
+import { MAX_TIMER_MS } from '../constants.ts';
 import { describeValue, UserError } from '../errors.ts';
 import { compileOwnSchema, compileSchema, type SchemaValidator } from './schema.ts';
 import type { JsonSchema, Tool } from './types.ts';
-
-/** The longest delay a timer takes (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */
-const MAX_TIMER_MS = 2_147_483_647;
 
 /** Provider-safe tool and parameter names (OpenAI and Anthropic both accept this set). */
 export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;

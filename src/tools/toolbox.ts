@@ -388,14 +388,17 @@ class AgentToolbox implements Toolbox {
     };
     // Returned, not awaited: the checks' locals need not live while the tool runs (a parked
     // agent's wait_for_instruction runs for as long as it is parked).
-    const retry = def.toolConfig[canonical]?.retry ?? DEFAULT_TOOL_RETRY;
+    const config = def.toolConfig[canonical];
+    const retry = config?.retry ?? DEFAULT_TOOL_RETRY;
+    // The definition's `toolConfig.<tool>.timeoutMs` over the tool's own.
+    const timeoutMs = config?.timeoutMs ?? tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
     if (retry.maxRetries === 0) {
       if (signal.aborted) return failed(canonical, `${modelName} was cancelled`);
-      return runOnce(tool, modelName, mapped.args, ctx).then(({ outcome }) =>
+      return runOnce(tool, modelName, mapped.args, ctx, timeoutMs).then(({ outcome }) =>
         callResult(outcome, canonical, 1),
       );
     }
-    return this.#execute(tool, canonical, modelName, mapped.args, ctx, retry);
+    return this.#execute(tool, canonical, modelName, mapped.args, ctx, retry, timeoutMs);
   }
 
   /** Runs an admitted call with the tool's retry policy. */
@@ -406,12 +409,13 @@ class AgentToolbox implements Toolbox {
     args: Record<string, unknown>,
     ctx: ToolContext,
     retry: RetryPolicy,
+    timeoutMs: number,
   ): Promise<ToolCallResult> {
     let attempts = 0;
     for (;;) {
       if (ctx.signal.aborted) return failed(canonical, `${modelName} was cancelled`, attempts);
       attempts += 1;
-      const { outcome, threw } = await runOnce(tool, modelName, args, ctx);
+      const { outcome, threw } = await runOnce(tool, modelName, args, ctx, timeoutMs);
       // A thrown error is retried like a failure marked retryable, unless it was a cancellation.
       const retryable = outcome.retryable === true || (threw && !ctx.signal.aborted);
       if (outcome.ok || !retryable || attempts > retry.maxRetries) {
@@ -441,17 +445,17 @@ const fitsAlways = (): boolean => true;
 type Attempt = { readonly outcome: ToolOutcome; readonly threw: boolean };
 
 /**
- * Runs the tool once, within its time limit (`timeoutMs`); an exception becomes a failed outcome,
- * and `threw` says so. Not an async function: a parked agent's `wait_for_instruction` runs here
- * (untimed), and a suspended frame costs it.
+ * Runs the tool once, within its time limit (`timeoutMs`, 0 = none); an exception becomes a failed
+ * outcome, and `threw` says so. Not an async function: a parked agent's `wait_for_instruction` runs
+ * here (untimed), and a suspended frame costs it.
  */
 function runOnce(
   tool: Tool,
   modelName: string,
   args: Record<string, unknown>,
   ctx: ToolContext,
+  timeoutMs: number,
 ): Promise<Attempt> {
-  const timeoutMs = tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
   return timeoutMs === 0
     ? runUntimed(tool, modelName, args, ctx)
     : runTimed(tool, modelName, args, ctx, timeoutMs);
