@@ -9,7 +9,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import { followSignal } from '../abort.ts';
-import { MAX_KEPT_HOST_CALLS } from '../constants.ts';
+import { DEFAULT_TOOL_TIMEOUT_MS, MAX_KEPT_HOST_CALLS } from '../constants.ts';
 import { INTERRUPTED_TOOL_RESULT } from '../journal/constants.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 import type { AgentHandle } from './agent-handle.ts';
@@ -135,10 +135,32 @@ async function execute(
       // a tool that heeds it stops working for an agent that is gone.
       const controller = new AbortController();
       const unfollow = followSignal(endedSignal(caller), controller);
+      let timer: ReturnType<typeof setTimeout> | undefined;
       try {
-        const outcome = await userTool.execute({ ...args }, { agentId, signal: controller.signal });
+        const answer = Promise.resolve(userTool.execute({ ...args }, { agentId, signal: controller.signal }));
+        const timeoutMs = userTool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+        const outcome =
+          timeoutMs === 0
+            ? await answer
+            : await Promise.race([
+                answer,
+                new Promise<ToolOutcome>((resolve) => {
+                  // The same answer as a thread tool's time limit (src/tools/toolbox.ts); settled
+                  // before the abort so a tool that rejects on it does not win the race.
+                  timer = setTimeout(() => {
+                    resolve({
+                      ok: false,
+                      text: `${name} did not finish within ${timeoutMs} ms (its time limit) and was abandoned. Do not call it again with the same arguments.`,
+                    });
+                    controller.abort(
+                      new DOMException(`${name} timed out after ${timeoutMs} ms`, 'TimeoutError'),
+                    );
+                  }, timeoutMs);
+                }),
+              ]);
         return typeof outcome === 'string' ? { ok: true, text: outcome } : outcome;
       } finally {
+        clearTimeout(timer);
         unfollow();
       }
     }

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { fileBlockStore } from '../blocks/file-store.ts';
 import type { BlockStore } from '../blocks/types.ts';
-import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../constants.ts';
+import { DEFAULT_APPROVAL_TIMEOUT_MS, MAX_TIMER_MS } from '../constants.ts';
 import { suggestion } from '../definition/fields.ts';
 import type { AgentDefinition, PermissionMode, RetryPolicy } from '../definition/types.ts';
 import { DEFAULT_MAX_PENDING_INSTRUCTIONS } from '../engines/actor/limits.ts';
@@ -56,6 +56,14 @@ export interface HostTool {
    * since the check runs where the agent runs. @default false
    */
   readonly needsApproval?: boolean;
+  /**
+   * Time limit of one call: then `ctx.signal` aborts with a `TimeoutError` and the call fails with
+   * `<tool> did not finish within N ms (its time limit) and was abandoned...`, as a thread tool's
+   * does (a tool that ignores the signal runs on, unawaited). An integer from 0 (no limit) to
+   * 2147483647, else `invalid_option` when the Supervisor is built.
+   * @default 600000 (`DEFAULT_TOOL_TIMEOUT_MS`)
+   */
+  readonly timeoutMs?: number;
   execute(
     args: Record<string, unknown>,
     ctx: HostToolContext,
@@ -422,12 +430,28 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
       positiveInt(`limits.${key}.requestsPerInterval.intervalMs`, limit.requestsPerInterval.intervalMs, 1);
     }
   }
-  for (const name of Object.keys(options.hostTools ?? {})) {
+  for (const [name, tool] of Object.entries(options.hostTools ?? {})) {
     if (!/^[a-zA-Z0-9_-]{1,64}$/.test(name)) {
       throw new UserError(
         'invalid_option',
         `Expected host tool names to match [a-zA-Z0-9_-]{1,64}, got ${describeValue(name)}`,
         { option: `hostTools.${name}` },
+      );
+    }
+    const timeoutMs: unknown = (tool as { timeoutMs?: unknown } | undefined)?.timeoutMs;
+    if (
+      timeoutMs !== undefined &&
+      !(
+        typeof timeoutMs === 'number' &&
+        Number.isInteger(timeoutMs) &&
+        timeoutMs >= 0 &&
+        timeoutMs <= MAX_TIMER_MS
+      )
+    ) {
+      throw new UserError(
+        'invalid_option',
+        `Expected \`hostTools.${name}.timeoutMs\` to be an integer from 0 (no limit) to ${MAX_TIMER_MS}, got ${describeValue(timeoutMs)}`,
+        { option: `hostTools.${name}.timeoutMs` },
       );
     }
   }

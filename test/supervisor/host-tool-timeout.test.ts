@@ -1,0 +1,86 @@
+/**
+ * A host tool (`hostTools`, run on the supervisor) whose call never settles fails at its time limit
+ * (`timeoutMs`, default DEFAULT_TOOL_TIMEOUT_MS) with the answer a thread tool's limit gives, and
+ * its signal aborts; before, it held its agent until a cancel or a wall clock.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { hasErrorCode } from '../../src/errors.ts';
+import { Supervisor } from '../../src/supervisor/supervisor.ts';
+import type { ToolOutcome } from '../../src/tools/types.ts';
+import { startToolLoopServer, type ToolLoopServer } from '../fixtures/loopback/tool-loop-server.ts';
+import { tempDir } from './helpers.ts';
+
+const servers: ToolLoopServer[] = [];
+let supervisor: Supervisor | undefined;
+afterEach(async () => {
+  await supervisor?.close();
+  supervisor = undefined;
+  await Promise.all(servers.splice(0).map((server) => server.close()));
+});
+
+/** The text of every `tool` message the server received, in order. */
+function toolResults(server: ToolLoopServer): string[] {
+  return server.bodies.flatMap((body) =>
+    (body.messages as { role: string; content: unknown }[])
+      .filter((message) => message.role === 'tool')
+      .map((message) => String(message.content)),
+  );
+}
+
+describe('a host tool that never answers', () => {
+  it('fails each call at its timeoutMs, aborting its signal; the agent ends at its step limit', async () => {
+    const server = await startToolLoopServer({ tool: 'hang', args: {} });
+    servers.push(server);
+    const reasons: unknown[] = [];
+    supervisor = new Supervisor({
+      threads: 1,
+      cwd: tempDir(),
+      journalDir: tempDir(),
+      providers: {
+        loop: { kind: 'openai', options: { baseURL: server.baseURL, apiKey: 'k', maxRetries: 0 } },
+      },
+      hostTools: {
+        hang: {
+          description: 'Never answers.',
+          parameters: { type: 'object', properties: {} },
+          timeoutMs: 50,
+          execute: (_args, { signal }) =>
+            new Promise<ToolOutcome>(() => {
+              signal.addEventListener('abort', () => reasons.push(signal.reason));
+            }),
+        },
+      },
+    });
+    const handle = supervisor.spawn('worker', {
+      task: 'Call hang',
+      provider: 'loop',
+      model: 'gpt-4.1-mini',
+      limits: { maxSteps: 2 },
+    });
+    expect(await handle.result).toMatchObject({ status: 'failed', reason: 'step_limit', steps: 2 });
+    expect(server.requests()).toBe(2);
+    expect(toolResults(server).at(-1)).toContain(
+      'hang did not finish within 50 ms (its time limit) and was abandoned. Do not call it again with the same arguments.',
+    );
+    expect(reasons[0]).toMatchObject({ name: 'TimeoutError' });
+  });
+
+  it('refuses a timeoutMs that is not an integer from 0 to 2^31 - 1 when the Supervisor is built', () => {
+    let error: unknown;
+    try {
+      new Supervisor({
+        threads: 1,
+        hostTools: {
+          slow: { description: 'd', parameters: { type: 'object' }, timeoutMs: -5, execute: () => 'x' },
+        },
+      });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(hasErrorCode(error, 'invalid_option')).toBe(true);
+    expect(error).toMatchObject({
+      fields: { option: 'hostTools.slow.timeoutMs' },
+      message: expect.stringContaining('to be an integer from 0 (no limit) to 2147483647, got'),
+    });
+  });
+});
