@@ -327,7 +327,9 @@ class LineApprover implements SessionApprover {
 
   #ask(): void {
     const head = this.#queue.head;
-    this.#lines.setPrompt(head === undefined || rememberable(head.rule) ? APPROVAL_PROMPT : CALL_APPROVAL_PROMPT);
+    this.#lines.setPrompt(
+      head === undefined || rememberable(head.rule) ? APPROVAL_PROMPT : CALL_APPROVAL_PROMPT,
+    );
     this.#lines.prompt();
   }
 

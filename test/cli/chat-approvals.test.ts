@@ -27,12 +27,7 @@ function shellModel(command = 'echo ran > proof.txt'): Promise<MockServer> {
     // The first request calls the tool; the one after its result answers.
     '/v1/chat/completions': (_req, res, index) => {
       if (index === 0) {
-        streamToolCall(
-          res,
-          'call_1',
-          'run_terminal_cmd',
-          JSON.stringify({ command }),
-        );
+        streamToolCall(res, 'call_1', 'run_terminal_cmd', JSON.stringify({ command }));
       } else streamText(res, 'done');
     },
   });
