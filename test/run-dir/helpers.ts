@@ -104,11 +104,15 @@ export function readResults(file: string): ResultLine[] {
     .map((line) => JSON.parse(line) as ResultLine);
 }
 
-/** Journal event types of one agent, in order. */
+/**
+ * Journal event types of one agent, in order, from its complete lines: a journal read while its
+ * agent runs can end in a line still being written (a write of more than 8 KiB lands in parts).
+ */
 export function journalTypes(file: string): string[] {
   if (!existsSync(file)) return [];
   return readFileSync(file, 'utf8')
     .split('\n')
+    .slice(0, -1)
     .filter((line) => line.trim() !== '')
     .map((line) => (JSON.parse(line) as { type: string }).type);
 }
