@@ -11,6 +11,7 @@ import { setMaxListeners } from 'node:events';
 import { followSignal } from '../abort.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS, MAX_KEPT_HOST_CALLS } from '../constants.ts';
 import { INTERRUPTED_TOOL_RESULT } from '../journal/constants.ts';
+import { timedOutOutcome, timeoutReason } from '../tools/toolbox.ts';
 import type { ToolOutcome } from '../tools/types.ts';
 import type { AgentHandle } from './agent-handle.ts';
 import { isEnded, type KnownRecord } from './agent-record.ts';
@@ -148,13 +149,8 @@ async function execute(
                   // The same answer as a thread tool's time limit (src/tools/toolbox.ts); settled
                   // before the abort so a tool that rejects on it does not win the race.
                   timer = setTimeout(() => {
-                    resolve({
-                      ok: false,
-                      text: `${name} did not finish within ${timeoutMs} ms (its time limit) and was abandoned. Do not call it again with the same arguments.`,
-                    });
-                    controller.abort(
-                      new DOMException(`${name} timed out after ${timeoutMs} ms`, 'TimeoutError'),
-                    );
+                    resolve(timedOutOutcome(name, timeoutMs));
+                    controller.abort(timeoutReason(name, timeoutMs));
                   }, timeoutMs);
                 }),
               ]);

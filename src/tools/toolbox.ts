@@ -513,14 +513,8 @@ function runTimed(
     timer = setTimeout(() => {
       // Settled before the abort, so a tool that rejects on the abort does not win the race
       // with "aborted" instead of saying the time ran out.
-      resolve({
-        outcome: {
-          ok: false,
-          text: `${modelName} did not finish within ${timeoutMs} ms (its time limit) and was abandoned. Do not call it again with the same arguments.`,
-        },
-        threw: false,
-      });
-      timeout = new DOMException(`${modelName} timed out after ${timeoutMs} ms`, 'TimeoutError');
+      resolve({ outcome: timedOutOutcome(modelName, timeoutMs), threw: false });
+      timeout = timeoutReason(modelName, timeoutMs);
       controller?.abort(timeout);
     }, timeoutMs);
   });
@@ -532,6 +526,19 @@ function runTimed(
     clearTimeout(timer);
     done();
   });
+}
+
+/** What the model is told of a call its time limit abandoned (thread tools and host tools alike). */
+export function timedOutOutcome(name: string, timeoutMs: number): ToolOutcome {
+  return {
+    ok: false,
+    text: `${name} did not finish within ${timeoutMs} ms (its time limit) and was abandoned. Do not call it again with the same arguments.`,
+  };
+}
+
+/** The reason a timed-out call's signal aborts with. */
+export function timeoutReason(name: string, timeoutMs: number): DOMException {
+  return new DOMException(`${name} timed out after ${timeoutMs} ms`, 'TimeoutError');
 }
 
 function runUntimed(
