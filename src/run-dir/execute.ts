@@ -17,7 +17,7 @@ import {
   printable,
   sideEstimated,
 } from './format.ts';
-import { type InterruptSignal, type SignalSource, watchInterrupts } from './interrupt.ts';
+import { INTERRUPT_EXIT_CODES, type SignalSource, watchInterrupts } from './interrupt.ts';
 import { type ProviderChoice, simulatedNotice } from './provider-choice.ts';
 import { createProgressRenderer } from './render-progress.ts';
 import { NOT_RETRIED_BY_DEFAULT } from './results.ts';
@@ -34,13 +34,6 @@ export interface CommandOutput {
   /** Aborted when stdout's reader has gone: the run is cancelled as by a first Ctrl-C, quietly. */
   readonly stdoutClosed?: AbortSignal;
 }
-
-/** The exit code of a run each interrupt gives (128 + the signal's number). */
-const EXIT_CODES: Readonly<Record<InterruptSignal, number>> = {
-  SIGINT: EXIT_INTERRUPTED,
-  SIGTERM: 143,
-  SIGHUP: 129,
-};
 
 /** Options of {@link executeSession}. */
 export interface ExecuteOptions extends Omit<SessionOptions, 'signal' | 'onEvent'> {
@@ -87,7 +80,7 @@ export async function executeSession(options: ExecuteOptions): Promise<ExecuteRe
   let exitCode: number = EXIT_INTERRUPTED;
   const stopWatching = watchInterrupts(
     (signal) => {
-      exitCode = EXIT_CODES[signal];
+      exitCode = INTERRUPT_EXIT_CODES[signal];
       renderer.onEvent({ type: 'interrupt', count: 1 });
       renderer.note(
         `troupe: ${signal === 'SIGINT' ? '' : `${signal}: `}cancelling the running agents; finished results stay in the run directory (Ctrl-C again exits at once)`,
@@ -98,7 +91,7 @@ export async function executeSession(options: ExecuteOptions): Promise<ExecuteRe
       renderer.stop();
       session.writeSummary(true);
       io.stderr(`troupe: exiting at once; results so far are in ${options.writer.paths.root}\n`);
-      (options.exit ?? process.exit)(EXIT_CODES[signal]);
+      (options.exit ?? process.exit)(INTERRUPT_EXIT_CODES[signal]);
     },
     options.signals ?? process,
   );

@@ -4,6 +4,7 @@
  * once, for a tool or provider that does not honour the abort signal. The journal is written
  * synchronously, so even then it holds every event so far and `troupe resume` can continue it.
  */
+import { EXIT_INTERRUPTED } from './constants.ts';
 
 /**
  * The signals treated as Ctrl-C: SIGTERM too, so `kill PID` (`timeout`, `docker stop`) also ends the
@@ -12,6 +13,16 @@
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 export type InterruptSignal = (typeof SIGNALS)[number];
+
+/**
+ * The exit code of a command its user interrupted with `signal` (128 + the signal's number, as a
+ * shell reports a process the signal ended): 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP.
+ */
+export const INTERRUPT_EXIT_CODES: Readonly<Record<InterruptSignal, number>> = {
+  SIGINT: EXIT_INTERRUPTED,
+  SIGTERM: 143,
+  SIGHUP: 129,
+};
 
 /** What {@link watchInterrupts} listens on: `process`, or a stand-in in tests. */
 export interface SignalSource {

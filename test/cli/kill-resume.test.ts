@@ -171,34 +171,40 @@ describe('troupe run killed with SIGKILL, then troupe resume in a new process', 
 });
 
 describe('Ctrl-C during troupe run', () => {
-  it('the first cancels the agent: it ends Failed(cancelled), journalled, exit 1', async () => {
-    // A model server that takes the request and never answers: the run waits on the provider.
-    let requested: () => void = () => {};
-    const request = new Promise<void>((resolve) => {
-      requested = resolve;
-    });
-    const server = createServer(() => requested());
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    try {
-      const { port } = server.address() as AddressInfo;
-      const journal = project.path('run.jsonl');
-      const run = spawnTroupe(project, ['run', 'reader', '--task', 'Read a.md', '--journal', journal], {
-        OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`,
+  it.each([
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const)(
+    'the first %s cancels the agent: it ends Failed(cancelled), journalled, exit %i',
+    async (signal, exitCode) => {
+      // A model server that takes the request and never answers: the run waits on the provider.
+      let requested: () => void = () => {};
+      const request = new Promise<void>((resolve) => {
+        requested = resolve;
       });
-      await request;
-      run.process.kill('SIGINT');
-      expect(await run.exited).toMatchObject({ code: 1 });
-      expect(run.stderr).toContain('provider: openai (OPENAI_BASE_URL is set)');
-      expect(run.stderr).toContain('interrupted: cancelling the agent');
-      expect(run.stderr).toMatch(/reason: cancelled · code: cancelled · /);
-      const events = journalEvents(journal);
-      expect(events.at(-1)).toMatchObject({ type: 'Failed', reason: 'cancelled' });
-      expect((await runCli('verify', journal)).code).toBe(0);
-    } finally {
-      server.closeAllConnections();
-      server.close();
-    }
-  });
+      const server = createServer(() => requested());
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port } = server.address() as AddressInfo;
+        const journal = project.path('run.jsonl');
+        const run = spawnTroupe(project, ['run', 'reader', '--task', 'Read a.md', '--journal', journal], {
+          OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`,
+        });
+        await request;
+        run.process.kill(signal);
+        expect(await run.exited).toMatchObject({ code: exitCode });
+        expect(run.stderr).toContain('provider: openai (OPENAI_BASE_URL is set)');
+        expect(run.stderr).toContain('interrupted: cancelling the agent');
+        expect(run.stderr).toMatch(/reason: cancelled · code: cancelled · /);
+        const events = journalEvents(journal);
+        expect(events.at(-1)).toMatchObject({ type: 'Failed', reason: 'cancelled' });
+        expect((await runCli('verify', journal)).code).toBe(0);
+      } finally {
+        server.closeAllConnections();
+        server.close();
+      }
+    },
+  );
 
   it.runIf(posix)(
     'a tool that ignores the abort does not hold the first Ctrl-C; the second exits at once',

@@ -136,7 +136,7 @@ describe('troupe', () => {
   it('--help ends with the exit codes', async () => {
     const { stdout } = await run('--help');
     expect(stdout).toMatch(
-      /\nExit codes:\n {2}0 {4}done[^\n]*\n {2}1 {4}an error[^\n]*\n {2}70 [^\n]*\n {2}130 [^\n]*\n {7}[^\n]*troupe run[^\n]*\n[^\n]*docs\/errors\.md\n$/,
+      /\nExit codes:\n {2}0 {4}done[^\n]*\n {2}1 {4}an error[^\n]*\n {2}70 [^\n]*\n {2}130 [^\n]*a run[^\n]*\n {7}[^\n]*SIGHUP[^\n]*\n[^\n]*docs\/errors\.md\n$/,
     );
   });
 });

@@ -11,7 +11,12 @@ import { serializeError } from '../../errors.ts';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
 import { printable, terminalJson } from '../../run-dir/format.ts';
-import { type InterruptSignal, raise, watchInterrupts } from '../../run-dir/interrupt.ts';
+import {
+  INTERRUPT_EXIT_CODES,
+  type InterruptSignal,
+  raise,
+  watchInterrupts,
+} from '../../run-dir/interrupt.ts';
 import { AgentTracing, type TracingOptions } from '../../telemetry/agent-tracing.ts';
 import { contextFromTraceparent } from '../../telemetry/trace-context.ts';
 import { traceEventOf } from '../../telemetry/trace-events.ts';
@@ -42,7 +47,10 @@ export interface LiveOptions {
   readonly tracing?: TracingOptions;
 }
 
-/** Runs `session` with live output and resolves to the exit code: 0 when the agent completed, 1 when it failed. */
+/**
+ * Runs `session` with live output and resolves to the exit code: 0 when the agent completed, 1 when
+ * it failed, and 130 (143 after SIGTERM, 129 after SIGHUP) when the user's Ctrl-C cancelled it.
+ */
 export async function executeLive(
   session: PreparedSession,
   io: CliIO,
@@ -54,8 +62,10 @@ export async function executeLive(
   else io.stderr(headerText(info));
 
   const controller = new AbortController();
+  let interruptedBy: InterruptSignal | undefined;
   const stopWatching = watchInterrupts(
-    () => {
+    (signal) => {
+      interruptedBy = signal;
       io.stderr('interrupted: cancelling the agent (press Ctrl-C again to exit at once)\n');
       controller.abort(new Error('interrupted by the user'));
     },
@@ -136,7 +146,12 @@ export async function executeLive(
     io.stderr(`${outcomeSummary(outcome)}\n`);
     if (outcome.status === 'completed') io.stdout(`${resultText(outcome)}\n`);
   }
-  return outcome.status === 'completed' ? EXIT_OK : EXIT_FAILED;
+  if (outcome.status === 'completed') return EXIT_OK;
+  // Cancelled by the user's signal, as `troupe fanout` reports it: a script can tell an interrupt
+  // from a failure. An agent that failed for another reason before the cancel took hold exits 1.
+  return interruptedBy !== undefined && outcome.reason === 'cancelled'
+    ? INTERRUPT_EXIT_CODES[interruptedBy]
+    : EXIT_FAILED;
 }
 
 /**
