@@ -21,6 +21,7 @@ import { readJournal } from '../journal/reader.ts';
 import type { AgentChannels } from '../loop/types.ts';
 import { type ApprovalRequest, rememberable } from '../protocol/approvals.ts';
 import { parseModelMap } from '../providers/models.ts';
+import { EXIT_INTERRUPTED } from '../run-dir/constants.ts';
 import { printable } from '../run-dir/format.ts';
 import type { ApprovalAnswer, SessionApprover } from '../run-dir/session-approvals.ts';
 import { DEFAULT_SESSION_TASK } from '../supervisor/session.ts';
@@ -118,8 +119,8 @@ export interface ChatTerminal {
 
 /**
  * Runs `troupe chat` and resolves to its exit code: 0 when the chat ended normally (Ctrl-D,
- * `/exit`, Ctrl-C at the prompt), 1 when the agent failed, a second Ctrl-C while a cancelled turn
- * was stopping included.
+ * `/exit`, Ctrl-C at the prompt), 1 when the agent failed, 130 when a second Ctrl-C while a
+ * cancelled turn was stopping ended it (Failed(cancelled), as `troupe run` exits after Ctrl-C).
  */
 export async function chat(
   agent: string | undefined,
@@ -186,7 +187,7 @@ export async function chat(
       `troupe: Ctrl-C ended the chat in the middle of a turn (Failed: cancelled); ` +
         `it cannot be continued: start a new chat with \`troupe chat ${info.agent}\` (journal: ${info.journal})\n`,
     );
-    return 1;
+    return EXIT_INTERRUPTED;
   }
   if (outcome.status === 'failed') {
     io.stderr(`troupe: the chat ended: ${outcome.reason}: ${printable(outcome.error.message)}\n`);

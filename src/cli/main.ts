@@ -40,7 +40,7 @@ Exit codes:
   0    done: every agent completed (also when a reader such as \`head\` closed stdout)
   1    an error (\`troupe: <code>: <message>\`), a bad option, a failed agent or gate
   70   an internal error: a bug, please report it
-  130  cancelled by Ctrl-C: a run, resume, fanout, demo or replay (143 after SIGTERM,
+  130  cancelled by Ctrl-C: a run, chat, resume, fanout, demo or replay (143 after SIGTERM,
        129 after SIGHUP)
 Error codes and what each exit code means per command: docs/errors.md`;
 

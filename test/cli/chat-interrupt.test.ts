@@ -131,7 +131,7 @@ describe('Ctrl-C in troupe chat', () => {
         input,
         output: new PassThrough(),
       });
-      expect(code).toBe(1);
+      expect(code).toBe(130);
       expect(journalEvents(journal).at(-1)).toMatchObject({ type: 'Failed', reason: 'cancelled' });
       expect(err()).toContain('Ctrl-C ended the chat in the middle of a turn (Failed: cancelled)');
       expect(err()).toContain('start a new chat with `troupe chat general-purpose`');
