@@ -1,5 +1,9 @@
 /**
- * What `troupe resume` does with each plan entry of an interrupted run:
+ * What `troupe resume` does with each plan entry of an interrupted run. Its current attempt is its
+ * newest journal (`<id>-r<n>`) or result line, whichever is later: a retry with no line yet (a
+ * `--retry-failed` session killed mid-retry) is the current attempt even though the line of the
+ * attempt it retried is final, and is finished (resumed, or its line taken from its journal)
+ * whether or not `retry` is given.
  * - its last result is final (completed, or failed for a reason other than cancelled): keep it;
  * - its current attempt has no result line but a journal that ends in Completed or Failed (the
  *   command died after the agent ended and before the line was written): take the outcome from
@@ -75,21 +79,27 @@ export function planResume(
   for (const run of plan.runs) {
     const lines = linesByIndex.get(run.index) ?? [];
     const last = lines.at(-1);
-    const retryOf =
-      last?.status === 'failed' && last.reason !== undefined && options.retry?.has(last.reason)
-        ? last.agentId
-        : undefined;
-    if (!needsRerun(last) && retryOf === undefined) {
-      kept += 1;
-      continue;
-    }
-    if (retryOf !== undefined) retried += 1;
     const attempt = Math.max(
       1,
       ...lines.map((line) => line.attempt),
       ...(attempts.get(agentIdFor(plan.idPrefix, run.index)) ?? []),
     );
     const agentId = agentIdFor(plan.idPrefix, run.index, attempt);
+    // The newest journal is the entry's current attempt even when an older attempt's line is final:
+    // a `--retry-failed` session killed mid-retry leaves `-r<n>` without a line, and a resume
+    // without the flag must finish it (or take its outcome), not report the failure it retried.
+    const unfinishedRetry =
+      last !== undefined && last.attempt < attempt && !lines.some((line) => line.agentId === agentId);
+    const retryOf = unfinishedRetry
+      ? forkedFrom(journalFile(paths, agentId), journalFile(paths, last.agentId), last.agentId)
+      : last?.status === 'failed' && last.reason !== undefined && options.retry?.has(last.reason)
+        ? last.agentId
+        : undefined;
+    if (!needsRerun(last) && retryOf === undefined && !unfinishedRetry) {
+      kept += 1;
+      continue;
+    }
+    if (retryOf !== undefined && !unfinishedRetry) retried += 1;
     if (lines.some((line) => line.agentId === agentId)) {
       work.push({
         run,
@@ -191,6 +201,23 @@ function withInherited(line: ResultLine, events: readonly AuditEvent[], earlier:
   const forked = forkedTotals(forkedInputs(from, line.agentId));
   if (forked.requests === 0) return line;
   return { ...line, inherited: { usage: forked.usage, costUsd: knownCost(forked) } };
+}
+
+/**
+ * `earlierId` when the journal at `path` is a retry's fork of the one at `earlier` (its first event
+ * is the earlier attempt's own, time included); undefined otherwise (or when either is unreadable).
+ */
+function forkedFrom(path: string, earlier: string, earlierId: string): string | undefined {
+  try {
+    if (!existsSync(path) || !existsSync(earlier)) return undefined;
+    const first = readFirstEvent(path, MAX_ADOPTION_SCAN_BYTES);
+    const from = readFirstEvent(earlier, MAX_ADOPTION_SCAN_BYTES);
+    return first !== undefined && from !== undefined && first.ts === from.ts && first.type === from.type
+      ? earlierId
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
