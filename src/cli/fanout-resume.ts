@@ -10,7 +10,7 @@ import { changedDefinitions } from '../run-dir/definition-changes.ts';
 import { executeSession } from '../run-dir/execute.ts';
 import { printable } from '../run-dir/format.ts';
 import { checkProvider } from '../run-dir/provider-choice.ts';
-import { planResume } from '../run-dir/resume-plan.ts';
+import { endOrphans, planResume } from '../run-dir/resume-plan.ts';
 import { RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
 import { runLimitsOf } from '../run-dir/run-plan.ts';
 import { recordedSessions } from '../run-dir/summary.ts';
@@ -77,7 +77,8 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
       work: decision.work,
       kind: 'resume',
       existing: contents.results,
-      recovered: decision.recovered,
+      // Orphans' journals are ended only now, once the provider and the definitions are known good.
+      recovered: [...decision.recovered, ...endOrphans(paths, decision.orphans)],
       previousSessions: recordedSessions(contents.summary, contents.events),
       definitions,
       json: options.json === true,

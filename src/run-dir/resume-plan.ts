@@ -15,18 +15,24 @@
  *   failed attempt stopped, and the tool calls that attempt finished are not run again;
  * - it never started: start it.
  *
- * Agents spawned by agents are not plan entries: one whose journal ends but has no result line (a
- * SIGKILL between the two writes) gets its line from its journal too. A parent resumed later adopts
- * it as finished and says nothing of it, so nothing else would write it. Judge journals, in the same
- * directory, are no agent's children and get none.
+ * Agents spawned by agents (at any depth) are not plan entries: one whose journal ends but has no
+ * result line (a SIGKILL between the two writes) gets its line from its journal too. A parent
+ * resumed later adopts it as finished and says nothing of it, so nothing else would write it. One
+ * whose journal does not end under a parent that will not run again (the parent ended, or is such
+ * an orphan itself) is an orphan: nothing would resume or await it, so {@link endOrphans} ends its
+ * journal `Failed(cancelled)` and gives its line. Judge journals, in the same directory, are no
+ * agent's children and get none.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAX_ADOPTION_SCAN_BYTES } from '../constants.ts';
+import { MAX_ADOPTION_SCAN_BYTES, MAX_ADOPTION_SCAN_JOURNALS } from '../constants.ts';
 import type { AuditEvent, EventOf } from '../journal/events.ts';
 import { forkedInputs, forkedTotals } from '../journal/fork.ts';
 import { readFirstEvent, readJournal } from '../journal/reader.ts';
+import { resumeState } from '../journal/resume.ts';
 import { knownCost } from '../journal/usage.ts';
+import { JournalWriter } from '../journal/writer.ts';
+import { cancelledError } from '../loop/outcome.ts';
 import type { FailureReason } from '../loop/types.ts';
 import { metadataMember, needsRerun, type ResultLine } from './results.ts';
 import { journalFile, type RunDirPaths } from './run-dir.ts';
@@ -42,6 +48,11 @@ export interface ResumePlan {
    * entries' first, then agents spawned by agents (`index: null`), oldest end first.
    */
   readonly recovered: ResultLine[];
+  /**
+   * Agents spawned by agents that never finished and will not run again: {@link endOrphans} ends
+   * their journals and gives their lines, to append after `recovered`.
+   */
+  readonly orphans: Orphan[];
   /** Entries whose result is final. */
   readonly kept: number;
   /** Failed entries run again from their journals (`retry`). */
@@ -127,22 +138,31 @@ export function planResume(
         ...(retryOf === undefined ? {} : { retryOf }),
       });
   }
-  recovered.push(...nestedLines(plan, paths, files, results));
-  return { work, recovered, kept, retried };
+  const running = new Set<string>();
+  for (const item of work) {
+    if (item.resume) running.add(item.agentId);
+    if (item.retryOf !== undefined) running.add(item.retryOf);
+  }
+  const nested = nestedAgents(plan, paths, files, results, running);
+  recovered.push(...nested.lines);
+  return { work, recovered, orphans: nested.orphans, kept, retried };
 }
 
 /**
- * Lines for the agents spawned by agents whose journals end but that have no result line. Every
- * journal in `files` that is neither a plan entry's nor a judge's (by name) has its first line read
- * (at most MAX_ADOPTION_SCAN_BYTES; a longer one is skipped); those whose `parentId` chain leads to
- * a plan entry's agent are the nested agents.
+ * Lines for the agents spawned by agents that have none, at any depth under a plan entry: those
+ * whose journals end, and the orphans (see {@link Orphan}). Every journal in `files` that is neither
+ * a plan entry's nor a judge's (by name) has its first line read (at most MAX_ADOPTION_SCAN_BYTES; a
+ * longer one is skipped; at most MAX_ADOPTION_SCAN_JOURNALS journals); those whose `parentId` chain
+ * leads to a plan entry's agent are the nested agents. `running` holds the plan entries' agents
+ * this session continues (resumed, or a retry's source): their unfinished children are adopted.
  */
-function nestedLines(
+function nestedAgents(
   plan: RunPlan,
   paths: RunDirPaths,
   files: readonly string[],
   results: readonly ResultLine[],
-): ResultLine[] {
+  running: ReadonlySet<string>,
+): { lines: ResultLine[]; orphans: Orphan[] } {
   const prefix = plan.idPrefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   // A plan entry's agent (`<prefix>-<index>`, `-r<n>` for later attempts) and its judges (`-judge-...`).
   const entry = new RegExp(`^${prefix}-(\\d+)(?:-r\\d+)?(-judge-.*)?$`);
@@ -151,10 +171,13 @@ function nestedLines(
     return match?.[1] !== undefined && match[2] === undefined && Number(match[1]) < plan.runs.length;
   };
   const starts = new Map<string, EventOf<'Started'>>();
+  let scanned = 0;
   for (const file of files) {
     if (!file.endsWith('.jsonl')) continue;
     const stem = file.slice(0, -'.jsonl'.length);
     if (entry.test(stem)) continue;
+    if (scanned >= MAX_ADOPTION_SCAN_JOURNALS) break;
+    scanned += 1;
     // Only a line that names a parent is parsed: a judge's, or a plan entry's, names none.
     const first = readFirstEvent(join(paths.journals, file), MAX_ADOPTION_SCAN_BYTES, (line) =>
       line.includes('"parentId":'),
@@ -162,7 +185,7 @@ function nestedLines(
     if (first?.type === 'Started' && first.parentId !== undefined && first.agentId === stem)
       starts.set(stem, first);
   }
-  if (starts.size === 0) return [];
+  if (starts.size === 0) return { lines: [], orphans: [] };
   const written = new Set(results.map((line) => line.agentId));
   const underEntry = (started: EventOf<'Started'>): boolean => {
     const seen = new Set<string>();
@@ -174,6 +197,8 @@ function nestedLines(
     return false;
   };
   const lines: ResultLine[] = [];
+  // Nested agents without a line whose journals do not end, with what they recorded.
+  const open = new Map<string, readonly AuditEvent[]>();
   for (const [agentId, started] of starts) {
     if (written.has(agentId) || !underEntry(started)) continue;
     let events: readonly AuditEvent[];
@@ -184,8 +209,82 @@ function nestedLines(
     }
     const line = lineFromJournal(null, started.definition.name, undefined, 1, events);
     if (line !== undefined) lines.push(line);
+    else open.set(agentId, events);
   }
-  return lines.sort((a, b) => (a.endedAt < b.endedAt ? -1 : a.endedAt > b.endedAt ? 1 : 0));
+  lines.sort((a, b) => (a.endedAt < b.endedAt ? -1 : a.endedAt > b.endedAt ? 1 : 0));
+  // An unfinished agent runs again only when its parent does (a resumed parent adopts it): a plan
+  // entry's agent this session continues, or an unfinished nested agent whose own parent runs.
+  const runs = (agentId: string): boolean => {
+    const seen = new Set<string>();
+    for (let id: string | undefined = agentId; id !== undefined; id = starts.get(id)?.parentId) {
+      if (isEntry(id)) return running.has(id);
+      if (seen.has(id) || !open.has(id)) return false;
+      seen.add(id);
+    }
+    return false;
+  };
+  const orphans: Orphan[] = [];
+  for (const [agentId, events] of open) {
+    const started = starts.get(agentId);
+    if (started?.parentId === undefined || runs(agentId)) continue;
+    orphans.push({ agentId, parentId: started.parentId, agent: started.definition.name, events });
+  }
+  return { lines, orphans };
+}
+
+/**
+ * An agent spawned by an agent whose journal does not end, under a parent that will not run again
+ * (it ended, or it is such an orphan itself): nothing would resume or await it.
+ */
+export interface Orphan {
+  readonly agentId: string;
+  readonly parentId: string;
+  readonly agent: string;
+  /** Its journal as read. */
+  readonly events: readonly AuditEvent[];
+}
+
+/**
+ * Ends each orphan's journal with `Failed(cancelled)` (error code `cancelled`, `fields.parentId`)
+ * carrying the totals its journal records, through the journal's writer (its chain goes on, so it
+ * still verifies), and returns their result lines (`recoveredFrom: "journal"`), as an agent that a
+ * supervisor cancelled because its parent ended would have them. One whose journal cannot be
+ * appended to (damaged) is left as it is and gets no line.
+ */
+export function endOrphans(paths: RunDirPaths, orphans: readonly Orphan[]): ResultLine[] {
+  const lines: ResultLine[] = [];
+  for (const orphan of orphans) {
+    let totals: ReturnType<typeof resumeState>;
+    try {
+      totals = resumeState(orphan.events);
+    } catch {
+      continue;
+    }
+    const why = `its parent ${orphan.parentId} had ended, so nothing would await it, and the run stopped before it ended; troupe resume does not run it again`;
+    const error = cancelledError(why);
+    let writer: JournalWriter | undefined;
+    let failed: AuditEvent;
+    try {
+      writer = JournalWriter.open(journalFile(paths, orphan.agentId));
+      failed = writer.appendEvent({
+        type: 'Failed',
+        agentId: orphan.agentId,
+        reason: 'cancelled',
+        error: { ...error, fields: { ...error.fields, parentId: orphan.parentId } },
+        usage: totals.totals.usage,
+        costUsd: knownCost(totals.totals),
+        rounds: totals.roundsUsed,
+        steps: totals.stepsUsed,
+      });
+    } catch {
+      continue;
+    } finally {
+      writer?.close();
+    }
+    const line = lineFromJournal(null, orphan.agent, undefined, 1, [...orphan.events, failed]);
+    if (line !== undefined) lines.push(line);
+  }
+  return lines;
 }
 
 /**
