@@ -3,7 +3,8 @@
  * of its children, read from journals: the supervisor that ran it kept its children and the
  * outcomes of its host calls in memory only, so the new one rebuilds them before the parent runs.
  *
- * - Its children are the agents its `spawn_agent` results name (`data.agentId`).
+ * - Its children are the agents its `spawn_agent` results name (`data.agentId`); a finished child's
+ *   own finished children (its `spawn_agent` results) are held too, at any depth.
  * - A `spawn_agent` call with no result (cut off by the stop) may have started a child all the same:
  *   the child's journal names the call in `Started.spawnCallId` (journals before it: the parent in
  *   `parentId`, and the call's `agent` and `task`). That child is the call's result.
@@ -53,19 +54,13 @@ export function parentJournal(events: readonly AuditEvent[]): ParentJournal | un
   const state = resumeState(events);
   if (state.ended !== undefined) return undefined;
   const calls = new Map<string, EventOf<'ToolCall'>>();
-  const children: KnownChild[] = [];
-  const seen = new Set<string>();
+  const children = spawnedChildren(events);
   const sent = new Map<string, string[]>();
   for (const event of events) {
     if (event.type === 'ToolCall') calls.set(event.callId, event);
     if (event.type !== 'ToolResult' || !event.ok || event.refused === true) continue;
     const args = calls.get(event.callId)?.args;
-    if (event.name === SPAWN_AGENT) {
-      const agentId = spawnedId(event);
-      if (agentId === undefined || seen.has(agentId)) continue;
-      seen.add(agentId);
-      children.push({ agentId, agent: stringOf(args?.agent), args });
-    } else if (event.name === SEND_INSTRUCTION) {
+    if (event.name === SEND_INSTRUCTION) {
       const to = stringOf(args?.agentId);
       const text = stringOf(args?.text);
       if (to === undefined || text === undefined) continue;
@@ -85,6 +80,27 @@ export function parentJournal(events: readonly AuditEvent[]): ParentJournal | un
     cutOffSends: cutOff(SEND_INSTRUCTION),
     sent,
   };
+}
+
+/**
+ * The children an agent's journal shows it spawned (its `spawn_agent` results), oldest first,
+ * whether or not it has ended: a finished child orchestrator's own children are adopted with it.
+ */
+export function spawnedChildren(events: readonly AuditEvent[]): KnownChild[] {
+  const calls = new Map<string, EventOf<'ToolCall'>>();
+  const children: KnownChild[] = [];
+  const seen = new Set<string>();
+  for (const event of events) {
+    if (event.type === 'ToolCall' && event.name === SPAWN_AGENT) calls.set(event.callId, event);
+    if (event.type !== 'ToolResult' || event.name !== SPAWN_AGENT || !event.ok || event.refused === true)
+      continue;
+    const agentId = spawnedId(event);
+    if (agentId === undefined || seen.has(agentId)) continue;
+    seen.add(agentId);
+    const args = calls.get(event.callId)?.args;
+    children.push({ agentId, agent: stringOf(args?.agent), args });
+  }
+  return children;
 }
 
 /** The child a `spawn_agent` result names. */

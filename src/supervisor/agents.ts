@@ -19,7 +19,7 @@ import type { AgentDefinition } from '../definition/types.ts';
 import { createEngine } from '../engines/create-engine.ts';
 import type { AgentReport, Engine, EngineHost } from '../engines/engine.ts';
 import { describeValue, type SerializedError, serializeError, UserError } from '../errors.ts';
-import { isTerminal } from '../journal/events.ts';
+import { type AuditEvent, isTerminal } from '../journal/events.ts';
 import { knownCost } from '../journal/usage.ts';
 import {
   cancelledError,
@@ -44,6 +44,7 @@ import {
   instructionsFor,
   type KnownChild,
   parentJournal,
+  spawnedChildren,
   spawnedOutcome,
 } from './adoption.ts';
 import { emitAgentReport, signalOfEvent } from './agent-events.ts';
@@ -503,10 +504,12 @@ export class Agents {
       if (instruction === undefined || !known.has(instruction.to)) continue;
       sending.set(instruction.to, [...(sending.get(instruction.to) ?? []), instruction.text]);
     }
+    // Journals read for the descendants of finished children, bounded as the search above.
+    const scan = { left: MAX_ADOPTION_SCAN_JOURNALS };
     for (const child of children) {
       if (hasEnded(record)) return;
       const sent = [...(parent.sent.get(child.agentId) ?? []), ...(sending.get(child.agentId) ?? [])];
-      await this.#adoptChild(record, child, sent);
+      await this.#adoptChild(record, child, sent, scan);
     }
     if (hasEnded(record)) return;
     for (const { callId, agentId, agent } of spawnedBy)
@@ -527,7 +530,12 @@ export class Agents {
   }
 
   /** Holds one child of a resumed `parent`: ended with its recorded outcome, or resumed (or started). */
-  async #adoptChild(parent: AgentRecord, child: KnownChild, sent: readonly string[]): Promise<void> {
+  async #adoptChild(
+    parent: AgentRecord,
+    child: KnownChild,
+    sent: readonly string[],
+    scan: { left: number },
+  ): Promise<void> {
     const events = await this.engine.journal(child.agentId);
     if (hasEnded(parent) || this.records.has(child.agentId)) return;
     const started = events[0]?.type === 'Started' ? events[0] : undefined;
@@ -535,28 +543,10 @@ export class Agents {
     if (agent === undefined) return;
     parent.tree ??= { subagents: 0 };
     parent.tree.subagents += 1;
-    const ended = events.findLast(isTerminal);
-    if (ended !== undefined) {
-      const outcome = recordedOutcome(ended);
-      const held: EndedRecord = {
-        state: 'ended',
-        id: child.agentId,
-        spec: { parentId: parent.id, depth: parent.spec.depth + 1, model: started?.model ?? '' },
-        handle: new AgentHandle(
-          child.agentId,
-          agent,
-          parent.id,
-          Promise.resolve(outcome),
-          this.#handleControl,
-        ),
-        named: true,
-        liveDescendants: 0,
-        treeUsage: ZERO_USAGE,
-        treeCostUsd: 0,
-      };
-      this.records.set(child.agentId, held);
+    if (events.some(isTerminal)) {
       parent.children.push(child.agentId);
-      rollUpUsage(this.records, held, outcome.usage, outcome.costUsd);
+      const at = { id: parent.id, depth: parent.spec.depth };
+      await this.#holdEnded(parent, at, child.agentId, agent, events, scan);
       return;
     }
     // Never started (it was still pending when the supervisor stopped): it starts now, as spawned.
@@ -585,6 +575,52 @@ export class Agents {
     instructionsFor(events, sent).forEach((text, index) => {
       spawned.held.push({ text, index, resolve: () => {}, reject: () => {} });
     });
+  }
+
+  /**
+   * Holds a finished descendant of resumed `root` with the outcome its journal (`events`) recorded
+   * (nothing runs; its usage rolls up through `parent`), then its own finished children, at any
+   * depth: a finished child orchestrator's children are the tree's too. An unfinished one under a
+   * finished parent is not resumed (nothing would await it; `troupe resume` ends it, see
+   * src/run-dir/resume-plan.ts). At most `scan.left` more journals are read.
+   */
+  async #holdEnded(
+    root: AgentRecord,
+    parent: { readonly id: string; readonly depth: number },
+    id: string,
+    agent: string,
+    events: readonly AuditEvent[],
+    scan: { left: number },
+  ): Promise<void> {
+    const ended = events.findLast(isTerminal);
+    if (ended === undefined) return;
+    const started = events[0]?.type === 'Started' ? events[0] : undefined;
+    const outcome = recordedOutcome(ended);
+    const depth = parent.depth + 1;
+    const held: EndedRecord = {
+      state: 'ended',
+      id,
+      spec: { parentId: parent.id, depth, model: started?.model ?? '' },
+      handle: new AgentHandle(id, agent, parent.id, Promise.resolve(outcome), this.#handleControl),
+      named: true,
+      liveDescendants: 0,
+      treeUsage: ZERO_USAGE,
+      treeCostUsd: 0,
+    };
+    this.records.set(id, held);
+    rollUpUsage(this.records, held, outcome.usage, outcome.costUsd);
+    for (const child of spawnedChildren(events)) {
+      if (scan.left <= 0 || hasEnded(root)) return;
+      if (this.records.has(child.agentId)) continue;
+      scan.left -= 1;
+      const childEvents = await this.engine.journal(child.agentId);
+      if (hasEnded(root) || this.records.has(child.agentId) || !childEvents.some(isTerminal)) continue;
+      const name =
+        child.agent ?? (childEvents[0]?.type === 'Started' ? childEvents[0].definition.name : undefined);
+      if (name === undefined) continue;
+      if (root.tree !== undefined) root.tree.subagents += 1;
+      await this.#holdEnded(root, { id, depth }, child.agentId, name, childEvents, scan);
+    }
   }
 
   /** Hands a resolved record to the engine, with the instructions sent so far. */

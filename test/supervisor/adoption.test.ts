@@ -196,6 +196,94 @@ describe('a parent resumed in a new supervisor', () => {
   });
 });
 
+/**
+ * Rewrites `file` (a journal) as agent `agentId` spawned by `parentId`, keeping its events up to its
+ * end, and with `extra` (bodies) appended before that end when given.
+ */
+function rewriteAs(
+  from: string,
+  to: string,
+  agentId: string,
+  parentId: string,
+  extra: (round: number) => AuditEventInput[] = () => [],
+): void {
+  const events = readJournal(from).events;
+  rmSync(to, { force: true });
+  const writer = JournalWriter.open(to);
+  const body = (event: AuditEvent) => {
+    const { seq: _seq, prev: _prev, hash: _hash, ...rest } = event as AuditEvent & Record<string, unknown>;
+    return {
+      ...rest,
+      agentId,
+      ...(event.type === 'Started' ? { parentId } : {}),
+    } as unknown as AuditEventInput;
+  };
+  for (const event of events) {
+    if (event.type === 'Completed' || event.type === 'Failed') {
+      const round = events.filter((e) => e.type === 'InferenceSubmitted').length;
+      for (const input of extra(round)) writer.append(input);
+    }
+    writer.append(body(event));
+  }
+  writer.close();
+}
+
+describe('a parent resumed in a new supervisor, under a finished child orchestrator', () => {
+  it('adopts the finished child’s own finished children too: the whole tree’s usage', async () => {
+    const journalDir = tempDir();
+    const { definition, parentId, first, second } = await finishedRun(journalDir);
+    cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.name === 'await_agents');
+    // The first child had spawned a grandchild (a finished one) before it finished itself.
+    const grandchild = `${first}-g`;
+    const spawn = (round: number): AuditEventInput[] => [
+      {
+        type: 'ToolCall',
+        agentId: first,
+        round,
+        callId: 'g-call',
+        name: 'spawn_agent',
+        modelName: 'spawn_agent',
+        args: { agent: 'worker', task: 'Grandchild' },
+      },
+      {
+        type: 'ToolResult',
+        agentId: first,
+        round,
+        callId: 'g-call',
+        name: 'spawn_agent',
+        ok: true,
+        projectionAccepted: true,
+        text: `Spawned subagent ${grandchild} (worker).`,
+        stateUpdates: [],
+        displayedStateKeys: [],
+        data: { agentId: grandchild },
+      },
+    ];
+    const copy = path.join(journalDir, 'first.copy');
+    writeFileSync(copy, readFileSync(journalOf(journalDir, first)));
+    rewriteAs(copy, journalOf(journalDir, first), first, parentId, spawn);
+    rmSync(copy);
+    rewriteAs(journalOf(journalDir, second), journalOf(journalDir, grandchild), grandchild, first);
+    const usageOf = (id: string) => {
+      const end = eventsOf(journalDir, id).findLast((e) => e.type === 'Completed');
+      return end?.type === 'Completed' ? end.usage.inputTokens : Number.NaN;
+    };
+
+    const supervisor = supervisorFor(journalDir);
+    const outcome = await supervisor.spawn(definition, { id: parentId, task: SPLIT, resume: true }).result;
+
+    expect(outcome).toMatchObject({ status: 'completed' });
+    // Without the fix the grandchild was unknown to the new supervisor and its usage left out.
+    expect(supervisor.handle(grandchild)).toMatchObject({ id: grandchild, parentId: first });
+    expect(supervisor.treeUsage(first)?.usage.inputTokens).toBe(usageOf(first) + usageOf(grandchild));
+    expect(supervisor.treeUsage(parentId)?.usage.inputTokens).toBe(
+      usageOf(parentId) + usageOf(first) + usageOf(second) + usageOf(grandchild),
+    );
+    // Nothing ran again: the grandchild's journal ends once.
+    expect(terminals(eventsOf(journalDir, grandchild))).toHaveLength(1);
+  });
+});
+
 describe('a parent resumed in a new supervisor, with instructions on their way', () => {
   it('delivers a cut-off send_instruction to the child that goes on, and what it was sent before', async () => {
     const journalDir = tempDir();
