@@ -8,10 +8,11 @@
  * - A `spawn_agent` call with no result (cut off by the stop) may have started a child all the same:
  *   the child's journal names the call in `Started.spawnCallId` (journals before it: the parent in
  *   `parentId`, and the call's `agent` and `task`). That child is the call's result.
- * - The instructions it sent each child (`send_instruction` results) are delivered again at their
- *   indices, so a child resumed while parked gets what it had not yet read; so is the instruction
- *   of a cut-off `send_instruction` to a child that goes on (at the next index: delivering at an
- *   index is idempotent, so it is never read twice).
+ * - The instructions it sent each child (`send_instruction` results, keyed by the index each
+ *   recorded) that the child had not read are delivered again after those it read, so a child
+ *   resumed while parked gets each once, whatever a program sent it between; so is the
+ *   instruction of a cut-off `send_instruction` to a child that goes on, unless the child's journal
+ *   shows it read it (see {@link instructionsFor}).
  *
  * Only journals are read here; the Supervisor (agents.ts) makes the records.
  */
@@ -45,7 +46,14 @@ export interface ParentJournal {
   /** Its `send_instruction` calls that have no result. */
   readonly cutOffSends: CutOffCall[];
   /** The instructions its `send_instruction` results say it queued, by child, in order. */
-  readonly sent: Map<string, string[]>;
+  readonly sent: Map<string, SentInstruction[]>;
+}
+
+/** An instruction a parent sent a child, with the index its `send_instruction` result recorded. */
+export interface SentInstruction {
+  readonly text: string;
+  /** Absent in journals written before the index was recorded, and for a cut-off call. */
+  readonly index?: number;
 }
 
 /** Reads a parent's journal; undefined when it has ended or never started (nothing to adopt). */
@@ -55,7 +63,7 @@ export function parentJournal(events: readonly AuditEvent[]): ParentJournal | un
   if (state.ended !== undefined) return undefined;
   const calls = new Map<string, EventOf<'ToolCall'>>();
   const children = spawnedChildren(events);
-  const sent = new Map<string, string[]>();
+  const sent = new Map<string, SentInstruction[]>();
   for (const event of events) {
     if (event.type === 'ToolCall') calls.set(event.callId, event);
     if (event.type !== 'ToolResult' || !event.ok || event.refused === true) continue;
@@ -64,9 +72,11 @@ export function parentJournal(events: readonly AuditEvent[]): ParentJournal | un
       const to = stringOf(args?.agentId);
       const text = stringOf(args?.text);
       if (to === undefined || text === undefined) continue;
+      const index = (event.data as { index?: unknown } | undefined)?.index;
+      const instruction = Number.isSafeInteger(index) ? { text, index: index as number } : { text };
       const list = sent.get(to);
-      if (list === undefined) sent.set(to, [text]);
-      else list.push(text);
+      if (list === undefined) sent.set(to, [instruction]);
+      else list.push(instruction);
     }
   }
   const cutOff = (name: string): CutOffCall[] =>
@@ -165,18 +175,38 @@ export function spawnedOutcome(
 
 /**
  * The instructions to deliver again to a resumed child, in index order: the ones its journal says
- * it received (`Instructed`, at their indices), then the ones its parent sent past those.
+ * it received (`Instructed`, at their indices), then those of `sent` (its parent's, in send order)
+ * it had not read. A sent instruction was read when the child received it at the index its
+ * `send_instruction` result recorded (keyed, so instructions others sent the child between, a
+ * program's `handle.send`, shift nothing); one without an index (an older journal, a cut-off call),
+ * or whose index holds another text, when the child received the same text at an index no other
+ * sent instruction accounts for. Each is delivered once.
  */
-export function instructionsFor(childEvents: readonly AuditEvent[], sent: readonly string[]): string[] {
+export function instructionsFor(
+  childEvents: readonly AuditEvent[],
+  sent: readonly SentInstruction[],
+): string[] {
   const received: string[] = [];
   for (const event of childEvents) if (event.type === 'Instructed') received[event.index] = event.text;
-  const count = Math.max(received.length, sent.length);
   const texts: string[] = [];
-  for (let index = 0; index < count; index += 1) {
-    const text = received[index] ?? sent[index];
-    // A gap (an index neither journal holds) ends what can be delivered in order.
+  // A gap (an index the journal does not hold) ends what can be delivered in order.
+  for (const text of received) {
     if (text === undefined) break;
     texts.push(text);
   }
-  return texts;
+  const claimed = new Set<number>();
+  const unkeyed: SentInstruction[] = [];
+  for (const instruction of sent) {
+    const { index } = instruction;
+    if (index !== undefined && received[index] === instruction.text && !claimed.has(index))
+      claimed.add(index);
+    else unkeyed.push(instruction);
+  }
+  const unread: string[] = [];
+  for (const { text } of unkeyed) {
+    const at = received.findIndex((other, index) => other === text && !claimed.has(index));
+    if (at >= 0) claimed.add(at);
+    else unread.push(text);
+  }
+  return [...texts, ...unread];
 }

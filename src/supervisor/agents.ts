@@ -44,6 +44,7 @@ import {
   instructionsFor,
   type KnownChild,
   parentJournal,
+  type SentInstruction,
   spawnedChildren,
   spawnedOutcome,
 } from './adoption.ts';
@@ -498,11 +499,11 @@ export class Agents {
         spawnedBy.push({ callId: call.callId, agentId: started.agentId, agent });
       }
     }
-    const sending = new Map<string, string[]>();
+    const sending = new Map<string, SentInstruction[]>();
     for (const call of parent.cutOffSends) {
       const instruction = instructionOf(call);
       if (instruction === undefined || !known.has(instruction.to)) continue;
-      sending.set(instruction.to, [...(sending.get(instruction.to) ?? []), instruction.text]);
+      sending.set(instruction.to, [...(sending.get(instruction.to) ?? []), { text: instruction.text }]);
     }
     // Journals read for the descendants of finished children, bounded as the search above.
     const scan = { left: MAX_ADOPTION_SCAN_JOURNALS };
@@ -533,7 +534,7 @@ export class Agents {
   async #adoptChild(
     parent: AgentRecord,
     child: KnownChild,
-    sent: readonly string[],
+    sent: readonly SentInstruction[],
     scan: { left: number },
   ): Promise<void> {
     const events = await this.engine.journal(child.agentId);
@@ -859,6 +860,7 @@ export class Agents {
       maxChildren: this.#options.maxChildren,
       maxSubagents: this.#options.maxSubagents,
       spawn: (agent, options) => this.spawn(agent, options, callId === undefined ? undefined : { callId }),
+      instruct: (agentId, text) => this.instruct(agentId, text),
     };
   }
 

@@ -28,6 +28,8 @@ export interface HostToolContext {
   /** 0: no bound. */
   readonly maxSubagents: number;
   readonly spawn: (agent: string, options: SpawnOptions) => AgentHandle;
+  /** Queues an instruction for an agent; resolves with its index (`Supervisor.instruct`). */
+  readonly instruct: (agentId: string, text: string) => Promise<number>;
 }
 
 /** Per agent, a signal that aborts when its result settles: one listener on it for all its calls. */
@@ -168,6 +170,7 @@ async function execute(
       maxChildren: ctx.maxChildren,
       maxSubagents: ctx.maxSubagents,
       spawn: (agent, options) => ctx.spawn(agent, { ...options, parent: agentId }),
+      instruct: ctx.instruct,
     });
   } catch (error) {
     return { ok: false, text: `${name} failed: ${error instanceof Error ? error.message : String(error)}` };

@@ -78,6 +78,8 @@ interface OrchestrationContext {
   /** Subagents in the caller's whole tree (`caller.tree`); 0: no bound. */
   readonly maxSubagents: number;
   readonly spawn: (agent: string, options: Omit<SpawnOptions, 'parent'>) => AgentHandle;
+  /** Queues an instruction for an agent; resolves with its index (`Supervisor.instruct`). */
+  readonly instruct: (agentId: string, text: string) => Promise<number>;
 }
 
 function summarize(id: string, agent: string, outcome: AgentOutcome): Record<string, unknown> {
@@ -132,8 +134,10 @@ export async function runOrchestrationTool(
       }
       if (child.state === 'ended')
         return { ok: false, text: `send_instruction failed: ${agentId} has already ended.` };
-      child.handle.send(String(args.text));
-      return { ok: true, text: `Instruction queued for ${agentId}.` };
+      // Its index is recorded: a parent resumed in a new supervisor tells by it which of its
+      // instructions the child read, whatever else (a program's `handle.send`) was sent between.
+      const index = await ctx.instruct(agentId, String(args.text));
+      return { ok: true, text: `Instruction queued for ${agentId}.`, data: { agentId, index } };
     }
     case AWAIT_AGENTS: {
       const ids = Array.isArray(args.agentIds) ? args.agentIds.map(String) : [...caller.children];

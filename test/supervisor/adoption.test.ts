@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AuditEvent, AuditEventInput, EventOf } from '../../src/journal/events.ts';
 import { readJournal } from '../../src/journal/reader.ts';
 import { JournalWriter } from '../../src/journal/writer.ts';
-import { cutOffChildren } from '../../src/supervisor/adoption.ts';
+import { cutOffChildren, instructionsFor, parentJournal } from '../../src/supervisor/adoption.ts';
 import type { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { fixtures, orchestratorDefinition, policySupervisor, tempDir } from './helpers.ts';
 
@@ -305,6 +305,12 @@ describe('a parent resumed in a new supervisor, with instructions on their way',
       result: { awaited: [`${first}:completed`, `${second}:completed`].sort() },
     });
     const parentEvents = eventsOf(journalDir, parentId);
+    // The send that finished says at which index the child gets it: adoption keys by it.
+    expect(
+      parentEvents.find(
+        (e) => e.type === 'ToolResult' && e.name === 'send_instruction' && e.callId !== cutOff,
+      ),
+    ).toMatchObject({ ok: true, data: { agentId: first, index: 0 } });
     // Without the fix the call came back interrupted and the model sent the instruction again.
     expect(parentEvents.find((e) => e.type === 'ToolResult' && e.callId === cutOff)).toMatchObject({
       ok: true,
@@ -356,5 +362,69 @@ describe('cutOffChildren', () => {
       new Set(['known']),
     );
     expect(found).toEqual([]);
+  });
+});
+
+describe('instructionsFor, with a program’s own handle.send to the same child between', () => {
+  const instructed = (index: number, text: string) =>
+    ({ type: 'Instructed', agentId: 'c', index, text }) as AuditEvent;
+  /** A parent's journal: it sent each of `texts` to child `c`, the engine giving each its index. */
+  const parentEvents = (sends: readonly { text: string; index?: number }[]) => {
+    const events: Record<string, unknown>[] = [{ type: 'Started', agentId: 'p', seq: 0 }];
+    sends.forEach(({ text, index }, i) => {
+      events.push({
+        type: 'ToolCall',
+        agentId: 'p',
+        callId: `s${i}`,
+        name: 'send_instruction',
+        args: { agentId: 'c', text },
+      });
+      events.push({
+        type: 'ToolResult',
+        agentId: 'p',
+        callId: `s${i}`,
+        name: 'send_instruction',
+        ok: true,
+        text: 'Instruction queued for c.',
+        ...(index === undefined ? {} : { data: { agentId: 'c', index } }),
+      });
+    });
+    return events as unknown as AuditEvent[];
+  };
+  const sentTo = (events: AuditEvent[]) => parentJournal(events)?.sent.get('c') ?? [];
+
+  it('delivers a parent’s instruction the child had not read, at its turn, once', () => {
+    // The parent sent A (0) and C (2); the program sent B (1) between. The child read A and B.
+    const sent = sentTo(
+      parentEvents([
+        { text: 'A', index: 0 },
+        { text: 'C', index: 2 },
+      ]),
+    );
+    expect(sent).toEqual([
+      { text: 'A', index: 0 },
+      { text: 'C', index: 2 },
+    ]);
+    // Numbered in send order, C was taken for the B the child read at 1, and never delivered.
+    expect(instructionsFor([instructed(0, 'A'), instructed(1, 'B')], sent)).toEqual(['A', 'B', 'C']);
+    // Read all three: nothing twice.
+    expect(instructionsFor([instructed(0, 'A'), instructed(1, 'B'), instructed(2, 'C')], sent)).toEqual([
+      'A',
+      'B',
+      'C',
+    ]);
+    // The program's came first (B at 0, the parent's A at 1) and the child read only B.
+    const after = sentTo(parentEvents([{ text: 'A', index: 1 }]));
+    expect(instructionsFor([instructed(0, 'B')], after)).toEqual(['B', 'A']);
+  });
+
+  it('matches by text, once each, what a journal without indices or a cut-off call sent', () => {
+    const sent = sentTo(parentEvents([{ text: 'A' }, { text: 'C' }]));
+    expect(instructionsFor([instructed(0, 'A'), instructed(1, 'B')], sent)).toEqual(['A', 'B', 'C']);
+    expect(instructionsFor([instructed(0, 'B'), instructed(1, 'C')], sent)).toEqual(['B', 'C', 'A']);
+    // The same text twice: each read once accounts for one send.
+    const twice = sentTo(parentEvents([{ text: 'go' }, { text: 'go' }]));
+    expect(instructionsFor([instructed(0, 'go')], twice)).toEqual(['go', 'go']);
+    expect(instructionsFor([instructed(0, 'go'), instructed(1, 'go')], twice)).toEqual(['go', 'go']);
   });
 });

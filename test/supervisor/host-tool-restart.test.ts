@@ -85,6 +85,7 @@ describe('runHostTool', () => {
       spawn: () => {
         throw new Error('not used');
       },
+      instruct: () => Promise.reject(new Error('not used')),
     };
     return ctx;
   }
