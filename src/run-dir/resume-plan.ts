@@ -101,16 +101,18 @@ export function planResume(
     // without the flag must finish it (or take its outcome), not report the failure it retried.
     const unfinishedRetry =
       last !== undefined && last.attempt < attempt && !lines.some((line) => line.agentId === agentId);
-    const retryOf = unfinishedRetry
-      ? forkedFrom(journalFile(paths, agentId), journalFile(paths, last.agentId), last.agentId)
-      : last?.status === 'failed' && last.reason !== undefined && options.retry?.has(last.reason)
+    const asked =
+      last?.status === 'failed' && last.reason !== undefined && options.retry?.has(last.reason)
         ? last.agentId
         : undefined;
+    const retryOf = unfinishedRetry
+      ? (asked ?? forkedFrom(journalFile(paths, agentId), journalFile(paths, last.agentId), last.agentId))
+      : asked;
     if (!needsRerun(last) && retryOf === undefined && !unfinishedRetry) {
       kept += 1;
       continue;
     }
-    if (retryOf !== undefined && !unfinishedRetry) retried += 1;
+    if (asked !== undefined) retried += 1;
     if (lines.some((line) => line.agentId === agentId)) {
       work.push({
         run,
