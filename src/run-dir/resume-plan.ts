@@ -23,7 +23,7 @@
  * journal `Failed(cancelled)` and gives its line. Judge journals, in the same directory, are no
  * agent's children and get none.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_ADOPTION_SCAN_BYTES, MAX_ADOPTION_SCAN_JOURNALS } from '../constants.ts';
 import type { AuditEvent, EventOf } from '../journal/events.ts';
@@ -106,7 +106,13 @@ export function planResume(
         ? last.agentId
         : undefined;
     const retryOf = unfinishedRetry
-      ? (asked ?? forkedFrom(journalFile(paths, agentId), journalFile(paths, last.agentId), last.agentId))
+      ? (asked ??
+        forkedFrom(
+          journalFile(paths, agentId),
+          journalFile(paths, last.agentId),
+          last.agentId,
+          !needsRerun(last),
+        ))
       : asked;
     if (!needsRerun(last) && retryOf === undefined && !unfinishedRetry) {
       kept += 1;
@@ -306,16 +312,23 @@ function withInherited(line: ResultLine, events: readonly AuditEvent[], earlier:
 
 /**
  * `earlierId` when the journal at `path` is a retry's fork of the one at `earlier` (its first event
- * is the earlier attempt's own, time included); undefined otherwise (or when either is unreadable).
+ * is the earlier attempt's own, time included), or, with `emptyIsFork` (the earlier attempt's line
+ * is final, so only a retry follows it), holds nothing yet (the Supervisor forks it when it runs);
+ * undefined otherwise (or when the earlier one is unreadable).
  */
-function forkedFrom(path: string, earlier: string, earlierId: string): string | undefined {
+function forkedFrom(
+  path: string,
+  earlier: string,
+  earlierId: string,
+  emptyIsFork: boolean,
+): string | undefined {
   try {
-    if (!existsSync(path) || !existsSync(earlier)) return undefined;
-    const first = readFirstEvent(path, MAX_ADOPTION_SCAN_BYTES);
+    if (!existsSync(earlier)) return undefined;
     const from = readFirstEvent(earlier, MAX_ADOPTION_SCAN_BYTES);
-    return first !== undefined && from !== undefined && first.ts === from.ts && first.type === from.type
-      ? earlierId
-      : undefined;
+    if (from === undefined) return undefined;
+    const first = readFirstEvent(path, MAX_ADOPTION_SCAN_BYTES);
+    if (first === undefined) return emptyIsFork && statSync(path).size === 0 ? earlierId : undefined;
+    return first.ts === from.ts && first.type === from.type ? earlierId : undefined;
   } catch {
     return undefined;
   }

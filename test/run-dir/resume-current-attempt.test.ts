@@ -25,8 +25,8 @@ beforeEach(() => {
 });
 afterEach(() => cleanup());
 
-/** A run whose one entry failed (step_limit) and was retried to completion as `-r2`. */
-async function retriedRun() {
+/** A run whose one entry failed (step_limit) and was retried to completion as `-r2` (unless `retry` is false). */
+async function retriedRun(retry = true) {
   writeFileSync(
     path.join(dir, 'plan.yaml'),
     [
@@ -56,6 +56,8 @@ async function retriedRun() {
     kind: 'fanout',
     definitions,
   }).run();
+  const retryJournal = path.join(writer.paths.journals, `${run.agentId}-r2.jsonl`);
+  if (!retry) return { runPlan, writer, run, definitions, lines: [], retryJournal };
   await new FanoutSession({
     plan: runPlan,
     writer,
@@ -69,7 +71,6 @@ async function retriedRun() {
     [run.agentId, 'failed'],
     [`${run.agentId}-r2`, 'completed'],
   ]);
-  const retryJournal = path.join(writer.paths.journals, `${run.agentId}-r2.jsonl`);
   return { runPlan, writer, run, definitions, lines, retryJournal };
 }
 
@@ -129,6 +130,20 @@ describe('troupe resume (no --retry-failed) of a run killed mid-retry', () => {
         status: 'completed',
         recoveredFrom: 'journal',
         inherited: lines[1]?.inherited,
+      }),
+    ]);
+  });
+
+  it('runs a retry whose journal holds nothing yet as a retry: a fork of the failed attempt', async () => {
+    const { runPlan, writer, run, retryJournal } = await retriedRun(false);
+    writeFileSync(retryJournal, '');
+    const decision = planResume(runPlan, writer.paths, readResults(writer.paths.results));
+    expect(decision.work).toEqual([
+      expect.objectContaining({
+        agentId: `${run.agentId}-r2`,
+        attempt: 2,
+        resume: false,
+        retryOf: run.agentId,
       }),
     ]);
   });
