@@ -609,7 +609,7 @@ export class Agents {
       treeCostUsd: 0,
     };
     this.records.set(id, held);
-    rollUpUsage(this.records, held, outcome.usage, outcome.costUsd);
+    rollUpUsage(this.records, held, outcome);
     for (const child of spawnedChildren(events)) {
       if (scan.left <= 0 || hasEnded(root)) return;
       if (this.records.has(child.agentId)) continue;
@@ -756,7 +756,7 @@ export class Agents {
       record.inherited !== undefined && ended.inherited === undefined
         ? extend(ended, { inherited: record.inherited })
         : ended;
-    rollUpUsage(this.records, record, outcome.usage, outcome.costUsd);
+    rollUpUsage(this.records, record, outcome);
     this.#countEnd(record, outcome);
     this.#retire(record);
     this.#tracing?.ended(record.id, outcome);

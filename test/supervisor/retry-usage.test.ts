@@ -101,3 +101,37 @@ describe('runUsage with runLimits when a receipt never reached the Supervisor', 
     expect(supervisor.runUsage.usedCostUsd).toBeCloseTo(requests * REQUEST_COST, 12);
   });
 });
+
+describe("the tree usage of a retried subagent's parent", () => {
+  it('counts the failed attempt once: the retry adds only the requests it made', async () => {
+    const log = path.join(tempDir(), 'requests.log');
+    supervisor = countedSupervisor(log);
+    const boss = await supervisor.spawn('worker', { task: 'call nap', id: 'boss' }).result;
+    expect(boss.status).toBe('completed');
+    const bossRequests = served(log);
+    // A subagent of boss fails after two requests; its retry, also boss's, makes one more.
+    const first = await supervisor.spawn('worker', {
+      task: 'call nap',
+      id: 'first',
+      parent: 'boss',
+      limits: { maxSteps: 2 },
+    }).result;
+    expect(first.status).toBe('failed');
+    const retry = await supervisor.spawn('worker', {
+      task: 'call nap',
+      id: 'retry',
+      parent: 'boss',
+      retryOf: 'first',
+    }).result;
+    expect(retry).toMatchObject({ status: 'completed', steps: 3 });
+    const requests = served(log);
+    expect(requests).toBe(bossRequests + 3);
+    // The retry's own tree holds its whole history, as its outcome does...
+    expect(supervisor.treeUsage('retry')?.usage.inputTokens).toBe(3 * SPEND.usage.inputTokens);
+    // ...and boss's tree each request the server served once.
+    const tree = supervisor.treeUsage('boss');
+    expect(tree?.usage.inputTokens).toBe(requests * SPEND.usage.inputTokens);
+    expect(tree?.usage.outputTokens).toBe(requests * SPEND.usage.outputTokens);
+    expect(tree?.costUsd).toBeCloseTo(requests * REQUEST_COST, 12);
+  });
+});
