@@ -36,6 +36,16 @@ export interface UsageRecord {
   readonly costUsd: number | null;
   /** The request failed (its usage is what was sent and streamed before it did). */
   readonly errorCode?: string;
+  /**
+   * Not one request: the part of the agent's spend whose records never reached the Supervisor,
+   * given once when the agent ends. Its thread (or redis worker) died between writing requests'
+   * receipts to the journal and reporting them; the agent's outcome, built from the journal,
+   * holds them. `usage` and `costUsd` are those requests' sum (less what a retry inherited),
+   * `round` the agent's last, `step` undefined, `latencyMs` 0 and `startedAt` = `endedAt` its end.
+   * So an agent's records always add up to its outcome (less `inherited`). Absent on the records of
+   * requests.
+   */
+  readonly unreported?: true;
   /** The replay tag: what the agent replays, or null outside replays. */
   readonly replay: ReplayRef | null;
   /** When the request started and ended (ISO 8601; the start is the end less its latency). */
@@ -70,6 +80,8 @@ export interface UsageRequest {
   /** Epoch ms when the request ended. */
   readonly endedAt: number;
   readonly errorCode?: string;
+  /** The agent's unreported requests, summed at its end ({@link UsageRecord.unreported}). */
+  readonly unreported?: true;
 }
 
 const hashes = new WeakMap<AgentDefinition, string>();
@@ -99,6 +111,7 @@ export function usageRecord(identity: UsageIdentity, request: UsageRequest): Usa
     estimated: request.usage.estimated === true,
     costUsd: request.costUsd,
     ...(request.errorCode === undefined ? {} : { errorCode: request.errorCode }),
+    ...(request.unreported === true ? { unreported: true } : {}),
     replay: identity.replay ?? null,
     startedAt: new Date(request.endedAt - request.latencyMs).toISOString(),
     endedAt: new Date(request.endedAt).toISOString(),

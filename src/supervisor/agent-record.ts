@@ -6,6 +6,7 @@ import type { Usage } from '../providers/types.ts';
 import { AgentHandle, type HandleControl } from './agent-handle.ts';
 import type { RecordSpec } from './record-spec.ts';
 import type { ReplaySource, ReplayState } from './replay.ts';
+import type { ReportedSpend } from './unreported-spend.ts';
 import type { UsageNode } from './usage-tree.ts';
 
 /** An instruction sent before the engine had the agent, delivered once it has. */
@@ -71,11 +72,11 @@ export interface AgentRecord extends KnownAgent {
   /** A retry's: what its fork's receipts add up to, known once the fork is made (`AgentOutcome.inherited`). */
   inherited: InheritedSpend | undefined;
   /**
-   * Tokens and USD of its receipts counted against `runLimits` as they came (with `runLimits`
-   * only): at its end, what its outcome says it spent beyond them is counted too.
+   * What its receipts that reached the supervisor add up to (receipts are sent only for a usage
+   * sink or `runLimits`): at its end, what its outcome says it spent beyond them is counted
+   * against `runLimits` and given to the usage sink (see unreported-spend.ts).
    */
-  countedTokens: number;
-  countedCostUsd: number;
+  readonly reported: ReportedSpend;
   /** Where its recording comes from, when it replays one (loaded before it runs). */
   readonly replaySource: ReplaySource | undefined;
   /** Its loaded recording: what its subagents replay. */
@@ -178,8 +179,7 @@ export function createRecord({
     held: [],
     retryOf,
     inherited: undefined,
-    countedTokens: 0,
-    countedCostUsd: 0,
+    reported: { usage: ZERO_USAGE, costUsd: 0 },
     replaySource,
     replay: undefined,
     removeAbortListener,

@@ -17,7 +17,7 @@ import {
 } from '../constants.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { createEngine } from '../engines/create-engine.ts';
-import type { AgentReport, Engine, EngineHost } from '../engines/engine.ts';
+import type { Engine, EngineHost } from '../engines/engine.ts';
 import { describeValue, type SerializedError, serializeError, UserError } from '../errors.ts';
 import { type AuditEvent, isTerminal } from '../journal/events.ts';
 import { knownCost } from '../journal/usage.ts';
@@ -30,13 +30,19 @@ import {
   unrunReason,
 } from '../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../loop/types.ts';
-import { cachedDefinitionHash, deliverUsage, type UsageRecord, usageRecord } from '../loop/usage-record.ts';
+import {
+  cachedDefinitionHash,
+  deliverUsage,
+  type UsageRecord,
+  type UsageRequest,
+  usageRecord,
+} from '../loop/usage-record.ts';
 import type { McpServers } from '../mcp/config.ts';
 import { extend } from '../objects.ts';
 import { AWAIT_AGENTS, type OptionalSignal } from '../protocol/messages.ts';
 import { SIMULATED_FALLBACK_WARNING, warnSimulatedFallback } from '../providers/environment.ts';
 import { prepareModelSettings } from '../providers/model-settings.ts';
-import { ZERO_USAGE } from '../providers/receipt.ts';
+import { addUsage, ZERO_USAGE } from '../providers/receipt.ts';
 import type { AgentTracing } from '../telemetry/agent-tracing.ts';
 import {
   cutOffChildren,
@@ -73,13 +79,8 @@ import { RunBudget } from './run-budget.ts';
 import type { SpawnOptions } from './spawn-options.ts';
 import { resolveSpawn } from './spawn-resolution.ts';
 import { traceEngineEvent, traceReport } from './trace-reports.ts';
+import { unreportedSpend } from './unreported-spend.ts';
 import { rollUpUsage } from './usage-tree.ts';
-
-/**
- * A cost difference below this between an agent's receipts and its outcome is float rounding (the
- * same receipts summed in another order), not a request the run did not count.
- */
-const COST_ROUNDING_USD = 1e-9;
 
 /** Where a spawn's span goes: under a fan-out's context, or under the parent's tool call. */
 export interface SpawnTrace {
@@ -677,20 +678,34 @@ export class Agents {
   /**
    * Counts what an ended agent spent itself. Without runLimits no receipt is sent to count
    * (nothing listens for them): `runUsage` counts it when the agent ends, so its totals are never
-   * left at 0. With them, its receipts were counted as they came, but one journalled whose signal
-   * died with its thread never came, while its outcome (from the journal) holds it: what the
-   * outcome says beyond the receipts counted is counted now.
+   * left at 0. Receipts sent (for runLimits or the usage sink) were counted and delivered as they
+   * came, but one journalled whose signal died with its thread or worker never came, while its
+   * outcome (from the journal) holds it: what the outcome says beyond the receipts that came is
+   * counted against runLimits and given to the sink now, as one record.
    */
   #countEnd(record: AgentRecord, outcome: AgentOutcome): void {
     const own = ownSpend(outcome);
-    const tokens = own.usage.inputTokens + own.usage.outputTokens;
-    if (!this.budget.limited) {
-      this.budget.add(tokens, own.costUsd);
-      return;
-    }
-    const missingTokens = Math.max(0, tokens - record.countedTokens);
-    const missingCost = Math.max(0, (own.costUsd ?? 0) - record.countedCostUsd);
-    if (missingTokens > 0 || missingCost > COST_ROUNDING_USD) this.#count(missingTokens, missingCost);
+    const limited = this.budget.limited;
+    if (!limited) this.budget.add(own.usage.inputTokens + own.usage.outputTokens, own.costUsd);
+    const sink = this.#options.usageSink;
+    if (!limited && sink === undefined) return;
+    const unreported = unreportedSpend(own, record.reported);
+    if (unreported === undefined) return;
+    if (sink)
+      deliverUsage(
+        sink,
+        this.#usageRecord(record, {
+          round: outcome.rounds,
+          step: undefined,
+          usage: unreported.usage,
+          costUsd: unreported.costUsd,
+          latencyMs: 0,
+          endedAt: Date.now(),
+          unreported: true,
+        }),
+      );
+    if (limited)
+      this.#count(unreported.usage.inputTokens + unreported.usage.outputTokens, unreported.costUsd);
   }
 
   /** Counts a request against `runLimits`; once they are spent, says so and cancels every agent. */
@@ -821,8 +836,8 @@ export class Agents {
     }
   }
 
-  /** The usage sink's record of one model request an engine reported. */
-  #usageRecord(record: AgentRecord, report: Extract<AgentReport, { type: 'receipt' }>): UsageRecord {
+  /** The usage sink's record of `request`, one of `record`'s model requests (or its unreported ones). */
+  #usageRecord(record: AgentRecord, request: UsageRequest): UsageRecord {
     const { spec } = record;
     return usageRecord(
       {
@@ -839,15 +854,7 @@ export class Agents {
         // journal's, which the supervisor does not read here.
         blocks: spec.blocks?.pinned ?? [],
       },
-      {
-        round: report.round,
-        step: report.step,
-        usage: report.usage,
-        costUsd: report.costUsd,
-        latencyMs: report.latencyMs,
-        endedAt: report.endedAt,
-        ...(report.errorCode === undefined ? {} : { errorCode: report.errorCode }),
-      },
+      request,
     );
   }
 
@@ -883,14 +890,23 @@ export class Agents {
           this.approvals.decided(extend(this.#ref(record), decided));
         } else emitAgentReport(this.#emitter, record.handle, this.#ref(record), report);
         if (report.type !== 'receipt') return;
+        record.reported.usage = addUsage(record.reported.usage, report.usage);
+        record.reported.costUsd += report.costUsd ?? 0;
         const sink = this.#options.usageSink;
-        if (sink) deliverUsage(sink, this.#usageRecord(record, report));
-        if (this.budget.limited) {
-          const tokens = report.inputTokens + report.outputTokens;
-          record.countedTokens += tokens;
-          record.countedCostUsd += report.costUsd ?? 0;
-          this.#count(tokens, report.costUsd);
-        }
+        if (sink)
+          deliverUsage(
+            sink,
+            this.#usageRecord(record, {
+              round: report.round,
+              step: report.step,
+              usage: report.usage,
+              costUsd: report.costUsd,
+              latencyMs: report.latencyMs,
+              endedAt: report.endedAt,
+              ...(report.errorCode === undefined ? {} : { errorCode: report.errorCode }),
+            }),
+          );
+        if (this.budget.limited) this.#count(report.inputTokens + report.outputTokens, report.costUsd);
       },
       ended: (agentId, outcome) => {
         const record = running(agentId);

@@ -184,8 +184,11 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
   /**
    * Receives one record per model request of every agent, as it ends: agent id, definition name
    * and content hash, block versions, model, usage, cost (null when unknown), the estimated flag,
-   * the replay tag, times (see {@link UsageRecord}). Called on the supervisor's thread; what it
-   * throws or rejects with is ignored. @default none
+   * the replay tag, times (see {@link UsageRecord}). An agent's records add up to its outcome's
+   * usage and cost (less what a retry inherited): requests whose receipts its thread or worker
+   * journalled but died before reporting come as one more record at the agent's end,
+   * `unreported: true`, with their sum. Called on the supervisor's thread; what it throws or
+   * rejects with is ignored. @default none
    */
   readonly usageSink?: UsageSink;
   /**

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { UsageRecord } from '../../src/loop/usage-record.ts';
 import type { SupervisorOptions } from '../../src/supervisor/options.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { SPEND } from '../fixtures/supervisor/spent-provider.ts';
@@ -99,6 +100,69 @@ describe('runUsage with runLimits when a receipt never reached the Supervisor', 
     expect(outcome.usage.inputTokens).toBe(requests * SPEND.usage.inputTokens);
     expect(supervisor.runUsage.usedTokens).toBe(requests * REQUEST_TOKENS);
     expect(supervisor.runUsage.usedCostUsd).toBeCloseTo(requests * REQUEST_COST, 12);
+  });
+});
+
+describe.each([
+  ['without runLimits', {}],
+  ['with runLimits', { runLimits: { maxTotalTokens: 1_000_000 } }],
+])('the usage sink when a receipt never reached the Supervisor, %s', (_name, options: SupervisorOptions) => {
+  it("is given, at the agent's end, one record of what its outcome says it spent beyond the records given", async () => {
+    const log = path.join(tempDir(), 'requests.log');
+    const records: UsageRecord[] = [];
+    supervisor = countedSupervisor(log, {
+      ...options,
+      usageSink: (record) => {
+        records.push(record);
+      },
+      restart: { maxRetries: 3, baseDelayMs: 10, maxDelayMs: 50 },
+    });
+    const receipts: (number | undefined)[] = [];
+    supervisor.on('agent:usage', (event) => receipts.push(event.step));
+    // As above: the thread dies with receipts journalled and never signalled.
+    const outcome = await supervisor.spawn('worker', { task: 'call exit_after_receipt' }).result;
+    expect(outcome).toMatchObject({ status: 'completed' });
+    const requests = served(log);
+    expect(receipts.length).toBeLessThan(requests);
+    const perRequest = records.filter((record) => record.unreported === undefined);
+    const unreported = records.filter((record) => record.unreported === true);
+    expect(perRequest).toHaveLength(receipts.length);
+    expect(unreported).toHaveLength(1);
+    expect(unreported[0]).toMatchObject({
+      agentId: outcome.agentId,
+      step: undefined,
+      latencyMs: 0,
+      usage: {
+        inputTokens: (requests - receipts.length) * SPEND.usage.inputTokens,
+        outputTokens: (requests - receipts.length) * SPEND.usage.outputTokens,
+      },
+    });
+    // The records add up to the outcome, whatever reached the Supervisor.
+    const sum = (value: (record: UsageRecord) => number): number =>
+      records.reduce((total, record) => total + value(record), 0);
+    expect(sum((record) => record.usage.inputTokens)).toBe(outcome.usage.inputTokens);
+    expect(sum((record) => record.usage.outputTokens)).toBe(outcome.usage.outputTokens);
+    expect(sum((record) => record.costUsd ?? 0)).toBeCloseTo(requests * REQUEST_COST, 12);
+  });
+
+  it('gives no extra record when every receipt came', async () => {
+    const log = path.join(tempDir(), 'requests.log');
+    const records: UsageRecord[] = [];
+    supervisor = countedSupervisor(log, {
+      ...options,
+      usageSink: (record) => {
+        records.push(record);
+      },
+    });
+    const first = await supervisor.spawn('worker', { task: 'call nap', id: 'first', limits: { maxSteps: 2 } })
+      .result;
+    const retry = await supervisor.spawn('worker', { task: 'call nap', id: 'retry', retryOf: 'first' })
+      .result;
+    expect(first.status).toBe('failed');
+    expect(retry.status).toBe('completed');
+    // One record per request served: the retry's inherited requests are not given again.
+    expect(records).toHaveLength(served(log));
+    expect(records.every((record) => record.unreported === undefined)).toBe(true);
   });
 });
 
