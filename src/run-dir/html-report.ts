@@ -244,6 +244,34 @@ function finalAgents(agents: readonly ReportAgent[]): ReportAgent[] {
   return agents.filter((agent) => agent.index === null || lastAttempt.get(agent.index) === agent.attempt);
 }
 
+/**
+ * The attempt each retry continues (`troupe resume --retry-failed`: its result line says what it
+ * `inherited`): its plan entry's latest earlier attempt with a result line, which the retry's
+ * journal is a fork of. Its counts (requests, tool calls, retries) hold that attempt's, all of them
+ * (a retry of a retry holds both earlier attempts', which the one it continues holds already).
+ */
+function continuedAttempts(agents: readonly ReportAgent[]): Map<ReportAgent, ReportAgent> {
+  const continued = new Map<ReportAgent, ReportAgent>();
+  const ended = new Map<number, ReportAgent[]>();
+  for (const agent of agents) {
+    if (agent.index === null || agent.result === undefined) continue;
+    const attempts = ended.get(agent.index);
+    if (attempts === undefined) ended.set(agent.index, [agent]);
+    else attempts.push(agent);
+  }
+  for (const attempts of ended.values()) {
+    for (const agent of attempts) {
+      if (agent.result?.inherited === undefined) continue;
+      let earlier: ReportAgent | undefined;
+      for (const other of attempts)
+        if (other.attempt < agent.attempt && (earlier === undefined || other.attempt > earlier.attempt))
+          earlier = other;
+      if (earlier !== undefined) continued.set(agent, earlier);
+    }
+  }
+  return continued;
+}
+
 function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportPage): string {
   const finals = finalAgents(agents);
   const count = (status: ReportAgent['status']): number => finals.filter((a) => a.status === status).length;
@@ -273,7 +301,15 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
     {},
   );
   const cost = own.some((spend) => spend.costUsd === null) ? null : sumOwn((spend) => spend.costUsd ?? 0);
-  const retries = sum((agent) => agent.retries);
+  // Its journal starts as a copy of that attempt's too: its requests, tool calls and provider
+  // retries count once, with that attempt.
+  const continued = continuedAttempts(agents);
+  const sumOwnCounts = (value: (agent: ReportAgent) => number): number =>
+    sum((agent) => {
+      const earlier = continued.get(agent);
+      return earlier === undefined ? value(agent) : Math.max(0, value(agent) - value(earlier));
+    });
+  const retries = sumOwnCounts((agent) => agent.retries);
   const restarts = sum((agent) => agent.restarts);
   const judges = judgesCost(page.scoring, agents);
   const list: [string, string, string?][] = [
@@ -287,12 +323,12 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
     ...(count('interrupted') > 0 ? [[String(count('interrupted')), 'interrupted'] as [string, string]] : []),
     ...(count('not run') > 0 ? [[String(count('not run')), 'not run'] as [string, string]] : []),
     [
-      String(sum((agent) => agent.steps)),
+      String(sumOwnCounts((agent) => agent.steps)),
       'model requests',
       retries > 0 ? `${retries} retr${retries === 1 ? 'y' : 'ies'}` : undefined,
     ],
     [
-      String(sum((agent) => agent.toolCalls)),
+      String(sumOwnCounts((agent) => agent.toolCalls)),
       'tool calls',
       restarts > 0 ? `${restarts} restart${restarts === 1 ? '' : 's'} after crashes` : undefined,
     ],

@@ -11,6 +11,7 @@ import { formatCost, formatTokens } from '../../src/run-dir/format.ts';
 import { renderHtmlReport, runPage } from '../../src/run-dir/html-report.ts';
 import { loadPlan } from '../../src/run-dir/plan.ts';
 import { chooseProvider } from '../../src/run-dir/provider-choice.ts';
+import { reportText } from '../../src/run-dir/report-text.ts';
 import { planResume } from '../../src/run-dir/resume-plan.ts';
 import { RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
 import type { RunEvent } from '../../src/run-dir/run-events.ts';
@@ -107,6 +108,21 @@ describe('run totals across a retried plan entry', () => {
       `<b>${formatTokens(served * SPEND.usage.inputTokens)} / ${formatTokens(served * SPEND.usage.outputTokens)}</b><span>tokens in / out`,
     );
     expect(html).toContain(`<b>${formatCost(served * REQUEST_COST)}</b><span>cost`);
+    // Its cards count each request and tool call once: the retry's journal starts as a copy of
+    // the failed attempt's. The failed attempt called note and nap; the retry complete_task.
+    const timeline = buildTimeline(contents);
+    expect(timeline.agents.map((agent) => [agent.steps, agent.toolCalls])).toEqual([
+      [2, 2],
+      [3, 3],
+    ]);
+    expect(html).toContain(`<b>${served}</b><span>model requests`);
+    expect(html).toContain('<b>3</b><span>tool calls');
+    // `troupe report`'s totals are summary.json's.
+    const text = reportText(contents, timeline);
+    expect(text).toContain(
+      `tokens ${formatTokens(served * SPEND.usage.inputTokens)} in / ${formatTokens(served * SPEND.usage.outputTokens)} out`,
+    );
+    expect(text).toContain(`cost ${formatCost(served * REQUEST_COST)}`);
 
     // Had the command died before the retry's line was written, `troupe resume` takes it from the
     // retry's journal (`troupe resume --retry-failed` again): it says the same.
