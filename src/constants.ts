@@ -116,3 +116,9 @@ export const MAX_ADOPTION_SCAN_BYTES = 1024 * 1024;
  * outcomes, scores, outputs, tokens and costs are all in `results.jsonl`.
  */
 export const COMPARE_TOOL_CALL_ITEMS = 1000;
+/**
+ * A cost difference in USD below this between an agent's receipts and its outcome is float
+ * rounding (the same receipts summed in another order), not a request a count missed: an agent's
+ * end tops `runLimits` and the usage sink up only past it.
+ */
+export const COST_ROUNDING_USD = 1e-9;

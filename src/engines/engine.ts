@@ -15,7 +15,7 @@ import type { RetryPolicy } from '../definition/types.ts';
 import type { SerializedError } from '../errors.ts';
 import type { AuditEvent, EventOf } from '../journal/events.ts';
 import type { UsageTotals } from '../journal/usage.ts';
-import type { AgentOutcome } from '../loop/types.ts';
+import type { AgentOutcome, InheritedSpend } from '../loop/types.ts';
 import type {
   ActorSpec,
   AgentMessage,
@@ -203,4 +203,13 @@ export interface Engine {
    * sends them all.
    */
   wantSignals?(kinds: readonly OptionalSignal[]): void;
+  /**
+   * With `runLimits`, when agent `agentId` has ended: `spent` is what it spent itself (its
+   * outcome, built from its journal, less what a retry inherited). An engine that keeps a count of
+   * its own where agents run (redis: the hash its workers add each receipt to and read before
+   * each request) counts there what its receipts did not add (those journalled by a thread or
+   * worker that died before counting them), so that count too ends equal to the outcomes. Absent
+   * on an engine whose only count is the supervisor's.
+   */
+  countEnded?(agentId: string, spent: InheritedSpend): void;
 }

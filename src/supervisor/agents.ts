@@ -689,6 +689,8 @@ export class Agents {
     if (!limited) this.budget.add(own.usage.inputTokens + own.usage.outputTokens, own.costUsd);
     const sink = this.#options.usageSink;
     if (!limited && sink === undefined) return;
+    // The engine's own count of runLimits (redis: the workers' hash) gets its top-up too.
+    if (limited) this.engine.countEnded?.(record.id, own);
     const unreported = unreportedSpend(own, record.reported);
     if (unreported === undefined) return;
     if (sink)

@@ -6,14 +6,9 @@
  * usage sink, fed from the signals, would stay short of the outcome; at the agent's end they are
  * given the difference.
  */
+import { COST_ROUNDING_USD } from '../constants.ts';
 import type { InheritedSpend } from '../loop/types.ts';
 import type { Usage } from '../providers/types.ts';
-
-/**
- * A cost difference below this between an agent's receipts and its outcome is float rounding (the
- * same receipts summed in another order), not a request the supervisor was not told of.
- */
-export const COST_ROUNDING_USD = 1e-9;
 
 /** What an agent's receipts that reached the supervisor add up to. */
 export interface ReportedSpend {

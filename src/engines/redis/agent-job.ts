@@ -235,7 +235,11 @@ export async function runAgent(
     const budget =
       data.runBudget === undefined
         ? undefined
-        : new RedisRunBudget(redis, keys.runBudget(data.supervisorId), data.runBudget);
+        : new RedisRunBudget(redis, keys.runBudget(data.supervisorId), data.runBudget, agentId);
+    // On the connection before any receipt of the run is counted (run-budget.ts).
+    budget?.begin().catch(() => {
+      // Redis is gone: the supervisor still counts the receipts and cancels at the budget.
+    });
     const [provider, registry] = await Promise.all([
       providerFor(ctx, data, budget, controller),
       ctx.resources.registry(data),

@@ -163,7 +163,8 @@ export class ScaleoutKeys {
 
   /**
    * What one supervisor's agents have spent, against its `runLimits`: a hash, `t` tokens and `c`
-   * USD, counted by the workers from every receipt (run-budget.ts).
+   * USD, counted by the workers from every receipt (run-budget.ts), and `t:<agentId>`,
+   * `c:<agentId>` of each agent not ended yet (what its end tops the count up from).
    */
   runBudget(supervisorId: string): string {
     return `${this.prefix}:${this.queue}:supervisor:${supervisorId}:budget`;

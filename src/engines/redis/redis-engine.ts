@@ -16,7 +16,7 @@ import { type AuditEvent, auditEventProblem, type EventOf } from '../../journal/
 import { forkedInputs, forkedTotals, writeFork } from '../../journal/fork.ts';
 import type { UsageTotals } from '../../journal/usage.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
-import type { AgentOutcome } from '../../loop/types.ts';
+import type { AgentOutcome, InheritedSpend } from '../../loop/types.ts';
 import type { ApprovalDecision } from '../../protocol/approvals.ts';
 import type { ActorSpec, AgentMessage, HostStats, OptionalSignal } from '../../protocol/messages.ts';
 import type {
@@ -48,6 +48,7 @@ import type { PreparedRedisOptions } from './options.ts';
 import { bullmq } from './packages.ts';
 import { connectedWorkers } from './presence.ts';
 import { promote } from './promote.ts';
+import { countEndedAgent } from './run-budget.ts';
 import { SecretKeyPair } from './secret-box.ts';
 import { RedisJournal, readRedisJournal } from './stream-journal.ts';
 import { readSupervisorStreams } from './supervisor-streams.ts';
@@ -130,6 +131,8 @@ export class RedisEngine implements Engine {
   readonly #adding = new Set<Promise<unknown>>();
   /** Terminal events being appended to the journals of agents the engine ended: close waits for them. */
   readonly #ending = new Set<Promise<unknown>>();
+  /** Ended agents' spend being added to the run budget in Redis (`countEnded`): close waits for them. */
+  readonly #counting = new Set<Promise<unknown>>();
   /** Runs while the connection to Redis is lost; fires after `redisDownTimeoutMs`. */
   #downTimer: NodeJS.Timeout | undefined;
   /** Set while Redis has been unreachable past `redisDownTimeoutMs`: agents run meanwhile fail with it. */
@@ -483,6 +486,31 @@ export class RedisEngine implements Engine {
     return totals;
   }
 
+  /**
+   * With runLimits: adds to the workers' count in Redis what the ended agent spent beyond the
+   * receipts they counted for it (run-budget.ts `countEndedAgent`). Best effort, as the workers'
+   * counts are: with Redis gone, the supervisor's own count still has it.
+   */
+  countEnded(agentId: string, spent: InheritedSpend): void {
+    const limits = this.#options.runLimits;
+    const connections = this.#connections;
+    if (limits === undefined || (limits.maxTotalTokens <= 0 && limits.maxCostUsd <= 0)) return;
+    if (connections === undefined || this.#lost !== undefined) return;
+    const tokens = spent.usage.inputTokens + spent.usage.outputTokens;
+    // Nothing to add (an agent refused, or cancelled before its job ran): no round trip. A count
+    // of its own, if its job made one, goes with the hash.
+    if (tokens === 0 && (spent.costUsd ?? 0) === 0) return;
+    const counting = countEndedAgent(
+      connections.redis,
+      this.#keys.runBudget(this.id),
+      agentId,
+      tokens,
+      spent.costUsd,
+    ).catch(() => {});
+    this.#counting.add(counting);
+    void counting.finally(() => this.#counting.delete(counting));
+  }
+
   /** Threads belong to the worker processes: there is nothing to measure here. */
   async measure(): Promise<HostStats[]> {
     return [];
@@ -577,6 +605,8 @@ export class RedisEngine implements Engine {
     await Promise.all([...this.#agents.values()].map((agent) => agent.sends));
     await Promise.all(this.#adding);
     await Promise.all(this.#ending);
+    // After the ends: an end settled above counts here, before the budget's hash is deleted.
+    await Promise.all(this.#counting);
     await connections.redis
       .del(this.#keys.signals(this.id), this.#keys.requests(this.id), this.#keys.runBudget(this.id))
       .catch(() => 0);

@@ -13,16 +13,52 @@
  * as on the threads engine (those the supervisor's cancel cuts off count at their estimated size).
  */
 import type { Redis } from 'ioredis';
+import { COST_ROUNDING_USD } from '../../constants.ts';
 import type { RunBudgetLimits } from '../../protocol/redis.ts';
 import { STREAM_IDLE_TTL_MS } from './constants.ts';
 import { LuaScript } from './script.ts';
 
-// Adds one receipt; the hash expires as the supervisor's streams do when it stops writing.
+// Adds one receipt, to the run's count and to its agent's (`t:<id>`, `c:<id>`: what its end tops
+// up from); the hash expires as the supervisor's streams do when it stops writing.
 const COUNT = new LuaScript(
   `
 redis.call('HINCRBY', KEYS[1], 't', ARGV[1])
 redis.call('HINCRBYFLOAT', KEYS[1], 'c', ARGV[2])
+redis.call('HINCRBY', KEYS[1], 't:' .. ARGV[4], ARGV[1])
+redis.call('HINCRBYFLOAT', KEYS[1], 'c:' .. ARGV[4], ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+`,
+  1,
+);
+
+// An agent's job starts: its count exists from now on, so its end knows the worker keeps one.
+const BEGIN = new LuaScript(
+  `
+redis.call('HSETNX', KEYS[1], 't:' .. ARGV[1], 0)
+redis.call('HSETNX', KEYS[1], 'c:' .. ARGV[1], 0)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`,
+  1,
+);
+
+// An agent ended: adds what it spent (ARGV[2] tokens, ARGV[3] USD) beyond what its receipts added,
+// and forgets its own count. Nothing when they added it all (the usual end), nor without a count
+// of its own (a worker of an earlier version counted its receipts in the run's count only).
+const COUNT_END = new LuaScript(
+  `
+local counted = redis.call('HGET', KEYS[1], 't:' .. ARGV[1])
+if not counted then return 0 end
+local tokens = tonumber(counted)
+local cost = tonumber(redis.call('HGET', KEYS[1], 'c:' .. ARGV[1]) or '0')
+redis.call('HDEL', KEYS[1], 't:' .. ARGV[1], 'c:' .. ARGV[1])
+local missingTokens = tonumber(ARGV[2]) - tokens
+local missingCost = tonumber(ARGV[3]) - cost
+if missingTokens <= 0 and missingCost <= tonumber(ARGV[5]) then return 0 end
+if missingTokens > 0 then redis.call('HINCRBY', KEYS[1], 't', missingTokens) end
+if missingCost > tonumber(ARGV[5]) then redis.call('HINCRBYFLOAT', KEYS[1], 'c', ARGV[3] - cost) end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
 `,
   1,
@@ -48,27 +84,67 @@ export function spentRunBudget(
   return undefined;
 }
 
+/**
+ * Counts what agent `agentId`, ended, spent itself (`tokens`, `costUsd`: its outcome less what a
+ * retry inherited) beyond what its receipts added to the run budget at `key`, and forgets its own
+ * count there. A worker journals a receipt before it counts it: one that died in between (or whose
+ * count never reached Redis) left the receipt in the journal, and so in the outcome, but not here.
+ * A receipt counted here whose signal never reached the supervisor is not counted twice. Nothing
+ * for an agent with no count of its own ({@link RedisRunBudget.begin}): its worker, of an earlier
+ * version, counted every receipt in the run's count alone.
+ */
+export function countEndedAgent(
+  redis: Redis,
+  key: string,
+  agentId: string,
+  tokens: number,
+  costUsd: number | null,
+): Promise<unknown> {
+  return COUNT_END.run(
+    redis,
+    [key],
+    [
+      agentId,
+      Math.max(0, Math.ceil(tokens)),
+      Math.max(0, costUsd ?? 0),
+      STREAM_IDLE_TTL_MS,
+      COST_ROUNDING_USD,
+    ],
+  );
+}
+
 /** One supervisor's run budget, counted in Redis by every worker that runs its agents. */
 export class RedisRunBudget {
   readonly #redis: Redis;
   readonly #key: string;
   readonly #limits: RunBudgetLimits;
+  readonly #agentId: string;
 
-  constructor(redis: Redis, key: string, limits: RunBudgetLimits) {
+  /** The budget at `key`, counting the receipts of agent `agentId`. */
+  constructor(redis: Redis, key: string, limits: RunBudgetLimits, agentId: string) {
     this.#redis = redis;
     this.#key = key;
     this.#limits = limits;
+    this.#agentId = agentId;
   }
 
   /**
-   * Adds one model request's usage. Sent at once on the worker's connection: a `spent()` issued
-   * after it on the same connection sees it.
+   * Starts the agent's own count (before its first request, on the worker's connection): its end
+   * tops the run's count up from it (`countEndedAgent`).
+   */
+  begin(): Promise<unknown> {
+    return BEGIN.run(this.#redis, [this.#key], [this.#agentId, STREAM_IDLE_TTL_MS]);
+  }
+
+  /**
+   * Adds one model request's usage, to the run's count and the agent's. Sent at once on the
+   * worker's connection: a `spent()` issued after it on the same connection sees it.
    */
   count(tokens: number, costUsd: number | null): Promise<unknown> {
     return COUNT.run(
       this.#redis,
       [this.#key],
-      [Math.max(0, Math.ceil(tokens)), Math.max(0, costUsd ?? 0), STREAM_IDLE_TTL_MS],
+      [Math.max(0, Math.ceil(tokens)), Math.max(0, costUsd ?? 0), STREAM_IDLE_TTL_MS, this.#agentId],
     );
   }
 

@@ -44,7 +44,12 @@ describe(`a Lua script on a connection${skipReason}`, { skip: redisServerPath ==
 
   it("a run budget's count is seen by the next spent() on the connection, on a fresh server", async () => {
     await redis.script('FLUSH');
-    const budget = new RedisRunBudget(redis, uniqueName('budget'), { maxTotalTokens: 100, maxCostUsd: 0 });
+    const budget = new RedisRunBudget(
+      redis,
+      uniqueName('budget'),
+      { maxTotalTokens: 100, maxCostUsd: 0 },
+      'agent',
+    );
     const counted = budget.count(150, null);
     expect(await budget.spent()).toMatch(/used 150 tokens/);
     await counted;
