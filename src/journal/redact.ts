@@ -163,23 +163,36 @@ const INDEX_CHARS = 4;
  * registers them (a provider, an MCP server connection, a Supervisor) fails rather than leak.
  */
 export function registerSecretValues(values: Iterable<string | undefined>): void {
-  const added = addSecretValues(values);
-  if (added.length === 0) return;
+  const { added, held } = addSecretValues(values);
   // This copy holds them already: only the others (and onSecretValues listeners) hear of them.
-  for (const listener of secretBus.listeners) if (listener !== learnSecretValues) listener(added);
+  if (added.length > 0) {
+    for (const listener of secretBus.listeners) if (listener !== learnSecretValues) listener(added);
+  }
+  if (held.length > 0) for (const listener of registrations) listener(held);
 }
 
-function addSecretValues(values: Iterable<string | undefined>): readonly string[] {
+/** What one registration brought: the values new to this copy, and all it gave that are masked. */
+interface Registration {
+  readonly added: readonly string[];
+  readonly held: readonly string[];
+}
+
+function addSecretValues(values: Iterable<string | undefined>): Registration {
   const known = new Set(literalSecrets);
   const added: string[] = [];
+  const held: string[] = [];
+  const given = new Set<string>();
   for (const value of values) {
     const secret = value?.trim();
     if (secret === undefined || secret.length < MIN_LITERAL_SECRET_CHARS || /[\r\n]/.test(secret)) continue;
-    if (REDACTED.includes(secret) || known.has(secret)) continue;
+    if (REDACTED.includes(secret) || given.has(secret)) continue;
+    given.add(secret);
+    held.push(secret);
+    if (known.has(secret)) continue;
     known.add(secret);
     added.push(secret);
   }
-  if (added.length === 0) return added;
+  if (added.length === 0) return { added, held };
   if (known.size > MAX_LITERAL_SECRETS) {
     throw new UserError(
       'too_many_secrets',
@@ -194,7 +207,7 @@ function addSecretValues(values: Iterable<string | undefined>): readonly string[
   // Texts masked before are masked again: a cached one may hold the new value.
   maskedLines.clear();
   forgetMaskedTexts();
-  return added;
+  return { added, held };
 }
 
 /**
@@ -204,11 +217,18 @@ function addSecretValues(values: Iterable<string | undefined>): readonly string[
  */
 interface SecretBus {
   readonly listeners: Set<(values: readonly string[]) => void>;
+  /**
+   * {@link onSecretRegistrations} listeners. Absent from a bus an earlier version made: this copy
+   * adds it; an earlier copy tells its listeners of new values only.
+   */
+  registrations?: Set<(values: readonly string[]) => void>;
 }
 const SECRET_BUS = Symbol.for('troupe.secretValues');
 const buses = globalThis as { [SECRET_BUS]?: SecretBus };
 buses[SECRET_BUS] ??= { listeners: new Set() };
 const secretBus: SecretBus = buses[SECRET_BUS];
+secretBus.registrations ??= new Set();
+const registrations: Set<(values: readonly string[]) => void> = secretBus.registrations;
 /** This copy's listener: values another copy of this module registered. */
 function learnSecretValues(values: readonly string[]): void {
   try {
@@ -229,6 +249,18 @@ export function onSecretValues(listener: (values: readonly string[]) => void): (
   secretBus.listeners.add(listener);
   if (literalSecrets.length > 0) listener(literalSecrets);
   return () => secretBus.listeners.delete(listener);
+}
+
+/**
+ * Calls `listener`, synchronously inside each {@link registerSecretValues} call (of any copy of
+ * this module from this version on), with every value that call gave that is masked, whether this
+ * thread held it already or not: a redis worker attributes each value to the supervisor whose run
+ * registered it (secret-forwarder.ts), and a value a second run registers again is that run's too.
+ * Returns the unsubscribe function.
+ */
+export function onSecretRegistrations(listener: (values: readonly string[]) => void): () => void {
+  registrations.add(listener);
+  return () => registrations.delete(listener);
 }
 
 /** Changes whenever {@link registerSecretValues} adds a value: caches of masked text compare it. */

@@ -147,7 +147,8 @@ export type WorkerSignal =
        * `registerSecretValues`), for the supervisor to mask them too in what it writes of agents'
        * results: up to `SECRETS_PER_SIGNAL` values of up to `MAX_FORWARDED_SECRET_CHARS` characters,
        * as a JSON array sealed for the job's `secretsKey` (engines/redis/secret-box.ts), never in
-       * clear. `agentId`: the agent whose run on the worker sent them (they are the worker's).
+       * clear. Only the values this supervisor's runs registered there, and the worker's own
+       * (engines/redis/secret-forwarder.ts). `agentId`: an agent of the supervisor running there.
        */
       readonly type: 'secrets';
       readonly agentId: string;

@@ -189,7 +189,18 @@ export interface RunEnded {
  * (`park` resolved: the run is dropped, its state is all in the journal). Throws when the run
  * itself failed (a lost journal write), not for the agent's own failures.
  */
-export async function runAgent(
+export function runAgent(
+  ctx: JobContext,
+  data: AgentJobData,
+  fence: Fence | undefined,
+  onPark: (journal: RedisJournal, request: ParkRequest) => Promise<void>,
+): Promise<RunEnded | undefined> {
+  // What the run registers for masking (its provider's key, its tools' and MCP servers' tokens)
+  // is sent to its supervisor only, not to the others this worker serves.
+  return ctx.secrets.within(data, () => runAgentAs(ctx, data, fence, onPark));
+}
+
+async function runAgentAs(
   ctx: JobContext,
   data: AgentJobData,
   fence: Fence | undefined,

@@ -1,49 +1,104 @@
 /**
- * A worker's side of the `secrets` signal: every credential registered for masking in this worker's
- * thread (its providers' keys, a tool module's or provider's `registerSecretValues`, whatever copy
- * of troupe registers it) is sent, sealed (secret-box.ts), to each supervisor that runs an agent
- * here: at the start of its first run, then as each is registered while it runs one. A supervisor
- * writes results.jsonl, summary.json and the CLI's output from the agents' results in its own
- * process, where these values would otherwise never be masked.
+ * A worker's side of the `secrets` signal: the credentials registered for masking in this worker's
+ * thread (its providers' keys, its MCP servers' tokens, a tool module's or provider's
+ * `registerSecretValues`, whatever copy of troupe registers it) are sent, sealed (secret-box.ts),
+ * to the supervisors whose agents run here, each getting only its own:
  *
- * Bounds: the thread holds at most MAX_LITERAL_SECRETS values (redact.ts refuses more); a value
- * longer than MAX_FORWARDED_SECRET_CHARS is not sent; a signal carries at most SECRETS_PER_SIGNAL
- * values; at most MAX_SECRET_SUPERVISORS supervisors are remembered.
+ * - a value registered while one of a supervisor's runs is under way here (in its async context:
+ *   its provider being built, its tool modules imported or run, its MCP servers started) goes to
+ *   that supervisor, and to every other whose run registers it again;
+ * - a value registered outside every run (when the worker starts, before any job) is the worker's
+ *   own, and goes to every supervisor that runs an agent here;
+ * - a value a module registered when it was imported goes to each supervisor whose runs load that
+ *   module, not only the first one's (the import is not run again).
+ *
+ * So supervisors that share a worker (tenants with their own keys) never receive each other's
+ * values, not even sealed for them. Each is sent at the start of the supervisor's run, then as it
+ * is registered while the supervisor runs one. A supervisor writes results.jsonl, summary.json and
+ * the CLI's output from the agents' results in its own process, where these values would
+ * otherwise never be masked.
+ *
+ * Bounds: the thread holds at most MAX_LITERAL_SECRETS values (redact.ts refuses more), and so
+ * does each supervisor's list here; a value longer than MAX_FORWARDED_SECRET_CHARS is not sent; a
+ * signal carries at most SECRETS_PER_SIGNAL values; at most MAX_SECRET_SUPERVISORS supervisors are
+ * remembered (a forgotten one is sent the worker's values and those its later runs register).
  */
-import { onSecretValues } from '../../journal/redact.ts';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { onSecretRegistrations, onSecretValues } from '../../journal/redact.ts';
 import type { AgentJobData, SealedSecrets } from '../../protocol/redis.ts';
+import { ModuleLoader } from '../actor/resources.ts';
 import { MAX_FORWARDED_SECRET_CHARS, MAX_SECRET_SUPERVISORS, SECRETS_PER_SIGNAL } from './constants.ts';
 import { sealSecrets } from './secret-box.ts';
 import type { SignalSender } from './signals.ts';
+
+/** Whose run the code registering a value belongs to. */
+interface RunContext {
+  readonly supervisorId: string;
+  /** A module being imported: what it registers, for the later runs that load it. */
+  readonly imported?: Set<string>;
+}
+
+/**
+ * Shared by every worker of this thread (a program may start several): a value registered in one
+ * worker's run is that run's supervisor's for all of them, never the worker's own for another.
+ */
+const runContext = new AsyncLocalStorage<RunContext>();
+
+/** Values sent to a supervisor, in order, and how many of them it was sent. */
+class Outbox {
+  readonly values: string[] = [];
+  readonly #known = new Set<string>();
+  sent = 0;
+
+  add(value: string): boolean {
+    if (this.#known.has(value)) return false;
+    this.#known.add(value);
+    this.values.push(value);
+    return true;
+  }
+
+  reset(): void {
+    this.sent = 0;
+  }
+}
 
 /** What a worker knows of one supervisor it sends credentials to. */
 interface Recipient {
   /** Its public key, from its latest job. */
   key: string;
-  /** How many of the values (a prefix) it was sent. */
-  sent: number;
   /** Its runs on this worker now. */
   runs: number;
   /** An agent of it running here, to name in the signal. */
   agentId: string;
+  /** The values its runs registered. */
+  readonly own: Outbox;
+  /** How many of the worker's own values it was sent. */
+  workerSent: number;
 }
 
 export class SecretForwarder {
   readonly #signals: SignalSender;
-  /** Every value registered in this thread that can be sent, in the order registered. */
-  readonly #values: string[] = [];
+  /** The worker's own values (registered outside every run), in the order registered. */
+  readonly #worker = new Outbox();
   readonly #recipients = new Map<string, Recipient>();
-  readonly #unsubscribe: () => void;
+  /** What each module registered as it was imported, by specifier. */
+  readonly #imports = new Map<string, Set<string>>();
+  readonly #unsubscribe: (() => void)[];
 
   constructor(signals: SignalSender) {
     this.#signals = signals;
-    // Called at once with the values registered so far, then with each registration's.
-    this.#unsubscribe = onSecretValues((values) => {
-      for (const value of values) if (value.length <= MAX_FORWARDED_SECRET_CHARS) this.#values.push(value);
-      for (const [supervisorId, recipient] of this.#recipients) {
-        if (recipient.runs > 0) this.#send(supervisorId, recipient);
-      }
-    });
+    const learn = (values: readonly string[]): void => this.#learn(values);
+    // onSecretValues: at once with the values registered so far (the worker's own), then those a
+    // copy of troupe without onSecretRegistrations adds; onSecretRegistrations: every registration.
+    this.#unsubscribe = [onSecretValues(learn), onSecretRegistrations(learn)];
+  }
+
+  /**
+   * Runs `run` (an agent run of `data`) as its supervisor's: what registers a value inside it, now
+   * or in what it starts, registers it for that supervisor alone.
+   */
+  within<T>(data: AgentJobData, run: () => T): T {
+    return runContext.run({ supervisorId: data.supervisorId }, run);
   }
 
   /** A run of `data`'s agent starts here: its supervisor gets the values it was not sent yet. */
@@ -54,12 +109,13 @@ export class SecretForwarder {
     let recipient = this.#recipients.get(supervisorId);
     if (recipient === undefined) {
       if (this.#recipients.size >= MAX_SECRET_SUPERVISORS) this.#forgetOne();
-      recipient = { key, sent: 0, runs: 0, agentId: data.agent.agentId };
+      recipient = { key, runs: 0, agentId: data.agent.agentId, own: new Outbox(), workerSent: 0 };
       this.#recipients.set(supervisorId, recipient);
     } else if (recipient.key !== key) {
       // Another process under the same id (it cannot be, ids are random): it knows none of them.
       recipient.key = key;
-      recipient.sent = 0;
+      recipient.own.reset();
+      recipient.workerSent = 0;
     }
     recipient.runs += 1;
     recipient.agentId = data.agent.agentId;
@@ -72,22 +128,76 @@ export class SecretForwarder {
     if (recipient !== undefined && typeof data.secretsKey === 'string') recipient.runs -= 1;
   }
 
+  /**
+   * A module loader for this worker's runs: what a module registers when it is imported is sent to
+   * the supervisor of every run that loads it, since later loads do not import it again.
+   */
+  moduleLoader(): ModuleLoader {
+    return new ForwardingModuleLoader(this);
+  }
+
   /** Stops listening for registrations. */
   close(): void {
-    this.#unsubscribe();
+    for (const unsubscribe of this.#unsubscribe) unsubscribe();
+  }
+
+  /** Imports a module (`load`) the first time, noting what it registers as `specifier`'s. */
+  importing<T>(specifier: string, load: () => Promise<T>): Promise<T> {
+    const imported = this.#imports.get(specifier);
+    const context = runContext.getStore();
+    if (imported === undefined) {
+      const values = new Set<string>();
+      this.#imports.set(specifier, values);
+      return runContext.run({ supervisorId: context?.supervisorId ?? '', imported: values }, load);
+    }
+    // Once the import has run (here, or for another run), its values are this run's too.
+    return load().then((loaded) => {
+      if (context !== undefined && imported.size > 0) this.#learnFor(context.supervisorId, [...imported]);
+      return loaded;
+    });
+  }
+
+  #learn(values: readonly string[]): void {
+    const sendable = values.filter((value) => value.length <= MAX_FORWARDED_SECRET_CHARS);
+    if (sendable.length === 0) return;
+    const context = runContext.getStore();
+    if (context?.imported !== undefined) for (const value of sendable) context.imported.add(value);
+    if (context === undefined || context.supervisorId === '') {
+      // The worker's own: every supervisor running an agent here gets it.
+      let added = false;
+      for (const value of sendable) added = this.#worker.add(value) || added;
+      if (!added) return;
+      for (const [supervisorId, recipient] of this.#recipients) {
+        if (recipient.runs > 0) this.#send(supervisorId, recipient);
+      }
+      return;
+    }
+    this.#learnFor(context.supervisorId, sendable);
+  }
+
+  /** `values` were registered by a run of `supervisorId`'s (of another worker here, or forgotten: none). */
+  #learnFor(supervisorId: string, values: readonly string[]): void {
+    const recipient = this.#recipients.get(supervisorId);
+    if (recipient === undefined) return;
+    let added = false;
+    for (const value of values) added = recipient.own.add(value) || added;
+    if (added && recipient.runs > 0) this.#send(supervisorId, recipient);
   }
 
   /** Never throws: it runs inside whatever registered the values (a provider being built). */
   #send(supervisorId: string, recipient: Recipient): void {
-    while (recipient.sent < this.#values.length) {
-      const values = this.#values.slice(recipient.sent, recipient.sent + SECRETS_PER_SIGNAL);
-      recipient.sent += values.length;
+    const pending = [
+      ...this.#worker.values.slice(recipient.workerSent),
+      ...recipient.own.values.slice(recipient.own.sent),
+    ];
+    recipient.workerSent = this.#worker.values.length;
+    recipient.own.sent = recipient.own.values.length;
+    for (let at = 0; at < pending.length; at += SECRETS_PER_SIGNAL) {
       let sealed: SealedSecrets;
       try {
-        sealed = sealSecrets(recipient.key, values);
+        sealed = sealSecrets(recipient.key, pending.slice(at, at + SECRETS_PER_SIGNAL));
       } catch {
         // Not an X25519 key (a foreign job): nothing can be sealed for it.
-        recipient.sent = this.#values.length;
         return;
       }
       this.#signals.send(supervisorId, { type: 'secrets', agentId: recipient.agentId, sealed });
@@ -104,5 +214,19 @@ export class SecretForwarder {
     }
     const oldest = this.#recipients.keys().next();
     if (oldest.done !== true) this.#recipients.delete(oldest.value);
+  }
+}
+
+/** A {@link ModuleLoader} that tells the forwarder what each module registered as it was imported. */
+class ForwardingModuleLoader extends ModuleLoader {
+  readonly #forwarder: SecretForwarder;
+
+  constructor(forwarder: SecretForwarder) {
+    super();
+    this.#forwarder = forwarder;
+  }
+
+  override load(specifier: string): Promise<Record<string, unknown>> {
+    return this.#forwarder.importing(specifier, () => super.load(specifier));
   }
 }

@@ -8,6 +8,7 @@
  * so that a worker death can never make the resumed agent run it again unknowingly.
  */
 import type { Redis } from 'ioredis';
+import { registerMcpCredentials } from '../../mcp/config.ts';
 import { McpPool, type McpToolSource } from '../../mcp/pool.ts';
 import { extend } from '../../objects.ts';
 import type { ProviderConfig } from '../../protocol/messages.ts';
@@ -32,6 +33,8 @@ export const MAX_CACHED_REGISTRIES = 64;
 export type JournalBarrier = (agentId: string) => Promise<void>;
 
 interface ResourceOptions {
+  /** Imports tool and provider modules (the worker's tells its SecretForwarder what they register). */
+  readonly modules?: ModuleLoader;
   readonly redis: Redis;
   readonly pool: BlockingPool;
   readonly keys: ScaleoutKeys;
@@ -41,13 +44,14 @@ interface ResourceOptions {
 /** A worker's tool and provider factory. */
 export class WorkerResources {
   readonly #options: ResourceOptions;
-  readonly #modules = new ModuleLoader();
+  readonly #modules: ModuleLoader;
   readonly #registries = new Map<string, Promise<ToolRegistry>>();
   /** This worker process's MCP connections, shared by its agents. */
   readonly #mcp = new McpPool({ cwd: process.cwd() });
 
   constructor(options: ResourceOptions) {
     this.#options = options;
+    this.#modules = options.modules ?? new ModuleLoader();
   }
 
   /**
@@ -109,6 +113,13 @@ export class WorkerResources {
   mcp(): McpToolSource {
     return {
       toolsFor: async (servers, signal) => {
+        // A connection another supervisor's run started registered its credentials then, for that
+        // one: registered again here, they are this run's supervisor's too (secret-forwarder.ts).
+        try {
+          registerMcpCredentials(servers);
+        } catch {
+          // Too many to mask: starting the server refuses it the same way.
+        }
         const set = await this.#mcp.toolsFor(servers, signal);
         return { ...set, tools: set.tools.map((tool) => (tool.readOnly ? tool : this.#afterJournal(tool))) };
       },

@@ -187,6 +187,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
     const signals = new SignalSender(redis, keys);
     const secrets = new SecretForwarder(signals);
     const resources = new WorkerResources({
+      modules: secrets.moduleLoader(),
       redis,
       pool,
       keys,

@@ -22,8 +22,25 @@ import {
 } from './helpers.ts';
 
 const KEYED = path.join(repoRoot, 'test/fixtures/scaleout/keyed-provider.ts');
+const TENANT_KEYED = path.join(repoRoot, 'test/fixtures/scaleout/tenant-keyed-provider.ts');
+const PLAIN = path.join(repoRoot, 'test/fixtures/scaleout/plain-provider.ts');
+/** tenant-keyed-provider.ts's key, copied (see KEY). */
+const TENANT_KEY = 'Hq5vN8xW2cJ7pL3tR9mB';
 /** The fixture's key, copied: importing the fixture here would register it in this process. */
 const KEY = 'Rw7xQ2mV9bL4nT8kZ3pD';
+
+/** The signal streams of the supervisors of `queueName`. */
+async function signalStreams(redis: Redis, queueName: string): Promise<string[]> {
+  return redis.keys(`troupe:${queueName}:supervisor:*:signals`);
+}
+
+/** How many `secrets` signals the stream `key` holds. */
+async function secretSignals(redis: Redis, key: string): Promise<number> {
+  const entries = await redis.xrange(key, '-', '+');
+  return entries
+    .flatMap(([, fields]) => JSON.parse(fields[1] ?? '[]') as { type: string }[])
+    .filter((signal) => signal.type === 'secrets').length;
+}
 
 /** What workers sent the supervisors of `queueName` on their signal streams, as text. */
 async function signalsOf(redis: Redis, queueName: string): Promise<string> {
@@ -77,4 +94,74 @@ describe(`credentials registered on a redis worker${skipReason}`, {
       await supervisor.close();
     }
   }, 60_000);
+});
+
+describe(`credentials registered on a redis worker shared by supervisors${skipReason}`, {
+  skip: redisServerPath === undefined,
+}, () => {
+  let server: TestRedis;
+  let workers: TestWorker[] = [];
+  const queueName = uniqueName('tenants');
+
+  beforeAll(async () => {
+    server = await TestRedis.start();
+    workers = [await startWorker(server.url, ['--queue', queueName])];
+  });
+
+  afterAll(async () => {
+    await killWorkers(workers);
+    await server?.destroy();
+  });
+
+  /**
+   * Runs one agent of a supervisor with `module` as its provider: its result, how many `secrets`
+   * signals its stream got (read before it closes, which deletes the stream) and what they hold.
+   */
+  async function runTenant(
+    redis: Redis,
+    module: string,
+  ): Promise<{ result: unknown; secrets: number; sent: string }> {
+    const before = new Set(await signalStreams(redis, queueName));
+    const supervisor = new Supervisor({
+      backend: 'redis',
+      redisUrl: server.url,
+      queueName,
+      cwd: tempDir('troupe-redis-tenants-'),
+      providers: { tenant: { kind: 'module', module } },
+    });
+    try {
+      const outcome = await supervisor.spawn('worker', { task: 'Say the key.' }).result;
+      expect(outcome.status).toBe('completed');
+      const streams = (await signalStreams(redis, queueName)).filter((key) => !before.has(key));
+      expect(streams).toHaveLength(1);
+      const stream = streams[0] ?? '';
+      return {
+        result: outcome.status === 'completed' ? outcome.result : undefined,
+        secrets: await secretSignals(redis, stream),
+        sent: JSON.stringify(await redis.xrange(stream, '-', '+')),
+      };
+    } finally {
+      await supervisor.close();
+    }
+  }
+
+  it('go only to the supervisor whose run registered them, and to each that registers them too', async () => {
+    const redis = new Redis(server.url);
+    try {
+      // Tenant A's provider registers its key on the worker: A masks it, as before.
+      const a = await runTenant(redis, TENANT_KEYED);
+      expect(a.result).toEqual({ summary: `The key is ${TENANT_KEY}.` });
+      expect(redactValue(a.result)).toEqual({ summary: 'The key is [REDACTED].' });
+      expect(a.secrets).toBeGreaterThan(0);
+      // Tenant B, on the same worker, registers nothing: it is sent nothing, not even sealed.
+      const b = await runTenant(redis, PLAIN);
+      expect(b.secrets).toBe(0);
+      // Tenant C registers the same key (the worker already holds it): it is sent it too.
+      const c = await runTenant(redis, TENANT_KEYED);
+      expect(c.secrets).toBeGreaterThan(0);
+      expect(c.sent).not.toContain(TENANT_KEY);
+    } finally {
+      redis.disconnect();
+    }
+  }, 90_000);
 });
