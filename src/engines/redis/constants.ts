@@ -87,6 +87,21 @@ export const SECRETS_PER_SIGNAL = 64;
 export const MAX_FORWARDED_SECRET_CHARS = 4_096;
 
 /**
+ * The base64 ciphertext of a `secrets` signal at most: SECRETS_PER_SIGNAL values of
+ * MAX_FORWARDED_SECRET_CHARS characters as a JSON array, every character escaped (`\uXXXX`, 6
+ * bytes). A supervisor refuses a longer one (`oversize`) before decrypting it.
+ */
+export const MAX_SEALED_SECRETS_CHARS =
+  4 * Math.ceil((SECRETS_PER_SIGNAL * (MAX_FORWARDED_SECRET_CHARS * 6 + 3) + 2) / 3);
+
+/**
+ * Seals a supervisor remembers having opened (their ephemeral keys): one seen again is refused as
+ * replayed (`replayed`). Older ones are forgotten; a replay of one only registers again values
+ * the supervisor holds already.
+ */
+export const MAX_OPENED_SEALS = 4_096;
+
+/**
  * Supervisors a worker remembers having sent its credentials to; past this many, one running no
  * agent there is forgotten (and is sent them all again should it run one).
  */

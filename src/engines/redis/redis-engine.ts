@@ -49,7 +49,7 @@ import { bullmq } from './packages.ts';
 import { connectedWorkers } from './presence.ts';
 import { promote } from './promote.ts';
 import { countEndedAgent } from './run-budget.ts';
-import { SecretKeyPair } from './secret-box.ts';
+import { SecretKeyPair, type SecretsRefusal } from './secret-box.ts';
 import { RedisJournal, readRedisJournal } from './stream-journal.ts';
 import { readSupervisorStreams } from './supervisor-streams.ts';
 import { sendTurnCancel } from './turn-cancel.ts';
@@ -143,6 +143,8 @@ export class RedisEngine implements Engine {
   #secretKeyPair: SecretKeyPair | undefined;
   /** Credentials registered on workers (the `secrets` signal), masked here too. */
   readonly #secrets = new ForwardedSecrets();
+  /** Why `secrets` signals were refused so far (each said once). */
+  readonly #secretsRefused = new Set<SecretsRefusal>();
 
   constructor(options: RedisEngineOptions, context: EngineContext) {
     this.#options = options;
@@ -341,6 +343,20 @@ export class RedisEngine implements Engine {
       wantedSignals: this.#wantedSignals,
       secretsKey: this.#secretKeys().publicKey,
     });
+  }
+
+  /**
+   * A `secrets` signal this supervisor will not open (secret-box.ts): dropped, and said once per
+   * reason as a process warning (code `TROUPE_SECRETS_REFUSED`), however many come.
+   */
+  #refuseSecrets(agentId: unknown, reason: SecretsRefusal): void {
+    if (this.#secretsRefused.has(reason)) return;
+    this.#secretsRefused.add(reason);
+    const agent = typeof agentId === 'string' ? JSON.stringify(agentId.slice(0, 200)) : 'unnamed';
+    process.emitWarning(
+      `refused a secrets signal from a worker (agent ${agent}): ${SECRETS_REFUSALS[reason]}; its values are not masked here. Later ones refused for the same reason are dropped without a word.`,
+      { type: 'TroupeWarning', code: 'TROUPE_SECRETS_REFUSED', detail: reason },
+    );
   }
 
   /** Made on first use: workers seal the credentials they send this supervisor for it (secret-box.ts). */
@@ -703,9 +719,10 @@ export class RedisEngine implements Engine {
 
   #onSignal(signal: WorkerSignal): void {
     if (signal.type === 'secrets') {
-      // The worker's credentials, whichever agent brought them: results are masked here.
-      const values = this.#secretKeys().openValues(signal.sealed);
-      if (values !== undefined) this.#secrets.register(values);
+      // Credentials this supervisor's runs registered on the worker: results are masked here.
+      const opened = this.#secretKeys().openValues(signal.sealed);
+      if ('refused' in opened) this.#refuseSecrets(signal.agentId, opened.refused);
+      else this.#secrets.register(opened.values);
       return;
     }
     const agent = this.#agents.get(signal.agentId);
@@ -966,6 +983,14 @@ function jobFailed(agentId: string, reason: string | undefined, attempts: number
   });
   return failedOutcome(agentId, 'crashed', error.toJSON());
 }
+
+/** What each refusal of a `secrets` signal means, for its warning. */
+const SECRETS_REFUSALS: Readonly<Record<SecretsRefusal, string>> = {
+  malformed: 'it is not what a worker seals (four base64 fields of the right sizes, a JSON array of strings)',
+  oversize: 'it holds more than a worker sends in one signal',
+  not_for_this_key: "it was not sealed with this supervisor's key, or was altered",
+  replayed: 'this supervisor opened the same seal before (a replay)',
+};
 
 /**
  * Provider options travel in every job, so a key given there is stored in Redis in clear (and in

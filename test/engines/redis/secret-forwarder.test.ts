@@ -25,8 +25,6 @@ function forwarder(): {
   received: (supervisorId: string) => string[];
 } {
   const keys = new Map<string, SecretKeyPair>();
-  const sent: [string, WorkerSignal][] = [];
-  const signals = { send: (supervisorId: string, signal: WorkerSignal) => sent.push([supervisorId, signal]) };
   const keysOf = (supervisorId: string): SecretKeyPair => {
     let pair = keys.get(supervisorId);
     if (pair === undefined) {
@@ -34,6 +32,16 @@ function forwarder(): {
       keys.set(supervisorId, pair);
     }
     return pair;
+  };
+  // Opened as they are sent: a supervisor opens each seal once (a second time is a replay).
+  const opened: [string, string[]][] = [];
+  const signals = {
+    send: (supervisorId: string, signal: WorkerSignal) => {
+      if (signal.type !== 'secrets') return;
+      const values = keysOf(supervisorId).openValues(signal.sealed);
+      if (!('values' in values)) throw new Error(`refused: ${values.refused}`);
+      opened.push([supervisorId, values.values]);
+    },
   };
   return {
     forwarder: new SecretForwarder(signals as unknown as SignalSender),
@@ -43,10 +51,7 @@ function forwarder(): {
         secretsKey: keysOf(supervisorId).publicKey,
         agent: { agentId: `${supervisorId}-agent` },
       }) as unknown as AgentJobData,
-    received: (supervisorId) =>
-      sent.flatMap(([to, signal]) =>
-        to === supervisorId && signal.type === 'secrets' ? (keysOf(to).openValues(signal.sealed) ?? []) : [],
-      ),
+    received: (supervisorId) => opened.flatMap(([to, values]) => (to === supervisorId ? values : [])),
   };
 }
 

@@ -7,7 +7,9 @@
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redactValue } from '../../../src/journal/redact.ts';
+import { MAX_SEALED_SECRETS_CHARS } from '../../../src/engines/redis/constants.ts';
+import { SecretKeyPair, sealSecrets } from '../../../src/engines/redis/secret-box.ts';
+import { redactText, redactValue } from '../../../src/journal/redact.ts';
 import { Supervisor } from '../../../src/supervisor/supervisor.ts';
 import { tempDir } from '../../fixtures/temp-dirs.ts';
 import {
@@ -161,6 +163,66 @@ describe(`credentials registered on a redis worker shared by supervisors${skipRe
       expect(c.secrets).toBeGreaterThan(0);
       expect(c.sent).not.toContain(TENANT_KEY);
     } finally {
+      redis.disconnect();
+    }
+  }, 90_000);
+
+  it('refused when forged, replayed or too big, each said once, and the supervisor runs on', async () => {
+    const redis = new Redis(server.url);
+    const refusals = new Set<string>();
+    let warnings = 0;
+    let allRefused: () => void = () => {};
+    const refused = new Promise<void>((resolve) => {
+      allRefused = resolve;
+    });
+    const onWarning = (warning: Error & { code?: string; detail?: string }): void => {
+      if (warning.code !== 'TROUPE_SECRETS_REFUSED' || warning.detail === undefined) return;
+      refusals.add(warning.detail);
+      warnings += 1;
+      if (refusals.size === 4) allRefused();
+    };
+    process.on('warning', onWarning);
+    const before = new Set(await signalStreams(redis, queueName));
+    const supervisor = new Supervisor({
+      backend: 'redis',
+      redisUrl: server.url,
+      queueName,
+      cwd: tempDir('troupe-redis-forged-'),
+      providers: { tenant: { kind: 'module', module: TENANT_KEYED } },
+    });
+    try {
+      expect((await supervisor.spawn('worker', { task: 'Say the key.' }).result).status).toBe('completed');
+      const stream = (await signalStreams(redis, queueName)).find((key) => !before.has(key)) ?? '';
+      const entries = await redis.xrange(stream, '-', '+');
+      const genuine = entries
+        .map(([, fields]) => fields[1] ?? '')
+        .find((text) => text.includes('"type":"secrets"'));
+      expect(genuine).toBeDefined();
+      const signal = (sealed: unknown): string =>
+        JSON.stringify([{ type: 'secrets', agentId: 'forged\nline', sealed }]);
+      const real = (JSON.parse(genuine ?? '[]') as { type: string; sealed: Record<string, string> }[]).find(
+        (item) => item.type === 'secrets',
+      );
+      const forgedValue = 'forged-value-0123';
+      for (const text of [
+        signal('not sealed'),
+        signal({ key: 1 }),
+        signal(sealSecrets(new SecretKeyPair().publicKey, [forgedValue])),
+        signal({ ...real?.sealed, data: 'A'.repeat(MAX_SEALED_SECRETS_CHARS + 4) }),
+        // Replayed as it was: the supervisor opened this one already.
+        genuine ?? '',
+      ]) {
+        await redis.xadd(stream, '*', 'm', text);
+      }
+      await refused;
+      expect([...refusals].sort()).toEqual(['malformed', 'not_for_this_key', 'oversize', 'replayed']);
+      expect(warnings).toBe(4);
+      expect(redactText(forgedValue)).toBe(forgedValue);
+      // The supervisor reads on and runs agents as before.
+      expect((await supervisor.spawn('worker', { task: 'Again.' }).result).status).toBe('completed');
+    } finally {
+      process.off('warning', onWarning);
+      await supervisor.close();
       redis.disconnect();
     }
   }, 90_000);
