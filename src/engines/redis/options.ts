@@ -30,7 +30,11 @@ export interface RedisBackendOptions {
    * @default 1000
    */
   readonly reconcileIntervalMs?: number;
-  /** Keep jobs, journals and inboxes this many seconds after an agent ends. @default kept until deleted */
+  /**
+   * Keep jobs, journals and inboxes this many seconds after an agent ends, then let them expire.
+   * A job holds the agent's task and its outcome (the result, unmasked): docs/scaleout.md.
+   * @default kept until deleted
+   */
   readonly retainSeconds?: number;
   /** How long the first spawn waits for Redis before failing with `redis_unreachable`. @default 10000 */
   readonly connectTimeoutMs?: number;

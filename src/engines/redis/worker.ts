@@ -327,6 +327,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       status: 'completed' | 'failed',
     ): void => {
       if (!job?.id) return;
+      if (status === 'completed') expireFinishedJob(redis, keys, job);
       if (job.name === BATCH_JOB_NAME) {
         // Its agents said so each as it ended; a batch that failed (its data, or too many worker
         // deaths) ends the ones that had not, and the supervisor reads why from the batch job.
@@ -385,4 +386,28 @@ function wakeFetching(worker: Worker): void {
   const loop = (worker as unknown as { mainLoopQueue?: { add(item: Promise<unknown>): void } | null })
     .mainLoopQueue;
   loop?.add(Promise.resolve(undefined));
+}
+
+/**
+ * Gives a completed job's hash (its data: the task and context; an agent job's `returnvalue`: the
+ * outcome, unmasked) the TTL of its `retainSeconds`. BullMQ removes a job that old only when a
+ * later job of the queue finishes (`removeOnComplete: { age }`), so the last jobs of a queue were
+ * kept for ever. A failed job is left to BullMQ: the event comes for each attempt, and a job still
+ * to be retried must not expire.
+ */
+function expireFinishedJob(
+  redis: Redis,
+  keys: ScaleoutKeys,
+  job: Job<AgentJobData | BatchJobData, AgentOutcome | null>,
+): void {
+  // Read as untrusted: a job of another version may hold anything.
+  const data = job.data as unknown as
+    | { readonly retainSeconds?: unknown; readonly common?: { readonly retainSeconds?: unknown } }
+    | undefined;
+  const retain = job.name === BATCH_JOB_NAME ? data?.common?.retainSeconds : data?.retainSeconds;
+  // 0: BullMQ removed it as it finished.
+  if (typeof retain !== 'number' || !(retain > 0) || job.id === undefined) return;
+  redis.pexpire(keys.job(job.id), Math.round(retain * 1000)).catch(() => {
+    // Redis is gone: BullMQ's own removal by age still applies.
+  });
 }

@@ -431,5 +431,23 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(600_000);
     for (const handle of handles) expect(await redis.pttl(keys.journal(handle.id))).toBeGreaterThan(0);
+    // The batch job itself (its data holds the tasks) expires too, even with no later job to end:
+    // BullMQ removes a job past its age only when another one finishes.
+    await vi.waitFor(async () => expect(await redis.pttl(keys.job(batch?.id ?? ''))).toBeGreaterThan(0), {
+      interval: 20,
+    });
+    expect(await redis.pttl(keys.job(batch?.id ?? ''))).toBeLessThanOrEqual(600_000);
+  });
+
+  it('expires a lone agent job, with its unmasked outcome, retainSeconds after it completes', async () => {
+    const { supervisor, keys, worker } = setUp('retain-job', { retainSeconds: 600, maxBatchSize: 1 });
+    await worker();
+    const handle = supervisor.spawn('stepper', { task: 'Step.' });
+    expect(await handle.result).toMatchObject({ status: 'completed' });
+    expect(await redis.hget(keys.job(handle.id), 'returnvalue')).toContain('"status":"completed"');
+    await vi.waitFor(async () => expect(await redis.pttl(keys.job(handle.id))).toBeGreaterThan(0), {
+      interval: 20,
+    });
+    expect(await redis.pttl(keys.job(handle.id))).toBeLessThanOrEqual(600_000);
   });
 });
