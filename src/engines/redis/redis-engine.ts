@@ -50,6 +50,7 @@ import { connectedWorkers } from './presence.ts';
 import { promote } from './promote.ts';
 import { countEndedAgent } from './run-budget.ts';
 import { SecretKeyPair, type SecretsRefusal } from './secret-box.ts';
+import { registerReceived } from './secret-forwarder.ts';
 import { RedisJournal, readRedisJournal } from './stream-journal.ts';
 import { readSupervisorStreams } from './supervisor-streams.ts';
 import { sendTurnCancel } from './turn-cancel.ts';
@@ -722,7 +723,8 @@ export class RedisEngine implements Engine {
       // Credentials this supervisor's runs registered on the worker: results are masked here.
       const opened = this.#secretKeys().openValues(signal.sealed);
       if ('refused' in opened) this.#refuseSecrets(signal.agentId, opened.refused);
-      else this.#secrets.register(opened.values);
+      // Not a worker's own should one run in this thread: it would send them to its supervisors.
+      else registerReceived(() => this.#secrets.register(opened.values));
       return;
     }
     const agent = this.#agents.get(signal.agentId);

@@ -10,7 +10,9 @@
  * - a value registered outside every run (when the worker starts, before any job) is the worker's
  *   own, and goes to every supervisor that runs an agent here;
  * - a value a module registered when it was imported goes to each supervisor whose runs load that
- *   module, not only the first one's (the import is not run again).
+ *   module, not only the first one's (the import is not run again);
+ * - a value registered again outside every run (it is held already) stays whose it was, and one a
+ *   supervisor in this thread received from workers ({@link registerReceived}) is no one's here.
  *
  * So supervisors that share a worker (tenants with their own keys) never receive each other's
  * values, not even sealed for them. Each is sent at the start of the supervisor's run, then as it
@@ -43,6 +45,17 @@ interface RunContext {
  * worker's run is that run's supervisor's for all of them, never the worker's own for another.
  */
 const runContext = new AsyncLocalStorage<RunContext>();
+
+/** A run context no worker sends values of: those a supervisor received from workers. */
+const RECEIVED = '\u0000received';
+
+/**
+ * Runs `register` (a supervisor registering the values workers sent it) so that a worker in this
+ * thread sends them to no one: they are the supervisor's, not this worker's own.
+ */
+export function registerReceived(register: () => void): void {
+  runContext.run({ supervisorId: RECEIVED }, register);
+}
 
 /** Values sent to a supervisor, in order, and how many of them it was sent. */
 class Outbox {
@@ -87,10 +100,16 @@ export class SecretForwarder {
 
   constructor(signals: SignalSender) {
     this.#signals = signals;
-    const learn = (values: readonly string[]): void => this.#learn(values);
-    // onSecretValues: at once with the values registered so far (the worker's own), then those a
-    // copy of troupe without onSecretRegistrations adds; onSecretRegistrations: every registration.
-    this.#unsubscribe = [onSecretValues(learn), onSecretRegistrations(learn)];
+    // onSecretValues: at once with the values registered so far (the worker's own), then each new
+    // one. onSecretRegistrations: every registration, a value held already included, which only a
+    // run's counts (registered again outside every run, such as by a supervisor in this thread
+    // that received it, a value stays the supervisor's whose run registered it).
+    this.#unsubscribe = [
+      onSecretValues((values) => this.#learn(values)),
+      onSecretRegistrations((values) => {
+        if (runContext.getStore() !== undefined) this.#learn(values);
+      }),
+    ];
   }
 
   /**

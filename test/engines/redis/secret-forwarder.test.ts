@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SecretKeyPair } from '../../../src/engines/redis/secret-box.ts';
-import { SecretForwarder } from '../../../src/engines/redis/secret-forwarder.ts';
+import { registerReceived, SecretForwarder } from '../../../src/engines/redis/secret-forwarder.ts';
 import type { SignalSender } from '../../../src/engines/redis/signals.ts';
 import { WorkerResources } from '../../../src/engines/redis/worker-resources.ts';
 import { registerSecretValues } from '../../../src/journal/redact.ts';
@@ -200,4 +200,27 @@ describe('credentials a redis worker forwards', () => {
       cleanup();
     }
   }, 30_000);
+
+  it("received by a supervisor in the worker's thread are not the worker's own", () => {
+    const { forwarder: secrets, job, received } = forwarder();
+    const a = job('tenant-a');
+    const b = job('tenant-b');
+    const fromElsewhere = fresh('from-another-worker');
+    const aValue = fresh('tenant-a');
+    try {
+      secrets.within(a, () => {
+        secrets.started(a);
+        registerSecretValues([aValue]);
+      });
+      secrets.within(b, () => secrets.started(b));
+      // A supervisor here registers what workers sent it: one's from elsewhere, and A's own again.
+      registerReceived(() => registerSecretValues([fromElsewhere]));
+      registerSecretValues([aValue]);
+      expect(received('tenant-a')).not.toContain(fromElsewhere);
+      expect(received('tenant-b')).not.toContain(fromElsewhere);
+      expect(received('tenant-b')).not.toContain(aValue);
+    } finally {
+      secrets.close();
+    }
+  });
 });
