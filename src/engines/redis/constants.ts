@@ -102,8 +102,9 @@ export const MAX_SEALED_SECRETS_CHARS =
 export const MAX_OPENED_SEALS = 4_096;
 
 /**
- * Supervisors a worker remembers having sent its credentials to; past this many, one running no
- * agent there is forgotten (and is sent them all again should it run one).
+ * Supervisors (each with its key) a worker remembers having sent its credentials to; past this
+ * many, one running no agent there is forgotten (and is sent the worker's own again, and what its
+ * later runs register, should it run one).
  */
 export const MAX_SECRET_SUPERVISORS = 1_024;
 

@@ -35,7 +35,8 @@ import type { SignalSender } from './signals.ts';
 
 /** Whose run the code registering a value belongs to. */
 interface RunContext {
-  readonly supervisorId: string;
+  /** {@link recipientOf} the run's job ('' for none: the worker's own). */
+  readonly recipient: string;
   /** A module being imported: what it registers, for the later runs that load it. */
   readonly imported?: Set<string>;
 }
@@ -54,7 +55,7 @@ const RECEIVED = '\u0000received';
  * thread sends them to no one: they are the supervisor's, not this worker's own.
  */
 export function registerReceived(register: () => void): void {
-  runContext.run({ supervisorId: RECEIVED }, register);
+  runContext.run({ recipient: RECEIVED }, register);
 }
 
 /** Values sent to a supervisor, in order, and how many of them it was sent. */
@@ -69,16 +70,22 @@ class Outbox {
     this.values.push(value);
     return true;
   }
-
-  reset(): void {
-    this.sent = 0;
-  }
 }
 
-/** What a worker knows of one supervisor it sends credentials to. */
+/**
+ * Who a job's values go to: its supervisor and that supervisor's key together. A job naming a
+ * supervisor with another key (anyone who can write to Redis can add one) is another recipient,
+ * sent only what its own runs register and the worker's own, never what the supervisor's did.
+ */
+function recipientOf(data: AgentJobData): string {
+  return `${data.supervisorId}\n${typeof data.secretsKey === 'string' ? data.secretsKey : ''}`;
+}
+
+/** What a worker knows of one supervisor (and key) it sends credentials to. */
 interface Recipient {
-  /** Its public key, from its latest job. */
-  key: string;
+  readonly supervisorId: string;
+  /** Its public key, from its jobs. */
+  readonly key: string;
   /** Its runs on this worker now. */
   runs: number;
   /** An agent of it running here, to name in the signal. */
@@ -117,33 +124,36 @@ export class SecretForwarder {
    * or in what it starts, registers it for that supervisor alone.
    */
   within<T>(data: AgentJobData, run: () => T): T {
-    return runContext.run({ supervisorId: data.supervisorId }, run);
+    return runContext.run({ recipient: recipientOf(data) }, run);
   }
 
   /** A run of `data`'s agent starts here: its supervisor gets the values it was not sent yet. */
   started(data: AgentJobData): void {
     const key = data.secretsKey;
     if (typeof key !== 'string') return;
-    const { supervisorId } = data;
-    let recipient = this.#recipients.get(supervisorId);
+    const id = recipientOf(data);
+    let recipient = this.#recipients.get(id);
     if (recipient === undefined) {
       if (this.#recipients.size >= MAX_SECRET_SUPERVISORS) this.#forgetOne();
-      recipient = { key, runs: 0, agentId: data.agent.agentId, own: new Outbox(), workerSent: 0 };
-      this.#recipients.set(supervisorId, recipient);
-    } else if (recipient.key !== key) {
-      // Another process under the same id (it cannot be, ids are random): it knows none of them.
-      recipient.key = key;
-      recipient.own.reset();
-      recipient.workerSent = 0;
+      const { supervisorId } = data;
+      recipient = {
+        supervisorId,
+        key,
+        runs: 0,
+        agentId: data.agent.agentId,
+        own: new Outbox(),
+        workerSent: 0,
+      };
+      this.#recipients.set(id, recipient);
     }
     recipient.runs += 1;
     recipient.agentId = data.agent.agentId;
-    this.#send(supervisorId, recipient);
+    this.#send(recipient);
   }
 
   /** The run of `data`'s agent on this worker ended (or parked). */
   ended(data: AgentJobData): void {
-    const recipient = this.#recipients.get(data.supervisorId);
+    const recipient = this.#recipients.get(recipientOf(data));
     if (recipient !== undefined && typeof data.secretsKey === 'string') recipient.runs -= 1;
   }
 
@@ -167,11 +177,11 @@ export class SecretForwarder {
     if (imported === undefined) {
       const values = new Set<string>();
       this.#imports.set(specifier, values);
-      return runContext.run({ supervisorId: context?.supervisorId ?? '', imported: values }, load);
+      return runContext.run({ recipient: context?.recipient ?? '', imported: values }, load);
     }
     // Once the import has run (here, or for another run), its values are this run's too.
     return load().then((loaded) => {
-      if (context !== undefined && imported.size > 0) this.#learnFor(context.supervisorId, [...imported]);
+      if (context !== undefined && imported.size > 0) this.#learnFor(context.recipient, [...imported]);
       return loaded;
     });
   }
@@ -181,30 +191,28 @@ export class SecretForwarder {
     if (sendable.length === 0) return;
     const context = runContext.getStore();
     if (context?.imported !== undefined) for (const value of sendable) context.imported.add(value);
-    if (context === undefined || context.supervisorId === '') {
+    if (context === undefined || context.recipient === '') {
       // The worker's own: every supervisor running an agent here gets it.
       let added = false;
       for (const value of sendable) added = this.#worker.add(value) || added;
       if (!added) return;
-      for (const [supervisorId, recipient] of this.#recipients) {
-        if (recipient.runs > 0) this.#send(supervisorId, recipient);
-      }
+      for (const recipient of this.#recipients.values()) if (recipient.runs > 0) this.#send(recipient);
       return;
     }
-    this.#learnFor(context.supervisorId, sendable);
+    this.#learnFor(context.recipient, sendable);
   }
 
-  /** `values` were registered by a run of `supervisorId`'s (of another worker here, or forgotten: none). */
-  #learnFor(supervisorId: string, values: readonly string[]): void {
-    const recipient = this.#recipients.get(supervisorId);
+  /** `values` were registered by a run of `id`'s (of another worker here, or forgotten: none). */
+  #learnFor(id: string, values: readonly string[]): void {
+    const recipient = this.#recipients.get(id);
     if (recipient === undefined) return;
     let added = false;
     for (const value of values) added = recipient.own.add(value) || added;
-    if (added && recipient.runs > 0) this.#send(supervisorId, recipient);
+    if (added && recipient.runs > 0) this.#send(recipient);
   }
 
   /** Never throws: it runs inside whatever registered the values (a provider being built). */
-  #send(supervisorId: string, recipient: Recipient): void {
+  #send(recipient: Recipient): void {
     const pending = [
       ...this.#worker.values.slice(recipient.workerSent),
       ...recipient.own.values.slice(recipient.own.sent),
@@ -219,15 +227,15 @@ export class SecretForwarder {
         // Not an X25519 key (a foreign job): nothing can be sealed for it.
         return;
       }
-      this.#signals.send(supervisorId, { type: 'secrets', agentId: recipient.agentId, sealed });
+      this.#signals.send(recipient.supervisorId, { type: 'secrets', agentId: recipient.agentId, sealed });
     }
   }
 
   /** Forgets the first supervisor met that runs nothing here (the first met, if all do). */
   #forgetOne(): void {
-    for (const [supervisorId, recipient] of this.#recipients) {
+    for (const [id, recipient] of this.#recipients) {
       if (recipient.runs === 0) {
-        this.#recipients.delete(supervisorId);
+        this.#recipients.delete(id);
         return;
       }
     }

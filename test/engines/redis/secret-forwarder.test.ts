@@ -9,7 +9,7 @@ import { registerReceived, SecretForwarder } from '../../../src/engines/redis/se
 import type { SignalSender } from '../../../src/engines/redis/signals.ts';
 import { WorkerResources } from '../../../src/engines/redis/worker-resources.ts';
 import { registerSecretValues } from '../../../src/journal/redact.ts';
-import type { AgentJobData, WorkerSignal } from '../../../src/protocol/redis.ts';
+import type { AgentJobData, SealedSecrets, WorkerSignal } from '../../../src/protocol/redis.ts';
 import { scratch, stdioEverything } from '../../mcp/helpers.ts';
 import { repoRoot } from './helpers.ts';
 
@@ -23,6 +23,7 @@ function forwarder(): {
   forwarder: SecretForwarder;
   job: (supervisorId: string) => AgentJobData;
   received: (supervisorId: string) => string[];
+  sealedTo: (supervisorId: string) => SealedSecrets[];
 } {
   const keys = new Map<string, SecretKeyPair>();
   const keysOf = (supervisorId: string): SecretKeyPair => {
@@ -33,14 +34,14 @@ function forwarder(): {
     }
     return pair;
   };
-  // Opened as they are sent: a supervisor opens each seal once (a second time is a replay).
-  const opened: [string, string[]][] = [];
+  // Every seal sent, by stream; each opened once with its stream's supervisor's key (a second
+  // opening is a replay), a seal for another key opening to nothing.
+  const sent: [string, SealedSecrets, string[]][] = [];
   const signals = {
     send: (supervisorId: string, signal: WorkerSignal) => {
       if (signal.type !== 'secrets') return;
-      const values = keysOf(supervisorId).openValues(signal.sealed);
-      if (!('values' in values)) throw new Error(`refused: ${values.refused}`);
-      opened.push([supervisorId, values.values]);
+      const opened = keysOf(supervisorId).openValues(signal.sealed);
+      sent.push([supervisorId, signal.sealed, 'values' in opened ? opened.values : []]);
     },
   };
   return {
@@ -51,7 +52,8 @@ function forwarder(): {
         secretsKey: keysOf(supervisorId).publicKey,
         agent: { agentId: `${supervisorId}-agent` },
       }) as unknown as AgentJobData,
-    received: (supervisorId) => opened.flatMap(([to, values]) => (to === supervisorId ? values : [])),
+    received: (supervisorId) => sent.flatMap(([to, , values]) => (to === supervisorId ? values : [])),
+    sealedTo: (supervisorId) => sent.flatMap(([to, sealed]) => (to === supervisorId ? [sealed] : [])),
   };
 }
 
@@ -219,6 +221,34 @@ describe('credentials a redis worker forwards', () => {
       expect(received('tenant-a')).not.toContain(fromElsewhere);
       expect(received('tenant-b')).not.toContain(fromElsewhere);
       expect(received('tenant-b')).not.toContain(aValue);
+    } finally {
+      secrets.close();
+    }
+  });
+
+  it('of a supervisor are not sent to a job naming it with another key', () => {
+    const { forwarder: secrets, job, received, sealedTo } = forwarder();
+    const b = job('tenant-b');
+    const bValue = fresh('tenant-b');
+    // A job someone else added to Redis, naming B, with a key of its own.
+    const thief = new SecretKeyPair();
+    const forged = {
+      ...b,
+      secretsKey: thief.publicKey,
+      agent: { agentId: 'forged' },
+    } as unknown as AgentJobData;
+    try {
+      secrets.within(b, () => {
+        secrets.started(b);
+        registerSecretValues([bValue]);
+      });
+      expect(received('tenant-b')).toContain(bValue);
+      secrets.within(forged, () => secrets.started(forged));
+      const stolen = sealedTo('tenant-b').flatMap((sealed) => {
+        const opened = thief.openValues(sealed);
+        return 'values' in opened ? opened.values : [];
+      });
+      expect(stolen).not.toContain(bValue);
     } finally {
       secrets.close();
     }
