@@ -76,8 +76,9 @@ export interface ToolConfig {
    */
   readonly retry?: RetryPolicy;
   /**
-   * Time limit of one call (each retry on its own), over the tool's own `timeoutMs`; `0` = no
-   * limit. Not for `wait_for_instruction`, whose wait `retry` bounds.
+   * Time limit of one call (each retry on its own), over the tool's own `timeoutMs` (a host
+   * tool's too: the supervisor times its call by it); `0` = no limit. Not for
+   * `wait_for_instruction`, whose wait `retry` bounds.
    * @default the tool's `timeoutMs`, else 600000 (`DEFAULT_TOOL_TIMEOUT_MS`)
    */
   readonly timeoutMs?: number;

@@ -10,6 +10,7 @@
 import { setMaxListeners } from 'node:events';
 import { followSignal } from '../abort.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS, MAX_KEPT_HOST_CALLS } from '../constants.ts';
+import type { AgentDefinition } from '../definition/types.ts';
 import { INTERRUPTED_TOOL_RESULT } from '../journal/constants.ts';
 import { timedOutOutcome, timeoutReason } from '../tools/toolbox.ts';
 import type { ToolOutcome } from '../tools/types.ts';
@@ -124,6 +125,29 @@ export function runHostTool(
   return outcome;
 }
 
+/**
+ * The time limit of a call of host tool `name` by `caller`: its definition's
+ * `toolConfig.<name>.timeoutMs` over the tool's own `timeoutMs`, as for a thread tool
+ * (src/tools/toolbox.ts). The thread's stand-in for the tool is timed by the same definition limit,
+ * so whichever side answers first, the call fails the same way, and the closure's signal aborts.
+ */
+function hostToolTimeout(caller: KnownRecord, name: string, tool: HostTool): number {
+  const toolConfig = definitionOf(caller)?.toolConfig;
+  const config = toolConfig !== undefined && Object.hasOwn(toolConfig, name) ? toolConfig[name] : undefined;
+  return config?.timeoutMs ?? tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+}
+
+/** The definition of a caller that has not ended (an ended one keeps none). */
+function definitionOf(caller: KnownRecord): AgentDefinition | undefined {
+  return isEnded(caller) ? undefined : caller.spec.definition;
+}
+
+/** The name the model knows host tool `name` by (the definition's `toolNameOverrides`). */
+function modelNameOf(caller: KnownRecord, name: string): string {
+  const overrides = definitionOf(caller)?.toolNameOverrides;
+  return (overrides !== undefined && Object.hasOwn(overrides, name) ? overrides[name] : undefined) ?? name;
+}
+
 async function execute(
   ctx: HostToolContext,
   caller: KnownRecord,
@@ -141,7 +165,8 @@ async function execute(
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
         const answer = Promise.resolve(userTool.execute({ ...args }, { agentId, signal: controller.signal }));
-        const timeoutMs = userTool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+        const timeoutMs = hostToolTimeout(caller, name, userTool);
+        const modelName = modelNameOf(caller, name);
         const outcome =
           timeoutMs === 0
             ? await answer
@@ -151,8 +176,8 @@ async function execute(
                   // The same answer as a thread tool's time limit (src/tools/toolbox.ts); settled
                   // before the abort so a tool that rejects on it does not win the race.
                   timer = setTimeout(() => {
-                    resolve(timedOutOutcome(name, timeoutMs));
-                    controller.abort(timeoutReason(name, timeoutMs));
+                    resolve(timedOutOutcome(modelName, timeoutMs));
+                    controller.abort(timeoutReason(modelName, timeoutMs));
                   }, timeoutMs);
                 }),
               ]);

@@ -60,7 +60,8 @@ export interface HostTool {
    * Time limit of one call: then `ctx.signal` aborts with a `TimeoutError` and the call fails with
    * `<tool> did not finish within N ms (its time limit) and was abandoned...`, as a thread tool's
    * does (a tool that ignores the signal runs on, unawaited). An integer from 0 (no limit) to
-   * 2147483647, else `invalid_option` when the Supervisor is built.
+   * 2147483647, else `invalid_option` when the Supervisor is built. A calling agent's definition's
+   * `toolConfig.<tool>.timeoutMs` is used over it, as for a thread tool.
    * @default 600000 (`DEFAULT_TOOL_TIMEOUT_MS`)
    */
   readonly timeoutMs?: number;
