@@ -50,6 +50,7 @@ import {
   type ProviderTimeoutFlags,
   providerTimeoutOptions,
   providerTimeouts,
+  reportUnappliedTimeouts,
 } from './shared/provider-timeouts.ts';
 import { type PreparedSession, prepareResume, prepareRun } from './shared/session.ts';
 
@@ -143,6 +144,7 @@ export async function chat(
     return 1;
   }
   io.stdout(`${info.providerNotice}\n`);
+  if (info.simulated) reportUnappliedTimeouts(io, flags, info.provider, 'simulated');
   // What `troupe resume` says of the journal: a torn line cut, a definition missing or changed.
   for (const line of resumeLines(info)) io.stdout(`${line}\n`);
   // The definition file's own warnings (read leniently, unknown keys), as `troupe run` prints them.

@@ -46,6 +46,7 @@ import {
   type ProviderTimeoutFlags,
   providerTimeoutOptions,
   providerTimeouts,
+  reportUnappliedTimeouts,
 } from './shared/provider-timeouts.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
@@ -121,11 +122,19 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
  * The choice with the time limits of `--request-timeout-ms` / `--idle-timeout-ms` written into a
  * built-in HTTP provider's options (they travel in plan.json to every worker), over the plan's
  * `providerOptions`; the variables only fill what neither names. A module provider and the
- * simulated model are left as they are (their options are their own).
+ * simulated model are left as they are (their options are their own), with a warning naming the
+ * flags or variables that set a limit they do not take.
  */
-function withTimeouts(choice: ProviderChoice, flags: ProviderTimeoutFlags): ProviderChoice {
+function withTimeouts(
+  choice: ProviderChoice,
+  flags: ProviderTimeoutFlags,
+  io: Pick<CliIO, 'stderr'>,
+): ProviderChoice {
   const { config } = choice;
-  if (config.kind !== 'openai' && config.kind !== 'anthropic') return choice;
+  if (config.kind !== 'openai' && config.kind !== 'anthropic') {
+    reportUnappliedTimeouts(io, flags, choice.name, config.kind);
+    return choice;
+  }
   const fromEnv = providerTimeouts({});
   const fromFlags = providerTimeouts(flags, {});
   const options = { ...fromEnv, ...config.options, ...fromFlags };
@@ -157,6 +166,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
       ...(plan.providerOptions === undefined ? {} : { options: plan.providerOptions }),
     }),
     flags,
+    io,
   );
   // Workers of the redis engine read their own environment: the base URL this one names travels
   // in the plan (keys do not).

@@ -26,6 +26,7 @@ import {
   type ProviderTimeoutFlags,
   providerTimeoutOptions,
   providerTimeouts,
+  reportUnappliedTimeouts,
 } from './shared/provider-timeouts.ts';
 import { prepareRun } from './shared/session.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
@@ -101,6 +102,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       permissions: agentPermissions(asked),
       providerTimeouts: providerTimeouts(flags),
     });
+    if (session.info.simulated) reportUnappliedTimeouts(io, flags, session.info.provider, 'simulated');
     const json = flags.json === true;
     setExit(
       await withTelemetry(flags, io, `run ${agent}`, ({ tracing }) =>

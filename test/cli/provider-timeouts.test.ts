@@ -12,7 +12,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readJournal } from '../../src/journal/reader.ts';
 import { PROVIDER_ENV, Project, runCli } from '../fixtures/cli/cli-helpers.ts';
-import { readResults, startCli } from '../run-dir/helpers.ts';
+import { readResults, repoRoot, startCli } from '../run-dir/helpers.ts';
 
 const TIMEOUT_ENV = ['TROUPE_REQUEST_TIMEOUT_MS', 'TROUPE_IDLE_TIMEOUT_MS'];
 
@@ -126,6 +126,38 @@ describe('troupe run with provider time limits', () => {
     expect(readdirSync(project.root)).not.toContain('run.jsonl');
   });
 
+  it('warns, naming the flag, that the simulated model takes no time limit', async () => {
+    const journal = project.path('run.jsonl');
+    const result = await runCli(
+      'run',
+      'reader',
+      '--task',
+      'Read a.txt',
+      '--cwd',
+      project.root,
+      '--journal',
+      journal,
+      '--provider',
+      'simulated',
+      '--request-timeout-ms',
+      '5000',
+    );
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain(
+      'troupe: warning: --request-timeout-ms has no effect: provider simulated is the simulated model, which makes no request to time',
+    );
+  });
+
+  it('warns, naming the variables, when they are set for the simulated model', async () => {
+    process.env.TROUPE_REQUEST_TIMEOUT_MS = '5000';
+    process.env.TROUPE_IDLE_TIMEOUT_MS = '4000';
+    const result = await runCli('run', 'reader', '--task', 'Read a.txt', '--cwd', project.root);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain(
+      'troupe: warning: TROUPE_REQUEST_TIMEOUT_MS and TROUPE_IDLE_TIMEOUT_MS have no effect: provider simulated',
+    );
+  });
+
   it('refuses a flag that is not a positive integer', async () => {
     const result = await runCli(
       'run',
@@ -177,5 +209,36 @@ describe('troupe fanout with provider time limits', () => {
         error: { code: 'timeout', fields: { idleTimeoutMs: 300 } },
       },
     ]);
+  });
+
+  it('warns, naming the flag and the module, that a provider module is left its own time limits', async () => {
+    writeFileSync(
+      project.path('plan.yaml'),
+      [
+        'provider:',
+        `  module: ${path.join(repoRoot, 'test/fixtures/cli/flaky-provider.ts')}`,
+        'providerOptions:',
+        `  markers: ${project.path('markers')}`,
+        'toolModules:',
+        `  - ${path.join(repoRoot, 'test/fixtures/engines/contract-tools.ts')}`,
+        'threads: 1',
+        'runs:',
+        '  - { agent: worker, task: "Do steady." }',
+        '',
+      ].join('\n'),
+    );
+    const run = startCli(['fanout', 'plan.yaml', '--idle-timeout-ms', '300'], {
+      cwd: project.root,
+      env: project.env(),
+    });
+    expect(await run.exited, run.stderr()).toBe(0);
+    expect(run.stderr()).toContain(
+      'troupe: warning: --idle-timeout-ms has no effect: provider flaky-provider is a provider module, whose time limits are its own',
+    );
+    const runs = project.path('.troupe', 'runs');
+    const plan = JSON.parse(
+      readFileSync(path.join(runs, readdirSync(runs)[0] ?? '', 'plan.json'), 'utf8'),
+    ) as { provider: { config: { options?: Record<string, unknown> } } };
+    expect(plan.provider.config.options?.idleTimeoutMs).toBeUndefined();
   });
 });

@@ -9,6 +9,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { describeValue, UserError } from '../../errors.ts';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS } from '../../providers/constants.ts';
 import type { Env } from '../../providers/environment.ts';
+import type { CliIO } from './io.ts';
 
 /** Variable read when `--request-timeout-ms` is not given. */
 export const REQUEST_TIMEOUT_ENV = 'TROUPE_REQUEST_TIMEOUT_MS';
@@ -53,6 +54,57 @@ export function providerTimeouts(flags: ProviderTimeoutFlags, env: Env = process
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
     ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
   };
+}
+
+/**
+ * The settings (`--request-timeout-ms`, else `TROUPE_REQUEST_TIMEOUT_MS`; the same for the idle
+ * limit) that set a time limit: what a warning names when the provider does not take them.
+ */
+export function timeoutSettings(flags: ProviderTimeoutFlags, env: Env = process.env): string[] {
+  const set = (value: string | undefined): boolean => value !== undefined && value.trim() !== '';
+  const named: string[] = [];
+  if (flags.requestTimeoutMs !== undefined) named.push('--request-timeout-ms');
+  else if (set(env[REQUEST_TIMEOUT_ENV])) named.push(REQUEST_TIMEOUT_ENV);
+  if (flags.idleTimeoutMs !== undefined) named.push('--idle-timeout-ms');
+  else if (set(env[IDLE_TIMEOUT_ENV])) named.push(IDLE_TIMEOUT_ENV);
+  return named;
+}
+
+/** The kinds of provider that take no time limit from the command line. */
+export type UntimedProvider = 'simulated' | 'module';
+
+/**
+ * The warning (without `troupe: warning: `) that the time limits `settings` name do not apply to
+ * provider `name`, which is the simulated model or a provider module; undefined when none is set.
+ * The simulated model makes no request to time; a provider module's options are its own (the
+ * plan's `providerOptions`), and troupe cannot tell whether it would heed `timeoutMs`.
+ */
+export function unappliedTimeoutsWarning(
+  settings: readonly string[],
+  name: string,
+  kind: UntimedProvider,
+): string | undefined {
+  if (settings.length === 0) return undefined;
+  const what = settings.join(' and ');
+  const verb = settings.length === 1 ? 'has' : 'have';
+  return kind === 'simulated'
+    ? `${what} ${verb} no effect: provider ${name} is the simulated model, which makes no request to time`
+    : `${what} ${verb} no effect: provider ${name} is a provider module, whose time limits are its own; set them in the plan's providerOptions if its factory reads them`;
+}
+
+/**
+ * Writes {@link unappliedTimeoutsWarning} to stderr (`troupe: warning: ...`) when `flags` or `env`
+ * set a time limit provider `name` does not take.
+ */
+export function reportUnappliedTimeouts(
+  io: Pick<CliIO, 'stderr'>,
+  flags: ProviderTimeoutFlags,
+  name: string,
+  kind: UntimedProvider,
+  env: Env = process.env,
+): void {
+  const warning = unappliedTimeoutsWarning(timeoutSettings(flags, env), name, kind);
+  if (warning !== undefined) io.stderr(`troupe: warning: ${warning}\n`);
 }
 
 function fromEnv(env: Env, name: string): number | undefined {
