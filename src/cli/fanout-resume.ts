@@ -12,19 +12,29 @@ import { printable } from '../run-dir/format.ts';
 import { checkProvider } from '../run-dir/provider-choice.ts';
 import { endOrphans, planResume } from '../run-dir/resume-plan.ts';
 import { RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
-import { runLimitsOf } from '../run-dir/run-plan.ts';
+import { type RunPlan, runLimitsOf } from '../run-dir/run-plan.ts';
 import { recordedSessions } from '../run-dir/summary.ts';
 import { sessionApprover } from './shared/approvers.ts';
 import { checkRedisFlagsUsed, redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
+import { type ProviderTimeoutFlags, withProviderTimeouts } from './shared/provider-timeouts.ts';
 import { type OtlpFlags, withTelemetry } from './shared/telemetry.ts';
 
 /** Options of {@link resumeRunDir}. */
 export interface ResumeRunDirOptions {
   /** Print JSONL events instead of progress. */
   readonly json?: boolean;
-  /** The run's token budget for this session (`--max-run-tokens`; 0 = unlimited). @default plan.json's */
+  /**
+   * The run's token budget (`--max-run-tokens`; 0 = unlimited), from this session on: recorded in
+   * plan.json. @default plan.json's
+   */
   readonly maxRunTokens?: number;
+  /**
+   * `--request-timeout-ms` / `--idle-timeout-ms` of a built-in HTTP provider, over plan.json's
+   * (`TROUPE_REQUEST_TIMEOUT_MS` / `TROUPE_IDLE_TIMEOUT_MS` fill what neither names), from this
+   * session on: recorded in plan.json. @default plan.json's, else the provider's
+   */
+  readonly providerTimeouts?: ProviderTimeoutFlags;
   /** Run again, from their journals, the entries that failed for one of these reasons. */
   readonly retry?: ReadonlySet<FailureReason>;
   /** Redis URL of a run on the redis engine. @default TROUPE_REDIS_URL */
@@ -38,6 +48,20 @@ export interface ResumeRunDirOptions {
 }
 
 /**
+ * plan.json with the limits this session's flags set over the recorded ones (the same object
+ * when they change nothing).
+ */
+function resumedPlan(recorded: RunPlan, options: ResumeRunDirOptions, io: CliIO): RunPlan {
+  let plan = recorded;
+  if (options.maxRunTokens !== undefined && runLimitsOf(plan).maxTotalTokens !== options.maxRunTokens) {
+    plan = { ...plan, runLimits: { ...runLimitsOf(plan), maxTotalTokens: options.maxRunTokens } };
+  }
+  const provider = withProviderTimeouts(plan.provider, options.providerTimeouts ?? {}, io);
+  if (JSON.stringify(provider.config) !== JSON.stringify(plan.provider.config)) plan = { ...plan, provider };
+  return plan;
+}
+
+/**
  * Finishes the run in `dir` and resolves to the exit code (0 every entry completed, 1 some failed,
  * 130 interrupted). Throws UserError `not_a_run_dir` when `dir` holds no fan-out run, and the
  * provider's errors (e.g. `missing_api_key`) before anything runs.
@@ -45,13 +69,7 @@ export interface ResumeRunDirOptions {
 export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io: CliIO): Promise<number> {
   const contents = readRunDir(dir);
   const { paths } = contents;
-  const plan =
-    options.maxRunTokens === undefined
-      ? contents.plan
-      : {
-          ...contents.plan,
-          runLimits: { ...runLimitsOf(contents.plan), maxTotalTokens: options.maxRunTokens },
-        };
+  const plan = resumedPlan(contents.plan, options, io);
   const redisFlags = {
     ...(options.redisUrl === undefined ? {} : { redis: options.redisUrl }),
     ...(options.redisDownTimeoutMs === undefined ? {} : { redisDownTimeoutMs: options.redisDownTimeoutMs }),
@@ -63,6 +81,9 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
   const supervisor = plan.backend === 'redis' ? await redisEngine(redisFlags) : undefined;
   const definitions = await loadAgentDefinitions(plan.agentFiles);
   const writer = RunDirWriter.reopen(paths.root);
+  // What this session runs with is what a later one (and `troupe report`) sees, not the first
+  // session's limits again.
+  if (plan !== contents.plan) writer.rewritePlan(plan);
   const decision = planResume(plan, paths, contents.results, options.retry ? { retry: options.retry } : {});
   for (const change of await changedDefinitions(decision.work, paths, plan.cwd, definitions)) {
     io.stderr(

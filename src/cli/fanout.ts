@@ -16,7 +16,6 @@ import {
   checkProvider,
   chooseProvider,
   defaultModelFor,
-  type ProviderChoice,
   withEnvironmentBaseURL,
 } from '../run-dir/provider-choice.ts';
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
@@ -45,8 +44,7 @@ import {
 import {
   type ProviderTimeoutFlags,
   providerTimeoutOptions,
-  providerTimeouts,
-  reportUnappliedTimeouts,
+  withProviderTimeouts,
 } from './shared/provider-timeouts.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
@@ -118,30 +116,6 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
   });
 }
 
-/**
- * The choice with the time limits of `--request-timeout-ms` / `--idle-timeout-ms` written into a
- * built-in HTTP provider's options (they travel in plan.json to every worker), over the plan's
- * `providerOptions`; the variables only fill what neither names. A module provider and the
- * simulated model are left as they are (their options are their own), with a warning naming the
- * flags or variables that set a limit they do not take.
- */
-function withTimeouts(
-  choice: ProviderChoice,
-  flags: ProviderTimeoutFlags,
-  io: Pick<CliIO, 'stderr'>,
-): ProviderChoice {
-  const { config } = choice;
-  if (config.kind !== 'openai' && config.kind !== 'anthropic') {
-    reportUnappliedTimeouts(io, flags, choice.name, config.kind);
-    return choice;
-  }
-  const fromEnv = providerTimeouts({});
-  const fromFlags = providerTimeouts(flags, {});
-  const options = { ...fromEnv, ...config.options, ...fromFlags };
-  if (Object.keys(options).length === 0) return choice;
-  return { ...choice, config: { ...config, options } };
-}
-
 /** Runs `troupe fanout` and resolves to its exit code. */
 export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): Promise<number> {
   checkRedisFlagsUsed(flags, flags.backend === 'redis', 'add --backend redis');
@@ -159,7 +133,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
   const { plan, definitions } = loaded;
   const asked = commandPermissions(flags);
   reportPermissionWarnings(asked, io);
-  const chosen = withTimeouts(
+  const chosen = withProviderTimeouts(
     chooseProvider({
       ...(flags.provider === undefined ? {} : { flag: flags.provider }),
       ...(plan.provider === undefined ? {} : { plan: plan.provider }),

@@ -22,11 +22,16 @@ import {
   permissionOptions,
   reportPermissionWarnings,
 } from './shared/permission-flags.ts';
-import { providerTimeouts } from './shared/provider-timeouts.ts';
+import {
+  type ProviderTimeoutFlags,
+  providerTimeoutOptions,
+  providerTimeouts,
+  reportUnappliedTimeouts,
+} from './shared/provider-timeouts.ts';
 import { prepareResume } from './shared/session.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
-interface ResumeFlags extends OtlpFlags, PermissionFlags {
+interface ResumeFlags extends OtlpFlags, PermissionFlags, ProviderTimeoutFlags {
   readonly json?: boolean;
   readonly cwd?: string;
   readonly maxRunTokens?: number;
@@ -64,7 +69,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     )
     .option(
       '--max-run-tokens <n>',
-      "a run directory's token budget for this session (default: the run's; 0 = unlimited)",
+      "a run directory's token budget from this session on, recorded in its plan.json (default: the run's; 0 = unlimited)",
       nonNegativeInt,
     )
     .option(
@@ -78,66 +83,78 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     )
     .option('--redis <url>', 'Redis URL of a run made with --backend redis (default: TROUPE_REDIS_URL)')
     .option('--redis-down-timeout-ms <ms>', REDIS_DOWN_TIMEOUT_HELP, redisDownTimeoutMs);
-  permissionOptions(otlpOptions(command)).action(async (target: string, flags: ResumeFlags) => {
-    const path = resolve(target);
-    const json = flags.json === true;
-    const asked = commandPermissions(flags);
-    reportPermissionWarnings(asked, io);
-    if (flags.reason !== undefined && flags.retryFailed !== true) {
-      throw new UserError('invalid_option', '--reason goes with --retry-failed', { option: '--reason' });
-    }
-    if (!existsSync(path)) {
-      // Named for both things resume takes: "a journal file" alone sent people who passed a run
-      // directory's path with a typo looking for a journal.
-      throw new SystemError(
-        'journal_not_found',
-        `Expected a journal file or a run directory at ${path}, found neither`,
-        { path },
-      );
-    }
-    if (statSync(path).isDirectory()) {
-      if (asked.permissions !== undefined || asked.approvalTimeoutMs !== undefined) {
-        throw new UserError(
-          'invalid_option',
-          'Expected only --approve with a run directory: its agents keep the permissions of its plan',
-          { option: 'permissions' },
+  permissionOptions(otlpOptions(providerTimeoutOptions(command))).action(
+    async (target: string, flags: ResumeFlags) => {
+      const path = resolve(target);
+      const json = flags.json === true;
+      const asked = commandPermissions(flags);
+      reportPermissionWarnings(asked, io);
+      if (flags.reason !== undefined && flags.retryFailed !== true) {
+        throw new UserError('invalid_option', '--reason goes with --retry-failed', { option: '--reason' });
+      }
+      if (!existsSync(path)) {
+        // Named for both things resume takes: "a journal file" alone sent people who passed a run
+        // directory's path with a typo looking for a journal.
+        throw new SystemError(
+          'journal_not_found',
+          `Expected a journal file or a run directory at ${path}, found neither`,
+          { path },
         );
       }
-      const retry = flags.retryFailed
-        ? new Set(flags.reason ?? FAILURE_REASONS.filter((reason) => !NOT_RETRIED_BY_DEFAULT.has(reason)))
-        : undefined;
-      const options = {
-        json,
-        ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
-        ...(retry ? { retry } : {}),
-        ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }),
-        ...(flags.redisDownTimeoutMs === undefined ? {} : { redisDownTimeoutMs: flags.redisDownTimeoutMs }),
-        ...(flags.approve === undefined ? {} : { approve: flags.approve }),
-        otlp: flags,
-      };
-      setExit(await resumeRunDir(path, options, io));
-      return;
-    }
-    if (flags.retryFailed) {
-      throw new UserError(
-        'invalid_option',
-        '--retry-failed needs a run directory; a single journal is resumed as it is',
-        { option: '--retry-failed' },
+      if (statSync(path).isDirectory()) {
+        if (asked.permissions !== undefined || asked.approvalTimeoutMs !== undefined) {
+          throw new UserError(
+            'invalid_option',
+            'Expected only --approve with a run directory: its agents keep the permissions of its plan',
+            { option: 'permissions' },
+          );
+        }
+        const retry = flags.retryFailed
+          ? new Set(flags.reason ?? FAILURE_REASONS.filter((reason) => !NOT_RETRIED_BY_DEFAULT.has(reason)))
+          : undefined;
+        const options = {
+          json,
+          ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
+          ...(retry ? { retry } : {}),
+          ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }),
+          ...(flags.redisDownTimeoutMs === undefined ? {} : { redisDownTimeoutMs: flags.redisDownTimeoutMs }),
+          ...(flags.approve === undefined ? {} : { approve: flags.approve }),
+          providerTimeouts: timeoutFlags(flags),
+          otlp: flags,
+        };
+        setExit(await resumeRunDir(path, options, io));
+        return;
+      }
+      if (flags.retryFailed) {
+        throw new UserError(
+          'invalid_option',
+          '--retry-failed needs a run directory; a single journal is resumed as it is',
+          { option: '--retry-failed' },
+        );
+      }
+      const session = await prepareResume({
+        journal: path,
+        ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
+        permissions: agentPermissions(asked),
+        // A journal records no provider options: the flags, else the variables, else the defaults.
+        providerTimeouts: providerTimeouts(flags),
+      });
+      if (session.info.simulated) reportUnappliedTimeouts(io, flags, session.info.provider, 'simulated');
+      setExit(
+        await withTelemetry(flags, io, 'resume', ({ tracing }) =>
+          executeLive(session, io, { json, approve: asked.approve, ...(tracing ? { tracing } : {}) }),
+        ),
       );
-    }
-    const session = await prepareResume({
-      journal: path,
-      ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
-      permissions: agentPermissions(asked),
-      // Only the variables: a journal records no timeouts, and the flags belong to run/chat/fanout.
-      providerTimeouts: providerTimeouts({}),
-    });
-    setExit(
-      await withTelemetry(flags, io, 'resume', ({ tracing }) =>
-        executeLive(session, io, { json, approve: asked.approve, ...(tracing ? { tracing } : {}) }),
-      ),
-    );
-  });
+    },
+  );
+}
+
+/** The time-limit flags alone. */
+function timeoutFlags(flags: ProviderTimeoutFlags): ProviderTimeoutFlags {
+  return {
+    ...(flags.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: flags.requestTimeoutMs }),
+    ...(flags.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: flags.idleTimeoutMs }),
+  };
 }
 
 function nonNegativeInt(value: string): number {

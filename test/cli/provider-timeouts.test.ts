@@ -242,3 +242,51 @@ describe('troupe fanout with provider time limits', () => {
     expect(plan.provider.config.options?.idleTimeoutMs).toBeUndefined();
   });
 });
+
+describe('troupe resume RUN_DIR with provider time limits', () => {
+  it('sets the limits of the resumed session over the recorded ones, and records them for the next', async () => {
+    const baseURL = await startSilentServer();
+    writeFileSync(
+      project.path('plan.yaml'),
+      [
+        'provider: openai',
+        `providerOptions: { baseURL: "${baseURL}", apiKey: k, maxRetries: 0 }`,
+        'model: gpt-4.1-mini',
+        'threads: 1',
+        'runs:',
+        '  - { agent: reader, task: Read a.txt }',
+        '',
+      ].join('\n'),
+    );
+    const runDir = project.path('run');
+    const first = startCli(['fanout', 'plan.yaml', '--out', runDir, '--idle-timeout-ms', '300'], {
+      cwd: project.root,
+      env: project.env(),
+    });
+    expect(await first.exited).toBe(1);
+    const planOf = () =>
+      JSON.parse(readFileSync(path.join(runDir, 'plan.json'), 'utf8')) as {
+        provider: { config: { options: Record<string, unknown> } };
+      };
+    expect(planOf().provider.config.options).toMatchObject({ idleTimeoutMs: 300 });
+
+    const resumed = startCli(
+      ['resume', runDir, '--retry-failed', '--idle-timeout-ms', '200', '--request-timeout-ms', '90000'],
+      { cwd: project.root, env: project.env() },
+    );
+    expect(await resumed.exited, resumed.stderr()).toBe(1);
+    const retried = readResults(path.join(runDir, 'results.jsonl'));
+    expect(retried.at(-1)).toMatchObject({
+      status: 'failed',
+      error: { code: 'timeout', fields: { idleTimeoutMs: 200 } },
+    });
+    expect(planOf().provider.config.options).toMatchObject({ idleTimeoutMs: 200, timeoutMs: 90000 });
+
+    // A later resume without the flags runs with what the last session used.
+    const again = startCli(['resume', runDir, '--retry-failed'], { cwd: project.root, env: project.env() });
+    expect(await again.exited, again.stderr()).toBe(1);
+    expect(readResults(path.join(runDir, 'results.jsonl')).at(-1)).toMatchObject({
+      error: { code: 'timeout', fields: { idleTimeoutMs: 200 } },
+    });
+  });
+});

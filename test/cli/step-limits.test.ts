@@ -188,6 +188,11 @@ describe('troupe fanout against a model that always calls a tool', () => {
     await raised.exited;
     expect(server.requests()).toBeGreaterThan(requestsBefore);
     expect(raised.stdout()).toContain('"runLimits":{"maxTotalTokens":0,"maxCostUsd":0}');
+    // Recorded: a later resume (and the summary) see the budget this session ran with.
+    const recorded = JSON.parse(readFileSync(path.join(runDir, 'plan.json'), 'utf8')) as RunSummary;
+    expect(recorded.runLimits).toEqual({ maxTotalTokens: 0, maxCostUsd: 0 });
+    const after = JSON.parse(readFileSync(path.join(runDir, 'summary.json'), 'utf8')) as RunSummary;
+    expect(after.runLimits).toEqual({ maxTotalTokens: 0, maxCostUsd: 0 });
   });
 
   it('says at the start that a cost budget cannot be enforced for a model without a price, and reports its cost as unknown', async () => {

@@ -9,6 +9,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { describeValue, UserError } from '../../errors.ts';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS } from '../../providers/constants.ts';
 import type { Env } from '../../providers/environment.ts';
+import type { ProviderChoice } from '../../run-dir/provider-choice.ts';
 import type { CliIO } from './io.ts';
 
 /** Variable read when `--request-timeout-ms` is not given. */
@@ -105,6 +106,32 @@ export function reportUnappliedTimeouts(
 ): void {
   const warning = unappliedTimeoutsWarning(timeoutSettings(flags, env), name, kind);
   if (warning !== undefined) io.stderr(`troupe: warning: ${warning}\n`);
+}
+
+/**
+ * The choice with the time limits of `--request-timeout-ms` / `--idle-timeout-ms` written into a
+ * built-in HTTP provider's options (they travel in plan.json to every worker), over the plan's
+ * `providerOptions` (`troupe fanout`) or those plan.json recorded (`troupe resume RUN_DIR`); the
+ * variables only fill what neither names. A module provider and the
+ * simulated model are left as they are (their options are their own), with a warning naming the
+ * flags or variables that set a limit they do not take.
+ */
+export function withProviderTimeouts(
+  choice: ProviderChoice,
+  flags: ProviderTimeoutFlags,
+  io: Pick<CliIO, 'stderr'>,
+  env: Env = process.env,
+): ProviderChoice {
+  const { config } = choice;
+  if (config.kind !== 'openai' && config.kind !== 'anthropic') {
+    reportUnappliedTimeouts(io, flags, choice.name, config.kind, env);
+    return choice;
+  }
+  const fromEnv = providerTimeouts({}, env);
+  const fromFlags = providerTimeouts(flags, {});
+  const options = { ...fromEnv, ...config.options, ...fromFlags };
+  if (Object.keys(options).length === 0) return choice;
+  return { ...choice, config: { ...config, options } };
 }
 
 function fromEnv(env: Env, name: string): number | undefined {
