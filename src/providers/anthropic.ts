@@ -274,12 +274,12 @@ export class AnthropicProvider implements Provider {
       finished = accumulator.finish();
     } catch (error) {
       // `message_start` reported the input before the stream broke: that count is kept.
-      const reported = plausibleUsage(accumulator.usage, request);
+      const reported = plausibleUsage(accumulator.usage, request, ctx.outputChars());
       const partial = failedAttemptUsage(reported, estimateTokens(ctx.outputChars()));
       if (partial !== undefined) ctx.reportFailedAttemptUsage(partial);
       throw error;
     }
-    const usage = completeUsage(plausibleUsage(accumulator.usage, request), {
+    const usage = completeUsage(plausibleUsage(accumulator.usage, request, ctx.outputChars()), {
       inputTokens: request.estimatedInputTokens,
       outputTokens: estimateTokens(ctx.outputChars()),
     });

@@ -32,6 +32,19 @@ export const INPUT_TOKEN_OVERHEAD = 4096;
  * count cannot be true and is read as no count, like an input above {@link INPUT_TOKEN_OVERHEAD}.
  */
 export const OUTPUT_TOKEN_SLACK = 1024;
+/**
+ * Tokens one streamed output character (a UTF-16 code unit) may hold: its UTF-8 bytes, at most 3,
+ * since every token of a byte-level tokenizer covers at least one byte. A request without an output
+ * cap bounds its output count by what streamed at this rate (see `uncappedOutputBound`).
+ */
+export const MAX_TOKENS_PER_OUTPUT_CHAR = 3;
+/**
+ * Output tokens a request without an output cap may count beyond what it streamed, for reasoning
+ * its server reports (`completion_tokens_details.reasoning_tokens`) but never streams: OpenAI's
+ * reasoning models think in hidden tokens, at most 128,000 a request. Only as much as the reported
+ * reasoning count is allowed, up to this.
+ */
+export const HIDDEN_REASONING_TOKEN_ALLOWANCE = 131_072;
 /** Retries after the first attempt of a model request. */
 export const DEFAULT_MAX_RETRIES = 2;
 /** First backoff delay; doubles with every retry. */

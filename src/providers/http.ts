@@ -85,8 +85,8 @@ export interface HttpRequest {
   readonly maxInputTokens: number;
   /**
    * The most output tokens the server can truly have counted when the request capped its output:
-   * the cap plus {@link OUTPUT_TOKEN_SLACK}. Undefined without a cap (hidden reasoning tokens are
-   * counted but never streamed, so nothing else bounds them).
+   * the cap plus {@link OUTPUT_TOKEN_SLACK}. Undefined without a cap: the output count is then
+   * bounded by what streamed (`uncappedOutputBound` in receipt.ts).
    */
   readonly maxOutputTokens: number | undefined;
 }

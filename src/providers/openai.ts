@@ -239,12 +239,12 @@ export class OpenAIProvider implements Provider {
       finished = accumulator.finish(complete);
     } catch (error) {
       // Usage the server sent before the stream broke (its last chunk, then no `[DONE]`) is kept.
-      const reported = plausibleUsage(accumulator.usage, request);
+      const reported = plausibleUsage(accumulator.usage, request, ctx.outputChars());
       const partial = failedAttemptUsage(reported, estimateTokens(ctx.outputChars()));
       if (partial !== undefined) ctx.reportFailedAttemptUsage(partial);
       throw error;
     }
-    const usage = completeUsage(plausibleUsage(accumulator.usage, request), {
+    const usage = completeUsage(plausibleUsage(accumulator.usage, request, ctx.outputChars()), {
       inputTokens: request.estimatedInputTokens,
       outputTokens: estimateTokens(ctx.outputChars()),
     });

@@ -1,5 +1,10 @@
 /** Accumulates a turn's receipt over its model requests. */
-import { RETRY_LOG_MAX } from './constants.ts';
+import {
+  HIDDEN_REASONING_TOKEN_ALLOWANCE,
+  MAX_TOKENS_PER_OUTPUT_CHAR,
+  OUTPUT_TOKEN_SLACK,
+  RETRY_LOG_MAX,
+} from './constants.ts';
 import { costOf, type ModelPrice } from './pricing.ts';
 import type { Receipt, RetryRecord, Usage, UsageSide } from './types.ts';
 
@@ -57,21 +62,37 @@ export function mergeUsage(
 }
 
 /**
+ * The most output tokens a request without an output cap can truly have counted, having streamed
+ * `outputChars` characters (text, reasoning, tool arguments): {@link MAX_TOKENS_PER_OUTPUT_CHAR}
+ * per character plus {@link OUTPUT_TOKEN_SLACK}, plus the hidden reasoning its server reports, up
+ * to {@link HIDDEN_REASONING_TOKEN_ALLOWANCE}.
+ */
+export function uncappedOutputBound(outputChars: number, reportedReasoningTokens: number): number {
+  return (
+    outputChars * MAX_TOKENS_PER_OUTPUT_CHAR +
+    OUTPUT_TOKEN_SLACK +
+    Math.min(reportedReasoningTokens, HIDDEN_REASONING_TOKEN_ALLOWANCE)
+  );
+}
+
+/**
  * `reported` with a count the request could not have had (an input above `maxInputTokens`, an
- * output above `maxOutputTokens`: see `HttpRequest`) left unreadable, so it is estimated like a
- * missing one instead of spending budgets on a lie. Its cached or reasoning share goes with it.
+ * output above `maxOutputTokens` or, for a request without an output cap, above
+ * {@link uncappedOutputBound} of the `outputChars` it streamed: see `HttpRequest`) left unreadable,
+ * so it is estimated like a missing one instead of spending budgets on a lie. Its cached or
+ * reasoning share goes with it.
  */
 export function plausibleUsage(
   reported: ReportedUsage | undefined,
   bounds: { readonly maxInputTokens: number; readonly maxOutputTokens: number | undefined },
+  outputChars: number,
 ): ReportedUsage | undefined {
   if (reported === undefined) return undefined;
   const { inputTokens, outputTokens } = reported;
   const badInput = inputTokens !== undefined && inputTokens > bounds.maxInputTokens;
   const badOutput =
     outputTokens !== undefined &&
-    bounds.maxOutputTokens !== undefined &&
-    outputTokens > bounds.maxOutputTokens;
+    outputTokens > (bounds.maxOutputTokens ?? uncappedOutputBound(outputChars, reported.reasoningTokens));
   if (!badInput && !badOutput) return reported;
   return {
     inputTokens: badInput ? undefined : inputTokens,

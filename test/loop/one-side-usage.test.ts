@@ -99,7 +99,13 @@ const PROVIDERS = {
     server: openAIServer,
     provider: (url: string): Provider =>
       new OpenAIProvider({ baseURL: `${url}/v1`, apiKey: 'k', maxRetries: 0 }),
-    usage: (input: unknown, output: unknown) => ({ prompt_tokens: input, completion_tokens: output }),
+    // Reported as hidden reasoning: without an output cap, an output count beyond what streamed is
+    // taken only for the reasoning the server says it did (test/providers/usage-lies.test.ts).
+    usage: (input: unknown, output: unknown) => ({
+      prompt_tokens: input,
+      completion_tokens: output,
+      completion_tokens_details: { reasoning_tokens: output },
+    }),
   },
   anthropic: {
     model: 'claude-sonnet-4-6',
@@ -169,8 +175,8 @@ describe('a server that reports one side of the usage unreadably', () => {
       expect(Number.isSafeInteger(outcome.usage.outputTokens)).toBe(true);
     });
 
-    // 9,000: within Anthropic's output cap (8,192 plus OUTPUT_TOKEN_SLACK); a count above a
-    // request's cap is refused (test/providers/usage-lies.test.ts).
+    // 9,000: within Anthropic's output cap (8,192 plus OUTPUT_TOKEN_SLACK), and OpenAI's hidden
+    // reasoning allowance; a count above a request's cap is refused (test/providers/usage-lies.test.ts).
     it(`${name}: the token budget counts the reported side (input "NaN", 9,000 out)`, async () => {
       const { outcome, receipts } = await agentAgainst(name, 'NaN', 9_000, 8_000);
       expect(outcome).toMatchObject({ status: 'failed', reason: 'budget', error: { code: 'token_budget' } });

@@ -11,7 +11,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { AnthropicProvider } from '../../src/providers/anthropic.ts';
 import {
   DEFAULT_ANTHROPIC_MAX_TOKENS,
+  HIDDEN_REASONING_TOKEN_ALLOWANCE,
   INPUT_TOKEN_OVERHEAD,
+  MAX_TOKENS_PER_OUTPUT_CHAR,
   OUTPUT_TOKEN_SLACK,
 } from '../../src/providers/constants.ts';
 import { OpenAIProvider } from '../../src/providers/openai.ts';
@@ -224,13 +226,46 @@ describe('usage a server lies about', () => {
     }
   });
 
-  it('openai: without an output cap an output count is taken as reported (hidden reasoning is never streamed)', async () => {
-    server = await startServer((_req, res) =>
-      openAIAnswer(res, { prompt_tokens: 12, completion_tokens: 50_000 }),
-    );
-    const provider = new OpenAIProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
-    const [usage] = usagesOf(await collect(provider.turn(turnRequest())));
-    expect(usage).toMatchObject({ inputTokens: 12, outputTokens: 50_000 });
+  // Without a cap, 1e15 output tokens for 'hi' were taken and spent any budget in one step. What
+  // streamed bounds the count: 3 tokens a character (2 here) plus OUTPUT_TOKEN_SLACK, plus the
+  // hidden reasoning the server reports, up to HIDDEN_REASONING_TOKEN_ALLOWANCE.
+  it('openai: without an output cap an output count above what streamed (and its reported hidden reasoning) is estimated', async () => {
+    const streamed = 2 * MAX_TOKENS_PER_OUTPUT_CHAR + OUTPUT_TOKEN_SLACK;
+    const cases: readonly [output: number, reasoning: number, kept: boolean][] = [
+      [streamed, 0, true],
+      [streamed + 1, 0, false],
+      [1e15, 0, false],
+      // A reasoning model's hidden thinking: counted, never streamed.
+      [50_000, 49_998, true],
+      [streamed + HIDDEN_REASONING_TOKEN_ALLOWANCE, 1e15, true],
+      [streamed + HIDDEN_REASONING_TOKEN_ALLOWANCE + 1, 1e15, false],
+      [1e15, 1e15, false],
+    ];
+    for (const [output, reasoning, kept] of cases) {
+      server = await startServer((_req, res) =>
+        openAIAnswer(res, {
+          prompt_tokens: 12,
+          completion_tokens: output,
+          completion_tokens_details: { reasoning_tokens: reasoning },
+        }),
+      );
+      const provider = new OpenAIProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+      const [usage] = usagesOf(await collect(provider.turn(turnRequest())));
+      if (kept) {
+        expect(usage, `${output} ${reasoning}`).toMatchObject({ inputTokens: 12, outputTokens: output });
+        expect(usage?.estimated).toBeUndefined();
+      } else {
+        expect(usage, `${output} ${reasoning}`).toMatchObject({
+          inputTokens: 12,
+          outputTokens: 1,
+          reasoningTokens: 0,
+          estimated: true,
+          estimatedSide: 'output',
+        });
+      }
+      await server.close();
+      server = undefined;
+    }
   });
 
   it('openai: cached input is at most the input, reasoning at most the output', async () => {
