@@ -218,11 +218,14 @@ export class OpenAIProvider implements Provider {
     };
     const accumulator = new ChatStreamAccumulator(origin);
     let complete = false;
+    /** A whole JSON body was read: its usage is the server's final count, whatever happens next. */
+    let whole = false;
     await refuseForeignAnswer(response, origin);
     let finished: ReturnType<ChatStreamAccumulator['finish']>;
     try {
       if (isJsonResponse(response)) {
         const body = await readJsonBody(response, origin, reading);
+        whole = true;
         accumulator.push(completionAsChunk(body), ctx);
         complete = true;
       } else {
@@ -240,7 +243,14 @@ export class OpenAIProvider implements Provider {
     } catch (error) {
       // Usage the server sent before the stream broke (its last chunk, then no `[DONE]`) is kept.
       const reported = plausibleUsage(accumulator.usage, request, ctx.outputChars());
-      const partial = failedAttemptUsage(reported, estimateTokens(ctx.outputChars()));
+      // A whole body cut at maxOutputChars: the server produced (and bills) all of it, and its
+      // count is final, so it is charged as reported; the receipt's errorCode says it was cut.
+      const partial = whole
+        ? completeUsage(reported, {
+            inputTokens: request.estimatedInputTokens,
+            outputTokens: estimateTokens(ctx.outputChars()),
+          })
+        : failedAttemptUsage(reported, estimateTokens(ctx.outputChars()));
       if (partial !== undefined) ctx.reportFailedAttemptUsage(partial);
       throw error;
     }

@@ -145,8 +145,10 @@ class TurnExchange implements ExchangeContext {
   }
 
   emit(event: StreamEvent): void {
-    this.emittedChars += event.text.length;
+    // Counted as emitted only once it passed the output bound: the delta that overflows it never
+    // reaches the consumer, so its characters are output the loop did not see (keptOutputChars).
     this.countOutput(event.text.length);
+    this.emittedChars += event.text.length;
     this.emitted += 1;
     this.#queue.push(event);
   }

@@ -1,0 +1,99 @@
+/**
+ * A response troupe cuts at `maxOutputChars` (`response_too_large`) is charged for what its server
+ * produced: a whole (non-streamed) body's usage is the server's final count, taken as reported and
+ * journalled with the request's `errorCode`; a streamed one without usage is estimated from every
+ * character that arrived, the chunk that passed the bound included. Before, the body's count was
+ * marked estimated and counted again from the text the loop had seen (none: the one chunk was the
+ * cut one), so the request was charged 0 output tokens, and a stream's last chunk was never counted.
+ */
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryJournal } from '../../src/journal/sink.ts';
+import { runAgent } from '../../src/loop/run-agent.ts';
+import { OpenAIProvider } from '../../src/providers/openai.ts';
+import { makeDefinition } from '../prompt/make-definition.ts';
+import { eventsOf, tempDir } from './helpers.ts';
+
+let server: Server | undefined;
+
+async function closeServer(): Promise<void> {
+  const running = server;
+  server = undefined;
+  if (!running) return;
+  running.closeAllConnections();
+  await new Promise<void>((resolve) => running.close(() => resolve()));
+}
+afterEach(closeServer);
+
+async function listen(answer: (res: ServerResponse) => void): Promise<string> {
+  await closeServer();
+  server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => answer(res));
+  });
+  await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+}
+
+/** Distinct words, so every chunk is many tokens whatever the tokenizer. */
+const WORDS = Array.from({ length: 200 }, (_, index) => `w${index}`).join(' ');
+
+async function cutAgent(answer: (res: ServerResponse) => void, stream: boolean) {
+  const baseURL = await listen(answer);
+  const journal = new MemoryJournal();
+  const outcome = await runAgent({
+    agentId: 'a',
+    definition: makeDefinition(),
+    task: 'hello',
+    provider: new OpenAIProvider({ baseURL, apiKey: 'k', maxRetries: 0, maxOutputChars: 150, stream }),
+    model: 'gpt-4.1-mini',
+    cwd: tempDir(),
+    journal,
+    systemPrompt: 'S',
+  });
+  return { outcome, events: eventsOf(journal.events, 'ProviderReceipt') };
+}
+
+describe('a response cut at maxOutputChars', () => {
+  it('a whole body is charged the usage its server reported, journalled with the errorCode', async () => {
+    const { outcome, events } = await cutAgent((res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          choices: [{ index: 0, message: { role: 'assistant', content: WORDS }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 40, completion_tokens: 333 },
+        }),
+      );
+    }, false);
+    expect(outcome).toMatchObject({ status: 'failed', error: { code: 'response_too_large' } });
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ errorCode: 'response_too_large' });
+    expect(events[0]?.receipt.usage).toEqual({
+      inputTokens: 40,
+      outputTokens: 333,
+      cachedInputTokens: 0,
+      reasoningTokens: 0,
+    });
+    expect(outcome.usage).toMatchObject({ inputTokens: 40, outputTokens: 333 });
+  });
+
+  it('a stream without usage is estimated from every character that arrived, the cut chunk included', async () => {
+    const chunk = WORDS.slice(0, 100);
+    const answer = (chunks: number) => (res: ServerResponse) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (let index = 0; index < chunks; index += 1)
+        res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: chunk } }] })}\n\n`);
+      res.end('data: [DONE]\n\n');
+    };
+    // Cut at the second chunk: 200 characters arrived.
+    const cut = await cutAgent(answer(10), true);
+    expect(cut.outcome).toMatchObject({ status: 'failed', error: { code: 'response_too_large' } });
+    const charged = cut.events[0]?.receipt.usage.outputTokens ?? 0;
+    // One chunk seen, the other not: more than the one chunk the loop saw.
+    const { events: one } = await cutAgent(answer(1), true);
+    const oneChunk = one[0]?.receipt.usage.outputTokens ?? 0;
+    expect(oneChunk).toBeGreaterThan(0);
+    expect(charged).toBeGreaterThanOrEqual(oneChunk + Math.ceil(chunk.length / 4));
+  });
+});
