@@ -259,9 +259,12 @@ export class AnthropicProvider implements Provider {
     const accumulator = new MessagesStreamAccumulator(origin);
     await refuseForeignAnswer(response, origin);
     let finished: ReturnType<MessagesStreamAccumulator['finish']>;
+    /** A whole JSON body was read: its usage is the server's final count, whatever happens next. */
+    let whole = false;
     try {
       if (isJsonResponse(response)) {
         const body = await readJsonBody(response, origin, reading);
+        whole = true;
         for (const event of messageAsEvents(body)) accumulator.push(event, ctx);
       } else {
         if (response.body === null)
@@ -273,9 +276,16 @@ export class AnthropicProvider implements Provider {
       }
       finished = accumulator.finish();
     } catch (error) {
-      // `message_start` reported the input before the stream broke: that count is kept.
+      // `message_start` reported the input before the stream broke: that count is kept. A whole
+      // body cut at maxOutputChars carries its final usage (in its replayed message_start): the
+      // server produced and bills all of it, so it is charged as reported.
       const reported = plausibleUsage(accumulator.usage, request, ctx.outputChars());
-      const partial = failedAttemptUsage(reported, estimateTokens(ctx.outputChars()));
+      const partial = whole
+        ? completeUsage(reported, {
+            inputTokens: request.estimatedInputTokens,
+            outputTokens: estimateTokens(ctx.outputChars()),
+          })
+        : failedAttemptUsage(reported, estimateTokens(ctx.outputChars()));
       if (partial !== undefined) ctx.reportFailedAttemptUsage(partial);
       throw error;
     }

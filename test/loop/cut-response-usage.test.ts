@@ -1,6 +1,6 @@
 /**
  * A response troupe cuts at `maxOutputChars` (`response_too_large`) is charged for what its server
- * produced: a whole (non-streamed) body's usage is the server's final count, taken as reported and
+ * produced: a whole (non-streamed) body's usage (OpenAI's and Anthropic's) is the server's final count, taken as reported and
  * journalled with the request's `errorCode`; a streamed one without usage is estimated from every
  * character that arrived, the chunk that passed the bound included. Before, the body's count was
  * marked estimated and counted again from the text the loop had seen (none: the one chunk was the
@@ -11,7 +11,9 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryJournal } from '../../src/journal/sink.ts';
 import { runAgent } from '../../src/loop/run-agent.ts';
+import { AnthropicProvider } from '../../src/providers/anthropic.ts';
 import { OpenAIProvider } from '../../src/providers/openai.ts';
+import type { Provider } from '../../src/providers/types.ts';
 import { makeDefinition } from '../prompt/make-definition.ts';
 import { eventsOf, tempDir } from './helpers.ts';
 
@@ -39,15 +41,19 @@ async function listen(answer: (res: ServerResponse) => void): Promise<string> {
 /** Distinct words, so every chunk is many tokens whatever the tokenizer. */
 const WORDS = Array.from({ length: 200 }, (_, index) => `w${index}`).join(' ');
 
-async function cutAgent(answer: (res: ServerResponse) => void, stream: boolean) {
+async function cutAgent(answer: (res: ServerResponse) => void, stream: boolean, anthropic = false) {
   const baseURL = await listen(answer);
   const journal = new MemoryJournal();
+  const options = { apiKey: 'k', maxRetries: 0, maxOutputChars: 150, stream };
+  const provider: Provider = anthropic
+    ? new AnthropicProvider({ ...options, baseURL: baseURL.replace(/\/v1$/, '') })
+    : new OpenAIProvider({ ...options, baseURL });
   const outcome = await runAgent({
     agentId: 'a',
     definition: makeDefinition(),
     task: 'hello',
-    provider: new OpenAIProvider({ baseURL, apiKey: 'k', maxRetries: 0, maxOutputChars: 150, stream }),
-    model: 'gpt-4.1-mini',
+    provider,
+    model: anthropic ? 'claude-sonnet-4-6' : 'gpt-4.1-mini',
     cwd: tempDir(),
     journal,
     systemPrompt: 'S',
@@ -76,6 +82,34 @@ describe('a response cut at maxOutputChars', () => {
       reasoningTokens: 0,
     });
     expect(outcome.usage).toMatchObject({ inputTokens: 40, outputTokens: 333 });
+  });
+
+  it('anthropic: a whole body is charged the usage its server reported too', async () => {
+    const { outcome, events } = await cutAgent(
+      (res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            id: 'm',
+            type: 'message',
+            role: 'assistant',
+            content: [{ type: 'text', text: WORDS }],
+            stop_reason: 'end_turn',
+            usage: { input_tokens: 40, output_tokens: 333 },
+          }),
+        );
+      },
+      false,
+      true,
+    );
+    expect(outcome).toMatchObject({ status: 'failed', error: { code: 'response_too_large' } });
+    expect(events[0]).toMatchObject({ errorCode: 'response_too_large' });
+    expect(events[0]?.receipt.usage).toEqual({
+      inputTokens: 40,
+      outputTokens: 333,
+      cachedInputTokens: 0,
+      reasoningTokens: 0,
+    });
   });
 
   it('a stream without usage is estimated from every character that arrived, the cut chunk included', async () => {
