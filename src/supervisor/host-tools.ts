@@ -164,9 +164,9 @@ async function execute(
       const unfollow = followSignal(endedSignal(caller), controller);
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
-        const answer = Promise.resolve(userTool.execute({ ...args }, { agentId, signal: controller.signal }));
         const timeoutMs = hostToolTimeout(caller, name, userTool);
         const modelName = modelNameOf(caller, name);
+        const answer = Promise.resolve(userTool.execute({ ...args }, { agentId, signal: controller.signal }));
         const outcome =
           timeoutMs === 0
             ? await answer

@@ -75,6 +75,9 @@ describe('runHostTool', () => {
   function context(execute: () => Promise<string>) {
     const caller = {
       handle: { id: 'agent-1', result: new Promise(() => {}) },
+      state: 'running',
+      // No definition yet: the host tool's own time limit applies.
+      spec: { definition: undefined },
     } as unknown as KnownRecord;
     const ctx: HostToolContext = {
       hostTools: { gate: { description: 'gate', parameters: { type: 'object' }, execute } },
