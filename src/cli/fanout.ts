@@ -179,11 +179,13 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
     flags.out === undefined ? defaultRunDir(cwd, runPlan.runId) : resolve(flags.out),
     runPlan,
   );
+  // The plan as written: a tasks file's rows are read from the run directory's copy from now on.
+  const stored = writer.plan ?? runPlan;
   const { exitCode } = await withTelemetry(flags, io, runPlan.name ?? 'fanout', (tracing) =>
     executeSession({
-      plan: runPlan,
+      plan: stored,
       writer,
-      work: runPlan.runs.map((run) => ({ run, agentId: run.agentId, attempt: 1, resume: false })),
+      work: stored.runs.map((run) => ({ run, agentId: run.agentId, attempt: 1, resume: false })),
       kind: 'fanout',
       definitions,
       json: flags.json === true,

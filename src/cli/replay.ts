@@ -67,10 +67,11 @@ export async function replay(source: string, flags: ReplayFlags, io: CliIO): Pro
     flags.out === undefined ? defaultRunDir(cwd, plan.runId) : resolve(flags.out),
     plan,
   );
+  const stored = writer.plan ?? plan;
   const { exitCode } = await executeSession({
-    plan,
+    plan: stored,
     writer,
-    work: plan.runs.map((run) => ({ run, agentId: run.agentId, attempt: 1, resume: false })),
+    work: stored.runs.map((run) => ({ run, agentId: run.agentId, attempt: 1, resume: false })),
     kind: 'replay',
     definitions,
     json: flags.json === true,

@@ -16,6 +16,7 @@ import { runSummaryOf } from '../run-dir/report-text.ts';
 import { deliveredText, latestByIndex, type ResultLine } from '../run-dir/results.ts';
 import { journalFile, type RunDirContents, readRunDir } from '../run-dir/run-dir.ts';
 import type { PlannedRun } from '../run-dir/run-plan.ts';
+import { inputsOf } from '../run-dir/task-rows.ts';
 import { diffToolCalls, type ToolCallDiff, toolCallsOf } from './tool-calls.ts';
 
 /** How an item ended in one run. */
@@ -272,6 +273,7 @@ function compareItem(
   const sideA = left === undefined ? undefined : itemSide(left);
   const sideB = right === undefined ? undefined : itemSide(right);
   const run = (left ?? right)?.run;
+  const of = left === undefined ? b : a;
   const outcome = outcomeChange(sideA, sideB);
   const names = new Set([...Object.keys(sideA?.scores ?? {}), ...Object.keys(sideB?.scores ?? {})]);
   const scores: Record<string, ScoreDelta> = {};
@@ -292,7 +294,7 @@ function compareItem(
   return {
     key,
     ...(run?.label === undefined ? {} : { id: run.label }),
-    task: run?.task ?? '',
+    task: run === undefined ? '' : inputsOf(of.plan, of.paths.root, run).task,
     ...(sideA === undefined ? {} : { a: sideA }),
     ...(sideB === undefined ? {} : { b: sideB }),
     outcome,

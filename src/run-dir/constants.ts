@@ -43,6 +43,9 @@ export const SHOW_TEXT_LINES = 12;
 /** Agents with their own bar in the HTML report's token and cost charts; the rest are summed. */
 export const REPORT_CHART_AGENTS = 40;
 
+/** A run directory's copy of the rows of its tasks file (src/run-dir/task-rows.ts). */
+export const TASK_ROWS_FILE = 'tasks.jsonl';
+
 /** Version of the run directory format (`plan.json`, `results.jsonl`, `summary.json`). */
 export const RUN_DIR_FORMAT = 1;
 

@@ -1,28 +1,27 @@
 /**
  * The tasks file of a benchmark-harness plan: JSONL, one `{task, context?, metadata?, id?, expected?, modelSettings?}` object
  * per line, blank lines skipped, `\n` or `\r\n` line ends, a byte order mark ignored. Problems carry
- * the tasks file's own line numbers.
+ * the tasks file's own line numbers. The file is read a chunk at a time and every line checked,
+ * but a row's task, context, metadata and expected value are not kept: the plan holds where the
+ * line is, and they are read from there when needed (task-rows.ts).
  */
 import { suggestion } from '../definition/fields.ts';
 import { memberPath } from '../member-path.ts';
 import { readModelSettings } from '../providers/model-settings.ts';
 import { TASK_LINE_KEYS } from './constants.ts';
 import { expected, type PlanProblems } from './plan-problems.ts';
-import type { PlanRun } from './plan-types.ts';
+import type { StoredPlanRun } from './plan-types.ts';
+import { contextOf, type FileLine, lineContent } from './task-rows.ts';
 
 /** A task line before it gets its agent and index. */
-export type TaskLine = Omit<PlanRun, 'agent' | 'index'>;
+export type TaskLine = Omit<StoredPlanRun, 'agent' | 'index'>;
 
-/** Parses tasks JSONL `text` read from `file`; problems go to `problems`. */
-export function parseTasksJsonl(text: string, file: string, problems: PlanProblems): TaskLine[] {
+/** Checks the tasks JSONL `lines` read from `file`; problems go to `problems`. */
+export function parseTasksJsonl(lines: Iterable<FileLine>, file: string, problems: PlanProblems): TaskLine[] {
   const tasks: TaskLine[] = [];
-  const lines = text.split('\n');
   let first = true;
-  for (const [offset, raw] of lines.entries()) {
-    const line = offset + 1;
-    // A byte order mark (a file saved "UTF-8 with BOM" by Excel, Notepad or PowerShell, or one of
-    // several such files concatenated) is no part of the JSON; JSON.parse refuses it.
-    const content = raw.replace(/^\uFEFF/, '').replace(/\r$/, '');
+  for (const { number: line, offset, length, text } of lines) {
+    const content = lineContent(text);
     if (content.trim() === '') continue;
     const at = (key?: string) => ({ line, column: columnOf(content, key) });
     let value: unknown;
@@ -62,7 +61,7 @@ export function parseTasksJsonl(text: string, file: string, problems: PlanProble
         ok = false;
       }
     }
-    const { task, context, metadata, id, expected: expectedValue } = entry;
+    const { task, context, metadata, id } = entry;
     const settings = entry.modelSettings === undefined ? undefined : readModelSettings(entry.modelSettings);
     for (const problem of settings?.problems ?? []) {
       problems.add(
@@ -95,24 +94,13 @@ export function parseTasksJsonl(text: string, file: string, problems: PlanProble
     }
     if (!ok || typeof task !== 'string' || sections === undefined) continue;
     tasks.push({
-      task,
-      context: sections,
-      metadata: (metadata as Record<string, unknown> | undefined) ?? {},
       ...(id === undefined ? {} : { label: String(id) }),
-      ...(expectedValue === undefined ? {} : { expected: expectedValue }),
       ...(settings === undefined ? {} : { modelSettings: settings.settings }),
       source: { file, line, column: 1 },
+      row: { offset, length },
     });
   }
   return tasks;
-}
-
-/** Context sections from a string or a list of strings; undefined when it is neither. */
-export function contextOf(value: unknown): string[] | undefined {
-  if (value === undefined) return [];
-  if (typeof value === 'string') return [value];
-  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return [...value];
-  return undefined;
 }
 
 /** 1-based column of `"key"` in a JSON line (the line start when the key is not there). */

@@ -15,23 +15,59 @@ export interface SourceRef {
   readonly column: number;
 }
 
-/** One agent run of a plan. */
-export interface PlanRun {
+/** What an agent run is given, and what its output is scored against. */
+export interface RunInputs {
+  readonly task: string;
+  readonly context: readonly string[];
+  readonly metadata: Readonly<Record<string, unknown>>;
+  /** What the scorers compare the agent's output with (`expected` in the plan or tasks file). */
+  readonly expected?: unknown;
+}
+
+/**
+ * Where a tasks-file row is kept: the bytes of its line in a JSONL file (without the line end),
+ * read when the row's inputs are needed (see task-rows.ts).
+ */
+export interface RowRef {
+  /** Byte offset of the line in the file. */
+  readonly offset: number;
+  /** Byte length of the line, without its `\n`. */
+  readonly length: number;
+}
+
+/** What every run of a plan has, wherever its inputs are kept. */
+interface PlanRunBase {
   /** 0-based position in the plan (or line order in the tasks file). */
   readonly index: number;
   /** Agent definition name. */
   readonly agent: string;
-  readonly task: string;
-  readonly context: readonly string[];
-  readonly metadata: Readonly<Record<string, unknown>>;
   /** The caller's id for this run (`id` in the plan or tasks file), e.g. a data-set item id. */
   readonly label?: string;
-  /** What the scorers compare the agent's output with (`expected` in the plan or tasks file). */
-  readonly expected?: unknown;
   /** This run's model settings (`modelSettings` of the entry or task line): over the plan's. */
   readonly modelSettings?: ModelSettings;
   readonly source: SourceRef;
 }
+
+/** A run whose inputs are part of the plan: a `runs:` entry (and every entry of an older run directory). */
+export interface InlinePlanRun extends PlanRunBase, RunInputs {
+  readonly row?: undefined;
+}
+
+/**
+ * A tasks-file row: its inputs stay in the file and are read when needed, so a data set of 100,000
+ * rows is not held in memory for the whole run.
+ */
+export interface StoredPlanRun extends PlanRunBase {
+  readonly row: RowRef;
+  /**
+   * Set by `troupe score --plan` (with {@link TaskRows.expectedFrom}): the expected value that
+   * replaces the row's.
+   */
+  readonly expected?: unknown;
+}
+
+/** One agent run of a plan. */
+export type PlanRun = InlinePlanRun | StoredPlanRun;
 
 /** A provider module: a file exporting a `(options) => Provider` factory. */
 export interface ProviderModuleRef {
@@ -67,6 +103,8 @@ export interface Plan {
   readonly agentFiles: readonly string[];
   readonly toolModules: readonly ToolModuleRef[];
   readonly runs: readonly PlanRun[];
+  /** Absolute path of the tasks file (`tasks`) whose lines the runs' `row`s are. */
+  readonly tasks?: string;
   /** Scorers applied to every run as it finishes (`scorers`), in declaration order. */
   readonly scorers: readonly ScorerSpec[];
   /** Permissions of every agent (`permissions`), besides each definition's. */

@@ -3,7 +3,7 @@
  * set (`agent:` + `tasks:`), plus defaults. Every problem (syntax, types, unknown keys, unknown
  * agents, bad tasks lines) is collected and reported at once, before anything runs.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { suggestion } from '../definition/fields.ts';
 import { loadDefinitionFile } from '../definition/load.ts';
@@ -20,8 +20,9 @@ import { availableAgentNames, expandAgentPaths } from './agent-files.ts';
 import { LIMIT_KEYS, PLAN_KEYS, RUN_KEYS, RUN_LIMIT_KEYS } from './constants.ts';
 import { readRunApprovals, readRunPermissions } from './plan-permissions.ts';
 import { expected, type FilePosition, type PlanProblems } from './plan-problems.ts';
-import { contextOf, parseTasksJsonl } from './plan-tasks.ts';
+import { parseTasksJsonl } from './plan-tasks.ts';
 import type { Plan, PlanRun, ProviderModuleRef } from './plan-types.ts';
+import { contextOf, fileLines } from './task-rows.ts';
 import { fieldName, readYamlFile, type Segment, type YamlSource } from './yaml-source.ts';
 
 /** A validated plan and the definitions its `agents` key loaded. */
@@ -116,7 +117,7 @@ class PlanChecker {
     const runLimits = this.#limits(value.runLimits, 'runLimits', RUN_LIMIT_KEYS);
     const agentFiles = this.#paths(value.agents, ['agents']);
     const toolModules = this.#toolModules(value.toolModules);
-    const { runs, agentRefs } = this.#runs(value, agent);
+    const { runs, agentRefs, tasks } = this.#runs(value, agent);
     const { scorers, judgeRefs } = this.#scorers(value.scorers);
     const fail = (at: readonly Segment[], message: string, where?: 'key'): void => {
       const key = at.at(-1);
@@ -144,6 +145,7 @@ class PlanChecker {
       agentFiles,
       toolModules,
       runs,
+      ...(tasks === undefined ? {} : { tasks }),
       scorers,
       ...(permissions === undefined ? {} : { permissions }),
       ...(approvals === undefined ? {} : { approvals }),
@@ -183,7 +185,10 @@ class PlanChecker {
     return definitions;
   }
 
-  #runs(value: Mapping, agent: string | undefined): Pick<Draft, 'agentRefs'> & { runs: PlanRun[] } {
+  #runs(
+    value: Mapping,
+    agent: string | undefined,
+  ): Pick<Draft, 'agentRefs'> & { runs: PlanRun[]; tasks?: string } {
     const { runs, tasks } = value;
     const planAgent: AgentRef[] =
       agent === undefined ? [] : [{ name: agent, position: this.#source.valueAt(['agent']), field: 'agent' }];
@@ -191,7 +196,7 @@ class PlanChecker {
       this.#fail(['tasks'], 'expected either `runs` or `tasks`, got both');
       return { runs: [], agentRefs: planAgent };
     }
-    if (tasks !== undefined) return { runs: this.#tasks(tasks, agent), agentRefs: planAgent };
+    if (tasks !== undefined) return { ...this.#tasks(tasks, agent), agentRefs: planAgent };
     if (!Array.isArray(runs) || runs.length === 0) {
       this.#fail(['runs'], expected('a non-empty list of runs (or `agent` and `tasks`)', runs));
       return { runs: [], agentRefs: planAgent };
@@ -277,25 +282,35 @@ class PlanChecker {
     return { scorers, judgeRefs };
   }
 
-  #tasks(tasks: unknown, agent: string | undefined): PlanRun[] {
+  #tasks(tasks: unknown, agent: string | undefined): { runs: PlanRun[]; tasks?: string } {
     if (agent === undefined) this.#fail(['agent'], expected('an agent name to run over `tasks`', undefined));
     if (typeof tasks !== 'string' || tasks.trim() === '') {
       this.#fail(['tasks'], expected('the path of a JSONL tasks file', tasks));
-      return [];
+      return { runs: [] };
     }
     const file = resolve(this.#dir, tasks);
-    let text: string;
+    let fd: number;
     try {
-      text = readFileSync(file, 'utf8');
+      fd = openSync(file, 'r');
     } catch {
       this.#fail(['tasks'], expected(`a readable JSONL file (${file})`, tasks));
-      return [];
+      return { runs: [] };
     }
     const before = this.#problems.count;
-    const lines = parseTasksJsonl(text, file, this.#problems);
+    let lines: ReturnType<typeof parseTasksJsonl>;
+    try {
+      lines = parseTasksJsonl(fileLines(fd), file, this.#problems);
+    } catch {
+      // A directory opens, then fails to read.
+      this.#fail(['tasks'], expected(`a readable JSONL file (${file})`, tasks));
+      return { runs: [] };
+    } finally {
+      closeSync(fd);
+    }
     if (lines.length === 0 && this.#problems.count === before)
       this.#fail(['tasks'], expected('a tasks file with at least one task', tasks));
-    return agent === undefined ? [] : lines.map((line, index) => ({ ...line, index, agent }));
+    const runs = agent === undefined ? [] : lines.map((line, index) => ({ ...line, index, agent }));
+    return { runs, tasks: file };
   }
 
   #provider(value: unknown): string | ProviderModuleRef | undefined {

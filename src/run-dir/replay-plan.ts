@@ -153,8 +153,16 @@ function fromRunDir(root: string): Recorded {
       { runDir: root },
     );
   }
-  const { format: _f, runId: _r, idPrefix: _i, createdAt: _c, replay: _p, ...rest } = plan;
-  return { ...rest, journals, unrecorded };
+  const { format: _f, runId: _r, idPrefix: _i, createdAt: _c, replay: _p, taskRows, ...rest } = plan;
+  return {
+    ...rest,
+    // The replay's run directory gets its own copy of the recorded run's rows.
+    ...(taskRows === undefined
+      ? {}
+      : { taskRows: { ...taskRows, file: resolve(paths.root, taskRows.file) } }),
+    journals,
+    unrecorded,
+  };
 }
 
 /**

@@ -15,13 +15,13 @@ import type { SupervisorOptions } from '../supervisor/options.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
 import { loadAgentDefinitions } from './agent-files.ts';
 import { loadPlan } from './plan.ts';
-import type { PlanRun } from './plan-types.ts';
 import { checkProvider } from './provider-choice.ts';
 import { latestByIndex, type ResultLine } from './results.ts';
 import { RunDirWriter, readRunDir } from './run-dir.ts';
 import type { PlannedRun, RunPlan } from './run-plan.ts';
 import { createRunScoring, judgeSessionNumber, scoreInputOf } from './run-scoring.ts';
 import { type RunSummary, recordedSessions, summarize } from './summary.ts';
+import { inputsOf, planInputsOf } from './task-rows.ts';
 
 /** Options of {@link rescoreRunDir}. */
 export interface RescoreOptions {
@@ -55,7 +55,11 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
   const definitions = await loadAgentDefinitions(plan.agentFiles);
   if (options.planFile !== undefined) {
     const loaded = await loadPlan(options.planFile, { cwd: options.cwd ?? process.cwd() });
-    plan = withScorersOf(plan, loaded.plan.runs, loaded.plan.scorers);
+    const items = loaded.plan.runs.map((run) => ({
+      ...(run.label === undefined ? {} : { label: run.label }),
+      expected: planInputsOf(loaded.plan, run).expected,
+    }));
+    plan = withScorersOf(plan, items, loaded.plan.scorers, loaded.plan.file);
     definitions.push(...loaded.definitions);
   }
   if (plan.scorers === undefined || plan.scorers.length === 0)
@@ -87,7 +91,8 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
       plan.runs.map(async (run) => {
         const line = latest.get(run.index);
         if (line === undefined) return;
-        rescored.set(line, { ...line, scores: await scoring.score(scoreInputOf(run, line)) });
+        const inputs = inputsOf(plan, contents.paths.root, run);
+        rescored.set(line, { ...line, scores: await scoring.score(scoreInputOf(run, inputs, line)) });
       }),
     );
   } finally {
@@ -112,18 +117,27 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
   return { summary, scoring: summary.scoring, scored: rescored.size };
 }
 
+/** An item of the plan whose expected values replace a run's. */
+export interface ExpectedItem {
+  readonly label?: string;
+  readonly expected?: unknown;
+}
+
 /**
  * The run's plan with `scorers` and the `expected` values of `items` (matched by `id`, else by
  * position: an entry with an `id` takes the item with the same `id`, the n-th repeat of an `id`
  * the n-th item with that `id` as `troupe compare` matches them, and otherwise the item at its
- * position when that item has no `id`). Entries with no matching item lose their `expected`.
+ * position when that item has no `id`). Entries with no matching item lose their `expected`. A
+ * plan over a tasks file records `from` (the plan file) in `taskRows.expectedFrom`: the entries'
+ * own `expected` then replace their rows'.
  */
 export function withScorersOf(
   plan: RunPlan,
-  items: readonly PlanRun[],
+  items: readonly ExpectedItem[],
   scorers: RunPlan['scorers'],
+  from: string,
 ): RunPlan {
-  const byId = new Map<string, PlanRun[]>();
+  const byId = new Map<string, ExpectedItem[]>();
   for (const item of items) {
     if (item.label === undefined) continue;
     const same = byId.get(item.label);
@@ -134,7 +148,7 @@ export function withScorersOf(
   // plan.runs are in plan order, so the n-th run with an id meets the n-th item with it.
   const runs = plan.runs.map((run): PlannedRun => {
     const atPosition = items[run.index];
-    let byLabel: PlanRun | undefined;
+    let byLabel: ExpectedItem | undefined;
     if (run.label !== undefined) {
       const occurrence = seen.get(run.label) ?? 0;
       seen.set(run.label, occurrence + 1);
@@ -144,7 +158,12 @@ export function withScorersOf(
     const { expected: _dropped, ...rest } = run;
     return match?.expected === undefined ? rest : { ...rest, expected: match.expected };
   });
-  return { ...plan, runs, ...(scorers === undefined || scorers.length === 0 ? {} : { scorers }) };
+  return {
+    ...plan,
+    runs,
+    ...(plan.taskRows === undefined ? {} : { taskRows: { ...plan.taskRows, expectedFrom: from } }),
+    ...(scorers === undefined || scorers.length === 0 ? {} : { scorers }),
+  };
 }
 
 function judgeSupervisor(

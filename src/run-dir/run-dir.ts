@@ -1,5 +1,6 @@
 /**
- * The run directory: `plan.json` (written first), `results.jsonl` (one line appended per agent as it
+ * The run directory: `plan.json` (written first), `tasks.jsonl` (for a plan over a tasks file: the
+ * run's own copy of its rows, see task-rows.ts), `results.jsonl` (one line appended per agent as it
  * ends), `journals/<agent-id>.jsonl` (written by the agents' threads), `events.jsonl` (sessions,
  * threads, restarts and provider pauses as they happen; see run-log.ts) and `summary.json`
  * (written at the end, on interrupt, and again by `troupe resume`).
@@ -16,22 +17,26 @@
  */
 import {
   appendFileSync,
+  closeSync,
   existsSync,
   mkdirSync,
+  openSync,
   readFileSync,
   renameSync,
   statSync,
   truncateSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { SystemError, UserError } from '../errors.ts';
 import { redactValue } from '../journal/redact.ts';
-import { DEFAULT_RUNS_DIR, RUN_DIR_FORMAT } from './constants.ts';
+import { DEFAULT_RUNS_DIR, RUN_DIR_FORMAT, TASK_ROWS_FILE } from './constants.ts';
 import type { ResultLine } from './results.ts';
 import { appendRunLog, type RunLogEvent, readRunLog } from './run-log.ts';
 import type { RunPlan } from './run-plan.ts';
 import type { RunSummary } from './summary.ts';
+import { copyTaskRows } from './task-rows.ts';
 
 /** Files of a run directory. */
 export interface RunDirPaths {
@@ -42,6 +47,8 @@ export interface RunDirPaths {
   readonly journals: string;
   /** `events.jsonl`: the run's own events (see run-log.ts). */
   readonly events: string;
+  /** `tasks.jsonl`: the rows of the plan's tasks file (see task-rows.ts). */
+  readonly tasks: string;
 }
 
 /** The files of the run directory `root`. */
@@ -54,6 +61,7 @@ export function runDirPaths(root: string): RunDirPaths {
     summary: join(absolute, 'summary.json'),
     journals: join(absolute, 'journals'),
     events: join(absolute, 'events.jsonl'),
+    tasks: join(absolute, TASK_ROWS_FILE),
   };
 }
 
@@ -70,19 +78,28 @@ export function defaultRunDir(cwd: string, runId: string): string {
 /** Appends results to a run directory and writes its summary. */
 export class RunDirWriter {
   readonly paths: RunDirPaths;
+  /**
+   * The plan as `plan.json` holds it, set by {@link RunDirWriter.create}: the entries of a tasks
+   * file point into the run directory's `tasks.jsonl`. Undefined for {@link RunDirWriter.reopen}.
+   */
+  readonly plan: RunPlan | undefined;
   /** Result lines of this turn of the event loop, not yet written. */
   #pending: string[] = [];
   #flushing: NodeJS.Immediate | undefined;
   /** Why the last write at the end of a turn failed: thrown by the next append or flush. */
   #failure: unknown;
 
-  private constructor(paths: RunDirPaths) {
+  private constructor(paths: RunDirPaths, plan?: RunPlan) {
     this.paths = paths;
+    this.plan = plan;
   }
 
   /**
-   * Creates the run directory `root` and writes `plan.json`. Throws UserError `run_dir_exists`
-   * when `root` already holds a run (resume it with `troupe resume` instead).
+   * Creates the run directory `root`, copies the rows of the plan's tasks file into its
+   * `tasks.jsonl` and writes `plan.json`: run the session with {@link RunDirWriter.plan}, whose
+   * entries point into that copy. Throws UserError `run_dir_exists` when `root` already holds a run
+   * (resume it with `troupe resume` instead), and `tasks_changed` when the tasks file changed since
+   * the plan was read.
    */
   static create(root: string, plan: RunPlan): RunDirWriter {
     const paths = runDirPaths(root);
@@ -94,9 +111,18 @@ export class RunDirWriter {
       );
     }
     mkdirSync(paths.journals, { recursive: true });
-    writeAtomically(paths.plan, `${JSON.stringify(redactValue(plan), null, 2)}\n`);
+    const rows = plan.taskRows;
+    const stored =
+      rows !== undefined && isAbsolute(rows.file)
+        ? {
+            ...plan,
+            runs: copyTaskRows(rows.file, paths.root, plan.runs),
+            taskRows: { ...rows, file: TASK_ROWS_FILE },
+          }
+        : plan;
+    writePlanFile(paths.plan, stored, true);
     writeFileSync(paths.results, '');
-    return new RunDirWriter(paths);
+    return new RunDirWriter(paths, stored);
   }
 
   /** Opens an existing run directory for appending; a torn last result line is cut away first. */
@@ -172,7 +198,7 @@ export class RunDirWriter {
 
   /** Replaces `plan.json` (temporary file, then rename): `troupe score --plan` records the new scorers. */
   rewritePlan(plan: RunPlan): void {
-    writeAtomically(this.paths.plan, `${JSON.stringify(plan, null, 2)}\n`);
+    writePlanFile(this.paths.plan, plan, false);
   }
 
   /** Replaces `summary.json` (written to a temporary file, then renamed, so it is never half written). */
@@ -292,6 +318,54 @@ function isDirectory(path: string): boolean {
     return false;
   }
 }
+
+/**
+ * Writes `plan.json` (temporary file, then rename) a run entry a line, in writes of at most
+ * PLAN_WRITE_BYTES: as one JSON.stringify, a 20,000-row plan was one 45 MB string (+47 MB of heap
+ * at its peak). With `redact`, every entry is masked with `redactValue` on its way out.
+ */
+function writePlanFile(path: string, plan: RunPlan, redact: boolean): void {
+  const { runs, ...rest } = plan;
+  const head = JSON.stringify(redact ? redactValue(rest) : rest, null, 2);
+  const temporary = `${path}.tmp-${process.pid}`;
+  let fd: number | undefined;
+  try {
+    fd = openSync(temporary, 'w');
+    const output = fd;
+    // `head` ends with `\n}`: the runs go in before it.
+    writeSync(output, `${head.slice(0, -2)},\n  "runs": [`);
+    let pending: string[] = [];
+    let bytes = 0;
+    const flush = (): void => {
+      writeSync(output, pending.join(''));
+      pending = [];
+      bytes = 0;
+    };
+    runs.forEach((run, position) => {
+      const line = `${position === 0 ? '' : ','}\n    ${JSON.stringify(redact ? redactValue(run) : run)}`;
+      pending.push(line);
+      bytes += line.length;
+      if (bytes >= PLAN_WRITE_BYTES) flush();
+    });
+    pending.push(runs.length === 0 ? ']\n}\n' : '\n  ]\n}\n');
+    flush();
+    closeSync(output);
+    fd = undefined;
+    renameSync(temporary, path);
+  } catch (error) {
+    throw new SystemError(
+      'run_dir_io',
+      `Could not write ${path}: ${String(error)}`,
+      { path },
+      { cause: error },
+    );
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** Characters of `plan.json` written at a time. */
+const PLAN_WRITE_BYTES = 1 << 20;
 
 function writeAtomically(path: string, text: string): void {
   const temporary = `${path}.tmp-${process.pid}`;

@@ -1,7 +1,8 @@
 /**
  * The resolved plan a run directory keeps in `plan.json`: every run with its agent id, the
- * provider and defaults actually used. `troupe resume` reruns from this file alone, so later edits
- * to the plan or its tasks file do not change an interrupted run.
+ * provider and defaults actually used. `troupe resume` reruns from this file (and the run
+ * directory's copy of the tasks file's rows, `tasks.jsonl`) alone, so later edits to the plan or
+ * its tasks file do not change an interrupted run.
  */
 import { randomBytes } from 'node:crypto';
 import { DEFAULT_RUN_MAX_TOTAL_TOKENS } from '../constants.ts';
@@ -16,12 +17,16 @@ import { DEFAULT_FANOUT_CONCURRENCY, DEFAULT_THREADS, RUN_DIR_FORMAT } from './c
 import { mergeRunPermissions, type RunApprovals, type RunPermissions } from './plan-permissions.ts';
 import type { Plan, PlanRun } from './plan-types.ts';
 import type { ProviderChoice } from './provider-choice.ts';
+import type { TaskRows } from './task-rows.ts';
 
-/** One planned agent run with the id its first attempt gets. */
-export interface PlannedRun extends PlanRun {
+/**
+ * One planned agent run with the id its first attempt gets. A tasks-file row holds where its line
+ * is in the run directory's `tasks.jsonl` (`row`), not its inputs: read them with `inputsOf`.
+ */
+export type PlannedRun = PlanRun & {
   /** Agent id of the first attempt (`<id prefix>-<index>`); a rerun of a cancelled attempt adds `-r<n>`. */
   readonly agentId: string;
-}
+};
 
 /** `plan.json`. */
 export interface RunPlan {
@@ -63,6 +68,8 @@ export interface RunPlan {
   readonly agentFiles: readonly string[];
   readonly toolModules: readonly ToolModuleRef[];
   readonly runs: readonly PlannedRun[];
+  /** Where the rows of entries with a `row` are: set for a plan over a tasks file. */
+  readonly taskRows?: TaskRows;
   /**
    * Scorers applied to each run as it finishes (absent when the plan declares none). `troupe score`
    * replaces them when it re-scores the run with another plan's scorers.
@@ -226,6 +233,8 @@ export function resolveRunPlan(
     agentFiles: plan.agentFiles,
     toolModules: plan.toolModules,
     runs: plan.runs.map((run) => ({ ...run, agentId: agentIdFor(idPrefix, run.index) })),
+    // The rows stay in the tasks file until RunDirWriter.create copies them into the run directory.
+    ...(plan.tasks === undefined ? {} : { taskRows: { from: plan.tasks, file: plan.tasks } }),
     ...(plan.scorers.length === 0 ? {} : { scorers: plan.scorers }),
     ...permissionsOf(plan, overrides),
   };

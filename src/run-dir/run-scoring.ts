@@ -10,18 +10,19 @@ import { Scoring } from '../eval/scoring.ts';
 import { summarizeScores } from '../eval/summary.ts';
 import type { ScoreInput, ScoringSummary } from '../eval/types.ts';
 import { findAgentDefinition } from './agent-files.ts';
+import type { RunInputs } from './plan-types.ts';
 import type { ResultLine } from './results.ts';
 import type { PlannedRun, RunPlan } from './run-plan.ts';
 
-/** What a scorer sees of plan entry `run` whose result is `line`. */
-export function scoreInputOf(run: PlannedRun, line: ResultLine): ScoreInput {
+/** What a scorer sees of plan entry `run` (given `inputs`, see `inputsOf`) whose result is `line`. */
+export function scoreInputOf(run: PlannedRun, inputs: RunInputs, line: ResultLine): ScoreInput {
   const completed = line.status === 'completed';
   return {
     index: run.index,
     ...(run.label === undefined ? {} : { id: run.label }),
-    task: run.task,
-    context: run.context,
-    ...(run.expected === undefined ? {} : { expected: run.expected }),
+    task: inputs.task,
+    context: inputs.context,
+    ...(inputs.expected === undefined ? {} : { expected: inputs.expected }),
     status: line.status,
     output: completed ? (line.result !== undefined ? line.result : (line.answer ?? '')) : undefined,
     ...(line.answer === undefined ? {} : { answer: line.answer }),

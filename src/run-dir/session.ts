@@ -24,6 +24,7 @@ import type { SpawnSpec } from '../supervisor/fanout.ts';
 import type { SupervisorOptions } from '../supervisor/options.ts';
 import { type RunBudgetCode, spentBudget } from '../supervisor/run-budget.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
+import type { RunInputs } from './plan-types.ts';
 import { simulatedNotice } from './provider-choice.ts';
 import { replaySourceOf } from './replay-plan.ts';
 import { type ResultLine, resultLine } from './results.ts';
@@ -34,6 +35,7 @@ import { budgetNotices, type PlannedRun, type RunPlan, repeatedIdNotices, runLim
 import { createRunScoring, judgeSessionNumber, scoreInputOf } from './run-scoring.ts';
 import { DENY_UNATTENDED, listenForApprovals, type SessionApprover } from './session-approvals.ts';
 import { type RunSession, type RunSummary, type SummaryLine, summarize, summaryLine } from './summary.ts';
+import { inputsOf } from './task-rows.ts';
 
 /** A run log event before its time is set. */
 type RunLogEventBody = RunLogEvent extends infer E ? (E extends unknown ? Omit<E, 'ts'> : never) : never;
@@ -311,25 +313,28 @@ export class FanoutSession {
    * The work's spawn specs, each built (and its agent tracked) only when the fan-out has a free
    * slot for it: built up front, a 20,000-item data set held 20,000 specs and tracking entries
    * before its first agent started. Items never reached (Ctrl-C, a spent budget) are never built.
+   * A tasks-file row's inputs are read from the run directory's copy here, and not kept after.
    */
   *#specs(work: readonly WorkItem[]): Generator<SpawnSpec> {
+    const { plan, writer } = this.#options;
     for (const item of work) {
+      const inputs = inputsOf(plan, writer.paths.root, item.run);
       this.#tracked.set(item.agentId, {
         index: item.run.index,
         agent: item.run.agent,
         parentId: undefined,
         attempt: item.attempt,
         label: item.run.label,
-        metadata: item.run.metadata,
+        metadata: inputs.metadata,
         hostId: undefined,
         startedAt: undefined,
         restarts: 0,
       });
-      yield this.#spec(item);
+      yield this.#spec(item, inputs);
     }
   }
 
-  #spec(item: WorkItem): SpawnSpec {
+  #spec(item: WorkItem, inputs: RunInputs): SpawnSpec {
     const { plan } = this.#options;
     const { run } = item;
     // The plan's settings (with the command line's over them), then the run's own: the spawn
@@ -338,9 +343,9 @@ export class FanoutSession {
     // `resume` is passed through to Supervisor.spawn, which continues the agent from its journal.
     const spec: SpawnSpec & { readonly resume?: boolean } = {
       agent: run.agent,
-      task: run.task,
-      context: run.context,
-      metadata: run.metadata,
+      task: inputs.task,
+      context: inputs.context,
+      metadata: inputs.metadata,
       id: item.agentId,
       provider: plan.provider.name,
       ...(plan.model === undefined ? {} : { model: plan.model }),
@@ -539,11 +544,15 @@ export class FanoutSession {
 
   /** Scores a plan entry's line (when the plan has scorers), then writes it. */
   async #finishLine(line: ResultLine): Promise<void> {
-    const run = line.index === null ? undefined : this.#options.plan.runs[line.index];
+    const { plan, writer } = this.#options;
+    const run = line.index === null ? undefined : plan.runs[line.index];
     const scoring = this.#scoring;
     const scored =
       scoring !== undefined && run !== undefined && run.index === line.index
-        ? { ...line, scores: await scoring.score(scoreInputOf(run, line)) }
+        ? {
+            ...line,
+            scores: await scoring.score(scoreInputOf(run, inputsOf(plan, writer.paths.root, run), line)),
+          }
         : line;
     this.#options.writer.append(scored);
     this.#lines.push(summaryLine(scored));

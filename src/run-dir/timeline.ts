@@ -13,6 +13,7 @@ import type { Usage } from '../providers/types.ts';
 import type { ResultLine } from './results.ts';
 import { journalFile, type RunDirContents } from './run-dir.ts';
 import type { RunLogEvent } from './run-log.ts';
+import { inputsOf } from './task-rows.ts';
 import { buildTranscript, type Transcript, transcriptEntries } from './transcript.ts';
 
 /** A stretch of an agent's time, in ms since the run's first event. */
@@ -160,7 +161,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       index: line.index,
       agent: line.agent,
       attempt: line.attempt,
-      task: run?.task ?? startedTask(load(line.agentId)),
+      task: run === undefined ? startedTask(load(line.agentId)) : inputsOf(plan, paths.root, run).task,
       label: line.label ?? run?.label,
     });
   }
@@ -174,7 +175,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       index: run.index,
       agent: run.agent,
       attempt: 1,
-      task: run.task,
+      task: inputsOf(plan, paths.root, run).task,
       label: run.label,
     });
   }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadPlan } from '../../src/run-dir/plan.ts';
 import { formatPlanProblem, type PlanProblem, planProblemsOf } from '../../src/run-dir/plan-problems.ts';
+import { planInputsOf } from '../../src/run-dir/task-rows.ts';
 import { tempDir } from './helpers.ts';
 
 let dir: string;
@@ -112,15 +113,18 @@ describe('loadPlan', () => {
     const { plan } = await loadPlan(file, { cwd: dir });
     expect(plan.cwd).toBe(dir);
     expect(
-      plan.runs.map(({ index, agent, task, context, metadata, label, source }) => ({
-        index,
-        agent,
-        task,
-        context,
-        metadata,
-        label,
-        line: source.line,
-      })),
+      plan.runs.map((run) => {
+        const { task, context, metadata } = planInputsOf(plan, run);
+        return {
+          index: run.index,
+          agent: run.agent,
+          task,
+          context,
+          metadata,
+          label: run.label,
+          line: run.source.line,
+        };
+      }),
     ).toEqual([
       { index: 0, agent: 'worker', task: 'one', context: [], metadata: {}, label: 'a', line: 1 },
       {
@@ -140,7 +144,7 @@ describe('loadPlan', () => {
     write('tasks.jsonl', '\uFEFF{"task": "one", "id": "a"}\r\n{"task": "two", "id": "b"}\r\n');
     const file = write('plan.yaml', 'agent: worker\ntasks: tasks.jsonl\n');
     const { plan } = await loadPlan(file, { cwd: dir });
-    expect(plan.runs.map(({ task, label }) => ({ task, label }))).toEqual([
+    expect(plan.runs.map((run) => ({ task: planInputsOf(plan, run).task, label: run.label }))).toEqual([
       { task: 'one', label: 'a' },
       { task: 'two', label: 'b' },
     ]);

@@ -1,0 +1,252 @@
+/**
+ * The rows of a tasks file, kept out of memory. A plan over a JSONL data set holds, per row, only
+ * what schedules and reports it (index, agent, label, line, and the row's byte offset and length);
+ * the row's task, context, metadata and expected value are read from the file when the row's spawn
+ * spec is built, when it is scored, and when a report shows it. Held in memory, a data set of
+ * 20,000 rows of 2 KB took ~44 MB of heap for the whole run, and its plan.json one 45 MB string.
+ *
+ * A run directory keeps its own copy of the rows, `tasks.jsonl`, written when the directory is
+ * created ({@link copyTaskRows}): one masked (`redactValue`) JSON object per row, in plan order.
+ * `troupe resume` reads the rows from there, so editing the tasks file afterwards changes nothing.
+ */
+import { closeSync, openSync, readSync, writeSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import { SystemError, UserError } from '../errors.ts';
+import { redactValue } from '../journal/redact.ts';
+import { TASK_ROWS_FILE } from './constants.ts';
+import type { Plan, PlanRun, RowRef, RunInputs } from './plan-types.ts';
+
+/** Bytes read from a tasks file at a time. */
+const CHUNK_BYTES = 1 << 20;
+/** Bytes of the copy written at a time. */
+const WRITE_BYTES = 1 << 20;
+
+/** One line of a file: its 1-based number, its bytes (offset, length, without `\n`) and text. */
+export interface FileLine extends RowRef {
+  readonly number: number;
+  readonly text: string;
+}
+
+/**
+ * The lines of the open file `fd`, read in chunks: the file is never in memory as a whole, only
+ * the line being read. A last line without a `\n` is a line too.
+ */
+export function* fileLines(fd: number): Generator<FileLine> {
+  const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  let carry: Buffer[] = [];
+  let position = 0;
+  let lineStart = 0;
+  let number = 0;
+  for (;;) {
+    const read = readSync(fd, chunk, 0, CHUNK_BYTES, position);
+    if (read === 0) break;
+    let start = 0;
+    for (;;) {
+      const end = chunk.indexOf(0x0a, start);
+      if (end < 0 || end >= read) break;
+      const piece = chunk.subarray(start, end);
+      const bytes = carry.length === 0 ? piece : Buffer.concat([...carry, piece]);
+      carry = [];
+      number += 1;
+      yield { number, offset: lineStart, length: bytes.length, text: bytes.toString('utf8') };
+      lineStart += bytes.length + 1;
+      start = end + 1;
+    }
+    if (start < read) carry.push(Buffer.from(chunk.subarray(start, read)));
+    position += read;
+  }
+  if (carry.length > 0) {
+    const bytes = Buffer.concat(carry);
+    yield { number: number + 1, offset: lineStart, length: bytes.length, text: bytes.toString('utf8') };
+  }
+}
+
+/** A tasks line's text without a byte order mark and a `\r` line end. */
+export function lineContent(text: string): string {
+  // A byte order mark (a file saved "UTF-8 with BOM" by Excel, Notepad or PowerShell, or one of
+  // several such files concatenated) is no part of the JSON; JSON.parse refuses it.
+  return text.replace(/^\uFEFF/, '').replace(/\r$/, '');
+}
+
+/** Context sections from a string or a list of strings; undefined when it is neither. */
+export function contextOf(value: unknown): string[] | undefined {
+  if (value === undefined) return [];
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return [...value];
+  return undefined;
+}
+
+/**
+ * The inputs of a row whose line was checked when the plan was loaded; undefined when `text` is no
+ * such row any more (the file changed since).
+ */
+export function rowInputs(text: string): RunInputs | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(lineContent(text));
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const { task, context, metadata, expected } = value as Record<string, unknown>;
+  const sections = contextOf(context);
+  if (typeof task !== 'string' || sections === undefined) return undefined;
+  if (
+    metadata !== undefined &&
+    (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata))
+  )
+    return undefined;
+  return {
+    task,
+    context: sections,
+    metadata: (metadata as Record<string, unknown> | undefined) ?? {},
+    ...(expected === undefined ? {} : { expected }),
+  };
+}
+
+/** Reads the row at `ref` of `file`. Throws SystemError `run_dir_io` when it cannot be read. */
+export function readRow(file: string, ref: RowRef): RunInputs {
+  const text = readRowText(file, ref);
+  const inputs = rowInputs(text);
+  if (inputs === undefined)
+    throw new SystemError(
+      'run_dir_io',
+      `Expected a tasks row at byte ${ref.offset} (${ref.length} bytes) of ${file}, found ${JSON.stringify(text.slice(0, 60))}`,
+      { path: file },
+    );
+  return inputs;
+}
+
+/** The text of the line at `ref` of `file`. Throws SystemError `run_dir_io` when it cannot be read. */
+function readRowText(file: string, ref: RowRef): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, 'r');
+    const bytes = Buffer.allocUnsafe(ref.length);
+    const read = readSync(fd, bytes, 0, ref.length, ref.offset);
+    return bytes.subarray(0, read).toString('utf8');
+  } catch (error) {
+    throw new SystemError(
+      'run_dir_io',
+      `Could not read the row at byte ${ref.offset} of ${file}: ${String(error)}`,
+      { path: file },
+      { cause: error },
+    );
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** Where a run's rows are read (`plan.json` `taskRows`). */
+export interface TaskRows {
+  /** The tasks file the rows were read from (absolute): a record; editing it changes nothing. */
+  readonly from: string;
+  /**
+   * The file the entries' `row`s point into: `tasks.jsonl` (relative: the run directory's copy),
+   * or, until the run directory is created, the absolute path of the file to copy them from.
+   */
+  readonly file: string;
+  /**
+   * Set by `troupe score --plan` to that plan file: the entries' own `expected` values (none for an
+   * entry that matched no item) replace their rows'.
+   */
+  readonly expectedFrom?: string;
+}
+
+/** What reads a run's inputs needs of its plan. */
+export interface RowsOfPlan {
+  readonly taskRows?: TaskRows;
+}
+
+/**
+ * The inputs of plan entry `run` of a plan whose run directory is `root`: the entry's own for an
+ * inline entry, else its row, read now.
+ */
+export function inputsOf(plan: RowsOfPlan, root: string, run: PlanRun): RunInputs {
+  if (run.row === undefined) return run;
+  const rows = plan.taskRows;
+  if (rows === undefined)
+    throw new SystemError('run_dir_io', `Expected plan.json in ${root} to say where its task rows are`, {
+      path: join(root, 'plan.json'),
+    });
+  const inputs = readRow(isAbsolute(rows.file) ? rows.file : join(root, rows.file), run.row);
+  if (rows.expectedFrom === undefined) return inputs;
+  const { expected: _row, ...rest } = inputs;
+  return run.expected === undefined ? rest : { ...rest, expected: run.expected };
+}
+
+/** The inputs of run `run` of a loaded plan (its rows are read from the plan's tasks file). */
+export function planInputsOf(plan: Pick<Plan, 'tasks' | 'file'>, run: PlanRun): RunInputs {
+  if (run.row === undefined) return run;
+  if (plan.tasks === undefined) throw new Error(`unreachable: a row of ${plan.file} without its tasks file`);
+  const inputs = rowInputs(readRowText(plan.tasks, run.row));
+  if (inputs === undefined)
+    throw new UserError(
+      'tasks_changed',
+      `Expected ${plan.tasks} to hold the row of line ${run.source.line} it held when the plan was read, but the file changed; run the command again`,
+      { file: plan.tasks, line: run.source.line },
+    );
+  return inputs;
+}
+
+/**
+ * Writes the rows of `runs` (read from `source`, where their `row`s point) to `root`/tasks.jsonl,
+ * masked, one a line in plan order, and returns the runs with `row`s pointing into the copy.
+ * Inline runs are returned as they are. Throws UserError `tasks_changed` when a row is no longer
+ * what the plan read (the file was edited in between) and SystemError `run_dir_io` when the copy
+ * cannot be written.
+ */
+export function copyTaskRows<R extends PlanRun>(source: string, root: string, runs: readonly R[]): R[] {
+  const target = join(root, TASK_ROWS_FILE);
+  const copied: R[] = [];
+  let input: number | undefined;
+  let output: number | undefined;
+  let pending: string[] = [];
+  let pendingBytes = 0;
+  let offset = 0;
+  const flush = (): void => {
+    if (pending.length === 0 || output === undefined) return;
+    writeSync(output, pending.join(''));
+    pending = [];
+    pendingBytes = 0;
+  };
+  try {
+    output = openSync(target, 'w');
+    for (const run of runs) {
+      if (run.row === undefined) {
+        copied.push(run);
+        continue;
+      }
+      input ??= openSync(source, 'r');
+      const bytes = Buffer.allocUnsafe(run.row.length);
+      const read = readSync(input, bytes, 0, run.row.length, run.row.offset);
+      const inputs = read === run.row.length ? rowInputs(bytes.toString('utf8')) : undefined;
+      if (inputs === undefined)
+        throw new UserError(
+          'tasks_changed',
+          `Expected ${source} to hold the row of line ${run.source.line} it held when the plan was read, but the file changed; run the command again`,
+          { file: source, line: run.source.line },
+        );
+      const line = JSON.stringify(redactValue(inputs));
+      const length = Buffer.byteLength(line);
+      pending.push(`${line}\n`);
+      pendingBytes += length + 1;
+      copied.push({ ...run, row: { offset, length } });
+      offset += length + 1;
+      if (pendingBytes >= WRITE_BYTES) flush();
+    }
+    flush();
+  } catch (error) {
+    if (error instanceof UserError) throw error;
+    throw new SystemError(
+      'run_dir_io',
+      `Could not write ${target}: ${String(error)}`,
+      { path: target },
+      { cause: error },
+    );
+  } finally {
+    if (input !== undefined) closeSync(input);
+    if (output !== undefined) closeSync(output);
+  }
+  return copied;
+}

@@ -1,0 +1,248 @@
+/** A plan over a tasks file keeps where each row is, not the row: the run directory holds the rows once. */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.ts';
+import { isTroupeError } from '../../src/errors.ts';
+import { loadPlan } from '../../src/run-dir/plan.ts';
+import { chooseProvider } from '../../src/run-dir/provider-choice.ts';
+import { RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
+import { resolveRunPlan } from '../../src/run-dir/run-plan.ts';
+import { fileLines, inputsOf } from '../../src/run-dir/task-rows.ts';
+import { captureIO, readResults, tempDir } from './helpers.ts';
+
+let dir: string;
+let cleanup: () => void;
+beforeEach(() => {
+  ({ dir, cleanup } = tempDir('troupe-task-rows-'));
+  mkdirSync(path.join(dir, 'agents'));
+  writeFileSync(
+    path.join(dir, 'agents', 'echo.md'),
+    '---\nname: echo\ndescription: Says what it was asked.\ntools: [complete_task]\n---\nAnswer briefly.\n',
+  );
+});
+afterEach(() => cleanup());
+
+/** A tasks file of `count` rows whose tasks are `ROW-<i>-<marker>` and a plan over it. */
+function writeDataSet(count: number, marker: string, extra: readonly string[] = []): string {
+  const rows = Array.from({ length: count }, (_, index) =>
+    JSON.stringify({
+      id: `q${index}`,
+      task: `ROW-${index}-${marker}`,
+      context: `context of ${index}`,
+      metadata: { split: 'test', n: index },
+      expected: `ROW-${index}-${marker}`,
+    }),
+  );
+  // A byte order mark and CRLF line ends: offsets are bytes of the file as it is.
+  writeFileSync(path.join(dir, 'tasks.jsonl'), `\uFEFF${rows.join('\r\n')}\r\n\r\n`);
+  const plan = path.join(dir, 'plan.yaml');
+  writeFileSync(
+    plan,
+    [
+      'agent: echo',
+      'tasks: tasks.jsonl',
+      'agents: agents',
+      `cwd: ${JSON.stringify(dir)}`,
+      'provider: simulated',
+      'threads: 1',
+      ...extra,
+      '',
+    ].join('\n'),
+  );
+  return plan;
+}
+
+async function createRunDir(plan: string, root: string): Promise<RunDirWriter> {
+  const { plan: loaded } = await loadPlan(plan, { cwd: dir });
+  return RunDirWriter.create(root, resolveRunPlan(loaded, chooseProvider({ env: {} }), {}, 'simulated'));
+}
+
+describe('a plan over a tasks file', () => {
+  it('holds no row text in memory after planning: only where each row is', async () => {
+    const plan = writeDataSet(3, 'inmemory');
+    const { plan: loaded } = await loadPlan(plan, { cwd: dir });
+    const runPlan = resolveRunPlan(loaded, chooseProvider({ env: {} }), {}, 'simulated');
+    const writer = RunDirWriter.create(path.join(dir, 'run'), runPlan);
+    for (const held of [loaded, runPlan, writer.plan]) {
+      const text = JSON.stringify(held);
+      expect(text).not.toContain('ROW-');
+      expect(text).not.toContain('context of');
+    }
+    expect(loaded.runs.map((run) => [run.index, run.label, run.source.line])).toEqual([
+      [0, 'q0', 1],
+      [1, 'q1', 2],
+      [2, 'q2', 3],
+    ]);
+  });
+
+  it('stores the rows once in the run directory and plan.json entries hold offsets into them', async () => {
+    const root = path.join(dir, 'run');
+    const writer = await createRunDir(writeDataSet(3, 'stored'), root);
+    const planText = readFileSync(path.join(root, 'plan.json'), 'utf8');
+    expect(planText).not.toContain('ROW-');
+    const copy = readFileSync(path.join(root, 'tasks.jsonl'), 'utf8');
+    // Once each: as the task and as the expected value.
+    for (let index = 0; index < 3; index += 1) expect(copy.split(`ROW-${index}-stored`)).toHaveLength(3);
+
+    const { plan } = readRunDir(root);
+    expect(plan.taskRows).toEqual({ from: path.join(dir, 'tasks.jsonl'), file: 'tasks.jsonl' });
+    expect(plan.runs).toEqual(writer.plan?.runs);
+    for (const run of plan.runs) {
+      expect(run.row).toBeDefined();
+      expect(run).not.toHaveProperty('task');
+      const bytes = readFileSync(path.join(root, 'tasks.jsonl')).subarray(
+        run.row?.offset ?? 0,
+        (run.row?.offset ?? 0) + (run.row?.length ?? 0),
+      );
+      expect(JSON.parse(bytes.toString('utf8'))).toMatchObject({ task: `ROW-${run.index}-stored` });
+      expect(inputsOf(plan, root, run)).toEqual({
+        task: `ROW-${run.index}-stored`,
+        context: [`context of ${run.index}`],
+        metadata: { split: 'test', n: run.index },
+        expected: `ROW-${run.index}-stored`,
+      });
+    }
+  });
+
+  it('refuses to copy rows from a tasks file edited after the plan was read', async () => {
+    const plan = writeDataSet(3, 'before');
+    const { plan: loaded } = await loadPlan(plan, { cwd: dir });
+    writeFileSync(path.join(dir, 'tasks.jsonl'), '{"task": "a shorter file"}\n');
+    const runPlan = resolveRunPlan(loaded, chooseProvider({ env: {} }), {}, 'simulated');
+    let caught: unknown;
+    try {
+      RunDirWriter.create(path.join(dir, 'run'), runPlan);
+    } catch (error) {
+      caught = error;
+    }
+    expect(isTroupeError(caught) && caught.code).toBe('tasks_changed');
+  });
+
+  it('runs, resumes and scores from the run directory copy: editing the tasks file changes nothing', async () => {
+    const plan = writeDataSet(4, 'original', ['scorers:', '  - { name: seen, type: contains }']);
+    const root = path.join(dir, 'run');
+    await createRunDir(plan, root);
+    // The run was created (as a fanout killed before any agent ended leaves it); then the data
+    // set is edited: same lengths, other tasks and expected values.
+    writeDataSet(4, 'EDITED');
+    const io = captureIO();
+    expect(await main(['resume', root, '--json'], io)).toBe(0);
+
+    const lines = readResults(path.join(root, 'results.jsonl'));
+    expect(lines).toHaveLength(4);
+    for (const line of lines) {
+      expect(line.answer).toContain(`ROW-${line.index}-original`);
+      expect(line.answer).not.toContain('EDITED');
+      expect(line.metadata).toEqual({ split: 'test', n: line.index });
+      // Scored against the copy's expected value (the edited file's is `...-EDITED`).
+      expect(line.scores?.seen).toMatchObject({ pass: true });
+    }
+    const journals = readFileSync(path.join(root, 'journals', `${lines[0]?.agentId}.jsonl`), 'utf8');
+    expect(journals).toContain('original');
+    expect(journals).not.toContain('EDITED');
+  });
+
+  it('runs a fanout from the copy and reports each row', async () => {
+    const plan = writeDataSet(3, 'fanned');
+    const root = path.join(dir, 'run');
+    const io = captureIO();
+    expect(await main(['fanout', plan, '--out', root, '--json'], io)).toBe(0);
+    expect(existsSync(path.join(root, 'tasks.jsonl'))).toBe(true);
+    const lines = readResults(path.join(root, 'results.jsonl'));
+    expect(lines.map((line) => line.label).sort()).toEqual(['q0', 'q1', 'q2']);
+    for (const line of lines) expect(line.answer).toContain(`ROW-${line.index}-fanned`);
+    const report = captureIO();
+    expect(await main(['report', root], report)).toBe(0);
+    expect(report.out()).toContain('ROW-2-fanned');
+  });
+});
+
+describe('troupe score --plan over a tasks-file run', () => {
+  it("scores with the other plan's expected values and records where they came from", async () => {
+    const plan = writeDataSet(3, 'scored', ['scorers:', '  - { name: seen, type: contains }']);
+    const root = path.join(dir, 'run');
+    expect(await main(['fanout', plan, '--out', root, '--json'], captureIO())).toBe(0);
+    const rows = [0, 1, 2].map((index) =>
+      JSON.stringify({ id: `q${index}`, task: 'other', expected: index === 1 ? 'NOPE' : `ROW-${index}` }),
+    );
+    writeFileSync(path.join(dir, 'other.jsonl'), `${rows.join('\n')}\n`);
+    const other = path.join(dir, 'other.yaml');
+    writeFileSync(
+      other,
+      'agent: echo\ntasks: other.jsonl\nagents: agents\nscorers:\n  - { name: again, type: contains }\n',
+    );
+    expect(await main(['score', root, '--plan', other, '--json'], captureIO())).toBe(0);
+
+    const lines = readResults(path.join(root, 'results.jsonl'));
+    const passed = new Map(lines.map((line) => [line.label, line.scores?.again?.pass]));
+    expect(Object.fromEntries(passed)).toEqual({ q0: true, q1: false, q2: true });
+    const { plan: rescored } = readRunDir(root);
+    expect(rescored.taskRows?.expectedFrom).toBe(other);
+    expect(rescored.runs.map((run) => inputsOf(rescored, root, run).expected)).toEqual([
+      'ROW-0',
+      'NOPE',
+      'ROW-2',
+    ]);
+    // The run's own copy is left as it was.
+    expect(readFileSync(path.join(root, 'tasks.jsonl'), 'utf8')).toContain('"expected":"ROW-1-scored"');
+  });
+});
+
+describe('a run directory written before tasks.jsonl', () => {
+  it('resumes and scores from the rows inline in plan.json', async () => {
+    const plan = writeDataSet(2, 'inline', ['scorers:', '  - { name: seen, type: contains }']);
+    const root = path.join(dir, 'run');
+    await createRunDir(plan, root);
+    // What older versions wrote: every row's inputs inline in its entry, no taskRows, no copy.
+    const { plan: written } = readRunDir(root);
+    const old = {
+      ...written,
+      taskRows: undefined,
+      runs: written.runs.map(({ row: _row, ...run }) => ({
+        ...run,
+        task: `OLD-${run.index}`,
+        context: [],
+        metadata: { old: true },
+        expected: `OLD-${run.index}`,
+      })),
+    };
+    writeFileSync(path.join(root, 'plan.json'), JSON.stringify(old, null, 2));
+    writeFileSync(path.join(root, 'tasks.jsonl'), 'not rows any more\n');
+
+    expect(await main(['resume', root, '--json'], captureIO())).toBe(0);
+    const lines = readResults(path.join(root, 'results.jsonl'));
+    expect(lines).toHaveLength(2);
+    for (const line of lines) {
+      expect(line.answer).toContain(`OLD-${line.index}`);
+      expect(line.metadata).toEqual({ old: true });
+      expect(line.scores?.seen).toMatchObject({ pass: true });
+    }
+  });
+});
+
+describe('fileLines', () => {
+  it('gives each line its byte offset and length across multi-byte characters and chunk ends', async () => {
+    const file = path.join(dir, 'lines.txt');
+    const long = 'é'.repeat(700_000); // 1.4 MB: crosses a 1 MiB chunk
+    writeFileSync(file, `ä\n\n${long}\nlast`);
+    const { openSync, closeSync } = await import('node:fs');
+    const fd = openSync(file, 'r');
+    try {
+      const lines = [...fileLines(fd)].map(({ number, offset, length, text }) => ({
+        number,
+        offset,
+        length,
+        text: text.length > 10 ? `${text.slice(0, 2)}..${text.length}` : text,
+      }));
+      expect(lines).toEqual([
+        { number: 1, offset: 0, length: 2, text: 'ä' },
+        { number: 2, offset: 3, length: 0, text: '' },
+        { number: 3, offset: 4, length: 1_400_000, text: 'éé..700000' },
+        { number: 4, offset: 1_400_005, length: 4, text: 'last' },
+      ]);
+    } finally {
+      closeSync(fd);
+    }
+  });
+});
