@@ -14,10 +14,10 @@ import { followSignal } from '../abort.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import type { EngineDescription } from '../engines/engine.ts';
 import type { JobsUnserved } from '../engines/events.ts';
-import type { SerializedError } from '../errors.ts';
+import { type SerializedError, serializeError } from '../errors.ts';
 import type { JudgeSpawner } from '../eval/judge.ts';
 import type { Scoring } from '../eval/scoring.ts';
-import { ownSpend } from '../loop/outcome.ts';
+import { failedOutcome, ownSpend } from '../loop/outcome.ts';
 import type { AgentOutcome } from '../loop/types.ts';
 import { mergeModelSettings } from '../providers/model-settings.ts';
 import type { SpawnSpec } from '../supervisor/fanout.ts';
@@ -313,23 +313,35 @@ export class FanoutSession {
    * The work's spawn specs, each built (and its agent tracked) only when the fan-out has a free
    * slot for it: built up front, a 20,000-item data set held 20,000 specs and tracking entries
    * before its first agent started. Items never reached (Ctrl-C, a spent budget) are never built.
-   * A tasks-file row's inputs are read from the run directory's copy here, and not kept after.
+   * A tasks-file row's inputs are read from the run directory's copy here, and not kept after; a
+   * row that cannot be read (a damaged `tasks.jsonl`) fails its entry alone, `invalid_request`
+   * with the `run_dir_io` error, and no agent is spawned for it.
    */
   *#specs(work: readonly WorkItem[]): Generator<SpawnSpec> {
     const { plan, writer } = this.#options;
     for (const item of work) {
-      const inputs = inputsOf(plan, writer.paths.root, item.run);
+      let inputs: RunInputs | undefined;
+      let unreadable: unknown;
+      try {
+        inputs = inputsOf(plan, writer.paths.root, item.run);
+      } catch (error) {
+        unreadable = error;
+      }
       this.#tracked.set(item.agentId, {
         index: item.run.index,
         agent: item.run.agent,
         parentId: undefined,
         attempt: item.attempt,
         label: item.run.label,
-        metadata: inputs.metadata,
+        metadata: inputs?.metadata,
         hostId: undefined,
         startedAt: undefined,
         restarts: 0,
       });
+      if (inputs === undefined) {
+        this.#record(failedOutcome(item.agentId, 'invalid_request', serializeError(unreadable)));
+        continue;
+      }
       yield this.#spec(item, inputs);
     }
   }
@@ -547,16 +559,27 @@ export class FanoutSession {
     const { plan, writer } = this.#options;
     const run = line.index === null ? undefined : plan.runs[line.index];
     const scoring = this.#scoring;
-    const scored =
+    // A row that cannot be read leaves its line unscored (its entry already failed for it).
+    const inputs =
       scoring !== undefined && run !== undefined && run.index === line.index
-        ? {
-            ...line,
-            scores: await scoring.score(scoreInputOf(run, inputsOf(plan, writer.paths.root, run), line)),
-          }
+        ? readableInputs(plan, writer.paths.root, run)
+        : undefined;
+    const scored =
+      scoring !== undefined && run !== undefined && inputs !== undefined
+        ? { ...line, scores: await scoring.score(scoreInputOf(run, inputs, line)) }
         : line;
     this.#options.writer.append(scored);
     this.#lines.push(summaryLine(scored));
     this.#options.onEvent?.({ type: 'ended', line: scored });
+  }
+}
+
+/** The inputs of `run`, or undefined when its row cannot be read. */
+function readableInputs(plan: RunPlan, root: string, run: PlannedRun): RunInputs | undefined {
+  try {
+    return inputsOf(plan, root, run);
+  } catch {
+    return undefined;
   }
 }
 

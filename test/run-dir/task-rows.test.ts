@@ -143,6 +143,30 @@ describe('a plan over a tasks file', () => {
     expect(journals).not.toContain('EDITED');
   });
 
+  it('fails only the entry whose row in tasks.jsonl cannot be read', async () => {
+    const plan = writeDataSet(3, 'damaged', ['scorers:', '  - { name: seen, type: contains }']);
+    const root = path.join(dir, 'run');
+    const writer = await createRunDir(plan, root);
+    const row = writer.plan?.runs[1]?.row;
+    if (row === undefined) throw new Error('expected entry 1 to have a row');
+    const copy = readFileSync(path.join(root, 'tasks.jsonl'));
+    copy.fill(0x20, row.offset, row.offset + row.length);
+    writeFileSync(path.join(root, 'tasks.jsonl'), copy);
+
+    expect(await main(['resume', root, '--json'], captureIO())).toBe(1);
+    const lines = readResults(path.join(root, 'results.jsonl'));
+    const byIndex = new Map(lines.map((line) => [line.index, line]));
+    expect(lines).toHaveLength(3);
+    expect(byIndex.get(1)).toMatchObject({
+      status: 'failed',
+      reason: 'invalid_request',
+      error: { code: 'run_dir_io' },
+    });
+    expect(byIndex.get(1)?.scores).toBeUndefined();
+    for (const index of [0, 2]) expect(byIndex.get(index)).toMatchObject({ status: 'completed' });
+    expect(byIndex.get(2)?.scores?.seen).toMatchObject({ pass: true });
+  });
+
   it('runs a fanout from the copy and reports each row', async () => {
     const plan = writeDataSet(3, 'fanned');
     const root = path.join(dir, 'run');
