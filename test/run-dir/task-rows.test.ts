@@ -182,6 +182,25 @@ describe('a plan over a tasks file', () => {
   });
 });
 
+describe('troupe replay of a tasks-file run', () => {
+  it('gives the replay its own copy of the recorded rows', async () => {
+    const recorded = path.join(dir, 'run');
+    expect(
+      await main(['fanout', writeDataSet(2, 'replayed'), '--out', recorded, '--json'], captureIO()),
+    ).toBe(0);
+    const out = path.join(dir, 'replay');
+    expect(await main(['replay', recorded, '--out', out, '--json'], captureIO())).toBe(0);
+    const { plan } = readRunDir(out);
+    expect(plan.taskRows).toEqual({ from: path.join(dir, 'tasks.jsonl'), file: 'tasks.jsonl' });
+    expect(readFileSync(path.join(out, 'tasks.jsonl'), 'utf8')).toBe(
+      readFileSync(path.join(recorded, 'tasks.jsonl'), 'utf8'),
+    );
+    const lines = readResults(path.join(out, 'results.jsonl'));
+    expect(lines).toHaveLength(2);
+    for (const line of lines) expect(line.answer).toContain(`ROW-${line.index}-replayed`);
+  });
+});
+
 describe('troupe score --plan over a tasks-file run', () => {
   it("scores with the other plan's expected values and records where they came from", async () => {
     const plan = writeDataSet(3, 'scored', ['scorers:', '  - { name: seen, type: contains }']);
