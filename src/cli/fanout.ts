@@ -181,7 +181,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
   );
   // The plan as written: a tasks file's rows are read from the run directory's copy from now on.
   const stored = writer.plan ?? runPlan;
-  const { exitCode } = await withTelemetry(flags, io, runPlan.name ?? 'fanout', (tracing) =>
+  const { exitCode } = await withTelemetry(flags, io, stored.name ?? 'fanout', (tracing) =>
     executeSession({
       plan: stored,
       writer,
@@ -191,7 +191,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
       json: flags.json === true,
       io,
       supervisor: { ...supervisor, ...tracing },
-      approver: sessionApprover(asked.approve, runPlan.cwd, flags.json === true),
+      approver: sessionApprover(asked.approve, stored.cwd, flags.json === true),
     }),
   );
   return exitCode;
