@@ -86,15 +86,28 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
   if (scoring.hasJudges) await checkProvider(plan.provider);
   const latest = latestByIndex(contents.results);
   const rescored = new Map<ResultLine, ResultLine>();
-  try {
-    await Promise.all(
-      plan.runs.map(async (run) => {
-        const line = latest.get(run.index);
-        if (line === undefined) return;
+  // At most `concurrency` entries are scored at once, each row read when its turn comes: scored
+  // all at once, every row of the data set was read into memory before the first score was in.
+  const { runs } = plan;
+  let next = 0;
+  let failed = false;
+  const scoreNext = async (): Promise<void> => {
+    for (let position = next++; position < runs.length && !failed; position = next++) {
+      const run = runs[position];
+      const line = run === undefined ? undefined : latest.get(run.index);
+      if (run === undefined || line === undefined) continue;
+      try {
         const inputs = inputsOf(plan, contents.paths.root, run);
         rescored.set(line, { ...line, scores: await scoring.score(scoreInputOf(run, inputs, line)) });
-      }),
-    );
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }
+  };
+  try {
+    const workers = Math.max(1, Math.min(plan.concurrency, runs.length));
+    await Promise.all(Array.from({ length: workers }, scoreNext));
   } finally {
     await supervisor?.close();
   }
