@@ -23,6 +23,7 @@ import {
   openSync,
   readFileSync,
   renameSync,
+  rmSync,
   statSync,
   truncateSync,
   writeFileSync,
@@ -110,16 +111,24 @@ export class RunDirWriter {
         { runDir: paths.root },
       );
     }
-    mkdirSync(paths.journals, { recursive: true });
+    // The first directory this made, if any: removed with what is in it when the rows cannot be
+    // copied, so a refused run leaves no directory behind.
+    const created = mkdirSync(paths.journals, { recursive: true });
     const rows = plan.taskRows;
-    const stored =
-      rows !== undefined && isAbsolute(rows.file)
-        ? {
-            ...plan,
-            runs: copyTaskRows(rows.file, paths.root, plan.runs),
-            taskRows: { ...rows, file: TASK_ROWS_FILE },
-          }
-        : plan;
+    let stored = plan;
+    if (rows !== undefined && isAbsolute(rows.file)) {
+      try {
+        stored = {
+          ...plan,
+          runs: copyTaskRows(rows.file, paths.root, plan.runs),
+          taskRows: { ...rows, file: TASK_ROWS_FILE },
+        };
+      } catch (error) {
+        rmSync(paths.tasks, { force: true });
+        if (created !== undefined) rmSync(created, { recursive: true, force: true });
+        throw error;
+      }
+    }
     writePlanFile(paths.plan, stored, true);
     writeFileSync(paths.results, '');
     return new RunDirWriter(paths, stored);

@@ -117,6 +117,8 @@ describe('a plan over a tasks file', () => {
       caught = error;
     }
     expect(isTroupeError(caught) && caught.code).toBe('tasks_changed');
+    // Nothing is left behind: the directory did not exist before.
+    expect(existsSync(path.join(dir, 'run'))).toBe(false);
   });
 
   it('runs, resumes and scores from the run directory copy: editing the tasks file changes nothing', async () => {
