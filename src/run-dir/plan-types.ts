@@ -60,7 +60,7 @@ export interface InlinePlanRun extends PlanRunBase, RunInputs {
 export interface StoredPlanRun extends PlanRunBase {
   readonly row: RowRef;
   /**
-   * Set by `troupe score --plan` (with {@link TaskRows.expectedFrom}): the expected value that
+   * Set by `troupe score --plan` (with `taskRows.expectedFrom` in plan.json): the expected value that
    * replaces the row's.
    */
   readonly expected?: unknown;
