@@ -161,17 +161,24 @@ export function toOutcome(result: McpCallResult): ToolOutcome {
         parts.push(JSON.stringify(item));
     }
   }
-  if (parts.length === 0 && result.structuredContent !== undefined) {
-    parts.push(JSON.stringify(result.structuredContent, null, 2));
+  const structured = result.structuredContent;
+  // Kept as the result's data (journalled with it) only within the bound on a result's text.
+  const structuredChars = structured === undefined ? 0 : (JSON.stringify(structured)?.length ?? 0);
+  const keep = structured !== undefined && structuredChars <= MCP_RESULT_CHAR_LIMIT;
+  if (parts.length === 0 && structured !== undefined) {
+    parts.push(keep ? JSON.stringify(structured, null, 2) : (JSON.stringify(structured) ?? ''));
   }
   let text = parts.join('\n');
   if (text.length > MCP_RESULT_CHAR_LIMIT) {
     text = `${text.slice(0, MCP_RESULT_CHAR_LIMIT)}\n[${text.length - MCP_RESULT_CHAR_LIMIT} more characters of the result were cut]`;
   }
+  if (structured !== undefined && !keep) {
+    text += `\n[the structured content (${structuredChars} characters of JSON, over ${MCP_RESULT_CHAR_LIMIT}) was not kept]`;
+  }
   return {
     ok: result.isError !== true,
     text: text === '' ? '(the tool returned no content)' : text,
-    ...(result.structuredContent === undefined ? {} : { data: result.structuredContent }),
+    ...(keep ? { data: structured } : {}),
   };
 }
 
