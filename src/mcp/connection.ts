@@ -21,12 +21,15 @@ import {
   MCP_ERROR_TEXT_MAX_CHARS,
   MCP_LIST_TIMEOUT_MS,
   MCP_MAX_LIST_PAGES,
+  MCP_MAX_NOTIFICATIONS_PER_SECOND,
   MCP_MAX_RESTARTS,
   MCP_MAX_TOOLS_PER_SERVER,
   MCP_RESTART_BASE_DELAY_MS,
   MCP_RESTART_MAX_DELAY_MS,
   MCP_STDIO_MAX_MESSAGE_BYTES,
 } from './constants.ts';
+import { lazyOutputSchemas } from './output-schemas.ts';
+import { LineReadBuffer } from './read-buffer.ts';
 
 /** The SDK's classes a connection uses. */
 interface McpSdk {
@@ -38,6 +41,7 @@ interface McpSdk {
   readonly StreamableHTTPError: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPError;
   readonly ErrorCode: typeof import('@modelcontextprotocol/sdk/types.js').ErrorCode;
   readonly McpError: typeof import('@modelcontextprotocol/sdk/types.js').McpError;
+  readonly deserializeMessage: typeof import('@modelcontextprotocol/sdk/shared/stdio.js').deserializeMessage;
 }
 
 let sdkLoading: Promise<McpSdk> | undefined;
@@ -54,8 +58,9 @@ function loadSdk(): Promise<McpSdk> {
     import('@modelcontextprotocol/sdk/client/stdio.js'),
     import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
     import('@modelcontextprotocol/sdk/types.js'),
+    import('@modelcontextprotocol/sdk/shared/stdio.js'),
   ]).then(
-    ([client, sse, stdio, http, types]) => ({
+    ([client, sse, stdio, http, types, lines]) => ({
       Client: client.Client,
       SSEClientTransport: sse.SSEClientTransport,
       StdioClientTransport: stdio.StdioClientTransport,
@@ -64,6 +69,7 @@ function loadSdk(): Promise<McpSdk> {
       StreamableHTTPError: http.StreamableHTTPError,
       ErrorCode: types.ErrorCode,
       McpError: types.McpError,
+      deserializeMessage: lines.deserializeMessage,
     }),
     (error: unknown) => {
       sdkLoading = undefined;
@@ -98,12 +104,19 @@ export interface McpConnectionOptions {
   /** Environment `${VAR}` expands from. @default process.env */
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly connectTimeoutMs?: number;
+  /** Time for the whole `tools/list` listing, every page. @default MCP_LIST_TIMEOUT_MS */
+  readonly listTimeoutMs?: number;
   readonly callTimeoutMs?: number;
   readonly maxRestarts?: number;
   readonly restartBaseDelayMs?: number;
   readonly restartMaxDelayMs?: number;
   /** Bytes one message from a stdio server may have; a longer one closes the connection. */
   readonly maxMessageBytes?: number;
+  /**
+   * Notifications and requests a server may send in one second; past it troupe closes the
+   * connection. @default MCP_MAX_NOTIFICATIONS_PER_SECOND
+   */
+  readonly maxNotificationsPerSecond?: number;
   /**
    * Told when a stdio server's process starts and ends, so whoever owns the thread can kill the
    * processes a dead thread leaves behind (a terminated worker thread cannot stop its children).
@@ -140,6 +153,8 @@ export class McpConnection {
   #toolsCut = false;
   /** Set when the client closed a stdio connection because a message was too long. */
   #oversized = false;
+  /** Set when troupe closed the connection because the server sent too many notifications. */
+  #flooded = false;
 
   constructor(name: string, config: McpServerConfig, options: McpConnectionOptions) {
     this.name = name;
@@ -149,11 +164,13 @@ export class McpConnection {
       env: options.env,
       onProcess: options.onProcess,
       connectTimeoutMs: options.connectTimeoutMs ?? MCP_CONNECT_TIMEOUT_MS,
+      listTimeoutMs: options.listTimeoutMs ?? MCP_LIST_TIMEOUT_MS,
       callTimeoutMs: options.callTimeoutMs ?? MCP_CALL_TIMEOUT_MS,
       maxRestarts: options.maxRestarts ?? MCP_MAX_RESTARTS,
       restartBaseDelayMs: options.restartBaseDelayMs ?? MCP_RESTART_BASE_DELAY_MS,
       restartMaxDelayMs: options.restartMaxDelayMs ?? MCP_RESTART_MAX_DELAY_MS,
       maxMessageBytes: options.maxMessageBytes ?? MCP_STDIO_MAX_MESSAGE_BYTES,
+      maxNotificationsPerSecond: options.maxNotificationsPerSecond ?? MCP_MAX_NOTIFICATIONS_PER_SECOND,
     };
   }
 
@@ -246,6 +263,16 @@ export class McpConnection {
           { server: this.name, tool, status },
         );
       }
+      // An answer that is not a tool result (an image whose data is not base64, say) is the server
+      // answering too: it is not restarted for it.
+      const invalid = invalidAnswer(error);
+      if (session.alive && invalid !== undefined) {
+        throw new SystemError(
+          'mcp_call_failed',
+          `MCP server \`${this.name}\` answered \`${tool}\` with a result that is not valid MCP: ${invalid}`,
+          { server: this.name, tool },
+        );
+      }
       // A JSON-RPC error is the server answering; anything else (the connection closed, the HTTP
       // session or server gone, a network error) means the server cannot be reached any more.
       const answered = error instanceof McpError && error.code !== ErrorCode.ConnectionClosed;
@@ -315,6 +342,7 @@ export class McpConnection {
     if (wait > 0) await sleep(Math.min(wait, this.#options.restartMaxDelayMs));
     let transport: Transport | undefined;
     let client: Client | undefined;
+    let ready: Session | undefined;
     try {
       // Loading the SDK (local modules, on a thread's first connection) is not the server's time.
       const sdk = await loadSdk();
@@ -324,8 +352,18 @@ export class McpConnection {
         this.#oversized = true;
         void client?.close().catch(() => {});
       });
-      client = new sdk.Client({ name: 'troupe', version: '0.1.0' }, { capabilities: {} });
+      client = new sdk.Client(
+        { name: 'troupe', version: '0.1.0' },
+        { capabilities: {}, jsonSchemaValidator: lazyOutputSchemas },
+      );
       this.#oversized = false;
+      this.#flooded = false;
+      // Kept by the SDK's Client, which calls it before its own handling of each message.
+      transport.onmessage = this.#floodGuard(() => {
+        this.#flooded = true;
+        if (ready) this.#ended(ready, this.#floodText());
+        else void client?.close().catch(() => {});
+      });
       // The SDK reports a message over its buffer here, then closes the transport (killing a stdio
       // server): remembered so the death is not blamed on the server.
       client.onerror = (error: Error) => {
@@ -347,40 +385,59 @@ export class McpConnection {
           onProcess(pid, 'exited');
         };
       }
-      await raceDeadline(started, deadline, this.#options.connectTimeoutMs);
-      const tools = await this.#listTools(client);
-      const ready: Session = { ...session, tools };
+      await raceDeadline(
+        started,
+        deadline,
+        `it did not answer \`initialize\` within ${this.#options.connectTimeoutMs} ms`,
+      );
+      const tools = await this.#listTools(sdk, client);
+      const live: Session = { ...session, tools };
+      ready = live;
+      if (this.#flooded) throw new Error(this.#floodText());
       // The SDK calls onclose when the child exits or the HTTP session ends.
       const previous = transport.onclose;
       transport.onclose = () => {
         previous?.();
-        this.#ended(ready, this.#exitReason());
+        this.#ended(live, this.#exitReason());
       };
       if (this.#closed) {
         await client.close().catch(() => {});
         throw this.#unavailable('the connection was closed while it started');
       }
-      this.#session = ready;
-      return ready;
+      this.#session = live;
+      return live;
     } catch (error) {
       await client?.close().catch(() => {});
       await transport?.close().catch(() => {});
       if (error instanceof SystemError && error.code === 'mcp_unavailable') throw error;
-      const why = `${errorMessage(error)}${this.#stderrTail()}`;
+      const why = this.#flooded ? this.#floodText() : `${errorMessage(error)}${this.#stderrTail()}`;
       this.#failed(why);
       throw this.#unavailable(`it could not be started: ${why}`);
     }
   }
 
-  async #listTools(client: Client): Promise<McpToolInfo[]> {
+  /** The server's tools: every page within one deadline (listTimeoutMs), at most the bounds. */
+  async #listTools(sdk: McpSdk, client: Client): Promise<McpToolInfo[]> {
     this.#toolsCut = false;
     if (!client.getServerCapabilities()?.tools) return [];
     const tools: McpToolInfo[] = [];
+    const ms = this.#options.listTimeoutMs;
+    const deadline = AbortSignal.timeout(ms);
     let cursor: string | undefined;
     for (let page = 0; page < MCP_MAX_LIST_PAGES; page += 1) {
-      const listed = await client.listTools(cursor === undefined ? {} : { cursor }, {
-        timeout: MCP_LIST_TIMEOUT_MS,
+      const request = client.listTools(cursor === undefined ? {} : { cursor }, {
+        signal: deadline,
+        timeout: ms,
       });
+      const late = `it answered \`initialize\` but did not list its tools (\`tools/list\`${page === 0 ? '' : `, page ${page + 1}`}) within ${ms} ms`;
+      const listed = await raceDeadline(
+        request.catch((error: unknown) => {
+          const timedOut = error instanceof sdk.McpError && error.code === sdk.ErrorCode.RequestTimeout;
+          throw timedOut || deadline.aborted ? new Error(late) : error;
+        }),
+        deadline,
+        late,
+      );
       for (const tool of listed.tools) {
         if (tools.length >= MCP_MAX_TOOLS_PER_SERVER) {
           this.#toolsCut = true;
@@ -423,6 +480,7 @@ export class McpConnection {
         stderr: 'pipe',
         maxBufferSize: this.#options.maxMessageBytes,
       });
+      useLineReadBuffer(transport, new LineReadBuffer(this.#options.maxMessageBytes, sdk.deserializeMessage));
       transport.stderr?.on('data', (chunk: Buffer) => {
         this.#stderr = (this.#stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_CHARS);
       });
@@ -460,10 +518,43 @@ export class McpConnection {
   }
 
   #exitReason(): string {
+    if (this.#flooded) return this.#floodText();
     if (this.#oversized) {
       return `it sent a message longer than ${this.#options.maxMessageBytes} bytes, the most troupe reads, so troupe closed the connection`;
     }
     return `it exited${this.#stderrTail()}`;
+  }
+
+  /**
+   * Counts what the server sends on its own (notifications, requests) per second and calls
+   * `onFlood` once past the bound: every message costs the agent's thread a parse, so a server
+   * sending `tools/list_changed` in a loop held every agent on the thread.
+   */
+  #floodGuard(onFlood: () => void): (message: unknown) => void {
+    const max = this.#options.maxNotificationsPerSecond;
+    let windowStart = 0;
+    let count = 0;
+    let flooded = false;
+    return (message) => {
+      if (flooded || typeof (message as { method?: unknown }).method !== 'string') return;
+      const now = Date.now();
+      if (now - windowStart >= 1000) {
+        windowStart = now;
+        count = 0;
+      }
+      count += 1;
+      if (count > max) {
+        flooded = true;
+        onFlood();
+      }
+    };
+  }
+
+  #floodText(): string {
+    return (
+      `it sent more than ${this.#options.maxNotificationsPerSecond} notifications in one second, ` +
+      'the most troupe reads, so troupe closed the connection'
+    );
   }
 
   #stderrTail(): string {
@@ -530,13 +621,40 @@ export function boundedFetch(
   };
 }
 
-function raceDeadline<T>(promise: Promise<T>, deadline: AbortSignal, ms: number): Promise<T> {
+/**
+ * Puts `buffer` in place of the SDK's stdio read buffer (read-buffer.ts says why). `_readBuffer` is
+ * the SDK's own field; test/mcp/hostile.test.ts fails when an SDK update renames it.
+ */
+function useLineReadBuffer(transport: object, buffer: LineReadBuffer<unknown>): void {
+  const holder = transport as { _readBuffer?: unknown };
+  if ('_readBuffer' in holder) holder._readBuffer = buffer;
+}
+
+/** `promise`, or an Error saying `late` when `deadline` aborts first. */
+function raceDeadline<T>(promise: Promise<T>, deadline: AbortSignal, late: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(new Error(`no answer within ${ms} ms`));
+    const onAbort = (): void => reject(new Error(late));
     if (deadline.aborted) onAbort();
     deadline.addEventListener('abort', onAbort, { once: true });
     promise.then(resolve, reject).finally(() => deadline.removeEventListener('abort', onAbort));
   });
+}
+
+/**
+ * What is wrong with an answer the SDK refused as not matching MCP's schema (it rejects with the
+ * schema library's error, whose message is a JSON dump of every issue): the first issues, each at
+ * its path (`content.0.data: Invalid Base64 string`). Undefined for any other error.
+ */
+function invalidAnswer(error: unknown): string | undefined {
+  const issues = (error as { issues?: unknown } | undefined)?.issues;
+  if (!(error instanceof Error) || !Array.isArray(issues) || issues.length === 0) return undefined;
+  const described = issues.slice(0, 3).map((issue: { path?: unknown; message?: unknown }) => {
+    const path = Array.isArray(issue.path) ? issue.path.join('.') : '';
+    return `${path === '' ? '' : `${path}: `}${String(issue.message ?? 'invalid')}`;
+  });
+  const more = issues.length > 3 ? ` (and ${issues.length - 3} more)` : '';
+  const text = `${described.join('; ')}${more}`;
+  return text.length > MCP_ERROR_TEXT_MAX_CHARS ? `${text.slice(0, MCP_ERROR_TEXT_MAX_CHARS)}… (cut)` : text;
 }
 
 /**
@@ -545,7 +663,13 @@ function raceDeadline<T>(promise: Promise<T>, deadline: AbortSignal, ms: number)
  * MCP_ERROR_TEXT_MAX_CHARS characters.
  */
 function errorMessage(error: unknown): string {
-  let text = error instanceof Error ? error.message : String(error);
+  const invalid = invalidAnswer(error);
+  let text =
+    invalid !== undefined
+      ? `the answer is not valid MCP: ${invalid}`
+      : error instanceof Error
+        ? error.message
+        : String(error);
   const cause = error instanceof Error ? error.cause : undefined;
   if (cause instanceof Error && cause.message !== '' && !text.includes(cause.message)) {
     text = `${text} (${cause.message})`;

@@ -6,7 +6,7 @@ export const MCP_SERVER_NAME_PATTERN = /^[A-Za-z0-9_-]{1,48}$/;
 /** Time to start a server (spawn or HTTP handshake) and finish MCP initialization. */
 export const MCP_CONNECT_TIMEOUT_MS = 30_000;
 
-/** Time for one `tools/list` page. */
+/** Time for the whole `tools/list` listing (every page), after `initialize` was answered. */
 export const MCP_LIST_TIMEOUT_MS = 30_000;
 
 /** Pages of `tools/list` read at most (a server that pages forever is cut off). */
@@ -43,6 +43,14 @@ export const MCP_STDIO_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 /** Characters of a tool result kept; the rest is cut with a note saying how much was left out. */
 export const MCP_RESULT_CHAR_LIMIT = 100_000;
+
+/**
+ * Notifications (and requests) a server may send in one second. A busy server sends a few dozen
+ * (progress, log messages); one sending `tools/list_changed` in a loop held the agent's thread, and
+ * every other agent on it, parsing. Past the bound troupe closes the connection (the server is
+ * restarted for the next call, after the usual backoff).
+ */
+export const MCP_MAX_NOTIFICATIONS_PER_SECOND = 1000;
 
 /** Restarts after a server died before calls fail at once ("gave up"). Reset by a call that succeeds. */
 export const MCP_MAX_RESTARTS = 5;

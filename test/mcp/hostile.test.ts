@@ -1,0 +1,141 @@
+import path from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { McpServerConfig } from '../../src/mcp/config.ts';
+import { McpConnection } from '../../src/mcp/connection.ts';
+import { McpPool } from '../../src/mcp/pool.ts';
+import { LineReadBuffer } from '../../src/mcp/read-buffer.ts';
+import type { Tool } from '../../src/tools/types.ts';
+import { mcpFixtures, scratch } from './helpers.ts';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  vi.restoreAllMocks();
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** test/fixtures/mcp/hostile.mjs in `mode`. */
+function hostile(mode: string, ...args: string[]): McpServerConfig {
+  return {
+    type: 'stdio',
+    command: process.execPath,
+    args: [path.join(mcpFixtures, 'hostile.mjs'), mode, ...args],
+    env: {},
+  };
+}
+
+function pool(options: Partial<ConstructorParameters<typeof McpPool>[0]> = {}): McpPool {
+  const { dir, cleanup } = scratch();
+  const created = new McpPool({ cwd: dir, restartBaseDelayMs: 20, ...options });
+  cleanups.push(cleanup, () => created.close());
+  return created;
+}
+
+const ctx = () => ({ signal: new AbortController().signal, cwd: '/', agentId: 'a', fitsState: () => true });
+const byName = (tools: readonly Tool[], name: string): Tool => {
+  const tool = tools.find((candidate) => candidate.name === name);
+  if (!tool) throw new Error(`no tool ${name} in ${tools.map((t) => t.name).join(', ')}`);
+  return tool;
+};
+
+describe('a hostile MCP server over stdio', () => {
+  it('that never answers `initialize`, or never lists its tools, is a problem saying which', async () => {
+    const mcp = pool({ connectTimeoutMs: 500, listTimeoutMs: 500 });
+    const { tools, problems } = await mcp.toolsFor({ silent: hostile('silent'), mute: hostile('no-list') });
+    expect(tools).toEqual([]);
+    expect(problems).toEqual([
+      { server: 'silent', message: expect.stringContaining('it did not answer `initialize` within 500 ms') },
+      {
+        server: 'mute',
+        message: expect.stringContaining(
+          'it answered `initialize` but did not list its tools (`tools/list`) within 500 ms',
+        ),
+      },
+    ]);
+  });
+
+  it('keeps every tool when one output schema does not compile or is over the bound; each is called', async () => {
+    const { tools, problems } = await pool().toolsFor({ out: hostile('output-schema') });
+    expect(problems).toEqual([]);
+    for (const name of ['ok', 'bad', 'wide']) {
+      const result = await byName(tools, `mcp__out__${name}`).execute({}, ctx());
+      expect(result).toMatchObject({ ok: true, text: `called ${name}`, data: { a: 1 } });
+    }
+  });
+
+  it('answers a result that is not valid MCP as the server refusing the call, not as a death', async () => {
+    const connection = new McpConnection('img', hostile('image', '1'), { cwd: '/', restartBaseDelayMs: 20 });
+    cleanups.push(() => connection.close());
+    await connection.tools();
+    const pid = connection.pid;
+    const call = connection.call('img', {}, new AbortController().signal);
+    await expect(call).rejects.toMatchObject({
+      code: 'mcp_call_failed',
+      message:
+        'MCP server `img` answered `img` with a result that is not valid MCP: content.0.data: Invalid Base64 string',
+    });
+    expect(connection.failures).toBe(0);
+    expect(connection.pid).toBe(pid);
+    await expect(connection.call('echo', { x: 1 }, new AbortController().signal)).resolves.toMatchObject({
+      content: [{ type: 'text', text: '{"x":1}' }],
+    });
+  });
+
+  it('that floods notifications is cut off: at the start, and during a call', async () => {
+    const mcp = pool({ maxNotificationsPerSecond: 200, callTimeoutMs: 5000 });
+    const start = await mcp.toolsFor({ loud: hostile('notify-flood') });
+    expect(start.problems).toEqual([
+      {
+        server: 'loud',
+        message: expect.stringContaining(
+          'it sent more than 200 notifications in one second, the most troupe reads, so troupe closed the connection',
+        ),
+      },
+    ]);
+    const { tools } = await mcp.toolsFor({ later: hostile('call-flood') });
+    const result = await byName(tools, 'mcp__later__echo').execute({}, ctx());
+    expect(result.ok).toBe(false);
+    expect(result.text).toContain(
+      'MCP server `later` stopped during the call to `echo` (it sent more than 200',
+    );
+  });
+
+  it('reads a long result in linear time: its bytes are joined once, not once per chunk', async () => {
+    const bytes = 8 * 1024 * 1024;
+    const big: McpServerConfig = {
+      type: 'stdio',
+      command: process.execPath,
+      args: [path.join(mcpFixtures, 'big-result.mjs')],
+      env: {},
+    };
+    const { tools } = await pool().toolsFor({ big });
+    const concat = vi.spyOn(Buffer, 'concat');
+    const result = await byName(tools, 'mcp__big__big').execute({ bytes }, ctx());
+    expect(result.ok).toBe(true);
+    const copied = concat.mock.results.reduce(
+      (sum, { value }) => sum + (Buffer.isBuffer(value) ? value.length : 0),
+      0,
+    );
+    // The SDK's own buffer copied ~n²/(2 × 64 KiB) bytes: 512 MB for these 8 MB.
+    expect(copied).toBeLessThan(2 * bytes);
+  });
+});
+
+describe('LineReadBuffer', () => {
+  it('splits messages across and within chunks, drops a CR before the newline, and bounds one message', () => {
+    const buffer = new LineReadBuffer(16, (line) => JSON.parse(line) as unknown);
+    buffer.append(Buffer.from('{"a":'));
+    expect(buffer.readMessage()).toBeNull();
+    buffer.append(Buffer.from('1}\r\n{"b":2}\nnot json\n{"c"'));
+    expect(buffer.readMessage()).toEqual({ a: 1 });
+    expect(buffer.readMessage()).toEqual({ b: 2 });
+    expect(() => buffer.readMessage()).toThrow(SyntaxError);
+    expect(buffer.readMessage()).toBeNull();
+    buffer.append(Buffer.from(':3}\n'));
+    expect(buffer.readMessage()).toEqual({ c: 3 });
+    expect(() => buffer.append(Buffer.from('x'.repeat(17)))).toThrow(
+      'ReadBuffer exceeded maximum size of 16 bytes',
+    );
+    buffer.append(Buffer.from('{"d":4}\n'));
+    expect(buffer.readMessage()).toEqual({ d: 4 });
+  });
+});
