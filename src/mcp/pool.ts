@@ -83,10 +83,37 @@ export class McpPool implements McpToolSource {
         }
       }),
     );
+    // Tool names are unique per server; across servers `mcp__a__b__c` can be server `a`'s `b__c`
+    // and server `a__b`'s `c`. The first server in `servers` keeps the name: two tools of one name
+    // made the agent's start fail (`duplicate_tool`).
+    const owners = new Map<string, string>();
+    const tools: Tool[] = [];
+    const notices = results.flatMap((result) => result.notices);
+    results.forEach((result, index) => {
+      const server = Object.keys(servers)[index] ?? '';
+      const taken: string[] = [];
+      for (const tool of result.tools) {
+        const owner = owners.get(tool.name);
+        if (owner === undefined) {
+          owners.set(tool.name, server);
+          tools.push(tool);
+        } else {
+          taken.push(`\`${tool.name}\` (server \`${owner}\`'s)`);
+        }
+      }
+      if (taken.length > 0) {
+        notices.push({
+          server,
+          message:
+            `MCP server \`${server}\`: ${taken.length} tool(s) not offered, their names being those of another ` +
+            `server's tools: ${taken.join(', ')}`,
+        });
+      }
+    });
     return {
-      tools: results.flatMap((result) => result.tools),
+      tools,
       problems: results.flatMap((result) => (result.problem ? [result.problem] : [])),
-      notices: results.flatMap((result) => result.notices),
+      notices,
     };
   }
 

@@ -99,6 +99,25 @@ describe('a hostile MCP server over stdio', () => {
     );
   });
 
+  it("offers a tool name once when two servers' tools come out the same (`a`'s `b__c`, `a__b`'s `c`)", async () => {
+    const { tools, notices, problems } = await pool().toolsFor({
+      p: hostile('named', 'q__echo,other'),
+      p__q: hostile('named', 'echo'),
+    });
+    expect(problems).toEqual([]);
+    expect(tools.map((tool) => tool.name)).toEqual(['mcp__p__q__echo', 'mcp__p__other']);
+    expect(notices).toEqual([
+      {
+        server: 'p__q',
+        message:
+          "MCP server `p__q`: 1 tool(s) not offered, their names being those of another server's tools: " +
+          "`mcp__p__q__echo` (server `p`'s)",
+      },
+    ]);
+    const result = await byName(tools, 'mcp__p__q__echo').execute({ from: 'p' }, ctx());
+    expect(result).toMatchObject({ ok: true, text: '{"from":"p"}' });
+  });
+
   it('reads a long result in linear time: its bytes are joined once, not once per chunk', async () => {
     const bytes = 8 * 1024 * 1024;
     const big: McpServerConfig = {
