@@ -33,6 +33,14 @@ export function readYaml(text: string, subject = 'frontmatter'): YamlRead {
     const message = `Invalid YAML in ${subject}: expected \`[ ]\`/\`{ }\` nested at most ${MAX_FLOW_NESTING} levels deep, found deeper nesting`;
     return { ok: false, doc: undefined, lineCounter, refusal: { message, offset: tooDeep } };
   }
+  const tooDeepInLine = blockNestingOverflow(text);
+  if (tooDeepInLine !== undefined) {
+    countLines(text, lineCounter);
+    const message =
+      `Invalid YAML in ${subject}: expected \`- \`/\`? \`/\`: \` nested at most ${MAX_FLOW_NESTING} levels deep on one ` +
+      'line, found deeper nesting';
+    return { ok: false, doc: undefined, lineCounter, refusal: { message, offset: tooDeepInLine } };
+  }
   let doc: Document | undefined;
   try {
     doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, logLevel: 'error' });
@@ -82,6 +90,35 @@ function flowNestingOverflow(text: string): number | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * Offset of the indicator that nests block collections deeper than MAX_FLOW_NESTING on one line
+ * (`- - - - x`, `? ? ? x`), if any: the parser recurses once per level, and 30,000 of them (60 KB)
+ * overflowed its stack ("Maximum call stack size exceeded", said of no particular place).
+ */
+function blockNestingOverflow(text: string): number | undefined {
+  let depth = 0;
+  let lineStart = true;
+  for (let offset = 0; offset < text.length; offset++) {
+    const char = text.charCodeAt(offset);
+    if (char === 0x0a) {
+      depth = 0;
+      lineStart = true;
+    } else if (!lineStart || char === 0x20 || char === 0x09) {
+      // Indentation, or the rest of a line past its indicators.
+    } else if ((char === 0x2d || char === 0x3f || char === 0x3a) && isBlank(text.charCodeAt(offset + 1))) {
+      depth++;
+      if (depth > MAX_FLOW_NESTING) return offset;
+    } else {
+      lineStart = false;
+    }
+  }
+  return undefined;
+}
+
+function isBlank(char: number): boolean {
+  return char === 0x20 || char === 0x09;
 }
 
 function countLines(text: string, lineCounter: LineCounter): void {

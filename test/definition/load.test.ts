@@ -67,6 +67,25 @@ describe('loadDefinitionFile', () => {
   });
 });
 
+describe('block nesting on one line', () => {
+  it('is refused past 64 levels at the indicator that goes too deep, not as a stack overflow', () => {
+    for (const indicator of ['- ', '? ']) {
+      const text = `---\nname: a\ndescription: d\ntools:\n${indicator.repeat(30_000)}x\n---\nbody`;
+      expect(parseDefinition(text, '/a.md').errors).toEqual([
+        expect.objectContaining({
+          code: 'parse_error',
+          line: 5,
+          column: 129,
+          message:
+            'Invalid YAML in frontmatter: expected `- `/`? `/`: ` nested at most 64 levels deep on one line, found deeper nesting',
+        }),
+      ]);
+    }
+    const fine = `---\nname: a\ndescription: d\nx:\n${'- '.repeat(64)}y\n---\nbody`;
+    expect(parseDefinition(fine, '/a.md').errors).toEqual([]);
+  });
+});
+
 describe('definitionHash', () => {
   it('is the same wherever the file lives and changes with the content', () => {
     const one = parseDefinition(definitionText('a'), '/x/a.md').definition;
