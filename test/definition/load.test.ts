@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BUILTIN_DEFINITIONS, loadBuiltins } from '../../src/definition/builtins.ts';
 import { DEFINITION_BYTE_LIMIT, MAX_FRONTMATTER_CHARS } from '../../src/definition/constants.ts';
 import { definitionHash, loadDefinitionFile, parseDefinition } from '../../src/definition/load.ts';
@@ -83,6 +83,24 @@ describe('block nesting on one line', () => {
     }
     const fine = `---\nname: a\ndescription: d\nx:\n${'- '.repeat(64)}y\n---\nbody`;
     expect(parseDefinition(fine, '/a.md').errors).toEqual([]);
+  });
+});
+
+describe('a long tools list', () => {
+  it('is located in one pass over its items, not one search per name', () => {
+    const count = 2000;
+    const names = Array.from({ length: count }, (_, i) => `mcp__s__t${i}`);
+    const text = `---\nname: a\ndescription: d\ntools: [${names.join(', ')}]\n---\nbody`;
+    const trim = vi.spyOn(String.prototype, 'trim');
+    try {
+      const result = parseDefinition(text, '/a.md');
+      expect(result.errors).toEqual([]);
+      expect(result.definition?.tools).toHaveLength(count);
+      // A search per name trimmed ~count²/2 items (2,000,000 here).
+      expect(trim.mock.calls.length).toBeLessThan(20 * count);
+    } finally {
+      trim.mockRestore();
+    }
   });
 });
 
