@@ -3,6 +3,7 @@
  * functions never throw; unreadable files, bad YAML and internal surprises all become problems.
  */
 
+import { isUtf8 } from 'node:buffer';
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { DEFINITION_BYTE_LIMIT } from './constants.ts';
@@ -110,7 +111,20 @@ export async function loadDefinitionFile(file: string, options: LoadOptions = {}
         FILE_START,
       );
     } else {
-      return parseDefinition(await readFile(absolute, 'utf8'), absolute, options);
+      const bytes = await readFile(absolute);
+      const text = bytes.toString('utf8');
+      const result = parseDefinition(text, absolute, options);
+      if (isUtf8(bytes)) return result;
+      // Read on as Claude Code does (each bad sequence becomes U+FFFD), but said, at the first.
+      const at = text.indexOf('\uFFFD');
+      const before = text.slice(0, Math.max(0, at));
+      const line = before.split('\n').length;
+      problems.warning(
+        'invalid_utf8',
+        'Expected UTF-8 text, found bytes that are not UTF-8 (read as U+FFFD, �); save the file as UTF-8',
+        { line, column: at - (before.lastIndexOf('\n') + 1) + 1 },
+      );
+      return { ...result, warnings: [...problems.warnings, ...result.warnings] };
     }
   } catch (error) {
     problems.error('io_error', `Could not read the file: ${describeIoError(error)}`, FILE_START);

@@ -20,6 +20,8 @@ export type ProblemCode =
   | 'lenient_parse'
   | 'name_slugified'
   | 'io_error'
+  /** The file is not valid UTF-8: what is not was read as U+FFFD. */
+  | 'invalid_utf8'
   | 'shadowed'
   /** A block id that is not lowercase slugs joined by dots (`acme.intake`). */
   | 'invalid_block_id'

@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BUILTIN_DEFINITIONS, loadBuiltins } from '../../src/definition/builtins.ts';
 import { DEFINITION_BYTE_LIMIT, MAX_FRONTMATTER_CHARS } from '../../src/definition/constants.ts';
@@ -38,6 +39,28 @@ describe('loadDefinitionFile', () => {
     expect((await loadDefinitionFile(big)).errors[0]?.message).toContain(
       `at most ${DEFINITION_BYTE_LIMIT} bytes`,
     );
+  });
+
+  it('reads a file that is not UTF-8 with a warning at the first bad byte', async () => {
+    const file = tree.path('latin1.md');
+    const bytes = Buffer.concat([
+      Buffer.from('---\nname: l\ndescription: caf'),
+      Buffer.from([0xe9, 0x20, 0xff]),
+      Buffer.from('\n---\nbody\n'),
+    ]);
+    writeFileSync(file, bytes);
+    const result = await loadDefinitionFile(file);
+    expect(result.definition?.description).toBe('caf\uFFFD \uFFFD');
+    expect(result.warnings).toEqual([
+      expect.objectContaining({
+        code: 'invalid_utf8',
+        severity: 'warning',
+        file,
+        line: 3,
+        column: 17,
+        message: expect.stringContaining('Expected UTF-8 text, found bytes that are not UTF-8'),
+      }),
+    ]);
   });
 
   it('is lenient for compat sources unless told otherwise', async () => {
