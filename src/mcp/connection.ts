@@ -6,7 +6,8 @@
  * exits, the HTTP session is gone), calls in flight fail at once with a tool error that says so
  * (the call may or may not have taken effect: it is never re-sent), and the next call restarts the
  * server after a backoff (500 ms doubling to 30 s). After {@link MCP_MAX_RESTARTS} failed starts or
- * deaths in a row, calls fail at once until {@link McpConnection.reset}. Every wait is bounded:
+ * deaths in a row, calls fail at once until {@link McpConnection.reset}, or until the longest
+ * backoff (30 s) has passed since the last failure: then one start is tried again. Every wait is bounded:
  * connecting, listing, calling, restarting and closing.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -146,6 +147,7 @@ export class McpConnection {
   #connecting: Promise<Session> | undefined;
   #failures = 0;
   #nextAttemptAt = 0;
+  #lastFailureAt = 0;
   #lastError: string | undefined;
   #closed = false;
   #stderr = '';
@@ -317,9 +319,15 @@ export class McpConnection {
     if (this.#closed) throw this.#unavailable('the connection is closed');
     if (this.#session?.alive) return this.#session;
     if (!this.#connecting) {
-      if (this.#failures >= this.#options.maxRestarts) {
+      // Given up, but not for good: a server the user restarts, or one that was down for a while,
+      // is tried again (once per restartMaxDelayMs while it keeps failing).
+      if (
+        this.#failures >= this.#options.maxRestarts &&
+        Date.now() - this.#lastFailureAt < this.#options.restartMaxDelayMs
+      ) {
         throw this.#unavailable(
-          `it failed ${this.#failures} times in a row (last: ${this.#lastError ?? 'unknown'})`,
+          `it failed ${this.#failures} times in a row (last: ${this.#lastError ?? 'unknown'}); ` +
+            `it is tried again ${this.#options.restartMaxDelayMs} ms after its last failure`,
         );
       }
       this.#connecting = this.#connect().finally(() => {
@@ -510,6 +518,7 @@ export class McpConnection {
   #failed(why: string): void {
     this.#failures += 1;
     this.#lastError = why;
+    this.#lastFailureAt = Date.now();
     const delay = Math.min(
       this.#options.restartMaxDelayMs,
       this.#options.restartBaseDelayMs * 2 ** (this.#failures - 1),

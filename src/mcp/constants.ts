@@ -52,7 +52,11 @@ export const MCP_RESULT_CHAR_LIMIT = 100_000;
  */
 export const MCP_MAX_NOTIFICATIONS_PER_SECOND = 1000;
 
-/** Restarts after a server died before calls fail at once ("gave up"). Reset by a call that succeeds. */
+/**
+ * Restarts after a server died before calls fail at once ("gave up"). Reset by a call that
+ * succeeds; a server given up on is tried again {@link MCP_RESTART_MAX_DELAY_MS} after its last
+ * failure (a server the user restarted, or one that was down for a while, comes back).
+ */
 export const MCP_MAX_RESTARTS = 5;
 
 /** First wait before restarting a dead server; doubles per restart. */

@@ -1,5 +1,7 @@
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { sleep } from '../../src/abort.ts';
 import type { McpServerConfig } from '../../src/mcp/config.ts';
 import { McpConnection } from '../../src/mcp/connection.ts';
 import { McpPool } from '../../src/mcp/pool.ts';
@@ -136,6 +138,32 @@ describe('a hostile MCP server over stdio', () => {
     );
     // The SDK's own buffer copied ~n²/(2 × 64 KiB) bytes: 512 MB for these 8 MB.
     expect(copied).toBeLessThan(2 * bytes);
+  });
+});
+
+describe('a server given up on', () => {
+  it('is tried again once the longest backoff has passed since its last failure', async () => {
+    const { dir, cleanup } = scratch();
+    cleanups.push(cleanup);
+    const upFile = path.join(dir, 'up');
+    const config = { ...hostile('named', 'echo'), env: { TROUPE_TEST_UP_FILE: upFile } };
+    const connection = new McpConnection('down', config, {
+      cwd: dir,
+      maxRestarts: 2,
+      restartBaseDelayMs: 1,
+      restartMaxDelayMs: 200,
+    });
+    cleanups.push(() => connection.close());
+    await expect(connection.tools()).rejects.toMatchObject({ code: 'mcp_unavailable' });
+    await expect(connection.tools()).rejects.toMatchObject({ code: 'mcp_unavailable' });
+    await expect(connection.tools()).rejects.toThrow(
+      /it failed 2 times in a row \(last: .*\); it is tried again 200 ms after its last failure/,
+    );
+    expect(connection.status).toBe('failed');
+    writeFileSync(upFile, '');
+    await sleep(300);
+    expect((await connection.tools()).map((tool) => tool.name)).toEqual(['echo']);
+    expect(connection.status).toBe('ready');
   });
 });
 
