@@ -367,11 +367,15 @@ export class McpConnection {
       this.#oversized = false;
       this.#flooded = false;
       // Kept by the SDK's Client, which calls it before its own handling of each message.
-      transport.onmessage = this.#floodGuard(() => {
+      const guard = this.#floodGuard(() => {
         this.#flooded = true;
         if (ready) this.#ended(ready, this.#floodText());
         else void client?.close().catch(() => {});
       });
+      transport.onmessage = (message: unknown) => {
+        guard(message);
+        trimToolList(message);
+      };
       // The SDK reports a message over its buffer here, then closes the transport (killing a stdio
       // server): remembered so the death is not blamed on the server.
       client.onerror = (error: Error) => {
@@ -628,6 +632,19 @@ export function boundedFetch(
       headers: response.headers,
     });
   };
+}
+
+/**
+ * Cuts a `tools/list` answer to one tool past the MCP_MAX_TOOLS_PER_SERVER troupe takes, before
+ * the SDK checks every tool against MCP's schema: 100,000 tools cost 3 s and 100 MB to check, and
+ * one malformed tool past the bound made the whole listing fail. The one left over says the list
+ * was cut.
+ */
+function trimToolList(message: unknown): void {
+  const tools = (message as { result?: { tools?: unknown } } | undefined)?.result?.tools;
+  if (Array.isArray(tools) && tools.length > MCP_MAX_TOOLS_PER_SERVER + 1) {
+    tools.length = MCP_MAX_TOOLS_PER_SERVER + 1;
+  }
 }
 
 /**

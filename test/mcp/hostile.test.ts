@@ -55,6 +55,20 @@ describe('a hostile MCP server over stdio', () => {
     ]);
   });
 
+  it('does not read tools past the 500 it takes: a malformed one there does not lose the server', async () => {
+    const { tools, problems, notices } = await pool().toolsFor({
+      many: hostile('tools', '2000', 'broken-last'),
+    });
+    expect(problems).toEqual([]);
+    expect(tools).toHaveLength(500);
+    expect(notices).toEqual([
+      {
+        server: 'many',
+        message: expect.stringContaining('lists more tools than troupe takes from one server'),
+      },
+    ]);
+  });
+
   it('keeps every tool when one output schema does not compile or is over the bound; each is called', async () => {
     const { tools, problems } = await pool().toolsFor({ out: hostile('output-schema') });
     expect(problems).toEqual([]);
