@@ -5,7 +5,6 @@
  * failures, and every agent's transcript to drill into.
  */
 import type { ScoringSummary } from '../eval/types.ts';
-import { ownSpend } from '../loop/outcome.ts';
 import { type ApprovalRecord, readApprovals } from './approvals.ts';
 import {
   REPORT_CHART_AGENTS,
@@ -31,7 +30,15 @@ import { type ProviderChoice, simulatedReason } from './provider-choice.ts';
 import { runSummaryOf } from './report-text.ts';
 import { outcomeText } from './results.ts';
 import type { RunDirContents } from './run-dir.ts';
-import type { DamagedJournal, ReportAgent, Timeline } from './timeline.ts';
+import {
+  countedAgents,
+  type DamagedJournal,
+  type OwnFigures,
+  ownFigures,
+  type ReportAgent,
+  type Timeline,
+  unfinishedText,
+} from './timeline.ts';
 import { inputData, transcriptHtml } from './transcript-html.ts';
 
 /** What the page says about what it reports on: a run directory or one journal. */
@@ -244,34 +251,6 @@ function finalAgents(agents: readonly ReportAgent[]): ReportAgent[] {
   return agents.filter((agent) => agent.index === null || lastAttempt.get(agent.index) === agent.attempt);
 }
 
-/**
- * The attempt each retry continues (`troupe resume --retry-failed`: its result line says what it
- * `inherited`): its plan entry's latest earlier attempt with a result line, which the retry's
- * journal is a fork of. Its counts (requests, tool calls, retries) hold that attempt's, all of them
- * (a retry of a retry holds both earlier attempts', which the one it continues holds already).
- */
-function continuedAttempts(agents: readonly ReportAgent[]): Map<ReportAgent, ReportAgent> {
-  const continued = new Map<ReportAgent, ReportAgent>();
-  const ended = new Map<number, ReportAgent[]>();
-  for (const agent of agents) {
-    if (agent.index === null || agent.result === undefined) continue;
-    const attempts = ended.get(agent.index);
-    if (attempts === undefined) ended.set(agent.index, [agent]);
-    else attempts.push(agent);
-  }
-  for (const attempts of ended.values()) {
-    for (const agent of attempts) {
-      if (agent.result?.inherited === undefined) continue;
-      let earlier: ReportAgent | undefined;
-      for (const other of attempts)
-        if (other.attempt < agent.attempt && (earlier === undefined || other.attempt > earlier.attempt))
-          earlier = other;
-      if (earlier !== undefined) continued.set(agent, earlier);
-    }
-  }
-  return continued;
-}
-
 function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportPage): string {
   const finals = finalAgents(agents);
   const count = (status: ReportAgent['status']): number => finals.filter((a) => a.status === status).length;
@@ -281,14 +260,13 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
   const runsNote = `${entries} plan entr${entries === 1 ? 'y' : 'ies'}${reruns > 0 ? ` (${reruns} run again)` : ''}`;
   const sum = (value: (agent: ReportAgent) => number): number =>
     agents.reduce((total, agent) => total + value(agent), 0);
-  // A retry's usage holds the requests of the attempt it continues: the totals count them once.
-  const own = agents.map((agent) =>
-    ownSpend({ usage: agent.usage, costUsd: agent.costUsd, inherited: agent.result?.inherited }),
-  );
-  const sumOwn = (value: (spend: (typeof own)[number]) => number): number =>
-    own.reduce((total, spend) => total + value(spend), 0);
+  // The totals are summary.json's: attempts with a result line, each request, tool call and token
+  // once (a retry's journal starts as a copy of the attempt it continues, counted with that one).
+  // Attempts with no line yet (a killed session) are not in them: a card says what they used.
+  const { counted, unfinished } = countedAgents(timeline);
+  const own = ownFigures(counted);
   // One estimate mark for the sums: a side is marked when any agent's was estimated.
-  const estimated = agents.reduce<EstimatedUsage>(
+  const estimated = counted.reduce<EstimatedUsage>(
     (marks, { usage }) =>
       usage.estimated !== true
         ? marks
@@ -300,16 +278,7 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
           : { estimated: true },
     {},
   );
-  const cost = own.some((spend) => spend.costUsd === null) ? null : sumOwn((spend) => spend.costUsd ?? 0);
-  // Its journal starts as a copy of that attempt's too: its requests, tool calls and provider
-  // retries count once, with that attempt.
-  const continued = continuedAttempts(agents);
-  const sumOwnCounts = (value: (agent: ReportAgent) => number): number =>
-    sum((agent) => {
-      const earlier = continued.get(agent);
-      return earlier === undefined ? value(agent) : Math.max(0, value(agent) - value(earlier));
-    });
-  const retries = sumOwnCounts((agent) => agent.retries);
+  const retries = own.retries;
   const restarts = sum((agent) => agent.restarts);
   const judges = judgesCost(page.scoring, agents);
   const list: [string, string, string?][] = [
@@ -323,27 +292,25 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
     ...(count('interrupted') > 0 ? [[String(count('interrupted')), 'interrupted'] as [string, string]] : []),
     ...(count('not run') > 0 ? [[String(count('not run')), 'not run'] as [string, string]] : []),
     [
-      String(sumOwnCounts((agent) => agent.steps)),
+      String(own.steps),
       'model requests',
       retries > 0 ? `${retries} retr${retries === 1 ? 'y' : 'ies'}` : undefined,
     ],
     [
-      String(sumOwnCounts((agent) => agent.toolCalls)),
+      String(own.toolCalls),
       'tool calls',
       restarts > 0 ? `${restarts} restart${restarts === 1 ? '' : 's'} after crashes` : undefined,
     ],
     [
-      `${formatTokenCount(
-        sumOwn((a) => a.usage.inputTokens),
-        sideEstimated(estimated, 'input'),
-      )} / ${formatTokenCount(
-        sumOwn((a) => a.usage.outputTokens),
+      `${formatTokenCount(own.usage.inputTokens, sideEstimated(estimated, 'input'))} / ${formatTokenCount(
+        own.usage.outputTokens,
         sideEstimated(estimated, 'output'),
       )}`,
       'tokens in / out',
       estimateNote(estimated) === undefined ? undefined : `~ ${estimateNote(estimated)}`,
     ],
-    [formatCost(cost), 'cost', judges === undefined ? undefined : 'judges not included'],
+    [formatCost(own.costUsd), 'cost', judges === undefined ? undefined : 'judges not included'],
+    ...(unfinished.length === 0 ? [] : [unfinishedCard(ownFigures(unfinished))]),
     ...(judges === undefined
       ? []
       : [
@@ -361,6 +328,18 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
         `<div class="card"><b>${esc(value)}</b><span>${esc(label)}</span>${note ? `<small>${esc(note)}</small>` : ''}</div>`,
     )
     .join('');
+}
+
+/**
+ * The card of the attempts with no result line yet, which the totals leave out: what they used so
+ * far (a retry's own part only), counted once `troupe resume` ends them.
+ */
+function unfinishedCard(figures: OwnFigures): [string, string, string] {
+  return [
+    String(figures.agents),
+    'not in the totals',
+    `no result line yet (a session was killed): ${unfinishedText(figures)} so far; troupe resume ends them`,
+  ];
 }
 
 function failureTable(agents: readonly ReportAgent[], anchors: ReadonlyMap<string, string>): string {
@@ -381,9 +360,14 @@ function agentTable(
     const result = agent.result ? outcomeText(agent.result) : '';
     const time =
       agent.start !== undefined && agent.end !== undefined ? formatDuration(agent.end - agent.start) : '';
-    return `<tr class="agent" data-agent="${esc(agent.agentId)}" data-t="${anchors.get(agent.agentId)}"><td>${agent.index ?? '↳'}${agent.label ? `<br><span class="tag">${esc(agent.label)}</span>` : ''}</td><td><a href="#${anchors.get(agent.agentId)}" title="${esc(agent.agentId)}">${esc(shortId(agent.agentId))}</a>${agent.parentId ? `<br><span class="sub">by ${esc(shortId(agent.parentId))}</span>` : ''}</td><td>${esc(agent.agent)}<br><span class="sub">${esc(agent.model ?? '')}</span></td><td class="${cls(agent.status)}">${esc(agent.status)}${agent.reason ? ` (${esc(agent.reason)})` : ''}</td><td class="num">${agent.rounds}</td><td class="num">${agent.steps}</td><td class="num">${agent.toolCalls}</td><td class="num">${formatTokenCount(agent.usage.inputTokens, sideEstimated(agent.usage, 'input'))}</td><td class="num">${formatTokenCount(agent.usage.outputTokens, sideEstimated(agent.usage, 'output'))}</td><td class="num">${formatCost(agent.costUsd)}</td><td class="num">${time}</td>${scoreCells(scoring, items, agent)}<td>${esc(excerpt(agent.task, 80))}${result ? `<br><span class="sub">${esc(excerpt(result, 80))}</span>` : ''}</td></tr>`;
+    return `<tr class="agent" data-agent="${esc(agent.agentId)}" data-t="${anchors.get(agent.agentId)}"><td>${agent.index ?? '↳'}${agent.label ? `<br><span class="tag">${esc(agent.label)}</span>` : ''}</td><td><a href="#${anchors.get(agent.agentId)}" title="${esc(agent.agentId)}">${esc(shortId(agent.agentId))}</a>${agent.parentId ? `<br><span class="sub">by ${esc(shortId(agent.parentId))}</span>` : ''}</td><td>${esc(agent.agent)}<br><span class="sub">${esc(agent.model ?? '')}</span></td><td class="${cls(agent.status)}">${esc(agent.status)}${agent.reason ? ` (${esc(agent.reason)})` : ''}</td><td class="num">${agent.rounds}${inheritedNote(agent.inherited?.rounds)}</td><td class="num">${agent.steps}${inheritedNote(agent.inherited?.steps)}</td><td class="num">${agent.toolCalls}${inheritedNote(agent.inherited?.toolCalls)}</td><td class="num">${formatTokenCount(agent.usage.inputTokens, sideEstimated(agent.usage, 'input'))}</td><td class="num">${formatTokenCount(agent.usage.outputTokens, sideEstimated(agent.usage, 'output'))}</td><td class="num">${formatCost(agent.costUsd)}</td><td class="num">${time}</td>${scoreCells(scoring, items, agent)}<td>${esc(excerpt(agent.task, 80))}${result ? `<br><span class="sub">${esc(excerpt(result, 80))}</span>` : ''}</td></tr>`;
   });
   return `<table><thead><tr><th>#</th><th>agent id</th><th>definition / model</th><th>status</th><th>rounds</th><th>requests</th><th>tools</th><th>in</th><th>out</th><th>cost</th><th>time</th>${scoreHeaders(scoring)}<th>task / result</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+}
+
+/** Under a retry's figure: how much of it came with the journal of the attempt it continues. */
+function inheritedNote(count: number | undefined): string {
+  return count === undefined || count === 0 ? '' : `<br><span class="sub">${count} inherited</span>`;
 }
 
 function cls(status: string): string {

@@ -5,13 +5,25 @@ import { closingText } from './execute.ts';
 import { excerpt, formatCost, formatDuration, formatTokenCount, shortId, table } from './format.ts';
 import { outcomeText } from './results.ts';
 import type { RunDirContents } from './run-dir.ts';
-import { type RunSummary, summarize } from './summary.ts';
+import { type RunSummary, recordedSessions, summarize } from './summary.ts';
 import { fitWidth, tableWidth, wrapWidth } from './text-width.ts';
-import type { Timeline } from './timeline.ts';
+import { countedAgents, ownFigures, type ReportAgent, type Timeline, unfinishedText } from './timeline.ts';
 
-/** The summary of a run directory: the saved one, or one computed from its results when there is none yet. */
+/**
+ * The summary of a run directory: the saved one, or one computed from its results when there is
+ * none yet or it counts other lines than `results.jsonl` holds (a session killed outright wrote
+ * lines and no summary), with the sessions `events.jsonl` shows.
+ */
 export function runSummaryOf(contents: RunDirContents): RunSummary {
-  return contents.summary ?? summarize(contents.plan, contents.results, []);
+  const { summary } = contents;
+  if (summary !== undefined && summary.agents.length === contents.results.length) return summary;
+  return summarize(
+    contents.plan,
+    contents.results,
+    summary === undefined ? [] : recordedSessions(summary, contents.events),
+    new Date(),
+    summary?.budgetSpent,
+  );
 }
 
 /** The terminal report of a run; `closing` adds the totals and what to do next. */
@@ -30,7 +42,16 @@ export function reportText(
   ].flatMap((line) => wrapWidth(line, width));
   const approvals = readApprovals(contents.paths.root);
   const decisions = approvalsReportText(approvals, width);
-  return `${[...header, '', ...agentTable(timeline, width), '', ...decisions].join('\n')}\n${closing ? closingText(summary, contents.paths.root, approvals, plan.provider.source, width) : ''}`;
+  // The totals are summary.json's: result lines. What attempts with none yet used is said apart.
+  const { unfinished } = countedAgents(timeline);
+  const apart =
+    closing && unfinished.length > 0
+      ? wrapWidth(
+          `not in the totals below: ${unfinished.length} attempt${unfinished.length === 1 ? '' : 's'} with no result line yet (a session was killed): ${unfinishedText(ownFigures(unfinished))} so far; \`troupe resume\` ends ${unfinished.length === 1 ? 'it' : 'them'}`,
+          width,
+        )
+      : [];
+  return `${[...header, '', ...agentTable(timeline, width), '', ...decisions, ...apart].join('\n')}${apart.length > 0 ? '\n' : ''}\n${closing ? closingText(summary, contents.paths.root, approvals, plan.provider.source, width) : ''}`;
 }
 
 /** `troupe report JOURNAL`: the agent's row, then where to read more. */
@@ -60,7 +81,7 @@ function agentTable(timeline: Timeline, width: number): string[] {
       shortId(agent.agentId),
       agent.agent,
       agent.reason ? `${agent.status} (${agent.reason})` : agent.status,
-      String(agent.rounds),
+      roundsText(agent),
       formatTokenCount(agent.usage.inputTokens, agent.usage.estimated),
       formatTokenCount(agent.usage.outputTokens, agent.usage.estimated),
       formatCost(agent.costUsd),
@@ -78,4 +99,10 @@ function agentTable(timeline: Timeline, width: number): string[] {
     ]),
   ];
   return table(rows).map((line) => fitWidth(line, width));
+}
+
+/** Its rounds, and how many a retry inherited with its journal: `2 (1 inherited)`. */
+export function roundsText(agent: ReportAgent): string {
+  const inherited = agent.inherited?.rounds ?? 0;
+  return inherited > 0 ? `${agent.rounds} (${inherited} inherited)` : String(agent.rounds);
 }

@@ -5,14 +5,20 @@
  * events (sessions, thread crashes, provider pauses). Offset 0 is the run's first event, so the
  * start-up before the first agent shows.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import type { AuditEvent } from '../journal/events.ts';
+import { forkedInputs, forkedTotals } from '../journal/fork.ts';
 import { readJournal } from '../journal/reader.ts';
+import { knownCost } from '../journal/usage.ts';
 import { damageText, journalDamage } from '../journal/verify.ts';
+import { ownSpend } from '../loop/outcome.ts';
+import { addUsage } from '../providers/receipt.ts';
 import type { Usage } from '../providers/types.ts';
+import { formatCost, formatTokenCount, sideEstimated } from './format.ts';
 import type { ResultLine } from './results.ts';
 import { journalFile, type RunDirContents } from './run-dir.ts';
 import type { RunLogEvent } from './run-log.ts';
+import { agentIdFor } from './run-plan.ts';
 import { inputsOf } from './task-rows.ts';
 import { buildTranscript, type Transcript, transcriptEntries } from './transcript.ts';
 
@@ -41,6 +47,27 @@ export interface Marker {
   readonly label: string;
 }
 
+/**
+ * What a retry's journal holds of the attempt it continues (`troupe resume --retry-failed`): the
+ * retry's journal starts as a copy of that attempt's events, each at its original time
+ * (src/journal/fork.ts), which the report shows on that attempt's row and counts with it.
+ */
+export interface InheritedPart {
+  /** The attempt it continues. */
+  readonly agentId: string;
+  /** Rounds, model requests, tool calls and provider retries of the copied events. */
+  readonly rounds: number;
+  readonly steps: number;
+  readonly toolCalls: number;
+  readonly retries: number;
+  /** Resumed events among the copied ones: restarts of the attempt it continues. */
+  readonly restarts: number;
+  /** What the copied receipts add up to (`ResultLine.inherited` when the retry has a line). */
+  readonly usage: Usage;
+  /** USD; null when unknown. */
+  readonly costUsd: number | null;
+}
+
 /** One agent of the report. */
 export interface ReportAgent {
   readonly agentId: string;
@@ -66,11 +93,23 @@ export interface ReportAgent {
   readonly usage: Usage;
   /** USD; null when unknown. */
   readonly costUsd: number | null;
+  /**
+   * Its whole history, as its result line says: a retry's include what it inherited (`inherited`).
+   */
   readonly rounds: number;
   readonly steps: number;
   readonly toolCalls: number;
   readonly retries: number;
-  /** Offsets in ms since the run's first event; undefined without a journal. */
+  /**
+   * A retry whose journal is a fork of the attempt it continues: what it copied from it. Its
+   * `start`, spans, markers and round starts are its own attempt's only (from the first event after
+   * the copy, its Resumed).
+   */
+  readonly inherited?: InheritedPart;
+  /**
+   * Offsets in ms since the run's first event; undefined without a journal. A retry's `start` is
+   * where its own attempt starts (see `inherited`).
+   */
   readonly start?: number;
   readonly end?: number;
   readonly spans: readonly Span[];
@@ -107,6 +146,11 @@ export interface Timeline {
   readonly duration: number;
   readonly agents: readonly ReportAgent[];
   readonly marks: readonly RunMark[];
+  /**
+   * The timeline of a run directory, whose totals count result lines (see {@link countedAgents});
+   * false for one journal's, whose agent has none.
+   */
+  readonly runDir: boolean;
 }
 
 /** Options of {@link buildTimeline}. */
@@ -129,6 +173,15 @@ interface Entry {
   readonly attempt: number;
   readonly task: string;
   readonly label: string | undefined;
+}
+
+/** A retry's journal split at the end of what it copied from the attempt it continues. */
+interface Fork {
+  readonly agentId: string;
+  /** The copied events (the continued attempt's up to its end). */
+  readonly copied: readonly AuditEvent[];
+  /** Epoch ms of the first event after the copy (its Resumed); undefined when none follows yet. */
+  readonly ownFrom: number | undefined;
 }
 
 /** Builds the timeline of a run directory from its results, journals and `events.jsonl`. */
@@ -168,6 +221,30 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
   // Sets, not scans: a scan of every result line for each of 20,000 plan entries (and of every entry
   // for each spawned child) made the report quadratic in the data set.
   const ran = new Set(results.map((line) => line.index));
+  // An attempt with a journal and no line yet: a session killed while it ran (a `--retry-failed`
+  // one leaves `<id>-r<n>` after the line of the attempt it retried). `troupe resume` finishes it.
+  const lastLines = new Map<number, ResultLine>();
+  for (const line of results)
+    if (line.index !== null && (lastLines.get(line.index)?.attempt ?? 0) < line.attempt)
+      lastLines.set(line.index, line);
+  const files =
+    lastLines.size > 0 && existsSync(paths.journals) ? new Set(readdirSync(paths.journals)) : undefined;
+  for (const run of plan.runs) {
+    const last = lastLines.get(run.index);
+    if (last === undefined || files === undefined) continue;
+    const agentId = agentIdFor(plan.idPrefix, run.index, last.attempt + 1);
+    if (seen.has(agentId) || !files.has(`${agentId}.jsonl`) || load(agentId)[0]?.type !== 'Started') continue;
+    seen.add(agentId);
+    entries.push({
+      agentId,
+      index: run.index,
+      agent: run.agent,
+      attempt: last.attempt + 1,
+      task: inputsOf(plan, paths.root, run).task,
+      label: run.label,
+    });
+  }
+  const forks = retryForks(entries, load);
   for (const run of plan.runs) {
     if (ran.has(run.index)) continue;
     entries.push({
@@ -241,10 +318,11 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
         origin,
         hosts.get(entry.agentId) ?? [],
         damages.get(entry.agentId),
+        forks.get(entry.agentId),
       ),
     ),
   );
-  return { origin, duration: last - origin, agents, marks: runMarks(contents.events, origin) };
+  return { origin, duration: last - origin, agents, marks: runMarks(contents.events, origin), runDir: true };
 }
 
 /** The timeline of one agent's journal (`troupe report JOURNAL`). */
@@ -268,6 +346,66 @@ export function journalTimeline(
     duration: Math.max(0, (transcript?.lastAt ?? origin) - origin),
     agents: [agent],
     marks: [],
+    runDir: false,
+  };
+}
+
+/**
+ * The retries among `entries` whose journals are forks of the attempts they continue (each plan
+ * entry's latest earlier attempt): a fork keeps each copied event's time, so its first event is
+ * the earlier attempt's own, and it copies the earlier attempt's events up to its end. The first
+ * event after them is the Resumed the retry wrote when it started from the copy.
+ */
+function retryForks(
+  entries: readonly Entry[],
+  load: (agentId: string) => readonly AuditEvent[],
+): Map<string, Fork> {
+  const byIndex = new Map<number, Entry[]>();
+  for (const entry of entries) {
+    if (entry.index === null) continue;
+    const attempts = byIndex.get(entry.index);
+    if (attempts === undefined) byIndex.set(entry.index, [entry]);
+    else attempts.push(entry);
+  }
+  const forks = new Map<string, Fork>();
+  for (const attempts of byIndex.values()) {
+    if (attempts.length < 2) continue;
+    for (const entry of attempts) {
+      let earlier: Entry | undefined;
+      for (const other of attempts)
+        if (other.attempt < entry.attempt && (earlier === undefined || other.attempt > earlier.attempt))
+          earlier = other;
+      if (earlier === undefined) continue;
+      const from = load(earlier.agentId);
+      const events = load(entry.agentId);
+      const first = from[0];
+      if (first === undefined || first.ts !== events[0]?.ts || first.type !== events[0]?.type) continue;
+      const end = from.findIndex((event) => event.type === 'Completed' || event.type === 'Failed');
+      const copied = Math.min(events.length, end < 0 ? from.length : end);
+      const own = events[copied];
+      forks.set(entry.agentId, {
+        agentId: earlier.agentId,
+        copied: events.slice(0, copied),
+        ownFrom: own === undefined ? undefined : Date.parse(own.ts),
+      });
+    }
+  }
+  return forks;
+}
+
+/** What `fork`'s copied events hold (see {@link InheritedPart}). */
+function inheritedPart(fork: Fork): InheritedPart {
+  const copied = buildTranscript(fork.copied);
+  const totals = forkedTotals(forkedInputs(fork.copied, fork.agentId));
+  return {
+    agentId: fork.agentId,
+    rounds: copied?.rounds.length ?? 0,
+    steps: copied?.steps ?? 0,
+    toolCalls: copied?.toolCalls ?? 0,
+    retries: copied?.retries ?? 0,
+    restarts: resumes(copied),
+    usage: totals.usage,
+    costUsd: knownCost(totals),
   };
 }
 
@@ -320,17 +458,30 @@ function reportAgent(
   origin: number,
   hostIds: readonly number[],
   damage: string | undefined,
+  fork?: Fork,
 ): ReportAgent {
   const { line } = entry;
   const spans: Span[] = [];
   const markers: Marker[] = [];
-  const roundStarts = (transcript?.rounds ?? []).map((round) => round.at - origin);
-  const start = transcript?.startedAt === undefined ? undefined : transcript.startedAt - origin;
+  const inherited = fork === undefined ? undefined : inheritedPart(fork);
+  // A retry's own attempt starts after the events it copied (at their original times, on the row
+  // of the attempt it continues); nothing of its own yet, it starts where they end.
+  const ownFrom = fork === undefined ? undefined : (fork.ownFrom ?? transcript?.lastAt);
+  const startedAt = ownFrom ?? transcript?.startedAt;
+  const roundStarts = (transcript?.rounds ?? [])
+    .filter((round) => ownFrom === undefined || round.at >= ownFrom)
+    .map((round) => round.at - origin);
+  const start = startedAt === undefined ? undefined : startedAt - origin;
   const end = transcript?.lastAt === undefined ? undefined : transcript.lastAt - origin;
   if (transcript !== undefined && end !== undefined) {
     let lastAt = transcript.startedAt ?? origin;
     for (const item of transcriptEntries(transcript)) {
       const at = item.at - origin;
+      // The copied events, and the Resumed the retry started with (no restart: its first event).
+      if (ownFrom !== undefined && (item.at < ownFrom || (item.at === ownFrom && item.kind === 'resumed'))) {
+        lastAt = Math.max(lastAt, 'end' in item && item.end !== undefined ? item.end : item.at);
+        continue;
+      }
       switch (item.kind) {
         case 'request': {
           const stop = (item.end ?? transcript.lastAt ?? item.at) - origin;
@@ -430,13 +581,14 @@ function reportAgent(
     model: transcript?.model,
     hostId: line?.hostId ?? hostIds.at(-1) ?? null,
     hostIds,
-    restarts: line?.restarts ?? resumes(transcript),
+    restarts: line?.restarts ?? ownResumes(transcript, inherited, fork?.ownFrom),
     usage: line?.usage ?? transcript?.usage ?? ZERO,
     costUsd: line ? line.costUsd : (transcript?.costUsd ?? 0),
     rounds: line?.rounds ?? outcome?.rounds ?? transcript?.rounds.length ?? 0,
     steps: line?.steps ?? transcript?.steps ?? 0,
     toolCalls: transcript?.toolCalls ?? 0,
     retries: transcript?.retries ?? 0,
+    ...(inherited === undefined ? {} : { inherited }),
     ...(start === undefined ? {} : { start }),
     ...(end === undefined ? {} : { end }),
     spans,
@@ -448,6 +600,60 @@ function reportAgent(
 }
 
 const ZERO: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
+
+/** What agents did themselves: a retry's figures less what it inherited with its journal. */
+export interface OwnFigures {
+  readonly agents: number;
+  readonly steps: number;
+  readonly toolCalls: number;
+  readonly retries: number;
+  readonly usage: Usage;
+  /** USD; null when some agent's is unknown. */
+  readonly costUsd: number | null;
+}
+
+/** The sum of what `agents` did themselves: each request, tool call and token once. */
+export function ownFigures(agents: readonly ReportAgent[]): OwnFigures {
+  let figures: OwnFigures = { agents: 0, steps: 0, toolCalls: 0, retries: 0, usage: ZERO, costUsd: 0 };
+  for (const agent of agents) {
+    const part = agent.inherited;
+    const inherited = agent.result?.inherited ?? (part && { usage: part.usage, costUsd: part.costUsd });
+    const own = ownSpend({ usage: agent.usage, costUsd: agent.costUsd, inherited });
+    figures = {
+      agents: figures.agents + 1,
+      steps: figures.steps + Math.max(0, agent.steps - (part?.steps ?? 0)),
+      toolCalls: figures.toolCalls + Math.max(0, agent.toolCalls - (part?.toolCalls ?? 0)),
+      retries: figures.retries + Math.max(0, agent.retries - (part?.retries ?? 0)),
+      usage: addUsage(figures.usage, own.usage),
+      costUsd: figures.costUsd === null || own.costUsd === null ? null : figures.costUsd + own.costUsd,
+    };
+  }
+  return figures;
+}
+
+/** `3 model requests, 3.0k in / 300 out, cost $0.0036`: what unfinished attempts used. */
+export function unfinishedText(figures: OwnFigures): string {
+  return `${figures.steps} model request${figures.steps === 1 ? '' : 's'}, ${formatTokenCount(figures.usage.inputTokens, sideEstimated(figures.usage, 'input'))} in / ${formatTokenCount(figures.usage.outputTokens, sideEstimated(figures.usage, 'output'))} out, cost ${formatCost(figures.costUsd)}`;
+}
+
+/**
+ * The agents of a run's `timeline` with a result line, which the run's totals count (as
+ * `summary.json` does), and those with a journal and no line yet (a session was killed while they
+ * ran), which they do not: `troupe resume` finishes them, and their line then counts. One
+ * journal's agent counts.
+ */
+export function countedAgents(timeline: Timeline): {
+  readonly counted: ReportAgent[];
+  readonly unfinished: ReportAgent[];
+} {
+  const counted: ReportAgent[] = [];
+  const unfinished: ReportAgent[] = [];
+  for (const agent of timeline.agents) {
+    if (agent.result !== undefined || !timeline.runDir) counted.push(agent);
+    else if (agent.transcript !== undefined) unfinished.push(agent);
+  }
+  return { counted, unfinished };
+}
 
 /** An agent whose journal is damaged, and where that journal is. */
 export interface DamagedJournal {
@@ -475,6 +681,19 @@ function resumes(transcript: Transcript | undefined): number {
   return transcript === undefined
     ? 0
     : transcriptEntries(transcript).filter((e) => e.kind === 'resumed').length;
+}
+
+/**
+ * Restarts of a retry without a result line: its Resumed events less those it copied and the one
+ * it started from the copy with (`ownFrom`, when it wrote one).
+ */
+function ownResumes(
+  transcript: Transcript | undefined,
+  inherited: InheritedPart | undefined,
+  ownFrom: number | undefined,
+): number {
+  if (inherited === undefined) return resumes(transcript);
+  return Math.max(0, resumes(transcript) - inherited.restarts - (ownFrom === undefined ? 0 : 1));
 }
 
 /** The run's own events as marks on the timeline. */

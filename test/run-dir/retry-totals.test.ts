@@ -4,7 +4,7 @@
  * (summary.json, `troupe report`, the budget a later session starts from) count every request the
  * server was asked once.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { formatCost, formatTokens } from '../../src/run-dir/format.ts';
@@ -117,6 +117,26 @@ describe('run totals across a retried plan entry', () => {
     ]);
     expect(html).toContain(`<b>${served}</b><span>model requests`);
     expect(html).toContain('<b>3</b><span>tool calls');
+    // The retry's row starts where its own attempt does (the Resumed it wrote after the copied
+    // events, which keep the failed attempt's times) and draws only what it did itself.
+    const [failedRow, retryRow] = timeline.agents;
+    const retryJournal = path.join(writer.paths.journals, `${run.agentId}-r2.jsonl`);
+    const resumedAt = Date.parse(
+      readFileSync(retryJournal, 'utf8')
+        .split('\n')
+        .map((line) => (line === '' ? undefined : (JSON.parse(line) as { type: string; ts: string })))
+        .find((event) => event?.type === 'Resumed')?.ts ?? '',
+    );
+    expect(retryRow?.start).toBe(resumedAt - timeline.origin);
+    expect(retryRow?.start).not.toBe(failedRow?.start);
+    expect(retryRow?.spans.filter((span) => span.kind === 'tool').map((span) => span.label)).toEqual([
+      'complete_task',
+    ]);
+    expect(retryRow?.spans.some((span) => span.kind === 'down')).toBe(false);
+    expect(retryRow?.roundStarts).toHaveLength(1);
+    // Its rounds are its whole history, as its line says, with the inherited ones named.
+    expect(retryRow).toMatchObject({ rounds: 2, inherited: { agentId: run.agentId, rounds: 1, steps: 2 } });
+    expect(reportText(contents, timeline)).toContain('2 (1 inherited)');
     // `troupe report`'s totals are summary.json's.
     const text = reportText(contents, timeline);
     expect(text).toContain(
@@ -131,6 +151,47 @@ describe('run totals across a retried plan entry', () => {
     expect(recovered).toHaveLength(1);
     expect(recovered[0]).toMatchObject({ agentId: `${run.agentId}-r2`, inherited: lines[1]?.inherited });
     expect(summarize(unlimited, [...lines.slice(0, 1), ...recovered], []).usage).toEqual(summary.usage);
+
+    // Killed mid-retry: the retry's journal does not end and it has no line yet; summary.json is
+    // an older session's. The reports' totals are those of the lines (summary.json's), the copied
+    // requests once; what the retry did itself so far is said apart, not added twice.
+    const killed = path.join(dir, 'killed');
+    cpSync(writer.paths.root, killed, { recursive: true });
+    writeFileSync(path.join(killed, 'results.jsonl'), `${JSON.stringify(lines[0])}\n`);
+    const retryEvents = readFileSync(retryJournal, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '');
+    writeFileSync(
+      path.join(killed, 'journals', `${run.agentId}-r2.jsonl`),
+      `${retryEvents.slice(0, -1).join('\n')}\n`,
+    );
+    const cut = readRunDir(killed);
+    const cutTimeline = buildTimeline(cut);
+    expect(cutTimeline.agents.map((agent) => [agent.agentId, agent.status])).toEqual([
+      [run.agentId, 'failed'],
+      [`${run.agentId}-r2`, 'interrupted'],
+    ]);
+    expect(cutTimeline.agents[1]?.start).toBe(resumedAt - cutTimeline.origin);
+    const failedOnly = summarize(unlimited, lines.slice(0, 1), []);
+    expect(failedOnly.usage.inputTokens).toBe(2 * SPEND.usage.inputTokens);
+    const cutHtml = renderHtmlReport(runPage(cut), cutTimeline);
+    expect(cutHtml).toContain(
+      `<b>${formatTokens(failedOnly.usage.inputTokens)} / ${formatTokens(failedOnly.usage.outputTokens)}</b><span>tokens in / out`,
+    );
+    expect(cutHtml).toContain(`<b>${formatCost(failedOnly.costUsd)}</b><span>cost`);
+    expect(cutHtml).toContain('<b>2</b><span>model requests');
+    expect(cutHtml).toContain('<b>2</b><span>tool calls');
+    const apart = `1 model request, ${formatTokens(SPEND.usage.inputTokens)} in / ${formatTokens(SPEND.usage.outputTokens)} out, cost ${formatCost(REQUEST_COST)} so far`;
+    expect(cutHtml).toContain(
+      `<b>1</b><span>not in the totals</span><small>no result line yet (a session was killed): ${apart}`,
+    );
+    const cutText = reportText(cut, cutTimeline, 400);
+    expect(cutText).toContain(
+      `tokens ${formatTokens(failedOnly.usage.inputTokens)} in / ${formatTokens(failedOnly.usage.outputTokens)} out, cost ${formatCost(failedOnly.costUsd)}`,
+    );
+    expect(cutText).toContain(
+      `not in the totals below: 1 attempt with no result line yet (a session was killed): ${apart}`,
+    );
 
     // A later session's budget starts from what the run used.
     const events: RunEvent[] = [];
