@@ -177,9 +177,8 @@ interface Entry {
 
 /** A retry's journal split at the end of what it copied from the attempt it continues. */
 interface Fork {
-  readonly agentId: string;
-  /** The copied events (the continued attempt's up to its end). */
-  readonly copied: readonly AuditEvent[];
+  /** What the copied events (the continued attempt's up to its end) hold. */
+  readonly inherited: InheritedPart;
   /** Epoch ms of the first event after the copy (its Resumed); undefined when none follows yet. */
   readonly ownFrom: number | undefined;
 }
@@ -384,8 +383,8 @@ function retryForks(
       const copied = Math.min(events.length, end < 0 ? from.length : end);
       const own = events[copied];
       forks.set(entry.agentId, {
-        agentId: earlier.agentId,
-        copied: events.slice(0, copied),
+        // Only what they add up to is kept: the events need not stay in memory for the report.
+        inherited: inheritedPart(earlier.agentId, events.slice(0, copied)),
         ownFrom: own === undefined ? undefined : Date.parse(own.ts),
       });
     }
@@ -393,12 +392,12 @@ function retryForks(
   return forks;
 }
 
-/** What `fork`'s copied events hold (see {@link InheritedPart}). */
-function inheritedPart(fork: Fork): InheritedPart {
-  const copied = buildTranscript(fork.copied);
-  const totals = forkedTotals(forkedInputs(fork.copied, fork.agentId));
+/** What the events a retry copied from attempt `agentId` hold (see {@link InheritedPart}). */
+function inheritedPart(agentId: string, events: readonly AuditEvent[]): InheritedPart {
+  const copied = buildTranscript(events);
+  const totals = forkedTotals(forkedInputs(events, agentId));
   return {
-    agentId: fork.agentId,
+    agentId,
     rounds: copied?.rounds.length ?? 0,
     steps: copied?.steps ?? 0,
     toolCalls: copied?.toolCalls ?? 0,
@@ -463,7 +462,7 @@ function reportAgent(
   const { line } = entry;
   const spans: Span[] = [];
   const markers: Marker[] = [];
-  const inherited = fork === undefined ? undefined : inheritedPart(fork);
+  const inherited = fork?.inherited;
   // A retry's own attempt starts after the events it copied (at their original times, on the row
   // of the attempt it continues); nothing of its own yet, it starts where they end.
   const ownFrom = fork === undefined ? undefined : (fork.ownFrom ?? transcript?.lastAt);
