@@ -203,7 +203,7 @@ function agentRow(
   ];
   if (agent.start !== undefined && agent.end !== undefined) {
     const width = Math.max(2, x(agent.end) - x(agent.start));
-    const title = `${agent.agentId} (${agent.agent}${agent.model ? `, ${agent.model}` : ''}) ${agent.status}${agent.reason ? ` (${agent.reason})` : ''}: ${formatDuration(agent.end - agent.start)}, ${agent.rounds} round(s), ${agent.steps} request(s); click for its transcript`;
+    const title = `${agent.agentId} (${agent.agent}${agent.model ? `, ${agent.model}` : ''}) ${agent.status}${agent.reason ? ` (${agent.reason})` : ''}: ${formatDuration(agent.end - agent.start)}${agent.inherited ? ' of its own attempt' : ''}, ${agent.rounds} round(s), ${agent.steps} request(s)${agent.inherited ? ` (${agent.inherited.rounds} and ${agent.inherited.steps} inherited from ${agent.inherited.agentId})` : ''}; click for its transcript`;
     out.push(
       `<rect class="bar" x="${x(agent.start)}" y="${y + 2}" width="${width}" height="${ROW - 4}" rx="3"><title>${esc(title)}</title></rect>`,
     );

@@ -137,6 +137,7 @@ describe('run totals across a retried plan entry', () => {
     // Its rounds are its whole history, as its line says, with the inherited ones named.
     expect(retryRow).toMatchObject({ rounds: 2, inherited: { agentId: run.agentId, rounds: 1, steps: 2 } });
     expect(reportText(contents, timeline)).toContain('2 (1 inherited)');
+    expect(html).toContain(`3 request(s) (1 and 2 inherited from ${run.agentId})`);
     // `troupe report`'s totals are summary.json's.
     const text = reportText(contents, timeline);
     expect(text).toContain(
