@@ -78,7 +78,9 @@ export interface ToolConfig {
   /**
    * Time limit of one call (each retry on its own), over the tool's own `timeoutMs` (a host
    * tool's too: the supervisor times its call by it); `0` = no limit. Not for
-   * `wait_for_instruction`, whose wait `retry` bounds.
+   * `wait_for_instruction`, whose wait `retry` bounds. An orchestration tool is timed by it on the
+   * supervisor only: `spawn_agent` is never abandoned (it names the child it started),
+   * `send_instruction` and `await_agents` answer what was done (docs/host-channels.md).
    * @default the tool's `timeoutMs`, else 600000 (`DEFAULT_TOOL_TIMEOUT_MS`)
    */
   readonly timeoutMs?: number;

@@ -132,9 +132,14 @@ export function runHostTool(
  * so whichever side answers first, the call fails the same way, and the closure's signal aborts.
  */
 function hostToolTimeout(caller: KnownRecord, name: string, tool: HostTool): number {
+  return definitionTimeout(caller, name) ?? tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+}
+
+/** `caller`'s definition's `toolConfig.<name>.timeoutMs`, if it sets one. */
+function definitionTimeout(caller: KnownRecord, name: string): number | undefined {
   const toolConfig = definitionOf(caller)?.toolConfig;
   const config = toolConfig !== undefined && Object.hasOwn(toolConfig, name) ? toolConfig[name] : undefined;
-  return config?.timeoutMs ?? tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+  return config?.timeoutMs;
 }
 
 /** The definition of a caller that has not ended (an ended one keeps none). */
@@ -190,6 +195,9 @@ async function execute(
     if (isEnded(caller)) return { ok: false, text: `${name} failed: agent ${agentId} has ended` };
     return await runOrchestrationTool(name, args, {
       caller,
+      // Only a definition's limit: an orchestration tool has none of its own (await_agents waits).
+      timeoutMs: definitionTimeout(caller, name) ?? 0,
+      modelName: modelNameOf(caller, name),
       agents: ctx.agents,
       maxDepth: ctx.maxDepth,
       maxChildren: ctx.maxChildren,

@@ -71,6 +71,14 @@ export const ORCHESTRATION_TOOLS: readonly HostToolDeclaration[] = [
 
 interface OrchestrationContext {
   readonly caller: AgentRecord;
+  /**
+   * The call's time limit, the caller's definition's `toolConfig.<tool>.timeoutMs`; 0: none. The
+   * thread does not time these tools (src/tools/toolbox.ts): only here is it known what a call
+   * abandoned at its limit did, so only here can the model be told.
+   */
+  readonly timeoutMs: number;
+  /** The name the model knows the tool by, for what it is told. */
+  readonly modelName: string;
   /** Every agent the supervisor holds: a running caller's children are all there, ended or not. */
   readonly agents: ReadonlyMap<string, KnownRecord>;
   readonly maxDepth: number;
@@ -88,7 +96,35 @@ function summarize(id: string, agent: string, outcome: AgentOutcome): Record<str
     : { agentId: id, agent, status: 'failed', reason: outcome.reason, error: outcome.error.message };
 }
 
-/** Runs one orchestration tool for `ctx.caller`. */
+/**
+ * `{ value }` of `promise`, or undefined when `timeoutMs` (0: none) passes first; the promise is
+ * left to settle on its own.
+ */
+async function withinLimit<T>(promise: Promise<T>, timeoutMs: number): Promise<{ value: T } | undefined> {
+  if (timeoutMs === 0) return { value: await promise };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise.then((value) => ({ value })),
+      new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), timeoutMs);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Runs one orchestration tool for `ctx.caller`, within its time limit (`ctx.timeoutMs`), which
+ * abandons only what can be left without losing track of it:
+ * - `spawn_agent` starts its child before it answers, so no limit abandons it: the model always
+ *   gets the id of a child it started (told "abandoned", it could never await or instruct it).
+ * - `send_instruction` at its limit answers that the instruction was not withdrawn and may still be
+ *   delivered (it waits for a subagent that has not started yet): do not send it again.
+ * - `await_agents` at its limit answers which of the agents have finished and which still run;
+ *   they go on, and a later `await_agents` waits for them again.
+ */
 export async function runOrchestrationTool(
   name: string,
   args: Readonly<Record<string, unknown>>,
@@ -136,7 +172,15 @@ export async function runOrchestrationTool(
         return { ok: false, text: `send_instruction failed: ${agentId} has already ended.` };
       // Its index is recorded: a parent resumed in a new supervisor tells by it which of its
       // instructions the child read, whatever else (a program's `handle.send`) was sent between.
-      const index = await ctx.instruct(agentId, String(args.text));
+      const queued = await withinLimit(ctx.instruct(agentId, String(args.text)), ctx.timeoutMs);
+      if (queued === undefined) {
+        return {
+          ok: false,
+          text: `${ctx.modelName} did not finish within ${ctx.timeoutMs} ms (its time limit): the instruction for ${agentId} was not withdrawn and may still be delivered (it is held until the subagent starts). Do not send it again.`,
+          data: { agentId, abandoned: true },
+        };
+      }
+      const index = queued.value;
       return { ok: true, text: `Instruction queued for ${agentId}.`, data: { agentId, index } };
     }
     case AWAIT_AGENTS: {
@@ -153,7 +197,20 @@ export async function runOrchestrationTool(
       const pending = records.map((r) =>
         r.handle.result.then((outcome) => summarize(r.id, r.handle.agent, outcome)),
       );
-      const results = args.mode === 'any' ? [await Promise.race(pending)] : await Promise.all(pending);
+      const waited = await withinLimit(
+        args.mode === 'any' ? Promise.race(pending).then((result) => [result]) : Promise.all(pending),
+        ctx.timeoutMs,
+      );
+      if (waited === undefined) {
+        const finished = records.filter((r) => r.state === 'ended').map((r) => r.id);
+        const running = records.filter((r) => r.state !== 'ended').map((r) => r.id);
+        return {
+          ok: false,
+          text: `${ctx.modelName} did not finish within ${ctx.timeoutMs} ms (its time limit). Still running (they go on; call ${ctx.modelName} again to wait for them): ${running.join(', ') || 'none'}. Finished: ${finished.join(', ') || 'none'}.`,
+          data: { running, finished, abandoned: true },
+        };
+      }
+      const results = waited.value;
       return { ok: true, text: JSON.stringify(results, null, 2), data: results };
     }
     default:

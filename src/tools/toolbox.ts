@@ -8,6 +8,7 @@ import type { AgentDefinition, RetryPolicy } from '../definition/types.ts';
 import { describeValue, UserError } from '../errors.ts';
 import { extend } from '../objects.ts';
 import type { ApprovalDecision } from '../protocol/approvals.ts';
+import { ORCHESTRATION_TOOL_NAMES } from './builtin/orchestration.ts';
 import { buildParamMapping, type ParamMapping } from './params.ts';
 import {
   type AgentPermissions,
@@ -390,8 +391,13 @@ class AgentToolbox implements Toolbox {
     // agent's wait_for_instruction runs for as long as it is parked).
     const config = def.toolConfig[canonical];
     const retry = config?.retry ?? DEFAULT_TOOL_RETRY;
-    // The definition's `toolConfig.<tool>.timeoutMs` over the tool's own.
-    const timeoutMs = config?.timeoutMs ?? tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+    // The definition's `toolConfig.<tool>.timeoutMs` over the tool's own. An orchestration tool's
+    // limit is kept by the supervisor, which knows what a call it abandons did (a child started, an
+    // instruction queued): timed here too, the thread told the model "abandoned" while the child
+    // it had started ran on unnamed (src/supervisor/orchestration.ts).
+    const timeoutMs = ORCHESTRATION_TOOL_NAMES.has(canonical)
+      ? 0
+      : (config?.timeoutMs ?? tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS);
     if (retry.maxRetries === 0) {
       if (signal.aborted) return failed(canonical, `${modelName} was cancelled`);
       return runOnce(tool, modelName, mapped.args, ctx, timeoutMs).then(({ outcome }) =>

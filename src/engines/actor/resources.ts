@@ -99,8 +99,9 @@ export type HostToolCall = (
 export function hostToolProxies(declarations: readonly HostToolDeclaration[], call: HostToolCall): Tool[] {
   return declarations.map((declaration) =>
     extend(declaration, {
-      // Host tools run on the supervisor (`await_agents` waits for subagents by design): the
-      // thread does not time them.
+      // Host tools run on the supervisor (`await_agents` waits for subagents by design), which
+      // times them: the thread times a user's host tool only by its definition's
+      // `toolConfig.<tool>.timeoutMs`, and never an orchestration tool (src/tools/toolbox.ts).
       timeoutMs: 0,
       execute: (args: Record<string, unknown>, ctx: ToolContext) =>
         call(ctx.agentId, declaration.name, args, ctx.signal, ctx.callId),
