@@ -9,9 +9,10 @@
  */
 
 import { sleep as defaultSleep } from '../abort.ts';
+import { MAX_TIMER_MS } from '../constants.ts';
 import { describeValue, ProviderError, UserError } from '../errors.ts';
 import type { ToolSpec } from '../tools/types.ts';
-import { DEFAULT_MODELS } from './constants.ts';
+import { DEFAULT_MODELS, DEFAULT_REQUEST_TIMEOUT_MS } from './constants.ts';
 import { estimateTokens } from './estimate.ts';
 import { checkNumber, checkType } from './options.ts';
 import type { ModelPrice } from './pricing.ts';
@@ -44,6 +45,13 @@ export interface SimulatedProviderOptions {
   readonly waits?: number;
   /** @default 0 (answers without a timer) */
   readonly latency?: SimulatedLatency;
+  /**
+   * Longest one request may take once admitted (its `latency`), as an HTTP provider's `timeoutMs`:
+   * then it fails with ProviderError `timeout` (`fields.timeoutMs`). A request's own
+   * `TurnRequest.timeoutMs` wins.
+   * @default 600000 (`DEFAULT_REQUEST_TIMEOUT_MS`)
+   */
+  readonly timeoutMs?: number;
   /** Share of requests, in [0, 1], that fail with a `server_error`. @default 0 */
   readonly failureRate?: number;
   /** Most files read per task. @default 5 */
@@ -128,6 +136,7 @@ export function checkSimulatedOptions(options: SimulatedProviderOptions = {}): v
   checkNumber(name, options, 'waits', { min: 0, integer: true });
   checkNumber(name, options, 'failureRate', { min: 0, max: 1 });
   checkNumber(name, options, 'maxFiles', { min: 0, integer: true });
+  checkNumber(name, options, 'timeoutMs', { min: 1, integer: true, max: MAX_TIMER_MS });
   checkType(name, options, 'sleep', 'function');
   const latency = options.latency ?? 0;
   if (typeof latency === 'number') checkNumber(name, options, 'latency', { min: 0 });
@@ -152,6 +161,7 @@ export class SimulatedProvider implements Provider {
   readonly #rounds: number | undefined;
   readonly #waits: number | undefined;
   readonly #latency: SimulatedLatency;
+  readonly #timeoutMs: number;
   readonly #failureRate: number;
   readonly #maxFiles: number;
   readonly #markers: readonly [result: string, call: string];
@@ -172,6 +182,7 @@ export class SimulatedProvider implements Provider {
     this.#rounds = options.rounds;
     this.#waits = options.waits;
     this.#latency = latency;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.#failureRate = options.failureRate ?? 0;
     this.#maxFiles = options.maxFiles ?? 5;
     this.#markers = [options.resultMarker ?? 'Tool result', options.callMarker ?? 'Tool call'];
@@ -208,7 +219,9 @@ export class SimulatedProvider implements Provider {
         provider: this.name,
         model: request.model || DEFAULT_MODELS.simulated,
         price: FREE,
-        timeoutMs: request.timeoutMs,
+        // The loop sets no request limit: without its own, a plan's `latency: 600000` (or a
+        // mistyped one) held its agent until the wall clock, unlike any HTTP provider.
+        timeoutMs: request.timeoutMs ?? this.#timeoutMs,
         exchange: (results, ctx) => {
           state.seen.push(...results);
           return this.#exchange(state, ctx);

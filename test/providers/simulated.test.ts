@@ -1,5 +1,5 @@
 /** The simulated model: acts on the tools it is offered, deterministically, without network. */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { SimulatedProvider } from '../../src/providers/simulated.ts';
 import type { TurnEvent, TurnRequest } from '../../src/providers/types.ts';
 import type { ToolSpec } from '../../src/tools/types.ts';
@@ -289,7 +289,64 @@ describe('simulated provider', () => {
     expect(delays).toEqual([40]);
   });
 
+  it('fails a request whose latency outlasts its time limit with a typed timeout (default 600000 ms)', async () => {
+    const reasons: unknown[] = [];
+    // Waits until its signal aborts, however long the latency: only the time limit can end it.
+    const sleep = (_ms: number, signal: AbortSignal) =>
+      new Promise<void>((_resolve, reject) => {
+        signal.addEventListener('abort', () => {
+          reasons.push(signal.reason);
+          reject(signal.reason);
+        });
+      });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      // No TurnRequest.timeoutMs, as the agent loop sends it: before, nothing timed the latency.
+      const model = new SimulatedProvider({ latency: 600_000_000, sleep });
+      const events = collect(model.turn(request('x', [COMPLETE])));
+      await vi.advanceTimersByTimeAsync(600_000);
+      expect(reasons).toHaveLength(1);
+      const end = terminal(await events);
+      expect(end.type === 'error' && end.error).toMatchObject({
+        code: 'timeout',
+        fields: { provider: 'simulated', timeoutMs: 600_000 },
+      });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("times a request by its timeoutMs option, and by the request's own over it", async () => {
+    const { sleep } = fakeSleep();
+    const slow = (ms: number, signal: AbortSignal) =>
+      ms > 0
+        ? new Promise<void>((_resolve, reject) =>
+            signal.addEventListener('abort', () => reject(signal.reason)),
+          )
+        : sleep(ms, signal);
+    const own = terminal(
+      await collect(
+        new SimulatedProvider({ latency: 600_000, timeoutMs: 20, sleep: slow }).turn(request('x', [])),
+      ),
+    );
+    expect(own.type === 'error' && own.error).toMatchObject({ code: 'timeout', fields: { timeoutMs: 20 } });
+    const asked = terminal(
+      await collect(
+        new SimulatedProvider({ latency: 600_000, timeoutMs: 600_000, sleep: slow }).turn(
+          request('x', [], { timeoutMs: 10 }),
+        ),
+      ),
+    );
+    expect(asked.type === 'error' && asked.error).toMatchObject({
+      code: 'timeout',
+      fields: { timeoutMs: 10 },
+    });
+  });
+
   it('rejects invalid options', () => {
+    expect(() => new SimulatedProvider({ timeoutMs: 0 })).toThrow(
+      /Expected `timeoutMs` to be an integer between 1 and 2147483647/,
+    );
     expect(() => new SimulatedProvider({ failureRate: 2 })).toThrow(
       expect.objectContaining({ code: 'invalid_option' }),
     );
