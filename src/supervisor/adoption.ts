@@ -66,7 +66,11 @@ export function parentJournal(events: readonly AuditEvent[]): ParentJournal | un
   const sent = new Map<string, SentInstruction[]>();
   for (const event of events) {
     if (event.type === 'ToolCall') calls.set(event.callId, event);
-    if (event.type !== 'ToolResult' || !event.ok || event.refused === true) continue;
+    if (event.type !== 'ToolResult' || event.refused === true) continue;
+    // A send_instruction abandoned at its time limit told the model its instruction may still be
+    // delivered: it is sent (without an index), so a resumed child not yet holding it gets it.
+    const abandoned = (event.data as { abandoned?: unknown } | undefined)?.abandoned === true;
+    if (!event.ok && !(abandoned && event.name === SEND_INSTRUCTION)) continue;
     const args = calls.get(event.callId)?.args;
     if (event.name === SEND_INSTRUCTION) {
       const to = stringOf(args?.agentId);

@@ -418,6 +418,33 @@ describe('instructionsFor, with a program’s own handle.send to the same child 
     expect(instructionsFor([instructed(0, 'B')], after)).toEqual(['B', 'A']);
   });
 
+  it('counts a send_instruction abandoned at its time limit as sent, without an index', () => {
+    const events = parentEvents([{ text: 'A', index: 0 }]);
+    events.push(
+      {
+        type: 'ToolCall',
+        agentId: 'p',
+        callId: 'late',
+        name: 'send_instruction',
+        args: { agentId: 'c', text: 'B' },
+      } as unknown as AuditEvent,
+      {
+        type: 'ToolResult',
+        agentId: 'p',
+        callId: 'late',
+        name: 'send_instruction',
+        ok: false,
+        text: 'send_instruction did not finish within 5 ms (its time limit): ...',
+        data: { agentId: 'c', abandoned: true },
+      } as unknown as AuditEvent,
+    );
+    const sent = sentTo(events);
+    // The model was told it may still be delivered: a resumed child that never read it gets it.
+    expect(sent).toEqual([{ text: 'A', index: 0 }, { text: 'B' }]);
+    expect(instructionsFor([instructed(0, 'A')], sent)).toEqual(['A', 'B']);
+    expect(instructionsFor([instructed(0, 'A'), instructed(1, 'B')], sent)).toEqual(['A', 'B']);
+  });
+
   it('matches by text, once each, what a journal without indices or a cut-off call sent', () => {
     const sent = sentTo(parentEvents([{ text: 'A' }, { text: 'C' }]));
     expect(instructionsFor([instructed(0, 'A'), instructed(1, 'B')], sent)).toEqual(['A', 'B', 'C']);
