@@ -30,7 +30,7 @@ import type { RedisAdmission } from './admission.ts';
 import { clearFinishedAgent, type FinishedRun, readAgentStart, releaseAgent } from './agent-state.ts';
 import type { RedisApprovals } from './approvals.ts';
 import type { BlockingPool } from './blocking-pool.ts';
-import { HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
+import { HANDED_OFF, PARK_WITHOUT_LIMIT_MS, UNREAD_JOB_TTL_MS } from './constants.ts';
 import { askToolSpan, callHostTool } from './host-calls.ts';
 import type { Inbox } from './inbox.ts';
 import { parseJobData } from './job-data.ts';
@@ -158,7 +158,10 @@ export async function processAgentJob(
       const batchKey = ctx.keys.batch(batchId);
       handedOff = ctx.redis.hset(batchKey, agentId, HANDED_OFF);
       if (data.retainSeconds !== undefined) {
-        handedOff = Promise.all([handedOff, ctx.redis.pexpire(batchKey, data.retainSeconds * 1000)]);
+        // With 0, not at once: the batch may still run other agents, whose outcomes its hash holds
+        // until it ends (and deletes it then). One that ended already left only this `h`.
+        const ms = data.retainSeconds === 0 ? UNREAD_JOB_TTL_MS : data.retainSeconds * 1000;
+        handedOff = Promise.all([handedOff, ctx.redis.pexpire(batchKey, ms)]);
       }
     }
     await finish(ctx, data, ended, handedOff);

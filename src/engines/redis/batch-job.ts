@@ -37,6 +37,7 @@ import {
 import { AGENT_JOB_NAME, HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
 import { parseBatchJobData } from './job-data.ts';
 import { bullmq } from './packages.ts';
+import { jobRemoval } from './retention.ts';
 import type { RedisJournal } from './stream-journal.ts';
 
 /** Runs every agent of batch `job` that has not ended or left it yet; resolves when each has. */
@@ -163,14 +164,12 @@ async function handOffWaiting(ctx: JobContext, at: BatchRun, agents: readonly Ag
 
 /** BullMQ options of the job of an agent's own that a batch hands it off to. */
 function ownJobOptions(data: AgentJobData, attempts: number, backoffMs: number, delayMs: number) {
-  const retain = data.retainSeconds;
   return {
     jobId: data.agent.agentId,
     delay: Math.max(0, delayMs),
     attempts,
     backoff: { type: 'exponential', delay: backoffMs },
-    removeOnComplete: retain === undefined ? false : { age: retain },
-    removeOnFail: retain === undefined ? false : { age: retain },
+    ...jobRemoval(data.retainSeconds),
   };
 }
 

@@ -1,7 +1,7 @@
 /** Redis connections: URL resolution and the client settings every troupe connection uses. */
 import type { Redis } from 'ioredis';
 import { describeValue, SystemError, UserError } from '../../errors.ts';
-import { REDIS_URL_ENV } from './constants.ts';
+import { EVENTS_STREAM_MAX_LENGTH, REDIS_URL_ENV } from './constants.ts';
 import { ioredis } from './packages.ts';
 
 /**
@@ -54,6 +54,19 @@ export function connectRedis(url: string, name: string): Redis {
 /** Connection options BullMQ's own clients get (its blocking clients need `maxRetriesPerRequest: null`). */
 export function bullConnection(url: string): { readonly url: string; readonly maxRetriesPerRequest: null } {
   return { url, maxRetriesPerRequest: null };
+}
+
+/**
+ * Options of every BullMQ Queue troupe opens on `prefix`. Each Queue writes its events stream
+ * length into the queue's meta hash when it starts, so all of them must say the same (see
+ * EVENTS_STREAM_MAX_LENGTH).
+ */
+export function bullQueueOptions(url: string, prefix: string) {
+  return {
+    connection: bullConnection(url),
+    prefix,
+    streams: { events: { maxLen: EVENTS_STREAM_MAX_LENGTH } },
+  };
 }
 
 /** Closes a client politely, or at once when the server is unreachable. */

@@ -59,8 +59,23 @@ export const DEFAULT_MAX_STALLED_COUNT = 3;
 /** How often a supervisor reads job state of its running agents, in case a result signal was lost. */
 export const DEFAULT_RECONCILE_INTERVAL_MS = 1_000;
 
+/**
+ * Entries BullMQ keeps in a queue's events stream (`<prefix>:<queue>:events`, its
+ * `streams.events.maxLen`; BullMQ's default is 10,000). Every job end there carries the job's
+ * return value, an agent's outcome unmasked, and troupe never reads the stream (it reads job
+ * state): 0 makes BullMQ trim it to nothing each time a job finishes, so it holds the events
+ * since the last job ended.
+ */
+export const EVENTS_STREAM_MAX_LENGTH = 0;
+
 /** Approximate cap on entries of a supervisor's signal stream (signals are best effort). */
 export const SIGNAL_STREAM_MAX_LENGTH = 100_000;
+
+/**
+ * With `retainSeconds: 0`, a finished agent job is removed by its supervisor once it has read the
+ * outcome; one it never reads (it stopped first) expires this long after it ended (retention.ts).
+ */
+export const UNREAD_JOB_TTL_MS = 24 * 3_600_000;
 
 /** Signal and request streams expire this long after their last write (a supervisor that vanished). */
 export const STREAM_IDLE_TTL_MS = 24 * 3_600_000;

@@ -113,6 +113,14 @@ export class ScaleoutKeys {
     return `${this.prefix}:${this.queue}:${jobId}`;
   }
 
+  /**
+   * BullMQ's events stream of the queue: every job end with its return value (troupe reads none of
+   * it; constants.ts `EVENTS_STREAM_MAX_LENGTH`).
+   */
+  get events(): string {
+    return `${this.prefix}:${this.queue}:events`;
+  }
+
   /** BullMQ's lock of an active job: holds the token of the worker that runs it. */
   jobLock(jobId: string): string {
     return `${this.job(jobId)}:lock`;

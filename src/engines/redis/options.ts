@@ -33,6 +33,8 @@ export interface RedisBackendOptions {
   /**
    * Keep jobs, journals and inboxes this many seconds after an agent ends, then let them expire.
    * A job holds the agent's task and its outcome (the result, unmasked): docs/scaleout.md.
+   * 0: deleted as the agent ends; a job of an agent's own once the supervisor has read its outcome
+   * (one it never reads expires after 24 h).
    * @default kept until deleted
    */
   readonly retainSeconds?: number;

@@ -37,7 +37,7 @@ import type {
   JournalScanBounds,
 } from '../engine.ts';
 import { RedisApprovals } from './approvals.ts';
-import { bullConnection, closeRedis, connectRedis, displayUrl, waitForRedis } from './connection.ts';
+import { bullQueueOptions, closeRedis, connectRedis, displayUrl, waitForRedis } from './connection.ts';
 import { AGENT_JOB_NAME, BATCH_JOB_NAME, CANCEL_FLAG_TTL_MS, HANDED_OFF } from './constants.ts';
 import { answerHostCall, answerToolSpan } from './host-calls.ts';
 import { Inbox } from './inbox.ts';
@@ -48,6 +48,7 @@ import type { PreparedRedisOptions } from './options.ts';
 import { bullmq } from './packages.ts';
 import { connectedWorkers } from './presence.ts';
 import { promote } from './promote.ts';
+import { jobRemoval } from './retention.ts';
 import { countEndedAgent } from './run-budget.ts';
 import { SecretKeyPair, type SecretsRefusal } from './secret-box.ts';
 import { registerReceived } from './secret-forwarder.ts';
@@ -132,6 +133,8 @@ export class RedisEngine implements Engine {
   readonly #adding = new Set<Promise<unknown>>();
   /** Terminal events being appended to the journals of agents the engine ended: close waits for them. */
   readonly #ending = new Set<Promise<unknown>>();
+  /** Finished jobs being removed once read (`retainSeconds: 0`): close waits for them. */
+  readonly #removing = new Set<Promise<unknown>>();
   /** Ended agents' spend being added to the run budget in Redis (`countEnded`): close waits for them. */
   readonly #counting = new Set<Promise<unknown>>();
   /** Runs while the connection to Redis is lost; fires after `redisDownTimeoutMs`. */
@@ -180,10 +183,10 @@ export class RedisEngine implements Engine {
     const reader = redis.duplicate({ enableAutoPipelining: false });
     reader.on('error', () => {});
     const { Job: jobs, Queue } = bullmq();
-    const queue = new Queue<AgentJobData | BatchJobData, AgentOutcome | null>(this.#keys.queue, {
-      connection: bullConnection(url),
-      prefix: this.#keys.prefix,
-    });
+    const queue = new Queue<AgentJobData | BatchJobData, AgentOutcome | null>(
+      this.#keys.queue,
+      bullQueueOptions(url, this.#keys.prefix),
+    );
     queue.on('error', () => {});
     this.#connections = {
       redis,
@@ -289,6 +292,8 @@ export class RedisEngine implements Engine {
           jobId: batchId,
           // A run that fails is retried in a job of the agent's own (batch-job.ts), not with the batch.
           attempts: 1,
+          // Not retention.ts `jobRemoval`: a batch job holds no outcome (its agents' are in the
+          // batch's hash, and in their `ended` signals), so with 0 it goes as it finishes.
           removeOnComplete: retain === undefined ? false : { age: retain },
           removeOnFail: retain === undefined ? false : { age: retain },
         },
@@ -367,14 +372,12 @@ export class RedisEngine implements Engine {
   }
 
   async #add(spec: ActorSpec, agent: RemoteAgent, data: AgentJobData): Promise<void> {
-    const retain = this.#options.redis.retainSeconds;
     await this.#connected().queue.add(AGENT_JOB_NAME, data, {
       jobId: spec.agentId,
       // Retries cover failures of the run itself (lost journal writes), not the agent's own failures.
       attempts: this.#options.restart.maxRetries + 1,
       backoff: { type: 'exponential', delay: this.#options.restart.baseDelayMs },
-      removeOnComplete: retain === undefined ? false : { age: retain },
-      removeOnFail: retain === undefined ? false : { age: retain },
+      ...jobRemoval(this.#options.redis.retainSeconds),
     });
     await this.#added(spec.agentId, agent);
   }
@@ -622,6 +625,7 @@ export class RedisEngine implements Engine {
     await Promise.all([...this.#agents.values()].map((agent) => agent.sends));
     await Promise.all(this.#adding);
     await Promise.all(this.#ending);
+    await Promise.all(this.#removing);
     // After the ends: an end settled above counts here, before the budget's hash is deleted.
     await Promise.all(this.#counting);
     await connections.redis
@@ -845,6 +849,7 @@ export class RedisEngine implements Engine {
       } else {
         this.#endJournalled(agentId, jobFailed(agentId, failedReason ?? undefined, Number(attempts ?? 0)));
       }
+      if (this.#options.redis.retainSeconds === 0) this.#removeJob(agentId);
     } catch {
       // Redis is unreachable: the next reconcile tries again.
     } finally {
@@ -858,8 +863,13 @@ export class RedisEngine implements Engine {
    */
   async #collectFromBatch(agentId: string, agent: RemoteAgent, batchId: string): Promise<boolean> {
     const { redis } = this.#connected();
-    const entry = await redis.hget(this.#keys.batch(batchId), agentId);
-    if (entry === HANDED_OFF) {
+    const [entry, ownJob] = await Promise.all([
+      redis.hget(this.#keys.batch(batchId), agentId),
+      redis.exists(this.#keys.job(agentId)),
+    ]);
+    // A job of its own is the hand-off too: the batch's hash may be gone already (with
+    // `retainSeconds: 0` it is deleted as the batch ends, while the agent it handed off runs on).
+    if (entry === HANDED_OFF || (entry === null && ownJob > 0)) {
       agent.batch = undefined;
       this.#leaveBatch(agentId, batchId);
       return false;
@@ -887,6 +897,18 @@ export class RedisEngine implements Engine {
       this.#endJournalled(agentId, jobFailed(agentId, failedReason ?? undefined, 1));
     }
     return true;
+  }
+
+  /**
+   * Removes a finished job of an agent's own once its outcome was read (`retainSeconds: 0`,
+   * retention.ts). Best effort: one left behind expires UNREAD_JOB_TTL_MS after it ended.
+   */
+  #removeJob(jobId: string): void {
+    const removing = this.#connected()
+      .queue.remove(jobId)
+      .catch(() => 0);
+    this.#removing.add(removing);
+    void removing.finally(() => this.#removing.delete(removing));
   }
 
   /** A worker said something about `agent` (or its job was just added): its next read is an interval away. */

@@ -9,7 +9,7 @@ import type { Redis } from 'ioredis';
 import { UserError } from '../../errors.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../../protocol/approvals.ts';
 import { RedisApprovals } from './approvals.ts';
-import { bullConnection, closeRedis, connectRedis, resolveRedisUrl, waitForRedis } from './connection.ts';
+import { bullQueueOptions, closeRedis, connectRedis, resolveRedisUrl, waitForRedis } from './connection.ts';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_KEY_PREFIX, DEFAULT_QUEUE_NAME } from './constants.ts';
 import { checkName, ScaleoutKeys } from './keys.ts';
 import { bullmq } from './packages.ts';
@@ -89,10 +89,7 @@ export class RemoteApprovals {
     }
     if (result.parked) {
       const { Job, Queue: QueueClass } = bullmq();
-      this.#queue ??= new QueueClass(this.#keys.queue, {
-        connection: bullConnection(this.#url),
-        prefix: this.#keys.prefix,
-      });
+      this.#queue ??= new QueueClass(this.#keys.queue, bullQueueOptions(this.#url, this.#keys.prefix));
       this.#queue.on('error', () => {});
       const job = await Job.fromId(this.#queue, request.agentId);
       if (job) await promote(job);

@@ -21,7 +21,14 @@ import { processAgentJob } from './agent-job.ts';
 import { RedisApprovals } from './approvals.ts';
 import { processBatchJob } from './batch-job.ts';
 import { BlockingPool } from './blocking-pool.ts';
-import { bullConnection, closeRedis, connectRedis, resolveRedisUrl, waitForRedis } from './connection.ts';
+import {
+  bullConnection,
+  bullQueueOptions,
+  closeRedis,
+  connectRedis,
+  resolveRedisUrl,
+  waitForRedis,
+} from './connection.ts';
 import {
   BATCH_JOB_NAME,
   DEFAULT_CONNECT_TIMEOUT_MS,
@@ -37,6 +44,7 @@ import { Inbox } from './inbox.ts';
 import { checkName, ScaleoutKeys } from './keys.ts';
 import { bullmq } from './packages.ts';
 import { announceWorker } from './presence.ts';
+import { finishedJobTtlMs } from './retention.ts';
 import { SecretForwarder } from './secret-forwarder.ts';
 import { SignalSender } from './signals.ts';
 import type { RedisJournal } from './stream-journal.ts';
@@ -244,10 +252,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       journals,
       queue: (): Queue => {
         if (!instance) throw new Error('The worker is not started');
-        instance.#queue ??= new (bullmq().Queue)(keys.queue, {
-          connection: bullConnection(prepared.url),
-          prefix: keys.prefix,
-        });
+        instance.#queue ??= new (bullmq().Queue)(keys.queue, bullQueueOptions(prepared.url, keys.prefix));
         return instance.#queue;
       },
       agentEnded: (agentId: string, status: 'completed' | 'failed'): void => {
@@ -327,7 +332,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       status: 'completed' | 'failed',
     ): void => {
       if (!job?.id) return;
-      if (status === 'completed') expireFinishedJob(redis, keys, job);
+      expireFinishedJob(redis, keys, job, status);
       if (job.name === BATCH_JOB_NAME) {
         // Its agents said so each as it ended; a batch that failed (its data, or too many worker
         // deaths) ends the ones that had not, and the supervisor reads why from the batch job.
@@ -389,25 +394,30 @@ function wakeFetching(worker: Worker): void {
 }
 
 /**
- * Gives a completed job's hash (its data: the task and context; an agent job's `returnvalue`: the
- * outcome, unmasked) the TTL of its `retainSeconds`. BullMQ removes a job that old only when a
- * later job of the queue finishes (`removeOnComplete: { age }`), so the last jobs of a queue were
- * kept for ever. A failed job is left to BullMQ: the event comes for each attempt, and a job still
- * to be retried must not expire.
+ * Gives a finished job's hash (its data: the task and context; an agent job's `returnvalue`: the
+ * outcome, unmasked) the TTL of its `retainSeconds` (retention.ts `finishedJobTtlMs`). BullMQ
+ * removes a job that old only when a later job of the queue finishes (`removeOnComplete: { age }`),
+ * so the last jobs of a queue were kept for ever. A failed attempt to be retried is left alone (it
+ * must not expire); BullMQ sets `finishedOn` only on a job's last. The events stream, where BullMQ
+ * wrote the job's end with its return value, expires as long after the queue's last job end.
  */
 function expireFinishedJob(
   redis: Redis,
   keys: ScaleoutKeys,
   job: Job<AgentJobData | BatchJobData, AgentOutcome | null>,
+  status: 'completed' | 'failed',
 ): void {
   // Read as untrusted: a job of another version may hold anything.
   const data = job.data as unknown as
     | { readonly retainSeconds?: unknown; readonly common?: { readonly retainSeconds?: unknown } }
     | undefined;
   const retain = job.name === BATCH_JOB_NAME ? data?.common?.retainSeconds : data?.retainSeconds;
-  // 0: BullMQ removed it as it finished.
-  if (typeof retain !== 'number' || !(retain > 0) || job.id === undefined) return;
-  redis.pexpire(keys.job(job.id), Math.round(retain * 1000)).catch(() => {
+  const final = status === 'completed' || Boolean(job.finishedOn);
+  const ttlMs = finishedJobTtlMs(retain, status, final);
+  if (ttlMs === undefined || job.id === undefined) return;
+  const ignore = (): void => {
     // Redis is gone: BullMQ's own removal by age still applies.
-  });
+  };
+  redis.pexpire(keys.job(job.id), ttlMs).catch(ignore);
+  if (typeof retain === 'number') redis.pexpire(keys.events, Math.round(retain * 1000)).catch(ignore);
 }

@@ -107,6 +107,12 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     return { supervisor, queue, queueName, recordFile, keys, worker };
   }
 
+  /** HGETs the server has run so far. */
+  async function hgetCalls(): Promise<number> {
+    const match = /^cmdstat_hget:calls=(\d+)/m.exec(await redis.info('commandstats'));
+    return Number(match?.[1] ?? 0);
+  }
+
   async function finishedJobs(queue: Queue): Promise<string[]> {
     const jobs = await queue.getJobs(['completed', 'failed']);
     return jobs.map((job) => job.name).sort();
@@ -449,5 +455,71 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
       interval: 20,
     });
     expect(await redis.pttl(keys.job(handle.id))).toBeLessThanOrEqual(600_000);
+  });
+
+  it('delivers a lone agent’s outcome with retainSeconds 0, then deletes its job', async () => {
+    const { supervisor, keys, worker } = setUp('retain-zero', { retainSeconds: 0, maxBatchSize: 1 });
+    await worker();
+    // One after the other: each agent's job is finished before the supervisor reads it.
+    for (const task of ['Step one.', 'Step two.']) {
+      const handle = supervisor.spawn('stepper', { task });
+      expect(await handle.result).toMatchObject({ status: 'completed' });
+      await vi.waitFor(async () => expect(await redis.exists(keys.job(handle.id))).toBe(0), { interval: 20 });
+      expect(await redis.exists(keys.journal(handle.id))).toBe(0);
+    }
+  });
+
+  it('finds an agent its batch handed off with retainSeconds 0 once the batch is gone', async () => {
+    const { supervisor, queue, keys, worker } = setUp('retain-zero-park', {
+      providers: { simulated: { kind: 'simulated', options: { waits: 1 } } },
+      definitions: [waiter],
+      parkAfterMs: 100,
+      retainSeconds: 0,
+      // Long enough that the batch ends (right after its last agent parks) before the supervisor
+      // reads the batch's hash again, where it would find them handed off.
+      reconcileIntervalMs: 500,
+    });
+    await worker(['--concurrency', '10']);
+    const waiters = [0, 1].map((index) => supervisor.spawn('waiter', { task: `Wait ${index}.` }));
+    await Promise.all(
+      waiters.map((handle) => nextEvent(supervisor, 'agent:parked', (event) => event.agentId === handle.id)),
+    );
+    // The batch ended (and, with 0, went at once, its hash too) while its agents wait in jobs of
+    // their own. The supervisor's next read of their state (reconcileIntervalMs) finds the batch
+    // gone and looks for each agent in its hash (two HGETs each).
+    await vi.waitFor(async () => expect(await queue.getJobs(['active', 'completed', 'failed'])).toEqual([]), {
+      interval: 20,
+    });
+    const before = await hgetCalls();
+    await vi.waitFor(async () => expect(await hgetCalls()).toBeGreaterThanOrEqual(before + 4), {
+      interval: 20,
+    });
+    for (const handle of waiters) await supervisor.instruct(handle.id, 'go on');
+    const outcomes = await Promise.all(waiters.map((handle) => handle.result));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['completed', 'completed']);
+    for (const handle of waiters) {
+      await vi.waitFor(async () => expect(await redis.exists(keys.job(handle.id))).toBe(0), { interval: 20 });
+    }
+  });
+
+  it('keeps no result in BullMQ’s events stream but the last job’s', async () => {
+    const { supervisor, keys, worker } = setUp('events-stream', { maxBatchSize: 1 });
+    await worker();
+    const ids: string[] = [];
+    for (const task of ['Step one.', 'Step two.', 'Step three.']) {
+      const handle = supervisor.spawn('stepper', { task });
+      expect(await handle.result).toMatchObject({ status: 'completed' });
+      ids.push(handle.id);
+    }
+    expect(await redis.hget(`${PREFIX}:${keys.queue}:meta`, 'opts.maxLenEvents')).toBe('0');
+    const entries = await redis.xrange(keys.events, '-', '+');
+    const completed = entries
+      .map(([, fields]) =>
+        Object.fromEntries(fields.flatMap((_, i) => (i % 2 === 0 ? [[fields[i], fields[i + 1]]] : []))),
+      )
+      .filter((event) => event.event === 'completed')
+      .map((event) => event.jobId);
+    // Trimmed as each job ends, before its own end is added: at most the last one is there.
+    expect(completed.filter((id) => id !== ids[2])).toEqual([]);
   });
 });
