@@ -68,6 +68,20 @@ export const DEFAULT_RECONCILE_INTERVAL_MS = 1_000;
  */
 export const EVENTS_STREAM_MAX_LENGTH = 0;
 
+/**
+ * Bytes of one entry of a supervisor's signal or request stream it reads at most. The largest
+ * legitimate signal is a tool call's end with its output (MAX_TOOL_RESULT_CHARS, 4,000,000
+ * characters) and arguments (DEFAULT_MAX_OUTPUT_CHARS, 2,000,000), at most 3 bytes each in UTF-8
+ * JSON (4 for a surrogate pair, 2 characters): about 18 MB. Workers send one larger without it
+ * (an `ended` signal without its outcome, which the supervisor then reads from the batch), or not
+ * at all, and split their batches of signals at it; a supervisor refuses a larger entry unparsed,
+ * failing the agent it names (`signal_too_large`).
+ */
+export const MAX_STREAM_ENTRY_BYTES = 32 * 1024 * 1024;
+
+/** Bytes one read of a supervisor's stream returns at most (past its first entry). */
+export const MAX_STREAM_READ_BYTES = 64 * 1024 * 1024;
+
 /** Approximate cap on entries of a supervisor's signal stream (signals are best effort). */
 export const SIGNAL_STREAM_MAX_LENGTH = 100_000;
 

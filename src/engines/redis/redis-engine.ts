@@ -38,7 +38,13 @@ import type {
 } from '../engine.ts';
 import { RedisApprovals } from './approvals.ts';
 import { bullQueueOptions, closeRedis, connectRedis, displayUrl, waitForRedis } from './connection.ts';
-import { AGENT_JOB_NAME, BATCH_JOB_NAME, CANCEL_FLAG_TTL_MS, HANDED_OFF } from './constants.ts';
+import {
+  AGENT_JOB_NAME,
+  BATCH_JOB_NAME,
+  CANCEL_FLAG_TTL_MS,
+  HANDED_OFF,
+  MAX_STREAM_ENTRY_BYTES,
+} from './constants.ts';
 import { answerHostCall, answerToolSpan } from './host-calls.ts';
 import { Inbox } from './inbox.ts';
 import { batchJobData, jobData } from './job-data.ts';
@@ -53,7 +59,7 @@ import { countEndedAgent } from './run-budget.ts';
 import { SecretKeyPair, type SecretsRefusal } from './secret-box.ts';
 import { registerReceived } from './secret-forwarder.ts';
 import { RedisJournal, readRedisJournal } from './stream-journal.ts';
-import { readSupervisorStreams } from './supervisor-streams.ts';
+import { type RefusedEntry, readSupervisorStreams } from './supervisor-streams.ts';
 import { sendTurnCancel } from './turn-cancel.ts';
 
 const RECONCILE_BATCH = 500;
@@ -147,6 +153,8 @@ export class RedisEngine implements Engine {
   #secretKeyPair: SecretKeyPair | undefined;
   /** Credentials registered on workers (the `secrets` signal), masked here too. */
   readonly #secrets = new ForwardedSecrets();
+  /** An entry of the streams too large to read and naming none of its agents was dropped (said once). */
+  #droppedEntry = false;
   /** Why `secrets` signals were refused so far (each said once). */
   readonly #secretsRefused = new Set<SecretsRefusal>();
 
@@ -207,6 +215,7 @@ export class RedisEngine implements Engine {
       stopped: () => this.#stopped,
       onSignal: (signal) => this.#onSignal(signal),
       onCall: (call) => void this.#answer(call),
+      onRefused: (entry) => this.#refuseEntry(entry),
     });
     this.#reconcileTimer = setInterval(() => {
       this.#watchRedis(redis);
@@ -363,6 +372,36 @@ export class RedisEngine implements Engine {
       `refused a secrets signal from a worker (agent ${agent}): ${SECRETS_REFUSALS[reason]}; its values are not masked here. Later ones refused for the same reason are dropped without a word.`,
       { type: 'TroupeWarning', code: 'TROUPE_SECRETS_REFUSED', detail: reason },
     );
+  }
+
+  /**
+   * An entry of this supervisor's signal or request stream too large to read (supervisor-streams.ts):
+   * the agent it names, if this supervisor runs it, fails `signal_too_large` (journalled, its worker
+   * told to stop it); one naming none of them is dropped. Said as a process warning (code
+   * `TROUPE_SIGNAL_TOO_LARGE`), once per agent failed and once for all the drops.
+   */
+  #refuseEntry(entry: RefusedEntry): void {
+    const { stream, size, agentId } = entry;
+    const agent = agentId === undefined ? undefined : this.#agents.get(agentId);
+    const what = `an entry of ${size} bytes on the supervisor's ${stream} stream, more than one may hold (${MAX_STREAM_ENTRY_BYTES})`;
+    if (agentId === undefined || agent === undefined) {
+      if (this.#droppedEntry) return;
+      this.#droppedEntry = true;
+      process.emitWarning(
+        `dropped ${what}, unread: it names no agent this supervisor runs. Later ones are dropped without a word.`,
+        { type: 'TroupeWarning', code: 'TROUPE_SIGNAL_TOO_LARGE' },
+      );
+      return;
+    }
+    const error = new SystemError('signal_too_large', `Agent ${agentId} was failed: a worker wrote ${what}`, {
+      agentId,
+      size,
+      limit: MAX_STREAM_ENTRY_BYTES,
+      stream,
+    });
+    process.emitWarning(error.message, { type: 'TroupeWarning', code: 'TROUPE_SIGNAL_TOO_LARGE' });
+    if (agent.state === 'running') this.#cancelRemote(agentId, error.message).catch(() => {});
+    this.#endJournalled(agentId, failedOutcome(agentId, 'crashed', error.toJSON()));
   }
 
   /** Made on first use: workers seal the credentials they send this supervisor for it (secret-box.ts). */

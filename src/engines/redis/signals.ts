@@ -6,7 +6,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { WorkerSignal } from '../../protocol/redis.ts';
-import { SIGNAL_STREAM_MAX_LENGTH, STREAM_IDLE_TTL_MS } from './constants.ts';
+import { MAX_STREAM_ENTRY_BYTES, SIGNAL_STREAM_MAX_LENGTH, STREAM_IDLE_TTL_MS } from './constants.ts';
 import type { ScaleoutKeys } from './keys.ts';
 
 /** Batches signals per supervisor and appends each batch as one stream entry. */
@@ -16,9 +16,13 @@ export class SignalSender {
   readonly #pending = new Map<string, WorkerSignal[]>();
   #scheduled = false;
 
-  constructor(redis: Redis, keys: ScaleoutKeys) {
+  readonly #maxEntryBytes: number;
+
+  /** `maxEntryBytes`: for tests. @default MAX_STREAM_ENTRY_BYTES */
+  constructor(redis: Redis, keys: ScaleoutKeys, maxEntryBytes = MAX_STREAM_ENTRY_BYTES) {
     this.#redis = redis;
     this.#keys = keys;
+    this.#maxEntryBytes = maxEntryBytes;
   }
 
   /** Queues `signal` for `supervisorId`; batches leave once per event-loop turn. */
@@ -46,13 +50,43 @@ export class SignalSender {
       const ignore = (): void => {
         // Best effort: the supervisor reads outcomes from job state.
       };
-      this.#redis
-        .xadd(key, 'MAXLEN', '~', SIGNAL_STREAM_MAX_LENGTH, '*', 'm', JSON.stringify(signals))
-        .catch(ignore);
+      for (const entry of signalEntries(signals, this.#maxEntryBytes)) {
+        this.#redis.xadd(key, 'MAXLEN', '~', SIGNAL_STREAM_MAX_LENGTH, '*', 'm', entry).catch(ignore);
+      }
       this.#redis.pexpire(key, STREAM_IDLE_TTL_MS).catch(ignore);
     }
     this.#pending.clear();
   }
+}
+
+/**
+ * `signals` as stream entries (JSON arrays) of at most `maxEntryBytes` each, which a supervisor
+ * reads (supervisor-streams.ts). A signal larger on its own goes without what makes it large when
+ * the supervisor can read that elsewhere (an `ended` signal's outcome: its batch's hash has it), and
+ * is dropped otherwise (signals are best effort; the supervisor would refuse it and fail its agent).
+ */
+export function signalEntries(signals: readonly WorkerSignal[], maxEntryBytes: number): string[] {
+  const entries: string[] = [];
+  let parts: string[] = [];
+  let bytes = 2;
+  for (const signal of signals) {
+    let text = JSON.stringify(signal);
+    let size = Buffer.byteLength(text);
+    if (size + 2 > maxEntryBytes && signal.type === 'ended' && signal.outcome !== undefined) {
+      text = JSON.stringify({ type: 'ended', agentId: signal.agentId });
+      size = Buffer.byteLength(text);
+    }
+    if (size + 2 > maxEntryBytes) continue;
+    if (parts.length > 0 && bytes + 1 + size > maxEntryBytes) {
+      entries.push(`[${parts.join(',')}]`);
+      parts = [];
+      bytes = 2;
+    }
+    bytes += (parts.length > 0 ? 1 : 0) + size;
+    parts.push(text);
+  }
+  if (parts.length > 0) entries.push(`[${parts.join(',')}]`);
+  return entries;
 }
 
 /** The signals of one stream entry; malformed entries yield none. */
