@@ -7,7 +7,6 @@ import { UserError } from '../errors.ts';
 import { extend } from '../objects.ts';
 import { DEFAULT_OPENAI_BASE_URL, OPENAI_MAX_STOP_SEQUENCES } from './constants.ts';
 import { registerCredentials } from './credentials.ts';
-import { estimateTokens } from './estimate.ts';
 import {
   type HttpClient,
   type HttpProviderOptions,
@@ -25,7 +24,7 @@ import { type ChatAssistantMessage, ChatStreamAccumulator, completionAsChunk } f
 import { checkHttpOptions, checkOneOf, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
-import { completeUsage, failedAttemptUsage, plausibleUsage } from './receipt.ts';
+import { brokenResponseUsage, responseUsage } from './receipt.ts';
 import { reasoningEffortIssue, settingsPreflightError } from './settings-support.ts';
 import { parseEventData, readServerSentEvents } from './sse.ts';
 import { createTurn, type ExchangeContext, type ModelResponse } from './turn-runner.ts';
@@ -242,22 +241,13 @@ export class OpenAIProvider implements Provider {
       finished = accumulator.finish(complete);
     } catch (error) {
       // Usage the server sent before the stream broke (its last chunk, then no `[DONE]`) is kept.
-      const reported = plausibleUsage(accumulator.usage, request, ctx.outputChars());
-      // A whole body cut at maxOutputChars: the server produced (and bills) all of it, and its
-      // count is final, so it is charged as reported; the receipt's errorCode says it was cut.
-      const partial = whole
-        ? completeUsage(reported, {
-            inputTokens: request.estimatedInputTokens,
-            outputTokens: estimateTokens(ctx.outputChars()),
-          })
-        : failedAttemptUsage(reported, estimateTokens(ctx.outputChars()));
+      // A whole body cut at maxOutputChars is charged as reported; the receipt's errorCode says it
+      // was cut.
+      const partial = brokenResponseUsage(accumulator.usage, request, ctx.outputChars(), whole);
       if (partial !== undefined) ctx.reportFailedAttemptUsage(partial);
       throw error;
     }
-    const usage = completeUsage(plausibleUsage(accumulator.usage, request, ctx.outputChars()), {
-      inputTokens: request.estimatedInputTokens,
-      outputTokens: estimateTokens(ctx.outputChars()),
-    });
+    const usage = responseUsage(accumulator.usage, request, ctx.outputChars());
     if (usage !== undefined) ctx.reportUsage(usage);
     return extend(finished, { usage });
   }

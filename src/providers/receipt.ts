@@ -5,6 +5,7 @@ import {
   OUTPUT_TOKEN_SLACK,
   RETRY_LOG_MAX,
 } from './constants.ts';
+import { estimateTokens } from './estimate.ts';
 import { costOf, type ModelPrice } from './pricing.ts';
 import type { Receipt, RetryRecord, Usage, UsageSide } from './types.ts';
 
@@ -151,6 +152,45 @@ export function failedAttemptUsage(
     estimated: true,
     estimatedSide: 'output',
   };
+}
+
+/** What {@link responseUsage} and {@link brokenResponseUsage} read of a request (an `HttpRequest`). */
+interface UsageBounds {
+  readonly estimatedInputTokens: number;
+  readonly maxInputTokens: number;
+  readonly maxOutputTokens: number | undefined;
+}
+
+/**
+ * A response's usage, read whole: what its server reported, each implausible or missing side
+ * estimated (input from the request, output from the `outputChars` it streamed); undefined when
+ * it reported neither side readably.
+ */
+export function responseUsage(
+  reported: ReportedUsage | undefined,
+  request: UsageBounds,
+  outputChars: number,
+): Usage | undefined {
+  return completeUsage(plausibleUsage(reported, request, outputChars), {
+    inputTokens: request.estimatedInputTokens,
+    outputTokens: estimateTokens(outputChars),
+  });
+}
+
+/**
+ * The usage of a response that broke off. A `whole` body (read in full, then cut at
+ * maxOutputChars) carries the server's final count: the server produced and bills all of it, so
+ * it is charged as reported ({@link responseUsage}). A stream that broke is charged as
+ * {@link failedAttemptUsage}: its count so far is not the final one.
+ */
+export function brokenResponseUsage(
+  reported: ReportedUsage | undefined,
+  request: UsageBounds,
+  outputChars: number,
+  whole: boolean,
+): Usage | undefined {
+  if (whole) return responseUsage(reported, request, outputChars);
+  return failedAttemptUsage(plausibleUsage(reported, request, outputChars), estimateTokens(outputChars));
 }
 
 /** Mutable receipt under construction; {@link ReceiptBuilder.build} freezes a snapshot. */
