@@ -13,10 +13,26 @@ import type { AuditEvent, AuditEventInput } from './events.ts';
 import type { JournalSink } from './sink.ts';
 import { addReceipt, type UsageTotals, ZERO_USAGE_TOTALS } from './usage.ts';
 
+/** How many of `events` (a journal's, from its start) a fork carries: those before its end. */
+export function forkedLength(events: readonly AuditEvent[]): number {
+  const end = events.findIndex((event) => event.type === 'Completed' || event.type === 'Failed');
+  return end < 0 ? events.length : end;
+}
+
+/**
+ * Whether a journal whose first event is `first` is a fork of one whose first event is `from`: a
+ * fork keeps each copied event's time, so its first event is the earlier journal's own.
+ */
+export function startsAsForkOf(
+  first: Pick<AuditEvent, 'ts' | 'type'> | undefined,
+  from: Pick<AuditEvent, 'ts' | 'type'> | undefined,
+): boolean {
+  return first !== undefined && from !== undefined && first.ts === from.ts && first.type === from.type;
+}
+
 /** The events of `events` to carry into a fork, as inputs of agent `agentId` (with their `ts`). */
 export function forkedInputs(events: readonly AuditEvent[], agentId: string): AuditEventInput[] {
-  const end = events.findIndex((event) => event.type === 'Completed' || event.type === 'Failed');
-  const kept = end < 0 ? events : events.slice(0, end);
+  const kept = events.slice(0, forkedLength(events));
   return kept.map((event) => {
     const { seq: _seq, prev: _prev, hash: _hash, ...body } = event;
     return { ...body, agentId } as AuditEventInput;

@@ -27,7 +27,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_ADOPTION_SCAN_BYTES, MAX_ADOPTION_SCAN_JOURNALS } from '../constants.ts';
 import type { AuditEvent, EventOf } from '../journal/events.ts';
-import { forkedInputs, forkedTotals } from '../journal/fork.ts';
+import { forkedInputs, forkedTotals, startsAsForkOf } from '../journal/fork.ts';
 import { readFirstEvent, readJournal } from '../journal/reader.ts';
 import { resumeState } from '../journal/resume.ts';
 import { knownCost } from '../journal/usage.ts';
@@ -328,7 +328,7 @@ function forkedFrom(
     if (from === undefined) return undefined;
     const first = readFirstEvent(path, MAX_ADOPTION_SCAN_BYTES);
     if (first === undefined) return emptyIsFork && statSync(path).size === 0 ? earlierId : undefined;
-    return first.ts === from.ts && first.type === from.type ? earlierId : undefined;
+    return startsAsForkOf(first, from) ? earlierId : undefined;
   } catch {
     return undefined;
   }

@@ -7,7 +7,7 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import type { AuditEvent } from '../journal/events.ts';
-import { forkedInputs, forkedTotals } from '../journal/fork.ts';
+import { forkedInputs, forkedLength, forkedTotals, startsAsForkOf } from '../journal/fork.ts';
 import { readJournal } from '../journal/reader.ts';
 import { knownCost } from '../journal/usage.ts';
 import { damageText, journalDamage } from '../journal/verify.ts';
@@ -377,10 +377,8 @@ function retryForks(
       if (earlier === undefined) continue;
       const from = load(earlier.agentId);
       const events = load(entry.agentId);
-      const first = from[0];
-      if (first === undefined || first.ts !== events[0]?.ts || first.type !== events[0]?.type) continue;
-      const end = from.findIndex((event) => event.type === 'Completed' || event.type === 'Failed');
-      const copied = Math.min(events.length, end < 0 ? from.length : end);
+      if (!startsAsForkOf(events[0], from[0])) continue;
+      const copied = Math.min(events.length, forkedLength(from));
       const own = events[copied];
       forks.set(entry.agentId, {
         // Only what they add up to is kept: the events need not stay in memory for the report.
