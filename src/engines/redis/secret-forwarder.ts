@@ -20,6 +20,14 @@
  * the CLI's output from the agents' results in its own process, where these values would
  * otherwise never be masked.
  *
+ * Async contexts cost: on Node 20 an AsyncLocalStorage context hooks every promise of the thread
+ * (a quarter of an agent loop's CPU, bench/RESULTS.md). So a thread runs without one until runs of
+ * a second supervisor (or key) start in it: until then a value registered outside an async context
+ * while a run is under way here is that run's supervisor's (the only one), and one registered when
+ * no run is under way is the worker's own. Imports still run in a context (their values are the
+ * module's), which is dropped when no import is under way. From the second supervisor on, every
+ * run gets its context as above (and a run started before keeps the first supervisor's values).
+ *
  * Bounds: the thread holds at most MAX_LITERAL_SECRETS values (redact.ts refuses more), and so
  * does each supervisor's list here; a value longer than MAX_FORWARDED_SECRET_CHARS is not sent; a
  * signal carries at most SECRETS_PER_SIGNAL values; at most MAX_SECRET_SUPERVISORS supervisors are
@@ -48,14 +56,38 @@ interface RunContext {
 const runContext = new AsyncLocalStorage<RunContext>();
 
 /** A run context no worker sends values of: those a supervisor received from workers. */
-const RECEIVED = '\u0000received';
+const RECEIVED: RunContext = { recipient: '\u0000received' };
+
+/**
+ * The runs of this thread that have no async context: all of one recipient's, until runs of a
+ * second start (`contexts`). Shared by every worker of the thread, as `runContext` is.
+ */
+const bare = { recipient: undefined as string | undefined, runs: 0, contexts: false };
+/** Imports under way in a context while runs have none (the context is dropped after them). */
+let bareImports = 0;
+/** Depth of {@link registerReceived} calls: what registers inside them is no one's here. */
+let receiving = 0;
+
+/** Whose run the code now running belongs to (undefined: the worker's own). */
+function currentContext(): RunContext | undefined {
+  if (receiving > 0) return RECEIVED;
+  const context = runContext.getStore();
+  if (context !== undefined || bare.runs === 0 || bare.recipient === undefined) return context;
+  return { recipient: bare.recipient };
+}
 
 /**
  * Runs `register` (a supervisor registering the values workers sent it) so that a worker in this
- * thread sends them to no one: they are the supervisor's, not this worker's own.
+ * thread sends them to no one: they are the supervisor's, not this worker's own. `register` is
+ * synchronous, as registrations are heard.
  */
 export function registerReceived(register: () => void): void {
-  runContext.run({ recipient: RECEIVED }, register);
+  receiving += 1;
+  try {
+    register();
+  } finally {
+    receiving -= 1;
+  }
 }
 
 /** Values sent to a supervisor, in order, and how many of them it was sent. */
@@ -114,7 +146,7 @@ export class SecretForwarder {
     this.#unsubscribe = [
       onSecretValues((values) => this.#learn(values)),
       onSecretRegistrations((values) => {
-        if (runContext.getStore() !== undefined) this.#learn(values);
+        if (currentContext() !== undefined) this.#learn(values);
       }),
     ];
   }
@@ -124,7 +156,13 @@ export class SecretForwarder {
    * or in what it starts, registers it for that supervisor alone.
    */
   within<T>(data: AgentJobData, run: () => T): T {
-    return runContext.run({ recipient: recipientOf(data) }, run);
+    const recipient = recipientOf(data);
+    if (!bare.contexts && (bare.recipient === undefined || bare.recipient === recipient)) {
+      bare.recipient = recipient;
+      return runBare(run);
+    }
+    bare.contexts = true;
+    return runContext.run({ recipient }, run);
   }
 
   /** A run of `data`'s agent starts here: its supervisor gets the values it was not sent yet. */
@@ -173,11 +211,18 @@ export class SecretForwarder {
   /** Imports a module (`load`) the first time, noting what it registers as `specifier`'s. */
   importing<T>(specifier: string, load: () => Promise<T>): Promise<T> {
     const imported = this.#imports.get(specifier);
-    const context = runContext.getStore();
+    const context = currentContext();
     if (imported === undefined) {
       const values = new Set<string>();
       this.#imports.set(specifier, values);
-      return runContext.run({ recipient: context?.recipient ?? '', imported: values }, load);
+      const importing = { recipient: context?.recipient ?? '', imported: values };
+      if (bare.contexts) return runContext.run(importing, load);
+      bareImports += 1;
+      return runContext.run(importing, load).finally(() => {
+        bareImports -= 1;
+        // Runs still have no context: stop hooking every promise of the thread for one.
+        if (bareImports === 0 && !bare.contexts) runContext.disable();
+      });
     }
     // Once the import has run (here, or for another run), its values are this run's too.
     return load().then((loaded) => {
@@ -189,7 +234,7 @@ export class SecretForwarder {
   #learn(values: readonly string[]): void {
     const sendable = values.filter((value) => value.length <= MAX_FORWARDED_SECRET_CHARS);
     if (sendable.length === 0) return;
-    const context = runContext.getStore();
+    const context = currentContext();
     if (context?.imported !== undefined) for (const value of sendable) context.imported.add(value);
     if (context === undefined || context.recipient === '') {
       // The worker's own: every supervisor running an agent here gets it.
@@ -242,6 +287,25 @@ export class SecretForwarder {
     const oldest = this.#recipients.keys().next();
     if (oldest.done !== true) this.#recipients.delete(oldest.value);
   }
+}
+
+/** Runs `run` as one of the thread's runs without an async context, until it settles. */
+function runBare<T>(run: () => T): T {
+  bare.runs += 1;
+  let result: T;
+  try {
+    result = run();
+  } catch (error) {
+    bare.runs -= 1;
+    throw error;
+  }
+  if (!(result instanceof Promise)) {
+    bare.runs -= 1;
+    return result;
+  }
+  return result.finally(() => {
+    bare.runs -= 1;
+  }) as T;
 }
 
 /** A {@link ModuleLoader} that tells the forwarder what each module registered as it was imported. */

@@ -2,6 +2,7 @@
  * A redis worker sends each supervisor only the credentials its own runs registered (and the
  * worker's own): supervisors that share a worker never receive each other's, not even sealed.
  */
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SecretKeyPair } from '../../../src/engines/redis/secret-box.ts';
@@ -225,6 +226,26 @@ describe('credentials a redis worker forwards', () => {
       secrets.close();
     }
   });
+
+  it("of one supervisor's runs are its own without hooking every promise, until a second's start", () => {
+    // A fresh process: run contexts are per thread, and this one's tests have used them already.
+    const probe = path.join(repoRoot, 'test/fixtures/scaleout/bare-runs-probe.ts');
+    const child = spawnSync(process.execPath, ['--import', 'tsx', probe], { encoding: 'utf8' });
+    expect(child.status, child.stderr).toBe(0);
+    const seen = JSON.parse(child.stdout.trim()) as Record<string, boolean>;
+    // Node 20's AsyncLocalStorage would track every promise of the worker's thread.
+    expect(seen.hookedInFirstRun).toBe(false);
+    expect(seen.hookedAfterImport).toBe(false);
+    expect(seen).toMatchObject({
+      aGotOwn: true,
+      aGotImport: true,
+      aGotWorker: true,
+      aGotB: false,
+      bGotA: false,
+      bGotWorker: true,
+      bGotOwn: true,
+    });
+  }, 30_000);
 
   it('of a supervisor are not sent to a job naming it with another key', () => {
     const { forwarder: secrets, job, received, sealedTo } = forwarder();
