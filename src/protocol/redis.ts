@@ -134,6 +134,13 @@ export type WorkerSignal =
        * supervisor reads when it is absent): saves the supervisor a read per agent.
        */
       readonly outcome?: AgentOutcome;
+      /**
+       * Why the agent's run failed for good in a batch (no retry left), or why its batch job failed:
+       * what the supervisor ends the agent with (`job_failed`) when Redis no longer says (with
+       * `retainSeconds: 0` the batch's hash and job go as the batch ends). Only sent when the
+       * failure is final. Absent from workers of an earlier version: the supervisor reads Redis.
+       */
+      readonly failure?: SignalFailure;
     }
   | {
       readonly type: 'backoff';
@@ -161,6 +168,13 @@ export type WorkerSignal =
       readonly provider: string;
       readonly waitMs: number;
     };
+
+/** The error an `ended` signal carries (see {@link WorkerSignal}): its code, message and fields. */
+export interface SignalFailure {
+  readonly code: string;
+  readonly message: string;
+  readonly fields: Readonly<Record<string, unknown>>;
+}
 
 /** Values sealed for a supervisor's `secretsKey` (X25519 + HKDF-SHA-256 + AES-256-GCM), base64 fields. */
 export interface SealedSecrets {

@@ -38,6 +38,7 @@ import { AGENT_JOB_NAME, HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.t
 import { parseBatchJobData } from './job-data.ts';
 import { bullmq } from './packages.ts';
 import { jobRemoval } from './retention.ts';
+import { signalFailure } from './signals.ts';
 import type { RedisJournal } from './stream-journal.ts';
 
 /** Runs every agent of batch `job` that has not ended or left it yet; resolves when each has. */
@@ -129,7 +130,8 @@ async function runBatchAgent(ctx: JobContext, at: BatchRun, data: AgentJobData):
         { parkMarkSeen: true },
         ctx.redis.hset(at.key, agentId, JSON.stringify(result)),
       );
-      ctx.signals.send(data.supervisorId, { type: 'ended', agentId });
+      // With the reason: with `retainSeconds: 0` the batch's hash may be gone when it is read.
+      ctx.signals.send(data.supervisorId, { type: 'ended', agentId, failure: signalFailure(error) });
       ctx.agentEnded(agentId, 'failed');
     } catch {
       // This worker lost the batch (or Redis): the worker that takes it over runs the agent.

@@ -82,6 +82,13 @@ export const MAX_STREAM_ENTRY_BYTES = 32 * 1024 * 1024;
 /** Bytes one read of a supervisor's stream returns at most (past its first entry). */
 export const MAX_STREAM_READ_BYTES = 64 * 1024 * 1024;
 
+/**
+ * Characters of the message of the failure an `ended` signal carries (src/protocol/redis.ts
+ * `SignalFailure`) at most, and of its fields as JSON: a longer message is cut, longer fields are
+ * left out. Keeps the signal small whatever the error said.
+ */
+export const MAX_SIGNAL_FAILURE_CHARS = 4_096;
+
 /** Approximate cap on entries of a supervisor's signal stream (signals are best effort). */
 export const SIGNAL_STREAM_MAX_LENGTH = 100_000;
 

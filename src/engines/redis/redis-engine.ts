@@ -23,6 +23,7 @@ import type {
   AgentJobData,
   BatchJobData,
   BatchResult,
+  SignalFailure,
   SupervisorRequest,
   WorkerSignal,
 } from '../../protocol/redis.ts';
@@ -58,6 +59,7 @@ import { jobRemoval } from './retention.ts';
 import { countEndedAgent } from './run-budget.ts';
 import { SecretKeyPair, type SecretsRefusal } from './secret-box.ts';
 import { registerReceived } from './secret-forwarder.ts';
+import { readSignalFailure } from './signals.ts';
 import { RedisJournal, readRedisJournal } from './stream-journal.ts';
 import { type RefusedEntry, readSupervisorStreams } from './supervisor-streams.ts';
 import { sendTurnCancel } from './turn-cancel.ts';
@@ -101,6 +103,11 @@ interface RemoteAgent {
   started: boolean;
   /** The batch job it runs in; undefined once it is (or always was) a job of its own. */
   batch: string | undefined;
+  /**
+   * Why its run in a batch failed for good, as its `ended` signal said: what it ends with when its
+   * batch's hash and job are gone (`retainSeconds: 0`).
+   */
+  failure: SignalFailure | undefined;
   /** Run to continue its journal (`troupe resume`, a resumed Supervisor): it has one before any worker takes it. */
   readonly resumed: boolean;
 }
@@ -236,6 +243,7 @@ export class RedisEngine implements Engine {
       backoffMs: 0,
       started: false,
       batch: undefined,
+      failure: undefined,
       resumed: spec.resume,
     };
     this.#agents.set(spec.agentId, agent);
@@ -777,6 +785,7 @@ export class RedisEngine implements Engine {
       if (isOutcome(signal.outcome, signal.agentId)) {
         this.#end(signal.agentId, signal.outcome);
       } else {
+        agent.failure = readSignalFailure(signal.failure) ?? agent.failure;
         void this.#collect(signal.agentId, agent);
       }
       return;
@@ -929,7 +938,11 @@ export class RedisEngine implements Engine {
       'finishedOn',
       'failedReason',
     );
-    if (timestamp === null || timestamp === undefined) {
+    const { failure } = agent;
+    if (failure !== undefined && (timestamp === null || timestamp === undefined || finishedOn)) {
+      // Its worker said why (with `retainSeconds: 0` the batch's hash and job went as it ended).
+      this.#endJournalled(agentId, jobFailed(agentId, `${failure.code}: ${failure.message}`, 1, failure));
+    } else if (timestamp === null || timestamp === undefined) {
       this.#endJournalled(agentId, jobLost(agentId, batchId));
     } else if (finishedOn) {
       // The batch ended without this agent (its data was refused, or its workers died too often).
@@ -1033,7 +1046,13 @@ function jobLost(agentId: string, jobId: string): AgentOutcome {
   return failedOutcome(agentId, 'crashed', error.toJSON());
 }
 
-function jobFailed(agentId: string, reason: string | undefined, attempts: number): AgentOutcome {
+/** `cause`: the failure the agent's `ended` signal carried, when the outcome comes from it. */
+function jobFailed(
+  agentId: string,
+  reason: string | undefined,
+  attempts: number,
+  cause?: SignalFailure,
+): AgentOutcome {
   // BullMQ writes the reason in the same script that ends the job; a Redis refusing writes (at its
   // maxmemory, with noeviction) can leave the job ended without one.
   const why =
@@ -1043,6 +1062,7 @@ function jobFailed(agentId: string, reason: string | undefined, attempts: number
   const error = new SystemError('job_failed', `The job of agent ${agentId} failed${why}`, {
     agentId,
     attempts,
+    ...(cause === undefined ? {} : { cause }),
   });
   return failedOutcome(agentId, 'crashed', error.toJSON());
 }

@@ -5,8 +5,14 @@
  * lost with a dead supervisor): outcomes are read from BullMQ job state, never from a signal.
  */
 import type { Redis } from 'ioredis';
-import type { WorkerSignal } from '../../protocol/redis.ts';
-import { MAX_STREAM_ENTRY_BYTES, SIGNAL_STREAM_MAX_LENGTH, STREAM_IDLE_TTL_MS } from './constants.ts';
+import { serializeError } from '../../errors.ts';
+import type { SignalFailure, WorkerSignal } from '../../protocol/redis.ts';
+import {
+  MAX_SIGNAL_FAILURE_CHARS,
+  MAX_STREAM_ENTRY_BYTES,
+  SIGNAL_STREAM_MAX_LENGTH,
+  STREAM_IDLE_TTL_MS,
+} from './constants.ts';
 import type { ScaleoutKeys } from './keys.ts';
 
 /** Batches signals per supervisor and appends each batch as one stream entry. */
@@ -73,7 +79,7 @@ export function signalEntries(signals: readonly WorkerSignal[], maxEntryBytes: n
     let text = JSON.stringify(signal);
     let size = Buffer.byteLength(text);
     if (size + 2 > maxEntryBytes && signal.type === 'ended' && signal.outcome !== undefined) {
-      text = JSON.stringify({ type: 'ended', agentId: signal.agentId });
+      text = JSON.stringify({ type: 'ended', agentId: signal.agentId, failure: signal.failure });
       size = Buffer.byteLength(text);
     }
     if (size + 2 > maxEntryBytes) continue;
@@ -106,4 +112,48 @@ export function decodeSignals(text: string | undefined): WorkerSignal[] {
       typeof (item as { type?: unknown }).type === 'string' &&
       typeof (item as { agentId?: unknown }).agentId === 'string',
   );
+}
+
+/**
+ * `error` as an `ended` signal carries it: its message cut at MAX_SIGNAL_FAILURE_CHARS, its fields
+ * left out when their JSON is longer than that.
+ */
+export function signalFailure(error: unknown): SignalFailure {
+  const { code, message, fields } = serializeError(error);
+  return boundedFailure(code.slice(0, MAX_FAILURE_CODE_CHARS), message, fields);
+}
+
+/** The `failure` of an `ended` signal a supervisor read, when it is one (bounded as a worker sends it). */
+export function readSignalFailure(value: unknown): SignalFailure | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { code, message, fields } = value as Partial<Record<keyof SignalFailure, unknown>>;
+  if (typeof code !== 'string' || typeof message !== 'string') return undefined;
+  if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) return undefined;
+  if (code === '' || code.length > MAX_FAILURE_CODE_CHARS) return undefined;
+  return boundedFailure(code, message, fields as Record<string, unknown>);
+}
+
+/** Error codes are short slugs; a longer one is no error a worker sent. */
+const MAX_FAILURE_CODE_CHARS = 200;
+
+function boundedFailure(
+  code: string,
+  message: string,
+  fields: Readonly<Record<string, unknown>>,
+): SignalFailure {
+  let fieldsJson: string | undefined;
+  try {
+    fieldsJson = JSON.stringify(fields);
+  } catch {
+    fieldsJson = undefined;
+  }
+  const keep = fieldsJson !== undefined && fieldsJson.length <= MAX_SIGNAL_FAILURE_CHARS;
+  return {
+    code,
+    message:
+      message.length > MAX_SIGNAL_FAILURE_CHARS
+        ? `${message.slice(0, MAX_SIGNAL_FAILURE_CHARS)}...`
+        : message,
+    fields: keep ? fields : {},
+  };
 }

@@ -46,7 +46,7 @@ import { bullmq } from './packages.ts';
 import { announceWorker } from './presence.ts';
 import { finishedJobTtlMs } from './retention.ts';
 import { SecretForwarder } from './secret-forwarder.ts';
-import { SignalSender } from './signals.ts';
+import { SignalSender, signalFailure } from './signals.ts';
 import type { RedisJournal } from './stream-journal.ts';
 import { applyTurnCancel } from './turn-cancel.ts';
 import { WorkerResources } from './worker-resources.ts';
@@ -127,13 +127,18 @@ async function recheckCancels(
   );
 }
 
-/** Tells the supervisor of a failed batch job that each of its agents ended (it reads how). */
-function batchFailed(signals: SignalSender, data: Partial<BatchJobData> | undefined): void {
+/**
+ * Tells the supervisor of a failed batch job that each of its agents ended, and why the batch
+ * failed: it reads from Redis whether an agent ended or left the batch before, and ends the others
+ * with `failure` when the batch job is gone (`retainSeconds: 0` removes it as it fails).
+ */
+function batchFailed(signals: SignalSender, data: Partial<BatchJobData> | undefined, error: unknown): void {
   const supervisorId = data?.common?.supervisorId;
   if (typeof supervisorId !== 'string' || !Array.isArray(data?.agents)) return;
+  const failure = signalFailure(error);
   for (const agent of data.agents) {
     if (typeof agent?.agentId === 'string')
-      signals.send(supervisorId, { type: 'ended', agentId: agent.agentId });
+      signals.send(supervisorId, { type: 'ended', agentId: agent.agentId, failure });
   }
 }
 
@@ -330,13 +335,15 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
     const ended = (
       job: Job<AgentJobData | BatchJobData, AgentOutcome | null> | undefined,
       status: 'completed' | 'failed',
+      error?: Error,
     ): void => {
       if (!job?.id) return;
       expireFinishedJob(redis, keys, job, status);
       if (job.name === BATCH_JOB_NAME) {
         // Its agents said so each as it ended; a batch that failed (its data, or too many worker
-        // deaths) ends the ones that had not, and the supervisor reads why from the batch job.
-        if (status === 'failed') batchFailed(signals, job.data as Partial<BatchJobData> | undefined);
+        // deaths) ends the ones that had not (a batch job has one attempt: it failed for good).
+        if (status === 'failed')
+          batchFailed(signals, job.data as Partial<BatchJobData> | undefined, error ?? job.failedReason);
         return;
       }
       const supervisorId = (job.data as Partial<AgentJobData> | undefined)?.supervisorId;
@@ -344,7 +351,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       started.emit('job:ended', { agentId: job.id, status });
     };
     worker.on('completed', (job) => ended(job, 'completed'));
-    worker.on('failed', (job) => ended(job, 'failed'));
+    worker.on('failed', (job, error) => ended(job, 'failed', error));
     worker.on('error', (error) => started.emit('error', error));
     void worker.run().catch((error: unknown) => started.emit('error', error as Error));
     await worker.waitUntilReady();

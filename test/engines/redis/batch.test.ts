@@ -469,6 +469,31 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     }
   });
 
+  it('ends a batch agent whose run failed job_failed with retainSeconds 0, though the batch is gone', async () => {
+    const { supervisor, queue, keys, worker } = setUp('retain-zero-fail', {
+      retainSeconds: 0,
+      restart: { maxRetries: 0, baseDelayMs: 10 },
+    });
+    await worker(['--concurrency', '10']);
+    const done = supervisor.spawn('stepper', { task: 'Finishes.' });
+    const broken = supervisor.spawn('slow', { task: 'Its journal breaks.', provider: 'slow' });
+    const calling = nextEvent(supervisor, 'agent:tool', (event) => event.agentId === broken.id);
+    expect(await done.result).toMatchObject({ status: 'completed' });
+    await calling;
+    await redis.xadd(keys.journal(broken.id), '1000000-0', 'e', 'not an event');
+    const outcome = await broken.result;
+
+    // Its run failed with no retry left, in the batch: the batch's hash and job went as the batch
+    // ended, and the reason came with its end signal.
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      reason: 'crashed',
+      error: { code: 'job_failed', fields: { agentId: broken.id, cause: { code: expect.any(String) } } },
+    });
+    expect(await Job.fromId(queue, broken.id)).toBeUndefined();
+    expect(await queue.getJobs(['completed', 'failed'])).toEqual([]);
+  });
+
   it('finds an agent its batch handed off with retainSeconds 0 once the batch is gone', async () => {
     const { supervisor, queue, keys, worker } = setUp('retain-zero-park', {
       providers: { simulated: { kind: 'simulated', options: { waits: 1 } } },

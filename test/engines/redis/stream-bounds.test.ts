@@ -5,10 +5,16 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { MAX_STREAM_ENTRY_BYTES } from '../../../src/engines/redis/constants.ts';
+import { MAX_SIGNAL_FAILURE_CHARS, MAX_STREAM_ENTRY_BYTES } from '../../../src/engines/redis/constants.ts';
 import { ScaleoutKeys } from '../../../src/engines/redis/keys.ts';
-import { decodeSignals, signalEntries } from '../../../src/engines/redis/signals.ts';
+import {
+  decodeSignals,
+  readSignalFailure,
+  signalEntries,
+  signalFailure,
+} from '../../../src/engines/redis/signals.ts';
 import { type RefusedEntry, readSupervisorStreams } from '../../../src/engines/redis/supervisor-streams.ts';
+import { SystemError } from '../../../src/errors.ts';
 import type { WorkerSignal } from '../../../src/protocol/redis.ts';
 import { RedisSupervisor } from '../../../src/supervisor/redis-supervisor.ts';
 import {
@@ -47,6 +53,43 @@ describe('signal entries a worker writes', () => {
     ]);
     expect(signals[2]).toEqual({ type: 'ended', agentId: 'big' });
     expect(entries.length).toBeGreaterThan(1);
+  });
+
+  it('sends an oversize end with its failure, and a failure bounded whatever the error said', () => {
+    const failure = signalFailure(
+      new SystemError('journal_write_failed', 'm'.repeat(MAX_SIGNAL_FAILURE_CHARS + 10), {
+        agentId: 'big',
+        stack: 's'.repeat(MAX_SIGNAL_FAILURE_CHARS + 10),
+      }),
+    );
+    expect(failure.code).toBe('journal_write_failed');
+    expect(failure.message).toHaveLength(MAX_SIGNAL_FAILURE_CHARS + 3);
+    expect(failure.fields).toEqual({});
+    const ended = {
+      type: 'ended',
+      agentId: 'big',
+      outcome: { status: 'completed', agentId: 'big', result: 'x'.repeat(20_000) },
+      failure,
+    } as unknown as WorkerSignal;
+    const [entry] = signalEntries([ended], 10_000);
+    expect(decodeSignals(entry)).toEqual([{ type: 'ended', agentId: 'big', failure }]);
+    // What a supervisor takes from a signal: a failure of the right shape only, bounded the same.
+    expect(readSignalFailure(failure)).toEqual(failure);
+    expect(readSignalFailure({ code: 'x', message: 'y', fields: { a: 1 } })).toEqual({
+      code: 'x',
+      message: 'y',
+      fields: { a: 1 },
+    });
+    for (const bad of [
+      undefined,
+      'job_failed',
+      { code: 1, message: 'y', fields: {} },
+      { code: 'x', message: 'y' },
+    ])
+      expect(readSignalFailure(bad)).toBeUndefined();
+    expect(readSignalFailure({ code: 'x', message: 'y'.repeat(100_000), fields: {} })?.message).toHaveLength(
+      MAX_SIGNAL_FAILURE_CHARS + 3,
+    );
   });
 });
 
