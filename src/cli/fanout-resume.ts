@@ -41,6 +41,8 @@ export interface ResumeRunDirOptions {
   readonly redisUrl?: string;
   /** How long a lost Redis may stay away (`--redis-down-timeout-ms`). @default 60000 */
   readonly redisDownTimeoutMs?: number;
+  /** `--retain-seconds`: the Supervisor's `retainSeconds` this session. @default kept until deleted */
+  readonly retainSeconds?: number;
   /** Export traces (`--otlp`, `--otlp-content`; else the OTEL_* variables). */
   readonly otlp?: OtlpFlags;
   /** `--approve` rules: requests they allow are approved without asking. @default none */
@@ -73,6 +75,7 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
   const redisFlags = {
     ...(options.redisUrl === undefined ? {} : { redis: options.redisUrl }),
     ...(options.redisDownTimeoutMs === undefined ? {} : { redisDownTimeoutMs: options.redisDownTimeoutMs }),
+    ...(options.retainSeconds === undefined ? {} : { retainSeconds: options.retainSeconds }),
     ...(plan.redisQueue === undefined ? {} : { queue: plan.redisQueue }),
     ...(plan.redisPrefix === undefined ? {} : { prefix: plan.redisPrefix }),
   };

@@ -26,8 +26,10 @@ import { sessionApprover } from './shared/approvers.ts';
 import {
   checkRedisFlagsUsed,
   REDIS_DOWN_TIMEOUT_HELP,
+  RETAIN_SECONDS_HELP,
   redisDownTimeoutMs,
   redisEngine,
+  retainSeconds,
 } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
 import {
@@ -62,6 +64,7 @@ interface FanoutFlags extends ModelSettingsFlags, PermissionFlags, OtlpFlags, Pr
   readonly redisDownTimeoutMs?: number;
   readonly queue?: string;
   readonly prefix?: string;
+  readonly retainSeconds?: number;
   readonly maxRunTokens?: number;
 }
 
@@ -103,6 +106,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       '--prefix <prefix>',
       'with --backend redis: the Redis key prefix of the workers (default: troupe)',
     )
+    .option('--retain-seconds <s>', RETAIN_SECONDS_HELP, retainSeconds)
     .option(
       '--max-run-tokens <n>',
       `token budget of the whole run, all agents (default: the plan's runLimits, else ${DEFAULT_RUN_MAX_TOTAL_TOKENS}; 0 = unlimited)`,

@@ -12,7 +12,12 @@ import { NOT_RETRIED_BY_DEFAULT } from '../run-dir/results.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { resumeRunDir } from './fanout-resume.ts';
 import { existingDirectory } from './shared/dir-flag.ts';
-import { REDIS_DOWN_TIMEOUT_HELP, redisDownTimeoutMs } from './shared/engine.ts';
+import {
+  REDIS_DOWN_TIMEOUT_HELP,
+  RETAIN_SECONDS_HELP,
+  redisDownTimeoutMs,
+  retainSeconds,
+} from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import {
@@ -39,6 +44,7 @@ interface ResumeFlags extends OtlpFlags, PermissionFlags, ProviderTimeoutFlags {
   readonly reason?: readonly FailureReason[];
   readonly redis?: string;
   readonly redisDownTimeoutMs?: number;
+  readonly retainSeconds?: number;
 }
 
 function reasons(value: string): FailureReason[] {
@@ -82,7 +88,8 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       reasons,
     )
     .option('--redis <url>', 'Redis URL of a run made with --backend redis (default: TROUPE_REDIS_URL)')
-    .option('--redis-down-timeout-ms <ms>', REDIS_DOWN_TIMEOUT_HELP, redisDownTimeoutMs);
+    .option('--redis-down-timeout-ms <ms>', REDIS_DOWN_TIMEOUT_HELP, redisDownTimeoutMs)
+    .option('--retain-seconds <s>', `run directory: ${RETAIN_SECONDS_HELP}`, retainSeconds);
   permissionOptions(otlpOptions(providerTimeoutOptions(command))).action(
     async (target: string, flags: ResumeFlags) => {
       const path = resolve(target);
@@ -118,6 +125,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
           ...(retry ? { retry } : {}),
           ...(flags.redis === undefined ? {} : { redisUrl: flags.redis }),
           ...(flags.redisDownTimeoutMs === undefined ? {} : { redisDownTimeoutMs: flags.redisDownTimeoutMs }),
+          ...(flags.retainSeconds === undefined ? {} : { retainSeconds: flags.retainSeconds }),
           ...(flags.approve === undefined ? {} : { approve: flags.approve }),
           providerTimeouts: timeoutFlags(flags),
           otlp: flags,

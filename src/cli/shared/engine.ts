@@ -15,6 +15,8 @@ export interface RedisFlags {
   readonly queue?: string;
   /** `--prefix <prefix>`: the Redis key prefix of those workers. @default troupe */
   readonly prefix?: string;
+  /** `--retain-seconds <s>`: the Supervisor's `retainSeconds`. @default kept until deleted */
+  readonly retainSeconds?: number;
 }
 
 /** Help of `--redis-down-timeout-ms`, the same on every command that takes it. */
@@ -30,6 +32,20 @@ export function redisDownTimeoutMs(value: string): number {
   return parsed;
 }
 
+/** Help of `--retain-seconds`, the same on every command that takes it. */
+export const RETAIN_SECONDS_HELP =
+  "with the redis engine: keep an ended agent's job (its unmasked result), journal, inbox and batch hash this many seconds, then let them expire (default: kept until deleted; 0 = gone once the outcome is read)";
+
+/** Parses `--retain-seconds`: seconds, a non-negative integer. */
+export function retainSeconds(value: string): number {
+  const parsed = Number(value);
+  if (value.trim() === '' || !Number.isSafeInteger(parsed) || parsed < 0)
+    throw new InvalidArgumentError(
+      `Expected a non-negative integer of seconds (0 = gone once the outcome is read), got ${describeValue(value)}.`,
+    );
+  return parsed;
+}
+
 /**
  * Throws UserError `invalid_option` when a Redis flag is given to a run on the threads engine
  * (`where`: what makes it one): it would be ignored, and the person meant the redis engine.
@@ -41,6 +57,7 @@ export function checkRedisFlagsUsed(flags: RedisFlags, redis: boolean, where: st
     ...(flags.redisDownTimeoutMs === undefined ? [] : ['--redis-down-timeout-ms']),
     ...(flags.queue === undefined ? [] : ['--queue']),
     ...(flags.prefix === undefined ? [] : ['--prefix']),
+    ...(flags.retainSeconds === undefined ? [] : ['--retain-seconds']),
   ];
   const [first] = given;
   if (first === undefined) return;
@@ -68,5 +85,6 @@ export async function redisEngine(flags: RedisFlags): Promise<Partial<Supervisor
     ...(flags.redisDownTimeoutMs === undefined ? {} : { redisDownTimeoutMs: flags.redisDownTimeoutMs }),
     ...(flags.queue === undefined ? {} : { queueName: flags.queue }),
     ...(flags.prefix === undefined ? {} : { prefix: flags.prefix }),
+    ...(flags.retainSeconds === undefined ? {} : { retainSeconds: flags.retainSeconds }),
   };
 }
