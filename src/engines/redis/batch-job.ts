@@ -34,10 +34,11 @@ import {
   parsedOrUnrecoverable,
   runAgent,
 } from './agent-job.ts';
-import { AGENT_JOB_NAME, HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
+import { AGENT_JOB_NAME, BATCH_STATE_PAGE, HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
 import { parseBatchJobData } from './job-data.ts';
 import { bullmq } from './packages.ts';
 import { jobRemoval } from './retention.ts';
+import { LuaScript } from './script.ts';
 import { signalFailure } from './signals.ts';
 import type { RedisJournal } from './stream-journal.ts';
 
@@ -47,13 +48,13 @@ export async function processBatchJob(ctx: JobContext, job: Job, token: string |
   const batchId = job.id ?? '';
   const { redis, keys } = ctx;
   const batchKey = keys.batch(batchId);
-  const entries = await redis.hgetall(batchKey);
+  const states = await batchStates(ctx, batchKey, agents);
   let todo: AgentJobData[] = [];
-  for (const data of agents) {
+  for (const [index, data] of agents.entries()) {
     const { agentId } = data.agent;
-    const entry = entries[agentId];
-    if (entry === undefined) todo.push(data);
-    else if (entry !== HANDED_OFF) {
+    const state = states[index];
+    if (state === AgentState.Running) todo.push(data);
+    else if (state === AgentState.Ended) {
       // Ended before the worker that ran it died: its end signal may never have left.
       ctx.signals.send(batch.common.supervisorId, { type: 'ended', agentId });
     }
@@ -89,6 +90,48 @@ export async function processBatchJob(ctx: JobContext, job: Job, token: string |
     await redis.pexpire(batchKey, batch.common.retainSeconds * 1000);
   }
   return null;
+}
+
+/**
+ * What a batch's hash says of one of its agents (see {@link batchStates}): `Running`, no field (not
+ * ended nor handed off yet).
+ */
+const AgentState = { Running: 0, HandedOff: 1, Ended: 2 } as const;
+type AgentState = (typeof AgentState)[keyof typeof AgentState];
+
+// KEYS: the batch's hash. ARGV: agent ids. Returns an AgentState per agent: whether its field is
+// there and whether it is HANDED_OFF, never its value (an outcome each: HGETALL sent them all).
+const STATES = new LuaScript(
+  `local states = {}
+for i, field in ipairs(ARGV) do
+  local size = redis.call('HSTRLEN', KEYS[1], field)
+  if size == 0 then
+    states[i] = ${AgentState.Running}
+  elseif size == ${HANDED_OFF.length} and redis.call('HGET', KEYS[1], field) == '${HANDED_OFF}' then
+    states[i] = ${AgentState.HandedOff}
+  else
+    states[i] = ${AgentState.Ended}
+  end
+end
+return states`,
+  1,
+);
+
+/**
+ * What the batch's hash says of each of `agents`, in their order: read a page of
+ * BATCH_STATE_PAGE agents per round trip, each an integer, whatever their outcomes hold.
+ */
+async function batchStates(
+  ctx: JobContext,
+  batchKey: string,
+  agents: readonly AgentJobData[],
+): Promise<AgentState[]> {
+  const states: AgentState[] = [];
+  for (let start = 0; start < agents.length; start += BATCH_STATE_PAGE) {
+    const ids = agents.slice(start, start + BATCH_STATE_PAGE).map((data) => data.agent.agentId);
+    states.push(...((await STATES.run(ctx.redis, [batchKey], ids)) as AgentState[]));
+  }
+  return states;
 }
 
 /** The batch job a worker runs: its id, hash, lock and the retry options of its agents. */

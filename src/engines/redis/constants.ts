@@ -25,6 +25,12 @@ export const DEFAULT_MAX_BATCH_SIZE = 32;
 export const HANDED_OFF = 'h';
 
 /**
+ * Agents of a batch whose state a worker reads from the batch's hash in one round trip when it
+ * takes the batch (a small integer each, never their outcomes).
+ */
+export const BATCH_STATE_PAGE = 1_000;
+
+/**
  * How long a running supervisor waits for a lost Redis connection to come back before it fails its
  * agents with `redis_unreachable` (a restart with a large AOF to load takes a while; a server that
  * is gone for good must not hold the run for ever).

@@ -991,21 +991,21 @@ export class RedisEngine implements Engine {
           if (agent.batch === undefined) {
             pipeline.hmget(this.#keys.job(agentId), 'finishedOn', 'timestamp');
           } else {
-            // Its field first: set once it ended or left the batch.
+            // Whether it has a field (set once it ended or left the batch), not the field: an
+            // outcome each, 500 of them in one reply, for a yes or no.
             pipeline.hmget(this.#keys.job(agent.batch), 'finishedOn', 'timestamp');
-            pipeline.hget(this.#keys.batch(agent.batch), agentId);
+            pipeline.hexists(this.#keys.batch(agent.batch), agentId);
           }
         }
         const replies = (await pipeline.exec()) ?? [];
         let reply = 0;
         for (const [agentId, agent] of batch) {
           const fields = replies[reply]?.[1] as (string | null)[] | undefined;
-          const entry =
-            agent.batch === undefined ? null : (replies[reply + 1]?.[1] as string | null | undefined);
+          const entry = agent.batch === undefined ? 0 : (replies[reply + 1]?.[1] as number | undefined);
           reply += agent.batch === undefined ? 1 : 2;
           // No reply (the read failed): the next tick tries again.
           if (!fields || entry === undefined) continue;
-          if (fields[0] !== null || fields[1] === null || entry !== null) {
+          if (fields[0] !== null || fields[1] === null || entry > 0) {
             void this.#collect(agentId, agent);
           } else if (agent.checkAt <= now) {
             // Still running (and no worker spoke meanwhile): wait longer before the next read.
