@@ -121,6 +121,14 @@ export class ScaleoutKeys {
     return `${this.prefix}:${this.queue}:events`;
   }
 
+  /**
+   * BullMQ's meta hash of the queue: its `opts.maxLenEvents` is the events stream's length, which
+   * every BullMQ Queue opened on the queue writes (connection.ts `bullQueueOptions`).
+   */
+  get queueMeta(): string {
+    return `${this.prefix}:${this.queue}:meta`;
+  }
+
   /** BullMQ's lock of an active job: holds the token of the worker that runs it. */
   jobLock(jobId: string): string {
     return `${this.job(jobId)}:lock`;

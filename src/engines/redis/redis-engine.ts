@@ -43,6 +43,7 @@ import {
   AGENT_JOB_NAME,
   BATCH_JOB_NAME,
   CANCEL_FLAG_TTL_MS,
+  EVENTS_STREAM_MAX_LENGTH,
   HANDED_OFF,
   MAX_STREAM_ENTRY_BYTES,
 } from './constants.ts';
@@ -228,6 +229,7 @@ export class RedisEngine implements Engine {
       this.#watchRedis(redis);
       void this.#reconcile();
       void this.#watchUnserved();
+      void this.#boundEventsStream(redis);
     }, reconcileIntervalMs);
     this.#reconcileTimer.unref();
   }
@@ -961,6 +963,27 @@ export class RedisEngine implements Engine {
       .catch(() => 0);
     this.#removing.add(removing);
     void removing.finally(() => this.#removing.delete(removing));
+  }
+
+  /**
+   * Sets the queue's events stream length back to EVENTS_STREAM_MAX_LENGTH while this supervisor
+   * runs agents: a BullMQ Queue opened without it (by a worker, supervisor or `troupe approve` of an
+   * earlier version, or another program) writes BullMQ's default of 10,000 when it opens, and the
+   * stream would keep that many job ends, their outcomes unmasked. One read per
+   * `reconcileIntervalMs`, a write only when it changed: BullMQ trims the stream again at the next
+   * job end.
+   */
+  async #boundEventsStream(redis: Redis): Promise<void> {
+    if (this.#stopped || this.#agents.size === 0 || redis.status !== 'ready') return;
+    const field = 'opts.maxLenEvents';
+    try {
+      const length = await redis.hget(this.#keys.queueMeta, field);
+      if (length !== String(EVENTS_STREAM_MAX_LENGTH)) {
+        await redis.hset(this.#keys.queueMeta, field, EVENTS_STREAM_MAX_LENGTH);
+      }
+    } catch {
+      // Redis is unreachable: the next tick tries again.
+    }
   }
 
   /** A worker said something about `agent` (or its job was just added): its next read is an interval away. */

@@ -562,6 +562,30 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     }
   });
 
+  it('sets the events stream’s length back to 0 after a Queue of an earlier version reset it', async () => {
+    const { supervisor, keys, worker } = setUp('events-reset', { maxBatchSize: 1, reconcileIntervalMs: 50 });
+    await worker();
+    const meta = `${PREFIX}:${keys.queue}:meta`;
+    expect(await supervisor.spawn('stepper', { task: 'Step one.' }).result).toMatchObject({
+      status: 'completed',
+    });
+    // What a worker of an earlier version writes when it opens the queue (BullMQ's default).
+    const older = new Queue(keys.queue, {
+      connection: { url: server.url, maxRetriesPerRequest: null },
+      prefix: PREFIX,
+    });
+    queues.push(older);
+    await older.waitUntilReady();
+    await vi.waitFor(async () => expect(await redis.hget(meta, 'opts.maxLenEvents')).toBe('10000'), {
+      interval: 20,
+    });
+    const slowly = supervisor.spawn('slow', { task: 'Step slowly.', provider: 'slow' });
+    await vi.waitFor(async () => expect(await redis.hget(meta, 'opts.maxLenEvents')).toBe('0'), {
+      interval: 20,
+    });
+    expect(await slowly.result).toMatchObject({ status: 'completed' });
+  });
+
   it('keeps no result in BullMQ’s events stream but the last job’s', async () => {
     const { supervisor, keys, worker } = setUp('events-stream', { maxBatchSize: 1 });
     await worker();
