@@ -6,8 +6,13 @@
  * and first bytes only, and stops a read at MAX_STREAM_READ_BYTES per stream: XREAD returns
  * entries whole, so one huge entry written into a stream was buffered and parsed whole by the
  * supervisor, and a read of 1,000 entries was bounded by nothing. When both streams have nothing
- * new, a blocking XREAD of one entry per stream waits for the next (Lua cannot block); that one
- * entry is still received whole, and refused unparsed when it is too large.
+ * new, a blocking XREAD waits for the next entry (Lua cannot block): COUNT 1, so it returns at most
+ * one entry of each stream, two in all, each received whole. Workers write none over
+ * MAX_STREAM_ENTRY_BYTES (they split signals under it, and a host call's arguments are far below
+ * it), so from them that read is at most twice the bound; a larger entry (another writer's) is
+ * refused unparsed, but it was received: every blocking read Redis has (XREAD, BLPOP, a
+ * subscription) returns the value that woke it, so only polling would never receive one, at the
+ * cost of a poll interval's latency on every host-tool call.
  */
 import type { Redis } from 'ioredis';
 import type { SupervisorRequest, WorkerSignal } from '../../protocol/redis.ts';
