@@ -1055,10 +1055,23 @@ function parseJson(text: string | null | undefined): unknown {
   }
 }
 
+/**
+ * Whether `value` is an outcome of `agentId` the supervisor can settle the agent with: its usage
+ * and rounds included (an outcome without them made settling the agent throw, in the stream
+ * reader, and the agent never ended).
+ */
 function isOutcome(value: unknown, agentId: string): value is AgentOutcome {
   if (typeof value !== 'object' || value === null) return false;
-  const outcome = value as Partial<AgentOutcome>;
-  return (outcome.status === 'completed' || outcome.status === 'failed') && outcome.agentId === agentId;
+  const outcome = value as Partial<Record<keyof AgentOutcome | 'error', unknown>>;
+  const usage = outcome.usage as Partial<Record<string, unknown>> | null | undefined;
+  const error = outcome.error as Partial<Record<string, unknown>> | null | undefined;
+  return (
+    (outcome.status === 'completed' || (outcome.status === 'failed' && typeof error?.code === 'string')) &&
+    outcome.agentId === agentId &&
+    typeof usage?.inputTokens === 'number' &&
+    typeof usage.outputTokens === 'number' &&
+    typeof outcome.rounds === 'number'
+  );
 }
 
 function jobLost(agentId: string, jobId: string): AgentOutcome {

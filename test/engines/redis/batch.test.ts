@@ -499,6 +499,25 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     expect((await sent()) - before).toBeLessThan(12_000_000);
   });
 
+  it('ends an agent whose stored outcome lacks its usage, rather than never', {
+    timeout: 30_000,
+  }, async () => {
+    const { supervisor, queue, keys, worker } = setUp('malformed');
+    const ended = supervisor.spawn('stepper', { task: 'Ended before.' });
+    const running = supervisor.spawn('stepper', { task: 'Runs.' });
+    await vi.waitFor(async () => expect(await queue.getJobs(['waiting'])).toHaveLength(1), { interval: 20 });
+    const [batch] = await queue.getJobs(['waiting']);
+    const outcome = { status: 'completed', agentId: ended.id, answer: 'done', result: 'done' };
+    await redis.hset(keys.batch(batch?.id ?? ''), ended.id, JSON.stringify({ outcome }));
+    await worker();
+    expect(await running.result).toMatchObject({ status: 'completed' });
+    expect(await ended.result).toMatchObject({
+      status: 'failed',
+      reason: 'crashed',
+      error: { code: 'job_failed' },
+    });
+  });
+
   it('ends a batch agent whose run failed job_failed with retainSeconds 0, though the batch is gone', async () => {
     const { supervisor, queue, keys, worker } = setUp('retain-zero-fail', {
       retainSeconds: 0,
