@@ -6,9 +6,10 @@
  * every version of it: a project's `acme.intake` shadows the user's whole, so a range never picks
  * a version from an unrelated home directory.
  */
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, extname, join, resolve } from 'node:path';
+import { readFileWithin } from '../bounded-read.ts';
 import { DEFINITION_BYTE_LIMIT } from '../definition/constants.ts';
 import type { DefinitionProblem } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
@@ -161,11 +162,11 @@ export async function readBlockFile(
 ): Promise<Block> {
   let text: string;
   try {
-    const info = await stat(file);
-    if (info.size > DEFINITION_BYTE_LIMIT) {
-      throw new Error(`expected at most ${DEFINITION_BYTE_LIMIT} bytes, found ${info.size}`);
-    }
-    text = await readFile(file, 'utf8');
+    const read = await readFileWithin(file, DEFINITION_BYTE_LIMIT);
+    if (read.kind === 'too_large')
+      throw new Error(`expected at most ${DEFINITION_BYTE_LIMIT} bytes, found more`);
+    if (read.kind === 'not_file') throw new Error('expected a file, found no regular file');
+    text = read.bytes.toString('utf8');
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     const problem: DefinitionProblem = {

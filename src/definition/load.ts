@@ -4,8 +4,8 @@
  */
 
 import { isUtf8 } from 'node:buffer';
-import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { readFileWithin } from '../bounded-read.ts';
 import { DEFINITION_BYTE_LIMIT } from './constants.ts';
 
 export { definitionContent, definitionHash } from './hash.ts';
@@ -92,26 +92,29 @@ export function parseDefinition(text: string, file: string, options: LoadOptions
   };
 }
 
-/** Reads and parses a definition file. I/O failures become an `io_error` problem. */
+/**
+ * Reads and parses a definition file. I/O failures become an `io_error` problem, as does a file of
+ * more than DEFINITION_BYTE_LIMIT bytes (at most one byte more is read, whatever `stat` says).
+ */
 export async function loadDefinitionFile(file: string, options: LoadOptions = {}): Promise<LoadResult> {
   const absolute = resolve(file);
   const problems = new ProblemList(absolute);
   try {
-    const info = await stat(absolute);
-    if (!info.isFile()) {
+    const read = await readFileWithin(absolute, DEFINITION_BYTE_LIMIT);
+    if (read.kind === 'not_file') {
       problems.error(
         'io_error',
-        `Expected a definition file, found ${info.isDirectory() ? 'a directory' : 'no regular file'}`,
+        `Expected a definition file, found ${read.directory ? 'a directory' : 'no regular file'}`,
         FILE_START,
       );
-    } else if (info.size > DEFINITION_BYTE_LIMIT) {
+    } else if (read.kind === 'too_large') {
       problems.error(
         'io_error',
-        `Expected a definition file of at most ${DEFINITION_BYTE_LIMIT} bytes, found ${info.size} bytes`,
+        `Expected a definition file of at most ${DEFINITION_BYTE_LIMIT} bytes, found more (troupe reads no further)`,
         FILE_START,
       );
     } else {
-      const bytes = await readFile(absolute);
+      const { bytes } = read;
       const text = bytes.toString('utf8');
       const result = parseDefinition(text, absolute, options);
       if (isUtf8(bytes)) return result;

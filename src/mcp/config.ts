@@ -12,11 +12,11 @@
  * the environment of the process that starts the connection, when it starts it: secrets stay out
  * of definitions, plans and journals.
  */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { readFileWithin } from '../bounded-read.ts';
 import { describeValue, UserError } from '../errors.ts';
 import { registerSecretValues, SECRET_KEY_PATTERN } from '../journal/redact.ts';
-import { MCP_SERVER_NAME_PATTERN } from './constants.ts';
+import { MCP_CONFIG_BYTE_LIMIT, MCP_SERVER_NAME_PATTERN } from './constants.ts';
 
 /** A server started as a child process that speaks MCP over its stdin and stdout. */
 export interface McpStdioServer {
@@ -198,7 +198,18 @@ export async function loadProjectMcpFile(projectRoot: string): Promise<ProjectMc
   const file = path.join(projectRoot, '.mcp.json');
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    const read = await readFileWithin(file, MCP_CONFIG_BYTE_LIMIT);
+    if (read.kind !== 'file') {
+      const found = read.kind === 'too_large' ? 'more' : read.directory ? 'a directory' : 'no regular file';
+      return {
+        file,
+        servers: {},
+        problems: [
+          { message: `Expected a file of at most ${MCP_CONFIG_BYTE_LIMIT} bytes, found ${found}`, path: [] },
+        ],
+      };
+    }
+    text = read.bytes.toString('utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return { file: undefined, servers: {}, problems: [] };

@@ -3,6 +3,12 @@
 /** Server names: they become part of tool names (`mcp__<server>__<tool>`). */
 export const MCP_SERVER_NAME_PATTERN = /^[A-Za-z0-9_-]{1,48}$/;
 
+/**
+ * Bytes of `.mcp.json` read at most (real ones are a few KB): a stray large file there is a problem
+ * saying so, not a stall. At most one byte more is read, whatever the file does meanwhile.
+ */
+export const MCP_CONFIG_BYTE_LIMIT = 1024 * 1024;
+
 /** Time to start a server (spawn or HTTP handshake) and finish MCP initialization. */
 export const MCP_CONNECT_TIMEOUT_MS = 30_000;
 

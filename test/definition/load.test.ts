@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, openSync, symlinkSync, writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BUILTIN_DEFINITIONS, loadBuiltins } from '../../src/definition/builtins.ts';
 import { DEFINITION_BYTE_LIMIT, MAX_FRONTMATTER_CHARS } from '../../src/definition/constants.ts';
@@ -6,6 +7,16 @@ import { definitionHash, loadDefinitionFile, parseDefinition } from '../../src/d
 import { formatProblem, jsonPointer } from '../../src/definition/problems.ts';
 import { canonicalJson } from '../../src/journal/canonical-json.ts';
 import { definitionText, TempTree } from './helpers.ts';
+
+/** Whether `file` can be opened for reading here. */
+function readable(file: string): boolean {
+  try {
+    closeSync(openSync(file, 'r'));
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 let tree: TempTree;
 beforeEach(() => {
@@ -40,6 +51,36 @@ describe('loadDefinitionFile', () => {
       `at most ${DEFINITION_BYTE_LIMIT} bytes`,
     );
   });
+
+  // A /proc file's stat says 0 bytes: as a file that grows after it was measured, only reading
+  // with the bound holds it (it was read whole, 5 MB of kernel symbols parsed as a definition).
+  it.runIf(readable('/proc/kallsyms'))(
+    'reads no more than the bound of a file whose size stat does not tell',
+    async () => {
+      const link = tree.path('kallsyms.md');
+      symlinkSync('/proc/kallsyms', link);
+      const result = await loadDefinitionFile(link);
+      expect(result.errors).toEqual([
+        expect.objectContaining({
+          code: 'io_error',
+          file: link,
+          message: `Expected a definition file of at most ${DEFINITION_BYTE_LIMIT} bytes, found more (troupe reads no further)`,
+        }),
+      ]);
+    },
+  );
+
+  it.runIf(process.platform !== 'win32')(
+    'reports a FIFO as no regular file without waiting for a writer',
+    async () => {
+      const fifo = tree.path('fifo.md');
+      execFileSync('mkfifo', [fifo]);
+      const result = await loadDefinitionFile(fifo);
+      expect(result.errors).toMatchObject([
+        { code: 'io_error', message: 'Expected a definition file, found no regular file' },
+      ]);
+    },
+  );
 
   it('reads a file that is not UTF-8 with a warning at the first bad byte', async () => {
     const file = tree.path('latin1.md');

@@ -13,6 +13,7 @@ import {
   type McpStdioServer,
   mcpServersOption,
 } from '../../src/mcp/config.ts';
+import { MCP_CONFIG_BYTE_LIMIT } from '../../src/mcp/constants.ts';
 import { runMcpServers } from '../../src/supervisor/definitions.ts';
 import { runScripted } from '../loop/helpers.ts';
 
@@ -30,6 +31,19 @@ describe('.mcp.json', () => {
     const read = await loadProjectMcpFile(dir);
     expect(read.problems).toEqual([]);
     expect(read.servers.files).toMatchObject({ type: 'stdio', command: 'node', args: ['server.mjs'] });
+  });
+
+  it('longer than the bound is a problem naming the bound, read no further than one byte past it', async () => {
+    const big = JSON.stringify({ ...SERVER, padding: 'x'.repeat(MCP_CONFIG_BYTE_LIMIT) });
+    writeFileSync(path.join(dir, '.mcp.json'), big);
+    const read = await loadProjectMcpFile(dir);
+    expect(read).toEqual({
+      file: path.join(dir, '.mcp.json'),
+      servers: {},
+      problems: [
+        { message: `Expected a file of at most ${MCP_CONFIG_BYTE_LIMIT} bytes, found more`, path: [] },
+      ],
+    });
   });
 
   it('that is not JSON is reported at its line and column, with the file named once', async () => {
