@@ -16,7 +16,11 @@ import path from 'node:path';
 import { readFileWithin } from '../bounded-read.ts';
 import { describeValue, UserError } from '../errors.ts';
 import { registerSecretValues, SECRET_KEY_PATTERN } from '../journal/redact.ts';
-import { MCP_CONFIG_BYTE_LIMIT, MCP_SERVER_NAME_PATTERN } from './constants.ts';
+import {
+  MCP_CONFIG_BYTE_LIMIT,
+  MCP_MAX_MESSAGE_BYTES_CEILING,
+  MCP_SERVER_NAME_PATTERN,
+} from './constants.ts';
 
 /** A server started as a child process that speaks MCP over its stdin and stdout. */
 export interface McpStdioServer {
@@ -27,6 +31,11 @@ export interface McpStdioServer {
   readonly env: Readonly<Record<string, string>>;
   /** Working directory of the process. @default the agent's working directory */
   readonly cwd?: string;
+  /**
+   * Bytes one message from this server may have; a longer answer fails its call (the server goes
+   * on). At most MCP_MAX_MESSAGE_BYTES_CEILING. @default the connection's (MCP_STDIO_MAX_MESSAGE_BYTES)
+   */
+  readonly maxMessageBytes?: number;
 }
 
 /** A server reached over HTTP: Streamable HTTP (`http`), or the older HTTP+SSE transport (`sse`). */
@@ -34,6 +43,12 @@ export interface McpHttpServer {
   readonly type: 'http' | 'sse';
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
+  /**
+   * Bytes one message from this server may have (a JSON body, or one server-sent event); a longer
+   * one ends the session. At most MCP_MAX_MESSAGE_BYTES_CEILING.
+   * @default the connection's (MCP_STDIO_MAX_MESSAGE_BYTES)
+   */
+  readonly maxMessageBytes?: number;
 }
 
 /** One MCP server's connection settings. */
@@ -54,8 +69,8 @@ export interface McpConfigProblem {
   readonly path: readonly (string | number)[];
 }
 
-const STDIO_KEYS = ['type', 'command', 'args', 'env', 'cwd'];
-const HTTP_KEYS = ['type', 'url', 'headers'];
+const STDIO_KEYS = ['type', 'command', 'args', 'env', 'cwd', 'maxMessageBytes'];
+const HTTP_KEYS = ['type', 'url', 'headers', 'maxMessageBytes'];
 /**
  * Keys other MCP clients write in the same file (Cline, Cursor, VS Code extensions): read past, so
  * an `.mcp.json` shared with them works. `disabled: true` leaves the server out.
@@ -94,6 +109,17 @@ export function readMcpServerConfig(
     );
   }
   if (object.disabled === true) return { disabled: true };
+  const max = object.maxMessageBytes;
+  if (
+    max !== undefined &&
+    (typeof max !== 'number' || !Number.isInteger(max) || max < 1 || max > MCP_MAX_MESSAGE_BYTES_CEILING)
+  ) {
+    return fail(
+      `Expected \`maxMessageBytes\` to be an integer from 1 to ${MCP_MAX_MESSAGE_BYTES_CEILING}, got ${describeValue(max)}`,
+      ['maxMessageBytes'],
+    );
+  }
+  const bound = max === undefined ? {} : { maxMessageBytes: max };
   if (type === 'stdio') {
     if (typeof object.command !== 'string' || object.command.trim() === '') {
       return fail(`Expected \`command\` to be the program to start, got ${describeValue(object.command)}`, [
@@ -116,6 +142,7 @@ export function readMcpServerConfig(
         args: args as string[],
         env: env.map,
         ...(typeof object.cwd === 'string' ? { cwd: object.cwd } : {}),
+        ...bound,
       },
     };
   }
@@ -124,7 +151,9 @@ export function readMcpServerConfig(
   }
   const headers = readStringMap(object.headers, 'headers');
   if ('problem' in headers) return headers;
-  return { config: { type: type === 'sse' ? 'sse' : 'http', url: object.url, headers: headers.map } };
+  return {
+    config: { type: type === 'sse' ? 'sse' : 'http', url: object.url, headers: headers.map, ...bound },
+  };
 }
 
 function readStringMap(

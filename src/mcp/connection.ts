@@ -30,7 +30,7 @@ import {
   MCP_STDIO_MAX_MESSAGE_BYTES,
 } from './constants.ts';
 import { lazyOutputSchemas } from './output-schemas.ts';
-import { LineReadBuffer } from './read-buffer.ts';
+import { isMessageTooLong, LineReadBuffer } from './read-buffer.ts';
 
 /** The SDK's classes a connection uses. */
 interface McpSdk {
@@ -111,7 +111,11 @@ export interface McpConnectionOptions {
   readonly maxRestarts?: number;
   readonly restartBaseDelayMs?: number;
   readonly restartMaxDelayMs?: number;
-  /** Bytes one message from a stdio server may have; a longer one closes the connection. */
+  /**
+   * Bytes one message from a server may have, unless the server's settings give their own
+   * `maxMessageBytes`. A longer stdio answer fails its call (`mcp_call_failed`) and the server
+   * goes on; a longer HTTP message ends the session. @default MCP_STDIO_MAX_MESSAGE_BYTES
+   */
   readonly maxMessageBytes?: number;
   /**
    * Notifications and requests a server may send in one second; past it troupe closes the
@@ -153,7 +157,7 @@ export class McpConnection {
   #stderr = '';
   /** The last listing stopped at MCP_MAX_TOOLS_PER_SERVER tools or MCP_MAX_LIST_PAGES pages. */
   #toolsCut = false;
-  /** Set when the client closed a stdio connection because a message was too long. */
+  /** Set when troupe ended an HTTP session because a message was too long. */
   #oversized = false;
   /** Set when troupe closed the connection because the server sent too many notifications. */
   #flooded = false;
@@ -171,7 +175,7 @@ export class McpConnection {
       maxRestarts: options.maxRestarts ?? MCP_MAX_RESTARTS,
       restartBaseDelayMs: options.restartBaseDelayMs ?? MCP_RESTART_BASE_DELAY_MS,
       restartMaxDelayMs: options.restartMaxDelayMs ?? MCP_RESTART_MAX_DELAY_MS,
-      maxMessageBytes: options.maxMessageBytes ?? MCP_STDIO_MAX_MESSAGE_BYTES,
+      maxMessageBytes: config.maxMessageBytes ?? options.maxMessageBytes ?? MCP_STDIO_MAX_MESSAGE_BYTES,
       maxNotificationsPerSecond: options.maxNotificationsPerSecond ?? MCP_MAX_NOTIFICATIONS_PER_SECOND,
     };
   }
@@ -218,8 +222,9 @@ export class McpConnection {
   /**
    * Calls a tool. Throws SystemError `mcp_unavailable` when the server cannot be reached,
    * `mcp_server_died` when it died during the call, `mcp_timeout` when it did not answer in time,
-   * and `mcp_call_failed` for a protocol error the server returned or an HTTP error status
-   * (`fields.status`) it answered with. `trace` goes in the request's `_meta` (`traceparent`,
+   * and `mcp_call_failed` for a protocol error the server returned, an HTTP error status
+   * (`fields.status`) it answered with, or a stdio answer longer than `maxMessageBytes`
+   * (`fields.limit`; the answer is not read, and the server goes on). `trace` goes in the request's `_meta` (`traceparent`,
    * `tracestate`: the keys MCP reserves for W3C trace context, SEP-414), so the server's spans
    * join the caller's trace.
    */
@@ -247,6 +252,15 @@ export class McpConnection {
       if (signal.aborted) throw error;
       const message = errorMessage(error);
       const { ErrorCode, McpError } = session.sdk;
+      if (error instanceof McpError && isMessageTooLong(error.data)) {
+        throw new SystemError(
+          'mcp_call_failed',
+          `MCP server \`${this.name}\` answered \`${tool}\` with a message longer than ${error.data.limit} bytes, ` +
+            'the most troupe reads from one message; the answer was not read. Raise `maxMessageBytes` in the ' +
+            "server's settings to read longer answers.",
+          { server: this.name, tool, limit: error.data.limit },
+        );
+      }
       if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
         throw new SystemError(
           'mcp_timeout',
@@ -375,11 +389,6 @@ export class McpConnection {
       transport.onmessage = (message: unknown) => {
         guard(message);
         trimToolList(message);
-      };
-      // The SDK reports a message over its buffer here, then closes the transport (killing a stdio
-      // server): remembered so the death is not blamed on the server.
-      client.onerror = (error: Error) => {
-        if (/ReadBuffer exceeded maximum size/.test(error.message)) this.#oversized = true;
       };
       const session: Session = { sdk, client, transport, tools: [], alive: true, ended: undefined };
       const started = client.connect(transport, {

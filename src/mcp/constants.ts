@@ -41,11 +41,21 @@ export const MCP_MAX_SERVER_SCHEMA_BYTES = 2 * 1024 * 1024;
 export const MCP_CALL_TIMEOUT_MS = 600_000;
 
 /**
- * Bytes one message from a stdio server may have (the SDK's default is 10 MiB, and a larger answer
- * made it close the connection, so a big tool result looked like a crash). Results are cut to
- * {@link MCP_RESULT_CHAR_LIMIT} characters after they are read.
+ * Bytes one message from a server may have (a stdio line; over HTTP a JSON body or one server-sent
+ * event), unless its settings say `maxMessageBytes`. Codex bounds a stdio line to 8 MiB too, the
+ * SDK to 10 MiB. troupe keeps {@link MCP_RESULT_CHAR_LIMIT} characters of a result and describes
+ * images and blobs without passing them on, so what a longer answer would add is cut anyway,
+ * while reading it costs about five times its size in heap (the bytes, the text, the parsed
+ * object): a 60 MB answer took 300 MB of the agent's thread. A longer stdio answer fails its call
+ * (`mcp_call_failed`) as it streams in, without being held; the server goes on.
  */
-export const MCP_STDIO_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+export const MCP_STDIO_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The largest `maxMessageBytes` a server's settings may give: a longer message could not be held
+ * as one string (V8 strings hold at most ~512 Mi characters).
+ */
+export const MCP_MAX_MESSAGE_BYTES_CEILING = 256 * 1024 * 1024;
 
 /** Characters of a tool result kept; the rest is cut with a note saying how much was left out. */
 export const MCP_RESULT_CHAR_LIMIT = 100_000;

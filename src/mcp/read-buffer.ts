@@ -3,10 +3,35 @@
  * copies everything it holds on every chunk that arrives (`Buffer.concat` per chunk), so a message
  * of n bytes costs n²/(2 × chunk size) bytes of copying. A 60 MB tool result held an agent's
  * thread (and every other agent on it) busy for 90 s; this one joins the chunks of a message once.
+ *
+ * A message longer than the bound is not held: past the bound its bytes are read past, up to its
+ * newline, and only scanned (without being kept) for its top-level `id`. An answer (it has
+ * `result` or `error`) becomes an error answer to that id at once, so the call fails saying why
+ * while the rest streams in, and the connection goes on; anything else (a notification, a request
+ * of the server's, a line that is not JSON) is dropped. The SDK's own buffer threw, and the SDK
+ * then closed the connection: one long answer killed the server and every call in flight.
  */
 
 /** Turns one line (without its newline) into a message; throws when it is not one. */
 export type LineParser<T> = (line: string) => T;
+
+/**
+ * The JSON-RPC error code of the answer put in place of one over the bound (JSON-RPC's "internal
+ * error"); `data.troupe` tells it from a server's own.
+ */
+export const MESSAGE_TOO_LONG_CODE = -32603;
+
+/** `data` of the answer put in place of one over the bound. */
+export interface MessageTooLongData {
+  readonly troupe: 'message_too_long';
+  /** The bound, in bytes. */
+  readonly limit: number;
+}
+
+/** Whether `data` (an McpError's) marks an answer troupe put in place of one over the bound. */
+export function isMessageTooLong(data: unknown): data is MessageTooLongData {
+  return (data as { troupe?: unknown } | undefined)?.troupe === 'message_too_long';
+}
 
 /** A line that was not a message: its error, thrown when the line's turn comes. */
 class Unparsed {
@@ -20,6 +45,8 @@ export class LineReadBuffer<T> {
   /** Bytes of the message being read, in the order they came. */
   #chunks: Buffer[] = [];
   #size = 0;
+  /** Set while the rest of a message over the bound is read past. */
+  #skipping: TopLevelScan | undefined;
   /** Messages complete but not yet read (a line that did not parse is kept as its error). */
   #ready: (T | Unparsed)[] = [];
 
@@ -28,22 +55,18 @@ export class LineReadBuffer<T> {
     this.#parse = parse;
   }
 
-  /** Takes a chunk; throws (and forgets what it held) when one message grows past the bound. */
+  /** Takes a chunk. A message over the bound is read past (see the module's comment). */
   append(chunk: Buffer): void {
     let start = 0;
-    for (let newline = chunk.indexOf(0x0a); newline !== -1; newline = chunk.indexOf(0x0a, start)) {
-      this.#hold(chunk.subarray(start, newline));
-      const line = Buffer.concat(this.#chunks, this.#size).toString('utf8').replace(/\r$/, '');
-      this.#chunks = [];
-      this.#size = 0;
-      try {
-        this.#ready.push(this.#parse(line));
-      } catch (error) {
-        this.#ready.push(new Unparsed(error));
-      }
+    while (start < chunk.length) {
+      const newline = chunk.indexOf(0x0a, start);
+      const piece = chunk.subarray(start, newline === -1 ? chunk.length : newline);
+      if (this.#skipping) this.#skip(piece);
+      else this.#hold(piece);
+      if (newline === -1) return;
+      this.#endLine();
       start = newline + 1;
     }
-    if (start < chunk.length) this.#hold(chunk.subarray(start));
   }
 
   /** The next complete message, or null; throws the error of a line that was not a message. */
@@ -58,16 +81,196 @@ export class LineReadBuffer<T> {
   clear(): void {
     this.#chunks = [];
     this.#size = 0;
+    this.#skipping = undefined;
     this.#ready = [];
   }
 
   #hold(bytes: Buffer): void {
-    if (this.#size + bytes.length > this.#maxBytes) {
-      this.clear();
-      throw new Error(`ReadBuffer exceeded maximum size of ${this.#maxBytes} bytes`);
-    }
     if (bytes.length === 0) return;
+    if (this.#size + bytes.length > this.#maxBytes) {
+      const held = this.#chunks;
+      this.#chunks = [];
+      this.#size = 0;
+      this.#skipping = new TopLevelScan();
+      for (const part of held) this.#skip(part);
+      this.#skip(bytes);
+      return;
+    }
     this.#chunks.push(bytes);
     this.#size += bytes.length;
+  }
+
+  #skip(bytes: Buffer): void {
+    const scan = this.#skipping;
+    if (!scan || scan.decided) return;
+    scan.feed(bytes);
+    if (scan.isAnswer) this.#refuse(scan);
+  }
+
+  #endLine(): void {
+    const scan = this.#skipping;
+    if (scan) {
+      this.#skipping = undefined;
+      scan.end();
+      if (!scan.decided && scan.id !== undefined && !scan.hasMethod) this.#refuse(scan);
+      return;
+    }
+    const line = Buffer.concat(this.#chunks, this.#size).toString('utf8').replace(/\r$/, '');
+    this.#chunks = [];
+    this.#size = 0;
+    this.#push(line);
+  }
+
+  /** Puts an error answer to the scanned message's id in its place. */
+  #refuse(scan: TopLevelScan): void {
+    scan.decided = true;
+    const data: MessageTooLongData = { troupe: 'message_too_long', limit: this.#maxBytes };
+    const error = {
+      code: MESSAGE_TOO_LONG_CODE,
+      message: `the answer is longer than ${this.#maxBytes} bytes, the most troupe reads from one message (maxMessageBytes); it was not read`,
+      data,
+    };
+    this.#push(JSON.stringify({ jsonrpc: '2.0', id: scan.id, error }));
+  }
+
+  #push(line: string): void {
+    try {
+      this.#ready.push(this.#parse(line));
+    } catch (error) {
+      this.#ready.push(new Unparsed(error));
+    }
+  }
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+/** Bytes of a top-level key, or of the `id`'s value, looked at: longer ones are not what is sought. */
+const MAX_CAPTURE_BYTES = 256;
+
+/**
+ * Reads a JSON object's bytes as they come, keeping only what says whose message it is: its
+ * top-level `id` and whether it has `result`, `error` or `method`. Nothing else is held, and the
+ * inside of a long string is skipped with `indexOf`.
+ */
+class TopLevelScan {
+  /** The top-level `id`, a string or a number, once read. */
+  id: string | number | undefined;
+  hasMethod = false;
+  #hasAnswer = false;
+  /** Set once the message was refused or can no longer be. */
+  decided = false;
+  #depth = 0;
+  #inString = false;
+  #escape = false;
+  #expectKey = false;
+  /** The top-level key being read (its raw bytes), or the last one read. */
+  #key: number[] | undefined;
+  #keyTooLong = false;
+  #lastKey = '';
+  /** The raw bytes of the `id`'s value being read. */
+  #idBytes: number[] | undefined;
+
+  /** It has an `id` and a `result` or `error` and no `method`: an answer, to that id. */
+  get isAnswer(): boolean {
+    return this.id !== undefined && this.#hasAnswer && !this.hasMethod;
+  }
+
+  feed(bytes: Buffer): void {
+    let index = 0;
+    while (index < bytes.length && !this.decided) {
+      if (this.#inString && !this.#escape && this.#key === undefined && this.#idBytes === undefined) {
+        // The inside of a string nobody looks at: jump to its next quote or backslash.
+        const quote = bytes.indexOf(QUOTE, index);
+        const backslash = bytes.indexOf(BACKSLASH, index);
+        const next = quote === -1 ? backslash : backslash === -1 ? quote : Math.min(quote, backslash);
+        if (next === -1) return;
+        index = next;
+      }
+      this.#byte(bytes[index] ?? 0);
+      index += 1;
+      if (this.hasMethod) this.decided = true;
+    }
+  }
+
+  /** The message's newline came. */
+  end(): void {
+    this.#endId();
+  }
+
+  #byte(byte: number): void {
+    if (this.#inString) {
+      if (this.#escape) this.#escape = false;
+      else if (byte === BACKSLASH) this.#escape = true;
+      else if (byte === QUOTE) {
+        this.#inString = false;
+        if (this.#key !== undefined) {
+          this.#lastKey = this.#keyTooLong ? '' : Buffer.from(this.#key).toString('utf8');
+          this.#key = undefined;
+          this.#keyTooLong = false;
+          if (this.#lastKey === 'method') this.hasMethod = true;
+          if (this.#lastKey === 'result' || this.#lastKey === 'error') this.#hasAnswer = true;
+          return;
+        }
+      }
+      this.#capture(byte);
+      return;
+    }
+    switch (byte) {
+      case QUOTE:
+        this.#inString = true;
+        if (this.#depth === 1 && this.#expectKey) {
+          this.#expectKey = false;
+          this.#key = [];
+          return;
+        }
+        break;
+      case 0x7b: // {
+      case 0x5b: // [
+        this.#depth += 1;
+        if (this.#depth === 1) this.#expectKey = byte === 0x7b;
+        // An id that is an object or an array is not one.
+        else this.#idBytes = undefined;
+        return;
+      case 0x7d: // }
+      case 0x5d: // ]
+        if (this.#depth === 1) this.#endId();
+        this.#depth -= 1;
+        return;
+      case 0x3a: // :
+        if (this.#depth === 1 && this.#lastKey === 'id') {
+          this.#idBytes = [];
+          return;
+        }
+        break;
+      case 0x2c: // ,
+        if (this.#depth === 1) {
+          this.#endId();
+          this.#expectKey = true;
+          return;
+        }
+        break;
+    }
+    this.#capture(byte);
+  }
+
+  #capture(byte: number): void {
+    const into = this.#key ?? this.#idBytes;
+    if (into === undefined) return;
+    if (into.length < MAX_CAPTURE_BYTES) into.push(byte);
+    else if (into === this.#key) this.#keyTooLong = true;
+    else this.#idBytes = undefined;
+  }
+
+  #endId(): void {
+    const raw = this.#idBytes;
+    this.#idBytes = undefined;
+    this.#lastKey = '';
+    if (raw === undefined) return;
+    try {
+      const id: unknown = JSON.parse(Buffer.from(raw).toString('utf8'));
+      if (typeof id === 'string' || typeof id === 'number') this.id = id;
+    } catch {
+      // Not a JSON string or number: no id.
+    }
   }
 }

@@ -13,7 +13,7 @@ import {
   type McpStdioServer,
   mcpServersOption,
 } from '../../src/mcp/config.ts';
-import { MCP_CONFIG_BYTE_LIMIT } from '../../src/mcp/constants.ts';
+import { MCP_CONFIG_BYTE_LIMIT, MCP_MAX_MESSAGE_BYTES_CEILING } from '../../src/mcp/constants.ts';
 import { runMcpServers } from '../../src/supervisor/definitions.ts';
 import { runScripted } from '../loop/helpers.ts';
 
@@ -111,6 +111,31 @@ describe('${VAR} expansion', () => {
     expect(expand(['${PORT:-8080}'], {})).toEqual({ args: ['8080'], missing: [] });
     expect(expand(['${PORT:-8080}'], { PORT: '' })).toEqual({ args: ['8080'], missing: [] });
     expect(expand(['${PORT:-8080}'], { PORT: '9' })).toEqual({ args: ['9'], missing: [] });
+  });
+});
+
+describe("maxMessageBytes in a server's settings", () => {
+  it('is kept for stdio and HTTP servers, and refused when not an integer within the ceiling', () => {
+    expect(
+      mcpServersOption({
+        files: { command: 'node', maxMessageBytes: 1024 },
+        docs: { url: 'https://example.com/mcp', maxMessageBytes: 2048 },
+      }),
+    ).toEqual({
+      files: { type: 'stdio', command: 'node', args: [], env: {}, maxMessageBytes: 1024 },
+      docs: { type: 'http', url: 'https://example.com/mcp', headers: {}, maxMessageBytes: 2048 },
+    });
+    for (const bad of [0, 1.5, '1024', MCP_MAX_MESSAGE_BYTES_CEILING + 1]) {
+      expect(() => mcpServersOption({ files: { command: 'node', maxMessageBytes: bad } })).toThrow(
+        expect.objectContaining({
+          code: 'invalid_option',
+          message: expect.stringContaining(
+            `Expected \`maxMessageBytes\` to be an integer from 1 to ${MCP_MAX_MESSAGE_BYTES_CEILING}`,
+          ),
+          fields: { option: 'mcpServers.files.maxMessageBytes' },
+        }),
+      );
+    }
   });
 });
 

@@ -5,7 +5,7 @@ import { sleep } from '../../src/abort.ts';
 import type { McpServerConfig } from '../../src/mcp/config.ts';
 import { McpConnection } from '../../src/mcp/connection.ts';
 import { McpPool } from '../../src/mcp/pool.ts';
-import { LineReadBuffer } from '../../src/mcp/read-buffer.ts';
+import { LineReadBuffer, MESSAGE_TOO_LONG_CODE } from '../../src/mcp/read-buffer.ts';
 import type { Tool } from '../../src/tools/types.ts';
 import { mcpFixtures, scratch } from './helpers.ts';
 
@@ -135,7 +135,7 @@ describe('a hostile MCP server over stdio', () => {
   });
 
   it('reads a long result in linear time: its bytes are joined once, not once per chunk', async () => {
-    const bytes = 8 * 1024 * 1024;
+    const bytes = 6 * 1024 * 1024;
     const big: McpServerConfig = {
       type: 'stdio',
       command: process.execPath,
@@ -150,7 +150,7 @@ describe('a hostile MCP server over stdio', () => {
       (sum, { value }) => sum + (Buffer.isBuffer(value) ? value.length : 0),
       0,
     );
-    // The SDK's own buffer copied ~n²/(2 × 64 KiB) bytes: 512 MB for these 8 MB.
+    // The SDK's own buffer copied ~n²/(2 × 64 KiB) bytes: 288 MB for these 6 MB.
     expect(copied).toBeLessThan(2 * bytes);
   });
 });
@@ -193,10 +193,51 @@ describe('LineReadBuffer', () => {
     expect(buffer.readMessage()).toBeNull();
     buffer.append(Buffer.from(':3}\n'));
     expect(buffer.readMessage()).toEqual({ c: 3 });
-    expect(() => buffer.append(Buffer.from('x'.repeat(17)))).toThrow(
-      'ReadBuffer exceeded maximum size of 16 bytes',
-    );
-    buffer.append(Buffer.from('{"d":4}\n'));
+    buffer.append(Buffer.from('x'.repeat(17)));
+    expect(buffer.readMessage()).toBeNull();
+    buffer.append(Buffer.from('x\n{"d":4}\n'));
     expect(buffer.readMessage()).toEqual({ d: 4 });
+  });
+
+  const refusal = (id: string | number, limit: number) => ({
+    jsonrpc: '2.0',
+    id,
+    error: {
+      code: MESSAGE_TOO_LONG_CODE,
+      message: expect.stringContaining(`the answer is longer than ${limit} bytes`),
+      data: { troupe: 'message_too_long', limit },
+    },
+  });
+
+  it('answers an answer over the bound with an error to its id as soon as the bound is passed', () => {
+    const buffer = new LineReadBuffer(80, (line) => JSON.parse(line) as unknown);
+    buffer.append(Buffer.from('{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"'));
+    expect(buffer.readMessage()).toBeNull();
+    // Past the bound, before the newline: the call fails now, not when the rest has come.
+    buffer.append(Buffer.from('A'.repeat(100)));
+    expect(buffer.readMessage()).toEqual(refusal(7, 80));
+    for (let i = 0; i < 10; i += 1) buffer.append(Buffer.from('A\\"'.repeat(1000)));
+    buffer.append(Buffer.from('"}]}}\n{"jsonrpc":"2.0","id":8,"result":{}}\n'));
+    expect(buffer.readMessage()).toEqual({ jsonrpc: '2.0', id: 8, result: {} });
+    expect(buffer.readMessage()).toBeNull();
+  });
+
+  it('finds the id of an answer after its result, and drops a notification or a request of the server', () => {
+    const buffer = new LineReadBuffer(64, (line) => JSON.parse(line) as unknown);
+    const long = 'x'.repeat(200);
+    buffer.append(
+      Buffer.from(`{"result":{"a":"${long}","id":1,"b":[{"id":2}]},"jsonrpc":"2.0","id":"a\\"b"}\n`),
+    );
+    expect(buffer.readMessage()).toEqual(refusal('a"b', 64));
+    buffer.append(
+      Buffer.from(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"${long}"}}\n`),
+    );
+    buffer.append(
+      Buffer.from(`{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"x":"${long}"}}\n`),
+    );
+    buffer.append(Buffer.from(`not json at all ${long}\n`));
+    expect(buffer.readMessage()).toBeNull();
+    buffer.append(Buffer.from('{"id":4,"result":{}}\n'));
+    expect(buffer.readMessage()).toEqual({ id: 4, result: {} });
   });
 });

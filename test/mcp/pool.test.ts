@@ -187,7 +187,7 @@ describe('MCP pool against @modelcontextprotocol/server-everything', () => {
     expect(notices.every((notice) => notice.server === 'big')).toBe(true);
   });
 
-  it("reads a stdio result over the SDK's 10 MiB buffer and cuts it; a longer message is not called a crash", async () => {
+  it('fails a call whose stdio answer is over the bound, keeping the server; its settings can raise the bound', async () => {
     const { dir, cleanup } = scratch();
     cleanups.push(cleanup);
     const big = {
@@ -196,19 +196,27 @@ describe('MCP pool against @modelcontextprotocol/server-everything', () => {
       args: [path.join(mcpFixtures, 'big-result.mjs')],
       env: {},
     };
-    const pool = new McpPool({ cwd: dir, restartBaseDelayMs: 20 });
+    const pool = new McpPool({ cwd: dir, restartBaseDelayMs: 20, maxMessageBytes: 64 * 1024 });
     cleanups.push(() => pool.close());
     const { tools } = await pool.toolsFor({ big });
-    const result = await byName(tools, 'mcp__big__big').execute({ bytes: 11 * 1024 * 1024 }, ctx());
-    expect(result.ok).toBe(true);
-    expect(result.text).toMatch(/^A{100000}\n\[\d+ more characters of the result were cut\]$/);
+    const pid = pool.connection('big', big).pid;
+    // The SDK's servers write the id after the result: it is found at the end of the line.
+    const over = await byName(tools, 'mcp__big__big').execute({ bytes: 1024 * 1024 }, ctx());
+    expect(over).toMatchObject({
+      ok: false,
+      text:
+        'MCP server `big` answered `big` with a message longer than 65536 bytes, the most troupe reads ' +
+        "from one message; the answer was not read. Raise `maxMessageBytes` in the server's settings to read longer answers.",
+    });
+    // Not a crash: the same server answers the next call.
+    const next = await byName(tools, 'mcp__big__big').execute({ bytes: 10 }, ctx());
+    expect(next).toMatchObject({ ok: true, text: 'AAAAAAAAAA' });
+    expect(pool.connection('big', big).pid).toBe(pid);
+    expect(pool.connection('big', big).failures).toBe(0);
 
-    const small = new McpPool({ cwd: dir, restartBaseDelayMs: 20, maxMessageBytes: 64 * 1024 });
-    cleanups.push(() => small.close());
-    const limited = await small.toolsFor({ big });
-    const over = await byName(limited.tools, 'mcp__big__big').execute({ bytes: 100_000 }, ctx());
-    expect(over.ok).toBe(false);
-    expect(over.text).toContain('it sent a message longer than 65536 bytes, the most troupe reads');
-    expect(over.text).not.toContain('it exited');
+    const raised = await pool.toolsFor({ big: { ...big, maxMessageBytes: 2 * 1024 * 1024 } });
+    const read = await byName(raised.tools, 'mcp__big__big').execute({ bytes: 1024 * 1024 }, ctx());
+    expect(read.ok).toBe(true);
+    expect(read.text).toMatch(/^A{100000}\n\[\d+ more characters of the result were cut\]$/);
   });
 });
