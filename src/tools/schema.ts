@@ -59,10 +59,66 @@ export function isSchema(value: unknown): value is JsonSchema | boolean {
 /**
  * Compiles `schema` into a validator. Throws a UserError `invalid_schema` (fields: `schema`, the
  * given label) when the schema itself is not valid JSON Schema. `true` and `false` are the boolean
- * schemas of JSON Schema: every value is valid, and none.
+ * schemas of JSON Schema: every value is valid, and none. A schema with an `$id` is compiled on its
+ * own: its `$ref`s reach only its own definitions, and another schema of the same `$id` (another
+ * MCP server's) is compiled as well, never refused or taken for it.
  */
 export function compileSchema(schema: JsonSchema | boolean, label: string): SchemaValidator {
-  return compileWith(ajvFor(schema), schema, label);
+  const shared = ajvFor(schema);
+  if (!hasId(schema)) return compileWith(shared, schema, label);
+  // An instance keeps every schema it compiled under its `$id`: a second schema of the same id
+  // (another MCP server's, or the same server's listed again for the next agent) failed "already
+  // exists" and went unchecked, or a `$ref` reached the first one's definitions. Such a schema is
+  // checked against the meta-schema by the shared instance (compiled once), then compiled alone in
+  // a scratch instance that forgets it at once (the validator keeps what it resolved).
+  let valid: boolean;
+  try {
+    valid = shared.validateSchema(schema) === true;
+  } catch (error) {
+    throw invalidSchema(label, error instanceof Error ? error.message : String(error));
+  }
+  if (!valid) throw invalidSchema(label, `schema is invalid: ${shared.errorsText(shared.errors)}`);
+  const scratch = scratchFor(schema);
+  try {
+    return compileWith(scratch, schema, label);
+  } finally {
+    scratch.removeSchema();
+  }
+}
+
+let modernScratch: Ajv2020 | undefined;
+let draft07Scratch: Ajv | undefined;
+
+function scratchFor(schema: JsonSchema | boolean): Ajv | Ajv2020 {
+  const options = { allErrors: true, strict: false, validateSchema: false } as const;
+  if (ajvFor(schema) === draft07) {
+    draft07Scratch ??= withFormats(new Ajv(options));
+    return draft07Scratch;
+  }
+  modernScratch ??= withFormats(new Ajv2020(options));
+  return modernScratch;
+}
+
+/** Whether an `$id` is written anywhere in `schema` (looked for without recursion). */
+function hasId(schema: JsonSchema | boolean): boolean {
+  const pending: unknown[] = [schema];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    if (typeof next !== 'object' || next === null) continue;
+    if (Array.isArray(next)) {
+      for (const item of next) pending.push(item);
+      continue;
+    }
+    const record = next as Record<string, unknown>;
+    if (typeof record.$id === 'string') return true;
+    for (const key in record) pending.push(record[key]);
+  }
+  return false;
+}
+
+function invalidSchema(label: string, message: string): UserError {
+  return new UserError('invalid_schema', `The JSON Schema of ${label} is invalid: ${message}`, {
+    schema: label,
+  });
 }
 
 let own: Ajv2020 | undefined;
@@ -83,10 +139,7 @@ function compileWith(ajv: Ajv | Ajv2020, schema: JsonSchema | boolean, label: st
   try {
     validate = ajv.compile(schema);
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    throw new UserError('invalid_schema', `The JSON Schema of ${label} is invalid: ${message}`, {
-      schema: label,
-    });
+    throw invalidSchema(label, error instanceof Error ? error.message : String(error));
   }
   return (value) => (validate(value) ? [] : (validate.errors ?? []).map(toProblem));
 }

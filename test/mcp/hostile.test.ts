@@ -6,6 +6,7 @@ import type { McpServerConfig } from '../../src/mcp/config.ts';
 import { McpConnection } from '../../src/mcp/connection.ts';
 import { McpPool } from '../../src/mcp/pool.ts';
 import { LineReadBuffer, MESSAGE_TOO_LONG_CODE } from '../../src/mcp/read-buffer.ts';
+import { ToolRegistry } from '../../src/tools/registry.ts';
 import type { Tool } from '../../src/tools/types.ts';
 import { mcpFixtures, scratch } from './helpers.ts';
 
@@ -75,6 +76,30 @@ describe('a hostile MCP server over stdio', () => {
     for (const name of ['ok', 'bad', 'wide']) {
       const result = await byName(tools, `mcp__out__${name}`).execute({}, ctx());
       expect(result).toMatchObject({ ok: true, text: `called ${name}`, data: { a: 1 } });
+    }
+  });
+
+  it("checks each server's schemas against its own definitions when their `$id`s are the same", async () => {
+    const mcp = pool();
+    const servers = { s: hostile('id-schema', 'string'), n: hostile('id-schema', 'number') };
+    // The second listing is what the next agent on the thread gets.
+    for (const _agent of [1, 2]) {
+      const { tools, problems } = await mcp.toolsFor(servers);
+      expect(problems).toEqual([]);
+      const registry = new ToolRegistry();
+      for (const tool of tools) registry.register(tool);
+      const s = registry.validator('mcp__s__typed');
+      const n = registry.validator('mcp__n__typed');
+      expect(s?.({ n: 'x' })).toEqual([]);
+      expect(s?.({ n: 1 })).toMatchObject([{ path: '/n', message: 'must be string' }]);
+      expect(n?.({ n: 1 })).toEqual([]);
+      expect(n?.({ n: 'x' })).toMatchObject([{ path: '/n', message: 'must be number' }]);
+      // Both answer `{ n: "x" }`: `s`'s output schema takes it, `n`'s does not.
+      const fits = await byName(tools, 'mcp__s__typed').execute({ n: 'x' }, ctx());
+      expect(fits).toMatchObject({ ok: true, data: { n: 'x' } });
+      const misfits = await byName(tools, 'mcp__n__typed').execute({ n: 1 }, ctx());
+      expect(misfits.ok).toBe(false);
+      expect(misfits.text).toContain("does not match the tool's output schema");
     }
   });
 
