@@ -120,15 +120,27 @@ export function mcpTools(connection: McpConnection, listed: readonly McpToolInfo
   return { tools, notices };
 }
 
+/**
+ * Schemas made usable, by the listed schema: each agent a thread starts gets the tools of the
+ * same listing, and a new schema object per agent was compiled anew (Ajv keeps every schema it
+ * compiled, so each agent's start cost a compile and its memory per tool, kept for good).
+ */
+const usable = new WeakMap<object, JsonSchema>();
+
 /** The server's input schema, or an open object schema when it is not one troupe can compile. */
 function usableSchema(schema: Readonly<Record<string, unknown>>): JsonSchema {
-  const candidate = { ...schema, type: 'object' };
-  try {
-    compileSchema(candidate, 'an MCP tool');
-    return candidate;
-  } catch {
-    return { type: 'object', additionalProperties: true };
+  let made = usable.get(schema);
+  if (made === undefined) {
+    const candidate = { ...schema, type: 'object' };
+    try {
+      compileSchema(candidate, 'an MCP tool');
+      made = candidate;
+    } catch {
+      made = { type: 'object', additionalProperties: true };
+    }
+    usable.set(schema, made);
   }
+  return made;
 }
 
 /** The text the model sees for a call result: text items as they are, other content described. */

@@ -103,6 +103,17 @@ describe('a hostile MCP server over stdio', () => {
     }
   });
 
+  it("gives the thread's next agent the schemas already compiled, not new ones to compile and keep", async () => {
+    const mcp = pool();
+    const servers = { p: hostile('named', 'a,b') };
+    const first = await mcp.toolsFor(servers);
+    const next = await mcp.toolsFor(servers);
+    expect(next.tools.map((tool) => tool.parameters)).toEqual(first.tools.map((tool) => tool.parameters));
+    next.tools.forEach((tool, index) => {
+      expect(tool.parameters).toBe(first.tools[index]?.parameters);
+    });
+  });
+
   it('answers a result that is not valid MCP as the server refusing the call, not as a death', async () => {
     const connection = new McpConnection('img', hostile('image', '1'), { cwd: '/', restartBaseDelayMs: 20 });
     cleanups.push(() => connection.close());
