@@ -22,6 +22,8 @@ import {
   MCP_ERROR_TEXT_MAX_CHARS,
   MCP_LIST_TIMEOUT_MS,
   MCP_MAX_LIST_PAGES,
+  MCP_MAX_NOTIFICATION_BYTES_PER_MINUTE,
+  MCP_MAX_NOTIFICATIONS_PER_MINUTE,
   MCP_MAX_NOTIFICATIONS_PER_SECOND,
   MCP_MAX_RESTARTS,
   MCP_MAX_TOOLS_PER_SERVER,
@@ -29,6 +31,7 @@ import {
   MCP_RESTART_MAX_DELAY_MS,
   MCP_STDIO_MAX_MESSAGE_BYTES,
 } from './constants.ts';
+import { FloodGuard } from './flood-guard.ts';
 import { lazyOutputSchemas } from './output-schemas.ts';
 import { isMessageTooLong, LineReadBuffer } from './read-buffer.ts';
 
@@ -123,6 +126,16 @@ export interface McpConnectionOptions {
    */
   readonly maxNotificationsPerSecond?: number;
   /**
+   * Notifications and requests a server may send in the last 60 seconds; past it troupe closes
+   * the connection. @default MCP_MAX_NOTIFICATIONS_PER_MINUTE
+   */
+  readonly maxNotificationsPerMinute?: number;
+  /**
+   * Bytes of the notifications and requests a stdio server may send in the last 60 seconds; past
+   * it troupe closes the connection. @default MCP_MAX_NOTIFICATION_BYTES_PER_MINUTE
+   */
+  readonly maxNotificationBytesPerMinute?: number;
+  /**
    * Told when a stdio server's process starts and ends, so whoever owns the thread can kill the
    * processes a dead thread leaves behind (a terminated worker thread cannot stop its children).
    */
@@ -159,8 +172,11 @@ export class McpConnection {
   #toolsCut = false;
   /** Set when troupe ended an HTTP session because a message was too long. */
   #oversized = false;
-  /** Set when troupe closed the connection because the server sent too many notifications. */
-  #flooded = false;
+  /**
+   * What the server sent past the notification bounds (`more than 1000 notifications in one
+   * second`), once troupe closed the connection for it.
+   */
+  #flooded: string | undefined;
 
   constructor(name: string, config: McpServerConfig, options: McpConnectionOptions) {
     this.name = name;
@@ -177,6 +193,9 @@ export class McpConnection {
       restartMaxDelayMs: options.restartMaxDelayMs ?? MCP_RESTART_MAX_DELAY_MS,
       maxMessageBytes: config.maxMessageBytes ?? options.maxMessageBytes ?? MCP_STDIO_MAX_MESSAGE_BYTES,
       maxNotificationsPerSecond: options.maxNotificationsPerSecond ?? MCP_MAX_NOTIFICATIONS_PER_SECOND,
+      maxNotificationsPerMinute: options.maxNotificationsPerMinute ?? MCP_MAX_NOTIFICATIONS_PER_MINUTE,
+      maxNotificationBytesPerMinute:
+        options.maxNotificationBytesPerMinute ?? MCP_MAX_NOTIFICATION_BYTES_PER_MINUTE,
     };
   }
 
@@ -369,25 +388,42 @@ export class McpConnection {
       // Loading the SDK (local modules, on a thread's first connection) is not the server's time.
       const sdk = await loadSdk();
       const deadline = AbortSignal.timeout(this.#options.connectTimeoutMs);
-      transport = this.#transport(sdk, () => {
-        // An HTTP server sent a message over the bound: end the session so calls fail now.
-        this.#oversized = true;
-        void client?.close().catch(() => {});
-      });
+      let readBuffer: LineReadBuffer<unknown> | undefined;
+      transport = this.#transport(
+        sdk,
+        () => {
+          // An HTTP server sent a message over the bound: end the session so calls fail now.
+          this.#oversized = true;
+          void client?.close().catch(() => {});
+        },
+        (buffer) => {
+          readBuffer = buffer;
+        },
+      );
       client = new sdk.Client(
         { name: 'troupe', version: '0.1.0' },
         { capabilities: {}, jsonSchemaValidator: lazyOutputSchemas },
       );
       this.#oversized = false;
-      this.#flooded = false;
-      // Kept by the SDK's Client, which calls it before its own handling of each message.
-      const guard = this.#floodGuard(() => {
-        this.#flooded = true;
-        if (ready) this.#ended(ready, this.#floodText());
-        else void client?.close().catch(() => {});
+      this.#flooded = undefined;
+      const guard = new FloodGuard({
+        perSecond: this.#options.maxNotificationsPerSecond,
+        perMinute: this.#options.maxNotificationsPerMinute,
+        bytesPerMinute: this.#options.maxNotificationBytesPerMinute,
       });
+      // Kept by the SDK's Client, which calls it before its own handling of each message.
       transport.onmessage = (message: unknown) => {
-        guard(message);
+        if (this.#flooded === undefined && typeof (message as { method?: unknown }).method === 'string') {
+          const past = guard.count(lineBytes.get(message as object) ?? 0);
+          if (past !== undefined) {
+            this.#flooded = past;
+            // Nothing more is taken from this server, answers read with the flood included: a
+            // call in flight fails for it, whatever came in the same read.
+            readBuffer?.stop();
+            if (ready) this.#ended(ready, this.#floodText());
+            else void client?.close().catch(() => {});
+          }
+        }
         trimToolList(message);
       };
       const session: Session = { sdk, client, transport, tools: [], alive: true, ended: undefined };
@@ -414,7 +450,7 @@ export class McpConnection {
       const tools = await this.#listTools(sdk, client);
       const live: Session = { ...session, tools };
       ready = live;
-      if (this.#flooded) throw new Error(this.#floodText());
+      if (this.#flooded !== undefined) throw new Error(this.#floodText());
       // The SDK calls onclose when the child exits or the HTTP session ends.
       const previous = transport.onclose;
       transport.onclose = () => {
@@ -431,7 +467,8 @@ export class McpConnection {
       await client?.close().catch(() => {});
       await transport?.close().catch(() => {});
       if (error instanceof SystemError && error.code === 'mcp_unavailable') throw error;
-      const why = this.#flooded ? this.#floodText() : `${errorMessage(error)}${this.#stderrTail()}`;
+      const why =
+        this.#flooded !== undefined ? this.#floodText() : `${errorMessage(error)}${this.#stderrTail()}`;
       this.#failed(why);
       throw this.#unavailable(`it could not be started: ${why}`);
     }
@@ -480,7 +517,11 @@ export class McpConnection {
     return tools;
   }
 
-  #transport(sdk: McpSdk, onOversized: () => void): Transport {
+  #transport(
+    sdk: McpSdk,
+    onOversized: () => void,
+    onReadBuffer: (buffer: LineReadBuffer<unknown>) => void,
+  ): Transport {
     const env = this.#options.env ?? process.env;
     const { config, missing } = expandMcpServerConfig(this.config, env);
     if (missing.length > 0) {
@@ -501,7 +542,14 @@ export class McpConnection {
         stderr: 'pipe',
         maxBufferSize: this.#options.maxMessageBytes,
       });
-      useLineReadBuffer(transport, new LineReadBuffer(this.#options.maxMessageBytes, sdk.deserializeMessage));
+      const parse = (line: string): unknown => {
+        const message = sdk.deserializeMessage(line);
+        lineBytes.set(message, line.length);
+        return message;
+      };
+      const buffer = new LineReadBuffer(this.#options.maxMessageBytes, parse);
+      useLineReadBuffer(transport, buffer);
+      onReadBuffer(buffer);
       transport.stderr?.on('data', (chunk: Buffer) => {
         this.#stderr = (this.#stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_CHARS);
       });
@@ -540,43 +588,15 @@ export class McpConnection {
   }
 
   #exitReason(): string {
-    if (this.#flooded) return this.#floodText();
+    if (this.#flooded !== undefined) return this.#floodText();
     if (this.#oversized) {
       return `it sent a message longer than ${this.#options.maxMessageBytes} bytes, the most troupe reads, so troupe closed the connection`;
     }
     return `it exited${this.#stderrTail()}`;
   }
 
-  /**
-   * Counts what the server sends on its own (notifications, requests) per second and calls
-   * `onFlood` once past the bound: every message costs the agent's thread a parse, so a server
-   * sending `tools/list_changed` in a loop held every agent on the thread.
-   */
-  #floodGuard(onFlood: () => void): (message: unknown) => void {
-    const max = this.#options.maxNotificationsPerSecond;
-    let windowStart = 0;
-    let count = 0;
-    let flooded = false;
-    return (message) => {
-      if (flooded || typeof (message as { method?: unknown }).method !== 'string') return;
-      const now = Date.now();
-      if (now - windowStart >= 1000) {
-        windowStart = now;
-        count = 0;
-      }
-      count += 1;
-      if (count > max) {
-        flooded = true;
-        onFlood();
-      }
-    };
-  }
-
   #floodText(): string {
-    return (
-      `it sent more than ${this.#options.maxNotificationsPerSecond} notifications in one second, ` +
-      'the most troupe reads, so troupe closed the connection'
-    );
+    return `it sent ${this.#flooded ?? 'too many notifications'}, the most troupe reads, so troupe closed the connection`;
   }
 
   #stderrTail(): string {
@@ -590,6 +610,12 @@ export class McpConnection {
     });
   }
 }
+
+/**
+ * The length of the line a stdio message was read from (characters: bytes for the ASCII JSON
+ * mostly is), for the bound on the bytes of notifications; unknown over HTTP.
+ */
+const lineBytes = new WeakMap<object, number>();
 
 /**
  * `fetch` whose response bodies fail once one message is longer than `maxBytes`: a JSON body as a

@@ -69,6 +69,19 @@ export const MCP_RESULT_CHAR_LIMIT = 100_000;
 export const MCP_MAX_NOTIFICATIONS_PER_SECOND = 1000;
 
 /**
+ * Notifications (and requests) a server may send in the last 60 seconds: 100 a second on average.
+ * The bound per second alone let a server send 999 a second for as long as the connection lived.
+ * troupe asks for no progress and sets no log level, so a server has little to send unasked.
+ */
+export const MCP_MAX_NOTIFICATIONS_PER_MINUTE = 6000;
+
+/**
+ * Bytes of the notifications (and requests) a stdio server may send in the last 60 seconds: a
+ * few large ones a minute each cost a parse of up to a message's bound.
+ */
+export const MCP_MAX_NOTIFICATION_BYTES_PER_MINUTE = 64 * 1024 * 1024;
+
+/**
  * Restarts after a server died before calls fail at once ("gave up"). Reset by a call that
  * succeeds; a server given up on is tried again {@link MCP_RESTART_MAX_DELAY_MS} after its last
  * failure (a server the user restarted, or one that was down for a while, comes back).

@@ -49,6 +49,7 @@ export class LineReadBuffer<T> {
   #skipping: TopLevelScan | undefined;
   /** Messages complete but not yet read (a line that did not parse is kept as its error). */
   #ready: (T | Unparsed)[] = [];
+  #stopped = false;
 
   constructor(maxBytes: number, parse: LineParser<T>) {
     this.#maxBytes = maxBytes;
@@ -57,6 +58,7 @@ export class LineReadBuffer<T> {
 
   /** Takes a chunk. A message over the bound is read past (see the module's comment). */
   append(chunk: Buffer): void {
+    if (this.#stopped) return;
     let start = 0;
     while (start < chunk.length) {
       const newline = chunk.indexOf(0x0a, start);
@@ -75,6 +77,15 @@ export class LineReadBuffer<T> {
     if (next === undefined) return null;
     if (next instanceof Unparsed) throw next.error;
     return next;
+  }
+
+  /**
+   * Forgets everything held, messages read but not yet taken included, and reads nothing more:
+   * for a connection being closed, whose server must not be heard after the reason it was closed.
+   */
+  stop(): void {
+    this.#stopped = true;
+    this.clear();
   }
 
   /** Forgets everything held. */

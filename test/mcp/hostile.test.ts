@@ -151,6 +151,23 @@ describe('a hostile MCP server over stdio', () => {
     );
   });
 
+  it('that keeps notifying under the bound per second is cut off by the bound per minute', async () => {
+    const mcp = pool({ maxNotificationsPerMinute: 300, callTimeoutMs: 5000 });
+    const { tools } = await mcp.toolsFor({ chatty: hostile('call-notify', '500') });
+    const result = await byName(tools, 'mcp__chatty__echo').execute({}, ctx());
+    expect(result.ok).toBe(false);
+    expect(result.text).toContain(
+      'MCP server `chatty` stopped during the call to `echo` (it sent more than 300 notifications in one minute, ' +
+        'the most troupe reads, so troupe closed the connection)',
+    );
+    // Within the bounds the same server answers.
+    const { tools: calm } = await pool().toolsFor({ calm: hostile('call-notify', '500') });
+    expect(await byName(calm, 'mcp__calm__echo').execute({ a: 1 }, ctx())).toMatchObject({
+      ok: true,
+      text: '{"a":1}',
+    });
+  });
+
   it("offers a tool name once when two servers' tools come out the same (`a`'s `b__c`, `a__b`'s `c`)", async () => {
     const { tools, notices, problems } = await pool().toolsFor({
       p: hostile('named', 'q__echo,other'),
