@@ -188,13 +188,26 @@ class TopLevelScan {
 
   feed(bytes: Buffer): void {
     let index = 0;
+    // The next quote and backslash at or after `index`: -1 when there is none, -2 before looking.
+    // Each is looked for again only once passed, so a chunk is searched once for each.
+    let quote = -2;
+    let backslash = -2;
     while (index < bytes.length && !this.decided) {
       if (this.#inString && !this.#escape && this.#key === undefined && this.#idBytes === undefined) {
         // The inside of a string nobody looks at: jump to its next quote or backslash.
-        const quote = bytes.indexOf(QUOTE, index);
-        const backslash = bytes.indexOf(BACKSLASH, index);
+        if (quote !== -1 && quote < index) quote = bytes.indexOf(QUOTE, index);
+        if (backslash !== -1 && backslash < index) backslash = bytes.indexOf(BACKSLASH, index);
         const next = quote === -1 ? backslash : backslash === -1 ? quote : Math.min(quote, backslash);
         if (next === -1) return;
+        if (next === backslash) {
+          // An escape (`\"`, `\\`, `\u0022`): the byte after it is not the string's end.
+          if (next + 1 === bytes.length) {
+            this.#escape = true;
+            return;
+          }
+          index = next + 2;
+          continue;
+        }
         index = next;
       }
       this.#byte(bytes[index] ?? 0);

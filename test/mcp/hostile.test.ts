@@ -292,5 +292,9 @@ describe('LineReadBuffer', () => {
     expect(buffer.readMessage()).toBeNull();
     buffer.append(Buffer.from('{"id":4,"result":{}}\n'));
     expect(buffer.readMessage()).toEqual({ id: 4, result: {} });
+    // An escaped quote split between two chunks does not end the string (the quote after it does).
+    buffer.append(Buffer.from(`{"result":"${long}\\`));
+    buffer.append(Buffer.from('"","id":5}\n'));
+    expect(buffer.readMessage()).toEqual(refusal(5, 64));
   });
 });
