@@ -45,7 +45,7 @@ export interface McpHttpServer {
   readonly headers: Readonly<Record<string, string>>;
   /**
    * Bytes one message from this server may have (a JSON body, or one server-sent event); a longer
-   * one ends the session. At most MCP_MAX_MESSAGE_BYTES_CEILING.
+   * JSON answer fails its call, a longer event ends the session. At most MCP_MAX_MESSAGE_BYTES_CEILING.
    * @default the connection's (MCP_STDIO_MAX_MESSAGE_BYTES)
    */
   readonly maxMessageBytes?: number;

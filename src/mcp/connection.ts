@@ -116,8 +116,8 @@ export interface McpConnectionOptions {
   readonly restartMaxDelayMs?: number;
   /**
    * Bytes one message from a server may have, unless the server's settings give their own
-   * `maxMessageBytes`. A longer stdio answer fails its call (`mcp_call_failed`) and the server
-   * goes on; a longer HTTP message ends the session. @default MCP_STDIO_MAX_MESSAGE_BYTES
+   * `maxMessageBytes`. A longer answer fails its call (`mcp_call_failed`) and the server goes on;
+   * a longer server-sent event ends the session. @default MCP_STDIO_MAX_MESSAGE_BYTES
    */
   readonly maxMessageBytes?: number;
   /**
@@ -242,8 +242,8 @@ export class McpConnection {
    * Calls a tool. Throws SystemError `mcp_unavailable` when the server cannot be reached,
    * `mcp_server_died` when it died during the call, `mcp_timeout` when it did not answer in time,
    * and `mcp_call_failed` for a protocol error the server returned, an HTTP error status
-   * (`fields.status`) it answered with, or a stdio answer longer than `maxMessageBytes`
-   * (`fields.limit`; the answer is not read, and the server goes on). `trace` goes in the request's `_meta` (`traceparent`,
+   * (`fields.status`) it answered with, or an answer (a stdio line, an HTTP JSON body) longer
+   * than `maxMessageBytes` (`fields.limit`; the answer is not read, and the server goes on). `trace` goes in the request's `_meta` (`traceparent`,
    * `tracestate`: the keys MCP reserves for W3C trace context, SEP-414), so the server's spans
    * join the caller's trace.
    */
@@ -271,13 +271,19 @@ export class McpConnection {
       if (signal.aborted) throw error;
       const message = errorMessage(error);
       const { ErrorCode, McpError } = session.sdk;
-      if (error instanceof McpError && isMessageTooLong(error.data)) {
+      const limit =
+        error instanceof McpError && isMessageTooLong(error.data)
+          ? error.data.limit
+          : error instanceof BodyTooLong
+            ? error.limit
+            : undefined;
+      if (limit !== undefined && session.alive) {
         throw new SystemError(
           'mcp_call_failed',
-          `MCP server \`${this.name}\` answered \`${tool}\` with a message longer than ${error.data.limit} bytes, ` +
+          `MCP server \`${this.name}\` answered \`${tool}\` with a message longer than ${limit} bytes, ` +
             'the most troupe reads from one message; the answer was not read. Raise `maxMessageBytes` in the ' +
             "server's settings to read longer answers.",
-          { server: this.name, tool, limit: error.data.limit },
+          { server: this.name, tool, limit },
         );
       }
       if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
@@ -414,7 +420,7 @@ export class McpConnection {
       // Kept by the SDK's Client, which calls it before its own handling of each message.
       transport.onmessage = (message: unknown) => {
         if (this.#flooded === undefined && typeof (message as { method?: unknown }).method === 'string') {
-          const past = guard.count(lineBytes.get(message as object) ?? 0);
+          const past = guard.count(stdioLineLengths.get(message as object) ?? 0);
           if (past !== undefined) {
             this.#flooded = past;
             // Nothing more is taken from this server, answers read with the flood included: a
@@ -544,7 +550,7 @@ export class McpConnection {
       });
       const parse = (line: string): unknown => {
         const message = sdk.deserializeMessage(line);
-        lineBytes.set(message, line.length);
+        stdioLineLengths.set(message, line.length);
         return message;
       };
       const buffer = new LineReadBuffer(this.#options.maxMessageBytes, parse);
@@ -615,12 +621,19 @@ export class McpConnection {
  * The length of the line a stdio message was read from (characters: bytes for the ASCII JSON
  * mostly is), for the bound on the bytes of notifications; unknown over HTTP.
  */
-const lineBytes = new WeakMap<object, number>();
+const stdioLineLengths = new WeakMap<object, number>();
+
+/** A JSON body longer than the bound: the call it answers fails, the session goes on. */
+class BodyTooLong extends Error {
+  constructor(readonly limit: number) {
+    super(`the server sent a message longer than ${limit} bytes, the most troupe reads`);
+  }
+}
 
 /**
  * `fetch` whose response bodies fail once one message is longer than `maxBytes`: a JSON body as a
- * whole, a stream of server-sent events per event (the bytes since the last blank line), so a
- * notification stream may run for hours. `onOversized` is told first.
+ * whole (with {@link BodyTooLong}), a stream of server-sent events per event (the bytes since the
+ * last blank line), so a notification stream may run for hours; `onOversized` is told first.
  */
 export function boundedFetch(
   maxBytes: number,
@@ -652,6 +665,12 @@ export function boundedFetch(
           size += chunk.byteLength;
         }
         if (size > maxBytes) {
+          // A JSON body is one answer: its call fails, and the session goes on. An event stream
+          // past the bound has lost its framing: the session ends.
+          if (!events) {
+            controller.error(new BodyTooLong(maxBytes));
+            return;
+          }
           onOversized();
           controller.error(
             new Error(`the server sent a message longer than ${maxBytes} bytes, the most troupe reads`),

@@ -107,6 +107,37 @@ describe('MCP over Streamable HTTP: one message is bounded like a stdio one', ()
   });
 });
 
+describe('MCP over Streamable HTTP: a JSON answer over the bound', () => {
+  it('fails its call naming the bound, and the session goes on', async () => {
+    let calls = 0;
+    const { url, initialized } = await jsonRpcServer((_res, reply) => {
+      calls += 1;
+      reply({ content: [{ type: 'text', text: calls === 1 ? 'x'.repeat(2 * 1024 * 1024) : 'small' }] });
+    });
+    const connection = new McpConnection(
+      'big',
+      { type: 'http', url, headers: {}, maxMessageBytes: 1024 * 1024 },
+      { cwd: '/', callTimeoutMs: 60_000 },
+    );
+    try {
+      await expect(connection.call('echo', {}, new AbortController().signal)).rejects.toMatchObject({
+        code: 'mcp_call_failed',
+        message: expect.stringContaining(
+          'MCP server `big` answered `echo` with a message longer than 1048576 bytes, the most troupe reads',
+        ),
+        fields: { server: 'big', tool: 'echo', limit: 1024 * 1024 },
+      });
+      await expect(connection.call('echo', {}, new AbortController().signal)).resolves.toMatchObject({
+        content: [{ type: 'text', text: 'small' }],
+      });
+      expect(initialized()).toBe(1);
+      expect(connection.failures).toBe(0);
+    } finally {
+      await connection.close();
+    }
+  });
+});
+
 describe('MCP over Streamable HTTP: an HTTP error answer', () => {
   it('reports an HTTP 500 to a call as the server answering, not as a server that stopped, and keeps the session', async () => {
     let calls = 0;
