@@ -15,6 +15,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { sleep } from '../abort.ts';
 import { readableErrorText, SystemError } from '../errors.ts';
 import type { ToolTraceContext } from '../tools/types.ts';
+import { BodyTooLong, boundedFetch } from './bounded-fetch.ts';
 import { expandMcpServerConfig, type McpServerConfig, registerServerCredentials } from './config.ts';
 import {
   MCP_CALL_TIMEOUT_MS,
@@ -243,9 +244,9 @@ export class McpConnection {
    * `mcp_server_died` when it died during the call, `mcp_timeout` when it did not answer in time,
    * and `mcp_call_failed` for a protocol error the server returned, an HTTP error status
    * (`fields.status`) it answered with, or an answer (a stdio line, an HTTP JSON body) longer
-   * than `maxMessageBytes` (`fields.limit`; the answer is not read, and the server goes on). `trace` goes in the request's `_meta` (`traceparent`,
-   * `tracestate`: the keys MCP reserves for W3C trace context, SEP-414), so the server's spans
-   * join the caller's trace.
+   * than `maxMessageBytes` (`fields.limit`; the answer is not read, and the server goes on).
+   * `trace` goes in the request's `_meta` (`traceparent`, `tracestate`: the keys MCP reserves for
+   * W3C trace context, SEP-414), so the server's spans join the caller's trace.
    */
   async call(
     tool: string,
@@ -622,71 +623,6 @@ export class McpConnection {
  * mostly is), for the bound on the bytes of notifications; unknown over HTTP.
  */
 const stdioLineLengths = new WeakMap<object, number>();
-
-/** A JSON body longer than the bound: the call it answers fails, the session goes on. */
-class BodyTooLong extends Error {
-  constructor(readonly limit: number) {
-    super(`the server sent a message longer than ${limit} bytes, the most troupe reads`);
-  }
-}
-
-/**
- * `fetch` whose response bodies fail once one message is longer than `maxBytes`: a JSON body as a
- * whole (with {@link BodyTooLong}), a stream of server-sent events per event (the bytes since the
- * last blank line), so a notification stream may run for hours; `onOversized` is told first.
- */
-export function boundedFetch(
-  maxBytes: number,
-  onOversized: () => void,
-): (url: string | URL, init?: RequestInit) => Promise<Response> {
-  return async (url, init) => {
-    const response = await fetch(url, init);
-    if (!response.body || [101, 204, 205, 304].includes(response.status)) return response;
-    const events = /^text\/event-stream/i.test(response.headers.get('content-type') ?? '');
-    let size = 0;
-    let lineBytes = 0;
-    let afterCr = false;
-    const bound = new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        if (events) {
-          for (const byte of chunk) {
-            size += 1;
-            if (byte === 0x0a && afterCr) {
-              afterCr = false;
-              continue;
-            }
-            afterCr = byte === 0x0d;
-            if (byte !== 0x0a && byte !== 0x0d) lineBytes += 1;
-            else if (lineBytes === 0) size = 0;
-            else lineBytes = 0;
-            if (size > maxBytes) break;
-          }
-        } else {
-          size += chunk.byteLength;
-        }
-        if (size > maxBytes) {
-          // A JSON body is one answer: its call fails, and the session goes on. An event stream
-          // past the bound has lost its framing: the session ends.
-          if (!events) {
-            controller.error(new BodyTooLong(maxBytes));
-            return;
-          }
-          onOversized();
-          controller.error(
-            new Error(`the server sent a message longer than ${maxBytes} bytes, the most troupe reads`),
-          );
-          return;
-        }
-        controller.enqueue(chunk);
-      },
-    });
-    return new Response(response.body.pipeThrough(bound), {
-      status: response.status,
-      statusText: response.statusText,
-      headers: response.headers,
-    });
-  };
-}
 
 /**
  * Cuts a `tools/list` answer to one tool past the MCP_MAX_TOOLS_PER_SERVER troupe takes, before
