@@ -70,6 +70,20 @@ describe('a hostile MCP server over stdio', () => {
     ]);
   });
 
+  it('whose tool listing is over the message bound is unavailable, saying so', async () => {
+    const { problems } = await pool({ maxMessageBytes: 64 * 1024 }).toolsFor({
+      many: hostile('tools', '2000'),
+    });
+    expect(problems).toEqual([
+      {
+        server: 'many',
+        message: expect.stringContaining(
+          'it could not be started: MCP error -32603: the answer is longer than 65536 bytes, the most troupe reads from one message',
+        ),
+      },
+    ]);
+  });
+
   it('keeps every tool when one output schema does not compile or is over the bound; each is called', async () => {
     const { tools, problems } = await pool().toolsFor({ out: hostile('output-schema') });
     expect(problems).toEqual([]);
