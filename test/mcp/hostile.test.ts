@@ -42,11 +42,17 @@ const byName = (tools: readonly Tool[], name: string): Tool => {
 
 describe('a hostile MCP server over stdio', () => {
   it('that never answers `initialize`, or never lists its tools, is a problem saying which', async () => {
-    const mcp = pool({ connectTimeoutMs: 500, listTimeoutMs: 500 });
-    const { tools, problems } = await mcp.toolsFor({ silent: hostile('silent'), mute: hostile('no-list') });
-    expect(tools).toEqual([]);
-    expect(problems).toEqual([
+    // Each limit short only where it is the one tested: a loaded machine can take over 500 ms to
+    // start a server that does answer `initialize`.
+    const silent = await pool({ connectTimeoutMs: 500 }).toolsFor({ silent: hostile('silent') });
+    const mute = await pool({ connectTimeoutMs: 60_000, listTimeoutMs: 500 }).toolsFor({
+      mute: hostile('no-list'),
+    });
+    expect([...silent.tools, ...mute.tools]).toEqual([]);
+    expect(silent.problems).toEqual([
       { server: 'silent', message: expect.stringContaining('it did not answer `initialize` within 500 ms') },
+    ]);
+    expect(mute.problems).toEqual([
       {
         server: 'mute',
         message: expect.stringContaining(
