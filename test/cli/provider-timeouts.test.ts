@@ -126,7 +126,7 @@ describe('troupe run with provider time limits', () => {
     expect(readdirSync(project.root)).not.toContain('run.jsonl');
   });
 
-  it('warns, naming the flag, that the simulated model takes no time limit', async () => {
+  it('gives the simulated model --request-timeout-ms, and warns of the idle limit alone', async () => {
     const journal = project.path('run.jsonl');
     const result = await runCli(
       'run',
@@ -143,19 +143,32 @@ describe('troupe run with provider time limits', () => {
       '5000',
     );
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain(
-      'troupe: warning: --request-timeout-ms has no effect: provider simulated is the simulated model, which makes no request to time',
+    // The simulated model times its latency by the request limit: nothing to warn of.
+    expect(result.stderr).not.toContain('has no effect');
+
+    const resumed = await runCli(
+      'resume',
+      journal,
+      '--request-timeout-ms',
+      '5000',
+      '--idle-timeout-ms',
+      '300',
     );
+    expect(resumed.stderr).toContain(
+      'troupe: warning: --idle-timeout-ms has no effect: provider simulated is the simulated model, which streams nothing whose silence could be timed (the request time limit times its latency)',
+    );
+    expect(resumed.stderr).not.toContain('--request-timeout-ms has');
   });
 
-  it('warns, naming the variables, when they are set for the simulated model', async () => {
+  it('warns, naming the idle variable alone, when both are set for the simulated model', async () => {
     process.env.TROUPE_REQUEST_TIMEOUT_MS = '5000';
     process.env.TROUPE_IDLE_TIMEOUT_MS = '4000';
     const result = await runCli('run', 'reader', '--task', 'Read a.txt', '--cwd', project.root);
     expect(result.code).toBe(0);
     expect(result.stderr).toContain(
-      'troupe: warning: TROUPE_REQUEST_TIMEOUT_MS and TROUPE_IDLE_TIMEOUT_MS have no effect: provider simulated',
+      'troupe: warning: TROUPE_IDLE_TIMEOUT_MS has no effect: provider simulated is the simulated model',
     );
+    expect(result.stderr).not.toContain('TROUPE_REQUEST_TIMEOUT_MS');
   });
 
   it('refuses a flag that is not a positive integer', async () => {
@@ -240,6 +253,56 @@ describe('troupe fanout with provider time limits', () => {
       readFileSync(path.join(runs, readdirSync(runs)[0] ?? '', 'plan.json'), 'utf8'),
     ) as { provider: { config: { options?: Record<string, unknown> } } };
     expect(plan.provider.config.options?.idleTimeoutMs).toBeUndefined();
+  });
+});
+
+describe('troupe fanout and resume RUN_DIR on the simulated model', () => {
+  it('--request-timeout-ms times its latency, in plan.json and again in a resume', async () => {
+    writeFileSync(
+      project.path('plan.yaml'),
+      [
+        'provider: simulated',
+        'providerOptions: { latency: 600000 }',
+        'threads: 1',
+        'runs:',
+        '  - { agent: reader, task: Read a.txt }',
+        '',
+      ].join('\n'),
+    );
+    const runDir = project.path('run');
+    const first = startCli(
+      ['fanout', 'plan.yaml', '--out', runDir, '--request-timeout-ms', '300', '--idle-timeout-ms', '200'],
+      { cwd: project.root, env: project.env() },
+    );
+    expect(await first.exited, first.stderr()).toBe(1);
+    expect(first.stderr()).toContain(
+      'troupe: warning: --idle-timeout-ms has no effect: provider simulated is the simulated model',
+    );
+    expect(first.stderr()).not.toContain('--request-timeout-ms has');
+    const planOf = () =>
+      JSON.parse(readFileSync(path.join(runDir, 'plan.json'), 'utf8')) as {
+        provider: { config: { options: Record<string, unknown> } };
+      };
+    expect(planOf().provider.config.options).toEqual({ latency: 600000, timeoutMs: 300 });
+    expect(readResults(path.join(runDir, 'results.jsonl'))).toMatchObject([
+      {
+        status: 'failed',
+        reason: 'provider_error',
+        error: { code: 'timeout', fields: { provider: 'simulated', timeoutMs: 300 } },
+      },
+    ]);
+
+    const resumed = startCli(['resume', runDir, '--retry-failed', '--request-timeout-ms', '250'], {
+      cwd: project.root,
+      env: project.env(),
+    });
+    expect(await resumed.exited, resumed.stderr()).toBe(1);
+    expect(resumed.stderr()).not.toContain('has no effect');
+    expect(readResults(path.join(runDir, 'results.jsonl')).at(-1)).toMatchObject({
+      status: 'failed',
+      error: { code: 'timeout', fields: { timeoutMs: 250 } },
+    });
+    expect(planOf().provider.config.options).toEqual({ latency: 600000, timeoutMs: 250 });
   });
 });
 

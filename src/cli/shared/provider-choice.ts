@@ -42,7 +42,8 @@ export function chooseProvider(
 
 /**
  * Builds the provider called `name`; `source` only changes the notice. `timeouts` go to a real
- * provider (the simulated model makes no request to time).
+ * provider; the simulated model takes `timeoutMs` alone (it times its latency), as it streams
+ * nothing whose silence `idleTimeoutMs` could time.
  */
 export function providerByName(
   name: string,
@@ -59,7 +60,9 @@ export function providerByName(
     );
   }
   const provider =
-    known === 'simulated' ? createProvider('simulated') : createProvider(known, { env, ...timeouts });
+    known === 'simulated'
+      ? createProvider('simulated', timeouts.timeoutMs === undefined ? {} : { timeoutMs: timeouts.timeoutMs })
+      : createProvider(known, { env, ...timeouts });
   return {
     name: known,
     provider,

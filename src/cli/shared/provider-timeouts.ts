@@ -57,28 +57,49 @@ export function providerTimeouts(flags: ProviderTimeoutFlags, env: Env = process
   };
 }
 
+/** The two limits the flags set: one request's time (`timeoutMs`) and its longest silence (`idleTimeoutMs`). */
+export type TimeoutLimit = 'request' | 'idle';
+
 /**
  * The settings (`--request-timeout-ms`, else `TROUPE_REQUEST_TIMEOUT_MS`; the same for the idle
- * limit) that set a time limit: what a warning names when the provider does not take them.
+ * limit) that set one of the `limits`: what a warning names when the provider does not take them.
  */
-export function timeoutSettings(flags: ProviderTimeoutFlags, env: Env = process.env): string[] {
+export function timeoutSettings(
+  flags: ProviderTimeoutFlags,
+  env: Env = process.env,
+  limits: readonly TimeoutLimit[] = ['request', 'idle'],
+): string[] {
   const set = (value: string | undefined): boolean => value !== undefined && value.trim() !== '';
   const named: string[] = [];
-  if (flags.requestTimeoutMs !== undefined) named.push('--request-timeout-ms');
-  else if (set(env[REQUEST_TIMEOUT_ENV])) named.push(REQUEST_TIMEOUT_ENV);
-  if (flags.idleTimeoutMs !== undefined) named.push('--idle-timeout-ms');
-  else if (set(env[IDLE_TIMEOUT_ENV])) named.push(IDLE_TIMEOUT_ENV);
+  if (limits.includes('request')) {
+    if (flags.requestTimeoutMs !== undefined) named.push('--request-timeout-ms');
+    else if (set(env[REQUEST_TIMEOUT_ENV])) named.push(REQUEST_TIMEOUT_ENV);
+  }
+  if (limits.includes('idle')) {
+    if (flags.idleTimeoutMs !== undefined) named.push('--idle-timeout-ms');
+    else if (set(env[IDLE_TIMEOUT_ENV])) named.push(IDLE_TIMEOUT_ENV);
+  }
   return named;
 }
 
-/** The kinds of provider that take no time limit from the command line. */
+/**
+ * The kinds of provider that do not take every time limit from the command line: the simulated
+ * model takes the request limit (it times its `latency`) but has no silence to time; a provider
+ * module takes neither.
+ */
 export type UntimedProvider = 'simulated' | 'module';
+
+/** The limits a provider of `kind` does not take from the command line. */
+function unappliedLimits(kind: UntimedProvider): readonly TimeoutLimit[] {
+  return kind === 'simulated' ? ['idle'] : ['request', 'idle'];
+}
 
 /**
  * The warning (without `troupe: warning: `) that the time limits `settings` name do not apply to
- * provider `name`, which is the simulated model or a provider module; undefined when none is set.
- * The simulated model makes no request to time; a provider module's options are its own (the
- * plan's `providerOptions`), and troupe cannot tell whether it would heed `timeoutMs`.
+ * provider `name`, which is the simulated model (`settings` then name only the idle limit) or a
+ * provider module; undefined when none is set. The simulated model streams nothing, so it has no
+ * silence to time; a provider module's options are its own (the plan's `providerOptions`), and
+ * troupe cannot tell whether it would heed `timeoutMs`.
  */
 export function unappliedTimeoutsWarning(
   settings: readonly string[],
@@ -89,13 +110,13 @@ export function unappliedTimeoutsWarning(
   const what = settings.join(' and ');
   const verb = settings.length === 1 ? 'has' : 'have';
   return kind === 'simulated'
-    ? `${what} ${verb} no effect: provider ${name} is the simulated model, which makes no request to time`
+    ? `${what} ${verb} no effect: provider ${name} is the simulated model, which streams nothing whose silence could be timed (the request time limit times its latency)`
     : `${what} ${verb} no effect: provider ${name} is a provider module, whose time limits are its own; set them in the plan's providerOptions if its factory reads them`;
 }
 
 /**
  * Writes {@link unappliedTimeoutsWarning} to stderr (`troupe: warning: ...`) when `flags` or `env`
- * set a time limit provider `name` does not take.
+ * set a time limit provider `name` does not take (for the simulated model: the idle limit).
  */
 export function reportUnappliedTimeouts(
   io: Pick<CliIO, 'stderr'>,
@@ -104,17 +125,17 @@ export function reportUnappliedTimeouts(
   kind: UntimedProvider,
   env: Env = process.env,
 ): void {
-  const warning = unappliedTimeoutsWarning(timeoutSettings(flags, env), name, kind);
+  const warning = unappliedTimeoutsWarning(timeoutSettings(flags, env, unappliedLimits(kind)), name, kind);
   if (warning !== undefined) io.stderr(`troupe: warning: ${warning}\n`);
 }
 
 /**
  * The choice with the time limits of `--request-timeout-ms` / `--idle-timeout-ms` written into a
- * built-in HTTP provider's options (they travel in plan.json to every worker), over the plan's
+ * built-in provider's options (they travel in plan.json to every worker), over the plan's
  * `providerOptions` (`troupe fanout`) or those plan.json recorded (`troupe resume RUN_DIR`); the
- * variables only fill what neither names. A module provider and the
- * simulated model are left as they are (their options are their own), with a warning naming the
- * flags or variables that set a limit they do not take.
+ * variables only fill what neither names. The simulated model takes the request limit alone (it
+ * times its `latency`), with a warning naming an idle limit set; a module provider is left as it is
+ * (its options are its own), with a warning naming the flags or variables that set a limit.
  */
 export function withProviderTimeouts(
   choice: ProviderChoice,
@@ -123,15 +144,26 @@ export function withProviderTimeouts(
   env: Env = process.env,
 ): ProviderChoice {
   const { config } = choice;
-  if (config.kind !== 'openai' && config.kind !== 'anthropic') {
+  if (config.kind === 'module') {
     reportUnappliedTimeouts(io, flags, choice.name, config.kind, env);
     return choice;
   }
   const fromEnv = providerTimeouts({}, env);
   const fromFlags = providerTimeouts(flags, {});
-  const options = { ...fromEnv, ...config.options, ...fromFlags };
+  let options: Record<string, unknown>;
+  if (config.kind === 'simulated') {
+    reportUnappliedTimeouts(io, flags, choice.name, config.kind, env);
+    options = { ...requestLimit(fromEnv), ...config.options, ...requestLimit(fromFlags) };
+  } else {
+    options = { ...fromEnv, ...config.options, ...fromFlags };
+  }
   if (Object.keys(options).length === 0) return choice;
   return { ...choice, config: { ...config, options } };
+}
+
+/** `timeouts` without the idle limit. */
+function requestLimit(timeouts: ProviderTimeouts): ProviderTimeouts {
+  return timeouts.timeoutMs === undefined ? {} : { timeoutMs: timeouts.timeoutMs };
 }
 
 function fromEnv(env: Env, name: string): number | undefined {
