@@ -4,11 +4,14 @@
  * for with an `unexpected_call` error, and reports unused steps.
  */
 
-import { sleep as defaultSleep } from '../abort.ts';
-import { ProviderError, UserError } from '../errors.ts';
+import { abortable, sleep as defaultSleep } from '../abort.ts';
+import { MAX_TIMER_MS } from '../constants.ts';
+import { describeValue, ProviderError, UserError } from '../errors.ts';
 import { extend } from '../objects.ts';
 import type { ToolSpec } from '../tools/types.ts';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from './constants.ts';
 import { MODEL_SETTING_KEYS, type ModelSettings, mergeModelSettings } from './model-settings.ts';
+import { checkNumber, checkType } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { ZERO_USAGE } from './receipt.ts';
 import { toolCall } from './tool-arguments.ts';
@@ -40,7 +43,11 @@ export interface ScriptedResponse {
   readonly usage?: Partial<Usage>;
   /** @default `tool_calls` when the step has tool calls, else `end_turn` */
   readonly stopReason?: StopReason;
-  /** Waits this long (honouring cancellation) before answering. */
+  /**
+   * Waits this long before answering, as a slow model would: a cancellation ends the wait, and a
+   * wait past the request's time limit (`timeoutMs`) fails the request with `timeout`.
+   * `Infinity` never answers (the request then ends at its limit or its cancellation).
+   */
   readonly delayMs?: number;
   /** Fails the request instead of answering. */
   readonly error?: ScriptedError;
@@ -66,7 +73,11 @@ export interface ScriptedRequest {
   readonly toolResults: readonly ToolResult[];
 }
 
-/** A step: a fixed response, or a function of the request (which may also check it). */
+/**
+ * A step: a fixed response, or a function of the request (which may also check it). A function's
+ * promise counts as the model's time: it is timed like `delayMs`, and a cancellation stops the
+ * wait for it.
+ */
 export type ScriptedStep =
   | ScriptedResponse
   | ((request: ScriptedRequest) => ScriptedResponse | Promise<ScriptedResponse>);
@@ -79,6 +90,13 @@ export interface ScriptedProviderOptions {
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Prices for receipts, looked up by the request's model. @default DEFAULT_PRICES */
   readonly prices?: PriceTable;
+  /**
+   * Longest one request may take (its step function's promise and its `delayMs`), as an HTTP
+   * provider's `timeoutMs`: then it fails with ProviderError `timeout` (`fields.timeoutMs`). A
+   * request's own `TurnRequest.timeoutMs` wins. An integer from 1 to 2147483647.
+   * @default 600000 (`DEFAULT_REQUEST_TIMEOUT_MS`)
+   */
+  readonly timeoutMs?: number;
 }
 
 /** The strict scripted model. */
@@ -87,16 +105,21 @@ export class ScriptedProvider implements Provider {
   readonly #steps: ScriptedStep[];
   readonly #sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   readonly #prices: PriceTable;
+  readonly #timeoutMs: number;
   readonly #requests: ScriptedRequest[] = [];
   readonly #problems: string[] = [];
   #used = 0;
   #turns = 0;
 
+  /** Throws UserError `invalid_option` (fields `provider`, `option`) for a bad `timeoutMs` or `sleep`. */
   constructor(steps: readonly ScriptedStep[] = [], options: ScriptedProviderOptions = {}) {
     this.name = options.name ?? 'scripted';
+    checkNumber(this.name, options, 'timeoutMs', { min: 1, integer: true, max: MAX_TIMER_MS });
+    checkType(this.name, options, 'sleep', 'function');
     this.#steps = [...steps];
     this.#sleep = options.sleep ?? defaultSleep;
     this.#prices = options.prices ?? DEFAULT_PRICES;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   }
 
   /** Appends steps to the script. */
@@ -151,7 +174,9 @@ export class ScriptedProvider implements Provider {
         provider: this.name,
         model: request.model,
         price: this.priceOf(request.model),
-        timeoutMs: request.timeoutMs,
+        // The loop sets no request limit: without its own, a step's `delayMs` (or a step function
+        // that never settles) held its agent until a wall clock, unlike any HTTP provider.
+        timeoutMs: request.timeoutMs ?? this.#timeoutMs,
         exchange: (results, ctx) => this.#exchange(this.#record(request, turnNumber, results), ctx),
       },
       signal,
@@ -189,29 +214,72 @@ export class ScriptedProvider implements Provider {
         requestIndex: request.index,
       });
     }
+    const position = this.#used;
     this.#used += 1;
-    let response: ScriptedResponse;
+    let produced: ScriptedResponse | PromiseLike<ScriptedResponse>;
     try {
-      response = typeof step === 'function' ? await step(request) : step;
+      produced = typeof step === 'function' ? step(request) : step;
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      const message = `Step ${this.#used - 1} threw on request #${request.index}: ${reason}`;
-      this.#problems.push(message);
-      throw new ProviderError('unexpected_call', message, {
-        provider: this.name,
-        requestIndex: request.index,
-      });
+      throw this.#stepThrew(position, request, error);
     }
+    // A fixed step without a delay answers at once, without a timer.
+    if (!isPromiseLike(produced) && !(this.#delayOf(produced, position, request) > 0)) {
+      return this.#answer(request, produced, ctx);
+    }
+    const pending = produced;
+    // One time limit for the step function and the delay together, as for one HTTP request.
+    const response = await ctx.withTimeout(async (signal) => {
+      const settled = await this.#settle(pending, position, request, signal);
+      const delayMs = this.#delayOf(settled, position, request);
+      // Past the longest timer, Node fires at once: the request limit (at most that) ends it first.
+      if (delayMs > 0) await this.#sleep(Math.min(delayMs, MAX_TIMER_MS), signal);
+      return settled;
+    });
+    return this.#answer(request, response, ctx);
+  }
+
+  /** The response a step function's promise settles with; a cancellation or time limit stops the wait. */
+  async #settle(
+    produced: ScriptedResponse | PromiseLike<ScriptedResponse>,
+    position: number,
+    request: ScriptedRequest,
+    signal: AbortSignal,
+  ): Promise<ScriptedResponse> {
+    if (!isPromiseLike(produced)) return produced;
+    try {
+      return await abortable(Promise.resolve(produced), signal);
+    } catch (error) {
+      // Ended by the turn or its time limit: not the step's fault.
+      if (signal.aborted) throw error;
+      throw this.#stepThrew(position, request, error);
+    }
+  }
+
+  /** The step's `delayMs` (0 when absent); a value that is no delay is a problem of the script. */
+  #delayOf(response: ScriptedResponse, position: number, request: ScriptedRequest): number {
     const { delayMs } = response;
-    if (delayMs !== undefined && delayMs > 0) await ctx.withTimeout((signal) => this.#sleep(delayMs, signal));
+    if (delayMs === undefined) return 0;
+    if (typeof delayMs === 'number' && delayMs >= 0) return delayMs;
+    const message = `Step ${position} on request #${request.index}: expected \`delayMs\` to be a non-negative number of milliseconds, got ${describeValue(delayMs)}`;
+    this.#problems.push(message);
+    throw new ProviderError('unexpected_call', message, { provider: this.name, requestIndex: request.index });
+  }
+
+  #stepThrew(position: number, request: ScriptedRequest, error: unknown): ProviderError {
+    const reason = error instanceof Error ? error.message : String(error);
+    const message = `Step ${position} threw on request #${request.index}: ${reason}`;
+    this.#problems.push(message);
+    return new ProviderError('unexpected_call', message, {
+      provider: this.name,
+      requestIndex: request.index,
+    });
+  }
+
+  #answer(request: ScriptedRequest, response: ScriptedResponse, ctx: ExchangeContext): ModelResponse {
     if (response.error !== undefined) {
       const { code, message, fields } = response.error;
       throw new ProviderError(code, message ?? `Scripted ${code} error.`, { provider: this.name, ...fields });
     }
-    return this.#answer(request, response, ctx);
-  }
-
-  #answer(request: ScriptedRequest, response: ScriptedResponse, ctx: ExchangeContext): ModelResponse {
     if (response.reasoning) ctx.emit({ type: 'reasoning_delta', text: response.reasoning });
     const text = response.text ?? '';
     if (text !== '') ctx.emit({ type: 'text_delta', text });
@@ -223,4 +291,8 @@ export class ScriptedProvider implements Provider {
     const stopReason = response.stopReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'end_turn');
     return { text, toolCalls, stopReason };
   }
+}
+
+function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
 }

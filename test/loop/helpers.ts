@@ -3,7 +3,11 @@ import type { AuditEvent } from '../../src/journal/events.ts';
 import { MemoryJournal } from '../../src/journal/sink.ts';
 import { type RunAgentOptions, runAgent } from '../../src/loop/run-agent.ts';
 import type { AgentOutcome } from '../../src/loop/types.ts';
-import { ScriptedProvider, type ScriptedStep } from '../../src/providers/scripted.ts';
+import {
+  ScriptedProvider,
+  type ScriptedProviderOptions,
+  type ScriptedStep,
+} from '../../src/providers/scripted.ts';
 import { createToolRegistry } from '../../src/tools/builtin/index.ts';
 import type { Tool } from '../../src/tools/types.ts';
 import { tempDir as makeTempDir } from '../fixtures/temp-dirs.ts';
@@ -28,9 +32,10 @@ export async function runScripted(
     tools?: Tool[];
     run?: Partial<RunAgentOptions>;
     allowUnused?: boolean;
+    provider?: ScriptedProviderOptions;
   } = {},
 ): Promise<Harness> {
-  const provider = new ScriptedProvider(steps);
+  const provider = new ScriptedProvider(steps, options.provider);
   const journal = new MemoryJournal();
   const outcome = await runAgent({
     agentId: 'agent-1',

@@ -140,6 +140,22 @@ describe('agent loop: limits', () => {
     expect(events.filter((e) => e.type === 'Failed')).toHaveLength(1);
   });
 
+  it("a step slower than the model's request limit fails its agent with a journalled `timeout`", async () => {
+    for (const delayMs of [3_600_000, Number.POSITIVE_INFINITY]) {
+      const { outcome, events } = await runScripted([{ delayMs, text: 'too late' }], {
+        provider: { timeoutMs: 30 },
+      });
+      expect(outcome).toMatchObject({
+        status: 'failed',
+        reason: 'provider_error',
+        error: { code: 'timeout', fields: { provider: 'scripted', timeoutMs: 30 } },
+      });
+      expect(eventsOf(events, 'Failed')).toMatchObject([
+        { reason: 'provider_error', error: { code: 'timeout', fields: { timeoutMs: 30 } } },
+      ]);
+    }
+  });
+
   it('aborting the signal cancels the agent', async () => {
     const controller = new AbortController();
     const { outcome } = await runScripted(

@@ -149,6 +149,59 @@ describe('scripted provider', () => {
     });
   });
 
+  it('times a step by its own timeoutMs when the request sets none, an endless delay too', async () => {
+    for (const delayMs of [3_600_000, Number.POSITIVE_INFINITY]) {
+      const model = new ScriptedProvider([{ text: 'too late', delayMs }], { timeoutMs: 20 });
+      const end = terminal(await collect(model.turn(turnRequest())));
+      expect(end.type === 'error' && end.error).toMatchObject({
+        code: 'timeout',
+        fields: { provider: 'scripted', timeoutMs: 20 },
+      });
+    }
+    // A request's own limit wins over the provider's.
+    const model = new ScriptedProvider([{ text: 'too late', delayMs: 3_600_000 }], { timeoutMs: 600_000 });
+    const end = terminal(await collect(model.turn(turnRequest({ timeoutMs: 20 }))));
+    expect(end.type === 'error' && end.error).toMatchObject({ fields: { timeoutMs: 20 } });
+  });
+
+  it('times a step function that never settles', async () => {
+    const timed = new ScriptedProvider([() => new Promise<never>(() => {})], { timeoutMs: 20 });
+    const end = terminal(await collect(timed.turn(turnRequest())));
+    expect(end.type === 'error' && end.error).toMatchObject({ code: 'timeout', fields: { timeoutMs: 20 } });
+    timed.assertAllUsed();
+  });
+
+  it('a cancellation ends the wait for a step function that never settles', async () => {
+    const never = () => new Promise<never>(() => {});
+    const model = new ScriptedProvider([never]);
+    const controller = new AbortController();
+    const pending = collect(model.turn(turnRequest(), controller.signal));
+    controller.abort(new Error('test over'));
+    const cancelled = terminal(await pending);
+    expect(cancelled.type === 'error' && cancelled.error.code).toBe('cancelled');
+    model.assertAllUsed();
+  });
+
+  it('a delayMs that is no delay is a problem of the script, not an instant answer', async () => {
+    for (const delayMs of [-5, Number.NaN, '100' as unknown as number]) {
+      const model = new ScriptedProvider([{ text: 'x', delayMs }]);
+      const end = terminal(await collect(model.turn(turnRequest())));
+      expect(end.type === 'error' && end.error).toMatchObject({ code: 'unexpected_call' });
+      expect(() => model.assertAllUsed()).toThrow(/expected `delayMs` to be a non-negative number/);
+    }
+  });
+
+  it('refuses a timeoutMs that is not a timer delay', () => {
+    for (const timeoutMs of [0, 1.5, 2 ** 31]) {
+      expect(() => new ScriptedProvider([], { timeoutMs })).toThrow(
+        expect.objectContaining({
+          code: 'invalid_option',
+          fields: { provider: 'scripted', option: 'timeoutMs' },
+        }),
+      );
+    }
+  });
+
   it('accepts more steps after construction', async () => {
     const model = new ScriptedProvider();
     model.push({ text: 'pushed' });
