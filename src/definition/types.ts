@@ -72,6 +72,9 @@ export interface ToolConfig {
    * Retries of a call that throws or returns a `retryable` failure; the keys not written take
    * `{ maxRetries: 0, baseDelayMs: 250, maxDelayMs: 4000 }`. For `wait_for_instruction` it bounds
    * the wait instead: each attempt waits up to its backoff delay (no `retry` written: no limit).
+   * Refused for `spawn_agent` and `send_instruction` (an `invalid_field` problem), and ignored for
+   * them in a definition built in code: a retry of a call whose answer was lost could start a
+   * second child or send an instruction twice.
    * @default none: the tool's call is not retried, and wait_for_instruction waits without limit
    */
   readonly retry?: RetryPolicy;

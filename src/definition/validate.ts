@@ -13,7 +13,11 @@ import {
 } from '../constants.ts';
 import { describeValue } from '../errors.ts';
 import { isMcpServerName, type McpServerRef, readMcpServerConfig } from '../mcp/config.ts';
-import { WAIT_FOR_INSTRUCTION as WAIT_FOR_INSTRUCTION_TOOL } from '../tools/builtin/orchestration.ts';
+import {
+  NEVER_RETRIED_TOOL_NAMES,
+  SPAWN_AGENT,
+  WAIT_FOR_INSTRUCTION as WAIT_FOR_INSTRUCTION_TOOL,
+} from '../tools/builtin/orchestration.ts';
 import { tryParseRule } from '../tools/rules.ts';
 import { blockRefContext, readInstructions, readModelSettingsField, readSettingsRefs } from './block-refs.ts';
 import {
@@ -507,6 +511,16 @@ function readToolConfig(refs: References, value: unknown): Record<string, ToolCo
     // entry without one (`wait_for_instruction: {}`) must leave it unbounded, not ~250 ms.
     if (settings.retry === undefined) {
       entries.push([tool, timed]);
+      continue;
+    }
+    if (NEVER_RETRIED_TOOL_NAMES.has(tool)) {
+      const effect = tool === SPAWN_AGENT ? 'start a second subagent' : 'send its instruction twice';
+      invalid(
+        ctx,
+        [...path, 'retry'],
+        `absent: a retry of \`${tool}\` whose answer was lost could ${effect} (the supervisor may have done the first); its time limit is \`timeoutMs\``,
+        settings.retry,
+      );
       continue;
     }
     const retry = readRetryPolicy(ctx, [...path, 'retry'], settings.retry, DEFAULT_TOOL_RETRY);

@@ -8,7 +8,7 @@ import type { AgentDefinition, RetryPolicy } from '../definition/types.ts';
 import { describeValue, UserError } from '../errors.ts';
 import { extend } from '../objects.ts';
 import type { ApprovalDecision } from '../protocol/approvals.ts';
-import { ORCHESTRATION_TOOL_NAMES } from './builtin/orchestration.ts';
+import { NEVER_RETRIED_TOOL_NAMES, ORCHESTRATION_TOOL_NAMES } from './builtin/orchestration.ts';
 import { buildParamMapping, type ParamMapping } from './params.ts';
 import {
   type AgentPermissions,
@@ -390,7 +390,11 @@ class AgentToolbox implements Toolbox {
     // Returned, not awaited: the checks' locals need not live while the tool runs (a parked
     // agent's wait_for_instruction runs for as long as it is parked).
     const config = def.toolConfig[canonical];
-    const retry = config?.retry ?? DEFAULT_TOOL_RETRY;
+    // Never retried, whatever a definition built without validation says: a retry of a call whose
+    // answer was lost could start a second child or send an instruction twice.
+    const retry = NEVER_RETRIED_TOOL_NAMES.has(canonical)
+      ? DEFAULT_TOOL_RETRY
+      : (config?.retry ?? DEFAULT_TOOL_RETRY);
     // The definition's `toolConfig.<tool>.timeoutMs` over the tool's own. An orchestration tool's
     // limit is kept by the supervisor, which knows what a call it abandons did (a child started, an
     // instruction queued): timed here too, the thread told the model "abandoned" while the child

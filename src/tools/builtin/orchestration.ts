@@ -25,6 +25,14 @@ export const ORCHESTRATION_TOOL_NAMES: ReadonlySet<string> = new Set([
   AWAIT_AGENTS,
 ]);
 
+/**
+ * Orchestration tools a retry could repeat the effect of: when a call's answer is lost on its way
+ * back (a Redis connection dropped, a port closed), the supervisor may already have started the
+ * child or queued the instruction, and a retry would start a second child or send it twice. They
+ * are never retried, and a definition's `toolConfig.<tool>.retry` for them is refused.
+ */
+export const NEVER_RETRIED_TOOL_NAMES: ReadonlySet<string> = new Set([SPAWN_AGENT, SEND_INSTRUCTION]);
+
 /** Arguments of `complete_task`, after validation. */
 export type CompleteTaskArgs = {
   readonly result: unknown;
