@@ -33,6 +33,11 @@ import { checkProviderOptions } from '../providers/factory.ts';
 import { type ModelSettings, prepareModelSettings } from '../providers/model-settings.ts';
 import { type ModelMap, parseModelMap } from '../providers/models.ts';
 import type { TracingOptions } from '../telemetry/agent-tracing.ts';
+import {
+  COMPLETE_TASK,
+  ORCHESTRATION_TOOL_NAMES,
+  WAIT_FOR_INSTRUCTION,
+} from '../tools/builtin/orchestration.ts';
 import { type AgentPermissions, PERMISSION_MODES } from '../tools/permissions.ts';
 import { tryParseRule } from '../tools/rules.ts';
 import type { JsonSchema, ToolOutcome } from '../tools/types.ts';
@@ -128,7 +133,12 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
   readonly limits?: Readonly<Record<string, ProviderLimits>>;
   /** User tool modules, imported where the agents run (each thread, each worker). */
   readonly toolModules?: readonly ToolModuleRef[];
-  /** Tools that run on the supervisor. */
+  /**
+   * Tools that run on the supervisor, by name. The names of troupe's own tools that the supervisor
+   * answers (`complete_task`, `wait_for_instruction`, `spawn_agent`, `send_instruction`,
+   * `await_agents`) are refused with `invalid_option` when the Supervisor is built: the agents
+   * would be given two tools of one name (each then failed `duplicate_tool` at its start).
+   */
   readonly hostTools?: Readonly<Record<string, HostTool>>;
   /**
    * Restarts of an agent whose thread (or worker) died. On redis, `maxRetries` and `baseDelayMs`
@@ -396,6 +406,13 @@ function checkOptionKeys(options: SupervisorOptions): void {
   }
 }
 
+/** Tools the supervisor answers for every agent: a host tool may not take their names. */
+const RESERVED_HOST_TOOL_NAMES: ReadonlySet<string> = new Set([
+  COMPLETE_TASK,
+  WAIT_FOR_INSTRUCTION,
+  ...ORCHESTRATION_TOOL_NAMES,
+]);
+
 /** Validates options once and fills defaults. Throws UserError `invalid_option` (or `missing_redis_url`). */
 export function prepareSupervisorOptions(options: SupervisorOptions = {}): PreparedSupervisorOptions {
   checkOptionKeys(options);
@@ -439,6 +456,13 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
       throw new UserError(
         'invalid_option',
         `Expected host tool names to match [a-zA-Z0-9_-]{1,64}, got ${describeValue(name)}`,
+        { option: `hostTools.${name}` },
+      );
+    }
+    if (RESERVED_HOST_TOOL_NAMES.has(name)) {
+      throw new UserError(
+        'invalid_option',
+        `Expected a host tool name other than troupe's own ${[...RESERVED_HOST_TOOL_NAMES].join(', ')}, got ${describeValue(name)}: the agents would have two tools of that name; give yours another`,
         { option: `hostTools.${name}` },
       );
     }

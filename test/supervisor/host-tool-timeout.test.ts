@@ -147,4 +147,29 @@ describe('a host tool that never answers', () => {
       message: expect.stringContaining('to be an integer from 0 (no limit) to 2147483647, got'),
     });
   });
+
+  it("refuses a host tool named like one of troupe's own, which its agents could not be given", () => {
+    for (const name of [
+      'spawn_agent',
+      'send_instruction',
+      'await_agents',
+      'complete_task',
+      'wait_for_instruction',
+    ]) {
+      let error: unknown;
+      try {
+        new Supervisor({
+          threads: 1,
+          hostTools: { [name]: { description: 'd', parameters: { type: 'object' }, execute: () => 'x' } },
+        });
+      } catch (caught) {
+        error = caught;
+      }
+      expect(hasErrorCode(error, 'invalid_option')).toBe(true);
+      expect(error).toMatchObject({
+        fields: { option: `hostTools.${name}` },
+        message: `Expected a host tool name other than troupe's own complete_task, wait_for_instruction, spawn_agent, send_instruction, await_agents, got \`"${name}"\` (string): the agents would have two tools of that name; give yours another`,
+      });
+    }
+  });
 });
