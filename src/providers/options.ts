@@ -1,6 +1,7 @@
 /** Validation of provider options at the boundary: wrong values fail early with `invalid_option`. */
 
 import { sleep } from '../abort.ts';
+import { MAX_TIMER_MS } from '../constants.ts';
 import { describeValue, UserError } from '../errors.ts';
 import {
   DEFAULT_IDLE_TIMEOUT_MS,
@@ -74,8 +75,9 @@ export function checkHttpOptions(provider: string, options: HttpProviderOptions)
   checkNumber(provider, options, 'maxRetries', { min: 0, integer: true });
   checkNumber(provider, options, 'retryBaseDelayMs', { min: 0 });
   checkNumber(provider, options, 'retryMaxDelayMs', { min: 0 });
-  checkNumber(provider, options, 'timeoutMs', { min: 1 });
-  checkNumber(provider, options, 'idleTimeoutMs', { min: 1 });
+  // Past the longest timer delay Node fires at once: such a limit failed every request at once.
+  checkNumber(provider, options, 'timeoutMs', { min: 1, max: MAX_TIMER_MS });
+  checkNumber(provider, options, 'idleTimeoutMs', { min: 1, max: MAX_TIMER_MS });
   checkNumber(provider, options, 'maxResponseBytes', { min: 1, integer: true });
   checkNumber(provider, options, 'maxOutputChars', { min: 1, integer: true });
   checkType(provider, options, 'headers', 'object');

@@ -6,6 +6,7 @@
  */
 
 import { followSignal } from '../abort.ts';
+import { MAX_TIMER_MS } from '../constants.ts';
 import {
   describeValue,
   isTroupeError,
@@ -423,10 +424,14 @@ class RunningTurn implements Turn {
     const controller = new AbortController();
     const unfollow = followSignal(turnSignal, controller);
     let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort(new Error(`timed out after ${timeoutMs} ms`));
-    }, timeoutMs);
+    // A request's own limit is checked nowhere: past the longest timer delay Node fires at once.
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        controller.abort(new Error(`timed out after ${timeoutMs} ms`));
+      },
+      Math.min(timeoutMs, MAX_TIMER_MS),
+    );
     try {
       return await work(controller.signal);
     } catch (error) {

@@ -120,7 +120,7 @@ describe('troupe run with provider time limits', () => {
     );
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(
-      'troupe: invalid_option: Expected TROUPE_IDLE_TIMEOUT_MS to be a positive integer (milliseconds), got `"5s"` (string)',
+      'troupe: invalid_option: Expected TROUPE_IDLE_TIMEOUT_MS to be a positive integer (milliseconds) up to 2147483647, got `"5s"` (string)',
     );
     expect(requests).toBe(0);
     expect(readdirSync(project.root)).not.toContain('run.jsonl');
@@ -183,7 +183,30 @@ describe('troupe run with provider time limits', () => {
       '0',
     );
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('Expected a positive integer (milliseconds), got "0".');
+    expect(result.stderr).toContain('Expected a positive integer (milliseconds) up to 2147483647, got "0".');
+  });
+
+  it('refuses a limit past the longest timer delay, which failed every request at once', async () => {
+    for (const flag of ['--request-timeout-ms', '--idle-timeout-ms']) {
+      const result = await runCli(
+        'run',
+        'reader',
+        '--task',
+        'Read a.txt',
+        '--cwd',
+        project.root,
+        flag,
+        '2147483648',
+      );
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('up to 2147483647, got "2147483648".');
+    }
+    process.env.TROUPE_REQUEST_TIMEOUT_MS = '9999999999';
+    const result = await runCli('run', 'reader', '--task', 'Read a.txt', '--cwd', project.root);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'Expected TROUPE_REQUEST_TIMEOUT_MS to be a positive integer (milliseconds) up to 2147483647',
+    );
   });
 });
 

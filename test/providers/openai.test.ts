@@ -168,6 +168,12 @@ describe('openai requests', () => {
         fields: { provider: 'openai', option: 'maxRetries' },
       }),
     );
+    // Past the longest timer delay Node fires at once: every request failed `timeout` at once.
+    for (const option of ['timeoutMs', 'idleTimeoutMs']) {
+      expect(() => new OpenAIProvider({ apiKey: 'k', [option]: 2 ** 31 })).toThrow(
+        expect.objectContaining({ code: 'invalid_option', fields: { provider: 'openai', option } }),
+      );
+    }
     expect(() => new OpenAIProvider({ apiKey: 'k', maxTokensParam: 'n_predict' as 'max_tokens' })).toThrow(
       /Expected `maxTokensParam` to be one of `max_completion_tokens`, `max_tokens`, got `"n_predict"` \(string\)/,
     );

@@ -1,6 +1,7 @@
 /** The provider-neutral turn: one terminal event, iteration rules, timeouts, cancellation. */
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
+import { sleep } from '../../src/abort.ts';
 import { ScriptedProvider } from '../../src/providers/scripted.ts';
 import { createTurn, type ExchangeContext, type TurnDriver } from '../../src/providers/turn-runner.ts';
 import { collect, terminal, turnRequest } from './helpers.ts';
@@ -85,6 +86,24 @@ describe('turn runner', () => {
       error: { code: 'timeout', fields: { provider: 'test', timeoutMs: 50 } },
     });
     expect(signals[0]?.aborted).toBe(true);
+  });
+
+  it('a request limit past the longest timer delay does not end the request at once', async () => {
+    const end = terminal(
+      await collect(
+        createTurn(
+          driver(
+            (_results, ctx) =>
+              ctx.withTimeout(async (signal) => {
+                await sleep(30, signal);
+                return { text: 'in time', toolCalls: [], stopReason: 'end_turn' as const };
+              }),
+            2 ** 31,
+          ),
+        ),
+      ),
+    );
+    expect(end).toMatchObject({ type: 'completed', text: 'in time' });
   });
 
   it('aborts the request when the consumer stops iterating early', async () => {

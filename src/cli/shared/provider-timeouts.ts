@@ -6,6 +6,7 @@
  * minutes needs more than the default idle limit; a user who would rather fail fast, less.
  */
 import { type Command, InvalidArgumentError } from 'commander';
+import { MAX_TIMER_MS } from '../../constants.ts';
 import { describeValue, UserError } from '../../errors.ts';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS } from '../../providers/constants.ts';
 import type { Env } from '../../providers/environment.ts';
@@ -173,23 +174,24 @@ function fromEnv(env: Env, name: string): number | undefined {
   if (parsed === undefined) {
     throw new UserError(
       'invalid_option',
-      `Expected ${name} to be a positive integer (milliseconds), got ${describeValue(raw)}`,
+      `Expected ${name} to be a positive integer (milliseconds) up to ${MAX_TIMER_MS}, got ${describeValue(raw)}`,
       { option: name },
     );
   }
   return parsed;
 }
 
+/** Up to the longest timer delay: past it Node fires at once, so every request failed at once. */
 function parseMs(value: string): number | undefined {
   const parsed = Number(value.trim());
-  return /^\d+$/.test(value.trim()) && Number.isSafeInteger(parsed) && parsed >= 1 ? parsed : undefined;
+  return /^\d+$/.test(value.trim()) && parsed >= 1 && parsed <= MAX_TIMER_MS ? parsed : undefined;
 }
 
 function positiveMs(value: string): number {
   const parsed = parseMs(value);
   if (parsed === undefined) {
     throw new InvalidArgumentError(
-      `Expected a positive integer (milliseconds), got ${JSON.stringify(value)}.`,
+      `Expected a positive integer (milliseconds) up to ${MAX_TIMER_MS}, got ${JSON.stringify(value)}.`,
     );
   }
   return parsed;
