@@ -251,7 +251,8 @@ export class SimulatedProvider implements Provider {
         throw error;
       });
     try {
-      if (delay > 0) await ctx.withTimeout((signal) => this.#sleep(delay, signal));
+      // Past the longest timer delay Node fires at once: the request limit (at most that) ends it first.
+      if (delay > 0) await ctx.withTimeout((signal) => this.#sleep(Math.min(delay, MAX_TIMER_MS), signal));
     } finally {
       release?.(undefined);
     }

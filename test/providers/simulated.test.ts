@@ -343,6 +343,13 @@ describe('simulated provider', () => {
     });
   });
 
+  it('a latency past the longest timer delay runs into the request limit instead of answering at once', async () => {
+    const end = terminal(
+      await collect(new SimulatedProvider({ latency: 2 ** 32, timeoutMs: 20 }).turn(request('x', []))),
+    );
+    expect(end.type === 'error' && end.error).toMatchObject({ code: 'timeout', fields: { timeoutMs: 20 } });
+  });
+
   it('rejects invalid options', () => {
     expect(() => new SimulatedProvider({ timeoutMs: 0 })).toThrow(
       /Expected `timeoutMs` to be an integer between 1 and 2147483647/,
