@@ -1,5 +1,6 @@
 /** Exponential backoff with jitter, for `toolConfig.<tool>.retry`. */
 import { sleep as abortableSleep } from '../abort.ts';
+import { MAX_TIMER_MS } from '../constants.ts';
 import type { RetryPolicy } from '../definition/types.ts';
 
 /** Waits `ms`, or rejects with `signal.reason` once `signal` aborts. */
@@ -8,7 +9,9 @@ export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 /**
  * The delay before retry number `attempt` (0 for the first retry): the exponential step
  * `baseDelayMs * 2^attempt` capped at `maxDelayMs`, of which the upper half is jittered so that
- * agents retrying the same resource spread out but never retry immediately.
+ * agents retrying the same resource spread out but never retry immediately. At most the longest
+ * timer delay (2147483647 ms): past it Node fires at once, so a policy of `baseDelayMs: 3e9`
+ * retried at once, and ended each `wait_for_instruction` attempt (which waits this long) at once.
  */
 export function backoffDelay(
   policy: RetryPolicy,
@@ -16,7 +19,7 @@ export function backoffDelay(
   random: () => number = Math.random,
 ): number {
   const step = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);
-  return Math.round(step / 2 + (random() * step) / 2);
+  return Math.min(MAX_TIMER_MS, Math.round(step / 2 + (random() * step) / 2));
 }
 
 /** The default {@link Sleep}: a timer that is cleared when the signal aborts. */

@@ -31,6 +31,12 @@ describe('tool retry', () => {
     ]);
   });
 
+  it('never waits past the longest timer delay, which Node would fire at once', () => {
+    const huge = { maxRetries: 1, baseDelayMs: 3e9, maxDelayMs: 3e9 };
+    expect(backoffDelay(huge, 0, () => 1)).toBe(2_147_483_647);
+    expect(backoffDelay(huge, 0, () => 0)).toBe(1_500_000_000);
+  });
+
   it('retries a retryable failure with backoff until it succeeds', async () => {
     const { tool, execute } = flakyTool([busy, busy]);
     const delays: number[] = [];
