@@ -77,6 +77,12 @@ describe('run_terminal_cmd', () => {
     await vi.waitFor(() => expect(isGone(pid)).toBe(true));
   });
 
+  it('a timeoutSecs past the longest timer delay does not kill the command at once', async () => {
+    const toolbox = toolboxFor(await tempDir(), bash({ timeoutSecs: 3_000_000 }));
+    const result = await toolbox.call('run_terminal_cmd', { command: 'sleep 0.2; echo done' });
+    expect(result).toMatchObject({ ok: true, text: 'done\n[exit code 0]' });
+  });
+
   it('kills the whole process group when the call is aborted', async () => {
     const cwd = await tempDir();
     const toolbox = toolboxFor(cwd, bash());
