@@ -7,6 +7,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { DEFAULT_RUN_MAX_TOTAL_TOKENS } from '../constants.ts';
 import { describeValue } from '../errors.ts';
 import { parseModelMap } from '../providers/models.ts';
+import { MAX_TASK_LINE_BYTES } from '../run-dir/constants.ts';
 import { executeSession } from '../run-dir/execute.ts';
 import { printable } from '../run-dir/format.ts';
 import { loadPlan } from '../run-dir/plan.ts';
@@ -66,6 +67,7 @@ interface FanoutFlags extends ModelSettingsFlags, PermissionFlags, OtlpFlags, Pr
   readonly prefix?: string;
   readonly retainSeconds?: number;
   readonly maxRunTokens?: number;
+  readonly maxTaskLineBytes?: number;
 }
 
 /** Registers `troupe fanout` on `program`. */
@@ -111,6 +113,11 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       '--max-run-tokens <n>',
       `token budget of the whole run, all agents (default: the plan's runLimits, else ${DEFAULT_RUN_MAX_TOTAL_TOKENS}; 0 = unlimited)`,
       nonNegativeInt,
+    )
+    .option(
+      '--max-task-line-bytes <n>',
+      `bytes one line of the plan's tasks file may hold (default: ${MAX_TASK_LINE_BYTES})`,
+      positiveInt,
     );
   addModelSettingsOptions(
     permissionOptions(otlpOptions(providerTimeoutOptions(command))),
@@ -126,7 +133,10 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
   const cwd = process.cwd();
   let loaded: Awaited<ReturnType<typeof loadPlan>>;
   try {
-    loaded = await loadPlan(planFile, { cwd });
+    loaded = await loadPlan(planFile, {
+      cwd,
+      ...(flags.maxTaskLineBytes === undefined ? {} : { maxTaskLineBytes: flags.maxTaskLineBytes }),
+    });
   } catch (error) {
     const problems = planProblemsOf(error);
     if (!problems) throw error;

@@ -94,3 +94,11 @@ export const LIMIT_KEYS = [
 
 /** Keys of `runLimits` (the whole run). */
 export const RUN_LIMIT_KEYS = ['maxTotalTokens', 'maxCostUsd'] as const;
+
+/**
+ * Bytes one line of a plan's tasks file may hold (`--max-task-line-bytes`): a longer line is a plan
+ * problem naming its file and line, skipped as it is read, never held (a 2 GB line was read whole).
+ * Four times the largest spawn input (MAX_SPAWN_INPUT_BYTES, 4 MiB), which a row's task, context
+ * and metadata must fit anyway, leaves room for JSON escapes and an `expected` value.
+ */
+export const MAX_TASK_LINE_BYTES = 16 * 1024 * 1024;

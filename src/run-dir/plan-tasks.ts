@@ -8,19 +8,37 @@
 import { suggestion } from '../definition/fields.ts';
 import { memberPath } from '../member-path.ts';
 import { readModelSettings } from '../providers/model-settings.ts';
-import { TASK_LINE_KEYS } from './constants.ts';
+import { MAX_TASK_LINE_BYTES, TASK_LINE_KEYS } from './constants.ts';
 import { expected, type PlanProblems } from './plan-problems.ts';
 import type { StoredPlanRun } from './plan-types.ts';
-import { contextOf, type FileLine, lineContent } from './task-rows.ts';
+import { contextOf, type FileLine, lineContent, rowHash } from './task-rows.ts';
 
 /** A task line before it gets its agent and index. */
 export type TaskLine = Omit<StoredPlanRun, 'agent' | 'index'>;
 
-/** Checks the tasks JSONL `lines` read from `file`; problems go to `problems`. */
-export function parseTasksJsonl(lines: Iterable<FileLine>, file: string, problems: PlanProblems): TaskLine[] {
+/**
+ * Checks the tasks JSONL `lines` read from `file`; problems go to `problems`. A line `fileLines`
+ * skipped for being over `maxLineBytes` is a problem naming the bound.
+ */
+export function parseTasksJsonl(
+  lines: Iterable<FileLine>,
+  file: string,
+  problems: PlanProblems,
+  maxLineBytes: number = MAX_TASK_LINE_BYTES,
+): TaskLine[] {
   const tasks: TaskLine[] = [];
   let first = true;
-  for (const { number: line, offset, length, text } of lines) {
+  for (const { number: line, offset, length, text, bytes, tooLong } of lines) {
+    if (tooLong) {
+      problems.add(
+        file,
+        { line, column: 1 },
+        `line ${line}`,
+        `expected a line of at most ${maxLineBytes} bytes (raise it with --max-task-line-bytes), got one of ${length} bytes`,
+      );
+      first = false;
+      continue;
+    }
     const content = lineContent(text);
     if (content.trim() === '') continue;
     const at = (key?: string) => ({ line, column: columnOf(content, key) });
@@ -97,7 +115,7 @@ export function parseTasksJsonl(lines: Iterable<FileLine>, file: string, problem
       ...(id === undefined ? {} : { label: String(id) }),
       ...(settings === undefined ? {} : { modelSettings: settings.settings }),
       source: { file, line, column: 1 },
-      row: { offset, length },
+      row: { offset, length, hash: rowHash(bytes) },
     });
   }
   return tasks;

@@ -33,6 +33,12 @@ export interface RowRef {
   readonly offset: number;
   /** Byte length of the line, without its `\n`. */
   readonly length: number;
+  /**
+   * `rowHash` (task-rows.ts) of the line's bytes when the plan was read (and, in `plan.json`, of the run
+   * directory's copy): a row whose bytes changed since, even to others of the same length, is
+   * refused with `tasks_changed`. Absent in run directories written before it existed.
+   */
+  readonly hash?: string;
 }
 
 /** What every run of a plan has, wherever its inputs are kept. */

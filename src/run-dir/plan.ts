@@ -17,7 +17,7 @@ import { PROVIDER_NAMES } from '../providers/factory.ts';
 import { type ModelSettings, readModelSettings } from '../providers/model-settings.ts';
 import type { ModelMap } from '../providers/models.ts';
 import { availableAgentNames, expandAgentPaths } from './agent-files.ts';
-import { LIMIT_KEYS, PLAN_KEYS, RUN_KEYS, RUN_LIMIT_KEYS } from './constants.ts';
+import { LIMIT_KEYS, MAX_TASK_LINE_BYTES, PLAN_KEYS, RUN_KEYS, RUN_LIMIT_KEYS } from './constants.ts';
 import { readRunApprovals, readRunPermissions } from './plan-permissions.ts';
 import { expected, type FilePosition, type PlanProblems } from './plan-problems.ts';
 import { parseTasksJsonl } from './plan-tasks.ts';
@@ -35,6 +35,11 @@ export interface LoadedPlan {
 export interface LoadPlanOptions {
   /** Agents' working directory when the plan sets no `cwd`. @default process.cwd() */
   readonly cwd?: string;
+  /**
+   * Bytes one line of the plan's tasks file may hold (`--max-task-line-bytes`); a longer line is
+   * a problem of the plan. @default MAX_TASK_LINE_BYTES (16 MiB)
+   */
+  readonly maxTaskLineBytes?: number;
 }
 
 type Mapping = Record<string, unknown>;
@@ -45,7 +50,13 @@ type Mapping = Record<string, unknown>;
  */
 export async function loadPlan(file: string, options: LoadPlanOptions = {}): Promise<LoadedPlan> {
   const { path, source, problems } = readYamlFile(file, 'a plan file');
-  const checker = new PlanChecker(path, source, problems, resolve(options.cwd ?? process.cwd()));
+  const checker = new PlanChecker(
+    path,
+    source,
+    problems,
+    resolve(options.cwd ?? process.cwd()),
+    options.maxTaskLineBytes ?? MAX_TASK_LINE_BYTES,
+  );
   const draft = checker.check(source.value());
   const definitions = await checker.checkAgents(draft);
   problems.throwIfAny(path);
@@ -71,13 +82,15 @@ class PlanChecker {
   readonly #source: YamlSource;
   readonly #problems: PlanProblems;
   readonly #cwd: string;
+  readonly #maxLineBytes: number;
 
-  constructor(file: string, source: YamlSource, problems: PlanProblems, cwd: string) {
+  constructor(file: string, source: YamlSource, problems: PlanProblems, cwd: string, maxLineBytes: number) {
     this.#file = file;
     this.#dir = dirname(file);
     this.#source = source;
     this.#problems = problems;
     this.#cwd = cwd;
+    this.#maxLineBytes = maxLineBytes;
   }
 
   #fail(path: readonly Segment[], message: string): void {
@@ -299,7 +312,7 @@ class PlanChecker {
     const before = this.#problems.count;
     let lines: ReturnType<typeof parseTasksJsonl>;
     try {
-      lines = parseTasksJsonl(fileLines(fd), file, this.#problems);
+      lines = parseTasksJsonl(fileLines(fd, this.#maxLineBytes), file, this.#problems, this.#maxLineBytes);
     } catch {
       // A directory opens, then fails to read.
       this.#fail(['tasks'], expected(`a readable JSONL file (${file})`, tasks));

@@ -9,11 +9,12 @@
  * created ({@link copyTaskRows}): one masked (`redactValue`) JSON object per row, in plan order.
  * `troupe resume` reads the rows from there, so editing the tasks file afterwards changes nothing.
  */
+import { createHash } from 'node:crypto';
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { SystemError, UserError } from '../errors.ts';
 import { redactValue } from '../journal/redact.ts';
-import { TASK_ROWS_FILE } from './constants.ts';
+import { MAX_TASK_LINE_BYTES, TASK_ROWS_FILE } from './constants.ts';
 import type { Plan, PlanRun, RowRef, RunInputs } from './plan-types.ts';
 
 /** Bytes read from a tasks file at a time. */
@@ -24,19 +25,48 @@ const WRITE_BYTES = 1 << 20;
 /** One line of a file: its 1-based number, its bytes (offset, length, without `\n`) and text. */
 export interface FileLine extends RowRef {
   readonly number: number;
+  /** The line as UTF-8 text; empty for a line over the bound (`tooLong`). */
   readonly text: string;
+  /**
+   * The line's bytes, valid only until the next line is read (they may share the read buffer):
+   * hash them there and then. Empty for a line over the bound.
+   */
+  readonly bytes: Buffer;
+  /** The line is longer than the bound given to {@link fileLines}: it was skipped, not read. */
+  readonly tooLong?: true;
 }
+
+const NO_BYTES = Buffer.alloc(0);
 
 /**
  * The lines of the open file `fd`, read in chunks: the file is never in memory as a whole, only
- * the line being read. A last line without a `\n` is a line too.
+ * the line being read. A last line without a `\n` is a line too. A line over `maxLineBytes` is
+ * never held: its bytes are skipped as they are read and it comes out `tooLong`, with its number,
+ * offset and length (a 2 GB line was read whole, then failed to become a string).
  */
-export function* fileLines(fd: number): Generator<FileLine> {
+export function* fileLines(fd: number, maxLineBytes: number = MAX_TASK_LINE_BYTES): Generator<FileLine> {
   const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
   let carry: Buffer[] = [];
+  /** Bytes of the current line read before the current chunk (kept in `carry` up to the bound). */
+  let carried = 0;
   let position = 0;
   let lineStart = 0;
   let number = 0;
+  const lineOf = (piece: Buffer): FileLine => {
+    const length = carried + piece.length;
+    number += 1;
+    const offset = lineStart;
+    let line: FileLine;
+    if (length > maxLineBytes) line = { number, offset, length, text: '', bytes: NO_BYTES, tooLong: true };
+    else {
+      const bytes = carry.length === 0 ? piece : Buffer.concat([...carry, piece]);
+      line = { number, offset, length, text: bytes.toString('utf8'), bytes };
+    }
+    carry = [];
+    carried = 0;
+    lineStart += length + 1;
+    return line;
+  };
   for (;;) {
     const read = readSync(fd, chunk, 0, CHUNK_BYTES, position);
     if (read === 0) break;
@@ -44,21 +74,25 @@ export function* fileLines(fd: number): Generator<FileLine> {
     for (;;) {
       const end = chunk.indexOf(0x0a, start);
       if (end < 0 || end >= read) break;
-      const piece = chunk.subarray(start, end);
-      const bytes = carry.length === 0 ? piece : Buffer.concat([...carry, piece]);
-      carry = [];
-      number += 1;
-      yield { number, offset: lineStart, length: bytes.length, text: bytes.toString('utf8') };
-      lineStart += bytes.length + 1;
+      yield lineOf(chunk.subarray(start, end));
       start = end + 1;
     }
-    if (start < read) carry.push(Buffer.from(chunk.subarray(start, read)));
+    if (start < read) {
+      carried += read - start;
+      if (carried <= maxLineBytes) carry.push(Buffer.from(chunk.subarray(start, read)));
+      else carry = [];
+    }
     position += read;
   }
-  if (carry.length > 0) {
-    const bytes = Buffer.concat(carry);
-    yield { number: number + 1, offset: lineStart, length: bytes.length, text: bytes.toString('utf8') };
-  }
+  if (carried > 0) yield lineOf(NO_BYTES);
+}
+
+/**
+ * A short digest of a tasks row's bytes (SHA-256, 128 bits, base64url): recorded in the plan per
+ * row, so a row edited after the plan was read is told apart even when its length is unchanged.
+ */
+export function rowHash(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('base64url').slice(0, 22);
 }
 
 /** A tasks line's text without a byte order mark and a `\r` line end. */
@@ -104,9 +138,14 @@ export function rowInputs(text: string): RunInputs | undefined {
   };
 }
 
-/** Reads the row at `ref` of `file`. Throws SystemError `run_dir_io` when it cannot be read. */
+/**
+ * Reads the row at `ref` of `file`. Throws SystemError `run_dir_io` when it cannot be read or is
+ * no row, and UserError `tasks_changed` when it is a row but not the one `ref.hash` records (the
+ * file was edited, even to a row of the same length).
+ */
 export function readRow(file: string, ref: RowRef): RunInputs {
-  const text = readRowText(file, ref);
+  const bytes = readRowBytes(file, ref);
+  const text = bytes.toString('utf8');
   const inputs = rowInputs(text);
   if (inputs === undefined)
     throw new SystemError(
@@ -114,17 +153,28 @@ export function readRow(file: string, ref: RowRef): RunInputs {
       `Expected a tasks row at byte ${ref.offset} (${ref.length} bytes) of ${file}, found ${JSON.stringify(text.slice(0, 60))}`,
       { path: file },
     );
+  if (!sameRow(ref, bytes))
+    throw new UserError(
+      'tasks_changed',
+      `Expected the row at byte ${ref.offset} (${ref.length} bytes) of ${file} to be the one the plan recorded, but the file was edited since`,
+      { file },
+    );
   return inputs;
 }
 
-/** The text of the line at `ref` of `file`. Throws SystemError `run_dir_io` when it cannot be read. */
-function readRowText(file: string, ref: RowRef): string {
+/** True when `bytes` are the whole row `ref` and, if it records a hash, have that hash. */
+function sameRow(ref: RowRef, bytes: Buffer): boolean {
+  return bytes.length === ref.length && (ref.hash === undefined || rowHash(bytes) === ref.hash);
+}
+
+/** The bytes of the line at `ref` of `file`. Throws SystemError `run_dir_io` when it cannot be read. */
+function readRowBytes(file: string, ref: RowRef): Buffer {
   let fd: number | undefined;
   try {
     fd = openSync(file, 'r');
     const bytes = Buffer.allocUnsafe(ref.length);
     const read = readSync(fd, bytes, 0, ref.length, ref.offset);
-    return bytes.subarray(0, read).toString('utf8');
+    return bytes.subarray(0, read);
   } catch (error) {
     throw new SystemError(
       'run_dir_io',
@@ -179,7 +229,8 @@ export function inputsOf(plan: RowsOfPlan, root: string, run: PlanRun): RunInput
 export function planInputsOf(plan: Pick<Plan, 'tasks' | 'file'>, run: PlanRun): RunInputs {
   if (run.row === undefined) return run;
   if (plan.tasks === undefined) throw new Error(`unreachable: a row of ${plan.file} without its tasks file`);
-  const inputs = rowInputs(readRowText(plan.tasks, run.row));
+  const bytes = readRowBytes(plan.tasks, run.row);
+  const inputs = sameRow(run.row, bytes) ? rowInputs(bytes.toString('utf8')) : undefined;
   if (inputs === undefined)
     throw new UserError(
       'tasks_changed',
@@ -220,18 +271,20 @@ export function copyTaskRows<R extends PlanRun>(source: string, root: string, ru
       input ??= openSync(source, 'r');
       const bytes = Buffer.allocUnsafe(run.row.length);
       const read = readSync(input, bytes, 0, run.row.length, run.row.offset);
-      const inputs = read === run.row.length ? rowInputs(bytes.toString('utf8')) : undefined;
+      const inputs =
+        read === run.row.length && sameRow(run.row, bytes) ? rowInputs(bytes.toString('utf8')) : undefined;
       if (inputs === undefined)
         throw new UserError(
           'tasks_changed',
           `Expected ${source} to hold the row of line ${run.source.line} it held when the plan was read, but the file changed; run the command again`,
           { file: source, line: run.source.line },
         );
-      const line = JSON.stringify(redactValue(inputs));
-      const length = Buffer.byteLength(line);
-      pending.push(`${line}\n`);
+      const text = JSON.stringify(redactValue(inputs));
+      const line = Buffer.from(text);
+      const length = line.length;
+      pending.push(`${text}\n`);
       pendingBytes += length + 1;
-      copied.push({ ...run, row: { offset, length } });
+      copied.push({ ...run, row: { offset, length, hash: rowHash(line) } });
       offset += length + 1;
       if (pendingBytes >= WRITE_BYTES) flush();
     }

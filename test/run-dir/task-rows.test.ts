@@ -184,6 +184,116 @@ describe('a plan over a tasks file', () => {
   });
 });
 
+describe('a row edited to the same length', () => {
+  it('is refused with tasks_changed between reading the plan and creating the run directory', async () => {
+    const plan = writeDataSet(3, 'before');
+    const { plan: loaded } = await loadPlan(plan, { cwd: dir });
+    // Every row keeps its length: only the hash recorded at planning time tells them apart.
+    writeDataSet(3, 'BEFORE');
+    const runPlan = resolveRunPlan(loaded, chooseProvider({ env: {} }), {}, 'simulated');
+    let caught: unknown;
+    try {
+      RunDirWriter.create(path.join(dir, 'run'), runPlan);
+    } catch (error) {
+      caught = error;
+    }
+    expect(isTroupeError(caught) && caught.code).toBe('tasks_changed');
+    expect(existsSync(path.join(dir, 'run'))).toBe(false);
+  });
+
+  it("fails its entry with tasks_changed when the run directory's copy is edited before resume", async () => {
+    const root = path.join(dir, 'run');
+    await createRunDir(writeDataSet(3, 'copied'), root);
+    const copy = path.join(root, 'tasks.jsonl');
+    writeFileSync(copy, readFileSync(copy, 'utf8').replaceAll('ROW-1-copied', 'ROW-1-COPIED'));
+
+    expect(await main(['resume', root, '--json'], captureIO())).toBe(1);
+    const byIndex = new Map(readResults(path.join(root, 'results.jsonl')).map((line) => [line.index, line]));
+    expect(byIndex.get(1)).toMatchObject({
+      status: 'failed',
+      reason: 'invalid_request',
+      error: { code: 'tasks_changed' },
+    });
+    for (const index of [0, 2]) expect(byIndex.get(index)).toMatchObject({ status: 'completed' });
+  });
+
+  it('is read as it is from a run directory whose plan.json records no hashes (written before them)', async () => {
+    const root = path.join(dir, 'run');
+    await createRunDir(writeDataSet(2, 'unhashed'), root);
+    const { plan: written } = readRunDir(root);
+    expect(written.runs.every((run) => typeof run.row?.hash === 'string')).toBe(true);
+    const old = {
+      ...written,
+      runs: written.runs.map((run) =>
+        run.row === undefined ? run : { ...run, row: { offset: run.row.offset, length: run.row.length } },
+      ),
+    };
+    writeFileSync(path.join(root, 'plan.json'), JSON.stringify(old, null, 2));
+    const copy = path.join(root, 'tasks.jsonl');
+    writeFileSync(copy, readFileSync(copy, 'utf8').replaceAll('unhashed', 'UNHASHED'));
+
+    expect(await main(['resume', root, '--json'], captureIO())).toBe(0);
+    for (const line of readResults(path.join(root, 'results.jsonl')))
+      expect(line.answer).toContain(`ROW-${line.index}-UNHASHED`);
+  });
+});
+
+describe('a tasks file line over the bound', () => {
+  it('is a plan problem naming the file, its line and the bound, and no longer line is held', async () => {
+    const plan = writeDataSet(3, 'bounded');
+    const file = path.join(dir, 'tasks.jsonl');
+    const rows = readFileSync(file, 'utf8').split('\r\n');
+    // A line is its bytes up to `\n`: line 1's byte order mark and `\r` count. It is the longest.
+    const limit = Buffer.byteLength(`${rows[0]}\r`);
+    // Line 2 one byte over the bound (its own bytes and `\r`), lines 1 and 3 within it.
+    rows[1] = (rows[1] ?? '').padEnd(limit, ' ');
+    writeFileSync(file, rows.join('\r\n'));
+    let caught: unknown;
+    try {
+      await loadPlan(plan, { cwd: dir, maxTaskLineBytes: limit });
+    } catch (error) {
+      caught = error;
+    }
+    expect(isTroupeError(caught) && caught.code).toBe('invalid_plan');
+    const problems = isTroupeError(caught)
+      ? (caught.fields.problems as { file: string; line: number; message: string }[])
+      : [];
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatchObject({ file, line: 2 });
+    expect(problems[0]?.message).toContain(`at most ${limit} bytes`);
+    expect(problems[0]?.message).toContain('--max-task-line-bytes');
+    // Raised, the same file loads.
+    const { plan: loaded } = await loadPlan(plan, { cwd: dir, maxTaskLineBytes: limit + 1 });
+    expect(loaded.runs).toHaveLength(3);
+  });
+
+  it('is skipped across chunks without being kept, and the lines after it keep their offsets', async () => {
+    const file = path.join(dir, 'lines.txt');
+    const long = 'x'.repeat(1_500_000); // crosses a 1 MiB chunk
+    writeFileSync(file, `12345\n123456\n${long}\nlast`);
+    const { openSync, closeSync } = await import('node:fs');
+    const fd = openSync(file, 'r');
+    try {
+      const lines = [...fileLines(fd, 5)].map(({ number, offset, length, text, bytes, tooLong }) => ({
+        number,
+        offset,
+        length,
+        text,
+        bytes: bytes.length,
+        tooLong: tooLong ?? false,
+      }));
+      expect(lines).toEqual([
+        { number: 1, offset: 0, length: 5, text: '12345', bytes: 5, tooLong: false },
+        { number: 2, offset: 6, length: 6, text: '', bytes: 0, tooLong: true },
+        { number: 3, offset: 13, length: 1_500_000, text: '', bytes: 0, tooLong: true },
+        { number: 4, offset: 1_500_014, length: 4, text: 'last', bytes: 4, tooLong: false },
+      ]);
+    } finally {
+      closeSync(fd);
+    }
+  });
+});
+
 describe('troupe replay of a tasks-file run', () => {
   it('gives the replay its own copy of the recorded rows', async () => {
     const recorded = path.join(dir, 'run');
