@@ -20,7 +20,7 @@ import { findAgentDefinition, loadAgentDefinitions } from './agent-files.ts';
 import { RUN_DIR_FORMAT } from './constants.ts';
 import { chooseProvider, type ProviderChoice } from './provider-choice.ts';
 import type { ResultLine } from './results.ts';
-import { journalFile, readRunDir } from './run-dir.ts';
+import { journalFile, type RunDirPaths, readRunDir } from './run-dir.ts';
 import { agentIdFor, newRunId, type PlannedRun, type RunPlan, type RunReplay } from './run-plan.ts';
 
 /** What `troupe replay` asks for. */
@@ -130,22 +130,7 @@ type Recorded = Omit<RunPlan, 'format' | 'runId' | 'idPrefix' | 'createdAt' | 'r
 function fromRunDir(root: string): Recorded {
   const { plan, results, paths } = readRunDir(root);
   const files = existsSync(paths.journals) ? new Set(readdirSync(paths.journals)) : new Set<string>();
-  const journals = plan.runs.map((run) => {
-    const agentId = recordedAgentId(plan, results, run.index, files);
-    return agentId === undefined ? null : journalFile(paths, agentId);
-  });
-  // Replayed all the same (a run cut short leaves some), but never silently: see UnrecordedEntry.
-  const unrecorded = plan.runs.flatMap((run, position): UnrecordedEntry[] => {
-    if (journals[position] !== null) return [];
-    const last = results.filter((line) => line.index === run.index).at(-1);
-    return [
-      {
-        index: run.index,
-        ...(run.label === undefined ? {} : { label: run.label }),
-        journal: journalFile(paths, last?.agentId ?? agentIdFor(plan.idPrefix, run.index)),
-      },
-    ];
-  });
+  const { journals, unrecorded } = recordedJournals(plan, paths, results, files);
   if (journals.every((journal) => journal === null)) {
     throw new UserError(
       'replay_no_journals',
@@ -166,19 +151,50 @@ function fromRunDir(root: string): Recorded {
 }
 
 /**
- * The agent whose journal stands for plan entry `index`: its last attempt with a result line, else
- * its latest attempt that left a journal.
+ * The journal each plan entry of the recorded run replays (null when it left none), and the
+ * entries that left none. `results` is read once: a scan of every line for each entry made
+ * planning the replay of a 20,000-entry run quadratic in the data set. `files` are the names in
+ * the run's journals directory.
+ */
+export function recordedJournals(
+  plan: Pick<RunPlan, 'runs' | 'idPrefix'>,
+  paths: RunDirPaths,
+  results: Iterable<Pick<ResultLine, 'index' | 'agentId'>>,
+  files: ReadonlySet<string>,
+): { journals: (string | null)[]; unrecorded: UnrecordedEntry[] } {
+  const lastIds = new Map<number, string>();
+  for (const line of results) if (line.index !== null) lastIds.set(line.index, line.agentId);
+  const journals = plan.runs.map((run) => {
+    const agentId = recordedAgentId(plan.idPrefix, lastIds.get(run.index), run.index, files);
+    return agentId === undefined ? null : journalFile(paths, agentId);
+  });
+  // Replayed all the same (a run cut short leaves some), but never silently: see UnrecordedEntry.
+  const unrecorded = plan.runs.flatMap((run, position): UnrecordedEntry[] => {
+    if (journals[position] !== null) return [];
+    return [
+      {
+        index: run.index,
+        ...(run.label === undefined ? {} : { label: run.label }),
+        journal: journalFile(paths, lastIds.get(run.index) ?? agentIdFor(plan.idPrefix, run.index)),
+      },
+    ];
+  });
+  return { journals, unrecorded };
+}
+
+/**
+ * The agent whose journal stands for plan entry `index`: its last attempt with a result line
+ * (`lastId`), else its latest attempt that left a journal.
  */
 function recordedAgentId(
-  plan: RunPlan,
-  results: readonly ResultLine[],
+  idPrefix: string,
+  lastId: string | undefined,
   index: number,
   files: ReadonlySet<string>,
 ): string | undefined {
-  const last = results.filter((line) => line.index === index).at(-1);
-  if (last !== undefined && files.has(`${last.agentId}.jsonl`)) return last.agentId;
+  if (lastId !== undefined && files.has(`${lastId}.jsonl`)) return lastId;
   for (let attempt = 32; attempt >= 1; attempt -= 1) {
-    const id = agentIdFor(plan.idPrefix, index, attempt);
+    const id = agentIdFor(idPrefix, index, attempt);
     if (files.has(`${id}.jsonl`)) return id;
   }
   return undefined;
