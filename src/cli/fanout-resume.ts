@@ -11,7 +11,7 @@ import { executeSession } from '../run-dir/execute.ts';
 import { printable } from '../run-dir/format.ts';
 import { checkProvider } from '../run-dir/provider-choice.ts';
 import { endOrphans, planResume } from '../run-dir/resume-plan.ts';
-import { RunDirWriter, readRunDir } from '../run-dir/run-dir.ts';
+import { RunDirWriter, readRunDirState } from '../run-dir/run-dir.ts';
 import { type RunPlan, runLimitsOf } from '../run-dir/run-plan.ts';
 import { recordedSessions } from '../run-dir/summary.ts';
 import { sessionApprover } from './shared/approvers.ts';
@@ -69,7 +69,8 @@ function resumedPlan(recorded: RunPlan, options: ResumeRunDirOptions, io: CliIO)
  * provider's errors (e.g. `missing_api_key`) before anything runs.
  */
 export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io: CliIO): Promise<number> {
-  const contents = readRunDir(dir);
+  // Result lines are read as a stream into what the summary and the decisions below need of each.
+  const contents = readRunDirState(dir);
   const { paths } = contents;
   const plan = resumedPlan(contents.plan, options, io);
   const redisFlags = {
@@ -87,7 +88,12 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
   // What this session runs with is what a later one (and `troupe report`) sees, not the first
   // session's limits again.
   if (plan !== contents.plan) writer.rewritePlan(plan);
-  const decision = planResume(plan, paths, contents.results, options.retry ? { retry: options.retry } : {});
+  const decision = planResume(
+    plan,
+    paths,
+    contents.results.resumeLines(),
+    options.retry ? { retry: options.retry } : {},
+  );
   for (const change of await changedDefinitions(decision.work, paths, plan.cwd, definitions)) {
     io.stderr(
       `${printable(`note: the definition of \`${change.agent}\` (${change.path}) changed since the run started; ${change.agentIds.length} resumed agent(s) continue with the definition recorded in their journals, not the file`)}

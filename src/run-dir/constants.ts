@@ -102,3 +102,10 @@ export const RUN_LIMIT_KEYS = ['maxTotalTokens', 'maxCostUsd'] as const;
  * and metadata must fit anyway, leaves room for JSON escapes and an `expected` value.
  */
 export const MAX_TASK_LINE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Bytes one line of `results.jsonl` may hold when a command reads it: a longer line is a problem of
+ * the file (like a line that is not JSON), skipped as it is read, never held. A line holds an
+ * answer and a result (each bounded by the model's output) and an error: far below this.
+ */
+export const MAX_RESULT_LINE_BYTES = 256 * 1024 * 1024;

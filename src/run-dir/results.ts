@@ -110,7 +110,7 @@ export function resultLine(outcome: AgentOutcome, context: ResultContext): Resul
 }
 
 /** The last line of each plan index (later attempts replace earlier ones). */
-export function latestByIndex<T extends Pick<ResultLine, 'index'>>(lines: readonly T[]): Map<number, T> {
+export function latestByIndex<T extends Pick<ResultLine, 'index'>>(lines: Iterable<T>): Map<number, T> {
   const latest = new Map<number, T>();
   for (const line of lines) if (line.index !== null) latest.set(line.index, line);
   return latest;
@@ -124,7 +124,7 @@ export function latestByIndex<T extends Pick<ResultLine, 'index'>>(lines: readon
 export const NOT_RETRIED_BY_DEFAULT: ReadonlySet<FailureReason> = new Set(['cancelled', 'invalid_request']);
 
 /** True when a plan entry whose last line is `line` still needs running. */
-export function needsRerun(line: ResultLine | undefined): boolean {
+export function needsRerun(line: Pick<ResultLine, 'status' | 'reason'> | undefined): boolean {
   return line === undefined || (line.status === 'failed' && line.reason === 'cancelled');
 }
 

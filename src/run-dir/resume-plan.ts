@@ -34,6 +34,7 @@ import { knownCost } from '../journal/usage.ts';
 import { JournalWriter } from '../journal/writer.ts';
 import { cancelledError } from '../loop/outcome.ts';
 import type { FailureReason } from '../loop/types.ts';
+import type { ResumeLine } from './result-store.ts';
 import { metadataMember, needsRerun, type ResultLine } from './results.ts';
 import { journalFile, type RunDirPaths } from './run-dir.ts';
 import { agentIdFor, type RunPlan } from './run-plan.ts';
@@ -69,14 +70,14 @@ export interface ResumeOptions {
 export function planResume(
   plan: RunPlan,
   paths: RunDirPaths,
-  results: readonly ResultLine[],
+  results: Iterable<ResumeLine>,
   options: ResumeOptions = {},
 ): ResumePlan {
   // Indexed once: scanning every result line and journal name for every entry made resuming a
   // 20,000-task run cost ~25 s of CPU before anything ran (quadratic in the data set).
   const files = existsSync(paths.journals) ? readdirSync(paths.journals) : [];
   const attempts = journalAttemptsById(files);
-  const linesByIndex = new Map<number, ResultLine[]>();
+  const linesByIndex = new Map<number, ResumeLine[]>();
   for (const line of results) {
     if (line.index === null) continue;
     const lines = linesByIndex.get(line.index);
@@ -168,7 +169,7 @@ function nestedAgents(
   plan: RunPlan,
   paths: RunDirPaths,
   files: readonly string[],
-  results: readonly ResultLine[],
+  results: Iterable<ResumeLine>,
   running: ReadonlySet<string>,
 ): { lines: ResultLine[]; orphans: Orphan[] } {
   const prefix = plan.idPrefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -194,7 +195,7 @@ function nestedAgents(
       starts.set(stem, first);
   }
   if (starts.size === 0) return { lines: [], orphans: [] };
-  const written = new Set(results.map((line) => line.agentId));
+  const written = new Set(Array.from(results, (line) => line.agentId));
   const underEntry = (started: EventOf<'Started'>): boolean => {
     const seen = new Set<string>();
     for (let parent = started.parentId; parent !== undefined; parent = starts.get(parent)?.parentId) {

@@ -19,9 +19,11 @@ import {
   appendFileSync,
   closeSync,
   existsSync,
+  fstatSync,
   mkdirSync,
   openSync,
   readFileSync,
+  readSync,
   renameSync,
   rmSync,
   statSync,
@@ -32,12 +34,13 @@ import {
 import { isAbsolute, join, resolve } from 'node:path';
 import { SystemError, UserError } from '../errors.ts';
 import { redactValue } from '../journal/redact.ts';
-import { DEFAULT_RUNS_DIR, RUN_DIR_FORMAT, TASK_ROWS_FILE } from './constants.ts';
+import { DEFAULT_RUNS_DIR, MAX_RESULT_LINE_BYTES, RUN_DIR_FORMAT, TASK_ROWS_FILE } from './constants.ts';
+import { ResultStore } from './result-store.ts';
 import type { ResultLine } from './results.ts';
 import { appendRunLog, type RunLogEvent, readRunLog } from './run-log.ts';
 import type { RunPlan } from './run-plan.ts';
 import type { RunSummary } from './summary.ts';
-import { copyTaskRows } from './task-rows.ts';
+import { copyTaskRows, type FileLine, fileLines } from './task-rows.ts';
 
 /** Files of a run directory. */
 export interface RunDirPaths {
@@ -139,9 +142,8 @@ export class RunDirWriter {
     const paths = runDirPaths(root);
     mkdirSync(paths.journals, { recursive: true });
     if (existsSync(paths.results)) {
-      const bytes = readFileSync(paths.results);
-      const end = bytes.lastIndexOf(0x0a) + 1;
-      if (end < bytes.length) truncateSync(paths.results, end);
+      const { size, end } = completeLinesEnd(paths.results);
+      if (end < size) truncateSync(paths.results, end);
     } else {
       writeFileSync(paths.results, '');
     }
@@ -247,18 +249,34 @@ export interface ResultsProblem {
   readonly message: string;
 }
 
-/** What a run directory holds. */
-export interface RunDirContents {
+/** What a run directory holds besides its result lines. */
+export interface RunDirHead {
   readonly paths: RunDirPaths;
   readonly plan: RunPlan;
-  /** Result lines in file order. */
-  readonly results: readonly ResultLine[];
-  /** The last line was cut short (the process died while writing it) and is left out. */
-  readonly tornTail: boolean;
-  readonly problems: readonly ResultsProblem[];
   readonly summary: RunSummary | undefined;
   /** `events.jsonl` (empty for run directories written before it existed). */
   readonly events: readonly RunLogEvent[];
+}
+
+/** What reading `results.jsonl` found besides its lines. */
+export interface ResultsRead {
+  /** The last line was cut short (the process died while writing it) and is left out. */
+  readonly tornTail: boolean;
+  readonly problems: readonly ResultsProblem[];
+}
+
+/** What a run directory holds. */
+export interface RunDirContents extends RunDirHead, ResultsRead {
+  /** Result lines in file order. */
+  readonly results: readonly ResultLine[];
+}
+
+/**
+ * A run directory with what `summary.json` and `troupe resume` need of its result lines only, in a
+ * {@link ResultStore}: no answer, result, error or metadata of any line is held.
+ */
+export interface RunDirState extends RunDirHead, ResultsRead {
+  readonly results: ResultStore;
 }
 
 /**
@@ -266,6 +284,26 @@ export interface RunDirContents {
  * `plan.json` of a known format.
  */
 export function readRunDir(root: string): RunDirContents {
+  const head = readRunDirHead(root);
+  const results: ResultLine[] = [];
+  const read = readResults(head.paths.results, (line) => results.push(line));
+  return { ...head, results, ...read };
+}
+
+/**
+ * Reads the run directory `root` as {@link readRunDir} does, its result lines a stream into a
+ * {@link ResultStore}: at most one parsed line is held at a time (`troupe resume` of 20,000 lines
+ * held them all, ~14 MB of their answers and errors, and a copy of what the summary needs of each).
+ */
+export function readRunDirState(root: string): RunDirState {
+  const head = readRunDirHead(root);
+  const results = new ResultStore(head.plan.idPrefix);
+  const read = readResults(head.paths.results, (line) => results.add(line));
+  return { ...head, results, ...read };
+}
+
+/** Reads the run directory `root` but for its result lines (see {@link readRunDir}). */
+export function readRunDirHead(root: string): RunDirHead {
   const paths = runDirPaths(root);
   const plan = readJson(paths.plan) as RunPlan | undefined;
   if (
@@ -280,11 +318,63 @@ export function readRunDir(root: string): RunDirContents {
       { runDir: paths.root },
     );
   }
-  const { results, tornTail, problems } = parseResults(
-    existsSync(paths.results) ? readFileSync(paths.results, 'utf8') : '',
-  );
   const summary = readJson(paths.summary) as RunSummary | undefined;
-  return { paths, plan, results, tornTail, problems, summary, events: readRunLog(paths.events) };
+  return { paths, plan, summary, events: readRunLog(paths.events) };
+}
+
+/**
+ * Reads `results.jsonl` at `file` a line at a time, handing each result line to `visit` as it is
+ * parsed: the file is never in memory, only the line being read (and the one before it, until it
+ * is known not to be a torn last line). A torn last line is ignored; other bad lines, and a line
+ * over `maxLineBytes` (skipped unread), become problems. A missing file has no lines.
+ */
+export function readResults(
+  file: string,
+  visit: (line: ResultLine) => void,
+  maxLineBytes: number = MAX_RESULT_LINE_BYTES,
+): ResultsRead {
+  const problems: ResultsProblem[] = [];
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return { tornTail: false, problems };
+  }
+  let pending: FileLine | undefined;
+  try {
+    for (const line of fileLines(fd, maxLineBytes)) {
+      if (pending !== undefined) parseResultLine(pending, visit, problems, maxLineBytes);
+      pending = line;
+    }
+    // A last line ends the file without a `\n` when it ends where the bytes read end.
+    const size = fstatSync(fd).size;
+    const torn = pending !== undefined && pending.offset + pending.length >= size && size > 0;
+    if (pending !== undefined && !torn) parseResultLine(pending, visit, problems, maxLineBytes);
+    return { tornTail: torn, problems };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function parseResultLine(
+  line: FileLine,
+  visit: (line: ResultLine) => void,
+  problems: ResultsProblem[],
+  maxLineBytes: number,
+): void {
+  if (line.tooLong) {
+    problems.push({ line: line.number, message: `longer than ${maxLineBytes} bytes (${line.length})` });
+    return;
+  }
+  if (line.text.trim() === '') return;
+  try {
+    const value = JSON.parse(line.text) as ResultLine;
+    if (typeof value.agentId !== 'string' || (value.status !== 'completed' && value.status !== 'failed'))
+      problems.push({ line: line.number, message: 'not a result line' });
+    else visit(value);
+  } catch (error) {
+    problems.push({ line: line.number, message: error instanceof Error ? error.message : String(error) });
+  }
 }
 
 /** Parses `results.jsonl` text: a torn last line is ignored, other bad lines become problems. */
@@ -311,6 +401,31 @@ export function parseResults(text: string): {
   });
   return { results, tornTail, problems };
 }
+
+/**
+ * The file's size and where its last `\n` ends, found by reading backwards from its end a chunk
+ * at a time (a kill leaves at most one torn line; the file is not read whole to find it).
+ */
+function completeLinesEnd(file: string): { size: number; end: number } {
+  const fd = openSync(file, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    const chunk = Buffer.allocUnsafe(TAIL_CHUNK_BYTES);
+    for (let end = size; end > 0; ) {
+      const start = Math.max(0, end - TAIL_CHUNK_BYTES);
+      const read = readSync(fd, chunk, 0, end - start, start);
+      const newline = chunk.subarray(0, read).lastIndexOf(0x0a);
+      if (newline >= 0) return { size, end: start + newline + 1 };
+      end = start;
+    }
+    return { size, end: 0 };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Bytes read at a time from the end of `results.jsonl` to find its last line end. */
+const TAIL_CHUNK_BYTES = 64 * 1024;
 
 function readJson(path: string): unknown {
   try {

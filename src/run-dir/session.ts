@@ -27,6 +27,7 @@ import { Supervisor } from '../supervisor/supervisor.ts';
 import type { RunInputs } from './plan-types.ts';
 import { simulatedNotice } from './provider-choice.ts';
 import { replaySourceOf } from './replay-plan.ts';
+import { ResultStore } from './result-store.ts';
 import { type ResultLine, resultLine } from './results.ts';
 import type { RunDirWriter } from './run-dir.ts';
 import type { RunEventSink } from './run-events.ts';
@@ -34,7 +35,7 @@ import type { LoggedCause, RunLogEvent } from './run-log.ts';
 import { budgetNotices, type PlannedRun, type RunPlan, repeatedIdNotices, runLimitsOf } from './run-plan.ts';
 import { createRunScoring, judgeSessionNumber, scoreInputOf } from './run-scoring.ts';
 import { DENY_UNATTENDED, listenForApprovals, type SessionApprover } from './session-approvals.ts';
-import { type RunSession, type RunSummary, type SummaryLine, summarize, summaryLine } from './summary.ts';
+import { type RunSession, type RunSummary, type SummaryLine, summarize } from './summary.ts';
 import { inputsOf } from './task-rows.ts';
 
 /** A run log event before its time is set. */
@@ -62,8 +63,11 @@ export interface SessionOptions {
   readonly writer: RunDirWriter;
   readonly work: readonly WorkItem[];
   readonly kind: Exclude<RunSession['kind'], 'score'>;
-  /** Result lines already in the run directory. */
-  readonly existing?: readonly ResultLine[];
+  /**
+   * Result lines already in the run directory (what the summary needs of each): a ResultStore is
+   * kept as it is, and the session adds its own lines to it.
+   */
+  readonly existing?: ResultStore | Iterable<ResultLine | SummaryLine>;
   /**
    * Result lines recovered from journals (`troupe resume`), not yet in the run directory: scored
    * (when the plan has scorers) and appended before anything runs.
@@ -111,8 +115,11 @@ interface Tracked {
 export class FanoutSession {
   readonly #options: SessionOptions;
   readonly #tracked = new Map<string, Tracked>();
-  /** What the summary needs of each result line so far: not the lines themselves (see summaryLine). */
-  readonly #lines: SummaryLine[];
+  /**
+   * What the summary needs of each result line so far, in columns (see ResultStore): not the
+   * lines themselves, nor an object per line.
+   */
+  readonly #lines: ResultStore;
   readonly #startedAt = new Date();
   /** Agent ids of judge agents (scorers), which are not plan entries nor nested agents. */
   readonly #judges = new Set<string>();
@@ -129,7 +136,9 @@ export class FanoutSession {
 
   constructor(options: SessionOptions) {
     this.#options = options;
-    this.#lines = (options.existing ?? []).map(summaryLine);
+    const existing = options.existing ?? [];
+    this.#lines =
+      existing instanceof ResultStore ? existing : new ResultStore(options.plan.idPrefix, existing);
     for (const line of this.#lines) {
       // A retry's line holds the requests of the attempt it continues too: they count once.
       const own = ownSpend(line);
@@ -139,11 +148,11 @@ export class FanoutSession {
   }
 
   /**
-   * What the summary needs of each result line so far (earlier sessions' included); the lines
-   * themselves are in `results.jsonl`.
+   * What the summary needs of each result line so far (earlier sessions' included), made anew on
+   * each call (the session holds them in columns); the lines themselves are in `results.jsonl`.
    */
   get lines(): readonly SummaryLine[] {
-    return this.#lines;
+    return [...this.#lines];
   }
 
   /**
@@ -569,7 +578,7 @@ export class FanoutSession {
         ? { ...line, scores: await scoring.score(scoreInputOf(run, inputs, line)) }
         : line;
     this.#options.writer.append(scored);
-    this.#lines.push(summaryLine(scored));
+    this.#lines.add(scored);
     this.#options.onEvent?.({ type: 'ended', line: scored });
   }
 }

@@ -203,16 +203,20 @@ export function summaryLine(line: ResultLine): SummaryLine {
 
 const ZERO: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
 
-/** Builds the summary of a run from its plan, every result line and its sessions. */
+/**
+ * Builds the summary of a run from its plan, every result line and its sessions. `results` is
+ * iterated several times: an array, or a ResultStore that makes each line as it is reached.
+ */
 export function summarize(
   plan: RunPlan,
-  results: readonly SummaryLine[],
+  results: Iterable<SummaryLine>,
   sessions: readonly RunSession[],
   now: Date = new Date(),
   budgetSpent?: string,
 ): RunSummary {
   const latest = latestByIndex(results);
-  const nested = results.filter((line) => line.index === null);
+  const nested: SummaryLine[] = [];
+  for (const line of results) if (line.index === null) nested.push(line);
   const finals = [...latest.values(), ...nested];
   const failures: Partial<Record<FailureReason, number>> = {};
   for (const line of finals) {
@@ -280,18 +284,18 @@ export function summarize(
     runLimits: runLimitsOf(plan),
     ...(budgetSpent === undefined ? {} : { budgetSpent }),
     byDefinition,
-    agents: results.map(agentSummary),
+    agents: Array.from(results, agentSummary),
     ...scoringOf(plan, latest),
     ...(plan.replay === undefined ? {} : { replay: replaySummary(plan.replay, results) }),
   };
 }
 
-function replaySummary(replay: RunReplay, results: readonly SummaryLine[]): RunSummary['replay'] {
+function replaySummary(replay: RunReplay, results: Iterable<SummaryLine>): RunSummary['replay'] {
   const unrecorded = replay.journals.filter((journal) => journal === null).length;
   return { of: replay.of, calls: replayCalls(results), ...(unrecorded === 0 ? {} : { unrecorded }) };
 }
 
-function replayCalls(results: readonly SummaryLine[]): ReplayCounts {
+function replayCalls(results: Iterable<SummaryLine>): ReplayCounts {
   let recorded = 0;
   let live = 0;
   let refused = 0;
