@@ -40,7 +40,7 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
         agent = readJournalTimeline(resolve(target), { inputs }).agents[0];
       } else {
         const contents = readRunDir(target);
-        const agents = buildTimeline(contents, { inputs }).agents;
+        const agents = buildTimeline(contents, { inputs, wholeTasks: true }).agents;
         if (query === undefined) {
           throw new UserError(
             'missing_agent',

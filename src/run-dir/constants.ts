@@ -109,3 +109,9 @@ export const MAX_TASK_LINE_BYTES = 16 * 1024 * 1024;
  * answer and a result (each bounded by the model's output) and an error: far below this.
  */
 export const MAX_RESULT_LINE_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Characters of each agent's task a report keeps (the HTML report's agents table shows 80 of them);
+ * `troupe show` prints the whole task.
+ */
+export const REPORT_TASK_CHARS = 200;

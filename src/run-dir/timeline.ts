@@ -14,6 +14,7 @@ import { damageText, journalDamage } from '../journal/verify.ts';
 import { ownSpend } from '../loop/outcome.ts';
 import { addUsage } from '../providers/receipt.ts';
 import type { Usage } from '../providers/types.ts';
+import { REPORT_TASK_CHARS } from './constants.ts';
 import { formatCost, formatTokenCount, sideEstimated } from './format.ts';
 import type { ResultLine } from './results.ts';
 import { journalFile, type RunDirContents } from './run-dir.ts';
@@ -82,6 +83,10 @@ export interface ReportAgent {
   readonly reason?: string;
   readonly error?: string;
   readonly result?: ResultLine;
+  /**
+   * Its task's first REPORT_TASK_CHARS characters (then `…`): a report of 20,000 entries held
+   * every task whole. Whole with `TimelineOptions.wholeTasks` (`troupe show`).
+   */
   readonly task: string;
   /** The model it ran with (from its journal); undefined when it never started. */
   readonly model: string | undefined;
@@ -157,6 +162,11 @@ export interface Timeline {
 export interface TimelineOptions {
   /** Rebuild every round's input (the HTML report shows them). @default false */
   readonly inputs?: boolean;
+  /**
+   * Keep each agent's whole task (`troupe show`), not its first REPORT_TASK_CHARS characters.
+   * @default false
+   */
+  readonly wholeTasks?: boolean;
 }
 
 /** Options of {@link journalTimeline}. */
@@ -183,9 +193,22 @@ interface Fork {
   readonly ownFrom: number | undefined;
 }
 
+/**
+ * The start of `task`, at most REPORT_TASK_CHARS characters and `…`, as a string of its own: a
+ * slice of a longer string keeps the whole of it in memory (V8 makes slices views of their parent).
+ */
+export function taskExcerpt(task: string): string {
+  if (task.length <= REPORT_TASK_CHARS) return task;
+  let end = REPORT_TASK_CHARS;
+  const last = task.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return Buffer.from(`${task.slice(0, end)}…`, 'utf8').toString('utf8');
+}
+
 /** Builds the timeline of a run directory from its results, journals and `events.jsonl`. */
 export function buildTimeline(contents: RunDirContents, options: TimelineOptions = {}): Timeline {
   const { plan, paths, results } = contents;
+  const kept = options.wholeTasks === true ? (task: string) => task : taskExcerpt;
   const journals = new Map<string, readonly AuditEvent[]>();
   const damages = new Map<string, string>();
   const load = (agentId: string): readonly AuditEvent[] => {
@@ -213,7 +236,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       index: line.index,
       agent: line.agent,
       attempt: line.attempt,
-      task: run === undefined ? startedTask(load(line.agentId)) : inputsOf(plan, paths.root, run).task,
+      task: kept(run === undefined ? startedTask(load(line.agentId)) : inputsOf(plan, paths.root, run).task),
       label: line.label ?? run?.label,
     });
   }
@@ -239,7 +262,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       index: run.index,
       agent: run.agent,
       attempt: last.attempt + 1,
-      task: inputsOf(plan, paths.root, run).task,
+      task: kept(inputsOf(plan, paths.root, run).task),
       label: run.label,
     });
   }
@@ -251,7 +274,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       index: run.index,
       agent: run.agent,
       attempt: 1,
-      task: inputsOf(plan, paths.root, run).task,
+      task: kept(inputsOf(plan, paths.root, run).task),
       label: run.label,
     });
   }
@@ -281,7 +304,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
         index: null,
         agent: transcript.definition.name,
         attempt: 1,
-        task: transcript.task,
+        task: kept(transcript.task),
         label: undefined,
       });
     }

@@ -4,11 +4,13 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { isTroupeError } from '../../src/errors.ts';
+import { REPORT_TASK_CHARS } from '../../src/run-dir/constants.ts';
 import { loadPlan } from '../../src/run-dir/plan.ts';
 import { chooseProvider } from '../../src/run-dir/provider-choice.ts';
 import { RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
 import { resolveRunPlan } from '../../src/run-dir/run-plan.ts';
 import { fileLines, inputsOf } from '../../src/run-dir/task-rows.ts';
+import { buildTimeline } from '../../src/run-dir/timeline.ts';
 import { captureIO, readResults, tempDir } from './helpers.ts';
 
 let dir: string;
@@ -291,6 +293,27 @@ describe('a tasks file line over the bound', () => {
     } finally {
       closeSync(fd);
     }
+  });
+});
+
+describe('the report of a tasks-file run', () => {
+  it("keeps the start of each entry's task, not the whole of it, and troupe show the whole", async () => {
+    const plan = writeDataSet(3, 'reported');
+    const long = (index: number) => `ROW-${index}-reported ${'long task text '.repeat(400)}`;
+    const rows = [0, 1, 2].map((index) => JSON.stringify({ id: `q${index}`, task: long(index) }));
+    writeFileSync(path.join(dir, 'tasks.jsonl'), `${rows.join('\n')}\n`);
+    const root = path.join(dir, 'run');
+    await createRunDir(plan, root);
+
+    const agents = buildTimeline(readRunDir(root)).agents;
+    expect(agents).toHaveLength(3);
+    for (const agent of agents) {
+      expect(agent.task.length).toBeLessThanOrEqual(REPORT_TASK_CHARS + 1);
+      expect(agent.task.startsWith(`ROW-${agent.index}-reported long task text`)).toBe(true);
+      expect(agent.task.endsWith('…')).toBe(true);
+    }
+    const whole = buildTimeline(readRunDir(root), { wholeTasks: true }).agents;
+    for (const agent of whole) expect(agent.task).toBe(long(agent.index ?? -1));
   });
 });
 
