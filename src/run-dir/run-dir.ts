@@ -212,10 +212,14 @@ export class RunDirWriter {
     writePlanFile(this.paths.plan, plan, false);
   }
 
-  /** Replaces `summary.json` (written to a temporary file, then renamed, so it is never half written). */
+  /**
+   * Replaces `summary.json` (written to a temporary file, then renamed, so it is never half
+   * written), masked a member or array item at a time and written a piece at a time: as one
+   * masked copy and one string, the summary of a 100,000-line run took three times its own heap.
+   */
   writeSummary(summary: RunSummary): void {
     this.flush();
-    writeAtomically(this.paths.summary, `${summaryText(redactValue(summary))}\n`);
+    writePieces(this.paths.summary, summaryPieces(summary, '', true), true);
   }
 }
 
@@ -225,18 +229,52 @@ export class RunDirWriter {
  * 20,000-task run's summary took 14 MB (8 MB so).
  */
 export function summaryText(value: unknown, indent = ''): string {
+  return [...summaryPieces(value, indent, false)].join('');
+}
+
+/**
+ * {@link summaryText} a piece at a time; with `redact`, each leaf and array item masked with
+ * `redactValue` on its way out (the same text as masking the whole value first: masking depends
+ * on the keys above a value, and a member under a secret-named key is masked as a whole).
+ */
+function* summaryPieces(value: unknown, indent: string, redact: boolean): Generator<string> {
   const inner = `${indent}  `;
+  const masked = <T>(item: T): T => (redact ? redactValue(item) : item);
   if (Array.isArray(value)) {
-    if (value.length === 0 || !value.every(isPlainObject)) return JSON.stringify(value);
-    return `[\n${value.map((item) => `${inner}${JSON.stringify(item)}`).join(',\n')}\n${indent}]`;
+    if (value.length === 0 || !value.every(isPlainObject)) {
+      yield JSON.stringify(masked(value));
+      return;
+    }
+    yield '[\n';
+    for (let position = 0; position < value.length; position += 1)
+      yield `${position === 0 ? '' : ',\n'}${inner}${JSON.stringify(masked(value[position]))}`;
+    yield `\n${indent}]`;
+    return;
   }
-  if (!isPlainObject(value)) return JSON.stringify(value) ?? 'null';
+  if (!isPlainObject(value)) {
+    yield JSON.stringify(masked(value)) ?? 'null';
+    return;
+  }
   const members = Object.entries(value).filter(([, member]) => member !== undefined);
-  if (members.length === 0) return '{}';
-  const text = members.map(
-    ([key, member]) => `${inner}${JSON.stringify(key)}: ${summaryText(member, inner)}`,
-  );
-  return `{\n${text.join(',\n')}\n${indent}}`;
+  if (members.length === 0) {
+    yield '{}';
+    return;
+  }
+  yield '{\n';
+  let first = true;
+  for (const [key, member] of members) {
+    yield `${first ? '' : ',\n'}${inner}${JSON.stringify(key)}: `;
+    first = false;
+    if (redact && isSecretKey(key)) yield* summaryPieces(redactValue({ [key]: member })[key], inner, false);
+    else yield* summaryPieces(member, inner, redact);
+  }
+  yield `\n${indent}}`;
+}
+
+/** True when `redactValue` masks whatever is under `key` (an `apiKey`, a `token`). */
+function isSecretKey(key: string): boolean {
+  const probe = 'x';
+  return redactValue({ [key]: probe })[key] !== probe;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -488,8 +526,47 @@ function writePlanFile(path: string, plan: RunPlan, redact: boolean): void {
   }
 }
 
-/** Characters of `plan.json` written at a time. */
+/** Characters of `plan.json` (and `summary.json`) written at a time. */
 const PLAN_WRITE_BYTES = 1 << 20;
+
+/**
+ * Writes `pieces` to `path` (temporary file, then rename) in writes of at most PLAN_WRITE_BYTES
+ * characters, and a final line end when `newline`.
+ */
+function writePieces(path: string, pieces: Iterable<string>, newline: boolean): void {
+  const temporary = `${path}.tmp-${process.pid}`;
+  let fd: number | undefined;
+  try {
+    fd = openSync(temporary, 'w');
+    const output = fd;
+    let pending: string[] = [];
+    let bytes = 0;
+    const flush = (): void => {
+      writeSync(output, pending.join(''));
+      pending = [];
+      bytes = 0;
+    };
+    for (const piece of pieces) {
+      pending.push(piece);
+      bytes += piece.length;
+      if (bytes >= PLAN_WRITE_BYTES) flush();
+    }
+    if (newline) pending.push('\n');
+    flush();
+    closeSync(output);
+    fd = undefined;
+    renameSync(temporary, path);
+  } catch (error) {
+    throw new SystemError(
+      'run_dir_io',
+      `Could not write ${path}: ${String(error)}`,
+      { path },
+      { cause: error },
+    );
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
 
 function writeAtomically(path: string, text: string): void {
   const temporary = `${path}.tmp-${process.pid}`;

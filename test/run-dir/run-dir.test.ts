@@ -2,15 +2,16 @@ import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AuditEventInput } from '../../src/journal/events.ts';
+import { redactValue } from '../../src/journal/redact.ts';
 import { JournalWriter } from '../../src/journal/writer.ts';
 import type { AgentOutcome } from '../../src/loop/types.ts';
 import { closingText } from '../../src/run-dir/execute.ts';
 import { type ResultLine, resultLine } from '../../src/run-dir/results.ts';
 import { planResume } from '../../src/run-dir/resume-plan.ts';
-import { journalFile, RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
+import { journalFile, RunDirWriter, readRunDir, summaryText } from '../../src/run-dir/run-dir.ts';
 import type { RunPlan } from '../../src/run-dir/run-plan.ts';
 import { FanoutSession } from '../../src/run-dir/session.ts';
-import { summarize } from '../../src/run-dir/summary.ts';
+import { type RunSummary, summarize } from '../../src/run-dir/summary.ts';
 import { tempDir } from './helpers.ts';
 
 let dir: string;
@@ -194,6 +195,26 @@ describe('run directory', () => {
     // Indented in full, each agent took 20 lines: 14 MB for 20,000 agents.
     expect(text.split('\n').length).toBeLessThan(1100);
     expect(text).toContain(`\n    ${JSON.stringify(summary.agents[0])},\n`);
+  });
+
+  it('writes summary.json masked as a masked copy of the whole summary would be, a piece at a time', () => {
+    const plan = runPlan(3);
+    const writer = RunDirWriter.create(dir, plan);
+    const secret = 'sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD';
+    const lines = plan.runs.map((run) => line(run.index, run.agentId, { status: 'completed' }));
+    const summary = {
+      ...summarize(plan, lines, []),
+      name: `a run with ${secret} in its name`,
+      budgetSpent: `spent; key ${secret}`,
+      // Masked as a whole under a secret-named key, at any depth.
+      byDefinition: { worker: { agents: 3 }, apiKey: { value: 'plain', list: [{ a: 'b' }] } },
+      agents: [{ agentId: 'x', note: secret, nested: { token: 'plain text' } }],
+    } as unknown as RunSummary;
+    writer.writeSummary(summary);
+    const text = readFileSync(writer.paths.summary, 'utf8');
+    expect(text).toBe(`${summaryText(redactValue(summary))}\n`);
+    expect(text).not.toContain(secret);
+    expect(text).not.toContain('plain');
   });
 
   it('refuses to create a run where one exists, and to read a directory that holds none', () => {
