@@ -205,6 +205,23 @@ export function taskExcerpt(task: string): string {
   return Buffer.from(`${task.slice(0, end)}…`, 'utf8').toString('utf8');
 }
 
+/**
+ * The task of plan entry `run`; for a row that cannot be read from `tasks.jsonl` (damaged, or
+ * edited since it was copied: `run_dir_io`, `tasks_changed`), why, so the report still shows the
+ * rest of the run.
+ */
+function rowTask(
+  plan: RunDirContents['plan'],
+  root: string,
+  run: RunDirContents['plan']['runs'][number],
+): string {
+  try {
+    return inputsOf(plan, root, run).task;
+  } catch (error) {
+    return `(task unreadable: ${error instanceof Error ? error.message : String(error)})`;
+  }
+}
+
 /** Builds the timeline of a run directory from its results, journals and `events.jsonl`. */
 export function buildTimeline(contents: RunDirContents, options: TimelineOptions = {}): Timeline {
   const { plan, paths, results } = contents;
@@ -236,7 +253,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       index: line.index,
       agent: line.agent,
       attempt: line.attempt,
-      task: kept(run === undefined ? startedTask(load(line.agentId)) : inputsOf(plan, paths.root, run).task),
+      task: kept(run === undefined ? startedTask(load(line.agentId)) : rowTask(plan, paths.root, run)),
       label: line.label ?? run?.label,
     });
   }
@@ -262,7 +279,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       index: run.index,
       agent: run.agent,
       attempt: last.attempt + 1,
-      task: kept(inputsOf(plan, paths.root, run).task),
+      task: kept(rowTask(plan, paths.root, run)),
       label: run.label,
     });
   }
@@ -274,7 +291,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       index: run.index,
       agent: run.agent,
       attempt: 1,
-      task: kept(inputsOf(plan, paths.root, run).task),
+      task: kept(rowTask(plan, paths.root, run)),
       label: run.label,
     });
   }

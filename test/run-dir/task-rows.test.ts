@@ -315,6 +315,20 @@ describe('the report of a tasks-file run', () => {
     const whole = buildTimeline(readRunDir(root), { wholeTasks: true }).agents;
     for (const agent of whole) expect(agent.task).toBe(long(agent.index ?? -1));
   });
+
+  it("is still made when a row of the run directory's copy was edited, and says why its task is missing", async () => {
+    const root = path.join(dir, 'run');
+    expect(await main(['fanout', writeDataSet(3, 'edited', []), '--out', root, '--json'], captureIO())).toBe(
+      0,
+    );
+    const copy = path.join(root, 'tasks.jsonl');
+    writeFileSync(copy, readFileSync(copy, 'utf8').replaceAll('ROW-1-edited', 'ROW-1-EDITED'));
+    const report = captureIO();
+    expect(await main(['report', root], report)).toBe(0);
+    const agents = buildTimeline(readRunDir(root)).agents;
+    expect(agents.find((agent) => agent.index === 1)?.task).toContain('task unreadable');
+    expect(agents.find((agent) => agent.index === 2)?.task).toContain('ROW-2-edited');
+  });
 });
 
 describe('troupe replay of a tasks-file run', () => {
