@@ -5,10 +5,11 @@
  */
 import type { EventEmitter } from 'eventemitter3';
 import type { AgentReport } from '../engines/engine.ts';
+import type { UsageRequest } from '../loop/usage-record.ts';
 import { extend } from '../objects.ts';
 import type { OptionalSignal } from '../protocol/messages.ts';
 import type { AgentHandle } from './agent-handle.ts';
-import type { AgentRef, SupervisorEvents } from './events.ts';
+import type { AgentRef, AgentUsage, SupervisorEvents } from './events.ts';
 
 /**
  * The optional signal behind an event of the supervisor (`agent:tool`) or of a handle (`tool`):
@@ -106,4 +107,32 @@ export function emitAgentReport(
       return;
     }
   }
+}
+
+/**
+ * Emits `agent:usage` (and the handle's `usage`) for what an ended agent spent beyond the usage
+ * events emitted for it (`unreported: true`, see {@link AgentUsage.unreported}): the usage sink's
+ * `unreported` record, as an event.
+ */
+export function emitUnreportedUsage(
+  supervisor: EventEmitter<SupervisorEvents>,
+  handle: AgentHandle,
+  ref: AgentRef,
+  request: UsageRequest & { readonly unreported: true },
+): void {
+  const { usage } = request;
+  const event = extend(ref, {
+    round: request.round,
+    step: request.step,
+    inputTokens: usage.inputTokens,
+    outputTokens: usage.outputTokens,
+    estimated: usage.estimated === true,
+    costUsd: request.costUsd,
+    latencyMs: request.latencyMs,
+    usage,
+    endedAt: request.endedAt,
+    unreported: true as const,
+  });
+  supervisor.emit('agent:usage', event);
+  handle.emit('usage', event);
 }

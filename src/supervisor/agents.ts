@@ -54,7 +54,7 @@ import {
   spawnedChildren,
   spawnedOutcome,
 } from './adoption.ts';
-import { emitAgentReport, signalOfEvent } from './agent-events.ts';
+import { emitAgentReport, emitUnreportedUsage, signalOfEvent } from './agent-events.ts';
 import { AgentHandle, type HandleControl } from './agent-handle.ts';
 import {
   type AgentRecord,
@@ -687,25 +687,25 @@ export class Agents {
     const own = ownSpend(outcome);
     const limited = this.budget.limited;
     if (!limited) this.budget.add(own.usage.inputTokens + own.usage.outputTokens, own.costUsd);
-    const sink = this.#options.usageSink;
-    if (!limited && sink === undefined) return;
+    // Receipts are sent for runLimits, the usage sink and `usage` listeners alike: without any of
+    // them, nothing was sent and nothing is owed.
+    if (!this.#wantedSignals.has('receipt')) return;
     // The engine's own count of runLimits (redis: the workers' hash) gets its top-up too.
     if (limited) this.engine.countEnded?.(record.id, own);
     const unreported = unreportedSpend(own, record.reported);
     if (unreported === undefined) return;
-    if (sink)
-      deliverUsage(
-        sink,
-        this.#usageRecord(record, {
-          round: outcome.rounds,
-          step: undefined,
-          usage: unreported.usage,
-          costUsd: unreported.costUsd,
-          latencyMs: 0,
-          endedAt: Date.now(),
-          unreported: true,
-        }),
-      );
+    const request = {
+      round: outcome.rounds,
+      step: undefined,
+      usage: unreported.usage,
+      costUsd: unreported.costUsd,
+      latencyMs: 0,
+      endedAt: Date.now(),
+      unreported: true,
+    } as const;
+    const sink = this.#options.usageSink;
+    if (sink) deliverUsage(sink, this.#usageRecord(record, request));
+    emitUnreportedUsage(this.#emitter, record.handle, this.#ref(record), request);
     if (limited)
       this.#count(unreported.usage.inputTokens + unreported.usage.outputTokens, unreported.costUsd);
   }

@@ -92,6 +92,15 @@ export interface AgentUsage extends AgentRef {
   readonly endedAt: number;
   /** Set when the request failed. */
   readonly errorCode?: string;
+  /**
+   * Not one request: at the agent's end, what its outcome (built from its journal) holds beyond the
+   * `agent:usage` events emitted for it, as the usage sink's `unreported` record. Its thread (or
+   * redis worker) died between journalling requests' receipts and sending them; for a listener
+   * added while the agent ran, the requests before it listened are in it too. `step` is
+   * undefined, `round` the agent's last, `latencyMs` 0 and `endedAt` its end. So an agent's
+   * events add up to its outcome (less `inherited`). Absent on the events of requests.
+   */
+  readonly unreported?: true;
 }
 /**
  * `agent:text`: the text of one model answer, whole (not streamed), as it went into the agent's

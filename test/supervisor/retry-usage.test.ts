@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { UsageRecord } from '../../src/loop/usage-record.ts';
+import type { AgentUsage } from '../../src/supervisor/events.ts';
 import type { SupervisorOptions } from '../../src/supervisor/options.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { SPEND } from '../fixtures/supervisor/spent-provider.ts';
@@ -88,7 +89,9 @@ describe('runUsage with runLimits when a receipt never reached the Supervisor', 
     const crashes: string[] = [];
     supervisor.on('thread:crashed', (event) => crashes.push(event.cause.code));
     const receipts: (number | undefined)[] = [];
-    supervisor.on('agent:usage', (event) => receipts.push(event.step));
+    supervisor.on('agent:usage', (event) => {
+      if (event.unreported === undefined) receipts.push(event.step);
+    });
     // note, exit_after_receipt, then complete_task: its receipt is journalled, and the thread
     // dies before the signals of its event-loop turn are sent (with this in-memory model, the
     // receipts of all three requests: the turn never yields to a timer).
@@ -118,7 +121,9 @@ describe.each([
       restart: { maxRetries: 3, baseDelayMs: 10, maxDelayMs: 50 },
     });
     const receipts: (number | undefined)[] = [];
-    supervisor.on('agent:usage', (event) => receipts.push(event.step));
+    supervisor.on('agent:usage', (event) => {
+      if (event.unreported === undefined) receipts.push(event.step);
+    });
     // As above: the thread dies with receipts journalled and never signalled.
     const outcome = await supervisor.spawn('worker', { task: 'call exit_after_receipt' }).result;
     expect(outcome).toMatchObject({ status: 'completed' });
@@ -163,6 +168,63 @@ describe.each([
     // One record per request served: the retry's inherited requests are not given again.
     expect(records).toHaveLength(served(log));
     expect(records.every((record) => record.unreported === undefined)).toBe(true);
+  });
+});
+
+describe.each([
+  ['with nothing else asking for receipts', {}],
+  ['with a usage sink', { usageSink: () => {} }],
+])('usage events when a receipt never reached the Supervisor, %s', (_name, options: SupervisorOptions) => {
+  it("end with one `unreported` event of what the agent's outcome holds beyond the events emitted", async () => {
+    const log = path.join(tempDir(), 'requests.log');
+    supervisor = countedSupervisor(log, {
+      ...options,
+      restart: { maxRetries: 3, baseDelayMs: 10, maxDelayMs: 50 },
+    });
+    const events: AgentUsage[] = [];
+    supervisor.on('agent:usage', (event) => events.push(event));
+    const handleEvents: AgentUsage[] = [];
+    // As above: the thread dies with receipts journalled and never signalled.
+    const handle = supervisor.spawn('worker', { task: 'call exit_after_receipt' });
+    handle.on('usage', (event) => handleEvents.push(event));
+    const outcome = await handle.result;
+    expect(outcome).toMatchObject({ status: 'completed' });
+    const requests = served(log);
+    const perRequest = events.filter((event) => event.unreported === undefined);
+    expect(perRequest.length).toBeLessThan(requests);
+    const unreported = events.filter((event) => event.unreported === true);
+    expect(unreported).toHaveLength(1);
+    expect(unreported[0]).toMatchObject({
+      agentId: outcome.agentId,
+      step: undefined,
+      round: outcome.rounds,
+      latencyMs: 0,
+      inputTokens: (requests - perRequest.length) * SPEND.usage.inputTokens,
+      outputTokens: (requests - perRequest.length) * SPEND.usage.outputTokens,
+      usage: {
+        inputTokens: (requests - perRequest.length) * SPEND.usage.inputTokens,
+        outputTokens: (requests - perRequest.length) * SPEND.usage.outputTokens,
+      },
+    });
+    // The handle hears the same events, the top-up included.
+    expect(handleEvents).toEqual(events);
+    // The events add up to the outcome, whatever reached the Supervisor.
+    const sum = (value: (event: AgentUsage) => number): number =>
+      events.reduce((total, event) => total + value(event), 0);
+    expect(sum((event) => event.inputTokens)).toBe(outcome.usage.inputTokens);
+    expect(sum((event) => event.outputTokens)).toBe(outcome.usage.outputTokens);
+    expect(sum((event) => event.costUsd ?? 0)).toBeCloseTo(requests * REQUEST_COST, 12);
+  });
+
+  it('end with no `unreported` event when every receipt came', async () => {
+    const log = path.join(tempDir(), 'requests.log');
+    supervisor = countedSupervisor(log, options);
+    const events: AgentUsage[] = [];
+    supervisor.on('agent:usage', (event) => events.push(event));
+    const outcome = await supervisor.spawn('worker', { task: 'call nap' }).result;
+    expect(outcome.status).toBe('completed');
+    expect(events).toHaveLength(served(log));
+    expect(events.every((event) => event.unreported === undefined)).toBe(true);
   });
 });
 
