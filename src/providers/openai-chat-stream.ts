@@ -84,6 +84,10 @@ export class ChatStreamAccumulator {
   #callCount = 0;
   #finishReason: string | undefined;
   #usage: ReportedUsage | undefined;
+  /** The chunk being applied carries a readable output count (a running total that counts it). */
+  #chunkCounted = false;
+  /** No output arrived after the last readable output count: see {@link outputCounted}. */
+  #outputCounted = false;
   #sawChoices = false;
   /** A `refusal` delta came: the model declined, whatever finish reason follows (often `stop`). */
   #refused = false;
@@ -101,12 +105,26 @@ export class ChatStreamAccumulator {
     return this.#usage;
   }
 
+  /**
+   * The output count of {@link usage} counts every piece of output that arrived: no output came
+   * in a chunk after the last one with a readable `completion_tokens`, nor in a chunk without
+   * one since. A running total sent with every chunk counts that chunk's tokens, so a stream cut
+   * after it (the chunk that passed maxOutputChars included) was counted by the server up to
+   * where troupe stopped reading.
+   */
+  get outputCounted(): boolean {
+    return this.#outputCounted && this.#usage?.outputTokens !== undefined;
+  }
+
   /** Applies one parsed chunk, emitting text and reasoning deltas. Throws on an error chunk. */
   push(value: unknown, sink: StreamSink): void {
     const chunk = asRecord(value);
     if (chunk === undefined) throw this.#bad(`Expected a JSON object chunk, got ${JSON.stringify(value)}.`);
     if (chunk.error !== undefined && chunk.error !== null) throw errorFromStreamPayload(this.#origin, chunk);
-    this.#usage = mergeUsage(this.#usage, readChatUsage(chunk.usage));
+    const usage = readChatUsage(chunk.usage);
+    this.#usage = mergeUsage(this.#usage, usage);
+    this.#chunkCounted = usage?.outputTokens !== undefined;
+    if (this.#chunkCounted) this.#outputCounted = true;
     if (Array.isArray(chunk.choices)) this.#sawChoices ||= chunk.choices.length > 0;
     for (const item of asArray(chunk.choices)) {
       const choice = asRecord(item);
@@ -123,11 +141,15 @@ export class ChatStreamAccumulator {
     if (delta === undefined) return;
     // DeepSeek and vLLM send `reasoning_content`; Ollama and OpenRouter send `reasoning`.
     const reasoning = asString(delta.reasoning_content) ?? asString(delta.reasoning);
-    if (reasoning) sink.emit({ type: 'reasoning_delta', text: reasoning });
+    if (reasoning) {
+      this.#output();
+      sink.emit({ type: 'reasoning_delta', text: reasoning });
+    }
     const refusal = asString(delta.refusal);
     this.#refused ||= Boolean(refusal);
     for (const text of [asString(delta.content), refusal]) {
       if (!text) continue;
+      this.#output();
       sink.emit({ type: 'text_delta', text });
       this.#text += text;
     }
@@ -152,9 +174,15 @@ export class ChatStreamAccumulator {
       partial.id ||= id;
       partial.name ||= asString(fn?.name) ?? '';
       const fragment = asString(fn?.arguments) ?? '';
+      if (fragment !== '') this.#output();
       sink.countOutput(fragment.length);
       partial.args += fragment;
     });
+  }
+
+  /** Output is about to arrive (before it is counted: counting may throw at maxOutputChars). */
+  #output(): void {
+    if (!this.#chunkCounted) this.#outputCounted = false;
   }
 
   /**

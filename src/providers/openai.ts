@@ -241,9 +241,10 @@ export class OpenAIProvider implements Provider {
       finished = accumulator.finish(complete);
     } catch (error) {
       // Usage the server sent before the stream broke (its last chunk, then no `[DONE]`) is kept.
-      // A whole body cut at maxOutputChars is charged as reported; the receipt's errorCode says it
-      // was cut.
-      const partial = brokenResponseUsage(accumulator.usage, request, ctx.outputChars(), whole);
+      // A whole body cut at maxOutputChars, or a stream whose running total counts all that came,
+      // is charged as reported; the receipt's errorCode says it was cut.
+      const counted = whole || accumulator.outputCounted;
+      const partial = brokenResponseUsage(accumulator.usage, request, ctx.outputChars(), counted);
       if (partial !== undefined) ctx.reportFailedAttemptUsage(partial);
       throw error;
     }

@@ -178,18 +178,21 @@ export function responseUsage(
 }
 
 /**
- * The usage of a response that broke off. A `whole` body (read in full, then cut at
- * maxOutputChars) carries the server's final count: the server produced and bills all of it, so
- * it is charged as reported ({@link responseUsage}). A stream that broke is charged as
- * {@link failedAttemptUsage}: its count so far is not the final one.
+ * The usage of a response that broke off. When `counted` (what was reported counts all the output
+ * that arrived) it is charged as reported ({@link responseUsage}): a `whole` body (read in full,
+ * then cut at maxOutputChars) carries the server's final count, and a stream whose last output
+ * came with (or before) a running total (vLLM's `continuous_usage_stats`, OpenAI's usage chunk
+ * before a missing `[DONE]`) carries what the server counted of everything troupe got. Counting
+ * the output again from what streamed would swap the server's count for troupe's tokenizer's.
+ * Otherwise it is charged as {@link failedAttemptUsage}: output streamed that no count covers.
  */
 export function brokenResponseUsage(
   reported: ReportedUsage | undefined,
   request: UsageBounds,
   outputChars: number,
-  whole: boolean,
+  counted: boolean,
 ): Usage | undefined {
-  if (whole) return responseUsage(reported, request, outputChars);
+  if (counted) return responseUsage(reported, request, outputChars);
   return failedAttemptUsage(plausibleUsage(reported, request, outputChars), estimateTokens(outputChars));
 }
 

@@ -5,6 +5,7 @@
  * character that arrived, the chunk that passed the bound included. Before, the body's count was
  * marked estimated and counted again from the text the loop had seen (none: the one chunk was the
  * cut one), so the request was charged 0 output tokens, and a stream's last chunk was never counted.
+ * A stream whose chunks carry running totals (vLLM) is charged the last one: it counts all that came.
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -129,5 +130,81 @@ describe('a response cut at maxOutputChars', () => {
     const oneChunk = one[0]?.receipt.usage.outputTokens ?? 0;
     expect(oneChunk).toBeGreaterThan(0);
     expect(charged).toBeGreaterThanOrEqual(oneChunk + Math.ceil(chunk.length / 4));
+  });
+
+  it('a stream with a running total in every chunk is charged the last total, not counted again', async () => {
+    const chunk = WORDS.slice(0, 100);
+    // vLLM with `continuous_usage_stats`: every chunk carries the running total. The totals are far
+    // from what any tokenizer counts of the text, so a count taken again would show.
+    const { outcome, events } = await cutAgent((res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (let index = 1; index <= 10; index += 1)
+        res.write(
+          `data: ${JSON.stringify({
+            choices: [{ index: 0, delta: { content: chunk } }],
+            usage: { prompt_tokens: 40, completion_tokens: 300 * index },
+          })}\n\n`,
+        );
+      res.end('data: [DONE]\n\n');
+    }, true);
+    expect(outcome).toMatchObject({ status: 'failed', error: { code: 'response_too_large' } });
+    expect(events[0]).toMatchObject({ errorCode: 'response_too_large' });
+    // Cut at the second chunk, whose total counts it.
+    expect(events[0]?.receipt.usage).toEqual({
+      inputTokens: 40,
+      outputTokens: 600,
+      cachedInputTokens: 0,
+      reasoningTokens: 0,
+    });
+    expect(outcome.usage).toMatchObject({ inputTokens: 40, outputTokens: 600 });
+  });
+});
+
+describe('a stream that breaks after a running total', () => {
+  const chunk = WORDS.slice(0, 60);
+  async function broken(usageOnLast: boolean) {
+    const baseURL = await listen((res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(
+        `data: ${JSON.stringify({
+          choices: [{ index: 0, delta: { content: chunk } }],
+          usage: { prompt_tokens: 40, completion_tokens: 250 },
+        })}\n\n`,
+      );
+      const last = usageOnLast ? { usage: { prompt_tokens: 40, completion_tokens: 500 } } : {};
+      res.write(
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: chunk } }], ...last })}\n\n`,
+      );
+      // Cut: no finish_reason, no [DONE].
+      res.end();
+    });
+    const journal = new MemoryJournal();
+    const outcome = await runAgent({
+      agentId: 'a',
+      definition: makeDefinition(),
+      task: 'hello',
+      provider: new OpenAIProvider({ apiKey: 'k', maxRetries: 0, baseURL }),
+      model: 'gpt-4.1-mini',
+      cwd: tempDir(),
+      journal,
+      systemPrompt: 'S',
+    });
+    expect(outcome).toMatchObject({ status: 'failed', error: { code: 'bad_response' } });
+    return eventsOf(journal.events, 'ProviderReceipt')[0]?.receipt.usage;
+  }
+
+  it('is charged the last running total when it counts all that came', async () => {
+    expect(await broken(true)).toEqual({
+      inputTokens: 40,
+      outputTokens: 500,
+      cachedInputTokens: 0,
+      reasoningTokens: 0,
+    });
+  });
+
+  it('is estimated when output came after the last total', async () => {
+    const usage = await broken(false);
+    expect(usage).toMatchObject({ inputTokens: 40, estimated: true, estimatedSide: 'output' });
+    expect(usage?.outputTokens).not.toBe(250);
   });
 });

@@ -110,7 +110,7 @@ describe('usage reported before a stream fails', () => {
     });
   });
 
-  it('openai: usage sent before the stream ends early is kept', async () => {
+  it('openai: usage sent after the output, before the stream ends early, is kept as reported', async () => {
     server = await startServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'hi' } }] })}\n\n`);
@@ -124,12 +124,33 @@ describe('usage reported before a stream fails', () => {
     const end = terminal(events);
     expect(end.type).toBe('error');
     if (end.type !== 'error') return;
-    expect(end.request?.usage).toMatchObject({
+    // The usage chunk came after all the output: its count is the server's of all of it.
+    expect(end.request?.usage).toEqual({
       inputTokens: 321,
       outputTokens: 2,
+      cachedInputTokens: 0,
+      reasoningTokens: 0,
+    });
+    expect(end.request?.requestsWithoutUsage).toBe(0);
+  });
+
+  it('openai: usage sent before more output, then the stream ends early, has its output estimated', async () => {
+    server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'hi' } }], usage: { prompt_tokens: 321, completion_tokens: 2 } })}\n\n`,
+      );
+      res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: ' there' } }] })}\n\n`);
+      res.end('data: {not json\n\n');
+    });
+    const provider = new OpenAIProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+    const end = terminal(await collect(provider.turn(turnRequest())));
+    expect(end.type).toBe('error');
+    if (end.type !== 'error') return;
+    expect(end.request?.usage).toMatchObject({
+      inputTokens: 321,
       estimated: true,
       estimatedSide: 'output',
     });
-    expect(end.request?.requestsWithoutUsage).toBe(0);
   });
 });
