@@ -60,6 +60,13 @@ export class MessagesStreamAccumulator {
     this.#origin = origin;
   }
 
+  /** Tool calls (`tool_use` blocks) started so far. */
+  get toolCalls(): number {
+    let calls = 0;
+    for (const block of this.#blocks.values()) if (block.kind === 'tool_use') calls += 1;
+    return calls;
+  }
+
   /** True once `message_stop` arrived: nothing after it belongs to this message. */
   get stopped(): boolean {
     return this.#stopped;
@@ -146,7 +153,7 @@ export class MessagesStreamAccumulator {
       }
       case 'input_json_delta': {
         const fragment = asString(delta.partial_json) ?? '';
-        sink.countOutput(fragment.length);
+        sink.countOutput(fragment.length, Buffer.byteLength(fragment, 'utf8'));
         if (block.kind === 'tool_use') block.json += fragment;
         return;
       }
@@ -159,7 +166,7 @@ export class MessagesStreamAccumulator {
       }
       case 'signature_delta': {
         const fragment = asString(delta.signature) ?? '';
-        sink.countOutput(fragment.length);
+        sink.countOutput(fragment.length, Buffer.byteLength(fragment, 'utf8'));
         if (block.kind === 'thinking') block.signature += fragment;
         return;
       }

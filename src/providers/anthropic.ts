@@ -31,7 +31,7 @@ import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import { checkHttpOptions, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
-import { brokenResponseUsage, responseUsage } from './receipt.ts';
+import { brokenResponseUsage, responseUsage, streamedOutput } from './receipt.ts';
 import { reasoningEffortIssue, settingsPreflightError } from './settings-support.ts';
 import { parseEventData, readServerSentEvents } from './sse.ts';
 import { createTurn, type ExchangeContext, type ModelResponse } from './turn-runner.ts';
@@ -278,11 +278,16 @@ export class AnthropicProvider implements Provider {
       // `message_start` reported the input before the stream broke: that count is kept. A whole
       // body cut at maxOutputChars carries its final usage (in its replayed message_start): the
       // server produced and bills all of it, so it is charged as reported.
-      const partial = brokenResponseUsage(accumulator.usage, request, ctx.outputChars(), whole);
+      const partial = brokenResponseUsage(
+        accumulator.usage,
+        request,
+        streamedOutput(ctx, accumulator),
+        whole,
+      );
       if (partial !== undefined) ctx.reportFailedAttemptUsage(partial);
       throw error;
     }
-    const usage = responseUsage(accumulator.usage, request, ctx.outputChars());
+    const usage = responseUsage(accumulator.usage, request, streamedOutput(ctx, accumulator));
     if (usage !== undefined) ctx.reportUsage(usage);
     // Continuing a paused turn would mean sending it back unchanged; troupe sends no server tools,
     // so a pause is not an answer it asked for, and its text is not a finished one.

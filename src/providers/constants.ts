@@ -33,11 +33,19 @@ export const INPUT_TOKEN_OVERHEAD = 4096;
  */
 export const OUTPUT_TOKEN_SLACK = 1024;
 /**
- * Tokens one streamed output character (a UTF-16 code unit) may hold: its UTF-8 bytes, at most 3,
- * since every token of a byte-level tokenizer covers at least one byte. A request without an output
- * cap bounds its output count by what streamed at this rate (see `uncappedOutputBound`).
+ * UTF-8 bytes one UTF-16 code unit may take: output a driver counts without saying its bytes
+ * (`ExchangeContext.countOutput`) is bounded at this many bytes a character.
  */
-export const MAX_TOKENS_PER_OUTPUT_CHAR = 3;
+export const MAX_UTF8_BYTES_PER_CHAR = 3;
+/**
+ * Output tokens a request without an output cap may count for each tool call beyond the bytes of
+ * its streamed arguments: the function's name (OpenAI caps names at 64 characters) and the wrapper
+ * an open-weights server parses out of the model's text and never streams (Hermes/Qwen
+ * `<tool_call>{"name": ..., "arguments": ...}</tool_call>`, Llama's `<|python_tag|>`, Harmony's
+ * `to=functions.x<|channel|>commentary json<|message|>`: 10 to 25 tokens), with whitespace a
+ * parser drops when it writes the arguments again.
+ */
+export const TOOL_CALL_TOKEN_ALLOWANCE = 128;
 /**
  * Output tokens a request without an output cap may count beyond what it streamed, for reasoning
  * its server reports (`completion_tokens_details.reasoning_tokens`) but never streams: OpenAI's

@@ -105,6 +105,11 @@ export class ChatStreamAccumulator {
     return this.#usage;
   }
 
+  /** Tool calls of the followed choice so far. */
+  get toolCalls(): number {
+    return this.#callCount;
+  }
+
   /**
    * The output count of {@link usage} counts every piece of output that arrived: no output came
    * in a chunk after the last one with a readable `completion_tokens`, nor in a chunk without
@@ -175,7 +180,7 @@ export class ChatStreamAccumulator {
       partial.name ||= asString(fn?.name) ?? '';
       const fragment = asString(fn?.arguments) ?? '';
       if (fragment !== '') this.#output();
-      sink.countOutput(fragment.length);
+      sink.countOutput(fragment.length, Buffer.byteLength(fragment, 'utf8'));
       partial.args += fragment;
     });
   }

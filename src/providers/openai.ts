@@ -24,7 +24,7 @@ import { type ChatAssistantMessage, ChatStreamAccumulator, completionAsChunk } f
 import { checkHttpOptions, checkOneOf, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
-import { brokenResponseUsage, responseUsage } from './receipt.ts';
+import { brokenResponseUsage, responseUsage, streamedOutput } from './receipt.ts';
 import { reasoningEffortIssue, settingsPreflightError } from './settings-support.ts';
 import { parseEventData, readServerSentEvents } from './sse.ts';
 import { createTurn, type ExchangeContext, type ModelResponse } from './turn-runner.ts';
@@ -244,11 +244,16 @@ export class OpenAIProvider implements Provider {
       // A whole body cut at maxOutputChars, or a stream whose running total counts all that came,
       // is charged as reported; the receipt's errorCode says it was cut.
       const counted = whole || accumulator.outputCounted;
-      const partial = brokenResponseUsage(accumulator.usage, request, ctx.outputChars(), counted);
+      const partial = brokenResponseUsage(
+        accumulator.usage,
+        request,
+        streamedOutput(ctx, accumulator),
+        counted,
+      );
       if (partial !== undefined) ctx.reportFailedAttemptUsage(partial);
       throw error;
     }
-    const usage = responseUsage(accumulator.usage, request, ctx.outputChars());
+    const usage = responseUsage(accumulator.usage, request, streamedOutput(ctx, accumulator));
     if (usage !== undefined) ctx.reportUsage(usage);
     return extend(finished, { usage });
   }

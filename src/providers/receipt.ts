@@ -1,9 +1,9 @@
 /** Accumulates a turn's receipt over its model requests. */
 import {
   HIDDEN_REASONING_TOKEN_ALLOWANCE,
-  MAX_TOKENS_PER_OUTPUT_CHAR,
   OUTPUT_TOKEN_SLACK,
   RETRY_LOG_MAX,
+  TOOL_CALL_TOKEN_ALLOWANCE,
 } from './constants.ts';
 import { estimateTokens } from './estimate.ts';
 import { costOf, type ModelPrice } from './pricing.ts';
@@ -62,15 +62,44 @@ export function mergeUsage(
   };
 }
 
+/** What one request streamed: text, reasoning and tool-call arguments. */
+export interface StreamedOutput {
+  /** UTF-16 characters (what `maxOutputChars` bounds and the rough estimate counts). */
+  readonly chars: number;
+  /** Their UTF-8 bytes (at most 3 a character when a driver did not say: `countOutput`). */
+  readonly bytes: number;
+  /** Tool calls the response made. */
+  readonly toolCalls: number;
+}
+
+/** What `ctx`'s request streamed, with the tool calls its response's `accumulator` holds. */
+export function streamedOutput(
+  ctx: { outputChars(): number; outputBytes(): number },
+  accumulator: { readonly toolCalls: number },
+): StreamedOutput {
+  return { chars: ctx.outputChars(), bytes: ctx.outputBytes(), toolCalls: accumulator.toolCalls };
+}
+
 /**
  * The most output tokens a request without an output cap can truly have counted, having streamed
- * `outputChars` characters (text, reasoning, tool arguments): {@link MAX_TOKENS_PER_OUTPUT_CHAR}
- * per character plus {@link OUTPUT_TOKEN_SLACK}, plus the hidden reasoning its server reports, up
- * to {@link HIDDEN_REASONING_TOKEN_ALLOWANCE}.
+ * `output`: one token per UTF-8 byte of it, plus {@link TOOL_CALL_TOKEN_ALLOWANCE} per tool call,
+ * plus {@link OUTPUT_TOKEN_SLACK}, plus the hidden reasoning its server reports, up to
+ * {@link HIDDEN_REASONING_TOKEN_ALLOWANCE}.
+ *
+ * One token per byte is a real bound, not a rate: every token of a byte-level BPE vocabulary
+ * (OpenAI's o200k and cl100k, Llama 3, Qwen, DeepSeek, Mistral's Tekken) decodes to at least one
+ * byte, and so does every piece of a SentencePiece vocabulary with byte fallback (Llama 2,
+ * Mistral, Gemma), whose unknown characters are one token per byte. What a model generates and
+ * the server does not stream is counted apart: special tokens (end of turn, a reasoning
+ * model's `<think>` tags, a stop sequence) in the slack, a tool call's name and wrapper in its
+ * allowance, hidden reasoning in its own. Ordinary text takes 3 to 4 bytes a token, so honest
+ * counts sit far below; the bound only catches counts no tokenizer could produce. The old bound,
+ * 3 tokens a UTF-16 character, was 3 times this one for ASCII.
  */
-export function uncappedOutputBound(outputChars: number, reportedReasoningTokens: number): number {
+export function uncappedOutputBound(output: StreamedOutput, reportedReasoningTokens: number): number {
   return (
-    outputChars * MAX_TOKENS_PER_OUTPUT_CHAR +
+    output.bytes +
+    output.toolCalls * TOOL_CALL_TOKEN_ALLOWANCE +
     OUTPUT_TOKEN_SLACK +
     Math.min(reportedReasoningTokens, HIDDEN_REASONING_TOKEN_ALLOWANCE)
   );
@@ -79,21 +108,21 @@ export function uncappedOutputBound(outputChars: number, reportedReasoningTokens
 /**
  * `reported` with a count the request could not have had (an input above `maxInputTokens`, an
  * output above `maxOutputTokens` or, for a request without an output cap, above
- * {@link uncappedOutputBound} of the `outputChars` it streamed: see `HttpRequest`) left unreadable,
+ * {@link uncappedOutputBound} of the `output` it streamed: see `HttpRequest`) left unreadable,
  * so it is estimated like a missing one instead of spending budgets on a lie. Its cached or
  * reasoning share goes with it.
  */
 export function plausibleUsage(
   reported: ReportedUsage | undefined,
   bounds: { readonly maxInputTokens: number; readonly maxOutputTokens: number | undefined },
-  outputChars: number,
+  output: StreamedOutput,
 ): ReportedUsage | undefined {
   if (reported === undefined) return undefined;
   const { inputTokens, outputTokens } = reported;
   const badInput = inputTokens !== undefined && inputTokens > bounds.maxInputTokens;
   const badOutput =
     outputTokens !== undefined &&
-    outputTokens > (bounds.maxOutputTokens ?? uncappedOutputBound(outputChars, reported.reasoningTokens));
+    outputTokens > (bounds.maxOutputTokens ?? uncappedOutputBound(output, reported.reasoningTokens));
   if (!badInput && !badOutput) return reported;
   return {
     inputTokens: badInput ? undefined : inputTokens,
@@ -163,17 +192,17 @@ interface UsageBounds {
 
 /**
  * A response's usage, read whole: what its server reported, each implausible or missing side
- * estimated (input from the request, output from the `outputChars` it streamed); undefined when
- * it reported neither side readably.
+ * estimated (input from the request, output from the `output` it streamed); undefined when it
+ * reported neither side readably.
  */
 export function responseUsage(
   reported: ReportedUsage | undefined,
   request: UsageBounds,
-  outputChars: number,
+  output: StreamedOutput,
 ): Usage | undefined {
-  return completeUsage(plausibleUsage(reported, request, outputChars), {
+  return completeUsage(plausibleUsage(reported, request, output), {
     inputTokens: request.estimatedInputTokens,
-    outputTokens: estimateTokens(outputChars),
+    outputTokens: estimateTokens(output.chars),
   });
 }
 
@@ -189,11 +218,11 @@ export function responseUsage(
 export function brokenResponseUsage(
   reported: ReportedUsage | undefined,
   request: UsageBounds,
-  outputChars: number,
+  output: StreamedOutput,
   counted: boolean,
 ): Usage | undefined {
-  if (counted) return responseUsage(reported, request, outputChars);
-  return failedAttemptUsage(plausibleUsage(reported, request, outputChars), estimateTokens(outputChars));
+  if (counted) return responseUsage(reported, request, output);
+  return failedAttemptUsage(plausibleUsage(reported, request, output), estimateTokens(output.chars));
 }
 
 /** Mutable receipt under construction; {@link ReceiptBuilder.build} freezes a snapshot. */

@@ -15,7 +15,11 @@ import {
   serializeError,
   UserError,
 } from '../errors.ts';
-import { DEFAULT_MAX_OUTPUT_CHARS, MAX_TOOL_CALLS_PER_RESPONSE } from './constants.ts';
+import {
+  DEFAULT_MAX_OUTPUT_CHARS,
+  MAX_TOOL_CALLS_PER_RESPONSE,
+  MAX_UTF8_BYTES_PER_CHAR,
+} from './constants.ts';
 import { EventQueue } from './event-queue.ts';
 import type { ModelPrice } from './pricing.ts';
 import { providerError } from './provider-error.ts';
@@ -54,12 +58,19 @@ export interface ExchangeContext {
   /** Emits a text or reasoning delta; its characters count toward the request's output bound. */
   emit(event: StreamEvent): void;
   /**
-   * Counts output the driver keeps without emitting it (tool-call argument fragments). Throws
-   * `response_too_large` once the request's text, reasoning and arguments pass `maxOutputChars`.
+   * Counts output the driver keeps without emitting it (tool-call argument fragments): `chars`
+   * UTF-16 characters of `bytes` UTF-8 bytes (without `bytes`, 3 a character: the most one takes).
+   * Throws `response_too_large` once the request's text, reasoning and arguments pass
+   * `maxOutputChars`.
    */
-  countOutput(chars: number): void;
+  countOutput(chars: number, bytes?: number): void;
   /** Characters of output this request has streamed so far: emitted and kept (see countOutput). */
   outputChars(): number;
+  /**
+   * UTF-8 bytes of the output this request has streamed so far: what bounds an output count the
+   * server reports when the request has no output cap (`uncappedOutputBound`).
+   */
+  outputBytes(): number;
   /** Emits a `usage` event and adds it to the receipt. */
   reportUsage(usage: Usage): void;
   /**
@@ -126,6 +137,8 @@ class TurnExchange implements ExchangeContext {
   /** The receipt of the request in flight. */
   request: ReceiptBuilder | undefined;
   streamedChars = 0;
+  /** UTF-8 bytes of `streamedChars`. */
+  streamedBytes = 0;
   /** Retried attempts of the request in flight: each one before the last was sent. */
   requestRetries = 0;
   /** The request in flight never left: its first attempt's admission was refused. */
@@ -148,19 +161,24 @@ class TurnExchange implements ExchangeContext {
   emit(event: StreamEvent): void {
     // Counted as emitted only once it passed the output bound: the delta that overflows it never
     // reaches the consumer, so its characters are output the loop did not see (keptOutputChars).
-    this.countOutput(event.text.length);
+    this.countOutput(event.text.length, Buffer.byteLength(event.text, 'utf8'));
     this.emittedChars += event.text.length;
     this.emitted += 1;
     this.#queue.push(event);
   }
 
-  countOutput(chars: number): void {
+  countOutput(chars: number, bytes = chars * MAX_UTF8_BYTES_PER_CHAR): void {
     this.streamedChars += chars;
+    this.streamedBytes += bytes;
     this.#turn.checkOutput(this.streamedChars);
   }
 
   outputChars(): number {
     return this.streamedChars;
+  }
+
+  outputBytes(): number {
+    return this.streamedBytes;
   }
 
   reportUsage(usage: Usage): void {
@@ -371,6 +389,7 @@ class RunningTurn implements Turn {
     const request = new ReceiptBuilder(this.#driver.provider, this.#driver.model, this.#driver.price);
     this.#context.request = request;
     this.#context.streamedChars = 0;
+    this.#context.streamedBytes = 0;
     this.#context.emittedChars = 0;
     this.#context.requestRetries = 0;
     this.#context.requestUnsent = false;

@@ -13,8 +13,8 @@ import {
   DEFAULT_ANTHROPIC_MAX_TOKENS,
   HIDDEN_REASONING_TOKEN_ALLOWANCE,
   INPUT_TOKEN_OVERHEAD,
-  MAX_TOKENS_PER_OUTPUT_CHAR,
   OUTPUT_TOKEN_SLACK,
+  TOOL_CALL_TOKEN_ALLOWANCE,
 } from '../../src/providers/constants.ts';
 import { OpenAIProvider } from '../../src/providers/openai.ts';
 import type { TurnEvent } from '../../src/providers/types.ts';
@@ -227,10 +227,10 @@ describe('usage a server lies about', () => {
   });
 
   // Without a cap, 1e15 output tokens for 'hi' were taken and spent any budget in one step. What
-  // streamed bounds the count: 3 tokens a character (2 here) plus OUTPUT_TOKEN_SLACK, plus the
+  // streamed bounds the count: a token a UTF-8 byte (2 here) plus OUTPUT_TOKEN_SLACK, plus the
   // hidden reasoning the server reports, up to HIDDEN_REASONING_TOKEN_ALLOWANCE.
   it('openai: without an output cap an output count above what streamed (and its reported hidden reasoning) is estimated', async () => {
-    const streamed = 2 * MAX_TOKENS_PER_OUTPUT_CHAR + OUTPUT_TOKEN_SLACK;
+    const streamed = 2 + OUTPUT_TOKEN_SLACK;
     const cases: readonly [output: number, reasoning: number, kept: boolean][] = [
       [streamed, 0, true],
       [streamed + 1, 0, false],
@@ -265,6 +265,50 @@ describe('usage a server lies about', () => {
       }
       await server.close();
       server = undefined;
+    }
+  });
+
+  // The bound was 3 tokens a UTF-16 character, 3 times too loose for ASCII: no tokenizer makes
+  // more than one token of a byte. Non-ASCII text streams more bytes a character, and a tool
+  // call's name and wrapper are generated but not streamed as output.
+  it('openai: without an output cap the output bound is the UTF-8 bytes that streamed, plus an allowance a tool call', async () => {
+    const cases: readonly [delta: Record<string, unknown>, bytes: number, calls: number][] = [
+      [{ content: 'hello world' }, 11, 0],
+      // 2 UTF-16 characters of 3 bytes each.
+      [{ content: '日本' }, 6, 0],
+      // One character outside the BMP: 2 UTF-16 code units, 4 bytes.
+      [{ content: '😀' }, 4, 0],
+      [{ tool_calls: [{ index: 0, id: 'c', function: { name: 'nap', arguments: '{}' } }] }, 2, 1],
+    ];
+    for (const [delta, bytes, calls] of cases) {
+      const bound = bytes + calls * TOOL_CALL_TOKEN_ALLOWANCE + OUTPUT_TOKEN_SLACK;
+      for (const output of [bound, bound + 1]) {
+        server = await startServer((_req, res, index) => {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          // The tool call's answer is sent back in a second request, answered without usage.
+          const answer = index === 0 ? delta : { content: 'done' };
+          res.write(
+            `data: ${JSON.stringify({ choices: [{ index: 0, delta: answer, finish_reason: 'stop' }] })}\n\n`,
+          );
+          if (index === 0)
+            res.write(
+              `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 12, completion_tokens: output } })}\n\n`,
+            );
+          res.end('data: [DONE]\n\n');
+        });
+        const provider = new OpenAIProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+        const [usage] = usagesOf(await collect(provider.turn(turnRequest()), () => 'ok'));
+        const label = `${JSON.stringify(delta)} ${output}`;
+        if (output === bound) {
+          expect(usage, label).toMatchObject({ inputTokens: 12, outputTokens: output });
+          expect(usage?.estimated, label).toBeUndefined();
+        } else {
+          expect(usage, label).toMatchObject({ inputTokens: 12, estimated: true, estimatedSide: 'output' });
+          expect(usage?.outputTokens, label).toBeLessThan(bound);
+        }
+        await server.close();
+        server = undefined;
+      }
     }
   });
 
