@@ -59,16 +59,13 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
       // The report is still produced (and the exit code unchanged): it shows what could be read.
       io.stderr(damageWarnings(damaged));
       if (html !== undefined) {
-        writeFileSync(html, renderHtmlReport({ ...runPage(contents), damaged }, timeline));
+        writeFileSync(html, renderHtmlReport({ ...runPage(contents, timeline), damaged }, timeline));
         if (!flags.json) io.stdout(`troupe: wrote ${html}\n`);
       }
       if (flags.json) {
-        const summary = runSummaryOf(contents);
-        // Plan entries that started and have not ended (still running, or cut off by a kill): the
-        // summary counts them as not run, since they have no result yet.
-        const unended = timeline.agents.filter(
-          (agent) => agent.index !== null && agent.result === undefined && agent.status === 'interrupted',
-        ).length;
+        const summary = runSummaryOf(contents, timeline);
+        // Plan entries that started and have not ended (still running, or cut off by a kill).
+        const unended = summary.counts.interrupted;
         io.stdout(
           `${terminalJson(
             {

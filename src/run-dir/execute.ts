@@ -117,7 +117,11 @@ export async function executeSession(options: ExecuteOptions): Promise<ExecuteRe
   const { counts } = result.summary;
   return {
     ...result,
-    exitCode: result.interrupted ? exitCode : counts.failed > 0 || counts.notRun > 0 ? 1 : 0,
+    exitCode: result.interrupted
+      ? exitCode
+      : counts.failed > 0 || counts.notRun > 0 || counts.interrupted > 0
+        ? 1
+        : 0,
   };
 }
 
@@ -146,7 +150,7 @@ export function closingText(
       : '';
   const lines = [
     `${summary.interrupted ? 'interrupted' : 'finished'}: ${counts.completed} of ${counts.planned} completed, ` +
-      `${counts.failed} failed${failures && spawned === 0 ? ` (${failures})` : ''}${counts.notRun > 0 ? `, ${counts.notRun} not run` : ''}${nested}`,
+      `${counts.failed} failed${failures && spawned === 0 ? ` (${failures})` : ''}${counts.interrupted > 0 ? `, ${counts.interrupted} interrupted` : ''}${counts.notRun > 0 ? `, ${counts.notRun} not run` : ''}${nested}`,
     `tokens ${formatTokenCount(summary.usage.inputTokens, sideEstimated(summary.usage, 'input'))} in / ${formatTokenCount(summary.usage.outputTokens, sideEstimated(summary.usage, 'output'))} out` +
       `${estimateSuffix(summary.usage)}, ` +
       `cost ${formatCost(summary.costUsd)}${summary.unpricedAgents > 0 ? ` (no price for the model of ${summary.unpricedAgents} agent(s))` : ''}, wall time ${formatDuration(summary.wallTimeMs)}`,
@@ -178,7 +182,10 @@ export function closingText(
     shown.push(
       `  finish: troupe resume ${runDir} --max-run-tokens N (more than ${summary.runLimits.maxTotalTokens}; 0 = unlimited)`,
     );
-  } else if (!summary.complete) shown.push(`  finish: troupe resume ${runDir}`);
+  } else if (!summary.complete) {
+    // Also after a killed `--retry-failed`: a plain resume finishes the retry it left (interrupted).
+    shown.push(`  finish: troupe resume ${runDir}`);
+  }
   // Only when --retry-failed would run one of them: a tool module that does not load, say, fails
   // its entries with invalid_request, which it leaves alone.
   else if (counts.failed > 0 && Object.keys(summary.failures).some((reason) => !isNotRetried(reason)))

@@ -30,6 +30,7 @@ import { type ProviderChoice, simulatedReason } from './provider-choice.ts';
 import { runSummaryOf } from './report-text.ts';
 import { outcomeText } from './results.ts';
 import type { RunDirContents } from './run-dir.ts';
+import type { RunSummary } from './summary.ts';
 import {
   countedAgents,
   type DamagedJournal,
@@ -61,14 +62,18 @@ export interface ReportPage {
   readonly scoring?: ScoringSummary;
   /** Journals that are damaged (`damagedJournals`): a banner lists them. */
   readonly damaged?: readonly DamagedJournal[];
+  /** A run's counts, as its summary has them (`runSummaryOf`): the cards show them. */
+  readonly counts?: RunSummary['counts'];
 }
 
-/** The page facts of a run directory. */
-export function runPage(contents: RunDirContents): ReportPage {
-  const { plan, summary } = contents;
-  const model = summary?.model ?? plan.model ?? plan.defaultModel;
-  const scoring = runSummaryOf(contents).scoring;
+/** The page facts of a run directory, from its summary computed afresh with its `timeline` (`runSummaryOf`). */
+export function runPage(contents: RunDirContents, timeline: Timeline): ReportPage {
+  const { plan } = contents;
+  const summary = runSummaryOf(contents, timeline);
+  const model = summary.model ?? plan.model ?? plan.defaultModel;
+  const scoring = summary.scoring;
   return {
+    counts: summary.counts,
     approvals: readApprovals(contents.paths.root),
     ...(scoring === undefined ? {} : { scoring }),
     heading: plan.name ?? `troupe run ${plan.runId}`,
@@ -83,8 +88,8 @@ export function runPage(contents: RunDirContents): ReportPage {
     ],
     simulated: plan.provider.simulated,
     providerSource: plan.provider.source,
-    interrupted: summary?.interrupted ?? false,
-    wallTimeMs: summary?.wallTimeMs || undefined,
+    interrupted: summary.interrupted,
+    wallTimeMs: summary.wallTimeMs || undefined,
   };
 }
 
@@ -253,7 +258,19 @@ function finalAgents(agents: readonly ReportAgent[]): ReportAgent[] {
 
 function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportPage): string {
   const finals = finalAgents(agents);
-  const count = (status: ReportAgent['status']): number => finals.filter((a) => a.status === status).length;
+  // A run's are its summary's counts (one rule for summary.json, `troupe report` and this page:
+  // an entry counts by its current attempt, one with no result line yet as interrupted).
+  const { counts } = page;
+  const count = (status: ReportAgent['status']): number =>
+    counts === undefined
+      ? finals.filter((a) => a.status === status).length
+      : status === 'completed'
+        ? counts.completed + counts.nested.completed
+        : status === 'failed'
+          ? counts.failed + counts.nested.failed
+          : status === 'interrupted'
+            ? counts.interrupted + counts.nested.interrupted
+            : counts.notRun;
   const entries = finals.filter((agent) => agent.index !== null).length;
   const reruns = agents.length - finals.length;
   const spawned = agents.filter((agent) => agent.index === null).length;

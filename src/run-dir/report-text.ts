@@ -7,22 +7,39 @@ import { outcomeText } from './results.ts';
 import type { RunDirContents } from './run-dir.ts';
 import { type RunSummary, recordedSessions, summarize } from './summary.ts';
 import { fitWidth, tableWidth, wrapWidth } from './text-width.ts';
-import { countedAgents, ownFigures, type ReportAgent, type Timeline, unfinishedText } from './timeline.ts';
+import {
+  countedAgents,
+  ownFigures,
+  type ReportAgent,
+  type Timeline,
+  unendedOf,
+  unfinishedText,
+} from './timeline.ts';
 
 /**
- * The summary of a run directory: the saved one, or one computed from its results when there is
- * none yet or it counts other lines than `results.jsonl` holds (a session killed outright wrote
- * lines and no summary), with the sessions `events.jsonl` shows.
+ * The summary of a run directory, as the reports show it. Given the run's `timeline`, computed
+ * afresh from its results, the attempts the timeline shows started without a line (interrupted)
+ * and the sessions `events.jsonl` shows, so a summary.json a kill left behind is never shown.
+ * Without it (no journals read): the saved one, unless there is none yet, it counts other lines
+ * than `results.jsonl` holds (a session killed outright wrote lines and no summary), or its last
+ * session is still `open` (running, or killed outright).
  */
-export function runSummaryOf(contents: RunDirContents): RunSummary {
+export function runSummaryOf(contents: RunDirContents, timeline?: Timeline): RunSummary {
   const { summary } = contents;
-  if (summary !== undefined && summary.agents.length === contents.results.length) return summary;
+  if (
+    timeline === undefined &&
+    summary !== undefined &&
+    summary.agents.length === contents.results.length &&
+    summary.sessions.at(-1)?.open !== true
+  )
+    return summary;
   return summarize(
     contents.plan,
     contents.results,
     summary === undefined ? [] : recordedSessions(summary, contents.events),
     new Date(),
     summary?.budgetSpent,
+    timeline === undefined ? undefined : unendedOf(timeline),
   );
 }
 
@@ -34,7 +51,7 @@ export function reportText(
   closing = true,
 ): string {
   const { plan } = contents;
-  const summary = runSummaryOf(contents);
+  const summary = runSummaryOf(contents, timeline);
   const width = tableWidth(columns);
   const header = [
     `run ${plan.runId}${plan.name ? ` (${plan.name})` : ''}: provider ${plan.provider.name}${summary.model ? `, model ${summary.model}` : ''}${plan.provider.simulated ? ' [simulated model]' : ''}`,

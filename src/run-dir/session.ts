@@ -35,7 +35,7 @@ import type { LoggedCause, RunLogEvent } from './run-log.ts';
 import { budgetNotices, type PlannedRun, type RunPlan, repeatedIdNotices, runLimitsOf } from './run-plan.ts';
 import { createRunScoring, judgeSessionNumber, scoreInputOf } from './run-scoring.ts';
 import { DENY_UNATTENDED, listenForApprovals, type SessionApprover } from './session-approvals.ts';
-import { type RunSession, type RunSummary, type SummaryLine, summarize } from './summary.ts';
+import { type RunSession, type RunSummary, type SummaryLine, summarize, type Unended } from './summary.ts';
 import { inputsOf } from './task-rows.ts';
 
 /** A run log event before its time is set. */
@@ -178,6 +178,8 @@ export class FanoutSession {
     const log = (event: RunLogEventBody): void =>
       this.#options.writer.log({ ts: new Date().toISOString(), ...event } as RunLogEvent);
     log({ type: 'session', event: 'started', kind: this.#options.kind });
+    // Until this session ends, summary.json says it has not: a kill leaves no stale "complete".
+    this.writeSummary(true, true);
     const recovered = this.#options.recovered ?? [];
     const needsSupervisor = work.length > 0 && !signal.aborted;
     let supervisor: Supervisor | undefined;
@@ -298,14 +300,17 @@ export class FanoutSession {
 
   /**
    * Writes `summary.json` from the results so far (synchronously: the second Ctrl-C calls it just
-   * before the process exits).
+   * before the process exits), with the agents started and not ended as interrupted. `open`: as
+   * the session starts, saying it has not ended (`RunSession.open`).
    */
-  writeSummary(interrupted: boolean): RunSummary {
+  writeSummary(interrupted: boolean, open = false): RunSummary {
+    const startedAt = this.#startedAt.toISOString();
     const session: RunSession = {
       kind: this.#options.kind,
-      startedAt: this.#startedAt.toISOString(),
-      endedAt: new Date().toISOString(),
-      interrupted,
+      startedAt,
+      endedAt: open ? startedAt : new Date().toISOString(),
+      interrupted: interrupted || open,
+      ...(open ? { open: true } : {}),
     };
     const summary = summarize(
       this.#options.plan,
@@ -313,9 +318,22 @@ export class FanoutSession {
       [...(this.#options.previousSessions ?? []), session],
       new Date(),
       this.#budgetSpent,
+      this.#unended(),
     );
     if (!this.#finished) this.#options.writer.writeSummary(summary);
     return summary;
+  }
+
+  /** The agents of this session that started and have no line yet. */
+  #unended(): Unended {
+    const entries = new Set<number>();
+    let nested = 0;
+    for (const [agentId, tracked] of this.#tracked) {
+      if (tracked.startedAt === undefined || this.#judges.has(agentId)) continue;
+      if (tracked.index === null) nested += 1;
+      else entries.add(tracked.index);
+    }
+    return { entries, nested };
   }
 
   /**

@@ -17,6 +17,12 @@ export interface RunSession {
   readonly startedAt: string;
   readonly endedAt: string;
   readonly interrupted: boolean;
+  /**
+   * Written when the session started, and not since: it is running, or was killed outright
+   * (SIGKILL, a power cut) before it could write its end. `interrupted` is true and `endedAt` its
+   * start; readers take its end from its last event in `events.jsonl` ({@link recordedSessions}).
+   */
+  readonly open?: true;
 }
 
 /**
@@ -30,6 +36,10 @@ export function recordedSessions(
   events: readonly RunLogEvent[],
 ): RunSession[] {
   const sessions = [...(summary?.sessions ?? [])];
+  // A session the summary holds as written at its start (`open`) is read like one that wrote no
+  // summary: from its `started` event on.
+  const last = sessions.at(-1);
+  if (last?.open === true) sessions.pop();
   const recordedUntil = Math.max(0, ...sessions.map((session) => Date.parse(session.endedAt)));
   let open: { kind: RunSession['kind']; startedAt: string; lastAt: string } | undefined;
   const close = (): void => {
@@ -55,6 +65,11 @@ export function recordedSessions(
     }
   }
   close();
+  // Its `started` event was not logged (events.jsonl could not be written): kept as written.
+  if (last?.open === true && !sessions.some((session) => session.startedAt >= last.startedAt)) {
+    const { open: _open, ...ended } = last;
+    sessions.push(ended);
+  }
   return sessions;
 }
 
@@ -105,8 +120,16 @@ export interface RunSummary {
   readonly sessions: readonly RunSession[];
   /** The last session was interrupted (Ctrl-C). */
   readonly interrupted: boolean;
-  /** Every plan entry has a final outcome (completed, or failed for a reason other than cancelled). */
+  /**
+   * Every plan entry has a final outcome (completed, or failed for a reason other than cancelled),
+   * none is interrupted, and no session is `open`.
+   */
   readonly complete: boolean;
+  /**
+   * Each plan entry counted once, by its current attempt: its newest one, result line or not (the
+   * one `troupe resume` continues). An attempt with a journal and no result line is `interrupted`,
+   * whatever the line of the attempt before it says.
+   */
   readonly counts: {
     /** Plan entries. */
     readonly planned: number;
@@ -114,10 +137,15 @@ export interface RunSummary {
     /** Failed plan entries, cancelled ones included. */
     readonly failed: number;
     readonly cancelled: number;
-    /** Plan entries with no result yet. */
+    /**
+     * Plan entries whose current attempt started and has no result line: the session running it
+     * was killed (or is still running). `troupe resume` finishes them.
+     */
+    readonly interrupted: number;
+    /** Plan entries that never started. */
     readonly notRun: number;
-    /** Agents spawned by other agents. */
-    readonly nested: { readonly completed: number; readonly failed: number };
+    /** Agents spawned by other agents: those with a result line, and those started without one. */
+    readonly nested: { readonly completed: number; readonly failed: number; readonly interrupted: number };
   };
   /**
    * Every attempt of every agent, cancelled ones included: what the run used, each request once (a
@@ -204,8 +232,23 @@ export function summaryLine(line: ResultLine): SummaryLine {
 const ZERO: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
 
 /**
- * Builds the summary of a run from its plan, every result line and its sessions. `results` is
- * iterated several times: an array, or a ResultStore that makes each line as it is reached.
+ * Attempts that started and have no result line (their journal shows them; a session was killed
+ * or is running): they count as `interrupted`, and are in none of the totals until their line is
+ * written.
+ */
+export interface Unended {
+  /** Plan entries whose current attempt is such an attempt. */
+  readonly entries: ReadonlySet<number>;
+  /** Agents spawned by agents that are. */
+  readonly nested: number;
+}
+
+const NONE_UNENDED: Unended = { entries: new Set(), nested: 0 };
+
+/**
+ * Builds the summary of a run from its plan, every result line, its sessions and the attempts
+ * that started and have no line yet (`unended`). `results` is iterated several times: an array,
+ * or a ResultStore that makes each line as it is reached.
  */
 export function summarize(
   plan: RunPlan,
@@ -213,8 +256,11 @@ export function summarize(
   sessions: readonly RunSession[],
   now: Date = new Date(),
   budgetSpent?: string,
+  unended: Unended = NONE_UNENDED,
 ): RunSummary {
   const latest = latestByIndex(results);
+  // An entry whose current attempt has no line is counted by it, not by the line before it.
+  for (const index of unended.entries) latest.delete(index);
   const nested: SummaryLine[] = [];
   for (const line of results) if (line.index === null) nested.push(line);
   const finals = [...latest.values(), ...nested];
@@ -246,6 +292,7 @@ export function summarize(
     (line) => line.status === 'failed' && line.reason === 'cancelled',
   ).length;
   const failed = planLines.length - completed;
+  const interrupted = plan.runs.filter((run) => unended.entries.has(run.index)).length;
   return {
     format: RUN_DIR_FORMAT,
     runId: plan.runId,
@@ -262,19 +309,23 @@ export function summarize(
     ),
     sessions,
     interrupted: sessions.at(-1)?.interrupted ?? false,
-    complete: plan.runs.every((run) => {
-      const line = latest.get(run.index);
-      return line !== undefined && !(line.status === 'failed' && line.reason === 'cancelled');
-    }),
+    complete:
+      sessions.at(-1)?.open !== true &&
+      plan.runs.every((run) => {
+        const line = latest.get(run.index);
+        return line !== undefined && !(line.status === 'failed' && line.reason === 'cancelled');
+      }),
     counts: {
       planned: plan.runs.length,
       completed,
       failed,
       cancelled,
-      notRun: plan.runs.length - planLines.length,
+      interrupted,
+      notRun: plan.runs.length - planLines.length - interrupted,
       nested: {
         completed: nested.filter((line) => line.status === 'completed').length,
         failed: nested.filter((line) => line.status === 'failed').length,
+        interrupted: unended.nested,
       },
     },
     usage,

@@ -20,6 +20,7 @@ import type { ResultLine } from './results.ts';
 import { journalFile, type RunDirContents } from './run-dir.ts';
 import type { RunLogEvent } from './run-log.ts';
 import { agentIdFor } from './run-plan.ts';
+import type { Unended } from './summary.ts';
 import { inputsOf } from './task-rows.ts';
 import { buildTranscript, type Transcript, transcriptEntries } from './transcript.ts';
 
@@ -690,6 +691,20 @@ export function countedAgents(timeline: Timeline): {
     else if (agent.transcript !== undefined) unfinished.push(agent);
   }
   return { counted, unfinished };
+}
+
+/**
+ * The attempts of a run's `timeline` that started and have no result line (its `unfinished`
+ * agents, see {@link countedAgents}), as `summarize` counts them: interrupted.
+ */
+export function unendedOf(timeline: Timeline): Unended {
+  const entries = new Set<number>();
+  let nested = 0;
+  for (const agent of countedAgents(timeline).unfinished) {
+    if (agent.index === null) nested += 1;
+    else entries.add(agent.index);
+  }
+  return { entries, nested };
 }
 
 /** An agent whose journal is damaged, and where that journal is. */

@@ -348,7 +348,12 @@ describe('troupe resume RUN_DIR', () => {
     expect(await first.exited).toBe('SIGKILL');
     const before = readFileSync(results, 'utf8');
     const finished = readResults(results);
-    expect(existsSync(path.join(out, 'summary.json'))).toBe(false);
+    // What the session wrote as it started: it has not ended, and the run is not complete.
+    expect(summaryOf(out)).toMatchObject({
+      interrupted: true,
+      complete: false,
+      sessions: [{ kind: 'fanout', interrupted: true, open: true }],
+    });
 
     // `troupe resume DIR` hands a run directory to resumeRunDir; run in-process to save a startup.
     const io = captureIO();
@@ -367,7 +372,8 @@ describe('troupe resume RUN_DIR', () => {
       ).toHaveLength(1);
     }
     expect(summaryOf(out)).toMatchObject({ complete: true, counts: { completed: 3, notRun: 0 } });
-    // The killed session wrote no summary, but events.jsonl shows it: it is counted, interrupted.
+    // The killed session wrote only its start, but events.jsonl shows it: it is counted, interrupted,
+    // ending at its last logged event.
     const { sessions, wallTimeMs } = summaryOf(out);
     expect(sessions.map((session) => [session.kind, session.interrupted])).toEqual([
       ['fanout', true],

@@ -11,7 +11,7 @@ import { formatCost, formatTokens } from '../../src/run-dir/format.ts';
 import { renderHtmlReport, runPage } from '../../src/run-dir/html-report.ts';
 import { loadPlan } from '../../src/run-dir/plan.ts';
 import { chooseProvider } from '../../src/run-dir/provider-choice.ts';
-import { reportText } from '../../src/run-dir/report-text.ts';
+import { reportText, runSummaryOf } from '../../src/run-dir/report-text.ts';
 import { planResume } from '../../src/run-dir/resume-plan.ts';
 import { RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
 import type { RunEvent } from '../../src/run-dir/run-events.ts';
@@ -103,7 +103,7 @@ describe('run totals across a retried plan entry', () => {
     expect(summary.byDefinition.worker?.usage.inputTokens).toBe(served * SPEND.usage.inputTokens);
     // `troupe report --html`'s totals.
     const contents = readRunDir(writer.paths.root);
-    const html = renderHtmlReport(runPage(contents), buildTimeline(contents));
+    const html = renderHtmlReport(runPage(contents, buildTimeline(contents)), buildTimeline(contents));
     expect(html).toContain(
       `<b>${formatTokens(served * SPEND.usage.inputTokens)} / ${formatTokens(served * SPEND.usage.outputTokens)}</b><span>tokens in / out`,
     );
@@ -175,7 +175,7 @@ describe('run totals across a retried plan entry', () => {
     expect(cutTimeline.agents[1]?.start).toBe(resumedAt - cutTimeline.origin);
     const failedOnly = summarize(unlimited, lines.slice(0, 1), []);
     expect(failedOnly.usage.inputTokens).toBe(2 * SPEND.usage.inputTokens);
-    const cutHtml = renderHtmlReport(runPage(cut), cutTimeline);
+    const cutHtml = renderHtmlReport(runPage(cut, cutTimeline), cutTimeline);
     expect(cutHtml).toContain(
       `<b>${formatTokens(failedOnly.usage.inputTokens)} / ${formatTokens(failedOnly.usage.outputTokens)}</b><span>tokens in / out`,
     );
@@ -193,6 +193,24 @@ describe('run totals across a retried plan entry', () => {
     expect(cutText).toContain(
       `not in the totals below: 1 attempt with no result line yet (a session was killed): ${apart}`,
     );
+    // One rule for the counts everywhere: the entry counts by its current attempt, the killed
+    // retry, which is interrupted (not the failure it retries), and the run is not complete.
+    const cutSummary = runSummaryOf(cut, cutTimeline);
+    expect(cutSummary.counts).toMatchObject({
+      planned: 1,
+      completed: 0,
+      failed: 0,
+      interrupted: 1,
+      notRun: 0,
+    });
+    expect(cutSummary.complete).toBe(false);
+    expect(cutSummary.failures).toEqual({});
+    expect(cutHtml).toContain('<b>0</b><span>failed');
+    expect(cutHtml).toContain('<b>1</b><span>interrupted');
+    expect(cutText).toContain('0 of 1 completed, 0 failed, 1 interrupted');
+    // A plain resume finishes the killed retry: that is what the closing text suggests.
+    expect(cutText).toContain(`finish: troupe resume ${cut.paths.root}\n`);
+    expect(cutText).not.toContain('--retry-failed');
 
     // A later session's budget starts from what the run used.
     const events: RunEvent[] = [];

@@ -271,8 +271,9 @@ describe('run directory', () => {
       completed: 2,
       failed: 1,
       cancelled: 0,
+      interrupted: 0,
       notRun: 1,
-      nested: { completed: 0, failed: 1 },
+      nested: { completed: 0, failed: 1, interrupted: 0 },
     });
     expect(summary.failures).toEqual({ step_limit: 1, crashed: 1 });
     expect(summary.usage.inputTokens).toBe(500);
