@@ -63,6 +63,11 @@ export type RunEvent =
       readonly estimatedSide?: 'input' | 'output';
       /** USD; null when the model's price is unknown. */
       readonly costUsd: number | null;
+      /**
+       * Not one request: at the agent's end, what its journal holds that no usage event reported
+       * (its thread died before sending it; `AgentUsage.unreported`).
+       */
+      readonly unreported?: true;
     })
   | {
       /** The run's budget (`runLimits`) is spent: every running agent is being cancelled. */

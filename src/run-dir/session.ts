@@ -497,6 +497,7 @@ export class FanoutSession {
         estimated: event.estimated,
         ...(event.usage.estimatedSide === undefined ? {} : { estimatedSide: event.usage.estimatedSide }),
         costUsd: event.costUsd,
+        ...(event.unreported === true ? { unreported: true } : {}),
       });
       this.#usedTokens += event.inputTokens + event.outputTokens;
       this.#usedCostUsd += event.costUsd ?? 0;
