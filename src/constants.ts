@@ -105,10 +105,20 @@ export const MAX_KEPT_HOST_CALLS = 64;
  */
 export const MAX_ADOPTION_SCAN_JOURNALS = 10_000;
 /**
- * Bytes of each journal that search reads at most: a `Started` line longer than this (a task of
- * megabytes) is skipped, and the cut-off call is then recorded as interrupted, as without the search.
+ * Bytes of each journal's first line that search parses whole at most (to match a child by the
+ * call's `agent` and `task` in a journal without `spawnCallId`): a longer line is read for its ids
+ * only (see {@link MAX_STARTED_HEAD_BYTES}).
  */
 export const MAX_ADOPTION_SCAN_BYTES = 1024 * 1024;
+/**
+ * Bytes of a journal's first line read at most to learn which agent spawned it (its `parentId` and
+ * `spawnCallId`, src/journal/started-head.ts), in a search for a resumed agent's children or for
+ * `troupe resume`'s orphans. Only the members sorted before `spawnCallId` are read (the definition,
+ * context and metadata, not the task or system prompt), in constant memory: a spawn input is at
+ * most {@link MAX_SPAWN_INPUT_BYTES}, which JSON escaping can make six times longer. A journal whose
+ * ids lie past it is named in a warning, never passed over silently.
+ */
+export const MAX_STARTED_HEAD_BYTES = 64 * 1024 * 1024;
 /**
  * Items with an agent in both runs up to which `troupe compare` reads their journals to compare
  * tool calls, unless told (`--tool-calls`, `--no-tool-calls`). The tool calls are only in the

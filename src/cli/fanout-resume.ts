@@ -4,6 +4,7 @@
  * `--retry-failed` runs failed ones again from theirs. The `resume` subcommand calls
  * {@link resumeRunDir} for a directory holding a `plan.json`.
  */
+import { MAX_ADOPTION_SCAN_JOURNALS, MAX_STARTED_HEAD_BYTES } from '../constants.ts';
 import type { FailureReason } from '../loop/types.ts';
 import { loadAgentDefinitions } from '../run-dir/agent-files.ts';
 import { changedDefinitions } from '../run-dir/definition-changes.ts';
@@ -97,6 +98,14 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
   for (const change of await changedDefinitions(decision.work, paths, plan.cwd, definitions)) {
     io.stderr(
       `${printable(`note: the definition of \`${change.agent}\` (${change.path}) changed since the run started; ${change.agentIds.length} resumed agent(s) continue with the definition recorded in their journals, not the file`)}
+`,
+    );
+  }
+  if (decision.notExamined.length > 0) {
+    const shown = decision.notExamined.slice(0, 5).join(', ');
+    const more = decision.notExamined.length > 5 ? ', ...' : '';
+    io.stderr(
+      `${printable(`warning: ${decision.notExamined.length} journal(s) were not examined for agents spawned by agents (past the first ${MAX_ADOPTION_SCAN_JOURNALS}, or whose ids lie past ${MAX_STARTED_HEAD_BYTES} bytes of their first line): ${shown}${more}; such an agent gets no result line and, unfinished, is neither resumed nor ended`)}
 `,
     );
   }

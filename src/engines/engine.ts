@@ -13,7 +13,7 @@
  */
 import type { RetryPolicy } from '../definition/types.ts';
 import type { SerializedError } from '../errors.ts';
-import type { AuditEvent, EventOf } from '../journal/events.ts';
+import type { AuditEvent } from '../journal/events.ts';
 import type { UsageTotals } from '../journal/usage.ts';
 import type { AgentOutcome, InheritedSpend } from '../loop/types.ts';
 import type {
@@ -34,8 +34,48 @@ import type { EngineEvents } from './events.ts';
 export interface JournalScanBounds {
   /** Journals read at most. */
   readonly maxJournals: number;
-  /** Bytes of each journal read at most. */
+  /** Bytes of each journal's first line parsed whole at most (to learn a child's agent and task). */
   readonly maxBytes: number;
+  /**
+   * Bytes of a longer first line read at most, in constant memory, for its ids only
+   * (src/journal/started-head.ts).
+   */
+  readonly maxHeadBytes: number;
+}
+
+/** A journal that names the parent {@link Engine.childStarts} looked for. */
+export interface ChildStart {
+  readonly agentId: string;
+  /** The parent's `spawn_agent` call that started it (absent in older journals). */
+  readonly spawnCallId?: string;
+  /** Its definition's name and its task: absent when its first line was too long to parse whole. */
+  readonly agent?: string;
+  readonly task?: string;
+}
+
+/** A {@link ChildStart} without its absent members. */
+export function childStartOf(
+  agentId: string,
+  spawnCallId: string | undefined,
+  agent?: string,
+  task?: string,
+): ChildStart {
+  return {
+    agentId,
+    ...(spawnCallId === undefined ? {} : { spawnCallId }),
+    ...(agent === undefined ? {} : { agent }),
+    ...(task === undefined ? {} : { task }),
+  };
+}
+
+/** What {@link Engine.childStarts} found, and what its bounds kept it from reading. */
+export interface ChildStarts {
+  readonly starts: ChildStart[];
+  /**
+   * Journals not examined (past `maxJournals`, or whose ids lie past `maxHeadBytes`): a child among
+   * them is not found. Named (a file, a stream key) so that a warning can say which.
+   */
+  readonly notExamined: string[];
 }
 
 /** Which engine runs the agents. */
@@ -184,13 +224,22 @@ export interface Engine {
    */
   forkJournal(from: string, to: string): Promise<UsageTotals>;
   /**
-   * The `Started` events of the journals it holds that name `parentId` as their parent: what a
-   * parent resumed in a new supervisor looks for when its journal shows a `spawn_agent` call cut
-   * off (the child's id is only in the child's journal). Reads the first line of at most
-   * `bounds.maxJournals` journals, no more than `bounds.maxBytes` of each. Absent on an engine that
-   * cannot list its journals: such a call is then recorded as interrupted.
+   * Ends the journal of an agent nothing runs and nothing will (a resumed parent's descendant no
+   * parent will await): appends the terminal event of `outcome` with what the journal says it
+   * spent, and resolves with the outcome so filled in. A journal that already ends is left as it is
+   * and its recorded outcome returned; one that cannot take it (damaged, gone) is left as it is.
+   * Never rejects. Absent on an engine that cannot: such an agent is then left unfinished.
    */
-  childStarts?(parentId: string, bounds: JournalScanBounds): Promise<EventOf<'Started'>[]>;
+  endJournal?(agentId: string, outcome: AgentOutcome): Promise<AgentOutcome>;
+  /**
+   * The journals it holds whose `Started` names `parentId` as their parent: what a parent resumed
+   * in a new supervisor looks for when its journal shows a `spawn_agent` call cut off (the child's
+   * id is only in the child's journal). Reads the first line of at most `bounds.maxJournals`
+   * journals: parsed whole up to `bounds.maxBytes`, a longer one scanned for its ids only up to
+   * `bounds.maxHeadBytes`; says which it did not examine. Absent on an engine that cannot list its
+   * journals: such a call is then recorded as interrupted.
+   */
+  childStarts?(parentId: string, bounds: JournalScanBounds): Promise<ChildStarts>;
   /** Memory of every thread this engine runs in this process (none for redis). */
   measure(): Promise<HostStats[]>;
   /** Where agents run: the thread count, or the queue and how many workers it has now. */

@@ -19,21 +19,24 @@
  * result line (a SIGKILL between the two writes) gets its line from its journal too. A parent
  * resumed later adopts it as finished and says nothing of it, so nothing else would write it. One
  * whose journal does not end under a parent that will not run again (the parent ended, or is such
- * an orphan itself) is an orphan: nothing would resume or await it, so {@link endOrphans} ends its
- * journal `Failed(cancelled)` and gives its line. Judge journals, in the same directory, are no
- * agent's children and get none.
+ * an orphan itself), or that runs again but will not adopt it (its journal neither names it nor
+ * shows the cut-off call that started it), is an orphan: nothing would resume or await it, so
+ * {@link endOrphans} ends its journal `Failed(cancelled)` and gives its line. Judge journals, in
+ * the same directory, are no agent's children and get none.
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAX_ADOPTION_SCAN_BYTES, MAX_ADOPTION_SCAN_JOURNALS } from '../constants.ts';
+import { MAX_ADOPTION_SCAN_BYTES, MAX_ADOPTION_SCAN_JOURNALS, MAX_STARTED_HEAD_BYTES } from '../constants.ts';
+import { type ChildStart, childStartOf } from '../engines/engine.ts';
 import type { AuditEvent, EventOf } from '../journal/events.ts';
 import { forkedInputs, forkedTotals, startsAsForkOf } from '../journal/fork.ts';
 import { readFirstEvent, readJournal } from '../journal/reader.ts';
 import { resumeState } from '../journal/resume.ts';
+import { readStartedHead, type StartedHead } from '../journal/started-head.ts';
 import { knownCost } from '../journal/usage.ts';
 import { JournalWriter } from '../journal/writer.ts';
-import { cancelledError } from '../loop/outcome.ts';
 import type { FailureReason } from '../loop/types.ts';
+import { cutOffChildren, orphanOutcome, parentJournal, spawnedChildren } from '../supervisor/adoption.ts';
 import type { ResumeLine } from './result-store.ts';
 import { metadataMember, needsRerun, type ResultLine } from './results.ts';
 import { journalFile, type RunDirPaths } from './run-dir.ts';
@@ -54,6 +57,11 @@ export interface ResumePlan {
    * their journals and gives their lines, to append after `recovered`.
    */
   readonly orphans: Orphan[];
+  /**
+   * Journals not examined for nested agents (past MAX_ADOPTION_SCAN_JOURNALS, or whose ids lie past
+   * MAX_STARTED_HEAD_BYTES): a nested agent among them gets no line and is not ended. To be said.
+   */
+  readonly notExamined: string[];
   /** Entries whose result is final. */
   readonly kept: number;
   /** Failed entries run again from their journals (`retry`). */
@@ -86,6 +94,8 @@ export function planResume(
   }
   const work: WorkItem[] = [];
   const recovered: ResultLine[] = [];
+  /** The journals of the entries this session resumes: what their adoption will find in them. */
+  const resumed = new Map<string, readonly AuditEvent[]>();
   let kept = 0;
   let retried = 0;
   for (const run of plan.runs) {
@@ -138,7 +148,8 @@ export function planResume(
       ended && last !== undefined ? withInherited(ended, events, journalFile(paths, last.agentId)) : ended;
     if (line) recovered.push(line);
     // A retry cut off earlier continues its own journal, or forks it if it was cut off before that.
-    else
+    else {
+      if (events.length > 0 && retryOf === undefined) resumed.set(agentId, events);
       work.push({
         run,
         agentId,
@@ -146,24 +157,29 @@ export function planResume(
         resume: events.length > 0,
         ...(retryOf === undefined ? {} : { retryOf }),
       });
+    }
   }
   const running = new Set<string>();
   for (const item of work) {
     if (item.resume) running.add(item.agentId);
     if (item.retryOf !== undefined) running.add(item.retryOf);
   }
-  const nested = nestedAgents(plan, paths, files, results, running);
+  const nested = nestedAgents(plan, paths, files, results, running, resumed);
   recovered.push(...nested.lines);
-  return { work, recovered, orphans: nested.orphans, kept, retried };
+  return { work, recovered, orphans: nested.orphans, notExamined: nested.notExamined, kept, retried };
 }
 
 /**
  * Lines for the agents spawned by agents that have none, at any depth under a plan entry: those
  * whose journals end, and the orphans (see {@link Orphan}). Every journal in `files` that is neither
- * a plan entry's nor a judge's (by name) has its first line read (at most MAX_ADOPTION_SCAN_BYTES; a
- * longer one is skipped; at most MAX_ADOPTION_SCAN_JOURNALS journals); those whose `parentId` chain
- * leads to a plan entry's agent are the nested agents. `running` holds the plan entries' agents
- * this session continues (resumed, or a retry's source): their unfinished children are adopted.
+ * a plan entry's nor a judge's (by name) has the head of its first line read for its ids
+ * (src/journal/started-head.ts: at most MAX_STARTED_HEAD_BYTES, however long the line; at most
+ * MAX_ADOPTION_SCAN_JOURNALS journals; those left are `notExamined`); those whose `parentId` chain
+ * leads to a plan entry's agent are the nested agents. An unfinished one runs again only when its
+ * parent does and that parent's adoption takes it (src/supervisor/adoption.ts: its `spawn_agent`
+ * results name it, or it is the child of a cut-off call): `resumed` holds the journals of the plan
+ * entries' agents this session resumes, and `running` every plan entry's agent it continues (a
+ * retry's source included, whose children are left to it).
  */
 function nestedAgents(
   plan: RunPlan,
@@ -171,7 +187,8 @@ function nestedAgents(
   files: readonly string[],
   results: Iterable<ResumeLine>,
   running: ReadonlySet<string>,
-): { lines: ResultLine[]; orphans: Orphan[] } {
+  resumed: ReadonlyMap<string, readonly AuditEvent[]>,
+): { lines: ResultLine[]; orphans: Orphan[]; notExamined: string[] } {
   const prefix = plan.idPrefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   // A plan entry's agent (`<prefix>-<index>`, `-r<n>` for later attempts) and its judges (`-judge-...`).
   const entry = new RegExp(`^${prefix}-(\\d+)(?:-r\\d+)?(-judge-.*)?$`);
@@ -179,26 +196,30 @@ function nestedAgents(
     const match = entry.exec(agentId);
     return match?.[1] !== undefined && match[2] === undefined && Number(match[1]) < plan.runs.length;
   };
-  const starts = new Map<string, EventOf<'Started'>>();
-  let scanned = 0;
-  for (const file of files) {
-    if (!file.endsWith('.jsonl')) continue;
+  const heads = new Map<string, StartedHead & { readonly parentId: string }>();
+  const notExamined: string[] = [];
+  const candidates = files.filter((file) => file.endsWith('.jsonl') && !entry.test(file.slice(0, -6)));
+  for (const [scanned, file] of candidates.entries()) {
+    if (scanned >= MAX_ADOPTION_SCAN_JOURNALS) {
+      notExamined.push(...candidates.slice(scanned).map((name) => join(paths.journals, name)));
+      break;
+    }
     const stem = file.slice(0, -'.jsonl'.length);
-    if (entry.test(stem)) continue;
-    if (scanned >= MAX_ADOPTION_SCAN_JOURNALS) break;
-    scanned += 1;
-    // Only a line that names a parent is parsed: a judge's, or a plan entry's, names none.
-    const first = readFirstEvent(join(paths.journals, file), MAX_ADOPTION_SCAN_BYTES, (line) =>
-      line.includes('"parentId":'),
-    );
-    if (first?.type === 'Started' && first.parentId !== undefined && first.agentId === stem)
-      starts.set(stem, first);
+    const head = readStartedHead(join(paths.journals, file), MAX_STARTED_HEAD_BYTES);
+    if (head === 'too_long') notExamined.push(join(paths.journals, file));
+    // A judge's, or a plan entry's, names no parent.
+    else if (head?.parentId !== undefined && head.agentId === stem)
+      heads.set(stem, { ...head, parentId: head.parentId });
   }
-  if (starts.size === 0) return { lines: [], orphans: [] };
+  if (heads.size === 0) return { lines: [], orphans: [], notExamined };
   const written = new Set(Array.from(results, (line) => line.agentId));
-  const underEntry = (started: EventOf<'Started'>): boolean => {
+  const underEntry = (agentId: string): boolean => {
     const seen = new Set<string>();
-    for (let parent = started.parentId; parent !== undefined; parent = starts.get(parent)?.parentId) {
+    for (
+      let parent = heads.get(agentId)?.parentId;
+      parent !== undefined;
+      parent = heads.get(parent)?.parentId
+    ) {
       if (isEntry(parent)) return true;
       if (seen.has(parent)) return false;
       seen.add(parent);
@@ -208,27 +229,37 @@ function nestedAgents(
   const lines: ResultLine[] = [];
   // Nested agents without a line whose journals do not end, with what they recorded.
   const open = new Map<string, readonly AuditEvent[]>();
-  for (const [agentId, started] of starts) {
-    if (written.has(agentId) || !underEntry(started)) continue;
+  const starts = new Map<string, EventOf<'Started'>>();
+  for (const agentId of heads.keys()) {
+    if (written.has(agentId) || !underEntry(agentId)) continue;
     let events: readonly AuditEvent[];
     try {
       events = readJournal(journalFile(paths, agentId)).events;
     } catch {
       continue; // gone since the listing: nothing to recover
     }
+    const started = events[0];
+    if (started?.type !== 'Started') continue;
+    starts.set(agentId, started);
     const line = lineFromJournal(null, started.definition.name, undefined, 1, events);
     if (line !== undefined) lines.push(line);
     else open.set(agentId, events);
   }
   lines.sort((a, b) => (a.endedAt < b.endedAt ? -1 : a.endedAt > b.endedAt ? 1 : 0));
-  // An unfinished agent runs again only when its parent does (a resumed parent adopts it): a plan
-  // entry's agent this session continues, or an unfinished nested agent whose own parent runs.
+  const adopted = adoptions(heads, starts);
+  // An unfinished agent runs again only when its parent does and adopts it: a plan entry's agent
+  // this session continues, or an unfinished nested agent that runs itself.
   const runs = (agentId: string): boolean => {
     const seen = new Set<string>();
-    for (let id: string | undefined = agentId; id !== undefined; id = starts.get(id)?.parentId) {
-      if (isEntry(id)) return running.has(id);
-      if (seen.has(id) || !open.has(id)) return false;
+    for (let id: string = agentId; !seen.has(id); ) {
       seen.add(id);
+      const parent = heads.get(id)?.parentId;
+      if (parent === undefined) return false;
+      const events = resumed.get(parent) ?? open.get(parent);
+      if (events !== undefined && !adopted(parent, events).has(id)) return false;
+      if (isEntry(parent)) return running.has(parent);
+      if (!open.has(parent)) return false;
+      id = parent;
     }
     return false;
   };
@@ -238,7 +269,37 @@ function nestedAgents(
     if (started?.parentId === undefined || runs(agentId)) continue;
     orphans.push({ agentId, parentId: started.parentId, agent: started.definition.name, events });
   }
-  return { lines, orphans };
+  return { lines, orphans, notExamined };
+}
+
+/**
+ * The children a resumed parent's adoption takes, as src/supervisor/adoption.ts finds them: those
+ * its `spawn_agent` results name, and the children of its cut-off calls among the journals that
+ * name it (`heads`, with the `Started` events read in full in `starts`). Memoised by parent.
+ */
+function adoptions(
+  heads: ReadonlyMap<string, StartedHead & { readonly parentId: string }>,
+  starts: ReadonlyMap<string, EventOf<'Started'>>,
+): (parentId: string, events: readonly AuditEvent[]) => ReadonlySet<string> {
+  const byParent = new Map<string, ChildStart[]>();
+  for (const head of heads.values()) {
+    const started = starts.get(head.agentId);
+    const child = childStartOf(head.agentId, head.spawnCallId, started?.definition.name, started?.task);
+    const list = byParent.get(head.parentId);
+    if (list === undefined) byParent.set(head.parentId, [child]);
+    else list.push(child);
+  }
+  const memo = new Map<string, ReadonlySet<string>>();
+  return (parentId, events) => {
+    const known = memo.get(parentId);
+    if (known !== undefined) return known;
+    const taken = new Set(spawnedChildren(events).map((child) => child.agentId));
+    const cutOff = parentJournal(events)?.cutOffSpawns ?? [];
+    for (const { started } of cutOffChildren(cutOff, byParent.get(parentId) ?? [], taken))
+      taken.add(started.agentId);
+    memo.set(parentId, taken);
+    return taken;
+  };
 }
 
 /**
@@ -269,8 +330,8 @@ export function endOrphans(paths: RunDirPaths, orphans: readonly Orphan[]): Resu
     } catch {
       continue;
     }
-    const why = `its parent ${orphan.parentId} had ended, so nothing would await it, and the run stopped before it ended; troupe resume does not run it again`;
-    const error = cancelledError(why);
+    const ending = orphanOutcome(orphan.agentId, orphan.parentId);
+    if (ending.status !== 'failed') continue;
     let writer: JournalWriter | undefined;
     let failed: AuditEvent;
     try {
@@ -278,8 +339,8 @@ export function endOrphans(paths: RunDirPaths, orphans: readonly Orphan[]): Resu
       failed = writer.appendEvent({
         type: 'Failed',
         agentId: orphan.agentId,
-        reason: 'cancelled',
-        error: { ...error, fields: { ...error.fields, parentId: orphan.parentId } },
+        reason: ending.reason,
+        error: ending.error,
         usage: totals.totals.usage,
         costUsd: knownCost(totals.totals),
         rounds: totals.roundsUsed,

@@ -4,10 +4,14 @@
  * outcomes of its host calls in memory only, so the new one rebuilds them before the parent runs.
  *
  * - Its children are the agents its `spawn_agent` results name (`data.agentId`); a finished child's
- *   own finished children (its `spawn_agent` results) are held too, at any depth.
+ *   own children (its `spawn_agent` results) are held too, at any depth, and an unfinished one
+ *   among them, which nothing would await, is ended ({@link orphanOutcome}) and held so.
  * - A `spawn_agent` call with no result (cut off by the stop) may have started a child all the same:
  *   the child's journal names the call in `Started.spawnCallId` (journals before it: the parent in
- *   `parentId`, and the call's `agent` and `task`). That child is the call's result.
+ *   `parentId`, and the call's `agent` and `task`). That child is the call's result. The search
+ *   (`Engine.childStarts`) reads the ids of a `Started` line of any length; what its bounds leave
+ *   unread is named in a warning ({@link warnNotExamined}). `troupe resume` decides which nested
+ *   agents a resumed parent adopts with the same functions (src/run-dir/resume-plan.ts).
  * - The instructions it sent each child (`send_instruction` results, keyed by the index each
  *   recorded) that the child had not read are delivered again after those it read, so a child
  *   resumed while parked gets each once, whatever a program sent it between; so is the
@@ -16,8 +20,12 @@
  *
  * Only journals are read here; the Supervisor (agents.ts) makes the records.
  */
+import { MAX_ADOPTION_SCAN_JOURNALS, MAX_STARTED_HEAD_BYTES } from '../constants.ts';
+import type { ChildStart } from '../engines/engine.ts';
 import type { AuditEvent, EventOf } from '../journal/events.ts';
 import { resumeState } from '../journal/resume.ts';
+import { cancelledError, failedOutcome } from '../loop/outcome.ts';
+import type { AgentOutcome } from '../loop/types.ts';
 import { AWAIT_AGENTS, SEND_INSTRUCTION, SPAWN_AGENT } from '../protocol/messages.ts';
 
 /** A child of the parent, in the order it was spawned. */
@@ -136,18 +144,18 @@ function stringOf(value: unknown): string | undefined {
 }
 
 /**
- * The child each cut-off `spawn_agent` call started, among `starts` (Started events naming the
- * parent) not already `known`: the one whose `spawnCallId` is the call's id; for a journal without
+ * The child each cut-off `spawn_agent` call started, among `starts` (journals naming the parent)
+ * not already `known`: the one whose `spawnCallId` is the call's id; for a journal without
  * `spawnCallId`, the first one with the call's `agent` and `task`. Calls with no child are left out.
  */
 export function cutOffChildren(
   cutOff: readonly CutOffCall[],
-  starts: readonly EventOf<'Started'>[],
+  starts: readonly ChildStart[],
   known: ReadonlySet<string>,
-): { readonly call: CutOffCall; readonly started: EventOf<'Started'> }[] {
+): { readonly call: CutOffCall; readonly started: ChildStart }[] {
   const free = starts.filter((started) => !known.has(started.agentId));
   const claimed = new Set<string>();
-  const found: { call: CutOffCall; started: EventOf<'Started'> }[] = [];
+  const found: { call: CutOffCall; started: ChildStart }[] = [];
   for (const call of cutOff) {
     const started =
       free.find((s) => !claimed.has(s.agentId) && s.spawnCallId === call.callId) ??
@@ -155,7 +163,8 @@ export function cutOffChildren(
         (s) =>
           !claimed.has(s.agentId) &&
           s.spawnCallId === undefined &&
-          s.definition.name === call.args.agent &&
+          s.agent !== undefined &&
+          s.agent === call.args.agent &&
           s.task === call.args.task,
       );
     if (started === undefined) continue;
@@ -163,6 +172,33 @@ export function cutOffChildren(
     found.push({ call, started });
   }
   return found;
+}
+
+/**
+ * The outcome of a resumed tree's descendant that nothing runs or awaits any more (its parent had
+ * ended, or is such an orphan itself) while its journal does not end: `Failed(cancelled)`, with
+ * `error.fields.parentId`. `troupe resume` and a resumed parent's adoption end it the same way.
+ */
+export function orphanOutcome(agentId: string, parentId: string): AgentOutcome {
+  const error = cancelledError(
+    `its parent ${parentId} had ended, so nothing would await it, and it was stopped before it ended; a resume does not run it again`,
+  );
+  return failedOutcome(agentId, 'cancelled', { ...error, fields: { ...error.fields, parentId } });
+}
+
+/** `process.emitWarning` code of a search for a resumed parent's children that left journals unread. */
+export const ADOPTION_SCAN_WARNING_CODE = 'TROUPE_ADOPTION_SCAN_INCOMPLETE';
+
+/**
+ * Says which journals the search for `parentId`'s children did not examine (past its bounds): a
+ * child among them is neither adopted nor ended, and its cut-off call is recorded as interrupted.
+ */
+export function warnNotExamined(parentId: string, names: readonly string[]): void {
+  const shown = names.slice(0, 5).join(', ');
+  process.emitWarning(
+    `Resuming ${parentId}: ${names.length} journal(s) were not examined for the children of its cut-off spawn_agent calls (past ${MAX_ADOPTION_SCAN_JOURNALS} journals, or whose ids lie past ${MAX_STARTED_HEAD_BYTES} bytes): ${shown}${names.length > 5 ? ', ...' : ''}. A child among them is neither adopted nor ended, and its call is recorded as interrupted.`,
+    { type: 'TroupeWarning', code: ADOPTION_SCAN_WARNING_CODE },
+  );
 }
 
 /** The text `spawn_agent` answers for a child it started (as orchestration.ts words it). */

@@ -14,6 +14,7 @@ import {
   MAX_ADOPTION_SCAN_JOURNALS,
   MAX_INSTRUCTION_BYTES,
   MAX_SPAWN_INPUT_BYTES,
+  MAX_STARTED_HEAD_BYTES,
 } from '../constants.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { createEngine } from '../engines/create-engine.ts';
@@ -49,10 +50,12 @@ import {
   instructionOf,
   instructionsFor,
   type KnownChild,
+  orphanOutcome,
   parentJournal,
   type SentInstruction,
   spawnedChildren,
   spawnedOutcome,
+  warnNotExamined,
 } from './adoption.ts';
 import { emitAgentReport, emitUnreportedUsage, signalOfEvent } from './agent-events.ts';
 import { AgentHandle, type HandleControl } from './agent-handle.ts';
@@ -489,12 +492,14 @@ export class Agents {
     const known = new Set(children.map((child) => child.agentId));
     const spawnedBy: { callId: string; agentId: string; agent: string }[] = [];
     if (parent.cutOffSpawns.length > 0 && this.engine.childStarts !== undefined) {
-      const starts = await this.engine.childStarts(record.id, {
+      const found = await this.engine.childStarts(record.id, {
         maxJournals: MAX_ADOPTION_SCAN_JOURNALS,
         maxBytes: MAX_ADOPTION_SCAN_BYTES,
+        maxHeadBytes: MAX_STARTED_HEAD_BYTES,
       });
-      for (const { call, started } of cutOffChildren(parent.cutOffSpawns, starts, known)) {
-        const agent = typeof call.args.agent === 'string' ? call.args.agent : started.definition.name;
+      if (found.notExamined.length > 0) warnNotExamined(record.id, found.notExamined);
+      for (const { call, started } of cutOffChildren(parent.cutOffSpawns, found.starts, known)) {
+        const agent = typeof call.args.agent === 'string' ? call.args.agent : (started.agent ?? 'unknown');
         children.push({ agentId: started.agentId, agent, args: call.args });
         known.add(started.agentId);
         spawnedBy.push({ callId: call.callId, agentId: started.agentId, agent });
@@ -581,10 +586,12 @@ export class Agents {
 
   /**
    * Holds a finished descendant of resumed `root` with the outcome its journal (`events`) recorded
-   * (nothing runs; its usage rolls up through `parent`), then its own finished children, at any
-   * depth: a finished child orchestrator's children are the tree's too. An unfinished one under a
-   * finished parent is not resumed (nothing would await it; `troupe resume` ends it, see
-   * src/run-dir/resume-plan.ts). At most `scan.left` more journals are read.
+   * (nothing runs; its usage rolls up through `parent`), then its own children, at any depth: a
+   * finished child orchestrator's children are the tree's too. An unfinished one among them is an
+   * orphan (its parent ended, so nothing would resume or await it): its journal is ended
+   * `Failed(cancelled)` ({@link orphanOutcome}, as `troupe resume` ends one under a parent that does
+   * not run again), it is held with that outcome, and `agent:spawned` and `agent:failed` say so; its
+   * own unfinished children are orphans in turn. At most `scan.left` more journals are read.
    */
   async #holdEnded(
     root: AgentRecord,
@@ -593,6 +600,7 @@ export class Agents {
     agent: string,
     events: readonly AuditEvent[],
     scan: { left: number },
+    orphaned = false,
   ): Promise<void> {
     const ended = events.findLast(isTerminal);
     if (ended === undefined) return;
@@ -611,17 +619,34 @@ export class Agents {
     };
     this.records.set(id, held);
     rollUpUsage(this.records, held, outcome);
+    if (orphaned) {
+      const ref = { agentId: id, parentId: parent.id, agent };
+      this.#emitter.emit('agent:spawned', {
+        ...ref,
+        task: started?.task ?? '',
+        metadata: started?.metadata ?? {},
+      });
+      this.#emitter.emit('agent:failed', { ...ref, outcome });
+    }
     for (const child of spawnedChildren(events)) {
       if (scan.left <= 0 || hasEnded(root)) return;
       if (this.records.has(child.agentId)) continue;
       scan.left -= 1;
-      const childEvents = await this.engine.journal(child.agentId);
-      if (hasEnded(root) || this.records.has(child.agentId) || !childEvents.some(isTerminal)) continue;
-      const name =
-        child.agent ?? (childEvents[0]?.type === 'Started' ? childEvents[0].definition.name : undefined);
+      let childEvents = await this.engine.journal(child.agentId);
+      if (hasEnded(root) || this.records.has(child.agentId)) continue;
+      const childStarted = childEvents[0]?.type === 'Started' ? childEvents[0] : undefined;
+      const name = child.agent ?? childStarted?.definition.name;
       if (name === undefined) continue;
+      const orphan = !childEvents.some(isTerminal);
+      if (orphan) {
+        // Never started (no journal): nothing to end. Otherwise ended here, once.
+        if (childStarted === undefined || this.engine.endJournal === undefined) continue;
+        await this.engine.endJournal(child.agentId, orphanOutcome(child.agentId, id));
+        childEvents = await this.engine.journal(child.agentId);
+        if (hasEnded(root) || this.records.has(child.agentId)) continue;
+      }
       if (root.tree !== undefined) root.tree.subagents += 1;
-      await this.#holdEnded(root, { id, depth }, child.agentId, name, childEvents, scan);
+      await this.#holdEnded(root, { id, depth }, child.agentId, name, childEvents, scan, orphan);
     }
   }
 

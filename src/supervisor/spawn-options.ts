@@ -30,7 +30,11 @@ export interface SpawnOptions {
   /**
    * Continue the agent from its journal when that journal has events, e.g. to finish the agents of
    * an interrupted run; finished tool calls are not run again. (The redis engine always continues
-   * an agent whose journal stream has events.)
+   * an agent whose journal stream has events.) An unfinished agent's children are adopted from
+   * their journals (docs/host-channels.md): finished ones keep their outcomes, unfinished ones are
+   * resumed, and an unfinished descendant under a finished child, which nothing would await, has
+   * its journal ended `Failed(cancelled)` (`error.fields.parentId`) and is reported by
+   * `agent:spawned` and `agent:failed`, as `troupe resume` ends one.
    * @default false
    */
   readonly resume?: boolean;

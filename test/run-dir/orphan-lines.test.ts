@@ -76,13 +76,23 @@ function dropLines(resultsFile: string, agentIds: readonly string[]): void {
   );
 }
 
-/** Writes, as agent `agentId` spawned by `parentId`, the events of `from` (a worker's journal). */
-function copyAs(from: string, to: string, agentId: string, parentId: string, withEnd: boolean): void {
+/**
+ * Writes, as agent `agentId` spawned by `parentId`, the events of `from` (a worker's journal), its
+ * Started with `started` added.
+ */
+function copyAs(
+  from: string,
+  to: string,
+  agentId: string,
+  parentId: string,
+  withEnd: boolean,
+  started: Record<string, unknown> = {},
+): void {
   const writer = JournalWriter.open(to);
   for (const event of readJournal(from).events) {
     if (!withEnd && (event.type === 'Completed' || event.type === 'Failed')) break;
     const { seq: _seq, prev: _prev, hash: _hash, ...body } = event as AuditEvent & Record<string, unknown>;
-    const input = { ...body, agentId, ...(event.type === 'Started' ? { parentId } : {}) };
+    const input = { ...body, agentId, ...(event.type === 'Started' ? { parentId, ...started } : {}) };
     writer.append(input as unknown as AuditEventInput);
   }
   writer.close();
@@ -171,5 +181,46 @@ describe('troupe resume of a run killed while a nested agent ran', () => {
       expect.objectContaining({ status: 'completed' }),
     ]);
     expect(after).toHaveLength(before.length);
+  });
+
+  it('ends a child of a parent that runs again when the parent will not adopt it', async () => {
+    const { out, resultsFile, before, parent, second } = await finishedRun();
+    const journal = journalOf(out, parent.agentId);
+    const lines = readFileSync(journal, 'utf8').split('\n');
+    const at = readJournal(journal).events.findIndex(
+      (e) => e.type === 'ToolCall' && e.name === 'await_agents',
+    );
+    writeFileSync(journal, `${lines.slice(0, at + 1).join('\n')}\n`);
+    dropLines(resultsFile, [parent.agentId]);
+    // A child of the parent that no spawn_agent result or cut-off call of its journal accounts for
+    // (its call came back interrupted in an earlier resume that did not find it): nothing awaits it.
+    const stray = `${parent.agentId}-stray`;
+    copyAs(journalOf(out, second.agentId), journalOf(out, stray), stray, parent.agentId, false, {
+      spawnCallId: 'a-call-with-a-result',
+    });
+
+    await main(['resume', out, '--json'], captureIO());
+    const after = readResults(resultsFile);
+    // Without the fix it was left to an adoption that never took it: no line, its journal open.
+    expectOrphanLine(out, after, stray, parent.agentId);
+    expect(after.filter((line) => line.agentId === parent.agentId)).toEqual([
+      expect.objectContaining({ status: 'completed' }),
+    ]);
+    expect(after).toHaveLength(before.length + 1);
+  });
+
+  it('finds a nested agent whose Started line is over 1 MiB', async () => {
+    const { out, resultsFile, before, first, second } = await finishedRun();
+    const big = `${first.agentId}-big`;
+    // Its metadata is sorted before parentId in the line: the parent lies 1.5 MiB in.
+    copyAs(journalOf(out, second.agentId), journalOf(out, big), big, first.agentId, false, {
+      metadata: { blob: 'm'.repeat(1536 * 1024) },
+    });
+
+    await main(['resume', out, '--json'], captureIO());
+    const after = readResults(resultsFile);
+    // Without the fix its first line was skipped as too long: no line, its journal never ended.
+    expectOrphanLine(out, after, big, first.agentId);
+    expect(after).toHaveLength(before.length + 1);
   });
 });

@@ -8,8 +8,10 @@
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ChildStart } from '../../src/engines/engine.ts';
 import type { AuditEvent, AuditEventInput, EventOf } from '../../src/journal/events.ts';
 import { readJournal } from '../../src/journal/reader.ts';
+import { verifyJournalFile } from '../../src/journal/verify.ts';
 import { JournalWriter } from '../../src/journal/writer.ts';
 import { cutOffChildren, instructionsFor, parentJournal } from '../../src/supervisor/adoption.ts';
 import type { Supervisor } from '../../src/supervisor/supervisor.ts';
@@ -284,6 +286,106 @@ describe('a parent resumed in a new supervisor, under a finished child orchestra
   });
 });
 
+describe('a parent resumed in a new supervisor, leaving no descendant unfinished', () => {
+  it('adopts the child of a cut-off spawn_agent whose Started line is over 1 MiB', async () => {
+    const journalDir = tempDir();
+    const { definition, parentId, first, second } = await finishedRun(journalDir);
+    const cutOff =
+      eventsOf(journalDir, parentId).filter(
+        (e): e is EventOf<'ToolCall'> => e.type === 'ToolCall' && e.name === 'spawn_agent',
+      )[1]?.callId ?? '';
+    cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.callId === cutOff);
+    // The child's Started carries 1.5 MiB of metadata (sorted before parentId): only its Started.
+    const started = eventsOf(journalDir, second)[0] as EventOf<'Started'>;
+    const { seq: _seq, prev: _prev, hash: _hash, ...body } = started;
+    writeFileSync(journalOf(journalDir, second), '');
+    const writer = JournalWriter.open(journalOf(journalDir, second));
+    writer.append({ ...body, metadata: { blob: 'm'.repeat(1536 * 1024) } } as AuditEventInput);
+    writer.close();
+    expect(readFileSync(journalOf(journalDir, second)).length).toBeGreaterThan(1024 * 1024);
+
+    const outcome = await resume(journalDir, definition, parentId).result;
+
+    expect(outcome).toMatchObject({
+      status: 'completed',
+      result: { awaited: [`${first}:completed`, `${second}:completed`].sort() },
+    });
+    // Without the fix the child was not found: the call came back interrupted, a third worker ran,
+    // and this one stayed unfinished.
+    expect(readdirSync(journalDir)).toHaveLength(3);
+    expect(
+      eventsOf(journalDir, parentId).find((e) => e.type === 'ToolResult' && e.callId === cutOff),
+    ).toMatchObject({ ok: true, data: { agentId: second } });
+    expect(terminals(eventsOf(journalDir, second))).toMatchObject([{ type: 'Completed' }]);
+  });
+
+  it('ends an unfinished grandchild under a finished child Failed(cancelled), once, and says so', async () => {
+    const journalDir = tempDir();
+    const { definition, parentId, first, second } = await finishedRun(journalDir);
+    cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.name === 'await_agents');
+    // The first child had spawned a grandchild and finished; the grandchild was still running.
+    const grandchild = `${first}-g`;
+    const spawn = (round: number): AuditEventInput[] => [
+      {
+        type: 'ToolCall',
+        agentId: first,
+        round,
+        callId: 'g-call',
+        name: 'spawn_agent',
+        modelName: 'spawn_agent',
+        args: { agent: 'worker', task: 'Grandchild' },
+      },
+      {
+        type: 'ToolResult',
+        agentId: first,
+        round,
+        callId: 'g-call',
+        name: 'spawn_agent',
+        ok: true,
+        projectionAccepted: true,
+        text: `Spawned subagent ${grandchild} (worker).`,
+        stateUpdates: [],
+        displayedStateKeys: [],
+        data: { agentId: grandchild },
+      },
+    ];
+    const copy = path.join(journalDir, 'first.copy');
+    writeFileSync(copy, readFileSync(journalOf(journalDir, first)));
+    rewriteAs(copy, journalOf(journalDir, first), first, parentId, spawn);
+    rmSync(copy);
+    rewriteAs(journalOf(journalDir, second), journalOf(journalDir, grandchild), grandchild, first);
+    cutAfter(journalOf(journalDir, grandchild), (e) => e.type === 'InferenceSubmitted');
+
+    const supervisor = supervisorFor(journalDir);
+    const failed: string[] = [];
+    supervisor.on('agent:failed', (event) => failed.push(event.agentId));
+    const outcome = await supervisor.spawn(definition, { id: parentId, task: SPLIT, resume: true }).result;
+
+    expect(outcome).toMatchObject({ status: 'completed' });
+    // Without the fix the library path left it unfinished forever (only troupe resume ended it).
+    const events = eventsOf(journalDir, grandchild);
+    expect(terminals(events)).toMatchObject([
+      {
+        type: 'Failed',
+        reason: 'cancelled',
+        error: { code: 'cancelled', fields: { parentId: first } },
+      },
+    ]);
+    expect(verifyJournalFile(journalOf(journalDir, grandchild)).ok).toBe(true);
+    expect(failed).toEqual([grandchild]);
+    expect(await supervisor.handle(grandchild)?.result).toMatchObject({
+      status: 'failed',
+      reason: 'cancelled',
+    });
+    await supervisor.close();
+    // A second resume finds it ended: nothing is appended again.
+    const again = supervisorFor(journalDir);
+    cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.name === 'await_agents');
+    await again.spawn(definition, { id: parentId, task: SPLIT, resume: true }).result;
+    expect(terminals(eventsOf(journalDir, grandchild))).toHaveLength(1);
+  });
+});
+
 describe('a parent resumed in a new supervisor, with instructions on their way', () => {
   it('delivers a cut-off send_instruction to the child that goes on, and what it was sent before', async () => {
     const journalDir = tempDir();
@@ -332,8 +434,12 @@ describe('a parent resumed in a new supervisor, with instructions on their way',
 });
 
 describe('cutOffChildren', () => {
-  const started = (agentId: string, extra: Partial<EventOf<'Started'>>) =>
-    ({ type: 'Started', agentId, definition: { name: 'worker' }, task: 'T', ...extra }) as EventOf<'Started'>;
+  const started = (agentId: string, extra: Partial<ChildStart>): ChildStart => ({
+    agentId,
+    agent: 'worker',
+    task: 'T',
+    ...extra,
+  });
 
   it('matches by spawnCallId first, and by agent and task only journals without one', () => {
     const calls = [

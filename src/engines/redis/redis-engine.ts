@@ -12,8 +12,9 @@ import { randomUUID } from 'node:crypto';
 import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { SystemError, serializeError } from '../../errors.ts';
-import { type AuditEvent, auditEventProblem, type EventOf } from '../../journal/events.ts';
+import { type AuditEvent, auditEventProblem } from '../../journal/events.ts';
 import { forkedInputs, forkedTotals, writeFork } from '../../journal/fork.ts';
+import { startedHeadOf } from '../../journal/started-head.ts';
 import type { UsageTotals } from '../../journal/usage.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome, InheritedSpend } from '../../loop/types.ts';
@@ -29,13 +30,16 @@ import type {
 } from '../../protocol/redis.ts';
 import { credentialsIn } from '../../providers/credentials.ts';
 import { ForwardedSecrets } from '../actor/forwarded-secrets.ts';
-import type {
-  Engine,
-  EngineContext,
-  EngineDescription,
-  EngineHost,
-  EngineOptions,
-  JournalScanBounds,
+import {
+  type ChildStart,
+  type ChildStarts,
+  childStartOf,
+  type Engine,
+  type EngineContext,
+  type EngineDescription,
+  type EngineHost,
+  type EngineOptions,
+  type JournalScanBounds,
 } from '../engine.ts';
 import { RedisApprovals } from './approvals.ts';
 import { bullQueueOptions, closeRedis, connectRedis, displayUrl, waitForRedis } from './connection.ts';
@@ -500,27 +504,38 @@ export class RedisEngine implements Engine {
     return readRedisJournal(this.#connected().redis, this.#keys.journal(agentId));
   }
 
-  async childStarts(parentId: string, bounds: JournalScanBounds): Promise<EventOf<'Started'>[]> {
+  async childStarts(parentId: string, bounds: JournalScanBounds): Promise<ChildStarts> {
     await this.start();
     const { redis } = this.#connected();
     // Every journal stream of this queue (a fork's draft key ends in `:fork` and is not matched).
     const glob = (text: string): string => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
     const pattern = `${glob(this.#keys.prefix)}:${glob(this.#keys.queue)}:agent:*:journal`;
     const names = `"parentId":${JSON.stringify(parentId)}`;
-    const starts: EventOf<'Started'>[] = [];
+    const starts: ChildStart[] = [];
+    const notExamined: string[] = [];
     let read = 0;
     let cursor = '0';
     do {
       const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
       cursor = next;
       for (const key of keys) {
-        if (read >= bounds.maxJournals) return starts;
+        if (read >= bounds.maxJournals) {
+          notExamined.push(key);
+          continue;
+        }
         read += 1;
         // An entry is read whole (a stream has no partial reads); only its first line is parsed.
         const text = (await redis.xrange(key, '-', '+', 'COUNT', 1))[0]?.[1][1];
         const line = text?.split('\n', 1)[0];
-        if (line === undefined || Buffer.byteLength(line) > bounds.maxBytes || !line.includes(names))
+        if (line === undefined) continue;
+        if (Buffer.byteLength(line) > bounds.maxBytes) {
+          // Too long to parse whole: its ids only (src/journal/started-head.ts).
+          if (Buffer.byteLength(line) > bounds.maxHeadBytes) notExamined.push(key);
+          const head = startedHeadOf(line);
+          if (head?.parentId === parentId) starts.push(childStartOf(head.agentId, head.spawnCallId));
           continue;
+        }
+        if (!line.includes(names)) continue;
         let value: unknown;
         try {
           value = JSON.parse(line);
@@ -529,10 +544,16 @@ export class RedisEngine implements Engine {
         }
         const event = value as AuditEvent;
         if (auditEventProblem(value) === undefined && event.type === 'Started' && event.parentId === parentId)
-          starts.push(event);
+          starts.push(childStartOf(event.agentId, event.spawnCallId, event.definition.name, event.task));
       }
     } while (cursor !== '0');
-    return starts;
+    return { starts, notExamined };
+  }
+
+  async endJournal(agentId: string, outcome: AgentOutcome): Promise<AgentOutcome> {
+    checkAgentId(agentId);
+    await this.start();
+    return journalOutcome(this.#connected().redis, this.#keys.journal(agentId), outcome);
   }
 
   async forkJournal(from: string, to: string): Promise<UsageTotals> {

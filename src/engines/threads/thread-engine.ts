@@ -18,10 +18,11 @@ import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { MessagePort } from 'node:worker_threads';
 import { describeValue, type SerializedError, SystemError, serializeError, UserError } from '../../errors.ts';
-import type { AuditEvent, EventOf } from '../../journal/events.ts';
+import type { AuditEvent } from '../../journal/events.ts';
 import { forkedInputs, forkedTotals, writeFork } from '../../journal/fork.ts';
 import { readFirstEvent, readJournal } from '../../journal/reader.ts';
 import { onSecretValues } from '../../journal/redact.ts';
+import { readStartedHead } from '../../journal/started-head.ts';
 import type { UsageTotals } from '../../journal/usage.ts';
 import { JournalWriter } from '../../journal/writer.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
@@ -38,6 +39,8 @@ import { MAX_PROVIDER_PAUSE_MS } from '../../providers/constants.ts';
 import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../../tools/builtin/orchestration.ts';
 import { ForwardedSecrets } from '../actor/forwarded-secrets.ts';
 import type {
+  ChildStart,
+  ChildStarts,
   Engine,
   EngineContext,
   EngineDescription,
@@ -45,6 +48,7 @@ import type {
   EngineOptions,
   JournalScanBounds,
 } from '../engine.ts';
+import { childStartOf } from '../engine.ts';
 import { Admission } from './admission.ts';
 import { AdmissionServer } from './admission-server.ts';
 import { culpritProviders, pendingWorkOf } from './blame.ts';
@@ -323,26 +327,41 @@ export class ThreadEngine implements Engine {
     }
   }
 
-  async childStarts(parentId: string, bounds: JournalScanBounds): Promise<EventOf<'Started'>[]> {
+  async childStarts(parentId: string, bounds: JournalScanBounds): Promise<ChildStarts> {
     const dir = this.#options.journalDir;
     let files: string[];
     try {
-      files = readdirSync(dir);
+      files = readdirSync(dir).filter((file) => file.endsWith('.jsonl'));
     } catch {
-      return [];
+      return { starts: [], notExamined: [] };
     }
     // Only lines that name the parent are parsed: a run directory holds thousands of journals.
     const names = `"parentId":${JSON.stringify(parentId)}`;
-    const starts: EventOf<'Started'>[] = [];
-    let read = 0;
-    for (const file of files) {
-      if (!file.endsWith('.jsonl')) continue;
-      if (read >= bounds.maxJournals) break;
-      read += 1;
-      const first = readFirstEvent(path.join(dir, file), bounds.maxBytes, (line) => line.includes(names));
-      if (first?.type === 'Started' && first.parentId === parentId) starts.push(first);
+    const starts: ChildStart[] = [];
+    const notExamined: string[] = [];
+    for (const [read, file] of files.entries()) {
+      if (read >= bounds.maxJournals) {
+        notExamined.push(...files.slice(read).map((name) => path.join(dir, name)));
+        break;
+      }
+      const full = path.join(dir, file);
+      const first = readFirstEvent(full, bounds.maxBytes, (line) => line.includes(names));
+      if (first !== undefined) {
+        if (first.type === 'Started' && first.parentId === parentId)
+          starts.push(childStartOf(first.agentId, first.spawnCallId, first.definition.name, first.task));
+        continue;
+      }
+      // Refused, unreadable, or longer than maxBytes: only a long one is read again, for its ids.
+      if (!longerThan(full, bounds.maxBytes)) continue;
+      const head = readStartedHead(full, bounds.maxHeadBytes);
+      if (head === 'too_long') notExamined.push(full);
+      else if (head?.parentId === parentId) starts.push(childStartOf(head.agentId, head.spawnCallId));
     }
-    return starts;
+    return { starts, notExamined };
+  }
+
+  async endJournal(agentId: string, outcome: AgentOutcome): Promise<AgentOutcome> {
+    return journalOutcome(this.#journalFile(agentId), outcome, this.#options.fsync);
   }
 
   async forkJournal(from: string, to: string): Promise<UsageTotals> {
@@ -906,5 +925,14 @@ function killOrphans(targets: ReadonlySet<number> | undefined): void {
     } catch {
       // Already gone.
     }
+  }
+}
+
+/** Whether the file at `file` holds more than `bytes` (false when it cannot be read). */
+function longerThan(file: string, bytes: number): boolean {
+  try {
+    return statSync(file).size > bytes;
+  } catch {
+    return false;
   }
 }
