@@ -486,8 +486,16 @@ export class Agents {
    * cut-off `await_agents` runs again (it only waits).
    */
   async #adopt(record: AgentRecord): Promise<void> {
-    const parent = parentJournal(await this.engine.journal(record.id));
-    if (parent === undefined) return;
+    const events = await this.engine.journal(record.id);
+    const parent = parentJournal(events);
+    if (parent === undefined) {
+      // It had ended: it only reports its outcome, and its unfinished descendants are orphans.
+      if (events.some(isTerminal)) {
+        const scan = { left: MAX_ADOPTION_SCAN_JOURNALS };
+        await this.#holdChildren(record, { id: record.id, depth: record.spec.depth }, events, scan);
+      }
+      return;
+    }
     const children = [...parent.children];
     const known = new Set(children.map((child) => child.agentId));
     const spawnedBy: { callId: string; agentId: string; agent: string }[] = [];
@@ -628,6 +636,19 @@ export class Agents {
       });
       this.#emitter.emit('agent:failed', { ...ref, outcome });
     }
+    await this.#holdChildren(root, { id, depth }, events, scan);
+  }
+
+  /**
+   * Holds the children `events` (the journal of `parent`, which has ended) shows it spawned, as
+   * {@link #holdEnded} does: finished ones with their outcomes, unfinished ones (orphans) ended.
+   */
+  async #holdChildren(
+    root: AgentRecord,
+    parent: { readonly id: string; readonly depth: number },
+    events: readonly AuditEvent[],
+    scan: { left: number },
+  ): Promise<void> {
     for (const child of spawnedChildren(events)) {
       if (scan.left <= 0 || hasEnded(root)) return;
       if (this.records.has(child.agentId)) continue;
@@ -641,12 +662,12 @@ export class Agents {
       if (orphan) {
         // Never started (no journal): nothing to end. Otherwise ended here, once.
         if (childStarted === undefined || this.engine.endJournal === undefined) continue;
-        await this.engine.endJournal(child.agentId, orphanOutcome(child.agentId, id));
+        await this.engine.endJournal(child.agentId, orphanOutcome(child.agentId, parent.id));
         childEvents = await this.engine.journal(child.agentId);
         if (hasEnded(root) || this.records.has(child.agentId)) continue;
       }
       if (root.tree !== undefined) root.tree.subagents += 1;
-      await this.#holdEnded(root, { id, depth }, child.agentId, name, childEvents, scan, orphan);
+      await this.#holdEnded(root, parent, child.agentId, name, childEvents, scan, orphan);
     }
   }
 

@@ -384,6 +384,24 @@ describe('a parent resumed in a new supervisor, leaving no descendant unfinished
     await again.spawn(definition, { id: parentId, task: SPLIT, resume: true }).result;
     expect(terminals(eventsOf(journalDir, grandchild))).toHaveLength(1);
   });
+
+  it('ends the unfinished children of a resumed agent whose journal had ended', async () => {
+    const journalDir = tempDir();
+    const { definition, parentId, first, second } = await finishedRun(journalDir);
+    // The parent had finished; its second child was killed mid-run (a child it did not await).
+    cutAfter(journalOf(journalDir, second), (e) => e.type === 'InferenceSubmitted');
+    const firstBefore = readFileSync(journalOf(journalDir, first), 'utf8');
+
+    const supervisor = supervisorFor(journalDir);
+    const outcome = await supervisor.spawn(definition, { id: parentId, task: SPLIT, resume: true }).result;
+
+    expect(outcome).toMatchObject({ status: 'completed' });
+    // Without the fix only troupe resume ended it: the library path left its journal open.
+    expect(terminals(eventsOf(journalDir, second))).toMatchObject([
+      { type: 'Failed', reason: 'cancelled', error: { fields: { parentId } } },
+    ]);
+    expect(readFileSync(journalOf(journalDir, first), 'utf8')).toBe(firstBefore);
+  });
 });
 
 describe('a parent resumed in a new supervisor, with instructions on their way', () => {
