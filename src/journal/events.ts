@@ -370,6 +370,22 @@ export interface Resumed {
   readonly definitionChanged?: { readonly hash: string; readonly path?: string };
   /** What else the resume noticed (a recorded definition that reads differently today...). */
   readonly notices?: readonly string[];
+  /**
+   * For an agent spawned by an agent (absent otherwise, and in journals before it was recorded):
+   * the parent's `send_instruction` calls, by the `seq` of their ToolCall in the parent's journal,
+   * whose instructions a resumed parent's adoption delivered to this agent again at an index other
+   * than the one the call recorded, with the index each has from now on (src/supervisor/
+   * adoption.ts). Empty when none moved: its presence says this resume records every move.
+   */
+  readonly instructionIndices?: readonly InstructionIndex[];
+}
+
+/** One instruction a resumed parent's adoption delivered again: see {@link Resumed.instructionIndices}. */
+export interface InstructionIndex {
+  /** `seq` of the parent's `send_instruction` ToolCall. */
+  readonly callSeq: number;
+  /** The index it has in the agent's inbox from this resume on. */
+  readonly index: number;
 }
 
 /** The agent finished. Terminal: nothing follows it. */

@@ -10,7 +10,7 @@ import { abortable } from '../abort.ts';
 import { SystemError } from '../errors.ts';
 import { canonicalJson, sha256Hex } from '../journal/canonical-json.ts';
 import { INTERRUPTED_TOOL_RESULT } from '../journal/constants.ts';
-import type { AuditEvent } from '../journal/events.ts';
+import type { AuditEvent, InstructionIndex } from '../journal/events.ts';
 import { type PendingApproval, resumeState } from '../journal/resume.ts';
 import { COMPLETE_TASK } from '../tools/builtin/orchestration.ts';
 import { denialText } from '../tools/permissions.ts';
@@ -34,6 +34,7 @@ export async function restoreFromJournal(
   noticed: {
     readonly definitionChanged?: { readonly hash: string; readonly path?: string };
     readonly notices?: readonly string[];
+    readonly instructionIndices?: readonly InstructionIndex[];
   } = {},
 ): Promise<void> {
   const state = resumeState(events);
@@ -76,6 +77,7 @@ export async function restoreFromJournal(
     truncatedBytes,
     ...(noticed.definitionChanged ? { definitionChanged: noticed.definitionChanged } : {}),
     ...(noticed.notices !== undefined && noticed.notices.length > 0 ? { notices: noticed.notices } : {}),
+    ...(noticed.instructionIndices === undefined ? {} : { instructionIndices: noticed.instructionIndices }),
   });
   const outcomes = await Promise.all(state.pendingCalls.map((call) => cutOffOutcome(run, channels, call)));
   state.pendingCalls.forEach((call, i) => {

@@ -8,7 +8,7 @@ import { followSignal } from '../abort.ts';
 import type { BlockStore, ResolvedBlocks } from '../blocks/types.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { type SerializedError, serializeError } from '../errors.ts';
-import type { AuditEvent, AuditEventInput } from '../journal/events.ts';
+import type { AuditEvent, AuditEventInput, InstructionIndex } from '../journal/events.ts';
 import { redactValue } from '../journal/redact.ts';
 import type { JournalSink } from '../journal/sink.ts';
 import type { McpServers } from '../mcp/config.ts';
@@ -36,6 +36,8 @@ export interface RunAgentOptions {
   readonly parentId?: string;
   /** The parent's `spawn_agent` call that started the agent (journalled in Started). */
   readonly spawnCallId?: string;
+  /** A resumed child's instructions delivered again at new indices (journalled in Resumed). */
+  readonly instructionIndices?: readonly InstructionIndex[];
   readonly definition: AgentDefinition;
   readonly task: string;
   /** Fixed context sections, rendered before the task. */

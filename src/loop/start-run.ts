@@ -205,6 +205,9 @@ export async function startRun(
     await restoreFromJournal(run, resume, channels, options.truncatedBytes ?? 0, {
       ...(pinned?.changed ? { definitionChanged: pinned.changed } : {}),
       notices: pinned?.notices ?? [],
+      // A child's resume always says which of its parent's instructions moved (none, unless its
+      // parent's adoption delivered them again): a later adoption then trusts the indices.
+      ...(options.parentId === undefined ? {} : { instructionIndices: options.instructionIndices ?? [] }),
     });
     if (session) restoreSession(run, session, resume);
   } else {

@@ -30,7 +30,7 @@
 import type { ResolvedBlocks } from '../blocks/types.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import type { SerializedError } from '../errors.ts';
-import type { StartedWarning } from '../journal/events.ts';
+import type { InstructionIndex, StartedWarning } from '../journal/events.ts';
 import type { AgentLimits, AgentOutcome } from '../loop/types.ts';
 import type { McpServers } from '../mcp/config.ts';
 import type { ModelSettings } from '../providers/model-settings.ts';
@@ -143,6 +143,11 @@ export interface ActorSpec {
   readonly parentId: string | undefined;
   /** The parent's `spawn_agent` call that spawned it (journalled in Started as `spawnCallId`). */
   readonly spawnCallId?: string;
+  /**
+   * A child resumed by its parent's adoption: the parent's instructions delivered to it again at
+   * new indices (journalled in its Resumed event as `instructionIndices`).
+   */
+  readonly instructionIndices?: readonly InstructionIndex[];
   /** Nesting depth: 0 for agents spawned by the program. */
   readonly depth: number;
   readonly definition: AgentDefinition;

@@ -22,7 +22,7 @@
  */
 import { MAX_ADOPTION_SCAN_JOURNALS, MAX_STARTED_HEAD_BYTES } from '../constants.ts';
 import type { ChildStart } from '../engines/engine.ts';
-import type { AuditEvent, EventOf } from '../journal/events.ts';
+import type { AuditEvent, EventOf, InstructionIndex } from '../journal/events.ts';
 import { resumeState } from '../journal/resume.ts';
 import { cancelledError, failedOutcome } from '../loop/outcome.ts';
 import type { AgentOutcome } from '../loop/types.ts';
@@ -41,6 +41,8 @@ export interface KnownChild {
 export interface CutOffCall {
   readonly callId: string;
   readonly args: Readonly<Record<string, unknown>>;
+  /** `seq` of its ToolCall in the parent's journal. */
+  readonly seq?: number;
 }
 
 /** What a resumed parent's journal says of its children. */
@@ -62,6 +64,11 @@ export interface SentInstruction {
   readonly text: string;
   /** Absent in journals written before the index was recorded, and for a cut-off call. */
   readonly index?: number;
+  /**
+   * `seq` of the call's ToolCall in the parent's journal: what a child's `Resumed.instructionIndices`
+   * names when an adoption delivered the instruction again at another index.
+   */
+  readonly callSeq?: number;
 }
 
 /** Reads a parent's journal; undefined when it has ended or never started (nothing to adopt). */
@@ -85,7 +92,12 @@ export function parentJournal(events: readonly AuditEvent[]): ParentJournal | un
       const text = stringOf(args?.text);
       if (to === undefined || text === undefined) continue;
       const index = (event.data as { index?: unknown } | undefined)?.index;
-      const instruction = Number.isSafeInteger(index) ? { text, index: index as number } : { text };
+      const callSeq = calls.get(event.callId)?.seq;
+      const instruction = {
+        text,
+        ...(Number.isSafeInteger(index) ? { index: index as number } : {}),
+        ...(callSeq === undefined ? {} : { callSeq }),
+      };
       const list = sent.get(to);
       if (list === undefined) sent.set(to, [instruction]);
       else list.push(instruction);
@@ -94,7 +106,7 @@ export function parentJournal(events: readonly AuditEvent[]): ParentJournal | un
   const cutOff = (name: string): CutOffCall[] =>
     state.pendingCalls
       .filter((call) => call.name === name)
-      .map((call) => ({ callId: call.callId, args: call.args ?? {} }));
+      .map((call) => ({ callId: call.callId, args: call.args ?? {}, seq: call.seq }));
   return {
     children,
     cutOffSpawns: cutOff(SPAWN_AGENT),
@@ -213,40 +225,87 @@ export function spawnedOutcome(
   return { ok: true, text: `Spawned subagent ${agentId} (${agent}).`, data: { agentId } };
 }
 
+/** One instruction delivered again to a resumed child, at its place in the list. */
+export interface Redelivery {
+  readonly text: string;
+  /** The parent's call that sent it (`SentInstruction.callSeq`): absent for one it had received. */
+  readonly callSeq?: number;
+}
+
 /**
  * The instructions to deliver again to a resumed child, in index order: the ones its journal says
  * it received (`Instructed`, at their indices), then those of `sent` (its parent's, in send order)
  * it had not read. A sent instruction was read when the child received it at the index its
- * `send_instruction` result recorded (keyed, so instructions others sent the child between, a
- * program's `handle.send`, shift nothing); one without an index (an older journal, a cut-off call),
- * or whose index holds another text, when the child received the same text at an index no other
- * sent instruction accounts for. Each is delivered once.
+ * `send_instruction` result recorded, or at the index an earlier adoption delivered it at again
+ * (the child's `Resumed.instructionIndices`): keyed, so instructions others sent the child between
+ * (a program's `handle.send`, even of the same text) shift nothing, across any number of resumes.
+ * One the child has no instruction at that index for was not read, when every resume of the child
+ * recorded the instructions it moved; otherwise (a journal of an earlier troupe), and for one
+ * without an index (an older journal, a cut-off call) or whose index holds another text, it was
+ * read when the child received the same text at an index no other sent instruction accounts for.
+ * Each is delivered once. The caller records where each unread one lands
+ * ({@link movedInstructions}).
  */
+export function redeliveries(
+  childEvents: readonly AuditEvent[],
+  sent: readonly SentInstruction[],
+): Redelivery[] {
+  const received: string[] = [];
+  const moved = new Map<number, number>();
+  let recorded = true;
+  for (const event of childEvents) {
+    if (event.type === 'Instructed') received[event.index] = event.text;
+    if (event.type !== 'Resumed') continue;
+    if (event.instructionIndices === undefined) recorded = false;
+    for (const { callSeq, index } of event.instructionIndices ?? []) moved.set(callSeq, index);
+  }
+  const texts: Redelivery[] = [];
+  // A gap (an index the journal does not hold) ends what can be delivered in order.
+  for (const text of received) {
+    if (text === undefined) break;
+    texts.push({ text });
+  }
+  const claimed = new Set<number>();
+  const unread: SentInstruction[] = [];
+  const unkeyed: SentInstruction[] = [];
+  for (const instruction of sent) {
+    const at =
+      (instruction.callSeq === undefined ? undefined : moved.get(instruction.callSeq)) ?? instruction.index;
+    if (at !== undefined && received[at] === instruction.text && !claimed.has(at)) claimed.add(at);
+    else if (at !== undefined && recorded && received[at] === undefined) unread.push(instruction);
+    else unkeyed.push(instruction);
+  }
+  for (const instruction of unkeyed) {
+    const at = received.findIndex((other, index) => other === instruction.text && !claimed.has(index));
+    if (at >= 0) claimed.add(at);
+    else unread.push(instruction);
+  }
+  // In send order, as the parent sent them.
+  const order = new Map(sent.map((instruction, i) => [instruction, i]));
+  unread.sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0));
+  return [
+    ...texts,
+    ...unread.map(({ text, callSeq }) => (callSeq === undefined ? { text } : { text, callSeq })),
+  ];
+}
+
+/** The texts of {@link redeliveries}. */
 export function instructionsFor(
   childEvents: readonly AuditEvent[],
   sent: readonly SentInstruction[],
 ): string[] {
-  const received: string[] = [];
-  for (const event of childEvents) if (event.type === 'Instructed') received[event.index] = event.text;
-  const texts: string[] = [];
-  // A gap (an index the journal does not hold) ends what can be delivered in order.
-  for (const text of received) {
-    if (text === undefined) break;
-    texts.push(text);
-  }
-  const claimed = new Set<number>();
-  const unkeyed: SentInstruction[] = [];
-  for (const instruction of sent) {
-    const { index } = instruction;
-    if (index !== undefined && received[index] === instruction.text && !claimed.has(index))
-      claimed.add(index);
-    else unkeyed.push(instruction);
-  }
-  const unread: string[] = [];
-  for (const { text } of unkeyed) {
-    const at = received.findIndex((other, index) => other === text && !claimed.has(index));
-    if (at >= 0) claimed.add(at);
-    else unread.push(text);
-  }
-  return [...texts, ...unread];
+  return redeliveries(childEvents, sent).map(({ text }) => text);
+}
+
+/**
+ * What a resumed child's Resumed event records of `delivered` ({@link redeliveries}, delivered at
+ * their places): each of its parent's instructions delivered again, with the index it now has
+ * (whether or not it moved: the newest record of a call is the one that holds).
+ */
+export function movedInstructions(delivered: readonly Redelivery[]): InstructionIndex[] {
+  const moved: InstructionIndex[] = [];
+  delivered.forEach(({ callSeq }, index) => {
+    if (callSeq !== undefined) moved.push({ callSeq, index });
+  });
+  return moved;
 }

@@ -48,10 +48,11 @@ import type { AgentTracing } from '../telemetry/agent-tracing.ts';
 import {
   cutOffChildren,
   instructionOf,
-  instructionsFor,
   type KnownChild,
+  movedInstructions,
   orphanOutcome,
   parentJournal,
+  redeliveries,
   type SentInstruction,
   spawnedChildren,
   spawnedOutcome,
@@ -517,7 +518,8 @@ export class Agents {
     for (const call of parent.cutOffSends) {
       const instruction = instructionOf(call);
       if (instruction === undefined || !known.has(instruction.to)) continue;
-      sending.set(instruction.to, [...(sending.get(instruction.to) ?? []), { text: instruction.text }]);
+      const pending = { text: instruction.text, ...(call.seq === undefined ? {} : { callSeq: call.seq }) };
+      sending.set(instruction.to, [...(sending.get(instruction.to) ?? []), pending]);
     }
     // Journals read for the descendants of finished children, bounded as the search above.
     const scan = { left: MAX_ADOPTION_SCAN_JOURNALS };
@@ -587,9 +589,12 @@ export class Agents {
     );
     const spawned = this.#live(handle.id);
     if (spawned?.state !== 'pending') return;
-    instructionsFor(events, sent).forEach((text, index) => {
+    const delivered = redeliveries(events, sent);
+    delivered.forEach(({ text }, index) => {
       spawned.held.push({ text, index, resolve: () => {}, reject: () => {} });
     });
+    // Its Resumed event says where its parent's instructions are now: a later adoption keys by it.
+    spawned.spec.instructionIndices = movedInstructions(delivered);
   }
 
   /**

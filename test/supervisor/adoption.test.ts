@@ -13,7 +13,13 @@ import type { AuditEvent, AuditEventInput, EventOf } from '../../src/journal/eve
 import { readJournal } from '../../src/journal/reader.ts';
 import { verifyJournalFile } from '../../src/journal/verify.ts';
 import { JournalWriter } from '../../src/journal/writer.ts';
-import { cutOffChildren, instructionsFor, parentJournal } from '../../src/supervisor/adoption.ts';
+import {
+  cutOffChildren,
+  instructionsFor,
+  movedInstructions,
+  parentJournal,
+  redeliveries,
+} from '../../src/supervisor/adoption.ts';
 import type { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { fixtures, orchestratorDefinition, policySupervisor, tempDir } from './helpers.ts';
 
@@ -444,6 +450,13 @@ describe('a parent resumed in a new supervisor, with instructions on their way',
       expect(events.filter((e) => e.type === 'Instructed')).toMatchObject([
         { index: 0, text: `do the part of ${child}` },
       ]);
+      // Where the parent's instruction now sits, by its call: a later adoption keys by it.
+      const call = parentEvents.find(
+        (e) => e.type === 'ToolCall' && e.name === 'send_instruction' && e.args?.agentId === child,
+      );
+      expect(events.find((e) => e.type === 'Resumed')).toMatchObject({
+        instructionIndices: [{ callSeq: call?.seq, index: 0 }],
+      });
       expect(terminals(events)).toMatchObject([
         { type: 'Completed', result: { instruction: `do the part of ${child}` } },
       ]);
@@ -577,5 +590,47 @@ describe('instructionsFor, with a program’s own handle.send to the same child 
     const twice = sentTo(parentEvents([{ text: 'go' }, { text: 'go' }]));
     expect(instructionsFor([instructed(0, 'go')], twice)).toEqual(['go', 'go']);
     expect(instructionsFor([instructed(0, 'go'), instructed(1, 'go')], twice)).toEqual(['go', 'go']);
+  });
+
+  it('delivers each of two identical instructions once across two kills, a program’s same text between', () => {
+    // Session 1: the program sent `x` (index 0), the parent sent `x` (index 1); the child read
+    // neither. Killed; the program's was lost with the supervisor.
+    const withSeq = (events: AuditEvent[], from: number) =>
+      events.map((event, i) => ({ ...event, seq: from + i }) as AuditEvent);
+    const parent1 = withSeq(parentEvents([{ text: 'x', index: 1 }]), 0);
+    const child1: AuditEvent[] = [];
+    const sent1 = sentTo(parent1);
+    const delivered1 = redeliveries(child1, sent1);
+    // Resume 1 delivers the parent's at index 0 (nothing is below it), and records the move.
+    expect(delivered1.map(({ text }) => text)).toEqual(['x']);
+    const moved = movedInstructions(delivered1);
+    expect(moved).toEqual([{ callSeq: sent1[0]?.callSeq, index: 0 }]);
+    // Session 2: the child read the parent's `x` at 0, then the program's `x`, sent again, at 1; the
+    // parent sent `x` again (index 2), unread when the second kill came.
+    const child2 = [
+      { type: 'Resumed', agentId: 'c', instructionIndices: moved },
+      instructed(0, 'x'),
+      instructed(1, 'x'),
+    ] as AuditEvent[];
+    const parent2 = [
+      ...parent1,
+      ...withSeq(
+        parentEvents([{ text: 'x', index: 2 }])
+          .slice(1)
+          .map((event) => ({ ...event, callId: 't0' }) as AuditEvent),
+        100,
+      ),
+    ];
+    const sent2 = sentTo(parent2);
+    expect(sent2.map(({ index }) => index)).toEqual([1, 2]);
+    // Keyed at its recorded index 1, the first send took the program's `x` for its own, and the
+    // text fallback then took the first `x` for the second send: it was never delivered.
+    expect(instructionsFor(child2, sent2)).toEqual(['x', 'x', 'x']);
+    expect(redeliveries(child2, sent2).at(-1)).toEqual({ text: 'x', callSeq: sent2[1]?.callSeq });
+    // Read as well: nothing twice.
+    expect(instructionsFor([...child2, instructed(2, 'x')], sent2)).toEqual(['x', 'x', 'x']);
+    // A child resumed by an earlier troupe (no instructionIndices) is matched by text, as before.
+    const older = [{ type: 'Resumed', agentId: 'c' }, instructed(0, 'x'), instructed(1, 'x')] as AuditEvent[];
+    expect(instructionsFor(older, sent2)).toEqual(['x', 'x']);
   });
 });

@@ -51,6 +51,7 @@ export async function runActor(spec: Omit<ActorSpec, 'resume'>, run: ActorRun): 
       agentId,
       ...(spec.parentId === undefined ? {} : { parentId: spec.parentId }),
       ...(spec.spawnCallId === undefined ? {} : { spawnCallId: spec.spawnCallId }),
+      ...(spec.instructionIndices === undefined ? {} : { instructionIndices: spec.instructionIndices }),
       definition: spec.definition,
       task: spec.task,
       context: spec.context,
