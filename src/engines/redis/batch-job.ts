@@ -37,7 +37,7 @@ import {
 import { AGENT_JOB_NAME, BATCH_STATE_PAGE, HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
 import { parseBatchJobData } from './job-data.ts';
 import { bullmq } from './packages.ts';
-import { jobRemoval } from './retention.ts';
+import { batchHashTtlMs, jobRemoval } from './retention.ts';
 import { LuaScript } from './script.ts';
 import { signalFailure } from './signals.ts';
 import type { RedisJournal } from './stream-journal.ts';
@@ -86,9 +86,9 @@ export async function processBatchJob(ctx: JobContext, job: Job, token: string |
     ...todo.slice(0, room).map((data) => runBatchAgent(ctx, at, data).finally(() => ctx.slots.release())),
     excess.length === 0 ? undefined : handOffWaiting(ctx, at, excess),
   ]);
-  if (batch.common.retainSeconds !== undefined) {
-    await redis.pexpire(batchKey, batch.common.retainSeconds * 1000);
-  }
+  // Also set by the supervisor once it settled every agent: a batch that fails never gets here.
+  const ttlMs = batchHashTtlMs(batch.common.retainSeconds);
+  if (ttlMs !== undefined) await redis.pexpire(batchKey, ttlMs);
   return null;
 }
 

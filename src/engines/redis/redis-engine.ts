@@ -50,6 +50,7 @@ import {
   EVENTS_STREAM_MAX_LENGTH,
   HANDED_OFF,
   MAX_STREAM_ENTRY_BYTES,
+  UNREAD_JOB_TTL_MS,
 } from './constants.ts';
 import { answerHostCall, answerToolSpan } from './host-calls.ts';
 import { Inbox } from './inbox.ts';
@@ -60,7 +61,7 @@ import type { PreparedRedisOptions } from './options.ts';
 import { bullmq } from './packages.ts';
 import { connectedWorkers } from './presence.ts';
 import { promote } from './promote.ts';
-import { jobRemoval } from './retention.ts';
+import { batchHashTtlMs, batchJobRemoval, jobRemoval } from './retention.ts';
 import { countEndedAgent } from './run-budget.ts';
 import { SecretKeyPair, type SecretsRefusal } from './secret-box.ts';
 import { registerReceived } from './secret-forwarder.ts';
@@ -75,6 +76,13 @@ const RECONCILE_BATCH = 500;
  * it, then after twice as long each time it is still running, up to this many intervals apart.
  */
 const RECONCILE_MAX_INTERVALS = 10;
+
+/**
+ * Reconcile ticks over which a supervisor tries to remove a batch job a worker still holds once it
+ * has read all its agents (`retainSeconds: 0`); past them the job and hash expire UNREAD_JOB_TTL_MS
+ * after the batch ended.
+ */
+const BATCH_REMOVAL_TRIES = 10;
 
 /** Options of the redis engine. */
 export type RedisEngineOptions = EngineOptions & { readonly redis: PreparedRedisOptions };
@@ -153,6 +161,8 @@ export class RedisEngine implements Engine {
   readonly #ending = new Set<Promise<unknown>>();
   /** Finished jobs being removed once read (`retainSeconds: 0`): close waits for them. */
   readonly #removing = new Set<Promise<unknown>>();
+  /** Batch jobs whose removal a worker holding them refused (`retainSeconds: 0`) -> tries left. */
+  readonly #unremovedBatches = new Map<string, number>();
   /** Ended agents' spend being added to the run budget in Redis (`countEnded`): close waits for them. */
   readonly #counting = new Set<Promise<unknown>>();
   /** Runs while the connection to Redis is lost; fires after `redisDownTimeoutMs`. */
@@ -234,6 +244,7 @@ export class RedisEngine implements Engine {
       void this.#reconcile();
       void this.#watchUnserved();
       void this.#boundEventsStream(redis);
+      for (const [batchId, tries] of this.#unremovedBatches) this.#removeBatch(batchId, tries);
     }, reconcileIntervalMs);
     this.#reconcileTimer.unref();
   }
@@ -315,10 +326,7 @@ export class RedisEngine implements Engine {
           jobId: batchId,
           // A run that fails is retried in a job of the agent's own (batch-job.ts), not with the batch.
           attempts: 1,
-          // Not retention.ts `jobRemoval`: a batch job holds no outcome (its agents' are in the
-          // batch's hash, and in their `ended` signals), so with 0 it goes as it finishes.
-          removeOnComplete: retain === undefined ? false : { age: retain },
-          removeOnFail: retain === undefined ? false : { age: retain },
+          ...batchJobRemoval(retain),
         },
       });
       added.push({ batchId, runs: batch.map((entry) => entry.run) });
@@ -742,12 +750,76 @@ export class RedisEngine implements Engine {
     void ending.finally(() => this.#ending.delete(ending));
   }
 
-  /** Forgets that `agentId` runs in `batchId`; true when it was the batch's last unsettled agent. */
+  /**
+   * Forgets that `agentId` runs in `batchId`; true when it was the batch's last unsettled agent,
+   * whose batch then gets its retention (see {@link #batchSettled}).
+   */
   #leaveBatch(agentId: string, batchId: string): boolean {
     const unsettled = this.#batches.get(batchId);
     if (!unsettled?.delete(agentId) || unsettled.size > 0) return false;
     this.#batches.delete(batchId);
+    this.#batchSettled(batchId);
     return true;
+  }
+
+  /**
+   * Every agent of `batchId` is settled (each outcome read): what the batch leaves in Redis gets its
+   * `retainSeconds`. The worker sets it too as the batch ends, but a batch that fails (its workers
+   * died past their stalled limit, in BullMQ's own script) has no worker to. With 0, the batch job
+   * is removed and its hash deleted (one a worker still holds is refused: that worker expires both
+   * as the batch ends, retention.ts); otherwise the hash, and the job once finished, expire.
+   */
+  #batchSettled(batchId: string): void {
+    const retain = this.#options.redis.retainSeconds;
+    const ttlMs = batchHashTtlMs(retain);
+    if (ttlMs === undefined || this.#connections === undefined || this.#lost !== undefined) return;
+    const { redis } = this.#connections;
+    const hash = this.#keys.batch(batchId);
+    const job = this.#keys.job(batchId);
+    if (retain === 0) {
+      this.#removeBatch(batchId, BATCH_REMOVAL_TRIES);
+      return;
+    }
+    this.#track(
+      (async () => {
+        await redis.pexpire(hash, ttlMs);
+        if ((await redis.hexists(job, 'finishedOn')) === 1) await redis.pexpire(job, ttlMs);
+      })(),
+    );
+  }
+
+  /**
+   * Removes the batch job `batchId` and deletes its hash (`retainSeconds: 0`, every agent read).
+   * A worker still holding the job (its last agent's end is signalled before the job finishes)
+   * refuses the removal: tried again at each of the next `tries` reconcile ticks, and the hash gets
+   * UNREAD_JOB_TTL_MS meanwhile (the worker gives the job as much as it finishes).
+   */
+  #removeBatch(batchId: string, tries: number): void {
+    const connections = this.#connections;
+    if (connections === undefined || this.#lost !== undefined) return;
+    const { redis, queue } = connections;
+    const hash = this.#keys.batch(batchId);
+    this.#unremovedBatches.delete(batchId);
+    this.#track(
+      (async () => {
+        await queue.remove(batchId).catch(() => 0);
+        if ((await redis.exists(this.#keys.job(batchId))) === 0) {
+          await redis.del(hash);
+          return;
+        }
+        await redis.pexpire(hash, UNREAD_JOB_TTL_MS);
+        if (tries > 1) this.#unremovedBatches.set(batchId, tries - 1);
+      })(),
+    );
+  }
+
+  /** Settles `promise` with close waiting for it; Redis errors are dropped (best effort). */
+  #track(promise: Promise<unknown>): void {
+    const settling = promise.catch(() => {
+      // Redis is unreachable: the hash expires as the batch ends (retention.ts), or stays.
+    });
+    this.#removing.add(settling);
+    void settling.finally(() => this.#removing.delete(settling));
   }
 
   async #instruct(agentId: string, text: string, index: number | undefined): Promise<number> {
@@ -938,8 +1010,8 @@ export class RedisEngine implements Engine {
       redis.hget(this.#keys.batch(batchId), agentId),
       redis.exists(this.#keys.job(agentId)),
     ]);
-    // A job of its own is the hand-off too: the batch's hash may be gone already (with
-    // `retainSeconds: 0` it is deleted as the batch ends, while the agent it handed off runs on).
+    // A job of its own is the hand-off too: the batch's hash may be gone already (it expired, or
+    // with `retainSeconds: 0` this supervisor deleted it once its other agents were settled).
     if (entry === HANDED_OFF || (entry === null && ownJob > 0)) {
       agent.batch = undefined;
       this.#leaveBatch(agentId, batchId);
@@ -963,7 +1035,7 @@ export class RedisEngine implements Engine {
     );
     const { failure } = agent;
     if (failure !== undefined && (timestamp === null || timestamp === undefined || finishedOn)) {
-      // Its worker said why (with `retainSeconds: 0` the batch's hash and job went as it ended).
+      // Its worker said why (and the batch's hash and job are gone: expired, or removed).
       this.#endJournalled(agentId, jobFailed(agentId, `${failure.code}: ${failure.message}`, 1, failure));
     } else if (timestamp === null || timestamp === undefined) {
       this.#endJournalled(agentId, jobLost(agentId, batchId));
