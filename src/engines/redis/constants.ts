@@ -85,6 +85,15 @@ export const EVENTS_STREAM_MAX_LENGTH = 0;
  */
 export const MAX_STREAM_ENTRY_BYTES = 32 * 1024 * 1024;
 
+/**
+ * Bytes of one stored outcome (a job's `returnvalue`, an agent's field of its batch's hash) a
+ * supervisor reads at most. An outcome carries the agent's answer and result, each from one model
+ * response (DEFAULT_MAX_OUTPUT_CHARS, 2,000,000 characters, up to 6 bytes each JSON-escaped: about
+ * 12 MB), and bounded fields beside: a larger value is not an outcome a worker wrote. Its size is
+ * read first (HSTRLEN) and the value never sent: the agent fails `outcome_too_large`.
+ */
+export const MAX_OUTCOME_BYTES = 64 * 1024 * 1024;
+
 /** Bytes one read of a supervisor's stream returns at most (past its first entry). */
 export const MAX_STREAM_READ_BYTES = 64 * 1024 * 1024;
 

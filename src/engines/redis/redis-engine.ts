@@ -49,6 +49,7 @@ import {
   CANCEL_FLAG_TTL_MS,
   EVENTS_STREAM_MAX_LENGTH,
   HANDED_OFF,
+  MAX_OUTCOME_BYTES,
   MAX_STREAM_ENTRY_BYTES,
   UNREAD_JOB_TTL_MS,
 } from './constants.ts';
@@ -63,6 +64,7 @@ import { connectedWorkers } from './presence.ts';
 import { promote } from './promote.ts';
 import { batchHashTtlMs, batchJobRemoval, jobRemoval } from './retention.ts';
 import { countEndedAgent } from './run-budget.ts';
+import { LuaScript } from './script.ts';
 import { SecretKeyPair, type SecretsRefusal } from './secret-box.ts';
 import { registerReceived } from './secret-forwarder.ts';
 import { readSignalFailure } from './signals.ts';
@@ -971,23 +973,26 @@ export class RedisEngine implements Engine {
     agent.collecting = true;
     try {
       if (agent.batch !== undefined && (await this.#collectFromBatch(agentId, agent, agent.batch))) return;
-      const [timestamp, finishedOn, returnvalue, failedReason, attempts] =
-        await this.#connected().redis.hmget(
-          this.#keys.job(agentId),
-          'timestamp',
-          'finishedOn',
-          'returnvalue',
-          'failedReason',
-          'atm',
-        );
+      const { redis } = this.#connected();
+      const jobKey = this.#keys.job(agentId);
+      const [timestamp, finishedOn, failedReason, attempts] = await redis.hmget(
+        jobKey,
+        'timestamp',
+        'finishedOn',
+        'failedReason',
+        'atm',
+      );
       // Every BullMQ job hash has a timestamp: without one, the job is gone.
       if (timestamp === null || timestamp === undefined) {
         this.#endJournalled(agentId, jobLost(agentId, agentId));
         return;
       }
       if (!finishedOn) return;
-      const value = parseJson(returnvalue);
-      if (isOutcome(value, agentId)) {
+      const returnvalue = await boundedOutcome(redis, jobKey, 'returnvalue');
+      const value = typeof returnvalue === 'number' ? undefined : parseJson(returnvalue);
+      if (typeof returnvalue === 'number') {
+        this.#endJournalled(agentId, outcomeTooLarge(agentId, agentId, returnvalue));
+      } else if (isOutcome(value, agentId)) {
         this.#end(agentId, value);
       } else {
         this.#endJournalled(agentId, jobFailed(agentId, failedReason ?? undefined, Number(attempts ?? 0)));
@@ -1007,9 +1012,13 @@ export class RedisEngine implements Engine {
   async #collectFromBatch(agentId: string, agent: RemoteAgent, batchId: string): Promise<boolean> {
     const { redis } = this.#connected();
     const [entry, ownJob] = await Promise.all([
-      redis.hget(this.#keys.batch(batchId), agentId),
+      boundedOutcome(redis, this.#keys.batch(batchId), agentId),
       redis.exists(this.#keys.job(agentId)),
     ]);
+    if (typeof entry === 'number') {
+      this.#endJournalled(agentId, outcomeTooLarge(agentId, batchId, entry));
+      return true;
+    }
     // A job of its own is the hand-off too: the batch's hash may be gone already (it expired, or
     // with `retainSeconds: 0` this supervisor deleted it once its other agents were settled).
     if (entry === HANDED_OFF || (entry === null && ownJob > 0)) {
@@ -1136,6 +1145,32 @@ export class RedisEngine implements Engine {
       this.#reconciling = false;
     }
   }
+}
+
+// KEYS: a hash. ARGV: a field, bytes at most. Its value; its size (an integer) when larger; nil.
+const BOUNDED_HGET = new LuaScript(
+  `local size = redis.call('HSTRLEN', KEYS[1], ARGV[1])
+if size > tonumber(ARGV[2]) then return size end
+return redis.call('HGET', KEYS[1], ARGV[1])`,
+  1,
+);
+
+/**
+ * Field `field` of hash `key` where an outcome is stored, or its size in bytes when it is larger
+ * than MAX_OUTCOME_BYTES: a value that large is never sent (nor parsed). Null when there is none.
+ */
+async function boundedOutcome(redis: Redis, key: string, field: string): Promise<string | number | null> {
+  const value = await BOUNDED_HGET.run(redis, [key], [field, MAX_OUTCOME_BYTES]);
+  return typeof value === 'number' || typeof value === 'string' ? value : null;
+}
+
+function outcomeTooLarge(agentId: string, jobId: string, size: number): AgentOutcome {
+  const error = new SystemError(
+    'outcome_too_large',
+    `The stored outcome of agent ${agentId} is ${size} bytes, more than a supervisor reads (MAX_OUTCOME_BYTES, ${MAX_OUTCOME_BYTES}): not read`,
+    { agentId, jobId, size, limit: MAX_OUTCOME_BYTES },
+  );
+  return failedOutcome(agentId, 'crashed', error.toJSON());
 }
 
 /** A stored JSON text (a job's return value, a batch entry), or undefined when there is none or it does not parse. */

@@ -561,6 +561,49 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     expect((await sent()) - before).toBeLessThan(12_000_000);
   });
 
+  /** Bytes the server has sent so far. */
+  async function sentBytes(): Promise<number> {
+    return Number(/^total_net_output_bytes:(\d+)/m.exec(await redis.info('stats'))?.[1] ?? 0);
+  }
+
+  /** A stored value one byte over MAX_OUTCOME_BYTES (64 MiB), as another program could write. */
+  const oversize = 'x'.repeat(64 * 1024 * 1024 + 1);
+
+  it('fails an agent whose field of its batch is larger than an outcome, unread', {
+    timeout: 30_000,
+  }, async () => {
+    const { supervisor, queue, keys, worker } = setUp('oversize-field');
+    const ended = supervisor.spawn('stepper', { task: 'Ended before.' });
+    const running = supervisor.spawn('stepper', { task: 'Runs.' });
+    await vi.waitFor(async () => expect(await queue.getJobs(['waiting'])).toHaveLength(1), { interval: 20 });
+    const [batch] = await queue.getJobs(['waiting']);
+    await redis.hset(keys.batch(batch?.id ?? ''), ended.id, oversize);
+    const before = await sentBytes();
+    await worker();
+    expect(await running.result).toMatchObject({ status: 'completed' });
+    expect(await ended.result).toMatchObject({
+      status: 'failed',
+      error: { code: 'outcome_too_large', fields: { agentId: ended.id, limit: 64 * 1024 * 1024 } },
+    });
+    expect((await sentBytes()) - before).toBeLessThan(8_000_000);
+  });
+
+  it('fails an agent whose job’s return value is larger than an outcome, unread', {
+    timeout: 30_000,
+  }, async () => {
+    const { supervisor, keys } = setUp('oversize-return', { maxBatchSize: 1, reconcileIntervalMs: 100 });
+    const handle = supervisor.spawn('stepper', { task: 'Never run.' });
+    await vi.waitFor(async () => expect(await redis.exists(keys.job(handle.id))).toBe(1), { interval: 20 });
+    const before = await sentBytes();
+    // No worker: the job "ended" with a foreign return value, which the supervisor's reconcile finds.
+    await redis.hset(keys.job(handle.id), 'returnvalue', oversize, 'finishedOn', '1');
+    expect(await handle.result).toMatchObject({
+      status: 'failed',
+      error: { code: 'outcome_too_large', fields: { agentId: handle.id, size: oversize.length } },
+    });
+    expect((await sentBytes()) - before).toBeLessThan(8_000_000);
+  });
+
   it('ends an agent whose stored outcome lacks its usage, rather than never', {
     timeout: 30_000,
   }, async () => {
