@@ -42,7 +42,10 @@ export interface ResumeRunDirOptions {
   readonly redisUrl?: string;
   /** How long a lost Redis may stay away (`--redis-down-timeout-ms`). @default 60000 */
   readonly redisDownTimeoutMs?: number;
-  /** `--retain-seconds`: the Supervisor's `retainSeconds` this session. @default kept until deleted */
+  /**
+   * `--retain-seconds`: the Supervisor's `retainSeconds` from this session on: recorded in
+   * plan.json. @default plan.json's (`troupe fanout --retain-seconds`), else kept until deleted
+   */
   readonly retainSeconds?: number;
   /** Export traces (`--otlp`, `--otlp-content`; else the OTEL_* variables). */
   readonly otlp?: OtlpFlags;
@@ -58,6 +61,13 @@ function resumedPlan(recorded: RunPlan, options: ResumeRunDirOptions, io: CliIO)
   let plan = recorded;
   if (options.maxRunTokens !== undefined && runLimitsOf(plan).maxTotalTokens !== options.maxRunTokens) {
     plan = { ...plan, runLimits: { ...runLimitsOf(plan), maxTotalTokens: options.maxRunTokens } };
+  }
+  if (
+    options.retainSeconds !== undefined &&
+    plan.backend === 'redis' &&
+    plan.redisRetainSeconds !== options.retainSeconds
+  ) {
+    plan = { ...plan, redisRetainSeconds: options.retainSeconds };
   }
   const provider = withProviderTimeouts(plan.provider, options.providerTimeouts ?? {}, io);
   if (JSON.stringify(provider.config) !== JSON.stringify(plan.provider.config)) plan = { ...plan, provider };
@@ -78,6 +88,10 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
     ...(options.redisUrl === undefined ? {} : { redis: options.redisUrl }),
     ...(options.redisDownTimeoutMs === undefined ? {} : { redisDownTimeoutMs: options.redisDownTimeoutMs }),
     ...(options.retainSeconds === undefined ? {} : { retainSeconds: options.retainSeconds }),
+    // Recorded at planning (and by a resume that gave its own): kept by every later session.
+    ...(options.retainSeconds === undefined && plan.redisRetainSeconds !== undefined
+      ? { retainSeconds: plan.redisRetainSeconds }
+      : {}),
     ...(plan.redisQueue === undefined ? {} : { queue: plan.redisQueue }),
     ...(plan.redisPrefix === undefined ? {} : { prefix: plan.redisPrefix }),
   };

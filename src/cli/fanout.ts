@@ -171,6 +171,7 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
       ...(flags.backend === undefined ? {} : { backend: flags.backend }),
       ...(flags.queue === undefined ? {} : { redisQueue: flags.queue }),
       ...(flags.prefix === undefined ? {} : { redisPrefix: flags.prefix }),
+      ...(flags.retainSeconds === undefined ? {} : { redisRetainSeconds: flags.retainSeconds }),
       ...(flags.modelMap === undefined ? {} : { modelMap: parseModelMap(flags.modelMap, '--model-map') }),
       ...(flags.maxRunTokens === undefined ? {} : { maxRunTokens: flags.maxRunTokens }),
       modelSettings: modelSettingsFromFlags(flags),

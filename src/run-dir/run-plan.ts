@@ -61,6 +61,11 @@ export interface RunPlan {
   readonly redisQueue?: string;
   /** The redis engine's key prefix (`--prefix`), when not the default. */
   readonly redisPrefix?: string;
+  /**
+   * The redis engine's `retainSeconds` (`--retain-seconds`), when given: `troupe resume` uses it
+   * unless it is given its own (which is recorded here from then on).
+   */
+  readonly redisRetainSeconds?: number;
   readonly concurrency: number;
   readonly limits?: AgentLimits;
   /** Budgets of the whole run (all agents, all sessions); absent in older run directories (defaults apply). */
@@ -160,6 +165,8 @@ export interface RunOverrides {
   readonly backend?: 'threads' | 'redis';
   readonly redisQueue?: string;
   readonly redisPrefix?: string;
+  /** `--retain-seconds` (redis engine). */
+  readonly redisRetainSeconds?: number;
   readonly concurrency?: number;
   readonly model?: string;
   readonly modelMap?: ModelMap;
@@ -222,6 +229,9 @@ export function resolveRunPlan(
       : {}),
     ...(overrides.backend === 'redis' && overrides.redisPrefix !== undefined
       ? { redisPrefix: overrides.redisPrefix }
+      : {}),
+    ...(overrides.backend === 'redis' && overrides.redisRetainSeconds !== undefined
+      ? { redisRetainSeconds: overrides.redisRetainSeconds }
       : {}),
     concurrency: overrides.concurrency ?? plan.concurrency ?? DEFAULT_FANOUT_CONCURRENCY,
     ...(plan.limits === undefined ? {} : { limits: plan.limits }),

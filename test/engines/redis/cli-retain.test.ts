@@ -3,7 +3,7 @@
  * leave in Redis N seconds (not until deleted), and a value that is not a non-negative integer
  * stops the command before anything runs.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -78,6 +78,36 @@ describe(`troupe fanout --backend redis --retain-seconds${skipReason}`, {
     expect(journals).toHaveLength(1);
     const [journal] = journals;
     const ttl = await redis.pttl(journal ?? '');
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(600_000);
+  });
+
+  it('records the flag in plan.json, and troupe resume without it keeps to it', async () => {
+    const cwd = tempDir('troupe-cli-retain-resume-');
+    const plan = writePlan(cwd);
+    const out = path.join(cwd, 'run');
+    const argv = ['--json', '--redis', server.url];
+    const fanout = [
+      'fanout',
+      plan,
+      ...argv,
+      '--backend',
+      'redis',
+      '--queue',
+      queue,
+      '--retain-seconds',
+      '600',
+    ];
+    expect(await main([...fanout, '--out', out], captureIO())).toBe(0);
+    const recorded = JSON.parse(readFileSync(path.join(out, 'plan.json'), 'utf8')) as Record<string, unknown>;
+    expect(recorded.redisRetainSeconds).toBe(600);
+    // As a run interrupted before its entry ended: no result, and nothing of it left in Redis.
+    const [agentId] = (recorded.runs as { agentId: string }[]).map((run) => run.agentId);
+    writeFileSync(path.join(out, 'results.jsonl'), '');
+    await redis.del(...(await redis.keys(`troupe:${queue}:*${agentId}*`)));
+    const io = captureIO();
+    expect(await main(['resume', out, ...argv], io), io.err()).toBe(0);
+    const ttl = await redis.pttl(`troupe:${queue}:agent:${agentId}:journal`);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(600_000);
   });
