@@ -136,8 +136,8 @@ export type WorkerSignal =
       readonly outcome?: AgentOutcome;
       /**
        * Why the agent's run failed for good in a batch (no retry left), or why its batch job failed:
-       * what the supervisor ends the agent with (`job_failed`) when Redis no longer says (with
-       * `retainSeconds: 0` the batch's hash and job go as the batch ends). Only sent when the
+       * what the supervisor ends the agent with (`job_failed`) when Redis no longer says (the
+       * batch's hash and job expired, or another supervisor removed them). Only sent when the
        * failure is final. Absent from workers of an earlier version: the supervisor reads Redis.
        */
       readonly failure?: SignalFailure;

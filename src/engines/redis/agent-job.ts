@@ -159,7 +159,8 @@ export async function processAgentJob(
       handedOff = ctx.redis.hset(batchKey, agentId, HANDED_OFF);
       if (data.retainSeconds !== undefined) {
         // With 0, not at once: the batch may still run other agents, whose outcomes its hash holds
-        // until it ends (and deletes it then). One that ended already left only this `h`.
+        // until their supervisor has read them (and deletes it then). One deleted already is left
+        // with only this `h`, which expires.
         const ms = data.retainSeconds === 0 ? UNREAD_JOB_TTL_MS : data.retainSeconds * 1000;
         handedOff = Promise.all([handedOff, ctx.redis.pexpire(batchKey, ms)]);
       }

@@ -173,7 +173,7 @@ async function runBatchAgent(ctx: JobContext, at: BatchRun, data: AgentJobData):
         { parkMarkSeen: true },
         ctx.redis.hset(at.key, agentId, JSON.stringify(result)),
       );
-      // With the reason: with `retainSeconds: 0` the batch's hash may be gone when it is read.
+      // With the reason: the batch's hash may be gone (expired) when it is read.
       ctx.signals.send(data.supervisorId, { type: 'ended', agentId, failure: signalFailure(error) });
       ctx.agentEnded(agentId, 'failed');
     } catch {

@@ -120,7 +120,7 @@ interface RemoteAgent {
   batch: string | undefined;
   /**
    * Why its run in a batch failed for good, as its `ended` signal said: what it ends with when its
-   * batch's hash and job are gone (`retainSeconds: 0`).
+   * batch's hash and job are gone (expired: `retainSeconds`).
    */
   failure: SignalFailure | undefined;
   /** Run to continue its journal (`troupe resume`, a resumed Supervisor): it has one before any worker takes it. */

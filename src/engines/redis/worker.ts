@@ -130,7 +130,7 @@ async function recheckCancels(
 /**
  * Tells the supervisor of a failed batch job that each of its agents ended, and why the batch
  * failed: it reads from Redis whether an agent ended or left the batch before, and ends the others
- * with `failure` when the batch job is gone (`retainSeconds: 0` removes it as it fails).
+ * with `failure` when the batch job is gone (expired, or removed).
  */
 function batchFailed(signals: SignalSender, data: Partial<BatchJobData> | undefined, error: unknown): void {
   const supervisorId = data?.common?.supervisorId;
