@@ -22,6 +22,7 @@ import type { PlannedRun, RunPlan } from './run-plan.ts';
 import { createRunScoring, judgeSessionNumber, scoreInputOf } from './run-scoring.ts';
 import { type RunSummary, recordedSessions, summarize } from './summary.ts';
 import { inputsOf, planInputsOf } from './task-rows.ts';
+import { unendedAttempts } from './timeline.ts';
 
 /** Options of {@link rescoreRunDir}. */
 export interface RescoreOptions {
@@ -115,15 +116,24 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
   const writer = RunDirWriter.reopen(contents.paths.root);
   if (plan !== contents.plan) writer.rewritePlan(plan);
   writer.rewriteResults(lines);
-  const summary = summarize(plan, lines, [
-    ...previous,
-    {
-      kind: 'score',
-      startedAt: startedAt.toISOString(),
-      endedAt: new Date().toISOString(),
-      interrupted: options.signal?.aborted ?? false,
-    },
-  ]);
+  // Counted as the reports count them: an entry whose current attempt started and has no line
+  // (a killed `resume --retry-failed`) is interrupted, not the failure before it, nor complete.
+  const summary = summarize(
+    plan,
+    lines,
+    [
+      ...previous,
+      {
+        kind: 'score',
+        startedAt: startedAt.toISOString(),
+        endedAt: new Date().toISOString(),
+        interrupted: options.signal?.aborted ?? false,
+      },
+    ],
+    new Date(),
+    contents.summary?.budgetSpent,
+    unendedAttempts(contents),
+  );
   writer.writeSummary(summary);
   if (summary.scoring === undefined)
     throw new Error('unreachable: a plan with scorers has a scoring summary');

@@ -707,6 +707,54 @@ export function unendedOf(timeline: Timeline): Unended {
   return { entries, nested };
 }
 
+/**
+ * The attempts of the run in `contents` that started and have no result line, as
+ * {@link unendedOf} finds them in a timeline, from the journals of those attempts alone: each plan
+ * entry's current attempt (the one after its latest line, or its first without one) whose journal
+ * starts with `Started`, and the agents those spawned that have a journal and no line. For
+ * `troupe score`, which rewrites summary.json without building the timeline (every journal read).
+ * Agents without a line spawned by an agent that has one are not looked for (the timeline would
+ * count them too).
+ */
+export function unendedAttempts(contents: RunDirContents): Unended {
+  const { plan, paths, results } = contents;
+  const entries = new Set<number>();
+  let nested = 0;
+  if (!existsSync(paths.journals)) return { entries, nested };
+  const files = new Set(readdirSync(paths.journals));
+  const lined = new Set<string>();
+  const lastLines = new Map<number, ResultLine>();
+  for (const line of results) {
+    lined.add(line.agentId);
+    if (line.index !== null && (lastLines.get(line.index)?.attempt ?? 0) < line.attempt)
+      lastLines.set(line.index, line);
+  }
+  const started = (agentId: string): Transcript | undefined => {
+    if (lined.has(agentId) || !files.has(`${agentId}.jsonl`)) return undefined;
+    return buildTranscript(readJournal(journalFile(paths, agentId)).events);
+  };
+  const children: string[] = [];
+  for (const run of plan.runs) {
+    const last = lastLines.get(run.index);
+    const transcript = started(
+      last === undefined ? run.agentId : agentIdFor(plan.idPrefix, run.index, last.attempt + 1),
+    );
+    if (transcript === undefined) continue;
+    entries.add(run.index);
+    children.push(...transcript.children);
+  }
+  const seen = new Set<string>();
+  for (let child = children.pop(); child !== undefined; child = children.pop()) {
+    if (seen.has(child)) continue;
+    seen.add(child);
+    const transcript = started(child);
+    if (transcript === undefined) continue;
+    nested += 1;
+    children.push(...transcript.children);
+  }
+  return { entries, nested };
+}
+
 /** An agent whose journal is damaged, and where that journal is. */
 export interface DamagedJournal {
   readonly agentId: string;

@@ -3,8 +3,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
+import { runSummaryOf } from '../../src/run-dir/report-text.ts';
+import { readRunDir } from '../../src/run-dir/run-dir.ts';
 import type { RunPlan } from '../../src/run-dir/run-plan.ts';
 import type { RunSummary } from '../../src/run-dir/summary.ts';
+import { buildTimeline } from '../../src/run-dir/timeline.ts';
 import { captureIO, readResults, tempDir } from '../run-dir/helpers.ts';
 
 let dir: string;
@@ -84,5 +87,37 @@ describe('troupe score', () => {
     expect(io.err()).toMatch(
       /troupe: no_scorers: Expected scorers to score .* its plan declares none; give a plan with `scorers` \(--plan FILE\)/,
     );
+  });
+  it('counts an entry whose retry was killed as interrupted, as the reports do, and keeps the budget spent', async () => {
+    // A `troupe resume --retry-failed` killed mid-retry: the retry's journal starts and ends
+    // nowhere, and it has no result line.
+    const [first] = readResults(path.join(runDir, 'results.jsonl'));
+    if (first === undefined) throw new Error('the run has no result line');
+    const journal = readFileSync(path.join(runDir, 'journals', `${first.agentId}.jsonl`), 'utf8');
+    writeFileSync(path.join(runDir, 'journals', `${first.agentId}-r2.jsonl`), `${journal.split('\n')[0]}\n`);
+    const saved = path.join(runDir, 'summary.json');
+    const before = JSON.parse(readFileSync(saved, 'utf8')) as RunSummary;
+    writeFileSync(saved, JSON.stringify({ ...before, budgetSpent: '12 tokens' }));
+    writeFileSync(
+      path.join(dir, 'score.yaml'),
+      [
+        'agent: worker',
+        `cwd: ${JSON.stringify(dir)}`,
+        'runs:',
+        '  - { id: a, task: x }',
+        '  - { id: b, task: x }',
+        'scorers:',
+        '  - { name: simulated, type: regex, pattern: "^\\\\[simulated\\\\]", path: $.summary }',
+        '',
+      ].join('\n'),
+    );
+    expect(await main(['score', runDir, '--plan', path.join(dir, 'score.yaml')], captureIO())).toBe(0);
+    const summary = JSON.parse(readFileSync(saved, 'utf8')) as RunSummary;
+    expect(summary.counts).toMatchObject({ planned: 2, completed: 1, failed: 0, interrupted: 1, notRun: 0 });
+    expect(summary.complete).toBe(false);
+    expect(summary.budgetSpent).toBe('12 tokens');
+    // The reports say the same.
+    const contents = readRunDir(runDir);
+    expect(runSummaryOf(contents, buildTimeline(contents)).counts).toEqual(summary.counts);
   });
 });
