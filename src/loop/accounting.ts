@@ -38,7 +38,9 @@ export interface RequestOutput {
  * `usage.estimated` is set. When it reported one side readably and not the other (the provider
  * marks the side it filled in with `usage.estimatedSide`; a provider module's unreadable count is
  * found here), only that side is counted so, the reported side is kept, and `estimatedSide` says
- * which was estimated. A request that failed before any answer used nothing. Cost: the provider's
+ * which was estimated; output the provider marked estimated is counted at least its
+ * `reportedOutputTokens` (what the server had counted when the response broke off). A request
+ * that failed before any answer used nothing. Cost: the provider's
  * when it priced the request, else the model's price, else unknown (`costUsd` undefined).
  */
 export function requestReceipt(run: RunContext, receipt: Receipt, output: RequestOutput): Receipt {
@@ -72,6 +74,10 @@ export function requestReceipt(run: RunContext, receipt: Receipt, output: Reques
     if (output.unseenChars !== undefined && output.unseenChars > 0) {
       estimatedOutput += Math.ceil(output.unseenChars / ESTIMATED_CHARS_PER_TOKEN);
     }
+    // A response that broke off after its server counted some output (a running total, then more
+    // text, then nothing): at least that count, whatever the text seen counts to.
+    if (isEstimated(usage, 'output'))
+      estimatedOutput = Math.max(estimatedOutput, asCount(usage.reportedOutputTokens) ?? 0);
   }
   const side = inputRead ? 'output' : outputRead ? 'input' : undefined;
   const estimated: Usage = {

@@ -30,6 +30,12 @@ export function addUsage(a: Usage, b: Usage): Usage {
       : b.estimated !== true || a.estimatedSide === b.estimatedSide
         ? a.estimatedSide
         : undefined;
+  // A sum whose output is estimated keeps the output the server reported of it: an estimated
+  // part's floor, a reported part's whole count.
+  const floor =
+    side === 'output' && (a.reportedOutputTokens !== undefined || b.reportedOutputTokens !== undefined)
+      ? reportedOutputOf(a) + reportedOutputOf(b)
+      : undefined;
   return {
     inputTokens: a.inputTokens + b.inputTokens,
     outputTokens: a.outputTokens + b.outputTokens,
@@ -37,7 +43,14 @@ export function addUsage(a: Usage, b: Usage): Usage {
     reasoningTokens: a.reasoningTokens + b.reasoningTokens,
     ...(estimated ? { estimated: true } : {}),
     ...(estimated && side !== undefined ? { estimatedSide: side } : {}),
+    ...(floor === undefined ? {} : { reportedOutputTokens: floor }),
   };
+}
+
+/** The output tokens the server reported of `usage`: all when none was estimated. */
+function reportedOutputOf(usage: Usage): number {
+  if (usage.estimated !== true) return usage.outputTokens;
+  return usage.estimatedSide === 'output' ? (usage.reportedOutputTokens ?? 0) : 0;
 }
 
 /** Usage as a server sent it: a side it left unreadable is undefined (see `asCount`). */
@@ -163,7 +176,8 @@ export function completeUsage(
  * The usage of an attempt that failed after its server reported some (a stream that broke after
  * Anthropic's `message_start`): the reported input is kept and the output is marked estimated
  * (`estimatedSide: 'output'`), at least what was reported and what `outputEstimate` counts from
- * the streamed output, since the count so far is not the final one. Undefined without a readable
+ * the streamed output, since the count so far is not the final one; what was reported stays as
+ * `reportedOutputTokens`, the floor of the loop's own count. Undefined without a readable
  * input count: the request then counts as one without usage.
  */
 export function failedAttemptUsage(
@@ -180,6 +194,7 @@ export function failedAttemptUsage(
     reasoningTokens: Math.min(reported.reasoningTokens, outputTokens),
     estimated: true,
     estimatedSide: 'output',
+    ...(reported.outputTokens === undefined ? {} : { reportedOutputTokens: reported.outputTokens }),
   };
 }
 

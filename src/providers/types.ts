@@ -59,6 +59,12 @@ export interface Usage {
    * whose parts estimated different sides.
    */
   readonly estimatedSide?: UsageSide;
+  /**
+   * With `estimatedSide: 'output'`: the output tokens the server had reported when the response
+   * broke off (a running total, not its final count). Output is estimated at least this: the
+   * server counted that much. Absent when it reported none.
+   */
+  readonly reportedOutputTokens?: number;
 }
 
 /** One side of a request's usage: what it read (`input`) or what it wrote (`output`). */
