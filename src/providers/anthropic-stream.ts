@@ -55,6 +55,8 @@ export class MessagesStreamAccumulator {
   #stopReason: string | undefined;
   #stopped = false;
   #usage: UsageCounts | undefined;
+  /** A `message_delta` gave a readable output count and no output arrived since: {@link outputCounted}. */
+  #outputCounted = false;
 
   constructor(origin: ErrorOrigin) {
     this.#origin = origin;
@@ -70,6 +72,16 @@ export class MessagesStreamAccumulator {
   /** True once `message_stop` arrived: nothing after it belongs to this message. */
   get stopped(): boolean {
     return this.#stopped;
+  }
+
+  /**
+   * The output count of {@link usage} is the server's final one for all the output that arrived:
+   * it came in a `message_delta` (which follows the message's content; `message_start`'s count is
+   * not final), and no content arrived after it. A stream cut after it, before `message_stop`,
+   * was counted by the server in full.
+   */
+  get outputCounted(): boolean {
+    return this.#outputCounted && this.#usage?.output !== undefined;
   }
 
   /**
@@ -126,6 +138,7 @@ export class MessagesStreamAccumulator {
       case 'message_delta':
         this.#stopReason = asString(asRecord(event.delta)?.stop_reason) ?? this.#stopReason;
         this.#mergeUsage(event.usage);
+        if (asCount(asRecord(event.usage)?.output_tokens) !== undefined) this.#outputCounted = true;
         return;
       case 'message_stop':
         this.#stopped = true;
@@ -147,12 +160,14 @@ export class MessagesStreamAccumulator {
       case 'text_delta': {
         const text = asString(delta.text) ?? '';
         if (block.kind !== 'text' || text === '') return;
+        this.#outputCounted = false;
         sink.emit({ type: 'text_delta', text });
         block.text += text;
         return;
       }
       case 'input_json_delta': {
         const fragment = asString(delta.partial_json) ?? '';
+        this.#outputCounted &&= fragment === '';
         sink.countOutput(fragment.length, Buffer.byteLength(fragment, 'utf8'));
         if (block.kind === 'tool_use') block.json += fragment;
         return;
@@ -160,12 +175,14 @@ export class MessagesStreamAccumulator {
       case 'thinking_delta': {
         const text = asString(delta.thinking) ?? '';
         if (block.kind !== 'thinking' || text === '') return;
+        this.#outputCounted = false;
         sink.emit({ type: 'reasoning_delta', text });
         block.thinking += text;
         return;
       }
       case 'signature_delta': {
         const fragment = asString(delta.signature) ?? '';
+        this.#outputCounted &&= fragment === '';
         sink.countOutput(fragment.length, Buffer.byteLength(fragment, 'utf8'));
         if (block.kind === 'thinking') block.signature += fragment;
         return;

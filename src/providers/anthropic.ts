@@ -277,12 +277,13 @@ export class AnthropicProvider implements Provider {
     } catch (error) {
       // `message_start` reported the input before the stream broke: that count is kept. A whole
       // body cut at maxOutputChars carries its final usage (in its replayed message_start): the
-      // server produced and bills all of it, so it is charged as reported.
+      // server produced and bills all of it, so it is charged as reported. So is a stream cut
+      // after `message_delta`'s final output count with no output since (no `message_stop`).
       const partial = brokenResponseUsage(
         accumulator.usage,
         request,
         streamedOutput(ctx, accumulator),
-        whole,
+        whole || accumulator.outputCounted,
       );
       if (partial !== undefined) ctx.reportFailedAttemptUsage(partial);
       throw error;

@@ -220,3 +220,57 @@ describe('a stream that breaks after a running total', () => {
     expect(low?.outputTokens).toBeGreaterThan(2);
   });
 });
+
+describe('an Anthropic stream that breaks after message_delta', () => {
+  const chunk = WORDS.slice(0, 60);
+  async function broken(textAfterDelta: boolean) {
+    const send = (res: ServerResponse, event: Record<string, unknown>) =>
+      res.write(`event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`);
+    const baseURL = await listen((res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      send(res, { type: 'message_start', message: { usage: { input_tokens: 40, output_tokens: 1 } } });
+      send(res, { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
+      send(res, { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: chunk } });
+      send(res, { type: 'content_block_stop', index: 0 });
+      // The final output count: far from what any tokenizer makes of 60 characters.
+      send(res, { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 333 } });
+      if (textAfterDelta) {
+        send(res, { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } });
+        send(res, { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: chunk } });
+      }
+      // Cut: no message_stop.
+      res.end();
+    });
+    const journal = new MemoryJournal();
+    const outcome = await runAgent({
+      agentId: 'a',
+      definition: makeDefinition(),
+      task: 'hello',
+      provider: new AnthropicProvider({ apiKey: 'k', maxRetries: 0, baseURL: baseURL.replace(/\/v1$/, '') }),
+      model: 'claude-sonnet-4-6',
+      cwd: tempDir(),
+      journal,
+      systemPrompt: 'S',
+    });
+    expect(outcome).toMatchObject({ status: 'failed', error: { code: 'bad_response' } });
+    return eventsOf(journal.events, 'ProviderReceipt')[0]?.receipt.usage;
+  }
+
+  it('is charged its final output count as reported when no output came after it', async () => {
+    expect(await broken(false)).toEqual({
+      inputTokens: 40,
+      outputTokens: 333,
+      cachedInputTokens: 0,
+      reasoningTokens: 0,
+    });
+  });
+
+  it('is estimated, at least that count, when output came after it', async () => {
+    expect(await broken(true)).toMatchObject({
+      inputTokens: 40,
+      outputTokens: 333,
+      estimated: true,
+      estimatedSide: 'output',
+    });
+  });
+});
