@@ -70,6 +70,8 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
       { runDir: contents.paths.root },
     );
   const previous = recordedSessions(contents.summary, contents.events);
+  // Read before any judge runs or anything is rewritten: a journal that cannot be read fails here.
+  const unended = unendedAttempts(contents);
   let supervisor: Supervisor | undefined;
   const scoring = await createRunScoring(plan, {
     definitions,
@@ -132,7 +134,7 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
     ],
     new Date(),
     contents.summary?.budgetSpent,
-    unendedAttempts(contents),
+    unended,
   );
   writer.writeSummary(summary);
   if (summary.scoring === undefined)
