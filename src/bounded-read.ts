@@ -47,3 +47,54 @@ export async function readFileWithin(file: string, limit: number): Promise<Bound
     await handle.close();
   }
 }
+
+/** What {@link readFilePrefix} found. */
+export type PrefixRead =
+  | {
+      readonly kind: 'file';
+      /** The first bytes of the file, at most the count asked for. */
+      readonly bytes: Buffer;
+      /**
+       * The file's size: what `stat` said on the handle read, or the bytes read when more (a file
+       * that grew, or one whose `stat` says 0).
+       */
+      readonly size: number;
+    }
+  /** Not a regular file: a directory, a device, a FIFO, a socket. */
+  | { readonly kind: 'not_file'; readonly directory: boolean };
+
+/**
+ * Reads at most `count` bytes from the start of `file`, from one open handle, and the file's size
+ * from the same handle: for a file that is shown cut, whose rest is never needed. Throws the I/O
+ * error when the file cannot be opened or read. A FIFO is opened without waiting for a writer
+ * (O_NONBLOCK) and reported as `not_file`, never read.
+ */
+export async function readFilePrefix(file: string, count: number): Promise<PrefixRead> {
+  const handle = await open(file, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) return { kind: 'not_file', directory: info.isDirectory() };
+    const buffer = Buffer.allocUnsafe(Math.min(count, Math.max(info.size, CHUNK_BYTES)));
+    let length = 0;
+    while (length < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    // A file whose stat said less (0 for /proc files) may hold more than the buffer sized by it.
+    let bytes = buffer.subarray(0, length);
+    if (length === buffer.length && length < count) {
+      const rest = Buffer.allocUnsafe(count - length);
+      let more = 0;
+      while (more < rest.length) {
+        const { bytesRead } = await handle.read(rest, more, rest.length - more, null);
+        if (bytesRead === 0) break;
+        more += bytesRead;
+      }
+      bytes = Buffer.concat([bytes, rest.subarray(0, more)]);
+    }
+    return { kind: 'file', bytes, size: Math.max(info.size, bytes.length) };
+  } finally {
+    await handle.close();
+  }
+}

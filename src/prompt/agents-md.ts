@@ -1,6 +1,6 @@
 /** The AGENTS.md section: project instructions from the git root down to the working directory. */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { readFilePrefix } from '../bounded-read.ts';
 import { AGENTS_MD_BYTE_LIMIT } from '../constants.ts';
 import { projectDirs, projectFileTarget } from './project-dirs.ts';
 
@@ -16,7 +16,7 @@ export interface AgentsMdFile {
   readonly path: string;
   /** Its content, cut at the byte limit (on a character boundary). */
   readonly text: string;
-  /** The file's full size in bytes, when `text` was cut. */
+  /** The file's full size in bytes, when `text` was cut (only the bytes shown, and one more, are read). */
   readonly truncatedFrom?: number;
 }
 
@@ -39,12 +39,18 @@ export async function collectAgentsMd(cwd: string, options: AgentsMdOptions = {}
   for (const dir of dirs) {
     const file = path.join(dir, 'AGENTS.md');
     let bytes: Buffer;
+    let size: number;
     try {
       const target = await projectFileTarget(file, root, OUTSIDE_WARNING);
       if (target === undefined) continue;
-      bytes = await readFile(target);
+      // Only what is shown is read (and one byte more, to know it is cut): a 2 GB AGENTS.md was
+      // read whole to keep 32 KiB of it. The size in the cut notice is the handle's.
+      const read = await readFilePrefix(target, limit + 1);
+      if (read.kind !== 'file') continue; // a directory, a FIFO: nothing to add
+      bytes = read.bytes;
+      size = read.size;
     } catch {
-      continue; // absent (or unreadable, or a directory): nothing to add
+      continue; // absent (or unreadable): nothing to add
     }
     if (bytes.length <= limit) {
       files.push({ path: file, text: bytes.toString('utf8') });
@@ -52,7 +58,7 @@ export async function collectAgentsMd(cwd: string, options: AgentsMdOptions = {}
       files.push({
         path: file,
         text: bytes.subarray(0, utf8Boundary(bytes, limit)).toString('utf8'),
-        truncatedFrom: bytes.length,
+        truncatedFrom: size,
       });
     }
   }

@@ -1,4 +1,4 @@
-import { copyFile, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -139,6 +139,22 @@ describe('AGENTS.md collection', () => {
     const [file] = await collectAgentsMd(repo, { byteLimit: 10 });
     expect(file?.text).toBe('123456789');
     expect(file?.truncatedFrom).toBe(Buffer.byteLength('123456789é and more'));
+  });
+
+  it('reads only the part of a huge AGENTS.md it shows, and says its real size', async () => {
+    const repo = await tempDir();
+    await writeTree(repo, { '.git/HEAD': 'x', 'AGENTS.md': 'Use pnpm.\n' });
+    // 3 GiB, sparse: read whole it was refused (ERR_FS_FILE_TOO_LARGE) and the file left out;
+    // under 2 GiB it was read whole, to keep 32 KiB of it.
+    const size = 3 * 2 ** 30;
+    await truncate(path.join(repo, 'AGENTS.md'), size);
+    const [file] = await collectAgentsMd(repo);
+    expect(file?.text.startsWith('Use pnpm.\n')).toBe(true);
+    expect(Buffer.byteLength(file?.text ?? '')).toBe(AGENTS_MD_BYTE_LIMIT);
+    expect(file?.truncatedFrom).toBe(size);
+    expect(renderAgentsMdSection(file ? [file] : [])).toContain(
+      `[Truncated: this AGENTS.md has ${size} bytes; only the first ${AGENTS_MD_BYTE_LIMIT} are shown]`,
+    );
   });
 
   it('renders nothing when no file was found', async () => {
