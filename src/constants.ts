@@ -44,6 +44,11 @@ export const MAX_TIMER_MS = 2_147_483_647;
 export const DEFAULT_TOOL_RETRY = { maxRetries: 0, baseDelayMs: 250, maxDelayMs: 4000 } as const;
 /** Size cap for one AGENTS.md file in a prompt. */
 export const AGENTS_MD_BYTE_LIMIT = 32_768;
+/**
+ * Largest SKILL.md read (1 MiB, as a definition file): a longer one is skipped with a process
+ * warning (`TROUPE_SKILL_TOO_LARGE`) naming it and this bound; at most one byte past it is read.
+ */
+export const SKILL_BYTE_LIMIT = 1_048_576;
 
 /** Marker left in history when a state it displayed has been updated. */
 export const SUPERSEDED_MARKER =

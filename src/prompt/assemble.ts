@@ -1,6 +1,8 @@
 /** System prompt assembly: what the model is told before it sees the task. */
-import { readFile, realpath } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
 import path from 'node:path';
+import { readFilePrefix } from '../bounded-read.ts';
+import { DEFINITION_BYTE_LIMIT } from '../definition/constants.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
 import { isInside } from '../tools/confine.ts';
@@ -231,7 +233,11 @@ async function unknownSkill(
   );
 }
 
-/** The first frontmatter line of the definition file that mentions `text`, when the file is readable. */
+/**
+ * The first frontmatter line of the definition file that mentions `text`, when the file is
+ * readable. Only its first DEFINITION_BYTE_LIMIT bytes are read (the definition was loaded within
+ * them): the file may have grown since, or been replaced by a device, and was read whole.
+ */
 async function frontmatterLineOf(
   def: Pick<PromptDefinition, 'path' | 'bodyLine'>,
   text: string,
@@ -239,7 +245,9 @@ async function frontmatterLineOf(
   if (def.path.startsWith('builtin:')) return undefined;
   let content: string;
   try {
-    content = await readFile(def.path, 'utf8');
+    const read = await readFilePrefix(def.path, DEFINITION_BYTE_LIMIT);
+    if (read.kind !== 'file') return undefined;
+    content = read.bytes.toString('utf8');
   } catch {
     return undefined;
   }

@@ -3,9 +3,11 @@
  * `skills` are pre-loaded into the prompt; every other skill the agent can read is listed by name and
  * description (assemble.ts).
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { readFileWithin } from '../bounded-read.ts';
+import { SKILL_BYTE_LIMIT } from '../constants.ts';
 import { projectDirs, projectFileTarget } from './project-dirs.ts';
 
 /** Options of {@link discoverSkills} (and of `assembleSystemPrompt`'s skills section). */
@@ -76,6 +78,21 @@ export const SKILL_OUTSIDE_WARNING_CODE = 'TROUPE_SKILL_OUTSIDE';
 
 const OUTSIDE_WARNING = { what: 'skill', code: SKILL_OUTSIDE_WARNING_CODE } as const;
 
+/** `process.emitWarning` code of a SKILL.md skipped because it is longer than `SKILL_BYTE_LIMIT`. */
+export const SKILL_TOO_LARGE_WARNING_CODE = 'TROUPE_SKILL_TOO_LARGE';
+
+/** SKILL.md files already warned about as too large: once per file and process. */
+const warnedTooLarge = new Set<string>();
+
+function warnTooLarge(file: string): void {
+  if (warnedTooLarge.has(file)) return;
+  warnedTooLarge.add(file);
+  process.emitWarning(
+    `Skipped skill ${file}: it is longer than ${SKILL_BYTE_LIMIT} bytes, the most troupe reads of a SKILL.md (SKILL_BYTE_LIMIT)`,
+    { type: 'TroupeWarning', code: SKILL_TOO_LARGE_WARNING_CODE },
+  );
+}
+
 async function readSkillRoot(
   root: string,
   source: SkillSource,
@@ -94,7 +111,14 @@ async function readSkillRoot(
     try {
       const target = confine === undefined ? file : await projectFileTarget(file, confine, OUTSIDE_WARNING);
       if (target === undefined) continue;
-      text = await readFile(target, 'utf8');
+      // Bounded: a SKILL.md of gigabytes was read whole into the agent's thread.
+      const read = await readFileWithin(target, SKILL_BYTE_LIMIT);
+      if (read.kind === 'not_file') continue; // a folder named SKILL.md, a FIFO: not a skill
+      if (read.kind === 'too_large') {
+        warnTooLarge(file);
+        continue;
+      }
+      text = read.bytes.toString('utf8');
     } catch {
       continue; // not a skill folder
     }

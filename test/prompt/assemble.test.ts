@@ -1,5 +1,5 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: `${{ }}` is troupe's template syntax, not a mistaken JS placeholder.
-import { writeFile } from 'node:fs/promises';
+import { truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { AgentDefinition } from '../../src/definition/types.ts';
@@ -240,5 +240,17 @@ describe('assembleSystemPrompt', () => {
     expect(error.fields).toMatchObject({ file, line: 6, skill: 'deploy', available: ['release', 'triage'] });
     expect(error.message).toContain('unknown skill `deploy`');
     expect(error.message).toContain('release, triage');
+  });
+
+  it('finds an unknown skill line in a definition file that grew huge, reading only its start', async () => {
+    const cwd = await tempDir();
+    const file = path.join(cwd, 'agent.md');
+    await writeFile(file, '---\nname: tester\nskills:\n  - deploy\n---\nBody\n');
+    // 3 GiB, sparse: read whole it was refused, and the error lost its line.
+    await truncate(file, 3 * 2 ** 30);
+    const def = makeDefinition({ path: file, bodyLine: 6, skills: ['deploy'] });
+    const error = await rejection(assemble(def, { cwd }));
+    expect(hasErrorCode(error, 'unknown_skill')).toBe(true);
+    expect(error.fields).toMatchObject({ file, line: 4, skill: 'deploy' });
   });
 });

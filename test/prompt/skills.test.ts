@@ -1,7 +1,13 @@
-import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { discoverSkills, parseSkill, renderSkillsSection } from '../../src/prompt/skills.ts';
+import { SKILL_BYTE_LIMIT } from '../../src/constants.ts';
+import {
+  discoverSkills,
+  parseSkill,
+  renderSkillsSection,
+  SKILL_TOO_LARGE_WARNING_CODE,
+} from '../../src/prompt/skills.ts';
 import { useTempDirs, writeTree } from './temp-dir.ts';
 
 const tempDir = useTempDirs();
@@ -10,6 +16,36 @@ const skill = (name: string, description: string, body = `Instructions of ${name
   `---\nname: ${name}\ndescription: ${description}\n---\n${body}\n`;
 
 describe('skills', () => {
+  it('skips a SKILL.md over the bound with a warning naming it and the bound, reading no more of it', async () => {
+    const repo = await tempDir();
+    const home = await tempDir();
+    await writeTree(repo, {
+      '.git/HEAD': 'x',
+      '.troupe/skills/big/SKILL.md': skill('big', 'Too long'),
+      '.troupe/skills/huge/SKILL.md': skill('huge', 'Far too long'),
+      '.troupe/skills/small/SKILL.md': skill('small', 'Fine'),
+    });
+    const big = path.join(repo, '.troupe/skills/big/SKILL.md');
+    const huge = path.join(repo, '.troupe/skills/huge/SKILL.md');
+    await truncate(big, SKILL_BYTE_LIMIT + 1);
+    await truncate(huge, 3 * 2 ** 30); // sparse: read whole it was refused, and skipped unsaid
+    const warnings: (Error & { code?: string })[] = [];
+    const listener = (warning: Error): void => void warnings.push(warning);
+    process.on('warning', listener);
+    try {
+      const skills = await discoverSkills(repo, { homeDir: home });
+      expect([...skills.keys()]).toEqual(['small']);
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', listener);
+    }
+    const ours = warnings.filter((warning) => warning.code === SKILL_TOO_LARGE_WARNING_CODE);
+    expect(ours.map((warning) => warning.message)).toEqual([
+      `Skipped skill ${big}: it is longer than ${SKILL_BYTE_LIMIT} bytes, the most troupe reads of a SKILL.md (SKILL_BYTE_LIMIT)`,
+      `Skipped skill ${huge}: it is longer than ${SKILL_BYTE_LIMIT} bytes, the most troupe reads of a SKILL.md (SKILL_BYTE_LIMIT)`,
+    ]);
+  });
+
   it('finds project, user and compat skills with their frontmatter and body', async () => {
     const repo = await tempDir();
     const home = await tempDir();
