@@ -2,6 +2,7 @@
  * JSON Schema validation for tool arguments (and anything else that needs it, such as the
  * `complete_task` result): Ajv with ajv-formats, each schema compiled once.
  */
+import { createHash } from 'node:crypto';
 import type * as AjvModule from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type * as Ajv2020Module from 'ajv/dist/2020.js';
@@ -59,18 +60,27 @@ export function isSchema(value: unknown): value is JsonSchema | boolean {
 /**
  * Compiles `schema` into a validator. Throws a UserError `invalid_schema` (fields: `schema`, the
  * given label) when the schema itself is not valid JSON Schema. `true` and `false` are the boolean
- * schemas of JSON Schema: every value is valid, and none. A schema with an `$id` is compiled on its
- * own: its `$ref`s reach only its own definitions, and another schema of the same `$id` (another
- * MCP server's) is compiled as well, never refused or taken for it.
+ * schemas of JSON Schema: every value is valid, and none. Each schema is compiled on its own: its
+ * `$ref`s reach only its own definitions, and another schema of the same `$id` (another MCP
+ * server's) is compiled as well, never refused or taken for it. The last
+ * {@link SCHEMA_VALIDATOR_CACHE_ENTRIES} validators are kept by the schema's text and reused.
  */
 export function compileSchema(schema: JsonSchema | boolean, label: string): SchemaValidator {
   const shared = ajvFor(schema);
-  if (!hasId(schema)) return compileWith(shared, schema, label);
-  // An instance keeps every schema it compiled under its `$id`: a second schema of the same id
-  // (another MCP server's, or the same server's listed again for the next agent) failed "already
-  // exists" and went unchecked, or a `$ref` reached the first one's definitions. Such a schema is
-  // checked against the meta-schema by the shared instance (compiled once), then compiled alone in
-  // a scratch instance that forgets it at once (the validator keeps what it resolved).
+  const key = keyOf(shared, schema);
+  const found = key === undefined ? undefined : kept.get(key);
+  if (key !== undefined && found !== undefined) {
+    kept.delete(key);
+    kept.set(key, found);
+    return found;
+  }
+  // An Ajv instance keeps every schema it compiled, and every value its code refers to (the
+  // schema's objects, its patterns), for as long as it lives: an eval whose items each carry an
+  // expected schema kept all of them (115 MiB for 20,000 items), as did an `outputSchema` compiled
+  // for each agent, and a second schema of an `$id` failed "already exists". So the shared
+  // instance only checks a schema against the meta-schema (compiled once); the schema is compiled
+  // in a scratch instance that forgets it at once and is replaced after SCRATCH_COMPILES compiles
+  // (each validator holds its instance: what it keeps is bounded by those compiles).
   let valid: boolean;
   try {
     valid = shared.validateSchema(schema) === true;
@@ -78,41 +88,78 @@ export function compileSchema(schema: JsonSchema | boolean, label: string): Sche
     throw invalidSchema(label, error instanceof Error ? error.message : String(error));
   }
   if (!valid) throw invalidSchema(label, `schema is invalid: ${shared.errorsText(shared.errors)}`);
-  const scratch = scratchFor(schema);
+  const scratch = scratchFor(shared);
+  let validator: SchemaValidator;
   try {
-    return compileWith(scratch, schema, label);
+    validator = compileWith(scratch, schema, label);
   } finally {
     scratch.removeSchema();
   }
+  if (key !== undefined) {
+    kept.set(key, validator);
+    if (kept.size > SCHEMA_VALIDATOR_CACHE_ENTRIES) {
+      const oldest = kept.keys().next().value;
+      if (oldest !== undefined) kept.delete(oldest);
+    }
+  }
+  return validator;
 }
+
+/** Validators {@link compileSchema} keeps for reuse, by the schema's text: at most this many. */
+export const SCHEMA_VALIDATOR_CACHE_ENTRIES = 256;
+
+/** Kept validators, least recently used first. */
+const kept = new Map<string, SchemaValidator>();
+
+/** The key of `schema` among the kept validators; undefined when it has no JSON text. */
+function keyOf(shared: Ajv | Ajv2020, schema: JsonSchema | boolean): string | undefined {
+  try {
+    // Hashed: a schema's text may be 256 KiB (an MCP tool's); its key is 66 characters.
+    const text = JSON.stringify(schema);
+    return `${shared === draft07 ? '7' : 'm'}:${createHash('sha256').update(text).digest('hex')}`;
+  } catch {
+    return undefined; // a BigInt, a cycle: compiled, not kept
+  }
+}
+
+/** Compiles in one scratch instance before it is replaced by a fresh one. */
+const SCRATCH_COMPILES = 32;
 
 let modernScratch: Ajv2020 | undefined;
 let draft07Scratch: Ajv | undefined;
+let modernCompiles = 0;
+let draft07Compiles = 0;
 
-function scratchFor(schema: JsonSchema | boolean): Ajv | Ajv2020 {
+function scratchFor(shared: Ajv | Ajv2020): Ajv | Ajv2020 {
   const options = { allErrors: true, strict: false, validateSchema: false } as const;
-  if (ajvFor(schema) === draft07) {
+  if (shared === draft07) {
+    if (draft07Compiles++ % SCRATCH_COMPILES === 0) draft07Scratch = undefined;
     draft07Scratch ??= withFormats(new Ajv(options));
     return draft07Scratch;
   }
+  if (modernCompiles++ % SCRATCH_COMPILES === 0) modernScratch = undefined;
   modernScratch ??= withFormats(new Ajv2020(options));
   return modernScratch;
 }
 
-/** Whether an `$id` is written anywhere in `schema` (looked for without recursion). */
-function hasId(schema: JsonSchema | boolean): boolean {
-  const pending: unknown[] = [schema];
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    if (typeof next !== 'object' || next === null) continue;
-    if (Array.isArray(next)) {
-      for (const item of next) pending.push(item);
-      continue;
-    }
-    const record = next as Record<string, unknown>;
-    if (typeof record.$id === 'string') return true;
-    for (const key in record) pending.push(record[key]);
+/**
+ * What the shared instances hold (schemas, and values their code refers to, meta-schemas'
+ * included) and how many validators {@link compileSchema} keeps: for tests, which check that
+ * neither grows with the schemas compiled.
+ * @internal
+ */
+export function schemaCacheSizes(): { readonly sharedHeld: number; readonly validators: number } {
+  let held = 0;
+  for (const ajv of [modern, draft07]) {
+    if (ajv === undefined) continue;
+    const inner = ajv as unknown as {
+      _cache: Map<unknown, unknown>;
+      scope: { _values: Record<string, Map<unknown, unknown> | undefined> };
+    };
+    held += inner._cache.size;
+    for (const values of Object.values(inner.scope._values)) held += values?.size ?? 0;
   }
-  return false;
+  return { sharedHeld: held, validators: kept.size };
 }
 
 function invalidSchema(label: string, message: string): UserError {
