@@ -30,11 +30,12 @@ import {
   MCP_MAX_TOOLS_PER_SERVER,
   MCP_RESTART_BASE_DELAY_MS,
   MCP_RESTART_MAX_DELAY_MS,
+  MCP_STDIO_LINE_BOUND_FACTOR,
   MCP_STDIO_MAX_MESSAGE_BYTES,
 } from './constants.ts';
 import { FloodGuard } from './flood-guard.ts';
 import { lazyOutputSchemas } from './output-schemas.ts';
-import { isMessageTooLong, LineReadBuffer } from './read-buffer.ts';
+import { isMessageTooLong, LineReadBuffer, requestTooLongAnswer } from './read-buffer.ts';
 
 /** The SDK's classes a connection uses. */
 interface McpSdk {
@@ -118,7 +119,9 @@ export interface McpConnectionOptions {
   /**
    * Bytes one message from a server may have, unless the server's settings give their own
    * `maxMessageBytes`. A longer answer fails its call (`mcp_call_failed`) and the server goes on;
-   * a longer server-sent event ends the session. @default MCP_STDIO_MAX_MESSAGE_BYTES
+   * a longer request of the server's is answered with an error; a longer server-sent event, or a
+   * stdio line longer than MCP_STDIO_LINE_BOUND_FACTOR times this, ends the session.
+   * @default MCP_STDIO_MAX_MESSAGE_BYTES
    */
   readonly maxMessageBytes?: number;
   /**
@@ -178,6 +181,8 @@ export class McpConnection {
    * second`), once troupe closed the connection for it.
    */
   #flooded: string | undefined;
+  /** Set when a stdio line ran past its bound, with the bytes read of it: troupe closed the connection. */
+  #framingLost: number | undefined;
 
   constructor(name: string, config: McpServerConfig, options: McpConnectionOptions) {
     this.name = name;
@@ -406,6 +411,13 @@ export class McpConnection {
         (buffer) => {
           readBuffer = buffer;
         },
+        (lineBytes) => {
+          // A stdio line that never ends: nothing after it can be read, so every call in flight
+          // fails now (the buffer has stopped) instead of waiting out its time limit.
+          this.#framingLost = lineBytes;
+          if (ready) this.#ended(ready, this.#exitReason());
+          else void client?.close().catch(() => {});
+        },
       );
       client = new sdk.Client(
         { name: 'troupe', version: '0.1.0' },
@@ -413,6 +425,7 @@ export class McpConnection {
       );
       this.#oversized = false;
       this.#flooded = undefined;
+      this.#framingLost = undefined;
       const guard = new FloodGuard({
         perSecond: this.#options.maxNotificationsPerSecond,
         perMinute: this.#options.maxNotificationsPerMinute,
@@ -458,6 +471,7 @@ export class McpConnection {
       const live: Session = { ...session, tools };
       ready = live;
       if (this.#flooded !== undefined) throw new Error(this.#floodText());
+      if (this.#framingLost !== undefined) throw new Error(this.#exitReason());
       // The SDK calls onclose when the child exits or the HTTP session ends.
       const previous = transport.onclose;
       transport.onclose = () => {
@@ -475,7 +489,9 @@ export class McpConnection {
       await transport?.close().catch(() => {});
       if (error instanceof SystemError && error.code === 'mcp_unavailable') throw error;
       const why =
-        this.#flooded !== undefined ? this.#floodText() : `${errorMessage(error)}${this.#stderrTail()}`;
+        this.#flooded !== undefined || this.#framingLost !== undefined
+          ? this.#exitReason()
+          : `${errorMessage(error)}${this.#stderrTail()}`;
       this.#failed(why);
       throw this.#unavailable(`it could not be started: ${why}`);
     }
@@ -528,6 +544,7 @@ export class McpConnection {
     sdk: McpSdk,
     onOversized: () => void,
     onReadBuffer: (buffer: LineReadBuffer<unknown>) => void,
+    onFramingLost: (lineBytes: number) => void,
   ): Transport {
     const env = this.#options.env ?? process.env;
     const { config, missing } = expandMcpServerConfig(this.config, env);
@@ -554,7 +571,14 @@ export class McpConnection {
         stdioLineLengths.set(message, line.length);
         return message;
       };
-      const buffer = new LineReadBuffer(this.#options.maxMessageBytes, parse);
+      const limit = this.#options.maxMessageBytes;
+      const buffer = new LineReadBuffer(limit, parse, {
+        // A request over the bound (sampling, elicitation) is answered, or the server waits.
+        onRequestTooLong: (id) => {
+          transport.send(requestTooLongAnswer(id, limit)).catch(() => {});
+        },
+        onFramingLost,
+      });
       useLineReadBuffer(transport, buffer);
       onReadBuffer(buffer);
       transport.stderr?.on('data', (chunk: Buffer) => {
@@ -596,6 +620,12 @@ export class McpConnection {
 
   #exitReason(): string {
     if (this.#flooded !== undefined) return this.#floodText();
+    if (this.#framingLost !== undefined) {
+      return (
+        `it sent a line of over ${this.#framingLost} bytes without ending it (the most troupe reads past is ` +
+        `${MCP_STDIO_LINE_BOUND_FACTOR} × maxMessageBytes), so its messages could no longer be told apart and troupe closed the connection`
+      );
+    }
     if (this.#oversized) {
       return `it sent a message longer than ${this.#options.maxMessageBytes} bytes, the most troupe reads, so troupe closed the connection`;
     }

@@ -52,6 +52,16 @@ export const MCP_CALL_TIMEOUT_MS = 600_000;
 export const MCP_STDIO_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 
 /**
+ * How many times `maxMessageBytes` one stdio line may run to before troupe takes the framing as
+ * lost (64 MiB by default). A line over `maxMessageBytes` is read past without being held, looking
+ * for its id (an SDK server writes it after the result); one that goes on past this many bytes
+ * (a server writing one endless line) closes the connection, failing every call in flight at once
+ * (`mcp_server_died`, saying why) instead of letting them wait out the call time limit while
+ * nothing after the line can be read.
+ */
+export const MCP_STDIO_LINE_BOUND_FACTOR = 8;
+
+/**
  * The largest `maxMessageBytes` a server's settings may give: a longer message could not be held
  * as one string (V8 strings hold at most ~512 Mi characters).
  */

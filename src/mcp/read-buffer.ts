@@ -7,10 +7,17 @@
  * A message longer than the bound is not held: past the bound its bytes are read past, up to its
  * newline, and only scanned (without being kept) for its top-level `id`. An answer (it has
  * `result` or `error`) becomes an error answer to that id at once, so the call fails saying why
- * while the rest streams in, and the connection goes on; anything else (a notification, a request
- * of the server's, a line that is not JSON) is dropped. The SDK's own buffer threw, and the SDK
- * then closed the connection: one long answer killed the server and every call in flight.
+ * while the rest streams in, and the connection goes on. A request of the server's (it has `method`
+ * and `id`: sampling, elicitation) is answered with an error as soon as its id is read, so the
+ * server does not wait for an answer; anything else (a notification, a line that is not JSON) is
+ * dropped. The SDK's own buffer threw, and the SDK then closed the connection: one long answer
+ * killed the server and every call in flight.
+ *
+ * A line read past is bounded too (`maxLineBytes`): one that never ends left every message after
+ * it unread, and every call waiting out its time limit. Past that bound the framing is taken as
+ * lost: the buffer stops and says so (`onFramingLost`), for the connection to be closed.
  */
+import { MCP_STDIO_LINE_BOUND_FACTOR } from './constants.ts';
 
 /** Turns one line (without its newline) into a message; throws when it is not one. */
 export type LineParser<T> = (line: string) => T;
@@ -33,6 +40,42 @@ export function isMessageTooLong(data: unknown): data is MessageTooLongData {
   return (data as { troupe?: unknown } | undefined)?.troupe === 'message_too_long';
 }
 
+/** What a {@link LineReadBuffer} tells its connection besides the messages it reads. */
+export interface LineReadBufferHooks {
+  /**
+   * Bytes one line may run to, read past, before the framing is taken as lost.
+   * @default maxBytes × MCP_STDIO_LINE_BOUND_FACTOR
+   */
+  readonly maxLineBytes?: number;
+  /**
+   * A request of the server's over the bound, once its id is read: to be answered with
+   * {@link requestTooLongAnswer}, or the server waits for an answer that never comes.
+   */
+  readonly onRequestTooLong?: (id: string | number) => void;
+  /** A line ran past `maxLineBytes` (`lineBytes` read of it): the buffer has stopped reading. */
+  readonly onFramingLost?: (lineBytes: number) => void;
+}
+
+/** The JSON-RPC error answer troupe sends to a request of the server's that is over the bound. */
+export function requestTooLongAnswer(
+  id: string | number,
+  limit: number,
+): {
+  jsonrpc: '2.0';
+  id: string | number;
+  error: { code: number; message: string; data: MessageTooLongData };
+} {
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: {
+      code: MESSAGE_TOO_LONG_CODE,
+      message: `the request is longer than ${limit} bytes, the most troupe reads from one message; it was not read`,
+      data: { troupe: 'message_too_long', limit },
+    },
+  };
+}
+
 /** A line that was not a message: its error, thrown when the line's turn comes. */
 class Unparsed {
   constructor(readonly error: unknown) {}
@@ -50,10 +93,16 @@ export class LineReadBuffer<T> {
   /** Messages complete but not yet read (a line that did not parse is kept as its error). */
   #ready: (T | Unparsed)[] = [];
   #stopped = false;
+  readonly #maxLineBytes: number;
+  readonly #hooks: LineReadBufferHooks;
+  /** Bytes of the line being read past, so far. */
+  #lineBytes = 0;
 
-  constructor(maxBytes: number, parse: LineParser<T>) {
+  constructor(maxBytes: number, parse: LineParser<T>, hooks: LineReadBufferHooks = {}) {
     this.#maxBytes = maxBytes;
     this.#parse = parse;
+    this.#hooks = hooks;
+    this.#maxLineBytes = hooks.maxLineBytes ?? maxBytes * MCP_STDIO_LINE_BOUND_FACTOR;
   }
 
   /** Takes a chunk. A message over the bound is read past (see the module's comment). */
@@ -65,7 +114,7 @@ export class LineReadBuffer<T> {
       const piece = chunk.subarray(start, newline === -1 ? chunk.length : newline);
       if (this.#skipping) this.#skip(piece);
       else this.#hold(piece);
-      if (newline === -1) return;
+      if (this.#stopped || newline === -1) return;
       this.#endLine();
       start = newline + 1;
     }
@@ -92,6 +141,7 @@ export class LineReadBuffer<T> {
   clear(): void {
     this.#chunks = [];
     this.#size = 0;
+    this.#lineBytes = 0;
     this.#skipping = undefined;
     this.#ready = [];
   }
@@ -103,6 +153,7 @@ export class LineReadBuffer<T> {
       this.#chunks = [];
       this.#size = 0;
       this.#skipping = new TopLevelScan();
+      this.#lineBytes = 0;
       for (const part of held) this.#skip(part);
       this.#skip(bytes);
       return;
@@ -113,9 +164,27 @@ export class LineReadBuffer<T> {
 
   #skip(bytes: Buffer): void {
     const scan = this.#skipping;
-    if (!scan || scan.decided) return;
+    if (!scan) return;
+    this.#lineBytes += bytes.length;
+    if (this.#lineBytes > this.#maxLineBytes) {
+      const read = this.#lineBytes;
+      this.stop();
+      this.#hooks.onFramingLost?.(read);
+      return;
+    }
+    if (scan.decided) return;
     scan.feed(bytes);
+    this.#decide(scan);
+  }
+
+  /** Refuses an answer, or has a request answered, once its id is known. */
+  #decide(scan: TopLevelScan): void {
+    if (scan.decided || scan.id === undefined) return;
     if (scan.isAnswer) this.#refuse(scan);
+    else if (scan.hasMethod) {
+      scan.decided = true;
+      this.#hooks.onRequestTooLong?.(scan.id);
+    }
   }
 
   #endLine(): void {
@@ -123,7 +192,8 @@ export class LineReadBuffer<T> {
     if (scan) {
       this.#skipping = undefined;
       scan.end();
-      if (!scan.decided && scan.id !== undefined && !scan.hasMethod) this.#refuse(scan);
+      this.#decide(scan);
+      if (!scan.decided && scan.id !== undefined) this.#refuse(scan);
       return;
     }
     const line = Buffer.concat(this.#chunks, this.#size).toString('utf8').replace(/\r$/, '');
@@ -212,7 +282,8 @@ class TopLevelScan {
       }
       this.#byte(bytes[index] ?? 0);
       index += 1;
-      if (this.hasMethod) this.decided = true;
+      // A request of the server's is answered once its id is read; a notification has none.
+      if (this.hasMethod && this.id !== undefined) return;
     }
   }
 

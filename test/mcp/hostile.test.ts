@@ -207,6 +207,38 @@ describe('a hostile MCP server over stdio', () => {
     expect(result).toMatchObject({ ok: true, text: '{"from":"p"}' });
   });
 
+  it('that sends one line without end is closed past the line bound, failing the call in flight now', async () => {
+    // A line is read past up to 8 × maxMessageBytes (here 512 KiB); the call waited out its 600 s.
+    const mcp = pool({ maxMessageBytes: 64 * 1024, callTimeoutMs: 120_000 });
+    const { tools } = await mcp.toolsFor({ endless: hostile('endless-line') });
+    const result = await byName(tools, 'mcp__endless__echo').execute({}, ctx());
+    expect(result.ok).toBe(false);
+    expect(result.text).toContain(
+      'MCP server `endless` stopped during the call to `echo` (it sent a line of over',
+    );
+    expect(result.text).toContain(
+      'bytes without ending it (the most troupe reads past is 8 × maxMessageBytes), so its messages could ' +
+        'no longer be told apart and troupe closed the connection)',
+    );
+  });
+
+  it('answers a request of the server over the bound with an error, so the server does not wait', async () => {
+    const mcp = pool({ maxMessageBytes: 16 * 1024, callTimeoutMs: 120_000 });
+    const { tools } = await mcp.toolsFor({ asks: hostile('big-request', '100') });
+    const result = await byName(tools, 'mcp__asks__echo').execute({}, ctx());
+    expect(result.ok).toBe(true);
+    expect(JSON.parse(result.text)).toEqual({
+      jsonrpc: '2.0',
+      id: 's1',
+      error: {
+        code: MESSAGE_TOO_LONG_CODE,
+        message:
+          'the request is longer than 16384 bytes, the most troupe reads from one message; it was not read',
+        data: { troupe: 'message_too_long', limit: 16384 },
+      },
+    });
+  });
+
   it('reads a long result in linear time: its bytes are joined once, not once per chunk', async () => {
     const bytes = 6 * 1024 * 1024;
     const big: McpServerConfig = {
@@ -283,7 +315,7 @@ describe('LineReadBuffer', () => {
   });
 
   it('answers an answer over the bound with an error to its id as soon as the bound is passed', () => {
-    const buffer = new LineReadBuffer(80, (line) => JSON.parse(line) as unknown);
+    const buffer = new LineReadBuffer(80, (line) => JSON.parse(line) as unknown, { maxLineBytes: 1_000_000 });
     buffer.append(Buffer.from('{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"'));
     expect(buffer.readMessage()).toBeNull();
     // Past the bound, before the newline: the call fails now, not when the rest has come.
@@ -295,8 +327,11 @@ describe('LineReadBuffer', () => {
     expect(buffer.readMessage()).toBeNull();
   });
 
-  it('finds the id of an answer after its result, and drops a notification or a request of the server', () => {
-    const buffer = new LineReadBuffer(64, (line) => JSON.parse(line) as unknown);
+  it('finds the id of an answer after its result, drops a notification, has a request answered', () => {
+    const requests: (string | number)[] = [];
+    const buffer = new LineReadBuffer(64, (line) => JSON.parse(line) as unknown, {
+      onRequestTooLong: (id) => requests.push(id),
+    });
     const long = 'x'.repeat(200);
     buffer.append(
       Buffer.from(`{"result":{"a":"${long}","id":1,"b":[{"id":2}]},"jsonrpc":"2.0","id":"a\\"b"}\n`),
@@ -308,13 +343,50 @@ describe('LineReadBuffer', () => {
     buffer.append(
       Buffer.from(`{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"x":"${long}"}}\n`),
     );
+    // A request's id may come after its params (the SDK writes it last).
+    buffer.append(Buffer.from(`{"method":"elicitation/create","params":{"x":"${long}"},"id":"e"}\n`));
     buffer.append(Buffer.from(`not json at all ${long}\n`));
     expect(buffer.readMessage()).toBeNull();
+    expect(requests).toEqual([3, 'e']);
     buffer.append(Buffer.from('{"id":4,"result":{}}\n'));
     expect(buffer.readMessage()).toEqual({ id: 4, result: {} });
     // An escaped quote split between two chunks does not end the string (the quote after it does).
     buffer.append(Buffer.from(`{"result":"${long}\\`));
     buffer.append(Buffer.from('"","id":5}\n'));
     expect(buffer.readMessage()).toEqual(refusal(5, 64));
+  });
+
+  it('stops, saying so, when a line read past runs beyond its bound, with or without an id', () => {
+    for (const start of [
+      '{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"',
+      '{"id":1,"result":"',
+    ]) {
+      const lost: number[] = [];
+      const buffer = new LineReadBuffer(64, (line) => JSON.parse(line) as unknown, {
+        maxLineBytes: 1000,
+        onFramingLost: (bytes) => lost.push(bytes),
+      });
+      buffer.append(Buffer.from(start));
+      for (let i = 0; i < 9; i += 1) buffer.append(Buffer.from('A'.repeat(100)));
+      expect(lost).toEqual([]);
+      buffer.append(Buffer.from('A'.repeat(100)));
+      expect(lost).toEqual([start.length + 1000]);
+      // Nothing more is read: the connection is being closed.
+      buffer.append(Buffer.from('{"id":3,"result":{}}\n'));
+      const read = [buffer.readMessage(), buffer.readMessage()];
+      expect(read).toEqual([null, null]);
+    }
+  });
+
+  it('bounds a line read past to 8 times the message bound by default', () => {
+    const lost: number[] = [];
+    const buffer = new LineReadBuffer(100, (line) => JSON.parse(line) as unknown, {
+      onFramingLost: (bytes) => lost.push(bytes),
+    });
+    buffer.append(Buffer.from('"'));
+    buffer.append(Buffer.from('A'.repeat(799)));
+    expect(lost).toEqual([]);
+    buffer.append(Buffer.from('A'));
+    expect(lost).toEqual([801]);
   });
 });
