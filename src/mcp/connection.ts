@@ -30,8 +30,8 @@ import {
   MCP_MAX_TOOLS_PER_SERVER,
   MCP_RESTART_BASE_DELAY_MS,
   MCP_RESTART_MAX_DELAY_MS,
-  MCP_STDIO_LINE_BOUND_FACTOR,
   MCP_STDIO_MAX_MESSAGE_BYTES,
+  stdioLineBound,
 } from './constants.ts';
 import { FloodGuard } from './flood-guard.ts';
 import { lazyOutputSchemas } from './output-schemas.ts';
@@ -120,7 +120,7 @@ export interface McpConnectionOptions {
    * Bytes one message from a server may have, unless the server's settings give their own
    * `maxMessageBytes`. A longer answer fails its call (`mcp_call_failed`) and the server goes on;
    * a longer request of the server's is answered with an error; a longer server-sent event, or a
-   * stdio line longer than MCP_STDIO_LINE_BOUND_FACTOR times this, ends the session.
+   * stdio line longer than `stdioLineBound` of this (8 times, at least 64 MiB), ends the session.
    * @default MCP_STDIO_MAX_MESSAGE_BYTES
    */
   readonly maxMessageBytes?: number;
@@ -622,8 +622,9 @@ export class McpConnection {
     if (this.#flooded !== undefined) return this.#floodText();
     if (this.#framingLost !== undefined) {
       return (
-        `it sent a line of over ${this.#framingLost} bytes without ending it (the most troupe reads past is ` +
-        `${MCP_STDIO_LINE_BOUND_FACTOR} × maxMessageBytes), so its messages could no longer be told apart and troupe closed the connection`
+        `it sent a line of over ${stdioLineBound(this.#options.maxMessageBytes)} bytes without ending it ` +
+        '(8 × maxMessageBytes, at least 64 MiB, is the most troupe reads past), so its messages could no ' +
+        'longer be told apart and troupe closed the connection'
       );
     }
     if (this.#oversized) {

@@ -52,14 +52,26 @@ export const MCP_CALL_TIMEOUT_MS = 600_000;
 export const MCP_STDIO_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 
 /**
- * How many times `maxMessageBytes` one stdio line may run to before troupe takes the framing as
- * lost (64 MiB by default). A line over `maxMessageBytes` is read past without being held, looking
- * for its id (an SDK server writes it after the result); one that goes on past this many bytes
- * (a server writing one endless line) closes the connection, failing every call in flight at once
- * (`mcp_server_died`, saying why) instead of letting them wait out the call time limit while
- * nothing after the line can be read.
+ * How many times `maxMessageBytes` one stdio line may run to (and at least
+ * {@link MCP_STDIO_MIN_LINE_BOUND_BYTES}) before troupe takes the framing as lost: 64 MiB by
+ * default. A line over `maxMessageBytes` is read past without being held, looking for its id (an
+ * SDK server writes it after the result); one that goes on past this bound (a server writing one
+ * endless line) closes the connection, failing every call in flight at once (`mcp_server_died`,
+ * saying why) instead of letting them wait out the call time limit while nothing after the line
+ * can be read.
  */
 export const MCP_STDIO_LINE_BOUND_FACTOR = 8;
+
+/**
+ * The least bound on one stdio line read past, whatever `maxMessageBytes` is: a server given a
+ * small `maxMessageBytes` that answers a few MiB only fails that call, and keeps its connection.
+ */
+export const MCP_STDIO_MIN_LINE_BOUND_BYTES = 64 * 1024 * 1024;
+
+/** The bound on one stdio line read past for `maxMessageBytes` (see MCP_STDIO_LINE_BOUND_FACTOR). */
+export function stdioLineBound(maxMessageBytes: number): number {
+  return Math.max(maxMessageBytes * MCP_STDIO_LINE_BOUND_FACTOR, MCP_STDIO_MIN_LINE_BOUND_BYTES);
+}
 
 /**
  * The largest `maxMessageBytes` a server's settings may give: a longer message could not be held

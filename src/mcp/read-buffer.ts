@@ -17,7 +17,7 @@
  * it unread, and every call waiting out its time limit. Past that bound the framing is taken as
  * lost: the buffer stops and says so (`onFramingLost`), for the connection to be closed.
  */
-import { MCP_STDIO_LINE_BOUND_FACTOR } from './constants.ts';
+import { stdioLineBound } from './constants.ts';
 
 /** Turns one line (without its newline) into a message; throws when it is not one. */
 export type LineParser<T> = (line: string) => T;
@@ -44,7 +44,7 @@ export function isMessageTooLong(data: unknown): data is MessageTooLongData {
 export interface LineReadBufferHooks {
   /**
    * Bytes one line may run to, read past, before the framing is taken as lost.
-   * @default maxBytes × MCP_STDIO_LINE_BOUND_FACTOR
+   * @default stdioLineBound(maxBytes): 8 × maxBytes, at least 64 MiB
    */
   readonly maxLineBytes?: number;
   /**
@@ -102,7 +102,7 @@ export class LineReadBuffer<T> {
     this.#maxBytes = maxBytes;
     this.#parse = parse;
     this.#hooks = hooks;
-    this.#maxLineBytes = hooks.maxLineBytes ?? maxBytes * MCP_STDIO_LINE_BOUND_FACTOR;
+    this.#maxLineBytes = hooks.maxLineBytes ?? stdioLineBound(maxBytes);
   }
 
   /** Takes a chunk. A message over the bound is read past (see the module's comment). */

@@ -208,16 +208,14 @@ describe('a hostile MCP server over stdio', () => {
   });
 
   it('that sends one line without end is closed past the line bound, failing the call in flight now', async () => {
-    // A line is read past up to 8 × maxMessageBytes (here 512 KiB); the call waited out its 600 s.
+    // A line is read past up to 8 × maxMessageBytes, at least 64 MiB; the call waited out its 600 s.
     const mcp = pool({ maxMessageBytes: 64 * 1024, callTimeoutMs: 120_000 });
     const { tools } = await mcp.toolsFor({ endless: hostile('endless-line') });
     const result = await byName(tools, 'mcp__endless__echo').execute({}, ctx());
     expect(result.ok).toBe(false);
     expect(result.text).toContain(
-      'MCP server `endless` stopped during the call to `echo` (it sent a line of over',
-    );
-    expect(result.text).toContain(
-      'bytes without ending it (the most troupe reads past is 8 × maxMessageBytes), so its messages could ' +
+      'MCP server `endless` stopped during the call to `echo` (it sent a line of over 67108864 bytes without ' +
+        'ending it (8 × maxMessageBytes, at least 64 MiB, is the most troupe reads past), so its messages could ' +
         'no longer be told apart and troupe closed the connection)',
     );
   });
@@ -378,15 +376,22 @@ describe('LineReadBuffer', () => {
     }
   });
 
-  it('bounds a line read past to 8 times the message bound by default', () => {
-    const lost: number[] = [];
-    const buffer = new LineReadBuffer(100, (line) => JSON.parse(line) as unknown, {
-      onFramingLost: (bytes) => lost.push(bytes),
-    });
-    buffer.append(Buffer.from('"'));
-    buffer.append(Buffer.from('A'.repeat(799)));
-    expect(lost).toEqual([]);
-    buffer.append(Buffer.from('A'));
-    expect(lost).toEqual([801]);
+  it('bounds a line read past to 8 times the message bound, at least 64 MiB, by default', () => {
+    const mib = Buffer.alloc(1024 * 1024, 'A');
+    for (const [maxBytes, bound] of [
+      [100, 64 * 1024 * 1024],
+      [10 * 1024 * 1024, 80 * 1024 * 1024],
+    ] as const) {
+      const lost: number[] = [];
+      const buffer = new LineReadBuffer(maxBytes, (line) => JSON.parse(line) as unknown, {
+        onFramingLost: (bytes) => lost.push(bytes),
+      });
+      buffer.append(Buffer.from('"'));
+      for (let read = 1; read + mib.length <= bound; read += mib.length) buffer.append(mib);
+      buffer.append(mib.subarray(0, mib.length - 1));
+      expect(lost).toEqual([]);
+      buffer.append(Buffer.from('A'));
+      expect(lost).toEqual([bound + 1]);
+    }
   });
 });
