@@ -20,13 +20,22 @@ export function positiveInt(name: string, value: unknown, fallback: number, min 
   return value;
 }
 
-/** A finite number >= 0, or `fallback` when undefined. */
-export function nonNegative(name: string, value: unknown, fallback: number): number {
+/**
+ * A finite number >= 0 (and <= `max` when given), or `fallback` when undefined. A time limit passes
+ * `max: MAX_TIMER_MS`: past it Node fires a timer at once, so the limit would end the wait at once.
+ */
+export function nonNegative(name: string, value: unknown, fallback: number, max?: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+  if (
+    typeof value !== 'number' ||
+    !Number.isFinite(value) ||
+    value < 0 ||
+    (max !== undefined && value > max)
+  ) {
+    const range = max === undefined ? '' : ` up to ${max}`;
     throw new UserError(
       'invalid_option',
-      `Expected \`${name}\` to be a non-negative number, got ${describeValue(value)}`,
+      `Expected \`${name}\` to be a non-negative number${range}, got ${describeValue(value)}`,
       { option: name },
     );
   }

@@ -6,6 +6,7 @@
  * is the runner's business (a promise in an actor host; a parked job on Redis).
  */
 import { followSignal } from '../abort.ts';
+import { MAX_TIMER_MS } from '../constants.ts';
 import { canonicalJson, sha256Hex } from '../journal/canonical-json.ts';
 import type { EventOf } from '../journal/events.ts';
 import { redactText, redactValue } from '../journal/redact.ts';
@@ -187,17 +188,24 @@ async function awaitDecision(ctx: RunContext, request: ApprovalRequest): Promise
   const controller = new AbortController();
   const unfollow = followSignal(ctx.signal, controller);
   let timedOut = false;
-  const remaining = request.deadline === null ? undefined : request.deadline - Date.now();
-  const timer =
-    remaining === undefined
-      ? undefined
-      : setTimeout(
-          () => {
-            timedOut = true;
-            controller.abort(new Error('approval timeout'));
-          },
-          Math.max(0, remaining),
-        );
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const arm = (deadline: number): void => {
+    const remaining = deadline - Date.now();
+    // Node fires a timer past the longest delay at once, so a far deadline (an unchecked run()
+    // option, a journal's) is waited for in steps of at most that delay.
+    if (remaining > MAX_TIMER_MS) {
+      timer = setTimeout(() => arm(deadline), MAX_TIMER_MS);
+      return;
+    }
+    timer = setTimeout(
+      () => {
+        timedOut = true;
+        controller.abort(new Error('approval timeout'));
+      },
+      Math.max(0, remaining),
+    );
+  };
+  if (request.deadline !== null) arm(request.deadline);
   try {
     const decision = await channel(request, controller.signal);
     if (decision !== null && !timedOut) return decision;

@@ -1,3 +1,4 @@
+import { MAX_TIMER_MS } from '../constants.ts';
 import { suggestion } from '../definition/fields.ts';
 import type { PermissionMode } from '../definition/types.ts';
 import { PERMISSION_MODES } from '../tools/permissions.ts';
@@ -132,7 +133,14 @@ export function readRunApprovals(
   const result: { -readonly [K in keyof RunApprovals]: RunApprovals[K] } = {};
   for (const [key, item] of Object.entries(value)) {
     const at = [...path, key];
-    if (key === 'timeoutMs' && typeof item === 'number' && Number.isInteger(item) && item >= 0) {
+    // Past the longest timer delay Node fires at once: every approval timed out at once.
+    if (
+      key === 'timeoutMs' &&
+      typeof item === 'number' &&
+      Number.isInteger(item) &&
+      item >= 0 &&
+      item <= MAX_TIMER_MS
+    ) {
       result.timeoutMs = item;
     } else if (key === 'onTimeout' && (item === 'deny' || item === 'allow')) {
       result.onTimeout = item;
@@ -147,7 +155,12 @@ export function readRunApprovals(
       else
         fail(
           at,
-          expected(key === 'timeoutMs' ? 'a non-negative integer (0 = no limit)' : '`deny` or `allow`', item),
+          expected(
+            key === 'timeoutMs'
+              ? `a non-negative integer up to ${MAX_TIMER_MS} (0 = no limit)`
+              : '`deny` or `allow`',
+            item,
+          ),
         );
     }
   }

@@ -243,7 +243,11 @@ export interface SupervisorPermissions {
 
 /** {@link SupervisorOptions.approvals}. */
 export interface ApprovalOptions {
-  /** How long a call waits for a decision; 0 = no limit. @default DEFAULT_APPROVAL_TIMEOUT_MS (10 minutes) */
+  /**
+   * How long a call waits for a decision; 0 = no limit. At most 2147483647 (`MAX_TIMER_MS`, about
+   * 24.8 days: past it Node fires a timer at once), else `invalid_option`.
+   * @default DEFAULT_APPROVAL_TIMEOUT_MS (10 minutes)
+   */
   readonly timeoutMs?: number;
   /** What a timeout decides. @default 'deny' */
   readonly onTimeout?: 'deny' | 'allow';
@@ -622,7 +626,13 @@ export function preparePermissions(
     ...(ask === undefined ? {} : { ask }),
     ...(deny === undefined ? {} : { deny }),
     allowBypass: permissions.allowBypass === true,
-    approvalTimeoutMs: nonNegative('approvals.timeoutMs', approvals.timeoutMs, DEFAULT_APPROVAL_TIMEOUT_MS),
+    // Past the longest timer delay Node fires at once: every approval timed out at once.
+    approvalTimeoutMs: nonNegative(
+      'approvals.timeoutMs',
+      approvals.timeoutMs,
+      DEFAULT_APPROVAL_TIMEOUT_MS,
+      MAX_TIMER_MS,
+    ),
     onTimeout: oneOf<'deny' | 'allow'>('approvals.onTimeout', approvals.onTimeout, ['deny', 'allow'], 'deny'),
   };
 }

@@ -75,6 +75,19 @@ describe("a plan's permissions and approvals", () => {
   });
 });
 
+describe("a plan's approval timeout", () => {
+  it('is refused past the longest timer delay, which timed every approval out at once', async () => {
+    const file = write(
+      'plan.yaml',
+      ['approvals: { timeoutMs: 2147483648 }', 'runs:', '  - { agent: worker, task: Go }'].join('\n'),
+    );
+    const problems = await planProblems(file);
+    expect(problems).toEqual([
+      'plan.yaml:1:25: approvals.timeoutMs: expected a non-negative integer up to 2147483647 (0 = no limit), got `2147483648` (number)',
+    ]);
+  });
+});
+
 describe('a --permissions file', () => {
   it('takes the mapping bare or under `permissions:`, and the command line adds to the plan', () => {
     const bare = write('bare.yaml', 'allow: ["Read"]\ndeny: ["Bash(rm:*)"]\n');

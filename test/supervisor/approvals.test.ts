@@ -425,5 +425,14 @@ describe('approvals on the threads engine', () => {
     );
     expect(() => new Supervisor({ permissions: { mode: 'yolo' as never } })).toThrow(/permissions\.mode/);
     expect(() => new Supervisor({ approvals: { timeoutMs: -1 } })).toThrow(/approvals\.timeoutMs/);
+    // Past the longest timer delay Node fires at once: every approval timed out at once.
+    expect(() => new Supervisor({ approvals: { timeoutMs: 2 ** 31 } })).toThrow(
+      expect.objectContaining({
+        code: 'invalid_option',
+        message:
+          'Expected `approvals.timeoutMs` to be a non-negative number up to 2147483647, got `2147483648` (number)',
+        fields: { option: 'approvals.timeoutMs' },
+      }),
+    );
   });
 });

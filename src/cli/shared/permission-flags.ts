@@ -6,6 +6,7 @@
  * be approved).
  */
 import { type Command, InvalidArgumentError } from 'commander';
+import { MAX_TIMER_MS } from '../../constants.ts';
 import type { PermissionMode } from '../../definition/types.ts';
 import { describeValue } from '../../errors.ts';
 import { loadClaudeSettings } from '../../run-dir/claude-settings.ts';
@@ -17,6 +18,9 @@ import {
 import { type AgentPermissions, PERMISSION_MODES } from '../../tools/permissions.ts';
 import { tryParseRule } from '../../tools/rules.ts';
 import type { CliIO } from './io.ts';
+
+/** The longest `--approval-timeout`: the longest timer delay, in seconds (about 24.8 days). */
+const MAX_APPROVAL_TIMEOUT_SECONDS = MAX_TIMER_MS / 1000;
 
 /** The flags as commander parses them. */
 export interface PermissionFlags {
@@ -139,11 +143,12 @@ function mode(value: string): PermissionMode {
   );
 }
 
+/** Up to the longest timer delay: past it Node fires at once, so every approval timed out at once. */
 function seconds(value: string): number {
   const parsed = Number(value);
-  if (value.trim() === '' || !Number.isFinite(parsed) || parsed < 0) {
+  if (value.trim() === '' || !Number.isFinite(parsed) || parsed < 0 || parsed * 1000 > MAX_TIMER_MS) {
     throw new InvalidArgumentError(
-      `Expected a non-negative number of seconds (0 = no limit), got ${describeValue(value)}.`,
+      `Expected a non-negative number of seconds up to ${MAX_APPROVAL_TIMEOUT_SECONDS} (0 = no limit), got ${describeValue(value)}.`,
     );
   }
   return parsed;
