@@ -169,6 +169,17 @@ export const ADMISSION_POLL_MAX_MS = 200;
 /** Idle blocking connections a worker keeps for inbox reads and host-tool replies. */
 export const BLOCKING_POOL_IDLE = 8;
 
+/**
+ * How often a supervisor's stream reader says it is alive (`supervisorAlive`, see
+ * supervisor-streams.ts), and how long the key outlives the last beat: a worker waiting for a host
+ * call's reply gives the call up once the key it saw is gone (see host-calls.ts).
+ */
+export const SUPERVISOR_HEARTBEAT_MS = 2_000;
+export const SUPERVISOR_ALIVE_MS = 15_000;
+
+/** One BLPOP of a host call's reply blocks this long, then the supervisor's heartbeat is checked. */
+export const HOST_REPLY_POLL_MS = 2_000;
+
 /** How often a worker says it is alive (see presence.ts). */
 export const WORKER_HEARTBEAT_MS = 2_000;
 

@@ -8,13 +8,24 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { SystemError } from '../../errors.ts';
 import type { HostCall, SupervisorRequest, ToolSpanAnswer, ToolSpanRequest } from '../../protocol/redis.ts';
 import type { ToolOutcome, ToolTraceContext } from '../../tools/types.ts';
 import type { BlockingPool } from './blocking-pool.ts';
-import { REPLY_TTL_MS, STREAM_IDLE_TTL_MS, TOOL_SPAN_WAIT_MS } from './constants.ts';
+import {
+  HOST_REPLY_POLL_MS,
+  REPLY_TTL_MS,
+  STREAM_IDLE_TTL_MS,
+  SUPERVISOR_ALIVE_MS,
+  TOOL_SPAN_WAIT_MS,
+} from './constants.ts';
 import type { ScaleoutKeys } from './keys.ts';
 
-/** Calls `name` on the supervisor `supervisorId` and waits for its outcome (or the signal). */
+/**
+ * Calls `name` on the supervisor `supervisorId` and waits for its outcome (or the signal). Throws
+ * SystemError `supervisor_lost` when the supervisor's heartbeat key, once seen, is gone (it died or
+ * lost Redis for SUPERVISOR_ALIVE_MS): the wait is bounded by that, not only by the agent's signal.
+ */
 export async function callHostTool(
   redis: Redis,
   pool: BlockingPool,
@@ -22,6 +33,7 @@ export async function callHostTool(
   supervisorId: string,
   call: Omit<HostCall, 'requestId'>,
   signal: AbortSignal,
+  options: { readonly pollMs?: number } = {},
 ): Promise<ToolOutcome> {
   const requestId = randomUUID();
   const stream = keys.requests(supervisorId);
@@ -30,10 +42,34 @@ export async function callHostTool(
     .xadd(stream, '*', 'm', JSON.stringify({ ...call, requestId } satisfies HostCall))
     .pexpire(stream, STREAM_IDLE_TTL_MS)
     .exec();
-  const reply = await pool.run((conn) => conn.blpop(keys.reply(requestId), 0), signal, null);
-  if (reply === null) return { ok: false, text: `${call.name} was cancelled.` };
-  return decodeOutcome(reply[1], call.name);
+  // BLPOP in rounds of HOST_REPLY_POLL_MS, checking the supervisor's heartbeat between them: with
+  // a BLPOP of no limit, a worker whose supervisor died waited until its agent was cancelled.
+  const alive = keys.supervisorAlive(supervisorId);
+  const replyKey = keys.reply(requestId);
+  const pollMs = options.pollMs ?? HOST_REPLY_POLL_MS;
+  let seenAlive = false;
+  for (;;) {
+    const reply = await pool.run<[string, string] | null | typeof CANCELLED>(
+      (conn) => conn.blpop(replyKey, pollMs / 1000),
+      signal,
+      CANCELLED,
+    );
+    if (reply === CANCELLED) return { ok: false, text: `${call.name} was cancelled.` };
+    if (reply !== null) return decodeOutcome(reply[1], call.name);
+    if ((await redis.exists(alive)) === 1) {
+      seenAlive = true;
+    } else if (seenAlive) {
+      // Not before the key was seen: a supervisor of an earlier version never sets it.
+      throw new SystemError(
+        'supervisor_lost',
+        `${call.name} got no answer: supervisor ${supervisorId} stopped reading its requests (no heartbeat for ${SUPERVISOR_ALIVE_MS} ms); the call may or may not have run`,
+        { supervisorId, tool: call.name, requestId },
+      );
+    }
+  }
 }
+
+const CANCELLED = Symbol('cancelled');
 
 /**
  * Asks the supervisor `supervisorId` for the trace context of the `execute_tool` span of a traced

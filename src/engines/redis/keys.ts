@@ -34,6 +34,11 @@ export function checkName(option: string, value: string): string {
   return value;
 }
 
+/** The heartbeat key of the supervisor whose request stream is `requests` (`...:supervisor:<id>:alive`). */
+export function supervisorAliveOf(requests: string): string {
+  return `${requests.replace(/:requests$/, '')}:alive`;
+}
+
 /** Key names for one prefix and queue. */
 export class ScaleoutKeys {
   readonly prefix: string;
@@ -175,6 +180,14 @@ export class ScaleoutKeys {
   /** Host-tool calls from workers to one supervisor: a stream. */
   requests(supervisorId: string): string {
     return `${this.prefix}:${this.queue}:supervisor:${supervisorId}:requests`;
+  }
+
+  /**
+   * That one supervisor is reading its streams: a string its read loop sets every
+   * SUPERVISOR_HEARTBEAT_MS, expiring after SUPERVISOR_ALIVE_MS (see supervisorAliveOf).
+   */
+  supervisorAlive(supervisorId: string): string {
+    return supervisorAliveOf(this.requests(supervisorId));
   }
 
   /**

@@ -16,8 +16,14 @@
  */
 import type { Redis } from 'ioredis';
 import type { SupervisorRequest, WorkerSignal } from '../../protocol/redis.ts';
-import { MAX_STREAM_ENTRY_BYTES, MAX_STREAM_READ_BYTES } from './constants.ts';
+import {
+  MAX_STREAM_ENTRY_BYTES,
+  MAX_STREAM_READ_BYTES,
+  SUPERVISOR_ALIVE_MS,
+  SUPERVISOR_HEARTBEAT_MS,
+} from './constants.ts';
 import { decodeRequest } from './host-calls.ts';
+import { supervisorAliveOf } from './keys.ts';
 import { LuaScript } from './script.ts';
 import { decodeSignals } from './signals.ts';
 
@@ -78,6 +84,11 @@ export interface StreamReaderOptions {
   readonly onCall: (call: SupervisorRequest) => void;
   /** An entry too large to read (see MAX_STREAM_ENTRY_BYTES). */
   readonly onRefused: (entry: RefusedEntry) => void;
+  /**
+   * The heartbeat key workers check while they wait for a host call's reply, set every
+   * SUPERVISOR_HEARTBEAT_MS. @default the one beside `requests` (keys.ts `supervisorAliveOf`)
+   */
+  readonly alive?: string;
   /** Bounds, for tests. @default MAX_STREAM_ENTRY_BYTES, MAX_STREAM_READ_BYTES */
   readonly maxEntryBytes?: number;
   readonly maxReadBytes?: number;
@@ -93,6 +104,8 @@ export async function readSupervisorStreams(options: StreamReaderOptions): Promi
   const maxEntryBytes = options.maxEntryBytes ?? MAX_STREAM_ENTRY_BYTES;
   const maxReadBytes = options.maxReadBytes ?? MAX_STREAM_READ_BYTES;
   const from = { signals: '0-0', requests: '0-0' };
+  const alive = options.alive ?? supervisorAliveOf(requests);
+  let beatAt = Number.NEGATIVE_INFINITY;
   const handle = (stream: 'signals' | 'requests', entry: Entry): void => {
     const [id, value] = entry;
     from[stream] = id;
@@ -115,6 +128,11 @@ export async function readSupervisorStreams(options: StreamReaderOptions): Promi
   };
   while (!options.stopped()) {
     try {
+      // A read blocks READ_BLOCK_MS at most, so the loop beats while the supervisor lives.
+      if (Date.now() - beatAt >= SUPERVISOR_HEARTBEAT_MS) {
+        await reader.set(alive, '1', 'PX', SUPERVISOR_ALIVE_MS);
+        beatAt = Date.now();
+      }
       const read = (await READ.run(
         reader,
         [signals, requests],
