@@ -501,10 +501,10 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
   const redis = backend === 'redis' ? prepareRedisOptions(options) : undefined;
   const restart = {
     maxRetries: nonNegative('restart.maxRetries', options.restart?.maxRetries, 3),
-    baseDelayMs: nonNegative('restart.baseDelayMs', options.restart?.baseDelayMs, 50),
-    maxDelayMs: nonNegative('restart.maxDelayMs', options.restart?.maxDelayMs, 2000),
+    baseDelayMs: nonNegative('restart.baseDelayMs', options.restart?.baseDelayMs, 50, MAX_TIMER_MS),
+    maxDelayMs: nonNegative('restart.maxDelayMs', options.restart?.maxDelayMs, 2000, MAX_TIMER_MS),
   };
-  const graceMs = nonNegative('graceMs', options.graceMs, 5000);
+  const graceMs = nonNegative('graceMs', options.graceMs, 5000, MAX_TIMER_MS);
   const maxDepth = positiveInt('orchestration.maxDepth', options.orchestration?.maxDepth, 3);
   const maxChildren = positiveInt('orchestration.maxChildren', options.orchestration?.maxChildren, 64);
   const maxSubagents = positiveInt(

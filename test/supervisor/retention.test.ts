@@ -122,6 +122,24 @@ describe('retainEndedAgents', () => {
     );
   });
 
+  it('refuses a grace, restart or heartbeat time past the longest timer delay, which Node would fire at once', () => {
+    const cases: [string, Record<string, unknown>][] = [
+      ['graceMs', { graceMs: 2 ** 31 }],
+      ['restart.baseDelayMs', { restart: { baseDelayMs: 2 ** 31 } }],
+      ['restart.maxDelayMs', { restart: { maxDelayMs: 2 ** 31 } }],
+      ['heartbeat.intervalMs', { heartbeat: { intervalMs: 2 ** 31, timeoutMs: 2 ** 31 } }],
+      ['heartbeat.timeoutMs', { heartbeat: { timeoutMs: 2 ** 31 } }],
+    ];
+    for (const [option, given] of cases) {
+      expect(() => prepareSupervisorOptions({ journalDir: tempDir(), ...given })).toThrow(
+        expect.objectContaining({ code: 'invalid_option', fields: { option } }),
+      );
+    }
+    expect(prepareSupervisorOptions({ journalDir: tempDir(), graceMs: 2 ** 31 - 1 }).graceMs).toBe(
+      2 ** 31 - 1,
+    );
+  });
+
   it('refuses an option it does not know, with the one it may have meant', () => {
     // A misspelt runLimits would otherwise leave the run without a budget, without a word.
     const misspelt = { journalDir: tempDir(), runLimit: { maxTotalTokens: 1000 } };

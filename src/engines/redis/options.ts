@@ -1,4 +1,5 @@
 /** Options of the redis engine: where Redis is and how its queue behaves, validated once. */
+import { MAX_TIMER_MS } from '../../constants.ts';
 import { UserError } from '../../errors.ts';
 import { nonNegative, positiveInt } from '../../option-checks.ts';
 import { resolveRedisUrl } from './connection.ts';
@@ -81,6 +82,7 @@ export function prepareRedisOptions(options: RedisBackendOptions): PreparedRedis
     'reconcileIntervalMs',
     options.reconcileIntervalMs,
     DEFAULT_RECONCILE_INTERVAL_MS,
+    MAX_TIMER_MS,
   );
   if (reconcileIntervalMs < 1) {
     throw new UserError('invalid_option', 'Expected `reconcileIntervalMs` to be at least 1', {
@@ -93,16 +95,27 @@ export function prepareRedisOptions(options: RedisBackendOptions): PreparedRedis
     redisUrl: resolveRedisUrl(options.redisUrl),
     queueName: checkName('queueName', options.queueName ?? DEFAULT_QUEUE_NAME),
     prefix: checkName('prefix', options.prefix ?? DEFAULT_KEY_PREFIX),
-    parkAfterMs: nonNegative('parkAfterMs', options.parkAfterMs, DEFAULT_PARK_AFTER_MS),
+    parkAfterMs: nonNegative('parkAfterMs', options.parkAfterMs, DEFAULT_PARK_AFTER_MS, MAX_TIMER_MS),
     reconcileIntervalMs,
     retainSeconds,
-    connectTimeoutMs: nonNegative('connectTimeoutMs', options.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
+    connectTimeoutMs: nonNegative(
+      'connectTimeoutMs',
+      options.connectTimeoutMs,
+      DEFAULT_CONNECT_TIMEOUT_MS,
+      MAX_TIMER_MS,
+    ),
     redisDownTimeoutMs: nonNegative(
       'redisDownTimeoutMs',
       options.redisDownTimeoutMs,
       DEFAULT_REDIS_DOWN_TIMEOUT_MS,
+      MAX_TIMER_MS,
     ),
-    unservedAfterMs: nonNegative('unservedAfterMs', options.unservedAfterMs, DEFAULT_UNSERVED_AFTER_MS),
+    unservedAfterMs: nonNegative(
+      'unservedAfterMs',
+      options.unservedAfterMs,
+      DEFAULT_UNSERVED_AFTER_MS,
+      MAX_TIMER_MS,
+    ),
     maxBatchSize: positiveInt('maxBatchSize', options.maxBatchSize, DEFAULT_MAX_BATCH_SIZE),
   };
 }

@@ -709,7 +709,12 @@ export class RedisEngine implements Engine {
     // After the ends: an end settled above counts here, before the budget's hash is deleted.
     await Promise.all(this.#counting);
     await connections.redis
-      .del(this.#keys.signals(this.id), this.#keys.requests(this.id), this.#keys.runBudget(this.id))
+      .del(
+        this.#keys.signals(this.id),
+        this.#keys.requests(this.id),
+        this.#keys.runBudget(this.id),
+        this.#keys.supervisorAlive(this.id),
+      )
       .catch(() => 0);
     await connections.queue.close();
     await closeRedis(connections.redis);

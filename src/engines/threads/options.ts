@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ResourceLimits } from 'node:worker_threads';
+import { MAX_TIMER_MS } from '../../constants.ts';
 import { UserError } from '../../errors.ts';
 import { oneOf, positiveInt } from '../../option-checks.ts';
 
@@ -120,6 +121,21 @@ export function prepareThreadOptions(
 ): PreparedThreadOptions {
   const heartbeatIntervalMs = positiveInt('heartbeat.intervalMs', options.heartbeat?.intervalMs, 1000);
   const heartbeatTimeoutMs = positiveInt('heartbeat.timeoutMs', options.heartbeat?.timeoutMs, 20_000);
+  for (const [option, value] of [
+    ['heartbeat.intervalMs', heartbeatIntervalMs],
+    ['heartbeat.timeoutMs', heartbeatTimeoutMs],
+  ] as const) {
+    // Node fires a longer timer at once: a heartbeat check every millisecond.
+    if (value > MAX_TIMER_MS) {
+      throw new UserError(
+        'invalid_option',
+        `Expected \`${option}\` to be at most ${MAX_TIMER_MS}, got ${value}`,
+        {
+          option,
+        },
+      );
+    }
+  }
   if (heartbeatTimeoutMs < heartbeatIntervalMs) {
     throw new UserError(
       'invalid_option',

@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../../src/cli/main.ts';
 import { Supervisor } from '../../../src/supervisor/supervisor.ts';
@@ -46,7 +47,16 @@ describe(`Supervisor({ backend: 'redis' }) and \`troupe fanout --backend redis\`
     const results = await supervisor
       .fanOut(Array.from({ length: 6 }, (_, i) => ({ agent: 'worker', task: `Item ${i}: report.` })))
       .all();
-    await supervisor.close();
+    // Its heartbeat (what workers waiting on a host call check) is there while it runs, and
+    // gone with it: a closed supervisor is not taken for a live one.
+    const redis = new Redis(server.url);
+    try {
+      expect(await redis.keys('*:supervisor:*:alive')).toHaveLength(1);
+      await supervisor.close();
+      expect(await redis.keys('*:supervisor:*:alive')).toEqual([]);
+    } finally {
+      await redis.quit();
+    }
     expect(results.map((r) => r.outcome.status)).toEqual(Array(6).fill('completed'));
     expect(completed.sort()).toEqual(results.map((r) => r.agentId).sort());
     expect([...rounds].sort()).toEqual(results.map((r) => r.agentId).sort());

@@ -800,6 +800,19 @@ describe('scale-out options', () => {
     expect(() => prepareRedisOptions({ redisUrl: 'redis://h', parkAfterMs: -1 })).toThrow(
       expect.objectContaining({ code: 'invalid_option' }),
     );
+    // Past the longest timer delay Node fires at once: a reconcile every millisecond, no wait.
+    for (const option of [
+      'reconcileIntervalMs',
+      'parkAfterMs',
+      'connectTimeoutMs',
+      'redisDownTimeoutMs',
+      'unservedAfterMs',
+    ]) {
+      expect(() => prepareRedisOptions({ redisUrl: 'redis://h', [option]: 2 ** 31 })).toThrow(
+        expect.objectContaining({ code: 'invalid_option', fields: { option } }),
+      );
+      expect(() => prepareRedisOptions({ redisUrl: 'redis://h', [option]: 2 ** 31 - 1 })).not.toThrow();
+    }
   });
 
   it('refuses agent ids that cannot be job ids and key segments', () => {
