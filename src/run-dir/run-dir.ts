@@ -487,43 +487,17 @@ function isDirectory(path: string): boolean {
  * at its peak). With `redact`, every entry is masked with `redactValue` on its way out.
  */
 function writePlanFile(path: string, plan: RunPlan, redact: boolean): void {
+  writePieces(path, planPieces(plan, redact), false);
+}
+
+function* planPieces(plan: RunPlan, redact: boolean): Generator<string> {
   const { runs, ...rest } = plan;
   const head = JSON.stringify(redact ? redactValue(rest) : rest, null, 2);
-  const temporary = `${path}.tmp-${process.pid}`;
-  let fd: number | undefined;
-  try {
-    fd = openSync(temporary, 'w');
-    const output = fd;
-    // `head` ends with `\n}`: the runs go in before it.
-    writeSync(output, `${head.slice(0, -2)},\n  "runs": [`);
-    let pending: string[] = [];
-    let bytes = 0;
-    const flush = (): void => {
-      writeSync(output, pending.join(''));
-      pending = [];
-      bytes = 0;
-    };
-    runs.forEach((run, position) => {
-      const line = `${position === 0 ? '' : ','}\n    ${JSON.stringify(redact ? redactValue(run) : run)}`;
-      pending.push(line);
-      bytes += line.length;
-      if (bytes >= PLAN_WRITE_BYTES) flush();
-    });
-    pending.push(runs.length === 0 ? ']\n}\n' : '\n  ]\n}\n');
-    flush();
-    closeSync(output);
-    fd = undefined;
-    renameSync(temporary, path);
-  } catch (error) {
-    throw new SystemError(
-      'run_dir_io',
-      `Could not write ${path}: ${String(error)}`,
-      { path },
-      { cause: error },
-    );
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
+  // `head` ends with `\n}`: the runs go in before it.
+  yield `${head.slice(0, -2)},\n  "runs": [`;
+  for (const [position, run] of runs.entries())
+    yield `${position === 0 ? '' : ','}\n    ${JSON.stringify(redact ? redactValue(run) : run)}`;
+  yield runs.length === 0 ? ']\n}\n' : '\n  ]\n}\n';
 }
 
 /** Characters of `plan.json` (and `summary.json`) written at a time. */
