@@ -10,7 +10,7 @@ import { redactValue } from '../journal/redact.ts';
 import { shortId, terminalJson } from '../run-dir/format.ts';
 import { displayPath } from '../run-dir/plan-problems.ts';
 import { journalFile, readRunDir } from '../run-dir/run-dir.ts';
-import { buildTimeline, type ReportAgent } from '../run-dir/timeline.ts';
+import { type AgentRef, buildTimeline, type ReportAgent } from '../run-dir/timeline.ts';
 import { findAgent, transcriptText } from '../run-dir/transcript-text.ts';
 import { COMMAND_HELP } from './commands.ts';
 import type { CliIO } from './shared/io.ts';
@@ -40,27 +40,32 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
         agent = readJournalTimeline(resolve(target), { inputs }).agents[0];
       } else {
         const contents = readRunDir(target);
-        const agents = buildTimeline(contents, { inputs, wholeTasks: true }).agents;
-        if (query === undefined) {
-          throw new UserError(
-            'missing_agent',
-            `Expected an agent to show after the run directory, found none; it has ${agents.length}: ${agents
-              .slice(0, 8)
-              .map((a) => shortId(a.agentId))
-              .join(', ')}${agents.length > 8 ? ', ...' : ''}`,
-            { runDir: contents.paths.root },
-          );
-        }
-        const found = findAgent(agents, query);
-        if (Array.isArray(found)) {
-          throw new UserError(
-            found.length === 0 ? 'unknown_agent' : 'ambiguous_agent',
-            found.length === 0
-              ? `Expected an agent id, a unique prefix of one, a plan index or a plan id, got \`${query}\`, which names none of the ${agents.length} agents of ${contents.paths.root}`
-              : `Expected \`${query}\` to name one agent, found ${found.length}: ${found.map((a) => a.agentId).join(', ')}`,
-            { runDir: contents.paths.root, agent: query },
-          );
-        }
+        // Only the agent shown is built: its journal is read, no other agent's.
+        const select = (agents: readonly AgentRef[]): string => {
+          if (query === undefined) {
+            throw new UserError(
+              'missing_agent',
+              `Expected an agent to show after the run directory, found none; it has ${agents.length}: ${agents
+                .slice(0, 8)
+                .map((a) => shortId(a.agentId))
+                .join(', ')}${agents.length > 8 ? ', ...' : ''}`,
+              { runDir: contents.paths.root },
+            );
+          }
+          const found = findAgent(agents, query);
+          if (Array.isArray(found)) {
+            throw new UserError(
+              found.length === 0 ? 'unknown_agent' : 'ambiguous_agent',
+              found.length === 0
+                ? `Expected an agent id, a unique prefix of one, a plan index or a plan id, got \`${query}\`, which names none of the ${agents.length} agents of ${contents.paths.root}`
+                : `Expected \`${query}\` to name one agent, found ${found.length}: ${found.map((a) => a.agentId).join(', ')}`,
+              { runDir: contents.paths.root, agent: query },
+            );
+          }
+          return found.agentId;
+        };
+        const found = buildTimeline(contents, { inputs, wholeTasks: true, select }).agents[0];
+        if (found === undefined) throw new UserError('unknown_agent', `No agent in ${target}`, { target });
         agent = found;
         journal = displayPath(journalFile(contents.paths, found.agentId), process.cwd());
       }

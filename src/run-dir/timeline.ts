@@ -168,6 +168,22 @@ export interface TimelineOptions {
    * @default false
    */
   readonly wholeTasks?: boolean;
+  /**
+   * Build the timeline of one agent only (`troupe show RUN_DIR AGENT`): called with every agent the
+   * run directory names without opening a journal (its result lines, plan entries, attempts with a
+   * journal and no line, and journal files, as spawned agents), ordered by plan index then attempt;
+   * returns the id of the one to build. Only its journal (and, for a retry, the attempt it
+   * continues) is read. May throw (an unknown agent). @default every agent
+   */
+  readonly select?: (agents: readonly AgentRef[]) => string;
+}
+
+/** An agent a run directory names, as {@link TimelineOptions.select} sees it. */
+export interface AgentRef {
+  readonly agentId: string;
+  readonly index: number | null;
+  readonly label: string | undefined;
+  readonly attempt: number;
 }
 
 /** Options of {@link journalTimeline}. */
@@ -182,7 +198,8 @@ interface Entry {
   readonly index: number | null;
   readonly agent: string;
   readonly attempt: number;
-  readonly task: string;
+  /** Its task, read when its row is built (a spawned agent's is in its journal). */
+  readonly task: () => string;
   readonly label: string | undefined;
 }
 
@@ -254,7 +271,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       index: line.index,
       agent: line.agent,
       attempt: line.attempt,
-      task: kept(run === undefined ? startedTask(load(line.agentId)) : rowTask(plan, paths.root, run)),
+      task: () => kept(run === undefined ? startedTask(load(line.agentId)) : rowTask(plan, paths.root, run)),
       label: line.label ?? run?.label,
     });
   }
@@ -280,11 +297,10 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       index: run.index,
       agent: run.agent,
       attempt: last.attempt + 1,
-      task: kept(rowTask(plan, paths.root, run)),
+      task: () => kept(rowTask(plan, paths.root, run)),
       label: run.label,
     });
   }
-  const forks = retryForks(entries, load);
   for (const run of plan.runs) {
     if (ran.has(run.index)) continue;
     entries.push({
@@ -292,9 +308,37 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       index: run.index,
       agent: run.agent,
       attempt: 1,
-      task: kept(rowTask(plan, paths.root, run)),
+      task: () => kept(rowTask(plan, paths.root, run)),
       label: run.label,
     });
+  }
+  // One agent (`troupe show`): chosen among the names alone, then only its journals are read.
+  let only: string | undefined;
+  if (options.select !== undefined) {
+    const refs: AgentRef[] = [...entries];
+    if (existsSync(paths.journals))
+      for (const file of readdirSync(paths.journals)) {
+        const agentId = file.endsWith('.jsonl') ? file.slice(0, -'.jsonl'.length) : undefined;
+        if (agentId === undefined || seen.has(agentId)) continue;
+        refs.push({ agentId, index: null, label: undefined, attempt: 1 });
+      }
+    refs.sort(
+      (a, b) =>
+        (a.index ?? Number.MAX_SAFE_INTEGER) - (b.index ?? Number.MAX_SAFE_INTEGER) || a.attempt - b.attempt,
+    );
+    only = options.select(refs);
+    const chosen = entries.find((entry) => entry.agentId === only);
+    // Its earlier attempts stay until its fork is found: a retry's journal continues theirs.
+    const index = chosen?.index ?? null;
+    const attempts = entries.filter((entry) => entry === chosen || (index !== null && entry.index === index));
+    entries.length = 0;
+    entries.push(...attempts);
+  }
+  const forks = retryForks(entries, load);
+  if (only !== undefined) {
+    const chosen = entries.find((entry) => entry.agentId === only);
+    entries.length = 0;
+    if (chosen !== undefined) entries.push(chosen);
   }
   // Agents spawned by agents whose parents were cut off before they ended have journals but no
   // result line: found through their parents' spawn results below.
@@ -309,7 +353,21 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
     return transcripts.get(agentId);
   };
   const listed = new Set(entries.map((entry) => entry.agentId));
-  for (let i = 0; i < entries.length; i += 1) {
+  if (only !== undefined && !listed.has(only)) {
+    // A spawned agent without a result line: its journal says what it is.
+    const transcript = transcriptOf(only);
+    const task = kept(transcript?.task ?? '');
+    entries.push({
+      agentId: only,
+      index: null,
+      agent: transcript?.definition.name ?? 'unknown',
+      attempt: 1,
+      task: () => task,
+      label: undefined,
+    });
+  }
+  // Spawned agents are found through their parents' journals; one agent's timeline reads no other.
+  for (let i = 0; i < (only === undefined ? entries.length : 0); i += 1) {
     const entry = entries[i] as Entry;
     for (const child of transcriptOf(entry.agentId)?.children ?? []) {
       if (seen.has(child) || listed.has(child)) continue;
@@ -317,12 +375,13 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       if (transcript === undefined) continue;
       seen.add(child);
       listed.add(child);
+      const task = kept(transcript.task);
       entries.push({
         agentId: child,
         index: null,
         agent: transcript.definition.name,
         attempt: 1,
-        task: kept(transcript.task),
+        task: () => task,
         label: undefined,
       });
     }
@@ -353,7 +412,8 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
   const agents = ordered(
     entries.map((entry) =>
       reportAgent(
-        entry,
+        // Its task first: a spawned agent's is read from its journal, before its transcript is built.
+        { ...entry, task: constant(entry.task()) },
         transcriptOf(entry.agentId),
         origin,
         hosts.get(entry.agentId) ?? [],
@@ -377,7 +437,7 @@ export function journalTimeline(
     index: null,
     agent: transcript?.definition.name ?? 'unknown',
     attempt: 1,
-    task: transcript?.task ?? '',
+    task: () => transcript?.task ?? '',
     label: undefined,
   };
   const agent = reportAgent(entry, transcript, origin, [], options.damage);
@@ -483,6 +543,10 @@ function ordered(agents: readonly ReportAgent[]): ReportAgent[] {
   };
   for (const root of roots) visit(root);
   return out;
+}
+
+function constant(value: string): () => string {
+  return () => value;
 }
 
 function startedTask(events: readonly AuditEvent[]): string {
@@ -615,7 +679,7 @@ function reportAgent(
     ...(reason === undefined ? {} : { reason }),
     ...(error === undefined ? {} : { error }),
     ...(line === undefined ? {} : { result: line }),
-    task: entry.task,
+    task: entry.task(),
     model: transcript?.model,
     hostId: line?.hostId ?? hostIds.at(-1) ?? null,
     hostIds,

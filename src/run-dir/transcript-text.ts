@@ -204,20 +204,23 @@ function block(value: string, indent: string, full: boolean): string {
  * The agent of `agents` that `query` names: its id, plan index, plan label (of one plan entry), or a
  * unique id prefix; otherwise every agent the label or the prefix matches (none, or more than one).
  */
-export function findAgent(agents: readonly ReportAgent[], query: string): ReportAgent | ReportAgent[] {
+export function findAgent<A extends Pick<ReportAgent, 'agentId' | 'index' | 'label'>>(
+  agents: readonly A[],
+  query: string,
+): A | A[] {
   const exact = agents.find((agent) => agent.agentId === query);
   if (exact) return exact;
   if (/^\d+$/.test(query)) {
     const byIndex = agents.filter((agent) => agent.index === Number(query));
-    if (byIndex.length > 0) return byIndex.at(-1) as ReportAgent;
+    if (byIndex.length > 0) return byIndex.at(-1) as A;
   }
   // A label names one plan entry, whose last attempt is meant; a label two entries share (a data
   // set with a repeated id) names neither.
-  const byLabel = new Map<number | null, ReportAgent>();
+  const byLabel = new Map<number | null, A>();
   for (const agent of agents) if (agent.label === query) byLabel.set(agent.index, agent);
-  if (byLabel.size === 1) return byLabel.values().next().value as ReportAgent;
+  if (byLabel.size === 1) return byLabel.values().next().value as A;
   if (byLabel.size > 1) return [...byLabel.values()];
   const prefix = query.replace(/…$/, '');
   const matches = agents.filter((agent) => agent.agentId.startsWith(prefix));
-  return matches.length === 1 ? (matches[0] as ReportAgent) : matches;
+  return matches.length === 1 ? (matches[0] as A) : matches;
 }

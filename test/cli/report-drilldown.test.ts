@@ -5,7 +5,7 @@
  * (parse5), hold a transcript for every agent with every tool call its journal records, and work
  * in a real browser; `troupe show` and `troupe report JOURNAL` read the same journals.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -243,6 +243,28 @@ describe('troupe show and troupe report JOURNAL', () => {
     const io = captureIO();
     expect(await main(['show', runDir, 'nobody'], io)).toBe(1);
     expect(io.err()).toMatch(/unknown_agent: .*names none of the 6 agents/);
+  });
+
+  it('show reads only the journals of the agent it shows: another agent\'s unreadable journal is no matter', async () => {
+    const copy = path.join(work, 'run-show-one');
+    cpSync(runDir, copy, { recursive: true });
+    const orchestrator = results.find((line) => line.parentId === null && line.agent !== 'worker');
+    const child = results.find((line) => line.parentId === orchestrator?.agentId);
+    const other = results.find((line) => line.agentId !== child?.agentId && line.agentId !== orchestrator?.agentId);
+    if (orchestrator === undefined || child === undefined || other === undefined) throw new Error('no agents');
+    // A directory where another agent's journal was: reading it fails.
+    const journal = path.join(copy, 'journals', `${other.agentId}.jsonl`);
+    rmSync(journal);
+    mkdirSync(journal);
+    for (const agentId of [orchestrator.agentId, child.agentId]) {
+      const io = captureIO();
+      expect(await main(['show', copy, agentId], io), io.err()).toBe(0);
+      expect(io.out()).toContain(`agent ${agentId}`);
+    }
+    // The shown agent's own journal is read.
+    const io = captureIO();
+    expect(await main(['show', copy, other.agentId], io)).toBe(1);
+    expect(io.err()).toMatch(/EISDIR|directory/);
   });
 
   it('report JOURNAL prints the agent; --html writes its page with its transcript', async () => {
