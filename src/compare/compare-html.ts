@@ -121,7 +121,9 @@ function itemTable(comparison: RunComparison): string {
 }
 
 function details(item: ItemComparison, toolCallsCompared: boolean): string {
-  const parts = [`<details><summary>task</summary><pre>${esc(item.task)}</pre></details>`];
+  const parts = [
+    `<details><summary>task${item.taskProblem ? ' (unreadable)' : ''}</summary>${item.taskProblem ? `<p class="sub">${esc(`${item.taskProblem.code}: ${item.taskProblem.message}`)}</p>` : ''}<pre>${esc(item.task)}</pre></details>`,
+  ];
   if (item.a || item.b) {
     parts.push(
       `<details><summary>outputs${item.a && item.b && item.a.output !== item.b.output ? ' (differ)' : ''}</summary><b>A</b><pre>${esc(item.a?.output ?? '(not in A)')}</pre><b>B</b><pre>${esc(item.b?.output ?? '(not in B)')}</pre></details>`,

@@ -32,6 +32,16 @@ export function compareText(
     `items: ${comparison.matched} matched (by id, else by position), ${comparison.onlyA} only in A, ${comparison.onlyB} only in B`,
   ];
   if (!comparison.toolCallsCompared) lines.push(toolCallsSkipped(comparison));
+  const unreadable = comparison.items.filter((item) => item.taskProblem !== undefined);
+  if (unreadable.length > 0)
+    lines.push(
+      clipLine(
+        `tasks unreadable (compared without them): ${unreadable
+          .slice(0, 5)
+          .map((item) => `${item.id ?? item.key} (${item.taskProblem?.code})`)
+          .join(', ')}${unreadable.length > 5 ? `, and ${unreadable.length - 5} more` : ''}`,
+      ),
+    );
   lines.push('');
   const scorers = Object.values(comparison.scorers);
   if (scorers.length > 0) {

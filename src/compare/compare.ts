@@ -9,6 +9,7 @@
  * matched entries only, so adding or dropping items does not move them.
  */
 import { COMPARE_TOOL_CALL_ITEMS } from '../constants.ts';
+import { isTroupeError } from '../errors.ts';
 import type { Score } from '../eval/types.ts';
 import type { FailureReason } from '../loop/types.ts';
 import type { Usage } from '../providers/types.ts';
@@ -63,7 +64,14 @@ export interface ItemComparison {
   /** The matching key: `id:<id>` (repeats `id:<id>#2`...), or `#<position>`. */
   readonly key: string;
   readonly id?: string;
+  /** Its task (A's, else B's); empty when neither run's row of it can be read (`taskProblem`). */
   readonly task: string;
+  /**
+   * Why its task could not be read from A's `tasks.jsonl` (or B's, for an item only in B) (a row edited since it was
+   * copied: `tasks_changed`; damaged or missing: `run_dir_io`). The item is still compared: the
+   * task is not part of what is compared.
+   */
+  readonly taskProblem?: { readonly code: string; readonly message: string };
   readonly a?: ItemSide;
   readonly b?: ItemSide;
   readonly outcome: OutcomeChange;
@@ -270,10 +278,10 @@ function compareItem(
   b: RunDirContents,
   withToolCalls: boolean,
 ): ItemComparison {
+  const run = (left ?? right)?.run;
   const sideA = left === undefined ? undefined : itemSide(left);
   const sideB = right === undefined ? undefined : itemSide(right);
-  const run = (left ?? right)?.run;
-  const of = left === undefined ? b : a;
+  const { task, problem } = itemTask(left, right, a, b);
   const outcome = outcomeChange(sideA, sideB);
   const names = new Set([...Object.keys(sideA?.scores ?? {}), ...Object.keys(sideB?.scores ?? {})]);
   const scores: Record<string, ScoreDelta> = {};
@@ -294,7 +302,8 @@ function compareItem(
   return {
     key,
     ...(run?.label === undefined ? {} : { id: run.label }),
-    task: run === undefined ? '' : inputsOf(of.plan, of.paths.root, run).task,
+    task,
+    ...(problem === undefined ? {} : { taskProblem: problem }),
     ...(sideA === undefined ? {} : { a: sideA }),
     ...(sideB === undefined ? {} : { b: sideB }),
     outcome,
@@ -313,6 +322,35 @@ function compareItem(
     ...(toolCalls === undefined ? {} : { toolCalls }),
     changed,
   };
+}
+
+/**
+ * An item's task, from A's row (else B's): a row that cannot be read (`tasks_changed`,
+ * `run_dir_io`) is that item's problem, not the comparison's (reported even when B's is read).
+ */
+function itemTask(
+  left: Side | undefined,
+  right: Side | undefined,
+  a: RunDirContents,
+  b: RunDirContents,
+): { task: string; problem?: { code: string; message: string } } {
+  let problem: { code: string; message: string } | undefined;
+  for (const [side, of] of [
+    [left, a],
+    [right, b],
+  ] as const) {
+    if (side === undefined) continue;
+    try {
+      const { task } = inputsOf(of.plan, of.paths.root, side.run);
+      return problem === undefined ? { task } : { task, problem };
+    } catch (error) {
+      problem ??= {
+        code: isTroupeError(error) ? error.code : 'run_dir_io',
+        message: error instanceof Error ? error.message : String(error),
+      };
+    }
+  }
+  return problem === undefined ? { task: '' } : { task: '', problem };
 }
 
 /**

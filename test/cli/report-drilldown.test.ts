@@ -245,13 +245,16 @@ describe('troupe show and troupe report JOURNAL', () => {
     expect(io.err()).toMatch(/unknown_agent: .*names none of the 6 agents/);
   });
 
-  it('show reads only the journals of the agent it shows: another agent\'s unreadable journal is no matter', async () => {
+  it("show reads only the journals of the agent it shows: another agent's unreadable journal is no matter", async () => {
     const copy = path.join(work, 'run-show-one');
     cpSync(runDir, copy, { recursive: true });
     const orchestrator = results.find((line) => line.parentId === null && line.agent !== 'worker');
     const child = results.find((line) => line.parentId === orchestrator?.agentId);
-    const other = results.find((line) => line.agentId !== child?.agentId && line.agentId !== orchestrator?.agentId);
-    if (orchestrator === undefined || child === undefined || other === undefined) throw new Error('no agents');
+    const other = results.find(
+      (line) => line.agentId !== child?.agentId && line.agentId !== orchestrator?.agentId,
+    );
+    if (orchestrator === undefined || child === undefined || other === undefined)
+      throw new Error('no agents');
     // A directory where another agent's journal was: reading it fails.
     const journal = path.join(copy, 'journals', `${other.agentId}.jsonl`);
     rmSync(journal);

@@ -2,9 +2,11 @@ import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
-import { compareRunDirs, type RunComparison } from '../../src/compare/compare.ts';
+import { compareRunDirs, compareRuns, type RunComparison } from '../../src/compare/compare.ts';
+import { compareText } from '../../src/compare/compare-text.ts';
 import { checkGates, parseGate } from '../../src/compare/gate.ts';
 import { diffToolCalls, type ToolCallCount } from '../../src/compare/tool-calls.ts';
+import { readRunDir } from '../../src/run-dir/run-dir.ts';
 import { captureIO } from '../run-dir/helpers.ts';
 import { makeRuns, type Runs } from './helpers.ts';
 
@@ -62,6 +64,36 @@ describe('compareRunDirs', () => {
     });
     const a = comparison.items.find((item) => item.key === 'id:a');
     expect(a?.toolCalls).toEqual({ onlyA: [], onlyB: [], common: 1 });
+  });
+
+  it("makes a task row that cannot be read that item's problem, not the comparison's", () => {
+    const a = readRunDir(runs.runA);
+    const b = readRunDir(runs.runB);
+    // Item b's task is a row of a tasks file plan.json does not name: run_dir_io when read.
+    const rowless = {
+      ...a,
+      plan: {
+        ...a.plan,
+        runs: a.plan.runs.map((run) =>
+          run.label === 'b' ? { ...run, row: { offset: 0, length: 1, sha256: 'x' } } : run,
+        ),
+      },
+    } as typeof a;
+    const compared = compareRuns(rowless, b);
+    expect(compared.items.map((item) => [item.key, item.outcome])).toEqual(
+      comparison.items.map((item) => [item.key, item.outcome]),
+    );
+    const item = compared.items.find((i) => i.key === 'id:b');
+    expect(item).toMatchObject({ task: 'Review c.md', taskProblem: { code: 'run_dir_io' } });
+    expect(compared.items.find((i) => i.key === 'id:a')).not.toHaveProperty('taskProblem');
+    expect(compareText(compared, [])).toContain('tasks unreadable (compared without them): b (run_dir_io)');
+    // Unreadable on both sides: no task, still compared.
+    const both = compareRuns(rowless, { ...b, plan: { ...b.plan, runs: rowless.plan.runs } } as typeof b);
+    expect(both.items.find((i) => i.key === 'id:b')).toMatchObject({
+      task: '',
+      taskProblem: { code: 'run_dir_io' },
+      outcome: 'same',
+    });
   });
 
   it('takes two failures with the same reason and code as the same, whatever their messages say', () => {
