@@ -122,7 +122,10 @@ export interface ReportAgent {
   readonly markers: readonly Marker[];
   /** Round starts (ms offsets). */
   readonly roundStarts: readonly number[];
-  /** Its journal as a transcript; undefined when it has no journal. */
+  /**
+   * Its journal as a transcript; undefined when it has no journal. A run directory's timeline
+   * builds it from the journal when first read (and keeps it): the report reads only those it shows.
+   */
   readonly transcript: Transcript | undefined;
   /**
    * What is wrong with its journal (`line 5: ...`, see `journalDamage`): a line that is not an
@@ -201,6 +204,47 @@ interface Entry {
   /** Its task, read when its row is built (a spawned agent's is in its journal). */
   readonly task: () => string;
   readonly label: string | undefined;
+  /** Found through its parent's journal (or its journal file): its own journal says what it is. */
+  readonly spawned?: true;
+}
+
+function spawnedEntry(agentId: string): Entry {
+  return {
+    agentId,
+    index: null,
+    agent: 'unknown',
+    attempt: 1,
+    task: constant(''),
+    label: undefined,
+    spawned: true,
+  };
+}
+
+/** An agent's row with its times from epoch 0, without its transcript; `journal`: it had one. */
+type Row = Omit<ReportAgent, 'transcript'> & { readonly journal: boolean };
+
+/**
+ * `row` with its times from `origin`, and a `transcript` built (and kept) when first read: only
+ * the agents whose transcript is shown or printed have theirs in memory.
+ */
+function shifted(
+  { journal, ...row }: Row,
+  origin: number,
+  transcriptOf: (agentId: string) => Transcript | undefined,
+): ReportAgent {
+  let transcript: Transcript | undefined | null = journal ? null : undefined;
+  return {
+    ...row,
+    ...(row.start === undefined ? {} : { start: row.start - origin }),
+    ...(row.end === undefined ? {} : { end: row.end - origin }),
+    spans: row.spans.map((span) => ({ ...span, start: span.start - origin, end: span.end - origin })),
+    markers: row.markers.map((marker) => ({ ...marker, at: marker.at - origin })),
+    roundStarts: row.roundStarts.map((at) => at - origin),
+    get transcript() {
+      if (transcript === null) transcript = transcriptOf(row.agentId);
+      return transcript;
+    },
+  };
 }
 
 /** A retry's journal split at the end of what it copied from the attempt it continues. */
@@ -340,51 +384,12 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
     entries.length = 0;
     if (chosen !== undefined) entries.push(chosen);
   }
-  // Agents spawned by agents whose parents were cut off before they ended have journals but no
-  // result line: found through their parents' spawn results below.
-  const transcripts = new Map<string, Transcript | undefined>();
-  const transcriptOf = (agentId: string): Transcript | undefined => {
-    if (!transcripts.has(agentId)) {
-      transcripts.set(agentId, buildTranscript(load(agentId), options));
-      // The transcript holds what the report shows; the journal's events need not stay in memory
-      // beside it for the whole run.
-      journals.delete(agentId);
-    }
-    return transcripts.get(agentId);
-  };
-  const listed = new Set(entries.map((entry) => entry.agentId));
-  if (only !== undefined && !listed.has(only)) {
-    // A spawned agent without a result line: its journal says what it is.
-    const transcript = transcriptOf(only);
-    const task = kept(transcript?.task ?? '');
-    entries.push({
-      agentId: only,
-      index: null,
-      agent: transcript?.definition.name ?? 'unknown',
-      attempt: 1,
-      task: () => task,
-      label: undefined,
-    });
-  }
-  // Spawned agents are found through their parents' journals; one agent's timeline reads no other.
-  for (let i = 0; i < (only === undefined ? entries.length : 0); i += 1) {
-    const entry = entries[i] as Entry;
-    for (const child of transcriptOf(entry.agentId)?.children ?? []) {
-      if (seen.has(child) || listed.has(child)) continue;
-      const transcript = transcriptOf(child);
-      if (transcript === undefined) continue;
-      seen.add(child);
-      listed.add(child);
-      const task = kept(transcript.task);
-      entries.push({
-        agentId: child,
-        index: null,
-        agent: transcript.definition.name,
-        attempt: 1,
-        task: () => task,
-        label: undefined,
-      });
-    }
+  const hosts = new Map<string, number[]>();
+  for (const event of contents.events) {
+    if (event.type !== 'agent') continue;
+    const list = hosts.get(event.agentId) ?? [];
+    list.push(event.hostId);
+    hosts.set(event.agentId, list);
   }
   const starts = [
     Date.parse(plan.createdAt),
@@ -395,33 +400,54 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
     ...contents.events.map((event) => Date.parse(event.ts)),
     ...(contents.summary?.sessions ?? []).map((session) => Date.parse(session.endedAt)),
   ];
-  for (const { agentId } of entries) {
-    const transcript = transcriptOf(agentId);
+  // Each agent's transcript is built once, without round inputs, for its row (times from epoch 0,
+  // moved to the run's origin below) and its children, then let go: a report of 5,000 agents held
+  // every transcript (with every round's input for the HTML) though the page shows at most
+  // REPORT_TRANSCRIPT_MAX_AGENTS. `ReportAgent.transcript` builds an agent's again when asked.
+  const rows: Row[] = [];
+  const listed = new Set(entries.map((entry) => entry.agentId));
+  // Agents spawned by agents whose parents were cut off before they ended have journals but no
+  // result line: found through their parents' spawn results. One agent's timeline (`select`)
+  // reads no other journal: a spawned agent chosen by its journal file is its only entry.
+  if (only !== undefined && !listed.has(only)) entries.push(spawnedEntry(only));
+  for (let i = 0; i < entries.length; i += 1) {
+    let entry = entries[i] as Entry;
+    // Its task first: a line's without a plan entry is read from its journal, loaded once.
+    const task = entry.spawned === true ? '' : entry.task();
+    const transcript = buildTranscript(load(entry.agentId));
+    journals.delete(entry.agentId);
+    if (entry.spawned === true) {
+      if (transcript === undefined) continue;
+      const spawnedTask = kept(transcript.task);
+      entry = { ...entry, agent: transcript.definition.name, task: () => spawnedTask };
+    } else entry = { ...entry, task: constant(task) };
     if (transcript?.startedAt !== undefined) starts.push(transcript.startedAt);
     if (transcript?.lastAt !== undefined) ends.push(transcript.lastAt);
+    const agentId = entry.agentId;
+    const { transcript: _own, ...row } = reportAgent(
+      entry,
+      transcript,
+      0,
+      hosts.get(agentId) ?? [],
+      damages.get(agentId),
+      forks.get(agentId),
+    );
+    rows.push({ ...row, journal: transcript !== undefined });
+    if (only !== undefined) continue;
+    for (const child of transcript?.children ?? []) {
+      if (seen.has(child) || listed.has(child)) continue;
+      seen.add(child);
+      listed.add(child);
+      entries.push(spawnedEntry(child));
+    }
   }
   const origin = finiteMin(starts) ?? Date.now();
   const last = Math.max(origin, finiteMax(ends) ?? origin);
-  const hosts = new Map<string, number[]>();
-  for (const event of contents.events) {
-    if (event.type !== 'agent') continue;
-    const list = hosts.get(event.agentId) ?? [];
-    list.push(event.hostId);
-    hosts.set(event.agentId, list);
-  }
-  const agents = ordered(
-    entries.map((entry) =>
-      reportAgent(
-        // Its task first: a spawned agent's is read from its journal, before its transcript is built.
-        { ...entry, task: constant(entry.task()) },
-        transcriptOf(entry.agentId),
-        origin,
-        hosts.get(entry.agentId) ?? [],
-        damages.get(entry.agentId),
-        forks.get(entry.agentId),
-      ),
-    ),
-  );
+  const transcriptOf = (agentId: string): Transcript | undefined => {
+    const file = journalFile(paths, agentId);
+    return existsSync(file) ? buildTranscript(readJournal(file).events, options) : undefined;
+  };
+  const agents = ordered(rows.map((row) => shifted(row, origin, transcriptOf)));
   return { origin, duration: last - origin, agents, marks: runMarks(contents.events, origin), runDir: true };
 }
 
@@ -752,7 +778,8 @@ export function countedAgents(timeline: Timeline): {
   const unfinished: ReportAgent[] = [];
   for (const agent of timeline.agents) {
     if (agent.result !== undefined || !timeline.runDir) counted.push(agent);
-    else if (agent.transcript !== undefined) unfinished.push(agent);
+    // Without a result line, it started when it has a journal (its transcript is not built for this).
+    else if (agent.status !== 'not run') unfinished.push(agent);
   }
   return { counted, unfinished };
 }

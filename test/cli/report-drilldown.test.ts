@@ -15,6 +15,8 @@ import { main } from '../../src/cli/main.ts';
 import type { AuditEvent } from '../../src/journal/events.ts';
 import { readJournal } from '../../src/journal/reader.ts';
 import type { ResultLine } from '../../src/run-dir/results.ts';
+import { readRunDir } from '../../src/run-dir/run-dir.ts';
+import { buildTimeline } from '../../src/run-dir/timeline.ts';
 import {
   type ScenarioServer,
   startScenarioServer,
@@ -268,6 +270,21 @@ describe('troupe show and troupe report JOURNAL', () => {
     const io = captureIO();
     expect(await main(['show', copy, other.agentId], io)).toBe(1);
     expect(io.err()).toMatch(/EISDIR|directory/);
+  });
+
+  it('builds no transcript until one is read: the report keeps only those it shows', () => {
+    const copy = path.join(work, 'run-lazy');
+    cpSync(runDir, copy, { recursive: true });
+    const timeline = buildTimeline(readRunDir(copy), { inputs: true });
+    const first = timeline.agents[0];
+    const second = timeline.agents[1];
+    if (first === undefined || second === undefined) throw new Error('no agents');
+    expect(first.transcript?.agentId).toBe(first.agentId);
+    // Its journal gone after the timeline was built: its transcript was not built with the rest.
+    rmSync(path.join(copy, 'journals', `${second.agentId}.jsonl`));
+    expect(second.status).not.toBe('not run');
+    expect(second.spans.length).toBeGreaterThan(0);
+    expect(second.transcript).toBeUndefined();
   });
 
   it('report JOURNAL prints the agent; --html writes its page with its transcript', async () => {
