@@ -494,21 +494,6 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     expect(await redis.exists(fixture.keys.batch(batchId))).toBe(0);
   });
 
-  it('keeps a batch’s outcomes with retainSeconds 0 when its supervisor did not read them, for a bounded time', async () => {
-    const { supervisor, queue, keys, worker } = setUp('retain-zero-unread', { retainSeconds: 0 });
-    await worker(['--concurrency', '10']);
-    [0, 1].map((index) => supervisor.spawn('slow', { task: `Slow ${index}.`, provider: 'slow' }));
-    await vi.waitFor(async () => expect(await queue.getJobs(['active'])).toHaveLength(1), { interval: 20 });
-    const [batch] = await queue.getJobs(['active']);
-    // Gone before its agents end: none of their `ended` signals is read (as when one is lost).
-    await supervisor.close();
-    await vi.waitFor(async () => expect(await queue.getJobs(['active'])).toEqual([]), { interval: 20 });
-    // Deleted as the batch ended, an agent whose signal was lost found nothing and ended job_lost.
-    const ttl = await redis.pttl(keys.batch(batch?.id ?? ''));
-    expect(ttl).toBeGreaterThan(0);
-    expect(ttl).toBeLessThanOrEqual(24 * 3_600_000);
-  });
-
   it('expires a lone agent job, with its unmasked outcome, retainSeconds after it completes', async () => {
     const { supervisor, keys, worker } = setUp('retain-job', { retainSeconds: 600, maxBatchSize: 1 });
     await worker();
