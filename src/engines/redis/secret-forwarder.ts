@@ -21,7 +21,7 @@
  * otherwise never be masked.
  *
  * Async contexts cost: on Node 20 an AsyncLocalStorage context hooks every promise of the thread
- * (a quarter of an agent loop's CPU, bench/RESULTS.md). So a thread runs without one until runs of
+ * (10-33% more CPU for an agent loop, bench/RESULTS.md). So a thread runs without one until runs of
  * a second supervisor (or key) start in it: until then a value registered outside an async context
  * while a run is under way here is that run's supervisor's (the only one), and one registered when
  * no run is under way is the worker's own. Imports still run in a context (their values are the
