@@ -35,13 +35,13 @@ import {
 } from './constants.ts';
 import { FloodGuard } from './flood-guard.ts';
 import { lazyOutputSchemas } from './output-schemas.ts';
-import { isMessageTooLong, LineReadBuffer, requestTooLongAnswer } from './read-buffer.ts';
+import { isMessageTooLong, type LineReadBuffer } from './read-buffer.ts';
+import { StdioTransport } from './stdio-transport.ts';
 
 /** The SDK's classes a connection uses. */
 interface McpSdk {
   readonly Client: typeof import('@modelcontextprotocol/sdk/client/index.js').Client;
   readonly SSEClientTransport: typeof import('@modelcontextprotocol/sdk/client/sse.js').SSEClientTransport;
-  readonly StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport;
   readonly getDefaultEnvironment: typeof import('@modelcontextprotocol/sdk/client/stdio.js').getDefaultEnvironment;
   readonly StreamableHTTPClientTransport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport;
   readonly StreamableHTTPError: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPError;
@@ -69,7 +69,6 @@ function loadSdk(): Promise<McpSdk> {
     ([client, sse, stdio, http, types, lines]) => ({
       Client: client.Client,
       SSEClientTransport: sse.SSEClientTransport,
-      StdioClientTransport: stdio.StdioClientTransport,
       getDefaultEnvironment: stdio.getDefaultEnvironment,
       StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
       StreamableHTTPError: http.StreamableHTTPError,
@@ -125,6 +124,12 @@ export interface McpConnectionOptions {
    */
   readonly maxMessageBytes?: number;
   /**
+   * Bytes one stdio line may run to, read past without being held, before troupe takes the
+   * server's framing as lost and closes the connection.
+   * @default stdioLineBound(maxMessageBytes): 8 × maxMessageBytes, at least 64 MiB
+   */
+  readonly maxLineBytes?: number;
+  /**
    * Notifications and requests a server may send in one second; past it troupe closes the
    * connection. @default MCP_MAX_NOTIFICATIONS_PER_SECOND
    */
@@ -162,8 +167,8 @@ const STDERR_TAIL_CHARS = 2000;
 export class McpConnection {
   readonly name: string;
   readonly config: McpServerConfig;
-  readonly #options: Required<Omit<McpConnectionOptions, 'env' | 'onProcess'>> &
-    Pick<McpConnectionOptions, 'env' | 'onProcess'>;
+  readonly #options: Required<Omit<McpConnectionOptions, 'env' | 'onProcess' | 'maxLineBytes'>> &
+    Pick<McpConnectionOptions, 'env' | 'onProcess' | 'maxLineBytes'>;
   #session: Session | undefined;
   #connecting: Promise<Session> | undefined;
   #failures = 0;
@@ -191,6 +196,7 @@ export class McpConnection {
       cwd: options.cwd,
       env: options.env,
       onProcess: options.onProcess,
+      maxLineBytes: options.maxLineBytes,
       connectTimeoutMs: options.connectTimeoutMs ?? MCP_CONNECT_TIMEOUT_MS,
       listTimeoutMs: options.listTimeoutMs ?? MCP_LIST_TIMEOUT_MS,
       callTimeoutMs: options.callTimeoutMs ?? MCP_CALL_TIMEOUT_MS,
@@ -227,8 +233,8 @@ export class McpConnection {
   /** The process id of a running stdio server. */
   get pid(): number | undefined {
     const session = this.#session;
-    if (!session?.alive || !(session.transport instanceof session.sdk.StdioClientTransport)) return undefined;
-    return session.transport.pid ?? undefined;
+    if (!session?.alive || !(session.transport instanceof StdioTransport)) return undefined;
+    return session.transport.pid;
   }
 
   /** The server's tools, connecting (or restarting) first when needed. */
@@ -283,7 +289,9 @@ export class McpConnection {
           : error instanceof BodyTooLong
             ? error.limit
             : undefined;
-      if (limit !== undefined && session.alive) {
+      // The refusal of an answer over the bound is the server answering, even when the server was
+      // closed right after it (a line without end in the same read).
+      if (limit !== undefined) {
         throw new SystemError(
           'mcp_call_failed',
           `MCP server \`${this.name}\` answered \`${tool}\` with a message longer than ${limit} bytes, ` +
@@ -452,9 +460,9 @@ export class McpConnection {
         signal: deadline,
       });
       // The child is spawned synchronously by connect(): report it before anything can fail.
-      const pid = transport instanceof sdk.StdioClientTransport ? transport.pid : null;
+      const pid = transport instanceof StdioTransport ? transport.pid : undefined;
       const onProcess = this.#options.onProcess;
-      if (pid !== null && onProcess) {
+      if (pid !== undefined && onProcess) {
         onProcess(pid, 'started');
         const previous = transport.onclose;
         transport.onclose = () => {
@@ -557,31 +565,24 @@ export class McpConnection {
     registerServerCredentials(config);
     if (config.type === 'stdio') {
       this.#stderr = '';
-      const transport = new sdk.StdioClientTransport({
+      // troupe's own transport (stdio-transport.ts): the SDK's reads without troupe's bounds.
+      const transport = new StdioTransport({
         command: config.command,
-        args: [...config.args],
+        args: config.args,
         // Servers get the SDK's safe default variables plus their own: API keys of the run stay out.
         env: { ...sdk.getDefaultEnvironment(), ...config.env },
         cwd: config.cwd ?? this.#options.cwd,
-        stderr: 'pipe',
-        maxBufferSize: this.#options.maxMessageBytes,
-      });
-      const parse = (line: string): unknown => {
-        const message = sdk.deserializeMessage(line);
-        stdioLineLengths.set(message, line.length);
-        return message;
-      };
-      const limit = this.#options.maxMessageBytes;
-      const buffer = new LineReadBuffer(limit, parse, {
-        // A request over the bound (sampling, elicitation) is answered, or the server waits.
-        onRequestTooLong: (id) => {
-          transport.send(requestTooLongAnswer(id, limit)).catch(() => {});
+        maxMessageBytes: this.#options.maxMessageBytes,
+        ...(this.#options.maxLineBytes === undefined ? {} : { maxLineBytes: this.#options.maxLineBytes }),
+        parse: (line) => {
+          const message = sdk.deserializeMessage(line);
+          stdioLineLengths.set(message, line.length);
+          return message;
         },
         onFramingLost,
       });
-      useLineReadBuffer(transport, buffer);
-      onReadBuffer(buffer);
-      transport.stderr?.on('data', (chunk: Buffer) => {
+      onReadBuffer(transport.readBuffer);
+      transport.stderr.on('data', (chunk: Buffer) => {
         this.#stderr = (this.#stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_CHARS);
       });
       return transport;
@@ -621,10 +622,12 @@ export class McpConnection {
   #exitReason(): string {
     if (this.#flooded !== undefined) return this.#floodText();
     if (this.#framingLost !== undefined) {
+      const bound = this.#options.maxLineBytes ?? stdioLineBound(this.#options.maxMessageBytes);
+      const which =
+        this.#options.maxLineBytes === undefined ? '8 × maxMessageBytes, at least 64 MiB,' : 'maxLineBytes';
       return (
-        `it sent a line of over ${stdioLineBound(this.#options.maxMessageBytes)} bytes without ending it ` +
-        '(8 × maxMessageBytes, at least 64 MiB, is the most troupe reads past), so its messages could no ' +
-        'longer be told apart and troupe closed the connection'
+        `it sent a line of over ${bound} bytes without ending it (${which} is the most troupe reads ` +
+        'past), so its messages could no longer be told apart and troupe closed the connection'
       );
     }
     if (this.#oversized) {
@@ -666,15 +669,6 @@ function trimToolList(message: unknown): void {
   if (Array.isArray(tools) && tools.length > MCP_MAX_TOOLS_PER_SERVER + 1) {
     tools.length = MCP_MAX_TOOLS_PER_SERVER + 1;
   }
-}
-
-/**
- * Puts `buffer` in place of the SDK's stdio read buffer (read-buffer.ts says why). `_readBuffer` is
- * the SDK's own field; test/mcp/hostile.test.ts fails when an SDK update renames it.
- */
-function useLineReadBuffer(transport: object, buffer: LineReadBuffer<unknown>): void {
-  const holder = transport as { _readBuffer?: unknown };
-  if ('_readBuffer' in holder) holder._readBuffer = buffer;
 }
 
 /** `promise`, or an Error saying `late` when `deadline` aborts first. */

@@ -15,7 +15,8 @@
  *
  * A line read past is bounded too (`maxLineBytes`): one that never ends left every message after
  * it unread, and every call waiting out its time limit. Past that bound the framing is taken as
- * lost: the buffer stops and says so (`onFramingLost`), for the connection to be closed.
+ * lost: the buffer stops and says so (`onFramingLost`), for the connection to be closed once the
+ * messages read before that line (a refusal of an answer over the bound among them) are taken.
  */
 import { stdioLineBound } from './constants.ts';
 
@@ -52,7 +53,10 @@ export interface LineReadBufferHooks {
    * {@link requestTooLongAnswer}, or the server waits for an answer that never comes.
    */
   readonly onRequestTooLong?: (id: string | number) => void;
-  /** A line ran past `maxLineBytes` (`lineBytes` read of it): the buffer has stopped reading. */
+  /**
+   * A line ran past `maxLineBytes` (`lineBytes` read of it): the buffer has stopped reading. The
+   * messages complete before it (an answer refused as it streamed in, say) are still to be read.
+   */
   readonly onFramingLost?: (lineBytes: number) => void;
 }
 
@@ -165,16 +169,23 @@ export class LineReadBuffer<T> {
   #skip(bytes: Buffer): void {
     const scan = this.#skipping;
     if (!scan) return;
+    const before = this.#lineBytes;
     this.#lineBytes += bytes.length;
+    // The bytes within the line's bound are scanned first: an answer whose id is among them is
+    // refused even when the bound is passed in the same chunk.
+    if (!scan.decided) {
+      scan.feed(bytes.subarray(0, Math.max(0, this.#maxLineBytes - before)));
+      this.#decide(scan);
+    }
     if (this.#lineBytes > this.#maxLineBytes) {
       const read = this.#lineBytes;
+      // Messages complete before this line (the refusal of its answer among them) are still
+      // read; nothing after it is.
+      const ready = this.#ready;
       this.stop();
+      this.#ready = ready;
       this.#hooks.onFramingLost?.(read);
-      return;
     }
-    if (scan.decided) return;
-    scan.feed(bytes);
-    this.#decide(scan);
   }
 
   /** Refuses an answer, or has a request answered, once its id is known. */

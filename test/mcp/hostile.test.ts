@@ -220,6 +220,18 @@ describe('a hostile MCP server over stdio', () => {
     );
   });
 
+  it('fails a call with its answer over the bound, not as a death, when the line bound is passed in the same read', async () => {
+    // The answer is refused at 1 KiB and the line bound passed at 8 KiB, in one read of 32 KiB:
+    // the refusal was dropped with the buffer, and the call failed as the server dying.
+    const mcp = pool({ maxMessageBytes: 1024, maxLineBytes: 8 * 1024, callTimeoutMs: 120_000 });
+    const { tools } = await mcp.toolsFor({ big: hostile('refused-endless') });
+    const result = await byName(tools, 'mcp__big__echo').execute({}, ctx());
+    expect(result.ok).toBe(false);
+    expect(result.text).toContain(
+      'MCP server `big` answered `echo` with a message longer than 1024 bytes, the most troupe reads from one message',
+    );
+  });
+
   it('answers a request of the server over the bound with an error, so the server does not wait', async () => {
     const mcp = pool({ maxMessageBytes: 16 * 1024, callTimeoutMs: 120_000 });
     const { tools } = await mcp.toolsFor({ asks: hostile('big-request', '100') });
@@ -355,10 +367,10 @@ describe('LineReadBuffer', () => {
   });
 
   it('stops, saying so, when a line read past runs beyond its bound, with or without an id', () => {
-    for (const start of [
-      '{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"',
-      '{"id":1,"result":"',
-    ]) {
+    for (const [start, refused] of [
+      ['{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"', null],
+      ['{"id":1,"result":"', refusal(1, 64)],
+    ] as const) {
       const lost: number[] = [];
       const buffer = new LineReadBuffer(64, (line) => JSON.parse(line) as unknown, {
         maxLineBytes: 1000,
@@ -369,11 +381,24 @@ describe('LineReadBuffer', () => {
       expect(lost).toEqual([]);
       buffer.append(Buffer.from('A'.repeat(100)));
       expect(lost).toEqual([start.length + 1000]);
-      // Nothing more is read: the connection is being closed.
+      // Nothing more is read: the connection is being closed. An answer refused before is still
+      // read, for its call to fail saying why.
       buffer.append(Buffer.from('{"id":3,"result":{}}\n'));
       const read = [buffer.readMessage(), buffer.readMessage()];
-      expect(read).toEqual([null, null]);
+      expect(read).toEqual([refused, null]);
     }
+  });
+
+  it('keeps an answer refused in the same chunk as the line bound is passed, for its call', () => {
+    const lost: number[] = [];
+    const buffer = new LineReadBuffer(64, (line) => JSON.parse(line) as unknown, {
+      maxLineBytes: 1000,
+      onFramingLost: (bytes) => lost.push(bytes),
+    });
+    buffer.append(Buffer.from(`{"id":9,"result":"${'A'.repeat(2000)}`));
+    expect(lost).toEqual([2000 + 18]);
+    expect(buffer.readMessage()).toEqual(refusal(9, 64));
+    expect(buffer.readMessage()).toBeNull();
   });
 
   it('bounds a line read past to 8 times the message bound, at least 64 MiB, by default', () => {
