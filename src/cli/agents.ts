@@ -477,7 +477,12 @@ async function withBlockProblems(result: LoadResult, store: BlockStore): Promise
 }
 
 /** Why rendering a system prompt failed, for the codes that name a mistake in a file. */
-const PROMPT_PROBLEM_CODES = new Set(['template_error', 'unknown_skill', 'reserved_parameter']);
+const PROMPT_PROBLEM_CODES = new Set([
+  'template_error',
+  'unknown_skill',
+  'skill_too_large',
+  'reserved_parameter',
+]);
 
 /**
  * `result` with the problem its system prompt has when rendered as `troupe run` renders it (no
@@ -496,7 +501,7 @@ async function withPromptProblems(result: LoadResult, cwd: string): Promise<Load
     const { file, line, column } = error.fields as { file?: unknown; line?: unknown; column?: unknown };
     // A skill is looked up from the working directory: missing here is a warning (the file may be
     // meant for another project), though a run from here fails on it.
-    const skill = error.code === 'unknown_skill';
+    const skill = error.code === 'unknown_skill' || error.code === 'skill_too_large';
     const problem: DefinitionProblem = {
       severity: skill ? 'warning' : 'error',
       code: error.code === 'template_error' ? 'template_error' : 'invalid_field',

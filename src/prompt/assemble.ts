@@ -10,7 +10,13 @@ import type { PromptTools } from '../tools/types.ts';
 import { type AgentsMdOptions, collectAgentsMd, renderAgentsMdSection } from './agents-md.ts';
 import { BASE_TEMPLATE, BASE_TEMPLATE_FILE, TEMPLATE_TOOL_NAMES } from './base-template.ts';
 import { detectEnvironment, localDate, type PromptEnvironment } from './environment.ts';
-import { discoverSkills, renderSkillsSection, type Skill, type SkillsOptions } from './skills.ts';
+import {
+  discoverSkillsAndSkipped,
+  renderSkillsSection,
+  type Skill,
+  type SkillsOptions,
+  type SkippedSkill,
+} from './skills.ts';
 import { renderTemplate } from './template.ts';
 
 /** The part of a definition prompt assembly reads. */
@@ -72,7 +78,8 @@ export const PROMPT_VARIABLES = [
  *
  * Throws UserError `template_error` (fields `file`, `line`, `column` in the definition file) for a
  * template syntax error or unknown variable, `unknown_skill` (fields `file`, `line` when found,
- * `skill`, `available`) for a skill that does not exist, and `reserved_parameter` for a parameter
+ * `skill`, `available`) for a skill that does not exist, `skill_too_large` (fields `file`, `line`,
+ * `skill`, `skillFile`, `size`, `limit`) for one whose SKILL.md is over `SKILL_BYTE_LIMIT`, and `reserved_parameter` for a parameter
  * named like one of {@link PROMPT_VARIABLES}.
  */
 export async function assembleSystemPrompt(def: PromptDefinition, options: AssembleOptions): Promise<string> {
@@ -181,7 +188,7 @@ export function settingsVariable(
 
 /**
  * Checks that every skill `def` pre-loads exists, as {@link assembleSystemPrompt} will: throws
- * its UserError `unknown_skill`. For callers that must fail before they create anything.
+ * its UserError `unknown_skill` or `skill_too_large`. For callers that must fail before they create anything.
  */
 export async function checkSkills(
   def: Pick<PromptDefinition, 'skills' | 'path' | 'bodyLine'>,
@@ -189,16 +196,20 @@ export async function checkSkills(
   options?: SkillsOptions,
 ): Promise<void> {
   if (def.skills.length === 0) return;
-  await preloadedSkills(def, await discoverSkills(cwd, options));
+  const { skills, tooLarge } = await discoverSkillsAndSkipped(cwd, options);
+  await preloadedSkills(def, skills, tooLarge);
 }
 
 async function preloadedSkills(
   def: Pick<PromptDefinition, 'skills' | 'path' | 'bodyLine'>,
   skills: ReadonlyMap<string, Skill>,
+  tooLarge: ReadonlyMap<string, SkippedSkill>,
 ): Promise<Skill[]> {
   const preloaded = [];
   for (const name of def.skills) {
     const skill = skills.get(name);
+    const skipped = tooLarge.get(name);
+    if (skill === undefined && skipped !== undefined) throw await skillTooLarge(def, skipped);
     if (skill === undefined) throw await unknownSkill(def, name, [...skills.keys()]);
     preloaded.push(skill);
   }
@@ -206,8 +217,8 @@ async function preloadedSkills(
 }
 
 async function skillsFor(def: PromptDefinition, options: AssembleOptions): Promise<string> {
-  const skills = await discoverSkills(options.cwd, options.skills);
-  const preloaded = await preloadedSkills(def, skills);
+  const { skills, tooLarge } = await discoverSkillsAndSkipped(options.cwd, options.skills);
+  const preloaded = await preloadedSkills(def, skills, tooLarge);
   // The model is told to read a listed skill's file: one read_file cannot reach (outside the
   // working directory, e.g. ~/.claude/skills) would only cost it a failed call.
   const realCwd = await realpath(options.cwd).catch(() => path.resolve(options.cwd));
@@ -217,6 +228,27 @@ async function skillsFor(def: PromptDefinition, options: AssembleOptions): Promi
     if (isInside(realCwd, await realpath(skill.path).catch(() => skill.path))) listed.push(skill);
   }
   return renderSkillsSection(preloaded, listed);
+}
+
+async function skillTooLarge(
+  def: Pick<PromptDefinition, 'path' | 'bodyLine'>,
+  skipped: SkippedSkill,
+): Promise<UserError> {
+  const line = await frontmatterLineOf(def, skipped.name);
+  const size = skipped.size === undefined ? 'longer than' : `${skipped.size} bytes, over`;
+  return new UserError(
+    'skill_too_large',
+    `${def.path}${line === undefined ? '' : `:${line}`}: skill \`${skipped.name}\` is not loaded: ` +
+      `${skipped.path} is ${size} ${skipped.limit} bytes, the most troupe reads of a SKILL.md (SKILL_BYTE_LIMIT)`,
+    {
+      file: def.path,
+      ...(line === undefined ? {} : { line }),
+      skill: skipped.name,
+      skillFile: skipped.path,
+      ...(skipped.size === undefined ? {} : { size: skipped.size }),
+      limit: skipped.limit,
+    },
+  );
 }
 
 async function unknownSkill(

@@ -3,7 +3,7 @@
  * `skills` are pre-loaded into the prompt; every other skill the agent can read is listed by name and
  * description (assemble.ts).
  */
-import { readdir } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { readFileWithin } from '../bounded-read.ts';
@@ -31,12 +31,36 @@ export interface Skill {
   readonly source: SkillSource;
 }
 
+/** A SKILL.md skipped for being longer than `SKILL_BYTE_LIMIT`. */
+export interface SkippedSkill {
+  /** Its folder's name: the skill's name as far as troupe knows, its frontmatter not being read. */
+  readonly name: string;
+  /** Absolute path of the SKILL.md. */
+  readonly path: string;
+  /** Its size in bytes, as `stat` said after the bounded read (undefined when it could not). */
+  readonly size: number | undefined;
+  /** The bound it is over, in bytes. */
+  readonly limit: number;
+}
+
 /**
  * Finds the skills visible from `cwd`, highest precedence first: project `.troupe/skills` (from
  * `cwd` up to the git root; closer wins), `~/.troupe/skills`, then compat `.claude/skills` in the
  * same order. A name found earlier shadows the same name later.
  */
 export async function discoverSkills(cwd: string, options: SkillsOptions = {}): Promise<Map<string, Skill>> {
+  return (await discoverSkillsAndSkipped(cwd, options)).skills;
+}
+
+/**
+ * {@link discoverSkills}, with the SKILL.md files skipped for being over `SKILL_BYTE_LIMIT`, by
+ * folder name (the first found of a name), so a definition pre-loading one can say why it is not
+ * there rather than that it does not exist.
+ */
+export async function discoverSkillsAndSkipped(
+  cwd: string,
+  options: SkillsOptions = {},
+): Promise<{ skills: Map<string, Skill>; tooLarge: Map<string, SkippedSkill> }> {
   const home = options.homeDir ?? os.homedir();
   const dirs = await projectDirs(cwd);
   const projectRoot = dirs[0] ?? path.resolve(cwd);
@@ -58,12 +82,13 @@ export async function discoverSkills(cwd: string, options: SkillsOptions = {}): 
     });
   }
   const skills = new Map<string, Skill>();
+  const tooLarge = new Map<string, SkippedSkill>();
   for (const { root, source, confine } of roots) {
-    for (const skill of await readSkillRoot(root, source, confine)) {
+    for (const skill of await readSkillRoot(root, source, confine, tooLarge)) {
       if (!skills.has(skill.name)) skills.set(skill.name, skill);
     }
   }
-  return skills;
+  return { skills, tooLarge };
 }
 
 interface SkillRoot {
@@ -97,6 +122,7 @@ async function readSkillRoot(
   root: string,
   source: SkillSource,
   confine: string | undefined,
+  tooLarge: Map<string, SkippedSkill>,
 ): Promise<Skill[]> {
   let entries: string[];
   try {
@@ -116,6 +142,13 @@ async function readSkillRoot(
       if (read.kind === 'not_file') continue; // a folder named SKILL.md, a FIFO: not a skill
       if (read.kind === 'too_large') {
         warnTooLarge(file);
+        if (!tooLarge.has(entry)) {
+          const size = await stat(target).then(
+            (info) => info.size,
+            () => undefined,
+          );
+          tooLarge.set(entry, { name: entry, path: file, size, limit: SKILL_BYTE_LIMIT });
+        }
         continue;
       }
       text = read.bytes.toString('utf8');

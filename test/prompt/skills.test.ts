@@ -2,6 +2,7 @@ import { mkdir, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SKILL_BYTE_LIMIT } from '../../src/constants.ts';
+import { checkSkills } from '../../src/prompt/assemble.ts';
 import {
   discoverSkills,
   parseSkill,
@@ -44,6 +45,26 @@ describe('skills', () => {
       `Skipped skill ${big}: it is longer than ${SKILL_BYTE_LIMIT} bytes, the most troupe reads of a SKILL.md (SKILL_BYTE_LIMIT)`,
       `Skipped skill ${huge}: it is longer than ${SKILL_BYTE_LIMIT} bytes, the most troupe reads of a SKILL.md (SKILL_BYTE_LIMIT)`,
     ]);
+  });
+
+  it('fails a definition pre-loading a SKILL.md over the bound naming the file, its size and the bound', async () => {
+    const repo = await tempDir();
+    await writeTree(repo, { '.git/HEAD': 'x', '.troupe/skills/big/SKILL.md': skill('big', 'Too long') });
+    const big = path.join(repo, '.troupe/skills/big/SKILL.md');
+    await truncate(big, SKILL_BYTE_LIMIT + 1);
+    const def = { skills: ['big'], path: path.join(repo, 'agent.md'), bodyLine: 1 };
+    // It failed as an unknown skill ("no skills were found"), only a warning saying why.
+    const error = await checkSkills(def, repo, { homeDir: repo }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toMatchObject({
+      code: 'skill_too_large',
+      message:
+        `${def.path}: skill \`big\` is not loaded: ${big} is ${SKILL_BYTE_LIMIT + 1} bytes, over ` +
+        `${SKILL_BYTE_LIMIT} bytes, the most troupe reads of a SKILL.md (SKILL_BYTE_LIMIT)`,
+      fields: { skill: 'big', skillFile: big, size: SKILL_BYTE_LIMIT + 1, limit: SKILL_BYTE_LIMIT },
+    });
   });
 
   it('finds project, user and compat skills with their frontmatter and body', async () => {
