@@ -140,8 +140,8 @@ export interface McpConnectionOptions {
    */
   readonly maxNotificationsPerMinute?: number;
   /**
-   * Bytes of the notifications and requests a stdio server may send in the last 60 seconds; past
-   * it troupe closes the connection. @default MCP_MAX_NOTIFICATION_BYTES_PER_MINUTE
+   * Bytes of the notifications and requests a server (stdio or HTTP) may send in the last 60
+   * seconds; past it troupe closes the connection. @default MCP_MAX_NOTIFICATION_BYTES_PER_MINUTE
    */
   readonly maxNotificationBytesPerMinute?: number;
   /**
@@ -442,7 +442,7 @@ export class McpConnection {
       // Kept by the SDK's Client, which calls it before its own handling of each message.
       transport.onmessage = (message: unknown) => {
         if (this.#flooded === undefined && typeof (message as { method?: unknown }).method === 'string') {
-          const past = guard.count(stdioLineLengths.get(message as object) ?? 0);
+          const past = guard.count(messageBytes(message as object));
           if (past !== undefined) {
             this.#flooded = past;
             // Nothing more is taken from this server, answers read with the flood included: a
@@ -654,9 +654,25 @@ export class McpConnection {
 
 /**
  * The length of the line a stdio message was read from (characters: bytes for the ASCII JSON
- * mostly is), for the bound on the bytes of notifications; unknown over HTTP.
+ * mostly is), for the bound on the bytes of notifications.
  */
 const stdioLineLengths = new WeakMap<object, number>();
+
+/**
+ * The length of a message a server sent on its own: its stdio line's, or over HTTP (where the SDK
+ * parses the event itself) that of its JSON again. Serializing costs about what the parse did, and
+ * only until the bound on their bytes is passed: a server streaming large notifications over HTTP
+ * for ever was bounded in count only.
+ */
+function messageBytes(message: object): number {
+  const line = stdioLineLengths.get(message);
+  if (line !== undefined) return line;
+  try {
+    return JSON.stringify(message).length;
+  } catch {
+    return 0;
+  }
+}
 
 /**
  * Cuts a `tools/list` answer to one tool past the MCP_MAX_TOOLS_PER_SERVER troupe takes, before

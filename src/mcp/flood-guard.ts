@@ -12,7 +12,7 @@ export interface FloodBounds {
   readonly perSecond: number;
   /** Messages in the last 60 seconds (sustained). */
   readonly perMinute: number;
-  /** Bytes of those messages in the last 60 seconds, where their size is known (stdio). */
+  /** Bytes of those messages in the last 60 seconds. */
   readonly bytesPerMinute: number;
 }
 

@@ -168,3 +168,45 @@ describe('MCP over Streamable HTTP: an HTTP error answer', () => {
     }
   });
 });
+
+describe('MCP over Streamable HTTP: notifications', () => {
+  it('are bounded in bytes per minute like a stdio server’s: the call in flight fails saying so', async () => {
+    // The call is answered with an event stream of 300 KiB notifications, 20 a second, and no
+    // result: under the bound per second and per minute in count, only their bytes are too many.
+    let stop: () => void = () => {};
+    const { url } = await jsonRpcServer((res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const data = 'n'.repeat(300 * 1024);
+      const event = `event: message\ndata: ${JSON.stringify({
+        jsonrpc: '2.0',
+        method: 'notifications/message',
+        params: { level: 'info', data },
+      })}\n\n`;
+      const timer = setInterval(() => res.write(event), 50);
+      stop = () => clearInterval(timer);
+      res.on('close', stop);
+    });
+    const connection = new McpConnection(
+      'chatty',
+      { type: 'http', url, headers: {} },
+      {
+        cwd: '/',
+        maxMessageBytes: 1024 * 1024,
+        maxNotificationBytesPerMinute: 2 * 1024 * 1024,
+        callTimeoutMs: 20_000,
+      },
+    );
+    try {
+      const error = await connection.call('echo', {}, new AbortController().signal).then(
+        () => undefined,
+        (thrown: unknown) => thrown as Error & { code?: string },
+      );
+      // It waited out the call's time limit (mcp_timeout), reading every notification.
+      expect(error?.code).toBe('mcp_server_died');
+      expect(error?.message).toContain('it sent more than 2097152 bytes of notifications in one minute');
+    } finally {
+      stop();
+      await connection.close();
+    }
+  });
+});
