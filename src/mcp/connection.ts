@@ -409,6 +409,7 @@ export class McpConnection {
       const sdk = await loadSdk();
       const deadline = AbortSignal.timeout(this.#options.connectTimeoutMs);
       let readBuffer: LineReadBuffer<unknown> | undefined;
+      let onDropped: (lineBytes: number) => void = () => {};
       transport = this.#transport(
         sdk,
         () => {
@@ -419,6 +420,7 @@ export class McpConnection {
         (buffer) => {
           readBuffer = buffer;
         },
+        (lineBytes) => onDropped(lineBytes),
         (lineBytes) => {
           // A stdio line that never ends: nothing after it can be read, so every call in flight
           // fails now (the buffer has stopped) instead of waiting out its time limit.
@@ -439,18 +441,23 @@ export class McpConnection {
         perMinute: this.#options.maxNotificationsPerMinute,
         bytesPerMinute: this.#options.maxNotificationBytesPerMinute,
       });
+      const unasked = (bytes: number): void => {
+        if (this.#flooded !== undefined) return;
+        const past = guard.count(bytes);
+        if (past === undefined) return;
+        this.#flooded = past;
+        // Nothing more is taken from this server, answers read with the flood included: a
+        // call in flight fails for it, whatever came in the same read.
+        readBuffer?.stop();
+        if (ready) this.#ended(ready, this.#floodText());
+        else void client?.close().catch(() => {});
+      };
+      // A stdio notification over the bound is dropped unread, but counts all the same.
+      onDropped = unasked;
       // Kept by the SDK's Client, which calls it before its own handling of each message.
       transport.onmessage = (message: unknown) => {
-        if (this.#flooded === undefined && typeof (message as { method?: unknown }).method === 'string') {
-          const past = guard.count(messageBytes(message as object));
-          if (past !== undefined) {
-            this.#flooded = past;
-            // Nothing more is taken from this server, answers read with the flood included: a
-            // call in flight fails for it, whatever came in the same read.
-            readBuffer?.stop();
-            if (ready) this.#ended(ready, this.#floodText());
-            else void client?.close().catch(() => {});
-          }
+        if (typeof (message as { method?: unknown }).method === 'string') {
+          unasked(messageBytes(message as object));
         }
         trimToolList(message);
       };
@@ -552,6 +559,7 @@ export class McpConnection {
     sdk: McpSdk,
     onOversized: () => void,
     onReadBuffer: (buffer: LineReadBuffer<unknown>) => void,
+    onDropped: (lineBytes: number) => void,
     onFramingLost: (lineBytes: number) => void,
   ): Transport {
     const env = this.#options.env ?? process.env;
@@ -579,6 +587,7 @@ export class McpConnection {
           stdioLineLengths.set(message, line.length);
           return message;
         },
+        onDropped,
         onFramingLost,
       });
       onReadBuffer(transport.readBuffer);

@@ -54,6 +54,12 @@ export interface LineReadBufferHooks {
    */
   readonly onRequestTooLong?: (id: string | number) => void;
   /**
+   * A line over the bound that was neither an answer nor a request (a notification, a line that is
+   * not JSON) was read past and dropped, `lineBytes` long: for the bound on what a server sends
+   * unasked, which it would otherwise escape.
+   */
+  readonly onDropped?: (lineBytes: number) => void;
+  /**
    * A line ran past `maxLineBytes` (`lineBytes` read of it): the buffer has stopped reading. The
    * messages complete before it (an answer refused as it streamed in, say) are still to be read.
    */
@@ -205,6 +211,8 @@ export class LineReadBuffer<T> {
       scan.end();
       this.#decide(scan);
       if (!scan.decided && scan.id !== undefined) this.#refuse(scan);
+      if (!scan.decided) this.#hooks.onDropped?.(this.#lineBytes);
+      this.#lineBytes = 0;
       return;
     }
     const line = Buffer.concat(this.#chunks, this.#size).toString('utf8').replace(/\r$/, '');

@@ -29,6 +29,8 @@ export interface StdioTransportOptions {
   readonly maxLineBytes?: number;
   /** Turns a line into a message; throws when it is not one. */
   readonly parse: LineParser<JSONRPCMessage>;
+  /** A notification (or a line not JSON) over `maxMessageBytes` was read past and dropped. */
+  readonly onDropped?: (lineBytes: number) => void;
   /**
    * A line ran past `maxLineBytes`: nothing more is read. Told after every message read before
    * that line was passed on, so an answer refused earlier in the same read reaches its call first.
@@ -64,6 +66,7 @@ export class StdioTransport implements Transport {
       onFramingLost: (lineBytes) => {
         this.#lostLine = lineBytes;
       },
+      ...(options.onDropped === undefined ? {} : { onDropped: options.onDropped }),
     });
   }
 

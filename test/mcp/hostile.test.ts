@@ -232,6 +232,22 @@ describe('a hostile MCP server over stdio', () => {
     );
   });
 
+  it('counts the notifications over the message bound it drops against the bytes per minute', async () => {
+    // 100 KiB notifications over a 16 KiB bound were read past uncounted: the call waited out its
+    // time limit (mcp_timeout) while the server sent them for as long as it liked.
+    const mcp = pool({
+      maxMessageBytes: 16 * 1024,
+      maxNotificationBytesPerMinute: 1024 * 1024,
+      callTimeoutMs: 20_000,
+    });
+    const { tools } = await mcp.toolsFor({ loud: hostile('big-notify', '100') });
+    const result = await byName(tools, 'mcp__loud__echo').execute({}, ctx());
+    expect(result.ok).toBe(false);
+    expect(result.text).toContain(
+      'MCP server `loud` stopped during the call to `echo` (it sent more than 1048576 bytes of notifications in one minute',
+    );
+  });
+
   it('answers a request of the server over the bound with an error, so the server does not wait', async () => {
     const mcp = pool({ maxMessageBytes: 16 * 1024, callTimeoutMs: 120_000 });
     const { tools } = await mcp.toolsFor({ asks: hostile('big-request', '100') });
