@@ -29,14 +29,16 @@ import { TurnCancels } from '../actor/turn-cancels.ts';
 import type { RedisAdmission } from './admission.ts';
 import { clearFinishedAgent, type FinishedRun, readAgentStart, releaseAgent } from './agent-state.ts';
 import type { RedisApprovals } from './approvals.ts';
+import { markHandedOff } from './batch-hash.ts';
 import type { BlockingPool } from './blocking-pool.ts';
-import { HANDED_OFF, PARK_WITHOUT_LIMIT_MS, UNREAD_JOB_TTL_MS } from './constants.ts';
+import { PARK_WITHOUT_LIMIT_MS } from './constants.ts';
 import { askToolSpan, callHostTool } from './host-calls.ts';
 import type { Inbox } from './inbox.ts';
 import { parseJobData } from './job-data.ts';
 import type { ScaleoutKeys } from './keys.ts';
 import { bullmq } from './packages.ts';
 import { promote } from './promote.ts';
+import { batchHashTtlMs } from './retention.ts';
 import { RedisRunBudget, runBudgetCancelReason } from './run-budget.ts';
 import type { SecretForwarder } from './secret-forwarder.ts';
 import type { SignalSender } from './signals.ts';
@@ -155,15 +157,10 @@ export async function processAgentJob(
     const { batchId } = data;
     let handedOff: Promise<unknown> | undefined;
     if (batchId !== undefined) {
-      const batchKey = ctx.keys.batch(batchId);
-      handedOff = ctx.redis.hset(batchKey, agentId, HANDED_OFF);
-      if (data.retainSeconds !== undefined) {
-        // With 0, not at once: the batch may still run other agents, whose outcomes its hash holds
-        // until their supervisor has read them (and deletes it then). One deleted already is left
-        // with only this `h`, which expires.
-        const ms = data.retainSeconds === 0 ? UNREAD_JOB_TTL_MS : data.retainSeconds * 1000;
-        handedOff = Promise.all([handedOff, ctx.redis.pexpire(batchKey, ms)]);
-      }
+      // Only into a hash that exists: one its supervisor deleted (it read every agent) or that
+      // expired is not made again with this field alone (batch-hash.ts).
+      const ttlMs = batchHashTtlMs(data.retainSeconds) ?? 0;
+      handedOff = markHandedOff(ctx.redis, ctx.keys.batch(batchId), agentId, ttlMs);
     }
     await finish(ctx, data, ended, handedOff);
     return ended.outcome;

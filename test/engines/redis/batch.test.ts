@@ -655,12 +655,17 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     await vi.waitFor(async () => expect(await queue.getJobs(['active', 'completed', 'failed'])).toEqual([]), {
       interval: 20,
     });
+    const ownJob = await Job.fromId(queue, waiters[0]?.id ?? '');
+    const batchKey = keys.batch((ownJob?.data as { batchId?: string } | undefined)?.batchId ?? '');
+    await vi.waitFor(async () => expect(await redis.exists(batchKey)).toBe(0), { interval: 20 });
     for (const handle of waiters) await supervisor.instruct(handle.id, 'go on');
     const outcomes = await Promise.all(waiters.map((handle) => handle.result));
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['completed', 'completed']);
     for (const handle of waiters) {
       await vi.waitFor(async () => expect(await redis.exists(keys.job(handle.id))).toBe(0), { interval: 20 });
     }
+    // Their jobs' ends did not make the deleted hash again with only their `h` fields.
+    expect(await redis.exists(batchKey)).toBe(0);
   });
 
   it('sets the events stream’s length back to 0 after a Queue of an earlier version reset it', async () => {
