@@ -113,6 +113,16 @@ export const SIGNAL_STREAM_MAX_LENGTH = 100_000;
  */
 export const UNREAD_JOB_TTL_MS = 24 * 3_600_000;
 
+/**
+ * With `retainSeconds: 0`, how long `close()` waits at most for workers to finish the batch jobs
+ * whose agents it has all read, so it can remove them and their hashes: a worker holding a batch
+ * refuses its removal, and signals the batch's last agent's end just before it finishes the job.
+ * One still held past this expires UNREAD_JOB_TTL_MS after it ended. Tried every
+ * CLOSE_BATCH_REMOVAL_POLL_MS.
+ */
+export const CLOSE_BATCH_REMOVAL_MS = 2_000;
+export const CLOSE_BATCH_REMOVAL_POLL_MS = 50;
+
 /** Signal and request streams expire this long after their last write (a supervisor that vanished). */
 export const STREAM_IDLE_TTL_MS = 24 * 3_600_000;
 

@@ -47,6 +47,8 @@ import {
   AGENT_JOB_NAME,
   BATCH_JOB_NAME,
   CANCEL_FLAG_TTL_MS,
+  CLOSE_BATCH_REMOVAL_MS,
+  CLOSE_BATCH_REMOVAL_POLL_MS,
   EVENTS_STREAM_MAX_LENGTH,
   HANDED_OFF,
   MAX_OUTCOME_BYTES,
@@ -354,9 +356,15 @@ export class RedisEngine implements Engine {
             // stop() will remove the job, so it goes now, once their cancel flags are set (a worker
             // that took it meanwhile holds its lock, which refuses the removal, and ends them at
             // once). A batch whose agents all ended otherwise (a worker ran them) keeps its job.
+            // With retainSeconds 0 its hash goes too, as once a batch's agents are all read: the
+            // worker that took it wrote their (cancelled) outcomes there.
             removals.push(
               Promise.all(cancelling)
-                .then(() => this.#connected().queue.remove(batchId))
+                .then(async () => {
+                  if (this.#options.redis.retainSeconds === 0)
+                    this.#removeBatch(batchId, BATCH_REMOVAL_TRIES);
+                  else await this.#connected().queue.remove(batchId);
+                })
                 .catch(() => 0),
             );
           }
@@ -706,6 +714,7 @@ export class RedisEngine implements Engine {
     await Promise.all(this.#adding);
     await Promise.all(this.#ending);
     await Promise.all(this.#removing);
+    await this.#removeHeldBatches();
     // After the ends: an end settled above counts here, before the budget's hash is deleted.
     await Promise.all(this.#counting);
     await connections.redis
@@ -818,6 +827,22 @@ export class RedisEngine implements Engine {
         if (tries > 1) this.#unremovedBatches.set(batchId, tries - 1);
       })(),
     );
+  }
+
+  /**
+   * At close, with `retainSeconds: 0`: the batches whose agents were all read and whose removal a
+   * worker refused (it still held the job, having just signalled the last agent's end) are tried
+   * again every CLOSE_BATCH_REMOVAL_POLL_MS for up to CLOSE_BATCH_REMOVAL_MS, as the reconcile
+   * ticks that would have tried them no longer run. One still held then expires as it ends.
+   */
+  async #removeHeldBatches(): Promise<void> {
+    const deadline = Date.now() + CLOSE_BATCH_REMOVAL_MS;
+    while (this.#unremovedBatches.size > 0 && Date.now() < deadline && this.#lost === undefined) {
+      await new Promise((resolve) => setTimeout(resolve, CLOSE_BATCH_REMOVAL_POLL_MS));
+      // Two tries: one refused again stays in the map for the next round.
+      for (const batchId of [...this.#unremovedBatches.keys()]) this.#removeBatch(batchId, 2);
+      await Promise.all(this.#removing);
+    }
   }
 
   /** Settles `promise` with close waiting for it; Redis errors are dropped (best effort). */

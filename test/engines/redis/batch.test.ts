@@ -394,6 +394,58 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     }
   });
 
+  it('removes a batch, and its hash, whose agents were all cancelled while it was being added, with retainSeconds 0', async () => {
+    const { supervisor, queue, keys } = setUp('cancel-adding-zero', {
+      graceMs: 60_000,
+      retainSeconds: 0,
+      reconcileIntervalMs: 100,
+    });
+    await supervisor.start();
+    const admin = new Redis(server.url);
+    const other = new Redis(server.url);
+    try {
+      await admin.client('PAUSE', 30_000, 'WRITE');
+      const handles = [0, 1].map((index) => supervisor.spawn('stepper', { task: `Step ${index}.` }));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      for (const handle of handles) handle.cancel('while adding');
+      for (const handle of handles)
+        expect(await handle.result).toMatchObject({ status: 'failed', reason: 'cancelled' });
+      // Runs right after the batch's addition, before the supervisor's follow-up: as a worker that
+      // took the batch at once would, it holds the job's lock (for 500 ms) and writes an outcome
+      // to the batch's hash.
+      const held = other.eval(
+        `local jobs = redis.call('KEYS', ARGV[1] .. 'batch~*')
+for _, key in ipairs(jobs) do
+  if not string.find(key, ':', string.len(ARGV[1]) + 1, true) then
+    local id = string.sub(key, string.len(ARGV[1]) + 1)
+    redis.call('SET', key .. ':lock', 'a-worker', 'PX', 500)
+    redis.call('HSET', ARGV[1] .. 'batch:' .. id, ARGV[2], '{}')
+    return id
+  end
+end
+return false`,
+        0,
+        `${PREFIX}:${queue.name}:`,
+        handles[0]?.id ?? '',
+      ) as Promise<string | null>;
+      await admin.client('UNPAUSE');
+      const batchId = (await held) ?? '';
+      expect(batchId).toMatch(/^batch~/);
+      // Its removal was refused while the lock held; tried again at the next reconcile ticks.
+      await vi.waitFor(
+        async () => {
+          expect(await redis.exists(keys.job(batchId))).toBe(0);
+          expect(await redis.exists(keys.batch(batchId))).toBe(0);
+        },
+        { interval: 20, timeout: 5_000 },
+      );
+    } finally {
+      await admin.client('UNPAUSE');
+      admin.disconnect();
+      other.disconnect();
+    }
+  });
+
   it('retries a run that failed in a job of its own, and leaves its finished sibling alone', async () => {
     const { supervisor, queue, keys, recordFile, worker } = setUp('retry', {
       restart: { maxRetries: 1, baseDelayMs: 10 },
@@ -504,6 +556,25 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
       interval: 20,
     });
     expect(await redis.pttl(keys.job(handle.id))).toBeLessThanOrEqual(600_000);
+  });
+
+  it('removes a batch whose agents were cancelled with retainSeconds 0 once read, though its supervisor closes at once', async () => {
+    const { supervisor, queue, keys, worker } = setUp('retain-zero-cancel', { retainSeconds: 0 });
+    await worker(['--concurrency', '10']);
+    const handles = [0, 1].map((index) =>
+      supervisor.spawn('slow', { task: `Slow ${index}.`, provider: 'slow' }),
+    );
+    await nextEvent(supervisor, 'agent:tool', (event) => event.agentId === handles[0]?.id);
+    const [batch] = await queue.getJobs(['active']);
+    const batchId = batch?.id ?? '';
+    for (const handle of handles) handle.cancel('not needed');
+    for (const handle of handles)
+      expect(await handle.result).toMatchObject({ status: 'failed', reason: 'cancelled' });
+    // The last agent's end is read before its worker has finished the batch job, which refuses its
+    // removal then: close() does not leave the batch and its hash (the agents' outcomes) for 24 h.
+    await supervisor.close();
+    expect(await redis.exists(keys.job(batchId))).toBe(0);
+    expect(await redis.exists(keys.batch(batchId))).toBe(0);
   });
 
   it('delivers a lone agent’s outcome with retainSeconds 0, then deletes its job', async () => {
