@@ -81,6 +81,13 @@ export interface AgentJobData {
    * Absent (a supervisor that predates the field): none are sent.
    */
   readonly secretsKey?: string;
+  /**
+   * True: the supervisor beats its heartbeat key (`<prefix>:<queue>:supervisor:<id>:alive`) while
+   * it reads its requests, so a host call that finds the key gone, even before and without ever
+   * seeing it, fails `supervisor_lost` at once. Absent (a supervisor that predates the field): the
+   * key's absence counts only once the worker saw it.
+   */
+  readonly supervisorBeats?: true;
 }
 
 /**

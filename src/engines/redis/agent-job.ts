@@ -425,6 +425,7 @@ function channels(
             data.supervisorId,
             { agentId, name, args: {}, callId, resume: true },
             signal,
+            { beats: data.supervisorBeats === true },
           )
         : undefined,
     waitForInstruction: async (index, timeoutMs, signal) => {

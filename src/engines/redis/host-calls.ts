@@ -23,8 +23,11 @@ import type { ScaleoutKeys } from './keys.ts';
 
 /**
  * Calls `name` on the supervisor `supervisorId` and waits for its outcome (or the signal). Throws
- * SystemError `supervisor_lost` when the supervisor's heartbeat key, once seen, is gone (it died or
- * lost Redis for SUPERVISOR_ALIVE_MS): the wait is bounded by that, not only by the agent's signal.
+ * SystemError `supervisor_lost` when the supervisor's heartbeat key is gone (it died or lost Redis
+ * for SUPERVISOR_ALIVE_MS): the wait is bounded by that, not only by the agent's signal. With
+ * `beats` (the job says its supervisor beats the key: `AgentJobData.supervisorBeats`) the key is
+ * read with the call's send, and its absence then or at any later round ends the call at once;
+ * without, only once it was seen (a supervisor of an earlier version sets none).
  */
 export async function callHostTool(
   redis: Redis,
@@ -33,21 +36,32 @@ export async function callHostTool(
   supervisorId: string,
   call: Omit<HostCall, 'requestId'>,
   signal: AbortSignal,
-  options: { readonly pollMs?: number } = {},
+  options: { readonly pollMs?: number; readonly beats?: boolean } = {},
 ): Promise<ToolOutcome> {
   const requestId = randomUUID();
   const stream = keys.requests(supervisorId);
-  await redis
+  const alive = keys.supervisorAlive(supervisorId);
+  const lost = (): SystemError =>
+    new SystemError(
+      'supervisor_lost',
+      `${call.name} got no answer: supervisor ${supervisorId} stopped reading its requests (no heartbeat for ${SUPERVISOR_ALIVE_MS} ms); the call may or may not have run`,
+      { supervisorId, tool: call.name, requestId },
+    );
+  const sent = await redis
     .pipeline()
+    .exists(alive)
     .xadd(stream, '*', 'm', JSON.stringify({ ...call, requestId } satisfies HostCall))
     .pexpire(stream, STREAM_IDLE_TTL_MS)
     .exec();
+  // A supervisor that died before the call (its key expired long ago) is known gone at once: the
+  // call waits for no round (one that died SUPERVISOR_ALIVE_MS ago had the whole host-call limit).
+  let seenAlive = options.beats === true;
+  if (sent?.[0]?.[1] === 1) seenAlive = true;
+  else if (seenAlive) throw lost();
   // BLPOP in rounds of HOST_REPLY_POLL_MS, checking the supervisor's heartbeat between them: with
   // a BLPOP of no limit, a worker whose supervisor died waited until its agent was cancelled.
-  const alive = keys.supervisorAlive(supervisorId);
   const replyKey = keys.reply(requestId);
   const pollMs = options.pollMs ?? HOST_REPLY_POLL_MS;
-  let seenAlive = false;
   for (;;) {
     const reply = await pool.run<[string, string] | null | typeof CANCELLED>(
       (conn) => conn.blpop(replyKey, pollMs / 1000),
@@ -59,12 +73,9 @@ export async function callHostTool(
     if ((await redis.exists(alive)) === 1) {
       seenAlive = true;
     } else if (seenAlive) {
-      // Not before the key was seen: a supervisor of an earlier version never sets it.
-      throw new SystemError(
-        'supervisor_lost',
-        `${call.name} got no answer: supervisor ${supervisorId} stopped reading its requests (no heartbeat for ${SUPERVISOR_ALIVE_MS} ms); the call may or may not have run`,
-        { supervisorId, tool: call.name, requestId },
-      );
+      // Not before the key was seen (unless the job says it beats): a supervisor of an earlier
+      // version never sets it.
+      throw lost();
     }
   }
 }

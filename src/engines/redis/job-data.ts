@@ -99,6 +99,7 @@ export function jobData(spec: ActorSpec, ctx: JobDataContext): AgentJobData {
     retainSeconds: options.redis.retainSeconds,
     wantedSignals: ctx.wantedSignals,
     ...(ctx.secretsKey === undefined ? {} : { secretsKey: ctx.secretsKey }),
+    supervisorBeats: true,
     ...(budgeted
       ? { runBudget: { maxTotalTokens: runLimits.maxTotalTokens, maxCostUsd: runLimits.maxCostUsd } }
       : {}),

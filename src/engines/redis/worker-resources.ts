@@ -97,6 +97,8 @@ export class WorkerResources {
           data.supervisorId,
           { agentId, name, args, ...(callId === undefined ? {} : { callId }) },
           signal,
+          // The same in every job of one supervisor, as the registry is.
+          { beats: data.supervisorBeats === true },
         ),
       ),
     ]);

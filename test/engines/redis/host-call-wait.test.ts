@@ -75,4 +75,51 @@ describe(`a host call's wait for its reply${skipReason}`, { skip: redisServerPat
       fields: { supervisorId, tool: 'await_agents', requestId: calls[1]?.requestId },
     });
   }, 15_000);
+
+  it('fails supervisor_lost at once when the job says its supervisor beats and its key is already gone', async () => {
+    const keys = new ScaleoutKeys('test', uniqueName('host-gone'));
+    const signal = new AbortController().signal;
+    // Died long before the call: no key to see. Rounds of 10 minutes: without the job's word the
+    // call would wait one round, then wait on (a key never seen says nothing).
+    const call = callHostTool(
+      redis,
+      pool,
+      keys,
+      'sup-dead',
+      { agentId: 'a1', name: 'await_agents', args: {} },
+      signal,
+      {
+        pollMs: 600_000,
+        beats: true,
+      },
+    );
+    await expect(call).rejects.toMatchObject({
+      code: 'supervisor_lost',
+      fields: { supervisorId: 'sup-dead', tool: 'await_agents' },
+    });
+
+    // A job of an earlier supervisor (no word): the key's absence says nothing, and its answer comes.
+    const older = callHostTool(
+      redis,
+      pool,
+      keys,
+      'sup-old',
+      { agentId: 'a2', name: 'lookup', args: {} },
+      signal,
+      {
+        pollMs: 50,
+      },
+    );
+    const [, entries] = await vi.waitFor(
+      async () => {
+        const read = await redis.xrange(keys.requests('sup-old'), '-', '+');
+        expect(read).toHaveLength(1);
+        return read[0] ?? ['', []];
+      },
+      { interval: 20 },
+    );
+    const requestId = (JSON.parse(entries[1] ?? '{}') as { requestId: string }).requestId;
+    await answerHostCall(redis, keys, requestId, { ok: true, text: 'found' });
+    expect(await older).toEqual({ ok: true, text: 'found' });
+  }, 15_000);
 });

@@ -51,6 +51,8 @@ describe('batch job data', () => {
     expect(Object.keys(parsed.providers)).toEqual(['fast', 'slow']);
     for (const [index, data] of agents.entries()) {
       expect(parseJobData(batchAgentData(parsed, index), data.agent.agentId)).toEqual(data);
+      // Its host calls end at once when the supervisor's heartbeat key is gone (host-calls.ts).
+      expect(batchAgentData(parsed, index).supervisorBeats).toBe(true);
     }
   });
 
