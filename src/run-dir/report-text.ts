@@ -103,16 +103,8 @@ function agentTable(timeline: Timeline, width: number): string[] {
       formatTokenCount(agent.usage.outputTokens, agent.usage.estimated),
       formatCost(agent.costUsd),
       agent.start !== undefined && agent.end !== undefined ? formatDuration(agent.end - agent.start) : '-',
-      agent.result
-        ? excerpt(outcomeText(agent.result), LINE_EXCERPT_CHARS)
-        : agent.transcript?.outcome
-          ? excerpt(
-              agent.transcript.outcome.status === 'completed'
-                ? (agent.transcript.outcome.answer ?? '')
-                : `${agent.transcript.outcome.reason ?? 'failed'}: ${agent.transcript.outcome.error?.message ?? ''}`,
-              LINE_EXCERPT_CHARS,
-            )
-          : '',
+      // Without a line, its journal's outcome as its row kept it: no transcript is built for it.
+      excerpt(agent.result ? outcomeText(agent.result) : (agent.outcomeExcerpt ?? ''), LINE_EXCERPT_CHARS),
     ]),
   ];
   return table(rows).map((line) => fitWidth(line, width));

@@ -14,7 +14,7 @@ import { damageText, journalDamage } from '../journal/verify.ts';
 import { ownSpend } from '../loop/outcome.ts';
 import { addUsage } from '../providers/receipt.ts';
 import type { Usage } from '../providers/types.ts';
-import { REPORT_TASK_CHARS } from './constants.ts';
+import { LINE_EXCERPT_CHARS, REPORT_TASK_CHARS } from './constants.ts';
 import { formatCost, formatTokenCount, sideEstimated } from './format.ts';
 import type { ResultLine } from './results.ts';
 import { journalFile, type RunDirContents } from './run-dir.ts';
@@ -84,6 +84,13 @@ export interface ReportAgent {
   readonly reason?: string;
   readonly error?: string;
   readonly result?: ResultLine;
+  /**
+   * Without a result line, what its journal's outcome says (its answer, or `reason: message`), its
+   * first 400 characters: the terminal report's RESULT column, kept when its row is built so the
+   * report need not build its transcript again (a killed 5,000-agent run rebuilt every one).
+   * Absent with a result line, or when its journal has no outcome.
+   */
+  readonly outcomeExcerpt?: string;
   /**
    * Its task's first REPORT_TASK_CHARS characters (then `…`): a report of 20,000 entries held
    * every task whole. Whole with `TimelineOptions.wholeTasks` (`troupe show`).
@@ -694,6 +701,7 @@ function reportAgent(
   const outcome = transcript?.outcome;
   const reason = line?.reason ?? outcome?.reason;
   const error = line?.error?.message ?? outcome?.error?.message;
+  const outcomeExcerpt = line === undefined && outcome !== undefined ? outcomeLine(outcome) : undefined;
   return {
     agentId: entry.agentId,
     index: entry.index,
@@ -705,6 +713,7 @@ function reportAgent(
     ...(reason === undefined ? {} : { reason }),
     ...(error === undefined ? {} : { error }),
     ...(line === undefined ? {} : { result: line }),
+    ...(outcomeExcerpt === undefined ? {} : { outcomeExcerpt }),
     task: entry.task(),
     model: transcript?.model,
     hostId: line?.hostId ?? hostIds.at(-1) ?? null,
@@ -726,6 +735,26 @@ function reportAgent(
     ...(damage === undefined ? {} : { damage }),
   };
 }
+
+/**
+ * An outcome's text (its answer, or `reason: message`), its first 4 × LINE_EXCERPT_CHARS
+ * characters as a string of its own (not a view of a megabyte answer): enough for the terminal
+ * report's one-line excerpt once runs of whitespace are collapsed. Cut here, not made the excerpt:
+ * the HTML report, which shows none, would pay for the text-width tables the excerpt loads.
+ */
+function outcomeLine(outcome: NonNullable<Transcript['outcome']>): string {
+  const text =
+    outcome.status === 'completed'
+      ? (outcome.answer ?? '')
+      : `${outcome.reason ?? 'failed'}: ${outcome.error?.message ?? ''}`;
+  if (text.length <= OUTCOME_KEPT_CHARS) return text;
+  let end = OUTCOME_KEPT_CHARS;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return Buffer.from(text.slice(0, end), 'utf8').toString('utf8');
+}
+
+const OUTCOME_KEPT_CHARS = 4 * LINE_EXCERPT_CHARS;
 
 const ZERO: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
 

@@ -1,0 +1,62 @@
+/**
+ * The reports of a large killed run read no more than they show: a killed 5,000-agent run left
+ * thousands of attempts with a journal and no result line, and the terminal report rebuilt every
+ * one's transcript for its RESULT column.
+ */
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadPlan } from '../../src/run-dir/plan.ts';
+import { chooseProvider } from '../../src/run-dir/provider-choice.ts';
+import { reportText } from '../../src/run-dir/report-text.ts';
+import { RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
+import { resolveRunPlan } from '../../src/run-dir/run-plan.ts';
+import { FanoutSession } from '../../src/run-dir/session.ts';
+import { buildTimeline } from '../../src/run-dir/timeline.ts';
+import { tempDir } from './helpers.ts';
+
+let dir: string;
+let cleanup: () => void;
+let root: string;
+const ENTRIES = 3;
+
+beforeAll(async () => {
+  ({ dir, cleanup } = tempDir('troupe-report-scale-'));
+  writeFileSync(path.join(dir, 'a.md'), '# A\nAlpha.\n');
+  writeFileSync(
+    path.join(dir, 'plan.yaml'),
+    [
+      'cwd: .',
+      'threads: 1',
+      'agent: worker',
+      'runs:',
+      ...Array.from({ length: ENTRIES }, (_, i) => `  - task: Review a.md, item ${i}.`),
+      '',
+    ].join('\n'),
+  );
+  const { plan, definitions } = await loadPlan(path.join(dir, 'plan.yaml'));
+  const runPlan = resolveRunPlan(plan, chooseProvider({ env: {} }), {}, 'simulated');
+  root = path.join(dir, 'run');
+  const writer = RunDirWriter.create(root, runPlan);
+  const work = runPlan.runs.map((run) => ({ run, agentId: run.agentId, attempt: 1, resume: false }));
+  await new FanoutSession({ plan: runPlan, writer, work, kind: 'fanout', definitions }).run();
+  // What a kill between an agent's outcome and its result line leaves: journals that end, no lines.
+  writeFileSync(path.join(root, 'results.jsonl'), '');
+});
+afterAll(() => cleanup());
+
+describe('the terminal report of a killed run', () => {
+  it("shows a lineless agent's outcome without building its transcript", () => {
+    const timeline = buildTimeline(readRunDir(root));
+    const agent = timeline.agents[1];
+    if (agent === undefined) throw new Error('no agent');
+    expect(agent.result).toBeUndefined();
+    expect(agent.status).toBe('completed');
+    // Its journal gone once the timeline is built: the report would find no transcript to build.
+    rmSync(path.join(root, 'journals', `${agent.agentId}.jsonl`));
+    const row = reportText(readRunDir(root), timeline, 400)
+      .split('\n')
+      .find((line) => line.includes(agent.agentId));
+    expect(row).toContain('[simulated] Task: Review a.md, item 1.');
+  });
+});
