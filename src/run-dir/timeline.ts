@@ -6,9 +6,10 @@
  * start-up before the first agent shows.
  */
 import { existsSync, readdirSync } from 'node:fs';
+import { MAX_STARTED_HEAD_BYTES } from '../constants.ts';
 import type { AuditEvent } from '../journal/events.ts';
 import { forkedInputs, forkedLength, forkedTotals, startsAsForkOf } from '../journal/fork.ts';
-import { readJournal } from '../journal/reader.ts';
+import { readFirstEvent, readJournal } from '../journal/reader.ts';
 import { knownCost } from '../journal/usage.ts';
 import { damageText, journalDamage } from '../journal/verify.ts';
 import { ownSpend } from '../loop/outcome.ts';
@@ -341,7 +342,9 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
     const last = lastLines.get(run.index);
     if (last === undefined || files === undefined) continue;
     const agentId = agentIdFor(plan.idPrefix, run.index, last.attempt + 1);
-    if (seen.has(agentId) || !files.has(`${agentId}.jsonl`) || load(agentId)[0]?.type !== 'Started') continue;
+    // Its first line only, at most MAX_STARTED_HEAD_BYTES: its row reads it whole when built.
+    if (seen.has(agentId) || !files.has(`${agentId}.jsonl`) || !startsStarted(journalFile(paths, agentId)))
+      continue;
     seen.add(agentId);
     entries.push({
       agentId,
@@ -385,7 +388,12 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
     entries.length = 0;
     entries.push(...attempts);
   }
-  const forks = retryForks(entries, load);
+  // Read for the forks and let go, not kept until each row is built: a killed run of 5,000 retries
+  // held both journals of every one of them at once.
+  const forks = retryForks(
+    entries,
+    (agentId) => journals.get(agentId) ?? readEvents(journalFile(paths, agentId)),
+  );
   if (only !== undefined) {
     const chosen = entries.find((entry) => entry.agentId === only);
     entries.length = 0;
@@ -576,6 +584,19 @@ function ordered(agents: readonly ReportAgent[]): ReportAgent[] {
   };
   for (const root of roots) visit(root);
   return out;
+}
+
+/** Whether the journal at `path` starts with a `Started` event, reading its first line only. */
+function startsStarted(path: string): boolean {
+  return (
+    readFirstEvent(path, MAX_STARTED_HEAD_BYTES, (line) => line.includes('"type":"Started"'))?.type ===
+    'Started'
+  );
+}
+
+/** The events of the journal at `path`; none when there is no such file. */
+function readEvents(path: string): readonly AuditEvent[] {
+  return existsSync(path) ? readJournal(path).events : [];
 }
 
 function constant(value: string): () => string {

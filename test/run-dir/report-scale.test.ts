@@ -3,14 +3,14 @@
  * thousands of attempts with a journal and no result line, and the terminal report rebuilt every
  * one's transcript for its RESULT column.
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadPlan } from '../../src/run-dir/plan.ts';
 import { chooseProvider } from '../../src/run-dir/provider-choice.ts';
 import { reportText } from '../../src/run-dir/report-text.ts';
 import { RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
-import { resolveRunPlan } from '../../src/run-dir/run-plan.ts';
+import { agentIdFor, resolveRunPlan } from '../../src/run-dir/run-plan.ts';
 import { FanoutSession } from '../../src/run-dir/session.ts';
 import { buildTimeline } from '../../src/run-dir/timeline.ts';
 import { tempDir } from './helpers.ts';
@@ -18,6 +18,8 @@ import { tempDir } from './helpers.ts';
 let dir: string;
 let cleanup: () => void;
 let root: string;
+/** results.jsonl as the run wrote it. */
+let lines: string;
 const ENTRIES = 3;
 
 beforeAll(async () => {
@@ -40,6 +42,7 @@ beforeAll(async () => {
   const writer = RunDirWriter.create(root, runPlan);
   const work = runPlan.runs.map((run) => ({ run, agentId: run.agentId, attempt: 1, resume: false }));
   await new FanoutSession({ plan: runPlan, writer, work, kind: 'fanout', definitions }).run();
+  lines = readFileSync(path.join(root, 'results.jsonl'), 'utf8');
   // What a kill between an agent's outcome and its result line leaves: journals that end, no lines.
   writeFileSync(path.join(root, 'results.jsonl'), '');
 });
@@ -58,5 +61,20 @@ describe('the terminal report of a killed run', () => {
       .split('\n')
       .find((line) => line.includes(agent.agentId));
     expect(row).toContain('[simulated] Task: Review a.md, item 1.');
+  });
+});
+
+describe('the timeline of a run with a killed retry', () => {
+  it("reads only the first line of a retry's journal to tell it started: one that cannot be read is left out, not the report", () => {
+    const copy = path.join(dir, 'run-retry');
+    cpSync(root, copy, { recursive: true });
+    writeFileSync(path.join(copy, 'results.jsonl'), lines);
+    const contents = readRunDir(copy);
+    const retry = agentIdFor(contents.plan.idPrefix, 0, 2);
+    // A journal no read of the whole file gets through (EISDIR), where a retry's would be.
+    mkdirSync(path.join(copy, 'journals', `${retry}.jsonl`));
+    const timeline = buildTimeline(contents);
+    expect(timeline.agents.map((agent) => agent.agentId)).not.toContain(retry);
+    expect(timeline.agents).toHaveLength(ENTRIES);
   });
 });
