@@ -4,7 +4,7 @@ import type { SerializedError } from '../errors.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
 import type { ResultLine } from './results.ts';
 import type { RunLimits } from './run-plan.ts';
-import type { RunSummary } from './summary.ts';
+import type { SummaryHead } from './summary.ts';
 
 /** Identifies an agent in a run event. */
 interface AgentEventBase {
@@ -99,7 +99,16 @@ export type RunEvent =
   | { readonly type: 'interrupt'; readonly count: number }
   /** Something the user should act on (e.g. no worker takes the agents' jobs). */
   | { readonly type: 'notice'; readonly text: string }
-  | { readonly type: 'summary'; readonly runDir: string; readonly summary: RunSummary };
+  /**
+   * The run's end: `summary.json` (at `file`) without its per-agent and per-item lists, so the
+   * line stays small however many entries the run has.
+   */
+  | {
+      readonly type: 'summary';
+      readonly runDir: string;
+      readonly file: string;
+      readonly summary: SummaryHead;
+    };
 
 /** Receives run events. */
 export type RunEventSink = (event: RunEvent) => void;

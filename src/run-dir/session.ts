@@ -35,7 +35,14 @@ import type { LoggedCause, RunLogEvent } from './run-log.ts';
 import { budgetNotices, type PlannedRun, type RunPlan, repeatedIdNotices, runLimitsOf } from './run-plan.ts';
 import { createRunScoring, judgeSessionNumber, scoreInputOf } from './run-scoring.ts';
 import { DENY_UNATTENDED, listenForApprovals, type SessionApprover } from './session-approvals.ts';
-import { type RunSession, type RunSummary, type SummaryLine, summarize, type Unended } from './summary.ts';
+import {
+  type RunSession,
+  type RunSummary,
+  type SummaryLine,
+  summarize,
+  summaryHead,
+  type Unended,
+} from './summary.ts';
 import { inputsOf } from './task-rows.ts';
 
 /** A run log event before its time is set. */
@@ -294,7 +301,8 @@ export class FanoutSession {
     log({ type: 'session', event: 'ended', kind: this.#options.kind, interrupted });
     const summary = this.writeSummary(interrupted);
     this.#finished = true;
-    emit({ type: 'summary', runDir: this.#options.writer.paths.root, summary });
+    const { paths } = this.#options.writer;
+    emit({ type: 'summary', runDir: paths.root, file: paths.summary, summary: summaryHead(summary) });
     return { summary, interrupted };
   }
 

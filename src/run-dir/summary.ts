@@ -183,6 +183,33 @@ export interface RunSummary {
   };
 }
 
+/**
+ * What the `--json` `summary` event carries: `summary.json` without its lists of one item per
+ * agent (`agents`) and per plan entry (`scoring.items`), which at 100,000 entries made the event
+ * one line of tens of megabytes; `agentCount` and `scoring.itemCount` say how many there are, and
+ * the event's `file` where to read them.
+ */
+export type SummaryHead = Omit<RunSummary, 'agents' | 'scoring'> & {
+  /** Entries of `summary.json`'s `agents`. */
+  readonly agentCount: number;
+  readonly scoring?: Omit<ScoringSummary, 'items'> & {
+    /** Entries of `summary.json`'s `scoring.items`. */
+    readonly itemCount: number;
+  };
+};
+
+/** `summary` without its per-agent and per-item lists (see {@link SummaryHead}). */
+export function summaryHead(summary: RunSummary): SummaryHead {
+  const { agents, scoring, ...rest } = summary;
+  return {
+    ...rest,
+    agentCount: agents.length,
+    ...(scoring === undefined
+      ? {}
+      : { scoring: { scorers: scoring.scorers, itemCount: scoring.items.length } }),
+  };
+}
+
 /** What the summary needs of a result line: no task, result, answer, error or metadata. */
 export type SummaryLine = Pick<
   ResultLine,

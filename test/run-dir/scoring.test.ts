@@ -125,8 +125,16 @@ describe('scoring during troupe fanout', () => {
     expect(events.filter((event) => event.agentId?.includes('-judge-'))).toEqual([]);
     expect(events.at(-1)).toMatchObject({
       type: 'summary',
-      summary: { scoring: { scorers: { answer: { passed: 1 } } } },
+      file: path.join(out, 'summary.json'),
+      summary: { agentCount: 2, scoring: { scorers: { answer: { passed: 1 } }, itemCount: 2 } },
     });
+    // The per-agent and per-item lists stay in summary.json: a 100,000-entry run's event was one
+    // line of tens of megabytes.
+    const last = events.at(-1) as { summary?: { agents?: unknown; scoring?: { items?: unknown } } };
+    expect(last.summary?.agents).toBeUndefined();
+    expect(last.summary?.scoring?.items).toBeUndefined();
+    expect(summary.agents).toHaveLength(2);
+    expect(summary.scoring?.items).toHaveLength(2);
   });
 
   it('scores the results troupe resume recovers from journals, judging them again under a new id', async () => {
