@@ -31,7 +31,7 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { SystemError, UserError } from '../errors.ts';
 import { redactValue } from '../journal/redact.ts';
 import { DEFAULT_RUNS_DIR, MAX_RESULT_LINE_BYTES, RUN_DIR_FORMAT, TASK_ROWS_FILE } from './constants.ts';
@@ -116,7 +116,7 @@ export class RunDirWriter {
     }
     // The first directory this made, if any: removed with what is in it when the rows cannot be
     // copied, so a refused run leaves no directory behind.
-    const created = mkdirSync(paths.journals, { recursive: true });
+    const created = makeRunDir(paths.journals);
     const rows = plan.taskRows;
     let stored = plan;
     if (rows !== undefined && isAbsolute(rows.file)) {
@@ -552,6 +552,23 @@ function writeAtomically(path: string, text: string): void {
       'run_dir_io',
       `Could not write ${path}: ${String(error)}`,
       { path },
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * `mkdir -p` of a new run directory's `journals/`, returning the first directory it made. A path
+ * it cannot be made at (`--out` under a file: ENOTDIR; no permission) is `run_dir_io`, not a crash.
+ */
+function makeRunDir(journals: string): string | undefined {
+  try {
+    return mkdirSync(journals, { recursive: true });
+  } catch (error) {
+    throw new SystemError(
+      'run_dir_io',
+      `Expected a run directory that can be created, could not create ${dirname(journals)}: ${error instanceof Error ? error.message : String(error)}`,
+      { path: dirname(journals), errno: (error as NodeJS.ErrnoException).code },
       { cause: error },
     );
   }

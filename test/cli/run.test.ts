@@ -326,6 +326,25 @@ describe('troupe run', () => {
     expect(result.stderr).toMatch(/journal_exists: .*troupe resume/);
     expect(readFileSync(journal)).toEqual(before);
   });
+
+  it('refuses a --journal under a file with journal_io, not an internal error', async () => {
+    const file = project.path('plain.txt');
+    writeFileSync(file, 'not a directory');
+    const result = await runCli(
+      'run',
+      'reader',
+      '--task',
+      TASK,
+      '--cwd',
+      project.root,
+      '--journal',
+      `${file}/run.jsonl`,
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^troupe: journal_io: .*ENOTDIR/);
+    expect(result.stderr).not.toContain('internal error');
+    expect(readFileSync(file, 'utf8')).toBe('not a directory');
+  });
 });
 
 describe('troupe verify', () => {

@@ -227,6 +227,14 @@ describe('run directory', () => {
     );
   });
 
+  it('refuses a run directory under a file with run_dir_io, not a raw ENOTDIR', () => {
+    const file = path.join(dir, 'plain.txt');
+    writeFileSync(file, 'not a directory');
+    expect(() => RunDirWriter.create(path.join(file, 'run'), runPlan(1))).toThrow(
+      expect.objectContaining({ code: 'run_dir_io', fields: expect.objectContaining({ errno: 'ENOTDIR' }) }),
+    );
+  });
+
   it('marks estimated usage and an unknown cost in the summary and its closing text, never $0', () => {
     const estimated = { ...USAGE, estimated: true };
     const lines = [

@@ -239,7 +239,7 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
       join(request.cwd, RUNS_DIR, `${timestamp((request.now ?? (() => new Date()))())}-${agentId}.jsonl`),
   );
   // Checked before opening: opening would already cut a torn tail off someone else's journal.
-  const existing = statSync(journalPath, { throwIfNoEntry: false });
+  const existing = journalStat(journalPath);
   if (existing !== undefined && existing.size > 0) {
     throw new UserError(
       'journal_exists',
@@ -561,4 +561,23 @@ function timestamp(date: Date): string {
     .toISOString()
     .replace(/[-:]/g, '')
     .replace(/\.\d+Z$/, 'Z');
+}
+
+/**
+ * What is at `path`, undefined when nothing is. A path the journal cannot be created at (a
+ * component of it is a file: ENOTDIR; a directory that cannot be searched: EACCES) is the
+ * caller's `--journal`, refused as the journal's open would refuse it (`journal_io`), not a crash.
+ */
+function journalStat(path: string): ReturnType<typeof statSync> | undefined {
+  try {
+    return statSync(path, { throwIfNoEntry: false });
+  } catch (error) {
+    const errno = (error as NodeJS.ErrnoException).code;
+    throw new SystemError(
+      'journal_io',
+      `Expected a journal file path in a directory, could not use ${path}: ${error instanceof Error ? error.message : String(error)}`,
+      { path, errno },
+      { cause: error },
+    );
+  }
 }
