@@ -19,7 +19,7 @@ import { outcomeText, type ResultLine } from './results.ts';
 import type { RunEvent } from './run-events.ts';
 import type { RunLimits } from './run-plan.ts';
 import { type Palette, palette } from './terminal-style.ts';
-import { fitWidth, terminalRows } from './text-width.ts';
+import { fitWidth, tableWidth, terminalRows, wrapWidth } from './text-width.ts';
 
 /** Where progress goes. */
 export interface ProgressOutput {
@@ -282,7 +282,15 @@ class TtyRenderer implements ProgressRenderer {
     const { green, red, dim, reset } = this.#colours;
     this.#state.apply(event);
     this.#approvalEvent(event);
-    if (event.type === 'run') this.#log.push(...runHeader(event).map((line) => `${dim}${line}${reset}`));
+    if (event.type === 'run') {
+      // Prose broken at spaces, as the closing summary's notices are (a terminal breaks it
+      // mid-word); the run dir is never broken, so it copies whole.
+      const width = tableWidth(this.#columns());
+      const lines = runHeader(event).flatMap((line) =>
+        line.startsWith('run dir: ') ? [line] : wrapWidth(line, width),
+      );
+      this.#log.push(...lines.map((line) => `${dim}${line}${reset}`));
+    }
     if (event.type === 'ended' && !this.#neverStarted.counts(event)) {
       const { line } = event;
       const mark = line.status === 'completed' ? `${green}✔${reset}` : `${red}✘${reset}`;

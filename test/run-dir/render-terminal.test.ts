@@ -103,6 +103,21 @@ const started: RunEvent[] = [
 ];
 
 describe('the live display on a real terminal', () => {
+  it('breaks the header at spaces, never mid-word, and keeps the run dir whole', () => {
+    const terminal = new Terminal(40);
+    const runDir = '/var/tmp/a-rather-long-project-directory/.troupe/runs/20261207-165857-53511e';
+    const notice =
+      "using the simulated model: no API key is set, so answers are canned, not a real model's (set OPENAI_API_KEY, OPENAI_BASE_URL or ANTHROPIC_API_KEY)";
+    draw(terminal, [{ ...run, runDir, notice }], 1);
+    const header = terminal.screen().join('\n');
+    for (const word of ['OPENAI_API_KEY,', 'OPENAI_BASE_URL', 'ANTHROPIC_API_KEY)', 'simulated']) {
+      expect(header).toContain(word);
+    }
+    expect(header).toContain(`run dir: ${runDir}`.slice(0, 40));
+    // The run dir line is written whole (the terminal wraps it), not cut with `…`.
+    expect(header.replaceAll('\n', '')).toContain(`run dir: ${runDir}`);
+  });
+
   it.each([20, 40])('redraws one status block in place on a terminal %i columns wide', (columns) => {
     const terminal = new Terminal(columns);
     expect(draw(terminal, started, 20)).toBeLessThanOrEqual(1);
