@@ -44,7 +44,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
   mcp
     .command('list')
     .description(
-      'Start every MCP server of this project (.mcp.json, and the agent`s own with --agent), list ' +
+      "Start every MCP server of this project (.mcp.json, and the agent's own with --agent), list " +
         'their tools and stop them. Exits 1 when a server cannot be reached.',
     )
     .option('--json', 'print a JSON array')
@@ -128,7 +128,7 @@ export async function listServers(cwd: string, agent?: string): Promise<McpListE
 
 function listText(entries: readonly McpListEntry[]): string {
   if (entries.length === 0)
-    return 'No MCP servers configured (.mcp.json at the project root, or an agent`s mcpServers).\n';
+    return "No MCP servers configured (.mcp.json at the project root, or an agent's mcpServers).\n";
   const lines: string[] = [];
   for (const entry of entries) {
     lines.push(`${entry.name}  ${entry.type}  ${entry.status}  (${entry.source})`);

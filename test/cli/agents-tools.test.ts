@@ -113,6 +113,16 @@ describe('troupe agents show: models', () => {
 });
 
 describe('troupe mcp list', () => {
+  it('says when no server is configured, and its help reads as prose', async () => {
+    const none = await run('mcp', 'list', '--cwd', project);
+    expect(none.code).toBe(0);
+    expect(none.stdout).toBe(
+      "No MCP servers configured (.mcp.json at the project root, or an agent's mcpServers).\n",
+    );
+    const help = await run('mcp', 'list', '--help');
+    expect(help.stdout).toContain("the agent's own");
+  });
+
   it('starts the servers of .mcp.json, lists their tools and stops them', async () => {
     const pidFile = join(project, 'pids');
     tree.write(
