@@ -9,7 +9,9 @@
  *   command died after the agent ended and before the line was written): take the outcome from
  *   the journal without running anything;
  * - its current attempt has a journal that does not end: resume the agent from it, same id;
- * - its last result is Failed(cancelled): run a new attempt (`<id>-r<n>`), whose journal starts afresh;
+ * - its last result is Failed(cancelled): run a new attempt (`<id>-r<n>`), whose journal starts afresh,
+ *   or, when the cancelled attempt was a retry (its journal a fork of an earlier failed attempt's),
+ *   whose journal is a fork of that failed attempt's again: it starts where the cancelled one did;
  * - with `retry` (`--retry-failed`), its last result is Failed for a reason `retry` names: run a new
  *   attempt whose journal is a fork of the failed one's (src/journal/fork.ts): it continues where the
  *   failed attempt stopped, and the tool calls that attempt finished are not run again;
@@ -124,7 +126,7 @@ export function planResume(
           last.agentId,
           !needsRerun(last),
         ))
-      : asked;
+      : (asked ?? cancelledRetrySource(paths, lines));
     if (!needsRerun(last) && retryOf === undefined && !unfinishedRetry) {
       kept += 1;
       continue;
@@ -394,6 +396,27 @@ function forkedFrom(
   } catch {
     return undefined;
   }
+}
+
+/**
+ * When the last of `lines` (an entry's, oldest first) is a retry that ended `Failed(cancelled)` (a
+ * Ctrl-C during `troupe resume --retry-failed`): the attempt it retried, the newest earlier one
+ * whose line is final and whose journal the cancelled one's is a fork of (or that holds nothing
+ * yet: only a retry follows a final line). The next attempt retries
+ * that one again, as the next attempt after a cancelled first attempt starts where that one
+ * started; undefined otherwise.
+ */
+function cancelledRetrySource(paths: RunDirPaths, lines: readonly ResumeLine[]): string | undefined {
+  const last = lines.at(-1);
+  if (last === undefined || last.status !== 'failed' || last.reason !== 'cancelled') return undefined;
+  const source = lines.findLast((line) => line.attempt < last.attempt && !needsRerun(line));
+  if (source === undefined) return undefined;
+  return forkedFrom(
+    journalFile(paths, last.agentId),
+    journalFile(paths, source.agentId),
+    source.agentId,
+    true,
+  );
 }
 
 /**

@@ -148,3 +148,51 @@ describe('troupe resume (no --retry-failed) of a run killed mid-retry', () => {
     ]);
   });
 });
+
+describe('troupe resume of a run whose retry a Ctrl-C cancelled', () => {
+  it('retries the failed attempt again, as a cancelled first attempt starts again, not from scratch', async () => {
+    const { runPlan, writer, run, definitions, lines } = await retriedRun();
+    // What a first Ctrl-C during the retry writes: its line says Failed(cancelled).
+    const [first, second] = readFileSync(writer.paths.results, 'utf8').split('\n');
+    const {
+      result: _result,
+      answer: _answer,
+      ...retry
+    } = JSON.parse(second ?? '{}') as Record<string, unknown>;
+    const cancelled = {
+      ...retry,
+      status: 'failed',
+      reason: 'cancelled',
+      error: { code: 'cancelled', message: 'cancelled by the user' },
+    };
+    writeFileSync(writer.paths.results, `${first}\n${JSON.stringify(cancelled)}\n`);
+
+    const decision = planResume(runPlan, writer.paths, readResults(writer.paths.results));
+    // Without the fix `-r3` started afresh: the failed attempt's finished work ran again.
+    expect(decision.work).toEqual([
+      expect.objectContaining({
+        agentId: `${run.agentId}-r3`,
+        attempt: 3,
+        resume: false,
+        retryOf: run.agentId,
+      }),
+    ]);
+    await new FanoutSession({
+      plan: runPlan,
+      writer,
+      work: decision.work,
+      kind: 'resume',
+      definitions,
+      existing: readResults(writer.paths.results),
+    }).run();
+    const after = readResults(writer.paths.results);
+    expect(after.map((line) => [line.agentId, line.status])).toEqual([
+      [run.agentId, 'failed'],
+      [`${run.agentId}-r2`, 'failed'],
+      [`${run.agentId}-r3`, 'completed'],
+    ]);
+    // A fork of the failed attempt, as the cancelled retry was.
+    expect(after[2]?.inherited).toEqual(lines[1]?.inherited);
+    expect(after[2]?.inherited).toBeDefined();
+  });
+});
