@@ -151,7 +151,8 @@ export function planResume(
     if (line) recovered.push(line);
     // A retry cut off earlier continues its own journal, or forks it if it was cut off before that.
     else {
-      if (events.length > 0 && retryOf === undefined) resumed.set(agentId, events);
+      // A retry adopts as a first attempt does: from its own journal (a fork, and what it did since).
+      if (events.length > 0) resumed.set(agentId, events);
       work.push({
         run,
         agentId,

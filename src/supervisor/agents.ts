@@ -451,31 +451,36 @@ export class Agents {
     );
   }
 
-  /** Forks the journal a retry continues, then runs the record. */
+  /**
+   * Forks the journal a retry continues, then runs the record, after adopting what its journal
+   * shows of its children when it resumes one (a retry always does: its fork, or its own journal
+   * when a retry cut off earlier is resumed).
+   */
   #continue(record: AgentRecord): void {
     if (record.state !== 'pending') return;
     const { retryOf } = record;
-    if (retryOf === undefined && record.spec.resume) {
-      // Only a resume reads journals here: what the stopped supervisor knew of the agent's children.
-      this.#adopt(record).then(
-        () => this.#run(record),
-        // Unreadable journals (damaged, gone): it runs as it did before adoption existed, its
-        // cut-off calls recorded as interrupted.
-        () => this.#run(record),
-      );
-      return;
-    }
     if (retryOf === undefined) {
-      this.#run(record);
+      if (record.spec.resume) this.#adoptThenRun(record);
+      else this.#run(record);
       return;
     }
     this.engine.forkJournal(retryOf, record.id).then(
       (forked) => {
         if (forked.requests > 0) record.inherited = { usage: forked.usage, costUsd: knownCost(forked) };
         record.spec.resume = true;
-        this.#run(record);
+        this.#adoptThenRun(record);
       },
       (error: unknown) => this.#fail(record, 'crashed', serializeError(error)),
+    );
+  }
+
+  /** Only a resume reads journals here: what the stopped supervisor knew of the agent's children. */
+  #adoptThenRun(record: AgentRecord): void {
+    this.#adopt(record).then(
+      () => this.#run(record),
+      // Unreadable journals (damaged, gone): it runs as it did before adoption existed, its
+      // cut-off calls recorded as interrupted.
+      () => this.#run(record),
     );
   }
 

@@ -42,8 +42,9 @@ export interface SpawnOptions {
   /**
    * Id of an agent that failed (or ended) whose journal this one continues: its events up to its
    * end are copied under this agent's id, and this agent resumes from them, so the tool calls it
-   * finished are not run again. The other agent's journal is left as it was. Used to retry failed
-   * agents (`troupe resume --retry-failed`).
+   * finished are not run again, and the children its journal shows are adopted as `resume` adopts
+   * them (the fork's, and a retry's own when a retry cut off earlier is resumed). The other agent's
+   * journal is left as it was. Used to retry failed agents (`troupe resume --retry-failed`).
    */
   readonly retryOf?: string;
   /**

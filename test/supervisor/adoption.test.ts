@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ChildStart } from '../../src/engines/engine.ts';
 import type { AuditEvent, AuditEventInput, EventOf } from '../../src/journal/events.ts';
+import { forkedInputs, writeFork } from '../../src/journal/fork.ts';
 import { readJournal } from '../../src/journal/reader.ts';
 import { verifyJournalFile } from '../../src/journal/verify.ts';
 import { JournalWriter } from '../../src/journal/writer.ts';
@@ -407,6 +408,41 @@ describe('a parent resumed in a new supervisor, leaving no descendant unfinished
       { type: 'Failed', reason: 'cancelled', error: { fields: { parentId } } },
     ]);
     expect(readFileSync(journalOf(journalDir, first), 'utf8')).toBe(firstBefore);
+  });
+});
+
+describe('a retry of a parent, resumed in a new supervisor', () => {
+  it('adopts the children its journal names, as a first attempt resumed does', async () => {
+    const journalDir = tempDir();
+    const { definition, parentId, first, second } = await finishedRun(journalDir);
+    // The parent failed while it awaited (its end does not matter here), and its retry, a fork of
+    // its journal up to there, was killed before it ran on: the first child had finished, the
+    // second had only started.
+    cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.name === 'await_agents');
+    cutAfter(journalOf(journalDir, second), (e) => e.type === 'Started');
+    const retryId = `${parentId}-r2`;
+    const writer = JournalWriter.open(journalOf(journalDir, retryId));
+    writeFork(writer, forkedInputs(eventsOf(journalDir, parentId), retryId));
+    writer.close();
+    const firstBefore = readFileSync(journalOf(journalDir, first), 'utf8');
+
+    const outcome = await supervisorFor(journalDir).spawn(definition, {
+      id: retryId,
+      task: SPLIT,
+      resume: true,
+      retryOf: parentId,
+    }).result;
+
+    // Without adoption the retry's await_agents knew none of its children.
+    expect(outcome).toMatchObject({
+      status: 'completed',
+      result: { awaited: [`${first}:completed`, `${second}:completed`].sort() },
+    });
+    expect(readFileSync(journalOf(journalDir, first), 'utf8')).toBe(firstBefore);
+    const secondEvents = eventsOf(journalDir, second);
+    expect(secondEvents.filter((e) => e.type === 'Resumed')).toHaveLength(1);
+    expect(terminals(secondEvents)).toMatchObject([{ type: 'Completed' }]);
+    expect(readdirSync(journalDir)).toHaveLength(4);
   });
 });
 
