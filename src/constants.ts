@@ -104,9 +104,12 @@ export const DEFAULT_APPROVAL_TIMEOUT_MS = 600_000;
 export const MAX_KEPT_HOST_CALLS = 64;
 /**
  * Journals a parent resumed in a new supervisor (`troupe resume`, `spawn(..., { resume: true })`)
- * reads at most, looking for the child of a `spawn_agent` call its journal shows cut off: the
+ * examines at most, looking for the child of a `spawn_agent` call its journal shows cut off: the
  * child's id is in no result of the parent's, only in the child's own `Started`. Only the first
- * line of each is read (see {@link MAX_ADOPTION_SCAN_BYTES}), and only when such a call exists.
+ * line of each is read (see {@link MAX_ADOPTION_SCAN_BYTES}), and only when such a call exists. On
+ * the threads engine it counts the journals naming that parent (each journal's ids are read once
+ * per engine, src/engines/threads/child-index.ts); on redis, the streams scanned. `troupe resume`'s
+ * search for nested agents reads at most this many journals that are not plan entries' or judges'.
  */
 export const MAX_ADOPTION_SCAN_JOURNALS = 10_000;
 /**

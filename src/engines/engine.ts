@@ -32,7 +32,10 @@ import type { EngineEvents } from './events.ts';
 
 /** How far {@link Engine.childStarts} reads. */
 export interface JournalScanBounds {
-  /** Journals read at most. */
+  /**
+   * Journals examined at most: on threads, those naming the parent (every journal's ids are read
+   * once per engine, by the first search); on redis, the streams scanned.
+   */
   readonly maxJournals: number;
   /** Bytes of each journal's first line parsed whole at most (to learn a child's agent and task). */
   readonly maxBytes: number;
@@ -235,8 +238,8 @@ export interface Engine {
    * The journals it holds whose `Started` names `parentId` as their parent: what a parent resumed
    * in a new supervisor looks for when its journal shows a `spawn_agent` call cut off (the child's
    * id is only in the child's journal). Reads the first line of at most `bounds.maxJournals`
-   * journals: parsed whole up to `bounds.maxBytes`, a longer one scanned for its ids only up to
-   * `bounds.maxHeadBytes`; says which it did not examine. Absent on an engine that cannot list its
+   * journals (see {@link JournalScanBounds.maxJournals}): parsed whole up to `bounds.maxBytes`, a
+   * longer one scanned for its ids only up to `bounds.maxHeadBytes`; says which it did not examine. Absent on an engine that cannot list its
    * journals: such a call is then recorded as interrupted.
    */
   childStarts?(parentId: string, bounds: JournalScanBounds): Promise<ChildStarts>;

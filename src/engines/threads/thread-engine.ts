@@ -14,15 +14,14 @@
  * `restart.maxRetries` charged deaths it fails with its own cause. Bystanders restart without
  * using their cap (up to `maxBystanderRestarts` times).
  */
-import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { MessagePort } from 'node:worker_threads';
 import { describeValue, type SerializedError, SystemError, serializeError, UserError } from '../../errors.ts';
 import type { AuditEvent } from '../../journal/events.ts';
 import { forkedInputs, forkedTotals, writeFork } from '../../journal/fork.ts';
-import { readFirstEvent, readJournal } from '../../journal/reader.ts';
+import { readJournal } from '../../journal/reader.ts';
 import { onSecretValues } from '../../journal/redact.ts';
-import { readStartedHead } from '../../journal/started-head.ts';
 import type { UsageTotals } from '../../journal/usage.ts';
 import { JournalWriter } from '../../journal/writer.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
@@ -39,7 +38,6 @@ import { MAX_PROVIDER_PAUSE_MS } from '../../providers/constants.ts';
 import { COMPLETE_TASK, WAIT_FOR_INSTRUCTION } from '../../tools/builtin/orchestration.ts';
 import { ForwardedSecrets } from '../actor/forwarded-secrets.ts';
 import type {
-  ChildStart,
   ChildStarts,
   Engine,
   EngineContext,
@@ -48,10 +46,10 @@ import type {
   EngineOptions,
   JournalScanBounds,
 } from '../engine.ts';
-import { childStartOf } from '../engine.ts';
 import { Admission } from './admission.ts';
 import { AdmissionServer } from './admission-server.ts';
 import { culpritProviders, pendingWorkOf } from './blame.ts';
+import { ChildJournalIndex } from './child-index.ts';
 import { HostPool, type HostRecord } from './host-pool.ts';
 import { InboxServer } from './inbox-server.ts';
 import { journalEnd, journalOutcome } from './journal-end.ts';
@@ -120,6 +118,8 @@ export class ThreadEngine implements Engine {
   readonly #host: EngineHost;
   /** Credentials registered in hosts' threads (forwarded-secrets.ts). */
   readonly #secrets = new ForwardedSecrets();
+  /** The journals' ids by the parent they name, read once each (made by the first search). */
+  #childIndex: ChildJournalIndex | undefined;
   readonly #context: EngineContext;
   readonly #agents = new Map<string, ThreadAgent>();
   readonly #queue: ThreadAgent[] = [];
@@ -328,36 +328,8 @@ export class ThreadEngine implements Engine {
   }
 
   async childStarts(parentId: string, bounds: JournalScanBounds): Promise<ChildStarts> {
-    const dir = this.#options.journalDir;
-    let files: string[];
-    try {
-      files = readdirSync(dir).filter((file) => file.endsWith('.jsonl'));
-    } catch {
-      return { starts: [], notExamined: [] };
-    }
-    // Only lines that name the parent are parsed: a run directory holds thousands of journals.
-    const names = `"parentId":${JSON.stringify(parentId)}`;
-    const starts: ChildStart[] = [];
-    const notExamined: string[] = [];
-    for (const [read, file] of files.entries()) {
-      if (read >= bounds.maxJournals) {
-        notExamined.push(...files.slice(read).map((name) => path.join(dir, name)));
-        break;
-      }
-      const full = path.join(dir, file);
-      const first = readFirstEvent(full, bounds.maxBytes, (line) => line.includes(names));
-      if (first !== undefined) {
-        if (first.type === 'Started' && first.parentId === parentId)
-          starts.push(childStartOf(first.agentId, first.spawnCallId, first.definition.name, first.task));
-        continue;
-      }
-      // Refused, unreadable, or longer than maxBytes: only a long one is read again, for its ids.
-      if (!longerThan(full, bounds.maxBytes)) continue;
-      const head = readStartedHead(full, bounds.maxHeadBytes);
-      if (head === 'too_long') notExamined.push(full);
-      else if (head?.parentId === parentId) starts.push(childStartOf(head.agentId, head.spawnCallId));
-    }
-    return { starts, notExamined };
+    this.#childIndex ??= new ChildJournalIndex(this.#options.journalDir);
+    return this.#childIndex.childStarts(parentId, bounds);
   }
 
   async endJournal(agentId: string, outcome: AgentOutcome): Promise<AgentOutcome> {
@@ -925,14 +897,5 @@ function killOrphans(targets: ReadonlySet<number> | undefined): void {
     } catch {
       // Already gone.
     }
-  }
-}
-
-/** Whether the file at `file` holds more than `bytes` (false when it cannot be read). */
-function longerThan(file: string, bytes: number): boolean {
-  try {
-    return statSync(file).size > bytes;
-  } catch {
-    return false;
   }
 }
