@@ -38,7 +38,7 @@ import { readStartedHead, type StartedHead } from '../journal/started-head.ts';
 import { knownCost } from '../journal/usage.ts';
 import { JournalWriter } from '../journal/writer.ts';
 import type { FailureReason } from '../loop/types.ts';
-import { cutOffChildren, orphanOutcome, parentJournal, spawnedChildren } from '../supervisor/adoption.ts';
+import { adoptedChildren, orphanOutcome } from '../supervisor/adoption.ts';
 import type { ResumeLine } from './result-store.ts';
 import { metadataMember, needsRerun, type ResultLine } from './results.ts';
 import { journalFile, type RunDirPaths } from './run-dir.ts';
@@ -296,10 +296,7 @@ function adoptions(
   return (parentId, events) => {
     const known = memo.get(parentId);
     if (known !== undefined) return known;
-    const taken = new Set(spawnedChildren(events).map((child) => child.agentId));
-    const cutOff = parentJournal(events)?.cutOffSpawns ?? [];
-    for (const { started } of cutOffChildren(cutOff, byParent.get(parentId) ?? [], taken))
-      taken.add(started.agentId);
+    const taken = adoptedChildren(events, byParent.get(parentId) ?? []);
     memo.set(parentId, taken);
     return taken;
   };

@@ -187,6 +187,20 @@ export function cutOffChildren(
 }
 
 /**
+ * The agents a resumed parent's adoption takes, of those whose journals name it (`starts`): the
+ * children its `spawn_agent` results name, and the children of its cut-off calls among `starts`
+ * ({@link cutOffChildren}). `events` is its journal. An unfinished one among `starts` that is not
+ * taken is an orphan: the Supervisor's adoption and `troupe resume` (src/run-dir/resume-plan.ts)
+ * both end it ({@link orphanOutcome}).
+ */
+export function adoptedChildren(events: readonly AuditEvent[], starts: readonly ChildStart[]): Set<string> {
+  const taken = new Set(spawnedChildren(events).map((child) => child.agentId));
+  const cutOff = parentJournal(events)?.cutOffSpawns ?? [];
+  for (const { started } of cutOffChildren(cutOff, starts, taken)) taken.add(started.agentId);
+  return taken;
+}
+
+/**
  * The outcome of a resumed tree's descendant that nothing runs or awaits any more (its parent had
  * ended, or is such an orphan itself) while its journal does not end: `Failed(cancelled)`, with
  * `error.fields.parentId`. `troupe resume` and a resumed parent's adoption end it the same way.
@@ -208,7 +222,7 @@ export const ADOPTION_SCAN_WARNING_CODE = 'TROUPE_ADOPTION_SCAN_INCOMPLETE';
 export function warnNotExamined(parentId: string, names: readonly string[]): void {
   const shown = names.slice(0, 5).join(', ');
   process.emitWarning(
-    `Resuming ${parentId}: ${names.length} journal(s) were not examined for the children of its cut-off spawn_agent calls (past ${MAX_ADOPTION_SCAN_JOURNALS} journals, or whose ids lie past ${MAX_STARTED_HEAD_BYTES} bytes): ${shown}${names.length > 5 ? ', ...' : ''}. A child among them is neither adopted nor ended, and its call is recorded as interrupted.`,
+    `Resuming ${parentId}: ${names.length} journal(s) were not examined for its children (of its cut-off spawn_agent calls, or unfinished ones it does not adopt, to end) (past ${MAX_ADOPTION_SCAN_JOURNALS} journals, or whose ids lie past ${MAX_STARTED_HEAD_BYTES} bytes): ${shown}${names.length > 5 ? ', ...' : ''}. A child among them is neither adopted nor ended, and its call is recorded as interrupted.`,
     { type: 'TroupeWarning', code: ADOPTION_SCAN_WARNING_CODE },
   );
 }

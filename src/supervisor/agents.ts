@@ -18,7 +18,7 @@ import {
 } from '../constants.ts';
 import type { AgentDefinition } from '../definition/types.ts';
 import { createEngine } from '../engines/create-engine.ts';
-import type { Engine, EngineHost } from '../engines/engine.ts';
+import type { ChildStart, Engine, EngineHost } from '../engines/engine.ts';
 import { describeValue, type SerializedError, serializeError, UserError } from '../errors.ts';
 import { type AuditEvent, isTerminal } from '../journal/events.ts';
 import { knownCost } from '../journal/usage.ts';
@@ -46,6 +46,7 @@ import { prepareModelSettings } from '../providers/model-settings.ts';
 import { addUsage, ZERO_USAGE } from '../providers/receipt.ts';
 import type { AgentTracing } from '../telemetry/agent-tracing.ts';
 import {
+  adoptedChildren,
   cutOffChildren,
   instructionOf,
   type KnownChild,
@@ -494,25 +495,23 @@ export class Agents {
   async #adopt(record: AgentRecord): Promise<void> {
     const events = await this.engine.journal(record.id);
     const parent = parentJournal(events);
+    const at = { id: record.id, depth: record.spec.depth };
     if (parent === undefined) {
       // It had ended: it only reports its outcome, and its unfinished descendants are orphans.
       if (events.some(isTerminal)) {
         const scan = { left: MAX_ADOPTION_SCAN_JOURNALS };
-        await this.#holdChildren(record, { id: record.id, depth: record.spec.depth }, events, scan);
+        await this.#holdChildren(record, at, spawnedChildren(events), scan);
+        if (hasEnded(record)) return;
+        await this.#endUnadopted(record, events, await this.#childStarts(record.id, false), scan);
       }
       return;
     }
     const children = [...parent.children];
     const known = new Set(children.map((child) => child.agentId));
     const spawnedBy: { callId: string; agentId: string; agent: string }[] = [];
-    if (parent.cutOffSpawns.length > 0 && this.engine.childStarts !== undefined) {
-      const found = await this.engine.childStarts(record.id, {
-        maxJournals: MAX_ADOPTION_SCAN_JOURNALS,
-        maxBytes: MAX_ADOPTION_SCAN_BYTES,
-        maxHeadBytes: MAX_STARTED_HEAD_BYTES,
-      });
-      if (found.notExamined.length > 0) warnNotExamined(record.id, found.notExamined);
-      for (const { call, started } of cutOffChildren(parent.cutOffSpawns, found.starts, known)) {
+    const found = await this.#childStarts(record.id, parent.cutOffSpawns.length > 0);
+    if (parent.cutOffSpawns.length > 0) {
+      for (const { call, started } of cutOffChildren(parent.cutOffSpawns, found, known)) {
         const agent = typeof call.args.agent === 'string' ? call.args.agent : (started.agent ?? 'unknown');
         children.push({ agentId: started.agentId, agent, args: call.args });
         known.add(started.agentId);
@@ -534,6 +533,8 @@ export class Agents {
       await this.#adoptChild(record, child, sent, scan);
     }
     if (hasEnded(record)) return;
+    await this.#endUnadopted(record, events, found, scan);
+    if (hasEnded(record)) return;
     for (const { callId, agentId, agent } of spawnedBy)
       keepOutcome(record, callId, Promise.resolve(spawnedOutcome(agentId, agent)));
     // Delivered again above to a child that goes on: queued, whether or not the stop came first.
@@ -549,6 +550,45 @@ export class Agents {
     }
     for (const { callId, args } of parent.cutOffAwaits)
       runHostTool(this.#hostToolContext(callId), record.id, AWAIT_AGENTS, args, { callId }).catch(() => {});
+  }
+
+  /**
+   * The journals naming `parentId` as their parent (`Engine.childStarts`), warning of those its
+   * bounds left unread. Searched for a cut-off `spawn_agent`'s child (`cutOff`), and on the threads
+   * engine always, for the unfinished children its adoption does not take ({@link #endUnadopted}):
+   * it indexes its journals once, where the redis engine would scan its streams for each resumed
+   * agent (and `troupe resume` reads no redis journals either).
+   */
+  async #childStarts(parentId: string, cutOff: boolean): Promise<ChildStart[]> {
+    if (this.engine.childStarts === undefined || (!cutOff && this.engine.backend !== 'threads')) return [];
+    const found = await this.engine.childStarts(parentId, {
+      maxJournals: MAX_ADOPTION_SCAN_JOURNALS,
+      maxBytes: MAX_ADOPTION_SCAN_BYTES,
+      maxHeadBytes: MAX_STARTED_HEAD_BYTES,
+    });
+    if (found.notExamined.length > 0) warnNotExamined(parentId, found.notExamined);
+    return found.starts;
+  }
+
+  /**
+   * Ends the unfinished agents among `starts` (journals naming resumed `record`, whose journal is
+   * `events`) that its adoption does not take ({@link adoptedChildren}: a program's `spawn` with
+   * `parent`, or a child whose spawn_agent call its journal lost): nothing would resume or await
+   * them, so they are orphans, ended and held as {@link #holdChildren} ends one, as `troupe resume`
+   * ends them. Finished ones are left as they are.
+   */
+  async #endUnadopted(
+    record: AgentRecord,
+    events: readonly AuditEvent[],
+    starts: readonly ChildStart[],
+    scan: { left: number },
+  ): Promise<void> {
+    const taken = adoptedChildren(events, starts);
+    const unadopted = starts
+      .filter((started) => !taken.has(started.agentId))
+      .map((started) => ({ agentId: started.agentId, agent: started.agent, args: undefined }));
+    if (unadopted.length === 0) return;
+    await this.#holdChildren(record, { id: record.id, depth: record.spec.depth }, unadopted, scan, true);
   }
 
   /** Holds one child of a resumed `parent`: ended with its recorded outcome, or resumed (or started). */
@@ -646,20 +686,22 @@ export class Agents {
       });
       this.#emitter.emit('agent:failed', { ...ref, outcome });
     }
-    await this.#holdChildren(root, { id, depth }, events, scan);
+    await this.#holdChildren(root, { id, depth }, spawnedChildren(events), scan);
   }
 
   /**
-   * Holds the children `events` (the journal of `parent`, which has ended) shows it spawned, as
-   * {@link #holdEnded} does: finished ones with their outcomes, unfinished ones (orphans) ended.
+   * Holds `children` of `parent` (those the journal of an ended `parent` shows it spawned), as
+   * {@link #holdEnded} does: finished ones with their outcomes (unless `orphansOnly`), unfinished
+   * ones (orphans) ended.
    */
   async #holdChildren(
     root: AgentRecord,
     parent: { readonly id: string; readonly depth: number },
-    events: readonly AuditEvent[],
+    children: readonly KnownChild[],
     scan: { left: number },
+    orphansOnly = false,
   ): Promise<void> {
-    for (const child of spawnedChildren(events)) {
+    for (const child of children) {
       if (scan.left <= 0 || hasEnded(root)) return;
       if (this.records.has(child.agentId)) continue;
       scan.left -= 1;
@@ -669,6 +711,7 @@ export class Agents {
       const name = child.agent ?? childStarted?.definition.name;
       if (name === undefined) continue;
       const orphan = !childEvents.some(isTerminal);
+      if (!orphan && orphansOnly) continue;
       if (orphan) {
         // Never started (no journal): nothing to end. Otherwise ended here, once.
         if (childStarted === undefined || this.engine.endJournal === undefined) continue;

@@ -33,7 +33,8 @@ export interface SpawnOptions {
    * an agent whose journal stream has events.) An unfinished agent's children are adopted from
    * their journals (docs/host-channels.md): finished ones keep their outcomes, unfinished ones are
    * resumed, and an unfinished descendant under a finished child (or under the agent itself, when
-   * its journal had ended), which nothing would await, has its journal ended `Failed(cancelled)`
+   * its journal had ended, or one whose journal names it as parent but that it does not adopt: on
+   * the threads engine), which nothing would await, has its journal ended `Failed(cancelled)`
    * (`error.fields.parentId`) and is reported by `agent:spawned` and `agent:failed`, as
    * `troupe resume` ends one.
    * @default false

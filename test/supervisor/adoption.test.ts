@@ -411,6 +411,31 @@ describe('a parent resumed in a new supervisor, leaving no descendant unfinished
   });
 });
 
+describe('a parent resumed in a new supervisor, with an unfinished child its journal does not name', () => {
+  it.each([
+    ['runs again (no spawn_agent call of it cut off)', true],
+    ['had ended', false],
+  ])('ends that child Failed(cancelled) when the parent %s, as troupe resume does', async (_name, cut) => {
+    const journalDir = tempDir();
+    const { definition, parentId, second } = await finishedRun(journalDir);
+    if (cut)
+      cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.name === 'await_agents');
+    // A child of the parent's that its journal does not name (a program's spawn with `parent`),
+    // killed mid-run: nothing will await it.
+    rewriteAs(journalOf(journalDir, second), journalOf(journalDir, 'stray'), 'stray', parentId);
+    cutAfter(journalOf(journalDir, 'stray'), (e) => e.type === 'Started');
+
+    const outcome = await resume(journalDir, definition, parentId).result;
+
+    expect(outcome).toMatchObject({ status: 'completed' });
+    // Without the fix only troupe resume ended it; the library path left its journal open.
+    expect(terminals(eventsOf(journalDir, 'stray'))).toMatchObject([
+      { type: 'Failed', reason: 'cancelled', error: { fields: { parentId } } },
+    ]);
+    expect(verifyJournalFile(journalOf(journalDir, 'stray')).ok).toBe(true);
+  });
+});
+
 describe('a retry of a parent, resumed in a new supervisor', () => {
   it('adopts the children its journal names, as a first attempt resumed does', async () => {
     const journalDir = tempDir();
