@@ -11,7 +11,8 @@ import { BpeCounter, type TokenCounter } from '../projection/token-counter.ts';
 import { asCount } from '../providers/json-shapes.ts';
 import { costOf } from '../providers/pricing.ts';
 import { BAD_PORT_ERRNO } from '../providers/provider-error.ts';
-import { ZERO_USAGE } from '../providers/receipt.ts';
+import { addUsage, ZERO_USAGE } from '../providers/receipt.ts';
+import { attemptsOf, type RetriedAttempts } from '../providers/request-attempts.ts';
 import type { Receipt, Usage, UsageSide } from '../providers/types.ts';
 import type { RunContext } from './context.ts';
 
@@ -38,12 +39,60 @@ export interface RequestOutput {
  * `usage.estimated` is set. When it reported one side readably and not the other (the provider
  * marks the side it filled in with `usage.estimatedSide`; a provider module's unreadable count is
  * found here), only that side is counted so, the reported side is kept, and `estimatedSide` says
- * which was estimated; output the provider marked estimated is counted at least its
- * `reportedOutputTokens` (what the server had counted when the response broke off). A request
- * that failed before any answer used nothing. Cost: the provider's
- * when it priced the request, else the model's price, else unknown (`costUsd` undefined).
+ * which was estimated; output the provider marked estimated is counted at least what the server
+ * had counted when the response broke off. A request that failed before any answer used nothing.
+ * Cost: the provider's when it priced the request, else the model's price, else unknown
+ * (`costUsd` undefined).
+ *
+ * A request retried after its server had an attempt (a stream that broke off) is charged for each
+ * such attempt too (request-attempts.ts): as it reported, or estimated like a request without
+ * usage (input from the request's exact input, output at ESTIMATED_CHARS_PER_TOKEN of what it
+ * streamed); only the last attempt is counted from the text the loop saw.
  */
 export function requestReceipt(run: RunContext, receipt: Receipt, output: RequestOutput): Receipt {
+  const attempts = attemptsOf(receipt);
+  const floor = attempts?.lastReportedOutput;
+  if (attempts?.retried === undefined) return attemptReceipt(run, receipt, output, floor);
+  const lastOnly = extend(receipt, {
+    usage: attempts.last ?? ZERO_USAGE,
+    requestsWithoutUsage: attempts.last === undefined ? 1 : 0,
+    httpStatus: attempts.lastHttpStatus,
+    costUsd: undefined,
+  });
+  const last = attemptReceipt(
+    run,
+    lastOnly,
+    attempts.lastUnsent ? extend(output, { unsent: true }) : output,
+    floor,
+  );
+  const retried = retriedUsage(run, attempts.retried);
+  const retriedCost = priced(run, retried);
+  return extend(receipt, {
+    usage: addUsage(retried, last.usage),
+    costUsd: last.costUsd === undefined || retriedCost === undefined ? undefined : last.costUsd + retriedCost,
+  });
+}
+
+/** What a request's retried attempts used: as reported, each that reported nothing estimated. */
+function retriedUsage(run: RunContext, retried: RetriedAttempts): Usage {
+  if (retried.withoutUsage === 0) return retried.usage ?? ZERO_USAGE;
+  const estimated: Usage = {
+    inputTokens: retried.withoutUsage * (run.fixedUsageTokens + inputTokens(run)),
+    outputTokens: Math.ceil(retried.withoutUsageChars / ESTIMATED_CHARS_PER_TOKEN),
+    cachedInputTokens: 0,
+    reasoningTokens: 0,
+    estimated: true,
+  };
+  return retried.usage === undefined ? estimated : addUsage(retried.usage, estimated);
+}
+
+/** {@link requestReceipt} of one attempt; `floor`: what its server had counted of its output. */
+function attemptReceipt(
+  run: RunContext,
+  receipt: Receipt,
+  output: RequestOutput,
+  floor: number | undefined,
+): Receipt {
   // A provider module's counts are checked like a server's (see asCount): a negative or endless
   // one would take the agent's and the run's spend below their budgets, or make it Infinity.
   const reported = (receipt.requestsWithoutUsage ?? 0) === 0;
@@ -76,8 +125,8 @@ export function requestReceipt(run: RunContext, receipt: Receipt, output: Reques
     }
     // A response that broke off after its server counted some output (a running total, then more
     // text, then nothing): at least that count, whatever the text seen counts to.
-    if (isEstimated(usage, 'output'))
-      estimatedOutput = Math.max(estimatedOutput, asCount(usage.reportedOutputTokens) ?? 0);
+    if (isEstimated(usage, 'output') && floor !== undefined)
+      estimatedOutput = Math.max(estimatedOutput, floor);
   }
   const side = inputRead ? 'output' : outputRead ? 'input' : undefined;
   const estimated: Usage = {

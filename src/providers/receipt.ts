@@ -7,6 +7,7 @@ import {
 } from './constants.ts';
 import { estimateTokens } from './estimate.ts';
 import { costOf, type ModelPrice } from './pricing.ts';
+import { noteReportedOutput } from './request-attempts.ts';
 import type { Receipt, RetryRecord, Usage, UsageSide } from './types.ts';
 
 /** Usage with every count at zero. */
@@ -30,12 +31,6 @@ export function addUsage(a: Usage, b: Usage): Usage {
       : b.estimated !== true || a.estimatedSide === b.estimatedSide
         ? a.estimatedSide
         : undefined;
-  // A sum whose output is estimated keeps the output the server reported of it: an estimated
-  // part's floor, a reported part's whole count.
-  const floor =
-    side === 'output' && (a.reportedOutputTokens !== undefined || b.reportedOutputTokens !== undefined)
-      ? reportedOutputOf(a) + reportedOutputOf(b)
-      : undefined;
   return {
     inputTokens: a.inputTokens + b.inputTokens,
     outputTokens: a.outputTokens + b.outputTokens,
@@ -43,14 +38,7 @@ export function addUsage(a: Usage, b: Usage): Usage {
     reasoningTokens: a.reasoningTokens + b.reasoningTokens,
     ...(estimated ? { estimated: true } : {}),
     ...(estimated && side !== undefined ? { estimatedSide: side } : {}),
-    ...(floor === undefined ? {} : { reportedOutputTokens: floor }),
   };
-}
-
-/** The output tokens the server reported of `usage`: all when none was estimated. */
-function reportedOutputOf(usage: Usage): number {
-  if (usage.estimated !== true) return usage.outputTokens;
-  return usage.estimatedSide === 'output' ? (usage.reportedOutputTokens ?? 0) : 0;
 }
 
 /** Usage as a server sent it: a side it left unreadable is undefined (see `asCount`). */
@@ -176,9 +164,9 @@ export function completeUsage(
  * The usage of an attempt that failed after its server reported some (a stream that broke after
  * Anthropic's `message_start`): the reported input is kept and the output is marked estimated
  * (`estimatedSide: 'output'`), at least what was reported and what `outputEstimate` counts from
- * the streamed output, since the count so far is not the final one; what was reported stays as
- * `reportedOutputTokens`, the floor of the loop's own count. Undefined without a readable
- * input count: the request then counts as one without usage.
+ * the streamed output, since the count so far is not the final one; what was reported is noted
+ * (`reportedOutputOf`), the floor of the loop's own count. Undefined without a readable input
+ * count: the request then counts as one without usage.
  */
 export function failedAttemptUsage(
   reported: ReportedUsage | undefined,
@@ -187,15 +175,15 @@ export function failedAttemptUsage(
   const input = reported?.inputTokens;
   if (reported === undefined || input === undefined) return undefined;
   const outputTokens = Math.max(reported.outputTokens ?? 0, outputEstimate);
-  return {
+  const usage: Usage = {
     inputTokens: input,
     outputTokens,
     cachedInputTokens: Math.min(reported.cachedInputTokens, input),
     reasoningTokens: Math.min(reported.reasoningTokens, outputTokens),
     estimated: true,
     estimatedSide: 'output',
-    ...(reported.outputTokens === undefined ? {} : { reportedOutputTokens: reported.outputTokens }),
   };
+  return reported.outputTokens === undefined ? usage : noteReportedOutput(usage, reported.outputTokens);
 }
 
 /** What {@link responseUsage} and {@link brokenResponseUsage} read of a request (an `HttpRequest`). */
@@ -248,6 +236,8 @@ export class ReceiptBuilder {
   #requests = 0;
   #usage: Usage = ZERO_USAGE;
   #requestsWithUsage = 0;
+  /** The attempt in flight reported usage: its request, once it ends, is one with usage. */
+  #attemptReported = false;
   #latencyMs = 0;
   #httpStatus: number | undefined;
   #retries = 0;
@@ -269,16 +259,21 @@ export class ReceiptBuilder {
     this.#startedAt = now();
   }
 
-  /** Counts one model request and the time it took. */
+  /**
+   * Counts one model request and the time it took; it is one with usage when its last attempt
+   * reported some.
+   */
   addRequest(latencyMs: number): void {
     this.#requests += 1;
     this.#latencyMs += latencyMs;
+    if (this.#attemptReported) this.#requestsWithUsage += 1;
+    this.#attemptReported = false;
   }
 
-  /** Adds the usage one request reported. */
+  /** Adds the usage an attempt of the request in flight reported. */
   addUsage(usage: Usage): void {
     this.#usage = addUsage(this.#usage, usage);
-    this.#requestsWithUsage += 1;
+    this.#attemptReported = true;
   }
 
   setHttpStatus(status: number): void {
@@ -288,6 +283,7 @@ export class ReceiptBuilder {
   /** Counts a retried attempt; with `detail`, describes it in `retryLog` (the first RETRY_LOG_MAX). */
   addRetry(detail?: Omit<RetryRecord, 'atMs'>): void {
     this.#retries += 1;
+    this.#attemptReported = false;
     if (detail !== undefined && this.#retryLog.length < RETRY_LOG_MAX)
       this.#retryLog.push({ atMs: Math.round(this.#now() - this.#startedAt), ...detail });
   }

@@ -15,6 +15,7 @@ import {
   serializeError,
   UserError,
 } from '../errors.ts';
+import { extend } from '../objects.ts';
 import {
   DEFAULT_MAX_OUTPUT_CHARS,
   MAX_TOOL_CALLS_PER_RESPONSE,
@@ -23,8 +24,9 @@ import {
 import { EventQueue } from './event-queue.ts';
 import type { ModelPrice } from './pricing.ts';
 import { providerError } from './provider-error.ts';
-import { ReceiptBuilder } from './receipt.ts';
-import type { RetryRecord, StopReason, ToolCall, Turn, TurnEvent, Usage } from './types.ts';
+import { addUsage, ReceiptBuilder } from './receipt.ts';
+import { noteAttempts, type RetriedAttempts, reportedOutputOf } from './request-attempts.ts';
+import type { Receipt, RetryRecord, StopReason, ToolCall, Turn, TurnEvent, Usage } from './types.ts';
 
 /** What one model request produced, once its response has ended. */
 export interface ModelResponse {
@@ -79,8 +81,16 @@ export interface ExchangeContext {
    * the consumer saw, so the request may still be retried (the receipt then sums both attempts).
    */
   reportFailedAttemptUsage(usage: Usage): void;
+  /**
+   * The status of the attempt's HTTP answer. A retried attempt answered with a 2xx was processed
+   * by the server: the loop charges it, as it reported or estimated when it reported nothing.
+   */
   reportHttpStatus(status: number): void;
-  /** Counts a retried attempt; `detail` says why it failed and how long the backoff is. */
+  /**
+   * Counts a retried attempt, once it failed and before the next one starts; `detail` says why it
+   * failed and how long the backoff is. The next attempt streams, reports and is bounded
+   * (`maxOutputChars`) on its own.
+   */
   reportRetry(detail?: Omit<RetryRecord, 'atMs'>): void;
   /** Adds time spent waiting for a provider slot (admission) to the receipts. */
   reportQueued(ms: number): void;
@@ -136,6 +146,7 @@ class TurnExchange implements ExchangeContext {
   readonly #receipt: ReceiptBuilder;
   /** The receipt of the request in flight. */
   request: ReceiptBuilder | undefined;
+  /** Output characters the attempt in flight streamed. */
   streamedChars = 0;
   /** UTF-8 bytes of `streamedChars`. */
   streamedBytes = 0;
@@ -146,6 +157,13 @@ class TurnExchange implements ExchangeContext {
   /** Of `streamedChars`, what was emitted as text or reasoning (the rest: kept tool-call arguments). */
   emittedChars = 0;
   emitted = 0;
+  /** The usage the attempt in flight reported, and what its server had counted of its output. */
+  #attemptUsage: Usage | undefined;
+  #attemptReportedOutput: number | undefined;
+  #attemptStatus: number | undefined;
+  #attemptUnsent = false;
+  /** The request's attempts that were retried after their server answered. */
+  #retried: RetriedAttempts | undefined;
 
   constructor(turn: RunningTurn, signal: AbortSignal, queue: EventQueue<TurnEvent>, receipt: ReceiptBuilder) {
     this.#turn = turn;
@@ -190,21 +208,33 @@ class TurnExchange implements ExchangeContext {
     this.#receipt.addUsage(usage);
     this.request?.addUsage(usage);
     this.#queue.push({ type: 'usage', usage });
+    const reported = reportedOutputOf(usage);
+    if (this.#attemptUsage === undefined) {
+      this.#attemptUsage = usage;
+      this.#attemptReportedOutput = reported;
+    } else {
+      // Only a provider module reports twice in one attempt: the counts add up, the floor is lost.
+      this.#attemptUsage = addUsage(this.#attemptUsage, usage);
+      this.#attemptReportedOutput = undefined;
+    }
   }
 
   reportHttpStatus(status: number): void {
     this.#receipt.setHttpStatus(status);
     this.request?.setHttpStatus(status);
+    this.#attemptStatus = status;
   }
 
   reportRetry(detail?: Omit<RetryRecord, 'atMs'>): void {
     this.requestRetries += 1;
     this.#receipt.addRetry(detail);
     this.request?.addRetry(detail);
+    this.#retryAttempt();
   }
 
   reportNotSent(): void {
     this.requestUnsent = this.requestRetries === 0;
+    this.#attemptUnsent = true;
   }
 
   reportQueued(ms: number): void {
@@ -214,6 +244,60 @@ class TurnExchange implements ExchangeContext {
 
   emittedCount(): number {
     return this.emitted;
+  }
+
+  /** A new request: `request` is its receipt. */
+  startRequest(request: ReceiptBuilder): void {
+    this.request = request;
+    this.requestRetries = 0;
+    this.requestUnsent = false;
+    this.#retried = undefined;
+    this.#startAttempt();
+  }
+
+  /** The request's receipt, with how it splits over its attempts for the loop (request-attempts.ts). */
+  requestReceipt(request: ReceiptBuilder): Receipt {
+    return noteAttempts(request.build(), {
+      last: this.#attemptUsage,
+      lastReportedOutput: this.#attemptReportedOutput,
+      lastHttpStatus: this.#attemptStatus,
+      lastUnsent: this.#attemptUnsent,
+      retried: this.#retried,
+    });
+  }
+
+  /**
+   * The attempt in flight failed and is retried. When its server answered (2xx) it processed the
+   * request, and bills it: it is charged with the request, as reported or, reporting nothing, as
+   * the loop estimates it from the request and what the attempt streamed.
+   */
+  #retryAttempt(): void {
+    const answered =
+      this.#attemptStatus !== undefined && this.#attemptStatus >= 200 && this.#attemptStatus < 300;
+    if (this.#attemptUsage !== undefined || answered) {
+      const sofar = this.#retried ?? { usage: undefined, withoutUsage: 0, withoutUsageChars: 0 };
+      const usage = this.#attemptUsage;
+      this.#retried =
+        usage === undefined
+          ? {
+              usage: sofar.usage,
+              withoutUsage: sofar.withoutUsage + 1,
+              withoutUsageChars: sofar.withoutUsageChars + this.streamedChars,
+            }
+          : extend(sofar, { usage: sofar.usage === undefined ? usage : addUsage(sofar.usage, usage) });
+    }
+    this.#startAttempt();
+  }
+
+  /** Each attempt streams, reports and is bounded on its own. */
+  #startAttempt(): void {
+    this.streamedChars = 0;
+    this.streamedBytes = 0;
+    this.emittedChars = 0;
+    this.#attemptUsage = undefined;
+    this.#attemptReportedOutput = undefined;
+    this.#attemptStatus = undefined;
+    this.#attemptUnsent = false;
   }
 }
 
@@ -365,7 +449,8 @@ class RunningTurn implements Turn {
         }
       }
     } catch (error) {
-      const request = this.#context.request?.build();
+      const builder = this.#context.request;
+      const request = builder === undefined ? undefined : this.#context.requestReceipt(builder);
       const kept = this.#context.streamedChars - this.#context.emittedChars;
       this.#queue.push({
         type: 'error',
@@ -387,12 +472,7 @@ class RunningTurn implements Turn {
 
   async #exchange(results: readonly ToolResult[], index: number): Promise<ModelResponse> {
     const request = new ReceiptBuilder(this.#driver.provider, this.#driver.model, this.#driver.price);
-    this.#context.request = request;
-    this.#context.streamedChars = 0;
-    this.#context.streamedBytes = 0;
-    this.#context.emittedChars = 0;
-    this.#context.requestRetries = 0;
-    this.#context.requestUnsent = false;
+    this.#context.startRequest(request);
     const started = performance.now();
     let response: ModelResponse;
     try {
@@ -419,7 +499,7 @@ class RunningTurn implements Turn {
       text: response.text,
       toolCalls: truncated ? [] : response.toolCalls,
       stopReason: response.stopReason,
-      receipt: request.build(),
+      receipt: this.#context.requestReceipt(request),
     });
     return response;
   }

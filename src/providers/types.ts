@@ -59,12 +59,6 @@ export interface Usage {
    * whose parts estimated different sides.
    */
   readonly estimatedSide?: UsageSide;
-  /**
-   * With `estimatedSide: 'output'`: the output tokens the server had reported when the response
-   * broke off (a running total, not its final count). Output is estimated at least this: the
-   * server counted that much. Absent when it reported none.
-   */
-  readonly reportedOutputTokens?: number;
 }
 
 /** One side of a request's usage: what it read (`input`) or what it wrote (`output`). */
@@ -149,8 +143,9 @@ export interface Receipt {
   /** USD, when the model's price is known and every request reported (or was given) its usage. */
   readonly costUsd: number | undefined;
   /**
-   * Requests whose server reported no usage: their counts are missing from `usage` unless
-   * `usage.estimated` says troupe filled them in. Absent in journals of troupe 0.2 and earlier.
+   * Requests whose server reported no usage (for a retried request: whose last attempt reported
+   * none): their counts are missing from `usage` unless `usage.estimated` says troupe filled them
+   * in. Absent in journals of troupe 0.2 and earlier.
    */
   readonly requestsWithoutUsage?: number;
   /**
