@@ -153,4 +153,32 @@ describe('usage reported before a stream fails', () => {
       estimatedSide: 'output',
     });
   });
+
+  it('the count a broken stream reported is no field of its public usage', async () => {
+    // What the server had counted is the floor of the loop's own count (test/loop/
+    // cut-response-usage.test.ts), kept inside troupe: the usage events, receipts, journal and
+    // `--json` events all show the same public fields.
+    server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'hi' } }], usage: { prompt_tokens: 321, completion_tokens: 2 } })}\n\n`,
+      );
+      res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: ' there' } }] })}\n\n`);
+      res.end('data: {not json\n\n');
+    });
+    const provider = new OpenAIProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+    const events = await collect(provider.turn(turnRequest()));
+    const end = terminal(events);
+    if (end.type !== 'error') throw new Error(`expected an error, got ${end.type}`);
+    const keys = [
+      'cachedInputTokens',
+      'estimated',
+      'estimatedSide',
+      'inputTokens',
+      'outputTokens',
+      'reasoningTokens',
+    ];
+    for (const usage of [...usages(events), end.request?.usage, end.receipt.usage])
+      expect(Object.keys(usage ?? {}).sort()).toEqual(keys);
+  });
 });
