@@ -6,10 +6,12 @@
  * start-up before the first agent shows.
  */
 import { existsSync, readdirSync } from 'node:fs';
-import { MAX_STARTED_HEAD_BYTES } from '../constants.ts';
+import { join } from 'node:path';
+import { MAX_ADOPTION_SCAN_JOURNALS, MAX_STARTED_HEAD_BYTES } from '../constants.ts';
 import type { AuditEvent } from '../journal/events.ts';
 import { forkedInputs, forkedLength, forkedTotals, startsAsForkOf } from '../journal/fork.ts';
 import { readFirstEvent, readJournal } from '../journal/reader.ts';
+import { readStartedHead } from '../journal/started-head.ts';
 import { knownCost } from '../journal/usage.ts';
 import { damageText, journalDamage } from '../journal/verify.ts';
 import { ownSpend } from '../loop/outcome.ts';
@@ -852,16 +854,16 @@ export function unendedOf(timeline: Timeline): Unended {
  * The attempts of the run in `contents` that started and have no result line, as
  * {@link unendedOf} finds them in a timeline, from the journals of those attempts alone: each plan
  * entry's current attempt (the one after its latest line, or its first without one) whose journal
- * starts with `Started`, and the agents those spawned that have a journal and no line. For
- * `troupe score`, which rewrites summary.json without building the timeline (every journal read).
- * Agents without a line spawned by an agent that has one are not looked for (the timeline would
- * count them too).
+ * starts with `Started`, and every agent without a line spawned by an agent of the run (one with a
+ * line, or one of these), found by the parent its journal's `Started` names (only the ids at the
+ * head of each such journal are read: src/journal/started-head.ts; at most
+ * MAX_ADOPTION_SCAN_JOURNALS of them). For `troupe score`, which rewrites summary.json without
+ * building the timeline (every journal read). A judge's journal names no parent: it is not one.
  */
 export function unendedAttempts(contents: RunDirContents): Unended {
   const { plan, paths, results } = contents;
   const entries = new Set<number>();
-  let nested = 0;
-  if (!existsSync(paths.journals)) return { entries, nested };
+  if (!existsSync(paths.journals)) return { entries, nested: 0 };
   const files = new Set(readdirSync(paths.journals));
   const lined = new Set<string>();
   const lastLines = new Map<number, ResultLine>();
@@ -870,28 +872,38 @@ export function unendedAttempts(contents: RunDirContents): Unended {
     if (line.index !== null && (lastLines.get(line.index)?.attempt ?? 0) < line.attempt)
       lastLines.set(line.index, line);
   }
-  const started = (agentId: string): Transcript | undefined => {
-    if (lined.has(agentId) || !files.has(`${agentId}.jsonl`)) return undefined;
-    return buildTranscript(readJournal(journalFile(paths, agentId)).events);
-  };
-  const children: string[] = [];
+  // Agents of the run: those with a line, and the entries' current attempts that started.
+  const ofRun = new Set(lined);
+  const attempts = new Set<string>();
   for (const run of plan.runs) {
     const last = lastLines.get(run.index);
-    const transcript = started(
-      last === undefined ? run.agentId : agentIdFor(plan.idPrefix, run.index, last.attempt + 1),
-    );
-    if (transcript === undefined) continue;
+    const agentId = last === undefined ? run.agentId : agentIdFor(plan.idPrefix, run.index, last.attempt + 1);
+    attempts.add(agentId);
+    if (lined.has(agentId) || !files.has(`${agentId}.jsonl`)) continue;
+    if (readJournal(journalFile(paths, agentId)).events[0]?.type !== 'Started') continue;
     entries.add(run.index);
-    children.push(...transcript.children);
+    ofRun.add(agentId);
   }
-  const seen = new Set<string>();
-  for (let child = children.pop(); child !== undefined; child = children.pop()) {
-    if (seen.has(child)) continue;
-    seen.add(child);
-    const transcript = started(child);
-    if (transcript === undefined) continue;
-    nested += 1;
-    children.push(...transcript.children);
+  // The others without a line, by the parent their journal names.
+  const parents = new Map<string, string>();
+  for (const file of files) {
+    if (parents.size >= MAX_ADOPTION_SCAN_JOURNALS) break;
+    const agentId = file.endsWith('.jsonl') ? file.slice(0, -'.jsonl'.length) : undefined;
+    if (agentId === undefined || lined.has(agentId) || attempts.has(agentId)) continue;
+    const head = readStartedHead(join(paths.journals, file), MAX_STARTED_HEAD_BYTES);
+    if (head !== undefined && head !== 'too_long' && head.agentId === agentId && head.parentId !== undefined)
+      parents.set(agentId, head.parentId);
+  }
+  let nested = 0;
+  for (let found = true; found; ) {
+    found = false;
+    for (const [agentId, parentId] of parents) {
+      if (!ofRun.has(parentId)) continue;
+      ofRun.add(agentId);
+      parents.delete(agentId);
+      nested += 1;
+      found = true;
+    }
   }
   return { entries, nested };
 }
