@@ -8,6 +8,7 @@ import { abortable, sleep as defaultSleep } from '../abort.ts';
 import { MAX_TIMER_MS } from '../constants.ts';
 import { describeValue, ProviderError, UserError } from '../errors.ts';
 import { extend } from '../objects.ts';
+import { timerDelay } from '../option-checks.ts';
 import type { ToolSpec } from '../tools/types.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './constants.ts';
 import { MODEL_SETTING_KEYS, type ModelSettings, mergeModelSettings } from './model-settings.ts';
@@ -232,7 +233,7 @@ export class ScriptedProvider implements Provider {
       const settled = await this.#settle(pending, position, request, signal);
       const delayMs = this.#delayOf(settled, position, request);
       // Past the longest timer, Node fires at once: the request limit (at most that) ends it first.
-      if (delayMs > 0) await this.#sleep(Math.min(delayMs, MAX_TIMER_MS), signal);
+      if (delayMs > 0) await this.#sleep(timerDelay(delayMs), signal);
       return settled;
     });
     return this.#answer(request, response, ctx);

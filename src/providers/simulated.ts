@@ -11,6 +11,7 @@
 import { sleep as defaultSleep } from '../abort.ts';
 import { MAX_TIMER_MS } from '../constants.ts';
 import { describeValue, ProviderError, UserError } from '../errors.ts';
+import { timerDelay } from '../option-checks.ts';
 import type { ToolSpec } from '../tools/types.ts';
 import { DEFAULT_MODELS, DEFAULT_REQUEST_TIMEOUT_MS } from './constants.ts';
 import { estimateTokens } from './estimate.ts';
@@ -252,7 +253,7 @@ export class SimulatedProvider implements Provider {
       });
     try {
       // Past the longest timer delay Node fires at once: the request limit (at most that) ends it first.
-      if (delay > 0) await ctx.withTimeout((signal) => this.#sleep(Math.min(delay, MAX_TIMER_MS), signal));
+      if (delay > 0) await ctx.withTimeout((signal) => this.#sleep(timerDelay(delay), signal));
     } finally {
       release?.(undefined);
     }

@@ -6,7 +6,6 @@
  */
 
 import { followSignal } from '../abort.ts';
-import { MAX_TIMER_MS } from '../constants.ts';
 import {
   describeValue,
   isTroupeError,
@@ -16,6 +15,7 @@ import {
   UserError,
 } from '../errors.ts';
 import { extend } from '../objects.ts';
+import { timerDelay } from '../option-checks.ts';
 import {
   DEFAULT_MAX_OUTPUT_CHARS,
   MAX_TOOL_CALLS_PER_RESPONSE,
@@ -524,13 +524,10 @@ class RunningTurn implements Turn {
     const unfollow = followSignal(turnSignal, controller);
     let timedOut = false;
     // A request's own limit is checked nowhere: past the longest timer delay Node fires at once.
-    const timer = setTimeout(
-      () => {
-        timedOut = true;
-        controller.abort(new Error(`timed out after ${timeoutMs} ms`));
-      },
-      Math.min(timeoutMs, MAX_TIMER_MS),
-    );
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new Error(`timed out after ${timeoutMs} ms`));
+    }, timerDelay(timeoutMs));
     try {
       return await work(controller.signal);
     } catch (error) {

@@ -25,7 +25,7 @@ import {
 import { describeValue, UserError } from '../errors.ts';
 import type { UsageRecord, UsageSink } from '../loop/usage-record.ts';
 import { type McpServers, mcpServersOption } from '../mcp/config.ts';
-import { nonNegative, oneOf, positiveInt } from '../option-checks.ts';
+import { nonNegative, oneOf, positiveInt, timeLimit } from '../option-checks.ts';
 import type { ProviderConfig, ProviderLimits, ToolModuleRef } from '../protocol/messages.ts';
 import { registerConfiguredCredentials } from '../providers/credentials.ts';
 import { providerFromEnvironment } from '../providers/environment.ts';
@@ -501,10 +501,10 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
   const redis = backend === 'redis' ? prepareRedisOptions(options) : undefined;
   const restart = {
     maxRetries: nonNegative('restart.maxRetries', options.restart?.maxRetries, 3),
-    baseDelayMs: nonNegative('restart.baseDelayMs', options.restart?.baseDelayMs, 50, MAX_TIMER_MS),
-    maxDelayMs: nonNegative('restart.maxDelayMs', options.restart?.maxDelayMs, 2000, MAX_TIMER_MS),
+    baseDelayMs: timeLimit('restart.baseDelayMs', options.restart?.baseDelayMs, 50),
+    maxDelayMs: timeLimit('restart.maxDelayMs', options.restart?.maxDelayMs, 2000),
   };
-  const graceMs = nonNegative('graceMs', options.graceMs, 5000, MAX_TIMER_MS);
+  const graceMs = timeLimit('graceMs', options.graceMs, 5000);
   const maxDepth = positiveInt('orchestration.maxDepth', options.orchestration?.maxDepth, 3);
   const maxChildren = positiveInt('orchestration.maxChildren', options.orchestration?.maxChildren, 64);
   const maxSubagents = positiveInt(
@@ -627,12 +627,7 @@ export function preparePermissions(
     ...(deny === undefined ? {} : { deny }),
     allowBypass: permissions.allowBypass === true,
     // Past the longest timer delay Node fires at once: every approval timed out at once.
-    approvalTimeoutMs: nonNegative(
-      'approvals.timeoutMs',
-      approvals.timeoutMs,
-      DEFAULT_APPROVAL_TIMEOUT_MS,
-      MAX_TIMER_MS,
-    ),
+    approvalTimeoutMs: timeLimit('approvals.timeoutMs', approvals.timeoutMs, DEFAULT_APPROVAL_TIMEOUT_MS),
     onTimeout: oneOf<'deny' | 'allow'>('approvals.onTimeout', approvals.onTimeout, ['deny', 'allow'], 'deny'),
   };
 }

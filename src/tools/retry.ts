@@ -1,7 +1,7 @@
 /** Exponential backoff with jitter, for `toolConfig.<tool>.retry`. */
 import { sleep as abortableSleep } from '../abort.ts';
-import { MAX_TIMER_MS } from '../constants.ts';
 import type { RetryPolicy } from '../definition/types.ts';
+import { timerDelay } from '../option-checks.ts';
 
 /** Waits `ms`, or rejects with `signal.reason` once `signal` aborts. */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -19,7 +19,7 @@ export function backoffDelay(
   random: () => number = Math.random,
 ): number {
   const step = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);
-  return Math.min(MAX_TIMER_MS, Math.round(step / 2 + (random() * step) / 2));
+  return timerDelay(Math.round(step / 2 + (random() * step) / 2));
 }
 
 /** The default {@link Sleep}: a timer that is cleared when the signal aborts. */

@@ -1,7 +1,6 @@
 /** Options of the redis engine: where Redis is and how its queue behaves, validated once. */
-import { MAX_TIMER_MS } from '../../constants.ts';
 import { UserError } from '../../errors.ts';
-import { nonNegative, positiveInt } from '../../option-checks.ts';
+import { nonNegative, positiveInt, timeLimit } from '../../option-checks.ts';
 import { resolveRedisUrl } from './connection.ts';
 import {
   DEFAULT_CONNECT_TIMEOUT_MS,
@@ -78,11 +77,10 @@ export interface PreparedRedisOptions {
 
 /** Validates redis options once and fills defaults. Throws UserError `invalid_option` / `missing_redis_url`. */
 export function prepareRedisOptions(options: RedisBackendOptions): PreparedRedisOptions {
-  const reconcileIntervalMs = nonNegative(
+  const reconcileIntervalMs = timeLimit(
     'reconcileIntervalMs',
     options.reconcileIntervalMs,
     DEFAULT_RECONCILE_INTERVAL_MS,
-    MAX_TIMER_MS,
   );
   if (reconcileIntervalMs < 1) {
     throw new UserError('invalid_option', 'Expected `reconcileIntervalMs` to be at least 1', {
@@ -95,27 +93,16 @@ export function prepareRedisOptions(options: RedisBackendOptions): PreparedRedis
     redisUrl: resolveRedisUrl(options.redisUrl),
     queueName: checkName('queueName', options.queueName ?? DEFAULT_QUEUE_NAME),
     prefix: checkName('prefix', options.prefix ?? DEFAULT_KEY_PREFIX),
-    parkAfterMs: nonNegative('parkAfterMs', options.parkAfterMs, DEFAULT_PARK_AFTER_MS, MAX_TIMER_MS),
+    parkAfterMs: timeLimit('parkAfterMs', options.parkAfterMs, DEFAULT_PARK_AFTER_MS),
     reconcileIntervalMs,
     retainSeconds,
-    connectTimeoutMs: nonNegative(
-      'connectTimeoutMs',
-      options.connectTimeoutMs,
-      DEFAULT_CONNECT_TIMEOUT_MS,
-      MAX_TIMER_MS,
-    ),
-    redisDownTimeoutMs: nonNegative(
+    connectTimeoutMs: timeLimit('connectTimeoutMs', options.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
+    redisDownTimeoutMs: timeLimit(
       'redisDownTimeoutMs',
       options.redisDownTimeoutMs,
       DEFAULT_REDIS_DOWN_TIMEOUT_MS,
-      MAX_TIMER_MS,
     ),
-    unservedAfterMs: nonNegative(
-      'unservedAfterMs',
-      options.unservedAfterMs,
-      DEFAULT_UNSERVED_AFTER_MS,
-      MAX_TIMER_MS,
-    ),
+    unservedAfterMs: timeLimit('unservedAfterMs', options.unservedAfterMs, DEFAULT_UNSERVED_AFTER_MS),
     maxBatchSize: positiveInt('maxBatchSize', options.maxBatchSize, DEFAULT_MAX_BATCH_SIZE),
   };
 }

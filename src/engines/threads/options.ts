@@ -3,9 +3,8 @@ import { mkdtempSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ResourceLimits } from 'node:worker_threads';
-import { MAX_TIMER_MS } from '../../constants.ts';
 import { UserError } from '../../errors.ts';
-import { oneOf, positiveInt } from '../../option-checks.ts';
+import { oneOf, positiveInt, timeLimit } from '../../option-checks.ts';
 
 /** How agents run in this process's worker threads (`backend: 'threads'`). */
 export interface ThreadBackendOptions {
@@ -32,7 +31,8 @@ export interface ThreadBackendOptions {
    * One that takes longer is terminated: at start-up the Supervisor fails with
    * `thread_start_failed` (cause `thread_start_timeout`). A crashed thread's replacement that fails
    * to start is tried three times; with no thread left after that, agents waiting for one fail
-   * (`crashed`, with that cause) instead of waiting for ever. @default 60000
+   * (`crashed`, with that cause) instead of waiting for ever. At most 2147483647 (`MAX_TIMER_MS`):
+   * a longer timer fires at once. @default 60000
    */
   readonly threadStartTimeoutMs?: number;
   /**
@@ -52,7 +52,8 @@ export interface ThreadBackendOptions {
   /**
    * How long a blamed agent may wait for a quarantine thread (all of them held by agents of other
    * trees). One that waits longer fails `Failed(crashed)` with SystemError `quarantine_wait_timeout`,
-   * journalled; the agents holding the threads go on. @default 600000 (10 minutes)
+   * journalled; the agents holding the threads go on. At most 2147483647 (`MAX_TIMER_MS`): a longer
+   * timer fires at once. @default 600000 (10 minutes)
    */
   readonly quarantineWaitMs?: number;
   /**
@@ -119,23 +120,19 @@ export function prepareThreadOptions(
   options: ThreadBackendOptions,
   createJournalDir: boolean,
 ): PreparedThreadOptions {
-  const heartbeatIntervalMs = positiveInt('heartbeat.intervalMs', options.heartbeat?.intervalMs, 1000);
-  const heartbeatTimeoutMs = positiveInt('heartbeat.timeoutMs', options.heartbeat?.timeoutMs, 20_000);
-  for (const [option, value] of [
-    ['heartbeat.intervalMs', heartbeatIntervalMs],
-    ['heartbeat.timeoutMs', heartbeatTimeoutMs],
-  ] as const) {
-    // Node fires a longer timer at once: a heartbeat check every millisecond.
-    if (value > MAX_TIMER_MS) {
-      throw new UserError(
-        'invalid_option',
-        `Expected \`${option}\` to be at most ${MAX_TIMER_MS}, got ${value}`,
-        {
-          option,
-        },
-      );
-    }
-  }
+  // Node fires a longer timer at once: a heartbeat check every millisecond.
+  const heartbeatIntervalMs = timeLimit(
+    'heartbeat.intervalMs',
+    options.heartbeat?.intervalMs,
+    1000,
+    'positive integer',
+  );
+  const heartbeatTimeoutMs = timeLimit(
+    'heartbeat.timeoutMs',
+    options.heartbeat?.timeoutMs,
+    20_000,
+    'positive integer',
+  );
   if (heartbeatTimeoutMs < heartbeatIntervalMs) {
     throw new UserError(
       'invalid_option',
@@ -150,10 +147,20 @@ export function prepareThreadOptions(
     fsync: oneOf('fsync', options.fsync, ['always', 'interval', 'never'], 'never'),
     heartbeatIntervalMs,
     heartbeatTimeoutMs,
-    threadStartTimeoutMs: positiveInt('threadStartTimeoutMs', options.threadStartTimeoutMs, 60_000),
+    threadStartTimeoutMs: timeLimit(
+      'threadStartTimeoutMs',
+      options.threadStartTimeoutMs,
+      60_000,
+      'positive integer',
+    ),
     resourceLimits: hostResourceLimits(options.resourceLimits),
     quarantineThreads: positiveInt('quarantineThreads', options.quarantineThreads, 1),
-    quarantineWaitMs: positiveInt('quarantineWaitMs', options.quarantineWaitMs, DEFAULT_QUARANTINE_WAIT_MS),
+    quarantineWaitMs: timeLimit(
+      'quarantineWaitMs',
+      options.quarantineWaitMs,
+      DEFAULT_QUARANTINE_WAIT_MS,
+      'positive integer',
+    ),
     maxBystanderRestarts: positiveInt('maxBystanderRestarts', options.maxBystanderRestarts, 10, 0),
     execArgv: options.execArgv ?? [],
   };

@@ -1,7 +1,8 @@
 /** `run_terminal_cmd`: one bash command in the working directory, in its own process group. */
 import { spawn } from 'node:child_process';
-import { DEFAULT_BASH_OUTPUT_BYTE_LIMIT, DEFAULT_BASH_TIMEOUT_SECS, MAX_TIMER_MS } from '../../constants.ts';
+import { DEFAULT_BASH_OUTPUT_BYTE_LIMIT, DEFAULT_BASH_TIMEOUT_SECS } from '../../constants.ts';
 import type { BashConfig } from '../../definition/types.ts';
+import { timerDelay } from '../../option-checks.ts';
 import type { Tool, ToolOutcome } from '../types.ts';
 
 type RunTerminalCmdArgs = {
@@ -97,7 +98,7 @@ function runInProcessGroup(
     };
     const onAbort = (): void => end('cancelled');
     // Past the longest timer delay Node fires at once: `timeoutSecs: 3000000` killed every command.
-    const timer = setTimeout(() => end('timeout'), Math.min(bash.timeoutSecs * 1000, MAX_TIMER_MS));
+    const timer = setTimeout(() => end('timeout'), timerDelay(bash.timeoutSecs * 1000));
     signal.addEventListener('abort', onAbort, { once: true });
     const cleanup = (): void => {
       clearTimeout(timer);

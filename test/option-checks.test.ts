@@ -1,0 +1,77 @@
+/**
+ * Every option that arms a timer is refused past MAX_TIMER_MS (2^31 - 1 ms): Node fires a longer
+ * timer at once, so such a limit would end its wait at once (a thread "failing" to start at
+ * once, a quarantined agent failing at once). The options are listed here by hand: a new one
+ * belongs in this list, checked with `timeLimit` (src/option-checks.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import { MAX_TIMER_MS } from '../src/constants.ts';
+import { prepareRedisOptions } from '../src/engines/redis/options.ts';
+import { prepareThreadOptions } from '../src/engines/threads/options.ts';
+import { timeLimit, timerDelay } from '../src/option-checks.ts';
+import { AnthropicProvider } from '../src/providers/anthropic.ts';
+import { OpenAIProvider } from '../src/providers/openai.ts';
+import { ScriptedProvider } from '../src/providers/scripted.ts';
+import { SimulatedProvider } from '../src/providers/simulated.ts';
+import { prepareSupervisorOptions } from '../src/supervisor/options.ts';
+
+const PAST = MAX_TIMER_MS + 1;
+
+/** Each option at the cap (accepted) and past it (refused), by the call that checks it. */
+const OPTIONS: readonly (readonly [string, (ms: number) => unknown])[] = [
+  ['graceMs', (ms) => prepareSupervisorOptions({ graceMs: ms })],
+  ['restart.baseDelayMs', (ms) => prepareSupervisorOptions({ restart: { baseDelayMs: ms } })],
+  ['restart.maxDelayMs', (ms) => prepareSupervisorOptions({ restart: { maxDelayMs: ms } })],
+  ['approvals.timeoutMs', (ms) => prepareSupervisorOptions({ approvals: { timeoutMs: ms } })],
+  [
+    'heartbeat.intervalMs',
+    (ms) => prepareThreadOptions({ heartbeat: { intervalMs: ms, timeoutMs: ms } }, false),
+  ],
+  ['heartbeat.timeoutMs', (ms) => prepareThreadOptions({ heartbeat: { timeoutMs: ms } }, false)],
+  ['threadStartTimeoutMs', (ms) => prepareThreadOptions({ threadStartTimeoutMs: ms }, false)],
+  ['quarantineWaitMs', (ms) => prepareThreadOptions({ quarantineWaitMs: ms }, false)],
+  ['parkAfterMs', (ms) => prepareRedisOptions({ redisUrl: 'redis://127.0.0.1:6379', parkAfterMs: ms })],
+  [
+    'reconcileIntervalMs',
+    (ms) => prepareRedisOptions({ redisUrl: 'redis://127.0.0.1:6379', reconcileIntervalMs: ms }),
+  ],
+  [
+    'connectTimeoutMs',
+    (ms) => prepareRedisOptions({ redisUrl: 'redis://127.0.0.1:6379', connectTimeoutMs: ms }),
+  ],
+  [
+    'redisDownTimeoutMs',
+    (ms) => prepareRedisOptions({ redisUrl: 'redis://127.0.0.1:6379', redisDownTimeoutMs: ms }),
+  ],
+  [
+    'unservedAfterMs',
+    (ms) => prepareRedisOptions({ redisUrl: 'redis://127.0.0.1:6379', unservedAfterMs: ms }),
+  ],
+  ['openai timeoutMs', (ms) => new OpenAIProvider({ apiKey: 'k', timeoutMs: ms })],
+  ['openai idleTimeoutMs', (ms) => new OpenAIProvider({ apiKey: 'k', idleTimeoutMs: ms })],
+  ['anthropic timeoutMs', (ms) => new AnthropicProvider({ apiKey: 'k', timeoutMs: ms })],
+  ['anthropic idleTimeoutMs', (ms) => new AnthropicProvider({ apiKey: 'k', idleTimeoutMs: ms })],
+  ['scripted timeoutMs', (ms) => new ScriptedProvider([], { timeoutMs: ms })],
+  ['simulated timeoutMs', (ms) => new SimulatedProvider({ timeoutMs: ms })],
+];
+
+describe('time limits past the longest timer delay', () => {
+  it.each(OPTIONS)('%s is refused past MAX_TIMER_MS and taken at it', (_name, prepare) => {
+    expect(() => prepare(MAX_TIMER_MS)).not.toThrow();
+    expect(() => prepare(PAST)).toThrow(/2147483647/);
+  });
+
+  it('timeLimit checks a limit as nonNegative or positiveInt does, capped; timerDelay caps a delay', () => {
+    expect(timeLimit('x', undefined, 5)).toBe(5);
+    expect(timeLimit('x', 0, 5)).toBe(0);
+    expect(() => timeLimit('x', 0, 5, 'positive integer')).toThrow(
+      'Expected `x` to be a positive integer, got `0` (number)',
+    );
+    expect(() => timeLimit('x', PAST, 5, 'positive integer')).toThrow(
+      `Expected \`x\` to be at most ${MAX_TIMER_MS}, got ${PAST}`,
+    );
+    expect(() => timeLimit('x', PAST, 5)).toThrow(`to be a non-negative number up to ${MAX_TIMER_MS}`);
+    expect(timerDelay(PAST * 1000)).toBe(MAX_TIMER_MS);
+    expect(timerDelay(12)).toBe(12);
+  });
+});
