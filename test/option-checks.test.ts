@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_TIMER_MS } from '../src/constants.ts';
 import { prepareRedisOptions } from '../src/engines/redis/options.ts';
 import { prepareThreadOptions } from '../src/engines/threads/options.ts';
+import { resolveLimits } from '../src/loop/limits.ts';
 import { timeLimit, timerDelay } from '../src/option-checks.ts';
 import { AnthropicProvider } from '../src/providers/anthropic.ts';
 import { OpenAIProvider } from '../src/providers/openai.ts';
@@ -47,6 +48,7 @@ const OPTIONS: readonly (readonly [string, (ms: number) => unknown])[] = [
     'unservedAfterMs',
     (ms) => prepareRedisOptions({ redisUrl: 'redis://127.0.0.1:6379', unservedAfterMs: ms }),
   ],
+  ['limits.wallClockMs', (ms) => resolveLimits({ wallClockMs: ms }, 32)],
   ['openai timeoutMs', (ms) => new OpenAIProvider({ apiKey: 'k', timeoutMs: ms })],
   ['openai idleTimeoutMs', (ms) => new OpenAIProvider({ apiKey: 'k', idleTimeoutMs: ms })],
   ['anthropic timeoutMs', (ms) => new AnthropicProvider({ apiKey: 'k', timeoutMs: ms })],

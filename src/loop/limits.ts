@@ -4,6 +4,7 @@
  */
 import { DEFAULT_MAX_TOTAL_TOKENS, DEFAULT_TRUNCATION_RETRIES, HARD_MAX_STEPS } from '../constants.ts';
 import { describeValue, UserError } from '../errors.ts';
+import { timeLimit } from '../option-checks.ts';
 import type { ModelPrice } from '../providers/pricing.ts';
 import { budget, type StopCondition, stepCount } from './stop-conditions.ts';
 import type { AgentLimits } from './types.ts';
@@ -20,7 +21,8 @@ export interface ResolvedLimits {
 /**
  * Checks `limits` and fills the defaults: `maxSteps` from the definition (capped at
  * HARD_MAX_STEPS), `maxTotalTokens` DEFAULT_MAX_TOTAL_TOKENS, the other budgets unlimited.
- * Throws UserError `invalid_option` for a value that is not a number of the right kind.
+ * Throws UserError `invalid_option` for a value that is not a number of the right kind, and for a
+ * `wallClockMs` past MAX_TIMER_MS.
  */
 export function resolveLimits(limits: AgentLimits | undefined, definitionMaxSteps: number): ResolvedLimits {
   const given = limits ?? {};
@@ -53,7 +55,8 @@ export function resolveLimits(limits: AgentLimits | undefined, definitionMaxStep
     maxSteps: Math.min(HARD_MAX_STEPS, maxSteps),
     maxTotalTokens: check('maxTotalTokens', true, 0) ?? DEFAULT_MAX_TOTAL_TOKENS,
     maxCostUsd: check('maxCostUsd', false, 0) ?? 0,
-    wallClockMs: check('wallClockMs', true, 0) ?? 0,
+    // Past the longest timer delay Node fires the agent's time limit at once.
+    wallClockMs: timeLimit('limits.wallClockMs', check('wallClockMs', true, 0), 0),
     truncationRetries: check('truncationRetries', true, 0) ?? DEFAULT_TRUNCATION_RETRIES,
   };
 }

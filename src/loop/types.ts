@@ -96,6 +96,7 @@ export interface AgentLimits {
   /**
    * Wall-clock budget of one run of the agent, in ms: when it passes, the request and the tool in
    * flight are aborted and the agent fails with `timeout`. A resumed agent gets its time again.
+   * At most 2147483647 (`MAX_TIMER_MS`, about 24.8 days): Node fires a longer timer at once.
    * @default 0 (unlimited)
    */
   readonly wallClockMs?: number;
