@@ -4,15 +4,18 @@
  * field of the SDK's `StdioClientTransport` (`_readBuffer`), which an SDK update could rename and
  * silently unbound every stdio server.
  *
- * It does what the SDK's did otherwise: spawns the server (no shell), writes each message as a
+ * It does what the SDK's did otherwise: spawns the server with `cross-spawn`, as the SDK does (no
+ * shell on POSIX; on Windows a `.cmd`/`.bat` shim such as `npx`, which Node >= 20.12 refuses to
+ * spawn without a shell, runs through cmd.exe with its arguments escaped), writes each message as a
  * line on its stdin, reads lines from its stdout with a {@link LineReadBuffer}, keeps its stderr
  * for the caller, and closes by ending stdin, then SIGTERM, then SIGKILL, each after
  * {@link MCP_CLOSE_GRACE_MS}.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { PassThrough } from 'node:stream';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import spawn from 'cross-spawn';
 import { MCP_CLOSE_GRACE_MS } from './constants.ts';
 import { type LineParser, LineReadBuffer, requestTooLongAnswer } from './read-buffer.ts';
 

@@ -1,6 +1,13 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { StdioTransport } from '../../src/mcp/stdio-transport.ts';
+import { tempDir } from '../fixtures/temp-dirs.ts';
+
+const win32Spawn = fileURLToPath(new URL('../fixtures/mcp/win32-spawn.ts', import.meta.url));
 
 /** A node child running `source`, read with a 64-byte message bound and a 1000-byte line bound. */
 function transport(source: string, onFramingLost?: (bytes: number) => void): StdioTransport {
@@ -67,5 +74,55 @@ describe('StdioTransport', () => {
       parse: (line) => JSON.parse(line) as JSONRPCMessage,
     });
     await expect(t.start()).rejects.toThrow('ENOENT');
+  });
+
+  it('starts a .cmd shim found on PATH (npx) on Windows through cmd.exe, its arguments escaped', () => {
+    const shims = tempDir('troupe-mcp-shims-');
+    writeFileSync(path.join(shims, 'npx.cmd'), '@echo off\r\n');
+    const child = spawnSync(process.execPath, ['--import', 'tsx', win32Spawn, shims], { encoding: 'utf8' });
+    expect(child.status, child.stderr).toBe(0);
+    // Node >= 20.12 refuses to spawn a .cmd without a shell (EINVAL): it has to be cmd.exe's.
+    expect(JSON.parse(child.stdout)).toEqual([
+      {
+        command: 'cmd.exe',
+        args: ['/d', '/s', '/c', '"npx ^"-y^" ^"@scope/server^" ^"a^ b^" ^"say^ \\^"hi\\^"^""'],
+        shell: false,
+        windowsVerbatimArguments: true,
+      },
+    ]);
+  });
+
+  it('starts a command found on the PATH of its environment, its arguments intact', async () => {
+    const bin = tempDir('troupe-mcp-bin-');
+    const server = path.join(bin, 'echo-args');
+    const notification =
+      'JSON.stringify({ jsonrpc: "2.0", method: "args", params: { argv: process.argv.slice(2) } })';
+    writeFileSync(
+      server,
+      `#!${process.execPath}\nprocess.stdout.write(${notification} + '\\n');\nsetInterval(() => {}, 1000);\n`,
+    );
+    chmodSync(server, 0o755);
+    const t = new StdioTransport({
+      command: 'echo-args',
+      args: ['a b', 'say "hi"', "it's", '$HOME', '*'],
+      env: { PATH: bin },
+      cwd: bin,
+      maxMessageBytes: 1024,
+      parse: (line) => JSON.parse(line) as JSONRPCMessage,
+      closeGraceMs: 50,
+    });
+    const message = new Promise<JSONRPCMessage>((resolve) => {
+      t.onmessage = resolve;
+    });
+    await t.start();
+    try {
+      expect(await message).toEqual({
+        jsonrpc: '2.0',
+        method: 'args',
+        params: { argv: ['a b', 'say "hi"', "it's", '$HOME', '*'] },
+      });
+    } finally {
+      await t.close();
+    }
   });
 });
