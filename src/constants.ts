@@ -50,6 +50,13 @@ export const AGENTS_MD_BYTE_LIMIT = 32_768;
  */
 export const SKILL_BYTE_LIMIT = 1_048_576;
 
+/**
+ * Bytes read from the top of a SKILL.md over {@link SKILL_BYTE_LIMIT} for its frontmatter (64 KiB),
+ * so that it is known by its `name` (a definition pre-loading it fails as too large, not unknown).
+ * A frontmatter that does not close within them leaves the skill known by its folder's name.
+ */
+export const SKILL_FRONTMATTER_BYTE_LIMIT = 65_536;
+
 /** Marker left in history when a state it displayed has been updated. */
 export const SUPERSEDED_MARKER =
   '[Tool output was displayed here, but has since been updated and now appears elsewhere in the context]';

@@ -3,11 +3,11 @@
  * `skills` are pre-loaded into the prompt; every other skill the agent can read is listed by name and
  * description (assemble.ts).
  */
-import { readdir, stat } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { readFileWithin } from '../bounded-read.ts';
-import { SKILL_BYTE_LIMIT } from '../constants.ts';
+import { readFilePrefix, readFileWithin } from '../bounded-read.ts';
+import { SKILL_BYTE_LIMIT, SKILL_FRONTMATTER_BYTE_LIMIT } from '../constants.ts';
 import { projectDirs, projectFileTarget } from './project-dirs.ts';
 
 /** Options of {@link discoverSkills} (and of `assembleSystemPrompt`'s skills section). */
@@ -33,11 +33,14 @@ export interface Skill {
 
 /** A SKILL.md skipped for being longer than `SKILL_BYTE_LIMIT`. */
 export interface SkippedSkill {
-  /** Its folder's name: the skill's name as far as troupe knows, its frontmatter not being read. */
+  /**
+   * Its frontmatter `name`, read from its first `SKILL_FRONTMATTER_BYTE_LIMIT` bytes; its folder's
+   * name when the frontmatter has none or does not close within them.
+   */
   readonly name: string;
   /** Absolute path of the SKILL.md. */
   readonly path: string;
-  /** Its size in bytes, as `stat` said after the bounded read (undefined when it could not). */
+  /** Its size in bytes, as `stat` said when its frontmatter was read (undefined when it could not be). */
   readonly size: number | undefined;
   /** The bound it is over, in bytes. */
   readonly limit: number;
@@ -54,8 +57,8 @@ export async function discoverSkills(cwd: string, options: SkillsOptions = {}): 
 
 /**
  * {@link discoverSkills}, with the SKILL.md files skipped for being over `SKILL_BYTE_LIMIT`, by
- * folder name (the first found of a name), so a definition pre-loading one can say why it is not
- * there rather than that it does not exist.
+ * name (the first found of a name), so a definition pre-loading one can say why it is not there
+ * rather than that it does not exist.
  */
 export async function discoverSkillsAndSkipped(
   cwd: string,
@@ -142,13 +145,8 @@ async function readSkillRoot(
       if (read.kind === 'not_file') continue; // a folder named SKILL.md, a FIFO: not a skill
       if (read.kind === 'too_large') {
         warnTooLarge(file);
-        if (!tooLarge.has(entry)) {
-          const size = await stat(target).then(
-            (info) => info.size,
-            () => undefined,
-          );
-          tooLarge.set(entry, { name: entry, path: file, size, limit: SKILL_BYTE_LIMIT });
-        }
+        const skipped = await skippedSkill(target, file, entry);
+        if (!tooLarge.has(skipped.name)) tooLarge.set(skipped.name, skipped);
         continue;
       }
       text = read.bytes.toString('utf8');
@@ -158,6 +156,21 @@ async function readSkillRoot(
     skills.push({ ...(await parseSkill(text, entry)), path: file, source });
   }
   return skills;
+}
+
+/**
+ * A SKILL.md over the bound, named by the frontmatter at its top: a definition pre-loads a skill by
+ * that name, and must hear that it is too large rather than unknown.
+ */
+async function skippedSkill(target: string, file: string, folderName: string): Promise<SkippedSkill> {
+  const prefix = await readFilePrefix(target, SKILL_FRONTMATTER_BYTE_LIMIT).catch(() => undefined);
+  const unnamed = { name: folderName, path: file, size: undefined, limit: SKILL_BYTE_LIMIT };
+  if (prefix?.kind !== 'file') return unnamed;
+  const text = prefix.bytes.toString('utf8');
+  // The last line of the prefix may be cut (`---` of a longer line): only whole lines count, and
+  // a frontmatter that does not close within them leaves the folder's name.
+  const { name } = await parseSkill(text.slice(0, text.lastIndexOf('\n') + 1), folderName);
+  return { ...unnamed, name, size: prefix.size };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { mkdir, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SKILL_BYTE_LIMIT } from '../../src/constants.ts';
+import { SKILL_BYTE_LIMIT, SKILL_FRONTMATTER_BYTE_LIMIT } from '../../src/constants.ts';
 import { checkSkills } from '../../src/prompt/assemble.ts';
 import {
   discoverSkills,
@@ -65,6 +65,35 @@ describe('skills', () => {
         `${SKILL_BYTE_LIMIT} bytes, the most troupe reads of a SKILL.md (SKILL_BYTE_LIMIT)`,
       fields: { skill: 'big', skillFile: big, size: SKILL_BYTE_LIMIT + 1, limit: SKILL_BYTE_LIMIT },
     });
+  });
+
+  it('fails a definition pre-loading a SKILL.md over the bound by its frontmatter name as too large', async () => {
+    const repo = await tempDir();
+    await writeTree(repo, {
+      '.git/HEAD': 'x',
+      '.troupe/skills/big/SKILL.md': skill('release-notes', 'Too long'),
+      // A frontmatter that does not close within the bytes read for it: known by its folder.
+      '.troupe/skills/open/SKILL.md': `---\nname: never-closed\ndescription: ${'x'.repeat(SKILL_FRONTMATTER_BYTE_LIMIT)}\n---\n`,
+    });
+    const big = path.join(repo, '.troupe/skills/big/SKILL.md');
+    const open = path.join(repo, '.troupe/skills/open/SKILL.md');
+    await truncate(big, SKILL_BYTE_LIMIT + 1);
+    await truncate(open, SKILL_BYTE_LIMIT + 1);
+    const failure = (skills: string[]) =>
+      checkSkills({ skills, path: path.join(repo, 'agent.md'), bodyLine: 1 }, repo, { homeDir: repo }).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+    // It failed as an unknown skill: only the folder name of a skipped SKILL.md was known.
+    expect(await failure(['release-notes'])).toMatchObject({
+      code: 'skill_too_large',
+      fields: { skill: 'release-notes', skillFile: big, size: SKILL_BYTE_LIMIT + 1, limit: SKILL_BYTE_LIMIT },
+    });
+    expect(await failure(['open'])).toMatchObject({
+      code: 'skill_too_large',
+      fields: { skill: 'open', skillFile: open, size: SKILL_BYTE_LIMIT + 1 },
+    });
+    expect(await failure(['big'])).toMatchObject({ code: 'unknown_skill' });
   });
 
   it('finds project, user and compat skills with their frontmatter and body', async () => {
