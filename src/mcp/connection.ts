@@ -140,7 +140,7 @@ export interface McpConnectionOptions {
    */
   readonly maxNotificationsPerMinute?: number;
   /**
-   * Bytes of the notifications and requests a server (stdio or HTTP) may send in the last 60
+   * UTF-8 bytes of the notifications and requests a server (stdio or HTTP) may send in the last 60
    * seconds; past it troupe closes the connection. @default MCP_MAX_NOTIFICATION_BYTES_PER_MINUTE
    */
   readonly maxNotificationBytesPerMinute?: number;
@@ -582,9 +582,9 @@ export class McpConnection {
         cwd: config.cwd ?? this.#options.cwd,
         maxMessageBytes: this.#options.maxMessageBytes,
         ...(this.#options.maxLineBytes === undefined ? {} : { maxLineBytes: this.#options.maxLineBytes }),
-        parse: (line) => {
+        parse: (line, bytes) => {
           const message = sdk.deserializeMessage(line);
-          stdioLineLengths.set(message, line.length);
+          stdioLineBytes.set(message, bytes);
           return message;
         },
         onDropped,
@@ -662,22 +662,23 @@ export class McpConnection {
 }
 
 /**
- * The length of the line a stdio message was read from (characters: bytes for the ASCII JSON
- * mostly is), for the bound on the bytes of notifications.
+ * The UTF-8 bytes of the line a stdio message was read from, for the bound on the bytes of
+ * notifications (characters were counted: text outside ASCII passed the bound at up to 3 times it).
  */
-const stdioLineLengths = new WeakMap<object, number>();
+const stdioLineBytes = new WeakMap<object, number>();
 
 /**
- * The length of a message a server sent on its own: its stdio line's, or over HTTP (where the SDK
- * parses the event itself) that of its JSON again. Serializing costs about what the parse did, and
- * only until the bound on their bytes is passed: a server streaming large notifications over HTTP
- * for ever was bounded in count only.
+ * The UTF-8 bytes of a message a server sent on its own: its stdio line's, or over HTTP those of
+ * its JSON again. The SDK parses each event itself and hands on a new object (the schema's), from
+ * any of several streams at once, so the event's raw bytes cannot be told to the message they
+ * became. Serializing costs about what the parse did, and only until the bound on their bytes is
+ * passed: a server streaming large notifications over HTTP for ever was bounded in count only.
  */
 function messageBytes(message: object): number {
-  const line = stdioLineLengths.get(message);
+  const line = stdioLineBytes.get(message);
   if (line !== undefined) return line;
   try {
-    return JSON.stringify(message).length;
+    return Buffer.byteLength(JSON.stringify(message));
   } catch {
     return 0;
   }

@@ -98,7 +98,7 @@ export const MCP_MAX_NOTIFICATIONS_PER_SECOND = 1000;
 export const MCP_MAX_NOTIFICATIONS_PER_MINUTE = 6000;
 
 /**
- * Bytes of the notifications (and requests) a server may send in the last 60 seconds, over stdio
+ * UTF-8 bytes of the notifications (and requests) a server may send in the last 60 seconds, over stdio
  * or HTTP: a few large ones a minute each cost a parse of up to a message's bound.
  */
 export const MCP_MAX_NOTIFICATION_BYTES_PER_MINUTE = 64 * 1024 * 1024;

@@ -20,8 +20,11 @@
  */
 import { stdioLineBound } from './constants.ts';
 
-/** Turns one line (without its newline) into a message; throws when it is not one. */
-export type LineParser<T> = (line: string) => T;
+/**
+ * Turns one line (without its newline) into a message; throws when it is not one. `bytes` is the
+ * line's length in UTF-8 bytes, as read.
+ */
+export type LineParser<T> = (line: string, bytes: number) => T;
 
 /**
  * The JSON-RPC error code of the answer put in place of one over the bound (JSON-RPC's "internal
@@ -215,10 +218,11 @@ export class LineReadBuffer<T> {
       this.#lineBytes = 0;
       return;
     }
-    const line = Buffer.concat(this.#chunks, this.#size).toString('utf8').replace(/\r$/, '');
+    const bytes = Buffer.concat(this.#chunks, this.#size);
+    const end = bytes[bytes.length - 1] === 0x0d ? bytes.length - 1 : bytes.length;
     this.#chunks = [];
     this.#size = 0;
-    this.#push(line);
+    this.#push(bytes.toString('utf8', 0, end), end);
   }
 
   /** Puts an error answer to the scanned message's id in its place. */
@@ -230,12 +234,13 @@ export class LineReadBuffer<T> {
       message: `the answer is longer than ${this.#maxBytes} bytes, the most troupe reads from one message (maxMessageBytes); it was not read`,
       data,
     };
-    this.#push(JSON.stringify({ jsonrpc: '2.0', id: scan.id, error }));
+    const line = JSON.stringify({ jsonrpc: '2.0', id: scan.id, error });
+    this.#push(line, Buffer.byteLength(line));
   }
 
-  #push(line: string): void {
+  #push(line: string, bytes: number): void {
     try {
-      this.#ready.push(this.#parse(line));
+      this.#ready.push(this.#parse(line, bytes));
     } catch (error) {
       this.#ready.push(new Unparsed(error));
     }

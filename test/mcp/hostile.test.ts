@@ -248,6 +248,18 @@ describe('a hostile MCP server over stdio', () => {
     );
   });
 
+  it('counts the bytes of notifications in UTF-8, not in characters', async () => {
+    // 10 notifications of 4,000 `é`s: some 41,000 characters, under the 64 KiB bound, but some
+    // 81,000 bytes. Counted in characters, the call was answered.
+    const mcp = pool({ maxNotificationBytesPerMinute: 64 * 1024, callTimeoutMs: 20_000 });
+    const { tools } = await mcp.toolsFor({ wide: hostile('wide-notify', '4000') });
+    const result = await byName(tools, 'mcp__wide__echo').execute({}, ctx());
+    expect(result.ok).toBe(false);
+    expect(result.text).toContain(
+      'MCP server `wide` stopped during the call to `echo` (it sent more than 65536 bytes of notifications in one minute',
+    );
+  });
+
   it('answers a request of the server over the bound with an error, so the server does not wait', async () => {
     const mcp = pool({ maxMessageBytes: 16 * 1024, callTimeoutMs: 120_000 });
     const { tools } = await mcp.toolsFor({ asks: hostile('big-request', '100') });

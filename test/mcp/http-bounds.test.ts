@@ -209,4 +209,37 @@ describe('MCP over Streamable HTTP: notifications', () => {
       await connection.close();
     }
   });
+
+  it('are counted in UTF-8 bytes, not characters', async () => {
+    // 10 notifications of 4,000 `é`s and no result: some 41,000 characters, under the 64 KiB
+    // bound, but some 81,000 bytes. Counted in characters, the call waited out its time limit.
+    let stop: () => void = () => {};
+    const { url } = await jsonRpcServer((res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const data = 'é'.repeat(4000);
+      const notification = JSON.stringify({
+        jsonrpc: '2.0',
+        method: 'notifications/message',
+        params: { level: 'info', data },
+      });
+      for (let n = 0; n < 10; n += 1) res.write(`event: message\ndata: ${notification}\n\n`);
+      stop = () => res.end();
+    });
+    const connection = new McpConnection(
+      'wide',
+      { type: 'http', url, headers: {} },
+      { cwd: '/', maxNotificationBytesPerMinute: 64 * 1024, callTimeoutMs: 10_000 },
+    );
+    try {
+      const error = await connection.call('echo', {}, new AbortController().signal).then(
+        () => undefined,
+        (thrown: unknown) => thrown as Error & { code?: string },
+      );
+      expect(error?.code).toBe('mcp_server_died');
+      expect(error?.message).toContain('it sent more than 65536 bytes of notifications in one minute');
+    } finally {
+      stop();
+      await connection.close();
+    }
+  });
 });
