@@ -49,7 +49,8 @@ export interface SkippedSkill {
 /**
  * Finds the skills visible from `cwd`, highest precedence first: project `.troupe/skills` (from
  * `cwd` up to the git root; closer wins), `~/.troupe/skills`, then compat `.claude/skills` in the
- * same order. A name found earlier shadows the same name later.
+ * same order. A name found earlier shadows the same name later, also when that SKILL.md is over
+ * `SKILL_BYTE_LIMIT` (it is then not among the skills: pre-loading it fails `skill_too_large`).
  */
 export async function discoverSkills(cwd: string, options: SkillsOptions = {}): Promise<Map<string, Skill>> {
   return (await discoverSkillsAndSkipped(cwd, options)).skills;
@@ -57,8 +58,9 @@ export async function discoverSkills(cwd: string, options: SkillsOptions = {}): 
 
 /**
  * {@link discoverSkills}, with the SKILL.md files skipped for being over `SKILL_BYTE_LIMIT`, by
- * name (the first found of a name), so a definition pre-loading one can say why it is not there
- * rather than that it does not exist.
+ * name, so a definition pre-loading one can say why it is not there rather than that it does not
+ * exist. A skipped one shadows later ones of its name as a skill does: each name is in one map at
+ * most, the first found's.
  */
 export async function discoverSkillsAndSkipped(
   cwd: string,
@@ -87,8 +89,12 @@ export async function discoverSkillsAndSkipped(
   const skills = new Map<string, Skill>();
   const tooLarge = new Map<string, SkippedSkill>();
   for (const { root, source, confine } of roots) {
-    for (const skill of await readSkillRoot(root, source, confine, tooLarge)) {
-      if (!skills.has(skill.name)) skills.set(skill.name, skill);
+    for (const found of await readSkillRoot(root, source, confine)) {
+      // A SKILL.md too large to read still takes its name: a smaller one of lower precedence
+      // pre-loaded in its place would be a skill its author never wrote for that name.
+      if (skills.has(found.name) || tooLarge.has(found.name)) continue;
+      if (found.kind === 'skill') skills.set(found.name, found.skill);
+      else tooLarge.set(found.name, found.skipped);
     }
   }
   return { skills, tooLarge };
@@ -121,19 +127,24 @@ function warnTooLarge(file: string): void {
   );
 }
 
+/** A SKILL.md of a skills directory: a skill, or one skipped for its size. */
+type FoundSkill =
+  | { readonly kind: 'skill'; readonly name: string; readonly skill: Skill }
+  | { readonly kind: 'too_large'; readonly name: string; readonly skipped: SkippedSkill };
+
+/** The SKILL.md files of one skills directory, in its folders' order. */
 async function readSkillRoot(
   root: string,
   source: SkillSource,
   confine: string | undefined,
-  tooLarge: Map<string, SkippedSkill>,
-): Promise<Skill[]> {
+): Promise<FoundSkill[]> {
   let entries: string[];
   try {
     entries = (await readdir(root)).sort();
   } catch {
     return []; // a missing skills directory is the usual case
   }
-  const skills: Skill[] = [];
+  const found: FoundSkill[] = [];
   for (const entry of entries) {
     const file = path.join(root, entry, 'SKILL.md');
     let text: string;
@@ -146,16 +157,17 @@ async function readSkillRoot(
       if (read.kind === 'too_large') {
         warnTooLarge(file);
         const skipped = await skippedSkill(target, file, entry);
-        if (!tooLarge.has(skipped.name)) tooLarge.set(skipped.name, skipped);
+        found.push({ kind: 'too_large', name: skipped.name, skipped });
         continue;
       }
       text = read.bytes.toString('utf8');
     } catch {
       continue; // not a skill folder
     }
-    skills.push({ ...(await parseSkill(text, entry)), path: file, source });
+    const skill: Skill = { ...(await parseSkill(text, entry)), path: file, source };
+    found.push({ kind: 'skill', name: skill.name, skill });
   }
-  return skills;
+  return found;
 }
 
 /**

@@ -96,6 +96,41 @@ describe('skills', () => {
     expect(await failure(['big'])).toMatchObject({ code: 'unknown_skill' });
   });
 
+  it('lets a project SKILL.md over the bound shadow a smaller user or compat skill of its name', async () => {
+    const repo = await tempDir();
+    const home = await tempDir();
+    await writeTree(repo, {
+      '.git/HEAD': 'x',
+      '.troupe/skills/review/SKILL.md': skill('review', 'The project review, too long'),
+      '.claude/skills/review/SKILL.md': skill('review', 'A compat review'),
+    });
+    await writeTree(home, {
+      '.troupe/skills/review/SKILL.md': skill('review', 'A user review'),
+      '.claude/skills/review/SKILL.md': skill('review', 'A compat user review'),
+    });
+    const big = path.join(repo, '.troupe/skills/review/SKILL.md');
+    await truncate(big, SKILL_BYTE_LIMIT + 1);
+    const def = { skills: ['review'], path: path.join(repo, 'agent.md'), bodyLine: 1 };
+    const saved = process.env.HOME;
+    process.env.HOME = home;
+    try {
+      // The user's review was pre-loaded in its place, silently (a warning said only that the
+      // project's was skipped).
+      const error = await checkSkills(def, repo).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(error).toMatchObject({
+        code: 'skill_too_large',
+        fields: { skill: 'review', skillFile: big, size: SKILL_BYTE_LIMIT + 1, limit: SKILL_BYTE_LIMIT },
+      });
+      expect((await discoverSkills(repo)).has('review')).toBe(false);
+    } finally {
+      if (saved === undefined) delete process.env.HOME;
+      else process.env.HOME = saved;
+    }
+  });
+
   it('finds project, user and compat skills with their frontmatter and body', async () => {
     const repo = await tempDir();
     const home = await tempDir();
