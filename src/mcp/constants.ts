@@ -120,6 +120,12 @@ export const MCP_RESTART_MAX_DELAY_MS = 30_000;
 export const MCP_CLOSE_GRACE_MS = 2_000;
 
 /**
+ * Time one `taskkill` (Windows: ending a stdio server's process tree) is waited for; one still
+ * running after it is killed, and closing goes on.
+ */
+export const MCP_TASKKILL_TIMEOUT_MS = 5_000;
+
+/**
  * Characters of a server's or transport's error message kept in troupe's own messages (an HTTP
  * server's error page, say); the rest is cut.
  */

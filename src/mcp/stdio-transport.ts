@@ -9,7 +9,8 @@
  * spawn without a shell, runs through cmd.exe with its arguments escaped), writes each message as a
  * line on its stdin, reads lines from its stdout with a {@link LineReadBuffer}, keeps its stderr
  * for the caller, and closes by ending stdin, then SIGTERM, then SIGKILL, each after
- * {@link MCP_CLOSE_GRACE_MS}.
+ * {@link MCP_CLOSE_GRACE_MS}; on Windows `taskkill /T`, then `taskkill /T /F`, in place of the
+ * signals, which would end only `cmd.exe` and not the server a `.cmd` shim started under it.
  */
 import type { ChildProcess } from 'node:child_process';
 import { PassThrough } from 'node:stream';
@@ -17,6 +18,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import spawn from 'cross-spawn';
 import { MCP_CLOSE_GRACE_MS } from './constants.ts';
+import { killProcessTree } from './process-tree.ts';
 import { type LineParser, LineReadBuffer, requestTooLongAnswer } from './read-buffer.ts';
 
 /** How to start a stdio server, and the bounds on what it sends. */
@@ -39,7 +41,10 @@ export interface StdioTransportOptions {
    * that line was passed on, so an answer refused earlier in the same read reaches its call first.
    */
   readonly onFramingLost?: (lineBytes: number) => void;
-  /** Time the server gets after its stdin is closed, then after SIGTERM. @default MCP_CLOSE_GRACE_MS */
+  /**
+   * Time the server gets after its stdin is closed, then after SIGTERM (Windows: `taskkill /T`).
+   * @default MCP_CLOSE_GRACE_MS
+   */
   readonly closeGraceMs?: number;
 }
 
@@ -128,7 +133,11 @@ export class StdioTransport implements Transport {
     });
   }
 
-  /** Ends the server's stdin, then SIGTERM, then SIGKILL, each after the grace time; reads no more. */
+  /**
+   * Ends the server's stdin, then SIGTERM, then SIGKILL, each after the grace time; reads no more.
+   * On Windows the signals are `taskkill /T` and `taskkill /T /F` of the server's process tree
+   * (each waited for at most `MCP_TASKKILL_TIMEOUT_MS`).
+   */
   async close(): Promise<void> {
     const child = this.#process;
     this.#process = undefined;
@@ -146,14 +155,26 @@ export class StdioTransport implements Transport {
         // The pipe is already gone.
       }
       await waited();
-      for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
-        if (child.exitCode !== null || child.signalCode !== null) break;
-        try {
-          child.kill(signal);
-        } catch {
-          // It exited meanwhile.
+      const running = (): boolean => child.exitCode === null && child.signalCode === null;
+      const pid = child.pid;
+      if (process.platform === 'win32' && pid !== undefined) {
+        // A signal would end only the process spawned, cmd.exe for a .cmd shim (npx), and leave
+        // the server it runs: its whole tree is ended instead, asked first, then forced.
+        for (const force of [false, true]) {
+          if (!running()) break;
+          await killProcessTree(pid, force);
+          if (!force) await waited();
         }
-        if (signal === 'SIGTERM') await waited();
+      } else {
+        for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+          if (!running()) break;
+          try {
+            child.kill(signal);
+          } catch {
+            // It exited meanwhile.
+          }
+          if (signal === 'SIGTERM') await waited();
+        }
       }
     }
     this.#buffer.clear();

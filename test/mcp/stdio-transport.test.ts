@@ -92,6 +92,45 @@ describe('StdioTransport', () => {
     ]);
   });
 
+  it('closes a server started on Windows by ending its process tree, not only cmd.exe', () => {
+    const shims = tempDir('troupe-mcp-shims-');
+    writeFileSync(path.join(shims, 'npx.cmd'), '@echo off\r\n');
+    const child = spawnSync(process.execPath, ['--import', 'tsx', win32Spawn, shims, 'close'], {
+      encoding: 'utf8',
+    });
+    expect(child.status, child.stderr).toBe(0);
+    // SIGTERM and SIGKILL reached cmd.exe only: the server a shim ran under it, ignoring the end of
+    // its stdin, was left running.
+    const taskkill = 'C:\\Windows\\System32\\taskkill.exe';
+    expect(JSON.parse(child.stdout).slice(1)).toEqual([
+      { command: taskkill, args: ['/pid', '4321', '/T'], shell: false },
+      { command: taskkill, args: ['/pid', '4321', '/T', '/F'], shell: false },
+    ]);
+  });
+
+  it('ends the process tree of an MCP server a dead thread left behind on Windows', () => {
+    const child = spawnSync(process.execPath, ['--import', 'tsx', win32Spawn, '.', 'orphans'], {
+      encoding: 'utf8',
+    });
+    expect(child.status, child.stderr).toBe(0);
+    // SIGKILL reached cmd.exe only, as in close.
+    expect(JSON.parse(child.stdout)).toEqual([
+      { command: 'C:\\Windows\\System32\\taskkill.exe', args: ['/pid', '4321', '/T', '/F'], shell: false },
+    ]);
+  });
+
+  it('stops waiting for a taskkill that does not exit within its bound, and kills it', () => {
+    const child = spawnSync(process.execPath, ['--import', 'tsx', win32Spawn, '.', 'hung'], {
+      timeout: 30_000,
+      encoding: 'utf8',
+    });
+    expect(child.status, child.stderr).toBe(0);
+    expect(JSON.parse(child.stdout)).toEqual([
+      { command: 'C:\\Windows\\System32\\taskkill.exe', args: ['/pid', '4321', '/T', '/F'], shell: false },
+      { kill: 9001, signal: 'SIGTERM' },
+    ]);
+  });
+
   it('starts a command found on the PATH of its environment, its arguments intact', async () => {
     const bin = tempDir('troupe-mcp-bin-');
     const server = path.join(bin, 'echo-args');

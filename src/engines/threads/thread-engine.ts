@@ -26,6 +26,7 @@ import type { UsageTotals } from '../../journal/usage.ts';
 import { JournalWriter } from '../../journal/writer.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../../loop/types.ts';
+import { killProcessTree } from '../../mcp/process-tree.ts';
 import type {
   ActorSpec,
   AgentMessage,
@@ -888,12 +889,15 @@ export class ThreadEngine implements Engine {
 /**
  * Kills the MCP servers (pids) and command process groups (negative ids) a dead thread left
  * behind: it can no longer close the servers' stdin nor kill the groups. Their leaders stay
- * zombies, as only the dead thread could have reaped them.
+ * zombies, as only the dead thread could have reaped them. On Windows a server's whole process
+ * tree is ended (`taskkill /T /F`, not waited for): a signal would end only `cmd.exe` of an `npx`.
+ * Exported for its test.
  */
-function killOrphans(targets: ReadonlySet<number> | undefined): void {
+export function killOrphans(targets: ReadonlySet<number> | undefined): void {
   for (const target of targets ?? []) {
     try {
-      process.kill(target, 'SIGKILL');
+      if (process.platform === 'win32' && target > 0) void killProcessTree(target, true);
+      else process.kill(target, 'SIGKILL');
     } catch {
       // Already gone.
     }
