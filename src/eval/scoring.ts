@@ -6,6 +6,7 @@
 import PQueue from 'p-queue';
 import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
+import { timeLimit } from '../option-checks.ts';
 import { type BuiltinScorerSpec, clip, compileBuiltinScorer } from './builtin-scorers.ts';
 import {
   DEFAULT_JUDGE_CONCURRENCY,
@@ -43,7 +44,10 @@ export interface ScoringOptions {
    * gets counts from its start. @default DEFAULT_SCORER_FUNCTION_CONCURRENCY (8)
    */
   readonly functionConcurrency?: number;
-  /** Time a scorer function gets per item. @default SCORER_FUNCTION_TIMEOUT_MS (60 s) */
+  /**
+   * Time a scorer function gets per item: a positive integer up to 2147483647 (`MAX_TIMER_MS`;
+   * Node fires a longer timer at once). @default SCORER_FUNCTION_TIMEOUT_MS (60 s)
+   */
   readonly functionTimeoutMs?: number;
   /**
    * Aborting it cancels running judges and stops waiting for scorer functions (their scores get an
@@ -65,7 +69,8 @@ export class Scoring {
   }
 
   /**
-   * Prepares `options.scorers`. Throws UserError `invalid_scorers` for a bad declaration,
+   * Prepares `options.scorers`. Throws UserError `invalid_option` for a bad `functionTimeoutMs`,
+   * `invalid_scorers` for a bad declaration,
    * `scorer_module` for a module that does not export a function, and `judge_needs_spawner` when a
    * judge is declared without a spawner.
    *
@@ -80,6 +85,12 @@ export class Scoring {
    */
   static async create(options: ScoringOptions): Promise<Scoring> {
     const specs = prepareScorers(options.scorers);
+    const functionTimeoutMs = timeLimit(
+      'functionTimeoutMs',
+      options.functionTimeoutMs,
+      SCORER_FUNCTION_TIMEOUT_MS,
+      'positive integer',
+    );
     const queue = new PQueue({ concurrency: options.judgeConcurrency ?? DEFAULT_JUDGE_CONCURRENCY });
     const runners: { name: string; run: ItemScorer }[] = [];
     for (const spec of specs) {
@@ -110,7 +121,7 @@ export class Scoring {
         case 'module': {
           const fn = await loadScorerFunction(spec);
           const calls = new ScorerFunctionCalls(fn, spec, {
-            timeoutMs: options.functionTimeoutMs ?? SCORER_FUNCTION_TIMEOUT_MS,
+            timeoutMs: functionTimeoutMs,
             concurrency: options.functionConcurrency ?? DEFAULT_SCORER_FUNCTION_CONCURRENCY,
             ...(options.signal === undefined ? {} : { signal: options.signal }),
           });

@@ -28,6 +28,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { dirname } from 'node:path';
+import { MAX_TIMER_MS } from '../constants.ts';
 import { describeValue, SystemError, UserError } from '../errors.ts';
 import {
   type ChainHead,
@@ -55,7 +56,11 @@ export interface JournalWriterOptions {
    * @default 'always'
    */
   readonly fsync?: FsyncPolicy;
-  /** Flush period of the `interval` policy. @default 1000 */
+  /**
+   * Flush period of the `interval` policy: a positive number up to 2147483647 (`MAX_TIMER_MS`,
+   * about 24.8 days; Node fires a longer timer at once, so the journal would flush every 1 ms).
+   * @default 1000
+   */
   readonly intervalMs?: number;
   /**
    * Hold appended events until the next {@link JournalWriter.commit} (or {@link JournalWriter.commitAll},
@@ -413,10 +418,15 @@ function prepareOptions(options: JournalWriterOptions): PreparedOptions {
     );
   }
   const intervalMs = options.intervalMs ?? DEFAULT_FSYNC_INTERVAL_MS;
-  if (typeof intervalMs !== 'number' || !Number.isFinite(intervalMs) || intervalMs <= 0) {
+  if (
+    typeof intervalMs !== 'number' ||
+    !Number.isFinite(intervalMs) ||
+    intervalMs <= 0 ||
+    intervalMs > MAX_TIMER_MS
+  ) {
     throw new UserError(
       'invalid_option',
-      `Expected \`intervalMs\` to be a positive number, got ${describeValue(intervalMs)}`,
+      `Expected \`intervalMs\` to be a positive number up to ${MAX_TIMER_MS}, got ${describeValue(intervalMs)}`,
       { path: '/intervalMs' },
     );
   }

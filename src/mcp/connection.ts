@@ -14,6 +14,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { sleep } from '../abort.ts';
 import { readableErrorText, SystemError } from '../errors.ts';
+import { timeLimit } from '../option-checks.ts';
 import type { ToolTraceContext } from '../tools/types.ts';
 import { BodyTooLong, boundedFetch } from './bounded-fetch.ts';
 import { expandMcpServerConfig, type McpServerConfig, registerServerCredentials } from './config.ts';
@@ -108,6 +109,7 @@ export interface McpConnectionOptions {
   readonly cwd: string;
   /** Environment `${VAR}` expands from. @default process.env */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Time to start a server and get its `initialize` answer; at most MAX_TIMER_MS. @default MCP_CONNECT_TIMEOUT_MS */
   readonly connectTimeoutMs?: number;
   /** Time for the whole `tools/list` listing, every page. @default MCP_LIST_TIMEOUT_MS */
   readonly listTimeoutMs?: number;
@@ -197,7 +199,12 @@ export class McpConnection {
       env: options.env,
       onProcess: options.onProcess,
       maxLineBytes: options.maxLineBytes,
-      connectTimeoutMs: options.connectTimeoutMs ?? MCP_CONNECT_TIMEOUT_MS,
+      connectTimeoutMs: timeLimit(
+        'connectTimeoutMs',
+        options.connectTimeoutMs,
+        MCP_CONNECT_TIMEOUT_MS,
+        'positive integer',
+      ),
       listTimeoutMs: options.listTimeoutMs ?? MCP_LIST_TIMEOUT_MS,
       callTimeoutMs: options.callTimeoutMs ?? MCP_CALL_TIMEOUT_MS,
       maxRestarts: options.maxRestarts ?? MCP_MAX_RESTARTS,

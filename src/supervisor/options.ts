@@ -452,7 +452,13 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
     positiveInt(`limits.${key}.tokensPerMinute`, limit.tokensPerMinute, 1);
     if (limit.requestsPerInterval !== undefined) {
       positiveInt(`limits.${key}.requestsPerInterval.count`, limit.requestsPerInterval.count, 1);
-      positiveInt(`limits.${key}.requestsPerInterval.intervalMs`, limit.requestsPerInterval.intervalMs, 1);
+      // The window is a timer (p-queue's interval): past MAX_TIMER_MS it would end every 1 ms.
+      timeLimit(
+        `limits.${key}.requestsPerInterval.intervalMs`,
+        limit.requestsPerInterval.intervalMs,
+        1,
+        'positive integer',
+      );
     }
   }
   for (const [name, tool] of Object.entries(options.hostTools ?? {})) {

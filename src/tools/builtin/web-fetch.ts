@@ -16,6 +16,7 @@ import zlib from 'node:zlib';
 import type TurndownService from 'turndown';
 import { followSignal } from '../../abort.ts';
 import { UserError } from '../../errors.ts';
+import { timeLimit } from '../../option-checks.ts';
 import { WEB_FETCH_MAX_HTML_DEPTH, WEB_FETCH_MAX_STYLE_CHARS } from '../constants.ts';
 import { isNonPublicAddress } from '../net-address.ts';
 import type { Tool, ToolContext, ToolOutcome } from '../types.ts';
@@ -39,7 +40,10 @@ export interface WebFetchOptions {
   readonly maxBytes?: number;
   /** Characters of text returned at most. @default 100,000 */
   readonly maxChars?: number;
-  /** Time for the whole fetch, redirects included. @default 30,000 ms */
+  /**
+   * Time for the whole fetch, redirects included: a positive integer up to 2147483647
+   * (`MAX_TIMER_MS`, about 24.8 days; Node fires a longer timer at once). @default 30,000 ms
+   */
   readonly timeoutMs?: number;
   /** Redirects followed at most. @default 5 */
   readonly maxRedirects?: number;
@@ -61,7 +65,10 @@ type WebFetchArgs = {
   readonly max_chars?: number;
 };
 
-/** Builds a `web_fetch` tool with its own host lists and bounds. */
+/**
+ * Builds a `web_fetch` tool with its own host lists and bounds.
+ * @throws UserError `invalid_option` for a `timeoutMs` that is not a positive integer up to `MAX_TIMER_MS`.
+ */
 export function createWebFetchTool(options: WebFetchOptions = {}): Tool<WebFetchArgs> {
   const settings: FetchSettings = {
     allowHosts: options.allowHosts,
@@ -69,7 +76,7 @@ export function createWebFetchTool(options: WebFetchOptions = {}): Tool<WebFetch
     allowPrivateAddresses: options.allowPrivateAddresses ?? false,
     maxBytes: options.maxBytes ?? WEB_FETCH_DEFAULTS.maxBytes,
     maxChars: options.maxChars ?? WEB_FETCH_DEFAULTS.maxChars,
-    timeoutMs: options.timeoutMs ?? WEB_FETCH_DEFAULTS.timeoutMs,
+    timeoutMs: timeLimit('timeoutMs', options.timeoutMs, WEB_FETCH_DEFAULTS.timeoutMs, 'positive integer'),
     maxRedirects: options.maxRedirects ?? WEB_FETCH_DEFAULTS.maxRedirects,
   };
   return {
