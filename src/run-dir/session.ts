@@ -44,6 +44,7 @@ import {
   type Unended,
 } from './summary.ts';
 import { inputsOf } from './task-rows.ts';
+import { unendedAttemptIds } from './timeline.ts';
 
 /** A run log event before its time is set. */
 type RunLogEventBody = RunLogEvent extends infer E ? (E extends unknown ? Omit<E, 'ts'> : never) : never;
@@ -332,16 +333,30 @@ export class FanoutSession {
     return summary;
   }
 
-  /** The agents of this session that started and have no line yet. */
+  /**
+   * The agents that started and have no line yet: this session's, and those its journals show
+   * by the rule `troupe score` and `troupe report` count with ({@link unendedAttemptIds}), so an
+   * agent an earlier session left unended and this one did not finish (a resume cut short before
+   * it got there, a child no resume reaches) is counted interrupted here too, not dropped until a
+   * recount. A journal that cannot be read leaves this session's own.
+   */
   #unended(): Unended {
     const entries = new Set<number>();
-    let nested = 0;
+    const nested = new Set<string>();
     for (const [agentId, tracked] of this.#tracked) {
       if (tracked.startedAt === undefined || this.#judges.has(agentId)) continue;
-      if (tracked.index === null) nested += 1;
+      if (tracked.index === null) nested.add(agentId);
       else entries.add(tracked.index);
     }
-    return { entries, nested };
+    try {
+      const { plan, writer } = this.#options;
+      const found = unendedAttemptIds({ plan, paths: writer.paths, results: this.#lines });
+      for (const index of found.entries) entries.add(index);
+      for (const agentId of found.nested) if (!this.#judges.has(agentId)) nested.add(agentId);
+    } catch {
+      // summary.json is still written; `troupe report` says which journal is damaged.
+    }
+    return { entries, nested: nested.size };
   }
 
   /**

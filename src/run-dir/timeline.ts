@@ -860,13 +860,31 @@ export function unendedOf(timeline: Timeline): Unended {
  * MAX_ADOPTION_SCAN_JOURNALS of them). For `troupe score`, which rewrites summary.json without
  * building the timeline (every journal read). A judge's journal names no parent: it is not one.
  */
-export function unendedAttempts(contents: RunDirContents): Unended {
+export function unendedAttempts(contents: UnendedSource): Unended {
+  const { entries, nested } = unendedAttemptIds(contents);
+  return { entries, nested: nested.size };
+}
+
+/** What {@link unendedAttempts} reads: the plan, where the journals are, and the result lines so far. */
+export type UnendedSource = Pick<RunDirContents, 'plan' | 'paths'> & {
+  readonly results: Iterable<Pick<ResultLine, 'agentId' | 'index' | 'attempt'>>;
+};
+
+/**
+ * {@link unendedAttempts} with the ids of the nested agents, for a caller that adds agents it
+ * knows of itself (a session's own, whose journals may be elsewhere on the redis engine).
+ */
+export function unendedAttemptIds(contents: UnendedSource): {
+  readonly entries: Set<number>;
+  readonly nested: Set<string>;
+} {
   const { plan, paths, results } = contents;
   const entries = new Set<number>();
-  if (!existsSync(paths.journals)) return { entries, nested: 0 };
+  const nested = new Set<string>();
+  if (!existsSync(paths.journals)) return { entries, nested };
   const files = new Set(readdirSync(paths.journals));
   const lined = new Set<string>();
-  const lastLines = new Map<number, ResultLine>();
+  const lastLines = new Map<number, Pick<ResultLine, 'attempt'>>();
   for (const line of results) {
     lined.add(line.agentId);
     if (line.index !== null && (lastLines.get(line.index)?.attempt ?? 0) < line.attempt)
@@ -894,14 +912,13 @@ export function unendedAttempts(contents: RunDirContents): Unended {
     if (head !== undefined && head !== 'too_long' && head.agentId === agentId && head.parentId !== undefined)
       parents.set(agentId, head.parentId);
   }
-  let nested = 0;
   for (let found = true; found; ) {
     found = false;
     for (const [agentId, parentId] of parents) {
       if (!ofRun.has(parentId)) continue;
       ofRun.add(agentId);
       parents.delete(agentId);
-      nested += 1;
+      nested.add(agentId);
       found = true;
     }
   }
