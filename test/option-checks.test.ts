@@ -63,6 +63,8 @@ const OPTIONS: readonly (readonly [string, (ms: number) => unknown])[] = [
   ['openai idleTimeoutMs', (ms) => new OpenAIProvider({ apiKey: 'k', idleTimeoutMs: ms })],
   ['anthropic timeoutMs', (ms) => new AnthropicProvider({ apiKey: 'k', timeoutMs: ms })],
   ['anthropic idleTimeoutMs', (ms) => new AnthropicProvider({ apiKey: 'k', idleTimeoutMs: ms })],
+  ['openai retryBaseDelayMs', (ms) => new OpenAIProvider({ apiKey: 'k', retryBaseDelayMs: ms })],
+  ['openai retryMaxDelayMs', (ms) => new OpenAIProvider({ apiKey: 'k', retryMaxDelayMs: ms })],
   ['scripted timeoutMs', (ms) => new ScriptedProvider([], { timeoutMs: ms })],
   ['simulated timeoutMs', (ms) => new SimulatedProvider({ timeoutMs: ms })],
   [

@@ -29,9 +29,9 @@ import type { AdmissionRelease, ProviderHooks, Usage } from './types.ts';
 export interface HttpProviderOptions extends ProviderHooks {
   /** Retries of a failed request (408, 409, 429, 5xx, connection failures). @default 2 */
   readonly maxRetries?: number;
-  /** @default 500 */
+  /** First backoff; from 0 to 2147483647 (`MAX_TIMER_MS`). @default 500 */
   readonly retryBaseDelayMs?: number;
-  /** @default 8000 */
+  /** Longest backoff; from 0 to 2147483647 (`MAX_TIMER_MS`). @default 8000 */
   readonly retryMaxDelayMs?: number;
   /**
    * Timeout of one model request (one HTTP attempt, from admission to the last byte) when the turn

@@ -73,9 +73,10 @@ export function checkOneOf(
 /** Validates the options shared by HTTP providers (UserError `invalid_option`). */
 export function checkHttpOptions(provider: string, options: HttpProviderOptions): void {
   checkNumber(provider, options, 'maxRetries', { min: 0, integer: true });
-  checkNumber(provider, options, 'retryBaseDelayMs', { min: 0 });
-  checkNumber(provider, options, 'retryMaxDelayMs', { min: 0 });
-  // Past the longest timer delay Node fires at once: such a limit failed every request at once.
+  // Past the longest timer delay Node fires at once: such a backoff retried at once, and such a
+  // limit failed every request at once.
+  checkNumber(provider, options, 'retryBaseDelayMs', { min: 0, max: MAX_TIMER_MS });
+  checkNumber(provider, options, 'retryMaxDelayMs', { min: 0, max: MAX_TIMER_MS });
   checkNumber(provider, options, 'timeoutMs', { min: 1, max: MAX_TIMER_MS });
   checkNumber(provider, options, 'idleTimeoutMs', { min: 1, max: MAX_TIMER_MS });
   checkNumber(provider, options, 'maxResponseBytes', { min: 1, integer: true });
