@@ -116,7 +116,8 @@ export const MAX_KEPT_HOST_CALLS = 64;
  * line of each is read (see {@link MAX_ADOPTION_SCAN_BYTES}), and only when such a call exists. On
  * the threads engine it counts the journals naming that parent (each journal's ids are read once
  * per engine, src/engines/threads/child-index.ts); on redis, the streams scanned. `troupe resume`'s
- * search for nested agents reads at most this many journals that are not plan entries' or judges'.
+ * search for nested agents has no count bound: it reads the ids of every journal's first line
+ * (bounded by {@link MAX_STARTED_HEAD_BYTES}) once and keeps only ids.
  */
 export const MAX_ADOPTION_SCAN_JOURNALS = 10_000;
 /**

@@ -4,7 +4,7 @@
  * `--retry-failed` runs failed ones again from theirs. The `resume` subcommand calls
  * {@link resumeRunDir} for a directory holding a `plan.json`.
  */
-import { MAX_ADOPTION_SCAN_JOURNALS, MAX_STARTED_HEAD_BYTES } from '../constants.ts';
+import { MAX_STARTED_HEAD_BYTES } from '../constants.ts';
 import type { FailureReason } from '../loop/types.ts';
 import { loadAgentDefinitions } from '../run-dir/agent-files.ts';
 import { changedDefinitions } from '../run-dir/definition-changes.ts';
@@ -119,7 +119,7 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
     const shown = decision.notExamined.slice(0, 5).join(', ');
     const more = decision.notExamined.length > 5 ? ', ...' : '';
     io.stderr(
-      `${printable(`warning: ${decision.notExamined.length} journal(s) were not examined for agents spawned by agents (past the first ${MAX_ADOPTION_SCAN_JOURNALS}, or whose ids lie past ${MAX_STARTED_HEAD_BYTES} bytes of their first line): ${shown}${more}; such an agent gets no result line and, unfinished, is neither resumed nor ended`)}
+      `${printable(`warning: ${decision.notExamined.length} journal(s) were not examined for agents spawned by agents (their ids lie past ${MAX_STARTED_HEAD_BYTES} bytes of their first line): ${shown}${more}; such an agent gets no result line and, unfinished, is neither resumed nor ended`)}
 `,
     );
   }

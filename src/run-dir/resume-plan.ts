@@ -28,7 +28,7 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAX_ADOPTION_SCAN_BYTES, MAX_ADOPTION_SCAN_JOURNALS, MAX_STARTED_HEAD_BYTES } from '../constants.ts';
+import { MAX_ADOPTION_SCAN_BYTES, MAX_STARTED_HEAD_BYTES } from '../constants.ts';
 import { type ChildStart, childStartOf } from '../engines/engine.ts';
 import type { AuditEvent, EventOf } from '../journal/events.ts';
 import { forkedInputs, forkedTotals, startsAsForkOf } from '../journal/fork.ts';
@@ -60,8 +60,8 @@ export interface ResumePlan {
    */
   readonly orphans: Orphan[];
   /**
-   * Journals not examined for nested agents (past MAX_ADOPTION_SCAN_JOURNALS, or whose ids lie past
-   * MAX_STARTED_HEAD_BYTES): a nested agent among them gets no line and is not ended. To be said.
+   * Journals not examined for nested agents (whose ids lie past MAX_STARTED_HEAD_BYTES of their
+   * first line): a nested agent among them gets no line and is not ended. To be said.
    */
   readonly notExamined: string[];
   /** Entries whose result is final. */
@@ -176,8 +176,9 @@ export function planResume(
  * Lines for the agents spawned by agents that have none, at any depth under a plan entry: those
  * whose journals end, and the orphans (see {@link Orphan}). Every journal in `files` that is neither
  * a plan entry's nor a judge's (by name) has the head of its first line read for its ids
- * (src/journal/started-head.ts: at most MAX_STARTED_HEAD_BYTES, however long the line; at most
- * MAX_ADOPTION_SCAN_JOURNALS journals; those left are `notExamined`); those whose `parentId` chain
+ * (src/journal/started-head.ts: at most MAX_STARTED_HEAD_BYTES, however long the line, in constant
+ * memory; a journal whose ids lie past that is `notExamined`), however many there are: only their
+ * ids are kept, and the directory's listing is held already; those whose `parentId` chain
  * leads to a plan entry's agent are the nested agents. An unfinished one runs again only when its
  * parent does and that parent's adoption takes it (src/supervisor/adoption.ts: its `spawn_agent`
  * results name it, or it is the child of a cut-off call): `resumed` holds the journals of the plan
@@ -201,12 +202,11 @@ function nestedAgents(
   };
   const heads = new Map<string, StartedHead & { readonly parentId: string }>();
   const notExamined: string[] = [];
-  const candidates = files.filter((file) => file.endsWith('.jsonl') && !entry.test(file.slice(0, -6)));
-  for (const [scanned, file] of candidates.entries()) {
-    if (scanned >= MAX_ADOPTION_SCAN_JOURNALS) {
-      notExamined.push(...candidates.slice(scanned).map((name) => join(paths.journals, name)));
-      break;
-    }
+  // Every candidate, however many: each read is bounded (MAX_STARTED_HEAD_BYTES, and most heads end
+  // in the first chunk), and only ids are kept, so a count bound would only leave subagents of a
+  // large run without a line.
+  for (const file of files) {
+    if (!file.endsWith('.jsonl') || entry.test(file.slice(0, -6))) continue;
     const stem = file.slice(0, -'.jsonl'.length);
     const head = readStartedHead(join(paths.journals, file), MAX_STARTED_HEAD_BYTES);
     if (head === 'too_long') notExamined.push(join(paths.journals, file));
