@@ -33,8 +33,8 @@ import type { EngineEvents } from './events.ts';
 /** How far {@link Engine.childStarts} reads. */
 export interface JournalScanBounds {
   /**
-   * Journals examined at most: on threads, those naming the parent (every journal's ids are read
-   * once per engine, by the first search); on redis, the streams scanned.
+   * Journals examined at most, of those naming the parent (every journal's ids are read once per
+   * engine, by the first search that finds it; on redis, from each stream's first entry).
    */
   readonly maxJournals: number;
   /** Bytes of each journal's first line parsed whole at most (to learn a child's agent and task). */

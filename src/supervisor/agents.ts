@@ -556,8 +556,8 @@ export class Agents {
    * The journals naming `parentId` as their parent (`Engine.childStarts`), warning of those its
    * bounds left unread. Searched for a cut-off `spawn_agent`'s child (`cutOff`), and on the threads
    * engine always, for the unfinished children its adoption does not take ({@link #endUnadopted}):
-   * it indexes its journals once, where the redis engine would scan its streams for each resumed
-   * agent (and `troupe resume` reads no redis journals either).
+   * it indexes its journals once, where the redis engine lists its queue's journal keys again for
+   * each resumed agent (and `troupe resume` reads no redis journals either).
    */
   async #childStarts(parentId: string, cutOff: boolean): Promise<ChildStart[]> {
     if (this.engine.childStarts === undefined || (!cutOff && this.engine.backend !== 'threads')) return [];

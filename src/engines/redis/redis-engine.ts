@@ -12,9 +12,8 @@ import { randomUUID } from 'node:crypto';
 import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { SystemError, serializeError } from '../../errors.ts';
-import { type AuditEvent, auditEventProblem } from '../../journal/events.ts';
+import type { AuditEvent } from '../../journal/events.ts';
 import { forkedInputs, forkedTotals, writeFork } from '../../journal/fork.ts';
-import { startedHeadOf } from '../../journal/started-head.ts';
 import type { UsageTotals } from '../../journal/usage.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome, InheritedSpend } from '../../loop/types.ts';
@@ -30,18 +29,17 @@ import type {
 } from '../../protocol/redis.ts';
 import { credentialsIn } from '../../providers/credentials.ts';
 import { ForwardedSecrets } from '../actor/forwarded-secrets.ts';
-import {
-  type ChildStart,
-  type ChildStarts,
-  childStartOf,
-  type Engine,
-  type EngineContext,
-  type EngineDescription,
-  type EngineHost,
-  type EngineOptions,
-  type JournalScanBounds,
+import type {
+  ChildStarts,
+  Engine,
+  EngineContext,
+  EngineDescription,
+  EngineHost,
+  EngineOptions,
+  JournalScanBounds,
 } from '../engine.ts';
 import { RedisApprovals } from './approvals.ts';
+import { RedisChildIndex } from './child-index.ts';
 import { bullQueueOptions, closeRedis, connectRedis, displayUrl, waitForRedis } from './connection.ts';
 import {
   AGENT_JOB_NAME,
@@ -183,6 +181,8 @@ export class RedisEngine implements Engine {
   #droppedEntry = false;
   /** Why `secrets` signals were refused so far (each said once). */
   readonly #secretsRefused = new Set<SecretsRefusal>();
+  /** The journal streams' heads, by the parent they name (childStarts; read once per engine). */
+  #childIndex: RedisChildIndex | undefined;
 
   constructor(options: RedisEngineOptions, context: EngineContext) {
     this.#options = options;
@@ -524,48 +524,13 @@ export class RedisEngine implements Engine {
 
   async childStarts(parentId: string, bounds: JournalScanBounds): Promise<ChildStarts> {
     await this.start();
-    const { redis } = this.#connected();
-    // Every journal stream of this queue (a fork's draft key ends in `:fork` and is not matched).
-    const glob = (text: string): string => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
-    const pattern = `${glob(this.#keys.prefix)}:${glob(this.#keys.queue)}:agent:*:journal`;
-    const names = `"parentId":${JSON.stringify(parentId)}`;
-    const starts: ChildStart[] = [];
-    const notExamined: string[] = [];
-    let read = 0;
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      for (const key of keys) {
-        if (read >= bounds.maxJournals) {
-          notExamined.push(key);
-          continue;
-        }
-        read += 1;
-        // An entry is read whole (a stream has no partial reads); only its first line is parsed.
-        const text = (await redis.xrange(key, '-', '+', 'COUNT', 1))[0]?.[1][1];
-        const line = text?.split('\n', 1)[0];
-        if (line === undefined) continue;
-        if (Buffer.byteLength(line) > bounds.maxBytes) {
-          // Too long to parse whole: its ids only (src/journal/started-head.ts).
-          if (Buffer.byteLength(line) > bounds.maxHeadBytes) notExamined.push(key);
-          const head = startedHeadOf(line);
-          if (head?.parentId === parentId) starts.push(childStartOf(head.agentId, head.spawnCallId));
-          continue;
-        }
-        if (!line.includes(names)) continue;
-        let value: unknown;
-        try {
-          value = JSON.parse(line);
-        } catch {
-          continue;
-        }
-        const event = value as AuditEvent;
-        if (auditEventProblem(value) === undefined && event.type === 'Started' && event.parentId === parentId)
-          starts.push(childStartOf(event.agentId, event.spawnCallId, event.definition.name, event.task));
-      }
-    } while (cursor !== '0');
-    return { starts, notExamined };
+    if (this.#childIndex === undefined) {
+      // Every journal stream of this queue (a fork's draft key ends in `:fork` and is not matched).
+      const glob = (text: string): string => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+      const pattern = `${glob(this.#keys.prefix)}:${glob(this.#keys.queue)}:agent:*:journal`;
+      this.#childIndex = new RedisChildIndex(this.#connected().redis, pattern);
+    }
+    return this.#childIndex.childStarts(parentId, bounds);
   }
 
   async endJournal(agentId: string, outcome: AgentOutcome): Promise<AgentOutcome> {

@@ -1,0 +1,105 @@
+/**
+ * The redis engine's index of its queue's journal streams for `Engine.childStarts`, as the thread
+ * engine's (src/engines/threads/child-index.ts) is of its directory: the ids at the head of each
+ * stream's first line, by the parent they name. Each stream's first entry is fetched once per
+ * engine, when a search first finds the stream (a search still lists the queue's journal keys,
+ * names only), so the bound of a search (`JournalScanBounds.maxJournals`) counts only the streams
+ * naming that parent: a child late in a run of more than that many agents is still found.
+ *
+ * A stream with no entry yet is read again by the next search. Memory: a key per stream read, and
+ * the ids of those naming a parent.
+ */
+import type { Redis } from 'ioredis';
+import { type AuditEvent, auditEventProblem } from '../../journal/events.ts';
+import { type StartedHead, startedHeadOf } from '../../journal/started-head.ts';
+import { type ChildStart, type ChildStarts, childStartOf, type JournalScanBounds } from '../engine.ts';
+
+/** Keys listed per SCAN round trip. */
+const SCAN_COUNT = 1000;
+
+export class RedisChildIndex {
+  readonly #redis: Redis;
+  /** A SCAN pattern matching every journal stream of the queue (and no fork draft). */
+  readonly #pattern: string;
+  /** Streams whose first entry was read, by key. */
+  readonly #read = new Set<string>();
+  /** The heads naming each parent, with the stream each is the head of. */
+  readonly #byParent = new Map<string, { readonly key: string; readonly head: StartedHead }[]>();
+  /** Streams whose first line is longer than the head bound: they may name any parent. */
+  readonly #tooLong: string[] = [];
+
+  constructor(redis: Redis, pattern: string) {
+    this.#redis = redis;
+    this.#pattern = pattern;
+  }
+
+  /**
+   * The streams naming `parentId` as their parent: at most `bounds.maxJournals` of them have their
+   * first line parsed whole (up to `bounds.maxBytes`, for the child's agent and task; a longer one
+   * gives its ids only); the rest, and the streams whose first line is longer than
+   * `bounds.maxHeadBytes`, are `notExamined`. A stream's first entry is fetched whole (a stream has
+   * no partial reads).
+   */
+  async childStarts(parentId: string, bounds: JournalScanBounds): Promise<ChildStarts> {
+    await this.#refresh(bounds.maxHeadBytes);
+    const names = `"parentId":${JSON.stringify(parentId)}`;
+    const starts: ChildStart[] = [];
+    const notExamined = [...this.#tooLong];
+    for (const [examined, { key, head }] of (this.#byParent.get(parentId) ?? []).entries()) {
+      if (examined >= bounds.maxJournals) {
+        notExamined.push(key);
+        continue;
+      }
+      const line = await this.#firstLine(key);
+      const event =
+        line !== undefined && Buffer.byteLength(line) <= bounds.maxBytes ? parsed(line, names) : undefined;
+      if (event?.type === 'Started' && event.parentId === parentId)
+        starts.push(childStartOf(event.agentId, event.spawnCallId, event.definition.name, event.task));
+      else starts.push(childStartOf(head.agentId, head.spawnCallId));
+    }
+    return { starts, notExamined };
+  }
+
+  /** Reads the heads of the streams not read yet. */
+  async #refresh(maxHeadBytes: number): Promise<void> {
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.#redis.scan(cursor, 'MATCH', this.#pattern, 'COUNT', SCAN_COUNT);
+      cursor = next;
+      for (const key of keys) {
+        if (this.#read.has(key)) continue;
+        const line = await this.#firstLine(key);
+        // Another search may have read it meanwhile (adoptions of many resumed agents overlap).
+        if (line === undefined || this.#read.has(key)) continue;
+        this.#read.add(key);
+        if (Buffer.byteLength(line) > maxHeadBytes) {
+          this.#tooLong.push(key);
+          continue;
+        }
+        const head = startedHeadOf(line);
+        if (head?.parentId === undefined) continue;
+        const list = this.#byParent.get(head.parentId);
+        if (list === undefined) this.#byParent.set(head.parentId, [{ key, head }]);
+        else list.push({ key, head });
+      }
+    } while (cursor !== '0');
+  }
+
+  /** The first line of the stream's first entry; undefined when it has none (yet). */
+  async #firstLine(key: string): Promise<string | undefined> {
+    const text = (await this.#redis.xrange(key, '-', '+', 'COUNT', 1))[0]?.[1][1];
+    return text?.split('\n', 1)[0];
+  }
+}
+
+/** The event of `line` when it names the parent (`names`) and is a valid audit event. */
+function parsed(line: string, names: string): AuditEvent | undefined {
+  if (!line.includes(names)) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  return auditEventProblem(value) === undefined ? (value as AuditEvent) : undefined;
+}
