@@ -502,14 +502,14 @@ export class Agents {
         const scan = { left: MAX_ADOPTION_SCAN_JOURNALS };
         await this.#holdChildren(record, at, spawnedChildren(events), scan);
         if (hasEnded(record)) return;
-        await this.#endUnadopted(record, events, await this.#childStarts(record.id, false), scan);
+        await this.#endUnadopted(record, at, events, await this.#childStarts([record.id], false), scan);
       }
       return;
     }
     const children = [...parent.children];
     const known = new Set(children.map((child) => child.agentId));
     const spawnedBy: { callId: string; agentId: string; agent: string }[] = [];
-    const found = await this.#childStarts(record.id, parent.cutOffSpawns.length > 0);
+    const found = await this.#childStarts([record.id], parent.cutOffSpawns.length > 0);
     if (parent.cutOffSpawns.length > 0) {
       for (const { call, started } of cutOffChildren(parent.cutOffSpawns, found, known)) {
         const agent = typeof call.args.agent === 'string' ? call.args.agent : (started.agent ?? 'unknown');
@@ -533,7 +533,7 @@ export class Agents {
       await this.#adoptChild(record, child, sent, scan);
     }
     if (hasEnded(record)) return;
-    await this.#endUnadopted(record, events, found, scan);
+    await this.#endUnadopted(record, at, events, found, scan);
     if (hasEnded(record)) return;
     for (const { callId, agentId, agent } of spawnedBy)
       keepOutcome(record, callId, Promise.resolve(spawnedOutcome(agentId, agent)));
@@ -553,32 +553,40 @@ export class Agents {
   }
 
   /**
-   * The journals naming `parentId` as their parent (`Engine.childStarts`), warning of those its
-   * bounds left unread. Searched for a cut-off `spawn_agent`'s child (`cutOff`), and on the threads
+   * The journals naming one of `parentIds` as their parent (`Engine.childStarts`), warning of those
+   * its bounds left unread. Searched for a cut-off `spawn_agent`'s child (`cutOff`), and on the threads
    * engine always, for the unfinished children its adoption does not take ({@link #endUnadopted}):
    * it indexes its journals once, where the redis engine lists its queue's journal keys again for
    * each resumed agent (and `troupe resume` reads no redis journals either).
    */
-  async #childStarts(parentId: string, cutOff: boolean): Promise<ChildStart[]> {
-    if (this.engine.childStarts === undefined || (!cutOff && this.engine.backend !== 'threads')) return [];
-    const found = await this.engine.childStarts(parentId, {
-      maxJournals: MAX_ADOPTION_SCAN_JOURNALS,
-      maxBytes: MAX_ADOPTION_SCAN_BYTES,
-      maxHeadBytes: MAX_STARTED_HEAD_BYTES,
-    });
-    if (found.notExamined.length > 0) warnNotExamined(parentId, found.notExamined);
-    return found.starts;
+  async #childStarts(parentIds: readonly string[], cutOff: boolean): Promise<ChildStart[]> {
+    const { engine } = this;
+    if (engine.childStarts === undefined || (!cutOff && engine.backend !== 'threads')) return [];
+    const starts: ChildStart[] = [];
+    for (const parentId of parentIds) {
+      const found = await engine.childStarts(parentId, {
+        maxJournals: MAX_ADOPTION_SCAN_JOURNALS,
+        maxBytes: MAX_ADOPTION_SCAN_BYTES,
+        maxHeadBytes: MAX_STARTED_HEAD_BYTES,
+      });
+      if (found.notExamined.length > 0) warnNotExamined(parentId, found.notExamined);
+      starts.push(...found.starts);
+    }
+    return starts;
   }
 
   /**
-   * Ends the unfinished agents among `starts` (journals naming resumed `record`, whose journal is
-   * `events`) that its adoption does not take ({@link adoptedChildren}: a program's `spawn` with
-   * `parent`, or a child whose spawn_agent call its journal lost): nothing would resume or await
-   * them, so they are orphans, ended and held as {@link #holdChildren} ends one, as `troupe resume`
-   * ends them. Finished ones are left as they are.
+   * Ends the unfinished agents among `starts` (journals naming `parent`, whose journal is `events`:
+   * resumed `root` itself, or a finished or orphaned descendant {@link #holdEnded} holds) that its
+   * adoption does not take ({@link adoptedChildren}: a program's `spawn` with `parent`, or a child
+   * whose spawn_agent call its journal lost, or a child of an agent that ended between a
+   * spawn_agent call and its result): nothing would resume or await them, so they are orphans,
+   * ended and held as {@link #holdChildren} ends one, as `troupe resume` ends them at any depth.
+   * Finished ones are left as they are.
    */
   async #endUnadopted(
-    record: AgentRecord,
+    root: AgentRecord,
+    parent: { readonly id: string; readonly depth: number },
     events: readonly AuditEvent[],
     starts: readonly ChildStart[],
     scan: { left: number },
@@ -588,7 +596,7 @@ export class Agents {
       .filter((started) => !taken.has(started.agentId))
       .map((started) => ({ agentId: started.agentId, agent: started.agent, args: undefined }));
     if (unadopted.length === 0) return;
-    await this.#holdChildren(record, { id: record.id, depth: record.spec.depth }, unadopted, scan, true);
+    await this.#holdChildren(root, parent, unadopted, scan, true);
   }
 
   /** Holds one child of a resumed `parent`: ended with its recorded outcome, or resumed (or started). */
@@ -649,7 +657,9 @@ export class Agents {
    * orphan (its parent ended, so nothing would resume or await it): its journal is ended
    * `Failed(cancelled)` ({@link orphanOutcome}, as `troupe resume` ends one under a parent that does
    * not run again), it is held with that outcome, and `agent:spawned` and `agent:failed` say so; its
-   * own unfinished children are orphans in turn. At most `scan.left` more journals are read.
+   * own unfinished children are orphans in turn: those its `spawn_agent` results name and, on the
+   * threads engine, those whose journals name it as parent ({@link #endUnadopted}), as
+   * `troupe resume` finds them. At most `scan.left` more journals are read.
    */
   async #holdEnded(
     root: AgentRecord,
@@ -687,6 +697,10 @@ export class Agents {
       this.#emitter.emit('agent:failed', { ...ref, outcome });
     }
     await this.#holdChildren(root, { id, depth }, spawnedChildren(events), scan);
+    if (hasEnded(root)) return;
+    // The unfinished ones naming it that its results do not name (a program's spawn with `parent`,
+    // the child of a call it ended before answering) would never end either (threads engine).
+    await this.#endUnadopted(root, { id, depth }, events, await this.#childStarts([id], false), scan);
   }
 
   /**

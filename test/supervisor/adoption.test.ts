@@ -409,6 +409,30 @@ describe('a parent resumed in a new supervisor, leaving no descendant unfinished
     ]);
     expect(readFileSync(journalOf(journalDir, first), 'utf8')).toBe(firstBefore);
   });
+  it('ends an unfinished grandchild the finished child’s journal does not name, as troupe resume does', async () => {
+    const journalDir = tempDir();
+    const { definition, parentId, first, second } = await finishedRun(journalDir);
+    cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.name === 'await_agents');
+    // The first child finished; a grandchild naming it as parent (a program's spawn with `parent`,
+    // or the child of a call the first child ended before answering) was still running.
+    const grandchild = `${first}-stray`;
+    rewriteAs(journalOf(journalDir, second), journalOf(journalDir, grandchild), grandchild, first);
+    cutAfter(journalOf(journalDir, grandchild), (e) => e.type === 'InferenceSubmitted');
+
+    const supervisor = supervisorFor(journalDir);
+    const failed: string[] = [];
+    supervisor.on('agent:failed', (event) => failed.push(event.agentId));
+    const outcome = await supervisor.spawn(definition, { id: parentId, task: SPLIT, resume: true }).result;
+
+    expect(outcome).toMatchObject({ status: 'completed' });
+    // Without the fix only troupe resume ended it: the library path searched for unnamed children
+    // of the resumed agent only, and left this one's journal open.
+    expect(terminals(eventsOf(journalDir, grandchild))).toMatchObject([
+      { type: 'Failed', reason: 'cancelled', error: { code: 'cancelled', fields: { parentId: first } } },
+    ]);
+    expect(verifyJournalFile(journalOf(journalDir, grandchild)).ok).toBe(true);
+    expect(failed).toEqual([grandchild]);
+  });
 });
 
 describe('a parent resumed in a new supervisor, with an unfinished child its journal does not name', () => {
