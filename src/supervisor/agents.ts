@@ -496,20 +496,21 @@ export class Agents {
     const events = await this.engine.journal(record.id);
     const parent = parentJournal(events);
     const at = { id: record.id, depth: record.spec.depth };
+    const namedAs = this.#namedAs(record);
     if (parent === undefined) {
       // It had ended: it only reports its outcome, and its unfinished descendants are orphans.
       if (events.some(isTerminal)) {
         const scan = { left: MAX_ADOPTION_SCAN_JOURNALS };
         await this.#holdChildren(record, at, spawnedChildren(events), scan);
         if (hasEnded(record)) return;
-        await this.#endUnadopted(record, at, events, await this.#childStarts([record.id], false), scan);
+        await this.#endUnadopted(record, at, events, await this.#childStarts(namedAs, false), scan);
       }
       return;
     }
     const children = [...parent.children];
     const known = new Set(children.map((child) => child.agentId));
     const spawnedBy: { callId: string; agentId: string; agent: string }[] = [];
-    const found = await this.#childStarts([record.id], parent.cutOffSpawns.length > 0);
+    const found = await this.#childStarts(namedAs, parent.cutOffSpawns.length > 0);
     if (parent.cutOffSpawns.length > 0) {
       for (const { call, started } of cutOffChildren(parent.cutOffSpawns, found, known)) {
         const agent = typeof call.args.agent === 'string' ? call.args.agent : (started.agent ?? 'unknown');
@@ -553,8 +554,26 @@ export class Agents {
   }
 
   /**
-   * The journals naming one of `parentIds` as their parent (`Engine.childStarts`), warning of those
-   * its bounds left unread. Searched for a cut-off `spawn_agent`'s child (`cutOff`), and on the threads
+   * The ids the children of resumed `record` name as their parent: its own, and for a retry the
+   * attempt its journal is a fork of (`retryOf`), and that one's, as far as this supervisor knows
+   * them (a retry of a retry it ran). The children an earlier attempt started name it, not the
+   * retry: a `spawn_agent` call that attempt ended before answering is copied into the fork, cut
+   * off, and its child is found only under the attempt's id.
+   */
+  #namedAs(record: AgentRecord): string[] {
+    const ids = [record.id];
+    for (let from = record.retryOf; from !== undefined && !ids.includes(from); ) {
+      ids.push(from);
+      const known = this.records.get(from);
+      from = known !== undefined && 'retryOf' in known ? known.retryOf : undefined;
+    }
+    return ids;
+  }
+
+  /**
+   * The journals naming one of `parentIds` as their parent (`Engine.childStarts`: an agent's id, and
+   * for a retry the attempts its journal was forked from, {@link #namedAs}), warning of those its
+   * bounds left unread. Searched for a cut-off `spawn_agent`'s child (`cutOff`), and on the threads
    * engine always, for the unfinished children its adoption does not take ({@link #endUnadopted}):
    * it indexes its journals once, where the redis engine lists its queue's journal keys again for
    * each resumed agent (and `troupe resume` reads no redis journals either).

@@ -493,6 +493,43 @@ describe('a retry of a parent, resumed in a new supervisor', () => {
     expect(terminals(secondEvents)).toMatchObject([{ type: 'Completed' }]);
     expect(readdirSync(journalDir)).toHaveLength(4);
   });
+
+  it('matches a cut-off spawn_agent copied from the failed attempt to the child that attempt started', async () => {
+    const journalDir = tempDir();
+    const { definition, parentId, first, second } = await finishedRun(journalDir);
+    const cutOff =
+      eventsOf(journalDir, parentId).filter(
+        (e): e is EventOf<'ToolCall'> => e.type === 'ToolCall' && e.name === 'spawn_agent',
+      )[1]?.callId ?? '';
+    // The attempt died between its second spawn_agent call (whose child had started) and the
+    // call's result; its retry forked its journal (the cut-off call copied) and was killed before
+    // it ran on. The child's Started names the attempt, not the retry.
+    cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.callId === cutOff);
+    cutAfter(journalOf(journalDir, second), (e) => e.type === 'Started');
+    const retryId = `${parentId}-r2`;
+    const writer = JournalWriter.open(journalOf(journalDir, retryId));
+    writeFork(writer, forkedInputs(eventsOf(journalDir, parentId), retryId));
+    writer.close();
+
+    const outcome = await supervisorFor(journalDir).spawn(definition, {
+      id: retryId,
+      task: SPLIT,
+      resume: true,
+      retryOf: parentId,
+    }).result;
+
+    // Without the fix the retry searched only for children naming itself: the call came back
+    // interrupted, the model spawned a third worker, and this one was ended as an orphan.
+    expect(outcome).toMatchObject({
+      status: 'completed',
+      result: { awaited: [`${first}:completed`, `${second}:completed`].sort() },
+    });
+    expect(readdirSync(journalDir)).toHaveLength(4);
+    expect(
+      eventsOf(journalDir, retryId).find((e) => e.type === 'ToolResult' && e.callId === cutOff),
+    ).toMatchObject({ ok: true, data: { agentId: second } });
+    expect(terminals(eventsOf(journalDir, second))).toMatchObject([{ type: 'Completed' }]);
+  });
 });
 
 describe('a parent resumed in a new supervisor, with instructions on their way', () => {
