@@ -188,28 +188,35 @@ export interface RunEnded {
  * Runs (or resumes) the agent of `data` from its journal, the journal fenced by `fence`. Resolves
  * with its outcome once the outcome's events are in Redis, or with undefined once the run parked
  * (`park` resolved: the run is dropped, its state is all in the journal). Throws when the run
- * itself failed (a lost journal write), not for the agent's own failures.
+ * itself failed (a lost journal write), not for the agent's own failures. `stop` aborts the run
+ * with its reason (its batch job's lock was lost: the run's journal appends are refused already).
  */
 export function runAgent(
   ctx: JobContext,
   data: AgentJobData,
   fence: Fence | undefined,
   onPark: (journal: RedisJournal, request: ParkRequest) => Promise<void>,
+  stop?: AbortSignal,
 ): Promise<RunEnded | undefined> {
   // What the run registers for masking (its provider's key, its tools' and MCP servers' tokens)
   // is sent to its supervisor only, not to the others this worker serves.
-  return ctx.secrets.within(data, () => runAgentAs(ctx, data, fence, onPark));
+  return ctx.secrets.within(data, () => runAgentAs(ctx, data, fence, onPark, stop));
 }
 
+/** {@link runAgent}; `stop` aborts the run with its reason (its batch's lock was lost). */
 async function runAgentAs(
   ctx: JobContext,
   data: AgentJobData,
   fence: Fence | undefined,
   onPark: (journal: RedisJournal, request: ParkRequest) => Promise<void>,
+  stop: AbortSignal | undefined,
 ): Promise<RunEnded | undefined> {
   const agentId = data.agent.agentId;
   const { redis, keys } = ctx;
   const controller = new AbortController();
+  const stopRun = (): void => controller.abort(stop?.reason);
+  if (stop?.aborted) stopRun();
+  else stop?.addEventListener('abort', stopRun, { once: true });
   const signal = signalSender(ctx, data);
   // Registered before the cancel flag is read: a cancel announced from now on aborts the run
   // (worker.ts), and one announced earlier set its flag first, so the read below sees it.
@@ -303,6 +310,7 @@ async function runAgentAs(
     finished = true;
     return { outcome: first.outcome, parkMarkSeen: parkedText !== null };
   } finally {
+    stop?.removeEventListener('abort', stopRun);
     ctx.secrets.ended(data);
     if (ctx.running.get(agentId) === controller) ctx.running.delete(agentId);
     if (turns !== undefined && ctx.turns.get(agentId) === turns) ctx.turns.delete(agentId);

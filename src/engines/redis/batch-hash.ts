@@ -1,8 +1,12 @@
 /**
- * Writes to a batch's hash (keys.ts `batch`) from outside the batch's run: a job an agent was
- * handed off to marks it `h` when its own run ends, long after the batch may have ended. By then
- * the hash may be gone (its supervisor deleted it once it had read every agent, `retainSeconds: 0`;
- * or it expired): a plain HSET made a new hash holding only that `h`, which nobody reads.
+ * Writes to a batch's hash (keys.ts `batch`), each in a script that checks what a plain HSET could
+ * not:
+ * - From outside the batch's run: a job an agent was handed off to marks it `h` when its own run
+ *   ends, long after the batch may have ended. By then the hash may be gone (its supervisor deleted
+ *   it once it had read every agent, `retainSeconds: 0`; or it expired): a plain HSET made a new
+ *   hash holding only that `h`, which nobody reads.
+ * - From the batch's run: only while the worker still holds the batch job's lock
+ *   ({@link writeBatchFenced}).
  */
 import type { Redis } from 'ioredis';
 import { HANDED_OFF } from './constants.ts';
@@ -35,4 +39,38 @@ export async function markHandedOff(
   ttlMs: number,
 ): Promise<boolean> {
   return (await MARK_HANDED_OFF.run(redis, [batchKey], [agentId, Math.max(0, Math.round(ttlMs))])) === 1;
+}
+
+// KEYS: the batch's hash, the batch job's lock. ARGV: this worker's token ('' when it has none: no
+// fence), a TTL in ms (0: none), then field, value pairs. Writes only while the lock holds the
+// token; 1 when written. A field at a time: unpack() of a long list overflows Lua's C stack.
+const FENCED_WRITE = new LuaScript(
+  `if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+local ttl = tonumber(ARGV[2])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1`,
+  2,
+);
+
+/**
+ * Writes `fields` (agent id -> `h` or a BatchResult's JSON) into the batch's hash `batchKey`, and
+ * gives it `ttlMs` (0: unchanged), in one script that first checks `fence`: the batch job's lock
+ * (`<job>:lock`) still holds this worker's token. A worker that lost the batch (it stalled past the
+ * lock duration: SIGSTOP, a blocked event loop) wrote into a hash its supervisor had deleted (made
+ * again, kept UNREAD_JOB_TTL_MS) or that the worker now holding the batch writes, whose agents'
+ * fields it overwrote, and whose TTL it cut to the batch's retention while that worker ran.
+ * Resolves false, writing nothing, when the lock is not this worker's; with no `fence` (a job
+ * taken without a token) it writes.
+ */
+export async function writeBatchFenced(
+  redis: Redis,
+  batchKey: string,
+  fence: { readonly key: string; readonly token: string } | undefined,
+  fields: Readonly<Record<string, string>>,
+  ttlMs = 0,
+): Promise<boolean> {
+  const args: (string | number)[] = [fence?.token ?? '', Math.max(0, Math.round(ttlMs))];
+  for (const [field, value] of Object.entries(fields)) args.push(field, value);
+  return (await FENCED_WRITE.run(redis, [batchKey, fence?.key ?? batchKey], args)) === 1;
 }

@@ -4,8 +4,11 @@
  * finish scripts (and their round trips and JS on every side) are paid once per batch.
  *
  * Each agent keeps what a job of its own gives it:
- * - **Journal and fence.** Every agent's journal appends are fenced with the batch job's lock
- *   (`<job>:lock` and this worker's token): a worker that lost the batch writes no agent's journal.
+ * - **Journal and fence.** Every agent's journal appends, and every write of the batch's hash, are
+ *   fenced with the batch job's lock (`<job>:lock` and this worker's token): a worker that lost the
+ *   batch (it stalled past the lock duration) writes no agent's journal and no field or TTL of the
+ *   hash, which its supervisor may have deleted or another worker now writes. A refused write
+ *   stops the batch on this worker: its running agents are aborted, none is handed off.
  * - **What became of each agent** is in the batch's hash (keys.ts `batch`), written in the round
  *   trip that ends the agent's run: its outcome (which the supervisor reads when told it ended),
  *   `h` when it was handed off to a job of its own, or the reason its run failed. A worker that
@@ -24,7 +27,7 @@
  * its id and does not run again.
  */
 import type { Job } from 'bullmq';
-import { SystemError, serializeError } from '../../errors.ts';
+import { isTroupeError, SystemError, serializeError } from '../../errors.ts';
 import type { AgentJobData, BatchJobData, BatchResult, ParkRequest } from '../../protocol/redis.ts';
 import {
   type Fence,
@@ -34,6 +37,7 @@ import {
   parsedOrUnrecoverable,
   runAgent,
 } from './agent-job.ts';
+import { writeBatchFenced } from './batch-hash.ts';
 import { AGENT_JOB_NAME, BATCH_STATE_PAGE, HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
 import { parseBatchJobData } from './job-data.ts';
 import { bullmq } from './packages.ts';
@@ -48,6 +52,7 @@ export async function processBatchJob(ctx: JobContext, job: Job, token: string |
   const batchId = job.id ?? '';
   const { redis, keys } = ctx;
   const batchKey = keys.batch(batchId);
+  const fence = token === undefined ? undefined : { key: keys.jobLock(batchId), token };
   const states = await batchStates(ctx, batchKey, agents);
   let todo: AgentJobData[] = [];
   for (const [index, data] of agents.entries()) {
@@ -67,12 +72,12 @@ export async function processBatchJob(ctx: JobContext, job: Job, token: string |
     const replies = (await pipeline.exec()) ?? [];
     const left = todo.filter((_, index) => replies[index]?.[1] === 1);
     if (left.length > 0) {
-      await redis.hset(batchKey, Object.fromEntries(left.map((data) => [data.agent.agentId, HANDED_OFF])));
+      const marks = Object.fromEntries(left.map((data) => [data.agent.agentId, HANDED_OFF]));
+      if (!(await writeBatchFenced(redis, batchKey, fence, marks))) throw lockLost(batchId);
       todo = todo.filter((_, index) => replies[index]?.[1] !== 1);
     }
   }
-  const fence = token === undefined ? undefined : { key: keys.jobLock(batchId), token };
-  const at: BatchRun = { id: batchId, key: batchKey, fence, retry: batch.retry };
+  const at: BatchRun = { id: batchId, key: batchKey, fence, retry: batch.retry, stop: new AbortController() };
   // The worker runs as many as it has slots for. With none free (it took more jobs than it has
   // room for: BullMQ fetches before it knows a job's size), the batch goes back to the queue for
   // any worker with room; with some, the agents it has no room for go to jobs of their own.
@@ -86,10 +91,35 @@ export async function processBatchJob(ctx: JobContext, job: Job, token: string |
     ...todo.slice(0, room).map((data) => runBatchAgent(ctx, at, data).finally(() => ctx.slots.release())),
     excess.length === 0 ? undefined : handOffWaiting(ctx, at, excess),
   ]);
+  // Stopped: its job is another worker's now (or gone), which BullMQ would refuse to finish.
+  if (at.stop.signal.aborted) throw at.stop.signal.reason;
   // Also set by the supervisor once it settled every agent: a batch that fails never gets here.
   const ttlMs = batchHashTtlMs(batch.common.retainSeconds);
-  if (ttlMs !== undefined) await redis.pexpire(batchKey, ttlMs);
+  if (ttlMs !== undefined && !(await writeBatchFenced(redis, batchKey, fence, {}, ttlMs))) {
+    throw lockLost(batchId);
+  }
   return null;
+}
+
+/** The error a batch whose lock this worker lost stops with. */
+function lockLost(batchId: string): SystemError {
+  return new SystemError('job_lock_lost', 'This worker no longer holds the batch job lock', { batchId });
+}
+
+/**
+ * Stops the batch `at` on this worker once it finds it lost the batch's lock (a fenced write was
+ * refused): every agent still running in it is aborted (their journal appends are refused too, so
+ * nothing of what they did after is kept), and none writes into the batch's hash or is handed off.
+ * The worker holding the batch now runs them from their journals; a batch that nobody holds goes
+ * back to the queue when BullMQ finds it stalled.
+ */
+function stopBatch(at: BatchRun): void {
+  if (!at.stop.signal.aborted) at.stop.abort(lockLost(at.id));
+}
+
+/** Whether `error` is the fence refusing a write of a batch whose lock this worker lost. */
+function isLockLost(error: unknown): boolean {
+  return isTroupeError(error) && (error.code === 'job_lock_lost' || error.code === 'journal_fenced');
 }
 
 /**
@@ -134,66 +164,82 @@ async function batchStates(
   return states;
 }
 
-/** The batch job a worker runs: its id, hash, lock and the retry options of its agents. */
+/**
+ * The batch job a worker runs: its id, hash, lock, the retry options of its agents, and what
+ * stops it ({@link stopBatch}).
+ */
 interface BatchRun {
   readonly id: string;
   readonly key: string;
   readonly fence: Fence | undefined;
   readonly retry: BatchJobData['retry'];
+  readonly stop: AbortController;
 }
 
-/** Runs one agent of a batch to its end, its hand-off, or its run's failure. Never throws. */
+/**
+ * Runs one agent of a batch to its end, its hand-off, or its run's failure. Never throws. A write
+ * the batch's lock refuses stops the batch ({@link stopBatch}).
+ */
 async function runBatchAgent(ctx: JobContext, at: BatchRun, data: AgentJobData): Promise<void> {
   const agentId = data.agent.agentId;
   try {
-    const ended = await runAgent(ctx, data, at.fence, (journal, request) =>
-      handOff(ctx, at, at.retry.attempts, data, { journal, request }),
+    const ended = await runAgent(
+      ctx,
+      data,
+      at.fence,
+      (journal, request) => handOff(ctx, at, at.retry.attempts, data, { journal, request }),
+      at.stop.signal,
     );
     if (ended === undefined) return;
     const { outcome } = ended;
     const result: BatchResult = { outcome };
-    await finish(ctx, data, ended, ctx.redis.hset(at.key, agentId, JSON.stringify(result)));
+    const written = writeBatchFenced(ctx.redis, at.key, at.fence, { [agentId]: JSON.stringify(result) });
+    // The agent's keys are cleared whoever holds the batch now: its end is in its journal, which
+    // took the append under the lock.
+    await finish(ctx, data, ended, written);
+    if (!(await written)) throw lockLost(at.id);
     // Stored first: a supervisor that misses this signal reads the outcome from the batch.
     ctx.signals.send(data.supervisorId, { type: 'ended', agentId, outcome });
     ctx.agentEnded(agentId, 'completed');
   } catch (error) {
+    if (at.stop.signal.aborted || isLockLost(error)) {
+      // The worker that holds the batch now (or takes it from the queue) runs the agent.
+      stopBatch(at);
+      return;
+    }
     // The run failed (not the agent): retried in a job of its own, as a job of its own would be.
     try {
       if (at.retry.attempts > 1) {
         await handOff(ctx, at, at.retry.attempts - 1, data, undefined);
         return;
       }
-      await holdLock(ctx, at.fence);
       const reason = serializeError(error);
       const result: BatchResult = { failed: `${reason.code}: ${reason.message}` };
+      const failed = { [agentId]: JSON.stringify(result) };
+      if (!(await writeBatchFenced(ctx.redis, at.key, at.fence, failed))) throw lockLost(at.id);
       // Where the run failed is unknown: the park mark is deleted whether it was there or not.
-      await finish(
-        ctx,
-        data,
-        { parkMarkSeen: true },
-        ctx.redis.hset(at.key, agentId, JSON.stringify(result)),
-      );
+      await finish(ctx, data, { parkMarkSeen: true });
       // With the reason: the batch's hash may be gone (expired) when it is read.
       ctx.signals.send(data.supervisorId, { type: 'ended', agentId, failure: signalFailure(error) });
       ctx.agentEnded(agentId, 'failed');
-    } catch {
+    } catch (failure) {
       // This worker lost the batch (or Redis): the worker that takes it over runs the agent.
+      if (isLockLost(failure)) stopBatch(at);
     }
   }
 }
 
 /** Throws unless this worker still holds the batch's lock. */
-async function holdLock(ctx: JobContext, fence: Fence | undefined): Promise<void> {
-  if (fence === undefined) return;
-  if ((await ctx.redis.get(fence.key)) !== fence.token) {
-    throw new SystemError('job_lock_lost', 'This worker no longer holds the batch job lock');
-  }
+async function holdLock(ctx: JobContext, at: BatchRun): Promise<void> {
+  if (at.stop.signal.aborted) throw at.stop.signal.reason;
+  if (at.fence === undefined) return;
+  if ((await ctx.redis.get(at.fence.key)) !== at.fence.token) throw lockLost(at.id);
 }
 
 /** Moves agents this worker has no room for out of their batch into jobs of their own, due now. */
 async function handOffWaiting(ctx: JobContext, at: BatchRun, agents: readonly AgentJobData[]): Promise<void> {
   try {
-    await holdLock(ctx, at.fence);
+    await holdLock(ctx, at);
     await ctx.queue().addBulk(
       agents.map((data) => ({
         name: AGENT_JOB_NAME,
@@ -201,9 +247,11 @@ async function handOffWaiting(ctx: JobContext, at: BatchRun, agents: readonly Ag
         opts: ownJobOptions(data, at.retry.attempts, at.retry.backoffMs, 0),
       })),
     );
-    await ctx.redis.hset(at.key, Object.fromEntries(agents.map((data) => [data.agent.agentId, HANDED_OFF])));
-  } catch {
-    // This worker lost the batch (or Redis): the worker that takes it over runs them.
+    const marks = Object.fromEntries(agents.map((data) => [data.agent.agentId, HANDED_OFF]));
+    if (!(await writeBatchFenced(ctx.redis, at.key, at.fence, marks))) throw lockLost(at.id);
+  } catch (error) {
+    // This worker lost the batch (or Redis): the worker that takes it over finds their jobs.
+    if (isLockLost(error)) stopBatch(at);
   }
 }
 
@@ -232,11 +280,14 @@ async function handOff(
   const agentId = data.agent.agentId;
   const add = async (delayMs: number): Promise<Job> => {
     // Narrows the window in which a worker that lost the batch adds the job (its journal appends
-    // are refused by the fence already).
-    await holdLock(ctx, at.fence);
+    // are refused by the fence already). One added all the same is found by a worker that takes
+    // the batch over after it (processBatchJob), which marks the agent itself.
+    await holdLock(ctx, at);
     const options = ownJobOptions(data, attempts, at.retry.backoffMs, delayMs);
     const job = await ctx.queue().add(AGENT_JOB_NAME, { ...data, batchId: at.id }, options);
-    await ctx.redis.hset(at.key, agentId, HANDED_OFF);
+    if (!(await writeBatchFenced(ctx.redis, at.key, at.fence, { [agentId]: HANDED_OFF }))) {
+      throw lockLost(at.id);
+    }
     return job;
   };
   if (parked === undefined) {

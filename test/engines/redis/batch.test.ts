@@ -256,6 +256,62 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     for (const handle of handles) expect(await Job.fromId(queue, handle.id)).toBeUndefined();
   });
 
+  it('writes no outcome into the batch hash once its lock is lost, and stops the batch’s other agents', async () => {
+    // `slow` is still in its (abortable) model request when `stepper` ends.
+    const { supervisor, keys, queueName } = setUp('fence-hash', {
+      providers: { stepper: stepperProvider(1), slow: stepperProvider(1, 600_000) },
+    });
+    const worker = await RedisWorker.start({
+      redisUrl: server.url,
+      queueName,
+      prefix: PREFIX,
+      concurrency: 10,
+    });
+    inProcess.push(worker);
+    // Loses the batch's lock (as to a worker that took it over) just before the worker writes its
+    // first outcome into the batch's hash: after the journal took the agent's end under the lock.
+    // The worker runs in this process: its commands go through ioredis's prototype.
+    const batchPrefix = keys.batch('');
+    let lostBatch: string | undefined;
+    let write: Promise<unknown> | undefined;
+    const proto = Redis.prototype as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const names = ['hset', 'eval', 'evalsha'] as const;
+    // Inherited (ioredis defines commands on a base class): deleted again at the end.
+    expect(names.filter((name) => Object.hasOwn(proto, name))).toEqual([]);
+    const originals = names.map((name) => proto[name]);
+    for (const [index, name] of names.entries()) {
+      const original = originals[index] as (...args: unknown[]) => Promise<unknown>;
+      proto[name] = async function (this: Redis, ...args: unknown[]): Promise<unknown> {
+        const key = args.find((arg) => typeof arg === 'string' && arg.startsWith(batchPrefix)) as
+          | string
+          | undefined;
+        const writesOutcome = args.some((arg) => typeof arg === 'string' && arg.startsWith('{"outcome"'));
+        if (key !== undefined && writesOutcome && lostBatch === undefined) {
+          lostBatch = key.slice(batchPrefix.length);
+          await redis.set(keys.jobLock(lostBatch), 'token-of-the-new-owner');
+          write = original.apply(this, args);
+          return write;
+        }
+        return original.apply(this, args);
+      };
+    }
+    try {
+      const done = supervisor.spawn('stepper', { task: 'Finishes.' });
+      const long = supervisor.spawn('slow', { task: 'Takes ten minutes.', provider: 'slow' });
+      await vi.waitFor(() => expect(write).toBeDefined(), { timeout: 20_000, interval: 20 });
+      await write;
+      expect(await redis.hgetall(keys.batch(lostBatch ?? ''))).toEqual({});
+      // Stopped: the other agent is aborted, not left to run on for ten minutes.
+      await vi.waitFor(() => expect(worker.runningAgents).toBe(0), { timeout: 10_000, interval: 20 });
+      // Its end stays in its journal, taken under the lock: the batch's new owner reports it. The
+      // other's abort was refused by the journal's fence.
+      expect((await supervisor.journal(done.id)).at(-1)).toMatchObject({ type: 'Completed' });
+      expect((await supervisor.journal(long.id)).at(-1)?.type).toBe('InferenceSubmitted');
+    } finally {
+      for (const name of names) delete proto[name];
+    }
+  });
+
   it('takes new work while a batch still runs one agent: the slots of its ended agents are used again', async () => {
     const { supervisor, worker } = setUp('refill', {
       providers: { stepper: stepperProvider(2), simulated: { kind: 'simulated', options: { waits: 1 } } },
