@@ -9,7 +9,7 @@
  *   ({@link writeBatchFenced}).
  */
 import type { Redis } from 'ioredis';
-import { HANDED_OFF } from './constants.ts';
+import { BATCH_READ, HANDED_OFF } from './constants.ts';
 import { LuaScript } from './script.ts';
 
 // KEYS: the batch's hash. ARGV: the agent's field, a TTL in ms (0: none). Sets the field only in a
@@ -42,20 +42,18 @@ export async function markHandedOff(
 }
 
 // KEYS: the batch's hash, the batch job's lock. ARGV: this worker's token ('' when it has none: no
-// fence), a TTL in ms (0: none), then field, value pairs. Writes only while the lock holds the
-// token; 1 when written. A field at a time: unpack() of a long list overflows Lua's C stack.
+// fence), then field, value pairs. Writes only while the lock holds the token; 1 when written. A
+// field at a time: unpack() of a long list overflows Lua's C stack.
 const FENCED_WRITE = new LuaScript(
   `if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-local ttl = tonumber(ARGV[2])
-if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+for i = 2, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 return 1`,
   2,
 );
 
 /**
- * Writes `fields` (agent id -> `h` or a BatchResult's JSON) into the batch's hash `batchKey`, and
- * gives it `ttlMs` (0: unchanged), in one script that first checks `fence`: the batch job's lock
+ * Writes `fields` (agent id -> `h` or a BatchResult's JSON) into the batch's hash `batchKey`, in
+ * one script that first checks `fence`: the batch job's lock
  * (`<job>:lock`) still holds this worker's token. A worker that lost the batch (it stalled past the
  * lock duration: SIGSTOP, a blocked event loop) wrote into a hash its supervisor had deleted (made
  * again, kept UNREAD_JOB_TTL_MS) or that the worker now holding the batch writes, whose agents'
@@ -68,9 +66,75 @@ export async function writeBatchFenced(
   batchKey: string,
   fence: { readonly key: string; readonly token: string } | undefined,
   fields: Readonly<Record<string, string>>,
-  ttlMs = 0,
 ): Promise<boolean> {
-  const args: (string | number)[] = [fence?.token ?? '', Math.max(0, Math.round(ttlMs))];
+  const args: string[] = [fence?.token ?? ''];
   for (const [field, value] of Object.entries(fields)) args.push(field, value);
   return (await FENCED_WRITE.run(redis, [batchKey, fence?.key ?? batchKey], args)) === 1;
+}
+
+// KEYS: the batch's hash, the batch job's lock. ARGV: this worker's token ('' : no fence), the
+// hash's TTL in ms, '1' when a BATCH_READ field deletes it. 0: not this worker's lock; 1: the TTL
+// set; 2: deleted (its supervisor read every agent).
+const END_BATCH = new LuaScript(
+  `if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+if ARGV[3] == '1' and redis.call('HEXISTS', KEYS[1], '${BATCH_READ}') == 1 then
+  redis.call('DEL', KEYS[1])
+  return 2
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`,
+  2,
+);
+
+/**
+ * What a batch's hash becomes as its batch ends on a worker ({@link endBatchFenced}): `lost` (the
+ * lock is not this worker's: nothing done), `kept` (it expires in the TTL given), `removed` (its
+ * supervisor had read every agent: deleted, and the job is to go as it completes).
+ */
+export type BatchEnd = 'lost' | 'kept' | 'removed';
+
+/**
+ * Gives the batch's hash `batchKey` its TTL `ttlMs` as the batch ends, fenced as
+ * {@link writeBatchFenced}; with `removeIfRead` (`retainSeconds: 0`), deletes it instead when its
+ * supervisor marked it BATCH_READ (it had read every agent, and the worker still held the job).
+ */
+export async function endBatchFenced(
+  redis: Redis,
+  batchKey: string,
+  fence: { readonly key: string; readonly token: string } | undefined,
+  ttlMs: number,
+  removeIfRead: boolean,
+): Promise<BatchEnd> {
+  const args = [fence?.token ?? '', Math.max(1, Math.round(ttlMs)), removeIfRead ? '1' : '0'];
+  const reply = await END_BATCH.run(redis, [batchKey, fence?.key ?? batchKey], args);
+  return reply === 0 ? 'lost' : reply === 2 ? 'removed' : 'kept';
+}
+
+// KEYS: the batch job's hash, the batch's hash. ARGV: a TTL in ms. 0: the job is gone, and so is the
+// hash now; 1: the hash is marked BATCH_READ, with the TTL. One script: a removal that another call
+// made between the two (a later reconcile tick's) would otherwise find its deleted hash made again.
+const MARK_READ = new LuaScript(
+  `if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[2])
+  return 0
+end
+redis.call('HSET', KEYS[2], '${BATCH_READ}', '1')
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return 1`,
+  2,
+);
+
+/**
+ * After its supervisor read every agent of a batch and tried to remove its job (`retainSeconds:
+ * 0`): deletes the batch's hash `batchKey` when the job `jobKey` is gone, else marks the hash read
+ * (BATCH_READ, kept `ttlMs`) for the worker that ends the batch ({@link endBatchFenced}). Resolves
+ * true when the job is still there.
+ */
+export async function markBatchRead(
+  redis: Redis,
+  jobKey: string,
+  batchKey: string,
+  ttlMs: number,
+): Promise<boolean> {
+  return (await MARK_READ.run(redis, [jobKey, batchKey], [Math.max(1, Math.round(ttlMs))])) === 1;
 }

@@ -37,7 +37,7 @@ import {
   parsedOrUnrecoverable,
   runAgent,
 } from './agent-job.ts';
-import { writeBatchFenced } from './batch-hash.ts';
+import { endBatchFenced, writeBatchFenced } from './batch-hash.ts';
 import { AGENT_JOB_NAME, BATCH_STATE_PAGE, HANDED_OFF, PARK_WITHOUT_LIMIT_MS } from './constants.ts';
 import { parseBatchJobData } from './job-data.ts';
 import { bullmq } from './packages.ts';
@@ -94,10 +94,15 @@ export async function processBatchJob(ctx: JobContext, job: Job, token: string |
   // Stopped: its job is another worker's now (or gone), which BullMQ would refuse to finish.
   if (at.stop.signal.aborted) throw at.stop.signal.reason;
   // Also set by the supervisor once it settled every agent: a batch that fails never gets here.
-  const ttlMs = batchHashTtlMs(batch.common.retainSeconds);
-  if (ttlMs !== undefined && !(await writeBatchFenced(redis, batchKey, fence, {}, ttlMs))) {
-    throw lockLost(batchId);
-  }
+  const { retainSeconds } = batch.common;
+  const ttlMs = batchHashTtlMs(retainSeconds);
+  if (ttlMs === undefined) return null;
+  const end = await endBatchFenced(redis, batchKey, fence, ttlMs, retainSeconds === 0);
+  if (end === 'lost') throw lockLost(batchId);
+  // Its supervisor read every agent, and could not remove the job this worker held: the job goes
+  // in BullMQ's script that completes it (which reads the options of this Job object), as the
+  // supervisor would have removed it. Its hash went in the script above.
+  if (end === 'removed') job.opts.removeOnComplete = true;
   return null;
 }
 

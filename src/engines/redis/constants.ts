@@ -25,6 +25,14 @@ export const DEFAULT_MAX_BATCH_SIZE = 32;
 export const HANDED_OFF = 'h';
 
 /**
+ * A field of a batch's hash (no agent id has a `~`) its supervisor sets, with `retainSeconds: 0`,
+ * when it has read every agent of the batch but could not remove it (a worker still held the
+ * job): the worker that ends the batch then deletes the hash and has the job removed as it
+ * completes (batch-job.ts), instead of leaving both UNREAD_JOB_TTL_MS to a supervisor that closed.
+ */
+export const BATCH_READ = '~read';
+
+/**
  * Agents of a batch whose state a worker reads from the batch's hash in one round trip when it
  * takes the batch (a small integer each, never their outcomes).
  */
@@ -117,8 +125,8 @@ export const UNREAD_JOB_TTL_MS = 24 * 3_600_000;
  * With `retainSeconds: 0`, how long `close()` waits at most for workers to finish the batch jobs
  * whose agents it has all read, so it can remove them and their hashes: a worker holding a batch
  * refuses its removal, and signals the batch's last agent's end just before it finishes the job.
- * One still held past this expires UNREAD_JOB_TTL_MS after it ended. Tried every
- * CLOSE_BATCH_REMOVAL_POLL_MS.
+ * One still held past this is marked BATCH_READ: its worker removes it as it ends the batch. Tried
+ * every CLOSE_BATCH_REMOVAL_POLL_MS.
  */
 export const CLOSE_BATCH_REMOVAL_MS = 2_000;
 export const CLOSE_BATCH_REMOVAL_POLL_MS = 50;

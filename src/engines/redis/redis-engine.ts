@@ -39,6 +39,7 @@ import type {
   JournalScanBounds,
 } from '../engine.ts';
 import { RedisApprovals } from './approvals.ts';
+import { markBatchRead } from './batch-hash.ts';
 import { RedisChildIndex } from './child-index.ts';
 import { bullQueueOptions, closeRedis, connectRedis, displayUrl, waitForRedis } from './connection.ts';
 import {
@@ -81,8 +82,8 @@ const RECONCILE_MAX_INTERVALS = 10;
 
 /**
  * Reconcile ticks over which a supervisor tries to remove a batch job a worker still holds once it
- * has read all its agents (`retainSeconds: 0`); past them the job and hash expire UNREAD_JOB_TTL_MS
- * after the batch ended.
+ * has read all its agents (`retainSeconds: 0`); past them the worker removes both as the batch ends
+ * (BATCH_READ), or, when it never ends, they expire UNREAD_JOB_TTL_MS after the batch failed.
  */
 const BATCH_REMOVAL_TRIES = 10;
 
@@ -773,7 +774,9 @@ export class RedisEngine implements Engine {
    * Removes the batch job `batchId` and deletes its hash (`retainSeconds: 0`, every agent read).
    * A worker still holding the job (its last agent's end is signalled before the job finishes)
    * refuses the removal: tried again at each of the next `tries` reconcile ticks, and the hash gets
-   * UNREAD_JOB_TTL_MS meanwhile (the worker gives the job as much as it finishes).
+   * UNREAD_JOB_TTL_MS meanwhile and is marked read (BATCH_READ): the worker, as it ends the batch,
+   * deletes the hash and has the job removed as it completes. One whose worker dies first, and
+   * whose next worker never ends it (it fails at its stalled limit), expires UNREAD_JOB_TTL_MS after.
    */
   #removeBatch(batchId: string, tries: number): void {
     const connections = this.#connections;
@@ -784,12 +787,10 @@ export class RedisEngine implements Engine {
     this.#track(
       (async () => {
         await queue.remove(batchId).catch(() => 0);
-        if ((await redis.exists(this.#keys.job(batchId))) === 0) {
-          await redis.del(hash);
-          return;
-        }
-        await redis.pexpire(hash, UNREAD_JOB_TTL_MS);
-        if (tries > 1) this.#unremovedBatches.set(batchId, tries - 1);
+        // Held: marked read, so the worker that ends the batch deletes the hash and has the job
+        // removed (batch-job.ts), though this supervisor has closed by then.
+        const held = await markBatchRead(redis, this.#keys.job(batchId), hash, UNREAD_JOB_TTL_MS);
+        if (held && tries > 1) this.#unremovedBatches.set(batchId, tries - 1);
       })(),
     );
   }
@@ -798,7 +799,8 @@ export class RedisEngine implements Engine {
    * At close, with `retainSeconds: 0`: the batches whose agents were all read and whose removal a
    * worker refused (it still held the job, having just signalled the last agent's end) are tried
    * again every CLOSE_BATCH_REMOVAL_POLL_MS for up to CLOSE_BATCH_REMOVAL_MS, as the reconcile
-   * ticks that would have tried them no longer run. One still held then expires as it ends.
+   * ticks that would have tried them no longer run. One still held then is marked read (BATCH_READ):
+   * its worker removes it as it ends the batch.
    */
   async #removeHeldBatches(): Promise<void> {
     const deadline = Date.now() + CLOSE_BATCH_REMOVAL_MS;

@@ -633,6 +633,37 @@ return false`,
     expect(await redis.exists(keys.batch(batchId))).toBe(0);
   });
 
+  it('removes a batch its worker held past close() with retainSeconds 0 as the worker ends it', async () => {
+    const { supervisor, queue, keys, worker } = setUp('retain-zero-held', { retainSeconds: 0, graceMs: 100 });
+    const held = await worker(['--concurrency', '10']);
+    const handles = [0, 1].map((index) =>
+      supervisor.spawn('slow', { task: `Slow ${index}.`, provider: 'slow' }),
+    );
+    await nextEvent(supervisor, 'agent:tool', (event) => event.agentId === handles[0]?.id);
+    const [batch] = await queue.getJobs(['active']);
+    const batchId = batch?.id ?? '';
+    // The worker stalls (well within its lock): it ends nothing within graceMs, nor within the 2 s
+    // close() waits to remove the batch once it has settled (and so read) every agent.
+    held.kill('SIGSTOP');
+    try {
+      await supervisor.close();
+      for (const handle of handles)
+        expect(await handle.result).toMatchObject({ status: 'failed', reason: 'cancelled' });
+      expect(await redis.exists(keys.job(batchId))).toBe(1);
+    } finally {
+      held.kill('SIGCONT');
+    }
+    // It wakes, ends its agents (cancelled) and then the batch, which its supervisor had read: the
+    // job and its hash (the agents' outcomes) go then, not 24 h later.
+    await vi.waitFor(
+      async () => {
+        expect(await redis.exists(keys.job(batchId))).toBe(0);
+        expect(await redis.exists(keys.batch(batchId))).toBe(0);
+      },
+      { timeout: 20_000, interval: 50 },
+    );
+  });
+
   it('delivers a lone agent’s outcome with retainSeconds 0, then deletes its job', async () => {
     const { supervisor, keys, worker } = setUp('retain-zero', { retainSeconds: 0, maxBatchSize: 1 });
     await worker();
