@@ -12,7 +12,8 @@
  * it), so from them that read is at most twice the bound; a larger entry (another writer's) is
  * refused unparsed, but it was received: every blocking read Redis has (XREAD, BLPOP, a
  * subscription) returns the value that woke it, so only polling would never receive one, at the
- * cost of a poll interval's latency on every host-tool call.
+ * cost of a poll interval's latency on every host-tool call. Such a writer is trusted anyway: it can
+ * forge outcomes and host calls (docs/scaleout.md, "Trust model").
  */
 import type { Redis } from 'ioredis';
 import type { SupervisorRequest, WorkerSignal } from '../../protocol/redis.ts';
