@@ -97,6 +97,12 @@ export interface JobContext {
   readonly definitions: SharedDefinitions;
   /** Runs in progress on this worker, for cancels arriving by pub/sub. */
   readonly running: Map<string, AbortController>;
+  /**
+   * What stops the runs of each job this worker runs (by job id): aborted when BullMQ could not
+   * renew the job's lock (worker.ts), so a worker that lost a job stops its runs at once instead
+   * of at their next fenced write (a model request or a tool can take minutes).
+   */
+  readonly stops: Map<string, AbortController>;
   /** The turn cancels of the sessions among them (turn-cancel.ts). */
   readonly turns: Map<string, TurnCancels>;
   /** Journals of the runs in progress, for the tool barrier. */
@@ -142,13 +148,20 @@ export async function processAgentJob(
 ): Promise<AgentOutcome> {
   const data = parsedOrUnrecoverable(() => parseJobData(job.data, job.id));
   const agentId = data.agent.agentId;
+  const stop = new AbortController();
+  ctx.stops.set(agentId, stop);
   try {
     const fence = token === undefined ? undefined : { key: ctx.keys.jobLock(agentId), token };
-    const ended = await runAgent(ctx, data, fence, (journal, request) =>
-      parkRun(ctx, data, journal, request, async () => {
-        await job.moveToDelayed(request.deadline ?? Date.now() + PARK_WITHOUT_LIMIT_MS, token);
-        return job;
-      }),
+    const ended = await runAgent(
+      ctx,
+      data,
+      fence,
+      (journal, request) =>
+        parkRun(ctx, data, journal, request, async () => {
+          await job.moveToDelayed(request.deadline ?? Date.now() + PARK_WITHOUT_LIMIT_MS, token);
+          return job;
+        }),
+      stop.signal,
     );
     if (ended === undefined) {
       const { DelayedError } = bullmq();
@@ -168,6 +181,8 @@ export async function processAgentJob(
     if (error instanceof bullmq().DelayedError || !isTroupeError(error)) throw error;
     // BullMQ keeps only a message: carry the code in it.
     throw new Error(`${error.code}: ${error.message}`);
+  } finally {
+    if (ctx.stops.get(agentId) === stop) ctx.stops.delete(agentId);
   }
 }
 

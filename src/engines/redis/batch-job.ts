@@ -78,6 +78,23 @@ export async function processBatchJob(ctx: JobContext, job: Job, token: string |
     }
   }
   const at: BatchRun = { id: batchId, key: batchKey, fence, retry: batch.retry, stop: new AbortController() };
+  ctx.stops.set(batchId, at.stop);
+  try {
+    return await runBatch(ctx, job, token, at, todo, batch.common.retainSeconds);
+  } finally {
+    if (ctx.stops.get(batchId) === at.stop) ctx.stops.delete(batchId);
+  }
+}
+
+/** Runs the agents `todo` of batch `job` (see {@link processBatchJob}), then ends the batch. */
+async function runBatch(
+  ctx: JobContext,
+  job: Job,
+  token: string | undefined,
+  at: BatchRun,
+  todo: readonly AgentJobData[],
+  retainSeconds: number | undefined,
+): Promise<null> {
   // The worker runs as many as it has slots for. With none free (it took more jobs than it has
   // room for: BullMQ fetches before it knows a job's size), the batch goes back to the queue for
   // any worker with room; with some, the agents it has no room for go to jobs of their own.
@@ -94,11 +111,10 @@ export async function processBatchJob(ctx: JobContext, job: Job, token: string |
   // Stopped: its job is another worker's now (or gone), which BullMQ would refuse to finish.
   if (at.stop.signal.aborted) throw at.stop.signal.reason;
   // Also set by the supervisor once it settled every agent: a batch that fails never gets here.
-  const { retainSeconds } = batch.common;
   const ttlMs = batchHashTtlMs(retainSeconds);
   if (ttlMs === undefined) return null;
-  const end = await endBatchFenced(redis, batchKey, fence, ttlMs, retainSeconds === 0);
-  if (end === 'lost') throw lockLost(batchId);
+  const end = await endBatchFenced(ctx.redis, at.key, at.fence, ttlMs, retainSeconds === 0);
+  if (end === 'lost') throw lockLost(at.id);
   // Its supervisor read every agent, and could not remove the job this worker held: the job goes
   // in BullMQ's script that completes it (which reads the options of this Job object), as the
   // supervisor would have removed it. Its hash went in the script above.

@@ -11,6 +11,7 @@
 import type { Job, Queue, Worker } from 'bullmq';
 import { EventEmitter } from 'eventemitter3';
 import type { Redis } from 'ioredis';
+import { SystemError } from '../../errors.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
 import { positiveInt } from '../../option-checks.ts';
 import type { AgentJobData, BatchJobData } from '../../protocol/redis.ts';
@@ -197,6 +198,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
     const running = new Map<string, AbortController>();
     const turns = new Map<string, TurnCancels>();
     const journals = new Map<string, RedisJournal>();
+    const stops = new Map<string, AbortController>();
     const signals = new SignalSender(redis, keys);
     const secrets = new SecretForwarder(signals);
     const resources = new WorkerResources({
@@ -253,6 +255,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
       promptCache: new Map<string, Promise<string>>(),
       definitions: new SharedDefinitions(),
       running,
+      stops,
       turns,
       journals,
       queue: (): Queue => {
@@ -353,6 +356,17 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
     worker.on('completed', (job) => ended(job, 'completed'));
     worker.on('failed', (job, error) => ended(job, 'failed', error));
     worker.on('error', (error) => started.emit('error', error));
+    // Another worker took the job over (this one stalled past its lock: SIGSTOP, a blocked event
+    // loop), or it is gone: its runs stop now, not at their next write, which the lock refuses.
+    worker.on('lockRenewalFailed', (jobIds) => {
+      for (const jobId of jobIds) {
+        stops.get(jobId)?.abort(
+          new SystemError('job_lock_lost', 'This worker could not renew the job lock: another holds it', {
+            jobId,
+          }),
+        );
+      }
+    });
     void worker.run().catch((error: unknown) => started.emit('error', error as Error));
     await worker.waitUntilReady();
     return started;

@@ -312,6 +312,49 @@ describe(`batch jobs on the redis backend${skipReason}`, { skip: redisServerPath
     }
   });
 
+  it('stops the runs of a job, batch or lone, once BullMQ cannot renew its lock, not at their next write', async () => {
+    for (const { label, count, maxBatchSize } of [
+      { label: 'renew-batch', count: 2, maxBatchSize: 32 },
+      { label: 'renew-lone', count: 1, maxBatchSize: 1 },
+    ]) {
+      // Each agent is in a ten-minute (abortable) model request, which writes nothing until it ends.
+      const { supervisor, queue, keys, queueName } = setUp(label, {
+        providers: { slow: stepperProvider(1, 600_000) },
+        maxBatchSize,
+      });
+      const worker = await RedisWorker.start({
+        redisUrl: server.url,
+        queueName,
+        prefix: PREFIX,
+        concurrency: 10,
+        lockDurationMs: 1_000,
+      });
+      inProcess.push(worker);
+      const handles = Array.from({ length: count }, (_, index) =>
+        supervisor.spawn('slow', { task: `Slow ${index}.`, provider: 'slow' }),
+      );
+      // In their model requests: what they journalled before is in Redis.
+      for (const handle of handles) {
+        await vi.waitFor(
+          async () =>
+            expect((await supervisor.journal(handle.id)).map((event) => event.type)).toContain(
+              'InferenceSubmitted',
+            ),
+          { timeout: 20_000, interval: 20 },
+        );
+      }
+      const [job] = await queue.getJobs(['active']);
+      // Another worker "took the job over".
+      await redis.set(keys.jobLock(job?.id ?? ''), 'token-of-the-new-owner');
+      await vi.waitFor(() => expect(worker.runningAgents).toBe(0), { timeout: 10_000, interval: 20 });
+      // Aborted: their ends were refused by the journal's fence (the new owner runs them).
+      for (const handle of handles) {
+        const types = (await supervisor.journal(handle.id)).map((event) => event.type);
+        expect(types.filter((type) => type === 'Failed' || type === 'Completed')).toEqual([]);
+      }
+    }
+  });
+
   it('takes new work while a batch still runs one agent: the slots of its ended agents are used again', async () => {
     const { supervisor, worker } = setUp('refill', {
       providers: { stepper: stepperProvider(2), simulated: { kind: 'simulated', options: { waits: 1 } } },
