@@ -338,7 +338,9 @@ export class FanoutSession {
    * by the rule `troupe score` and `troupe report` count with ({@link unendedAttemptIds}), so an
    * agent an earlier session left unended and this one did not finish (a resume cut short before
    * it got there, a child no resume reaches) is counted interrupted here too, not dropped until a
-   * recount. A journal that cannot be read leaves this session's own.
+   * recount. Only the first line of each journal is read (at most MAX_STARTED_HEAD_BYTES), at the
+   * session's start and end: a journal whose first line cannot be read is not counted, as in the
+   * timeline; a journals folder that cannot be listed leaves this session's own.
    */
   #unended(): Unended {
     const entries = new Set<number>();

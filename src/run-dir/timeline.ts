@@ -854,10 +854,11 @@ export function unendedOf(timeline: Timeline): Unended {
  * The attempts of the run in `contents` that started and have no result line, as
  * {@link unendedOf} finds them in a timeline, from the journals of those attempts alone: each plan
  * entry's current attempt (the one after its latest line, or its first without one) whose journal
- * starts with `Started`, and every agent without a line spawned by an agent of the run (one with a
- * line, or one of these), found by the parent its journal's `Started` names (only the ids at the
- * head of each such journal are read: src/journal/started-head.ts; at most
- * MAX_ADOPTION_SCAN_JOURNALS of them). For `troupe score`, which rewrites summary.json without
+ * starts with `Started` (its first line only, at most MAX_STARTED_HEAD_BYTES, as the timeline
+ * reads it; a journal whose first line cannot be read is not counted), and every agent without a
+ * line spawned by an agent of the run (one with a line, or one of these), found by the parent its
+ * journal's `Started` names (only the ids at the head of each such journal are read:
+ * src/journal/started-head.ts; at most MAX_ADOPTION_SCAN_JOURNALS of them). For `troupe score`, which rewrites summary.json without
  * building the timeline (every journal read). A judge's journal names no parent: it is not one.
  */
 export function unendedAttempts(contents: UnendedSource): Unended {
@@ -898,7 +899,9 @@ export function unendedAttemptIds(contents: UnendedSource): {
     const agentId = last === undefined ? run.agentId : agentIdFor(plan.idPrefix, run.index, last.attempt + 1);
     attempts.add(agentId);
     if (lined.has(agentId) || !files.has(`${agentId}.jsonl`)) continue;
-    if (readJournal(journalFile(paths, agentId)).events[0]?.type !== 'Started') continue;
+    // Its first line only, at most MAX_STARTED_HEAD_BYTES (`type` sorts after the ids, so the line
+    // is parsed whole): this runs at each session's start and end, over every unended journal.
+    if (!startsStarted(journalFile(paths, agentId))) continue;
     entries.add(run.index);
     ofRun.add(agentId);
   }
