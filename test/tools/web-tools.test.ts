@@ -273,6 +273,36 @@ describe('web_fetch', () => {
   });
 });
 
+describe('web_fetch options', () => {
+  // Before, these were taken as given: `maxChars: 0` built a schema whose `max_chars` had minimum 1
+  // and maximum 0 (no call could pass it), `maxRedirects: NaN` followed no redirect and said "more
+  // than NaN times", and a negative or fractional `maxBytes` cut every body.
+  it.each([
+    ['maxBytes', 0],
+    ['maxBytes', -1],
+    ['maxBytes', 1.5],
+    ['maxBytes', Number.POSITIVE_INFINITY],
+    ['maxChars', 0],
+    ['maxChars', Number.NaN],
+    ['maxChars', '100'],
+    ['maxRedirects', -1],
+    ['maxRedirects', Number.NaN],
+    ['maxRedirects', 2.5],
+  ] as const)('refuses %s: %s with invalid_option naming it', (option, value) => {
+    expect(() => createWebFetchTool({ [option]: value as number })).toThrow(
+      expect.objectContaining({ code: 'invalid_option', fields: expect.objectContaining({ option }) }),
+    );
+    expect(() => createWebFetchTool({ [option]: value as number })).toThrow(`\`${option}\``);
+  });
+
+  it('takes the smallest values of each range, and builds a schema a call can pass', () => {
+    const tool = createWebFetchTool({ maxBytes: 1, maxChars: 1, maxRedirects: 0 });
+    const maxChars = (tool.parameters as { properties: { max_chars: { minimum: number; maximum: number } } })
+      .properties.max_chars;
+    expect(maxChars.maximum).toBeGreaterThanOrEqual(maxChars.minimum);
+  });
+});
+
 describe('web_search', () => {
   it('answers that no backend is configured when none is', async () => {
     const result = await createWebSearchTool().execute({ query: 'troupe' }, ctx());

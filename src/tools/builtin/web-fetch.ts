@@ -16,7 +16,7 @@ import zlib from 'node:zlib';
 import type TurndownService from 'turndown';
 import { followSignal } from '../../abort.ts';
 import { UserError } from '../../errors.ts';
-import { timeLimit } from '../../option-checks.ts';
+import { positiveInt, timeLimit } from '../../option-checks.ts';
 import { WEB_FETCH_MAX_HTML_DEPTH, WEB_FETCH_MAX_STYLE_CHARS } from '../constants.ts';
 import { isNonPublicAddress } from '../net-address.ts';
 import type { Tool, ToolContext, ToolOutcome } from '../types.ts';
@@ -35,17 +35,21 @@ export interface WebFetchOptions {
   readonly allowPrivateAddresses?: boolean;
   /**
    * Bytes of a response body read at most, counted after decoding a gzip, deflate or br body (a
-   * compression bomb stops there); the rest is cut (and the result says so). @default 2 MiB
+   * compression bomb stops there); the rest is cut (and the result says so). A positive integer.
+   * @default 2 MiB
    */
   readonly maxBytes?: number;
-  /** Characters of text returned at most. @default 100,000 */
+  /**
+   * Characters of text returned at most (`max_chars` may ask for fewer): a positive integer.
+   * @default 100,000
+   */
   readonly maxChars?: number;
   /**
    * Time for the whole fetch, redirects included: a positive integer up to 2147483647
    * (`MAX_TIMER_MS`, about 24.8 days; Node fires a longer timer at once). @default 30,000 ms
    */
   readonly timeoutMs?: number;
-  /** Redirects followed at most. @default 5 */
+  /** Redirects followed at most: an integer >= 0 (0 follows none). @default 5 */
   readonly maxRedirects?: number;
 }
 
@@ -67,17 +71,19 @@ type WebFetchArgs = {
 
 /**
  * Builds a `web_fetch` tool with its own host lists and bounds.
- * @throws UserError `invalid_option` for a `timeoutMs` that is not a positive integer up to `MAX_TIMER_MS`.
+ * @throws UserError `invalid_option` (its `option` named) for a `timeoutMs` that is not a positive
+ * integer up to `MAX_TIMER_MS`, a `maxBytes` or `maxChars` that is not a positive integer, or a
+ * `maxRedirects` that is not an integer >= 0.
  */
 export function createWebFetchTool(options: WebFetchOptions = {}): Tool<WebFetchArgs> {
   const settings: FetchSettings = {
     allowHosts: options.allowHosts,
     denyHosts: options.denyHosts ?? [],
     allowPrivateAddresses: options.allowPrivateAddresses ?? false,
-    maxBytes: options.maxBytes ?? WEB_FETCH_DEFAULTS.maxBytes,
-    maxChars: options.maxChars ?? WEB_FETCH_DEFAULTS.maxChars,
+    maxBytes: positiveInt('maxBytes', options.maxBytes, WEB_FETCH_DEFAULTS.maxBytes),
+    maxChars: positiveInt('maxChars', options.maxChars, WEB_FETCH_DEFAULTS.maxChars),
     timeoutMs: timeLimit('timeoutMs', options.timeoutMs, WEB_FETCH_DEFAULTS.timeoutMs, 'positive integer'),
-    maxRedirects: options.maxRedirects ?? WEB_FETCH_DEFAULTS.maxRedirects,
+    maxRedirects: positiveInt('maxRedirects', options.maxRedirects, WEB_FETCH_DEFAULTS.maxRedirects, 0),
   };
   return {
     name: 'web_fetch',
