@@ -19,7 +19,7 @@ import { outcomeText, type ResultLine } from './results.ts';
 import type { RunEvent } from './run-events.ts';
 import type { RunLimits } from './run-plan.ts';
 import { type Palette, palette } from './terminal-style.ts';
-import { fitWidth, tableWidth, terminalRows, wrapWidth } from './text-width.ts';
+import { displayWidth, fitWidth, tableWidth, terminalRows, wrapWidth } from './text-width.ts';
 
 /** Where progress goes. */
 export interface ProgressOutput {
@@ -246,6 +246,8 @@ class TtyRenderer implements ProgressRenderer {
   readonly #neverStarted = new NeverStartedCount();
   readonly #timer: NodeJS.Timeout;
   #log: string[] = [];
+  /** Set by {@link stop}: the last frame says how the run ended, with no ETA and no prompt. */
+  #final = false;
   /** The block drawn last, which the next frame moves back over. */
   #previous: string[] = [];
   readonly #colours: Palette;
@@ -329,6 +331,7 @@ class TtyRenderer implements ProgressRenderer {
     const neverStarted = this.#neverStarted.take();
     if (neverStarted !== undefined)
       this.#log.push(`${red}✘${reset} ${this.#fit(neverStarted.replace(/^\S+\s+/, 'cancelled '), 2)}`);
+    this.#final = true;
     this.#draw();
   }
 
@@ -372,16 +375,19 @@ class TtyRenderer implements ProgressRenderer {
     // The bar only where it leaves room for the counts: on a narrow terminal the counts matter more.
     const withBar = this.#columns() - 1 - (BAR_WIDTH + 1) >= 20;
     const eta = state.etaMs(now);
+    // The last frame stays on screen: an ETA there would read as a frozen clock.
+    const etaText = this.#final ? '' : `  ETA ${eta === undefined ? '-' : formatDuration(eta)}`;
     const totals = this.#fit(
       `${state.simulated ? '[simulated model]  ' : ''}tokens ${formatTokenCount(state.inputTokens, state.inputEstimated)} in / ${formatTokenCount(state.outputTokens, state.outputEstimated)} out` +
         `${state.maxRunTokens > 0 ? ` (${formatTokens(state.priorTokens + state.inputTokens + state.outputTokens)} of ${formatTokens(state.maxRunTokens)})` : ''}` +
         `  cost ${state.costUnknown ? `${formatCost(state.costUsd)}+unknown` : formatCost(state.costUsd)}  ${state.rate(now).toFixed(1)} agents/s` +
-        `  ETA ${eta === undefined ? '-' : formatDuration(eta)}  elapsed ${formatDuration(now - state.startedAt)}`,
+        `${etaText}  elapsed ${formatDuration(now - state.startedAt)}`,
     );
     const lines = [
       withBar ? `${bar} ${this.#fit(countsText, BAR_WIDTH + 1)}` : this.#fit(countsText),
       totals,
     ];
+    if (this.#final) return [...lines, ...this.#endLines()];
     const startup = state.startup;
     if (startup !== undefined && !state.interrupted)
       lines.push(`${dim}${this.#fit(`${startup} ...`)}${reset}`);
@@ -392,5 +398,29 @@ class TtyRenderer implements ProgressRenderer {
     }
     lines.push(...this.#approvals.lines((text) => this.#fit(printable(text)), this.#colours));
     return lines;
+  }
+
+  /**
+   * The last frame's closing line after a Ctrl-C or a spent budget, in place of the "press Ctrl-C
+   * again" prompt (nothing is waiting for it any more) and of the agents' stale activity.
+   */
+  #endLines(): string[] {
+    const { red, reset } = this.#colours;
+    const state = this.#state;
+    if (!state.stopped) return [];
+    const why = state.interrupted ? 'cancelled' : "stopped: the run's budget is spent";
+    const left = state.total - state.finished;
+    const ended = `${why}: ${state.finished} of ${state.total} finished`;
+    // The budget's resume needs a larger --max-run-tokens: the closing summary below says which.
+    let text = ended;
+    if (left > 0 && state.interrupted) {
+      // A run dir cut to the width could not be copied: then the summary below has it whole.
+      const withDir = `${ended}; \`troupe resume ${state.runDir}\` runs the ${left} left`;
+      text =
+        state.runDir !== '' && displayWidth(withDir) <= this.#columns() - 1
+          ? withDir
+          : `${ended}; \`troupe resume\` (below) runs the ${left} left`;
+    }
+    return [`${red}${this.#fit(text)}${reset}`];
   }
 }

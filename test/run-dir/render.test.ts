@@ -208,6 +208,34 @@ describe('progress renderers', () => {
     }
   });
 
+  it('after a Ctrl-C the last TTY frame says the run was cancelled and how to resume, with no ETA or prompt', () => {
+    const cancelled: ResultLine = {
+      ...ended,
+      agentId: 'abc-1',
+      index: 1,
+      status: 'failed',
+      reason: 'cancelled',
+      result: undefined,
+      answer: undefined,
+      error: {
+        name: 'SystemError',
+        code: 'cancelled',
+        message: 'Cancelled: interrupted (Ctrl-C)',
+        fields: {},
+      },
+    };
+    const out = stripAnsi(
+      render('tty', [...events, { type: 'interrupt', count: 1 }, { type: 'ended', line: cancelled }]),
+    );
+    // Frames before the last one are redrawn over; only the last one stays on screen.
+    const lastFrame = out.split('\n').slice(-4).join('\n');
+    expect(out).toContain('press Ctrl-C again');
+    expect(lastFrame).toContain('2/3  done 1  failed 1  running 0  not run 1');
+    expect(lastFrame).not.toContain('ETA');
+    expect(lastFrame).not.toContain('press Ctrl-C again');
+    expect(lastFrame).toContain('cancelled: 2 of 3 finished; `troupe resume /tmp/runs/r1` runs the 1 left');
+  });
+
   it('the TTY totals mark with ~ only the side of usage troupe estimated', () => {
     const withUsage = (estimatedSide?: 'input' | 'output'): string => {
       const usage = events.find((event) => event.type === 'usage');
