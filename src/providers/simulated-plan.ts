@@ -70,10 +70,10 @@ export function countLinesStartingWith(input: string, marker: string): number {
   return count;
 }
 
-/** The first line of `text`, cut to `max` characters. */
+/** The first line of `text`, cut to `max` characters with `…`, as the CLI's displays cut text. */
 function firstLine(text: string, max: number): string {
   const line = text.trim().split('\n', 1)[0] ?? '';
-  return line.length > max ? `${line.slice(0, max - 3)}...` : line;
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
 /**

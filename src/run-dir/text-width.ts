@@ -31,7 +31,8 @@ export function fitWidth(text: string, width: number): string {
     out += segment;
     used += next;
   }
-  return `${out}…`;
+  // A cut just after an ellipsis of the text's own (`one...; context`) would show two in a row.
+  return `${out.replace(/\s*(?:\.\.\.|…)[\s.,;:…]*$/, '')}…`;
 }
 
 /** `text` padded with spaces on the right to `width` columns (as `padEnd`, by display width). */
