@@ -32,6 +32,7 @@ import {
   redisEngine,
   retainSeconds,
 } from './shared/engine.ts';
+import { nonNegativeInteger, positiveInteger } from './shared/integer-flag.ts';
 import type { CliIO } from './shared/io.ts';
 import {
   addModelSettingsOptions,
@@ -76,9 +77,9 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .command('fanout')
     .description(COMMAND_HELP.fanout.description)
     .argument('<plan>', 'plan file (YAML): `runs: [{agent, task}]`, or `agent:` plus a `tasks:` JSONL file')
-    .option('--threads <n>', 'worker threads (default: the plan, else 2)', positiveInt)
+    .option('--threads <n>', 'worker threads (default: the plan, else 2)', positiveInteger)
     .option('--isolation <mode>', '`shared` (many agents per thread) or `thread` (one per thread)', isolation)
-    .option('--concurrency <n>', 'agents running at once (default: the plan, else 16)', positiveInt)
+    .option('--concurrency <n>', 'agents running at once (default: the plan, else 16)', positiveInteger)
     .option(
       '--provider <name>',
       'simulated, openai or anthropic (default: the plan, else from the environment)',
@@ -112,12 +113,12 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .option(
       '--max-run-tokens <n>',
       `token budget of the whole run, all agents (default: the plan's runLimits, else ${DEFAULT_RUN_MAX_TOTAL_TOKENS}; 0 = unlimited)`,
-      nonNegativeInt,
+      nonNegativeInteger,
     )
     .option(
       '--max-task-line-bytes <n>',
       `bytes one line of the plan's tasks file may hold (default: ${MAX_TASK_LINE_BYTES})`,
-      positiveInt,
+      positiveInteger,
     );
   addModelSettingsOptions(
     permissionOptions(otlpOptions(providerTimeoutOptions(command))),
@@ -215,22 +216,6 @@ export async function fanout(planFile: string, flags: FanoutFlags, io: CliIO): P
 function backendName(value: string): 'threads' | 'redis' {
   if (value === 'threads' || value === 'redis') return value;
   throw new InvalidArgumentError(`Expected \`threads\` or \`redis\`, got ${describeValue(value)}.`);
-}
-
-function nonNegativeInt(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 0)
-    throw new InvalidArgumentError(
-      `Expected a non-negative integer (0 = unlimited), got ${describeValue(value)}.`,
-    );
-  return parsed;
-}
-
-function positiveInt(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1)
-    throw new InvalidArgumentError(`Expected a positive integer, got ${describeValue(value)}.`);
-  return parsed;
 }
 
 function isolation(value: string): 'shared' | 'thread' {

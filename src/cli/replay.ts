@@ -5,8 +5,7 @@
  * (see docs/evaluation.md, "Replay").
  */
 import { resolve } from 'node:path';
-import { type Command, InvalidArgumentError } from 'commander';
-import { describeValue } from '../errors.ts';
+import type { Command } from 'commander';
 import { executeSession } from '../run-dir/execute.ts';
 import { printable } from '../run-dir/format.ts';
 import { displayPath } from '../run-dir/plan-problems.ts';
@@ -15,6 +14,7 @@ import { planReplay } from '../run-dir/replay-plan.ts';
 import { defaultRunDir, RunDirWriter } from '../run-dir/run-dir.ts';
 import { checkScorerModules } from '../run-dir/run-scoring.ts';
 import { COMMAND_HELP } from './commands.ts';
+import { positiveInteger } from './shared/integer-flag.ts';
 import type { CliIO } from './shared/io.ts';
 
 interface ReplayFlags {
@@ -36,8 +36,8 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .option('--model <model>', "model to replay on (default: the recorded run's)")
     .option('--out <dir>', 'run directory (default: .troupe/runs/<timestamp>-<id>)')
     .option('--json', 'print JSONL events instead of progress')
-    .option('--threads <n>', "worker threads (default: the recorded run's)", positiveInt)
-    .option('--concurrency <n>', "agents running at once (default: the recorded run's)", positiveInt)
+    .option('--threads <n>', "worker threads (default: the recorded run's)", positiveInteger)
+    .option('--concurrency <n>', "agents running at once (default: the recorded run's)", positiveInteger)
     .action(async (source: string, flags: ReplayFlags) => {
       setExit(await replay(source, flags, io));
     });
@@ -78,11 +78,4 @@ export async function replay(source: string, flags: ReplayFlags, io: CliIO): Pro
     io,
   });
   return exitCode;
-}
-
-function positiveInt(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1)
-    throw new InvalidArgumentError(`Expected a positive integer, got ${describeValue(value)}.`);
-  return parsed;
 }

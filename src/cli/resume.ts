@@ -18,6 +18,7 @@ import {
   redisDownTimeoutMs,
   retainSeconds,
 } from './shared/engine.ts';
+import { nonNegativeInteger } from './shared/integer-flag.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import {
@@ -76,7 +77,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .option(
       '--max-run-tokens <n>',
       "a run directory's token budget from this session on, recorded in its plan.json (default: the run's; 0 = unlimited)",
-      nonNegativeInt,
+      nonNegativeInteger,
     )
     .option(
       '--retry-failed',
@@ -163,14 +164,4 @@ function timeoutFlags(flags: ProviderTimeoutFlags): ProviderTimeoutFlags {
     ...(flags.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: flags.requestTimeoutMs }),
     ...(flags.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: flags.idleTimeoutMs }),
   };
-}
-
-function nonNegativeInt(value: string): number {
-  const parsed = Number(value);
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed)) {
-    throw new InvalidArgumentError(
-      `Expected a non-negative integer (0 = unlimited), got ${JSON.stringify(value)}.`,
-    );
-  }
-  return parsed;
 }

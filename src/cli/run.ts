@@ -5,9 +5,11 @@
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { DEFAULT_MAX_TOTAL_TOKENS, HARD_MAX_STEPS } from '../constants.ts';
+import { describeValue } from '../errors.ts';
 import { parseModelMap } from '../providers/models.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { existingDirectory } from './shared/dir-flag.ts';
+import { integerFlag, nonNegativeInteger } from './shared/integer-flag.ts';
 import type { CliIO } from './shared/io.ts';
 import { executeLive } from './shared/live.ts';
 import {
@@ -112,21 +114,11 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
   });
 }
 
-function nonNegativeInteger(value: string): number {
-  const parsed = Number(value);
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed)) {
-    throw new InvalidArgumentError(
-      `Expected a non-negative integer (0 = unlimited), got ${JSON.stringify(value)}.`,
-    );
-  }
-  return parsed;
-}
-
 function nonNegativeNumber(value: string): number {
   const parsed = Number(value);
   if (value.trim() === '' || !Number.isFinite(parsed) || parsed < 0) {
     throw new InvalidArgumentError(
-      `Expected a non-negative number (0 = unlimited), got ${JSON.stringify(value)}.`,
+      `Expected a non-negative number (0 = unlimited), got ${describeValue(value)}.`,
     );
   }
   return parsed;
@@ -134,19 +126,9 @@ function nonNegativeNumber(value: string): number {
 
 /** `--max-steps`: 500 ran 250 without a word (the loop's cap); it is refused like a definition's is warned of. */
 function maxSteps(value: string): number {
-  const parsed = positiveInteger(value);
-  if (parsed > HARD_MAX_STEPS) {
-    throw new InvalidArgumentError(
-      `Expected a positive integer of at most ${HARD_MAX_STEPS} (runs stop at ${HARD_MAX_STEPS} model requests), got ${JSON.stringify(value)}.`,
-    );
-  }
-  return parsed;
-}
-
-function positiveInteger(value: string): number {
-  const parsed = Number(value);
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed) || parsed < 1) {
-    throw new InvalidArgumentError(`Expected a positive integer, got ${JSON.stringify(value)}.`);
-  }
-  return parsed;
+  return integerFlag(value, {
+    min: 1,
+    max: HARD_MAX_STEPS,
+    expected: `a positive integer of at most ${HARD_MAX_STEPS} (runs stop at ${HARD_MAX_STEPS} model requests)`,
+  });
 }

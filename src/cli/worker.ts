@@ -13,6 +13,7 @@ import { WORKER_YOUNG_GENERATION_MB, WorkerGroup } from '../engines/redis/worker
 import { describeValue, UserError } from '../errors.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { existingDirectory } from './shared/dir-flag.ts';
+import { parseInteger } from './shared/integer-flag.ts';
 import type { CliIO } from './shared/io.ts';
 
 interface WorkerFlags {
@@ -29,8 +30,8 @@ interface WorkerFlags {
 
 function integer(flag: string, value: string | undefined, min: number): number | undefined {
   if (value === undefined) return undefined;
-  const parsed = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(parsed) || parsed < min) {
+  const parsed = parseInteger(value, min);
+  if (parsed === undefined) {
     throw new UserError(
       'invalid_option',
       `Expected ${flag} to be an integer >= ${min}, got ${describeValue(value)}`,

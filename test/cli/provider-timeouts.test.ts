@@ -183,7 +183,9 @@ describe('troupe run with provider time limits', () => {
       '0',
     );
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('Expected a positive integer (milliseconds) up to 2147483647, got "0".');
+    expect(result.stderr).toContain(
+      'Expected a positive integer (milliseconds) up to 2147483647, got `"0"` (string).',
+    );
   });
 
   it('refuses a limit past the longest timer delay, which failed every request at once', async () => {
@@ -199,7 +201,7 @@ describe('troupe run with provider time limits', () => {
         '2147483648',
       );
       expect(result.code).toBe(1);
-      expect(result.stderr).toContain('up to 2147483647, got "2147483648".');
+      expect(result.stderr).toContain('up to 2147483647, got `"2147483648"` (string).');
     }
     process.env.TROUPE_REQUEST_TIMEOUT_MS = '9999999999';
     const result = await runCli('run', 'reader', '--task', 'Read a.txt', '--cwd', project.root);

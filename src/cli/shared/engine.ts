@@ -1,9 +1,8 @@
-/** The engine a fan-out command runs on, checked before the command creates anything. */
-import { InvalidArgumentError } from 'commander';
 import { checkRedis, resolveRedisUrl } from '../../engines/redis/connection.ts';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_REDIS_DOWN_TIMEOUT_MS } from '../../engines/redis/constants.ts';
-import { describeValue, UserError } from '../../errors.ts';
+import { UserError } from '../../errors.ts';
 import type { SupervisorOptions } from '../../supervisor/options.ts';
+import { integerFlag } from './integer-flag.ts';
 
 /** Redis flags of the fan-out commands (`troupe fanout`, `troupe resume RUN_DIR`). */
 export interface RedisFlags {
@@ -24,12 +23,7 @@ export const REDIS_DOWN_TIMEOUT_HELP = `with the redis engine: how long a lost (
 
 /** Parses `--redis-down-timeout-ms`: milliseconds, a non-negative integer. */
 export function redisDownTimeoutMs(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 0)
-    throw new InvalidArgumentError(
-      `Expected a non-negative integer of milliseconds (0 = wait for ever), got ${describeValue(value)}.`,
-    );
-  return parsed;
+  return integerFlag(value, { expected: 'a non-negative integer of milliseconds (0 = wait for ever)' });
 }
 
 /** Help of `--retain-seconds`, the same on every command that takes it. */
@@ -38,12 +32,9 @@ export const RETAIN_SECONDS_HELP =
 
 /** Parses `--retain-seconds`: seconds, a non-negative integer. */
 export function retainSeconds(value: string): number {
-  const parsed = Number(value);
-  if (value.trim() === '' || !Number.isSafeInteger(parsed) || parsed < 0)
-    throw new InvalidArgumentError(
-      `Expected a non-negative integer of seconds (0 = gone once the outcome is read), got ${describeValue(value)}.`,
-    );
-  return parsed;
+  return integerFlag(value, {
+    expected: 'a non-negative integer of seconds (0 = gone once the outcome is read)',
+  });
 }
 
 /**

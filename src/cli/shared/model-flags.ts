@@ -4,6 +4,7 @@
  * `modelSettings`, so a flag and a file accept exactly the same values.
  */
 import { type Command, InvalidArgumentError } from 'commander';
+import { describeValue } from '../../errors.ts';
 import {
   type ModelSettings,
   mergeModelSettings,
@@ -24,12 +25,21 @@ export interface ModelSettingsFlags {
   readonly frequencyPenalty?: number;
 }
 
-/** A parser for one numeric setting: a number the settings reader accepts. */
-function numberSetting(key: keyof ModelSettings): (value: string) => number {
+/**
+ * A parser for one numeric setting: a number the settings reader accepts. An integer setting
+ * (`--seed`, `--top-k`, `--max-output-tokens`) is written in digits (a `-` allowed for the seed),
+ * as every integer flag is (see `integer-flag.ts`): `1e3` is refused, not taken for 1000.
+ */
+function numberSetting(key: keyof ModelSettings, integer = false): (value: string) => number {
   return (value) => {
     const parsed = Number(value);
+    if (integer && !/^\s*-?\d+\s*$/.test(value)) {
+      throw new InvalidArgumentError(
+        `Expected an integer (decimal digits only), got ${describeValue(value)}.`,
+      );
+    }
     if (value.trim() === '' || Number.isNaN(parsed)) {
-      throw new InvalidArgumentError(`Expected a number, got ${JSON.stringify(value)}.`);
+      throw new InvalidArgumentError(`Expected a number, got ${describeValue(value)}.`);
     }
     const problem = readModelSettings({ [key]: parsed }).problems[0];
     if (problem) throw new InvalidArgumentError(`${problem.message}.`);
@@ -54,12 +64,12 @@ export function addModelSettingsOptions(command: Command, scope: string): Comman
     .option(
       '--top-k <k>',
       `sample from the k likeliest tokens; Anthropic only (${scope})`,
-      numberSetting('topK'),
+      numberSetting('topK', true),
     )
     .option(
       '--max-output-tokens <n>',
       `output tokens per model request (${scope})`,
-      numberSetting('maxOutputTokens'),
+      numberSetting('maxOutputTokens', true),
     )
     .option(
       '--reasoning-effort <effort>',
@@ -67,7 +77,11 @@ export function addModelSettingsOptions(command: Command, scope: string): Comman
       effort,
     )
     .option('--stop <sequence...>', `stop sequences (${scope})`)
-    .option('--seed <n>', `sampling seed; OpenAI-compatible servers only (${scope})`, numberSetting('seed'))
+    .option(
+      '--seed <n>',
+      `sampling seed; OpenAI-compatible servers only (${scope})`,
+      numberSetting('seed', true),
+    )
     .option(
       '--presence-penalty <p>',
       `-2 to 2; OpenAI-compatible only (${scope})`,

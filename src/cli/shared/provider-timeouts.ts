@@ -5,12 +5,13 @@
  * `TROUPE_IDLE_TIMEOUT_MS`, else the provider's defaults. A local model that thinks silently for
  * minutes needs more than the default idle limit; a user who would rather fail fast, less.
  */
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
 import { MAX_TIMER_MS } from '../../constants.ts';
 import { describeValue, UserError } from '../../errors.ts';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS } from '../../providers/constants.ts';
 import type { Env } from '../../providers/environment.ts';
 import type { ProviderChoice } from '../../run-dir/provider-choice.ts';
+import { integerFlag, parseInteger } from './integer-flag.ts';
 import type { CliIO } from './io.ts';
 
 /** Variable read when `--request-timeout-ms` is not given. */
@@ -183,16 +184,13 @@ function fromEnv(env: Env, name: string): number | undefined {
 
 /** Up to the longest timer delay: past it Node fires at once, so every request failed at once. */
 function parseMs(value: string): number | undefined {
-  const parsed = Number(value.trim());
-  return /^\d+$/.test(value.trim()) && parsed >= 1 && parsed <= MAX_TIMER_MS ? parsed : undefined;
+  return parseInteger(value, 1, MAX_TIMER_MS);
 }
 
 function positiveMs(value: string): number {
-  const parsed = parseMs(value);
-  if (parsed === undefined) {
-    throw new InvalidArgumentError(
-      `Expected a positive integer (milliseconds) up to ${MAX_TIMER_MS}, got ${JSON.stringify(value)}.`,
-    );
-  }
-  return parsed;
+  return integerFlag(value, {
+    min: 1,
+    max: MAX_TIMER_MS,
+    expected: `a positive integer (milliseconds) up to ${MAX_TIMER_MS}`,
+  });
 }
