@@ -35,6 +35,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { SystemError, UserError } from '../errors.ts';
 import { redactValue } from '../journal/redact.ts';
 import { DEFAULT_RUNS_DIR, MAX_RESULT_LINE_BYTES, RUN_DIR_FORMAT, TASK_ROWS_FILE } from './constants.ts';
+import { ioErrorText } from './io-error-text.ts';
 import { ResultStore } from './result-store.ts';
 import type { ResultLine } from './results.ts';
 import { appendRunLog, type RunLogEvent, readRunLog } from './run-log.ts';
@@ -184,7 +185,7 @@ export class RunDirWriter {
     } catch (error) {
       throw new SystemError(
         'run_dir_io',
-        `Could not write ${this.paths.results}: ${String(error)}`,
+        `Could not write ${this.paths.results}: ${ioErrorText(error)}`,
         { path: this.paths.results },
         { cause: error },
       );
@@ -533,7 +534,7 @@ function writePieces(path: string, pieces: Iterable<string>, newline: boolean): 
   } catch (error) {
     throw new SystemError(
       'run_dir_io',
-      `Could not write ${path}: ${String(error)}`,
+      `Could not write ${path}: ${ioErrorText(error)}`,
       { path },
       { cause: error },
     );
@@ -550,7 +551,7 @@ function writeAtomically(path: string, text: string): void {
   } catch (error) {
     throw new SystemError(
       'run_dir_io',
-      `Could not write ${path}: ${String(error)}`,
+      `Could not write ${path}: ${ioErrorText(error)}`,
       { path },
       { cause: error },
     );
@@ -567,7 +568,7 @@ function makeRunDir(journals: string): string | undefined {
   } catch (error) {
     throw new SystemError(
       'run_dir_io',
-      `Expected a run directory that can be created, could not create ${dirname(journals)}: ${error instanceof Error ? error.message : String(error)}`,
+      `Expected a run directory that can be created, could not create ${dirname(journals)}: ${ioErrorText(error)}`,
       { path: dirname(journals), errno: (error as NodeJS.ErrnoException).code },
       { cause: error },
     );

@@ -15,6 +15,7 @@ import { isAbsolute, join } from 'node:path';
 import { SystemError, UserError } from '../errors.ts';
 import { redactValue } from '../journal/redact.ts';
 import { MAX_TASK_LINE_BYTES, TASK_ROWS_FILE } from './constants.ts';
+import { ioErrorText } from './io-error-text.ts';
 import type { Plan, PlanRun, RowRef, RunInputs } from './plan-types.ts';
 
 /** Bytes read from a tasks file at a time. */
@@ -178,7 +179,7 @@ function readRowBytes(file: string, ref: RowRef): Buffer {
   } catch (error) {
     throw new SystemError(
       'run_dir_io',
-      `Could not read the row at byte ${ref.offset} of ${file}: ${String(error)}`,
+      `Could not read the row at byte ${ref.offset} of ${file}: ${ioErrorText(error)}`,
       { path: file },
       { cause: error },
     );
@@ -293,7 +294,7 @@ export function copyTaskRows<R extends PlanRun>(source: string, root: string, ru
     if (error instanceof UserError) throw error;
     throw new SystemError(
       'run_dir_io',
-      `Could not write ${target}: ${String(error)}`,
+      `Could not write ${target}: ${ioErrorText(error)}`,
       { path: target },
       { cause: error },
     );

@@ -6,6 +6,7 @@ import { type Document, isMap, isNode, isScalar, type LineCounter } from 'yaml';
 import { readYaml, unclosedLocator } from '../definition/yaml-read.ts';
 import { UserError } from '../errors.ts';
 import { memberPath } from '../member-path.ts';
+import { ioErrorText } from './io-error-text.ts';
 import { type FilePosition, PLAN_FILE, PlanProblems, type ProblemFileKind } from './plan-problems.ts';
 
 /** One step of a path into the document: a key or a list index. */
@@ -124,7 +125,7 @@ export function readYamlFile(
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new UserError(notFound, `Expected ${what} at ${path}, could not read it: ${String(error)}`, {
+    throw new UserError(notFound, `Expected ${what}, could not read ${path}: ${ioErrorText(error)}`, {
       file: path,
     });
   }

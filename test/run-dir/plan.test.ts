@@ -277,7 +277,16 @@ describe('loadPlan', () => {
   });
 
   it('fails with plan_not_found for a file that does not exist', async () => {
-    await expect(loadPlan(path.join(dir, 'absent.yaml'))).rejects.toMatchObject({ code: 'plan_not_found' });
+    const absent = path.join(dir, 'absent.yaml');
+    // Said in words, not as `could not read it: Error: ENOENT: no such file or directory, open ...`.
+    await expect(loadPlan(absent)).rejects.toMatchObject({
+      code: 'plan_not_found',
+      message: `Expected a plan file, could not read ${absent}: no such file or directory`,
+    });
+    await expect(loadPlan(dir)).rejects.toMatchObject({
+      code: 'plan_not_found',
+      message: `Expected a plan file, could not read ${dir}: it is a directory`,
+    });
   });
 });
 

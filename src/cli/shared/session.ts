@@ -24,6 +24,7 @@ import { type RunAgentOptions, runAgent } from '../../loop/run-agent.ts';
 import type { AgentChannels, AgentLimits, AgentOutcome } from '../../loop/types.ts';
 import { checkSkills } from '../../prompt/assemble.ts';
 import { type ModelSettings, prepareModelSettings } from '../../providers/model-settings.ts';
+import { ioErrorText } from '../../run-dir/io-error-text.ts';
 import { mergeRunPermissions, readRunPermissions } from '../../run-dir/plan-permissions.ts';
 import { runMcpServers } from '../../supervisor/definitions.ts';
 import type { AgentPermissions } from '../../tools/permissions.ts';
@@ -575,7 +576,7 @@ function journalStat(path: string): ReturnType<typeof statSync> | undefined {
     const errno = (error as NodeJS.ErrnoException).code;
     throw new SystemError(
       'journal_io',
-      `Expected a journal file path in a directory, could not use ${path}: ${error instanceof Error ? error.message : String(error)}`,
+      `Expected a journal file path in a directory, could not use ${path}: ${ioErrorText(error)}`,
       { path, errno },
       { cause: error },
     );
