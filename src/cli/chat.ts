@@ -143,6 +143,8 @@ export async function chat(
     );
     return 1;
   }
+  if (info.createdDirectory !== undefined)
+    io.stderr(`troupe: created directory ${info.createdDirectory} for the journal\n`);
   io.stdout(`${info.providerNotice}\n`);
   if (info.simulated) reportUnappliedTimeouts(io, flags, info.provider, 'simulated');
   // What `troupe resume` says of the journal: a torn line cut, a definition missing or changed.

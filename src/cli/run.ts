@@ -104,6 +104,8 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       permissions: agentPermissions(asked),
       providerTimeouts: providerTimeouts(flags),
     });
+    if (session.info.createdDirectory !== undefined)
+      io.stderr(`troupe: created directory ${session.info.createdDirectory} for the journal\n`);
     if (session.info.simulated) reportUnappliedTimeouts(io, flags, session.info.provider, 'simulated');
     const json = flags.json === true;
     setExit(

@@ -22,7 +22,6 @@ import {
   fstatSync,
   fsyncSync,
   ftruncateSync,
-  mkdirSync,
   openSync,
   readFileSync,
   writeSync,
@@ -41,6 +40,7 @@ import {
 } from './chain.ts';
 import { DEFAULT_FSYNC_INTERVAL_MS, DEFAULT_FSYNC_POLICY, JOURNAL_BATCH_MAX_CHARS } from './constants.ts';
 import type { AuditEvent, AuditEventInput } from './events.ts';
+import { makeDirectories } from './make-directories.ts';
 import { type JournalContents, parseJournal } from './reader.ts';
 import type { JournalSink } from './sink.ts';
 
@@ -184,7 +184,7 @@ export class JournalWriter implements JournalSink {
     }
     let fd: number | undefined;
     try {
-      mkdirSync(dirname(path), { recursive: true });
+      makeDirectories(dirname(path));
       // 'a' = O_WRONLY | O_CREAT | O_APPEND: every write lands at the current end of the file.
       fd = openSync(path, 'a');
       if (contents && contents.tornTailBytes > 0) {
@@ -486,7 +486,7 @@ function createNew(path: string): number | undefined {
       if (code !== 'ENOENT' || attempt > 0) throw ioError(path, 'open', error);
     }
     try {
-      mkdirSync(dirname(path), { recursive: true });
+      makeDirectories(dirname(path));
     } catch (error) {
       throw ioError(path, 'open', error);
     }
@@ -564,6 +564,7 @@ function syncDirectory(path: string): void {
 
 function ioError(path: string, action: string, error: unknown): SystemError {
   const errno = (error as NodeJS.ErrnoException).code;
-  const message = `Could not ${action} journal ${path}: ${String(error)}`;
+  // The message, not String(error): `Error: ENOENT: ...` said the class name to a user.
+  const message = `Could not ${action} journal ${path}: ${error instanceof Error ? error.message : String(error)}`;
   return new SystemError('journal_io', message, { path, errno }, { cause: error });
 }

@@ -20,7 +20,6 @@ import {
   closeSync,
   existsSync,
   fstatSync,
-  mkdirSync,
   openSync,
   readFileSync,
   readSync,
@@ -33,6 +32,7 @@ import {
 } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { SystemError, UserError } from '../errors.ts';
+import { makeDirectories } from '../journal/make-directories.ts';
 import { redactValue } from '../journal/redact.ts';
 import { DEFAULT_RUNS_DIR, MAX_RESULT_LINE_BYTES, RUN_DIR_FORMAT, TASK_ROWS_FILE } from './constants.ts';
 import { ioErrorText } from './io-error-text.ts';
@@ -141,7 +141,7 @@ export class RunDirWriter {
   /** Opens an existing run directory for appending; a torn last result line is cut away first. */
   static reopen(root: string): RunDirWriter {
     const paths = runDirPaths(root);
-    mkdirSync(paths.journals, { recursive: true });
+    makeRunDir(paths.journals);
     if (existsSync(paths.results)) {
       const { size, end } = completeLinesEnd(paths.results);
       if (end < size) truncateSync(paths.results, end);
@@ -564,7 +564,7 @@ function writeAtomically(path: string, text: string): void {
  */
 function makeRunDir(journals: string): string | undefined {
   try {
-    return mkdirSync(journals, { recursive: true });
+    return makeDirectories(journals);
   } catch (error) {
     throw new SystemError(
       'run_dir_io',

@@ -193,7 +193,8 @@ describe('troupe run', () => {
       '--json',
     );
     expect(result.code).toBe(0);
-    expect(result.stderr).toBe('');
+    // `custom/` did not exist: its creation is the one line on stderr.
+    expect(result.stderr).toBe(`troupe: created directory ${project.path('custom')} for the journal\n`);
     const lines = result.stdout
       .trimEnd()
       .split('\n')
@@ -325,6 +326,27 @@ describe('troupe run', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/journal_exists: .*troupe resume/);
     expect(readFileSync(journal)).toEqual(before);
+  });
+
+  it('says once on stderr that it created the directory of a --journal, and nothing when it existed', async () => {
+    const journal = project.path('new', 'sub', 'run.jsonl');
+    const made = await runCli('run', 'reader', '--task', TASK, '--cwd', project.root, '--journal', journal);
+    expect(made.code).toBe(0);
+    const line = `troupe: created directory ${project.path('new', 'sub')} for the journal\n`;
+    expect(made.stderr.split(line)).toHaveLength(2);
+    expect(existsSync(journal)).toBe(true);
+    const again = await runCli(
+      'run',
+      'reader',
+      '--task',
+      TASK,
+      '--cwd',
+      project.root,
+      '--journal',
+      project.path('new', 'sub', 'second.jsonl'),
+    );
+    expect(again.code).toBe(0);
+    expect(again.stderr).not.toContain('created directory');
   });
 
   it('refuses a --journal under a file with journal_io, not an internal error', async () => {

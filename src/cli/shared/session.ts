@@ -5,13 +5,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { PinnedBlock } from '../../blocks/types.ts';
 import { discoverAgents, getAgent, pickAgent } from '../../definition/discovery.ts';
 import { definitionHash } from '../../definition/load.ts';
 import type { AgentDefinition, DefinitionProblem } from '../../definition/types.ts';
 import { describeValue, SystemError, UserError } from '../../errors.ts';
 import type { AuditEvent, AuditEventInput, EventOf } from '../../journal/events.ts';
+import { makeDirectories } from '../../journal/make-directories.ts';
 import { readJournal } from '../../journal/reader.ts';
 import { resumeState } from '../../journal/resume.ts';
 import type { JournalSink } from '../../journal/sink.ts';
@@ -70,6 +71,11 @@ export interface SessionInfo {
   readonly model: string;
   /** Absolute path of the journal file. */
   readonly journal: string;
+  /**
+   * The journal's directory, when this session made it (a `--journal` whose directory did not
+   * exist): the command says so once on stderr.
+   */
+  readonly createdDirectory?: string;
   /** Working directory the agent's file tools are confined to. */
   readonly cwd: string;
   readonly task: string;
@@ -270,8 +276,11 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
   // A skill to pre-load that does not exist fails the prompt: said before a journal exists.
   await checkSkills(definition, request.cwd);
   const mcpServers = await runMcpServers({ cwd: request.cwd, mcpServers: {}, mcpProjectFile: true });
+  // Made here, not by the writer, to tell the user: a typo in `--journal` makes a directory.
+  const created = request.journal === undefined ? undefined : journalDirectory(journalPath);
   const writer = JournalWriter.open(journalPath);
   const info: SessionInfo = {
+    ...(created === undefined ? {} : { createdDirectory: dirname(journalPath) }),
     command: 'run',
     agentId,
     agent: definition.name,
@@ -562,6 +571,23 @@ function timestamp(date: Date): string {
     .toISOString()
     .replace(/[-:]/g, '')
     .replace(/\.\d+Z$/, 'Z');
+}
+
+/**
+ * Makes the directory of the journal at `path` and those missing above it; returns the first one
+ * made, undefined when it existed. One that cannot be made is `journal_io`.
+ */
+function journalDirectory(path: string): string | undefined {
+  try {
+    return makeDirectories(dirname(path));
+  } catch (error) {
+    throw new SystemError(
+      'journal_io',
+      `Expected a journal file path in a directory that can be created, could not create ${dirname(path)}: ${ioErrorText(error)}`,
+      { path, errno: (error as NodeJS.ErrnoException).code },
+      { cause: error },
+    );
+  }
 }
 
 /**
