@@ -248,6 +248,8 @@ class TtyRenderer implements ProgressRenderer {
   #log: string[] = [];
   /** Set by {@link stop}: the last frame says how the run ended, with no ETA and no prompt. */
   #final = false;
+  /** Agents that ended cancelled, which `troupe resume` runs again. */
+  #cancelled = 0;
   /** The block drawn last, which the next frame moves back over. */
   #previous: string[] = [];
   readonly #colours: Palette;
@@ -284,6 +286,8 @@ class TtyRenderer implements ProgressRenderer {
     const { green, red, dim, reset } = this.#colours;
     this.#state.apply(event);
     this.#approvalEvent(event);
+    if (event.type === 'ended' && event.line.status === 'failed' && event.line.reason === 'cancelled')
+      this.#cancelled += 1;
     if (event.type === 'run') {
       // Prose broken at spaces, as the closing summary's notices are (a terminal breaks it
       // mid-word); the run dir is never broken, so it copies whole.
@@ -409,8 +413,9 @@ class TtyRenderer implements ProgressRenderer {
     const state = this.#state;
     if (!state.stopped) return [];
     const why = state.interrupted ? 'cancelled' : "stopped: the run's budget is spent";
-    const left = state.total - state.finished;
-    const ended = `${why}: ${state.finished} of ${state.total} finished`;
+    // A cancelled agent is run again by `troupe resume`, like one never started.
+    const left = state.total - state.finished + this.#cancelled;
+    const ended = `${why}: ${state.completed} of ${state.total} completed`;
     // The budget's resume needs a larger --max-run-tokens: the closing summary below says which.
     let text = ended;
     if (left > 0 && state.interrupted) {

@@ -233,7 +233,7 @@ describe('progress renderers', () => {
     expect(lastFrame).toContain('2/3  done 1  failed 1  running 0  not run 1');
     expect(lastFrame).not.toContain('ETA');
     expect(lastFrame).not.toContain('press Ctrl-C again');
-    expect(lastFrame).toContain('cancelled: 2 of 3 finished; `troupe resume /tmp/runs/r1` runs the 1 left');
+    expect(lastFrame).toContain('cancelled: 1 of 3 completed; `troupe resume /tmp/runs/r1` runs the 2 left');
   });
 
   it('the TTY totals mark with ~ only the side of usage troupe estimated', () => {
