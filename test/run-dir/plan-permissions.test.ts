@@ -138,7 +138,7 @@ describe('a --permissions file', () => {
     expect(() => loadPermissionsFile(path.join(dir, 'absent.yaml'))).toThrow(
       expect.objectContaining({
         code: 'permissions_not_found',
-        message: expect.stringContaining('Expected a permissions file at'),
+        message: expect.stringContaining('Expected a permissions file, could not read '),
       }),
     );
   });
