@@ -216,13 +216,14 @@ export function orphanOutcome(agentId: string, parentId: string): AgentOutcome {
 export const ADOPTION_SCAN_WARNING_CODE = 'TROUPE_ADOPTION_SCAN_INCOMPLETE';
 
 /**
- * Says which journals the search for `parentId`'s children did not examine (past its bounds): a
- * child among them is neither adopted nor ended, and its cut-off call is recorded as interrupted.
+ * Says which journals the searches of one resume of `parentId` (for its children and its finished
+ * descendants') did not examine (past their bounds), each named once: a child among them is neither
+ * adopted nor ended, and its cut-off call is recorded as interrupted.
  */
 export function warnNotExamined(parentId: string, names: readonly string[]): void {
   const shown = names.slice(0, 5).join(', ');
   process.emitWarning(
-    `Resuming ${parentId}: ${names.length} journal(s) were not examined for its children (of its cut-off spawn_agent calls, or unfinished ones it does not adopt, to end) (past ${MAX_ADOPTION_SCAN_JOURNALS} journals, or whose ids lie past ${MAX_STARTED_HEAD_BYTES} bytes): ${shown}${names.length > 5 ? ', ...' : ''}. A child among them is neither adopted nor ended, and its call is recorded as interrupted.`,
+    `Resuming ${parentId}: ${names.length} journal(s) were not examined for its children or its finished descendants' (of cut-off spawn_agent calls, or unfinished ones not adopted, to end) (past ${MAX_ADOPTION_SCAN_JOURNALS} journals, or whose ids lie past ${MAX_STARTED_HEAD_BYTES} bytes): ${shown}${names.length > 5 ? ', ...' : ''}. A child among them is neither adopted nor ended, and its call is recorded as interrupted.`,
     { type: 'TroupeWarning', code: ADOPTION_SCAN_WARNING_CODE },
   );
 }

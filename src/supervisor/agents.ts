@@ -493,6 +493,17 @@ export class Agents {
    * cut-off `await_agents` runs again (it only waits).
    */
   async #adopt(record: AgentRecord): Promise<void> {
+    const scan: AdoptionScan = { left: MAX_ADOPTION_SCAN_JOURNALS, notExamined: new Set() };
+    try {
+      await this.#adoptTree(record, scan);
+    } finally {
+      // One warning per resume, naming every journal its searches left unread (a journal whose
+      // first line is too long is left unread by each search, under each finished descendant).
+      if (scan.notExamined.size > 0) warnNotExamined(record.id, [...scan.notExamined]);
+    }
+  }
+
+  async #adoptTree(record: AgentRecord, scan: AdoptionScan): Promise<void> {
     const events = await this.engine.journal(record.id);
     const parent = parentJournal(events);
     const at = { id: record.id, depth: record.spec.depth };
@@ -500,17 +511,16 @@ export class Agents {
     if (parent === undefined) {
       // It had ended: it only reports its outcome, and its unfinished descendants are orphans.
       if (events.some(isTerminal)) {
-        const scan = { left: MAX_ADOPTION_SCAN_JOURNALS };
         await this.#holdChildren(record, at, spawnedChildren(events), scan);
         if (hasEnded(record)) return;
-        await this.#endUnadopted(record, at, events, await this.#childStarts(namedAs, false), scan);
+        await this.#endUnadopted(record, at, events, await this.#childStarts(namedAs, false, scan), scan);
       }
       return;
     }
     const children = [...parent.children];
     const known = new Set(children.map((child) => child.agentId));
     const spawnedBy: { callId: string; agentId: string; agent: string }[] = [];
-    const found = await this.#childStarts(namedAs, parent.cutOffSpawns.length > 0);
+    const found = await this.#childStarts(namedAs, parent.cutOffSpawns.length > 0, scan);
     if (parent.cutOffSpawns.length > 0) {
       for (const { call, started } of cutOffChildren(parent.cutOffSpawns, found, known)) {
         const agent = typeof call.args.agent === 'string' ? call.args.agent : (started.agent ?? 'unknown');
@@ -526,8 +536,7 @@ export class Agents {
       const pending = { text: instruction.text, ...(call.seq === undefined ? {} : { callSeq: call.seq }) };
       sending.set(instruction.to, [...(sending.get(instruction.to) ?? []), pending]);
     }
-    // Journals read for the descendants of finished children, bounded as the search above.
-    const scan = { left: MAX_ADOPTION_SCAN_JOURNALS };
+    // Journals read for the descendants of finished children are bounded by `scan.left`.
     for (const child of children) {
       if (hasEnded(record)) return;
       const sent = [...(parent.sent.get(child.agentId) ?? []), ...(sending.get(child.agentId) ?? [])];
@@ -572,13 +581,16 @@ export class Agents {
 
   /**
    * The journals naming one of `parentIds` as their parent (`Engine.childStarts`: an agent's id, and
-   * for a retry the attempts its journal was forked from, {@link #namedAs}), warning of those its
-   * bounds left unread. Searched for a cut-off `spawn_agent`'s child (`cutOff`), and on the threads
-   * engine always, for the unfinished children its adoption does not take ({@link #endUnadopted}):
-   * it indexes its journals once, where the redis engine lists its queue's journal keys again for
-   * each resumed agent (and `troupe resume` reads no redis journals either).
+   * for a retry the attempts its journal was forked from, {@link #namedAs}): for a cut-off
+   * `spawn_agent`'s child (`cutOff`), and on the threads engine always, for the unfinished children
+   * its adoption does not take ({@link #endUnadopted}). Those its bounds left unread are added to
+   * `scan.notExamined`, named in one warning per resume ({@link #adopt}).
    */
-  async #childStarts(parentIds: readonly string[], cutOff: boolean): Promise<ChildStart[]> {
+  async #childStarts(
+    parentIds: readonly string[],
+    cutOff: boolean,
+    scan: AdoptionScan,
+  ): Promise<ChildStart[]> {
     const { engine } = this;
     if (engine.childStarts === undefined || (!cutOff && engine.backend !== 'threads')) return [];
     const starts: ChildStart[] = [];
@@ -588,7 +600,7 @@ export class Agents {
         maxBytes: MAX_ADOPTION_SCAN_BYTES,
         maxHeadBytes: MAX_STARTED_HEAD_BYTES,
       });
-      if (found.notExamined.length > 0) warnNotExamined(parentId, found.notExamined);
+      for (const name of found.notExamined) scan.notExamined.add(name);
       starts.push(...found.starts);
     }
     return starts;
@@ -608,7 +620,7 @@ export class Agents {
     parent: { readonly id: string; readonly depth: number },
     events: readonly AuditEvent[],
     starts: readonly ChildStart[],
-    scan: { left: number },
+    scan: AdoptionScan,
   ): Promise<void> {
     const taken = adoptedChildren(events, starts);
     const unadopted = starts
@@ -623,7 +635,7 @@ export class Agents {
     parent: AgentRecord,
     child: KnownChild,
     sent: readonly SentInstruction[],
-    scan: { left: number },
+    scan: AdoptionScan,
   ): Promise<void> {
     const events = await this.engine.journal(child.agentId);
     if (hasEnded(parent) || this.records.has(child.agentId)) return;
@@ -676,8 +688,8 @@ export class Agents {
    * orphan (its parent ended, so nothing would resume or await it): its journal is ended
    * `Failed(cancelled)` ({@link orphanOutcome}, as `troupe resume` ends one under a parent that does
    * not run again), it is held with that outcome, and `agent:spawned` and `agent:failed` say so; its
-   * own unfinished children are orphans in turn: those its `spawn_agent` results name and, on the
-   * threads engine, those whose journals name it as parent ({@link #endUnadopted}), as
+   * own unfinished children are orphans in turn: those its `spawn_agent` results name and those
+   * whose journals name it as parent ({@link #endUnadopted}), as
    * `troupe resume` finds them. At most `scan.left` more journals are read.
    */
   async #holdEnded(
@@ -686,7 +698,7 @@ export class Agents {
     id: string,
     agent: string,
     events: readonly AuditEvent[],
-    scan: { left: number },
+    scan: AdoptionScan,
     orphaned = false,
   ): Promise<void> {
     const ended = events.findLast(isTerminal);
@@ -718,8 +730,8 @@ export class Agents {
     await this.#holdChildren(root, { id, depth }, spawnedChildren(events), scan);
     if (hasEnded(root)) return;
     // The unfinished ones naming it that its results do not name (a program's spawn with `parent`,
-    // the child of a call it ended before answering) would never end either (threads engine).
-    await this.#endUnadopted(root, { id, depth }, events, await this.#childStarts([id], false), scan);
+    // the child of a call it ended before answering) would never end either.
+    await this.#endUnadopted(root, { id, depth }, events, await this.#childStarts([id], false, scan), scan);
   }
 
   /**
@@ -731,7 +743,7 @@ export class Agents {
     root: AgentRecord,
     parent: { readonly id: string; readonly depth: number },
     children: readonly KnownChild[],
-    scan: { left: number },
+    scan: AdoptionScan,
     orphansOnly = false,
   ): Promise<void> {
     for (const child of children) {
@@ -1102,6 +1114,14 @@ export class Agents {
 }
 
 /** UserError `instruction_too_large` when `text` is over {@link MAX_INSTRUCTION_BYTES}, else undefined. */
+/** What one resume's adoption has read: its journal budget, and the journals its searches left unread. */
+interface AdoptionScan {
+  /** Journals of children it may still read (`MAX_ADOPTION_SCAN_JOURNALS` at first). */
+  left: number;
+  /** Journals `Engine.childStarts` did not examine, each named once in the resume's warning. */
+  readonly notExamined: Set<string>;
+}
+
 function instructionTooLarge(agentId: string, text: string): UserError | undefined {
   // A string of n UTF-16 units is at most 3n UTF-8 bytes: most never need counting.
   if (typeof text !== 'string' || text.length * 3 <= MAX_INSTRUCTION_BYTES) return undefined;

@@ -8,6 +8,7 @@
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_STARTED_HEAD_BYTES } from '../../src/constants.ts';
 import type { ChildStart } from '../../src/engines/engine.ts';
 import type { AuditEvent, AuditEventInput, EventOf } from '../../src/journal/events.ts';
 import { forkedInputs, writeFork } from '../../src/journal/fork.ts';
@@ -15,6 +16,7 @@ import { readJournal } from '../../src/journal/reader.ts';
 import { verifyJournalFile } from '../../src/journal/verify.ts';
 import { JournalWriter } from '../../src/journal/writer.ts';
 import {
+  ADOPTION_SCAN_WARNING_CODE,
   cutOffChildren,
   instructionsFor,
   movedInstructions,
@@ -457,6 +459,32 @@ describe('a parent resumed in a new supervisor, with an unfinished child its jou
       { type: 'Failed', reason: 'cancelled', error: { fields: { parentId } } },
     ]);
     expect(verifyJournalFile(journalOf(journalDir, 'stray')).ok).toBe(true);
+  });
+});
+
+describe('a parent resumed in a new supervisor, beside a journal too long to examine', () => {
+  it('warns once per resume, not once per finished descendant searched under', async () => {
+    const journalDir = tempDir();
+    const { definition, parentId } = await finishedRun(journalDir);
+    cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.name === 'await_agents');
+    // A journal whose first line holds no ids within MAX_STARTED_HEAD_BYTES: no search can read it.
+    writeFileSync(journalOf(journalDir, 'huge'), `{"pad":"${'x'.repeat(MAX_STARTED_HEAD_BYTES + 16)}"}\n`);
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): void => {
+      if ((warning as { code?: unknown }).code === ADOPTION_SCAN_WARNING_CODE) warnings.push(warning);
+    };
+    process.on('warning', onWarning);
+    try {
+      const outcome = await resume(journalDir, definition, parentId).result;
+      expect(outcome).toMatchObject({ status: 'completed' });
+      // Warnings are emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    // Without the fix each search warned: the parent's, and one under each finished child (3).
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.message).toContain('huge.jsonl');
   });
 });
 
