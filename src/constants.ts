@@ -113,7 +113,8 @@ export const MAX_KEPT_HOST_CALLS = 64;
  * Journals a parent resumed in a new supervisor (`troupe resume`, `spawn(..., { resume: true })`)
  * examines at most, looking for the child of a `spawn_agent` call its journal shows cut off: the
  * child's id is in no result of the parent's, only in the child's own `Started`. Only the first
- * line of each is read (see {@link MAX_ADOPTION_SCAN_BYTES}), and only when such a call exists. It
+ * line of each is read (see {@link MAX_ADOPTION_SCAN_BYTES}), on every resume (for the unfinished
+ * children it and its finished descendants do not adopt, to end them too). It
  * counts the journals naming that parent (each journal's ids are read once per engine,
  * src/engines/threads/child-index.ts, src/engines/redis/child-index.ts). `troupe resume`'s
  * search for nested agents has no count bound: it reads the ids of every journal's first line

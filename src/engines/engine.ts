@@ -44,6 +44,13 @@ export interface JournalScanBounds {
    * (src/journal/started-head.ts).
    */
   readonly maxHeadBytes: number;
+  /**
+   * Shared by the searches of one resume (any object, compared by identity): the redis engine lists
+   * its queue's journal keys once per `search`, by the first search given it, so a resume searching
+   * under each finished descendant lists them once, not once per descendant. Absent: listed again.
+   * The thread engine ignores it (it reads its directory's listing on each search, locally).
+   */
+  readonly search?: object;
 }
 
 /** A journal that names the parent {@link Engine.childStarts} looked for. */

@@ -513,14 +513,14 @@ export class Agents {
       if (events.some(isTerminal)) {
         await this.#holdChildren(record, at, spawnedChildren(events), scan);
         if (hasEnded(record)) return;
-        await this.#endUnadopted(record, at, events, await this.#childStarts(namedAs, false, scan), scan);
+        await this.#endUnadopted(record, at, events, await this.#childStarts(namedAs, scan), scan);
       }
       return;
     }
     const children = [...parent.children];
     const known = new Set(children.map((child) => child.agentId));
     const spawnedBy: { callId: string; agentId: string; agent: string }[] = [];
-    const found = await this.#childStarts(namedAs, parent.cutOffSpawns.length > 0, scan);
+    const found = await this.#childStarts(namedAs, scan);
     if (parent.cutOffSpawns.length > 0) {
       for (const { call, started } of cutOffChildren(parent.cutOffSpawns, found, known)) {
         const agent = typeof call.args.agent === 'string' ? call.args.agent : (started.agent ?? 'unknown');
@@ -582,23 +582,21 @@ export class Agents {
   /**
    * The journals naming one of `parentIds` as their parent (`Engine.childStarts`: an agent's id, and
    * for a retry the attempts its journal was forked from, {@link #namedAs}): for a cut-off
-   * `spawn_agent`'s child (`cutOff`), and on the threads engine always, for the unfinished children
-   * its adoption does not take ({@link #endUnadopted}). Those its bounds left unread are added to
-   * `scan.notExamined`, named in one warning per resume ({@link #adopt}).
+   * `spawn_agent`'s child, and for the unfinished children its adoption does not take
+   * ({@link #endUnadopted}), on both engines. Those its bounds left unread are added to
+   * `scan.notExamined`, named in one warning per resume ({@link #adopt}). The searches of one resume
+   * share `scan` as their `search`: the redis engine lists its queue's journal keys once per resume.
    */
-  async #childStarts(
-    parentIds: readonly string[],
-    cutOff: boolean,
-    scan: AdoptionScan,
-  ): Promise<ChildStart[]> {
+  async #childStarts(parentIds: readonly string[], scan: AdoptionScan): Promise<ChildStart[]> {
     const { engine } = this;
-    if (engine.childStarts === undefined || (!cutOff && engine.backend !== 'threads')) return [];
+    if (engine.childStarts === undefined) return [];
     const starts: ChildStart[] = [];
     for (const parentId of parentIds) {
       const found = await engine.childStarts(parentId, {
         maxJournals: MAX_ADOPTION_SCAN_JOURNALS,
         maxBytes: MAX_ADOPTION_SCAN_BYTES,
         maxHeadBytes: MAX_STARTED_HEAD_BYTES,
+        search: scan,
       });
       for (const name of found.notExamined) scan.notExamined.add(name);
       starts.push(...found.starts);
@@ -731,7 +729,7 @@ export class Agents {
     if (hasEnded(root)) return;
     // The unfinished ones naming it that its results do not name (a program's spawn with `parent`,
     // the child of a call it ended before answering) would never end either.
-    await this.#endUnadopted(root, { id, depth }, events, await this.#childStarts([id], false, scan), scan);
+    await this.#endUnadopted(root, { id, depth }, events, await this.#childStarts([id], scan), scan);
   }
 
   /**

@@ -2,8 +2,9 @@
  * The redis engine's index of its queue's journal streams for `Engine.childStarts`, as the thread
  * engine's (src/engines/threads/child-index.ts) is of its directory: the ids at the head of each
  * stream's first line, by the parent they name. Each stream's first entry is fetched once per
- * engine, when a search first finds the stream (a search still lists the queue's journal keys,
- * names only), so the bound of a search (`JournalScanBounds.maxJournals`) counts only the streams
+ * engine, when a search first finds the stream (the queue's journal keys, names only, are listed
+ * once per `JournalScanBounds.search`: once per resumed agent's adoption, not once per search
+ * under each of its finished descendants; a search without one lists them again), so the bound of a search (`JournalScanBounds.maxJournals`) counts only the streams
  * naming that parent: a child late in a run of more than that many agents is still found.
  *
  * A stream with no entry yet is read again by the next search. Memory: a key per stream read, and
@@ -27,6 +28,8 @@ export class RedisChildIndex {
   readonly #byParent = new Map<string, { readonly key: string; readonly head: StartedHead }[]>();
   /** Streams whose first line is longer than the head bound: they may name any parent. */
   readonly #tooLong: string[] = [];
+  /** The searches (`JournalScanBounds.search`) that have listed the queue's journal keys. */
+  readonly #listed = new WeakSet<object>();
 
   constructor(redis: Redis, pattern: string) {
     this.#redis = redis;
@@ -41,7 +44,10 @@ export class RedisChildIndex {
    * no partial reads).
    */
   async childStarts(parentId: string, bounds: JournalScanBounds): Promise<ChildStarts> {
-    await this.#refresh(bounds.maxHeadBytes);
+    if (bounds.search === undefined || !this.#listed.has(bounds.search)) {
+      await this.#refresh(bounds.maxHeadBytes);
+      if (bounds.search !== undefined) this.#listed.add(bounds.search);
+    }
     const names = `"parentId":${JSON.stringify(parentId)}`;
     const starts: ChildStart[] = [];
     const notExamined = [...this.#tooLong];

@@ -123,4 +123,43 @@ describe(`a parent resumed by a new supervisor on the redis engine${skipReason}`
     });
     expect(events.filter((e) => e.type === 'ToolCall' && e.name === 'spawn_agent')).toHaveLength(2);
   });
+
+  it("ends an unfinished child no spawn_agent result names (a program's spawn with parent), as on threads", async () => {
+    const queueName = uniqueName('adoption');
+    const worker = await startWorker(server.url, ['--queue', queueName, '--prefix', PREFIX]);
+    workers = [worker];
+    const definition = await orchestratorDefinition();
+    const first = start(queueName);
+    const parent = first.spawn(definition, { task: TASK });
+    expect(await parent.result).toMatchObject({ status: 'completed' });
+    const results = (await first.journal(parent.id)).filter(
+      (e): e is EventOf<'ToolResult'> => e.type === 'ToolResult' && e.name === 'spawn_agent',
+    );
+    const two = (results[1]?.data as { agentId: string } | undefined)?.agentId ?? '';
+    const started = (await first.journal(two)).find((e): e is EventOf<'Started'> => e.type === 'Started');
+    await first.close();
+    // A child the program spawned with `parent`, killed after it started: its stream never ended.
+    const stray = `${parent.id}-stray`;
+    const journal = new RedisJournal({ redis, key: `${PREFIX}:${queueName}:agent:${stray}:journal` });
+    const { seq: _seq, prev: _prev, hash: _hash, ...body } = started as EventOf<'Started'>;
+    journal.append({ ...body, agentId: stray, parentId: parent.id } as AuditEventInput);
+    await journal.flushed();
+    // The parent's finished job goes: a job kept under its id would hand back its old outcome.
+    const queue = new Queue(queueName, { connection: { url: server.url }, prefix: PREFIX });
+    await (await queue.getJob(parent.id))?.remove();
+    await queue.close();
+
+    const second = start(queueName);
+    const failed: string[] = [];
+    second.on('agent:failed', (event) => failed.push(event.agentId));
+    const outcome = await second.spawn(definition, { id: parent.id, task: TASK, resume: true }).result;
+
+    expect(outcome).toMatchObject({ status: 'completed' });
+    // Without the fix the search ran on redis only for a cut-off spawn_agent: this stream stayed open.
+    const events = await readRedisJournal(redis, `${PREFIX}:${queueName}:agent:${stray}:journal`);
+    expect(events.filter((e) => e.type === 'Completed' || e.type === 'Failed')).toMatchObject([
+      { type: 'Failed', reason: 'cancelled', error: { fields: { parentId: parent.id } } },
+    ]);
+    expect(failed).toEqual([stray]);
+  });
 });

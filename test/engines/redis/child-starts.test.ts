@@ -100,4 +100,25 @@ describe(`RedisEngine.childStarts${skipReason}`, { skip: redisServerPath === und
     const later = await engine.childStarts('q', bounds);
     expect(later.starts.map((start) => start.agentId)).toEqual(['late']);
   });
+
+  it('lists the journal keys once per search token: the searches of one resume do not list them again', async () => {
+    const queue = uniqueName('child-starts');
+    await writeStarted(queue, 'c-0', 'p', 'call-0');
+    const engine = engineOn(queue);
+    const resume = {};
+    // SCAN calls the server has answered so far (this server's only SCANs are this file's).
+    const scans = async (): Promise<number> =>
+      Number(/cmdstat_scan:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+    const before = await scans();
+
+    expect((await engine.childStarts('p', { ...bounds, search: resume })).starts).toHaveLength(1);
+    await writeStarted(queue, 'late', 'q', 'call-late');
+    // The same resume's later search (under a finished descendant) reuses the listing it made.
+    expect((await engine.childStarts('q', { ...bounds, search: resume })).starts).toEqual([]);
+    // Another resume lists the keys again, and finds the stream written since.
+    const later = await engine.childStarts('q', { ...bounds, search: {} });
+    expect(later.starts.map((start) => start.agentId)).toEqual(['late']);
+    // Without the token each search listed every key again (three SCANs here).
+    expect((await scans()) - before).toBe(2);
+  });
 });
