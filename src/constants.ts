@@ -144,6 +144,13 @@ export const MAX_STARTED_HEAD_BYTES = 64 * 1024 * 1024;
  */
 export const COMPARE_TOOL_CALL_ITEMS = 1000;
 /**
+ * Characters of each item's output (its result as JSON, its answer, or why it failed) that
+ * `troupe compare` keeps (`ItemSide.output`, then `…`); whether two outputs are the same is decided
+ * by the digest of the whole text (`ItemSide.outputDigest`). Kept whole, two runs of 100,000
+ * 2.5 KB results held every output twice over (678 MB at the peak, more with `--json`).
+ */
+export const COMPARE_OUTPUT_CHARS = 200;
+/**
  * A cost difference in USD below this between an agent's receipts and its outcome is float
  * rounding (the same receipts summed in another order), not a request a count missed: an agent's
  * end tops `runLimits` and the usage sink up only past it.

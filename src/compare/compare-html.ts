@@ -4,6 +4,7 @@
  * with its outcome, score, token, cost and latency changes, outputs and differing tool calls.
  * Every piece of text from the runs goes through `esc`.
  */
+import { COMPARE_OUTPUT_CHARS } from '../constants.ts';
 import { formatCost, formatDuration, formatTokens } from '../run-dir/format.ts';
 import { esc } from '../run-dir/html-charts.ts';
 import { securityPolicyMeta } from '../run-dir/html-page.ts';
@@ -120,13 +121,20 @@ function itemTable(comparison: RunComparison): string {
   return `<table><thead><tr><th>item</th><th>outcome</th>${names.map((name) => `<th>${esc(name)}</th>`).join('')}<th>tokens</th><th>cost</th><th>latency</th><th>task, outputs, tool calls</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
+/** A note that a side's output is cut (the comparison keeps its first characters only). */
+function outputCut(side: ItemSide | undefined): string {
+  return side !== undefined && side.outputChars > COMPARE_OUTPUT_CHARS
+    ? ` <span class="sub">(the first ${COMPARE_OUTPUT_CHARS} of ${side.outputChars} characters)</span>`
+    : '';
+}
+
 function details(item: ItemComparison, toolCallsCompared: boolean): string {
   const parts = [
     `<details><summary>task${item.taskProblem ? ' (unreadable)' : ''}</summary>${item.taskProblem ? `<p class="sub">${esc(`${item.taskProblem.code}: ${item.taskProblem.message}`)}</p>` : ''}<pre>${esc(item.task)}</pre></details>`,
   ];
   if (item.a || item.b) {
     parts.push(
-      `<details><summary>outputs${item.a && item.b && item.a.output !== item.b.output ? ' (differ)' : ''}</summary><b>A</b><pre>${esc(item.a?.output ?? '(not in A)')}</pre><b>B</b><pre>${esc(item.b?.output ?? '(not in B)')}</pre></details>`,
+      `<details><summary>outputs${item.a && item.b && item.a.outputDigest !== item.b.outputDigest ? ' (differ)' : ''}</summary><b>A</b>${outputCut(item.a)}<pre>${esc(item.a?.output ?? '(not in A)')}</pre><b>B</b>${outputCut(item.b)}<pre>${esc(item.b?.output ?? '(not in B)')}</pre></details>`,
     );
   }
   const calls = item.toolCalls;

@@ -133,7 +133,9 @@ export function compareText(
         if (calls.length > max) lines.push(`    … ${calls.length - max} more (--json lists them all)`);
       }
     }
-    const texts = shown.filter((item) => item.a && item.b && item.a.output !== item.b.output).slice(0, 10);
+    const texts = shown
+      .filter((item) => item.a && item.b && item.a.outputDigest !== item.b.outputDigest)
+      .slice(0, 10);
     if (texts.length > 0) {
       lines.push('', 'outputs that differ:');
       for (const item of texts) {

@@ -7,17 +7,32 @@
  * an entry without one is matched with the entry at the same position that has none either.
  * Entries left unmatched are listed as only in one run. Scorer pass rates are compared over the
  * matched entries only, so adding or dropping items does not move them.
+ *
+ * Bounds: `results.jsonl` of each run is read a line at a time (readResults), and of each plan
+ * entry's latest line only what an {@link ItemSide} shows is kept: the first COMPARE_OUTPUT_CHARS
+ * (200) characters of its output and a digest of the whole, its scores and figures. Each item's
+ * task is kept as its first REPORT_TASK_CHARS (200) characters.
  */
-import { COMPARE_TOOL_CALL_ITEMS } from '../constants.ts';
+import { createHash } from 'node:crypto';
+import { COMPARE_OUTPUT_CHARS, COMPARE_TOOL_CALL_ITEMS } from '../constants.ts';
 import { isTroupeError } from '../errors.ts';
 import type { Score } from '../eval/types.ts';
 import type { FailureReason } from '../loop/types.ts';
 import type { Usage } from '../providers/types.ts';
 import { runSummaryOf } from '../run-dir/report-text.ts';
+import { ResultStore } from '../run-dir/result-store.ts';
 import { deliveredText, latestByIndex, type ResultLine } from '../run-dir/results.ts';
-import { journalFile, type RunDirContents, readRunDir } from '../run-dir/run-dir.ts';
+import {
+  journalFile,
+  type RunDirContents,
+  type RunDirHead,
+  type RunDirState,
+  readResults,
+  readRunDirHead,
+} from '../run-dir/run-dir.ts';
 import type { PlannedRun } from '../run-dir/run-plan.ts';
 import { inputsOf } from '../run-dir/task-rows.ts';
+import { taskExcerpt } from '../run-dir/timeline.ts';
 import { diffToolCalls, type ToolCallDiff, toolCallsOf } from './tool-calls.ts';
 
 /** How an item ended in one run. */
@@ -32,8 +47,19 @@ export interface ItemSide {
   readonly reason?: FailureReason;
   /** The failure's error code (failed). */
   readonly errorCode?: string;
-  /** The whole result as JSON (else the answer), or why it failed, as text. */
+  /**
+   * The start of its output: the whole result as JSON (else the answer), or why it failed, as text;
+   * its first COMPARE_OUTPUT_CHARS (200) characters, then `…` when there are more (see
+   * `outputChars`). Empty when it did not run.
+   */
   readonly output: string;
+  /** Characters of the whole output (`output` holds at most the first 200). */
+  readonly outputChars: number;
+  /**
+   * SHA-256 (hex) of the whole output's UTF-8 text: two sides delivered the same text exactly when
+   * their digests are equal. Empty when it did not run.
+   */
+  readonly outputDigest: string;
   readonly scores: Readonly<Record<string, Omit<Score, 'judge'>>>;
   /** Input + output tokens. */
   readonly tokens: number;
@@ -64,7 +90,10 @@ export interface ItemComparison {
   /** The matching key: `id:<id>` (repeats `id:<id>#2`...), or `#<position>`. */
   readonly key: string;
   readonly id?: string;
-  /** Its task (A's, else B's); empty when neither run's row of it can be read (`taskProblem`). */
+  /**
+   * Its task (A's, else B's), its first REPORT_TASK_CHARS (200) characters then `…`; empty when
+   * neither run's row of it can be read (`taskProblem`).
+   */
   readonly task: string;
   /**
    * Why its task could not be read from A's `tasks.jsonl` (or B's, for an item only in B) (a row edited since it was
@@ -172,7 +201,7 @@ export interface CompareOptions {
  * ```
  */
 export function compareRunDirs(dirA: string, dirB: string, options: CompareOptions = {}): RunComparison {
-  return compareRuns(readRunDir(dirA), readRunDir(dirB), options);
+  return compareSources(readSource(dirA), readSource(dirB), options);
 }
 
 /** Compares run `a` (the baseline) with run `b`, as read by `readRunDir`. */
@@ -181,8 +210,44 @@ export function compareRuns(
   b: RunDirContents,
   options: CompareOptions = {},
 ): RunComparison {
-  const sidesA = sides(a);
-  const sidesB = sides(b);
+  return compareSources(sourceOf(a, a.results), sourceOf(b, b.results), options);
+}
+
+/** One run's side of an item as its result line has it (all but its plan position). */
+type LineSide = Omit<ItemSide, 'index'>;
+
+/**
+ * What the comparison keeps of one run: its files but `results.jsonl`, what its summary needs of
+ * every result line (a ResultStore), and each plan entry's latest line as a {@link LineSide}.
+ */
+interface RunSource {
+  readonly contents: RunDirState;
+  readonly latest: ReadonlyMap<number, LineSide>;
+}
+
+/** Reads the run directory `dir` a result line at a time (see the file's comment). */
+function readSource(dir: string): RunSource {
+  const head = readRunDirHead(dir);
+  const results = new ResultStore(head.plan.idPrefix);
+  const latest = new Map<number, LineSide>();
+  const read = readResults(head.paths.results, (line) => {
+    results.add(line);
+    if (line.index !== null) latest.set(line.index, lineSide(line));
+  });
+  return { contents: { ...head, ...read, results }, latest };
+}
+
+function sourceOf(contents: RunDirContents, lines: readonly ResultLine[]): RunSource {
+  const latest = new Map<number, LineSide>();
+  for (const [index, line] of latestByIndex(lines)) latest.set(index, lineSide(line));
+  return { contents: { ...contents, results: new ResultStore(contents.plan.idPrefix, lines) }, latest };
+}
+
+function compareSources(sourceA: RunSource, sourceB: RunSource, options: CompareOptions): RunComparison {
+  const a = sourceA.contents;
+  const b = sourceB.contents;
+  const sidesA = sides(sourceA);
+  const sidesB = sides(sourceB);
   let ranInBoth = 0;
   for (const [key, left] of sidesA) if (left.line && sidesB.get(key)?.line) ranInBoth += 1;
   const wanted = options.toolCalls ?? 'auto';
@@ -203,8 +268,8 @@ export function compareRuns(
   const scorers: Record<string, ScorerComparison> = {};
   for (const name of names) scorers[name] = compareScorer(name, inA.has(name), inB.has(name), matchedItems);
   return {
-    a: totals(a),
-    b: totals(b),
+    a: totals(sourceA),
+    b: totals(sourceB),
     items,
     matched: matchedItems.length,
     onlyA: items.filter((item) => item.outcome === 'only_a').length,
@@ -218,12 +283,11 @@ export function compareRuns(
 
 interface Side {
   readonly run: PlannedRun;
-  readonly line: ResultLine | undefined;
+  readonly line: LineSide | undefined;
 }
 
 /** Plan entries by matching key, in plan order. */
-function sides(contents: RunDirContents): Map<string, Side> {
-  const latest = latestByIndex(contents.results);
+function sides({ contents, latest }: RunSource): Map<string, Side> {
   const seen = new Map<string, number>();
   const result = new Map<string, Side>();
   for (const run of contents.plan.runs) {
@@ -246,21 +310,30 @@ function itemSide(side: Side): ItemSide {
       agentId: null,
       status: 'not_run',
       output: '',
+      outputChars: 0,
+      outputDigest: '',
       scores: {},
       tokens: 0,
       costUsd: 0,
       latencyMs: null,
       rounds: 0,
     };
+  return { index: run.index, ...line };
+}
+
+/** What an item's side shows of result line `line`: its output cut to an excerpt and a digest. */
+function lineSide(line: ResultLine): LineSide {
   const scores: Record<string, Omit<Score, 'judge'>> = {};
   for (const [name, { judge: _judge, ...score }] of Object.entries(line.scores ?? {})) scores[name] = score;
+  const output = deliveredText(line);
   return {
-    index: run.index,
     agentId: line.agentId,
     status: line.status,
     ...(line.reason === undefined ? {} : { reason: line.reason }),
     ...(line.error?.code === undefined ? {} : { errorCode: line.error.code }),
-    output: deliveredText(line),
+    output: textStart(output, COMPARE_OUTPUT_CHARS),
+    outputChars: output.length,
+    outputDigest: createHash('sha256').update(output, 'utf8').digest('hex'),
     scores,
     tokens: line.usage.inputTokens + line.usage.outputTokens,
     costUsd: line.costUsd,
@@ -274,8 +347,8 @@ function compareItem(
   key: string,
   left: Side | undefined,
   right: Side | undefined,
-  a: RunDirContents,
-  b: RunDirContents,
+  a: RunDirHead,
+  b: RunDirHead,
   withToolCalls: boolean,
 ): ItemComparison {
   const run = (left ?? right)?.run;
@@ -331,8 +404,8 @@ function compareItem(
 function itemTask(
   left: Side | undefined,
   right: Side | undefined,
-  a: RunDirContents,
-  b: RunDirContents,
+  a: RunDirHead,
+  b: RunDirHead,
 ): { task: string; problem?: { code: string; message: string } } {
   let problem: { code: string; message: string } | undefined;
   for (const [side, of] of [
@@ -341,7 +414,7 @@ function itemTask(
   ] as const) {
     if (side === undefined) continue;
     try {
-      const { task } = inputsOf(of.plan, of.paths.root, side.run);
+      const task = taskExcerpt(inputsOf(of.plan, of.paths.root, side.run).task);
       return problem === undefined ? { task } : { task, problem };
     } catch (error) {
       problem ??= {
@@ -360,7 +433,19 @@ function itemTask(
 function sameOutput(a: ItemSide, b: ItemSide): boolean {
   if (a.status === 'failed' && b.status === 'failed')
     return a.reason === b.reason && a.errorCode === b.errorCode;
-  return a.output === b.output;
+  return a.outputDigest === b.outputDigest;
+}
+
+/**
+ * The first `chars` characters of `text` and `…`, as a string of its own: a slice of a longer
+ * string keeps the whole of it in memory (V8 makes slices views of their parent).
+ */
+function textStart(text: string, chars: number): string {
+  if (text.length <= chars) return text;
+  let end = chars;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return Buffer.from(`${text.slice(0, end)}…`, 'utf8').toString('utf8');
 }
 
 function outcomeChange(a: ItemSide | undefined, b: ItemSide | undefined): OutcomeChange {
@@ -429,12 +514,10 @@ function compareScorer(
   };
 }
 
-function totals(contents: RunDirContents): RunTotals {
+function totals({ contents, latest }: RunSource): RunTotals {
   const summary = runSummaryOf(contents);
-  const latest = latestByIndex(contents.results);
-  const latencies = [...latest.values()]
-    .filter((line) => line.startedAt !== null)
-    .map((line) => Math.max(0, Date.parse(line.endedAt) - Date.parse(line.startedAt ?? line.endedAt)));
+  const latencies: number[] = [];
+  for (const line of latest.values()) if (line.latencyMs !== null) latencies.push(line.latencyMs);
   return {
     runId: contents.plan.runId,
     ...(contents.plan.name === undefined ? {} : { name: contents.plan.name }),

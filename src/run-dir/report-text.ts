@@ -4,7 +4,7 @@ import { LINE_EXCERPT_CHARS } from './constants.ts';
 import { closingText } from './execute.ts';
 import { excerpt, formatCost, formatDuration, formatTokenCount, shortId, table } from './format.ts';
 import { outcomeText } from './results.ts';
-import type { RunDirContents } from './run-dir.ts';
+import type { RunDirContents, RunDirState } from './run-dir.ts';
 import { type RunSummary, recordedSessions, summarize } from './summary.ts';
 import { fitWidth, tableWidth, wrapWidth } from './text-width.ts';
 import {
@@ -24,12 +24,13 @@ import {
  * than `results.jsonl` holds (a session killed outright wrote lines and no summary), or its last
  * session is still `open` (running, or killed outright).
  */
-export function runSummaryOf(contents: RunDirContents, timeline?: Timeline): RunSummary {
+export function runSummaryOf(contents: RunDirContents | RunDirState, timeline?: Timeline): RunSummary {
   const { summary } = contents;
+  const lines = 'size' in contents.results ? contents.results.size : contents.results.length;
   if (
     timeline === undefined &&
     summary !== undefined &&
-    summary.agents.length === contents.results.length &&
+    summary.agents.length === lines &&
     summary.sessions.at(-1)?.open !== true
   )
     return summary;

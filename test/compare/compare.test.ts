@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +7,7 @@ import { compareRunDirs, compareRuns, type RunComparison } from '../../src/compa
 import { compareText } from '../../src/compare/compare-text.ts';
 import { checkGates, parseGate } from '../../src/compare/gate.ts';
 import { diffToolCalls, type ToolCallCount } from '../../src/compare/tool-calls.ts';
+import { COMPARE_OUTPUT_CHARS } from '../../src/constants.ts';
 import { readRunDir } from '../../src/run-dir/run-dir.ts';
 import { captureIO } from '../run-dir/helpers.ts';
 import { makeRuns, type Runs } from './helpers.ts';
@@ -163,6 +165,40 @@ describe('compareRunDirs', () => {
     expect(item).toMatchObject({ changed: true });
     expect([item?.a?.output, item?.b?.output]).toEqual(['{"answer":"112"}', '{"answer":112}']);
     expect(itemA({ answer: 'x' }, { answer: 'x' })).toMatchObject({ changed: false });
+  });
+
+  it('keeps the start of each output and a digest of the whole, which decides whether it changed', async () => {
+    let copies = 0;
+    const withAnswer = (run: string, answer: string): string => {
+      const copy = `${run}-long-${++copies}`;
+      cpSync(run, copy, { recursive: true });
+      const file = path.join(copy, 'results.jsonl');
+      const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+      const edited = lines.map((text) => {
+        const { result: _result, ...line } = JSON.parse(text) as Record<string, unknown>;
+        return line.label === 'a' ? JSON.stringify({ ...line, answer }) : text;
+      });
+      writeFileSync(file, `${edited.join('\n')}\n`);
+      return copy;
+    };
+    const long = 'x'.repeat(5000);
+    const a = withAnswer(runs.runA, `${long}A`);
+    const b = withAnswer(runs.runB, `${long}B`);
+    const item = compareRunDirs(a, b).items.find((each) => each.key === 'id:a');
+    // Only the last character differs, past the excerpt: still a change.
+    expect(item).toMatchObject({ outcome: 'same', changed: true });
+    expect(item?.a?.output).toBe(`${'x'.repeat(COMPARE_OUTPUT_CHARS)}…`);
+    expect(item?.a?.outputChars).toBe(5001);
+    expect(item?.a?.outputDigest).toBe(createHash('sha256').update(`${long}A`).digest('hex'));
+    const same = compareRunDirs(a, withAnswer(runs.runB, `${long}A`)).items.find(
+      (each) => each.key === 'id:a',
+    );
+    expect(same).toMatchObject({ changed: false });
+    // `--json` prints the excerpt, not the whole output.
+    const io = captureIO();
+    expect(await main(['compare', a, b, '--json', '--no-tool-calls'], io)).toBe(0);
+    expect(io.out()).toContain(`"outputChars": 5001`);
+    expect(io.out()).not.toContain('x'.repeat(COMPARE_OUTPUT_CHARS + 1));
   });
 
   it('gives token, cost and latency deltas for items in both runs', () => {
