@@ -49,8 +49,8 @@ export interface ItemSide {
   readonly errorCode?: string;
   /**
    * The start of its output: the whole result as JSON (else the answer), or why it failed, as text;
-   * its first COMPARE_OUTPUT_CHARS (200) characters, then `…` when there are more (see
-   * `outputChars`). Empty when it did not run.
+   * its first COMPARE_OUTPUT_CHARS (200) characters (`outputChars` says whether there are more:
+   * no `…` is added, which would double the memory of an ASCII excerpt). Empty when it did not run.
    */
   readonly output: string;
   /** Characters of the whole output (`output` holds at most the first 200). */
@@ -213,8 +213,8 @@ export function compareRuns(
   return compareSources(sourceOf(a, a.results), sourceOf(b, b.results), options);
 }
 
-/** One run's side of an item as its result line has it (all but its plan position). */
-type LineSide = Omit<ItemSide, 'index'>;
+/** One run's side of an item as its result line has it. */
+type LineSide = ItemSide;
 
 /**
  * What the comparison keeps of one run: its files but `results.jsonl`, what its summary needs of
@@ -232,14 +232,14 @@ function readSource(dir: string): RunSource {
   const latest = new Map<number, LineSide>();
   const read = readResults(head.paths.results, (line) => {
     results.add(line);
-    if (line.index !== null) latest.set(line.index, lineSide(line));
+    if (line.index !== null) latest.set(line.index, lineSide(line, line.index));
   });
   return { contents: { ...head, ...read, results }, latest };
 }
 
 function sourceOf(contents: RunDirContents, lines: readonly ResultLine[]): RunSource {
   const latest = new Map<number, LineSide>();
-  for (const [index, line] of latestByIndex(lines)) latest.set(index, lineSide(line));
+  for (const [index, line] of latestByIndex(lines)) latest.set(index, lineSide(line, index));
   return { contents: { ...contents, results: new ResultStore(contents.plan.idPrefix, lines) }, latest };
 }
 
@@ -318,15 +318,16 @@ function itemSide(side: Side): ItemSide {
       latencyMs: null,
       rounds: 0,
     };
-  return { index: run.index, ...line };
+  return line;
 }
 
 /** What an item's side shows of result line `line`: its output cut to an excerpt and a digest. */
-function lineSide(line: ResultLine): LineSide {
+function lineSide(line: ResultLine, index: number): LineSide {
   const scores: Record<string, Omit<Score, 'judge'>> = {};
   for (const [name, { judge: _judge, ...score }] of Object.entries(line.scores ?? {})) scores[name] = score;
   const output = deliveredText(line);
   return {
+    index,
     agentId: line.agentId,
     status: line.status,
     ...(line.reason === undefined ? {} : { reason: line.reason }),
@@ -437,15 +438,15 @@ function sameOutput(a: ItemSide, b: ItemSide): boolean {
 }
 
 /**
- * The first `chars` characters of `text` and `…`, as a string of its own: a slice of a longer
- * string keeps the whole of it in memory (V8 makes slices views of their parent).
+ * The first `chars` characters of `text`, as a string of its own: a slice of a longer string keeps
+ * the whole of it in memory (V8 makes slices views of their parent).
  */
 function textStart(text: string, chars: number): string {
   if (text.length <= chars) return text;
   let end = chars;
   const last = text.charCodeAt(end - 1);
   if (last >= 0xd800 && last <= 0xdbff) end -= 1;
-  return Buffer.from(`${text.slice(0, end)}…`, 'utf8').toString('utf8');
+  return Buffer.from(text.slice(0, end), 'utf8').toString('utf8');
 }
 
 function outcomeChange(a: ItemSide | undefined, b: ItemSide | undefined): OutcomeChange {

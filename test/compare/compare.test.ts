@@ -187,7 +187,7 @@ describe('compareRunDirs', () => {
     const item = compareRunDirs(a, b).items.find((each) => each.key === 'id:a');
     // Only the last character differs, past the excerpt: still a change.
     expect(item).toMatchObject({ outcome: 'same', changed: true });
-    expect(item?.a?.output).toBe(`${'x'.repeat(COMPARE_OUTPUT_CHARS)}…`);
+    expect(item?.a?.output).toBe('x'.repeat(COMPARE_OUTPUT_CHARS));
     expect(item?.a?.outputChars).toBe(5001);
     expect(item?.a?.outputDigest).toBe(createHash('sha256').update(`${long}A`).digest('hex'));
     const same = compareRunDirs(a, withAnswer(runs.runB, `${long}A`)).items.find(
