@@ -4,24 +4,35 @@
  * items' `expected` values then replace the run's: an item of that plan is matched to the run's
  * entry with the same `id`, else the same position. The latest result line of every plan entry
  * gets fresh scores; `results.jsonl`, `plan.json` (when the scorers changed) and `summary.json` are
- * rewritten, each atomically. Judges run on a Supervisor built from the run's provider, and their
+ * rewritten, each atomically.
+ *
+ * Bounds: `results.jsonl` is read a line at a time, keeping what the summary needs of each line (a
+ * ResultStore) and where each plan entry's latest line is; a line is read again when its turn to
+ * be scored comes, and only its new scores are kept. The rewrite streams the file through again
+ * into a temporary file renamed over it at the end (a failure leaves `results.jsonl` as it was).
+ * Reading every line whole, a run of 100,000 2.7 KB lines held them all, and their rewrite as one
+ * string, at once. Judges run on a Supervisor built from the run's provider, and their
  * journals go to the run's `journals/` with a `-s<n>` suffix (n = the sessions before this one)
  * so no earlier judge's journal is continued.
  */
+import { closeSync, openSync, readSync } from 'node:fs';
 import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
-import type { ScoringSummary } from '../eval/types.ts';
+import type { ItemScores, ScoringSummary } from '../eval/types.ts';
 import type { SupervisorOptions } from '../supervisor/options.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
 import { loadAgentDefinitions } from './agent-files.ts';
+import { MAX_RESULT_LINE_BYTES } from './constants.ts';
 import { loadPlan } from './plan.ts';
+import type { RowRef } from './plan-types.ts';
 import { checkProvider } from './provider-choice.ts';
-import { latestByIndex, type ResultLine } from './results.ts';
-import { RunDirWriter, readRunDir } from './run-dir.ts';
+import { ResultStore } from './result-store.ts';
+import type { ResultLine } from './results.ts';
+import { RunDirWriter, readResults, readRunDirHead } from './run-dir.ts';
 import type { PlannedRun, RunPlan } from './run-plan.ts';
 import { createRunScoring, judgeSessionNumber, scoreInputOf } from './run-scoring.ts';
 import { type RunSummary, recordedSessions, summarize } from './summary.ts';
-import { inputsOf, planInputsOf } from './task-rows.ts';
+import { fileLines, inputsOf, planInputsOf } from './task-rows.ts';
 import { unendedAttempts } from './timeline.ts';
 
 /** Options of {@link rescoreRunDir}. */
@@ -51,7 +62,15 @@ export interface RescoreResult {
  */
 export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): Promise<RescoreResult> {
   const startedAt = new Date();
-  const contents = readRunDir(dir);
+  const head = readRunDirHead(dir);
+  // What the summary needs of every line, and where each plan entry's latest line is.
+  const lines = new ResultStore(head.plan.idPrefix);
+  const latest = new Map<number, RowRef>();
+  const read = readResults(head.paths.results, (line, at) => {
+    lines.add(line);
+    if (line.index !== null) latest.set(line.index, { offset: at.offset, length: at.length });
+  });
+  const contents = { ...head, ...read, results: lines };
   let plan = contents.plan;
   const definitions = await loadAgentDefinitions(plan.agentFiles);
   if (options.planFile !== undefined) {
@@ -71,7 +90,11 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
     );
   const previous = recordedSessions(contents.summary, contents.events);
   // Read before any judge runs or anything is rewritten: a journal that cannot be read fails here.
-  const unended = unendedAttempts(contents);
+  // It reads each line's agentId, index and attempt only, which ResumeLines have.
+  const unended = unendedAttempts({
+    ...contents,
+    results: [...lines.resumeLines()] as unknown as readonly ResultLine[],
+  });
   let supervisor: Supervisor | undefined;
   const scoring = await createRunScoring(plan, {
     definitions,
@@ -87,8 +110,9 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
   });
   if (scoring === undefined) throw new Error('unreachable: scorers were checked above');
   if (scoring.hasJudges) await checkProvider(plan.provider);
-  const latest = latestByIndex(contents.results);
-  const rescored = new Map<ResultLine, ResultLine>();
+  // New scores by the offset of the line they replace the scores of.
+  const rescored = new Map<number, ItemScores>();
+  const fd = openSync(contents.paths.results, 'r');
   // At most `concurrency` entries are scored at once, each row read when its turn comes: scored
   // all at once, every row of the data set was read into memory before the first score was in.
   const { runs } = plan;
@@ -97,11 +121,12 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
   const scoreNext = async (): Promise<void> => {
     for (let position = next++; position < runs.length && !failed; position = next++) {
       const run = runs[position];
-      const line = run === undefined ? undefined : latest.get(run.index);
-      if (run === undefined || line === undefined) continue;
+      const at = run === undefined ? undefined : latest.get(run.index);
+      if (run === undefined || at === undefined) continue;
       try {
+        const line = lineAt(fd, at);
         const inputs = inputsOf(plan, contents.paths.root, run);
-        rescored.set(line, { ...line, scores: await scoring.score(scoreInputOf(run, inputs, line)) });
+        rescored.set(at.offset, await scoring.score(scoreInputOf(run, inputs, line)));
       } catch (error) {
         failed = true;
         throw error;
@@ -112,17 +137,19 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
     const workers = Math.max(1, Math.min(plan.concurrency, runs.length));
     await Promise.all(Array.from({ length: workers }, scoreNext));
   } finally {
+    closeSync(fd);
     await supervisor?.close();
   }
-  const lines = contents.results.map((line) => rescored.get(line) ?? line);
   const writer = RunDirWriter.reopen(contents.paths.root);
   if (plan !== contents.plan) writer.rewritePlan(plan);
-  writer.rewriteResults(lines);
+  // The lines as written, for the summary (filled as the rewrite goes).
+  const written = new ResultStore(plan.idPrefix);
+  writer.rewriteResults(rescoredLines(contents.paths.results, rescored, written));
   // Counted as the reports count them: an entry whose current attempt started and has no line
   // (a killed `resume --retry-failed`) is interrupted, not the failure before it, nor complete.
   const summary = summarize(
     plan,
-    lines,
+    written,
     [
       ...previous,
       {
@@ -140,6 +167,46 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
   if (summary.scoring === undefined)
     throw new Error('unreachable: a plan with scorers has a scoring summary');
   return { summary, scoring: summary.scoring, scored: rescored.size };
+}
+
+/** The result line at `at` in the file open as `fd`. */
+function lineAt(fd: number, at: RowRef): ResultLine {
+  const bytes = Buffer.alloc(at.length);
+  readSync(fd, bytes, 0, at.length, at.offset);
+  return JSON.parse(bytes.toString('utf8')) as ResultLine;
+}
+
+/**
+ * The result lines of `file` as text, each with its `\n`, a line at a time: a line whose offset
+ * `scores` has gets those scores, the others are kept as they are; each is added to `written` as
+ * it goes. As before the rewrite streamed, what is not a result line (a torn last line, a line
+ * that does not parse or is over MAX_RESULT_LINE_BYTES) is left out.
+ */
+function* rescoredLines(
+  file: string,
+  scores: ReadonlyMap<number, ItemScores>,
+  written: ResultStore,
+): Generator<string> {
+  const fd = openSync(file, 'r');
+  try {
+    for (const at of fileLines(fd, MAX_RESULT_LINE_BYTES)) {
+      if (at.tooLong || at.text.trim() === '') continue;
+      let line: ResultLine;
+      try {
+        line = JSON.parse(at.text) as ResultLine;
+      } catch {
+        continue;
+      }
+      if (typeof line.agentId !== 'string' || (line.status !== 'completed' && line.status !== 'failed'))
+        continue;
+      const fresh = scores.get(at.offset);
+      const kept = fresh === undefined ? line : { ...line, scores: fresh };
+      written.add(kept);
+      yield fresh === undefined ? `${at.text}\n` : `${JSON.stringify(kept)}\n`;
+    }
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** An item of the plan whose expected values replace a run's. */

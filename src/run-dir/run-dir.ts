@@ -31,7 +31,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { SystemError, UserError } from '../errors.ts';
+import { isTroupeError, SystemError, UserError } from '../errors.ts';
 import { makeDirectories } from '../journal/make-directories.ts';
 import { redactValue } from '../journal/redact.ts';
 import { DEFAULT_RUNS_DIR, MAX_RESULT_LINE_BYTES, RUN_DIR_FORMAT, TASK_ROWS_FILE } from './constants.ts';
@@ -200,12 +200,15 @@ export class RunDirWriter {
   }
 
   /**
-   * Replaces `results.jsonl` as a whole (temporary file, then rename): `troupe score` rewrites the
-   * lines with new scores. Only for a run no other command is appending to.
+   * Replaces `results.jsonl` as a whole with `lines` (each a whole line of text with its `\n`), in
+   * writes of at most 1 MB to a temporary file renamed over it at the end: the lines may be read
+   * from the file being replaced as they are written, and a failure leaves it as it was.
+   * `troupe score` rewrites the lines with new scores. Only for a run no other command is
+   * appending to.
    */
-  rewriteResults(lines: readonly ResultLine[]): void {
+  rewriteResults(lines: Iterable<string>): void {
     this.flush();
-    writeAtomically(this.paths.results, lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
+    writePieces(this.paths.results, lines, false);
   }
 
   /** Replaces `plan.json` (temporary file, then rename): `troupe score --plan` records the new scorers. */
@@ -364,12 +367,13 @@ export function readRunDirHead(root: string): RunDirHead {
 /**
  * Reads `results.jsonl` at `file` a line at a time, handing each result line to `visit` as it is
  * parsed: the file is never in memory, only the line being read (and the one before it, until it
- * is known not to be a torn last line). A torn last line is ignored; other bad lines, and a line
+ * is known not to be a torn last line), with where it is in the file (`at`: its offset, length and
+ * number). A torn last line is ignored; other bad lines, and a line
  * over `maxLineBytes` (skipped unread), become problems. A missing file has no lines.
  */
 export function readResults(
   file: string,
-  visit: (line: ResultLine) => void,
+  visit: (line: ResultLine, at: FileLine) => void,
   maxLineBytes: number = MAX_RESULT_LINE_BYTES,
 ): ResultsRead {
   const problems: ResultsProblem[] = [];
@@ -397,7 +401,7 @@ export function readResults(
 
 function parseResultLine(
   line: FileLine,
-  visit: (line: ResultLine) => void,
+  visit: (line: ResultLine, at: FileLine) => void,
   problems: ResultsProblem[],
   maxLineBytes: number,
 ): void {
@@ -410,7 +414,7 @@ function parseResultLine(
     const value = JSON.parse(line.text) as ResultLine;
     if (typeof value.agentId !== 'string' || (value.status !== 'completed' && value.status !== 'failed'))
       problems.push({ line: line.number, message: 'not a result line' });
-    else visit(value);
+    else visit(value, line);
   } catch (error) {
     problems.push({ line: line.number, message: error instanceof Error ? error.message : String(error) });
   }
@@ -532,6 +536,10 @@ function writePieces(path: string, pieces: Iterable<string>, newline: boolean): 
     fd = undefined;
     renameSync(temporary, path);
   } catch (error) {
+    if (fd !== undefined) closeSync(fd);
+    fd = undefined;
+    rmSync(temporary, { force: true });
+    if (isTroupeError(error)) throw error;
     throw new SystemError(
       'run_dir_io',
       `Could not write ${path}: ${ioErrorText(error)}`,
@@ -540,21 +548,6 @@ function writePieces(path: string, pieces: Iterable<string>, newline: boolean): 
     );
   } finally {
     if (fd !== undefined) closeSync(fd);
-  }
-}
-
-function writeAtomically(path: string, text: string): void {
-  const temporary = `${path}.tmp-${process.pid}`;
-  try {
-    writeFileSync(temporary, text);
-    renameSync(temporary, path);
-  } catch (error) {
-    throw new SystemError(
-      'run_dir_io',
-      `Could not write ${path}: ${ioErrorText(error)}`,
-      { path },
-      { cause: error },
-    );
   }
 }
 

@@ -1,10 +1,10 @@
 /** `troupe score RUN_DIR [--plan FILE]`: scoring a finished run after the fact. */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { runSummaryOf } from '../../src/run-dir/report-text.ts';
-import { readRunDir } from '../../src/run-dir/run-dir.ts';
+import { RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
 import type { RunPlan } from '../../src/run-dir/run-plan.ts';
 import type { RunSummary } from '../../src/run-dir/summary.ts';
 import { buildTimeline } from '../../src/run-dir/timeline.ts';
@@ -119,5 +119,57 @@ describe('troupe score', () => {
     // The reports say the same.
     const contents = readRunDir(runDir);
     expect(runSummaryOf(contents, buildTimeline(contents)).counts).toEqual(summary.counts);
+  });
+});
+
+describe('troupe score rewrites results.jsonl a line at a time', () => {
+  const scorePlan = (): string => {
+    const file = path.join(dir, 'score.yaml');
+    writeFileSync(
+      file,
+      [
+        'agent: worker',
+        `cwd: ${JSON.stringify(dir)}`,
+        'runs:',
+        '  - { id: a, task: x, expected: a.md }',
+        '  - { id: b, task: x, expected: b.md }',
+        'scorers:',
+        '  - { name: mentions, type: contains, path: $.summary }',
+        '',
+      ].join('\n'),
+    );
+    return file;
+  };
+
+  it('keeps the lines it does not score as they were written, byte for byte', async () => {
+    const file = path.join(runDir, 'results.jsonl');
+    const [first, ...rest] = readFileSync(file, 'utf8').trimEnd().split('\n');
+    // An earlier attempt of entry 0, written with spaces: superseded, so not scored again.
+    const earlier = JSON.stringify({ ...JSON.parse(first ?? '{}'), agentId: 'x-0-old' }, null, 1).replace(
+      /\n/g,
+      ' ',
+    );
+    writeFileSync(file, `${earlier}\n${[first, ...rest].join('\n')}\n`);
+    expect(await main(['score', runDir, '--plan', scorePlan()], captureIO())).toBe(0);
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+    expect(lines[0]).toBe(earlier);
+    expect(lines.slice(1).map((line) => Object.keys(JSON.parse(line).scores ?? {}))).toEqual([
+      ['mentions'],
+      ['mentions'],
+    ]);
+  });
+
+  it('writes to a temporary file renamed at the end: a failed rewrite leaves the file as it was', () => {
+    const file = path.join(runDir, 'results.jsonl');
+    const before = readFileSync(file, 'utf8');
+    const writer = RunDirWriter.reopen(runDir);
+    function* pieces(): Generator<string> {
+      // Read while the rewrite is going on: the file is still whole.
+      for (const line of readFileSync(file, 'utf8').trimEnd().split('\n')) yield `${line}\n`;
+      throw new Error('boom');
+    }
+    expect(() => writer.rewriteResults(pieces())).toThrow('boom');
+    expect(readFileSync(file, 'utf8')).toBe(before);
+    expect(readdirSync(runDir).filter((name) => name.includes('.tmp-'))).toEqual([]);
   });
 });
