@@ -9,7 +9,7 @@ import { terminalJson } from '../run-dir/format.ts';
 import { journalPage, renderHtmlReport, runPage } from '../run-dir/html-report.ts';
 import { displayPath } from '../run-dir/plan-problems.ts';
 import { journalReportText, reportText, runSummaryOf } from '../run-dir/report-text.ts';
-import { journalFile, readRunDir } from '../run-dir/run-dir.ts';
+import { journalFile, readRunDirForReport } from '../run-dir/run-dir.ts';
 import { buildTimeline, damagedJournals } from '../run-dir/timeline.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { type CliIO, outputColumns } from './shared/io.ts';
@@ -51,7 +51,7 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
         else if (html === undefined) io.stdout(journalReportText(file, timeline, outputColumns()));
         return;
       }
-      const contents = readRunDir(target);
+      const contents = readRunDirForReport(target);
       const timeline = buildTimeline(contents, { inputs: html !== undefined });
       const damaged = damagedJournals(timeline, (agentId) =>
         displayPath(journalFile(contents.paths, agentId), process.cwd()),

@@ -156,6 +156,31 @@ export function deliveredText(line: ResultLine): string {
   return line.result === undefined ? (line.answer ?? '') : JSON.stringify(line.result);
 }
 
+/**
+ * Characters of a long result's outcome text a report keeps ({@link reportLine}): its rows show
+ * the first 100 (LINE_EXCERPT_CHARS) once runs of whitespace are collapsed.
+ */
+export const REPORT_RESULT_CHARS = 400;
+
+/**
+ * `line` as `troupe report` needs it: a completed line whose result or answer is longer than
+ * REPORT_RESULT_CHARS characters keeps, as its `result`, the first REPORT_RESULT_CHARS characters
+ * of its {@link outcomeText} (a string of its own), and no `answer`; `outcomeText` of it starts as
+ * the whole line's does. Every other member is kept. A report of 100,000 2.7 KB lines held them
+ * all whole.
+ */
+export function reportLine(line: ResultLine): ResultLine {
+  if (line.status === 'failed') return line;
+  const result = line.result === undefined ? 0 : (JSON.stringify(line.result)?.length ?? 0);
+  if (result <= REPORT_RESULT_CHARS && (line.answer?.length ?? 0) <= REPORT_RESULT_CHARS) return line;
+  const text = outcomeText(line);
+  const { answer: _answer, result: _result, ...rest } = line;
+  let end = Math.min(text.length, REPORT_RESULT_CHARS);
+  const last = text.charCodeAt(end - 1);
+  if (end < text.length && last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return { ...rest, result: Buffer.from(text.slice(0, end), 'utf8').toString('utf8') };
+}
+
 function failureText(line: ResultLine): string {
   return `${line.reason ?? 'failed'}: ${line.error?.message ?? ''}`.trim();
 }

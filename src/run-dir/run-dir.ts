@@ -37,7 +37,7 @@ import { redactValue } from '../journal/redact.ts';
 import { DEFAULT_RUNS_DIR, MAX_RESULT_LINE_BYTES, RUN_DIR_FORMAT, TASK_ROWS_FILE } from './constants.ts';
 import { ioErrorText } from './io-error-text.ts';
 import { ResultStore } from './result-store.ts';
-import type { ResultLine } from './results.ts';
+import { type ResultLine, reportLine } from './results.ts';
 import { appendRunLog, type RunLogEvent, readRunLog } from './run-log.ts';
 import type { RunPlan } from './run-plan.ts';
 import type { RunSummary } from './summary.ts';
@@ -329,6 +329,18 @@ export function readRunDir(root: string): RunDirContents {
   const head = readRunDirHead(root);
   const results: ResultLine[] = [];
   const read = readResults(head.paths.results, (line) => results.push(line));
+  return { ...head, results, ...read };
+}
+
+/**
+ * Reads the run directory `root` as {@link readRunDir} does, each result line cut to what the
+ * reports show of it as it is read (see `reportLine`): a long result is kept as the start of its
+ * outcome text. For `troupe report`.
+ */
+export function readRunDirForReport(root: string): RunDirContents {
+  const head = readRunDirHead(root);
+  const results: ResultLine[] = [];
+  const read = readResults(head.paths.results, (line) => results.push(reportLine(line)));
   return { ...head, results, ...read };
 }
 

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadPlan } from '../../src/run-dir/plan.ts';
 import { chooseProvider } from '../../src/run-dir/provider-choice.ts';
 import { reportText } from '../../src/run-dir/report-text.ts';
-import { RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
+import { REPORT_RESULT_CHARS } from '../../src/run-dir/results.ts';
+import { RunDirWriter, readRunDir, readRunDirForReport } from '../../src/run-dir/run-dir.ts';
 import { agentIdFor, resolveRunPlan } from '../../src/run-dir/run-plan.ts';
 import { FanoutSession } from '../../src/run-dir/session.ts';
 import { buildTimeline } from '../../src/run-dir/timeline.ts';
@@ -76,5 +77,36 @@ describe('the timeline of a run with a killed retry', () => {
     const timeline = buildTimeline(contents);
     expect(timeline.agents.map((agent) => agent.agentId)).not.toContain(retry);
     expect(timeline.agents).toHaveLength(ENTRIES);
+  });
+});
+
+describe('the report of a run with long results', () => {
+  it('keeps of each long result the start of what its row shows, and shows the same rows', () => {
+    const copy = path.join(dir, 'run-long');
+    cpSync(root, copy, { recursive: true });
+    const long = 'word '.repeat(2000);
+    const edited = lines
+      .trimEnd()
+      .split('\n')
+      .map((text) => {
+        const line = JSON.parse(text) as Record<string, unknown>;
+        const result = { summary: `${line.index} ${long}`, files: ['x'.repeat(5000)] };
+        return JSON.stringify({ ...line, result, answer: JSON.stringify(result) });
+      });
+    writeFileSync(path.join(copy, 'results.jsonl'), `${edited.join('\n')}\n`);
+    const slim = readRunDirForReport(copy);
+    expect(slim.results).toHaveLength(ENTRIES);
+    for (const line of slim.results) {
+      expect(line.answer).toBeUndefined();
+      expect(line.result).toBe(`${line.index} ${long}`.slice(0, REPORT_RESULT_CHARS));
+      expect(line.usage.inputTokens).toBeGreaterThan(0);
+    }
+    const rows = (contents: ReturnType<typeof readRunDir>): string[] =>
+      reportText(contents, buildTimeline(contents), 400)
+        .split('\n')
+        .filter((row) => row.includes(contents.plan.idPrefix));
+    const whole = readRunDir(copy);
+    expect(rows(slim)).toEqual(rows(whole));
+    expect(rows(slim).join('\n')).toContain('2 word word');
   });
 });
