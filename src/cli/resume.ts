@@ -71,7 +71,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .option('--json', 'print JSON lines: a Run header, every new audit event as journalled, an Outcome')
     .option(
       '--cwd <dir>',
-      'working directory (default: the one recorded when the run started)',
+      'journal: working directory (default: the one recorded when the run started)',
       existingDirectory,
     )
     .option(
@@ -117,6 +117,16 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
             { option: 'permissions' },
           );
         }
+        // The plan's cwd found the definitions the run's journals pinned and is where every agent
+        // works (`troupe fanout` takes it from the plan, not a flag): another one for one session
+        // would split a run between two trees.
+        if (flags.cwd !== undefined) {
+          throw new UserError(
+            'invalid_option',
+            '--cwd applies to a journal; the agents of a run directory keep the working directory recorded in its plan.json',
+            { option: '--cwd' },
+          );
+        }
         const retry = flags.retryFailed
           ? new Set(flags.reason ?? FAILURE_REASONS.filter((reason) => !NOT_RETRIED_BY_DEFAULT.has(reason)))
           : undefined;
@@ -141,6 +151,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
           { option: '--retry-failed' },
         );
       }
+      refuseRunDirFlags(flags);
       const session = await prepareResume({
         journal: path,
         ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
@@ -155,6 +166,27 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         ),
       );
     },
+  );
+}
+
+/**
+ * Throws UserError `invalid_option` (field `option`: the first) for the flags that only a run
+ * directory takes: a single journal has no run budget, runs in this process (no Redis), and has no
+ * plan.json to record them in, so they would be ignored.
+ */
+function refuseRunDirFlags(flags: ResumeFlags): void {
+  const given = [
+    ...(flags.maxRunTokens === undefined ? [] : ['--max-run-tokens']),
+    ...(flags.redis === undefined ? [] : ['--redis']),
+    ...(flags.redisDownTimeoutMs === undefined ? [] : ['--redis-down-timeout-ms']),
+    ...(flags.retainSeconds === undefined ? [] : ['--retain-seconds']),
+  ];
+  const [first] = given;
+  if (first === undefined) return;
+  throw new UserError(
+    'invalid_option',
+    `${given.join(', ')} only ${given.length === 1 ? 'applies' : 'apply'} to a run directory; a single journal is resumed in this process, with no run budget or Redis`,
+    { option: first },
   );
 }
 
