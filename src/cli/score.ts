@@ -43,6 +43,11 @@ async function score(dir: string, flags: ScoreFlags, io: CliIO): Promise<number>
       cwd,
       signal: controller.signal,
     });
+    const { unread } = result;
+    if (unread.count > 0)
+      io.stderr(
+        `troupe: kept ${unread.count} line(s) of results.jsonl it could not read as they were, unscored (first: line ${unread.firstLine})\n`,
+      );
     if (flags.json) {
       io.stdout(`${JSON.stringify(result.scoring, null, 2)}\n`);
       return EXIT_OK;

@@ -15,7 +15,7 @@
  * journals go to the run's `journals/` with a `-s<n>` suffix (n = the sessions before this one)
  * so no earlier judge's journal is continued.
  */
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { AgentDefinition } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
 import type { ItemScores, ScoringSummary } from '../eval/types.ts';
@@ -32,7 +32,7 @@ import { RunDirWriter, readResults, readRunDirHead } from './run-dir.ts';
 import type { PlannedRun, RunPlan } from './run-plan.ts';
 import { createRunScoring, judgeSessionNumber, scoreInputOf } from './run-scoring.ts';
 import { type RunSummary, recordedSessions, summarize } from './summary.ts';
-import { fileLines, inputsOf, planInputsOf } from './task-rows.ts';
+import { type FileLine, fileLines, inputsOf, planInputsOf } from './task-rows.ts';
 import { unendedAttempts } from './timeline.ts';
 
 /** Options of {@link rescoreRunDir}. */
@@ -53,6 +53,11 @@ export interface RescoreResult {
   readonly scoring: ScoringSummary;
   /** Plan entries that had a result to score. */
   readonly scored: number;
+  /**
+   * Lines of `results.jsonl` that are not result lines (not JSON, not a result, over
+   * MAX_RESULT_LINE_BYTES, a torn last line): kept in the rewritten file byte for byte, unread.
+   */
+  readonly unread: Readonly<UnreadLines>;
 }
 
 /**
@@ -144,7 +149,8 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
   if (plan !== contents.plan) writer.rewritePlan(plan);
   // The lines as written, for the summary (filled as the rewrite goes).
   const written = new ResultStore(plan.idPrefix);
-  writer.rewriteResults(rescoredLines(contents.paths.results, rescored, written));
+  const unread: UnreadLines = { count: 0 };
+  writer.rewriteResults(rescoredLines(contents.paths.results, rescored, written, unread));
   // Counted as the reports count them: an entry whose current attempt started and has no line
   // (a killed `resume --retry-failed`) is interrupted, not the failure before it, nor complete.
   const summary = summarize(
@@ -166,7 +172,7 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
   writer.writeSummary(summary);
   if (summary.scoring === undefined)
     throw new Error('unreachable: a plan with scorers has a scoring summary');
-  return { summary, scoring: summary.scoring, scored: rescored.size };
+  return { summary, scoring: summary.scoring, scored: rescored.size, unread };
 }
 
 /** The result line at `at` in the file open as `fd`. */
@@ -176,36 +182,80 @@ function lineAt(fd: number, at: RowRef): ResultLine {
   return JSON.parse(bytes.toString('utf8')) as ResultLine;
 }
 
+/** Lines of `results.jsonl` that `troupe score` kept as they were without reading them. */
+export interface UnreadLines {
+  /** How many (blank lines not counted). */
+  count: number;
+  /** The 1-based number of the first, when there is one. */
+  firstLine?: number;
+}
+
+/** Bytes of a line over MAX_RESULT_LINE_BYTES copied at a time. */
+const COPY_CHUNK_BYTES = 1 << 20;
+
 /**
- * The result lines of `file` as text, each with its `\n`, a line at a time: a line whose offset
- * `scores` has gets those scores, the others are kept as they are; each is added to `written` as
- * it goes. As before the rewrite streamed, what is not a result line (a torn last line, a line
- * that does not parse or is over MAX_RESULT_LINE_BYTES) is left out.
+ * The lines of `file`, each with its `\n`, a line at a time: a result line whose offset `scores`
+ * has gets those scores, every other line is kept byte for byte (a Buffer), and each result line
+ * is added to `written` as it goes. What is not a result line (a line that does not parse, a torn
+ * last line, which keeps its missing `\n`, a line over MAX_RESULT_LINE_BYTES, copied a chunk at a
+ * time) is kept as it is and counted in `unread`: left out of the rewrite, it was lost.
  */
 function* rescoredLines(
   file: string,
   scores: ReadonlyMap<number, ItemScores>,
   written: ResultStore,
-): Generator<string> {
+  unread: UnreadLines,
+): Generator<string | Buffer> {
   const fd = openSync(file, 'r');
   try {
+    const size = fstatSync(fd).size;
     for (const at of fileLines(fd, MAX_RESULT_LINE_BYTES)) {
-      if (at.tooLong || at.text.trim() === '') continue;
-      let line: ResultLine;
-      try {
-        line = JSON.parse(at.text) as ResultLine;
-      } catch {
+      const ended = at.offset + at.length < size;
+      const line = ended ? resultLineOf(at) : undefined;
+      if (line === undefined) {
+        if (at.tooLong || at.text.trim() !== '') {
+          unread.count += 1;
+          unread.firstLine ??= at.number;
+        }
+        if (at.tooLong) yield* copyBytes(fd, at.offset, at.length);
+        else yield Buffer.from(at.bytes);
+        if (ended) yield '\n';
         continue;
       }
-      if (typeof line.agentId !== 'string' || (line.status !== 'completed' && line.status !== 'failed'))
-        continue;
       const fresh = scores.get(at.offset);
       const kept = fresh === undefined ? line : { ...line, scores: fresh };
       written.add(kept);
-      yield fresh === undefined ? `${at.text}\n` : `${JSON.stringify(kept)}\n`;
+      if (fresh === undefined) yield Buffer.concat([at.bytes, NEWLINE]);
+      else yield `${JSON.stringify(kept)}\n`;
     }
   } finally {
     closeSync(fd);
+  }
+}
+
+const NEWLINE = Buffer.from('\n');
+
+/** The result line `at` holds, or undefined when it is over the bound, not JSON or not a result. */
+function resultLineOf(at: FileLine): ResultLine | undefined {
+  if (at.tooLong || at.text.trim() === '') return undefined;
+  try {
+    const line = JSON.parse(at.text) as ResultLine;
+    if (typeof line.agentId !== 'string' || (line.status !== 'completed' && line.status !== 'failed'))
+      return undefined;
+    return line;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The `length` bytes of `fd` from `offset`, COPY_CHUNK_BYTES at a time. */
+function* copyBytes(fd: number, offset: number, length: number): Generator<Buffer> {
+  for (let done = 0; done < length; ) {
+    const chunk = Buffer.allocUnsafe(Math.min(COPY_CHUNK_BYTES, length - done));
+    const read = readSync(fd, chunk, 0, chunk.length, offset + done);
+    if (read === 0) return;
+    done += read;
+    yield chunk.subarray(0, read);
   }
 }
 

@@ -204,9 +204,10 @@ export class RunDirWriter {
    * writes of at most 1 MB to a temporary file renamed over it at the end: the lines may be read
    * from the file being replaced as they are written, and a failure leaves it as it was.
    * `troupe score` rewrites the lines with new scores. Only for a run no other command is
-   * appending to.
+   * appending to. A Buffer piece is written as soon as it comes (its bytes as they are, so a line
+   * that is not valid UTF-8 is kept byte for byte), after the strings before it.
    */
-  rewriteResults(lines: Iterable<string>): void {
+  rewriteResults(lines: Iterable<string | Buffer>): void {
     this.flush();
     writePieces(this.paths.results, lines, false);
   }
@@ -522,9 +523,9 @@ const PLAN_WRITE_BYTES = 1 << 20;
 
 /**
  * Writes `pieces` to `path` (temporary file, then rename) in writes of at most PLAN_WRITE_BYTES
- * characters, and a final line end when `newline`.
+ * characters, and a final line end when `newline`. A Buffer piece is written at once, as it is.
  */
-function writePieces(path: string, pieces: Iterable<string>, newline: boolean): void {
+function writePieces(path: string, pieces: Iterable<string | Buffer>, newline: boolean): void {
   const temporary = `${path}.tmp-${process.pid}`;
   let fd: number | undefined;
   try {
@@ -533,11 +534,16 @@ function writePieces(path: string, pieces: Iterable<string>, newline: boolean): 
     let pending: string[] = [];
     let bytes = 0;
     const flush = (): void => {
-      writeSync(output, pending.join(''));
+      if (pending.length > 0) writeSync(output, pending.join(''));
       pending = [];
       bytes = 0;
     };
     for (const piece of pieces) {
+      if (typeof piece !== 'string') {
+        flush();
+        writeSync(output, piece);
+        continue;
+      }
       pending.push(piece);
       bytes += piece.length;
       if (bytes >= PLAN_WRITE_BYTES) flush();
