@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MAX_TIMER_MS } from '../src/constants.ts';
 import { prepareRedisOptions } from '../src/engines/redis/options.ts';
+import { prepareWorkerOptions } from '../src/engines/redis/worker.ts';
 import { prepareThreadOptions } from '../src/engines/threads/options.ts';
 import { Scoring } from '../src/eval/scoring.ts';
 import { JournalWriter } from '../src/journal/writer.ts';
@@ -53,6 +54,18 @@ const OPTIONS: readonly (readonly [string, (ms: number) => unknown])[] = [
   [
     'redisDownTimeoutMs',
     (ms) => prepareRedisOptions({ redisUrl: 'redis://127.0.0.1:6379', redisDownTimeoutMs: ms }),
+  ],
+  [
+    'worker lockDurationMs',
+    (ms) => prepareWorkerOptions({ redisUrl: 'redis://127.0.0.1:6379', lockDurationMs: ms }),
+  ],
+  [
+    'worker stalledIntervalMs',
+    (ms) => prepareWorkerOptions({ redisUrl: 'redis://127.0.0.1:6379', stalledIntervalMs: ms }),
+  ],
+  [
+    'worker connectTimeoutMs',
+    (ms) => prepareWorkerOptions({ redisUrl: 'redis://127.0.0.1:6379', connectTimeoutMs: ms }),
   ],
   [
     'unservedAfterMs',

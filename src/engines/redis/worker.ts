@@ -13,7 +13,7 @@ import { EventEmitter } from 'eventemitter3';
 import type { Redis } from 'ioredis';
 import { SystemError } from '../../errors.ts';
 import type { AgentOutcome } from '../../loop/types.ts';
-import { positiveInt } from '../../option-checks.ts';
+import { positiveInt, timeLimit } from '../../option-checks.ts';
 import type { AgentJobData, BatchJobData } from '../../protocol/redis.ts';
 import { SharedDefinitions } from '../actor/shared-definitions.ts';
 import type { TurnCancels } from '../actor/turn-cancels.ts';
@@ -94,7 +94,12 @@ interface Prepared {
   readonly connectTimeoutMs: number;
 }
 
-function prepare(options: RedisWorkerOptions): Prepared {
+/**
+ * Checks a worker's options and fills in defaults. Time options arm timers (BullMQ's lock renewal
+ * and stalled check, the wait for Redis), so they are refused past MAX_TIMER_MS like every other.
+ * Exported for tests.
+ */
+export function prepareWorkerOptions(options: RedisWorkerOptions): Prepared {
   return {
     url: resolveRedisUrl(options.redisUrl),
     concurrency: positiveInt('concurrency', options.concurrency, DEFAULT_WORKER_CONCURRENCY),
@@ -103,14 +108,25 @@ function prepare(options: RedisWorkerOptions): Prepared {
       checkName('queueName', options.queueName ?? DEFAULT_QUEUE_NAME),
     ),
     cwd: options.cwd,
-    lockDurationMs: positiveInt('lockDurationMs', options.lockDurationMs, DEFAULT_LOCK_DURATION_MS),
-    stalledIntervalMs: positiveInt(
+    lockDurationMs: timeLimit(
+      'lockDurationMs',
+      options.lockDurationMs,
+      DEFAULT_LOCK_DURATION_MS,
+      'positive integer',
+    ),
+    stalledIntervalMs: timeLimit(
       'stalledIntervalMs',
       options.stalledIntervalMs,
       DEFAULT_STALLED_INTERVAL_MS,
+      'positive integer',
     ),
     maxStalledCount: positiveInt('maxStalledCount', options.maxStalledCount, DEFAULT_MAX_STALLED_COUNT, 0),
-    connectTimeoutMs: positiveInt('connectTimeoutMs', options.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
+    connectTimeoutMs: timeLimit(
+      'connectTimeoutMs',
+      options.connectTimeoutMs,
+      DEFAULT_CONNECT_TIMEOUT_MS,
+      'positive integer',
+    ),
   };
 }
 
@@ -180,7 +196,7 @@ export class RedisWorker extends EventEmitter<RedisWorkerEvents> {
 
   /** Connects, subscribes to cancels and starts taking jobs. */
   static async start(options: RedisWorkerOptions = {}): Promise<RedisWorker> {
-    const prepared = prepare(options);
+    const prepared = prepareWorkerOptions(options);
     const { keys } = prepared;
     const redis = connectRedis(prepared.url, 'troupe-worker');
     // Without listeners, connection error events would crash the process; the clients reconnect.
