@@ -1,7 +1,8 @@
 /**
  * The redis engine's index of its queue's journal streams for `Engine.childStarts`, as the thread
  * engine's (src/engines/threads/child-index.ts) is of its directory: the ids at the head of each
- * stream's first line, by the parent they name. Each stream's first entry is fetched once per
+ * stream's first line, by the parent they name, kept in a {@link ParentHeads}
+ * (src/engines/parent-heads.ts, shared with the thread engine's index). Each stream's first entry is fetched once per
  * engine, when a search first finds the stream (the queue's journal keys, names only, are listed
  * once per `JournalScanBounds.search`: once per resumed agent's adoption, not once per search
  * under each of its finished descendants; a search without one lists them again), so the bound of a search (`JournalScanBounds.maxJournals`) counts only the streams
@@ -12,8 +13,9 @@
  */
 import type { Redis } from 'ioredis';
 import { type AuditEvent, auditEventProblem } from '../../journal/events.ts';
-import { type StartedHead, startedHeadOf } from '../../journal/started-head.ts';
+import { startedHeadOf } from '../../journal/started-head.ts';
 import { type ChildStart, type ChildStarts, childStartOf, type JournalScanBounds } from '../engine.ts';
+import { ParentHeads } from '../parent-heads.ts';
 
 /** Keys listed per SCAN round trip. */
 const SCAN_COUNT = 1000;
@@ -22,12 +24,8 @@ export class RedisChildIndex {
   readonly #redis: Redis;
   /** A SCAN pattern matching every journal stream of the queue (and no fork draft). */
   readonly #pattern: string;
-  /** Streams whose first entry was read, by key. */
-  readonly #read = new Set<string>();
-  /** The heads naming each parent, with the stream each is the head of. */
-  readonly #byParent = new Map<string, { readonly key: string; readonly head: StartedHead }[]>();
-  /** Streams whose first line is longer than the head bound: they may name any parent. */
-  readonly #tooLong: string[] = [];
+  /** The heads read, by stream key (a first line longer than the head bound: too long). */
+  readonly #heads = new ParentHeads();
   /** The searches (`JournalScanBounds.search`) that have listed the queue's journal keys. */
   readonly #listed = new WeakSet<object>();
 
@@ -50,12 +48,8 @@ export class RedisChildIndex {
     }
     const names = `"parentId":${JSON.stringify(parentId)}`;
     const starts: ChildStart[] = [];
-    const notExamined = [...this.#tooLong];
-    for (const [examined, { key, head }] of (this.#byParent.get(parentId) ?? []).entries()) {
-      if (examined >= bounds.maxJournals) {
-        notExamined.push(key);
-        continue;
-      }
+    const { examine, notExamined } = this.#heads.cut(parentId, bounds);
+    for (const { name: key, head } of examine) {
       const line = await this.#firstLine(key);
       const event =
         line !== undefined && Buffer.byteLength(line) <= bounds.maxBytes ? parsed(line, names) : undefined;
@@ -73,20 +67,13 @@ export class RedisChildIndex {
       const [next, keys] = await this.#redis.scan(cursor, 'MATCH', this.#pattern, 'COUNT', SCAN_COUNT);
       cursor = next;
       for (const key of keys) {
-        if (this.#read.has(key)) continue;
+        if (this.#heads.has(key)) continue;
         const line = await this.#firstLine(key);
-        // Another search may have read it meanwhile (adoptions of many resumed agents overlap).
-        if (line === undefined || this.#read.has(key)) continue;
-        this.#read.add(key);
-        if (Buffer.byteLength(line) > maxHeadBytes) {
-          this.#tooLong.push(key);
-          continue;
-        }
-        const head = startedHeadOf(line);
-        if (head?.parentId === undefined) continue;
-        const list = this.#byParent.get(head.parentId);
-        if (list === undefined) this.#byParent.set(head.parentId, [{ key, head }]);
-        else list.push({ key, head });
+        if (line === undefined) continue;
+        // Another search may have read it meanwhile (adoptions of many resumed agents overlap):
+        // the index keeps the first head recorded.
+        const head = Buffer.byteLength(line) > maxHeadBytes ? 'too_long' : startedHeadOf(line);
+        this.#heads.add(key, head);
       }
     } while (cursor !== '0');
   }

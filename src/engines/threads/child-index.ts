@@ -1,28 +1,27 @@
 /**
  * The thread engine's index of its journal directory for `Engine.childStarts`: the ids at the head
- * of each journal's first line (src/journal/started-head.ts), by the parent they name. Each
+ * of each journal's first line (src/journal/started-head.ts), by the parent they name, kept in a
+ * {@link ParentHeads} (src/engines/parent-heads.ts, shared with the redis engine's index). Each
  * journal's head is read once per engine, when a search first finds it, so searching for many
  * resumed parents' children reads the directory's heads once, not once per parent, and the bound
  * of a search (`JournalScanBounds.maxJournals`) counts only the journals naming that parent: a
- * child late in a run of more than that many agents is still found.
+ * child late in a run of more than that many agents is still found. The directory is listed on
+ * each search (locally; `JournalScanBounds.search` is not used).
  *
  * A journal whose head cannot be read yet (empty, being written, damaged) is read again by the
- * next search. Memory: a name per journal read, and the ids of those naming a parent.
+ * next search. Memory: a path per journal read, and the ids of those naming a parent.
  */
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { readFirstEvent } from '../../journal/reader.ts';
-import { readStartedHead, type StartedHead } from '../../journal/started-head.ts';
+import { readStartedHead } from '../../journal/started-head.ts';
 import { type ChildStart, type ChildStarts, childStartOf, type JournalScanBounds } from '../engine.ts';
+import { ParentHeads } from '../parent-heads.ts';
 
 export class ChildJournalIndex {
   readonly #dir: string;
-  /** Journals whose head was read (or found past the bound), by file name. */
-  readonly #read = new Set<string>();
-  /** The heads naming each parent, with the journal each is the head of. */
-  readonly #byParent = new Map<string, { readonly file: string; readonly head: StartedHead }[]>();
-  /** Journals whose ids lie past the bound: they may name any parent. */
-  readonly #tooLong: string[] = [];
+  /** The heads read, by journal path. */
+  readonly #heads = new ParentHeads();
 
   constructor(dir: string) {
     this.#dir = dir;
@@ -38,12 +37,8 @@ export class ChildJournalIndex {
     this.#refresh(bounds.maxHeadBytes);
     const names = `"parentId":${JSON.stringify(parentId)}`;
     const starts: ChildStart[] = [];
-    const notExamined = [...this.#tooLong];
-    for (const [examined, { file: full, head }] of (this.#byParent.get(parentId) ?? []).entries()) {
-      if (examined >= bounds.maxJournals) {
-        notExamined.push(full);
-        continue;
-      }
+    const { examine, notExamined } = this.#heads.cut(parentId, bounds);
+    for (const { name: full, head } of examine) {
       const first = readFirstEvent(full, bounds.maxBytes, (line) => line.includes(names));
       if (first?.type === 'Started' && first.parentId === parentId)
         starts.push(childStartOf(first.agentId, first.spawnCallId, first.definition.name, first.task));
@@ -61,17 +56,11 @@ export class ChildJournalIndex {
       return;
     }
     for (const file of files) {
-      if (!file.endsWith('.jsonl') || this.#read.has(file)) continue;
+      if (!file.endsWith('.jsonl')) continue;
       const full = path.join(this.#dir, file);
+      if (this.#heads.has(full)) continue;
       const head = readStartedHead(full, maxHeadBytes);
-      if (head === undefined) continue;
-      this.#read.add(file);
-      if (head === 'too_long') this.#tooLong.push(full);
-      else if (head.parentId !== undefined) {
-        const list = this.#byParent.get(head.parentId);
-        if (list === undefined) this.#byParent.set(head.parentId, [{ file: full, head }]);
-        else list.push({ file: full, head });
-      }
+      if (head !== undefined) this.#heads.add(full, head);
     }
   }
 }
