@@ -47,8 +47,10 @@ export interface JournalScanBounds {
   /**
    * Shared by the searches of one resume (any object, compared by identity): the redis engine lists
    * its queue's journal keys once per `search`, by the first search given it, so a resume searching
-   * under each finished descendant lists them once, not once per descendant. Absent: listed again.
-   * The thread engine ignores it (it reads its directory's listing on each search, locally).
+   * under each finished descendant lists them once, not once per descendant; searches of different
+   * resumes made while a listing runs share the next one (src/engines/redis/child-index.ts).
+   * Absent: listed again. The thread engine ignores it (it reads its directory's listing on each
+   * search, locally).
    */
   readonly search?: object;
 }

@@ -2,13 +2,22 @@
  * The redis engine's index of its queue's journal streams for `Engine.childStarts`, as the thread
  * engine's (src/engines/threads/child-index.ts) is of its directory: the ids at the head of each
  * stream's first line, by the parent they name, kept in a {@link ParentHeads}
- * (src/engines/parent-heads.ts, shared with the thread engine's index). Each stream's first entry is fetched once per
- * engine, when a search first finds the stream (the queue's journal keys, names only, are listed
- * once per `JournalScanBounds.search`: once per resumed agent's adoption, not once per search
- * under each of its finished descendants; a search without one lists them again), so the bound of a search (`JournalScanBounds.maxJournals`) counts only the streams
- * naming that parent: a child late in a run of more than that many agents is still found.
+ * (src/engines/parent-heads.ts, shared with the thread engine's index). Each stream's first entry
+ * is fetched once per engine, when a listing first finds the stream, so the bound of a search
+ * (`JournalScanBounds.maxJournals`) counts only the streams naming that parent: a child late in a
+ * run of more than that many agents is still found.
  *
- * A stream with no entry yet is read again by the next search. Memory: a key per stream read, and
+ * Listing the queue's journal keys (names only) is a SCAN of the whole keyspace: one round trip per
+ * `SCAN_COUNT` (1,000) keys of the database, whatever their queue. A search lists them once per
+ * `JournalScanBounds.search` (once per resumed agent's adoption, not once per search under each of
+ * its finished descendants; a search without one lists them each time), and needs a listing begun
+ * after that search's first call, so it sees every stream that existed then. Listings are shared:
+ * at most one runs per engine at a time, and every search that needs one while it runs waits for
+ * the single listing begun when it ends. So K resumed agents adopted together (a program's spawns
+ * with `resume: true`, a fan-out's resumed entries running at once) list the keys at most twice,
+ * not K times; adoptions one after another list once each.
+ *
+ * A stream with no entry yet is read again by the next listing. Memory: a key per stream read, and
  * the ids of those naming a parent.
  */
 import type { Redis } from 'ioredis';
@@ -28,6 +37,10 @@ export class RedisChildIndex {
   readonly #heads = new ParentHeads();
   /** The searches (`JournalScanBounds.search`) that have listed the queue's journal keys. */
   readonly #listed = new WeakSet<object>();
+  /** The listing running. */
+  #listing: Promise<void> | undefined;
+  /** The listing to begin when the running one ends, shared by the searches that wait for it. */
+  #next: Promise<void> | undefined;
 
   constructor(redis: Redis, pattern: string) {
     this.#redis = redis;
@@ -43,7 +56,7 @@ export class RedisChildIndex {
    */
   async childStarts(parentId: string, bounds: JournalScanBounds): Promise<ChildStarts> {
     if (bounds.search === undefined || !this.#listed.has(bounds.search)) {
-      await this.#refresh(bounds.maxHeadBytes);
+      await this.#list(bounds.maxHeadBytes);
       if (bounds.search !== undefined) this.#listed.add(bounds.search);
     }
     const names = `"parentId":${JSON.stringify(parentId)}`;
@@ -58,6 +71,33 @@ export class RedisChildIndex {
       else starts.push(childStartOf(head.agentId, head.spawnCallId));
     }
     return { starts, notExamined };
+  }
+
+  /**
+   * Resolves once a listing begun at or after this call has ended: the running one began before it,
+   * so the call waits for the next, which every call made meanwhile shares (its head bound is the
+   * first one's: the supervisor's searches all give the same).
+   */
+  #list(maxHeadBytes: number): Promise<void> {
+    if (this.#next !== undefined) return this.#next;
+    const running = this.#listing;
+    if (running === undefined) return this.#begin(maxHeadBytes);
+    const next = running
+      .catch(() => {})
+      .then(() => {
+        this.#next = undefined;
+        return this.#begin(maxHeadBytes);
+      });
+    this.#next = next;
+    return next;
+  }
+
+  #begin(maxHeadBytes: number): Promise<void> {
+    const listing = this.#refresh(maxHeadBytes).finally(() => {
+      if (this.#listing === listing) this.#listing = undefined;
+    });
+    this.#listing = listing;
+    return listing;
   }
 
   /** Reads the heads of the streams not read yet. */

@@ -54,6 +54,11 @@ describe(`RedisEngine.childStarts${skipReason}`, { skip: redisServerPath === und
     await journal.flushed();
   }
 
+  /** SCAN calls the server has answered so far (this server's only SCANs are this file's). */
+  async function scans(): Promise<number> {
+    return Number(/cmdstat_scan:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+  }
+
   function engineOn(queueName: string): RedisEngine {
     const options = {
       providers: {},
@@ -106,9 +111,6 @@ describe(`RedisEngine.childStarts${skipReason}`, { skip: redisServerPath === und
     await writeStarted(queue, 'c-0', 'p', 'call-0');
     const engine = engineOn(queue);
     const resume = {};
-    // SCAN calls the server has answered so far (this server's only SCANs are this file's).
-    const scans = async (): Promise<number> =>
-      Number(/cmdstat_scan:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
     const before = await scans();
 
     expect((await engine.childStarts('p', { ...bounds, search: resume })).starts).toHaveLength(1);
@@ -120,5 +122,25 @@ describe(`RedisEngine.childStarts${skipReason}`, { skip: redisServerPath === und
     expect(later.starts.map((start) => start.agentId)).toEqual(['late']);
     // Without the token each search listed every key again (three SCANs here).
     expect((await scans()) - before).toBe(2);
+  });
+
+  it('shares listings between resumes adopted together: K resumed agents list the keys at most twice', async () => {
+    const queue = uniqueName('child-starts');
+    const resumed = 8;
+    for (let i = 0; i < resumed; i += 1) await writeStarted(queue, `k-${i}-child`, `k-${i}`, `call-${i}`);
+    const engine = engineOn(queue);
+    await engine.start();
+    const before = await scans();
+
+    // The adoptions of K resumed agents, each with its own search token, at once.
+    const found = await Promise.all(
+      Array.from({ length: resumed }, (_, i) => engine.childStarts(`k-${i}`, { ...bounds, search: {} })),
+    );
+
+    expect(found.map(({ starts }) => starts.map((start) => start.agentId))).toEqual(
+      Array.from({ length: resumed }, (_, i) => [`k-${i}-child`]),
+    );
+    // One SCAN per listing here (fewer than 1,000 keys): before, each resume listed (8 SCANs).
+    expect((await scans()) - before).toBeLessThanOrEqual(2);
   });
 });
