@@ -5,17 +5,25 @@
 import { MAX_TIMER_MS } from './constants.ts';
 import { describeValue, UserError } from './errors.ts';
 
-/** An integer >= `min` (1 unless given), or `fallback` when undefined. */
-export function positiveInt(name: string, value: unknown, fallback: number, min = 1): number {
+/**
+ * An integer >= `min` (1 unless given) and <= `max` (when given), or `fallback` when undefined. A
+ * size limit passes a `max`: what would otherwise crash the process (a buffer or string past V8's
+ * bound) is refused here, naming the option and its range.
+ */
+export function positiveInt(name: string, value: unknown, fallback: number, min = 1, max?: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+  if (
+    typeof value !== 'number' ||
+    !Number.isInteger(value) ||
+    value < min ||
+    (max !== undefined && value > max)
+  ) {
     const expected = min === 1 ? 'a positive integer' : `an integer >= ${min}`;
+    const range = max === undefined ? '' : ` up to ${max}`;
     throw new UserError(
       'invalid_option',
-      `Expected \`${name}\` to be ${expected}, got ${describeValue(value)}`,
-      {
-        option: name,
-      },
+      `Expected \`${name}\` to be ${expected}${range}, got ${describeValue(value)}`,
+      max === undefined ? { option: name } : { option: name, max },
     );
   }
   return value;

@@ -58,3 +58,21 @@ export const WEB_FETCH_MAX_HTML_DEPTH = 512;
  * inline style, and padding one past what is read must not smuggle hidden text to the model).
  */
 export const WEB_FETCH_MAX_STYLE_CHARS = 65_536;
+/**
+ * Largest `maxBytes` `createWebFetchTool` takes: 256 MiB. The body is decoded into one string, at
+ * most one UTF-16 unit per byte, and V8's longest string is 2^29 - 24 units (about 512 MiB) on 64-bit:
+ * a larger bound let a big enough body crash the agent's thread ("Invalid string length") instead
+ * of being cut. Half of it leaves room for the copy the HTML conversion makes.
+ */
+export const WEB_FETCH_MAX_BYTES_LIMIT = 256 * 1024 * 1024;
+/**
+ * Largest `maxChars` `createWebFetchTool` takes: half of `MAX_TOOL_RESULT_CHARS` (4,000,000), so a
+ * text cut at `maxChars` still fits a tool result with its header (URL, status, type) and notes; a
+ * longer result would fail the call instead of being cut.
+ */
+export const WEB_FETCH_MAX_CHARS_LIMIT = 2_000_000;
+/**
+ * Largest `maxRedirects` `createWebFetchTool` takes: 20, the limit of the Fetch standard and of
+ * browsers. A chain longer than that is a loop, and each hop is a DNS lookup and a connection.
+ */
+export const WEB_FETCH_MAX_REDIRECTS_LIMIT = 20;

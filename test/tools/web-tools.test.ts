@@ -295,6 +295,26 @@ describe('web_fetch options', () => {
     expect(() => createWebFetchTool({ [option]: value as number })).toThrow(`\`${option}\``);
   });
 
+  // Before, these had no upper bound: a `maxBytes` past V8's longest string (about 512 MiB) let a
+  // big enough body crash the thread ("Invalid string length") instead of being cut.
+  it.each([
+    ['maxBytes', 256 * 1024 * 1024 + 1, 256 * 1024 * 1024],
+    ['maxBytes', 2 ** 31, 256 * 1024 * 1024],
+    ['maxChars', 2_000_001, 2_000_000],
+    ['maxRedirects', 21, 20],
+  ] as const)('refuses %s: %s past its cap, naming the option and the cap', (option, value, max) => {
+    expect(() => createWebFetchTool({ [option]: value })).toThrow(
+      expect.objectContaining({ code: 'invalid_option', fields: { option, max } }),
+    );
+    expect(() => createWebFetchTool({ [option]: value })).toThrow(`up to ${max}`);
+  });
+
+  it('takes the largest value of each range', () => {
+    expect(() =>
+      createWebFetchTool({ maxBytes: 256 * 1024 * 1024, maxChars: 2_000_000, maxRedirects: 20 }),
+    ).not.toThrow();
+  });
+
   it('takes the smallest values of each range, and builds a schema a call can pass', () => {
     const tool = createWebFetchTool({ maxBytes: 1, maxChars: 1, maxRedirects: 0 });
     const maxChars = (tool.parameters as { properties: { max_chars: { minimum: number; maximum: number } } })

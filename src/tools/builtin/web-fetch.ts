@@ -17,7 +17,13 @@ import type TurndownService from 'turndown';
 import { followSignal } from '../../abort.ts';
 import { UserError } from '../../errors.ts';
 import { positiveInt, timeLimit } from '../../option-checks.ts';
-import { WEB_FETCH_MAX_HTML_DEPTH, WEB_FETCH_MAX_STYLE_CHARS } from '../constants.ts';
+import {
+  WEB_FETCH_MAX_BYTES_LIMIT,
+  WEB_FETCH_MAX_CHARS_LIMIT,
+  WEB_FETCH_MAX_HTML_DEPTH,
+  WEB_FETCH_MAX_REDIRECTS_LIMIT,
+  WEB_FETCH_MAX_STYLE_CHARS,
+} from '../constants.ts';
 import { isNonPublicAddress } from '../net-address.ts';
 import type { Tool, ToolContext, ToolOutcome } from '../types.ts';
 
@@ -35,12 +41,14 @@ export interface WebFetchOptions {
   readonly allowPrivateAddresses?: boolean;
   /**
    * Bytes of a response body read at most, counted after decoding a gzip, deflate or br body (a
-   * compression bomb stops there); the rest is cut (and the result says so). A positive integer.
-   * @default 2 MiB
+   * compression bomb stops there); the rest is cut (and the result says so). A positive integer up
+   * to 268435456 (256 MiB, `WEB_FETCH_MAX_BYTES_LIMIT`: the body becomes one string, and V8's
+   * longest is about 512 MiB). @default 2 MiB
    */
   readonly maxBytes?: number;
   /**
-   * Characters of text returned at most (`max_chars` may ask for fewer): a positive integer.
+   * Characters of text returned at most (`max_chars` may ask for fewer): a positive integer up to
+   * 2,000,000 (`WEB_FETCH_MAX_CHARS_LIMIT`, so the result fits `MAX_TOOL_RESULT_CHARS`).
    * @default 100,000
    */
   readonly maxChars?: number;
@@ -49,7 +57,10 @@ export interface WebFetchOptions {
    * (`MAX_TIMER_MS`, about 24.8 days; Node fires a longer timer at once). @default 30,000 ms
    */
   readonly timeoutMs?: number;
-  /** Redirects followed at most: an integer >= 0 (0 follows none). @default 5 */
+  /**
+   * Redirects followed at most: an integer from 0 (follows none) to 20 (`WEB_FETCH_MAX_REDIRECTS_LIMIT`,
+   * the Fetch standard's limit). @default 5
+   */
   readonly maxRedirects?: number;
 }
 
@@ -71,19 +82,38 @@ type WebFetchArgs = {
 
 /**
  * Builds a `web_fetch` tool with its own host lists and bounds.
- * @throws UserError `invalid_option` (its `option` named) for a `timeoutMs` that is not a positive
- * integer up to `MAX_TIMER_MS`, a `maxBytes` or `maxChars` that is not a positive integer, or a
- * `maxRedirects` that is not an integer >= 0.
+ * @throws UserError `invalid_option` (its `option` named, and its `max` for a value past it) for a
+ * `timeoutMs` that is not a positive integer up to `MAX_TIMER_MS`, a `maxBytes` or `maxChars` that
+ * is not a positive integer up to `WEB_FETCH_MAX_BYTES_LIMIT` or `WEB_FETCH_MAX_CHARS_LIMIT`, or a
+ * `maxRedirects` that is not an integer from 0 to `WEB_FETCH_MAX_REDIRECTS_LIMIT`.
  */
 export function createWebFetchTool(options: WebFetchOptions = {}): Tool<WebFetchArgs> {
   const settings: FetchSettings = {
     allowHosts: options.allowHosts,
     denyHosts: options.denyHosts ?? [],
     allowPrivateAddresses: options.allowPrivateAddresses ?? false,
-    maxBytes: positiveInt('maxBytes', options.maxBytes, WEB_FETCH_DEFAULTS.maxBytes),
-    maxChars: positiveInt('maxChars', options.maxChars, WEB_FETCH_DEFAULTS.maxChars),
+    maxBytes: positiveInt(
+      'maxBytes',
+      options.maxBytes,
+      WEB_FETCH_DEFAULTS.maxBytes,
+      1,
+      WEB_FETCH_MAX_BYTES_LIMIT,
+    ),
+    maxChars: positiveInt(
+      'maxChars',
+      options.maxChars,
+      WEB_FETCH_DEFAULTS.maxChars,
+      1,
+      WEB_FETCH_MAX_CHARS_LIMIT,
+    ),
     timeoutMs: timeLimit('timeoutMs', options.timeoutMs, WEB_FETCH_DEFAULTS.timeoutMs, 'positive integer'),
-    maxRedirects: positiveInt('maxRedirects', options.maxRedirects, WEB_FETCH_DEFAULTS.maxRedirects, 0),
+    maxRedirects: positiveInt(
+      'maxRedirects',
+      options.maxRedirects,
+      WEB_FETCH_DEFAULTS.maxRedirects,
+      0,
+      WEB_FETCH_MAX_REDIRECTS_LIMIT,
+    ),
   };
   return {
     name: 'web_fetch',
