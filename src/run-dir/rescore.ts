@@ -45,6 +45,12 @@ export interface RescoreOptions {
   readonly signal?: AbortSignal;
   /** Supervisor options for the judges beyond the run's (tests). */
   readonly supervisor?: Partial<SupervisorOptions>;
+  /**
+   * Bytes a line of `results.jsonl` may hold: a longer one is kept unread, as a line that is not
+   * JSON is. Tests set a small one, so an over-long line is KBs, not hundreds of MiB.
+   * @default MAX_RESULT_LINE_BYTES (256 MiB)
+   */
+  readonly maxLineBytes?: number;
 }
 
 /** What a re-scoring produced. */
@@ -67,14 +73,19 @@ export interface RescoreResult {
  */
 export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): Promise<RescoreResult> {
   const startedAt = new Date();
+  const maxLineBytes = options.maxLineBytes ?? MAX_RESULT_LINE_BYTES;
   const head = readRunDirHead(dir);
   // What the summary needs of every line, and where each plan entry's latest line is.
   const lines = new ResultStore(head.plan.idPrefix);
   const latest = new Map<number, RowRef>();
-  const read = readResults(head.paths.results, (line, at) => {
-    lines.add(line);
-    if (line.index !== null) latest.set(line.index, { offset: at.offset, length: at.length });
-  });
+  const read = readResults(
+    head.paths.results,
+    (line, at) => {
+      lines.add(line);
+      if (line.index !== null) latest.set(line.index, { offset: at.offset, length: at.length });
+    },
+    maxLineBytes,
+  );
   const contents = { ...head, ...read, results: lines };
   let plan = contents.plan;
   const definitions = await loadAgentDefinitions(plan.agentFiles);
@@ -150,7 +161,7 @@ export async function rescoreRunDir(dir: string, options: RescoreOptions = {}): 
   // The lines as written, for the summary (filled as the rewrite goes).
   const written = new ResultStore(plan.idPrefix);
   const unread: UnreadLines = { count: 0 };
-  writer.rewriteResults(rescoredLines(contents.paths.results, rescored, written, unread));
+  writer.rewriteResults(rescoredLines(contents.paths.results, rescored, written, unread, maxLineBytes));
   // Counted as the reports count them: an entry whose current attempt started and has no line
   // (a killed `resume --retry-failed`) is interrupted, not the failure before it, nor complete.
   const summary = summarize(
@@ -190,26 +201,27 @@ export interface UnreadLines {
   firstLine?: number;
 }
 
-/** Bytes of a line over MAX_RESULT_LINE_BYTES copied at a time. */
+/** Bytes of a line over its bound copied at a time. */
 const COPY_CHUNK_BYTES = 1 << 20;
 
 /**
  * The lines of `file`, each with its `\n`, a line at a time: a result line whose offset `scores`
  * has gets those scores, every other line is kept byte for byte (a Buffer), and each result line
  * is added to `written` as it goes. What is not a result line (a line that does not parse, a torn
- * last line, which keeps its missing `\n`, a line over MAX_RESULT_LINE_BYTES, copied a chunk at a
- * time) is kept as it is and counted in `unread`: left out of the rewrite, it was lost.
+ * last line, which keeps its missing `\n`, a line over `maxLineBytes`, copied a chunk at a time)
+ * is kept as it is and counted in `unread`: left out of the rewrite, it was lost.
  */
 function* rescoredLines(
   file: string,
   scores: ReadonlyMap<number, ItemScores>,
   written: ResultStore,
   unread: UnreadLines,
+  maxLineBytes: number,
 ): Generator<string | Buffer> {
   const fd = openSync(file, 'r');
   try {
     const size = fstatSync(fd).size;
-    for (const at of fileLines(fd, MAX_RESULT_LINE_BYTES)) {
+    for (const at of fileLines(fd, maxLineBytes)) {
       const ended = at.offset + at.length < size;
       const line = ended ? resultLineOf(at) : undefined;
       if (line === undefined) {
