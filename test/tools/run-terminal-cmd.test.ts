@@ -1,6 +1,8 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it, vi } from 'vitest';
 import { runTerminalCmdTool } from '../../src/tools/builtin/run-terminal-cmd.ts';
 import { useTempDirs } from '../prompt/temp-dir.ts';
@@ -130,5 +132,38 @@ describe('run_terminal_cmd', () => {
       { signal: new AbortController().signal, cwd, agentId: 'a', fitsState: () => true },
     );
     expect(outcome).toEqual({ ok: true, text: 'default\n[exit code 0]' });
+  });
+});
+
+describe('run_terminal_cmd on Windows', () => {
+  // Run in a child that pretends to be win32: we have no Windows machine. Before, a timeout or an
+  // abort sent SIGKILL to the process group -4321, which Windows does not have: bash's background
+  // children outlived the call (and a dead thread's commands were not killed either).
+  const fixture = fileURLToPath(new URL('../fixtures/tools/win32-bash.ts', import.meta.url));
+  const taskkill = 'C:\\Windows\\System32\\taskkill.exe';
+  const run = (mode: string): { calls: unknown[]; text: string } => {
+    const child = spawnSync(process.execPath, ['--import', 'tsx', fixture, mode], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(child.status, child.stderr).toBe(0);
+    return JSON.parse(child.stdout) as { calls: unknown[]; text: string };
+  };
+
+  it.each(['abort', 'timeout'])('on %s ends bash with its whole process tree (taskkill /T /F)', (mode) => {
+    const { calls, text } = run(mode);
+    expect(calls).toEqual([
+      { command: 'bash', args: ['-c', 'server & sleep 100'], windowsHide: true },
+      { command: taskkill, args: ['/pid', '4321', '/T', '/F'], windowsHide: true },
+    ]);
+    expect(text).toContain('started');
+    expect(text).toContain(mode === 'abort' ? 'cancelled' : 'timed out');
+    expect(text).toContain('its process tree was killed');
+  });
+
+  it('ends the process tree of a command a dead thread left behind', () => {
+    expect(run('orphan').calls).toEqual([
+      { command: taskkill, args: ['/pid', '4321', '/T', '/F'], windowsHide: true },
+    ]);
   });
 });

@@ -889,14 +889,15 @@ export class ThreadEngine implements Engine {
 /**
  * Kills the MCP servers (pids) and command process groups (negative ids) a dead thread left
  * behind: it can no longer close the servers' stdin nor kill the groups. Their leaders stay
- * zombies, as only the dead thread could have reaped them. On Windows a server's whole process
- * tree is ended (`taskkill /T /F`, not waited for): a signal would end only `cmd.exe` of an `npx`.
+ * zombies, as only the dead thread could have reaped them. On Windows a server's or a command's
+ * whole process tree is ended (`taskkill /T /F`, not waited for): a signal would end only `cmd.exe`
+ * of an `npx` or the `bash.exe` of a command, and Windows has no process groups to signal.
  * Exported for its test.
  */
 export function killOrphans(targets: ReadonlySet<number> | undefined): void {
   for (const target of targets ?? []) {
     try {
-      if (process.platform === 'win32' && target > 0) void killProcessTree(target, true);
+      if (process.platform === 'win32') void killProcessTree(Math.abs(target), true);
       else process.kill(target, 'SIGKILL');
     } catch {
       // Already gone.

@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import { DEFAULT_BASH_OUTPUT_BYTE_LIMIT, DEFAULT_BASH_TIMEOUT_SECS } from '../../constants.ts';
 import type { BashConfig } from '../../definition/types.ts';
+import { killProcessTree } from '../../mcp/process-tree.ts';
 import { timerDelay } from '../../option-checks.ts';
 import type { Tool, ToolOutcome } from '../types.ts';
 
@@ -39,6 +40,12 @@ function announce(pgid: number, state: 'started' | 'exited'): void {
  * (stdout and stderr interleaved) keeps its head and tail within `outputByteLimit`, and on timeout
  * or abort the whole process group is killed. Processes the command leaves running in the
  * background are killed when it exits, so nothing outlives the call.
+ *
+ * On Windows there are no process groups, and a signal ends only `bash.exe`: on timeout or abort
+ * its process tree is ended with `taskkill /T /F` (waited for at most `MCP_TASKKILL_TIMEOUT_MS`).
+ * Once bash has exited its tree can no longer be found by its id (which Windows may give to
+ * another process), so what it left in the background is not killed at its exit; a call held open
+ * by such a process ends at the time limit or abort, which then closes its pipes.
  */
 export const runTerminalCmdTool: Tool<RunTerminalCmdArgs> = {
   name: 'run_terminal_cmd',
@@ -78,7 +85,13 @@ function runInProcessGroup(
       return;
     }
     // detached: bash leads a new process group, so one kill reaches everything it started.
-    const child = spawn('bash', ['-c', script], { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['-c', script], {
+      cwd,
+      detached: true,
+      // On Windows a detached child gets a console of its own: not shown.
+      windowsHide: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     if (child.pid !== undefined) announce(child.pid, 'started');
     const output = new HeadTailBuffer(bash.outputByteLimit);
     let ended: 'timeout' | 'cancelled' | undefined;
@@ -86,6 +99,16 @@ function runInProcessGroup(
 
     const killGroup = (): void => {
       if (child.pid === undefined) return;
+      if (process.platform === 'win32') {
+        // Not after bash exited: its id may be another process's by now, and taskkill /T would end
+        // that one's tree. The pipes its background children hold are closed instead.
+        if (exit === undefined) void killProcessTree(child.pid, true);
+        else {
+          child.stdout.destroy();
+          child.stderr.destroy();
+        }
+        return;
+      }
       try {
         process.kill(-child.pid, 'SIGKILL');
       } catch {
@@ -114,20 +137,21 @@ function runInProcessGroup(
     child.on('exit', (code, exitSignal) => {
       exit = { code, signal: exitSignal };
       // Background children still hold the pipes open; without this 'close' would wait for them.
-      killGroup();
+      if (process.platform !== 'win32') killGroup();
       // Reaped: from now on the id may be reused, and nobody must kill that group.
       if (child.pid !== undefined) announce(child.pid, 'exited');
     });
     child.on('close', () => {
       cleanup();
       const text = output.text() || '(no output)';
+      const group = process.platform === 'win32' ? 'process tree' : 'process group';
       if (ended === 'timeout') {
         resolve({
           ok: false,
-          text: `${text}\n[The command timed out after ${bash.timeoutSecs}s; its process group was killed]`,
+          text: `${text}\n[The command timed out after ${bash.timeoutSecs}s; its ${group} was killed]`,
         });
       } else if (ended === 'cancelled') {
-        resolve({ ok: false, text: `${text}\n[The command was cancelled; its process group was killed]` });
+        resolve({ ok: false, text: `${text}\n[The command was cancelled; its ${group} was killed]` });
       } else {
         const status =
           exit?.code !== null && exit?.code !== undefined
