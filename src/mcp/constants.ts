@@ -126,6 +126,13 @@ export const MCP_CLOSE_GRACE_MS = 2_000;
 export const MCP_TASKKILL_TIMEOUT_MS = 5_000;
 
 /**
+ * Bytes of the process listing (each process's id and its parent's) read at most when a stdio
+ * server's process tree is recorded on Windows; a longer listing is cut and only what was read is
+ * used. A line is about a dozen bytes: a machine with 80,000 processes fits.
+ */
+export const MCP_PROCESS_LIST_MAX_BYTES = 1024 * 1024;
+
+/**
  * Characters of a server's or transport's error message kept in troupe's own messages (an HTTP
  * server's error page, say); the rest is cut.
  */

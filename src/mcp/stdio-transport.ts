@@ -18,7 +18,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import spawn from 'cross-spawn';
 import { MCP_CLOSE_GRACE_MS } from './constants.ts';
-import { killProcessTree } from './process-tree.ts';
+import { killProcessTree, killRecordedTree, processTree } from './process-tree.ts';
 import { type LineParser, LineReadBuffer, requestTooLongAnswer } from './read-buffer.ts';
 
 /** How to start a stdio server, and the bounds on what it sends. */
@@ -136,7 +136,8 @@ export class StdioTransport implements Transport {
   /**
    * Ends the server's stdin, then SIGTERM, then SIGKILL, each after the grace time; reads no more.
    * On Windows the signals are `taskkill /T` and `taskkill /T /F` of the server's process tree
-   * (each waited for at most `MCP_TASKKILL_TIMEOUT_MS`).
+   * (each waited for at most `MCP_TASKKILL_TIMEOUT_MS`); the tree is recorded first, so that when
+   * the server exits on the first, the processes below it that are still there are forced too.
    */
   async close(): Promise<void> {
     const child = this.#process;
@@ -159,12 +160,16 @@ export class StdioTransport implements Transport {
       const pid = child.pid;
       if (process.platform === 'win32' && pid !== undefined) {
         // A signal would end only the process spawned, cmd.exe for a .cmd shim (npx), and leave
-        // the server it runs: its whole tree is ended instead, asked first, then forced.
-        for (const force of [false, true]) {
-          if (!running()) break;
-          await killProcessTree(pid, force);
-          if (!force) await waited();
+        // the server it runs: its whole tree is ended instead, asked first, then forced. When
+        // cmd.exe exits on the asking, what is below it may not have: taskkill /T no longer finds
+        // them from its id, so they are recorded before and forced by their own ids.
+        const tree = running() ? await processTree(pid) : [];
+        if (running()) {
+          await killProcessTree(pid, false);
+          await waited();
         }
+        if (running()) await killProcessTree(pid, true);
+        else await killRecordedTree(tree);
       } else {
         for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
           if (!running()) break;

@@ -8,6 +8,17 @@ import { StdioTransport } from '../../src/mcp/stdio-transport.ts';
 import { tempDir } from '../fixtures/temp-dirs.ts';
 
 const win32Spawn = fileURLToPath(new URL('../fixtures/mcp/win32-spawn.ts', import.meta.url));
+/** The process listing a close on Windows records a server's tree with. */
+const listing = {
+  command: 'C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe',
+  args: [
+    '-NoProfile',
+    '-NonInteractive',
+    '-Command',
+    'Get-CimInstance Win32_Process | ForEach-Object { "$($_.ProcessId) $($_.ParentProcessId)" }',
+  ],
+  shell: false,
+};
 
 /** A node child running `source`, read with a 64-byte message bound and a 1000-byte line bound. */
 function transport(source: string, onFramingLost?: (bytes: number) => void): StdioTransport {
@@ -103,8 +114,27 @@ describe('StdioTransport', () => {
     // its stdin, was left running.
     const taskkill = 'C:\\Windows\\System32\\taskkill.exe';
     expect(JSON.parse(child.stdout).slice(1)).toEqual([
+      listing,
       { command: taskkill, args: ['/pid', '4321', '/T'], shell: false },
       { command: taskkill, args: ['/pid', '4321', '/T', '/F'], shell: false },
+    ]);
+  });
+
+  it('forces the recorded tree of a server whose cmd.exe exits on the first taskkill, by its ids', () => {
+    const shims = tempDir('troupe-mcp-shims-');
+    writeFileSync(path.join(shims, 'npx.cmd'), '@echo off\r\n');
+    const child = spawnSync(process.execPath, ['--import', 'tsx', win32Spawn, shims, 'close-root-exits'], {
+      encoding: 'utf8',
+    });
+    expect(child.status, child.stderr).toBe(0);
+    // Before, the /F step was skipped once cmd.exe had exited, and 4322 and 4400 below it lived
+    // on. 4401 has exited since the tree was recorded and its id is another process's: left alone.
+    const taskkill = 'C:\\Windows\\System32\\taskkill.exe';
+    expect(JSON.parse(child.stdout).slice(1)).toEqual([
+      listing,
+      { command: taskkill, args: ['/pid', '4321', '/T'], shell: false },
+      listing,
+      { command: taskkill, args: ['/pid', '4322', '/pid', '4400', '/T', '/F'], shell: false },
     ]);
   });
 
