@@ -1,12 +1,54 @@
 /**
- * `troupe resume`'s two forms, as README's command table and the docs list them, name every flag
- * `troupe resume --help` shows: the table listed `--max-run-tokens ... --approve` and left out
- * `--json`, `--redis`, the OTLP and most permission flags.
+ * README's command table names every flag each command's `--help` shows, and no other: the table
+ * listed `troupe resume --max-run-tokens ... --approve` and left out `--json`, `--redis`, the OTLP
+ * and most permission flags; it had no row for `troupe worker`, and its rows for `run`, `fanout`,
+ * `chat`, `agents`, `blocks`, `mcp` and `approve` each left flags out. `troupe resume`'s two forms
+ * are checked one by one, in README and in the docs.
  */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
+import { COMMAND_HELP, type CommandName } from '../../src/cli/commands.ts';
 import { register } from '../../src/cli/resume.ts';
+import type { CliIO } from '../../src/cli/shared/io.ts';
+
+type Registrar = (program: Command, io: CliIO, setExit: (code: number) => void) => void;
+
+const loaders: Record<CommandName, () => Promise<{ register: Registrar }>> = {
+  agents: () => import('../../src/cli/agents.ts'),
+  blocks: () => import('../../src/cli/blocks.ts'),
+  mcp: () => import('../../src/cli/mcp.ts'),
+  run: () => import('../../src/cli/run.ts'),
+  chat: () => import('../../src/cli/chat.ts'),
+  resume: () => import('../../src/cli/resume.ts'),
+  verify: () => import('../../src/cli/verify.ts'),
+  fanout: () => import('../../src/cli/fanout.ts'),
+  report: () => import('../../src/cli/report.ts'),
+  show: () => import('../../src/cli/show.ts'),
+  score: () => import('../../src/cli/score.ts'),
+  compare: () => import('../../src/cli/compare.ts'),
+  replay: () => import('../../src/cli/replay.ts'),
+  demo: () => import('../../src/cli/demo.ts'),
+  approve: () => import('../../src/cli/approve.ts'),
+  worker: () => import('../../src/cli/worker.ts'),
+};
+
+/** Every long flag of `command` and of its subcommands (`agents list`, `agents show`, ...). */
+function longFlags(command: Command): string[] {
+  return [
+    ...command.options.flatMap((option) => (option.long === undefined ? [] : [option.long])),
+    ...command.commands.flatMap(longFlags),
+  ];
+}
+
+/** The long flags `troupe NAME --help` (and its subcommands' help) shows. */
+async function commandFlags(name: CommandName): Promise<Set<string>> {
+  const program = new Command('troupe');
+  (await loaders[name]()).register(program, { stdout: () => {}, stderr: () => {} }, () => {});
+  const command = program.commands.find((candidate) => candidate.name() === name);
+  expect(command, name).toBeDefined();
+  return new Set(command === undefined ? [] : longFlags(command));
+}
 
 const read = (file: string): string => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 
@@ -49,9 +91,21 @@ function helpFlags(): string[] {
   return (resume?.options ?? []).flatMap((option) => (option.long === undefined ? [] : [option.long]));
 }
 
-/** The flags named in `text` (`--allow\|--ask` counts both). */
+/** The flags named in `text` (`--allow\|--ask` counts both, `--[no-]tool-calls` both forms). */
 function named(text: string): Set<string> {
-  return new Set(text.match(/--[a-z][a-z-]*/g) ?? []);
+  const expanded = text.replace(/--\[no-\]([a-z][a-z-]*)/g, '--$1 --no-$1');
+  return new Set(expanded.match(/--[a-z][a-z-]*/g) ?? []);
+}
+
+/** README's command table: for each command, the flags its rows name (both columns). */
+function readmeRows(): Map<string, Set<string>> {
+  const rows = new Map<string, Set<string>>();
+  for (const line of read('README.md').split('\n')) {
+    const name = /^\| `troupe ([a-z]+)/.exec(line)?.[1];
+    if (name === undefined) continue;
+    rows.set(name, new Set([...(rows.get(name) ?? []), ...named(line)]));
+  }
+  return rows;
 }
 
 /** The one line of `text` that starts with `prefix`. */
@@ -83,5 +137,15 @@ describe("troupe resume's flags in the docs", () => {
     expect(start).toBeGreaterThan(0);
     const journal = named(synopsis);
     for (const flag of JOURNAL) expect(journal, `JOURNAL ${flag}`).toContain(flag);
+  });
+});
+
+describe("README's command table", () => {
+  it('has a row for every command, and each names exactly the flags of its --help', async () => {
+    const rows = readmeRows();
+    expect.soft([...rows.keys()].sort()).toEqual(Object.keys(COMMAND_HELP).sort());
+    for (const name of Object.keys(COMMAND_HELP) as CommandName[]) {
+      expect.soft(rows.get(name), name).toEqual(await commandFlags(name));
+    }
   });
 });
