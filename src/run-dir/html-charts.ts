@@ -79,7 +79,15 @@ function byThread(agents: readonly ReportAgent[]): [string, ReportAgent[]][] {
   const groups = new Map<string, ReportAgent[]>();
   for (const agent of agents) {
     const host = agent.hostIds[0] ?? agent.hostId;
-    const key = agent.start === undefined ? 'not started' : host === null ? 'thread ?' : `thread ${host}`;
+    // A journal's own agent (`troupe run`, `chat`: index and parent null) ran in the CLI's process.
+    const key =
+      agent.start === undefined
+        ? 'not started'
+        : host !== null
+          ? `thread ${host}`
+          : agent.index === null && agent.parentId === null
+            ? 'this process'
+            : 'thread ?';
     const group = groups.get(key) ?? [];
     group.push(agent);
     groups.set(key, group);

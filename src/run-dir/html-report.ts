@@ -273,8 +273,17 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
             : counts.notRun;
   const entries = finals.filter((agent) => agent.index !== null).length;
   const reruns = agents.length - finals.length;
-  const spawned = agents.filter((agent) => agent.index === null).length;
-  const runsNote = `${entries} plan entr${entries === 1 ? 'y' : 'ies'}${reruns > 0 ? ` (${reruns} run again)` : ''}`;
+  // Neither a plan entry nor spawned by an agent: one journal's own agent (`troupe run`, `chat`).
+  const journalOwn = agents.filter((agent) => agent.index === null && agent.parentId === null).length;
+  const spawned = agents.filter((agent) => agent.index === null && agent.parentId !== null).length;
+  const runsNote =
+    entries === 0 && journalOwn > 0
+      ? undefined
+      : `${entries} plan entr${entries === 1 ? 'y' : 'ies'}${reruns > 0 ? ` (${reruns} run again)` : ''}`;
+  const agentsNote =
+    [runsNote, spawned > 0 ? `${spawned} spawned by agents` : undefined]
+      .filter((note) => note !== undefined)
+      .join(' + ') || undefined;
   const sum = (value: (agent: ReportAgent) => number): number =>
     agents.reduce((total, agent) => total + value(agent), 0);
   // The totals are summary.json's: attempts with a result line, each request, tool call and token
@@ -299,7 +308,7 @@ function cards(agents: readonly ReportAgent[], timeline: Timeline, page: ReportP
   const restarts = sum((agent) => agent.restarts);
   const judges = judgesCost(page.scoring, agents);
   const list: [string, string, string?][] = [
-    [String(agents.length), 'agents', spawned > 0 ? `${runsNote} + ${spawned} spawned by agents` : runsNote],
+    [String(agents.length), 'agents', agentsNote],
     [String(count('completed')), 'completed'],
     [
       String(count('failed')),
@@ -377,7 +386,7 @@ function agentTable(
     const result = agent.result ? outcomeText(agent.result) : '';
     const time =
       agent.start !== undefined && agent.end !== undefined ? formatDuration(agent.end - agent.start) : '';
-    return `<tr class="agent" data-agent="${esc(agent.agentId)}" data-t="${anchors.get(agent.agentId)}"><td>${agent.index ?? '↳'}${agent.label ? `<br><span class="tag">${esc(agent.label)}</span>` : ''}</td><td><a href="#${anchors.get(agent.agentId)}" title="${esc(agent.agentId)}">${esc(shortId(agent.agentId))}</a>${agent.parentId ? `<br><span class="sub">by ${esc(shortId(agent.parentId))}</span>` : ''}</td><td>${esc(agent.agent)}<br><span class="sub">${esc(agent.model ?? '')}</span></td><td class="${cls(agent.status)}">${esc(agent.status)}${agent.reason ? ` (${esc(agent.reason)})` : ''}</td><td class="num">${agent.rounds}${inheritedNote(agent.inherited?.rounds)}</td><td class="num">${agent.steps}${inheritedNote(agent.inherited?.steps)}</td><td class="num">${agent.toolCalls}${inheritedNote(agent.inherited?.toolCalls)}</td><td class="num">${formatTokenCount(agent.usage.inputTokens, sideEstimated(agent.usage, 'input'))}</td><td class="num">${formatTokenCount(agent.usage.outputTokens, sideEstimated(agent.usage, 'output'))}</td><td class="num">${formatCost(agent.costUsd)}</td><td class="num">${time}</td>${scoreCells(scoring, items, agent)}<td>${esc(excerpt(agent.task, 80))}${result ? `<br><span class="sub">${esc(excerpt(result, 80))}</span>` : ''}</td></tr>`;
+    return `<tr class="agent" data-agent="${esc(agent.agentId)}" data-t="${anchors.get(agent.agentId)}"><td>${agent.index ?? (agent.parentId !== null ? '↳' : '-')}${agent.label ? `<br><span class="tag">${esc(agent.label)}</span>` : ''}</td><td><a href="#${anchors.get(agent.agentId)}" title="${esc(agent.agentId)}">${esc(shortId(agent.agentId))}</a>${agent.parentId ? `<br><span class="sub">by ${esc(shortId(agent.parentId))}</span>` : ''}</td><td>${esc(agent.agent)}<br><span class="sub">${esc(agent.model ?? '')}</span></td><td class="${cls(agent.status)}">${esc(agent.status)}${agent.reason ? ` (${esc(agent.reason)})` : ''}</td><td class="num">${agent.rounds}${inheritedNote(agent.inherited?.rounds)}</td><td class="num">${agent.steps}${inheritedNote(agent.inherited?.steps)}</td><td class="num">${agent.toolCalls}${inheritedNote(agent.inherited?.toolCalls)}</td><td class="num">${formatTokenCount(agent.usage.inputTokens, sideEstimated(agent.usage, 'input'))}</td><td class="num">${formatTokenCount(agent.usage.outputTokens, sideEstimated(agent.usage, 'output'))}</td><td class="num">${formatCost(agent.costUsd)}</td><td class="num">${time}</td>${scoreCells(scoring, items, agent)}<td>${esc(excerpt(agent.task, 80))}${result ? `<br><span class="sub">${esc(excerpt(result, 80))}</span>` : ''}</td></tr>`;
   });
   return `<table><thead><tr><th>#</th><th>agent id</th><th>definition / model</th><th>status</th><th>rounds</th><th>requests</th><th>tools</th><th>in</th><th>out</th><th>cost</th><th>time</th>${scoreHeaders(scoring)}<th>task / result</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }

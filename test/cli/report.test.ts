@@ -181,6 +181,23 @@ describe('troupe report', () => {
     expect(html).toContain('<th>time</th><th>task / result</th>');
   });
 
+  it('--html of one `troupe run` journal shows its agent as neither a plan entry nor a spawned one', async () => {
+    // It said `0 plan entries + 1 spawned by agents`, marked the agent `↳` and its thread `?`.
+    const journal = path.join(dir, 'one-run.jsonl');
+    const ran = ['run', 'worker', '--task', 'Review a.md', '--cwd', dir, '--journal', journal];
+    expect(await main(ran, captureIO())).toBe(0);
+    const file = path.join(dir, 'one-run.html');
+    expect(await main(['report', journal, '--html', file], captureIO())).toBe(0);
+    const html = readFileSync(file, 'utf8');
+    checkWellFormed(html);
+    expect(html).toMatch(/<b>1<\/b><span>agents<\/span><\/div>/);
+    expect(html).not.toContain('spawned by agents');
+    expect(html).not.toContain('↳');
+    expect(html).not.toContain('thread ?');
+    expect(html).toContain('this process (1 agent)');
+    expect(html).toMatch(/<tr class="agent" data-agent="[^"]+" data-t="a-0"><td>-<\/td>/);
+  });
+
   it('--html counts a plan entry run again by its last attempt, as the summary does', async () => {
     const cancelled = results.find((line) => line.index === 1) as ResultLine;
     const rerun: ResultLine = {
