@@ -3,7 +3,8 @@
  * listed `troupe resume --max-run-tokens ... --approve` and left out `--json`, `--redis`, the OTLP
  * and most permission flags; it had no row for `troupe worker`, and its rows for `run`, `fanout`,
  * `chat`, `agents`, `blocks`, `mcp` and `approve` each left flags out. `troupe resume`'s two forms
- * are checked one by one, in README and in the docs.
+ * are checked one by one, in README and in the docs; docs/cli.md's headings that name flags name
+ * all of them (`troupe demo`'s left out `--otlp`).
  */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
@@ -147,5 +148,22 @@ describe("README's command table", () => {
     for (const name of Object.keys(COMMAND_HELP) as CommandName[]) {
       expect.soft(rows.get(name), name).toEqual(await commandFlags(name));
     }
+  });
+});
+
+describe("docs/cli.md's command headings", () => {
+  it('a heading that names flags names exactly those of its --help (resume: its forms, above)', async () => {
+    const headings = read('docs/cli.md')
+      .split('\n')
+      .filter((line) => line.startsWith('## `troupe ') && !line.startsWith('## `troupe resume '));
+    const checked: string[] = [];
+    for (const heading of headings) {
+      const name = /^## `troupe ([a-z]+)/.exec(heading)?.[1] as CommandName | undefined;
+      const flags = named(heading);
+      if (name === undefined || flags.size === 0) continue;
+      checked.push(name);
+      expect.soft(flags, heading).toEqual(await commandFlags(name));
+    }
+    expect(checked).toEqual(expect.arrayContaining(['report', 'show', 'demo']));
   });
 });
