@@ -8,6 +8,7 @@
 import { ORCHESTRATION_TOOL_NAMES } from '../tools/builtin/orchestration.ts';
 import { claudeCodeTool, MCP_PREFIX, mcpServerOf } from '../tools/names.ts';
 import { type Rule, ruleNamesTool, specifierProblem, tryParseRule } from '../tools/rules.ts';
+import { suggestion } from './fields.ts';
 import { FILE_START, jsonPointer, type PathSegment } from './problems.ts';
 import type { AgentDefinition, DefinitionProblem, ProblemCode, SourcePosition } from './types.ts';
 import { isVsCodeToolSet, vsCodeReplacement } from './vscode-tools.ts';
@@ -266,11 +267,12 @@ function mcpServerHint(
   );
 }
 
-/** ` (did you mean \`x\`?)` for a name equal to a known one but for case and separators. */
+/**
+ * ` (did you mean \`x\`?)` for a name equal to a known one but for case and separators, or one
+ * typo away from it (`read_fil` -> `read_file`; `suggestion`).
+ */
 function closest(name: string, names: readonly string[]): string {
-  const normalize = (text: string) => text.toLowerCase().replaceAll(/[-_\s]/g, '');
-  const hit = names.find((candidate) => normalize(candidate) === normalize(name));
-  return hit === undefined ? '' : ` (did you mean \`${hit}\`?)`;
+  return suggestion(name, names);
 }
 
 /** Where the value at `path` was written, falling back to its parents, then the file start. */

@@ -437,6 +437,17 @@ describe('tool references', () => {
     ]);
   });
 
+  it('suggests the tool a one-typo name in tools meant (`read_fil` -> `read_file`)', () => {
+    // It said only "matches no registered tool; it is ignored": the hint came for case and separators alone.
+    const result = parse('name: a\ndescription: d\ntools: read_fil, Grpe, complete_task', {
+      knownTools: { names: ['read_file', 'grep', 'complete_task'] },
+    });
+    expect(result.warnings.map((warning) => warning.message)).toEqual([
+      '`read_fil` in `tools` matches no registered tool (did you mean `read_file`?); it is ignored',
+      '`Grpe` in `tools` matches no registered tool (did you mean `grep`?); it is ignored',
+    ]);
+  });
+
   it('says that a bare MCP server name (`github`) in tools is no tool, and how its tools are written', () => {
     const result = parse('name: a\ndescription: d\ntools: Read, github, mcp-server-docs, frob', {
       knownTools: { names: [...knownTools, 'glob'] },

@@ -17,7 +17,7 @@ describe('tool references at spawn', () => {
     expect(outcome).toMatchObject({ status: 'failed', reason: 'invalid_request' });
     expect(outcome.status === 'failed' && outcome.error.code).toBe('unknown_tool_override');
     expect(outcome.status === 'failed' && outcome.error.message).toBe(
-      '/agents/a.md:5:3: Expected `toolConfig` to name registered tools, found `reed_file`',
+      '/agents/a.md:5:3: Expected `toolConfig` to name registered tools, found `reed_file` (did you mean `read_file`?)',
     );
     expect(provider.requests).toHaveLength(0);
     expect(events.map((event) => event.type)).toEqual(['Failed']);
