@@ -223,6 +223,14 @@ new Supervisor({ threads: 'two' });
     expect(ran.stdout.match(/: completed /g)).toHaveLength(4);
   });
 
+  it("a shipped example plan runs from the installed package, as README's Examples say", async () => {
+    const plan = 'node_modules/troupe/examples/prompt-blocks/plan.yaml';
+    const out = path.join(consumer, 'runs', 'prompt-blocks');
+    const ran = await run('npx', ['--no', '--', 'troupe', 'fanout', plan, '--out', out], consumer);
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toContain('finished: 3 of 3 completed, 0 failed');
+  });
+
   it('npx troupe demo runs from the installed package, on its own files', async () => {
     const demo = await run('npx', ['--no', '--', 'troupe', 'demo'], consumer);
     expect(demo.code, demo.stderr).toBe(0);
