@@ -47,7 +47,7 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
               'missing_agent',
               `Expected an agent to show after the run directory, found none; it has ${agents.length}: ${agents
                 .slice(0, 8)
-                .map((a) => shortId(a.agentId))
+                .map((a) => `${shortId(a.agentId)}${a.label === undefined ? '' : ` (${a.label})`}`)
                 .join(', ')}${agents.length > 8 ? ', ...' : ''}`,
               { runDir: contents.paths.root },
             );

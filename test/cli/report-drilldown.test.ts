@@ -245,6 +245,10 @@ describe('troupe show and troupe report JOURNAL', () => {
     const io = captureIO();
     expect(await main(['show', runDir, 'nobody'], io)).toBe(1);
     expect(io.err()).toMatch(/unknown_agent: .*names none of the 6 agents/);
+    // Without an agent: the ids, each with its plan id, which is what a user typed in the plan.
+    const none = captureIO();
+    expect(await main(['show', runDir], none)).toBe(1);
+    expect(none.err()).toMatch(/missing_agent: .*found none; it has 6: .*\(unavailable\)/);
   });
 
   it("show reads only the journals of the agent it shows: another agent's unreadable journal is no matter", async () => {
