@@ -124,9 +124,17 @@ export class MessagesStreamAccumulator {
       case 'message_start':
         this.#mergeUsage(asRecord(event.message)?.usage);
         return;
-      case 'content_block_start':
-        this.#blocks.set(asNumber(event.index) ?? 0, startBlock(asRecord(event.content_block)));
+      case 'content_block_start': {
+        const index = asNumber(event.index) ?? 0;
+        // A second start at a used index would replace the first block: a tool call the model
+        // made would vanish from the response and from the continuation, and the turn end as if
+        // it had never been asked for.
+        if (this.#blocks.has(index)) {
+          throw this.#bad(`A content_block_start arrived for block ${index}, which was already started.`);
+        }
+        this.#blocks.set(index, startBlock(asRecord(event.content_block)));
         return;
+      }
       case 'content_block_delta':
         this.#applyDelta(asNumber(event.index) ?? 0, asRecord(event.delta), sink);
         return;

@@ -217,3 +217,47 @@ describe('anthropic stop reasons', () => {
     });
   });
 });
+
+describe('anthropic events out of order', () => {
+  it('fails a stream that starts a content block twice at one index, instead of dropping the first block', async () => {
+    const { provider } = await anthropic((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const usage = { input_tokens: 10, output_tokens: 5 };
+      const events = [
+        { type: 'message_start', message: { id: 'm', role: 'assistant', content: [], usage } },
+        {
+          type: 'content_block_start',
+          index: 0,
+          content_block: { type: 'tool_use', id: 't1', name: 'read_file', input: {} },
+        },
+        {
+          type: 'content_block_delta',
+          index: 0,
+          delta: { type: 'input_json_delta', partial_json: '{"path":"a.md"}' },
+        },
+        { type: 'content_block_stop', index: 0 },
+        { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'the call is gone' } },
+        { type: 'content_block_stop', index: 0 },
+        { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage },
+        { type: 'message_stop' },
+      ];
+      for (const event of events) res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+      res.end();
+    });
+    const events = await collect(
+      provider.turn(turnRequest({ model: 'claude-sonnet-4-6', tools: [READ_FILE] })),
+      () => 'contents',
+    );
+    // Before, the text block replaced the tool_use block: the turn completed with no tool call.
+    expect(toolCallsOf(events)).toEqual([]);
+    expect(terminal(events)).toMatchObject({
+      type: 'error',
+      error: {
+        code: 'bad_response',
+        message: expect.stringContaining('block 0, which was already started'),
+        fields: { provider: 'anthropic', status: 200 },
+      },
+    });
+  });
+});
