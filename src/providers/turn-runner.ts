@@ -14,6 +14,7 @@ import {
   serializeError,
   UserError,
 } from '../errors.ts';
+import { redactValue } from '../journal/redact.ts';
 import { extend } from '../objects.ts';
 import { timerDelay } from '../option-checks.ts';
 import {
@@ -581,7 +582,16 @@ class RunningTurn implements Turn {
     );
   }
 
+  /**
+   * The terminal error, masked as the journal masks it: a server's error text can echo the request's
+   * credentials (a 401 body quoting the `authorization` header, a redirect's location), and a
+   * program that logs `event.error` of a turn must not print its key.
+   */
   #failure(error: unknown): SerializedError {
+    return redactValue(this.#unmaskedFailure(error));
+  }
+
+  #unmaskedFailure(error: unknown): SerializedError {
     const provider = this.#driver.provider;
     if (this.#controller.signal.aborted) {
       const reason: unknown = this.#controller.signal.reason;
