@@ -132,7 +132,9 @@ export class MessagesStreamAccumulator {
         if (this.#blocks.has(index)) {
           throw this.#bad(`A content_block_start arrived for block ${index}, which was already started.`);
         }
-        this.#blocks.set(index, startBlock(asRecord(event.content_block)));
+        const block = startBlock(asRecord(event.content_block));
+        this.#blocks.set(index, block);
+        this.#startContent(block, sink);
         return;
       }
       case 'content_block_delta':
@@ -155,6 +157,42 @@ export class MessagesStreamAccumulator {
         throw errorFromStreamPayload(this.#origin, event);
       default:
         // ping and event types added after this was written
+        return;
+    }
+  }
+
+  /**
+   * Content a block's start event already holds (the API starts blocks empty; a replayed body's
+   * `tool_use` input, or a proxy's whole text, comes this way) is output like its deltas: text and
+   * thinking are emitted, the rest counted, so `maxOutputChars` bounds it too. Before, four start
+   * events of 7 MB text each made one 28 MB answer past the 2,000,000-character bound.
+   */
+  #startContent(block: Block, sink: StreamSink): void {
+    const count = (kept: string): void => {
+      if (kept === '') return;
+      this.#outputCounted = false;
+      sink.countOutput(kept.length, Buffer.byteLength(kept, 'utf8'));
+    };
+    switch (block.kind) {
+      case 'text':
+        if (block.text === '') return;
+        this.#outputCounted = false;
+        sink.emit({ type: 'text_delta', text: block.text });
+        return;
+      case 'thinking':
+        count(block.signature);
+        if (block.thinking === '') return;
+        this.#outputCounted = false;
+        sink.emit({ type: 'reasoning_delta', text: block.thinking });
+        return;
+      case 'redacted_thinking':
+        count(block.data);
+        return;
+      case 'tool_use':
+        // The id and name are bounded apart, as every provider's (MAX_TOOL_CALL_NAME_CHARS).
+        count(block.json);
+        return;
+      default:
         return;
     }
   }

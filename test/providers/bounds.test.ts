@@ -180,6 +180,59 @@ describe('response bounds', () => {
     expect(end).toMatchObject({ type: 'error', error: { code: 'response_too_large' } });
   });
 
+  // The API starts every block empty; a proxy (or a replayed non-streamed body) may not. Before,
+  // content in a start event was never counted: 4 such events of 7 MB made a 28 MB answer.
+  it('bounds the content an Anthropic block start holds, streamed or in a JSON body, and streams its text', async () => {
+    const event = (value: Record<string, unknown>): string =>
+      `event: ${String(value.type)}\ndata: ${JSON.stringify(value)}\n\n`;
+    const startsWith =
+      (block: Record<string, unknown>): Handler =>
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(event({ type: 'message_start', message: { usage: { input_tokens: 3 } } }));
+        res.write(event({ type: 'content_block_start', index: 0, content_block: block }));
+        res.write(event({ type: 'content_block_stop', index: 0 }));
+        res.write(
+          event({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 4 } }),
+        );
+        res.end(event({ type: 'message_stop' }));
+      };
+    const big = 'z'.repeat(60_000);
+    const answers: Record<string, Handler> = {
+      text: startsWith({ type: 'text', text: big }),
+      thinking: startsWith({ type: 'thinking', thinking: big, signature: 's' }),
+      'tool input': startsWith({ type: 'tool_use', id: 't1', name: 'read_file', input: { path: big } }),
+      'tool input in a JSON body': (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const content = [{ type: 'tool_use', id: 't1', name: 'read_file', input: { path: big } }];
+        res.end(
+          JSON.stringify({ content, stop_reason: 'tool_use', usage: { input_tokens: 3, output_tokens: 4 } }),
+        );
+      },
+    };
+    for (const [name, handler] of Object.entries(answers)) {
+      server = await startServer(handler);
+      const provider = new AnthropicProvider({
+        baseURL: server.url,
+        apiKey: 'k',
+        maxRetries: 0,
+        maxOutputChars: 50_000,
+      });
+      const end = terminal(
+        await collect(provider.turn(turnRequest({ model: 'claude-sonnet-4-5' })), () => 'ok'),
+      );
+      expect(end, name).toMatchObject({ type: 'error', error: { code: 'response_too_large' } });
+      await server.close();
+      server = undefined;
+    }
+    // Within the bound, a start's text reaches the consumer like a delta's, not only the response.
+    server = await startServer(startsWith({ type: 'text', text: 'hello' }));
+    const provider = new AnthropicProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+    const events = await collect(provider.turn(turnRequest({ model: 'claude-sonnet-4-5' })));
+    expect(events.filter((e) => e.type === 'text_delta')).toEqual([{ type: 'text_delta', text: 'hello' }]);
+    expect(terminal(events)).toMatchObject({ type: 'completed', text: 'hello' });
+  });
+
   it('rejects bound options that are not positive numbers', () => {
     for (const option of ['idleTimeoutMs', 'maxResponseBytes', 'maxOutputChars'] as const) {
       expect(() => new OpenAIProvider({ baseURL: 'http://127.0.0.1:9', [option]: 0 })).toThrow(
