@@ -107,6 +107,14 @@ export const DEFAULT_MAX_OUTPUT_CHARS = 2_000_000;
  * 92 MB journal before its context budget ended it. More is `response_too_large`.
  */
 export const MAX_TOOL_CALLS_PER_RESPONSE = 512;
+/**
+ * Characters of a tool call's name, and of its id, one response may give. Tool names are at most
+ * 64 characters on OpenAI's and Anthropic's APIs and ids a few dozen; neither counts toward
+ * `maxOutputChars` (an output count's bound allows for a name apart: TOOL_CALL_TOKEN_ALLOWANCE), so
+ * without this a server naming 30 calls with 1 MB names each wrote a 120 MB journal and a 30M-token
+ * input before the context budget ended the agent. More is `response_too_large`.
+ */
+export const MAX_TOOL_CALL_NAME_CHARS = 1024;
 /** Bytes one server-sent event (or one non-streamed JSON body) may hold before it is complete. */
 export const MAX_EVENT_BYTES = 8 * 1024 * 1024;
 

@@ -19,6 +19,7 @@ import { extend } from '../objects.ts';
 import { timerDelay } from '../option-checks.ts';
 import {
   DEFAULT_MAX_OUTPUT_CHARS,
+  MAX_TOOL_CALL_NAME_CHARS,
   MAX_TOOL_CALLS_PER_RESPONSE,
   MAX_UTF8_BYTES_PER_CHAR,
 } from './constants.ts';
@@ -491,6 +492,7 @@ class RunningTurn implements Turn {
         { maxToolCalls: MAX_TOOL_CALLS_PER_RESPONSE, toolCalls: response.toolCalls.length },
       );
     }
+    this.#checkToolCallNames(response.toolCalls);
     const truncated = response.stopReason === 'length' || response.stopReason === 'content_filter';
     this.#context.request = undefined;
     this.#context.emitted += 1;
@@ -503,6 +505,28 @@ class RunningTurn implements Turn {
       receipt: this.#context.requestReceipt(request),
     });
     return response;
+  }
+
+  /** Throws `response_too_large` for a tool call whose name or id is past {@link MAX_TOOL_CALL_NAME_CHARS}. */
+  #checkToolCallNames(calls: readonly ToolCall[]): void {
+    for (const call of calls) {
+      const [what, chars] =
+        call.name.length > MAX_TOOL_CALL_NAME_CHARS
+          ? ['name', call.name.length]
+          : call.id.length > MAX_TOOL_CALL_NAME_CHARS
+            ? ['id', call.id.length]
+            : [undefined, 0];
+      if (what === undefined) continue;
+      throw providerError(
+        'response_too_large',
+        `${this.#driver.provider} answered with a tool call whose ${what} is ${chars} characters long (it starts ${JSON.stringify(`${(what === 'name' ? call.name : call.id).slice(0, 40)}...`)}); at most ${MAX_TOOL_CALL_NAME_CHARS} are accepted.`,
+        { provider: this.#driver.provider },
+        {
+          maxToolCallNameChars: MAX_TOOL_CALL_NAME_CHARS,
+          [what === 'name' ? 'toolNameChars' : 'toolCallIdChars']: chars,
+        },
+      );
+    }
   }
 
   /** Throws `response_too_large` once a request's output passes the bound. */

@@ -5,6 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AnthropicProvider } from '../../src/providers/anthropic.ts';
+import { MAX_TOOL_CALL_NAME_CHARS } from '../../src/providers/constants.ts';
 import { OpenAIProvider } from '../../src/providers/openai.ts';
 import {
   collect,
@@ -231,6 +232,57 @@ describe('response bounds', () => {
     const events = await collect(provider.turn(turnRequest({ model: 'claude-sonnet-4-5' })));
     expect(events.filter((e) => e.type === 'text_delta')).toEqual([{ type: 'text_delta', text: 'hello' }]);
     expect(terminal(events)).toMatchObject({ type: 'completed', text: 'hello' });
+  });
+
+  // Names and ids do not count toward maxOutputChars: 30 calls named with 1 MB each made a 120 MB
+  // journal and a 30M-token input before the context budget ended the agent.
+  it('refuses a tool call whose name or id is longer than MAX_TOOL_CALL_NAME_CHARS', async () => {
+    const long = 'n'.repeat(MAX_TOOL_CALL_NAME_CHARS + 1);
+    const calls = {
+      name: { index: 0, id: 'c1', type: 'function', function: { name: long, arguments: '{}' } },
+      id: { index: 0, id: long, type: 'function', function: { name: 'read_file', arguments: '{}' } },
+    };
+    for (const [what, call] of Object.entries(calls)) {
+      const provider = await openai((_req, res, index) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const delta = index === 0 ? { tool_calls: [call] } : { content: 'done' };
+        res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: 'stop' }] })}\n\n`);
+        res.end('data: [DONE]\n\n');
+      });
+      const events = await collect(provider.turn(turnRequest()), () => 'ok');
+      expect(
+        events.some((event) => event.type === 'tool_call'),
+        what,
+      ).toBe(false);
+      const end = terminal(events);
+      expect(end, what).toMatchObject({
+        type: 'error',
+        error: {
+          code: 'response_too_large',
+          message: expect.stringContaining(
+            `tool call whose ${what} is ${MAX_TOOL_CALL_NAME_CHARS + 1} characters long`,
+          ),
+          fields: { maxToolCallNameChars: MAX_TOOL_CALL_NAME_CHARS },
+        },
+      });
+      if (end.type === 'error') expect(end.error.message.length, what).toBeLessThan(500);
+      await server?.close();
+      server = undefined;
+    }
+    // At the bound, the call is run.
+    const name = 'n'.repeat(MAX_TOOL_CALL_NAME_CHARS);
+    const provider = await openai((_req, res, index) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const delta =
+        index === 0
+          ? { tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name, arguments: '{}' } }] }
+          : { content: 'done' };
+      res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: 'stop' }] })}\n\n`);
+      res.end('data: [DONE]\n\n');
+    });
+    const events = await collect(provider.turn(turnRequest()), () => 'ok');
+    expect(events.filter((event) => event.type === 'tool_call')).toHaveLength(1);
+    expect(terminal(events)).toMatchObject({ type: 'completed', text: 'done' });
   });
 
   it('rejects bound options that are not positive numbers', () => {
