@@ -151,6 +151,12 @@ export const COMPARE_TOOL_CALL_ITEMS = 1000;
  */
 export const COMPARE_OUTPUT_CHARS = 200;
 /**
+ * Characters of `troupe compare --json`'s document gathered into one write (an item at a time,
+ * each write ending a line). Printed whole, two runs of 100,000 items (a 242 MB document) peaked
+ * at 2.0 GB of RSS: a masked copy of the comparison, one indented string and its masked copy.
+ */
+export const COMPARE_JSON_PIECE_CHARS = 64 * 1024;
+/**
  * A cost difference in USD below this between an agent's receipts and its outcome is float
  * rounding (the same receipts summed in another order), not a request a count missed: an agent's
  * end tops `runLimits` and the usage sink up only past it.

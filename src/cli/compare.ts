@@ -8,12 +8,12 @@ import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { compareRunDirs, type RunComparison } from '../compare/compare.ts';
 import { renderCompareHtml } from '../compare/compare-html.ts';
+import { compareJsonPieces } from '../compare/compare-json.ts';
 import { compareText } from '../compare/compare-text.ts';
 import { checkGates, type Gate, type GateResult, parseGate } from '../compare/gate.ts';
 import { COMPARE_TOOL_CALL_ITEMS } from '../constants.ts';
 import { isTroupeError } from '../errors.ts';
-import { redactValue } from '../journal/redact.ts';
-import { printable, terminalJson } from '../run-dir/format.ts';
+import { printable } from '../run-dir/format.ts';
 import { COMMAND_HELP } from './commands.ts';
 import { EXIT_FAILED, EXIT_OK } from './shared/constants.ts';
 import { type CliIO, outputColumns } from './shared/io.ts';
@@ -54,14 +54,24 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         writeFileSync(file, renderCompareHtml(comparison, gates));
         if (!flags.json) io.stdout(printable(`troupe: wrote ${file}\n`));
       }
-      io.stdout(output(comparison, gates, flags));
+      if (flags.json) writeJson(comparison, gates, io);
+      else
+        io.stdout(
+          printable(compareText(comparison, gates, { columns: outputColumns(), all: flags.all === true })),
+        );
       setExit(gates.every((gate) => gate.ok) ? EXIT_OK : EXIT_FAILED);
     });
 }
 
-function output(comparison: RunComparison, gates: readonly GateResult[], flags: CompareFlags): string {
-  if (flags.json) return `${terminalJson(redactValue({ ...comparison, gates }), 2)}\n`;
-  return printable(compareText(comparison, gates, { columns: outputColumns(), all: flags.all === true }));
+/**
+ * Prints the JSON a piece at a time (never the whole document at once: see compare-json.ts), and
+ * stops when whoever read it has gone.
+ */
+function writeJson(comparison: RunComparison, gates: readonly GateResult[], io: CliIO): void {
+  for (const piece of compareJsonPieces(comparison, gates)) {
+    if (io.stdoutClosed?.aborted) return;
+    io.stdout(piece);
+  }
 }
 
 function collectGate(value: string, previous: readonly Gate[] | undefined): Gate[] {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { compareRunDirs } from '../../src/compare/compare.ts';
-import { COMPARE_TOOL_CALL_ITEMS } from '../../src/constants.ts';
+import { COMPARE_JSON_PIECE_CHARS, COMPARE_TOOL_CALL_ITEMS } from '../../src/constants.ts';
 import type { ResultLine } from '../../src/run-dir/results.ts';
 import type { RunPlan } from '../../src/run-dir/run-plan.ts';
 import { captureIO } from '../run-dir/helpers.ts';
@@ -84,6 +84,37 @@ describe(`troupe compare of runs over ${COMPARE_TOOL_CALL_ITEMS} items`, () => {
     for (const run of [bigA, bigB]) rmSync(path.join(run, 'journals'), { recursive: true });
     expect(compareRunDirs(bigA, bigB)).toEqual(comparison);
     expect(await compareOutput()).toBe(withJournals);
+  });
+
+  it('--json prints its document a piece at a time, never whole, and stops once stdout is gone', async () => {
+    const writes: string[] = [];
+    expect(
+      await main(['compare', bigA, bigB, '--json'], {
+        stdout: (text) => writes.push(text),
+        stderr: () => {},
+      }),
+    ).toBe(0);
+    const document = writes.join('');
+    expect((JSON.parse(document) as { items: unknown[] }).items).toHaveLength(ITEMS);
+    // The whole document printed at once held it twice more (masked copy, string) at 100,000 items.
+    expect(writes.length).toBeGreaterThan(document.length / (2 * COMPARE_JSON_PIECE_CHARS));
+    for (const piece of writes) {
+      expect(piece.length).toBeLessThan(2 * COMPARE_JSON_PIECE_CHARS);
+      expect(piece.endsWith('\n')).toBe(true);
+    }
+
+    const closed = new AbortController();
+    let printed = 0;
+    const io = {
+      stdout: () => {
+        printed += 1;
+        closed.abort();
+      },
+      stderr: () => {},
+      stdoutClosed: closed.signal,
+    };
+    expect(await main(['compare', bigA, bigB, '--json'], io)).toBe(0);
+    expect(printed).toBe(1);
   });
 
   it('still compares the tool calls of small runs unless told not to', async () => {
