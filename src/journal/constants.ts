@@ -16,6 +16,16 @@ export const DEFAULT_FSYNC_POLICY = 'always';
  */
 export const JOURNAL_BATCH_MAX_CHARS = 256 * 1024;
 
+/**
+ * Bytes one journal line may hold when `troupe show`, `troupe report`, `troupe verify`, `troupe
+ * resume` or `troupe replay` reads it (`readJournal`): a longer line fails the read with UserError
+ * `journal_line_too_long`, naming the file, the line and the bound, before it is held (a 200 MB
+ * line was read whole, then parsed). Far above any line troupe writes: a tool result is at most
+ * 4,000,000 characters (`MAX_TOOL_RESULT_CHARS`), a spawn input 4 MiB, each at most six times
+ * longer JSON-escaped.
+ */
+export const MAX_JOURNAL_LINE_BYTES = 64 * 1024 * 1024;
+
 /** How often the `interval` policy flushes appended events to disk. */
 export const DEFAULT_FSYNC_INTERVAL_MS = 1000;
 

@@ -8,10 +8,11 @@
  * does not parse, even the last one, is damage, not a torn write: treating it as torn would let a
  * flipped byte in the last event (or in the newline before it) pass verification unnoticed.
  */
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-import { SystemError } from '../errors.ts';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { isTroupeError, SystemError, UserError } from '../errors.ts';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 import { withHash } from './chain.ts';
+import { MAX_JOURNAL_LINE_BYTES } from './constants.ts';
 import { type AuditEvent, auditEventProblem } from './events.ts';
 
 /** A line that is not a well-formed event (other than a torn last line). */
@@ -53,56 +54,129 @@ export interface ReadJournalOptions {
   readonly hashes?: boolean;
 }
 
+/** Options of {@link readJournal}. */
+export interface ReadJournalFileOptions extends ReadJournalOptions {
+  /**
+   * Bytes one line may hold (its newline not counted): a longer one fails with UserError
+   * `journal_line_too_long`, read no further than the bound. @default MAX_JOURNAL_LINE_BYTES (64 MiB)
+   */
+  readonly maxLineBytes?: number;
+  /** Read no more than this many lines (1: the `Started` event only). @default every line */
+  readonly lines?: number;
+}
+
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
 /** `ignoreBOM`: keep a byte order mark in the text, so that it is seen and reported. */
 const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+/** Bytes {@link readJournal} reads at a time. */
+const READ_CHUNK_BYTES = 1024 * 1024;
 
 /**
- * Reads and parses the journal at `path`. Throws `SystemError` only when the file cannot be read
- * (`journal_not_found`, `journal_io`); damage inside it is reported in the result.
+ * Reads and parses the journal at `path`, a chunk at a time: the file is never held whole, only
+ * the line being parsed, and a line over `maxLineBytes` fails the read before it is held (a 2 GB
+ * journal was read into one buffer, a 200 MB line into one string). Throws `SystemError` when the
+ * file cannot be read (`journal_not_found`, `journal_io`) and UserError `journal_line_too_long`
+ * (`path`, `line`, `offset`, `limit`); damage inside it is reported in the result.
  */
-export function readJournal(path: string, options: ReadJournalOptions = {}): JournalContents {
-  let bytes: Buffer;
+export function readJournal(path: string, options: ReadJournalFileOptions = {}): JournalContents {
+  const maxLineBytes = options.maxLineBytes ?? MAX_JOURNAL_LINE_BYTES;
+  const maxLines = options.lines ?? Number.POSITIVE_INFINITY;
+  const contents = emptyContents(options);
+  let fd: number | undefined;
   try {
-    bytes = readFileSync(path);
+    fd = openSync(path, 'r');
+    const chunk = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+    let carry: Buffer[] = [];
+    let carried = 0;
+    let position = 0;
+    let lineStart = 0;
+    let line = 0;
+    for (;;) {
+      const read = readSync(fd, chunk, 0, READ_CHUNK_BYTES, position);
+      if (read === 0) break;
+      position += read;
+      let start = 0;
+      for (;;) {
+        const newline = chunk.indexOf(NEWLINE, start);
+        if (newline < 0 || newline >= read) break;
+        line += 1;
+        if (carried + newline - start > maxLineBytes) throw lineTooLong(path, line, lineStart, maxLineBytes);
+        const piece = chunk.subarray(start, newline);
+        addLine(contents, line, lineStart, carry.length === 0 ? piece : Buffer.concat([...carry, piece]));
+        lineStart += carried + piece.length + 1;
+        carry = [];
+        carried = 0;
+        start = newline + 1;
+        if (line >= maxLines) return finish(contents, 0);
+      }
+      if (start < read) {
+        carried += read - start;
+        if (carried > maxLineBytes) throw lineTooLong(path, line + 1, lineStart, maxLineBytes);
+        carry.push(Buffer.from(chunk.subarray(start, read)));
+      }
+    }
+    return finish(contents, carried);
   } catch (error) {
+    if (isTroupeError(error)) throw error;
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') {
       throw new SystemError('journal_not_found', `Expected a journal file at ${path}, found none`, { path });
     }
     const message = `Could not read journal ${path}: ${String(error)}`;
     throw new SystemError('journal_io', message, { path, errno: code }, { cause: error });
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
-  return parseJournal(bytes, options);
+}
+
+function lineTooLong(path: string, line: number, offset: number, limit: number): UserError {
+  return new UserError(
+    'journal_line_too_long',
+    `Expected the lines of journal ${path} to hold at most ${limit} bytes each, but line ${line} (at byte ${offset}) is longer; it was not read`,
+    { path, line, offset, limit },
+  );
+}
+
+interface Contents {
+  readonly events: AuditEvent[];
+  readonly hashes: string[] | undefined;
+  readonly problems: JournalProblem[];
+}
+
+function emptyContents(options: ReadJournalOptions): Contents {
+  return { events: [], hashes: options.hashes === true ? [] : undefined, problems: [] };
+}
+
+/** Adds newline-terminated line `line` (1-based, at byte `offset`, without its newline). */
+function addLine(contents: Contents, line: number, offset: number, bytes: Uint8Array): void {
+  const parsed = parseLine(bytes, contents.hashes !== undefined);
+  if ('event' in parsed) {
+    contents.events.push(parsed.event);
+    contents.hashes?.push(parsed.hash);
+  } else {
+    contents.problems.push({ line, offset, reason: parsed.reason, message: parsed.message });
+  }
+}
+
+function finish({ events, hashes, problems }: Contents, tornTailBytes: number): JournalContents {
+  return { events, tornTail: tornTailBytes > 0, tornTailBytes, problems, ...(hashes ? { hashes } : {}) };
 }
 
 /** Parses journal bytes (or text) the way {@link readJournal} does. */
 export function parseJournal(data: Uint8Array | string, options: ReadJournalOptions = {}): JournalContents {
   const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-  const events: AuditEvent[] = [];
-  const hashes: string[] | undefined = options.hashes === true ? [] : undefined;
-  const problems: JournalProblem[] = [];
-  let tornTailBytes = 0;
+  const contents = emptyContents(options);
   let start = 0;
   let line = 0;
   while (start < bytes.length) {
     line += 1;
     const newline = bytes.indexOf(NEWLINE, start);
-    if (newline === -1) {
-      tornTailBytes = bytes.length - start;
-      break;
-    }
-    const parsed = parseLine(bytes.subarray(start, newline), hashes !== undefined);
-    if ('event' in parsed) {
-      events.push(parsed.event);
-      hashes?.push(parsed.hash);
-    } else {
-      problems.push({ line, offset: start, reason: parsed.reason, message: parsed.message });
-    }
+    if (newline === -1) return finish(contents, bytes.length - start);
+    addLine(contents, line, start, bytes.subarray(start, newline));
     start = newline + 1;
   }
-  return { events, tornTail: tornTailBytes > 0, tornTailBytes, problems, ...(hashes ? { hashes } : {}) };
+  return finish(contents, 0);
 }
 
 /** Bytes read at a time by {@link readFirstEvent}: most `Started` lines fit in one read. */

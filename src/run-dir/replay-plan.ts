@@ -37,6 +37,12 @@ export interface ReplayRequest {
   readonly concurrency?: number;
   /** @default process.env (a journal's replay picks its provider as `troupe run` does) */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Bytes the first line of a journal to replay may hold (its `Started` event, the only line the
+   * plan reads): a longer one fails with UserError `journal_line_too_long`.
+   * @default MAX_JOURNAL_LINE_BYTES (64 MiB)
+   */
+  readonly maxLineBytes?: number;
 }
 
 /** A plan entry of the recorded run directory that left no journal there. */
@@ -64,7 +70,8 @@ export interface ReplayPlan {
  * Plans the replay of a recorded run directory or journal. Throws UserError `not_a_replay_source`
  * (neither a run directory nor a journal), `replay_no_journals` (a run directory none of whose
  * entries left a journal here, e.g. a redis-backend run), `replay_agent_ambiguous`, and the
- * definition loader's and journal reader's errors.
+ * definition loader's and journal reader's errors (`journal_line_too_long`: a journal's first line
+ * over `maxLineBytes`).
  */
 export async function planReplay(request: ReplayRequest): Promise<ReplayPlan> {
   const source = resolve(request.source);
@@ -208,7 +215,9 @@ function fromJournal(path: string, request: ReplayRequest): Recorded {
       { path },
     );
   }
-  const started = startedOf(readJournal(path).events);
+  // Its Started event only: the recording itself is read, bounded, when the agent is replayed.
+  const bound = request.maxLineBytes === undefined ? {} : { maxLineBytes: request.maxLineBytes };
+  const started = startedOf(readJournal(path, { lines: 1, ...bound }).events);
   // Where `troupe run` ran it, as `troupe resume` does.
   const cwd = typeof started.metadata.cwd === 'string' ? started.metadata.cwd : request.cwd;
   const provider: ProviderChoice = chooseProvider({ ...(request.env ? { env: request.env } : {}) });

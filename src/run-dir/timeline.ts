@@ -189,6 +189,11 @@ export interface TimelineOptions {
    * continues) is read. May throw (an unknown agent). @default every agent
    */
   readonly select?: (agents: readonly AgentRef[]) => string;
+  /**
+   * Bytes one journal line may hold (`troupe show --max-line-bytes`): a longer one fails with
+   * UserError `journal_line_too_long`. @default MAX_JOURNAL_LINE_BYTES (64 MiB)
+   */
+  readonly maxLineBytes?: number;
 }
 
 /** An agent a run directory names, as {@link TimelineOptions.select} sees it. */
@@ -300,11 +305,12 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
   const kept = options.wholeTasks === true ? (task: string) => task : taskExcerpt;
   const journals = new Map<string, readonly AuditEvent[]>();
   const damages = new Map<string, string>();
+  const bound = options.maxLineBytes === undefined ? {} : { maxLineBytes: options.maxLineBytes };
   const load = (agentId: string): readonly AuditEvent[] => {
     let events = journals.get(agentId);
     if (events === undefined) {
       const file = journalFile(paths, agentId);
-      const contents = existsSync(file) ? readJournal(file, { hashes: true }) : undefined;
+      const contents = existsSync(file) ? readJournal(file, { hashes: true, ...bound }) : undefined;
       events = contents?.events ?? [];
       const damage = contents && journalDamage(contents);
       if (damage !== undefined) damages.set(agentId, damageText(damage));
@@ -394,7 +400,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
   // held both journals of every one of them at once.
   const forks = retryForks(
     entries,
-    (agentId) => journals.get(agentId) ?? readEvents(journalFile(paths, agentId)),
+    (agentId) => journals.get(agentId) ?? readEvents(journalFile(paths, agentId), options.maxLineBytes),
   );
   if (only !== undefined) {
     const chosen = entries.find((entry) => entry.agentId === only);
@@ -462,7 +468,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
   const last = Math.max(origin, finiteMax(ends) ?? origin);
   const transcriptOf = (agentId: string): Transcript | undefined => {
     const file = journalFile(paths, agentId);
-    return existsSync(file) ? buildTranscript(readJournal(file).events, options) : undefined;
+    return existsSync(file) ? buildTranscript(readJournal(file, bound).events, options) : undefined;
   };
   const agents = ordered(rows.map((row) => shifted(row, origin, transcriptOf)));
   return { origin, duration: last - origin, agents, marks: runMarks(contents.events, origin), runDir: true };
@@ -597,8 +603,9 @@ function startsStarted(path: string): boolean {
 }
 
 /** The events of the journal at `path`; none when there is no such file. */
-function readEvents(path: string): readonly AuditEvent[] {
-  return existsSync(path) ? readJournal(path).events : [];
+function readEvents(path: string, maxLineBytes?: number): readonly AuditEvent[] {
+  if (!existsSync(path)) return [];
+  return readJournal(path, maxLineBytes === undefined ? {} : { maxLineBytes }).events;
 }
 
 function constant(value: string): () => string {

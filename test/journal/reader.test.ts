@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -108,5 +108,75 @@ describe('parseJournal', () => {
       tornTailBytes: 0,
       problems: [],
     });
+  });
+});
+
+describe('readJournal, a chunk at a time', () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+  const fileWith = (text: string): string => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'troupe-journal-'));
+    dirs.push(dir);
+    const file = path.join(dir, 'agent.jsonl');
+    writeFileSync(file, text);
+    return file;
+  };
+
+  it('reads what parseJournal reads of the whole file, lines across read chunks and a torn tail included', () => {
+    const lines = sampleLines();
+    // Over 1 MiB (the read chunk): lines cross chunk boundaries; a 3 MiB line spans several.
+    const many = Array.from({ length: 4000 }, (_, index) => lines[index % lines.length]);
+    const text = `${many.join('\n')}\n${'x'.repeat(3 * 1024 * 1024)}\n${lines.join('\n')}\n${lines[0]?.slice(0, 50)}`;
+    const file = fileWith(text);
+    const read = readJournal(file, { hashes: true });
+    expect(read).toEqual(parseJournal(readFileSync(file), { hashes: true }));
+    expect(read.problems).toEqual([expect.objectContaining({ line: 4001, reason: 'unparseable' })]);
+    expect(read.tornTailBytes).toBe(50);
+  });
+
+  it('fails a line over maxLineBytes with journal_line_too_long, naming the file, the line and the bound', () => {
+    const lines = sampleLines();
+    const lengths = lines.map((line) => Buffer.byteLength(line));
+    const bound = Math.max(...lengths) - 1;
+    const longest = lengths.findIndex((length) => length > bound);
+    const offset = lengths.slice(0, longest).reduce((sum, length) => sum + length + 1, 0);
+    const file = fileWith(`${lines.join('\n')}\n`);
+    expect(readJournal(file, { maxLineBytes: bound + 1 }).events).toHaveLength(lines.length);
+    const error = (() => {
+      try {
+        readJournal(file, { maxLineBytes: bound });
+      } catch (caught) {
+        return caught;
+      }
+      return undefined;
+    })();
+    expect(hasErrorCode(error, 'journal_line_too_long')).toBe(true);
+    expect(error).toMatchObject({ fields: { path: file, line: longest + 1, offset, limit: bound } });
+    expect((error as Error).message).toContain(`line ${longest + 1}`);
+    expect((error as Error).message).toContain(`at most ${bound} bytes`);
+  });
+
+  it('fails a line over the bound that spans read chunks, and a torn tail over it, without holding them', () => {
+    const lines = sampleLines();
+    const big = 'y'.repeat(3 * 1024 * 1024);
+    const bound = 2 * 1024 * 1024;
+    for (const [text, line] of [
+      [`${lines[0]}\n${big}\n${lines[1]}\n`, 2],
+      [`${lines[0]}\n${big}`, 2],
+    ] as const) {
+      expect(() => readJournal(fileWith(text), { maxLineBytes: bound })).toThrow(
+        expect.objectContaining({ code: 'journal_line_too_long', fields: expect.objectContaining({ line }) }),
+      );
+    }
+  });
+
+  it('reads no more than `lines` lines: a first event is read without the rest', () => {
+    const lines = sampleLines();
+    const file = fileWith(`${lines.join('\n')}\n${'z'.repeat(4096)}\n`);
+    const read = readJournal(file, { lines: 1, maxLineBytes: 4000 });
+    expect(read.events.map((event) => event.type)).toEqual(['Started']);
+    expect(read).toMatchObject({ problems: [], tornTail: false });
   });
 });

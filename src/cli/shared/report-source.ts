@@ -22,10 +22,14 @@ export function isJournalFile(target: string): boolean {
 
 /**
  * The timeline of the journal `file`, its agent's `damage` set when the journal is damaged; a file
- * that is no journal fails with `not_a_journal`.
+ * that is no journal fails with `not_a_journal`, a line over `options.maxLineBytes` with
+ * `journal_line_too_long`.
  */
 export function readJournalTimeline(file: string, options: TimelineOptions = {}): Timeline {
-  const contents = readJournal(file, { hashes: true });
+  const contents = readJournal(file, {
+    hashes: true,
+    ...(options.maxLineBytes === undefined ? {} : { maxLineBytes: options.maxLineBytes }),
+  });
   const { events } = contents;
   if (events[0]?.type !== 'Started') {
     throw new UserError(
