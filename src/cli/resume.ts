@@ -69,11 +69,9 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .description(COMMAND_HELP.resume.description)
     .argument('<journal>', 'journal file of the agent, or a run directory')
     .option('--json', 'print JSON lines: a Run header, every new audit event as journalled, an Outcome')
-    .option(
-      '--cwd <dir>',
-      'journal: working directory (default: the one recorded when the run started)',
-      existingDirectory,
-    )
+    // Checked in the action, not by a parser: with a run directory --cwd is refused whatever it
+    // names, and a parser would report a missing directory first.
+    .option('--cwd <dir>', 'journal: working directory (default: the one recorded when the run started)')
     .option(
       '--max-run-tokens <n>',
       "a run directory's token budget from this session on, recorded in its plan.json (default: the run's; 0 = unlimited)",
@@ -95,8 +93,6 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     async (target: string, flags: ResumeFlags) => {
       const path = resolve(target);
       const json = flags.json === true;
-      const asked = commandPermissions(flags);
-      reportPermissionWarnings(asked, io);
       if (flags.reason !== undefined && flags.retryFailed !== true) {
         throw new UserError('invalid_option', '--reason goes with --retry-failed', { option: '--reason' });
       }
@@ -110,13 +106,9 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         );
       }
       if (statSync(path).isDirectory()) {
-        if (asked.permissions !== undefined || asked.approvalTimeoutMs !== undefined) {
-          throw new UserError(
-            'invalid_option',
-            'Expected only --approve with a run directory: its agents keep the permissions of its plan',
-            { option: 'permissions' },
-          );
-        }
+        // The flags a run directory refuses are refused before any of them is read (a rules file,
+        // a directory): what the user gets told is the flag, not what its value names.
+        refusePermissionFlags(flags);
         // The plan's cwd found the definitions the run's journals pinned and is where every agent
         // works (`troupe fanout` takes it from the plan, not a flag): another one for one session
         // would split a run between two trees.
@@ -152,6 +144,9 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
         );
       }
       refuseRunDirFlags(flags);
+      if (flags.cwd !== undefined) checkedDirectory('--cwd', flags.cwd);
+      const asked = commandPermissions(flags);
+      reportPermissionWarnings(asked, io);
       const session = await prepareResume({
         journal: path,
         ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
@@ -167,6 +162,44 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       );
     },
   );
+}
+
+/** The permission flags a run directory refuses, as typed: its agents keep the permissions of its plan. */
+const RUN_DIR_REFUSED_PERMISSION_FLAGS: readonly (readonly [keyof PermissionFlags, string])[] = [
+  ['allow', '--allow'],
+  ['ask', '--ask'],
+  ['deny', '--deny'],
+  ['permissions', '--permissions'],
+  ['permissionMode', '--permission-mode'],
+  ['allowBypassPermissions', '--allow-bypass-permissions'],
+  ['approvalTimeout', '--approval-timeout'],
+];
+
+/**
+ * Throws UserError `invalid_option` (field `option`: the first, as typed) for the permission flags
+ * given with a run directory: of them only `--approve` applies to its agents.
+ */
+function refusePermissionFlags(flags: PermissionFlags): void {
+  const given = RUN_DIR_REFUSED_PERMISSION_FLAGS.filter(([key]) => flags[key] !== undefined).map(
+    ([, flag]) => flag,
+  );
+  const [first] = given;
+  if (first === undefined) return;
+  throw new UserError(
+    'invalid_option',
+    `${given.join(', ')} ${given.length === 1 ? 'applies' : 'apply'} to a journal; the agents of a run directory keep the permissions of its plan (of the permission flags only --approve is taken)`,
+    { option: first },
+  );
+}
+
+/** Throws UserError `invalid_option` naming `option` when `value` is not an existing directory. */
+function checkedDirectory(option: string, value: string): void {
+  try {
+    existingDirectory(value);
+  } catch (error) {
+    if (!(error instanceof InvalidArgumentError)) throw error;
+    throw new UserError('invalid_option', `${option}: ${error.message}`, { option });
+  }
 }
 
 /**

@@ -91,30 +91,81 @@ describe('troupe resume JOURNAL and the flags of a run directory', () => {
   });
 });
 
-describe('troupe resume RUN_DIR --cwd', () => {
-  it('is refused with invalid_option: the agents keep the working directory of the plan', async () => {
-    const plan = project.write(
-      'plan.yaml',
-      [
-        'threads: 1',
-        'provider: simulated',
-        `cwd: ${JSON.stringify(project.root)}`,
-        'runs:',
-        '  - { agent: reader, task: Read a.md. }',
-        '',
-      ].join('\n'),
+/** A finished run directory of one `reader` entry, and the run's files as they are. */
+async function finishedRunDir(): Promise<{ out: string; files: () => string[] }> {
+  const plan = project.write(
+    'plan.yaml',
+    [
+      'threads: 1',
+      'provider: simulated',
+      `cwd: ${JSON.stringify(project.root)}`,
+      'runs:',
+      '  - { agent: reader, task: Read a.md. }',
+      '',
+    ].join('\n'),
+  );
+  const out = project.path('run');
+  const fanout = await runCli('fanout', plan, '--out', out, '--json');
+  expect(fanout.code, fanout.stderr).toBe(0);
+  const files = (): string[] =>
+    ['plan.json', 'results.jsonl', 'summary.json'].map((file) =>
+      readFileSync(project.path('run', file), 'utf8'),
     );
-    const out = project.path('run');
-    const fanout = await runCli('fanout', plan, '--out', out, '--json');
-    expect(fanout.code, fanout.stderr).toBe(0);
-    const files = ['plan.json', 'results.jsonl', 'summary.json'];
-    const before = files.map((file) => readFileSync(project.path('run', file), 'utf8'));
+  return { out, files };
+}
 
-    const refused = await runCli('resume', out, '--cwd', project.home);
+const CWD_REFUSED =
+  'troupe: invalid_option: --cwd applies to a journal; the agents of a run directory keep the working directory recorded in its plan.json\n';
+
+describe('troupe resume RUN_DIR and the flags of a journal', () => {
+  it('refuses --cwd naming a missing directory for being --cwd, not for the directory', async () => {
+    const { out, files } = await finishedRunDir();
+    const before = files();
+
+    // Without the fix the option's parser ran first and said the directory was not found.
+    const refused = await runCli('resume', out, '--cwd', project.path('gone'));
+    expect([refused.code, refused.stderr]).toEqual([1, CWD_REFUSED]);
+    expect(files()).toEqual(before);
+  });
+
+  it.each([
+    [['--allow', 'Bash(ls:*)'], '--allow applies'],
+    [['--deny', 'Edit(.env)', '--ask', 'Bash(git push:*)'], '--ask, --deny apply'],
+    [['--permission-mode', 'plan'], '--permission-mode applies'],
+    [['--allow-bypass-permissions'], '--allow-bypass-permissions applies'],
+    [['--approval-timeout', '5'], '--approval-timeout applies'],
+    // The rules file is not read: the flag is what is refused.
+    [['--permissions', '/nonexistent/rules.yaml'], '--permissions applies'],
+  ])('refuses the permission flags %j naming them', async (flags, named) => {
+    const { out, files } = await finishedRunDir();
+    const before = files();
+
+    const refused = await runCli('resume', out, ...flags);
     expect([refused.code, refused.stderr]).toEqual([
       1,
-      'troupe: invalid_option: --cwd applies to a journal; the agents of a run directory keep the working directory recorded in its plan.json\n',
+      `troupe: invalid_option: ${named} to a journal; the agents of a run directory keep the permissions of its plan (of the permission flags only --approve is taken)\n`,
     ]);
-    expect(files.map((file) => readFileSync(project.path('run', file), 'utf8'))).toEqual(before);
+    expect(files()).toEqual(before);
+  });
+
+  it("still checks that a journal's --cwd exists, naming the flag", async () => {
+    const journal = await unfinishedJournal();
+    const missing = project.path('gone');
+    const refused = await runCli('resume', journal, '--cwd', missing);
+    expect([refused.code, refused.stderr]).toEqual([
+      1,
+      `troupe: invalid_option: --cwd: Expected an existing directory, got ${JSON.stringify(missing)} (not found).\n`,
+    ]);
+  });
+});
+
+describe('troupe resume RUN_DIR --cwd', () => {
+  it('is refused with invalid_option: the agents keep the working directory of the plan', async () => {
+    const { out, files } = await finishedRunDir();
+    const before = files();
+
+    const refused = await runCli('resume', out, '--cwd', project.home);
+    expect([refused.code, refused.stderr]).toEqual([1, CWD_REFUSED]);
+    expect(files()).toEqual(before);
   });
 });
