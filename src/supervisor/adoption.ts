@@ -217,8 +217,9 @@ export const ADOPTION_SCAN_WARNING_CODE = 'TROUPE_ADOPTION_SCAN_INCOMPLETE';
 
 /**
  * Says which journals the searches of one resume of `parentId` (for its children and its finished
- * descendants') did not examine (past their bounds), each named once: a child among them is neither
- * adopted nor ended, and its cut-off call is recorded as interrupted.
+ * descendants') did not examine (past their bounds) and no earlier resume in the same supervisor
+ * named, each named once: a child among them is neither adopted nor ended, and its cut-off call is
+ * recorded as interrupted.
  */
 export function warnNotExamined(parentId: string, names: readonly string[]): void {
   const shown = names.slice(0, 5).join(', ');

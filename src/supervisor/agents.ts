@@ -108,6 +108,12 @@ export class Agents {
   readonly #evictable = new Set<string>();
   /** Ids the caller chose of evicted agents: `duplicate_agent_id` still holds for them. */
   readonly #evictedIds = new Set<string>();
+  /**
+   * Journals a resume's adoption already named as not examined: each is named in one warning per
+   * supervisor, however many agents it resumes. At most `MAX_ADOPTION_SCAN_JOURNALS` are kept;
+   * one past that is named again by each later resume that leaves it unread.
+   */
+  readonly #warnedNotExamined = new Set<string>();
   readonly engine: Engine;
   readonly approvals: ApprovalBook;
   readonly #options: PreparedSupervisorOptions;
@@ -497,9 +503,15 @@ export class Agents {
     try {
       await this.#adoptTree(record, scan);
     } finally {
-      // One warning per resume, naming every journal its searches left unread (a journal whose
-      // first line is too long is left unread by each search, under each finished descendant).
-      if (scan.notExamined.size > 0) warnNotExamined(record.id, [...scan.notExamined]);
+      // One warning per supervisor for each journal the searches left unread (a journal whose
+      // first line is too long is left unread by each search, under each finished descendant, and
+      // by each resume): a long-lived supervisor resuming many agents names it once.
+      const unnamed = [...scan.notExamined].filter((name) => !this.#warnedNotExamined.has(name));
+      for (const name of unnamed) {
+        if (this.#warnedNotExamined.size >= MAX_ADOPTION_SCAN_JOURNALS) break;
+        this.#warnedNotExamined.add(name);
+      }
+      if (unnamed.length > 0) warnNotExamined(record.id, unnamed);
     }
   }
 

@@ -486,6 +486,34 @@ describe('a parent resumed in a new supervisor, beside a journal too long to exa
     expect(warnings).toHaveLength(1);
     expect(warnings[0]?.message).toContain('huge.jsonl');
   });
+
+  it('names the journal once per supervisor, however many agents it resumes', async () => {
+    const journalDir = tempDir();
+    const runs = [await finishedRun(journalDir), await finishedRun(journalDir)];
+    for (const { parentId } of runs)
+      cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.name === 'await_agents');
+    writeFileSync(journalOf(journalDir, 'huge'), `{"pad":"${'x'.repeat(MAX_STARTED_HEAD_BYTES + 16)}"}\n`);
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): void => {
+      if ((warning as { code?: unknown }).code === ADOPTION_SCAN_WARNING_CODE) warnings.push(warning);
+    };
+    process.on('warning', onWarning);
+    try {
+      // One long-lived supervisor resumes both parents, one after the other.
+      const supervisor = supervisorFor(journalDir);
+      for (const { definition, parentId } of runs) {
+        const outcome = await supervisor.spawn(definition, { id: parentId, task: SPLIT, resume: true })
+          .result;
+        expect(outcome).toMatchObject({ status: 'completed' });
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    // Without the fix each resume warned, both naming the same journal.
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.message).toContain('huge.jsonl');
+  });
 });
 
 describe('a retry of a parent, resumed in a new supervisor', () => {
