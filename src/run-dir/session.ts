@@ -345,6 +345,7 @@ export class FanoutSession {
   #unended(): Unended {
     const entries = new Set<number>();
     const nested = new Set<string>();
+    let unknown = 0;
     for (const [agentId, tracked] of this.#tracked) {
       if (tracked.startedAt === undefined || this.#judges.has(agentId)) continue;
       if (tracked.index === null) nested.add(agentId);
@@ -355,10 +356,12 @@ export class FanoutSession {
       const found = unendedAttemptIds({ plan, paths: writer.paths, results: this.#lines });
       for (const index of found.entries) entries.add(index);
       for (const agentId of found.nested) if (!this.#judges.has(agentId)) nested.add(agentId);
+      // This session's own agents are counted by what it knows of them.
+      for (const agentId of found.unknown) if (!this.#tracked.has(agentId)) unknown += 1;
     } catch {
       // summary.json is still written; `troupe report` says which journal is damaged.
     }
-    return { entries, nested: nested.size };
+    return { entries, nested: nested.size, ...(unknown > 0 ? { unknown } : {}) };
   }
 
   /**

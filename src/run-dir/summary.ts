@@ -145,7 +145,17 @@ export interface RunSummary {
     /** Plan entries that never started. */
     readonly notRun: number;
     /** Agents spawned by other agents: those with a result line, and those started without one. */
-    readonly nested: { readonly completed: number; readonly failed: number; readonly interrupted: number };
+    readonly nested: {
+      readonly completed: number;
+      readonly failed: number;
+      readonly interrupted: number;
+      /**
+       * Journals without a result line whose ids lie past what the count reads of their first
+       * line (`MAX_STARTED_HEAD_BYTES`), or past `MAX_ADOPTION_SCAN_JOURNALS` journals: each may be
+       * an agent of the run left unended, not counted in `interrupted`. Absent when there are none.
+       */
+      readonly unknown?: number;
+    };
   };
   /**
    * Every attempt of every agent, cancelled ones included: what the run used, each request once (a
@@ -268,6 +278,8 @@ export interface Unended {
   readonly entries: ReadonlySet<number>;
   /** Agents spawned by agents that are. */
   readonly nested: number;
+  /** Journals that may be such agents, whose ids were not read (`counts.nested.unknown`); absent when none. */
+  readonly unknown?: number;
 }
 
 const NONE_UNENDED: Unended = { entries: new Set(), nested: 0 };
@@ -353,6 +365,7 @@ export function summarize(
         completed: nested.filter((line) => line.status === 'completed').length,
         failed: nested.filter((line) => line.status === 'failed').length,
         interrupted: unended.nested,
+        ...(unended.unknown === undefined || unended.unknown === 0 ? {} : { unknown: unended.unknown }),
       },
     },
     usage,

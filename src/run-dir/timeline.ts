@@ -868,9 +868,18 @@ export function unendedOf(timeline: Timeline): Unended {
  * src/journal/started-head.ts; at most MAX_ADOPTION_SCAN_JOURNALS of them). For `troupe score`, which rewrites summary.json without
  * building the timeline (every journal read). A judge's journal names no parent: it is not one.
  */
-export function unendedAttempts(contents: UnendedSource): Unended {
-  const { entries, nested } = unendedAttemptIds(contents);
-  return { entries, nested: nested.size };
+export function unendedAttempts(contents: UnendedSource, bounds: UnendedBounds = {}): Unended {
+  const { entries, nested, unknown } = unendedAttemptIds(contents, bounds);
+  return { entries, nested: nested.size, ...(unknown.size > 0 ? { unknown: unknown.size } : {}) };
+}
+
+/** The bounds of {@link unendedAttemptIds}' reads. */
+export interface UnendedBounds {
+  /**
+   * Bytes of each journal's first line read for its ids at most.
+   * @default MAX_STARTED_HEAD_BYTES (64 MiB)
+   */
+  readonly maxHeadBytes?: number;
 }
 
 /** What {@link unendedAttempts} reads: the plan, where the journals are, and the result lines so far. */
@@ -882,14 +891,25 @@ export type UnendedSource = Pick<RunDirContents, 'plan' | 'paths'> & {
  * {@link unendedAttempts} with the ids of the nested agents, for a caller that adds agents it
  * knows of itself (a session's own, whose journals may be elsewhere on the redis engine).
  */
-export function unendedAttemptIds(contents: UnendedSource): {
+export function unendedAttemptIds(
+  contents: UnendedSource,
+  bounds: UnendedBounds = {},
+): {
   readonly entries: Set<number>;
   readonly nested: Set<string>;
+  /**
+   * Journals without a line, not a current attempt's, whose ids could not be read (past
+   * `maxHeadBytes` of their first line, or past MAX_ADOPTION_SCAN_JOURNALS): each may be an unended
+   * nested agent of the run, not counted in `nested` (`counts.nested.unknown` in summary.json).
+   */
+  readonly unknown: Set<string>;
 } {
   const { plan, paths, results } = contents;
+  const maxHeadBytes = bounds.maxHeadBytes ?? MAX_STARTED_HEAD_BYTES;
   const entries = new Set<number>();
   const nested = new Set<string>();
-  if (!existsSync(paths.journals)) return { entries, nested };
+  const unknown = new Set<string>();
+  if (!existsSync(paths.journals)) return { entries, nested, unknown };
   const files = new Set(readdirSync(paths.journals));
   const lined = new Set<string>();
   const lastLines = new Map<number, Pick<ResultLine, 'attempt'>>();
@@ -914,12 +934,21 @@ export function unendedAttemptIds(contents: UnendedSource): {
   }
   // The others without a line, by the parent their journal names.
   const parents = new Map<string, string>();
+  const prefix = plan.idPrefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  // A judge's journal (`<entry's agent id>-judge-...`) names no parent: no agent of the run.
+  const judge = new RegExp(`^${prefix}-\\d+(?:-r\\d+)?-judge-`);
   for (const file of files) {
-    if (parents.size >= MAX_ADOPTION_SCAN_JOURNALS) break;
     const agentId = file.endsWith('.jsonl') ? file.slice(0, -'.jsonl'.length) : undefined;
-    if (agentId === undefined || lined.has(agentId) || attempts.has(agentId)) continue;
-    const head = readStartedHead(join(paths.journals, file), MAX_STARTED_HEAD_BYTES);
-    if (head !== undefined && head !== 'too_long' && head.agentId === agentId && head.parentId !== undefined)
+    if (agentId === undefined || lined.has(agentId) || attempts.has(agentId) || judge.test(agentId)) continue;
+    // Not read (past the count bound) or not readable for its ids (past the head bound): whether
+    // it is an agent of the run is not known, and it is counted as such, never dropped silently.
+    if (parents.size >= MAX_ADOPTION_SCAN_JOURNALS) {
+      unknown.add(agentId);
+      continue;
+    }
+    const head = readStartedHead(join(paths.journals, file), maxHeadBytes);
+    if (head === 'too_long') unknown.add(agentId);
+    else if (head !== undefined && head.agentId === agentId && head.parentId !== undefined)
       parents.set(agentId, head.parentId);
   }
   for (let found = true; found; ) {
@@ -932,7 +961,7 @@ export function unendedAttemptIds(contents: UnendedSource): {
       found = true;
     }
   }
-  return { entries, nested };
+  return { entries, nested, unknown };
 }
 
 /** An agent whose journal is damaged, and where that journal is. */
