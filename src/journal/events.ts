@@ -43,6 +43,13 @@ export interface Started {
    */
   readonly spawnCallId?: string;
   /**
+   * In a retry's journal (a fork, src/journal/fork.ts): the attempts it continues, newest first,
+   * the one it was forked from and then that one's own `forkedFrom`. The children an earlier attempt
+   * spawned name that attempt as their parent, so a resumed retry searches under each of these ids
+   * (absent in a first attempt's journal, and in forks written before it was recorded).
+   */
+  readonly forkedFrom?: readonly string[];
+  /**
    * The definition as run, pinned: a resumed or restarted agent runs this text (or content), never
    * the file as it is by then. `hash` is `definitionHash` of the definition.
    */

@@ -30,13 +30,29 @@ export function startsAsForkOf(
   return first !== undefined && from !== undefined && first.ts === from.ts && first.type === from.type;
 }
 
-/** The events of `events` to carry into a fork, as inputs of agent `agentId` (with their `ts`). */
-export function forkedInputs(events: readonly AuditEvent[], agentId: string): AuditEventInput[] {
+/**
+ * The events of `events` to carry into a fork, as inputs of agent `agentId` (with their `ts`).
+ * With `from` (the id of the agent whose journal `events` is), the copied `Started` records it
+ * first in its `forkedFrom`, before the attempts that journal was itself forked from: every earlier
+ * attempt's id stays known to the last retry, whatever supervisor ran the ones between.
+ */
+export function forkedInputs(
+  events: readonly AuditEvent[],
+  agentId: string,
+  from?: string,
+): AuditEventInput[] {
   const kept = events.slice(0, forkedLength(events));
   return kept.map((event) => {
     const { seq: _seq, prev: _prev, hash: _hash, ...body } = event;
-    return { ...body, agentId } as AuditEventInput;
+    if (body.type !== 'Started' || from === undefined) return { ...body, agentId } as AuditEventInput;
+    const earlier = (body.forkedFrom ?? []).filter((id) => id !== from);
+    return { ...body, agentId, forkedFrom: [from, ...earlier] } as AuditEventInput;
   });
+}
+
+/** The attempts a journal whose first event is `first` was forked from, newest first (see {@link forkedInputs}). */
+export function forkOrigins(first: AuditEvent | undefined): readonly string[] {
+  return first?.type === 'Started' ? (first.forkedFrom ?? []) : [];
 }
 
 /** Appends `inputs` to `sink`; each keeps its `ts`. */

@@ -31,7 +31,7 @@ import { join } from 'node:path';
 import { MAX_ADOPTION_SCAN_BYTES, MAX_STARTED_HEAD_BYTES } from '../constants.ts';
 import { type ChildStart, childStartOf } from '../engines/engine.ts';
 import type { AuditEvent, EventOf } from '../journal/events.ts';
-import { forkedInputs, forkedTotals, startsAsForkOf } from '../journal/fork.ts';
+import { forkedInputs, forkedTotals, forkOrigins, startsAsForkOf } from '../journal/fork.ts';
 import { readFirstEvent, readJournal } from '../journal/reader.ts';
 import { resumeState } from '../journal/resume.ts';
 import { readStartedHead, type StartedHead } from '../journal/started-head.ts';
@@ -166,6 +166,11 @@ export function planResume(
   for (const item of work) {
     if (item.resume) running.add(item.agentId);
     if (item.retryOf !== undefined) running.add(item.retryOf);
+    // A retry's adoption searches under every attempt its journal continues (Started.forkedFrom):
+    // their children are left to it too, not ended as orphans of an attempt that does not run.
+    const continued = item.resume ? item.agentId : item.retryOf;
+    if (continued !== undefined)
+      for (const id of forkOriginsOf(journalFile(paths, continued))) running.add(id);
   }
   const nested = nestedAgents(plan, paths, files, results, running, resumed);
   recovered.push(...nested.lines);
@@ -370,6 +375,15 @@ function withInherited(line: ResultLine, events: readonly AuditEvent[], earlier:
   const forked = forkedTotals(forkedInputs(from, line.agentId));
   if (forked.requests === 0) return line;
   return { ...line, inherited: { usage: forked.usage, costUsd: knownCost(forked) } };
+}
+
+/** The attempts the journal at `path` was forked from (`Started.forkedFrom`); none when unreadable. */
+function forkOriginsOf(path: string): readonly string[] {
+  try {
+    return existsSync(path) ? forkOrigins(readFirstEvent(path, MAX_ADOPTION_SCAN_BYTES)) : [];
+  } catch {
+    return [];
+  }
 }
 
 /**

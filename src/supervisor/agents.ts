@@ -21,6 +21,7 @@ import { createEngine } from '../engines/create-engine.ts';
 import type { ChildStart, Engine, EngineHost } from '../engines/engine.ts';
 import { describeValue, type SerializedError, serializeError, UserError } from '../errors.ts';
 import { type AuditEvent, isTerminal } from '../journal/events.ts';
+import { forkOrigins } from '../journal/fork.ts';
 import { knownCost } from '../journal/usage.ts';
 import {
   cancelledError,
@@ -519,7 +520,7 @@ export class Agents {
     const events = await this.engine.journal(record.id);
     const parent = parentJournal(events);
     const at = { id: record.id, depth: record.spec.depth };
-    const namedAs = this.#namedAs(record);
+    const namedAs = this.#namedAs(record, events);
     if (parent === undefined) {
       // It had ended: it only reports its outcome, and its unfinished descendants are orphans.
       if (events.some(isTerminal)) {
@@ -575,14 +576,17 @@ export class Agents {
   }
 
   /**
-   * The ids the children of resumed `record` name as their parent: its own, and for a retry the
-   * attempt its journal is a fork of (`retryOf`), and that one's, as far as this supervisor knows
-   * them (a retry of a retry it ran). The children an earlier attempt started name it, not the
-   * retry: a `spawn_agent` call that attempt ended before answering is copied into the fork, cut
-   * off, and its child is found only under the attempt's id.
+   * The ids the children of resumed `record` (whose journal is `events`) name as their parent: its
+   * own, and for a retry every attempt its journal was forked from: those its `Started.forkedFrom`
+   * records (whatever supervisor ran them, {@link forkedInputs}), then `retryOf` and that one's, as
+   * far as this supervisor knows them (for a fork written before `forkedFrom` was). The children an
+   * earlier attempt started name it, not the retry: a `spawn_agent` call that attempt ended before
+   * answering is copied into each later fork, cut off, and its child is found only under that
+   * attempt's id.
    */
-  #namedAs(record: AgentRecord): string[] {
+  #namedAs(record: AgentRecord, events: readonly AuditEvent[]): string[] {
     const ids = [record.id];
+    for (const from of forkOrigins(events[0])) if (!ids.includes(from)) ids.push(from);
     for (let from = record.retryOf; from !== undefined && !ids.includes(from); ) {
       ids.push(from);
       const known = this.records.get(from);

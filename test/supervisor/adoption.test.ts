@@ -586,6 +586,49 @@ describe('a retry of a parent, resumed in a new supervisor', () => {
     ).toMatchObject({ ok: true, data: { agentId: second } });
     expect(terminals(eventsOf(journalDir, second))).toMatchObject([{ type: 'Completed' }]);
   });
+
+  it('a retry of a retry, in a third supervisor, finds the child that names the first attempt', async () => {
+    const journalDir = tempDir();
+    const { definition, parentId, first, second } = await finishedRun(journalDir);
+    const cutOff =
+      eventsOf(journalDir, parentId).filter(
+        (e): e is EventOf<'ToolCall'> => e.type === 'ToolCall' && e.name === 'spawn_agent',
+      )[1]?.callId ?? '';
+    // Session 1: the first attempt failed between its second spawn_agent call (whose child had
+    // started, naming it) and the call's result (its end does not matter here).
+    cutAfter(journalOf(journalDir, parentId), (e) => e.type === 'ToolCall' && e.callId === cutOff);
+    cutAfter(journalOf(journalDir, second), (e) => e.type === 'Started');
+    // Session 2: its retry forked its journal, as an engine forks one (recording where from), and
+    // failed too before it answered the copied call.
+    const secondAttempt = `${parentId}-r2`;
+    const writer = JournalWriter.open(journalOf(journalDir, secondAttempt));
+    writeFork(writer, forkedInputs(eventsOf(journalDir, parentId), secondAttempt, parentId));
+    writer.close();
+
+    // Session 3: a new supervisor retries the second attempt; it never ran the first.
+    const thirdAttempt = `${parentId}-r3`;
+    const outcome = await supervisorFor(journalDir).spawn(definition, {
+      id: thirdAttempt,
+      task: SPLIT,
+      retryOf: secondAttempt,
+    }).result;
+
+    expect(eventsOf(journalDir, thirdAttempt)[0]).toMatchObject({
+      type: 'Started',
+      forkedFrom: [secondAttempt, parentId],
+    });
+    // Without the fix the search looked under the third and second attempts' ids only: the call
+    // came back interrupted, the model spawned a third worker, and this one was never reached.
+    expect(outcome).toMatchObject({
+      status: 'completed',
+      result: { awaited: [`${first}:completed`, `${second}:completed`].sort() },
+    });
+    expect(readdirSync(journalDir)).toHaveLength(5);
+    expect(
+      eventsOf(journalDir, thirdAttempt).find((e) => e.type === 'ToolResult' && e.callId === cutOff),
+    ).toMatchObject({ ok: true, data: { agentId: second } });
+    expect(terminals(eventsOf(journalDir, second))).toMatchObject([{ type: 'Completed' }]);
+  });
 });
 
 describe('a parent resumed in a new supervisor, with instructions on their way', () => {

@@ -546,7 +546,7 @@ export class RedisEngine implements Engine {
     await this.start();
     const { redis } = this.#connected();
     const target = this.#keys.journal(to);
-    const inputs = forkedInputs(await readRedisJournal(redis, this.#keys.journal(from)), to);
+    const inputs = forkedInputs(await readRedisJournal(redis, this.#keys.journal(from)), to, from);
     const totals = forkedTotals(inputs);
     if (inputs.length === 0 || (await redis.exists(target)) > 0) return totals;
     // Written under a draft key, then renamed: a fork cut off half way leaves no journal.

@@ -339,7 +339,7 @@ export class ThreadEngine implements Engine {
 
   async forkJournal(from: string, to: string): Promise<UsageTotals> {
     const target = this.#journalFile(to);
-    const inputs = forkedInputs(await this.journal(from), to);
+    const inputs = forkedInputs(await this.journal(from), to, from);
     const totals = forkedTotals(inputs);
     if (inputs.length === 0 || (existsSync(target) && statSync(target).size > 0)) return totals;
     const draft = `${target}.fork`;
