@@ -111,7 +111,7 @@ export async function demo(flags: DemoFlags, io: CliIO): Promise<number> {
   );
   if (flags.json !== true) {
     const contents = readRunDir(root);
-    io.stdout(`\n${reportText(contents, buildTimeline(contents), outputColumns())}`);
+    io.stdout(`\n${reportText(contents, buildTimeline(contents, { spans: false }), outputColumns())}`);
   }
   return exitCode;
 }

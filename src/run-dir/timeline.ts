@@ -182,6 +182,13 @@ export interface TimelineOptions {
    */
   readonly wholeTasks?: boolean;
   /**
+   * Keep each agent's spans, markers and round starts, which only the HTML report's timeline draws.
+   * `false` (the terminal and JSON reports): every agent's are empty, so a report of 100,000 agents
+   * does not hold a span object, label and detail string for each of their model requests and tool
+   * calls. @default true
+   */
+  readonly spans?: boolean;
+  /**
    * Build the timeline of one agent only (`troupe show RUN_DIR AGENT`): called with every agent the
    * run directory names without opening a journal (its result lines, plan entries, attempts with a
    * journal and no line, and journal files, as spawned agents), ordered by plan index then attempt;
@@ -248,15 +255,21 @@ function shifted(
   transcriptOf: (agentId: string) => Transcript | undefined,
 ): ReportAgent {
   let transcript: Transcript | undefined | null = journal ? null : undefined;
+  // The getter holds the id only: holding `row` kept every agent's row alive beside its copy.
+  const { agentId } = row;
   return {
     ...row,
     ...(row.start === undefined ? {} : { start: row.start - origin }),
     ...(row.end === undefined ? {} : { end: row.end - origin }),
-    spans: row.spans.map((span) => ({ ...span, start: span.start - origin, end: span.end - origin })),
-    markers: row.markers.map((marker) => ({ ...marker, at: marker.at - origin })),
-    roundStarts: row.roundStarts.map((at) => at - origin),
+    spans:
+      row.spans.length === 0
+        ? NONE
+        : row.spans.map((span) => ({ ...span, start: span.start - origin, end: span.end - origin })),
+    markers:
+      row.markers.length === 0 ? NONE : row.markers.map((marker) => ({ ...marker, at: marker.at - origin })),
+    roundStarts: row.roundStarts.length === 0 ? NONE : row.roundStarts.map((at) => at - origin),
     get transcript() {
-      if (transcript === null) transcript = transcriptOf(row.agentId);
+      if (transcript === null) transcript = transcriptOf(agentId);
       return transcript;
     },
   };
@@ -454,6 +467,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       hosts.get(agentId) ?? [],
       damages.get(agentId),
       forks.get(agentId),
+      options.spans !== false,
     );
     rows.push({ ...row, journal: transcript !== undefined });
     if (only !== undefined) continue;
@@ -624,6 +638,7 @@ function reportAgent(
   hostIds: readonly number[],
   damage: string | undefined,
   fork?: Fork,
+  drawn = true,
 ): ReportAgent {
   const { line } = entry;
   const spans: Span[] = [];
@@ -633,12 +648,12 @@ function reportAgent(
   // of the attempt it continues); nothing of its own yet, it starts where they end.
   const ownFrom = fork === undefined ? undefined : (fork.ownFrom ?? transcript?.lastAt);
   const startedAt = ownFrom ?? transcript?.startedAt;
-  const roundStarts = (transcript?.rounds ?? [])
+  const roundStarts = (drawn ? (transcript?.rounds ?? []) : [])
     .filter((round) => ownFrom === undefined || round.at >= ownFrom)
     .map((round) => round.at - origin);
   const start = startedAt === undefined ? undefined : startedAt - origin;
   const end = transcript?.lastAt === undefined ? undefined : transcript.lastAt - origin;
-  if (transcript !== undefined && end !== undefined) {
+  if (drawn && transcript !== undefined && end !== undefined) {
     let lastAt = transcript.startedAt ?? origin;
     for (const item of transcriptEntries(transcript)) {
       const at = item.at - origin;
@@ -785,6 +800,9 @@ function outcomeLine(outcome: NonNullable<Transcript['outcome']>): string {
 }
 
 const OUTCOME_KEPT_CHARS = 4 * LINE_EXCERPT_CHARS;
+
+/** The spans, markers or round starts of a row that has none: one array for every such row. */
+const NONE: readonly never[] = Object.freeze([]);
 
 const ZERO: Usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
 
