@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { terminalJson } from '../run-dir/format.ts';
 import { journalPage, renderHtmlReport, runPage } from '../run-dir/html-report.ts';
 import { displayPath } from '../run-dir/plan-problems.ts';
-import { journalReportText, reportText, runSummaryOf } from '../run-dir/report-text.ts';
+import { journalReportText, runSummaryOf, writeReportText } from '../run-dir/report-text.ts';
 import { journalFile, readRunDirForReport } from '../run-dir/run-dir.ts';
 import { buildTimeline, damagedJournals } from '../run-dir/timeline.ts';
 import { COMMAND_HELP } from './commands.ts';
@@ -52,7 +52,7 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
         return;
       }
       const contents = readRunDirForReport(target);
-      const timeline = buildTimeline(contents, { inputs: html !== undefined });
+      const timeline = buildTimeline(contents, { inputs: html !== undefined, spans: html !== undefined });
       const damaged = damagedJournals(timeline, (agentId) =>
         displayPath(journalFile(contents.paths, agentId), process.cwd()),
       );
@@ -78,6 +78,7 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
         );
         return;
       }
-      if (html === undefined) io.stdout(reportText(contents, timeline, outputColumns()));
+      // Written as built, a chunk of whole lines at a time, not held as one string (100,000 rows).
+      if (html === undefined) writeReportText(contents, timeline, io.stdout, outputColumns());
     });
 }

@@ -2,11 +2,11 @@
 import { approvalsReportText, readApprovals } from './approvals.ts';
 import { LINE_EXCERPT_CHARS } from './constants.ts';
 import { closingText } from './execute.ts';
-import { excerpt, formatCost, formatDuration, formatTokenCount, shortId, table } from './format.ts';
+import { excerpt, formatCost, formatDuration, formatTokenCount, shortId } from './format.ts';
 import { outcomeText } from './results.ts';
 import type { RunDirContents, RunDirState } from './run-dir.ts';
 import { type RunSummary, recordedSessions, summarize } from './summary.ts';
-import { fitWidth, tableWidth, wrapWidth } from './text-width.ts';
+import { displayWidth, fitWidth, padWidth, tableWidth, wrapWidth } from './text-width.ts';
 import {
   countedAgents,
   ownFigures,
@@ -51,6 +51,29 @@ export function reportText(
   columns = 120,
   closing = true,
 ): string {
+  const chunks: string[] = [];
+  writeReportText(contents, timeline, (chunk) => chunks.push(chunk), columns, closing);
+  return chunks.join('');
+}
+
+/**
+ * Rows of the agent table handed to `write` at a time by {@link writeReportText}: every chunk is
+ * whole lines.
+ */
+export const REPORT_ROWS_PER_CHUNK = 1000;
+
+/**
+ * {@link reportText} handed to `write` as it is built, in chunks of whole lines (the header, every
+ * REPORT_ROWS_PER_CHUNK rows of the table, the closing): the report of 100,000 agents held each
+ * row's cells, its line and the whole text at once. The chunks joined are `reportText`'s string.
+ */
+export function writeReportText(
+  contents: RunDirContents,
+  timeline: Timeline,
+  write: (chunk: string) => void,
+  columns = 120,
+  closing = true,
+): void {
   const { plan } = contents;
   const summary = runSummaryOf(contents, timeline);
   const width = tableWidth(columns);
@@ -58,6 +81,8 @@ export function reportText(
     `run ${plan.runId}${plan.name ? ` (${plan.name})` : ''}: provider ${plan.provider.name}${summary.model ? `, model ${summary.model}` : ''}${plan.provider.simulated ? ' [simulated model]' : ''}`,
     `created ${plan.createdAt}${plan.planFile ? ` from ${plan.planFile}` : ''}; sessions: ${summary.sessions.map((s) => `${s.kind}${s.interrupted ? ' (interrupted)' : ''}`).join(', ') || 'none recorded'}`,
   ].flatMap((line) => wrapWidth(line, width));
+  write(`${[...header, ''].join('\n')}\n`);
+  writeAgentTable(timeline, width, write);
   const approvals = readApprovals(contents.paths.root);
   const decisions = approvalsReportText(approvals, width);
   // The totals are summary.json's: result lines. What attempts with none yet used is said apart.
@@ -69,7 +94,9 @@ export function reportText(
           width,
         )
       : [];
-  return `${[...header, '', ...agentTable(timeline, width), '', ...decisions, ...apart].join('\n')}${apart.length > 0 ? '\n' : ''}\n${closing ? closingText(summary, contents.paths.root, approvals, plan.provider.source, width) : ''}`;
+  write(
+    `${['', ...decisions, ...apart].join('\n')}${apart.length > 0 ? '\n' : ''}\n${closing ? closingText(summary, contents.paths.root, approvals, plan.provider.source, width) : ''}`,
+  );
 }
 
 /** `troupe report JOURNAL`: the agent's row, then where to read more. */
@@ -87,28 +114,60 @@ export function journalReportText(file: string, timeline: Timeline, columns = 12
     `HTML: troupe report ${file} --html report.html`,
     '',
   ];
-  return `${[...header, '', ...agentTable(timeline, width), ...hint].join('\n')}`;
+  const chunks: string[] = [];
+  writeAgentTable(timeline, width, (chunk) => chunks.push(chunk));
+  return `${[...header, ''].join('\n')}\n${chunks.join('')}${hint.join('\n')}`;
 }
 
-function agentTable(timeline: Timeline, width: number): string[] {
-  const rows = [
-    ['#', 'AGENT ID', 'DEFINITION', 'STATUS', 'ROUNDS', 'IN', 'OUT', 'COST', 'TIME', 'RESULT'],
-    ...timeline.agents.map((agent) => [
-      // `↳` marks an agent spawned by an agent; one journal's own agent (troupe run) is neither.
-      agent.index !== null ? String(agent.index) : agent.parentId !== null ? '↳' : '-',
-      shortId(agent.agentId),
-      agent.agent,
-      agent.reason ? `${agent.status} (${agent.reason})` : agent.status,
-      roundsText(agent),
-      formatTokenCount(agent.usage.inputTokens, agent.usage.estimated),
-      formatTokenCount(agent.usage.outputTokens, agent.usage.estimated),
-      formatCost(agent.costUsd),
-      agent.start !== undefined && agent.end !== undefined ? formatDuration(agent.end - agent.start) : '-',
-      // Without a line, its journal's outcome as its row kept it: no transcript is built for it.
-      excerpt(agent.result ? outcomeText(agent.result) : (agent.outcomeExcerpt ?? ''), LINE_EXCERPT_CHARS),
-    ]),
+const TABLE_HEAD = ['#', 'AGENT ID', 'DEFINITION', 'STATUS', 'ROUNDS', 'IN', 'OUT', 'COST', 'TIME', 'RESULT'];
+
+/**
+ * The agent table (format.ts's `table`), each line ending in a newline, handed to `write` every
+ * REPORT_ROWS_PER_CHUNK rows: the column widths are measured first, a row's cells built and let go
+ * at a time, then each row is built again as it is written.
+ */
+function writeAgentTable(timeline: Timeline, width: number, write: (chunk: string) => void): void {
+  const widths = TABLE_HEAD.map((cell) => displayWidth(cell));
+  for (const agent of timeline.agents)
+    agentCells(agent).forEach((cell, column) => {
+      widths[column] = Math.max(widths[column] ?? 0, displayWidth(cell));
+    });
+  const line = (row: readonly string[]): string =>
+    fitWidth(
+      row
+        .map((cell, column) => (column === row.length - 1 ? cell : padWidth(cell, widths[column] ?? 0)))
+        .join('  ')
+        .trimEnd(),
+      width,
+    );
+  let chunk = `${line(TABLE_HEAD)}\n`;
+  let rows = 0;
+  for (const agent of timeline.agents) {
+    chunk += `${line(agentCells(agent))}\n`;
+    rows += 1;
+    if (rows % REPORT_ROWS_PER_CHUNK === 0) {
+      write(chunk);
+      chunk = '';
+    }
+  }
+  if (chunk !== '') write(chunk);
+}
+
+function agentCells(agent: ReportAgent): string[] {
+  return [
+    // `↳` marks an agent spawned by an agent; one journal's own agent (troupe run) is neither.
+    agent.index !== null ? String(agent.index) : agent.parentId !== null ? '↳' : '-',
+    shortId(agent.agentId),
+    agent.agent,
+    agent.reason ? `${agent.status} (${agent.reason})` : agent.status,
+    roundsText(agent),
+    formatTokenCount(agent.usage.inputTokens, agent.usage.estimated),
+    formatTokenCount(agent.usage.outputTokens, agent.usage.estimated),
+    formatCost(agent.costUsd),
+    agent.start !== undefined && agent.end !== undefined ? formatDuration(agent.end - agent.start) : '-',
+    // Without a line, its journal's outcome as its row kept it: no transcript is built for it.
+    excerpt(agent.result ? outcomeText(agent.result) : (agent.outcomeExcerpt ?? ''), LINE_EXCERPT_CHARS),
   ];
-  return table(rows).map((line) => fitWidth(line, width));
 }
 
 /** Its rounds, and how many a retry inherited with its journal: `2 (1 inherited)`. */

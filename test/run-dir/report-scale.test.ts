@@ -6,15 +6,16 @@
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.ts';
 import { loadPlan } from '../../src/run-dir/plan.ts';
 import { chooseProvider } from '../../src/run-dir/provider-choice.ts';
-import { reportText } from '../../src/run-dir/report-text.ts';
+import { REPORT_ROWS_PER_CHUNK, reportText } from '../../src/run-dir/report-text.ts';
 import { REPORT_RESULT_CHARS } from '../../src/run-dir/results.ts';
 import { RunDirWriter, readRunDir, readRunDirForReport } from '../../src/run-dir/run-dir.ts';
 import { agentIdFor, resolveRunPlan } from '../../src/run-dir/run-plan.ts';
 import { FanoutSession } from '../../src/run-dir/session.ts';
 import { buildTimeline } from '../../src/run-dir/timeline.ts';
-import { tempDir } from './helpers.ts';
+import { captureIO, tempDir } from './helpers.ts';
 
 let dir: string;
 let cleanup: () => void;
@@ -108,5 +109,60 @@ describe('the report of a run with long results', () => {
     const whole = readRunDir(copy);
     expect(rows(slim)).toEqual(rows(whole));
     expect(rows(slim).join('\n')).toContain('2 word word');
+  });
+});
+
+describe('the terminal report of a large run', () => {
+  it("keeps no agent's spans, markers or round starts: only the HTML timeline draws them", () => {
+    const copy = path.join(dir, 'run-spans');
+    cpSync(root, copy, { recursive: true });
+    writeFileSync(path.join(copy, 'results.jsonl'), lines);
+    const contents = readRunDir(copy);
+    const drawn = buildTimeline(contents);
+    expect(drawn.agents.some((agent) => agent.spans.length > 0 && agent.roundStarts.length > 0)).toBe(true);
+    const bare = buildTimeline(contents, { spans: false });
+    expect(bare.agents).toHaveLength(drawn.agents.length);
+    for (const agent of bare.agents) {
+      expect(agent.spans).toHaveLength(0);
+      expect(agent.markers).toHaveLength(0);
+      expect(agent.roundStarts).toHaveLength(0);
+    }
+    // The table is the same without them.
+    expect(reportText(contents, bare, 400)).toBe(reportText(contents, drawn, 400));
+  });
+
+  it('is written a chunk of whole lines at a time, not held as one string', async () => {
+    const copy = path.join(dir, 'run-many');
+    cpSync(root, copy, { recursive: true });
+    // The three lines, then as many again as fill three chunks of rows (lines without a plan entry).
+    const first = JSON.parse(lines.trimEnd().split('\n')[0] ?? '') as Record<string, unknown>;
+    const prefix = readRunDir(copy).plan.idPrefix;
+    const more = Array.from({ length: 3 * REPORT_ROWS_PER_CHUNK }, (_, i) =>
+      JSON.stringify({ ...first, index: null, agentId: `${prefix}-x${i}`, label: `x${i}` }),
+    );
+    writeFileSync(path.join(copy, 'results.jsonl'), `${lines}${more.join('\n')}\n`);
+    const io = captureIO();
+    const chunks: string[] = [];
+    const write = io.stdout;
+    expect(
+      await main(['report', copy], {
+        ...io,
+        stdout: (text) => {
+          chunks.push(text);
+          write(text);
+        },
+      }),
+      io.err(),
+    ).toBe(0);
+    expect(chunks.length).toBeGreaterThan(3);
+    for (const chunk of chunks) {
+      expect(chunk.endsWith('\n')).toBe(true);
+      expect(chunk.split('\n').length).toBeLessThanOrEqual(REPORT_ROWS_PER_CHUNK + 20);
+    }
+    const text = io.out();
+    expect(text.split('\n').filter((row) => row.includes(`${prefix}-x`))).toHaveLength(
+      3 * REPORT_ROWS_PER_CHUNK,
+    );
+    expect(text).toContain('finished:');
   });
 });
