@@ -128,6 +128,7 @@ export interface ReportAgent {
    */
   readonly start?: number;
   readonly end?: number;
+  /** Its timeline's spans; these, `markers` and `roundStarts` are empty with `TimelineOptions.spans: false`. */
   readonly spans: readonly Span[];
   readonly markers: readonly Marker[];
   /** Round starts (ms offsets). */
