@@ -248,8 +248,9 @@ export interface Engine {
    * in a new supervisor looks for when its journal shows a `spawn_agent` call cut off (the child's
    * id is only in the child's journal). Reads the first line of at most `bounds.maxJournals`
    * journals (see {@link JournalScanBounds.maxJournals}): parsed whole up to `bounds.maxBytes`, a
-   * longer one scanned for its ids only up to `bounds.maxHeadBytes`; says which it did not examine. Absent on an engine that cannot list its
-   * journals: such a call is then recorded as interrupted.
+   * longer one scanned for its ids only up to `bounds.maxHeadBytes`; says which it did not
+   * examine. Absent on an engine that cannot list its journals: such a call is then recorded as
+   * interrupted.
    */
   childStarts?(parentId: string, bounds: JournalScanBounds): Promise<ChildStarts>;
   /** Memory of every thread this engine runs in this process (none for redis). */

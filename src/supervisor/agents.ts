@@ -1127,7 +1127,6 @@ export class Agents {
   }
 }
 
-/** UserError `instruction_too_large` when `text` is over {@link MAX_INSTRUCTION_BYTES}, else undefined. */
 /** What one resume's adoption has read: its journal budget, and the journals its searches left unread. */
 interface AdoptionScan {
   /** Journals of children it may still read (`MAX_ADOPTION_SCAN_JOURNALS` at first). */
@@ -1136,6 +1135,7 @@ interface AdoptionScan {
   readonly notExamined: Set<string>;
 }
 
+/** UserError `instruction_too_large` when `text` is over {@link MAX_INSTRUCTION_BYTES}, else undefined. */
 function instructionTooLarge(agentId: string, text: string): UserError | undefined {
   // A string of n UTF-16 units is at most 3n UTF-8 bytes: most never need counting.
   if (typeof text !== 'string' || text.length * 3 <= MAX_INSTRUCTION_BYTES) return undefined;
