@@ -46,9 +46,11 @@ export interface JournalScanBounds {
   readonly maxHeadBytes: number;
   /**
    * Shared by the searches of one resume (any object, compared by identity): the redis engine lists
-   * its queue's journal keys once per `search`, by the first search given it, so a resume searching
-   * under each finished descendant lists them once, not once per descendant; searches of different
-   * resumes made while a listing runs share the next one (src/engines/redis/child-index.ts).
+   * its queue's journal streams once per `search`, by the first search given it, so a resume
+   * searching under each finished descendant lists them once, not once per descendant; searches of
+   * different resumes made while a listing runs share the next one. A listing reads the queue's
+   * registry of journal streams for those created since the last (the engine's first also SCANs
+   * the keyspace, for streams of earlier versions; src/engines/redis/child-index.ts).
    * Absent: listed again. The thread engine ignores it (it reads its directory's listing on each
    * search, locally).
    */

@@ -7,18 +7,26 @@
  * (`JournalScanBounds.maxJournals`) counts only the streams naming that parent: a child late in a
  * run of more than that many agents is still found.
  *
- * Listing the queue's journal keys (names only) is a SCAN of the whole keyspace: one round trip per
- * `SCAN_COUNT` (1,000) keys of the database, whatever their queue. A search lists them once per
- * `JournalScanBounds.search` (once per resumed agent's adoption, not once per search under each of
- * its finished descendants; a search without one lists them each time), and needs a listing begun
- * after that search's first call, so it sees every stream that existed then. Listings are shared:
- * at most one runs per engine at a time, and every search that needs one while it runs waits for
- * the single listing begun when it ends. So K resumed agents adopted together (a program's spawns
- * with `resume: true`, a fan-out's resumed entries running at once) list the keys at most twice,
- * not K times; adoptions one after another list once each.
+ * Listing the queue's journal streams reads its registry (journal-registry.ts, keys.ts `journals`):
+ * the entries numbered past the last one this index saw, new streams only, a page of
+ * `REGISTRY_PAGE` (1,000) per round trip. Streams written by earlier versions are not registered,
+ * so the first listing of an engine (and one that finds the registry's counter behind what it
+ * saw: the registry was deleted) also lists the keys with a SCAN of the whole keyspace, one round
+ * trip per `SCAN_COUNT` (1,000) keys of the database, whatever their queue; the registry is then
+ * read from the number its counter held before that SCAN began, so a stream created meanwhile is
+ * not missed. A stream an earlier version's worker creates after that is not seen by this engine.
  *
- * A stream with no entry yet is read again by the next listing. Memory: a key per stream read, and
- * the ids of those naming a parent.
+ * A search lists the streams once per `JournalScanBounds.search` (once per resumed agent's
+ * adoption, not once per search under each of its finished descendants; a search without one
+ * lists them each time), and needs a listing begun after that search's first call, so it sees
+ * every stream that existed then. Listings are shared: at most one runs per engine at a time, and
+ * every search that needs one while it runs waits for the single listing begun when it ends. So K
+ * resumed agents adopted together list at most twice, not K times; adoptions one after another
+ * list once each, each a round trip or two for the registry, whatever the keyspace holds.
+ *
+ * A registered stream found gone (expired) is skipped; a stream the SCAN finds with no entry yet
+ * is read again by a later listing when it is registered. Memory: a key per stream read, and the
+ * ids of those naming a parent.
  */
 import type { Redis } from 'ioredis';
 import { type AuditEvent, auditEventProblem } from '../../journal/events.ts';
@@ -29,10 +37,25 @@ import { ParentHeads } from '../parent-heads.ts';
 /** Keys listed per SCAN round trip. */
 const SCAN_COUNT = 1000;
 
+/** Registry entries read per round trip. */
+const REGISTRY_PAGE = 1000;
+
+/** Where the index reads its queue's journal streams from. */
+export interface RedisJournalListing {
+  /** A SCAN pattern matching every journal stream of the queue (and no fork draft). */
+  readonly pattern: string;
+  /** The queue's registry of journal streams, and its counter (keys.ts `journals`, `journalsSeq`). */
+  readonly registry: string;
+  readonly seq: string;
+  /** The journal stream of a registry entry (an agent id). */
+  readonly keyOf: (member: string) => string;
+}
+
 export class RedisChildIndex {
   readonly #redis: Redis;
-  /** A SCAN pattern matching every journal stream of the queue (and no fork draft). */
-  readonly #pattern: string;
+  readonly #source: RedisJournalListing;
+  /** The highest registry number read, undefined before the first listing (which SCANs too). */
+  #seen: number | undefined;
   /** The heads read, by stream key (a first line longer than the head bound: too long). */
   readonly #heads = new ParentHeads();
   /** The searches (`JournalScanBounds.search`) that have listed the queue's journal keys. */
@@ -42,9 +65,9 @@ export class RedisChildIndex {
   /** The listing to begin when the running one ends, shared by the searches that wait for it. */
   #next: Promise<void> | undefined;
 
-  constructor(redis: Redis, pattern: string) {
+  constructor(redis: Redis, listing: RedisJournalListing) {
     this.#redis = redis;
-    this.#pattern = pattern;
+    this.#source = listing;
   }
 
   /**
@@ -100,22 +123,54 @@ export class RedisChildIndex {
     return listing;
   }
 
-  /** Reads the heads of the streams not read yet. */
+  /** Reads the heads of the streams not read yet: the registry's new entries, and a SCAN the first time. */
   async #refresh(maxHeadBytes: number): Promise<void> {
+    const { registry, seq, keyOf } = this.#source;
+    const numbered = Number((await this.#redis.get(seq)) ?? 0);
+    let seen = this.#seen;
+    if (seen === undefined || numbered < seen) {
+      // Streams of earlier versions are not registered; every stream numbered later is.
+      await this.#scan(maxHeadBytes);
+      seen = numbered;
+    }
+    for (;;) {
+      const page = await this.#redis.zrangebyscore(
+        registry,
+        `(${seen}`,
+        '+inf',
+        'WITHSCORES',
+        'LIMIT',
+        0,
+        REGISTRY_PAGE,
+      );
+      for (let i = 0; i + 1 < page.length; i += 2) {
+        await this.#read(keyOf(page[i] as string), maxHeadBytes);
+        seen = Math.max(seen, Number(page[i + 1]));
+      }
+      this.#seen = seen;
+      if (page.length < 2 * REGISTRY_PAGE) return;
+    }
+  }
+
+  /** Lists the queue's journal keys with SCAN (the whole keyspace) and reads the heads not read yet. */
+  async #scan(maxHeadBytes: number): Promise<void> {
     let cursor = '0';
     do {
-      const [next, keys] = await this.#redis.scan(cursor, 'MATCH', this.#pattern, 'COUNT', SCAN_COUNT);
+      const [next, keys] = await this.#redis.scan(cursor, 'MATCH', this.#source.pattern, 'COUNT', SCAN_COUNT);
       cursor = next;
-      for (const key of keys) {
-        if (this.#heads.has(key)) continue;
-        const line = await this.#firstLine(key);
-        if (line === undefined) continue;
-        // Another search may have read it meanwhile (adoptions of many resumed agents overlap):
-        // the index keeps the first head recorded.
-        const head = Buffer.byteLength(line) > maxHeadBytes ? 'too_long' : startedHeadOf(line);
-        this.#heads.add(key, head);
-      }
+      for (const key of keys) await this.#read(key, maxHeadBytes);
     } while (cursor !== '0');
+  }
+
+  /** Records the head of stream `key` unless read already or without an entry (gone, or not yet). */
+  async #read(key: string, maxHeadBytes: number): Promise<void> {
+    if (this.#heads.has(key)) return;
+    const line = await this.#firstLine(key);
+    if (line === undefined) return;
+    // Another search may have read it meanwhile (adoptions of many resumed agents overlap):
+    // the index keeps the first head recorded.
+    const head = Buffer.byteLength(line) > maxHeadBytes ? 'too_long' : startedHeadOf(line);
+    this.#heads.add(key, head);
   }
 
   /** The first line of the stream's first entry; undefined when it has none (yet). */

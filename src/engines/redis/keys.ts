@@ -39,6 +39,35 @@ export function supervisorAliveOf(requests: string): string {
   return `${requests.replace(/:requests$/, '')}:alive`;
 }
 
+/** The journal registry's keys of one queue (see {@link ScaleoutKeys.journals}). */
+export interface JournalRegistryKeys {
+  readonly registry: string;
+  readonly seq: string;
+  readonly expiring: string;
+}
+
+/** The registry keys of the queue whose keys begin `<prefix>:<queue>` (`base`). */
+function journalRegistryKeys(base: string): JournalRegistryKeys {
+  const registry = `${base}:~journals`;
+  return { registry, seq: `${registry}:seq`, expiring: `${registry}:expiring` };
+}
+
+/** `<prefix>:<queue>:agent:<agentId>:journal`, read back (a fork's draft, `...:journal:fork`, is not one). */
+const JOURNAL_KEY = /^(.+):agent:([A-Za-z0-9_.@-]{1,200}):journal$/;
+
+/**
+ * The registry a journal stream `key` is entered in as it is created, and its entry (the agent
+ * id); undefined for a key that is not an agent's journal (a fork's draft). Every writer of a
+ * journal stream derives it from the key, so a stream is registered whoever creates it.
+ */
+export function journalRegistryOf(
+  key: string,
+): (JournalRegistryKeys & { readonly member: string }) | undefined {
+  const match = JOURNAL_KEY.exec(key);
+  if (match === null) return undefined;
+  return { ...journalRegistryKeys(match[1] as string), member: match[2] as string };
+}
+
 /** Key names for one prefix and queue. */
 export class ScaleoutKeys {
   readonly prefix: string;
@@ -56,6 +85,28 @@ export class ScaleoutKeys {
   /** The agent's audit journal: a stream, entry id `<seq + 1>-0`. */
   journal(agentId: string): string {
     return this.#agent(agentId, 'journal');
+  }
+
+  /**
+   * The queue's registry of journal streams: a sorted set, agent id -> the number its stream got
+   * as it was created (from {@link journalsSeq}, so in creation order). A `~` segment: no job id
+   * (an agent id) holds one, so no BullMQ key collides. See journal-registry.ts.
+   */
+  get journals(): string {
+    return journalRegistryKeys(`${this.prefix}:${this.queue}`).registry;
+  }
+
+  /** The counter numbering the queue's journal streams as they are created ({@link journals}). */
+  get journalsSeq(): string {
+    return journalRegistryKeys(`${this.prefix}:${this.queue}`).seq;
+  }
+
+  /**
+   * Journal streams given a TTL (`retainSeconds`): a sorted set, agent id -> when it expires (ms),
+   * so their {@link journals} entries go once they have (journal-registry.ts).
+   */
+  get journalsExpiring(): string {
+    return journalRegistryKeys(`${this.prefix}:${this.queue}`).expiring;
   }
 
   /** The agent's instruction inbox: a stream, entry id `<index + 1>-0`. */

@@ -58,6 +58,7 @@ import { answerHostCall, answerToolSpan } from './host-calls.ts';
 import { Inbox } from './inbox.ts';
 import { batchJobData, jobData } from './job-data.ts';
 import { journalOutcome } from './journal-end.ts';
+import { renameJournal } from './journal-registry.ts';
 import { checkAgentId, ScaleoutKeys } from './keys.ts';
 import type { PreparedRedisOptions } from './options.ts';
 import { bullmq } from './packages.ts';
@@ -529,7 +530,12 @@ export class RedisEngine implements Engine {
       // Every journal stream of this queue (a fork's draft key ends in `:fork` and is not matched).
       const glob = (text: string): string => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
       const pattern = `${glob(this.#keys.prefix)}:${glob(this.#keys.queue)}:agent:*:journal`;
-      this.#childIndex = new RedisChildIndex(this.#connected().redis, pattern);
+      this.#childIndex = new RedisChildIndex(this.#connected().redis, {
+        pattern,
+        registry: this.#keys.journals,
+        seq: this.#keys.journalsSeq,
+        keyOf: (agentId) => this.#keys.journal(agentId),
+      });
     }
     return this.#childIndex.childStarts(parentId, bounds);
   }
@@ -555,7 +561,7 @@ export class RedisEngine implements Engine {
     const journal = new RedisJournal({ redis, key: draft });
     writeFork(journal, inputs);
     await journal.flushed();
-    await redis.renamenx(draft, target);
+    await renameJournal(redis, draft, target);
     await redis.del(draft);
     return totals;
   }

@@ -42,13 +42,16 @@ import { SystemError } from '../../errors.ts';
 import { type ChainHead, chainCanonical, EMPTY_HEAD, headAfter, withHash } from '../../journal/chain.ts';
 import { type AuditEvent, type AuditEventInput, auditEventProblem } from '../../journal/events.ts';
 import type { JournalSink } from '../../journal/sink.ts';
+import { journalRegistryOf } from './keys.ts';
 import { LuaScript } from './script.ts';
 
-// One call appends one entry to each of several journals: KEYS are (journal, fence key) pairs,
-// ARGV (fence token or '', the id the stream must end at, the new entry's id, its text, how many
-// entries the writer knows the stream holds or -1) quintuples. It answers one status per journal:
-// the stream's length once the entry is appended, 0 for a resend of an entry that already landed,
-// or an error text.
+// One call appends one entry to each of several journals: KEYS are (journal, fence key, registry,
+// registry counter) quadruples, ARGV (fence token or '', the id the stream must end at, the new
+// entry's id, its text, how many entries the writer knows the stream holds or -1, the journal's
+// registry entry or '') sextuples. It answers one status per journal: the stream's length once the
+// entry is appended, 0 for a resend of an entry that already landed, or an error text. The entry
+// that creates a stream also enters it in its queue's registry (keys.ts `journals`), numbered by
+// the counter, in the same call: whoever creates a journal registers it (journal-registry.ts).
 //
 // An append that follows on reads neither the stream's top nor its entries: the stream holds as
 // many entries as its writer knows of (XLEN, O(1)) and XADD refuses an id that is not above the
@@ -75,15 +78,15 @@ local function check(key, previous, id, text)
   if same[1] then return 'TROUPE_JOURNAL_CONFLICT another entry is already at ' .. id end
   return 'TROUPE_JOURNAL_GAP expected the journal to end at ' .. previous .. ', it ends at ' .. topId
 end
-for a = 1, #KEYS / 2 do
-  local key = KEYS[2 * a - 1]
-  local token, previous, id, text = ARGV[5 * a - 4], ARGV[5 * a - 3], ARGV[5 * a - 2], ARGV[5 * a - 1]
+for a = 1, #KEYS / 4 do
+  local key = KEYS[4 * a - 3]
+  local token, previous, id, text = ARGV[6 * a - 5], ARGV[6 * a - 4], ARGV[6 * a - 3], ARGV[6 * a - 2]
   local length = redis.call('XLEN', key)
-  local known = length == tonumber(ARGV[5 * a])
+  local known = length == tonumber(ARGV[6 * a - 1])
   local status = nil
   if not known then status = check(key, previous, id, text) end
   if status == nil then
-    local fence = KEYS[2 * a]
+    local fence = KEYS[4 * a - 2]
     if token ~= '' and locks[fence] == nil then locks[fence] = redis.call('GET', fence) end
     if token ~= '' and locks[fence] ~= token then
       status = 'TROUPE_JOURNAL_FENCED this worker no longer holds the job lock'
@@ -93,6 +96,10 @@ for a = 1, #KEYS / 2 do
       if known then status = check(key, previous, id, text) or refused else status = refused end
     else
       status = length + 1
+      local member = ARGV[6 * a]
+      if length == 0 and member ~= '' then
+        redis.call('ZADD', KEYS[4 * a - 1], redis.call('INCR', KEYS[4 * a]), member)
+      end
     end
   end
   out[a] = status
@@ -129,7 +136,7 @@ function commitTurn(): void {
   groupsToSend.clear();
 }
 
-/** One journal's entry in a group call: the script's KEYS pair and ARGV quintuple for it. */
+/** One journal's entry in a group call: the script's KEYS quadruple and ARGV sextuple for it. */
 interface GroupEntry {
   readonly journal: RedisJournal;
   readonly fenceKey: string;
@@ -201,8 +208,21 @@ class AppendGroup {
     const keys: string[] = [];
     const args: string[] = [];
     for (const entry of entries) {
-      keys.push(entry.journal.key, entry.fenceKey);
-      args.push(entry.token, entry.previous, entry.id, entry.text, String(entry.entries));
+      const registry = entry.journal.registry;
+      keys.push(
+        entry.journal.key,
+        entry.fenceKey,
+        registry?.registry ?? entry.journal.key,
+        registry?.seq ?? entry.journal.key,
+      );
+      args.push(
+        entry.token,
+        entry.previous,
+        entry.id,
+        entry.text,
+        String(entry.entries),
+        registry?.member ?? '',
+      );
     }
     APPEND.run(this.#redis, keys, args).then(
       (reply) => {
@@ -277,6 +297,8 @@ export interface RedisJournalOptions {
 export class RedisJournal implements JournalSink {
   /** The agent's journal stream. */
   readonly key: string;
+  /** The registry its stream is entered in as it is created (none for a fork's draft). */
+  readonly registry: ReturnType<typeof journalRegistryOf>;
   /** The turn's script call of this journal's connection. */
   readonly #group: AppendGroup;
   readonly #key: string;
@@ -307,6 +329,7 @@ export class RedisJournal implements JournalSink {
     this.#group = groupOf(options.redis);
     this.#key = options.key;
     this.key = options.key;
+    this.registry = journalRegistryOf(options.key);
     this.#fence = options.fence;
     this.#onFailure = options.onFailure;
     this.#now = options.now ?? (() => new Date());

@@ -742,6 +742,8 @@ return false`,
     await worker();
     expect(await ended.result).toMatchObject({ status: 'completed', result: 'x'.repeat(8_000_000) });
     expect(await running.result).toMatchObject({ status: 'completed' });
+    // The worker registered the journal it created (what a resume's search reads, not a SCAN).
+    expect(await redis.zscore(keys.journals, running.id)).not.toBeNull();
     // The supervisor read the outcome once; the worker that took the batch read none of it (an
     // HGETALL of the hash sent it a second time).
     expect((await sent()) - before).toBeLessThan(12_000_000);

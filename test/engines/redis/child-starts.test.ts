@@ -6,6 +6,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { EngineContext } from '../../../src/engines/engine.ts';
+import { ScaleoutKeys } from '../../../src/engines/redis/keys.ts';
 import { prepareRedisOptions } from '../../../src/engines/redis/options.ts';
 import { RedisEngine, type RedisEngineOptions } from '../../../src/engines/redis/redis-engine.ts';
 import { RedisJournal } from '../../../src/engines/redis/stream-journal.ts';
@@ -37,13 +38,19 @@ describe(`RedisEngine.childStarts${skipReason}`, { skip: redisServerPath === und
   });
 
   /** A journal stream holding only a Started event for `agentId`, spawned by `parentId` when given. */
-  async function writeStarted(queue: string, agentId: string, parentId?: string, spawnCallId?: string) {
+  async function writeStarted(
+    queue: string,
+    agentId: string,
+    parentId?: string,
+    spawnCallId?: string,
+    client: Redis = redis,
+  ) {
     const memory = new MemoryJournal();
     new FakeAgent(memory).start();
     const [started] = memory.events;
     if (started?.type !== 'Started') throw new Error('FakeAgent wrote no Started event');
     const { seq: _seq, ts: _ts, prev: _prev, hash: _hash, ...body } = started;
-    const journal = new RedisJournal({ redis, key: `${PREFIX}:${queue}:agent:${agentId}:journal` });
+    const journal = new RedisJournal({ redis: client, key: `${PREFIX}:${queue}:agent:${agentId}:journal` });
     journal.append({
       ...body,
       agentId,
@@ -120,8 +127,66 @@ describe(`RedisEngine.childStarts${skipReason}`, { skip: redisServerPath === und
     // Another resume lists the keys again, and finds the stream written since.
     const later = await engine.childStarts('q', { ...bounds, search: {} });
     expect(later.starts.map((start) => start.agentId)).toEqual(['late']);
-    // Without the token each search listed every key again (three SCANs here).
+    // Without the token each search listed every key again (three SCANs here); with it, the
+    // second resume SCANned again (two); now it reads the registry (one, the engine's first).
+    expect((await scans()) - before).toBe(1);
+  });
+
+  it('lists the keys with SCAN once per engine: resumes one after another read the registry', async () => {
+    const queue = uniqueName('child-starts');
+    await writeStarted(queue, 'root-child', 'root', 'call-root');
+    const engine = engineOn(queue);
+    await engine.start();
+    const other = new Redis(server.url);
+    const before = await scans();
+    try {
+      for (let i = 0; i < 10; i += 1) {
+        // Written by another client (a worker) after the previous resume's listing.
+        await writeStarted(queue, `s-${i}-child`, `s-${i}`, `call-${i}`, other);
+        const found = await engine.childStarts(`s-${i}`, { ...bounds, search: {} });
+        expect(found.starts.map((start) => start.agentId)).toEqual([`s-${i}-child`]);
+      }
+      expect((await engine.childStarts('root', { ...bounds, search: {} })).starts).toHaveLength(1);
+    } finally {
+      other.disconnect();
+    }
+    // Before, each resume SCANned the whole keyspace (eleven SCANs here).
+    expect((await scans()) - before).toBe(1);
+  });
+
+  it('finds the streams of earlier versions (not registered) by its first SCAN, and SCANs again when the registry is deleted', async () => {
+    const queue = uniqueName('child-starts');
+    const keys = new ScaleoutKeys(PREFIX, queue);
+    await writeStarted(queue, 'old-child', 'p', 'call-old');
+    // As an earlier version left it: no registry.
+    await redis.del(keys.journals, keys.journalsSeq);
+    await writeStarted(queue, 'new-child', 'p', 'call-new');
+    const engine = engineOn(queue);
+    await engine.start();
+    const before = await scans();
+
+    const found = await engine.childStarts('p', { ...bounds, search: {} });
+    expect(found.starts.map((start) => start.agentId).sort()).toEqual(['new-child', 'old-child']);
+    expect((await scans()) - before).toBe(1);
+
+    // The registry deleted (its counter behind what the index saw): the next listing SCANs again.
+    await writeStarted(queue, 'lost-child', 'q', 'call-lost');
+    await redis.del(keys.journals, keys.journalsSeq);
+    expect((await engine.childStarts('q', { ...bounds, search: {} })).starts).toHaveLength(1);
     expect((await scans()) - before).toBe(2);
+  });
+
+  it('registers a stream as it is created, and a fork as it is renamed', async () => {
+    const queue = uniqueName('child-starts');
+    const keys = new ScaleoutKeys(PREFIX, queue);
+    await writeStarted(queue, 'a', 'p', 'call-a');
+    await writeStarted(queue, 'b');
+    expect(await redis.zrange(keys.journals, '0', '-1', 'WITHSCORES')).toEqual(['a', '1', 'b', '2']);
+    const engine = engineOn(queue);
+    await engine.forkJournal('a', 'a-fork');
+    expect(await redis.zscore(keys.journals, 'a-fork')).toBe('3');
+    // A fork's draft is never registered.
+    expect(await redis.zcard(keys.journals)).toBe(3);
   });
 
   it('shares listings between resumes adopted together: K resumed agents list the keys at most twice', async () => {
