@@ -6,6 +6,7 @@
 import type { Redis } from 'ioredis';
 import type { AuditEvent } from '../../journal/events.ts';
 import type { RedisApprovals } from './approvals.ts';
+import { retainJournal } from './journal-registry.ts';
 import type { ScaleoutKeys } from './keys.ts';
 import { readRedisJournal } from './stream-journal.ts';
 
@@ -138,8 +139,9 @@ export async function clearFinishedAgent(
   if (run.parkMarkSeen) work.push(redis.del(keys.parked(agentId)));
   if (run.retainSeconds !== undefined) {
     const ms = run.retainSeconds * 1000;
+    // With its registry entry (journal-registry.ts): gone with the stream, or once it expired.
+    work.push(retainJournal(redis, keys.journal(agentId), ms));
     for (const key of [
-      keys.journal(agentId),
       keys.inbox(agentId),
       keys.inboxAsked(agentId),
       keys.cancel(agentId),

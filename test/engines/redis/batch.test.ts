@@ -716,6 +716,8 @@ return false`,
       expect(await handle.result).toMatchObject({ status: 'completed' });
       await vi.waitFor(async () => expect(await redis.exists(keys.job(handle.id))).toBe(0), { interval: 20 });
       expect(await redis.exists(keys.journal(handle.id))).toBe(0);
+      // Its entry in the queue's registry of journals went with it.
+      expect(await redis.zscore(keys.journals, handle.id)).toBeNull();
     }
   });
 

@@ -4,8 +4,10 @@
  * more agents than the bound the child of a cut-off `spawn_agent` late in the run is still found.
  */
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { EngineContext } from '../../../src/engines/engine.ts';
+import { clearFinishedAgent } from '../../../src/engines/redis/agent-state.ts';
+import { RedisApprovals } from '../../../src/engines/redis/approvals.ts';
 import { ScaleoutKeys } from '../../../src/engines/redis/keys.ts';
 import { prepareRedisOptions } from '../../../src/engines/redis/options.ts';
 import { RedisEngine, type RedisEngineOptions } from '../../../src/engines/redis/redis-engine.ts';
@@ -187,6 +189,32 @@ describe(`RedisEngine.childStarts${skipReason}`, { skip: redisServerPath === und
     expect(await redis.zscore(keys.journals, 'a-fork')).toBe('3');
     // A fork's draft is never registered.
     expect(await redis.zcard(keys.journals)).toBe(3);
+  });
+
+  it('takes a journal out of the registry as its keys go: at once with retainSeconds 0, once expired otherwise', async () => {
+    const queue = uniqueName('child-starts');
+    const keys = new ScaleoutKeys(PREFIX, queue);
+    const approvals = new RedisApprovals(redis, keys);
+    for (const id of ['gone', 'expires', 'kept', 'last']) await writeStarted(queue, id);
+    expect(await redis.zcard(keys.journals)).toBe(4);
+
+    await clearFinishedAgent(redis, keys, approvals, 'gone', { parkMarkSeen: false, retainSeconds: 0 });
+    expect(await redis.exists(keys.journal('gone'))).toBe(0);
+    expect(await redis.zscore(keys.journals, 'gone')).toBeNull();
+
+    await clearFinishedAgent(redis, keys, approvals, 'kept', { parkMarkSeen: false, retainSeconds: 3600 });
+    await clearFinishedAgent(redis, keys, approvals, 'expires', {
+      parkMarkSeen: false,
+      retainSeconds: 0.001,
+    });
+    await vi.waitFor(async () => expect(await redis.exists(keys.journal('expires'))).toBe(0), {
+      interval: 10,
+    });
+    // Still registered until a later retention finds it expired.
+    expect(await redis.zscore(keys.journals, 'expires')).not.toBeNull();
+    await clearFinishedAgent(redis, keys, approvals, 'last', { parkMarkSeen: false, retainSeconds: 3600 });
+    expect(await redis.zrange(keys.journals, '0', '-1')).toEqual(['kept', 'last']);
+    expect((await redis.zrange(keys.journalsExpiring, '0', '-1')).sort()).toEqual(['kept', 'last']);
   });
 
   it('shares listings between resumes adopted together: K resumed agents list the keys at most twice', async () => {
