@@ -138,7 +138,7 @@ export async function clearFinishedAgent(
   if (more !== undefined) work.push(more);
   if (run.parkMarkSeen) work.push(redis.del(keys.parked(agentId)));
   if (run.retainSeconds !== undefined) {
-    const ms = run.retainSeconds * 1000;
+    const ms = Math.round(run.retainSeconds * 1000); // PEXPIRE takes whole milliseconds
     // With its registry entry (journal-registry.ts): gone with the stream, or once it expired.
     work.push(retainJournal(redis, keys.journal(agentId), ms));
     for (const key of [

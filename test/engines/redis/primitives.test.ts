@@ -618,6 +618,12 @@ describe(`scale-out primitives on a real Redis${skipReason}`, { skip: redisServe
       await redis.xadd(keys.journal('s3'), '1-0', 'e', 'x');
       await clearFinishedAgent(redis, keys, approvals, 's3', { parkMarkSeen: false, retainSeconds: 60 });
       expect(await redis.pttl(keys.journal('s3'))).toBeGreaterThan(0);
+
+      // A fraction of a second (retainSeconds accepts any non-negative number): PEXPIRE takes
+      // whole milliseconds only, and refused 1234.5 ("value is not an integer").
+      await redis.xadd(keys.inbox('s4'), '1-0', 'e', 'x');
+      await clearFinishedAgent(redis, keys, approvals, 's4', { parkMarkSeen: false, retainSeconds: 1.2345 });
+      expect(await redis.pttl(keys.inbox('s4'))).toBeGreaterThan(0);
     });
 
     it("sends a finished agent's clean-up and the caller's commands in one write", async () => {
