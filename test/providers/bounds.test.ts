@@ -5,7 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AnthropicProvider } from '../../src/providers/anthropic.ts';
-import { MAX_TOOL_CALL_NAME_CHARS } from '../../src/providers/constants.ts';
+import { MAX_EVENT_BYTES, MAX_TOOL_CALL_NAME_CHARS } from '../../src/providers/constants.ts';
 import { OpenAIProvider } from '../../src/providers/openai.ts';
 import {
   collect,
@@ -97,6 +97,43 @@ describe('response bounds', () => {
     expect(end).toMatchObject({
       type: 'error',
       error: { code: 'response_too_large', fields: { maxResponseBytes: 2 * 1024 * 1024 } },
+    });
+  });
+
+  // Before, a comment's colon and line end still counted toward the 8 MiB event bound: four
+  // million bare `:` keep-alives (a proxy's heartbeat) between two chunks failed the answer.
+  it('does not count bare keep-alive comment lines toward the per-event bound, LF or CRLF', async () => {
+    const comments = Buffer.from(':\n:\r\n'.repeat(Math.ceil((MAX_EVENT_BYTES + 1024 * 1024) / 5)));
+    const provider = await openai(async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(chunk({ content: 'Hel' }));
+      // In pieces, so the client reads them as several chunks.
+      for (let offset = 0; offset < comments.length; offset += 1024 * 1024) {
+        res.write(comments.subarray(offset, offset + 1024 * 1024));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const last = { choices: [{ index: 0, delta: { content: 'lo' }, finish_reason: 'stop' }] };
+      res.end(`data: ${JSON.stringify(last)}\n\ndata: [DONE]\n\n`);
+    });
+    const end = terminal(await collect(provider.turn(turnRequest())));
+    expect(end).toMatchObject({ type: 'completed', text: 'Hello' });
+  });
+
+  it('still bounds one comment line that never ends, which the parser holds whole', async () => {
+    const provider = await openai(async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(chunk({ content: 'Hel' }));
+      const piece = ':'.repeat(1024 * 1024);
+      for (let sent = 0; sent <= MAX_EVENT_BYTES && !res.destroyed; sent += piece.length) {
+        res.write(piece);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      res.end('\n\n');
+    });
+    const end = terminal(await collect(provider.turn(turnRequest())));
+    expect(end).toMatchObject({
+      type: 'error',
+      error: { code: 'response_too_large', fields: { maxEventBytes: MAX_EVENT_BYTES } },
     });
   });
 

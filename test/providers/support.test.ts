@@ -164,6 +164,20 @@ describe('SSE reader', () => {
     };
     await expect(read()).rejects.toMatchObject({ code: 'response_too_large' });
   });
+
+  it('counts CRLF and CR line ends once, a CRLF split between chunks included', async () => {
+    const reading = { signal: new AbortController().signal, received: () => {} };
+    const read = async (parts: string[]) => {
+      for await (const _event of readServerSentEvents(streamOf(...parts), { provider: 'p' }, reading));
+    };
+    const data = `data: ${'d'.repeat(1024 * 1024)}`;
+    // Each CR in one chunk and its LF in the next: the LF must not read as a blank line ending
+    // the event (which would leave the event unbounded).
+    const split = Array.from({ length: 9 }, () => [`${data}\r`, '\n']).flat();
+    for (const parts of [split, Array.from({ length: 9 }, () => `${data}\r`)]) {
+      await expect(read([...parts, '\r\n'])).rejects.toMatchObject({ code: 'response_too_large' });
+    }
+  });
 });
 
 describe('factory', () => {
