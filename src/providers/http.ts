@@ -12,6 +12,7 @@ import {
   RETRY_JITTER,
 } from './constants.ts';
 import { estimateTokens } from './estimate.ts';
+import { parseJson } from './json-shapes.ts';
 import {
   bodyExcerpt,
   type ErrorOrigin,
@@ -386,8 +387,8 @@ class ResponseWatch implements ResponseReading {
 }
 
 /**
- * Reads a whole JSON body under the attempt's bounds; one that does not parse is a
- * `bad_response`, one larger than {@link MAX_EVENT_BYTES} or `maxResponseBytes` is
+ * Reads a whole JSON body under the attempt's bounds (Python's `NaN` and `Infinity` are read as
+ * null: {@link parseJson}); one that does not parse is a `bad_response`, one larger than {@link MAX_EVENT_BYTES} or `maxResponseBytes` is
  * `response_too_large`.
  */
 export async function readJsonBody(
@@ -430,7 +431,7 @@ export async function readJsonBody(
   }
   const text = new TextDecoder().decode(Buffer.concat(parts));
   try {
-    return JSON.parse(text);
+    return parseJson(text);
   } catch (error) {
     const type = response.headers.get('content-type') ?? '(none)';
     throw providerError(

@@ -2,6 +2,7 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { ERROR_BODY_MAX_BYTES, MAX_EVENT_BYTES } from './constants.ts';
 import type { ResponseReading } from './http.ts';
+import { parseJson } from './json-shapes.ts';
 import {
   bodyExcerpt,
   type ErrorOrigin,
@@ -156,10 +157,13 @@ class EventSize {
   }
 }
 
-/** Parses an event's JSON data; anything else is a `bad_response` quoting the start of the data. */
+/**
+ * Parses an event's JSON data ({@link parseJson}: Python's `NaN` and `Infinity` are read as null);
+ * anything else is a `bad_response` quoting the start of the data.
+ */
 export function parseEventData(data: string, origin: ErrorOrigin): unknown {
   try {
-    return JSON.parse(data);
+    return parseJson(data);
   } catch (error) {
     const excerpt = data.length > 200 ? `${data.slice(0, 200)}...` : data;
     const message = `${origin.provider} sent a stream event whose data is not JSON: ${excerpt}`;

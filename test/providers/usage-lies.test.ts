@@ -387,3 +387,100 @@ describe('usage a server lies about', () => {
     ]);
   });
 });
+
+// Python's json.dumps writes NaN and Infinity bare, which JSON.parse refuses: a usage chunk with
+// one after a finished answer failed the agent with bad_response, and the whole answer was lost.
+describe("usage a Python server writes as NaN or Infinity (json.dumps' default)", () => {
+  const pythonUsage = (usage: string): string => `data: {"choices": [], "usage": ${usage}}\n\n`;
+  const finished = (text: string): string =>
+    `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: text }, finish_reason: 'stop' }] })}\n\n`;
+
+  it('openai: the answer is kept and the unreadable side estimated, streamed or in one JSON body', async () => {
+    for (const bad of ['NaN', 'Infinity', '-Infinity']) {
+      server = await startServer((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(finished('hi'));
+        res.write(pythonUsage(`{"prompt_tokens": 12, "completion_tokens": ${bad}}`));
+        res.end('data: [DONE]\n\n');
+      });
+      const provider = new OpenAIProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+      const events = await collect(provider.turn(turnRequest()));
+      expect(terminal(events), bad).toMatchObject({ type: 'completed', text: 'hi' });
+      expect(usagesOf(events), bad).toEqual([
+        expect.objectContaining({
+          inputTokens: 12,
+          outputTokens: 1,
+          estimated: true,
+          estimatedSide: 'output',
+        }),
+      ]);
+      await server.close();
+    }
+    server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const message = { role: 'assistant', content: 'hi' };
+      const choice = JSON.stringify({ index: 0, message, finish_reason: 'stop' });
+      res.end(`{"choices": [${choice}], "usage": {"prompt_tokens": NaN, "completion_tokens": NaN}}`);
+    });
+    const provider = new OpenAIProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0, stream: false });
+    const events = await collect(provider.turn(turnRequest()));
+    const end = terminal(events);
+    expect(end).toMatchObject({ type: 'completed', text: 'hi' });
+    expect(usagesOf(events)).toEqual([]);
+    expect(end.receipt.requestsWithoutUsage).toBe(1);
+  });
+
+  it('openai: only bare NaN and Infinity are read as null, never the same words inside a string', async () => {
+    const text = 'NaN, "Infinity" and -Infinity\\';
+    server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const chunk = JSON.stringify({
+        choices: [{ index: 0, delta: { content: text }, finish_reason: 'stop' }],
+      });
+      res.write(`data: ${chunk.slice(0, -1)}, "usage": {"prompt_tokens": 12, "completion_tokens": NaN}}\n\n`);
+      res.end('data: [DONE]\n\n');
+    });
+    const provider = new OpenAIProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+    const events = await collect(provider.turn(turnRequest()));
+    expect(terminal(events)).toMatchObject({ type: 'completed', text });
+    expect(usagesOf(events)).toEqual([expect.objectContaining({ inputTokens: 12, estimatedSide: 'output' })]);
+  });
+
+  it("anthropic: a NaN in message_delta's usage keeps the answer and estimates the output", async () => {
+    server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const events = [
+        { type: 'message_start', message: { id: 'm', content: [], usage: { input_tokens: 30 } } },
+        { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'hi' } },
+        { type: 'content_block_stop', index: 0 },
+      ];
+      for (const event of events) res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+      res.write(
+        'event: message_delta\ndata: {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": NaN}}\n\n',
+      );
+      res.end('event: message_stop\ndata: {"type": "message_stop"}\n\n');
+    });
+    const provider = new AnthropicProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+    const events = await collect(provider.turn(turnRequest({ model: 'claude-sonnet-4-6' })));
+    expect(terminal(events)).toMatchObject({ type: 'completed', text: 'hi' });
+    expect(usagesOf(events)).toEqual([
+      expect.objectContaining({ inputTokens: 30, outputTokens: 1, estimated: true, estimatedSide: 'output' }),
+    ]);
+  });
+
+  it('a body that is not JSON even so is still bad_response', async () => {
+    server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(finished('hi'));
+      res.write(pythonUsage('{"prompt_tokens": NaN, "completion_tokens": nan}'));
+      res.end('data: [DONE]\n\n');
+    });
+    const provider = new OpenAIProvider({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
+    const end = terminal(await collect(provider.turn(turnRequest())));
+    expect(end).toMatchObject({
+      type: 'error',
+      error: { code: 'bad_response', message: expect.stringContaining('"completion_tokens": nan') },
+    });
+  });
+});
