@@ -52,6 +52,8 @@ interface UsageCounts {
 export class MessagesStreamAccumulator {
   readonly #origin: ErrorOrigin;
   readonly #blocks = new Map<number, Block>();
+  /** Indexes of the blocks a `content_block_stop` closed. */
+  readonly #closed = new Set<number>();
   #stopReason: string | undefined;
   #stopped = false;
   #usage: UsageCounts | undefined;
@@ -141,7 +143,9 @@ export class MessagesStreamAccumulator {
         this.#applyDelta(asNumber(event.index) ?? 0, asRecord(event.delta), sink);
         return;
       case 'content_block_stop': {
-        const block = this.#blocks.get(asNumber(event.index) ?? 0);
+        const index = asNumber(event.index) ?? 0;
+        const block = this.#blocks.get(index);
+        if (block !== undefined) this.#closed.add(index);
         if (block?.kind === 'tool_use') block.call = toolCall(block.id, block.name, block.json);
         return;
       }
@@ -201,6 +205,11 @@ export class MessagesStreamAccumulator {
     const block = this.#blocks.get(index);
     if (block === undefined || delta === undefined) {
       throw this.#bad(`A content_block_delta arrived for block ${index}, which was never started.`);
+    }
+    // Late text would be appended to an answer the server said was complete, and a late tool_use
+    // fragment silently dropped (the call was already parsed at the stop).
+    if (this.#closed.has(index)) {
+      throw this.#bad(`A content_block_delta arrived for block ${index} after its content_block_stop.`);
     }
     switch (delta.type) {
       case 'text_delta': {

@@ -260,4 +260,64 @@ describe('anthropic events out of order', () => {
       },
     });
   });
+
+  // Before, late text was appended to the answer the server had closed, and a late tool_use
+  // fragment was dropped (the call was parsed at the stop), both without a word.
+  it('fails a stream that sends a delta for a block after its content_block_stop', async () => {
+    const late = {
+      text: [
+        { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hello' } },
+        { type: 'content_block_stop', index: 0 },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: ' (late)' } },
+      ],
+      tool_use: [
+        {
+          type: 'content_block_start',
+          index: 0,
+          content_block: { type: 'tool_use', id: 't1', name: 'read_file', input: {} },
+        },
+        {
+          type: 'content_block_delta',
+          index: 0,
+          delta: { type: 'input_json_delta', partial_json: '{"path"' },
+        },
+        { type: 'content_block_stop', index: 0 },
+        {
+          type: 'content_block_delta',
+          index: 0,
+          delta: { type: 'input_json_delta', partial_json: ':"a.md"}' },
+        },
+      ],
+    };
+    for (const [kind, blocks] of Object.entries(late)) {
+      const { provider } = await anthropic((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const usage = { input_tokens: 10, output_tokens: 5 };
+        const events = [
+          { type: 'message_start', message: { id: 'm', role: 'assistant', content: [], usage } },
+          ...blocks,
+          { type: 'message_delta', delta: { stop_reason: kind === 'text' ? 'end_turn' : 'tool_use' }, usage },
+          { type: 'message_stop' },
+        ];
+        for (const event of events) res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+        res.end();
+      });
+      const events = await collect(
+        provider.turn(turnRequest({ model: 'claude-sonnet-4-6', tools: [READ_FILE] })),
+        () => 'contents',
+      );
+      expect(toolCallsOf(events), kind).toEqual([]);
+      expect(terminal(events), kind).toMatchObject({
+        type: 'error',
+        error: {
+          code: 'bad_response',
+          message: expect.stringContaining('block 0 after its content_block_stop'),
+          fields: { provider: 'anthropic', status: 200 },
+        },
+      });
+      await server?.close();
+      server = undefined;
+    }
+  });
 });
