@@ -5,7 +5,7 @@
  * thinking blocks included, as the API requires when tools are used with extended thinking.
  */
 import { asArray, asCount, asNumber, asRecord, asString } from './json-shapes.ts';
-import { type ErrorOrigin, errorFromStreamPayload, providerError } from './provider-error.ts';
+import { type ErrorOrigin, errorFromStreamPayload, inParentheses, providerError } from './provider-error.ts';
 import type { ReportedUsage } from './receipt.ts';
 import { toolCall } from './tool-arguments.ts';
 import type { ModelResponse, StreamSink } from './turn-runner.ts';
@@ -294,8 +294,14 @@ export class MessagesStreamAccumulator {
     return { response: { text, toolCalls, stopReason }, content };
   }
 
+  /** A `bad_response` naming the provider and where it answered: the CLI prints only the message. */
   #bad(message: string) {
-    return providerError('bad_response', message, this.#origin);
+    const { provider, url } = this.#origin;
+    return providerError(
+      'bad_response',
+      `${provider} sent an unusable response${inParentheses(url)}: ${message}`,
+      this.#origin,
+    );
   }
 }
 

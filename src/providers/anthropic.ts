@@ -30,7 +30,7 @@ import { asCount } from './json-shapes.ts';
 import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import { checkHttpOptions, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
-import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
+import { type ErrorOrigin, endpointOf, inParentheses, providerError, requestIdOf } from './provider-error.ts';
 import { brokenResponseUsage, responseUsage, streamedOutput } from './receipt.ts';
 import { reasoningEffortIssue, settingsPreflightError } from './settings-support.ts';
 import { parseEventData, readServerSentEvents } from './sse.ts';
@@ -267,7 +267,11 @@ export class AnthropicProvider implements Provider {
         for (const event of messageAsEvents(body)) accumulator.push(event, ctx);
       } else {
         if (response.body === null)
-          throw providerError('bad_response', `${this.name} sent an empty body.`, origin);
+          throw providerError(
+            'bad_response',
+            `${this.name} sent an empty body${inParentheses(this.#url)}.`,
+            origin,
+          );
         for await (const event of readServerSentEvents(response.body, origin, reading)) {
           accumulator.push(parseEventData(event.data, origin), ctx);
           if (accumulator.stopped) break;
@@ -295,7 +299,7 @@ export class AnthropicProvider implements Provider {
     if (accumulator.paused) {
       throw providerError(
         'bad_response',
-        `${this.name} paused the turn (stop_reason pause_turn; ${this.#url}), which the API does only for server tools troupe does not send; the paused response is not a finished answer.`,
+        `${this.name} paused the turn (stop_reason pause_turn; ${endpointOf(this.#url)}), which the API does only for server tools troupe does not send; the paused response is not a finished answer.`,
         origin,
         { stopReason: 'pause_turn' },
       );

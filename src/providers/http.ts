@@ -267,7 +267,7 @@ function redirectError(client: HttpClient, request: HttpRequest, response: Respo
   const where = location === null ? '' : ` to ${location}`;
   return providerError(
     'bad_request',
-    `${client.provider} answered HTTP ${response.status}, a redirect${where} (${request.url}); redirects are not followed, so the API key never goes anywhere else: set the base URL to the address the server names.`,
+    `${client.provider} answered HTTP ${response.status}, a redirect${where}${inParentheses(request.url)}; redirects are not followed, so the API key never goes anywhere else: set the base URL to the address the server names.`,
     { provider: client.provider, url: request.url, status: response.status },
     { location: location ?? undefined },
   );
@@ -416,7 +416,7 @@ export async function readJsonBody(
         if (size > MAX_EVENT_BYTES) {
           throw providerError(
             'response_too_large',
-            `${origin.provider} sent a JSON body larger than ${MAX_EVENT_BYTES} bytes; it was cut off.`,
+            `${origin.provider} sent a JSON body larger than ${MAX_EVENT_BYTES} bytes${inParentheses(origin.url)}; it was cut off.`,
             origin,
             { maxEventBytes: MAX_EVENT_BYTES },
           );

@@ -4,7 +4,7 @@
  * finish reason and usage. Only the first choice seen is followed (requests with n > 1).
  */
 import { asArray, asCount, asNumber, asRecord, asString } from './json-shapes.ts';
-import { type ErrorOrigin, errorFromStreamPayload, providerError } from './provider-error.ts';
+import { type ErrorOrigin, errorFromStreamPayload, inParentheses, providerError } from './provider-error.ts';
 import { mergeUsage, type ReportedUsage } from './receipt.ts';
 import { toolCall } from './tool-arguments.ts';
 import type { ModelResponse, StreamSink } from './turn-runner.ts';
@@ -231,7 +231,13 @@ export class ChatStreamAccumulator {
     return { response: { text: this.#text, toolCalls: calls, stopReason }, message };
   }
 
+  /** A `bad_response` naming the provider and where it answered: the CLI prints only the message. */
   #bad(message: string) {
-    return providerError('bad_response', message, this.#origin);
+    const { provider, url } = this.#origin;
+    return providerError(
+      'bad_response',
+      `${provider} sent an unusable response${inParentheses(url)}: ${message}`,
+      this.#origin,
+    );
   }
 }

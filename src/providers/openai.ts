@@ -23,7 +23,7 @@ import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import { type ChatAssistantMessage, ChatStreamAccumulator, completionAsChunk } from './openai-chat-stream.ts';
 import { checkHttpOptions, checkOneOf, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
-import { type ErrorOrigin, providerError, requestIdOf } from './provider-error.ts';
+import { type ErrorOrigin, inParentheses, providerError, requestIdOf } from './provider-error.ts';
 import { brokenResponseUsage, responseUsage, streamedOutput } from './receipt.ts';
 import { reasoningEffortIssue, settingsPreflightError } from './settings-support.ts';
 import { parseEventData, readServerSentEvents } from './sse.ts';
@@ -229,7 +229,11 @@ export class OpenAIProvider implements Provider {
         complete = true;
       } else {
         if (response.body === null)
-          throw providerError('bad_response', `${this.name} sent an empty body.`, origin);
+          throw providerError(
+            'bad_response',
+            `${this.name} sent an empty body${inParentheses(this.#url)}.`,
+            origin,
+          );
         for await (const event of readServerSentEvents(response.body, origin, reading)) {
           if (event.data.trim() === '[DONE]') {
             complete = true;

@@ -234,9 +234,25 @@ export function bodyExcerpt(text: string): string {
   return excerpt(readableErrorText(text.trim())) || '(empty)';
 }
 
-/** ` (url)` for a message, or '' without a URL. */
+/** ` (url)` for a message ({@link endpointOf}), or '' without a URL. */
 export function inParentheses(url: string | undefined): string {
-  return url === undefined ? '' : ` (${url})`;
+  return url === undefined ? '' : ` (${endpointOf(url)})`;
+}
+
+/**
+ * A request URL as a message shows it: its origin and path, never its query, fragment or user
+ * info, where a base URL may carry a key (`?key=...`, `https://user:key@host`). Enough to tell a
+ * wrong base URL; the error's `fields.url` keeps the URL whole.
+ */
+export function endpointOf(url: string): string {
+  try {
+    const parsed = new URL(url);
+    // Not `origin`: it is "null" for a scheme fetch does not know.
+    const host = parsed.host === '' ? '' : `//${parsed.host}`;
+    return `${parsed.protocol}${host}${parsed.pathname}`;
+  } catch {
+    return url.replace(/[?#].*$/s, '').replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/]*@/i, '$1');
+  }
 }
 
 /** The first `maxBytes` of a body as text (decoded leniently); the rest is cancelled unread. */
@@ -311,7 +327,7 @@ export function networkError(origin: ErrorOrigin, error: unknown): ProviderError
   const detail = cause === undefined ? what : `${what} (${cause.message})`;
   return providerError(
     'server_error',
-    `The connection to ${origin.provider} failed: ${detail}`,
+    `The connection to ${origin.provider}${inParentheses(origin.url)} failed: ${detail}`,
     origin,
     { network: true, errno: typeof errno === 'string' ? errno : undefined },
     error,

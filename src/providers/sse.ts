@@ -61,7 +61,7 @@ export async function* readServerSentEvents(
       if (size.add(chunk.value) > MAX_EVENT_BYTES) {
         throw providerError(
           'response_too_large',
-          `${origin.provider} sent a stream event larger than ${MAX_EVENT_BYTES} bytes; it was cut off.`,
+          `${origin.provider} sent a stream event larger than ${MAX_EVENT_BYTES} bytes${inParentheses(origin.url)}; it was cut off.`,
           origin,
           { maxEventBytes: MAX_EVENT_BYTES },
         );
@@ -166,7 +166,7 @@ export function parseEventData(data: string, origin: ErrorOrigin): unknown {
     return parseJson(data);
   } catch (error) {
     const excerpt = data.length > 200 ? `${data.slice(0, 200)}...` : data;
-    const message = `${origin.provider} sent a stream event whose data is not JSON: ${excerpt}`;
+    const message = `${origin.provider} sent a stream event whose data is not JSON${inParentheses(origin.url)}: ${excerpt}`;
     throw providerError('bad_response', message, origin, {}, error);
   }
 }

@@ -177,6 +177,55 @@ describe('provider error classification', () => {
       }
     });
 
+    // The CLI prints only the message: it said "The stream ended before message_stop." with
+    // neither the provider nor the server, so a wrong base URL or a broken proxy was a guess.
+    it(`${name}: names the provider and the URL, never its query, when a stream ends early or breaks its protocol`, async () => {
+      const first =
+        name === 'openai'
+          ? `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'Hel' } }] })}\n\n`
+          : `data: ${JSON.stringify({ type: 'message_start', message: { usage: { input_tokens: 3 } } })}\n\n`;
+      const path = name === 'openai' ? 'chat/completions' : 'v1/messages';
+      const broken: Record<string, [string, string]> = {
+        'ended early': [
+          '',
+          name === 'openai' ? 'ended before the model finished' : 'ended before message_stop',
+        ],
+        'not JSON': ['data: {"oops\n\n', 'whose data is not JSON'],
+        'an error object': ['data: 17\n\n', 'Expected a JSON object'],
+      };
+      for (const [what, [rest, says]] of Object.entries(broken)) {
+        server = await startServer((_req, res) => {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.end(first + rest);
+        });
+        const base = `${server.url}/gateway`;
+        const options = { baseURL: `${base}?deployment=blue-7#frag`, apiKey: 'k', maxRetries: 0 };
+        const error = await errorOf(
+          name === 'openai' ? new OpenAIProvider(options) : new AnthropicProvider(options),
+        );
+        expect(error.code, what).toBe('bad_response');
+        expect(error.message, what).toContain(`${name} `);
+        expect(error.message, what).toContain(`(${base}`);
+        expect(error.message, what).toContain(says);
+        expect(error.message, what).not.toMatch(/deployment|blue-7|frag/);
+        await server.close();
+        server = undefined;
+      }
+      server = await startServer((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(first);
+      });
+      const options = { baseURL: server.url, apiKey: 'k', maxRetries: 0 };
+      const error = await errorOf(
+        name === 'openai' ? new OpenAIProvider(options) : new AnthropicProvider(options),
+      );
+      const ending =
+        name === 'openai'
+          ? 'The stream ended before the model finished (no finish_reason and no [DONE]).'
+          : 'The stream ended before message_stop.';
+      expect(error.message).toBe(`${name} sent an unusable response (${server.url}/${path}): ${ending}`);
+    });
+
     it(`${name}: names the URL and quotes the start of a 200 JSON body that does not parse`, async () => {
       const error = await errorOf(await provider(json(200, `this is not json { ${'x'.repeat(1000)}`)));
       expect(error).toMatchObject({ code: 'bad_response', fields: { contentType: 'application/json' } });

@@ -6,7 +6,7 @@ import { createProvider, defaultProviderName } from '../../src/providers/factory
 import { backoffDelay } from '../../src/providers/http.ts';
 import { OpenAIProvider } from '../../src/providers/openai.ts';
 import { costOf, priceFor } from '../../src/providers/pricing.ts';
-import { classifyError, parseRetryAfter } from '../../src/providers/provider-error.ts';
+import { classifyError, endpointOf, parseRetryAfter } from '../../src/providers/provider-error.ts';
 import { SimulatedProvider } from '../../src/providers/simulated.ts';
 import { readServerSentEvents } from '../../src/providers/sse.ts';
 
@@ -98,6 +98,17 @@ describe('errors and retries', () => {
     expect(wait(`9${'9'.repeat(400)}`)).toBe(Number.MAX_SAFE_INTEGER);
     expect(Number.isSafeInteger(wait('Fri, 31 Dec 275759 00:00:00 GMT'))).toBe(true);
     expect(wait(' 7 ')).toBe(7000);
+  });
+
+  it('shows a URL in messages as its origin and path, without query, fragment or user info', () => {
+    expect(endpointOf('https://user:pw@gw.example:8443/v1/chat/completions?key=k#f')).toBe(
+      'https://gw.example:8443/v1/chat/completions',
+    );
+    expect(endpointOf('http://127.0.0.1:8080/v1?api-version=2024/chat/completions')).toBe(
+      'http://127.0.0.1:8080/v1',
+    );
+    expect(endpointOf('not a url?key=k')).toBe('not a url');
+    expect(endpointOf('weird://user:pw@host/p?q')).toBe('weird://host/p');
   });
 
   it('backs off exponentially up to the cap, with up to 25% jitter', () => {
