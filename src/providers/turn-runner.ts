@@ -132,7 +132,12 @@ interface PendingCall {
   result: string | undefined;
 }
 
-/** Starts a turn: nothing is sent until the consumer begins iterating. */
+/**
+ * Starts a turn: nothing is sent until the consumer begins iterating. The turn makes the driver's
+ * first request, then one more each time the consumer answered every tool call of a response; it
+ * never continues unanswered and has no step bound of its own (see {@link Turn}: the caller
+ * bounds it with `stop()`, as the agent loop does for `maxSteps`).
+ */
 export function createTurn(driver: TurnDriver, signal?: AbortSignal): Turn {
   return new RunningTurn(driver, signal);
 }

@@ -172,7 +172,16 @@ export interface RetryRecord {
   readonly delayMs: number;
 }
 
-/** A live turn: iterate events; answer tool calls with `respond` before the model continues. */
+/**
+ * A live turn: iterate events; answer tool calls with `respond` before the model continues.
+ *
+ * A turn never continues on its own: it sends its first request when iteration starts, and each
+ * later one only once the caller answered every tool call of the last response. It has no bound on
+ * its requests, so a caller that answers every call keeps it going for as long as the model asks
+ * for tools (a server that answers every continuation with another call, forever). The agent loop
+ * bounds it with `maxSteps`; a direct caller bounds it the same way: count the `response` events
+ * and call {@link Turn.stop} (or leave the iteration).
+ */
 export interface Turn extends AsyncIterable<TurnEvent> {
   /**
    * Supplies the result of a tool call the model made in this turn. Calls may be answered in any
@@ -192,6 +201,11 @@ export interface Turn extends AsyncIterable<TurnEvent> {
 export interface Provider {
   /** Name used in receipts and rate-limit keys, e.g. `openai`. */
   readonly name: string;
+  /**
+   * Starts a turn: nothing is sent until it is iterated. A turn makes one model request, then one
+   * more for each response whose tool calls the caller answered; it has no step bound of its own
+   * (see {@link Turn}).
+   */
   turn(request: TurnRequest, signal?: AbortSignal): Turn;
   /**
    * The price this provider charges for `model`, or undefined when it is not known. The loop prices
