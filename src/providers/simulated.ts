@@ -5,7 +5,10 @@
  * answer is labelled `[simulated]`. Given a seed it is deterministic, whatever the call order.
  *
  * It is stateless between turns: progress is read from the input, where the loop renders earlier
- * tool results as history lines starting with `Tool result` (see `resultMarker`).
+ * tool results as history lines starting with `Tool result` (see `resultMarker`). In a session
+ * (`troupe chat`) a turn starts at the last user message (`User: ...`, see `userMarker`): only the
+ * tool results after it count, and the files it names are read, so every turn follows the same
+ * plan as the first one (reads, then `complete_task` when offered).
  */
 
 import { sleep as defaultSleep } from '../abort.ts';
@@ -61,6 +64,11 @@ export interface SimulatedProviderOptions {
   readonly resultMarker?: string;
   /** Line prefix of a rendered tool call in the input. @default 'Tool call' */
   readonly callMarker?: string;
+  /**
+   * Line prefix of a session's user message in the input, after the task: the current turn starts
+   * at the last one. @default 'User: '
+   */
+  readonly userMarker?: string;
   /** Model-facing names of the tools it knows. @default the canonical names */
   readonly toolNames?: {
     readonly readFile?: string;
@@ -166,6 +174,7 @@ export class SimulatedProvider implements Provider {
   readonly #failureRate: number;
   readonly #maxFiles: number;
   readonly #markers: readonly [result: string, call: string];
+  readonly #userMarker: string;
   readonly #tools: {
     readonly readFile: string;
     readonly waitForInstruction: string;
@@ -187,6 +196,7 @@ export class SimulatedProvider implements Provider {
     this.#failureRate = options.failureRate ?? 0;
     this.#maxFiles = options.maxFiles ?? 5;
     this.#markers = [options.resultMarker ?? 'Tool result', options.callMarker ?? 'Tool call'];
+    this.#userMarker = options.userMarker ?? 'User: ';
     this.#tools = {
       readFile: options.toolNames?.readFile ?? 'read_file',
       waitForInstruction: options.toolNames?.waitForInstruction ?? 'wait_for_instruction',
@@ -202,7 +212,7 @@ export class SimulatedProvider implements Provider {
   }
 
   turn(request: TurnRequest, signal?: AbortSignal): Turn {
-    const task = request.input.slice(0, historyStart(request.input, this.#markers));
+    const { task, turnInput } = this.#currentTurn(request);
     const offered = new Map<string, ToolSpec>();
     for (const tool of request.tools) offered.set(tool.name, tool);
     const state: TurnState = {
@@ -211,7 +221,7 @@ export class SimulatedProvider implements Provider {
       ask: describeAsk(task, request.task),
       offered,
       files: offered.has(this.#tools.readFile) ? findFileNames(task, this.#maxFiles) : [],
-      earlierResults: countLinesStartingWith(request.input, this.#markers[0]),
+      earlierResults: countLinesStartingWith(turnInput, this.#markers[0]),
       seen: [],
       plan: undefined,
     };
@@ -230,6 +240,28 @@ export class SimulatedProvider implements Provider {
       },
       signal,
     );
+  }
+
+  /**
+   * The task this turn works on and the input of this turn alone. Outside a session, the input
+   * before its history, and the whole input. In a session, whose input holds earlier turns (their
+   * messages, tool calls and answers) before the last user message: the input before the first
+   * message, followed by the last message, and the input from that message on. Counting an earlier
+   * turn's results as this turn's had every turn after the first answer in text at once, then get
+   * reminded to call `complete_task` three times before being forced to.
+   */
+  #currentTurn(request: TurnRequest): { task: string; turnInput: string } {
+    const { input } = request;
+    const taskAt = request.task === undefined || request.task === '' ? -1 : input.indexOf(request.task);
+    const afterTask = taskAt < 0 ? 0 : taskAt + (request.task?.length ?? 0);
+    const needle = `\n${this.#userMarker}`;
+    const turnStart = input.lastIndexOf(needle);
+    if (turnStart < afterTask)
+      return { task: input.slice(0, historyStart(input, this.#markers)), turnInput: input };
+    const turnInput = input.slice(turnStart);
+    const openingEnd = afterTask + historyStart(input.slice(afterTask), [...this.#markers, this.#userMarker]);
+    const message = turnInput.slice(0, historyStart(turnInput.slice(1), this.#markers) + 1);
+    return { task: `${input.slice(0, openingEnd)}${message}`, turnInput };
   }
 
   async #exchange(state: TurnState, ctx: ExchangeContext): Promise<ModelResponse> {
