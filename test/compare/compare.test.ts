@@ -230,7 +230,7 @@ describe('gates', () => {
     expect(() => checkGates(disjoint, [parseGate('mentions:-1')])).toThrow(
       expect.objectContaining({
         code: 'no_matched_items',
-        message: expect.stringContaining('3 only in A, 4 only in B'),
+        message: expect.stringContaining('run A: 3 items, 2 with an id ("a", "b"); run B: 4 items'),
       }),
     );
     expect(checkGates(disjoint, [])).toEqual([]);
