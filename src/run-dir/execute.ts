@@ -18,7 +18,7 @@ import {
   sideEstimated,
 } from './format.ts';
 import { INTERRUPT_EXIT_CODES, type SignalSource, watchInterrupts } from './interrupt.ts';
-import { type ProviderChoice, simulatedNotice } from './provider-choice.ts';
+import { type ProviderChoice, simulatedNotice, simulatedRunNotice } from './provider-choice.ts';
 import { createProgressRenderer } from './render-progress.ts';
 import { NOT_RETRIED_BY_DEFAULT } from './results.ts';
 import { scorerLines } from './scoring-text.ts';
@@ -128,7 +128,8 @@ export async function executeSession(options: ExecuteOptions): Promise<ExecuteRe
 /**
  * The lines printed after a session: outcome counts, usage, cost, approvals (every denied call
  * listed), where the results are, what next. Prose lines are broken at spaces to `width` columns;
- * the run dir and the commands are not, so they can be copied whole.
+ * the run dir and the commands are not, so they can be copied whole. `report`: for `troupe report`
+ * of a past run, whose simulated model is told in the past tense.
  */
 export function closingText(
   summary: RunSummary,
@@ -136,6 +137,7 @@ export function closingText(
   approvals: readonly ApprovalRecord[] = [],
   providerSource?: ProviderChoice['source'],
   width = Number.POSITIVE_INFINITY,
+  report = false,
 ): string {
   const { counts } = summary;
   const failures = Object.entries(summary.failures)
@@ -174,7 +176,9 @@ export function closingText(
     );
   }
   if (summary.budgetSpent) lines.push(`stopped: the run's budget is spent (${summary.budgetSpent})`);
-  if (summary.simulated) lines.push(`troupe: ${simulatedNotice(providerSource)}`);
+  // A report of a past run calls no model: it says what the run used, not what troupe is using.
+  if (summary.simulated)
+    lines.push(report ? simulatedRunNotice(providerSource) : `troupe: ${simulatedNotice(providerSource)}`);
   const shown = lines.flatMap((line) => wrapWidth(line, width));
   shown.push(`run dir: ${runDir}`, `  report: troupe report ${runDir} [--html report.html]`);
   if (!summary.complete && summary.budgetSpent !== undefined && summary.runLimits.maxTotalTokens > 0) {

@@ -52,6 +52,23 @@ export function simulatedNotice(source: ProviderChoice['source'] | undefined): s
   return `using the simulated model: ${simulatedReason(source)}`;
 }
 
+/**
+ * What a report of a past run says of its simulated model: that the run used it, and why, in the
+ * past tense (a report calls no model, and the keys set now say nothing about the run).
+ */
+export function simulatedRunNotice(source: ProviderChoice['source'] | undefined): string {
+  const canned = "its answers are canned, not a real model's";
+  const why =
+    source === 'flag'
+      ? '--provider simulated was given'
+      : source === 'plan'
+        ? "its plan's provider is simulated"
+        : source === 'demo'
+          ? 'troupe demo always runs on it'
+          : 'no API key was set when it ran';
+  return `this run used the simulated model: ${why}, so ${canned}`;
+}
+
 /** Inputs of {@link chooseProvider}. */
 export interface ProviderInputs {
   /** `--provider`. */

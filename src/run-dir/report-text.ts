@@ -95,7 +95,7 @@ export function writeReportText(
         )
       : [];
   write(
-    `${['', ...decisions, ...apart].join('\n')}${apart.length > 0 ? '\n' : ''}\n${closing ? closingText(summary, contents.paths.root, approvals, plan.provider.source, width) : ''}`,
+    `${['', ...decisions, ...apart].join('\n')}${apart.length > 0 ? '\n' : ''}\n${closing ? closingText(summary, contents.paths.root, approvals, plan.provider.source, width, true) : ''}`,
   );
 }
 

@@ -92,6 +92,11 @@ describe('troupe report', () => {
     expect(io.err()).toBe('');
     const out = io.out();
     expect(out).toContain('[simulated model]');
+    // A report calls no model: it says what the run used, not that troupe is using it now.
+    expect(out).toContain(
+      "this run used the simulated model: no API key was set when it ran, so its answers are canned, not a real model's",
+    );
+    expect(out).not.toContain('using the simulated model');
     expect(out).toMatch(/#\s+AGENT ID\s+DEFINITION\s+STATUS\s+ROUNDS\s+IN\s+OUT\s+COST\s+TIME\s+RESULT/);
     for (const line of results) expect(out).toContain(line.agentId);
     expect(out).toMatch(/failed \(cancelled\)/);
