@@ -36,6 +36,7 @@ import {
 } from './shared/approvers.ts';
 import { existingDirectory } from './shared/dir-flag.ts';
 import type { CliIO } from './shared/io.ts';
+import { type LatencyFlags, latencyOption } from './shared/latency-flag.ts';
 import { displayPath, resumeLines } from './shared/live.ts';
 import {
   agentPermissions,
@@ -54,7 +55,7 @@ import {
 } from './shared/provider-timeouts.ts';
 import { type PreparedSession, prepareResume, prepareRun } from './shared/session.ts';
 
-interface ChatFlags extends PermissionFlags, ProviderTimeoutFlags {
+interface ChatFlags extends PermissionFlags, ProviderTimeoutFlags, LatencyFlags {
   readonly task?: string;
   readonly provider?: string;
   readonly model?: string;
@@ -105,7 +106,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       existingDirectory,
     )
     .option('--resume <journal>', 'continue the chat that journal holds');
-  permissionOptions(providerTimeoutOptions(command)).action(
+  permissionOptions(latencyOption(providerTimeoutOptions(command))).action(
     async (agent: string | undefined, flags: ChatFlags) => {
       setExit(await chat(agent, flags, io, { input: process.stdin, output: process.stdout }));
     },
@@ -234,6 +235,7 @@ async function prepare(
       session: true,
       permissions: agentPermissions(asked),
       providerTimeouts: providerTimeouts(flags),
+      ...(flags.latencyMs === undefined ? {} : { simulatedLatencyMs: flags.latencyMs }),
       ...(flags.cwd === undefined ? {} : { cwd: resolve(flags.cwd) }),
     });
   }
@@ -250,6 +252,7 @@ async function prepare(
     ...(flags.journal === undefined ? {} : { journal: resolve(flags.journal) }),
     permissions: agentPermissions(asked),
     providerTimeouts: providerTimeouts(flags),
+    ...(flags.latencyMs === undefined ? {} : { simulatedLatencyMs: flags.latencyMs }),
   });
 }
 

@@ -11,6 +11,7 @@ import { COMMAND_HELP } from './commands.ts';
 import { existingDirectory } from './shared/dir-flag.ts';
 import { integerFlag, nonNegativeInteger } from './shared/integer-flag.ts';
 import type { CliIO } from './shared/io.ts';
+import { type LatencyFlags, latencyOption } from './shared/latency-flag.ts';
 import { executeLive } from './shared/live.ts';
 import {
   addModelSettingsOptions,
@@ -33,7 +34,12 @@ import {
 import { prepareRun } from './shared/session.ts';
 import { type OtlpFlags, otlpOptions, withTelemetry } from './shared/telemetry.ts';
 
-interface RunFlags extends ModelSettingsFlags, PermissionFlags, OtlpFlags, ProviderTimeoutFlags {
+interface RunFlags
+  extends ModelSettingsFlags,
+    PermissionFlags,
+    OtlpFlags,
+    ProviderTimeoutFlags,
+    LatencyFlags {
   readonly task: string;
   readonly provider?: string;
   readonly model?: string;
@@ -83,7 +89,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
     .option('--max-cost <usd>', 'cost budget in USD (default: none; needs a priced model)', nonNegativeNumber)
     .option('--time-limit <ms>', 'wall-clock limit in ms (default: none)', nonNegativeInteger);
   addModelSettingsOptions(
-    permissionOptions(otlpOptions(providerTimeoutOptions(command))),
+    permissionOptions(otlpOptions(latencyOption(providerTimeoutOptions(command)))),
     "over the definition's modelSettings",
   ).action(async (agent: string, flags: RunFlags) => {
     const asked = commandPermissions(flags, resolve(flags.cwd ?? process.cwd()));
@@ -103,6 +109,7 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       modelSettings: modelSettingsFromFlags(flags),
       permissions: agentPermissions(asked),
       providerTimeouts: providerTimeouts(flags),
+      ...(flags.latencyMs === undefined ? {} : { simulatedLatencyMs: flags.latencyMs }),
     });
     if (session.info.createdDirectory !== undefined)
       io.stderr(`troupe: created directory ${session.info.createdDirectory} for the journal\n`);

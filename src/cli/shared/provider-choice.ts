@@ -8,6 +8,7 @@ import { type Env, providerFromEnvironment, REAL_PROVIDER_HINT } from '../../pro
 import { createProvider, PROVIDER_NAMES, type ProviderName } from '../../providers/factory.ts';
 import { type ModelMap, resolveModel as resolveModelId } from '../../providers/models.ts';
 import type { Provider } from '../../providers/types.ts';
+import { checkLatencyProvider } from './latency-flag.ts';
 import type { ProviderTimeouts } from './provider-timeouts.ts';
 
 export type { Env };
@@ -28,28 +29,32 @@ export interface ProviderChoice {
 /**
  * The provider named by `--provider`, or else the one `env` selects (see `providerFromEnvironment`,
  * the rule the library follows too).
- * Throws UserError `unknown_provider` for a name troupe does not know and `missing_api_key` when a
- * real provider has no key.
+ * Throws UserError `unknown_provider` for a name troupe does not know, `missing_api_key` when a
+ * real provider has no key, and `invalid_option` for a `latencyMs` (`--latency-ms`) given to
+ * another provider than the simulated model.
  */
 export function chooseProvider(
   flag: string | undefined,
   env: Env = process.env,
   timeouts: ProviderTimeouts = {},
+  latencyMs?: number,
 ): ProviderChoice {
-  if (flag !== undefined) return providerByName(flag, 'flag', env, timeouts);
-  return providerByName(providerFromEnvironment(env).name, 'environment', env, timeouts);
+  if (flag !== undefined) return providerByName(flag, 'flag', env, timeouts, latencyMs);
+  return providerByName(providerFromEnvironment(env).name, 'environment', env, timeouts, latencyMs);
 }
 
 /**
  * Builds the provider called `name`; `source` only changes the notice. `timeouts` go to a real
  * provider; the simulated model takes `timeoutMs` alone (it times its latency), as it streams
- * nothing whose silence `idleTimeoutMs` could time.
+ * nothing whose silence `idleTimeoutMs` could time. `latencyMs` (`--latency-ms`) is the simulated
+ * model's `latency`; given for another provider, it is UserError `invalid_option`.
  */
 export function providerByName(
   name: string,
   source: ProviderSource,
   env: Env = process.env,
   timeouts: ProviderTimeouts = {},
+  latencyMs?: number,
 ): ProviderChoice {
   const known = PROVIDER_NAMES.find((candidate) => candidate === name);
   if (known === undefined) {
@@ -59,9 +64,13 @@ export function providerByName(
       { provider: name },
     );
   }
+  checkLatencyProvider(latencyMs, known);
   const provider =
     known === 'simulated'
-      ? createProvider('simulated', timeouts.timeoutMs === undefined ? {} : { timeoutMs: timeouts.timeoutMs })
+      ? createProvider('simulated', {
+          ...(timeouts.timeoutMs === undefined ? {} : { timeoutMs: timeouts.timeoutMs }),
+          ...(latencyMs === undefined ? {} : { latency: latencyMs }),
+        })
       : createProvider(known, { env, ...timeouts });
   return {
     name: known,

@@ -176,6 +176,11 @@ export interface RunRequest {
   readonly permissions?: AgentPermissions;
   /** `--request-timeout-ms`, `--idle-timeout-ms` (or their variables). @default the provider's */
   readonly providerTimeouts?: ProviderTimeouts;
+  /**
+   * `--latency-ms`: the simulated model's delay before each answer; UserError `invalid_option` for
+   * another provider. @default 0
+   */
+  readonly simulatedLatencyMs?: number;
 }
 
 /** What `troupe resume` asks for. */
@@ -202,6 +207,11 @@ export interface ResumeRequest {
   readonly permissions?: AgentPermissions;
   /** `--request-timeout-ms`, `--idle-timeout-ms` (or their variables). @default the provider's */
   readonly providerTimeouts?: ProviderTimeouts;
+  /**
+   * `--latency-ms`: the simulated model's delay before each answer; UserError `invalid_option` for
+   * another provider. @default 0
+   */
+  readonly simulatedLatencyMs?: number;
 }
 
 /**
@@ -229,7 +239,7 @@ export async function prepareRun(request: RunRequest): Promise<PreparedSession> 
     );
   }
   const { definition, warnings } = pickAgent(await discoverAgents({ cwd: request.cwd }), request.agent);
-  const choice = chooseProvider(request.provider, env, request.providerTimeouts);
+  const choice = chooseProvider(request.provider, env, request.providerTimeouts, request.simulatedLatencyMs);
   const model = resolveModel(choice.name, request.model, definition.model, request.modelMap);
   // What an unknown_model warning names: a name sent that is not the definition's as written came
   // from the flags (the built-in aliases and default models are all ids).
@@ -394,7 +404,13 @@ export async function prepareResume(request: ResumeRequest): Promise<PreparedSes
 
   const permissions = resumedPermissions(started, journalPath, request.permissions);
   const { definition, missing } = await resumedDefinition(started, cwd);
-  const choice: ProviderChoice = providerByName(started.provider, 'journal', env, request.providerTimeouts);
+  const choice: ProviderChoice = providerByName(
+    started.provider,
+    'journal',
+    env,
+    request.providerTimeouts,
+    request.simulatedLatencyMs,
+  );
   const mcpServers = await runMcpServers({ cwd, mcpServers: {}, mcpProjectFile: true });
   const writer = JournalWriter.open(journalPath);
   const info: SessionInfo = {
