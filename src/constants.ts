@@ -29,6 +29,25 @@ export const PROTOCOL_TOKEN_RESERVE = 4096;
 export const DEFAULT_BASH_TIMEOUT_SECS = 120;
 /** Default cap on captured bash output. */
 export const DEFAULT_BASH_OUTPUT_BYTE_LIMIT = 200_000;
+/**
+ * Largest `bash.outputByteLimit` a definition may set: half of {@link MAX_TOOL_RESULT_CHARS}, so a
+ * command's output and its notes fit a tool result (as `WEB_FETCH_MAX_CHARS_LIMIT`). It was
+ * unbounded: `outputByteLimit: 1000000000000` kept ~1 GB of `head -c 2G /dev/zero` and crashed the
+ * thread turning it into text past V8's longest string (512 MiB).
+ */
+export const MAX_BASH_OUTPUT_BYTE_LIMIT = 2_000_000;
+/**
+ * Largest `bash.timeoutSecs` a definition may set: the longest timer delay (2,147,483,647 ms) in
+ * seconds, about 24.8 days; past it Node fires a timer at once.
+ */
+export const MAX_BASH_TIMEOUT_SECS = 2_147_483.647;
+/**
+ * Largest `maxRetries` of a definition's retry policy (`completionRequirement.recovery`,
+ * `toolConfig.<tool>.retry`): far past any useful policy, and it bounds a loop of instant retries
+ * (`baseDelayMs: 0`) of a tool that keeps failing. A retry policy's delays are at most
+ * {@link MAX_TIMER_MS}.
+ */
+export const MAX_DEFINITION_RETRIES = 1000;
 /** Default completion-recovery retry policy. */
 export const DEFAULT_RECOVERY = { maxRetries: 3, baseDelayMs: 250, maxDelayMs: 4000 } as const;
 /**

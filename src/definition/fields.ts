@@ -6,6 +6,7 @@
 import { describeValue } from '../errors.ts';
 import { memberPath } from '../member-path.ts';
 import type { FrontmatterData } from './frontmatter-data.ts';
+import { expectedNumber, inRange, type NumberRange, RETRY_RANGES } from './number-ranges.ts';
 import type { PathSegment, ProblemList } from './problems.ts';
 import type { RetryPolicy } from './types.ts';
 
@@ -79,27 +80,20 @@ export function readEnum<T extends string>(
   return undefined;
 }
 
-/** Integers and finite numbers with a lower bound (`min: 1` for counts that cannot be zero). */
+/**
+ * Integers and finite numbers within a range (`min: 1` for counts that cannot be zero, `max` for
+ * a size or a time; see number-ranges.ts). A value out of range is an `invalid_field` error at its
+ * line and column naming the field and the range: "Expected `bash.outputByteLimit` to be a
+ * positive integer up to 2000000, got `1000000000000` (number)".
+ */
 export function readNumber(
   ctx: FieldContext,
   path: readonly PathSegment[],
   value: unknown,
-  kind: { readonly integer: boolean; readonly min: number },
+  range: NumberRange,
 ): number | undefined {
-  const ok =
-    typeof value === 'number' &&
-    Number.isFinite(value) &&
-    value >= kind.min &&
-    (!kind.integer || Number.isInteger(value));
-  if (ok) return value;
-  const noun = kind.integer ? 'integer' : 'number';
-  const expected =
-    kind.min === 1
-      ? `a positive ${noun}`
-      : kind.min === 0
-        ? `a non-negative ${noun}`
-        : `a ${noun} >= ${kind.min}`;
-  invalid(ctx, path, expected, value);
+  if (inRange(value, range)) return value;
+  invalid(ctx, path, expectedNumber(range), value);
   return undefined;
 }
 
@@ -206,13 +200,13 @@ export function readRetryPolicy(
   const object = readObject(ctx, path, value);
   if (!object) return undefined;
   warnUnknownKeys(ctx, path, object, RETRY_KEYS);
-  const read = (key: (typeof RETRY_KEYS)[number], integer: boolean): number | undefined =>
-    isSet(object[key]) ? readNumber(ctx, [...path, key], object[key], { integer, min: 0 }) : defaults[key];
-  const maxRetries = read('maxRetries', true);
-  const baseDelayMs = read('baseDelayMs', false);
+  const read = (key: (typeof RETRY_KEYS)[number]): number | undefined =>
+    isSet(object[key]) ? readNumber(ctx, [...path, key], object[key], RETRY_RANGES[key]) : defaults[key];
+  const maxRetries = read('maxRetries');
+  const baseDelayMs = read('baseDelayMs');
   // An unset cap follows a raised base delay rather than contradicting it.
   const maxDelayMs = isSet(object.maxDelayMs)
-    ? read('maxDelayMs', false)
+    ? read('maxDelayMs')
     : Math.max(defaults.maxDelayMs, baseDelayMs ?? 0);
   if (maxRetries === undefined || baseDelayMs === undefined || maxDelayMs === undefined) return undefined;
   if (maxDelayMs < baseDelayMs) {

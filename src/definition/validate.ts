@@ -9,7 +9,6 @@ import {
   DEFAULT_RECOVERY,
   DEFAULT_TOOL_RETRY,
   HARD_MAX_STEPS,
-  MAX_TIMER_MS,
 } from '../constants.ts';
 import { describeValue } from '../errors.ts';
 import { isMcpServerName, type McpServerRef, readMcpServerConfig } from '../mcp/config.ts';
@@ -49,6 +48,12 @@ import {
 import type { FrontmatterSplit } from './frontmatter.ts';
 import type { FrontmatterData } from './frontmatter-data.ts';
 import { readModel } from './model-name.ts';
+import {
+  BASH_OUTPUT_BYTE_LIMIT_RANGE,
+  BASH_TIMEOUT_SECS_RANGE,
+  MAX_STEPS_RANGE,
+  TOOL_TIMEOUT_MS_RANGE,
+} from './number-ranges.ts';
 import { outputSchemaProblems } from './output-schema.ts';
 import { jsonPointer, type PathSegment, type ProblemList } from './problems.ts';
 import { type KnownTools, toolReferenceProblems } from './tool-references.ts';
@@ -461,10 +466,10 @@ function readBash(ctx: FieldContext, value: unknown): BashConfig | undefined {
   if (!object) return undefined;
   warnUnknownKeys(ctx, ['bash'], object, BASH_KEYS);
   const timeoutSecs = isSet(object.timeoutSecs)
-    ? readNumber(ctx, ['bash', 'timeoutSecs'], object.timeoutSecs, { integer: false, min: Number.MIN_VALUE })
+    ? readNumber(ctx, ['bash', 'timeoutSecs'], object.timeoutSecs, BASH_TIMEOUT_SECS_RANGE)
     : DEFAULT_BASH.timeoutSecs;
   const outputByteLimit = isSet(object.outputByteLimit)
-    ? readNumber(ctx, ['bash', 'outputByteLimit'], object.outputByteLimit, { integer: true, min: 1 })
+    ? readNumber(ctx, ['bash', 'outputByteLimit'], object.outputByteLimit, BASH_OUTPUT_BYTE_LIMIT_RANGE)
     : DEFAULT_BASH.outputByteLimit;
   const cmdPrefix = isSet(object.cmdPrefix)
     ? readString(ctx, ['bash', 'cmdPrefix'], object.cmdPrefix)
@@ -544,10 +549,7 @@ function readToolTimeout(
     invalid(ctx, path, 'absent: the wait of `wait_for_instruction` is bounded by its `retry`', value);
     return null;
   }
-  if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_TIMER_MS)
-    return value;
-  invalid(ctx, path, `an integer from 0 (no limit) to ${MAX_TIMER_MS} (milliseconds)`, value);
-  return null;
+  return readNumber(ctx, path, value, TOOL_TIMEOUT_MS_RANGE) ?? null;
 }
 
 /**
@@ -612,7 +614,7 @@ function readMaxSteps(ctx: FieldContext, values: PlainObject): number | undefine
       ['maxTurns'],
     );
   }
-  const steps = readNumber(ctx, [key], values[key], { integer: true, min: 1 });
+  const steps = readNumber(ctx, [key], values[key], MAX_STEPS_RANGE);
   if (steps !== undefined && steps > HARD_MAX_STEPS) {
     ctx.problems.warning(
       'invalid_field',

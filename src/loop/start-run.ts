@@ -1,6 +1,7 @@
 import type { ResolvedBlocks } from '../blocks/types.ts';
 import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../constants.ts';
 import { likelyAliasTypo, unknownModelMessage } from '../definition/model-name.ts';
+import { checkDefinitionNumbers } from '../definition/number-ranges.ts';
 import { toolReferenceProblems } from '../definition/tool-references.ts';
 import type { AgentDefinition, DefinitionProblem } from '../definition/types.ts';
 import { UserError } from '../errors.ts';
@@ -80,6 +81,8 @@ export async function startRun(
   // A resumed agent runs what it started with: the recorded definition, blocks and settings.
   const pinned = started ? await pinnedDefinition(started, options.definition) : undefined;
   if (pinned) definition = pinned.definition;
+  // A definition built in code was never read from a file, whose numbers are checked as read.
+  checkDefinitionNumbers(definition);
   const modelSettingsOptions = {
     overrides: prepareModelSettings(options.modelSettings, 'modelSettings'),
     defaults: prepareModelSettings(options.defaultModelSettings, 'defaultModelSettings'),

@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { DEFAULT_TOOL_RETRY, DEFAULT_TOOL_TIMEOUT_MS, MAX_TOOL_RESULT_CHARS } from '../constants.ts';
+import { checkDefinitionNumbers } from '../definition/number-ranges.ts';
 import type { AgentDefinition, RetryPolicy } from '../definition/types.ts';
 import { describeValue, UserError } from '../errors.ts';
 import { extend } from '../objects.ts';
@@ -134,13 +135,16 @@ export interface Toolbox {
 /**
  * Builds an agent's toolbox. Throws UserError `tool_name_conflict` when two admitted tools would
  * share a model-facing name, `invalid_tool` for an override providers would reject, and the errors
- * of {@link buildParamMapping} for bad `paramNameOverrides`.
+ * of {@link buildParamMapping} for bad `paramNameOverrides`, and `invalid_definition` for a
+ * `bash` or `toolConfig` number out of its range (one built in code: `bash.outputByteLimit` past
+ * `MAX_BASH_OUTPUT_BYTE_LIMIT`; see docs/definitions.md).
  */
 export function buildToolbox(
   def: ToolboxDefinition,
   registry: ToolRegistry,
   options: ToolboxOptions,
 ): Toolbox {
+  checkDefinitionNumbers(def, 'toolbox');
   return new AgentToolbox(def, registry, options);
 }
 

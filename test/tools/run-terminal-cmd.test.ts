@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it, vi } from 'vitest';
+import { MAX_BASH_TIMEOUT_SECS } from '../../src/constants.ts';
 import { runTerminalCmdTool } from '../../src/tools/builtin/run-terminal-cmd.ts';
 import { useTempDirs } from '../prompt/temp-dir.ts';
 import { toolboxFor } from './harness.ts';
@@ -79,8 +80,8 @@ describe('run_terminal_cmd', () => {
     await vi.waitFor(() => expect(isGone(pid)).toBe(true));
   });
 
-  it('a timeoutSecs past the longest timer delay does not kill the command at once', async () => {
-    const toolbox = toolboxFor(await tempDir(), bash({ timeoutSecs: 3_000_000 }));
+  it('a timeoutSecs at its maximum, the longest timer delay, does not kill the command at once', async () => {
+    const toolbox = toolboxFor(await tempDir(), bash({ timeoutSecs: MAX_BASH_TIMEOUT_SECS }));
     const result = await toolbox.call('run_terminal_cmd', { command: 'sleep 0.2; echo done' });
     expect(result).toMatchObject({ ok: true, text: 'done\n[exit code 0]' });
   });
