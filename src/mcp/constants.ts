@@ -120,6 +120,12 @@ export const MCP_RESTART_MAX_DELAY_MS = 30_000;
 export const MCP_CLOSE_GRACE_MS = 2_000;
 
 /**
+ * How often, on POSIX, a stdio server's process group is looked at after SIGTERM to learn that
+ * every process in it has ended (within {@link MCP_CLOSE_GRACE_MS}, then SIGKILL).
+ */
+export const MCP_GROUP_POLL_MS = 25;
+
+/**
  * Time one `taskkill` (Windows: ending a stdio server's process tree) is waited for; one still
  * running after it is killed, and closing goes on.
  */

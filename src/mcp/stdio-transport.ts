@@ -11,13 +11,23 @@
  * for the caller, and closes by ending stdin, then SIGTERM, then SIGKILL, each after
  * {@link MCP_CLOSE_GRACE_MS}; on Windows `taskkill /T`, then `taskkill /T /F`, in place of the
  * signals, which would end only `cmd.exe` and not the server a `.cmd` shim started under it.
+ *
+ * On POSIX the server leads a process group of its own (`detached`), and the signals go to the
+ * whole group: a server that exits by itself at the end of its stdin left what it started (a
+ * `sleep 1000 &`, a helper) running for ever, since only the server itself was ever signalled.
+ * The group is signalled once the server has exited, whether troupe closed it or it exited by
+ * itself; a server that forks its real work off and exits (daemonizes) is ended with it. In its own
+ * group a server no longer gets the terminal's Ctrl-C: troupe's close of its pools ends it, and the
+ * groups still there when the process exits get SIGKILL from an `exit` listener. A troupe killed
+ * with SIGKILL runs neither: each server sees the end of its stdin (the pipe closes with troupe),
+ * and what a server leaves running after that lives on, as it did before.
  */
 import type { ChildProcess } from 'node:child_process';
 import { PassThrough } from 'node:stream';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import spawn from 'cross-spawn';
-import { MCP_CLOSE_GRACE_MS } from './constants.ts';
+import { MCP_CLOSE_GRACE_MS, MCP_GROUP_POLL_MS } from './constants.ts';
 import { killProcessTree, killRecordedTree, processTree } from './process-tree.ts';
 import { type LineParser, LineReadBuffer, requestTooLongAnswer } from './read-buffer.ts';
 
@@ -48,6 +58,44 @@ export interface StdioTransportOptions {
   readonly closeGraceMs?: number;
 }
 
+/** POSIX: the process groups of this thread's stdio servers not yet seen to have ended. */
+const liveGroups = new Set<number>();
+let exitListener = false;
+
+/**
+ * Follows a server's process group until {@link StdioTransport.close} has ended it. A process that
+ * exits first (`process.exit()`, the end of its event loop) kills the groups still there: they no
+ * longer get the terminal's Ctrl-C, nor would anyone else stop them.
+ */
+function watchGroup(pgid: number): void {
+  liveGroups.add(pgid);
+  if (exitListener) return;
+  exitListener = true;
+  process.on('exit', () => {
+    for (const group of liveGroups) signalGroup(group, 'SIGKILL');
+  });
+}
+
+/** Sends `signal` to every process of group `pgid`; false when there is none. */
+function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch (error) {
+    // EPERM: a process of the group runs as another user (setuid); the group is still there.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Whether group `pgid` has no process left, as soon as it has none or once `ms` have gone by. */
+async function groupGone(pgid: number, ms: number): Promise<boolean> {
+  for (let waited = 0; waited < ms; waited += MCP_GROUP_POLL_MS) {
+    if (!signalGroup(pgid, 0)) return true;
+    await new Promise<void>((resolve) => setTimeout(resolve, MCP_GROUP_POLL_MS).unref());
+  }
+  return !signalGroup(pgid, 0);
+}
+
 /** An MCP client transport to a child process over its stdin and stdout. */
 export class StdioTransport implements Transport {
   onclose?: () => void;
@@ -58,6 +106,10 @@ export class StdioTransport implements Transport {
   readonly #buffer: LineReadBuffer<JSONRPCMessage>;
   readonly #stderr = new PassThrough();
   #process: ChildProcess | undefined;
+  /** POSIX: the server's process group (its pid) until it has been ended. */
+  #group: number | undefined;
+  /** POSIX: the ending of the group, once begun (SIGTERM, then SIGKILL after the grace). */
+  #groupEnded: Promise<void> | undefined;
   #started = false;
   /** Bytes of the line that ran past its bound, until told after the messages before it. */
   #lostLine: number | undefined;
@@ -99,14 +151,23 @@ export class StdioTransport implements Transport {
     this.#started = true;
     const { command, args, env, cwd } = this.#options;
     return new Promise<void>((resolve, reject) => {
+      const posix = process.platform !== 'win32';
       const child = spawn(command, [...args], {
         env: { ...env },
         cwd,
         stdio: ['pipe', 'pipe', 'pipe'],
         shell: false,
         windowsHide: true,
+        // Its own process group, signalled whole. Not on Windows: there it would get a console.
+        ...(posix ? { detached: true } : {}),
       });
       this.#process = child;
+      if (posix && child.pid !== undefined) {
+        this.#group = child.pid;
+        watchGroup(child.pid);
+        // 'exit', not 'close': what the server left running may hold its stdout open.
+        child.once('exit', () => void this.#endGroup());
+      }
       child.on('error', (error) => {
         reject(error);
         this.onerror?.(error);
@@ -135,6 +196,8 @@ export class StdioTransport implements Transport {
 
   /**
    * Ends the server's stdin, then SIGTERM, then SIGKILL, each after the grace time; reads no more.
+   * On POSIX the signals go to the server's process group, also when the server exited at the end
+   * of its stdin: what it started is ended with it.
    * On Windows the signals are `taskkill /T` and `taskkill /T /F` of the server's process tree
    * (each waited for at most `MCP_TASKKILL_TIMEOUT_MS`); the tree is recorded first, so that when
    * the server exits on the first, the processes below it that are still there are forced too.
@@ -171,18 +234,34 @@ export class StdioTransport implements Transport {
         if (running()) await killProcessTree(pid, true);
         else await killRecordedTree(tree);
       } else {
-        for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
-          if (!running()) break;
-          try {
-            child.kill(signal);
-          } catch {
-            // It exited meanwhile.
-          }
-          if (signal === 'SIGTERM') await waited();
-        }
+        await this.#endGroup();
       }
     }
+    // A server that exited by itself may still have its group's ending under way.
+    await this.#groupEnded;
     this.#buffer.clear();
+  }
+
+  /**
+   * POSIX: SIGTERM to the server's whole process group, then SIGKILL once the grace time has gone
+   * by with a process of it still there; at most once. While a process of the group is there its
+   * id cannot be given to another group, so a group seen to be there is this server's.
+   */
+  #endGroup(): Promise<void> {
+    const pgid = this.#group;
+    if (pgid === undefined) return Promise.resolve();
+    this.#groupEnded ??= (async () => {
+      const grace = this.#options.closeGraceMs ?? MCP_CLOSE_GRACE_MS;
+      try {
+        if (!signalGroup(pgid, 'SIGTERM')) return;
+        // Not once it is gone: its id may then be given to another group.
+        if (!(await groupGone(pgid, grace))) signalGroup(pgid, 'SIGKILL');
+      } finally {
+        this.#group = undefined;
+        liveGroups.delete(pgid);
+      }
+    })();
+    return this.#groupEnded;
   }
 
   /** Takes a chunk of stdout: its messages go on in order, then a lost framing is told. */

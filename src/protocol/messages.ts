@@ -513,7 +513,8 @@ export type HostEventMessage =
   | { readonly type: 'secrets'; readonly values: readonly string[] }
   /**
    * A stdio MCP server this host started or saw end. A terminated thread cannot stop its child
-   * processes, so the thread engine kills the ones a dead host leaves behind.
+   * processes, so the thread engine kills the ones a dead host leaves behind: on POSIX the whole
+   * process group the server leads (`pid` is its id too), with what the server started.
    */
   | { readonly type: 'mcp_process'; readonly pid: number; readonly state: 'started' | 'exited' }
   /**

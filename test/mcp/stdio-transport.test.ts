@@ -1,13 +1,68 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { StdioTransport } from '../../src/mcp/stdio-transport.ts';
 import { tempDir } from '../fixtures/temp-dirs.ts';
 
 const win32Spawn = fileURLToPath(new URL('../fixtures/mcp/win32-spawn.ts', import.meta.url));
+const orphaningServer = fileURLToPath(new URL('../fixtures/mcp/orphaning-server.sh', import.meta.url));
+const exitWithoutClose = fileURLToPath(new URL('../fixtures/mcp/exit-without-close.ts', import.meta.url));
+
+/** True once the process no longer runs (gone, or a zombie waiting to be reaped). */
+function isGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  try {
+    return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
+}
+
+/** Background processes the orphaning server started, killed after each test whatever happened. */
+const backgrounds: number[] = [];
+afterEach(() => {
+  for (const pid of backgrounds.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone, as it should be.
+    }
+  }
+});
+
+/** The id orphaning-server.sh wrote to `file`, once it has. */
+async function backgroundPid(file: string): Promise<number> {
+  const pid = await vi.waitFor(
+    () => {
+      if (!existsSync(file)) throw new Error(`no ${file} yet`);
+      return Number(readFileSync(file, 'utf8').trim());
+    },
+    { timeout: 10_000 },
+  );
+  expect(pid).toBeGreaterThan(1);
+  backgrounds.push(pid);
+  return pid;
+}
+
+/** orphaning-server.sh, writing its background process's id to `pidFile`. */
+function orphaning(pidFile: string, mode?: 'exit'): StdioTransport {
+  return new StdioTransport({
+    command: '/bin/sh',
+    args: [orphaningServer, pidFile, ...(mode ? [mode] : [])],
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    cwd: process.cwd(),
+    maxMessageBytes: 64,
+    parse: (line) => JSON.parse(line) as JSONRPCMessage,
+    closeGraceMs: 500,
+  });
+}
 /** The process listing a close on Windows records a server's tree with. */
 const listing = {
   command: 'C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe',
@@ -74,6 +129,52 @@ describe('StdioTransport', () => {
     expect(t.pid).toBeUndefined();
     await expect(t.send({ jsonrpc: '2.0', method: 'x' })).rejects.toThrow('Not connected');
   });
+
+  it.skipIf(process.platform === 'win32')(
+    'ends what a server that exits at the end of its stdin started, when it is closed',
+    async () => {
+      const pidFile = path.join(tempDir('troupe-mcp-orphans-'), 'background.pid');
+      const t = orphaning(pidFile);
+      await t.start();
+      const background = await backgroundPid(pidFile);
+      await t.close();
+      // Before, only the server was signalled, and only while it ran: its `sleep 1000` lived on.
+      await vi.waitFor(() => expect(isGone(background)).toBe(true), { timeout: 10_000 });
+    },
+  );
+
+  it.skipIf(process.platform === 'win32')(
+    'ends what a server started when the server exits by itself',
+    async () => {
+      const pidFile = path.join(tempDir('troupe-mcp-orphans-'), 'background.pid');
+      const t = orphaning(pidFile, 'exit');
+      const closed = new Promise<void>((resolve) => {
+        t.onclose = resolve;
+      });
+      await t.start();
+      const background = await backgroundPid(pidFile);
+      await vi.waitFor(() => expect(isGone(background)).toBe(true), { timeout: 10_000 });
+      // The background process held the server's stdout: only now is the transport told closed.
+      await closed;
+      await t.close();
+    },
+  );
+
+  it.skipIf(process.platform === 'win32')(
+    "ends a server's process group when the process exits without closing it",
+    async () => {
+      const pidFile = path.join(tempDir('troupe-mcp-orphans-'), 'background.pid');
+      const child = spawnSync(process.execPath, ['--import', 'tsx', exitWithoutClose, pidFile], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect(child.status, child.stderr).toBe(0);
+      const background = await backgroundPid(pidFile);
+      // In a group of its own the server no longer gets the terminal's Ctrl-C: the process's exit
+      // has to end it.
+      await vi.waitFor(() => expect(isGone(background)).toBe(true), { timeout: 10_000 });
+    },
+  );
 
   it('rejects its start when the command cannot be spawned', async () => {
     const t = new StdioTransport({

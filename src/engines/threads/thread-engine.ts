@@ -684,7 +684,8 @@ export class ThreadEngine implements Engine {
         return;
       }
       case 'mcp_process':
-        this.#trackChild(host, message.pid, message.state);
+        // On POSIX a stdio server leads its own process group: what it started goes with it.
+        this.#trackChild(host, process.platform === 'win32' ? message.pid : -message.pid, message.state);
         return;
       case 'secrets':
         // Masked here too: results are written from this thread.
