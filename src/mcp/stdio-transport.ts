@@ -18,7 +18,7 @@
  * The group is signalled once the server has exited, whether troupe closed it or it exited by
  * itself; a server that forks its real work off and exits (daemonizes) is ended with it. In its own
  * group a server no longer gets the terminal's Ctrl-C: troupe's close of its pools ends it, and the
- * groups still there when the process exits get SIGKILL from an `exit` listener. A troupe killed
+ * groups still there when the process ends get SIGKILL (server-groups.ts). A troupe killed
  * with SIGKILL runs neither: each server sees the end of its stdin (the pipe closes with troupe),
  * and what a server leaves running after that lives on, as it did before.
  */
@@ -30,6 +30,7 @@ import spawn from 'cross-spawn';
 import { MCP_CLOSE_GRACE_MS, MCP_GROUP_POLL_MS } from './constants.ts';
 import { killProcessTree, killRecordedTree, processTree } from './process-tree.ts';
 import { type LineParser, LineReadBuffer, requestTooLongAnswer } from './read-buffer.ts';
+import { unwatchServerGroup, watchServerGroup } from './server-groups.ts';
 
 /** How to start a stdio server, and the bounds on what it sends. */
 export interface StdioTransportOptions {
@@ -56,24 +57,6 @@ export interface StdioTransportOptions {
    * @default MCP_CLOSE_GRACE_MS
    */
   readonly closeGraceMs?: number;
-}
-
-/** POSIX: the process groups of this thread's stdio servers not yet seen to have ended. */
-const liveGroups = new Set<number>();
-let exitListener = false;
-
-/**
- * Follows a server's process group until {@link StdioTransport.close} has ended it. A process that
- * exits first (`process.exit()`, the end of its event loop) kills the groups still there: they no
- * longer get the terminal's Ctrl-C, nor would anyone else stop them.
- */
-function watchGroup(pgid: number): void {
-  liveGroups.add(pgid);
-  if (exitListener) return;
-  exitListener = true;
-  process.on('exit', () => {
-    for (const group of liveGroups) signalGroup(group, 'SIGKILL');
-  });
 }
 
 /** Sends `signal` to every process of group `pgid`; false when there is none. */
@@ -164,7 +147,7 @@ export class StdioTransport implements Transport {
       this.#process = child;
       if (posix && child.pid !== undefined) {
         this.#group = child.pid;
-        watchGroup(child.pid);
+        watchServerGroup(child.pid);
         // 'exit', not 'close': what the server left running may hold its stdout open.
         child.once('exit', () => void this.#endGroup());
       }
@@ -258,7 +241,7 @@ export class StdioTransport implements Transport {
         if (!(await groupGone(pgid, grace))) signalGroup(pgid, 'SIGKILL');
       } finally {
         this.#group = undefined;
-        liveGroups.delete(pgid);
+        unwatchServerGroup(pgid);
       }
     })();
     return this.#groupEnded;

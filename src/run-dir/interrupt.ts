@@ -4,6 +4,7 @@
  * once, for a tool or provider that does not honour the abort signal. The journal is written
  * synchronously, so even then it holds every event so far and `troupe resume` can continue it.
  */
+import { killServerGroups } from '../mcp/server-groups.ts';
 import { EXIT_INTERRUPTED } from './constants.ts';
 
 /**
@@ -66,9 +67,12 @@ export function watchInterrupts(
  * Ends this process with `signal`, as if nothing had caught it. `process.exit` is no use here: Node
  * joins its thread pool on exit, so a tool blocked in a file-system call (a read from a FIFO, a
  * hung network mount) would keep the process alive. With no listener left, the signal's default
- * action ends the process at once, and the shell sees it was interrupted.
+ * action ends the process at once, and the shell sees it was interrupted. The stdio MCP servers
+ * still running are killed first: each leads a process group of its own, which the terminal's
+ * Ctrl-C does not reach, and an ending by signal runs no `exit` listener.
  */
 export function raise(signal: InterruptSignal): void {
+  killServerGroups();
   if (lingering) {
     for (const name of SIGNALS) process.off(name, linger);
     lingering = false;

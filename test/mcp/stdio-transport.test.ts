@@ -176,6 +176,20 @@ describe('StdioTransport', () => {
     },
   );
 
+  it.skipIf(process.platform === 'win32')(
+    "ends a server's process group when a second Ctrl-C ends the process at once",
+    async () => {
+      const pidFile = path.join(tempDir('troupe-mcp-orphans-'), 'background.pid');
+      const child = spawnSync(process.execPath, ['--import', 'tsx', exitWithoutClose, pidFile, 'raise'], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect(child.signal, child.stderr).toBe('SIGINT');
+      const background = await backgroundPid(pidFile);
+      await vi.waitFor(() => expect(isGone(background)).toBe(true), { timeout: 10_000 });
+    },
+  );
+
   it('rejects its start when the command cannot be spawned', async () => {
     const t = new StdioTransport({
       command: '/nonexistent/troupe-mcp-server',

@@ -27,6 +27,7 @@ import { JournalWriter } from '../../journal/writer.ts';
 import { cancelledError, failedOutcome } from '../../loop/outcome.ts';
 import type { AgentOutcome, FailureReason } from '../../loop/types.ts';
 import { killProcessTree } from '../../mcp/process-tree.ts';
+import { unwatchServerGroup, watchServerGroup } from '../../mcp/server-groups.ts';
 import type {
   ActorSpec,
   AgentMessage,
@@ -684,8 +685,15 @@ export class ThreadEngine implements Engine {
         return;
       }
       case 'mcp_process':
-        // On POSIX a stdio server leads its own process group: what it started goes with it.
-        this.#trackChild(host, process.platform === 'win32' ? message.pid : -message.pid, message.state);
+        if (process.platform === 'win32') {
+          this.#trackChild(host, message.pid, message.state);
+          return;
+        }
+        // A stdio server leads its own process group: what it started goes with it. The group no
+        // longer gets the terminal's Ctrl-C, so a process that ends at once still kills it.
+        this.#trackChild(host, -message.pid, message.state);
+        if (message.state === 'started') watchServerGroup(message.pid);
+        else unwatchServerGroup(message.pid);
         return;
       case 'secrets':
         // Masked here too: results are written from this thread.
