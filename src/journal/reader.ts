@@ -193,6 +193,19 @@ export function readFirstEvent(
   maxBytes: number,
   keep: (line: string) => boolean = () => true,
 ): AuditEvent | undefined {
+  const first = readFirstEventOrTooLong(path, maxBytes, keep);
+  return first === 'too_long' ? undefined : first;
+}
+
+/**
+ * {@link readFirstEvent}, saying `too_long` when the first `maxBytes` of the file hold no newline
+ * (its first line is longer, or torn past the bound), for a caller that treats that apart.
+ */
+export function readFirstEventOrTooLong(
+  path: string,
+  maxBytes: number,
+  keep: (line: string) => boolean = () => true,
+): AuditEvent | 'too_long' | undefined {
   let fd: number;
   try {
     fd = openSync(path, 'r');
@@ -217,7 +230,7 @@ export function readFirstEvent(
       chunks.push(chunk.subarray(0, read));
       size += read;
     }
-    return undefined;
+    return 'too_long';
   } catch {
     return undefined;
   } finally {

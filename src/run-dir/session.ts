@@ -339,8 +339,9 @@ export class FanoutSession {
    * agent an earlier session left unended and this one did not finish (a resume cut short before
    * it got there, a child no resume reaches) is counted interrupted here too, not dropped until a
    * recount. Only the first line of each journal is read (at most MAX_STARTED_HEAD_BYTES), at the
-   * session's start and end: a journal whose first line cannot be read is not counted, as in the
-   * timeline; a journals folder that cannot be listed leaves this session's own.
+   * session's start and end: a plan entry's journal whose whole first line is longer counts as
+   * started, one whose first line is torn does not, as in the timeline; a journals folder that
+   * cannot be listed leaves this session's own.
    */
   #unended(): Unended {
     const entries = new Set<number>();

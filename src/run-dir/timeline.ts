@@ -5,12 +5,12 @@
  * events (sessions, thread crashes, provider pauses). Offset 0 is the run's first event, so the
  * start-up before the first agent shows.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_ADOPTION_SCAN_JOURNALS, MAX_STARTED_HEAD_BYTES } from '../constants.ts';
 import type { AuditEvent } from '../journal/events.ts';
 import { forkedInputs, forkedLength, forkedTotals, startsAsForkOf } from '../journal/fork.ts';
-import { readFirstEvent, readJournal } from '../journal/reader.ts';
+import { readFirstEvent, readFirstEventOrTooLong, readJournal } from '../journal/reader.ts';
 import { readStartedHead } from '../journal/started-head.ts';
 import { knownCost } from '../journal/usage.ts';
 import { damageText, journalDamage } from '../journal/verify.ts';
@@ -617,6 +617,36 @@ function startsStarted(path: string): boolean {
   );
 }
 
+/**
+ * Whether the plan entry's attempt whose journal is at `path` started, for the unended count:
+ * its first line (at most `maxHeadBytes` of it) is a `Started` event, or is longer than that and
+ * whole (the file ends with a newline: a journal's first line is the `Started` its writer wrote
+ * before anything else; a line cut off while written is no start, as a short one is not).
+ */
+function entryStarted(path: string, maxHeadBytes: number): boolean {
+  const first = readFirstEventOrTooLong(path, maxHeadBytes, (line) => line.includes('"type":"Started"'));
+  return first === 'too_long' ? endsWithNewline(path) : first?.type === 'Started';
+}
+
+/** Whether the file at `path` ends with a newline (reading its last byte); false when unreadable. */
+function endsWithNewline(path: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return false;
+  }
+  try {
+    const { size } = fstatSync(fd);
+    const last = Buffer.alloc(1);
+    return size > 0 && readSync(fd, last, 0, 1, size - 1) === 1 && last[0] === 0x0a;
+  } catch {
+    return false;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** The events of the journal at `path`; none when there is no such file. */
 function readEvents(path: string, maxLineBytes?: number): readonly AuditEvent[] {
   if (!existsSync(path)) return [];
@@ -880,8 +910,9 @@ export function unendedOf(timeline: Timeline): Unended {
  * The attempts of the run in `contents` that started and have no result line, as
  * {@link unendedOf} finds them in a timeline, from the journals of those attempts alone: each plan
  * entry's current attempt (the one after its latest line, or its first without one) whose journal
- * starts with `Started` (its first line only, at most MAX_STARTED_HEAD_BYTES, as the timeline
- * reads it; a journal whose first line cannot be read is not counted), and every agent without a
+ * starts with `Started` (its first line only, at most `maxHeadBytes`, MAX_STARTED_HEAD_BYTES by
+ * default; a whole first line longer than that counts as started too, unread; a journal whose first
+ * line is torn or no event is not counted), and every agent without a
  * line spawned by an agent of the run (one with a line, or one of these), found by the parent its
  * journal's `Started` names (only the ids at the head of each such journal are read:
  * src/journal/started-head.ts; at most MAX_ADOPTION_SCAN_JOURNALS of them). For `troupe score`, which rewrites summary.json without
@@ -895,7 +926,8 @@ export function unendedAttempts(contents: UnendedSource, bounds: UnendedBounds =
 /** The bounds of {@link unendedAttemptIds}' reads. */
 export interface UnendedBounds {
   /**
-   * Bytes of each journal's first line read for its ids at most.
+   * Bytes of each journal's first line read at most: for its ids, and of a plan entry's current
+   * attempt for its `Started` (a longer whole line counts as started, unread).
    * @default MAX_STARTED_HEAD_BYTES (64 MiB)
    */
   readonly maxHeadBytes?: number;
@@ -945,9 +977,10 @@ export function unendedAttemptIds(
     const agentId = last === undefined ? run.agentId : agentIdFor(plan.idPrefix, run.index, last.attempt + 1);
     attempts.add(agentId);
     if (lined.has(agentId) || !files.has(`${agentId}.jsonl`)) continue;
-    // Its first line only, at most MAX_STARTED_HEAD_BYTES (`type` sorts after the ids, so the line
-    // is parsed whole): this runs at each session's start and end, over every unended journal.
-    if (!startsStarted(journalFile(paths, agentId))) continue;
+    // Its first line only, at most `maxHeadBytes` (`type` sorts after the ids, so the line is
+    // parsed whole): this runs at each session's start and end, over every unended journal. A
+    // longer whole line (a huge context) counts too: it was a silent "not run" before.
+    if (!entryStarted(journalFile(paths, agentId), maxHeadBytes)) continue;
     entries.add(run.index);
     ofRun.add(agentId);
   }
