@@ -4,7 +4,7 @@
  * `--retry-failed` runs failed ones again from theirs. The `resume` subcommand calls
  * {@link resumeRunDir} for a directory holding a `plan.json`.
  */
-import { MAX_STARTED_HEAD_BYTES } from '../constants.ts';
+import { MAX_ADOPTION_SCAN_JOURNALS, MAX_STARTED_HEAD_BYTES } from '../constants.ts';
 import type { FailureReason } from '../loop/types.ts';
 import { loadAgentDefinitions } from '../run-dir/agent-files.ts';
 import { changedDefinitions } from '../run-dir/definition-changes.ts';
@@ -15,6 +15,7 @@ import { endOrphans, planResume } from '../run-dir/resume-plan.ts';
 import { RunDirWriter, readRunDirState } from '../run-dir/run-dir.ts';
 import { type RunPlan, runLimitsOf } from '../run-dir/run-plan.ts';
 import { recordedSessions } from '../run-dir/summary.ts';
+import type { UnendedBounds } from '../run-dir/timeline.ts';
 import { sessionApprover } from './shared/approvers.ts';
 import { checkRedisFlagsUsed, redisEngine } from './shared/engine.ts';
 import type { CliIO } from './shared/io.ts';
@@ -51,6 +52,11 @@ export interface ResumeRunDirOptions {
   readonly otlp?: OtlpFlags;
   /** `--approve` rules: requests they allow are approved without asking. @default none */
   readonly approve?: readonly string[];
+  /**
+   * The bounds of the unended count's reads (tests: a small `maxHeadBytes`); no flag sets it.
+   * @default MAX_STARTED_HEAD_BYTES
+   */
+  readonly unendedBounds?: UnendedBounds;
 }
 
 /**
@@ -123,22 +129,35 @@ export async function resumeRunDir(dir: string, options: ResumeRunDirOptions, io
 `,
     );
   }
-  const { exitCode } = await withTelemetry(options.otlp ?? {}, io, plan.name ?? 'resume', (tracing) =>
-    executeSession({
-      plan,
-      writer,
-      work: decision.work,
-      kind: 'resume',
-      existing: contents.results,
-      // Orphans' journals are ended only now, once the provider and the definitions are known good.
-      recovered: [...decision.recovered, ...endOrphans(paths, decision.orphans)],
-      previousSessions: recordedSessions(contents.summary, contents.events),
-      definitions,
-      json: options.json === true,
-      io,
-      supervisor: { ...supervisor, ...tracing },
-      approver: sessionApprover(options.approve ?? [], plan.cwd, options.json === true),
-    }),
+  const { exitCode, summary, unknownJournals } = await withTelemetry(
+    options.otlp ?? {},
+    io,
+    plan.name ?? 'resume',
+    (tracing) =>
+      executeSession({
+        plan,
+        writer,
+        work: decision.work,
+        kind: 'resume',
+        existing: contents.results,
+        // Orphans' journals are ended only now, once the provider and the definitions are known good.
+        recovered: [...decision.recovered, ...endOrphans(paths, decision.orphans)],
+        previousSessions: recordedSessions(contents.summary, contents.events),
+        definitions,
+        json: options.json === true,
+        io,
+        supervisor: { ...supervisor, ...tracing },
+        approver: sessionApprover(options.approve ?? [], plan.cwd, options.json === true),
+        ...(options.unendedBounds === undefined ? {} : { unendedBounds: options.unendedBounds }),
+      }),
   );
+  const unknown = summary.counts.nested.unknown ?? 0;
+  if (unknown > 0) {
+    const more = unknown > unknownJournals.length ? ', ...' : '';
+    io.stderr(
+      `${printable(`warning: ${unknown} journal(s) without a result line could not be read for the agent that spawned them (their ids lie past ${options.unendedBounds?.maxHeadBytes ?? MAX_STARTED_HEAD_BYTES} bytes of their first line, or past ${MAX_ADOPTION_SCAN_JOURNALS} journals): ${unknownJournals.join(', ')}${more}; each may be an agent of the run left unended, counted in counts.nested.unknown of summary.json and in no other count`)}
+`,
+    );
+  }
   return exitCode;
 }

@@ -44,7 +44,7 @@ import {
   type Unended,
 } from './summary.ts';
 import { inputsOf } from './task-rows.ts';
-import { unendedAttemptIds } from './timeline.ts';
+import { type UnendedBounds, unendedAttemptIds } from './timeline.ts';
 
 /** A run log event before its time is set. */
 type RunLogEventBody = RunLogEvent extends infer E ? (E extends unknown ? Omit<E, 'ts'> : never) : never;
@@ -99,13 +99,26 @@ export interface SessionOptions {
    * @default every request is denied: there is nobody to ask
    */
   readonly approver?: SessionApprover;
+  /**
+   * The bounds of the unended count's reads of the journals (tests: a small `maxHeadBytes` in
+   * place of 64 MiB). @default MAX_STARTED_HEAD_BYTES
+   */
+  readonly unendedBounds?: UnendedBounds;
 }
 
 /** What a session ended with. */
 export interface SessionResult {
   readonly summary: RunSummary;
   readonly interrupted: boolean;
+  /**
+   * The first {@link UNKNOWN_JOURNALS_NAMED} of the journals counted in the summary's
+   * `counts.nested.unknown` (file names in the run's journals folder); empty when none.
+   */
+  readonly unknownJournals: readonly string[];
 }
+
+/** Journals counted in `counts.nested.unknown` a session names in its result at most. */
+export const UNKNOWN_JOURNALS_NAMED = 5;
 
 interface Tracked {
   readonly index: number | null;
@@ -129,6 +142,8 @@ export class FanoutSession {
    */
   readonly #lines: ResultStore;
   readonly #startedAt = new Date();
+  /** The first journals the last unended count could not read (`SessionResult.unknownJournals`). */
+  #unknownJournals: readonly string[] = [];
   /** Agent ids of judge agents (scorers), which are not plan entries nor nested agents. */
   readonly #judges = new Set<string>();
   /** Scores being computed for ended agents; the Supervisor is closed only once they are in. */
@@ -304,7 +319,7 @@ export class FanoutSession {
     this.#finished = true;
     const { paths } = this.#options.writer;
     emit({ type: 'summary', runDir: paths.root, file: paths.summary, summary: summaryHead(summary) });
-    return { summary, interrupted };
+    return { summary, interrupted, unknownJournals: this.#unknownJournals };
   }
 
   /**
@@ -347,6 +362,7 @@ export class FanoutSession {
     const entries = new Set<number>();
     const nested = new Set<string>();
     let unknown = 0;
+    const named: string[] = [];
     for (const [agentId, tracked] of this.#tracked) {
       if (tracked.startedAt === undefined || this.#judges.has(agentId)) continue;
       if (tracked.index === null) nested.add(agentId);
@@ -354,14 +370,22 @@ export class FanoutSession {
     }
     try {
       const { plan, writer } = this.#options;
-      const found = unendedAttemptIds({ plan, paths: writer.paths, results: this.#lines });
+      const found = unendedAttemptIds(
+        { plan, paths: writer.paths, results: this.#lines },
+        this.#options.unendedBounds,
+      );
       for (const index of found.entries) entries.add(index);
       for (const agentId of found.nested) if (!this.#judges.has(agentId)) nested.add(agentId);
       // This session's own agents are counted by what it knows of them.
-      for (const agentId of found.unknown) if (!this.#tracked.has(agentId)) unknown += 1;
+      for (const agentId of found.unknown) {
+        if (this.#tracked.has(agentId)) continue;
+        unknown += 1;
+        if (named.length < UNKNOWN_JOURNALS_NAMED) named.push(`${agentId}.jsonl`);
+      }
     } catch {
       // summary.json is still written; `troupe report` says which journal is damaged.
     }
+    this.#unknownJournals = named;
     return { entries, nested: nested.size, ...(unknown > 0 ? { unknown } : {}) };
   }
 
