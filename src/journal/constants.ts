@@ -26,6 +26,14 @@ export const JOURNAL_BATCH_MAX_CHARS = 256 * 1024;
  */
 export const MAX_JOURNAL_LINE_BYTES = 64 * 1024 * 1024;
 
+/**
+ * Attempt ids a retry's `Started.forkedFrom` keeps at most: the newest ones (the attempt it was
+ * forked from first). Each retry of an entry adds one, so without a bound the copied `Started`
+ * line, and the adoption search under each id, grew with every retry. The children of an attempt
+ * older than those kept are not searched for when a retry is resumed.
+ */
+export const MAX_FORKED_FROM_IDS = 1000;
+
 /** How often the `interval` policy flushes appended events to disk. */
 export const DEFAULT_FSYNC_INTERVAL_MS = 1000;
 

@@ -46,7 +46,8 @@ export interface Started {
    * In a retry's journal (a fork, src/journal/fork.ts): the attempts it continues, newest first,
    * the one it was forked from and then that one's own `forkedFrom`. The children an earlier attempt
    * spawned name that attempt as their parent, so a resumed retry searches under each of these ids
-   * (absent in a first attempt's journal, and in forks written before it was recorded).
+   * (absent in a first attempt's journal, and in forks written before it was recorded). At most the
+   * newest MAX_FORKED_FROM_IDS (1,000) are kept: an older attempt's children are not searched for.
    */
   readonly forkedFrom?: readonly string[];
   /**

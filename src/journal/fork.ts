@@ -9,6 +9,7 @@
  * were in the failed agent's: {@link forkedTotals} is what the new agent inherited, which run
  * totals must not add twice (`AgentOutcome.inherited`).
  */
+import { MAX_FORKED_FROM_IDS } from './constants.ts';
 import type { AuditEvent, AuditEventInput } from './events.ts';
 import type { JournalSink } from './sink.ts';
 import { addReceipt, type UsageTotals, ZERO_USAGE_TOTALS } from './usage.ts';
@@ -34,25 +35,34 @@ export function startsAsForkOf(
  * The events of `events` to carry into a fork, as inputs of agent `agentId` (with their `ts`).
  * With `from` (the id of the agent whose journal `events` is), the copied `Started` records it
  * first in its `forkedFrom`, before the attempts that journal was itself forked from: every earlier
- * attempt's id stays known to the last retry, whatever supervisor ran the ones between.
+ * attempt's id stays known to the last retry, whatever supervisor ran the ones between, up to the
+ * newest `maxForkedFrom` of them (older ones are dropped: their children are not searched for).
  */
 export function forkedInputs(
   events: readonly AuditEvent[],
   agentId: string,
   from?: string,
+  maxForkedFrom = MAX_FORKED_FROM_IDS,
 ): AuditEventInput[] {
   const kept = events.slice(0, forkedLength(events));
   return kept.map((event) => {
     const { seq: _seq, prev: _prev, hash: _hash, ...body } = event;
     if (body.type !== 'Started' || from === undefined) return { ...body, agentId } as AuditEventInput;
     const earlier = (body.forkedFrom ?? []).filter((id) => id !== from);
-    return { ...body, agentId, forkedFrom: [from, ...earlier] } as AuditEventInput;
+    const forkedFrom = [from, ...earlier].slice(0, Math.max(1, maxForkedFrom));
+    return { ...body, agentId, forkedFrom } as AuditEventInput;
   });
 }
 
-/** The attempts a journal whose first event is `first` was forked from, newest first (see {@link forkedInputs}). */
-export function forkOrigins(first: AuditEvent | undefined): readonly string[] {
-  return first?.type === 'Started' ? (first.forkedFrom ?? []) : [];
+/**
+ * The attempts a journal whose first event is `first` was forked from, newest first (see
+ * {@link forkedInputs}): at most the newest `maxForkedFrom`, however many a journal holds.
+ */
+export function forkOrigins(
+  first: AuditEvent | undefined,
+  maxForkedFrom = MAX_FORKED_FROM_IDS,
+): readonly string[] {
+  return first?.type === 'Started' ? (first.forkedFrom ?? []).slice(0, maxForkedFrom) : [];
 }
 
 /** Appends `inputs` to `sink`; each keeps its `ts`. */
