@@ -24,7 +24,7 @@ import { journalFile, type RunDirContents } from './run-dir.ts';
 import type { RunLogEvent } from './run-log.ts';
 import { agentIdFor } from './run-plan.ts';
 import type { Unended } from './summary.ts';
-import { inputsOf } from './task-rows.ts';
+import { type RowReader, rowReader } from './task-rows.ts';
 import { buildTranscript, type Transcript, transcriptEntries } from './transcript.ts';
 
 /** A stretch of an agent's time, in ms since the run's first event. */
@@ -301,13 +301,9 @@ export function taskExcerpt(task: string): string {
  * edited since it was copied: `run_dir_io`, `tasks_changed`), why, so the report still shows the
  * rest of the run.
  */
-function rowTask(
-  plan: RunDirContents['plan'],
-  root: string,
-  run: RunDirContents['plan']['runs'][number],
-): string {
+function rowTask(rows: RowReader, run: RunDirContents['plan']['runs'][number]): string {
   try {
-    return inputsOf(plan, root, run).task;
+    return rows.inputsOf(run).task;
   } catch (error) {
     return `(task unreadable: ${error instanceof Error ? error.message : String(error)})`;
   }
@@ -315,6 +311,16 @@ function rowTask(
 
 /** Builds the timeline of a run directory from its results, journals and `events.jsonl`. */
 export function buildTimeline(contents: RunDirContents, options: TimelineOptions = {}): Timeline {
+  // One descriptor of tasks.jsonl for every row's task: 100,000 entries opened it 100,000 times.
+  const taskRows = rowReader(contents.plan, contents.paths.root);
+  try {
+    return runTimeline(contents, options, taskRows);
+  } finally {
+    taskRows.close();
+  }
+}
+
+function runTimeline(contents: RunDirContents, options: TimelineOptions, taskRows: RowReader): Timeline {
   const { plan, paths, results } = contents;
   const kept = options.wholeTasks === true ? (task: string) => task : taskExcerpt;
   const journals = new Map<string, readonly AuditEvent[]>();
@@ -345,7 +351,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       index: line.index,
       agent: line.agent,
       attempt: line.attempt,
-      task: () => kept(run === undefined ? startedTask(load(line.agentId)) : rowTask(plan, paths.root, run)),
+      task: () => kept(run === undefined ? startedTask(load(line.agentId)) : rowTask(taskRows, run)),
       label: line.label ?? run?.label,
     });
   }
@@ -373,7 +379,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       index: run.index,
       agent: run.agent,
       attempt: last.attempt + 1,
-      task: () => kept(rowTask(plan, paths.root, run)),
+      task: () => kept(rowTask(taskRows, run)),
       label: run.label,
     });
   }
@@ -384,7 +390,7 @@ export function buildTimeline(contents: RunDirContents, options: TimelineOptions
       index: run.index,
       agent: run.agent,
       attempt: 1,
-      task: () => kept(rowTask(plan, paths.root, run)),
+      task: () => kept(rowTask(taskRows, run)),
       label: run.label,
     });
   }

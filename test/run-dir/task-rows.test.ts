@@ -1,5 +1,5 @@
 /** A plan over a tasks file keeps where each row is, not the row: the run directory holds the rows once. */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
@@ -9,7 +9,7 @@ import { loadPlan } from '../../src/run-dir/plan.ts';
 import { chooseProvider } from '../../src/run-dir/provider-choice.ts';
 import { RunDirWriter, readRunDir } from '../../src/run-dir/run-dir.ts';
 import { resolveRunPlan } from '../../src/run-dir/run-plan.ts';
-import { fileLines, inputsOf } from '../../src/run-dir/task-rows.ts';
+import { fileLines, inputsOf, rowReader } from '../../src/run-dir/task-rows.ts';
 import { buildTimeline } from '../../src/run-dir/timeline.ts';
 import { captureIO, readResults, tempDir } from './helpers.ts';
 
@@ -328,6 +328,30 @@ describe('the report of a tasks-file run', () => {
     const agents = buildTimeline(readRunDir(root)).agents;
     expect(agents.find((agent) => agent.index === 1)?.task).toContain('task unreadable');
     expect(agents.find((agent) => agent.index === 2)?.task).toContain('ROW-2-edited');
+  });
+});
+
+describe("a report's reader of a run directory's rows", () => {
+  it('reads every row through the one descriptor it opened at the first', async () => {
+    const root = path.join(dir, 'run');
+    await createRunDir(writeDataSet(3, 'held'), root);
+    const { plan } = readRunDir(root);
+    const reader = rowReader(plan, root);
+    const [first, second, third] = plan.runs;
+    if (first === undefined || second === undefined || third === undefined) throw new Error('3 runs');
+    expect(reader.inputsOf(first).task).toBe('ROW-0-held');
+    // A new file in its place: a reader that opened the file for each row would read that one.
+    const copy = path.join(root, 'tasks.jsonl');
+    const replaced = path.join(root, 'tasks.jsonl.new');
+    writeFileSync(replaced, readFileSync(copy, 'utf8').replaceAll('-held', '-HELD'));
+    renameSync(replaced, copy);
+    expect(() => inputsOf(plan, root, second)).toThrow(/edited since/);
+    expect(reader.inputsOf(second).task).toBe('ROW-1-held');
+    expect(reader.inputsOf(third).task).toBe('ROW-2-held');
+    reader.close();
+    // Closed, it opens the file again.
+    expect(() => reader.inputsOf(third)).toThrow(/edited since/);
+    reader.close();
   });
 });
 
