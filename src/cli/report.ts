@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
+import { REPORT_TIMELINE_MAX_AGENTS } from '../run-dir/constants.ts';
 import { terminalJson } from '../run-dir/format.ts';
 import { journalPage, renderHtmlReport, runPage } from '../run-dir/html-report.ts';
 import { displayPath } from '../run-dir/plan-problems.ts';
@@ -52,7 +53,11 @@ export function register(program: Command, io: CliIO, _setExit: (code: number) =
         return;
       }
       const contents = readRunDirForReport(target);
-      const timeline = buildTimeline(contents, { inputs: html !== undefined, spans: html !== undefined });
+      // Spans only for the agents the HTML timeline draws: 100,000 agents' were built for its first 400.
+      const timeline = buildTimeline(contents, {
+        inputs: html !== undefined,
+        spans: html === undefined ? false : REPORT_TIMELINE_MAX_AGENTS,
+      });
       const damaged = damagedJournals(timeline, (agentId) =>
         displayPath(journalFile(contents.paths, agentId), process.cwd()),
       );

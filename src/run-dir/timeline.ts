@@ -186,9 +186,11 @@ export interface TimelineOptions {
    * Keep each agent's spans, markers and round starts, which only the HTML report's timeline draws.
    * `false` (the terminal and JSON reports): every agent's are empty, so a report of 100,000 agents
    * does not hold a span object, label and detail string for each of their model requests and tool
-   * calls. @default true
+   * calls. A number N: those of the first N agents in the timeline's order only (the HTML report
+   * draws the first REPORT_TIMELINE_MAX_AGENTS): each one's journal is read again for them once the
+   * order is known; the others' are empty. @default true
    */
-  readonly spans?: boolean;
+  readonly spans?: boolean | number;
   /**
    * Build the timeline of one agent only (`troupe show RUN_DIR AGENT`): called with every agent the
    * run directory names without opening a journal (its result lines, plan entries, attempts with a
@@ -474,7 +476,7 @@ function runTimeline(contents: RunDirContents, options: TimelineOptions, taskRow
       hosts.get(agentId) ?? [],
       damages.get(agentId),
       forks.get(agentId),
-      options.spans !== false,
+      options.spans === undefined || options.spans === true,
     );
     rows.push({ ...row, journal: transcript !== undefined });
     if (only !== undefined) continue;
@@ -491,7 +493,31 @@ function runTimeline(contents: RunDirContents, options: TimelineOptions, taskRow
     const file = journalFile(paths, agentId);
     return existsSync(file) ? buildTranscript(readJournal(file, bound).events, options) : undefined;
   };
-  const agents = ordered(rows.map((row) => shifted(row, origin, transcriptOf)));
+  const inOrder = ordered(rows);
+  rows.length = 0;
+  if (typeof options.spans === 'number') {
+    const byId = new Map(entries.map((entry) => [entry.agentId, entry]));
+    const drawn = Math.min(inOrder.length, Math.max(0, options.spans));
+    for (let i = 0; i < drawn; i += 1) {
+      const row = inOrder[i] as Row;
+      const entry = byId.get(row.agentId);
+      if (!row.journal || entry === undefined) continue;
+      const events = readEvents(journalFile(paths, row.agentId), options.maxLineBytes);
+      const { spans, markers, roundStarts } = reportAgent(
+        entry,
+        buildTranscript(events),
+        0,
+        hosts.get(row.agentId) ?? [],
+        undefined,
+        forks.get(row.agentId),
+      );
+      inOrder[i] = { ...row, spans, markers, roundStarts };
+    }
+  }
+  // Each row let go as its copy is made: every row was held beside its copy until the last was made.
+  const agents = new Array<ReportAgent>(inOrder.length);
+  for (let i = inOrder.length - 1; i >= 0; i -= 1)
+    agents[i] = shifted(inOrder.pop() as Row, origin, transcriptOf);
   return { origin, duration: last - origin, agents, marks: runMarks(contents.events, origin), runDir: true };
 }
 
@@ -591,10 +617,12 @@ function finiteMax(values: readonly number[]): number | undefined {
 }
 
 /** Plan entries by index (attempts in order), each followed by the agents it spawned. */
-function ordered(agents: readonly ReportAgent[]): ReportAgent[] {
-  const children = new Map<string, ReportAgent[]>();
+function ordered<A extends Pick<ReportAgent, 'agentId' | 'parentId' | 'index' | 'attempt'>>(
+  agents: readonly A[],
+): A[] {
+  const children = new Map<string, A[]>();
   const ids = new Set(agents.map((agent) => agent.agentId));
-  const roots: ReportAgent[] = [];
+  const roots: A[] = [];
   for (const agent of agents) {
     if (agent.parentId !== null && ids.has(agent.parentId)) {
       const list = children.get(agent.parentId) ?? [];
@@ -606,8 +634,8 @@ function ordered(agents: readonly ReportAgent[]): ReportAgent[] {
     (a, b) =>
       (a.index ?? Number.MAX_SAFE_INTEGER) - (b.index ?? Number.MAX_SAFE_INTEGER) || a.attempt - b.attempt,
   );
-  const out: ReportAgent[] = [];
-  const visit = (agent: ReportAgent): void => {
+  const out: A[] = [];
+  const visit = (agent: A): void => {
     out.push(agent);
     for (const child of children.get(agent.agentId) ?? []) visit(child);
   };

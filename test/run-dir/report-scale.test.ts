@@ -14,7 +14,7 @@ import { REPORT_RESULT_CHARS } from '../../src/run-dir/results.ts';
 import { RunDirWriter, readRunDir, readRunDirForReport } from '../../src/run-dir/run-dir.ts';
 import { agentIdFor, resolveRunPlan } from '../../src/run-dir/run-plan.ts';
 import { FanoutSession } from '../../src/run-dir/session.ts';
-import { buildTimeline } from '../../src/run-dir/timeline.ts';
+import { buildTimeline, type Timeline } from '../../src/run-dir/timeline.ts';
 import { captureIO, tempDir } from './helpers.ts';
 
 let dir: string;
@@ -129,6 +129,33 @@ describe('the terminal report of a large run', () => {
     }
     // The table is the same without them.
     expect(reportText(contents, bare, 400)).toBe(reportText(contents, drawn, 400));
+  });
+
+  it('keeps spans, markers and round starts for the first agents of the HTML timeline only', () => {
+    const copy = path.join(dir, 'run-drawn');
+    cpSync(root, copy, { recursive: true });
+    writeFileSync(path.join(copy, 'results.jsonl'), lines);
+    const contents = readRunDir(copy);
+    const every = buildTimeline(contents);
+    const first = buildTimeline(contents, { spans: 2 });
+    const drawn = (agents: Timeline['agents']) => agents.map((agent) => agent.spans.length > 0);
+    expect(drawn(every.agents).slice(0, 2)).toContain(true);
+    expect(drawn(every.agents).slice(2)).toContain(true);
+    expect(first.agents.map((agent) => agent.agentId)).toEqual(every.agents.map((agent) => agent.agentId));
+    first.agents.forEach((agent, index) => {
+      const all = every.agents[index];
+      // The same spans as a timeline with every agent's, on the same clock.
+      if (index < 2) {
+        expect(agent.spans).toEqual(all?.spans);
+        expect(agent.markers).toEqual(all?.markers);
+        expect(agent.roundStarts).toEqual(all?.roundStarts);
+      } else {
+        expect(agent.spans).toHaveLength(0);
+        expect(agent.roundStarts).toHaveLength(0);
+      }
+      expect(agent.start).toBe(all?.start);
+      expect(agent.end).toBe(all?.end);
+    });
   });
 
   it('is written a chunk of whole lines at a time, not held as one string', async () => {
