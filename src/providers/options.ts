@@ -117,7 +117,16 @@ export function envValue(
   return value === undefined || value.trim() === '' ? undefined : value.trim();
 }
 
-/** Joins a base URL and a path without doubling or dropping the slash. */
+/**
+ * Joins a base URL and a path without doubling or dropping the slash. The path goes before the
+ * base's query, which is kept (`http://h/v1?api-version=1` and `chat/completions` give
+ * `http://h/v1/chat/completions?api-version=1`, as the OpenAI SDK does); a fragment is dropped.
+ */
 export function joinUrl(base: string, path: string): string {
-  return `${base.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`;
+  const hash = base.indexOf('#');
+  const noFragment = hash === -1 ? base : base.slice(0, hash);
+  const mark = noFragment.indexOf('?');
+  const origin = mark === -1 ? noFragment : noFragment.slice(0, mark);
+  const query = mark === -1 ? '' : noFragment.slice(mark);
+  return `${origin.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}${query === '?' ? '' : query}`;
 }
