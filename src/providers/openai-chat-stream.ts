@@ -71,6 +71,13 @@ export function completionAsChunk(body: unknown): unknown {
   return { ...completion, choices };
 }
 
+/** A delta that carries text, reasoning, a refusal or a tool call (not just a role or ''). */
+function hasOutput(delta: Record<string, unknown> | undefined): boolean {
+  if (delta === undefined) return false;
+  const texts = [delta.content, delta.refusal, delta.reasoning_content, delta.reasoning];
+  return texts.some((text) => Boolean(asString(text))) || asArray(delta.tool_calls).length > 0;
+}
+
 /** Accumulates one Chat Completions response. */
 export class ChatStreamAccumulator {
   readonly #origin: ErrorOrigin;
@@ -137,7 +144,15 @@ export class ChatStreamAccumulator {
       const index = asNumber(choice.index) ?? 0;
       this.#choice ??= index;
       if (index !== this.#choice) continue;
-      this.#applyDelta(asRecord(choice.delta), sink);
+      const delta = asRecord(choice.delta);
+      // Late text would be appended to an answer the server said was complete. A chunk with no
+      // output after the finish (OpenAI's usage chunk with `include_usage`, an empty delta) is fine.
+      if (this.#finishReason !== undefined && hasOutput(delta)) {
+        throw this.#bad(
+          `Choice ${index} sent more output after its finish_reason ${JSON.stringify(this.#finishReason)}.`,
+        );
+      }
+      this.#applyDelta(delta, sink);
       this.#finishReason = asString(choice.finish_reason) ?? this.#finishReason;
     }
   }
