@@ -145,8 +145,16 @@ export class MessagesStreamAccumulator {
       case 'content_block_stop': {
         const index = asNumber(event.index) ?? 0;
         const block = this.#blocks.get(index);
-        if (block !== undefined) this.#closed.add(index);
-        if (block?.kind === 'tool_use') block.call = toolCall(block.id, block.name, block.json);
+        // A stop for a block never started, or a second one, means the events are out of order:
+        // what the answer holds can no longer be trusted (a proxy that replays or drops events).
+        if (block === undefined) {
+          throw this.#bad(`A content_block_stop arrived for block ${index}, which was never started.`);
+        }
+        if (this.#closed.has(index)) {
+          throw this.#bad(`A content_block_stop arrived for block ${index}, which was already stopped.`);
+        }
+        this.#closed.add(index);
+        if (block.kind === 'tool_use') block.call = toolCall(block.id, block.name, block.json);
         return;
       }
       case 'message_delta':

@@ -320,4 +320,45 @@ describe('anthropic events out of order', () => {
       server = undefined;
     }
   });
+
+  // Before, both were accepted without a word: the events are out of order, so what the answer
+  // holds cannot be trusted.
+  it('fails a stream that stops a block never started, or stops one twice', async () => {
+    const text = [
+      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hello' } },
+      { type: 'content_block_stop', index: 0 },
+    ];
+    const cases = {
+      'which was never started': [...text, { type: 'content_block_stop', index: 1 }],
+      'which was already stopped': [...text, { type: 'content_block_stop', index: 0 }],
+    };
+    for (const [message, blocks] of Object.entries(cases)) {
+      const { provider } = await anthropic((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const usage = { input_tokens: 10, output_tokens: 5 };
+        const events = [
+          { type: 'message_start', message: { id: 'm', role: 'assistant', content: [], usage } },
+          ...blocks,
+          { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage },
+          { type: 'message_stop' },
+        ];
+        for (const event of events) res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+        res.end();
+      });
+      const events = await collect(provider.turn(turnRequest({ model: 'claude-sonnet-4-6' })));
+      expect(terminal(events), message).toMatchObject({
+        type: 'error',
+        error: {
+          code: 'bad_response',
+          message: expect.stringContaining(
+            `A content_block_stop arrived for block ${message.includes('never') ? 1 : 0}, ${message}`,
+          ),
+          fields: { provider: 'anthropic', status: 200 },
+        },
+      });
+      await server?.close();
+      server = undefined;
+    }
+  });
 });
