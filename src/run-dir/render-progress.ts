@@ -2,6 +2,7 @@
  * Progress output of a fan-out session, three ways: a live display redrawn with ANSI escapes on a
  * TTY, one plain line per event otherwise, and JSONL events with `--json`.
  */
+import { redactValue } from '../journal/redact.ts';
 import { LINE_EXCERPT_CHARS, PROGRESS_BUSIEST_AGENTS, PROGRESS_FRAME_MS } from './constants.ts';
 import {
   excerpt,
@@ -66,7 +67,10 @@ class JsonRenderer implements ProgressRenderer {
   }
 
   onEvent(event: RunEvent): void {
-    this.#output.write(`${terminalJson({ time: new Date(this.#now()).toISOString(), ...event })}\n`);
+    // Masked as a value first, as results.jsonl is: an `ended` line's answer is JSON text, escaped
+    // twice in this line, where masking the printed text misses a PEM key or an `"apiKey": ...`.
+    const line = redactValue({ time: new Date(this.#now()).toISOString(), ...event });
+    this.#output.write(`${terminalJson(line)}\n`);
   }
 
   note(text: string): void {

@@ -9,6 +9,7 @@ import { context } from '@opentelemetry/api';
 import { formatProblem } from '../../definition/problems.ts';
 import { serializeError } from '../../errors.ts';
 import type { AuditEvent } from '../../journal/events.ts';
+import { redactValue } from '../../journal/redact.ts';
 import type { AgentChannels, AgentOutcome } from '../../loop/types.ts';
 import { printable, terminalJson } from '../../run-dir/format.ts';
 import {
@@ -141,7 +142,9 @@ export async function executeLive(
   tracing?.ended(info.agentId, outcome);
 
   if (options.json) {
-    io.stdout(`${terminalJson(outcomeLine(info, outcome))}\n`);
+    // Masked as a value first: the answer is JSON text, and once inside this line its PEM key's
+    // line breaks and quoted pairs are escaped twice, which masking the printed line misses.
+    io.stdout(`${terminalJson(redactValue(outcomeLine(info, outcome)))}\n`);
   } else {
     io.stderr(`${outcomeSummary(outcome)}\n`);
     if (outcome.status === 'completed') io.stdout(`${resultText(outcome)}\n`);

@@ -6,6 +6,7 @@
  */
 import { INTERRUPTED_TOOL_RESULT } from '../../journal/constants.ts';
 import type { AuditEvent, StartedWarning } from '../../journal/events.ts';
+import { redactValue } from '../../journal/redact.ts';
 import type { AgentLimits, AgentOutcome } from '../../loop/types.ts';
 import type { Usage } from '../../providers/types.ts';
 import { formatTokens, printable } from '../../run-dir/format.ts';
@@ -173,7 +174,9 @@ export function outcomeSummary(outcome: AgentOutcome): string {
  * {@link printable} (credentials masked, no terminal control characters).
  */
 export function resultText(outcome: Extract<AgentOutcome, { status: 'completed' }>): string {
-  return printable(outcome.result === undefined ? outcome.answer : JSON.stringify(outcome.result, null, 2));
+  // Masked by key as the journal masks it (`{"password": {...}}`), then as text.
+  const { result } = outcome;
+  return printable(result === undefined ? outcome.answer : JSON.stringify(redactValue(result), null, 2));
 }
 
 function usageText(usage: Usage, costUsd: number | null): string {
