@@ -72,6 +72,17 @@ const QUOTED_PAIR =
   /(["'])((?:(?!\1)[^\\\n]|\\.){1,100})\1([ \t]*[:=][ \t]*)(["'])((?:(?!\4)[^\\\n]|\\.)*)\4/g;
 
 /**
+ * `\"key\": \"value\"`: a JSON member inside JSON text that is itself a JSON string (a result's
+ * `answer` whose member holds JSON, a tool's JSON output quoted in a JSON line), each quote escaped
+ * by the same run of backslashes. {@link QUOTED_PAIR} takes the outer string whole and never looks
+ * inside. Only a secret key ({@link SECRET_KEY_PATTERN}) is matched, so a member that holds more
+ * escaped JSON (`\"answer\": \"{\\\"apiKey\\\": ...`) is not consumed whole either. The value is
+ * bounded so a line of unclosed openings stays linear.
+ */
+const ESCAPED_PAIR =
+  /(?<!\\)(\\+)"((?=[^\\"\n]*?(?:api[_-]?key|authorization|secret|passw(?:or)?d|token(?!s)))[^\\"\n]{1,100})(?<!\\)\1"([ \t]*[:=][ \t]*)(?<!\\)\1"(.{0,1000}?)(?<!\\)\1"/gi;
+
+/**
  * `key: value` or `KEY=value` (headers, env files, YAML, query strings), value optionally quoted.
  * The key and its separator are matched first and the value only after a secret key: scanning a
  * value for every key would be quadratic on text like `a:a:a:...`, and would swallow pairs inside
@@ -82,9 +93,11 @@ const UNQUOTED_KEY = /(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]{1,100})([ \t]*[:=][ \t]
  * A backslash in an unquoted value is taken with the character after it, but a JSON escape
  * (`\"`, `\\`, `\n`, `\r`, `\t`, `\u`) ends the value: what the CLI prints, JSON lines included,
  * passes here again, and masking `\"password=[REDACTED]\"` ate the backslash of the closing
- * quote (invalid JSON), `[REDACTED]\nnext line` the next line.
+ * quote (invalid JSON), `[REDACTED]\nnext line` the next line. A value between escaped quotes
+ * (`PASSWORD=\"two words\"`, an env line inside a JSON string) is taken whole, quotes kept.
  */
-const UNQUOTED_VALUE = /((?:Bearer|Basic)[ \t]+)?("[^"\n]*"|'[^'\n]*'|(?:[^\s"',;&\\]|\\[^\s"\\nrtu])+)/y;
+const UNQUOTED_VALUE =
+  /((?:Bearer|Basic)[ \t]+)?("[^"\n]*"|'[^'\n]*'|\\"[^"\\\n]*\\"|(?:[^\s"',;&\\]|\\[^\s"\\nrtu])+)/y;
 
 /**
  * Unquoted keys come from free text, so the secret word must end a word part (`access_token`,
@@ -361,6 +374,15 @@ function redactUncached(text: string): string {
         ? `${quote}${key}${quote}${separator}${valueQuote}${REDACTED}${valueQuote}`
         : match,
   );
+  if (out.includes('\\"')) {
+    out = out.replace(
+      ESCAPED_PAIR,
+      (match, slashes: string, key: string, separator: string, value: string) =>
+        value !== REDACTED
+          ? `${slashes}"${key}${slashes}"${separator}${slashes}"${REDACTED}${slashes}"`
+          : match,
+    );
+  }
   return redactUnquotedPairs(out);
 }
 
@@ -376,8 +398,9 @@ function redactUnquotedPairs(text: string): string {
     const valueMatch = values.exec(text);
     if (valueMatch === null) continue;
     const [, scheme = '', value = ''] = valueMatch;
-    const quote = value.startsWith('"') || value.startsWith("'") ? value.charAt(0) : '';
-    if ((quote ? value.slice(1, -1) : value) === REDACTED) continue;
+    // Quoted, or quoted with escaped quotes inside a JSON string (`PASSWORD=\"two words\"`).
+    const quote = value.startsWith('\\"') ? '\\"' : /^["']/.test(value) ? value.charAt(0) : '';
+    if ((quote ? value.slice(quote.length, -quote.length) : value) === REDACTED) continue;
     out += `${text.slice(copied, match.index)}${key}${separator}${scheme}${quote}${REDACTED}${quote}`;
     copied = values.lastIndex;
     keys.lastIndex = copied;

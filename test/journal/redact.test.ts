@@ -169,6 +169,29 @@ describe('redactText', () => {
     );
   });
 
+  it('masks a secret member of JSON text held in a JSON string (a result answer holding JSON)', () => {
+    // complete_task's answer is the JSON text of the result: a member that holds JSON text (a
+    // config the agent read) is escaped there, and the answer was journalled with the key in it.
+    const result = {
+      config: JSON.stringify({ apiKey: OPAQUE_SECRET, retries: 3 }),
+      env: `PASSWORD="${OPAQUE_SECRET} two"`,
+      nested: JSON.stringify({ inner: JSON.stringify({ client_secret: OPAQUE_SECRET }) }),
+    };
+    const answer = redactText(JSON.stringify(result));
+    expect(answer).not.toContain(OPAQUE_SECRET);
+    expect(JSON.parse(answer)).toEqual({
+      config: '{"apiKey":"[REDACTED]","retries":3}',
+      env: 'PASSWORD="[REDACTED]"',
+      nested: JSON.stringify({ inner: '{"client_secret":"[REDACTED]"}' }),
+    });
+    expect(redactText(answer)).toBe(answer);
+    // A member that is not a secret keeps its value, and the escaped JSON inside it is still seen.
+    const wrapped = JSON.stringify({ answer: JSON.stringify({ token: OPAQUE_SECRET, note: 'a "b" c' }) });
+    expect(JSON.parse(redactText(wrapped))).toEqual({
+      answer: JSON.stringify({ token: REDACTED, note: 'a "b" c' }),
+    });
+  });
+
   it('masks sections joined by a blank line exactly as it masks each section alone', () => {
     fc.assert(
       fc.property(texts, texts, (first, second) => {
