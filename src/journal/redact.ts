@@ -53,9 +53,10 @@ const KEY_SHAPES: readonly RegExp[] = [
 
 /**
  * A password in a URL's user info: `postgres://app:PASS@host`, `redis://:PASS@host`. The user name
- * stays readable; a URL without a password (`ssh://git@host`) is left alone.
+ * stays readable; a URL without a password (`ssh://git@host`) is left alone. The password runs to
+ * the last `@` before the host, as a URL parser reads it: `https://u:p@ss@host` left `ss` showing.
  */
-const URL_PASSWORD = /\b([A-Za-z][A-Za-z0-9+.-]{0,30}:\/\/[^\s:/?#@"'<>]*):([^\s/?#@"'<>]+)@/g;
+const URL_PASSWORD = /\b([A-Za-z][A-Za-z0-9+.-]{0,30}:\/\/[^\s:/?#@"'<>]*):([^\s/?#"'<>]+)@/g;
 
 /**
  * A PEM private key: the BEGIN line stays, the base64 body (and encryption headers) becomes one

@@ -52,6 +52,11 @@ describe('redactText', () => {
       'DATABASE_URL is postgres://app:[REDACTED]@db.internal:5432/app',
     ],
     [
+      'a password holding an @, up to the last @ before the host',
+      'clone https://bot:p@ss-w0rd@git.example.com/x.git (mail a@b.com)',
+      'clone https://bot:[REDACTED]@git.example.com/x.git (mail a@b.com)',
+    ],
+    [
       'a password with no user name',
       'connect to redis://:hunter2@cache:6379/0',
       'connect to redis://:[REDACTED]@cache:6379/0',
