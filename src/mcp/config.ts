@@ -332,7 +332,8 @@ export function expandMcpServerConfig(
 /**
  * Registers for masking ({@link registerSecretValues}) the values of the server's environment
  * variables and headers whose names say they hold a credential (`GITHUB_TOKEN`, `Authorization`,
- * `X-Api-Key`, `*_SECRET`, `Cookie`), as given (expand the config first for its `${VAR}` values):
+ * `X-Api-Key`, `*_SECRET`, `Cookie`), and of its credential options (`--token X`, `--api-key=X`),
+ * as given (expand the config first for its `${VAR}` values):
  * a server that cannot start often quotes what it was given on stderr, whose tail becomes the
  * agent's warning, and a token of no known shape would be written as it is.
  */
@@ -341,8 +342,30 @@ export function registerServerCredentials(config: McpServerConfig): void {
   registerSecretValues(
     Object.entries(named)
       .filter(([name]) => SECRET_KEY_PATTERN.test(name) || /cookie/i.test(name))
-      .flatMap(([, value]) => [value, value.replace(/^(?:Bearer|Basic|Token)\s+/i, '')]),
+      .flatMap(([, value]) => [value, value.replace(/^(?:Bearer|Basic|Token)\s+/i, '')])
+      .concat(config.type === 'stdio' ? credentialArgs(config.args) : []),
   );
+}
+
+/** A command-line option that names a credential: `--token`, `--api-key`, `-password`, `--client-secret`. */
+const CREDENTIAL_OPTION = /^--?[A-Za-z0-9_-]*(?:api[_-]?key|secret|passw(?:or)?d|token)$/i;
+
+/**
+ * The values of a stdio server's credential options (`--token X`, `--api-key=X`): a server that
+ * refuses its options quotes them on stderr (`bad option: --token X`), where `--token X` with a
+ * space matches no masking pattern.
+ */
+function credentialArgs(args: readonly string[]): string[] {
+  const values: string[] = [];
+  args.forEach((arg, index) => {
+    const equals = arg.indexOf('=');
+    if (equals > 0 && CREDENTIAL_OPTION.test(arg.slice(0, equals))) values.push(arg.slice(equals + 1));
+    else if (CREDENTIAL_OPTION.test(arg)) {
+      const next = args[index + 1];
+      if (next !== undefined && !next.startsWith('-')) values.push(next);
+    }
+  });
+  return values;
 }
 
 /**
