@@ -4,9 +4,12 @@
  * arguments): order is ignored, repeats count. `complete_task` is left out: its arguments are
  * the result, which the comparison shows as the item's output and scores.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
+import { UserError } from '../errors.ts';
 import { canonicalJson } from '../journal/canonical-json.ts';
+import { MAX_JOURNAL_LINE_BYTES } from '../journal/constants.ts';
 import type { EventOf } from '../journal/events.ts';
+import { fileLines } from '../run-dir/task-rows.ts';
 import { COMPLETE_TASK } from '../tools/builtin/orchestration.ts';
 
 /** One distinct call and how many times it was made. */
@@ -37,18 +40,31 @@ const TOOL_CALL_MEMBER = '"type":"ToolCall"';
  * Calls of the agent whose journal is `file`, counted; undefined when there is no journal. Only
  * the ToolCall lines are parsed (a comparison of 1,000 items reads 2,000 journals, most of whose
  * bytes are requests and results), and the hash chain is not checked: `troupe verify` does that.
- * A line that does not parse (a torn last line) is skipped.
+ * The journal is read a chunk at a time (never whole: a 2 GB journal was one 2 GB string), only the
+ * line being read held. A line that does not parse (a torn last line) is skipped; a line over
+ * `maxLineBytes` is not read: UserError `journal_line_too_long` (`path`, `line`, `offset`, `limit`),
+ * as `troupe show` says of it, since a call it may hold cannot be left out of the count unsaid.
  */
-export function toolCallsOf(file: string): Map<string, ToolCallCount> | undefined {
+export function toolCallsOf(
+  file: string,
+  maxLineBytes: number = MAX_JOURNAL_LINE_BYTES,
+): Map<string, ToolCallCount> | undefined {
   if (!existsSync(file)) return undefined;
-  const text = readFileSync(file, 'utf8');
   const calls = new Map<string, ToolCallCount>();
-  for (let at = text.indexOf(TOOL_CALL_MEMBER); at !== -1; ) {
-    const start = text.lastIndexOf('\n', at) + 1;
-    const newline = text.indexOf('\n', at);
-    const end = newline === -1 ? text.length : newline;
-    count(calls, text.slice(start, end));
-    at = text.indexOf(TOOL_CALL_MEMBER, end);
+  const fd = openSync(file, 'r');
+  try {
+    for (const line of fileLines(fd, maxLineBytes)) {
+      if (line.tooLong) {
+        throw new UserError(
+          'journal_line_too_long',
+          `Expected the lines of journal ${file} to hold at most ${maxLineBytes} bytes each, but line ${line.number} (at byte ${line.offset}) is longer; it was not read`,
+          { path: file, line: line.number, offset: line.offset, limit: maxLineBytes },
+        );
+      }
+      if (line.text.includes(TOOL_CALL_MEMBER)) count(calls, line.text);
+    }
+  } finally {
+    closeSync(fd);
   }
   return calls;
 }

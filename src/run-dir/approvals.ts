@@ -4,12 +4,13 @@
  * decisions happen (one synchronous write each, redacted like every run-directory file). The
  * closing summary lists every denied call from it; `troupe report` shows them per agent.
  */
-import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { redactValue } from '../journal/redact.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../protocol/approvals.ts';
-import { LINE_EXCERPT_CHARS } from './constants.ts';
+import { LINE_EXCERPT_CHARS, MAX_RECORD_LINE_BYTES } from './constants.ts';
 import { excerpt, shortId, table } from './format.ts';
+import { fileLines } from './task-rows.ts';
 import { fitWidth } from './text-width.ts';
 
 /** One decision, as `approvals.jsonl` records it. */
@@ -51,22 +52,59 @@ export function appendApproval(root: string, record: ApprovalRecord): void {
   appendFileSync(approvalsFile(root), `${JSON.stringify(redactValue(record))}\n`);
 }
 
-/** The records of a run directory, in order; a torn or unreadable line is left out. */
-export function readApprovals(root: string): ApprovalRecord[] {
-  const file = approvalsFile(root);
-  if (!existsSync(file)) return [];
+/** What {@link readApprovalRecords} found. */
+export interface ApprovalsRead {
+  readonly records: ApprovalRecord[];
+  /** Lines longer than the bound: skipped unread. */
+  readonly tooLong: number;
+  /** Other lines that are not a record (a torn last line, damage). */
+  readonly unreadable: number;
+}
+
+/**
+ * The records of a run directory, in order, read a chunk at a time (the file is never held whole,
+ * only the line being read); a line over `maxLineBytes` is skipped unread and a torn or unreadable
+ * line left out, each counted.
+ */
+export function readApprovalRecords(
+  root: string,
+  maxLineBytes: number = MAX_RECORD_LINE_BYTES,
+): ApprovalsRead {
   const records: ApprovalRecord[] = [];
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (line.trim() === '') continue;
-    try {
-      const value = JSON.parse(line) as Partial<ApprovalRecord>;
-      if (typeof value.agentId === 'string' && typeof value.approved === 'boolean')
-        records.push(value as ApprovalRecord);
-    } catch {
-      // A torn last line: the process died while writing it.
-    }
+  let tooLong = 0;
+  let unreadable = 0;
+  let fd: number;
+  try {
+    fd = openSync(approvalsFile(root), 'r');
+  } catch {
+    return { records, tooLong, unreadable };
   }
-  return records;
+  try {
+    for (const line of fileLines(fd, maxLineBytes)) {
+      if (line.tooLong) {
+        tooLong += 1;
+        continue;
+      }
+      if (line.text.trim() === '') continue;
+      try {
+        const value = JSON.parse(line.text) as Partial<ApprovalRecord>;
+        if (typeof value.agentId === 'string' && typeof value.approved === 'boolean')
+          records.push(value as ApprovalRecord);
+        else unreadable += 1;
+      } catch {
+        // A torn last line: the process died while writing it.
+        unreadable += 1;
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return { records, tooLong, unreadable };
+}
+
+/** The records of a run directory, in order; a torn, unreadable or too long line is left out. */
+export function readApprovals(root: string, maxLineBytes: number = MAX_RECORD_LINE_BYTES): ApprovalRecord[] {
+  return readApprovalRecords(root, maxLineBytes).records;
 }
 
 /** `agent tool {"command":"npm test"}: reason`, for a line of a terminal. */

@@ -111,6 +111,13 @@ export const MAX_TASK_LINE_BYTES = 16 * 1024 * 1024;
 export const MAX_RESULT_LINE_BYTES = 256 * 1024 * 1024;
 
 /**
+ * Bytes one line of `approvals.jsonl` or `events.jsonl` may hold when it is read: a longer line is
+ * skipped unread and counted, like a damaged one. An approval holds a tool call's arguments (as a
+ * journal's ToolCall line does: MAX_JOURNAL_LINE_BYTES), a run-log line a few hundred bytes.
+ */
+export const MAX_RECORD_LINE_BYTES = 64 * 1024 * 1024;
+
+/**
  * Characters of each agent's task a report keeps (the HTML report's agents table shows 80 of them);
  * `troupe show` prints the whole task.
  */

@@ -7,8 +7,10 @@
  * Lines are appended with one synchronous write each and written through `redactValue`, like
  * `results.jsonl`. A torn last line (the process died while writing it) is ignored by the reader.
  */
-import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, closeSync, fstatSync, openSync } from 'node:fs';
 import { redactValue } from '../journal/redact.ts';
+import { MAX_RECORD_LINE_BYTES } from './constants.ts';
+import { fileLines } from './task-rows.ts';
 
 /** A cause as the log keeps it: the error code and message. */
 export interface LoggedCause {
@@ -63,19 +65,44 @@ export function appendRunLog(path: string, event: RunLogEvent): void {
   appendFileSync(path, `${JSON.stringify(redactValue(event))}\n`);
 }
 
-/** The events of the log at `path` (none when there is no log: run directories before it had one). */
-export function readRunLog(path: string): RunLogEvent[] {
-  if (!existsSync(path)) return [];
+/**
+ * The events of the log at `path` (none when there is no log: run directories before it had one),
+ * read a chunk at a time: the file is never held whole, only the line being read. A torn last line
+ * (no `\n` after it), a damaged line and a line over `maxLineBytes` (skipped unread) are left out;
+ * with `skipped`, the damaged and too long ones are counted there.
+ */
+export function readRunLog(
+  path: string,
+  maxLineBytes: number = MAX_RECORD_LINE_BYTES,
+  skipped?: { count: number },
+): RunLogEvent[] {
   const events: RunLogEvent[] = [];
-  const lines = readFileSync(path, 'utf8').split('\n');
-  lines.pop();
-  for (const line of lines) {
-    try {
-      const value = JSON.parse(line) as RunLogEvent;
-      if (typeof value?.ts === 'string' && typeof value.type === 'string') events.push(value);
-    } catch {
-      // A damaged line describes nothing the report can draw; the rest still can be.
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return events;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    for (const line of fileLines(fd, maxLineBytes)) {
+      // The last line, when no `\n` ends it, is torn (the process died while writing it).
+      if (line.offset + line.length >= size) break;
+      if (line.tooLong) {
+        if (skipped) skipped.count += 1;
+        continue;
+      }
+      try {
+        const value = JSON.parse(line.text) as RunLogEvent;
+        if (typeof value?.ts === 'string' && typeof value.type === 'string') events.push(value);
+        else if (skipped) skipped.count += 1;
+      } catch {
+        // A damaged line describes nothing the report can draw; the rest still can be.
+        if (skipped) skipped.count += 1;
+      }
     }
+  } finally {
+    closeSync(fd);
   }
   return events;
 }
