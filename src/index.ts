@@ -44,9 +44,9 @@ export type {
   ScorerComparison,
 } from './compare/compare.ts';
 export { compareRunDirs } from './compare/compare.ts';
-export { renderCompareHtml } from './compare/compare-html.ts';
+export { compareHtmlPieces, renderCompareHtml } from './compare/compare-html.ts';
 export type { CompareTextOptions } from './compare/compare-text.ts';
-export { compareText } from './compare/compare-text.ts';
+export { compareText, compareTextPieces } from './compare/compare-text.ts';
 export type { Gate, GateResult } from './compare/gate.ts';
 export { checkGates, parseGate } from './compare/gate.ts';
 export type { ToolCallCount, ToolCallDiff } from './compare/tool-calls.ts';

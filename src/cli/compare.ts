@@ -3,13 +3,13 @@
  * item by item and in total, what changed from run A (the baseline) to run B. Exits 1 when a
  * gate fails (a scorer's pass rate dropped by more than allowed), so it can stop a CI job.
  */
-import { writeFileSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { compareRunDirs, type RunComparison } from '../compare/compare.ts';
-import { renderCompareHtml } from '../compare/compare-html.ts';
+import { compareHtmlPieces } from '../compare/compare-html.ts';
 import { compareJsonPieces } from '../compare/compare-json.ts';
-import { compareText } from '../compare/compare-text.ts';
+import { compareTextPieces } from '../compare/compare-text.ts';
 import { checkGates, type Gate, type GateResult, parseGate } from '../compare/gate.ts';
 import { COMPARE_TOOL_CALL_ITEMS } from '../constants.ts';
 import { isTroupeError } from '../errors.ts';
@@ -51,14 +51,11 @@ export function register(program: Command, io: CliIO, setExit: (code: number) =>
       const gates = checkGates(comparison, flags.gate ?? []);
       if (flags.html !== undefined) {
         const file = resolve(flags.html);
-        writeFileSync(file, renderCompareHtml(comparison, gates));
+        writeHtml(file, comparison, gates);
         if (!flags.json) io.stdout(printable(`troupe: wrote ${file}\n`));
       }
       if (flags.json) writeJson(comparison, gates, io);
-      else
-        io.stdout(
-          printable(compareText(comparison, gates, { columns: outputColumns(), all: flags.all === true })),
-        );
+      else writeText(comparison, gates, flags.all === true, io);
       setExit(gates.every((gate) => gate.ok) ? EXIT_OK : EXIT_FAILED);
     });
 }
@@ -71,6 +68,33 @@ function writeJson(comparison: RunComparison, gates: readonly GateResult[], io: 
   for (const piece of compareJsonPieces(comparison, gates)) {
     if (io.stdoutClosed?.aborted) return;
     io.stdout(piece);
+  }
+}
+
+/**
+ * Writes the HTML page to `file` a piece at a time (never the whole page at once: see
+ * compare-html.ts).
+ */
+function writeHtml(file: string, comparison: RunComparison, gates: readonly GateResult[]): void {
+  const fd = openSync(file, 'w');
+  try {
+    for (const piece of compareHtmlPieces(comparison, gates)) {
+      const bytes = Buffer.from(piece, 'utf8');
+      for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Prints the text a piece at a time, each piece whole lines sanitized on its own (no redaction
+ * pattern spans a line end), and stops when whoever read it has gone.
+ */
+function writeText(comparison: RunComparison, gates: readonly GateResult[], all: boolean, io: CliIO): void {
+  for (const piece of compareTextPieces(comparison, gates, { columns: outputColumns(), all })) {
+    if (io.stdoutClosed?.aborted) return;
+    io.stdout(printable(piece));
   }
 }
 

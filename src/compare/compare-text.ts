@@ -1,6 +1,6 @@
 /** `troupe compare` in the terminal: both runs, scorers, totals, every changed item, the gates. */
-import { COMPARE_TOOL_CALL_ITEMS } from '../constants.ts';
-import { excerpt, formatCost, formatDuration, formatTokens, table } from '../run-dir/format.ts';
+import { COMPARE_JSON_PIECE_CHARS, COMPARE_TOOL_CALL_ITEMS } from '../constants.ts';
+import { excerpt, formatCost, formatDuration, formatTokens, table, tableLines } from '../run-dir/format.ts';
 import { percent } from '../run-dir/scoring-text.ts';
 import { fitWidth, tableWidth } from '../run-dir/text-width.ts';
 import type { ItemComparison, ItemSide, RunComparison, RunTotals } from './compare.ts';
@@ -23,6 +23,39 @@ export function compareText(
   gates: readonly GateResult[],
   options: CompareTextOptions = {},
 ): string {
+  return [...compareTextPieces(comparison, gates, options)].join('');
+}
+
+/**
+ * {@link compareText} in pieces that each end a line, gathered up to COMPARE_JSON_PIECE_CHARS
+ * (64 KiB) of text (one longer line is a piece of its own): made a line at a time, so the text of
+ * every item (`--all`) is never one string. Joined, they are `compareText`'s text.
+ */
+export function* compareTextPieces(
+  comparison: RunComparison,
+  gates: readonly GateResult[],
+  options: CompareTextOptions = {},
+): Generator<string> {
+  let pending: string[] = [];
+  let pendingChars = 0;
+  for (const line of compareTextLines(comparison, gates, options)) {
+    pending.push(line, '\n');
+    pendingChars += line.length + 1;
+    if (pendingChars >= COMPARE_JSON_PIECE_CHARS) {
+      yield pending.join('');
+      pending = [];
+      pendingChars = 0;
+    }
+  }
+  if (pending.length > 0) yield pending.join('');
+}
+
+/** The lines of {@link compareText}, each without its line end. */
+function* compareTextLines(
+  comparison: RunComparison,
+  gates: readonly GateResult[],
+  options: CompareTextOptions,
+): Generator<string> {
   const width = tableWidth(options.columns ?? 120);
   const clipLine = (line: string): string => fitWidth(line, width);
   const { a, b } = comparison;
@@ -86,36 +119,40 @@ export function compareText(
   } else {
     lines.push(`${options.all ? 'items' : 'changed items'} (${shown.length} of ${comparison.items.length}):`);
     const calls = comparison.toolCallsCompared;
-    lines.push(
-      ...table([
-        [
-          'ITEM',
-          'OUTCOME',
-          ...names.map((n) => n.toUpperCase()),
-          'TOKENS',
-          'COST',
-          'LATENCY',
-          ...(calls ? ['TOOL CALLS'] : []),
-        ],
-        ...shown.map((item) => [
-          item.id ?? item.key,
-          outcomeCell(item),
-          ...names.map((name) => scoreCell(item, name)),
-          item.tokensDelta === undefined ? '-' : signedTokens(item.tokensDelta),
-          item.costDeltaUsd === undefined ? '-' : signedCost(item.costDeltaUsd),
-          item.latencyDeltaMs === undefined ? '-' : signedDuration(item.latencyDeltaMs),
-          ...(calls
-            ? [
-                item.toolCalls === undefined
-                  ? item.a && item.b
-                    ? '?'
-                    : '-'
-                  : `-${count(item.toolCalls.onlyA)} +${count(item.toolCalls.onlyB)}`,
-              ]
-            : []),
-        ]),
-      ]).map(clipLine),
-    );
+    yield* lines;
+    lines.length = 0;
+    const header = [
+      'ITEM',
+      'OUTCOME',
+      ...names.map((n) => n.toUpperCase()),
+      'TOKENS',
+      'COST',
+      'LATENCY',
+      ...(calls ? ['TOOL CALLS'] : []),
+    ];
+    const row = (item: ItemComparison): string[] => [
+      item.id ?? item.key,
+      outcomeCell(item),
+      ...names.map((name) => scoreCell(item, name)),
+      item.tokensDelta === undefined ? '-' : signedTokens(item.tokensDelta),
+      item.costDeltaUsd === undefined ? '-' : signedCost(item.costDeltaUsd),
+      item.latencyDeltaMs === undefined ? '-' : signedDuration(item.latencyDeltaMs),
+      ...(calls
+        ? [
+            item.toolCalls === undefined
+              ? item.a && item.b
+                ? '?'
+                : '-'
+              : `-${count(item.toolCalls.onlyA)} +${count(item.toolCalls.onlyB)}`,
+          ]
+        : []),
+    ];
+    // A row at a time (`--all` of 100,000 items was one array of rows, one of lines, one string).
+    for (const line of tableLines(function* () {
+      yield header;
+      for (const item of shown) yield row(item);
+    }))
+      yield clipLine(line);
     const max = options.maxToolCalls ?? 6;
     const withCalls = shown.filter(
       (item) =>
@@ -131,6 +168,8 @@ export function compareText(
         ];
         lines.push(...calls.slice(0, max).map(clipLine));
         if (calls.length > max) lines.push(`    … ${calls.length - max} more (--json lists them all)`);
+        yield* lines;
+        lines.length = 0;
       }
     }
     const texts = shown
@@ -152,7 +191,7 @@ export function compareText(
       `gate ${gate.scorer}:${gate.minDelta}: ${gate.ok ? 'ok' : 'FAILED'} (pass rate ${percent(gate.passRateA)} -> ${percent(gate.passRateB)}, ${points(gate.delta)}${gate.ok ? '' : `, below ${points(gate.minDelta)}`})`,
     );
   }
-  return `${lines.join('\n')}\n`;
+  yield* lines;
 }
 
 function runLine(run: RunTotals): string {

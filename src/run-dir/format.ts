@@ -136,6 +136,25 @@ export function table(rows: readonly (readonly string[])[]): string[] {
   );
 }
 
+/**
+ * The lines {@link table} makes of the rows `rows()` gives, made a line at a time: `rows` is called
+ * twice (once for the column widths, once for the lines), so no line or row need be held all along.
+ */
+export function* tableLines(rows: () => Iterable<readonly string[]>): Generator<string> {
+  const widths: number[] = [];
+  for (const row of rows()) {
+    row.forEach((cell, column) => {
+      widths[column] = Math.max(widths[column] ?? 0, displayWidth(cell));
+    });
+  }
+  for (const row of rows()) {
+    yield row
+      .map((cell, column) => (column === row.length - 1 ? cell : padWidth(cell, widths[column] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  }
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** An agent id for people to read: random UUIDs (agents spawned by agents) cut to their first 8 digits. */
