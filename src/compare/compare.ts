@@ -11,7 +11,10 @@
  * Bounds: `results.jsonl` of each run is read a line at a time (readResults), and of each plan
  * entry's latest line only what an {@link ItemSide} shows is kept: the first COMPARE_OUTPUT_CHARS
  * (200) characters of its output and a digest of the whole, its scores and figures. Each item's
- * task is kept as its first REPORT_TASK_CHARS (200) characters.
+ * task is kept as its first REPORT_TASK_CHARS (200) characters. Each run's totals are made as soon
+ * as it is read, and of its plan only each entry's position, id and task excerpt is kept: the
+ * second run is read with nothing of the first but those (both plans, with every entry's inputs,
+ * and both runs' ResultStores were held to the end: ~1 GB of RSS at 100,000 items).
  */
 import { createHash } from 'node:crypto';
 import { COMPARE_OUTPUT_CHARS, COMPARE_TOOL_CALL_ITEMS } from '../constants.ts';
@@ -25,12 +28,12 @@ import { deliveredText, latestByIndex, type ResultLine } from '../run-dir/result
 import {
   journalFile,
   type RunDirContents,
-  type RunDirHead,
+  type RunDirPaths,
   type RunDirState,
   readResults,
   readRunDirHead,
 } from '../run-dir/run-dir.ts';
-import type { PlannedRun } from '../run-dir/run-plan.ts';
+import type { RunPlan } from '../run-dir/run-plan.ts';
 import { inputsOf } from '../run-dir/task-rows.ts';
 import { taskExcerpt } from '../run-dir/timeline.ts';
 import { diffToolCalls, type ToolCallDiff, toolCallsOf } from './tool-calls.ts';
@@ -216,12 +219,22 @@ export function compareRuns(
 /** One run's side of an item as its result line has it. */
 type LineSide = ItemSide;
 
+/** What the comparison keeps of a plan entry: its position, id, and task excerpt or why it is unreadable. */
+interface SlimRun {
+  readonly index: number;
+  readonly label?: string;
+  readonly task: { readonly text: string } | { readonly problem: { code: string; message: string } };
+}
+
 /**
- * What the comparison keeps of one run: its files but `results.jsonl`, what its summary needs of
- * every result line (a ResultStore), and each plan entry's latest line as a {@link LineSide}.
+ * What the comparison keeps of one run: its totals, its scorers' names, each plan entry as a
+ * {@link SlimRun}, and each plan entry's latest line as a {@link LineSide}.
  */
 interface RunSource {
-  readonly contents: RunDirState;
+  readonly totals: RunTotals;
+  readonly paths: RunDirPaths;
+  readonly scorers: readonly string[];
+  readonly runs: readonly SlimRun[];
   readonly latest: ReadonlyMap<number, LineSide>;
 }
 
@@ -234,18 +247,47 @@ function readSource(dir: string): RunSource {
     results.add(line);
     if (line.index !== null) latest.set(line.index, lineSide(line, line.index));
   });
-  return { contents: { ...head, ...read, results }, latest };
+  return slimSource({ ...head, ...read, results }, latest);
 }
 
 function sourceOf(contents: RunDirContents, lines: readonly ResultLine[]): RunSource {
   const latest = new Map<number, LineSide>();
   for (const [index, line] of latestByIndex(lines)) latest.set(index, lineSide(line, index));
-  return { contents: { ...contents, results: new ResultStore(contents.plan.idPrefix, lines) }, latest };
+  return slimSource({ ...contents, results: new ResultStore(contents.plan.idPrefix, lines) }, latest);
+}
+
+/** What the comparison keeps of `contents`: nothing that holds a plan entry's inputs or a result line. */
+function slimSource(contents: RunDirState, latest: ReadonlyMap<number, LineSide>): RunSource {
+  return {
+    totals: totals(contents, latest),
+    paths: contents.paths,
+    scorers: (contents.plan.scorers ?? []).map((scorer) => scorer.name),
+    runs: contents.plan.runs.map((run) => ({
+      index: run.index,
+      ...(run.label === undefined ? {} : { label: run.label }),
+      task: taskOf(contents.plan, contents.paths.root, run),
+    })),
+    latest,
+  };
+}
+
+/** A plan entry's task excerpt, or why it cannot be read (a row edited since it was copied, damage). */
+function taskOf(plan: RunPlan, root: string, run: RunPlan['runs'][number]): SlimRun['task'] {
+  try {
+    return { text: taskExcerpt(inputsOf(plan, root, run).task) };
+  } catch (error) {
+    return {
+      problem: {
+        code: isTroupeError(error) ? error.code : 'run_dir_io',
+        message: error instanceof Error ? error.message : String(error),
+      },
+    };
+  }
 }
 
 function compareSources(sourceA: RunSource, sourceB: RunSource, options: CompareOptions): RunComparison {
-  const a = sourceA.contents;
-  const b = sourceB.contents;
+  const a = sourceA;
+  const b = sourceB;
   const sidesA = sides(sourceA);
   const sidesB = sides(sourceB);
   let ranInBoth = 0;
@@ -259,17 +301,15 @@ function compareSources(sourceA: RunSource, sourceB: RunSource, options: Compare
   }
   for (const [key, right] of sidesB)
     if (!sidesA.has(key)) items.push(compareItem(key, undefined, right, a, b, toolCallsCompared));
-  const names = [
-    ...new Set([...(a.plan.scorers ?? []).map((s) => s.name), ...(b.plan.scorers ?? []).map((s) => s.name)]),
-  ];
-  const inA = new Set((a.plan.scorers ?? []).map((s) => s.name));
-  const inB = new Set((b.plan.scorers ?? []).map((s) => s.name));
+  const names = [...new Set([...a.scorers, ...b.scorers])];
+  const inA = new Set(a.scorers);
+  const inB = new Set(b.scorers);
   const matchedItems = items.filter((item) => item.a !== undefined && item.b !== undefined);
   const scorers: Record<string, ScorerComparison> = {};
   for (const name of names) scorers[name] = compareScorer(name, inA.has(name), inB.has(name), matchedItems);
   return {
-    a: totals(sourceA),
-    b: totals(sourceB),
+    a: sourceA.totals,
+    b: sourceB.totals,
     items,
     matched: matchedItems.length,
     onlyA: items.filter((item) => item.outcome === 'only_a').length,
@@ -282,15 +322,15 @@ function compareSources(sourceA: RunSource, sourceB: RunSource, options: Compare
 }
 
 interface Side {
-  readonly run: PlannedRun;
+  readonly run: SlimRun;
   readonly line: LineSide | undefined;
 }
 
 /** Plan entries by matching key, in plan order. */
-function sides({ contents, latest }: RunSource): Map<string, Side> {
+function sides({ runs, latest }: RunSource): Map<string, Side> {
   const seen = new Map<string, number>();
   const result = new Map<string, Side>();
-  for (const run of contents.plan.runs) {
+  for (const run of runs) {
     let key = `#${run.index}`;
     if (run.label !== undefined) {
       const count = (seen.get(run.label) ?? 0) + 1;
@@ -348,14 +388,14 @@ function compareItem(
   key: string,
   left: Side | undefined,
   right: Side | undefined,
-  a: RunDirHead,
-  b: RunDirHead,
+  a: RunSource,
+  b: RunSource,
   withToolCalls: boolean,
 ): ItemComparison {
   const run = (left ?? right)?.run;
   const sideA = left === undefined ? undefined : itemSide(left);
   const sideB = right === undefined ? undefined : itemSide(right);
-  const { task, problem } = itemTask(left, right, a, b);
+  const { task, problem } = itemTask(left, right);
   const outcome = outcomeChange(sideA, sideB);
   const names = new Set([...Object.keys(sideA?.scores ?? {}), ...Object.keys(sideB?.scores ?? {})]);
   const scores: Record<string, ScoreDelta> = {};
@@ -405,24 +445,13 @@ function compareItem(
 function itemTask(
   left: Side | undefined,
   right: Side | undefined,
-  a: RunDirHead,
-  b: RunDirHead,
 ): { task: string; problem?: { code: string; message: string } } {
   let problem: { code: string; message: string } | undefined;
-  for (const [side, of] of [
-    [left, a],
-    [right, b],
-  ] as const) {
+  for (const side of [left, right]) {
     if (side === undefined) continue;
-    try {
-      const task = taskExcerpt(inputsOf(of.plan, of.paths.root, side.run).task);
-      return problem === undefined ? { task } : { task, problem };
-    } catch (error) {
-      problem ??= {
-        code: isTroupeError(error) ? error.code : 'run_dir_io',
-        message: error instanceof Error ? error.message : String(error),
-      };
-    }
+    const { task } = side.run;
+    if ('text' in task) return problem === undefined ? { task: task.text } : { task: task.text, problem };
+    problem ??= task.problem;
   }
   return problem === undefined ? { task: '' } : { task: '', problem };
 }
@@ -515,7 +544,7 @@ function compareScorer(
   };
 }
 
-function totals({ contents, latest }: RunSource): RunTotals {
+function totals(contents: RunDirState, latest: ReadonlyMap<number, LineSide>): RunTotals {
   const summary = runSummaryOf(contents);
   const latencies: number[] = [];
   for (const line of latest.values()) if (line.latencyMs !== null) latencies.push(line.latencyMs);
