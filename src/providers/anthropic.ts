@@ -28,7 +28,15 @@ import {
 } from './http.ts';
 import { asCount } from './json-shapes.ts';
 import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
-import { checkHttpOptions, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
+import {
+  checkBaseURL,
+  checkHttpOptions,
+  checkType,
+  envValue,
+  joinUrl,
+  prepareHttpClient,
+  resolveBaseURL,
+} from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, endpointOf, inParentheses, providerError, requestIdOf } from './provider-error.ts';
 import { brokenResponseUsage, responseUsage, streamedOutput } from './receipt.ts';
@@ -71,12 +79,14 @@ function toolChoiceParam(choice: ToolChoice): unknown {
 
 /**
  * Checks the options of an anthropic provider without building one: UserError `invalid_option`
- * (fields `provider`, `option`) for a value of the wrong type. A missing API key is not checked:
+ * (fields `provider`, `option`) for a value of the wrong type, or a `baseURL` that is not an
+ * absolute http(s) URL. A missing API key, and the base URL variable, are not checked:
  * the environment of the thread that builds the provider decides.
  */
 export function checkAnthropicOptions(options: AnthropicProviderOptions = {}): void {
   const name = options.name ?? 'anthropic';
   for (const key of ['baseURL', 'apiKey', 'name'] as const) checkType(name, options, key, 'string');
+  checkBaseURL(name, options);
   checkType(name, options, 'stream', 'boolean');
   checkHttpOptions(name, options);
 }
@@ -94,7 +104,13 @@ export class AnthropicProvider implements Provider {
     checkAnthropicOptions(options);
     const name = options.name ?? 'anthropic';
     const env = options.env ?? process.env;
-    const baseURL = options.baseURL ?? envValue(env, 'ANTHROPIC_BASE_URL') ?? DEFAULT_ANTHROPIC_BASE_URL;
+    const baseURL = resolveBaseURL(
+      name,
+      options.baseURL,
+      env,
+      'ANTHROPIC_BASE_URL',
+      DEFAULT_ANTHROPIC_BASE_URL,
+    );
     const apiKey = options.apiKey ?? envValue(env, 'ANTHROPIC_API_KEY');
     if (apiKey === undefined && baseURL === DEFAULT_ANTHROPIC_BASE_URL) {
       throw new UserError(

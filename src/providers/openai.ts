@@ -21,7 +21,16 @@ import {
 import { asCount } from './json-shapes.ts';
 import type { ModelSettingIssue, ModelSettings } from './model-settings.ts';
 import { type ChatAssistantMessage, ChatStreamAccumulator, completionAsChunk } from './openai-chat-stream.ts';
-import { checkHttpOptions, checkOneOf, checkType, envValue, joinUrl, prepareHttpClient } from './options.ts';
+import {
+  checkBaseURL,
+  checkHttpOptions,
+  checkOneOf,
+  checkType,
+  envValue,
+  joinUrl,
+  prepareHttpClient,
+  resolveBaseURL,
+} from './options.ts';
 import { DEFAULT_PRICES, type ModelPrice, type PriceTable, priceFor } from './pricing.ts';
 import { type ErrorOrigin, inParentheses, providerError, requestIdOf } from './provider-error.ts';
 import { brokenResponseUsage, responseUsage, streamedOutput } from './receipt.ts';
@@ -59,12 +68,14 @@ function toolChoiceParam(choice: ToolChoice): unknown {
 
 /**
  * Checks the options of an openai provider without building one: UserError `invalid_option`
- * (fields `provider`, `option`) for a value of the wrong type. A missing API key is not checked:
+ * (fields `provider`, `option`) for a value of the wrong type, or a `baseURL` that is not an
+ * absolute http(s) URL. A missing API key, and the base URL variable, are not checked:
  * the environment of the thread that builds the provider decides.
  */
 export function checkOpenAIOptions(options: OpenAIProviderOptions = {}): void {
   const name = options.name ?? 'openai';
   for (const key of ['baseURL', 'apiKey', 'name'] as const) checkType(name, options, key, 'string');
+  checkBaseURL(name, options);
   checkType(name, options, 'stream', 'boolean');
   checkOneOf(name, options, 'maxTokensParam', ['max_completion_tokens', 'max_tokens']);
   checkHttpOptions(name, options);
@@ -84,7 +95,7 @@ export class OpenAIProvider implements Provider {
     checkOpenAIOptions(options);
     const name = options.name ?? 'openai';
     const env = options.env ?? process.env;
-    const baseURL = options.baseURL ?? envValue(env, 'OPENAI_BASE_URL') ?? DEFAULT_OPENAI_BASE_URL;
+    const baseURL = resolveBaseURL(name, options.baseURL, env, 'OPENAI_BASE_URL', DEFAULT_OPENAI_BASE_URL);
     const apiKey = options.apiKey ?? envValue(env, 'OPENAI_API_KEY');
     if (apiKey === undefined && baseURL === DEFAULT_OPENAI_BASE_URL) {
       throw new UserError(

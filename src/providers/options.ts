@@ -3,6 +3,7 @@
 import { sleep } from '../abort.ts';
 import { MAX_TIMER_MS } from '../constants.ts';
 import { describeValue, UserError } from '../errors.ts';
+import { REDACTED } from '../journal/constants.ts';
 import {
   DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_MAX_OUTPUT_CHARS,
@@ -129,4 +130,62 @@ export function joinUrl(base: string, path: string): string {
   const origin = mark === -1 ? noFragment : noFragment.slice(0, mark);
   const query = mark === -1 ? '' : noFragment.slice(mark);
   return `${origin.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}${query === '?' ? '' : query}`;
+}
+
+/** What a base URL must be, for messages. */
+const BASE_URL_EXPECTED = 'an absolute http(s) URL such as `http://localhost:8080/v1`';
+
+/** Whether `value` is an absolute `http:` or `https:` URL with a host (not `localhost:8080/v1`). */
+function isHttpURL(value: string): boolean {
+  // The scheme and `//` written out: the URL parser reads `localhost:8080/v1` as scheme
+  // `localhost:`, and `http:host` as `http://host/`.
+  if (!/^\s*https?:\/\//i.test(value)) return false;
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A URL as an error message shows it: its user info (`user:password@`), query and fragment
+ * masked, where a base URL may carry a credential; works on text that does not parse as a URL.
+ */
+export function maskedURL(value: string): string {
+  return value
+    .replace(/([?#])[\s\S]*$/, `$1${REDACTED}`)
+    .replace(/^([^/?#@]*\/\/)?[^/?#]*@/, `$1${REDACTED}@`);
+}
+
+/**
+ * Checks `options.baseURL`, when present, is an absolute http(s) URL (UserError `invalid_option`,
+ * fields `provider`, `option`); its value is shown masked ({@link maskedURL}).
+ */
+export function checkBaseURL(provider: string, options: { readonly baseURL?: unknown }): void {
+  const value = options.baseURL;
+  if (typeof value === 'string' && !isHttpURL(value)) {
+    throw invalid(provider, 'baseURL', BASE_URL_EXPECTED, maskedURL(value));
+  }
+}
+
+/**
+ * The base URL a provider uses, trimmed: `baseURL` (checked by {@link checkBaseURL}), else the environment
+ * variable `variable` (blank counts as unset), else `fallback`. UserError `invalid_option` (fields
+ * `provider`, `option` = the variable) when the variable holds no absolute http(s) URL: else
+ * every request failed with a network error naming a URL the user never wrote.
+ */
+export function resolveBaseURL(
+  provider: string,
+  baseURL: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+  variable: string,
+  fallback: string,
+): string {
+  // Trimmed as the variable is: a trailing space would end up inside the request path.
+  if (baseURL !== undefined) return baseURL.trim();
+  const value = envValue(env, variable);
+  if (value === undefined) return fallback;
+  if (!isHttpURL(value)) throw invalid(provider, variable, BASE_URL_EXPECTED, maskedURL(value));
+  return value;
 }
