@@ -33,6 +33,7 @@ import {
   checkHttpOptions,
   checkType,
   envValue,
+  isOfficialBaseURL,
   joinUrl,
   prepareHttpClient,
   resolveBaseURL,
@@ -112,7 +113,7 @@ export class AnthropicProvider implements Provider {
       DEFAULT_ANTHROPIC_BASE_URL,
     );
     const apiKey = options.apiKey ?? envValue(env, 'ANTHROPIC_API_KEY');
-    if (apiKey === undefined && baseURL === DEFAULT_ANTHROPIC_BASE_URL) {
+    if (apiKey === undefined && isOfficialBaseURL(baseURL, DEFAULT_ANTHROPIC_BASE_URL)) {
       throw new UserError(
         'missing_api_key',
         'The anthropic provider needs an API key: set ANTHROPIC_API_KEY or pass `apiKey`.',

@@ -27,6 +27,7 @@ import {
   checkOneOf,
   checkType,
   envValue,
+  isOfficialBaseURL,
   joinUrl,
   prepareHttpClient,
   resolveBaseURL,
@@ -97,7 +98,7 @@ export class OpenAIProvider implements Provider {
     const env = options.env ?? process.env;
     const baseURL = resolveBaseURL(name, options.baseURL, env, 'OPENAI_BASE_URL', DEFAULT_OPENAI_BASE_URL);
     const apiKey = options.apiKey ?? envValue(env, 'OPENAI_API_KEY');
-    if (apiKey === undefined && baseURL === DEFAULT_OPENAI_BASE_URL) {
+    if (apiKey === undefined && isOfficialBaseURL(baseURL, DEFAULT_OPENAI_BASE_URL)) {
       throw new UserError(
         'missing_api_key',
         'The openai provider needs an API key: set OPENAI_API_KEY or pass `apiKey` (or point `baseURL` / OPENAI_BASE_URL at a compatible server).',

@@ -189,3 +189,15 @@ export function resolveBaseURL(
   if (!isHttpURL(value)) throw invalid(provider, variable, BASE_URL_EXPECTED, maskedURL(value));
   return value;
 }
+
+/**
+ * Whether `baseURL` points at the same origin (scheme, host, port) as `official`, whatever its
+ * path, trailing slash, query or case: a request there without a key can only fail with 401.
+ */
+export function isOfficialBaseURL(baseURL: string, official: string): boolean {
+  try {
+    return new URL(baseURL).origin === new URL(official).origin;
+  } catch {
+    return false;
+  }
+}

@@ -1,7 +1,9 @@
 /**
  * Base URLs are checked when the provider is made. Before, `localhost:8080/v1`, `ftp://x` or
  * `not a url` (as `baseURL` or in OPENAI_BASE_URL / ANTHROPIC_BASE_URL) was accepted, and every
- * request then failed with a network error.
+ * request then failed with a network error; and the missing-key check compared the base URL to
+ * the official one as a string, so `https://api.openai.com/v1/` went out without a key and failed
+ * 401 instead of `missing_api_key`.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { UserError } from '../../src/errors.ts';
@@ -102,4 +104,44 @@ it('a base URL with spaces around it posts to its path, not to one with a space 
   const provider = new OpenAIProvider({ baseURL: ` ${server.url}/v1 `, apiKey: 'k', maxRetries: 0 });
   terminal(await collect(provider.turn(turnRequest())));
   expect(server.received.map((request) => request.url)).toEqual(['/v1/chat/completions']);
+});
+
+describe('the missing-key check compares the base URL by origin', () => {
+  const officialOpenAI = [
+    'https://api.openai.com/v1/',
+    'https://api.openai.com/v1?x=1',
+    'https://API.OpenAI.com/v1',
+    'https://api.openai.com:443/v1',
+    'https://api.openai.com',
+  ];
+  for (const baseURL of officialOpenAI) {
+    it(`openai without a key at ${baseURL} is missing_api_key`, () => {
+      const error = refusal(() => new OpenAIProvider({ baseURL, env: {} }));
+      expect(error.code).toBe('missing_api_key');
+      expect(error.fields).toEqual({ provider: 'openai', option: 'apiKey' });
+    });
+  }
+
+  it('openai: the same from OPENAI_BASE_URL', () => {
+    const error = refusal(
+      () => new OpenAIProvider({ env: { OPENAI_BASE_URL: 'https://api.openai.com/v1/' } }),
+    );
+    expect(error.code).toBe('missing_api_key');
+  });
+
+  it('anthropic without a key at the official origin is missing_api_key', () => {
+    for (const baseURL of ['https://api.anthropic.com/', 'https://api.anthropic.com?beta=1']) {
+      expect(refusal(() => new AnthropicProvider({ baseURL, env: {} })).code).toBe('missing_api_key');
+    }
+    const fromEnv = refusal(
+      () => new AnthropicProvider({ env: { ANTHROPIC_BASE_URL: 'https://api.anthropic.com/' } }),
+    );
+    expect(fromEnv.code).toBe('missing_api_key');
+  });
+
+  it('another server needs no key', () => {
+    expect(() => new OpenAIProvider({ baseURL: 'https://api.openai.com.example/v1', env: {} })).not.toThrow();
+    expect(() => new OpenAIProvider({ baseURL: 'http://127.0.0.1:11434/v1/', env: {} })).not.toThrow();
+    expect(() => new AnthropicProvider({ baseURL: 'http://127.0.0.1:1/', env: {} })).not.toThrow();
+  });
 });
