@@ -48,6 +48,12 @@ export const MAX_BASH_TIMEOUT_SECS = 2_147_483.647;
  * {@link MAX_TIMER_MS}.
  */
 export const MAX_DEFINITION_RETRIES = 1000;
+/**
+ * Largest `restart.maxRetries` of a Supervisor: far past any useful restart cap, and it bounds the
+ * restarts of an agent that keeps killing its thread (`restart.baseDelayMs: 0` restarts at once).
+ * `1.5` or `1e300` was taken as is before.
+ */
+export const MAX_RESTART_RETRIES = 1000;
 /** Default completion-recovery retry policy. */
 export const DEFAULT_RECOVERY = { maxRetries: 3, baseDelayMs: 250, maxDelayMs: 4000 } as const;
 /**

@@ -133,3 +133,24 @@ describe('time limits past the longest timer delay', () => {
     expect(timerDelay(12)).toBe(12);
   });
 });
+
+/** Retry counts are integers with a cap: `restart.maxRetries: 1.5` and `1e300` were taken as is. */
+describe('retry counts', () => {
+  const COUNTS: readonly (readonly [string, (count: number) => unknown])[] = [
+    ['restart.maxRetries', (count) => prepareSupervisorOptions({ restart: { maxRetries: count } })],
+  ];
+
+  it.each(COUNTS)('%s is an integer from 0 to 1000', (name, prepare) => {
+    prepare(0);
+    prepare(1000);
+    for (const bad of [1.5, 1001, 1e300, -1]) {
+      expect(() => prepare(bad), `${name}: ${bad}`).toThrow(
+        expect.objectContaining({
+          code: 'invalid_option',
+          message: expect.stringMatching(new RegExp(`\`${name.replace('.', '\\.')}\`.*1000`)),
+          fields: expect.objectContaining({ option: name }),
+        }),
+      );
+    }
+  });
+});

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { fileBlockStore } from '../blocks/file-store.ts';
 import type { BlockStore } from '../blocks/types.ts';
-import { DEFAULT_APPROVAL_TIMEOUT_MS, MAX_TIMER_MS } from '../constants.ts';
+import { DEFAULT_APPROVAL_TIMEOUT_MS, MAX_RESTART_RETRIES, MAX_TIMER_MS } from '../constants.ts';
 import { suggestion } from '../definition/fields.ts';
 import type { AgentDefinition, PermissionMode, RetryPolicy } from '../definition/types.ts';
 import { DEFAULT_MAX_PENDING_INSTRUCTIONS } from '../engines/actor/limits.ts';
@@ -142,7 +142,9 @@ export interface SupervisorOptions extends ThreadBackendOptions, RedisBackendOpt
   readonly hostTools?: Readonly<Record<string, HostTool>>;
   /**
    * Restarts of an agent whose thread (or worker) died. On redis, `maxRetries` and `baseDelayMs`
-   * set how often a job whose run failed is retried. @default { maxRetries: 3, baseDelayMs: 50, maxDelayMs: 2000 }
+   * set how often a job whose run failed is retried. `maxRetries` is an integer from 0 to 1000
+   * (`MAX_RESTART_RETRIES`), the delays at most 2147483647 ms; anything else is `invalid_option`.
+   * @default { maxRetries: 3, baseDelayMs: 50, maxDelayMs: 2000 }
    */
   readonly restart?: Partial<RetryPolicy>;
   /** Time an agent gets to end after a cancel (and a thread to shut down) before it is stopped by force. @default 5000 */
@@ -506,7 +508,7 @@ export function prepareSupervisorOptions(options: SupervisorOptions = {}): Prepa
   }
   const redis = backend === 'redis' ? prepareRedisOptions(options) : undefined;
   const restart = {
-    maxRetries: nonNegative('restart.maxRetries', options.restart?.maxRetries, 3),
+    maxRetries: positiveInt('restart.maxRetries', options.restart?.maxRetries, 3, 0, MAX_RESTART_RETRIES),
     baseDelayMs: timeLimit('restart.baseDelayMs', options.restart?.baseDelayMs, 50),
     maxDelayMs: timeLimit('restart.maxDelayMs', options.restart?.maxDelayMs, 2000),
   };
