@@ -55,6 +55,12 @@ export const TOOL_CALL_TOKEN_ALLOWANCE = 128;
 export const HIDDEN_REASONING_TOKEN_ALLOWANCE = 131_072;
 /** Retries after the first attempt of a model request. */
 export const DEFAULT_MAX_RETRIES = 2;
+/**
+ * Largest `maxRetries` of an HTTP provider: far past any useful count, and it bounds a loop of
+ * retries of a request that keeps failing (`retryBaseDelayMs: 0` retries at once). It had no upper
+ * bound before.
+ */
+export const MAX_PROVIDER_RETRIES = 1000;
 /** First backoff delay; doubles with every retry. */
 export const DEFAULT_RETRY_BASE_DELAY_MS = 500;
 /** Cap on one computed backoff delay. */

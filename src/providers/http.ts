@@ -28,7 +28,10 @@ import type { AdmissionRelease, ProviderHooks, Usage } from './types.ts';
 
 /** Options every HTTP provider accepts besides its own. */
 export interface HttpProviderOptions extends ProviderHooks {
-  /** Retries of a failed request (408, 409, 429, 5xx, connection failures). @default 2 */
+  /**
+   * Retries of a failed request (408, 409, 429, 5xx, connection failures): an integer from 0 to 1000
+   * (`MAX_PROVIDER_RETRIES`). @default 2
+   */
   readonly maxRetries?: number;
   /** First backoff; from 0 to 2147483647 (`MAX_TIMER_MS`). @default 500 */
   readonly retryBaseDelayMs?: number;

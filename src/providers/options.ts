@@ -12,6 +12,7 @@ import {
   DEFAULT_REQUEST_TIMEOUT_MS,
   DEFAULT_RETRY_BASE_DELAY_MS,
   DEFAULT_RETRY_MAX_DELAY_MS,
+  MAX_PROVIDER_RETRIES,
 } from './constants.ts';
 import type { HttpClient, HttpProviderOptions } from './http.ts';
 
@@ -73,7 +74,7 @@ export function checkOneOf(
 
 /** Validates the options shared by HTTP providers (UserError `invalid_option`). */
 export function checkHttpOptions(provider: string, options: HttpProviderOptions): void {
-  checkNumber(provider, options, 'maxRetries', { min: 0, integer: true });
+  checkNumber(provider, options, 'maxRetries', { min: 0, max: MAX_PROVIDER_RETRIES, integer: true });
   // Past the longest timer delay Node fires at once: such a backoff retried at once, and such a
   // limit failed every request at once.
   checkNumber(provider, options, 'retryBaseDelayMs', { min: 0, max: MAX_TIMER_MS });
