@@ -129,7 +129,9 @@ export function backoffDelay(
   random: () => number,
 ): number {
   if (retryAfterMs !== undefined) return retryAfterMs;
-  const computed = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);
+  // From attempt 1024 on 2^attempt is Infinity, and 0 * Infinity is NaN: a base of 0 is 0.
+  const computed =
+    policy.baseDelayMs === 0 ? 0 : Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);
   return Math.round(computed * (1 - RETRY_JITTER * random()));
 }
 

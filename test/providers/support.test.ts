@@ -118,6 +118,11 @@ describe('errors and retries', () => {
     ]);
     expect(backoffDelay(1, undefined, policy, () => 0.999)).toBe(750);
     expect(backoffDelay(3, 4200, policy, () => 0.5)).toBe(4200);
+    // 2^1024 is Infinity, and 0 * Infinity was NaN: a base delay of 0 waits 0 at every attempt.
+    const instant = { maxRetries: 1000, baseDelayMs: 0, maxDelayMs: 3000 };
+    expect([1023, 1024, 5000].map((attempt) => backoffDelay(attempt, undefined, instant, () => 0.5))).toEqual(
+      [0, 0, 0],
+    );
   });
 });
 

@@ -37,6 +37,26 @@ describe('tool retry', () => {
     expect(backoffDelay(huge, 0, () => 0)).toBe(1_500_000_000);
   });
 
+  it('is finite at every attempt, a base delay of 0 included (0 * 2^1024 was NaN)', () => {
+    const instant = { maxRetries: 1000, baseDelayMs: 0, maxDelayMs: 4000 };
+    for (const attempt of [0, 1023, 1024, 5000, Number.POSITIVE_INFINITY]) {
+      expect(
+        backoffDelay(instant, attempt, () => 1),
+        `attempt ${attempt}`,
+      ).toBe(0);
+    }
+    for (const attempt of [1024, 5000, Number.POSITIVE_INFINITY, Number.NaN]) {
+      expect(
+        backoffDelay(policy, attempt, () => 0),
+        `attempt ${attempt}`,
+      ).toBe(150);
+      expect(
+        backoffDelay(policy, attempt, () => 1),
+        `attempt ${attempt}`,
+      ).toBe(300);
+    }
+  });
+
   it('retries a retryable failure with backoff until it succeeds', async () => {
     const { tool, execute } = flakyTool([busy, busy]);
     const delays: number[] = [];
