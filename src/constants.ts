@@ -49,9 +49,9 @@ export const MAX_BASH_TIMEOUT_SECS = 2_147_483.647;
  */
 export const MAX_DEFINITION_RETRIES = 1000;
 /**
- * Largest `restart.maxRetries` of a Supervisor: far past any useful restart cap, and it bounds the
- * restarts of an agent that keeps killing its thread (`restart.baseDelayMs: 0` restarts at once).
- * `1.5` or `1e300` was taken as is before.
+ * Largest `restart.maxRetries` (and `maxBystanderRestarts`) of a Supervisor: far past any useful
+ * restart cap, and it bounds the restarts of an agent that keeps killing its thread
+ * (`restart.baseDelayMs: 0` restarts at once). `1.5` or `1e300` was taken as is before.
  */
 export const MAX_RESTART_RETRIES = 1000;
 /** Default completion-recovery retry policy. */

@@ -136,11 +136,13 @@ describe('time limits past the longest timer delay', () => {
 
 /**
  * Retry counts are integers with a cap: `restart.maxRetries: 1.5` and `1e300` were taken as is, and
- * a provider's `maxRetries` had no upper bound (a loop of instant retries with a base delay of 0).
+ * a provider's `maxRetries` and `maxBystanderRestarts` had no upper bound (a loop of instant
+ * retries with a base delay of 0).
  */
 describe('retry counts', () => {
   const COUNTS: readonly (readonly [string, (count: number) => unknown])[] = [
     ['restart.maxRetries', (count) => prepareSupervisorOptions({ restart: { maxRetries: count } })],
+    ['maxBystanderRestarts', (count) => prepareThreadOptions({ maxBystanderRestarts: count }, false)],
     ['maxRetries', (count) => new OpenAIProvider({ apiKey: 'k', maxRetries: count })],
     ['maxRetries', (count) => new AnthropicProvider({ apiKey: 'k', maxRetries: count })],
   ];

@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ResourceLimits } from 'node:worker_threads';
+import { MAX_RESTART_RETRIES } from '../../constants.ts';
 import { UserError } from '../../errors.ts';
 import { oneOf, positiveInt, timeLimit } from '../../option-checks.ts';
 
@@ -58,7 +59,8 @@ export interface ThreadBackendOptions {
   readonly quarantineWaitMs?: number;
   /**
    * Restarts an agent gets for thread deaths it is not blamed for (it was not running a tool in
-   * the thread when it died); beyond this, they count against `restart.maxRetries` too. @default 10
+   * the thread when it died); beyond this, they count against `restart.maxRetries` too. An integer
+   * from 0 to 1000 (`MAX_RESTART_RETRIES`), as `restart.maxRetries`. @default 10
    */
   readonly maxBystanderRestarts?: number;
   /**
@@ -161,7 +163,13 @@ export function prepareThreadOptions(
       DEFAULT_QUARANTINE_WAIT_MS,
       'positive integer',
     ),
-    maxBystanderRestarts: positiveInt('maxBystanderRestarts', options.maxBystanderRestarts, 10, 0),
+    maxBystanderRestarts: positiveInt(
+      'maxBystanderRestarts',
+      options.maxBystanderRestarts,
+      10,
+      0,
+      MAX_RESTART_RETRIES,
+    ),
     execArgv: options.execArgv ?? [],
   };
   // Last, once every option is known to be valid: an invalid one must not leave a directory behind.
