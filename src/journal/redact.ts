@@ -6,7 +6,12 @@
  *   replaced, however deeply nested;
  * - by shape: in every string of every event, substrings that look like credentials (`sk-...`,
  *   `Bearer ...`, `"apiKey": "..."`, `OPENAI_API_KEY=...`, GitHub/GitLab/Slack/AWS/Google/Stripe/
- *   Hugging Face/npm key formats, JWTs, passwords in URLs, PEM private-key bodies).
+ *   Hugging Face/npm key formats, JWTs, passwords in URLs, PEM private-key bodies, cookie header
+ *   values, id-like values under session keys).
+ *
+ * A secret with no known format and no key name before it (an AWS secret access key alone in
+ * prose) is not recognised: only registered values ({@link registerSecretValues}) are masked
+ * whatever their shape.
  *
  * Two properties let `hashInput` mask a re-render from the journal and get the same hash the loop
  * recorded: redaction is idempotent (redacting twice changes nothing more), and no pattern matches
@@ -18,8 +23,12 @@ import { UserError } from '../errors.ts';
 import { forgetMaskedTexts, type Masking } from './canonical-json.ts';
 import { MAX_LITERAL_SECRETS, REDACTED } from './constants.ts';
 
-/** Keys whose values are secrets. `token(?!s)` keeps counts such as `maxTokens` readable. */
-export const SECRET_KEY_PATTERN = /api[_-]?key|authorization|x-api-key|secret|passw(?:or)?d|token(?!s)/i;
+/**
+ * Keys whose values are secrets. `token(?!s)` keeps counts such as `maxTokens` readable; `cookie`
+ * covers `Cookie` and `Set-Cookie` headers held in objects.
+ */
+export const SECRET_KEY_PATTERN =
+  /api[_-]?key|authorization|x-api-key|secret|passw(?:or)?d|token(?!s)|private[_-]?key|cookie/i;
 
 /** Event members whose object keys are checked against {@link SECRET_KEY_PATTERN}. */
 const KEYED_MEMBERS: ReadonlySet<string> = new Set(['args', 'metadata', 'error', 'data', 'result']);
@@ -81,7 +90,7 @@ const QUOTED_PAIR =
  * bounded so a line of unclosed openings stays linear.
  */
 const ESCAPED_PAIR =
-  /(?<!\\)(\\+)"((?=[^\\"\n]*?(?:api[_-]?key|authorization|secret|passw(?:or)?d|token(?!s)))[^\\"\n]{1,100})(?<!\\)\1"([ \t]*[:=][ \t]*)(?<!\\)\1"(.{0,1000}?)(?<!\\)\1"/gi;
+  /(?<!\\)(\\+)"((?=[^\\"\n]*?(?:api[_-]?key|authorization|secret|passw(?:or)?d|token(?!s)|private[_-]?key|cookie))[^\\"\n]{1,100})(?<!\\)\1"([ \t]*[:=][ \t]*)(?<!\\)\1"(.{0,1000}?)(?<!\\)\1"/gi;
 
 /**
  * `key: value` or `KEY=value` (headers, env files, YAML, query strings), value optionally quoted.
@@ -104,7 +113,28 @@ const UNQUOTED_VALUE =
  * Unquoted keys come from free text, so the secret word must end a word part (`access_token`,
  * `AWS_SECRET_ACCESS_KEY`, `x-api-key`) to spare prose and names like `tokenizer`.
  */
-const UNQUOTED_SECRET_KEY = /(?:api[_-]?key|authorization|secret|passw(?:or)?d|token)(?![a-z])/i;
+const UNQUOTED_SECRET_KEY =
+  /(?:api[_-]?key|authorization|secret|passw(?:or)?d|token|private[_-]?key)(?![a-z])/i;
+
+/**
+ * Keys that name a session (`session`, `sessionId`, `session_id`, `sid`, `connect.sid`,
+ * `PHPSESSID`, `JSESSIONID`): their value is a credential only when it looks like an id
+ * ({@link ID_LIKE}), so `session: started` and `Session: 3` stay readable. Checked in text only
+ * (unquoted and quoted pairs), not by key in objects, where a session id is often a correlation id.
+ */
+const SESSION_KEY = /(?:^|[^A-Za-z])(?:session|sid)$|sess(?:ion)?[_-]?id$/i;
+/** An id-like value: letters and digits both and 8 characters or more, or 20 or more of any. */
+const ID_LIKE =
+  /^(?:(?=[^0-9]*[0-9])(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9._~+/%-]{8,}|[A-Za-z0-9._~+/%-]{20,})=*$/;
+
+/**
+ * A `Cookie:` or `Set-Cookie:` header name. Every `name=value` pair of a Cookie header is masked,
+ * the first pair of a Set-Cookie header only (its attributes, `Path=/; HttpOnly`, stay).
+ */
+const COOKIE_HEADER = /(?<![A-Za-z0-9_-])(Set-)?Cookie[ \t]*:[ \t]*/gi;
+/** One cookie pair; the value stops at what no cookie value holds (blanks, `"`, `;`, `,`, `\`). */
+const COOKIE_PAIR = /([^\s=;,"'\\]{1,200})=("[^"\\\n]*"|[^\s";,\\]*)/y;
+const COOKIE_SEPARATOR = /;[ \t]*/y;
 
 /**
  * Keys that name a problem with a secret rather than hold one: error codes such as
@@ -128,7 +158,8 @@ const MAY_HAVE_SHAPE =
   /sk-|gh[pousr]_|github_pat_|glpat-|xox[abprs]-|AKIA|ASIA|AIza|_live_|_test_|hf_|npm_|eyJ/;
 const MAY_HAVE_URL_PASSWORD = /:\/\/[^\s]*@/;
 const MAY_HAVE_PEM = 'PRIVATE KEY-----';
-const MAY_HAVE_SECRET_KEY = /api[_-]?key|authorization|secret|passw(?:or)?d|token/i;
+const MAY_HAVE_COOKIE = /cookie/i;
+const MAY_HAVE_SECRET_KEY = /api[_-]?key|authorization|secret|passw(?:or)?d|token|private|cookie|sess|sid/i;
 
 /**
  * A superset of every prefilter above (and of the PEM marker), case-insensitive: a text it does not
@@ -137,7 +168,7 @@ const MAY_HAVE_SECRET_KEY = /api[_-]?key|authorization|secret|passw(?:or)?d|toke
  * skipped no work in the line cache, only filled it.
  */
 const MAY_NEED_MASKING =
-  /Bearer|Basic|sk-|gh[pousr]_|github_pat_|glpat-|xox[abprs]-|AKIA|ASIA|AIza|_live_|_test_|hf_|npm_|eyJ|:\/\/|api[_-]?key|authorization|secret|passw(?:or)?d|token|PRIVATE KEY-----/i;
+  /Bearer|Basic|sk-|gh[pousr]_|github_pat_|glpat-|xox[abprs]-|AKIA|ASIA|AIza|_live_|_test_|hf_|npm_|eyJ|:\/\/|api[_-]?key|authorization|secret|passw(?:or)?d|token|private|cookie|sess|sid/i;
 /** Texts up to this length are screened with {@link MAY_NEED_MASKING} before the line cache. */
 const SCREENED_CHARS = 256;
 
@@ -367,11 +398,12 @@ function redactUncached(text: string): string {
   }
   if (MAY_HAVE_SHAPE.test(out)) for (const shape of KEY_SHAPES) out = out.replace(shape, REDACTED);
   if (MAY_HAVE_URL_PASSWORD.test(out)) out = out.replace(URL_PASSWORD, `$1:${REDACTED}@`);
+  if (MAY_HAVE_COOKIE.test(out)) out = redactCookieHeaders(out);
   if (!MAY_HAVE_SECRET_KEY.test(out)) return out;
   out = out.replace(
     QUOTED_PAIR,
     (match, quote: string, key: string, separator: string, valueQuote: string, value: string) =>
-      SECRET_KEY_PATTERN.test(key) && value !== REDACTED
+      (SECRET_KEY_PATTERN.test(key) || (SESSION_KEY.test(key) && ID_LIKE.test(value))) && value !== REDACTED
         ? `${quote}${key}${quote}${separator}${valueQuote}${REDACTED}${valueQuote}`
         : match,
   );
@@ -394,17 +426,53 @@ function redactUnquotedPairs(text: string): string {
   let copied = 0;
   for (let match = keys.exec(text); match !== null; match = keys.exec(text)) {
     const [head, key = '', separator = ''] = match;
-    if (!UNQUOTED_SECRET_KEY.test(key) || PROBLEM_KEY.test(key) || SOURCE_FILE_KEY.test(key)) continue;
+    const session = !UNQUOTED_SECRET_KEY.test(key) && SESSION_KEY.test(key);
+    if ((!session && !UNQUOTED_SECRET_KEY.test(key)) || PROBLEM_KEY.test(key) || SOURCE_FILE_KEY.test(key))
+      continue;
     values.lastIndex = match.index + head.length;
     const valueMatch = values.exec(text);
     if (valueMatch === null) continue;
     const [, scheme = '', value = ''] = valueMatch;
     // Quoted, or quoted with escaped quotes inside a JSON string (`PASSWORD=\"two words\"`).
     const quote = value.startsWith('\\"') ? '\\"' : /^["']/.test(value) ? value.charAt(0) : '';
-    if ((quote ? value.slice(quote.length, -quote.length) : value) === REDACTED) continue;
+    const unquoted = quote ? value.slice(quote.length, -quote.length) : value;
+    if (unquoted === REDACTED || (session && !ID_LIKE.test(unquoted))) continue;
+    // `private_key: -----BEGIN ...`: the PEM block's body is masked by its own pattern.
+    if (unquoted.startsWith('-----BEGIN')) continue;
     out += `${text.slice(copied, match.index)}${key}${separator}${scheme}${quote}${REDACTED}${quote}`;
     copied = values.lastIndex;
     keys.lastIndex = copied;
+  }
+  return out + text.slice(copied);
+}
+
+/**
+ * Masks the values of `Cookie:` headers (every pair) and `Set-Cookie:` headers (the first pair, up
+ * to its `;`). Linear: each pair is matched once, from where the previous one ended.
+ */
+function redactCookieHeaders(text: string): string {
+  const headers = new RegExp(COOKIE_HEADER.source, 'gi');
+  const pair = new RegExp(COOKIE_PAIR.source, 'y');
+  const separator = new RegExp(COOKIE_SEPARATOR.source, 'y');
+  let out = '';
+  let copied = 0;
+  for (let header = headers.exec(text); header !== null; header = headers.exec(text)) {
+    const setCookie = header[1] !== undefined;
+    pair.lastIndex = header.index + header[0].length;
+    for (let match = pair.exec(text); match !== null; match = pair.exec(text)) {
+      const [whole, name = '', value = ''] = match;
+      const quote = value.startsWith('"') ? '"' : '';
+      const inner = quote ? value.slice(1, -1) : value;
+      if (inner !== '' && inner !== REDACTED) {
+        out += `${text.slice(copied, match.index)}${name}=${quote}${REDACTED}${quote}`;
+        copied = match.index + whole.length;
+      }
+      if (setCookie) break;
+      separator.lastIndex = pair.lastIndex;
+      if (separator.exec(text) === null) break;
+      pair.lastIndex = separator.lastIndex;
+    }
+    headers.lastIndex = Math.max(headers.lastIndex, pair.lastIndex);
   }
   return out + text.slice(copied);
 }

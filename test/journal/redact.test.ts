@@ -76,6 +76,35 @@ describe('redactText', () => {
       '{"pem":"-----BEGIN EC PRIVATE KEY-----\\nMHcCAQEEIBYr\\nAwEHoUQDQgAE\\n-----END EC PRIVATE KEY-----\\n"}',
       '{"pem":"-----BEGIN EC PRIVATE KEY-----\\n[REDACTED]\\n-----END EC PRIVATE KEY-----\\n"}',
     ],
+    [
+      'a Cookie header, every pair',
+      'Cookie: session=abcdef0123456789; theme=dark',
+      'Cookie: session=[REDACTED]; theme=[REDACTED]',
+    ],
+    [
+      'a Set-Cookie value up to its first ;',
+      'Set-Cookie: sid=s%3Aabc123def456; Path=/; HttpOnly',
+      'Set-Cookie: sid=[REDACTED]; Path=/; HttpOnly',
+    ],
+    ['a Cookie header in a JSON member', '{"Cookie":"a=b; c=d"}', '{"Cookie":"[REDACTED]"}'],
+    [
+      'session ids under session keys',
+      'session_id=9f86d081884c7d65 sessionId: 3f2a1b7c-1d2e-4f5a connect.sid=s%3AxYz0123456789',
+      'session_id=[REDACTED] sessionId: [REDACTED] connect.sid=[REDACTED]',
+    ],
+    [
+      'a sid and a PHP session id',
+      'sid=abc123def456 PHPSESSID=el4ukv0kqbvoirg7nkp4dncpk3',
+      'sid=[REDACTED] PHPSESSID=[REDACTED]',
+    ],
+    ['a session id in a JSON member', '{"session":"0a1b2c3d4e5f6a7b"}', '{"session":"[REDACTED]"}'],
+    ['a private key that is no PEM block', 'private_key: abcdef0123456789XYZ', 'private_key: [REDACTED]'],
+    [
+      'a PEM private key after a private_key key: its lines stay',
+      'private_key=-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----',
+      'private_key=-----BEGIN RSA PRIVATE KEY-----\n[REDACTED]\n-----END RSA PRIVATE KEY-----',
+    ],
+    ['a client secret', 'client_secret=xyz789abc', 'client_secret=[REDACTED]'],
   ])('masks %s', (_name, input, expected) => {
     expect(redactText(input)).toBe(expected);
   });
@@ -92,6 +121,11 @@ describe('redactText', () => {
     // A stack frame of a file named for tokens: its position is where a thread was stuck.
     '#load (file:///app/src/projection/token-counter.ts:139:20)',
     'at readSecret (/app/lib/secret-store.js:12:5)',
+    // Session words in prose, and session values that are no id.
+    'the session ended; session: started, Session: 3, session_count=12',
+    'Session: 2024-01-01T10:00:00Z',
+    'cookie: chocolate chip, the cookies=3',
+    'inside: side=left',
   ])('leaves ordinary text alone: %s', (text) => {
     expect(redactText(text)).toBe(text);
   });
@@ -124,6 +158,11 @@ describe('redactText', () => {
     '-----END RSA PRIVATE KEY-----',
     'MIIEow==',
     '\\n',
+    'Cookie: ',
+    'Set-Cookie: ',
+    'session_id=',
+    'sid',
+    ';',
   );
   const texts = fc.array(fc.oneof(pieces, fc.string()), { maxLength: 30 }).map((parts) => parts.join(''));
 
@@ -226,6 +265,21 @@ describe('redactEvent', () => {
         maxTokens: 5,
       },
       metadata: { apiKey: REDACTED, owner: 'ana' },
+    });
+  });
+
+  it('masks cookie headers and private keys held in objects by key, not session ids', () => {
+    const body = redactEvent({
+      type: 'ToolCall',
+      args: { headers: { Cookie: 'a=b', 'set-cookie': ['x=y'] }, private_key: 'k', sessionId: 'run-7' },
+    });
+    expect(body).toEqual({
+      type: 'ToolCall',
+      args: {
+        headers: { Cookie: REDACTED, 'set-cookie': [REDACTED] },
+        private_key: REDACTED,
+        sessionId: 'run-7',
+      },
     });
   });
 
