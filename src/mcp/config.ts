@@ -332,7 +332,7 @@ export function expandMcpServerConfig(
 /**
  * Registers for masking ({@link registerSecretValues}) the values of the server's environment
  * variables and headers whose names say they hold a credential (`GITHUB_TOKEN`, `Authorization`,
- * `X-Api-Key`, `*_SECRET`, `Cookie`), and of its credential options (`--token X`, `--api-key=X`),
+ * `X-Api-Key`, `*_SECRET`, `*_PRIVATE_KEY`, `Cookie`), and of its credential options (`--token X`, `--api-key=X`),
  * as given (expand the config first for its `${VAR}` values):
  * a server that cannot start often quotes what it was given on stderr, whose tail becomes the
  * agent's warning, and a token of no known shape would be written as it is.
@@ -341,7 +341,7 @@ export function registerServerCredentials(config: McpServerConfig): void {
   const named = config.type === 'stdio' ? config.env : config.headers;
   registerSecretValues(
     Object.entries(named)
-      .filter(([name]) => SECRET_KEY_PATTERN.test(name) || /cookie/i.test(name))
+      .filter(([name]) => SECRET_KEY_PATTERN.test(name))
       .flatMap(([, value]) => [value, value.replace(/^(?:Bearer|Basic|Token)\s+/i, '')])
       .concat(config.type === 'stdio' ? credentialArgs(config.args) : []),
   );

@@ -24,4 +24,17 @@ describe('a stdio MCP server credential option', () => {
     expect(redactText(`refused ${JOINED}`)).toBe(`refused ${REDACTED}`);
     expect(redactText(`read ${PLAIN}`)).toBe(`read ${PLAIN}`);
   });
+
+  it('has a private key and a cookie in its environment masked where it quotes them', () => {
+    const key = 'Pk4sSigningKey9wQz7';
+    const cookie = 'sess4Cookie8Value2x';
+    registerServerCredentials({
+      type: 'stdio',
+      command: 'node',
+      args: ['server.js'],
+      env: { SIGNING_PRIVATE_KEY: key, SITE_COOKIE: cookie },
+    });
+    expect(redactText(`cannot load key ${key}`)).toBe(`cannot load key ${REDACTED}`);
+    expect(redactText(`sent ${cookie}`)).toBe(`sent ${REDACTED}`);
+  });
 });
