@@ -159,7 +159,10 @@ const MAY_HAVE_SHAPE =
 const MAY_HAVE_URL_PASSWORD = /:\/\/[^\s]*@/;
 const MAY_HAVE_PEM = 'PRIVATE KEY-----';
 const MAY_HAVE_COOKIE = /cookie/i;
-const MAY_HAVE_SECRET_KEY = /api[_-]?key|authorization|secret|passw(?:or)?d|token|private|cookie|sess|sid/i;
+// `sid` only after a non-letter, as SESSION_KEY takes it: bare, it let every short text holding
+// "inside", "consider" or "beside" past the screen.
+const MAY_HAVE_SECRET_KEY =
+  /api[_-]?key|authorization|secret|passw(?:or)?d|token|private|cookie|sess|(?:^|[^a-z])sid/i;
 
 /**
  * A superset of every prefilter above (and of the PEM marker), case-insensitive: a text it does not
@@ -168,7 +171,7 @@ const MAY_HAVE_SECRET_KEY = /api[_-]?key|authorization|secret|passw(?:or)?d|toke
  * skipped no work in the line cache, only filled it.
  */
 const MAY_NEED_MASKING =
-  /Bearer|Basic|sk-|gh[pousr]_|github_pat_|glpat-|xox[abprs]-|AKIA|ASIA|AIza|_live_|_test_|hf_|npm_|eyJ|:\/\/|api[_-]?key|authorization|secret|passw(?:or)?d|token|private|cookie|sess|sid/i;
+  /Bearer|Basic|sk-|gh[pousr]_|github_pat_|glpat-|xox[abprs]-|AKIA|ASIA|AIza|_live_|_test_|hf_|npm_|eyJ|:\/\/|api[_-]?key|authorization|secret|passw(?:or)?d|token|private|cookie|sess|(?:^|[^a-z])sid/i;
 /** Texts up to this length are screened with {@link MAY_NEED_MASKING} before the line cache. */
 const SCREENED_CHARS = 256;
 
