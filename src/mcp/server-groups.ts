@@ -21,6 +21,11 @@ export function unwatchServerGroup(pgid: number): void {
   groups.delete(pgid);
 }
 
+/** Whether group `pgid` is followed, to be killed if the process ends (for tests). */
+export function isWatchedServerGroup(pgid: number): boolean {
+  return groups.has(pgid);
+}
+
 /** SIGKILL to every group followed, synchronously: the process is about to end. */
 export function killServerGroups(): void {
   for (const pgid of groups) {

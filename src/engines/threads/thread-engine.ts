@@ -911,5 +911,8 @@ export function killOrphans(targets: ReadonlySet<number> | undefined): void {
     } catch {
       // Already gone.
     }
+    // No longer followed for the process's exit: once the group is gone its id may be given to
+    // another process, which that exit's SIGKILL would then hit.
+    if (target < 0) unwatchServerGroup(-target);
   }
 }
